@@ -1,0 +1,32 @@
+// The command table of the git-zipnn binary. Each command lives in its own
+// file and contributes one CommandSpec: its name, the one-line summary that
+// `git zipnn --help` lists, and a function that declares its options on a
+// CLI11 subcommand and returns the action to run once parsing succeeded.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <vector>
+
+#include "lib/base/status.h"
+
+namespace zipnn::cmd {
+
+using Action = std::function<Status()>;
+
+struct CommandSpec {
+  const char* name;
+  const char* summary;
+  Action (*setup)(CLI::App& sub);
+};
+
+// In the order --help lists them.
+const std::vector<CommandSpec>& Commands();
+
+Action SetupCompress(CLI::App& sub);
+Action SetupDecompress(CLI::App& sub);
+Action SetupInspect(CLI::App& sub);
+Action SetupVersion(CLI::App& sub);
+
+}  // namespace zipnn::cmd

@@ -1,0 +1,69 @@
+// git zipnn inspect: what an object holds and how each byte group was coded.
+#include <cstdio>
+#include <memory>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "lib/base/file.h"
+#include "lib/container/object.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+Status RunInspect(const std::string& path) {
+  ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(path));
+  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  ASSIGN_OR_RETURN(std::vector<container::RegionStats> stats, container::ScanObject(object, info));
+  const container::ObjectHeader& h = info.header;
+
+  std::printf("object       %s\n", path.c_str());
+  std::printf("format       version %u\n", static_cast<unsigned>(h.version));
+  if (h.kind == container::ObjectKind::kDelta) {
+    std::printf("kind         delta against %s (%llu bytes)\n", h.base_id.Hex().c_str(),
+                static_cast<unsigned long long>(h.base_size));
+  } else {
+    std::printf("kind         base (standalone)\n");
+  }
+  std::printf("content id   %s\n", info.content_id.Hex().c_str());
+  std::printf("raw size     %llu bytes (%s)\n", static_cast<unsigned long long>(h.raw_size), HumanBytes(h.raw_size).c_str());
+  std::printf("object size  %llu bytes (%s of raw)\n", static_cast<unsigned long long>(info.object_size),
+              Percent(info.object_size, h.raw_size).c_str());
+  std::printf("chunks       %zu of up to %u bytes\n\n", info.chunks.size(), h.chunk_size);
+
+  std::printf("%-7s %-8s %14s %14s  %s\n", "region", "dtype", "offset", "length", "delta");
+  for (size_t i = 0; i < h.layout.regions.size(); ++i) {
+    const container::Region& r = h.layout.regions[i];
+    std::string delta = r.delta ? "xor base@" + std::to_string(r.base_offset) : "-";
+    std::printf("%-7zu %-8s %14llu %14llu  %s\n", i, std::string(codec::DTypeName(r.dtype)).c_str(),
+                static_cast<unsigned long long>(r.offset), static_cast<unsigned long long>(r.length), delta.c_str());
+  }
+
+  std::printf("\n%-7s %-6s %14s %14s %8s   chunks by coder\n", "region", "group", "raw", "stored", "ratio");
+  for (size_t i = 0; i < stats.size(); ++i) {
+    const codec::DType dtype = h.layout.regions[i].dtype;
+    for (size_t g = 0; g < stats[i].groups.size(); ++g) {
+      const container::GroupStats& s = stats[i].groups[g];
+      std::string coders;
+      for (uint8_t c = 0; c <= codec::kMaxCoderValue; ++c) {
+        if (s.chunks_by_coder[c] == 0) continue;
+        if (!coders.empty()) coders += ", ";
+        coders += std::string(codec::CoderName(static_cast<codec::Coder>(c))) + " " + std::to_string(s.chunks_by_coder[c]);
+      }
+      std::printf("%-7zu %-6s %14llu %14llu %8s   %s\n", i, codec::GroupLabel(dtype, static_cast<int>(g)).c_str(),
+                  static_cast<unsigned long long>(s.raw_bytes), static_cast<unsigned long long>(s.stored_bytes),
+                  Percent(s.stored_bytes, s.raw_bytes).c_str(), coders.c_str());
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Action SetupInspect(CLI::App& sub) {
+  auto path = std::make_shared<std::string>();
+  sub.add_option("object", *path, "Object file to describe")->required();
+  return [path] { return RunInspect(*path); };
+}
+
+}  // namespace zipnn::cmd

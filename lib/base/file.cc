@@ -1,0 +1,152 @@
+#include "lib/base/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+
+namespace zipnn {
+
+namespace {
+std::string Errno() { return std::strerror(errno); }
+}  // namespace
+
+Result<ReadFile> ReadFile::Open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFound(path + ": no such file");
+    return IoError(path + ": cannot open: " + Errno());
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    std::string err = Errno();
+    ::close(fd);
+    return IoError(path + ": cannot stat: " + err);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return InvalidArgument(path + ": is a directory");
+  }
+  return ReadFile(fd, static_cast<uint64_t>(st.st_size), path);
+}
+
+ReadFile::ReadFile(ReadFile&& o) noexcept
+    : fd_(o.fd_), size_(o.size_), path_(std::move(o.path_)) {
+  o.fd_ = -1;
+}
+
+ReadFile& ReadFile::operator=(ReadFile&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    size_ = o.size_;
+    path_ = std::move(o.path_);
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+ReadFile::~ReadFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status ReadFile::ReadAt(uint64_t offset, void* out, size_t n) const {
+  auto* p = static_cast<uint8_t*>(out);
+  while (n > 0) {
+    ssize_t got = ::pread(fd_, p, n, static_cast<off_t>(offset));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return IoError(path_ + ": read failed: " + Errno());
+    }
+    if (got == 0) return IoError(path_ + ": file ended early (was it changed while being read?)");
+    p += got;
+    n -= static_cast<size_t>(got);
+    offset += static_cast<uint64_t>(got);
+  }
+  return OkStatus();
+}
+
+Result<AtomicFile> AtomicFile::Create(const std::string& path, bool overwrite) {
+  if (!overwrite && FileExists(path)) {
+    return InvalidArgument(path + ": already exists (use --force to overwrite)");
+  }
+  std::random_device rd;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, ".tmp-%08x", static_cast<unsigned>(rd()));
+    std::string tmp = path + suffix;
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) return AtomicFile(fd, path, tmp, overwrite);
+    if (errno != EEXIST) return IoError(path + ": cannot create: " + Errno());
+  }
+  return IoError(path + ": cannot create a temporary file beside it");
+}
+
+AtomicFile::AtomicFile(AtomicFile&& o) noexcept
+    : fd_(o.fd_), path_(std::move(o.path_)), tmp_(std::move(o.tmp_)),
+      overwrite_(o.overwrite_), size_(o.size_) {
+  o.fd_ = -1;
+  o.tmp_.clear();
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+Status AtomicFile::WriteAt(uint64_t offset, const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    ssize_t put = ::pwrite(fd_, p, n, static_cast<off_t>(offset));
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      return IoError(path_ + ": write failed: " + Errno());
+    }
+    p += put;
+    n -= static_cast<size_t>(put);
+    offset += static_cast<uint64_t>(put);
+  }
+  if (offset > size_) size_ = offset;
+  return OkStatus();
+}
+
+Status AtomicFile::Append(const void* data, size_t n) { return WriteAt(size_, data, n); }
+
+Status AtomicFile::Commit() {
+  if (fd_ < 0 || tmp_.empty()) return InvalidArgument(path_ + ": already committed");
+  if (::fsync(fd_) != 0) return IoError(path_ + ": fsync failed: " + Errno());
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    return IoError(path_ + ": close failed: " + Errno());
+  }
+  fd_ = -1;
+  if (!overwrite_) {
+    // link() fails if the name exists, closing the race with another writer.
+    if (::link(tmp_.c_str(), path_.c_str()) != 0) {
+      return IoError(path_ + ": cannot create: " + Errno());
+    }
+    ::unlink(tmp_.c_str());
+  } else if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    return IoError(path_ + ": cannot rename into place: " + Errno());
+  }
+  tmp_.clear();
+  return OkStatus();
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
+  ASSIGN_OR_RETURN(ReadFile f, ReadFile::Open(path));
+  std::vector<uint8_t> data(f.size());
+  RETURN_IF_ERROR(f.ReadAt(0, data.data(), data.size()));
+  return data;
+}
+
+}  // namespace zipnn

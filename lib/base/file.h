@@ -1,0 +1,69 @@
+// Files: positional reads from an open file, and output files that appear
+// atomically (temporary file in the same folder, fsync, rename) so that a
+// crash or an error never leaves a half-written result under the final name.
+//
+// A ReadFile may be shared by threads: ReadAt uses pread and keeps no cursor.
+// An AtomicFile is used by one thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/base/io.h"
+#include "lib/base/status.h"
+
+namespace zipnn {
+
+class ReadFile : public ByteSource {
+ public:
+  static Result<ReadFile> Open(const std::string& path);
+  ReadFile(ReadFile&& o) noexcept;
+  ReadFile& operator=(ReadFile&& o) noexcept;
+  ~ReadFile() override;
+
+  uint64_t size() const override { return size_; }
+  const std::string& name() const override { return path_; }
+  // Reads exactly `n` bytes at `offset`; a short file is an I/O error.
+  Status ReadAt(uint64_t offset, void* out, size_t n) const override;
+
+ private:
+  ReadFile(int fd, uint64_t size, std::string path)
+      : fd_(fd), size_(size), path_(std::move(path)) {}
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  std::string path_;
+};
+
+class AtomicFile : public ByteSink {
+ public:
+  // Creates a temporary file beside `path`; nothing appears at `path` until
+  // Commit. Without `overwrite`, an existing `path` is an error.
+  static Result<AtomicFile> Create(const std::string& path, bool overwrite);
+  AtomicFile(AtomicFile&& o) noexcept;
+  AtomicFile& operator=(AtomicFile&&) = delete;
+  ~AtomicFile() override;  // removes the temporary file unless committed
+
+  Status Append(const void* data, size_t n) override;
+  Status WriteAt(uint64_t offset, const void* data, size_t n);
+  uint64_t size() const { return size_; }
+  // fsync, then rename over the final path.
+  Status Commit();
+
+ private:
+  AtomicFile(int fd, std::string path, std::string tmp, bool overwrite)
+      : fd_(fd), path_(std::move(path)), tmp_(std::move(tmp)), overwrite_(overwrite) {}
+  int fd_ = -1;
+  std::string path_;
+  std::string tmp_;
+  bool overwrite_ = false;
+  uint64_t size_ = 0;
+};
+
+bool FileExists(const std::string& path);
+
+// Reads a whole (small) file; for tests, golden files and tools.
+Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path);
+
+}  // namespace zipnn

@@ -1,0 +1,69 @@
+// ByteSource and ByteSink: where the engine reads checkpoints and objects
+// from and writes them to. Files implement them (lib/base/file.h); memory
+// implementations serve tests and benchmarks.
+//
+// A ByteSource must allow concurrent ReadAt calls (the pipeline reads
+// chunks from several threads). A ByteSink is written by one thread, in
+// order.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lib/base/buffer.h"
+#include "lib/base/status.h"
+
+namespace zipnn {
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual uint64_t size() const = 0;
+  // Reads exactly n bytes at offset.
+  virtual Status ReadAt(uint64_t offset, void* out, size_t n) const = 0;
+  // What to call this source in error messages (usually a path).
+  virtual const std::string& name() const = 0;
+};
+
+class ByteSink {
+ public:
+  virtual ~ByteSink() = default;
+  virtual Status Append(const void* data, size_t n) = 0;
+};
+
+class MemorySource : public ByteSource {
+ public:
+  MemorySource(const uint8_t* data, size_t size, std::string name)
+      : data_(data), size_(size), name_(std::move(name)) {}
+  uint64_t size() const override { return size_; }
+  Status ReadAt(uint64_t offset, void* out, size_t n) const override {
+    if (offset > size_ || n > size_ - offset) return IoError(name_ + ": read past the end");
+    std::memcpy(out, data_ + offset, n);
+    return OkStatus();
+  }
+  const std::string& name() const override { return name_; }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  std::string name_;
+};
+
+class MemorySink : public ByteSink {
+ public:
+  Status Append(const void* data, size_t n) override {
+    buffer_.Append(data, n);
+    return OkStatus();
+  }
+  const Buffer& buffer() const { return buffer_; }
+  std::vector<uint8_t> ToVector() const {
+    return std::vector<uint8_t>(buffer_.data(), buffer_.data() + buffer_.size());
+  }
+
+ private:
+  Buffer buffer_;
+};
+
+}  // namespace zipnn

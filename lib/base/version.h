@@ -1,0 +1,7 @@
+// The release version of git-zipnn (the object format has its own version,
+// lib/container/format.h).
+#pragma once
+
+namespace zipnn {
+inline constexpr char kVersion[] = "0.1.0";
+}  // namespace zipnn

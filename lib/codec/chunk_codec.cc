@@ -1,0 +1,98 @@
+#include "lib/codec/chunk_codec.h"
+
+#include <cstring>
+
+#include "lib/base/endian.h"
+#include "lib/codec/grouping.h"
+
+namespace zipnn::codec {
+
+Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t size,
+                                     size_t chunk_len) {
+  ChunkGroups g;
+  if (size < 1) return Corruption("empty chunk record");
+  g.count = record[0];
+  const int expected = GroupCount(dtype, chunk_len);
+  if (g.count != expected) {
+    return Corruption("chunk record has " + std::to_string(g.count) + " groups, expected " +
+                      std::to_string(expected));
+  }
+  g.payload_start = 1 + kGroupEntryBytes * static_cast<size_t>(g.count);
+  if (size < g.payload_start) return Corruption("chunk record shorter than its group table");
+  uint64_t payload = 0;
+  for (int i = 0; i < g.count; ++i) {
+    const uint8_t* e = record + 1 + kGroupEntryBytes * static_cast<size_t>(i);
+    std::optional<Coder> coder = CoderFromByte(e[0]);
+    if (!coder) return Corruption("chunk record names unknown coder " + std::to_string(e[0]));
+    g.group[i] = GroupEntry{*coder, LoadLE<uint32_t>(e + 1),
+                            static_cast<uint32_t>(GroupSize(dtype, chunk_len, i))};
+    payload += g.group[i].stored;
+  }
+  if (payload != size - g.payload_start) {
+    return Corruption("chunk record group sizes do not add up to the record size");
+  }
+  return g;
+}
+
+ChunkEncoder::ChunkEncoder(CoderPolicy policy, int zstd_level)
+    : groups_(policy, zstd_level, /*prefer_lz=*/false) {}
+
+void ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base,
+                          Buffer& out) {
+  if (base != nullptr) {
+    xor_.Resize(n);
+    std::memcpy(xor_.data(), raw, n);
+    XorInto(xor_.data(), base, n);
+    raw = xor_.data();
+  }
+  grouped_.Resize(n);
+  SplitGroups(dtype, raw, n, grouped_.data());
+  // Unknown bytes (headers, pickles) have no byte-position structure; an
+  // LZ coder finds their repeats.
+  groups_.set_prefer_lz(dtype == DType::kBytes);
+
+  const int count = GroupCount(dtype, n);
+  const size_t table = out.size() + 1;
+  out.Extend(1)[0] = static_cast<uint8_t>(count);
+  out.Extend(kGroupEntryBytes * static_cast<size_t>(count));
+  for (int g = 0; g < count; ++g) {
+    const uint8_t* in = grouped_.data() + GroupOffset(dtype, n, g);
+    const size_t len = GroupSize(dtype, n, g);
+    const size_t before = out.size();
+    Coder coder;
+    if (len == 0) {
+      coder = Coder::kZero;
+    } else if (skip_[g] > 0 && !IsAllZero(in, len)) {
+      --skip_[g];
+      coder = GroupEncoder::EncodeRaw(in, len, out);
+    } else {
+      coder = groups_.Encode(in, len, n, out);
+      if (coder == Coder::kRaw) skip_[g] = AutoRule::kRawSkipChunks;
+    }
+    uint8_t* entry = out.data() + table + kGroupEntryBytes * static_cast<size_t>(g);
+    entry[0] = static_cast<uint8_t>(coder);
+    StoreLE<uint32_t>(entry + 1, static_cast<uint32_t>(out.size() - before));
+  }
+}
+
+Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, size_t n,
+                            const uint8_t* base, uint8_t* out) {
+  ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, record, size, n));
+  grouped_.Resize(n);
+  const uint8_t* payload = record + g.payload_start;
+  for (int i = 0; i < g.count; ++i) {
+    const GroupEntry& e = g.group[i];
+    Status s = groups_.Decode(e.coder, payload, e.stored,
+                              grouped_.data() + GroupOffset(dtype, n, i), e.raw);
+    if (!s.ok()) {
+      return Corruption("group " + std::to_string(i) + " (" + std::string(CoderName(e.coder)) +
+                        "): " + s.message());
+    }
+    payload += e.stored;
+  }
+  MergeGroups(dtype, grouped_.data(), n, out);
+  if (base != nullptr) XorInto(out, base, n);
+  return OkStatus();
+}
+
+}  // namespace zipnn::codec

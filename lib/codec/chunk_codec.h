@@ -1,0 +1,73 @@
+// One chunk: up to chunk_size bytes of one region, XORed with the base
+// when the region is a delta, split into byte groups, each group coded on
+// its own. The result is a chunk record (docs/format.md, "Chunk record"):
+//
+//   u8 group count, then per group {u8 coder, u32 payload size},
+//   then the payloads in group order.
+//
+// ChunkEncoder/ChunkDecoder own scratch buffers and coder contexts; each
+// thread uses its own. The encoder's raw-skip memory (AutoRule) lives from
+// one Reset to the next, which the pipeline calls at the start of every
+// stripe, so output never depends on how stripes are spread over threads.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "lib/base/buffer.h"
+#include "lib/base/status.h"
+#include "lib/codec/dtype.h"
+#include "lib/codec/group_coder.h"
+
+namespace zipnn::codec {
+
+inline constexpr int kMaxGroups = 9;  // 8-byte elements plus a tail
+inline constexpr size_t kGroupEntryBytes = 5;
+
+struct GroupEntry {
+  Coder coder;
+  uint32_t stored;  // payload bytes
+  uint32_t raw;     // group bytes after decoding
+};
+
+struct ChunkGroups {
+  int count = 0;
+  std::array<GroupEntry, kMaxGroups> group{};
+  size_t payload_start = 0;  // offset of the first payload in the record
+};
+
+// Reads a record's group table and checks it against the region type and
+// the chunk's length: group count, coder values, sizes that add up.
+Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t size,
+                                     size_t chunk_len);
+
+class ChunkEncoder {
+ public:
+  ChunkEncoder(CoderPolicy policy, int zstd_level);
+
+  void Reset() { skip_.fill(0); }
+  // Appends the record for n bytes of `raw` (XORed with `base` when it is
+  // not null) to `out`.
+  void Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base, Buffer& out);
+
+ private:
+  GroupEncoder groups_;
+  Buffer xor_;
+  Buffer grouped_;
+  std::array<int, kMaxGroups> skip_{};
+};
+
+class ChunkDecoder {
+ public:
+  // Decodes a record into n bytes at `out` (XORing `base` when not null).
+  // The record must be readable kDecoderReadPadding bytes past `size`.
+  Status Decode(DType dtype, const uint8_t* record, size_t size, size_t n, const uint8_t* base,
+                uint8_t* out);
+
+ private:
+  GroupDecoder groups_;
+  Buffer grouped_;
+};
+
+}  // namespace zipnn::codec

@@ -1,0 +1,284 @@
+// Unit tests of the codec: grouping per dtype, the Huffman coder, the group
+// coders with the auto rule, and chunk records.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "lib/codec/chunk_codec.h"
+#include "lib/codec/grouping.h"
+#include "lib/codec/huffman.h"
+
+namespace zipnn::codec {
+namespace {
+
+std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+// Float32 weights drawn like a trained layer's: normal, small spread.
+std::vector<uint8_t> NormalFloats(size_t count, uint32_t seed, float sigma = 0.02f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.f, sigma);
+  std::vector<uint8_t> v(count * 4);
+  for (size_t i = 0; i < count; ++i) {
+    float f = dist(rng);
+    std::memcpy(&v[i * 4], &f, 4);
+  }
+  return v;
+}
+
+std::vector<uint8_t> ToBF16(const std::vector<uint8_t>& f32) {
+  std::vector<uint8_t> v(f32.size() / 2);
+  for (size_t i = 0; i < f32.size() / 4; ++i) {
+    v[2 * i] = f32[4 * i + 2];
+    v[2 * i + 1] = f32[4 * i + 3];
+  }
+  return v;
+}
+
+// Pads a payload so a decoder may read past its end.
+std::vector<uint8_t> Padded(const uint8_t* p, size_t n) {
+  std::vector<uint8_t> v(p, p + n);
+  v.resize(n + kDecoderReadPadding, 0xEE);
+  return v;
+}
+
+constexpr DType kAllTypes[] = {
+    DType::kBytes, DType::kF32,  DType::kBF16, DType::kF16, DType::kF64, DType::kF8E4M3,
+    DType::kF8E5M2, DType::kI8,  DType::kU8,   DType::kI16, DType::kU16, DType::kI32,
+    DType::kU32,   DType::kI64,  DType::kU64,  DType::kBool};
+
+TEST_CASE("grouping round-trips every dtype at every length, tails included") {
+  for (DType t : kAllTypes) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{1001}, size_t{4096}}) {
+      CAPTURE(DTypeName(t));
+      CAPTURE(n);
+      std::vector<uint8_t> in = RandomBytes(n, static_cast<uint32_t>(n));
+      std::vector<uint8_t> grouped(n), back(n);
+      SplitGroups(t, in.data(), n, grouped.data());
+      MergeGroups(t, grouped.data(), n, back.data());
+      CHECK(back == in);
+      size_t total = 0;
+      for (int g = 0; g < GroupCount(t, n); ++g) total += GroupSize(t, n, g);
+      CHECK(total == n);
+    }
+  }
+}
+
+TEST_CASE("grouping moves the sign out so the exponent group is pure exponent") {
+  // -1.0f and +1.0f differ only in the sign bit; their exponent bytes must
+  // be equal after grouping, and the sign must land in the low group.
+  const float values[2] = {1.0f, -1.0f};
+  uint8_t grouped[8];
+  SplitGroups(DType::kF32, reinterpret_cast<const uint8_t*>(values), 8, grouped);
+  const int exp = ExponentGroup(DType::kF32);
+  CHECK(grouped[exp * 2] == 127);  // biased exponent of 1.0
+  CHECK(grouped[exp * 2 + 1] == 127);
+  CHECK(grouped[0] == 0);  // mantissa byte 0 of +1.0: sign bit clear
+  CHECK(grouped[1] == 1);  // -1.0: sign now in bit 0
+
+  // bf16 1.0 is 0x3F80: exponent 127 after rotation.
+  const uint8_t bf16[4] = {0x80, 0x3F, 0x80, 0xBF};
+  SplitGroups(DType::kBF16, bf16, 4, grouped);
+  CHECK(grouped[2] == 127);
+  CHECK(grouped[3] == 127);
+  CHECK(grouped[0] == 0x00);
+  CHECK(grouped[1] == 0x01);
+
+  // fp64 1.0: exponent 1023 = 0x3FF; the top group holds its high 8 bits.
+  const double d[1] = {-1.0};
+  uint8_t g64[8];
+  SplitGroups(DType::kF64, reinterpret_cast<const uint8_t*>(d), 8, g64);
+  CHECK(g64[7] == 0x7F);
+  CHECK(g64[0] == 0x01);
+}
+
+TEST_CASE("huffman round-trips skewed, uniform, single-symbol and tiny inputs") {
+  std::vector<std::vector<uint8_t>> inputs;
+  inputs.push_back(ToBF16(NormalFloats(100000, 1)));
+  inputs.push_back(RandomBytes(65536, 2));
+  inputs.push_back(std::vector<uint8_t>(5000, 0x7e));
+  inputs.push_back({1});
+  inputs.push_back({1, 2, 3});
+  inputs.push_back(RandomBytes(17, 3));
+  for (const auto& in : inputs) {
+    CAPTURE(in.size());
+    HuffmanEncoder enc;
+    enc.Plan(in.data(), in.size());
+    std::vector<uint8_t> payload(enc.EncodedSize() + 8);
+    enc.Encode(payload.data());
+    auto padded = Padded(payload.data(), enc.EncodedSize());
+    std::vector<uint8_t> out(in.size());
+    REQUIRE(HuffmanDecode(padded.data(), enc.EncodedSize(), out.data(), out.size()).ok());
+    CHECK(out == in);
+  }
+}
+
+// Huffman spends whole bits per symbol: on Gaussian weights the two most
+// common exponents (p ~ 0.30 and 0.27) both get 2-bit codes, which costs
+// about 2% over the order-0 entropy. The bound below is that redundancy.
+TEST_CASE("huffman codes skewed exponent bytes within 2.5% of their entropy") {
+  auto f32 = NormalFloats(1 << 18, 7);
+  std::vector<uint8_t> grouped(f32.size());
+  SplitGroups(DType::kF32, f32.data(), f32.size(), grouped.data());
+  const size_t n = f32.size() / 4;
+  const uint8_t* exp = grouped.data() + GroupOffset(DType::kF32, f32.size(), 3);
+  HuffmanEncoder enc;
+  enc.Plan(exp, n);
+  const double bound = EntropyBits(CountBytes(exp, n)) / 8;
+  CHECK(static_cast<double>(enc.EncodedSize()) < bound * 1.025);
+  CHECK(static_cast<double>(enc.EncodedSize()) > bound);
+}
+
+TEST_CASE("huffman decoder rejects damaged payloads without reading out of bounds") {
+  auto in = ToBF16(NormalFloats(4096, 9));
+  HuffmanEncoder enc;
+  enc.Plan(in.data(), in.size());
+  std::vector<uint8_t> payload(enc.EncodedSize() + 8);
+  enc.Encode(payload.data());
+  const size_t size = enc.EncodedSize();
+  std::vector<uint8_t> out(in.size());
+
+  SUBCASE("empty") { CHECK(!HuffmanDecode(Padded(payload.data(), 0).data(), 0, out.data(), out.size()).ok()); }
+  SUBCASE("truncated streams") {
+    for (size_t cut : {size / 2, size - 40, size - 1}) {
+      auto p = Padded(payload.data(), cut);
+      CHECK(!HuffmanDecode(p.data(), cut, out.data(), out.size()).ok());
+    }
+  }
+  SUBCASE("stream sizes larger than the payload") {
+    auto p = Padded(payload.data(), size);
+    const size_t table = 2 + (p[1] - p[0] + 2) / 2;
+    p[table] = 0xff;
+    p[table + 1] = 0xff;
+    p[table + 2] = 0xff;
+    CHECK(HuffmanDecode(p.data(), size, out.data(), out.size()).message() ==
+          "huffman stream sizes exceed the payload");
+  }
+  SUBCASE("oversubscribed code table") {
+    auto p = Padded(payload.data(), size);
+    const size_t nibbles = 2 + (p[1] - p[0] + 2) / 2;
+    for (size_t i = 2; i < nibbles; ++i) p[i] = 0x11;  // every symbol 1 bit
+    CHECK(HuffmanDecode(p.data(), size, out.data(), out.size()).message() ==
+          "huffman code table is not a prefix code");
+  }
+  SUBCASE("inverted symbol range") {
+    auto p = Padded(payload.data(), size);
+    p[0] = 200;
+    p[1] = 100;
+    CHECK(!HuffmanDecode(p.data(), size, out.data(), out.size()).ok());
+  }
+}
+
+TEST_CASE("auto rule: zero, zstd for zero-heavy groups, huffman for skewed, raw for noise") {
+  GroupEncoder enc(CoderPolicy::kAuto, 3, false);
+  const size_t n = 65536;
+  Buffer out;
+
+  std::vector<uint8_t> zeros(n, 0);
+  CHECK(enc.Encode(zeros.data(), n, n, out) == Coder::kZero);
+  CHECK(out.size() == 0);
+
+  // 95% zeros scattered: one value dominates.
+  std::vector<uint8_t> sparse = RandomBytes(n, 4);
+  for (size_t i = 0; i < n; ++i) if (i % 20 != 0) sparse[i] = 0;
+  CHECK(enc.Encode(sparse.data(), n, n, out) == Coder::kZstd);
+
+  // Half zeros, but as one long run (a frozen stretch in a delta).
+  std::vector<uint8_t> run = RandomBytes(n, 5);
+  std::fill(run.begin(), run.begin() + n / 2, 0);
+  out.Clear();
+  CHECK(enc.Encode(run.data(), n, n, out) == Coder::kZstd);
+
+  auto f32 = NormalFloats(n / 4, 6);
+  std::vector<uint8_t> grouped(n);
+  SplitGroups(DType::kF32, f32.data(), n, grouped.data());
+  out.Clear();
+  CHECK(enc.Encode(grouped.data() + 3 * n / 4, n / 4, n, out) == Coder::kHuffman);
+
+  auto noise = RandomBytes(n, 7);
+  out.Clear();
+  CHECK(enc.Encode(noise.data(), n, n, out) == Coder::kRaw);
+  CHECK(out.size() == n);
+}
+
+TEST_CASE("each coder round-trips through GroupDecoder") {
+  GroupDecoder dec;
+  auto skewed = ToBF16(NormalFloats(30000, 10));
+  for (CoderPolicy policy : {CoderPolicy::kHuffman, CoderPolicy::kZstd, CoderPolicy::kRaw, CoderPolicy::kAuto}) {
+    GroupEncoder enc(policy, 3, false);
+    Buffer out;
+    Coder c = enc.Encode(skewed.data(), skewed.size(), skewed.size(), out);
+    auto p = Padded(out.data(), out.size());
+    std::vector<uint8_t> back(skewed.size());
+    REQUIRE(dec.Decode(c, p.data(), out.size(), back.data(), back.size()).ok());
+    CHECK(back == skewed);
+  }
+}
+
+TEST_CASE("group decoder rejects payload sizes that do not match the group") {
+  GroupDecoder dec;
+  std::vector<uint8_t> payload(64 + kDecoderReadPadding, 1), out(64);
+  CHECK(!dec.Decode(Coder::kRaw, payload.data(), 63, out.data(), 64).ok());
+  CHECK(!dec.Decode(Coder::kZero, payload.data(), 1, out.data(), 64).ok());
+  CHECK(!dec.Decode(Coder::kZstd, payload.data(), 64, out.data(), 64).ok());
+}
+
+TEST_CASE("chunk records round-trip standalone and as XOR deltas, for every dtype") {
+  auto base = NormalFloats(20000, 11);
+  auto target = base;
+  // A training step: small changes to a tenth of the weights.
+  std::mt19937 rng(12);
+  for (size_t i = 0; i < target.size(); i += 40) target[i] ^= static_cast<uint8_t>(rng() & 0x0f);
+  for (DType t : kAllTypes) {
+    for (size_t n : {target.size(), target.size() - 3, size_t{5}}) {
+      CAPTURE(DTypeName(t));
+      CAPTURE(n);
+      ChunkEncoder enc(CoderPolicy::kAuto, 3);
+      ChunkDecoder dec;
+      for (const uint8_t* b : {static_cast<const uint8_t*>(nullptr), static_cast<const uint8_t*>(base.data())}) {
+        Buffer rec;
+        enc.Encode(t, target.data(), n, b, rec);
+        auto p = Padded(rec.data(), rec.size());
+        std::vector<uint8_t> out(n);
+        REQUIRE(dec.Decode(t, p.data(), rec.size(), n, b, out.data()).ok());
+        CHECK(std::memcmp(out.data(), target.data(), n) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("a delta of a small update is far smaller than the standalone chunk") {
+  auto base = NormalFloats(65536, 13);
+  auto target = base;
+  for (size_t i = 0; i < target.size(); i += 4 * 50) target[i] ^= 1;  // 2% of weights, lowest bit
+  ChunkEncoder enc(CoderPolicy::kAuto, 3);
+  Buffer alone, delta;
+  enc.Encode(DType::kF32, target.data(), target.size(), nullptr, alone);
+  enc.Reset();
+  enc.Encode(DType::kF32, target.data(), target.size(), base.data(), delta);
+  CHECK(delta.size() * 20 < alone.size());
+}
+
+TEST_CASE("chunk record parser rejects bad group tables") {
+  std::vector<uint8_t> rec = {2, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 9, 9, 9, 9};
+  CHECK(ParseChunkRecord(DType::kBF16, rec.data(), rec.size(), 8).ok());
+  CHECK(ParseChunkRecord(DType::kF32, rec.data(), rec.size(), 8).status().message() ==
+        "chunk record has 2 groups, expected 4");
+  auto bad = rec;
+  bad[1] = 9;
+  CHECK(ParseChunkRecord(DType::kBF16, bad.data(), bad.size(), 8).status().message() ==
+        "chunk record names unknown coder 9");
+  CHECK(!ParseChunkRecord(DType::kBF16, rec.data(), rec.size() - 1, 8).ok());
+  CHECK(!ParseChunkRecord(DType::kBF16, rec.data(), 3, 8).ok());
+  CHECK(!ParseChunkRecord(DType::kBF16, rec.data(), 0, 8).ok());
+}
+
+}  // namespace
+}  // namespace zipnn::codec

@@ -1,0 +1,151 @@
+#include "lib/codec/group_coder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "lib/base/endian.h"
+
+namespace zipnn::codec {
+
+std::string_view CoderName(Coder c) {
+  switch (c) {
+    case Coder::kRaw: return "raw";
+    case Coder::kZero: return "zero";
+    case Coder::kHuffman: return "huffman";
+    case Coder::kZstd: return "zstd";
+  }
+  return "?";
+}
+
+std::optional<Coder> CoderFromByte(uint8_t v) {
+  if (v > kMaxCoderValue) return std::nullopt;
+  return static_cast<Coder>(v);
+}
+
+std::optional<CoderPolicy> ParseCoderPolicy(std::string_view name) {
+  if (name == "auto") return CoderPolicy::kAuto;
+  if (name == "huffman") return CoderPolicy::kHuffman;
+  if (name == "zstd") return CoderPolicy::kZstd;
+  if (name == "raw") return CoderPolicy::kRaw;
+  return std::nullopt;
+}
+
+bool IsAllZero(const uint8_t* p, size_t n) {
+  size_t i = 0;
+  uint64_t acc = 0;
+  // Word at a time with an early exit every 256 bytes: non-zero data (the
+  // common case) leaves on the first block.
+  for (; i + 256 <= n; i += 256) {
+    for (size_t k = 0; k < 256; k += 8) acc |= LoadLE<uint64_t>(p + i + k);
+    if (acc != 0) return false;
+  }
+  for (; i < n; ++i) acc |= p[i];
+  return acc == 0;
+}
+
+size_t LongestZeroRun(const uint8_t* p, size_t n) {
+  size_t best = 0, run = 0;
+  for (size_t i = 0; i < n; ++i) {
+    run = p[i] == 0 ? run + 1 : 0;
+    best = std::max(best, run);
+  }
+  return best;
+}
+
+GroupEncoder::GroupEncoder(CoderPolicy policy, int zstd_level, bool prefer_lz)
+    : policy_(policy), zstd_level_(zstd_level), prefer_lz_(prefer_lz), zstd_(ZSTD_createCCtx()) {}
+
+GroupEncoder::~GroupEncoder() { ZSTD_freeCCtx(zstd_); }
+
+Coder GroupEncoder::EncodeRaw(const uint8_t* in, size_t n, Buffer& out) {
+  out.Append(in, n);
+  return Coder::kRaw;
+}
+
+std::optional<Coder> GroupEncoder::TryHuffman(size_t n, Buffer& out) {
+  const size_t size = huffman_.EncodedSize();
+  if (static_cast<double>(size) > static_cast<double>(n) * (1 - AutoRule::kMinSaving)) {
+    return std::nullopt;
+  }
+  const size_t start = out.size();
+  out.Reserve(start + size + 8);  // the bit writer stores whole words
+  huffman_.Encode(out.Extend(size));
+  return Coder::kHuffman;
+}
+
+std::optional<Coder> GroupEncoder::TryZstd(const uint8_t* in, size_t n, Buffer& out) {
+  const size_t start = out.size();
+  const size_t bound = ZSTD_compressBound(n);
+  uint8_t* dst = out.Extend(bound);
+  const size_t got = ZSTD_compressCCtx(zstd_, dst, bound, in, n, zstd_level_);
+  if (ZSTD_isError(got) ||
+      static_cast<double>(got) > static_cast<double>(n) * (1 - AutoRule::kMinSaving)) {
+    out.Resize(start);
+    return std::nullopt;
+  }
+  out.Resize(start + got);
+  return Coder::kZstd;
+}
+
+bool GroupEncoder::WantsZstd(const uint8_t* in, size_t n, size_t chunk_len) const {
+  const Histogram& h = huffman_.histogram();
+  const uint64_t top = *std::max_element(h.begin(), h.end());
+  if (static_cast<double>(top) > AutoRule::kZstdDominantShare * static_cast<double>(n)) return true;
+  const double run_floor = AutoRule::kZstdZeroRunShare * static_cast<double>(chunk_len);
+  // Only scan for a run when there are enough zeros to hold one.
+  return static_cast<double>(h[0]) > run_floor &&
+         static_cast<double>(LongestZeroRun(in, n)) > run_floor;
+}
+
+Coder GroupEncoder::Encode(const uint8_t* in, size_t n, size_t chunk_len, Buffer& out) {
+  std::optional<Coder> coded;
+  switch (policy_) {
+    case CoderPolicy::kRaw:
+      break;
+    case CoderPolicy::kHuffman:
+      huffman_.Plan(in, n);
+      coded = TryHuffman(n, out);
+      break;
+    case CoderPolicy::kZstd:
+      coded = TryZstd(in, n, out);
+      break;
+    case CoderPolicy::kAuto:
+      if (IsAllZero(in, n)) return Coder::kZero;
+      if (prefer_lz_) {
+        coded = TryZstd(in, n, out);
+        break;
+      }
+      huffman_.Plan(in, n);
+      coded = WantsZstd(in, n, chunk_len) ? TryZstd(in, n, out) : TryHuffman(n, out);
+      break;
+  }
+  return coded ? *coded : EncodeRaw(in, n, out);
+}
+
+GroupDecoder::GroupDecoder() : zstd_(ZSTD_createDCtx()) {}
+GroupDecoder::~GroupDecoder() { ZSTD_freeDCtx(zstd_); }
+
+Status GroupDecoder::Decode(Coder coder, const uint8_t* payload, size_t size, uint8_t* out,
+                            size_t n) {
+  switch (coder) {
+    case Coder::kRaw:
+      if (size != n) return Corruption("raw group holds " + std::to_string(size) + " bytes, expected " + std::to_string(n));
+      std::memcpy(out, payload, n);
+      return OkStatus();
+    case Coder::kZero:
+      if (size != 0) return Corruption("zero group has a payload");
+      std::memset(out, 0, n);
+      return OkStatus();
+    case Coder::kHuffman:
+      return HuffmanDecode(payload, size, out, n);
+    case Coder::kZstd: {
+      const size_t got = ZSTD_decompressDCtx(zstd_, out, n, payload, size);
+      if (ZSTD_isError(got)) return Corruption(std::string("zstd group: ") + ZSTD_getErrorName(got));
+      if (got != n) return Corruption("zstd group decodes to " + std::to_string(got) + " bytes, expected " + std::to_string(n));
+      return OkStatus();
+    }
+  }
+  return Corruption("unknown coder");
+}
+
+}  // namespace zipnn::codec

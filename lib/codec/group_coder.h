@@ -1,0 +1,103 @@
+// Coding of one byte group of one chunk: the coders, and the "auto" rule
+// that picks one per group per chunk (docs/codec.md, "Choosing a coder").
+//
+// GroupEncoder and GroupDecoder hold scratch state (a zstd context, Huffman
+// tables); each thread owns its own.
+#pragma once
+
+#include <zstd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "lib/base/buffer.h"
+#include "lib/base/status.h"
+#include "lib/codec/huffman.h"
+
+namespace zipnn::codec {
+
+// Stored in chunk records (docs/format.md, "Chunk record"); values are fixed.
+enum class Coder : uint8_t {
+  kRaw = 0,      // the group's bytes as they are
+  kZero = 1,     // every byte is zero; no payload
+  kHuffman = 2,  // HuffmanEncoder payload
+  kZstd = 3,     // one zstd frame
+};
+inline constexpr uint8_t kMaxCoderValue = 3;
+std::string_view CoderName(Coder c);
+std::optional<Coder> CoderFromByte(uint8_t v);
+
+// What the encoder may choose from.
+enum class CoderPolicy {
+  kAuto,     // the ZipNN rule below
+  kHuffman,  // Huffman for every group that it shrinks, else raw
+  kZstd,     // zstd for every group that it shrinks, else raw
+  kRaw,      // no entropy coding (grouping still applies)
+};
+std::optional<CoderPolicy> ParseCoderPolicy(std::string_view name);
+
+// The thresholds of the auto rule, all in one place. The figures behind
+// each value are in docs/codec.md.
+struct AutoRule {
+  // A coded group must be at least this much smaller than its raw bytes,
+  // or it is stored raw (decoding raw is a copy).
+  static constexpr double kMinSaving = 0.03;
+  // If one byte value holds more than this share of a group, Huffman's one
+  // bit per byte is far above the entropy; zstd's runs are not.
+  static constexpr double kZstdDominantShare = 0.90;
+  // A run of zeros longer than this share of the chunk also goes to zstd.
+  static constexpr double kZstdZeroRunShare = 0.03;
+  // After a group is stored raw, that group of the next chunks in the same
+  // stripe is stored raw without trying, then tried again.
+  static constexpr int kRawSkipChunks = 7;
+};
+
+class GroupEncoder {
+ public:
+  GroupEncoder(CoderPolicy policy, int zstd_level, bool prefer_lz);
+  ~GroupEncoder();
+  GroupEncoder(const GroupEncoder&) = delete;
+  GroupEncoder& operator=(const GroupEncoder&) = delete;
+
+  // Codes n bytes (n >= 1) of one group whose chunk is chunk_len bytes,
+  // appends the payload to `out` and returns the coder used.
+  Coder Encode(const uint8_t* in, size_t n, size_t chunk_len, Buffer& out);
+  // Appends the bytes raw (the skip path of the auto rule).
+  static Coder EncodeRaw(const uint8_t* in, size_t n, Buffer& out);
+
+  void set_prefer_lz(bool v) { prefer_lz_ = v; }
+
+ private:
+  std::optional<Coder> TryHuffman(size_t n, Buffer& out);  // after huffman_.Plan
+  std::optional<Coder> TryZstd(const uint8_t* in, size_t n, Buffer& out);
+  bool WantsZstd(const uint8_t* in, size_t n, size_t chunk_len) const;
+
+  CoderPolicy policy_;
+  int zstd_level_;
+  bool prefer_lz_;
+  ZSTD_CCtx* zstd_ = nullptr;
+  HuffmanEncoder huffman_;
+};
+
+class GroupDecoder {
+ public:
+  GroupDecoder();
+  ~GroupDecoder();
+  GroupDecoder(const GroupDecoder&) = delete;
+  GroupDecoder& operator=(const GroupDecoder&) = delete;
+
+  // Decodes `size` payload bytes into exactly n bytes. The payload must be
+  // readable kDecoderReadPadding bytes past its end.
+  Status Decode(Coder coder, const uint8_t* payload, size_t size, uint8_t* out, size_t n);
+
+ private:
+  ZSTD_DCtx* zstd_ = nullptr;
+};
+
+bool IsAllZero(const uint8_t* p, size_t n);
+// Length of the longest run of zero bytes.
+size_t LongestZeroRun(const uint8_t* p, size_t n);
+
+}  // namespace zipnn::codec

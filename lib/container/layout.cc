@@ -1,0 +1,60 @@
+#include "lib/container/layout.h"
+
+#include <string>
+
+namespace zipnn::container {
+
+Layout Layout::Single(codec::DType dtype, uint64_t size) {
+  Layout l;
+  if (size > 0) l.regions.push_back(Region{dtype, 0, size, false, 0});
+  return l;
+}
+
+Layout Layout::AsDeltaOfSameLayout() const {
+  Layout l = *this;
+  for (Region& r : l.regions) {
+    r.delta = true;
+    r.base_offset = r.offset;
+  }
+  return l;
+}
+
+Status Layout::Validate(uint64_t expected_size, uint64_t base_size) const {
+  uint64_t next = 0;
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const Region& r = regions[i];
+    const std::string where = "region " + std::to_string(i);
+    if (r.offset != next) return Corruption(where + " does not start where the previous one ends");
+    if (r.length > UINT64_MAX - r.offset) return Corruption(where + " length overflows");
+    next = r.offset + r.length;
+    if (r.delta && (r.base_offset > base_size || r.length > base_size - r.base_offset)) {
+      return Corruption(where + " reads past the end of its base");
+    }
+  }
+  if (next != expected_size) {
+    return Corruption("regions cover " + std::to_string(next) + " bytes, expected " +
+                      std::to_string(expected_size));
+  }
+  return OkStatus();
+}
+
+uint64_t CountChunks(const Layout& layout, uint32_t chunk_size) {
+  uint64_t n = 0;
+  for (const Region& r : layout.regions) n += (r.length + chunk_size - 1) / chunk_size;
+  return n;
+}
+
+std::vector<ChunkSpan> PlanChunks(const Layout& layout, uint32_t chunk_size) {
+  std::vector<ChunkSpan> chunks;
+  chunks.reserve(CountChunks(layout, chunk_size));
+  for (size_t i = 0; i < layout.regions.size(); ++i) {
+    const Region& r = layout.regions[i];
+    for (uint64_t at = 0; at < r.length; at += chunk_size) {
+      const uint64_t len = r.length - at < chunk_size ? r.length - at : chunk_size;
+      chunks.push_back(ChunkSpan{static_cast<uint32_t>(i), r.offset + at, static_cast<uint32_t>(len)});
+    }
+  }
+  return chunks;
+}
+
+}  // namespace zipnn::container

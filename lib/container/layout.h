@@ -1,0 +1,49 @@
+// Layout: how a checkpoint's bytes divide into regions of one dtype each.
+// Regions are contiguous and cover every byte exactly once, in order. A
+// delta region is XORed with the base checkpoint's bytes at base_offset.
+// Plain data; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/codec/dtype.h"
+
+namespace zipnn::container {
+
+struct Region {
+  codec::DType dtype = codec::DType::kBytes;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  bool delta = false;
+  uint64_t base_offset = 0;  // meaningful when delta
+};
+
+struct Layout {
+  std::vector<Region> regions;
+
+  uint64_t size() const { return regions.empty() ? 0 : regions.back().offset + regions.back().length; }
+
+  // One region of one dtype over `size` bytes (a raw file).
+  static Layout Single(codec::DType dtype, uint64_t size);
+  // The same regions, each XORed with the base at the same offset.
+  Layout AsDeltaOfSameLayout() const;
+  // Contiguous, starting at 0, no overflow, delta ranges inside the base.
+  Status Validate(uint64_t expected_size, uint64_t base_size) const;
+};
+
+// One chunk of the raw bytes: never crosses a region boundary.
+struct ChunkSpan {
+  uint32_t region = 0;
+  uint64_t offset = 0;  // in the raw checkpoint
+  uint32_t length = 0;
+};
+
+// Chunks of `layout` in order: each region cut into chunk_size pieces, the
+// last one shorter. Both encoder and decoder derive the chunk list this way.
+std::vector<ChunkSpan> PlanChunks(const Layout& layout, uint32_t chunk_size);
+// Number of chunks PlanChunks would return, without building the list.
+uint64_t CountChunks(const Layout& layout, uint32_t chunk_size);
+
+}  // namespace zipnn::container

@@ -1,0 +1,294 @@
+#include "lib/container/object.h"
+
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "lib/base/buffer.h"
+#include "lib/base/thread_pool.h"
+#include "lib/codec/chunk_codec.h"
+
+namespace zipnn::container {
+
+namespace {
+
+// A run of consecutive chunks of one region: the unit of parallel work.
+struct Stripe {
+  size_t first = 0;  // index into the chunk list
+  size_t count = 0;
+  uint64_t offset = 0;  // raw offset of the first chunk
+  uint64_t length = 0;  // raw bytes in the stripe
+};
+
+template <typename Span>
+std::vector<Stripe> PlanStripes(const std::vector<Span>& chunks, uint32_t chunk_size,
+                                const ChunkSpan& (*span_of)(const Span&)) {
+  const size_t per_stripe = std::max<size_t>(1, std::min<uint64_t>(kStripeChunks, kStripeBytes / chunk_size));
+  std::vector<Stripe> stripes;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const ChunkSpan& c = span_of(chunks[i]);
+    if (stripes.empty() || stripes.back().count == per_stripe ||
+        span_of(chunks[stripes.back().first]).region != c.region) {
+      stripes.push_back(Stripe{i, 0, c.offset, 0});
+    }
+    ++stripes.back().count;
+    stripes.back().length += c.length;
+  }
+  return stripes;
+}
+
+const ChunkSpan& SpanOfSpan(const ChunkSpan& s) { return s; }
+const ChunkSpan& SpanOfRef(const ChunkRef& r) { return r.span; }
+
+int ResolveThreads(int threads) { return threads > 0 ? threads : ThreadPool::DefaultThreads(); }
+
+// Coder objects hold large scratch buffers and zstd contexts: reuse them
+// across stripes instead of making one per task. A Lease hands its object
+// back when it goes out of scope.
+template <typename T>
+class FreeList {
+ public:
+  class Lease {
+   public:
+    Lease(FreeList* owner, std::unique_ptr<T> item) : owner_(owner), item_(std::move(item)) {}
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    ~Lease() { owner_->Give(std::move(item_)); }
+    T* operator->() { return item_.get(); }
+
+   private:
+    FreeList* owner_;
+    std::unique_ptr<T> item_;
+  };
+
+  explicit FreeList(std::function<std::unique_ptr<T>()> make) : make_(std::move(make)) {}
+
+  Lease Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return Lease(this, make_());
+    std::unique_ptr<T> t = std::move(free_.back());
+    free_.pop_back();
+    return Lease(this, std::move(t));
+  }
+
+ private:
+  void Give(std::unique_ptr<T> t) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(t));
+  }
+
+  std::function<std::unique_ptr<T>()> make_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<T>> free_;
+};
+
+// Reads the base bytes a delta region's chunks are XORed with.
+Status ReadBase(const ByteSource& base, const Region& region, uint64_t raw_offset, size_t n,
+                Buffer& out) {
+  out.Resize(n);
+  return base.ReadAt(region.base_offset + (raw_offset - region.offset), out.data(), n);
+}
+
+struct EncodedStripe {
+  Buffer raw;
+  Buffer records;
+  std::vector<ChunkRef> refs;
+};
+
+struct DecodedStripe {
+  Buffer raw;
+};
+
+std::string ChunkName(const ByteSource& object, size_t index, const ChunkSpan& span) {
+  return object.name() + ": chunk " + std::to_string(index) + " (checkpoint bytes " +
+         std::to_string(span.offset) + ".." + std::to_string(span.offset + span.length) + ")";
+}
+
+}  // namespace
+
+Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
+                                  const DeltaBase* base, const EncodeOptions& options,
+                                  ByteSink& out) {
+  RETURN_IF_ERROR(CheckChunkSize(options.chunk_size));
+  const uint64_t base_size = base != nullptr ? base->source->size() : 0;
+  Status valid = layout.Validate(input.size(), base_size);
+  if (!valid.ok()) return InvalidArgument(input.name() + ": layout does not fit: " + valid.message());
+  for (const Region& r : layout.regions) {
+    if (r.delta && base == nullptr) return InvalidArgument(input.name() + ": delta region without a base");
+  }
+
+  ObjectHeader header;
+  header.kind = base != nullptr ? ObjectKind::kDelta : ObjectKind::kBase;
+  header.chunk_size = options.chunk_size;
+  header.raw_size = input.size();
+  header.layout = layout;
+  if (base != nullptr) {
+    header.base_id = base->id;
+    header.base_size = base_size;
+  }
+  Buffer head;
+  AppendHeader(header, head);
+  RETURN_IF_ERROR(out.Append(head.data(), head.size()));
+  uint64_t written = head.size();
+
+  const std::vector<ChunkSpan> chunks = PlanChunks(layout, options.chunk_size);
+  const std::vector<Stripe> stripes = PlanStripes(chunks, options.chunk_size, &SpanOfSpan);
+  std::vector<ChunkRef> refs;
+  refs.reserve(chunks.size());
+  Hasher hasher;
+  FreeList<codec::ChunkEncoder> encoders([&options] {
+    return std::make_unique<codec::ChunkEncoder>(options.policy, options.zstd_level);
+  });
+  ThreadPool pool(ResolveThreads(options.threads));
+
+  auto produce = [&](size_t s) -> Result<EncodedStripe> {
+    const Stripe& stripe = stripes[s];
+    const Region& region = layout.regions[chunks[stripe.first].region];
+    EncodedStripe e;
+    e.raw.Resize(stripe.length);
+    RETURN_IF_ERROR(input.ReadAt(stripe.offset, e.raw.data(), stripe.length));
+    Buffer base_bytes;
+    if (region.delta) RETURN_IF_ERROR(ReadBase(*base->source, region, stripe.offset, stripe.length, base_bytes));
+    auto encoder = encoders.Take();
+    encoder->Reset();  // raw-skip memory never crosses a stripe
+    for (size_t i = stripe.first; i < stripe.first + stripe.count; ++i) {
+      const ChunkSpan& c = chunks[i];
+      const uint64_t at = c.offset - stripe.offset;
+      const size_t before = e.records.size();
+      encoder->Encode(region.dtype, e.raw.data() + at, c.length,
+                      region.delta ? base_bytes.data() + at : nullptr, e.records);
+      ChunkRef ref;
+      ref.span = c;
+      ref.record_size = static_cast<uint32_t>(e.records.size() - before);
+      ref.checksum = Checksum64(e.records.data() + before, ref.record_size);
+      e.refs.push_back(ref);
+    }
+    return e;
+  };
+  auto consume = [&](size_t, EncodedStripe& e) -> Status {
+    hasher.Update(e.raw.data(), e.raw.size());
+    RETURN_IF_ERROR(out.Append(e.records.data(), e.records.size()));
+    for (ChunkRef& ref : e.refs) {
+      ref.record_offset = written;
+      written += ref.record_size;
+      refs.push_back(ref);
+    }
+    return OkStatus();
+  };
+  RETURN_IF_ERROR(RunOrdered<EncodedStripe>(pool, stripes.size(), produce, consume));
+
+  EncodeResult result;
+  result.content_id = hasher.Finish();
+  result.raw_size = input.size();
+  Buffer tail;
+  AppendIndexAndTrailer(refs, result.content_id, tail);
+  RETURN_IF_ERROR(out.Append(tail.data(), tail.size()));
+  result.object_size = written + tail.size();
+  return result;
+}
+
+Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const ByteSource* base,
+                    const DecodeOptions& options, ByteSink& out) {
+  const ObjectHeader& h = info.header;
+  if (h.kind == ObjectKind::kDelta) {
+    if (base == nullptr) {
+      return InvalidArgument(object.name() + ": is a delta against " + h.base_id.Hex() +
+                             "; give that checkpoint as the base");
+    }
+    if (base->size() != h.base_size) {
+      return InvalidArgument(object.name() + ": wrong base " + base->name() + ": it has " +
+                             std::to_string(base->size()) + " bytes, the object's base " +
+                             h.base_id.Hex() + " has " + std::to_string(h.base_size));
+    }
+  }
+  std::vector<ChunkRef> chunks;
+  size_t first_index = 0;
+  if (options.only_region) {
+    if (*options.only_region >= h.layout.regions.size()) {
+      return InvalidArgument(object.name() + ": has no region " + std::to_string(*options.only_region));
+    }
+    for (size_t i = 0; i < info.chunks.size(); ++i) {
+      if (info.chunks[i].span.region != *options.only_region) continue;
+      if (chunks.empty()) first_index = i;
+      chunks.push_back(info.chunks[i]);
+    }
+  }
+  const std::vector<ChunkRef>& todo = options.only_region ? chunks : info.chunks;
+  const std::vector<Stripe> stripes = PlanStripes(todo, h.chunk_size, &SpanOfRef);
+  Hasher hasher;
+  FreeList<codec::ChunkDecoder> decoders([] { return std::make_unique<codec::ChunkDecoder>(); });
+  ThreadPool pool(ResolveThreads(options.threads));
+
+  auto produce = [&](size_t s) -> Result<DecodedStripe> {
+    const Stripe& stripe = stripes[s];
+    const ChunkRef& first = todo[stripe.first];
+    const ChunkRef& last = todo[stripe.first + stripe.count - 1];
+    const Region& region = h.layout.regions[first.span.region];
+    const uint64_t records_size = last.record_offset + last.record_size - first.record_offset;
+    Buffer records(records_size + codec::kDecoderReadPadding);
+    RETURN_IF_ERROR(object.ReadAt(first.record_offset, records.data(), records_size));
+    Buffer base_bytes;
+    if (region.delta) RETURN_IF_ERROR(ReadBase(*base, region, stripe.offset, stripe.length, base_bytes));
+    DecodedStripe d;
+    d.raw.Resize(stripe.length);
+    auto decoder = decoders.Take();
+    for (size_t i = stripe.first; i < stripe.first + stripe.count; ++i) {
+      const ChunkRef& c = todo[i];
+      const uint8_t* record = records.data() + (c.record_offset - first.record_offset);
+      const size_t index = first_index + i;
+      if (Checksum64(record, c.record_size) != c.checksum) {
+        return Corruption(ChunkName(object, index, c.span) + ": checksum mismatch");
+      }
+      const uint64_t at = c.span.offset - stripe.offset;
+      Status st = decoder->Decode(region.dtype, record, c.record_size, c.span.length,
+                                  region.delta ? base_bytes.data() + at : nullptr, d.raw.data() + at);
+      if (!st.ok()) {
+        return Corruption(ChunkName(object, index, c.span) + ": " + st.message());
+      }
+    }
+    return d;
+  };
+  auto consume = [&](size_t, DecodedStripe& d) -> Status {
+    if (!options.only_region) hasher.Update(d.raw.data(), d.raw.size());
+    return out.Append(d.raw.data(), d.raw.size());
+  };
+  RETURN_IF_ERROR(RunOrdered<DecodedStripe>(pool, stripes.size(), produce, consume));
+  if (!options.only_region) {
+    const ContentId got = hasher.Finish();
+    if (got != info.content_id) {
+      return Corruption(object.name() + ": decoded bytes hash to " + got.Hex() +
+                        ", not the object's content id " + info.content_id.Hex() +
+                        (h.kind == ObjectKind::kDelta ? " (is the base the right checkpoint?)" : ""));
+    }
+  }
+  return OkStatus();
+}
+
+Result<std::vector<RegionStats>> ScanObject(const ByteSource& object, const ObjectInfo& info) {
+  const ObjectHeader& h = info.header;
+  std::vector<RegionStats> stats(h.layout.regions.size());
+  Buffer record;
+  for (size_t i = 0; i < info.chunks.size(); ++i) {
+    const ChunkRef& c = info.chunks[i];
+    record.Resize(c.record_size);
+    RETURN_IF_ERROR(object.ReadAt(c.record_offset, record.data(), c.record_size));
+    if (Checksum64(record.data(), c.record_size) != c.checksum) {
+      return Corruption(ChunkName(object, i, c.span) + ": checksum mismatch");
+    }
+    const codec::DType dtype = h.layout.regions[c.span.region].dtype;
+    auto groups = codec::ParseChunkRecord(dtype, record.data(), c.record_size, c.span.length);
+    if (!groups.ok()) return Corruption(ChunkName(object, i, c.span) + ": " + groups.status().message());
+    RegionStats& r = stats[c.span.region];
+    r.record_bytes += c.record_size;
+    if (r.groups.size() < static_cast<size_t>(groups->count)) r.groups.resize(groups->count);
+    for (int g = 0; g < groups->count; ++g) {
+      const codec::GroupEntry& e = groups->group[g];
+      r.groups[g].raw_bytes += e.raw;
+      r.groups[g].stored_bytes += e.stored;
+      ++r.groups[g].chunks_by_coder[static_cast<size_t>(e.coder)];
+    }
+  }
+  return stats;
+}
+
+}  // namespace zipnn::container

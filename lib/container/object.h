@@ -1,0 +1,82 @@
+// Whole objects: encode a checkpoint (standalone or as a delta) into the
+// container format, decode it back, and scan its chunk records for
+// statistics. Work is cut into stripes of consecutive chunks of one region,
+// coded in parallel on a thread pool and written in order; the bytes
+// written do not depend on the number of threads.
+//
+// Memory stays bounded: at most 2 x threads stripes (each at most
+// kStripeBytes of raw data plus its records) are in flight.
+// Functions are thread-safe; each call uses its own pool.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "lib/base/content_id.h"
+#include "lib/base/io.h"
+#include "lib/base/status.h"
+#include "lib/codec/group_coder.h"
+#include "lib/container/format.h"
+
+namespace zipnn::container {
+
+// A stripe holds at most this many chunks and this many raw bytes.
+inline constexpr size_t kStripeChunks = 16;
+inline constexpr uint64_t kStripeBytes = 4u << 20;
+
+struct EncodeOptions {
+  uint32_t chunk_size = kDefaultChunkSize;
+  int threads = 0;  // 0: all cores
+  int zstd_level = 3;
+  codec::CoderPolicy policy = codec::CoderPolicy::kAuto;
+};
+
+// The checkpoint a delta is XORed against.
+struct DeltaBase {
+  const ByteSource* source = nullptr;
+  ContentId id;
+};
+
+struct EncodeResult {
+  ContentId content_id;
+  uint64_t raw_size = 0;
+  uint64_t object_size = 0;
+};
+
+// Encodes `input`, whose bytes `layout` describes, into `out`. With a base,
+// the object is a delta and `layout`'s delta regions read from it.
+Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
+                                  const DeltaBase* base, const EncodeOptions& options,
+                                  ByteSink& out);
+
+struct DecodeOptions {
+  int threads = 0;  // 0: all cores
+  // Decode only this region (no content-id check is possible then; every
+  // chunk checksum still is).
+  std::optional<size_t> only_region;
+};
+
+// Decodes `object` (described by `info`, from ReadObjectInfo) into `out`,
+// verifying every chunk checksum and, for a whole decode, the content id.
+// A delta needs `base`: the checkpoint whose id the header names.
+Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const ByteSource* base,
+                    const DecodeOptions& options, ByteSink& out);
+
+struct GroupStats {
+  uint64_t raw_bytes = 0;
+  uint64_t stored_bytes = 0;  // payloads only
+  std::array<uint64_t, codec::kMaxCoderValue + 1> chunks_by_coder{};
+};
+
+struct RegionStats {
+  std::vector<GroupStats> groups;  // by group index
+  uint64_t record_bytes = 0;       // records including group tables
+};
+
+// Reads every chunk record (checksums verified) and sums, per region and
+// byte group, the coders chosen and the bytes stored.
+Result<std::vector<RegionStats>> ScanObject(const ByteSource& object, const ObjectInfo& info);
+
+}  // namespace zipnn::container
