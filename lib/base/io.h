@@ -53,6 +53,7 @@ class MemorySource : public ByteSource {
 
 class MemorySink : public ByteSink {
  public:
+  void Reserve(size_t n) { buffer_.Reserve(n); }
   Status Append(const void* data, size_t n) override {
     buffer_.Append(data, n);
     return OkStatus();

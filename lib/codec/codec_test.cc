@@ -282,3 +282,33 @@ TEST_CASE("chunk record parser rejects bad group tables") {
 
 }  // namespace
 }  // namespace zipnn::codec
+
+namespace zipnn::codec {
+namespace {
+
+size_t SlowLongestZeroRun(const std::vector<uint8_t>& v) {
+  size_t best = 0, run = 0;
+  for (uint8_t b : v) {
+    run = b == 0 ? run + 1 : 0;
+    best = std::max(best, run);
+  }
+  return best;
+}
+
+TEST_CASE("longest zero run matches a byte-by-byte count") {
+  std::mt19937 rng(21);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<uint8_t> v(rng() % 200);
+    for (auto& b : v) b = (rng() % 3 == 0) ? static_cast<uint8_t>(rng()) : 0;
+    // Sprinkle long runs at random places.
+    if (!v.empty() && trial % 2 == 0) {
+      size_t a = rng() % v.size(), len = rng() % (v.size() - a + 1);
+      std::fill(v.begin() + a, v.begin() + a + len, 0);
+    }
+    CAPTURE(trial);
+    CHECK(LongestZeroRun(v.data(), v.size()) == SlowLongestZeroRun(v));
+  }
+}
+
+}  // namespace
+}  // namespace zipnn::codec

@@ -44,12 +44,32 @@ bool IsAllZero(const uint8_t* p, size_t n) {
 }
 
 size_t LongestZeroRun(const uint8_t* p, size_t n) {
-  size_t best = 0, run = 0;
-  for (size_t i = 0; i < n; ++i) {
-    run = p[i] == 0 ? run + 1 : 0;
+  // Word at a time: a run is extended by whole zero words and by the zero
+  // bytes at either end of a non-zero word. Runs inside one word are
+  // shorter than 8 bytes; they count only when nothing longer exists.
+  size_t best = 0, run = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const uint64_t w = LoadLE<uint64_t>(p + i);
+    if (w == 0) {
+      run += 8;
+      continue;
+    }
+    run += static_cast<size_t>(__builtin_ctzll(w)) / 8;  // low bytes come first in memory
     best = std::max(best, run);
+    run = static_cast<size_t>(__builtin_clzll(w)) / 8;
+    if (best < 7) {  // short runs inside the word
+      size_t inner = 0;
+      for (int k = 0; k < 8; ++k) {
+        inner = p[i + k] == 0 ? inner + 1 : 0;
+        best = std::max(best, inner);
+      }
+    }
   }
-  return best;
+  for (; i < n; ++i) {
+    best = std::max(best, run);
+    run = p[i] == 0 ? run + 1 : 0;
+  }
+  return std::max(best, run);
 }
 
 GroupEncoder::GroupEncoder(CoderPolicy policy, int zstd_level, bool prefer_lz)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 
 #include "lib/base/endian.h"
@@ -104,35 +105,51 @@ void AssignCodes(const std::array<uint8_t, 256>& length, std::array<uint16_t, 25
   }
 }
 
-// Bits are appended at the top of `bits`; whole bytes are stored eight at a
-// time, so the output needs 8 bytes of slack past the stream.
-size_t EncodeStream(const uint8_t* in, size_t m, const std::array<uint8_t, 256>& length,
-                    const std::array<uint16_t, 256>& code, uint8_t* out) {
-  uint8_t* p = out;
-  uint64_t bits = 0;
-  unsigned nbits = 0;
-  size_t i = 0;
-  // Four codes of at most 11 bits fit beside the up-to-7 bits left over.
-  for (; i + 4 <= m; i += 4) {
-    for (int u = 0; u < 4; ++u) {
-      const uint8_t s = in[i + u];
-      bits |= static_cast<uint64_t>(code[s]) << nbits;
-      nbits += length[s];
-    }
-    StoreLE<uint64_t>(p, bits);
+// Fills a 64-bit container from the top: each code enters at the high
+// end and older bits move down, so the oldest valid bit sits at 64 - nbits
+// and a flush stores `bits >> (64 - nbits)`, oldest bit first (the stream
+// is least-significant bit first). A table entry is the bit-reversed code
+// in its top `length` bits with the length in its low byte; OR-ing the
+// whole entry leaves that length byte below the valid bits, where later
+// shifts discard it. Whole bytes go out eight at a time while the stream
+// has room for a full word before `limit`, one at a time near its end.
+struct BitWriter {
+  uint8_t* p;
+  uint8_t* limit;
+  uint64_t bits;
+  unsigned nbits;
+
+  static uint64_t Entry(uint16_t code, uint8_t len) {
+    return len == 0 ? 0 : (static_cast<uint64_t>(code) << (64 - len)) | len;
+  }
+  // Adds one code; the caller adds its length to nbits (see Put4).
+  static uint64_t Push(uint64_t bits, uint64_t entry) { return (bits >> (entry & 63)) | entry; }
+  void Put(uint64_t entry) {
+    bits = Push(bits, entry);
+    nbits += static_cast<unsigned>(entry & 63);
+  }
+  // Four codes; their lengths add up in the low byte of the entries' sum.
+  void Put4(uint64_t e0, uint64_t e1, uint64_t e2, uint64_t e3) {
+    bits = Push(Push(Push(Push(bits, e0), e1), e2), e3);
+    nbits += static_cast<unsigned>((e0 + e1 + e2 + e3) & 0xff);
+  }
+  uint64_t Valid() const { return nbits == 0 ? 0 : bits >> (64 - nbits); }
+  bool HasWordRoom() const { return p + 8 <= limit; }
+  void FlushWord() {
+    StoreLE<uint64_t>(p, Valid());
     p += nbits >> 3;
-    bits >>= nbits & ~7u;
     nbits &= 7;
   }
-  for (; i < m; ++i) {
-    const uint8_t s = in[i];
-    bits |= static_cast<uint64_t>(code[s]) << nbits;
-    nbits += length[s];
+  void FlushBytes() {
+    uint64_t v = Valid();
+    for (; nbits >= 8; nbits -= 8, v >>= 8) *p++ = static_cast<uint8_t>(v);
   }
-  StoreLE<uint64_t>(p, bits);  // at most 7 + 3*11 bits remain: one word
-  p += (nbits + 7) >> 3;
-  return static_cast<size_t>(p - out);
-}
+  void Finish() {
+    FlushBytes();
+    if (nbits != 0) *p++ = static_cast<uint8_t>(Valid());
+    nbits = 0;
+  }
+};
 
 struct BitReader {
   const uint8_t* p;
@@ -153,27 +170,36 @@ struct BitReader {
   }
 };
 
+// One lookup in the two-symbol table: writes two bytes, keeps one or both.
+inline void DecodePair(BitReader& r, uint8_t*& out, const uint32_t* pair) {
+  const uint32_t e = pair[r.bits & kTableMask];
+  StoreLE<uint16_t>(out, static_cast<uint16_t>(e));
+  out += e >> 20;
+  const unsigned len = (e >> 16) & 15;
+  r.bits >>= len;
+  r.nbits -= len;
+}
+
 }  // namespace
 
 Histogram CountBytes(const uint8_t* in, size_t n) {
-  // Four tables so that runs of one value do not serialise on one counter.
-  std::array<std::array<uint32_t, 256>, 4> c{};
+  // Eight tables, one per byte of a word: skewed data (a few exponent
+  // values) would otherwise increment one counter back to back and wait on
+  // its own store.
+  std::array<std::array<uint32_t, 256>, 8> c{};
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
+  for (; i + 16 <= n; i += 16) {
     const uint64_t v = LoadLE<uint64_t>(in + i);
-    ++c[0][v & 0xff];
-    ++c[1][(v >> 8) & 0xff];
-    ++c[2][(v >> 16) & 0xff];
-    ++c[3][(v >> 24) & 0xff];
-    ++c[0][(v >> 32) & 0xff];
-    ++c[1][(v >> 40) & 0xff];
-    ++c[2][(v >> 48) & 0xff];
-    ++c[3][v >> 56];
+    const uint64_t u = LoadLE<uint64_t>(in + i + 8);
+    for (int k = 0; k < 8; ++k) ++c[k][(v >> (8 * k)) & 0xff];
+    for (int k = 0; k < 8; ++k) ++c[k][(u >> (8 * k)) & 0xff];
   }
   for (; i < n; ++i) ++c[0][in[i]];
   Histogram h;
   for (int s = 0; s < 256; ++s) {
-    h[s] = uint64_t{c[0][s]} + c[1][s] + c[2][s] + c[3][s];
+    uint64_t t = 0;
+    for (int k = 0; k < 8; ++k) t += c[k][s];
+    h[s] = t;
   }
   return h;
 }
@@ -223,11 +249,57 @@ void HuffmanEncoder::Encode(uint8_t* out) const {
     StoreLE<uint32_t>(p, static_cast<uint32_t>(stream_bytes_[j]));
     p += 4;
   }
-  // Streams in order: each one's trailing word store lands in the next
-  // stream's space before that stream is written.
+  std::array<uint64_t, 256> entry;
+  for (int c = 0; c < 256; ++c) entry[c] = BitWriter::Entry(code_[c], length_[c]);
+  // Stream sizes are exact, so each writer knows where the next begins.
+  BitWriter w[kHuffmanStreams];
+  const uint8_t* in[kHuffmanStreams];
+  size_t left[kHuffmanStreams];
   for (int j = 0; j < kHuffmanStreams; ++j) {
     const size_t a = SegmentStart(n_, j), b = SegmentStart(n_, j + 1);
-    p += EncodeStream(in_ + a, b - a, length_, code_, p);
+    in[j] = in_ + a;
+    left[j] = b - a;
+    w[j] = BitWriter{p, p + stream_bytes_[j], 0, 0};
+    p += stream_bytes_[j];
+  }
+  w[kHuffmanStreams - 1].limit += 8;  // the caller's slack past the payload
+  // Four independent dependency chains; four codes of at most 11 bits fit
+  // beside the up-to-7 bits left after a flush.
+  {
+    // Locals, not array elements, so that all four stay in registers.
+    BitWriter w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+    const uint8_t *i0 = in[0], *i1 = in[1], *i2 = in[2], *i3 = in[3];
+    const size_t rounds = left[3] / 4;
+    size_t round = 0;
+    for (; round < rounds; ++round) {
+      if (!(w0.HasWordRoom() && w1.HasWordRoom() && w2.HasWordRoom() && w3.HasWordRoom())) break;
+      w0.Put4(entry[i0[0]], entry[i0[1]], entry[i0[2]], entry[i0[3]]);
+      w1.Put4(entry[i1[0]], entry[i1[1]], entry[i1[2]], entry[i1[3]]);
+      w2.Put4(entry[i2[0]], entry[i2[1]], entry[i2[2]], entry[i2[3]]);
+      w3.Put4(entry[i3[0]], entry[i3[1]], entry[i3[2]], entry[i3[3]]);
+      w0.FlushWord();
+      w1.FlushWord();
+      w2.FlushWord();
+      w3.FlushWord();
+      i0 += 4;
+      i1 += 4;
+      i2 += 4;
+      i3 += 4;
+    }
+    w[0] = w0, w[1] = w1, w[2] = w2, w[3] = w3;
+    in[0] = i0, in[1] = i1, in[2] = i2, in[3] = i3;
+    for (int j = 0; j < kHuffmanStreams; ++j) left[j] -= 4 * round;
+  }
+  for (int j = 0; j < kHuffmanStreams; ++j) {
+    for (; left[j] >= 4 && w[j].HasWordRoom(); left[j] -= 4, in[j] += 4) {
+      w[j].Put4(entry[in[j][0]], entry[in[j][1]], entry[in[j][2]], entry[in[j][3]]);
+      w[j].FlushWord();
+    }
+    for (; left[j] > 0; --left[j]) {
+      w[j].Put(entry[*in[j]++]);
+      w[j].FlushBytes();
+    }
+    w[j].Finish();
   }
 }
 
@@ -287,15 +359,50 @@ Status HuffmanDecode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
     o_end[j] = out + SegmentStart(n, j + 1);
   }
 
-  // Fast path: all four streams in lockstep; the last segment is the
-  // shortest, so it bounds the number of rounds.
-  const size_t rounds = static_cast<size_t>(o_end[3] - o[3]) / kSymbolsPerRefill;
-  for (size_t round = 0; round < rounds; ++round) {
-    if (r[0].p > end || r[1].p > end || r[2].p > end || r[3].p > end) break;
-    for (int j = 0; j < kHuffmanStreams; ++j) r[j].Refill();
-    for (int u = 0; u < kSymbolsPerRefill; ++u) {
-      for (int j = 0; j < kHuffmanStreams; ++j) *o[j]++ = r[j].Decode(table);
+  // Fast path: a second table decodes two symbols per lookup whenever both
+  // codes fit in kHuffmanMaxBits (exponent codes average under 3 bits).
+  // Entry: symbol, symbol, bits used << 16, symbols decoded << 20.
+  uint32_t pair[kTableSize];
+  for (uint32_t i = 0; i < kTableSize; ++i) {
+    const uint32_t first_len = table[i] >> 8;
+    const uint16_t second = table[i >> first_len];
+    const uint32_t second_len = second >> 8;
+    if (first_len + second_len <= kHuffmanMaxBits) {
+      pair[i] = (table[i] & 0xff) | (second & 0xffu) << 8 | (first_len + second_len) << 16 | 2u << 20;
+    } else {
+      pair[i] = (table[i] & 0xff) | first_len << 16 | 1u << 20;
     }
+  }
+  constexpr size_t kMaxPerRefill = 2 * kSymbolsPerRefill;
+  for (;;) {
+    // Rounds that cannot overrun any segment, even at two symbols a lookup.
+    size_t rounds = SIZE_MAX;
+    for (int j = 0; j < kHuffmanStreams; ++j) {
+      rounds = std::min(rounds, static_cast<size_t>(o_end[j] - o[j]) / kMaxPerRefill);
+    }
+    if (rounds == 0) break;
+    bool in_bounds = true;
+    BitReader r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+    uint8_t *o0 = o[0], *o1 = o[1], *o2 = o[2], *o3 = o[3];
+    for (size_t round = 0; round < rounds; ++round) {
+      if (r0.p > end || r1.p > end || r2.p > end || r3.p > end) {
+        in_bounds = false;
+        break;
+      }
+      r0.Refill();
+      r1.Refill();
+      r2.Refill();
+      r3.Refill();
+      for (int u = 0; u < kSymbolsPerRefill; ++u) {
+        DecodePair(r0, o0, pair);
+        DecodePair(r1, o1, pair);
+        DecodePair(r2, o2, pair);
+        DecodePair(r3, o3, pair);
+      }
+    }
+    r[0] = r0, r[1] = r1, r[2] = r2, r[3] = r3;
+    o[0] = o0, o[1] = o1, o[2] = o2, o[3] = o3;
+    if (!in_bounds) break;
   }
   for (int j = 0; j < kHuffmanStreams; ++j) {
     while (o[j] < o_end[j]) {

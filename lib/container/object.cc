@@ -42,9 +42,12 @@ const ChunkSpan& SpanOfRef(const ChunkRef& r) { return r.span; }
 
 int ResolveThreads(int threads) { return threads > 0 ? threads : ThreadPool::DefaultThreads(); }
 
-// Coder objects hold large scratch buffers and zstd contexts: reuse them
-// across stripes instead of making one per task. A Lease hands its object
-// back when it goes out of scope.
+// Coders hold scratch buffers and zstd contexts, and stripes hold
+// megabytes of data: both are reused instead of made per task, which keeps
+// the allocator (and the page faults of fresh memory) off the hot path.
+// Borrow returns a lease that gives the object back when it goes out of
+// scope; Take and Give move ownership explicitly (for stripe results that
+// travel from a worker to the writing thread).
 template <typename T>
 class FreeList {
  public:
@@ -63,20 +66,20 @@ class FreeList {
 
   explicit FreeList(std::function<std::unique_ptr<T>()> make) : make_(std::move(make)) {}
 
-  Lease Take() {
+  std::unique_ptr<T> Take() {
     std::lock_guard<std::mutex> lock(mu_);
-    if (free_.empty()) return Lease(this, make_());
+    if (free_.empty()) return make_();
     std::unique_ptr<T> t = std::move(free_.back());
     free_.pop_back();
-    return Lease(this, std::move(t));
+    return t;
   }
-
- private:
   void Give(std::unique_ptr<T> t) {
     std::lock_guard<std::mutex> lock(mu_);
     free_.push_back(std::move(t));
   }
+  Lease Borrow() { return Lease(this, Take()); }
 
+ private:
   std::function<std::unique_ptr<T>()> make_;
   std::mutex mu_;
   std::vector<std::unique_ptr<T>> free_;
@@ -91,12 +94,15 @@ Status ReadBase(const ByteSource& base, const Region& region, uint64_t raw_offse
 
 struct EncodedStripe {
   Buffer raw;
+  Buffer base;
   Buffer records;
   std::vector<ChunkRef> refs;
 };
 
 struct DecodedStripe {
   Buffer raw;
+  Buffer records;
+  Buffer base;
 };
 
 std::string ChunkName(const ByteSource& object, size_t index, const ChunkSpan& span) {
@@ -141,41 +147,47 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   });
   ThreadPool pool(ResolveThreads(options.threads));
 
-  auto produce = [&](size_t s) -> Result<EncodedStripe> {
+  FreeList<EncodedStripe> spare([] { return std::make_unique<EncodedStripe>(); });
+  using Encoded = std::unique_ptr<EncodedStripe>;
+
+  auto produce = [&](size_t s) -> Result<Encoded> {
     const Stripe& stripe = stripes[s];
     const Region& region = layout.regions[chunks[stripe.first].region];
-    EncodedStripe e;
-    e.raw.Resize(stripe.length);
-    RETURN_IF_ERROR(input.ReadAt(stripe.offset, e.raw.data(), stripe.length));
-    Buffer base_bytes;
-    if (region.delta) RETURN_IF_ERROR(ReadBase(*base->source, region, stripe.offset, stripe.length, base_bytes));
-    auto encoder = encoders.Take();
+    Encoded e = spare.Take();
+    e->raw.Resize(stripe.length);
+    e->records.Clear();
+    e->records.Reserve(stripe.length + 64 * stripe.count);
+    e->refs.clear();
+    RETURN_IF_ERROR(input.ReadAt(stripe.offset, e->raw.data(), stripe.length));
+    if (region.delta) RETURN_IF_ERROR(ReadBase(*base->source, region, stripe.offset, stripe.length, e->base));
+    auto encoder = encoders.Borrow();
     encoder->Reset();  // raw-skip memory never crosses a stripe
     for (size_t i = stripe.first; i < stripe.first + stripe.count; ++i) {
       const ChunkSpan& c = chunks[i];
       const uint64_t at = c.offset - stripe.offset;
-      const size_t before = e.records.size();
-      encoder->Encode(region.dtype, e.raw.data() + at, c.length,
-                      region.delta ? base_bytes.data() + at : nullptr, e.records);
+      const size_t before = e->records.size();
+      encoder->Encode(region.dtype, e->raw.data() + at, c.length,
+                      region.delta ? e->base.data() + at : nullptr, e->records);
       ChunkRef ref;
       ref.span = c;
-      ref.record_size = static_cast<uint32_t>(e.records.size() - before);
-      ref.checksum = Checksum64(e.records.data() + before, ref.record_size);
-      e.refs.push_back(ref);
+      ref.record_size = static_cast<uint32_t>(e->records.size() - before);
+      ref.checksum = Checksum64(e->records.data() + before, ref.record_size);
+      e->refs.push_back(ref);
     }
     return e;
   };
-  auto consume = [&](size_t, EncodedStripe& e) -> Status {
-    hasher.Update(e.raw.data(), e.raw.size());
-    RETURN_IF_ERROR(out.Append(e.records.data(), e.records.size()));
-    for (ChunkRef& ref : e.refs) {
+  auto consume = [&](size_t, Encoded& e) -> Status {
+    hasher.Update(e->raw.data(), e->raw.size());
+    RETURN_IF_ERROR(out.Append(e->records.data(), e->records.size()));
+    for (ChunkRef& ref : e->refs) {
       ref.record_offset = written;
       written += ref.record_size;
       refs.push_back(ref);
     }
+    spare.Give(std::move(e));
     return OkStatus();
   };
-  RETURN_IF_ERROR(RunOrdered<EncodedStripe>(pool, stripes.size(), produce, consume));
+  RETURN_IF_ERROR(RunOrdered<Encoded>(pool, stripes.size(), produce, consume));
 
   EncodeResult result;
   result.content_id = hasher.Finish();
@@ -219,40 +231,42 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
   FreeList<codec::ChunkDecoder> decoders([] { return std::make_unique<codec::ChunkDecoder>(); });
   ThreadPool pool(ResolveThreads(options.threads));
 
-  auto produce = [&](size_t s) -> Result<DecodedStripe> {
+  FreeList<DecodedStripe> spare([] { return std::make_unique<DecodedStripe>(); });
+  using Decoded = std::unique_ptr<DecodedStripe>;
+
+  auto produce = [&](size_t s) -> Result<Decoded> {
     const Stripe& stripe = stripes[s];
     const ChunkRef& first = todo[stripe.first];
     const ChunkRef& last = todo[stripe.first + stripe.count - 1];
     const Region& region = h.layout.regions[first.span.region];
     const uint64_t records_size = last.record_offset + last.record_size - first.record_offset;
-    Buffer records(records_size + codec::kDecoderReadPadding);
-    RETURN_IF_ERROR(object.ReadAt(first.record_offset, records.data(), records_size));
-    Buffer base_bytes;
-    if (region.delta) RETURN_IF_ERROR(ReadBase(*base, region, stripe.offset, stripe.length, base_bytes));
-    DecodedStripe d;
-    d.raw.Resize(stripe.length);
-    auto decoder = decoders.Take();
+    Decoded d = spare.Take();
+    d->records.Resize(records_size + codec::kDecoderReadPadding);
+    RETURN_IF_ERROR(object.ReadAt(first.record_offset, d->records.data(), records_size));
+    if (region.delta) RETURN_IF_ERROR(ReadBase(*base, region, stripe.offset, stripe.length, d->base));
+    d->raw.Resize(stripe.length);
+    auto decoder = decoders.Borrow();
     for (size_t i = stripe.first; i < stripe.first + stripe.count; ++i) {
       const ChunkRef& c = todo[i];
-      const uint8_t* record = records.data() + (c.record_offset - first.record_offset);
+      const uint8_t* record = d->records.data() + (c.record_offset - first.record_offset);
       const size_t index = first_index + i;
       if (Checksum64(record, c.record_size) != c.checksum) {
         return Corruption(ChunkName(object, index, c.span) + ": checksum mismatch");
       }
       const uint64_t at = c.span.offset - stripe.offset;
       Status st = decoder->Decode(region.dtype, record, c.record_size, c.span.length,
-                                  region.delta ? base_bytes.data() + at : nullptr, d.raw.data() + at);
-      if (!st.ok()) {
-        return Corruption(ChunkName(object, index, c.span) + ": " + st.message());
-      }
+                                  region.delta ? d->base.data() + at : nullptr, d->raw.data() + at);
+      if (!st.ok()) return Corruption(ChunkName(object, index, c.span) + ": " + st.message());
     }
     return d;
   };
-  auto consume = [&](size_t, DecodedStripe& d) -> Status {
-    if (!options.only_region) hasher.Update(d.raw.data(), d.raw.size());
-    return out.Append(d.raw.data(), d.raw.size());
+  auto consume = [&](size_t, Decoded& d) -> Status {
+    if (!options.only_region) hasher.Update(d->raw.data(), d->raw.size());
+    Status st = out.Append(d->raw.data(), d->raw.size());
+    spare.Give(std::move(d));
+    return st;
   };
-  RETURN_IF_ERROR(RunOrdered<DecodedStripe>(pool, stripes.size(), produce, consume));
+  RETURN_IF_ERROR(RunOrdered<Decoded>(pool, stripes.size(), produce, consume));
   if (!options.only_region) {
     const ContentId got = hasher.Finish();
     if (got != info.content_id) {

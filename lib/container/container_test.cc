@@ -1,0 +1,299 @@
+// Tests of the object container: round trips through the whole pipeline,
+// identical bytes for any thread count, single-region decode, and every
+// corruption a decoder must reject with an error, never with wrong bytes.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "lib/base/endian.h"
+#include "lib/container/object.h"
+
+namespace zipnn::container {
+namespace {
+
+using codec::DType;
+
+std::vector<uint8_t> Weights(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.f, 0.05f);
+  std::vector<uint8_t> v(count * 4);
+  for (size_t i = 0; i < count; ++i) {
+    float f = dist(rng);
+    std::memcpy(&v[4 * i], &f, 4);
+  }
+  return v;
+}
+
+// A checkpoint-like file: a text header, then fp32 weights, then a tail.
+struct Checkpoint {
+  std::vector<uint8_t> bytes;
+  Layout layout;
+};
+
+Checkpoint MakeCheckpoint(uint32_t seed, size_t weights = 300000) {
+  Checkpoint c;
+  std::string header = "{\"weight\":{\"dtype\":\"F32\"}}  ";
+  c.bytes.assign(header.begin(), header.end());
+  std::vector<uint8_t> w = Weights(weights, seed);
+  c.bytes.insert(c.bytes.end(), w.begin(), w.end());
+  for (int i = 0; i < 13; ++i) c.bytes.push_back(static_cast<uint8_t>(i));
+  c.layout.regions = {
+      Region{DType::kBytes, 0, header.size(), false, 0},
+      Region{DType::kF32, header.size(), w.size(), false, 0},
+      Region{DType::kU8, header.size() + w.size(), 13, false, 0},
+  };
+  return c;
+}
+
+std::vector<uint8_t> Encode(const std::vector<uint8_t>& data, const Layout& layout, int threads,
+                            const std::vector<uint8_t>* base = nullptr, uint32_t chunk = 65536) {
+  MemorySource src(data.data(), data.size(), "input");
+  MemorySource base_src(base ? base->data() : nullptr, base ? base->size() : 0, "base");
+  DeltaBase db{&base_src, base ? HashBytes(base->data(), base->size()) : ContentId{}};
+  EncodeOptions o;
+  o.threads = threads;
+  o.chunk_size = chunk;
+  MemorySink sink;
+  auto r = EncodeObject(src, layout, base ? &db : nullptr, o, sink);
+  REQUIRE(r.ok());
+  CHECK(r->content_id == HashBytes(data.data(), data.size()));
+  CHECK(r->object_size == sink.buffer().size());
+  return sink.ToVector();
+}
+
+Result<std::vector<uint8_t>> Decode(const std::vector<uint8_t>& object, int threads,
+                                    const std::vector<uint8_t>* base = nullptr,
+                                    std::optional<size_t> region = std::nullopt) {
+  MemorySource src(object.data(), object.size(), "obj");
+  MemorySource base_src(base ? base->data() : nullptr, base ? base->size() : 0, "base");
+  ASSIGN_OR_RETURN(ObjectInfo info, ReadObjectInfo(src));
+  DecodeOptions o;
+  o.threads = threads;
+  o.only_region = region;
+  MemorySink sink;
+  RETURN_IF_ERROR(DecodeObject(src, info, base ? &base_src : nullptr, o, sink));
+  return sink.ToVector();
+}
+
+TEST_CASE("objects round-trip, and their bytes are the same for any thread count") {
+  Checkpoint c = MakeCheckpoint(1);
+  std::vector<uint8_t> one = Encode(c.bytes, c.layout, 1);
+  for (int threads : {2, 3, 8}) {
+    CAPTURE(threads);
+    CHECK(Encode(c.bytes, c.layout, threads) == one);
+  }
+  for (int threads : {1, 2, 5}) {
+    auto back = Decode(one, threads);
+    REQUIRE(back.ok());
+    CHECK(*back == c.bytes);
+  }
+  CHECK(one.size() < c.bytes.size());
+}
+
+TEST_CASE("a delta object needs its base and restores the target exactly") {
+  Checkpoint base = MakeCheckpoint(2);
+  Checkpoint target = base;
+  std::mt19937 rng(3);
+  for (size_t i = 40; i < target.bytes.size() - 13; i += 4 * 97) target.bytes[i] ^= static_cast<uint8_t>(1 + rng() % 7);
+  Layout delta = target.layout.AsDeltaOfSameLayout();
+  std::vector<uint8_t> obj = Encode(target.bytes, delta, 2, &base.bytes);
+  std::vector<uint8_t> alone = Encode(target.bytes, target.layout, 2);
+  CHECK(obj.size() * 4 < alone.size());
+  CHECK(Encode(target.bytes, delta, 1, &base.bytes) == obj);
+
+  auto back = Decode(obj, 2, &base.bytes);
+  REQUIRE(back.ok());
+  CHECK(*back == target.bytes);
+
+  CHECK(Decode(obj, 1).status().message() ==
+        "obj: is a delta against " + HashBytes(base.bytes.data(), base.bytes.size()).Hex() +
+            "; give that checkpoint as the base");
+  // A base of the right size but the wrong content: the content id check
+  // refuses the result.
+  Checkpoint other = MakeCheckpoint(4);
+  auto wrong = Decode(obj, 1, &other.bytes);
+  REQUIRE(!wrong.ok());
+  CHECK(wrong.status().code() == StatusCode::kCorruption);
+  CHECK(wrong.status().message().find("is the base the right checkpoint?") != std::string::npos);
+}
+
+TEST_CASE("one region decodes without the rest") {
+  Checkpoint c = MakeCheckpoint(5);
+  std::vector<uint8_t> obj = Encode(c.bytes, c.layout, 2);
+  for (size_t r = 0; r < c.layout.regions.size(); ++r) {
+    auto part = Decode(obj, 2, nullptr, r);
+    REQUIRE(part.ok());
+    const Region& reg = c.layout.regions[r];
+    CHECK(*part == std::vector<uint8_t>(c.bytes.begin() + reg.offset, c.bytes.begin() + reg.offset + reg.length));
+  }
+  CHECK(!Decode(obj, 1, nullptr, 3).ok());
+}
+
+TEST_CASE("empty input and chunk-size edge cases round-trip") {
+  std::vector<uint8_t> empty;
+  auto obj = Encode(empty, Layout::Single(DType::kBF16, 0), 1);
+  auto back = Decode(obj, 1);
+  REQUIRE(back.ok());
+  CHECK(back->empty());
+
+  std::vector<uint8_t> w = Weights(8193, 6);  // not a multiple of the chunk
+  w.push_back(1);                             // nor of the element size
+  for (uint32_t chunk : {4096u, 8200u, 65536u}) {
+    auto o = Encode(w, Layout::Single(DType::kF32, w.size()), 2, nullptr, chunk);
+    auto b = Decode(o, 2);
+    REQUIRE(b.ok());
+    CHECK(*b == w);
+  }
+}
+
+TEST_CASE("encoder rejects layouts that do not fit the input") {
+  std::vector<uint8_t> data(100, 7);
+  MemorySource src(data.data(), data.size(), "in.bin");
+  MemorySink sink;
+  EncodeOptions o;
+  auto r = EncodeObject(src, Layout::Single(DType::kF32, 99), nullptr, o, sink);
+  CHECK(r.status().message() == "in.bin: layout does not fit: regions cover 99 bytes, expected 100");
+  auto d = EncodeObject(src, Layout::Single(DType::kF32, 100).AsDeltaOfSameLayout(), nullptr, o, sink);
+  CHECK(!d.ok());
+  o.chunk_size = 1000;
+  CHECK(!EncodeObject(src, Layout::Single(DType::kF32, 100), nullptr, o, sink).ok());
+}
+
+// ---- corruption: every damaged object is refused ----
+
+struct Damaged {
+  std::vector<uint8_t> object;
+  std::vector<uint8_t> raw;
+};
+
+Damaged Sample() {
+  Checkpoint c = MakeCheckpoint(7, 60000);
+  return Damaged{Encode(c.bytes, c.layout, 1), c.bytes};
+}
+
+Status DecodeStatus(const std::vector<uint8_t>& object) {
+  auto r = Decode(object, 2);
+  return r.ok() ? OkStatus() : r.status();
+}
+
+TEST_CASE("rejects an empty, truncated or foreign object") {
+  Damaged d = Sample();
+  CHECK(DecodeStatus({}).message() == "obj: truncated object (shorter than header and trailer)");
+  std::vector<uint8_t> text(200, 'x');
+  CHECK(DecodeStatus(text).message() == "obj: not a git-zipnn object (bad magic)");
+  for (size_t keep : {size_t{8}, size_t{63}, size_t{100}, d.object.size() / 2, d.object.size() - 1}) {
+    CAPTURE(keep);
+    std::vector<uint8_t> cut(d.object.begin(), d.object.begin() + keep);
+    CHECK(!DecodeStatus(cut).ok());
+  }
+}
+
+TEST_CASE("rejects a future format version with a clear message") {
+  Damaged d = Sample();
+  StoreLE<uint16_t>(d.object.data() + 8, 2);
+  Status s = DecodeStatus(d.object);
+  CHECK(s.code() == StatusCode::kUnsupported);
+  CHECK(s.message() == "obj: object format version 2 is newer than this git-zipnn reads (1); upgrade git-zipnn");
+}
+
+TEST_CASE("a flipped bit anywhere in the object is caught") {
+  Damaged d = Sample();
+  // Every byte of the header, region table, index and trailer, and a
+  // spread of bytes through the chunk records.
+  std::vector<size_t> positions;
+  const size_t records = kHeaderBytes + 3 * kRegionEntryBytes;
+  for (size_t i = 0; i < records; ++i) positions.push_back(i);
+  for (size_t i = records; i < d.object.size() - kTrailerBytes - 200; i += 97) positions.push_back(i);
+  for (size_t i = d.object.size() - kTrailerBytes - 200; i < d.object.size(); ++i) positions.push_back(i);
+  for (size_t pos : positions) {
+    for (uint8_t bit : {uint8_t{0x01}, uint8_t{0x80}}) {
+      std::vector<uint8_t> bad = d.object;
+      bad[pos] ^= bit;
+      auto r = Decode(bad, 1);
+      CAPTURE(pos);
+      CHECK(!r.ok());
+    }
+  }
+}
+
+TEST_CASE("chunk damage names the chunk and the checkpoint bytes it holds") {
+  Damaged d = Sample();
+  std::vector<uint8_t> bad = d.object;
+  bad[kHeaderBytes + 3 * kRegionEntryBytes + 10] ^= 0x40;
+  CHECK(DecodeStatus(bad).message() == "obj: chunk 0 (checkpoint bytes 0..28): checksum mismatch");
+}
+
+// Rewrites the header field at `offset`, then fixes the header checksum so
+// that only the field's meaning can make the decoder refuse it.
+void PatchHeader(std::vector<uint8_t>& obj, size_t offset, uint64_t value, size_t width) {
+  std::memcpy(obj.data() + offset, &value, width);
+  const uint32_t regions = LoadLE<uint32_t>(obj.data() + 20);
+  std::vector<uint8_t> covered(obj.begin(), obj.begin() + 56);
+  covered.insert(covered.end(), obj.begin() + kHeaderBytes, obj.begin() + kHeaderBytes + kRegionEntryBytes * regions);
+  StoreLE<uint64_t>(obj.data() + 56, Checksum64(covered.data(), covered.size()));
+}
+
+TEST_CASE("rejects lengths that lie, overflow or claim huge sizes, before allocating") {
+  Damaged d = Sample();
+  SUBCASE("raw size claims a terabyte") {
+    auto bad = d.object;
+    const uint64_t huge = uint64_t{1} << 40;
+    PatchHeader(bad, kHeaderBytes + 2 * kRegionEntryBytes + 8, huge, 8);  // last region length
+    PatchHeader(bad, 24, huge + d.raw.size() - 13, 8);                   // raw size to match
+    Status s = DecodeStatus(bad);
+    CHECK(s.message().find("chunks, the layout needs") != std::string::npos);
+  }
+  SUBCASE("region lengths overflow 64 bits") {
+    auto bad = d.object;
+    PatchHeader(bad, kHeaderBytes + 8, UINT64_MAX - 5, 8);
+    CHECK(!DecodeStatus(bad).ok());
+  }
+  SUBCASE("region count larger than the file") {
+    auto bad = d.object;
+    StoreLE<uint32_t>(bad.data() + 20, 0xFFFFFFFFu);  // refused before the checksum is read
+    CHECK(DecodeStatus(bad).message() == "obj: region table runs past the end (truncated?)");
+  }
+  SUBCASE("unknown dtype") {
+    auto bad = d.object;
+    PatchHeader(bad, kHeaderBytes, 200, 1);
+    CHECK(DecodeStatus(bad).message() == "obj: region 0 has unknown dtype 200");
+  }
+  SUBCASE("chunk size out of range") {
+    auto bad = d.object;
+    PatchHeader(bad, 16, 12, 4);
+    CHECK(DecodeStatus(bad).message() == "obj: invalid chunk size 12");
+  }
+  SUBCASE("a base object that names a base") {
+    auto bad = d.object;
+    PatchHeader(bad, 32, 0x1234, 8);
+    CHECK(DecodeStatus(bad).message() == "obj: a base object names a base");
+  }
+  SUBCASE("unknown kind and reserved bits") {
+    auto bad = d.object;
+    PatchHeader(bad, 12, 7, 1);
+    CHECK(DecodeStatus(bad).message() == "obj: unknown object kind 7");
+    bad = d.object;
+    PatchHeader(bad, 10, 1, 2);
+    CHECK(DecodeStatus(bad).message() == "obj: reserved header bits are set");
+  }
+}
+
+TEST_CASE("rejects an index whose records do not fill the object") {
+  Damaged d = Sample();
+  // Shrink the first record size in the index and re-sign index and trailer.
+  MemorySource src(d.object.data(), d.object.size(), "obj");
+  auto info = ReadObjectInfo(src);
+  REQUIRE(info.ok());
+  const size_t count = info->chunks.size();
+  const size_t index = d.object.size() - kTrailerBytes - kIndexEntryBytes * count;
+  auto bad = d.object;
+  StoreLE<uint32_t>(bad.data() + index, LoadLE<uint32_t>(bad.data() + index) - 1);
+  std::vector<uint8_t> covered(bad.begin() + index, bad.end() - 16);
+  StoreLE<uint64_t>(bad.data() + bad.size() - 16, Checksum64(covered.data(), covered.size()));
+  CHECK(DecodeStatus(bad).message() == "obj: chunk records do not fill the space before the chunk index");
+}
+
+}  // namespace
+}  // namespace zipnn::container

@@ -1,0 +1,193 @@
+// codec_bench: compression ratio, entropy bound and speed of the engine on
+// real checkpoint files, beside zstd -3 on the same bytes. Not a test: it
+// prints figures. Everything runs in memory, so disk speed does not count.
+//
+//   codec_bench --dtype bf16 [--delta] [--runs 5] [--zstd-cli] FILE...
+//
+// Per file: raw size; object size and ratio with the auto rule; the
+// order-0 entropy bound of the byte groups (summed per chunk, as the coder
+// sees them, and over the whole file); compress and decompress GB/s with 1
+// thread and with all cores (median of --runs); zstd -3 ratio and speed.
+// With --delta each file after the first is coded as an XOR delta against
+// the one before it, and --zstd-cli adds the size of
+// `zstd -19 --patch-from=<previous>` from Debian's zstd binary.
+#include <zstd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "lib/base/content_id.h"
+#include "lib/base/file.h"
+#include "lib/base/thread_pool.h"
+#include "lib/codec/chunk_codec.h"
+#include "lib/codec/grouping.h"
+#include "lib/codec/huffman.h"
+#include "lib/container/object.h"
+
+namespace zipnn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <typename F>
+double MedianSeconds(int runs, F f) {
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    auto start = Clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Bound {
+  double per_chunk = 0;  // bytes
+  double whole = 0;      // bytes
+};
+
+// Order-0 entropy of every byte group: per chunk, and per group over the file.
+Bound EntropyBound(codec::DType dtype, const uint8_t* data, size_t n, uint32_t chunk) {
+  Bound b;
+  std::vector<codec::Histogram> whole(codec::kMaxGroups);
+  for (auto& h : whole) h.fill(0);
+  std::vector<uint8_t> grouped(chunk);
+  for (size_t at = 0; at < n; at += chunk) {
+    const size_t len = std::min<size_t>(chunk, n - at);
+    codec::SplitGroups(dtype, data + at, len, grouped.data());
+    for (int g = 0; g < codec::GroupCount(dtype, len); ++g) {
+      codec::Histogram h = codec::CountBytes(grouped.data() + codec::GroupOffset(dtype, len, g),
+                                             codec::GroupSize(dtype, len, g));
+      b.per_chunk += codec::EntropyBits(h) / 8;
+      for (int s = 0; s < 256; ++s) whole[g][s] += h[s];
+    }
+  }
+  for (auto& h : whole) b.whole += codec::EntropyBits(h) / 8;
+  return b;
+}
+
+std::string ZstdPatchFromSize(const std::string& prev, const std::string& file) {
+  std::string cmd = "zstd -q -19 --patch-from='" + prev + "' -c '" + file + "' | wc -c";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return "?";
+  char buf[64] = {0};
+  if (std::fgets(buf, sizeof buf, p) == nullptr) buf[0] = 0;
+  pclose(p);
+  std::string s(buf);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s.empty() ? "?" : s;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app("codec_bench: ratio, entropy bound and speed on real checkpoints");
+  std::vector<std::string> files;
+  std::string dtype_name = "bf16";
+  bool delta = false, zstd_cli = false;
+  int runs = 5;
+  uint32_t chunk = container::kDefaultChunkSize;
+  app.add_option("files", files, "Checkpoint files (in trajectory order for --delta)")->required();
+  app.add_option("--dtype", dtype_name, "Element type of the files");
+  app.add_flag("--delta", delta, "Code each file as a delta against the previous one");
+  app.add_flag("--zstd-cli", zstd_cli, "Also report zstd -19 --patch-from (delta) sizes");
+  app.add_option("--runs", runs, "Timed runs per figure (median reported)");
+  app.add_option("--chunk-size", chunk, "Chunk size");
+  CLI11_PARSE(app, argc, argv);
+  std::optional<codec::DType> dtype = codec::ParseDType(dtype_name);
+  if (!dtype) {
+    std::fprintf(stderr, "unknown dtype %s\n", dtype_name.c_str());
+    return 2;
+  }
+  const int cores = ThreadPool::DefaultThreads();
+  std::printf("# dtype %s, chunk %u, %d cores, median of %d runs; GB/s = raw bytes (1e9) per second\n",
+              dtype_name.c_str(), chunk, cores, runs);
+  std::printf("%-26s %6s %10s %7s %8s %8s %6s %6s %6s %6s %7s %6s %6s%s\n", "file", "mode", "raw", "ratio",
+              "vs-chunk", "vs-file", "c1", "cN", "d1", "dN", "zstd3", "zc1", "zd1",
+              zstd_cli ? "  patch-from-19" : "");
+
+  std::vector<uint8_t> prev;
+  std::string prev_name;
+  for (const std::string& name : files) {
+    auto data_or = ReadWholeFile(name);
+    if (!data_or.ok()) {
+      std::fprintf(stderr, "%s\n", data_or.status().ToString().c_str());
+      return 1;
+    }
+    std::vector<uint8_t> data = std::move(*data_or);
+    const bool is_delta = delta && !prev.empty() && prev.size() == data.size();
+    if (delta && !prev.empty() && !is_delta) std::fprintf(stderr, "%s: size differs from previous; coded standalone\n", name.c_str());
+    MemorySource src(data.data(), data.size(), name);
+    MemorySource base_src(prev.data(), prev.size(), prev_name);
+    container::Layout layout = container::Layout::Single(*dtype, data.size());
+    container::DeltaBase base{&base_src, HashBytes(prev.data(), prev.size())};
+    if (is_delta) layout = layout.AsDeltaOfSameLayout();
+
+    // What the coder sees: the bytes, or their XOR with the previous file.
+    std::vector<uint8_t> coded = data;
+    if (is_delta) codec::XorInto(coded.data(), prev.data(), coded.size());
+    const Bound bound = EntropyBound(*dtype, coded.data(), coded.size(), chunk);
+
+    MemorySink object;
+    auto encode = [&](int threads) {
+      container::EncodeOptions o;
+      o.chunk_size = chunk;
+      o.threads = threads;
+      MemorySink sink;
+      sink.Reserve(data.size() + data.size() / 8 + 4096);
+      auto r = container::EncodeObject(src, layout, is_delta ? &base : nullptr, o, sink);
+      if (!r.ok()) {
+        std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
+        std::exit(1);
+      }
+      object = std::move(sink);
+    };
+    const double c1 = MedianSeconds(runs, [&] { encode(1); });
+    const double cn = MedianSeconds(runs, [&] { encode(cores); });
+    const Buffer& obj = object.buffer();
+    MemorySource obj_src(obj.data(), obj.size(), name + ".zipnn");
+    auto info = container::ReadObjectInfo(obj_src);
+    auto decode = [&](int threads) {
+      container::DecodeOptions o;
+      o.threads = threads;
+      MemorySink out;
+      out.Reserve(data.size());
+      Status s = container::DecodeObject(obj_src, *info, is_delta ? &base_src : nullptr, o, out);
+      if (!s.ok() || out.buffer().size() != data.size()) {
+        std::fprintf(stderr, "decode failed: %s\n", s.ToString().c_str());
+        std::exit(1);
+      }
+    };
+    const double d1 = MedianSeconds(runs, [&] { decode(1); });
+    const double dn = MedianSeconds(runs, [&] { decode(cores); });
+
+    // zstd -3 on the same bytes the engine is given (one frame, one thread).
+    std::vector<uint8_t> z(ZSTD_compressBound(data.size()));
+    size_t zsize = 0;
+    const double zc = MedianSeconds(runs, [&] { zsize = ZSTD_compress(z.data(), z.size(), data.data(), data.size(), 3); });
+    std::vector<uint8_t> back(data.size());
+    const double zd = MedianSeconds(runs, [&] { ZSTD_decompress(back.data(), back.size(), z.data(), zsize); });
+
+    const double raw = static_cast<double>(data.size());
+    auto gbs = [raw](double s) { return raw / s / 1e9; };
+    std::string short_name = name.substr(name.find_last_of('/') + 1);
+    std::printf("%-26s %6s %10zu %6.2f%% %+7.2f%% %+7.2f%% %6.2f %6.2f %6.2f %6.2f %6.2f%% %6.2f %6.2f%s\n",
+                short_name.c_str(), is_delta ? "delta" : "alone", data.size(), 100.0 * obj.size() / raw,
+                100.0 * (obj.size() / bound.per_chunk - 1), 100.0 * (obj.size() / bound.whole - 1), gbs(c1),
+                gbs(cn), gbs(d1), gbs(dn), 100.0 * zsize / raw, gbs(zc), gbs(zd),
+                zstd_cli && is_delta ? ("  " + ZstdPatchFromSize(prev_name, name)).c_str() : "");
+    prev = std::move(data);
+    prev_name = name;
+  }
+  std::printf("# ratio = object / raw; vs-chunk, vs-file = object over the order-0 entropy of the byte\n"
+              "# groups counted per chunk / over the whole file; c = compress, d = decompress, 1 = one\n"
+              "# thread, N = all cores; zstd3 = zstd -3 of the same bytes, zc1/zd1 its GB/s.\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace zipnn
+
+int main(int argc, char** argv) { return zipnn::Main(argc, argv); }
