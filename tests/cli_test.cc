@@ -1,0 +1,182 @@
+// Drives the git-zipnn binary as a user would: round trips through files,
+// identical objects for any thread count, and each error as one exact line
+// on stderr with a non-zero exit code.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "lib/base/file.h"
+
+namespace zipnn {
+namespace {
+
+struct Run {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+std::string Tmp() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return t != nullptr ? t : "/tmp";
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs `git-zipnn <args>` through the shell (args are our own literals).
+Run Zipnn(const std::string& args) {
+  const std::string out = Tmp() + "/stdout", err = Tmp() + "/stderr";
+  const std::string cmd = "cmd/git-zipnn " + args + " >" + out + " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  return Run{WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out), Slurp(err)};
+}
+
+const std::string kData = "tests/data/";
+const std::string kStep40 = kData + "cnn-bf16/step-000040.safetensors";
+const std::string kStep80 = kData + "cnn-bf16/step-000080.safetensors";
+
+TEST_CASE("compress and decompress restore the exact bytes, standalone and as a delta") {
+  const std::string obj = Tmp() + "/s40.zipnn", back = Tmp() + "/s40.out";
+  Run c = Zipnn("compress " + kStep40 + " --dtype bf16 -f -o " + obj);
+  REQUIRE(c.code == 0);
+  CHECK(c.out.find("(67.") != std::string::npos);  // stored share of raw
+  REQUIRE(Zipnn("decompress " + obj + " -f -o " + back).code == 0);
+  CHECK(Slurp(back) == Slurp(kStep40));
+
+  const std::string delta = Tmp() + "/s80.zipnn", back80 = Tmp() + "/s80.out";
+  Run d = Zipnn("compress " + kStep80 + " --dtype bf16 --base " + kStep40 + " -f -o " + delta);
+  REQUIRE(d.code == 0);
+  CHECK(d.out.find("delta against") != std::string::npos);
+  REQUIRE(Zipnn("decompress " + delta + " --base " + kStep40 + " -f -o " + back80).code == 0);
+  CHECK(Slurp(back80) == Slurp(kStep80));
+}
+
+TEST_CASE("decompress to stdout, and the default output name drops .zipnn") {
+  const std::string obj = Tmp() + "/named.safetensors.zipnn";
+  REQUIRE(Zipnn("compress " + kStep40 + " --dtype bf16 -f -q -o " + obj).code == 0);
+  Run r = Zipnn("decompress " + obj + " -o -");
+  REQUIRE(r.code == 0);
+  CHECK(r.out == Slurp(kStep40));
+  REQUIRE(Zipnn("decompress -f " + obj).code == 0);
+  CHECK(Slurp(Tmp() + "/named.safetensors") == Slurp(kStep40));
+}
+
+TEST_CASE("objects are identical for any thread count") {
+  const std::string a = Tmp() + "/t1.zipnn", b = Tmp() + "/t2.zipnn", c = Tmp() + "/t4.zipnn";
+  const std::string in = kData + "cnn-fp32/step-000200.safetensors";
+  REQUIRE(Zipnn("compress " + in + " --dtype fp32 --chunk-size 8192 -f -q --threads 1 -o " + a).code == 0);
+  REQUIRE(Zipnn("compress " + in + " --dtype fp32 --chunk-size 8192 -f -q --threads 2 -o " + b).code == 0);
+  REQUIRE(Zipnn("compress " + in + " --dtype fp32 --chunk-size 8192 -f -q --threads 4 -o " + c).code == 0);
+  CHECK(Slurp(a) == Slurp(b));
+  CHECK(Slurp(a) == Slurp(c));
+}
+
+TEST_CASE("help lists every command, version names both versions") {
+  Run h = Zipnn("--help");
+  CHECK(h.code == 0);
+  for (const char* name : {"compress", "decompress", "inspect", "version"}) {
+    CHECK(h.out.find(name) != std::string::npos);
+  }
+  Run v = Zipnn("version");
+  CHECK(v.code == 0);
+  CHECK(v.out == "git-zipnn 0.1.0\nobject format 1\n");
+}
+
+TEST_CASE("inspect shows kind, layout and the coder of each byte group") {
+  const std::string obj = Tmp() + "/i.zipnn";
+  REQUIRE(Zipnn("compress " + kStep80 + " --dtype bf16 --base " + kStep40 + " -f -q -o " + obj).code == 0);
+  Run r = Zipnn("inspect " + obj);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("kind         delta against ") != std::string::npos);
+  CHECK(r.out.find("bf16") != std::string::npos);
+  CHECK(r.out.find("exp") != std::string::npos);
+  CHECK(r.out.find("man0") != std::string::npos);
+  CHECK(r.out.find("xor base@0") != std::string::npos);
+}
+
+TEST_CASE("errors are one line on stderr with a non-zero exit code") {
+  const std::string obj = Tmp() + "/e.zipnn";
+  REQUIRE(Zipnn("compress " + kStep80 + " --dtype bf16 --base " + kStep40 + " -f -q -o " + obj).code == 0);
+
+  Run missing = Zipnn("compress " + Tmp() + "/nope.bin");
+  CHECK(missing.code == 1);
+  CHECK(missing.err == "error: " + Tmp() + "/nope.bin: no such file\n");
+
+  Run no_base = Zipnn("decompress " + obj + " -o " + Tmp() + "/x");
+  CHECK(no_base.code == 1);
+  CHECK(no_base.err.rfind("error: " + obj + ": is a delta against ", 0) == 0);
+  CHECK(no_base.err.find("; give that checkpoint with --base\n") != std::string::npos);
+
+  const std::string other = kData + "cnn-bf16/step-000120.safetensors";
+  Run wrong = Zipnn("decompress " + obj + " --base " + other + " -f -o " + Tmp() + "/x");
+  CHECK(wrong.code == 1);
+  CHECK(wrong.err.rfind("error: wrong base: " + other + " has content id ", 0) == 0);
+  CHECK(!FileExists(Tmp() + "/x"));
+
+  Run exists = Zipnn("compress " + kStep40 + " --dtype bf16 -o " + obj);
+  CHECK(exists.code == 1);
+  CHECK(exists.err == "error: " + obj + ": already exists (use --force to overwrite)\n");
+
+  Run dtype = Zipnn("compress " + kStep40 + " --dtype float7 -f -o " + obj + ".2");
+  CHECK(dtype.code == 1);
+  CHECK(dtype.err.rfind("error: unknown dtype 'float7' (one of: auto, bytes, fp32, bf16", 0) == 0);
+
+  Run name = Zipnn("decompress " + kStep40);
+  CHECK(name.code == 1);
+  CHECK(name.err.find("error: " + kStep40 + ": not a git-zipnn object (bad magic)\n") == 0);
+
+  Run usage = Zipnn("compress");
+  CHECK(usage.code == 2);
+  CHECK(usage.err.rfind("error: ", 0) == 0);
+}
+
+TEST_CASE("a truncated or newer-version object is refused and nothing is written") {
+  const std::string obj = Tmp() + "/trunc.zipnn";
+  REQUIRE(Zipnn("compress " + kStep40 + " --dtype bf16 -f -q -o " + obj).code == 0);
+  std::string bytes = Slurp(obj);
+  {
+    std::ofstream f(obj, std::ios::binary | std::ios::trunc);
+    f << bytes.substr(0, bytes.size() - 100);
+  }
+  Run t = Zipnn("decompress " + obj + " -f -o " + Tmp() + "/trunc.out");
+  CHECK(t.code == 1);
+  CHECK(t.err == "error: " + obj + ": trailer magic missing (truncated object?)\n");
+  CHECK(!FileExists(Tmp() + "/trunc.out"));
+
+  bytes[8] = 9;  // format version 9
+  {
+    std::ofstream f(obj, std::ios::binary | std::ios::trunc);
+    f << bytes;
+  }
+  Run v = Zipnn("decompress " + obj + " -f -o " + Tmp() + "/trunc.out");
+  CHECK(v.code == 1);
+  CHECK(v.err == "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (1); upgrade git-zipnn\n");
+}
+
+TEST_CASE("a corrupted chunk fails the restore and leaves no output file") {
+  const std::string obj = Tmp() + "/flip.zipnn", out = Tmp() + "/flip.out";
+  REQUIRE(Zipnn("compress " + kStep40 + " --dtype bf16 -f -q -o " + obj).code == 0);
+  std::string bytes = Slurp(obj);
+  bytes[bytes.size() / 2] ^= 0x10;
+  {
+    std::ofstream f(obj, std::ios::binary | std::ios::trunc);
+    f << bytes;
+  }
+  Run r = Zipnn("decompress " + obj + " -f -o " + out);
+  CHECK(r.code == 1);
+  CHECK(r.err == "error: " + obj + ": chunk 0 (checkpoint bytes 0..117764): checksum mismatch\n");
+  CHECK(!FileExists(out));
+}
+
+}  // namespace
+}  // namespace zipnn

@@ -1,0 +1,61 @@
+// Every golden object of every released format version keeps decoding to
+// the exact bytes of the checkpoint it was made from (tests/golden/README.md).
+#include <doctest/doctest.h>
+
+#include <optional>
+#include <string>
+
+#include "lib/base/file.h"
+#include "lib/container/object.h"
+
+namespace zipnn {
+namespace {
+
+struct Golden {
+  const char* object;
+  const char* raw;
+  const char* base;  // for deltas
+  container::ObjectKind kind;
+  uint64_t chunks;
+};
+
+constexpr Golden kGolden[] = {
+    {"v1/cnn-bf16-step40.zipnn", "cnn-bf16/step-000040.safetensors", nullptr, container::ObjectKind::kBase, 1},
+    {"v1/cnn-bf16-step80-delta40.zipnn", "cnn-bf16/step-000080.safetensors", "cnn-bf16/step-000040.safetensors",
+     container::ObjectKind::kDelta, 1},
+    {"v1/cnn-fp32-step200-chunk16k.zipnn", "cnn-fp32/step-000200.safetensors", nullptr, container::ObjectKind::kBase, 15},
+    {"v1/cnn-fp32-step160-zstd19.zipnn", "cnn-fp32/step-000160.safetensors", nullptr, container::ObjectKind::kBase, 1},
+    {"v1/cnn-fp32-step120-bytes.zipnn", "cnn-fp32/step-000120.safetensors", nullptr, container::ObjectKind::kBase, 1},
+};
+
+TEST_CASE("golden objects of every format version decode byte for byte") {
+  for (const Golden& g : kGolden) {
+    CAPTURE(g.object);
+    auto object = ReadFile::Open(std::string("tests/golden/") + g.object);
+    REQUIRE(object.ok());
+    auto raw = ReadWholeFile(std::string("tests/data/") + g.raw);
+    REQUIRE(raw.ok());
+    std::optional<ReadFile> base;
+    if (g.base != nullptr) {
+      auto b = ReadFile::Open(std::string("tests/data/") + g.base);
+      REQUIRE(b.ok());
+      base.emplace(std::move(*b));
+    }
+    auto info = container::ReadObjectInfo(*object);
+    REQUIRE(info.ok());
+    CHECK(info->header.kind == g.kind);
+    CHECK(info->chunks.size() == g.chunks);
+    CHECK(info->content_id == HashBytes(raw->data(), raw->size()));
+    for (int threads : {1, 2}) {
+      MemorySink out;
+      container::DecodeOptions o;
+      o.threads = threads;
+      Status s = container::DecodeObject(*object, *info, base ? &*base : nullptr, o, out);
+      REQUIRE(s.ok());
+      CHECK(out.ToVector() == *raw);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zipnn
