@@ -10,6 +10,7 @@
 #include "lib/codec/chunk_codec.h"
 #include "lib/codec/grouping.h"
 #include "lib/codec/huffman.h"
+#include "lib/codec/rans.h"
 
 namespace zipnn::codec {
 namespace {
@@ -308,6 +309,111 @@ TEST_CASE("longest zero run matches a byte-by-byte count") {
     CAPTURE(trial);
     CHECK(LongestZeroRun(v.data(), v.size()) == SlowLongestZeroRun(v));
   }
+}
+
+}  // namespace
+}  // namespace zipnn::codec
+
+namespace zipnn::codec {
+namespace {
+
+std::vector<uint8_t> RansRoundTrip(const std::vector<uint8_t>& in, size_t* size = nullptr) {
+  RansEncoder enc;
+  enc.Plan(CountBytes(in.data(), in.size()), in.size());
+  Buffer payload;
+  enc.Encode(in.data(), in.size(), payload);
+  if (size != nullptr) *size = payload.size();
+  auto padded = Padded(payload.data(), payload.size());
+  std::vector<uint8_t> out(in.size());
+  RansDecoder dec;
+  Status s = dec.Decode(padded.data(), payload.size(), out.data(), out.size());
+  REQUIRE(s.ok());
+  return out;
+}
+
+// Bytes where `zero_share` of them are 0 and the rest follow the exponent
+// spread of Gaussian weights: the exponent group of an XOR delta.
+std::vector<uint8_t> DeltaExponents(size_t n, double zero_share, uint32_t seed) {
+  auto f32 = NormalFloats(n, seed);
+  std::vector<uint8_t> grouped(f32.size());
+  SplitGroups(DType::kF32, f32.data(), f32.size(), grouped.data());
+  std::vector<uint8_t> v(grouped.begin() + 3 * n, grouped.end());
+  std::mt19937 rng(seed);
+  for (auto& b : v) {
+    if (std::uniform_real_distribution<double>(0, 1)(rng) < zero_share) b = 0;
+    else b ^= 120;  // a changed exponent: small XOR values dominate
+  }
+  return v;
+}
+
+TEST_CASE("rans round-trips skewed, uniform, single-symbol and tiny inputs") {
+  std::vector<std::vector<uint8_t>> inputs = {
+      ToBF16(NormalFloats(100000, 31)), RandomBytes(65536, 32), std::vector<uint8_t>(5000, 9),
+      {7}, {1, 2}, {1, 2, 3}, RandomBytes(17, 33), DeltaExponents(70001, 0.77, 34)};
+  // Every byte value present, one of them dominant: normalisation must
+  // give all 256 a frequency and still sum to the scale.
+  std::vector<uint8_t> all(200000, 5);
+  for (int s = 0; s < 256; ++s) all[static_cast<size_t>(s) * 700] = static_cast<uint8_t>(s);
+  inputs.push_back(all);
+  for (const auto& in : inputs) {
+    CAPTURE(in.size());
+    CHECK(RansRoundTrip(in) == in);
+  }
+}
+
+TEST_CASE("rans codes skewed groups within 1% of their entropy, where huffman cannot") {
+  for (double zeros : {0.0, 0.5, 0.77, 0.9}) {
+    CAPTURE(zeros);
+    auto in = DeltaExponents(1 << 17, zeros, 35);
+    const double bound = EntropyBits(CountBytes(in.data(), in.size())) / 8;
+    size_t size = 0;
+    RansRoundTrip(in, &size);
+    CHECK(static_cast<double>(size) < bound * 1.01 + 64);  // + table and states
+    HuffmanEncoder huff;
+    huff.Plan(in.data(), in.size());
+    if (zeros >= 0.77) CHECK(static_cast<double>(huff.EncodedSize()) > bound * 1.10);
+  }
+}
+
+TEST_CASE("auto picks rans for a skewed delta exponent group and huffman for plain exponents") {
+  GroupEncoder enc(CoderPolicy::kAuto, 3, false);
+  auto delta = DeltaExponents(65536, 0.77, 36);
+  Buffer out;
+  CHECK(enc.Encode(delta.data(), delta.size(), 4 * delta.size(), out) == Coder::kRans);
+  auto exps = DeltaExponents(65536, 0.0, 37);
+  out.Clear();
+  CHECK(enc.Encode(exps.data(), exps.size(), 4 * exps.size(), out) == Coder::kHuffman);
+}
+
+TEST_CASE("rans decoder rejects damaged payloads") {
+  auto in = DeltaExponents(20000, 0.6, 38);
+  RansEncoder enc;
+  enc.Plan(CountBytes(in.data(), in.size()), in.size());
+  Buffer payload;
+  enc.Encode(in.data(), in.size(), payload);
+  const size_t size = payload.size();
+  std::vector<uint8_t> out(in.size());
+  RansDecoder dec;
+  auto decode = [&](std::vector<uint8_t> p, size_t n) { return dec.Decode(p.data(), n, out.data(), out.size()); };
+  auto good = Padded(payload.data(), size);
+
+  CHECK(!decode(Padded(payload.data(), 0), 0).ok());
+  for (size_t cut : {size_t{1}, size_t{3}, size / 2, size - 1}) {
+    CAPTURE(cut);
+    CHECK(!decode(Padded(payload.data(), cut), cut).ok());
+  }
+  auto bad_freq = good;
+  bad_freq[2] ^= 1;  // first frequency off by one: the sum is wrong
+  CHECK(decode(bad_freq, size).message() == "rans frequencies do not add up to the scale");
+  // Flipped bits in the streams: the final state or the stream end no
+  // longer match.
+  size_t caught = 0, tried = 0;
+  for (size_t pos = size / 3; pos < size; pos += 37, ++tried) {
+    auto flipped = good;
+    flipped[pos] ^= 0x04;
+    if (!decode(flipped, size).ok()) ++caught;
+  }
+  CHECK(caught == tried);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ std::string_view CoderName(Coder c) {
     case Coder::kZero: return "zero";
     case Coder::kHuffman: return "huffman";
     case Coder::kZstd: return "zstd";
+    case Coder::kRans: return "rans";
   }
   return "?";
 }
@@ -26,6 +27,7 @@ std::optional<CoderPolicy> ParseCoderPolicy(std::string_view name) {
   if (name == "auto") return CoderPolicy::kAuto;
   if (name == "huffman") return CoderPolicy::kHuffman;
   if (name == "zstd") return CoderPolicy::kZstd;
+  if (name == "rans") return CoderPolicy::kRans;
   if (name == "raw") return CoderPolicy::kRaw;
   return std::nullopt;
 }
@@ -93,6 +95,19 @@ std::optional<Coder> GroupEncoder::TryHuffman(size_t n, Buffer& out) {
   return Coder::kHuffman;
 }
 
+std::optional<Coder> GroupEncoder::TryRans(const uint8_t* in, size_t n, Buffer& out) {
+  if (static_cast<double>(rans_.EstimatedSize()) > static_cast<double>(n) * (1 - AutoRule::kMinSaving)) {
+    return std::nullopt;
+  }
+  const size_t start = out.size();
+  rans_.Encode(in, n, out);
+  if (static_cast<double>(out.size() - start) > static_cast<double>(n) * (1 - AutoRule::kMinSaving)) {
+    out.Resize(start);
+    return std::nullopt;
+  }
+  return Coder::kRans;
+}
+
 std::optional<Coder> GroupEncoder::TryZstd(const uint8_t* in, size_t n, Buffer& out) {
   const size_t start = out.size();
   const size_t bound = ZSTD_compressBound(n);
@@ -129,6 +144,10 @@ Coder GroupEncoder::Encode(const uint8_t* in, size_t n, size_t chunk_len, Buffer
     case CoderPolicy::kZstd:
       coded = TryZstd(in, n, out);
       break;
+    case CoderPolicy::kRans:
+      rans_.Plan(CountBytes(in, n), n);
+      coded = TryRans(in, n, out);
+      break;
     case CoderPolicy::kAuto:
       if (IsAllZero(in, n)) return Coder::kZero;
       if (prefer_lz_) {
@@ -136,7 +155,19 @@ Coder GroupEncoder::Encode(const uint8_t* in, size_t n, size_t chunk_len, Buffer
         break;
       }
       huffman_.Plan(in, n);
-      coded = WantsZstd(in, n, chunk_len) ? TryZstd(in, n, out) : TryHuffman(n, out);
+      if (WantsZstd(in, n, chunk_len)) {
+        coded = TryZstd(in, n, out);
+        break;
+      }
+      // Huffman spends at least one bit per byte and whole bits per
+      // symbol; on a skewed group rANS can be much closer to the entropy.
+      rans_.Plan(huffman_.histogram(), n);
+      if (static_cast<double>(rans_.EstimatedSize()) <
+          static_cast<double>(huffman_.EncodedSize()) * (1 - AutoRule::kRansMinGain)) {
+        coded = TryRans(in, n, out);
+      } else {
+        coded = TryHuffman(n, out);
+      }
       break;
   }
   return coded ? *coded : EncodeRaw(in, n, out);
@@ -158,6 +189,8 @@ Status GroupDecoder::Decode(Coder coder, const uint8_t* payload, size_t size, ui
       return OkStatus();
     case Coder::kHuffman:
       return HuffmanDecode(payload, size, out, n);
+    case Coder::kRans:
+      return rans_.Decode(payload, size, out, n);
     case Coder::kZstd: {
       const size_t got = ZSTD_decompressDCtx(zstd_, out, n, payload, size);
       if (ZSTD_isError(got)) return Corruption(std::string("zstd group: ") + ZSTD_getErrorName(got));

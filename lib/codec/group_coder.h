@@ -15,6 +15,7 @@
 #include "lib/base/buffer.h"
 #include "lib/base/status.h"
 #include "lib/codec/huffman.h"
+#include "lib/codec/rans.h"
 
 namespace zipnn::codec {
 
@@ -24,8 +25,9 @@ enum class Coder : uint8_t {
   kZero = 1,     // every byte is zero; no payload
   kHuffman = 2,  // HuffmanEncoder payload
   kZstd = 3,     // one zstd frame
+  kRans = 4,     // RansEncoder payload
 };
-inline constexpr uint8_t kMaxCoderValue = 3;
+inline constexpr uint8_t kMaxCoderValue = 4;
 std::string_view CoderName(Coder c);
 std::optional<Coder> CoderFromByte(uint8_t v);
 
@@ -34,6 +36,7 @@ enum class CoderPolicy {
   kAuto,     // the ZipNN rule below
   kHuffman,  // Huffman for every group that it shrinks, else raw
   kZstd,     // zstd for every group that it shrinks, else raw
+  kRans,     // rANS for every group that it shrinks, else raw
   kRaw,      // no entropy coding (grouping still applies)
 };
 std::optional<CoderPolicy> ParseCoderPolicy(std::string_view name);
@@ -49,6 +52,9 @@ struct AutoRule {
   static constexpr double kZstdDominantShare = 0.90;
   // A run of zeros longer than this share of the chunk also goes to zstd.
   static constexpr double kZstdZeroRunShare = 0.03;
+  // rANS replaces Huffman when its estimate is at least this much smaller
+  // (it decodes about half as fast, so small gains are not worth it).
+  static constexpr double kRansMinGain = 0.03;
   // After a group is stored raw, that group of the next chunks in the same
   // stripe is stored raw without trying, then tried again.
   static constexpr int kRawSkipChunks = 7;
@@ -71,6 +77,7 @@ class GroupEncoder {
 
  private:
   std::optional<Coder> TryHuffman(size_t n, Buffer& out);  // after huffman_.Plan
+  std::optional<Coder> TryRans(const uint8_t* in, size_t n, Buffer& out);  // after rans_.Plan
   std::optional<Coder> TryZstd(const uint8_t* in, size_t n, Buffer& out);
   bool WantsZstd(const uint8_t* in, size_t n, size_t chunk_len) const;
 
@@ -79,6 +86,7 @@ class GroupEncoder {
   bool prefer_lz_;
   ZSTD_CCtx* zstd_ = nullptr;
   HuffmanEncoder huffman_;
+  RansEncoder rans_;
 };
 
 class GroupDecoder {
@@ -94,6 +102,7 @@ class GroupDecoder {
 
  private:
   ZSTD_DCtx* zstd_ = nullptr;
+  RansDecoder rans_;
 };
 
 bool IsAllZero(const uint8_t* p, size_t n);

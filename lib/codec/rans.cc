@@ -1,0 +1,272 @@
+#include "lib/codec/rans.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "lib/base/endian.h"
+
+namespace zipnn::codec {
+
+namespace {
+
+constexpr uint32_t kScale = 1u << kRansProbabilityBits;  // M: frequencies sum to this
+constexpr uint32_t kSlotMask = kScale - 1;
+constexpr uint32_t kLow = 1u << 16;  // L: states live in [L, 2^32)
+constexpr size_t kStateBytes = 4;
+constexpr size_t kStreamSizeBytes = 4 * (kHuffmanStreams - 1);
+// Symbols decoded per stream between bounds checks: each may read 2 bytes,
+// and the input is padded by kDecoderReadPadding.
+constexpr size_t kSymbolsPerCheck = kDecoderReadPadding / 2;
+
+size_t SegmentLength(size_t n) { return (n + kHuffmanStreams - 1) / kHuffmanStreams; }
+size_t SegmentStart(size_t n, int j) {
+  return std::min(n, static_cast<size_t>(j) * SegmentLength(n));
+}
+
+// Scales counts to frequencies summing to kScale, every present symbol at
+// least 1, rounding to nearest and settling the difference on the largest.
+void Normalise(const Histogram& h, size_t n, std::array<uint16_t, 256>& freq) {
+  freq.fill(0);
+  int64_t sum = 0;
+  int largest = 0;
+  for (int s = 0; s < 256; ++s) {
+    if (h[s] == 0) continue;
+    const uint64_t scaled = (h[s] * kScale + n / 2) / n;
+    freq[s] = static_cast<uint16_t>(std::max<uint64_t>(1, scaled));
+    sum += freq[s];
+    if (h[s] > h[largest]) largest = s;
+  }
+  if (sum <= kScale) {
+    freq[largest] = static_cast<uint16_t>(freq[largest] + (kScale - sum));
+    return;
+  }
+  // Too many rare symbols were rounded up to 1: take from the largest
+  // frequencies, one at a time, never below 1.
+  while (sum > kScale) {
+    int top = 0;
+    for (int s = 1; s < 256; ++s) {
+      if (freq[s] > freq[top]) top = s;
+    }
+    const uint16_t cut = static_cast<uint16_t>(std::min<int64_t>(sum - kScale, freq[top] / 2));
+    freq[top] = static_cast<uint16_t>(freq[top] - std::max<uint16_t>(cut, 1));
+    sum -= std::max<uint16_t>(cut, 1);
+  }
+}
+
+}  // namespace
+
+// Encodes backwards: `next` points one past the next symbol to code, `p`
+// at the first byte written so far.
+struct RansEncoder::Writer {
+  uint8_t* p;
+  uint32_t x;
+  const uint8_t* next;
+
+  void Put(const Symbol* table) {
+    const Symbol& sym = table[*--next];
+    if (x >= sym.x_max) {
+      p -= 2;
+      StoreLE<uint16_t>(p, static_cast<uint16_t>(x));
+      x >>= 16;
+    }
+    const uint32_t q = static_cast<uint32_t>((static_cast<unsigned __int128>(x) * sym.reciprocal) >> sym.shift);
+    x += sym.bias + q * sym.complement;
+  }
+};
+
+namespace {
+
+struct Reader {
+  const uint8_t* p;
+  uint32_t x;
+};
+
+// One decode step: slot -> symbol, then the state moves back by the
+// symbol's share and takes 16 more bits when it falls below L.
+inline uint8_t Step(Reader& r, const uint32_t* table) {
+  const uint32_t e = table[r.x & kSlotMask];
+  const uint32_t freq = ((e >> 8) & 0xfff) + 1;
+  r.x = freq * (r.x >> kRansProbabilityBits) + (e >> 20);
+  // Branch-free: whether a state needs more bits is data, not a pattern
+  // a branch predictor could learn.
+  const uint32_t refill = r.x < kLow;
+  const uint32_t word = LoadLE<uint16_t>(r.p);
+  r.x = (r.x << (refill << 4)) | (word & (0u - refill));
+  r.p += refill << 1;
+  return static_cast<uint8_t>(e);
+}
+
+}  // namespace
+
+void RansEncoder::Plan(const Histogram& h, size_t n) {
+  Normalise(h, n, freq_);
+  first_ = 0;
+  while (first_ < 255 && freq_[first_] == 0) ++first_;
+  last_ = 255;
+  while (last_ > first_ && freq_[last_] == 0) --last_;
+  double bits = 0;
+  size_t table_bytes = 0;
+  uint32_t cum = 0;
+  for (int s = first_; s <= last_; ++s) {
+    const uint32_t f = freq_[s];
+    table_bytes += f < 0x80 ? 1 : 2;
+    if (f == 0) continue;
+    bits += static_cast<double>(h[s]) * (kRansProbabilityBits - std::log2(static_cast<double>(f)));
+    // x' = floor(x / f) * M + x mod f + cum = x + cum + floor(x / f) * (M - f),
+    // with floor(x / f) from a 128-bit multiply by ceil(2^(32+k) / f),
+    // k = ceil(log2 f): exact for every 32-bit x.
+    uint32_t k = 0;
+    while ((1u << k) < f) ++k;
+    Symbol& sym = symbol_[s];
+    sym.x_max = (uint64_t{kLow >> kRansProbabilityBits} << 16) * f;
+    sym.shift = 32 + k;
+    sym.bias = cum;
+    sym.complement = kScale - f;
+    const unsigned __int128 one = 1;
+    sym.reciprocal = static_cast<uint64_t>(((one << sym.shift) + f - 1) / f);
+    cum += f;
+  }
+  estimated_size_ = 2 + table_bytes + kStreamSizeBytes + kHuffmanStreams * (kStateBytes + 2) +
+                    static_cast<size_t>(bits / 8);
+}
+
+void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
+  uint8_t* head = out.Extend(2);
+  head[0] = static_cast<uint8_t>(first_);
+  head[1] = static_cast<uint8_t>(last_);
+  for (int s = first_; s <= last_; ++s) {
+    const uint32_t f = freq_[s];
+    if (f < 0x80) {
+      out.Extend(1)[0] = static_cast<uint8_t>(f);
+    } else {
+      uint8_t* two = out.Extend(2);
+      two[0] = static_cast<uint8_t>(0x80 | (f >> 8));
+      two[1] = static_cast<uint8_t>(f);
+    }
+  }
+  const size_t sizes_at = out.size();
+  out.Extend(kStreamSizeBytes);
+
+  // Symbols go in last to first and words come out back to front, so the
+  // decoder reads each stream forwards, first symbol first. A state stays
+  // below 2^32 and renormalises at most once per symbol. The four streams
+  // are independent chains, advanced in lockstep for the processor's sake.
+  size_t len[kHuffmanStreams];
+  size_t room = 0;
+  for (int j = 0; j < kHuffmanStreams; ++j) {
+    len[j] = SegmentStart(n, j + 1) - SegmentStart(n, j);
+    room += kStateBytes + 2 * len[j];
+  }
+  scratch_.Resize(room);
+  Writer w[kHuffmanStreams];
+  uint8_t* ends[kHuffmanStreams];
+  uint8_t* at = scratch_.data();
+  for (int j = 0; j < kHuffmanStreams; ++j) {
+    at += kStateBytes + 2 * len[j];
+    ends[j] = at;
+    w[j] = Writer{at, kLow, in + SegmentStart(n, j) + len[j]};
+  }
+  const Symbol* sym = symbol_.data();
+  {
+    Writer w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+    for (size_t t = 0; t < len[3]; ++t) {
+      w0.Put(sym);
+      w1.Put(sym);
+      w2.Put(sym);
+      w3.Put(sym);
+    }
+    w[0] = w0, w[1] = w1, w[2] = w2, w[3] = w3;
+  }
+  for (int j = 0; j < kHuffmanStreams; ++j) {
+    for (size_t t = len[3]; t < len[j]; ++t) w[j].Put(sym);
+    w[j].p -= kStateBytes;
+    StoreLE<uint32_t>(w[j].p, w[j].x);
+    const size_t bytes = static_cast<size_t>(ends[j] - w[j].p);
+    if (j + 1 < kHuffmanStreams) StoreLE<uint32_t>(out.data() + sizes_at + 4 * j, static_cast<uint32_t>(bytes));
+    out.Append(w[j].p, bytes);
+  }
+}
+
+Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
+  if (size < 2) return Corruption("rans payload shorter than its header");
+  const int first = in[0], last = in[1];
+  if (last < first) return Corruption("rans symbol range is empty");
+  std::array<uint32_t, 256> freq{};
+  size_t pos = 2;
+  uint32_t total = 0;
+  for (int s = first; s <= last; ++s) {
+    if (pos >= size) return Corruption("rans payload shorter than its frequency table");
+    uint32_t f = in[pos++];
+    if (f >= 0x80) {
+      if (pos >= size) return Corruption("rans payload shorter than its frequency table");
+      f = (f & 0x7f) << 8 | in[pos++];
+    }
+    if (f > kScale) return Corruption("rans frequency larger than the scale");
+    freq[s] = f;
+    total += f;
+  }
+  if (total != kScale) return Corruption("rans frequencies do not add up to the scale");
+  if (size - pos < kStreamSizeBytes) return Corruption("rans payload shorter than its stream sizes");
+
+  uint32_t* const table = table_.data();
+  uint32_t cum = 0;
+  for (int s = first; s <= last; ++s) {
+    for (uint32_t k = 0; k < freq[s]; ++k) {
+      table[cum + k] = static_cast<uint32_t>(s) | (freq[s] - 1) << 8 | k << 20;
+    }
+    cum += freq[s];
+  }
+
+  std::array<size_t, kHuffmanStreams> stream_size;
+  size_t total_streams = 0;
+  for (int j = 0; j + 1 < kHuffmanStreams; ++j) {
+    stream_size[j] = LoadLE<uint32_t>(in + pos + 4 * j);
+    total_streams += stream_size[j];
+  }
+  pos += kStreamSizeBytes;
+  if (total_streams > size - pos) return Corruption("rans stream sizes exceed the payload");
+  stream_size[kHuffmanStreams - 1] = size - pos - total_streams;
+
+  Reader r[kHuffmanStreams];
+  const uint8_t* stream_end[kHuffmanStreams];
+  uint8_t* o[kHuffmanStreams];
+  uint8_t* o_end[kHuffmanStreams];
+  for (int j = 0; j < kHuffmanStreams; ++j) {
+    if (stream_size[j] < kStateBytes) return Corruption("rans stream " + std::to_string(j) + " has no state");
+    r[j] = Reader{in + pos + kStateBytes, LoadLE<uint32_t>(in + pos)};
+    pos += stream_size[j];
+    stream_end[j] = in + pos;
+    o[j] = out + SegmentStart(n, j);
+    o_end[j] = out + SegmentStart(n, j + 1);
+  }
+
+  // Four streams in lockstep; the last segment is the shortest.
+  const uint32_t* t = table;
+  const size_t rounds = static_cast<size_t>(o_end[3] - o[3]) / kSymbolsPerCheck;
+  for (size_t round = 0; round < rounds; ++round) {
+    if (r[0].p > stream_end[0] || r[1].p > stream_end[1] || r[2].p > stream_end[2] ||
+        r[3].p > stream_end[3]) {
+      return Corruption("rans stream overruns its payload");
+    }
+    for (size_t u = 0; u < kSymbolsPerCheck; ++u) {
+      *o[0]++ = Step(r[0], t);
+      *o[1]++ = Step(r[1], t);
+      *o[2]++ = Step(r[2], t);
+      *o[3]++ = Step(r[3], t);
+    }
+  }
+  for (int j = 0; j < kHuffmanStreams; ++j) {
+    while (o[j] < o_end[j]) {
+      if (r[j].p > stream_end[j]) return Corruption("rans stream overruns its payload");
+      *o[j]++ = Step(r[j], t);
+    }
+    // A faithful stream ends exactly where it was sized, in the state the
+    // encoder started from.
+    if (r[j].p != stream_end[j] || r[j].x != kLow) {
+      return Corruption("rans stream " + std::to_string(j) + " does not end where it should");
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace zipnn::codec

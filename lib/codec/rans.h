@@ -1,0 +1,63 @@
+// rANS entropy coder for one byte group (docs/format.md, "rANS payload"):
+// order-0 static model with 12-bit probabilities, 32-bit states and 16-bit
+// renormalisation. Where one byte value dominates a group (the exponent
+// XOR of a delta, say 77% zeros), Huffman cannot spend less than one bit
+// per byte and lands far above the entropy; rANS codes fractional bits and
+// stays within a fraction of a percent of it. Like the Huffman coder, the
+// group is cut into four segments coded as independent streams so that
+// the decoder runs four dependency chains at once.
+//
+// RansEncoder is used by one thread at a time; RansDecode is reentrant and
+// may read up to kDecoderReadPadding bytes past the end of its input.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "lib/base/buffer.h"
+#include "lib/base/status.h"
+#include "lib/codec/huffman.h"
+
+namespace zipnn::codec {
+
+inline constexpr int kRansProbabilityBits = 12;
+
+class RansEncoder {
+ public:
+  // Builds the model from the histogram of the n >= 1 bytes to be coded.
+  void Plan(const Histogram& h, size_t n);
+  // Size of the payload Encode will write, to within a few bytes (the
+  // cost of each symbol under the model plus headers and final states).
+  size_t EstimatedSize() const { return estimated_size_; }
+  // Appends the payload for in[0..n) (the bytes Plan counted) to `out`.
+  void Encode(const uint8_t* in, size_t n, Buffer& out);
+
+ private:
+  struct Symbol {
+    uint64_t x_max = 0;       // a state at or above this is renormalised first
+    uint64_t reciprocal = 0;  // x / freq == (x * reciprocal) >> shift, 128-bit product
+    uint32_t shift = 0;
+    uint32_t bias = 0;
+    uint32_t complement = 0;  // M - freq
+  };
+  struct Writer;
+  std::array<uint16_t, 256> freq_{};
+  std::array<Symbol, 256> symbol_{};
+  int first_ = 0;
+  int last_ = 0;
+  size_t estimated_size_ = 0;
+  Buffer scratch_;  // one stream, written back to front
+};
+
+class RansDecoder {
+ public:
+  // Decodes a payload made by RansEncoder into exactly n bytes. `in` must
+  // be readable up to in + size + kDecoderReadPadding.
+  Status Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n);
+
+ private:
+  std::array<uint32_t, 1u << kRansProbabilityBits> table_;  // slot -> symbol, freq, offset
+};
+
+}  // namespace zipnn::codec
