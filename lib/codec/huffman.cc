@@ -170,12 +170,13 @@ struct BitReader {
   }
 };
 
-// One lookup in the two-symbol table: writes two bytes, keeps one or both.
-inline void DecodePair(BitReader& r, uint8_t*& out, const uint32_t* pair) {
-  const uint32_t e = pair[r.bits & kTableMask];
-  StoreLE<uint16_t>(out, static_cast<uint16_t>(e));
-  out += e >> 20;
-  const unsigned len = (e >> 16) & 15;
+// One lookup in the multi-symbol table: stores four bytes, keeps as many
+// as the entry decoded.
+inline void DecodeMulti(BitReader& r, uint8_t*& out, const uint64_t* multi) {
+  const uint64_t e = multi[r.bits & kTableMask];
+  StoreLE<uint32_t>(out, static_cast<uint32_t>(e));
+  out += e >> 40;
+  const unsigned len = static_cast<unsigned>(e >> 32) & 0xff;
   r.bits >>= len;
   r.nbits -= len;
 }
@@ -359,21 +360,26 @@ Status HuffmanDecode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
     o_end[j] = out + SegmentStart(n, j + 1);
   }
 
-  // Fast path: a second table decodes two symbols per lookup whenever both
-  // codes fit in kHuffmanMaxBits (exponent codes average under 3 bits).
-  // Entry: symbol, symbol, bits used << 16, symbols decoded << 20.
-  uint32_t pair[kTableSize];
+  // Fast path: a second table decodes up to four symbols per lookup, as
+  // many whole codes as fit in kHuffmanMaxBits (exponent codes average
+  // under 3 bits, so most lookups yield three or four).
+  // Entry: symbols in bytes 0..3, bits used in byte 4, symbol count in byte 5.
+  uint64_t multi[kTableSize];
   for (uint32_t i = 0; i < kTableSize; ++i) {
-    const uint32_t first_len = table[i] >> 8;
-    const uint16_t second = table[i >> first_len];
-    const uint32_t second_len = second >> 8;
-    if (first_len + second_len <= kHuffmanMaxBits) {
-      pair[i] = (table[i] & 0xff) | (second & 0xffu) << 8 | (first_len + second_len) << 16 | 2u << 20;
-    } else {
-      pair[i] = (table[i] & 0xff) | first_len << 16 | 1u << 20;
+    uint64_t symbols = 0;
+    uint32_t used = 0, count = 0;
+    while (count < 4) {
+      // Only the low kHuffmanMaxBits - used bits of the rest are known.
+      const uint16_t e = table[i >> used];
+      const uint32_t len = e >> 8;
+      if (used + len > kHuffmanMaxBits) break;
+      symbols |= static_cast<uint64_t>(e & 0xff) << (8 * count);
+      used += len;
+      ++count;
     }
+    multi[i] = symbols | uint64_t{used} << 32 | uint64_t{count} << 40;
   }
-  constexpr size_t kMaxPerRefill = 2 * kSymbolsPerRefill;
+  constexpr size_t kMaxPerRefill = 4 * kSymbolsPerRefill;
   for (;;) {
     // Rounds that cannot overrun any segment, even at two symbols a lookup.
     size_t rounds = SIZE_MAX;
@@ -394,10 +400,10 @@ Status HuffmanDecode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
       r2.Refill();
       r3.Refill();
       for (int u = 0; u < kSymbolsPerRefill; ++u) {
-        DecodePair(r0, o0, pair);
-        DecodePair(r1, o1, pair);
-        DecodePair(r2, o2, pair);
-        DecodePair(r3, o3, pair);
+        DecodeMulti(r0, o0, multi);
+        DecodeMulti(r1, o1, multi);
+        DecodeMulti(r2, o2, multi);
+        DecodeMulti(r3, o3, multi);
       }
     }
     r[0] = r0, r[1] = r1, r[2] = r2, r[3] = r3;
@@ -405,6 +411,13 @@ Status HuffmanDecode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
     if (!in_bounds) break;
   }
   for (int j = 0; j < kHuffmanStreams; ++j) {
+    // Streams advance at different rates (one to four symbols a lookup),
+    // so the lockstep loop stops when the fastest nears its end; the
+    // others carry on alone, still four symbols a lookup where they can.
+    while (static_cast<size_t>(o_end[j] - o[j]) >= kMaxPerRefill && r[j].p <= end) {
+      r[j].Refill();
+      for (int u = 0; u < kSymbolsPerRefill; ++u) DecodeMulti(r[j], o[j], multi);
+    }
     while (o[j] < o_end[j]) {
       // Past the end the buffer already holds every remaining bit of a
       // valid stream; the consumed-bits check below catches the rest.
