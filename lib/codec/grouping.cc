@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "lib/base/cpu.h"
 #include "lib/base/endian.h"
 
 namespace zipnn::codec {
@@ -46,7 +47,7 @@ void MergeWhole(const uint8_t* in, size_t count, uint8_t* out) {
 }
 
 template <bool kSplit>
-void Regroup(DType t, const uint8_t* in, size_t n, uint8_t* out) {
+ZIPNN_HOT void Regroup(DType t, const uint8_t* in, size_t n, uint8_t* out) {
   const int width = DTypeWidth(t);
   const size_t count = n / static_cast<size_t>(width);
   const size_t whole = count * static_cast<size_t>(width);
@@ -95,7 +96,7 @@ void MergeGroups(DType t, const uint8_t* in, size_t n, uint8_t* out) {
   Regroup<false>(t, in, n, out);
 }
 
-void XorInto(uint8_t* dst, const uint8_t* src, size_t n) {
+ZIPNN_HOT void XorInto(uint8_t* dst, const uint8_t* src, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     StoreLE<uint64_t>(dst + i, LoadLE<uint64_t>(dst + i) ^ LoadLE<uint64_t>(src + i));

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <numeric>
 
+#include "lib/base/cpu.h"
 #include "lib/base/endian.h"
 
 namespace zipnn::codec {
@@ -133,7 +134,8 @@ struct BitWriter {
     bits = Push(Push(Push(Push(bits, e0), e1), e2), e3);
     nbits += static_cast<unsigned>((e0 + e1 + e2 + e3) & 0xff);
   }
-  uint64_t Valid() const { return nbits == 0 ? 0 : bits >> (64 - nbits); }
+  // bits >> (64 - nbits) without the undefined shift by 64 when nbits is 0.
+  uint64_t Valid() const { return (bits >> 1) >> (63 - nbits); }
   bool HasWordRoom() const { return p + 8 <= limit; }
   void FlushWord() {
     StoreLE<uint64_t>(p, Valid());
@@ -181,87 +183,19 @@ inline void DecodeMulti(BitReader& r, uint8_t*& out, const uint64_t* multi) {
   r.nbits -= len;
 }
 
-}  // namespace
-
-Histogram CountBytes(const uint8_t* in, size_t n) {
-  // Eight tables, one per byte of a word: skewed data (a few exponent
-  // values) would otherwise increment one counter back to back and wait on
-  // its own store.
-  std::array<std::array<uint32_t, 256>, 8> c{};
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const uint64_t v = LoadLE<uint64_t>(in + i);
-    const uint64_t u = LoadLE<uint64_t>(in + i + 8);
-    for (int k = 0; k < 8; ++k) ++c[k][(v >> (8 * k)) & 0xff];
-    for (int k = 0; k < 8; ++k) ++c[k][(u >> (8 * k)) & 0xff];
-  }
-  for (; i < n; ++i) ++c[0][in[i]];
-  Histogram h;
-  for (int s = 0; s < 256; ++s) {
-    uint64_t t = 0;
-    for (int k = 0; k < 8; ++k) t += c[k][s];
-    h[s] = t;
-  }
-  return h;
-}
-
-double EntropyBits(const Histogram& h) {
-  const uint64_t n = std::accumulate(h.begin(), h.end(), uint64_t{0});
-  double bits = 0;
-  for (uint64_t c : h) {
-    if (c != 0) bits += static_cast<double>(c) * std::log2(static_cast<double>(n) / static_cast<double>(c));
-  }
-  return bits;
-}
-
-void HuffmanEncoder::Plan(const uint8_t* in, size_t n) {
-  in_ = in;
-  n_ = n;
-  total_.fill(0);
-  for (int j = 0; j < kHuffmanStreams; ++j) {
-    const size_t a = SegmentStart(n, j), b = SegmentStart(n, j + 1);
-    segment_[j] = CountBytes(in + a, b - a);
-    for (int s = 0; s < 256; ++s) total_[s] += segment_[j][s];
-  }
-  BuildLengths(total_, length_);
-  AssignCodes(length_, code_);
-  first_symbol_ = 0;
-  while (first_symbol_ < 255 && length_[first_symbol_] == 0) ++first_symbol_;
-  last_symbol_ = 255;
-  while (last_symbol_ > first_symbol_ && length_[last_symbol_] == 0) --last_symbol_;
-  encoded_size_ = kRangeBytes + (last_symbol_ - first_symbol_ + 2) / 2 + kStreamSizeBytes;
-  for (int j = 0; j < kHuffmanStreams; ++j) {
-    uint64_t bits = 0;
-    for (int s = first_symbol_; s <= last_symbol_; ++s) bits += segment_[j][s] * length_[s];
-    stream_bytes_[j] = static_cast<size_t>((bits + 7) / 8);
-    encoded_size_ += stream_bytes_[j];
-  }
-}
-
-void HuffmanEncoder::Encode(uint8_t* out) const {
-  uint8_t* p = out;
-  *p++ = static_cast<uint8_t>(first_symbol_);
-  *p++ = static_cast<uint8_t>(last_symbol_);
-  for (int s = first_symbol_; s <= last_symbol_; s += 2) {
-    const int hi = s + 1 <= last_symbol_ ? length_[s + 1] : 0;
-    *p++ = static_cast<uint8_t>(length_[s] | hi << 4);
-  }
-  for (int j = 0; j + 1 < kHuffmanStreams; ++j) {
-    StoreLE<uint32_t>(p, static_cast<uint32_t>(stream_bytes_[j]));
-    p += 4;
-  }
-  std::array<uint64_t, 256> entry;
-  for (int c = 0; c < 256; ++c) entry[c] = BitWriter::Entry(code_[c], length_[c]);
+// The four bit streams, written in lockstep into their exact places.
+ZIPNN_HOT void EncodeStreams(const uint64_t* entry, const uint8_t* in_all, size_t n,
+                             const size_t* stream_bytes, uint8_t* p) {
   // Stream sizes are exact, so each writer knows where the next begins.
   BitWriter w[kHuffmanStreams];
   const uint8_t* in[kHuffmanStreams];
   size_t left[kHuffmanStreams];
   for (int j = 0; j < kHuffmanStreams; ++j) {
-    const size_t a = SegmentStart(n_, j), b = SegmentStart(n_, j + 1);
-    in[j] = in_ + a;
+    const size_t a = SegmentStart(n, j), b = SegmentStart(n, j + 1);
+    in[j] = in_all + a;
     left[j] = b - a;
-    w[j] = BitWriter{p, p + stream_bytes_[j], 0, 0};
-    p += stream_bytes_[j];
+    w[j] = BitWriter{p, p + stream_bytes[j], 0, 0};
+    p += stream_bytes[j];
   }
   w[kHuffmanStreams - 1].limit += 8;  // the caller's slack past the payload
   // Four independent dependency chains; four codes of at most 11 bits fit
@@ -304,7 +238,105 @@ void HuffmanEncoder::Encode(uint8_t* out) const {
   }
 }
 
-Status HuffmanDecode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
+ZIPNN_HOT void CountSegments(const uint8_t* in, size_t n,
+                             std::array<Histogram, kHuffmanStreams>& segment) {
+  // All four segments in one pass, two counter tables each (alternate
+  // bytes), so a run of one value never waits on its own counter and the
+  // tables are cleared once per group.
+  std::array<std::array<std::array<uint32_t, 256>, 2>, kHuffmanStreams> c{};
+  const uint8_t* seg[kHuffmanStreams];
+  size_t len[kHuffmanStreams];
+  for (int j = 0; j < kHuffmanStreams; ++j) {
+    seg[j] = in + SegmentStart(n, j);
+    len[j] = SegmentStart(n, j + 1) - SegmentStart(n, j);
+  }
+  const size_t common = len[kHuffmanStreams - 1] & ~size_t{7};
+  for (size_t i = 0; i < common; i += 8) {
+    for (int j = 0; j < kHuffmanStreams; ++j) {
+      const uint64_t v = LoadLE<uint64_t>(seg[j] + i);
+      for (int k = 0; k < 8; ++k) ++c[j][k & 1][(v >> (8 * k)) & 0xff];
+    }
+  }
+  for (int j = 0; j < kHuffmanStreams; ++j) {
+    for (size_t i = common; i < len[j]; ++i) ++c[j][0][seg[j][i]];
+    for (int s = 0; s < 256; ++s) segment[j][s] = uint64_t{c[j][0][s]} + c[j][1][s];
+  }
+}
+
+}  // namespace
+
+ZIPNN_HOT Histogram CountBytes(const uint8_t* in, size_t n) {
+  // Eight tables, one per byte of a word: skewed data (a few exponent
+  // values) would otherwise increment one counter back to back and wait on
+  // its own store.
+  std::array<std::array<uint32_t, 256>, 8> c{};
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const uint64_t v = LoadLE<uint64_t>(in + i);
+    const uint64_t u = LoadLE<uint64_t>(in + i + 8);
+    for (int k = 0; k < 8; ++k) ++c[k][(v >> (8 * k)) & 0xff];
+    for (int k = 0; k < 8; ++k) ++c[k][(u >> (8 * k)) & 0xff];
+  }
+  for (; i < n; ++i) ++c[0][in[i]];
+  Histogram h;
+  for (int s = 0; s < 256; ++s) {
+    uint64_t t = 0;
+    for (int k = 0; k < 8; ++k) t += c[k][s];
+    h[s] = t;
+  }
+  return h;
+}
+
+double EntropyBits(const Histogram& h) {
+  const uint64_t n = std::accumulate(h.begin(), h.end(), uint64_t{0});
+  double bits = 0;
+  for (uint64_t c : h) {
+    if (c != 0) bits += static_cast<double>(c) * std::log2(static_cast<double>(n) / static_cast<double>(c));
+  }
+  return bits;
+}
+
+void HuffmanEncoder::Plan(const uint8_t* in, size_t n) {
+  in_ = in;
+  n_ = n;
+  CountSegments(in, n, segment_);
+  total_.fill(0);
+  for (int j = 0; j < kHuffmanStreams; ++j) {
+    for (int s = 0; s < 256; ++s) total_[s] += segment_[j][s];
+  }
+  BuildLengths(total_, length_);
+  AssignCodes(length_, code_);
+  first_symbol_ = 0;
+  while (first_symbol_ < 255 && length_[first_symbol_] == 0) ++first_symbol_;
+  last_symbol_ = 255;
+  while (last_symbol_ > first_symbol_ && length_[last_symbol_] == 0) --last_symbol_;
+  encoded_size_ = kRangeBytes + (last_symbol_ - first_symbol_ + 2) / 2 + kStreamSizeBytes;
+  for (int j = 0; j < kHuffmanStreams; ++j) {
+    uint64_t bits = 0;
+    for (int s = first_symbol_; s <= last_symbol_; ++s) bits += segment_[j][s] * length_[s];
+    stream_bytes_[j] = static_cast<size_t>((bits + 7) / 8);
+    encoded_size_ += stream_bytes_[j];
+  }
+}
+
+void HuffmanEncoder::Encode(uint8_t* out) const {
+  uint8_t* p = out;
+  *p++ = static_cast<uint8_t>(first_symbol_);
+  *p++ = static_cast<uint8_t>(last_symbol_);
+  for (int s = first_symbol_; s <= last_symbol_; s += 2) {
+    const int hi = s + 1 <= last_symbol_ ? length_[s + 1] : 0;
+    *p++ = static_cast<uint8_t>(length_[s] | hi << 4);
+  }
+  for (int j = 0; j + 1 < kHuffmanStreams; ++j) {
+    StoreLE<uint32_t>(p, static_cast<uint32_t>(stream_bytes_[j]));
+    p += 4;
+  }
+  std::array<uint64_t, 256> entry;
+  for (int c = 0; c < 256; ++c) entry[c] = BitWriter::Entry(code_[c], length_[c]);
+  EncodeStreams(entry.data(), in_, n_, stream_bytes_.data(), p);
+}
+
+ZIPNN_HOT Status HuffmanDecode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
   if (size < kRangeBytes) return Corruption("huffman payload shorter than its header");
   const int first = in[0], last = in[1];
   if (last < first) return Corruption("huffman symbol range is empty");

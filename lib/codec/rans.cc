@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "lib/base/cpu.h"
 #include "lib/base/endian.h"
 
 namespace zipnn::codec {
@@ -187,7 +188,7 @@ void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
   }
 }
 
-Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
+ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
   if (size < 2) return Corruption("rans payload shorter than its header");
   const int first = in[0], last = in[1];
   if (last < first) return Corruption("rans symbol range is empty");
