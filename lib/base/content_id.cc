@@ -52,13 +52,21 @@ Hasher::Hasher() : state_(XXH3_createState()) { XXH3_128bits_reset(state_); }
 Hasher::~Hasher() { XXH3_freeState(state_); }
 
 void Hasher::Update(const void* data, size_t size) {
+#if defined(__x86_64__)
+  XXH3_128bits_update_dispatch(state_, data, size);
+#else
   XXH3_128bits_update(state_, data, size);
+#endif
 }
 
 ContentId Hasher::Finish() const { return FromHash(XXH3_128bits_digest(state_)); }
 
 ContentId HashBytes(const void* data, size_t size) {
+#if defined(__x86_64__)
+  return FromHash(XXH3_128bits_dispatch(data, size));
+#else
   return FromHash(XXH3_128bits(data, size));
+#endif
 }
 
 Result<ContentId> HashSource(const ByteSource& source) {

@@ -6,6 +6,9 @@
 #pragma once
 
 #include <xxhash.h>
+#if defined(__x86_64__)
+#include <xxh_x86dispatch.h>  // Debian exports these: AVX2/AVX-512 chosen at run time
+#endif
 
 #include <array>
 #include <cstddef>
@@ -49,7 +52,11 @@ Result<ContentId> HashSource(const ByteSource& source);
 
 // 64-bit XXH3 of a byte range: the checksum used inside objects.
 inline uint64_t Checksum64(const void* data, size_t size) {
+#if defined(__x86_64__)
+  return XXH3_64bits_dispatch(data, size);
+#else
   return XXH3_64bits(data, size);
+#endif
 }
 
 }  // namespace zipnn
