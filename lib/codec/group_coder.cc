@@ -132,6 +132,14 @@ bool GroupEncoder::WantsZstd(const uint8_t* in, size_t n, size_t chunk_len) cons
          static_cast<double>(LongestZeroRun(in, n)) > run_floor;
 }
 
+bool GroupEncoder::LooksIncompressible(const uint8_t* in, size_t n) {
+  if (n < AutoRule::kSampleMinBytes) return false;
+  Histogram h{};
+  size_t taken = 0;
+  for (size_t i = 0; i < n; i += AutoRule::kSampleStride, ++taken) ++h[in[i]];
+  return EntropyBits(h) >= AutoRule::kSampleRawBits * static_cast<double>(taken);
+}
+
 Coder GroupEncoder::Encode(const uint8_t* in, size_t n, size_t chunk_len, Buffer& out) {
   std::optional<Coder> coded;
   switch (policy_) {
@@ -154,6 +162,7 @@ Coder GroupEncoder::Encode(const uint8_t* in, size_t n, size_t chunk_len, Buffer
         coded = TryZstd(in, n, out);
         break;
       }
+      if (LooksIncompressible(in, n)) break;
       huffman_.Plan(in, n);
       if (WantsZstd(in, n, chunk_len)) {
         coded = TryZstd(in, n, out);

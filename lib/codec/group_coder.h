@@ -60,6 +60,13 @@ struct AutoRule {
   // After a group is stored raw, that group of the next chunks in the same
   // stripe is stored raw without trying, then tried again.
   static constexpr int kRawSkipChunks = 7;
+  // Before counting a group of at least kSampleMinBytes, one byte in
+  // kSampleStride is counted; if that sample's entropy is at least
+  // kSampleRawBits per byte, no order-0 coder can save kMinSaving (a
+  // sample underestimates entropy) and the group is stored raw.
+  static constexpr size_t kSampleMinBytes = 16384;
+  static constexpr size_t kSampleStride = 16;
+  static constexpr double kSampleRawBits = 7.8;
 };
 
 class GroupEncoder {
@@ -82,6 +89,7 @@ class GroupEncoder {
   std::optional<Coder> TryRans(const uint8_t* in, size_t n, Buffer& out);  // after rans_.Plan
   std::optional<Coder> TryZstd(const uint8_t* in, size_t n, Buffer& out);
   bool WantsZstd(const uint8_t* in, size_t n, size_t chunk_len) const;
+  static bool LooksIncompressible(const uint8_t* in, size_t n);
 
   CoderPolicy policy_;
   int zstd_level_;
