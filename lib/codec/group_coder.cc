@@ -122,14 +122,27 @@ std::optional<Coder> GroupEncoder::TryZstd(const uint8_t* in, size_t n, Buffer& 
   return Coder::kZstd;
 }
 
-bool GroupEncoder::WantsZstd(const uint8_t* in, size_t n, size_t chunk_len) const {
-  const Histogram& h = huffman_.histogram();
-  const uint64_t top = *std::max_element(h.begin(), h.end());
-  if (static_cast<double>(top) > AutoRule::kZstdDominantShare * static_cast<double>(n)) return true;
+bool GroupEncoder::HasLongZeroRun(const uint8_t* in, size_t n, size_t chunk_len) const {
   const double run_floor = AutoRule::kZstdZeroRunShare * static_cast<double>(chunk_len);
   // Only scan for a run when there are enough zeros to hold one.
-  return static_cast<double>(h[0]) > run_floor &&
+  return static_cast<double>(huffman_.histogram()[0]) > run_floor &&
          static_cast<double>(LongestZeroRun(in, n)) > run_floor;
+}
+
+std::optional<Coder> GroupEncoder::KeepSmaller(std::optional<Coder> coded, size_t start,
+                                              const uint8_t* in, size_t n, Buffer& out) {
+  // `out` holds the payload of `coded` (if any) from `start`; zstd goes
+  // after it and, if smaller, moves into its place.
+  const size_t mid = out.size();
+  if (!TryZstd(in, n, out)) return coded;
+  const size_t zstd_size = out.size() - mid;
+  if (coded && zstd_size >= mid - start) {
+    out.Resize(mid);
+    return coded;
+  }
+  std::memmove(out.data() + start, out.data() + mid, zstd_size);
+  out.Resize(start + zstd_size);
+  return Coder::kZstd;
 }
 
 bool GroupEncoder::LooksIncompressible(const uint8_t* in, size_t n) {
@@ -156,18 +169,15 @@ Coder GroupEncoder::Encode(const uint8_t* in, size_t n, size_t chunk_len, Buffer
       rans_.Plan(CountBytes(in, n), n);
       coded = TryRans(in, n, out);
       break;
-    case CoderPolicy::kAuto:
+    case CoderPolicy::kAuto: {
       if (IsAllZero(in, n)) return Coder::kZero;
       if (prefer_lz_) {
         coded = TryZstd(in, n, out);
         break;
       }
       if (LooksIncompressible(in, n)) break;
+      const size_t start = out.size();
       huffman_.Plan(in, n);
-      if (WantsZstd(in, n, chunk_len)) {
-        coded = TryZstd(in, n, out);
-        break;
-      }
       // Huffman spends at least one bit per byte and whole bits per
       // symbol; on a skewed group rANS can be much closer to the entropy.
       rans_.Plan(huffman_.histogram(), n);
@@ -177,7 +187,9 @@ Coder GroupEncoder::Encode(const uint8_t* in, size_t n, size_t chunk_len, Buffer
       } else {
         coded = TryHuffman(n, out);
       }
+      if (HasLongZeroRun(in, n, chunk_len)) coded = KeepSmaller(coded, start, in, n, out);
       break;
+    }
   }
   return coded ? *coded : EncodeRaw(in, n, out);
 }
