@@ -23,6 +23,7 @@ std::string HumanBytes(uint64_t n) {
 }
 
 std::string Percent(uint64_t part, uint64_t whole) {
+  if (whole == 0) return "n/a";  // an empty file has no ratio
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f%%", whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole));
   return buf;
@@ -44,7 +45,7 @@ Status StdoutSink::Append(const void* data, size_t n) {
 
 void AddThreadsOption(CLI::App& sub, int& threads) {
   sub.add_option("--threads,-T", threads, "Worker threads (default: all cores; output is identical for any count)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4096));
 }
 
 }  // namespace zipnn::cmd

@@ -16,7 +16,7 @@ inline constexpr char kObjectSuffix[] = ".zipnn";
 
 // "12.3 MiB"
 std::string HumanBytes(uint64_t n);
-// "66.21%": stored as a share of raw.
+// "66.21%": stored as a share of raw ("n/a" when raw is empty).
 std::string Percent(uint64_t part, uint64_t whole);
 
 // Writes to file descriptor 1.

@@ -138,6 +138,25 @@ TEST_CASE("errors are one line on stderr with a non-zero exit code") {
   Run usage = Zipnn("compress");
   CHECK(usage.code == 2);
   CHECK(usage.err.rfind("error: ", 0) == 0);
+
+  Run threads = Zipnn("compress " + kStep40 + " --threads -1");
+  CHECK(threads.code == 2);
+  CHECK(threads.err == "error: --threads: Value -1 not in range 0 to 4096\nRun 'git zipnn --help' for usage.\n");
+
+  Run dir = Zipnn("compress " + Tmp());
+  CHECK(dir.code == 1);
+  CHECK(dir.err == "error: " + Tmp() + ": is a directory\n");
+}
+
+TEST_CASE("an empty file round-trips") {
+  const std::string empty = Tmp() + "/empty.bin", obj = Tmp() + "/empty.zipnn", back = Tmp() + "/empty.out";
+  { std::ofstream f(empty, std::ios::binary | std::ios::trunc); }
+  Run c = Zipnn("compress " + empty + " -f -o " + obj);
+  REQUIRE(c.code == 0);
+  CHECK(c.out == empty + " -> " + obj + ": 0 B -> 104 B (n/a)\n");
+  REQUIRE(Zipnn("decompress " + obj + " -f -o " + back).code == 0);
+  CHECK(Slurp(back).empty());
+  CHECK(FileExists(back));
 }
 
 TEST_CASE("a truncated or newer-version object is refused and nothing is written") {
