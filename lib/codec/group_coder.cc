@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lib/base/cpu.h"
 #include "lib/base/endian.h"
 
 namespace zipnn::codec {
@@ -45,7 +46,7 @@ bool IsAllZero(const uint8_t* p, size_t n) {
   return acc == 0;
 }
 
-size_t LongestZeroRun(const uint8_t* p, size_t n) {
+ZIPNN_HOT size_t LongestZeroRun(const uint8_t* p, size_t n) {
   // Word at a time: a run is extended by whole zero words and by the zero
   // bytes at either end of a non-zero word. Runs inside one word are
   // shorter than 8 bytes; they count only when nothing longer exists.

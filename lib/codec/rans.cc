@@ -57,7 +57,8 @@ void Normalise(const Histogram& h, size_t n, std::array<uint16_t, 256>& freq) {
 }  // namespace
 
 // Encodes backwards: `next` points one past the next symbol to code, `p`
-// at the first byte written so far.
+// at the first byte written so far (at least 2 bytes above the start of
+// the stream's space: its 4-byte state goes there last).
 struct RansEncoder::Writer {
   uint8_t* p;
   uint32_t x;
@@ -65,11 +66,12 @@ struct RansEncoder::Writer {
 
   void Put(const Symbol* table) {
     const Symbol& sym = table[*--next];
-    if (x >= sym.x_max) {
-      p -= 2;
-      StoreLE<uint16_t>(p, static_cast<uint16_t>(x));
-      x >>= 16;
-    }
+    // Branch-free renormalisation: the low word is always stored just
+    // below the stream (the space is free), and kept only if needed.
+    StoreLE<uint16_t>(p - 2, static_cast<uint16_t>(x));
+    const bool flush = __builtin_expect_with_probability(x >= sym.x_max, 1, 0.5);
+    p = flush ? p - 2 : p;
+    x = flush ? x >> 16 : x;
     const uint32_t q = static_cast<uint32_t>((static_cast<unsigned __int128>(x) * sym.reciprocal) >> sym.shift);
     x += sym.bias + q * sym.complement;
   }
@@ -84,17 +86,19 @@ struct Reader {
 
 // One decode step: slot -> symbol, then the state moves back by the
 // symbol's share and takes 16 more bits when it falls below L.
-inline uint8_t Step(Reader& r, const uint32_t* table) {
-  const uint32_t e = table[r.x & kSlotMask];
-  const uint32_t freq = ((e >> 8) & 0xfff) + 1;
-  r.x = freq * (r.x >> kRansProbabilityBits) + (e >> 20);
+inline uint8_t Step(Reader& r, const uint32_t* step, const uint8_t* symbol) {
+  const uint32_t slot = r.x & kSlotMask;
+  const uint32_t e = step[slot];
+  r.x = (e >> 16) * (r.x >> kRansProbabilityBits) + (e & 0xffff);
   // Branch-free: whether a state needs more bits is data, not a pattern
   // a branch predictor could learn.
-  const uint32_t refill = r.x < kLow;
+  // (Told it is a coin flip, gcc selects with conditional moves.)
   const uint32_t word = LoadLE<uint16_t>(r.p);
-  r.x = (r.x << (refill << 4)) | (word & (0u - refill));
-  r.p += refill << 1;
-  return static_cast<uint8_t>(e);
+  const uint32_t refilled = r.x << 16 | word;
+  const bool refill = __builtin_expect_with_probability(r.x < kLow, 1, 0.5);
+  r.x = refill ? refilled : r.x;
+  r.p = refill ? r.p + 2 : r.p;
+  return symbol[slot];
 }
 
 }  // namespace
@@ -131,7 +135,7 @@ void RansEncoder::Plan(const Histogram& h, size_t n) {
                     static_cast<size_t>(bits / 8);
 }
 
-void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
+ZIPNN_HOT void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
   uint8_t* head = out.Extend(2);
   head[0] = static_cast<uint8_t>(first_);
   head[1] = static_cast<uint8_t>(last_);
@@ -209,11 +213,13 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
   if (total != kScale) return Corruption("rans frequencies do not add up to the scale");
   if (size - pos < kStreamSizeBytes) return Corruption("rans payload shorter than its stream sizes");
 
-  uint32_t* const table = table_.data();
+  uint32_t* const step = step_.data();
+  uint8_t* const symbol = symbol_.data();
   uint32_t cum = 0;
   for (int s = first; s <= last; ++s) {
     for (uint32_t k = 0; k < freq[s]; ++k) {
-      table[cum + k] = static_cast<uint32_t>(s) | (freq[s] - 1) << 8 | k << 20;
+      step[cum + k] = freq[s] << 16 | k;
+      symbol[cum + k] = static_cast<uint8_t>(s);
     }
     cum += freq[s];
   }
@@ -241,25 +247,30 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
     o_end[j] = out + SegmentStart(n, j + 1);
   }
 
-  // Four streams in lockstep; the last segment is the shortest.
-  const uint32_t* t = table;
-  const size_t rounds = static_cast<size_t>(o_end[3] - o[3]) / kSymbolsPerCheck;
-  for (size_t round = 0; round < rounds; ++round) {
-    if (r[0].p > stream_end[0] || r[1].p > stream_end[1] || r[2].p > stream_end[2] ||
-        r[3].p > stream_end[3]) {
-      return Corruption("rans stream overruns its payload");
+  // Four streams in lockstep; the last segment is the shortest. Locals,
+  // not array elements, so that states and pointers stay in registers.
+  {
+    Reader r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+    uint8_t *o0 = o[0], *o1 = o[1], *o2 = o[2], *o3 = o[3];
+    const size_t rounds = static_cast<size_t>(o_end[3] - o[3]) / kSymbolsPerCheck;
+    for (size_t round = 0; round < rounds; ++round) {
+      if (r0.p > stream_end[0] || r1.p > stream_end[1] || r2.p > stream_end[2] || r3.p > stream_end[3]) {
+        return Corruption("rans stream overruns its payload");
+      }
+      for (size_t u = 0; u < kSymbolsPerCheck; ++u) {
+        *o0++ = Step(r0, step, symbol);
+        *o1++ = Step(r1, step, symbol);
+        *o2++ = Step(r2, step, symbol);
+        *o3++ = Step(r3, step, symbol);
+      }
     }
-    for (size_t u = 0; u < kSymbolsPerCheck; ++u) {
-      *o[0]++ = Step(r[0], t);
-      *o[1]++ = Step(r[1], t);
-      *o[2]++ = Step(r[2], t);
-      *o[3]++ = Step(r[3], t);
-    }
+    r[0] = r0, r[1] = r1, r[2] = r2, r[3] = r3;
+    o[0] = o0, o[1] = o1, o[2] = o2, o[3] = o3;
   }
   for (int j = 0; j < kHuffmanStreams; ++j) {
     while (o[j] < o_end[j]) {
       if (r[j].p > stream_end[j]) return Corruption("rans stream overruns its payload");
-      *o[j]++ = Step(r[j], t);
+      *o[j]++ = Step(r[j], step, symbol);
     }
     // A faithful stream ends exactly where it was sized, in the state the
     // encoder started from.

@@ -57,7 +57,9 @@ class RansDecoder {
   Status Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n);
 
  private:
-  std::array<uint32_t, 1u << kRansProbabilityBits> table_;  // slot -> symbol, freq, offset
+  // Per slot: freq << 16 | (slot - cum), and the symbol.
+  std::array<uint32_t, 1u << kRansProbabilityBits> step_;
+  std::array<uint8_t, 1u << kRansProbabilityBits> symbol_;
 };
 
 }  // namespace zipnn::codec
