@@ -20,6 +20,9 @@ constexpr int kSymbolsPerRefill = 56 / kHuffmanMaxBits;
 // Payload header before the nibble table: first and last symbol.
 constexpr size_t kRangeBytes = 2;
 constexpr size_t kStreamSizeBytes = 4 * (kHuffmanStreams - 1);
+// Groups with at most this many distinct bytes encode two symbols per
+// table lookup (the pair entries written grow with its square).
+constexpr int kPairTableMaxSymbols = 64;
 
 size_t SegmentLength(size_t n) { return (n + kHuffmanStreams - 1) / kHuffmanStreams; }
 
@@ -135,6 +138,12 @@ struct BitWriter {
     nbits += static_cast<unsigned>((e0 + e1 + e2 + e3) & 0xff);
   }
   // bits >> (64 - nbits) without the undefined shift by 64 when nbits is 0.
+  // Two pair entries (four codes); a pair entry holds both codes already
+  // in stream order and their summed length in its low byte.
+  void Put2(uint64_t p0, uint64_t p1) {
+    bits = Push(Push(bits, p0), p1);
+    nbits += static_cast<unsigned>((p0 + p1) & 0xff);
+  }
   uint64_t Valid() const { return (bits >> 1) >> (63 - nbits); }
   bool HasWordRoom() const { return p + 8 <= limit; }
   void FlushWord() {
@@ -184,8 +193,61 @@ inline void DecodeMulti(BitReader& r, uint8_t*& out, const uint64_t* multi) {
 }
 
 // The four bit streams, written in lockstep into their exact places.
-ZIPNN_HOT void EncodeStreams(const uint64_t* entry, const uint8_t* in_all, size_t n,
-                             const size_t* stream_bytes, uint8_t* p) {
+// Rounds of four symbols per stream, all four streams at once. A round
+// adds at most 44 bits to the up-to-7 left over, so it stores at most 6
+// whole bytes: the rounds that fit before every limit are counted up
+// front instead of checked one by one. Locals, not array elements, keep
+// the four writers in registers.
+template <bool kPairs>
+__attribute__((always_inline)) inline void EncodeLockstep(const uint64_t* entry, const uint64_t* pair, BitWriter* w,
+                           const uint8_t** in, size_t* left) {
+  constexpr size_t kMaxBytesPerRound = 6;
+  BitWriter w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+  const uint8_t *i0 = in[0], *i1 = in[1], *i2 = in[2], *i3 = in[3];
+  size_t rounds_left = left[3] / 4;
+  const size_t total = rounds_left;
+  for (;;) {
+    size_t rounds = rounds_left;
+    for (const BitWriter* x : {&w0, &w1, &w2, &w3}) {
+      const size_t room = static_cast<size_t>(x->limit - x->p);
+      rounds = std::min(rounds, room < 8 ? 0 : (room - 8) / kMaxBytesPerRound);
+    }
+    if (rounds == 0) break;
+    rounds_left -= rounds;
+    for (; rounds > 0; --rounds) {
+      if (kPairs) {
+        const uint32_t v0 = LoadLE<uint32_t>(i0), v1 = LoadLE<uint32_t>(i1);
+        const uint32_t v2 = LoadLE<uint32_t>(i2), v3 = LoadLE<uint32_t>(i3);
+        w0.Put2(pair[v0 & 0xffff], pair[v0 >> 16]);
+        w1.Put2(pair[v1 & 0xffff], pair[v1 >> 16]);
+        w2.Put2(pair[v2 & 0xffff], pair[v2 >> 16]);
+        w3.Put2(pair[v3 & 0xffff], pair[v3 >> 16]);
+      } else {
+        w0.Put4(entry[i0[0]], entry[i0[1]], entry[i0[2]], entry[i0[3]]);
+        w1.Put4(entry[i1[0]], entry[i1[1]], entry[i1[2]], entry[i1[3]]);
+        w2.Put4(entry[i2[0]], entry[i2[1]], entry[i2[2]], entry[i2[3]]);
+        w3.Put4(entry[i3[0]], entry[i3[1]], entry[i3[2]], entry[i3[3]]);
+      }
+      w0.FlushWord();
+      w1.FlushWord();
+      w2.FlushWord();
+      w3.FlushWord();
+      i0 += 4;
+      i1 += 4;
+      i2 += 4;
+      i3 += 4;
+    }
+  }
+  w[0] = w0, w[1] = w1, w[2] = w2, w[3] = w3;
+  in[0] = i0, in[1] = i1, in[2] = i2, in[3] = i3;
+  const size_t done = 4 * (total - rounds_left);
+  for (int j = 0; j < kHuffmanStreams; ++j) left[j] -= done;
+}
+
+// With `pair` (indexed by two input bytes, first in the low byte), each
+// lookup yields two codes: half the loads and shifts of `entry` alone.
+ZIPNN_HOT void EncodeStreams(const uint64_t* entry, const uint64_t* pair, const uint8_t* in_all,
+                             size_t n, const size_t* stream_bytes, uint8_t* p) {
   // Stream sizes are exact, so each writer knows where the next begins.
   BitWriter w[kHuffmanStreams];
   const uint8_t* in[kHuffmanStreams];
@@ -200,30 +262,10 @@ ZIPNN_HOT void EncodeStreams(const uint64_t* entry, const uint8_t* in_all, size_
   w[kHuffmanStreams - 1].limit += 8;  // the caller's slack past the payload
   // Four independent dependency chains; four codes of at most 11 bits fit
   // beside the up-to-7 bits left after a flush.
-  {
-    // Locals, not array elements, so that all four stay in registers.
-    BitWriter w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
-    const uint8_t *i0 = in[0], *i1 = in[1], *i2 = in[2], *i3 = in[3];
-    const size_t rounds = left[3] / 4;
-    size_t round = 0;
-    for (; round < rounds; ++round) {
-      if (!(w0.HasWordRoom() && w1.HasWordRoom() && w2.HasWordRoom() && w3.HasWordRoom())) break;
-      w0.Put4(entry[i0[0]], entry[i0[1]], entry[i0[2]], entry[i0[3]]);
-      w1.Put4(entry[i1[0]], entry[i1[1]], entry[i1[2]], entry[i1[3]]);
-      w2.Put4(entry[i2[0]], entry[i2[1]], entry[i2[2]], entry[i2[3]]);
-      w3.Put4(entry[i3[0]], entry[i3[1]], entry[i3[2]], entry[i3[3]]);
-      w0.FlushWord();
-      w1.FlushWord();
-      w2.FlushWord();
-      w3.FlushWord();
-      i0 += 4;
-      i1 += 4;
-      i2 += 4;
-      i3 += 4;
-    }
-    w[0] = w0, w[1] = w1, w[2] = w2, w[3] = w3;
-    in[0] = i0, in[1] = i1, in[2] = i2, in[3] = i3;
-    for (int j = 0; j < kHuffmanStreams; ++j) left[j] -= 4 * round;
+  if (pair != nullptr) {
+    EncodeLockstep<true>(entry, pair, w, in, left);
+  } else {
+    EncodeLockstep<false>(entry, pair, w, in, left);
   }
   for (int j = 0; j < kHuffmanStreams; ++j) {
     for (; left[j] >= 4 && w[j].HasWordRoom(); left[j] -= 4, in[j] += 4) {
@@ -319,7 +361,7 @@ void HuffmanEncoder::Plan(const uint8_t* in, size_t n) {
   }
 }
 
-void HuffmanEncoder::Encode(uint8_t* out) const {
+void HuffmanEncoder::Encode(uint8_t* out) {
   uint8_t* p = out;
   *p++ = static_cast<uint8_t>(first_symbol_);
   *p++ = static_cast<uint8_t>(last_symbol_);
@@ -333,7 +375,31 @@ void HuffmanEncoder::Encode(uint8_t* out) const {
   }
   std::array<uint64_t, 256> entry;
   for (int c = 0; c < 256; ++c) entry[c] = BitWriter::Entry(code_[c], length_[c]);
-  EncodeStreams(entry.data(), in_, n_, stream_bytes_.data(), p);
+  // Pairs of present symbols only: inputs never hold any other pair, and
+  // for a few dozen exponent values the entries written stay in L1.
+  int present[256];
+  int k = 0;
+  for (int c = first_symbol_; c <= last_symbol_; ++c) {
+    if (length_[c] != 0) present[k++] = c;
+  }
+  const uint64_t* pair = nullptr;
+  if (k <= kPairTableMaxSymbols) {
+    if (pair_ == nullptr) pair_ = std::make_unique<uint64_t[]>(1 << 16);
+    for (int a = 0; a < k; ++a) {
+      const int first = present[a];
+      for (int b = 0; b < k; ++b) {
+        const int second = present[b];
+        const unsigned len = length_[first] + length_[second];
+        // Both codes in stream order: the first one's bits come first,
+        // lowest in the stream, so they sit below the second's at the top.
+        const uint64_t codes = static_cast<uint64_t>(code_[first]) << (64 - len) |
+                               static_cast<uint64_t>(code_[second]) << (64 - length_[second]);
+        pair_[second << 8 | first] = codes | len;
+      }
+    }
+    pair = pair_.get();
+  }
+  EncodeStreams(entry.data(), pair, in_, n_, stream_bytes_.data(), p);
 }
 
 ZIPNN_HOT Status HuffmanDecode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {

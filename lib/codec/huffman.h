@@ -12,6 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "lib/base/status.h"
 
@@ -38,7 +39,7 @@ class HuffmanEncoder {
   size_t EncodedSize() const { return encoded_size_; }
   // Writes EncodedSize() bytes to `out`, which must have room for
   // EncodedSize() + 8 (the bit writer stores whole 64-bit words).
-  void Encode(uint8_t* out) const;
+  void Encode(uint8_t* out);
 
  private:
   const uint8_t* in_ = nullptr;
@@ -51,6 +52,7 @@ class HuffmanEncoder {
   int first_symbol_ = 0;
   int last_symbol_ = 0;
   size_t encoded_size_ = 0;
+  std::unique_ptr<uint64_t[]> pair_;  // two-symbol entries, 2^16, made on first use
 };
 
 // Decodes a payload made by HuffmanEncoder into exactly n bytes. `in` must
