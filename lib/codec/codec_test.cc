@@ -400,12 +400,15 @@ TEST_CASE("rans decoder rejects damaged payloads") {
   auto good = Padded(payload.data(), size);
 
   CHECK(!decode(Padded(payload.data(), 0), 0).ok());
+  auto bad_bits = good;
+  bad_bits[0] = 20;
+  CHECK(decode(bad_bits, size).message() == "rans precision of 20 bits is out of range");
   for (size_t cut : {size_t{1}, size_t{3}, size / 2, size - 1}) {
     CAPTURE(cut);
     CHECK(!decode(Padded(payload.data(), cut), cut).ok());
   }
   auto bad_freq = good;
-  bad_freq[2] ^= 1;  // first frequency off by one: the sum is wrong
+  bad_freq[3] ^= 1;  // first frequency off by one: the sum is wrong
   CHECK(decode(bad_freq, size).message() == "rans frequencies do not add up to the scale");
   // Flipped bits in the streams: the final state or the stream end no
   // longer match.

@@ -10,8 +10,7 @@ namespace zipnn::codec {
 
 namespace {
 
-constexpr uint32_t kScale = 1u << kRansProbabilityBits;  // M: frequencies sum to this
-constexpr uint32_t kSlotMask = kScale - 1;
+constexpr uint32_t kScale = 1u << kRansProbabilityBits;  // M the encoder uses
 constexpr uint32_t kLow = 1u << 16;  // L: states live in [L, 2^32)
 constexpr size_t kStateBytes = 4;
 constexpr size_t kStreamSizeBytes = 4 * (kHuffmanStreams - 1);
@@ -84,12 +83,18 @@ struct Reader {
   uint32_t x;
 };
 
+// The decoder's scale: M = 2^bits, slot = x mod M.
+struct Scale {
+  uint32_t bits;
+  uint32_t mask;
+};
+
 // One decode step: slot -> symbol, then the state moves back by the
 // symbol's share and takes 16 more bits when it falls below L.
-inline uint8_t Step(Reader& r, const uint32_t* step, const uint8_t* symbol) {
-  const uint32_t slot = r.x & kSlotMask;
+inline uint8_t Step(Reader& r, const uint32_t* step, const uint8_t* symbol, Scale scale) {
+  const uint32_t slot = r.x & scale.mask;
   const uint32_t e = step[slot];
-  r.x = (e >> 16) * (r.x >> kRansProbabilityBits) + (e & 0xffff);
+  r.x = (e >> 16) * (r.x >> scale.bits) + (e & 0xffff);
   // Branch-free: whether a state needs more bits is data, not a pattern
   // a branch predictor could learn.
   // (Told it is a coin flip, gcc selects with conditional moves.)
@@ -131,14 +136,15 @@ void RansEncoder::Plan(const Histogram& h, size_t n) {
     sym.reciprocal = static_cast<uint64_t>(((one << sym.shift) + f - 1) / f);
     cum += f;
   }
-  estimated_size_ = 2 + table_bytes + kStreamSizeBytes + kHuffmanStreams * (kStateBytes + 2) +
+  estimated_size_ = 3 + table_bytes + kStreamSizeBytes + kHuffmanStreams * (kStateBytes + 2) +
                     static_cast<size_t>(bits / 8);
 }
 
 ZIPNN_HOT void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
-  uint8_t* head = out.Extend(2);
-  head[0] = static_cast<uint8_t>(first_);
-  head[1] = static_cast<uint8_t>(last_);
+  uint8_t* head = out.Extend(3);
+  head[0] = static_cast<uint8_t>(kRansProbabilityBits);
+  head[1] = static_cast<uint8_t>(first_);
+  head[2] = static_cast<uint8_t>(last_);
   for (int s = first_; s <= last_; ++s) {
     const uint32_t f = freq_[s];
     if (f < 0x80) {
@@ -193,11 +199,17 @@ ZIPNN_HOT void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
 }
 
 ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
-  if (size < 2) return Corruption("rans payload shorter than its header");
-  const int first = in[0], last = in[1];
+  if (size < 3) return Corruption("rans payload shorter than its header");
+  const uint32_t bits = in[0];
+  if (bits < kRansMinProbabilityBits || bits > kRansMaxProbabilityBits) {
+    return Corruption("rans precision of " + std::to_string(bits) + " bits is out of range");
+  }
+  const uint32_t scale_size = 1u << bits;
+  const Scale scale{bits, scale_size - 1};
+  const int first = in[1], last = in[2];
   if (last < first) return Corruption("rans symbol range is empty");
   std::array<uint32_t, 256> freq{};
-  size_t pos = 2;
+  size_t pos = 3;
   uint32_t total = 0;
   for (int s = first; s <= last; ++s) {
     if (pos >= size) return Corruption("rans payload shorter than its frequency table");
@@ -206,11 +218,11 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
       if (pos >= size) return Corruption("rans payload shorter than its frequency table");
       f = (f & 0x7f) << 8 | in[pos++];
     }
-    if (f > kScale) return Corruption("rans frequency larger than the scale");
+    if (f > scale_size) return Corruption("rans frequency larger than the scale");
     freq[s] = f;
     total += f;
   }
-  if (total != kScale) return Corruption("rans frequencies do not add up to the scale");
+  if (total != scale_size) return Corruption("rans frequencies do not add up to the scale");
   if (size - pos < kStreamSizeBytes) return Corruption("rans payload shorter than its stream sizes");
 
   uint32_t* const step = step_.data();
@@ -258,10 +270,10 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
         return Corruption("rans stream overruns its payload");
       }
       for (size_t u = 0; u < kSymbolsPerCheck; ++u) {
-        *o0++ = Step(r0, step, symbol);
-        *o1++ = Step(r1, step, symbol);
-        *o2++ = Step(r2, step, symbol);
-        *o3++ = Step(r3, step, symbol);
+        *o0++ = Step(r0, step, symbol, scale);
+        *o1++ = Step(r1, step, symbol, scale);
+        *o2++ = Step(r2, step, symbol, scale);
+        *o3++ = Step(r3, step, symbol, scale);
       }
     }
     r[0] = r0, r[1] = r1, r[2] = r2, r[3] = r3;
@@ -270,7 +282,7 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
   for (int j = 0; j < kHuffmanStreams; ++j) {
     while (o[j] < o_end[j]) {
       if (r[j].p > stream_end[j]) return Corruption("rans stream overruns its payload");
-      *o[j]++ = Step(r[j], step, symbol);
+      *o[j]++ = Step(r[j], step, symbol, scale);
     }
     // A faithful stream ends exactly where it was sized, in the state the
     // encoder started from.
