@@ -110,11 +110,22 @@ Status AtomicFile::WriteAt(uint64_t offset, const void* data, size_t n) {
     n -= static_cast<size_t>(put);
     offset += static_cast<uint64_t>(put);
   }
-  if (offset > size_) size_ = offset;
   return OkStatus();
 }
 
-Status AtomicFile::Append(const void* data, size_t n) { return WriteAt(size_, data, n); }
+Status AtomicFile::Presize(uint64_t total) {
+  if (::ftruncate(fd_, static_cast<off_t>(total)) != 0) {
+    return IoError(path_ + ": cannot size to " + std::to_string(total) + " bytes: " + Errno());
+  }
+  size_ = total;
+  return OkStatus();
+}
+
+Status AtomicFile::Append(const void* data, size_t n) {
+  RETURN_IF_ERROR(WriteAt(size_, data, n));
+  size_ += n;
+  return OkStatus();
+}
 
 Status AtomicFile::Commit() {
   if (fd_ < 0 || tmp_.empty()) return InvalidArgument(path_ + ": already committed");

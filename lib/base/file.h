@@ -46,7 +46,11 @@ class AtomicFile : public ByteSink {
   ~AtomicFile() override;  // removes the temporary file unless committed
 
   Status Append(const void* data, size_t n) override;
-  Status WriteAt(uint64_t offset, const void* data, size_t n);
+  // Positional writes use pwrite and touch no member: safe from several
+  // threads for disjoint ranges after Presize.
+  bool CanWriteAt() const override { return true; }
+  Status Presize(uint64_t total) override;
+  Status WriteAt(uint64_t offset, const void* data, size_t n) override;
   uint64_t size() const { return size_; }
   // fsync, then rename over the final path.
   Status Commit();

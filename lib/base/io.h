@@ -3,8 +3,9 @@
 // implementations serve tests and benchmarks.
 //
 // A ByteSource must allow concurrent ReadAt calls (the pipeline reads
-// chunks from several threads). A ByteSink is written by one thread, in
-// order.
+// chunks from several threads). A ByteSink is appended to by one thread,
+// in order; a sink that also takes positional writes lets several threads
+// write disjoint ranges at once after one Presize call.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,16 @@ class ByteSink {
  public:
   virtual ~ByteSink() = default;
   virtual Status Append(const void* data, size_t n) = 0;
+
+  // Positional writes (optional): after Presize(total) on one thread,
+  // WriteAt may be called from any thread for disjoint ranges of
+  // [0, total). The decoder uses them to take the copy of every restored
+  // byte off the thread that writes in order.
+  virtual bool CanWriteAt() const { return false; }
+  virtual Status Presize(uint64_t /*total*/) { return Unsupported("sink takes no positional writes"); }
+  virtual Status WriteAt(uint64_t /*offset*/, const void* /*data*/, size_t /*n*/) {
+    return Unsupported("sink takes no positional writes");
+  }
 };
 
 class MemorySource : public ByteSource {
@@ -58,7 +69,18 @@ class MemorySink : public ByteSink {
     buffer_.Append(data, n);
     return OkStatus();
   }
+  bool CanWriteAt() const override { return true; }
+  Status Presize(uint64_t total) override {
+    buffer_.Resize(total);
+    return OkStatus();
+  }
+  Status WriteAt(uint64_t offset, const void* data, size_t n) override {
+    if (offset > buffer_.size() || n > buffer_.size() - offset) return IoError("write past the presized end");
+    if (n != 0) std::memcpy(buffer_.data() + offset, data, n);
+    return OkStatus();
+  }
   const Buffer& buffer() const { return buffer_; }
+  void Clear() { buffer_.Clear(); }  // keeps the memory for the next use
   std::vector<uint8_t> ToVector() const {
     return std::vector<uint8_t>(buffer_.data(), buffer_.data() + buffer_.size());
   }

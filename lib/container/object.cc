@@ -233,6 +233,13 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
 
   FreeList<DecodedStripe> spare([] { return std::make_unique<DecodedStripe>(); });
   using Decoded = std::unique_ptr<DecodedStripe>;
+  // Where the sink allows, workers write their stripes in place and the
+  // in-order thread only hashes.
+  const bool positional = out.CanWriteAt();
+  const uint64_t out_start = todo.empty() ? 0 : todo.front().span.offset;
+  uint64_t out_size = 0;
+  for (const ChunkRef& c : todo) out_size += c.span.length;
+  if (positional) RETURN_IF_ERROR(out.Presize(out_size));
 
   auto produce = [&](size_t s) -> Result<Decoded> {
     const Stripe& stripe = stripes[s];
@@ -258,11 +265,12 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
                                   region.delta ? d->base.data() + at : nullptr, d->raw.data() + at);
       if (!st.ok()) return Corruption(ChunkName(object, index, c.span) + ": " + st.message());
     }
+    if (positional) RETURN_IF_ERROR(out.WriteAt(stripe.offset - out_start, d->raw.data(), d->raw.size()));
     return d;
   };
   auto consume = [&](size_t, Decoded& d) -> Status {
     if (!options.only_region) hasher.Update(d->raw.data(), d->raw.size());
-    Status st = out.Append(d->raw.data(), d->raw.size());
+    Status st = positional ? OkStatus() : out.Append(d->raw.data(), d->raw.size());
     spare.Give(std::move(d));
     return st;
   };

@@ -24,7 +24,7 @@ namespace zipnn::container {
 
 // A stripe holds at most this many chunks and this many raw bytes.
 inline constexpr size_t kStripeChunks = 16;
-inline constexpr uint64_t kStripeBytes = 1u << 20;
+inline constexpr uint64_t kStripeBytes = 512u << 10;
 
 struct EncodeOptions {
   uint32_t chunk_size = kDefaultChunkSize;

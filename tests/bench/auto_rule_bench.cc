@@ -81,7 +81,7 @@ int Main(int argc, char** argv) {
     size_t stripe_pos = 0;
     for (size_t at = 0; at < x.size(); at += chunk, ++stripe_pos) {
       const size_t len = std::min<size_t>(chunk, x.size() - at);
-      if (stripe_pos % 4 == 0) automatic.Reset();  // stripes of 1 MiB at 256 KiB chunks
+      if (stripe_pos % 2 == 0) automatic.Reset();  // stripes of 512 KiB at 256 KiB chunks
       Buffer record;
       automatic.Encode(dtype, x.data() + at, len, nullptr, record);
       auto groups = codec::ParseChunkRecord(dtype, record.data(), record.size(), len);
