@@ -20,15 +20,18 @@ struct Stripe {
   uint64_t length = 0;  // raw bytes in the stripe
 };
 
-template <typename Span>
-std::vector<Stripe> PlanStripes(const std::vector<Span>& chunks, uint32_t chunk_size,
-                                const ChunkSpan& (*span_of)(const Span&)) {
+const ChunkSpan& SpanOf(const ChunkSpan& s) { return s; }
+const ChunkSpan& SpanOf(const ChunkRef& r) { return r.span; }
+
+// Over the chunks to encode (ChunkSpan) or to decode (ChunkRef).
+template <typename Chunk>
+std::vector<Stripe> PlanStripes(const std::vector<Chunk>& chunks, uint32_t chunk_size) {
   const size_t per_stripe = std::max<size_t>(1, std::min<uint64_t>(kStripeChunks, kStripeBytes / chunk_size));
   std::vector<Stripe> stripes;
   for (size_t i = 0; i < chunks.size(); ++i) {
-    const ChunkSpan& c = span_of(chunks[i]);
+    const ChunkSpan& c = SpanOf(chunks[i]);
     if (stripes.empty() || stripes.back().count == per_stripe ||
-        span_of(chunks[stripes.back().first]).region != c.region) {
+        SpanOf(chunks[stripes.back().first]).region != c.region) {
       stripes.push_back(Stripe{i, 0, c.offset, 0});
     }
     ++stripes.back().count;
@@ -37,13 +40,10 @@ std::vector<Stripe> PlanStripes(const std::vector<Span>& chunks, uint32_t chunk_
   return stripes;
 }
 
-const ChunkSpan& SpanOfSpan(const ChunkSpan& s) { return s; }
-const ChunkSpan& SpanOfRef(const ChunkRef& r) { return r.span; }
-
 int ResolveThreads(int threads) { return threads > 0 ? threads : ThreadPool::DefaultThreads(); }
 
-// Coders hold scratch buffers and zstd contexts, and stripes hold
-// megabytes of data: both are reused instead of made per task, which keeps
+// Coders hold scratch buffers and zstd contexts, and stripes hold up to
+// half a megabyte of data each: both are reused instead of made per task, which keeps
 // the allocator (and the page faults of fresh memory) off the hot path.
 // Borrow returns a lease that gives the object back when it goes out of
 // scope; Take and Give move ownership explicitly (for stripe results that
@@ -138,7 +138,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   uint64_t written = head.size();
 
   const std::vector<ChunkSpan> chunks = PlanChunks(layout, options.chunk_size);
-  const std::vector<Stripe> stripes = PlanStripes(chunks, options.chunk_size, &SpanOfSpan);
+  const std::vector<Stripe> stripes = PlanStripes(chunks, options.chunk_size);
   std::vector<ChunkRef> refs;
   refs.reserve(chunks.size());
   Hasher hasher;
@@ -226,7 +226,7 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
     }
   }
   const std::vector<ChunkRef>& todo = options.only_region ? chunks : info.chunks;
-  const std::vector<Stripe> stripes = PlanStripes(todo, h.chunk_size, &SpanOfRef);
+  const std::vector<Stripe> stripes = PlanStripes(todo, h.chunk_size);
   Hasher hasher;
   FreeList<codec::ChunkDecoder> decoders([] { return std::make_unique<codec::ChunkDecoder>(); });
   ThreadPool pool(ResolveThreads(options.threads));
