@@ -24,7 +24,7 @@ if [ $# -eq 0 ]; then
       --dtype "$dtype" --steps 400 --every 40 --out "$root/cnn-$dtype"
   done
 fi
-bazel build //tests/bench:codec_bench >/dev/null
+bazel build //tests/bench:codec_bench >/dev/null 2>&1 || bazel build //tests/bench:codec_bench
 bench=bazel-bin/tests/bench/codec_bench
 for dir in "$root"/*-bf16 "$root"/*-fp32 "$root"/*-fp16; do
   [ -d "$dir" ] || continue
