@@ -50,6 +50,7 @@ void ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8
   // Unknown bytes (headers, pickles) have no byte-position structure; an
   // LZ coder finds their repeats.
   groups_.set_prefer_lz(dtype == DType::kBytes);
+  groups_.set_delta(base != nullptr);
 
   const int count = GroupCount(dtype, n);
   const size_t table = out.size() + 1;

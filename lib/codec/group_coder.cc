@@ -182,8 +182,9 @@ Coder GroupEncoder::Encode(const uint8_t* in, size_t n, size_t chunk_len, Buffer
       // Huffman spends at least one bit per byte and whole bits per
       // symbol; on a skewed group rANS can be much closer to the entropy.
       rans_.Plan(huffman_.histogram(), n);
+      const double min_gain = delta_ ? AutoRule::kRansMinGainDelta : AutoRule::kRansMinGain;
       if (static_cast<double>(rans_.EstimatedSize()) <
-          static_cast<double>(huffman_.EncodedSize()) * (1 - AutoRule::kRansMinGain)) {
+          static_cast<double>(huffman_.EncodedSize()) * (1 - min_gain)) {
         coded = TryRans(in, n, out);
       } else {
         coded = TryHuffman(n, out);

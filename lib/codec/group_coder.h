@@ -55,10 +55,14 @@ struct AutoRule {
   // rANS smaller than zstd on nearly all of them: tests/bench/auto_rule_bench.)
   static constexpr double kZstdZeroRunShare = 0.03;
   // rANS replaces Huffman when its estimate is at least this much smaller.
-  // It decodes at about a third of Huffman's speed: on standalone exponent
-  // groups Huffman is 1.5-3.4% above the entropy (not worth it); on a
-  // delta's skewed exponent XOR it is 15-20% above (well worth it).
+  // It decodes at about half of Huffman's speed. Standalone regions are
+  // decoded by every restore (they are the bases of chains) and hold the
+  // speed targets: there Huffman is 1.5-3.4% above the entropy of exponent
+  // groups, not worth halving the speed. Delta regions hold the ratio
+  // target (within 2% of their entropy): a mid-training mantissa XOR is
+  // 3.4% smaller with rANS, a delta's exponent XOR 15-20%.
   static constexpr double kRansMinGain = 0.05;
+  static constexpr double kRansMinGainDelta = 0.01;
   // After a group is stored raw, that group of the next chunks in the same
   // stripe is stored raw without trying, then tried again.
   static constexpr int kRawSkipChunks = 7;
@@ -85,6 +89,8 @@ class GroupEncoder {
   static Coder EncodeRaw(const uint8_t* in, size_t n, Buffer& out);
 
   void set_prefer_lz(bool v) { prefer_lz_ = v; }
+  // Groups of a delta region (XOR with a base) weigh size over speed.
+  void set_delta(bool v) { delta_ = v; }
 
  private:
   std::optional<Coder> TryHuffman(size_t n, Buffer& out);  // after huffman_.Plan
@@ -98,6 +104,7 @@ class GroupEncoder {
   CoderPolicy policy_;
   int zstd_level_;
   bool prefer_lz_;
+  bool delta_ = false;
   ZSTD_CCtx* zstd_ = nullptr;
   HuffmanEncoder huffman_;
   RansEncoder rans_;

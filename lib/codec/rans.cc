@@ -23,6 +23,64 @@ size_t SegmentStart(size_t n, int j) {
   return std::min(n, static_cast<size_t>(j) * SegmentLength(n));
 }
 
+// Frequency tables are Elias-gamma codes of f + 1 (f = 0: the value is
+// absent), least-significant bit first: k zero bits, then the k + 1 bits of
+// the value, most significant first. An absent value costs 1 bit, f = 1
+// or 2 cost 3 bits: most of a mantissa XOR's 256 values are rare.
+size_t GammaBits(uint32_t v) { return 2 * static_cast<size_t>(31 - __builtin_clz(v)) + 1; }
+
+class BitPacker {
+ public:
+  explicit BitPacker(Buffer& out) : out_(out) {}
+  void Put(uint32_t bit) {
+    if (used_ == 0) out_.Extend(1)[0] = 0;
+    out_.data()[out_.size() - 1] |= static_cast<uint8_t>(bit << used_);
+    used_ = (used_ + 1) & 7;
+  }
+  void PutGamma(uint32_t v) {
+    const int k = 31 - __builtin_clz(v);
+    for (int i = 0; i < k; ++i) Put(0);
+    for (int i = k; i >= 0; --i) Put((v >> i) & 1);
+  }
+
+ private:
+  Buffer& out_;
+  unsigned used_ = 0;
+};
+
+class BitUnpacker {
+ public:
+  BitUnpacker(const uint8_t* p, size_t size) : p_(p), size_(size) {}
+  // False when the bits run out or a code is longer than 16 bits.
+  bool GetGamma(uint32_t& v) {
+    int k = 0;
+    uint32_t bit;
+    for (;;) {
+      if (!Get(bit)) return false;
+      if (bit == 1) break;
+      if (++k > 16) return false;
+    }
+    v = 1;
+    for (int i = 0; i < k; ++i) {
+      if (!Get(bit)) return false;
+      v = v << 1 | bit;
+    }
+    return true;
+  }
+  size_t bytes_used() const { return (pos_ + 7) / 8; }
+
+ private:
+  bool Get(uint32_t& bit) {
+    if (pos_ >= 8 * size_) return false;
+    bit = (p_[pos_ / 8] >> (pos_ % 8)) & 1;
+    ++pos_;
+    return true;
+  }
+  const uint8_t* p_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
 // Scales counts to frequencies summing to kScale, every present symbol at
 // least 1, rounding to nearest and settling the difference on the largest.
 void Normalise(const Histogram& h, size_t n, std::array<uint16_t, 256>& freq) {
@@ -115,11 +173,11 @@ void RansEncoder::Plan(const Histogram& h, size_t n) {
   last_ = 255;
   while (last_ > first_ && freq_[last_] == 0) --last_;
   double bits = 0;
-  size_t table_bytes = 0;
+  size_t table_bits = 0;
   uint32_t cum = 0;
   for (int s = first_; s <= last_; ++s) {
     const uint32_t f = freq_[s];
-    table_bytes += f < 0x80 ? 1 : 2;
+    table_bits += GammaBits(f + 1);
     if (f == 0) continue;
     bits += static_cast<double>(h[s]) * (kRansProbabilityBits - std::log2(static_cast<double>(f)));
     // x' = floor(x / f) * M + x mod f + cum = x + cum + floor(x / f) * (M - f),
@@ -136,7 +194,7 @@ void RansEncoder::Plan(const Histogram& h, size_t n) {
     sym.reciprocal = static_cast<uint64_t>(((one << sym.shift) + f - 1) / f);
     cum += f;
   }
-  estimated_size_ = 3 + table_bytes + kStreamSizeBytes + kHuffmanStreams * (kStateBytes + 2) +
+  estimated_size_ = 3 + (table_bits + 7) / 8 + kStreamSizeBytes + kHuffmanStreams * (kStateBytes + 2) +
                     static_cast<size_t>(bits / 8);
 }
 
@@ -145,16 +203,8 @@ ZIPNN_HOT void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
   head[0] = static_cast<uint8_t>(kRansProbabilityBits);
   head[1] = static_cast<uint8_t>(first_);
   head[2] = static_cast<uint8_t>(last_);
-  for (int s = first_; s <= last_; ++s) {
-    const uint32_t f = freq_[s];
-    if (f < 0x80) {
-      out.Extend(1)[0] = static_cast<uint8_t>(f);
-    } else {
-      uint8_t* two = out.Extend(2);
-      two[0] = static_cast<uint8_t>(0x80 | (f >> 8));
-      two[1] = static_cast<uint8_t>(f);
-    }
-  }
+  BitPacker table(out);
+  for (int s = first_; s <= last_; ++s) table.PutGamma(freq_[s] + 1u);
   const size_t sizes_at = out.size();
   out.Extend(kStreamSizeBytes);
 
@@ -209,19 +259,16 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
   const int first = in[1], last = in[2];
   if (last < first) return Corruption("rans symbol range is empty");
   std::array<uint32_t, 256> freq{};
-  size_t pos = 3;
+  BitUnpacker table(in + 3, size - 3);
   uint32_t total = 0;
   for (int s = first; s <= last; ++s) {
-    if (pos >= size) return Corruption("rans payload shorter than its frequency table");
-    uint32_t f = in[pos++];
-    if (f >= 0x80) {
-      if (pos >= size) return Corruption("rans payload shorter than its frequency table");
-      f = (f & 0x7f) << 8 | in[pos++];
-    }
-    if (f > scale_size) return Corruption("rans frequency larger than the scale");
-    freq[s] = f;
-    total += f;
+    uint32_t v;
+    if (!table.GetGamma(v)) return Corruption("rans frequency table is truncated or malformed");
+    if (v - 1 > scale_size) return Corruption("rans frequency larger than the scale");
+    freq[s] = v - 1;
+    total += v - 1;
   }
+  size_t pos = 3 + table.bytes_used();
   if (total != scale_size) return Corruption("rans frequencies do not add up to the scale");
   if (size - pos < kStreamSizeBytes) return Corruption("rans payload shorter than its stream sizes");
 

@@ -71,7 +71,7 @@ Bound EntropyBound(codec::DType dtype, const uint8_t* data, size_t n, uint32_t c
 }
 
 std::string ZstdPatchFromSize(const std::string& prev, const std::string& file) {
-  std::string cmd = "zstd -q -19 --patch-from='" + prev + "' -c '" + file + "' | wc -c";
+  std::string cmd = "zstd -q -19 --patch-from='" + prev + "' -c '" + file + "' 2>/dev/null | wc -c";
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return "?";
   char buf[64] = {0};
