@@ -48,6 +48,7 @@ void MergeWhole(const uint8_t* in, size_t count, uint8_t* out) {
 
 template <bool kSplit>
 ZIPNN_HOT void Regroup(DType t, const uint8_t* in, size_t n, uint8_t* out) {
+  if (n == 0) return;  // buffers of empty groups may be null
   const int width = DTypeWidth(t);
   const size_t count = n / static_cast<size_t>(width);
   const size_t whole = count * static_cast<size_t>(width);
