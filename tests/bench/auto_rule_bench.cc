@@ -76,14 +76,20 @@ int Main(int argc, char** argv) {
     std::vector<uint8_t> x = *data;
     const bool use = !delta || prev.size() == x.size();
     if (delta && use) codec::XorInto(x.data(), prev.data(), x.size());
-    prev = std::move(*data);
-    if (!use) continue;
+    if (!use) {
+      prev = std::move(*data);
+      continue;
+    }
+    // The auto encoder gets the target and its base, as in a delta object
+    // (it weighs size over speed there); the single coders get the XOR.
+    const std::vector<uint8_t> target = std::move(*data);
     size_t stripe_pos = 0;
     for (size_t at = 0; at < x.size(); at += chunk, ++stripe_pos) {
       const size_t len = std::min<size_t>(chunk, x.size() - at);
       if (stripe_pos % 2 == 0) automatic.Reset();  // stripes of 512 KiB at 256 KiB chunks
       Buffer record;
-      automatic.Encode(dtype, x.data() + at, len, nullptr, record);
+      if (delta) automatic.Encode(dtype, target.data() + at, len, prev.data() + at, record);
+      else automatic.Encode(dtype, x.data() + at, len, nullptr, record);
       auto groups = codec::ParseChunkRecord(dtype, record.data(), record.size(), len);
       codec::SplitGroups(dtype, x.data() + at, len, grouped.data());
       for (int g = 0; g < codec::GroupCount(dtype, len); ++g) {
@@ -122,6 +128,7 @@ int Main(int argc, char** argv) {
         }
       }
     }
+    prev = target;
   }
   std::printf("%-8s %7s %9s | %9s %9s %9s %9s | %5s %5s %5s %5s | %9s %9s %7s\n", "top byte", "groups", "raw",
               "huffman", "rans", "zstd", "raw/zero", "wH", "wR", "wZ", "wRaw", "oracle", "auto", "auto+");
