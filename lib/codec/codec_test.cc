@@ -298,7 +298,7 @@ size_t SlowLongestZeroRun(const std::vector<uint8_t>& v) {
   return best;
 }
 
-TEST_CASE("longest zero run matches a byte-by-byte count") {
+TEST_CASE("zero-run detection matches a byte-by-byte count") {
   std::mt19937 rng(21);
   for (int trial = 0; trial < 300; ++trial) {
     std::vector<uint8_t> v(rng() % 200);
@@ -308,8 +308,13 @@ TEST_CASE("longest zero run matches a byte-by-byte count") {
       size_t a = rng() % v.size(), len = rng() % (v.size() - a + 1);
       std::fill(v.begin() + a, v.begin() + a + len, 0);
     }
+    const size_t longest = SlowLongestZeroRun(v);
     CAPTURE(trial);
-    CHECK(LongestZeroRun(v.data(), v.size()) == SlowLongestZeroRun(v));
+    for (size_t length : {size_t{0}, size_t{3}, size_t{7}, size_t{8}, size_t{9}, size_t{15}, size_t{16},
+                          longest - (longest > 0 ? 1 : 0), longest, longest + 1, size_t{100}}) {
+      CAPTURE(length);
+      CHECK(HasZeroRunLongerThan(v.data(), v.size(), length) == (longest > length));
+    }
   }
 }
 

@@ -46,33 +46,35 @@ bool IsAllZero(const uint8_t* p, size_t n) {
   return acc == 0;
 }
 
-ZIPNN_HOT size_t LongestZeroRun(const uint8_t* p, size_t n) {
-  // Word at a time: a run is extended by whole zero words and by the zero
-  // bytes at either end of a non-zero word. Runs inside one word are
-  // shorter than 8 bytes; they count only when nothing longer exists.
-  size_t best = 0, run = 0, i = 0;
+ZIPNN_HOT bool HasZeroRunLongerThan(const uint8_t* p, size_t n, size_t length) {
+  // Word at a time: a run grows by whole zero words and by the zero bytes
+  // at either end of a non-zero word. Runs inside a word are under 8 bytes,
+  // so for lengths of 8 or more they never matter.
+  if (length < 8) {
+    size_t run = 0;
+    for (size_t i = 0; i < n; ++i) {
+      run = p[i] == 0 ? run + 1 : 0;
+      if (run > length) return true;
+    }
+    return false;
+  }
+  size_t run = 0, i = 0;
   for (; i + 8 <= n; i += 8) {
     const uint64_t w = LoadLE<uint64_t>(p + i);
     if (w == 0) {
       run += 8;
+      if (run > length) return true;
       continue;
     }
     run += static_cast<size_t>(__builtin_ctzll(w)) / 8;  // low bytes come first in memory
-    best = std::max(best, run);
+    if (run > length) return true;
     run = static_cast<size_t>(__builtin_clzll(w)) / 8;
-    if (best < 7) {  // short runs inside the word
-      size_t inner = 0;
-      for (int k = 0; k < 8; ++k) {
-        inner = p[i + k] == 0 ? inner + 1 : 0;
-        best = std::max(best, inner);
-      }
-    }
   }
   for (; i < n; ++i) {
-    best = std::max(best, run);
     run = p[i] == 0 ? run + 1 : 0;
+    if (run > length) return true;
   }
-  return std::max(best, run);
+  return false;
 }
 
 GroupEncoder::GroupEncoder(CoderPolicy policy, int zstd_level, bool prefer_lz)
@@ -124,10 +126,9 @@ std::optional<Coder> GroupEncoder::TryZstd(const uint8_t* in, size_t n, Buffer& 
 }
 
 bool GroupEncoder::HasLongZeroRun(const uint8_t* in, size_t n, size_t chunk_len) const {
-  const double run_floor = AutoRule::kZstdZeroRunShare * static_cast<double>(chunk_len);
+  const size_t run_floor = static_cast<size_t>(AutoRule::kZstdZeroRunShare * static_cast<double>(chunk_len));
   // Only scan for a run when there are enough zeros to hold one.
-  return static_cast<double>(huffman_.histogram()[0]) > run_floor &&
-         static_cast<double>(LongestZeroRun(in, n)) > run_floor;
+  return huffman_.histogram()[0] > run_floor && HasZeroRunLongerThan(in, n, run_floor);
 }
 
 std::optional<Coder> GroupEncoder::KeepSmaller(std::optional<Coder> coded, size_t start,

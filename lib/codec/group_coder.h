@@ -127,7 +127,7 @@ class GroupDecoder {
 };
 
 bool IsAllZero(const uint8_t* p, size_t n);
-// Length of the longest run of zero bytes.
-size_t LongestZeroRun(const uint8_t* p, size_t n);
+// Whether some run of zero bytes is longer than `length`.
+bool HasZeroRunLongerThan(const uint8_t* p, size_t n, size_t length);
 
 }  // namespace zipnn::codec

@@ -129,7 +129,7 @@ struct RansEncoder::Writer {
     const bool flush = __builtin_expect_with_probability(x >= sym.x_max, 1, 0.5);
     p = flush ? p - 2 : p;
     x = flush ? x >> 16 : x;
-    const uint32_t q = static_cast<uint32_t>((static_cast<unsigned __int128>(x) * sym.reciprocal) >> sym.shift);
+    const uint32_t q = static_cast<uint32_t>((static_cast<unsigned __int128>(x) * sym.reciprocal) >> 64);
     x += sym.bias + q * sym.complement;
   }
 };
@@ -180,18 +180,22 @@ void RansEncoder::Plan(const Histogram& h, size_t n) {
     table_bits += GammaBits(f + 1);
     if (f == 0) continue;
     bits += static_cast<double>(h[s]) * (kRansProbabilityBits - std::log2(static_cast<double>(f)));
-    // x' = floor(x / f) * M + x mod f + cum = x + cum + floor(x / f) * (M - f),
-    // with floor(x / f) from a 128-bit multiply by ceil(2^(32+k) / f),
-    // k = ceil(log2 f): exact for every 32-bit x.
-    uint32_t k = 0;
-    while ((1u << k) < f) ++k;
+    // x' = floor(x / f) * M + x mod f + cum = x + cum + floor(x / f) * (M - f).
+    // floor(x / f) is the high 64 bits of x * ceil(2^64 / f): the error is
+    // below x / 2^64 < 2^-32, less than the 1/f that separates quotients,
+    // for every 32-bit x. For f = 1 the reciprocal 2^64 - 1 yields x - 1,
+    // and the bias adds the missing M - 1 (x + M - 1 + (x - 1)(M - 1) = xM).
     Symbol& sym = symbol_[s];
     sym.x_max = (uint64_t{kLow >> kRansProbabilityBits} << 16) * f;
-    sym.shift = 32 + k;
-    sym.bias = cum;
     sym.complement = kScale - f;
-    const unsigned __int128 one = 1;
-    sym.reciprocal = static_cast<uint64_t>(((one << sym.shift) + f - 1) / f);
+    if (f == 1) {
+      sym.reciprocal = ~uint64_t{0};
+      sym.bias = cum + kScale - 1;
+    } else {
+      const unsigned __int128 one = 1;
+      sym.reciprocal = static_cast<uint64_t>(((one << 64) + f - 1) / f);
+      sym.bias = cum;
+    }
     cum += f;
   }
   estimated_size_ = 3 + (table_bits + 7) / 8 + kStreamSizeBytes + kHuffmanStreams * (kStateBytes + 2) +

@@ -42,8 +42,7 @@ class RansEncoder {
  private:
   struct Symbol {
     uint64_t x_max = 0;       // a state at or above this is renormalised first
-    uint64_t reciprocal = 0;  // x / freq == (x * reciprocal) >> shift, 128-bit product
-    uint32_t shift = 0;
+    uint64_t reciprocal = 0;  // floor(x / freq) is the high half of x * reciprocal
     uint32_t bias = 0;
     uint32_t complement = 0;  // M - freq
   };

@@ -116,7 +116,7 @@ int Main(int argc, char** argv) {
         b.raw += n;
         b.oracle += best;
         b.chosen += groups->group[g].stored;
-        if (static_cast<double>(codec::LongestZeroRun(in, n)) > codec::AutoRule::kZstdZeroRunShare * static_cast<double>(len)) {
+        if (codec::HasZeroRunLongerThan(in, n, static_cast<size_t>(codec::AutoRule::kZstdZeroRunShare * static_cast<double>(len)))) {
           for (int c = 0; c < 4; ++c) {
             runs.size[c] += s[c];
             if (s[c] == best) ++runs.wins[c];
