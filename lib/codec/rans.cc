@@ -126,9 +126,9 @@ struct RansEncoder::Writer {
     // Branch-free renormalisation: the low word is always stored just
     // below the stream (the space is free), and kept only if needed.
     StoreLE<uint16_t>(p - 2, static_cast<uint16_t>(x));
-    const bool flush = __builtin_expect_with_probability(x >= sym.x_max, 1, 0.5);
-    p = flush ? p - 2 : p;
-    x = flush ? x >> 16 : x;
+    const uint32_t flush = x >= sym.x_max;
+    p -= flush << 1;
+    x >>= flush << 4;
     const uint32_t q = static_cast<uint32_t>((static_cast<unsigned __int128>(x) * sym.reciprocal) >> 64);
     x += sym.bias + q * sym.complement;
   }
