@@ -155,12 +155,10 @@ inline uint8_t Step(Reader& r, const uint32_t* step, const uint8_t* symbol, Scal
   r.x = (e >> 16) * (r.x >> scale.bits) + (e & 0xffff);
   // Branch-free: whether a state needs more bits is data, not a pattern
   // a branch predictor could learn.
-  // (Told it is a coin flip, gcc selects with conditional moves.)
+  const uint32_t refill = r.x < kLow;
   const uint32_t word = LoadLE<uint16_t>(r.p);
-  const uint32_t refilled = r.x << 16 | word;
-  const bool refill = __builtin_expect_with_probability(r.x < kLow, 1, 0.5);
-  r.x = refill ? refilled : r.x;
-  r.p = refill ? r.p + 2 : r.p;
+  r.x = (r.x << (refill << 4)) | (word & (0u - refill));
+  r.p += refill << 1;
   return symbol[slot];
 }
 
