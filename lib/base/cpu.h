@@ -4,7 +4,9 @@
 // integers, so output never depends on the machine. Elsewhere a no-op.
 #pragma once
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Building with -DZIPNN_NO_CLONES (bazel --config=baseline) keeps only the
+// baseline copy, so that tests run it on machines that have AVX2.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(ZIPNN_NO_CLONES)
 #define ZIPNN_HOT __attribute__((target_clones("default", "arch=x86-64-v3")))
 #else
 #define ZIPNN_HOT
