@@ -41,8 +41,7 @@ void ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8
                           Buffer& out) {
   if (base != nullptr) {
     xor_.Resize(n);
-    std::memcpy(xor_.data(), raw, n);
-    XorInto(xor_.data(), base, n);
+    XorTo(xor_.data(), raw, base, n);
     raw = xor_.data();
   }
   grouped_.Resize(n);

@@ -105,4 +105,12 @@ ZIPNN_HOT void XorInto(uint8_t* dst, const uint8_t* src, size_t n) {
   for (; i < n; ++i) dst[i] ^= src[i];
 }
 
+ZIPNN_HOT void XorTo(uint8_t* dst, const uint8_t* a, const uint8_t* b, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    StoreLE<uint64_t>(dst + i, LoadLE<uint64_t>(a + i) ^ LoadLE<uint64_t>(b + i));
+  }
+  for (; i < n; ++i) dst[i] = a[i] ^ b[i];
+}
+
 }  // namespace zipnn::codec

@@ -29,5 +29,7 @@ void MergeGroups(DType t, const uint8_t* in, size_t n, uint8_t* out);
 
 // dst[i] ^= src[i]: the XOR delta against a base.
 void XorInto(uint8_t* dst, const uint8_t* src, size_t n);
+// dst[i] = a[i] ^ b[i], in one pass.
+void XorTo(uint8_t* dst, const uint8_t* a, const uint8_t* b, size_t n);
 
 }  // namespace zipnn::codec

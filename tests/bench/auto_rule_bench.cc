@@ -23,7 +23,6 @@
 namespace zipnn {
 namespace {
 
-using codec::Coder;
 using codec::CoderPolicy;
 
 constexpr int kBuckets = 6;
@@ -45,6 +44,19 @@ struct Bucket {
   std::array<uint64_t, 4> wins{};
   uint64_t oracle = 0;
   uint64_t chosen = 0;
+
+  // One group: its size with each coder, its raw size, the smallest of
+  // the sizes, and what auto stored.
+  void Add(const std::array<uint64_t, 4>& s, size_t n, uint64_t best, uint64_t stored) {
+    for (int c = 0; c < 4; ++c) {
+      size[c] += s[c];
+      if (s[c] == best) ++wins[c];
+    }
+    ++groups;
+    raw += n;
+    oracle += best;
+    chosen += stored;
+  }
 };
 
 int Main(int argc, char** argv) {
@@ -103,28 +115,13 @@ int Main(int argc, char** argv) {
         codec::GroupEncoder* encoders[4] = {&huffman, &rans, &zstd, &raw};
         for (int c = 0; c < 4; ++c) {
           Buffer out;
-          Coder coder = encoders[c]->Encode(in, n, len, out);
+          encoders[c]->Encode(in, n, len, out);
           s[c] = codec::IsAllZero(in, n) && c == 3 ? 0 : out.size();
-          (void)coder;
         }
         const uint64_t best = *std::min_element(s.begin(), s.end());
-        for (int c = 0; c < 4; ++c) {
-          b.size[c] += s[c];
-          if (s[c] == best) ++b.wins[c];
-        }
-        ++b.groups;
-        b.raw += n;
-        b.oracle += best;
-        b.chosen += groups->group[g].stored;
+        b.Add(s, n, best, groups->group[g].stored);
         if (codec::HasZeroRunLongerThan(in, n, static_cast<size_t>(codec::AutoRule::kZstdZeroRunShare * static_cast<double>(len)))) {
-          for (int c = 0; c < 4; ++c) {
-            runs.size[c] += s[c];
-            if (s[c] == best) ++runs.wins[c];
-          }
-          ++runs.groups;
-          runs.raw += n;
-          runs.oracle += best;
-          runs.chosen += groups->group[g].stored;
+          runs.Add(s, n, best, groups->group[g].stored);
         }
       }
     }
