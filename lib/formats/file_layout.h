@@ -1,0 +1,48 @@
+// FileLayout: what a checkpoint file holds, as the format layer reads it:
+// named, typed tensors at byte ranges; every byte not in a tensor (headers,
+// padding, pickles) is opaque. From it come the regions the container
+// stores, standalone or as a delta whose tensors are matched by name.
+// Plain data and pure functions; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/codec/dtype.h"
+#include "lib/container/layout.h"
+
+namespace zipnn::formats {
+
+enum class Format { kRaw, kSafetensors };
+const char* FormatName(Format f);
+
+struct Tensor {
+  std::string name;
+  codec::DType dtype = codec::DType::kBytes;
+  std::vector<uint64_t> shape;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+struct FileLayout {
+  Format format = Format::kRaw;
+  uint64_t size = 0;
+  std::vector<Tensor> tensors;  // sorted by offset, non-overlapping, inside [0, size)
+  // Why a file that looked like a checkpoint is stored as raw bytes.
+  std::vector<std::string> warnings;
+};
+
+// Regions for a standalone object: each tensor a region of its dtype, each
+// gap a region of bytes; neighbours merged when they can share chunks (same
+// dtype, the first a whole number of elements).
+container::Layout ToRegions(const FileLayout& file);
+
+// Regions for a delta against `base`: a tensor whose twin in the base (same
+// name, dtype and shape) exists is XORed with it; other tensors are coded
+// standalone. An opaque range at the start (a header) of the same length
+// as the base's is XORed with it too. Adding, removing, renaming or
+// reordering tensors only costs the tensors that changed.
+container::Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base);
+
+}  // namespace zipnn::formats

@@ -1,0 +1,244 @@
+// Tests of the format layer on real checkpoints (tests/data, made by
+// make_trajectory.py) and on hand-made broken ones: layouts, the raw
+// fallback for every lying header, region building, tensor-aware deltas,
+// and exact round trips through the container.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lib/base/endian.h"
+#include "lib/base/file.h"
+#include "lib/container/object.h"
+#include "lib/formats/detect.h"
+#include "lib/formats/safetensors.h"
+
+namespace zipnn::formats {
+namespace {
+
+using codec::DType;
+
+std::vector<uint8_t> Load(const std::string& path) {
+  auto data = ReadWholeFile(path);
+  REQUIRE(data.ok());
+  return *data;
+}
+
+FileLayout LayoutOf(const std::vector<uint8_t>& bytes, FormatChoice choice = FormatChoice::kAuto) {
+  MemorySource src(bytes.data(), bytes.size(), "file");
+  auto layout = ReadLayout(src, choice);
+  REQUIRE(layout.ok());
+  return *layout;
+}
+
+// Encodes with `layout` (and `base`), decodes, and returns the object.
+std::vector<uint8_t> RoundTrip(const std::vector<uint8_t>& bytes, const container::Layout& layout,
+                               const std::vector<uint8_t>* base = nullptr) {
+  MemorySource src(bytes.data(), bytes.size(), "file");
+  MemorySource base_src(base ? base->data() : nullptr, base ? base->size() : 0, "base");
+  container::DeltaBase db{&base_src, base ? HashBytes(base->data(), base->size()) : ContentId{}};
+  MemorySink object;
+  container::EncodeOptions options;
+  options.threads = 2;
+  auto r = container::EncodeObject(src, layout, base ? &db : nullptr, options, object);
+  REQUIRE(r.ok());
+  const std::vector<uint8_t> obj = object.ToVector();
+  MemorySource obj_src(obj.data(), obj.size(), "object");
+  auto info = container::ReadObjectInfo(obj_src);
+  REQUIRE(info.ok());
+  MemorySink out;
+  REQUIRE(container::DecodeObject(obj_src, *info, base ? &base_src : nullptr, {}, out).ok());
+  CHECK(out.ToVector() == bytes);
+  return obj;
+}
+
+struct Entry {
+  std::string name;
+  std::string dtype;
+  std::vector<uint64_t> shape;
+  std::vector<uint8_t> data;
+};
+
+// A safetensors file from entries, in the order given, header padded to 8.
+std::vector<uint8_t> MakeSafetensors(const std::vector<Entry>& entries) {
+  nlohmann::json header = nlohmann::json::object();
+  uint64_t at = 0;
+  for (const Entry& e : entries) {
+    header[e.name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {at, at + e.data.size()}}};
+    at += e.data.size();
+  }
+  header["__metadata__"] = {{"format", "pt"}};
+  std::string text = header.dump();
+  while (text.size() % 8 != 0) text += ' ';
+  std::vector<uint8_t> out(8);
+  StoreLE<uint64_t>(out.data(), text.size());
+  out.insert(out.end(), text.begin(), text.end());
+  for (const Entry& e : entries) out.insert(out.end(), e.data.begin(), e.data.end());
+  return out;
+}
+
+// The tensors of a real checkpoint as entries (bf16 weights of a CNN).
+std::vector<Entry> EntriesOf(const std::vector<uint8_t>& file) {
+  const FileLayout layout = LayoutOf(file);
+  std::vector<Entry> entries;
+  for (const Tensor& t : layout.tensors) {
+    Entry e;
+    e.name = t.name;
+    e.dtype = t.dtype == DType::kBF16 ? "BF16" : t.dtype == DType::kI64 ? "I64" : "F32";
+    e.shape = t.shape;
+    e.data.assign(file.begin() + t.offset, file.begin() + t.offset + t.length);
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+const std::string kData = "tests/data/";
+
+TEST_CASE("reads the tensors of real safetensors checkpoints in bf16, fp16 and fp32") {
+  for (const auto& [dir, dtype] : {std::pair<std::string, DType>{"cnn-bf16", DType::kBF16},
+                                   {"cnn-fp16", DType::kF16},
+                                   {"cnn-fp32", DType::kF32}}) {
+    CAPTURE(dir);
+    const std::vector<uint8_t> file = Load(kData + dir + "/step-000040.safetensors");
+    const FileLayout layout = LayoutOf(file);
+    CHECK(layout.format == Format::kSafetensors);
+    CHECK(layout.warnings.empty());
+    REQUIRE(layout.tensors.size() == 25);  // 4 convs/linears + 3 batch norms x 5 + 2 more linears
+    const uint64_t header = LoadLE<uint64_t>(file.data());
+    CHECK(layout.tensors.front().offset == 8 + header);
+    CHECK(layout.tensors.front().name == "c1.weight");
+    CHECK(layout.tensors.front().dtype == dtype);
+    CHECK(layout.tensors.front().shape == std::vector<uint64_t>{16, 1, 3, 3});
+    // Tensors are contiguous to the end of the file; counters are I64.
+    for (size_t i = 1; i < layout.tensors.size(); ++i) {
+      CHECK(layout.tensors[i].offset == layout.tensors[i - 1].offset + layout.tensors[i - 1].length);
+    }
+    CHECK(layout.tensors.back().offset + layout.tensors.back().length == file.size());
+    size_t counters = 0;
+    for (const Tensor& t : layout.tensors) {
+      if (t.name.find("num_batches_tracked") != std::string::npos) {
+        ++counters;
+        CHECK(t.dtype == DType::kI64);
+        CHECK(t.shape.empty());
+      } else {
+        CHECK(t.dtype == dtype);
+      }
+    }
+    CHECK(counters == 3);
+    RoundTrip(file, ToRegions(layout));
+  }
+}
+
+TEST_CASE("neighbouring tensors of one dtype share regions; header and counters stay apart") {
+  const std::vector<uint8_t> file = Load(kData + "cnn-bf16/step-000040.safetensors");
+  const container::Layout regions = ToRegions(LayoutOf(file));
+  REQUIRE(regions.Validate(file.size(), 0).ok());
+  CHECK(regions.regions.front().dtype == DType::kBytes);  // the JSON header
+  // header, then bf16 runs split by the three I64 counters
+  CHECK(regions.regions.size() == 8);
+  // Stored as compactly as its tensor bytes given the right dtype: the
+  // header and counters cost little beside the weights.
+  const std::vector<uint8_t> object = RoundTrip(file, regions);
+  const std::vector<uint8_t> single = RoundTrip(file, container::Layout::Single(DType::kBF16, file.size()));
+  CHECK(object.size() <= single.size());
+}
+
+std::vector<uint8_t> Broken(const std::string& json, size_t data_bytes, uint64_t claimed_length = 0) {
+  std::vector<uint8_t> out(8);
+  StoreLE<uint64_t>(out.data(), claimed_length != 0 ? claimed_length : json.size());
+  out.insert(out.end(), json.begin(), json.end());
+  for (size_t i = 0; i < data_bytes; ++i) out.push_back(static_cast<uint8_t>(i * 7));
+  return out;
+}
+
+TEST_CASE("lying safetensors headers are stored as raw bytes with a warning, and restored exactly") {
+  const std::string ok = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  struct Case {
+    std::vector<uint8_t> file;
+    std::string problem;
+  };
+  const std::vector<Case> cases = {
+      {Broken(ok, 8, 1u << 20), "length 1048576 runs past the end of the file"},
+      {Broken(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})", 8), "is not valid JSON"},
+      {Broken(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", 8), "entry 'a' has offsets outside the data"},
+      {Broken(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,4]}})", 8), "entry 'a' has offsets outside the data"},
+      {Broken(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), "entry 'a' holds 8 bytes, not dtype x shape"},
+      {Broken(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8),
+       "entry 'a' holds 8 bytes, not dtype x shape"},
+      {Broken(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8),
+       "entry 'a' has a shape that is not a list of sizes"},
+      {Broken(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
+       "has overlapping tensors 'a' and 'b'"},
+      {Broken(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", 8), "entry 'a' has no dtype"},
+      {Broken(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", 8), "entry 'a' has no valid data_offsets"},
+      {Broken(R"({"a":7})", 8), "entry 'a' is not an object"},
+      {Broken(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8, uint64_t{1} << 62),
+       "length 4611686018427387904 runs past the end of the file"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.problem);
+    const FileLayout layout = LayoutOf(c.file);
+    CHECK(layout.format == Format::kRaw);
+    CHECK(layout.tensors.empty());
+    REQUIRE(layout.warnings.size() == 1);
+    CHECK(layout.warnings[0] == "file: safetensors header " + c.problem + "; stored as raw bytes");
+    RoundTrip(c.file, ToRegions(layout));
+  }
+  // The same header, honest, is read as a tensor.
+  const FileLayout good = LayoutOf(Broken(ok, 8));
+  CHECK(good.format == Format::kSafetensors);
+  CHECK(good.tensors.size() == 1);
+}
+
+TEST_CASE("files are told apart by content, and unknown dtypes stay opaque") {
+  std::vector<uint8_t> text(300, 'x');
+  CHECK(LayoutOf(text).format == Format::kRaw);
+  CHECK(LayoutOf(text).warnings.empty());
+  CHECK(LayoutOf(Load(kData + "cnn-bf16/step-000040.safetensors"), FormatChoice::kRaw).format == Format::kRaw);
+  const FileLayout odd = LayoutOf(Broken(R"({"a":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})", 8));
+  CHECK(odd.format == Format::kSafetensors);
+  REQUIRE(odd.tensors.size() == 1);
+  CHECK(odd.tensors[0].dtype == DType::kBytes);
+  CHECK(!ParseFormatChoice("zip"));
+}
+
+TEST_CASE("tensor-aware delta of consecutive checkpoints matches the byte-offset XOR within 1%") {
+  const std::vector<uint8_t> base = Load(kData + "cnn-bf16/step-000040.safetensors");
+  const std::vector<uint8_t> target = Load(kData + "cnn-bf16/step-000080.safetensors");
+  const container::Layout by_name = ToDeltaRegions(LayoutOf(target), LayoutOf(base));
+  REQUIRE(by_name.Validate(target.size(), base.size()).ok());
+  for (const container::Region& r : by_name.regions) CHECK(r.delta);
+  const std::vector<uint8_t> tensor_delta = RoundTrip(target, by_name, &base);
+  const std::vector<uint8_t> offset_delta =
+      RoundTrip(target, container::Layout::Single(DType::kBF16, target.size()).AsDeltaOfSameLayout(), &base);
+  CHECK(static_cast<double>(tensor_delta.size()) <= static_cast<double>(offset_delta.size()) * 1.01);
+}
+
+TEST_CASE("a delta survives added, removed, renamed and reordered tensors and costs only them") {
+  // Late in training, where a delta is a fraction of a standalone object.
+  const std::vector<uint8_t> base = Load(kData + "cnn-bf16/step-000160.safetensors");
+  const std::vector<uint8_t> next = Load(kData + "cnn-bf16/step-000200.safetensors");
+  std::vector<Entry> entries = EntriesOf(next);
+  const std::vector<uint8_t> same = MakeSafetensors(entries);
+  const size_t unchanged = RoundTrip(same, ToDeltaRegions(LayoutOf(same), LayoutOf(base)), &base).size();
+  const size_t standalone = RoundTrip(same, ToRegions(LayoutOf(same))).size();
+  CHECK(unchanged * 2 < standalone);
+
+  SUBCASE("removed") { entries.erase(entries.begin() + 3); }
+  SUBCASE("added") { entries.push_back(Entry{"extra.bias", "BF16", {8}, std::vector<uint8_t>(16, 0x3f)}); }
+  SUBCASE("renamed") { entries[0].name = "conv_in.weight"; }
+  SUBCASE("reordered") { std::swap(entries[0], entries[entries.size() - 1]); }
+  const std::vector<uint8_t> changed = MakeSafetensors(entries);
+  const FileLayout layout = LayoutOf(changed);
+  REQUIRE(layout.format == Format::kSafetensors);
+  const std::vector<uint8_t> delta = RoundTrip(changed, ToDeltaRegions(layout, LayoutOf(base)), &base);
+  // Still a delta: far below a standalone object, near the unchanged one.
+  CHECK(delta.size() * 2 < standalone);
+  CHECK(delta.size() < unchanged + 1024);
+}
+
+}  // namespace
+}  // namespace zipnn::formats
