@@ -6,6 +6,7 @@
 #include "cmd/util.h"
 #include "lib/base/file.h"
 #include "lib/container/object.h"
+#include "lib/formats/detect.h"
 
 namespace zipnn::cmd {
 
@@ -15,6 +16,7 @@ struct CompressArgs {
   std::string input;
   std::string output;
   std::string dtype = "auto";
+  std::string format = "auto";
   std::string base;
   std::string coder = "auto";
   int threads = 0;
@@ -24,31 +26,64 @@ struct CompressArgs {
   bool quiet = false;
 };
 
+// The regions to store: from the file's format (tensor-aware for a delta),
+// or, with an explicit --dtype, the whole file as one region of that type.
+struct Plan {
+  container::Layout layout;
+  std::string description;  // "safetensors, 25 tensors in 8 regions"
+};
+
+Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const ReadFile* base) {
+  Plan plan;
+  if (a.dtype != "auto") {
+    std::optional<codec::DType> dtype = codec::ParseDType(a.dtype);
+    if (!dtype) return InvalidArgument("unknown dtype '" + a.dtype + "' (one of: auto, " + codec::DTypeNameList() + ")");
+    plan.layout = container::Layout::Single(*dtype, input.size());
+    if (base != nullptr) {
+      if (base->size() != input.size()) {
+        return InvalidArgument("base " + a.base + " has " + std::to_string(base->size()) + " bytes and " + a.input +
+                               " has " + std::to_string(input.size()) +
+                               "; with --dtype a delta needs a base of the same size (leave --dtype out for a "
+                               "tensor-aware delta)");
+      }
+      plan.layout = plan.layout.AsDeltaOfSameLayout();
+    }
+    plan.description = "one " + std::string(codec::DTypeName(*dtype)) + " region";
+    return plan;
+  }
+  std::optional<formats::FormatChoice> choice = formats::ParseFormatChoice(a.format);
+  if (!choice) return InvalidArgument("unknown format '" + a.format + "' (one of: auto, safetensors, raw)");
+  ASSIGN_OR_RETURN(formats::FileLayout file, formats::ReadLayout(input, *choice));
+  for (const std::string& w : file.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  if (base != nullptr) {
+    ASSIGN_OR_RETURN(formats::FileLayout base_file, formats::ReadLayout(*base, *choice));
+    for (const std::string& w : base_file.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    plan.layout = formats::ToDeltaRegions(file, base_file);
+  } else {
+    plan.layout = formats::ToRegions(file);
+  }
+  plan.description = std::string(formats::FormatName(file.format));
+  if (file.format != formats::Format::kRaw) {
+    plan.description += ", " + std::to_string(file.tensors.size()) + " tensors in " +
+                        std::to_string(plan.layout.regions.size()) + " regions";
+  }
+  return plan;
+}
+
 Status RunCompress(const CompressArgs& a) {
   ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(a.input));
-  codec::DType dtype = codec::DType::kBytes;
-  if (a.dtype != "auto") {
-    std::optional<codec::DType> parsed = codec::ParseDType(a.dtype);
-    if (!parsed) return InvalidArgument("unknown dtype '" + a.dtype + "' (one of: auto, " + codec::DTypeNameList() + ")");
-    dtype = *parsed;
-  }
   std::optional<codec::CoderPolicy> policy = codec::ParseCoderPolicy(a.coder);
   if (!policy) return InvalidArgument("unknown coder '" + a.coder + "' (one of: auto, huffman, rans, zstd, raw)");
 
-  container::Layout layout = container::Layout::Single(dtype, input.size());
   std::optional<ReadFile> base_file;
   container::DeltaBase base;
   if (!a.base.empty()) {
     ASSIGN_OR_RETURN(base_file, ReadFile::Open(a.base));
-    if (base_file->size() != input.size()) {
-      return InvalidArgument("base " + a.base + " has " + std::to_string(base_file->size()) + " bytes and " +
-                             a.input + " has " + std::to_string(input.size()) +
-                             "; a delta needs a base of the same layout");
-    }
     ASSIGN_OR_RETURN(base.id, HashSource(*base_file));
     base.source = &*base_file;
-    layout = layout.AsDeltaOfSameLayout();
   }
+  ASSIGN_OR_RETURN(Plan plan, PlanRegions(a, input, base_file ? &*base_file : nullptr));
+  const container::Layout& layout = plan.layout;
 
   const std::string out_path = a.output.empty() ? a.input + kObjectSuffix : a.output;
   ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(out_path, a.force));
@@ -61,9 +96,9 @@ Status RunCompress(const CompressArgs& a) {
                    container::EncodeObject(input, layout, base_file ? &base : nullptr, options, out));
   RETURN_IF_ERROR(out.Commit());
   if (!a.quiet) {
-    std::printf("%s -> %s: %s -> %s (%s)%s\n", a.input.c_str(), out_path.c_str(),
+    std::printf("%s -> %s: %s -> %s (%s), %s%s\n", a.input.c_str(), out_path.c_str(),
                 HumanBytes(r.raw_size).c_str(), HumanBytes(r.object_size).c_str(),
-                Percent(r.object_size, r.raw_size).c_str(),
+                Percent(r.object_size, r.raw_size).c_str(), plan.description.c_str(),
                 base_file ? (", delta against " + base.id.Hex()).c_str() : "");
   }
   return OkStatus();
@@ -75,10 +110,13 @@ Action SetupCompress(CLI::App& sub) {
   auto a = std::make_shared<CompressArgs>();
   sub.add_option("file", a->input, "Checkpoint file to compress")->required();
   sub.add_option("-o,--output", a->output, "Object file to write (default: <file>.zipnn)");
+  sub.add_option("--format", a->format,
+                 "How to read the file: auto (by its content, the default), safetensors, or raw");
   sub.add_option("--dtype", a->dtype,
-                 "Element type of the file's bytes: auto (opaque bytes until checkpoint formats are "
-                 "parsed), or one of " + codec::DTypeNameList());
-  sub.add_option("--base", a->base, "Store as an XOR delta against this checkpoint (same size and layout)");
+                 "auto (the default): tensors and their dtypes come from the file's format; or one of " +
+                     codec::DTypeNameList() + " to store the whole file as one region of that type");
+  sub.add_option("--base", a->base,
+                 "Store as an XOR delta against this checkpoint: tensors are matched by name, dtype and shape");
   sub.add_option("--level", a->level, "zstd level for the groups that use zstd (default 3)")->check(CLI::Range(1, 22));
   sub.add_option("--chunk-size", a->chunk_size, "Bytes of input per chunk (default 262144)")
       ->check(CLI::Range(container::kMinChunkSize, container::kMaxChunkSize));

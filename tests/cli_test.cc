@@ -148,12 +148,61 @@ TEST_CASE("errors are one line on stderr with a non-zero exit code") {
   CHECK(dir.err == "error: " + Tmp() + ": is a directory\n");
 }
 
+TEST_CASE("safetensors files are read by content, lying ones stored raw with a warning") {
+  const std::string obj = Tmp() + "/auto.zipnn", back = Tmp() + "/auto.out";
+  Run c = Zipnn("compress " + kStep40 + " -f -o " + obj);
+  REQUIRE(c.code == 0);
+  CHECK(c.out.find(", safetensors, 25 tensors in 2 regions\n") != std::string::npos);
+  CHECK(c.err.empty());
+  REQUIRE(Zipnn("decompress " + obj + " -f -o " + back).code == 0);
+  CHECK(Slurp(back) == Slurp(kStep40));
+
+  // The same bytes with a header length that points past the end.
+  std::string bytes = Slurp(kStep40);
+  bytes[5] = 0x7f;
+  const std::string lying = Tmp() + "/lying.safetensors";
+  {
+    std::ofstream f(lying, std::ios::binary | std::ios::trunc);
+    f << bytes;
+  }
+  Run l = Zipnn("compress " + lying + " -f -o " + obj);
+  CHECK(l.code == 0);
+  CHECK(l.err.rfind("warning: " + lying + ": safetensors header length ", 0) == 0);
+  CHECK(l.err.find("runs past the end of the file; stored as raw bytes\n") != std::string::npos);
+  CHECK(l.out.find(", raw\n") != std::string::npos);
+  REQUIRE(Zipnn("decompress " + obj + " -f -o " + back).code == 0);
+  CHECK(Slurp(back) == bytes);
+}
+
+TEST_CASE("a delta matches tensors by name, so the base may differ in size") {
+  // fp32 and bf16 checkpoints of one run share names and shapes but
+  // not dtypes: every tensor is coded standalone, yet it is a valid delta.
+  const std::string obj = Tmp() + "/cross.zipnn", back = Tmp() + "/cross.out";
+  const std::string fp32 = kData + "cnn-fp32/step-000040.safetensors";
+  Run c = Zipnn("compress " + kStep80 + " --base " + fp32 + " -f -o " + obj);
+  REQUIRE(c.code == 0);
+  REQUIRE(Zipnn("decompress " + obj + " --base " + fp32 + " -f -o " + back).code == 0);
+  CHECK(Slurp(back) == Slurp(kStep80));
+
+  // Same-dtype neighbours: a real delta, far smaller than standalone.
+  const std::string near = Tmp() + "/near.zipnn", alone = Tmp() + "/alone.zipnn";
+  REQUIRE(Zipnn("compress " + kData + "cnn-bf16/step-000200.safetensors --base " + kData +
+                "cnn-bf16/step-000160.safetensors -f -q -o " + near).code == 0);
+  REQUIRE(Zipnn("compress " + kData + "cnn-bf16/step-000200.safetensors -f -q -o " + alone).code == 0);
+  CHECK(Slurp(near).size() * 3 < Slurp(alone).size());
+
+  Run wrong = Zipnn("compress " + kStep80 + " --dtype bf16 --base " + fp32 + " -f -o " + obj);
+  CHECK(wrong.code == 1);
+  CHECK(wrong.err.find("with --dtype a delta needs a base of the same size (leave --dtype out for a tensor-aware delta)") !=
+        std::string::npos);
+}
+
 TEST_CASE("an empty file round-trips") {
   const std::string empty = Tmp() + "/empty.bin", obj = Tmp() + "/empty.zipnn", back = Tmp() + "/empty.out";
   { std::ofstream f(empty, std::ios::binary | std::ios::trunc); }
   Run c = Zipnn("compress " + empty + " -f -o " + obj);
   REQUIRE(c.code == 0);
-  CHECK(c.out == empty + " -> " + obj + ": 0 B -> 104 B (n/a)\n");
+  CHECK(c.out == empty + " -> " + obj + ": 0 B -> 104 B (n/a), raw\n");
   REQUIRE(Zipnn("decompress " + obj + " -f -o " + back).code == 0);
   CHECK(Slurp(back).empty());
   CHECK(FileExists(back));

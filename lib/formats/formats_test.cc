@@ -132,13 +132,16 @@ TEST_CASE("reads the tensors of real safetensors checkpoints in bf16, fp16 and f
   }
 }
 
-TEST_CASE("neighbouring tensors of one dtype share regions; header and counters stay apart") {
+TEST_CASE("neighbouring tensors share regions; tiny counters join them; the header stays apart") {
   const std::vector<uint8_t> file = Load(kData + "cnn-bf16/step-000040.safetensors");
   const container::Layout regions = ToRegions(LayoutOf(file));
   REQUIRE(regions.Validate(file.size(), 0).ok());
-  CHECK(regions.regions.front().dtype == DType::kBytes);  // the JSON header
-  // header, then bf16 runs split by the three I64 counters
-  CHECK(regions.regions.size() == 8);
+  // The JSON header, then one bf16 run that took in the three 8-byte I64
+  // batch-norm counters.
+  REQUIRE(regions.regions.size() == 2);
+  CHECK(regions.regions[0].dtype == DType::kBytes);
+  CHECK(regions.regions[0].length == 8 + LoadLE<uint64_t>(file.data()));
+  CHECK(regions.regions[1].dtype == DType::kBF16);
   // Stored as compactly as its tensor bytes given the right dtype: the
   // header and counters cost little beside the weights.
   const std::vector<uint8_t> object = RoundTrip(file, regions);
@@ -238,6 +241,45 @@ TEST_CASE("a delta survives added, removed, renamed and reordered tensors and co
   // Still a delta: far below a standalone object, near the unchanged one.
   CHECK(delta.size() * 2 < standalone);
   CHECK(delta.size() < unchanged + 1024);
+}
+
+}  // namespace
+}  // namespace zipnn::formats
+
+namespace zipnn::formats {
+namespace {
+
+FileLayout Synthetic(std::vector<Tensor> tensors, uint64_t size) {
+  FileLayout f;
+  f.format = Format::kSafetensors;
+  f.size = size;
+  f.tensors = std::move(tensors);
+  return f;
+}
+
+TEST_CASE("region building keeps element alignment and never absorbs large or opaque ranges") {
+  using codec::DType;
+  const FileLayout f = Synthetic({Tensor{"a", DType::kBF16, {4}, 16, 8},
+                                  Tensor{"b", DType::kI16, {3}, 24, 6},
+                                  Tensor{"c", DType::kI64, {256}, 30, 2048},
+                                  Tensor{"d", DType::kBF16, {2}, 2078, 4},
+                                  Tensor{"e", DType::kU8, {3}, 2082, 3},
+                                  Tensor{"f", DType::kF32, {1}, 2085, 4}},
+                                 2089);
+  const container::Layout l = ToRegions(f);
+  REQUIRE(l.Validate(2089, 0).ok());
+  // header bytes | a, and b (3 whole bf16), as bf16 | c i64, too big to
+  // absorb | d, e and f: tiny tensors; e (3 bytes) is no whole number of
+  // bf16, so the run takes e's dtype and f joins it.
+  REQUIRE(l.regions.size() == 4);
+  CHECK(l.regions[0].dtype == DType::kBytes);
+  CHECK(l.regions[0].length == 16);
+  CHECK(l.regions[1].dtype == DType::kBF16);
+  CHECK(l.regions[1].length == 14);
+  CHECK(l.regions[2].dtype == DType::kI64);
+  CHECK(l.regions[2].length == 2048);
+  CHECK(l.regions[3].dtype == DType::kU8);
+  CHECK(l.regions[3].length == 11);
 }
 
 }  // namespace
