@@ -63,7 +63,9 @@ Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const Rea
     plan.layout = formats::ToRegions(file);
   }
   plan.description = std::string(formats::FormatName(file.format));
-  if (file.format != formats::Format::kRaw) {
+  if (file.format == formats::Format::kRaw && !file.tensors.empty()) {
+    plan.description += " (" + std::string(codec::DTypeName(file.tensors[0].dtype)) + " by a sample)";
+  } else if (file.format != formats::Format::kRaw) {
     plan.description += ", " + std::to_string(file.tensors.size()) + " tensors in " +
                         std::to_string(plan.layout.regions.size()) + " regions";
   }

@@ -16,7 +16,8 @@ std::optional<FormatChoice> ParseFormatChoice(std::string_view name);
 
 // The file's layout: with kAuto the format its first bytes show. A file
 // that is not (or not validly) the chosen format comes back as raw, with a
-// warning when it looked like one.
+// warning when it looked like one. A raw file read with kAuto holds one
+// unnamed tensor over the whole file when a dtype guess pays (guess.h).
 Result<FileLayout> ReadLayout(const ByteSource& file, FormatChoice choice);
 
 }  // namespace zipnn::formats

@@ -26,7 +26,7 @@ struct Tensor {
 };
 
 struct FileLayout {
-  Format format = Format::kRaw;
+  Format format = Format::kRaw;  // kRaw may still hold one guessed-dtype tensor
   uint64_t size = 0;
   std::vector<Tensor> tensors;  // sorted by offset, non-overlapping, inside [0, size)
   // Why a file that looked like a checkpoint is stored as raw bytes.
