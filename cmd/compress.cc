@@ -52,7 +52,7 @@ Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const Rea
     return plan;
   }
   std::optional<formats::FormatChoice> choice = formats::ParseFormatChoice(a.format);
-  if (!choice) return InvalidArgument("unknown format '" + a.format + "' (one of: auto, safetensors, raw)");
+  if (!choice) return InvalidArgument("unknown format '" + a.format + "' (one of: auto, safetensors, pytorch, raw)");
   ASSIGN_OR_RETURN(formats::FileLayout file, formats::ReadLayout(input, *choice));
   for (const std::string& w : file.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (base != nullptr) {
@@ -113,7 +113,7 @@ Action SetupCompress(CLI::App& sub) {
   sub.add_option("file", a->input, "Checkpoint file to compress")->required();
   sub.add_option("-o,--output", a->output, "Object file to write (default: <file>.zipnn)");
   sub.add_option("--format", a->format,
-                 "How to read the file: auto (by its content, the default), safetensors, or raw");
+                 "How to read the file: auto (by its content, the default), safetensors, pytorch, or raw");
   sub.add_option("--dtype", a->dtype,
                  "auto (the default): tensors and their dtypes come from the file's format; or one of " +
                      codec::DTypeNameList() + " to store the whole file as one region of that type");

@@ -1,5 +1,6 @@
 #include "lib/codec/chunk_codec.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "lib/base/endian.h"
@@ -35,7 +36,7 @@ Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t 
 }
 
 ChunkEncoder::ChunkEncoder(CoderPolicy policy, int zstd_level)
-    : groups_(policy, zstd_level, /*prefer_lz=*/false) {}
+    : groups_(policy, zstd_level, /*prefer_lz=*/false), zstd_level_(zstd_level) {}
 
 void ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base,
                           Buffer& out) {
@@ -49,6 +50,8 @@ void ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8
   // Unknown bytes (headers, pickles) have no byte-position structure; an
   // LZ coder finds their repeats.
   groups_.set_prefer_lz(dtype == DType::kBytes);
+  groups_.set_zstd_level(dtype == DType::kBytes && n <= kSmallOpaqueBytes ? std::max(zstd_level_, kSmallOpaqueLevel)
+                                                                         : zstd_level_);
   groups_.set_delta(base != nullptr);
 
   const int count = GroupCount(dtype, n);

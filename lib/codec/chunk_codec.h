@@ -23,6 +23,11 @@
 namespace zipnn::codec {
 
 inline constexpr int kMaxGroups = 9;  // 8-byte elements plus a tail
+// Chunks of opaque bytes up to this size (headers, pickles, zip
+// directories) are coded with zstd at kSmallOpaqueLevel at least: a few
+// kilobytes at level 19 cost microseconds and save 3-7% of them.
+inline constexpr size_t kSmallOpaqueBytes = 64u << 10;
+inline constexpr int kSmallOpaqueLevel = 19;
 inline constexpr size_t kGroupEntryBytes = 5;
 
 struct GroupEntry {
@@ -53,6 +58,7 @@ class ChunkEncoder {
 
  private:
   GroupEncoder groups_;
+  int zstd_level_;
   Buffer xor_;
   Buffer grouped_;
   std::array<int, kMaxGroups> skip_{};

@@ -89,6 +89,7 @@ class GroupEncoder {
   static Coder EncodeRaw(const uint8_t* in, size_t n, Buffer& out);
 
   void set_prefer_lz(bool v) { prefer_lz_ = v; }
+  void set_zstd_level(int level) { zstd_level_ = level; }
   // Groups of a delta region (XOR with a base) weigh size over speed.
   void set_delta(bool v) { delta_ = v; }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "lib/formats/guess.h"
+#include "lib/formats/pytorch.h"
+#include "lib/formats/zip.h"
 #include "lib/formats/safetensors.h"
 
 namespace zipnn::formats {
@@ -10,6 +12,7 @@ namespace zipnn::formats {
 std::optional<FormatChoice> ParseFormatChoice(std::string_view name) {
   if (name == "auto") return FormatChoice::kAuto;
   if (name == "safetensors") return FormatChoice::kSafetensors;
+  if (name == "pytorch") return FormatChoice::kPytorch;
   if (name == "raw") return FormatChoice::kRaw;
   return std::nullopt;
 }
@@ -22,10 +25,16 @@ Result<FileLayout> ReadLayout(const ByteSource& file, FormatChoice choice) {
   uint8_t prefix[16] = {0};
   const size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof prefix, file.size()));
   RETURN_IF_ERROR(file.ReadAt(0, prefix, n));
-  if (choice == FormatChoice::kSafetensors || LooksLikeSafetensors(prefix, n)) {
-    ASSIGN_OR_RETURN(FileLayout layout, ReadSafetensors(file));
-    if (layout.format != Format::kRaw) return layout;
-    raw.warnings = std::move(layout.warnings);  // a lying header: raw, as below
+  std::optional<Result<FileLayout>> read;
+  if (choice == FormatChoice::kSafetensors || (choice == FormatChoice::kAuto && LooksLikeSafetensors(prefix, n))) {
+    read = ReadSafetensors(file);
+  } else if (choice == FormatChoice::kPytorch || (choice == FormatChoice::kAuto && LooksLikeZip(prefix, n))) {
+    read = ReadPytorch(file);
+  }
+  if (read) {
+    if (!read->ok()) return read->status();
+    if ((*read)->format != Format::kRaw) return std::move(**read);
+    raw.warnings = std::move((*read)->warnings);  // not readable as that format: raw, as below
   }
   // No (valid) known format: one region, typed when a sample says a dtype
   // pays.

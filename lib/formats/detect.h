@@ -11,7 +11,7 @@
 
 namespace zipnn::formats {
 
-enum class FormatChoice { kAuto, kSafetensors, kRaw };
+enum class FormatChoice { kAuto, kSafetensors, kPytorch, kRaw };
 std::optional<FormatChoice> ParseFormatChoice(std::string_view name);
 
 // The file's layout: with kAuto the format its first bytes show. A file

@@ -14,7 +14,7 @@
 
 namespace zipnn::formats {
 
-enum class Format { kRaw, kSafetensors };
+enum class Format { kRaw, kSafetensors, kPytorch };
 const char* FormatName(Format f);
 
 struct Tensor {

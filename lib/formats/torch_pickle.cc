@@ -1,0 +1,368 @@
+#include "lib/formats/torch_pickle.h"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
+
+#include "lib/base/endian.h"
+
+namespace zipnn::formats {
+
+namespace {
+
+// Limits against hostile pickles.
+constexpr size_t kMaxValues = 1u << 22;
+constexpr size_t kMaxDepth = 200;
+
+struct Value;
+using Ref = std::shared_ptr<Value>;
+
+struct Value {
+  enum class Kind { kNone, kInt, kFloat, kString, kGlobal, kTuple, kList, kDict, kPersid, kReduce, kOther };
+  Kind kind = Kind::kNone;
+  int64_t i = 0;
+  std::string s;                          // string, or "module name" of a global
+  std::vector<Ref> items;                 // tuple, list; reduce: {func, args}; persid: {pid}
+  std::vector<std::pair<Ref, Ref>> dict;  // dict entries in order
+};
+
+Ref Make(Value::Kind kind) {
+  auto v = std::make_shared<Value>();
+  v->kind = kind;
+  return v;
+}
+
+class Machine {
+ public:
+  Machine(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
+
+  Result<Ref> Run();
+
+ private:
+  Status Need(size_t n) const {
+    return static_cast<size_t>(end_ - p_) >= n ? OkStatus() : Corruption("pickle ends inside an opcode");
+  }
+  Result<Ref> Pop() {
+    if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back())) return Corruption("pickle stack underflow");
+    Ref v = stack_.back();
+    stack_.pop_back();
+    return v;
+  }
+  Result<std::vector<Ref>> PopToMark() {
+    if (marks_.empty()) return Corruption("pickle has no mark to pop to");
+    std::vector<Ref> items(stack_.begin() + static_cast<ptrdiff_t>(marks_.back()), stack_.end());
+    stack_.resize(marks_.back());
+    marks_.pop_back();
+    return items;
+  }
+  Status Push(Ref v) {
+    if (++count_ > kMaxValues) return Corruption("pickle has too many values");
+    stack_.push_back(std::move(v));
+    return OkStatus();
+  }
+  Result<std::string> Text(size_t n) {
+    RETURN_IF_ERROR(Need(n));
+    std::string s(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return s;
+  }
+  Result<std::string> Line() {
+    const uint8_t* nl = p_;
+    while (nl < end_ && *nl != '\n') ++nl;
+    if (nl == end_) return Corruption("pickle line has no end");
+    std::string s(reinterpret_cast<const char*>(p_), static_cast<size_t>(nl - p_));
+    p_ = nl + 1;
+    return s;
+  }
+  Status Memo(uint32_t index) {
+    if (stack_.empty()) return Corruption("pickle memoizes an empty stack");
+    memo_[index] = stack_.back();
+    return OkStatus();
+  }
+  Result<Ref> Get(uint32_t index) {
+    auto it = memo_.find(index);
+    if (it == memo_.end()) return Corruption("pickle reads memo " + std::to_string(index) + " before writing it");
+    return it->second;
+  }
+  Status SetItems(Ref target, const std::vector<Ref>& kv) {
+    if (kv.size() % 2 != 0) return Corruption("pickle sets an odd number of dict items");
+    if (target->kind != Value::Kind::kDict) return OkStatus();  // objects we do not model
+    for (size_t i = 0; i < kv.size(); i += 2) target->dict.emplace_back(kv[i], kv[i + 1]);
+    return OkStatus();
+  }
+
+  const uint8_t* p_;
+  const uint8_t* end_;
+  std::vector<Ref> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint32_t, Ref> memo_;
+  size_t count_ = 0;
+};
+
+Result<Ref> Machine::Run() {
+  using K = Value::Kind;
+  while (p_ < end_) {
+    const uint8_t op = *p_++;
+    switch (op) {
+      case 0x80: RETURN_IF_ERROR(Need(1)); ++p_; break;                     // PROTO
+      case 0x95: RETURN_IF_ERROR(Need(8)); p_ += 8; break;                  // FRAME
+      case '.': {                                                           // STOP
+        ASSIGN_OR_RETURN(Ref top, Pop());
+        return top;
+      }
+      case '(': marks_.push_back(stack_.size()); break;                     // MARK
+      case 'N': RETURN_IF_ERROR(Push(Make(K::kNone))); break;
+      case 0x88: case 0x89: {                                               // NEWTRUE, NEWFALSE
+        Ref v = Make(K::kInt);
+        v->i = op == 0x88;
+        RETURN_IF_ERROR(Push(v));
+        break;
+      }
+      case 'K': case 'M': case 'J': {                                       // BININT1, BININT2, BININT
+        const size_t n = op == 'K' ? 1 : op == 'M' ? 2 : 4;
+        RETURN_IF_ERROR(Need(n));
+        Ref v = Make(K::kInt);
+        v->i = n == 1 ? *p_ : n == 2 ? LoadLE<uint16_t>(p_) : static_cast<int32_t>(LoadLE<uint32_t>(p_));
+        p_ += n;
+        RETURN_IF_ERROR(Push(v));
+        break;
+      }
+      case 0x8a: {                                                          // LONG1
+        RETURN_IF_ERROR(Need(1));
+        const size_t n = *p_++;
+        RETURN_IF_ERROR(Need(n));
+        Ref v = Make(K::kInt);
+        for (size_t k = 0; k < n && k < 8; ++k) v->i |= static_cast<int64_t>(p_[k]) << (8 * k);
+        p_ += n;
+        RETURN_IF_ERROR(Push(v));
+        break;
+      }
+      case 'G': RETURN_IF_ERROR(Need(8)); p_ += 8; RETURN_IF_ERROR(Push(Make(K::kFloat))); break;  // BINFLOAT
+      case 'X': case 0x8c: case 'B': case 'C': case 'T': case 'U': case 0x8d: case 0x8e: {
+        // BINUNICODE, SHORT_BINUNICODE, BINBYTES, SHORT_BINBYTES,
+        // BINSTRING, SHORT_BINSTRING, BINUNICODE8, BINBYTES8
+        const size_t width = (op == 0x8c || op == 'C' || op == 'U') ? 1 : (op == 0x8d || op == 0x8e) ? 8 : 4;
+        RETURN_IF_ERROR(Need(width));
+        const uint64_t n = width == 1 ? *p_ : width == 4 ? LoadLE<uint32_t>(p_) : LoadLE<uint64_t>(p_);
+        p_ += width;
+        if (n > static_cast<uint64_t>(end_ - p_)) return Corruption("pickle string runs past the end");
+        Ref v = Make(K::kString);
+        ASSIGN_OR_RETURN(v->s, Text(static_cast<size_t>(n)));
+        RETURN_IF_ERROR(Push(v));
+        break;
+      }
+      case 'c': {                                                           // GLOBAL
+        Ref v = Make(K::kGlobal);
+        ASSIGN_OR_RETURN(std::string module, Line());
+        ASSIGN_OR_RETURN(std::string name, Line());
+        v->s = module + " " + name;
+        RETURN_IF_ERROR(Push(v));
+        break;
+      }
+      case 0x93: {                                                          // STACK_GLOBAL
+        ASSIGN_OR_RETURN(Ref name, Pop());
+        ASSIGN_OR_RETURN(Ref module, Pop());
+        Ref v = Make(K::kGlobal);
+        v->s = module->s + " " + name->s;
+        RETURN_IF_ERROR(Push(v));
+        break;
+      }
+      case ')': RETURN_IF_ERROR(Push(Make(K::kTuple))); break;              // EMPTY_TUPLE
+      case ']': RETURN_IF_ERROR(Push(Make(K::kList))); break;               // EMPTY_LIST
+      case '}': RETURN_IF_ERROR(Push(Make(K::kDict))); break;               // EMPTY_DICT
+      case 't': {                                                           // TUPLE
+        Ref v = Make(K::kTuple);
+        ASSIGN_OR_RETURN(v->items, PopToMark());
+        RETURN_IF_ERROR(Push(v));
+        break;
+      }
+      case 0x85: case 0x86: case 0x87: {                                    // TUPLE1..3
+        Ref v = Make(K::kTuple);
+        v->items.resize(op - 0x84);
+        for (size_t k = v->items.size(); k > 0; --k) {
+          ASSIGN_OR_RETURN(v->items[k - 1], Pop());
+        }
+        RETURN_IF_ERROR(Push(v));
+        break;
+      }
+      case 'l': {                                                           // LIST
+        Ref v = Make(K::kList);
+        ASSIGN_OR_RETURN(v->items, PopToMark());
+        RETURN_IF_ERROR(Push(v));
+        break;
+      }
+      case 'a': {                                                           // APPEND
+        ASSIGN_OR_RETURN(Ref item, Pop());
+        if (stack_.empty()) return Corruption("pickle appends to nothing");
+        if (stack_.back()->kind == K::kList) stack_.back()->items.push_back(item);
+        break;
+      }
+      case 'e': {                                                           // APPENDS
+        ASSIGN_OR_RETURN(std::vector<Ref> items, PopToMark());
+        if (stack_.empty()) return Corruption("pickle appends to nothing");
+        if (stack_.back()->kind == K::kList) {
+          for (Ref& item : items) stack_.back()->items.push_back(item);
+        }
+        break;
+      }
+      case 's': {                                                           // SETITEM
+        ASSIGN_OR_RETURN(Ref value, Pop());
+        ASSIGN_OR_RETURN(Ref key, Pop());
+        if (stack_.empty()) return Corruption("pickle sets an item on nothing");
+        RETURN_IF_ERROR(SetItems(stack_.back(), {key, value}));
+        break;
+      }
+      case 'u': {                                                           // SETITEMS
+        ASSIGN_OR_RETURN(std::vector<Ref> kv, PopToMark());
+        if (stack_.empty()) return Corruption("pickle sets items on nothing");
+        RETURN_IF_ERROR(SetItems(stack_.back(), kv));
+        break;
+      }
+      case 'q': RETURN_IF_ERROR(Need(1)); RETURN_IF_ERROR(Memo(*p_++)); break;             // BINPUT
+      case 'r': RETURN_IF_ERROR(Need(4)); RETURN_IF_ERROR(Memo(LoadLE<uint32_t>(p_))); p_ += 4; break;  // LONG_BINPUT
+      case 0x94: RETURN_IF_ERROR(Memo(static_cast<uint32_t>(memo_.size()))); break;       // MEMOIZE
+      case 'h': {                                                           // BINGET
+        RETURN_IF_ERROR(Need(1));
+        ASSIGN_OR_RETURN(Ref v, Get(*p_++));
+        RETURN_IF_ERROR(Push(v));
+        break;
+      }
+      case 'j': {                                                           // LONG_BINGET
+        RETURN_IF_ERROR(Need(4));
+        ASSIGN_OR_RETURN(Ref v, Get(LoadLE<uint32_t>(p_)));
+        p_ += 4;
+        RETURN_IF_ERROR(Push(v));
+        break;
+      }
+      case 'Q': {                                                           // BINPERSID
+        ASSIGN_OR_RETURN(Ref pid, Pop());
+        Ref v = Make(K::kPersid);
+        v->items.push_back(pid);
+        RETURN_IF_ERROR(Push(v));
+        break;
+      }
+      case 'R': case 0x81: {                                                // REDUCE, NEWOBJ
+        ASSIGN_OR_RETURN(Ref args, Pop());
+        ASSIGN_OR_RETURN(Ref func, Pop());
+        // An OrderedDict is built empty and filled by SETITEMS.
+        if (func->kind == K::kGlobal && func->s == "collections OrderedDict") {
+          RETURN_IF_ERROR(Push(Make(K::kDict)));
+          break;
+        }
+        Ref v = Make(K::kReduce);
+        v->items = {func, args};
+        RETURN_IF_ERROR(Push(v));
+        break;
+      }
+      case 'b': {                                                           // BUILD: state is not needed
+        ASSIGN_OR_RETURN(Ref state, Pop());
+        (void)state;
+        if (stack_.empty()) return Corruption("pickle builds nothing");
+        break;
+      }
+      case '0': { ASSIGN_OR_RETURN(Ref dropped, Pop()); (void)dropped; break; }  // POP
+      default: {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02x", op);
+        return Unsupported(std::string("pickle opcode ") + hex + " is not supported");
+      }
+    }
+  }
+  return Corruption("pickle has no STOP");
+}
+
+// Walks the unpickled structure in order; the first tensor path that
+// reaches a storage names it. Shared values are visited once.
+class Walker {
+ public:
+  void Walk(const Ref& v, const std::string& path, size_t depth) {
+    if (depth > kMaxDepth || !seen_.insert(v.get()).second) return;
+    using K = Value::Kind;
+    switch (v->kind) {
+      case K::kDict:
+        for (const auto& [key, value] : v->dict) Walk(value, Join(path, Key(key)), depth + 1);
+        break;
+      case K::kList:
+      case K::kTuple:
+        for (size_t i = 0; i < v->items.size(); ++i) Walk(v->items[i], Join(path, std::to_string(i)), depth + 1);
+        break;
+      case K::kReduce: {
+        const Ref& args = v->items[1];
+        // _rebuild_tensor_v2(storage, offset, size, stride, ...) and its
+        // relatives: the first argument is the storage's persistent id.
+        if (args->kind == K::kTuple && !args->items.empty() && args->items[0]->kind == K::kPersid) {
+          Storage(args->items[0], path);
+          break;
+        }
+        Walk(args, path, depth + 1);  // nn.Parameter wraps a tensor: same path
+        break;
+      }
+      case K::kPersid:
+        Storage(v, path);
+        break;
+      default:
+        break;
+    }
+  }
+  std::vector<TorchStorage> Take() { return std::move(storages_); }
+
+ private:
+  static std::string Join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "/" + b; }
+  static std::string Key(const Ref& k) {
+    if (k->kind == Value::Kind::kString) return k->s;
+    if (k->kind == Value::Kind::kInt) return std::to_string(k->i);
+    return "?";
+  }
+  // ('storage', <class>, key, location, numel)
+  void Storage(const Ref& persid, const std::string& path) {
+    const Ref& pid = persid->items[0];
+    if (pid->kind != Value::Kind::kTuple || pid->items.size() < 3) return;
+    const Ref& cls = pid->items[1];
+    const Ref& key = pid->items[2];
+    if (key->kind != Value::Kind::kString || known_.count(key->s) != 0) return;
+    known_.insert(key->s);
+    TorchStorage s;
+    s.key = key->s;
+    s.name = path;
+    if (cls->kind == Value::Kind::kGlobal) {
+      const size_t space = cls->s.find(' ');
+      s.dtype = TorchStorageDType(space == std::string::npos ? cls->s : cls->s.substr(space + 1));
+    }
+    storages_.push_back(std::move(s));
+  }
+
+  std::set<const Value*> seen_;
+  std::set<std::string> known_;
+  std::vector<TorchStorage> storages_;
+};
+
+}  // namespace
+
+std::optional<codec::DType> TorchStorageDType(const std::string& class_name) {
+  using codec::DType;
+  static const std::map<std::string, DType> kTypes = {
+      {"FloatStorage", DType::kF32},  {"DoubleStorage", DType::kF64}, {"HalfStorage", DType::kF16},
+      {"BFloat16Storage", DType::kBF16}, {"LongStorage", DType::kI64}, {"IntStorage", DType::kI32},
+      {"ShortStorage", DType::kI16},  {"CharStorage", DType::kI8},    {"ByteStorage", DType::kU8},
+      {"BoolStorage", DType::kBool},
+      // Newer torch may name the dtype itself.
+      {"float32", DType::kF32},       {"float64", DType::kF64},       {"float16", DType::kF16},
+      {"bfloat16", DType::kBF16},     {"int64", DType::kI64},         {"int32", DType::kI32},
+      {"int16", DType::kI16},         {"int8", DType::kI8},           {"uint8", DType::kU8},
+      {"bool", DType::kBool},
+  };
+  auto it = kTypes.find(class_name);
+  if (it == kTypes.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<std::vector<TorchStorage>> ReadTorchPickle(const uint8_t* data, size_t size) {
+  Machine machine(data, size);
+  ASSIGN_OR_RETURN(Ref top, machine.Run());
+  Walker walker;
+  walker.Walk(top, "", 0);
+  return walker.Take();
+}
+
+}  // namespace zipnn::formats
