@@ -197,6 +197,20 @@ TEST_CASE("a delta matches tensors by name, so the base may differ in size") {
         std::string::npos);
 }
 
+TEST_CASE("torch.save checkpoints are read as pytorch, stored and restored as deltas") {
+  const std::string base = kData + "pt-gpt/step-000020.pt", next = kData + "pt-gpt/step-000040.pt";
+  const std::string obj = Tmp() + "/pt.zipnn", back = Tmp() + "/pt.out";
+  Run c = Zipnn("compress " + next + " --base " + base + " -f -o " + obj);
+  REQUIRE(c.code == 0);
+  CHECK(c.out.find(", pytorch, 68 tensors in ") != std::string::npos);
+  CHECK(c.err.empty());
+  REQUIRE(Zipnn("decompress " + obj + " --base " + base + " -f -o " + back).code == 0);
+  CHECK(Slurp(back) == Slurp(next));
+  Run forced = Zipnn("compress " + next + " --format safetensors -f -q -o " + obj);
+  CHECK(forced.code == 0);
+  CHECK(forced.err.find("warning: ") == 0);  // not safetensors: raw, with a warning
+}
+
 TEST_CASE("an empty file round-trips") {
   const std::string empty = Tmp() + "/empty.bin", obj = Tmp() + "/empty.zipnn", back = Tmp() + "/empty.out";
   { std::ofstream f(empty, std::ios::binary | std::ios::trunc); }

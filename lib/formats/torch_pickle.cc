@@ -12,11 +12,14 @@ namespace zipnn::formats {
 namespace {
 
 // Limits against hostile pickles.
-constexpr size_t kMaxValues = 1u << 22;
+constexpr size_t kMaxValues = 1u << 20;  // about 120 MB at worst
 constexpr size_t kMaxDepth = 200;
 
+// Values live in the machine's arena and refer to each other by plain
+// pointers: a hostile pickle can make a list contain itself, which
+// reference counting would leak.
 struct Value;
-using Ref = std::shared_ptr<Value>;
+using Ref = Value*;
 
 struct Value {
   enum class Kind { kNone, kInt, kFloat, kString, kGlobal, kTuple, kList, kDict, kPersid, kReduce, kOther };
@@ -27,19 +30,19 @@ struct Value {
   std::vector<std::pair<Ref, Ref>> dict;  // dict entries in order
 };
 
-Ref Make(Value::Kind kind) {
-  auto v = std::make_shared<Value>();
-  v->kind = kind;
-  return v;
-}
-
 class Machine {
  public:
   Machine(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
 
+  // The result belongs to the machine and lives as long as it.
   Result<Ref> Run();
 
  private:
+  Ref Make(Value::Kind kind) {
+    arena_.push_back(std::make_unique<Value>());
+    arena_.back()->kind = kind;
+    return arena_.back().get();
+  }
   Status Need(size_t n) const {
     return static_cast<size_t>(end_ - p_) >= n ? OkStatus() : Corruption("pickle ends inside an opcode");
   }
@@ -58,7 +61,7 @@ class Machine {
   }
   Status Push(Ref v) {
     if (++count_ > kMaxValues) return Corruption("pickle has too many values");
-    stack_.push_back(std::move(v));
+    stack_.push_back(v);
     return OkStatus();
   }
   Result<std::string> Text(size_t n) {
@@ -94,6 +97,7 @@ class Machine {
 
   const uint8_t* p_;
   const uint8_t* end_;
+  std::vector<std::unique_ptr<Value>> arena_;
   std::vector<Ref> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint32_t, Ref> memo_;
@@ -277,7 +281,7 @@ Result<Ref> Machine::Run() {
 class Walker {
  public:
   void Walk(const Ref& v, const std::string& path, size_t depth) {
-    if (depth > kMaxDepth || !seen_.insert(v.get()).second) return;
+    if (depth > kMaxDepth || !seen_.insert(v).second) return;
     using K = Value::Kind;
     switch (v->kind) {
       case K::kDict:
