@@ -1,5 +1,6 @@
 #include "lib/formats/file_layout.h"
 
+#include <algorithm>
 #include <map>
 
 namespace zipnn::formats {
@@ -108,6 +109,16 @@ const char* FormatName(Format f) {
     case Format::kPytorch: return "pytorch";
   }
   return "?";
+}
+
+std::optional<std::pair<std::string, std::string>> SortTensors(std::vector<Tensor>& tensors) {
+  std::sort(tensors.begin(), tensors.end(), [](const Tensor& a, const Tensor& b) { return a.offset < b.offset; });
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    if (tensors[i - 1].offset + tensors[i - 1].length > tensors[i].offset) {
+      return std::make_pair(tensors[i - 1].name, tensors[i].name);
+    }
+  }
+  return std::nullopt;
 }
 
 Layout ToRegions(const FileLayout& file) {

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,10 @@ struct FileLayout {
   // Why a file that looked like a checkpoint is stored as raw bytes.
   std::vector<std::string> warnings;
 };
+
+// Sorts tensors by offset. Returns the names of the first two that
+// overlap, if any (a reader then falls back to raw).
+std::optional<std::pair<std::string, std::string>> SortTensors(std::vector<Tensor>& tensors);
 
 // Regions for a standalone object: each tensor a region of its dtype, each
 // gap a region of bytes; neighbours merged when they can share chunks (same

@@ -75,13 +75,8 @@ Result<FileLayout> ReadPytorch(const ByteSource& file) {
     t.shape = {t.length / static_cast<uint64_t>(codec::DTypeWidth(t.dtype))};
     layout.tensors.push_back(std::move(t));
   }
-  std::sort(layout.tensors.begin(), layout.tensors.end(),
-            [](const Tensor& a, const Tensor& b) { return a.offset < b.offset; });
-  for (size_t i = 1; i < layout.tensors.size(); ++i) {
-    const Tensor& a = layout.tensors[i - 1];
-    if (a.offset + a.length > layout.tensors[i].offset) {
-      return Raw(file, "has overlapping members '" + a.name + "' and '" + layout.tensors[i].name + "'");
-    }
+  if (auto overlap = SortTensors(layout.tensors)) {
+    return Raw(file, "has overlapping members '" + overlap->first + "' and '" + overlap->second + "'");
   }
   return layout;
 }

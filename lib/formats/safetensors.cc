@@ -110,13 +110,8 @@ Result<FileLayout> ReadSafetensors(const ByteSource& file) {
     }
     layout.tensors.push_back(std::move(t));
   }
-  std::sort(layout.tensors.begin(), layout.tensors.end(),
-            [](const Tensor& a, const Tensor& b) { return a.offset < b.offset; });
-  for (size_t i = 1; i < layout.tensors.size(); ++i) {
-    const Tensor& a = layout.tensors[i - 1];
-    if (a.offset + a.length > layout.tensors[i].offset) {
-      return Raw(file, "has overlapping tensors '" + a.name + "' and '" + layout.tensors[i].name + "'");
-    }
+  if (auto overlap = SortTensors(layout.tensors)) {
+    return Raw(file, "has overlapping tensors '" + overlap->first + "' and '" + overlap->second + "'");
   }
   return layout;
 }
