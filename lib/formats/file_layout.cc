@@ -111,6 +111,14 @@ const char* FormatName(Format f) {
   return "?";
 }
 
+FileLayout RawLayout(uint64_t size, std::string warning) {
+  FileLayout raw;
+  raw.format = Format::kRaw;
+  raw.size = size;
+  raw.warnings.push_back(std::move(warning));
+  return raw;
+}
+
 std::optional<std::pair<std::string, std::string>> SortTensors(std::vector<Tensor>& tensors) {
   std::sort(tensors.begin(), tensors.end(), [](const Tensor& a, const Tensor& b) { return a.offset < b.offset; });
   for (size_t i = 1; i < tensors.size(); ++i) {

@@ -35,6 +35,9 @@ struct FileLayout {
   std::vector<std::string> warnings;
 };
 
+// The whole file as raw bytes, with one warning.
+FileLayout RawLayout(uint64_t size, std::string warning);
+
 // Sorts tensors by offset. Returns the names of the first two that
 // overlap, if any (a reader then falls back to raw).
 std::optional<std::pair<std::string, std::string>> SortTensors(std::vector<Tensor>& tensors);

@@ -12,11 +12,7 @@ namespace zipnn::formats {
 namespace {
 
 FileLayout Raw(const ByteSource& file, const std::string& problem) {
-  FileLayout raw;
-  raw.format = Format::kRaw;
-  raw.size = file.size();
-  raw.warnings.push_back(file.name() + ": torch zip " + problem + "; stored as raw bytes");
-  return raw;
+  return RawLayout(file.size(), file.name() + ": torch zip " + problem + "; stored as raw bytes");
 }
 
 bool EndsWith(const std::string& s, const std::string& tail) {

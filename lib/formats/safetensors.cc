@@ -14,11 +14,7 @@ namespace {
 using Json = nlohmann::json;
 
 FileLayout Raw(const ByteSource& file, const std::string& problem) {
-  FileLayout raw;
-  raw.format = Format::kRaw;
-  raw.size = file.size();
-  raw.warnings.push_back(file.name() + ": safetensors header " + problem + "; stored as raw bytes");
-  return raw;
+  return RawLayout(file.size(), file.name() + ": safetensors header " + problem + "; stored as raw bytes");
 }
 
 // a * b, or nullopt on overflow.
