@@ -1,5 +1,6 @@
 // git zipnn inspect: what an object holds and how each byte group was coded.
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include "cmd/command.h"
@@ -37,6 +38,19 @@ Status RunInspect(const std::string& path) {
     std::string delta = r.delta ? "xor base@" + std::to_string(r.base_offset) : "-";
     std::printf("%-7zu %-8s %14llu %14llu  %s\n", i, std::string(codec::DTypeName(r.dtype)).c_str(),
                 static_cast<unsigned long long>(r.offset), static_cast<unsigned long long>(r.length), delta.c_str());
+  }
+
+  // Per dtype: what each kind of data costs (weights, counters, headers).
+  std::map<std::string, std::pair<uint64_t, uint64_t>> by_dtype;  // raw, stored (records)
+  for (size_t i = 0; i < stats.size(); ++i) {
+    auto& [raw, stored] = by_dtype[std::string(codec::DTypeName(h.layout.regions[i].dtype))];
+    raw += h.layout.regions[i].length;
+    stored += stats[i].record_bytes;
+  }
+  std::printf("\n%-8s %14s %14s %8s\n", "dtype", "raw", "stored", "ratio");
+  for (const auto& [name, sizes] : by_dtype) {
+    std::printf("%-8s %14llu %14llu %8s\n", name.c_str(), static_cast<unsigned long long>(sizes.first),
+                static_cast<unsigned long long>(sizes.second), Percent(sizes.second, sizes.first).c_str());
   }
 
   std::printf("\n%-7s %-6s %14s %14s %8s   chunks by coder\n", "region", "group", "raw", "stored", "ratio");

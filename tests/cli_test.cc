@@ -102,6 +102,8 @@ TEST_CASE("inspect shows kind, layout and the coder of each byte group") {
   CHECK(r.out.find("exp") != std::string::npos);
   CHECK(r.out.find("man0") != std::string::npos);
   CHECK(r.out.find("xor base@0") != std::string::npos);
+  // Per dtype totals: here one bf16 region covers the file.
+  CHECK(r.out.find("\ndtype               raw         stored    ratio\nbf16             117764") != std::string::npos);
 }
 
 TEST_CASE("errors are one line on stderr with a non-zero exit code") {
