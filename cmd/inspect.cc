@@ -35,7 +35,10 @@ Status RunInspect(const std::string& path) {
   std::printf("%-7s %-8s %14s %14s  %s\n", "region", "dtype", "offset", "length", "delta");
   for (size_t i = 0; i < h.layout.regions.size(); ++i) {
     const container::Region& r = h.layout.regions[i];
-    std::string delta = r.delta ? "xor base@" + std::to_string(r.base_offset) : "-";
+    std::string delta = r.delta ? "xor base@" + std::to_string(r.base_offset)
+                        : r.prefix_length > 0 ? "zstd after base@" + std::to_string(r.base_offset) + "+" +
+                                                    std::to_string(r.prefix_length)
+                                              : "-";
     std::printf("%-7zu %-8s %14llu %14llu  %s\n", i, std::string(codec::DTypeName(r.dtype)).c_str(),
                 static_cast<unsigned long long>(r.offset), static_cast<unsigned long long>(r.length), delta.c_str());
   }

@@ -25,6 +25,8 @@ constexpr Golden kGolden[] = {
      container::ObjectKind::kDelta, 1},
     {"v1/cnn-bf16-step120-delta80-rans.zipnn", "cnn-bf16/step-000120.safetensors", "cnn-bf16/step-000080.safetensors",
      container::ObjectKind::kDelta, 1},
+    {"v1/pt-cnn-step80-delta40.zipnn", "pt-cnn/step-000080.pt", "pt-cnn/step-000040.pt", container::ObjectKind::kDelta,
+     10},
     {"v1/cnn-fp32-step200-chunk16k.zipnn", "cnn-fp32/step-000200.safetensors", nullptr, container::ObjectKind::kBase, 15},
     {"v1/cnn-fp32-step160-zstd19.zipnn", "cnn-fp32/step-000160.safetensors", nullptr, container::ObjectKind::kBase, 1},
     {"v1/cnn-fp32-step120-bytes.zipnn", "cnn-fp32/step-000120.safetensors", nullptr, container::ObjectKind::kBase, 1},

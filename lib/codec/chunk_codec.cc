@@ -39,7 +39,7 @@ ChunkEncoder::ChunkEncoder(CoderPolicy policy, int zstd_level)
     : groups_(policy, zstd_level, /*prefer_lz=*/false), zstd_level_(zstd_level) {}
 
 void ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base,
-                          Buffer& out) {
+                          Buffer& out, const uint8_t* prefix, size_t prefix_size) {
   if (base != nullptr) {
     xor_.Resize(n);
     XorTo(xor_.data(), raw, base, n);
@@ -53,6 +53,7 @@ void ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8
   groups_.set_zstd_level(dtype == DType::kBytes && n <= kSmallOpaqueBytes ? std::max(zstd_level_, kSmallOpaqueLevel)
                                                                          : zstd_level_);
   groups_.set_delta(base != nullptr);
+  groups_.set_zstd_prefix(prefix, prefix_size);
 
   const int count = GroupCount(dtype, n);
   const size_t table = out.size() + 1;
@@ -79,8 +80,10 @@ void ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8
 }
 
 Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, size_t n,
-                            const uint8_t* base, uint8_t* out) {
+                            const uint8_t* base, uint8_t* out, const uint8_t* prefix,
+                            size_t prefix_size) {
   ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, record, size, n));
+  groups_.set_zstd_prefix(prefix, prefix_size);
   grouped_.Resize(n);
   const uint8_t* payload = record + g.payload_start;
   for (int i = 0; i < g.count; ++i) {

@@ -53,8 +53,9 @@ class ChunkEncoder {
 
   void Reset() { skip_.fill(0); }
   // Appends the record for n bytes of `raw` (XORed with `base` when it is
-  // not null) to `out`.
-  void Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base, Buffer& out);
+  // not null) to `out`. A non-empty `prefix` is history for zstd groups.
+  void Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base, Buffer& out,
+              const uint8_t* prefix = nullptr, size_t prefix_size = 0);
 
  private:
   GroupEncoder groups_;
@@ -66,10 +67,11 @@ class ChunkEncoder {
 
 class ChunkDecoder {
  public:
-  // Decodes a record into n bytes at `out` (XORing `base` when not null).
+  // Decodes a record into n bytes at `out` (XORing `base` when not null;
+  // `prefix` is the history its zstd groups were made with).
   // The record must be readable kDecoderReadPadding bytes past `size`.
   Status Decode(DType dtype, const uint8_t* record, size_t size, size_t n, const uint8_t* base,
-                uint8_t* out);
+                uint8_t* out, const uint8_t* prefix = nullptr, size_t prefix_size = 0);
 
  private:
   GroupDecoder groups_;

@@ -115,7 +115,16 @@ std::optional<Coder> GroupEncoder::TryZstd(const uint8_t* in, size_t n, Buffer& 
   const size_t start = out.size();
   const size_t bound = ZSTD_compressBound(n);
   uint8_t* dst = out.Extend(bound);
-  const size_t got = ZSTD_compressCCtx(zstd_, dst, bound, in, n, zstd_level_);
+  size_t got;
+  if (prefix_size_ > 0) {
+    // A prefix holds for one frame only; parameters are set anew each time.
+    ZSTD_CCtx_reset(zstd_, ZSTD_reset_session_and_parameters);
+    ZSTD_CCtx_setParameter(zstd_, ZSTD_c_compressionLevel, zstd_level_);
+    ZSTD_CCtx_refPrefix(zstd_, prefix_, prefix_size_);
+    got = ZSTD_compress2(zstd_, dst, bound, in, n);
+  } else {
+    got = ZSTD_compressCCtx(zstd_, dst, bound, in, n, zstd_level_);
+  }
   if (ZSTD_isError(got) ||
       static_cast<double>(got) > static_cast<double>(n) * (1 - AutoRule::kMinSaving)) {
     out.Resize(start);
@@ -216,6 +225,10 @@ Status GroupDecoder::Decode(Coder coder, const uint8_t* payload, size_t size, ui
     case Coder::kRans:
       return rans_.Decode(payload, size, out, n);
     case Coder::kZstd: {
+      if (prefix_size_ > 0) {
+        ZSTD_DCtx_reset(zstd_, ZSTD_reset_session_and_parameters);
+        ZSTD_DCtx_refPrefix(zstd_, prefix_, prefix_size_);
+      }
       const size_t got = ZSTD_decompressDCtx(zstd_, out, n, payload, size);
       if (ZSTD_isError(got)) return Corruption(std::string("zstd group: ") + ZSTD_getErrorName(got));
       if (got != n) return Corruption("zstd group decodes to " + std::to_string(got) + " bytes, expected " + std::to_string(n));

@@ -90,6 +90,9 @@ class GroupEncoder {
 
   void set_prefer_lz(bool v) { prefer_lz_ = v; }
   void set_zstd_level(int level) { zstd_level_ = level; }
+  // zstd frames of the following groups use these bytes as history (a
+  // base's header for a header); empty for none. Must outlive Encode.
+  void set_zstd_prefix(const uint8_t* p, size_t n) { prefix_ = p, prefix_size_ = n; }
   // Groups of a delta region (XOR with a base) weigh size over speed.
   void set_delta(bool v) { delta_ = v; }
 
@@ -106,6 +109,8 @@ class GroupEncoder {
   int zstd_level_;
   bool prefer_lz_;
   bool delta_ = false;
+  const uint8_t* prefix_ = nullptr;
+  size_t prefix_size_ = 0;
   ZSTD_CCtx* zstd_ = nullptr;
   HuffmanEncoder huffman_;
   RansEncoder rans_;
@@ -121,9 +126,13 @@ class GroupDecoder {
   // Decodes `size` payload bytes into exactly n bytes. The payload must be
   // readable kDecoderReadPadding bytes past its end.
   Status Decode(Coder coder, const uint8_t* payload, size_t size, uint8_t* out, size_t n);
+  // The history zstd frames were made with (GroupEncoder::set_zstd_prefix).
+  void set_zstd_prefix(const uint8_t* p, size_t n) { prefix_ = p, prefix_size_ = n; }
 
  private:
   ZSTD_DCtx* zstd_ = nullptr;
+  const uint8_t* prefix_ = nullptr;
+  size_t prefix_size_ = 0;
   RansDecoder rans_;
 };
 

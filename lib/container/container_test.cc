@@ -297,3 +297,34 @@ TEST_CASE("rejects an index whose records do not fill the object") {
 
 }  // namespace
 }  // namespace zipnn::container
+
+namespace zipnn::container {
+namespace {
+
+TEST_CASE("prefixed regions round-trip and their fields are checked") {
+  std::string header_a = R"({"w":{"dtype":"F32","shape":[100],"data_offsets":[0,400]},"__metadata__":{"step":"100"}})";
+  std::string header_b = R"({"w":{"dtype":"F32","shape":[100],"data_offsets":[0,400]},"__metadata__":{"step":"200","note":"x"}})";
+  std::vector<uint8_t> base(header_a.begin(), header_a.end());
+  std::vector<uint8_t> target(header_b.begin(), header_b.end());
+  Layout layout;
+  layout.regions.push_back(Region{DType::kBytes, 0, target.size(), false, 0, base.size()});
+  const std::vector<uint8_t> obj = Encode(target, layout, 2, &base);
+  auto back = Decode(obj, 2, &base);
+  REQUIRE(back.ok());
+  CHECK(*back == target);
+
+  Layout bad = layout;
+  bad.regions[0].dtype = DType::kF32;
+  CHECK(bad.Validate(target.size(), base.size()).message() == "region 0 is prefixed but not opaque bytes");
+  bad = layout;
+  bad.regions[0].delta = true;
+  CHECK(bad.Validate(target.size(), base.size()).message() == "region 0 is both XORed and prefixed");
+  bad = layout;
+  bad.regions[0].prefix_length = base.size() + 1;
+  CHECK(bad.Validate(target.size(), base.size()).message() == "region 0 takes a prefix past the end of its base");
+  bad.regions[0].prefix_length = kMaxPrefixBytes + 1;
+  CHECK(bad.Validate(target.size(), 1u << 22).message() == "region 0 has a prefix over 1 MiB");
+}
+
+}  // namespace
+}  // namespace zipnn::container

@@ -46,9 +46,10 @@ void AppendHeader(const ObjectHeader& h, Buffer& out) {
   uint8_t* e = p + kHeaderBytes;
   for (const Region& r : h.layout.regions) {
     e[0] = static_cast<uint8_t>(r.dtype);
-    e[1] = r.delta ? kRegionFlagDelta : 0;
+    e[1] = static_cast<uint8_t>((r.delta ? kRegionFlagDelta : 0) | (r.prefix_length > 0 ? kRegionFlagPrefix : 0));
+    for (int k = 0; k < 6; ++k) e[2 + k] = static_cast<uint8_t>(r.prefix_length >> (8 * k));  // 48 bits
     StoreLE<uint64_t>(e + 8, r.length);
-    StoreLE<uint64_t>(e + 16, r.delta ? r.base_offset : 0);
+    StoreLE<uint64_t>(e + 16, r.delta || r.prefix_length > 0 ? r.base_offset : 0);
     e += kRegionEntryBytes;
   }
   // The checksum covers bytes 0..55 and the region table.
@@ -125,7 +126,8 @@ Result<ObjectInfo> ReadObjectInfo(const ByteSource& object) {
     const uint8_t* e = table + kRegionEntryBytes * i;
     std::optional<codec::DType> dtype = codec::DTypeFromByte(e[0]);
     if (!dtype) return Bad(object, "region " + std::to_string(i) + " has unknown dtype " + std::to_string(e[0]));
-    if ((e[1] & ~kRegionFlagDelta) != 0 || !AllZero(e + 2, 6)) {
+    const bool prefixed = (e[1] & kRegionFlagPrefix) != 0;
+    if ((e[1] & ~(kRegionFlagDelta | kRegionFlagPrefix)) != 0 || (!prefixed && !AllZero(e + 2, 6))) {
       return Bad(object, "region " + std::to_string(i) + " has reserved bits set");
     }
     Region r;
@@ -134,8 +136,14 @@ Result<ObjectInfo> ReadObjectInfo(const ByteSource& object) {
     r.offset = offset;
     r.length = LoadLE<uint64_t>(e + 8);
     r.base_offset = LoadLE<uint64_t>(e + 16);
-    if (r.delta && hd.kind != ObjectKind::kDelta) return Bad(object, "delta region in a base object");
-    if (!r.delta && r.base_offset != 0) return Bad(object, "region " + std::to_string(i) + " has a base offset but is not a delta");
+    if (prefixed) {
+      for (int k = 0; k < 6; ++k) r.prefix_length |= static_cast<uint64_t>(e[2 + k]) << (8 * k);
+      if (r.prefix_length == 0) return Bad(object, "region " + std::to_string(i) + " has an empty prefix");
+    }
+    if ((r.delta || prefixed) && hd.kind != ObjectKind::kDelta) return Bad(object, "delta region in a base object");
+    if (!r.delta && !prefixed && r.base_offset != 0) {
+      return Bad(object, "region " + std::to_string(i) + " has a base offset but is not a delta");
+    }
     if (r.length > UINT64_MAX - offset) return Bad(object, "region lengths overflow");
     offset += r.length;
     hd.layout.regions.push_back(r);

@@ -27,6 +27,7 @@ inline constexpr size_t kHeaderBytes = 64;
 // "Region table"
 inline constexpr size_t kRegionEntryBytes = 24;
 inline constexpr uint8_t kRegionFlagDelta = 1;
+inline constexpr uint8_t kRegionFlagPrefix = 2;
 // "Chunk index"
 inline constexpr size_t kIndexEntryBytes = 16;
 // "Trailer"

@@ -6,7 +6,7 @@ namespace zipnn::container {
 
 Layout Layout::Single(codec::DType dtype, uint64_t size) {
   Layout l;
-  if (size > 0) l.regions.push_back(Region{dtype, 0, size, false, 0});
+  if (size > 0) l.regions.push_back(Region{dtype, 0, size, false, 0, 0});
   return l;
 }
 
@@ -27,8 +27,16 @@ Status Layout::Validate(uint64_t expected_size, uint64_t base_size) const {
     if (r.offset != next) return Corruption(where + " does not start where the previous one ends");
     if (r.length > UINT64_MAX - r.offset) return Corruption(where + " length overflows");
     next = r.offset + r.length;
+    if (r.delta && r.prefix_length > 0) return Corruption(where + " is both XORed and prefixed");
     if (r.delta && (r.base_offset > base_size || r.length > base_size - r.base_offset)) {
       return Corruption(where + " reads past the end of its base");
+    }
+    if (r.prefix_length > 0) {
+      if (r.dtype != codec::DType::kBytes) return Corruption(where + " is prefixed but not opaque bytes");
+      if (r.prefix_length > kMaxPrefixBytes) return Corruption(where + " has a prefix over 1 MiB");
+      if (r.base_offset > base_size || r.prefix_length > base_size - r.base_offset) {
+        return Corruption(where + " takes a prefix past the end of its base");
+      }
     }
   }
   if (next != expected_size) {

@@ -1,6 +1,8 @@
 // Layout: how a checkpoint's bytes divide into regions of one dtype each.
 // Regions are contiguous and cover every byte exactly once, in order. A
 // delta region is XORed with the base checkpoint's bytes at base_offset.
+// A prefixed region (opaque bytes only) is coded with zstd against the
+// base's bytes [base_offset, base_offset + prefix_length) as history.
 // Plain data; thread-compatible.
 #pragma once
 
@@ -17,8 +19,12 @@ struct Region {
   uint64_t offset = 0;
   uint64_t length = 0;
   bool delta = false;
-  uint64_t base_offset = 0;  // meaningful when delta
+  uint64_t base_offset = 0;    // meaningful when delta or prefixed
+  uint64_t prefix_length = 0;  // > 0: prefixed (not with delta)
 };
+
+// Prefixes are headers, pickles, directories: at most this long.
+inline constexpr uint64_t kMaxPrefixBytes = 1u << 20;
 
 struct Layout {
   std::vector<Region> regions;

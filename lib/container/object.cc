@@ -85,9 +85,14 @@ class FreeList {
   std::vector<std::unique_ptr<T>> free_;
 };
 
-// Reads the base bytes a delta region's chunks are XORed with.
+// Reads the base bytes a region's chunks need: for a delta region the
+// bytes its stripe is XORed with, for a prefixed one the whole prefix.
 Status ReadBase(const ByteSource& base, const Region& region, uint64_t raw_offset, size_t n,
                 Buffer& out) {
+  if (region.prefix_length > 0) {
+    out.Resize(region.prefix_length);
+    return base.ReadAt(region.base_offset, out.data(), region.prefix_length);
+  }
   out.Resize(n);
   return base.ReadAt(region.base_offset + (raw_offset - region.offset), out.data(), n);
 }
@@ -120,7 +125,9 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   Status valid = layout.Validate(input.size(), base_size);
   if (!valid.ok()) return InvalidArgument(input.name() + ": layout does not fit: " + valid.message());
   for (const Region& r : layout.regions) {
-    if (r.delta && base == nullptr) return InvalidArgument(input.name() + ": delta region without a base");
+    if ((r.delta || r.prefix_length > 0) && base == nullptr) {
+      return InvalidArgument(input.name() + ": delta region without a base");
+    }
   }
 
   ObjectHeader header;
@@ -159,7 +166,8 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
     e->records.Reserve(stripe.length + 64 * stripe.count);
     e->refs.clear();
     RETURN_IF_ERROR(input.ReadAt(stripe.offset, e->raw.data(), stripe.length));
-    if (region.delta) RETURN_IF_ERROR(ReadBase(*base->source, region, stripe.offset, stripe.length, e->base));
+    const bool prefixed = region.prefix_length > 0;
+    if (region.delta || prefixed) RETURN_IF_ERROR(ReadBase(*base->source, region, stripe.offset, stripe.length, e->base));
     auto encoder = encoders.Borrow();
     encoder->Reset();  // raw-skip memory never crosses a stripe
     for (size_t i = stripe.first; i < stripe.first + stripe.count; ++i) {
@@ -167,7 +175,8 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
       const uint64_t at = c.offset - stripe.offset;
       const size_t before = e->records.size();
       encoder->Encode(region.dtype, e->raw.data() + at, c.length,
-                      region.delta ? e->base.data() + at : nullptr, e->records);
+                      region.delta ? e->base.data() + at : nullptr, e->records,
+                      prefixed ? e->base.data() : nullptr, prefixed ? e->base.size() : 0);
       ChunkRef ref;
       ref.span = c;
       ref.record_size = static_cast<uint32_t>(e->records.size() - before);
@@ -250,7 +259,8 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
     Decoded d = spare.Take();
     d->records.Resize(records_size + codec::kDecoderReadPadding);
     RETURN_IF_ERROR(object.ReadAt(first.record_offset, d->records.data(), records_size));
-    if (region.delta) RETURN_IF_ERROR(ReadBase(*base, region, stripe.offset, stripe.length, d->base));
+    const bool prefixed = region.prefix_length > 0;
+    if (region.delta || prefixed) RETURN_IF_ERROR(ReadBase(*base, region, stripe.offset, stripe.length, d->base));
     d->raw.Resize(stripe.length);
     auto decoder = decoders.Borrow();
     for (size_t i = stripe.first; i < stripe.first + stripe.count; ++i) {
@@ -262,7 +272,8 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
       }
       const uint64_t at = c.span.offset - stripe.offset;
       Status st = decoder->Decode(region.dtype, record, c.record_size, c.span.length,
-                                  region.delta ? d->base.data() + at : nullptr, d->raw.data() + at);
+                                  region.delta ? d->base.data() + at : nullptr, d->raw.data() + at,
+                                  prefixed ? d->base.data() : nullptr, prefixed ? d->base.size() : 0);
       if (!st.ok()) return Corruption(ChunkName(object, index, c.span) + ": " + st.message());
     }
     if (positional) RETURN_IF_ERROR(out.WriteAt(stripe.offset - out_start, d->raw.data(), d->raw.size()));

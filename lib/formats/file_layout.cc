@@ -49,7 +49,8 @@ class RegionBuilder {
       Region& last = layout_.regions.back();
       const uint64_t last_width = static_cast<uint64_t>(codec::DTypeWidth(last.dtype));
       const uint64_t width = static_cast<uint64_t>(codec::DTypeWidth(r.dtype));
-      const bool same_kind = last.delta == r.delta && (!r.delta || last.base_offset + last.length == r.base_offset);
+      const bool same_kind = last.delta == r.delta && (!r.delta || last.base_offset + last.length == r.base_offset) &&
+                             last.prefix_length == 0 && r.prefix_length == 0;
       if (same_kind && last.length % last_width == 0) {
         if ((kind == Kind::kOpaque && last_opaque_) || (tiny && !last_opaque_ && r.length % last_width == 0)) {
           last.length += r.length;
@@ -167,6 +168,23 @@ Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base) {
         if (b != nullptr && a != nullptr && a->offset >= b->offset + b->length &&
             a->offset - (b->offset + b->length) == n) {
           return Region{codec::DType::kBytes, at, n, true, b->offset + b->length};
+        }
+        // Otherwise the base's corresponding opaque range, if it has one,
+        // is zstd history: its header before the first tensor, its tail
+        // after the last, its gap between the twins. Small gaps (zip local
+        // headers) are not worth it: they join the typed run before them.
+        uint64_t from = 0, to = 0;
+        if (before == nullptr) {
+          to = base_head;
+        } else if (after == nullptr) {
+          from = base.tensors.empty() ? 0 : base.tensors.back().offset + base.tensors.back().length;
+          to = base.size;
+        } else if (n > RegionBuilder::kAbsorbBytes && b != nullptr && a != nullptr && a->offset > b->offset + b->length) {
+          from = b->offset + b->length;
+          to = a->offset;
+        }
+        if (to > from && to - from <= container::kMaxPrefixBytes) {
+          return Region{codec::DType::kBytes, at, n, false, from, to - from};
         }
         return Region{codec::DType::kBytes, at, n, false, 0};
       });

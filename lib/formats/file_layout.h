@@ -50,8 +50,10 @@ container::Layout ToRegions(const FileLayout& file);
 // Regions for a delta against `base`: a tensor whose twin in the base (same
 // name, dtype and shape) exists is XORed with it; other tensors are coded
 // standalone. An opaque range at the start (a header) of the same length
-// as the base's is XORed with it too. Adding, removing, renaming or
-// reordering tensors only costs the tensors that changed.
+// as the base's is XORed with it too; other opaque ranges are coded with
+// zstd against the base's corresponding range as history. Adding,
+// removing, renaming or reordering tensors only costs the tensors that
+// changed.
 container::Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base);
 
 }  // namespace zipnn::formats

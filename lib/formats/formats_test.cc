@@ -571,3 +571,27 @@ TEST_CASE("zip64 archives are read like classic ones") {
 
 }  // namespace
 }  // namespace zipnn::formats
+
+namespace zipnn::formats {
+namespace {
+
+TEST_CASE("an opaque range that changed is coded against the base's as zstd history") {
+  const std::vector<uint8_t> base = Load(kData + "cnn-bf16/step-000160.safetensors");
+  std::vector<Entry> entries = EntriesOf(Load(kData + "cnn-bf16/step-000200.safetensors"));
+  entries.push_back(Entry{"head.scale", "BF16", {4}, std::vector<uint8_t>(8, 0x3f)});
+  const std::vector<uint8_t> target = MakeSafetensors(entries);
+  const container::Layout with = ToDeltaRegions(LayoutOf(target), LayoutOf(base));
+  REQUIRE(with.Validate(target.size(), base.size()).ok());
+  // The header grew by one entry: not XORable, but prefixed.
+  const uint64_t base_header = 8 + LoadLE<uint64_t>(base.data());
+  CHECK(with.regions[0].prefix_length == base_header);
+  CHECK(with.regions[0].base_offset == 0);
+  container::Layout without = with;
+  without.regions[0].prefix_length = 0;
+  const size_t prefixed = RoundTrip(target, with, &base).size();
+  const size_t plain = RoundTrip(target, without, &base).size();
+  CHECK(prefixed + 200 < plain);
+}
+
+}  // namespace
+}  // namespace zipnn::formats
