@@ -1,0 +1,42 @@
+// ObjectStore: objects addressed by the content id of the checkpoint they
+// hold, under <root>/<2 hex>/<2 hex>/<32 hex> (root is .git/zipnn/objects
+// unless configured elsewhere, e.g. a shared file system). Objects are
+// immutable and appear atomically: written to a temporary file in their
+// final folder, fsynced, then linked into place, so a reader sees a whole
+// object or none, and two writers of the same id both succeed with one
+// intact copy. Paths come from hex digits only: no id reaches outside the
+// root.
+//
+// Thread-safe and safe across processes (the file system arbitrates).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "lib/base/content_id.h"
+#include "lib/base/file.h"
+#include "lib/base/status.h"
+
+namespace zipnn::store {
+
+class ObjectStore {
+ public:
+  explicit ObjectStore(std::string root) : root_(std::move(root)) {}
+
+  const std::string& root() const { return root_; }
+  std::string PathOf(const ContentId& id) const;
+  bool Has(const ContentId& id) const;
+  // NotFound names the id and the store.
+  Result<ReadFile> Open(const ContentId& id) const;
+  // Stores the object `write` produces, unless the store has it already.
+  // If `write` fails nothing is left behind.
+  Status Put(const ContentId& id, const std::function<Status(AtomicFile&)>& write) const;
+
+ private:
+  std::string root_;
+};
+
+// mkdir -p.
+Status MakeDirectories(const std::string& path);
+
+}  // namespace zipnn::store

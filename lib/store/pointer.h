@@ -1,0 +1,40 @@
+// Pointer: the small text git versions in place of a checkpoint
+// (docs/pointer.md). It names the raw content only (id, size, format),
+// never how or where it is stored, so cleaning is deterministic and a
+// later repack never rewrites history. Exactly one encoding is valid:
+// Format and Parse are inverse, and Parse rejects every other spelling.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "lib/base/content_id.h"
+#include "lib/base/status.h"
+
+namespace zipnn::store {
+
+inline constexpr char kPointerFirstLine[] = "git-zipnn pointer 1\n";
+// Longer text is never a pointer (the longest valid one is ~130 bytes).
+inline constexpr size_t kMaxPointerBytes = 200;
+
+struct Pointer {
+  ContentId id;
+  uint64_t size = 0;
+  std::string format;  // "safetensors", "pytorch", "raw"
+
+  bool operator==(const Pointer& o) const { return id == o.id && size == o.size && format == o.format; }
+};
+
+std::string FormatPointer(const Pointer& p);
+
+// Whether `text` claims to be a pointer (its first line); such text that
+// does not parse is an error, anything else is content.
+bool LooksLikePointer(std::string_view text);
+
+// The pointer `text` encodes, or an InvalidArgument naming what is wrong.
+Result<Pointer> ParsePointer(std::string_view text);
+
+}  // namespace zipnn::store

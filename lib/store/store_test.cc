@@ -1,0 +1,144 @@
+// Tests of pointers (one valid encoding, every other rejected with a clear
+// message) and of the object store (layout, atomic and concurrent writes).
+#include <doctest/doctest.h>
+#include <dirent.h>
+
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lib/store/object_store.h"
+#include "lib/store/pointer.h"
+
+namespace zipnn::store {
+namespace {
+
+Pointer Sample() {
+  Pointer p;
+  p.id = *ContentId::FromHex("0123456789abcdef0123456789abcdef");
+  p.size = 117764;
+  p.format = "safetensors";
+  return p;
+}
+
+TEST_CASE("a pointer has exactly one encoding, well under 200 bytes") {
+  const std::string text = FormatPointer(Sample());
+  CHECK(text ==
+        "git-zipnn pointer 1\n"
+        "id xxh3-128:0123456789abcdef0123456789abcdef\n"
+        "size 117764\n"
+        "format safetensors\n");
+  CHECK(text.size() < 120);
+  auto back = ParsePointer(text);
+  REQUIRE(back.ok());
+  CHECK(*back == Sample());
+  CHECK(LooksLikePointer(text));
+  CHECK(!LooksLikePointer("PK\x03\x04 a zip"));
+  Pointer empty = Sample();
+  empty.size = 0;
+  CHECK(ParsePointer(FormatPointer(empty)).ok());
+}
+
+TEST_CASE("every other spelling of a pointer is rejected, saying why") {
+  const std::string good = FormatPointer(Sample());
+  auto reject = [](const std::string& text) { return ParsePointer(text).status().message(); };
+  CHECK(reject(good.substr(0, good.size() - 1)) == "pointer does not end with a newline");
+  CHECK(reject(good + "extra 1\n") == "pointer has 5 lines, not 4");
+  std::string crlf = good;
+  crlf.insert(crlf.find('\n'), "\r");
+  CHECK(reject(crlf) == "pointer does not start with 'git-zipnn pointer 1'");
+  std::string upper = good;
+  upper[upper.find("abcdef")] = 'A';
+  CHECK(reject(upper) == "pointer id is not 32 lowercase hex digits");
+  std::string short_id = good;
+  short_id.erase(short_id.find("0123"), 1);
+  CHECK(reject(short_id) == "pointer id is not 32 lowercase hex digits");
+  std::string zeros = good;
+  zeros.replace(zeros.find("size 117764"), 11, "size 0117764");
+  CHECK(reject(zeros) == "pointer size is not a plain decimal number");
+  std::string plus = good;
+  plus.replace(plus.find("size 117764"), 11, "size +117764");
+  CHECK(reject(plus) == "pointer size is not a plain decimal number");
+  std::string huge = good;
+  huge.replace(huge.find("size 117764"), 11, "size 99999999999999999999");
+  CHECK(reject(huge) == "pointer size is not a plain decimal number");
+  std::string spaced = good;
+  spaced.replace(spaced.find("format "), 7, "format  ");
+  CHECK(reject(spaced) == "pointer line 4 is not 'format <name>'");
+  std::string newer = good;
+  newer.replace(0, 19, "git-zipnn pointer 2");
+  CHECK(ParsePointer(newer).status().code() == StatusCode::kUnsupported);
+  CHECK(reject(newer) == "pointer version '2' is newer than this git-zipnn reads (1); upgrade git-zipnn");
+  CHECK(reject(std::string(300, 'x')) == "pointer is longer than 200 bytes");
+}
+
+std::string TempDir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(t != nullptr ? t : "/tmp") + "/store-XXXXXX";
+  REQUIRE(mkdtemp(dir.data()) != nullptr);
+  return dir;
+}
+
+size_t FilesIn(const std::string& dir) {
+  size_t n = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+
+TEST_CASE("objects live under <2 hex>/<2 hex>/<id>, appear whole or not at all") {
+  const ObjectStore store(TempDir() + "/objects");
+  const ContentId id = HashBytes("checkpoint", 10);
+  const std::string hex = id.Hex();
+  CHECK(store.PathOf(id) == store.root() + "/" + hex.substr(0, 2) + "/" + hex.substr(2, 2) + "/" + hex);
+  CHECK(!store.Has(id));
+  CHECK(store.Open(id).status().message() == "object " + hex + " is not in the store " + store.root());
+
+  // A writer that fails leaves nothing, not even its temporary file.
+  Status failed = store.Put(id, [](AtomicFile& f) {
+    REQUIRE(f.Append("half", 4).ok());
+    return IoError("disk full");
+  });
+  CHECK(failed.message() == "disk full");
+  CHECK(!store.Has(id));
+  CHECK(FilesIn(store.root() + "/" + hex.substr(0, 2) + "/" + hex.substr(2, 2)) == 0);
+
+  REQUIRE(store.Put(id, [](AtomicFile& f) { return f.Append("object bytes", 12); }).ok());
+  CHECK(store.Has(id));
+  auto data = ReadWholeFile(store.PathOf(id));
+  REQUIRE(data.ok());
+  CHECK(std::string(data->begin(), data->end()) == "object bytes");
+  // Immutable: a second Put of the same id does not write.
+  bool called = false;
+  REQUIRE(store.Put(id, [&](AtomicFile&) {
+    called = true;
+    return OkStatus();
+  }).ok());
+  CHECK(!called);
+}
+
+TEST_CASE("writers of the same object at once all succeed with one intact copy") {
+  const ObjectStore store(TempDir() + "/objects");
+  const ContentId id = HashBytes("same", 4);
+  const std::string payload(1 << 20, 'z');
+  std::vector<std::thread> writers;
+  std::vector<int> ok(8, 0);
+  for (int t = 0; t < 8; ++t) {
+    writers.emplace_back([&, t] {
+      ok[t] = store.Put(id, [&](AtomicFile& f) { return f.Append(payload.data(), payload.size()); }).ok();
+    });
+  }
+  for (auto& w : writers) w.join();
+  for (int t = 0; t < 8; ++t) CHECK(ok[t] == 1);
+  auto data = ReadWholeFile(store.PathOf(id));
+  REQUIRE(data.ok());
+  CHECK(data->size() == payload.size());
+  const std::string hex = id.Hex();
+  CHECK(FilesIn(store.root() + "/" + hex.substr(0, 2) + "/" + hex.substr(2, 2)) == 1);
+}
+
+}  // namespace
+}  // namespace zipnn::store
