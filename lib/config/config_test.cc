@@ -1,0 +1,66 @@
+// Tests of .zipnn.yaml: defaults, every key, and each mistake named.
+#include <doctest/doctest.h>
+
+#include "lib/config/policy.h"
+
+namespace zipnn::config {
+namespace {
+
+std::string Error(const std::string& yaml) {
+  auto p = ParsePolicy(yaml, ".zipnn.yaml");
+  return p.ok() ? "" : p.status().message();
+}
+
+TEST_CASE("an absent or empty policy gives the defaults") {
+  auto missing = LoadPolicy("/nonexistent/.zipnn.yaml");
+  REQUIRE(missing.ok());
+  CHECK(missing->base_interval == 10);
+  CHECK(missing->max_chain == 9);
+  CHECK(missing->delta_against == DeltaAgainst::kPrevious);
+  CHECK(missing->min_gain == doctest::Approx(0.10));
+  CHECK(missing->chunk_size == 262144);
+  CHECK(missing->threads == 0);
+  CHECK(missing->zstd_level == 3);
+  auto empty = ParsePolicy("", "x");
+  REQUIRE(empty.ok());
+  CHECK(empty->base_interval == 10);
+  auto comments = ParsePolicy("# nothing set\n", "x");
+  REQUIRE(comments.ok());
+}
+
+TEST_CASE("every key is read, and max_chain follows base_interval unless set") {
+  auto p = ParsePolicy(
+      "base_interval: 5\ndelta_against: base\nmin_gain: 0.2\nchunk_size: 1048576\nthreads: 2\nzstd_level: 9\n",
+      "x");
+  REQUIRE(p.ok());
+  CHECK(p->base_interval == 5);
+  CHECK(p->max_chain == 4);
+  CHECK(p->delta_against == DeltaAgainst::kBase);
+  CHECK(p->min_gain == doctest::Approx(0.2));
+  CHECK(p->chunk_size == 1048576);
+  CHECK(p->threads == 2);
+  CHECK(p->zstd_level == 9);
+  auto chain = ParsePolicy("base_interval: 20\nmax_chain: 3\n", "x");
+  REQUIRE(chain.ok());
+  CHECK(chain->max_chain == 3);
+}
+
+TEST_CASE("mistakes name the file and the key") {
+  CHECK(Error("base_intervl: 5\n") ==
+        ".zipnn.yaml: 'base_intervl' is not a policy key (base_interval, delta_against, max_chain, min_gain, "
+        "chunk_size, threads, zstd_level)");
+  CHECK(Error("base_interval: ten\n") == ".zipnn.yaml: 'base_interval' must be a whole number");
+  CHECK(Error("base_interval: 2.5\n") == ".zipnn.yaml: 'base_interval' must be a whole number");
+  CHECK(Error("base_interval: 0\n") == ".zipnn.yaml: 'base_interval' must be from 1 to 1000000, not 0");
+  CHECK(Error("base_interval: [1, 2]\n") == ".zipnn.yaml: 'base_interval' must be a whole number");
+  CHECK(Error("delta_against: latest\n") == ".zipnn.yaml: 'delta_against' must be 'previous' or 'base'");
+  CHECK(Error("min_gain: 1.5\n") == ".zipnn.yaml: 'min_gain' must be from 0 up to (not including) 1");
+  CHECK(Error("min_gain: lots\n") == ".zipnn.yaml: 'min_gain' must be a number");
+  CHECK(Error("chunk_size: 5001\n") == ".zipnn.yaml: 'chunk_size' must be a multiple of 8");
+  CHECK(Error("zstd_level: 30\n") == ".zipnn.yaml: 'zstd_level' must be from 1 to 22, not 30");
+  CHECK(Error("- base_interval\n") == ".zipnn.yaml: must be a mapping of keys to values");
+  CHECK(Error("base_interval: [1,\n").rfind(".zipnn.yaml: not valid YAML (line ", 0) == 0);
+}
+
+}  // namespace
+}  // namespace zipnn::config

@@ -1,0 +1,39 @@
+// Policy: how a repository stores its checkpoints, read from .zipnn.yaml
+// at the repository root (committed, so a team shares it); every key is
+// optional (docs/policy.md). This is the only place that uses yaml-cpp;
+// its exceptions stop here. Plain data; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "lib/base/status.h"
+
+namespace zipnn::config {
+
+enum class DeltaAgainst { kPrevious, kBase };
+
+struct Policy {
+  // Every base_interval-th version of a series is stored standalone.
+  uint32_t base_interval = 10;
+  // What a delta is made against: the previous version (smallest deltas,
+  // chains) or the series' last base (restores decode at most two objects).
+  DeltaAgainst delta_against = DeltaAgainst::kPrevious;
+  // No restore decodes a chain of more than this many deltas.
+  uint32_t max_chain = 9;  // base_interval - 1 unless set
+  // A delta must be at least this much smaller than the version stored
+  // standalone, or the version becomes a base.
+  double min_gain = 0.10;
+  uint32_t chunk_size = 256u << 10;
+  int threads = 0;  // 0: all cores
+  int zstd_level = 3;
+};
+
+// The policy in `yaml` (the text of .zipnn.yaml), with defaults for what
+// it leaves out. `source` names the file in error messages.
+Result<Policy> ParsePolicy(const std::string& yaml, const std::string& source);
+
+// Reads `path`; a missing file gives the defaults.
+Result<Policy> LoadPolicy(const std::string& path);
+
+}  // namespace zipnn::config
