@@ -8,6 +8,7 @@
 // write disjoint ranges at once after one Presize call.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -26,6 +27,29 @@ class ByteSource {
   virtual Status ReadAt(uint64_t offset, void* out, size_t n) const = 0;
   // What to call this source in error messages (usually a path).
   virtual const std::string& name() const = 0;
+};
+
+// A stream read front to back (standard input, a pipe).
+class ByteReader {
+ public:
+  virtual ~ByteReader() = default;
+  // Reads up to n bytes; 0 means the end of the stream.
+  virtual Result<size_t> Read(void* out, size_t n) = 0;
+};
+
+class MemoryReader : public ByteReader {
+ public:
+  explicit MemoryReader(std::string data) : data_(std::move(data)) {}
+  Result<size_t> Read(void* out, size_t n) override {
+    const size_t k = std::min(n, data_.size() - at_);
+    std::memcpy(out, data_.data() + at_, k);
+    at_ += k;
+    return k;
+  }
+
+ private:
+  std::string data_;
+  size_t at_ = 0;
 };
 
 class ByteSink {

@@ -1,0 +1,143 @@
+// The filter process over in-memory streams, byte for byte as git would
+// see it: handshake, capabilities, requests, status=error for a failed
+// file with the process going on, and protocol violations.
+#include <doctest/doctest.h>
+
+#include <cctype>
+#include <cstdio>
+#include <string>
+
+#include "filters/filter_process.h"
+
+namespace zipnn::filters {
+namespace {
+
+std::string Pkt(const std::string& payload) {
+  char head[5];
+  std::snprintf(head, sizeof head, "%04zx", payload.size() + 4);
+  return std::string(head) + payload;
+}
+std::string Line(const std::string& text) { return Pkt(text + "\n"); }
+const std::string kFlush = "0000";
+
+std::string GitHello() {
+  return Line("git-filter-client") + Line("version=2") + kFlush + Line("capability=clean") +
+         Line("capability=smudge") + Line("capability=delay") + kFlush;
+}
+std::string ServerHello() {
+  return Line("git-filter-server") + Line("version=2") + kFlush + Line("capability=clean") +
+         Line("capability=smudge") + kFlush;
+}
+std::string Request(const std::string& command, const std::string& path, const std::string& content) {
+  std::string r = Line("command=" + command) + Line("pathname=" + path) + kFlush;
+  for (size_t at = 0; at < content.size(); at += kMaxPacketData) r += Pkt(content.substr(at, kMaxPacketData));
+  return r + kFlush;
+}
+std::string Success(const std::string& content) {
+  std::string r = Line("status=success") + kFlush;
+  for (size_t at = 0; at < content.size(); at += kMaxPacketData) r += Pkt(content.substr(at, kMaxPacketData));
+  return r + kFlush + kFlush;
+}
+
+// Clean upper-cases; smudge lower-cases; a path starting with "bad" fails
+// before writing, "late" after writing.
+class FakeHandler : public FilterHandler {
+ public:
+  Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override {
+    return Apply(path, content, out, true);
+  }
+  Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override {
+    return Apply(path, content, out, false);
+  }
+
+ private:
+  Status Apply(const std::string& path, ByteReader& content, ByteSink& out, bool upper) {
+    if (path.rfind("bad", 0) == 0) return Corruption("object is damaged");
+    char buf[1000];
+    for (;;) {
+      ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
+      if (n == 0) break;
+      for (size_t i = 0; i < n; ++i) buf[i] = static_cast<char>(upper ? std::toupper(buf[i]) : std::tolower(buf[i]));
+      RETURN_IF_ERROR(out.Append(buf, n));
+      if (path.rfind("late", 0) == 0) return IoError("disk went away");
+    }
+    return OkStatus();
+  }
+};
+
+struct Session {
+  Status status;
+  std::string out;
+  std::string errors;
+};
+
+Session Serve(const std::string& input) {
+  MemoryReader in(input);
+  MemorySink out, errors;
+  FakeHandler handler;
+  Session s;
+  s.status = ServeFilterProcess(in, out, handler, &errors);
+  const auto& o = out.buffer();
+  s.out.assign(reinterpret_cast<const char*>(o.data()), o.size());
+  const auto& e = errors.buffer();
+  s.errors.assign(reinterpret_cast<const char*>(e.data()), e.size());
+  return s;
+}
+
+TEST_CASE("handshake, then clean and smudge, byte for byte") {
+  const Session s = Serve(GitHello() + Request("clean", "a.bin", "hello") + Request("smudge", "a.bin", "WORLD"));
+  CHECK(s.status.ok());
+  CHECK(s.out == ServerHello() + Success("HELLO") + Success("world"));
+  CHECK(s.errors.empty());
+}
+
+TEST_CASE("content larger than one packet streams in packets of at most 65516 bytes") {
+  std::string big(200000, 'x');
+  const Session s = Serve(GitHello() + Request("clean", "big.bin", big));
+  CHECK(s.status.ok());
+  const std::string expected = ServerHello() + Success(std::string(200000, 'X'));
+  CHECK(s.out.size() == expected.size());
+  CHECK((s.out == expected));
+}
+
+TEST_CASE("a failed file answers status=error and the next file is served") {
+  const Session early = Serve(GitHello() + Request("clean", "bad.bin", "data") + Request("clean", "ok.bin", "abc"));
+  CHECK(early.status.ok());
+  CHECK(early.out == ServerHello() + Line("status=error") + kFlush + Success("ABC"));
+  CHECK(early.errors == "git-zipnn: bad.bin: object is damaged\n");
+
+  // Failing after output started: the content ends, then the status is reset.
+  const Session late = Serve(GitHello() + Request("smudge", "late.bin", "ABC") + Request("smudge", "ok.bin", "XY"));
+  CHECK(late.status.ok());
+  CHECK(late.out == ServerHello() + Line("status=success") + kFlush + Pkt("abc") + kFlush + Line("status=error") +
+                        kFlush + Success("xy"));
+  CHECK(late.errors == "git-zipnn: late.bin: disk went away\n");
+}
+
+TEST_CASE("an unknown command is an error for that file only; empty content succeeds") {
+  const Session s = Serve(GitHello() + Request("tickle", "a", "x") + Request("clean", "empty", ""));
+  CHECK(s.status.ok());
+  CHECK(s.out == ServerHello() + Line("status=error") + kFlush + Success(""));
+  CHECK(s.errors == "git-zipnn: a: filter command 'tickle' is not supported\n");
+}
+
+TEST_CASE("only offered capabilities are taken") {
+  const Session s = Serve(Line("git-filter-client") + Line("version=2") + kFlush + Line("capability=smudge") + kFlush);
+  CHECK(s.status.ok());
+  CHECK(s.out == Line("git-filter-server") + Line("version=2") + kFlush + Line("capability=smudge") + kFlush);
+}
+
+TEST_CASE("protocol violations end the process with a clear error") {
+  CHECK(Serve(Line("git-filter-server") + kFlush).status.message() == "filter protocol: expected git-filter-client");
+  CHECK(Serve(Line("git-filter-client") + Line("version=3") + kFlush).status.message() ==
+        "filter protocol: git does not offer version 2");
+  CHECK(Serve(GitHello() + "zzzz").status.message() == "pkt-line length 'zzzz' is not hex");
+  CHECK(Serve(GitHello() + "0002").status.message() == "pkt-line length 2 is out of range");
+  CHECK(Serve(GitHello() + "fff1abc").status.message() == "pkt-line length 65521 is out of range");
+  CHECK(Serve(GitHello() + Line("command=clean") + Line("pathname=a") + kFlush + Pkt("abc")).status.message() ==
+        "pkt-line stream ends inside file content");
+  CHECK(Serve(GitHello() + "00").status.message() == "pkt-line stream ends inside a packet");
+}
+
+}  // namespace
+}  // namespace zipnn::filters
