@@ -24,7 +24,14 @@ struct CommandSpec {
 // In the order --help lists them.
 const std::vector<CommandSpec>& Commands();
 
+Action SetupClean(CLI::App& sub);
 Action SetupCompress(CLI::App& sub);
+Action SetupFilterProcess(CLI::App& sub);
+Action SetupInstall(CLI::App& sub);
+Action SetupSmudge(CLI::App& sub);
+Action SetupTrack(CLI::App& sub);
+Action SetupUninstall(CLI::App& sub);
+Action SetupUntrack(CLI::App& sub);
 Action SetupDecompress(CLI::App& sub);
 Action SetupInspect(CLI::App& sub);
 Action SetupVersion(CLI::App& sub);

@@ -4,10 +4,18 @@ namespace zipnn::cmd {
 
 const std::vector<CommandSpec>& Commands() {
   static const std::vector<CommandSpec> kCommands = {
+      {"install", "Configure git to store tracked checkpoints with git-zipnn", &SetupInstall},
+      {"uninstall", "Remove the git configuration install wrote", &SetupUninstall},
+      {"track", "Track checkpoint files matching patterns (or list tracked patterns)", &SetupTrack},
+      {"untrack", "Stop tracking patterns", &SetupUntrack},
       {"compress", "Compress a checkpoint file into an object (standalone or a delta)", &SetupCompress},
       {"decompress", "Restore the exact original bytes of an object", &SetupDecompress},
       {"inspect", "Show an object's header, layout and the coders chosen per byte group", &SetupInspect},
       {"version", "Print the git-zipnn version and object format version", &SetupVersion},
+      {"clean", "Git filter: checkpoint on stdin -> pointer on stdout (stores the object)", &SetupClean},
+      {"smudge", "Git filter: pointer on stdin -> exact checkpoint bytes on stdout", &SetupSmudge},
+      {"filter-process", "Git's long-running filter process (clean and smudge, protocol version 2)",
+       &SetupFilterProcess},
   };
   return kCommands;
 }

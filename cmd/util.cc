@@ -5,6 +5,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <sstream>
+
+#include "lib/git/git.h"
 
 namespace zipnn::cmd {
 
@@ -46,6 +49,38 @@ Status StdoutSink::Append(const void* data, size_t n) {
 void AddThreadsOption(CLI::App& sub, int& threads) {
   sub.add_option("--threads,-T", threads, "Worker threads (default: all cores; output is identical for any count)")
       ->check(CLI::Range(0, 4096));
+}
+
+const ConfigEntry kFilterConfig[4] = {
+    {"filter.zipnn.process", "git-zipnn filter-process"},
+    {"filter.zipnn.clean", "git-zipnn clean -- %f"},
+    {"filter.zipnn.smudge", "git-zipnn smudge -- %f"},
+    {"filter.zipnn.required", "true"},
+};
+
+Result<store::Repository> OpenRepository() {
+  ASSIGN_OR_RETURN(std::string git_dir, git::GitDir());
+  ASSIGN_OR_RETURN(std::optional<std::string> configured, git::ConfigGet("zipnn.storepath"));
+  const std::string zipnn_dir = git_dir + "/zipnn";
+  store::Repository repo{store::ObjectStore(configured ? *configured : zipnn_dir + "/objects"),
+                         zipnn_dir + "/series", zipnn_dir + "/tmp", config::Policy{}};
+  auto top = git::TopLevel();
+  if (top.ok()) {
+    ASSIGN_OR_RETURN(repo.policy, config::LoadPolicy(*top + "/.zipnn.yaml"));
+  }
+  return repo;
+}
+
+std::string TrackLine(const std::string& pattern) { return pattern + " filter=zipnn diff=zipnn -text"; }
+
+std::optional<std::string> TrackedPattern(const std::string& line) {
+  std::istringstream words(line);
+  std::string pattern, word;
+  if (!(words >> pattern) || pattern[0] == '#') return std::nullopt;
+  while (words >> word) {
+    if (word == "filter=zipnn") return pattern;
+  }
+  return std::nullopt;
 }
 
 }  // namespace zipnn::cmd

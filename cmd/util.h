@@ -5,10 +5,12 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "lib/base/io.h"
 #include "lib/base/status.h"
+#include "lib/store/checkpoints.h"
 
 namespace zipnn::cmd {
 
@@ -26,5 +28,22 @@ class StdoutSink : public ByteSink {
 };
 
 void AddThreadsOption(CLI::App& sub, int& threads);
+
+// The filter configuration `install` writes and `uninstall` removes.
+struct ConfigEntry {
+  const char* key;
+  const char* value;
+};
+extern const ConfigEntry kFilterConfig[4];
+
+// The repository around the current folder: its object store (git config
+// zipnn.storepath, or .git/zipnn/objects), series and temp folders, and
+// the policy of its .zipnn.yaml.
+Result<store::Repository> OpenRepository();
+
+// .gitattributes lines: `<pattern> filter=zipnn diff=zipnn -text`.
+std::string TrackLine(const std::string& pattern);
+// Whether an attributes line tracks a pattern with git-zipnn, and which.
+std::optional<std::string> TrackedPattern(const std::string& line);
 
 }  // namespace zipnn::cmd

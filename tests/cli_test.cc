@@ -11,27 +11,19 @@
 #include <string>
 
 #include "lib/base/file.h"
+#include "tests/test_util.h"
 
 namespace zipnn {
 namespace {
 
-struct Run {
-  int code;
-  std::string out;
-  std::string err;
-};
+using testing::Run;
+using testing::Slurp;
 
 std::string Tmp() {
   const char* t = std::getenv("TEST_TMPDIR");
   return t != nullptr ? t : "/tmp";
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // Runs `git-zipnn <args>` through the shell (args are our own literals).
 Run Zipnn(const std::string& args) {

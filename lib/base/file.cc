@@ -148,6 +148,14 @@ Status AtomicFile::Commit() {
   return OkStatus();
 }
 
+Result<size_t> FdReader::Read(void* out, size_t n) {
+  for (;;) {
+    const ssize_t got = ::read(fd_, out, n);
+    if (got >= 0) return static_cast<size_t>(got);
+    if (errno != EINTR) return IoError(std::string("read failed: ") + Errno());
+  }
+}
+
 bool FileExists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;

@@ -65,6 +65,16 @@ class AtomicFile : public ByteSink {
   uint64_t size_ = 0;
 };
 
+// Reads a file descriptor (standard input) front to back; does not own it.
+class FdReader : public ByteReader {
+ public:
+  explicit FdReader(int fd) : fd_(fd) {}
+  Result<size_t> Read(void* out, size_t n) override;
+
+ private:
+  int fd_;
+};
+
 bool FileExists(const std::string& path);
 
 // Reads a whole (small) file; for tests, golden files and tools.

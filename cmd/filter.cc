@@ -1,0 +1,56 @@
+// git zipnn clean / smudge / filter-process: what git runs through the
+// filter configuration. Single-file clean and smudge work on stdin and
+// stdout; filter-process serves git's long-running protocol. Errors go to
+// stderr; a failing file makes git report it, never a crash.
+#include <unistd.h>
+
+#include <memory>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "filters/checkpoint_filter.h"
+#include "lib/base/file.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+class StderrSink : public ByteSink {
+ public:
+  Status Append(const void* data, size_t n) override {
+    return ::write(2, data, n) == static_cast<ssize_t>(n) ? OkStatus() : IoError("cannot write to stderr");
+  }
+};
+
+template <bool kClean>
+Action SingleFile(CLI::App& sub) {
+  auto path = std::make_shared<std::string>();
+  sub.add_option("path", *path, "The file's path in the work tree (git's %f)")->required();
+  return [path]() -> Status {
+    ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+    filters::CheckpointFilter filter(std::move(repo));
+    FdReader in(0);
+    StdoutSink out;
+    Status s = kClean ? filter.Clean(*path, in, out) : filter.Smudge(*path, in, out);
+    if (!s.ok()) return Status(s.code(), *path + ": " + s.message());
+    return s;
+  };
+}
+
+}  // namespace
+
+Action SetupClean(CLI::App& sub) { return SingleFile<true>(sub); }
+Action SetupSmudge(CLI::App& sub) { return SingleFile<false>(sub); }
+
+Action SetupFilterProcess(CLI::App&) {
+  return []() -> Status {
+    ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+    filters::CheckpointFilter filter(std::move(repo));
+    FdReader in(0);
+    StdoutSink out;
+    StderrSink errors;
+    return filters::ServeFilterProcess(in, out, filter, &errors);
+  };
+}
+
+}  // namespace zipnn::cmd

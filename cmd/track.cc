@@ -1,0 +1,94 @@
+// git zipnn track / untrack: lines of the work tree's .gitattributes.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "lib/base/file.h"
+#include "lib/git/git.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+Result<std::vector<std::string>> ReadLines(const std::string& path) {
+  std::vector<std::string> lines;
+  if (!FileExists(path)) return lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+Status WriteLines(const std::string& path, const std::vector<std::string>& lines) {
+  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
+  for (const std::string& line : lines) {
+    RETURN_IF_ERROR(out.Append(line.data(), line.size()));
+    RETURN_IF_ERROR(out.Append("\n", 1));
+  }
+  return out.Commit();
+}
+
+Status CheckPattern(const std::string& pattern) {
+  if (pattern.empty() || pattern.find_first_of(" \t\r\n\"") != std::string::npos || pattern[0] == '#' ||
+      pattern[0] == '!') {
+    return InvalidArgument("pattern '" + pattern + "' cannot be tracked (no spaces, quotes, leading # or !)");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Action SetupTrack(CLI::App& sub) {
+  auto patterns = std::make_shared<std::vector<std::string>>();
+  sub.add_option("patterns", *patterns, "File patterns, as in .gitattributes (e.g. '*.safetensors')");
+  return [patterns]() -> Status {
+    ASSIGN_OR_RETURN(std::string top, git::TopLevel());
+    const std::string path = top + "/.gitattributes";
+    ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadLines(path));
+    if (patterns->empty()) {
+      std::printf("Tracked patterns:\n");
+      for (const std::string& line : lines) {
+        if (auto p = TrackedPattern(line)) std::printf("    %s (.gitattributes)\n", p->c_str());
+      }
+      return OkStatus();
+    }
+    bool changed = false;
+    for (const std::string& pattern : *patterns) {
+      RETURN_IF_ERROR(CheckPattern(pattern));
+      bool present = false;
+      for (const std::string& line : lines) present |= TrackedPattern(line) == pattern;
+      if (present) {
+        std::printf("\"%s\" already tracked\n", pattern.c_str());
+        continue;
+      }
+      lines.push_back(TrackLine(pattern));
+      changed = true;
+      std::printf("Tracking \"%s\"\n", pattern.c_str());
+    }
+    return changed ? WriteLines(path, lines) : OkStatus();
+  };
+}
+
+Action SetupUntrack(CLI::App& sub) {
+  auto patterns = std::make_shared<std::vector<std::string>>();
+  sub.add_option("patterns", *patterns, "Patterns to stop tracking")->required();
+  return [patterns]() -> Status {
+    ASSIGN_OR_RETURN(std::string top, git::TopLevel());
+    const std::string path = top + "/.gitattributes";
+    ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadLines(path));
+    std::vector<std::string> kept;
+    for (const std::string& line : lines) {
+      auto p = TrackedPattern(line);
+      bool drop = false;
+      for (const std::string& pattern : *patterns) drop |= p == pattern;
+      if (drop) std::printf("Untracking \"%s\"\n", p->c_str());
+      else kept.push_back(line);
+    }
+    return kept.size() == lines.size() ? OkStatus() : WriteLines(path, kept);
+  };
+}
+
+}  // namespace zipnn::cmd

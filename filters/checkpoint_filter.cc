@@ -1,0 +1,89 @@
+#include "filters/checkpoint_filter.h"
+
+#include <unistd.h>
+
+#include "lib/base/file.h"
+
+namespace zipnn::filters {
+
+namespace {
+
+// Reads up to the first kMaxPointerBytes + 1 bytes: enough to tell a
+// pointer from content.
+Result<std::string> ReadHead(ByteReader& in) {
+  std::string head(store::kMaxPointerBytes + 1, '\0');
+  size_t got = 0;
+  while (got < head.size()) {
+    ASSIGN_OR_RETURN(size_t n, in.Read(head.data() + got, head.size() - got));
+    if (n == 0) break;
+    got += n;
+  }
+  head.resize(got);
+  return head;
+}
+
+Status Copy(ByteReader& in, ByteSink& out) {
+  char buf[1 << 16];
+  for (;;) {
+    ASSIGN_OR_RETURN(size_t n, in.Read(buf, sizeof buf));
+    if (n == 0) return OkStatus();
+    RETURN_IF_ERROR(out.Append(buf, n));
+  }
+}
+
+}  // namespace
+
+Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, ByteSink& out) {
+  ASSIGN_OR_RETURN(std::string head, ReadHead(content));
+  if (head.size() <= store::kMaxPointerBytes && store::LooksLikePointer(head)) {
+    // Cleaning a pointer gives the same pointer (after checking it).
+    ASSIGN_OR_RETURN(store::Pointer p, store::ParsePointer(head));
+    const std::string text = store::FormatPointer(p);
+    return out.Append(text.data(), text.size());
+  }
+  // Spool to a file beside the store while hashing: the encoder needs
+  // random access, and git streams the content only once.
+  RETURN_IF_ERROR(store::MakeDirectories(repo_.temp_dir));
+  std::string spool = repo_.temp_dir + "/clean-XXXXXX";
+  const int fd = ::mkstemp(spool.data());
+  if (fd < 0) return IoError(repo_.temp_dir + ": cannot create a temporary file");
+  ::close(fd);
+  struct Unlink {
+    std::string path;
+    ~Unlink() { ::unlink(path.c_str()); }
+  } cleanup{spool};
+  Hasher hasher;
+  {
+    ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(spool, /*overwrite=*/true));
+    hasher.Update(head.data(), head.size());
+    RETURN_IF_ERROR(file.Append(head.data(), head.size()));
+    char buf[1 << 16];
+    for (;;) {
+      ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
+      if (n == 0) break;
+      hasher.Update(buf, n);
+      RETURN_IF_ERROR(file.Append(buf, n));
+    }
+    RETURN_IF_ERROR(file.Commit());
+  }
+  ASSIGN_OR_RETURN(store::Pointer pointer, store::CheckIn(repo_, path, spool, hasher.Finish()));
+  const std::string text = store::FormatPointer(pointer);
+  return out.Append(text.data(), text.size());
+}
+
+Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, ByteSink& out) {
+  ASSIGN_OR_RETURN(std::string head, ReadHead(content));
+  if (head.size() > store::kMaxPointerBytes || !store::LooksLikePointer(head)) {
+    RETURN_IF_ERROR(out.Append(head.data(), head.size()));  // not a pointer: as it is
+    return Copy(content, out);
+  }
+  ASSIGN_OR_RETURN(store::Pointer pointer, store::ParsePointer(head));
+  Status s = store::Restore(repo_, pointer.id, out);
+  if (s.code() == StatusCode::kNotFound) {
+    return NotFound("object " + pointer.id.Hex() + " for " + path + " is not in the store " +
+                    repo_.objects.root() + " (fetch it, or restore the store)");
+  }
+  return s;
+}
+
+}  // namespace zipnn::filters

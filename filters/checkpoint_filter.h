@@ -1,0 +1,29 @@
+// The clean and smudge of git-zipnn: clean turns a checkpoint into its
+// pointer (storing the object by the repository's policy), smudge turns a
+// pointer back into the exact bytes. Content that is already a pointer
+// passes clean unchanged, and content that is not a pointer passes smudge
+// unchanged, so a repository is never stuck half-converted.
+//
+// One instance serves one process (single- or multi-file); not
+// thread-safe.
+#pragma once
+
+#include <string>
+
+#include "filters/filter_process.h"
+#include "lib/store/checkpoints.h"
+
+namespace zipnn::filters {
+
+class CheckpointFilter : public FilterHandler {
+ public:
+  explicit CheckpointFilter(store::Repository repo) : repo_(std::move(repo)) {}
+
+  Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override;
+  Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override;
+
+ private:
+  store::Repository repo_;
+};
+
+}  // namespace zipnn::filters

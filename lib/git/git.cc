@@ -1,0 +1,106 @@
+#include "lib/git/git.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+extern char** environ;
+
+namespace zipnn::git {
+
+Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& cwd) {
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+    return IoError(std::string("cannot run git: ") + std::strerror(errno));
+  }
+  std::vector<std::string> argv_store = {"git"};
+  if (!cwd.empty()) argv_store.insert(argv_store.end(), {"-C", cwd});
+  argv_store.insert(argv_store.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_store) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid;
+  const int spawned = posix_spawnp(&pid, "git", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (spawned != 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    return Status(StatusCode::kGit, std::string("cannot run git: ") + std::strerror(spawned));
+  }
+  // Both pipes are read as data arrives, so neither can fill and block git.
+  GitRun run;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&run.out, &run.err};
+  int open = 2;
+  char buf[65536];
+  while (open > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return run;
+}
+
+Result<std::string> GitOutput(const std::vector<std::string>& args, const std::string& cwd) {
+  ASSIGN_OR_RETURN(GitRun run, RunGit(args, cwd));
+  if (run.exit_code != 0) {
+    std::string message = run.err;
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    std::string command = "git";
+    for (const std::string& a : args) command += " " + a;
+    return Status(StatusCode::kGit, command + " failed" + (message.empty() ? "" : ": " + message));
+  }
+  while (!run.out.empty() && run.out.back() == '\n') run.out.pop_back();
+  return run.out;
+}
+
+Result<std::string> TopLevel(const std::string& cwd) {
+  auto top = GitOutput({"rev-parse", "--show-toplevel"}, cwd);
+  if (!top.ok()) return NotFound("not inside a git work tree (" + top.status().message() + ")");
+  return top;
+}
+
+Result<std::string> GitDir(const std::string& cwd) {
+  auto dir = GitOutput({"rev-parse", "--absolute-git-dir"}, cwd);
+  if (!dir.ok()) return NotFound("not inside a git repository (" + dir.status().message() + ")");
+  return dir;
+}
+
+Result<std::optional<std::string>> ConfigGet(const std::string& key, const std::string& cwd) {
+  ASSIGN_OR_RETURN(GitRun run, RunGit({"config", "--get", key}, cwd));
+  if (run.exit_code == 1) return std::optional<std::string>();  // unset
+  if (run.exit_code != 0) return Status(StatusCode::kGit, "git config --get " + key + " failed: " + run.err);
+  while (!run.out.empty() && run.out.back() == '\n') run.out.pop_back();
+  return std::optional<std::string>(run.out);
+}
+
+}  // namespace zipnn::git

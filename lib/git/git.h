@@ -1,0 +1,37 @@
+// Running the git binary: the only place git-zipnn talks to git. Commands
+// are argument vectors (never a shell string), so paths and patterns from
+// users or repositories cannot inject anything. Config is read and
+// written through `git config`, which knows every level exactly as git
+// does. Thread-safe (each call spawns its own process).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/status.h"
+
+namespace zipnn::git {
+
+struct GitRun {
+  int exit_code = 0;
+  std::string out;
+  std::string err;
+};
+
+// Runs `git <args>` in `cwd` (empty: the current folder).
+Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& cwd = "");
+
+// `git <args>`, its stdout without the trailing newline; a non-zero exit
+// is a Git error quoting git's message.
+Result<std::string> GitOutput(const std::vector<std::string>& args, const std::string& cwd = "");
+
+// The work tree's top folder and the git folder of the repository around
+// `cwd`; NotFound outside a repository.
+Result<std::string> TopLevel(const std::string& cwd = "");
+Result<std::string> GitDir(const std::string& cwd = "");
+
+// `git config --get <key>`; nullopt when unset.
+Result<std::optional<std::string>> ConfigGet(const std::string& key, const std::string& cwd = "");
+
+}  // namespace zipnn::git

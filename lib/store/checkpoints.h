@@ -1,0 +1,53 @@
+// Storing and restoring checkpoints in an object store, by the policy of
+// .zipnn.yaml: each path's versions form a series (an append-only list of
+// content ids under <zipnn dir>/series); a version is stored as a delta
+// against the previous one (or the series' last base) unless it is due to
+// be a base (every base_interval-th version, a chain at max_chain, or a
+// delta that does not save min_gain against the last base's size).
+// Restoring decodes the chain of bases, and every result is checked
+// against its content id.
+//
+// Thread-compatible; separate processes may store at once (objects and
+// series appends are atomic).
+#pragma once
+
+#include <string>
+
+#include "lib/base/io.h"
+#include "lib/base/status.h"
+#include "lib/config/policy.h"
+#include "lib/store/object_store.h"
+#include "lib/store/pointer.h"
+
+namespace zipnn::store {
+
+// A restore never follows a chain longer than this (a loop or a damaged
+// store fails instead of running on).
+inline constexpr int kMaxChainDepth = 1000;
+
+struct Repository {
+  ObjectStore objects;
+  std::string series_dir;  // one file per series
+  std::string temp_dir;    // spooled checkpoints and restored bases
+  config::Policy policy;
+};
+
+// Stores the checkpoint in `file` (its content id already known) as a
+// version of the series of `path`, unless the store has it. Returns its
+// pointer.
+Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const std::string& file,
+                        const ContentId& id);
+
+// Writes the exact bytes of `id` to `out`, verified.
+Status Restore(const Repository& repo, const ContentId& id, ByteSink& out);
+
+// How an object is stored: its kind and base, and the depth of its chain.
+struct StoredInfo {
+  bool delta = false;
+  ContentId base;
+  int depth = 0;  // deltas to decode before it
+  uint64_t object_size = 0;
+};
+Result<StoredInfo> Describe(const Repository& repo, const ContentId& id);
+
+}  // namespace zipnn::store
