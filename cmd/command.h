@@ -28,6 +28,8 @@ Action SetupClean(CLI::App& sub);
 Action SetupCompress(CLI::App& sub);
 Action SetupFilterProcess(CLI::App& sub);
 Action SetupInstall(CLI::App& sub);
+Action SetupLog(CLI::App& sub);
+Action SetupRestore(CLI::App& sub);
 Action SetupSmudge(CLI::App& sub);
 Action SetupTrack(CLI::App& sub);
 Action SetupUninstall(CLI::App& sub);

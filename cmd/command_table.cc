@@ -8,6 +8,8 @@ const std::vector<CommandSpec>& Commands() {
       {"uninstall", "Remove the git configuration install wrote", &SetupUninstall},
       {"track", "Track checkpoint files matching patterns (or list tracked patterns)", &SetupTrack},
       {"untrack", "Stop tracking patterns", &SetupUntrack},
+      {"log", "How each version of tracked checkpoints is stored (kind, chain, sizes)", &SetupLog},
+      {"restore", "Write a version of a tracked checkpoint straight to a file, verified", &SetupRestore},
       {"compress", "Compress a checkpoint file into an object (standalone or a delta)", &SetupCompress},
       {"decompress", "Restore the exact original bytes of an object", &SetupDecompress},
       {"inspect", "Show an object's header, layout and the coders chosen per byte group", &SetupInspect},

@@ -2,7 +2,8 @@
 // with their own HOME and GIT_CONFIG_NOSYSTEM=1: install and track, add and
 // commit a real trajectory, stored kinds by the policy, git status clean
 // after every step, every old commit checked out bit-exact, pointers
-// re-added unchanged, and a missing object reported by id and path.
+// re-added unchanged, a missing object reported by id and path, and the
+// log and restore commands.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "lib/base/file.h"
 #include "tests/test_util.h"
@@ -122,6 +125,78 @@ TEST_CASE("pointers pass clean unchanged; a missing object is named in the error
   const Run missing = repo.Sh("rm a.pt && git checkout -- a.pt");
   CHECK(missing.code != 0);
   CHECK(missing.err.find("object " + id + " for a.pt is not in the store") != std::string::npos);
+}
+
+// Commits the five cnn-bf16 steps to model.safetensors with base_interval 3.
+void CommitTrajectory(Repo& repo) {
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
+                  "printf 'base_interval: 3\\n' > .zipnn.yaml && git add .gitattributes .zipnn.yaml && "
+                  "git commit -qm setup").code == 0);
+  for (const char* step : kSteps) {
+    REQUIRE(repo.Sh("cp '" + repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
+                    "' model.safetensors && git add model.safetensors && git commit -qm 'step " + step + "'")
+                .code == 0);
+  }
+}
+
+TEST_CASE("log shows each version's kind, chain depth and sizes, as a table and as JSON") {
+  Repo repo;
+  CommitTrajectory(repo);
+  const Run json = repo.Sh("git zipnn log --json");
+  REQUIRE(json.code == 0);
+  const nlohmann::json versions = nlohmann::json::parse(json.out);
+  REQUIRE(versions.size() == 5);
+  // Newest first, as git log lists them.
+  const char* kinds[] = {"delta", "base", "delta", "delta", "base"};
+  const int depths[] = {1, 0, 2, 1, 0};
+  uint64_t stored_total = 0, raw_total = 0;
+  for (size_t i = 0; i < versions.size(); ++i) {
+    CAPTURE(i);
+    const nlohmann::json& v = versions[i];
+    CHECK(v["path"] == "model.safetensors");
+    CHECK(v["subject"] == std::string("step ") + kSteps[4 - i]);
+    CHECK(v["kind"] == kinds[i]);
+    CHECK(v["depth"] == depths[i]);
+    CHECK(v["raw_bytes"] == Slurp(repo.Data(std::string("cnn-bf16/step-") + kSteps[4 - i] + ".safetensors")).size());
+    const std::string id = v["id"];
+    const std::string object = repo.File(".git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id);
+    CHECK(v["stored_bytes"] == Slurp(object).size());
+    CHECK(v["stored_bytes"] < v["raw_bytes"]);
+    stored_total += v["stored_bytes"].get<uint64_t>();
+    raw_total += v["raw_bytes"].get<uint64_t>();
+    if (v["kind"] == "delta") {
+      // A delta's base is the version before it, or the last base.
+      CHECK(v["base"] == versions[i + 1]["id"]);
+    } else {
+      CHECK(v["base"].is_null());
+    }
+  }
+  const Run table = repo.Sh("git zipnn log model.safetensors");
+  REQUIRE(table.code == 0);
+  CHECK(table.out.rfind("model.safetensors\n", 0) == 0);
+  CHECK(table.out.find("delta depth 2") != std::string::npos);
+  CHECK(table.out.find("step 000040") != std::string::npos);
+  CHECK(table.out.find("in 5 versions") != std::string::npos);
+  CHECK(repo.Sh("git zipnn log nothing.safetensors").code != 0);
+}
+
+TEST_CASE("restore writes any version bit-exact, to the work tree or elsewhere") {
+  Repo repo;
+  CommitTrajectory(repo);
+  // An old version to another file; the work tree is untouched.
+  REQUIRE(repo.Sh("git zipnn restore model.safetensors --rev HEAD~3 -o old.bin").code == 0);
+  CHECK(Slurp(repo.File("old.bin")) == Slurp(repo.Data("cnn-bf16/step-000080.safetensors")));
+  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
+  // Into the work tree, from a subfolder; status stays clean.
+  REQUIRE(repo.Sh("rm old.bin && mkdir sub && rm model.safetensors && cd sub && "
+                  "git zipnn restore ../model.safetensors").code == 0);
+  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
+  CHECK(repo.Sh("git status --porcelain").out.empty());
+  // A file git does not hold through git-zipnn is refused.
+  const Run refused = repo.Sh("git zipnn restore .zipnn.yaml -o x");
+  CHECK(refused.code != 0);
+  CHECK(refused.err.find("not stored by git-zipnn") != std::string::npos);
+  CHECK(repo.Sh("test -e x").code != 0);
 }
 
 }  // namespace

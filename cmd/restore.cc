@@ -1,0 +1,58 @@
+// git zipnn restore: one version of a tracked checkpoint, written straight
+// to a file (not through git, which would hold it all in memory),
+// verified against its content id.
+#include <cstdio>
+#include <memory>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "lib/base/file.h"
+#include "lib/git/git.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+struct RestoreArgs {
+  std::string path;
+  std::string rev = "HEAD";
+  std::string output;
+};
+
+Status RunRestore(const RestoreArgs& a) {
+  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  // "./path" makes git resolve the path from the current folder.
+  auto text = git::GitOutput({"show", a.rev + ":./" + a.path});
+  if (!text.ok()) return NotFound(a.path + " is not in " + a.rev + " (" + text.status().message() + ")");
+  auto pointer = store::ParsePointer(*text + "\n");
+  if (!pointer.ok()) return InvalidArgument(a.path + " at " + a.rev + " is not stored by git-zipnn (" + pointer.status().message() + ")");
+  const std::string target = a.output.empty() ? a.path : a.output;
+  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(target, /*overwrite=*/true));
+  Status restored = store::Restore(repo, pointer->id, out);
+  if (restored.code() == StatusCode::kNotFound) {
+    return NotFound("object " + pointer->id.Hex() + " for " + a.path + " is not in the store " + repo.objects.root());
+  }
+  RETURN_IF_ERROR(restored);
+  RETURN_IF_ERROR(out.Commit());  // only verified bytes reach the name
+  if (a.output.empty()) {
+    // The file changed behind git's back: refresh its stat data so that
+    // `git status` compares contents (through clean) and stays quiet.
+    ASSIGN_OR_RETURN(git::GitRun run, git::RunGit({"update-index", "-q", "--refresh", "--", a.path}));
+    (void)run;
+  }
+  std::printf("%s: restored %s (%llu bytes) from %s\n", target.c_str(), pointer->id.Hex().c_str(),
+              static_cast<unsigned long long>(pointer->size), a.rev.c_str());
+  return OkStatus();
+}
+
+}  // namespace
+
+Action SetupRestore(CLI::App& sub) {
+  auto a = std::make_shared<RestoreArgs>();
+  sub.add_option("path", a->path, "Tracked checkpoint, relative to the current folder")->required();
+  sub.add_option("--rev", a->rev, "Revision to take it from (default HEAD)");
+  sub.add_option("-o,--output", a->output, "Write here instead of replacing the work-tree file");
+  return [a] { return RunRestore(*a); };
+}
+
+}  // namespace zipnn::cmd
