@@ -36,9 +36,15 @@ Status Copy(ByteReader& in, ByteSink& out) {
 Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, ByteSink& out) {
   ASSIGN_OR_RETURN(std::string head, ReadHead(content));
   if (head.size() <= store::kMaxPointerBytes && store::LooksLikePointer(head)) {
-    // Cleaning a pointer gives the same pointer (after checking it).
-    ASSIGN_OR_RETURN(store::Pointer p, store::ParsePointer(head));
-    const std::string text = store::FormatPointer(p);
+    // Cleaning a pointer gives the same pointer (after checking it). A
+    // damaged one, most often a merge conflict in the pointer, is refused
+    // rather than committed.
+    auto p = store::ParsePointer(head);
+    if (!p.ok()) {
+      return InvalidArgument(path + " holds a damaged git-zipnn pointer (" + p.status().message() +
+                             "); after a merge conflict, pick a side: git checkout --ours (or --theirs) -- " + path);
+    }
+    const std::string text = store::FormatPointer(*p);
     return out.Append(text.data(), text.size());
   }
   // Spool to a file beside the store while hashing: the encoder needs
@@ -73,11 +79,14 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
 
 Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, ByteSink& out) {
   ASSIGN_OR_RETURN(std::string head, ReadHead(content));
-  if (head.size() > store::kMaxPointerBytes || !store::LooksLikePointer(head)) {
-    RETURN_IF_ERROR(out.Append(head.data(), head.size()));  // not a pointer: as it is
+  // Anything that is not a valid pointer is checked out as it is: what git
+  // holds is then the file (a merge conflict in a pointer shows as text).
+  auto parsed = store::ParsePointer(head);
+  if (!parsed.ok()) {
+    RETURN_IF_ERROR(out.Append(head.data(), head.size()));
     return Copy(content, out);
   }
-  ASSIGN_OR_RETURN(store::Pointer pointer, store::ParsePointer(head));
+  const store::Pointer& pointer = *parsed;
   Status s = store::Restore(repo_, pointer.id, out);
   if (s.code() == StatusCode::kNotFound) {
     return NotFound("object " + pointer.id.Hex() + " for " + path + " is not in the store " +

@@ -8,8 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -197,6 +199,174 @@ TEST_CASE("restore writes any version bit-exact, to the work tree or elsewhere")
   CHECK(refused.code != 0);
   CHECK(refused.err.find("not stored by git-zipnn") != std::string::npos);
   CHECK(repo.Sh("test -e x").code != 0);
+}
+
+// The versions `git zipnn log --json` lists, by content id.
+std::map<std::string, nlohmann::json> Versions(Repo& repo) {
+  const Run log = repo.Sh("git zipnn log --json");
+  REQUIRE(log.code == 0);
+  std::map<std::string, nlohmann::json> by_id;
+  for (const nlohmann::json& v : nlohmann::json::parse(log.out)) by_id[v["id"]] = v;
+  return by_id;
+}
+
+std::string IdAt(Repo& repo, const std::string& rev_path) {
+  const std::string pointer = repo.Sh("git show '" + rev_path + "'").out;
+  const size_t at = pointer.find("xxh3-128:");
+  return at == std::string::npos ? "" : pointer.substr(at + 9, 32);
+}
+
+std::string Step12(int i) {  // the cnn12-bf16 steps: 10, 20, ..., 120
+  char name[40];
+  std::snprintf(name, sizeof name, "step-%06d.safetensors", 10 * (i + 1));
+  return name;
+}
+
+TEST_CASE("step-numbered files form one series; k=5 against the previous version") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
+                  "printf 'base_interval: 5\n' > .zipnn.yaml && git add . && git commit -qm setup && mkdir run")
+              .code == 0);
+  // Twelve checkpoints in three commits, each added as training writes it.
+  for (int i = 0; i < 12; ++i) {
+    REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' run/ && git add run").code == 0);
+    if (i % 4 == 3) REQUIRE(repo.Sh("git commit -qm 'to " + Step12(i) + "' && git status --porcelain").out.empty());
+  }
+  const auto versions = Versions(repo);
+  REQUIRE(versions.size() == 12);
+  std::string previous;
+  for (int i = 0; i < 12; ++i) {
+    CAPTURE(i);
+    const std::string id = IdAt(repo, "HEAD:run/" + Step12(i));
+    const nlohmann::json& v = versions.at(id);
+    CHECK(v["kind"] == (i % 5 == 0 ? "base" : "delta"));
+    CHECK(v["depth"] == i % 5);
+    if (i % 5 != 0) CHECK(v["base"] == previous);
+    previous = id;
+  }
+  // A fresh checkout of every file, and restore of one from an old commit.
+  REQUIRE(repo.Sh("rm -r run && git checkout -q -- run && git status --porcelain").out.empty());
+  for (int i = 0; i < 12; ++i) {
+    CHECK(Slurp(repo.File("run/" + Step12(i))) == Slurp(repo.Data("cnn12-bf16/" + Step12(i))));
+  }
+  REQUIRE(repo.Sh("git zipnn restore run/" + Step12(4) + " --rev HEAD~1 -o old").code == 0);
+  CHECK(Slurp(repo.File("old")) == Slurp(repo.Data("cnn12-bf16/" + Step12(4))));
+}
+
+TEST_CASE("one path overwritten twelve times; k=5 against the series' base") {
+  Repo repo;
+  // min_gain 0: every delta that is not larger than a base is kept (the
+  // early steps of this run move too much to gain 10% against step 10).
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
+                  "printf 'base_interval: 5\ndelta_against: base\nmin_gain: 0\n' > .zipnn.yaml && git add . && "
+                  "git commit -qm setup").code == 0);
+  for (int i = 0; i < 12; ++i) {
+    REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' model.safetensors && "
+                    "git add model.safetensors && git commit -qm " + std::to_string(i)).code == 0);
+    CHECK(repo.Sh("git status --porcelain").out.empty());
+  }
+  const auto versions = Versions(repo);
+  REQUIRE(versions.size() == 12);
+  std::string base;
+  for (int i = 0; i < 12; ++i) {
+    CAPTURE(i);
+    const std::string rev = "HEAD~" + std::to_string(11 - i);
+    const std::string id = IdAt(repo, rev + ":model.safetensors");
+    const nlohmann::json& v = versions.at(id);
+    if (i % 5 == 0) base = id;
+    CHECK(v["kind"] == (i % 5 == 0 ? "base" : "delta"));
+    CHECK(v["depth"] == (i % 5 == 0 ? 0 : 1));
+    if (i % 5 != 0) CHECK(v["base"] == base);
+    // Every commit, through git checkout and through restore.
+    REQUIRE(repo.Sh("git checkout -q " + rev + " -- model.safetensors && git zipnn restore model.safetensors --rev " +
+                    rev + " -o restored").code == 0);
+    CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn12-bf16/" + Step12(i))));
+    CHECK(Slurp(repo.File("restored")) == Slurp(repo.Data("cnn12-bf16/" + Step12(i))));
+  }
+}
+
+TEST_CASE("a step added out of order takes its place by number") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && "
+                  "git commit -qm setup").code == 0);
+  for (int i : {0, 1, 3, 2}) {
+    REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' . && git add " + Step12(i)).code == 0);
+  }
+  REQUIRE(repo.Sh("git commit -qm four").code == 0);
+  const auto versions = Versions(repo);
+  // step 30, added last, is a delta against step 20, the step before it.
+  const nlohmann::json& late = versions.at(IdAt(repo, "HEAD:" + Step12(2)));
+  CHECK(late["kind"] == "delta");
+  CHECK(late["base"] == IdAt(repo, "HEAD:" + Step12(1)));
+  CHECK(versions.at(IdAt(repo, "HEAD:" + Step12(3)))["base"] == IdAt(repo, "HEAD:" + Step12(1)));
+}
+
+TEST_CASE("branches and merges of pointer files, with a conflict resolved to one side") {
+  Repo repo;
+  CommitTrajectory(repo);
+  const std::string file = "cnn-bf16/step-000";
+  REQUIRE(repo.Sh("git branch -q side HEAD~1 && git checkout -q side && "
+                  "cp '" + repo.Data("cnn12-bf16/" + Step12(0)) + "' other.safetensors && "
+                  "cp '" + repo.Data("cnn-fp32/step-000040.safetensors") + "' model.safetensors && "
+                  "git add . && git commit -qm side").code == 0);
+  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-fp32/step-000040.safetensors")));
+  REQUIRE(repo.Sh("git checkout -q master 2>/dev/null || git checkout -q main").code == 0);
+  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data(file + "200.safetensors")));
+  CHECK(repo.Sh("test -e other.safetensors").code != 0);
+  // Both sides changed the checkpoint: git reports a conflict in the pointer.
+  const Run merge = repo.Sh("git merge side");
+  CHECK(merge.code != 0);
+  CHECK(merge.out.find("CONFLICT (content): Merge conflict in model.safetensors") != std::string::npos);
+  // The conflict is checked out as text, and adding it unresolved is refused.
+  CHECK(Slurp(repo.File("model.safetensors")).find("<<<<<<< ") != std::string::npos);
+  const Run unresolved = repo.Sh("git add model.safetensors");
+  CHECK(unresolved.code != 0);
+  CHECK(unresolved.err.find("model.safetensors holds a damaged git-zipnn pointer") != std::string::npos);
+  REQUIRE(repo.Sh("git checkout -q --theirs -- model.safetensors && git add model.safetensors && "
+                  "git commit -qm merged && git status --porcelain").out.empty());
+  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-fp32/step-000040.safetensors")));
+  CHECK(Slurp(repo.File("other.safetensors")) == Slurp(repo.Data("cnn12-bf16/" + Step12(0))));
+  CHECK(IdAt(repo, "HEAD:model.safetensors") == IdAt(repo, "side:model.safetensors"));
+}
+
+TEST_CASE("a clone that shares the store path checks out without copying objects") {
+  Repo repo;
+  REQUIRE(repo.Sh("git config zipnn.storepath \"$HOME/../shared\" && git zipnn install --global").code == 0);
+  CommitTrajectory(repo);
+  CHECK(repo.Sh("test -d .git/zipnn/objects").code != 0);
+  REQUIRE(repo.Sh("cd .. && git clone -q -c zipnn.storepath=\"$HOME/../shared\" repo copy && "
+                  "cd copy && git status --porcelain").out.empty());
+  CHECK(Slurp(repo.File("../copy/model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
+  REQUIRE(repo.Sh("cd ../copy && git checkout -q HEAD~3 -- model.safetensors").code == 0);
+  CHECK(Slurp(repo.File("../copy/model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000080.safetensors")));
+  // Without the store path a clone cannot restore, and says where it looked.
+  const Run lost = repo.Sh("cd .. && git clone -q repo lost");
+  CHECK(lost.code != 0);
+  CHECK(lost.err.find("is not in the store") != std::string::npos);
+}
+
+TEST_CASE("a corrupted object is refused, naming it; nothing wrong reaches the work tree") {
+  Repo repo;
+  CommitTrajectory(repo);
+  const std::string id = IdAt(repo, "HEAD~1:model.safetensors");  // a base
+  const std::string object = ".git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id;
+  // Flip one byte in the middle of the object.
+  REQUIRE(repo.Sh("chmod u+w " + object + " && size=$(stat -c %s " + object + ") && "
+                  "printf '\\xff' | dd of=" + object + " bs=1 seek=$((size / 2)) conv=notrunc status=none")
+              .code == 0);
+  // restore leaves no file; git removes the old file and reports.
+  const Run restore = repo.Sh("git zipnn restore model.safetensors --rev HEAD -o out");  // a delta on it
+  CHECK(restore.code != 0);
+  CHECK(restore.err.find(id + ": chunk") != std::string::npos);
+  CHECK(restore.err.find("checksum mismatch") != std::string::npos);
+  CHECK(repo.Sh("test -e out").code != 0);
+  const Run bad = repo.Sh("git checkout -q HEAD~1 -- model.safetensors");
+  CHECK(bad.code != 0);
+  CHECK(bad.err.find(id + ": chunk") != std::string::npos);
+  CHECK(repo.Sh("test -e model.safetensors").code != 0);
+  // The other base and its deltas still check out.
+  REQUIRE(repo.Sh("git checkout -q HEAD~2 -- model.safetensors").code == 0);
+  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000120.safetensors")));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -18,19 +19,31 @@ namespace zipnn::store {
 
 namespace {
 
-// Series files are named by the hash of the path: any path is a file name.
+// A version in a series: its id and the step numbers of its file name.
+struct Version {
+  ContentId id;
+  std::string step;
+};
+
+// Series files are named by the hash of the series name: any name is a
+// file name.
 std::string SeriesFile(const Repository& repo, const std::string& path) {
-  return repo.series_dir + "/" + HashBytes(path.data(), path.size()).Hex();
+  const std::string name = SeriesName(path);
+  return repo.series_dir + "/" + HashBytes(name.data(), name.size()).Hex();
 }
 
-std::vector<ContentId> ReadSeries(const Repository& repo, const std::string& path) {
-  std::vector<ContentId> ids;
+// One line per version, in the order they were added: "<id> <step>".
+std::vector<Version> ReadSeries(const Repository& repo, const std::string& path) {
+  std::vector<Version> versions;
   std::ifstream in(SeriesFile(repo, path));
   std::string line;
   while (std::getline(in, line)) {
-    if (auto id = ContentId::FromHex(line)) ids.push_back(*id);
+    const size_t space = line.find(' ');
+    if (auto id = ContentId::FromHex(line.substr(0, space))) {
+      versions.push_back({*id, space == std::string::npos ? "" : line.substr(space + 1)});
+    }
   }
-  return ids;
+  return versions;
 }
 
 Status AppendSeries(const Repository& repo, const std::string& path, const ContentId& id) {
@@ -40,10 +53,25 @@ Status AppendSeries(const Repository& repo, const std::string& path, const Conte
   // whole lines.
   const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return IoError(file + ": cannot open the series index");
-  const std::string line = id.Hex() + "\n";
+  const std::string line = id.Hex() + " " + StepOf(path) + "\n";
   const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   ::close(fd);
   return ok ? OkStatus() : IoError(file + ": cannot append to the series index");
+}
+
+// Orders steps by their numbers in turn (by value, so 20 < 100).
+bool StepLess(const std::string& a, const std::string& b) {
+  std::istringstream x(a), y(b);
+  std::string p, q;
+  for (;;) {
+    const bool more_a = static_cast<bool>(std::getline(x, p, '.'));
+    const bool more_b = static_cast<bool>(std::getline(y, q, '.'));
+    if (!more_a || !more_b) return more_b && !more_a;
+    p.erase(0, std::min(p.find_first_not_of('0'), p.size()));
+    q.erase(0, std::min(q.find_first_not_of('0'), q.size()));
+    if (p.size() != q.size()) return p.size() < q.size();
+    if (p != q) return p < q;
+  }
 }
 
 // A temporary file in the repository's temp folder, removed when done.
@@ -120,6 +148,32 @@ Status Encode(const Repository& repo, const ReadFile& input, const ContentId& id
 
 }  // namespace
 
+std::string SeriesName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  std::string name = path.substr(0, slash == std::string::npos ? 0 : slash + 1);
+  bool in_digits = false;
+  for (size_t i = name.size(); i < path.size(); ++i) {
+    const bool digit = path[i] >= '0' && path[i] <= '9';
+    if (!digit) name += path[i];
+    if (digit && !in_digits) name += '#';
+    in_digits = digit;
+  }
+  return name;
+}
+
+std::string StepOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  std::string step;
+  bool in_digits = false;
+  for (size_t i = slash == std::string::npos ? 0 : slash + 1; i < path.size(); ++i) {
+    const bool digit = path[i] >= '0' && path[i] <= '9';
+    if (digit && !in_digits && !step.empty()) step += '.';
+    if (digit) step += path[i];
+    in_digits = digit;
+  }
+  return step;
+}
+
 Result<StoredInfo> Describe(const Repository& repo, const ContentId& id) {
   StoredInfo info;
   ContentId at = id;
@@ -149,28 +203,33 @@ Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const s
   Pointer pointer{id, input.size(), formats::FormatName(layout.format)};
   if (repo.objects.Has(id)) return pointer;
 
-  // Where this version falls in its series.
-  std::vector<ContentId> series = ReadSeries(repo, path);
+  // Where this version falls in its series: after every version whose
+  // step is not greater (so a path overwritten in place follows the order
+  // of adds, and step-numbered files the order of their numbers).
+  std::vector<Version> series = ReadSeries(repo, path);
+  std::stable_sort(series.begin(), series.end(),
+                   [](const Version& a, const Version& b) { return StepLess(a.step, b.step); });
+  const std::string step = StepOf(path);
+  const size_t position =
+      std::upper_bound(series.begin(), series.end(), step,
+                       [](const std::string& s, const Version& v) { return StepLess(s, v.step); }) -
+      series.begin();
   std::optional<ContentId> base_id;
   uint64_t reference = 0;  // the last base's size: what a standalone version costs
-  if (!series.empty() && series.size() % repo.policy.base_interval != 0) {
-    ContentId previous = series.back();
-    ContentId last_base = previous;
-    bool known = true;
-    for (auto it = series.rbegin(); it != series.rend(); ++it) {
-      auto info = Describe(repo, *it);
-      if (!info.ok()) {
-        known = false;
-        break;
-      }
+  if (position > 0 && position % repo.policy.base_interval != 0) {
+    const ContentId previous = series[position - 1].id;
+    std::optional<ContentId> last_base;
+    for (size_t i = position; i-- > 0;) {
+      auto info = Describe(repo, series[i].id);
+      if (!info.ok()) break;  // a lost object: start afresh with a base
       if (!info->delta) {
-        last_base = *it;
+        last_base = series[i].id;
         reference = info->object_size;
         break;
       }
     }
-    if (known) {
-      const ContentId against = repo.policy.delta_against == config::DeltaAgainst::kBase ? last_base : previous;
+    if (last_base) {
+      const ContentId against = repo.policy.delta_against == config::DeltaAgainst::kBase ? *last_base : previous;
       auto info = Describe(repo, against);
       if (info.ok() && info->depth + 1 <= static_cast<int>(repo.policy.max_chain)) base_id = against;
     }

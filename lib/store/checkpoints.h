@@ -1,8 +1,10 @@
 // Storing and restoring checkpoints in an object store, by the policy of
-// .zipnn.yaml: each path's versions form a series (an append-only list of
-// content ids under <zipnn dir>/series); a version is stored as a delta
-// against the previous one (or the series' last base) unless it is due to
-// be a base (every base_interval-th version, a chain at max_chain, or a
+// .zipnn.yaml: the versions of a path form a series (an append-only list
+// of content ids under <zipnn dir>/series), and so do files in one folder
+// whose names differ only in their digits (step-000100.safetensors,
+// step-000200.safetensors), ordered by those digits. A version is stored as
+// a delta against the one before it (or the series' last base) unless it
+// is due to be a base (every base_interval-th version, a chain at max_chain, or a
 // delta that does not save min_gain against the last base's size).
 // Restoring decodes the chain of bases, and every result is checked
 // against its content id.
@@ -31,6 +33,14 @@ struct Repository {
   std::string temp_dir;    // spooled checkpoints and restored bases
   config::Policy policy;
 };
+
+// The series a path belongs to: its folder and its file name with every
+// run of digits replaced by '#' ("run/step-#.safetensors").
+std::string SeriesName(const std::string& path);
+
+// The digit runs of a path's file name joined by '.' ("000100"), which
+// order the versions of a series.
+std::string StepOf(const std::string& path);
 
 // Stores the checkpoint in `file` (its content id already known) as a
 // version of the series of `path`, unless the store has it. Returns its
