@@ -9,6 +9,8 @@ const std::vector<CommandSpec>& Commands() {
       {"track", "Track checkpoint files matching patterns (or list tracked patterns)", &SetupTrack},
       {"untrack", "Stop tracking patterns", &SetupUntrack},
       {"log", "How each version of tracked checkpoints is stored (kind, chain, sizes)", &SetupLog},
+      {"ls-files", "Tracked checkpoints at a revision, with their ids and stored sizes", &SetupLsFiles},
+      {"show", "One stored checkpoint: its chain of bases and its layout", &SetupShow},
       {"restore", "Write a version of a tracked checkpoint straight to a file, verified", &SetupRestore},
       {"compress", "Compress a checkpoint file into an object (standalone or a delta)", &SetupCompress},
       {"decompress", "Restore the exact original bytes of an object", &SetupDecompress},

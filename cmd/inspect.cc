@@ -10,9 +10,7 @@
 
 namespace zipnn::cmd {
 
-namespace {
-
-Status RunInspect(const std::string& path) {
+Status PrintObjectReport(const std::string& path) {
   ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(path));
   ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   ASSIGN_OR_RETURN(std::vector<container::RegionStats> stats, container::ScanObject(object, info));
@@ -75,12 +73,10 @@ Status RunInspect(const std::string& path) {
   return OkStatus();
 }
 
-}  // namespace
-
 Action SetupInspect(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
   sub.add_option("object", *path, "Object file to describe")->required();
-  return [path] { return RunInspect(*path); };
+  return [path] { return PrintObjectReport(*path); };
 }
 
 }  // namespace zipnn::cmd

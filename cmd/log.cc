@@ -76,10 +76,9 @@ Status RunLog(const LogArgs& a) {
     for (const std::string& line : Split(history, '\n')) {
       const std::vector<std::string> f = Split(line, '\x1f');
       if (f.size() < 3) continue;
-      auto text = git::GitOutput({"show", f[0] + ":" + path}, top);
-      if (!text.ok()) continue;  // deleted in this commit
-      auto pointer = store::ParsePointer(*text + "\n");
-      if (!pointer.ok()) continue;  // not stored by git-zipnn here
+      // Skipped: deleted in this commit, or not stored by git-zipnn here.
+      auto pointer = PointerAt(f[0] + ":" + path);
+      if (!pointer.ok()) continue;
       auto info = store::Describe(repo, pointer->id);
       const std::string kind = !info.ok() ? "missing" : info->delta ? "delta" : "base";
       const uint64_t stored = info.ok() ? info->object_size : 0;

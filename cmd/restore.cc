@@ -22,15 +22,12 @@ struct RestoreArgs {
 Status RunRestore(const RestoreArgs& a) {
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   // "./path" makes git resolve the path from the current folder.
-  auto text = git::GitOutput({"show", a.rev + ":./" + a.path});
-  if (!text.ok()) return NotFound(a.path + " is not in " + a.rev + " (" + text.status().message() + ")");
-  auto pointer = store::ParsePointer(*text + "\n");
-  if (!pointer.ok()) return InvalidArgument(a.path + " at " + a.rev + " is not stored by git-zipnn (" + pointer.status().message() + ")");
+  ASSIGN_OR_RETURN(store::Pointer pointer, PointerAt(a.rev + ":./" + a.path));
   const std::string target = a.output.empty() ? a.path : a.output;
   ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(target, /*overwrite=*/true));
-  Status restored = store::Restore(repo, pointer->id, out);
+  Status restored = store::Restore(repo, pointer.id, out);
   if (restored.code() == StatusCode::kNotFound) {
-    return NotFound("object " + pointer->id.Hex() + " for " + a.path + " is not in the store " + repo.objects.root());
+    return NotFound("object " + pointer.id.Hex() + " for " + a.path + " is not in the store " + repo.objects.root());
   }
   RETURN_IF_ERROR(restored);
   RETURN_IF_ERROR(out.Commit());  // only verified bytes reach the name
@@ -40,8 +37,8 @@ Status RunRestore(const RestoreArgs& a) {
     ASSIGN_OR_RETURN(git::GitRun run, git::RunGit({"update-index", "-q", "--refresh", "--", a.path}));
     (void)run;
   }
-  std::printf("%s: restored %s (%llu bytes) from %s\n", target.c_str(), pointer->id.Hex().c_str(),
-              static_cast<unsigned long long>(pointer->size), a.rev.c_str());
+  std::printf("%s: restored %s (%llu bytes) from %s\n", target.c_str(), pointer.id.Hex().c_str(),
+              static_cast<unsigned long long>(pointer.size), a.rev.c_str());
   return OkStatus();
 }
 

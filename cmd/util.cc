@@ -71,6 +71,14 @@ Result<store::Repository> OpenRepository() {
   return repo;
 }
 
+Result<store::Pointer> PointerAt(const std::string& spec) {
+  auto text = git::GitOutput({"show", spec});
+  if (!text.ok()) return NotFound(spec + " is not in git (" + text.status().message() + ")");
+  auto pointer = store::ParsePointer(*text + "\n");
+  if (!pointer.ok()) return InvalidArgument(spec + " is not stored by git-zipnn (" + pointer.status().message() + ")");
+  return *pointer;
+}
+
 std::string TrackLine(const std::string& pattern) { return pattern + " filter=zipnn diff=zipnn -text"; }
 
 std::optional<std::string> TrackedPattern(const std::string& line) {

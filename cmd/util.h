@@ -41,6 +41,15 @@ extern const ConfigEntry kFilterConfig[4];
 // the policy of its .zipnn.yaml.
 Result<store::Repository> OpenRepository();
 
+// The pointer git holds at `spec` ("<rev>:<path>"; a path starting with
+// "./" is relative to the current folder). NotFound when git has no such
+// file there, InvalidArgument when the file is not a git-zipnn pointer.
+Result<store::Pointer> PointerAt(const std::string& spec);
+
+// inspect's report on one object file: header, layout, coders (also the
+// second half of `show`).
+Status PrintObjectReport(const std::string& path);
+
 // .gitattributes lines: `<pattern> filter=zipnn diff=zipnn -text`.
 std::string TrackLine(const std::string& pattern);
 // Whether an attributes line tracks a pattern with git-zipnn, and which.

@@ -244,6 +244,27 @@ TEST_CASE("step-numbered files form one series; k=5 against the previous version
     if (i % 5 != 0) CHECK(v["base"] == previous);
     previous = id;
   }
+  // ls-files lists each with its id and kind; show follows a chain to its base.
+  const Run listed = repo.Sh("git zipnn ls-files HEAD~1");
+  REQUIRE(listed.code == 0);
+  CHECK(listed.out.find(IdAt(repo, "HEAD:run/" + Step12(5)).substr(0, 12) + " base    safetensors") !=
+        std::string::npos);
+  CHECK(listed.out.find(IdAt(repo, "HEAD:run/" + Step12(7)).substr(0, 12) + " delta   safetensors") !=
+        std::string::npos);
+  CHECK(listed.out.find("run/" + Step12(8)) == std::string::npos);  // not yet at HEAD~1
+  CHECK(listed.out.find("8 checkpoints at HEAD~1:") != std::string::npos);
+  const Run shown = repo.Sh("cd run && git zipnn show HEAD:run/" + Step12(9));
+  REQUIRE(shown.code == 0);
+  size_t chain_at = 0;
+  for (int i = 9; i >= 5; --i) {  // four deltas, then the base
+    const size_t found = shown.out.find(IdAt(repo, "HEAD:run/" + Step12(i)) + (i == 5 ? " base " : " delta"), chain_at);
+    CHECK(found != std::string::npos);
+    chain_at = found;
+  }
+  CHECK(shown.out.find("kind         delta against " + IdAt(repo, "HEAD:run/" + Step12(8))) != std::string::npos);
+  CHECK(repo.Sh("git zipnn show " + IdAt(repo, "HEAD:run/" + Step12(5))).out.find("kind         base") !=
+        std::string::npos);
+  CHECK(repo.Sh("git zipnn show HEAD:.zipnn.yaml").err.find("not stored by git-zipnn") != std::string::npos);
   // A fresh checkout of every file, and restore of one from an old commit.
   REQUIRE(repo.Sh("rm -r run && git checkout -q -- run && git status --porcelain").out.empty());
   for (int i = 0; i < 12; ++i) {

@@ -1,0 +1,53 @@
+// git zipnn show: one stored checkpoint, its chain of bases and its layout.
+#include <cstdio>
+#include <memory>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "lib/container/object.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+Status RunShow(const std::string& what) {
+  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  // A content id, or <rev>:<path> as git spells it.
+  std::optional<ContentId> id = ContentId::FromHex(what);
+  if (!id) {
+    if (what.find(':') == std::string::npos) {
+      return InvalidArgument(what + " is neither a content id (32 hex digits) nor <rev>:<path>");
+    }
+    ASSIGN_OR_RETURN(store::Pointer pointer, PointerAt(what));
+    std::printf("%s: %s, %llu bytes\n", what.c_str(), pointer.format.c_str(),
+                static_cast<unsigned long long>(pointer.size));
+    id = pointer.id;
+  }
+  // The chain down to its base: what a checkout of this version decodes.
+  std::printf("chain\n");
+  ContentId at = *id;
+  for (int depth = 0;; ++depth) {
+    if (depth > store::kMaxChainDepth) return Corruption("chain of object " + id->Hex() + " is longer than 1000");
+    if (!repo.objects.Has(at)) return NotFound("object " + at.Hex() + " is not in the store " + repo.objects.root());
+    ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(at));
+    ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+    const bool delta = info.header.kind == container::ObjectKind::kDelta;
+    std::printf("  %*s%s %-5s %10s -> %10s %8s\n", 2 * depth, "", at.Hex().c_str(), delta ? "delta" : "base",
+                HumanBytes(info.header.raw_size).c_str(), HumanBytes(object.size()).c_str(),
+                Percent(object.size(), info.header.raw_size).c_str());
+    if (!delta) break;
+    at = info.header.base_id;
+  }
+  std::printf("\n");
+  return PrintObjectReport(repo.objects.PathOf(*id));
+}
+
+}  // namespace
+
+Action SetupShow(CLI::App& sub) {
+  auto what = std::make_shared<std::string>();
+  sub.add_option("object", *what, "A content id, or <rev>:<path> of a tracked checkpoint")->required();
+  return [what] { return RunShow(*what); };
+}
+
+}  // namespace zipnn::cmd
