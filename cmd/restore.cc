@@ -25,7 +25,13 @@ Status RunRestore(const RestoreArgs& a) {
   ASSIGN_OR_RETURN(store::Pointer pointer, PointerAt(a.rev + ":./" + a.path));
   const std::string target = a.output.empty() ? a.path : a.output;
   ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(target, /*overwrite=*/true));
-  Status restored = store::Restore(repo, pointer.id, out);
+  Status restored;
+  {
+    Progress progress("git-zipnn: " + target, pointer.size);  // its line is cleared when done
+    progress.Update("restoring", 0);
+    ProgressSink sink(out, progress, "restoring");
+    restored = store::Restore(repo, pointer.id, sink);
+  }
   if (restored.code() == StatusCode::kNotFound) {
     return NotFound("object " + pointer.id.Hex() + " for " + a.path + " is not in the store " + repo.objects.root());
   }

@@ -11,27 +11,6 @@
 
 namespace zipnn::cmd {
 
-std::string HumanBytes(uint64_t n) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
-  else std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[u]);
-  return buf;
-}
-
-std::string Percent(uint64_t part, uint64_t whole) {
-  if (whole == 0) return "n/a";  // an empty file has no ratio
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f%%", whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole));
-  return buf;
-}
-
 Status StdoutSink::Append(const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
   while (n > 0) {

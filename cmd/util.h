@@ -9,17 +9,13 @@
 #include <string>
 
 #include "lib/base/io.h"
+#include "lib/base/progress.h"  // HumanBytes, Percent
 #include "lib/base/status.h"
 #include "lib/store/checkpoints.h"
 
 namespace zipnn::cmd {
 
 inline constexpr char kObjectSuffix[] = ".zipnn";
-
-// "12.3 MiB"
-std::string HumanBytes(uint64_t n);
-// "66.21%": stored as a share of raw ("n/a" when raw is empty).
-std::string Percent(uint64_t part, uint64_t whole);
 
 // Writes to file descriptor 1.
 class StdoutSink : public ByteSink {

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+
 #include "lib/base/file.h"
+#include "lib/base/progress.h"
 
 namespace zipnn::filters {
 
@@ -59,20 +62,35 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
     ~Unlink() { ::unlink(path.c_str()); }
   } cleanup{spool};
   Hasher hasher;
+  Progress progress("git-zipnn: " + path, 0);
   {
     ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(spool, /*overwrite=*/true));
+    ProgressSink spooled(file, progress, "reading");
     hasher.Update(head.data(), head.size());
-    RETURN_IF_ERROR(file.Append(head.data(), head.size()));
+    RETURN_IF_ERROR(spooled.Append(head.data(), head.size()));
     char buf[1 << 16];
     for (;;) {
       ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
       if (n == 0) break;
       hasher.Update(buf, n);
-      RETURN_IF_ERROR(file.Append(buf, n));
+      RETURN_IF_ERROR(spooled.Append(buf, n));
     }
     RETURN_IF_ERROR(file.Commit());
   }
-  ASSIGN_OR_RETURN(store::Pointer pointer, store::CheckIn(repo_, path, spool, hasher.Finish()));
+  const ContentId id = hasher.Finish();
+  const bool stored_before = repo_.objects.Has(id);
+  progress.Update("storing", 0);
+  ASSIGN_OR_RETURN(store::Pointer pointer, store::CheckIn(repo_, path, spool, id));
+  if (!stored_before && progress.enabled()) {
+    auto info = store::Describe(repo_, id);
+    if (info.ok()) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.1f s", progress.Seconds());
+      progress.Finish(std::string("stored as ") + (info->delta ? "a delta (chain depth " + std::to_string(info->depth) + ")" : "a base") +
+                      ", " + HumanBytes(pointer.size) + " -> " + HumanBytes(info->object_size) + " (" +
+                      Percent(info->object_size, pointer.size) + ") in " + seconds);
+    }
+  }
   const std::string text = store::FormatPointer(pointer);
   return out.Append(text.data(), text.size());
 }
@@ -87,7 +105,10 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
     return Copy(content, out);
   }
   const store::Pointer& pointer = *parsed;
-  Status s = store::Restore(repo_, pointer.id, out);
+  Progress progress("git-zipnn: " + path, pointer.size);
+  progress.Update("restoring", 0);
+  ProgressSink restored(out, progress, "restoring");
+  Status s = store::Restore(repo_, pointer.id, restored);
   if (s.code() == StatusCode::kNotFound) {
     return NotFound("object " + pointer.id.Hex() + " for " + path + " is not in the store " +
                     repo_.objects.root() + " (fetch it, or restore the store)");

@@ -390,5 +390,26 @@ TEST_CASE("a corrupted object is refused, naming it; nothing wrong reaches the w
   CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000120.safetensors")));
 }
 
+TEST_CASE("a terminal is told what each add stored; a pipe is told nothing") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && "
+                  "git commit -qm setup && cp '" + repo.Data("cnn12-bf16/" + Step12(0)) + "' '" +
+                  repo.Data("cnn12-bf16/" + Step12(1)) + "' .").code == 0);
+  // script(1) gives git a terminal for stderr.
+  const Run tty = repo.Sh("script -qec 'git add " + Step12(0) + "' /dev/null");
+  REQUIRE(tty.code == 0);
+  CHECK(tty.out.find("git-zipnn: " + Step12(0) + ": stored as a base, 9.7 KiB -> ") != std::string::npos);
+  const Run piped = repo.Sh("git add " + Step12(1));
+  REQUIRE(piped.code == 0);
+  CHECK(piped.err.empty());
+  // The third of the series: a delta on the second.
+  const Run delta = repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(2)) + "' . && script -qec 'git add " +
+                            Step12(2) + "' /dev/null");
+  CHECK(delta.out.find("git-zipnn: " + Step12(2) + ": stored as a delta (chain depth 2)") != std::string::npos);
+  // Nothing new to store (git status cleans again): nothing to say.
+  CHECK(repo.Sh("touch " + Step12(2) + " && script -qec 'git status --porcelain' /dev/null").out.find("git-zipnn") ==
+        std::string::npos);
+}
+
 }  // namespace
 }  // namespace zipnn

@@ -1,0 +1,72 @@
+// Sizes and ratios for people, and the progress of a long operation, for a person at a terminal: one line on
+// stderr, first drawn after half a second and then at most ten times a
+// second, ended by a summary. Nothing
+// at all is printed when stderr is not a terminal (scripts, CI, git run
+// from an editor), so output that is parsed never carries it.
+//
+// Thread-compatible: one thread reports on one Progress.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <cstdint>
+#include <string>
+
+#include "lib/base/io.h"
+
+namespace zipnn {
+
+// "12.3 MiB"
+std::string HumanBytes(uint64_t n);
+// "66.21%": part as a share of whole ("n/a" when whole is 0).
+std::string Percent(uint64_t part, uint64_t whole);
+
+class Progress {
+ public:
+  // `label` begins every line ("git-zipnn: model.safetensors"); `total`
+  // is the number of bytes the operation will handle (0: unknown).
+  Progress(std::string label, uint64_t total);
+  ~Progress();  // clears an unfinished line
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  bool enabled() const { return enabled_; }
+  // Shows `state` ("storing") with the share done so far.
+  void Update(const std::string& state, uint64_t done);
+  // Replaces the line with a final one and a newline.
+  void Finish(const std::string& summary);
+  // Seconds since construction.
+  double Seconds() const;
+
+ private:
+  void Draw(const std::string& text);
+  std::string label_;
+  uint64_t total_;
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+// Passes bytes on to `inner` and reports their count to `progress`. Takes
+// positional writes when `inner` does; those may come from many threads,
+// and whichever finds the line free redraws it.
+class ProgressSink : public ByteSink {
+ public:
+  ProgressSink(ByteSink& inner, Progress& progress, std::string state)
+      : inner_(inner), progress_(progress), state_(std::move(state)) {}
+  Status Append(const void* data, size_t n) override;
+  bool CanWriteAt() const override { return inner_.CanWriteAt(); }
+  Status Presize(uint64_t total) override { return inner_.Presize(total); }
+  Status WriteAt(uint64_t offset, const void* data, size_t n) override;
+
+ private:
+  void Count(size_t n);
+  ByteSink& inner_;
+  Progress& progress_;
+  std::string state_;
+  std::atomic<uint64_t> done_{0};
+  std::mutex drawing_;
+};
+
+}  // namespace zipnn
