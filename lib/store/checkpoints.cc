@@ -32,6 +32,25 @@ std::string SeriesFile(const Repository& repo, const std::string& path) {
   return repo.series_dir + "/" + HashBytes(name.data(), name.size()).Hex();
 }
 
+// The newest version of a series, kept raw (a hard link to the spooled
+// input) so that the next add need not decode its chain. Checked by its
+// hash before use; any mismatch is a miss.
+std::string LatestFile(const Repository& repo, const std::string& path) {
+  const std::string name = SeriesName(path);
+  return repo.temp_dir + "/latest/" + HashBytes(name.data(), name.size()).Hex();
+}
+
+// Best effort: without it the next add decodes the chain instead.
+void KeepLatest(const Repository& repo, const std::string& path, const std::string& file) {
+  if (!MakeDirectories(repo.temp_dir + "/latest").ok()) return;
+  const std::string latest = LatestFile(repo, path);
+  const std::string staged = latest + ".new";
+  ::unlink(staged.c_str());
+  if (::link(file.c_str(), staged.c_str()) != 0 || ::rename(staged.c_str(), latest.c_str()) != 0) {
+    ::unlink(staged.c_str());
+  }
+}
+
 // One line per version, in the order they were added: "<id> <step>".
 std::vector<Version> ReadSeries(const Repository& repo, const std::string& path) {
   std::vector<Version> versions;
@@ -237,18 +256,30 @@ Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const s
 
   uint64_t size = 0;
   if (base_id) {
-    ASSIGN_OR_RETURN(TempFile base_file, TempFile::Create(repo.temp_dir));
-    {
-      ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(base_file.path(), /*overwrite=*/true));
-      RETURN_IF_ERROR(Restore(repo, *base_id, sink));
-      RETURN_IF_ERROR(sink.Commit());
+    // The base's bytes: the series' latest version as kept by the last
+    // add, or decoded from the store.
+    std::optional<ReadFile> base;
+    std::optional<TempFile> base_file;
+    if (auto latest = ReadFile::Open(LatestFile(repo, path)); latest.ok()) {
+      auto hash = HashSource(*latest);
+      if (hash.ok() && *hash == *base_id) base.emplace(std::move(*latest));
     }
-    ASSIGN_OR_RETURN(ReadFile base, ReadFile::Open(base_file.path()));
+    if (!base) {
+      ASSIGN_OR_RETURN(TempFile decoded, TempFile::Create(repo.temp_dir));
+      {
+        ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(decoded.path(), /*overwrite=*/true));
+        RETURN_IF_ERROR(Restore(repo, *base_id, sink));
+        RETURN_IF_ERROR(sink.Commit());
+      }
+      ASSIGN_OR_RETURN(ReadFile opened, ReadFile::Open(decoded.path()));
+      base.emplace(std::move(opened));
+      base_file.emplace(std::move(decoded));
+    }
     // Encoded to a side path first: a delta that does not pay is replaced
     // by a base under the same id.
     Repository side = repo;
     side.objects = ObjectStore(repo.temp_dir + "/candidates");
-    RETURN_IF_ERROR(Encode(side, input, id, &base, *base_id, &size));
+    RETURN_IF_ERROR(Encode(side, input, id, &*base, *base_id, &size));
     const bool pays = reference == 0 ||
                       static_cast<double>(size) <= static_cast<double>(reference) * (1 - repo.policy.min_gain);
     const std::string candidate = side.objects.PathOf(id);
@@ -270,6 +301,7 @@ Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const s
     RETURN_IF_ERROR(Encode(repo, input, id, nullptr, ContentId{}, &size));
   }
   RETURN_IF_ERROR(AppendSeries(repo, path, id));
+  if (position == series.size()) KeepLatest(repo, path, file);
   return pointer;
 }
 
