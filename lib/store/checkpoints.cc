@@ -134,10 +134,6 @@ Status RestoreDepth(const Repository& repo, const ContentId& id, ByteSink& out, 
   return container::DecodeObject(object, info, &base, options, out);
 }
 
-Result<uint64_t> ObjectSize(const Repository& repo, const ContentId& id) {
-  ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
-  return object.size();
-}
 
 // Encodes `input` (layout from the format layer) standalone, or as a delta
 // against `base`, into the store.

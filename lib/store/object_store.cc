@@ -37,10 +37,12 @@ Status ObjectStore::Put(const ContentId& id, const std::function<Status(AtomicFi
   const std::string path = PathOf(id);
   if (FileExists(path)) return OkStatus();
   RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/false));
-  RETURN_IF_ERROR(write(out));
-  Status committed = out.Commit();
-  // Another writer of the same content got there first: theirs is whole.
+  // Another writer of the same content may get there first, before we
+  // start or before we commit: theirs is whole, and ours is not needed.
+  auto out = AtomicFile::Create(path, /*overwrite=*/false);
+  if (!out.ok()) return FileExists(path) ? OkStatus() : out.status();
+  RETURN_IF_ERROR(write(*out));
+  Status committed = out->Commit();
   if (!committed.ok() && FileExists(path)) return OkStatus();
   return committed;
 }
