@@ -75,7 +75,7 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
       hasher.Update(buf, n);
       RETURN_IF_ERROR(spooled.Append(buf, n));
     }
-    RETURN_IF_ERROR(file.Commit());
+    RETURN_IF_ERROR(file.CommitUnsynced());
   }
   const ContentId id = hasher.Finish();
   const bool stored_before = repo_.objects.Has(id);

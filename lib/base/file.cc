@@ -127,9 +127,12 @@ Status AtomicFile::Append(const void* data, size_t n) {
   return OkStatus();
 }
 
-Status AtomicFile::Commit() {
+Status AtomicFile::Commit() { return Finish(/*sync=*/true); }
+Status AtomicFile::CommitUnsynced() { return Finish(/*sync=*/false); }
+
+Status AtomicFile::Finish(bool sync) {
   if (fd_ < 0 || tmp_.empty()) return InvalidArgument(path_ + ": already committed");
-  if (::fsync(fd_) != 0) return IoError(path_ + ": fsync failed: " + Errno());
+  if (sync && ::fsync(fd_) != 0) return IoError(path_ + ": fsync failed: " + Errno());
   if (::close(fd_) != 0) {
     fd_ = -1;
     return IoError(path_ + ": close failed: " + Errno());

@@ -54,8 +54,12 @@ class AtomicFile : public ByteSink {
   uint64_t size() const { return size_; }
   // fsync, then rename over the final path.
   Status Commit();
+  // The same without the fsync, for scratch files that need not survive a
+  // crash (spooled input, decoded bases).
+  Status CommitUnsynced();
 
  private:
+  Status Finish(bool sync);
   AtomicFile(int fd, std::string path, std::string tmp, bool overwrite)
       : fd_(fd), path_(std::move(path)), tmp_(std::move(tmp)), overwrite_(overwrite) {}
   int fd_ = -1;

@@ -128,7 +128,7 @@ Status RestoreDepth(const Repository& repo, const ContentId& id, ByteSink& out, 
   {
     ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(base_file.path(), /*overwrite=*/true));
     RETURN_IF_ERROR(RestoreDepth(repo, info.header.base_id, sink, depth + 1));
-    RETURN_IF_ERROR(sink.Commit());
+    RETURN_IF_ERROR(sink.CommitUnsynced());
   }
   ASSIGN_OR_RETURN(ReadFile base, ReadFile::Open(base_file.path()));
   return container::DecodeObject(object, info, &base, options, out);
@@ -265,7 +265,7 @@ Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const s
       {
         ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(decoded.path(), /*overwrite=*/true));
         RETURN_IF_ERROR(Restore(repo, *base_id, sink));
-        RETURN_IF_ERROR(sink.Commit());
+        RETURN_IF_ERROR(sink.CommitUnsynced());
       }
       ASSIGN_OR_RETURN(ReadFile opened, ReadFile::Open(decoded.path()));
       base.emplace(std::move(opened));
@@ -279,18 +279,7 @@ Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const s
     const bool pays = reference == 0 ||
                       static_cast<double>(size) <= static_cast<double>(reference) * (1 - repo.policy.min_gain);
     const std::string candidate = side.objects.PathOf(id);
-    if (pays) {
-      RETURN_IF_ERROR(repo.objects.Put(id, [&](AtomicFile& out) -> Status {
-        ASSIGN_OR_RETURN(ReadFile from, ReadFile::Open(candidate));
-        Buffer block(1 << 20);
-        for (uint64_t at = 0; at < from.size(); at += block.size()) {
-          const size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), from.size() - at));
-          RETURN_IF_ERROR(from.ReadAt(at, block.data(), n));
-          RETURN_IF_ERROR(out.Append(block.data(), n));
-        }
-        return OkStatus();
-      }));
-    }
+    if (pays) RETURN_IF_ERROR(repo.objects.Adopt(id, candidate));
     ::unlink(candidate.c_str());
     if (!pays) RETURN_IF_ERROR(Encode(repo, input, id, nullptr, ContentId{}, &size));
   } else {

@@ -2,8 +2,13 @@
 
 #include <errno.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include <cstring>
+
+#include "lib/base/buffer.h"
 
 namespace zipnn::store {
 
@@ -45,6 +50,23 @@ Status ObjectStore::Put(const ContentId& id, const std::function<Status(AtomicFi
   Status committed = out->Commit();
   if (!committed.ok() && FileExists(path)) return OkStatus();
   return committed;
+}
+
+Status ObjectStore::Adopt(const ContentId& id, const std::string& file) const {
+  const std::string path = PathOf(id);
+  RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
+  if (::link(file.c_str(), path.c_str()) == 0 || errno == EEXIST) return OkStatus();
+  if (errno != EXDEV) return IoError(path + ": cannot link " + file + ": " + std::strerror(errno));
+  return Put(id, [&](AtomicFile& out) -> Status {  // another file system: copy
+    ASSIGN_OR_RETURN(ReadFile from, ReadFile::Open(file));
+    Buffer block(1 << 20);
+    for (uint64_t at = 0; at < from.size(); at += block.size()) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), from.size() - at));
+      RETURN_IF_ERROR(from.ReadAt(at, block.data(), n));
+      RETURN_IF_ERROR(out.Append(block.data(), n));
+    }
+    return OkStatus();
+  });
 }
 
 }  // namespace zipnn::store

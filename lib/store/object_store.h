@@ -31,6 +31,10 @@ class ObjectStore {
   // Stores the object `write` produces, unless the store has it already.
   // If `write` fails nothing is left behind.
   Status Put(const ContentId& id, const std::function<Status(AtomicFile&)>& write) const;
+  // Takes a finished, fsynced object file (written elsewhere, e.g. as a
+  // candidate) as the object for `id`: a hard link when it is on the same
+  // file system, else a copy. The caller removes `file`.
+  Status Adopt(const ContentId& id, const std::string& file) const;
 
  private:
   std::string root_;

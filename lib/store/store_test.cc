@@ -140,5 +140,24 @@ TEST_CASE("writers of the same object at once all succeed with one intact copy")
   CHECK(FilesIn(store.root() + "/" + hex.substr(0, 2) + "/" + hex.substr(2, 2)) == 1);
 }
 
+TEST_CASE("a finished object file is adopted whole; an object already there is kept") {
+  const std::string dir = TempDir();
+  const ObjectStore store(dir + "/objects");
+  const ContentId id = HashBytes("adopted", 7);
+  auto write = [&](const std::string& path, const std::string& text) {
+    auto f = AtomicFile::Create(path, /*overwrite=*/true);
+    REQUIRE(f.ok());
+    REQUIRE(f->Append(text.data(), text.size()).ok());
+    REQUIRE(f->Commit().ok());
+  };
+  write(dir + "/candidate", "first");
+  REQUIRE(store.Adopt(id, dir + "/candidate").ok());
+  CHECK(*ReadWholeFile(store.PathOf(id)) == std::vector<uint8_t>{'f', 'i', 'r', 's', 't'});
+  write(dir + "/again", "second");
+  REQUIRE(store.Adopt(id, dir + "/again").ok());
+  CHECK(*ReadWholeFile(store.PathOf(id)) == std::vector<uint8_t>{'f', 'i', 'r', 's', 't'});
+  CHECK(!store.Adopt(HashBytes("x", 1), dir + "/no-such-file").ok());
+}
+
 }  // namespace
 }  // namespace zipnn::store
