@@ -102,8 +102,9 @@ Status RunLog(const LogArgs& a) {
       }
     }
     if (!a.json) {
-      std::printf("  total: %s raw in %zu versions -> %s stored (%s)\n", HumanBytes(raw_total).c_str(),
-                  counted.size(), HumanBytes(stored_total).c_str(), Percent(stored_total, raw_total).c_str());
+      std::printf("  total: %s raw in %zu version%s -> %s stored (%s)\n", HumanBytes(raw_total).c_str(),
+                  counted.size(), counted.size() == 1 ? "" : "s", HumanBytes(stored_total).c_str(),
+                  Percent(stored_total, raw_total).c_str());
     }
   }
   if (a.json) std::printf("]\n");
