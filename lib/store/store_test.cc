@@ -45,27 +45,28 @@ TEST_CASE("every other spelling of a pointer is rejected, saying why") {
   auto reject = [](const std::string& text) { return ParsePointer(text).status().message(); };
   CHECK(reject(good.substr(0, good.size() - 1)) == "pointer does not end with a newline");
   CHECK(reject(good + "extra 1\n") == "pointer has 5 lines, not 4");
-  std::string crlf = good;
-  crlf.insert(crlf.find('\n'), "\r");
-  CHECK(reject(crlf) == "pointer does not start with 'git-zipnn pointer 1'");
-  std::string upper = good;
-  upper[upper.find("abcdef")] = 'A';
-  CHECK(reject(upper) == "pointer id is not 32 lowercase hex digits");
-  std::string short_id = good;
-  short_id.erase(short_id.find("0123"), 1);
-  CHECK(reject(short_id) == "pointer id is not 32 lowercase hex digits");
-  std::string zeros = good;
-  zeros.replace(zeros.find("size 117764"), 11, "size 0117764");
-  CHECK(reject(zeros) == "pointer size is not a plain decimal number");
-  std::string plus = good;
-  plus.replace(plus.find("size 117764"), 11, "size +117764");
-  CHECK(reject(plus) == "pointer size is not a plain decimal number");
-  std::string huge = good;
-  huge.replace(huge.find("size 117764"), 11, "size 99999999999999999999");
-  CHECK(reject(huge) == "pointer size is not a plain decimal number");
-  std::string spaced = good;
-  spaced.replace(spaced.find("format "), 7, "format  ");
-  CHECK(reject(spaced) == "pointer line 4 is not 'format <name>'");
+  // One edit of the good pointer each: {text found, its replacement, the error}.
+  const struct {
+    const char* find;
+    const char* replace;
+    const char* error;
+  } kEdits[] = {
+      {"pointer 1\n", "pointer 1\r\n", "pointer does not start with 'git-zipnn pointer 1'"},
+      {"0123456789abcdef\n", "0123456789abcdeF\n", "pointer id is not 32 lowercase hex digits"},
+      {"xxh3-128:0123", "xxh3-128:123", "pointer id is not 32 lowercase hex digits"},
+      {"size 117764", "size 0117764", "pointer size is not a plain decimal number"},
+      {"size 117764", "size +117764", "pointer size is not a plain decimal number"},
+      {"size 117764", "size 99999999999999999999", "pointer size is not a plain decimal number"},
+      {"format ", "format  ", "pointer line 4 is not 'format <name>'"},
+  };
+  for (const auto& edit : kEdits) {
+    CAPTURE(edit.replace);
+    std::string text = good;
+    const size_t at = text.find(edit.find);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, std::string(edit.find).size(), edit.replace);
+    CHECK(reject(text) == edit.error);
+  }
   std::string newer = good;
   newer.replace(0, 19, "git-zipnn pointer 2");
   CHECK(ParsePointer(newer).status().code() == StatusCode::kUnsupported);
