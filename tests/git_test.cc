@@ -416,5 +416,44 @@ TEST_CASE("a terminal is told what each add stored; a pipe is told nothing") {
         std::string::npos);
 }
 
+TEST_CASE("two repositories adding the same and different checkpoints at once into one store") {
+  Repo repo;
+  REQUIRE(repo.Sh("git config --global zipnn.storepath \"$HOME/../shared\" && git config --global user.name T && "
+                  "git config --global user.email t@example.com && git zipnn install --global && "
+                  "git zipnn track '*.safetensors' && git add . && git commit -qm setup && "
+                  "git clone -q . ../other").code == 0);
+  // Both add steps 10..60 (the same bytes) and one step of their own,
+  // at the same time, over and over.
+  std::string adds;
+  for (int i = 0; i < 6; ++i) adds += "cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' . && ";
+  REQUIRE(repo.Sh(adds + "cp * ../other/ && cp '" + repo.Data("cnn12-bf16/" + Step12(6)) + "' mine.safetensors && "
+                  "cp '" + repo.Data("cnn12-bf16/" + Step12(7)) + "' ../other/theirs.safetensors && "
+                  "{ git add . & (cd ../other && git add .) & wait; } && "
+                  "git commit -qm mine && cd ../other && git commit -qm theirs").code == 0);
+  // Every object is whole: fresh checkouts in both are exact and clean.
+  for (const char* where : {"repo", "other"}) {
+    CAPTURE(where);
+    const std::string dir = std::string("../") + where;
+    REQUIRE(repo.Sh("cd " + dir + " && rm -f *.safetensors && git checkout -q -- . && git status --porcelain").out.empty());
+    for (int i = 0; i < 6; ++i) {
+      CHECK(Slurp(repo.File(dir + "/" + Step12(i))) == Slurp(repo.Data("cnn12-bf16/" + Step12(i))));
+    }
+  }
+  CHECK(Slurp(repo.File("mine.safetensors")) == Slurp(repo.Data("cnn12-bf16/" + Step12(6))));
+  CHECK(Slurp(repo.File("../other/theirs.safetensors")) == Slurp(repo.Data("cnn12-bf16/" + Step12(7))));
+  // No temporary file was left in the store.
+  CHECK(repo.Sh("find \"$HOME/../shared\" -name '*.tmp-*' | wc -l").out == "0\n");
+}
+
+TEST_CASE("log works from a subfolder with paths relative to it") {
+  Repo repo;
+  CommitTrajectory(repo);
+  const Run log = repo.Sh("mkdir -p sub && cd sub && git zipnn log --json ../model.safetensors");
+  REQUIRE(log.code == 0);
+  const nlohmann::json versions = nlohmann::json::parse(log.out);
+  CHECK(versions.size() == 5);
+  CHECK(versions[0]["path"] == "model.safetensors");
+}
+
 }  // namespace
 }  // namespace zipnn
