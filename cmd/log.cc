@@ -41,14 +41,12 @@ std::string JsonString(const std::string& s) {
   return r + "\"";
 }
 
-// Paths in HEAD whose filter attribute is zipnn.
+// Paths in the index whose filter attribute is zipnn, in the whole tree.
 Result<std::vector<std::string>> TrackedPaths() {
-  ASSIGN_OR_RETURN(std::string files, git::GitOutput({"ls-files", "--full-name"}));
+  ASSIGN_OR_RETURN(std::string files, git::GitOutput({"ls-files", "--full-name", "--", ":(top,attr:filter=zipnn)"}));
   std::vector<std::string> tracked;
   for (const std::string& f : Split(files, '\n')) {
-    if (f.empty()) continue;
-    ASSIGN_OR_RETURN(std::string attr, git::GitOutput({"check-attr", "filter", "--", f}));
-    if (attr.size() >= 7 && attr.compare(attr.size() - 7, 7, ": zipnn") == 0) tracked.push_back(f);
+    if (!f.empty()) tracked.push_back(f);
   }
   return tracked;
 }

@@ -30,10 +30,7 @@ Status RunRestore(const RestoreArgs& a) {
     Progress progress("git-zipnn: " + target, pointer.size);  // its line is cleared when done
     progress.Update("restoring", 0);
     ProgressSink sink(out, progress, "restoring");
-    restored = store::Restore(repo, pointer.id, sink);
-  }
-  if (restored.code() == StatusCode::kNotFound) {
-    return NotFound("object " + pointer.id.Hex() + " for " + a.path + " is not in the store " + repo.objects.root());
+    restored = store::RestoreFile(repo, pointer, a.path, sink);
   }
   RETURN_IF_ERROR(restored);
   RETURN_IF_ERROR(out.Commit());  // only verified bytes reach the name

@@ -4,7 +4,6 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
-#include "lib/container/object.h"
 
 namespace zipnn::cmd {
 
@@ -25,19 +24,11 @@ Status RunShow(const std::string& what) {
   }
   // The chain down to its base: what a checkout of this version decodes.
   std::printf("chain\n");
-  ContentId at = *id;
-  for (int depth = 0;; ++depth) {
-    if (depth > store::kMaxChainDepth) return Corruption("chain of object " + id->Hex() + " is longer than 1000");
-    if (!repo.objects.Has(at)) return NotFound("object " + at.Hex() + " is not in the store " + repo.objects.root());
-    ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(at));
-    ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
-    const bool delta = info.header.kind == container::ObjectKind::kDelta;
-    std::printf("  %*s%s %-5s %10s -> %10s %8s\n", 2 * depth, "", at.Hex().c_str(), delta ? "delta" : "base",
-                HumanBytes(info.header.raw_size).c_str(), HumanBytes(object.size()).c_str(),
-                Percent(object.size(), info.header.raw_size).c_str());
-    if (!delta) break;
-    at = info.header.base_id;
-  }
+  RETURN_IF_ERROR(store::VisitChain(repo, *id, [](const store::ChainLink& link) {
+    std::printf("  %*s%s %-5s %10s -> %10s %8s\n", 2 * link.depth, "", link.id.Hex().c_str(),
+                link.delta ? "delta" : "base", HumanBytes(link.raw_size).c_str(), HumanBytes(link.object_size).c_str(),
+                Percent(link.object_size, link.raw_size).c_str());
+  }));
   std::printf("\n");
   return PrintObjectReport(repo.objects.PathOf(*id));
 }

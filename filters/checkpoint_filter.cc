@@ -1,7 +1,5 @@
 #include "filters/checkpoint_filter.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 
 #include "lib/base/file.h"
@@ -52,19 +50,11 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   }
   // Spool to a file beside the store while hashing: the encoder needs
   // random access, and git streams the content only once.
-  RETURN_IF_ERROR(store::MakeDirectories(repo_.temp_dir));
-  std::string spool = repo_.temp_dir + "/clean-XXXXXX";
-  const int fd = ::mkstemp(spool.data());
-  if (fd < 0) return IoError(repo_.temp_dir + ": cannot create a temporary file");
-  ::close(fd);
-  struct Unlink {
-    std::string path;
-    ~Unlink() { ::unlink(path.c_str()); }
-  } cleanup{spool};
+  ASSIGN_OR_RETURN(TempFile spool, TempFile::Create(repo_.temp_dir, "clean"));
   Hasher hasher;
   Progress progress("git-zipnn: " + path, 0);
   {
-    ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(spool, /*overwrite=*/true));
+    ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(spool.path(), /*overwrite=*/true));
     ProgressSink spooled(file, progress, "reading");
     hasher.Update(head.data(), head.size());
     RETURN_IF_ERROR(spooled.Append(head.data(), head.size()));
@@ -80,7 +70,7 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   const ContentId id = hasher.Finish();
   const bool stored_before = repo_.objects.Has(id);
   progress.Update("storing", 0);
-  ASSIGN_OR_RETURN(store::Pointer pointer, store::CheckIn(repo_, path, spool, id));
+  ASSIGN_OR_RETURN(store::Pointer pointer, store::CheckIn(repo_, path, spool.path(), id));
   if (!stored_before && progress.enabled()) {
     auto info = store::Describe(repo_, id);
     if (info.ok()) {
@@ -108,12 +98,7 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
   Progress progress("git-zipnn: " + path, pointer.size);
   progress.Update("restoring", 0);
   ProgressSink restored(out, progress, "restoring");
-  Status s = store::Restore(repo_, pointer.id, restored);
-  if (s.code() == StatusCode::kNotFound) {
-    return NotFound("object " + pointer.id.Hex() + " for " + path + " is not in the store " +
-                    repo_.objects.root() + " (fetch it, or restore the store)");
-  }
-  return s;
+  return store::RestoreFile(repo_, pointer, path, restored);
 }
 
 }  // namespace zipnn::filters

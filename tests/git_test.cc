@@ -453,6 +453,27 @@ TEST_CASE("log works from a subfolder with paths relative to it") {
   const nlohmann::json versions = nlohmann::json::parse(log.out);
   CHECK(versions.size() == 5);
   CHECK(versions[0]["path"] == "model.safetensors");
+  // Without paths: every tracked checkpoint of the tree, not only below.
+  CHECK(nlohmann::json::parse(repo.Sh("cd sub && git zipnn log --json").out).size() == 5);
+}
+
+TEST_CASE("a missing base is named as the base of the version asked for") {
+  Repo repo;
+  CommitTrajectory(repo);
+  const std::string base = IdAt(repo, "HEAD~1:model.safetensors");
+  const std::string head = IdAt(repo, "HEAD:model.safetensors");
+  REQUIRE(repo.Sh("rm .git/zipnn/objects/" + base.substr(0, 2) + "/" + base.substr(2, 2) + "/" + base).code == 0);
+  const Run restore = repo.Sh("git zipnn restore model.safetensors -o out");
+  CHECK(restore.code != 0);
+  CHECK(restore.err.find("object " + base + " (a base of " + head + ") for model.safetensors is not in the store") !=
+        std::string::npos);
+  CHECK(repo.Sh("test -e out").code != 0);
+  const Run checkout = repo.Sh("rm model.safetensors && git checkout -- model.safetensors");
+  CHECK(checkout.code != 0);
+  CHECK(checkout.err.find("object " + base + " (a base of " + head + ")") != std::string::npos);
+  const Run show = repo.Sh("git zipnn show HEAD:model.safetensors");
+  CHECK(show.code != 0);
+  CHECK(show.err.find("object " + base + " is not in the store") != std::string::npos);
 }
 
 }  // namespace

@@ -159,6 +159,30 @@ Result<size_t> FdReader::Read(void* out, size_t n) {
   }
 }
 
+Status MakeDirectories(const std::string& path) {
+  for (size_t at = 1; at <= path.size(); ++at) {
+    if (at != path.size() && path[at] != '/') continue;
+    const std::string prefix = path.substr(0, at);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return IoError(prefix + ": cannot create folder: " + std::strerror(errno));
+    }
+  }
+  return OkStatus();
+}
+
+Result<TempFile> TempFile::Create(const std::string& dir, const std::string& prefix) {
+  RETURN_IF_ERROR(MakeDirectories(dir));
+  std::string path = dir + "/" + prefix + "-XXXXXX";
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) return IoError(dir + ": cannot create a temporary file: " + Errno());
+  ::close(fd);
+  return TempFile(path);
+}
+
+TempFile::~TempFile() {
+  if (!path_.empty()) ::unlink(path_.c_str());
+}
+
 bool FileExists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;

@@ -79,7 +79,25 @@ class FdReader : public ByteReader {
   int fd_;
 };
 
+// A scratch file in `dir` (created if needed), named `<prefix>-XXXXXX`,
+// removed when the TempFile goes away.
+class TempFile {
+ public:
+  static Result<TempFile> Create(const std::string& dir, const std::string& prefix);
+  TempFile(TempFile&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
+  TempFile& operator=(TempFile&&) = delete;
+  ~TempFile();
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
 bool FileExists(const std::string& path);
+
+// mkdir -p.
+Status MakeDirectories(const std::string& path);
 
 // Reads a whole (small) file; for tests, golden files and tools.
 Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path);

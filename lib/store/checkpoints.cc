@@ -4,13 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <vector>
 
-#include "lib/base/buffer.h"
 #include "lib/base/file.h"
 #include "lib/container/object.h"
 #include "lib/formats/detect.h"
@@ -25,19 +23,22 @@ struct Version {
   std::string step;
 };
 
-// Series files are named by the hash of the series name: any name is a
+// Files about a series are named by the hash of its name: any name is a
 // file name.
-std::string SeriesFile(const Repository& repo, const std::string& path) {
+std::string SeriesKey(const std::string& path) {
   const std::string name = SeriesName(path);
-  return repo.series_dir + "/" + HashBytes(name.data(), name.size()).Hex();
+  return HashBytes(name.data(), name.size()).Hex();
+}
+
+std::string SeriesFile(const Repository& repo, const std::string& path) {
+  return repo.series_dir + "/" + SeriesKey(path);
 }
 
 // The newest version of a series, kept raw (a hard link to the spooled
 // input) so that the next add need not decode its chain. Checked by its
 // hash before use; any mismatch is a miss.
 std::string LatestFile(const Repository& repo, const std::string& path) {
-  const std::string name = SeriesName(path);
-  return repo.temp_dir + "/latest/" + HashBytes(name.data(), name.size()).Hex();
+  return repo.temp_dir + "/latest/" + SeriesKey(path);
 }
 
 // Best effort: without it the next add decodes the chain instead.
@@ -93,27 +94,23 @@ bool StepLess(const std::string& a, const std::string& b) {
   }
 }
 
-// A temporary file in the repository's temp folder, removed when done.
-class TempFile {
- public:
-  static Result<TempFile> Create(const std::string& dir) {
-    RETURN_IF_ERROR(MakeDirectories(dir));
-    std::string path = dir + "/restore-XXXXXX";
-    const int fd = ::mkstemp(path.data());
-    if (fd < 0) return IoError(dir + ": cannot create a temporary file");
-    ::close(fd);
-    return TempFile(path);
-  }
-  TempFile(TempFile&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
-  ~TempFile() {
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
+Status RestoreDepth(const Repository& repo, const ContentId& id, ByteSink& out, int depth);
 
- private:
-  explicit TempFile(std::string path) : path_(std::move(path)) {}
-  std::string path_;
+// A version decoded into a scratch file, for a delta to read as its base.
+struct Scratch {
+  TempFile file;
+  ReadFile reader;
 };
+Result<Scratch> RestoreToScratch(const Repository& repo, const ContentId& id, int depth) {
+  ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "restore"));
+  {
+    ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(file.path(), /*overwrite=*/true));
+    RETURN_IF_ERROR(RestoreDepth(repo, id, sink, depth));
+    RETURN_IF_ERROR(sink.CommitUnsynced());
+  }
+  ASSIGN_OR_RETURN(ReadFile reader, ReadFile::Open(file.path()));
+  return Scratch{std::move(file), std::move(reader)};
+}
 
 Status RestoreDepth(const Repository& repo, const ContentId& id, ByteSink& out, int depth) {
   if (depth > kMaxChainDepth) return Corruption("chain of object " + id.Hex() + " is longer than 1000 (a loop?)");
@@ -123,38 +120,30 @@ Status RestoreDepth(const Repository& repo, const ContentId& id, ByteSink& out, 
   container::DecodeOptions options;
   options.threads = repo.policy.threads;
   if (info.header.kind == container::ObjectKind::kBase) return container::DecodeObject(object, info, nullptr, options, out);
-  // The base first, into a temporary file the delta reads from.
-  ASSIGN_OR_RETURN(TempFile base_file, TempFile::Create(repo.temp_dir));
-  {
-    ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(base_file.path(), /*overwrite=*/true));
-    RETURN_IF_ERROR(RestoreDepth(repo, info.header.base_id, sink, depth + 1));
-    RETURN_IF_ERROR(sink.CommitUnsynced());
-  }
-  ASSIGN_OR_RETURN(ReadFile base, ReadFile::Open(base_file.path()));
-  return container::DecodeObject(object, info, &base, options, out);
+  ASSIGN_OR_RETURN(Scratch base, RestoreToScratch(repo, info.header.base_id, depth + 1));
+  return container::DecodeObject(object, info, &base.reader, options, out);
 }
 
-
-// Encodes `input` (layout from the format layer) standalone, or as a delta
-// against `base`, into the store.
-Status Encode(const Repository& repo, const ReadFile& input, const ContentId& id, const ReadFile* base,
-              const ContentId& base_id, uint64_t* size) {
-  ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(input, formats::FormatChoice::kAuto));
-  container::Layout regions;
-  container::DeltaBase delta{base, base_id};
-  if (base != nullptr) {
-    ASSIGN_OR_RETURN(formats::FileLayout base_layout, formats::ReadLayout(*base, formats::FormatChoice::kAuto));
-    regions = formats::ToDeltaRegions(layout, base_layout);
-  } else {
-    regions = formats::ToRegions(layout);
-  }
+// Encodes `input` (its layout from the format layer) standalone, or as a
+// delta against `base` (with its layout), into `objects`.
+struct DeltaSource {
+  const ReadFile* file;
+  const formats::FileLayout* layout;
+  ContentId id;
+};
+Status Encode(const Repository& repo, const ObjectStore& objects, const ReadFile& input,
+              const formats::FileLayout& layout, const ContentId& id, const DeltaSource* base, uint64_t* size) {
+  const container::Layout regions =
+      base != nullptr ? formats::ToDeltaRegions(layout, *base->layout) : formats::ToRegions(layout);
+  std::optional<container::DeltaBase> delta;
+  if (base != nullptr) delta = container::DeltaBase{base->file, base->id};
   container::EncodeOptions options;
   options.chunk_size = repo.policy.chunk_size;
   options.threads = repo.policy.threads;
   options.zstd_level = repo.policy.zstd_level;
-  return repo.objects.Put(id, [&](AtomicFile& out) -> Status {
+  return objects.Put(id, [&](AtomicFile& out) -> Status {
     ASSIGN_OR_RETURN(container::EncodeResult r,
-                     container::EncodeObject(input, regions, base != nullptr ? &delta : nullptr, options, out));
+                     container::EncodeObject(input, regions, delta ? &*delta : nullptr, options, out));
     if (r.content_id != id) return Corruption(input.name() + " changed while it was stored");
     *size = r.object_size;
     return OkStatus();
@@ -189,27 +178,50 @@ std::string StepOf(const std::string& path) {
   return step;
 }
 
-Result<StoredInfo> Describe(const Repository& repo, const ContentId& id) {
-  StoredInfo info;
-  ContentId at = id;
-  for (int depth = 0; depth <= kMaxChainDepth; ++depth) {
-    ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(at));
-    ASSIGN_OR_RETURN(container::ObjectInfo header, container::ReadObjectInfo(object));
-    if (depth == 0) {
-      info.delta = header.header.kind == container::ObjectKind::kDelta;
-      info.base = header.header.base_id;
-      info.object_size = object.size();
-    }
-    if (header.header.kind == container::ObjectKind::kBase) {
-      info.depth = depth;
-      return info;
-    }
-    at = header.header.base_id;
+Status VisitChain(const Repository& repo, const ContentId& id, const std::function<void(const ChainLink&)>& visit) {
+  ChainLink link;
+  link.id = id;
+  for (; link.depth <= kMaxChainDepth; ++link.depth) {
+    ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(link.id));
+    ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+    link.delta = info.header.kind == container::ObjectKind::kDelta;
+    link.base = info.header.base_id;
+    link.raw_size = info.header.raw_size;
+    link.object_size = object.size();
+    visit(link);
+    if (!link.delta) return OkStatus();
+    link.id = link.base;
   }
   return Corruption("chain of object " + id.Hex() + " is longer than 1000 (a loop?)");
 }
 
+Result<StoredInfo> Describe(const Repository& repo, const ContentId& id) {
+  StoredInfo info;
+  RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) {
+    if (link.depth == 0) {
+      info.delta = link.delta;
+      info.base = link.base;
+      info.object_size = link.object_size;
+    }
+    info.depth = link.depth;
+  }));
+  return info;
+}
+
 Status Restore(const Repository& repo, const ContentId& id, ByteSink& out) { return RestoreDepth(repo, id, out, 0); }
+
+Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::string& path, ByteSink& out) {
+  Status s = Restore(repo, pointer.id, out);
+  if (s.code() != StatusCode::kNotFound) return s;
+  // Which object of the chain is missing: the version's own, or a base.
+  ContentId missing = pointer.id;
+  (void)VisitChain(repo, pointer.id, [&](const ChainLink& link) {
+    if (link.delta) missing = link.base;
+  });
+  const std::string of = missing == pointer.id ? "" : " (a base of " + pointer.id.Hex() + ")";
+  return NotFound("object " + missing.Hex() + of + " for " + path + " is not in the store " + repo.objects.root() +
+                  " (fetch it, or restore the store)");
+}
 
 Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const std::string& file,
                         const ContentId& id) {
@@ -254,36 +266,32 @@ Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const s
   if (base_id) {
     // The base's bytes: the series' latest version as kept by the last
     // add, or decoded from the store.
-    std::optional<ReadFile> base;
-    std::optional<TempFile> base_file;
-    if (auto latest = ReadFile::Open(LatestFile(repo, path)); latest.ok()) {
-      auto hash = HashSource(*latest);
-      if (hash.ok() && *hash == *base_id) base.emplace(std::move(*latest));
+    std::optional<ReadFile> latest;
+    std::optional<Scratch> decoded;
+    if (auto kept = ReadFile::Open(LatestFile(repo, path)); kept.ok()) {
+      auto hash = HashSource(*kept);
+      if (hash.ok() && *hash == *base_id) latest.emplace(std::move(*kept));
     }
-    if (!base) {
-      ASSIGN_OR_RETURN(TempFile decoded, TempFile::Create(repo.temp_dir));
-      {
-        ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(decoded.path(), /*overwrite=*/true));
-        RETURN_IF_ERROR(Restore(repo, *base_id, sink));
-        RETURN_IF_ERROR(sink.CommitUnsynced());
-      }
-      ASSIGN_OR_RETURN(ReadFile opened, ReadFile::Open(decoded.path()));
-      base.emplace(std::move(opened));
-      base_file.emplace(std::move(decoded));
+    if (!latest) {
+      ASSIGN_OR_RETURN(Scratch scratch, RestoreToScratch(repo, *base_id, 0));
+      decoded.emplace(std::move(scratch));
     }
+    const ReadFile& base = latest ? *latest : decoded->reader;
+    ASSIGN_OR_RETURN(formats::FileLayout base_layout, formats::ReadLayout(base, formats::FormatChoice::kAuto));
+    const DeltaSource source{&base, &base_layout, *base_id};
     // Encoded to a side path first: a delta that does not pay is replaced
     // by a base under the same id.
-    Repository side = repo;
-    side.objects = ObjectStore(repo.temp_dir + "/candidates");
-    RETURN_IF_ERROR(Encode(side, input, id, &*base, *base_id, &size));
+    const ObjectStore candidates(repo.temp_dir + "/candidates");
+    RETURN_IF_ERROR(Encode(repo, candidates, input, layout, id, &source, &size));
     const bool pays = reference == 0 ||
                       static_cast<double>(size) <= static_cast<double>(reference) * (1 - repo.policy.min_gain);
-    const std::string candidate = side.objects.PathOf(id);
-    if (pays) RETURN_IF_ERROR(repo.objects.Adopt(id, candidate));
+    const std::string candidate = candidates.PathOf(id);
+    Status adopted = pays ? repo.objects.Adopt(id, candidate) : OkStatus();
     ::unlink(candidate.c_str());
-    if (!pays) RETURN_IF_ERROR(Encode(repo, input, id, nullptr, ContentId{}, &size));
+    RETURN_IF_ERROR(adopted);
+    if (!pays) RETURN_IF_ERROR(Encode(repo, repo.objects, input, layout, id, nullptr, &size));
   } else {
-    RETURN_IF_ERROR(Encode(repo, input, id, nullptr, ContentId{}, &size));
+    RETURN_IF_ERROR(Encode(repo, repo.objects, input, layout, id, nullptr, &size));
   }
   RETURN_IF_ERROR(AppendSeries(repo, path, id));
   if (position == series.size()) KeepLatest(repo, path, file);

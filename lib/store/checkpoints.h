@@ -13,6 +13,7 @@
 // series appends are atomic).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "lib/base/io.h"
@@ -50,6 +51,25 @@ Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const s
 
 // Writes the exact bytes of `id` to `out`, verified.
 Status Restore(const Repository& repo, const ContentId& id, ByteSink& out);
+
+// Restore of the checkpoint a pointer names, for the file `path`: an object
+// missing from its chain is named, with the path and the store.
+Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::string& path, ByteSink& out);
+
+// One object of a chain, as VisitChain shows it.
+struct ChainLink {
+  ContentId id;
+  int depth = 0;  // 0 for the object asked about, then 1, 2, ... down to the base
+  bool delta = false;
+  ContentId base;  // for a delta
+  uint64_t raw_size = 0;
+  uint64_t object_size = 0;
+};
+
+// Calls `visit` for each object from `id` down to its base, reading
+// headers only. A missing object ends the walk with NotFound naming it; a
+// chain longer than kMaxChainDepth is Corruption.
+Status VisitChain(const Repository& repo, const ContentId& id, const std::function<void(const ChainLink&)>& visit);
 
 // How an object is stored: its kind and base, and the depth of its chain.
 struct StoredInfo {

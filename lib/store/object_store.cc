@@ -12,17 +12,6 @@
 
 namespace zipnn::store {
 
-Status MakeDirectories(const std::string& path) {
-  for (size_t at = 1; at <= path.size(); ++at) {
-    if (at != path.size() && path[at] != '/') continue;
-    const std::string prefix = path.substr(0, at);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return IoError(prefix + ": cannot create folder: " + std::strerror(errno));
-    }
-  }
-  return OkStatus();
-}
-
 std::string ObjectStore::PathOf(const ContentId& id) const {
   const std::string hex = id.Hex();
   return root_ + "/" + hex.substr(0, 2) + "/" + hex.substr(2, 2) + "/" + hex;

@@ -40,7 +40,4 @@ class ObjectStore {
   std::string root_;
 };
 
-// mkdir -p.
-Status MakeDirectories(const std::string& path);
-
 }  // namespace zipnn::store
