@@ -24,6 +24,7 @@ struct CommandSpec {
 // In the order --help lists them.
 const std::vector<CommandSpec>& Commands();
 
+Action SetupAnalyze(CLI::App& sub);
 Action SetupClean(CLI::App& sub);
 Action SetupCompress(CLI::App& sub);
 Action SetupFilterProcess(CLI::App& sub);
@@ -33,10 +34,12 @@ Action SetupLsFiles(CLI::App& sub);
 Action SetupRestore(CLI::App& sub);
 Action SetupShow(CLI::App& sub);
 Action SetupSmudge(CLI::App& sub);
+Action SetupTextconv(CLI::App& sub);
 Action SetupTrack(CLI::App& sub);
 Action SetupUninstall(CLI::App& sub);
 Action SetupUntrack(CLI::App& sub);
 Action SetupDecompress(CLI::App& sub);
+Action SetupDiff(CLI::App& sub);
 Action SetupInspect(CLI::App& sub);
 Action SetupVersion(CLI::App& sub);
 

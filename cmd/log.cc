@@ -41,16 +41,6 @@ std::string JsonString(const std::string& s) {
   return r + "\"";
 }
 
-// Paths in the index whose filter attribute is zipnn, in the whole tree.
-Result<std::vector<std::string>> TrackedPaths() {
-  ASSIGN_OR_RETURN(std::string files, git::GitOutput({"ls-files", "--full-name", "--", ":(top,attr:filter=zipnn)"}));
-  std::vector<std::string> tracked;
-  for (const std::string& f : Split(files, '\n')) {
-    if (!f.empty()) tracked.push_back(f);
-  }
-  return tracked;
-}
-
 Status RunLog(const LogArgs& a) {
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   std::vector<std::string> paths;

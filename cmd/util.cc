@@ -30,11 +30,13 @@ void AddThreadsOption(CLI::App& sub, int& threads) {
       ->check(CLI::Range(0, 4096));
 }
 
-const ConfigEntry kFilterConfig[4] = {
+const ConfigEntry kFilterConfig[6] = {
     {"filter.zipnn.process", "git-zipnn filter-process"},
     {"filter.zipnn.clean", "git-zipnn clean -- %f"},
     {"filter.zipnn.smudge", "git-zipnn smudge -- %f"},
     {"filter.zipnn.required", "true"},
+    {"diff.zipnn.command", "git-zipnn diff --driver"},
+    {"diff.zipnn.textconv", "git-zipnn textconv"},
 };
 
 Result<store::Repository> OpenRepository() {
@@ -56,6 +58,52 @@ Result<store::Pointer> PointerAt(const std::string& spec) {
   auto pointer = store::ParsePointer(*text + "\n");
   if (!pointer.ok()) return InvalidArgument(spec + " is not stored by git-zipnn (" + pointer.status().message() + ")");
   return *pointer;
+}
+
+Result<Checkpoint> CheckpointAt(const store::Repository& repo, const std::string& rev, const std::string& path) {
+  const std::string spec = rev + ":" + path;
+  ASSIGN_OR_RETURN(TempFile scratch, TempFile::Create(repo.temp_dir, "version"));
+  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(scratch.path(), /*overwrite=*/true));
+  auto pointer = PointerAt(spec);
+  if (pointer.ok()) {
+    RETURN_IF_ERROR(store::RestoreFile(repo, *pointer, spec, out));
+  } else if (pointer.status().code() == StatusCode::kInvalidArgument) {
+    // A file committed before it was tracked: git holds its bytes.
+    ASSIGN_OR_RETURN(git::GitRun blob, git::RunGit({"cat-file", "blob", spec}));
+    if (blob.exit_code != 0) return Status(StatusCode::kGit, "git cat-file blob " + spec + " failed: " + blob.err);
+    RETURN_IF_ERROR(out.Append(blob.out.data(), blob.out.size()));
+  } else {
+    return pointer.status();
+  }
+  RETURN_IF_ERROR(out.CommitUnsynced());
+  const std::string file = scratch.path();
+  return Checkpoint{file, std::move(scratch)};
+}
+
+Result<Checkpoint> CheckpointInFile(const std::string& file) {
+  ASSIGN_OR_RETURN(ReadFile in, ReadFile::Open(file));
+  if (in.size() > store::kMaxPointerBytes) return Checkpoint{file, std::nullopt};
+  std::string text(in.size(), '\0');
+  RETURN_IF_ERROR(in.ReadAt(0, text.data(), text.size()));
+  if (!store::LooksLikePointer(text)) return Checkpoint{file, std::nullopt};
+  ASSIGN_OR_RETURN(store::Pointer pointer, store::ParsePointer(text));
+  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ASSIGN_OR_RETURN(TempFile scratch, TempFile::Create(repo.temp_dir, "version"));
+  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(scratch.path(), /*overwrite=*/true));
+  RETURN_IF_ERROR(store::RestoreFile(repo, pointer, file, out));
+  RETURN_IF_ERROR(out.CommitUnsynced());
+  const std::string path = scratch.path();
+  return Checkpoint{path, std::move(scratch)};
+}
+
+Result<std::vector<std::string>> TrackedPaths() {
+  ASSIGN_OR_RETURN(std::string files, git::GitOutput({"ls-files", "--full-name", "--", ":(top,attr:filter=zipnn)"}));
+  std::vector<std::string> tracked;
+  std::istringstream lines(files);
+  for (std::string f; std::getline(lines, f);) {
+    if (!f.empty()) tracked.push_back(f);
+  }
+  return tracked;
 }
 
 std::string TrackLine(const std::string& pattern) { return pattern + " filter=zipnn diff=zipnn -text"; }

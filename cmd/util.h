@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "lib/base/file.h"
 #include "lib/base/io.h"
 #include "lib/base/progress.h"  // HumanBytes, Percent
 #include "lib/base/status.h"
@@ -25,12 +27,13 @@ class StdoutSink : public ByteSink {
 
 void AddThreadsOption(CLI::App& sub, int& threads);
 
-// The filter configuration `install` writes and `uninstall` removes.
+// The filter and diff-driver configuration `install` writes and `uninstall`
+// removes.
 struct ConfigEntry {
   const char* key;
   const char* value;
 };
-extern const ConfigEntry kFilterConfig[4];
+extern const ConfigEntry kFilterConfig[6];
 
 // The repository around the current folder: its object store (git config
 // zipnn.storepath, or .git/zipnn/objects), series and temp folders, and
@@ -41,6 +44,24 @@ Result<store::Repository> OpenRepository();
 // "./" is relative to the current folder). NotFound when git has no such
 // file there, InvalidArgument when the file is not a git-zipnn pointer.
 Result<store::Pointer> PointerAt(const std::string& spec);
+
+// A checkpoint to read: a file as it is, or a version restored from the
+// store (verified) into a scratch file that goes away with it.
+struct Checkpoint {
+  std::string path;
+  std::optional<TempFile> scratch;
+};
+
+// The checkpoint git holds at <rev>:<path>: the version its pointer names,
+// or the file itself when git holds it unfiltered.
+Result<Checkpoint> CheckpointAt(const store::Repository& repo, const std::string& rev, const std::string& path);
+
+// The checkpoint in `file`: the file itself, or the version it names when
+// it holds a git-zipnn pointer (as the files git hands to diff drivers may).
+Result<Checkpoint> CheckpointInFile(const std::string& file);
+
+// Paths in the index whose filter attribute is zipnn, in the whole tree.
+Result<std::vector<std::string>> TrackedPaths();
 
 // inspect's report on one object file: header, layout, coders (also the
 // second half of `show`).

@@ -476,5 +476,121 @@ TEST_CASE("a missing base is named as the base of the version asked for") {
   CHECK(show.err.find("object " + base + " is not in the store") != std::string::npos);
 }
 
+// The what-if row of a policy in `git zipnn analyze --json` output.
+const nlohmann::json& PolicyRow(const nlohmann::json& analysis, int k, const std::string& against) {
+  for (const nlohmann::json& p : analysis["policies"]) {
+    if (p["base_interval"] == k && p["against"] == against) return p;
+  }
+  FAIL("no policy row for k=" << k << " " << against);
+  return analysis;
+}
+
+TEST_CASE("analyze reads a step-numbered series from git; its what-if matches what the store holds") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
+                  "printf 'base_interval: 5\n' > .zipnn.yaml && git add . && git commit -qm setup && mkdir run")
+              .code == 0);
+  for (int i = 11; i >= 0; --i) {  // added newest first: the series is ordered by step, not by add
+    REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' run/ && git add run").code == 0);
+  }
+  REQUIRE(repo.Sh("git commit -qm run").code == 0);
+  // Versions were stored in add order, so the store's chains differ from
+  // the series order; re-add them in step order into a fresh store.
+  REQUIRE(repo.Sh("rm -rf .git/zipnn && git rm -rq --cached run && git commit -qm drop && "
+                  "for f in run/*; do git add $f; done && git commit -qm again").code == 0);
+  const Run analyzed = repo.Sh("cd run && git zipnn analyze step-000070.safetensors --json ../a.json");
+  REQUIRE(analyzed.code == 0);
+  const nlohmann::json a = nlohmann::json::parse(Slurp(repo.File("a.json")));
+  REQUIRE(a["checkpoints"].size() == 12);
+  CHECK(a["base_interval"] == 5);
+  for (int i = 0; i < 12; ++i) {
+    CAPTURE(i);
+    const nlohmann::json& row = a["checkpoints"][i];
+    CHECK(row["label"] == Step12(i).substr(5, 6));
+    CHECK(row["id"] == IdAt(repo, "HEAD:run/" + Step12(i)));
+    CHECK(row["raw_bytes"] == Slurp(repo.Data("cnn12-bf16/" + Step12(i))).size());
+  }
+  // The policy of .zipnn.yaml, played over the series, stores exactly
+  // what the clean filter stored.
+  uint64_t stored = 0;
+  for (const auto& [id, v] : Versions(repo)) stored += v["stored_bytes"].get<uint64_t>();
+  const nlohmann::json& current = PolicyRow(a, 5, "previous");
+  CHECK(current["current"] == true);
+  CHECK(current["stored_bytes"] == stored);
+  CHECK(current["worst_chain"] == 4);
+  // The same files analysed on disk give the same figures.
+  REQUIRE(repo.Sh("git zipnn analyze run/*.safetensors --json b.json").code == 0);
+  const nlohmann::json b = nlohmann::json::parse(Slurp(repo.File("b.json")));
+  for (int i = 0; i < 12; ++i) {
+    for (const char* column : {"id", "changed_params", "relative_update", "standalone_auto", "previous_auto",
+                               "base_bound"}) {
+      CHECK(a["checkpoints"][i][column] == b["checkpoints"][i][column]);
+    }
+  }
+  CHECK(a["policies"] == b["policies"]);
+  // A scratch copy of every version was removed when done.
+  CHECK(repo.Sh("ls .git/zipnn/tmp | grep -c version").out == "0\n");
+}
+
+TEST_CASE("analyze walks the history of one path, within a revision range") {
+  Repo repo;
+  CommitTrajectory(repo);
+  const Run all = repo.Sh("git zipnn analyze model.safetensors --csv out.csv --at 2");
+  REQUIRE(all.code == 0);
+  const std::string csv = Slurp(repo.File("out.csv"));
+  std::vector<std::string> lines;
+  std::istringstream in(csv);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 6);  // a header and five versions, oldest first
+  for (int i = 0; i < 5; ++i) {
+    const std::string commit = repo.Sh("git rev-parse HEAD~" + std::to_string(4 - i)).out.substr(0, 10);
+    CHECK(lines[i + 1].find(std::to_string(i) + "," + commit + ",") == 0);
+  }
+  CHECK(Slurp(repo.File("out.exponents.csv")).find("\n2,") != std::string::npos);  // --at picked index 2
+  CHECK(all.out.find("Policy what-if") != std::string::npos);
+  const Run range = repo.Sh("git zipnn analyze model.safetensors --rev HEAD~2..HEAD --json r.json");
+  REQUIRE(range.code == 0);
+  CHECK(nlohmann::json::parse(Slurp(repo.File("r.json")))["checkpoints"].size() == 2);
+  CHECK(repo.Sh("git zipnn analyze model.safetensors --at nope").err.find("--at 'nope' names no checkpoint") !=
+        std::string::npos);
+  CHECK(repo.Sh("git zipnn analyze model.safetensors --tensors-regex '('").err.find("not a valid regular") !=
+        std::string::npos);
+}
+
+TEST_CASE("git diff and git log -p show what changed in a tracked checkpoint, tensor by tensor") {
+  Repo repo;
+  CommitTrajectory(repo);
+  const Run diff = repo.Sh("git diff HEAD~1 HEAD -- model.safetensors");
+  REQUIRE(diff.code == 0);
+  CHECK(diff.out.find("diff --git-zipnn a/model.safetensors b/model.safetensors") != std::string::npos);
+  CHECK(diff.out.find("parameters changed, relative update") != std::string::npos);
+  CHECK(diff.out.find("c1.weight") != std::string::npos);
+  CHECK(diff.out.find("Binary files") == std::string::npos);
+  // A changed work tree: git hands the driver the file itself.
+  REQUIRE(repo.Sh("cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' model.safetensors").code == 0);
+  const Run worktree = repo.Sh("git diff");
+  CHECK(worktree.out.find("diff --git-zipnn a/model.safetensors") != std::string::npos);
+  CHECK(worktree.out.find("25 tensors:") != std::string::npos);
+  REQUIRE(repo.Sh("git checkout -- model.safetensors").code == 0);
+  // log -p runs no external diff: it diffs the per-tensor listings.
+  const Run log = repo.Sh("git log -p -1 --format=%s -- model.safetensors");
+  REQUIRE(log.code == 0);
+  CHECK(log.out.find("\n-c1.weight bf16 [") != std::string::npos);
+  CHECK(log.out.find("\n+c1.weight bf16 [") != std::string::npos);
+  CHECK(log.out.find("\n-checkpoint " + IdAt(repo, "HEAD~1:model.safetensors")) != std::string::npos);
+  // The command itself: two revisions of a path, or <rev>:<path> and a file.
+  const Run revs = repo.Sh("git zipnn diff HEAD~4 HEAD model.safetensors --all");
+  REQUIRE(revs.code == 0);
+  CHECK(revs.out.find("--- HEAD~4:model.safetensors (") != std::string::npos);
+  CHECK(revs.out.find("25 tensors: ") != std::string::npos);
+  const Run same = repo.Sh("git zipnn diff HEAD:model.safetensors model.safetensors");
+  REQUIRE(same.code == 0);
+  CHECK(same.out.find("0 changed, 25 frozen") != std::string::npos);
+  CHECK(same.out.find("0.0% of") != std::string::npos);
+  // Uninstalled, git falls back to its own binary diff of the pointers.
+  REQUIRE(repo.Sh("git zipnn uninstall --local").code == 0);
+  CHECK(repo.Sh("git diff HEAD~1 HEAD").out.find("git-zipnn pointer") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace zipnn

@@ -183,6 +183,15 @@ TempFile::~TempFile() {
   if (!path_.empty()) ::unlink(path_.c_str());
 }
 
+TempFile& TempFile::operator=(TempFile&& o) noexcept {
+  if (this != &o) {
+    if (!path_.empty()) ::unlink(path_.c_str());
+    path_ = std::move(o.path_);
+    o.path_.clear();
+  }
+  return *this;
+}
+
 bool FileExists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;

@@ -85,7 +85,7 @@ class TempFile {
  public:
   static Result<TempFile> Create(const std::string& dir, const std::string& prefix);
   TempFile(TempFile&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
-  TempFile& operator=(TempFile&&) = delete;
+  TempFile& operator=(TempFile&& o) noexcept;  // removes the file it held
   ~TempFile();
   const std::string& path() const { return path_; }
 

@@ -79,7 +79,8 @@ Status AppendSeries(const Repository& repo, const std::string& path, const Conte
   return ok ? OkStatus() : IoError(file + ": cannot append to the series index");
 }
 
-// Orders steps by their numbers in turn (by value, so 20 < 100).
+}  // namespace
+
 bool StepLess(const std::string& a, const std::string& b) {
   std::istringstream x(a), y(b);
   std::string p, q;
@@ -93,6 +94,8 @@ bool StepLess(const std::string& a, const std::string& b) {
     if (p != q) return p < q;
   }
 }
+
+namespace {
 
 Status RestoreDepth(const Repository& repo, const ContentId& id, ByteSink& out, int depth);
 

@@ -43,6 +43,9 @@ std::string SeriesName(const std::string& path);
 // order the versions of a series.
 std::string StepOf(const std::string& path);
 
+// Orders StepOf values by their numbers in turn, by value (so 20 < 100).
+bool StepLess(const std::string& a, const std::string& b);
+
 // Stores the checkpoint in `file` (its content id already known) as a
 // version of the series of `path`, unless the store has it. Returns its
 // pointer.

@@ -1,0 +1,166 @@
+// git zipnn diff and git zipnn textconv: what changed between two
+// checkpoints, tensor by tensor. `install` registers both with git as the
+// "zipnn" diff driver (.gitattributes `diff=zipnn`): `git diff` runs
+// `diff --driver` (an external diff command, which sees both sides), and
+// `git log -p` and `git show`, which run no external commands unless
+// told to, diff the textconv listings of the two sides instead.
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "lib/analyze/report.h"
+#include "lib/analyze/scan.h"
+#include "lib/formats/detect.h"
+#include "lib/git/git.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+struct DiffArgs {
+  std::vector<std::string> args;
+  bool driver = false;
+  bool all = false;
+  int threads = 0;
+};
+
+// A checkpoint opened for reading, with the scratch file it may live in.
+struct Opened {
+  Checkpoint checkpoint;
+  std::unique_ptr<ReadFile> file;
+  formats::FileLayout layout;
+};
+
+Result<Opened> OpenCheckpoint(Checkpoint checkpoint) {
+  Opened o{std::move(checkpoint), nullptr, {}};
+  ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(o.checkpoint.path));
+  o.file = std::make_unique<ReadFile>(std::move(file));
+  ASSIGN_OR_RETURN(o.layout, formats::ReadLayout(*o.file, formats::FormatChoice::kAuto));
+  return o;
+}
+
+// "<rev>:<path>" unless a file of that name exists.
+bool IsRevisionSpec(const std::string& arg) { return arg.find(':') != std::string::npos && !FileExists(arg); }
+
+Result<Checkpoint> Resolve(const std::string& arg) {
+  if (!IsRevisionSpec(arg)) return CheckpointInFile(arg);
+  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  const size_t colon = arg.find(':');
+  return CheckpointAt(repo, arg.substr(0, colon), "./" + arg.substr(colon + 1));
+}
+
+std::string Describe(const Opened& o) {
+  return HumanBytes(o.file->size()) + ", " + formats::FormatName(o.layout.format) + ", " +
+         std::to_string(o.layout.tensors.size()) + " tensors";
+}
+
+Status PrintChanges(const Opened& before, const Opened& after, const DiffArgs& a) {
+  ThreadPool pool(a.threads > 0 ? a.threads : ThreadPool::DefaultThreads());
+  ASSIGN_OR_RETURN(analyze::ScanResult scan, analyze::ScanTensors(*after.file, after.layout, before.file.get(),
+                                                                  &before.layout, nullptr, false, pool));
+  std::fputs(analyze::DiffText(scan.tensors, a.all).c_str(), stdout);
+  return OkStatus();
+}
+
+// git's external diff interface: path old-file old-hex old-mode new-file
+// new-hex new-mode; a side that does not exist is /dev/null.
+Status RunDriver(const DiffArgs& a) {
+  if (a.args.size() == 1) {
+    std::printf("* Unmerged path %s\n", a.args[0].c_str());
+    return OkStatus();
+  }
+  if (a.args.size() != 7) return InvalidArgument("--driver takes the 7 arguments git passes to a diff command");
+  const std::string& path = a.args[0];
+  std::printf("diff --git-zipnn a/%s b/%s\n", path.c_str(), path.c_str());
+  std::optional<Opened> sides[2];
+  for (int s = 0; s < 2; ++s) {
+    const std::string& file = a.args[1 + 3 * s];
+    if (file == "/dev/null") continue;
+    auto opened = CheckpointInFile(file);
+    Result<Opened> o = opened.ok() ? OpenCheckpoint(std::move(*opened)) : Result<Opened>(opened.status());
+    if (!o.ok()) {
+      // Shown in the diff rather than stopping git at this file.
+      std::printf("%s side cannot be read: %s\n", s == 0 ? "old" : "new", o.status().message().c_str());
+      return OkStatus();
+    }
+    sides[s] = std::move(*o);
+  }
+  std::printf("--- %s\n+++ %s\n", sides[0] ? ("a/" + path + " (" + Describe(*sides[0]) + ")").c_str() : "/dev/null",
+              sides[1] ? ("b/" + path + " (" + Describe(*sides[1]) + ")").c_str() : "/dev/null");
+  if (!sides[0] || !sides[1]) return OkStatus();
+  return PrintChanges(*sides[0], *sides[1], a);
+}
+
+Status RunDiff(const DiffArgs& a) {
+  if (a.driver) return RunDriver(a);
+  std::optional<Opened> sides[2];
+  if (a.args.size() == 3) {
+    ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+    for (int s = 0; s < 2; ++s) {
+      ASSIGN_OR_RETURN(Checkpoint c, CheckpointAt(repo, a.args[s], "./" + a.args[2]));
+      ASSIGN_OR_RETURN(sides[s], OpenCheckpoint(std::move(c)));
+    }
+  } else if (a.args.size() == 2) {
+    for (int s = 0; s < 2; ++s) {
+      ASSIGN_OR_RETURN(Checkpoint c, Resolve(a.args[s]));
+      ASSIGN_OR_RETURN(sides[s], OpenCheckpoint(std::move(c)));
+    }
+  } else {
+    return InvalidArgument("give two checkpoints (files or <rev>:<path>), or two revisions and a path");
+  }
+  const std::string suffix = a.args.size() == 3 ? ":" + a.args[2] : "";
+  std::printf("--- %s (%s)\n+++ %s (%s)\n", (a.args[0] + suffix).c_str(), Describe(*sides[0]).c_str(),
+              (a.args[1] + suffix).c_str(), Describe(*sides[1]).c_str());
+  return PrintChanges(*sides[0], *sides[1], a);
+}
+
+// One line per tensor, stable for unchanged tensors, so that a text diff
+// of two listings shows exactly the tensors that changed.
+Status RunTextconv(const std::string& file, int threads) {
+  auto checkpoint = CheckpointInFile(file);
+  if (!checkpoint.ok()) {
+    std::printf("git-zipnn: cannot show this checkpoint: %s\n", checkpoint.status().message().c_str());
+    return OkStatus();
+  }
+  ASSIGN_OR_RETURN(Opened o, OpenCheckpoint(std::move(*checkpoint)));
+  ASSIGN_OR_RETURN(ContentId id, HashSource(*o.file));
+  std::printf("checkpoint %s: %" PRIu64 " bytes, %s, %zu tensors\n", id.Hex().c_str(), o.file->size(),
+              formats::FormatName(o.layout.format), o.layout.tensors.size());
+  ThreadPool pool(threads > 0 ? threads : ThreadPool::DefaultThreads());
+  ASSIGN_OR_RETURN(std::vector<analyze::TensorSummary> tensors, analyze::SummarizeTensors(*o.file, o.layout, pool));
+  for (const analyze::TensorSummary& t : tensors) {
+    std::string shape;
+    for (size_t i = 0; i < t.tensor.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(t.tensor.shape[i]);
+    std::printf("%s %s [%s] hash %.16s", t.tensor.name.c_str(), std::string(codec::DTypeName(t.tensor.dtype)).c_str(),
+                shape.c_str(), t.hash.Hex().c_str());
+    if (!std::isnan(t.rms)) std::printf(" rms %.6e", t.rms);
+    if (t.non_finite > 0) std::printf(" non-finite %" PRIu64, t.non_finite);
+    std::printf("\n");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Action SetupDiff(CLI::App& sub) {
+  auto a = std::make_shared<DiffArgs>();
+  sub.add_option("checkpoints", a->args,
+                 "Two checkpoints (files, or <rev>:<path>), or two revisions and a tracked path");
+  sub.add_flag("--all", a->all, "List unchanged tensors too");
+  sub.add_flag("--driver", a->driver, "Run as git's diff command (diff.zipnn.command; git passes 7 arguments)");
+  AddThreadsOption(sub, a->threads);
+  return [a] { return RunDiff(*a); };
+}
+
+Action SetupTextconv(CLI::App& sub) {
+  auto file = std::make_shared<std::string>();
+  auto threads = std::make_shared<int>(0);
+  sub.add_option("file", *file, "A checkpoint, or a git-zipnn pointer to one")->required();
+  AddThreadsOption(sub, *threads);
+  return [file, threads] { return RunTextconv(*file, *threads); };
+}
+
+}  // namespace zipnn::cmd

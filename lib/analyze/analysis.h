@@ -1,0 +1,204 @@
+// Trajectory analysis: how the weights of a sequence of checkpoints moved,
+// and what storing them costs with each coder and each storage policy. The
+// figures follow the ZipNN papers' study of training runs: parameters and
+// bytes (per byte group) that changed against a reference checkpoint, the
+// relative size of the update, and the stored size standalone, as a delta
+// against the previous checkpoint and as a delta against a periodic base,
+// each with Huffman only, zstd only and the auto rule, beside the order-0
+// entropy bound of the byte groups.
+//
+// Checkpoints are added one at a time, oldest first (Analyzer::Add); the
+// analyzer keeps only the few earlier ones a later one is compared with,
+// so memory for checkpoint data does not grow with their number (the
+// tables grow by one row per checkpoint and per tensor).
+//
+// Data types here are plain values; an Analyzer is used by one thread and
+// runs its work on its own pool.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/file.h"
+#include "lib/base/status.h"
+#include "lib/codec/dtype.h"
+#include "lib/config/policy.h"
+#include "lib/formats/file_layout.h"
+
+namespace zipnn::analyze {
+
+// Byte groups named by meaning across dtypes (codec::GroupLabel): the
+// exponent byte "exp", the mantissa bytes "man0" (lowest, with the sign
+// rotated in) to "man6", and the bytes of integer types "b0" to "b7".
+inline constexpr int kGroupSlots = 16;
+// The slot of group g of dtype t; -1 for a tail (never in a tensor).
+int GroupSlot(codec::DType t, int g);
+std::string SlotLabel(int slot);
+// Slots in the order tables show them: exp, man6..man0, b0..b7.
+const std::array<int, kGroupSlots>& SlotOrder();
+
+// How a tensor (or a set of tensors) differs from its reference.
+struct ChangeStats {
+  uint64_t elements = 0;
+  uint64_t changed = 0;  // elements whose bits differ
+  std::array<uint64_t, kGroupSlots> group_bytes{};
+  std::array<uint64_t, kGroupSlots> group_changed{};
+  // Over pairs of finite floating-point values: sum of (w - ref)^2 and of
+  // ref^2, for ||W - W_ref|| / ||W_ref||. Pairs with a NaN or an infinity
+  // on either side are counted in non_finite and left out.
+  double diff_sq = 0;
+  double ref_sq = 0;
+  uint64_t non_finite = 0;
+  uint64_t float_elements = 0;
+
+  void Add(const ChangeStats& o);
+  double ChangedFraction() const;
+  // Share of the slot's bytes that changed; NaN when no byte is in it.
+  double GroupChangedFraction(int slot) const;
+  // NaN when there is no floating-point element or the reference is all zero.
+  double RelativeUpdate() const;
+};
+
+enum class TensorStatus {
+  kChanged,   // same name, dtype and shape; some element differs
+  kFrozen,    // bit-identical to the reference
+  kAdded,     // no tensor of that name in the reference
+  kReshaped,  // the reference's tensor of that name has another dtype or shape
+  kRemoved,   // in the reference only
+};
+const char* TensorStatusName(TensorStatus s);
+
+struct TensorInfo {
+  std::string name;
+  codec::DType dtype = codec::DType::kBytes;
+  std::vector<uint64_t> shape;
+};
+
+struct TensorChange {
+  size_t checkpoint = 0;  // index of the row
+  TensorInfo tensor;
+  TensorStatus status = TensorStatus::kChanged;
+  TensorInfo before;  // kReshaped: the reference's tensor of that name
+  // For kAdded and kReshaped every element counts as changed and there is
+  // no norm; kRemoved has none.
+  ChangeStats stats;
+};
+
+// Whole-object sizes of one checkpoint coded one way, in bytes.
+struct Sizes {
+  bool measured = false;
+  uint64_t huffman = 0;  // CoderPolicy::kHuffman
+  uint64_t zstd = 0;     // CoderPolicy::kZstd
+  uint64_t automatic = 0;
+  // Order-0 entropy of every byte group of every chunk, summed: what an
+  // ideal per-chunk order-0 coder would need for the coded bytes.
+  double bound = 0;
+};
+
+struct CheckpointRow {
+  size_t index = 0;
+  std::string label;    // step number, short commit or file name
+  std::string source;   // file path, or "<commit>:<path>"
+  std::string subject;  // commit subject (git history only)
+  std::string id;       // content id, hex
+  std::string format;
+  uint64_t raw_bytes = 0;
+  uint64_t tensors = 0;     // selected tensors in this checkpoint
+  uint64_t parameters = 0;  // their elements
+  std::optional<size_t> reference;  // what the change statistics compare with
+  ChangeStats change;               // over the selected tensors
+  uint64_t changed_tensors = 0, frozen_tensors = 0, added_tensors = 0, removed_tensors = 0,
+           reshaped_tensors = 0;
+  Sizes standalone;
+  Sizes vs_previous;
+  std::optional<size_t> base;  // the periodic base vs_base is against
+  Sizes vs_base;
+};
+
+// Counts of the biased exponent field of every element of one float dtype.
+struct ExponentHistogram {
+  codec::DType dtype = codec::DType::kBytes;
+  int bias = 0;
+  std::vector<uint64_t> counts;  // by biased exponent; the last is inf/NaN, 0 zero/subnormal
+  uint64_t total = 0;
+};
+// Exponent bits and bias of a float dtype; nullopt for the others.
+std::optional<std::pair<int, int>> ExponentField(codec::DType t);
+
+// What one storage policy would have stored for the trajectory, following
+// the rules of the clean filter (docs/policy.md): every base_interval-th
+// version a base, deltas against the previous version or the last base,
+// chains cut at max_chain, and a delta that saves less than min_gain of the
+// last base's size stored as a base instead.
+struct PolicyOutcome {
+  uint32_t base_interval = 0;  // 0: no periodic base after the first
+  config::DeltaAgainst against = config::DeltaAgainst::kPrevious;
+  uint32_t max_chain = 0;  // 0: unbounded
+  bool current = false;    // the policy of .zipnn.yaml (or the defaults)
+  uint64_t stored_bytes = 0;
+  uint64_t bases = 0;
+  int worst_chain = 0;  // deltas decoded by the costliest restore
+};
+
+struct Analysis {
+  config::DeltaAgainst against = config::DeltaAgainst::kPrevious;
+  uint32_t base_interval = 10;
+  std::string tensor_filter;  // as given; empty for all
+  std::vector<CheckpointRow> rows;
+  // Every selected tensor of every checkpoint that has a reference, in row
+  // order, then file order (removed tensors last in their row).
+  std::vector<TensorChange> tensors;
+  // The checkpoint the exponent histograms are of.
+  std::optional<size_t> histogram_at;
+  std::vector<ExponentHistogram> histograms;
+  std::vector<PolicyOutcome> policies;
+};
+
+// One checkpoint to analyse. Holding a scratch file (a version restored
+// from the store) removes it when the analyzer lets go of the input.
+struct Input {
+  std::string label, source, subject;
+  std::unique_ptr<ReadFile> file;
+  formats::FileLayout layout;
+  std::optional<TempFile> scratch;
+};
+
+struct Options {
+  config::DeltaAgainst against = config::DeltaAgainst::kPrevious;  // reference of the change statistics
+  uint32_t base_interval = 10;  // the periodic base's interval (at least 1)
+  // Selects the tensors the change statistics and histograms cover; empty
+  // selects all. Stored sizes are always of whole files.
+  std::function<bool(const std::string&)> select;
+  std::string filter_text;
+  // The checkpoint (by label or index) the exponent histograms are of;
+  // empty for the last.
+  std::string histogram_at;
+  // Coding parameters (chunk size, zstd level, threads) and the policy of
+  // the what-if's "current" row.
+  config::Policy policy;
+  bool what_if = true;
+};
+
+class Analyzer {
+ public:
+  explicit Analyzer(Options options);
+  ~Analyzer();
+  Analyzer(const Analyzer&) = delete;
+  Analyzer& operator=(const Analyzer&) = delete;
+
+  // Analyses the next checkpoint of the trajectory.
+  Status Add(std::shared_ptr<Input> input);
+  // The tables, with the what-if policies evaluated.
+  Analysis Finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace zipnn::analyze

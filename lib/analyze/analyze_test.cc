@@ -1,0 +1,361 @@
+// Tests of the analysis on hand-built tensors with known changes, and of
+// the policy what-if against the sizes the analysis measured on a real
+// trajectory.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "lib/analyze/analysis.h"
+#include "lib/analyze/report.h"
+#include "lib/analyze/sizes.h"
+#include "lib/base/file.h"
+#include "lib/container/layout.h"
+#include "lib/formats/detect.h"
+
+namespace zipnn::analyze {
+namespace {
+
+using codec::DType;
+
+std::string TempDir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return t != nullptr ? t : "/tmp";
+}
+
+// A checkpoint built in memory: tensors appended back to back.
+struct Builder {
+  std::vector<uint8_t> bytes;
+  formats::FileLayout layout;
+
+  template <typename T>
+  Builder& Add(const std::string& name, DType dtype, const std::vector<T>& values, std::vector<uint64_t> shape = {}) {
+    formats::Tensor t;
+    t.name = name;
+    t.dtype = dtype;
+    t.shape = shape.empty() ? std::vector<uint64_t>{values.size()} : shape;
+    t.offset = bytes.size();
+    t.length = values.size() * sizeof(T);
+    bytes.resize(bytes.size() + t.length);
+    std::memcpy(bytes.data() + t.offset, values.data(), t.length);
+    layout.tensors.push_back(t);
+    layout.format = formats::Format::kSafetensors;
+    layout.size = bytes.size();
+    return *this;
+  }
+
+  std::shared_ptr<analyze::Input> Make(const std::string& label) const {
+    static int serial = 0;
+    auto in = std::make_shared<analyze::Input>();
+    in->label = label;
+    auto scratch = TempFile::Create(TempDir(), "analyze-" + std::to_string(serial++));
+    REQUIRE(scratch.ok());
+    FILE* f = std::fopen(scratch->path().c_str(), "wb");
+    REQUIRE(f != nullptr);
+    REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+    std::fclose(f);
+    auto file = ReadFile::Open(scratch->path());
+    REQUIRE(file.ok());
+    in->file = std::make_unique<ReadFile>(std::move(*file));
+    in->layout = layout;
+    in->scratch.emplace(std::move(*scratch));
+    return in;
+  }
+};
+
+uint16_t Bf16(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return static_cast<uint16_t>(b >> 16);
+}
+
+Analysis Run(const std::vector<const Builder*>& checkpoints, Options options = {}) {
+  options.policy.threads = options.policy.threads == 0 ? 2 : options.policy.threads;
+  Analyzer analyzer(options);
+  for (size_t i = 0; i < checkpoints.size(); ++i) {
+    REQUIRE(analyzer.Add(checkpoints[i]->Make(std::to_string(i))).ok());
+  }
+  return analyzer.Finish();
+}
+
+const TensorChange& Find(const Analysis& a, size_t checkpoint, const std::string& name) {
+  for (const TensorChange& t : a.tensors) {
+    if (t.checkpoint == checkpoint && t.tensor.name == name) return t;
+  }
+  FAIL("no tensor " << name << " at " << checkpoint);
+  return a.tensors.front();
+}
+
+int Slot(const std::string& label) {
+  for (int s = 0; s < kGroupSlots; ++s) {
+    if (SlotLabel(s) == label) return s;
+  }
+  return -1;
+}
+
+TEST_CASE("counts changed elements and changed bytes per byte group exactly") {
+  // bf16: 100 elements change the lowest mantissa bit, 50 the lowest
+  // exponent bit, 10 only the sign (which the rotation puts in man0).
+  std::vector<uint16_t> ref(1000), target;
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] = Bf16(0.01f * static_cast<float>(i + 1));
+  target = ref;
+  for (size_t i = 0; i < 100; ++i) target[i] ^= 0x0001;
+  for (size_t i = 100; i < 150; ++i) target[i] ^= 0x0080;
+  for (size_t i = 150; i < 160; ++i) target[i] ^= 0x8000;
+  // f32: 7 elements change in byte 1 only, 3 in the top mantissa byte and
+  // the exponent.
+  std::vector<uint32_t> f32_ref(64), f32_target;
+  for (size_t i = 0; i < f32_ref.size(); ++i) {
+    const float v = 1.0f + static_cast<float>(i) / 64;
+    std::memcpy(&f32_ref[i], &v, 4);
+  }
+  f32_target = f32_ref;
+  for (size_t i = 0; i < 7; ++i) f32_target[i] ^= 0x00000100;
+  for (size_t i = 10; i < 13; ++i) f32_target[i] ^= 0x00c00000;
+  const std::vector<int64_t> steps = {41};
+
+  Builder a, b;
+  a.Add("w", DType::kBF16, ref).Add("g", DType::kF32, f32_ref).Add("frozen", DType::kBF16, ref)
+      .Add("step", DType::kI64, steps).Add("reshaped", DType::kBF16, ref, {10, 100})
+      .Add("removed", DType::kBF16, ref);
+  b.Add("w", DType::kBF16, target).Add("g", DType::kF32, f32_target).Add("frozen", DType::kBF16, ref)
+      .Add("step", DType::kI64, std::vector<int64_t>{42}).Add("reshaped", DType::kBF16, ref, {100, 10})
+      .Add("added", DType::kBF16, ref);
+  const Analysis an = Run({&a, &b});
+  REQUIRE(an.rows.size() == 2);
+
+  const TensorChange& w = Find(an, 1, "w");
+  CHECK(w.status == TensorStatus::kChanged);
+  CHECK(w.stats.elements == 1000);
+  CHECK(w.stats.changed == 160);
+  CHECK(w.stats.group_changed[Slot("man0")] == 110);
+  CHECK(w.stats.group_changed[Slot("exp")] == 50);
+  CHECK(w.stats.group_bytes[Slot("exp")] == 1000);
+
+  const TensorChange& g = Find(an, 1, "g");
+  CHECK(g.stats.changed == 10);
+  // Rotated left by one bit: raw bit 8 lands in byte 1 (man1); raw bits 22
+  // and 23 land in bits 23 and 24, bytes 2 (man2) and 3 (exp).
+  CHECK(g.stats.group_changed[Slot("man0")] == 0);
+  CHECK(g.stats.group_changed[Slot("man1")] == 7);
+  CHECK(g.stats.group_changed[Slot("man2")] == 3);
+  CHECK(g.stats.group_changed[Slot("exp")] == 3);
+
+  CHECK(Find(an, 1, "frozen").status == TensorStatus::kFrozen);
+  CHECK(Find(an, 1, "reshaped").status == TensorStatus::kReshaped);
+  CHECK(Find(an, 1, "added").status == TensorStatus::kAdded);
+  CHECK(Find(an, 1, "added").stats.changed == 1000);
+  CHECK(Find(an, 1, "removed").status == TensorStatus::kRemoved);
+  const TensorChange& step = Find(an, 1, "step");
+  CHECK(step.stats.changed == 1);
+  CHECK(step.stats.group_changed[Slot("b0")] == 1);  // 41 ^ 42 = 3: only the low byte
+  CHECK(step.stats.group_changed[Slot("b1")] == 0);
+
+  const CheckpointRow& row = an.rows[1];
+  CHECK(row.reference == 0u);
+  CHECK(row.changed_tensors == 3);  // w, g, step
+  CHECK(row.frozen_tensors == 1);
+  CHECK(row.added_tensors == 1);
+  CHECK(row.reshaped_tensors == 1);
+  CHECK(row.removed_tensors == 1);
+  // Selected tensors of the target: w, g, frozen, step, reshaped, added.
+  CHECK(row.parameters == 1000 + 64 + 1000 + 1 + 1000 + 1000);
+  CHECK(row.change.changed == 160 + 10 + 0 + 1 + 1000 + 1000);
+  CHECK_FALSE(an.rows[0].reference.has_value());
+}
+
+TEST_CASE("relative update is the norm of the difference over the norm of the reference") {
+  std::vector<float> ref(100, 1.0f), target(100, 1.0f);
+  for (size_t i = 0; i < 4; ++i) target[i] = 2.0f;  // ||diff||^2 = 4, ||ref||^2 = 100
+  std::vector<float> with_nan = ref;
+  with_nan[7] = std::nanf("");
+  // f16 1.0 -> 1.5 in one of two elements: ||diff|| = 0.5, ||ref|| = sqrt(2).
+  const std::vector<uint16_t> half_ref = {0x3C00, 0x3C00}, half_target = {0x3E00, 0x3C00};
+  Builder a, b;
+  a.Add("w", DType::kF32, ref).Add("n", DType::kF32, ref).Add("h", DType::kF16, half_ref);
+  b.Add("w", DType::kF32, target).Add("n", DType::kF32, with_nan).Add("h", DType::kF16, half_target);
+  const Analysis an = Run({&a, &b});
+  CHECK(Find(an, 1, "w").stats.RelativeUpdate() == doctest::Approx(0.2).epsilon(1e-12));
+  const TensorChange& n = Find(an, 1, "n");
+  CHECK(n.stats.non_finite == 1);
+  CHECK(n.stats.changed == 1);
+  CHECK(n.stats.RelativeUpdate() == 0.0);  // the NaN pair is left out
+  CHECK(Find(an, 1, "h").stats.RelativeUpdate() == doctest::Approx(0.5 / std::sqrt(2.0)).epsilon(1e-12));
+  // The row sums squares over its tensors: (4 + 0 + 0.25) / (100 + 99 + 2).
+  CHECK(an.rows[1].change.RelativeUpdate() == doctest::Approx(std::sqrt(4.25 / 201)).epsilon(1e-12));
+}
+
+TEST_CASE("exponent histograms count the biased exponent of every element per dtype") {
+  const std::vector<uint16_t> bf = {Bf16(1.0f), Bf16(1.5f), Bf16(2.0f), Bf16(0.5f), Bf16(0.0f), Bf16(-3.0f)};
+  const std::vector<float> f = {1.0f, 4.0f, INFINITY};
+  Builder a;
+  a.Add("b", DType::kBF16, bf).Add("f", DType::kF32, f).Add("i", DType::kI64, std::vector<int64_t>{7});
+  const Analysis an = Run({&a});
+  REQUIRE(an.histogram_at == 0u);
+  REQUIRE(an.histograms.size() == 2);
+  const ExponentHistogram& h = an.histograms[0].dtype == DType::kBF16 ? an.histograms[0] : an.histograms[1];
+  CHECK(h.total == 6);
+  CHECK(h.counts[127] == 2);  // 1.0 and 1.5
+  CHECK(h.counts[128] == 2);  // 2.0 and -3.0
+  CHECK(h.counts[126] == 1);
+  CHECK(h.counts[0] == 1);
+  const ExponentHistogram& g = an.histograms[0].dtype == DType::kF32 ? an.histograms[0] : an.histograms[1];
+  CHECK(g.counts[127] == 1);
+  CHECK(g.counts[129] == 1);
+  CHECK(g.counts[255] == 1);
+}
+
+TEST_CASE("a tensor filter limits the statistics to the tensors it selects") {
+  std::vector<float> x(10, 1.0f), y(10, 2.0f);
+  Builder a, b;
+  a.Add("blocks.0.attn", DType::kF32, x).Add("blocks.0.mlp", DType::kF32, x);
+  b.Add("blocks.0.attn", DType::kF32, y).Add("blocks.0.mlp", DType::kF32, x);
+  Options o;
+  o.select = [](const std::string& n) { return n.find("mlp") != std::string::npos; };
+  const Analysis an = Run({&a, &b}, o);
+  REQUIRE(an.rows.size() == 2);
+  CHECK(an.rows[1].tensors == 1);
+  CHECK(an.rows[1].change.changed == 0);
+  CHECK(an.rows[1].frozen_tensors == 1);
+  for (const TensorChange& t : an.tensors) CHECK(t.tensor.name == "blocks.0.mlp");
+}
+
+TEST_CASE("statistics and sizes do not depend on the number of threads") {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0, 0.02f);
+  std::vector<uint16_t> ref(1500000), target;  // three 1 MiB blocks
+  for (uint16_t& v : ref) v = Bf16(normal(rng));
+  target = ref;
+  for (size_t i = 0; i < target.size(); i += 3) target[i] = Bf16(normal(rng));
+  Builder a, b;
+  a.Add("w", DType::kBF16, ref);
+  b.Add("w", DType::kBF16, target);
+  Options one, three;
+  one.policy.threads = 1;
+  three.policy.threads = 3;
+  const Analysis x = Run({&a, &b}, one), y = Run({&a, &b}, three);
+  CHECK(x.rows[1].change.diff_sq == y.rows[1].change.diff_sq);  // bit for bit
+  CHECK(x.rows[1].change.ref_sq == y.rows[1].change.ref_sq);
+  CHECK(x.rows[1].change.changed == y.rows[1].change.changed);
+  CHECK(x.rows[1].vs_previous.automatic == y.rows[1].vs_previous.automatic);
+  CHECK(x.rows[1].vs_previous.bound == y.rows[1].vs_previous.bound);
+  CHECK(x.rows[1].standalone.zstd == y.rows[1].standalone.zstd);
+  CHECK(x.rows[1].change.changed > 400000);
+}
+
+TEST_CASE("the entropy bound is the order-0 information of each group of each chunk") {
+  // One bf16 region: low bytes take 4 values evenly (2 bits each), high
+  // bytes are constant (0 bits). Two chunks, each balanced on its own.
+  std::vector<uint8_t> data(2 * 4096);
+  for (size_t i = 0; i < data.size() / 2; ++i) {
+    data[2 * i] = static_cast<uint8_t>(i % 4);
+    data[2 * i + 1] = 0x3f;
+  }
+  const MemorySource source(data.data(), data.size(), "data");
+  ThreadPool pool(2);
+  auto bound = EntropyBound(source, container::Layout::Single(DType::kBF16, data.size()), nullptr, 4096, pool);
+  REQUIRE(bound.ok());
+  CHECK(*bound == doctest::Approx(4096 * 2 / 8.0));
+  // As a delta against itself everything is zero: no information at all.
+  auto zero = EntropyBound(source, container::Layout::Single(DType::kBF16, data.size()).AsDeltaOfSameLayout(),
+                           &source, 4096, pool);
+  REQUIRE(zero.ok());
+  CHECK(*zero == 0.0);
+}
+
+// The real trajectory the store's tests use.
+std::vector<std::shared_ptr<Input>> Trajectory() {
+  std::vector<std::shared_ptr<Input>> inputs;
+  for (int step = 10; step <= 120; step += 10) {
+    char name[96];
+    std::snprintf(name, sizeof name, "tests/data/cnn12-bf16/step-%06d.safetensors", step);
+    auto in = std::make_shared<Input>();
+    in->label = std::to_string(step);
+    auto file = ReadFile::Open(name);
+    REQUIRE(file.ok());
+    in->file = std::make_unique<ReadFile>(std::move(*file));
+    auto layout = formats::ReadLayout(*in->file, formats::FormatChoice::kAuto);
+    REQUIRE(layout.ok());
+    in->layout = *layout;
+    inputs.push_back(in);
+  }
+  return inputs;
+}
+
+const PolicyOutcome& Policy(const Analysis& a, uint32_t k, config::DeltaAgainst against) {
+  for (const PolicyOutcome& p : a.policies) {
+    if (p.base_interval == k && p.against == against) return p;
+  }
+  FAIL("no policy k=" << k);
+  return a.policies.front();
+}
+
+TEST_CASE("the policy what-if adds up the sizes each policy would store") {
+  Options o;
+  o.base_interval = 4;
+  Analyzer analyzer(o);
+  for (auto& in : Trajectory()) REQUIRE(analyzer.Add(in).ok());
+  const Analysis an = analyzer.Finish();
+  REQUIRE(an.rows.size() == 12);
+  REQUIRE(an.policies.size() == 12);  // the default policy (10, previous, chain 9) is in the grid
+  using config::DeltaAgainst;
+  uint64_t all_bases = 0, chain_of_previous = an.rows[0].standalone.automatic, every_other = 0;
+  for (const CheckpointRow& r : an.rows) {
+    all_bases += r.standalone.automatic;
+    if (r.index > 0) chain_of_previous += r.vs_previous.automatic;
+    every_other += r.index % 2 == 0 ? r.standalone.automatic : r.vs_previous.automatic;
+    // The auto rule is never worse than Huffman only or zstd only.
+    CHECK(r.standalone.automatic <= std::min(r.standalone.huffman, r.standalone.zstd));
+    if (r.index > 0) CHECK(r.vs_previous.automatic <= std::min(r.vs_previous.huffman, r.vs_previous.zstd));
+  }
+  const PolicyOutcome& k1 = Policy(an, 1, DeltaAgainst::kPrevious);
+  CHECK(k1.stored_bytes == all_bases);
+  CHECK(k1.bases == 12);
+  CHECK(k1.worst_chain == 0);
+  // Every delta of this trajectory saves more than min_gain, so with no
+  // periodic base the chain runs the whole trajectory.
+  const PolicyOutcome& inf = Policy(an, 0, DeltaAgainst::kPrevious);
+  CHECK(inf.stored_bytes == chain_of_previous);
+  CHECK(inf.bases == 1);
+  CHECK(inf.worst_chain == 11);
+  // Every second version a base, the others a delta against it.
+  const PolicyOutcome& k2 = Policy(an, 2, DeltaAgainst::kBase);
+  CHECK(k2.stored_bytes == every_other);
+  CHECK(k2.worst_chain == 1);
+  const PolicyOutcome& k10 = Policy(an, 10, DeltaAgainst::kPrevious);
+  CHECK(k10.current);
+  CHECK(k10.worst_chain == 9);
+  CHECK(k10.bases == 2);
+  // Deltas against a base further away cost more than against the previous.
+  CHECK(Policy(an, 0, DeltaAgainst::kBase).stored_bytes > inf.stored_bytes);
+}
+
+TEST_CASE("data tables carry the same figures as the analysis") {
+  Analyzer analyzer(Options{});
+  auto inputs = Trajectory();
+  for (size_t i = 0; i < 3; ++i) REQUIRE(analyzer.Add(inputs[i]).ok());
+  const Analysis an = analyzer.Finish();
+  const std::vector<DataTable> tables = DataTables(an);
+  REQUIRE(tables.size() == 4);
+  const DataTable& rows = tables[0];
+  CHECK(rows.name == "checkpoints");
+  REQUIRE(rows.rows.size() == 3);
+  auto column = [&](const DataTable& t, const std::string& name) {
+    auto it = std::find(t.columns.begin(), t.columns.end(), name);
+    REQUIRE(it != t.columns.end());
+    return static_cast<size_t>(it - t.columns.begin());
+  };
+  CHECK(std::get<uint64_t>(rows.rows[2][column(rows, "previous_auto")]) == an.rows[2].vs_previous.automatic);
+  CHECK(std::holds_alternative<std::monostate>(rows.rows[0][column(rows, "changed_params")]));
+  CHECK(std::get<double>(rows.rows[1][column(rows, "changed_exp")]) ==
+        an.rows[1].change.GroupChangedFraction(Slot("exp")));
+  CHECK(tables[1].rows.size() == an.tensors.size());
+  CHECK(tables[3].rows.size() == an.policies.size());
+  const std::string text = TextReport(an, TextOptions{});
+  CHECK(text.find("Policy what-if") != std::string::npos);
+  CHECK(text.find("Tensors of 30 against 20") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace zipnn::analyze

@@ -1,0 +1,229 @@
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "lib/analyze/analysis.h"
+#include "lib/analyze/scan.h"
+#include "lib/analyze/sizes.h"
+
+namespace zipnn::analyze {
+
+namespace {
+
+using config::DeltaAgainst;
+
+// One storage policy played over the trajectory as the clean filter would
+// store it (lib/store/checkpoints.cc, CheckIn).
+struct Scenario {
+  PolicyOutcome outcome;
+  double min_gain = 0;
+  size_t last_base = 0;
+  uint64_t last_base_size = 0;
+  int previous_depth = 0;
+
+  // The version `at` of `against`'s chain would have to be a delta
+  // against, or nullopt when it is due to be a base.
+  std::optional<size_t> Against(size_t at) const {
+    const uint32_t k = outcome.base_interval;
+    if (at == 0 || (k != 0 && at % k == 0)) return std::nullopt;
+    const int depth = outcome.against == DeltaAgainst::kBase ? 0 : previous_depth;
+    if (outcome.max_chain != 0 && depth + 1 > static_cast<int>(outcome.max_chain)) return std::nullopt;
+    return outcome.against == DeltaAgainst::kBase ? last_base : at - 1;
+  }
+
+  // Stores version `at`: standalone size `base_size`, or as a delta of
+  // `delta_size` bytes when Against(at) named one.
+  void Store(size_t at, uint64_t base_size, std::optional<uint64_t> delta_size) {
+    const bool pays = delta_size.has_value() &&
+                      static_cast<double>(*delta_size) <= static_cast<double>(last_base_size) * (1 - min_gain);
+    if (pays) {
+      const int depth = (outcome.against == DeltaAgainst::kBase ? 0 : previous_depth) + 1;
+      outcome.stored_bytes += *delta_size;
+      outcome.worst_chain = std::max(outcome.worst_chain, depth);
+      previous_depth = depth;
+      return;
+    }
+    outcome.stored_bytes += base_size;
+    ++outcome.bases;
+    last_base = at;
+    last_base_size = base_size;
+    previous_depth = 0;
+  }
+};
+
+std::vector<Scenario> MakeScenarios(const config::Policy& current) {
+  std::vector<Scenario> scenarios;
+  bool current_listed = false;
+  for (uint32_t k : {1u, 2u, 5u, 10u, 20u, 0u}) {
+    for (DeltaAgainst against : {DeltaAgainst::kPrevious, DeltaAgainst::kBase}) {
+      Scenario s;
+      s.outcome.base_interval = k;
+      s.outcome.against = against;
+      s.outcome.max_chain = k == 0 ? 0 : std::max(1u, k - 1);  // the default max_chain is base_interval - 1
+      s.min_gain = current.min_gain;
+      s.outcome.current = k == current.base_interval && against == current.delta_against &&
+                          s.outcome.max_chain == current.max_chain;
+      current_listed = current_listed || s.outcome.current;
+      scenarios.push_back(s);
+    }
+  }
+  if (!current_listed) {
+    Scenario s;
+    s.outcome.base_interval = current.base_interval;
+    s.outcome.against = current.delta_against;
+    s.outcome.max_chain = current.max_chain;
+    s.outcome.current = true;
+    s.min_gain = current.min_gain;
+    scenarios.push_back(s);
+  }
+  return scenarios;
+}
+
+struct Kept {
+  std::shared_ptr<Input> input;
+  ContentId id;
+  uint64_t standalone = 0;  // auto size
+
+  Coded coded() const { return Coded{input->file.get(), &input->layout, id}; }
+};
+
+void Summarize(const ScanResult& scan, CheckpointRow& row) {
+  for (const TensorChange& t : scan.tensors) {
+    if (t.status != TensorStatus::kRemoved) {
+      ++row.tensors;
+      row.parameters += t.stats.elements;
+      if (row.reference) row.change.Add(t.stats);
+    }
+    if (!row.reference) continue;
+    switch (t.status) {
+      case TensorStatus::kChanged: ++row.changed_tensors; break;
+      case TensorStatus::kFrozen: ++row.frozen_tensors; break;
+      case TensorStatus::kAdded: ++row.added_tensors; break;
+      case TensorStatus::kReshaped: ++row.reshaped_tensors; break;
+      case TensorStatus::kRemoved: ++row.removed_tensors; break;
+    }
+  }
+}
+
+}  // namespace
+
+struct Analyzer::State {
+  Options options;
+  ThreadPool pool;
+  Analysis analysis;
+  std::map<size_t, Kept> kept;  // earlier checkpoints a later one may be compared with
+  std::vector<Scenario> scenarios;
+
+  explicit State(Options o)
+      : options(std::move(o)),
+        pool(options.policy.threads > 0 ? options.policy.threads : ThreadPool::DefaultThreads()) {
+    options.base_interval = std::max(1u, options.base_interval);
+    analysis.against = options.against;
+    analysis.base_interval = options.base_interval;
+    analysis.tensor_filter = options.filter_text;
+    if (options.what_if) scenarios = MakeScenarios(options.policy);
+  }
+
+  // The periodic base a checkpoint's vs_base delta is against: the last
+  // multiple of the interval before it.
+  size_t PeriodicBase(size_t at) const { return (at - 1) / options.base_interval * options.base_interval; }
+
+  bool WantsHistogram(const CheckpointRow& row) const {
+    const std::string& at = options.histogram_at;
+    return at.empty() || at == row.label || at == std::to_string(row.index);
+  }
+
+  Status Add(std::shared_ptr<Input> input) {
+    const size_t at = analysis.rows.size();
+    CheckpointRow row;
+    row.index = at;
+    row.label = input->label;
+    row.source = input->source;
+    row.subject = input->subject;
+    row.raw_bytes = input->file->size();
+    row.format = formats::FormatName(input->layout.format);
+
+    Kept current{input, ContentId{}, 0};
+    ASSIGN_OR_RETURN(row.standalone, MeasureSizes(current.coded(), nullptr, options.policy, Coders::kAll, pool,
+                                                  &current.id));
+    current.standalone = row.standalone.automatic;
+    row.id = current.id.Hex();
+    const Coded target = current.coded();
+
+    // Automatic delta sizes against earlier checkpoints, for the what-if.
+    std::map<size_t, uint64_t> deltas;
+    if (at > 0) {
+      const Coded previous = kept.at(at - 1).coded();
+      ASSIGN_OR_RETURN(row.vs_previous, MeasureSizes(target, &previous, options.policy, Coders::kAll, pool));
+      deltas[at - 1] = row.vs_previous.automatic;
+      row.base = PeriodicBase(at);
+      if (*row.base == at - 1) {
+        row.vs_base = row.vs_previous;
+      } else {
+        const Coded base = kept.at(*row.base).coded();
+        ASSIGN_OR_RETURN(row.vs_base, MeasureSizes(target, &base, options.policy, Coders::kAll, pool));
+      }
+      deltas[*row.base] = row.vs_base.automatic;
+      row.reference = options.against == DeltaAgainst::kBase ? *row.base : at - 1;
+    }
+
+    const Kept* reference = row.reference ? &kept.at(*row.reference) : nullptr;
+    const bool histogram = WantsHistogram(row);
+    ASSIGN_OR_RETURN(ScanResult scan,
+                     ScanTensors(*input->file, input->layout, reference ? reference->input->file.get() : nullptr,
+                                 reference ? &reference->input->layout : nullptr, options.select, histogram, pool));
+    Summarize(scan, row);
+    if (histogram) {
+      analysis.histogram_at = at;
+      analysis.histograms = std::move(scan.histograms);
+    }
+    if (row.reference) {
+      for (TensorChange& t : scan.tensors) {
+        t.checkpoint = at;
+        analysis.tensors.push_back(std::move(t));
+      }
+    }
+
+    for (Scenario& s : scenarios) {
+      std::optional<uint64_t> delta;
+      if (std::optional<size_t> against = s.Against(at)) {
+        auto it = deltas.find(*against);
+        if (it == deltas.end()) {
+          const Coded base = kept.at(*against).coded();
+          ASSIGN_OR_RETURN(Sizes sizes, MeasureSizes(target, &base, options.policy, Coders::kAutoOnly, pool));
+          it = deltas.emplace(*against, sizes.automatic).first;
+        }
+        delta = it->second;
+      }
+      s.Store(at, current.standalone, delta);
+    }
+
+    // Keep what a later checkpoint may be compared with: this one (the next
+    // one's previous), the latest periodic base, and the last base of every
+    // policy that makes deltas against its base.
+    kept[at] = std::move(current);
+    std::set<size_t> needed = {at, at / options.base_interval * options.base_interval};
+    for (const Scenario& s : scenarios) {
+      if (s.outcome.against == DeltaAgainst::kBase) needed.insert(s.last_base);
+    }
+    for (auto it = kept.begin(); it != kept.end();) {
+      it = needed.count(it->first) != 0 ? std::next(it) : kept.erase(it);
+    }
+    analysis.rows.push_back(std::move(row));
+    return OkStatus();
+  }
+};
+
+Analyzer::Analyzer(Options options) : state_(std::make_unique<State>(std::move(options))) {}
+Analyzer::~Analyzer() = default;
+
+Status Analyzer::Add(std::shared_ptr<Input> input) { return state_->Add(std::move(input)); }
+
+Analysis Analyzer::Finish() {
+  for (const Scenario& s : state_->scenarios) state_->analysis.policies.push_back(s.outcome);
+  state_->scenarios.clear();
+  state_->kept.clear();
+  return std::move(state_->analysis);
+}
+
+}  // namespace zipnn::analyze

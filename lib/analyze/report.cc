@@ -1,0 +1,528 @@
+#include "lib/analyze/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "lib/base/file.h"
+#include "lib/base/progress.h"
+
+namespace zipnn::analyze {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string Format(const char* fmt, double v) {
+  char s[64];
+  std::snprintf(s, sizeof s, fmt, v);
+  return s;
+}
+
+// "12.3%", "0.42%", "-" for not applicable.
+std::string Pct(double fraction) {
+  if (std::isnan(fraction)) return "-";
+  const double p = fraction * 100;
+  return Format(p != 0 && p < 10 ? "%.2f%%" : "%.1f%%", p);
+}
+
+std::string Sci(double v) { return std::isnan(v) ? "-" : Format("%.2e", v); }
+
+std::string Ratio(double size, uint64_t raw) {
+  return raw == 0 ? "-" : Pct(size / static_cast<double>(raw));
+}
+
+std::string Count(uint64_t n) {
+  if (n < 10000) return std::to_string(n);
+  if (n < 10000000) return Format("%.1fk", static_cast<double>(n) / 1e3);
+  if (n < 10000000000ull) return Format("%.1fM", static_cast<double>(n) / 1e6);
+  return Format("%.1fG", static_cast<double>(n) / 1e9);
+}
+
+std::string Shape(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// A text table: the first column left-aligned, the others right-aligned
+// unless told otherwise; an optional line above names groups of columns.
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void LeftAlign(size_t column) { left_.push_back(column); }
+  // `text` starts above column `first`.
+  void Group(size_t first, std::string text) { groups_.emplace_back(first, std::move(text)); }
+
+  std::string Render() const {
+    std::vector<size_t> width;
+    for (const auto& row : rows_) {
+      if (width.size() < row.size()) width.resize(row.size(), 0);
+      for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    }
+    std::string out;
+    if (!groups_.empty()) {
+      std::string line;
+      for (const auto& [first, text] : groups_) {
+        size_t at = 0;
+        for (size_t c = 0; c < first && c < width.size(); ++c) at += width[c] + (c == 0 ? 0 : 2);
+        at += 2;
+        if (line.size() < at) line.resize(at, ' ');
+        line += text + " ";
+      }
+      out += "  " + line.substr(0, line.size() - 1) + "\n";
+    }
+    for (const auto& row : rows_) {
+      std::string line;
+      for (size_t c = 0; c < row.size(); ++c) {
+        const std::string pad(width[c] - row[c].size(), ' ');
+        const bool left = c == 0 || std::find(left_.begin(), left_.end(), c) != left_.end();
+        line += (c == 0 ? "" : "  ") + (left ? row[c] + pad : pad + row[c]);
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out += "  " + line + "\n";
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+  std::vector<size_t> left_;
+  std::vector<std::pair<size_t, std::string>> groups_;
+};
+
+// Slots of the byte groups that occur in any compared checkpoint or tensor.
+std::vector<int> PresentSlots(const Analysis& a) {
+  std::array<bool, kGroupSlots> present{};
+  for (const CheckpointRow& r : a.rows) {
+    for (int s = 0; s < kGroupSlots; ++s) present[s] = present[s] || (r.reference && r.change.group_bytes[s] > 0);
+  }
+  std::vector<int> slots;
+  for (int s : SlotOrder()) {
+    if (present[s]) slots.push_back(s);
+  }
+  return slots;
+}
+
+std::string AgainstText(const Analysis& a) {
+  return a.against == config::DeltaAgainst::kBase
+             ? "the periodic base (every " + std::to_string(a.base_interval) + ")"
+             : std::string("the previous checkpoint");
+}
+
+std::string IntervalText(uint32_t k) { return k == 0 ? "inf" : std::to_string(k); }
+
+const char* AgainstName(config::DeltaAgainst d) { return d == config::DeltaAgainst::kBase ? "base" : "previous"; }
+
+// The last checkpoint compared with a reference: the tensor table's.
+std::optional<size_t> LastCompared(const Analysis& a) {
+  for (size_t i = a.rows.size(); i-- > 0;) {
+    if (a.rows[i].reference) return i;
+  }
+  return std::nullopt;
+}
+
+void ChangesSection(const Analysis& a, const std::vector<int>& slots, std::string& out) {
+  out += "Changes against " + AgainstText(a) + " (share of parameters and of each byte group's bytes)\n";
+  std::vector<std::string> header = {"checkpoint", "against", "params", "changed"};
+  for (int s : slots) header.push_back(SlotLabel(s));
+  header.push_back("rel.update");
+  header.push_back("frozen");
+  TextTable t(std::move(header));
+  for (const CheckpointRow& r : a.rows) {
+    std::vector<std::string> row = {r.label, r.reference ? a.rows[*r.reference].label : "-", Count(r.parameters),
+                                    r.reference ? Pct(r.change.ChangedFraction()) : "-"};
+    for (int s : slots) row.push_back(r.reference ? Pct(r.change.GroupChangedFraction(s)) : "-");
+    row.push_back(r.reference ? Sci(r.change.RelativeUpdate()) : "-");
+    row.push_back(r.reference ? std::to_string(r.frozen_tensors) + "/" + std::to_string(r.tensors) : "-");
+    t.Add(std::move(row));
+  }
+  out += t.Render();
+}
+
+void SizesSection(const Analysis& a, std::string& out) {
+  out += "\nStored size as a share of raw: huff = Huffman only, zstd = zstd only, auto = the auto rule,\n"
+         "H0 = order-0 entropy bound of the byte groups\n";
+  const std::string k = std::to_string(a.base_interval);
+  TextTable t({"checkpoint", "raw", "huff", "zstd", "auto", "H0", "huff", "zstd", "auto", "H0", "base", "huff", "zstd",
+               "auto", "H0"});
+  t.Group(2, "standalone");
+  t.Group(6, "delta vs previous");
+  t.Group(10, "delta vs base (every " + k + ")");
+  auto sizes = [](const Sizes& s, uint64_t raw, std::vector<std::string>& row) {
+    for (double v : {static_cast<double>(s.huffman), static_cast<double>(s.zstd), static_cast<double>(s.automatic),
+                     s.bound}) {
+      row.push_back(s.measured ? Ratio(v, raw) : "-");
+    }
+  };
+  for (const CheckpointRow& r : a.rows) {
+    std::vector<std::string> row = {r.label, HumanBytes(r.raw_bytes)};
+    sizes(r.standalone, r.raw_bytes, row);
+    sizes(r.vs_previous, r.raw_bytes, row);
+    row.push_back(r.base ? a.rows[*r.base].label : "-");
+    sizes(r.vs_base, r.raw_bytes, row);
+    t.Add(std::move(row));
+  }
+  out += t.Render();
+}
+
+void TensorsSection(const Analysis& a, const std::vector<int>& slots, const TextOptions& o, std::string& out) {
+  const std::optional<size_t> at = LastCompared(a);
+  if (!at) return;
+  const CheckpointRow& r = a.rows[*at];
+  std::vector<const TensorChange*> moved, frozen, other;
+  for (const TensorChange& t : a.tensors) {
+    if (t.checkpoint != *at) continue;
+    (t.status == TensorStatus::kChanged ? moved : t.status == TensorStatus::kFrozen ? frozen : other).push_back(&t);
+  }
+  std::stable_sort(moved.begin(), moved.end(), [](const TensorChange* x, const TensorChange* y) {
+    const double ux = x->stats.RelativeUpdate(), uy = y->stats.RelativeUpdate();
+    if (std::isnan(uy)) return !std::isnan(ux);
+    return !std::isnan(ux) && ux > uy;
+  });
+  const size_t shown = o.top_tensors == 0 ? moved.size() : std::min(o.top_tensors, moved.size());
+  out += "\nTensors of " + r.label + " against " + a.rows[*r.reference].label + ": " + std::to_string(moved.size()) +
+         " changed" + (shown < moved.size() ? " (the " + std::to_string(shown) + " that moved most)" : "") + ", " +
+         std::to_string(frozen.size()) + " frozen, " + std::to_string(other.size()) + " added, removed or reshaped\n";
+  std::vector<std::string> header = {"tensor", "dtype", "shape", "changed"};
+  for (int s : slots) header.push_back(SlotLabel(s));
+  header.push_back("rel.update");
+  TextTable t(std::move(header));
+  t.LeftAlign(1);
+  t.LeftAlign(2);
+  for (size_t i = 0; i < shown; ++i) {
+    const TensorChange& c = *moved[i];
+    std::vector<std::string> row = {c.tensor.name, std::string(codec::DTypeName(c.tensor.dtype)),
+                                    Shape(c.tensor.shape), Pct(c.stats.ChangedFraction())};
+    for (int s : slots) row.push_back(Pct(c.stats.GroupChangedFraction(s)));
+    row.push_back(Sci(c.stats.RelativeUpdate()));
+    t.Add(std::move(row));
+  }
+  out += t.Render();
+  auto list = [&](const char* what, const std::vector<const TensorChange*>& ts) {
+    if (ts.empty()) return;
+    std::string line = std::string("  ") + what + ":";
+    for (size_t i = 0; i < ts.size() && i < 12; ++i) {
+      line += " " + ts[i]->tensor.name + (ts[i]->status == TensorStatus::kFrozen ? "" : std::string(" (") +
+                                          TensorStatusName(ts[i]->status) + ")");
+    }
+    if (ts.size() > 12) line += " and " + std::to_string(ts.size() - 12) + " more";
+    out += line + "\n";
+  };
+  list("frozen", frozen);
+  list("other", other);
+}
+
+void ExponentsSection(const Analysis& a, std::string& out) {
+  if (!a.histogram_at) return;
+  for (const ExponentHistogram& h : a.histograms) {
+    out += "\nExponents of the " + std::string(codec::DTypeName(h.dtype)) + " values of " +
+           a.rows[*a.histogram_at].label + " (" + Count(h.total) + " elements)\n";
+    TextTable t({"exponent", "count", "share", ""});
+    t.LeftAlign(3);
+    const size_t top = h.counts.size() - 1;
+    uint64_t most = 0;
+    for (uint64_t c : h.counts) most = std::max(most, c);
+    for (size_t e = 0; e < h.counts.size(); ++e) {
+      if (h.counts[e] == 0) continue;
+      const std::string name = e == 0 ? "0/sub" : e == top && h.dtype != codec::DType::kF8E4M3
+                                                      ? "inf/nan"
+                                                      : "2^" + std::to_string(static_cast<int>(e) - h.bias);
+      const double share = static_cast<double>(h.counts[e]) / static_cast<double>(h.total);
+      const size_t bar = static_cast<size_t>(std::lround(40.0 * static_cast<double>(h.counts[e]) / most));
+      t.Add({name, std::to_string(h.counts[e]), Pct(share), std::string(bar, '#')});
+    }
+    out += t.Render();
+  }
+}
+
+void PoliciesSection(const Analysis& a, std::string& out) {
+  if (a.policies.empty()) return;
+  uint64_t raw = 0;
+  for (const CheckpointRow& r : a.rows) raw += r.raw_bytes;
+  out += "\nPolicy what-if: what the store would hold for these " + std::to_string(a.rows.size()) +
+         " checkpoints (chain = deltas the costliest restore decodes; * = .zipnn.yaml)\n";
+  TextTable t({"base every", "delta against", "max chain", "bases", "stored", "of raw", "chain", ""});
+  t.LeftAlign(1);
+  for (const PolicyOutcome& p : a.policies) {
+    t.Add({IntervalText(p.base_interval), AgainstName(p.against), p.max_chain == 0 ? "-" : std::to_string(p.max_chain),
+           std::to_string(p.bases), HumanBytes(p.stored_bytes), Percent(p.stored_bytes, raw),
+           std::to_string(p.worst_chain), p.current ? "*" : ""});
+  }
+  out += t.Render();
+}
+
+// --- data tables ---
+
+double Fraction(uint64_t part, uint64_t whole) {
+  return whole == 0 ? kNaN : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+Cell Maybe(bool have, Cell c) { return have ? c : Cell{}; }
+
+void AddSizes(const Sizes& s, std::vector<Cell>& row) {
+  row.push_back(Maybe(s.measured, s.huffman));
+  row.push_back(Maybe(s.measured, s.zstd));
+  row.push_back(Maybe(s.measured, s.automatic));
+  row.push_back(Maybe(s.measured, s.bound));
+}
+
+DataTable CheckpointsTable(const Analysis& a, const std::vector<int>& slots) {
+  DataTable t{"checkpoints", {"index", "label", "source", "subject", "id", "format", "raw_bytes", "tensors",
+                              "parameters", "reference_index", "reference_label", "changed_params"}, {}};
+  for (int s : slots) t.columns.push_back("changed_" + SlotLabel(s));
+  for (const char* c : {"relative_update", "non_finite", "changed_tensors", "frozen_tensors", "added_tensors",
+                        "removed_tensors", "reshaped_tensors", "standalone_huffman", "standalone_zstd",
+                        "standalone_auto", "standalone_bound", "previous_huffman", "previous_zstd", "previous_auto",
+                        "previous_bound", "base_index", "base_label", "base_distance", "base_huffman", "base_zstd",
+                        "base_auto", "base_bound"}) {
+    t.columns.push_back(c);
+  }
+  for (const CheckpointRow& r : a.rows) {
+    const bool ref = r.reference.has_value();
+    std::vector<Cell> row = {uint64_t{r.index}, r.label, r.source, r.subject, r.id, r.format, r.raw_bytes,
+                             r.tensors, r.parameters, Maybe(ref, uint64_t{r.reference.value_or(0)}),
+                             Maybe(ref, ref ? a.rows[*r.reference].label : ""), Maybe(ref, r.change.ChangedFraction())};
+    for (int s : slots) row.push_back(Maybe(ref, r.change.GroupChangedFraction(s)));
+    row.push_back(Maybe(ref, r.change.RelativeUpdate()));
+    for (uint64_t n : {r.change.non_finite, r.changed_tensors, r.frozen_tensors, r.added_tensors, r.removed_tensors,
+                       r.reshaped_tensors}) {
+      row.push_back(Maybe(ref, n));
+    }
+    AddSizes(r.standalone, row);
+    AddSizes(r.vs_previous, row);
+    const bool base = r.base.has_value();
+    row.push_back(Maybe(base, uint64_t{r.base.value_or(0)}));
+    row.push_back(Maybe(base, base ? a.rows[*r.base].label : ""));
+    row.push_back(Maybe(base, uint64_t{r.index - r.base.value_or(0)}));
+    AddSizes(r.vs_base, row);
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+DataTable TensorsTable(const Analysis& a, const std::vector<int>& slots) {
+  DataTable t{"tensors", {"checkpoint_index", "checkpoint_label", "tensor", "dtype", "shape", "status", "elements",
+                          "changed", "changed_fraction"}, {}};
+  for (int s : slots) t.columns.push_back("changed_" + SlotLabel(s));
+  for (const char* c : {"relative_update", "update_norm", "reference_norm", "non_finite"}) t.columns.push_back(c);
+  for (const TensorChange& c : a.tensors) {
+    const bool compared = c.status == TensorStatus::kChanged || c.status == TensorStatus::kFrozen;
+    const bool counted = c.status != TensorStatus::kRemoved;
+    std::string shape;
+    for (size_t i = 0; i < c.tensor.shape.size(); ++i) shape += (i ? "x" : "") + std::to_string(c.tensor.shape[i]);
+    std::vector<Cell> row = {uint64_t{c.checkpoint}, a.rows[c.checkpoint].label, c.tensor.name,
+                             std::string(codec::DTypeName(c.tensor.dtype)), shape, std::string(TensorStatusName(c.status)),
+                             Maybe(counted, c.stats.elements), Maybe(counted, c.stats.changed),
+                             Maybe(counted, c.stats.ChangedFraction())};
+    for (int s : slots) row.push_back(Maybe(counted, c.stats.GroupChangedFraction(s)));
+    const bool floats = compared && c.stats.float_elements > 0;
+    row.push_back(Maybe(floats, c.stats.RelativeUpdate()));
+    row.push_back(Maybe(floats, std::sqrt(c.stats.diff_sq)));
+    row.push_back(Maybe(floats, std::sqrt(c.stats.ref_sq)));
+    row.push_back(Maybe(floats, c.stats.non_finite));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+DataTable ExponentsTable(const Analysis& a) {
+  DataTable t{"exponents", {"checkpoint_index", "checkpoint_label", "dtype", "biased_exponent", "exponent", "kind",
+                            "count", "share"}, {}};
+  if (!a.histogram_at) return t;
+  for (const ExponentHistogram& h : a.histograms) {
+    const size_t top = h.counts.size() - 1;
+    for (size_t e = 0; e < h.counts.size(); ++e) {
+      if (h.counts[e] == 0) continue;
+      const bool special = e == 0 || (e == top && h.dtype != codec::DType::kF8E4M3);
+      t.rows.push_back({uint64_t{*a.histogram_at}, a.rows[*a.histogram_at].label,
+                        std::string(codec::DTypeName(h.dtype)), uint64_t{e},
+                        Maybe(!special, int64_t{static_cast<int64_t>(e) - h.bias}),
+                        std::string(e == 0 ? "zero/subnormal" : special ? "inf/nan" : "normal"), h.counts[e],
+                        Fraction(h.counts[e], h.total)});
+    }
+  }
+  return t;
+}
+
+DataTable PoliciesTable(const Analysis& a) {
+  DataTable t{"policies", {"base_interval", "against", "max_chain", "current", "bases", "stored_bytes", "stored_share",
+                           "worst_chain"}, {}};
+  uint64_t raw = 0;
+  for (const CheckpointRow& r : a.rows) raw += r.raw_bytes;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const PolicyOutcome& p : a.policies) {
+    t.rows.push_back({p.base_interval == 0 ? Cell{inf} : Cell{uint64_t{p.base_interval}},
+                      std::string(AgainstName(p.against)),
+                      p.max_chain == 0 ? Cell{inf} : Cell{uint64_t{p.max_chain}}, p.current, p.bases, p.stored_bytes,
+                      Fraction(p.stored_bytes, raw), int64_t{p.worst_chain}});
+  }
+  return t;
+}
+
+std::string CsvField(const Cell& c) {
+  struct Visit {
+    std::string operator()(std::monostate) const { return ""; }
+    std::string operator()(uint64_t v) const { return std::to_string(v); }
+    std::string operator()(int64_t v) const { return std::to_string(v); }
+    std::string operator()(bool v) const { return v ? "true" : "false"; }
+    std::string operator()(double v) const {
+      if (std::isnan(v)) return "";
+      if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+      return Format("%.10g", v);
+    }
+    std::string operator()(const std::string& s) const {
+      if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+      std::string q = "\"";
+      for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+      return q + "\"";
+    }
+  };
+  return std::visit(Visit{}, c);
+}
+
+nlohmann::ordered_json JsonValue(const Cell& c) {
+  struct Visit {
+    nlohmann::ordered_json operator()(std::monostate) const { return nullptr; }
+    nlohmann::ordered_json operator()(uint64_t v) const { return v; }
+    nlohmann::ordered_json operator()(int64_t v) const { return v; }
+    nlohmann::ordered_json operator()(bool v) const { return v; }
+    nlohmann::ordered_json operator()(double v) const {
+      if (!std::isfinite(v)) return nullptr;
+      return v;
+    }
+    nlohmann::ordered_json operator()(const std::string& s) const { return s; }
+  };
+  return std::visit(Visit{}, c);
+}
+
+Status WriteText(const std::string& path, const std::string& text) {
+  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
+  RETURN_IF_ERROR(out.Append(text.data(), text.size()));
+  return out.CommitUnsynced();
+}
+
+}  // namespace
+
+std::string TextReport(const Analysis& a, const TextOptions& o) {
+  if (a.rows.empty()) return "no checkpoints to analyse\n";
+  // The terminal shows the floating-point groups the papers study; the
+  // bytes of integer tensors (step counters) are in the data tables.
+  std::vector<int> slots;
+  for (int s : PresentSlots(a)) {
+    if (SlotLabel(s)[0] != 'b') slots.push_back(s);
+  }
+  std::string out;
+  ChangesSection(a, slots, out);
+  SizesSection(a, out);
+  TensorsSection(a, slots, o, out);
+  ExponentsSection(a, out);
+  PoliciesSection(a, out);
+  return out;
+}
+
+std::string DiffText(const std::vector<TensorChange>& changes, bool all) {
+  ChangeStats total;
+  std::array<uint64_t, 5> by_status{};
+  std::array<bool, kGroupSlots> present{};
+  for (const TensorChange& c : changes) {
+    ++by_status[static_cast<size_t>(c.status)];
+    if (c.status != TensorStatus::kRemoved) total.Add(c.stats);
+    for (int s = 0; s < kGroupSlots; ++s) present[s] = present[s] || c.stats.group_bytes[s] > 0;
+  }
+  std::vector<int> slots;
+  for (int s : SlotOrder()) {
+    if (present[s] && SlotLabel(s)[0] != 'b') slots.push_back(s);
+  }
+  std::string out = std::to_string(changes.size()) + " tensors: " +
+                    std::to_string(by_status[static_cast<size_t>(TensorStatus::kChanged)]) + " changed, " +
+                    std::to_string(by_status[static_cast<size_t>(TensorStatus::kFrozen)]) + " frozen, " +
+                    std::to_string(by_status[static_cast<size_t>(TensorStatus::kAdded)]) + " added, " +
+                    std::to_string(by_status[static_cast<size_t>(TensorStatus::kRemoved)]) + " removed, " +
+                    std::to_string(by_status[static_cast<size_t>(TensorStatus::kReshaped)]) + " reshaped\n";
+  out += Pct(total.ChangedFraction()) + " of " + Count(total.elements) + " parameters changed, relative update " +
+         Sci(total.RelativeUpdate()) + "\n";
+  std::vector<std::string> header = {"tensor", "dtype", "shape", "status", "changed"};
+  for (int s : slots) header.push_back(SlotLabel(s));
+  header.push_back("rel.update");
+  TextTable t(std::move(header));
+  t.LeftAlign(1);
+  t.LeftAlign(2);
+  t.LeftAlign(3);
+  std::vector<std::string> hidden;
+  for (const TensorChange& c : changes) {
+    if (c.status == TensorStatus::kFrozen && !all) {
+      hidden.push_back(c.tensor.name);
+      continue;
+    }
+    const bool counted = c.status != TensorStatus::kRemoved;
+    const bool compared = c.status == TensorStatus::kChanged || c.status == TensorStatus::kFrozen;
+    std::string dtype(codec::DTypeName(c.tensor.dtype)), shape = Shape(c.tensor.shape);
+    if (c.status == TensorStatus::kReshaped) {
+      dtype = std::string(codec::DTypeName(c.before.dtype)) + (c.before.dtype == c.tensor.dtype ? "" : "->" + dtype);
+      shape = Shape(c.before.shape) + "->" + shape;
+    }
+    std::vector<std::string> row = {c.tensor.name, dtype, shape, TensorStatusName(c.status),
+                                    counted ? Pct(c.stats.ChangedFraction()) : "-"};
+    for (int s : slots) row.push_back(compared ? Pct(c.stats.GroupChangedFraction(s)) : "-");
+    row.push_back(compared ? Sci(c.stats.RelativeUpdate()) : "-");
+    t.Add(std::move(row));
+  }
+  out += t.Render();
+  if (!hidden.empty()) {
+    std::string line = "  unchanged:";
+    for (size_t i = 0; i < hidden.size() && i < 12; ++i) line += " " + hidden[i];
+    if (hidden.size() > 12) line += " and " + std::to_string(hidden.size() - 12) + " more";
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::vector<DataTable> DataTables(const Analysis& a) {
+  const std::vector<int> slots = PresentSlots(a);
+  return {CheckpointsTable(a, slots), TensorsTable(a, slots), ExponentsTable(a), PoliciesTable(a)};
+}
+
+Result<std::vector<std::string>> WriteCsv(const Analysis& a, const std::string& path) {
+  const std::string stem = path.size() > 4 && path.compare(path.size() - 4, 4, ".csv") == 0
+                               ? path.substr(0, path.size() - 4)
+                               : path;
+  std::vector<std::string> written;
+  for (const DataTable& t : DataTables(a)) {
+    std::string text;
+    for (size_t c = 0; c < t.columns.size(); ++c) text += (c ? "," : "") + t.columns[c];
+    text += "\n";
+    for (const auto& row : t.rows) {
+      for (size_t c = 0; c < row.size(); ++c) text += (c ? "," : "") + CsvField(row[c]);
+      text += "\n";
+    }
+    const std::string file = t.name == "checkpoints" ? path : stem + "." + t.name + ".csv";
+    RETURN_IF_ERROR(WriteText(file, text));
+    written.push_back(file);
+  }
+  return written;
+}
+
+Status WriteJson(const Analysis& a, const std::string& path) {
+  nlohmann::ordered_json doc = {{"format", "git-zipnn-analysis"},
+                        {"version", 1},
+                        {"against", AgainstName(a.against)},
+                        {"base_interval", a.base_interval},
+                        {"tensor_filter", a.tensor_filter}};
+  for (const DataTable& t : DataTables(a)) {
+    nlohmann::ordered_json records = nlohmann::ordered_json::array();
+    for (const auto& row : t.rows) {
+      nlohmann::ordered_json record = nlohmann::ordered_json::object();
+      for (size_t c = 0; c < row.size(); ++c) record[t.columns[c]] = JsonValue(row[c]);
+      records.push_back(std::move(record));
+    }
+    doc[t.name] = std::move(records);
+  }
+  return WriteText(path, doc.dump(1) + "\n");
+}
+
+}  // namespace zipnn::analyze

@@ -1,0 +1,337 @@
+#include "lib/analyze/scan.h"
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "lib/base/buffer.h"
+#include "lib/codec/dtype.h"
+
+namespace zipnn::analyze {
+
+namespace {
+
+using codec::DType;
+
+// Blocks of this many bytes (a whole number of elements of every width)
+// are the unit of parallel work.
+constexpr uint64_t kBlockBytes = 1u << 20;
+
+// Value of an 8-bit float of `exp_bits` exponent bits; `e4m3` has no
+// infinities and one NaN pattern per sign (OCP FP8).
+double Fp8Value(uint8_t v, int exp_bits, bool e4m3) {
+  const int man_bits = 7 - exp_bits;
+  const int bias = (1 << (exp_bits - 1)) - 1;
+  const int e = (v >> man_bits) & ((1 << exp_bits) - 1);
+  const int m = v & ((1 << man_bits) - 1);
+  const double sign = (v & 0x80) ? -1.0 : 1.0;
+  const int top = (1 << exp_bits) - 1;
+  if (e4m3 ? (e == top && m == (1 << man_bits) - 1) : e == top) {
+    return m != 0 || e4m3 ? std::nan("") : sign * HUGE_VAL;
+  }
+  if (e == 0) return sign * std::ldexp(m, 1 - bias - man_bits);
+  return sign * std::ldexp((1 << man_bits) + m, e - bias - man_bits);
+}
+
+const std::array<double, 256>& Fp8Table(DType t) {
+  static const auto make = [](int exp_bits, bool e4m3) {
+    std::array<double, 256> table{};
+    for (int v = 0; v < 256; ++v) table[v] = Fp8Value(static_cast<uint8_t>(v), exp_bits, e4m3);
+    return table;
+  };
+  static const std::array<double, 256> kE4M3 = make(4, true), kE5M2 = make(5, false);
+  return t == DType::kF8E4M3 ? kE4M3 : kE5M2;
+}
+
+double HalfValue(uint16_t v) {
+  const int e = (v >> 10) & 0x1f;
+  const int m = v & 0x3ff;
+  const double sign = (v & 0x8000) ? -1.0 : 1.0;
+  if (e == 31) return m != 0 ? std::nan("") : sign * HUGE_VAL;
+  if (e == 0) return sign * std::ldexp(m, -24);
+  return sign * std::ldexp(1024 + m, e - 25);
+}
+
+template <typename U>
+U Load(const uint8_t* p) {
+  U v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// The element as a double, for the update norms.
+template <typename U>
+double Value(DType t, U bits) {
+  switch (t) {
+    case DType::kF32: {
+      float f;
+      const uint32_t b = static_cast<uint32_t>(bits);
+      std::memcpy(&f, &b, 4);
+      return f;
+    }
+    case DType::kBF16: {
+      float f;
+      const uint32_t b = static_cast<uint32_t>(bits) << 16;
+      std::memcpy(&f, &b, 4);
+      return f;
+    }
+    case DType::kF16: return HalfValue(static_cast<uint16_t>(bits));
+    case DType::kF64: {
+      double d;
+      const uint64_t b = static_cast<uint64_t>(bits);
+      std::memcpy(&d, &b, 8);
+      return d;
+    }
+    case DType::kF8E4M3:
+    case DType::kF8E5M2: return Fp8Table(t)[static_cast<uint8_t>(bits)];
+    default: return 0;
+  }
+}
+
+bool IsFloat(DType t) { return ExponentField(t).has_value(); }
+
+// Statistics of one block: the part of ChangeStats indexed by the dtype's
+// group, mapped to slots by the caller.
+struct BlockStats {
+  ChangeStats stats;
+  std::vector<uint64_t> histogram;  // biased exponents of the target
+};
+
+template <typename U>
+void CompareElements(DType t, const uint8_t* target, const uint8_t* reference, size_t count, bool histogram,
+                     BlockStats& out) {
+  constexpr int kBits = 8 * sizeof(U);
+  const bool rotates = codec::DTypeRotatesSign(t);
+  const bool is_float = IsFloat(t);
+  std::array<uint64_t, 8> changed_bytes{};
+  uint64_t changed = 0, non_finite = 0;
+  double diff_sq = 0, ref_sq = 0;
+  int exp_shift = 0;
+  uint64_t exp_mask = 0;
+  if (histogram && is_float) {
+    const auto field = *ExponentField(t);
+    exp_shift = kBits - 1 - field.first;
+    exp_mask = (uint64_t{1} << field.first) - 1;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const U a = Load<U>(target + i * sizeof(U));
+    if (histogram && is_float) ++out.histogram[(static_cast<uint64_t>(a) >> exp_shift) & exp_mask];
+    if (reference == nullptr) continue;
+    const U b = Load<U>(reference + i * sizeof(U));
+    U x = static_cast<U>(a ^ b);
+    if (x != 0) {
+      ++changed;
+      // The byte groups hold the rotated element (the sign moved to bit
+      // 0); rotation commutes with XOR.
+      if (rotates) x = static_cast<U>(static_cast<U>(x << 1) | static_cast<U>(x >> (kBits - 1)));
+      for (size_t k = 0; k < sizeof(U); ++k) changed_bytes[k] += ((x >> (8 * k)) & 0xff) != 0;
+    }
+    if (is_float) {
+      const double va = Value<U>(t, a), vb = Value<U>(t, b);
+      if (!std::isfinite(va) || !std::isfinite(vb)) {
+        ++non_finite;
+      } else {
+        diff_sq += (va - vb) * (va - vb);
+        ref_sq += vb * vb;
+      }
+    }
+  }
+  ChangeStats& s = out.stats;
+  s.elements = count;
+  if (is_float) s.float_elements = count;
+  if (reference == nullptr) return;
+  s.changed = changed;
+  s.diff_sq = diff_sq;
+  s.ref_sq = ref_sq;
+  s.non_finite = non_finite;
+  for (size_t k = 0; k < sizeof(U); ++k) {
+    const int slot = GroupSlot(t, static_cast<int>(k));
+    s.group_bytes[slot] += count;
+    s.group_changed[slot] += changed_bytes[k];
+  }
+}
+
+void CompareBlock(DType t, const uint8_t* target, const uint8_t* reference, size_t bytes, bool histogram,
+                  BlockStats& out) {
+  const size_t width = static_cast<size_t>(codec::DTypeWidth(t));
+  const size_t count = bytes / width;
+  switch (width) {
+    case 1: return CompareElements<uint8_t>(t, target, reference, count, histogram, out);
+    case 2: return CompareElements<uint16_t>(t, target, reference, count, histogram, out);
+    case 4: return CompareElements<uint32_t>(t, target, reference, count, histogram, out);
+    default: return CompareElements<uint64_t>(t, target, reference, count, histogram, out);
+  }
+}
+
+// Every element of a tensor with no comparable reference counts as changed.
+ChangeStats AllChanged(const formats::Tensor& t) {
+  ChangeStats s;
+  const int width = codec::DTypeWidth(t.dtype);
+  s.elements = t.length / static_cast<uint64_t>(width);
+  s.changed = s.elements;
+  for (int g = 0; g < width; ++g) {
+    const int slot = GroupSlot(t.dtype, g);
+    s.group_bytes[slot] += s.elements;
+    s.group_changed[slot] += s.elements;
+  }
+  return s;
+}
+
+TensorInfo InfoOf(const formats::Tensor& t) { return TensorInfo{t.name, t.dtype, t.shape}; }
+
+// One block of work: a range of a target tensor and, if compared, the same
+// range of its twin in the reference.
+struct Block {
+  size_t entry;  // index into ScanResult::tensors
+  DType dtype;
+  uint64_t offset, length;
+  const formats::Tensor* twin;
+  uint64_t twin_offset;
+};
+
+// Sums the squares of the finite values of n bytes of elements.
+template <typename U>
+void SumSquares(DType t, const uint8_t* p, size_t n, double& sum, uint64_t& finite, uint64_t& non_finite) {
+  for (size_t i = 0; i + sizeof(U) <= n; i += sizeof(U)) {
+    const double v = Value<U>(t, Load<U>(p + i));
+    if (std::isfinite(v)) {
+      sum += v * v;
+      ++finite;
+    } else {
+      ++non_finite;
+    }
+  }
+}
+
+}  // namespace
+
+Result<std::vector<TensorSummary>> SummarizeTensors(const ByteSource& file, const formats::FileLayout& layout,
+                                                    ThreadPool& pool) {
+  std::vector<TensorSummary> summaries(layout.tensors.size());
+  auto produce = [&](size_t i) -> Result<bool> {
+    const formats::Tensor& t = layout.tensors[i];
+    TensorSummary& s = summaries[i];
+    s.tensor = InfoOf(t);
+    Hasher hasher;
+    thread_local Buffer block;
+    double sum = 0;
+    uint64_t finite = 0;
+    for (uint64_t at = 0; at < t.length; at += kBlockBytes) {
+      const size_t n = static_cast<size_t>(std::min(kBlockBytes, t.length - at));
+      block.Resize(n);
+      RETURN_IF_ERROR(file.ReadAt(t.offset + at, block.data(), n));
+      hasher.Update(block.data(), n);
+      if (!IsFloat(t.dtype)) continue;
+      switch (codec::DTypeWidth(t.dtype)) {
+        case 1: SumSquares<uint8_t>(t.dtype, block.data(), n, sum, finite, s.non_finite); break;
+        case 2: SumSquares<uint16_t>(t.dtype, block.data(), n, sum, finite, s.non_finite); break;
+        case 4: SumSquares<uint32_t>(t.dtype, block.data(), n, sum, finite, s.non_finite); break;
+        default: SumSquares<uint64_t>(t.dtype, block.data(), n, sum, finite, s.non_finite); break;
+      }
+    }
+    s.hash = hasher.Finish();
+    s.rms = !IsFloat(t.dtype) ? std::nan("") : finite == 0 ? 0 : std::sqrt(sum / static_cast<double>(finite));
+    return true;
+  };
+  RETURN_IF_ERROR(RunOrdered<bool>(pool, summaries.size(), produce, [](size_t, bool) { return OkStatus(); }));
+  return summaries;
+}
+
+Result<ScanResult> ScanTensors(const ByteSource& target, const formats::FileLayout& target_layout,
+                               const ByteSource* reference, const formats::FileLayout* reference_layout,
+                               const std::function<bool(const std::string&)>& select, bool histograms,
+                               ThreadPool& pool) {
+  auto selected = [&](const std::string& name) { return !select || select(name); };
+  std::map<std::string, const formats::Tensor*> twins;
+  if (reference_layout != nullptr) {
+    for (const formats::Tensor& t : reference_layout->tensors) twins[t.name] = &t;
+  }
+  ScanResult result;
+  std::vector<Block> blocks;
+  std::map<std::string, bool> seen;
+  for (const formats::Tensor& t : target_layout.tensors) {
+    if (!selected(t.name)) continue;
+    seen[t.name] = true;
+    TensorChange change;
+    change.tensor = InfoOf(t);
+    const formats::Tensor* twin = nullptr;
+    if (reference != nullptr) {
+      auto it = twins.find(t.name);
+      if (it == twins.end()) {
+        change.status = TensorStatus::kAdded;
+      } else if (it->second->dtype != t.dtype || it->second->shape != t.shape || it->second->length != t.length) {
+        change.status = TensorStatus::kReshaped;
+        change.before = InfoOf(*it->second);
+      } else {
+        twin = it->second;
+      }
+      if (twin == nullptr) change.stats = AllChanged(t);
+    } else {
+      change.stats.elements = t.length / static_cast<uint64_t>(codec::DTypeWidth(t.dtype));
+      if (IsFloat(t.dtype)) change.stats.float_elements = change.stats.elements;
+    }
+    // Blocks read the target for the comparison or the histogram.
+    if (twin != nullptr || (histograms && IsFloat(t.dtype))) {
+      for (uint64_t at = 0; at < t.length; at += kBlockBytes) {
+        blocks.push_back(Block{result.tensors.size(), t.dtype, t.offset + at, std::min(kBlockBytes, t.length - at),
+                               twin, twin != nullptr ? twin->offset + at : 0});
+      }
+    }
+    result.tensors.push_back(std::move(change));
+  }
+
+  std::map<DType, ExponentHistogram> by_dtype;
+  auto produce = [&](size_t i) -> Result<BlockStats> {
+    const Block& b = blocks[i];
+    thread_local Buffer target_bytes, reference_bytes;
+    target_bytes.Resize(b.length);
+    RETURN_IF_ERROR(target.ReadAt(b.offset, target_bytes.data(), b.length));
+    if (b.twin != nullptr) {
+      reference_bytes.Resize(b.length);
+      RETURN_IF_ERROR(reference->ReadAt(b.twin_offset, reference_bytes.data(), b.length));
+    }
+    BlockStats out;
+    const bool histogram = histograms && IsFloat(b.dtype);
+    if (histogram) out.histogram.assign(size_t{1} << ExponentField(b.dtype)->first, 0);
+    CompareBlock(b.dtype, target_bytes.data(), b.twin != nullptr ? reference_bytes.data() : nullptr, b.length,
+                 histogram, out);
+    return out;
+  };
+  auto consume = [&](size_t i, BlockStats& out) -> Status {
+    const Block& b = blocks[i];
+    TensorChange& change = result.tensors[b.entry];
+    if (b.twin != nullptr) change.stats.Add(out.stats);
+    if (!out.histogram.empty()) {
+      ExponentHistogram& h = by_dtype[b.dtype];
+      if (h.counts.empty()) {
+        h.dtype = b.dtype;
+        h.bias = ExponentField(b.dtype)->second;
+        h.counts.assign(out.histogram.size(), 0);
+      }
+      for (size_t e = 0; e < out.histogram.size(); ++e) h.counts[e] += out.histogram[e];
+      h.total += out.stats.elements;
+    }
+    return OkStatus();
+  };
+  RETURN_IF_ERROR(RunOrdered<BlockStats>(pool, blocks.size(), produce, consume));
+
+  for (TensorChange& change : result.tensors) {
+    if (reference != nullptr && change.status == TensorStatus::kChanged && change.stats.changed == 0) {
+      change.status = TensorStatus::kFrozen;
+    }
+  }
+  if (reference_layout != nullptr) {
+    for (const formats::Tensor& t : reference_layout->tensors) {
+      if (!selected(t.name) || seen.count(t.name) != 0) continue;
+      TensorChange removed;
+      removed.tensor = InfoOf(t);
+      removed.status = TensorStatus::kRemoved;
+      result.tensors.push_back(std::move(removed));
+    }
+  }
+  for (auto& [dtype, h] : by_dtype) result.histograms.push_back(std::move(h));
+  return result;
+}
+
+}  // namespace zipnn::analyze

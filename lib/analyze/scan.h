@@ -1,0 +1,49 @@
+// The tensor scan of the analysis: every selected tensor of a checkpoint
+// compared element by element with its namesake in a reference checkpoint
+// (changed elements, changed bytes per byte group, the norms of the update),
+// and the exponent histograms of the checkpoint's floating-point tensors.
+// Work is cut into blocks run on a pool and summed in block order, so the
+// results do not depend on the number of threads.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lib/analyze/analysis.h"
+#include "lib/base/content_id.h"
+#include "lib/base/io.h"
+#include "lib/base/thread_pool.h"
+
+namespace zipnn::analyze {
+
+struct ScanResult {
+  // With a reference: one entry per selected tensor of the target in file
+  // order, then the selected tensors only the reference has (kRemoved).
+  // Without one: the selected tensors with element counts only.
+  std::vector<TensorChange> tensors;
+  std::vector<ExponentHistogram> histograms;  // when asked for, by dtype value
+};
+
+// `reference` and `reference_layout` are both null for a checkpoint with
+// no reference. An empty `select` selects every tensor.
+Result<ScanResult> ScanTensors(const ByteSource& target, const formats::FileLayout& target_layout,
+                               const ByteSource* reference, const formats::FileLayout* reference_layout,
+                               const std::function<bool(const std::string&)>& select, bool histograms,
+                               ThreadPool& pool);
+
+// A tensor's fingerprint: what a text diff of two checkpoints compares.
+struct TensorSummary {
+  TensorInfo tensor;
+  ContentId hash;  // of the tensor's bytes
+  // Root mean square of the finite values of a floating-point tensor
+  // (NaN for other dtypes), and how many values were not finite.
+  double rms = 0;
+  uint64_t non_finite = 0;
+};
+
+// One summary per tensor of the file, in file order.
+Result<std::vector<TensorSummary>> SummarizeTensors(const ByteSource& file, const formats::FileLayout& layout,
+                                                    ThreadPool& pool);
+
+}  // namespace zipnn::analyze

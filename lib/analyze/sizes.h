@@ -1,0 +1,36 @@
+// Stored sizes for the analysis: a checkpoint coded into a whole object
+// (standalone or as a delta) with each coder policy, counted but not kept,
+// and the order-0 entropy bound of the bytes the coders see. Each call runs
+// on its own pool (container::EncodeObject) or on the one given.
+#pragma once
+
+#include "lib/analyze/analysis.h"
+#include "lib/base/content_id.h"
+#include "lib/base/io.h"
+#include "lib/base/thread_pool.h"
+#include "lib/container/layout.h"
+
+namespace zipnn::analyze {
+
+// A checkpoint as the measurements read it.
+struct Coded {
+  const ByteSource* source = nullptr;
+  const formats::FileLayout* layout = nullptr;
+  ContentId id;
+};
+
+enum class Coders { kAll, kAutoOnly };
+
+// Sizes of `target` coded standalone (base null) or as a delta against
+// `base`, by the coding parameters of `policy`. With kAutoOnly only
+// `automatic` is measured. `id` receives the target's content id.
+Result<Sizes> MeasureSizes(const Coded& target, const Coded* base, const config::Policy& policy, Coders coders,
+                           ThreadPool& pool, ContentId* id = nullptr);
+
+// The order-0 entropy, in bytes, of every byte group of every chunk of
+// `layout` (delta regions XORed with `base` first): what an ideal order-0
+// coder of each group of each chunk would need.
+Result<double> EntropyBound(const ByteSource& input, const container::Layout& layout, const ByteSource* base,
+                            uint32_t chunk_size, ThreadPool& pool);
+
+}  // namespace zipnn::analyze
