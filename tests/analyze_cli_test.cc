@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/browser_check.h"
 #include "tests/test_util.h"
 
 namespace zipnn {
@@ -24,6 +25,8 @@ namespace {
 
 using testing::Run;
 using testing::Slurp;
+using testing::BrowserCheck;
+using testing::BrowserExpect;
 
 std::string Tmp() {
   const char* t = std::getenv("TEST_TMPDIR");
@@ -321,6 +324,19 @@ TEST_CASE("the checker names the checkpoint, tensor and column of a single alter
   CHECK(c.code == 1);
   CHECK(c.out.find("MISMATCH csv, checkpoint 1, tensor 'w', column changed: tool wrote 4, recomputed 3") !=
         std::string::npos);
+}
+
+TEST_CASE("the HTML report of a real trajectory renders in a browser with every chart") {
+  const std::string dir = Folder("html");
+  const Run a = Sh("cmd/git-zipnn analyze " + kBf16Twelve + " --against base --base-interval 5 --html '" + dir +
+                   "/report.html'");
+  REQUIRE(a.code == 0);
+  CHECK(a.out.find("wrote " + dir + "/report.html") != std::string::npos);
+  BrowserExpect expect;
+  expect.ids = {"changed-bytes", "ratios", "relative-update", "policies", "top-tensors", "exponents"};
+  // One chart each, the exponents of the one float dtype (bf16) included.
+  expect.svg_elements = 6;
+  CHECK(BrowserCheck(dir + "/report.html", dir, expect) == "");
 }
 
 }  // namespace

@@ -35,6 +35,22 @@ const std::array<int, kGroupSlots>& SlotOrder() {
   return kOrder;
 }
 
+bool IsFloatSlot(int slot) { return slot >= kExpSlot && slot < kByteSlot; }
+
+std::vector<int> SlotsPresent(const Analysis& a, bool floats_only) {
+  std::vector<int> slots;
+  for (int slot : SlotOrder()) {
+    if (floats_only && !IsFloatSlot(slot)) continue;
+    for (const CheckpointRow& r : a.rows) {
+      if (r.reference && r.change.group_bytes[slot] > 0) {
+        slots.push_back(slot);
+        break;
+      }
+    }
+  }
+  return slots;
+}
+
 void ChangeStats::Add(const ChangeStats& o) {
   elements += o.elements;
   changed += o.changed;

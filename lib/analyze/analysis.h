@@ -41,6 +41,10 @@ int GroupSlot(codec::DType t, int g);
 std::string SlotLabel(int slot);
 // Slots in the order tables show them: exp, man6..man0, b0..b7.
 const std::array<int, kGroupSlots>& SlotOrder();
+// Whether a slot is a group of floating-point elements (exp, man*): the
+// groups the ZipNN papers study. Charts and terminal tables show these;
+// the data tables have every slot.
+bool IsFloatSlot(int slot);
 
 // How a tensor (or a set of tensors) differs from its reference.
 struct ChangeStats {
@@ -135,10 +139,11 @@ std::optional<std::pair<int, int>> ExponentField(codec::DType t);
 // version a base, deltas against the previous version or the last base,
 // chains cut at max_chain, and a delta that saves less than min_gain of the
 // last base's size stored as a base instead.
+inline constexpr uint32_t kNoChainLimit = UINT32_MAX;
 struct PolicyOutcome {
   uint32_t base_interval = 0;  // 0: no periodic base after the first
   config::DeltaAgainst against = config::DeltaAgainst::kPrevious;
-  uint32_t max_chain = 0;  // 0: unbounded
+  uint32_t max_chain = kNoChainLimit;
   bool current = false;    // the policy of .zipnn.yaml (or the defaults)
   uint64_t stored_bytes = 0;
   uint64_t bases = 0;
@@ -158,6 +163,9 @@ struct Analysis {
   std::vector<ExponentHistogram> histograms;
   std::vector<PolicyOutcome> policies;
 };
+
+// Slots that hold bytes in any compared checkpoint, in SlotOrder.
+std::vector<int> SlotsPresent(const Analysis& analysis, bool floats_only);
 
 // One checkpoint to analyse. Holding a scratch file (a version restored
 // from the store) removes it when the analyzer lets go of the input.

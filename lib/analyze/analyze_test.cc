@@ -331,6 +331,23 @@ TEST_CASE("the policy what-if adds up the sizes each policy would store") {
   CHECK(Policy(an, 0, DeltaAgainst::kBase).stored_bytes > inf.stored_bytes);
 }
 
+TEST_CASE("a policy that allows no chain stores every version as a base") {
+  Options o;
+  o.policy.max_chain = 0;  // set in .zipnn.yaml: never a delta
+  Analyzer analyzer(o);
+  for (auto& in : Trajectory()) REQUIRE(analyzer.Add(in).ok());
+  const Analysis an = analyzer.Finish();
+  REQUIRE(an.policies.size() == 13);  // the grid, and the current policy apart
+  const PolicyOutcome& current = an.policies.back();
+  CHECK(current.current);
+  CHECK(current.base_interval == 10);
+  CHECK(current.max_chain == 0);
+  CHECK(current.bases == 12);
+  CHECK(current.worst_chain == 0);
+  CHECK(current.stored_bytes == Policy(an, 1, config::DeltaAgainst::kPrevious).stored_bytes);
+  CHECK(Policy(an, 0, config::DeltaAgainst::kPrevious).max_chain == kNoChainLimit);
+}
+
 TEST_CASE("data tables carry the same figures as the analysis") {
   Analyzer analyzer(Options{});
   auto inputs = Trajectory();

@@ -27,7 +27,7 @@ struct Scenario {
     const uint32_t k = outcome.base_interval;
     if (at == 0 || (k != 0 && at % k == 0)) return std::nullopt;
     const int depth = outcome.against == DeltaAgainst::kBase ? 0 : previous_depth;
-    if (outcome.max_chain != 0 && depth + 1 > static_cast<int>(outcome.max_chain)) return std::nullopt;
+    if (static_cast<uint64_t>(depth) + 1 > outcome.max_chain) return std::nullopt;
     return outcome.against == DeltaAgainst::kBase ? last_base : at - 1;
   }
 
@@ -59,7 +59,7 @@ std::vector<Scenario> MakeScenarios(const config::Policy& current) {
       Scenario s;
       s.outcome.base_interval = k;
       s.outcome.against = against;
-      s.outcome.max_chain = k == 0 ? 0 : std::max(1u, k - 1);  // the default max_chain is base_interval - 1
+      s.outcome.max_chain = k == 0 ? kNoChainLimit : config::DefaultMaxChain(k);
       s.min_gain = current.min_gain;
       s.outcome.current = k == current.base_interval && against == current.delta_against &&
                           s.outcome.max_chain == current.max_chain;

@@ -17,7 +17,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kWidth = 960;      // every chart's width in px; CSS scales it down
-constexpr size_t kLabelChars = 18;  // longer axis labels keep their tail
+constexpr double kLeft = 72;        // room for the value axis's labels
+constexpr size_t kLabelChars = 14;  // longer axis labels keep their tail
 constexpr size_t kNameChars = 56;   // tensor names beside bars likewise
 constexpr size_t kTopTensors = 20;
 constexpr size_t kFrozenListed = 200;
@@ -32,21 +33,15 @@ constexpr const char* kHighlightFill = "#cc6677";
 
 constexpr const char* kCss = R"(
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
-       color: #222; max-width: 1000px; margin: 1.5em auto; padding: 0 1em; line-height: 1.45; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; }
-h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+       color: #222; max-width: 1040px; margin: 1.5em auto; padding: 0 1em; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }  h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
 svg { display: block; max-width: 100%; height: auto; margin: 0.6em 0; }
-svg text { font-size: 11px; fill: #444; }
-svg .grid { stroke: #ececec; }
-svg .axis { stroke: #999; }
-svg .empty { font-size: 15px; fill: #999; }
-svg .title { font-size: 13px; font-weight: 600; fill: #222; }
-.meta, .note { color: #555; }
-.wide { overflow-x: auto; }
+svg text { font-size: 11px; fill: #444; }  svg .title { font-size: 13px; font-weight: 600; fill: #222; }
+svg .grid { stroke: #ececec; }  svg .axis { stroke: #999; }  svg .empty { font-size: 15px; fill: #999; }
+.meta, .note { color: #555; }  .wide { overflow-x: auto; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.6em 0; }
 th, td { padding: 2px 8px; border-bottom: 1px solid #eee; text-align: left; white-space: nowrap; }
-th { background: #f6f6f6; }
-.n { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f6f6f6; }  .n { text-align: right; font-variant-numeric: tabular-nums; }
 tr.current td { background: #f8eef0; font-weight: 600; }
 )";
 
@@ -118,8 +113,9 @@ std::string Px(double v) {
 }
 
 // Table cells: a dash where there is no value.
-std::string PctCell(double fraction) { return std::isfinite(fraction) ? Fmt("%.2f%%", 100 * fraction) : "\xE2\x80\x93"; }
-std::string NumCell(double v) { return std::isfinite(v) ? Fmt("%.3g", v) : "\xE2\x80\x93"; }
+constexpr const char* kDash = "\xE2\x80\x93";
+std::string PctCell(double fraction) { return std::isfinite(fraction) ? Fmt("%.2f%%", 100 * fraction) : kDash; }
+std::string NumCell(double v) { return std::isfinite(v) ? Fmt("%.3g", v) : kDash; }
 
 // Stored size as a percentage of raw; NaN when there is nothing to plot.
 double StoredPct(const Sizes& s, double stored, uint64_t raw) {
@@ -179,22 +175,25 @@ std::string SeriesStroke(size_t k) {
   return s;
 }
 
-// Longest line of the category labels, in characters as drawn.
-size_t LongestLine(const std::vector<std::string>& labels) {
-  size_t longest = 0;
-  for (const auto& l : labels) {
-    for (size_t from = 0, to; from <= l.size(); from = to + 1) {
-      to = std::min(l.find('\n', from), l.size());
-      longest = std::max(longest, std::min(to - from, kLabelChars));
-    }
+// The lines of a category label as drawn, each cut to kLabelChars.
+std::vector<std::string> LabelLines(const std::string& label) {
+  std::vector<std::string> lines;
+  for (size_t from = 0, to; from <= label.size(); from = to + 1) {
+    to = std::min(label.find('\n', from), label.size());
+    lines.push_back(Tail(label.substr(from, to - from), kLabelChars));
   }
-  return longest;
+  return lines;
 }
 
-// Whether category labels are drawn tilted: when they are wider than their
-// slot. Charts make room below the plot for that.
+// Category labels are drawn tilted when a line is wider than its slot;
+// charts leave room below the plot for that.
 bool Tilted(const std::vector<std::string>& labels, double plot_width) {
-  return !labels.empty() && LongestLine(labels) * 6.5 + 6 > plot_width / labels.size();
+  for (const auto& label : labels) {
+    for (const auto& line : LabelLines(label)) {
+      if (line.size() * 6.5 + 6 > plot_width / labels.size()) return true;
+    }
+  }
+  return false;
 }
 
 // One chart: an <svg> of fixed size with its title drawn at the top, and
@@ -233,7 +232,11 @@ class Canvas {
   void Add(const std::string& markup) { out_ += markup; }
   std::string Finish() { return out_ + "</svg>\n"; }
 
-  void NoData() { Text((left_ + Right()) / 2, (top_ + Bottom()) / 2, "no data", "class=\"empty\" text-anchor=\"middle\""); }
+  // The chart with a note in place of a plot.
+  std::string NoData() {
+    Text((left_ + Right()) / 2, (top_ + Bottom()) / 2, "no data", "class=\"empty\" text-anchor=\"middle\"");
+    return Finish();
+  }
 
   // Grid lines and tick labels of a value axis: along y, or along x for
   // horizontal bars.
@@ -265,21 +268,18 @@ class Canvas {
     const size_t n = labels.size();
     const double slot = width_ / n;
     const bool tilt = Tilted(labels, width_);
-    const size_t every = tilt ? static_cast<size_t>(std::ceil(14 / slot)) : 1;
+    // Tilted labels 22px apart along the axis sit 14px apart across it.
+    const size_t every = tilt ? static_cast<size_t>(std::ceil(22 / slot)) : 1;
     for (size_t i = 0; i < n; i += every) {
       const double x = Centre(i, n), y = Bottom() + 14;
+      const std::vector<std::string> lines = LabelLines(labels[i]);
       if (tilt) {
-        std::string one = labels[i];
-        std::replace(one.begin(), one.end(), '\n', ' ');
-        Text(x, y, Tail(one, kLabelChars),
-             "text-anchor=\"end\" transform=\"rotate(-40 " + Px(x) + " " + Px(y) + ")\"");
+        std::string one = lines[0];
+        for (size_t l = 1; l < lines.size(); ++l) one += " " + lines[l];
+        Text(x, y, one, "text-anchor=\"end\" transform=\"rotate(-40 " + Px(x) + " " + Px(y) + ")\"");
         continue;
       }
-      size_t line = 0, from = 0;
-      for (size_t to; from <= labels[i].size(); from = to + 1, ++line) {
-        to = std::min(labels[i].find('\n', from), labels[i].size());
-        Text(x, y + 13 * line, Tail(labels[i].substr(from, to - from), kLabelChars), "text-anchor=\"middle\"");
-      }
+      for (size_t l = 0; l < lines.size(); ++l) Text(x, y + 13 * l, lines[l], "text-anchor=\"middle\"");
     }
   }
 
@@ -314,12 +314,9 @@ std::string LineChart(const std::string& id, const std::string& title, const std
       if (usable(s, i)) lo = std::min(lo, s.y[i]), hi = std::max(hi, s.y[i]);
     }
   }
-  const double right = series.size() > 1 ? 180 : 24, bottom = Tilted(x, kWidth - 64 - right) ? 90 : 40;
-  Canvas c(id, title, kWidth, std::max(320.0, 76 + bottom + 16.0 * series.size()), 64, right, 36, bottom);
-  if (!(lo <= hi)) {
-    c.NoData();
-    return c.Finish();
-  }
+  const double right = series.size() > 1 ? 180 : 24, bottom = Tilted(x, kWidth - kLeft - right) ? 90 : 40;
+  Canvas c(id, title, kWidth, std::max(320.0, 76 + bottom + 16.0 * series.size()), kLeft, right, 36, bottom);
+  if (!(lo <= hi)) return c.NoData();
   const Axis axis = scale == Scale::kPercent ? LinearAxis(0, 100)
                     : scale == Scale::kLog   ? LogAxis(lo, hi)
                                              : LinearAxis(0, hi);
@@ -337,11 +334,14 @@ std::string LineChart(const std::string& id, const std::string& title, const std
         // Markers on short series, and always on a point with no line to it.
         const bool alone = !(i > 0 && usable(s, i - 1)) && !usable(s, i + 1);
         if (x.size() <= 60 || alone) {
-          markers += "<circle cx=\"" + cx + "\" cy=\"" + cy + "\" r=\"2.5\" fill=\"" + kPalette[k % kColours] + "\"/>\n";
+          markers += "<circle cx=\"" + cx + "\" cy=\"" + cy + "\" r=\"2.5\" fill=\"" + kPalette[k % kColours] +
+                     "\"/>\n";
         }
       } else if (run > 0) {
         points.pop_back();
-        if (run > 1) c.Add("<polyline fill=\"none\" stroke-width=\"2\" " + SeriesStroke(k) + " points=\"" + points + "\"/>\n");
+        if (run > 1) {
+          c.Add("<polyline fill=\"none\" stroke-width=\"2\" " + SeriesStroke(k) + " points=\"" + points + "\"/>\n");
+        }
         points.clear();
         run = 0;
       }
@@ -378,13 +378,10 @@ std::string ColumnChart(const std::string& id, const std::string& title, const s
   std::vector<std::string> labels;
   for (const auto& b : bars) labels.push_back(b.label);
   size_t lines = 1;
-  for (const auto& l : labels) lines = std::max<size_t>(lines, 1 + std::count(l.begin(), l.end(), '\n'));
-  const double bottom = Tilted(labels, kWidth - 88) ? 90 : 28 + 13.0 * lines;
-  Canvas c(id, title, kWidth, 260 + bottom, 64, 24, 44, bottom);
-  if (bars.empty()) {
-    c.NoData();
-    return c.Finish();
-  }
+  for (const auto& l : labels) lines = std::max(lines, LabelLines(l).size());
+  const double bottom = Tilted(labels, kWidth - kLeft - 24) ? 90 : 28 + 13.0 * lines;
+  Canvas c(id, title, kWidth, 260 + bottom, kLeft, 24, 44, bottom);
+  if (bars.empty()) return c.NoData();
   const Axis axis = LinearAxis(0, MaxValue(bars));
   c.ValueAxis(axis, y_label);
   c.CategoryAxis(labels);
@@ -406,10 +403,7 @@ std::string BarChart(const std::string& id, const std::string& title, const std:
   for (const auto& b : bars) longest = std::max(longest, std::min(b.label.size(), kNameChars));
   const double row = 20, left = std::clamp(12 + 6.2 * longest, 80.0, 380.0);
   Canvas c(id, title, kWidth, 86 + row * std::max<size_t>(bars.size(), 1), left, 80, 36, 50);
-  if (bars.empty()) {
-    c.NoData();
-    return c.Finish();
-  }
+  if (bars.empty()) return c.NoData();
   const Axis axis = LinearAxis(0, MaxValue(bars));
   c.ValueAxis(axis, x_label, /*along_x=*/true);
   for (size_t i = 0; i < bars.size(); ++i) {
@@ -446,29 +440,13 @@ std::string Para(const std::string& text, const char* cls = "note") {
   return std::string("<p class=\"") + cls + "\">" + Esc(text) + "</p>\n";
 }
 
-// Slots that hold bytes in any compared row, in table order.
-std::vector<int> SlotsPresent(const Analysis& a) {
-  std::vector<int> slots;
-  for (int slot : SlotOrder()) {
-    for (const auto& r : a.rows) {
-      if (r.reference && r.change.group_bytes[slot] > 0) {
-        slots.push_back(slot);
-        break;
-      }
-    }
-  }
-  return slots;
-}
-
 std::string Summary(const Analysis& a) {
   const size_t n = a.rows.size();
-  std::string s = std::to_string(n) + (n == 1 ? " checkpoint. " : " checkpoints. ");
-  if (a.against == config::DeltaAgainst::kBase) {
-    s += "Changes are measured against the periodic base (every " + std::to_string(a.base_interval) +
-         " checkpoints). ";
-  } else {
-    s += "Changes are measured against the previous checkpoint. ";
-  }
+  std::string s = std::to_string(n) + (n == 1 ? " checkpoint. " : " checkpoints. ") +
+                  "Changes are measured against the " +
+                  (a.against == config::DeltaAgainst::kBase
+                       ? "periodic base (every " + std::to_string(a.base_interval) + " checkpoints). "
+                       : "previous checkpoint. ");
   s += a.tensor_filter.empty() ? "All tensors." : "Tensors selected by: " + a.tensor_filter;
   return Para(s, "meta");
 }
@@ -523,10 +501,11 @@ std::string PolicySection(const Analysis& a) {
   std::vector<bool> current;
   for (const auto& p : a.policies) {
     const std::string k = p.base_interval == 0 ? "inf" : std::to_string(p.base_interval);
-    const std::string chain = p.max_chain == 0 ? "unbounded" : std::to_string(p.max_chain);
+    const std::string chain = p.max_chain == kNoChainLimit ? "unbounded" : std::to_string(p.max_chain);
     std::string label = "k=" + k + "\n" + AgainstName(p.against);
-    // A chain limit other than the interval's own is part of the policy's name.
-    if (p.max_chain != 0 && p.max_chain + 1 != p.base_interval) label += "\nchain<=" + chain;
+    // A chain limit other than the interval's default (docs/policy.md) is
+    // part of the policy's name.
+    if (p.max_chain != (p.base_interval == 0 ? kNoChainLimit : config::DefaultMaxChain(p.base_interval))) label += "\nchain<=" + chain;
     if (p.current) label += "\n(current)";
     bars.push_back({label, static_cast<double>(p.stored_bytes) / std::pow(1024.0, unit),
                     "chain " + std::to_string(p.worst_chain), HumanBytes(p.stored_bytes), p.current});
@@ -625,9 +604,7 @@ std::string RowTable(const Analysis& a, const std::vector<int>& slots) {
   std::vector<std::string> head = {"checkpoint", "raw", "changed params"};
   std::vector<bool> numeric = {false, true, true};
   for (int slot : slots) head.push_back(SlotLabel(slot));
-  for (const char* h : {"relative update", "standalone auto", "vs previous auto", "vs base auto", "vs previous bound"}) {
-    head.push_back(h);
-  }
+  for (const char* h : {"rel. update", "standalone", "vs previous", "vs base", "bound"}) head.push_back(h);
   numeric.resize(head.size(), true);
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : a.rows) {
@@ -644,7 +621,11 @@ std::string RowTable(const Analysis& a, const std::vector<int>& slots) {
     }
     rows.push_back(std::move(cells));
   }
-  return Section("Checkpoints", Table(head, numeric, rows));
+  return Section("Checkpoints", Para("Changed: share of the parameters, and of the bytes of each byte group, that "
+                                     "differ from the reference. Stored sizes with the auto rule as a share of the "
+                                     "raw size; bound: the order-0 entropy bound of the delta against the previous "
+                                     "checkpoint.") +
+                                    Table(head, numeric, rows));
 }
 
 }  // namespace
@@ -656,7 +637,7 @@ std::string HtmlReport(const Analysis& analysis, const std::string& title) {
   if (analysis.rows.empty()) {
     h += Para("Nothing to show: the analysis has no checkpoints.", "meta");
   } else {
-    const std::vector<int> slots = SlotsPresent(analysis);
+    const std::vector<int> slots = SlotsPresent(analysis, /*floats_only=*/true);
     h += ChangeSection(analysis, slots) + SizeSection(analysis) + PolicySection(analysis) + TensorSection(analysis) +
          ExponentSection(analysis) + RowTable(analysis, slots);
   }

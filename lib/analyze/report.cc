@@ -95,19 +95,6 @@ class TextTable {
   std::vector<std::pair<size_t, std::string>> groups_;
 };
 
-// Slots of the byte groups that occur in any compared checkpoint or tensor.
-std::vector<int> PresentSlots(const Analysis& a) {
-  std::array<bool, kGroupSlots> present{};
-  for (const CheckpointRow& r : a.rows) {
-    for (int s = 0; s < kGroupSlots; ++s) present[s] = present[s] || (r.reference && r.change.group_bytes[s] > 0);
-  }
-  std::vector<int> slots;
-  for (int s : SlotOrder()) {
-    if (present[s]) slots.push_back(s);
-  }
-  return slots;
-}
-
 std::string AgainstText(const Analysis& a) {
   return a.against == config::DeltaAgainst::kBase
              ? "the periodic base (every " + std::to_string(a.base_interval) + ")"
@@ -249,7 +236,7 @@ void PoliciesSection(const Analysis& a, std::string& out) {
   TextTable t({"base every", "delta against", "max chain", "bases", "stored", "of raw", "chain", ""});
   t.LeftAlign(1);
   for (const PolicyOutcome& p : a.policies) {
-    t.Add({IntervalText(p.base_interval), AgainstName(p.against), p.max_chain == 0 ? "-" : std::to_string(p.max_chain),
+    t.Add({IntervalText(p.base_interval), AgainstName(p.against), p.max_chain == kNoChainLimit ? "-" : std::to_string(p.max_chain),
            std::to_string(p.bases), HumanBytes(p.stored_bytes), Percent(p.stored_bytes, raw),
            std::to_string(p.worst_chain), p.current ? "*" : ""});
   }
@@ -358,7 +345,7 @@ DataTable PoliciesTable(const Analysis& a) {
   for (const PolicyOutcome& p : a.policies) {
     t.rows.push_back({p.base_interval == 0 ? Cell{inf} : Cell{uint64_t{p.base_interval}},
                       std::string(AgainstName(p.against)),
-                      p.max_chain == 0 ? Cell{inf} : Cell{uint64_t{p.max_chain}}, p.current, p.bases, p.stored_bytes,
+                      p.max_chain == kNoChainLimit ? Cell{inf} : Cell{uint64_t{p.max_chain}}, p.current, p.bases, p.stored_bytes,
                       Fraction(p.stored_bytes, raw), int64_t{p.worst_chain}});
   }
   return t;
@@ -412,10 +399,7 @@ std::string TextReport(const Analysis& a, const TextOptions& o) {
   if (a.rows.empty()) return "no checkpoints to analyse\n";
   // The terminal shows the floating-point groups the papers study; the
   // bytes of integer tensors (step counters) are in the data tables.
-  std::vector<int> slots;
-  for (int s : PresentSlots(a)) {
-    if (SlotLabel(s)[0] != 'b') slots.push_back(s);
-  }
+  const std::vector<int> slots = SlotsPresent(a, /*floats_only=*/true);
   std::string out;
   ChangesSection(a, slots, out);
   SizesSection(a, out);
@@ -436,7 +420,7 @@ std::string DiffText(const std::vector<TensorChange>& changes, bool all) {
   }
   std::vector<int> slots;
   for (int s : SlotOrder()) {
-    if (present[s] && SlotLabel(s)[0] != 'b') slots.push_back(s);
+    if (present[s] && IsFloatSlot(s)) slots.push_back(s);
   }
   std::string out = std::to_string(changes.size()) + " tensors: " +
                     std::to_string(by_status[static_cast<size_t>(TensorStatus::kChanged)]) + " changed, " +
@@ -483,7 +467,7 @@ std::string DiffText(const std::vector<TensorChange>& changes, bool all) {
 }
 
 std::vector<DataTable> DataTables(const Analysis& a) {
-  const std::vector<int> slots = PresentSlots(a);
+  const std::vector<int> slots = SlotsPresent(a, /*floats_only=*/false);
   return {CheckpointsTable(a, slots), TensorsTable(a, slots), ExponentsTable(a), PoliciesTable(a)};
 }
 

@@ -80,7 +80,7 @@ Result<Policy> ParsePolicy(const std::string& yaml, const std::string& source) {
       else return Bad(source, key, "must be 'previous' or 'base'");
     }
   }
-  if (!max_chain_set) p.max_chain = p.base_interval - 1;
+  if (!max_chain_set) p.max_chain = DefaultMaxChain(p.base_interval);
   return p;
 }
 

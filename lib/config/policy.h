@@ -29,6 +29,10 @@ struct Policy {
   int zstd_level = 3;
 };
 
+// max_chain when .zipnn.yaml does not set it: a base_interval of k makes
+// chains of k - 1 deltas at most.
+inline uint32_t DefaultMaxChain(uint32_t base_interval) { return base_interval - 1; }
+
 // The policy in `yaml` (the text of .zipnn.yaml), with defaults for what
 // it leaves out. `source` names the file in error messages.
 Result<Policy> ParsePolicy(const std::string& yaml, const std::string& source);
