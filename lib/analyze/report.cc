@@ -26,6 +26,7 @@ std::string Format(const char* fmt, double v) {
 std::string Pct(double fraction) {
   if (std::isnan(fraction)) return "-";
   const double p = fraction * 100;
+  if (p > 0 && p < 0.005) return "<0.01%";
   return Format(p != 0 && p < 10 ? "%.2f%%" : "%.1f%%", p);
 }
 
@@ -410,6 +411,7 @@ std::string TextReport(const Analysis& a, const TextOptions& o) {
 }
 
 std::string DiffText(const std::vector<TensorChange>& changes, bool all) {
+  if (changes.empty()) return "no tensors on either side to compare\n";
   ChangeStats total;
   std::array<uint64_t, 5> by_status{};
   std::array<bool, kGroupSlots> present{};
