@@ -98,7 +98,7 @@ class TextTable {
 
 std::string AgainstText(const Analysis& a) {
   return a.against == config::DeltaAgainst::kBase
-             ? "the periodic base (every " + std::to_string(a.base_interval) + ")"
+             ? "the periodic base, every " + std::to_string(a.base_interval) + " checkpoints"
              : std::string("the previous checkpoint");
 }
 
@@ -115,7 +115,7 @@ std::optional<size_t> LastCompared(const Analysis& a) {
 }
 
 void ChangesSection(const Analysis& a, const std::vector<int>& slots, std::string& out) {
-  out += "Changes against " + AgainstText(a) + " (share of parameters and of each byte group's bytes)\n";
+  out += "Changes against " + AgainstText(a) + ": share of the parameters and of each byte group's bytes\n";
   std::vector<std::string> header = {"checkpoint", "against", "params", "changed"};
   for (int s : slots) header.push_back(SlotLabel(s));
   header.push_back("rel.update");
