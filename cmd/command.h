@@ -28,6 +28,7 @@ Action SetupAnalyze(CLI::App& sub);
 Action SetupClean(CLI::App& sub);
 Action SetupCompress(CLI::App& sub);
 Action SetupFilterProcess(CLI::App& sub);
+Action SetupFsck(CLI::App& sub);
 Action SetupInstall(CLI::App& sub);
 Action SetupLog(CLI::App& sub);
 Action SetupLsFiles(CLI::App& sub);

@@ -13,6 +13,7 @@ const std::vector<CommandSpec>& Commands() {
       {"diff", "What changed between two checkpoints, tensor by tensor (also git's diff driver)", &SetupDiff},
       {"ls-files", "Tracked checkpoints at a revision, with their ids and stored sizes", &SetupLsFiles},
       {"show", "One stored checkpoint: its chain of bases and its layout", &SetupShow},
+      {"fsck", "Check that every checkpoint HEAD (or --all history) points at restores exactly", &SetupFsck},
       {"restore", "Write a version of a tracked checkpoint straight to a file, verified", &SetupRestore},
       {"compress", "Compress a checkpoint file into an object (standalone or a delta)", &SetupCompress},
       {"decompress", "Restore the exact original bytes of an object", &SetupDecompress},

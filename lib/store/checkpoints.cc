@@ -187,6 +187,9 @@ Status VisitChain(const Repository& repo, const ContentId& id, const std::functi
   for (; link.depth <= kMaxChainDepth; ++link.depth) {
     ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(link.id));
     ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+    if (info.content_id != link.id) {
+      return Corruption(object.name() + ": holds " + info.content_id.Hex() + ", not " + link.id.Hex());
+    }
     link.delta = info.header.kind == container::ObjectKind::kDelta;
     link.base = info.header.base_id;
     link.raw_size = info.header.raw_size;
@@ -196,6 +199,30 @@ Status VisitChain(const Repository& repo, const ContentId& id, const std::functi
     link.id = link.base;
   }
   return Corruption("chain of object " + id.Hex() + " is longer than 1000 (a loop?)");
+}
+
+namespace {
+
+// Keeps nothing of what it is given.
+class DiscardSink : public ByteSink {
+ public:
+  Status Append(const void*, size_t) override { return OkStatus(); }
+};
+
+}  // namespace
+
+Status CheckStored(const Repository& repo, const Pointer& pointer, bool decode) {
+  uint64_t raw_size = 0;
+  RETURN_IF_ERROR(VisitChain(repo, pointer.id, [&](const ChainLink& link) {
+    if (link.depth == 0) raw_size = link.raw_size;
+  }));
+  if (raw_size != pointer.size) {
+    return Corruption("object " + pointer.id.Hex() + " holds " + std::to_string(raw_size) + " bytes; its pointer says " +
+                      std::to_string(pointer.size));
+  }
+  if (!decode) return OkStatus();
+  DiscardSink discard;
+  return Restore(repo, pointer.id, discard);
 }
 
 Result<StoredInfo> Describe(const Repository& repo, const ContentId& id) {

@@ -74,6 +74,13 @@ struct ChainLink {
 // chain longer than kMaxChainDepth is Corruption.
 Status VisitChain(const Repository& repo, const ContentId& id, const std::function<void(const ChainLink&)>& visit);
 
+// What fsck checks of one stored checkpoint: every object of its chain is
+// in the store, names the content it is filed under, and the first holds
+// the pointer's size; with `decode`, the chain also decodes to exactly
+// the pointer's content (every checksum and the content id verified).
+// NotFound names a missing object; Corruption the damaged one.
+Status CheckStored(const Repository& repo, const Pointer& pointer, bool decode);
+
 // How an object is stored: its kind and base, and the depth of its chain.
 struct StoredInfo {
   bool delta = false;

@@ -1,0 +1,157 @@
+// git zipnn fsck: every checkpoint the repository points at can be
+// restored. Finds the git-zipnn pointers in HEAD's tree (with --all: in
+// every commit reachable from a ref, a reflog or a stash, and in the
+// index), and checks each distinct checkpoint once: every object of its
+// chain present and filed under the right id, and (unless --fast) decoded
+// to exactly its content.
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "lib/git/git.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+struct FsckArgs {
+  bool all = false;
+  bool json = false;
+  bool fast = false;
+};
+
+// Where a blob was first seen.
+struct Place {
+  std::string rev, path;
+};
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+// Blobs of `rev`'s tree small enough to be pointers, by blob id.
+Status AddTree(const std::string& rev, const std::string& top, std::map<std::string, Place>& blobs) {
+  ASSIGN_OR_RETURN(std::string tree, git::GitOutput({"ls-tree", "-r", "-l", "--full-tree", rev}, top));
+  for (const std::string& line : Lines(tree)) {
+    // <mode> SP <type> SP <blob id> SP+ <size> TAB <path>
+    const size_t tab = line.find('\t');
+    std::istringstream fields(line.substr(0, tab));
+    std::string mode, type, oid, size;
+    fields >> mode >> type >> oid >> size;
+    if (type != "blob" || tab == std::string::npos || size.empty() || size.size() > 4) continue;
+    if (std::stoul(size) > store::kMaxPointerBytes) continue;
+    blobs.emplace(oid, Place{rev, line.substr(tab + 1)});
+  }
+  return OkStatus();
+}
+
+// Staged blobs (the index) not seen in a tree.
+Status AddIndex(const std::string& top, std::map<std::string, Place>& blobs) {
+  ASSIGN_OR_RETURN(std::string staged, git::GitOutput({"ls-files", "-s", "--full-name"}, top));
+  for (const std::string& line : Lines(staged)) {
+    // <mode> SP <blob id> SP <stage> TAB <path>
+    const size_t tab = line.find('\t');
+    std::istringstream fields(line.substr(0, tab));
+    std::string mode, oid;
+    fields >> mode >> oid;
+    if (tab == std::string::npos || blobs.count(oid) != 0) continue;
+    ASSIGN_OR_RETURN(std::string size, git::GitOutput({"cat-file", "-s", oid}, top));
+    if (size.size() <= 4 && std::stoul(size) <= store::kMaxPointerBytes) blobs.emplace(oid, Place{"index", line.substr(tab + 1)});
+  }
+  return OkStatus();
+}
+
+struct Problem {
+  Place place;
+  std::string id;  // empty for a damaged pointer
+  std::string what;
+};
+
+Status RunFsck(const FsckArgs& a) {
+  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ASSIGN_OR_RETURN(std::string top, git::TopLevel());
+  std::map<std::string, Place> blobs;
+  if (a.all) {
+    ASSIGN_OR_RETURN(std::string commits, git::GitOutput({"rev-list", "--all", "--reflog"}, top));
+    for (const std::string& commit : Lines(commits)) RETURN_IF_ERROR(AddTree(commit, top, blobs));
+    RETURN_IF_ERROR(AddIndex(top, blobs));
+  } else if (git::GitOutput({"rev-parse", "--verify", "-q", "HEAD"}, top).ok()) {
+    RETURN_IF_ERROR(AddTree("HEAD", top, blobs));
+  }
+
+  // Each distinct checkpoint once, with the first place that points at it.
+  std::map<std::string, std::pair<store::Pointer, Place>> checkpoints;
+  std::vector<Problem> problems;
+  size_t pointers = 0;
+  for (const auto& [oid, place] : blobs) {
+    ASSIGN_OR_RETURN(git::GitRun blob, git::RunGit({"cat-file", "blob", oid}, top));
+    if (blob.exit_code != 0 || !store::LooksLikePointer(blob.out)) continue;
+    ++pointers;
+    auto pointer = store::ParsePointer(blob.out);
+    if (!pointer.ok()) {
+      problems.push_back(Problem{place, "", "damaged pointer: " + pointer.status().message()});
+      continue;
+    }
+    checkpoints.emplace(pointer->id.Hex(), std::make_pair(*pointer, place));
+  }
+  {
+    Progress progress("git-zipnn fsck", checkpoints.size());
+    size_t done = 0;
+    for (const auto& [id, found] : checkpoints) {
+      progress.Update(a.fast ? "reading headers" : "decoding", done++);
+      Status s = store::CheckStored(repo, found.first, !a.fast);
+      if (!s.ok()) problems.push_back(Problem{found.second, id, s.message()});
+    }
+  }
+
+  const std::string scope = a.all ? "every ref, reflog, stash and the index" : "HEAD";
+  if (a.json) {
+    nlohmann::ordered_json doc = {{"scope", a.all ? "all" : "HEAD"},
+                                  {"mode", a.fast ? "fast" : "full"},
+                                  {"pointers", pointers},
+                                  {"checkpoints", checkpoints.size()},
+                                  {"problems", nlohmann::ordered_json::array()}};
+    for (const Problem& p : problems) {
+      doc["problems"].push_back(
+          {{"path", p.place.path}, {"rev", p.place.rev}, {"id", p.id.empty() ? nullptr : nlohmann::ordered_json(p.id)},
+           {"problem", p.what}});
+    }
+    std::printf("%s\n", doc.dump(1).c_str());
+  } else {
+    for (const Problem& p : problems) {
+      std::printf("%s at %.10s: %s%s\n", p.place.path.c_str(), p.place.rev.c_str(),
+                  p.id.empty() ? "" : ("checkpoint " + p.id + ": ").c_str(), p.what.c_str());
+    }
+    std::printf("%zu pointer%s to %zu checkpoint%s in %s: %s\n", pointers, pointers == 1 ? "" : "s",
+                checkpoints.size(), checkpoints.size() == 1 ? "" : "s", scope.c_str(),
+                problems.empty() ? (a.fast ? "every object present, headers intact" : "every one restores exactly")
+                                 : (std::to_string(problems.size()) + " with problems").c_str());
+  }
+  if (!problems.empty()) {
+    return Corruption(std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s") +
+                      " found (fetch missing objects from a clone that has them, or restore the store)");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Action SetupFsck(CLI::App& sub) {
+  auto a = std::make_shared<FsckArgs>();
+  sub.add_flag("--all", a->all, "Every commit reachable from a ref, a reflog or a stash, and the index (default: HEAD)");
+  sub.add_flag("--fast", a->fast, "Check presence and headers of every object only; do not decode");
+  sub.add_flag("--json", a->json, "One JSON object with the counts and every problem");
+  return [a] { return RunFsck(*a); };
+}
+
+}  // namespace zipnn::cmd
