@@ -40,15 +40,6 @@ struct Pending {
   std::string rev, path;  // in git: restored from <rev>:<path>
 };
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(line);
-  }
-  return lines;
-}
-
 std::string FileName(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
 // A step number from the file name, or the name itself.

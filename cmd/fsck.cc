@@ -30,15 +30,6 @@ struct Place {
   std::string rev, path;
 };
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(line);
-  }
-  return lines;
-}
-
 // Blobs of `rev`'s tree small enough to be pointers, by blob id.
 Status AddTree(const std::string& rev, const std::string& top, std::map<std::string, Place>& blobs) {
   ASSIGN_OR_RETURN(std::string tree, git::GitOutput({"ls-tree", "-r", "-l", "--full-tree", rev}, top));

@@ -96,14 +96,18 @@ Result<Checkpoint> CheckpointInFile(const std::string& file) {
   return Checkpoint{path, std::move(scratch)};
 }
 
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
 Result<std::vector<std::string>> TrackedPaths() {
   ASSIGN_OR_RETURN(std::string files, git::GitOutput({"ls-files", "--full-name", "--", ":(top,attr:filter=zipnn)"}));
-  std::vector<std::string> tracked;
-  std::istringstream lines(files);
-  for (std::string f; std::getline(lines, f);) {
-    if (!f.empty()) tracked.push_back(f);
-  }
-  return tracked;
+  return Lines(files);
 }
 
 std::string TrackLine(const std::string& pattern) { return pattern + " filter=zipnn diff=zipnn -text"; }

@@ -60,6 +60,9 @@ Result<Checkpoint> CheckpointAt(const store::Repository& repo, const std::string
 // it holds a git-zipnn pointer (as the files git hands to diff drivers may).
 Result<Checkpoint> CheckpointInFile(const std::string& file);
 
+// The non-empty lines of git's output.
+std::vector<std::string> Lines(const std::string& text);
+
 // Paths in the index whose filter attribute is zipnn, in the whole tree.
 Result<std::vector<std::string>> TrackedPaths();
 
