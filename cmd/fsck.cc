@@ -7,13 +7,11 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
-#include "lib/git/git.h"
 
 namespace zipnn::cmd {
 
@@ -25,43 +23,6 @@ struct FsckArgs {
   bool fast = false;
 };
 
-// Where a blob was first seen.
-struct Place {
-  std::string rev, path;
-};
-
-// Blobs of `rev`'s tree small enough to be pointers, by blob id.
-Status AddTree(const std::string& rev, const std::string& top, std::map<std::string, Place>& blobs) {
-  ASSIGN_OR_RETURN(std::string tree, git::GitOutput({"ls-tree", "-r", "-l", "--full-tree", rev}, top));
-  for (const std::string& line : Lines(tree)) {
-    // <mode> SP <type> SP <blob id> SP+ <size> TAB <path>
-    const size_t tab = line.find('\t');
-    std::istringstream fields(line.substr(0, tab));
-    std::string mode, type, oid, size;
-    fields >> mode >> type >> oid >> size;
-    if (type != "blob" || tab == std::string::npos || size.empty() || size.size() > 4) continue;
-    if (std::stoul(size) > store::kMaxPointerBytes) continue;
-    blobs.emplace(oid, Place{rev, line.substr(tab + 1)});
-  }
-  return OkStatus();
-}
-
-// Staged blobs (the index) not seen in a tree.
-Status AddIndex(const std::string& top, std::map<std::string, Place>& blobs) {
-  ASSIGN_OR_RETURN(std::string staged, git::GitOutput({"ls-files", "-s", "--full-name"}, top));
-  for (const std::string& line : Lines(staged)) {
-    // <mode> SP <blob id> SP <stage> TAB <path>
-    const size_t tab = line.find('\t');
-    std::istringstream fields(line.substr(0, tab));
-    std::string mode, oid;
-    fields >> mode >> oid;
-    if (tab == std::string::npos || blobs.count(oid) != 0) continue;
-    ASSIGN_OR_RETURN(std::string size, git::GitOutput({"cat-file", "-s", oid}, top));
-    if (size.size() <= 4 && std::stoul(size) <= store::kMaxPointerBytes) blobs.emplace(oid, Place{"index", line.substr(tab + 1)});
-  }
-  return OkStatus();
-}
-
 struct Problem {
   Place place;
   std::string id;  // empty for a damaged pointer
@@ -70,31 +31,15 @@ struct Problem {
 
 Status RunFsck(const FsckArgs& a) {
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  ASSIGN_OR_RETURN(std::string top, git::TopLevel());
-  std::map<std::string, Place> blobs;
-  if (a.all) {
-    ASSIGN_OR_RETURN(std::string commits, git::GitOutput({"rev-list", "--all", "--reflog"}, top));
-    for (const std::string& commit : Lines(commits)) RETURN_IF_ERROR(AddTree(commit, top, blobs));
-    RETURN_IF_ERROR(AddIndex(top, blobs));
-  } else if (git::GitOutput({"rev-parse", "--verify", "-q", "HEAD"}, top).ok()) {
-    RETURN_IF_ERROR(AddTree("HEAD", top, blobs));
-  }
-
+  ASSIGN_OR_RETURN(FoundPointers found, FindPointers(a.all));
   // Each distinct checkpoint once, with the first place that points at it.
   std::map<std::string, std::pair<store::Pointer, Place>> checkpoints;
   std::vector<Problem> problems;
-  size_t pointers = 0;
-  for (const auto& [oid, place] : blobs) {
-    ASSIGN_OR_RETURN(git::GitRun blob, git::RunGit({"cat-file", "blob", oid}, top));
-    if (blob.exit_code != 0 || !store::LooksLikePointer(blob.out)) continue;
-    ++pointers;
-    auto pointer = store::ParsePointer(blob.out);
-    if (!pointer.ok()) {
-      problems.push_back(Problem{place, "", "damaged pointer: " + pointer.status().message()});
-      continue;
-    }
-    checkpoints.emplace(pointer->id.Hex(), std::make_pair(*pointer, place));
+  for (const auto& [place, message] : found.damaged) problems.push_back(Problem{place, "", message});
+  for (const auto& [pointer, place] : found.pointers) {
+    checkpoints.emplace(pointer.id.Hex(), std::make_pair(pointer, place));
   }
+  const size_t pointers = found.pointers.size() + found.damaged.size();
   {
     Progress progress("git-zipnn fsck", checkpoints.size());
     size_t done = 0;

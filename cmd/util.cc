@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <sstream>
 
 #include "lib/git/git.h"
@@ -103,6 +104,68 @@ std::vector<std::string> Lines(const std::string& text) {
     if (!line.empty()) lines.push_back(line);
   }
   return lines;
+}
+
+namespace {
+
+// Blobs of `rev`'s tree small enough to be pointers, by blob id.
+Status AddTree(const std::string& rev, const std::string& top, std::map<std::string, Place>& blobs) {
+  ASSIGN_OR_RETURN(std::string tree, git::GitOutput({"ls-tree", "-r", "-l", "--full-tree", rev}, top));
+  for (const std::string& line : Lines(tree)) {
+    // <mode> SP <type> SP <blob id> SP+ <size> TAB <path>
+    const size_t tab = line.find('\t');
+    std::istringstream fields(line.substr(0, tab));
+    std::string mode, type, oid, size;
+    fields >> mode >> type >> oid >> size;
+    if (type != "blob" || tab == std::string::npos || size.empty() || size.size() > 4) continue;
+    if (std::stoul(size) > store::kMaxPointerBytes) continue;
+    blobs.emplace(oid, Place{rev, line.substr(tab + 1)});
+  }
+  return OkStatus();
+}
+
+// Staged blobs (the index) not seen in a tree.
+Status AddIndex(const std::string& top, std::map<std::string, Place>& blobs) {
+  ASSIGN_OR_RETURN(std::string staged, git::GitOutput({"ls-files", "-s", "--full-name"}, top));
+  for (const std::string& line : Lines(staged)) {
+    // <mode> SP <blob id> SP <stage> TAB <path>
+    const size_t tab = line.find('\t');
+    std::istringstream fields(line.substr(0, tab));
+    std::string mode, oid;
+    fields >> mode >> oid;
+    if (tab == std::string::npos || blobs.count(oid) != 0) continue;
+    ASSIGN_OR_RETURN(std::string size, git::GitOutput({"cat-file", "-s", oid}, top));
+    if (size.size() <= 4 && std::stoul(size) <= store::kMaxPointerBytes) {
+      blobs.emplace(oid, Place{"index", line.substr(tab + 1)});
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<FoundPointers> FindPointers(bool all) {
+  ASSIGN_OR_RETURN(std::string top, git::TopLevel());
+  std::map<std::string, Place> blobs;
+  if (all) {
+    ASSIGN_OR_RETURN(std::string commits, git::GitOutput({"rev-list", "--all", "--reflog"}, top));
+    for (const std::string& commit : Lines(commits)) RETURN_IF_ERROR(AddTree(commit, top, blobs));
+    RETURN_IF_ERROR(AddIndex(top, blobs));
+  } else if (git::GitOutput({"rev-parse", "--verify", "-q", "HEAD"}, top).ok()) {
+    RETURN_IF_ERROR(AddTree("HEAD", top, blobs));
+  }
+  FoundPointers found;
+  for (const auto& [oid, place] : blobs) {
+    ASSIGN_OR_RETURN(git::GitRun blob, git::RunGit({"cat-file", "blob", oid}, top));
+    if (blob.exit_code != 0 || !store::LooksLikePointer(blob.out)) continue;
+    auto pointer = store::ParsePointer(blob.out);
+    if (pointer.ok()) {
+      found.pointers.emplace_back(*pointer, place);
+    } else {
+      found.damaged.emplace_back(place, "damaged pointer: " + pointer.status().message());
+    }
+  }
+  return found;
 }
 
 Result<std::vector<std::string>> TrackedPaths() {

@@ -60,6 +60,21 @@ Result<Checkpoint> CheckpointAt(const store::Repository& repo, const std::string
 // it holds a git-zipnn pointer (as the files git hands to diff drivers may).
 Result<Checkpoint> CheckpointInFile(const std::string& file);
 
+// Where git holds a pointer: the revision (a commit id, "HEAD" or "index")
+// and path where it was first found.
+struct Place {
+  std::string rev, path;
+};
+
+struct FoundPointers {
+  std::vector<std::pair<store::Pointer, Place>> pointers;  // one per distinct blob
+  std::vector<std::pair<Place, std::string>> damaged;      // text that claims to be a pointer and is not
+};
+
+// The git-zipnn pointers in HEAD's tree, or with `all` in every commit
+// reachable from a ref, a reflog or a stash, and in the index.
+Result<FoundPointers> FindPointers(bool all);
+
 // The non-empty lines of git's output.
 std::vector<std::string> Lines(const std::string& text);
 
