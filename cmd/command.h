@@ -29,6 +29,7 @@ Action SetupClean(CLI::App& sub);
 Action SetupCompress(CLI::App& sub);
 Action SetupFilterProcess(CLI::App& sub);
 Action SetupFsck(CLI::App& sub);
+Action SetupGc(CLI::App& sub);
 Action SetupInstall(CLI::App& sub);
 Action SetupLog(CLI::App& sub);
 Action SetupLsFiles(CLI::App& sub);

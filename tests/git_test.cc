@@ -638,5 +638,46 @@ TEST_CASE("fsck finds missing and damaged objects of HEAD, or of all history wit
                                                                 " is not in the store") != std::string::npos);
 }
 
+TEST_CASE("gc removes what nothing needs and keeps every base of a live delta") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
+                  "printf 'base_interval: 3\n' > .zipnn.yaml && git add . && git commit -qm setup").code == 0);
+  // Step 10 is staged, then replaced by step 20 (a delta on it) before the
+  // commit: no pointer names step 10, yet step 20 needs it as its base.
+  // An fp32 checkpoint is staged and unstaged: nothing needs it.
+  REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(0)) + "' m.safetensors && git add m.safetensors && "
+                  "cp '" + repo.Data("cnn12-bf16/" + Step12(1)) + "' m.safetensors && git add m.safetensors && "
+                  "git commit -qm v1 && cp '" + repo.Data("cnn-fp32/step-000040.safetensors") + "' x.safetensors && "
+                  "git add x.safetensors && git rm -q --cached x.safetensors && rm x.safetensors && sleep 1.1")
+              .code == 0);
+  const std::string objects = "find .git/zipnn/objects -type f | wc -l";
+  REQUIRE(repo.Sh(objects).out == "3\n");
+  // Within the grace period everything stays.
+  CHECK(repo.Sh("git zipnn gc").out ==
+        "removed 0 objects (0 B) and 0 leftover files; kept 3 (needed by 1 pointer, or used in the last 14 days)\n");
+  const Run dry = repo.Sh("git zipnn gc --keep-recent 0 --dry-run");
+  REQUIRE(dry.code == 0);
+  CHECK(dry.out.find("would remove ") == 0);
+  CHECK(dry.out.find("would remove 1 object (") != std::string::npos);
+  CHECK(repo.Sh(objects).out == "3\n");
+  const Run gc = repo.Sh("git zipnn gc --keep-recent 0");
+  REQUIRE(gc.code == 0);
+  CHECK(gc.out.find("removed 1 object (") == 0);
+  CHECK(repo.Sh(objects).out == "2\n");
+  CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+  REQUIRE(repo.Sh("rm m.safetensors && git checkout -- m.safetensors").code == 0);
+  CHECK(Slurp(repo.File("m.safetensors")) == Slurp(repo.Data("cnn12-bf16/" + Step12(1))));
+  // An object a gc left aside when it was interrupted is put back first;
+  // scratch files of a dead process go after an hour, fresh ones stay.
+  const std::string id = IdAt(repo, "HEAD:m.safetensors");
+  const std::string path = ".git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id;
+  REQUIRE(repo.Sh("mv " + path + " " + path + ".gc && mkdir -p .git/zipnn/tmp && "
+                  "touch -d '2 hours ago' .git/zipnn/tmp/version-old && touch .git/zipnn/tmp/version-new").code == 0);
+  CHECK(repo.Sh("git zipnn fsck").code != 0);
+  CHECK(repo.Sh("git zipnn gc --keep-recent 0").out.find("removed 0 objects (0 B) and 1 leftover file;") == 0);
+  CHECK(repo.Sh("git zipnn fsck").code == 0);
+  CHECK(repo.Sh("ls .git/zipnn/tmp | grep version").out == "version-new\n");
+}
+
 }  // namespace
 }  // namespace zipnn

@@ -258,7 +258,9 @@ Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const s
   ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(file));
   ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(input, formats::FormatChoice::kAuto));
   Pointer pointer{id, input.size(), formats::FormatName(layout.format)};
-  if (repo.objects.Has(id)) return pointer;
+  // Already stored: marked as used, so that a gc running now keeps it.
+  // If gc took it meanwhile, it is stored again below.
+  if (repo.objects.Has(id) && repo.objects.Touch(id).ok()) return pointer;
 
   // Where this version falls in its series: after every version whose
   // step is not greater (so a path overwritten in place follows the order
@@ -293,6 +295,8 @@ Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const s
   }
 
   uint64_t size = 0;
+  // The base must outlive this delta: marked as used before it is read.
+  if (base_id && !repo.objects.Touch(*base_id).ok()) base_id.reset();
   if (base_id) {
     // The base's bytes: the series' latest version as kept by the last
     // add, or decoded from the store.

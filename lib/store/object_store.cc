@@ -4,7 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <algorithm>
+#include <filesystem>
 
 #include <cstring>
 
@@ -39,6 +42,35 @@ Status ObjectStore::Put(const ContentId& id, const std::function<Status(AtomicFi
   Status committed = out->Commit();
   if (!committed.ok() && FileExists(path)) return OkStatus();
   return committed;
+}
+
+Status ObjectStore::Touch(const ContentId& id) const {
+  const std::string path = PathOf(id);
+  if (::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) == 0) return OkStatus();
+  if (errno == ENOENT) return NotFound("object " + id.Hex() + " is not in the store " + root_);
+  return IoError(path + ": cannot touch: " + std::strerror(errno));
+}
+
+Result<std::vector<ObjectStore::Entry>> ObjectStore::List() const {
+  std::vector<Entry> entries;
+  std::error_code ec;
+  std::filesystem::recursive_directory_iterator it(root_, ec), end;
+  if (ec) {
+    if (ec == std::errc::no_such_file_or_directory) return entries;
+    return IoError(root_ + ": cannot list the store: " + ec.message());
+  }
+  for (; it != end; it.increment(ec)) {
+    if (ec) return IoError(root_ + ": cannot list the store: " + ec.message());
+    if (!it->is_regular_file(ec)) continue;
+    struct stat st;
+    const std::string path = it->path().string();
+    if (::stat(path.c_str(), &st) != 0) continue;  // removed meanwhile
+    Entry e{path, ContentId::FromHex(it->path().filename().string()), static_cast<uint64_t>(st.st_size),
+            static_cast<int64_t>(st.st_mtime)};
+    if (e.id && PathOf(*e.id) != path) e.id.reset();  // an id-like name in the wrong place
+    entries.push_back(std::move(e));
+  }
+  return entries;
 }
 
 Status ObjectStore::Adopt(const ContentId& id, const std::string& file) const {

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/base/content_id.h"
 #include "lib/base/file.h"
@@ -35,6 +37,18 @@ class ObjectStore {
   // candidate) as the object for `id`: a hard link when it is on the same
   // file system, else a copy. The caller removes `file`.
   Status Adopt(const ContentId& id, const std::string& file) const;
+  // Marks an object as just used (its modification time becomes now), so
+  // that gc's grace period protects it; NotFound when it is gone.
+  Status Touch(const ContentId& id) const;
+
+  struct Entry {
+    std::string path;
+    std::optional<ContentId> id;  // none for a file that is not an object (a temporary)
+    uint64_t size = 0;
+    int64_t mtime = 0;  // seconds since the epoch
+  };
+  // Every file under the store's root.
+  Result<std::vector<Entry>> List() const;
 
  private:
   std::string root_;

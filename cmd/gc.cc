@@ -1,0 +1,151 @@
+// git zipnn gc: removes the objects nothing needs. Needed are the objects
+// of every checkpoint a pointer names anywhere in the repository (every
+// commit reachable from a ref, a reflog or a stash, and the index), every
+// base of their chains, and every object used within the grace period
+// (with the bases of its chain): a `git add` running now marks what it
+// stores or reuses (ObjectStore::Touch) before git records a pointer.
+//
+// An object is removed by renaming it aside, checking that no add marked
+// it meanwhile, then unlinking; one marked meanwhile is put back. A gc
+// interrupted between the two steps leaves `<object>.gc`, which the next
+// gc puts back first.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <set>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+constexpr char kDoomedSuffix[] = ".gc";
+// Scratch files (spooled input, restored bases, unfinished objects) older
+// than this are leftovers of a process that died.
+constexpr int64_t kScratchSeconds = 3600;
+
+struct GcArgs {
+  bool dry_run = false;
+  double keep_recent_days = 14;
+};
+
+bool EndsWith(const std::string& s, const std::string& end) {
+  return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
+}
+
+int64_t ModifiedAt(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_mtime) : -1;
+}
+
+// Adds `id` and every base of its chain to `needed`. A chain that cannot
+// be walked keeps what it reached (fsck reports the rest).
+void NeedChain(const store::Repository& repo, const ContentId& id, std::set<std::string>& needed) {
+  (void)store::VisitChain(repo, id, [&](const store::ChainLink& link) { needed.insert(link.id.Hex()); });
+}
+
+// Files under `dir` older than `before`, except those under `keep`.
+std::vector<std::string> OldScratch(const std::string& dir, const std::string& keep, int64_t before) {
+  std::vector<std::string> old;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string path = it->path().string();
+    if (path.compare(0, keep.size(), keep) == 0 || !it->is_regular_file(ec)) continue;
+    const int64_t at = ModifiedAt(path);
+    if (at >= 0 && at < before) old.push_back(path);
+  }
+  return old;
+}
+
+Status RunGc(const GcArgs& a) {
+  if (a.keep_recent_days < 0) return InvalidArgument("--keep-recent must not be negative");
+  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  const int64_t started = static_cast<int64_t>(std::time(nullptr));
+  const int64_t cutoff = started - static_cast<int64_t>(a.keep_recent_days * 86400);
+
+  // First put back what an interrupted gc left aside.
+  ASSIGN_OR_RETURN(std::vector<store::ObjectStore::Entry> listed, repo.objects.List());
+  for (const auto& e : listed) {
+    if (!EndsWith(e.path, kDoomedSuffix) || a.dry_run) continue;
+    const std::string object = e.path.substr(0, e.path.size() - (sizeof kDoomedSuffix - 1));
+    if (::link(e.path.c_str(), object.c_str()) == 0 || errno == EEXIST) ::unlink(e.path.c_str());
+  }
+  ASSIGN_OR_RETURN(listed, repo.objects.List());
+
+  std::set<std::string> needed;
+  ASSIGN_OR_RETURN(FoundPointers found, FindPointers(/*all=*/true));
+  for (const auto& [pointer, place] : found.pointers) NeedChain(repo, pointer.id, needed);
+  for (const auto& e : listed) {
+    if (e.id && e.mtime >= cutoff) NeedChain(repo, *e.id, needed);
+  }
+  for (const auto& [place, message] : found.damaged) {
+    std::fprintf(stderr, "warning: %s at %.10s: %s (what it named cannot be kept)\n", place.path.c_str(),
+                 place.rev.c_str(), message.c_str());
+  }
+
+  uint64_t freed = 0, removed = 0, kept = 0, scratch = 0;
+  for (const auto& e : listed) {
+    if (!e.id) continue;
+    if (needed.count(e.id->Hex()) != 0) {
+      ++kept;
+      continue;
+    }
+    if (a.dry_run) {
+      std::printf("would remove %s (%s)\n", e.id->Hex().c_str(), HumanBytes(e.size).c_str());
+    } else {
+      const std::string doomed = e.path + kDoomedSuffix;
+      if (::rename(e.path.c_str(), doomed.c_str()) != 0) continue;  // gone already
+      if (ModifiedAt(doomed) >= started) {  // an add marked it meanwhile: it stays
+        if (::link(doomed.c_str(), e.path.c_str()) == 0 || errno == EEXIST) ::unlink(doomed.c_str());
+        ++kept;
+        continue;
+      }
+      ::unlink(doomed.c_str());
+    }
+    ++removed;
+    freed += e.size;
+  }
+  // Leftovers of processes that died: unfinished objects in the store and
+  // scratch files (the kept latest version of each series stays).
+  std::vector<std::string> leftovers;
+  for (const auto& e : listed) {
+    if (!e.id && !EndsWith(e.path, kDoomedSuffix) && e.mtime < started - kScratchSeconds) leftovers.push_back(e.path);
+  }
+  for (const std::string& f : OldScratch(repo.temp_dir, repo.temp_dir + "/latest/", started - kScratchSeconds)) {
+    leftovers.push_back(f);
+  }
+  for (const std::string& f : leftovers) {
+    if (a.dry_run) {
+      std::printf("would remove leftover %s\n", f.c_str());
+    } else if (::unlink(f.c_str()) != 0) {
+      continue;
+    }
+    ++scratch;
+  }
+  std::printf("%s %" PRIu64 " object%s (%s) and %" PRIu64 " leftover file%s; kept %" PRIu64
+              " (needed by %zu pointer%s, or used in the last %g days)\n",
+              a.dry_run ? "would remove" : "removed", removed, removed == 1 ? "" : "s", HumanBytes(freed).c_str(),
+              scratch, scratch == 1 ? "" : "s", kept, found.pointers.size(), found.pointers.size() == 1 ? "" : "s",
+              a.keep_recent_days);
+  return OkStatus();
+}
+
+}  // namespace
+
+Action SetupGc(CLI::App& sub) {
+  auto a = std::make_shared<GcArgs>();
+  sub.add_flag("-n,--dry-run", a->dry_run, "Only list what would be removed");
+  sub.add_option("--keep-recent", a->keep_recent_days,
+                 "Keep every object used in the last DAYS days, with its bases (default 14)")
+      ->default_str("14");
+  return [a] { return RunGc(*a); };
+}
+
+}  // namespace zipnn::cmd
