@@ -679,5 +679,29 @@ TEST_CASE("gc removes what nothing needs and keeps every base of a live delta") 
   CHECK(repo.Sh("ls .git/zipnn/tmp | grep version").out == "version-new\n");
 }
 
+TEST_CASE("a chain that loops is refused at once, by show, restore and fsck") {
+  Repo repo;
+  // Step 10 as a delta on step 20 and step 20 as a delta on step 10: each
+  // object is sound, together they make a loop.
+  const std::string a = repo.Data("cnn12-bf16/" + Step12(0)), b = repo.Data("cnn12-bf16/" + Step12(1));
+  REQUIRE(repo.Sh("git zipnn compress '" + a + "' --base '" + b + "' -q -o A.zipnn && "
+                  "git zipnn compress '" + b + "' --base '" + a + "' -q -o B.zipnn && "
+                  "for f in A B; do id=$(git zipnn inspect $f.zipnn | awk '/content id/{print $3}'); "
+                  "d=.git/zipnn/objects/${id:0:2}/${id:2:2}; mkdir -p $d && mv $f.zipnn $d/$id && echo $id > ../$f.id; done")
+              .code == 0);
+  const Run show = repo.Sh("git zipnn show $(cat ../A.id)");
+  CHECK(show.code != 0);
+  CHECK(show.err.find(" loops: object ") != std::string::npos);
+  CHECK(show.out.size() < 1000);  // two chain lines, not a thousand
+  // A pointer to it in a commit: checkout and fsck refuse it, naming the loop.
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && cp '" + a +
+                  "' m.safetensors && git add . && git commit -qm loop").code == 0);
+  const Run restore = repo.Sh("git zipnn restore m.safetensors -o out");
+  CHECK(restore.code != 0);
+  CHECK(restore.err.find(" loops: object ") != std::string::npos);
+  CHECK(repo.Sh("test -e out").code != 0);
+  CHECK(repo.Sh("git zipnn fsck --fast").out.find(" loops: object ") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace zipnn

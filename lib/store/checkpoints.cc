@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -184,7 +185,12 @@ std::string StepOf(const std::string& path) {
 Status VisitChain(const Repository& repo, const ContentId& id, const std::function<void(const ChainLink&)>& visit) {
   ChainLink link;
   link.id = id;
+  std::set<std::string> seen;
   for (; link.depth <= kMaxChainDepth; ++link.depth) {
+    if (!seen.insert(link.id.Hex()).second) {
+      return Corruption("chain of object " + id.Hex() + " loops: object " + link.id.Hex() + " comes back at depth " +
+                        std::to_string(link.depth) + " (a damaged store)");
+    }
     ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(link.id));
     ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
     if (info.content_id != link.id) {
@@ -238,7 +244,12 @@ Result<StoredInfo> Describe(const Repository& repo, const ContentId& id) {
   return info;
 }
 
-Status Restore(const Repository& repo, const ContentId& id, ByteSink& out) { return RestoreDepth(repo, id, out, 0); }
+Status Restore(const Repository& repo, const ContentId& id, ByteSink& out) {
+  // The whole chain is walked by its headers first: a missing base or a
+  // loop fails before a byte is decoded.
+  RETURN_IF_ERROR(VisitChain(repo, id, [](const ChainLink&) {}));
+  return RestoreDepth(repo, id, out, 0);
+}
 
 Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::string& path, ByteSink& out) {
   Status s = Restore(repo, pointer.id, out);

@@ -71,7 +71,9 @@ struct ChainLink {
 
 // Calls `visit` for each object from `id` down to its base, reading
 // headers only. A missing object ends the walk with NotFound naming it; a
-// chain longer than kMaxChainDepth is Corruption.
+// chain that comes back to an object it passed, or is longer than
+// kMaxChainDepth, is Corruption; so is an object that holds other content
+// than its id says.
 Status VisitChain(const Repository& repo, const ContentId& id, const std::function<void(const ChainLink&)>& visit);
 
 // What fsck checks of one stored checkpoint: every object of its chain is
