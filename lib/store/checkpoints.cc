@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <fstream>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <vector>
 
@@ -98,34 +97,61 @@ bool StepLess(const std::string& a, const std::string& b) {
 
 namespace {
 
-Status RestoreDepth(const Repository& repo, const ContentId& id, ByteSink& out, int depth);
+// One object of the chain of `top`, opened and checked: in the store,
+// holding the content it is filed under, and neither met before on the
+// way down from `top` (`passed`) nor deeper than kMaxChainDepth.
+struct Link {
+  ReadFile file;
+  container::ObjectInfo info;
+};
+Result<Link> OpenLink(const Repository& repo, const ContentId& top, const ContentId& id,
+                      std::vector<ContentId>& passed) {
+  if (std::find(passed.begin(), passed.end(), id) != passed.end()) {
+    return Corruption("chain of object " + top.Hex() + " loops: object " + id.Hex() + " comes back at depth " +
+                      std::to_string(passed.size()) + " (a damaged store)");
+  }
+  if (passed.size() > static_cast<size_t>(kMaxChainDepth)) {
+    return Corruption("chain of object " + top.Hex() + " is longer than " + std::to_string(kMaxChainDepth));
+  }
+  passed.push_back(id);
+  ASSIGN_OR_RETURN(ReadFile file, repo.objects.Open(id));
+  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(file));
+  if (info.content_id != id) return Corruption(file.name() + ": holds " + info.content_id.Hex() + ", not " + id.Hex());
+  return Link{std::move(file), std::move(info)};
+}
+
+Status RestoreChain(const Repository& repo, const ContentId& top, const ContentId& id, ByteSink& out,
+                    std::vector<ContentId>& passed);
 
 // A version decoded into a scratch file, for a delta to read as its base.
 struct Scratch {
   TempFile file;
   ReadFile reader;
 };
-Result<Scratch> RestoreToScratch(const Repository& repo, const ContentId& id, int depth) {
+Result<Scratch> RestoreToScratch(const Repository& repo, const ContentId& top, const ContentId& id,
+                                 std::vector<ContentId>& passed) {
   ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "restore"));
   {
     ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(file.path(), /*overwrite=*/true));
-    RETURN_IF_ERROR(RestoreDepth(repo, id, sink, depth));
+    RETURN_IF_ERROR(RestoreChain(repo, top, id, sink, passed));
     RETURN_IF_ERROR(sink.CommitUnsynced());
   }
   ASSIGN_OR_RETURN(ReadFile reader, ReadFile::Open(file.path()));
   return Scratch{std::move(file), std::move(reader)};
 }
 
-Status RestoreDepth(const Repository& repo, const ContentId& id, ByteSink& out, int depth) {
-  if (depth > kMaxChainDepth) return Corruption("chain of object " + id.Hex() + " is longer than 1000 (a loop?)");
-  ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
-  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
-  if (info.content_id != id) return Corruption(object.name() + ": holds " + info.content_id.Hex() + ", not " + id.Hex());
+// Decodes `id`, a link of the chain of `top`, after its base: a missing or
+// looping base fails before anything is written to `out`.
+Status RestoreChain(const Repository& repo, const ContentId& top, const ContentId& id, ByteSink& out,
+                    std::vector<ContentId>& passed) {
+  ASSIGN_OR_RETURN(Link link, OpenLink(repo, top, id, passed));
   container::DecodeOptions options;
   options.threads = repo.policy.threads;
-  if (info.header.kind == container::ObjectKind::kBase) return container::DecodeObject(object, info, nullptr, options, out);
-  ASSIGN_OR_RETURN(Scratch base, RestoreToScratch(repo, info.header.base_id, depth + 1));
-  return container::DecodeObject(object, info, &base.reader, options, out);
+  if (link.info.header.kind == container::ObjectKind::kBase) {
+    return container::DecodeObject(link.file, link.info, nullptr, options, out);
+  }
+  ASSIGN_OR_RETURN(Scratch base, RestoreToScratch(repo, top, link.info.header.base_id, passed));
+  return container::DecodeObject(link.file, link.info, &base.reader, options, out);
 }
 
 // Encodes `input` (its layout from the format layer) standalone, or as a
@@ -183,28 +209,20 @@ std::string StepOf(const std::string& path) {
 }
 
 Status VisitChain(const Repository& repo, const ContentId& id, const std::function<void(const ChainLink&)>& visit) {
-  ChainLink link;
-  link.id = id;
-  std::set<std::string> seen;
-  for (; link.depth <= kMaxChainDepth; ++link.depth) {
-    if (!seen.insert(link.id.Hex()).second) {
-      return Corruption("chain of object " + id.Hex() + " loops: object " + link.id.Hex() + " comes back at depth " +
-                        std::to_string(link.depth) + " (a damaged store)");
-    }
-    ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(link.id));
-    ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
-    if (info.content_id != link.id) {
-      return Corruption(object.name() + ": holds " + info.content_id.Hex() + ", not " + link.id.Hex());
-    }
-    link.delta = info.header.kind == container::ObjectKind::kDelta;
-    link.base = info.header.base_id;
-    link.raw_size = info.header.raw_size;
-    link.object_size = object.size();
-    visit(link);
-    if (!link.delta) return OkStatus();
-    link.id = link.base;
+  std::vector<ContentId> passed;
+  for (ContentId at = id;;) {
+    ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
+    ChainLink shown;
+    shown.id = at;
+    shown.depth = static_cast<int>(passed.size()) - 1;
+    shown.delta = link.info.header.kind == container::ObjectKind::kDelta;
+    shown.base = link.info.header.base_id;
+    shown.raw_size = link.info.header.raw_size;
+    shown.object_size = link.file.size();
+    visit(shown);
+    if (!shown.delta) return OkStatus();
+    at = shown.base;
   }
-  return Corruption("chain of object " + id.Hex() + " is longer than 1000 (a loop?)");
 }
 
 namespace {
@@ -245,10 +263,8 @@ Result<StoredInfo> Describe(const Repository& repo, const ContentId& id) {
 }
 
 Status Restore(const Repository& repo, const ContentId& id, ByteSink& out) {
-  // The whole chain is walked by its headers first: a missing base or a
-  // loop fails before a byte is decoded.
-  RETURN_IF_ERROR(VisitChain(repo, id, [](const ChainLink&) {}));
-  return RestoreDepth(repo, id, out, 0);
+  std::vector<ContentId> passed;
+  return RestoreChain(repo, id, id, out, passed);
 }
 
 Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::string& path, ByteSink& out) {
@@ -318,7 +334,8 @@ Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const s
       if (hash.ok() && *hash == *base_id) latest.emplace(std::move(*kept));
     }
     if (!latest) {
-      ASSIGN_OR_RETURN(Scratch scratch, RestoreToScratch(repo, *base_id, 0));
+      std::vector<ContentId> passed;
+      ASSIGN_OR_RETURN(Scratch scratch, RestoreToScratch(repo, *base_id, *base_id, passed));
       decoded.emplace(std::move(scratch));
     }
     const ReadFile& base = latest ? *latest : decoded->reader;
