@@ -119,18 +119,6 @@ Result<std::function<bool(const std::string&)>> TensorFilter(const AnalyzeArgs& 
   return std::function<bool(const std::string&)>();
 }
 
-Result<std::shared_ptr<analyze::Input>> Open(const Pending& p, Checkpoint checkpoint) {
-  auto input = std::make_shared<analyze::Input>();
-  input->label = p.label;
-  input->source = p.source;
-  input->subject = p.subject;
-  ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(checkpoint.path));
-  input->file = std::make_unique<ReadFile>(std::move(file));
-  ASSIGN_OR_RETURN(input->layout, formats::ReadLayout(*input->file, formats::FormatChoice::kAuto));
-  input->scratch = std::move(checkpoint.scratch);
-  return input;
-}
-
 Status RunAnalyze(const AnalyzeArgs& a) {
   if (a.against != "previous" && a.against != "base") {
     return InvalidArgument("--against must be 'previous' or 'base', not '" + a.against + "'");
@@ -170,7 +158,10 @@ Status RunAnalyze(const AnalyzeArgs& a) {
       } else {
         ASSIGN_OR_RETURN(checkpoint, CheckpointInFile(p.path));
       }
-      ASSIGN_OR_RETURN(std::shared_ptr<analyze::Input> input, Open(p, std::move(checkpoint)));
+      ASSIGN_OR_RETURN(std::shared_ptr<analyze::Input> input, OpenCheckpoint(std::move(checkpoint)));
+      input->label = p.label;
+      input->source = p.source;
+      input->subject = p.subject;
       RETURN_IF_ERROR(analyzer.Add(std::move(input)));
     }
   }

@@ -27,20 +27,7 @@ struct DiffArgs {
   int threads = 0;
 };
 
-// A checkpoint opened for reading, with the scratch file it may live in.
-struct Opened {
-  Checkpoint checkpoint;
-  std::unique_ptr<ReadFile> file;
-  formats::FileLayout layout;
-};
-
-Result<Opened> OpenCheckpoint(Checkpoint checkpoint) {
-  Opened o{std::move(checkpoint), nullptr, {}};
-  ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(o.checkpoint.path));
-  o.file = std::make_unique<ReadFile>(std::move(file));
-  ASSIGN_OR_RETURN(o.layout, formats::ReadLayout(*o.file, formats::FormatChoice::kAuto));
-  return o;
-}
+using Opened = std::shared_ptr<analyze::Input>;
 
 // "<rev>:<path>" unless a file of that name exists.
 bool IsRevisionSpec(const std::string& arg) { return arg.find(':') != std::string::npos && !FileExists(arg); }
@@ -53,14 +40,14 @@ Result<Checkpoint> Resolve(const std::string& arg) {
 }
 
 std::string Describe(const Opened& o) {
-  return HumanBytes(o.file->size()) + ", " + formats::FormatName(o.layout.format) + ", " +
-         std::to_string(o.layout.tensors.size()) + " tensors";
+  return HumanBytes(o->file->size()) + ", " + formats::FormatName(o->layout.format) + ", " +
+         std::to_string(o->layout.tensors.size()) + " tensors";
 }
 
 Status PrintChanges(const Opened& before, const Opened& after, const DiffArgs& a) {
   ThreadPool pool(a.threads > 0 ? a.threads : ThreadPool::DefaultThreads());
-  ASSIGN_OR_RETURN(analyze::ScanResult scan, analyze::ScanTensors(*after.file, after.layout, before.file.get(),
-                                                                  &before.layout, nullptr, false, pool));
+  ASSIGN_OR_RETURN(analyze::ScanResult scan, analyze::ScanTensors(*after->file, after->layout, before->file.get(),
+                                                                  &before->layout, nullptr, false, pool));
   std::fputs(analyze::DiffText(scan.tensors, a.all).c_str(), stdout);
   return OkStatus();
 }
@@ -75,7 +62,7 @@ Status RunDriver(const DiffArgs& a) {
   if (a.args.size() != 7) return InvalidArgument("--driver takes the 7 arguments git passes to a diff command");
   const std::string& path = a.args[0];
   std::printf("diff --git-zipnn a/%s b/%s\n", path.c_str(), path.c_str());
-  std::optional<Opened> sides[2];
+  Opened sides[2];
   for (int s = 0; s < 2; ++s) {
     const std::string& file = a.args[1 + 3 * s];
     if (file == "/dev/null") continue;
@@ -86,17 +73,17 @@ Status RunDriver(const DiffArgs& a) {
       std::printf("%s side cannot be read: %s\n", s == 0 ? "old" : "new", o.status().message().c_str());
       return OkStatus();
     }
-    sides[s] = std::move(*o);
+    sides[s] = *o;
   }
-  std::printf("--- %s\n+++ %s\n", sides[0] ? ("a/" + path + " (" + Describe(*sides[0]) + ")").c_str() : "/dev/null",
-              sides[1] ? ("b/" + path + " (" + Describe(*sides[1]) + ")").c_str() : "/dev/null");
+  std::printf("--- %s\n+++ %s\n", sides[0] ? ("a/" + path + " (" + Describe(sides[0]) + ")").c_str() : "/dev/null",
+              sides[1] ? ("b/" + path + " (" + Describe(sides[1]) + ")").c_str() : "/dev/null");
   if (!sides[0] || !sides[1]) return OkStatus();
-  return PrintChanges(*sides[0], *sides[1], a);
+  return PrintChanges(sides[0], sides[1], a);
 }
 
 Status RunDiff(const DiffArgs& a) {
   if (a.driver) return RunDriver(a);
-  std::optional<Opened> sides[2];
+  Opened sides[2];
   if (a.args.size() == 3) {
     ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     for (int s = 0; s < 2; ++s) {
@@ -112,9 +99,9 @@ Status RunDiff(const DiffArgs& a) {
     return InvalidArgument("give two checkpoints (files or <rev>:<path>), or two revisions and a path");
   }
   const std::string suffix = a.args.size() == 3 ? ":" + a.args[2] : "";
-  std::printf("--- %s (%s)\n+++ %s (%s)\n", (a.args[0] + suffix).c_str(), Describe(*sides[0]).c_str(),
-              (a.args[1] + suffix).c_str(), Describe(*sides[1]).c_str());
-  return PrintChanges(*sides[0], *sides[1], a);
+  std::printf("--- %s (%s)\n+++ %s (%s)\n", (a.args[0] + suffix).c_str(), Describe(sides[0]).c_str(),
+              (a.args[1] + suffix).c_str(), Describe(sides[1]).c_str());
+  return PrintChanges(sides[0], sides[1], a);
 }
 
 // One line per tensor, stable for unchanged tensors, so that a text diff
@@ -126,14 +113,13 @@ Status RunTextconv(const std::string& file, int threads) {
     return OkStatus();
   }
   ASSIGN_OR_RETURN(Opened o, OpenCheckpoint(std::move(*checkpoint)));
-  ASSIGN_OR_RETURN(ContentId id, HashSource(*o.file));
-  std::printf("checkpoint %s: %" PRIu64 " bytes, %s, %zu tensors\n", id.Hex().c_str(), o.file->size(),
-              formats::FormatName(o.layout.format), o.layout.tensors.size());
+  ASSIGN_OR_RETURN(ContentId id, HashSource(*o->file));
+  std::printf("checkpoint %s: %" PRIu64 " bytes, %s, %zu tensors\n", id.Hex().c_str(), o->file->size(),
+              formats::FormatName(o->layout.format), o->layout.tensors.size());
   ThreadPool pool(threads > 0 ? threads : ThreadPool::DefaultThreads());
-  ASSIGN_OR_RETURN(std::vector<analyze::TensorSummary> tensors, analyze::SummarizeTensors(*o.file, o.layout, pool));
+  ASSIGN_OR_RETURN(std::vector<analyze::TensorSummary> tensors, analyze::SummarizeTensors(*o->file, o->layout, pool));
   for (const analyze::TensorSummary& t : tensors) {
-    std::string shape;
-    for (size_t i = 0; i < t.tensor.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(t.tensor.shape[i]);
+    const std::string shape = analyze::JoinDims(t.tensor.shape, ",");
     std::printf("%s %s [%s] hash %.16s", t.tensor.name.c_str(), std::string(codec::DTypeName(t.tensor.dtype)).c_str(),
                 shape.c_str(), t.hash.Hex().c_str());
     if (!std::isnan(t.rms)) std::printf(" rms %.6e", t.rms);

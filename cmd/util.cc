@@ -6,8 +6,11 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <functional>
 #include <sstream>
 
+#include "lib/formats/detect.h"
 #include "lib/git/git.h"
 
 namespace zipnn::cmd {
@@ -61,24 +64,31 @@ Result<store::Pointer> PointerAt(const std::string& spec) {
   return *pointer;
 }
 
+namespace {
+
+// A checkpoint that `fill` writes into a scratch file in `dir`.
+Result<Checkpoint> ScratchCheckpoint(const std::string& dir, const std::function<Status(ByteSink&)>& fill) {
+  ASSIGN_OR_RETURN(TempFile scratch, TempFile::Create(dir, "version"));
+  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(scratch.path(), /*overwrite=*/true));
+  RETURN_IF_ERROR(fill(out));
+  RETURN_IF_ERROR(out.CommitUnsynced());
+  const std::string path = scratch.path();
+  return Checkpoint{path, std::move(scratch)};
+}
+
+}  // namespace
+
 Result<Checkpoint> CheckpointAt(const store::Repository& repo, const std::string& rev, const std::string& path) {
   const std::string spec = rev + ":" + path;
-  ASSIGN_OR_RETURN(TempFile scratch, TempFile::Create(repo.temp_dir, "version"));
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(scratch.path(), /*overwrite=*/true));
   auto pointer = PointerAt(spec);
   if (pointer.ok()) {
-    RETURN_IF_ERROR(store::RestoreFile(repo, *pointer, spec, out));
-  } else if (pointer.status().code() == StatusCode::kInvalidArgument) {
-    // A file committed before it was tracked: git holds its bytes.
-    ASSIGN_OR_RETURN(git::GitRun blob, git::RunGit({"cat-file", "blob", spec}));
-    if (blob.exit_code != 0) return Status(StatusCode::kGit, "git cat-file blob " + spec + " failed: " + blob.err);
-    RETURN_IF_ERROR(out.Append(blob.out.data(), blob.out.size()));
-  } else {
-    return pointer.status();
+    return ScratchCheckpoint(repo.temp_dir, [&](ByteSink& out) { return store::RestoreFile(repo, *pointer, spec, out); });
   }
-  RETURN_IF_ERROR(out.CommitUnsynced());
-  const std::string file = scratch.path();
-  return Checkpoint{file, std::move(scratch)};
+  if (pointer.status().code() != StatusCode::kInvalidArgument) return pointer.status();
+  // A file committed before it was tracked: git holds its bytes.
+  ASSIGN_OR_RETURN(git::GitRun blob, git::RunGit({"cat-file", "blob", spec}));
+  if (blob.exit_code != 0) return Status(StatusCode::kGit, "git cat-file blob " + spec + " failed: " + blob.err);
+  return ScratchCheckpoint(repo.temp_dir, [&](ByteSink& out) { return out.Append(blob.out.data(), blob.out.size()); });
 }
 
 Result<Checkpoint> CheckpointInFile(const std::string& file) {
@@ -89,12 +99,16 @@ Result<Checkpoint> CheckpointInFile(const std::string& file) {
   if (!store::LooksLikePointer(text)) return Checkpoint{file, std::nullopt};
   ASSIGN_OR_RETURN(store::Pointer pointer, store::ParsePointer(text));
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  ASSIGN_OR_RETURN(TempFile scratch, TempFile::Create(repo.temp_dir, "version"));
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(scratch.path(), /*overwrite=*/true));
-  RETURN_IF_ERROR(store::RestoreFile(repo, pointer, file, out));
-  RETURN_IF_ERROR(out.CommitUnsynced());
-  const std::string path = scratch.path();
-  return Checkpoint{path, std::move(scratch)};
+  return ScratchCheckpoint(repo.temp_dir, [&](ByteSink& out) { return store::RestoreFile(repo, pointer, file, out); });
+}
+
+Result<std::shared_ptr<analyze::Input>> OpenCheckpoint(Checkpoint checkpoint) {
+  auto input = std::make_shared<analyze::Input>();
+  ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(checkpoint.path));
+  input->file = std::make_unique<ReadFile>(std::move(file));
+  ASSIGN_OR_RETURN(input->layout, formats::ReadLayout(*input->file, formats::FormatChoice::kAuto));
+  input->scratch = std::move(checkpoint.scratch);
+  return input;
 }
 
 std::vector<std::string> Lines(const std::string& text) {

@@ -5,10 +5,12 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "lib/analyze/analysis.h"
 #include "lib/base/file.h"
 #include "lib/base/io.h"
 #include "lib/base/progress.h"  // HumanBytes, Percent
@@ -77,6 +79,10 @@ Result<FoundPointers> FindPointers(bool all);
 
 // The non-empty lines of git's output.
 std::vector<std::string> Lines(const std::string& text);
+
+// The checkpoint opened for reading: its file and layout, keeping the
+// scratch file it may live in (labels left empty).
+Result<std::shared_ptr<analyze::Input>> OpenCheckpoint(Checkpoint checkpoint);
 
 // Paths in the index whose filter attribute is zipnn, in the whole tree.
 Result<std::vector<std::string>> TrackedPaths();

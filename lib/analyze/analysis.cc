@@ -90,6 +90,14 @@ const char* TensorStatusName(TensorStatus s) {
   return "?";
 }
 
+const char* AgainstName(config::DeltaAgainst d) { return d == config::DeltaAgainst::kBase ? "base" : "previous"; }
+
+std::string JoinDims(const std::vector<uint64_t>& shape, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? sep : "") + std::to_string(shape[i]);
+  return s;
+}
+
 std::optional<std::pair<int, int>> ExponentField(codec::DType t) {
   switch (t) {
     case codec::DType::kF32: return std::make_pair(8, 127);

@@ -76,6 +76,10 @@ enum class TensorStatus {
   kRemoved,   // in the reference only
 };
 const char* TensorStatusName(TensorStatus s);
+// "previous" or "base", as options and reports spell them.
+const char* AgainstName(config::DeltaAgainst d);
+// The dimensions joined by `sep` ("256,768" or "256x768").
+std::string JoinDims(const std::vector<uint64_t>& shape, const char* sep);
 
 struct TensorInfo {
   std::string name;

@@ -122,7 +122,6 @@ double StoredPct(const Sizes& s, double stored, uint64_t raw) {
   return s.measured && raw > 0 ? 100.0 * stored / static_cast<double>(raw) : kNaN;
 }
 
-const char* AgainstName(config::DeltaAgainst a) { return a == config::DeltaAgainst::kBase ? "base" : "previous"; }
 
 // A value axis: [lo, hi] in axis units (decimal exponents on a log axis)
 // with its tick positions.
@@ -547,9 +546,8 @@ std::string TensorSection(const Analysis& a) {
   for (const TensorChange* t : changed) {
     const double u = t->stats.RelativeUpdate();
     bars.push_back({t->tensor.name, u, NumCell(u), t->tensor.name, false});
-    std::string shape = "[";
-    for (size_t d = 0; d < t->tensor.shape.size(); ++d) shape += (d ? ", " : "") + std::to_string(t->tensor.shape[d]);
-    rows.push_back({t->tensor.name, std::string(codec::DTypeName(t->tensor.dtype)), shape + "]",
+    rows.push_back({t->tensor.name, std::string(codec::DTypeName(t->tensor.dtype)),
+                    "[" + JoinDims(t->tensor.shape, ", ") + "]",
                     TensorStatusName(t->status), PctCell(t->stats.ChangedFraction()), NumCell(u)});
   }
   std::string body = BarChart("top-tensors", "Largest relative updates at " + label,

@@ -43,10 +43,15 @@ std::string Count(uint64_t n) {
   return Format("%.1fG", static_cast<double>(n) / 1e9);
 }
 
-std::string Shape(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
+std::string Shape(const std::vector<uint64_t>& shape) { return "[" + JoinDims(shape, ",") + "]"; }
+
+// "  <what>: a b c and 9 more", the first dozen names; nothing for none.
+std::string NameList(const char* what, const std::vector<std::string>& names) {
+  if (names.empty()) return "";
+  std::string line = std::string("  ") + what + ":";
+  for (size_t i = 0; i < names.size() && i < 12; ++i) line += " " + names[i];
+  if (names.size() > 12) line += " and " + std::to_string(names.size() - 12) + " more";
+  return line + "\n";
 }
 
 // A text table: the first column left-aligned, the others right-aligned
@@ -104,7 +109,6 @@ std::string AgainstText(const Analysis& a) {
 
 std::string IntervalText(uint32_t k) { return k == 0 ? "inf" : std::to_string(k); }
 
-const char* AgainstName(config::DeltaAgainst d) { return d == config::DeltaAgainst::kBase ? "base" : "previous"; }
 
 // The last checkpoint compared with a reference: the tensor table's.
 std::optional<size_t> LastCompared(const Analysis& a) {
@@ -191,18 +195,10 @@ void TensorsSection(const Analysis& a, const std::vector<int>& slots, const Text
     t.Add(std::move(row));
   }
   out += t.Render();
-  auto list = [&](const char* what, const std::vector<const TensorChange*>& ts) {
-    if (ts.empty()) return;
-    std::string line = std::string("  ") + what + ":";
-    for (size_t i = 0; i < ts.size() && i < 12; ++i) {
-      line += " " + ts[i]->tensor.name + (ts[i]->status == TensorStatus::kFrozen ? "" : std::string(" (") +
-                                          TensorStatusName(ts[i]->status) + ")");
-    }
-    if (ts.size() > 12) line += " and " + std::to_string(ts.size() - 12) + " more";
-    out += line + "\n";
-  };
-  list("frozen", frozen);
-  list("other", other);
+  std::vector<std::string> frozen_names, other_names;
+  for (const TensorChange* t : frozen) frozen_names.push_back(t->tensor.name);
+  for (const TensorChange* t : other) other_names.push_back(t->tensor.name + " (" + TensorStatusName(t->status) + ")");
+  out += NameList("frozen", frozen_names) + NameList("other", other_names);
 }
 
 void ExponentsSection(const Analysis& a, std::string& out) {
@@ -301,10 +297,8 @@ DataTable TensorsTable(const Analysis& a, const std::vector<int>& slots) {
   for (const TensorChange& c : a.tensors) {
     const bool compared = c.status == TensorStatus::kChanged || c.status == TensorStatus::kFrozen;
     const bool counted = c.status != TensorStatus::kRemoved;
-    std::string shape;
-    for (size_t i = 0; i < c.tensor.shape.size(); ++i) shape += (i ? "x" : "") + std::to_string(c.tensor.shape[i]);
     std::vector<Cell> row = {uint64_t{c.checkpoint}, a.rows[c.checkpoint].label, c.tensor.name,
-                             std::string(codec::DTypeName(c.tensor.dtype)), shape, std::string(TensorStatusName(c.status)),
+                             std::string(codec::DTypeName(c.tensor.dtype)), JoinDims(c.tensor.shape, "x"), std::string(TensorStatusName(c.status)),
                              Maybe(counted, c.stats.elements), Maybe(counted, c.stats.changed),
                              Maybe(counted, c.stats.ChangedFraction())};
     for (int s : slots) row.push_back(Maybe(counted, c.stats.GroupChangedFraction(s)));
@@ -459,12 +453,7 @@ std::string DiffText(const std::vector<TensorChange>& changes, bool all) {
     t.Add(std::move(row));
   }
   out += t.Render();
-  if (!hidden.empty()) {
-    std::string line = "  unchanged:";
-    for (size_t i = 0; i < hidden.size() && i < 12; ++i) line += " " + hidden[i];
-    if (hidden.size() > 12) line += " and " + std::to_string(hidden.size() - 12) + " more";
-    out += line + "\n";
-  }
+  out += NameList("unchanged", hidden);
   return out;
 }
 

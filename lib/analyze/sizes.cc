@@ -9,19 +9,6 @@ namespace zipnn::analyze {
 
 namespace {
 
-// Counts what an encoder writes and keeps none of it.
-class CountingSink : public ByteSink {
- public:
-  Status Append(const void*, size_t n) override {
-    bytes_ += n;
-    return OkStatus();
-  }
-  uint64_t bytes() const { return bytes_; }
-
- private:
-  uint64_t bytes_ = 0;
-};
-
 Result<uint64_t> CodedSize(const Coded& target, const container::Layout& layout, const Coded* base,
                            const config::Policy& policy, codec::CoderPolicy coders, ContentId* id) {
   container::EncodeOptions options;

@@ -68,6 +68,19 @@ class ByteSink {
   }
 };
 
+// Counts what it is given and keeps none of it (sizes without output).
+class CountingSink : public ByteSink {
+ public:
+  Status Append(const void*, size_t n) override {
+    bytes_ += n;
+    return OkStatus();
+  }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  uint64_t bytes_ = 0;
+};
+
 class MemorySource : public ByteSource {
  public:
   MemorySource(const uint8_t* data, size_t size, std::string name)

@@ -225,28 +225,22 @@ Status VisitChain(const Repository& repo, const ContentId& id, const std::functi
   }
 }
 
-namespace {
-
-// Keeps nothing of what it is given.
-class DiscardSink : public ByteSink {
- public:
-  Status Append(const void*, size_t) override { return OkStatus(); }
-};
-
-}  // namespace
-
 Status CheckStored(const Repository& repo, const Pointer& pointer, bool decode) {
   uint64_t raw_size = 0;
-  RETURN_IF_ERROR(VisitChain(repo, pointer.id, [&](const ChainLink& link) {
-    if (link.depth == 0) raw_size = link.raw_size;
-  }));
+  if (decode) {
+    CountingSink counted;
+    RETURN_IF_ERROR(Restore(repo, pointer.id, counted));
+    raw_size = counted.bytes();
+  } else {
+    RETURN_IF_ERROR(VisitChain(repo, pointer.id, [&](const ChainLink& link) {
+      if (link.depth == 0) raw_size = link.raw_size;
+    }));
+  }
   if (raw_size != pointer.size) {
     return Corruption("object " + pointer.id.Hex() + " holds " + std::to_string(raw_size) + " bytes; its pointer says " +
                       std::to_string(pointer.size));
   }
-  if (!decode) return OkStatus();
-  DiscardSink discard;
-  return Restore(repo, pointer.id, discard);
+  return OkStatus();
 }
 
 Result<StoredInfo> Describe(const Repository& repo, const ContentId& id) {
