@@ -90,7 +90,9 @@ Result<std::string> TopLevel(const std::string& cwd) {
 }
 
 Result<std::string> GitDir(const std::string& cwd) {
-  auto dir = GitOutput({"rev-parse", "--absolute-git-dir"}, cwd);
+  // The common folder: linked worktrees share one store with their main
+  // repository.
+  auto dir = GitOutput({"rev-parse", "--path-format=absolute", "--git-common-dir"}, cwd);
   if (!dir.ok()) return NotFound("not inside a git repository (" + dir.status().message() + ")");
   return dir;
 }

@@ -27,7 +27,8 @@ Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& c
 Result<std::string> GitOutput(const std::vector<std::string>& args, const std::string& cwd = "");
 
 // The work tree's top folder and the git folder of the repository around
-// `cwd`; NotFound outside a repository.
+// `cwd` (the common one, which linked worktrees share); NotFound outside a
+// repository.
 Result<std::string> TopLevel(const std::string& cwd = "");
 Result<std::string> GitDir(const std::string& cwd = "");
 
