@@ -33,6 +33,7 @@ Action SetupGc(CLI::App& sub);
 Action SetupInstall(CLI::App& sub);
 Action SetupLog(CLI::App& sub);
 Action SetupLsFiles(CLI::App& sub);
+Action SetupRepack(CLI::App& sub);
 Action SetupRestore(CLI::App& sub);
 Action SetupShow(CLI::App& sub);
 Action SetupSmudge(CLI::App& sub);

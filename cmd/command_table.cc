@@ -15,6 +15,7 @@ const std::vector<CommandSpec>& Commands() {
       {"show", "One stored checkpoint: its chain of bases and its layout", &SetupShow},
       {"fsck", "Check that every checkpoint HEAD (or --all history) points at restores exactly", &SetupFsck},
       {"gc", "Remove stored objects nothing needs (keeps every base of a live delta)", &SetupGc},
+      {"repack", "Rewrite stored checkpoints by the current policy (base interval, chain length)", &SetupRepack},
       {"restore", "Write a version of a tracked checkpoint straight to a file, verified", &SetupRestore},
       {"compress", "Compress a checkpoint file into an object (standalone or a delta)", &SetupCompress},
       {"decompress", "Restore the exact original bytes of an object", &SetupDecompress},

@@ -2,8 +2,11 @@
 // of every checkpoint a pointer names anywhere in the repository (every
 // commit reachable from a ref, a reflog or a stash, and the index), every
 // base of their chains, and every object used within the grace period
-// (with the bases of its chain): a `git add` running now marks what it
-// stores or reuses (ObjectStore::Touch) before git records a pointer.
+// (with the bases of its chain). gc holds the store's lock exclusive, so
+// it waits for running adds to finish (their filter processes hold it
+// shared until git has recorded their pointers), and adds wait for it. As
+// a second guard, an add marks what it stores or reuses, with every base
+// of its chain (ObjectStore::Touch), before git records a pointer.
 //
 // An object is removed by renaming it aside, checking that no add marked
 // it meanwhile, then unlinking; one marked meanwhile is put back. A gc
@@ -67,6 +70,9 @@ std::vector<std::string> OldScratch(const std::string& dir, const std::string& k
 Status RunGc(const GcArgs& a) {
   if (a.keep_recent_days < 0) return InvalidArgument("--keep-recent must not be negative");
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ASSIGN_OR_RETURN(store::StoreLock lock, repo.objects.Lock(store::StoreLock::Mode::kExclusive, [] {
+    std::fprintf(stderr, "git-zipnn gc: waiting for running adds to finish\n");
+  }));
   const int64_t started = static_cast<int64_t>(std::time(nullptr));
   const int64_t cutoff = started - static_cast<int64_t>(a.keep_recent_days * 86400);
 

@@ -70,6 +70,11 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   const ContentId id = hasher.Finish();
   const bool stored_before = repo_.objects.Has(id);
   progress.Update("storing", 0);
+  if (!lock_) {
+    ASSIGN_OR_RETURN(lock_, repo_.objects.Lock(store::StoreLock::Mode::kShared, [] {
+      std::fprintf(stderr, "git-zipnn: waiting for a gc of the store to finish\n");
+    }));
+  }
   ASSIGN_OR_RETURN(store::Pointer pointer, store::CheckIn(repo_, path, spool.path(), id));
   if (!stored_before && progress.enabled()) {
     auto info = store::Describe(repo_, id);

@@ -4,10 +4,15 @@
 // passes clean unchanged, and content that is not a pointer passes smudge
 // unchanged, so a repository is never stuck half-converted.
 //
+// Clean holds the store's lock shared from its first object to the end of
+// the process, so that a gc waits until git has recorded the pointers of
+// what was stored (git writes its index before it stops the filter).
+//
 // One instance serves one process (single- or multi-file); not
 // thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "filters/filter_process.h"
@@ -24,6 +29,7 @@ class CheckpointFilter : public FilterHandler {
 
  private:
   store::Repository repo_;
+  std::optional<store::StoreLock> lock_;
 };
 
 }  // namespace zipnn::filters

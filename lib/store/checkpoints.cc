@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -12,23 +13,11 @@
 #include "lib/base/file.h"
 #include "lib/container/object.h"
 #include "lib/formats/detect.h"
+#include "lib/store/storing.h"
 
 namespace zipnn::store {
 
 namespace {
-
-// A version in a series: its id and the step numbers of its file name.
-struct Version {
-  ContentId id;
-  std::string step;
-};
-
-// Files about a series are named by the hash of its name: any name is a
-// file name.
-std::string SeriesKey(const std::string& path) {
-  const std::string name = SeriesName(path);
-  return HashBytes(name.data(), name.size()).Hex();
-}
 
 std::string SeriesFile(const Repository& repo, const std::string& path) {
   return repo.series_dir + "/" + SeriesKey(path);
@@ -52,10 +41,11 @@ void KeepLatest(const Repository& repo, const std::string& path, const std::stri
   }
 }
 
-// One line per version, in the order they were added: "<id> <step>".
-std::vector<Version> ReadSeries(const Repository& repo, const std::string& path) {
+// A series index has one line per version, in the order they were added:
+// "<id> <step>". Returned in series order, each id once.
+std::vector<Version> ReadSeriesFile(const std::string& file) {
   std::vector<Version> versions;
-  std::ifstream in(SeriesFile(repo, path));
+  std::ifstream in(file);
   std::string line;
   while (std::getline(in, line)) {
     const size_t space = line.find(' ');
@@ -63,7 +53,14 @@ std::vector<Version> ReadSeries(const Repository& repo, const std::string& path)
       versions.push_back({*id, space == std::string::npos ? "" : line.substr(space + 1)});
     }
   }
-  return versions;
+  std::stable_sort(versions.begin(), versions.end(),
+                   [](const Version& a, const Version& b) { return StepLess(a.step, b.step); });
+  std::vector<Version> once;
+  for (Version& v : versions) {
+    const bool seen = std::any_of(once.begin(), once.end(), [&](const Version& o) { return o.id == v.id; });
+    if (!seen) once.push_back(std::move(v));
+  }
+  return once;
 }
 
 Status AppendSeries(const Repository& repo, const std::string& path, const ContentId& id) {
@@ -95,6 +92,29 @@ bool StepLess(const std::string& a, const std::string& b) {
   }
 }
 
+// Files about a series are named by the hash of its name: any name is a
+// file name.
+std::string SeriesKey(const std::string& path) {
+  const std::string name = SeriesName(path);
+  return HashBytes(name.data(), name.size()).Hex();
+}
+
+std::vector<Version> SeriesVersions(const Repository& repo, const std::string& path) {
+  return ReadSeriesFile(SeriesFile(repo, path));
+}
+
+Result<std::map<std::string, std::vector<Version>>> RecordedSeries(const Repository& repo) {
+  std::map<std::string, std::vector<Version>> all;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(repo.series_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file(ec)) all[it->path().filename().string()] = ReadSeriesFile(it->path().string());
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return IoError(repo.series_dir + ": cannot list the series: " + ec.message());
+  }
+  return all;
+}
+
 namespace {
 
 // One object of the chain of `top`, opened and checked: in the store,
@@ -123,13 +143,10 @@ Result<Link> OpenLink(const Repository& repo, const ContentId& top, const Conten
 Status RestoreChain(const Repository& repo, const ContentId& top, const ContentId& id, ByteSink& out,
                     std::vector<ContentId>& passed);
 
-// A version decoded into a scratch file, for a delta to read as its base.
-struct Scratch {
-  TempFile file;
-  ReadFile reader;
-};
-Result<Scratch> RestoreToScratch(const Repository& repo, const ContentId& top, const ContentId& id,
-                                 std::vector<ContentId>& passed) {
+// A link of the chain of `top` decoded into a scratch file, for a delta
+// to read as its base.
+Result<Scratch> RestoreLinkToScratch(const Repository& repo, const ContentId& top, const ContentId& id,
+                                     std::vector<ContentId>& passed) {
   ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "restore"));
   {
     ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(file.path(), /*overwrite=*/true));
@@ -150,34 +167,36 @@ Status RestoreChain(const Repository& repo, const ContentId& top, const ContentI
   if (link.info.header.kind == container::ObjectKind::kBase) {
     return container::DecodeObject(link.file, link.info, nullptr, options, out);
   }
-  ASSIGN_OR_RETURN(Scratch base, RestoreToScratch(repo, top, link.info.header.base_id, passed));
+  ASSIGN_OR_RETURN(Scratch base, RestoreLinkToScratch(repo, top, link.info.header.base_id, passed));
   return container::DecodeObject(link.file, link.info, &base.reader, options, out);
 }
 
-// Encodes `input` (its layout from the format layer) standalone, or as a
-// delta against `base` (with its layout), into `objects`.
-struct DeltaSource {
-  const ReadFile* file;
-  const formats::FileLayout* layout;
-  ContentId id;
-};
-Status Encode(const Repository& repo, const ObjectStore& objects, const ReadFile& input,
-              const formats::FileLayout& layout, const ContentId& id, const DeltaSource* base, uint64_t* size) {
+// Encodes `input` standalone, or as a delta against `base`, into `out`;
+// the object's size in `*size`.
+Status EncodeTo(const Repository& repo, const RawVersion& input, const RawVersion* base, AtomicFile& out,
+                uint64_t* size) {
   const container::Layout regions =
-      base != nullptr ? formats::ToDeltaRegions(layout, *base->layout) : formats::ToRegions(layout);
+      base != nullptr ? formats::ToDeltaRegions(*input.layout, *base->layout) : formats::ToRegions(*input.layout);
   std::optional<container::DeltaBase> delta;
   if (base != nullptr) delta = container::DeltaBase{base->file, base->id};
   container::EncodeOptions options;
   options.chunk_size = repo.policy.chunk_size;
   options.threads = repo.policy.threads;
   options.zstd_level = repo.policy.zstd_level;
-  return objects.Put(id, [&](AtomicFile& out) -> Status {
-    ASSIGN_OR_RETURN(container::EncodeResult r,
-                     container::EncodeObject(input, regions, delta ? &*delta : nullptr, options, out));
-    if (r.content_id != id) return Corruption(input.name() + " changed while it was stored");
-    *size = r.object_size;
-    return OkStatus();
-  });
+  ASSIGN_OR_RETURN(container::EncodeResult r,
+                   container::EncodeObject(*input.file, regions, delta ? &*delta : nullptr, options, out));
+  if (r.content_id != input.id) return Corruption(input.file->name() + " changed while it was stored");
+  *size = r.object_size;
+  return OkStatus();
+}
+
+Result<Candidate> EncodeCandidateAs(const Repository& repo, const RawVersion& input, const RawVersion* base) {
+  ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir + "/candidates", "object"));
+  Candidate c{std::move(file), base != nullptr, 0};
+  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(c.file.path(), /*overwrite=*/true));
+  RETURN_IF_ERROR(EncodeTo(repo, input, base, out, &c.size));
+  RETURN_IF_ERROR(out.Commit());
+  return c;
 }
 
 }  // namespace
@@ -274,80 +293,107 @@ Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::st
                   " (fetch it, or restore the store)");
 }
 
+Result<Scratch> RestoreToScratch(const Repository& repo, const ContentId& id) {
+  std::vector<ContentId> passed;
+  return RestoreLinkToScratch(repo, id, id, passed);
+}
+
+Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base,
+                                  uint64_t reference) {
+  if (base == nullptr) return EncodeCandidateAs(repo, input, nullptr);
+  ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(repo, input, base));
+  const double most = static_cast<double>(reference) * (1 - repo.policy.min_gain);
+  if (reference == 0 || static_cast<double>(delta.size) <= most) return delta;
+  return EncodeCandidateAs(repo, input, nullptr);
+}
+
+Status TouchChain(const Repository& repo, const ContentId& id) {
+  std::vector<ContentId> chain;
+  RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) { chain.push_back(link.id); }));
+  for (const ContentId& link : chain) RETURN_IF_ERROR(repo.objects.Touch(link));
+  return OkStatus();
+}
+
+Placement PlaceVersion(const Repository& repo, const std::vector<Version>& series, size_t position) {
+  Placement placed;
+  if (position == 0 || position % repo.policy.base_interval == 0) return placed;
+  std::optional<ContentId> last_base;
+  for (size_t i = position; i-- > 0;) {
+    auto info = Describe(repo, series[i].id);
+    if (!info.ok()) break;  // a lost object: start afresh with a base
+    if (!info->delta) {
+      last_base = series[i].id;
+      placed.reference = info->object_size;
+      break;
+    }
+  }
+  if (!last_base) return placed;
+  const ContentId against =
+      repo.policy.delta_against == config::DeltaAgainst::kBase ? *last_base : series[position - 1].id;
+  auto info = Describe(repo, against);
+  if (info.ok() && info->depth + 1 <= static_cast<int>(repo.policy.max_chain)) placed.base = against;
+  return placed;
+}
+
 Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const std::string& file,
                         const ContentId& id) {
   ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(file));
   ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(input, formats::FormatChoice::kAuto));
   Pointer pointer{id, input.size(), formats::FormatName(layout.format)};
-  // Already stored: marked as used, so that a gc running now keeps it.
-  // If gc took it meanwhile, it is stored again below.
-  if (repo.objects.Has(id) && repo.objects.Touch(id).ok()) return pointer;
+  // Already stored: its chain is marked as used, so that a gc running now
+  // keeps it. If gc took the object meanwhile, it is stored again below;
+  // if it lost a base, it is stored again in its place.
+  const bool present = repo.objects.Has(id);
+  if (present && TouchChain(repo, id).ok()) return pointer;
 
   // Where this version falls in its series: after every version whose
   // step is not greater (so a path overwritten in place follows the order
   // of adds, and step-numbered files the order of their numbers).
-  std::vector<Version> series = ReadSeries(repo, path);
-  std::stable_sort(series.begin(), series.end(),
-                   [](const Version& a, const Version& b) { return StepLess(a.step, b.step); });
+  const std::vector<Version> series = SeriesVersions(repo, path);
   const std::string step = StepOf(path);
   const size_t position =
       std::upper_bound(series.begin(), series.end(), step,
                        [](const std::string& s, const Version& v) { return StepLess(s, v.step); }) -
       series.begin();
-  std::optional<ContentId> base_id;
-  uint64_t reference = 0;  // the last base's size: what a standalone version costs
-  if (position > 0 && position % repo.policy.base_interval != 0) {
-    const ContentId previous = series[position - 1].id;
-    std::optional<ContentId> last_base;
-    for (size_t i = position; i-- > 0;) {
-      auto info = Describe(repo, series[i].id);
-      if (!info.ok()) break;  // a lost object: start afresh with a base
-      if (!info->delta) {
-        last_base = series[i].id;
-        reference = info->object_size;
-        break;
-      }
-    }
-    if (last_base) {
-      const ContentId against = repo.policy.delta_against == config::DeltaAgainst::kBase ? *last_base : previous;
-      auto info = Describe(repo, against);
-      if (info.ok() && info->depth + 1 <= static_cast<int>(repo.policy.max_chain)) base_id = against;
-    }
-  }
+  Placement placed = PlaceVersion(repo, series, position);
+  // The base's chain must outlive this delta: marked as used before it is
+  // read (a gc that took part of it meanwhile makes this version a base).
+  if (placed.base && !TouchChain(repo, *placed.base).ok()) placed.base.reset();
 
-  uint64_t size = 0;
-  // The base must outlive this delta: marked as used before it is read.
-  if (base_id && !repo.objects.Touch(*base_id).ok()) base_id.reset();
-  if (base_id) {
+  const RawVersion raw{&input, &layout, id};
+  if (!placed.base && !present) {
+    uint64_t size = 0;
+    RETURN_IF_ERROR(repo.objects.Put(id, [&](AtomicFile& out) { return EncodeTo(repo, raw, nullptr, out, &size); }));
+  } else {
     // The base's bytes: the series' latest version as kept by the last
     // add, or decoded from the store.
     std::optional<ReadFile> latest;
     std::optional<Scratch> decoded;
-    if (auto kept = ReadFile::Open(LatestFile(repo, path)); kept.ok()) {
-      auto hash = HashSource(*kept);
-      if (hash.ok() && *hash == *base_id) latest.emplace(std::move(*kept));
+    if (placed.base) {
+      if (auto kept = ReadFile::Open(LatestFile(repo, path)); kept.ok()) {
+        auto hash = HashSource(*kept);
+        if (hash.ok() && *hash == *placed.base) latest.emplace(std::move(*kept));
+      }
+      if (!latest) {
+        auto scratch = RestoreToScratch(repo, *placed.base);
+        if (scratch.ok()) {
+          decoded.emplace(std::move(*scratch));
+        } else if (scratch.status().code() == StatusCode::kNotFound) {
+          placed.base.reset();  // gc took it after all: this version becomes a base
+        } else {
+          return scratch.status();
+        }
+      }
     }
-    if (!latest) {
-      std::vector<ContentId> passed;
-      ASSIGN_OR_RETURN(Scratch scratch, RestoreToScratch(repo, *base_id, *base_id, passed));
-      decoded.emplace(std::move(scratch));
+    std::optional<formats::FileLayout> base_layout;
+    std::optional<RawVersion> base;
+    if (placed.base) {
+      const ReadFile& bytes = latest ? *latest : decoded->reader;
+      ASSIGN_OR_RETURN(base_layout, formats::ReadLayout(bytes, formats::FormatChoice::kAuto));
+      base = RawVersion{&bytes, &*base_layout, *placed.base};
     }
-    const ReadFile& base = latest ? *latest : decoded->reader;
-    ASSIGN_OR_RETURN(formats::FileLayout base_layout, formats::ReadLayout(base, formats::FormatChoice::kAuto));
-    const DeltaSource source{&base, &base_layout, *base_id};
-    // Encoded to a side path first: a delta that does not pay is replaced
-    // by a base under the same id.
-    const ObjectStore candidates(repo.temp_dir + "/candidates");
-    RETURN_IF_ERROR(Encode(repo, candidates, input, layout, id, &source, &size));
-    const bool pays = reference == 0 ||
-                      static_cast<double>(size) <= static_cast<double>(reference) * (1 - repo.policy.min_gain);
-    const std::string candidate = candidates.PathOf(id);
-    Status adopted = pays ? repo.objects.Adopt(id, candidate) : OkStatus();
-    ::unlink(candidate.c_str());
-    RETURN_IF_ERROR(adopted);
-    if (!pays) RETURN_IF_ERROR(Encode(repo, repo.objects, input, layout, id, nullptr, &size));
-  } else {
-    RETURN_IF_ERROR(Encode(repo, repo.objects, input, layout, id, nullptr, &size));
+    ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, raw, base ? &*base : nullptr, placed.reference));
+    RETURN_IF_ERROR(present ? repo.objects.Replace(id, c.file.path()) : repo.objects.Adopt(id, c.file.path()));
   }
   RETURN_IF_ERROR(AppendSeries(repo, path, id));
   if (position == series.size()) KeepLatest(repo, path, file);

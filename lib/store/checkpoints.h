@@ -14,7 +14,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "lib/base/io.h"
 #include "lib/base/status.h"
@@ -46,11 +48,32 @@ std::string StepOf(const std::string& path);
 // Orders StepOf values by their numbers in turn, by value (so 20 < 100).
 bool StepLess(const std::string& a, const std::string& b);
 
+// A version of a series, as `git add` recorded it in the series index.
+struct Version {
+  ContentId id;
+  std::string step;  // StepOf its path
+};
+
+// The versions recorded for the series of `path`, in series order: by
+// step, then in the order they were added; each id once (its first place).
+std::vector<Version> SeriesVersions(const Repository& repo, const std::string& path);
+
+// The name of the series index of `path`'s series (a hash of SeriesName).
+std::string SeriesKey(const std::string& path);
+
+// Every series recorded under series_dir, by key, each in series order.
+Result<std::map<std::string, std::vector<Version>>> RecordedSeries(const Repository& repo);
+
 // Stores the checkpoint in `file` (its content id already known) as a
 // version of the series of `path`, unless the store has it. Returns its
 // pointer.
 Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const std::string& file,
                         const ContentId& id);
+
+// Marks `id` and every base of its chain as just used (ObjectStore::Touch),
+// so that a gc running now keeps the whole chain. An error when the chain
+// is not whole: the object must not be relied on.
+Status TouchChain(const Repository& repo, const ContentId& id);
 
 // Writes the exact bytes of `id` to `out`, verified.
 Status Restore(const Repository& repo, const ContentId& id, ByteSink& out);

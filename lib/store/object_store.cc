@@ -1,6 +1,7 @@
 #include "lib/store/object_store.h"
 
 #include <errno.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +45,36 @@ Status ObjectStore::Put(const ContentId& id, const std::function<Status(AtomicFi
   return committed;
 }
 
+StoreLock& StoreLock::operator=(StoreLock&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+StoreLock::~StoreLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the flock
+}
+
+Result<StoreLock> ObjectStore::Lock(StoreLock::Mode mode, const std::function<void()>& waiting) const {
+  RETURN_IF_ERROR(MakeDirectories(root_));
+  const int fd = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError(root_ + ": cannot open the store to lock it: " + std::strerror(errno));
+  StoreLock lock(fd);
+  const int how = mode == StoreLock::Mode::kShared ? LOCK_SH : LOCK_EX;
+  if (::flock(fd, how | LOCK_NB) == 0) return lock;
+  if (errno == EWOULDBLOCK) {
+    waiting();
+    int r;
+    while ((r = ::flock(fd, how)) != 0 && errno == EINTR) {
+    }
+    if (r == 0) return lock;
+  }
+  return IoError(root_ + ": cannot lock the store: " + std::strerror(errno));
+}
+
 Status ObjectStore::Touch(const ContentId& id) const {
   const std::string path = PathOf(id);
   if (::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) == 0) return OkStatus();
@@ -73,21 +104,37 @@ Result<std::vector<ObjectStore::Entry>> ObjectStore::List() const {
   return entries;
 }
 
+namespace {
+
+Status CopyInto(const std::string& file, AtomicFile& out) {
+  ASSIGN_OR_RETURN(ReadFile from, ReadFile::Open(file));
+  Buffer block(1 << 20);
+  for (uint64_t at = 0; at < from.size(); at += block.size()) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), from.size() - at));
+    RETURN_IF_ERROR(from.ReadAt(at, block.data(), n));
+    RETURN_IF_ERROR(out.Append(block.data(), n));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Status ObjectStore::Adopt(const ContentId& id, const std::string& file) const {
   const std::string path = PathOf(id);
   RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
   if (::link(file.c_str(), path.c_str()) == 0 || errno == EEXIST) return OkStatus();
   if (errno != EXDEV) return IoError(path + ": cannot link " + file + ": " + std::strerror(errno));
-  return Put(id, [&](AtomicFile& out) -> Status {  // another file system: copy
-    ASSIGN_OR_RETURN(ReadFile from, ReadFile::Open(file));
-    Buffer block(1 << 20);
-    for (uint64_t at = 0; at < from.size(); at += block.size()) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), from.size() - at));
-      RETURN_IF_ERROR(from.ReadAt(at, block.data(), n));
-      RETURN_IF_ERROR(out.Append(block.data(), n));
-    }
-    return OkStatus();
-  });
+  return Put(id, [&](AtomicFile& out) { return CopyInto(file, out); });  // another file system
+}
+
+Status ObjectStore::Replace(const ContentId& id, const std::string& file) const {
+  const std::string path = PathOf(id);
+  RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
+  if (::rename(file.c_str(), path.c_str()) == 0) return OkStatus();
+  if (errno != EXDEV) return IoError(path + ": cannot replace it with " + file + ": " + std::strerror(errno));
+  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));  // another file system
+  RETURN_IF_ERROR(CopyInto(file, out));
+  return out.Commit();
 }
 
 }  // namespace zipnn::store

@@ -21,6 +21,23 @@
 
 namespace zipnn::store {
 
+// A lock on a whole store (flock on its root folder, so it holds across
+// processes and repositories sharing the store, and dies with its
+// process). Writers that record pointers in git hold it shared until git
+// has them; gc holds it exclusive. Released when it goes away.
+class StoreLock {
+ public:
+  enum class Mode { kShared, kExclusive };
+  StoreLock(StoreLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  StoreLock& operator=(StoreLock&& o) noexcept;
+  ~StoreLock();
+
+ private:
+  friend class ObjectStore;
+  explicit StoreLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
 class ObjectStore {
  public:
   explicit ObjectStore(std::string root) : root_(std::move(root)) {}
@@ -37,9 +54,18 @@ class ObjectStore {
   // candidate) as the object for `id`: a hard link when it is on the same
   // file system, else a copy. The caller removes `file`.
   Status Adopt(const ContentId& id, const std::string& file) const;
+  // Puts a finished, fsynced object file in place of the object for `id`
+  // (there or not): a rename when it is on the same file system, else a
+  // copy written atomically. Readers see the old object or the new one,
+  // whole; both hold the same content. `file` is gone after a rename.
+  Status Replace(const ContentId& id, const std::string& file) const;
   // Marks an object as just used (its modification time becomes now), so
   // that gc's grace period protects it; NotFound when it is gone.
   Status Touch(const ContentId& id) const;
+
+  // Takes the store's lock (creating the root if needed); `waiting` is
+  // called once if another process holds it and this one must wait.
+  Result<StoreLock> Lock(StoreLock::Mode mode, const std::function<void()>& waiting) const;
 
   struct Entry {
     std::string path;

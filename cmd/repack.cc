@@ -1,0 +1,137 @@
+// git zipnn repack: rewrites stored checkpoints as the policy would store
+// them now (after base_interval changed, or to cut long chains), series by
+// series, oldest version first, each object replaced atomically after its
+// candidate was verified. Pointers and history never change.
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "lib/git/git.h"
+#include "lib/store/repack.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+struct RepackArgs {
+  std::vector<std::string> paths;
+  uint32_t base_interval = 0;  // 0: from .zipnn.yaml
+  int max_chain = -1;          // -1: from .zipnn.yaml, or base_interval - 1
+  int threads = 0;
+};
+
+std::string Form(const store::StoredInfo& info) {
+  return info.delta ? "delta (chain " + std::to_string(info.depth) + ")" : "base";
+}
+
+// Repacks one series; returns how many versions it left as they were.
+Result<size_t> RepackOne(const store::Repository& repo, const std::string& name,
+                         const std::vector<store::Version>& versions) {
+  size_t rewritten = 0, failed = 0, missing = 0, bases = 0;
+  int chain_before = 0, chain_after = 0;
+  uint64_t before = 0, after = 0;
+  std::printf("%s: %zu version%s\n", name.c_str(), versions.size(), versions.size() == 1 ? "" : "s");
+  std::fflush(stdout);
+  RETURN_IF_ERROR(store::RepackSeries(repo, versions, [&](const store::RepackedVersion& v) {
+    const std::string label = (v.version.step.empty() ? "" : "step " + v.version.step + " ") + v.version.id.Hex();
+    if (v.missing) {
+      ++missing;
+      return;
+    }
+    if (!v.error.ok()) {
+      ++failed;
+      std::fprintf(stderr, "error: %s: %s (left as it was)\n", label.c_str(), v.error.message().c_str());
+      return;
+    }
+    before += v.before.object_size;
+    after += v.after.object_size;
+    chain_before = std::max(chain_before, v.before.depth);
+    chain_after = std::max(chain_after, v.after.depth);
+    if (!v.after.delta) ++bases;
+    if (!v.rewritten) return;
+    ++rewritten;
+    std::printf("  %s: %s -> %s, %s -> %s\n", label.c_str(), Form(v.before).c_str(), Form(v.after).c_str(),
+                HumanBytes(v.before.object_size).c_str(), HumanBytes(v.after.object_size).c_str());
+    std::fflush(stdout);
+  }));
+  std::printf("  rewrote %zu; now %zu base%s, longest chain %d (was %d); stored %s -> %s", rewritten, bases,
+              bases == 1 ? "" : "s", chain_after, chain_before, HumanBytes(before).c_str(),
+              HumanBytes(after).c_str());
+  if (missing > 0) std::printf("; %zu recorded version%s no longer stored", missing, missing == 1 ? "" : "s");
+  std::printf("\n");
+  return failed;
+}
+
+Status RunRepack(const RepackArgs& a) {
+  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  const config::Policy configured = repo.policy;
+  if (a.base_interval > 0) {
+    // max_chain follows the interval unless .zipnn.yaml sets another.
+    const bool chain_by_default = configured.max_chain == config::DefaultMaxChain(configured.base_interval);
+    repo.policy.base_interval = a.base_interval;
+    if (chain_by_default) repo.policy.max_chain = config::DefaultMaxChain(a.base_interval);
+  }
+  if (a.max_chain >= 0) repo.policy.max_chain = static_cast<uint32_t>(a.max_chain);
+  if (a.threads > 0) repo.policy.threads = a.threads;
+  // Shared, as adds: a gc waits until the repack is done.
+  ASSIGN_OR_RETURN(store::StoreLock lock, repo.objects.Lock(store::StoreLock::Mode::kShared, [] {
+    std::fprintf(stderr, "git-zipnn repack: waiting for a gc of the store to finish\n");
+  }));
+
+  // The series to repack, by key, with a name to show.
+  std::map<std::string, std::pair<std::string, std::vector<store::Version>>> chosen;
+  if (a.paths.empty()) {
+    ASSIGN_OR_RETURN(auto recorded, store::RecordedSeries(repo));
+    ASSIGN_OR_RETURN(std::vector<std::string> tracked, TrackedPaths());
+    std::map<std::string, std::string> names;
+    for (const std::string& path : tracked) names.emplace(store::SeriesKey(path), store::SeriesName(path));
+    for (auto& [key, versions] : recorded) {
+      auto name = names.find(key);
+      chosen[key] = {name != names.end() ? name->second : "series " + key.substr(0, 10) + " (no tracked path)",
+                     std::move(versions)};
+    }
+  } else {
+    for (const std::string& p : a.paths) {
+      auto full = git::GitOutput({"ls-files", "--full-name", "--error-unmatch", "--", p});
+      if (!full.ok()) return NotFound(p + " is not a tracked file (git ls-files does not list it)");
+      const std::string path = Lines(*full).at(0);
+      chosen[store::SeriesKey(path)] = {store::SeriesName(path), store::SeriesVersions(repo, path)};
+    }
+  }
+  std::printf("repacking %zu series: base every %u, delta against %s, chains of at most %u\n", chosen.size(),
+              repo.policy.base_interval,
+              repo.policy.delta_against == config::DeltaAgainst::kBase ? "the base" : "the previous version",
+              repo.policy.max_chain);
+  size_t failed = 0;
+  for (const auto& [key, series] : chosen) {
+    ASSIGN_OR_RETURN(size_t left, RepackOne(repo, series.first, series.second));
+    failed += left;
+  }
+  if (a.base_interval > 0 && a.base_interval != configured.base_interval) {
+    std::printf("note: .zipnn.yaml sets base_interval %u; later adds follow it (set it to %u to keep this layout)\n",
+                configured.base_interval, a.base_interval);
+  }
+  if (failed > 0) {
+    return Corruption(std::to_string(failed) + " version" + (failed == 1 ? " was" : "s were") +
+                      " left as they were (see above; `git zipnn fsck --all` checks the store)");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Action SetupRepack(CLI::App& sub) {
+  auto a = std::make_shared<RepackArgs>();
+  sub.add_option("paths", a->paths, "Tracked checkpoints whose series to repack (default: every recorded series)");
+  sub.add_option("--base-interval", a->base_interval, "Store every K-th version standalone (default: .zipnn.yaml)")
+      ->check(CLI::Range(1u, 1000000u));
+  sub.add_option("--max-chain", a->max_chain,
+                 "Longest chain of deltas (default: .zipnn.yaml, or the base interval - 1)")
+      ->check(CLI::Range(0, store::kMaxChainDepth));
+  AddThreadsOption(sub, a->threads);
+  return [a] { return RunRepack(*a); };
+}
+
+}  // namespace zipnn::cmd

@@ -1,0 +1,158 @@
+#include "lib/store/repack.h"
+
+#include <list>
+#include <optional>
+
+#include "lib/container/object.h"
+#include "lib/formats/detect.h"
+#include "lib/store/storing.h"
+
+namespace zipnn::store {
+
+namespace {
+
+// A version's raw bytes in a scratch file, with its layout.
+struct Raw {
+  ContentId id;
+  Scratch scratch;
+  formats::FileLayout layout;
+};
+
+// The raw versions a repack still needs: the one before the current
+// version and the last base, so that most versions decode in one step.
+class RawCache {
+ public:
+  explicit RawCache(const Repository& repo) : repo_(repo) {}
+
+  Result<RawVersion> Get(const ContentId& id) {
+    const Raw* raw = Find(id);
+    if (raw == nullptr) {
+      ASSIGN_OR_RETURN(Scratch scratch, Decode(id));
+      ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(scratch.reader, formats::FormatChoice::kAuto));
+      raw = &raws_.emplace_back(Raw{id, std::move(scratch), std::move(layout)});
+    }
+    return RawVersion{&raw->scratch.reader, &raw->layout, id};
+  }
+
+  // Drops every raw version but these.
+  void KeepOnly(const ContentId& a, const std::optional<ContentId>& b) {
+    raws_.remove_if([&](const Raw& r) { return r.id != a && r.id != b; });
+  }
+
+ private:
+  // A delta whose base is at hand decodes in one step; anything else
+  // decodes its whole chain.
+  Result<Scratch> Decode(const ContentId& id) {
+    ASSIGN_OR_RETURN(ReadFile object, repo_.objects.Open(id));
+    ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+    const Raw* base = Find(info.header.base_id);
+    if (info.content_id != id || info.header.kind != container::ObjectKind::kDelta || base == nullptr) {
+      return RestoreToScratch(repo_, id);
+    }
+    ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo_.temp_dir, "repack"));
+    {
+      ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(file.path(), /*overwrite=*/true));
+      container::DecodeOptions options;
+      options.threads = repo_.policy.threads;
+      RETURN_IF_ERROR(container::DecodeObject(object, info, &base->scratch.reader, options, sink));
+      RETURN_IF_ERROR(sink.CommitUnsynced());
+    }
+    ASSIGN_OR_RETURN(ReadFile reader, ReadFile::Open(file.path()));
+    return Scratch{std::move(file), std::move(reader)};
+  }
+
+  const Raw* Find(const ContentId& id) const {
+    for (const Raw& r : raws_) {
+      if (r.id == id) return &r;
+    }
+    return nullptr;
+  }
+
+  const Repository& repo_;
+  std::list<Raw> raws_;  // a few at most; elements stay put
+};
+
+// A candidate must decode to exactly its version, against the base it
+// names, before it replaces anything.
+Status Verify(const Repository& repo, const Candidate& c, const RawVersion& input, const RawVersion* base) {
+  ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(c.file.path()));
+  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  const bool delta = info.header.kind == container::ObjectKind::kDelta;
+  if (info.content_id != input.id || delta != c.delta || (delta && info.header.base_id != base->id)) {
+    return Corruption("repacked object for " + input.id.Hex() + " is not what was encoded");
+  }
+  container::DecodeOptions options;
+  options.threads = repo.policy.threads;
+  CountingSink counted;
+  RETURN_IF_ERROR(container::DecodeObject(object, info, delta ? base->file : nullptr, options, counted));
+  if (counted.bytes() != input.file->size()) return Corruption("repacked object for " + input.id.Hex() + " is short");
+  return OkStatus();
+}
+
+bool SameForm(const StoredInfo& stored, const std::optional<ContentId>& base) {
+  return base ? stored.delta && stored.base == *base : !stored.delta;
+}
+
+// Rewrites one version (`done.before` filled in) where its form differs
+// from the policy's.
+Status RepackVersion(const Repository& repo, const std::vector<Version>& series, size_t position, RawCache& raws,
+                     RepackedVersion& done) {
+  const ContentId& id = series[position].id;
+  Placement placed = PlaceVersion(repo, series, position);
+  // The new base's chain must outlive this delta (see CheckIn).
+  if (placed.base && !TouchChain(repo, *placed.base).ok()) placed.base.reset();
+  if (SameForm(done.before, placed.base)) return OkStatus();
+  ASSIGN_OR_RETURN(RawVersion input, raws.Get(id));
+  std::optional<RawVersion> base;
+  if (placed.base) {
+    ASSIGN_OR_RETURN(base, raws.Get(*placed.base));
+  }
+  ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, input, base ? &*base : nullptr, placed.reference));
+  // A delta that does not pay becomes a base, which it may be already.
+  if (!c.delta && !done.before.delta) return OkStatus();
+  RETURN_IF_ERROR(Verify(repo, c, input, base ? &*base : nullptr));
+  RETURN_IF_ERROR(repo.objects.Replace(id, c.file.path()));
+  done.rewritten = true;
+  return OkStatus();
+}
+
+}  // namespace
+
+Status RepackSeries(const Repository& repo, const std::vector<Version>& series,
+                    const std::function<void(const RepackedVersion&)>& each) {
+  // Versions gc removed are not part of the series any more.
+  std::vector<Version> present;
+  for (const Version& v : series) {
+    if (repo.objects.Has(v.id)) {
+      present.push_back(v);
+    } else {
+      RepackedVersion gone;
+      gone.version = v;
+      gone.missing = true;
+      each(gone);
+    }
+  }
+  RawCache raws(repo);
+  std::optional<ContentId> last_base;
+  for (size_t i = 0; i < present.size(); ++i) {
+    RepackedVersion done;
+    done.version = present[i];
+    auto before = Describe(repo, done.version.id);
+    if (!before.ok()) {
+      done.error = before.status();
+    } else {
+      done.before = *before;
+      done.error = RepackVersion(repo, present, i, raws, done);
+      if (done.error.code() == StatusCode::kIoError) return done.error;
+      auto after = Describe(repo, done.version.id);
+      if (after.ok()) done.after = *after;
+      if (done.error.ok() && !after.ok()) done.error = after.status();
+      if (after.ok() && !after->delta) last_base = done.version.id;
+    }
+    raws.KeepOnly(done.version.id, last_base);
+    each(done);
+  }
+  return OkStatus();
+}
+
+}  // namespace zipnn::store

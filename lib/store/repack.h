@@ -1,0 +1,41 @@
+// Repacking: rewriting the stored versions of a series as the policy
+// would store them if they were added now (after base_interval or
+// max_chain changed, or to cut a long chain). Content ids, pointers and
+// the series index never change; only how each object is encoded does.
+//
+// Versions are rewritten in series order, each against a version before
+// it, so at every moment every chain ends at a base: an object is
+// replaced atomically (rename) by a candidate that was decoded and
+// verified against its content id first, and a crash leaves each object
+// either as it was or as it is meant to be, both readable. A gc running
+// meanwhile keeps what a repacked delta needs (its base chain is marked
+// as used before it is read, as `git add` does).
+//
+// Thread-compatible; other processes may add and gc meanwhile.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/store/checkpoints.h"
+
+namespace zipnn::store {
+
+// What repacking did to one version.
+struct RepackedVersion {
+  Version version;
+  bool missing = false;  // recorded, but no longer in the store: skipped
+  Status error;          // could not be read or rewritten: left as it was
+  bool rewritten = false;
+  StoredInfo before, after;
+};
+
+// Rewrites the versions of `series` (in series order, as SeriesVersions
+// gives them) by repo.policy, calling `each` after each version.
+// Problems with one version are reported through `each` and the rest go
+// on; the returned status is an error only when the store itself fails.
+Status RepackSeries(const Repository& repo, const std::vector<Version>& series,
+                    const std::function<void(const RepackedVersion&)>& each);
+
+}  // namespace zipnn::store

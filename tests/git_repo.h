@@ -1,0 +1,71 @@
+// A temporary git repository for tests that drive the real git binary
+// and git-zipnn (from the test's runfiles) through a shell: its own HOME
+// and GIT_CONFIG_NOSYSTEM=1, so no user or system configuration leaks in.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace zipnn::testing {
+
+class Repo {
+ public:
+  Repo() {
+    const char* t = std::getenv("TEST_TMPDIR");
+    root_ = std::string(t != nullptr ? t : "/tmp") + "/git-XXXXXX";
+    REQUIRE(mkdtemp(root_.data()) != nullptr);
+    char cwd[4096];
+    REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+    runfiles_ = cwd;
+    REQUIRE(Sh("mkdir home && git init -q repo && cd repo && git config user.email t@example.com && "
+               "git config user.name T && git config commit.gpgsign false").code == 0);
+  }
+  // Runs a shell line in the repository (our own literals only).
+  Run Sh(const std::string& line) {
+    const std::string out = root_ + "/out", err = root_ + "/err";
+    const std::string env = "export HOME='" + root_ + "/home' GIT_CONFIG_NOSYSTEM=1 PATH='" + runfiles_ +
+                            "/cmd':\"$PATH\"; cd '" + root_ + "' && { [ -d repo ] && cd repo || true; } && ";
+    const std::string cmd = "bash -c \"" + Escape(env + line) + "\" >'" + out + "' 2>'" + err + "'";
+    const int status = std::system(cmd.c_str());
+    return Run{WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out), Slurp(err)};
+  }
+  std::string Data(const std::string& rel) const { return runfiles_ + "/tests/data/" + rel; }
+  std::string File(const std::string& rel) const { return root_ + "/repo/" + rel; }
+  // The folder that holds repo/ and home/.
+  const std::string& root() const { return root_; }
+
+ private:
+  static std::string Escape(const std::string& s) {
+    std::string r;
+    for (char c : s) {
+      if (c == '"' || c == '\\' || c == '$' || c == '`') r += '\\';
+      r += c;
+    }
+    return r;
+  }
+  std::string root_;
+  std::string runfiles_;
+};
+
+// The content id a pointer in git names ("" when it is not a pointer).
+inline std::string IdAt(Repo& repo, const std::string& rev_path) {
+  const std::string pointer = repo.Sh("git show '" + rev_path + "'").out;
+  const size_t at = pointer.find("xxh3-128:");
+  return at == std::string::npos ? "" : pointer.substr(at + 9, 32);
+}
+
+inline std::string Step12(int i) {  // the cnn12-bf16 steps: 10, 20, ..., 120
+  char name[40];
+  std::snprintf(name, sizeof name, "step-%06d.safetensors", 10 * (i + 1));
+  return name;
+}
+
+}  // namespace zipnn::testing

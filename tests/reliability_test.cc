@@ -1,0 +1,319 @@
+// What the store guarantees when things go wrong, through the real git
+// binary: repack rewrites objects and never their content; `git add` and
+// `repack` killed (SIGKILL, the whole process group) at many points leave
+// a store in which every object restores exactly, fsck passes and the
+// next add works; two adders of one series at once, and gc running
+// beside adds, leave a consistent store.
+#include <doctest/doctest.h>
+#include <stdint.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/io.h"
+#include "lib/store/checkpoints.h"
+#include "tests/git_repo.h"
+#include "tests/test_util.h"
+
+namespace zipnn {
+namespace {
+
+using testing::IdAt;
+using testing::Repo;
+using testing::Run;
+using testing::Slurp;
+using testing::Step12;
+
+// Every file in the store of `repo` named as an object decodes to exactly
+// its content id; returns what does not (empty when all is well).
+std::vector<std::string> BrokenObjects(const Repo& repo) {
+  const std::string git = repo.root() + "/repo/.git/zipnn";
+  const store::Repository r{store::ObjectStore(git + "/objects"), git + "/series", git + "/tmp", config::Policy{}};
+  std::vector<std::string> broken;
+  auto listed = r.objects.List();
+  REQUIRE(listed.ok());
+  for (const auto& e : *listed) {
+    if (!e.id) continue;
+    uint64_t raw_size = 0;
+    Status s = store::VisitChain(r, *e.id, [&](const store::ChainLink& link) {
+      if (link.depth == 0) raw_size = link.raw_size;
+    });
+    CountingSink restored;
+    if (s.ok()) s = store::Restore(r, *e.id, restored);
+    if (s.ok() && restored.bytes() != raw_size) s = Corruption("short");
+    if (!s.ok()) broken.push_back(e.id->Hex() + ": " + s.message());
+  }
+  return broken;
+}
+
+// Files under .git/zipnn other than objects, series indexes and the kept
+// latest versions: what a dead process left behind.
+std::string Leftovers(Repo& repo) {
+  return repo
+      .Sh("cd .git/zipnn && find . -type f | grep -Ev '^\\./objects/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}$' | "
+          "grep -Ev '^\\./(series/[0-9a-f]{32}|tmp/latest/[0-9a-f]{32})$' | sort")
+      .out;
+}
+
+// A bigger checkpoint made of real weights: the tensors of a fixture
+// `copies` times over, renamed ("c7.conv1.weight"), in one safetensors file.
+void Enlarge(const std::string& from, const std::string& to, int copies) {
+  const std::string in = Slurp(from);
+  REQUIRE(in.size() > 8);
+  uint64_t header_size = 0;
+  for (int i = 7; i >= 0; --i) header_size = header_size << 8 | static_cast<uint8_t>(in[i]);
+  const nlohmann::json header = nlohmann::json::parse(in.substr(8, header_size));
+  const std::string data = in.substr(8 + header_size);
+  nlohmann::json out = nlohmann::json::object();
+  for (int c = 0; c < copies; ++c) {
+    for (const auto& [name, tensor] : header.items()) {
+      if (name == "__metadata__") continue;
+      nlohmann::json t = tensor;
+      const uint64_t shift = static_cast<uint64_t>(c) * data.size();
+      t["data_offsets"] = {t["data_offsets"][0].get<uint64_t>() + shift, t["data_offsets"][1].get<uint64_t>() + shift};
+      out["c" + std::to_string(c) + "." + name] = t;
+    }
+  }
+  std::string text = out.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::ofstream f(to, std::ios::binary);
+  for (int i = 0; i < 8; ++i) f.put(static_cast<char>(static_cast<uint64_t>(text.size()) >> (8 * i)));
+  f << text;
+  for (int c = 0; c < copies; ++c) f << data;
+  REQUIRE(f.good());
+}
+
+double Seconds(const std::chrono::steady_clock::time_point& since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// Runs `command` in the repository in a process group of its own and
+// kills the whole group (git and its filter process) after `delay`
+// seconds, unless it ended first. Returns whether it was still running.
+bool KillAfter(Repo& repo, const std::string& command, double delay) {
+  char sleep[64];
+  std::snprintf(sleep, sizeof sleep, "%.3f", delay);
+  const Run r = repo.Sh("{ setsid " + command + " >/dev/null 2>&1 & } ; pid=$!; sleep " + sleep +
+                        "; if kill -9 -- -$pid 2>/dev/null; then echo killed; fi; wait $pid 2>/dev/null; true");
+  return r.out == "killed\n";
+}
+
+std::string ObjectPath(const std::string& id) {
+  return ".git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id;
+}
+
+// The stored form of every version: "base" or "delta <depth>", by path.
+std::map<std::string, std::string> Forms(Repo& repo) {
+  const Run log = repo.Sh("git zipnn log --json");
+  REQUIRE(log.code == 0);
+  std::map<std::string, std::string> forms;
+  for (const auto& v : nlohmann::json::parse(log.out)) {
+    forms[v["path"].get<std::string>()] =
+        v["kind"].get<std::string>() + (v["kind"] == "delta" ? " " + std::to_string(v["depth"].get<int>()) : "");
+  }
+  return forms;
+}
+
+TEST_CASE("repack rewrites a series to another base interval and back, object for object") {
+  Repo repo;
+  std::string copy;
+  for (int i = 0; i < 12; ++i) copy += "cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' run/ && ";
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && mkdir run && " + copy +
+                  "git add . && git commit -qm trajectory").code == 0);
+  const std::string objects = "cd .git/zipnn/objects && find . -type f | sort | xargs sha256sum";
+  const std::string original = repo.Sh(objects).out;
+  const std::string index = repo.Sh("git ls-files -s").out;
+  // The default k=10 against the previous version: one chain from step 10.
+  std::map<std::string, std::string> forms = Forms(repo);
+  REQUIRE(forms.size() == 12);
+  CHECK(forms["run/" + Step12(0)] == "base");
+  CHECK(forms["run/" + Step12(10)] == "base");
+
+  const Run repack = repo.Sh("git zipnn repack --base-interval 3");
+  REQUIRE(repack.code == 0);
+  CHECK(repack.out.find("repacking 1 series: base every 3, delta against the previous version, chains of at most 2\n"
+                        "run/step-#.safetensors: 12 versions\n") == 0);
+  CHECK(repack.out.find("note: .zipnn.yaml sets base_interval 10; later adds follow it") != std::string::npos);
+  forms = Forms(repo);
+  for (int i = 0; i < 12; ++i) {
+    CAPTURE(i);
+    const std::string form = forms["run/" + Step12(i)];
+    if (i % 3 == 0) CHECK(form == "base");
+    // Against the previous version unless it did not pay (then a base).
+    if (i % 3 != 0) CHECK((form == "delta " + std::to_string(i % 3) || form == "base"));
+  }
+  // Nothing git sees changed, and every version restores exactly.
+  CHECK(repo.Sh("git ls-files -s").out == index);
+  CHECK(repo.Sh("git status --porcelain").out.empty());
+  CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+  CHECK(BrokenObjects(repo).empty());
+  REQUIRE(repo.Sh("rm run/* && git checkout -- run && git status --porcelain").out.empty());
+  for (int i = 0; i < 12; ++i) CHECK(Slurp(repo.File("run/" + Step12(i))) == Slurp(repo.Data("cnn12-bf16/" + Step12(i))));
+  // Repacking by the same policy again rewrites nothing; by the policy
+  // the versions were added with gives back the very same objects.
+  CHECK(repo.Sh("git zipnn repack --base-interval 3 run/" + Step12(0)).out.find("  rewrote 0;") != std::string::npos);
+  const Run back = repo.Sh("git zipnn repack");
+  REQUIRE(back.code == 0);
+  CHECK(repo.Sh(objects).out == original);
+  // Asking for a path git does not track is an error naming it.
+  const Run unknown = repo.Sh("git zipnn repack nosuch.safetensors");
+  CHECK(unknown.code != 0);
+  CHECK(unknown.err.find("nosuch.safetensors is not a tracked file") != std::string::npos);
+}
+
+TEST_CASE("git add killed at many points leaves a sound store; the next add works; gc clears the rest") {
+  Repo repo;
+  // Two real fp32 checkpoints, enlarged to about 24 MB so that a clean
+  // takes long enough to be cut at many points; the second is stored as a
+  // delta on the first.
+  Enlarge(repo.Data("cnn-fp32/step-000040.safetensors"), repo.root() + "/v1.safetensors", 100);
+  Enlarge(repo.Data("cnn-fp32/step-000080.safetensors"), repo.root() + "/v2.safetensors", 100);
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && cp ../v1.safetensors m.safetensors && "
+                  "git add . && git commit -qm v1 && cp -a .git/zipnn/series ../series && "
+                  "cp -a .git/zipnn/tmp/latest ../latest").code == 0);
+  // How long an add of v2 takes, then undone: the index, the object, the
+  // series index and the kept latest version as they were.
+  const std::string undo =
+      "git reset -q && rm -rf .git/zipnn/series .git/zipnn/tmp/latest && cp -a ../series .git/zipnn/series && "
+      "cp -a ../latest .git/zipnn/tmp/latest && rm -f ";
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(repo.Sh("cp ../v2.safetensors m.safetensors && git add m.safetensors").code == 0);
+  const double full = Seconds(start);
+  const std::string v2 = IdAt(repo, ":m.safetensors");
+  REQUIRE(v2.size() == 32);
+  REQUIRE(repo.Sh("git zipnn show " + v2).out.find("delta") != std::string::npos);
+  REQUIRE(repo.Sh(undo + ObjectPath(v2)).code == 0);
+
+  // Points from the start to past the end of an add: some land after it.
+  constexpr int kPoints = 30;
+  int killed = 0, recorded = 0, stored_only = 0;
+  for (int i = 1; i <= kPoints; ++i) {
+    const double delay = 1.5 * full * i / (kPoints + 1);
+    CAPTURE(delay);
+    if (KillAfter(repo, "git add m.safetensors", delay)) ++killed;
+    // The index was written, or the object stored and not yet recorded.
+    if (IdAt(repo, ":m.safetensors") == v2) {
+      ++recorded;
+    } else if (repo.Sh("test -e " + ObjectPath(v2)).code == 0) {
+      ++stored_only;
+    }
+    CHECK(BrokenObjects(repo).empty());
+    CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+    // git tells the user to remove the lock of an index it was writing.
+    const Run next = repo.Sh("rm -f .git/index.lock && git add m.safetensors");
+    CHECK(next.code == 0);
+    CHECK(IdAt(repo, ":m.safetensors") == v2);
+    CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+    REQUIRE(repo.Sh(undo + ObjectPath(v2)).code == 0);
+  }
+  MESSAGE(kPoints << " kill points over " << full << " s: " << killed << " killed while running, " << recorded
+                  << " after the index was written, " << stored_only << " with the object stored but not recorded");
+  CHECK(killed >= kPoints / 3);
+  // What the killed processes left, once it is old, goes with the next gc.
+  REQUIRE(repo.Sh("find .git/zipnn -type f -exec touch -d '2 hours ago' {} +").code == 0);
+  REQUIRE(repo.Sh("git zipnn gc").code == 0);
+  CHECK(Leftovers(repo).empty());
+  REQUIRE(repo.Sh("cp ../v2.safetensors m.safetensors && git add m.safetensors && git commit -qm v2 && "
+                  "rm m.safetensors && git checkout -- m.safetensors").code == 0);
+  CHECK(Slurp(repo.File("m.safetensors")) == Slurp(repo.root() + "/v2.safetensors"));
+}
+
+TEST_CASE("repack killed at many points leaves every object readable") {
+  Repo repo;
+  const char* steps[] = {"000040", "000080", "000120", "000160", "000200"};
+  std::string add;
+  for (const char* s : steps) {
+    Enlarge(repo.Data(std::string("cnn-fp32/step-") + s + ".safetensors"),
+            repo.root() + "/step-" + s + ".safetensors", 40);
+    add += std::string("cp ../step-") + s + ".safetensors m.safetensors && git add m.safetensors && git commit -qm " +
+           s + " && ";
+  }
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && " + add + "true").code == 0);
+  // All deltas to all bases and back, cut short at points over the run.
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(repo.Sh("git zipnn repack --base-interval 1 && git zipnn repack").code == 0);
+  const double full = Seconds(start) / 2;
+  constexpr int kPoints = 12;
+  int killed = 0;
+  for (int i = 0; i < kPoints; ++i) {
+    const double delay = full * (i / 2 + 1) / (kPoints / 2 + 1);
+    CAPTURE(delay);
+    killed += KillAfter(repo, i % 2 == 0 ? "git zipnn repack --base-interval 1" : "git zipnn repack", delay);
+    CHECK(BrokenObjects(repo).empty());
+    CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+  }
+  MESSAGE(kPoints << " kill points over " << full << " s: " << killed << " killed while running");
+  CHECK(killed >= kPoints / 2);
+  REQUIRE(repo.Sh("git zipnn repack").code == 0);
+  for (int back = 0; back < 5; ++back) {
+    REQUIRE(repo.Sh("git checkout -q HEAD~" + std::to_string(back) + " -- m.safetensors").code == 0);
+    CHECK(Slurp(repo.File("m.safetensors")) == Slurp(repo.root() + "/step-" + steps[4 - back] + ".safetensors"));
+  }
+}
+
+TEST_CASE("a worktree and its repository add one series at once") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && "
+                  "git commit -qm setup && git worktree add -q ../wt && mkdir run ../wt/run").code == 0);
+  // Rounds of two adds at once into run/: this side the even steps, the
+  // worktree the odd ones; one series index and store for both.
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    const std::string mine = Step12(4 * round), mine2 = Step12(4 * round + 2);
+    const std::string theirs = Step12(4 * round + 1), theirs2 = Step12(4 * round + 3);
+    REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + mine) + "' '" + repo.Data("cnn12-bf16/" + mine2) + "' run/ && "
+                    "cp '" + repo.Data("cnn12-bf16/" + theirs) + "' '" + repo.Data("cnn12-bf16/" + theirs2) +
+                    "' ../wt/run/ && { git add run & (cd ../wt && git add run) & wait; } && git commit -qm mine && "
+                    "cd ../wt && git commit -qm theirs").code == 0);
+  }
+  CHECK(BrokenObjects(repo).empty());
+  CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+  CHECK(repo.Sh("cd ../wt && git zipnn fsck --all").code == 0);
+  // Both sides recorded every version in the one series.
+  const std::string git = repo.root() + "/repo/.git/zipnn";
+  const store::Repository r{store::ObjectStore(git + "/objects"), git + "/series", git + "/tmp", config::Policy{}};
+  CHECK(store::SeriesVersions(r, "run/step-000010.safetensors").size() == 12);
+  // Fresh checkouts on both sides are exact.
+  REQUIRE(repo.Sh("rm run/* && git checkout -- run && cd ../wt && rm run/* && git checkout -- run").code == 0);
+  for (int i = 0; i < 12; ++i) {
+    CAPTURE(i);
+    const std::string where = (i % 4) % 2 == 0 ? "run/" : "../wt/run/";
+    CHECK(Slurp(repo.File(where + Step12(i))) == Slurp(repo.Data("cnn12-bf16/" + Step12(i))));
+  }
+}
+
+TEST_CASE("gc running over and over beside adds keeps everything the adds need") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
+                  "printf 'base_interval: 4\\n' > .zipnn.yaml && git add . && git commit -qm setup").code == 0);
+  // gc with no grace period in a loop, while each step is added; every
+  // other one is then unstaged, so that nothing points at it while the
+  // next step is stored as a delta on it.
+  REQUIRE(repo.Sh("{ (while [ ! -e ../stop ]; do git zipnn gc --keep-recent 0 >>../gc.out 2>>../gc.err; done) & } ; "
+                  "gc=$!; for i in $(seq 0 11); do "
+                  "  f=$(printf '%s/step-%06d.safetensors' '" + repo.Data("cnn12-bf16") + "' $((10 * (i + 1)))); "
+                  "  cp $f m.safetensors && git add m.safetensors || exit 1; "
+                  "  if [ $((i % 2)) -eq 1 ]; then git commit -qm $i || exit 1; else git reset -q; fi; "
+                  "done; touch ../stop; wait $gc").code == 0);
+  const Run gcs = repo.Sh("grep -c '^removed' ../gc.out");
+  MESSAGE("gc ran " << gcs.out << " times beside the adds");
+  CHECK(std::stoi(gcs.out) >= 2);
+  CHECK(repo.Sh("cat ../gc.err").out.find("error") == std::string::npos);
+  CHECK(BrokenObjects(repo).empty());
+  CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+  for (int back = 0; back < 6; ++back) {
+    CAPTURE(back);
+    REQUIRE(repo.Sh("git checkout -q HEAD~" + std::to_string(back) + " -- m.safetensors").code == 0);
+    CHECK(Slurp(repo.File("m.safetensors")) == Slurp(repo.Data("cnn12-bf16/" + Step12(11 - 2 * back))));
+  }
+}
+
+}  // namespace
+}  // namespace zipnn
