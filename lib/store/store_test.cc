@@ -8,6 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include "lib/base/io.h"
+#include "lib/container/object.h"
+#include "lib/store/checkpoints.h"
 #include "lib/store/object_store.h"
 #include "lib/store/pointer.h"
 
@@ -158,6 +161,51 @@ TEST_CASE("a finished object file is adopted whole; an object already there is k
   REQUIRE(store.Adopt(id, dir + "/again").ok());
   CHECK(*ReadWholeFile(store.PathOf(id)) == std::vector<uint8_t>{'f', 'i', 'r', 's', 't'});
   CHECK(!store.Adopt(HashBytes("x", 1), dir + "/no-such-file").ok());
+}
+
+
+// Versions of 64 bytes each; version i > 0 stored as a delta on i - 1.
+std::vector<ContentId> StoreChain(const Repository& repo, int deltas) {
+  std::vector<ContentId> ids;
+  std::vector<uint8_t> previous;
+  for (int i = 0; i <= deltas; ++i) {
+    std::vector<uint8_t> data(64, 0);
+    for (int b = 0; b < 4; ++b) data[b] = static_cast<uint8_t>(i >> (8 * b));
+    const ContentId id = HashBytes(data.data(), data.size());
+    MemorySource input(data.data(), data.size(), "version");
+    MemorySource base(previous.data(), previous.size(), "base");
+    const container::DeltaBase delta{&base, ids.empty() ? ContentId{} : ids.back()};
+    container::Layout layout = container::Layout::Single(codec::DType::kBytes, data.size());
+    if (i > 0) layout.regions[0].delta = true;
+    REQUIRE(repo.objects
+                .Put(id, [&](AtomicFile& out) -> Status {
+                  auto r = container::EncodeObject(input, layout, i > 0 ? &delta : nullptr, {}, out);
+                  return r.ok() ? OkStatus() : r.status();
+                })
+                .ok());
+    ids.push_back(id);
+    previous = data;
+  }
+  return ids;
+}
+
+TEST_CASE("a chain over the hard limit is refused before anything is decoded") {
+  char dir[] = "/tmp/chain-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string root = dir;
+  const Repository repo{ObjectStore(root + "/objects"), root + "/series", root + "/tmp", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(repo, kMaxChainDepth + 1);
+  // At the limit a version restores; one more delta and it is refused.
+  CountingSink at_limit;
+  CHECK(Restore(repo, ids[kMaxChainDepth], at_limit).ok());
+  CHECK(at_limit.bytes() == 64);
+  CountingSink over;
+  const Status s = Restore(repo, ids.back(), over);
+  CHECK(s.code() == StatusCode::kCorruption);
+  CHECK(s.message() == "chain of object " + ids.back().Hex() + " is longer than 1000");
+  CHECK(over.bytes() == 0);
+  CHECK(VisitChain(repo, ids.back(), [](const ChainLink&) {}).message() == s.message());
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
 }  // namespace
