@@ -122,18 +122,41 @@ std::vector<std::string> Lines(const std::string& text) {
 
 namespace {
 
-// Blobs of `rev`'s tree small enough to be pointers, by blob id.
+// Every blob git holds in `rev`'s tree, by blob id, with where it is.
 Status AddTree(const std::string& rev, const std::string& top, std::map<std::string, Place>& blobs) {
-  ASSIGN_OR_RETURN(std::string tree, git::GitOutput({"ls-tree", "-r", "-l", "--full-tree", rev}, top));
+  ASSIGN_OR_RETURN(std::string tree, git::GitOutput({"ls-tree", "-r", "--full-tree", rev}, top));
   for (const std::string& line : Lines(tree)) {
-    // <mode> SP <type> SP <blob id> SP+ <size> TAB <path>
+    // <mode> SP <type> SP <blob id> TAB <path>
     const size_t tab = line.find('\t');
     std::istringstream fields(line.substr(0, tab));
-    std::string mode, type, oid, size;
-    fields >> mode >> type >> oid >> size;
-    if (type != "blob" || tab == std::string::npos || size.empty() || size.size() > 4) continue;
-    if (std::stoul(size) > store::kMaxPointerBytes) continue;
-    blobs.emplace(oid, Place{rev, line.substr(tab + 1)});
+    std::string mode, type, oid;
+    fields >> mode >> type >> oid;
+    if (type == "blob" && tab != std::string::npos) blobs.emplace(oid, Place{rev, line.substr(tab + 1)});
+  }
+  return OkStatus();
+}
+
+// Every blob of every commit reachable from a ref, a reflog or a stash, at
+// the newest commit that has it: each blob enters history in a commit whose
+// diff against a parent (each parent of a merge; none for a root) shows it,
+// so one `git log` finds them all.
+Status AddHistory(const std::string& top, std::map<std::string, Place>& blobs) {
+  ASSIGN_OR_RETURN(std::string log, git::GitOutput({"log", "--all", "--reflog", "-m", "--root", "--raw", "--no-abbrev",
+                                                    "--no-renames", "--format=commit %H"},
+                                                   top));
+  std::string commit;
+  for (const std::string& line : Lines(log)) {
+    if (line.rfind("commit ", 0) == 0) {
+      commit = line.substr(7);
+      continue;
+    }
+    // :<old mode> SP <new mode> SP <old id> SP <new id> SP <status> TAB <path>
+    const size_t tab = line.find('\t');
+    if (line[0] != ':' || tab == std::string::npos) continue;
+    std::istringstream fields(line.substr(1, tab - 1));
+    std::string old_mode, mode, old_oid, oid;
+    fields >> old_mode >> mode >> old_oid >> oid;
+    if (mode.rfind("100", 0) == 0) blobs.emplace(oid, Place{commit, line.substr(tab + 1)});
   }
   return OkStatus();
 }
@@ -147,13 +170,20 @@ Status AddIndex(const std::string& top, std::map<std::string, Place>& blobs) {
     std::istringstream fields(line.substr(0, tab));
     std::string mode, oid;
     fields >> mode >> oid;
-    if (tab == std::string::npos || blobs.count(oid) != 0) continue;
-    ASSIGN_OR_RETURN(std::string size, git::GitOutput({"cat-file", "-s", oid}, top));
-    if (size.size() <= 4 && std::stoul(size) <= store::kMaxPointerBytes) {
-      blobs.emplace(oid, Place{"index", line.substr(tab + 1)});
-    }
+    if (tab != std::string::npos && mode.rfind("100", 0) == 0) blobs.emplace(oid, Place{"index", line.substr(tab + 1)});
   }
   return OkStatus();
+}
+
+// Runs `git cat-file <mode>` once over `oids` (one per line).
+Result<std::string> CatFileBatch(const std::string& mode, const std::vector<std::string>& oids,
+                                 const std::string& top) {
+  std::string input;
+  for (const std::string& oid : oids) input += oid + "\n";
+  if (input.empty()) return std::string();
+  ASSIGN_OR_RETURN(git::GitRun run, git::RunGit({"cat-file", mode}, top, input));
+  if (run.exit_code != 0) return Status(StatusCode::kGit, "git cat-file " + mode + " failed: " + run.err);
+  return run.out;
 }
 
 }  // namespace
@@ -162,17 +192,41 @@ Result<FoundPointers> FindPointers(bool all) {
   ASSIGN_OR_RETURN(std::string top, git::TopLevel());
   std::map<std::string, Place> blobs;
   if (all) {
-    ASSIGN_OR_RETURN(std::string commits, git::GitOutput({"rev-list", "--all", "--reflog"}, top));
-    for (const std::string& commit : Lines(commits)) RETURN_IF_ERROR(AddTree(commit, top, blobs));
+    RETURN_IF_ERROR(AddHistory(top, blobs));
     RETURN_IF_ERROR(AddIndex(top, blobs));
   } else if (git::GitOutput({"rev-parse", "--verify", "-q", "HEAD"}, top).ok()) {
     RETURN_IF_ERROR(AddTree("HEAD", top, blobs));
   }
+  // Sizes of all blobs in one process, then the small ones' text in another.
+  std::vector<std::string> oids;
+  for (const auto& [oid, place] : blobs) oids.push_back(oid);
+  ASSIGN_OR_RETURN(std::string sizes, CatFileBatch("--batch-check=%(objectname) %(objectsize)", oids, top));
+  std::vector<std::string> small;
+  for (const std::string& line : Lines(sizes)) {
+    const size_t space = line.find(' ');
+    const std::string size = space == std::string::npos ? "" : line.substr(space + 1);
+    if (!size.empty() && size.size() <= 4 && size.find_first_not_of("0123456789") == std::string::npos &&
+        std::stoul(size) <= store::kMaxPointerBytes) {
+      small.push_back(line.substr(0, space));
+    }
+  }
+  ASSIGN_OR_RETURN(std::string texts, CatFileBatch("--batch", small, top));
   FoundPointers found;
-  for (const auto& [oid, place] : blobs) {
-    ASSIGN_OR_RETURN(git::GitRun blob, git::RunGit({"cat-file", "blob", oid}, top));
-    if (blob.exit_code != 0 || !store::LooksLikePointer(blob.out)) continue;
-    auto pointer = store::ParsePointer(blob.out);
+  // <oid> SP <type> SP <size> LF <contents> LF, for each in turn.
+  for (size_t at = 0; at < texts.size();) {
+    const size_t nl = texts.find('\n', at);
+    if (nl == std::string::npos) break;
+    std::istringstream header(texts.substr(at, nl - at));
+    std::string oid, type;
+    size_t size = 0;
+    if (!(header >> oid >> type >> size) || nl + 1 + size > texts.size()) {
+      return Status(StatusCode::kGit, "git cat-file --batch gave unexpected output");
+    }
+    const std::string text = texts.substr(nl + 1, size);
+    at = nl + 1 + size + 1;
+    if (!store::LooksLikePointer(text)) continue;
+    const Place& place = blobs.at(oid);
+    auto pointer = store::ParsePointer(text);
     if (pointer.ok()) {
       found.pointers.emplace_back(*pointer, place);
     } else {

@@ -593,6 +593,32 @@ TEST_CASE("fsck finds missing and damaged objects of HEAD, or of all history wit
                                                                 " is not in the store") != std::string::npos);
 }
 
+TEST_CASE("fsck --all and gc see pointers only in a reflog, in a merge's own resolution, or in the index") {
+  Repo repo;
+  auto step = [&](int i) { return "cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' m.safetensors && "; };
+  // Step 10 on main; step 20 on a side branch and step 30 on main conflict,
+  // and the merge resolves to step 40, which no parent has. Step 50 is
+  // committed and dropped again (only the reflog has it); step 60, in a
+  // series of its own, is only staged.
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && git commit -qm setup && " +
+                  step(0) + "git add . && git commit -qm 10 && git checkout -qb side && " + step(1) +
+                  "git commit -qam 20 && git checkout -q - && " + step(2) + "git commit -qam 30 && "
+                  "{ git merge -q side >/dev/null 2>&1; true; } && " + step(3) + "git add . && git commit -qm merged && " +
+                  step(4) + "git commit -qam 50 && git reset -q --hard HEAD~1 && cp '" + repo.Data("cnn12-bf16/" + Step12(5)) +
+                  "' n.safetensors && git add n.safetensors")
+              .code == 0);
+  const Run all = repo.Sh("git zipnn fsck --all");
+  CHECK(all.code == 0);
+  CHECK(all.out == "6 pointers to 6 checkpoints in every ref, reflog, stash and the index: every one restores exactly\n");
+  // gc keeps all six, even with no grace period.
+  CHECK(repo.Sh("git zipnn gc --keep-recent 0").out.find("removed 0 objects") == 0);
+  CHECK(repo.Sh("find .git/zipnn/objects -type f | wc -l").out == "6\n");
+  // Expire the reflog, and step 50 goes (once it is over a second old).
+  REQUIRE(repo.Sh("git reflog expire --expire=now --all && sleep 1.1").code == 0);
+  CHECK(repo.Sh("git zipnn gc --keep-recent 0").out.find("removed 1 object") == 0);
+  CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+}
+
 TEST_CASE("gc removes what nothing needs and keeps every base of a live delta") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "

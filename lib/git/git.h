@@ -19,8 +19,10 @@ struct GitRun {
   std::string err;
 };
 
-// Runs `git <args>` in `cwd` (empty: the current folder).
-Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& cwd = "");
+// Runs `git <args>` in `cwd` (empty: the current folder), with `input`
+// on its standard input (empty: none).
+Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& cwd = "",
+                      const std::string& input = "");
 
 // `git <args>`, its stdout without the trailing newline; a non-zero exit
 // is a Git error quoting git's message.
