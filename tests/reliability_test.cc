@@ -95,14 +95,24 @@ double Seconds(const std::chrono::steady_clock::time_point& since) {
 }
 
 // Runs `command` in the repository in a process group of its own and
-// kills the whole group (git and its filter process) after `delay`
-// seconds, unless it ended first. Returns whether it was still running.
-bool KillAfter(Repo& repo, const std::string& command, double delay) {
-  char sleep[64];
-  std::snprintf(sleep, sizeof sleep, "%.3f", delay);
-  const Run r = repo.Sh("{ setsid " + command + " >/dev/null 2>&1 & } ; pid=$!; sleep " + sleep +
+// kills the whole group (git and its filter process) once `wait` (shell
+// code, run beside it; $pid is the command's) returns, unless it ended
+// first. Returns whether it was still running.
+bool KillWhen(Repo& repo, const std::string& command, const std::string& wait) {
+  const Run r = repo.Sh("{ setsid " + command + " >/dev/null 2>&1 & } ; pid=$!; " + wait +
                         "; if kill -9 -- -$pid 2>/dev/null; then echo killed; fi; wait $pid 2>/dev/null; true");
   return r.out == "killed\n";
+}
+
+std::string Sleep(double seconds) {
+  char line[64];
+  std::snprintf(line, sizeof line, "sleep %.3f", seconds);
+  return line;
+}
+
+// Waits until the shell test `condition` holds or the command ended.
+std::string Until(const std::string& condition) {
+  return "until " + condition + " || ! kill -0 $pid 2>/dev/null; do :; done";
 }
 
 std::string ObjectPath(const std::string& id) {
@@ -191,13 +201,19 @@ TEST_CASE("git add killed at many points leaves a sound store; the next add work
   REQUIRE(repo.Sh("git zipnn show " + v2).out.find("delta") != std::string::npos);
   REQUIRE(repo.Sh(undo + ObjectPath(v2)).code == 0);
 
-  // Points from the start to past the end of an add: some land after it.
-  constexpr int kPoints = 30;
+  // Points from the start to past the end of an add (some land after it),
+  // and the moments a delta candidate, the object and git's new index
+  // appear.
+  std::vector<std::string> waits;
+  for (int i = 1; i <= 30; ++i) waits.push_back(Sleep(1.5 * full * i / 31));
+  waits.push_back(Until("compgen -G '.git/zipnn/tmp/candidates/object-*' >/dev/null"));
+  waits.push_back(Until("test -e " + ObjectPath(v2)));
+  waits.push_back(Until("test -e .git/index.lock"));
+  const int kPoints = static_cast<int>(waits.size());
   int killed = 0, recorded = 0, stored_only = 0;
-  for (int i = 1; i <= kPoints; ++i) {
-    const double delay = 1.5 * full * i / (kPoints + 1);
-    CAPTURE(delay);
-    if (KillAfter(repo, "git add m.safetensors", delay)) ++killed;
+  for (const std::string& wait : waits) {
+    CAPTURE(wait);
+    if (KillWhen(repo, "git add m.safetensors", wait)) ++killed;
     // The index was written, or the object stored and not yet recorded.
     if (IdAt(repo, ":m.safetensors") == v2) {
       ++recorded;
@@ -245,7 +261,7 @@ TEST_CASE("repack killed at many points leaves every object readable") {
   for (int i = 0; i < kPoints; ++i) {
     const double delay = full * (i / 2 + 1) / (kPoints / 2 + 1);
     CAPTURE(delay);
-    killed += KillAfter(repo, i % 2 == 0 ? "git zipnn repack --base-interval 1" : "git zipnn repack", delay);
+    killed += KillWhen(repo, i % 2 == 0 ? "git zipnn repack --base-interval 1" : "git zipnn repack", Sleep(delay));
     CHECK(BrokenObjects(repo).empty());
     CHECK(repo.Sh("git zipnn fsck --all").code == 0);
   }
