@@ -88,7 +88,7 @@ class MemorySource : public ByteSource {
   uint64_t size() const override { return size_; }
   Status ReadAt(uint64_t offset, void* out, size_t n) const override {
     if (offset > size_ || n > size_ - offset) return IoError(name_ + ": read past the end");
-    std::memcpy(out, data_ + offset, n);
+    if (n != 0) std::memcpy(out, data_ + offset, n);  // `out` may be null then, as for a file
     return OkStatus();
   }
   const std::string& name() const override { return name_; }

@@ -328,3 +328,29 @@ TEST_CASE("prefixed regions round-trip and their fields are checked") {
 
 }  // namespace
 }  // namespace zipnn::container
+
+// Inputs the fuzz targets found (tests/fuzz/regressions/), each reduced to
+// the case it stands for.
+namespace zipnn::container {
+namespace {
+
+TEST_CASE("rejects a region too long to count its chunks without wrapping, before allocating") {
+  // One region of 2^64 - 1 bytes: rounding its chunk count up wrapped to
+  // 0, which matched a trailer of 0 chunks, and planning the chunks then
+  // ran out of memory (regressions/container/chunk-count-wraps).
+  ObjectHeader h;
+  h.chunk_size = kMinChunkSize;
+  h.raw_size = UINT64_MAX;
+  h.layout = Layout::Single(DType::kBytes, UINT64_MAX);
+  Buffer object;
+  AppendHeader(h, object);
+  AppendIndexAndTrailer({}, ContentId{}, object);
+  CHECK(CountChunks(h.layout, kMinChunkSize) == uint64_t{1} << 52);
+  MemorySource src(object.data(), object.size(), "obj");
+  auto info = ReadObjectInfo(src);
+  REQUIRE(!info.ok());
+  CHECK(info.status().message() == "obj: trailer counts 0 chunks, the layout needs 4503599627370496");
+}
+
+}  // namespace
+}  // namespace zipnn::container

@@ -48,7 +48,9 @@ Status Layout::Validate(uint64_t expected_size, uint64_t base_size) const {
 
 uint64_t CountChunks(const Layout& layout, uint32_t chunk_size) {
   uint64_t n = 0;
-  for (const Region& r : layout.regions) n += (r.length + chunk_size - 1) / chunk_size;
+  // Not (length + chunk_size - 1) / chunk_size: a hostile length near 2^64
+  // would wrap to a count of almost nothing and pass the trailer check.
+  for (const Region& r : layout.regions) n += r.length / chunk_size + (r.length % chunk_size != 0 ? 1 : 0);
   return n;
 }
 
@@ -57,9 +59,10 @@ std::vector<ChunkSpan> PlanChunks(const Layout& layout, uint32_t chunk_size) {
   chunks.reserve(CountChunks(layout, chunk_size));
   for (size_t i = 0; i < layout.regions.size(); ++i) {
     const Region& r = layout.regions[i];
-    for (uint64_t at = 0; at < r.length; at += chunk_size) {
+    for (uint64_t at = 0; at < r.length;) {
       const uint64_t len = r.length - at < chunk_size ? r.length - at : chunk_size;
       chunks.push_back(ChunkSpan{static_cast<uint32_t>(i), r.offset + at, static_cast<uint32_t>(len)});
+      at += len;  // never past r.length, so never wraps
     }
   }
   return chunks;
