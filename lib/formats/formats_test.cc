@@ -595,3 +595,116 @@ TEST_CASE("an opaque range that changed is coded against the base's as zstd hist
 
 }  // namespace
 }  // namespace zipnn::formats
+
+// Inputs the fuzz targets found (tests/fuzz/regressions/), each reduced to
+// the case it stands for.
+namespace zipnn::formats {
+namespace {
+
+TEST_CASE("rejects a safetensors header of length 0 as not valid JSON") {
+  // The empty header was read into an empty buffer: a copy to a null
+  // pointer (regressions/safetensors/empty-header-null-read).
+  const std::vector<uint8_t> file = Broken("", 8);
+  MemorySource src(file.data(), file.size(), "file");
+  auto layout = ReadSafetensors(src);
+  REQUIRE(layout.ok());
+  CHECK(layout->format == Format::kRaw);
+  REQUIRE(layout->warnings.size() == 1);
+  CHECK(layout->warnings[0] == "file: safetensors header is not valid JSON; stored as raw bytes");
+}
+
+// A pickle of `levels` dicts nested under one key of `key_bytes` bytes,
+// written once and fetched from the memo at every level; the innermost
+// holds a float storage under "w".
+std::vector<uint8_t> NestedUnderOneKey(size_t key_bytes, int levels) {
+  std::vector<uint8_t> p = {0x80, 0x02, 'X', 0, 0, 0, 0};
+  StoreLE<uint32_t>(p.data() + 3, static_cast<uint32_t>(key_bytes));
+  p.insert(p.end(), key_bytes, 'k');
+  static constexpr char kStorage[] =
+      "q\x00" "0"                                   // memo 0: the key
+      "}" "X\x01\x00\x00\x00" "w"                    // {"w": ...
+      "(" "X\x07\x00\x00\x00" "storage" "ctorch\nFloatStorage\n"
+      "X\x01\x00\x00\x00" "0" "X\x03\x00\x00\x00" "cpu" "K\x04" "t" "Q" "s";  // ... persid(storage, 4 floats)}
+  p.insert(p.end(), kStorage, kStorage + sizeof kStorage - 1);  // literals hold NULs: sized, not measured
+  static constexpr char kWrap[] = "q\x01" "0" "}" "h\x00" "h\x01" "s";  // {key: the dict before}
+  for (int i = 0; i < levels; ++i) p.insert(p.end(), kWrap, kWrap + sizeof kWrap - 1);
+  p.push_back('.');
+  return p;
+}
+
+TEST_CASE("does not follow tensor paths past 1024 bytes, so one long key nested 200 deep stays small") {
+  // The paths of 200 dicts under one 100 kB key took gigabytes
+  // (regressions/pytorch/long-key-nested-paths.pkl).
+  const std::vector<uint8_t> deep = NestedUnderOneKey(100000, 200);
+  auto none = ReadTorchPickle(deep.data(), deep.size());
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+  const std::vector<uint8_t> shallow = NestedUnderOneKey(3, 2);
+  auto named = ReadTorchPickle(shallow.data(), shallow.size());
+  REQUIRE(named.ok());
+  REQUIRE(named->size() == 1);
+  CHECK((*named)[0].name == "kkk/kkk/w");
+  CHECK((*named)[0].key == "0");
+  CHECK((*named)[0].dtype == DType::kF32);
+  // "<1022 bytes>/w" is 1024 bytes, just followed; one more byte is not.
+  const std::vector<uint8_t> at_limit = NestedUnderOneKey(1022, 1);
+  const std::vector<uint8_t> past_limit = NestedUnderOneKey(1023, 1);
+  CHECK(ReadTorchPickle(at_limit.data(), at_limit.size())->size() == 1);
+  CHECK(ReadTorchPickle(past_limit.data(), past_limit.size())->empty());
+}
+
+TEST_CASE("rejects a pickle global longer than 1024 bytes, or one not named by two strings") {
+  // STACK_GLOBAL named one 75 kB string from the memo 15000 times, for 5
+  // bytes each: 2 GB of names (regressions/pytorch/stack-global-long-name.pkl).
+  std::vector<uint8_t> p = {0x80, 0x04, 'X', 0, 0, 0, 0};
+  StoreLE<uint32_t>(p.data() + 3, 1000);
+  p.insert(p.end(), 1000, 'm');
+  static constexpr char kTwice[] = "q\x00" "h\x00" "\x93" "N.";  // STACK_GLOBAL(m..., m...)
+  p.insert(p.end(), kTwice, kTwice + sizeof kTwice - 1);
+  auto r = ReadTorchPickle(p.data(), p.size());
+  REQUIRE(!r.ok());
+  CHECK(r.status().message() == "pickle names a global longer than 1024 bytes");
+
+  static constexpr char kNumbers[] = "\x80\x04" "K\x01" "K\x02" "\x93" ".";
+  r = ReadTorchPickle(reinterpret_cast<const uint8_t*>(kNumbers), sizeof kNumbers - 1);
+  REQUIRE(!r.ok());
+  CHECK(r.status().message() == "pickle STACK_GLOBAL takes two strings");
+
+  std::string line = "\x80\x02" "c" + std::string(1100, 'm') + "\nx\n.";
+  r = ReadTorchPickle(reinterpret_cast<const uint8_t*>(line.data()), line.size());
+  REQUIRE(!r.ok());
+  CHECK(r.status().message() == "pickle names a global longer than 1024 bytes");
+}
+
+TEST_CASE("rejects a pickle that memoizes more than 2^20 values") {
+  // MEMOIZE adds a memo entry for one byte: a 40 MB pickle of them took
+  // over 2 GB (too large to keep under regressions/).
+  std::vector<uint8_t> p = {0x80, 0x04, 'N'};
+  p.insert(p.end(), size_t{1} << 20, 0x94);
+  p.push_back('.');
+  auto full = ReadTorchPickle(p.data(), p.size());
+  REQUIRE(full.ok());
+  CHECK(full->empty());
+  p.insert(p.end() - 1, 0x94);
+  auto over = ReadTorchPickle(p.data(), p.size());
+  REQUIRE(!over.ok());
+  CHECK(over.status().message() == "pickle memoizes too many values");
+}
+
+TEST_CASE("a zip whose directory is empty has no members and is raw without a warning") {
+  // As above, for the zero-byte directory
+  // (regressions/pytorch/empty-zip-directory-null-read).
+  std::vector<uint8_t> zip(22, 0);
+  StoreLE<uint32_t>(zip.data(), 0x06054b50);  // the end-of-directory record alone
+  MemorySource src(zip.data(), zip.size(), "file");
+  auto members = ReadZipDirectory(src);
+  REQUIRE(members.ok());
+  CHECK(members->empty());
+  auto layout = ReadPytorch(src);
+  REQUIRE(layout.ok());
+  CHECK(layout->format == Format::kRaw);
+  CHECK(layout->warnings.empty());
+}
+
+}  // namespace
+}  // namespace zipnn::formats

@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "lib/base/endian.h"
@@ -12,8 +13,16 @@ namespace zipnn::formats {
 namespace {
 
 // Limits against hostile pickles.
-constexpr size_t kMaxValues = 1u << 20;  // about 120 MB at worst
+constexpr size_t kMaxValues = 1u << 20;  // values (about 120 MB at worst), and memo entries
 constexpr size_t kMaxDepth = 200;
+// Tensor paths are not followed past this length (real ones are under 200
+// bytes): nesting dicts under one long key (written once, then fetched
+// from the memo at every level) would otherwise make the paths alone take
+// gigabytes, and every storage copies its path as its name. A storage
+// reached only through a longer path is left out: its member stays opaque.
+constexpr size_t kMaxPathBytes = 1024;
+// Module and class names of a global together ("torch FloatStorage").
+constexpr size_t kMaxGlobalBytes = 1024;
 
 // Values live in the machine's arena and refer to each other by plain
 // pointers: a hostile pickle can make a list contain itself, which
@@ -80,6 +89,9 @@ class Machine {
   }
   Status Memo(uint32_t index) {
     if (stack_.empty()) return Corruption("pickle memoizes an empty stack");
+    // MEMOIZE adds an entry for one byte of input: entries count against
+    // the same budget as values.
+    if (memo_.size() >= kMaxValues && memo_.count(index) == 0) return Corruption("pickle memoizes too many values");
     memo_[index] = stack_.back();
     return OkStatus();
   }
@@ -87,6 +99,16 @@ class Machine {
     auto it = memo_.find(index);
     if (it == memo_.end()) return Corruption("pickle reads memo " + std::to_string(index) + " before writing it");
     return it->second;
+  }
+  // "module name". STACK_GLOBAL can name one long string from the memo
+  // again and again for a few bytes each, so the length is capped.
+  Result<Ref> Global(const std::string& module, const std::string& name) {
+    if (module.size() + name.size() > kMaxGlobalBytes) {
+      return Corruption("pickle names a global longer than " + std::to_string(kMaxGlobalBytes) + " bytes");
+    }
+    Ref v = Make(Value::Kind::kGlobal);
+    v->s = module + " " + name;
+    return v;
   }
   Status SetItems(Ref target, const std::vector<Ref>& kv) {
     if (kv.size() % 2 != 0) return Corruption("pickle sets an odd number of dict items");
@@ -157,18 +179,19 @@ Result<Ref> Machine::Run() {
         break;
       }
       case 'c': {                                                           // GLOBAL
-        Ref v = Make(K::kGlobal);
         ASSIGN_OR_RETURN(std::string module, Line());
         ASSIGN_OR_RETURN(std::string name, Line());
-        v->s = module + " " + name;
+        ASSIGN_OR_RETURN(Ref v, Global(module, name));
         RETURN_IF_ERROR(Push(v));
         break;
       }
       case 0x93: {                                                          // STACK_GLOBAL
         ASSIGN_OR_RETURN(Ref name, Pop());
         ASSIGN_OR_RETURN(Ref module, Pop());
-        Ref v = Make(K::kGlobal);
-        v->s = module->s + " " + name->s;
+        if (module->kind != K::kString || name->kind != K::kString) {
+          return Corruption("pickle STACK_GLOBAL takes two strings");
+        }
+        ASSIGN_OR_RETURN(Ref v, Global(module->s, name->s));
         RETURN_IF_ERROR(Push(v));
         break;
       }
@@ -285,11 +308,17 @@ class Walker {
     using K = Value::Kind;
     switch (v->kind) {
       case K::kDict:
-        for (const auto& [key, value] : v->dict) Walk(value, Join(path, Key(key)), depth + 1);
+        for (const auto& [key, value] : v->dict) {
+          if (key->kind == K::kString) {
+            Child(value, path, key->s, depth);
+          } else {
+            Child(value, path, key->kind == K::kInt ? std::to_string(key->i) : "?", depth);
+          }
+        }
         break;
       case K::kList:
       case K::kTuple:
-        for (size_t i = 0; i < v->items.size(); ++i) Walk(v->items[i], Join(path, std::to_string(i)), depth + 1);
+        for (size_t i = 0; i < v->items.size(); ++i) Child(v->items[i], path, std::to_string(i), depth);
         break;
       case K::kReduce: {
         const Ref& args = v->items[1];
@@ -312,11 +341,11 @@ class Walker {
   std::vector<TorchStorage> Take() { return std::move(storages_); }
 
  private:
-  static std::string Join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "/" + b; }
-  static std::string Key(const Ref& k) {
-    if (k->kind == Value::Kind::kString) return k->s;
-    if (k->kind == Value::Kind::kInt) return std::to_string(k->i);
-    return "?";
+  // Walks `v` under path/part, unless that path would be too long; the
+  // length is checked before the path is built.
+  void Child(const Ref& v, const std::string& path, std::string_view part, size_t depth) {
+    if (path.size() + 1 + part.size() > kMaxPathBytes) return;
+    Walk(v, path.empty() ? std::string(part) : path + "/" + std::string(part), depth + 1);
   }
   // ('storage', <class>, key, location, numel)
   void Storage(const Ref& persid, const std::string& path) {
