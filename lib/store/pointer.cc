@@ -25,13 +25,16 @@ bool TakePrefix(std::string_view& s, std::string_view prefix) {
   return true;
 }
 
-// Decimal without sign, spaces or leading zeros ("0" itself is fine).
+// Decimal without sign, spaces or leading zeros ("0" itself is fine), up
+// to 2^64 - 1 (20 digits), as FormatPointer writes any size.
 std::optional<uint64_t> ParseSize(std::string_view s) {
-  if (s.empty() || s.size() > 19 || (s.size() > 1 && s[0] == '0')) return std::nullopt;
+  if (s.empty() || s.size() > 20 || (s.size() > 1 && s[0] == '0')) return std::nullopt;
   uint64_t v = 0;
   for (char c : s) {
     if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - digit) / 10) return std::nullopt;  // past 2^64 - 1
+    v = v * 10 + digit;
   }
   return v;
 }

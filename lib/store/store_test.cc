@@ -41,6 +41,14 @@ TEST_CASE("a pointer has exactly one encoding, well under 200 bytes") {
   Pointer empty = Sample();
   empty.size = 0;
   CHECK(ParsePointer(FormatPointer(empty)).ok());
+  // Every size round-trips, up to 2^64 - 1 (20 digits).
+  for (uint64_t size : {uint64_t{9999999999999999999u}, uint64_t{10000000000000000000u}, UINT64_MAX}) {
+    Pointer big = Sample();
+    big.size = size;
+    auto parsed = ParsePointer(FormatPointer(big));
+    REQUIRE(parsed.ok());
+    CHECK(parsed->size == size);
+  }
 }
 
 TEST_CASE("every other spelling of a pointer is rejected, saying why") {
@@ -60,6 +68,8 @@ TEST_CASE("every other spelling of a pointer is rejected, saying why") {
       {"size 117764", "size 0117764", "pointer size is not a plain decimal number"},
       {"size 117764", "size +117764", "pointer size is not a plain decimal number"},
       {"size 117764", "size 99999999999999999999", "pointer size is not a plain decimal number"},
+      {"size 117764", "size 18446744073709551616", "pointer size is not a plain decimal number"},
+      {"size 117764", "size 100000000000000000000", "pointer size is not a plain decimal number"},
       {"format ", "format  ", "pointer line 4 is not 'format <name>'"},
   };
   for (const auto& edit : kEdits) {
