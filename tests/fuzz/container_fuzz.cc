@@ -1,0 +1,115 @@
+// libFuzzer target: the object container decoder (lib/container) on
+// arbitrary bytes: ReadObjectInfo, then DecodeObject into a sink that only
+// counts, and ScanObject. The harness limits nothing; the decoder must
+// refuse what it cannot honour (a raw size the object cannot back, an
+// index past the end) before it allocates for it.
+//
+// Mutated bytes nearly always fail a checksum first, which would leave the
+// chunk decoders unreached. So each input is decoded twice: as given, and
+// with its header, chunk and index checksums recomputed over the mutated
+// bytes (RepairChecksums), so that the fuzzer explores what lies behind
+// them. A delta is decoded against a base of zeros of the size its header
+// claims, served without allocating it.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "lib/base/content_id.h"
+#include "lib/base/endian.h"
+#include "lib/base/io.h"
+#include "lib/container/format.h"
+#include "lib/container/object.h"
+
+namespace zipnn::container {
+namespace {
+
+// A checkpoint of `size` zero bytes that exists only as a size.
+class ZeroSource : public ByteSource {
+ public:
+  explicit ZeroSource(uint64_t size) : size_(size) {}
+  uint64_t size() const override { return size_; }
+  Status ReadAt(uint64_t offset, void* out, size_t n) const override {
+    if (offset > size_ || n > size_ - offset) return IoError(name_ + ": read past the end");
+    std::memset(out, 0, n);
+    return OkStatus();
+  }
+  const std::string& name() const override { return name_; }
+
+ private:
+  uint64_t size_;
+  std::string name_ = "zero base";
+};
+
+void Decode(const ByteSource& object, const ObjectInfo& info, const ByteSource* base) {
+  DecodeOptions options;
+  options.threads = 1;  // one core: the fuzzer runs its own processes
+  CountingSink sink;
+  if (DecodeObject(object, info, base, options, sink).ok() && sink.bytes() != info.header.raw_size) {
+    std::fprintf(stderr, "a decode succeeded with %llu bytes, not the raw size %llu\n",
+                 static_cast<unsigned long long>(sink.bytes()),
+                 static_cast<unsigned long long>(info.header.raw_size));
+    std::abort();
+  }
+  if (!info.header.layout.regions.empty()) {
+    options.only_region = info.header.layout.regions.size() - 1;
+    CountingSink part;
+    (void)DecodeObject(object, info, base, options, part);
+  }
+}
+
+void Exercise(const uint8_t* data, size_t size) {
+  MemorySource object(data, size, "fuzz.zipnn");
+  Result<ObjectInfo> info = ReadObjectInfo(object);
+  if (!info.ok()) return;
+  Decode(object, *info, nullptr);
+  if (info->header.kind == ObjectKind::kDelta) {
+    ZeroSource base(info->header.base_size);
+    Decode(object, *info, &base);
+  }
+  (void)ScanObject(object, *info);
+}
+
+// Recomputes, where the mutated bytes still say where they are, the header
+// checksum, each chunk record's checksum in the index, and the index
+// checksum in the trailer (docs/format.md). Returns whether any changed.
+bool RepairChecksums(std::vector<uint8_t>& b) {
+  const uint64_t size = b.size();
+  if (size < kHeaderBytes + kTrailerBytes) return false;
+  const std::vector<uint8_t> before = b;
+  uint8_t* p = b.data();
+  const uint64_t regions = LoadLE<uint32_t>(p + 20);
+  if (regions > (size - kHeaderBytes - kTrailerBytes) / kRegionEntryBytes) return false;
+  std::vector<uint8_t> covered(p, p + 56);
+  covered.insert(covered.end(), p + kHeaderBytes, p + kHeaderBytes + kRegionEntryBytes * regions);
+  StoreLE<uint64_t>(p + 56, Checksum64(covered.data(), covered.size()));
+
+  uint8_t* t = p + size - kTrailerBytes;
+  const uint64_t chunks = LoadLE<uint64_t>(t);
+  const uint64_t records = kHeaderBytes + kRegionEntryBytes * regions;
+  if (chunks <= (size - kTrailerBytes - records) / kIndexEntryBytes) {
+    const uint64_t index = size - kTrailerBytes - kIndexEntryBytes * chunks;
+    uint64_t at = records;
+    for (uint64_t i = 0; i < chunks; ++i) {
+      uint8_t* e = p + index + kIndexEntryBytes * i;
+      const uint32_t record_size = LoadLE<uint32_t>(e);
+      if (record_size == 0 || record_size > index - at) break;
+      StoreLE<uint64_t>(e + 8, Checksum64(p + at, record_size));
+      at += record_size;
+    }
+    StoreLE<uint64_t>(t + 24, Checksum64(p + index, static_cast<size_t>(t + 24 - (p + index))));
+  }
+  return b != before;
+}
+
+}  // namespace
+}  // namespace zipnn::container
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  zipnn::container::Exercise(data, size);
+  std::vector<uint8_t> repaired(data, data + size);
+  if (zipnn::container::RepairChecksums(repaired)) zipnn::container::Exercise(repaired.data(), repaired.size());
+  return 0;
+}
