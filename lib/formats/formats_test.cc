@@ -613,6 +613,33 @@ TEST_CASE("rejects a safetensors header of length 0 as not valid JSON") {
   CHECK(layout->warnings[0] == "file: safetensors header is not valid JSON; stored as raw bytes");
 }
 
+TEST_CASE("a safetensors header with more JSON values or nesting than any checkpoint is raw, before it is built") {
+  // 100 MiB of "[{},{},...]" made the parsed tree take over 4 GB.
+  std::string many = "{\"a\":[";
+  for (size_t i = 0; i <= (1u << 20); ++i) many += i == 0 ? "0" : ",0";
+  many += "]}";
+  const std::string deep = "{\"a\":" + std::string(64, '[') + std::string(64, ']') + "}";
+  const std::string fine = "{\"a\":" + std::string(63, '[') + std::string(63, ']') + "}";
+  const struct {
+    const std::string& header;
+    const char* warning;
+  } kCases[] = {
+      {many, "file: safetensors header has more than 1048576 JSON values; stored as raw bytes"},
+      {deep, "file: safetensors header nests deeper than 64; stored as raw bytes"},
+      {fine, "file: safetensors header entry 'a' is not an object; stored as raw bytes"},
+  };
+  for (const auto& c : kCases) {
+    CAPTURE(c.warning);
+    const std::vector<uint8_t> file = Broken(c.header, 8);
+    MemorySource src(file.data(), file.size(), "file");
+    auto layout = ReadSafetensors(src);
+    REQUIRE(layout.ok());
+    CHECK(layout->format == Format::kRaw);
+    REQUIRE(layout->warnings.size() == 1);
+    CHECK(layout->warnings[0] == c.warning);
+  }
+}
+
 // A pickle of `levels` dicts nested under one key of `key_bytes` bytes,
 // written once and fetched from the memo at every level; the innermost
 // holds a float storage under "w".

@@ -41,6 +41,54 @@ std::optional<codec::DType> SafetensorsDType(std::string_view name) {
   return std::nullopt;
 }
 
+// A first pass over a header that builds nothing: the parsed tree of a
+// hostile header can take 40 times its text (100 MiB of "[{},{},...]"
+// took over 4 GB), so headers with more values or deeper nesting than any
+// checkpoint's are refused before it is built. A real header has about
+// three values per tensor, nested four deep.
+constexpr size_t kMaxHeaderValues = 1u << 20;
+constexpr size_t kMaxHeaderDepth = 64;
+
+class HeaderBounds : public nlohmann::json_sax<Json> {
+ public:
+  bool null() override { return Value(); }
+  bool boolean(bool) override { return Value(); }
+  bool number_integer(number_integer_t) override { return Value(); }
+  bool number_unsigned(number_unsigned_t) override { return Value(); }
+  bool number_float(number_float_t, const string_t&) override { return Value(); }
+  bool string(string_t&) override { return Value(); }
+  bool binary(binary_t&) override { return Value(); }
+  bool key(string_t&) override { return true; }
+  bool start_object(std::size_t) override { return Open(); }
+  bool end_object() override { return Close(); }
+  bool start_array(std::size_t) override { return Open(); }
+  bool end_array() override { return Close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    problem = "is not valid JSON";
+    return false;
+  }
+  std::string problem;  // empty when within bounds and well formed
+
+ private:
+  bool Value() {
+    if (++values_ <= kMaxHeaderValues) return true;
+    problem = "has more than " + std::to_string(kMaxHeaderValues) + " JSON values";
+    return false;
+  }
+  bool Open() {
+    if (++depth_ > kMaxHeaderDepth) {
+      problem = "nests deeper than " + std::to_string(kMaxHeaderDepth);
+      return false;
+    }
+    return Value();
+  }
+  bool Close() {
+    --depth_;
+    return true;
+  }
+  size_t values_ = 0, depth_ = 0;
+};
+
 bool LooksLikeSafetensors(const uint8_t* prefix, size_t n) {
   if (n < 9) return false;
   const uint64_t header = LoadLE<uint64_t>(prefix);
@@ -57,6 +105,10 @@ Result<FileLayout> ReadSafetensors(const ByteSource& file) {
   if (n > kMaxSafetensorsHeader) return Raw(file, "length " + std::to_string(n) + " is over the 100 MiB limit");
   Buffer text(n);
   RETURN_IF_ERROR(file.ReadAt(8, text.data(), n));
+  HeaderBounds bounds;
+  if (!Json::sax_parse(text.data(), text.data() + n, &bounds) && !bounds.problem.empty()) {
+    return Raw(file, bounds.problem);
+  }
   const Json header = Json::parse(text.data(), text.data() + n, nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded()) return Raw(file, "is not valid JSON");
   if (!header.is_object()) return Raw(file, "is not a JSON object");
