@@ -68,4 +68,19 @@ inline std::string Step12(int i) {  // the cnn12-bf16 steps: 10, 20, ..., 120
   return name;
 }
 
+// The five steps of the cnn-bf16 fixture trajectory.
+inline constexpr const char* kSteps[] = {"000040", "000080", "000120", "000160", "000200"};
+
+// Commits the five cnn-bf16 steps to model.safetensors with base_interval 3.
+inline void CommitTrajectory(Repo& repo) {
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
+                  "printf 'base_interval: 3\\n' > .zipnn.yaml && git add .gitattributes .zipnn.yaml && "
+                  "git commit -qm setup").code == 0);
+  for (const char* step : kSteps) {
+    REQUIRE(repo.Sh("cp '" + repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
+                    "' model.safetensors && git add model.safetensors && git commit -qm 'step " + step + "'")
+                .code == 0);
+  }
+}
+
 }  // namespace zipnn::testing

@@ -25,14 +25,14 @@
 namespace zipnn {
 namespace {
 
+using testing::CommitTrajectory;
 using testing::IdAt;
+using testing::kSteps;
 using testing::Repo;
 using testing::Run;
 using testing::Slurp;
 using testing::Step12;
 
-
-const char* kSteps[] = {"000040", "000080", "000120", "000160", "000200"};
 
 TEST_CASE("a trajectory committed to one path: policy kinds, clean status, exact checkouts") {
   Repo repo;
@@ -94,18 +94,6 @@ TEST_CASE("pointers pass clean unchanged; a missing object is named in the error
   const Run missing = repo.Sh("rm a.pt && git checkout -- a.pt");
   CHECK(missing.code != 0);
   CHECK(missing.err.find("object " + id + " for a.pt is not in the store") != std::string::npos);
-}
-
-// Commits the five cnn-bf16 steps to model.safetensors with base_interval 3.
-void CommitTrajectory(Repo& repo) {
-  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
-                  "printf 'base_interval: 3\\n' > .zipnn.yaml && git add .gitattributes .zipnn.yaml && "
-                  "git commit -qm setup").code == 0);
-  for (const char* step : kSteps) {
-    REQUIRE(repo.Sh("cp '" + repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
-                    "' model.safetensors && git add model.safetensors && git commit -qm 'step " + step + "'")
-                .code == 0);
-  }
 }
 
 TEST_CASE("log shows each version's kind, chain depth and sizes, as a table and as JSON") {

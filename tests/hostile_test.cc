@@ -18,25 +18,11 @@
 namespace zipnn {
 namespace {
 
+using testing::CommitTrajectory;
 using testing::IdAt;
 using testing::Repo;
 using testing::Run;
 using testing::Slurp;
-
-const char* kSteps[] = {"000040", "000080", "000120", "000160", "000200"};
-
-// The five cnn-bf16 steps committed to m.safetensors with base_interval 3:
-// base, delta, delta, base, delta (HEAD is a delta on HEAD~1's base).
-void CommitTrajectory(Repo& repo) {
-  std::string add;
-  for (const char* step : kSteps) {
-    add += "cp '" + repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
-           "' m.safetensors && git add m.safetensors && git commit -qm " + step + " && ";
-  }
-  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
-                  "printf 'base_interval: 3\\n' > .zipnn.yaml && git add . && git commit -qm setup && " + add + "true")
-              .code == 0);
-}
 
 std::string ObjectFile(Repo& repo, const std::string& id) {
   return repo.File(".git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id);
@@ -44,7 +30,7 @@ std::string ObjectFile(Repo& repo, const std::string& id) {
 
 // Restoring HEAD's version fails naming `id`, and writes no file.
 void RestoreRefused(Repo& repo, const std::string& id) {
-  const Run r = repo.Sh("rm -f out && git zipnn restore m.safetensors -o out");
+  const Run r = repo.Sh("rm -f out && git zipnn restore model.safetensors -o out");
   CHECK(r.code != 0);
   CHECK(r.err.find(id) != std::string::npos);
   CHECK(repo.Sh("test -e out").code != 0);
@@ -62,7 +48,7 @@ void CommitRawBlob(Repo& repo, const std::string& path, const std::string& text)
 TEST_CASE("truncated objects are refused, naming the object; nothing is written") {
   Repo repo;
   CommitTrajectory(repo);
-  const std::string top = IdAt(repo, "HEAD:m.safetensors"), base = IdAt(repo, "HEAD~1:m.safetensors");
+  const std::string top = IdAt(repo, "HEAD:model.safetensors"), base = IdAt(repo, "HEAD~1:model.safetensors");
   REQUIRE(repo.Sh("git zipnn show " + top).out.find("delta") != std::string::npos);
   for (const std::string& id : {top, base}) {
     const std::string file = ObjectFile(repo, id);
@@ -84,7 +70,7 @@ TEST_CASE("truncated objects are refused, naming the object; nothing is written"
 TEST_CASE("a flipped bit anywhere in an object is refused, naming the object; git checkout writes nothing") {
   Repo repo;
   CommitTrajectory(repo);
-  const std::string top = IdAt(repo, "HEAD:m.safetensors"), base = IdAt(repo, "HEAD~1:m.safetensors");
+  const std::string top = IdAt(repo, "HEAD:model.safetensors"), base = IdAt(repo, "HEAD~1:model.safetensors");
   for (const std::string& id : {top, base}) {
     const std::string file = ObjectFile(repo, id);
     const std::string whole = Slurp(file);
@@ -102,21 +88,21 @@ TEST_CASE("a flipped bit anywhere in an object is refused, naming the object; gi
     std::string bad = whole;
     bad[whole.size() / 2] ^= 0x10;
     std::ofstream(file, std::ios::binary | std::ios::trunc) << bad;
-    const Run checkout = repo.Sh("rm m.safetensors && git checkout -- m.safetensors");
+    const Run checkout = repo.Sh("rm model.safetensors && git checkout -- model.safetensors");
     CHECK(checkout.code != 0);
     CHECK(checkout.err.find(id) != std::string::npos);
-    CHECK(Slurp(repo.File("m.safetensors")).empty());
+    CHECK(Slurp(repo.File("model.safetensors")).empty());
     std::ofstream(file, std::ios::binary | std::ios::trunc) << whole;
-    REQUIRE(repo.Sh("git checkout -- m.safetensors").code == 0);
+    REQUIRE(repo.Sh("git checkout -- model.safetensors").code == 0);
   }
-  CHECK(Slurp(repo.File("m.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
+  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
 }
 
 TEST_CASE("pointers with malformed, oversize or path-like fields are refused and reach nothing") {
   Repo repo;
   CommitTrajectory(repo);
-  const std::string good = repo.Sh("git show HEAD:m.safetensors").out;
-  const std::string id = IdAt(repo, "HEAD:m.safetensors");
+  const std::string good = repo.Sh("git show HEAD:model.safetensors").out;
+  const std::string id = IdAt(repo, "HEAD:model.safetensors");
   // Text that claims to be a pointer and is not one is no reference to
   // anything: checkout leaves it as the text git holds (as it does a
   // merge conflict in a pointer), and fsck names it.
@@ -168,10 +154,10 @@ TEST_CASE("pointers with malformed, oversize or path-like fields are refused and
   }
   // A series index line with a path in it is ignored, not followed.
   REQUIRE(repo.Sh("for f in .git/zipnn/series/*; do echo '../../../../etc/passwd 1' >> $f; done && "
-                  "cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' m.safetensors && "
-                  "touch m.safetensors && git add m.safetensors").code == 0);
-  CHECK(repo.Sh("git checkout -q HEAD -- m.safetensors && git zipnn fsck --all").code != 0);  // p.safetensors lies
-  CHECK(Slurp(repo.File("m.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
+                  "cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' model.safetensors && "
+                  "touch model.safetensors && git add model.safetensors").code == 0);
+  CHECK(repo.Sh("git checkout -q HEAD -- model.safetensors && git zipnn fsck --all").code != 0);  // p.safetensors lies
+  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
 }
 
 TEST_CASE("a .zipnn.yaml with wrong types stops the add with a message naming the key; nothing is stored") {
@@ -197,12 +183,12 @@ TEST_CASE("a .zipnn.yaml with wrong types stops the add with a message naming th
   for (const auto& p : kPolicies) {
     CAPTURE(p.yaml);
     std::ofstream(repo.File(".zipnn.yaml"), std::ios::trunc) << p.yaml;
-    const Run add = repo.Sh("cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' m.safetensors && "
-                            "git add m.safetensors");
+    const Run add = repo.Sh("cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' model.safetensors && "
+                            "git add model.safetensors");
     CHECK(add.code != 0);
     CHECK(add.err.find(".zipnn.yaml") != std::string::npos);
     CHECK(add.err.find(p.key) != std::string::npos);
-    CHECK(repo.Sh("git ls-files m.safetensors").out.empty());
+    CHECK(repo.Sh("git ls-files model.safetensors").out.empty());
     CHECK(repo.Sh("find .git/zipnn/objects -type f 2>/dev/null | wc -l").out == "0\n");
   }
 }

@@ -26,6 +26,7 @@ namespace zipnn {
 namespace {
 
 using testing::IdAt;
+using testing::kSteps;
 using testing::Repo;
 using testing::Run;
 using testing::Slurp;
@@ -243,9 +244,8 @@ TEST_CASE("git add killed at many points leaves a sound store; the next add work
 
 TEST_CASE("repack killed at many points leaves every object readable") {
   Repo repo;
-  const char* steps[] = {"000040", "000080", "000120", "000160", "000200"};
   std::string add;
-  for (const char* s : steps) {
+  for (const char* s : kSteps) {
     Enlarge(repo.Data(std::string("cnn-fp32/step-") + s + ".safetensors"),
             repo.root() + "/step-" + s + ".safetensors", 40);
     add += std::string("cp ../step-") + s + ".safetensors m.safetensors && git add m.safetensors && git commit -qm " +
@@ -270,7 +270,7 @@ TEST_CASE("repack killed at many points leaves every object readable") {
   REQUIRE(repo.Sh("git zipnn repack").code == 0);
   for (int back = 0; back < 5; ++back) {
     REQUIRE(repo.Sh("git checkout -q HEAD~" + std::to_string(back) + " -- m.safetensors").code == 0);
-    CHECK(Slurp(repo.File("m.safetensors")) == Slurp(repo.root() + "/step-" + steps[4 - back] + ".safetensors"));
+    CHECK(Slurp(repo.File("m.safetensors")) == Slurp(repo.root() + "/step-" + kSteps[4 - back] + ".safetensors"));
   }
 }
 

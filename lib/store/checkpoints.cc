@@ -147,14 +147,7 @@ Status RestoreChain(const Repository& repo, const ContentId& top, const ContentI
 // to read as its base.
 Result<Scratch> RestoreLinkToScratch(const Repository& repo, const ContentId& top, const ContentId& id,
                                      std::vector<ContentId>& passed) {
-  ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "restore"));
-  {
-    ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(file.path(), /*overwrite=*/true));
-    RETURN_IF_ERROR(RestoreChain(repo, top, id, sink, passed));
-    RETURN_IF_ERROR(sink.CommitUnsynced());
-  }
-  ASSIGN_OR_RETURN(ReadFile reader, ReadFile::Open(file.path()));
-  return Scratch{std::move(file), std::move(reader)};
+  return WriteScratch(repo, [&](ByteSink& out) { return RestoreChain(repo, top, id, out, passed); });
 }
 
 // Decodes `id`, a link of the chain of `top`, after its base: a missing or
@@ -291,6 +284,17 @@ Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::st
   const std::string of = missing == pointer.id ? "" : " (a base of " + pointer.id.Hex() + ")";
   return NotFound("object " + missing.Hex() + of + " for " + path + " is not in the store " + repo.objects.root() +
                   " (fetch it, or restore the store)");
+}
+
+Result<Scratch> WriteScratch(const Repository& repo, const std::function<Status(ByteSink&)>& fill) {
+  ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "restore"));
+  {
+    ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(file.path(), /*overwrite=*/true));
+    RETURN_IF_ERROR(fill(sink));
+    RETURN_IF_ERROR(sink.CommitUnsynced());
+  }
+  ASSIGN_OR_RETURN(ReadFile reader, ReadFile::Open(file.path()));
+  return Scratch{std::move(file), std::move(reader)};
 }
 
 Result<Scratch> RestoreToScratch(const Repository& repo, const ContentId& id) {

@@ -6,6 +6,7 @@
 // Thread-compatible; separate processes may store at once.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,11 +49,15 @@ struct Candidate {
 Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base,
                                   uint64_t reference);
 
-// `id` decoded into a scratch file in temp_dir, verified.
+// A checkpoint's bytes written to a scratch file in temp_dir, open for
+// reading; removed with the Scratch.
 struct Scratch {
   TempFile file;
   ReadFile reader;
 };
+// What `fill` writes, in a scratch file.
+Result<Scratch> WriteScratch(const Repository& repo, const std::function<Status(ByteSink&)>& fill);
+// `id` decoded into a scratch file, verified.
 Result<Scratch> RestoreToScratch(const Repository& repo, const ContentId& id);
 
 }  // namespace zipnn::store
