@@ -3,8 +3,10 @@
 // corruption a decoder must reject with an error, never with wrong bytes.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "lib/base/endian.h"
@@ -117,6 +119,108 @@ TEST_CASE("a delta object needs its base and restores the target exactly") {
   REQUIRE(!wrong.ok());
   CHECK(wrong.status().code() == StatusCode::kCorruption);
   CHECK(wrong.status().message().find("is the base the right checkpoint?") != std::string::npos);
+}
+
+// Version v of a trajectory whose header grows by 12 bytes each version,
+// so that a delta reads its base at offsets that cut across the base's
+// chunks; a few weights change each version.
+Checkpoint ShiftedVersion(int v) {
+  Checkpoint c = MakeCheckpoint(7, 200000);
+  std::mt19937 rng(100 + v);
+  for (int k = 1; k <= v; ++k) {
+    for (size_t i = 40; i < c.bytes.size() - 13; i += 4 * (50 + k)) c.bytes[i] ^= static_cast<uint8_t>(1 + rng() % 7);
+  }
+  const std::string pad(12 * v, ' ');
+  const size_t header = c.layout.regions[0].length;
+  c.bytes.insert(c.bytes.begin() + header, pad.begin(), pad.end());
+  c.layout.regions[0].length += pad.size();
+  for (size_t r = 1; r < c.layout.regions.size(); ++r) c.layout.regions[r].offset += pad.size();
+  return c;
+}
+
+// Against `base`: the weights XORed with the base's weights, the rest alone.
+Layout ShiftedDelta(const Checkpoint& target, const Checkpoint& base) {
+  Layout l = target.layout;
+  l.regions[1].delta = true;
+  l.regions[1].base_offset = base.layout.regions[1].offset;
+  return l;
+}
+
+TEST_CASE("a chain of deltas decodes in one pass through object readers, from any thread") {
+  constexpr int kLevels = 5;  // a base and four deltas, each against the one before
+  std::vector<Checkpoint> versions;
+  std::vector<std::vector<uint8_t>> objects;
+  for (int v = 0; v < kLevels; ++v) {
+    versions.push_back(ShiftedVersion(v));
+    objects.push_back(v == 0 ? Encode(versions[0].bytes, versions[0].layout, 2, nullptr, 16384)
+                             : Encode(versions[v].bytes, ShiftedDelta(versions[v], versions[v - 1]), 2,
+                                      &versions[v - 1].bytes, 16384));
+  }
+  std::vector<MemorySource> sources;
+  for (int v = 0; v < kLevels; ++v) sources.emplace_back(objects[v].data(), objects[v].size(), "v" + std::to_string(v));
+  std::vector<std::unique_ptr<ObjectReader>> readers;  // readers[v] holds version v
+  for (int v = 0; v < kLevels; ++v) {
+    auto info = ReadObjectInfo(sources[v]);
+    REQUIRE(info.ok());
+    auto reader = ObjectReader::Open(sources[v], *info, v == 0 ? nullptr : readers.back().get());
+    REQUIRE(reader.ok());
+    readers.push_back(std::move(*reader));
+  }
+
+  SUBCASE("the top decodes whole, checked against its id") {
+    for (int threads : {1, 2, 4}) {
+      auto info = ReadObjectInfo(sources.back());
+      REQUIRE(info.ok());
+      DecodeOptions o;
+      o.threads = threads;
+      MemorySink sink;
+      REQUIRE(DecodeObject(sources.back(), *info, readers[kLevels - 2].get(), o, sink).ok());
+      CHECK(sink.ToVector() == versions.back().bytes);
+    }
+  }
+  SUBCASE("any range of any level reads exactly, from several threads at once") {
+    std::vector<std::thread> threads;
+    std::atomic<int> wrong{0};
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937 rng(t);
+        std::vector<uint8_t> got;
+        for (int i = 0; i < 200; ++i) {
+          const int v = static_cast<int>(rng() % kLevels);
+          const std::vector<uint8_t>& want = versions[v].bytes;
+          const size_t at = rng() % (want.size() + 1);
+          const size_t n = std::min<size_t>(want.size() - at, rng() % 70000);
+          got.assign(n, 0);
+          if (!readers[v]->ReadAt(at, got.data(), n).ok() || !std::equal(got.begin(), got.end(), want.begin() + at)) {
+            ++wrong;
+          }
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    CHECK(wrong == 0);
+    uint8_t byte = 0;
+    CHECK(readers[1]->ReadAt(versions[1].bytes.size(), &byte, 1).message() == "v1: read past the end");
+    CHECK(readers[1]->ReadAt(versions[1].bytes.size(), nullptr, 0).ok());
+  }
+  SUBCASE("damage in a middle link is named, and no wrong bytes come out") {
+    std::vector<uint8_t>& middle = objects[2];
+    auto info = ReadObjectInfo(sources[2]);
+    REQUIRE(info.ok());
+    const ChunkRef& c = info->chunks[info->chunks.size() / 2];
+    middle[c.record_offset + c.record_size / 2] ^= 0x10;
+    std::vector<uint8_t> got(versions[4].bytes.size());
+    const Status st = readers[4]->ReadAt(0, got.data(), got.size());
+    CHECK(st.code() == StatusCode::kCorruption);
+    CHECK(st.message().rfind("v2: chunk " + std::to_string(info->chunks.size() / 2) + " (checkpoint bytes ", 0) == 0);
+  }
+  SUBCASE("a delta reader needs its base, of the right size") {
+    auto info = ReadObjectInfo(sources[3]);
+    REQUIRE(info.ok());
+    CHECK(ObjectReader::Open(sources[3], *info, nullptr).status().code() == StatusCode::kInvalidArgument);
+    CHECK(ObjectReader::Open(sources[3], *info, readers[1].get()).status().message().find("wrong base v1") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("one region decodes without the rest") {

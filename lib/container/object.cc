@@ -42,49 +42,6 @@ std::vector<Stripe> PlanStripes(const std::vector<Chunk>& chunks, uint32_t chunk
 
 int ResolveThreads(int threads) { return threads > 0 ? threads : ThreadPool::DefaultThreads(); }
 
-// Coders hold scratch buffers and zstd contexts, and stripes hold up to
-// half a megabyte of data each: both are reused instead of made per task, which keeps
-// the allocator (and the page faults of fresh memory) off the hot path.
-// Borrow returns a lease that gives the object back when it goes out of
-// scope; Take and Give move ownership explicitly (for stripe results that
-// travel from a worker to the writing thread).
-template <typename T>
-class FreeList {
- public:
-  class Lease {
-   public:
-    Lease(FreeList* owner, std::unique_ptr<T> item) : owner_(owner), item_(std::move(item)) {}
-    Lease(const Lease&) = delete;
-    Lease& operator=(const Lease&) = delete;
-    ~Lease() { owner_->Give(std::move(item_)); }
-    T* operator->() { return item_.get(); }
-
-   private:
-    FreeList* owner_;
-    std::unique_ptr<T> item_;
-  };
-
-  explicit FreeList(std::function<std::unique_ptr<T>()> make) : make_(std::move(make)) {}
-
-  std::unique_ptr<T> Take() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (free_.empty()) return make_();
-    std::unique_ptr<T> t = std::move(free_.back());
-    free_.pop_back();
-    return t;
-  }
-  void Give(std::unique_ptr<T> t) {
-    std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(std::move(t));
-  }
-  Lease Borrow() { return Lease(this, Take()); }
-
- private:
-  std::function<std::unique_ptr<T>()> make_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<T>> free_;
-};
-
 // Reads the base bytes a region's chunks need: for a delta region the
 // bytes its stripe is XORed with, for a prefixed one the whole prefix.
 Status ReadBase(const ByteSource& base, const Region& region, uint64_t raw_offset, size_t n,
@@ -113,6 +70,38 @@ struct DecodedStripe {
 std::string ChunkName(const ByteSource& object, size_t index, const ChunkSpan& span) {
   return object.name() + ": chunk " + std::to_string(index) + " (checkpoint bytes " +
          std::to_string(span.offset) + ".." + std::to_string(span.offset + span.length) + ")";
+}
+
+// Checks chunk `index`'s record against its checksum and decodes it into
+// `out`. `base` holds what ReadBase read for its region (empty for a
+// region that reads no base); a delta region's bytes start at `at` in it.
+Status DecodeChunk(const ByteSource& object, size_t index, const ChunkRef& c, const Region& region,
+                   const uint8_t* record, const Buffer& base, uint64_t at, codec::ChunkDecoder& decoder,
+                   uint8_t* out) {
+  if (Checksum64(record, c.record_size) != c.checksum) {
+    return Corruption(ChunkName(object, index, c.span) + ": checksum mismatch");
+  }
+  const bool prefixed = region.prefix_length > 0;
+  Status st = decoder.Decode(region.dtype, record, c.record_size, c.span.length,
+                             region.delta ? base.data() + at : nullptr, out, prefixed ? base.data() : nullptr,
+                             prefixed ? base.size() : 0);
+  if (!st.ok()) return Corruption(ChunkName(object, index, c.span) + ": " + st.message());
+  return OkStatus();
+}
+
+// A delta must be given its base, of the size its header records.
+Status CheckBase(const ByteSource& object, const ObjectHeader& h, const ByteSource* base) {
+  if (h.kind != ObjectKind::kDelta) return OkStatus();
+  if (base == nullptr) {
+    return InvalidArgument(object.name() + ": is a delta against " + h.base_id.Hex() +
+                           "; give that checkpoint as the base");
+  }
+  if (base->size() != h.base_size) {
+    return InvalidArgument(object.name() + ": wrong base " + base->name() + ": it has " +
+                           std::to_string(base->size()) + " bytes, the object's base " + h.base_id.Hex() +
+                           " has " + std::to_string(h.base_size));
+  }
+  return OkStatus();
 }
 
 }  // namespace
@@ -211,17 +200,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
 Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const ByteSource* base,
                     const DecodeOptions& options, ByteSink& out) {
   const ObjectHeader& h = info.header;
-  if (h.kind == ObjectKind::kDelta) {
-    if (base == nullptr) {
-      return InvalidArgument(object.name() + ": is a delta against " + h.base_id.Hex() +
-                             "; give that checkpoint as the base");
-    }
-    if (base->size() != h.base_size) {
-      return InvalidArgument(object.name() + ": wrong base " + base->name() + ": it has " +
-                             std::to_string(base->size()) + " bytes, the object's base " +
-                             h.base_id.Hex() + " has " + std::to_string(h.base_size));
-    }
-  }
+  RETURN_IF_ERROR(CheckBase(object, h, base));
   std::vector<ChunkRef> chunks;
   size_t first_index = 0;
   if (options.only_region) {
@@ -266,15 +245,9 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
     for (size_t i = stripe.first; i < stripe.first + stripe.count; ++i) {
       const ChunkRef& c = todo[i];
       const uint8_t* record = d->records.data() + (c.record_offset - first.record_offset);
-      const size_t index = first_index + i;
-      if (Checksum64(record, c.record_size) != c.checksum) {
-        return Corruption(ChunkName(object, index, c.span) + ": checksum mismatch");
-      }
       const uint64_t at = c.span.offset - stripe.offset;
-      Status st = decoder->Decode(region.dtype, record, c.record_size, c.span.length,
-                                  region.delta ? d->base.data() + at : nullptr, d->raw.data() + at,
-                                  prefixed ? d->base.data() : nullptr, prefixed ? d->base.size() : 0);
-      if (!st.ok()) return Corruption(ChunkName(object, index, c.span) + ": " + st.message());
+      RETURN_IF_ERROR(DecodeChunk(object, first_index + i, c, region, record, d->base, at, *decoder,
+                                  d->raw.data() + at));
     }
     if (positional) RETURN_IF_ERROR(out.WriteAt(stripe.offset - out_start, d->raw.data(), d->raw.size()));
     return d;
@@ -295,6 +268,86 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
     }
   }
   return OkStatus();
+}
+
+struct ObjectReader::Work {
+  codec::ChunkDecoder decoder;
+  Buffer record;
+  Buffer base;
+};
+
+ObjectReader::ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base)
+    : object_(object),
+      info_(std::move(info)),
+      base_(base),
+      capacity_(std::max<uint64_t>(2, kReaderCacheBytes / info_.header.chunk_size)),
+      spare_([] { return std::make_unique<Work>(); }) {}
+
+ObjectReader::~ObjectReader() = default;
+
+Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(const ByteSource& object, ObjectInfo info,
+                                                         const ByteSource* base) {
+  RETURN_IF_ERROR(CheckBase(object, info.header, base));
+  return std::unique_ptr<ObjectReader>(new ObjectReader(object, std::move(info), base));
+}
+
+Status ObjectReader::ReadAt(uint64_t offset, void* out, size_t n) const {
+  if (offset > size() || n > size() - offset) return IoError(name() + ": read past the end");
+  // The chunk holding `offset`: the last that starts at or before it.
+  const std::vector<ChunkRef>& chunks = info_.chunks;
+  size_t i = std::upper_bound(chunks.begin(), chunks.end(), offset,
+                              [](uint64_t at, const ChunkRef& c) { return at < c.span.offset; }) -
+             chunks.begin();
+  auto* to = static_cast<uint8_t*>(out);
+  for (; n > 0; ++i) {
+    const ChunkSpan& span = chunks[i - 1].span;
+    ASSIGN_OR_RETURN(std::shared_ptr<const Buffer> raw, Chunk(i - 1));
+    const uint64_t from = offset - span.offset;
+    const size_t k = static_cast<size_t>(std::min<uint64_t>(n, span.length - from));
+    std::memcpy(to, raw->data() + from, k);
+    to += k;
+    offset += k;
+    n -= k;
+  }
+  return OkStatus();
+}
+
+// The cache holds futures, so a chunk that one thread is decoding is
+// waited for, not decoded again by another.
+ObjectReader::Decoded ObjectReader::Chunk(size_t index) const {
+  std::shared_future<Decoded> ready;
+  std::promise<Decoded> mine;
+  bool decode = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Slot& slot : cache_) {
+      if (slot.index == index) ready = slot.ready;
+    }
+    if (!ready.valid()) {
+      decode = true;
+      ready = mine.get_future().share();
+      cache_.push_back(Slot{index, ready});
+      if (cache_.size() > capacity_) cache_.pop_front();
+    }
+  }
+  if (decode) mine.set_value(DecodeChunkAt(index));
+  return ready.get();
+}
+
+ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
+  const ChunkRef& c = info_.chunks[index];
+  const Region& region = info_.header.layout.regions[c.span.region];
+  auto work = spare_.Borrow();
+  work->record.Resize(c.record_size + codec::kDecoderReadPadding);
+  RETURN_IF_ERROR(object_.ReadAt(c.record_offset, work->record.data(), c.record_size));
+  work->base.Clear();
+  if (region.delta || region.prefix_length > 0) {
+    RETURN_IF_ERROR(ReadBase(*base_, region, c.span.offset, c.span.length, work->base));
+  }
+  auto raw = std::make_shared<Buffer>(c.span.length);
+  RETURN_IF_ERROR(DecodeChunk(object_, index, c, region, work->record.data(), work->base, 0, work->decoder,
+                              raw->data()));
+  return std::shared_ptr<const Buffer>(std::move(raw));
 }
 
 Result<std::vector<RegionStats>> ScanObject(const ByteSource& object, const ObjectInfo& info) {

@@ -11,6 +11,10 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -19,6 +23,7 @@
 #include "lib/base/status.h"
 #include "lib/codec/group_coder.h"
 #include "lib/container/format.h"
+#include "lib/container/free_list.h"
 
 namespace zipnn::container {
 
@@ -63,6 +68,54 @@ struct DecodeOptions {
 // A delta needs `base`: the checkpoint whose id the header names.
 Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const ByteSource* base,
                     const DecodeOptions& options, ByteSink& out);
+
+inline constexpr uint64_t kReaderCacheBytes = 8u << 20;
+
+// Random access to the checkpoint an object holds. ReadAt decodes the
+// chunks a range covers (each checksum verified) and keeps the last few it
+// decoded, so reads that move front to back decode each chunk once. A
+// delta reads its base through another ByteSource, usually the
+// ObjectReader of the next link of its chain: a chain of deltas then
+// decodes in one pass, chunk by chunk, each level XORed onto the one
+// below, and no level is ever written out whole. Partial reads cannot be
+// checked against the content id; whoever reads the whole checkpoint does
+// (DecodeObject of the top object, which reads its base through these).
+//
+// Thread-safe: ReadAt may be called from several threads at once (two
+// threads that need one chunk decode it once). Memory: at most
+// kReaderCacheBytes of decoded chunks (and never fewer than two) plus the
+// chunks being read. `object` and `base` must outlive the reader.
+class ObjectReader : public ByteSource {
+ public:
+  // Fails when a delta's `base` is missing or of the wrong size.
+  static Result<std::unique_ptr<ObjectReader>> Open(const ByteSource& object, ObjectInfo info,
+                                                    const ByteSource* base);
+  ~ObjectReader() override;
+
+  uint64_t size() const override { return info_.header.raw_size; }
+  Status ReadAt(uint64_t offset, void* out, size_t n) const override;
+  const std::string& name() const override { return object_.name(); }
+
+ private:
+  using Decoded = Result<std::shared_ptr<const Buffer>>;
+  struct Slot {
+    size_t index;
+    std::shared_future<Decoded> ready;
+  };
+  struct Work;  // a decoder and its buffers
+
+  ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base);
+  Decoded Chunk(size_t index) const;
+  Decoded DecodeChunkAt(size_t index) const;
+
+  const ByteSource& object_;
+  const ObjectInfo info_;
+  const ByteSource* base_;
+  size_t capacity_;                 // decoded chunks kept
+  mutable std::mutex mu_;
+  mutable std::deque<Slot> cache_;  // guarded by mu_; oldest first
+  mutable FreeList<Work> spare_;
+};
 
 struct GroupStats {
   uint64_t raw_bytes = 0;

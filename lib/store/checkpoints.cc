@@ -140,30 +140,6 @@ Result<Link> OpenLink(const Repository& repo, const ContentId& top, const Conten
   return Link{std::move(file), std::move(info)};
 }
 
-Status RestoreChain(const Repository& repo, const ContentId& top, const ContentId& id, ByteSink& out,
-                    std::vector<ContentId>& passed);
-
-// A link of the chain of `top` decoded into a scratch file, for a delta
-// to read as its base.
-Result<Scratch> RestoreLinkToScratch(const Repository& repo, const ContentId& top, const ContentId& id,
-                                     std::vector<ContentId>& passed) {
-  return WriteScratch(repo, [&](ByteSink& out) { return RestoreChain(repo, top, id, out, passed); });
-}
-
-// Decodes `id`, a link of the chain of `top`, after its base: a missing or
-// looping base fails before anything is written to `out`.
-Status RestoreChain(const Repository& repo, const ContentId& top, const ContentId& id, ByteSink& out,
-                    std::vector<ContentId>& passed) {
-  ASSIGN_OR_RETURN(Link link, OpenLink(repo, top, id, passed));
-  container::DecodeOptions options;
-  options.threads = repo.policy.threads;
-  if (link.info.header.kind == container::ObjectKind::kBase) {
-    return container::DecodeObject(link.file, link.info, nullptr, options, out);
-  }
-  ASSIGN_OR_RETURN(Scratch base, RestoreLinkToScratch(repo, top, link.info.header.base_id, passed));
-  return container::DecodeObject(link.file, link.info, &base.reader, options, out);
-}
-
 // Encodes `input` standalone, or as a delta against `base`, into `out`;
 // the object's size in `*size`.
 Status EncodeTo(const Repository& repo, const RawVersion& input, const RawVersion* base, AtomicFile& out,
@@ -268,9 +244,32 @@ Result<StoredInfo> Describe(const Repository& repo, const ContentId& id) {
   return info;
 }
 
+// One pass over the chunks of the whole chain: every link is opened and
+// checked first (so a missing or looping base fails before anything is
+// written to `out`); then each delta reads its base through the
+// ObjectReader of the link below it, and decoding the top object pulls
+// each chunk up through the levels, XORed onto the one below.
 Status Restore(const Repository& repo, const ContentId& id, ByteSink& out) {
   std::vector<ContentId> passed;
-  return RestoreChain(repo, id, id, out, passed);
+  std::vector<Link> links;  // the top first, the base last
+  for (ContentId at = id;;) {
+    ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
+    const bool delta = link.info.header.kind == container::ObjectKind::kDelta;
+    at = link.info.header.base_id;
+    links.push_back(std::move(link));
+    if (!delta) break;
+  }
+  std::vector<std::unique_ptr<container::ObjectReader>> readers;
+  const ByteSource* below = nullptr;
+  for (size_t i = links.size(); i-- > 1;) {
+    ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
+                     container::ObjectReader::Open(links[i].file, std::move(links[i].info), below));
+    below = reader.get();
+    readers.push_back(std::move(reader));
+  }
+  container::DecodeOptions options;
+  options.threads = repo.policy.threads;
+  return container::DecodeObject(links[0].file, links[0].info, below, options, out);
 }
 
 Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::string& path, ByteSink& out) {
@@ -298,8 +297,7 @@ Result<Scratch> WriteScratch(const Repository& repo, const std::function<Status(
 }
 
 Result<Scratch> RestoreToScratch(const Repository& repo, const ContentId& id) {
-  std::vector<ContentId> passed;
-  return RestoreLinkToScratch(repo, id, id, passed);
+  return WriteScratch(repo, [&](ByteSink& out) { return Restore(repo, id, out); });
 }
 
 Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base,
