@@ -21,6 +21,7 @@ struct FsckArgs {
   bool all = false;
   bool json = false;
   bool fast = false;
+  int threads = 0;
 };
 
 struct Problem {
@@ -31,6 +32,7 @@ struct Problem {
 
 Status RunFsck(const FsckArgs& a) {
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  if (a.threads > 0) repo.policy.threads = a.threads;
   ASSIGN_OR_RETURN(FoundPointers found, FindPointers(a.all));
   // Each distinct checkpoint once, with the first place that points at it.
   std::map<std::string, std::pair<store::Pointer, Place>> checkpoints;
@@ -87,6 +89,7 @@ Action SetupFsck(CLI::App& sub) {
   sub.add_flag("--all", a->all, "Every commit reachable from a ref, a reflog or a stash, and the index (default: HEAD)");
   sub.add_flag("--fast", a->fast, "Check presence and headers of every object only; do not decode");
   sub.add_flag("--json", a->json, "One JSON object with the counts and every problem");
+  AddThreadsOption(sub, a->threads);
   return [a] { return RunFsck(*a); };
 }
 

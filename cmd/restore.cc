@@ -17,10 +17,12 @@ struct RestoreArgs {
   std::string path;
   std::string rev = "HEAD";
   std::string output;
+  int threads = 0;
 };
 
 Status RunRestore(const RestoreArgs& a) {
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  if (a.threads > 0) repo.policy.threads = a.threads;
   // "./path" makes git resolve the path from the current folder.
   ASSIGN_OR_RETURN(store::Pointer pointer, PointerAt(a.rev + ":./" + a.path));
   const std::string target = a.output.empty() ? a.path : a.output;
@@ -52,6 +54,7 @@ Action SetupRestore(CLI::App& sub) {
   sub.add_option("path", a->path, "Tracked checkpoint, relative to the current folder")->required();
   sub.add_option("--rev", a->rev, "Revision to take it from (default HEAD)");
   sub.add_option("-o,--output", a->output, "Write here instead of replacing the work-tree file");
+  AddThreadsOption(sub, a->threads);
   return [a] { return RunRestore(*a); };
 }
 

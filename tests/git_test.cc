@@ -220,6 +220,13 @@ TEST_CASE("step-numbered files form one series; k=5 against the previous version
   }
   REQUIRE(repo.Sh("git zipnn restore run/" + Step12(4) + " --rev HEAD~1 -o old").code == 0);
   CHECK(Slurp(repo.File("old")) == Slurp(repo.Data("cnn12-bf16/" + Step12(4))));
+  // The end of the chain of four deltas, decoded in one pass by any
+  // number of threads.
+  for (const char* threads : {"1", "3"}) {
+    REQUIRE(repo.Sh("git zipnn restore run/" + Step12(9) + " -T " + threads + " -o deep").code == 0);
+    CHECK(Slurp(repo.File("deep")) == Slurp(repo.Data("cnn12-bf16/" + Step12(9))));
+  }
+  CHECK(repo.Sh("git zipnn fsck --threads 1").code == 0);
 }
 
 TEST_CASE("one path overwritten twelve times; k=5 against the series' base") {
