@@ -149,17 +149,69 @@ struct Scale {
 
 // One decode step: slot -> symbol, then the state moves back by the
 // symbol's share and takes 16 more bits when it falls below L.
+// A stream spends about 16 / H symbols between refills, H its entropy in
+// bits per symbol. Where H is high the refill is data a branch predictor
+// cannot learn, so it is computed without a branch; where a group is
+// skewed (a delta late in training: H below a bit) refills are rare and
+// a predicted branch skips that work on nearly every symbol.
+template <bool kRareRefill>
 inline uint8_t Step(Reader& r, const uint32_t* step, const uint8_t* symbol, Scale scale) {
   const uint32_t slot = r.x & scale.mask;
   const uint32_t e = step[slot];
   r.x = (e >> 16) * (r.x >> scale.bits) + (e & 0xffff);
-  // Branch-free: whether a state needs more bits is data, not a pattern
-  // a branch predictor could learn.
-  const uint32_t refill = r.x < kLow;
-  const uint32_t word = LoadLE<uint16_t>(r.p);
-  r.x = (r.x << (refill << 4)) | (word & (0u - refill));
-  r.p += refill << 1;
+  if (kRareRefill) {
+    if (__builtin_expect(r.x < kLow, 0)) {
+      r.x = (r.x << 16) | LoadLE<uint16_t>(r.p);
+      r.p += 2;
+    }
+  } else {
+    const uint32_t refill = r.x < kLow;
+    const uint32_t word = LoadLE<uint16_t>(r.p);
+    r.x = (r.x << (refill << 4)) | (word & (0u - refill));
+    r.p += refill << 1;
+  }
   return symbol[slot];
+}
+
+// Entropy of the decoder's model in bits per symbol.
+double ModelBits(const std::array<uint32_t, 256>& freq, uint32_t bits) {
+  double h = 0;
+  for (uint32_t f : freq) {
+    if (f != 0) h += static_cast<double>(f) * (bits - std::log2(static_cast<double>(f)));
+  }
+  return h / static_cast<double>(1u << bits);
+}
+
+// Below this many bits per symbol a stream refills at most once in 16
+// symbols, rarely enough for the branch.
+constexpr double kRareRefillBits = 1.0;
+
+// Four streams in lockstep, `rounds` times kSymbolsPerCheck symbols each,
+// checking between rounds that no stream has read past its end (false
+// then). Locals, not array elements, so that states and positions stay
+// in registers.
+template <bool kRareRefill>
+bool Lockstep(Reader (&r)[kHuffmanStreams], uint8_t* (&o)[kHuffmanStreams],
+              const uint8_t* const (&end)[kHuffmanStreams], size_t rounds, const uint32_t* step,
+              const uint8_t* symbol, Scale scale) {
+  Reader r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+  uint8_t *o0 = o[0], *o1 = o[1], *o2 = o[2], *o3 = o[3];
+  bool ok = true;
+  for (size_t round = 0; round < rounds; ++round) {
+    if (r0.p > end[0] || r1.p > end[1] || r2.p > end[2] || r3.p > end[3]) {
+      ok = false;
+      break;
+    }
+    for (size_t u = 0; u < kSymbolsPerCheck; ++u) {
+      *o0++ = Step<kRareRefill>(r0, step, symbol, scale);
+      *o1++ = Step<kRareRefill>(r1, step, symbol, scale);
+      *o2++ = Step<kRareRefill>(r2, step, symbol, scale);
+      *o3++ = Step<kRareRefill>(r3, step, symbol, scale);
+    }
+  }
+  r[0] = r0, r[1] = r1, r[2] = r2, r[3] = r3;
+  o[0] = o0, o[1] = o1, o[2] = o2, o[3] = o3;
+  return ok;
 }
 
 }  // namespace
@@ -308,30 +360,17 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
     o_end[j] = out + SegmentStart(n, j + 1);
   }
 
-  // Four streams in lockstep; the last segment is the shortest. Locals,
-  // not array elements, so that states and pointers stay in registers.
-  {
-    Reader r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
-    uint8_t *o0 = o[0], *o1 = o[1], *o2 = o[2], *o3 = o[3];
-    const size_t rounds = static_cast<size_t>(o_end[3] - o[3]) / kSymbolsPerCheck;
-    for (size_t round = 0; round < rounds; ++round) {
-      if (r0.p > stream_end[0] || r1.p > stream_end[1] || r2.p > stream_end[2] || r3.p > stream_end[3]) {
-        return Corruption("rans stream overruns its payload");
-      }
-      for (size_t u = 0; u < kSymbolsPerCheck; ++u) {
-        *o0++ = Step(r0, step, symbol, scale);
-        *o1++ = Step(r1, step, symbol, scale);
-        *o2++ = Step(r2, step, symbol, scale);
-        *o3++ = Step(r3, step, symbol, scale);
-      }
-    }
-    r[0] = r0, r[1] = r1, r[2] = r2, r[3] = r3;
-    o[0] = o0, o[1] = o1, o[2] = o2, o[3] = o3;
+  // Four streams in lockstep; the last segment is the shortest.
+  const size_t rounds = static_cast<size_t>(o_end[3] - o[3]) / kSymbolsPerCheck;
+  const bool rare_refill = ModelBits(freq, bits) < kRareRefillBits;
+  if (!(rare_refill ? Lockstep<true>(r, o, stream_end, rounds, step, symbol, scale)
+                    : Lockstep<false>(r, o, stream_end, rounds, step, symbol, scale))) {
+    return Corruption("rans stream overruns its payload");
   }
   for (int j = 0; j < kHuffmanStreams; ++j) {
     while (o[j] < o_end[j]) {
       if (r[j].p > stream_end[j]) return Corruption("rans stream overruns its payload");
-      *o[j]++ = Step(r[j], step, symbol, scale);
+      *o[j]++ = Step<false>(r[j], step, symbol, scale);
     }
     // A faithful stream ends exactly where it was sized, in the state the
     // encoder started from.
