@@ -121,20 +121,45 @@ struct RansEncoder::Writer {
   uint32_t x;
   const uint8_t* next;
 
+  // As the decoder's refill (Step), renormalising is a predicted branch
+  // where it is rare and branch-free elsewhere.
+  template <bool kRareFlush>
   void Put(const Symbol* table) {
     const Symbol& sym = table[*--next];
-    // Branch-free renormalisation: the low word is always stored just
-    // below the stream (the space is free), and kept only if needed.
-    StoreLE<uint16_t>(p - 2, static_cast<uint16_t>(x));
-    const uint32_t flush = x >= sym.x_max;
-    p -= flush << 1;
-    x >>= flush << 4;
+    if (kRareFlush) {
+      if (__builtin_expect(x >= sym.x_max, 0)) {
+        p -= 2;
+        StoreLE<uint16_t>(p, static_cast<uint16_t>(x));
+        x >>= 16;
+      }
+    } else {
+      // The low word is always stored just below the stream (the space is
+      // free), and kept only if needed.
+      StoreLE<uint16_t>(p - 2, static_cast<uint16_t>(x));
+      const uint32_t flush = x >= sym.x_max;
+      p -= flush << 1;
+      x >>= flush << 4;
+    }
     const uint32_t q = static_cast<uint32_t>((static_cast<unsigned __int128>(x) * sym.reciprocal) >> 64);
     x += sym.bias + q * sym.complement;
   }
 };
 
 namespace {
+
+// n symbols of each of the four streams, in lockstep. Locals, not array
+// elements, so that states and positions stay in registers.
+template <bool kRareFlush, typename Writer, typename Symbol>
+void PutLockstep(Writer (&w)[kHuffmanStreams], size_t n, const Symbol* sym) {
+  Writer w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+  for (size_t t = 0; t < n; ++t) {
+    w0.template Put<kRareFlush>(sym);
+    w1.template Put<kRareFlush>(sym);
+    w2.template Put<kRareFlush>(sym);
+    w3.template Put<kRareFlush>(sym);
+  }
+  w[0] = w0, w[1] = w1, w[2] = w2, w[3] = w3;
+}
 
 struct Reader {
   const uint8_t* p;
@@ -248,6 +273,7 @@ void RansEncoder::Plan(const Histogram& h, size_t n) {
     }
     cum += f;
   }
+  rare_flush_ = bits < kRareRefillBits * static_cast<double>(n);
   estimated_size_ = 3 + (table_bits + 7) / 8 + kStreamSizeBytes + kHuffmanStreams * (kStateBytes + 2) +
                     static_cast<size_t>(bits / 8);
 }
@@ -282,18 +308,13 @@ ZIPNN_HOT void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
     w[j] = Writer{at, kLow, in + SegmentStart(n, j) + len[j]};
   }
   const Symbol* sym = symbol_.data();
-  {
-    Writer w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
-    for (size_t t = 0; t < len[3]; ++t) {
-      w0.Put(sym);
-      w1.Put(sym);
-      w2.Put(sym);
-      w3.Put(sym);
-    }
-    w[0] = w0, w[1] = w1, w[2] = w2, w[3] = w3;
+  if (rare_flush_) {
+    PutLockstep<true>(w, len[3], sym);
+  } else {
+    PutLockstep<false>(w, len[3], sym);
   }
   for (int j = 0; j < kHuffmanStreams; ++j) {
-    for (size_t t = len[3]; t < len[j]; ++t) w[j].Put(sym);
+    for (size_t t = len[3]; t < len[j]; ++t) w[j].Put<false>(sym);
     w[j].p -= kStateBytes;
     StoreLE<uint32_t>(w[j].p, w[j].x);
     const size_t bytes = static_cast<size_t>(ends[j] - w[j].p);

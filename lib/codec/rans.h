@@ -52,6 +52,7 @@ class RansEncoder {
   int first_ = 0;
   int last_ = 0;
   size_t estimated_size_ = 0;
+  bool rare_flush_ = false;  // under a bit per symbol: renormalising is rare
   Buffer scratch_;  // one stream, written back to front
 };
 
