@@ -301,10 +301,10 @@ Status ObjectReader::ReadAt(uint64_t offset, void* out, size_t n) const {
   auto* to = static_cast<uint8_t*>(out);
   for (; n > 0; ++i) {
     const ChunkSpan& span = chunks[i - 1].span;
-    ASSIGN_OR_RETURN(std::shared_ptr<const Buffer> raw, Chunk(i - 1));
+    ASSIGN_OR_RETURN(std::shared_ptr<const uint8_t[]> raw, Chunk(i - 1));
     const uint64_t from = offset - span.offset;
     const size_t k = static_cast<size_t>(std::min<uint64_t>(n, span.length - from));
-    std::memcpy(to, raw->data() + from, k);
+    std::memcpy(to, raw.get() + from, k);
     to += k;
     offset += k;
     n -= k;
@@ -344,10 +344,10 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
   if (region.delta || region.prefix_length > 0) {
     RETURN_IF_ERROR(ReadBase(*base_, region, c.span.offset, c.span.length, work->base));
   }
-  auto raw = std::make_shared<Buffer>(c.span.length);
-  RETURN_IF_ERROR(DecodeChunk(object_, index, c, region, work->record.data(), work->base, 0, work->decoder,
-                              raw->data()));
-  return std::shared_ptr<const Buffer>(std::move(raw));
+  std::shared_ptr<uint8_t[]> raw(new uint8_t[c.span.length]);  // exactly a chunk, not a grown Buffer
+  RETURN_IF_ERROR(
+      DecodeChunk(object_, index, c, region, work->record.data(), work->base, 0, work->decoder, raw.get()));
+  return std::shared_ptr<const uint8_t[]>(std::move(raw));
 }
 
 Result<std::vector<RegionStats>> ScanObject(const ByteSource& object, const ObjectInfo& info) {

@@ -69,7 +69,7 @@ struct DecodeOptions {
 Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const ByteSource* base,
                     const DecodeOptions& options, ByteSink& out);
 
-inline constexpr uint64_t kReaderCacheBytes = 8u << 20;
+inline constexpr uint64_t kReaderCacheBytes = 4u << 20;
 
 // Random access to the checkpoint an object holds. ReadAt decodes the
 // chunks a range covers (each checksum verified) and keeps the last few it
@@ -97,7 +97,7 @@ class ObjectReader : public ByteSource {
   const std::string& name() const override { return object_.name(); }
 
  private:
-  using Decoded = Result<std::shared_ptr<const Buffer>>;
+  using Decoded = Result<std::shared_ptr<const uint8_t[]>>;  // one chunk's bytes
   struct Slot {
     size_t index;
     std::shared_future<Decoded> ready;
