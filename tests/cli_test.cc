@@ -81,7 +81,7 @@ TEST_CASE("help lists every command, version names both versions") {
   }
   Run v = Zipnn("version");
   CHECK(v.code == 0);
-  CHECK(v.out == "git-zipnn 0.1.0\nobject format 1\n");
+  CHECK(v.out == "git-zipnn 0.2.0\nobject format 2\n");
 }
 
 TEST_CASE("inspect shows kind, layout and the coder of each byte group") {
@@ -236,7 +236,7 @@ TEST_CASE("a truncated or newer-version object is refused and nothing is written
   }
   Run v = Zipnn("decompress " + obj + " -f -o " + Tmp() + "/trunc.out");
   CHECK(v.code == 1);
-  CHECK(v.err == "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (1); upgrade git-zipnn\n");
+  CHECK(v.err == "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (2); upgrade git-zipnn\n");
 }
 
 TEST_CASE("a corrupted chunk fails the restore and leaves no output file") {

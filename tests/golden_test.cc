@@ -30,6 +30,13 @@ constexpr Golden kGolden[] = {
     {"v1/cnn-fp32-step200-chunk16k.zipnn", "cnn-fp32/step-000200.safetensors", nullptr, container::ObjectKind::kBase, 15},
     {"v1/cnn-fp32-step160-zstd19.zipnn", "cnn-fp32/step-000160.safetensors", nullptr, container::ObjectKind::kBase, 1},
     {"v1/cnn-fp32-step120-bytes.zipnn", "cnn-fp32/step-000120.safetensors", nullptr, container::ObjectKind::kBase, 1},
+    {"v2/cnn-bf16-step200.zipnn", "cnn-bf16/step-000200.safetensors", nullptr, container::ObjectKind::kBase, 5},
+    {"v2/cnn-bf16-step200-delta160.zipnn", "cnn-bf16/step-000200.safetensors", "cnn-bf16/step-000160.safetensors",
+     container::ObjectKind::kDelta, 5},
+    {"v2/cnn-bf16-step200-delta160-sparse.zipnn", "cnn-bf16/step-000200.safetensors",
+     "cnn-bf16/step-000160.safetensors", container::ObjectKind::kDelta, 5},
+    {"v2/cnn12-bf16-step120-delta110.zipnn", "cnn12-bf16/step-000120.safetensors",
+     "cnn12-bf16/step-000110.safetensors", container::ObjectKind::kDelta, 3},
 };
 
 TEST_CASE("golden objects of every format version decode byte for byte") {

@@ -9,7 +9,7 @@
 namespace zipnn::codec {
 
 Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t size,
-                                     size_t chunk_len) {
+                                     size_t chunk_len, Coder newest) {
   ChunkGroups g;
   if (size < 1) return Corruption("empty chunk record");
   g.count = record[0];
@@ -24,7 +24,7 @@ Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t 
   for (int i = 0; i < g.count; ++i) {
     const uint8_t* e = record + 1 + kGroupEntryBytes * static_cast<size_t>(i);
     std::optional<Coder> coder = CoderFromByte(e[0]);
-    if (!coder) return Corruption("chunk record names unknown coder " + std::to_string(e[0]));
+    if (!coder || *coder > newest) return Corruption("chunk record names unknown coder " + std::to_string(e[0]));
     g.group[i] = GroupEntry{*coder, LoadLE<uint32_t>(e + 1),
                             static_cast<uint32_t>(GroupSize(dtype, chunk_len, i))};
     payload += g.group[i].stored;
@@ -82,7 +82,7 @@ void ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8
 Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, size_t n,
                             const uint8_t* base, uint8_t* out, const uint8_t* prefix,
                             size_t prefix_size) {
-  ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, record, size, n));
+  ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, record, size, n, newest_));
   groups_.set_zstd_prefix(prefix, prefix_size);
   grouped_.Resize(n);
   const uint8_t* payload = record + g.payload_start;

@@ -43,9 +43,10 @@ struct ChunkGroups {
 };
 
 // Reads a record's group table and checks it against the region type and
-// the chunk's length: group count, coder values, sizes that add up.
+// the chunk's length: group count, coder values (up to `newest`: objects
+// of older formats know fewer coders), sizes that add up.
 Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t size,
-                                     size_t chunk_len);
+                                     size_t chunk_len, Coder newest = kNewestCoder);
 
 class ChunkEncoder {
  public:
@@ -67,6 +68,9 @@ class ChunkEncoder {
 
 class ChunkDecoder {
  public:
+  // Accepts coders up to `newest` (ParseChunkRecord).
+  explicit ChunkDecoder(Coder newest = kNewestCoder) : newest_(newest) {}
+
   // Decodes a record into n bytes at `out` (XORing `base` when not null;
   // `prefix` is the history its zstd groups were made with).
   // The record must be readable kDecoderReadPadding bytes past `size`.
@@ -74,6 +78,7 @@ class ChunkDecoder {
                 uint8_t* out, const uint8_t* prefix = nullptr, size_t prefix_size = 0);
 
  private:
+  Coder newest_;
   GroupDecoder groups_;
   Buffer grouped_;
 };

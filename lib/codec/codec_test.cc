@@ -11,6 +11,7 @@
 #include "lib/codec/grouping.h"
 #include "lib/codec/huffman.h"
 #include "lib/codec/rans.h"
+#include "lib/codec/sparse.h"
 
 namespace zipnn::codec {
 namespace {
@@ -177,7 +178,7 @@ TEST_CASE("huffman decoder rejects damaged payloads without reading out of bound
   }
 }
 
-TEST_CASE("auto rule: zero, rans for zero-heavy groups, zstd where a run beats it, huffman, raw") {
+TEST_CASE("auto rule: zero, sparse for mostly-zero groups, zstd where a run beats it, huffman, raw") {
   GroupEncoder enc(CoderPolicy::kAuto, 3, false);
   const size_t n = 65536;
   Buffer out;
@@ -186,11 +187,12 @@ TEST_CASE("auto rule: zero, rans for zero-heavy groups, zstd where a run beats i
   CHECK(enc.Encode(zeros.data(), n, n, out) == Coder::kZero);
   CHECK(out.size() == 0);
 
-  // 95% zeros scattered: one value dominates; rANS codes the zeros in a
-  // fraction of a bit each.
+  // 95% zeros scattered: the sparse coder codes the non-zero bytes and
+  // the runs between them.
   std::vector<uint8_t> sparse = RandomBytes(n, 4);
   for (size_t i = 0; i < n; ++i) if (i % 20 != 0) sparse[i] = 0;
-  CHECK(enc.Encode(sparse.data(), n, n, out) == Coder::kRans);
+  CHECK(enc.Encode(sparse.data(), n, n, out) == Coder::kSparse);
+  CHECK(out.size() < n / 8);
 
   // Half zeros, but as one long run (a frozen stretch in a delta): zstd's
   // match covers the run, smaller than any order-0 coder.
@@ -214,7 +216,8 @@ TEST_CASE("auto rule: zero, rans for zero-heavy groups, zstd where a run beats i
 TEST_CASE("each coder round-trips through GroupDecoder") {
   GroupDecoder dec;
   auto skewed = ToBF16(NormalFloats(30000, 10));
-  for (CoderPolicy policy : {CoderPolicy::kHuffman, CoderPolicy::kZstd, CoderPolicy::kRaw, CoderPolicy::kAuto}) {
+  for (CoderPolicy policy :
+       {CoderPolicy::kHuffman, CoderPolicy::kZstd, CoderPolicy::kRaw, CoderPolicy::kRans, CoderPolicy::kSparse, CoderPolicy::kAuto}) {
     GroupEncoder enc(policy, 3, false);
     Buffer out;
     Coder c = enc.Encode(skewed.data(), skewed.size(), skewed.size(), out);
@@ -281,6 +284,13 @@ TEST_CASE("chunk record parser rejects bad group tables") {
   CHECK(!ParseChunkRecord(DType::kBF16, rec.data(), rec.size() - 1, 8).ok());
   CHECK(!ParseChunkRecord(DType::kBF16, rec.data(), 3, 8).ok());
   CHECK(!ParseChunkRecord(DType::kBF16, rec.data(), 0, 8).ok());
+  // The sparse coder (5) exists from object format 2 on: a record of an
+  // older object that names it is damaged.
+  auto sparse = rec;
+  sparse[1] = 5;
+  CHECK(ParseChunkRecord(DType::kBF16, sparse.data(), sparse.size(), 8).ok());
+  CHECK(ParseChunkRecord(DType::kBF16, sparse.data(), sparse.size(), 8, Coder::kRans).status().message() ==
+        "chunk record names unknown coder 5");
 }
 
 }  // namespace
@@ -382,11 +392,22 @@ TEST_CASE("rans codes skewed groups within 1% of their entropy, where huffman ca
   }
 }
 
-TEST_CASE("auto picks rans for a skewed delta exponent group and huffman for plain exponents") {
+TEST_CASE("auto picks rans or sparse for skewed delta exponent groups and huffman for plain exponents") {
   GroupEncoder enc(CoderPolicy::kAuto, 3, false);
-  auto delta = DeltaExponents(65536, 0.77, 36);
+  auto delta = DeltaExponents(65536, 0.6, 36);
   Buffer out;
   CHECK(enc.Encode(delta.data(), delta.size(), 4 * delta.size(), out) == Coder::kRans);
+  // Past kSparseMinZeros zeros, sparse is as small and works only on the
+  // non-zero bytes.
+  for (double zeros : {0.77, 0.98}) {
+    CAPTURE(zeros);
+    auto later = DeltaExponents(65536, zeros, 36);
+    out.Clear();
+    CHECK(enc.Encode(later.data(), later.size(), 4 * later.size(), out) == Coder::kSparse);
+    RansEncoder rans;
+    rans.Plan(CountBytes(later.data(), later.size()), later.size());
+    CHECK(static_cast<double>(out.size()) <= static_cast<double>(rans.EstimatedSize()) * 1.01 + 32);
+  }
   auto exps = DeltaExponents(65536, 0.0, 37);
   out.Clear();
   CHECK(enc.Encode(exps.data(), exps.size(), 4 * exps.size(), out) == Coder::kHuffman);
@@ -434,13 +455,121 @@ TEST_CASE("rans decoder rejects damaged payloads") {
   CheckRansRejectsDamage(0.95);
 }
 
+// A group with `share` of its bytes non-zero, scattered, plus stretches
+// of the kinds real deltas hold: a long zero run and a dense patch.
+std::vector<uint8_t> SparseGroup(size_t n, double share, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (std::uniform_real_distribution<double>(0, 1)(rng) < share) v[i] = static_cast<uint8_t>(1 + rng() % 40);
+  }
+  if (n > 4000) {
+    std::fill(v.begin() + n / 4, v.begin() + n / 4 + 2000, 0);
+    for (size_t i = n / 2; i < n / 2 + 300; ++i) v[i] = static_cast<uint8_t>(rng() | 1);
+  }
+  return v;
+}
+
+std::vector<uint8_t> SparseRoundTrip(const std::vector<uint8_t>& in, size_t* size = nullptr) {
+  SparseEncoder enc;
+  enc.Plan(in.data(), in.size(), CountBytes(in.data(), in.size()));
+  Buffer payload;
+  enc.Encode(payload);
+  if (size != nullptr) *size = payload.size();
+  CHECK(payload.size() <= enc.EstimatedSize() + 8);
+  auto padded = Padded(payload.data(), payload.size());
+  std::vector<uint8_t> out(in.size(), 0xAB);
+  SparseDecoder dec;
+  Status s = dec.Decode(padded.data(), payload.size(), out.data(), out.size());
+  REQUIRE(s.ok());
+  return out;
+}
+
+TEST_CASE("sparse round-trips groups from one non-zero byte to mostly non-zero") {
+  std::vector<std::vector<uint8_t>> inputs = {
+      SparseGroup(131072, 0.0005, 40), SparseGroup(131072, 0.034, 41), SparseGroup(131072, 0.3, 42),
+      SparseGroup(4096, 0.9, 43), SparseGroup(17, 0.5, 44), {0, 0, 7}, {7}, {9, 0, 0, 0}};
+  std::vector<uint8_t> one(100000, 0);
+  one[99999] = 1;  // a run far longer than the escape
+  inputs.push_back(one);
+  one[99999] = 0;
+  one[0] = 200;  // only trailing zeros
+  inputs.push_back(one);
+  // Every value, and runs at the edges of every length code up to 2^12.
+  std::vector<uint8_t> every;
+  for (int k = 0; k < 256; ++k) {
+    const size_t run = k < 16 ? k : (size_t{1} << (4 + (k - 16) % 9)) - (k % 2);
+    every.insert(every.end(), run, 0);
+    every.push_back(static_cast<uint8_t>(k == 0 ? 255 : k));
+  }
+  inputs.push_back(every);
+  for (const auto& in : inputs) {
+    CAPTURE(in.size());
+    CHECK(SparseRoundTrip(in) == in);
+  }
+}
+
+TEST_CASE("sparse stays within 1% of rans on delta groups that are mostly zeros") {
+  for (double share : {0.001, 0.01, 0.034, 0.1}) {
+    CAPTURE(share);
+    auto in = SparseGroup(131072, share, 45);
+    size_t sparse = 0, rans = 0;
+    SparseRoundTrip(in, &sparse);
+    RansRoundTrip(in, &rans);
+    CHECK(static_cast<double>(sparse) <= static_cast<double>(rans) * 1.01 + 16);
+  }
+}
+
+TEST_CASE("sparse decoder rejects damaged payloads") {
+  auto in = SparseGroup(20000, 0.05, 46);
+  SparseEncoder enc;
+  enc.Plan(in.data(), in.size(), CountBytes(in.data(), in.size()));
+  Buffer payload;
+  enc.Encode(payload);
+  const size_t size = payload.size();
+  std::vector<uint8_t> out(in.size());
+  SparseDecoder dec;
+  auto decode = [&](std::vector<uint8_t> p, size_t n, size_t out_n) {
+    return dec.Decode(p.data(), n, out.data(), out_n);
+  };
+  auto good = Padded(payload.data(), size);
+  REQUIRE(decode(good, size, in.size()).ok());
+
+  CHECK(decode(Padded(payload.data(), 0), 0, in.size()).message() == "sparse payload shorter than its header");
+  auto set32 = [&](size_t at, uint32_t v) {
+    auto p = good;
+    std::memcpy(p.data() + at, &v, 4);
+    return p;
+  };
+  CHECK(decode(set32(0, 0), size, in.size()).message() == "sparse value count out of range");
+  CHECK(decode(set32(0, 20001), size, in.size()).message() == "sparse value count out of range");
+  CHECK(decode(set32(4, 0xffffffff), size, in.size()).message() == "sparse parts exceed the payload");
+  CHECK(decode(set32(8, 0xffffffff), size, in.size()).message() == "sparse parts exceed the payload");
+  // Fewer values than coded: the streams no longer end where they should.
+  CHECK(!decode(set32(0, 900), size, in.size()).ok());
+  // A group shorter than the runs reach.
+  CHECK(!decode(good, size, in.size() - 100).ok());
+  for (size_t cut : {size_t{12}, size_t{20}, size / 2, size - 1}) {
+    CAPTURE(cut);
+    CHECK(!decode(Padded(payload.data(), cut), cut, in.size()).ok());
+  }
+  size_t caught = 0, tried = 0;
+  for (size_t pos = 12; pos < size; pos += 29, ++tried) {
+    auto flipped = good;
+    flipped[pos] ^= 0x10;
+    Status s = decode(flipped, size, in.size());
+    if (!s.ok() || std::vector<uint8_t>(out.begin(), out.end()) != in) ++caught;
+  }
+  CHECK(caught == tried);
+}
+
 }  // namespace
 }  // namespace zipnn::codec
 
 namespace zipnn::codec {
 namespace {
 
-// Random, truncated and bit-flipped payloads into both entropy decoders:
+// Random, truncated and bit-flipped payloads into the entropy decoders:
 // each is rejected or decodes to some bytes, never reads or writes out of
 // bounds (CI also runs this under AddressSanitizer and UBSan).
 TEST_CASE("entropy decoders survive random and mutated payloads") {
@@ -457,12 +586,18 @@ TEST_CASE("entropy decoders survive random and mutated payloads") {
   std::vector<uint8_t> huff(he.EncodedSize() + 8);
   he.Encode(huff.data());
   huff.resize(he.EncodedSize());
+  SparseEncoder se;
+  se.Plan(in.data(), in.size(), CountBytes(in.data(), in.size()));
+  Buffer sp;
+  se.Encode(sp);
+  const std::vector<uint8_t> sparse(sp.data(), sp.data() + sp.size());
 
   RansDecoder rd;
+  SparseDecoder sd;
   size_t rejected = 0;
-  const int kTrials = 20000;
+  const int kTrials = 30000;
   for (int t = 0; t < kTrials; ++t) {
-    std::vector<uint8_t> p = (t % 2) ? rans : huff;
+    std::vector<uint8_t> p = t % 3 == 0 ? rans : t % 3 == 1 ? huff : sparse;
     switch (rng() % 4) {
       case 0: p.resize(rng() % (p.size() + 1)); break;
       case 1:
@@ -477,8 +612,9 @@ TEST_CASE("entropy decoders survive random and mutated payloads") {
     const size_t n = (rng() % 3 == 0) ? rng() % 10000 : in.size();
     std::vector<uint8_t> padded = Padded(p.data(), p.size());
     std::vector<uint8_t> out(n);
-    Status s = (t % 2) ? rd.Decode(padded.data(), p.size(), out.data(), n)
-                       : HuffmanDecode(padded.data(), p.size(), out.data(), n);
+    Status s = t % 3 == 0   ? rd.Decode(padded.data(), p.size(), out.data(), n)
+               : t % 3 == 1 ? HuffmanDecode(padded.data(), p.size(), out.data(), n)
+                            : sd.Decode(padded.data(), p.size(), out.data(), n);
     if (!s.ok()) ++rejected;
   }
   // Most damage is caught by the coders themselves; the rest by checksums.

@@ -15,6 +15,7 @@ std::string_view CoderName(Coder c) {
     case Coder::kHuffman: return "huffman";
     case Coder::kZstd: return "zstd";
     case Coder::kRans: return "rans";
+    case Coder::kSparse: return "sparse";
   }
   return "?";
 }
@@ -29,6 +30,7 @@ std::optional<CoderPolicy> ParseCoderPolicy(std::string_view name) {
   if (name == "huffman") return CoderPolicy::kHuffman;
   if (name == "zstd") return CoderPolicy::kZstd;
   if (name == "rans") return CoderPolicy::kRans;
+  if (name == "sparse") return CoderPolicy::kSparse;
   if (name == "raw") return CoderPolicy::kRaw;
   return std::nullopt;
 }
@@ -111,6 +113,19 @@ std::optional<Coder> GroupEncoder::TryRans(const uint8_t* in, size_t n, Buffer& 
   return Coder::kRans;
 }
 
+std::optional<Coder> GroupEncoder::TrySparse(size_t n, Buffer& out) {
+  if (static_cast<double>(sparse_.EstimatedSize()) > static_cast<double>(n) * (1 - AutoRule::kMinSaving)) {
+    return std::nullopt;
+  }
+  const size_t start = out.size();
+  sparse_.Encode(out);
+  if (static_cast<double>(out.size() - start) > static_cast<double>(n) * (1 - AutoRule::kMinSaving)) {
+    out.Resize(start);
+    return std::nullopt;
+  }
+  return Coder::kSparse;
+}
+
 std::optional<Coder> GroupEncoder::TryZstd(const uint8_t* in, size_t n, Buffer& out) {
   const size_t start = out.size();
   const size_t bound = ZSTD_compressBound(n);
@@ -180,6 +195,13 @@ Coder GroupEncoder::Encode(const uint8_t* in, size_t n, size_t chunk_len, Buffer
       rans_.Plan(CountBytes(in, n), n);
       coded = TryRans(in, n, out);
       break;
+    case CoderPolicy::kSparse: {
+      const Histogram h = CountBytes(in, n);
+      if (h[0] == n) return Coder::kZero;
+      sparse_.Plan(in, n, h);
+      coded = TrySparse(n, out);
+      break;
+    }
     case CoderPolicy::kAuto: {
       if (IsAllZero(in, n)) return Coder::kZero;
       if (prefer_lz_) {
@@ -193,8 +215,18 @@ Coder GroupEncoder::Encode(const uint8_t* in, size_t n, size_t chunk_len, Buffer
       // symbol; on a skewed group rANS can be much closer to the entropy.
       rans_.Plan(huffman_.histogram(), n);
       const double min_gain = delta_ ? AutoRule::kRansMinGainDelta : AutoRule::kRansMinGain;
-      if (static_cast<double>(rans_.EstimatedSize()) <
-          static_cast<double>(huffman_.EncodedSize()) * (1 - min_gain)) {
+      const bool rans = static_cast<double>(rans_.EstimatedSize()) <
+                        static_cast<double>(huffman_.EncodedSize()) * (1 - min_gain);
+      const size_t planned = rans ? rans_.EstimatedSize() : huffman_.EncodedSize();
+      bool sparse = false;
+      if (static_cast<double>(huffman_.histogram()[0]) >= AutoRule::kSparseMinZeros * static_cast<double>(n)) {
+        sparse_.Plan(in, n, huffman_.histogram());
+        sparse = static_cast<double>(sparse_.EstimatedSize()) <=
+                 static_cast<double>(planned) * (1 + AutoRule::kSparseMaxLoss) + AutoRule::kSparseSlackBytes;
+      }
+      if (sparse) {
+        coded = TrySparse(n, out);
+      } else if (rans) {
         coded = TryRans(in, n, out);
       } else {
         coded = TryHuffman(n, out);
@@ -224,6 +256,8 @@ Status GroupDecoder::Decode(Coder coder, const uint8_t* payload, size_t size, ui
       return HuffmanDecode(payload, size, out, n);
     case Coder::kRans:
       return rans_.Decode(payload, size, out, n);
+    case Coder::kSparse:
+      return sparse_.Decode(payload, size, out, n);
     case Coder::kZstd: {
       if (prefix_size_ > 0) {
         ZSTD_DCtx_reset(zstd_, ZSTD_reset_session_and_parameters);

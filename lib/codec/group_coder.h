@@ -16,6 +16,7 @@
 #include "lib/base/status.h"
 #include "lib/codec/huffman.h"
 #include "lib/codec/rans.h"
+#include "lib/codec/sparse.h"
 
 namespace zipnn::codec {
 
@@ -26,8 +27,10 @@ enum class Coder : uint8_t {
   kHuffman = 2,  // HuffmanEncoder payload
   kZstd = 3,     // one zstd frame
   kRans = 4,     // RansEncoder payload
+  kSparse = 5,   // SparseEncoder payload (object format 2 on)
 };
-inline constexpr uint8_t kMaxCoderValue = 4;
+inline constexpr uint8_t kMaxCoderValue = 5;
+inline constexpr Coder kNewestCoder = Coder::kSparse;
 std::string_view CoderName(Coder c);
 std::optional<Coder> CoderFromByte(uint8_t v);
 
@@ -37,6 +40,7 @@ enum class CoderPolicy {
   kHuffman,  // Huffman for every group that it shrinks, else raw
   kZstd,     // zstd for every group that it shrinks, else raw
   kRans,     // rANS for every group that it shrinks, else raw
+  kSparse,   // the sparse coder for every group it shrinks, else raw
   kRaw,      // no entropy coding (grouping still applies)
 };
 std::optional<CoderPolicy> ParseCoderPolicy(std::string_view name);
@@ -63,6 +67,16 @@ struct AutoRule {
   // 3.4% smaller with rANS, a delta's exponent XOR 15-20%.
   static constexpr double kRansMinGain = 0.05;
   static constexpr double kRansMinGainDelta = 0.01;
+  // The sparse coder is planned for groups with at least this share of
+  // zeros: it then decodes and encodes faster than rANS, which works on
+  // every byte. It is kept when its estimate exceeds the order-0 coder's
+  // chosen above by at most kSparseMaxLoss plus kSparseSlackBytes. The
+  // slack matters for a delta's exponent group: about 2 KB per chunk
+  // mid-training, where the 20 bytes sparse may lose are 0.05% of the
+  // chunk's payload while rANS spends half the chunk's decode time on it.
+  static constexpr double kSparseMinZeros = 0.75;
+  static constexpr double kSparseMaxLoss = 0.01;
+  static constexpr double kSparseSlackBytes = 32;
   // After a group is stored raw, that group of the next chunks in the same
   // stripe is stored raw without trying, then tried again.
   static constexpr int kRawSkipChunks = 7;
@@ -99,6 +113,7 @@ class GroupEncoder {
  private:
   std::optional<Coder> TryHuffman(size_t n, Buffer& out);  // after huffman_.Plan
   std::optional<Coder> TryRans(const uint8_t* in, size_t n, Buffer& out);  // after rans_.Plan
+  std::optional<Coder> TrySparse(size_t n, Buffer& out);  // after sparse_.Plan
   std::optional<Coder> TryZstd(const uint8_t* in, size_t n, Buffer& out);
   bool HasLongZeroRun(const uint8_t* in, size_t n, size_t chunk_len) const;
   std::optional<Coder> KeepSmaller(std::optional<Coder> coded, size_t start, const uint8_t* in,
@@ -114,6 +129,7 @@ class GroupEncoder {
   ZSTD_CCtx* zstd_ = nullptr;
   HuffmanEncoder huffman_;
   RansEncoder rans_;
+  SparseEncoder sparse_;
 };
 
 class GroupDecoder {
@@ -134,6 +150,7 @@ class GroupDecoder {
   const uint8_t* prefix_ = nullptr;
   size_t prefix_size_ = 0;
   RansDecoder rans_;
+  SparseDecoder sparse_;
 };
 
 bool IsAllZero(const uint8_t* p, size_t n);

@@ -10,7 +10,6 @@ namespace zipnn::codec {
 
 namespace {
 
-constexpr uint32_t kScale = 1u << kRansProbabilityBits;  // M the encoder uses
 constexpr uint32_t kLow = 1u << 16;  // L: states live in [L, 2^32)
 constexpr size_t kStateBytes = 4;
 constexpr size_t kStreamSizeBytes = 4 * (kHuffmanStreams - 1);
@@ -81,9 +80,10 @@ class BitUnpacker {
   size_t pos_ = 0;
 };
 
-// Scales counts to frequencies summing to kScale, every present symbol at
+// Scales counts to frequencies summing to 2^bits, every present symbol at
 // least 1, rounding to nearest and settling the difference on the largest.
-void Normalise(const Histogram& h, size_t n, std::array<uint16_t, 256>& freq) {
+void Normalise(const Histogram& h, size_t n, int bits, std::array<uint16_t, 256>& freq) {
+  const uint32_t kScale = 1u << bits;
   freq.fill(0);
   int64_t sum = 0;
   int largest = 0;
@@ -241,31 +241,33 @@ bool Lockstep(Reader (&r)[kHuffmanStreams], uint8_t* (&o)[kHuffmanStreams],
 
 }  // namespace
 
-void RansEncoder::Plan(const Histogram& h, size_t n) {
-  Normalise(h, n, freq_);
+void RansEncoder::Plan(const Histogram& h, size_t n, int bits) {
+  bits_ = bits;
+  const uint32_t scale = 1u << bits;
+  Normalise(h, n, bits, freq_);
   first_ = 0;
   while (first_ < 255 && freq_[first_] == 0) ++first_;
   last_ = 255;
   while (last_ > first_ && freq_[last_] == 0) --last_;
-  double bits = 0;
+  double cost = 0;  // bits
   size_t table_bits = 0;
   uint32_t cum = 0;
   for (int s = first_; s <= last_; ++s) {
     const uint32_t f = freq_[s];
     table_bits += GammaBits(f + 1);
     if (f == 0) continue;
-    bits += static_cast<double>(h[s]) * (kRansProbabilityBits - std::log2(static_cast<double>(f)));
+    cost += static_cast<double>(h[s]) * (bits - std::log2(static_cast<double>(f)));
     // x' = floor(x / f) * M + x mod f + cum = x + cum + floor(x / f) * (M - f).
     // floor(x / f) is the high 64 bits of x * ceil(2^64 / f): the error is
     // below x / 2^64 < 2^-32, less than the 1/f that separates quotients,
     // for every 32-bit x. For f = 1 the reciprocal 2^64 - 1 yields x - 1,
     // and the bias adds the missing M - 1 (x + M - 1 + (x - 1)(M - 1) = xM).
     Symbol& sym = symbol_[s];
-    sym.x_max = (uint64_t{kLow >> kRansProbabilityBits} << 16) * f;
-    sym.complement = kScale - f;
+    sym.x_max = (uint64_t{kLow >> bits} << 16) * f;
+    sym.complement = scale - f;
     if (f == 1) {
       sym.reciprocal = ~uint64_t{0};
-      sym.bias = cum + kScale - 1;
+      sym.bias = cum + scale - 1;
     } else {
       const unsigned __int128 one = 1;
       sym.reciprocal = static_cast<uint64_t>(((one << 64) + f - 1) / f);
@@ -273,18 +275,37 @@ void RansEncoder::Plan(const Histogram& h, size_t n) {
     }
     cum += f;
   }
-  rare_flush_ = bits < kRareRefillBits * static_cast<double>(n);
-  estimated_size_ = 3 + (table_bits + 7) / 8 + kStreamSizeBytes + kHuffmanStreams * (kStateBytes + 2) +
-                    static_cast<size_t>(bits / 8);
+  rare_flush_ = cost < kRareRefillBits * static_cast<double>(n);
+  model_bytes_ = 3 + (table_bits + 7) / 8;
+  payload_bytes_ = static_cast<size_t>(cost / 8);
+  estimated_size_ = model_bytes_ + kStreamSizeBytes + kHuffmanStreams * (kStateBytes + 2) + payload_bytes_;
 }
 
-ZIPNN_HOT void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
+size_t RansEncoder::EstimatedSingleSize() const { return model_bytes_ + kStateBytes + 2 + payload_bytes_; }
+
+void RansEncoder::EncodeModel(Buffer& out) const {
   uint8_t* head = out.Extend(3);
-  head[0] = static_cast<uint8_t>(kRansProbabilityBits);
+  head[0] = static_cast<uint8_t>(bits_);
   head[1] = static_cast<uint8_t>(first_);
   head[2] = static_cast<uint8_t>(last_);
   BitPacker table(out);
   for (int s = first_; s <= last_; ++s) table.PutGamma(freq_[s] + 1u);
+}
+
+void RansEncoder::EncodeSingle(const uint8_t* in, size_t n, Buffer& out) {
+  EncodeModel(out);
+  scratch_.Resize(kStateBytes + 2 * n);
+  uint8_t* const end = scratch_.data() + scratch_.size();
+  Writer w{end, kLow, in + n};
+  const Symbol* sym = symbol_.data();
+  for (size_t t = 0; t < n; ++t) w.Put<false>(sym);
+  w.p -= kStateBytes;
+  StoreLE<uint32_t>(w.p, w.x);
+  out.Append(w.p, static_cast<size_t>(end - w.p));
+}
+
+ZIPNN_HOT void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
+  EncodeModel(out);
   const size_t sizes_at = out.size();
   out.Extend(kStreamSizeBytes);
 
@@ -323,14 +344,13 @@ ZIPNN_HOT void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
   }
 }
 
-ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
+Result<size_t> RansDecoder::ReadModel(const uint8_t* in, size_t size) {
   if (size < 3) return Corruption("rans payload shorter than its header");
   const uint32_t bits = in[0];
   if (bits < kRansMinProbabilityBits || bits > kRansMaxProbabilityBits) {
     return Corruption("rans precision of " + std::to_string(bits) + " bits is out of range");
   }
   const uint32_t scale_size = 1u << bits;
-  const Scale scale{bits, scale_size - 1};
   const int first = in[1], last = in[2];
   if (last < first) return Corruption("rans symbol range is empty");
   std::array<uint32_t, 256> freq{};
@@ -343,20 +363,27 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
     freq[s] = v - 1;
     total += v - 1;
   }
-  size_t pos = 3 + table.bytes_used();
   if (total != scale_size) return Corruption("rans frequencies do not add up to the scale");
-  if (size - pos < kStreamSizeBytes) return Corruption("rans payload shorter than its stream sizes");
 
-  uint32_t* const step = step_.data();
-  uint8_t* const symbol = symbol_.data();
   uint32_t cum = 0;
   for (int s = first; s <= last; ++s) {
     for (uint32_t k = 0; k < freq[s]; ++k) {
-      step[cum + k] = freq[s] << 16 | k;
-      symbol[cum + k] = static_cast<uint8_t>(s);
+      step_[cum + k] = freq[s] << 16 | k;
+      symbol_[cum + k] = static_cast<uint8_t>(s);
     }
     cum += freq[s];
   }
+  bits_ = bits;
+  freq_ = freq;
+  return 3 + table.bytes_used();
+}
+
+ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
+  ASSIGN_OR_RETURN(size_t pos, ReadModel(in, size));
+  if (size - pos < kStreamSizeBytes) return Corruption("rans payload shorter than its stream sizes");
+  const Scale scale{bits_, (1u << bits_) - 1};
+  const uint32_t* const step = step_.data();
+  const uint8_t* const symbol = symbol_.data();
 
   std::array<size_t, kHuffmanStreams> stream_size;
   size_t total_streams = 0;
@@ -383,7 +410,7 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
 
   // Four streams in lockstep; the last segment is the shortest.
   const size_t rounds = static_cast<size_t>(o_end[3] - o[3]) / kSymbolsPerCheck;
-  const bool rare_refill = ModelBits(freq, bits) < kRareRefillBits;
+  const bool rare_refill = ModelBits(freq_, bits_) < kRareRefillBits;
   if (!(rare_refill ? Lockstep<true>(r, o, stream_end, rounds, step, symbol, scale)
                     : Lockstep<false>(r, o, stream_end, rounds, step, symbol, scale))) {
     return Corruption("rans stream overruns its payload");
@@ -398,6 +425,47 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
     if (r[j].p != stream_end[j] || r[j].x != kLow) {
       return Corruption("rans stream " + std::to_string(j) + " does not end where it should");
     }
+  }
+  return OkStatus();
+}
+
+ZIPNN_HOT Status RansDecoder::DecodeSinglePair(const uint8_t* a, size_t a_size, uint8_t* a_out, size_t a_n,
+                                               RansDecoder& other, const uint8_t* b, size_t b_size,
+                                               uint8_t* b_out, size_t b_n) {
+  ASSIGN_OR_RETURN(const size_t a_pos, ReadModel(a, a_size));
+  ASSIGN_OR_RETURN(const size_t b_pos, other.ReadModel(b, b_size));
+  if (a_size - a_pos < kStateBytes || b_size - b_pos < kStateBytes) {
+    return Corruption("rans stream has no state");
+  }
+  Reader ra{a + a_pos + kStateBytes, LoadLE<uint32_t>(a + a_pos)};
+  Reader rb{b + b_pos + kStateBytes, LoadLE<uint32_t>(b + b_pos)};
+  const uint8_t* const a_end = a + a_size;
+  const uint8_t* const b_end = b + b_size;
+  const Scale sa{bits_, (1u << bits_) - 1};
+  const Scale sb{other.bits_, (1u << other.bits_) - 1};
+  const uint32_t *a_step = step_.data(), *b_step = other.step_.data();
+  const uint8_t *a_symbol = symbol_.data(), *b_symbol = other.symbol_.data();
+
+  // Both chains in lockstep while both have symbols left, then each alone.
+  const size_t both = std::min(a_n, b_n);
+  size_t t = 0;
+  for (; t + kSymbolsPerCheck <= both; t += kSymbolsPerCheck) {
+    if (ra.p > a_end || rb.p > b_end) return Corruption("rans stream overruns its payload");
+    for (size_t u = 0; u < kSymbolsPerCheck; ++u) {
+      a_out[t + u] = Step<false>(ra, a_step, a_symbol, sa);
+      b_out[t + u] = Step<false>(rb, b_step, b_symbol, sb);
+    }
+  }
+  for (size_t k = t; k < a_n; ++k) {
+    if (ra.p > a_end) return Corruption("rans stream overruns its payload");
+    a_out[k] = Step<false>(ra, a_step, a_symbol, sa);
+  }
+  for (size_t k = t; k < b_n; ++k) {
+    if (rb.p > b_end) return Corruption("rans stream overruns its payload");
+    b_out[k] = Step<false>(rb, b_step, b_symbol, sb);
+  }
+  if (ra.p != a_end || ra.x != kLow || rb.p != b_end || rb.x != kLow) {
+    return Corruption("rans stream does not end where it should");
   }
   return OkStatus();
 }

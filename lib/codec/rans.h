@@ -32,12 +32,20 @@ inline constexpr int kRansMaxProbabilityBits = 14;  // frequencies are stored in
 class RansEncoder {
  public:
   // Builds the model from the histogram of the n >= 1 bytes to be coded.
-  void Plan(const Histogram& h, size_t n);
+  // `bits` is the precision (kRansMinProbabilityBits to
+  // kRansMaxProbabilityBits).
+  void Plan(const Histogram& h, size_t n, int bits = kRansProbabilityBits);
   // Size of the payload Encode will write, to within a few bytes (the
   // cost of each symbol under the model plus headers and final states).
   size_t EstimatedSize() const { return estimated_size_; }
   // Appends the payload for in[0..n) (the bytes Plan counted) to `out`.
   void Encode(const uint8_t* in, size_t n, Buffer& out);
+
+  // A single-stream part (docs/format.md, "Sparse payload"): the model as
+  // above, then one stream. For short sequences, where the three stream
+  // sizes and four states of a full payload would weigh.
+  size_t EstimatedSingleSize() const;
+  void EncodeSingle(const uint8_t* in, size_t n, Buffer& out);
 
  private:
   struct Symbol {
@@ -47,11 +55,15 @@ class RansEncoder {
     uint32_t complement = 0;  // M - freq
   };
   struct Writer;
+  void EncodeModel(Buffer& out) const;
   std::array<uint16_t, 256> freq_{};
   std::array<Symbol, 256> symbol_{};
+  int bits_ = kRansProbabilityBits;
   int first_ = 0;
   int last_ = 0;
   size_t estimated_size_ = 0;
+  size_t model_bytes_ = 0;    // header and frequency table
+  size_t payload_bytes_ = 0;  // the coded symbols, by the model's costs
   bool rare_flush_ = false;  // under a bit per symbol: renormalising is rare
   Buffer scratch_;  // one stream, written back to front
 };
@@ -62,10 +74,22 @@ class RansDecoder {
   // be readable up to in + size + kDecoderReadPadding.
   Status Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n);
 
+  // Decodes two single-stream parts (RansEncoder::EncodeSingle) at once,
+  // `a` with this decoder's tables and `b` with `other`'s, their two
+  // dependency chains interleaved.
+  Status DecodeSinglePair(const uint8_t* a, size_t a_size, uint8_t* a_out, size_t a_n,
+                          RansDecoder& other, const uint8_t* b, size_t b_size, uint8_t* b_out,
+                          size_t b_n);
+
  private:
+  // Reads precision, symbol range and frequency table, and fills the
+  // tables. Returns the bytes read.
+  Result<size_t> ReadModel(const uint8_t* in, size_t size);
   // Per slot: freq << 16 | (slot - cum), and the symbol.
   std::array<uint32_t, 1u << kRansMaxProbabilityBits> step_;
   std::array<uint8_t, 1u << kRansMaxProbabilityBits> symbol_;
+  std::array<uint32_t, 256> freq_;  // of the model last read
+  uint32_t bits_ = 0;
 };
 
 }  // namespace zipnn::codec

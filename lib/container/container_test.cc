@@ -296,10 +296,10 @@ TEST_CASE("rejects an empty, truncated or foreign object") {
 
 TEST_CASE("rejects a future format version with a clear message") {
   Damaged d = Sample();
-  StoreLE<uint16_t>(d.object.data() + 8, 2);
+  StoreLE<uint16_t>(d.object.data() + 8, 3);
   Status s = DecodeStatus(d.object);
   CHECK(s.code() == StatusCode::kUnsupported);
-  CHECK(s.message() == "obj: object format version 2 is newer than this git-zipnn reads (1); upgrade git-zipnn");
+  CHECK(s.message() == "obj: object format version 3 is newer than this git-zipnn reads (2); upgrade git-zipnn");
 }
 
 TEST_CASE("a flipped bit anywhere in the object is caught") {

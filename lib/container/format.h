@@ -16,13 +16,14 @@
 #include "lib/base/content_id.h"
 #include "lib/base/io.h"
 #include "lib/base/status.h"
+#include "lib/codec/group_coder.h"
 #include "lib/container/layout.h"
 
 namespace zipnn::container {
 
 // "Header"
 inline constexpr char kObjectMagic[8] = {'Z', 'I', 'P', 'N', 'N', 'O', 'B', 'J'};
-inline constexpr uint16_t kFormatVersion = 1;
+inline constexpr uint16_t kFormatVersion = 2;
 inline constexpr size_t kHeaderBytes = 64;
 // "Region table"
 inline constexpr size_t kRegionEntryBytes = 24;
@@ -37,6 +38,11 @@ inline constexpr size_t kTrailerBytes = 40;
 inline constexpr uint32_t kMinChunkSize = 4096;
 inline constexpr uint32_t kMaxChunkSize = 64u << 20;
 inline constexpr uint32_t kDefaultChunkSize = 256u << 10;
+
+// "Chunk record": the coders each format version may name.
+inline codec::Coder NewestCoder(uint16_t version) {
+  return version < 2 ? codec::Coder::kRans : codec::Coder::kSparse;
+}
 
 enum class ObjectKind : uint8_t { kBase = 0, kDelta = 1 };
 

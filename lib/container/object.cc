@@ -216,7 +216,8 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
   const std::vector<ChunkRef>& todo = options.only_region ? chunks : info.chunks;
   const std::vector<Stripe> stripes = PlanStripes(todo, h.chunk_size);
   Hasher hasher;
-  FreeList<codec::ChunkDecoder> decoders([] { return std::make_unique<codec::ChunkDecoder>(); });
+  FreeList<codec::ChunkDecoder> decoders(
+      [&h] { return std::make_unique<codec::ChunkDecoder>(NewestCoder(h.version)); });
   ThreadPool pool(ResolveThreads(options.threads));
 
   FreeList<DecodedStripe> spare([] { return std::make_unique<DecodedStripe>(); });
@@ -271,6 +272,7 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
 }
 
 struct ObjectReader::Work {
+  explicit Work(uint16_t version) : decoder(NewestCoder(version)) {}
   codec::ChunkDecoder decoder;
   Buffer record;
   Buffer base;
@@ -281,7 +283,7 @@ ObjectReader::ObjectReader(const ByteSource& object, ObjectInfo info, const Byte
       info_(std::move(info)),
       base_(base),
       capacity_(std::max<uint64_t>(2, kReaderCacheBytes / info_.header.chunk_size)),
-      spare_([] { return std::make_unique<Work>(); }) {}
+      spare_([this] { return std::make_unique<Work>(info_.header.version); }) {}
 
 ObjectReader::~ObjectReader() = default;
 
@@ -362,7 +364,7 @@ Result<std::vector<RegionStats>> ScanObject(const ByteSource& object, const Obje
       return Corruption(ChunkName(object, i, c.span) + ": checksum mismatch");
     }
     const codec::DType dtype = h.layout.regions[c.span.region].dtype;
-    auto groups = codec::ParseChunkRecord(dtype, record.data(), c.record_size, c.span.length);
+    auto groups = codec::ParseChunkRecord(dtype, record.data(), c.record_size, c.span.length, NewestCoder(h.version));
     if (!groups.ok()) return Corruption(ChunkName(object, i, c.span) + ": " + groups.status().message());
     RegionStats& r = stats[c.span.region];
     r.record_bytes += c.record_size;

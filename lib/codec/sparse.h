@@ -1,0 +1,67 @@
+// Sparse coder for one byte group (docs/format.md, "Sparse payload"): the
+// group as its non-zero bytes, each with the length of the run of zeros
+// before it. An XOR delta is mostly zeros: a delta's exponent group has
+// 0.03-2% non-zero bytes, a mantissa group late in training 3-12%. rANS
+// spends work on every byte of a group; this coder spends it on the
+// non-zero bytes only, so such groups encode and decode several times
+// faster, at about the same size (the order-0 information of the bytes is
+// that of the zero/non-zero positions plus that of the non-zero values).
+//
+// A run length L is sent as a length code, rANS-coded, and extra bits
+// sent raw: codes 0..15 are the lengths themselves; code 12 + k, for k
+// from 4, covers [2^k, 2^(k+1)) and takes k extra bits (L - 2^k). The
+// values are rANS-coded too. Zeros after the last value are implied by
+// the group size.
+//
+// SparseEncoder is used by one thread at a time; SparseDecoder likewise
+// (it keeps scratch buffers). The decoder may read up to
+// kDecoderReadPadding bytes past the end of its input.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lib/base/buffer.h"
+#include "lib/base/status.h"
+#include "lib/codec/huffman.h"
+#include "lib/codec/rans.h"
+
+namespace zipnn::codec {
+
+// Length codes below this are the run length itself.
+inline constexpr int kSparseDirectCodes = 16;
+
+class SparseEncoder {
+ public:
+  // Splits in[0..n) into runs and values and models both. `group` is the
+  // histogram of those bytes, which must hold at least one non-zero byte.
+  // `in` must stay valid and unchanged until Encode.
+  void Plan(const uint8_t* in, size_t n, const Histogram& group);
+  // Size of the payload Encode will write, to within a few bytes.
+  size_t EstimatedSize() const { return estimated_size_; }
+  // Appends the payload to `out`.
+  void Encode(Buffer& out);
+
+ private:
+  Buffer codes_;   // a length code per value
+  Buffer values_;
+  Buffer extra_;   // the extra bits, packed
+  RansEncoder code_coder_;
+  RansEncoder value_coder_;
+  size_t estimated_size_ = 0;
+};
+
+class SparseDecoder {
+ public:
+  // Decodes a payload made by SparseEncoder into exactly n bytes. `in`
+  // must be readable up to in + size + kDecoderReadPadding.
+  Status Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n);
+
+ private:
+  RansDecoder code_decoder_;
+  RansDecoder value_decoder_;
+  Buffer codes_;
+  Buffer values_;
+};
+
+}  // namespace zipnn::codec
