@@ -137,6 +137,8 @@ def objects(zipnn, tmp, paths):
         ("cnn12-step10-auto.zipnn", [step10, "--chunk-size", "4096"]),
         ("cnn12-step20-delta10.zipnn", [step20, "--base", step10, "--chunk-size", "4096"]),
         ("cnn12-step20-delta10-rans.zipnn", [step20, "--base", step10, "--coder", "rans", "--dtype", "bf16"]),
+        ("cnn12-step20-delta10-sparse.zipnn", [step20, "--base", step10, "--coder", "sparse", "--dtype", "bf16",
+                                               "--chunk-size", "16384"]),
         ("cnn12-step10-huffman.zipnn", [step10, "--coder", "huffman", "--dtype", "bf16", "--chunk-size", "4096"]),
         ("cnn12-step10-zstd.zipnn", [step10, "--coder", "zstd", "--dtype", "fp32"]),
         ("cnn12-step10-raw.zipnn", [step10, "--coder", "raw", "--dtype", "fp64"]),
