@@ -83,29 +83,29 @@ class BitUnpacker {
 // Scales counts to frequencies summing to 2^bits, every present symbol at
 // least 1, rounding to nearest and settling the difference on the largest.
 void Normalise(const Histogram& h, size_t n, int bits, std::array<uint16_t, 256>& freq) {
-  const uint32_t kScale = 1u << bits;
+  const uint32_t scale = 1u << bits;
   freq.fill(0);
   int64_t sum = 0;
   int largest = 0;
   for (int s = 0; s < 256; ++s) {
     if (h[s] == 0) continue;
-    const uint64_t scaled = (h[s] * kScale + n / 2) / n;
+    const uint64_t scaled = (h[s] * scale + n / 2) / n;
     freq[s] = static_cast<uint16_t>(std::max<uint64_t>(1, scaled));
     sum += freq[s];
     if (h[s] > h[largest]) largest = s;
   }
-  if (sum <= kScale) {
-    freq[largest] = static_cast<uint16_t>(freq[largest] + (kScale - sum));
+  if (sum <= scale) {
+    freq[largest] = static_cast<uint16_t>(freq[largest] + (scale - sum));
     return;
   }
   // Too many rare symbols were rounded up to 1: take from the largest
   // frequencies, one at a time, never below 1.
-  while (sum > kScale) {
+  while (sum > scale) {
     int top = 0;
     for (int s = 1; s < 256; ++s) {
       if (freq[s] > freq[top]) top = s;
     }
-    const uint16_t cut = static_cast<uint16_t>(std::min<int64_t>(sum - kScale, freq[top] / 2));
+    const uint16_t cut = static_cast<uint16_t>(std::min<int64_t>(sum - scale, freq[top] / 2));
     freq[top] = static_cast<uint16_t>(freq[top] - std::max<uint16_t>(cut, 1));
     sum -= std::max<uint16_t>(cut, 1);
   }
