@@ -89,11 +89,32 @@ Coder GroupEncoder::EncodeRaw(const uint8_t* in, size_t n, Buffer& out) {
   return Coder::kRaw;
 }
 
-std::optional<Coder> GroupEncoder::TryHuffman(size_t n, Buffer& out) {
-  const size_t size = huffman_.EncodedSize();
-  if (static_cast<double>(size) > static_cast<double>(n) * (1 - AutoRule::kMinSaving)) {
+namespace {
+
+// Whether a payload of `size` bytes saves kMinSaving of an n-byte group.
+bool Pays(size_t size, size_t n) {
+  return static_cast<double>(size) <= static_cast<double>(n) * (1 - AutoRule::kMinSaving);
+}
+
+// For coders that estimate their size before encoding: encodes only if
+// the estimate pays, and keeps the payload only if it really does.
+template <typename Encode>
+std::optional<Coder> TryEstimated(Coder coder, size_t estimate, size_t n, Buffer& out, Encode encode) {
+  if (!Pays(estimate, n)) return std::nullopt;
+  const size_t start = out.size();
+  encode();
+  if (!Pays(out.size() - start, n)) {
+    out.Resize(start);
     return std::nullopt;
   }
+  return coder;
+}
+
+}  // namespace
+
+std::optional<Coder> GroupEncoder::TryHuffman(size_t n, Buffer& out) {
+  const size_t size = huffman_.EncodedSize();
+  if (!Pays(size, n)) return std::nullopt;
   const size_t start = out.size();
   out.Reserve(start + size + 8);  // the bit writer stores whole words
   huffman_.Encode(out.Extend(size));
@@ -101,29 +122,11 @@ std::optional<Coder> GroupEncoder::TryHuffman(size_t n, Buffer& out) {
 }
 
 std::optional<Coder> GroupEncoder::TryRans(const uint8_t* in, size_t n, Buffer& out) {
-  if (static_cast<double>(rans_.EstimatedSize()) > static_cast<double>(n) * (1 - AutoRule::kMinSaving)) {
-    return std::nullopt;
-  }
-  const size_t start = out.size();
-  rans_.Encode(in, n, out);
-  if (static_cast<double>(out.size() - start) > static_cast<double>(n) * (1 - AutoRule::kMinSaving)) {
-    out.Resize(start);
-    return std::nullopt;
-  }
-  return Coder::kRans;
+  return TryEstimated(Coder::kRans, rans_.EstimatedSize(), n, out, [&] { rans_.Encode(in, n, out); });
 }
 
 std::optional<Coder> GroupEncoder::TrySparse(size_t n, Buffer& out) {
-  if (static_cast<double>(sparse_.EstimatedSize()) > static_cast<double>(n) * (1 - AutoRule::kMinSaving)) {
-    return std::nullopt;
-  }
-  const size_t start = out.size();
-  sparse_.Encode(out);
-  if (static_cast<double>(out.size() - start) > static_cast<double>(n) * (1 - AutoRule::kMinSaving)) {
-    out.Resize(start);
-    return std::nullopt;
-  }
-  return Coder::kSparse;
+  return TryEstimated(Coder::kSparse, sparse_.EstimatedSize(), n, out, [&] { sparse_.Encode(out); });
 }
 
 std::optional<Coder> GroupEncoder::TryZstd(const uint8_t* in, size_t n, Buffer& out) {
@@ -140,8 +143,7 @@ std::optional<Coder> GroupEncoder::TryZstd(const uint8_t* in, size_t n, Buffer& 
   } else {
     got = ZSTD_compressCCtx(zstd_, dst, bound, in, n, zstd_level_);
   }
-  if (ZSTD_isError(got) ||
-      static_cast<double>(got) > static_cast<double>(n) * (1 - AutoRule::kMinSaving)) {
+  if (ZSTD_isError(got) || !Pays(got, n)) {
     out.Resize(start);
     return std::nullopt;
   }

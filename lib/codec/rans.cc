@@ -344,7 +344,7 @@ ZIPNN_HOT void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
   }
 }
 
-Result<size_t> RansDecoder::ReadModel(const uint8_t* in, size_t size) {
+Result<size_t> RansDecoder::ReadModel(const uint8_t* in, size_t size, std::array<uint32_t, 256>& freq) {
   if (size < 3) return Corruption("rans payload shorter than its header");
   const uint32_t bits = in[0];
   if (bits < kRansMinProbabilityBits || bits > kRansMaxProbabilityBits) {
@@ -353,7 +353,7 @@ Result<size_t> RansDecoder::ReadModel(const uint8_t* in, size_t size) {
   const uint32_t scale_size = 1u << bits;
   const int first = in[1], last = in[2];
   if (last < first) return Corruption("rans symbol range is empty");
-  std::array<uint32_t, 256> freq{};
+  freq.fill(0);
   BitUnpacker table(in + 3, size - 3);
   uint32_t total = 0;
   for (int s = first; s <= last; ++s) {
@@ -374,12 +374,12 @@ Result<size_t> RansDecoder::ReadModel(const uint8_t* in, size_t size) {
     cum += freq[s];
   }
   bits_ = bits;
-  freq_ = freq;
   return 3 + table.bytes_used();
 }
 
 ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
-  ASSIGN_OR_RETURN(size_t pos, ReadModel(in, size));
+  std::array<uint32_t, 256> freq;
+  ASSIGN_OR_RETURN(size_t pos, ReadModel(in, size, freq));
   if (size - pos < kStreamSizeBytes) return Corruption("rans payload shorter than its stream sizes");
   const Scale scale{bits_, (1u << bits_) - 1};
   const uint32_t* const step = step_.data();
@@ -410,7 +410,7 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
 
   // Four streams in lockstep; the last segment is the shortest.
   const size_t rounds = static_cast<size_t>(o_end[3] - o[3]) / kSymbolsPerCheck;
-  const bool rare_refill = ModelBits(freq_, bits_) < kRareRefillBits;
+  const bool rare_refill = ModelBits(freq, bits_) < kRareRefillBits;
   if (!(rare_refill ? Lockstep<true>(r, o, stream_end, rounds, step, symbol, scale)
                     : Lockstep<false>(r, o, stream_end, rounds, step, symbol, scale))) {
     return Corruption("rans stream overruns its payload");
@@ -429,11 +429,12 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
   return OkStatus();
 }
 
-ZIPNN_HOT Status RansDecoder::DecodeSinglePair(const uint8_t* a, size_t a_size, uint8_t* a_out, size_t a_n,
+ZIPNN_HOT Status RansDecoder::DecodeSinglePair(const uint8_t* a, size_t a_size, uint8_t* a_out,
                                                RansDecoder& other, const uint8_t* b, size_t b_size,
-                                               uint8_t* b_out, size_t b_n) {
-  ASSIGN_OR_RETURN(const size_t a_pos, ReadModel(a, a_size));
-  ASSIGN_OR_RETURN(const size_t b_pos, other.ReadModel(b, b_size));
+                                               uint8_t* b_out, size_t n) {
+  std::array<uint32_t, 256> freq;
+  ASSIGN_OR_RETURN(const size_t a_pos, ReadModel(a, a_size, freq));
+  ASSIGN_OR_RETURN(const size_t b_pos, other.ReadModel(b, b_size, freq));
   if (a_size - a_pos < kStateBytes || b_size - b_pos < kStateBytes) {
     return Corruption("rans stream has no state");
   }
@@ -446,23 +447,15 @@ ZIPNN_HOT Status RansDecoder::DecodeSinglePair(const uint8_t* a, size_t a_size, 
   const uint32_t *a_step = step_.data(), *b_step = other.step_.data();
   const uint8_t *a_symbol = symbol_.data(), *b_symbol = other.symbol_.data();
 
-  // Both chains in lockstep while both have symbols left, then each alone.
-  const size_t both = std::min(a_n, b_n);
-  size_t t = 0;
-  for (; t + kSymbolsPerCheck <= both; t += kSymbolsPerCheck) {
+  // Both chains in lockstep, checked against their ends every
+  // kSymbolsPerCheck symbols, the last few every symbol.
+  for (size_t t = 0; t < n;) {
     if (ra.p > a_end || rb.p > b_end) return Corruption("rans stream overruns its payload");
-    for (size_t u = 0; u < kSymbolsPerCheck; ++u) {
-      a_out[t + u] = Step<false>(ra, a_step, a_symbol, sa);
-      b_out[t + u] = Step<false>(rb, b_step, b_symbol, sb);
+    const size_t stop = n - t >= kSymbolsPerCheck ? t + kSymbolsPerCheck : t + 1;
+    for (; t < stop; ++t) {
+      a_out[t] = Step<false>(ra, a_step, a_symbol, sa);
+      b_out[t] = Step<false>(rb, b_step, b_symbol, sb);
     }
-  }
-  for (size_t k = t; k < a_n; ++k) {
-    if (ra.p > a_end) return Corruption("rans stream overruns its payload");
-    a_out[k] = Step<false>(ra, a_step, a_symbol, sa);
-  }
-  for (size_t k = t; k < b_n; ++k) {
-    if (rb.p > b_end) return Corruption("rans stream overruns its payload");
-    b_out[k] = Step<false>(rb, b_step, b_symbol, sb);
   }
   if (ra.p != a_end || ra.x != kLow || rb.p != b_end || rb.x != kLow) {
     return Corruption("rans stream does not end where it should");

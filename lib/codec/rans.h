@@ -74,22 +74,20 @@ class RansDecoder {
   // be readable up to in + size + kDecoderReadPadding.
   Status Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n);
 
-  // Decodes two single-stream parts (RansEncoder::EncodeSingle) at once,
-  // `a` with this decoder's tables and `b` with `other`'s, their two
-  // dependency chains interleaved.
-  Status DecodeSinglePair(const uint8_t* a, size_t a_size, uint8_t* a_out, size_t a_n,
-                          RansDecoder& other, const uint8_t* b, size_t b_size, uint8_t* b_out,
-                          size_t b_n);
+  // Decodes two single-stream parts (RansEncoder::EncodeSingle) of n
+  // symbols each at once, `a` with this decoder's tables and `b` with
+  // `other`'s, their two dependency chains interleaved.
+  Status DecodeSinglePair(const uint8_t* a, size_t a_size, uint8_t* a_out, RansDecoder& other,
+                          const uint8_t* b, size_t b_size, uint8_t* b_out, size_t n);
 
  private:
-  // Reads precision, symbol range and frequency table, and fills the
-  // tables. Returns the bytes read.
-  Result<size_t> ReadModel(const uint8_t* in, size_t size);
+  // Reads precision, symbol range and frequency table into `freq`, and
+  // fills the tables. Returns the bytes read.
+  Result<size_t> ReadModel(const uint8_t* in, size_t size, std::array<uint32_t, 256>& freq);
   // Per slot: freq << 16 | (slot - cum), and the symbol.
   std::array<uint32_t, 1u << kRansMaxProbabilityBits> step_;
   std::array<uint8_t, 1u << kRansMaxProbabilityBits> symbol_;
-  std::array<uint32_t, 256> freq_;  // of the model last read
-  uint32_t bits_ = 0;
+  uint32_t bits_ = 0;  // precision of the model last read
 };
 
 }  // namespace zipnn::codec

@@ -12,6 +12,7 @@ namespace zipnn::codec {
 namespace {
 
 constexpr size_t kHeaderBytes = 12;  // value count, sizes of the code and value parts
+constexpr int kDirectCodes = 16;     // codes below this are the run length itself
 // Code 12 + k covers run lengths [2^k, 2^(k+1)); runs are shorter than a
 // group, and groups are at most 2^26 bytes.
 constexpr int kCodeOffset = 12;
@@ -59,7 +60,7 @@ struct CodeTable {
   std::array<uint8_t, kCodeCount> extra{};
   constexpr CodeTable() {
     for (int c = 0; c < kCodeCount; ++c) {
-      const bool direct = c < kSparseDirectCodes;
+      const bool direct = c < kDirectCodes;
       extra[c] = static_cast<uint8_t>(direct ? 0 : c - kCodeOffset);
       base[c] = direct ? static_cast<uint32_t>(c) : uint32_t{1} << (c - kCodeOffset);
     }
@@ -80,7 +81,7 @@ ZIPNN_HOT void SparseEncoder::Plan(const uint8_t* in, size_t n, const Histogram&
   size_t last = 0;  // one past the previous value
   auto put = [&](size_t at) {
     const size_t run = at - last;
-    if (run < kSparseDirectCodes) {
+    if (run < kDirectCodes) {
       *code++ = static_cast<uint8_t>(run);
     } else {
       const int k = 63 - __builtin_clzll(run);
@@ -142,8 +143,8 @@ ZIPNN_HOT Status SparseDecoder::Decode(const uint8_t* in, size_t size, uint8_t* 
   const size_t extra_size = size - kHeaderBytes - codes_size - values_size;
   codes_.Resize(values);
   values_.Resize(values);
-  Status st = code_decoder_.DecodeSinglePair(codes_in, codes_size, codes_.data(), values, value_decoder_,
-                                             values_in, values_size, values_.data(), values);
+  Status st = code_decoder_.DecodeSinglePair(codes_in, codes_size, codes_.data(), value_decoder_, values_in,
+                                             values_size, values_.data(), values);
   if (!st.ok()) return Corruption("sparse codes and values: " + st.message());
 
   std::memset(out, 0, n);

@@ -28,9 +28,6 @@
 
 namespace zipnn::codec {
 
-// Length codes below this are the run length itself.
-inline constexpr int kSparseDirectCodes = 16;
-
 class SparseEncoder {
  public:
   // Splits in[0..n) into runs and values and models both. `group` is the
