@@ -2,7 +2,9 @@
 // identical objects for any thread count, and each error as one exact line
 // on stderr with a non-zero exit code.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -61,6 +63,26 @@ TEST_CASE("decompress to stdout, and the default output name drops .zipnn") {
   CHECK(r.out == Slurp(kStep40));
   REQUIRE(Zipnn("decompress -f " + obj).code == 0);
   CHECK(Slurp(Tmp() + "/named.safetensors") == Slurp(kStep40));
+}
+
+TEST_CASE("an output that is a pipe is written through, not replaced by a file") {
+  // Renaming a finished temporary file over a FIFO (or /dev/null) would
+  // swap the device for a regular file; the bytes must go into it instead.
+  const std::string obj = Tmp() + "/piped.zipnn", fifo = Tmp() + "/out.fifo", got = Tmp() + "/from-fifo";
+  REQUIRE(Zipnn("compress " + kStep40 + " --dtype bf16 -f -q -o " + obj).code == 0);
+  ::unlink(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (const std::string& args : {"compress " + kStep40 + " --dtype bf16 -q", "decompress " + obj}) {
+    CAPTURE(args);
+    const std::string cmd = "timeout 20 cat " + fifo + " >" + got + " & cmd/git-zipnn " + args + " -o " + fifo + "; s=$?; wait; exit $s";
+    const int status = std::system(cmd.c_str());
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    struct stat st;
+    REQUIRE(::stat(fifo.c_str(), &st) == 0);
+    CHECK(S_ISFIFO(st.st_mode));
+    CHECK(Slurp(got) == Slurp(args.rfind("compress", 0) == 0 ? obj : kStep40));
+  }
 }
 
 TEST_CASE("objects are identical for any thread count") {

@@ -71,8 +71,15 @@ Status ReadFile::ReadAt(uint64_t offset, void* out, size_t n) const {
 }
 
 Result<AtomicFile> AtomicFile::Create(const std::string& path, bool overwrite) {
-  if (!overwrite && FileExists(path)) {
-    return InvalidArgument(path + ": already exists (use --force to overwrite)");
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+      int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return IoError(path + ": cannot open for writing: " + Errno());
+      return AtomicFile(fd, path, "", overwrite, /*stream=*/true);
+    }
+    if (S_ISDIR(st.st_mode)) return InvalidArgument(path + ": is a directory");
+    if (!overwrite) return InvalidArgument(path + ": already exists (use --force to overwrite)");
   }
   std::random_device rd;
   for (int attempt = 0; attempt < 16; ++attempt) {
@@ -80,7 +87,7 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, bool overwrite) {
     std::snprintf(suffix, sizeof suffix, ".tmp-%08x", static_cast<unsigned>(rd()));
     std::string tmp = path + suffix;
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) return AtomicFile(fd, path, tmp, overwrite);
+    if (fd >= 0) return AtomicFile(fd, path, tmp, overwrite, /*stream=*/false);
     if (errno != EEXIST) return IoError(path + ": cannot create: " + Errno());
   }
   return IoError(path + ": cannot create a temporary file beside it");
@@ -88,7 +95,7 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, bool overwrite) {
 
 AtomicFile::AtomicFile(AtomicFile&& o) noexcept
     : fd_(o.fd_), path_(std::move(o.path_)), tmp_(std::move(o.tmp_)),
-      overwrite_(o.overwrite_), size_(o.size_) {
+      overwrite_(o.overwrite_), stream_(o.stream_), size_(o.size_) {
   o.fd_ = -1;
   o.tmp_.clear();
 }
@@ -122,8 +129,22 @@ Status AtomicFile::Presize(uint64_t total) {
 }
 
 Status AtomicFile::Append(const void* data, size_t n) {
-  RETURN_IF_ERROR(WriteAt(size_, data, n));
+  if (!stream_) {
+    RETURN_IF_ERROR(WriteAt(size_, data, n));
+    size_ += n;
+    return OkStatus();
+  }
+  const auto* p = static_cast<const uint8_t*>(data);
   size_ += n;
+  while (n > 0) {
+    ssize_t put = ::write(fd_, p, n);
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      return IoError(path_ + ": write failed: " + Errno());
+    }
+    p += put;
+    n -= static_cast<size_t>(put);
+  }
   return OkStatus();
 }
 
@@ -131,13 +152,14 @@ Status AtomicFile::Commit() { return Finish(/*sync=*/true); }
 Status AtomicFile::CommitUnsynced() { return Finish(/*sync=*/false); }
 
 Status AtomicFile::Finish(bool sync) {
-  if (fd_ < 0 || tmp_.empty()) return InvalidArgument(path_ + ": already committed");
-  if (sync && ::fsync(fd_) != 0) return IoError(path_ + ": fsync failed: " + Errno());
+  if (fd_ < 0) return InvalidArgument(path_ + ": already committed");
+  if (sync && !stream_ && ::fsync(fd_) != 0) return IoError(path_ + ": fsync failed: " + Errno());
   if (::close(fd_) != 0) {
     fd_ = -1;
     return IoError(path_ + ": close failed: " + Errno());
   }
   fd_ = -1;
+  if (stream_) return OkStatus();
   if (!overwrite_) {
     // link() fails if the name exists, closing the race with another writer.
     if (::link(tmp_.c_str(), path_.c_str()) != 0) {

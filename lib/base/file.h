@@ -1,6 +1,8 @@
 // Files: positional reads from an open file, and output files that appear
 // atomically (temporary file in the same folder, fsync, rename) so that a
 // crash or an error never leaves a half-written result under the final name.
+// An output path that is a character device or a pipe (/dev/null, a FIFO) is
+// written straight through instead: renaming over it would replace it.
 //
 // A ReadFile may be shared by threads: ReadAt uses pread and keeps no cursor.
 // An AtomicFile is used by one thread.
@@ -39,7 +41,8 @@ class ReadFile : public ByteSource {
 class AtomicFile : public ByteSink {
  public:
   // Creates a temporary file beside `path`; nothing appears at `path` until
-  // Commit. Without `overwrite`, an existing `path` is an error.
+  // Commit. Without `overwrite`, an existing `path` is an error, unless it
+  // is a device or pipe, which is opened for writing as it is.
   static Result<AtomicFile> Create(const std::string& path, bool overwrite);
   AtomicFile(AtomicFile&& o) noexcept;
   AtomicFile& operator=(AtomicFile&&) = delete;
@@ -48,11 +51,11 @@ class AtomicFile : public ByteSink {
   Status Append(const void* data, size_t n) override;
   // Positional writes use pwrite and touch no member: safe from several
   // threads for disjoint ranges after Presize.
-  bool CanWriteAt() const override { return true; }
+  bool CanWriteAt() const override { return !stream_; }
   Status Presize(uint64_t total) override;
   Status WriteAt(uint64_t offset, const void* data, size_t n) override;
   uint64_t size() const { return size_; }
-  // fsync, then rename over the final path.
+  // fsync, then rename over the final path (a device or pipe is closed).
   Status Commit();
   // The same without the fsync, for scratch files that need not survive a
   // crash (spooled input, decoded bases).
@@ -60,12 +63,13 @@ class AtomicFile : public ByteSink {
 
  private:
   Status Finish(bool sync);
-  AtomicFile(int fd, std::string path, std::string tmp, bool overwrite)
-      : fd_(fd), path_(std::move(path)), tmp_(std::move(tmp)), overwrite_(overwrite) {}
+  AtomicFile(int fd, std::string path, std::string tmp, bool overwrite, bool stream)
+      : fd_(fd), path_(std::move(path)), tmp_(std::move(tmp)), overwrite_(overwrite), stream_(stream) {}
   int fd_ = -1;
   std::string path_;
-  std::string tmp_;
+  std::string tmp_;  // empty when streaming
   bool overwrite_ = false;
+  bool stream_ = false;  // a device or pipe, written in place with write()
   uint64_t size_ = 0;
 };
 
