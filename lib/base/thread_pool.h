@@ -1,6 +1,6 @@
 // A fixed-size pool of worker threads that runs submitted tasks in any
 // order. Callers keep results in order themselves (the codec keeps a window
-// of futures). With one thread the pool has no workers at all: Submit runs
+// of results). With one thread the pool has no workers at all: Submit runs
 // the task on the caller's thread, so "--threads 1" means one core, exactly.
 //
 // Submit is thread-safe. The destructor waits for queued tasks to finish.
@@ -56,28 +56,78 @@ class ThreadPool {
   std::vector<std::thread> workers_;
 };
 
-// Runs produce(0..count-1) on the pool, at most 2 x parallelism at a time,
-// and hands each result to consume() on the calling thread in index order.
-// The first error stops new work; tasks already running are waited for
-// before returning, so produce may use the caller's locals.
+// Runs produce(0..count-1) on the pool, at most 2 x parallelism ahead of
+// the last result consumed, and hands each result to consume() in index
+// order. consume() runs on whichever worker finished the result that was
+// next in line, never two at once: a stripe is hashed and written by the
+// core that just decoded it, while it is still in that core's cache, and
+// the calling thread only waits (it would otherwise be a third thread
+// competing for two cores). The first error stops new work; every task has
+// finished before RunOrdered returns, so produce and consume may use the
+// caller's locals.
 template <typename T, typename Produce, typename Consume>
 Status RunOrdered(ThreadPool& pool, size_t count, Produce produce, Consume consume) {
-  const size_t window = 2 * static_cast<size_t>(pool.parallelism());
-  std::deque<std::future<Result<T>>> inflight;
-  size_t next = 0;
-  Status status;
-  for (size_t done = 0; done < count; ++done) {
-    while (status.ok() && next < count && inflight.size() < window) {
-      const size_t i = next++;
-      inflight.push_back(pool.Submit([&produce, i]() -> Result<T> { return produce(i); }));
+  if (pool.parallelism() == 1) {  // no workers: plain loop on this thread
+    for (size_t i = 0; i < count; ++i) {
+      Result<T> r = produce(i);
+      if (!r.ok()) return r.status();
+      RETURN_IF_ERROR(consume(i, *r));
     }
-    if (inflight.empty()) break;
-    Result<T> r = inflight.front().get();
-    inflight.pop_front();
-    if (status.ok()) status = r.ok() ? consume(done, *r) : r.status();
+    return OkStatus();
   }
-  for (auto& f : inflight) f.wait();
-  return status;
+  struct State {
+    std::mutex mu;
+    std::condition_variable finished;
+    std::vector<std::unique_ptr<Result<T>>> ready;  // a ring: result i in slot i % size
+    size_t next_submit = 0;
+    size_t next_consume = 0;
+    size_t running = 0;  // tasks submitted and not yet returned
+    bool consuming = false;
+    Status status;
+  };
+  auto state = std::make_shared<State>();
+  const size_t window = 2 * static_cast<size_t>(pool.parallelism());
+  state->ready.resize(window);
+
+  // Called with the lock held. A task must not outlive RunOrdered's frame,
+  // so `run` is only ever called while some task is still counted.
+  std::function<void(size_t)> run;
+  auto submit_more = [&] {
+    State& st = *state;
+    while (st.status.ok() && st.next_submit < count && st.next_submit < st.next_consume + window) {
+      const size_t i = st.next_submit++;
+      ++st.running;
+      pool.Submit([&run, i, keep = state] { run(i); });  // keep: the lock outlives the wait
+    }
+  };
+  run = [&](size_t i) {
+    auto r = std::make_unique<Result<T>>(produce(i));
+    State& st = *state;
+    std::unique_lock<std::mutex> lock(st.mu);
+    st.ready[i % window] = std::move(r);
+    if (!st.consuming) {
+      st.consuming = true;
+      while (st.next_consume < count && st.ready[st.next_consume % window] != nullptr) {
+        std::unique_ptr<Result<T>> item = std::move(st.ready[st.next_consume % window]);
+        const size_t at = st.next_consume;
+        const bool ok = st.status.ok();
+        lock.unlock();
+        Status done = !ok ? OkStatus() : item->ok() ? consume(at, **item) : item->status();
+        item.reset();
+        lock.lock();
+        if (st.status.ok()) st.status = std::move(done);
+        ++st.next_consume;
+        submit_more();
+      }
+      st.consuming = false;
+    }
+    if (--st.running == 0) st.finished.notify_all();
+  };
+
+  std::unique_lock<std::mutex> lock(state->mu);
+  submit_more();
+  state->finished.wait(lock, [&] { return state->running == 0; });
+  return state->status;
 }
 
 }  // namespace zipnn
