@@ -1,10 +1,13 @@
 // git zipnn decompress: one object file -> the exact original bytes.
 #include <cstdio>
+#include <functional>
+#include <future>
 #include <memory>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/base/file.h"
+#include "lib/base/thread_pool.h"
 #include "lib/container/object.h"
 
 namespace zipnn::cmd {
@@ -28,35 +31,53 @@ Result<std::string> OutputPath(const DecompressArgs& a) {
   return InvalidArgument(a.input + ": does not end in " + suffix + "; name the output with -o");
 }
 
-Status RunDecompress(const DecompressArgs& a) {
-  ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(a.input));
-  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
-  std::optional<ReadFile> base;
-  if (info.header.kind == container::ObjectKind::kDelta) {
-    if (a.base.empty()) {
-      return InvalidArgument(a.input + ": is a delta against " + info.header.base_id.Hex() +
-                             "; give that checkpoint with --base");
-    }
-    ASSIGN_OR_RETURN(base, ReadFile::Open(a.base));
-    ASSIGN_OR_RETURN(ContentId id, HashSource(*base));
-    if (id != info.header.base_id) {
-      return InvalidArgument("wrong base: " + a.base + " has content id " + id.Hex() + ", but " + a.input +
-                             " is a delta against " + info.header.base_id.Hex());
-    }
-  } else if (!a.base.empty()) {
-    return InvalidArgument(a.input + ": is a standalone object; it takes no --base");
-  }
+// Decodes into the output named by `a`; `check` must pass too before the
+// output is committed.
+Status Decode(const DecompressArgs& a, const ByteSource& object, const container::ObjectInfo& info,
+              const ByteSource* base, const std::function<Status()>& check) {
   container::DecodeOptions options;
   options.threads = a.threads;
-  const ByteSource* base_source = base ? &*base : nullptr;
   if (a.output == "-") {
     StdoutSink out;
-    return container::DecodeObject(object, info, base_source, options, out);
+    Status st = container::DecodeObject(object, info, base, options, out);
+    RETURN_IF_ERROR(check());
+    return st;
   }
   ASSIGN_OR_RETURN(std::string path, OutputPath(a));
   ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, a.force));
-  RETURN_IF_ERROR(container::DecodeObject(object, info, base_source, options, out));
+  Status st = container::DecodeObject(object, info, base, options, out);
+  RETURN_IF_ERROR(check());
+  RETURN_IF_ERROR(st);
   return out.Commit();  // only verified bytes ever appear under the name
+}
+
+Status RunDecompress(const DecompressArgs& a) {
+  ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(a.input));
+  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  if (info.header.kind != container::ObjectKind::kDelta) {
+    if (!a.base.empty()) return InvalidArgument(a.input + ": is a standalone object; it takes no --base");
+    return Decode(a, object, info, nullptr, [] { return OkStatus(); });
+  }
+  if (a.base.empty()) {
+    return InvalidArgument(a.input + ": is a delta against " + info.header.base_id.Hex() +
+                           "; give that checkpoint with --base");
+  }
+  ASSIGN_OR_RETURN(ReadFile base, ReadFile::Open(a.base));
+  auto right_base = [&](const Result<ContentId>& id) -> Status {
+    if (!id.ok()) return id.status();
+    if (*id == info.header.base_id) return OkStatus();
+    return InvalidArgument("wrong base: " + a.base + " has content id " + id->Hex() + ", but " + a.input +
+                           " is a delta against " + info.header.base_id.Hex());
+  };
+  // With more than one thread the base is hashed while the delta decodes
+  // rather than before it, which would be a serial pass over the whole base.
+  // The output is committed only if both succeed.
+  if (a.threads == 1 || ThreadPool::DefaultThreads() == 1) {
+    RETURN_IF_ERROR(right_base(HashSource(base)));
+    return Decode(a, object, info, &base, [] { return OkStatus(); });
+  }
+  std::future<Result<ContentId>> hashing = std::async(std::launch::async, [&base] { return HashSource(base); });
+  return Decode(a, object, info, &base, [&] { return right_base(hashing.get()); });
 }
 
 }  // namespace

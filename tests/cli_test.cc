@@ -134,10 +134,13 @@ TEST_CASE("errors are one line on stderr with a non-zero exit code") {
   CHECK(no_base.err.find("; give that checkpoint with --base\n") != std::string::npos);
 
   const std::string other = kData + "cnn-bf16/step-000120.safetensors";
-  Run wrong = Zipnn("decompress " + obj + " --base " + other + " -f -o " + Tmp() + "/x");
-  CHECK(wrong.code == 1);
-  CHECK(wrong.err.rfind("error: wrong base: " + other + " has content id ", 0) == 0);
-  CHECK(!FileExists(Tmp() + "/x"));
+  for (const char* threads : {"1", "2"}) {  // hashed before decoding, and alongside it
+    CAPTURE(threads);
+    Run wrong = Zipnn("decompress " + obj + " --base " + other + " -T " + threads + " -f -o " + Tmp() + "/x");
+    CHECK(wrong.code == 1);
+    CHECK(wrong.err.rfind("error: wrong base: " + other + " has content id ", 0) == 0);
+    CHECK(!FileExists(Tmp() + "/x"));
+  }
 
   Run exists = Zipnn("compress " + kStep40 + " --dtype bf16 -o " + obj);
   CHECK(exists.code == 1);
