@@ -4,9 +4,12 @@
 // stderr; a failing file makes git report it, never a crash.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "cmd/command.h"
+#include "cmd/remotes.h"
 #include "cmd/util.h"
 #include "filters/checkpoint_filter.h"
 #include "lib/base/file.h"
@@ -22,13 +25,24 @@ class StderrSink : public ByteSink {
   }
 };
 
+// Smudge leaves pointers in place under GIT_ZIPNN_SKIP_SMUDGE=1, and
+// otherwise fetches missing objects from the default remote.
+filters::SmudgeOptions SmudgeFor(const store::Repository& repo) {
+  filters::SmudgeOptions options;
+  const char* skip = std::getenv("GIT_ZIPNN_SKIP_SMUDGE");
+  options.leave_pointers = skip != nullptr && *skip != '\0' && std::string(skip) != "0";
+  options.fetch_missing = [repo](const ContentId& id) { return FetchIfMissing(repo, id); };
+  return options;
+}
+
 template <bool kClean>
 Action SingleFile(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
   sub.add_option("path", *path, "The file's path in the work tree (git's %f)")->required();
   return [path]() -> Status {
     ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-    filters::CheckpointFilter filter(std::move(repo));
+    filters::SmudgeOptions smudge = SmudgeFor(repo);
+    filters::CheckpointFilter filter(std::move(repo), std::move(smudge));
     FdReader in(0);
     StdoutSink out;
     Status s = kClean ? filter.Clean(*path, in, out) : filter.Smudge(*path, in, out);
@@ -45,7 +59,8 @@ Action SetupSmudge(CLI::App& sub) { return SingleFile<false>(sub); }
 Action SetupFilterProcess(CLI::App&) {
   return []() -> Status {
     ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-    filters::CheckpointFilter filter(std::move(repo));
+    filters::SmudgeOptions smudge = SmudgeFor(repo);
+    filters::CheckpointFilter filter(std::move(repo), std::move(smudge));
     FdReader in(0);
     StdoutSink out;
     StderrSink errors;

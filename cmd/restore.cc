@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cmd/command.h"
+#include "cmd/remotes.h"
 #include "cmd/util.h"
 #include "lib/base/file.h"
 #include "lib/git/git.h"
@@ -32,7 +33,7 @@ Status RunRestore(const RestoreArgs& a) {
     Progress progress("git-zipnn: " + target, pointer.size);  // its line is cleared when done
     progress.Update("restoring", 0);
     ProgressSink sink(out, progress, "restoring");
-    restored = store::RestoreFile(repo, pointer, a.path, sink);
+    restored = RestoreFetching(repo, pointer, a.path, sink);
   }
   RETURN_IF_ERROR(restored);
   RETURN_IF_ERROR(out.Commit());  // only verified bytes reach the name

@@ -140,10 +140,11 @@ Status AddTree(const std::string& rev, const std::string& top, std::map<std::str
 // the newest commit that has it: each blob enters history in a commit whose
 // diff against a parent (each parent of a merge; none for a root) shows it,
 // so one `git log` finds them all.
-Status AddHistory(const std::string& top, std::map<std::string, Place>& blobs) {
-  ASSIGN_OR_RETURN(std::string log, git::GitOutput({"log", "--all", "--reflog", "-m", "--root", "--raw", "--no-abbrev",
-                                                    "--no-renames", "--format=commit %H"},
-                                                   top));
+Status AddHistory(const std::vector<std::string>& revs, const std::string& top, std::map<std::string, Place>& blobs) {
+  std::vector<std::string> args = {"log", "-m", "--root", "--raw", "--no-abbrev", "--no-renames", "--format=commit %H"};
+  args.insert(args.end(), revs.begin(), revs.end());
+  args.push_back("--");
+  ASSIGN_OR_RETURN(std::string log, git::GitOutput(args, top));
   std::string commit;
   for (const std::string& line : Lines(log)) {
     if (line.rfind("commit ", 0) == 0) {
@@ -186,17 +187,8 @@ Result<std::string> CatFileBatch(const std::string& mode, const std::vector<std:
   return run.out;
 }
 
-}  // namespace
-
-Result<FoundPointers> FindPointers(bool all) {
-  ASSIGN_OR_RETURN(std::string top, git::TopLevel());
-  std::map<std::string, Place> blobs;
-  if (all) {
-    RETURN_IF_ERROR(AddHistory(top, blobs));
-    RETURN_IF_ERROR(AddIndex(top, blobs));
-  } else if (git::GitOutput({"rev-parse", "--verify", "-q", "HEAD"}, top).ok()) {
-    RETURN_IF_ERROR(AddTree("HEAD", top, blobs));
-  }
+// The pointers among `blobs`.
+Result<FoundPointers> PointersAmong(const std::map<std::string, Place>& blobs, const std::string& top) {
   // Sizes of all blobs in one process, then the small ones' text in another.
   std::vector<std::string> oids;
   for (const auto& [oid, place] : blobs) oids.push_back(oid);
@@ -234,6 +226,34 @@ Result<FoundPointers> FindPointers(bool all) {
     }
   }
   return found;
+}
+
+}  // namespace
+
+Result<FoundPointers> FindPointers(bool all) {
+  ASSIGN_OR_RETURN(std::string top, git::TopLevel());
+  std::map<std::string, Place> blobs;
+  if (all) {
+    RETURN_IF_ERROR(AddHistory({"--all", "--reflog"}, top, blobs));
+    RETURN_IF_ERROR(AddIndex(top, blobs));
+  } else if (git::GitOutput({"rev-parse", "--verify", "-q", "HEAD"}, top).ok()) {
+    RETURN_IF_ERROR(AddTree("HEAD", top, blobs));
+  }
+  return PointersAmong(blobs, top);
+}
+
+Result<FoundPointers> FindPointersInTrees(const std::vector<std::string>& revs) {
+  ASSIGN_OR_RETURN(std::string top, git::TopLevel());
+  std::map<std::string, Place> blobs;
+  for (const std::string& rev : revs) RETURN_IF_ERROR(AddTree(rev, top, blobs));
+  return PointersAmong(blobs, top);
+}
+
+Result<FoundPointers> FindPointersIn(const std::vector<std::string>& revs) {
+  ASSIGN_OR_RETURN(std::string top, git::TopLevel());
+  std::map<std::string, Place> blobs;
+  RETURN_IF_ERROR(AddHistory(revs, top, blobs));
+  return PointersAmong(blobs, top);
 }
 
 Result<std::vector<std::string>> TrackedPaths() {

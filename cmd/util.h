@@ -77,6 +77,14 @@ struct FoundPointers {
 // reachable from a ref, a reflog or a stash, and in the index.
 Result<FoundPointers> FindPointers(bool all);
 
+// The git-zipnn pointers in every commit `revs` name for git log
+// ("HEAD", "main", "<oid>", "--not", "--remotes=origin", ...).
+Result<FoundPointers> FindPointersIn(const std::vector<std::string>& revs);
+
+// The git-zipnn pointers in the trees of `revs` (their files as they are
+// there, not their history).
+Result<FoundPointers> FindPointersInTrees(const std::vector<std::string>& revs);
+
 // The non-empty lines of git's output.
 std::vector<std::string> Lines(const std::string& text);
 

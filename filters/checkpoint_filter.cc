@@ -100,6 +100,8 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
     return Copy(content, out);
   }
   const store::Pointer& pointer = *parsed;
+  if (smudge_.leave_pointers) return out.Append(head.data(), head.size());
+  if (smudge_.fetch_missing) RETURN_IF_ERROR(smudge_.fetch_missing(pointer.id));
   Progress progress("git-zipnn: " + path, pointer.size);
   progress.Update("restoring", 0);
   ProgressSink restored(out, progress, "restoring");

@@ -12,6 +12,7 @@
 // thread-safe.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -20,15 +21,27 @@
 
 namespace zipnn::filters {
 
+// How smudge treats a pointer.
+struct SmudgeOptions {
+  // Check pointers out as they are (GIT_ZIPNN_SKIP_SMUDGE=1), for a later
+  // `git zipnn pull`.
+  bool leave_pointers = false;
+  // Called before a restore: brings the objects a content id needs from
+  // a remote when the local store lacks some (see cmd/remotes.h).
+  std::function<Status(const ContentId&)> fetch_missing;
+};
+
 class CheckpointFilter : public FilterHandler {
  public:
-  explicit CheckpointFilter(store::Repository repo) : repo_(std::move(repo)) {}
+  explicit CheckpointFilter(store::Repository repo, SmudgeOptions smudge = {})
+      : repo_(std::move(repo)), smudge_(std::move(smudge)) {}
 
   Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override;
   Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override;
 
  private:
   store::Repository repo_;
+  SmudgeOptions smudge_;
   std::optional<store::StoreLock> lock_;
 };
 

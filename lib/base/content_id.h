@@ -30,6 +30,7 @@ struct ContentId {
   bool IsZero() const;
   bool operator==(const ContentId& o) const { return bytes == o.bytes; }
   bool operator!=(const ContentId& o) const { return bytes != o.bytes; }
+  bool operator<(const ContentId& o) const { return bytes < o.bytes; }  // for ordered containers
 };
 
 class Hasher {

@@ -55,6 +55,8 @@ class AtomicFile : public ByteSink {
   Status Presize(uint64_t total) override;
   Status WriteAt(uint64_t offset, const void* data, size_t n) override;
   uint64_t size() const { return size_; }
+  // The temporary file being written (empty for a device or pipe).
+  const std::string& temp_path() const { return tmp_; }
   // fsync, then rename over the final path (a device or pipe is closed).
   Status Commit();
   // The same without the fsync, for scratch files that need not survive a

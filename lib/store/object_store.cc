@@ -31,7 +31,8 @@ Result<ReadFile> ObjectStore::Open(const ContentId& id) const {
   return file;
 }
 
-Status ObjectStore::Put(const ContentId& id, const std::function<Status(AtomicFile&)>& write) const {
+Status ObjectStore::Put(const ContentId& id, const std::function<Status(AtomicFile&)>& write,
+                        const std::function<Status(const std::string& temp)>& check) const {
   const std::string path = PathOf(id);
   if (FileExists(path)) return OkStatus();
   RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
@@ -40,6 +41,7 @@ Status ObjectStore::Put(const ContentId& id, const std::function<Status(AtomicFi
   auto out = AtomicFile::Create(path, /*overwrite=*/false);
   if (!out.ok()) return FileExists(path) ? OkStatus() : out.status();
   RETURN_IF_ERROR(write(*out));
+  if (check) RETURN_IF_ERROR(check(out->temp_path()));
   Status committed = out->Commit();
   if (!committed.ok() && FileExists(path)) return OkStatus();
   return committed;

@@ -48,8 +48,10 @@ class ObjectStore {
   // NotFound names the id and the store.
   Result<ReadFile> Open(const ContentId& id) const;
   // Stores the object `write` produces, unless the store has it already.
-  // If `write` fails nothing is left behind.
-  Status Put(const ContentId& id, const std::function<Status(AtomicFile&)>& write) const;
+  // `check`, when given, reads the finished temporary file before it takes
+  // the object's name. If either fails nothing is left behind.
+  Status Put(const ContentId& id, const std::function<Status(AtomicFile&)>& write,
+             const std::function<Status(const std::string& temp)>& check = {}) const;
   // Takes a finished, fsynced object file (written elsewhere, e.g. as a
   // candidate) as the object for `id`: a hard link when it is on the same
   // file system, else a copy. The caller removes `file`.

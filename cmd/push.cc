@@ -1,0 +1,104 @@
+// git zipnn push / pre-push: send the objects that pointers need to a
+// remote's object store; pre-push is what the hook `install` writes runs
+// before every `git push`.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "cmd/command.h"
+#include "cmd/remotes.h"
+#include "cmd/util.h"
+#include "lib/git/git.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+struct PushArgs {
+  std::string remote;
+  std::vector<std::string> refs;
+  bool all = false;
+  bool quiet = false;
+};
+
+Status RunPush(const PushArgs& a) {
+  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  std::string remote = a.remote;
+  if (remote.empty()) {
+    ASSIGN_OR_RETURN(remote, DefaultRemote());
+  }
+  std::vector<std::string> revs = a.refs;
+  if (a.all) revs = {"--all"};
+  if (revs.empty()) revs = {"HEAD"};
+  ASSIGN_OR_RETURN(FoundPointers found, FindPointersIn(revs));
+  return PushPointers(repo, remote, found, a.quiet);
+}
+
+bool HaveCommit(const std::string& oid) {
+  auto run = git::RunGit({"cat-file", "-e", oid + "^{commit}"});
+  return run.ok() && run->exit_code == 0;
+}
+
+bool IsRemoteName(const std::string& name) {
+  auto listed = git::GitOutput({"remote"});
+  if (!listed.ok()) return false;
+  for (const std::string& r : Lines(*listed)) {
+    if (r == name) return true;
+  }
+  return false;
+}
+
+// git feeds the hook "<local ref> SP <local oid> SP <remote ref> SP
+// <remote oid>" per ref it is about to push; the commits to look at are
+// the local ones the remote does not have yet.
+Status RunPrePush(const std::string& remote) {
+  std::vector<std::string> revs;
+  for (std::string line; std::getline(std::cin, line);) {
+    std::istringstream fields(line);
+    std::string local_ref, local_oid, remote_ref, remote_oid;
+    if (!(fields >> local_ref >> local_oid >> remote_ref >> remote_oid)) continue;
+    if (local_oid.find_first_not_of('0') == std::string::npos) continue;  // a deletion
+    revs.push_back(local_oid);
+    if (remote_oid.find_first_not_of('0') != std::string::npos && HaveCommit(remote_oid)) {
+      revs.push_back("^" + remote_oid);
+    }
+  }
+  if (revs.empty()) return OkStatus();
+  if (IsRemoteName(remote)) {
+    revs.push_back("--not");
+    revs.push_back("--remotes=" + remote);
+  }
+  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ASSIGN_OR_RETURN(FoundPointers found, FindPointersIn(revs));
+  if (found.pointers.empty()) return OkStatus();
+  Status pushed = PushPointers(repo, remote, found, /*quiet=*/false);
+  if (!pushed.ok()) {
+    return Status(pushed.code(), pushed.message() + "\n(git push stopped so that no pointer reaches " + remote +
+                                     " without its checkpoint; see docs/remotes.md)");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Action SetupPush(CLI::App& sub) {
+  auto a = std::make_shared<PushArgs>();
+  sub.add_option("remote", a->remote, "Git remote whose object store receives the objects (default: the upstream, or origin)");
+  sub.add_option("refs", a->refs, "Send what the commits reachable from these need (default: HEAD)");
+  sub.add_flag("--all", a->all, "Every ref's history");
+  sub.add_flag("-q,--quiet", a->quiet, "Print nothing on success");
+  return [a] { return RunPush(*a); };
+}
+
+Action SetupPrePush(CLI::App& sub) {
+  auto remote = std::make_shared<std::string>();
+  auto url = std::make_shared<std::string>();
+  sub.add_option("remote", *remote, "The remote git pushes to (git's first hook argument)")->required();
+  sub.add_option("url", *url, "Its URL (git's second hook argument)");
+  return [remote] { return RunPrePush(*remote); };
+}
+
+}  // namespace zipnn::cmd

@@ -1,0 +1,157 @@
+// Sharing through a remote object store, with the real git binary: push
+// (by hand and by the pre-push hook), clone with on-demand smudge, fetch,
+// pull after GIT_ZIPNN_SKIP_SMUDGE, a push cut short and retried, and a
+// missing remote object named in the error.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "tests/git_repo.h"
+
+namespace zipnn {
+namespace {
+
+using testing::IdAt;
+using testing::kSteps;
+using testing::Repo;
+using testing::Run;
+
+std::string Step(const char* step) { return std::string("cnn-bf16/step-") + step + ".safetensors"; }
+
+// The cnn-bf16 trajectory (5 versions, bases at 40 and 160) committed in
+// repo/, with a bare hub.git beside it as origin and the filter installed
+// for every repository under this HOME (clones included).
+void CommitWithHub(Repo& repo) {
+  testing::CommitTrajectory(repo);
+  REQUIRE(repo.Sh("git zipnn install >/dev/null && git init -q --bare ../hub.git && git remote add origin ../hub.git")
+              .code == 0);
+}
+
+int ObjectsIn(Repo& repo, const std::string& store) {
+  return std::stoi(
+      repo.Sh("find '" + store + "' -type f -regextype posix-extended -regex '.*/[0-9a-f]{32}' | wc -l").out);
+}
+
+TEST_CASE("git push sends the objects first; a clone checks out and restores every version bit-exact") {
+  Repo repo;
+  CommitWithHub(repo);
+  Run push = repo.Sh("git push -q origin HEAD:main");
+  REQUIRE(push.code == 0);
+  CHECK(push.err.find("git-zipnn: pushed 5 objects") != std::string::npos);
+  CHECK(ObjectsIn(repo, "../hub.git/zipnn/objects") == 5);
+  // Nothing new: the hook sends nothing and says so.
+  CHECK(repo.Sh("git push -q origin HEAD:main").err.find("pushed") == std::string::npos);
+
+  // The clone gets only HEAD's chain on checkout (step 200: a delta on the
+  // base at 160), the rest on demand.
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git clone").code == 0);
+  CHECK(repo.Sh("cmp ../clone/model.safetensors '" + repo.Data(Step("000200")) + "'").code == 0);
+  CHECK(ObjectsIn(repo, "../clone/.git/zipnn/objects") == 2);
+  for (int back = 0; back < 5; ++back) {
+    CAPTURE(back);
+    const std::string rev = "HEAD~" + std::to_string(back);
+    REQUIRE(repo.Sh("cd ../clone && git zipnn restore model.safetensors --rev " + rev + " -o ../v").code == 0);
+    CHECK(repo.Sh("cmp ../v '" + repo.Data(Step(kSteps[4 - back])) + "'").code == 0);
+  }
+  CHECK(repo.Sh("cd ../clone && git status --porcelain").out.empty());
+  CHECK(repo.Sh("cd ../clone && git zipnn fsck --all").code == 0);
+}
+
+TEST_CASE("fetch gets what revisions need; pull restores what GIT_ZIPNN_SKIP_SMUDGE left as pointers") {
+  Repo repo;
+  CommitWithHub(repo);
+  REQUIRE(repo.Sh("git zipnn push -q origin && git push -q origin HEAD:main").code == 0);
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy").code == 0);
+  CHECK(repo.Sh("head -1 ../lazy/model.safetensors").out == "git-zipnn pointer 1\n");
+  CHECK(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 0);
+
+  Run fetch = repo.Sh("cd ../lazy && git zipnn fetch origin HEAD~3");  // step 80: a delta on 40
+  REQUIRE(fetch.code == 0);
+  CHECK(fetch.err.find("fetched 2 objects") != std::string::npos);
+  Run pull = repo.Sh("cd ../lazy && git zipnn pull");
+  REQUIRE(pull.code == 0);
+  CHECK(pull.out.find("model.safetensors: restored " + IdAt(repo, "HEAD:model.safetensors")) != std::string::npos);
+  CHECK(repo.Sh("cmp ../lazy/model.safetensors '" + repo.Data(Step("000200")) + "'").code == 0);
+  CHECK(repo.Sh("cd ../lazy && git status --porcelain").out.empty());
+  REQUIRE(repo.Sh("cd ../lazy && git zipnn fetch --all").code == 0);
+  CHECK(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 5);
+}
+
+TEST_CASE("a push cut short is retried and sends only what is missing") {
+  Repo repo;
+  CommitWithHub(repo);
+  // A file where the folder of HEAD's object must go: that object cannot
+  // land, the others do.
+  const std::string id = IdAt(repo, "HEAD:model.safetensors");
+  REQUIRE(repo.Sh("mkdir -p ../hub.git/zipnn/objects && : > ../hub.git/zipnn/objects/" + id.substr(0, 2)).code == 0);
+  Run cut = repo.Sh("git zipnn push origin");
+  CHECK(cut.code != 0);
+  CHECK(cut.err.find("cannot send object " + id) != std::string::npos);
+  const int landed = ObjectsIn(repo, "../hub.git/zipnn/objects");
+  CHECK(landed < 5);
+  CHECK(repo.Sh("find ../hub.git/zipnn -name '*.tmp-*'").out.empty());  // no partial object
+
+  REQUIRE(repo.Sh("rm ../hub.git/zipnn/objects/" + id.substr(0, 2)).code == 0);
+  Run again = repo.Sh("git zipnn push origin");
+  REQUIRE(again.code == 0);
+  CHECK(again.err.find("pushed " + std::to_string(5 - landed) + " objects") != std::string::npos);
+  CHECK(again.err.find(std::to_string(landed) + " of 5 were there already") != std::string::npos);
+  CHECK(ObjectsIn(repo, "../hub.git/zipnn/objects") == 5);
+}
+
+TEST_CASE("an object missing from the remote is named, by checkout and by fetch") {
+  Repo repo;
+  CommitWithHub(repo);
+  REQUIRE(repo.Sh("git push -q origin HEAD:main").code == 0);
+  const std::string id = IdAt(repo, "HEAD:model.safetensors");
+  REQUIRE(repo.Sh("rm ../hub.git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id).code == 0);
+  Run clone = repo.Sh("cd .. && git clone -q -b main hub.git broken");
+  CHECK(clone.err.find("object " + id + " is not on the remote store") != std::string::npos);
+  CHECK(repo.Sh("test -s ../broken/model.safetensors && cmp -s ../broken/model.safetensors '" +
+                repo.Data(Step("000200")) + "'").code != 0);  // nothing wrong in the work tree
+  Run fetch = repo.Sh("cd ../broken && git zipnn fetch");
+  CHECK(fetch.code == 1);
+  CHECK(fetch.err.find("object " + id + " is not on the remote store") != std::string::npos);
+}
+
+TEST_CASE("the hook runs the pre-push hook that was there, and stops a push whose objects are missing") {
+  Repo repo;
+  REQUIRE(repo.Sh("printf '#!/bin/sh\\ncat > ../earlier-hook-input\\n' > .git/hooks/pre-push && "
+                  "chmod +x .git/hooks/pre-push").code == 0);
+  CommitWithHub(repo);
+  CHECK(repo.Sh("test -x .git/hooks/pre-push.before-zipnn").code == 0);
+  REQUIRE(repo.Sh("git push -q origin HEAD:main").code == 0);
+  CHECK(repo.Sh("cat ../earlier-hook-input").out.find("refs/heads/main") != std::string::npos);
+
+  // A new version whose object is lost before the push.
+  REQUIRE(repo.Sh("cp '" + repo.Data(Step("000040")) + "' model.safetensors && git commit -qam again").code == 0);
+  const std::string id = IdAt(repo, "HEAD:model.safetensors");
+  REQUIRE(repo.Sh("git zipnn install --local >/dev/null && find .git/zipnn/objects -name " + id + " -delete").code == 0);
+  (void)id;
+  const std::string before = repo.Sh("git ls-remote ../hub.git refs/heads/main").out;
+  Run refused = repo.Sh("git push -q origin HEAD:main");
+  CHECK(refused.code != 0);
+  CHECK(refused.err.find("git push stopped") != std::string::npos);
+  CHECK(repo.Sh("git ls-remote ../hub.git refs/heads/main").out == before);
+
+  // Uninstall puts the earlier hook back.
+  REQUIRE(repo.Sh("git zipnn uninstall --local").code == 0);
+  CHECK(repo.Sh("grep -c earlier-hook-input .git/hooks/pre-push").out == "1\n");
+}
+
+TEST_CASE("remote.<name>.zipnnurl names a shared folder; ssh and S3 URLs get a clear error") {
+  Repo repo;
+  testing::CommitTrajectory(repo);
+  REQUIRE(repo.Sh("git remote add team ../team.git && git config remote.team.zipnnurl ../shared-store").code == 0);
+  REQUIRE(repo.Sh("git zipnn push team").code == 0);
+  CHECK(ObjectsIn(repo, "../shared-store") == 5);
+
+  REQUIRE(repo.Sh("git remote add far ssh://example.invalid/models.git && git remote add bucket s3://b/p").code == 0);
+  Run ssh = repo.Sh("git zipnn push far");
+  CHECK(ssh.code == 1);
+  CHECK(ssh.err.find("stores over ssh are not supported by this version") != std::string::npos);
+  CHECK(repo.Sh("git zipnn push bucket").err.find("S3 object stores are not supported") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace zipnn
