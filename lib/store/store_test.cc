@@ -13,6 +13,7 @@
 #include "lib/store/checkpoints.h"
 #include "lib/store/object_store.h"
 #include "lib/store/pointer.h"
+#include "lib/store/remote.h"
 
 namespace zipnn::store {
 namespace {
@@ -215,6 +216,52 @@ TEST_CASE("a chain over the hard limit is refused before anything is decoded") {
   CHECK(s.message() == "chain of object " + ids.back().Hex() + " is longer than 1000");
   CHECK(over.bytes() == 0);
   CHECK(VisitChain(repo, ids.back(), [](const ChainLink&) {}).message() == s.message());
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("push and fetch move whole chains, skip what is there, and refuse a damaged object on arrival") {
+  const std::string root = TempDir();
+  const Repository here{ObjectStore(root + "/here"), root + "/series", root + "/tmp", config::Policy{}};
+  const Repository there{ObjectStore(root + "/there"), root + "/series2", root + "/tmp2", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(here, 3);  // a base and 3 deltas
+  std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote");
+
+  auto pushed = PushObjects(here, *remote, {ids[2]}, {});  // two deltas and the base
+  REQUIRE(pushed.ok());
+  CHECK(pushed->needed == 3);
+  CHECK(pushed->moved == 3);
+  auto again = PushObjects(here, *remote, {ids[3]}, {});
+  REQUIRE(again.ok());
+  CHECK(again->moved == 1);
+  CHECK(again->present == 3);
+
+  // Fetching the top brings the chain down to the base, one level a round.
+  auto fetched = FetchObjects(there, *remote, {ids[3]}, {});
+  REQUIRE(fetched.ok());
+  CHECK(fetched->moved == 4);
+  CountingSink restored;
+  CHECK(Restore(there, ids[3], restored).ok());
+  CHECK(restored.bytes() == 64);
+
+  // A flipped byte in the remote's copy: the fetch fails, naming the
+  // object, and nothing lands under its name or as a temporary.
+  const Repository fresh{ObjectStore(root + "/fresh"), root + "/series3", root + "/tmp3", config::Policy{}};
+  const std::string damaged = ObjectStore(root + "/remote").PathOf(ids[0]);
+  REQUIRE(std::system(("printf '\\377' | dd of=" + damaged + " bs=1 seek=70 conv=notrunc status=none").c_str()) == 0);
+  TransferOptions once;
+  once.attempts = 2;
+  auto broken = FetchObjects(fresh, *remote, {ids[1]}, once);
+  REQUIRE(!broken.ok());
+  CHECK(broken.status().message().find("cannot fetch object " + ids[0].Hex()) == 0);
+  CHECK(!fresh.objects.Has(ids[0]));
+  CHECK(fresh.objects.Has(ids[1]));  // the delta came first and is whole
+  CHECK(FilesIn(ObjectStore(root + "/fresh").PathOf(ids[0]).substr(0, root.size() + 12)) == 0);
+
+  // Asking for an object the remote does not hold names it and the remote.
+  const ContentId nowhere = HashBytes("nowhere", 7);
+  auto missing = FetchObjects(fresh, *remote, {nowhere}, {});
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+  CHECK(missing.status().message() == "object " + nowhere.Hex() + " is not on the remote store " + root + "/remote");
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
