@@ -110,6 +110,30 @@ Result<std::unique_ptr<store::RemoteStore>> OpenRemoteStore(const std::string& r
   return StoreAt(url ? *url : remote, /*repository=*/true, remote);  // a URL given in place of a name
 }
 
+namespace {
+
+// Pushes (or fetches) the objects of `found`, then prints a summary line.
+Status Transfer(bool push, const store::Repository& repo, const std::string& remote, const FoundPointers& found,
+                bool quiet) {
+  ASSIGN_OR_RETURN(std::unique_ptr<store::RemoteStore> other, OpenRemoteStore(remote));
+  store::TransferReport report;
+  {
+    Progress progress(std::string("git-zipnn: ") + (push ? "push to " : "fetch from ") + remote, 0);
+    const store::TransferOptions options = OptionsShowing(progress, push ? "sent" : "received");
+    const std::vector<ContentId> ids = Ids(found);
+    ASSIGN_OR_RETURN(report, push ? store::PushObjects(repo, *other, ids, options)
+                                  : store::FetchObjects(repo, *other, ids, options));
+  }
+  if (!quiet) {
+    std::fprintf(stderr, "git-zipnn: %s %zu objects (%s) %s %s; %zu of %zu were %s already\n",
+                 push ? "pushed" : "fetched", report.moved, HumanBytes(report.bytes).c_str(), push ? "to" : "from",
+                 other->where().c_str(), report.present, report.needed, push ? "there" : "here");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Status PushPointers(const store::Repository& repo, const std::string& remote, const FoundPointers& found, bool quiet) {
   for (const auto& [pointer, place] : found.pointers) {
     Status whole = store::VisitChain(repo, pointer.id, [](const store::ChainLink&) {});
@@ -117,32 +141,12 @@ Status PushPointers(const store::Repository& repo, const std::string& remote, co
       return Status(whole.code(), "cannot push " + place.path + " (in " + place.rev + "): " + whole.message());
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<store::RemoteStore> to, OpenRemoteStore(remote));
-  store::TransferReport report;
-  {
-    Progress progress("git-zipnn: push to " + remote, 0);
-    ASSIGN_OR_RETURN(report, store::PushObjects(repo, *to, Ids(found), OptionsShowing(progress, "sent")));
-  }
-  if (!quiet) {
-    std::fprintf(stderr, "git-zipnn: pushed %zu objects (%s) to %s; %zu of %zu were there already\n", report.moved,
-                 HumanBytes(report.bytes).c_str(), to->where().c_str(), report.present, report.needed);
-  }
-  return OkStatus();
+  return Transfer(/*push=*/true, repo, remote, found, quiet);
 }
 
 Status FetchPointers(const store::Repository& repo, const std::string& remote, const FoundPointers& found,
                      bool quiet) {
-  ASSIGN_OR_RETURN(std::unique_ptr<store::RemoteStore> from, OpenRemoteStore(remote));
-  store::TransferReport report;
-  {
-    Progress progress("git-zipnn: fetch from " + remote, 0);
-    ASSIGN_OR_RETURN(report, store::FetchObjects(repo, *from, Ids(found), OptionsShowing(progress, "received")));
-  }
-  if (!quiet) {
-    std::fprintf(stderr, "git-zipnn: fetched %zu objects (%s) from %s; %zu of %zu were here already\n", report.moved,
-                 HumanBytes(report.bytes).c_str(), from->where().c_str(), report.present, report.needed);
-  }
-  return OkStatus();
+  return Transfer(/*push=*/false, repo, remote, found, quiet);
 }
 
 Status FetchIfMissing(const store::Repository& repo, const ContentId& id) {
