@@ -23,10 +23,7 @@ struct FetchArgs {
 };
 
 Status Fetch(const store::Repository& repo, const FetchArgs& a) {
-  std::string remote = a.remote;
-  if (remote.empty()) {
-    ASSIGN_OR_RETURN(remote, DefaultRemote());
-  }
+  ASSIGN_OR_RETURN(std::string remote, RemoteOrDefault(a.remote));
   FoundPointers found;
   if (a.all) {
     ASSIGN_OR_RETURN(found, FindPointersIn({"--all"}));
@@ -36,39 +33,25 @@ Status Fetch(const store::Repository& repo, const FetchArgs& a) {
   return FetchPointers(repo, remote, found, a.quiet);
 }
 
-// The pointer a work-tree file holds, if it holds one.
-std::optional<store::Pointer> PointerInFile(const std::string& path) {
-  auto in = ReadFile::Open(path);
-  if (!in.ok() || in->size() > store::kMaxPointerBytes) return std::nullopt;
-  std::string text(in->size(), '\0');
-  if (!in->ReadAt(0, text.data(), text.size()).ok()) return std::nullopt;
-  auto pointer = store::ParsePointer(text);
-  if (!pointer.ok()) return std::nullopt;
-  return *pointer;
-}
-
 Status RunPull(const FetchArgs& a) {
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   RETURN_IF_ERROR(Fetch(repo, a));
   ASSIGN_OR_RETURN(std::string top, git::TopLevel());
   ASSIGN_OR_RETURN(std::vector<std::string> paths, TrackedPaths());
-  std::vector<std::string> restored = {"update-index", "-q", "--refresh", "--"};
+  std::vector<std::string> restored;
   for (const std::string& path : paths) {
     const std::string file = top + "/" + path;
-    std::optional<store::Pointer> pointer = PointerInFile(file);
-    if (!pointer) continue;
+    if (!FileExists(file)) continue;  // deleted in the work tree
+    Result<std::optional<store::Pointer>> pointer = PointerInFile(file);
+    if (!pointer.ok()) return Status(pointer.status().code(), path + ": " + pointer.status().message());
+    if (!*pointer) continue;
     ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file, /*overwrite=*/true));
-    RETURN_IF_ERROR(RestoreFetching(repo, *pointer, path, out));
+    RETURN_IF_ERROR(RestoreFetching(repo, **pointer, path, out));
     RETURN_IF_ERROR(out.Commit());
     restored.push_back(path);
-    if (!a.quiet) std::printf("%s: restored %s\n", path.c_str(), pointer->id.Hex().c_str());
+    if (!a.quiet) std::printf("%s: restored %s\n", path.c_str(), (*pointer)->id.Hex().c_str());
   }
-  // The files changed behind git's back: refresh their stat data so that
-  // `git status` compares contents (through clean) and stays quiet.
-  if (restored.size() > 4) {
-    ASSIGN_OR_RETURN(git::GitRun ignored, git::RunGit(restored, top));
-    (void)ignored;
-  }
+  RefreshIndex(restored, top);
   return OkStatus();
 }
 

@@ -31,7 +31,7 @@ filters::SmudgeOptions SmudgeFor(const store::Repository& repo) {
   filters::SmudgeOptions options;
   const char* skip = std::getenv("GIT_ZIPNN_SKIP_SMUDGE");
   options.leave_pointers = skip != nullptr && *skip != '\0' && std::string(skip) != "0";
-  options.fetch_missing = [repo](const ContentId& id) { return FetchIfMissing(repo, id); };
+  options.fetch_missing = [repo](const ContentId& id) { return FetchChain(repo, id); };
   return options;
 }
 

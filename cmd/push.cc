@@ -3,6 +3,7 @@
 // before every `git push`.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -26,10 +27,7 @@ struct PushArgs {
 
 Status RunPush(const PushArgs& a) {
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  std::string remote = a.remote;
-  if (remote.empty()) {
-    ASSIGN_OR_RETURN(remote, DefaultRemote());
-  }
+  ASSIGN_OR_RETURN(std::string remote, RemoteOrDefault(a.remote));
   std::vector<std::string> revs = a.refs;
   if (a.all) revs = {"--all"};
   if (revs.empty()) revs = {"HEAD"};
@@ -43,12 +41,8 @@ bool HaveCommit(const std::string& oid) {
 }
 
 bool IsRemoteName(const std::string& name) {
-  auto listed = git::GitOutput({"remote"});
-  if (!listed.ok()) return false;
-  for (const std::string& r : Lines(*listed)) {
-    if (r == name) return true;
-  }
-  return false;
+  auto remotes = GitRemotes();
+  return remotes.ok() && std::find(remotes->begin(), remotes->end(), name) != remotes->end();
 }
 
 // git feeds the hook "<local ref> SP <local oid> SP <remote ref> SP

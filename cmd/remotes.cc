@@ -87,20 +87,29 @@ std::vector<ContentId> Ids(const FoundPointers& found) {
 
 }  // namespace
 
+Result<std::vector<std::string>> GitRemotes() {
+  ASSIGN_OR_RETURN(std::string listed, git::GitOutput({"remote"}));
+  return Lines(listed);
+}
+
 Result<std::string> DefaultRemote() {
   auto branch = git::GitOutput({"symbolic-ref", "-q", "--short", "HEAD"});
   if (branch.ok()) {
     ASSIGN_OR_RETURN(std::optional<std::string> upstream, git::ConfigGet("branch." + *branch + ".remote"));
     if (upstream && *upstream != ".") return *upstream;
   }
-  ASSIGN_OR_RETURN(std::string listed, git::GitOutput({"remote"}));
-  const std::vector<std::string> remotes = Lines(listed);
+  ASSIGN_OR_RETURN(std::vector<std::string> remotes, GitRemotes());
   for (const std::string& r : remotes) {
     if (r == "origin") return r;
   }
   if (remotes.size() == 1) return remotes[0];
   return NotFound(remotes.empty() ? "this repository has no git remote to fetch objects from"
                                   : "this repository has several git remotes and none is origin; name one");
+}
+
+Result<std::string> RemoteOrDefault(const std::string& named) {
+  if (!named.empty()) return named;
+  return DefaultRemote();
 }
 
 Result<std::unique_ptr<store::RemoteStore>> OpenRemoteStore(const std::string& remote) {
@@ -135,13 +144,17 @@ Status Transfer(bool push, const store::Repository& repo, const std::string& rem
 }  // namespace
 
 Status PushPointers(const store::Repository& repo, const std::string& remote, const FoundPointers& found, bool quiet) {
+  Status pushed = Transfer(/*push=*/true, repo, remote, found, quiet);
+  if (pushed.code() != StatusCode::kNotFound) return pushed;
+  // A chain not whole here: name the pointer it belongs to (PushObjects
+  // walks every chain before it sends anything, so nothing was sent).
   for (const auto& [pointer, place] : found.pointers) {
     Status whole = store::VisitChain(repo, pointer.id, [](const store::ChainLink&) {});
     if (!whole.ok()) {
       return Status(whole.code(), "cannot push " + place.path + " (in " + place.rev + "): " + whole.message());
     }
   }
-  return Transfer(/*push=*/true, repo, remote, found, quiet);
+  return pushed;
 }
 
 Status FetchPointers(const store::Repository& repo, const std::string& remote, const FoundPointers& found,
@@ -149,20 +162,22 @@ Status FetchPointers(const store::Repository& repo, const std::string& remote, c
   return Transfer(/*push=*/false, repo, remote, found, quiet);
 }
 
-Status FetchIfMissing(const store::Repository& repo, const ContentId& id) {
-  Status whole = store::VisitChain(repo, id, [](const store::ChainLink&) {});
-  if (whole.code() != StatusCode::kNotFound) return whole;
+Status FetchChain(const store::Repository& repo, const ContentId& id) {
   auto remote = DefaultRemote();
   if (!remote.ok()) return OkStatus();  // nowhere to fetch from: the restore names what is missing
   auto from = OpenRemoteStore(*remote);
-  if (!from.ok()) return NotFound(whole.message() + ", and remote " + *remote + " cannot be read: " + from.status().message());
+  if (!from.ok()) return Status(from.status().code(), "remote " + *remote + " cannot be read: " + from.status().message());
   Progress progress("git-zipnn: fetch from " + *remote, 0);
   return store::FetchObjects(repo, **from, {id}, OptionsShowing(progress, "received")).status();
 }
 
 Status RestoreFetching(const store::Repository& repo, const store::Pointer& pointer, const std::string& path,
                        ByteSink& out) {
-  Status fetched = FetchIfMissing(repo, pointer.id);
+  // A restore opens every object of the chain before it writes a byte, so
+  // one that finds an object missing can be tried again after a fetch.
+  Status restored = store::RestoreFile(repo, pointer, path, out);
+  if (restored.code() != StatusCode::kNotFound) return restored;
+  Status fetched = FetchChain(repo, pointer.id);
   if (!fetched.ok()) return Status(fetched.code(), path + ": " + fetched.message());
   return store::RestoreFile(repo, pointer, path, out);
 }

@@ -14,10 +14,16 @@
 
 namespace zipnn::cmd {
 
+// The names `git remote` lists.
+Result<std::vector<std::string>> GitRemotes();
+
 // The remote to use when none is named: the current branch's upstream
 // remote, else "origin", else the only remote. NotFound when there is none
 // to choose.
 Result<std::string> DefaultRemote();
+
+// `named`, or DefaultRemote() when it is empty.
+Result<std::string> RemoteOrDefault(const std::string& named);
 
 // The object store of a git remote (a name, or a URL or path as
 // `git push` accepts): remote.<name>.zipnnurl when set, else the store
@@ -36,12 +42,13 @@ Status PushPointers(const store::Repository& repo, const std::string& remote, co
 Status FetchPointers(const store::Repository& repo, const std::string& remote, const FoundPointers& found,
                      bool quiet);
 
-// Fetches what `id` needs from the default remote when its chain is not
-// whole in the local store; nothing to do when it is, or when there is no
-// remote (the restore then names the missing object).
-Status FetchIfMissing(const store::Repository& repo, const ContentId& id);
+// Fetches from the default remote what `id` needs and the local store
+// lacks; nothing to do without a remote (a restore then names what is
+// missing).
+Status FetchChain(const store::Repository& repo, const ContentId& id);
 
-// RestoreFile, fetching a missing chain from the default remote first.
+// RestoreFile; when an object of the chain is missing, FetchChain and
+// restore again.
 Status RestoreFetching(const store::Repository& repo, const store::Pointer& pointer, const std::string& path,
                        ByteSink& out);
 

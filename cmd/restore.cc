@@ -37,12 +37,7 @@ Status RunRestore(const RestoreArgs& a) {
   }
   RETURN_IF_ERROR(restored);
   RETURN_IF_ERROR(out.Commit());  // only verified bytes reach the name
-  if (a.output.empty()) {
-    // The file changed behind git's back: refresh its stat data so that
-    // `git status` compares contents (through clean) and stays quiet.
-    ASSIGN_OR_RETURN(git::GitRun run, git::RunGit({"update-index", "-q", "--refresh", "--", a.path}));
-    (void)run;
-  }
+  if (a.output.empty()) RefreshIndex({a.path});
   std::printf("%s: restored %s (%llu bytes) from %s\n", target.c_str(), pointer.id.Hex().c_str(),
               static_cast<unsigned long long>(pointer.size), a.rev.c_str());
   return OkStatus();

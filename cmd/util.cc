@@ -1,10 +1,6 @@
 #include "cmd/util.h"
 
-#include <errno.h>
-#include <unistd.h>
-
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <functional>
@@ -15,19 +11,7 @@
 
 namespace zipnn::cmd {
 
-Status StdoutSink::Append(const void* data, size_t n) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (n > 0) {
-    ssize_t put = ::write(1, p, n);
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      return IoError(std::string("standard output: ") + std::strerror(errno));
-    }
-    p += put;
-    n -= static_cast<size_t>(put);
-  }
-  return OkStatus();
-}
+Status StdoutSink::Append(const void* data, size_t n) { return WriteAll(1, data, n, "standard output"); }
 
 void AddThreadsOption(CLI::App& sub, int& threads) {
   sub.add_option("--threads,-T", threads, "Worker threads (default: all cores; output is identical for any count)")
@@ -91,15 +75,28 @@ Result<Checkpoint> CheckpointAt(const store::Repository& repo, const std::string
   return ScratchCheckpoint(repo.temp_dir, [&](ByteSink& out) { return out.Append(blob.out.data(), blob.out.size()); });
 }
 
-Result<Checkpoint> CheckpointInFile(const std::string& file) {
+Result<std::optional<store::Pointer>> PointerInFile(const std::string& file) {
   ASSIGN_OR_RETURN(ReadFile in, ReadFile::Open(file));
-  if (in.size() > store::kMaxPointerBytes) return Checkpoint{file, std::nullopt};
+  if (in.size() > store::kMaxPointerBytes) return std::optional<store::Pointer>();
   std::string text(in.size(), '\0');
   RETURN_IF_ERROR(in.ReadAt(0, text.data(), text.size()));
-  if (!store::LooksLikePointer(text)) return Checkpoint{file, std::nullopt};
+  if (!store::LooksLikePointer(text)) return std::optional<store::Pointer>();
   ASSIGN_OR_RETURN(store::Pointer pointer, store::ParsePointer(text));
+  return std::optional<store::Pointer>(pointer);
+}
+
+Result<Checkpoint> CheckpointInFile(const std::string& file) {
+  ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, PointerInFile(file));
+  if (!pointer) return Checkpoint{file, std::nullopt};
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  return ScratchCheckpoint(repo.temp_dir, [&](ByteSink& out) { return store::RestoreFile(repo, pointer, file, out); });
+  return ScratchCheckpoint(repo.temp_dir, [&](ByteSink& out) { return store::RestoreFile(repo, *pointer, file, out); });
+}
+
+void RefreshIndex(const std::vector<std::string>& paths, const std::string& top) {
+  if (paths.empty()) return;
+  std::vector<std::string> args = {"update-index", "-q", "--refresh", "--"};
+  args.insert(args.end(), paths.begin(), paths.end());
+  (void)git::RunGit(args, top);  // a failed refresh only costs `git status` a clean pass
 }
 
 Result<std::shared_ptr<analyze::Input>> OpenCheckpoint(Checkpoint checkpoint) {

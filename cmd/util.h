@@ -58,6 +58,15 @@ struct Checkpoint {
 // or the file itself when git holds it unfiltered.
 Result<Checkpoint> CheckpointAt(const store::Repository& repo, const std::string& rev, const std::string& path);
 
+// The pointer `file` holds; nothing when it holds something else, an
+// error when it starts like a pointer and is not a valid one.
+Result<std::optional<store::Pointer>> PointerInFile(const std::string& file);
+
+// Refreshes git's stat data of work-tree files rewritten behind its back,
+// so that `git status` compares their contents (through clean) and stays
+// quiet. `top`: the work tree's top folder (empty: the current folder).
+void RefreshIndex(const std::vector<std::string>& paths, const std::string& top = "");
+
 // The checkpoint in `file`: the file itself, or the version it names when
 // it holds a git-zipnn pointer (as the files git hands to diff drivers may).
 Result<Checkpoint> CheckpointInFile(const std::string& file);

@@ -101,10 +101,15 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
   }
   const store::Pointer& pointer = *parsed;
   if (smudge_.leave_pointers) return out.Append(head.data(), head.size());
-  if (smudge_.fetch_missing) RETURN_IF_ERROR(smudge_.fetch_missing(pointer.id));
   Progress progress("git-zipnn: " + path, pointer.size);
   progress.Update("restoring", 0);
   ProgressSink restored(out, progress, "restoring");
+  Status st = store::RestoreFile(repo_, pointer, path, restored);
+  // A missing object fails the restore before it writes anything, so it
+  // can be fetched and the restore tried again.
+  if (st.code() != StatusCode::kNotFound || !smudge_.fetch_missing) return st;
+  Status fetched = smudge_.fetch_missing(pointer.id);
+  if (!fetched.ok()) return Status(fetched.code(), path + ": " + fetched.message());
   return store::RestoreFile(repo_, pointer, path, restored);
 }
 

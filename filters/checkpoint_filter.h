@@ -26,8 +26,9 @@ struct SmudgeOptions {
   // Check pointers out as they are (GIT_ZIPNN_SKIP_SMUDGE=1), for a later
   // `git zipnn pull`.
   bool leave_pointers = false;
-  // Called before a restore: brings the objects a content id needs from
-  // a remote when the local store lacks some (see cmd/remotes.h).
+  // Called when a restore finds an object missing: brings what a content
+  // id needs from a remote (see cmd/remotes.h); the restore is then tried
+  // again.
   std::function<Status(const ContentId&)> fetch_missing;
 };
 

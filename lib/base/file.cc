@@ -129,18 +129,18 @@ Status AtomicFile::Presize(uint64_t total) {
 }
 
 Status AtomicFile::Append(const void* data, size_t n) {
-  if (!stream_) {
-    RETURN_IF_ERROR(WriteAt(size_, data, n));
-    size_ += n;
-    return OkStatus();
-  }
-  const auto* p = static_cast<const uint8_t*>(data);
+  const uint64_t at = size_;
   size_ += n;
+  return stream_ ? WriteAll(fd_, data, n, path_) : WriteAt(at, data, n);
+}
+
+Status WriteAll(int fd, const void* data, size_t n, const std::string& name) {
+  const auto* p = static_cast<const uint8_t*>(data);
   while (n > 0) {
-    ssize_t put = ::write(fd_, p, n);
+    ssize_t put = ::write(fd, p, n);
     if (put < 0) {
       if (errno == EINTR) continue;
-      return IoError(path_ + ": write failed: " + Errno());
+      return IoError(name + ": write failed: " + Errno());
     }
     p += put;
     n -= static_cast<size_t>(put);

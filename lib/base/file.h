@@ -102,6 +102,10 @@ class TempFile {
 
 bool FileExists(const std::string& path);
 
+// Writes all `n` bytes to `fd` (a pipe or a device takes them in parts);
+// errors name `name`.
+Status WriteAll(int fd, const void* data, size_t n, const std::string& name);
+
 // mkdir -p.
 Status MakeDirectories(const std::string& path);
 
