@@ -39,6 +39,7 @@ Action SetupPull(CLI::App& sub);
 Action SetupPush(CLI::App& sub);
 Action SetupRepack(CLI::App& sub);
 Action SetupRestore(CLI::App& sub);
+Action SetupServeStore(CLI::App& sub);
 Action SetupShow(CLI::App& sub);
 Action SetupSmudge(CLI::App& sub);
 Action SetupTextconv(CLI::App& sub);

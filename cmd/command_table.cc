@@ -26,6 +26,8 @@ const std::vector<CommandSpec>& Commands() {
       {"version", "Print the git-zipnn version and object format version", &SetupVersion},
       {"textconv", "Git diff helper: one line per tensor of a checkpoint (name, shape, hash, rms)", &SetupTextconv},
       {"pre-push", "Git hook: push the objects the commits being pushed need (install sets it)", &SetupPrePush},
+      {"serve-store", "Serve an object store on stdin/stdout (what an ssh remote runs on the far host)",
+       &SetupServeStore},
       {"clean", "Git filter: checkpoint on stdin -> pointer on stdout (stores the object)", &SetupClean},
       {"smudge", "Git filter: pointer on stdin -> exact checkpoint bytes on stdout", &SetupSmudge},
       {"filter-process", "Git's long-running filter process (clean and smudge, protocol version 2)",

@@ -1,11 +1,15 @@
 #include "cmd/remotes.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "lib/base/file.h"
+#include "lib/base/process.h"
 #include "lib/base/progress.h"
 #include "lib/git/git.h"
+#include "lib/store/served.h"
 
 namespace zipnn::cmd {
 
@@ -19,25 +23,114 @@ bool ScpLike(const std::string& url) {
   return colon != std::string::npos && colon > 0 && url.find('/') > colon;
 }
 
-// The store of the git repository at `path` (its work tree or, bare, its
-// git folder): zipnn.storepath in its configuration, else its own
-// <git dir>/zipnn/objects. git is told the folder with --git-dir, which
-// wins over the GIT_DIR that git exports to filters and hooks.
-Result<std::string> StoreOfRepository(const std::string& path) {
-  std::string git_dir;
-  if (FileExists(path + "/.git")) {
-    git_dir = path + "/.git";
-  } else if (FileExists(path + "/HEAD") && FileExists(path + "/objects")) {
-    git_dir = path;
-  } else {
-    return NotFound(path + " is not a git repository, so it has no object store (set remote.<name>.zipnnurl)");
+// Where an ssh URL points: ssh://[user@]host[:port]/path, or git's
+// scp-like [user@]host:path (a path relative to the home folder there).
+// "/~/x" and "~/x" are taken from the home folder by the server.
+struct SshTarget {
+  std::string host;  // with the user@, when given
+  std::string port;
+  std::string path;
+};
+
+Result<std::optional<SshTarget>> ParseSsh(const std::string& url) {
+  SshTarget t;
+  std::string authority;
+  for (const char* scheme : {"ssh://", "git+ssh://", "ssh+git://"}) {
+    if (!StartsWith(url, scheme)) continue;
+    const std::string rest = url.substr(std::string(scheme).size());
+    const size_t slash = std::min(rest.find('/'), rest.size());
+    authority = rest.substr(0, slash);
+    t.path = rest.substr(slash);
+    if (StartsWith(t.path, "/~")) t.path = t.path.substr(1);
+    const size_t at = authority.rfind('@');
+    const std::string user = at == std::string::npos ? "" : authority.substr(0, at + 1);
+    std::string host_port = authority.substr(at == std::string::npos ? 0 : at + 1);
+    size_t port_colon = host_port.rfind(':');
+    if (StartsWith(host_port, "[")) {  // [ipv6]:port
+      const size_t close = host_port.find(']');
+      port_colon = close == std::string::npos || close + 1 >= host_port.size() ? std::string::npos : close + 1;
+    }
+    if (port_colon != std::string::npos) {
+      t.port = host_port.substr(port_colon + 1);
+      host_port = host_port.substr(0, port_colon);
+    }
+    t.host = user + host_port;
+    break;
   }
-  ASSIGN_OR_RETURN(git_dir,
-                   git::GitOutput({"--git-dir=" + git_dir, "rev-parse", "--path-format=absolute", "--git-common-dir"}));
-  ASSIGN_OR_RETURN(git::GitRun configured, git::RunGit({"--git-dir=" + git_dir, "config", "--get", "zipnn.storepath"}));
-  std::string store = configured.out;
-  while (!store.empty() && store.back() == '\n') store.pop_back();
-  return configured.exit_code == 0 && !store.empty() ? store : git_dir + "/zipnn/objects";
+  if (authority.empty()) {
+    if (url.find("://") != std::string::npos || !ScpLike(url)) return std::optional<SshTarget>();
+    const size_t colon = StartsWith(url, "[") ? url.find("]:") + 1 : url.find(':');
+    t.host = url.substr(0, colon);
+    t.path = url.substr(colon + 1);
+  }
+  if (t.host.size() > 1 && t.host.front() == '[' && t.host.back() == ']') t.host = t.host.substr(1, t.host.size() - 2);
+  const std::string bare_host = t.host.substr(t.host.find('@') + 1);
+  if (bare_host.empty() || t.host[0] == '-' || bare_host[0] == '-') {
+    return InvalidArgument(url + ": not a host name ssh can be given");
+  }
+  if (!t.port.empty() && t.port.find_first_not_of("0123456789") != std::string::npos) {
+    return InvalidArgument(url + ": the port is not a number");
+  }
+  if (t.path.empty() || t.path == "/") return InvalidArgument(url + ": names no folder on the host");
+  return std::optional<SshTarget>(t);
+}
+
+// `s` quoted for a POSIX shell: the remote command is a string that the
+// far side's shell splits, so every argument in it is single-quoted.
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q += "'\\''";
+    } else if (c == '!') {  // csh would expand it even inside quotes
+      q += "'\\!'";
+    } else {
+      q += c;
+    }
+  }
+  return q + "'";
+}
+
+// How to run ssh, as git does it: $GIT_SSH_COMMAND or core.sshCommand (a
+// command line of the user's, run by sh, our arguments after it), else
+// $GIT_SSH (a program), else ssh.
+Result<std::vector<std::string>> SshCommand(const SshTarget& t, const std::string& remote_command) {
+  std::vector<std::string> args;
+  if (!t.port.empty()) args.insert(args.end(), {"-p", t.port});
+  args.insert(args.end(), {t.host, remote_command});
+  std::string line;
+  if (const char* env = std::getenv("GIT_SSH_COMMAND"); env != nullptr && *env != '\0') {
+    line = env;
+  } else {
+    ASSIGN_OR_RETURN(std::optional<std::string> configured, git::ConfigGet("core.sshCommand"));
+    if (configured) line = *configured;
+  }
+  std::vector<std::string> argv;
+  if (!line.empty()) {
+    argv = {"/bin/sh", "-c", line + " \"$@\"", line};
+  } else {
+    const char* program = std::getenv("GIT_SSH");
+    argv = {program != nullptr && *program != '\0' ? program : "ssh"};
+  }
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+// A store served over ssh by `git zipnn serve-store` on the host: the
+// store of the repository at the path (`repository`), or the folder.
+Result<std::unique_ptr<store::RemoteStore>> SshStore(const std::string& url, const SshTarget& t, bool repository,
+                                                      const std::string& remote) {
+  ASSIGN_OR_RETURN(std::optional<std::string> serve, git::ConfigGet("remote." + remote + ".zipnnserve"));
+  const std::string remote_command = (serve ? *serve : std::string("git-zipnn")) + " serve-store " +
+                                     (repository ? "--repository " : "") + ShellQuote(t.path);
+  ASSIGN_OR_RETURN(std::vector<std::string> argv, SshCommand(t, remote_command));
+  store::StoreConnector connect = [argv]() -> Result<std::unique_ptr<Channel>> {
+    ASSIGN_OR_RETURN(std::unique_ptr<Process> ssh, Process::Start(argv));
+    return std::unique_ptr<Channel>(std::move(ssh));
+  };
+  return store::ServedRemote(url, std::move(connect),
+                             "if ssh connected, is git-zipnn on the PATH there? remote." + remote +
+                                 ".zipnnserve names the program to run");
 }
 
 // The store a URL names. `repository`: the URL is a git remote's, so a
@@ -48,10 +141,8 @@ Result<std::unique_ptr<store::RemoteStore>> StoreAt(const std::string& url, bool
   if (StartsWith(url, "s3://")) {
     return Unsupported(url + ": S3 object stores are not supported by this version of git-zipnn; " + fix);
   }
-  if (StartsWith(url, "ssh://") || StartsWith(url, "git+ssh://") || StartsWith(url, "ssh+git://") ||
-      (url.find("://") == std::string::npos && ScpLike(url))) {
-    return Unsupported(url + ": stores over ssh are not supported by this version of git-zipnn; " + fix);
-  }
+  ASSIGN_OR_RETURN(std::optional<SshTarget> ssh, ParseSsh(url));
+  if (ssh) return SshStore(url, *ssh, repository, remote);
   std::string path = url;
   if (StartsWith(url, "file://")) {
     path = url.substr(7);
@@ -86,6 +177,23 @@ std::vector<ContentId> Ids(const FoundPointers& found) {
 }
 
 }  // namespace
+
+Result<std::string> StoreOfRepository(const std::string& path) {
+  std::string git_dir;
+  if (FileExists(path + "/.git")) {
+    git_dir = path + "/.git";
+  } else if (FileExists(path + "/HEAD") && FileExists(path + "/objects")) {
+    git_dir = path;
+  } else {
+    return NotFound(path + " is not a git repository, so it has no object store (set remote.<name>.zipnnurl)");
+  }
+  ASSIGN_OR_RETURN(git_dir,
+                   git::GitOutput({"--git-dir=" + git_dir, "rev-parse", "--path-format=absolute", "--git-common-dir"}));
+  ASSIGN_OR_RETURN(git::GitRun configured, git::RunGit({"--git-dir=" + git_dir, "config", "--get", "zipnn.storepath"}));
+  std::string store = configured.out;
+  while (!store.empty() && store.back() == '\n') store.pop_back();
+  return configured.exit_code == 0 && !store.empty() ? store : git_dir + "/zipnn/objects";
+}
 
 Result<std::vector<std::string>> GitRemotes() {
   ASSIGN_OR_RETURN(std::string listed, git::GitOutput({"remote"}));

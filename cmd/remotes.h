@@ -14,6 +14,12 @@
 
 namespace zipnn::cmd {
 
+// The object store of the git repository at `path` (its work tree or, if
+// bare, its git folder): its zipnn.storepath, else <git dir>/zipnn/objects.
+// git is told the folder with --git-dir, which wins over the GIT_DIR that
+// git exports to filters and hooks.
+Result<std::string> StoreOfRepository(const std::string& path);
+
 // The names `git remote` lists.
 Result<std::vector<std::string>> GitRemotes();
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -141,6 +142,21 @@ Status WriteAll(int fd, const void* data, size_t n, const std::string& name) {
     if (put < 0) {
       if (errno == EINTR) continue;
       return IoError(name + ": write failed: " + Errno());
+    }
+    p += put;
+    n -= static_cast<size_t>(put);
+  }
+  return OkStatus();
+}
+
+Status FdChannel::Write(const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    ssize_t put = ::send(write_fd_, p, n, MSG_NOSIGNAL);
+    if (put < 0 && errno == ENOTSOCK) return WriteAll(write_fd_, p, n, name_);  // a pipe or a file
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      return IoError(name_ + ": write failed: " + Errno());
     }
     p += put;
     n -= static_cast<size_t>(put);

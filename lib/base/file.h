@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/base/io.h"
@@ -83,6 +84,22 @@ class FdReader : public ByteReader {
 
  private:
   int fd_;
+};
+
+// A Channel over two file descriptors (standard input and output, or the
+// ends of socket pairs); does not own them. Writes to a socket do not
+// raise SIGPIPE.
+class FdChannel : public Channel {
+ public:
+  FdChannel(int read_fd, int write_fd, std::string name)
+      : reader_(read_fd), write_fd_(write_fd), name_(std::move(name)) {}
+  Result<size_t> Read(void* out, size_t n) override { return reader_.Read(out, n); }
+  Status Write(const void* data, size_t n) override;
+
+ private:
+  FdReader reader_;
+  int write_fd_;
+  std::string name_;
 };
 
 // A scratch file in `dir` (created if needed), named `<prefix>-XXXXXX`,

@@ -37,6 +37,15 @@ class ByteReader {
   virtual Result<size_t> Read(void* out, size_t n) = 0;
 };
 
+// A two-way byte stream: a connection to a child process or a socket.
+// Read returns what the other side sent (0 when it closed its end); Write
+// sends all `n` bytes, and fails (rather than raising SIGPIPE) when the
+// other side has gone.
+class Channel : public ByteReader {
+ public:
+  virtual Status Write(const void* data, size_t n) = 0;
+};
+
 class MemoryReader : public ByteReader {
  public:
   explicit MemoryReader(std::string data) : data_(std::move(data)) {}

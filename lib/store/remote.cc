@@ -29,12 +29,6 @@ Status CopySource(const ByteSource& from, ByteSink& out) {
   return OkStatus();
 }
 
-// Checks the temporary file an object was received into.
-Status CheckReceived(const std::string& temp, const ContentId& id) {
-  ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(temp));
-  return CheckObject(file, id);
-}
-
 class Folder : public RemoteStore {
  public:
   explicit Folder(std::string root) : store_(std::move(root)) {}
@@ -50,7 +44,7 @@ class Folder : public RemoteStore {
   Status Put(const ContentId& id, const ByteSource& object) override {
     return store_.Put(
         id, [&](AtomicFile& out) { return CopySource(object, out); },
-        [&](const std::string& temp) { return CheckReceived(temp, id); });
+        [&](const std::string& temp) { return CheckObjectFile(temp, id); });
   }
 
   Status Get(const ContentId& id, ByteSink& out) override {
@@ -62,12 +56,13 @@ class Folder : public RemoteStore {
   ObjectStore store_;
 };
 
-// Tries `once` up to `attempts` times; an absent object is not retried.
+// Tries `once` up to `attempts` times. Only what may pass is tried again:
+// a read or write that failed, or bytes damaged on the way.
 Status WithRetries(int attempts, const std::function<Status()>& once) {
   Status st;
   for (int i = 0; i < std::max(1, attempts); ++i) {
     st = once();
-    if (st.ok() || st.code() == StatusCode::kNotFound) return st;
+    if (st.code() != StatusCode::kIoError && st.code() != StatusCode::kCorruption) return st;
   }
   return st;
 }
@@ -101,6 +96,11 @@ Status CheckObject(const ByteSource& object, const ContentId& id) {
   return OkStatus();
 }
 
+Status CheckObjectFile(const std::string& path, const ContentId& id) {
+  ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(path));
+  return CheckObject(file, id);
+}
+
 Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options) {
   // Every object of every chain, each once, ordered base first so that a
@@ -117,10 +117,13 @@ Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, 
 
   TransferReport report;
   report.needed = all.size();
-  ASSIGN_OR_RETURN(std::vector<bool> has, remote.Has(all));
+  Result<std::vector<bool>> has = remote.Has(all);
+  if (!has.ok()) {
+    return Status(has.status().code(), "cannot ask " + remote.where() + " what it holds: " + has.status().message());
+  }
   std::vector<ContentId> send;
   for (size_t i = 0; i < all.size(); ++i) {
-    if (has[i]) {
+    if ((*has)[i]) {
       ++report.present;
     } else {
       send.push_back(all[i]);
@@ -174,7 +177,7 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
               bytes = out.size();
               return OkStatus();
             },
-            [&](const std::string& temp) { return CheckReceived(temp, id); });
+            [&](const std::string& temp) { return CheckObjectFile(temp, id); });
       });
       if (got.code() == StatusCode::kNotFound) {
         return NotFound("object " + id.Hex() + " is not on the remote store " + remote.where());

@@ -50,6 +50,8 @@ std::unique_ptr<RemoteStore> FolderRemote(std::string root);
 // name: the header, index and every chunk record against their checksums,
 // and the content id the object carries against `id`.
 Status CheckObject(const ByteSource& object, const ContentId& id);
+// CheckObject of the file at `path` (a received object's temporary file).
+Status CheckObjectFile(const std::string& path, const ContentId& id);
 
 struct TransferOptions {
   int parallel = 4;  // objects in flight at once

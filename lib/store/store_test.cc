@@ -14,9 +14,14 @@
 #include "lib/store/object_store.h"
 #include "lib/store/pointer.h"
 #include "lib/store/remote.h"
+#include "lib/store/test_objects.h"
 
 namespace zipnn::store {
 namespace {
+
+using testing::FilesIn;
+using testing::StoreChain;
+using testing::TempDir;
 
 Pointer Sample() {
   Pointer p;
@@ -86,22 +91,6 @@ TEST_CASE("every other spelling of a pointer is rejected, saying why") {
   CHECK(ParsePointer(newer).status().code() == StatusCode::kUnsupported);
   CHECK(reject(newer) == "pointer version '2' is newer than this git-zipnn reads (1); upgrade git-zipnn");
   CHECK(reject(std::string(300, 'x')) == "pointer is longer than 200 bytes");
-}
-
-std::string TempDir() {
-  const char* t = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(t != nullptr ? t : "/tmp") + "/store-XXXXXX";
-  REQUIRE(mkdtemp(dir.data()) != nullptr);
-  return dir;
-}
-
-size_t FilesIn(const std::string& dir) {
-  size_t n = 0;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-  }
-  return n;
 }
 
 TEST_CASE("objects live under <2 hex>/<2 hex>/<id>, appear whole or not at all") {
@@ -174,31 +163,6 @@ TEST_CASE("a finished object file is adopted whole; an object already there is k
   CHECK(!store.Adopt(HashBytes("x", 1), dir + "/no-such-file").ok());
 }
 
-
-// Versions of 64 bytes each; version i > 0 stored as a delta on i - 1.
-std::vector<ContentId> StoreChain(const Repository& repo, int deltas) {
-  std::vector<ContentId> ids;
-  std::vector<uint8_t> previous;
-  for (int i = 0; i <= deltas; ++i) {
-    std::vector<uint8_t> data(64, 0);
-    for (int b = 0; b < 4; ++b) data[b] = static_cast<uint8_t>(i >> (8 * b));
-    const ContentId id = HashBytes(data.data(), data.size());
-    MemorySource input(data.data(), data.size(), "version");
-    MemorySource base(previous.data(), previous.size(), "base");
-    const container::DeltaBase delta{&base, ids.empty() ? ContentId{} : ids.back()};
-    container::Layout layout = container::Layout::Single(codec::DType::kBytes, data.size());
-    if (i > 0) layout.regions[0].delta = true;
-    REQUIRE(repo.objects
-                .Put(id, [&](AtomicFile& out) -> Status {
-                  auto r = container::EncodeObject(input, layout, i > 0 ? &delta : nullptr, {}, out);
-                  return r.ok() ? OkStatus() : r.status();
-                })
-                .ok());
-    ids.push_back(id);
-    previous = data;
-  }
-  return ids;
-}
 
 TEST_CASE("a chain over the hard limit is refused before anything is decoded") {
   char dir[] = "/tmp/chain-XXXXXX";

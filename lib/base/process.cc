@@ -1,0 +1,65 @@
+#include "lib/base/process.h"
+
+#include <errno.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+extern char** environ;
+
+namespace zipnn {
+
+Result<std::unique_ptr<Process>> Process::Start(const std::vector<std::string>& argv) {
+  if (argv.empty()) return InvalidArgument("no program to run");
+  // [0]: ours, [1]: the child's.
+  int in[2], out[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0) {
+    return IoError("cannot run " + argv[0] + ": " + std::strerror(errno));
+  }
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) != 0) {
+    const int err = errno;
+    ::close(in[0]);
+    ::close(in[1]);
+    return IoError("cannot run " + argv[0] + ": " + std::strerror(err));
+  }
+  std::vector<std::string> args = argv;
+  std::vector<char*> raw;
+  for (std::string& a : args) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[1], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  pid_t pid;
+  const int spawned = posix_spawnp(&pid, raw[0], &actions, nullptr, raw.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(in[1]);
+  ::close(out[1]);
+  if (spawned != 0) {
+    ::close(in[0]);
+    ::close(out[0]);
+    return IoError("cannot run " + argv[0] + ": " + std::strerror(spawned));
+  }
+  return std::unique_ptr<Process>(new Process(pid, in[0], out[0], argv[0]));
+}
+
+int Process::Wait() {
+  if (exit_code_ >= 0) return exit_code_;
+  ::close(to_child_);
+  to_child_ = -1;
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return exit_code_;
+}
+
+Process::~Process() {
+  Wait();
+  ::close(from_child_);
+}
+
+}  // namespace zipnn

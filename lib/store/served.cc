@@ -1,0 +1,360 @@
+#include "lib/store/served.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "lib/base/buffer.h"
+#include "lib/base/file.h"
+
+namespace zipnn::store {
+
+namespace {
+
+constexpr size_t kMaxLine = 64 << 10;
+constexpr size_t kBlock = 1 << 20;
+constexpr uint64_t kMaxHasBatch = 4096;  // ids per has request
+constexpr uint64_t kMaxObjectSize = uint64_t{1} << 50;
+
+// One side of a session: lines and counted payloads over a Channel. Once
+// the stream fails or goes out of step the Wire is broken and the session
+// must end; an error of the sink a payload goes to is not (the payload is
+// still read to its end).
+class Wire {
+ public:
+  explicit Wire(Channel& channel) : channel_(channel), buffer_(kMaxLine) {}
+
+  bool broken() const { return broken_; }
+
+  // The next line without its '\n'; nullopt when the other side closed its
+  // end between lines.
+  Result<std::optional<std::string>> ReadLine() {
+    for (;;) {
+      const auto* newline = static_cast<const char*>(std::memchr(buffer_.data() + begin_, '\n', end_ - begin_));
+      if (newline != nullptr) {
+        const size_t n = static_cast<size_t>(newline - buffer_.data()) - begin_;
+        std::string line(buffer_.data() + begin_, n);
+        begin_ += n + 1;
+        return std::optional<std::string>(std::move(line));
+      }
+      if (end_ - begin_ == buffer_.size()) return Break("a line longer than 64 KiB");
+      if (begin_ > 0) {
+        std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+        end_ -= begin_;
+        begin_ = 0;
+      }
+      ASSIGN_OR_RETURN(size_t got, Fill(buffer_.data() + end_, buffer_.size() - end_));
+      if (got == 0) {
+        if (end_ == begin_) return std::optional<std::string>();
+        return Break("the connection ended in the middle of a line");
+      }
+      end_ += got;
+    }
+  }
+
+  // Reads a payload of `n` bytes into `out` (nullptr: drops it). A sink
+  // error is returned after the payload has been read through.
+  Status ReadPayload(uint64_t n, ByteSink* out) {
+    Status sink;
+    auto give = [&](const char* data, size_t k) {
+      if (out != nullptr && sink.ok()) sink = out->Append(data, k);
+    };
+    const size_t buffered = static_cast<size_t>(std::min<uint64_t>(n, end_ - begin_));
+    give(buffer_.data() + begin_, buffered);
+    begin_ += buffered;
+    n -= buffered;
+    if (n > 0 && block_.size() == 0) block_ = Buffer(kBlock);
+    while (n > 0) {
+      ASSIGN_OR_RETURN(size_t got, Fill(block_.data(), static_cast<size_t>(std::min<uint64_t>(n, block_.size()))));
+      if (got == 0) return Break("the connection ended in the middle of an object");
+      give(reinterpret_cast<const char*>(block_.data()), got);
+      n -= got;
+    }
+    return sink;
+  }
+
+  Status Send(const std::string& text) { return Guard(channel_.Write(text.data(), text.size())); }
+
+  Status SendObject(const ByteSource& object) {
+    if (block_.size() == 0) block_ = Buffer(kBlock);
+    for (uint64_t at = 0; at < object.size(); at += block_.size()) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(block_.size(), object.size() - at));
+      Status read = object.ReadAt(at, block_.data(), n);
+      if (!read.ok()) {  // the other side waits for bytes that will not come
+        broken_ = true;
+        return read;
+      }
+      RETURN_IF_ERROR(Guard(channel_.Write(block_.data(), n)));
+    }
+    return OkStatus();
+  }
+
+  Status Break(const std::string& why) {
+    broken_ = true;
+    return IoError(why);
+  }
+
+ private:
+  Result<size_t> Fill(void* out, size_t n) {
+    Result<size_t> got = channel_.Read(out, n);
+    if (!got.ok()) broken_ = true;
+    return got;
+  }
+  Status Guard(Status st) {
+    if (!st.ok()) broken_ = true;
+    return st;
+  }
+
+  Channel& channel_;
+  std::vector<char> buffer_;
+  size_t begin_ = 0, end_ = 0;
+  Buffer block_;
+  bool broken_ = false;
+};
+
+std::vector<std::string> Words(const std::string& line) {
+  std::vector<std::string> words;
+  size_t at = 0;
+  while (at <= line.size()) {
+    const size_t space = std::min(line.find(' ', at), line.size());
+    words.push_back(line.substr(at, space - at));
+    at = space + 1;
+  }
+  return words;
+}
+
+std::optional<uint64_t> Number(const std::string& digits, uint64_t max) {
+  if (digits.empty() || digits.size() > 16) return std::nullopt;
+  uint64_t n = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (n > max) return std::nullopt;
+  return n;
+}
+
+// A request line that does not parse ends the session: the stream may be
+// out of step.
+Status BadRequest(Wire& wire, const std::string& line) {
+  return wire.Break("not a store request: \"" + line.substr(0, 80) + "\"");
+}
+
+Status ServeHas(const ObjectStore& store, Wire& wire, uint64_t n) {
+  std::string answer = "ok ";
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
+    std::optional<ContentId> id = line ? ContentId::FromHex(*line) : std::nullopt;
+    if (!id) return wire.Break("a has request with a line that is not an object id");
+    answer += store.Has(*id) ? '1' : '0';
+  }
+  return wire.Send(answer + "\n");
+}
+
+Status ServeGet(const ObjectStore& store, Wire& wire, const ContentId& id) {
+  Result<ReadFile> object = store.Open(id);
+  if (object.status().code() == StatusCode::kNotFound) return wire.Send("missing\n");
+  if (!object.ok()) return wire.Send("error " + object.status().message() + "\n");
+  RETURN_IF_ERROR(wire.Send("ok " + std::to_string(object->size()) + "\n"));
+  return wire.SendObject(*object);
+}
+
+Status ServePut(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t size) {
+  bool read = false;
+  Status put = store.Put(
+      id,
+      [&](AtomicFile& out) {
+        read = true;
+        return wire.ReadPayload(size, &out);
+      },
+      [&](const std::string& temp) { return CheckObjectFile(temp, id); });
+  if (wire.broken()) return put;
+  if (!read) RETURN_IF_ERROR(wire.ReadPayload(size, nullptr));  // held already, or no place to write
+  return wire.Send(put.ok() ? std::string("ok\n") : "error " + put.message() + "\n");
+}
+
+}  // namespace
+
+Status ServeStore(const ObjectStore& store, Channel& client) {
+  Wire wire(client);
+  RETURN_IF_ERROR(wire.Send(std::string(kStoreProtocolGreeting) + "\n"));
+  for (;;) {
+    ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
+    if (!line) return OkStatus();
+    const std::vector<std::string> w = Words(*line);
+    const std::optional<ContentId> id = w.size() >= 2 ? ContentId::FromHex(w[1]) : std::nullopt;
+    if (w[0] == "has" && w.size() == 2) {
+      const std::optional<uint64_t> n = Number(w[1], kMaxHasBatch);
+      if (!n) return BadRequest(wire, *line);
+      RETURN_IF_ERROR(ServeHas(store, wire, *n));
+    } else if (w[0] == "get" && w.size() == 2 && id) {
+      RETURN_IF_ERROR(ServeGet(store, wire, *id));
+    } else if (w[0] == "put" && w.size() == 3 && id) {
+      const std::optional<uint64_t> size = Number(w[2], kMaxObjectSize);
+      if (!size) return BadRequest(wire, *line);
+      RETURN_IF_ERROR(ServePut(store, wire, *id, *size));
+    } else {
+      return BadRequest(wire, *line);
+    }
+  }
+}
+
+Status RefuseToServe(Channel& client, const std::string& why) {
+  std::string line = why;
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  line = "error " + line.substr(0, kMaxLine - 16) + "\n";
+  return client.Write(line.data(), line.size());
+}
+
+namespace {
+
+// One connection, greeted.
+struct Session {
+  std::unique_ptr<Channel> channel;
+  Wire wire;
+  explicit Session(std::unique_ptr<Channel> c) : channel(std::move(c)), wire(*channel) {}
+};
+
+class Served : public RemoteStore {
+ public:
+  Served(std::string where, StoreConnector connect, std::string no_answer)
+      : where_(std::move(where)), connect_(std::move(connect)), no_answer_(std::move(no_answer)) {}
+
+  const std::string& where() const override { return where_; }
+
+  Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) override {
+    std::vector<bool> has;
+    has.reserve(ids.size());
+    RETURN_IF_ERROR(WithSession([&](Wire& wire) -> Status {
+      for (size_t from = 0; from < ids.size(); from += kMaxHasBatch) {
+        const size_t n = std::min<size_t>(kMaxHasBatch, ids.size() - from);
+        std::string request = "has " + std::to_string(n) + "\n";
+        for (size_t i = from; i < from + n; ++i) request += ids[i].Hex() + "\n";
+        RETURN_IF_ERROR(wire.Send(request));
+        ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+        if (answer.size() != 3 + n || answer.compare(0, 3, "ok ") != 0 ||
+            answer.find_first_not_of("01", 3) != std::string::npos) {
+          return Unexpected(wire, answer);
+        }
+        for (size_t i = 0; i < n; ++i) has.push_back(answer[3 + i] == '1');
+      }
+      return OkStatus();
+    }));
+    return has;
+  }
+
+  Status Put(const ContentId& id, const ByteSource& object) override {
+    return WithSession([&](Wire& wire) -> Status {
+      RETURN_IF_ERROR(wire.Send("put " + id.Hex() + " " + std::to_string(object.size()) + "\n"));
+      RETURN_IF_ERROR(wire.SendObject(object));
+      ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+      if (answer == "ok") return OkStatus();
+      if (answer.rfind("error ", 0) == 0) return IoError("the server refused it: " + answer.substr(6));
+      return Unexpected(wire, answer);
+    });
+  }
+
+  Status Get(const ContentId& id, ByteSink& out) override {
+    return WithSession([&](Wire& wire) -> Status {
+      RETURN_IF_ERROR(wire.Send("get " + id.Hex() + "\n"));
+      ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+      if (answer == "missing") return NotFound("object " + id.Hex() + " is not there");
+      if (answer.rfind("error ", 0) == 0) return IoError("the server could not send it: " + answer.substr(6));
+      const std::vector<std::string> w = Words(answer);
+      const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? Number(w[1], kMaxObjectSize) : std::nullopt;
+      if (!size) return Unexpected(wire, answer);
+      return wire.ReadPayload(*size, &out);
+    });
+  }
+
+ private:
+  // Runs `request` on an idle session (or a new one), which goes back to
+  // the idle ones unless the request broke it.
+  Status WithSession(const std::function<Status(Wire&)>& request) {
+    std::unique_ptr<Session> session;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!idle_.empty()) {
+        session = std::move(idle_.back());
+        idle_.pop_back();
+      }
+    }
+    if (!session) {
+      ASSIGN_OR_RETURN(session, Open());
+    }
+    Status st = request(session->wire);
+    if (!session->wire.broken()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      idle_.push_back(std::move(session));
+    }
+    return st;
+  }
+
+  // A new session. Until one has opened, connections are tried one at a
+  // time and a failure is final for this remote: a host that cannot be
+  // reached is tried (and its error shown) once, not once per transfer.
+  Result<std::unique_ptr<Session>> Open() {
+    std::unique_lock<std::mutex> first(first_mu_, std::defer_lock);
+    if (!opened_once_) first.lock();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!unreachable_.ok()) return unreachable_;
+    }
+    Result<std::unique_ptr<Session>> session = Connect();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (session.ok()) {
+      opened_once_ = true;
+    } else if (!opened_once_) {
+      unreachable_ = session.status();
+    }
+    return session;
+  }
+
+  Result<std::unique_ptr<Session>> Connect() {
+    ASSIGN_OR_RETURN(std::unique_ptr<Channel> channel, connect_());
+    auto session = std::make_unique<Session>(std::move(channel));
+    Result<std::optional<std::string>> greeting = session->wire.ReadLine();
+    if (!greeting.ok() || !*greeting) {
+      return IoError("the store server did not answer" + (no_answer_.empty() ? "" : " (" + no_answer_ + ")"));
+    }
+    const std::string& line = **greeting;
+    if (line == kStoreProtocolGreeting) return session;
+    if (line.rfind("error ", 0) == 0) return InvalidArgument(line.substr(6));  // it will say so again
+    if (line.rfind("git-zipnn-store ", 0) == 0) {
+      return Unsupported("the server speaks store protocol " + line.substr(16) +
+                         "; this git-zipnn speaks 1 (use the same version on both sides)");
+    }
+    return IoError("the far side is not a git-zipnn store server (it said \"" + line.substr(0, 80) + "\")");
+  }
+
+  static Result<std::string> Answer(Wire& wire) {
+    ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
+    if (!line) return wire.Break("the store server closed the connection");
+    return *line;
+  }
+
+  static Status Unexpected(Wire& wire, const std::string& answer) {
+    return wire.Break("the store server answered \"" + answer.substr(0, 80) + "\"");
+  }
+
+  const std::string where_;
+  const StoreConnector connect_;
+  const std::string no_answer_;
+  std::mutex first_mu_;  // held while the first session opens
+  std::atomic<bool> opened_once_{false};
+  std::mutex mu_;  // guards idle_ and unreachable_
+  std::vector<std::unique_ptr<Session>> idle_;
+  Status unreachable_;
+};
+
+}  // namespace
+
+std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector connect, std::string no_answer) {
+  return std::make_unique<Served>(std::move(where), std::move(connect), std::move(no_answer));
+}
+
+}  // namespace zipnn::store

@@ -1,0 +1,50 @@
+// The store protocol: an object store served over a two-way byte stream,
+// as `git zipnn serve-store` does at the far end of an ssh connection.
+// docs/remotes.md ("The store protocol") is the specification; in short:
+//
+//   server, once:  git-zipnn-store 1\n     (or: error <message>\n, and it ends)
+//   has <n>\n<id>\n x n          ->  ok <n digits, 1 = held, 0 = not>\n
+//   get <id>\n                   ->  ok <size>\n<size bytes> | missing\n | error <message>\n
+//   put <id> <size>\n<size bytes> ->  ok\n | error <message>\n
+//
+// One request at a time, each answered before the next; the client ends
+// a session by closing its end. A server receives an object under a
+// temporary name and checks it (CheckObject) before it takes its name,
+// so a broken session leaves no partial object.
+//
+// ServeStore runs one session on one thread. A ServedRemote is
+// thread-safe: each call takes a session of its own, opening another
+// connection when every open one is busy, so transfers run in parallel.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "lib/base/io.h"
+#include "lib/base/status.h"
+#include "lib/store/object_store.h"
+#include "lib/store/remote.h"
+
+namespace zipnn::store {
+
+inline constexpr char kStoreProtocolGreeting[] = "git-zipnn-store 1";
+
+// Serves `store` to the client at the other end of `client` until it
+// closes its end (OK) or breaks the protocol (an error naming what it
+// sent). Answers a request that fails (an object that will not store)
+// with an error line and goes on.
+Status ServeStore(const ObjectStore& store, Channel& client);
+
+// Tells a client that this server cannot serve (in place of the greeting).
+Status RefuseToServe(Channel& client, const std::string& why);
+
+// Opens a new connection to a store server.
+using StoreConnector = std::function<Result<std::unique_ptr<Channel>>()>;
+
+// A remote store reached through the store protocol. `where` names it in
+// messages; `no_answer` is added to the error when a new connection closes
+// before the server greets (what the user should check).
+std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector connect, std::string no_answer);
+
+}  // namespace zipnn::store

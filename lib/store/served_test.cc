@@ -1,0 +1,251 @@
+// The store protocol, both ends in this process over socket pairs: a
+// served store moves chains like a folder does, each end refuses what the
+// other gets wrong, and nothing partial is left under an object's name.
+#include "lib/store/served.h"
+
+#include <doctest/doctest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lib/base/file.h"
+#include "lib/store/remote.h"
+#include "lib/store/test_objects.h"
+
+namespace zipnn::store {
+namespace {
+
+using testing::FilesIn;
+using testing::StoreChain;
+using testing::TempDir;
+
+// One end of a socket pair, closed when it goes away.
+class SocketEnd : public Channel {
+ public:
+  explicit SocketEnd(int fd) : fd_(fd), channel_(fd, fd, "socket") {}
+  ~SocketEnd() override { ::close(fd_); }
+  Result<size_t> Read(void* out, size_t n) override { return channel_.Read(out, n); }
+  Status Write(const void* data, size_t n) override { return channel_.Write(data, n); }
+  // The other end reads to the end of what was sent, then sees the end.
+  void CloseWrite() { ::shutdown(fd_, SHUT_WR); }
+
+ private:
+  int fd_;
+  FdChannel channel_;
+};
+
+// Runs `server` on a thread for every connection a remote opens.
+class Servers {
+ public:
+  explicit Servers(std::function<Status(SocketEnd&)> server) : server_(std::move(server)) {}
+  ~Servers() {
+    for (std::thread& t : threads_) t.join();
+  }
+  StoreConnector Connector() {
+    return [this]() -> Result<std::unique_ptr<Channel>> {
+      int fds[2];
+      REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+      ++connections;
+      std::lock_guard<std::mutex> lock(mu_);
+      threads_.emplace_back([this, fd = fds[1]] {
+        SocketEnd end(fd);
+        Status st = server_(end);
+        std::lock_guard<std::mutex> lock(mu_);
+        results.push_back(st);
+      });
+      return std::unique_ptr<Channel>(new SocketEnd(fds[0]));
+    };
+  }
+  std::atomic<int> connections{0};
+  std::vector<Status> results;  // read once the remote is gone and threads joined
+
+ private:
+  std::function<Status(SocketEnd&)> server_;
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+};
+
+Status Say(Channel& c, const std::string& text) { return c.Write(text.data(), text.size()); }
+
+// Reads what a client sent until it closes its end.
+std::string Drain(Channel& c) {
+  std::string got;
+  char buf[4096];
+  for (;;) {
+    Result<size_t> n = c.Read(buf, sizeof buf);
+    if (!n.ok() || *n == 0) return got;
+    got.append(buf, *n);
+  }
+}
+
+Repository RepoIn(const std::string& root, const std::string& name) {
+  return Repository{ObjectStore(root + "/" + name), root + "/" + name + "-series", root + "/" + name + "-tmp",
+                    config::Policy{}};
+}
+
+TEST_CASE("a served store moves whole chains, skips what it holds, and answers has in order") {
+  const std::string root = TempDir();
+  const Repository here = RepoIn(root, "here"), there = RepoIn(root, "there");
+  const std::vector<ContentId> ids = StoreChain(here, 3);
+  const ObjectStore served(root + "/served");
+  Servers servers([&](SocketEnd& c) { return ServeStore(served, c); });
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", servers.Connector(), "");
+    auto pushed = PushObjects(here, *remote, {ids[2]}, {});
+    REQUIRE(pushed.ok());
+    CHECK(pushed->moved == 3);
+    auto has = remote->Has({ids[3], ids[0], ids[2], ids[1]});
+    REQUIRE(has.ok());
+    CHECK(*has == std::vector<bool>{false, true, true, true});
+    auto again = PushObjects(here, *remote, {ids[3]}, {});
+    REQUIRE(again.ok());
+    CHECK(again->moved == 1);
+    CHECK(again->present == 3);
+
+    auto fetched = FetchObjects(there, *remote, {ids[3]}, {});
+    REQUIRE(fetched.ok());
+    CHECK(fetched->moved == 4);
+    CountingSink restored;
+    CHECK(Restore(there, ids[3], restored).ok());
+    CHECK(restored.bytes() == 64);
+
+    const ContentId nowhere = HashBytes("nowhere", 7);
+    auto missing = FetchObjects(there, *remote, {nowhere}, {});
+    CHECK(missing.status().message() == "object " + nowhere.Hex() + " is not on the remote store test://served");
+  }
+  CHECK(servers.connections <= 4);  // the parallel transfers, sessions reused
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a server refuses a damaged object, keeps nothing of it, and serves the next request") {
+  const std::string root = TempDir();
+  const Repository here = RepoIn(root, "here");
+  const std::vector<ContentId> ids = StoreChain(here, 1);
+  REQUIRE(std::system(("cp " + here.objects.PathOf(ids[0]) + " " + root + "/bad && printf '\\377' | dd of=" + root +
+                       "/bad bs=1 seek=70 conv=notrunc status=none").c_str()) == 0);
+  const ObjectStore served(root + "/served");
+  Servers servers([&](SocketEnd& c) { return ServeStore(served, c); });
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", servers.Connector(), "");
+    auto bad = ReadFile::Open(root + "/bad");
+    REQUIRE(bad.ok());
+    Status refused = remote->Put(ids[0], *bad);
+    CHECK(refused.code() == StatusCode::kIoError);
+    CHECK(refused.message().find("the server refused it: ") == 0);
+    CHECK(!served.Has(ids[0]));
+    auto good = here.objects.Open(ids[0]);
+    REQUIRE(good.ok());
+    CHECK(remote->Put(ids[0], *good).ok());
+    CHECK(served.Has(ids[0]));
+    // Filed under another id: refused too.
+    CHECK(remote->Put(ids[1], *good).message().find("holds " + ids[0].Hex() + ", not " + ids[1].Hex()) !=
+          std::string::npos);
+  }
+  CHECK(servers.connections == 1);
+  CHECK(FilesIn(root + "/served/" + ids[1].Hex().substr(0, 2) + "/" + ids[1].Hex().substr(2, 2)) == 0);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+// Runs one session of ServeStore against a client that says `request`
+// and then closes; returns how the server ended.
+Status ServeTo(const ObjectStore& store, const std::string& request) {
+  int fds[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+  Status served;
+  std::thread server([&] {
+    SocketEnd end(fds[1]);
+    served = ServeStore(store, end);
+  });
+  {
+    SocketEnd client(fds[0]);
+    REQUIRE(Say(client, request).ok());
+    client.CloseWrite();
+    Drain(client);
+  }
+  server.join();
+  return served;
+}
+
+TEST_CASE("a server ends a session that breaks the protocol, leaving no partial object") {
+  const std::string root = TempDir();
+  const ObjectStore store(root + "/served");
+  const std::string id = HashBytes("x", 1).Hex();
+  CHECK(ServeTo(store, "").ok());  // a client that says nothing
+  CHECK(ServeTo(store, "put " + id + " 1000\n" + std::string(10, 'z')).message() ==
+        "the connection ended in the middle of an object");
+  CHECK(FilesIn(root + "/served/" + id.substr(0, 2) + "/" + id.substr(2, 2)) == 0);
+  CHECK(ServeTo(store, "bogus\n").message() == "not a store request: \"bogus\"");
+  CHECK(ServeTo(store, "has 5000\n").message() == "not a store request: \"has 5000\"");
+  CHECK(ServeTo(store, "get 12345\n").message() == "not a store request: \"get 12345\"");
+  CHECK(ServeTo(store, "put " + id + " 99999999999999999\n").message().find("not a store request") == 0);
+  CHECK(ServeTo(store, "has 1\nnot-an-id\n").message() == "a has request with a line that is not an object id");
+  CHECK(ServeTo(store, std::string(70000, 'a')).message() == "a line longer than 64 KiB");
+  CHECK(ServeTo(store, "get " + id).message() == "the connection ended in the middle of a line");
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+// A remote whose every connection meets a server that says `script`.
+Status FetchFrom(const std::string& script, const Repository& repo, const ContentId& id, int* connections) {
+  Servers servers([&](SocketEnd& c) {
+    Status said = Say(c, script);
+    c.CloseWrite();
+    Drain(c);
+    return said;
+  });
+  Status st;
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://liar", servers.Connector(), "is it installed?");
+    st = FetchObjects(repo, *remote, {id}, {}).status();
+  }
+  if (connections != nullptr) *connections = servers.connections;
+  return st;
+}
+
+TEST_CASE("a client refuses a server that is not one, speaks another version, or sends less than it said") {
+  const std::string root = TempDir();
+  const Repository here = RepoIn(root, "here");
+  const std::vector<ContentId> ids = StoreChain(here, 0);
+  const Repository empty = RepoIn(root, "empty");
+  const std::string prefix = "cannot fetch object " + ids[0].Hex() + " from test://liar: ";
+  int connections = 0;
+  CHECK(FetchFrom("", empty, ids[0], &connections).message() ==
+        prefix + "the store server did not answer (is it installed?)");
+  CHECK(connections == 1);  // a server that cannot be reached is tried once
+  CHECK(FetchFrom("Welcome to the shell!\n", empty, ids[0], nullptr).message() ==
+        prefix + "the far side is not a git-zipnn store server (it said \"Welcome to the shell!\")");
+  Status newer = FetchFrom("git-zipnn-store 2\n", empty, ids[0], nullptr);
+  CHECK(newer.code() == StatusCode::kUnsupported);
+  CHECK(newer.message() == prefix + "the server speaks store protocol 2; this git-zipnn speaks 1 (use the same "
+                                    "version on both sides)");
+  CHECK(FetchFrom("error /srv/m is not a git repository\n", empty, ids[0], &connections).message() ==
+        prefix + "/srv/m is not a git repository");
+  CHECK(connections == 1);
+
+  // Fewer bytes than promised, or bytes that are not the object: nothing lands.
+  auto object = ReadWholeFile(here.objects.PathOf(ids[0]));
+  REQUIRE(object.ok());
+  const std::string whole(object->begin(), object->end());
+  const std::string greeting = std::string(kStoreProtocolGreeting) + "\n";
+  CHECK(FetchFrom(greeting + "ok " + std::to_string(whole.size()) + "\n" + whole.substr(0, 20), empty, ids[0],
+                  nullptr)
+            .message() == prefix + "the connection ended in the middle of an object");
+  std::string flipped = whole;
+  flipped[70] = static_cast<char>(flipped[70] ^ 1);
+  CHECK(FetchFrom(greeting + "ok " + std::to_string(flipped.size()) + "\n" + flipped, empty, ids[0], nullptr)
+            .code() == StatusCode::kCorruption);
+  CHECK(FetchFrom(greeting + "ok many\n", empty, ids[0], nullptr).message() ==
+        prefix + "the store server answered \"ok many\"");
+  CHECK(!empty.objects.Has(ids[0]));
+  CHECK(FilesIn(root + "/empty/" + ids[0].Hex().substr(0, 2) + "/" + ids[0].Hex().substr(2, 2)) == 0);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+}  // namespace
+}  // namespace zipnn::store

@@ -1,0 +1,61 @@
+// Helpers for the store's tests: a scratch folder, counting files, and a
+// chain of small stored versions.
+#pragma once
+
+#include <dirent.h>
+#include <doctest/doctest.h>
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "lib/base/content_id.h"
+#include "lib/base/io.h"
+#include "lib/container/object.h"
+#include "lib/store/checkpoints.h"
+
+namespace zipnn::store::testing {
+
+inline std::string TempDir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(t != nullptr ? t : "/tmp") + "/store-XXXXXX";
+  REQUIRE(mkdtemp(dir.data()) != nullptr);
+  return dir;
+}
+
+inline size_t FilesIn(const std::string& dir) {
+  size_t n = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+
+// Versions of 64 bytes each; version i > 0 stored as a delta on i - 1.
+inline std::vector<ContentId> StoreChain(const Repository& repo, int deltas) {
+  std::vector<ContentId> ids;
+  std::vector<uint8_t> previous;
+  for (int i = 0; i <= deltas; ++i) {
+    std::vector<uint8_t> data(64, 0);
+    for (int b = 0; b < 4; ++b) data[b] = static_cast<uint8_t>(i >> (8 * b));
+    const ContentId id = HashBytes(data.data(), data.size());
+    MemorySource input(data.data(), data.size(), "version");
+    MemorySource base(previous.data(), previous.size(), "base");
+    const container::DeltaBase delta{&base, ids.empty() ? ContentId{} : ids.back()};
+    container::Layout layout = container::Layout::Single(codec::DType::kBytes, data.size());
+    if (i > 0) layout.regions[0].delta = true;
+    REQUIRE(repo.objects
+                .Put(id, [&](AtomicFile& out) -> Status {
+                  auto r = container::EncodeObject(input, layout, i > 0 ? &delta : nullptr, {}, out);
+                  return r.ok() ? OkStatus() : r.status();
+                })
+                .ok());
+    ids.push_back(id);
+    previous = data;
+  }
+  return ids;
+}
+
+}  // namespace zipnn::store::testing
