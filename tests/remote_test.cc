@@ -1,12 +1,14 @@
 // Sharing through a remote object store, with the real git binary: push
 // (by hand and by the pre-push hook), clone with on-demand smudge, fetch,
 // pull after GIT_ZIPNN_SKIP_SMUDGE, a push cut short and retried, and a
-// missing remote object named in the error.
+// missing remote object named in the error; for a folder and over ssh
+// (Debian's OpenSSH server, started on loopback by the test).
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "tests/git_repo.h"
+#include "tests/sshd.h"
 
 namespace zipnn {
 namespace {
@@ -139,18 +141,96 @@ TEST_CASE("the hook runs the pre-push hook that was there, and stops a push whos
   CHECK(repo.Sh("grep -c earlier-hook-input .git/hooks/pre-push").out == "1\n");
 }
 
-TEST_CASE("remote.<name>.zipnnurl names a shared folder; ssh and S3 URLs get a clear error") {
+TEST_CASE("remote.<name>.zipnnurl names a shared folder; an S3 URL gets a clear error") {
   Repo repo;
   testing::CommitTrajectory(repo);
   REQUIRE(repo.Sh("git remote add team ../team.git && git config remote.team.zipnnurl ../shared-store").code == 0);
   REQUIRE(repo.Sh("git zipnn push team").code == 0);
   CHECK(ObjectsIn(repo, "../shared-store") == 5);
 
-  REQUIRE(repo.Sh("git remote add far ssh://example.invalid/models.git && git remote add bucket s3://b/p").code == 0);
-  Run ssh = repo.Sh("git zipnn push far");
-  CHECK(ssh.code == 1);
-  CHECK(ssh.err.find("stores over ssh are not supported by this version") != std::string::npos);
+  REQUIRE(repo.Sh("git remote add bucket s3://b/p").code == 0);
   CHECK(repo.Sh("git zipnn push bucket").err.find("S3 object stores are not supported") != std::string::npos);
+}
+
+// Over ssh, against the test's own sshd on loopback: the store beside a
+// repository reached by an ssh:// URL (its port in the URL) or git's
+// host:path form, served by git-zipnn serve-store on the far side.
+TEST_CASE("over ssh: git push sends the objects first; a clone checks out and restores every version bit-exact") {
+  Repo repo;
+  testing::Sshd sshd(repo);
+  CommitWithHub(repo);
+  const std::string url = "ssh://127.0.0.1:" + sshd.port() + repo.root() + "/hub.git";
+  REQUIRE(repo.Sh("git remote set-url origin " + url).code == 0);
+  Run push = repo.Sh("git push -q origin HEAD:main");
+  REQUIRE(push.code == 0);
+  CHECK(push.err.find("git-zipnn: pushed 5 objects") != std::string::npos);
+  CHECK(push.err.find("to " + url) != std::string::npos);
+  CHECK(ObjectsIn(repo, "../hub.git/zipnn/objects") == 5);
+
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main " + url + " clone").code == 0);
+  CHECK(repo.Sh("cmp ../clone/model.safetensors '" + repo.Data(Step("000200")) + "'").code == 0);
+  CHECK(ObjectsIn(repo, "../clone/.git/zipnn/objects") == 2);
+  for (int back = 0; back < 5; ++back) {
+    CAPTURE(back);
+    const std::string rev = "HEAD~" + std::to_string(back);
+    REQUIRE(repo.Sh("cd ../clone && git zipnn restore model.safetensors --rev " + rev + " -o ../v").code == 0);
+    CHECK(repo.Sh("cmp ../v '" + repo.Data(Step(kSteps[4 - back])) + "'").code == 0);
+  }
+  CHECK(repo.Sh("cd ../clone && git status --porcelain").out.empty());
+  CHECK(repo.Sh("cd ../clone && git zipnn fsck --all").code == 0);
+}
+
+TEST_CASE("over ssh: a push cut short is retried, a missing object is named, and a path is never run by a shell") {
+  Repo repo;
+  testing::Sshd sshd(repo);
+  CommitWithHub(repo);
+  const std::string url = "zipnn-test:" + repo.root() + "/hub.git";
+  REQUIRE(repo.Sh("git remote set-url origin " + url).code == 0);
+
+  // A file where the folder of HEAD's object must go: the server refuses
+  // that object, the others land whole.
+  const std::string id = IdAt(repo, "HEAD:model.safetensors");
+  REQUIRE(repo.Sh("mkdir -p ../hub.git/zipnn/objects && : > ../hub.git/zipnn/objects/" + id.substr(0, 2)).code == 0);
+  Run cut = repo.Sh("git zipnn push origin");
+  CHECK(cut.code != 0);
+  CHECK(cut.err.find("cannot send object " + id + " to " + url + ": the server refused it: ") != std::string::npos);
+  const int landed = ObjectsIn(repo, "../hub.git/zipnn/objects");
+  CHECK(landed < 5);
+  CHECK(repo.Sh("find ../hub.git/zipnn -name '*.tmp-*'").out.empty());
+  REQUIRE(repo.Sh("rm ../hub.git/zipnn/objects/" + id.substr(0, 2)).code == 0);
+  Run again = repo.Sh("git zipnn push origin");
+  REQUIRE(again.code == 0);
+  CHECK(again.err.find("pushed " + std::to_string(5 - landed) + " objects") != std::string::npos);
+  CHECK(ObjectsIn(repo, "../hub.git/zipnn/objects") == 5);
+
+  // An object gone from the far store is named by fetch.
+  REQUIRE(repo.Sh("git push -q origin HEAD:main && rm ../hub.git/zipnn/objects/" + id.substr(0, 2) + "/" +
+                  id.substr(2, 2) + "/" + id).code == 0);
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main " + url + " lazy").code == 0);
+  Run fetch = repo.Sh("cd ../lazy && git zipnn fetch");
+  CHECK(fetch.code == 1);
+  CHECK(fetch.err.find("object " + id + " is not on the remote store " + url) != std::string::npos);
+
+  // zipnnurl: a folder on the host, from the home folder there, whose name
+  // a shell would run; zipnnserve: the program to serve it.
+  const std::string folder = "it's $(touch pwned); a store";
+  REQUIRE(repo.Sh("git remote add team ../team.git && "
+                  "git config remote.team.zipnnurl $'ssh://zipnn-test/~/it\\'s $(touch pwned); a store' && "
+                  "git config remote.team.zipnnserve \"$(command -v git-zipnn)\"").code == 0);
+  REQUIRE(repo.Sh("git config remote.team.zipnnurl").out == "ssh://zipnn-test/~/" + folder + "\n");
+  REQUIRE(repo.Sh("git zipnn push -q team").code == 0);
+  CHECK(repo.Sh("ls ../home").out.find(folder + "\n") != std::string::npos);
+  CHECK(ObjectsIn(repo, "../home") == 5);
+  CHECK(repo.Sh("find .. -name pwned").out.empty());
+
+  REQUIRE(repo.Sh("git config remote.team.zipnnserve /nowhere/git-zipnn").code == 0);
+  Run unserved = repo.Sh("git zipnn push team");
+  CHECK(unserved.code == 1);
+  CHECK(unserved.err.find("the store server did not answer (if ssh connected, is git-zipnn on the PATH there? "
+                          "remote.team.zipnnserve names the program to run)") != std::string::npos);
+  REQUIRE(repo.Sh("git remote add nothing zipnn-test:" + repo.root() + "/nothing.git").code == 0);
+  CHECK(repo.Sh("git zipnn push nothing").err.find(repo.root() + "/nothing.git is not a git repository") !=
+        std::string::npos);
 }
 
 }  // namespace
