@@ -9,6 +9,7 @@
 #include "lib/base/process.h"
 #include "lib/base/progress.h"
 #include "lib/git/git.h"
+#include "lib/s3/s3.h"
 #include "lib/store/served.h"
 
 namespace zipnn::cmd {
@@ -133,14 +134,40 @@ Result<std::unique_ptr<store::RemoteStore>> SshStore(const std::string& url, con
                                  ".zipnnserve names the program to run");
 }
 
+// An S3 bucket: remote.<name>.zipnnendpoint (else $AWS_ENDPOINT_URL_S3 or
+// $AWS_ENDPOINT_URL) for a server other than AWS, remote.<name>.zipnnregion
+// (else the AWS settings), remote.<name>.zipnnpartsize for the size of
+// upload parts, and credentials from the AWS sources.
+Result<std::unique_ptr<store::RemoteStore>> S3Store(const std::string& url, const std::string& remote) {
+  s3::Options o;
+  ASSIGN_OR_RETURN(o.location, s3::ParseUrl(url));
+  const std::string key = "remote." + remote + ".zipnn";
+  ASSIGN_OR_RETURN(std::optional<std::string> endpoint, git::ConfigGet(key + "endpoint"));
+  for (const char* name : {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}) {
+    const char* env = std::getenv(name);
+    if (!endpoint && env != nullptr && *env != '\0') endpoint = env;
+  }
+  o.endpoint = endpoint.value_or("");
+  ASSIGN_OR_RETURN(std::optional<std::string> region, git::ConfigGet(key + "region"));
+  o.region = region ? *region : s3::FindRegion();
+  ASSIGN_OR_RETURN(git::GitRun part, git::RunGit({"config", "--type=int", "--get", key + "partsize"}));
+  if (part.exit_code == 0) {
+    const long long size = std::atoll(part.out.c_str());
+    if (size < (5 << 20)) return InvalidArgument(key + "partsize must be at least 5m (S3's smallest part)");
+    o.part_size = static_cast<uint64_t>(size);
+  } else if (part.exit_code != 1) {  // 1: not set
+    return InvalidArgument(key + "partsize: " + part.err);
+  }
+  ASSIGN_OR_RETURN(o.credentials, s3::FindCredentials());
+  return s3::Remote(url, std::move(o));
+}
+
 // The store a URL names. `repository`: the URL is a git remote's, so a
 // path means a repository whose store is used; else it is the store itself.
 Result<std::unique_ptr<store::RemoteStore>> StoreAt(const std::string& url, bool repository,
                                                      const std::string& remote) {
   const std::string fix = "set remote." + remote + ".zipnnurl to a shared folder (docs/remotes.md)";
-  if (StartsWith(url, "s3://")) {
-    return Unsupported(url + ": S3 object stores are not supported by this version of git-zipnn; " + fix);
-  }
+  if (StartsWith(url, "s3://")) return S3Store(url, remote);
   ASSIGN_OR_RETURN(std::optional<SshTarget> ssh, ParseSsh(url));
   if (ssh) return SshStore(url, *ssh, repository, remote);
   std::string path = url;

@@ -38,6 +38,7 @@ class Repo {
     return Run{WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out), Slurp(err)};
   }
   std::string Data(const std::string& rel) const { return runfiles_ + "/tests/data/" + rel; }
+  std::string Runfile(const std::string& rel) const { return runfiles_ + "/" + rel; }
   std::string File(const std::string& rel) const { return root_ + "/repo/" + rel; }
   // The folder that holds repo/ and home/.
   const std::string& root() const { return root_; }

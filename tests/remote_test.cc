@@ -1,13 +1,15 @@
 // Sharing through a remote object store, with the real git binary: push
 // (by hand and by the pre-push hook), clone with on-demand smudge, fetch,
 // pull after GIT_ZIPNN_SKIP_SMUDGE, a push cut short and retried, and a
-// missing remote object named in the error; for a folder and over ssh
-// (Debian's OpenSSH server, started on loopback by the test).
+// missing remote object named in the error; for a folder, over ssh
+// (Debian's OpenSSH server) and in S3 (s3rver from npm), both servers
+// started on loopback by the test.
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "tests/git_repo.h"
+#include "tests/s3rver.h"
 #include "tests/sshd.h"
 
 namespace zipnn {
@@ -141,15 +143,12 @@ TEST_CASE("the hook runs the pre-push hook that was there, and stops a push whos
   CHECK(repo.Sh("grep -c earlier-hook-input .git/hooks/pre-push").out == "1\n");
 }
 
-TEST_CASE("remote.<name>.zipnnurl names a shared folder; an S3 URL gets a clear error") {
+TEST_CASE("remote.<name>.zipnnurl names a shared folder") {
   Repo repo;
   testing::CommitTrajectory(repo);
   REQUIRE(repo.Sh("git remote add team ../team.git && git config remote.team.zipnnurl ../shared-store").code == 0);
   REQUIRE(repo.Sh("git zipnn push team").code == 0);
   CHECK(ObjectsIn(repo, "../shared-store") == 5);
-
-  REQUIRE(repo.Sh("git remote add bucket s3://b/p").code == 0);
-  CHECK(repo.Sh("git zipnn push bucket").err.find("S3 object stores are not supported") != std::string::npos);
 }
 
 // Over ssh, against the test's own sshd on loopback: the store beside a
@@ -231,6 +230,103 @@ TEST_CASE("over ssh: a push cut short is retried, a missing object is named, and
   REQUIRE(repo.Sh("git remote add nothing zipnn-test:" + repo.root() + "/nothing.git").code == 0);
   CHECK(repo.Sh("git zipnn push nothing").err.find(repo.root() + "/nothing.git is not a git repository") !=
         std::string::npos);
+}
+
+// In an S3 bucket, against the test's own s3rver: objects under
+// <prefix>/<2 hex>/<2 hex>/<id>, credentials from ~/.aws/credentials or
+// the environment.
+int S3ObjectsIn(Repo& repo, const std::string& folder) {
+  return std::stoi(repo.Sh("find '" + folder + "' -type f -regextype posix-extended -regex "
+                           "'.*/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}\\._S3rver_object' | wc -l").out);
+}
+
+// The trajectory and a 12 MB file of noise (stored raw, so uploaded in 3
+// parts of 5 MiB), pushed to s3://zipnn/team/models at `s3`.
+std::string CommitWithBucket(Repo& repo, const testing::S3rver& s3) {
+  CommitWithHub(repo);
+  REQUIRE(repo.Sh("mkdir -p ../home/.aws && printf '[default]\\naws_access_key_id = S3RVER\\n"
+                  "aws_secret_access_key = S3RVER\\n' > ../home/.aws/credentials").code == 0);
+  REQUIRE(repo.Sh("head -c 12000000 /dev/urandom > noise.bin && git zipnn track '*.bin' >/dev/null && "
+                  "git add .gitattributes noise.bin && git commit -qm noise").code == 0);
+  const std::string config = "-c remote.origin.zipnnurl=s3://zipnn/team/models -c remote.origin.zipnnendpoint=" +
+                             s3.endpoint() + " -c remote.origin.zipnnpartsize=5m";
+  REQUIRE(repo.Sh("git config remote.origin.zipnnurl s3://zipnn/team/models && git config remote.origin.zipnnendpoint " +
+                  s3.endpoint() + " && git config remote.origin.zipnnpartsize 5m").code == 0);
+  return config;
+}
+
+TEST_CASE("S3: git push sends the objects first, a big one in parts; a clone restores every version bit-exact") {
+  Repo repo;
+  testing::S3rver s3(repo);
+  const std::string config = CommitWithBucket(repo, s3);
+  REQUIRE(repo.Sh("git config remote.origin.zipnnendpoint " + s3.Proxy("none", 0)).code == 0);  // to see requests
+  Run push = repo.Sh("git push -q origin HEAD:main");
+  REQUIRE(push.code == 0);
+  CHECK(push.err.find("git-zipnn: pushed 6 objects") != std::string::npos);
+  CHECK(push.err.find("to s3://zipnn/team/models") != std::string::npos);
+  CHECK(S3ObjectsIn(repo, s3.data() + "/team/models") == 6);
+  const std::string noise = IdAt(repo, "HEAD:noise.bin");
+  const std::string requests = s3.ProxyRequests();
+  CAPTURE(requests);
+  CHECK(requests.find("POST /zipnn/team/models/" + noise.substr(0, 2) + "/" + noise.substr(2, 2) + "/" + noise +
+                      "?uploads=\n") != std::string::npos);
+  CHECK(std::stoi(repo.Sh("grep -c 'PUT .*" + noise + "?partNumber=' '" + repo.root() + "'/s3/proxy*.log").out) == 3);
+
+  REQUIRE(repo.Sh("cd .. && git clone -q " + config + " -b main hub.git clone").code == 0);
+  CHECK(repo.Sh("cmp ../clone/noise.bin noise.bin").code == 0);
+  CHECK(repo.Sh("cmp ../clone/model.safetensors '" + repo.Data(Step("000200")) + "'").code == 0);
+  for (int back = 1; back < 6; ++back) {
+    CAPTURE(back);
+    const std::string rev = "HEAD~" + std::to_string(back);
+    REQUIRE(repo.Sh("cd ../clone && git zipnn restore model.safetensors --rev " + rev + " -o ../v").code == 0);
+    CHECK(repo.Sh("cmp ../v '" + repo.Data(Step(kSteps[5 - back])) + "'").code == 0);
+  }
+  CHECK(repo.Sh("cd ../clone && git status --porcelain").out.empty());
+  CHECK(repo.Sh("cd ../clone && git zipnn fsck --all").code == 0);
+}
+
+TEST_CASE("S3: a push cut short is retried, a missing object is named, and so are bad or absent credentials") {
+  Repo repo;
+  testing::S3rver s3(repo);
+  const std::string config = CommitWithBucket(repo, s3);
+  // A server that throttles the upload of HEAD~1's object every time:
+  // tried three times, it fails; the others land.
+  const std::string id = IdAt(repo, "HEAD~1:model.safetensors");
+  const std::string models = s3.data() + "/team/models";
+  const std::string set_endpoint = "git config remote.origin.zipnnendpoint ";
+  REQUIRE(repo.Sh(set_endpoint + s3.Proxy(id, -1)).code == 0);
+  Run cut = repo.Sh("git zipnn push origin");
+  CHECK(cut.code != 0);
+  CHECK(cut.err.find("cannot send object " + id + " to s3://zipnn/team/models: upload refused: HTTP 503 SlowDown "
+                     "(Please reduce your request rate.)") != std::string::npos);
+  const int landed = S3ObjectsIn(repo, models);
+  CHECK(landed < 6);
+  // Throttled once this time: the retry passes, and only the rest moves.
+  REQUIRE(repo.Sh(set_endpoint + s3.Proxy(id, 1)).code == 0);
+  Run again = repo.Sh("git zipnn push origin");
+  REQUIRE(again.code == 0);
+  CHECK(again.err.find("pushed " + std::to_string(6 - landed) + " objects") != std::string::npos);
+  CHECK(again.err.find(std::to_string(landed) + " of 6 were there already") != std::string::npos);
+  CHECK(S3ObjectsIn(repo, models) == 6);
+  REQUIRE(repo.Sh(set_endpoint + s3.endpoint()).code == 0);
+
+  // Gone from the bucket: fetch names it.
+  REQUIRE(repo.Sh("git push -q origin HEAD:main && rm '" + models + "/" + id.substr(0, 2) + "/" + id.substr(2, 2) +
+                  "/" + id + "._S3rver_object'").code == 0);
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q " + config + " -b main hub.git lazy").code == 0);
+  Run fetch = repo.Sh("cd ../lazy && git zipnn fetch --all");
+  CHECK(fetch.code == 1);
+  CHECK(fetch.err.find("object " + id + " is not on the remote store s3://zipnn/team/models") != std::string::npos);
+
+  // The environment wins over the credentials file.
+  Run stranger = repo.Sh("cd ../lazy && AWS_ACCESS_KEY_ID=nobody AWS_SECRET_ACCESS_KEY=x git zipnn fetch --all");
+  CHECK(stranger.code == 1);
+  CHECK(stranger.err.find("HTTP 403 InvalidAccessKeyId") != std::string::npos);
+  Run none = repo.Sh("rm -r ../home/.aws && git zipnn push origin");
+  CHECK(none.code == 1);
+  CHECK(none.err.find("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile "
+                      "\"default\" aws_access_key_id and aws_secret_access_key in " + repo.root() +
+                      "/home/.aws/credentials") != std::string::npos);
 }
 
 }  // namespace
