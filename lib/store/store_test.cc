@@ -190,22 +190,7 @@ TEST_CASE("push and fetch move whole chains, skip what is there, and refuse a da
   const std::vector<ContentId> ids = StoreChain(here, 3);  // a base and 3 deltas
   std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote");
 
-  auto pushed = PushObjects(here, *remote, {ids[2]}, {});  // two deltas and the base
-  REQUIRE(pushed.ok());
-  CHECK(pushed->needed == 3);
-  CHECK(pushed->moved == 3);
-  auto again = PushObjects(here, *remote, {ids[3]}, {});
-  REQUIRE(again.ok());
-  CHECK(again->moved == 1);
-  CHECK(again->present == 3);
-
-  // Fetching the top brings the chain down to the base, one level a round.
-  auto fetched = FetchObjects(there, *remote, {ids[3]}, {});
-  REQUIRE(fetched.ok());
-  CHECK(fetched->moved == 4);
-  CountingSink restored;
-  CHECK(Restore(there, ids[3], restored).ok());
-  CHECK(restored.bytes() == 64);
+  testing::CheckPushAndFetch(here, there, *remote, ids);
 
   // A flipped byte in the remote's copy: the fetch fails, naming the
   // object, and nothing lands under its name or as a temporary.

@@ -14,6 +14,7 @@
 #include "lib/base/io.h"
 #include "lib/container/object.h"
 #include "lib/store/checkpoints.h"
+#include "lib/store/remote.h"
 
 namespace zipnn::store::testing {
 
@@ -56,6 +57,28 @@ inline std::vector<ContentId> StoreChain(const Repository& repo, int deltas) {
     previous = data;
   }
   return ids;
+}
+
+// With `ids` from StoreChain(here, 3) and nothing on `remote`: pushing
+// ids[2] sends it, the delta below and the base; pushing ids[3] then sends
+// only it; fetching ids[3] into `there` brings all four, one chain level a
+// round, and the top restores.
+inline void CheckPushAndFetch(const Repository& here, const Repository& there, RemoteStore& remote,
+                              const std::vector<ContentId>& ids) {
+  auto pushed = PushObjects(here, remote, {ids[2]}, {});
+  REQUIRE(pushed.ok());
+  CHECK(pushed->needed == 3);
+  CHECK(pushed->moved == 3);
+  auto again = PushObjects(here, remote, {ids[3]}, {});
+  REQUIRE(again.ok());
+  CHECK(again->moved == 1);
+  CHECK(again->present == 3);
+  auto fetched = FetchObjects(there, remote, {ids[3]}, {});
+  REQUIRE(fetched.ok());
+  CHECK(fetched->moved == 4);
+  CountingSink restored;
+  CHECK(Restore(there, ids[3], restored).ok());
+  CHECK(restored.bytes() == 64);
 }
 
 }  // namespace zipnn::store::testing
