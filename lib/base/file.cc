@@ -135,10 +135,18 @@ Status AtomicFile::Append(const void* data, size_t n) {
   return stream_ ? WriteAll(fd_, data, n, path_) : WriteAt(at, data, n);
 }
 
-Status WriteAll(int fd, const void* data, size_t n, const std::string& name) {
+namespace {
+
+// Writes all `n` bytes, with send() on a socket (no SIGPIPE) when `socket`,
+// and with write() from the first ENOTSOCK on.
+Status WriteFully(int fd, const void* data, size_t n, const std::string& name, bool socket) {
   const auto* p = static_cast<const uint8_t*>(data);
   while (n > 0) {
-    ssize_t put = ::write(fd, p, n);
+    ssize_t put = socket ? ::send(fd, p, n, MSG_NOSIGNAL) : ::write(fd, p, n);
+    if (put < 0 && socket && errno == ENOTSOCK) {
+      socket = false;
+      continue;
+    }
     if (put < 0) {
       if (errno == EINTR) continue;
       return IoError(name + ": write failed: " + Errno());
@@ -149,19 +157,14 @@ Status WriteAll(int fd, const void* data, size_t n, const std::string& name) {
   return OkStatus();
 }
 
+}  // namespace
+
+Status WriteAll(int fd, const void* data, size_t n, const std::string& name) {
+  return WriteFully(fd, data, n, name, /*socket=*/false);
+}
+
 Status FdChannel::Write(const void* data, size_t n) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (n > 0) {
-    ssize_t put = ::send(write_fd_, p, n, MSG_NOSIGNAL);
-    if (put < 0 && errno == ENOTSOCK) return WriteAll(write_fd_, p, n, name_);  // a pipe or a file
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      return IoError(name_ + ": write failed: " + Errno());
-    }
-    p += put;
-    n -= static_cast<size_t>(put);
-  }
-  return OkStatus();
+  return WriteFully(write_fd_, data, n, name_, /*socket=*/true);  // a pipe or file falls back to write()
 }
 
 Status AtomicFile::Commit() { return Finish(/*sync=*/true); }

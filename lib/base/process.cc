@@ -46,19 +46,11 @@ Result<std::unique_ptr<Process>> Process::Start(const std::vector<std::string>& 
   return std::unique_ptr<Process>(new Process(pid, in[0], out[0], argv[0]));
 }
 
-int Process::Wait() {
-  if (exit_code_ >= 0) return exit_code_;
+Process::~Process() {
   ::close(to_child_);
-  to_child_ = -1;
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
-  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  return exit_code_;
-}
-
-Process::~Process() {
-  Wait();
   ::close(from_child_);
 }
 

@@ -25,17 +25,14 @@ class Process : public Channel {
  public:
   // Starts argv[0] (looked up on PATH when it has no slash).
   static Result<std::unique_ptr<Process>> Start(const std::vector<std::string>& argv);
-  // Closes our ends (the child sees the end of its input) and waits for it.
+  // Closes its input (the child sees the end of it), waits for it to
+  // exit, then closes its output.
   ~Process() override;
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
 
   Result<size_t> Read(void* out, size_t n) override { return channel_.Read(out, n); }
   Status Write(const void* data, size_t n) override { return channel_.Write(data, n); }
-
-  // Closes its input, waits for it to end and returns its exit code
-  // (128 + the signal when a signal ended it).
-  int Wait();
 
  private:
   Process(pid_t pid, int to_child, int from_child, const std::string& name)
@@ -44,7 +41,6 @@ class Process : public Channel {
   int to_child_;
   int from_child_;
   FdChannel channel_;
-  int exit_code_ = -1;
 };
 
 }  // namespace zipnn
