@@ -16,6 +16,7 @@
 #include "lib/analyze/report.h"
 #include "lib/formats/detect.h"
 #include "lib/git/git.h"
+#include "lib/series/series.h"
 
 namespace zipnn::cmd {
 
@@ -42,9 +43,9 @@ struct Pending {
 
 std::string FileName(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
-// A step number from the file name, or the name itself.
-std::string FileLabel(const std::string& path) {
-  const std::string step = store::StepOf(path);
+// A checkpoint's step by the series rules, or its file name.
+std::string FileLabel(const series::Rules& rules, const std::string& path) {
+  const std::string step = rules.Place(path).step;
   return step.empty() ? FileName(path) : step;
 }
 
@@ -62,19 +63,20 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
     tip = rev.substr(dots + (rev.compare(dots, 3, "...") == 0 ? 3 : 2));
     if (tip.empty()) tip = "HEAD";
   }
-  const size_t slash = path.find_last_of('/');
-  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash);
-  ASSIGN_OR_RETURN(std::string listed, git::GitOutput({"ls-tree", "--name-only", "--full-name", tip, "--", folder + "/"}, top));
+  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
+  const std::string name = rules.Place(path).name;
+  ASSIGN_OR_RETURN(std::string listed, git::GitOutput({"ls-tree", "-r", "--name-only", "--full-tree", tip}, top));
   std::vector<std::string> series;
   for (const std::string& f : Lines(listed)) {
-    if (store::SeriesName(f) == store::SeriesName(path)) series.push_back(f);
+    if (rules.Place(f).name == name) series.push_back(f);
   }
   std::vector<Pending> versions;
   if (series.size() > 1) {
-    std::stable_sort(series.begin(), series.end(), [](const std::string& a, const std::string& b) {
-      return store::StepLess(store::StepOf(a), store::StepOf(b));
+    std::stable_sort(series.begin(), series.end(), [&](const std::string& a, const std::string& b) {
+      return series::StepLess(rules.Place(a).step, rules.Place(b).step);
     });
-    for (const std::string& f : series) versions.push_back(Pending{FileLabel(f), tip + ":" + f, "", tip, f});
+    for (const std::string& f : series) versions.push_back(Pending{FileLabel(rules, f), tip + ":" + f, "", tip, f});
     return versions;
   }
   ASSIGN_OR_RETURN(std::string history,
@@ -134,7 +136,7 @@ Status RunAnalyze(const AnalyzeArgs& a) {
   std::vector<Pending> pending;
   if (on_disk) {
     if (!a.rev.empty()) return InvalidArgument("--rev needs one tracked checkpoint, not files on disk");
-    for (const std::string& p : a.paths) pending.push_back(Pending{FileLabel(p), p, "", "", p});
+    for (const std::string& p : a.paths) pending.push_back(Pending{FileLabel(series::Rules(), p), p, "", "", p});
     // In a repository, its .zipnn.yaml is the policy the what-if marks.
     if (auto opened = OpenRepository(); opened.ok()) options.policy = opened->policy;
   } else {

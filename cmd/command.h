@@ -27,6 +27,7 @@ const std::vector<CommandSpec>& Commands();
 Action SetupAnalyze(CLI::App& sub);
 Action SetupClean(CLI::App& sub);
 Action SetupCompress(CLI::App& sub);
+Action SetupDu(CLI::App& sub);
 Action SetupFetch(CLI::App& sub);
 Action SetupFilterProcess(CLI::App& sub);
 Action SetupFsck(CLI::App& sub);

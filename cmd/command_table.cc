@@ -15,6 +15,7 @@ const std::vector<CommandSpec>& Commands() {
       {"show", "One stored checkpoint: its chain of bases and its layout", &SetupShow},
       {"fsck", "Check that every checkpoint HEAD (or --all history) points at restores exactly", &SetupFsck},
       {"gc", "Remove stored objects nothing needs (keeps every base of a live delta)", &SetupGc},
+      {"du", "Bytes in the object store, in what git-zipnn keeps beside it, and in the work tree", &SetupDu},
       {"repack", "Rewrite stored checkpoints by the current policy (base interval, chain length)", &SetupRepack},
       {"restore", "Write a version of a tracked checkpoint straight to a file, verified", &SetupRestore},
       {"push", "Send the objects the pointers of refs need to a remote's object store", &SetupPush},

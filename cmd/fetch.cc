@@ -10,6 +10,7 @@
 #include "cmd/util.h"
 #include "lib/base/file.h"
 #include "lib/git/git.h"
+#include "lib/git/pointers.h"
 
 namespace zipnn::cmd {
 
@@ -24,11 +25,13 @@ struct FetchArgs {
 
 Status Fetch(const store::Repository& repo, const FetchArgs& a) {
   ASSIGN_OR_RETURN(std::string remote, RemoteOrDefault(a.remote));
+  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   FoundPointers found;
   if (a.all) {
-    ASSIGN_OR_RETURN(found, FindPointersIn({"--all"}));
+    ASSIGN_OR_RETURN(found, git::FindPointersIn(git_repo, {"--all"}));
   } else {
-    ASSIGN_OR_RETURN(found, FindPointersInTrees(a.refs.empty() ? std::vector<std::string>{"HEAD"} : a.refs));
+    const std::vector<std::string> revs = a.refs.empty() ? std::vector<std::string>{"HEAD"} : a.refs;
+    ASSIGN_OR_RETURN(found, git::FindPointersInTrees(git_repo, revs));
   }
   return FetchPointers(repo, remote, found, a.quiet);
 }

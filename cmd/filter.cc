@@ -42,7 +42,8 @@ Action SingleFile(CLI::App& sub) {
   return [path]() -> Status {
     ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     filters::SmudgeOptions smudge = SmudgeFor(repo);
-    filters::CheckpointFilter filter(std::move(repo), std::move(smudge));
+    ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, OpenSeries(repo));
+    filters::CheckpointFilter filter(std::move(repo), std::move(series), std::move(smudge));
     FdReader in(0);
     StdoutSink out;
     Status s = kClean ? filter.Clean(*path, in, out) : filter.Smudge(*path, in, out);
@@ -60,7 +61,8 @@ Action SetupFilterProcess(CLI::App&) {
   return []() -> Status {
     ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     filters::SmudgeOptions smudge = SmudgeFor(repo);
-    filters::CheckpointFilter filter(std::move(repo), std::move(smudge));
+    ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, OpenSeries(repo));
+    filters::CheckpointFilter filter(std::move(repo), std::move(series), std::move(smudge));
     FdReader in(0);
     StdoutSink out;
     StderrSink errors;

@@ -12,6 +12,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/git/pointers.h"
 
 namespace zipnn::cmd {
 
@@ -33,7 +34,8 @@ struct Problem {
 Status RunFsck(const FsckArgs& a) {
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
-  ASSIGN_OR_RETURN(FoundPointers found, FindPointers(a.all));
+  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, a.all));
   // Each distinct checkpoint once, with the first place that points at it.
   std::map<std::string, std::pair<store::Pointer, Place>> checkpoints;
   std::vector<Problem> problems;

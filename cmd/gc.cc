@@ -24,6 +24,8 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/store/raw_cache.h"
+#include "lib/git/pointers.h"
 
 namespace zipnn::cmd {
 
@@ -54,13 +56,13 @@ void NeedChain(const store::Repository& repo, const ContentId& id, std::set<std:
   (void)store::VisitChain(repo, id, [&](const store::ChainLink& link) { needed.insert(link.id.Hex()); });
 }
 
-// Files under `dir` older than `before`, except those under `keep`.
-std::vector<std::string> OldScratch(const std::string& dir, const std::string& keep, int64_t before) {
+// Files under `dir` older than `before`.
+std::vector<std::string> OldScratch(const std::string& dir, int64_t before) {
   std::vector<std::string> old;
   std::error_code ec;
   for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string path = it->path().string();
-    if (path.compare(0, keep.size(), keep) == 0 || !it->is_regular_file(ec)) continue;
+    if (!it->is_regular_file(ec)) continue;
     const int64_t at = ModifiedAt(path);
     if (at >= 0 && at < before) old.push_back(path);
   }
@@ -86,7 +88,8 @@ Status RunGc(const GcArgs& a) {
   ASSIGN_OR_RETURN(listed, repo.objects.List());
 
   std::set<std::string> needed;
-  ASSIGN_OR_RETURN(FoundPointers found, FindPointers(/*all=*/true));
+  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, /*all=*/true));
   for (const auto& [pointer, place] : found.pointers) NeedChain(repo, pointer.id, needed);
   for (const auto& e : listed) {
     if (e.id && e.mtime >= cutoff) NeedChain(repo, *e.id, needed);
@@ -118,15 +121,26 @@ Status RunGc(const GcArgs& a) {
     ++removed;
     freed += e.size;
   }
+  // Raw copies that no pointer names any more, and any beyond the budget.
+  const store::RawCache cache(repo.cache_dir, repo.policy.raw_cache);
+  uint64_t cache_freed = 0;
+  if (a.dry_run) {
+    for (const auto& e : cache.List()) {
+      if (needed.count(e.id.Hex()) == 0) std::printf("would remove raw copy %s (%s)\n", e.id.Hex().c_str(), HumanBytes(e.size).c_str());
+    }
+  } else {
+    cache_freed = cache.Prune([&](const ContentId& id) { return needed.count(id.Hex()) != 0; });
+  }
   // Leftovers of processes that died: unfinished objects in the store and
-  // scratch files (the kept latest version of each series stays).
+  // scratch files (among them the raw copies and series lists that
+  // earlier versions kept per clone, in tmp/latest and series/).
   std::vector<std::string> leftovers;
   for (const auto& e : listed) {
     if (!e.id && !EndsWith(e.path, kDoomedSuffix) && e.mtime < started - kScratchSeconds) leftovers.push_back(e.path);
   }
-  for (const std::string& f : OldScratch(repo.temp_dir, repo.temp_dir + "/latest/", started - kScratchSeconds)) {
-    leftovers.push_back(f);
-  }
+  for (const std::string& f : OldScratch(repo.temp_dir, started - kScratchSeconds)) leftovers.push_back(f);
+  const std::string legacy_series = repo.temp_dir.substr(0, repo.temp_dir.rfind('/')) + "/series";
+  for (const std::string& f : OldScratch(legacy_series, started)) leftovers.push_back(f);
   for (const std::string& f : leftovers) {
     if (a.dry_run) {
       std::printf("would remove leftover %s\n", f.c_str());
@@ -140,6 +154,14 @@ Status RunGc(const GcArgs& a) {
               a.dry_run ? "would remove" : "removed", removed, removed == 1 ? "" : "s", HumanBytes(freed).c_str(),
               scratch, scratch == 1 ? "" : "s", kept, found.pointers.size(), found.pointers.size() == 1 ? "" : "s",
               a.keep_recent_days);
+  const std::vector<store::RawCache::Entry> copies = cache.List();
+  if (cache_freed > 0 || !copies.empty()) {
+    uint64_t held = 0;
+    for (const auto& e : copies) held += e.size;
+    std::printf("raw cache: %s%zu cop%s kept (%s of a %s budget)\n",
+                cache_freed > 0 ? ("freed " + HumanBytes(cache_freed) + "; ").c_str() : "", copies.size(),
+                copies.size() == 1 ? "y" : "ies", HumanBytes(held).c_str(), HumanBytes(repo.policy.raw_cache).c_str());
+  }
   return OkStatus();
 }
 

@@ -2,12 +2,15 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/git/git.h"
+#include "lib/git/pointers.h"
+#include "lib/git/repository.h"
 
 namespace zipnn::cmd {
 
@@ -41,8 +44,20 @@ std::string JsonString(const std::string& s) {
   return r + "\"";
 }
 
+// The blob at `path` in each of `commits`.
+Result<std::vector<std::optional<git::Oid>>> BlobsAt(const git::Repository& git_repo,
+                                                     const std::vector<git::CommitInfo>& commits,
+                                                     const std::string& path) {
+  std::vector<std::optional<git::Oid>> blobs(commits.size());
+  for (size_t i = 0; i < commits.size(); ++i) {
+    ASSIGN_OR_RETURN(blobs[i], git_repo.FileAt(commits[i].id, path));
+  }
+  return blobs;
+}
+
 Status RunLog(const LogArgs& a) {
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   std::vector<std::string> paths;
   if (a.paths.empty()) {
     ASSIGN_OR_RETURN(paths, TrackedPaths());
@@ -52,41 +67,70 @@ Status RunLog(const LogArgs& a) {
       paths.push_back(Split(full, '\n').at(0));
     }
   }
-  ASSIGN_OR_RETURN(std::string top, git::TopLevel());
+  // HEAD's history once for every path, as `git log` walks it.
+  ASSIGN_OR_RETURN(std::optional<git::Oid> head, git_repo.ResolveCommit("HEAD"));
+  std::vector<git::CommitInfo> commits;
+  if (head) {
+    ASSIGN_OR_RETURN(commits, git_repo.Commits({"HEAD"}));
+  }
+  std::map<git::Oid, size_t> position;
+  for (size_t i = 0; i < commits.size(); ++i) position.emplace(commits[i].id, i);
+  // Each blob is read, and each object described, once.
+  std::map<git::Oid, std::optional<store::Pointer>> pointers;
+  std::map<ContentId, Result<store::StoredInfo>> described;
+
   bool first_json = true;
   if (a.json) std::printf("[");
   for (const std::string& path : paths) {
-    ASSIGN_OR_RETURN(std::string history,
-                     git::GitOutput({"log", "--format=%H%x1f%aI%x1f%s", "--", path}, top));
+    ASSIGN_OR_RETURN(std::vector<std::optional<git::Oid>> blobs, BlobsAt(git_repo, commits, path));
     uint64_t raw_total = 0, stored_total = 0;
     std::set<std::string> counted;
     if (!a.json) std::printf("%s\n", path.c_str());
-    for (const std::string& line : Split(history, '\n')) {
-      const std::vector<std::string> f = Split(line, '\x1f');
-      if (f.size() < 3) continue;
-      // Skipped: deleted in this commit, or not stored by git-zipnn here.
-      auto pointer = PointerAt(f[0] + ":" + path);
-      if (!pointer.ok()) continue;
-      auto info = store::Describe(repo, pointer->id);
+    for (size_t i = 0; i < commits.size(); ++i) {
+      const git::CommitInfo& c = commits[i];
+      // A version shows where the path's blob changed: absent here
+      // (deleted), or the same as a parent's (as git log -- <path>
+      // simplifies a merge that took one side's version) shows nothing.
+      if (!blobs[i]) continue;
+      bool same_as_parent = false;
+      for (const git::Oid& parent : c.parents) {
+        auto at = position.find(parent);  // absent in a shallow clone
+        if (at != position.end() && blobs[at->second] == blobs[i]) same_as_parent = true;
+      }
+      if (same_as_parent) continue;
+      auto cached = pointers.find(*blobs[i]);
+      if (cached == pointers.end()) {
+        Result<std::optional<store::Pointer>> read = git::PointerInBlob(git_repo, *blobs[i]);
+        if (!read.ok() && read.status().code() == StatusCode::kGit) return read.status();
+        cached = pointers.emplace(*blobs[i], read.ok() ? *read : std::nullopt).first;
+      }
+      if (!cached->second) continue;  // not stored by git-zipnn here
+      const store::Pointer& pointer = *cached->second;
+      auto described_at = described.find(pointer.id);
+      if (described_at == described.end()) {
+        described_at = described.emplace(pointer.id, store::Describe(repo, pointer.id)).first;
+      }
+      const Result<store::StoredInfo>& info = described_at->second;
       const std::string kind = !info.ok() ? "missing" : info->delta ? "delta" : "base";
       const uint64_t stored = info.ok() ? info->object_size : 0;
-      if (counted.insert(pointer->id.Hex()).second) {
-        raw_total += pointer->size;
+      if (counted.insert(pointer.id.Hex()).second) {
+        raw_total += pointer.size;
         stored_total += stored;
       }
+      const std::string commit = c.id.Hex();
       if (a.json) {
         std::printf("%s{\"path\":%s,\"commit\":\"%s\",\"date\":%s,\"subject\":%s,\"id\":\"%s\",\"kind\":\"%s\","
                     "\"base\":%s,\"depth\":%d,\"raw_bytes\":%llu,\"stored_bytes\":%llu}",
-                    first_json ? "" : ",", JsonString(path).c_str(), f[0].c_str(), JsonString(f[1]).c_str(),
-                    JsonString(f[2]).c_str(), pointer->id.Hex().c_str(), kind.c_str(),
+                    first_json ? "" : ",", JsonString(path).c_str(), commit.c_str(), JsonString(c.author_date).c_str(),
+                    JsonString(c.subject).c_str(), pointer.id.Hex().c_str(), kind.c_str(),
                     info.ok() && info->delta ? ("\"" + info->base.Hex() + "\"").c_str() : "null",
-                    info.ok() ? info->depth : -1, static_cast<unsigned long long>(pointer->size),
+                    info.ok() ? info->depth : -1, static_cast<unsigned long long>(pointer.size),
                     static_cast<unsigned long long>(stored));
         first_json = false;
       } else {
-        std::printf("  %.10s %.10s  %-5s depth %-3d %10s -> %10s %8s  %s\n", f[0].c_str(), f[1].c_str(),
-                    kind.c_str(), info.ok() ? info->depth : -1, HumanBytes(pointer->size).c_str(),
-                    HumanBytes(stored).c_str(), Percent(stored, pointer->size).c_str(), f[2].c_str());
+        std::printf("  %.10s %.10s  %-5s depth %-3d %10s -> %10s %8s  %s\n", commit.c_str(), c.author_date.c_str(),
+                    kind.c_str(), info.ok() ? info->depth : -1, HumanBytes(pointer.size).c_str(),
+                    HumanBytes(stored).c_str(), Percent(stored, pointer.size).c_str(), c.subject.c_str());
       }
     }
     if (!a.json) {

@@ -12,7 +12,7 @@
 #include "cmd/command.h"
 #include "cmd/remotes.h"
 #include "cmd/util.h"
-#include "lib/git/git.h"
+#include "lib/git/pointers.h"
 
 namespace zipnn::cmd {
 
@@ -31,13 +31,9 @@ Status RunPush(const PushArgs& a) {
   std::vector<std::string> revs = a.refs;
   if (a.all) revs = {"--all"};
   if (revs.empty()) revs = {"HEAD"};
-  ASSIGN_OR_RETURN(FoundPointers found, FindPointersIn(revs));
+  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, revs));
   return PushPointers(repo, remote, found, a.quiet);
-}
-
-bool HaveCommit(const std::string& oid) {
-  auto run = git::RunGit({"cat-file", "-e", oid + "^{commit}"});
-  return run.ok() && run->exit_code == 0;
 }
 
 bool IsRemoteName(const std::string& name) {
@@ -49,6 +45,7 @@ bool IsRemoteName(const std::string& name) {
 // <remote oid>" per ref it is about to push; the commits to look at are
 // the local ones the remote does not have yet.
 Status RunPrePush(const std::string& remote) {
+  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   std::vector<std::string> revs;
   for (std::string line; std::getline(std::cin, line);) {
     std::istringstream fields(line);
@@ -56,9 +53,9 @@ Status RunPrePush(const std::string& remote) {
     if (!(fields >> local_ref >> local_oid >> remote_ref >> remote_oid)) continue;
     if (local_oid.find_first_not_of('0') == std::string::npos) continue;  // a deletion
     revs.push_back(local_oid);
-    if (remote_oid.find_first_not_of('0') != std::string::npos && HaveCommit(remote_oid)) {
-      revs.push_back("^" + remote_oid);
-    }
+    if (remote_oid.find_first_not_of('0') == std::string::npos) continue;  // a new ref
+    auto have = git_repo.ResolveCommit(remote_oid);  // what we know of the remote's side
+    if (have.ok() && *have) revs.push_back("^" + remote_oid);
   }
   if (revs.empty()) return OkStatus();
   if (IsRemoteName(remote)) {
@@ -66,7 +63,7 @@ Status RunPrePush(const std::string& remote) {
     revs.push_back("--remotes=" + remote);
   }
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  ASSIGN_OR_RETURN(FoundPointers found, FindPointersIn(revs));
+  ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, revs));
   if (found.pointers.empty()) return OkStatus();
   Status pushed = PushPointers(repo, remote, found, /*quiet=*/false);
   if (!pushed.ok()) {

@@ -35,7 +35,7 @@ Result<size_t> RepackOne(const store::Repository& repo, const std::string& name,
   std::printf("%s: %zu version%s\n", name.c_str(), versions.size(), versions.size() == 1 ? "" : "s");
   std::fflush(stdout);
   RETURN_IF_ERROR(store::RepackSeries(repo, versions, [&](const store::RepackedVersion& v) {
-    const std::string label = (v.version.step.empty() ? "" : "step " + v.version.step + " ") + v.version.id.Hex();
+    const std::string label = v.version.path + " " + v.version.id.Hex().substr(0, 12);
     if (v.missing) {
       ++missing;
       return;
@@ -59,7 +59,7 @@ Result<size_t> RepackOne(const store::Repository& repo, const std::string& name,
   std::printf("  rewrote %zu; now %zu base%s, longest chain %d (was %d); stored %s -> %s", rewritten, bases,
               bases == 1 ? "" : "s", chain_after, chain_before, HumanBytes(before).c_str(),
               HumanBytes(after).c_str());
-  if (missing > 0) std::printf("; %zu recorded version%s no longer stored", missing, missing == 1 ? "" : "s");
+  if (missing > 0) std::printf("; %zu version%s not in this store", missing, missing == 1 ? "" : "s");
   std::printf("\n");
   return failed;
 }
@@ -80,24 +80,20 @@ Status RunRepack(const RepackArgs& a) {
     std::fprintf(stderr, "git-zipnn repack: waiting for a gc of the store to finish\n");
   }));
 
-  // The series to repack, by key, with a name to show.
-  std::map<std::string, std::pair<std::string, std::vector<store::Version>>> chosen;
+  // The series to repack, by name, each with its whole history as git
+  // holds it (HEAD's history and the index), so a fresh clone or a
+  // fetched store repacks like the repository that stored it.
+  ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, OpenSeries(repo));
+  ASSIGN_OR_RETURN(auto all, series->All());
+  std::map<std::string, std::vector<store::Version>> chosen;
   if (a.paths.empty()) {
-    ASSIGN_OR_RETURN(auto recorded, store::RecordedSeries(repo));
-    ASSIGN_OR_RETURN(std::vector<std::string> tracked, TrackedPaths());
-    std::map<std::string, std::string> names;
-    for (const std::string& path : tracked) names.emplace(store::SeriesKey(path), store::SeriesName(path));
-    for (auto& [key, versions] : recorded) {
-      auto name = names.find(key);
-      chosen[key] = {name != names.end() ? name->second : "series " + key.substr(0, 10) + " (no tracked path)",
-                     std::move(versions)};
-    }
+    chosen = std::move(all);
   } else {
     for (const std::string& p : a.paths) {
       auto full = git::GitOutput({"ls-files", "--full-name", "--error-unmatch", "--", p});
       if (!full.ok()) return NotFound(p + " is not a tracked file (git ls-files does not list it)");
-      const std::string path = Lines(*full).at(0);
-      chosen[store::SeriesKey(path)] = {store::SeriesName(path), store::SeriesVersions(repo, path)};
+      const std::string name = series->rules().Place(Lines(*full).at(0)).name;
+      chosen[name] = all[name];
     }
   }
   std::printf("repacking %zu series: base every %u, delta against %s, chains of at most %u\n", chosen.size(),
@@ -105,8 +101,8 @@ Status RunRepack(const RepackArgs& a) {
               repo.policy.delta_against == config::DeltaAgainst::kBase ? "the base" : "the previous version",
               repo.policy.max_chain);
   size_t failed = 0;
-  for (const auto& [key, series] : chosen) {
-    ASSIGN_OR_RETURN(size_t left, RepackOne(repo, series.first, series.second));
+  for (const auto& [name, versions] : chosen) {
+    ASSIGN_OR_RETURN(size_t left, RepackOne(repo, name, versions));
     failed += left;
   }
   if (a.base_interval > 0 && a.base_interval != configured.base_interval) {
@@ -124,7 +120,7 @@ Status RunRepack(const RepackArgs& a) {
 
 Action SetupRepack(CLI::App& sub) {
   auto a = std::make_shared<RepackArgs>();
-  sub.add_option("paths", a->paths, "Tracked checkpoints whose series to repack (default: every recorded series)");
+  sub.add_option("paths", a->paths, "Tracked checkpoints whose series to repack (default: every series in history)");
   sub.add_option("--base-interval", a->base_interval, "Store every K-th version standalone (default: .zipnn.yaml)")
       ->check(CLI::Range(1u, 1000000u));
   sub.add_option("--max-chain", a->max_chain,

@@ -4,6 +4,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/git/git.h"
 
 namespace zipnn::cmd {
 
@@ -13,6 +14,7 @@ Status RunShow(const std::string& what) {
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   // A content id, or <rev>:<path> as git spells it.
   std::optional<ContentId> id = ContentId::FromHex(what);
+  std::string why;  // for a base given as <rev>:<path>
   if (!id) {
     if (what.find(':') == std::string::npos) {
       return InvalidArgument(what + " is neither a content id (32 hex digits) nor <rev>:<path>");
@@ -21,13 +23,23 @@ Status RunShow(const std::string& what) {
     std::printf("%s: %s, %llu bytes\n", what.c_str(), pointer.format.c_str(),
                 static_cast<unsigned long long>(pointer.size));
     id = pointer.id;
+    auto series = OpenSeries(repo);
+    if (series.ok()) {
+      std::string path = what.substr(what.find(':') + 1);
+      if (path.rfind("./", 0) == 0) {
+        auto full = git::GitOutput({"ls-files", "--full-name", "--", path});
+        if (full.ok() && !full->empty()) path = Lines(*full).at(0);
+      }
+      why = WhyBase(repo, **series, path, *id);
+    }
   }
   // The chain down to its base: what a checkout of this version decodes.
   std::printf("chain\n");
-  RETURN_IF_ERROR(store::VisitChain(repo, *id, [](const store::ChainLink& link) {
-    std::printf("  %*s%s %-5s %10s -> %10s %8s\n", 2 * link.depth, "", link.id.Hex().c_str(),
+  RETURN_IF_ERROR(store::VisitChain(repo, *id, [&](const store::ChainLink& link) {
+    std::printf("  %*s%s %-5s %10s -> %10s %8s%s\n", 2 * link.depth, "", link.id.Hex().c_str(),
                 link.delta ? "delta" : "base", HumanBytes(link.raw_size).c_str(), HumanBytes(link.object_size).c_str(),
-                Percent(link.object_size, link.raw_size).c_str());
+                Percent(link.object_size, link.raw_size).c_str(),
+                link.depth == 0 && !why.empty() ? ("  (" + why + ")").c_str() : "");
   }));
   std::printf("\n");
   return PrintObjectReport(repo.objects.PathOf(*id));

@@ -15,9 +15,15 @@
 #include "lib/base/io.h"
 #include "lib/base/progress.h"  // HumanBytes, Percent
 #include "lib/base/status.h"
+#include "lib/git/pointers.h"
+#include "lib/git/series_versions.h"
 #include "lib/store/checkpoints.h"
 
 namespace zipnn::cmd {
+
+// Where pointers are found (lib/git/pointers.h), as the commands name them.
+using git::FoundPointers;
+using git::Place;
 
 inline constexpr char kObjectSuffix[] = ".zipnn";
 
@@ -38,9 +44,19 @@ struct ConfigEntry {
 extern const ConfigEntry kFilterConfig[6];
 
 // The repository around the current folder: its object store (git config
-// zipnn.storepath, or .git/zipnn/objects), series and temp folders, and
-// the policy of its .zipnn.yaml.
+// zipnn.storepath, or .git/zipnn/objects), temp and raw cache folders,
+// work tree, and the policy of its .zipnn.yaml.
 Result<store::Repository> OpenRepository();
+
+// The series of the repository around the current folder, as git holds
+// them, by the rules of `repo`'s policy.
+Result<std::unique_ptr<git::SeriesVersions>> OpenSeries(const store::Repository& repo);
+
+// Why the stored version `id` is a base, found among the versions of the
+// series of `path` (HEAD's history and the index): "first of its series",
+// "due every 10", ...; empty when it is not a base or not in that series.
+std::string WhyBase(const store::Repository& repo, git::SeriesVersions& series, const std::string& path,
+                    const ContentId& id);
 
 // The pointer git holds at `spec` ("<rev>:<path>"; a path starting with
 // "./" is relative to the current folder). NotFound when git has no such
@@ -70,29 +86,6 @@ void RefreshIndex(const std::vector<std::string>& paths, const std::string& top 
 // The checkpoint in `file`: the file itself, or the version it names when
 // it holds a git-zipnn pointer (as the files git hands to diff drivers may).
 Result<Checkpoint> CheckpointInFile(const std::string& file);
-
-// Where git holds a pointer: the revision (a commit id, "HEAD" or "index")
-// and path where it was first found.
-struct Place {
-  std::string rev, path;
-};
-
-struct FoundPointers {
-  std::vector<std::pair<store::Pointer, Place>> pointers;  // one per distinct blob
-  std::vector<std::pair<Place, std::string>> damaged;      // text that claims to be a pointer and is not
-};
-
-// The git-zipnn pointers in HEAD's tree, or with `all` in every commit
-// reachable from a ref, a reflog or a stash, and in the index.
-Result<FoundPointers> FindPointers(bool all);
-
-// The git-zipnn pointers in every commit `revs` name for git log
-// ("HEAD", "main", "<oid>", "--not", "--remotes=origin", ...).
-Result<FoundPointers> FindPointersIn(const std::vector<std::string>& revs);
-
-// The git-zipnn pointers in the trees of `revs` (their files as they are
-// there, not their history).
-Result<FoundPointers> FindPointersInTrees(const std::vector<std::string>& revs);
 
 // The non-empty lines of git's output.
 std::vector<std::string> Lines(const std::string& text);

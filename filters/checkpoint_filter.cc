@@ -68,22 +68,30 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
     RETURN_IF_ERROR(file.CommitUnsynced());
   }
   const ContentId id = hasher.Finish();
-  const bool stored_before = repo_.objects.Has(id);
   progress.Update("storing", 0);
   if (!lock_) {
     ASSIGN_OR_RETURN(lock_, repo_.objects.Lock(store::StoreLock::Mode::kShared, [] {
       std::fprintf(stderr, "git-zipnn: waiting for a gc of the store to finish\n");
     }));
   }
-  ASSIGN_OR_RETURN(store::Pointer pointer, store::CheckIn(repo_, path, spool.path(), id));
-  if (!stored_before && progress.enabled()) {
+  const series::Placed placed = series_ ? series_->rules().Place(path) : series::Rules().Place(path);
+  const store::NewVersion version{spool.path(), id, path, placed.name, placed.step};
+  ASSIGN_OR_RETURN(store::CheckedIn checked,
+                   store::CheckIn(repo_, version, [&](bool deep) -> Result<std::vector<store::Version>> {
+                     if (!series_) return std::vector<store::Version>();
+                     return series_->Of(placed.name, deep);
+                   }));
+  if (series_) series_->Add(path, id);
+  const store::Pointer& pointer = checked.pointer;
+  if (checked.stored && progress.enabled()) {
     auto info = store::Describe(repo_, id);
     if (info.ok()) {
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%.1f s", progress.Seconds());
-      progress.Finish(std::string("stored as ") + (info->delta ? "a delta (chain depth " + std::to_string(info->depth) + ")" : "a base") +
-                      ", " + HumanBytes(pointer.size) + " -> " + HumanBytes(info->object_size) + " (" +
-                      Percent(info->object_size, pointer.size) + ") in " + seconds);
+      const std::string how = info->delta ? "a delta (chain depth " + std::to_string(info->depth) + ")"
+                                          : "a base (" + store::BaseReasonText(checked.reason, repo_.policy) + ")";
+      progress.Finish("stored as " + how + ", " + HumanBytes(pointer.size) + " -> " + HumanBytes(info->object_size) +
+                      " (" + Percent(info->object_size, pointer.size) + ") in " + seconds);
     }
   }
   const std::string text = store::FormatPointer(pointer);

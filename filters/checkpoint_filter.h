@@ -1,5 +1,6 @@
 // The clean and smudge of git-zipnn: clean turns a checkpoint into its
-// pointer (storing the object by the repository's policy), smudge turns a
+// pointer (storing the object by the repository's policy, as a version of
+// its series among the versions git holds), smudge turns a
 // pointer back into the exact bytes. Content that is already a pointer
 // passes clean unchanged, and content that is not a pointer passes smudge
 // unchanged, so a repository is never stuck half-converted.
@@ -13,10 +14,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "filters/filter_process.h"
+#include "lib/git/series_versions.h"
 #include "lib/store/checkpoints.h"
 
 namespace zipnn::filters {
@@ -34,14 +37,17 @@ struct SmudgeOptions {
 
 class CheckpointFilter : public FilterHandler {
  public:
-  explicit CheckpointFilter(store::Repository repo, SmudgeOptions smudge = {})
-      : repo_(std::move(repo)), smudge_(std::move(smudge)) {}
+  // `series` finds the earlier versions of what clean stores; without it
+  // (no repository around) every version is placed on its own.
+  CheckpointFilter(store::Repository repo, std::unique_ptr<git::SeriesVersions> series, SmudgeOptions smudge = {})
+      : repo_(std::move(repo)), series_(std::move(series)), smudge_(std::move(smudge)) {}
 
   Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override;
   Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override;
 
  private:
   store::Repository repo_;
+  std::unique_ptr<git::SeriesVersions> series_;
   SmudgeOptions smudge_;
   std::optional<store::StoreLock> lock_;
 };

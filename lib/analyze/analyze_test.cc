@@ -11,6 +11,7 @@
 #include "lib/analyze/report.h"
 #include "lib/analyze/sizes.h"
 #include "lib/base/file.h"
+#include "lib/container/estimate.h"
 #include "lib/container/layout.h"
 #include "lib/formats/detect.h"
 
@@ -254,11 +255,11 @@ TEST_CASE("the entropy bound is the order-0 information of each group of each ch
   }
   const MemorySource source(data.data(), data.size(), "data");
   ThreadPool pool(2);
-  auto bound = EntropyBound(source, container::Layout::Single(DType::kBF16, data.size()), nullptr, 4096, pool);
+  auto bound = container::EntropyBound(source, container::Layout::Single(DType::kBF16, data.size()), nullptr, 4096, pool);
   REQUIRE(bound.ok());
   CHECK(*bound == doctest::Approx(4096 * 2 / 8.0));
   // As a delta against itself everything is zero: no information at all.
-  auto zero = EntropyBound(source, container::Layout::Single(DType::kBF16, data.size()).AsDeltaOfSameLayout(),
+  auto zero = container::EntropyBound(source, container::Layout::Single(DType::kBF16, data.size()).AsDeltaOfSameLayout(),
                            &source, 4096, pool);
   REQUIRE(zero.ok());
   CHECK(*zero == 0.0);

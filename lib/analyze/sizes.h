@@ -27,10 +27,4 @@ enum class Coders { kAll, kAutoOnly };
 Result<Sizes> MeasureSizes(const Coded& target, const Coded* base, const config::Policy& policy, Coders coders,
                            ThreadPool& pool, ContentId* id = nullptr);
 
-// The order-0 entropy, in bytes, of every byte group of every chunk of
-// `layout` (delta regions XORed with `base` first): what an ideal order-0
-// coder of each group of each chunk would need.
-Result<double> EntropyBound(const ByteSource& input, const container::Layout& layout, const ByteSource* base,
-                            uint32_t chunk_size, ThreadPool& pool);
-
 }  // namespace zipnn::analyze

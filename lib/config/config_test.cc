@@ -45,10 +45,28 @@ TEST_CASE("every key is read, and max_chain follows base_interval unless set") {
   CHECK(chain->max_chain == 3);
 }
 
+TEST_CASE("series patterns and the raw cache budget are read") {
+  auto p = ParsePolicy("series:\n  - 'runs/*/save{step}/weights.bin'\n  - '**/snap-{step}.pt'\nraw_cache: 500m\n", "x");
+  REQUIRE(p.ok());
+  CHECK(p->series == std::vector<std::string>{"runs/*/save{step}/weights.bin", "**/snap-{step}.pt"});
+  CHECK(p->raw_cache == 500ull << 20);
+  CHECK(ParsePolicy("", "x")->raw_cache == 1ull << 30);
+  CHECK(ParsePolicy("raw_cache: 0", "x")->raw_cache == 0);
+  CHECK(ParsePolicy("raw_cache: 2G", "x")->raw_cache == 2ull << 30);
+  CHECK(ParsePolicy("raw_cache: 4096", "x")->raw_cache == 4096);
+  CHECK(Error("raw_cache: lots\n") == ".zipnn.yaml: 'raw_cache' must be a size such as 0, 500m or 2g");
+  CHECK(Error("raw_cache: 5x\n") == ".zipnn.yaml: 'raw_cache' must be a size such as 0, 500m or 2g");
+  CHECK(Error("raw_cache: -1\n") == ".zipnn.yaml: 'raw_cache' must be a size such as 0, 500m or 2g");
+  CHECK(Error("raw_cache: 99999999999999999999\n") == ".zipnn.yaml: 'raw_cache' must be a size such as 0, 500m or 2g");
+  CHECK(Error("series: 'a/{step}.pt'\n") ==
+        ".zipnn.yaml: 'series' must be a list of patterns such as 'runs/*/ckpt-{step}/model.pt'");
+  CHECK(Error("series: ['a/b.pt']\n") == ".zipnn.yaml: series pattern 'a/b.pt' has no {step}");
+}
+
 TEST_CASE("mistakes name the file and the key") {
   CHECK(Error("base_intervl: 5\n") ==
         ".zipnn.yaml: 'base_intervl' is not a policy key (base_interval, delta_against, max_chain, min_gain, "
-        "chunk_size, threads, zstd_level)");
+        "chunk_size, threads, zstd_level, series, raw_cache)");
   CHECK(Error("base_interval: ten\n") == ".zipnn.yaml: 'base_interval' must be a whole number");
   CHECK(Error("base_interval: 2.5\n") == ".zipnn.yaml: 'base_interval' must be a whole number");
   CHECK(Error("base_interval: 0\n") == ".zipnn.yaml: 'base_interval' must be from 1 to 1000000, not 0");

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "lib/base/status.h"
 
@@ -27,6 +28,12 @@ struct Policy {
   uint32_t chunk_size = 256u << 10;
   int threads = 0;  // 0: all cores
   int zstd_level = 3;
+  // Explicit series: globs where "{step}" stands for a step's digits,
+  // tried before the built-in rules (lib/series/series.h).
+  std::vector<std::string> series;
+  // Bytes of raw checkpoint copies kept to make the next delta without
+  // decoding a chain; 0 keeps none.
+  uint64_t raw_cache = 1ull << 30;
 };
 
 // max_chain when .zipnn.yaml does not set it: a base_interval of k makes

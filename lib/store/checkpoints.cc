@@ -5,114 +5,41 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
+#include <set>
 #include <vector>
 
 #include "lib/base/file.h"
 #include "lib/container/object.h"
 #include "lib/formats/detect.h"
+#include "lib/container/estimate.h"
+#include "lib/series/series.h"
+#include "lib/store/raw_cache.h"
 #include "lib/store/storing.h"
 
 namespace zipnn::store {
 
-namespace {
-
-std::string SeriesFile(const Repository& repo, const std::string& path) {
-  return repo.series_dir + "/" + SeriesKey(path);
-}
-
-// The newest version of a series, kept raw (a hard link to the spooled
-// input) so that the next add need not decode its chain. Checked by its
-// hash before use; any mismatch is a miss.
-std::string LatestFile(const Repository& repo, const std::string& path) {
-  return repo.temp_dir + "/latest/" + SeriesKey(path);
-}
-
-// Best effort: without it the next add decodes the chain instead.
-void KeepLatest(const Repository& repo, const std::string& path, const std::string& file) {
-  if (!MakeDirectories(repo.temp_dir + "/latest").ok()) return;
-  const std::string latest = LatestFile(repo, path);
-  const std::string staged = latest + ".new";
-  ::unlink(staged.c_str());
-  if (::link(file.c_str(), staged.c_str()) != 0 || ::rename(staged.c_str(), latest.c_str()) != 0) {
-    ::unlink(staged.c_str());
-  }
-}
-
-// A series index has one line per version, in the order they were added:
-// "<id> <step>". Returned in series order, each id once.
-std::vector<Version> ReadSeriesFile(const std::string& file) {
-  std::vector<Version> versions;
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t space = line.find(' ');
-    if (auto id = ContentId::FromHex(line.substr(0, space))) {
-      versions.push_back({*id, space == std::string::npos ? "" : line.substr(space + 1)});
-    }
-  }
+void SortSeries(std::vector<Version>& versions) {
   std::stable_sort(versions.begin(), versions.end(),
-                   [](const Version& a, const Version& b) { return StepLess(a.step, b.step); });
+                   [](const Version& a, const Version& b) { return series::StepLess(a.step, b.step); });
   std::vector<Version> once;
+  std::set<ContentId> seen;
   for (Version& v : versions) {
-    const bool seen = std::any_of(once.begin(), once.end(), [&](const Version& o) { return o.id == v.id; });
-    if (!seen) once.push_back(std::move(v));
+    if (seen.insert(v.id).second) once.push_back(std::move(v));
   }
-  return once;
+  versions = std::move(once);
 }
 
-Status AppendSeries(const Repository& repo, const std::string& path, const ContentId& id) {
-  RETURN_IF_ERROR(MakeDirectories(repo.series_dir));
-  const std::string file = SeriesFile(repo, path);
-  // One short O_APPEND write per version: concurrent adders interleave
-  // whole lines.
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError(file + ": cannot open the series index");
-  const std::string line = id.Hex() + " " + StepOf(path) + "\n";
-  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-  ::close(fd);
-  return ok ? OkStatus() : IoError(file + ": cannot append to the series index");
-}
-
-}  // namespace
-
-bool StepLess(const std::string& a, const std::string& b) {
-  std::istringstream x(a), y(b);
-  std::string p, q;
-  for (;;) {
-    const bool more_a = static_cast<bool>(std::getline(x, p, '.'));
-    const bool more_b = static_cast<bool>(std::getline(y, q, '.'));
-    if (!more_a || !more_b) return more_b && !more_a;
-    p.erase(0, std::min(p.find_first_not_of('0'), p.size()));
-    q.erase(0, std::min(q.find_first_not_of('0'), q.size()));
-    if (p.size() != q.size()) return p.size() < q.size();
-    if (p != q) return p < q;
+std::string BaseReasonText(BaseReason reason, const config::Policy& policy) {
+  switch (reason) {
+    case BaseReason::kNotBase: return "a delta";
+    case BaseReason::kFirst: return "first of its series";
+    case BaseReason::kNotStored: return "no earlier version of its series in the store";
+    case BaseReason::kDue: return "due every " + std::to_string(policy.base_interval);
+    case BaseReason::kChain: return "chain at max_chain " + std::to_string(policy.max_chain);
+    case BaseReason::kNoGain: return "delta did not pay (min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) + "%)";
   }
-}
-
-// Files about a series are named by the hash of its name: any name is a
-// file name.
-std::string SeriesKey(const std::string& path) {
-  const std::string name = SeriesName(path);
-  return HashBytes(name.data(), name.size()).Hex();
-}
-
-std::vector<Version> SeriesVersions(const Repository& repo, const std::string& path) {
-  return ReadSeriesFile(SeriesFile(repo, path));
-}
-
-Result<std::map<std::string, std::vector<Version>>> RecordedSeries(const Repository& repo) {
-  std::map<std::string, std::vector<Version>> all;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(repo.series_dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->is_regular_file(ec)) all[it->path().filename().string()] = ReadSeriesFile(it->path().string());
-  }
-  if (ec && ec != std::errc::no_such_file_or_directory) {
-    return IoError(repo.series_dir + ": cannot list the series: " + ec.message());
-  }
-  return all;
+  return "";
 }
 
 namespace {
@@ -169,32 +96,6 @@ Result<Candidate> EncodeCandidateAs(const Repository& repo, const RawVersion& in
 }
 
 }  // namespace
-
-std::string SeriesName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  std::string name = path.substr(0, slash == std::string::npos ? 0 : slash + 1);
-  bool in_digits = false;
-  for (size_t i = name.size(); i < path.size(); ++i) {
-    const bool digit = path[i] >= '0' && path[i] <= '9';
-    if (!digit) name += path[i];
-    if (digit && !in_digits) name += '#';
-    in_digits = digit;
-  }
-  return name;
-}
-
-std::string StepOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  std::string step;
-  bool in_digits = false;
-  for (size_t i = slash == std::string::npos ? 0 : slash + 1; i < path.size(); ++i) {
-    const bool digit = path[i] >= '0' && path[i] <= '9';
-    if (digit && !in_digits && !step.empty()) step += '.';
-    if (digit) step += path[i];
-    in_digits = digit;
-  }
-  return step;
-}
 
 Status VisitChain(const Repository& repo, const ContentId& id, const std::function<void(const ChainLink&)>& visit) {
   std::vector<ContentId> passed;
@@ -300,13 +201,19 @@ Result<Scratch> RestoreToScratch(const Repository& repo, const ContentId& id) {
   return WriteScratch(repo, [&](ByteSink& out) { return Restore(repo, id, out); });
 }
 
-Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base,
-                                  uint64_t reference) {
+Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base) {
   if (base == nullptr) return EncodeCandidateAs(repo, input, nullptr);
   ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(repo, input, base));
-  const double most = static_cast<double>(reference) * (1 - repo.policy.min_gain);
-  if (reference == 0 || static_cast<double>(delta.size) <= most) return delta;
-  return EncodeCandidateAs(repo, input, nullptr);
+  const double keep = 1 - repo.policy.min_gain;
+  // The bound is below any standalone coding of weights, so a delta that
+  // pays against it pays against the real thing.
+  ThreadPool pool(repo.policy.threads);
+  ASSIGN_OR_RETURN(double bound, container::EntropyBound(*input.file, formats::ToRegions(*input.layout), nullptr,
+                                                         repo.policy.chunk_size, pool));
+  if (static_cast<double>(delta.size) <= bound * keep) return delta;
+  ASSIGN_OR_RETURN(Candidate standalone, EncodeCandidateAs(repo, input, nullptr));
+  if (static_cast<double>(delta.size) <= static_cast<double>(standalone.size) * keep) return delta;
+  return standalone;
 }
 
 Status TouchChain(const Repository& repo, const ContentId& id) {
@@ -316,90 +223,166 @@ Status TouchChain(const Repository& repo, const ContentId& id) {
   return OkStatus();
 }
 
-Placement PlaceVersion(const Repository& repo, const std::vector<Version>& series, size_t position) {
+std::optional<Placement> PlaceVersion(const Repository& repo, const std::vector<Version>& series, size_t position,
+                                      bool complete) {
   Placement placed;
-  if (position == 0 || position % repo.policy.base_interval == 0) return placed;
-  std::optional<ContentId> last_base;
+  // The nearest earlier version whose chain the store holds whole.
+  std::vector<ContentId> chain;  // from it down to its base
+  size_t previous = position;
   for (size_t i = position; i-- > 0;) {
-    auto info = Describe(repo, series[i].id);
-    if (!info.ok()) break;  // a lost object: start afresh with a base
-    if (!info->delta) {
-      last_base = series[i].id;
-      placed.reference = info->object_size;
+    chain.clear();
+    if (VisitChain(repo, series[i].id, [&](const ChainLink& link) { chain.push_back(link.id); }).ok()) {
+      previous = i;
       break;
     }
   }
-  if (!last_base) return placed;
-  const ContentId against =
-      repo.policy.delta_against == config::DeltaAgainst::kBase ? *last_base : series[position - 1].id;
-  auto info = Describe(repo, against);
-  if (info.ok() && info->depth + 1 <= static_cast<int>(repo.policy.max_chain)) placed.base = against;
+  if (previous == position) {
+    if (!complete) return std::nullopt;  // history may hold earlier versions
+    placed.reason = position == 0 ? BaseReason::kFirst : BaseReason::kNotStored;
+    return placed;
+  }
+  // Versions since the last base, counted in the series (so a version
+  // whose object is missing here still counts, as it did where it was
+  // stored).
+  const ContentId& last_base = chain.back();
+  size_t since = 0;
+  for (size_t j = previous + 1; j-- > 0;) {
+    if (series[j].id == last_base) {
+      since = position - j;
+      break;
+    }
+  }
+  if (since == 0) {
+    if (!complete) return std::nullopt;
+    since = chain.size() + (position - previous - 1);  // the base is not in the series: count its chain
+  }
+  if (since >= repo.policy.base_interval) {
+    placed.reason = BaseReason::kDue;
+    return placed;
+  }
+  const bool against_base = repo.policy.delta_against == config::DeltaAgainst::kBase;
+  const size_t depth = against_base ? 0 : chain.size() - 1;  // of the version the delta is made against
+  if (depth + 1 > repo.policy.max_chain) {
+    placed.reason = BaseReason::kChain;
+    return placed;
+  }
+  placed.base = against_base ? last_base : series[previous].id;
   return placed;
 }
 
-Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const std::string& file,
-                        const ContentId& id) {
-  ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(file));
+BaseReason WhyBase(const Repository& repo, const std::vector<Version>& series, size_t position) {
+  const Placement placed = *PlaceVersion(repo, series, position, /*complete=*/true);
+  return placed.base ? BaseReason::kNoGain : placed.reason;
+}
+
+namespace {
+
+// Where the new version goes: after every version whose step is not
+// greater (so a path overwritten in place follows the order git got its
+// versions in, and step-numbered files the order of their numbers).
+size_t PositionOf(const std::vector<Version>& series, const std::string& step) {
+  return std::upper_bound(series.begin(), series.end(), step,
+                          [](const std::string& s, const Version& v) { return series::StepLess(s, v.step); }) -
+         series.begin();
+}
+
+// The raw bytes of `base` (a version of `series`): the work-tree file git
+// holds it at when that still hashes to it, a kept raw copy, or its chain
+// decoded. `from_work_tree` says which.
+struct BaseBytes {
+  std::optional<ReadFile> kept;
+  std::optional<Scratch> decoded;
+  bool from_work_tree = false;
+  const ReadFile& file() const { return kept ? *kept : decoded->reader; }
+};
+Result<BaseBytes> ReadBase(const Repository& repo, const std::vector<Version>& series, const ContentId& base) {
+  BaseBytes bytes;
+  if (!repo.work_dir.empty()) {
+    for (const Version& v : series) {
+      if (v.id != base || v.path.empty()) continue;
+      auto file = ReadFile::Open(repo.work_dir + "/" + v.path);
+      if (!file.ok()) break;
+      auto hash = HashSource(*file);
+      if (hash.ok() && *hash == base) {
+        bytes.kept.emplace(std::move(*file));
+        bytes.from_work_tree = true;
+        return bytes;
+      }
+      break;
+    }
+  }
+  const RawCache cache(repo.cache_dir, repo.policy.raw_cache);
+  if (auto copy = cache.Find(base)) {
+    bytes.kept.emplace(std::move(*copy));
+    return bytes;
+  }
+  ASSIGN_OR_RETURN(Scratch scratch, RestoreToScratch(repo, base));
+  bytes.decoded.emplace(std::move(scratch));
+  return bytes;
+}
+
+}  // namespace
+
+Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, const EarlierVersions& earlier) {
+  ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(version.file));
   ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(input, formats::FormatChoice::kAuto));
-  Pointer pointer{id, input.size(), formats::FormatName(layout.format)};
+  CheckedIn result;
+  result.pointer = Pointer{version.id, input.size(), formats::FormatName(layout.format)};
   // Already stored: its chain is marked as used, so that a gc running now
   // keeps it. If gc took the object meanwhile, it is stored again below;
   // if it lost a base, it is stored again in its place.
-  const bool present = repo.objects.Has(id);
-  if (present && TouchChain(repo, id).ok()) return pointer;
+  const bool present = repo.objects.Has(version.id);
+  if (present && TouchChain(repo, version.id).ok()) return result;
+  result.stored = true;
 
-  // Where this version falls in its series: after every version whose
-  // step is not greater (so a path overwritten in place follows the order
-  // of adds, and step-numbered files the order of their numbers).
-  const std::vector<Version> series = SeriesVersions(repo, path);
-  const std::string step = StepOf(path);
-  const size_t position =
-      std::upper_bound(series.begin(), series.end(), step,
-                       [](const std::string& s, const Version& v) { return StepLess(s, v.step); }) -
-      series.begin();
-  Placement placed = PlaceVersion(repo, series, position);
+  ASSIGN_OR_RETURN(std::vector<Version> series, earlier(false));
+  std::optional<Placement> placed = PlaceVersion(repo, series, PositionOf(series, version.step), false);
+  if (!placed) {
+    ASSIGN_OR_RETURN(series, earlier(true));
+    placed = PlaceVersion(repo, series, PositionOf(series, version.step), true);
+  }
   // The base's chain must outlive this delta: marked as used before it is
   // read (a gc that took part of it meanwhile makes this version a base).
-  if (placed.base && !TouchChain(repo, *placed.base).ok()) placed.base.reset();
+  if (placed->base && !TouchChain(repo, *placed->base).ok()) *placed = Placement{std::nullopt, BaseReason::kNotStored};
 
-  const RawVersion raw{&input, &layout, id};
-  if (!placed.base && !present) {
-    uint64_t size = 0;
-    RETURN_IF_ERROR(repo.objects.Put(id, [&](AtomicFile& out) { return EncodeTo(repo, raw, nullptr, out, &size); }));
-  } else {
-    // The base's bytes: the series' latest version as kept by the last
-    // add, or decoded from the store.
-    std::optional<ReadFile> latest;
-    std::optional<Scratch> decoded;
-    if (placed.base) {
-      if (auto kept = ReadFile::Open(LatestFile(repo, path)); kept.ok()) {
-        auto hash = HashSource(*kept);
-        if (hash.ok() && *hash == *placed.base) latest.emplace(std::move(*kept));
-      }
-      if (!latest) {
-        auto scratch = RestoreToScratch(repo, *placed.base);
-        if (scratch.ok()) {
-          decoded.emplace(std::move(*scratch));
-        } else if (scratch.status().code() == StatusCode::kNotFound) {
-          placed.base.reset();  // gc took it after all: this version becomes a base
-        } else {
-          return scratch.status();
-        }
-      }
+  const RawVersion raw{&input, &layout, version.id};
+  std::optional<BaseBytes> bytes;
+  if (placed->base) {
+    auto read = ReadBase(repo, series, *placed->base);
+    if (read.ok()) {
+      bytes.emplace(std::move(*read));
+    } else if (read.status().code() == StatusCode::kNotFound) {
+      *placed = Placement{std::nullopt, BaseReason::kNotStored};  // gc took it after all
+    } else {
+      return read.status();
     }
+  }
+  if (!placed->base && !present) {
+    uint64_t size = 0;
+    RETURN_IF_ERROR(repo.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(repo, raw, nullptr, out, &size); }));
+  } else {
     std::optional<formats::FileLayout> base_layout;
     std::optional<RawVersion> base;
-    if (placed.base) {
-      const ReadFile& bytes = latest ? *latest : decoded->reader;
-      ASSIGN_OR_RETURN(base_layout, formats::ReadLayout(bytes, formats::FormatChoice::kAuto));
-      base = RawVersion{&bytes, &*base_layout, *placed.base};
+    if (placed->base) {
+      ASSIGN_OR_RETURN(base_layout, formats::ReadLayout(bytes->file(), formats::FormatChoice::kAuto));
+      base = RawVersion{&bytes->file(), &*base_layout, *placed->base};
     }
-    ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, raw, base ? &*base : nullptr, placed.reference));
-    RETURN_IF_ERROR(present ? repo.objects.Replace(id, c.file.path()) : repo.objects.Adopt(id, c.file.path()));
+    ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, raw, base ? &*base : nullptr));
+    if (base && !c.delta) placed->reason = BaseReason::kNoGain;
+    if (c.delta) placed->reason = BaseReason::kNotBase;
+    RETURN_IF_ERROR(present ? repo.objects.Replace(version.id, c.file.path())
+                            : repo.objects.Adopt(version.id, c.file.path()));
   }
-  RETURN_IF_ERROR(AppendSeries(repo, path, id));
-  if (position == series.size()) KeepLatest(repo, path, file);
-  return pointer;
+  result.reason = placed->reason;
+  // The next version makes its delta against this one. A path overwritten
+  // in place will not hold these bytes then, nor will a series whose
+  // earlier files were gone from the work tree (a trainer deleting old
+  // saves): keep a raw copy for it.
+  const bool gone_from_work_tree = bytes && !bytes->from_work_tree;
+  if (version.step.empty() || gone_from_work_tree) {
+    RawCache(repo.cache_dir, repo.policy.raw_cache).Keep(version.series, version.id, version.file);
+  }
+  return result;
 }
 
 }  // namespace zipnn::store

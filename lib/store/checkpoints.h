@@ -1,20 +1,18 @@
 // Storing and restoring checkpoints in an object store, by the policy of
-// .zipnn.yaml: the versions of a path form a series (an append-only list
-// of content ids under <zipnn dir>/series), and so do files in one folder
-// whose names differ only in their digits (step-000100.safetensors,
-// step-000200.safetensors), ordered by those digits. A version is stored as
-// a delta against the one before it (or the series' last base) unless it
-// is due to be a base (every base_interval-th version, a chain at max_chain, or a
-// delta that does not save min_gain against the last base's size).
-// Restoring decodes the chain of bases, and every result is checked
-// against its content id.
+// .zipnn.yaml. A new version of a series (lib/series) is stored as a
+// delta against the nearest earlier version the store holds, or as a base
+// when it is the first, when it is due (every base_interval-th), when the
+// delta would exceed max_chain, or when the delta does not save min_gain
+// against the version coded standalone. The caller says which versions
+// came before (read from git: lib/git/series_versions.h), so every clone
+// and worktree continues the same chains. Restoring decodes the chain of
+// bases, and every result is checked against its content id.
 //
-// Thread-compatible; separate processes may store at once (objects and
-// series appends are atomic).
+// Thread-compatible; separate processes may store at once (objects are
+// written atomically).
 #pragma once
 
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -32,43 +30,64 @@ inline constexpr int kMaxChainDepth = 1000;
 
 struct Repository {
   ObjectStore objects;
-  std::string series_dir;  // one file per series
-  std::string temp_dir;    // spooled checkpoints and restored bases
+  std::string temp_dir;   // spooled checkpoints and restored bases
+  std::string cache_dir;  // raw copies kept for the next delta (raw_cache.h)
+  std::string work_dir;   // the work tree's top, where earlier versions may still be; empty: none
   config::Policy policy;
 };
 
-// The series a path belongs to: its folder and its file name with every
-// run of digits replaced by '#' ("run/step-#.safetensors").
-std::string SeriesName(const std::string& path);
-
-// The digit runs of a path's file name joined by '.' ("000100"), which
-// order the versions of a series.
-std::string StepOf(const std::string& path);
-
-// Orders StepOf values by their numbers in turn, by value (so 20 < 100).
-bool StepLess(const std::string& a, const std::string& b);
-
-// A version of a series, as `git add` recorded it in the series index.
+// A version of a series, as git holds it.
 struct Version {
   ContentId id;
-  std::string step;  // StepOf its path
+  std::string step;  // series::Placed::step of its path
+  std::string path;  // where git holds it, from the top of the work tree
 };
 
-// The versions recorded for the series of `path`, in series order: by
-// step, then in the order they were added; each id once (its first place).
-std::vector<Version> SeriesVersions(const Repository& repo, const std::string& path);
+// Orders versions by step (series::StepLess), keeping the given order
+// among equal steps, and keeps each id once (at its first place).
+void SortSeries(std::vector<Version>& versions);
 
-// The name of the series index of `path`'s series (a hash of SeriesName).
-std::string SeriesKey(const std::string& path);
+// Why a version was stored standalone.
+enum class BaseReason {
+  kNotBase,    // stored as a delta
+  kFirst,      // no earlier version of its series
+  kNotStored,  // no earlier version of its series is in this store
+  kDue,        // every base_interval-th version is a base
+  kChain,      // a delta would make a chain longer than max_chain
+  kNoGain,     // the delta did not save min_gain against standalone
+};
+// "first of its series", "due every 10", ...
+std::string BaseReasonText(BaseReason reason, const config::Policy& policy);
 
-// Every series recorded under series_dir, by key, each in series order.
-Result<std::map<std::string, std::vector<Version>>> RecordedSeries(const Repository& repo);
+// The versions of the new one's series that git holds, in series order;
+// with `deep`, its whole history too (asked for only when the last base
+// before the new version is not among the shallow ones).
+using EarlierVersions = std::function<Result<std::vector<Version>>(bool deep)>;
 
-// Stores the checkpoint in `file` (its content id already known) as a
-// version of the series of `path`, unless the store has it. Returns its
-// pointer.
-Result<Pointer> CheckIn(const Repository& repo, const std::string& path, const std::string& file,
-                        const ContentId& id);
+// A checkpoint to store: its bytes in `file` (content id known), where
+// git will hold it, and its place in its series.
+struct NewVersion {
+  std::string file;
+  ContentId id;
+  std::string path;
+  std::string series;  // series::Placed::name
+  std::string step;
+};
+
+struct CheckedIn {
+  Pointer pointer;
+  bool stored = false;  // false: the store had it already
+  BaseReason reason = BaseReason::kNotBase;
+};
+
+// Why the stored version at `position` of `series` (in series order,
+// its whole history) is a base, by the policy in force now: the reason its
+// place gives, or kNoGain when its place would have made it a delta.
+BaseReason WhyBase(const Repository& repo, const std::vector<Version>& series, size_t position);
+
+// Stores `version` unless the store has it (whole). Returns its pointer
+// and how it was stored.
+Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, const EarlierVersions& earlier);
 
 // Marks `id` and every base of its chain as just used (ObjectStore::Touch),
 // so that a gc running now keeps the whole chain. An error when the chain

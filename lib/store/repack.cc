@@ -91,7 +91,7 @@ bool SameForm(const StoredInfo& stored, const std::optional<ContentId>& base) {
 Status RepackVersion(const Repository& repo, const std::vector<Version>& series, size_t position, RawCache& raws,
                      RepackedVersion& done) {
   const ContentId& id = series[position].id;
-  Placement placed = PlaceVersion(repo, series, position);
+  Placement placed = *PlaceVersion(repo, series, position, /*complete=*/true);
   // The new base's chain must outlive this delta (see CheckIn).
   if (placed.base && !TouchChain(repo, *placed.base).ok()) placed.base.reset();
   if (SameForm(done.before, placed.base)) return OkStatus();
@@ -100,7 +100,7 @@ Status RepackVersion(const Repository& repo, const std::vector<Version>& series,
   if (placed.base) {
     ASSIGN_OR_RETURN(base, raws.Get(*placed.base));
   }
-  ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, input, base ? &*base : nullptr, placed.reference));
+  ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, input, base ? &*base : nullptr));
   // A delta that does not pay becomes a base, which it may be already.
   if (!c.delta && !done.before.delta) return OkStatus();
   RETURN_IF_ERROR(Verify(repo, c, input, base ? &*base : nullptr));

@@ -31,8 +31,8 @@ struct RepackedVersion {
   StoredInfo before, after;
 };
 
-// Rewrites the versions of `series` (in series order, as SeriesVersions
-// gives them) by repo.policy, calling `each` after each version.
+// Rewrites the versions of `series` (in series order, all its history
+// as git holds it) by repo.policy, calling `each` after each version.
 // Problems with one version are reported through `each` and the rest go
 // on; the returned status is an error only when the store itself fails.
 Status RepackSeries(const Repository& repo, const std::vector<Version>& series,

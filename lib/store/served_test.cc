@@ -86,7 +86,7 @@ std::string Drain(Channel& c) {
 }
 
 Repository RepoIn(const std::string& root, const std::string& name) {
-  return Repository{ObjectStore(root + "/" + name), root + "/" + name + "-series", root + "/" + name + "-tmp",
+  return Repository{ObjectStore(root + "/" + name), root + "/" + name + "-tmp", root + "/" + name + "-cache", "",
                     config::Policy{}};
 }
 

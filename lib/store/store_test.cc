@@ -168,7 +168,7 @@ TEST_CASE("a chain over the hard limit is refused before anything is decoded") {
   char dir[] = "/tmp/chain-XXXXXX";
   REQUIRE(mkdtemp(dir) != nullptr);
   const std::string root = dir;
-  const Repository repo{ObjectStore(root + "/objects"), root + "/series", root + "/tmp", config::Policy{}};
+  const Repository repo{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
   const std::vector<ContentId> ids = StoreChain(repo, kMaxChainDepth + 1);
   // At the limit a version restores; one more delta and it is refused.
   CountingSink at_limit;
@@ -185,8 +185,8 @@ TEST_CASE("a chain over the hard limit is refused before anything is decoded") {
 
 TEST_CASE("push and fetch move whole chains, skip what is there, and refuse a damaged object on arrival") {
   const std::string root = TempDir();
-  const Repository here{ObjectStore(root + "/here"), root + "/series", root + "/tmp", config::Policy{}};
-  const Repository there{ObjectStore(root + "/there"), root + "/series2", root + "/tmp2", config::Policy{}};
+  const Repository here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const Repository there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
   const std::vector<ContentId> ids = StoreChain(here, 3);  // a base and 3 deltas
   std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote");
 
@@ -194,7 +194,7 @@ TEST_CASE("push and fetch move whole chains, skip what is there, and refuse a da
 
   // A flipped byte in the remote's copy: the fetch fails, naming the
   // object, and nothing lands under its name or as a temporary.
-  const Repository fresh{ObjectStore(root + "/fresh"), root + "/series3", root + "/tmp3", config::Policy{}};
+  const Repository fresh{ObjectStore(root + "/fresh"), root + "/tmp3", root + "/cache3", "", config::Policy{}};
   const std::string damaged = ObjectStore(root + "/remote").PathOf(ids[0]);
   REQUIRE(std::system(("printf '\\377' | dd of=" + damaged + " bs=1 seek=70 conv=notrunc status=none").c_str()) == 0);
   TransferOptions once;

@@ -19,15 +19,18 @@ namespace zipnn::store {
 
 // What the version at `position` of `series` (in series order) is stored
 // against, by the policy and by how the versions before it are stored
-// now: nothing (a base) when it is due to be a base, when no base is
-// reachable before it, or when the delta would exceed max_chain. Also the
-// size of the series' last base before it, which a delta must undercut by
-// min_gain (0 when there is none).
+// now: the nearest earlier version whose chain the store holds whole (or,
+// with delta_against base, the base of that chain), unless the version is
+// the first, is due to be a base (base_interval versions after the last
+// base, counted in `series`), or would exceed max_chain. nullopt when
+// `series` is not `complete` and does not reach back to the last base:
+// the caller reads the whole history and asks again.
 struct Placement {
   std::optional<ContentId> base;
-  uint64_t reference = 0;
+  BaseReason reason = BaseReason::kNotBase;  // when there is no base
 };
-Placement PlaceVersion(const Repository& repo, const std::vector<Version>& series, size_t position);
+std::optional<Placement> PlaceVersion(const Repository& repo, const std::vector<Version>& series, size_t position,
+                                      bool complete);
 
 // A checkpoint's bytes in a file, with the layout the format layer reads.
 struct RawVersion {
@@ -45,9 +48,12 @@ struct Candidate {
 };
 
 // Encodes `input` as a delta against `base` when that saves min_gain
-// against `reference` (or there is no reference), else standalone.
-Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base,
-                                  uint64_t reference);
+// against `input` coded standalone, else standalone. The standalone size
+// is first bounded by the order-0 entropy of its groups (container/
+// estimate.h: the coders do not go below it); only a delta that does not
+// clearly pay against that bound is weighed against a real standalone
+// encoding.
+Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base);
 
 // A checkpoint's bytes written to a scratch file in temp_dir, open for
 // reading; removed with the Scratch.

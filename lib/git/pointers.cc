@@ -1,0 +1,117 @@
+#include "lib/git/pointers.h"
+
+#include <map>
+#include <optional>
+#include <set>
+
+namespace zipnn::git {
+
+namespace {
+
+// Each distinct blob with the first place it was found.
+using Blobs = std::map<Oid, Place>;
+
+// Every file of `rev`'s tree.
+Status AddTree(const Repository& repo, const std::string& rev, Blobs& blobs) {
+  ASSIGN_OR_RETURN(std::optional<Oid> commit, repo.ResolveCommit(rev));
+  if (!commit) return NotFound("unknown revision '" + rev + "' (not a branch, tag or commit in this repository)");
+  ASSIGN_OR_RETURN(std::vector<FileEntry> files, repo.TreeFiles(*commit));
+  for (const FileEntry& f : files) blobs.emplace(f.blob, Place{rev, f.path});
+  return OkStatus();
+}
+
+// Every file of the trees of `commits`, at the first (newest) commit that
+// has it, except what `boundary` (commits whose history is excluded) has
+// at the same path: as git log's diff of each commit against each parent
+// would show them.
+Status AddHistory(const Repository& repo, const std::vector<CommitInfo>& commits, const std::vector<Oid>& boundary,
+                  Blobs& blobs) {
+  std::vector<CommitInfo> walked;
+  walked.reserve(boundary.size() + commits.size());
+  for (const Oid& id : boundary) {
+    CommitInfo boundary_commit;
+    boundary_commit.id = id;
+    walked.push_back(boundary_commit);
+  }
+  walked.insert(walked.end(), commits.begin(), commits.end());
+  return repo.VisitHistoryFiles(walked, [&](size_t i, const FileEntry& f) {
+    if (i >= boundary.size()) blobs.emplace(f.blob, Place{walked[i].id.Hex(), f.path});
+  });
+}
+
+// Staged files not seen in a tree.
+Status AddIndex(const Repository& repo, Blobs& blobs) {
+  ASSIGN_OR_RETURN(std::vector<FileEntry> files, repo.IndexFiles());
+  for (const FileEntry& f : files) blobs.emplace(f.blob, Place{"index", f.path});
+  return OkStatus();
+}
+
+// The parents of `commits` that are outside them and present.
+Result<std::vector<Oid>> Boundary(const Repository& repo, const std::vector<CommitInfo>& commits) {
+  std::set<Oid> inside;
+  for (const CommitInfo& c : commits) inside.insert(c.id);
+  std::vector<Oid> boundary;
+  for (const CommitInfo& c : commits) {
+    for (const Oid& parent : c.parents) {
+      if (!inside.insert(parent).second) continue;
+      ASSIGN_OR_RETURN(std::optional<Oid> present, repo.ResolveCommit(parent.Hex()));
+      if (present) boundary.push_back(parent);  // a shallow clone lacks the parents of its oldest commits
+    }
+  }
+  return boundary;
+}
+
+// The pointers among `blobs`: only small blobs are read, once each.
+Result<FoundPointers> PointersAmong(const Repository& repo, const Blobs& blobs) {
+  FoundPointers found;
+  for (const auto& [blob, place] : blobs) {
+    Result<std::optional<store::Pointer>> pointer = PointerInBlob(repo, blob);
+    if (pointer.ok()) {
+      if (*pointer) found.pointers.emplace_back(**pointer, place);
+    } else if (pointer.status().code() == StatusCode::kGit) {
+      return pointer.status();
+    } else {
+      found.damaged.emplace_back(place, "damaged pointer: " + pointer.status().message());
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+Result<std::optional<store::Pointer>> PointerInBlob(const Repository& repo, const Oid& blob) {
+  ASSIGN_OR_RETURN(std::optional<std::string> text, repo.SmallBlob(blob, store::kMaxPointerBytes));
+  if (!text || !store::LooksLikePointer(*text)) return std::optional<store::Pointer>();
+  ASSIGN_OR_RETURN(store::Pointer pointer, store::ParsePointer(*text));
+  return std::optional<store::Pointer>(pointer);
+}
+
+Result<FoundPointers> FindPointers(const Repository& repo, bool all) {
+  Blobs blobs;
+  if (all) {
+    ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo.AllCommits());
+    ASSIGN_OR_RETURN(std::vector<Oid> boundary, Boundary(repo, commits));
+    RETURN_IF_ERROR(AddHistory(repo, commits, boundary, blobs));
+    RETURN_IF_ERROR(AddIndex(repo, blobs));
+  } else {
+    ASSIGN_OR_RETURN(std::optional<Oid> head, repo.ResolveCommit("HEAD"));
+    if (head) RETURN_IF_ERROR(AddTree(repo, "HEAD", blobs));
+  }
+  return PointersAmong(repo, blobs);
+}
+
+Result<FoundPointers> FindPointersIn(const Repository& repo, const std::vector<std::string>& revs) {
+  ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo.Commits(revs));
+  ASSIGN_OR_RETURN(std::vector<Oid> boundary, Boundary(repo, commits));
+  Blobs blobs;
+  RETURN_IF_ERROR(AddHistory(repo, commits, boundary, blobs));
+  return PointersAmong(repo, blobs);
+}
+
+Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vector<std::string>& revs) {
+  Blobs blobs;
+  for (const std::string& rev : revs) RETURN_IF_ERROR(AddTree(repo, rev, blobs));
+  return PointersAmong(repo, blobs);
+}
+
+}  // namespace zipnn::git

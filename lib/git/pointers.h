@@ -1,0 +1,51 @@
+// Finding git-zipnn pointers in what git holds: HEAD's tree, the index,
+// the trees of given revisions, or every blob of a history. Pointers are
+// small blobs, so only blobs of at most store::kMaxPointerBytes are read,
+// and each distinct blob is read once. All in-process (repository.h).
+//
+// Functions are thread-compatible: one Repository per thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/git/repository.h"
+#include "lib/store/pointer.h"
+
+namespace zipnn::git {
+
+// Where git holds a pointer: the revision (a full commit id, "HEAD" or
+// "index") and the path where it was first found.
+struct Place {
+  std::string rev, path;
+};
+
+struct FoundPointers {
+  std::vector<std::pair<store::Pointer, Place>> pointers;  // one per distinct blob
+  std::vector<std::pair<Place, std::string>> damaged;      // text that claims to be a pointer and is not
+};
+
+// The pointer `blob` holds; nullopt when it holds something else (or is
+// too big to be one). A Git error when the blob cannot be read; when it
+// claims to be a pointer and is not one this build reads, ParsePointer's
+// error (InvalidArgument, or Unsupported for a newer version).
+Result<std::optional<store::Pointer>> PointerInBlob(const Repository& repo, const Oid& blob);
+
+// The pointers in HEAD's tree (none for an unborn HEAD), or with `all` in
+// every commit Repository::AllCommits walks, and in the index.
+Result<FoundPointers> FindPointers(const Repository& repo, bool all);
+
+// The pointers in every commit `revs` reach (as Repository::Commits reads
+// them: "HEAD", "main", "<oid>", "^<oid>", "--not", "--remotes=origin"),
+// except those a parent outside them holds at the same path: what those
+// commits brought in, as git log's diff against each parent shows it.
+Result<FoundPointers> FindPointersIn(const Repository& repo, const std::vector<std::string>& revs);
+
+// The pointers in the trees of `revs` (their files as they are there, not
+// their history).
+Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vector<std::string>& revs);
+
+}  // namespace zipnn::git

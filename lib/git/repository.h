@@ -1,0 +1,116 @@
+// Reading a git repository in-process with libgit2: the index as it is on
+// disk, the trees of commits, small blobs, and the history behind a set of
+// revisions. Nothing here writes to the repository, and nothing here runs
+// a filter: what must follow the user's own git exactly (filters, config
+// writes, index refreshes) goes through git.h instead.
+//
+// A Repository owns its libgit2 handle; it is movable, not copyable, and
+// not thread-safe (one per thread). libgit2 itself is initialised once per
+// process, on first use.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/status.h"
+
+namespace zipnn::git {
+
+// A git object id (SHA-1, 20 bytes).
+struct Oid {
+  std::array<uint8_t, 20> bytes{};
+  std::string Hex() const;
+  bool operator==(const Oid& o) const { return bytes == o.bytes; }
+  bool operator!=(const Oid& o) const { return bytes != o.bytes; }
+  bool operator<(const Oid& o) const { return bytes < o.bytes; }
+};
+
+// A file as a tree or the index lists it: a regular or executable file
+// (modes 100644, 100755); links, submodules and folders are left out.
+struct FileEntry {
+  std::string path;  // from the top of the work tree, '/'-separated
+  Oid blob;
+};
+
+// One commit of a history walk.
+struct CommitInfo {
+  Oid id;
+  int64_t time = 0;          // committer time, seconds since the epoch
+  std::string author_date;   // ISO 8601, as git log's %aI
+  std::string subject;       // as git log's %s: the first paragraph, on one line
+  std::vector<Oid> parents;  // as the commit names them, first parent first; some may be absent (a shallow clone)
+};
+
+class Repository {
+ public:
+  // The repository around `start` (a folder inside a work tree, or a git
+  // folder); NotFound outside one.
+  static Result<Repository> Discover(const std::string& start = ".");
+  ~Repository();
+  Repository(Repository&&) noexcept;
+  Repository& operator=(Repository&&) noexcept;
+
+  // The work tree's top folder, with no trailing '/'; empty for a bare
+  // repository.
+  const std::string& work_dir() const { return work_dir_; }
+  // The common git folder (linked worktrees share it).
+  const std::string& common_dir() const { return common_dir_; }
+
+  // The files in the index, as the index file on disk holds them now,
+  // stage 0 only, in index order (by path).
+  Result<std::vector<FileEntry>> IndexFiles() const;
+
+  // The commit `rev` names (any revision git rev-parse accepts: "HEAD",
+  // a branch, an abbreviated id, "HEAD~3"); nullopt when it names nothing
+  // (an unborn HEAD, an unknown name, an id too short to look up); a Git
+  // error when it names an object that is no commit (a tag of a blob).
+  Result<std::optional<Oid>> ResolveCommit(const std::string& rev) const;
+
+  // Every file of `commit`'s tree, recursively.
+  Result<std::vector<FileEntry>> TreeFiles(const Oid& commit) const;
+  // The file at `path` in `commit`'s tree; nullopt when there is none.
+  Result<std::optional<Oid>> FileAt(const Oid& commit, const std::string& path) const;
+
+  // The blob's size in bytes, read from its header only.
+  Result<uint64_t> BlobSize(const Oid& blob) const;
+  // The blob's bytes when it is at most `max_bytes` long; nullopt for a
+  // larger blob (its bytes are not read).
+  Result<std::optional<std::string>> SmallBlob(const Oid& blob, size_t max_bytes) const;
+
+  // The commits reachable from `revs`, newest first (committer time
+  // order, as git log's default: parents after children unless clocks
+  // were wrong). `revs` reads as git rev-list's: revisions as
+  // ResolveCommit takes them, "^<rev>" to exclude what a revision reaches,
+  // "<a>..<b>", "--not" to flip the meaning of "^" for the revisions after
+  // it, "--all" (every ref and every work tree's HEAD), "--remotes=<name>"
+  // (that remote's tracking refs). An unknown revision is NotFound. A
+  // parent that is not there (a shallow clone) ends the walk there.
+  Result<std::vector<CommitInfo>> Commits(const std::vector<std::string>& revs) const;
+  // Every commit a branch, tag, remote-tracking ref, any work tree's HEAD,
+  // any reflog entry or the stash (and its reflog) leads to, newest
+  // first; reflog entries whose commits are gone are skipped.
+  Result<std::vector<CommitInfo>> AllCommits() const;
+
+  // Every file of the trees of `commits`, each distinct (path, blob) once,
+  // at the first commit of `commits` (in the order given) whose tree holds
+  // it. A subtree met before at the same path is not read again, so a
+  // history of N commits costs about what its changes cost, not N whole
+  // trees.
+  // `visit(commit_index, entry)`: commit_index indexes `commits`.
+  Status VisitHistoryFiles(const std::vector<CommitInfo>& commits,
+                           const std::function<void(size_t commit_index, const FileEntry&)>& visit) const;
+
+ private:
+  struct Handle;
+  explicit Repository(std::unique_ptr<Handle> handle);
+  std::unique_ptr<Handle> handle_;
+  std::string work_dir_;
+  std::string common_dir_;
+};
+
+}  // namespace zipnn::git

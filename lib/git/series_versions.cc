@@ -1,0 +1,106 @@
+#include "lib/git/series_versions.h"
+
+#include <algorithm>
+
+#include "lib/store/pointer.h"
+
+namespace zipnn::git {
+
+Status SeriesVersions::ReadShallow() {
+  if (shallow_read_) return OkStatus();
+  ASSIGN_OR_RETURN(std::optional<Oid> head, repo_.ResolveCommit("HEAD"));
+  std::vector<FileEntry> files;
+  if (head) {
+    ASSIGN_OR_RETURN(files, repo_.TreeFiles(*head));
+  }
+  if (!repo_.work_dir().empty()) {
+    ASSIGN_OR_RETURN(std::vector<FileEntry> staged, repo_.IndexFiles());
+    files.insert(files.end(), staged.begin(), staged.end());
+  }
+  for (FileEntry& f : files) {
+    shallow_[rules_.Place(f.path).name].push_back(Held{std::move(f.path), f.blob});
+  }
+  shallow_read_ = true;
+  return OkStatus();
+}
+
+Status SeriesVersions::ReadHistory() {
+  if (history_read_) return OkStatus();
+  ASSIGN_OR_RETURN(std::optional<Oid> head, repo_.ResolveCommit("HEAD"));
+  if (head) {
+    ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo_.Commits({"HEAD"}));
+    // Newest first, each file at the newest commit that has it; reversed
+    // below so that the oldest comes first.
+    std::vector<std::pair<size_t, FileEntry>> seen;
+    RETURN_IF_ERROR(repo_.VisitHistoryFiles(commits, [&](size_t commit, const FileEntry& f) { seen.emplace_back(commit, f); }));
+    std::stable_sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (auto& [commit, f] : seen) history_[rules_.Place(f.path).name].push_back(Held{std::move(f.path), f.blob});
+  }
+  history_read_ = true;
+  return OkStatus();
+}
+
+Result<std::optional<ContentId>> SeriesVersions::PointerIn(const Oid& blob) {
+  auto known = pointers_.find(blob);
+  if (known != pointers_.end()) return known->second;
+  ASSIGN_OR_RETURN(std::optional<std::string> text, repo_.SmallBlob(blob, store::kMaxPointerBytes));
+  std::optional<ContentId> id;
+  if (text && store::LooksLikePointer(*text)) {
+    auto pointer = store::ParsePointer(*text);
+    if (pointer.ok()) id = pointer->id;
+  }
+  pointers_.emplace(blob, id);
+  return id;
+}
+
+Result<std::vector<store::Version>> SeriesVersions::Collect(const std::string& name, bool deep) {
+  std::vector<store::Version> versions;
+  auto add_held = [&](const std::map<std::string, std::vector<Held>>& from) -> Status {
+    auto it = from.find(name);
+    if (it == from.end()) return OkStatus();
+    for (const Held& h : it->second) {
+      ASSIGN_OR_RETURN(std::optional<ContentId> id, PointerIn(h.blob));
+      if (id) versions.push_back(store::Version{*id, rules_.Place(h.path).step, h.path});
+    }
+    return OkStatus();
+  };
+  if (deep) {
+    RETURN_IF_ERROR(ReadHistory());
+    RETURN_IF_ERROR(add_held(history_));
+  }
+  RETURN_IF_ERROR(ReadShallow());
+  RETURN_IF_ERROR(add_held(shallow_));
+  auto own = session_.find(name);
+  if (own != session_.end()) versions.insert(versions.end(), own->second.begin(), own->second.end());
+  store::SortSeries(versions);
+  return versions;
+}
+
+Result<std::vector<store::Version>> SeriesVersions::Of(const std::string& name, bool deep) {
+  return Collect(name, deep);
+}
+
+void SeriesVersions::Add(const std::string& path, const ContentId& id) {
+  const series::Placed placed = rules_.Place(path);
+  session_[placed.name].push_back(store::Version{id, placed.step, path});
+}
+
+Result<std::map<std::string, std::vector<store::Version>>> SeriesVersions::All() {
+  RETURN_IF_ERROR(ReadHistory());
+  RETURN_IF_ERROR(ReadShallow());
+  std::vector<std::string> names;
+  for (const auto* from : {&history_, &shallow_}) {
+    for (const auto& [name, held] : *from) names.push_back(name);
+  }
+  for (const auto& [name, versions] : session_) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::map<std::string, std::vector<store::Version>> all;
+  for (const std::string& name : names) {
+    ASSIGN_OR_RETURN(std::vector<store::Version> versions, Collect(name, /*deep=*/true));
+    if (!versions.empty()) all.emplace(name, std::move(versions));
+  }
+  return all;
+}
+
+}  // namespace zipnn::git

@@ -1,0 +1,66 @@
+// The versions of checkpoint series as git holds them, for placing a new
+// version (store::CheckIn) and for repack: the pointers in the index and
+// in HEAD's tree, and on demand every pointer in HEAD's history; plus the
+// versions stored earlier by the same process, since git writes its index
+// only when an add ends (ten step files added at once still chain). Every
+// clone, linked worktree and teammate's repository therefore sees the
+// same series; nothing about series is kept per clone.
+//
+// The index and HEAD are read once, when first needed, and the history
+// once, when first asked for: one instance serves one git command.
+// Not thread-safe.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/git/repository.h"
+#include "lib/series/series.h"
+#include "lib/store/checkpoints.h"
+
+namespace zipnn::git {
+
+class SeriesVersions {
+ public:
+  SeriesVersions(Repository repo, series::Rules rules) : repo_(std::move(repo)), rules_(std::move(rules)) {}
+
+  const series::Rules& rules() const { return rules_; }
+  const Repository& repository() const { return repo_; }
+
+  // The versions of the series `name` git holds, in series order (by
+  // step; among equal steps, history before HEAD, HEAD before the index,
+  // the index before this process's own), each content id once. With
+  // `deep`, HEAD's whole history too.
+  Result<std::vector<store::Version>> Of(const std::string& name, bool deep);
+
+  // A version this process stored (or found stored) at `path`.
+  void Add(const std::string& path, const ContentId& id);
+
+  // Every series with a pointer anywhere in HEAD's history, the index or
+  // this process, by name, in series order.
+  Result<std::map<std::string, std::vector<store::Version>>> All();
+
+ private:
+  struct Held {
+    std::string path;
+    Oid blob;
+  };
+  Status ReadShallow();
+  Status ReadHistory();
+  // The pointer a blob holds, read once; nullopt when it holds none.
+  Result<std::optional<ContentId>> PointerIn(const Oid& blob);
+  Result<std::vector<store::Version>> Collect(const std::string& name, bool deep);
+
+  Repository repo_;
+  series::Rules rules_;
+  bool shallow_read_ = false, history_read_ = false;
+  std::map<std::string, std::vector<Held>> shallow_;  // by series name: HEAD's tree, then the index
+  std::map<std::string, std::vector<Held>> history_;  // by series name: oldest first
+  std::map<std::string, std::vector<store::Version>> session_;
+  std::map<Oid, std::optional<ContentId>> pointers_;
+};
+
+}  // namespace zipnn::git

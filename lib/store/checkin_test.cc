@@ -1,0 +1,263 @@
+// Tests of storing new versions of a series (CheckIn): which earlier
+// version a delta is made against, why a version becomes a base, min_gain
+// weighed against the version coded standalone, where a base's bytes come
+// from, and the raw cache's budget. Real checkpoints from tests/data.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "lib/base/file.h"
+#include "lib/store/checkpoints.h"
+#include "lib/store/raw_cache.h"
+#include "lib/store/test_objects.h"
+
+namespace zipnn::store {
+namespace {
+
+using testing::TempDir;
+
+std::string Data(const std::string& name) { return "tests/data/" + name; }
+std::string Bf16(int step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "cnn-bf16/step-%06d.safetensors", step);
+  return Data(name);
+}
+
+ContentId IdOf(const std::string& file) {
+  auto f = ReadFile::Open(file);
+  REQUIRE(f.ok());
+  auto id = HashSource(*f);
+  REQUIRE(id.ok());
+  return *id;
+}
+
+void Copy(const std::string& from, const std::string& to) {
+  REQUIRE(std::system(("mkdir -p \"$(dirname '" + to + "')\" && cp '" + from + "' '" + to + "'").c_str()) == 0);
+}
+
+// A repository in a scratch folder, with `series` standing for what git
+// holds: every version checked in is added to it, as the filter does.
+struct Fixture {
+  std::string root = TempDir();
+  Repository repo{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", root + "/work", config::Policy{}};
+  std::vector<Version> held;
+  std::vector<bool> asked;  // the `deep` of each lookup
+
+  // Stores `file` as `path` (series name and step given).
+  CheckedIn Add(const std::string& file, const std::string& path, const std::string& series, const std::string& step) {
+    const std::string spool = root + "/spool";
+    Copy(file, spool);
+    const NewVersion v{spool, IdOf(file), path, series, step};
+    auto checked = CheckIn(repo, v, [&](bool deep) -> Result<std::vector<Version>> {
+      asked.push_back(deep);
+      std::vector<Version> sorted = held;
+      SortSeries(sorted);
+      return sorted;
+    });
+    REQUIRE_MESSAGE(checked.ok(), checked.status().message());
+    held.push_back(Version{v.id, step, path});
+    CountingSink restored;
+    REQUIRE(Restore(repo, v.id, restored).ok());
+    CHECK(restored.bytes() == checked->pointer.size);
+    return *checked;
+  }
+  // Adds tests/data/cnn-bf16 step `s` as run/step-<s>.safetensors.
+  CheckedIn AddStep(int s) {
+    const std::string path = "run/step-" + std::to_string(s) + ".safetensors";
+    Copy(Bf16(s), repo.work_dir + "/" + path);
+    return Add(Bf16(s), path, "run/step-#.safetensors", std::to_string(s));
+  }
+  StoredInfo Info(const ContentId& id) {
+    auto info = Describe(repo, id);
+    REQUIRE(info.ok());
+    return *info;
+  }
+  ~Fixture() { (void)std::system(("rm -rf " + root).c_str()); }
+};
+
+TEST_CASE("the first version is a base; each next one a delta against the nearest earlier one") {
+  Fixture f;
+  CHECK(f.AddStep(40).reason == BaseReason::kFirst);
+  CHECK(f.AddStep(80).reason == BaseReason::kNotBase);
+  CHECK(f.AddStep(120).reason == BaseReason::kNotBase);
+  CHECK(f.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
+  CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(80)));
+  CHECK(f.Info(IdOf(Bf16(120))).depth == 2);
+  // An earlier step added later goes before the others: nothing is before
+  // it, so it is a base.
+  Fixture g;
+  g.AddStep(120);
+  CHECK(g.AddStep(40).reason == BaseReason::kFirst);
+  CHECK(g.AddStep(80).reason == BaseReason::kNotBase);
+  CHECK(g.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
+}
+
+TEST_CASE("a version already stored is not stored again") {
+  Fixture f;
+  f.AddStep(40);
+  const CheckedIn again = f.AddStep(40);
+  CHECK(!again.stored);
+  CHECK(again.pointer.format == "safetensors");
+}
+
+TEST_CASE("versions the store does not hold are passed over") {
+  Fixture f;
+  f.AddStep(40);
+  // Step 80 is in git (a teammate's) but not in this store.
+  f.held.push_back(Version{IdOf(Bf16(80)), "80", "run/step-80.safetensors"});
+  CHECK(f.AddStep(120).reason == BaseReason::kNotBase);
+  CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(40)));
+  // Nothing earlier held here at all: a base, saying why.
+  Fixture g;
+  g.held.push_back(Version{IdOf(Bf16(40)), "40", "run/step-40.safetensors"});
+  CHECK(g.AddStep(80).reason == BaseReason::kNotStored);
+  CHECK(BaseReasonText(BaseReason::kNotStored, g.repo.policy) == "no earlier version of its series in the store");
+}
+
+TEST_CASE("every base_interval-th version since the last base is a base") {
+  Fixture f;
+  f.repo.policy.base_interval = 2;
+  f.repo.policy.max_chain = 5;
+  CHECK(f.AddStep(40).reason == BaseReason::kFirst);
+  CHECK(f.AddStep(80).reason == BaseReason::kNotBase);
+  CHECK(f.AddStep(120).reason == BaseReason::kDue);
+  CHECK(f.AddStep(160).reason == BaseReason::kNotBase);
+  CHECK(f.Info(IdOf(Bf16(160))).base == IdOf(Bf16(120)));
+  CHECK(BaseReasonText(BaseReason::kDue, f.repo.policy) == "due every 2");
+}
+
+TEST_CASE("a delta that would exceed max_chain makes a base") {
+  Fixture f;
+  f.repo.policy.max_chain = 1;
+  f.AddStep(40);
+  f.AddStep(80);
+  CHECK(f.AddStep(120).reason == BaseReason::kChain);
+  CHECK(!f.Info(IdOf(Bf16(120))).delta);
+  CHECK(BaseReasonText(BaseReason::kChain, f.repo.policy) == "chain at max_chain 1");
+}
+
+TEST_CASE("with delta_against base every delta is made against the last base") {
+  Fixture f;
+  f.repo.policy.delta_against = config::DeltaAgainst::kBase;
+  f.AddStep(40);
+  f.AddStep(80);
+  f.AddStep(120);
+  CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(40)));
+  CHECK(f.Info(IdOf(Bf16(120))).depth == 1);
+}
+
+TEST_CASE("min_gain is weighed against the version coded standalone") {
+  // fp32 after bf16 of another run: no tensor matches in dtype, so the
+  // "delta" is as large as the version alone and must not be kept.
+  Fixture f;
+  f.AddStep(40);
+  Copy(Data("cnn-fp32/step-000080.safetensors"), f.repo.work_dir + "/run/step-80.safetensors");
+  const CheckedIn other = f.Add(Data("cnn-fp32/step-000080.safetensors"), "run/step-80.safetensors",
+                                "run/step-#.safetensors", "80");
+  CHECK(other.reason == BaseReason::kNoGain);
+  CHECK(!f.Info(other.pointer.id).delta);
+  // A min_gain no delta can meet makes every version a base.
+  Fixture g;
+  g.repo.policy.min_gain = 0.99;
+  g.AddStep(40);
+  CHECK(g.AddStep(80).reason == BaseReason::kNoGain);
+}
+
+TEST_CASE("the last base out of the shallow view makes the lookup read history") {
+  Fixture f;
+  f.AddStep(40);
+  f.AddStep(80);
+  // Git's index and HEAD now hold only step 80 (a delta); its base, step
+  // 40, is only in history.
+  const std::vector<Version> all = f.held;
+  f.held = {all[1]};
+  f.asked.clear();
+  f.repo.policy.base_interval = 2;
+  f.repo.policy.max_chain = 5;
+  const std::string path = "run/step-120.safetensors";
+  Copy(Bf16(120), f.repo.work_dir + "/" + path);
+  const std::string spool = f.root + "/spool";
+  Copy(Bf16(120), spool);
+  auto checked = CheckIn(f.repo, NewVersion{spool, IdOf(Bf16(120)), path, "run/step-#.safetensors", "120"},
+                         [&](bool deep) -> Result<std::vector<Version>> { f.asked.push_back(deep); return deep ? all : f.held; });
+  REQUIRE(checked.ok());
+  CHECK(f.asked == std::vector<bool>{false, true});
+  CHECK(checked->reason == BaseReason::kDue);  // two versions since the base in step 40
+}
+
+TEST_CASE("a base's bytes come from the work tree when it still holds them, else from a raw copy or its chain") {
+  Fixture f;
+  f.AddStep(40);
+  // The work tree's copy of step 40 is gone and nothing was kept (it had a
+  // step): the chain is decoded, and the delta is the same.
+  REQUIRE(std::system(("rm " + f.repo.work_dir + "/run/step-40.safetensors").c_str()) == 0);
+  f.AddStep(80);
+  CHECK(f.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
+  // Its base came from the store, not the work tree: this series deletes
+  // old saves, so step 80 is kept raw for the next one.
+  RawCache cache(f.repo.cache_dir, f.repo.policy.raw_cache);
+  REQUIRE(cache.List().size() == 1);
+  CHECK(cache.List()[0].id == IdOf(Bf16(80)));
+  // A work-tree file that changed since is not used: its hash differs.
+  Copy(Bf16(200), f.repo.work_dir + "/run/step-80.safetensors");
+  f.AddStep(120);
+  CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(80)));
+}
+
+TEST_CASE("a path overwritten in place keeps one raw copy, within the budget") {
+  Fixture f;
+  for (int s : {40, 80, 120}) {
+    Copy(Bf16(s), f.repo.work_dir + "/model.safetensors");
+    f.Add(Bf16(s), "model.safetensors", "model.safetensors", "");
+  }
+  RawCache cache(f.repo.cache_dir, f.repo.policy.raw_cache);
+  REQUIRE(cache.List().size() == 1);
+  CHECK(cache.List()[0].id == IdOf(Bf16(120)));
+  CHECK(f.Info(IdOf(Bf16(120))).depth == 2);
+  // With no budget nothing is kept, and the next version still chains.
+  Fixture g;
+  g.repo.policy.raw_cache = 0;
+  for (int s : {40, 80}) g.Add(Bf16(s), "model.safetensors", "model.safetensors", "");
+  CHECK(RawCache(g.repo.cache_dir, 0).List().empty());
+  CHECK(g.Info(IdOf(Bf16(80))).delta);
+}
+
+TEST_CASE("the raw cache keeps one copy per series, drops the oldest over budget, and checks hashes") {
+  const std::string root = TempDir();
+  const uint64_t size = ReadFile::Open(Bf16(40))->size();
+  RawCache cache(root + "/cache", 2 * size + 10);
+  // Kept copies are hard links to the spooled input: files of their own.
+  auto spooled = [&](int step) {
+    const std::string file = root + "/spool-" + std::to_string(step);
+    Copy(Bf16(step), file);
+    return file;
+  };
+  cache.Keep("a", IdOf(Bf16(40)), spooled(40));
+  CHECK(cache.List().size() == 1);
+  cache.Keep("a", IdOf(Bf16(80)), spooled(80));  // replaces a's copy
+  CHECK(cache.List().size() == 1);
+  CHECK(!cache.Find(IdOf(Bf16(40))));
+  REQUIRE(cache.Find(IdOf(Bf16(80))));
+  cache.Keep("b", IdOf(Bf16(120)), spooled(120));
+  REQUIRE(std::system(("touch -d '1 hour ago' " + root + "/cache/*" + IdOf(Bf16(80)).Hex()).c_str()) == 0);
+  cache.Keep("c", IdOf(Bf16(160)), spooled(160));  // over budget: a's, the oldest, goes
+  std::vector<ContentId> left;
+  for (const auto& e : cache.List()) left.push_back(e.id);
+  CHECK(left.size() == 2);
+  CHECK(!cache.Find(IdOf(Bf16(80))));
+  // A copy whose bytes changed is never used, and goes.
+  const std::string changed = cache.List()[0].path;
+  REQUIRE(std::system(("printf x | dd of=" + changed + " bs=1 seek=100 conv=notrunc status=none").c_str()) == 0);
+  CHECK(!cache.Find(cache.List()[0].id));
+  CHECK(cache.List().size() == 1);
+  // gc's prune: what no pointer needs goes.
+  CHECK(cache.Prune([](const ContentId&) { return false; }) > 0);
+  CHECK(cache.List().empty());
+  (void)std::system(("rm -rf " + root).c_str());
+}
+
+}  // namespace
+}  // namespace zipnn::store
