@@ -4,6 +4,7 @@
 // stderr; a failing file makes git report it, never a crash.
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -35,6 +36,16 @@ filters::SmudgeOptions SmudgeFor(const store::Repository& repo) {
   return options;
 }
 
+// The series git holds; none (every version stored standalone) when the
+// repository cannot be read in-process, which must not stop git.
+std::unique_ptr<git::SeriesVersions> SeriesOrNone(const store::Repository& repo) {
+  auto series = OpenSeries(repo);
+  if (series.ok()) return std::move(*series);
+  std::fprintf(stderr, "git-zipnn: cannot read this repository's series (%s); checkpoints are stored standalone\n",
+               series.status().message().c_str());
+  return nullptr;
+}
+
 template <bool kClean>
 Action SingleFile(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
@@ -42,7 +53,7 @@ Action SingleFile(CLI::App& sub) {
   return [path]() -> Status {
     ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     filters::SmudgeOptions smudge = SmudgeFor(repo);
-    ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, OpenSeries(repo));
+    std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
     filters::CheckpointFilter filter(std::move(repo), std::move(series), std::move(smudge));
     FdReader in(0);
     StdoutSink out;
@@ -61,7 +72,7 @@ Action SetupFilterProcess(CLI::App&) {
   return []() -> Status {
     ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     filters::SmudgeOptions smudge = SmudgeFor(repo);
-    ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, OpenSeries(repo));
+    std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
     filters::CheckpointFilter filter(std::move(repo), std::move(series), std::move(smudge));
     FdReader in(0);
     StdoutSink out;

@@ -79,7 +79,16 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   ASSIGN_OR_RETURN(store::CheckedIn checked,
                    store::CheckIn(repo_, version, [&](bool deep) -> Result<std::vector<store::Version>> {
                      if (!series_) return std::vector<store::Version>();
-                     return series_->Of(placed.name, deep);
+                     auto versions = series_->Of(placed.name, deep);
+                     if (versions.ok()) return versions;
+                     // Storing a base is always safe: a repository git-zipnn
+                     // cannot read costs deltas, never the add.
+                     if (!warned_) {
+                       std::fprintf(stderr, "git-zipnn: cannot read the earlier versions of %s from git (%s); "
+                                    "storing it standalone\n", path.c_str(), versions.status().message().c_str());
+                       warned_ = true;
+                     }
+                     return std::vector<store::Version>();
                    }));
   if (series_) series_->Add(path, id);
   const store::Pointer& pointer = checked.pointer;

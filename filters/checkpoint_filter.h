@@ -50,6 +50,7 @@ class CheckpointFilter : public FilterHandler {
   std::unique_ptr<git::SeriesVersions> series_;
   SmudgeOptions smudge_;
   std::optional<store::StoreLock> lock_;
+  bool warned_ = false;  // that git's series could not be read
 };
 
 }  // namespace zipnn::filters

@@ -176,6 +176,27 @@ TEST_CASE("Lightning epoch=E-step=S.ckpt, step files, one overwritten path, two 
   CheckLayout("sidebyside", {});
 }
 
+TEST_CASE("saves added in one git add still chain, in step order") {
+  // git writes its index only when the add ends: the filter remembers
+  // what it stored. Four Trainer folders at once, and four step files.
+  for (const std::string layout : {"trainer", "stepfiles"}) {
+    CAPTURE(layout);
+    Repo repo;
+    Setup(repo);
+    CommitSave(repo, "", layout, kSaves);
+    const series::Rules rules;
+    const std::map<std::string, Stored> all = AllVersions(repo);
+    const std::string name = layout == "trainer" ? "out/checkpoint-#/model.safetensors" : "out/step_#.safetensors";
+    int chained = 0;
+    for (const auto& [id, s] : all) {
+      if (rules.Place(s.path).name != name || !s.delta) continue;
+      ++chained;
+      CHECK(series::StepLess(rules.Place(all.at(s.base).path).step, rules.Place(s.path).step));
+    }
+    CHECK(chained == kSaves - 1);
+  }
+}
+
 // The objects of the newest commit's checkpoints in the repository at
 // `where`: a digest of each object's bytes, by path.
 std::map<std::string, std::string> NewObjects(Repo& repo, const std::string& where) {

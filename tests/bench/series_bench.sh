@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 saves=${1:-10}
 bazel build //cmd:git-zipnn >/dev/null 2>&1 || bazel build //cmd:git-zipnn
-bin=$PWD/bazel-bin/cmd
+bin=$(bazel info bazel-bin 2>/dev/null)/cmd
 work=$(mktemp -d /tmp/zipnn-series-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 tests/layouts/train_layouts.py --out "$work/snap" --saves "$saves" >/dev/null
