@@ -55,12 +55,12 @@ std::vector<std::string> BrokenObjects(const Repo& repo) {
   return broken;
 }
 
-// Files under .git/zipnn other than objects, series indexes and the kept
-// latest versions: what a dead process left behind.
+// Files under .git/zipnn other than objects and the raw cache's copies:
+// what a dead process left behind.
 std::string Leftovers(Repo& repo) {
   return repo
       .Sh("cd .git/zipnn && find . -type f | grep -Ev '^\\./objects/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}$' | "
-          "grep -Ev '^\\./(series/[0-9a-f]{32}|tmp/latest/[0-9a-f]{32})$' | sort")
+          "grep -Ev '^\\./cache/raw/[0-9a-f]{32}\\.[0-9a-f]{32}$' | sort")
       .out;
 }
 
@@ -188,13 +188,10 @@ TEST_CASE("git add killed at many points leaves a sound store; the next add work
   Enlarge(repo.Data("cnn-fp32/step-000040.safetensors"), repo.root() + "/v1.safetensors", 100);
   Enlarge(repo.Data("cnn-fp32/step-000080.safetensors"), repo.root() + "/v2.safetensors", 100);
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && cp ../v1.safetensors m.safetensors && "
-                  "git add . && git commit -qm v1 && cp -a .git/zipnn/series ../series && "
-                  "cp -a .git/zipnn/tmp/latest ../latest").code == 0);
-  // How long an add of v2 takes, then undone: the index, the object, the
-  // series index and the kept latest version as they were.
-  const std::string undo =
-      "git reset -q && rm -rf .git/zipnn/series .git/zipnn/tmp/latest && cp -a ../series .git/zipnn/series && "
-      "cp -a ../latest .git/zipnn/tmp/latest && rm -f ";
+                  "git add . && git commit -qm v1 && cp -a .git/zipnn/cache ../cache").code == 0);
+  // How long an add of v2 takes, then undone: the index, the object and
+  // the raw cache as they were.
+  const std::string undo = "git reset -q && rm -rf .git/zipnn/cache && cp -a ../cache .git/zipnn/cache && rm -f ";
   const auto start = std::chrono::steady_clock::now();
   REQUIRE(repo.Sh("cp ../v2.safetensors m.safetensors && git add m.safetensors").code == 0);
   const double full = Seconds(start);

@@ -6,7 +6,7 @@
 # git-zipnn keeps beside its objects (git zipnn du); then the two
 # comparisons the series rules must win:
 #   - the Trainer layout against the same files committed as step-numbered
-#     files in one folder (model_<step>.safetensors, optimizer_<step>.pt, ...);
+#     files in one folder (model-step<s>.safetensors, optimizer-step<s>.pt, ...);
 #   - sharded against unsharded safetensors of the same run.
 #
 #   bash tests/bench/series_bench.sh [SAVES]   (default 10)
@@ -24,12 +24,12 @@ git config --global user.email bench@example.com
 git config --global user.name bench
 
 # The Trainer run again, each file of checkpoint-<s>/ flattened into one
-# folder as <name>_<s>.<ext>: the step-numbered layout of the same bytes.
+# folder as <name>-step<s>.<ext>: the step-numbered layout of the same bytes.
 for k in $(seq 1 "$saves"); do
   mkdir -p "$work/snap/trainer-flat/$k/out"
   for f in "$work"/snap/trainer/"$k"/out/checkpoint-*/*; do
     step=$(basename "$(dirname "$f")"); step=${step#checkpoint-}
-    name=$(basename "$f"); ln "$f" "$work/snap/trainer-flat/$k/out/${name%%.*}_$step.${name#*.}"
+    name=$(basename "$f"); ln "$f" "$work/snap/trainer-flat/$k/out/${name%%.*}-step$step.${name#*.}"
   done
 done
 
