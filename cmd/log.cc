@@ -78,6 +78,19 @@ Status RunLog(const LogArgs& a) {
   // Each blob is read, and each object described, once.
   std::map<git::Oid, std::optional<store::Pointer>> pointers;
   std::map<ContentId, Result<store::StoredInfo>> described;
+  // Why each base is one, from its place in its series (read on demand).
+  std::unique_ptr<git::SeriesVersions> series;
+  std::map<ContentId, std::string> why;
+  auto why_base = [&](const std::string& path, const ContentId& id) -> std::string {
+    auto known = why.find(id);
+    if (known != why.end()) return known->second;
+    if (!series) {
+      auto opened = OpenSeries(repo);
+      if (!opened.ok()) return "";
+      series = std::move(*opened);
+    }
+    return why.emplace(id, WhyBase(repo, *series, path, id)).first->second;
+  };
 
   bool first_json = true;
   if (a.json) std::printf("[");
@@ -118,19 +131,21 @@ Status RunLog(const LogArgs& a) {
         stored_total += stored;
       }
       const std::string commit = c.id.Hex();
+      const std::string reason = kind == "base" ? why_base(path, pointer.id) : "";
       if (a.json) {
         std::printf("%s{\"path\":%s,\"commit\":\"%s\",\"date\":%s,\"subject\":%s,\"id\":\"%s\",\"kind\":\"%s\","
-                    "\"base\":%s,\"depth\":%d,\"raw_bytes\":%llu,\"stored_bytes\":%llu}",
+                    "\"base\":%s,\"base_reason\":%s,\"depth\":%d,\"raw_bytes\":%llu,\"stored_bytes\":%llu}",
                     first_json ? "" : ",", JsonString(path).c_str(), commit.c_str(), JsonString(c.author_date).c_str(),
                     JsonString(c.subject).c_str(), pointer.id.Hex().c_str(), kind.c_str(),
                     info.ok() && info->delta ? ("\"" + info->base.Hex() + "\"").c_str() : "null",
-                    info.ok() ? info->depth : -1, static_cast<unsigned long long>(pointer.size),
-                    static_cast<unsigned long long>(stored));
+                    reason.empty() ? "null" : JsonString(reason).c_str(), info.ok() ? info->depth : -1,
+                    static_cast<unsigned long long>(pointer.size), static_cast<unsigned long long>(stored));
         first_json = false;
       } else {
-        std::printf("  %.10s %.10s  %-5s depth %-3d %10s -> %10s %8s  %s\n", commit.c_str(), c.author_date.c_str(),
+        std::printf("  %.10s %.10s  %-5s depth %-3d %10s -> %10s %8s  %s%s\n", commit.c_str(), c.author_date.c_str(),
                     kind.c_str(), info.ok() ? info->depth : -1, HumanBytes(pointer.size).c_str(),
-                    HumanBytes(stored).c_str(), Percent(stored, pointer.size).c_str(), c.subject.c_str());
+                    HumanBytes(stored).c_str(), Percent(stored, pointer.size).c_str(), c.subject.c_str(),
+                    reason.empty() ? "" : ("  [" + reason + "]").c_str());
       }
     }
     if (!a.json) {
