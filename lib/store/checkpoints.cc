@@ -201,10 +201,16 @@ Result<Scratch> RestoreToScratch(const Repository& repo, const ContentId& id) {
   return WriteScratch(repo, [&](ByteSink& out) { return Restore(repo, id, out); });
 }
 
-Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base) {
+Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base,
+                                  double base_ratio) {
   if (base == nullptr) return EncodeCandidateAs(repo, input, nullptr);
   ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(repo, input, base));
   const double keep = 1 - repo.policy.min_gain;
+  // Versions of one series store alone at nearly the same share of their
+  // size (within about 1% between saves); a delta far below the last
+  // base's share needs no second look.
+  const double raw = static_cast<double>(input.file->size());
+  if (static_cast<double>(delta.size) <= base_ratio * raw * keep * kHintMargin) return delta;
   // The bound is below any standalone coding of weights, so a delta that
   // pays against it pays against the real thing.
   ThreadPool pool(repo.policy.threads);
@@ -231,7 +237,13 @@ std::optional<Placement> PlaceVersion(const Repository& repo, const std::vector<
   size_t previous = position;
   for (size_t i = position; i-- > 0;) {
     chain.clear();
-    if (VisitChain(repo, series[i].id, [&](const ChainLink& link) { chain.push_back(link.id); }).ok()) {
+    auto visit = [&](const ChainLink& link) {
+      chain.push_back(link.id);
+      if (!link.delta && link.raw_size > 0) {
+        placed.base_ratio = static_cast<double>(link.object_size) / static_cast<double>(link.raw_size);
+      }
+    };
+    if (VisitChain(repo, series[i].id, visit).ok()) {
       previous = i;
       break;
     }
@@ -367,7 +379,7 @@ Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, con
       ASSIGN_OR_RETURN(base_layout, formats::ReadLayout(bytes->file(), formats::FormatChoice::kAuto));
       base = RawVersion{&bytes->file(), &*base_layout, *placed->base};
     }
-    ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, raw, base ? &*base : nullptr));
+    ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, raw, base ? &*base : nullptr, placed->base_ratio));
     if (base && !c.delta) placed->reason = BaseReason::kNoGain;
     if (c.delta) placed->reason = BaseReason::kNotBase;
     RETURN_IF_ERROR(present ? repo.objects.Replace(version.id, c.file.path())

@@ -100,7 +100,7 @@ Status RepackVersion(const Repository& repo, const std::vector<Version>& series,
   if (placed.base) {
     ASSIGN_OR_RETURN(base, raws.Get(*placed.base));
   }
-  ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, input, base ? &*base : nullptr));
+  ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, input, base ? &*base : nullptr, placed.base_ratio));
   // A delta that does not pay becomes a base, which it may be already.
   if (!c.delta && !done.before.delta) return OkStatus();
   RETURN_IF_ERROR(Verify(repo, c, input, base ? &*base : nullptr));

@@ -28,6 +28,9 @@ namespace zipnn::store {
 struct Placement {
   std::optional<ContentId> base;
   BaseReason reason = BaseReason::kNotBase;  // when there is no base
+  // The last base's stored share of its raw size: what this version alone
+  // would most likely store at (0 when unknown).
+  double base_ratio = 0;
 };
 std::optional<Placement> PlaceVersion(const Repository& repo, const std::vector<Version>& series, size_t position,
                                       bool complete);
@@ -48,12 +51,16 @@ struct Candidate {
 };
 
 // Encodes `input` as a delta against `base` when that saves min_gain
-// against `input` coded standalone, else standalone. The standalone size
-// is first bounded by the order-0 entropy of its groups (container/
-// estimate.h: the coders do not go below it); only a delta that does not
-// clearly pay against that bound is weighed against a real standalone
-// encoding.
-Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base);
+// against `input` coded standalone, else standalone. Cheapest first: a
+// delta that pays by a clear margin (kHintMargin) against `base_ratio`
+// (the series' last base, Placement) is kept at once; else the standalone
+// size is bounded by the order-0 entropy of its groups (container/
+// estimate.h: the auto coders land within about 1% above it); only a delta
+// that does not pay against that bound either is weighed against a real
+// standalone encoding.
+inline constexpr double kHintMargin = 0.95;
+Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base,
+                                  double base_ratio = 0);
 
 // A checkpoint's bytes written to a scratch file in temp_dir, open for
 // reading; removed with the Scratch.
