@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "lib/store/pointer.h"
+#include "lib/git/pointers.h"
 
 namespace zipnn::git {
 
@@ -43,12 +43,11 @@ Status SeriesVersions::ReadHistory() {
 Result<std::optional<ContentId>> SeriesVersions::PointerIn(const Oid& blob) {
   auto known = pointers_.find(blob);
   if (known != pointers_.end()) return known->second;
-  ASSIGN_OR_RETURN(std::optional<std::string> text, repo_.SmallBlob(blob, store::kMaxPointerBytes));
+  Result<std::optional<store::Pointer>> read = PointerInBlob(repo_, blob);
+  if (!read.ok() && read.status().code() == StatusCode::kGit) return read.status();
+  // A damaged pointer is no version to build on.
   std::optional<ContentId> id;
-  if (text && store::LooksLikePointer(*text)) {
-    auto pointer = store::ParsePointer(*text);
-    if (pointer.ok()) id = pointer->id;
-  }
+  if (read.ok() && *read) id = (*read)->id;
   pointers_.emplace(blob, id);
   return id;
 }

@@ -164,6 +164,19 @@ TEST_CASE("min_gain is weighed against the version coded standalone") {
   g.repo.policy.min_gain = 0.99;
   g.AddStep(40);
   CHECK(g.AddStep(80).reason == BaseReason::kNoGain);
+  CHECK(BaseReasonText(BaseReason::kNoGain, g.repo.policy) == "delta did not pay, min_gain 99%");
+  // Worked out again later from the series: the first is first; the
+  // second's place makes it a delta now, so it did not pay or was stored
+  // under another policy.
+  std::vector<Version> series = g.held;
+  SortSeries(series);
+  CHECK(WhyBase(g.repo, series, 0) == BaseReason::kFirst);
+  g.repo.policy.min_gain = 0.1;
+  CHECK(WhyBase(g.repo, series, 1) == BaseReason::kNoGainOrPolicy);
+  CHECK(BaseReasonText(BaseReason::kNoGainOrPolicy, g.repo.policy) ==
+        "delta did not pay (min_gain 10%), or stored under another policy");
+  g.repo.policy.base_interval = 1;
+  CHECK(WhyBase(g.repo, series, 1) == BaseReason::kDue);
 }
 
 TEST_CASE("the last base out of the shallow view makes the lookup read history") {

@@ -37,7 +37,11 @@ std::string BaseReasonText(BaseReason reason, const config::Policy& policy) {
     case BaseReason::kNotStored: return "no earlier version of its series in the store";
     case BaseReason::kDue: return "due every " + std::to_string(policy.base_interval);
     case BaseReason::kChain: return "chain at max_chain " + std::to_string(policy.max_chain);
-    case BaseReason::kNoGain: return "delta did not pay (min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) + "%)";
+    case BaseReason::kNoGain:
+      return "delta did not pay, min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) + "%";
+    case BaseReason::kNoGainOrPolicy:
+      return "delta did not pay (min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) +
+             "%), or stored under another policy";
   }
   return "";
 }
@@ -284,7 +288,7 @@ std::optional<Placement> PlaceVersion(const Repository& repo, const std::vector<
 
 BaseReason WhyBase(const Repository& repo, const std::vector<Version>& series, size_t position) {
   const Placement placed = *PlaceVersion(repo, series, position, /*complete=*/true);
-  return placed.base ? BaseReason::kNoGain : placed.reason;
+  return placed.base ? BaseReason::kNoGainOrPolicy : placed.reason;
 }
 
 namespace {

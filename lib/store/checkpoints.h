@@ -55,6 +55,8 @@ enum class BaseReason {
   kDue,        // every base_interval-th version is a base
   kChain,      // a delta would make a chain longer than max_chain
   kNoGain,     // the delta did not save min_gain against standalone
+  kNoGainOrPolicy,  // found later: its place makes it a delta now, so the
+                    // delta did not pay, or another policy was in force
 };
 // "first of its series", "due every 10", ...
 std::string BaseReasonText(BaseReason reason, const config::Policy& policy);
@@ -82,7 +84,7 @@ struct CheckedIn {
 
 // Why the stored version at `position` of `series` (in series order,
 // its whole history) is a base, by the policy in force now: the reason its
-// place gives, or kNoGain when its place would have made it a delta.
+// place gives, or kNoGainOrPolicy when its place would make it a delta.
 BaseReason WhyBase(const Repository& repo, const std::vector<Version>& series, size_t position);
 
 // Stores `version` unless the store has it (whole). Returns its pointer
