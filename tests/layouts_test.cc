@@ -225,6 +225,18 @@ TEST_CASE("a fresh clone's next commit stores the same objects the original repo
                     "cd .. && git clone -q -b main hub.git clone && cd clone && git config user.email t@example.com && "
                     "git config user.name T").code == 0);
     CHECK(repo.Sh("cd ../clone && git status --porcelain").out.empty());
+    // The clone knows each series whole from git: repack finds every
+    // version and has nothing to rewrite.
+    const Run repack = repo.Sh("cd ../clone && git zipnn repack");
+    CHECK(repack.code == 0);
+    const std::string name = layout == std::string("sharded") ? "out/checkpoint-#/model-00001-of-00002.safetensors"
+                             : layout == std::string("overwrite") ? "out/model.safetensors"
+                                                                   : "out/checkpoint-#/model.safetensors";
+    CHECK_MESSAGE(repack.out.find(name + ": " + std::to_string(kSaves - 1) + " versions\n") != std::string::npos,
+                  repack.out);
+    for (size_t at = repack.out.find("rewrote "); at != std::string::npos; at = repack.out.find("rewrote ", at + 1)) {
+      CHECK(repack.out.compare(at, 10, "rewrote 0;") == 0);
+    }
     CommitSave(repo, "", layout, kSaves);
     CommitSave(repo, "../clone", layout, kSaves);
     const auto here = NewObjects(repo, ".");
