@@ -57,9 +57,29 @@ Kind Classify(const std::string& c, size_t begin, size_t end, bool file_name, co
   return plain ? Kind::kStep : Kind::kName;
 }
 
-// Glob matching with "{step}" captures; returns whether `path` from `p`
-// matches `pattern` from `q`, appending the step digits to `steps`.
-bool Match(const std::string& pattern, size_t q, const std::string& path, size_t p, std::vector<std::pair<size_t, size_t>>& steps) {
+// Glob matching with "{step}" captures: whether `path` from `p` matches
+// `pattern` from `q`, appending the step digits to `steps`. `failed`
+// remembers the (q, p) pairs that cannot match, so that a pattern of many
+// stars costs at most pattern x path steps, never exponential time.
+struct Matcher {
+  const std::string& pattern;
+  const std::string& path;
+  std::vector<std::pair<size_t, size_t>>& steps;
+  std::vector<bool> failed;
+
+  bool Match(size_t q, size_t p) {
+    const size_t at = q * (path.size() + 1) + p;
+    if (failed[at]) return false;
+    const size_t kept = steps.size();
+    if (MatchFrom(q, p)) return true;
+    steps.resize(kept);
+    failed[at] = true;
+    return false;
+  }
+  bool MatchFrom(size_t q, size_t p);
+};
+
+bool Matcher::MatchFrom(size_t q, size_t p) {
   while (q < pattern.size()) {
     if (pattern.compare(q, 6, "{step}") == 0) {
       size_t e = p;
@@ -67,7 +87,7 @@ bool Match(const std::string& pattern, size_t q, const std::string& path, size_t
       // The longest run first, then shorter ones ("{step}0" must work too).
       for (size_t end = e; end > p; --end) {
         steps.emplace_back(p, end);
-        if (Match(pattern, q + 6, path, end, steps)) return true;
+        if (Match(q + 6, end)) return true;
         steps.pop_back();
       }
       return false;
@@ -75,13 +95,13 @@ bool Match(const std::string& pattern, size_t q, const std::string& path, size_t
     if (pattern.compare(q, 3, "**/") == 0) {
       // Zero or more whole folders.
       for (size_t at = p;; ++at) {
-        if ((at == p || path[at - 1] == '/') && Match(pattern, q + 3, path, at, steps)) return true;
+        if ((at == p || path[at - 1] == '/') && Match(q + 3, at)) return true;
         if (at >= path.size()) return false;
       }
     }
     if (pattern.compare(q, 2, "**") == 0) {
       for (size_t at = path.size() + 1; at-- > p;) {
-        if (Match(pattern, q + 2, path, at, steps)) return true;
+        if (Match(q + 2, at)) return true;
       }
       return false;
     }
@@ -89,7 +109,7 @@ bool Match(const std::string& pattern, size_t q, const std::string& path, size_t
       size_t limit = path.find('/', p);
       if (limit == std::string::npos) limit = path.size();
       for (size_t at = limit + 1; at-- > p;) {
-        if (Match(pattern, q + 1, path, at, steps)) return true;
+        if (Match(q + 1, at)) return true;
       }
       return false;
     }
@@ -141,7 +161,8 @@ Result<Rules> Rules::WithPatterns(const std::vector<std::string>& patterns) {
 Placed Rules::Place(const std::string& path) const {
   for (const std::string& pattern : patterns_) {
     std::vector<std::pair<size_t, size_t>> steps;
-    if (Match(pattern, 0, path, 0, steps)) return FromSpans(path, steps);
+    Matcher m{pattern, path, steps, std::vector<bool>((pattern.size() + 1) * (path.size() + 1))};
+    if (m.Match(0, 0)) return FromSpans(path, steps);
   }
   std::vector<std::pair<size_t, size_t>> steps;
   const size_t file_start = path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1;

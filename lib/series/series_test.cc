@@ -104,6 +104,18 @@ TEST_CASE("explicit patterns come first and name the step") {
   CHECK(run->Place("run7/model.pt").step == "7");
 }
 
+TEST_CASE("a pattern of many stars cannot make matching take exponential time") {
+  // Without remembering what failed, this is 2^40 tries.
+  std::string pattern;
+  for (int i = 0; i < 40; ++i) pattern += "*a";
+  auto rules = Rules::WithPatterns({pattern + "{step}b", "**a**a**a**a**a**a**a**a**a**a**{step}c"});
+  REQUIRE(rules.ok());
+  const std::string path = std::string(300, 'a') + "/" + std::string(300, 'a') + "7c";
+  CHECK(rules->Place(path).name == std::string(300, 'a') + "/" + std::string(300, 'a') + "#c");
+  CHECK(rules->Place(path).step == "7");
+  CHECK(rules->Place(std::string(3000, 'a')).step.empty());
+}
+
 TEST_CASE("explicit patterns are checked") {
   CHECK(Rules::WithPatterns({"runs/*/weights.bin"}).status().message() ==
         "series pattern 'runs/*/weights.bin' has no {step}");
