@@ -1,12 +1,14 @@
 #include "cmd/util.h"
 
 #include <cstdio>
-#include <memory>
+#include <filesystem>
 #include <functional>
+#include <memory>
 #include <sstream>
 
 #include "lib/formats/detect.h"
 #include "lib/git/git.h"
+#include "lib/git/pointers.h"
 #include "lib/series/series.h"
 
 namespace zipnn::cmd {
@@ -60,7 +62,58 @@ std::string WhyBase(const store::Repository& repo, git::SeriesVersions& series, 
   return "";
 }
 
+namespace {
+
+// `path` of a "<rev>:<path>" spec from the top of the work tree: "./" is
+// the current folder. nullopt for what only git should interpret ("..").
+std::optional<std::string> PathFromTop(const git::Repository& repo, const std::string& path) {
+  std::string from_top = path;
+  if (path.rfind("./", 0) == 0) {
+    std::error_code ec;
+    const auto here = std::filesystem::weakly_canonical(std::filesystem::current_path(ec), ec);
+    const auto top = std::filesystem::weakly_canonical(repo.work_dir(), ec);
+    if (ec) return std::nullopt;
+    const std::string prefix = here.lexically_relative(top).generic_string();
+    if (prefix.empty() || prefix.rfind("..", 0) == 0) return std::nullopt;
+    from_top = (prefix == "." ? "" : prefix + "/") + path.substr(2);
+  }
+  for (size_t at = 0; at <= from_top.size();) {
+    size_t slash = from_top.find('/', at);
+    if (slash == std::string::npos) slash = from_top.size();
+    const std::string part = from_top.substr(at, slash - at);
+    if (part.empty() || part == "." || part == "..") return std::nullopt;
+    at = slash + 1;
+  }
+  return from_top;
+}
+
+}  // namespace
+
 Result<store::Pointer> PointerAt(const std::string& spec) {
+  // In-process: the pointer's blob at the revision, without starting git.
+  const size_t colon = spec.find(':');
+  auto repo = git::Repository::Discover();
+  if (colon != std::string::npos && colon > 0 && repo.ok() && !repo->work_dir().empty()) {
+    const std::string rev = spec.substr(0, colon);
+    if (auto path = PathFromTop(*repo, spec.substr(colon + 1))) {
+      ASSIGN_OR_RETURN(std::optional<git::Oid> commit, repo->ResolveCommit(rev));
+      if (!commit) return NotFound(spec + " is not in git (no revision '" + rev + "')");
+      ASSIGN_OR_RETURN(std::optional<git::Oid> blob, repo->FileAt(*commit, *path));
+      if (!blob) return NotFound(spec + " is not in git (no file " + *path + " at " + rev + ")");
+      Result<std::optional<store::Pointer>> pointer = git::PointerInBlob(*repo, *blob);
+      if (!pointer.ok()) {
+        if (pointer.status().code() == StatusCode::kGit) return pointer.status();
+        return InvalidArgument(spec + " is not stored by git-zipnn (a damaged pointer: " + pointer.status().message() +
+                               ")");
+      }
+      if (!*pointer) {
+        return InvalidArgument(spec + " is not stored by git-zipnn: git holds the file itself (it is not tracked, "
+                               "or was committed before `git zipnn install` and `track`)");
+      }
+      return **pointer;
+    }
+  }
+  // Anything else as git reads it (the index ":path", "../" paths).
   auto text = git::GitOutput({"show", spec});
   if (!text.ok()) return NotFound(spec + " is not in git (" + text.status().message() + ")");
   auto pointer = store::ParsePointer(*text + "\n");

@@ -59,8 +59,10 @@ std::string WhyBase(const store::Repository& repo, git::SeriesVersions& series, 
                     const ContentId& id);
 
 // The pointer git holds at `spec` ("<rev>:<path>"; a path starting with
-// "./" is relative to the current folder). NotFound when git has no such
-// file there, InvalidArgument when the file is not a git-zipnn pointer.
+// "./" is relative to the current folder), read in-process (git is run
+// only for specs such as ":<path>" or "../"). NotFound when git has no
+// such revision or file there, InvalidArgument when the file is not a
+// git-zipnn pointer.
 Result<store::Pointer> PointerAt(const std::string& spec);
 
 // A checkpoint to read: a file as it is, or a version restored from the

@@ -152,8 +152,18 @@ TEST_CASE("restore writes any version bit-exact, to the work tree or elsewhere")
   // A file git does not hold through git-zipnn is refused.
   const Run refused = repo.Sh("git zipnn restore .zipnn.yaml -o x");
   CHECK(refused.code != 0);
-  CHECK(refused.err.find("not stored by git-zipnn") != std::string::npos);
+  CHECK(refused.err == "error: HEAD:./.zipnn.yaml is not stored by git-zipnn: git holds the file itself (it is not "
+                       "tracked, or was committed before `git zipnn install` and `track`)\n");
   CHECK(repo.Sh("test -e x").code != 0);
+  // A revision or a file git does not have is named as such.
+  CHECK(repo.Sh("git zipnn restore model.safetensors --rev HEAD~9 -o x").err ==
+        "error: HEAD~9:./model.safetensors is not in git (no revision 'HEAD~9')\n");
+  CHECK(repo.Sh("cd sub && git zipnn restore nothing.safetensors --rev HEAD~1 -o x").err ==
+        "error: HEAD~1:./nothing.safetensors is not in git (no file sub/nothing.safetensors at HEAD~1)\n");
+  // An old version from a subfolder, by a path relative to it.
+  REQUIRE(repo.Sh("mkdir -p deep/er && git mv model.safetensors deep/er/ && git commit -qm moved && cd deep && "
+                  "git zipnn restore er/model.safetensors --rev HEAD -o ../v").code == 0);
+  CHECK(Slurp(repo.File("v")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
 }
 
 // The versions `git zipnn log --json` lists, by content id.
