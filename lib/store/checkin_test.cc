@@ -103,6 +103,19 @@ TEST_CASE("a version already stored is not stored again") {
   CHECK(again.pointer.format == "safetensors");
 }
 
+TEST_CASE("a version git already holds is placed among the others, not after itself") {
+  // A commit names step 120, but this store lacks its object (a fresh
+  // store, or one gc emptied): stored again, it takes the place it had.
+  Fixture f;
+  f.repo.policy.base_interval = 3;
+  f.repo.policy.max_chain = 5;
+  f.AddStep(40);
+  f.AddStep(80);
+  f.held.push_back(Version{IdOf(Bf16(120)), "120", "run/step-120.safetensors"});
+  CHECK(f.AddStep(120).reason == BaseReason::kNotBase);
+  CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(80)));
+}
+
 TEST_CASE("versions the store does not hold are passed over") {
   Fixture f;
   f.AddStep(40);

@@ -351,10 +351,19 @@ Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, con
   if (present && TouchChain(repo, version.id).ok()) return result;
   result.stored = true;
 
-  ASSIGN_OR_RETURN(std::vector<Version> series, earlier(false));
+  // The versions git holds may include this one (a commit whose object
+  // this store lacks): it is placed among the others, as where it was
+  // first stored.
+  auto others = [&](bool deep) -> Result<std::vector<Version>> {
+    ASSIGN_OR_RETURN(std::vector<Version> versions, earlier(deep));
+    versions.erase(std::remove_if(versions.begin(), versions.end(), [&](const Version& v) { return v.id == version.id; }),
+                   versions.end());
+    return versions;
+  };
+  ASSIGN_OR_RETURN(std::vector<Version> series, others(false));
   std::optional<Placement> placed = PlaceVersion(repo, series, PositionOf(series, version.step), false);
   if (!placed) {
-    ASSIGN_OR_RETURN(series, earlier(true));
+    ASSIGN_OR_RETURN(series, others(true));
     placed = PlaceVersion(repo, series, PositionOf(series, version.step), true);
   }
   // The base's chain must outlive this delta: marked as used before it is
