@@ -38,7 +38,13 @@ Result<store::Repository> OpenRepository() {
   auto top = git::TopLevel();
   if (top.ok()) {
     repo.work_dir = *top;
-    ASSIGN_OR_RETURN(repo.policy, config::LoadPolicy(*top + "/.zipnn.yaml"));
+    // A mistake in .zipnn.yaml costs its key the default, with a warning
+    // every command repeats; it never stops git (status, checkout, add).
+    config::LoadedPolicy loaded = config::LoadPolicyLenient(*top + "/.zipnn.yaml");
+    for (const std::string& warning : loaded.warnings) {
+      std::fprintf(stderr, "git-zipnn: warning: %s (its default holds)\n", warning.c_str());
+    }
+    repo.policy = std::move(loaded.policy);
   }
   return repo;
 }

@@ -161,7 +161,7 @@ TEST_CASE("pointers with malformed, oversize or path-like fields are refused and
   CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
 }
 
-TEST_CASE("a .zipnn.yaml with wrong types stops the add with a message naming the key; nothing is stored") {
+TEST_CASE("a wrong .zipnn.yaml warns, naming the key, and never stops git: the add stores by the defaults") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && git commit -qm setup")
               .code == 0);
@@ -184,14 +184,28 @@ TEST_CASE("a .zipnn.yaml with wrong types stops the add with a message naming th
   for (const auto& p : kPolicies) {
     CAPTURE(p.yaml);
     std::ofstream(repo.File(".zipnn.yaml"), std::ios::trunc) << p.yaml;
-    const Run add = repo.Sh("cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' model.safetensors && "
-                            "git add model.safetensors");
-    CHECK(add.code != 0);
+    const Run add = repo.Sh("rm -rf .git/zipnn && cp '" + repo.Data("cnn-bf16/step-000040.safetensors") +
+                            "' model.safetensors && git add model.safetensors");
+    CHECK(add.code == 0);
+    CHECK(add.err.find("git-zipnn: warning: ") != std::string::npos);
     CHECK(add.err.find(".zipnn.yaml") != std::string::npos);
     CHECK(add.err.find(p.key) != std::string::npos);
-    CHECK(repo.Sh("git ls-files model.safetensors").out.empty());
-    CHECK(repo.Sh("find .git/zipnn/objects -type f 2>/dev/null | wc -l").out == "0\n");
+    CHECK(add.err.find("(its default holds)") != std::string::npos);
+    // Stored by git-zipnn, as the defaults store it.
+    CHECK(!testing::IdAt(repo, ":model.safetensors").empty());
+    CHECK(repo.Sh("find .git/zipnn/objects -type f | wc -l").out == "1\n");
+    // Plain git goes on: status, commit, checkout; fsck repeats the warning.
+    CHECK(repo.Sh("git status --porcelain").code == 0);
+    REQUIRE(repo.Sh("git commit -qm model && rm model.safetensors && git checkout -- model.safetensors").code == 0);
+    CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000040.safetensors")));
+    const Run fsck = repo.Sh("git zipnn fsck");
+    CHECK(fsck.code == 0);
+    CHECK(fsck.err.find(p.key) != std::string::npos);
+    REQUIRE(repo.Sh("git rm -q model.safetensors && git commit -qm gone").code == 0);
   }
+  // A misspelt key is answered with the closest one.
+  std::ofstream(repo.File(".zipnn.yaml"), std::ios::trunc) << "serise:\n  - 'run/step-{step}.pt'\n";
+  CHECK(repo.Sh("git zipnn fsck").err.find("'serise' is not a policy key (did you mean 'series'?)") != std::string::npos);
 }
 
 // `text` as a file named `name`, added and checked out again.

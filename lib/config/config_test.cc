@@ -63,10 +63,33 @@ TEST_CASE("series patterns and the raw cache budget are read") {
   CHECK(Error("series: ['a/b.pt']\n") == ".zipnn.yaml: series pattern 'a/b.pt' has no {step}");
 }
 
+TEST_CASE("read leniently, a wrong key keeps its default and the right ones hold") {
+  const LoadedPolicy loaded =
+      ParsePolicyLenient("base_interval: 4\nbase_intervl: 5\nmin_gain: lots\nseries: ['x.pt']\nzstd_level: 9\n", "y");
+  CHECK(loaded.policy.base_interval == 4);
+  CHECK(loaded.policy.max_chain == 3);
+  CHECK(loaded.policy.zstd_level == 9);
+  CHECK(loaded.policy.min_gain == doctest::Approx(0.10));
+  CHECK(loaded.policy.series.empty());
+  REQUIRE(loaded.warnings.size() == 3);
+  CHECK(loaded.warnings[0].find("y: 'base_intervl' is not a policy key (did you mean 'base_interval'?)") == 0);
+  CHECK(loaded.warnings[1] == "y: 'min_gain' must be a number");
+  CHECK(loaded.warnings[2] == "y: series pattern 'x.pt' has no {step}");
+  const LoadedPolicy broken = ParsePolicyLenient("base_interval: [\n", "y");
+  CHECK(broken.policy.base_interval == 10);
+  REQUIRE(broken.warnings.size() == 1);
+  CHECK(broken.warnings[0].find("y: not valid YAML") == 0);
+  CHECK(LoadPolicyLenient("/nonexistent/.zipnn.yaml").warnings.empty());
+}
+
 TEST_CASE("mistakes name the file and the key") {
   CHECK(Error("base_intervl: 5\n") ==
-        ".zipnn.yaml: 'base_intervl' is not a policy key (base_interval, delta_against, max_chain, min_gain, "
-        "chunk_size, threads, zstd_level, series, raw_cache)");
+        ".zipnn.yaml: 'base_intervl' is not a policy key (did you mean 'base_interval'?); the keys are base_interval, "
+        "delta_against, max_chain, min_gain, chunk_size, threads, zstd_level, series, raw_cache");
+  CHECK(Error("serise: ['a{step}']\n").find("(did you mean 'series'?)") != std::string::npos);
+  CHECK(Error("colour: red\n") ==
+        ".zipnn.yaml: 'colour' is not a policy key; the keys are base_interval, delta_against, max_chain, min_gain, "
+        "chunk_size, threads, zstd_level, series, raw_cache");
   CHECK(Error("base_interval: ten\n") == ".zipnn.yaml: 'base_interval' must be a whole number");
   CHECK(Error("base_interval: 2.5\n") == ".zipnn.yaml: 'base_interval' must be a whole number");
   CHECK(Error("base_interval: 0\n") == ".zipnn.yaml: 'base_interval' must be from 1 to 1000000, not 0");

@@ -2,8 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
-#include <set>
+#include <iterator>
+#include <vector>
 
 #include "lib/base/file.h"
 #include "lib/series/series.h"
@@ -50,77 +52,146 @@ Result<uint64_t> Size(const YAML::Node& node, const std::string& source, const s
   return bytes;
 }
 
+const char* const kKeys[] = {"base_interval", "delta_against", "max_chain", "min_gain", "chunk_size",
+                             "threads",       "zstd_level",    "series",    "raw_cache"};
+
+// Edit distance, for "did you mean".
+size_t Distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+Status UnknownKey(const std::string& source, const std::string& key) {
+  std::string closest;
+  size_t best = 3;  // at most two edits away
+  for (const char* k : kKeys) {
+    const size_t d = Distance(key, k);
+    if (d < best) {
+      best = d;
+      closest = k;
+    }
+  }
+  return Bad(source, key, "is not a policy key" + (closest.empty() ? "" : " (did you mean '" + closest + "'?)") +
+                              "; the keys are base_interval, delta_against, max_chain, min_gain, chunk_size, "
+                              "threads, zstd_level, series, raw_cache");
+}
+
+// Reads one key's value into `p` (a copy the caller keeps only when this
+// succeeds: an error may leave it half-written).
+Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAML::Node& v,
+               const std::string& source) {
+  if (key == "base_interval") {
+    ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 1, 1000000));
+    p.base_interval = static_cast<uint32_t>(n);
+  } else if (key == "max_chain") {
+    ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 0, 1000000));
+    p.max_chain = static_cast<uint32_t>(n);
+    max_chain_set = true;
+  } else if (key == "chunk_size") {
+    ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 4096, 64 << 20));
+    if (n % 8 != 0) return Bad(source, key, "must be a multiple of 8");
+    p.chunk_size = static_cast<uint32_t>(n);
+  } else if (key == "threads") {
+    ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 0, 4096));
+    p.threads = static_cast<int>(n);
+  } else if (key == "zstd_level") {
+    ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 1, 22));
+    p.zstd_level = static_cast<int>(n);
+  } else if (key == "min_gain") {
+    double g;
+    if (!v.IsScalar() || !YAML::convert<double>::decode(v, g)) return Bad(source, key, "must be a number");
+    if (!(g >= 0 && g < 1)) return Bad(source, key, "must be from 0 up to (not including) 1");
+    p.min_gain = g;
+  } else if (key == "series") {
+    if (!v.IsSequence()) return Bad(source, key, "must be a list of patterns such as 'runs/*/ckpt-{step}/model.pt'");
+    for (const auto& item : v) {
+      if (!item.IsScalar()) return Bad(source, key, "must be a list of patterns such as 'runs/*/ckpt-{step}/model.pt'");
+      const std::string pattern = item.as<std::string>();
+      Status checked = series::CheckPattern(pattern);
+      if (!checked.ok()) return InvalidArgument(source + ": " + checked.message());
+      p.series.push_back(pattern);
+    }
+  } else if (key == "raw_cache") {
+    ASSIGN_OR_RETURN(p.raw_cache, Size(v, source, key));
+  } else if (key == "delta_against") {
+    const std::string s = v.IsScalar() ? v.as<std::string>() : "";
+    if (s == "previous") p.delta_against = DeltaAgainst::kPrevious;
+    else if (s == "base") p.delta_against = DeltaAgainst::kBase;
+    else return Bad(source, key, "must be 'previous' or 'base'");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
-Result<Policy> ParsePolicy(const std::string& yaml, const std::string& source) {
+LoadedPolicy ParsePolicyLenient(const std::string& yaml, const std::string& source) {
+  LoadedPolicy loaded;
+  Policy& p = loaded.policy;
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
   } catch (const YAML::Exception& e) {
-    return InvalidArgument(source + ": not valid YAML (line " + std::to_string(e.mark.line + 1) + "): " + e.msg);
+    loaded.warnings.push_back(source + ": not valid YAML (line " + std::to_string(e.mark.line + 1) + "): " + e.msg);
+    return loaded;
   }
-  Policy p;
-  if (root.IsNull()) return p;  // an empty file
-  if (!root.IsMap()) return InvalidArgument(source + ": must be a mapping of keys to values");
-  static const std::set<std::string> kKeys = {"base_interval", "delta_against", "max_chain", "min_gain", "chunk_size",
-                                              "threads",       "zstd_level",    "series",    "raw_cache"};
+  if (root.IsNull()) return loaded;  // an empty file
+  if (!root.IsMap()) {
+    loaded.warnings.push_back(source + ": must be a mapping of keys to values");
+    return loaded;
+  }
   bool max_chain_set = false;
   for (const auto& item : root) {
-    if (!item.first.IsScalar()) return InvalidArgument(source + ": keys must be names");
-    const std::string key = item.first.as<std::string>();
-    const YAML::Node& v = item.second;
-    if (kKeys.count(key) == 0) {
-      return Bad(source, key, "is not a policy key (base_interval, delta_against, max_chain, min_gain, "
-                              "chunk_size, threads, zstd_level, series, raw_cache)");
+    if (!item.first.IsScalar()) {
+      loaded.warnings.push_back(source + ": keys must be names");
+      continue;
     }
-    if (key == "base_interval") {
-      ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 1, 1000000));
-      p.base_interval = static_cast<uint32_t>(n);
-    } else if (key == "max_chain") {
-      ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 0, 1000000));
-      p.max_chain = static_cast<uint32_t>(n);
-      max_chain_set = true;
-    } else if (key == "chunk_size") {
-      ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 4096, 64 << 20));
-      if (n % 8 != 0) return Bad(source, key, "must be a multiple of 8");
-      p.chunk_size = static_cast<uint32_t>(n);
-    } else if (key == "threads") {
-      ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 0, 4096));
-      p.threads = static_cast<int>(n);
-    } else if (key == "zstd_level") {
-      ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 1, 22));
-      p.zstd_level = static_cast<int>(n);
-    } else if (key == "min_gain") {
-      double g;
-      if (!v.IsScalar() || !YAML::convert<double>::decode(v, g)) return Bad(source, key, "must be a number");
-      if (!(g >= 0 && g < 1)) return Bad(source, key, "must be from 0 up to (not including) 1");
-      p.min_gain = g;
-    } else if (key == "series") {
-      if (!v.IsSequence()) return Bad(source, key, "must be a list of patterns such as 'runs/*/ckpt-{step}/model.pt'");
-      for (const auto& item : v) {
-        if (!item.IsScalar()) return Bad(source, key, "must be a list of patterns such as 'runs/*/ckpt-{step}/model.pt'");
-        const std::string pattern = item.as<std::string>();
-        Status checked = series::CheckPattern(pattern);
-        if (!checked.ok()) return InvalidArgument(source + ": " + checked.message());
-        p.series.push_back(pattern);
-      }
-    } else if (key == "raw_cache") {
-      ASSIGN_OR_RETURN(p.raw_cache, Size(v, source, key));
-    } else if (key == "delta_against") {
-      const std::string s = v.IsScalar() ? v.as<std::string>() : "";
-      if (s == "previous") p.delta_against = DeltaAgainst::kPrevious;
-      else if (s == "base") p.delta_against = DeltaAgainst::kBase;
-      else return Bad(source, key, "must be 'previous' or 'base'");
+    const std::string key = item.first.as<std::string>();
+    const bool known = std::any_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key == k; });
+    Policy trial = p;
+    bool trial_chain = max_chain_set;
+    Status s = known ? ReadKey(trial, trial_chain, key, item.second, source) : UnknownKey(source, key);
+    if (s.ok()) {
+      p = std::move(trial);
+      max_chain_set = trial_chain;
+    } else {
+      loaded.warnings.push_back(s.message());
     }
   }
   if (!max_chain_set) p.max_chain = DefaultMaxChain(p.base_interval);
-  return p;
+  return loaded;
+}
+
+Result<Policy> ParsePolicy(const std::string& yaml, const std::string& source) {
+  LoadedPolicy loaded = ParsePolicyLenient(yaml, source);
+  if (!loaded.warnings.empty()) return InvalidArgument(loaded.warnings.front());
+  return loaded.policy;
 }
 
 Result<Policy> LoadPolicy(const std::string& path) {
   if (!FileExists(path)) return Policy{};
   ASSIGN_OR_RETURN(std::vector<uint8_t> text, ReadWholeFile(path));
   return ParsePolicy(std::string(text.begin(), text.end()), path);
+}
+
+LoadedPolicy LoadPolicyLenient(const std::string& path) {
+  if (!FileExists(path)) return LoadedPolicy{};
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) {
+    LoadedPolicy loaded;
+    loaded.warnings.push_back(path + ": cannot be read (" + text.status().message() + ")");
+    return loaded;
+  }
+  return ParsePolicyLenient(std::string(text->begin(), text->end()), path);
 }
 
 }  // namespace zipnn::config

@@ -41,10 +41,23 @@ struct Policy {
 inline uint32_t DefaultMaxChain(uint32_t base_interval) { return base_interval - 1; }
 
 // The policy in `yaml` (the text of .zipnn.yaml), with defaults for what
-// it leaves out. `source` names the file in error messages.
+// it leaves out. `source` names the file in error messages; the first
+// wrong key is the error.
 Result<Policy> ParsePolicy(const std::string& yaml, const std::string& source);
 
 // Reads `path`; a missing file gives the defaults.
 Result<Policy> LoadPolicy(const std::string& path);
+
+// A policy read leniently: every key that is right, the defaults for the
+// rest, and a warning (the message ParsePolicy would fail with) for each
+// key that is wrong. Storing never depends on .zipnn.yaml being right:
+// git runs the clean filter for `git status` too, and a pointer does not
+// depend on the policy.
+struct LoadedPolicy {
+  Policy policy;
+  std::vector<std::string> warnings;
+};
+LoadedPolicy ParsePolicyLenient(const std::string& yaml, const std::string& source);
+LoadedPolicy LoadPolicyLenient(const std::string& path);
 
 }  // namespace zipnn::config
