@@ -67,16 +67,18 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
   ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
   const std::string name = rules.Place(path).name;
   ASSIGN_OR_RETURN(std::string listed, git::GitOutput({"ls-tree", "-r", "--name-only", "--full-tree", tip}, top));
-  std::vector<std::string> series;
+  std::vector<std::pair<std::string, std::string>> found;  // step, path
   for (const std::string& f : Lines(listed)) {
-    if (rules.Place(f).name == name) series.push_back(f);
+    series::Placed placed = rules.Place(f);
+    if (placed.name == name) found.emplace_back(std::move(placed.step), f);
   }
   std::vector<Pending> versions;
-  if (series.size() > 1) {
-    std::stable_sort(series.begin(), series.end(), [&](const std::string& a, const std::string& b) {
-      return series::StepLess(rules.Place(a).step, rules.Place(b).step);
-    });
-    for (const std::string& f : series) versions.push_back(Pending{FileLabel(rules, f), tip + ":" + f, "", tip, f});
+  if (found.size() > 1) {
+    std::stable_sort(found.begin(), found.end(),
+                     [](const auto& a, const auto& b) { return series::StepLess(a.first, b.first); });
+    for (const auto& [step, f] : found) {
+      versions.push_back(Pending{step.empty() ? FileName(f) : step, tip + ":" + f, "", tip, f});
+    }
     return versions;
   }
   ASSIGN_OR_RETURN(std::string history,

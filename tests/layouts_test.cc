@@ -9,9 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 

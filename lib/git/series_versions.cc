@@ -52,7 +52,7 @@ Result<std::optional<ContentId>> SeriesVersions::PointerIn(const Oid& blob) {
   return id;
 }
 
-Result<std::vector<store::Version>> SeriesVersions::Collect(const std::string& name, bool deep) {
+Result<std::vector<store::Version>> SeriesVersions::Of(const std::string& name, bool deep) {
   std::vector<store::Version> versions;
   auto add_held = [&](const std::map<std::string, std::vector<Held>>& from) -> Status {
     auto it = from.find(name);
@@ -75,10 +75,6 @@ Result<std::vector<store::Version>> SeriesVersions::Collect(const std::string& n
   return versions;
 }
 
-Result<std::vector<store::Version>> SeriesVersions::Of(const std::string& name, bool deep) {
-  return Collect(name, deep);
-}
-
 void SeriesVersions::Add(const std::string& path, const ContentId& id) {
   const series::Placed placed = rules_.Place(path);
   session_[placed.name].push_back(store::Version{id, placed.step, path});
@@ -96,7 +92,7 @@ Result<std::map<std::string, std::vector<store::Version>>> SeriesVersions::All()
   names.erase(std::unique(names.begin(), names.end()), names.end());
   std::map<std::string, std::vector<store::Version>> all;
   for (const std::string& name : names) {
-    ASSIGN_OR_RETURN(std::vector<store::Version> versions, Collect(name, /*deep=*/true));
+    ASSIGN_OR_RETURN(std::vector<store::Version> versions, Of(name, /*deep=*/true));
     if (!versions.empty()) all.emplace(name, std::move(versions));
   }
   return all;

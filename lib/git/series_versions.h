@@ -52,7 +52,6 @@ class SeriesVersions {
   Status ReadHistory();
   // The pointer a blob holds, read once; nullopt when it holds none.
   Result<std::optional<ContentId>> PointerIn(const Oid& blob);
-  Result<std::vector<store::Version>> Collect(const std::string& name, bool deep);
 
   Repository repo_;
   series::Rules rules_;
