@@ -416,6 +416,12 @@ size_t CentralEntry(const std::vector<uint8_t>& zip, const std::string& tail) {
   return 0;
 }
 
+// Offset of the stored bytes of the member whose name ends in `tail`.
+size_t MemberData(const std::vector<uint8_t>& zip, const std::string& tail) {
+  const uint32_t local = LoadLE<uint32_t>(zip.data() + CentralEntry(zip, tail) + 42);
+  return local + 30 + LoadLE<uint16_t>(zip.data() + local + 26) + LoadLE<uint16_t>(zip.data() + local + 28);
+}
+
 TEST_CASE("unreadable torch zips are stored raw with a warning, and restored exactly") {
   const std::vector<uint8_t> good = Load(kData + "pt-cnn/step-000040.pt");
   struct Case {
@@ -435,10 +441,7 @@ TEST_CASE("unreadable torch zips are stored raw with a warning, and restored exa
   }
   {
     auto f = good;
-    const size_t entry = CentralEntry(f, "data.pkl");
-    const uint32_t local = LoadLE<uint32_t>(f.data() + entry + 42);
-    const size_t data = local + 30 + LoadLE<uint16_t>(f.data() + local + 26) + LoadLE<uint16_t>(f.data() + local + 28);
-    f[data + 2] = 0xff;  // an opcode no pickle has
+    f[MemberData(f, "data.pkl") + 2] = 0xff;  // an opcode no pickle has
     cases.push_back({f, "data.pkl is unreadable (pickle opcode 0xff is not supported)"});
   }
   {
@@ -716,6 +719,48 @@ TEST_CASE("rejects a pickle that memoizes more than 2^20 values") {
   auto over = ReadTorchPickle(p.data(), p.size());
   REQUIRE(!over.ok());
   CHECK(over.status().message() == "pickle memoizes too many values");
+}
+
+TEST_CASE("rejects a pickle that opens more than 1024 marks, so a file of '(' stays small") {
+  // A MARK takes one byte and was counted as no value: 30 MB of '(' took
+  // 302 MB for the stack of marks alone.
+  std::vector<uint8_t> p = {0x80, 0x02};
+  p.insert(p.end(), size_t{30} << 20, '(');
+  p.push_back('.');
+  auto many = ReadTorchPickle(p.data(), p.size());
+  REQUIRE(!many.ok());
+  CHECK(many.status().message() == "pickle opens more than 1024 marks");
+
+  // 1024 open marks are read; the 1025th is refused.
+  std::vector<uint8_t> at_limit = {0x80, 0x02};
+  at_limit.insert(at_limit.end(), 1024, '(');
+  at_limit.push_back('N');
+  at_limit.push_back('.');
+  auto read = ReadTorchPickle(at_limit.data(), at_limit.size());
+  REQUIRE(read.ok());
+  CHECK(read->empty());
+  at_limit.insert(at_limit.begin() + 2, '(');
+  auto over = ReadTorchPickle(at_limit.data(), at_limit.size());
+  REQUIRE(!over.ok());
+  CHECK(over.status().message() == "pickle opens more than 1024 marks");
+
+  // Marks closed again do not add up: 2000 lists of one value each.
+  std::vector<uint8_t> closed = {0x80, 0x02};
+  for (int i = 0; i < 2000; ++i) closed.insert(closed.end(), {'(', 'N', 'l', '0'});
+  closed.insert(closed.end(), {'N', '.'});
+  CHECK(ReadTorchPickle(closed.data(), closed.size()).ok());
+
+  // In a torch zip the same pickle leaves the file raw, with a warning.
+  std::vector<uint8_t> file = Load(kData + "pt-cnn/step-000040.pt");
+  const size_t data = MemberData(file, "data.pkl");
+  const uint32_t size = LoadLE<uint32_t>(file.data() + CentralEntry(file, "data.pkl") + 24);
+  REQUIRE(size > 1025);
+  std::fill(file.begin() + static_cast<ptrdiff_t>(data), file.begin() + static_cast<ptrdiff_t>(data + size), '(');
+  const FileLayout l = LayoutOf(file);
+  CHECK(l.format == Format::kRaw);
+  REQUIRE(l.warnings.size() == 1);
+  CHECK(l.warnings[0] == "file: torch zip data.pkl is unreadable (pickle opens more than 1024 marks); stored as raw bytes");
+  RoundTrip(file, ToRegions(l));
 }
 
 TEST_CASE("a zip whose directory is empty has no members and is raw without a warning") {

@@ -15,6 +15,11 @@ namespace {
 // Limits against hostile pickles.
 constexpr size_t kMaxValues = 1u << 20;  // values (about 120 MB at worst), and memo entries
 constexpr size_t kMaxDepth = 200;
+// Marks open at once. A MARK costs one byte of input and a stack slot, and
+// counts as no value: 30 MB of '(' alone took 300 MB. Python's pickler
+// opens at most one mark per level of nesting, and its recursion limit
+// (1000 by default) stops it long before this.
+constexpr size_t kMaxOpenMarks = 1024;
 // Tensor paths are not followed past this length (real ones are under 200
 // bytes): nesting dicts under one long key (written once, then fetched
 // from the memo at every level) would otherwise make the paths alone take
@@ -67,6 +72,13 @@ class Machine {
     stack_.resize(marks_.back());
     marks_.pop_back();
     return items;
+  }
+  Status Mark() {
+    if (marks_.size() >= kMaxOpenMarks) {
+      return Corruption("pickle opens more than " + std::to_string(kMaxOpenMarks) + " marks");
+    }
+    marks_.push_back(stack_.size());
+    return OkStatus();
   }
   Status Push(Ref v) {
     if (++count_ > kMaxValues) return Corruption("pickle has too many values");
@@ -137,7 +149,7 @@ Result<Ref> Machine::Run() {
         ASSIGN_OR_RETURN(Ref top, Pop());
         return top;
       }
-      case '(': marks_.push_back(stack_.size()); break;                     // MARK
+      case '(': RETURN_IF_ERROR(Mark()); break;                             // MARK
       case 'N': RETURN_IF_ERROR(Push(Make(K::kNone))); break;
       case 0x88: case 0x89: {                                               // NEWTRUE, NEWFALSE
         Ref v = Make(K::kInt);
