@@ -45,6 +45,24 @@ TEST_CASE("every key is read, and max_chain follows base_interval unless set") {
   CHECK(chain->max_chain == 3);
 }
 
+TEST_CASE("max_chain never exceeds the chain a restore follows") {
+  // A long interval leaves chains at the limit; a longer max_chain is
+  // refused (or, leniently, keeps its default) instead of storing
+  // versions that no restore would decode.
+  auto sparse = ParsePolicy("base_interval: 1000000\n", "x");
+  REQUIRE(sparse.ok());
+  CHECK(sparse->max_chain == kMaxChainLimit);
+  auto at_limit = ParsePolicy("max_chain: 1000\n", "x");
+  REQUIRE(at_limit.ok());
+  CHECK(at_limit->max_chain == 1000);
+  auto over = ParsePolicy("max_chain: 1001\n", "x");
+  REQUIRE(!over.ok());
+  CHECK(over.status().message() == "x: 'max_chain' must be from 0 to 1000, not 1001");
+  const LoadedPolicy lenient = ParsePolicyLenient("base_interval: 2000\nmax_chain: 1000000\n", "x");
+  CHECK(lenient.policy.max_chain == kMaxChainLimit);
+  REQUIRE(lenient.warnings.size() == 1);
+}
+
 TEST_CASE("series patterns and the raw cache budget are read") {
   auto p = ParsePolicy("series:\n  - 'runs/*/save{step}/weights.bin'\n  - '**/snap-{step}.pt'\nraw_cache: 500m\n", "x");
   REQUIRE(p.ok());

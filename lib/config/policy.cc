@@ -94,7 +94,7 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
     ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 1, 1000000));
     p.base_interval = static_cast<uint32_t>(n);
   } else if (key == "max_chain") {
-    ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 0, 1000000));
+    ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 0, kMaxChainLimit));
     p.max_chain = static_cast<uint32_t>(n);
     max_chain_set = true;
   } else if (key == "chunk_size") {

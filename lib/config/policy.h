@@ -36,9 +36,16 @@ struct Policy {
   uint64_t raw_cache = 1ull << 30;
 };
 
+// The longest chain of deltas any restore follows (a longer one is taken
+// for a loop or a damaged store), and so the most max_chain may allow:
+// add never writes a chain that restore would refuse.
+inline constexpr uint32_t kMaxChainLimit = 1000;
+
 // max_chain when .zipnn.yaml does not set it: a base_interval of k makes
-// chains of k - 1 deltas at most.
-inline uint32_t DefaultMaxChain(uint32_t base_interval) { return base_interval - 1; }
+// chains of k - 1 deltas at most, and never more than kMaxChainLimit.
+inline uint32_t DefaultMaxChain(uint32_t base_interval) {
+  return base_interval - 1 < kMaxChainLimit ? base_interval - 1 : kMaxChainLimit;
+}
 
 // The policy in `yaml` (the text of .zipnn.yaml), with defaults for what
 // it leaves out. `source` names the file in error messages; the first

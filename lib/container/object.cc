@@ -352,6 +352,29 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
   return std::shared_ptr<const uint8_t[]>(std::move(raw));
 }
 
+Status CheckRecords(const ByteSource& object, const ObjectInfo& info) {
+  Buffer records;
+  // Consecutive records are read in runs of about 4 MiB.
+  for (size_t i = 0; i < info.chunks.size();) {
+    const uint64_t start = info.chunks[i].record_offset;
+    size_t end = i;
+    uint64_t bytes = 0;
+    while (end < info.chunks.size() && (end == i || bytes + info.chunks[end].record_size <= (4u << 20))) {
+      bytes += info.chunks[end].record_size;
+      ++end;
+    }
+    records.Resize(bytes);
+    RETURN_IF_ERROR(object.ReadAt(start, records.data(), bytes));
+    for (uint64_t at = 0; i < end; at += info.chunks[i].record_size, ++i) {
+      const ChunkRef& c = info.chunks[i];
+      if (Checksum64(records.data() + at, c.record_size) != c.checksum) {
+        return Corruption(ChunkName(object, i, c.span) + ": checksum mismatch");
+      }
+    }
+  }
+  return OkStatus();
+}
+
 Result<std::vector<RegionStats>> ScanObject(const ByteSource& object, const ObjectInfo& info) {
   const ObjectHeader& h = info.header;
   std::vector<RegionStats> stats(h.layout.regions.size());

@@ -12,6 +12,7 @@
 #include "lib/base/file.h"
 #include "lib/store/checkpoints.h"
 #include "lib/store/raw_cache.h"
+#include "lib/store/repack.h"
 #include "lib/store/test_objects.h"
 
 namespace zipnn::store {
@@ -48,9 +49,19 @@ struct Fixture {
 
   // Stores `file` as `path` (series name and step given).
   CheckedIn Add(const std::string& file, const std::string& path, const std::string& series, const std::string& step) {
+    Copy(file, root + "/spool");
+    return AddSpooled(path, series, step);
+  }
+  // Stores small `bytes` as version `step` of series "s".
+  CheckedIn AddBytes(const std::vector<uint8_t>& bytes, const std::string& step) {
+    std::ofstream(root + "/spool", std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    return AddSpooled("", "s", step);
+  }
+  // Stores what is in root/spool.
+  CheckedIn AddSpooled(const std::string& path, const std::string& series, const std::string& step) {
     const std::string spool = root + "/spool";
-    Copy(file, spool);
-    const NewVersion v{spool, IdOf(file), path, series, step};
+    const NewVersion v{spool, IdOf(spool), path, series, step};
     auto checked = CheckIn(repo, v, [&](bool deep) -> Result<std::vector<Version>> {
       asked.push_back(deep);
       std::vector<Version> sorted = held;
@@ -103,6 +114,39 @@ TEST_CASE("a version already stored is not stored again") {
   CHECK(again.pointer.format == "safetensors");
 }
 
+// Flips one byte in the middle of `id`'s object, as a failing disk would.
+void Damage(const Repository& repo, const ContentId& id) {
+  const std::string path = repo.objects.PathOf(id);
+  std::fstream object(path, std::ios::in | std::ios::out | std::ios::binary);
+  object.seekg(0, std::ios::end);
+  const std::streamoff middle = object.tellg() / 2;
+  char byte = 0;
+  object.seekg(middle);
+  object.read(&byte, 1);
+  byte = static_cast<char>(byte ^ 0x5a);
+  object.seekp(middle);
+  object.write(&byte, 1);
+}
+
+TEST_CASE("a damaged object is stored anew, and nothing is built on a damaged chain") {
+  Fixture f;
+  f.AddStep(40);
+  f.AddStep(80);
+  Damage(f.repo, IdOf(Bf16(40)));
+  CountingSink broken;
+  CHECK(!Restore(f.repo, IdOf(Bf16(80)), broken).ok());
+  // The next version would be a delta on 80, whose base is damaged.
+  const CheckedIn next = f.AddStep(120);
+  CHECK(next.stored);
+  CHECK(next.reason == BaseReason::kNotStored);
+  // Adding the damaged version again replaces its object, and what was
+  // built on it restores again.
+  const CheckedIn again = f.AddStep(40);
+  CHECK(again.stored);
+  CountingSink restored;
+  CHECK(Restore(f.repo, IdOf(Bf16(80)), restored).ok());
+}
+
 TEST_CASE("a version git already holds is placed among the others, not after itself") {
   // A commit names step 120, but this store lacks its object (a fresh
   // store, or one gc emptied): stored again, it takes the place it had.
@@ -150,6 +194,66 @@ TEST_CASE("a delta that would exceed max_chain makes a base") {
   CHECK(f.AddStep(120).reason == BaseReason::kChain);
   CHECK(!f.Info(IdOf(Bf16(120))).delta);
   CHECK(BaseReasonText(BaseReason::kChain, f.repo.policy) == "chain at max_chain 1");
+}
+
+// 64 bytes that differ from the `i`-th next to them in their first two.
+std::vector<uint8_t> Small(size_t i) {
+  std::vector<uint8_t> bytes(64, 7);
+  bytes[0] = static_cast<uint8_t>(i & 0xff);
+  bytes[1] = static_cast<uint8_t>(i >> 8);
+  return bytes;
+}
+
+TEST_CASE("no policy makes a chain longer than a restore follows") {
+  // A policy built in code with no chain limit, and a series whose last
+  // version is at the deepest a restore decodes: the next is a base.
+  Fixture f;
+  f.repo.policy.min_gain = 0;
+  f.repo.policy.base_interval = 1000000;
+  f.repo.policy.max_chain = 1000000;
+  const std::vector<ContentId> ids = testing::StoreChain(f.repo, kMaxChainDepth);
+  for (size_t i = 0; i < ids.size(); ++i) f.held.push_back(Version{ids[i], std::to_string(i), ""});
+  CHECK(f.AddBytes(Small(ids.size()), std::to_string(ids.size())).reason == BaseReason::kChain);
+  CHECK(!f.Info(HashBytes(Small(ids.size()).data(), 64)).delta);
+}
+
+TEST_CASE("a repack to chains of 1000 leaves no version out of a restore's reach, at any moment") {
+  // 1002 versions stored every 10th a base, then repacked into chains at
+  // the limit: the version after the 1001st hangs on it, so that one
+  // stays a base rather than put the next, not yet repacked, at 1001.
+  Fixture f;
+  f.repo.policy.min_gain = 0;
+  for (size_t i = 0; i < 1002; ++i) f.AddBytes(Small(i), std::to_string(i));
+  CHECK(f.Info(f.held[1000].id).depth == 0);
+  CHECK(f.Info(f.held[999].id).depth == 9);
+  f.repo.policy.base_interval = 1000000;
+  f.repo.policy.max_chain = 1000;
+  std::vector<Version> series = f.held;
+  SortSeries(series);
+  ChainMemo passed;  // so that looking at every version costs a header read
+  int worst = 0;
+  size_t at = 0, rewritten = 0;
+  REQUIRE(RepackSeries(f.repo, series, [&](const RepackedVersion& v) {
+            CHECK_MESSAGE(v.error.ok(), v.error.message());
+            rewritten += v.rewritten ? 1 : 0;
+            passed[v.version.id] = f.Info(v.version.id);
+            // The next versions, not yet repacked, are within reach.
+            for (size_t next = at; next < std::min(series.size(), at + 11); ++next) {
+              auto info = Describe(f.repo, series[next].id, &passed);
+              REQUIRE_MESSAGE(info.ok(), info.status().message());
+              worst = std::max(worst, info->depth);
+            }
+            ++at;
+          }).ok());
+  CHECK(worst <= kMaxChainDepth);
+  CHECK(rewritten == 99);
+  CHECK(f.Info(f.held[999].id).depth == 999);
+  CHECK(!f.Info(f.held[1000].id).delta);
+  CHECK(f.Info(f.held[1001].id).depth == 1);
+  for (const Version& each : series) {
+    CountingSink restored;
+    CHECK(Restore(f.repo, each.id, restored).ok());
+  }
 }
 
 TEST_CASE("with delta_against base every delta is made against the last base") {

@@ -101,7 +101,10 @@ Result<Candidate> EncodeCandidateAs(const Repository& repo, const RawVersion& in
 
 }  // namespace
 
-Status VisitChain(const Repository& repo, const ContentId& id, const std::function<void(const ChainLink&)>& visit) {
+namespace {
+
+// VisitChain, ending early when `visit` returns false.
+Status WalkChain(const Repository& repo, const ContentId& id, const std::function<bool(const ChainLink&)>& visit) {
   std::vector<ContentId> passed;
   for (ContentId at = id;;) {
     ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
@@ -112,10 +115,27 @@ Status VisitChain(const Repository& repo, const ContentId& id, const std::functi
     shown.base = link.info.header.base_id;
     shown.raw_size = link.info.header.raw_size;
     shown.object_size = link.file.size();
-    visit(shown);
-    if (!shown.delta) return OkStatus();
+    if (!visit(shown) || !shown.delta) return OkStatus();
     at = shown.base;
   }
+}
+
+}  // namespace
+
+Status VisitChain(const Repository& repo, const ContentId& id, const std::function<void(const ChainLink&)>& visit) {
+  return WalkChain(repo, id, [&](const ChainLink& link) {
+    visit(link);
+    return true;
+  });
+}
+
+Result<ChainLink> ReadLink(const Repository& repo, const ContentId& id) {
+  ChainLink top;
+  RETURN_IF_ERROR(WalkChain(repo, id, [&](const ChainLink& link) {
+    top = link;
+    return false;
+  }));
+  return top;
 }
 
 Status CheckStored(const Repository& repo, const Pointer& pointer, bool decode) {
@@ -136,16 +156,32 @@ Status CheckStored(const Repository& repo, const Pointer& pointer, bool decode) 
   return OkStatus();
 }
 
-Result<StoredInfo> Describe(const Repository& repo, const ContentId& id) {
-  StoredInfo info;
-  RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) {
-    if (link.depth == 0) {
-      info.delta = link.delta;
-      info.base = link.base;
-      info.object_size = link.object_size;
-    }
-    info.depth = link.depth;
+Result<StoredInfo> Describe(const Repository& repo, const ContentId& id, const ChainMemo* memo) {
+  std::vector<ChainLink> links;
+  const StoredInfo* known = nullptr;  // what `memo` says of the last link's base
+  RETURN_IF_ERROR(WalkChain(repo, id, [&](const ChainLink& link) {
+    links.push_back(link);
+    if (!link.delta || memo == nullptr) return true;
+    auto it = memo->find(link.base);
+    if (it != memo->end()) known = &it->second;
+    return known == nullptr;
   }));
+  StoredInfo info;
+  info.delta = links.front().delta;
+  info.base = links.front().base;
+  info.object_size = links.front().object_size;
+  info.depth = static_cast<int>(links.size()) - 1 + (known != nullptr ? known->depth + 1 : 0);
+  if (info.depth > kMaxChainDepth) {
+    return Corruption("chain of object " + id.Hex() + " is longer than " + std::to_string(kMaxChainDepth));
+  }
+  if (known != nullptr) {
+    info.last_base = known->last_base;
+    info.base_ratio = known->base_ratio;
+  } else {
+    const ChainLink& base = links.back();
+    info.last_base = base.id;
+    if (base.raw_size > 0) info.base_ratio = static_cast<double>(base.object_size) / static_cast<double>(base.raw_size);
+  }
   return info;
 }
 
@@ -226,41 +262,46 @@ Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& inpu
   return standalone;
 }
 
-Status TouchChain(const Repository& repo, const ContentId& id) {
-  std::vector<ContentId> chain;
-  RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) { chain.push_back(link.id); }));
-  for (const ContentId& link : chain) RETURN_IF_ERROR(repo.objects.Touch(link));
+Status TouchChain(const Repository& repo, const ContentId& id, std::set<ContentId>* done) {
+  std::vector<ContentId> passed, checked;
+  for (ContentId at = id; done == nullptr || done->count(at) == 0;) {
+    ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
+    RETURN_IF_ERROR(container::CheckRecords(link.file, link.info));
+    checked.push_back(at);
+    if (link.info.header.kind != container::ObjectKind::kDelta) break;
+    at = link.info.header.base_id;
+  }
+  for (const ContentId& link : checked) {
+    RETURN_IF_ERROR(repo.objects.Touch(link));
+    if (done != nullptr) done->insert(link);
+  }
   return OkStatus();
 }
 
 std::optional<Placement> PlaceVersion(const Repository& repo, const std::vector<Version>& series, size_t position,
-                                      bool complete) {
+                                      bool complete, const ChainMemo* memo, uint32_t max_chain) {
   Placement placed;
   // The nearest earlier version whose chain the store holds whole.
-  std::vector<ContentId> chain;  // from it down to its base
+  std::optional<StoredInfo> chain;
   size_t previous = position;
   for (size_t i = position; i-- > 0;) {
-    chain.clear();
-    auto visit = [&](const ChainLink& link) {
-      chain.push_back(link.id);
-      if (!link.delta && link.raw_size > 0) {
-        placed.base_ratio = static_cast<double>(link.object_size) / static_cast<double>(link.raw_size);
-      }
-    };
-    if (VisitChain(repo, series[i].id, visit).ok()) {
+    auto described = Describe(repo, series[i].id, memo);
+    if (described.ok()) {
+      chain = *described;
       previous = i;
       break;
     }
   }
-  if (previous == position) {
+  if (!chain) {
     if (!complete) return std::nullopt;  // history may hold earlier versions
     placed.reason = position == 0 ? BaseReason::kFirst : BaseReason::kNotStored;
     return placed;
   }
+  placed.base_ratio = chain->base_ratio;
   // Versions since the last base, counted in the series (so a version
   // whose object is missing here still counts, as it did where it was
   // stored).
-  const ContentId& last_base = chain.back();
+  const ContentId& last_base = chain->last_base;
   size_t since = 0;
   for (size_t j = previous + 1; j-- > 0;) {
     if (series[j].id == last_base) {
@@ -270,15 +311,18 @@ std::optional<Placement> PlaceVersion(const Repository& repo, const std::vector<
   }
   if (since == 0) {
     if (!complete) return std::nullopt;
-    since = chain.size() + (position - previous - 1);  // the base is not in the series: count its chain
+    // The base is not in the series: count its chain.
+    since = static_cast<size_t>(chain->depth) + 1 + (position - previous - 1);
   }
   if (since >= repo.policy.base_interval) {
     placed.reason = BaseReason::kDue;
     return placed;
   }
   const bool against_base = repo.policy.delta_against == config::DeltaAgainst::kBase;
-  const size_t depth = against_base ? 0 : chain.size() - 1;  // of the version the delta is made against
-  if (depth + 1 > repo.policy.max_chain) {
+  // Of the version the delta is made against.
+  const size_t depth = against_base ? 0 : static_cast<size_t>(chain->depth);
+  // A policy built in code may ask for more than restore follows.
+  if (depth + 1 > std::min({repo.policy.max_chain, max_chain, config::kMaxChainLimit})) {
     placed.reason = BaseReason::kChain;
     return placed;
   }

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,8 +27,8 @@
 namespace zipnn::store {
 
 // A restore never follows a chain longer than this (a loop or a damaged
-// store fails instead of running on).
-inline constexpr int kMaxChainDepth = 1000;
+// store fails instead of running on), and no add or repack makes one.
+inline constexpr int kMaxChainDepth = static_cast<int>(config::kMaxChainLimit);
 
 struct Repository {
   ObjectStore objects;
@@ -91,10 +93,13 @@ BaseReason WhyBase(const Repository& repo, const std::vector<Version>& series, s
 // and how it was stored.
 Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, const EarlierVersions& earlier);
 
-// Marks `id` and every base of its chain as just used (ObjectStore::Touch),
-// so that a gc running now keeps the whole chain. An error when the chain
-// is not whole: the object must not be relied on.
-Status TouchChain(const Repository& repo, const ContentId& id);
+// Checks that `id` and every base of its chain are whole (each object's
+// headers and every chunk record checksum: container::CheckRecords) and
+// marks them as just used (ObjectStore::Touch), so that a gc running now
+// keeps the whole chain. An error when the chain is not whole or an
+// object is damaged: it must not be relied on, nor built on. Objects in
+// `done` are taken as checked already, and those checked here are added.
+Status TouchChain(const Repository& repo, const ContentId& id, std::set<ContentId>* done = nullptr);
 
 // Writes the exact bytes of `id` to `out`, verified.
 Status Restore(const Repository& repo, const ContentId& id, ByteSink& out);
@@ -120,6 +125,10 @@ struct ChainLink {
 // than its id says.
 Status VisitChain(const Repository& repo, const ContentId& id, const std::function<void(const ChainLink&)>& visit);
 
+// The first link VisitChain shows: how `id` itself is stored, from its
+// header alone.
+Result<ChainLink> ReadLink(const Repository& repo, const ContentId& id);
+
 // What fsck checks of one stored checkpoint: every object of its chain is
 // in the store, names the content it is filed under, and the first holds
 // the pointer's size; with `decode`, the chain also decodes to exactly
@@ -133,7 +142,16 @@ struct StoredInfo {
   ContentId base;
   int depth = 0;  // deltas to decode before it
   uint64_t object_size = 0;
+  ContentId last_base;  // the base its chain ends at (itself for a base)
+  double base_ratio = 0;  // that base's object size over its raw size
 };
-Result<StoredInfo> Describe(const Repository& repo, const ContentId& id);
+// Objects whose chains are known, so that walking a long series reads one
+// object's header per version instead of its whole chain. Only for
+// objects that will not be rewritten while it is in use (a repack keeps
+// the versions it has passed).
+using ChainMemo = std::map<ContentId, StoredInfo>;
+// Reads the chain from `id` down to the first object `memo` knows (when
+// given) or to its base.
+Result<StoredInfo> Describe(const Repository& repo, const ContentId& id, const ChainMemo* memo = nullptr);
 
 }  // namespace zipnn::store

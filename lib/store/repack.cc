@@ -1,6 +1,8 @@
 #include "lib/store/repack.h"
 
 #include <list>
+#include <map>
+#include <set>
 #include <optional>
 
 #include "lib/container/object.h"
@@ -88,12 +90,50 @@ bool SameForm(const StoredInfo& stored, const std::optional<ContentId>& base) {
 
 // Rewrites one version (`done.before` filled in) where its form differs
 // from the policy's.
+// What a repack knows as it goes: the versions it has passed (in their
+// final form), the chains it has checked and marked as used, and for each
+// version how deep the versions that are stored as deltas on it reach,
+// so that no rewrite makes one of those, in its old form, deeper than a
+// restore follows (a crash before its turn would leave it out of reach).
+struct RepackState {
+  ChainMemo passed;
+  std::set<ContentId> checked;
+  std::map<ContentId, uint32_t> hanging;  // version -> longest old chain of deltas above it
+};
+
+// How deep the deltas stored on each of `series` reach above it now, from
+// each version's own header (one read per version).
+std::map<ContentId, uint32_t> HangingDepths(const Repository& repo, const std::vector<Version>& series) {
+  std::map<ContentId, ContentId> base_of;
+  for (const Version& v : series) {
+    auto link = ReadLink(repo, v.id);
+    if (link.ok() && link->delta) base_of[v.id] = link->base;
+  }
+  std::map<ContentId, uint32_t> hanging;
+  for (const auto& [top, first] : base_of) {
+    // A walk stops where another reached at least as high: everything
+    // below was raised by that one already.
+    ContentId at = first;
+    for (uint32_t distance = 1; distance <= config::kMaxChainLimit; ++distance) {
+      uint32_t& h = hanging[at];
+      if (h >= distance) break;
+      h = distance;
+      auto next = base_of.find(at);
+      if (next == base_of.end()) break;
+      at = next->second;
+    }
+  }
+  return hanging;
+}
+
 Status RepackVersion(const Repository& repo, const std::vector<Version>& series, size_t position, RawCache& raws,
-                     RepackedVersion& done) {
+                     RepackState& state, RepackedVersion& done) {
   const ContentId& id = series[position].id;
-  Placement placed = *PlaceVersion(repo, series, position, /*complete=*/true);
+  auto hanging = state.hanging.find(id);
+  const uint32_t room = config::kMaxChainLimit - (hanging != state.hanging.end() ? hanging->second : 0);
+  Placement placed = *PlaceVersion(repo, series, position, /*complete=*/true, &state.passed, room);
   // The new base's chain must outlive this delta (see CheckIn).
-  if (placed.base && !TouchChain(repo, *placed.base).ok()) placed.base.reset();
+  if (placed.base && !TouchChain(repo, *placed.base, &state.checked).ok()) placed.base.reset();
   if (SameForm(done.before, placed.base)) return OkStatus();
   ASSIGN_OR_RETURN(RawVersion input, raws.Get(id));
   std::optional<RawVersion> base;
@@ -105,6 +145,7 @@ Status RepackVersion(const Repository& repo, const std::vector<Version>& series,
   if (!c.delta && !done.before.delta) return OkStatus();
   RETURN_IF_ERROR(Verify(repo, c, input, base ? &*base : nullptr));
   RETURN_IF_ERROR(repo.objects.Replace(id, c.file.path()));
+  state.checked.erase(id);
   done.rewritten = true;
   return OkStatus();
 }
@@ -126,19 +167,24 @@ Status RepackSeries(const Repository& repo, const std::vector<Version>& series,
     }
   }
   RawCache raws(repo);
+  RepackState state;
+  state.hanging = HangingDepths(repo, present);
   std::optional<ContentId> last_base;
   for (size_t i = 0; i < present.size(); ++i) {
     RepackedVersion done;
     done.version = present[i];
-    auto before = Describe(repo, done.version.id);
+    auto before = Describe(repo, done.version.id, &state.passed);
     if (!before.ok()) {
       done.error = before.status();
     } else {
       done.before = *before;
-      done.error = RepackVersion(repo, present, i, raws, done);
+      done.error = RepackVersion(repo, present, i, raws, state, done);
       if (done.error.code() == StatusCode::kIoError) return done.error;
-      auto after = Describe(repo, done.version.id);
-      if (after.ok()) done.after = *after;
+      auto after = Describe(repo, done.version.id, &state.passed);
+      if (after.ok()) {
+        done.after = *after;
+        state.passed[done.version.id] = *after;
+      }
       if (done.error.ok() && !after.ok()) done.error = after.status();
       if (after.ok() && !after->delta) last_base = done.version.id;
     }

@@ -32,8 +32,11 @@ struct Placement {
   // would most likely store at (0 when unknown).
   double base_ratio = 0;
 };
+// `memo` (Describe) speeds up the walks down earlier versions' chains;
+// `max_chain` lowers the policy's limit for this one version.
 std::optional<Placement> PlaceVersion(const Repository& repo, const std::vector<Version>& series, size_t position,
-                                      bool complete);
+                                      bool complete, const ChainMemo* memo = nullptr,
+                                      uint32_t max_chain = config::kMaxChainLimit);
 
 // A checkpoint's bytes in a file, with the layout the format layer reads.
 struct RawVersion {
