@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -50,10 +51,20 @@ int64_t ModifiedAt(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_mtime) : -1;
 }
 
-// Adds `id` and every base of its chain to `needed`. A chain that cannot
-// be walked keeps what it reached (fsck reports the rest).
-void NeedChain(const store::Repository& repo, const ContentId& id, std::set<std::string>& needed) {
-  (void)store::VisitChain(repo, id, [&](const store::ChainLink& link) { needed.insert(link.id.Hex()); });
+// Adds `id` and every base of its chain to `needed`. An object that
+// cannot be read (a damaged header) is needed all the same: gc never
+// turns damaged into missing. Its id and why go to `unreadable` (a
+// missing object is fsck's to report: there is nothing to keep).
+void NeedChain(const store::Repository& repo, const ContentId& id, std::set<std::string>& needed,
+               std::map<std::string, std::string>& unreadable) {
+  needed.insert(id.Hex());
+  ContentId next = id;  // the object the walk opens next
+  const Status walked = store::VisitChain(repo, id, [&](const store::ChainLink& link) {
+    needed.insert(link.id.Hex());
+    if (link.delta) needed.insert(link.base.Hex());
+    next = link.base;
+  });
+  if (!walked.ok() && walked.code() != StatusCode::kNotFound) unreadable.emplace(next.Hex(), walked.message());
 }
 
 // Files under `dir` older than `before`.
@@ -88,11 +99,16 @@ Status RunGc(const GcArgs& a) {
   ASSIGN_OR_RETURN(listed, repo.objects.List());
 
   std::set<std::string> needed;
+  std::map<std::string, std::string> unreadable;
   ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, /*all=*/true));
-  for (const auto& [pointer, place] : found.pointers) NeedChain(repo, pointer.id, needed);
+  for (const auto& [pointer, place] : found.pointers) NeedChain(repo, pointer.id, needed, unreadable);
   for (const auto& e : listed) {
-    if (e.id && e.mtime >= cutoff) NeedChain(repo, *e.id, needed);
+    if (e.id && e.mtime >= cutoff) NeedChain(repo, *e.id, needed, unreadable);
+  }
+  for (const auto& [id, why] : unreadable) {
+    std::fprintf(stderr, "warning: object %s cannot be read, kept: %s (`git zipnn fsck --all` names what it holds)\n",
+                 id.c_str(), why.c_str());
   }
   for (const auto& [place, message] : found.damaged) {
     std::fprintf(stderr, "warning: %s at %.10s: %s (what it named cannot be kept)\n", place.path.c_str(),

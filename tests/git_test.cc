@@ -667,6 +667,33 @@ TEST_CASE("gc removes what nothing needs and keeps every base of a live delta") 
   CHECK(repo.Sh("ls .git/zipnn/tmp | grep version").out == "version-new\n");
 }
 
+TEST_CASE("gc keeps what a linked work tree has staged, and a needed object it cannot read") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && "
+                  "git commit -qm setup && cp '" + repo.Data("cnn12-bf16/" + Step12(0)) +
+                  "' m.safetensors && git add m.safetensors && git commit -qm v1 && "
+                  "git worktree add -q ../wt && cd ../wt && cp '" + repo.Data("cnn-fp32/step-000040.safetensors") +
+                  "' x.safetensors && git add x.safetensors && sleep 1.1")
+              .code == 0);
+  // The version staged only in the other work tree, and v1 with its
+  // header damaged (a byte of the header checksum's input).
+  const std::string staged = repo.Sh("cd ../wt && git show :x.safetensors | sed -n 's/^id xxh3-128://p' | head -c 32").out;
+  REQUIRE(staged.size() == 32);
+  const std::string v1 = IdAt(repo, "HEAD:m.safetensors");
+  auto path = [](const std::string& id) {
+    return ".git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id;
+  };
+  REQUIRE(repo.Sh("printf '\\377' | dd of=" + path(v1) + " bs=1 seek=20 conv=notrunc status=none").code == 0);
+  const Run gc = repo.Sh("git zipnn gc --keep-recent 0");
+  CHECK(gc.code == 0);
+  CHECK(gc.out.find("removed 0 objects") == 0);
+  CHECK(gc.err.find("warning: object " + v1 + " cannot be read, kept: ") != std::string::npos);
+  CHECK(repo.Sh("test -f " + path(v1) + " && test -f " + path(staged)).code == 0);
+  // The other work tree commits what it staged, and it restores.
+  REQUIRE(repo.Sh("cd ../wt && git commit -qm x && rm x.safetensors && git checkout -- x.safetensors").code == 0);
+  CHECK(Slurp(repo.File("../wt/x.safetensors")) == Slurp(repo.Data("cnn-fp32/step-000040.safetensors")));
+}
+
 TEST_CASE("a chain that loops is refused at once, by show, restore and fsck") {
   Repo repo;
   // Step 10 committed; then its object, and step 20's, replaced by a delta

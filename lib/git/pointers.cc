@@ -39,9 +39,9 @@ Status AddHistory(const Repository& repo, const std::vector<CommitInfo>& commits
   });
 }
 
-// Staged files not seen in a tree.
+// Staged files not seen in a tree, in the index of every work tree.
 Status AddIndex(const Repository& repo, Blobs& blobs) {
-  ASSIGN_OR_RETURN(std::vector<FileEntry> files, repo.IndexFiles());
+  ASSIGN_OR_RETURN(std::vector<FileEntry> files, repo.AllIndexFiles());
   for (const FileEntry& f : files) blobs.emplace(f.blob, Place{"index", f.path});
   return OkStatus();
 }

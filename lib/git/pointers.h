@@ -35,7 +35,8 @@ struct FoundPointers {
 Result<std::optional<store::Pointer>> PointerInBlob(const Repository& repo, const Oid& blob);
 
 // The pointers in HEAD's tree (none for an unborn HEAD), or with `all` in
-// every commit Repository::AllCommits walks, and in the index.
+// every commit Repository::AllCommits walks, and in the index of every
+// work tree (a version staged only in a linked work tree is needed too).
 Result<FoundPointers> FindPointers(const Repository& repo, bool all);
 
 // The pointers in every commit `revs` reach (as Repository::Commits reads

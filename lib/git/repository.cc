@@ -324,6 +324,48 @@ class HistoryWalk {
   uint64_t next_order_ = 0;
 };
 
+// The files in `repo`'s index as the index file on disk holds them now,
+// stage 0 only; none for a bare repository.
+Result<std::vector<FileEntry>> IndexFilesOf(git_repository* repo) {
+  std::vector<FileEntry> files;
+  if (git_repository_is_bare(repo)) return files;
+  git_index* raw = nullptr;
+  if (git_repository_index(&raw, repo) < 0) return GitError("cannot open the index");
+  IndexPtr index(raw);
+  // The index as it is on disk now, whatever an earlier read cached.
+  if (git_index_read(index.get(), /*force=*/1) < 0) return GitError("cannot read the index");
+  const size_t count = git_index_entrycount(index.get());
+  files.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    const git_index_entry* entry = git_index_get_byindex(index.get(), i);
+    if (GIT_INDEX_ENTRY_STAGE(entry) != 0 || !IsFileMode(static_cast<git_filemode_t>(entry->mode))) continue;
+    files.push_back(FileEntry{entry->path, FromGit(&entry->id)});
+  }
+  return files;
+}
+
+// The repository at `common_dir` opened once for each of its work trees
+// (the main one first, then every linked one). A linked work tree that
+// cannot be opened (its folder is gone and not yet pruned) is left out.
+Result<std::vector<RepoPtr>> OpenWorkTrees(const std::string& common_dir) {
+  std::vector<RepoPtr> trees;
+  git_repository* raw = nullptr;
+  if (git_repository_open_bare(&raw, common_dir.c_str()) < 0) return GitError("cannot open " + common_dir);
+  trees.emplace_back(raw);
+  git_strarray names{};
+  if (git_worktree_list(&names, trees[0].get()) < 0) return GitError("cannot list the work trees of " + common_dir);
+  for (size_t i = 0; i < names.count; ++i) {
+    git_worktree* wt = nullptr;
+    if (git_worktree_lookup(&wt, trees[0].get(), names.strings[i]) < 0) continue;
+    WorktreePtr worktree(wt);
+    if (git_repository_open_from_worktree(&raw, worktree.get()) < 0) continue;
+    trees.emplace_back(raw);
+  }
+  git_strarray_dispose(&names);
+  git_error_clear();
+  return trees;
+}
+
 }  // namespace
 
 std::string Oid::Hex() const {
@@ -374,21 +416,14 @@ Result<Repository> Repository::Discover(const std::string& start) {
   return repo;
 }
 
-Result<std::vector<FileEntry>> Repository::IndexFiles() const {
+Result<std::vector<FileEntry>> Repository::IndexFiles() const { return IndexFilesOf(handle_->repo.get()); }
+
+Result<std::vector<FileEntry>> Repository::AllIndexFiles() const {
+  ASSIGN_OR_RETURN(std::vector<RepoPtr> trees, OpenWorkTrees(common_dir_));
   std::vector<FileEntry> files;
-  git_repository* repo = handle_->repo.get();
-  if (git_repository_is_bare(repo)) return files;
-  git_index* raw = nullptr;
-  if (git_repository_index(&raw, repo) < 0) return GitError("cannot open the index");
-  IndexPtr index(raw);
-  // The index as it is on disk now, whatever an earlier read cached.
-  if (git_index_read(index.get(), /*force=*/1) < 0) return GitError("cannot read the index");
-  const size_t count = git_index_entrycount(index.get());
-  files.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    const git_index_entry* entry = git_index_get_byindex(index.get(), i);
-    if (GIT_INDEX_ENTRY_STAGE(entry) != 0 || !IsFileMode(static_cast<git_filemode_t>(entry->mode))) continue;
-    files.push_back(FileEntry{entry->path, FromGit(&entry->id)});
+  for (const RepoPtr& tree : trees) {
+    ASSIGN_OR_RETURN(std::vector<FileEntry> staged, IndexFilesOf(tree.get()));
+    files.insert(files.end(), staged.begin(), staged.end());
   }
   return files;
 }
@@ -463,26 +498,10 @@ Result<std::optional<std::string>> Repository::SmallBlob(const Oid& blob, size_t
 
 namespace {
 
-// The commits the HEADs of the repository's work trees (the main one and
-// every linked one) lead to, with `reflogs` also every commit their
-// reflogs name. A linked work tree that cannot be opened (its folder is
-// gone and not yet pruned) is left out.
+// The commits the HEADs of the repository's work trees lead to, with
+// `reflogs` also every commit their reflogs name.
 Status AddHeads(const std::string& common_dir, bool reflogs, std::vector<Oid>& ids) {
-  std::vector<RepoPtr> heads;
-  git_repository* raw = nullptr;
-  if (git_repository_open_bare(&raw, common_dir.c_str()) < 0) return GitError("cannot open " + common_dir);
-  heads.emplace_back(raw);
-  git_strarray names{};
-  if (git_worktree_list(&names, heads[0].get()) < 0) return GitError("cannot list the work trees of " + common_dir);
-  for (size_t i = 0; i < names.count; ++i) {
-    git_worktree* wt = nullptr;
-    if (git_worktree_lookup(&wt, heads[0].get(), names.strings[i]) < 0) continue;
-    WorktreePtr worktree(wt);
-    if (git_repository_open_from_worktree(&raw, worktree.get()) < 0) continue;
-    heads.emplace_back(raw);
-  }
-  git_strarray_dispose(&names);
-  git_error_clear();
+  ASSIGN_OR_RETURN(std::vector<RepoPtr> heads, OpenWorkTrees(common_dir));
   for (const RepoPtr& repo : heads) {
     git_reference* ref = nullptr;
     if (git_reference_lookup(&ref, repo.get(), "HEAD") == 0) {

@@ -64,6 +64,9 @@ class Repository {
   // The files in the index, as the index file on disk holds them now,
   // stage 0 only, in index order (by path).
   Result<std::vector<FileEntry>> IndexFiles() const;
+  // The files of the index of every work tree of the repository (the main
+  // one and each linked one), as IndexFiles reads each.
+  Result<std::vector<FileEntry>> AllIndexFiles() const;
 
   // The commit `rev` names (any revision git rev-parse accepts: "HEAD",
   // a branch, an abbreviated id, "HEAD~3"); nullopt when it names nothing
