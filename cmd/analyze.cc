@@ -53,8 +53,7 @@ std::string FileLabel(const series::Rules& rules, const std::string& path) {
 // of its step-numbered series at the range's last revision if it has any,
 // else the commits of the range that changed it.
 Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::string& range) {
-  ASSIGN_OR_RETURN(std::string full, git::GitOutput({"ls-files", "--full-name", "--error-unmatch", "--", given}));
-  const std::string path = Lines(full).at(0);
+  ASSIGN_OR_RETURN(const std::string path, TrackedPath(given));
   ASSIGN_OR_RETURN(std::string top, git::TopLevel());
   const std::string rev = range.empty() ? "HEAD" : range;
   // The tip of a range "a..b" is b; of "a.." it is HEAD.
@@ -66,9 +65,10 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
   const std::string name = rules.Place(path).name;
-  ASSIGN_OR_RETURN(std::string listed, git::GitOutput({"ls-tree", "-r", "--name-only", "--full-tree", tip}, top));
+  ASSIGN_OR_RETURN(std::vector<std::string> listed,
+                   git::GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", tip}, top));
   std::vector<std::pair<std::string, std::string>> found;  // step, path
-  for (const std::string& f : Lines(listed)) {
+  for (const std::string& f : listed) {
     series::Placed placed = rules.Place(f);
     if (placed.name == name) found.emplace_back(std::move(placed.step), f);
   }
@@ -96,8 +96,7 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
 // rather than one tracked checkpoint.
 bool OnDisk(const AnalyzeArgs& a) {
   if (a.paths.size() != 1) return true;
-  auto tracked = git::GitOutput({"ls-files", "--error-unmatch", "--", a.paths[0]});
-  return !tracked.ok();
+  return !TrackedPath(a.paths[0]).ok();
 }
 
 Result<std::function<bool(const std::string&)>> TensorFilter(const AnalyzeArgs& a) {

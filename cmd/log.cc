@@ -4,11 +4,9 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
-#include "lib/git/git.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
 
@@ -20,14 +18,6 @@ struct LogArgs {
   std::vector<std::string> paths;
   bool json = false;
 };
-
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream in(s);
-  while (std::getline(in, part, sep)) parts.push_back(part);
-  return parts;
-}
 
 std::string JsonString(const std::string& s) {
   std::string r = "\"";
@@ -63,8 +53,8 @@ Status RunLog(const LogArgs& a) {
     ASSIGN_OR_RETURN(paths, TrackedPaths());
   } else {
     for (const std::string& p : a.paths) {
-      ASSIGN_OR_RETURN(std::string full, git::GitOutput({"ls-files", "--full-name", "--error-unmatch", "--", p}));
-      paths.push_back(Split(full, '\n').at(0));
+      ASSIGN_OR_RETURN(std::string full, TrackedPath(p));
+      paths.push_back(std::move(full));
     }
   }
   // HEAD's history once for every path, as `git log` walks it.

@@ -8,7 +8,6 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
-#include "lib/git/git.h"
 #include "lib/store/repack.h"
 
 namespace zipnn::cmd {
@@ -90,9 +89,9 @@ Status RunRepack(const RepackArgs& a) {
     chosen = std::move(all);
   } else {
     for (const std::string& p : a.paths) {
-      auto full = git::GitOutput({"ls-files", "--full-name", "--error-unmatch", "--", p});
+      auto full = TrackedPath(p);
       if (!full.ok()) return NotFound(p + " is not a tracked file (git ls-files does not list it)");
-      const std::string name = series->rules().Place(Lines(*full).at(0)).name;
+      const std::string name = series->rules().Place(*full).name;
       chosen[name] = all[name];
     }
   }

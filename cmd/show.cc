@@ -4,7 +4,6 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
-#include "lib/git/git.h"
 
 namespace zipnn::cmd {
 
@@ -27,8 +26,8 @@ Status RunShow(const std::string& what) {
     if (series.ok()) {
       std::string path = what.substr(what.find(':') + 1);
       if (path.rfind("./", 0) == 0) {
-        auto full = git::GitOutput({"ls-files", "--full-name", "--", path});
-        if (full.ok() && !full->empty()) path = Lines(*full).at(0);
+        auto full = TrackedPath(path);
+        if (full.ok()) path = *full;
       }
       why = WhyBase(repo, **series, path, *id);
     }

@@ -35,6 +35,10 @@ Result<store::Repository> OpenRepository() {
   const std::string zipnn_dir = git_dir + "/zipnn";
   store::Repository repo{store::ObjectStore(configured ? *configured : zipnn_dir + "/objects"), zipnn_dir + "/tmp",
                          zipnn_dir + "/cache/raw", "", config::Policy{}};
+  // So that a gc from another repository sharing the store keeps what
+  // this one needs. A store this one cannot write to is one it does not
+  // add to either.
+  (void)repo.objects.RegisterUser(git_dir);
   auto top = git::TopLevel();
   if (top.ok()) {
     repo.work_dir = *top;
@@ -197,8 +201,14 @@ std::vector<std::string> Lines(const std::string& text) {
 }
 
 Result<std::vector<std::string>> TrackedPaths() {
-  ASSIGN_OR_RETURN(std::string files, git::GitOutput({"ls-files", "--full-name", "--", ":(top,attr:filter=zipnn)"}));
-  return Lines(files);
+  return git::GitPaths({"ls-files", "-z", "--full-name", "--", ":(top,attr:filter=zipnn)"});
+}
+
+Result<std::string> TrackedPath(const std::string& given) {
+  ASSIGN_OR_RETURN(std::vector<std::string> paths,
+                   git::GitPaths({"ls-files", "-z", "--full-name", "--error-unmatch", "--", given}));
+  if (paths.empty()) return Status(StatusCode::kGit, "git ls-files lists no file for " + given);
+  return paths[0];
 }
 
 std::string TrackLine(const std::string& pattern) { return pattern + " filter=zipnn diff=zipnn -text"; }

@@ -96,8 +96,14 @@ std::vector<std::string> Lines(const std::string& text);
 // scratch file it may live in (labels left empty).
 Result<std::shared_ptr<analyze::Input>> OpenCheckpoint(Checkpoint checkpoint);
 
-// Paths in the index whose filter attribute is zipnn, in the whole tree.
+// Paths in the index whose filter attribute is zipnn, in the whole tree,
+// byte for byte as the files are named (whatever core.quotePath says).
 Result<std::vector<std::string>> TrackedPaths();
+
+// The path from the top of the work tree of the file in the index that
+// `given` (relative to the current folder) names; of a folder, its first
+// file. A Git error quoting git when the index holds no such file.
+Result<std::string> TrackedPath(const std::string& given);
 
 // inspect's report on one object file: header, layout, coders (also the
 // second half of `show`).

@@ -104,7 +104,11 @@ Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& c
   return run;
 }
 
-Result<std::string> GitOutput(const std::vector<std::string>& args, const std::string& cwd) {
+namespace {
+
+// The whole standard output of `git <args>`; a non-zero exit is a Git
+// error quoting git's message.
+Result<std::string> Succeeded(const std::vector<std::string>& args, const std::string& cwd) {
   ASSIGN_OR_RETURN(GitRun run, RunGit(args, cwd));
   if (run.exit_code != 0) {
     std::string message = run.err;
@@ -113,8 +117,27 @@ Result<std::string> GitOutput(const std::vector<std::string>& args, const std::s
     for (const std::string& a : args) command += " " + a;
     return Status(StatusCode::kGit, command + " failed" + (message.empty() ? "" : ": " + message));
   }
-  while (!run.out.empty() && run.out.back() == '\n') run.out.pop_back();
-  return run.out;
+  return std::move(run.out);
+}
+
+}  // namespace
+
+Result<std::string> GitOutput(const std::vector<std::string>& args, const std::string& cwd) {
+  ASSIGN_OR_RETURN(std::string out, Succeeded(args, cwd));
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+Result<std::vector<std::string>> GitPaths(const std::vector<std::string>& args, const std::string& cwd) {
+  ASSIGN_OR_RETURN(std::string out, Succeeded(args, cwd));
+  std::vector<std::string> paths;
+  for (size_t at = 0; at < out.size();) {
+    size_t end = out.find('\0', at);
+    if (end == std::string::npos) end = out.size();  // git ends the last one too; be lenient
+    if (end > at) paths.push_back(out.substr(at, end - at));
+    at = end + 1;
+  }
+  return paths;
 }
 
 Result<std::string> TopLevel(const std::string& cwd) {

@@ -28,6 +28,12 @@ Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& c
 // is a Git error quoting git's message.
 Result<std::string> GitOutput(const std::vector<std::string>& args, const std::string& cwd = "");
 
+// `git <args>` whose output is paths ended by NULs, as `-z` makes git write
+// them (`args` must hold -z): each path byte for byte as the file is
+// named. Without -z git quotes names outside printable ASCII, or holding
+// quotes ("mod\303\250le"), which then name no file. Errors as GitOutput.
+Result<std::vector<std::string>> GitPaths(const std::vector<std::string>& args, const std::string& cwd = "");
+
 // The work tree's top folder and the git folder of the repository around
 // `cwd` (the common one, which linked worktrees share); NotFound outside a
 // repository.
