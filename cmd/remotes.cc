@@ -117,6 +117,26 @@ Result<std::vector<std::string>> SshCommand(const SshTarget& t, const std::strin
   return argv;
 }
 
+// Seconds a remote may go without a byte moving: $GIT_ZIPNN_TIMEOUT, else
+// zipnn.timeout, else a minute (docs/remotes.md, "Timeouts").
+Result<double> RemoteTimeout() {
+  std::optional<std::string> text;
+  const char* env = std::getenv("GIT_ZIPNN_TIMEOUT");
+  if (env != nullptr && *env != '\0') {
+    text = env;
+  } else {
+    ASSIGN_OR_RETURN(text, git::ConfigGet("zipnn.timeout"));
+  }
+  if (!text) return store::kDefaultTimeout;
+  char* end = nullptr;
+  const double seconds = std::strtod(text->c_str(), &end);
+  if (end == text->c_str() || *end != '\0' || !(seconds > 0) || seconds > 86400) {
+    return InvalidArgument("the remote timeout \"" + *text + "\" (" + store::kTimeoutSetting +
+                           ") is not a number of seconds between 0 and 86400");
+  }
+  return seconds;
+}
+
 // A store served over ssh by `git zipnn serve-store` on the host: the
 // store of the repository at the path (`repository`), or the folder.
 Result<std::unique_ptr<store::RemoteStore>> SshStore(const std::string& url, const SshTarget& t, bool repository,
@@ -129,9 +149,11 @@ Result<std::unique_ptr<store::RemoteStore>> SshStore(const std::string& url, con
     ASSIGN_OR_RETURN(std::unique_ptr<Process> ssh, Process::Start(argv));
     return std::unique_ptr<Channel>(std::move(ssh));
   };
+  ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
   return store::ServedRemote(url, std::move(connect),
                              "if ssh connected, is git-zipnn on the PATH there? remote." + remote +
-                                 ".zipnnserve names the program to run");
+                                 ".zipnnserve names the program to run",
+                             timeout);
 }
 
 // An S3 bucket: remote.<name>.zipnnendpoint (else $AWS_ENDPOINT_URL_S3 or
@@ -158,6 +180,7 @@ Result<std::unique_ptr<store::RemoteStore>> S3Store(const std::string& url, cons
   } else if (part.exit_code != 1) {  // 1: not set
     return InvalidArgument(key + "partsize: " + part.err);
   }
+  ASSIGN_OR_RETURN(o.timeout, RemoteTimeout());
   ASSIGN_OR_RETURN(o.credentials, s3::FindCredentials());
   return s3::Remote(url, std::move(o));
 }
@@ -263,7 +286,8 @@ Status Transfer(bool push, const store::Repository& repo, const std::string& rem
   store::TransferReport report;
   {
     Progress progress(std::string("git-zipnn: ") + (push ? "push to " : "fetch from ") + remote, 0);
-    const store::TransferOptions options = OptionsShowing(progress, push ? "sent" : "received");
+    store::TransferOptions options = OptionsShowing(progress, push ? "sent" : "received");
+    for (const auto& [pointer, place] : found.pointers) options.raw_sizes[pointer.id] = pointer.size;
     const std::vector<ContentId> ids = Ids(found);
     ASSIGN_OR_RETURN(report, push ? store::PushObjects(repo, *other, ids, options)
                                   : store::FetchObjects(repo, *other, ids, options));
@@ -297,13 +321,15 @@ Status FetchPointers(const store::Repository& repo, const std::string& remote, c
   return Transfer(/*push=*/false, repo, remote, found, quiet);
 }
 
-Status FetchChain(const store::Repository& repo, const ContentId& id) {
+Status FetchChain(const store::Repository& repo, const ContentId& id, std::optional<uint64_t> raw_size) {
   auto remote = DefaultRemote();
   if (!remote.ok()) return OkStatus();  // nowhere to fetch from: the restore names what is missing
   auto from = OpenRemoteStore(*remote);
   if (!from.ok()) return Status(from.status().code(), "remote " + *remote + " cannot be read: " + from.status().message());
   Progress progress("git-zipnn: fetch from " + *remote, 0);
-  return store::FetchObjects(repo, **from, {id}, OptionsShowing(progress, "received")).status();
+  store::TransferOptions options = OptionsShowing(progress, "received");
+  if (raw_size) options.raw_sizes[id] = *raw_size;
+  return store::FetchObjects(repo, **from, {id}, options).status();
 }
 
 Status RestoreFetching(const store::Repository& repo, const store::Pointer& pointer, const std::string& path,
@@ -312,7 +338,7 @@ Status RestoreFetching(const store::Repository& repo, const store::Pointer& poin
   // one that finds an object missing can be tried again after a fetch.
   Status restored = store::RestoreFile(repo, pointer, path, out);
   if (restored.code() != StatusCode::kNotFound) return restored;
-  Status fetched = FetchChain(repo, pointer.id);
+  Status fetched = FetchChain(repo, pointer.id, pointer.size);
   if (!fetched.ok()) return Status(fetched.code(), path + ": " + fetched.message());
   return store::RestoreFile(repo, pointer, path, out);
 }

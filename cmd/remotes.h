@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,8 @@ Status FetchPointers(const store::Repository& repo, const std::string& remote, c
 
 // Fetches from the default remote what `id` needs and the local store
 // lacks; nothing to do without a remote (a restore then names what is
-// missing).
-Status FetchChain(const store::Repository& repo, const ContentId& id);
+// missing). `raw_size`, the pointer's size when known, bounds the object.
+Status FetchChain(const store::Repository& repo, const ContentId& id, std::optional<uint64_t> raw_size = std::nullopt);
 
 // RestoreFile; when an object of the chain is missing, FetchChain and
 // restore again.

@@ -2,11 +2,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -139,16 +142,37 @@ namespace {
 
 // Writes all `n` bytes, with send() on a socket (no SIGPIPE) when `socket`,
 // and with write() from the first ENOTSOCK on.
-Status WriteFully(int fd, const void* data, size_t n, const std::string& name, bool socket) {
+// Waits until `fd` is ready for `events`, at most `timeout_ms` (0: no
+// wait at all is needed, the call blocks as it would anyway).
+Status AwaitReady(int fd, short events, int timeout_ms, const std::string& name) {
+  if (timeout_ms <= 0) return OkStatus();
+  pollfd p{fd, events, 0};
+  for (;;) {
+    const int r = ::poll(&p, 1, timeout_ms);
+    if (r > 0) return OkStatus();
+    if (r == 0) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%g", timeout_ms / 1000.0);
+      return IoError(name + ": timed out: nothing " + (events == POLLIN ? "came" : "went") + " for " + seconds + " s");
+    }
+    if (errno != EINTR) return IoError(name + ": poll failed: " + Errno());
+  }
+}
+
+// With a timeout, each part waits for room at most that long and is
+// sent without blocking (a pipe takes at most PIPE_BUF at once then).
+Status WriteFully(int fd, const void* data, size_t n, const std::string& name, bool socket, int timeout_ms = 0) {
   const auto* p = static_cast<const uint8_t*>(data);
   while (n > 0) {
-    ssize_t put = socket ? ::send(fd, p, n, MSG_NOSIGNAL) : ::write(fd, p, n);
+    RETURN_IF_ERROR(AwaitReady(fd, POLLOUT, timeout_ms, name));
+    const int flags = MSG_NOSIGNAL | (timeout_ms > 0 ? MSG_DONTWAIT : 0);
+    ssize_t put = socket ? ::send(fd, p, n, flags) : ::write(fd, p, timeout_ms > 0 ? std::min<size_t>(n, PIPE_BUF) : n);
     if (put < 0 && socket && errno == ENOTSOCK) {
       socket = false;
       continue;
     }
     if (put < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR || errno == EAGAIN) continue;
       return IoError(name + ": write failed: " + Errno());
     }
     p += put;
@@ -164,7 +188,12 @@ Status WriteAll(int fd, const void* data, size_t n, const std::string& name) {
 }
 
 Status FdChannel::Write(const void* data, size_t n) {
-  return WriteFully(write_fd_, data, n, name_, /*socket=*/true);  // a pipe or file falls back to write()
+  return WriteFully(write_fd_, data, n, name_, /*socket=*/true, timeout_ms_);  // a pipe or file falls back to write()
+}
+
+Result<size_t> FdChannel::Read(void* out, size_t n) {
+  RETURN_IF_ERROR(AwaitReady(read_fd_, POLLIN, timeout_ms_, name_));
+  return reader_.Read(out, n);
 }
 
 Status AtomicFile::Commit() { return Finish(/*sync=*/true); }

@@ -92,14 +92,17 @@ class FdReader : public ByteReader {
 class FdChannel : public Channel {
  public:
   FdChannel(int read_fd, int write_fd, std::string name)
-      : reader_(read_fd), write_fd_(write_fd), name_(std::move(name)) {}
-  Result<size_t> Read(void* out, size_t n) override { return reader_.Read(out, n); }
+      : reader_(read_fd), read_fd_(read_fd), write_fd_(write_fd), name_(std::move(name)) {}
+  Result<size_t> Read(void* out, size_t n) override;
   Status Write(const void* data, size_t n) override;
+  void SetTimeout(double seconds) override { timeout_ms_ = static_cast<int>(seconds * 1000); }
 
  private:
   FdReader reader_;
+  int read_fd_;
   int write_fd_;
   std::string name_;
+  int timeout_ms_ = 0;  // 0: none
 };
 
 // A scratch file in `dir` (created if needed), named `<prefix>-XXXXXX`,

@@ -44,6 +44,11 @@ class ByteReader {
 class Channel : public ByteReader {
  public:
   virtual Status Write(const void* data, size_t n) = 0;
+  // From now on a Read or Write that moves no byte for `seconds` fails
+  // with an IoError (0: waits for ever, the default), so a peer that
+  // stops answering cannot hang us. Channels that cannot wait with a
+  // deadline ignore it.
+  virtual void SetTimeout(double seconds) { (void)seconds; }
 };
 
 class MemoryReader : public ByteReader {

@@ -151,6 +151,8 @@ struct Transfer {
   uint64_t from = 0;
   uint64_t size = 0;
   ByteSink* download = nullptr;  // the body of a 200 reply goes here
+  uint64_t limit = UINT64_MAX;   // the most bytes it may take
+  uint64_t received = 0;
   // Filled in by the callbacks.
   CURL* handle = nullptr;
   uint64_t sent = 0;
@@ -174,6 +176,14 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
   long status = 0;
   curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
   if (status == 200 && t->download != nullptr) {
+    // A body longer than it may be, or a sink that fails, ends the
+    // transfer at once (returning less than was given aborts it).
+    if (n > t->limit - t->received) {
+      t->failed = Corruption("the server sent more than the " + std::to_string(t->limit) +
+                             " bytes the object's checkpoint can take");
+      return 0;
+    }
+    t->received += n;
     t->failed = t->download->Append(data, n);
     return t->failed.ok() ? n : 0;
   }
@@ -185,6 +195,18 @@ size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const std::string line(data, size * count);
   if (line.size() > 5 && strncasecmp(line.c_str(), "etag:", 5) == 0) t->reply.etag = Trim(line.substr(5));
+  // An object announced larger than it may be is refused before its body.
+  long status = 0;
+  curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
+  if (status == 200 && t->download != nullptr && line.size() > 15 &&
+      strncasecmp(line.c_str(), "content-length:", 15) == 0) {
+    const unsigned long long length = std::strtoull(line.c_str() + 15, nullptr, 10);
+    if (length > t->limit) {
+      t->failed = Corruption("the server offered " + std::to_string(length) + " bytes, more than the " +
+                             std::to_string(t->limit) + " the object's checkpoint can take");
+      return 0;
+    }
+  }
   return size * count;
 }
 
@@ -235,9 +257,10 @@ class Bucket : public store::RemoteStore {
     return OkStatus();
   }
 
-  Status Get(const ContentId& id, ByteSink& out) override {
+  Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
     Transfer t;
     t.download = &out;
+    t.limit = limit;
     ASSIGN_OR_RETURN(Reply r, Send("GET", Url(Key(id)), kEmptySha256, t));
     if (r.status == 404 && XmlField(r.body, "Code") != "NoSuchBucket") {
       return NotFound("object " + id.Hex() + " is not there");
@@ -321,6 +344,10 @@ class Bucket : public store::RemoteStore {
 
   Result<Reply> Send(const std::string& method, const std::string& url, const std::string& payload_hash,
                      Transfer& t) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!stalled_.ok()) return stalled_;  // a server that stopped answering is not asked again
+    }
     CURL* h = Take();
     if (h == nullptr) return IoError("cannot start curl");
     t.handle = h;
@@ -335,9 +362,12 @@ class Bucket : public store::RemoteStore {
     curl_easy_setopt(h, CURLOPT_URL, url.c_str());
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a stalled transfer ends after two minutes
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 120L);
+    // A server that sends nothing for the timeout, connecting or later,
+    // ends the request.
+    const long timeout = std::max(1L, static_cast<long>(o_.timeout + 0.5));
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, timeout);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, timeout);
     curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4_.c_str());
     curl_easy_setopt(h, CURLOPT_USERNAME, o_.credentials.key_id.c_str());
     curl_easy_setopt(h, CURLOPT_PASSWORD, o_.credentials.secret.c_str());
@@ -370,7 +400,13 @@ class Bucket : public store::RemoteStore {
     if (code != CURLE_OK) {
       curl_easy_cleanup(h);  // its connection may be in any state
       if (!t.failed.ok()) return t.failed;
-      return IoError(method + " " + url + ": " + (error[0] != '\0' ? error : curl_easy_strerror(code)));
+      Status failed = IoError(method + " " + url + ": " + (error[0] != '\0' ? error : curl_easy_strerror(code)));
+      if (code == CURLE_OPERATION_TIMEDOUT) {
+        failed = IoError(failed.message() + " (the timeout: GIT_ZIPNN_TIMEOUT, or git config zipnn.timeout)");
+        std::lock_guard<std::mutex> lock(mu_);
+        stalled_ = failed;
+      }
+      return failed;
     }
     Give(h);
     return std::move(t.reply);
@@ -396,8 +432,9 @@ class Bucket : public store::RemoteStore {
   const Options o_;
   std::string sigv4_;
   std::string base_;
-  std::mutex mu_;
+  std::mutex mu_;  // guards idle_ and stalled_
   std::vector<CURL*> idle_;
+  Status stalled_;
 };
 
 }  // namespace

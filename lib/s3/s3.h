@@ -53,6 +53,9 @@ struct Options {
   // Objects larger than this go up in parts of this size (S3 takes at most
   // 5 GiB in one request).
   uint64_t part_size = uint64_t{1} << 30;
+  // Seconds a request may go without a byte moving (whole seconds, at
+  // least 1: curl's unit).
+  double timeout = 60;
 };
 
 // `where` names the store in messages (the s3:// URL).

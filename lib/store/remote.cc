@@ -1,7 +1,15 @@
 #include "lib/store/remote.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ctime>
+
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <utility>
@@ -12,6 +20,7 @@
 #include "lib/container/format.h"
 #include "lib/container/object.h"
 #include "lib/store/object_store.h"
+#include "lib/store/storing.h"
 
 namespace zipnn::store {
 
@@ -29,26 +38,39 @@ Status CopySource(const ByteSource& from, ByteSink& out) {
   return OkStatus();
 }
 
+Status TooBig(const ContentId& id, uint64_t size, uint64_t limit) {
+  return Corruption("object " + id.Hex() + " would be " + std::to_string(size) + " bytes, more than the " +
+                    std::to_string(limit) + " its checkpoint can take");
+}
+
 class Folder : public RemoteStore {
  public:
   explicit Folder(std::string root) : store_(std::move(root)) {}
   const std::string& where() const override { return store_.root(); }
 
+  // A misfiled or damaged copy does not count: the push replaces it.
   Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) override {
     std::vector<bool> has;
     has.reserve(ids.size());
-    for (const ContentId& id : ids) has.push_back(store_.Has(id));
+    for (const ContentId& id : ids) has.push_back(HoldsIntact(store_, id));
     return has;
   }
 
   Status Put(const ContentId& id, const ByteSource& object) override {
-    return store_.Put(
-        id, [&](AtomicFile& out) { return CopySource(object, out); },
+    return ReceiveObject(
+        store_, id, [&](AtomicFile& out) { return CopySource(object, out); },
         [&](const std::string& temp) { return CheckObjectFile(temp, id); });
   }
 
-  Status Get(const ContentId& id, ByteSink& out) override {
+  Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
+    // Only a plain file: a FIFO put in an object's place would block the
+    // open for ever.
+    struct stat st;
+    if (::stat(store_.PathOf(id).c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      return Corruption(store_.PathOf(id) + " is not a plain file");
+    }
     ASSIGN_OR_RETURN(ReadFile file, store_.Open(id));
+    if (file.size() > limit) return TooBig(id, file.size(), limit);
     return CopySource(file, out);
   }
 
@@ -82,9 +104,165 @@ Status MoveAll(const std::vector<ContentId>& ids, const TransferOptions& options
       });
 }
 
+// The sink a download writes through: it refuses the byte past `limit`
+// and, once the header is in, a checkpoint of another size than the one
+// expected (when known), so a lying server is stopped early instead of
+// when the object is whole.
+class GuardedSink : public ByteSink {
+ public:
+  GuardedSink(ByteSink& out, const ContentId& id, uint64_t limit, std::optional<uint64_t> raw_size)
+      : out_(out), id_(id), limit_(limit), raw_size_(raw_size) {}
+
+  Status Append(const void* data, size_t n) override {
+    if (n > limit_ - size_) return TooBig(id_, size_ + n, limit_);
+    if (raw_size_ && size_ < container::kHeaderBytes) {
+      const size_t k = std::min<size_t>(n, container::kHeaderBytes - size_);
+      head_.append(static_cast<const char*>(data), k);
+      if (head_.size() == container::kHeaderBytes) RETURN_IF_ERROR(CheckRawSize());
+    }
+    RETURN_IF_ERROR(out_.Append(data, n));
+    size_ += n;
+    return OkStatus();
+  }
+
+ private:
+  // The raw size sits at offset 24 of the header, little-endian
+  // (docs/format.md, "Header").
+  Status CheckRawSize() const {
+    uint64_t raw = 0;
+    for (int i = 7; i >= 0; --i) raw = raw << 8 | static_cast<uint8_t>(head_[24 + i]);
+    if (raw == *raw_size_) return OkStatus();
+    return Corruption("object " + id_.Hex() + " says it holds " + std::to_string(raw) + " bytes, not the " +
+                      std::to_string(*raw_size_) + " expected");
+  }
+
+  ByteSink& out_;
+  const ContentId id_;
+  const uint64_t limit_;
+  const std::optional<uint64_t> raw_size_;
+  uint64_t size_ = 0;
+  std::string head_;
+};
+
+// An object received and checked for its structure, waiting in temp_dir
+// to be decoded.
+struct Received {
+  TempFile file;
+  std::optional<ContentId> base;  // for a delta
+  uint64_t base_size = 0;
+};
+
+// Receives the object for `id` into a fresh file in temp_dir, fsynced so
+// that it can take its name later, and checks its structure. Any failure
+// removes the file before it returns.
+Result<Received> Receive(const Repository& repo, RemoteStore& remote, const ContentId& id,
+                         std::optional<uint64_t> raw_size, uint64_t* bytes) {
+  ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "fetch"));
+  {
+    ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file.path(), /*overwrite=*/true));
+    const uint64_t limit = raw_size ? ObjectSizeLimit(*raw_size) : kUnknownObjectLimit;
+    GuardedSink guarded(out, id, limit, raw_size);
+    RETURN_IF_ERROR(remote.Get(id, limit, guarded));
+    *bytes = out.size();
+    RETURN_IF_ERROR(out.Commit());
+  }
+  ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(file.path()));
+  RETURN_IF_ERROR(CheckObject(object, id));
+  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  Received r{std::move(file), std::nullopt, 0};
+  if (info.header.kind == container::ObjectKind::kDelta) {
+    r.base = info.header.base_id;
+    r.base_size = info.header.base_size;
+  }
+  return r;
+}
+
+// The checkpoint `id`'s chain decodes to, read through one ObjectReader a
+// link, each reading the one below (as Restore does), for a delta whose
+// base is in the store but not decoded yet.
+class StoredChain {
+ public:
+  static Result<std::unique_ptr<StoredChain>> Open(const Repository& repo, const ContentId& id) {
+    std::vector<ContentId> ids;  // VisitChain checks each link's id, loops and depth
+    RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) { ids.push_back(link.id); }));
+    auto chain = std::unique_ptr<StoredChain>(new StoredChain);
+    const ByteSource* below = nullptr;
+    for (size_t i = ids.size(); i-- > 0;) {
+      ASSIGN_OR_RETURN(ReadFile file, repo.objects.Open(ids[i]));
+      chain->files_.push_back(std::make_unique<ReadFile>(std::move(file)));
+      ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(*chain->files_.back()));
+      ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
+                       container::ObjectReader::Open(*chain->files_.back(), std::move(info), below));
+      below = reader.get();
+      chain->readers_.push_back(std::move(reader));
+    }
+    return chain;
+  }
+  const ByteSource& top() const { return *readers_.back(); }
+
+ private:
+  StoredChain() = default;
+  std::vector<std::unique_ptr<ReadFile>> files_;  // the base first
+  std::vector<std::unique_ptr<container::ObjectReader>> readers_;
+};
+
+// Decodes the received objects from their bases up, each against the
+// decoded bytes of the one below, and gives each its name once it holds
+// its id's content. A base of a received delta that was not received
+// itself is in the store (the fetch checked it) and is read through its
+// chain. A delta with received deltas on it is decoded into a scratch
+// file that they read, kept until the last of them is decoded, so a chain
+// of n received objects costs n decodes and at most two scratch files.
+Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& received, const std::string& from) {
+  std::map<ContentId, std::vector<ContentId>> above;  // base -> received deltas on it
+  std::vector<std::pair<ContentId, std::shared_ptr<Scratch>>> todo;  // (object, its base decoded)
+  for (const auto& [id, r] : received) {
+    if (r.base && received.count(*r.base) != 0) {
+      above[*r.base].push_back(id);
+    } else {
+      todo.emplace_back(id, nullptr);
+    }
+  }
+  container::DecodeOptions options;
+  options.threads = repo.policy.threads;
+  while (!todo.empty()) {
+    const ContentId id = todo.back().first;
+    std::shared_ptr<Scratch> base_bytes = std::move(todo.back().second);
+    todo.pop_back();
+    const Received& r = received.at(id);
+    ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(r.file.path()));
+    auto decode = [&](ByteSink& out) -> Status {
+      Status st = DecodeReceived(repo, object, id, base_bytes ? &base_bytes->reader : nullptr, out);
+      if (st.ok()) return st;
+      return Status(st.code(), "object " + id.Hex() + " from " + from + " was refused: " + st.message());
+    };
+    std::shared_ptr<Scratch> decoded;
+    const auto up = above.find(id);
+    if (up == above.end()) {
+      CountingSink nowhere;
+      RETURN_IF_ERROR(decode(nowhere));
+    } else {
+      ASSIGN_OR_RETURN(Scratch scratch, WriteScratch(repo, decode));
+      decoded = std::make_shared<Scratch>(std::move(scratch));
+    }
+    base_bytes.reset();  // the last delta on it is decoded: its scratch goes
+    RETURN_IF_ERROR(repo.objects.Replace(id, r.file.path()));
+    if (up != above.end()) {
+      for (const ContentId& delta : up->second) todo.emplace_back(delta, decoded);
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 std::unique_ptr<RemoteStore> FolderRemote(std::string root) { return std::make_unique<Folder>(std::move(root)); }
+
+uint64_t ObjectSizeLimit(uint64_t raw_size) {
+  constexpr uint64_t kSlack = 1 << 20;
+  if (raw_size > (UINT64_MAX - kSlack) / 2) return UINT64_MAX;
+  return 2 * raw_size + kSlack;
+}
 
 Status CheckObject(const ByteSource& object, const ContentId& id) {
   ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
@@ -101,10 +279,71 @@ Status CheckObjectFile(const std::string& path, const ContentId& id) {
   return CheckObject(file, id);
 }
 
+bool HoldsIntact(const ObjectStore& store, const ContentId& id) {
+  return store.Has(id) && CheckObjectFile(store.PathOf(id), id).ok();
+}
+
+namespace {
+
+bool IsTemporary(const std::string& path) {
+  return path.find(".tmp-", path.rfind('/') + 1) != std::string::npos;
+}
+
+bool IsOld(const struct stat& st) { return st.st_mtime + kOldTemporary < ::time(nullptr); }
+
+}  // namespace
+
+Result<size_t> RemoveOldTemporaries(const ObjectStore& store) {
+  ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> entries, store.List());
+  size_t removed = 0;
+  for (const ObjectStore::Entry& e : entries) {
+    struct stat st;
+    if (e.id || !IsTemporary(e.path) || ::stat(e.path.c_str(), &st) != 0 || !IsOld(st)) continue;
+    if (::unlink(e.path.c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
+Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
+                     const std::function<Status(const std::string& temp)>& check) {
+  if (HoldsIntact(store, id)) return OkStatus();
+  const std::string path = store.PathOf(id);
+  const std::string folder = path.substr(0, path.rfind('/'));
+  RETURN_IF_ERROR(MakeDirectories(folder));
+  if (DIR* d = ::opendir(folder.c_str())) {  // what killed writers left here
+    while (const dirent* e = ::readdir(d)) {
+      const std::string file = folder + "/" + e->d_name;
+      struct stat st;
+      if (IsTemporary(file) && ::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && IsOld(st)) {
+        ::unlink(file.c_str());
+      }
+    }
+    ::closedir(d);
+  }
+  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
+  RETURN_IF_ERROR(write(out));
+  RETURN_IF_ERROR(check(out.temp_path()));
+  return out.Commit();
+}
+
+Status DecodeReceived(const Repository& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
+                      ByteSink& out) {
+  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  // The id the trailer carries is only a claim until the decode agrees.
+  if (info.content_id != id) return Corruption("it holds " + info.content_id.Hex() + ", not " + id.Hex());
+  std::unique_ptr<StoredChain> chain;
+  if (info.header.kind == container::ObjectKind::kDelta && base == nullptr) {
+    ASSIGN_OR_RETURN(chain, StoredChain::Open(repo, info.header.base_id));
+    base = &chain->top();
+  }
+  container::DecodeOptions options;
+  options.threads = repo.policy.threads;
+  return container::DecodeObject(object, info, base, options, out);
+}
+
 Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options) {
-  // Every object of every chain, each once, ordered base first so that a
-  // push cut short leaves whole chains behind as far as it went.
+  // Every object of every chain, each once, by its height above its base.
   std::map<ContentId, int> height;  // links above the base (0: a base)
   for (const ContentId& id : ids) {
     std::vector<ContentId> chain;
@@ -113,7 +352,6 @@ Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, 
   }
   std::vector<ContentId> all;
   for (const auto& [id, h] : height) all.push_back(id);
-  std::stable_sort(all.begin(), all.end(), [&](const ContentId& a, const ContentId& b) { return height[a] < height[b]; });
 
   TransferReport report;
   report.needed = all.size();
@@ -121,20 +359,26 @@ Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, 
   if (!has.ok()) {
     return Status(has.status().code(), "cannot ask " + remote.where() + " what it holds: " + has.status().message());
   }
-  std::vector<ContentId> send;
+  // One level at a time: a receiver that decodes each object finds its
+  // base there, and a push cut short leaves whole chains behind.
+  std::map<int, std::vector<ContentId>> levels;
   for (size_t i = 0; i < all.size(); ++i) {
     if ((*has)[i]) {
       ++report.present;
     } else {
-      send.push_back(all[i]);
+      levels[height[all[i]]].push_back(all[i]);
     }
   }
-  RETURN_IF_ERROR(MoveAll(send, options, report, [&](const ContentId& id) -> Result<uint64_t> {
-    ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
-    Status sent = WithRetries(options.attempts, [&] { return remote.Put(id, object); });
-    if (!sent.ok()) return Status(sent.code(), "cannot send object " + id.Hex() + " to " + remote.where() + ": " + sent.message());
-    return object.size();
-  }));
+  for (const auto& [level, send] : levels) {
+    RETURN_IF_ERROR(MoveAll(send, options, report, [&](const ContentId& id) -> Result<uint64_t> {
+      ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
+      Status sent = WithRetries(options.attempts, [&] { return remote.Put(id, object); });
+      if (!sent.ok()) {
+        return Status(sent.code(), "cannot send object " + id.Hex() + " to " + remote.where() + ": " + sent.message());
+      }
+      return object.size();
+    }));
+  }
   return report;
 }
 
@@ -142,24 +386,23 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
                                     const TransferOptions& options) {
   TransferReport report;
   std::set<ContentId> seen;
+  std::map<ContentId, uint64_t> raw_sizes = options.raw_sizes;  // and those the deltas' headers give their bases
+  std::map<ContentId, Received> received;
+  std::mutex received_mu;
   std::vector<ContentId> wanted = ids;
   // One round per chain level: the objects asked for, then their bases
   // (known once their headers are here), and so on down to the bases.
   while (!wanted.empty()) {
     std::vector<ContentId> get, next;
-    std::map<ContentId, ContentId> needed_by;
-    auto follow = [&](const ContentId& id) -> Status {
-      ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
-      ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
-      if (info.header.kind == container::ObjectKind::kDelta) next.push_back(info.header.base_id);
-      return OkStatus();
-    };
     for (const ContentId& id : wanted) {
       if (!seen.insert(id).second) continue;
       ++report.needed;
-      if (repo.objects.Has(id)) {
+      // Present counts only when whole: a damaged copy is fetched again.
+      if (repo.objects.Has(id) && CheckObjectFile(repo.objects.PathOf(id), id).ok()) {
         ++report.present;
-        RETURN_IF_ERROR(follow(id));
+        ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
+        ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+        if (info.header.kind == container::ObjectKind::kDelta) next.push_back(info.header.base_id);
       } else {
         get.push_back(id);
       }
@@ -168,26 +411,34 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
       return Corruption("the chains of the objects asked for do not end (a loop?)");
     }
     RETURN_IF_ERROR(MoveAll(get, options, report, [&](const ContentId& id) -> Result<uint64_t> {
+      const auto known = raw_sizes.find(id);
+      const std::optional<uint64_t> raw_size =
+          known == raw_sizes.end() ? std::nullopt : std::optional<uint64_t>(known->second);
       uint64_t bytes = 0;
-      Status got = WithRetries(options.attempts, [&] {
-        return repo.objects.Put(
-            id,
-            [&](AtomicFile& out) {
-              RETURN_IF_ERROR(remote.Get(id, out));
-              bytes = out.size();
-              return OkStatus();
-            },
-            [&](const std::string& temp) { return CheckObjectFile(temp, id); });
+      std::optional<Received> got;
+      Status st = WithRetries(options.attempts, [&]() -> Status {
+        Result<Received> r = Receive(repo, remote, id, raw_size, &bytes);
+        if (!r.ok()) return r.status();
+        got = std::move(*r);
+        return OkStatus();
       });
-      if (got.code() == StatusCode::kNotFound) {
+      if (st.code() == StatusCode::kNotFound) {
         return NotFound("object " + id.Hex() + " is not on the remote store " + remote.where());
       }
-      if (!got.ok()) return Status(got.code(), "cannot fetch object " + id.Hex() + " from " + remote.where() + ": " + got.message());
+      if (!st.ok()) return Status(st.code(), "cannot fetch object " + id.Hex() + " from " + remote.where() + ": " + st.message());
+      std::lock_guard<std::mutex> lock(received_mu);
+      received.emplace(id, std::move(*got));
       return bytes;
     }));
-    for (const ContentId& id : get) RETURN_IF_ERROR(follow(id));
+    for (const ContentId& id : get) {
+      const Received& r = received.at(id);
+      if (!r.base) continue;
+      next.push_back(*r.base);
+      raw_sizes.emplace(*r.base, r.base_size);
+    }
     wanted = std::move(next);
   }
+  RETURN_IF_ERROR(AcceptReceived(repo, received, remote.where()));
   return report;
 }
 

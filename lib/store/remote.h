@@ -4,18 +4,26 @@
 // another repository's own store.
 //
 // Push and fetch move whole objects, every base of a delta included, and
-// skip what the other side has (one batched existence check). Transfers
-// run in parallel, retry a failed object, and are atomic where the object
-// lands: an object is written to a temporary name and checked before it
-// takes its own (header, index and every chunk record against their
-// checksums, and the content id it carries against the id it is filed
-// under), so a broken or interrupted transfer leaves nothing behind under
-// an object's name. A later push or fetch picks up where one stopped.
+// skip what the other side holds intact (one batched existence check).
+// Transfers run in parallel, retry a failed object, and are atomic where
+// the object lands: an object is written to a temporary name and checked
+// before it takes its own, so a broken or interrupted transfer leaves
+// nothing behind under an object's name. A later push or fetch picks up
+// where one stopped.
+//
+// A remote is not trusted (docs/reliability.md, "Remotes that lie"): a
+// fetched object takes its name only once it has been decoded, against
+// its base, to exactly the content its id names. Checksums alone would
+// not do: whoever forges an object can recompute them. So bases are
+// fetched before the deltas on them are accepted, an object is refused as
+// soon as it grows past what its checkpoint can take, and a local object
+// that is present but damaged is fetched again and replaced.
 //
 // No git here: which remote a git remote means is decided by the caller.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +32,7 @@
 #include "lib/base/io.h"
 #include "lib/base/status.h"
 #include "lib/store/checkpoints.h"
+#include "lib/store/object_store.h"
 
 namespace zipnn::store {
 
@@ -38,9 +47,19 @@ class RemoteStore {
   // Uploads the object file `object` as the object for `id`.
   virtual Status Put(const ContentId& id, const ByteSource& object) = 0;
   // Downloads the object for `id` into `out`; NotFound when the remote
-  // does not hold it.
-  virtual Status Get(const ContentId& id, ByteSink& out) = 0;
+  // does not hold it. An object of more than `limit` bytes is refused
+  // (Corruption) before or as soon as it passes the limit, and the first
+  // error of `out` ends the download.
+  virtual Status Get(const ContentId& id, uint64_t limit, ByteSink& out) = 0;
 };
+
+// The most bytes the object of a checkpoint of `raw_size` bytes can take:
+// every byte stored raw plus the container's tables and records at their
+// largest (docs/format.md: at most 86 bytes a region and a chunk, and a
+// region of a checkpoint holds more than 43 bytes of it), and 1 MiB more.
+uint64_t ObjectSizeLimit(uint64_t raw_size);
+// The limit when nothing says how big the checkpoint is (64 GiB).
+inline constexpr uint64_t kUnknownObjectLimit = uint64_t{64} << 30;
 
 // A store in a folder of this machine's file system (a shared or network
 // file system, or another repository's .git/zipnn/objects).
@@ -53,11 +72,38 @@ Status CheckObject(const ByteSource& object, const ContentId& id);
 // CheckObject of the file at `path` (a received object's temporary file).
 Status CheckObjectFile(const std::string& path, const ContentId& id);
 
+// How a receiver stores an object it is sent: unless `store` holds `id`
+// intact already, the bytes `write` produces go to a temporary file beside
+// the object's place, must pass `check`, and then take the name, in place
+// of a damaged copy if there is one. Temporary files that killed writers
+// left in that folder more than kOldTemporary ago are removed first.
+Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
+                     const std::function<Status(const std::string& temp)>& check);
+inline constexpr int64_t kOldTemporary = 24 * 3600;  // seconds
+// Whether `store` holds `id`'s object and it passes CheckObject.
+bool HoldsIntact(const ObjectStore& store, const ContentId& id);
+// Removes the temporary files (".tmp-" in the name) of `store` whose last
+// change is more than kOldTemporary ago; how many it removed.
+Result<size_t> RemoveOldTemporaries(const ObjectStore& store);
+
+// The proof a receiver asks for before an object takes its name: decodes
+// `object` (not in the store yet, meant for `id`) into `out` and checks
+// the result against `id`, every chunk checksum on the way. A delta reads
+// its base from `base` (that checkpoint's bytes, already verified) or,
+// when `base` is null, by decoding the base's chain from `repo`'s store.
+// Corruption when it holds other content than `id` names.
+Status DecodeReceived(const Repository& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
+                      ByteSink& out);
+
 struct TransferOptions {
   int parallel = 4;  // objects in flight at once
   int attempts = 3;  // tries per object before giving up
   // Called after each object with the objects and bytes moved so far.
   std::function<void(size_t objects, uint64_t bytes)> progress;
+  // Fetch: the size of the checkpoint each id names, where the caller
+  // knows it (from its pointer). It bounds the object's size
+  // (ObjectSizeLimit) and must match the object's header.
+  std::map<ContentId, uint64_t> raw_sizes;
 };
 
 struct TransferReport {
@@ -68,14 +114,20 @@ struct TransferReport {
 };
 
 // Sends every object `ids` need (each id's object and every base down its
-// chain) that the remote lacks. A chain that is not whole in the local
-// store fails, naming the missing object, before anything is sent.
+// chain) that the remote lacks, one chain level after the other, so that a
+// receiver that decodes what it is given has every base first. A chain
+// that is not whole in the local store fails, naming the missing object,
+// before anything is sent.
 Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options);
 
-// Brings every object `ids` need that the local store lacks, following
-// each delta's base as it arrives. An object the remote does not hold is
-// NotFound, naming it and the remote.
+// Brings every object `ids` need that the local store lacks (or holds
+// damaged: it is replaced), following each delta's base as it arrives.
+// Received objects wait in temp_dir until their bases are in; then each
+// is decoded (DecodeReceived) from the bases up and takes its name. An
+// object the remote does not hold is NotFound, naming it and the remote;
+// one that does not decode to its id is Corruption, and neither it nor
+// anything above it is kept.
 Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                     const TransferOptions& options);
 

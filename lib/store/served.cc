@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -26,9 +28,15 @@ constexpr uint64_t kMaxObjectSize = uint64_t{1} << 50;
 // still read to its end).
 class Wire {
  public:
-  explicit Wire(Channel& channel) : channel_(channel), buffer_(kMaxLine) {}
+  // `timeout`: seconds a read or write may wait with nothing moving (0:
+  // for ever, as a server waits for its client's next request).
+  explicit Wire(Channel& channel, double timeout = 0) : channel_(channel), buffer_(kMaxLine), timeout_(timeout) {
+    channel_.SetTimeout(timeout);
+  }
 
   bool broken() const { return broken_; }
+  // Broken because the other side went quiet for the whole timeout.
+  bool stalled() const { return stalled_; }
 
   // The next line without its '\n'; nullopt when the other side closed its
   // end between lines.
@@ -56,19 +64,23 @@ class Wire {
     }
   }
 
-  // Reads a payload of `n` bytes into `out` (nullptr: drops it). A sink
-  // error is returned after the payload has been read through.
-  Status ReadPayload(uint64_t n, ByteSink* out) {
+  // Reads a payload of `n` bytes into `out` (nullptr: drops it). With
+  // `drain`, a sink error is returned after the payload has been read
+  // through, keeping the session in step (a server refusing a put);
+  // without, the first sink error ends the read and breaks the session
+  // (a client does not go on reading what it cannot keep).
+  Status ReadPayload(uint64_t n, ByteSink* out, bool drain) {
     Status sink;
     auto give = [&](const char* data, size_t k) {
       if (out != nullptr && sink.ok()) sink = out->Append(data, k);
+      if (!sink.ok() && !drain) broken_ = true;
     };
     const size_t buffered = static_cast<size_t>(std::min<uint64_t>(n, end_ - begin_));
     give(buffer_.data() + begin_, buffered);
     begin_ += buffered;
     n -= buffered;
     if (n > 0 && block_.size() == 0) block_ = Buffer(kBlock);
-    while (n > 0) {
+    while (n > 0 && !broken_) {
       ASSIGN_OR_RETURN(size_t got, Fill(block_.data(), static_cast<size_t>(std::min<uint64_t>(n, block_.size()))));
       if (got == 0) return Break("the connection ended in the middle of an object");
       give(reinterpret_cast<const char*>(block_.data()), got);
@@ -77,7 +89,10 @@ class Wire {
     return sink;
   }
 
-  Status Send(const std::string& text) { return Guard(channel_.Write(text.data(), text.size())); }
+  Status Send(const std::string& text) {
+    const Clock::time_point start = Clock::now();
+    return Guard(channel_.Write(text.data(), text.size()), start);
+  }
 
   Status SendObject(const ByteSource& object) {
     if (block_.size() == 0) block_ = Buffer(kBlock);
@@ -88,7 +103,8 @@ class Wire {
         broken_ = true;
         return read;
       }
-      RETURN_IF_ERROR(Guard(channel_.Write(block_.data(), n)));
+      const Clock::time_point start = Clock::now();
+      RETURN_IF_ERROR(Guard(channel_.Write(block_.data(), n), start));
     }
     return OkStatus();
   }
@@ -99,13 +115,26 @@ class Wire {
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
+
   Result<size_t> Fill(void* out, size_t n) {
+    const Clock::time_point start = Clock::now();
     Result<size_t> got = channel_.Read(out, n);
-    if (!got.ok()) broken_ = true;
+    if (!got.ok()) return Guard(got.status(), start);
     return got;
   }
-  Status Guard(Status st) {
-    if (!st.ok()) broken_ = true;
+  // A failed read or write breaks the session; one that failed after
+  // waiting the whole timeout means the other side stopped answering.
+  Status Guard(Status st, Clock::time_point start) {
+    if (st.ok()) return st;
+    broken_ = true;
+    if (timeout_ > 0 && std::chrono::duration<double>(Clock::now() - start).count() >= timeout_ * 0.9) {
+      stalled_ = true;
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%g", timeout_);
+      return IoError(std::string("the store server stopped answering: nothing moved for ") + seconds +
+                     " s (the timeout: " + kTimeoutSetting + ")");
+    }
     return st;
   }
 
@@ -113,7 +142,9 @@ class Wire {
   std::vector<char> buffer_;
   size_t begin_ = 0, end_ = 0;
   Buffer block_;
+  const double timeout_;
   bool broken_ = false;
+  bool stalled_ = false;
 };
 
 std::vector<std::string> Words(const std::string& line) {
@@ -150,7 +181,7 @@ Status ServeHas(const ObjectStore& store, Wire& wire, uint64_t n) {
     ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
     std::optional<ContentId> id = line ? ContentId::FromHex(*line) : std::nullopt;
     if (!id) return wire.Break("a has request with a line that is not an object id");
-    answer += store.Has(*id) ? '1' : '0';
+    answer += HoldsIntact(store, *id) ? '1' : '0';  // a damaged copy is sent again
   }
   return wire.Send(answer + "\n");
 }
@@ -163,17 +194,26 @@ Status ServeGet(const ObjectStore& store, Wire& wire, const ContentId& id) {
   return wire.SendObject(*object);
 }
 
+// An object takes its name only once it decodes to its id (against its
+// base, which the client sent first): a client could forge the id an
+// object carries, checksums and all.
 Status ServePut(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t size) {
   bool read = false;
-  Status put = store.Put(
-      id,
+  const Repository repo{store, "", "", "", config::Policy{}};
+  Status put = ReceiveObject(
+      store, id,
       [&](AtomicFile& out) {
         read = true;
-        return wire.ReadPayload(size, &out);
+        return wire.ReadPayload(size, &out, /*drain=*/true);
       },
-      [&](const std::string& temp) { return CheckObjectFile(temp, id); });
+      [&](const std::string& temp) -> Status {
+        RETURN_IF_ERROR(CheckObjectFile(temp, id));
+        ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(temp));
+        CountingSink decoded;
+        return DecodeReceived(repo, object, id, nullptr, decoded);
+      });
   if (wire.broken()) return put;
-  if (!read) RETURN_IF_ERROR(wire.ReadPayload(size, nullptr));  // held already, or no place to write
+  if (!read) RETURN_IF_ERROR(wire.ReadPayload(size, nullptr, /*drain=*/true));  // held already, or no place to write
   return wire.Send(put.ok() ? std::string("ok\n") : "error " + put.message() + "\n");
 }
 
@@ -216,13 +256,13 @@ namespace {
 struct Session {
   std::unique_ptr<Channel> channel;
   Wire wire;
-  explicit Session(std::unique_ptr<Channel> c) : channel(std::move(c)), wire(*channel) {}
+  Session(std::unique_ptr<Channel> c, double timeout) : channel(std::move(c)), wire(*channel, timeout) {}
 };
 
 class Served : public RemoteStore {
  public:
-  Served(std::string where, StoreConnector connect, std::string no_answer)
-      : where_(std::move(where)), connect_(std::move(connect)), no_answer_(std::move(no_answer)) {}
+  Served(std::string where, StoreConnector connect, std::string no_answer, double timeout)
+      : where_(std::move(where)), connect_(std::move(connect)), no_answer_(std::move(no_answer)), timeout_(timeout) {}
 
   const std::string& where() const override { return where_; }
 
@@ -258,7 +298,7 @@ class Served : public RemoteStore {
     });
   }
 
-  Status Get(const ContentId& id, ByteSink& out) override {
+  Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
     return WithSession([&](Wire& wire) -> Status {
       RETURN_IF_ERROR(wire.Send("get " + id.Hex() + "\n"));
       ASSIGN_OR_RETURN(std::string answer, Answer(wire));
@@ -267,7 +307,12 @@ class Served : public RemoteStore {
       const std::vector<std::string> w = Words(answer);
       const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? Number(w[1], kMaxObjectSize) : std::nullopt;
       if (!size) return Unexpected(wire, answer);
-      return wire.ReadPayload(*size, &out);
+      if (*size > limit) {  // not read: the session cannot go on
+        wire.Break("");
+        return Corruption("the store server offered " + w[1] + " bytes for object " + id.Hex() + ", more than the " +
+                          std::to_string(limit) + " its checkpoint can take");
+      }
+      return wire.ReadPayload(*size, &out, /*drain=*/false);
     });
   }
 
@@ -287,9 +332,11 @@ class Served : public RemoteStore {
       ASSIGN_OR_RETURN(session, Open());
     }
     Status st = request(session->wire);
-    if (!session->wire.broken()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      idle_.push_back(std::move(session));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (session->wire.stalled()) {
+      stalled_ = st;  // a server that stopped answering is not asked again
+    } else if (!session->wire.broken() && st.code() != StatusCode::kCorruption) {
+      idle_.push_back(std::move(session));  // not after bytes that were not the object: out of step, maybe
     }
     return st;
   }
@@ -303,21 +350,27 @@ class Served : public RemoteStore {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!unreachable_.ok()) return unreachable_;
+      if (!stalled_.ok()) return stalled_;
     }
-    Result<std::unique_ptr<Session>> session = Connect();
+    bool stalled = false;
+    Result<std::unique_ptr<Session>> session = Connect(&stalled);
     std::lock_guard<std::mutex> lock(mu_);
     if (session.ok()) {
       opened_once_ = true;
     } else if (!opened_once_) {
       unreachable_ = session.status();
+    } else if (stalled) {
+      stalled_ = session.status();
     }
     return session;
   }
 
-  Result<std::unique_ptr<Session>> Connect() {
+  Result<std::unique_ptr<Session>> Connect(bool* stalled) {
     ASSIGN_OR_RETURN(std::unique_ptr<Channel> channel, connect_());
-    auto session = std::make_unique<Session>(std::move(channel));
+    auto session = std::make_unique<Session>(std::move(channel), timeout_);
     Result<std::optional<std::string>> greeting = session->wire.ReadLine();
+    *stalled = session->wire.stalled();
+    if (*stalled) return greeting.status();
     if (!greeting.ok() || !*greeting) {
       return IoError("the store server did not answer" + (no_answer_.empty() ? "" : " (" + no_answer_ + ")"));
     }
@@ -344,17 +397,20 @@ class Served : public RemoteStore {
   const std::string where_;
   const StoreConnector connect_;
   const std::string no_answer_;
+  const double timeout_;
   std::mutex first_mu_;  // held while the first session opens
   std::atomic<bool> opened_once_{false};
-  std::mutex mu_;  // guards idle_ and unreachable_
+  std::mutex mu_;  // guards idle_, unreachable_ and stalled_
   std::vector<std::unique_ptr<Session>> idle_;
   Status unreachable_;
+  Status stalled_;
 };
 
 }  // namespace
 
-std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector connect, std::string no_answer) {
-  return std::make_unique<Served>(std::move(where), std::move(connect), std::move(no_answer));
+std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector connect, std::string no_answer,
+                                          double timeout) {
+  return std::make_unique<Served>(std::move(where), std::move(connect), std::move(no_answer), timeout);
 }
 
 }  // namespace zipnn::store

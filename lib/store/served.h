@@ -9,8 +9,13 @@
 //
 // One request at a time, each answered before the next; the client ends
 // a session by closing its end. A server receives an object under a
-// temporary name and checks it (CheckObject) before it takes its name,
-// so a broken session leaves no partial object.
+// temporary name and decodes it against its base (DecodeReceived) before
+// it takes its name, so a broken session leaves no partial object and a
+// forged one is refused; `has` counts only intact copies. A client gives
+// every read and write a timeout (no byte moved for that long ends the
+// session, and the remote is not asked again), refuses an object larger
+// than its checkpoint can take, and stops reading at its first write
+// error.
 //
 // ServeStore runs one session on one thread. A ServedRemote is
 // thread-safe: each call takes a session of its own, opening another
@@ -42,9 +47,16 @@ Status RefuseToServe(Channel& client, const std::string& why);
 // Opens a new connection to a store server.
 using StoreConnector = std::function<Result<std::unique_ptr<Channel>>()>;
 
+// Where the user sets the timeout, for messages.
+inline constexpr char kTimeoutSetting[] = "GIT_ZIPNN_TIMEOUT, or git config zipnn.timeout";
+// The timeout when none is set: a minute with nothing moving.
+inline constexpr double kDefaultTimeout = 60;
+
 // A remote store reached through the store protocol. `where` names it in
 // messages; `no_answer` is added to the error when a new connection closes
-// before the server greets (what the user should check).
-std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector connect, std::string no_answer);
+// before the server greets (what the user should check); `timeout` bounds
+// each read and write, in seconds (0: none).
+std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector connect, std::string no_answer,
+                                          double timeout = kDefaultTimeout);
 
 }  // namespace zipnn::store

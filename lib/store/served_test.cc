@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -23,6 +25,7 @@ namespace zipnn::store {
 namespace {
 
 using testing::FilesIn;
+using testing::ForgeObject;
 using testing::StoreChain;
 using testing::TempDir;
 
@@ -33,6 +36,7 @@ class SocketEnd : public Channel {
   ~SocketEnd() override { ::close(fd_); }
   Result<size_t> Read(void* out, size_t n) override { return channel_.Read(out, n); }
   Status Write(const void* data, size_t n) override { return channel_.Write(data, n); }
+  void SetTimeout(double seconds) override { channel_.SetTimeout(seconds); }
   // The other end reads to the end of what was sent, then sees the end.
   void CloseWrite() { ::shutdown(fd_, SHUT_WR); }
 
@@ -231,6 +235,197 @@ TEST_CASE("a client refuses a server that is not one, speaks another version, or
         prefix + "the store server answered \"ok many\"");
   CHECK(!empty.objects.Has(ids[0]));
   CHECK(FilesIn(root + "/empty/" + ids[0].Hex().substr(0, 2) + "/" + ids[0].Hex().substr(2, 2)) == 0);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+std::string ObjectBytes(const Repository& repo, const ContentId& id) {
+  auto bytes = ReadWholeFile(repo.objects.PathOf(id));
+  REQUIRE(bytes.ok());
+  return std::string(bytes->begin(), bytes->end());
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  REQUIRE(MakeDirectories(path.substr(0, path.rfind('/'))).ok());
+  auto out = AtomicFile::Create(path, /*overwrite=*/true);
+  REQUIRE(out.ok());
+  REQUIRE(out->Append(bytes.data(), bytes.size()).ok());
+  REQUIRE(out->Commit().ok());
+}
+
+// No file of a refused object anywhere: not under its name, not in the
+// fetch's temporary folder.
+void CheckNothingLeft(const std::string& root, const Repository& repo, const ContentId& id) {
+  CHECK(!repo.objects.Has(id));
+  CHECK(FilesIn(repo.objects.PathOf(id).substr(0, repo.objects.PathOf(id).rfind('/'))) == 0);
+  CHECK(FilesIn(repo.temp_dir) == 0);
+  (void)root;
+}
+
+TEST_CASE("a forged object never takes its name: fetch and a served put decode it against its id") {
+  const std::string root = TempDir();
+  const Repository here = RepoIn(root, "here"), there = RepoIn(root, "there");
+  const std::vector<ContentId> ids = StoreChain(here, 3);
+  const ObjectStore served(root + "/served");
+  // A base that claims to be version 1, and delta 2 (on 1) that claims
+  // to be version 3: checksums recomputed, so only a decode tells.
+  const std::string forged_base = ForgeObject(ObjectBytes(here, ids[0]), ids[1]);
+  const std::string forged_delta = ForgeObject(ObjectBytes(here, ids[2]), ids[3]);
+  MemorySource forged_source(reinterpret_cast<const uint8_t*>(forged_base.data()), forged_base.size(), "forged");
+  CHECK(CheckObject(forged_source, ids[1]).ok());
+  Servers servers([&](SocketEnd& c) { return ServeStore(served, c); });
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", servers.Connector(), "");
+    // Sent to a server: refused, and the session goes on.
+    Status refused = remote->Put(ids[1], forged_source);
+    CHECK(refused.message().find("the server refused it: ") == 0);
+    CHECK(!served.Has(ids[1]));
+    CHECK(FilesIn(served.PathOf(ids[1]).substr(0, served.PathOf(ids[1]).rfind('/'))) == 0);
+
+    // Held by the server: fetch refuses it and keeps nothing of it.
+    WriteFile(served.PathOf(ids[1]), forged_base);
+    auto fetched = FetchObjects(there, *remote, {ids[1]}, {});
+    CHECK(fetched.status().code() == StatusCode::kCorruption);
+    CHECK(fetched.status().message().find("object " + ids[1].Hex() + " from test://served was refused: ") == 0);
+    CheckNothingLeft(root, there, ids[1]);
+
+    // A forged delta: the real base and the real delta under it are
+    // proven and kept, the forgery above them is not.
+    REQUIRE(std::system(("rm -r " + root + "/served").c_str()) == 0);
+    REQUIRE(PushObjects(here, *remote, {ids[1]}, {}).ok());
+    WriteFile(served.PathOf(ids[3]), forged_delta);
+    fetched = FetchObjects(there, *remote, {ids[3]}, {});
+    CHECK(fetched.status().code() == StatusCode::kCorruption);
+    CHECK(fetched.status().message().find("object " + ids[3].Hex() + " from test://served was refused: ") == 0);
+    CHECK(there.objects.Has(ids[0]));
+    CHECK(there.objects.Has(ids[1]));
+    CheckNothingLeft(root, there, ids[3]);
+
+    // The real object still goes where the forgery was refused.
+    REQUIRE(std::system(("rm " + served.PathOf(ids[3])).c_str()) == 0);
+    REQUIRE(PushObjects(here, *remote, {ids[3]}, {}).ok());
+    REQUIRE(FetchObjects(there, *remote, {ids[3]}, {}).ok());
+    CountingSink restored;
+    CHECK(Restore(there, ids[3], restored).ok());
+  }
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+// A server that greets, answers the first get with `answer`, then sends
+// `endless` bytes (zeros) until the client goes, or waits for it to go.
+class Hostile {
+ public:
+  Hostile(std::string answer, bool endless) : answer_(std::move(answer)), endless_(endless) {}
+  Status operator()(SocketEnd& c) {
+    RETURN_IF_ERROR(Say(c, std::string(kStoreProtocolGreeting) + "\n"));
+    char request[200];
+    if (!c.Read(request, sizeof request).ok()) return OkStatus();
+    if (!answer_.empty()) RETURN_IF_ERROR(Say(c, answer_));
+    const std::string zeros(1 << 16, '\0');
+    while (endless_) {
+      Status sent = Say(c, zeros);
+      if (!sent.ok()) return OkStatus();  // the client went
+      sent_ += zeros.size();
+    }
+    Drain(c);  // silent until the client closes
+    return OkStatus();
+  }
+  std::atomic<uint64_t> sent_{0};
+
+ private:
+  const std::string answer_;
+  const bool endless_;
+};
+
+using Clock = std::chrono::steady_clock;
+double SecondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+TEST_CASE("a client refuses an object larger than its checkpoint, and stops at its first write error") {
+  const std::string root = TempDir();
+  const Repository empty = RepoIn(root, "empty");
+  const ContentId id = HashBytes("x", 1);
+  Hostile huge("ok 1125899906842623\n", /*endless=*/true);
+  Servers servers([&](SocketEnd& c) { return huge(c); });
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://huge", servers.Connector(), "", 2);
+    TransferOptions options;
+    options.raw_sizes[id] = 64;  // what its pointer says
+    const Clock::time_point start = Clock::now();
+    Status st = FetchObjects(empty, *remote, {id}, options).status();
+    CHECK(st.code() == StatusCode::kCorruption);
+    CHECK(st.message().find("the store server offered 1125899906842623 bytes for object " + id.Hex() +
+                            ", more than the " + std::to_string(ObjectSizeLimit(64))) != std::string::npos);
+    CHECK(SecondsSince(start) < 2);
+    CheckNothingLeft(root, empty, id);
+    // Not even asked for how big: refused by the bound of any object.
+    CHECK(FetchObjects(empty, *remote, {id}, {}).status().code() == StatusCode::kCorruption);
+  }
+  // A sink that fails (a full disk): the client stops reading at once.
+  class Full : public ByteSink {
+   public:
+    Status Append(const void*, size_t n) override {
+      taken += n;
+      return IoError("No space left on device");
+    }
+    uint64_t taken = 0;
+  };
+  Hostile streaming("ok 1099511627776\n", /*endless=*/true);
+  Servers stream_servers([&](SocketEnd& c) { return streaming(c); });
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://stream", stream_servers.Connector(), "", 2);
+    Full full;
+    const Clock::time_point start = Clock::now();
+    CHECK(remote->Get(id, UINT64_MAX, full).message() == "No space left on device");
+    CHECK(SecondsSince(start) < 1);
+    CHECK(full.taken < (1 << 20));
+  }
+  CHECK(streaming.sent_ < (64 << 20));  // it went no further than the socket buffers
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a client gives up on a server that stops answering within its timeout, and asks it no more") {
+  const std::string root = TempDir();
+  const Repository empty = RepoIn(root, "empty");
+  const ContentId id = HashBytes("x", 1);
+  struct Case {
+    const char* what;
+    std::string answer;
+  };
+  const std::string object_start = "ok 10\n0123456789";
+  for (const Case& c : {Case{"no answer", ""}, Case{"half an object", "ok 1000\n" + std::string(500, 'z')},
+                        Case{"more bytes than said", object_start + std::string(100, 'q')},
+                        Case{"half a line", "ok 1"}}) {
+    CAPTURE(c.what);
+    Hostile quiet(c.answer, /*endless=*/false);
+    Servers servers([&](SocketEnd& s) { return quiet(s); });
+    const Clock::time_point start = Clock::now();
+    Status st;
+    {
+      std::unique_ptr<RemoteStore> remote = ServedRemote("test://quiet", servers.Connector(), "", 0.5);
+      st = FetchObjects(empty, *remote, {id}, {}).status();
+    }
+    CHECK(!st.ok());
+    CHECK(SecondsSince(start) < 2.5);
+    CHECK(servers.connections <= 3);  // bytes that are not the object may be tried again
+    CheckNothingLeft(root, empty, id);
+    if (c.answer.rfind(object_start, 0) != 0) {
+      CHECK(st.message() == "cannot fetch object " + id.Hex() +
+                                " from test://quiet: the store server stopped answering: nothing moved for 0.5 s "
+                                "(the timeout: GIT_ZIPNN_TIMEOUT, or git config zipnn.timeout)");
+      CHECK(servers.connections == 1);
+    }
+  }
+  // A server that never greets.
+  Servers mute([&](SocketEnd& s) {
+    Drain(s);
+    return OkStatus();
+  });
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://mute", mute.Connector(), "", 0.5);
+    const Clock::time_point start = Clock::now();
+    CHECK(FetchObjects(empty, *remote, {id}, {}).status().message().find("stopped answering") != std::string::npos);
+    CHECK(SecondsSince(start) < 1.5);
+  }
+  CHECK(mute.connections == 1);
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

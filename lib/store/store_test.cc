@@ -203,7 +203,8 @@ TEST_CASE("push and fetch move whole chains, skip what is there, and refuse a da
   REQUIRE(!broken.ok());
   CHECK(broken.status().message().find("cannot fetch object " + ids[0].Hex()) == 0);
   CHECK(!fresh.objects.Has(ids[0]));
-  CHECK(fresh.objects.Has(ids[1]));  // the delta came first and is whole
+  CHECK(!fresh.objects.Has(ids[1]));  // whole, but not decoded without its base: not kept
+  CHECK(FilesIn(root + "/tmp3") == 0);
   CHECK(FilesIn(ObjectStore(root + "/fresh").PathOf(ids[0]).substr(0, root.size() + 12)) == 0);
 
   // Asking for an object the remote does not hold names it and the remote.

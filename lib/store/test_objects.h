@@ -12,6 +12,8 @@
 
 #include "lib/base/content_id.h"
 #include "lib/base/io.h"
+#include "lib/base/buffer.h"
+#include "lib/container/format.h"
 #include "lib/container/object.h"
 #include "lib/store/checkpoints.h"
 #include "lib/store/remote.h"
@@ -57,6 +59,19 @@ inline std::vector<ContentId> StoreChain(const Repository& repo, int deltas) {
     previous = data;
   }
   return ids;
+}
+
+// The bytes of `object` with the content id in its trailer rewritten to
+// `id` and the index checksum recomputed: a forgery that passes every
+// structural check (CheckObject) and fails only a decode.
+inline std::string ForgeObject(const std::string& object, const ContentId& id) {
+  MemorySource source(reinterpret_cast<const uint8_t*>(object.data()), object.size(), "object");
+  auto info = container::ReadObjectInfo(source);
+  REQUIRE(info.ok());
+  const size_t index = object.size() - container::kTrailerBytes - container::kIndexEntryBytes * info->chunks.size();
+  Buffer tail;
+  container::AppendIndexAndTrailer(info->chunks, id, tail);
+  return object.substr(0, index) + std::string(reinterpret_cast<const char*>(tail.data()), tail.size());
 }
 
 // With `ids` from StoreChain(here, 3) and nothing on `remote`: pushing
