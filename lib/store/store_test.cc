@@ -215,5 +215,50 @@ TEST_CASE("push and fetch move whole chains, skip what is there, and refuse a da
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
+TEST_CASE("fetch replaces a damaged local copy; push replaces a misfiled remote one and clears old temporaries") {
+  const std::string root = TempDir();
+  const Repository here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const Repository there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(here, 2);
+  const ObjectStore remote_store(root + "/remote");
+  std::unique_ptr<RemoteStore> remote = FolderRemote(remote_store.root());
+  REQUIRE(PushObjects(here, *remote, {ids[2]}, {}).ok());
+
+  // Here: a flipped byte in the middle delta, which a fetch of the top
+  // must not count as present.
+  REQUIRE(FetchObjects(there, *remote, {ids[2]}, {}).ok());
+  const std::string local = there.objects.PathOf(ids[1]);
+  REQUIRE(std::system(("printf '\\377' | dd of=" + local + " bs=1 seek=70 conv=notrunc status=none").c_str()) == 0);
+  REQUIRE(!CheckObjectFile(local, ids[1]).ok());
+  auto fetched = FetchObjects(there, *remote, {ids[2]}, {});
+  REQUIRE(fetched.ok());
+  CHECK(fetched->moved == 1);
+  CHECK(CheckObjectFile(local, ids[1]).ok());
+  CountingSink restored;
+  CHECK(Restore(there, ids[2], restored).ok());
+
+  // There: version 1 filed under version 2's name (misfiled), and a
+  // temporary a killed push left two days ago beside a fresh one.
+  const std::string misfiled = remote_store.PathOf(ids[2]);
+  const std::string folder = misfiled.substr(0, misfiled.rfind('/'));
+  REQUIRE(std::system(("cp " + remote_store.PathOf(ids[1]) + " " + misfiled + " && touch -d '2 days ago' " + folder +
+                       "/x.tmp-0000dead && touch " + folder + "/y.tmp-0000beef").c_str()) == 0);
+  auto has = remote->Has({ids[1], ids[2]});
+  REQUIRE(has.ok());
+  CHECK(*has == std::vector<bool>{true, false});
+  auto pushed = PushObjects(here, *remote, {ids[2]}, {});
+  REQUIRE(pushed.ok());
+  CHECK(pushed->moved == 1);
+  CHECK(CheckObjectFile(misfiled, ids[2]).ok());
+  CHECK(!FileExists(folder + "/x.tmp-0000dead"));
+  CHECK(FileExists(folder + "/y.tmp-0000beef"));  // maybe a push under way
+  REQUIRE(std::system(("touch -d '3 days ago' " + folder + "/y.tmp-0000beef").c_str()) == 0);
+  auto removed = RemoveOldTemporaries(remote_store);
+  REQUIRE(removed.ok());
+  CHECK(*removed == 1);
+  CHECK(!FileExists(folder + "/y.tmp-0000beef"));
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
 }  // namespace
 }  // namespace zipnn::store
