@@ -18,6 +18,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -26,6 +27,7 @@
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/store/raw_cache.h"
+#include "lib/git/git.h"
 #include "lib/git/pointers.h"
 
 namespace zipnn::cmd {
@@ -40,6 +42,7 @@ constexpr int64_t kScratchSeconds = 3600;
 struct GcArgs {
   bool dry_run = false;
   double keep_recent_days = 14;
+  std::vector<std::string> forget;
 };
 
 bool EndsWith(const std::string& s, const std::string& end) {
@@ -65,6 +68,77 @@ void NeedChain(const store::Repository& repo, const ContentId& id, std::set<std:
     next = link.base;
   });
   if (!walked.ok() && walked.code() != StatusCode::kNotFound) unreadable.emplace(next.Hex(), walked.message());
+}
+
+bool SameFolder(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return std::filesystem::equivalent(a, b, ec) && !ec;
+}
+
+// Whether `given` (as typed, perhaps relative, perhaps gone) names the
+// registered folder `user`.
+bool Names(const std::string& given, const std::string& user) {
+  std::error_code ec;
+  const std::string absolute = std::filesystem::absolute(given, ec).lexically_normal().string();
+  return given == user || SameFolder(given, user) || (!ec && (absolute == user || absolute == user + "/"));
+}
+
+// Adds what the other repositories that use this store need (every
+// pointer of theirs, as for this one). A repository registered once that
+// now uses another store is forgotten; one listed in `forget` too. One
+// that cannot be read stops gc: what it needs is unknown. Returns how
+// many pointers they hold.
+Result<size_t> NeedOthers(const store::Repository& repo, const std::string& own_git_dir,
+                          const std::vector<std::string>& forget, std::set<std::string>& needed,
+                          std::map<std::string, std::string>& unreadable) {
+  ASSIGN_OR_RETURN(std::vector<std::string> users, repo.objects.Users());
+  auto forgotten = [&](const std::string& user) {
+    return std::any_of(forget.begin(), forget.end(), [&](const std::string& f) { return Names(f, user); });
+  };
+  for (const std::string& f : forget) {
+    if (std::none_of(users.begin(), users.end(), [&](const std::string& u) { return Names(f, u); })) {
+      std::string list;
+      for (const std::string& u : users) list += "\n  " + u;
+      return InvalidArgument("--forget " + f + ": not a repository of the store " + repo.objects.root() +
+                             "; its repositories are:" + list);
+    }
+  }
+  size_t pointers = 0;
+  std::vector<std::string> unknown;
+  for (const std::string& user : users) {
+    if (user == own_git_dir || SameFolder(user, own_git_dir)) continue;
+    if (forgotten(user)) {
+      RETURN_IF_ERROR(repo.objects.ForgetUser(user));
+      std::fprintf(stderr, "git-zipnn gc: forgot %s; what only it needed goes now\n", user.c_str());
+      continue;
+    }
+    auto other = git::Repository::Discover(user);
+    if (!other.ok()) {
+      unknown.push_back(user + " (" + other.status().message() + ")");
+      continue;
+    }
+    auto configured = git::ConfigGet("zipnn.storepath", user);
+    if (configured.ok() && !SameFolder(*configured ? **configured : user + "/zipnn/objects", repo.objects.root())) {
+      RETURN_IF_ERROR(repo.objects.ForgetUser(user));  // it moved to another store
+      continue;
+    }
+    auto found = git::FindPointers(*other, /*all=*/true);
+    if (!found.ok()) {
+      unknown.push_back(user + " (" + found.status().message() + ")");
+      continue;
+    }
+    for (const auto& [pointer, place] : found->pointers) NeedChain(repo, pointer.id, needed, unreadable);
+    pointers += found->pointers.size();
+    std::printf("the store is shared: keeping what %s needs too\n", user.c_str());
+  }
+  if (!unknown.empty()) {
+    std::string list;
+    for (const std::string& u : unknown) list += "\n  " + u;
+    return Unsupported("the store " + repo.objects.root() + " is shared with repositories that cannot be read:" +
+                              list + "\nnothing was removed: what they need is unknown. If one is gone for good, "
+                              "name it: git zipnn gc --forget <its git folder>");
+  }
+  return pointers;
 }
 
 // Files under `dir` older than `before`.
@@ -103,6 +177,7 @@ Status RunGc(const GcArgs& a) {
   ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, /*all=*/true));
   for (const auto& [pointer, place] : found.pointers) NeedChain(repo, pointer.id, needed, unreadable);
+  ASSIGN_OR_RETURN(size_t others, NeedOthers(repo, git_repo.common_dir(), a.forget, needed, unreadable));
   for (const auto& e : listed) {
     if (e.id && e.mtime >= cutoff) NeedChain(repo, *e.id, needed, unreadable);
   }
@@ -168,7 +243,8 @@ Status RunGc(const GcArgs& a) {
   std::printf("%s %" PRIu64 " object%s (%s) and %" PRIu64 " leftover file%s; kept %" PRIu64
               " (needed by %zu pointer%s, or used in the last %g days)\n",
               a.dry_run ? "would remove" : "removed", removed, removed == 1 ? "" : "s", HumanBytes(freed).c_str(),
-              scratch, scratch == 1 ? "" : "s", kept, found.pointers.size(), found.pointers.size() == 1 ? "" : "s",
+              scratch, scratch == 1 ? "" : "s", kept, found.pointers.size() + others,
+              found.pointers.size() + others == 1 ? "" : "s",
               a.keep_recent_days);
   const std::vector<store::RawCache::Entry> copies = cache.List();
   if (cache_freed > 0 || !copies.empty()) {
@@ -189,6 +265,8 @@ Action SetupGc(CLI::App& sub) {
   sub.add_option("--keep-recent", a->keep_recent_days,
                  "Keep every object used in the last DAYS days, with its bases (default 14)")
       ->default_str("14");
+  sub.add_option("--forget", a->forget,
+                 "A repository sharing the store that is gone for good (its git folder): stop keeping what it needs");
   return [a] { return RunGc(*a); };
 }
 

@@ -325,7 +325,7 @@ TEST_CASE("a clone that shares the store path checks out without copying objects
   const Run fetched = repo.Sh("cd .. && git clone -q repo fetched");
   CHECK_MESSAGE(fetched.code == 0, fetched.err);
   CHECK(Slurp(repo.File("../fetched/model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
-  CHECK(repo.Sh("find ../fetched/.git/zipnn/objects -type f | wc -l").out == "2\n");  // step 200 and its base
+  CHECK(repo.Sh("find ../fetched/.git/zipnn/objects -type f -path '*/??/??/*' | wc -l").out == "2\n");  // step 200 and its base
 }
 
 TEST_CASE("a corrupted object is refused, naming it; nothing wrong reaches the work tree") {
@@ -614,7 +614,7 @@ TEST_CASE("fsck --all and gc see pointers only in a reflog, in a merge's own res
   CHECK(all.out == "6 pointers to 6 checkpoints in every ref, reflog, stash and the index: every one restores exactly\n");
   // gc keeps all six, even with no grace period.
   CHECK(repo.Sh("git zipnn gc --keep-recent 0").out.find("removed 0 objects") == 0);
-  CHECK(repo.Sh("find .git/zipnn/objects -type f | wc -l").out == "6\n");
+  CHECK(repo.Sh("find .git/zipnn/objects -type f -path '*/??/??/*' | wc -l").out == "6\n");
   // Expire the reflog, and step 50 goes (once it is over a second old).
   REQUIRE(repo.Sh("git reflog expire --expire=now --all && sleep 1.1").code == 0);
   CHECK(repo.Sh("git zipnn gc --keep-recent 0").out.find("removed 1 object") == 0);
@@ -633,7 +633,7 @@ TEST_CASE("gc removes what nothing needs and keeps every base of a live delta") 
                   "git commit -qm v1 && cp '" + repo.Data("cnn-fp32/step-000040.safetensors") + "' x.safetensors && "
                   "git add x.safetensors && git rm -q --cached x.safetensors && rm x.safetensors && sleep 1.1")
               .code == 0);
-  const std::string objects = "find .git/zipnn/objects -type f | wc -l";
+  const std::string objects = "find .git/zipnn/objects -type f -path '*/??/??/*' | wc -l";
   REQUIRE(repo.Sh(objects).out == "3\n");
   // Within the grace period everything stays.
   // Both paths are overwritten in place: the newest version of each is
@@ -692,6 +692,44 @@ TEST_CASE("gc keeps what a linked work tree has staged, and a needed object it c
   // The other work tree commits what it staged, and it restores.
   REQUIRE(repo.Sh("cd ../wt && git commit -qm x && rm x.safetensors && git checkout -- x.safetensors").code == 0);
   CHECK(Slurp(repo.File("../wt/x.safetensors")) == Slurp(repo.Data("cnn-fp32/step-000040.safetensors")));
+}
+
+TEST_CASE("gc in one repository keeps what another sharing its store needs, until that one is forgotten") {
+  Repo repo;
+  const std::string fp32 = repo.Data("cnn-fp32/step-000040.safetensors");
+  const Run setup = repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && "
+                  "git commit -qm setup && cp '" + repo.Data("cnn12-bf16/" + Step12(0)) +
+                  "' m.safetensors && git add m.safetensors && git commit -qm a && "
+                  "git init -q ../b && cd ../b && git config user.email b@example.com && git config user.name B && "
+                  "git config zipnn.storepath \"$(cd ../repo && pwd)/.git/zipnn/objects\" && "
+                  "git zipnn install --local && git zipnn track '*.safetensors' && cp '" + fp32 +
+                  "' x.safetensors && git add . && git commit -qm b && sleep 1.1");
+  REQUIRE_MESSAGE(setup.code == 0, setup.err);
+  const std::string objects = "find .git/zipnn/objects -type f -path '*/??/??/*' | wc -l";
+  REQUIRE(repo.Sh(objects).out == "2\n");
+  const Run gc = repo.Sh("git zipnn gc --keep-recent 0");
+  CHECK_MESSAGE(gc.code == 0, gc.err);
+  CHECK(gc.out.find("the store is shared: keeping what ") == 0);
+  CHECK(gc.out.find("removed 0 objects (0 B) and 0 leftover files; kept 2 (needed by 2 pointers,") != std::string::npos);
+  CHECK(repo.Sh("cd ../b && git zipnn fsck").code == 0);
+  // Once b is gone, what it needed is unknown: gc removes nothing and
+  // says how to go on.
+  const std::string b = repo.Sh("cd ../b/.git && pwd").out;
+  REQUIRE(repo.Sh("rm -rf ../b").code == 0);
+  const Run refused = repo.Sh("git zipnn gc --keep-recent 0");
+  CHECK(refused.code != 0);
+  CHECK(refused.err.find("is shared with repositories that cannot be read:\n  " + b.substr(0, b.size() - 1)) !=
+        std::string::npos);
+  CHECK(refused.err.find("git zipnn gc --forget <its git folder>") != std::string::npos);
+  CHECK(repo.Sh(objects).out == "2\n");
+  const Run typo = repo.Sh("git zipnn gc --forget ../c/.git");
+  CHECK(typo.code != 0);
+  CHECK(typo.err.find("not a repository of the store") != std::string::npos);
+  const Run forgot = repo.Sh("git zipnn gc --keep-recent 0 --forget ../b/.git");
+  CHECK_MESSAGE(forgot.code == 0, forgot.err);
+  CHECK(forgot.out.find("removed 1 object (") == 0);
+  CHECK(repo.Sh(objects).out == "1\n");
+  CHECK(repo.Sh("git zipnn fsck").code == 0);
 }
 
 TEST_CASE("a chain that loops is refused at once, by show, restore and fsck") {

@@ -325,12 +325,14 @@ class HistoryWalk {
 };
 
 // The files in `repo`'s index as the index file on disk holds them now,
-// stage 0 only; none for a bare repository.
+// stage 0 only; none when there is no index file (a bare repository).
 Result<std::vector<FileEntry>> IndexFilesOf(git_repository* repo) {
   std::vector<FileEntry> files;
-  if (git_repository_is_bare(repo)) return files;
+  // By its file, so that the main work tree's index is read through a
+  // handle opened on the common folder too (a bare handle has none).
+  const std::string path = std::string(git_repository_path(repo)) + "index";
   git_index* raw = nullptr;
-  if (git_repository_index(&raw, repo) < 0) return GitError("cannot open the index");
+  if (git_index_open(&raw, path.c_str()) < 0) return GitError("cannot open the index " + path);
   IndexPtr index(raw);
   // The index as it is on disk now, whatever an earlier read cached.
   if (git_index_read(index.get(), /*force=*/1) < 0) return GitError("cannot read the index");

@@ -16,6 +16,11 @@
 
 namespace zipnn::store {
 
+namespace {
+// Under the root: who uses the store (RegisterUser).
+constexpr char kUsersFolder[] = "repositories";
+}  // namespace
+
 std::string ObjectStore::PathOf(const ContentId& id) const {
   const std::string hex = id.Hex();
   return root_ + "/" + hex.substr(0, 2) + "/" + hex.substr(2, 2) + "/" + hex;
@@ -84,6 +89,44 @@ Status ObjectStore::Touch(const ContentId& id) const {
   return IoError(path + ": cannot touch: " + std::strerror(errno));
 }
 
+std::string ObjectStore::UserFile(const std::string& git_dir) const {
+  return root_ + "/" + kUsersFolder + "/" + HashBytes(git_dir.data(), git_dir.size()).Hex();
+}
+
+Status ObjectStore::RegisterUser(const std::string& git_dir) const {
+  const std::string file = UserFile(git_dir);
+  struct stat st;
+  if (::stat(file.c_str(), &st) == 0) return OkStatus();
+  RETURN_IF_ERROR(MakeDirectories(root_ + "/" + kUsersFolder));
+  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file, /*overwrite=*/true));
+  const std::string line = git_dir + "\n";
+  RETURN_IF_ERROR(out.Append(line.data(), line.size()));
+  return out.Commit();
+}
+
+Result<std::vector<std::string>> ObjectStore::Users() const {
+  std::vector<std::string> users;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(root_ + "/" + kUsersFolder, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!ContentId::FromHex(it->path().filename().string())) continue;  // a temporary
+    ASSIGN_OR_RETURN(std::vector<uint8_t> text, ReadWholeFile(it->path().string()));
+    std::string dir(text.begin(), text.end());
+    if (!dir.empty() && dir.back() == '\n') dir.pop_back();
+    if (!dir.empty()) users.push_back(std::move(dir));
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return IoError(root_ + "/" + kUsersFolder + ": cannot list the store's repositories: " + ec.message());
+  }
+  std::sort(users.begin(), users.end());
+  return users;
+}
+
+Status ObjectStore::ForgetUser(const std::string& git_dir) const {
+  const std::string file = UserFile(git_dir);
+  if (::unlink(file.c_str()) == 0 || errno == ENOENT) return OkStatus();
+  return IoError(file + ": cannot remove: " + std::strerror(errno));
+}
+
 Result<std::vector<ObjectStore::Entry>> ObjectStore::List() const {
   std::vector<Entry> entries;
   std::error_code ec;
@@ -94,6 +137,10 @@ Result<std::vector<ObjectStore::Entry>> ObjectStore::List() const {
   }
   for (; it != end; it.increment(ec)) {
     if (ec) return IoError(root_ + ": cannot list the store: " + ec.message());
+    if (it.depth() == 0 && it->path().filename() == kUsersFolder) {
+      it.disable_recursion_pending();
+      continue;
+    }
     if (!it->is_regular_file(ec)) continue;
     struct stat st;
     const std::string path = it->path().string();

@@ -69,16 +69,26 @@ class ObjectStore {
   // called once if another process holds it and this one must wait.
   Result<StoreLock> Lock(StoreLock::Mode mode, const std::function<void()>& waiting) const;
 
+  // The repositories that use the store, so that a gc in one keeps what
+  // the others need (several may set zipnn.storepath to one folder). Each
+  // is its common git folder, as an absolute path, in a small file under
+  // <root>/repositories/ that List leaves out. Registering is idempotent
+  // and costs one stat when done already.
+  Status RegisterUser(const std::string& git_dir) const;
+  Result<std::vector<std::string>> Users() const;
+  Status ForgetUser(const std::string& git_dir) const;
+
   struct Entry {
     std::string path;
     std::optional<ContentId> id;  // none for a file that is not an object (a temporary)
     uint64_t size = 0;
     int64_t mtime = 0;  // seconds since the epoch
   };
-  // Every file under the store's root.
+  // Every file under the store's root but the registry of its users.
   Result<std::vector<Entry>> List() const;
 
  private:
+  std::string UserFile(const std::string& git_dir) const;
   std::string root_;
 };
 
