@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cmd/command.h"
+#include "cmd/hook.h"
 #include "cmd/remotes.h"
 #include "cmd/util.h"
 #include "filters/checkpoint_filter.h"
@@ -51,6 +52,7 @@ Action SingleFile(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
   sub.add_option("path", *path, "The file's path in the work tree (git's %f)")->required();
   return [path]() -> Status {
+    EnsureHook();
     ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     filters::SmudgeOptions smudge = SmudgeFor(repo);
     std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
@@ -70,6 +72,7 @@ Action SetupSmudge(CLI::App& sub) { return SingleFile<false>(sub); }
 
 Action SetupFilterProcess(CLI::App&) {
   return []() -> Status {
+    EnsureHook();
     ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     filters::SmudgeOptions smudge = SmudgeFor(repo);
     std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
