@@ -106,6 +106,22 @@ TEST_CASE("help lists every command, version names both versions") {
   CHECK(v.out == "git-zipnn 0.2.0\nobject format 2\n");
 }
 
+TEST_CASE("a first word that is no command is refused with the closest commands") {
+  Run typo = Zipnn("lgo");
+  CHECK(typo.code == 1);
+  CHECK(typo.out.empty());
+  CHECK(typo.err == "git-zipnn: 'lgo' is not a git-zipnn command. Did you mean log?\n");
+  CHECK(Zipnn("instal --local").err == "git-zipnn: 'instal' is not a git-zipnn command. Did you mean install?\n");
+  CHECK(Zipnn("pu").err == "git-zipnn: 'pu' is not a git-zipnn command. Did you mean du?\n");
+  CHECK(Zipnn("sho HEAD:x").err == "git-zipnn: 'sho' is not a git-zipnn command. Did you mean show?\n");
+  Run far = Zipnn("commit -m x");
+  CHECK(far.code == 1);
+  CHECK(far.err == "git-zipnn: 'commit' is not a git-zipnn command. See 'git zipnn --help'.\n");
+  // Commands and options still parse as before.
+  CHECK(Zipnn("log --help").code == 0);
+  CHECK(Zipnn("--nosuchoption").err.find("is not a git-zipnn command") == std::string::npos);
+}
+
 TEST_CASE("inspect shows kind, layout and the coder of each byte group") {
   const std::string obj = Tmp() + "/i.zipnn";
   REQUIRE(Zipnn("compress " + kStep80 + " --dtype bf16 --base " + kStep40 + " -f -q -o " + obj).code == 0);

@@ -1,0 +1,33 @@
+#include "lib/base/closest.h"
+
+#include <doctest/doctest.h>
+
+namespace zipnn {
+namespace {
+
+using Words = std::vector<std::string>;
+
+TEST_CASE("edit distance counts a swap of neighbouring letters as one edit") {
+  CHECK(EditDistance("lgo", "log") == 1);
+  CHECK(EditDistance("log", "log") == 0);
+  CHECK(EditDistance("", "gc") == 2);
+  CHECK(EditDistance("instal", "install") == 1);
+  CHECK(EditDistance("fecth", "fetch") == 1);
+  CHECK(EditDistance("abc", "cab") == 2);
+}
+
+TEST_CASE("closest words: slips of the fingers, ties in list order, prefixes, nothing when far") {
+  const Words commands = {"install", "log", "ls-files", "push", "pull", "restore", "repack", "analyze"};
+  CHECK(ClosestWords("lgo", commands) == Words{"log"});
+  CHECK(ClosestWords("pus", commands) == Words{"push"});
+  CHECK(ClosestWords("pul", commands) == Words{"pull"});
+  CHECK(ClosestWords("puhs", commands) == Words{"push"});
+  CHECK(ClosestWords("pu", commands) == Words{"push", "pull"});  // prefix of both
+  CHECK(ClosestWords("analise", commands) == Words{"analyze"});  // two edits in seven letters
+  CHECK(ClosestWords("rest", commands) == Words{"restore"});
+  CHECK(ClosestWords("commit", commands).empty());
+  CHECK(ClosestWords("x", commands).empty());
+}
+
+}  // namespace
+}  // namespace zipnn
