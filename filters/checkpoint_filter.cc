@@ -23,6 +23,14 @@ Result<std::string> ReadHead(ByteReader& in) {
   return head;
 }
 
+// Whether `text` holds the lines git writes around a merge conflict.
+bool HasConflictMarkers(const std::string& text) {
+  for (const char* marker : {"<<<<<<< ", "=======\n", ">>>>>>> "}) {
+    if (text.rfind(marker, 0) == 0 || text.find(std::string("\n") + marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
 Status Copy(ByteReader& in, ByteSink& out) {
   char buf[1 << 16];
   for (;;) {
@@ -38,12 +46,19 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   ASSIGN_OR_RETURN(std::string head, ReadHead(content));
   if (head.size() <= store::kMaxPointerBytes && store::LooksLikePointer(head)) {
     // Cleaning a pointer gives the same pointer (after checking it). A
-    // damaged one, most often a merge conflict in the pointer, is refused
-    // rather than committed.
+    // merge conflict in a pointer is refused rather than committed; any
+    // other damaged pointer (one a commit already holds) is kept as the
+    // text it is, so that status, stash and checkout go on working for
+    // everyone, and fsck names it.
     auto p = store::ParsePointer(head);
     if (!p.ok()) {
-      return InvalidArgument(path + " holds a damaged git-zipnn pointer (" + p.status().message() +
-                             "); after a merge conflict, pick a side: git checkout --ours (or --theirs) -- " + path);
+      if (HasConflictMarkers(head)) {
+        return InvalidArgument(path + " holds a damaged git-zipnn pointer (" + p.status().message() +
+                               "); after a merge conflict, pick a side: git checkout --ours (or --theirs) -- " + path);
+      }
+      std::fprintf(stderr, "git-zipnn: warning: %s holds a damaged git-zipnn pointer (%s); kept as text (restore the "
+                   "checkpoint over it, or git rm it)\n", path.c_str(), p.status().message().c_str());
+      return out.Append(head.data(), head.size());
     }
     const std::string text = store::FormatPointer(*p);
     return out.Append(text.data(), text.size());
