@@ -36,25 +36,41 @@ Status Fetch(const store::Repository& repo, const FetchArgs& a) {
   return FetchPointers(repo, remote, found, a.quiet);
 }
 
+// Restores what it can: a remote that is out of reach, or an object it
+// lacks, costs only the files that need it; they stay pointers, are named,
+// and the exit code says so.
 Status RunPull(const FetchArgs& a) {
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  RETURN_IF_ERROR(Fetch(repo, a));
+  Status fetched = Fetch(repo, a);
+  if (!fetched.ok()) std::fprintf(stderr, "git-zipnn pull: %s\n", fetched.message().c_str());
   ASSIGN_OR_RETURN(std::string top, git::TopLevel());
   ASSIGN_OR_RETURN(std::vector<std::string> paths, TrackedPaths());
   std::vector<std::string> restored;
+  size_t failed = 0;
   for (const std::string& path : paths) {
     const std::string file = top + "/" + path;
     if (!FileExists(file)) continue;  // deleted in the work tree
-    Result<std::optional<store::Pointer>> pointer = PointerInFile(file);
-    if (!pointer.ok()) return Status(pointer.status().code(), path + ": " + pointer.status().message());
-    if (!*pointer) continue;
-    ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file, /*overwrite=*/true));
-    RETURN_IF_ERROR(RestoreFetching(repo, **pointer, path, out));
-    RETURN_IF_ERROR(out.Commit());
-    restored.push_back(path);
-    if (!a.quiet) std::printf("%s: restored %s\n", path.c_str(), (*pointer)->id.Hex().c_str());
+    Status s = [&]() -> Status {
+      ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, PointerInFile(file));
+      if (!pointer) return OkStatus();
+      ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file, /*overwrite=*/true));
+      RETURN_IF_ERROR(RestoreFetching(repo, *pointer, path, out));
+      RETURN_IF_ERROR(out.Commit());
+      restored.push_back(path);
+      if (!a.quiet) std::printf("%s: restored %s\n", path.c_str(), pointer->id.Hex().c_str());
+      return OkStatus();
+    }();
+    if (!s.ok()) {
+      ++failed;
+      const bool named = s.message().find(path) != std::string::npos;
+      std::fprintf(stderr, "error: %s%s (left as it was)\n", named ? "" : (path + ": ").c_str(), s.message().c_str());
+    }
   }
   RefreshIndex(restored, top);
+  if (failed > 0) {
+    return NotFound(std::to_string(failed) + " checkpoint" + (failed == 1 ? "" : "s") + " could not be restored (see " +
+                    "above); restored " + std::to_string(restored.size()));
+  }
   return OkStatus();
 }
 

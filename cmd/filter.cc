@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cctype>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "cmd/util.h"
 #include "filters/checkpoint_filter.h"
 #include "lib/base/file.h"
+#include "lib/git/git.h"
 
 namespace zipnn::cmd {
 
@@ -28,11 +30,27 @@ class StderrSink : public ByteSink {
 };
 
 // Smudge leaves pointers in place under GIT_ZIPNN_SKIP_SMUDGE=1, and
-// otherwise fetches missing objects from the default remote.
+// otherwise fetches missing objects from the default remote; with
+// zipnn.skipSmudgeErrors (or GIT_ZIPNN_SKIP_SMUDGE_ERRORS=1) one it cannot
+// restore is left as its pointer instead of failing the checkout.
+bool EnvFlag(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' && std::string(value) != "0";
+}
+
+// A git boolean as git config writes them.
+bool ConfigFlag(const std::string& key) {
+  auto value = git::ConfigGet(key);
+  if (!value.ok() || !*value) return false;
+  std::string v = **value;
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v == "true" || v == "yes" || v == "on" || v == "1";
+}
+
 filters::SmudgeOptions SmudgeFor(const store::Repository& repo) {
   filters::SmudgeOptions options;
-  const char* skip = std::getenv("GIT_ZIPNN_SKIP_SMUDGE");
-  options.leave_pointers = skip != nullptr && *skip != '\0' && std::string(skip) != "0";
+  options.leave_pointers = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE");
+  options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || ConfigFlag("zipnn.skipsmudgeerrors");
   options.fetch_missing = [repo](const ContentId& id) { return FetchChain(repo, id); };
   return options;
 }

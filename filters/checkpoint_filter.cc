@@ -139,10 +139,18 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
   Status st = store::RestoreFile(repo_, pointer, path, restored);
   // A missing object fails the restore before it writes anything, so it
   // can be fetched and the restore tried again.
-  if (st.code() != StatusCode::kNotFound || !smudge_.fetch_missing) return st;
-  Status fetched = smudge_.fetch_missing(pointer.id);
-  if (!fetched.ok()) return Status(fetched.code(), path + ": " + fetched.message());
-  return store::RestoreFile(repo_, pointer, path, restored);
+  if (st.code() == StatusCode::kNotFound && smudge_.fetch_missing) {
+    Status fetched = smudge_.fetch_missing(pointer.id);
+    st = fetched.ok() ? store::RestoreFile(repo_, pointer, path, restored)
+                      : Status(fetched.code(), path + ": " + fetched.message());
+  }
+  // Nothing written yet: the pointer can stand in for the checkpoint.
+  if (!st.ok() && smudge_.keep_pointer_on_error && restored.done() == 0) {
+    std::fprintf(stderr, "git-zipnn: warning: %s; %s is left as its pointer (`git zipnn pull` restores it)\n",
+                 st.message().c_str(), path.c_str());
+    return out.Append(head.data(), head.size());
+  }
+  return st;
 }
 
 }  // namespace zipnn::filters

@@ -33,6 +33,11 @@ struct SmudgeOptions {
   // id needs from a remote (see cmd/remotes.h); the restore is then tried
   // again.
   std::function<Status(const ContentId&)> fetch_missing;
+  // A checkpoint that cannot be restored (its object missing, here and on
+  // the remote, or damaged) is checked out as its pointer, with a
+  // warning, instead of failing git's whole checkout (zipnn.skipSmudgeErrors,
+  // GIT_ZIPNN_SKIP_SMUDGE_ERRORS=1); `git zipnn pull` restores it later.
+  bool keep_pointer_on_error = false;
 };
 
 class CheckpointFilter : public FilterHandler {

@@ -69,6 +69,33 @@ TEST_CASE("git push sends the objects first; a clone checks out and restores eve
   CheckClone(repo, "clone", 0);
 }
 
+TEST_CASE("a clone gets the pre-push hook from the filter, so a plain git push sends its checkpoints") {
+  Repo repo;
+  CommitWithHub(repo);
+  REQUIRE(repo.Sh("git push -q origin HEAD:main").code == 0);
+  // install ran once, globally, before the clone existed.
+  const Run clone = repo.Sh("cd .. && git clone -q -b main hub.git clone");
+  REQUIRE(clone.code == 0);
+  CHECK(clone.err.find("git-zipnn: installed the pre-push hook in ") != std::string::npos);
+  CHECK(repo.Sh("test -x ../clone/.git/hooks/pre-push").code == 0);
+  const Run push = repo.Sh("cd ../clone && git config user.email c@example.com && git config user.name C && cp '" +
+                           repo.Data("cnn-fp32/step-000040.safetensors") +
+                           "' new.safetensors && git add new.safetensors && git commit -qm new && git push -q");
+  REQUIRE_MESSAGE(push.code == 0, push.err);
+  CHECK(push.err.find("git-zipnn: pushed 1 object") != std::string::npos);
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git again").code == 0);
+  CHECK(repo.Sh("cmp ../again/new.safetensors '" + repo.Data("cnn-fp32/step-000040.safetensors") + "'").code == 0);
+  // Another program's hook stays as it is, with a warning that says how
+  // to run both.
+  const Run foreign = repo.Sh("cd .. && git init -q other && cd other && printf '#!/bin/sh\\n' > .git/hooks/pre-push && "
+                              "chmod +x .git/hooks/pre-push && git zipnn track '*.safetensors' >/dev/null && cp '" +
+                              repo.Data("cnn-fp32/step-000040.safetensors") + "' m.safetensors && git add .");
+  REQUIRE(foreign.code == 0);
+  CHECK(foreign.err.find("/other/.git/hooks/pre-push is another program's pre-push hook, so `git push` will not "
+                         "send checkpoint objects; run `git zipnn install --local` to run both") != std::string::npos);
+  CHECK(repo.Sh("cat ../other/.git/hooks/pre-push").out == "#!/bin/sh\n");
+}
+
 TEST_CASE("fetch gets what revisions need; pull restores what GIT_ZIPNN_SKIP_SMUDGE left as pointers") {
   Repo repo;
   CommitWithHub(repo);
@@ -87,6 +114,46 @@ TEST_CASE("fetch gets what revisions need; pull restores what GIT_ZIPNN_SKIP_SMU
   CHECK(repo.Sh("cd ../lazy && git status --porcelain").out.empty());
   REQUIRE(repo.Sh("cd ../lazy && git zipnn fetch --all").code == 0);
   CHECK(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 5);
+}
+
+TEST_CASE("one missing object costs only its file: pull restores the rest, skipSmudgeErrors lets a clone finish") {
+  Repo repo;
+  CommitWithHub(repo);
+  const std::string other = repo.Data("cnn-fp32/step-000040.safetensors");
+  REQUIRE(repo.Sh("cp '" + other + "' other.safetensors && git add other.safetensors && git commit -qm other && "
+                  "git push -q origin HEAD:main").code == 0);
+  // HEAD's model object is lost from the hub.
+  const std::string id = IdAt(repo, "HEAD:model.safetensors");
+  const std::string lost = "../hub.git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id;
+  REQUIRE(repo.Sh("mv " + lost + " ../lost").code == 0);
+
+  // pull restores what it can and names the rest, with a non-zero exit.
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy").code == 0);
+  const Run pull = repo.Sh("cd ../lazy && git zipnn pull");
+  CHECK(pull.code != 0);
+  CHECK(pull.out == "other.safetensors: restored " + IdAt(repo, "HEAD:other.safetensors") + "\n");
+  CHECK(pull.err.find("error: model.safetensors: object " + id + " is not on the remote store ") != std::string::npos);
+  CHECK(pull.err.find("1 checkpoint could not be restored (see above); restored 1") != std::string::npos);
+  CHECK(repo.Sh("cmp ../lazy/other.safetensors '" + other + "'").code == 0);
+  CHECK(repo.Sh("head -1 ../lazy/model.safetensors").out == "git-zipnn pointer 1\n");
+
+  // A plain clone fails on that file; with zipnn.skipSmudgeErrors it
+  // finishes, the file left as its pointer with a warning.
+  CHECK(repo.Sh("cd .. && git clone -q -b main hub.git strict").code != 0);
+  const Run clone = repo.Sh("cd .. && git clone -q -c zipnn.skipSmudgeErrors=true -b main hub.git lenient");
+  REQUIRE_MESSAGE(clone.code == 0, clone.err);
+  CHECK(clone.err.find("git-zipnn: warning: ") != std::string::npos);
+  CHECK(clone.err.find("model.safetensors is left as its pointer (`git zipnn pull` restores it)") != std::string::npos);
+  CHECK(repo.Sh("cmp ../lenient/other.safetensors '" + other + "'").code == 0);
+  CHECK(repo.Sh("head -1 ../lenient/model.safetensors").out == "git-zipnn pointer 1\n");
+  CHECK(repo.Sh("cd ../lenient && git status --porcelain").out.empty());
+
+  // Once the object is back, pull restores it.
+  REQUIRE(repo.Sh("mv ../lost " + lost).code == 0);
+  const Run again = repo.Sh("cd ../lenient && git zipnn pull -q && git status --porcelain");
+  CHECK_MESSAGE(again.code == 0, again.err);
+  CHECK(again.out.empty());
+  CHECK(repo.Sh("cmp ../lenient/model.safetensors '" + repo.Data(Step("000200")) + "'").code == 0);
 }
 
 TEST_CASE("a push cut short is retried and sends only what is missing") {

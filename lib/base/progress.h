@@ -59,6 +59,8 @@ class ProgressSink : public ByteSink {
   bool CanWriteAt() const override { return inner_.CanWriteAt(); }
   Status Presize(uint64_t total) override { return inner_.Presize(total); }
   Status WriteAt(uint64_t offset, const void* data, size_t n) override;
+  // Bytes passed on so far.
+  uint64_t done() const { return done_; }
 
  private:
   void Count(size_t n);
