@@ -6,7 +6,9 @@
 // started on loopback by the test.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "tests/git_repo.h"
 #include "tests/s3rver.h"
@@ -33,7 +35,7 @@ void CommitWithHub(Repo& repo) {
 
 int ObjectsIn(Repo& repo, const std::string& store) {
   return std::stoi(
-      repo.Sh("find '" + store + "' -type f -regextype posix-extended -regex '.*/[0-9a-f]{32}' | wc -l").out);
+      repo.Sh("find '" + store + "' -type f -regextype posix-extended -regex '.*/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}' | wc -l").out);
 }
 
 // The clone at ../<clone> checked out HEAD exactly, restores each version
@@ -388,6 +390,137 @@ TEST_CASE("S3: a push cut short is retried, a missing object is named, and so ar
   CHECK(none.err.find("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile "
                       "\"default\" aws_access_key_id and aws_secret_access_key in " + repo.root() +
                       "/home/.aws/credentials") != std::string::npos);
+}
+
+// Remotes that lie (docs/reliability.md): a store with its objects pushed
+// honestly to ../store, and a clone in ../lazy without them whose origin
+// is set by `configure` to reach that store.
+struct LyingCase {
+  std::string fault;
+  std::string setup;     // run in repo/ before the fetch (empty: nothing)
+  std::string expected;  // in the fetch's error
+};
+
+// Each case: `git zipnn fetch` in ../lazy, with a 1 s timeout, fails
+// within a few seconds, names what went wrong, and leaves no object and
+// no partial file in the clone's store.
+void CheckLies(Repo& repo, const std::string& configure, const std::vector<LyingCase>& cases) {
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy").code == 0);
+  for (const LyingCase& c : cases) {
+    CAPTURE(c.fault);
+    REQUIRE(repo.Sh(configure).code == 0);
+    if (!c.setup.empty()) REQUIRE(repo.Sh(c.setup).code == 0);
+    const auto start = std::chrono::steady_clock::now();
+    Run fetch = repo.Sh("cd ../lazy && GIT_ZIPNN_TIMEOUT=1 timeout 30 git zipnn fetch");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(fetch.code == 1);
+    CHECK(seconds < 6);
+    CHECK_MESSAGE(fetch.err.find(c.expected) != std::string::npos, fetch.err);
+    CHECK(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 0);
+    CHECK(repo.Sh("find ../lazy/.git/zipnn -name 'fetch-*' -o -name '*.tmp-*'").out.empty());
+  }
+  // Honest again: the real objects come, and restore.
+  REQUIRE(repo.Sh(configure).code == 0);
+  REQUIRE(repo.Sh("cd ../lazy && git zipnn pull -q").code == 0);
+  CHECK(repo.Sh("cmp ../lazy/model.safetensors '" + repo.Data(Step("000200")) + "'").code == 0);
+}
+
+// HEAD's object (step 200, a delta) in ../store, and the base at step 40
+// forged to claim to be it.
+struct Lies {
+  std::string id;
+  std::string object;  // its place in ../store
+  std::string forged;  // a file holding the forgery
+};
+Lies PushToStore(Repo& repo) {
+  CommitWithHub(repo);
+  REQUIRE(repo.Sh("git config remote.origin.zipnnurl ../store && git zipnn push -q origin && "
+                  "git config --unset remote.origin.zipnnurl && git push -q origin HEAD:main").code == 0);
+  Lies l;
+  l.id = IdAt(repo, "HEAD:model.safetensors");
+  const std::string base = IdAt(repo, "HEAD~4:model.safetensors");
+  l.object = repo.root() + "/store/" + l.id.substr(0, 2) + "/" + l.id.substr(2, 2) + "/" + l.id;
+  l.forged = repo.root() + "/forged";
+  REQUIRE(repo.Sh("'" + repo.Runfile("tests/forge_object") + "' ../store/" + base.substr(0, 2) + "/" +
+                  base.substr(2, 2) + "/" + base + " " + l.id + " > " + l.forged).code == 0);
+  REQUIRE(repo.Sh("cp " + l.object + " ../real").code == 0);
+  return l;
+}
+
+TEST_CASE("a folder remote that lies: a forged, oversized, cut or blocking object is refused, nothing kept") {
+  Repo repo;
+  const Lies l = PushToStore(repo);
+  CheckLies(repo, "rm -f " + l.object + " && cp ../real " + l.object + " && git -C ../lazy config remote.origin.zipnnurl ../store",
+            {{"forged", "cp " + l.forged + " " + l.object, "was refused"},
+             {"oversized", "truncate -s 10G " + l.object, "more than the"},
+             {"cut short", "truncate -s 1000 " + l.object, "cannot fetch object " + l.id},
+             {"a FIFO", "rm " + l.object + " && mkfifo " + l.object, "is not a plain file"},
+             {"missing", "rm " + l.object, "is not on the remote store"}});
+}
+
+TEST_CASE("over ssh, a store server that lies or stalls: every fetch ends within its timeout, nothing kept") {
+  Repo repo;
+  testing::Sshd sshd(repo);
+  const Lies l = PushToStore(repo);
+  const std::string url = "ssh://zipnn-test" + repo.root() + "/store";
+  auto serve = [&](const std::string& mode) {
+    return "rm -f " + l.object + " && cp ../real " + l.object + " && git -C ../lazy config remote.origin.zipnnurl " +
+           url + " && git -C ../lazy config remote.origin.zipnnserve \"python3 '" +
+           repo.Runfile("tests/hostile_store.py") + "' " + mode + "\"";
+  };
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy").code == 0);
+  for (const std::string mode : {"mute", "stall", "huge", "extra", "short", "drop", "longline"}) {
+    CAPTURE(mode);
+    REQUIRE(repo.Sh(serve(mode)).code == 0);
+    const auto start = std::chrono::steady_clock::now();
+    Run fetch = repo.Sh("cd ../lazy && GIT_ZIPNN_TIMEOUT=1 timeout 30 git zipnn fetch");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(fetch.code == 1);
+    CHECK(seconds < 6);
+    CHECK_MESSAGE(fetch.err.find("cannot fetch object " + l.id + " from " + url) != std::string::npos, fetch.err);
+    CHECK(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 0);
+    CHECK(repo.Sh("find ../lazy/.git/zipnn -name 'fetch-*' -o -name '*.tmp-*'").out.empty());
+  }
+  REQUIRE(repo.Sh("rm -rf ../lazy").code == 0);
+  // The real server, with a forged object in its store.
+  CheckLies(repo,
+            "rm -f " + l.object + " && cp ../real " + l.object + " && git -C ../lazy config remote.origin.zipnnurl " +
+                url,
+            {{"forged", "cp " + l.forged + " " + l.object, "was refused"}});
+}
+
+TEST_CASE("S3 that lies or stalls: every fetch ends within its timeout, nothing kept") {
+  Repo repo;
+  testing::S3rver s3(repo);
+  CommitWithBucket(repo, s3);
+  REQUIRE(repo.Sh("git push -q origin HEAD:main").code == 0);
+  const std::string id = IdAt(repo, "HEAD~1:model.safetensors");
+  const std::string base = IdAt(repo, "HEAD~5:model.safetensors");
+  const std::string forged = repo.root() + "/forged";
+  REQUIRE(repo.Sh("'" + repo.Runfile("tests/forge_object") + "' .git/zipnn/objects/" + base.substr(0, 2) + "/" +
+                  base.substr(2, 2) + "/" + base + " " + id + " > " + forged).code == 0);
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy && cd lazy && "
+                  "git config remote.origin.zipnnurl s3://zipnn/team/models").code == 0);
+  struct Fault {
+    std::string mode;
+    std::string expected;
+  };
+  for (const Fault& f : {Fault{"forge", "was refused"}, Fault{"huge", "more than the"},
+                         Fault{"endless", "says it holds 0 bytes"}, Fault{"stall", "timeout"},
+                         Fault{"short", "cannot fetch object"}}) {
+    CAPTURE(f.mode);
+    REQUIRE(repo.Sh("git -C ../lazy config remote.origin.zipnnendpoint " + s3.Proxy(id, -1, f.mode, forged)).code == 0);
+    const auto start = std::chrono::steady_clock::now();
+    Run fetch = repo.Sh("cd ../lazy && GIT_ZIPNN_TIMEOUT=1 timeout 30 git zipnn fetch origin HEAD~1");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(fetch.code == 1);
+    CHECK(seconds < 6);
+    CHECK_MESSAGE(fetch.err.find(f.expected) != std::string::npos, fetch.err);
+    CHECK(repo.Sh("find ../lazy/.git/zipnn -name '" + id + "' -o -name 'fetch-*' -o -name '*.tmp-*'").out.empty());
+  }
+  REQUIRE(repo.Sh("git -C ../lazy config remote.origin.zipnnendpoint " + s3.endpoint()).code == 0);
+  REQUIRE(repo.Sh("cd ../lazy && git zipnn fetch -q origin HEAD~1").code == 0);
+  CHECK(repo.Sh("find ../lazy/.git/zipnn -name '" + id + "'").out.find(id) != std::string::npos);
 }
 
 }  // namespace

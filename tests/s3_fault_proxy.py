@@ -1,9 +1,20 @@
 #!/usr/bin/python3
 """An HTTP proxy for the S3 tests: passes every request to the server
-behind it, except uploads whose path holds KEY, which it answers with
-"503 SlowDown" (what S3 says when it throttles) the first TIMES times.
+behind it, except requests whose path holds KEY, the first TIMES times
+(-1: always), which it answers as MODE says:
 
-Usage: s3_fault_proxy.py UPSTREAM_PORT KEY TIMES  (TIMES -1: always)
+  throttle     (the default) an upload gets "503 SlowDown", what S3 says
+               when it throttles
+  forge FILE   a download gets FILE's bytes in place of the object's
+  huge         a download is said to be 1125899906842623 bytes and is
+               streamed as zeros
+  endless      a download has no length and streams zeros until the
+               client goes
+  stall        a download gets no answer
+  short        a download is said to be the object's size and ends at
+               half of it
+
+Usage: s3_fault_proxy.py UPSTREAM_PORT KEY TIMES [MODE [FILE]]
 Prints "proxy listening on 127.0.0.1:PORT" once it takes connections,
 then "METHOD PATH" for each request.
 """
@@ -11,11 +22,47 @@ import http.client
 import http.server
 import sys
 import threading
+import time
 
 UPSTREAM = int(sys.argv[1])
 KEY = sys.argv[2]
 failures_left = int(sys.argv[3])
+MODE = sys.argv[4] if len(sys.argv) > 4 else "throttle"
+FILE = sys.argv[5] if len(sys.argv) > 5 else None
 lock = threading.Lock()
+
+
+def lie(handler, upstream_body):
+    """Answers a download as MODE says."""
+    if MODE == "stall":
+        time.sleep(3600)
+    handler.send_response(200)
+    if MODE == "forge":
+        with open(FILE, "rb") as f:
+            body = f.read()
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+        return
+    if MODE == "short":
+        handler.send_header("Content-Length", str(len(upstream_body)))
+        handler.end_headers()
+        handler.wfile.write(upstream_body[: len(upstream_body) // 2])
+        handler.wfile.flush()
+        handler.close_connection = True
+        return
+    if MODE == "huge":
+        handler.send_header("Content-Length", "1125899906842623")
+    else:  # endless: no length, the end of the connection ends the body
+        handler.send_header("Connection", "close")
+        handler.close_connection = True
+    handler.end_headers()
+    zeros = bytes(1 << 16)
+    try:
+        while True:
+            handler.wfile.write(zeros)
+    except OSError:
+        pass
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -30,9 +77,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         with lock:
-            fail = self.command == "PUT" and KEY in self.path and failures_left != 0
+            method = "PUT" if MODE == "throttle" else "GET"
+            fail = self.command == method and KEY in self.path and failures_left != 0
             if fail and failures_left > 0:
                 failures_left -= 1
+        if fail and MODE != "throttle":
+            upstream = http.client.HTTPConnection("127.0.0.1", UPSTREAM)
+            upstream.request(self.command, self.path, body=body, headers=dict(self.headers))
+            data = upstream.getresponse().read()
+            upstream.close()
+            lie(self, data)
+            return
         if fail:
             reply = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
             self.send_response(503)

@@ -34,12 +34,15 @@ class S3rver {
   ~S3rver() { repo_.Sh("kill $(cat '" + dir_ + "'/*pid)"); }
 
   // Starts tests/s3_fault_proxy.py before the server: it answers uploads
-  // of `key` with 503 SlowDown the first `times` times (-1: always).
+  // of `key` with 503 SlowDown the first `times` times (-1: always), or
+  // with `mode` (and `file`) another fault of the proxy's on downloads.
   // Returns its endpoint.
-  std::string Proxy(const std::string& key, int times) {
+  std::string Proxy(const std::string& key, int times, const std::string& mode = "throttle",
+                    const std::string& file = "") {
     const std::string name = dir_ + "/proxy" + std::to_string(++proxies_);
     REQUIRE(repo_.Sh("{ python3 '" + repo_.Runfile("tests/s3_fault_proxy.py") + "' " + port_ + " " + key + " " +
-                     std::to_string(times) + " > '" + name + ".log' 2>&1 & echo $! > '" + name + ".pid'; }")
+                     std::to_string(times) + " " + mode + " '" + file + "' > '" + name + ".log' 2>&1 & echo $! > '" +
+                     name + ".pid'; }")
                 .code == 0);
     Run up = repo_.Sh("for i in $(seq 200); do grep -o 'on 127.0.0.1:[0-9]*' '" + name +
                       ".log' && exit 0; sleep 0.05; done; cat '" + name + ".log'; exit 1");

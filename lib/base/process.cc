@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,11 +48,22 @@ Result<std::unique_ptr<Process>> Process::Start(const std::vector<std::string>& 
 }
 
 Process::~Process() {
+  // Both ends closed first: a child still writing to us (a server
+  // streaming what we refused) gets an error instead of blocking on a
+  // full socket while we wait for it.
   ::close(to_child_);
+  ::close(from_child_);
+  // One that ignores the end of its input too is stopped after a grace.
   int status = 0;
+  for (int waited_ms = 0;; waited_ms += 10) {
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_ || (r < 0 && errno != EINTR)) return;
+    if (waited_ms >= kExitGraceMs) break;
+    ::usleep(10 * 1000);
+  }
+  ::kill(pid_, SIGTERM);
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
-  ::close(from_child_);
 }
 
 }  // namespace zipnn

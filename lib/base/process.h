@@ -23,10 +23,12 @@ namespace zipnn {
 
 class Process : public Channel {
  public:
+  static constexpr int kExitGraceMs = 2000;
   // Starts argv[0] (looked up on PATH when it has no slash).
   static Result<std::unique_ptr<Process>> Start(const std::vector<std::string>& argv);
-  // Closes its input (the child sees the end of it), waits for it to
-  // exit, then closes its output.
+  // Closes both ends (the child sees the end of its input, and a write
+  // of its fails) and waits for it to exit; one still running after
+  // kExitGraceMs gets SIGTERM.
   ~Process() override;
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
