@@ -268,8 +268,11 @@ TEST_CASE("a forged object never takes its name: fetch and a served put decode i
   const ObjectStore served(root + "/served");
   // A base that claims to be version 1, and delta 2 (on 1) that claims
   // to be version 3: checksums recomputed, so only a decode tells.
-  const std::string forged_base = ForgeObject(ObjectBytes(here, ids[0]), ids[1]);
-  const std::string forged_delta = ForgeObject(ObjectBytes(here, ids[2]), ids[3]);
+  auto forged_base_or = ForgeObject(ObjectBytes(here, ids[0]), ids[1]);
+  auto forged_delta_or = ForgeObject(ObjectBytes(here, ids[2]), ids[3]);
+  REQUIRE(forged_base_or.ok());
+  REQUIRE(forged_delta_or.ok());
+  const std::string forged_base = *forged_base_or, forged_delta = *forged_delta_or;
   MemorySource forged_source(reinterpret_cast<const uint8_t*>(forged_base.data()), forged_base.size(), "forged");
   CHECK(CheckObject(forged_source, ids[1]).ok());
   Servers servers([&](SocketEnd& c) { return ServeStore(served, c); });
