@@ -1,7 +1,10 @@
 // git zipnn restore: one version of a tracked checkpoint, written straight
 // to a file (not through git, which would hold it all in memory),
 // verified against its content id.
+#include <sys/stat.h>
+
 #include <cstdio>
+#include <optional>
 #include <memory>
 
 #include "cmd/command.h"
@@ -18,14 +21,43 @@ struct RestoreArgs {
   std::string path;
   std::string rev = "HEAD";
   std::string output;
+  bool force = false;
   int threads = 0;
 };
+
+// The pointer the index holds for `path`, if any.
+std::optional<store::Pointer> Staged(const std::string& path) {
+  auto staged = PointerAt(":./" + path);
+  return staged.ok() ? std::optional<store::Pointer>(*staged) : std::nullopt;
+}
+
+// Refuses to write over bytes nobody else holds: with -o, any existing
+// file; in the work tree, a file that is neither a pointer nor the
+// checkpoint the index (or this restore) names.
+Status CheckOverwrite(const RestoreArgs& a, const store::Pointer& restoring, const std::optional<store::Pointer>& staged) {
+  const std::string& target = a.output.empty() ? a.path : a.output;
+  struct stat st;
+  if (a.force || ::stat(target.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return OkStatus();
+  if (!a.output.empty()) {
+    return InvalidArgument(target + " exists; restore does not write over it (pass --force to replace it)");
+  }
+  ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, PointerInFile(target));
+  if (pointer) return OkStatus();  // a checkpoint not restored yet
+  ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(target));
+  ASSIGN_OR_RETURN(ContentId held, HashSource(file));
+  if (held == restoring.id || (staged && held == staged->id)) return OkStatus();
+  return InvalidArgument(target + " has changes git does not hold (it is not the version in the index); restoring " +
+                         "would lose them. Commit or stash them first, restore to another file with -o, or pass " +
+                         "--force");
+}
 
 Status RunRestore(const RestoreArgs& a) {
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
   // "./path" makes git resolve the path from the current folder.
   ASSIGN_OR_RETURN(store::Pointer pointer, PointerAt(a.rev + ":./" + a.path));
+  const std::optional<store::Pointer> staged = a.output.empty() ? Staged(a.path) : std::nullopt;
+  RETURN_IF_ERROR(CheckOverwrite(a, pointer, staged));
   const std::string target = a.output.empty() ? a.path : a.output;
   ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(target, /*overwrite=*/true));
   Status restored;
@@ -37,7 +69,10 @@ Status RunRestore(const RestoreArgs& a) {
   }
   RETURN_IF_ERROR(restored);
   RETURN_IF_ERROR(out.Commit());  // only verified bytes reach the name
-  if (a.output.empty()) RefreshIndex({a.path});
+  // The index is never changed; when the restored bytes are what it
+  // names, its record of the file's times is brought up to date so that
+  // git status need not read the file again.
+  if (staged && staged->id == pointer.id) RefreshIndex({a.path});
   std::printf("%s: restored %s (%llu bytes) from %s\n", target.c_str(), pointer.id.Hex().c_str(),
               static_cast<unsigned long long>(pointer.size), a.rev.c_str());
   return OkStatus();
@@ -50,6 +85,8 @@ Action SetupRestore(CLI::App& sub) {
   sub.add_option("path", a->path, "Tracked checkpoint, relative to the current folder")->required();
   sub.add_option("--rev", a->rev, "Revision to take it from (default HEAD)");
   sub.add_option("-o,--output", a->output, "Write here instead of replacing the work-tree file");
+  sub.add_flag("-f,--force", a->force,
+               "Write over a work-tree file with changes git does not hold, or an existing -o file");
   AddThreadsOption(sub, a->threads);
   return [a] { return RunRestore(*a); };
 }

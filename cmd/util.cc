@@ -177,8 +177,10 @@ Result<Checkpoint> CheckpointInFile(const std::string& file) {
 
 void RefreshIndex(const std::vector<std::string>& paths, const std::string& top) {
   if (paths.empty()) return;
-  std::vector<std::string> args = {"update-index", "-q", "--refresh", "--"};
-  args.insert(args.end(), paths.begin(), paths.end());
+  // `git add --refresh` only refreshes the times git keeps of these
+  // paths; update-index with paths would stage their content.
+  std::vector<std::string> args = {"add", "--refresh", "--"};
+  for (const std::string& path : paths) args.push_back(":(literal)" + path);
   (void)git::RunGit(args, top);  // a failed refresh only costs `git status` a clean pass
 }
 

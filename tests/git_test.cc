@@ -166,6 +166,40 @@ TEST_CASE("restore writes any version bit-exact, to the work tree or elsewhere")
   CHECK(Slurp(repo.File("v")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
 }
 
+TEST_CASE("restore never changes the index and never writes over work git does not hold") {
+  Repo repo;
+  CommitTrajectory(repo);
+  const std::string v80 = repo.Data("cnn-bf16/step-000080.safetensors");
+  const std::string v200 = repo.Data("cnn-bf16/step-000200.safetensors");
+  // An old version into the work tree: the file is modified, nothing is
+  // staged, and the next commit does not take it unless added.
+  REQUIRE(repo.Sh("git zipnn restore model.safetensors --rev HEAD~3").code == 0);
+  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(v80));
+  CHECK(repo.Sh("git status --porcelain").out == " M model.safetensors\n");
+  CHECK(repo.Sh("git diff --cached --quiet").code == 0);
+  // Restoring HEAD's version over it: the old one is what the index does
+  // not hold, so it is refused without --force.
+  const Run refused = repo.Sh("git zipnn restore model.safetensors");
+  CHECK(refused.code != 0);
+  CHECK(refused.err == "error: model.safetensors has changes git does not hold (it is not the version in the index); "
+                       "restoring would lose them. Commit or stash them first, restore to another file with -o, or "
+                       "pass --force\n");
+  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(v80));
+  REQUIRE(repo.Sh("git zipnn restore --force model.safetensors").code == 0);
+  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(v200));
+  CHECK(repo.Sh("git status --porcelain").out.empty());
+  // The version the index holds may be restored over itself.
+  CHECK(repo.Sh("git zipnn restore model.safetensors").code == 0);
+  // -o does not write over a file either.
+  REQUIRE(repo.Sh("echo notes > notes.txt").code == 0);
+  const Run kept = repo.Sh("git zipnn restore model.safetensors --rev HEAD~3 -o notes.txt");
+  CHECK(kept.code != 0);
+  CHECK(kept.err == "error: notes.txt exists; restore does not write over it (pass --force to replace it)\n");
+  CHECK(Slurp(repo.File("notes.txt")) == "notes\n");
+  REQUIRE(repo.Sh("git zipnn restore model.safetensors --rev HEAD~3 -o notes.txt -f").code == 0);
+  CHECK(Slurp(repo.File("notes.txt")) == Slurp(v80));
+}
+
 // The versions `git zipnn log --json` lists, by content id.
 std::map<std::string, nlohmann::json> Versions(Repo& repo) {
   const Run log = repo.Sh("git zipnn log --json");
