@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "cmd/command.h"
+#include "cmd/remotes.h"
 #include "cmd/util.h"
 #include "lib/git/pointers.h"
 
@@ -23,7 +25,25 @@ struct FsckArgs {
   bool json = false;
   bool fast = false;
   int threads = 0;
+  std::optional<std::string> remote;  // --remote [NAME]: "" for the default remote
 };
+
+// fsck --remote: the remote's store, not this one (cmd/remotes.h CheckRemote).
+Status RunFsckRemote(const FsckArgs& a, const store::Repository& repo, const FoundPointers& found) {
+  ASSIGN_OR_RETURN(std::string remote, RemoteOrDefault(*a.remote));
+  ASSIGN_OR_RETURN(RemoteCheck check, CheckRemote(repo, remote, found));
+  for (const auto& [place, what] : check.problems) {
+    std::printf("%s at %.10s: %s\n", place->path.c_str(), place->rev.c_str(), what.c_str());
+  }
+  std::printf("remote %s (%s): %zu checkpoint%s, %zu objects decode to their ids%s; %zu old temporary file%s removed\n",
+              remote.c_str(), check.where.c_str(), check.checkpoints, check.checkpoints == 1 ? "" : "s", check.objects,
+              check.problems.empty() ? "" : (", " + std::to_string(check.problems.size()) + " with problems").c_str(),
+              check.temporaries, check.temporaries == 1 ? "" : "s");
+  if (check.problems.empty()) return OkStatus();
+  return Corruption(std::to_string(check.problems.size()) + " checkpoint" + (check.problems.size() == 1 ? "" : "s") +
+                    " cannot be fetched whole from " + remote + " (git zipnn push from a clone that has them sends "
+                    "them again)");
+}
 
 struct Problem {
   Place place;
@@ -31,11 +51,32 @@ struct Problem {
   std::string what;
 };
 
+// Tracked files that the index holds whole instead of as pointers: added
+// before the filter was installed (`track` first, `install` later).
+Status FindHeldWhole(const git::Repository& git_repo, std::vector<Problem>& problems) {
+  ASSIGN_OR_RETURN(std::vector<std::string> tracked, TrackedPaths());
+  if (tracked.empty()) return OkStatus();
+  ASSIGN_OR_RETURN(std::vector<git::FileEntry> staged, git_repo.IndexFiles());
+  std::map<std::string, git::Oid> blobs;
+  for (const git::FileEntry& f : staged) blobs.emplace(f.path, f.blob);
+  for (const std::string& path : tracked) {
+    auto blob = blobs.find(path);
+    if (blob == blobs.end()) continue;
+    Result<std::optional<store::Pointer>> pointer = git::PointerInBlob(git_repo, blob->second);
+    if (!pointer.ok() || *pointer) continue;  // a damaged pointer is named with the others
+    problems.push_back(Problem{Place{"index", path}, "",
+                               "tracked, but git holds the file itself, not a git-zipnn pointer (it was added before "
+                               "`git zipnn install`): git add --renormalize -- " + path + ", then commit"});
+  }
+  return OkStatus();
+}
+
 Status RunFsck(const FsckArgs& a) {
   ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
   ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, a.all));
+  if (a.remote) return RunFsckRemote(a, repo, found);
   // Each distinct checkpoint once, with the first place that points at it.
   std::map<std::string, std::pair<store::Pointer, Place>> checkpoints;
   std::vector<Problem> problems;
@@ -43,6 +84,7 @@ Status RunFsck(const FsckArgs& a) {
   for (const auto& [pointer, place] : found.pointers) {
     checkpoints.emplace(pointer.id.Hex(), std::make_pair(pointer, place));
   }
+  RETURN_IF_ERROR(FindHeldWhole(git_repo, problems));
   const size_t pointers = found.pointers.size() + found.damaged.size();
   {
     Progress progress("git-zipnn fsck", checkpoints.size());
@@ -91,8 +133,15 @@ Action SetupFsck(CLI::App& sub) {
   sub.add_flag("--all", a->all, "Every commit reachable from a ref, a reflog or a stash, and the index (default: HEAD)");
   sub.add_flag("--fast", a->fast, "Check presence and headers of every object only; do not decode");
   sub.add_flag("--json", a->json, "One JSON object with the counts and every problem");
+  CLI::Option* remote =
+      sub.add_option("--remote", "Check the store of this git remote (default: the upstream, or origin) in place of "
+                                 "the local one: every object there, decoded; old temporary files removed")
+          ->expected(0, 1);
   AddThreadsOption(sub, a->threads);
-  return [a] { return RunFsck(*a); };
+  return [a, remote] {
+    if (remote->count() > 0) a->remote = remote->results().empty() ? "" : remote->results()[0];
+    return RunFsck(*a);
+  };
 }
 
 }  // namespace zipnn::cmd

@@ -39,6 +39,16 @@ Status CheckPattern(const std::string& pattern) {
   return OkStatus();
 }
 
+// Tracking without the filter makes git store the files whole: said at
+// once, with the way out.
+void WarnIfNotInstalled() {
+  auto process = git::ConfigGet("filter.zipnn.process");
+  if (process.ok() && *process) return;
+  std::fprintf(stderr,
+               "warning: the git-zipnn filter is not installed, so `git add` would store these files whole in git; "
+               "run `git zipnn install` first (files added already: `git add --renormalize .` after it)\n");
+}
+
 }  // namespace
 
 Action SetupTrack(CLI::App& sub) {
@@ -68,7 +78,9 @@ Action SetupTrack(CLI::App& sub) {
       changed = true;
       std::printf("Tracking \"%s\"\n", pattern.c_str());
     }
-    return changed ? WriteLines(path, lines) : OkStatus();
+    if (changed) RETURN_IF_ERROR(WriteLines(path, lines));
+    WarnIfNotInstalled();
+    return OkStatus();
   };
 }
 

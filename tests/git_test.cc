@@ -200,6 +200,24 @@ TEST_CASE("restore never changes the index and never writes over work git does n
   CHECK(Slurp(repo.File("notes.txt")) == Slurp(v80));
 }
 
+TEST_CASE("tracking before install warns, and fsck names what git holds whole until it is renormalized") {
+  Repo repo;
+  const Run track = repo.Sh("git zipnn track '*.safetensors'");
+  REQUIRE(track.code == 0);
+  CHECK(track.err == "warning: the git-zipnn filter is not installed, so `git add` would store these files whole in "
+                     "git; run `git zipnn install` first (files added already: `git add --renormalize .` after it)\n");
+  REQUIRE(repo.Sh("cp '" + repo.Data("cnn-fp32/step-000040.safetensors") +
+                  "' m.safetensors && git add . && git commit -qm raw && git zipnn install --local").code == 0);
+  CHECK(repo.Sh("git zipnn track '*.safetensors'").err.empty());
+  const Run fsck = repo.Sh("git zipnn fsck");
+  CHECK(fsck.code != 0);
+  CHECK(fsck.out == "m.safetensors at index: tracked, but git holds the file itself, not a git-zipnn pointer (it was "
+                    "added before `git zipnn install`): git add --renormalize -- m.safetensors, then commit\n"
+                    "0 pointers to 0 checkpoints in HEAD: 1 with problems\n");
+  REQUIRE(repo.Sh("git add --renormalize . && git commit -qm renormalized").code == 0);
+  CHECK(repo.Sh("git zipnn fsck").out == "1 pointer to 1 checkpoint in HEAD: every one restores exactly\n");
+}
+
 // The versions `git zipnn log --json` lists, by content id.
 std::map<std::string, nlohmann::json> Versions(Repo& repo) {
   const Run log = repo.Sh("git zipnn log --json");
