@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
+#include <set>
 
 #include "lib/base/file.h"
 #include "lib/base/process.h"
@@ -319,6 +321,36 @@ Status PushPointers(const store::Repository& repo, const std::string& remote, co
 Status FetchPointers(const store::Repository& repo, const std::string& remote, const FoundPointers& found,
                      bool quiet) {
   return Transfer(/*push=*/false, repo, remote, found, quiet);
+}
+
+Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string& remote, const FoundPointers& found) {
+  ASSIGN_OR_RETURN(std::unique_ptr<store::RemoteStore> other, OpenRemoteStore(remote));
+  RemoteCheck check;
+  check.where = other->where();
+  RETURN_IF_ERROR(MakeDirectories(repo.temp_dir));
+  std::string dir = repo.temp_dir + "/fsck-remote-XXXXXX";
+  if (::mkdtemp(dir.data()) == nullptr) return IoError(dir + ": cannot create a scratch folder");
+  const store::Repository scratch{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", repo.policy};
+  std::set<ContentId> seen;
+  {
+    Progress progress("git-zipnn fsck: remote " + remote, found.pointers.size());
+    for (const auto& [pointer, place] : found.pointers) {
+      if (!seen.insert(pointer.id).second) continue;
+      progress.Update("decoding", check.checkpoints++);
+      store::TransferOptions options;
+      options.raw_sizes[pointer.id] = pointer.size;
+      Result<store::TransferReport> got = store::FetchObjects(scratch, *other, {pointer.id}, options);
+      if (!got.ok()) check.problems.emplace_back(&place, got.status().message());
+    }
+  }
+  auto listed = scratch.objects.List();
+  if (listed.ok()) {
+    for (const auto& entry : *listed) check.objects += entry.id ? 1 : 0;
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  ASSIGN_OR_RETURN(check.temporaries, other->RemoveOldTemporaries());
+  return check;
 }
 
 Status FetchChain(const store::Repository& repo, const ContentId& id, std::optional<uint64_t> raw_size) {

@@ -49,6 +49,22 @@ Status PushPointers(const store::Repository& repo, const std::string& remote, co
 Status FetchPointers(const store::Repository& repo, const std::string& remote, const FoundPointers& found,
                      bool quiet);
 
+// What `git zipnn fsck --remote` found on a remote's store.
+struct RemoteCheck {
+  std::string where;        // the store
+  size_t checkpoints = 0;   // distinct ones checked
+  size_t objects = 0;       // objects that decoded to their ids
+  size_t temporaries = 0;   // old temporary files removed
+  std::vector<std::pair<const Place*, std::string>> problems;  // where a pointer is, and what is wrong
+};
+
+// Checks that `remote` holds every object the checkpoints of `found` need,
+// each decoding to its id: they are fetched into a scratch store in
+// temp_dir (as a fetch would, refusing what a fetch refuses) and thrown
+// away; the local store is not touched. Old temporary files of killed
+// pushes are removed.
+Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string& remote, const FoundPointers& found);
+
 // Fetches from the default remote what `id` needs and the local store
 // lacks; nothing to do without a remote (a restore then names what is
 // missing). `raw_size`, the pointer's size when known, bounds the object.

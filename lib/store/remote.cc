@@ -62,6 +62,8 @@ class Folder : public RemoteStore {
         [&](const std::string& temp) { return CheckObjectFile(temp, id); });
   }
 
+  Result<size_t> RemoveOldTemporaries() override { return store::RemoveOldTemporaries(store_); }
+
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
     // Only a plain file: a FIFO put in an object's place would block the
     // open for ever.
@@ -167,7 +169,14 @@ Result<Received> Receive(const Repository& repo, RemoteStore& remote, const Cont
     RETURN_IF_ERROR(out.Commit());
   }
   ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(file.path()));
-  RETURN_IF_ERROR(CheckObject(object, id));
+  Status checked = CheckObject(object, id);
+  if (!checked.ok()) {  // named as what it is, not by its scratch file
+    std::string message = checked.message();
+    for (size_t at; (at = message.find(file.path())) != std::string::npos;) {
+      message.replace(at, file.path().size(), "what it sent");
+    }
+    return Status(checked.code(), message);
+  }
   ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   Received r{std::move(file), std::nullopt, 0};
   if (info.header.kind == container::ObjectKind::kDelta) {

@@ -51,6 +51,11 @@ class RemoteStore {
   // (Corruption) before or as soon as it passes the limit, and the first
   // error of `out` ends the download.
   virtual Status Get(const ContentId& id, uint64_t limit, ByteSink& out) = 0;
+  // Removes the temporary files that killed uploads left more than
+  // kOldTemporary ago; how many. Only a folder has any to remove here: a
+  // store server removes them as it receives objects, and S3 keeps no
+  // partial object.
+  virtual Result<size_t> RemoveOldTemporaries() { return size_t{0}; }
 };
 
 // The most bytes the object of a checkpoint of `raw_size` bytes can take:
