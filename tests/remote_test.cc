@@ -47,7 +47,7 @@ void CheckClone(Repo& repo, const std::string& clone, int above) {
   for (int back = 0; back < 5; ++back) {
     CAPTURE(back);
     const std::string rev = "HEAD~" + std::to_string(back + above);
-    REQUIRE(repo.Sh(in + "git zipnn restore model.safetensors --rev " + rev + " -o ../v").code == 0);
+    REQUIRE(repo.Sh(in + "rm -f ../v && git zipnn restore model.safetensors --rev " + rev + " -o ../v").code == 0);
     CHECK(repo.Sh("cmp ../v '" + repo.Data(Step(kSteps[4 - back])) + "'").code == 0);
   }
   CHECK(repo.Sh(in + "git zipnn fsck --all").code == 0);
@@ -401,6 +401,18 @@ struct LyingCase {
   std::string expected;  // in the fetch's error
 };
 
+// `git zipnn fetch <args>` in ../lazy with a 1 s timeout: it fails
+// within a few seconds naming `expected`, and leaves no partial file.
+void CheckFetchRefused(Repo& repo, const std::string& args, const std::string& expected) {
+  const auto start = std::chrono::steady_clock::now();
+  Run fetch = repo.Sh("cd ../lazy && GIT_ZIPNN_TIMEOUT=1 timeout 30 git zipnn fetch " + args);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(fetch.code == 1);
+  CHECK(seconds < 6);
+  CHECK_MESSAGE(fetch.err.find(expected) != std::string::npos, fetch.err);
+  CHECK(repo.Sh("find ../lazy/.git/zipnn -name 'fetch-*' -o -name '*.tmp-*'").out.empty());
+}
+
 // Each case: `git zipnn fetch` in ../lazy, with a 1 s timeout, fails
 // within a few seconds, names what went wrong, and leaves no object and
 // no partial file in the clone's store.
@@ -410,14 +422,8 @@ void CheckLies(Repo& repo, const std::string& configure, const std::vector<Lying
     CAPTURE(c.fault);
     REQUIRE(repo.Sh(configure).code == 0);
     if (!c.setup.empty()) REQUIRE(repo.Sh(c.setup).code == 0);
-    const auto start = std::chrono::steady_clock::now();
-    Run fetch = repo.Sh("cd ../lazy && GIT_ZIPNN_TIMEOUT=1 timeout 30 git zipnn fetch");
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    CHECK(fetch.code == 1);
-    CHECK(seconds < 6);
-    CHECK_MESSAGE(fetch.err.find(c.expected) != std::string::npos, fetch.err);
+    CheckFetchRefused(repo, "", c.expected);
     CHECK(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 0);
-    CHECK(repo.Sh("find ../lazy/.git/zipnn -name 'fetch-*' -o -name '*.tmp-*'").out.empty());
   }
   // Honest again: the real objects come, and restore.
   REQUIRE(repo.Sh(configure).code == 0);
@@ -472,14 +478,8 @@ TEST_CASE("over ssh, a store server that lies or stalls: every fetch ends within
   for (const std::string mode : {"mute", "stall", "huge", "extra", "short", "drop", "longline"}) {
     CAPTURE(mode);
     REQUIRE(repo.Sh(serve(mode)).code == 0);
-    const auto start = std::chrono::steady_clock::now();
-    Run fetch = repo.Sh("cd ../lazy && GIT_ZIPNN_TIMEOUT=1 timeout 30 git zipnn fetch");
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    CHECK(fetch.code == 1);
-    CHECK(seconds < 6);
-    CHECK_MESSAGE(fetch.err.find("cannot fetch object " + l.id + " from " + url) != std::string::npos, fetch.err);
+    CheckFetchRefused(repo, "", "cannot fetch object " + l.id + " from " + url);
     CHECK(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 0);
-    CHECK(repo.Sh("find ../lazy/.git/zipnn -name 'fetch-*' -o -name '*.tmp-*'").out.empty());
   }
   REQUIRE(repo.Sh("rm -rf ../lazy").code == 0);
   // The real server, with a forged object in its store.
@@ -554,13 +554,8 @@ TEST_CASE("S3 that lies or stalls: every fetch ends within its timeout, nothing 
                          Fault{"short", "cannot fetch object"}}) {
     CAPTURE(f.mode);
     REQUIRE(repo.Sh("git -C ../lazy config remote.origin.zipnnendpoint " + s3.Proxy(id, -1, f.mode, forged)).code == 0);
-    const auto start = std::chrono::steady_clock::now();
-    Run fetch = repo.Sh("cd ../lazy && GIT_ZIPNN_TIMEOUT=1 timeout 30 git zipnn fetch origin HEAD~1");
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    CHECK(fetch.code == 1);
-    CHECK(seconds < 6);
-    CHECK_MESSAGE(fetch.err.find(f.expected) != std::string::npos, fetch.err);
-    CHECK(repo.Sh("find ../lazy/.git/zipnn -name '" + id + "' -o -name 'fetch-*' -o -name '*.tmp-*'").out.empty());
+    CheckFetchRefused(repo, "origin HEAD~1", f.expected);
+    CHECK(repo.Sh("find ../lazy/.git/zipnn -name '" + id + "'").out.empty());
   }
   REQUIRE(repo.Sh("git -C ../lazy config remote.origin.zipnnendpoint " + s3.endpoint()).code == 0);
   REQUIRE(repo.Sh("cd ../lazy && git zipnn fetch -q origin HEAD~1").code == 0);
