@@ -3,6 +3,7 @@
 // tree where git left pointers (GIT_ZIPNN_SKIP_SMUDGE, or a checkout
 // without the objects).
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include "cmd/command.h"
@@ -45,8 +46,17 @@ Status RunPull(const FetchArgs& a) {
   if (!fetched.ok()) std::fprintf(stderr, "git-zipnn pull: %s\n", fetched.message().c_str());
   ASSIGN_OR_RETURN(std::string top, git::TopLevel());
   ASSIGN_OR_RETURN(std::vector<std::string> paths, TrackedPaths());
-  std::vector<std::string> restored;
-  size_t failed = 0;
+  // What the index names for each path: a restored file that is that
+  // version has its index record brought up to date.
+  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ASSIGN_OR_RETURN(std::vector<git::FileEntry> entries, git_repo.IndexFiles());
+  std::map<std::string, ContentId> staged;
+  for (const git::FileEntry& e : entries) {
+    auto pointer = git::PointerInBlob(git_repo, e.blob);
+    if (pointer.ok() && *pointer) staged.emplace(e.path, (*pointer)->id);
+  }
+  std::vector<std::string> restored;  // those whose index entry names them
+  size_t count = 0, failed = 0;
   for (const std::string& path : paths) {
     const std::string file = top + "/" + path;
     if (!FileExists(file)) continue;  // deleted in the work tree
@@ -56,8 +66,10 @@ Status RunPull(const FetchArgs& a) {
       ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file, /*overwrite=*/true));
       RETURN_IF_ERROR(RestoreFetching(repo, *pointer, path, out));
       RETURN_IF_ERROR(out.Commit());
-      restored.push_back(path);
+      auto in_index = staged.find(path);
+      if (in_index != staged.end() && in_index->second == pointer->id) restored.push_back(path);
       if (!a.quiet) std::printf("%s: restored %s\n", path.c_str(), pointer->id.Hex().c_str());
+      ++count;
       return OkStatus();
     }();
     if (!s.ok()) {
@@ -66,10 +78,10 @@ Status RunPull(const FetchArgs& a) {
       std::fprintf(stderr, "error: %s%s (left as it was)\n", named ? "" : (path + ": ").c_str(), s.message().c_str());
     }
   }
-  RefreshIndex(restored, top);
+  RestageUnchanged(restored, top);
   if (failed > 0) {
     return NotFound(std::to_string(failed) + " checkpoint" + (failed == 1 ? "" : "s") + " could not be restored (see " +
-                    "above); restored " + std::to_string(restored.size()));
+                    "above); restored " + std::to_string(count));
   }
   return OkStatus();
 }

@@ -69,10 +69,10 @@ Status RunRestore(const RestoreArgs& a) {
   }
   RETURN_IF_ERROR(restored);
   RETURN_IF_ERROR(out.Commit());  // only verified bytes reach the name
-  // The index is never changed; when the restored bytes are what it
-  // names, its record of the file's times is brought up to date so that
+  // The index never takes other content; when the restored bytes are
+  // what it names, its record of the file is brought up to date so that
   // git status need not read the file again.
-  if (staged && staged->id == pointer.id) RefreshIndex({a.path});
+  if (staged && staged->id == pointer.id) RestageUnchanged({a.path});
   std::printf("%s: restored %s (%llu bytes) from %s\n", target.c_str(), pointer.id.Hex().c_str(),
               static_cast<unsigned long long>(pointer.size), a.rev.c_str());
   return OkStatus();

@@ -175,11 +175,9 @@ Result<Checkpoint> CheckpointInFile(const std::string& file) {
   return ScratchCheckpoint(repo.temp_dir, [&](ByteSink& out) { return store::RestoreFile(repo, *pointer, file, out); });
 }
 
-void RefreshIndex(const std::vector<std::string>& paths, const std::string& top) {
+void RestageUnchanged(const std::vector<std::string>& paths, const std::string& top) {
   if (paths.empty()) return;
-  // `git add --refresh` only refreshes the times git keeps of these
-  // paths; update-index with paths would stage their content.
-  std::vector<std::string> args = {"add", "--refresh", "--"};
+  std::vector<std::string> args = {"add", "--"};
   for (const std::string& path : paths) args.push_back(":(literal)" + path);
   (void)git::RunGit(args, top);  // a failed refresh only costs `git status` a clean pass
 }

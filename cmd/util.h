@@ -80,10 +80,15 @@ Result<Checkpoint> CheckpointAt(const store::Repository& repo, const std::string
 // error when it starts like a pointer and is not a valid one.
 Result<std::optional<store::Pointer>> PointerInFile(const std::string& file);
 
-// Refreshes git's stat data of work-tree files rewritten behind its back,
-// so that `git status` compares their contents (through clean) and stays
-// quiet. `top`: the work tree's top folder (empty: the current folder).
-void RefreshIndex(const std::vector<std::string>& paths, const std::string& top = "");
+// Brings git's record of work-tree files up to date after they were
+// rewritten behind its back with exactly the content their index entries
+// name (a pointer restored as its checkpoint), so that `git status` stays
+// quiet. They are added again: clean gives the same pointers, so only the
+// times and sizes git keeps change (a refresh cannot do it: git takes a
+// changed size for changed content without asking the filter). Callers
+// must not pass a path whose content differs from its index entry.
+// `top`: the work tree's top folder (empty: the current folder).
+void RestageUnchanged(const std::vector<std::string>& paths, const std::string& top = "");
 
 // The checkpoint in `file`: the file itself, or the version it names when
 // it holds a git-zipnn pointer (as the files git hands to diff drivers may).

@@ -280,7 +280,7 @@ TEST_CASE("step-numbered files form one series; k=5 against the previous version
   // The end of the chain of four deltas, decoded in one pass by any
   // number of threads.
   for (const char* threads : {"1", "3"}) {
-    REQUIRE(repo.Sh("git zipnn restore run/" + Step12(9) + " -T " + threads + " -o deep").code == 0);
+    REQUIRE(repo.Sh("git zipnn restore run/" + Step12(9) + " -T " + threads + " -f -o deep").code == 0);
     CHECK(Slurp(repo.File("deep")) == Slurp(repo.Data("cnn12-bf16/" + Step12(9))));
   }
   CHECK(repo.Sh("git zipnn fsck --threads 1").code == 0);
@@ -312,7 +312,7 @@ TEST_CASE("one path overwritten twelve times; k=5 against the series' base") {
     if (i % 5 != 0) CHECK(v["base"] == base);
     // Every commit, through git checkout and through restore.
     REQUIRE(repo.Sh("git checkout -q " + rev + " -- model.safetensors && git zipnn restore model.safetensors --rev " +
-                    rev + " -o restored").code == 0);
+                    rev + " -f -o restored").code == 0);
     CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn12-bf16/" + Step12(i))));
     CHECK(Slurp(repo.File("restored")) == Slurp(repo.Data("cnn12-bf16/" + Step12(i))));
   }

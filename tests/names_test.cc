@@ -90,7 +90,7 @@ TEST_CASE("log, show, analyze, repack, restore, ls-files and fsck see checkpoint
   const char* steps[] = {"000120", "000080", "000040"};
   for (int back = 0; back < 3; ++back) {
     CAPTURE(back);
-    REQUIRE(repo.Sh("git zipnn restore " + Q(kQuoted) + " --rev HEAD~" + std::to_string(back + 1) + " -o ../v").code ==
+    REQUIRE(repo.Sh("git zipnn restore " + Q(kQuoted) + " --rev HEAD~" + std::to_string(back + 1) + " -f -o ../v").code ==
             0);
     CHECK(repo.Sh("cmp ../v '" + repo.Data(Step(steps[back])) + "'").code == 0);
   }

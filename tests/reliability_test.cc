@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -33,11 +34,11 @@ using testing::Run;
 using testing::Slurp;
 using testing::Step12;
 
-// Every file in the store of `repo` named as an object decodes to exactly
+// Every file in the store `objects` named as an object decodes to exactly
 // its content id; returns what does not (empty when all is well).
-std::vector<std::string> BrokenObjects(const Repo& repo) {
-  const std::string git = repo.root() + "/repo/.git/zipnn";
-  const store::Repository r{store::ObjectStore(git + "/objects"), git + "/tmp", git + "/cache/raw", "", config::Policy{}};
+// BrokenObjects: the same for the store of `repo`.
+std::vector<std::string> BrokenIn(const std::string& objects, const std::string& scratch) {
+  const store::Repository r{store::ObjectStore(objects), scratch + "/tmp", scratch + "/cache/raw", "", config::Policy{}};
   std::vector<std::string> broken;
   auto listed = r.objects.List();
   REQUIRE(listed.ok());
@@ -53,6 +54,10 @@ std::vector<std::string> BrokenObjects(const Repo& repo) {
     if (!s.ok()) broken.push_back(e.id->Hex() + ": " + s.message());
   }
   return broken;
+}
+std::vector<std::string> BrokenObjects(const Repo& repo) {
+  const std::string git = repo.root() + "/repo/.git/zipnn";
+  return BrokenIn(git + "/objects", git);
 }
 
 // Files under .git/zipnn other than objects and the raw cache's copies:
@@ -269,6 +274,128 @@ TEST_CASE("repack killed at many points leaves every object readable") {
   for (int back = 0; back < 5; ++back) {
     REQUIRE(repo.Sh("git checkout -q HEAD~" + std::to_string(back) + " -- m.safetensors").code == 0);
     CHECK(Slurp(repo.File("m.safetensors")) == Slurp(repo.root() + "/step-" + kSteps[4 - back] + ".safetensors"));
+  }
+}
+
+// A series of five enlarged real fp32 checkpoints (about 10 MB each)
+// committed in `repo`, with a bare hub.git beside it as origin.
+void CommitEnlarged(Repo& repo) {
+  std::string add;
+  for (const char* s : kSteps) {
+    Enlarge(repo.Data(std::string("cnn-fp32/step-") + s + ".safetensors"),
+            repo.root() + "/step-" + s + ".safetensors", 40);
+    add += std::string("cp ../step-") + s + ".safetensors m.safetensors && git add m.safetensors && git commit -qm " +
+           s + " && ";
+  }
+  REQUIRE(repo.Sh("git zipnn install --local >/dev/null && git zipnn track '*.safetensors' && git add .gitattributes && " +
+                  add + "git init -q --bare ../hub.git && git remote add origin ../hub.git").code == 0);
+}
+
+// Kills `command` at `points` moments spread over 1.5 times its usual
+// run, and at each moment `extra` adds, calling `check` after each kill.
+// Returns how many kills found it running.
+int KillAcross(Repo& repo, const std::string& command, double full, int points, std::vector<std::string> extra,
+               const std::function<void()>& check) {
+  std::vector<std::string> waits = std::move(extra);
+  for (int i = 1; i <= points; ++i) waits.push_back(Sleep(1.5 * full * i / (points + 1)));
+  int killed = 0;
+  for (const std::string& wait : waits) {
+    CAPTURE(wait);
+    killed += KillWhen(repo, command, wait) ? 1 : 0;
+    check();
+  }
+  MESSAGE(command << ": " << waits.size() << " kill points over " << full << " s, " << killed
+                  << " killed while running");
+  return killed;
+}
+
+TEST_CASE("checkout, gc, push and fetch killed at many points lose nothing; each runs whole again") {
+  Repo repo;
+  CommitEnlarged(repo);
+  const std::string newest = Slurp(repo.root() + "/step-000200.safetensors");
+  const std::string oldest = Slurp(repo.root() + "/step-000040.safetensors");
+
+  SUBCASE("checkout") {
+    const std::string back = "git checkout -q HEAD~4 -- m.safetensors";
+    auto start = std::chrono::steady_clock::now();
+    REQUIRE(repo.Sh(back + " && git checkout -q HEAD -- m.safetensors").code == 0);
+    const double full = Seconds(start) / 2;
+    const int killed = KillAcross(repo, back, full, 14, {Until("test -e .git/index.lock")}, [&] {
+      CHECK(BrokenObjects(repo).empty());
+      // Whatever git left in the work tree, checking out again is exact.
+      REQUIRE(repo.Sh("rm -f .git/index.lock && git checkout -q -f HEAD -- m.safetensors").code == 0);
+      CHECK(Slurp(repo.File("m.safetensors")) == newest);
+      CHECK(repo.Sh("git status --porcelain").out.empty());
+    });
+    CHECK(killed >= 2);  // a checkout takes tens of milliseconds
+    REQUIRE(repo.Sh(back).code == 0);
+    CHECK(Slurp(repo.File("m.safetensors")) == oldest);
+  }
+
+  SUBCASE("gc") {
+    // Versions staged and unstaged again: once older than the grace
+    // period nothing needs them, so each gc removes them unless cut short.
+    std::string litter;
+    for (const char* s : kSteps) {
+      litter += "cp '" + repo.Data(std::string("cnn-fp32/step-") + s + ".safetensors") +
+                "' x.safetensors && git add x.safetensors && git rm -q --cached x.safetensors && ";
+    }
+    litter += "rm x.safetensors && sleep 1.1";
+    REQUIRE(repo.Sh(litter).code == 0);
+    auto start = std::chrono::steady_clock::now();
+    REQUIRE(repo.Sh("git zipnn gc --keep-recent 0").out.find("removed 5 objects") == 0);
+    const double full = Seconds(start);
+    REQUIRE(repo.Sh(litter).code == 0);
+    const int killed = KillAcross(repo, "git zipnn gc --keep-recent 0", full, 14,
+                                  {Until("compgen -G '.git/zipnn/objects/*/*/*.gc' >/dev/null")}, [&] {
+                                    CHECK(BrokenObjects(repo).empty());
+                                    CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+                                    // The next gc puts back what one cut short set aside, and
+                                    // finishes the work.
+                                    REQUIRE(repo.Sh("git zipnn gc --keep-recent 0").code == 0);
+                                    CHECK(repo.Sh("find .git/zipnn/objects -name '*.gc'").out.empty());
+                                    CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+                                    REQUIRE(repo.Sh(litter).code == 0);
+                                  });
+    CHECK(killed >= 4);
+    for (int back = 0; back < 5; ++back) {
+      REQUIRE(repo.Sh("git checkout -q HEAD~" + std::to_string(back) + " -- m.safetensors").code == 0);
+      CHECK(Slurp(repo.File("m.safetensors")) == Slurp(repo.root() + "/step-" + kSteps[4 - back] + ".safetensors"));
+    }
+  }
+
+  SUBCASE("push") {
+    const std::string hub = repo.root() + "/hub.git/zipnn";
+    auto start = std::chrono::steady_clock::now();
+    REQUIRE(repo.Sh("git zipnn push -q origin --all && rm -rf ../hub.git/zipnn").code == 0);
+    const double full = Seconds(start);
+    const int killed = KillAcross(repo, "git zipnn push -q origin --all", full, 14, {}, [&] {
+      // Every object on the remote is whole; a push then sends the rest.
+      CHECK(BrokenIn(hub + "/objects", repo.root() + "/scratch").empty());
+    });
+    CHECK(killed >= 4);
+    REQUIRE(repo.Sh("git zipnn push -q origin --all && git push -q origin HEAD:main").code == 0);
+    REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git pushed && cd pushed && git zipnn install --local >/dev/null && "
+                    "git zipnn pull -q && git zipnn fetch -q --all && git zipnn fsck --all").code == 0);
+    CHECK(Slurp(repo.File("../pushed/m.safetensors")) == newest);
+  }
+
+  SUBCASE("fetch") {
+    REQUIRE(repo.Sh("git zipnn push -q origin --all && git push -q origin HEAD:main && cd .. && "
+                    "GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy").code == 0);
+    const std::string lazy = repo.root() + "/lazy/.git/zipnn";
+    auto start = std::chrono::steady_clock::now();
+    REQUIRE(repo.Sh("cd ../lazy && git zipnn fetch -q --all && rm -rf .git/zipnn/objects").code == 0);
+    const double full = Seconds(start);
+    const int killed = KillAcross(repo, "sh -c 'cd ../lazy && exec git zipnn fetch -q --all'", full, 14, {}, [&] {
+      CHECK(BrokenIn(lazy + "/objects", lazy).empty());
+    });
+    CHECK(killed >= 4);
+    const Run pulled = repo.Sh("cd ../lazy && git zipnn install --local >/dev/null && git zipnn pull -q && "
+                               "git zipnn fsck --all >/dev/null && git status --porcelain");
+    REQUIRE(pulled.code == 0);
+    CHECK(pulled.out.empty());
+    CHECK(Slurp(repo.File("../lazy/m.safetensors")) == newest);
   }
 }
 

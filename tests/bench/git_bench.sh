@@ -64,7 +64,7 @@ v = max(json.load(sys.stdin), key=lambda v: v["depth"])
 print(v["path"], v["depth"])')
 set -- $deepest
 median() { sort -n | sed -n 3p; }
-restore=$(for i in 1 2 3 4 5; do s=$(now); git zipnn restore "$1" -o "$work/out" >/dev/null; calc "$(now) - $s"; echo; done | median)
+restore=$(for i in 1 2 3 4 5; do s=$(now); git zipnn restore "$1" -f -o "$work/out" >/dev/null; calc "$(now) - $s"; echo; done | median)
 copy=$(for i in 1 2 3 4 5; do s=$(now); cp "$1" "$work/copy"; calc "$(now) - $s"; echo; done | median)
 cmp "$work/out" "$1"
 echo "restore, depth $2     $(printf '%.3f' "$restore") s ($1, median of 5)"

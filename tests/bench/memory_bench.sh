@@ -93,10 +93,10 @@ depth=$(git zipnn log --json | python3 -c 'import json, sys; print(max(v["depth"
 
 base=run/$(basename "${files[0]}")
 deepest=run/$(basename "${files[9]}")
-timed s r git zipnn restore "$base" -o "$work/out"
+timed s r git zipnn restore "$base" -f -o "$work/out"
 cmp "$work/out" "$work/base.safetensors" && rm "$work/out"
 row "restore, a base" "$size" "$s" "$r"
-timed s r git zipnn restore "$deepest" -o "$work/out"
+timed s r git zipnn restore "$deepest" -f -o "$work/out"
 cmp "$work/out" "$work/deepest.safetensors" && rm "$work/out"
 row "restore, chain of $depth deltas" "$size" "$s" "$r"
 : >"$work/filter"
