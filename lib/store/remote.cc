@@ -146,6 +146,15 @@ class GuardedSink : public ByteSink {
   std::string head_;
 };
 
+// `st` with the scratch file `path` a received object waits in named as
+// what it is: what the remote sent.
+Status AsSent(const Status& st, const std::string& path) {
+  if (st.ok()) return st;
+  std::string message = st.message();
+  for (size_t at; (at = message.find(path)) != std::string::npos;) message.replace(at, path.size(), "what it sent");
+  return Status(st.code(), message);
+}
+
 // An object received and checked for its structure, waiting in temp_dir
 // to be decoded.
 struct Received {
@@ -169,14 +178,7 @@ Result<Received> Receive(const Repository& repo, RemoteStore& remote, const Cont
     RETURN_IF_ERROR(out.Commit());
   }
   ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(file.path()));
-  Status checked = CheckObject(object, id);
-  if (!checked.ok()) {  // named as what it is, not by its scratch file
-    std::string message = checked.message();
-    for (size_t at; (at = message.find(file.path())) != std::string::npos;) {
-      message.replace(at, file.path().size(), "what it sent");
-    }
-    return Status(checked.code(), message);
-  }
+  RETURN_IF_ERROR(AsSent(CheckObject(object, id), file.path()));
   ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   Received r{std::move(file), std::nullopt, 0};
   if (info.header.kind == container::ObjectKind::kDelta) {
@@ -241,7 +243,8 @@ Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& rec
     const Received& r = received.at(id);
     ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(r.file.path()));
     auto decode = [&](ByteSink& out) -> Status {
-      Status st = DecodeReceived(repo, object, id, base_bytes ? &base_bytes->reader : nullptr, out);
+      Status st = AsSent(DecodeReceived(repo, object, id, base_bytes ? &base_bytes->reader : nullptr, out),
+                         r.file.path());
       if (st.ok()) return st;
       return Status(st.code(), "object " + id.Hex() + " from " + from + " was refused: " + st.message());
     };
