@@ -51,7 +51,7 @@ filters::SmudgeOptions SmudgeFor(const store::Repository& repo) {
   filters::SmudgeOptions options;
   options.leave_pointers = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE");
   options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || ConfigFlag("zipnn.skipsmudgeerrors");
-  options.fetch_missing = [repo](const ContentId& id) { return FetchChain(repo, id); };
+  options.fetch_missing = [repo](const store::Pointer& p) { return FetchChain(repo, p.id, p.size); };
   return options;
 }
 

@@ -140,7 +140,7 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
   // A missing object fails the restore before it writes anything, so it
   // can be fetched and the restore tried again.
   if (st.code() == StatusCode::kNotFound && smudge_.fetch_missing) {
-    Status fetched = smudge_.fetch_missing(pointer.id);
+    Status fetched = smudge_.fetch_missing(pointer);
     st = fetched.ok() ? store::RestoreFile(repo_, pointer, path, restored)
                       : Status(fetched.code(), path + ": " + fetched.message());
   }

@@ -29,10 +29,10 @@ struct SmudgeOptions {
   // Check pointers out as they are (GIT_ZIPNN_SKIP_SMUDGE=1), for a later
   // `git zipnn pull`.
   bool leave_pointers = false;
-  // Called when a restore finds an object missing: brings what a content
-  // id needs from a remote (see cmd/remotes.h); the restore is then tried
-  // again.
-  std::function<Status(const ContentId&)> fetch_missing;
+  // Called when a restore finds an object missing: brings what the
+  // pointer's content needs from a remote (see cmd/remotes.h), no object
+  // larger than its size allows; the restore is then tried again.
+  std::function<Status(const store::Pointer&)> fetch_missing;
   // A checkpoint that cannot be restored (its object missing, here and on
   // the remote, or damaged) is checked out as its pointer, with a
   // warning, instead of failing git's whole checkout (zipnn.skipSmudgeErrors,
