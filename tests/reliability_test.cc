@@ -245,8 +245,9 @@ TEST_CASE("git add killed at many points leaves a sound store; the next add work
   CHECK(Slurp(repo.File("m.safetensors")) == Slurp(repo.root() + "/v2.safetensors"));
 }
 
-TEST_CASE("repack killed at many points leaves every object readable") {
-  Repo repo;
+// A series of five enlarged real fp32 checkpoints (about 10 MB each)
+// committed in `repo`, with a bare hub.git beside it as origin.
+void CommitEnlarged(Repo& repo) {
   std::string add;
   for (const char* s : kSteps) {
     Enlarge(repo.Data(std::string("cnn-fp32/step-") + s + ".safetensors"),
@@ -254,7 +255,13 @@ TEST_CASE("repack killed at many points leaves every object readable") {
     add += std::string("cp ../step-") + s + ".safetensors m.safetensors && git add m.safetensors && git commit -qm " +
            s + " && ";
   }
-  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && " + add + "true").code == 0);
+  REQUIRE(repo.Sh("git zipnn install --local >/dev/null && git zipnn track '*.safetensors' && git add .gitattributes && " +
+                  add + "git init -q --bare ../hub.git && git remote add origin ../hub.git").code == 0);
+}
+
+TEST_CASE("repack killed at many points leaves every object readable") {
+  Repo repo;
+  CommitEnlarged(repo);
   // All deltas to all bases and back, cut short at points over the run.
   const auto start = std::chrono::steady_clock::now();
   REQUIRE(repo.Sh("git zipnn repack --base-interval 1 && git zipnn repack").code == 0);
@@ -275,20 +282,6 @@ TEST_CASE("repack killed at many points leaves every object readable") {
     REQUIRE(repo.Sh("git checkout -q HEAD~" + std::to_string(back) + " -- m.safetensors").code == 0);
     CHECK(Slurp(repo.File("m.safetensors")) == Slurp(repo.root() + "/step-" + kSteps[4 - back] + ".safetensors"));
   }
-}
-
-// A series of five enlarged real fp32 checkpoints (about 10 MB each)
-// committed in `repo`, with a bare hub.git beside it as origin.
-void CommitEnlarged(Repo& repo) {
-  std::string add;
-  for (const char* s : kSteps) {
-    Enlarge(repo.Data(std::string("cnn-fp32/step-") + s + ".safetensors"),
-            repo.root() + "/step-" + s + ".safetensors", 40);
-    add += std::string("cp ../step-") + s + ".safetensors m.safetensors && git add m.safetensors && git commit -qm " +
-           s + " && ";
-  }
-  REQUIRE(repo.Sh("git zipnn install --local >/dev/null && git zipnn track '*.safetensors' && git add .gitattributes && " +
-                  add + "git init -q --bare ../hub.git && git remote add origin ../hub.git").code == 0);
 }
 
 // Kills `command` at `points` moments spread over 1.5 times its usual
