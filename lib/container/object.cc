@@ -354,12 +354,12 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
 
 Status CheckRecords(const ByteSource& object, const ObjectInfo& info) {
   Buffer records;
-  // Consecutive records are read in runs of about 4 MiB.
+  // Consecutive records are read in runs of about 1 MiB.
   for (size_t i = 0; i < info.chunks.size();) {
     const uint64_t start = info.chunks[i].record_offset;
     size_t end = i;
     uint64_t bytes = 0;
-    while (end < info.chunks.size() && (end == i || bytes + info.chunks[end].record_size <= (4u << 20))) {
+    while (end < info.chunks.size() && (end == i || bytes + info.chunks[end].record_size <= (1u << 20))) {
       bytes += info.chunks[end].record_size;
       ++end;
     }
