@@ -329,6 +329,30 @@ TEST_CASE("chunk damage names the chunk and the checkpoint bytes it holds") {
   CHECK(DecodeStatus(bad).message() == "obj: chunk 0 (checkpoint bytes 0..28): checksum mismatch");
 }
 
+TEST_CASE("CheckRecords finds a flipped bit in any chunk record without decoding") {
+  Damaged d = Sample();
+  auto checked = [](const std::vector<uint8_t>& object) -> Status {
+    MemorySource src(object.data(), object.size(), "obj");
+    ASSIGN_OR_RETURN(ObjectInfo info, ReadObjectInfo(src));
+    return CheckRecords(src, info);
+  };
+  CHECK(checked(d.object).ok());
+  const size_t records = kHeaderBytes + 3 * kRegionEntryBytes;
+  MemorySource whole(d.object.data(), d.object.size(), "obj");
+  auto info = ReadObjectInfo(whole);
+  REQUIRE(info.ok());
+  REQUIRE(info->chunks.size() > 2);
+  const size_t end = info->chunks.back().record_offset + info->chunks.back().record_size;
+  for (size_t pos = records; pos < end; pos += 131) {
+    std::vector<uint8_t> bad = d.object;
+    bad[pos] ^= 0x10;
+    CAPTURE(pos);
+    const Status s = checked(bad);
+    CHECK(s.code() == StatusCode::kCorruption);
+    CHECK(s.message().find(": checksum mismatch") != std::string::npos);
+  }
+}
+
 // Rewrites the header field at `offset`, then fixes the header checksum so
 // that only the field's meaning can make the decoder refuse it.
 void PatchHeader(std::vector<uint8_t>& obj, size_t offset, uint64_t value, size_t width) {
