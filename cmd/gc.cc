@@ -85,11 +85,13 @@ bool Names(const std::string& given, const std::string& user) {
 
 // Adds what the other repositories that use this store need (every
 // pointer of theirs, as for this one). A repository registered once that
-// now uses another store is forgotten; one listed in `forget` too. One
-// that cannot be read stops gc: what it needs is unknown. Returns how
-// many pointers they hold.
+// now uses another store is dropped from the list. One that cannot be
+// read stops gc, as what it needs is unknown, unless `forget` names it;
+// `forget` never drops one that can still be read and still uses the
+// store. With `dry_run` nothing is dropped, only said. Returns how many
+// pointers the others hold.
 Result<size_t> NeedOthers(const store::Repository& repo, const std::string& own_git_dir,
-                          const std::vector<std::string>& forget, std::set<std::string>& needed,
+                          const std::vector<std::string>& forget, bool dry_run, std::set<std::string>& needed,
                           std::map<std::string, std::string>& unreadable) {
   ASSIGN_OR_RETURN(std::vector<std::string> users, repo.objects.Users());
   auto forgotten = [&](const std::string& user) {
@@ -107,36 +109,42 @@ Result<size_t> NeedOthers(const store::Repository& repo, const std::string& own_
   std::vector<std::string> unknown;
   for (const std::string& user : users) {
     if (user == own_git_dir || SameFolder(user, own_git_dir)) continue;
-    if (forgotten(user)) {
-      RETURN_IF_ERROR(repo.objects.ForgetUser(user));
-      std::fprintf(stderr, "git-zipnn gc: forgot %s; what only it needed goes now\n", user.c_str());
-      continue;
-    }
     auto other = git::Repository::Discover(user);
-    if (!other.ok()) {
-      unknown.push_back(user + " (" + other.status().message() + ")");
+    if (other.ok()) {
+      auto configured = git::ConfigGet("zipnn.storepath", user);
+      if (configured.ok() && !SameFolder(*configured ? **configured : user + "/zipnn/objects", repo.objects.root())) {
+        if (!dry_run) RETURN_IF_ERROR(repo.objects.ForgetUser(user));  // it moved to another store
+        continue;
+      }
+      if (forgotten(user)) {
+        return InvalidArgument("--forget " + user + ": that repository is still there and keeps its checkpoints in " +
+                               "this store; gc keeps what it needs (to stop sharing, set its zipnn.storepath to "
+                               "another folder)");
+      }
+      auto found = git::FindPointers(*other, /*all=*/true);
+      if (found.ok()) {
+        for (const auto& [pointer, place] : found->pointers) NeedChain(repo, pointer.id, needed, unreadable);
+        pointers += found->pointers.size();
+        std::printf("the store is shared: keeping what %s needs too\n", user.c_str());
+        continue;
+      }
+      other = found.status();
+    }
+    if (forgotten(user)) {
+      if (!dry_run) RETURN_IF_ERROR(repo.objects.ForgetUser(user));
+      std::fprintf(stderr, "git-zipnn gc: %s %s; what only it needed %s\n", dry_run ? "would forget" : "forgot",
+                   user.c_str(), dry_run ? "would go" : "goes now");
       continue;
     }
-    auto configured = git::ConfigGet("zipnn.storepath", user);
-    if (configured.ok() && !SameFolder(*configured ? **configured : user + "/zipnn/objects", repo.objects.root())) {
-      RETURN_IF_ERROR(repo.objects.ForgetUser(user));  // it moved to another store
-      continue;
-    }
-    auto found = git::FindPointers(*other, /*all=*/true);
-    if (!found.ok()) {
-      unknown.push_back(user + " (" + found.status().message() + ")");
-      continue;
-    }
-    for (const auto& [pointer, place] : found->pointers) NeedChain(repo, pointer.id, needed, unreadable);
-    pointers += found->pointers.size();
-    std::printf("the store is shared: keeping what %s needs too\n", user.c_str());
+    const bool gone = !std::filesystem::exists(user);
+    unknown.push_back(user + (gone ? " (no longer exists)" : " (" + other.status().message() + ")"));
   }
   if (!unknown.empty()) {
     std::string list;
     for (const std::string& u : unknown) list += "\n  " + u;
     return Unsupported("the store " + repo.objects.root() + " is shared with repositories that cannot be read:" +
-                              list + "\nnothing was removed: what they need is unknown. If one is gone for good, "
-                              "name it: git zipnn gc --forget <its git folder>");
+                       list + "\nnothing was removed: what they need is unknown. If one is gone for good, "
+                       "name it: git zipnn gc --forget <its git folder>");
   }
   return pointers;
 }
@@ -177,7 +185,7 @@ Status RunGc(const GcArgs& a) {
   ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, /*all=*/true));
   for (const auto& [pointer, place] : found.pointers) NeedChain(repo, pointer.id, needed, unreadable);
-  ASSIGN_OR_RETURN(size_t others, NeedOthers(repo, git_repo.common_dir(), a.forget, needed, unreadable));
+  ASSIGN_OR_RETURN(size_t others, NeedOthers(repo, git_repo.common_dir(), a.forget, a.dry_run, needed, unreadable));
   for (const auto& e : listed) {
     if (e.id && e.mtime >= cutoff) NeedChain(repo, *e.id, needed, unreadable);
   }

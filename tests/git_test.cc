@@ -764,6 +764,11 @@ TEST_CASE("gc in one repository keeps what another sharing its store needs, unti
   CHECK(gc.out.find("the store is shared: keeping what ") == 0);
   CHECK(gc.out.find("removed 0 objects (0 B) and 0 leftover files; kept 2 (needed by 2 pointers,") != std::string::npos);
   CHECK(repo.Sh("cd ../b && git zipnn fsck").code == 0);
+  // --forget does not drop a repository that is still there.
+  const Run alive = repo.Sh("git zipnn gc --keep-recent 0 --forget ../b/.git");
+  CHECK(alive.code != 0);
+  CHECK(alive.err.find("that repository is still there and keeps its checkpoints in this store") != std::string::npos);
+  CHECK(repo.Sh(objects).out == "2\n");
   // Once b is gone, what it needed is unknown: gc removes nothing and
   // says how to go on.
   const std::string b = repo.Sh("cd ../b/.git && pwd").out;
@@ -773,6 +778,14 @@ TEST_CASE("gc in one repository keeps what another sharing its store needs, unti
   CHECK(refused.err.find("is shared with repositories that cannot be read:\n  " + b.substr(0, b.size() - 1)) !=
         std::string::npos);
   CHECK(refused.err.find("git zipnn gc --forget <its git folder>") != std::string::npos);
+  CHECK(repo.Sh(objects).out == "2\n");
+  CHECK(refused.err.find(" (no longer exists)") != std::string::npos);
+  // A dry run forgets nothing.
+  const Run dry = repo.Sh("git zipnn gc -n --keep-recent 0 --forget ../b/.git");
+  CHECK(dry.code == 0);
+  CHECK(dry.err.find("would forget ") != std::string::npos);
+  CHECK(dry.out.find("would remove 1 object") != std::string::npos);
+  CHECK(repo.Sh("git zipnn gc --keep-recent 0").code != 0);
   CHECK(repo.Sh(objects).out == "2\n");
   const Run typo = repo.Sh("git zipnn gc --forget ../c/.git");
   CHECK(typo.code != 0);
