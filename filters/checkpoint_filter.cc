@@ -106,6 +106,11 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
                      return std::vector<store::Version>();
                    }));
   if (series_) series_->Add(path, id);
+  if (!checked.damaged.empty()) {
+    std::fprintf(stderr, "git-zipnn: warning: %s: the store holds a damaged object (%s); this version is stored "
+                 "anew without it. A disk may be failing: `git zipnn fsck --all` names what else it affects\n",
+                 path.c_str(), checked.damaged.c_str());
+  }
   const store::Pointer& pointer = checked.pointer;
   if (checked.stored && progress.enabled()) {
     auto info = store::Describe(repo_, id);

@@ -746,6 +746,22 @@ TEST_CASE("gc keeps what a linked work tree has staged, and a needed object it c
   CHECK(Slurp(repo.File("../wt/x.safetensors")) == Slurp(repo.Data("cnn-fp32/step-000040.safetensors")));
 }
 
+TEST_CASE("git add stores a damaged object anew, and says the store held a damaged one") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && cp '" +
+                  repo.Data("cnn12-bf16/" + Step12(0)) + "' m.safetensors && git add . && git commit -qm v1").code == 0);
+  const std::string id = IdAt(repo, "HEAD:m.safetensors");
+  const std::string path = ".git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id;
+  REQUIRE(repo.Sh("printf '\\377' | dd of=" + path + " bs=1 seek=$(( $(stat -c %s " + path +
+                  ") / 2 )) conv=notrunc status=none").code == 0);
+  REQUIRE(repo.Sh("git zipnn fsck").code != 0);
+  const Run add = repo.Sh("touch m.safetensors && git add m.safetensors");
+  CHECK(add.code == 0);
+  CHECK(add.err.find("git-zipnn: warning: m.safetensors: the store holds a damaged object (") != std::string::npos);
+  CHECK(add.err.find("checksum mismatch); this version is stored anew without it.") != std::string::npos);
+  CHECK(repo.Sh("git zipnn fsck").code == 0);
+}
+
 TEST_CASE("gc in one repository keeps what another sharing its store needs, until that one is forgotten") {
   Repo repo;
   const std::string fp32 = repo.Data("cnn-fp32/step-000040.safetensors");

@@ -138,11 +138,13 @@ TEST_CASE("a damaged object is stored anew, and nothing is built on a damaged ch
   // The next version would be a delta on 80, whose base is damaged.
   const CheckedIn next = f.AddStep(120);
   CHECK(next.stored);
-  CHECK(next.reason == BaseReason::kNotStored);
+  CHECK(next.reason == BaseReason::kDamagedBase);
+  CHECK(next.damaged.find("checksum mismatch") != std::string::npos);
   // Adding the damaged version again replaces its object, and what was
   // built on it restores again.
   const CheckedIn again = f.AddStep(40);
   CHECK(again.stored);
+  CHECK(again.damaged.find("checksum mismatch") != std::string::npos);
   CountingSink restored;
   CHECK(Restore(f.repo, IdOf(Bf16(80)), restored).ok());
 }

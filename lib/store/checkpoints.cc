@@ -39,6 +39,7 @@ std::string BaseReasonText(BaseReason reason, const config::Policy& policy) {
     case BaseReason::kChain: return "chain at max_chain " + std::to_string(policy.max_chain);
     case BaseReason::kNoGain:
       return "delta did not pay, min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) + "%";
+    case BaseReason::kDamagedBase: return "the version before it is damaged in the store";
     case BaseReason::kNoGainOrPolicy:
       return "delta did not pay (min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) +
              "%), or stored under another policy";
@@ -392,7 +393,11 @@ Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, con
   // keeps it. If gc took the object meanwhile, it is stored again below;
   // if it lost a base, it is stored again in its place.
   const bool present = repo.objects.Has(version.id);
-  if (present && TouchChain(repo, version.id).ok()) return result;
+  if (present) {
+    const Status whole = TouchChain(repo, version.id);
+    if (whole.ok()) return result;
+    if (whole.code() == StatusCode::kCorruption) result.damaged = whole.message();
+  }
   result.stored = true;
 
   // The versions git holds may include this one (a commit whose object
@@ -412,7 +417,15 @@ Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, con
   }
   // The base's chain must outlive this delta: marked as used before it is
   // read (a gc that took part of it meanwhile makes this version a base).
-  if (placed->base && !TouchChain(repo, *placed->base).ok()) *placed = Placement{std::nullopt, BaseReason::kNotStored};
+  if (placed->base) {
+    const Status whole = TouchChain(repo, *placed->base);
+    if (whole.code() == StatusCode::kCorruption) {
+      if (result.damaged.empty()) result.damaged = whole.message();
+      *placed = Placement{std::nullopt, BaseReason::kDamagedBase};
+    } else if (!whole.ok()) {
+      *placed = Placement{std::nullopt, BaseReason::kNotStored};
+    }
+  }
 
   const RawVersion raw{&input, &layout, version.id};
   std::optional<BaseBytes> bytes;

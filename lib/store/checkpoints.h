@@ -59,6 +59,7 @@ enum class BaseReason {
   kNoGain,     // the delta did not save min_gain against standalone
   kNoGainOrPolicy,  // found later: its place makes it a delta now, so the
                     // delta did not pay, or another policy was in force
+  kDamagedBase,     // the version it would be a delta of is damaged in the store
 };
 // "first of its series", "due every 10", ...
 std::string BaseReasonText(BaseReason reason, const config::Policy& policy);
@@ -82,6 +83,10 @@ struct CheckedIn {
   Pointer pointer;
   bool stored = false;  // false: the store had it already
   BaseReason reason = BaseReason::kNotBase;
+  // What was found damaged on the way: this version's own object (stored
+  // anew in its place), or the chain of the version it would have been a
+  // delta of (made a base instead). Empty when nothing was.
+  std::string damaged;
 };
 
 // Why the stored version at `position` of `series` (in series order,
