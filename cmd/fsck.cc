@@ -4,6 +4,7 @@
 // index), and checks each distinct checkpoint once: every object of its
 // chain present and filed under the right id, and (unless --fast) decoded
 // to exactly its content.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -117,11 +118,14 @@ Status RunFsck(const FsckArgs& a) {
     std::printf("%zu pointer%s to %zu checkpoint%s in %s: %s\n", pointers, pointers == 1 ? "" : "s",
                 checkpoints.size(), checkpoints.size() == 1 ? "" : "s", scope.c_str(),
                 problems.empty() ? (a.fast ? "every object present, headers intact" : "every one restores exactly")
-                                 : (std::to_string(problems.size()) + " with problems").c_str());
+                                 : (std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s")).c_str());
   }
   if (!problems.empty()) {
-    return Corruption(std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s") +
-                      " found (fetch missing objects from a clone that has them, or restore the store)");
+    // The advice for objects; each other problem's line says its own fix.
+    const bool objects = std::any_of(problems.begin(), problems.end(), [](const Problem& p) { return !p.id.empty(); });
+    return Corruption(std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s") + " found" +
+                      (objects ? " (fetch missing objects from a clone that has them, or restore the store)"
+                               : " (see above)"));
   }
   return OkStatus();
 }

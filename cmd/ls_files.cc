@@ -36,7 +36,7 @@ Status RunLsFiles(const std::string& rev) {
     stored_total += stored;
     ++count;
   }
-  std::printf("%d checkpoints at %s: %s raw, %s stored (%s)\n", count, rev.c_str(), HumanBytes(raw_total).c_str(),
+  std::printf("%d checkpoint%s at %s: %s raw, %s stored (%s)\n", count, count == 1 ? "" : "s", rev.c_str(), HumanBytes(raw_total).c_str(),
               HumanBytes(stored_total).c_str(), Percent(stored_total, raw_total).c_str());
   return OkStatus();
 }

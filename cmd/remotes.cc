@@ -295,8 +295,9 @@ Status Transfer(bool push, const store::Repository& repo, const std::string& rem
                                   : store::FetchObjects(repo, *other, ids, options));
   }
   if (!quiet) {
-    std::fprintf(stderr, "git-zipnn: %s %zu objects (%s) %s %s; %zu of %zu were %s already\n",
-                 push ? "pushed" : "fetched", report.moved, HumanBytes(report.bytes).c_str(), push ? "to" : "from",
+    std::fprintf(stderr, "git-zipnn: %s %zu object%s (%s) %s %s; %zu of %zu were %s already\n",
+                 push ? "pushed" : "fetched", report.moved, report.moved == 1 ? "" : "s",
+                 HumanBytes(report.bytes).c_str(), push ? "to" : "from",
                  other->where().c_str(), report.present, report.needed, push ? "there" : "here");
   }
   return OkStatus();

@@ -46,8 +46,8 @@ Status CheckOverwrite(const RestoreArgs& a, const store::Pointer& restoring, con
   ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(target));
   ASSIGN_OR_RETURN(ContentId held, HashSource(file));
   if (held == restoring.id || (staged && held == staged->id)) return OkStatus();
-  return InvalidArgument(target + " has changes git does not hold (it is not the version in the index); restoring " +
-                         "would lose them. Commit or stash them first, restore to another file with -o, or pass " +
+  return InvalidArgument(target + " is not the version in the index, and may be work not saved anywhere; restoring " +
+                         "would replace it. Commit or stash it first, restore to another file with -o, or pass " +
                          "--force");
 }
 

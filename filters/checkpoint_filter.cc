@@ -56,8 +56,8 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
         return InvalidArgument(path + " holds a damaged git-zipnn pointer (" + p.status().message() +
                                "); after a merge conflict, pick a side: git checkout --ours (or --theirs) -- " + path);
       }
-      std::fprintf(stderr, "git-zipnn: warning: %s holds a damaged git-zipnn pointer (%s); kept as text (restore the "
-                   "checkpoint over it, or git rm it)\n", path.c_str(), p.status().message().c_str());
+      std::fprintf(stderr, "git-zipnn: warning: %s holds a damaged git-zipnn pointer (%s); kept as text (check out a "
+                   "commit where it is whole, or git rm it)\n", path.c_str(), p.status().message().c_str());
       return out.Append(head.data(), head.size());
     }
     const std::string text = store::FormatPointer(*p);
@@ -146,14 +146,18 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
   // can be fetched and the restore tried again.
   if (st.code() == StatusCode::kNotFound && smudge_.fetch_missing) {
     Status fetched = smudge_.fetch_missing(pointer);
-    st = fetched.ok() ? store::RestoreFile(repo_, pointer, path, restored)
-                      : Status(fetched.code(), path + ": " + fetched.message());
+    st = fetched.ok() ? store::RestoreFile(repo_, pointer, path, restored) : fetched;
   }
   // Nothing written yet: the pointer can stand in for the checkpoint.
   if (!st.ok() && smudge_.keep_pointer_on_error && restored.done() == 0) {
     std::fprintf(stderr, "git-zipnn: warning: %s; %s is left as its pointer (`git zipnn pull` restores it)\n",
                  st.message().c_str(), path.c_str());
     return out.Append(head.data(), head.size());
+  }
+  if (st.code() == StatusCode::kNotFound && restored.done() == 0) {
+    return Status(st.code(), st.message() + "; to check out the other files all the same, set zipnn.skipSmudgeErrors "
+                                            "(git -c zipnn.skipSmudgeErrors=true checkout, or clone), then "
+                                            "`git zipnn pull` once the object is there");
   }
   return st;
 }

@@ -181,8 +181,8 @@ TEST_CASE("restore never changes the index and never writes over work git does n
   // not hold, so it is refused without --force.
   const Run refused = repo.Sh("git zipnn restore model.safetensors");
   CHECK(refused.code != 0);
-  CHECK(refused.err == "error: model.safetensors has changes git does not hold (it is not the version in the index); "
-                       "restoring would lose them. Commit or stash them first, restore to another file with -o, or "
+  CHECK(refused.err == "error: model.safetensors is not the version in the index, and may be work not saved anywhere; "
+                       "restoring would replace it. Commit or stash it first, restore to another file with -o, or "
                        "pass --force\n");
   CHECK(Slurp(repo.File("model.safetensors")) == Slurp(v80));
   REQUIRE(repo.Sh("git zipnn restore --force model.safetensors").code == 0);
@@ -213,7 +213,8 @@ TEST_CASE("tracking before install warns, and fsck names what git holds whole un
   CHECK(fsck.code != 0);
   CHECK(fsck.out == "m.safetensors at index: tracked, but git holds the file itself, not a git-zipnn pointer (it was "
                     "added before `git zipnn install`): git add --renormalize -- m.safetensors, then commit\n"
-                    "0 pointers to 0 checkpoints in HEAD: 1 with problems\n");
+                    "0 pointers to 0 checkpoints in HEAD: 1 problem\n");
+  CHECK(fsck.err == "error: 1 problem found (see above)\n");
   REQUIRE(repo.Sh("git add --renormalize . && git commit -qm renormalized").code == 0);
   CHECK(repo.Sh("git zipnn fsck").out == "1 pointer to 1 checkpoint in HEAD: every one restores exactly\n");
 }

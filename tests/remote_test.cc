@@ -525,7 +525,7 @@ TEST_CASE("fsck --remote finds forged and misfiled objects in a folder or served
       if (lie.find(l.forged) != std::string::npos) REQUIRE(repo.Sh("rm " + l.object).code == 0);
       Run push = repo.Sh("git zipnn push origin");
       REQUIRE(push.code == 0);
-      CHECK(push.err.find("pushed 1 objects") != std::string::npos);
+      CHECK(push.err.find("pushed 1 object (") != std::string::npos);
       CHECK(repo.Sh("cmp ../real " + l.object).code == 0);
       CHECK(repo.Sh("test -e " + leftover).code != 0);
       CHECK(repo.Sh("git zipnn fsck --remote").code == 0);
