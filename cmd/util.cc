@@ -46,7 +46,7 @@ Result<store::Repository> OpenRepository() {
     // every command repeats; it never stops git (status, checkout, add).
     config::LoadedPolicy loaded = config::LoadPolicyLenient(*top + "/.zipnn.yaml");
     for (const std::string& warning : loaded.warnings) {
-      std::fprintf(stderr, "git-zipnn: warning: %s (its default holds)\n", warning.c_str());
+      std::fprintf(stderr, "git-zipnn: warning: %s (ignored; the defaults hold)\n", warning.c_str());
     }
     repo.policy = std::move(loaded.policy);
   }

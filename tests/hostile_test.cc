@@ -196,7 +196,7 @@ TEST_CASE("a wrong .zipnn.yaml warns, naming the key, and never stops git: the a
     CHECK(add.err.find("git-zipnn: warning: ") != std::string::npos);
     CHECK(add.err.find(".zipnn.yaml") != std::string::npos);
     CHECK(add.err.find(p.key) != std::string::npos);
-    CHECK(add.err.find("(its default holds)") != std::string::npos);
+    CHECK(add.err.find("(ignored; the defaults hold)") != std::string::npos);
     // Stored by git-zipnn, as the defaults store it.
     CHECK(!testing::IdAt(repo, ":model.safetensors").empty());
     CHECK(repo.Sh("find .git/zipnn/objects -type f -path '*/??/??/*' | wc -l").out == "1\n");
