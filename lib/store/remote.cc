@@ -404,6 +404,11 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
   std::vector<ContentId> wanted = ids;
   // One round per chain level: the objects asked for, then their bases
   // (known once their headers are here), and so on down to the bases.
+  std::map<ContentId, ContentId> top_of;  // a base -> the object asked for whose chain needs it
+  auto below = [&](const ContentId& id, const ContentId& base) {
+    const auto top = top_of.find(id);
+    top_of.emplace(base, top == top_of.end() ? id : top->second);
+  };
   while (!wanted.empty()) {
     std::vector<ContentId> get, next;
     for (const ContentId& id : wanted) {
@@ -414,7 +419,10 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
         ++report.present;
         ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
         ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
-        if (info.header.kind == container::ObjectKind::kDelta) next.push_back(info.header.base_id);
+        if (info.header.kind == container::ObjectKind::kDelta) {
+          next.push_back(info.header.base_id);
+          below(id, info.header.base_id);
+        }
       } else {
         get.push_back(id);
       }
@@ -435,7 +443,9 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
         return OkStatus();
       });
       if (st.code() == StatusCode::kNotFound) {
-        return NotFound("object " + id.Hex() + " is not on the remote store " + remote.where());
+        const auto top = top_of.find(id);
+        const std::string of = top == top_of.end() ? "" : " (a base of " + top->second.Hex() + ")";
+        return NotFound("object " + id.Hex() + of + " is not on the remote store " + remote.where());
       }
       if (!st.ok()) return Status(st.code(), "cannot fetch object " + id.Hex() + " from " + remote.where() + ": " + st.message());
       std::lock_guard<std::mutex> lock(received_mu);
@@ -446,6 +456,7 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
       const Received& r = received.at(id);
       if (!r.base) continue;
       next.push_back(*r.base);
+      below(id, *r.base);
       raw_sizes.emplace(*r.base, r.base_size);
     }
     wanted = std::move(next);

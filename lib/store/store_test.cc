@@ -212,6 +212,11 @@ TEST_CASE("push and fetch move whole chains, skip what is there, and refuse a da
   auto missing = FetchObjects(fresh, *remote, {nowhere}, {});
   CHECK(missing.status().code() == StatusCode::kNotFound);
   CHECK(missing.status().message() == "object " + nowhere.Hex() + " is not on the remote store " + root + "/remote");
+  // A missing base says whose base it is.
+  REQUIRE(std::remove(ObjectStore(root + "/remote").PathOf(ids[0]).c_str()) == 0);
+  auto no_base = FetchObjects(fresh, *remote, {ids[2]}, {});
+  CHECK(no_base.status().message() == "object " + ids[0].Hex() + " (a base of " + ids[2].Hex() +
+                                          ") is not on the remote store " + root + "/remote");
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
