@@ -78,8 +78,7 @@ Action SingleFile(CLI::App& sub) {
     FdReader in(0);
     StdoutSink out;
     Status s = kClean ? filter.Clean(*path, in, out) : filter.Smudge(*path, in, out);
-    if (!s.ok()) return Status(s.code(), *path + ": " + s.message());
-    return s;
+    return Annotate(s, *path);
   };
 }
 

@@ -313,7 +313,7 @@ Status PushPointers(const store::Repository& repo, const std::string& remote, co
   for (const auto& [pointer, place] : found.pointers) {
     Status whole = store::VisitChain(repo, pointer.id, [](const store::ChainLink&) {});
     if (!whole.ok()) {
-      return Status(whole.code(), "cannot push " + place.path + " (in " + place.rev + "): " + whole.message());
+      return Annotate(whole, "cannot push " + place.path + " (in " + place.rev + ")");
     }
   }
   return pushed;
@@ -358,7 +358,7 @@ Status FetchChain(const store::Repository& repo, const ContentId& id, std::optio
   auto remote = DefaultRemote();
   if (!remote.ok()) return OkStatus();  // nowhere to fetch from: the restore names what is missing
   auto from = OpenRemoteStore(*remote);
-  if (!from.ok()) return Status(from.status().code(), "remote " + *remote + " cannot be read: " + from.status().message());
+  if (!from.ok()) return Annotate(from.status(), "remote " + *remote + " cannot be read");
   Progress progress("git-zipnn: fetch from " + *remote, 0);
   store::TransferOptions options = OptionsShowing(progress, "received");
   if (raw_size) options.raw_sizes[id] = *raw_size;
@@ -372,7 +372,7 @@ Status RestoreFetching(const store::Repository& repo, const store::Pointer& poin
   Status restored = store::RestoreFile(repo, pointer, path, out);
   if (restored.code() != StatusCode::kNotFound) return restored;
   Status fetched = FetchChain(repo, pointer.id, pointer.size);
-  if (!fetched.ok()) return Status(fetched.code(), path + ": " + fetched.message());
+  if (!fetched.ok()) return Annotate(fetched, path);
   return store::RestoreFile(repo, pointer, path, out);
 }
 

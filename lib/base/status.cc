@@ -1,5 +1,8 @@
 #include "lib/base/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace zipnn {
 
 namespace {
@@ -16,6 +19,19 @@ const char* CodeName(StatusCode code) {
   return "unknown";
 }
 }  // namespace
+
+Status Annotate(const Status& status, const std::string& context) {
+  if (status.ok()) return status;
+  return Status(status.code(), context + ": " + status.message());
+}
+
+namespace internal {
+void DieWithoutValue(const Status& status) {
+  std::fprintf(stderr, "git-zipnn: internal error: the value of a failed result was read (%s)\n",
+               status.ToString().c_str());
+  std::abort();
+}
+}  // namespace internal
 
 std::string Status::ToString() const {
   if (ok()) return "ok";

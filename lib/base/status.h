@@ -46,6 +46,16 @@ inline Status Corruption(std::string m) { return {StatusCode::kCorruption, std::
 inline Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 
+// `status` with `context` put before its message ("context: message"),
+// its code kept; an OK status stays OK.
+Status Annotate(const Status& status, const std::string& context);
+
+namespace internal {
+// Ends the process: a Result's value was read when it holds none, a bug
+// that would otherwise read uninitialised memory.
+[[noreturn]] void DieWithoutValue(const Status& status);
+}  // namespace internal
+
 // A value or the Status that explains why there is none.
 template <typename T>
 class [[nodiscard]] Result {
@@ -55,15 +65,26 @@ class [[nodiscard]] Result {
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T& operator*() & { return *value_; }
-  const T& operator*() const& { return *value_; }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
+  // Reading the value of a Result that holds an error is a bug: checked
+  // on every access (one predictable branch), never undefined.
+  T& value() & { return *Checked(); }
+  const T& value() const& { return *Checked(); }
+  T&& value() && { return std::move(*Checked()); }
+  T& operator*() & { return *Checked(); }
+  const T& operator*() const& { return *Checked(); }
+  T* operator->() { return &*Checked(); }
+  const T* operator->() const { return &*Checked(); }
 
  private:
+  std::optional<T>& Checked() {
+    if (!value_.has_value()) internal::DieWithoutValue(status_);
+    return value_;
+  }
+  const std::optional<T>& Checked() const {
+    if (!value_.has_value()) internal::DieWithoutValue(status_);
+    return value_;
+  }
+
   Status status_;
   std::optional<T> value_;
 };

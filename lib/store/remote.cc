@@ -246,7 +246,7 @@ Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& rec
       Status st = AsSent(DecodeReceived(repo, object, id, base_bytes ? &base_bytes->reader : nullptr, out),
                          r.file.path());
       if (st.ok()) return st;
-      return Status(st.code(), "object " + id.Hex() + " from " + from + " was refused: " + st.message());
+      return Annotate(st, "object " + id.Hex() + " from " + from + " was refused");
     };
     std::shared_ptr<Scratch> decoded;
     const auto up = above.find(id);
@@ -369,7 +369,7 @@ Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, 
   report.needed = all.size();
   Result<std::vector<bool>> has = remote.Has(all);
   if (!has.ok()) {
-    return Status(has.status().code(), "cannot ask " + remote.where() + " what it holds: " + has.status().message());
+    return Annotate(has.status(), "cannot ask " + remote.where() + " what it holds");
   }
   // One level at a time: a receiver that decodes each object finds its
   // base there, and a push cut short leaves whole chains behind.
@@ -386,7 +386,7 @@ Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, 
       ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
       Status sent = WithRetries(options.attempts, [&] { return remote.Put(id, object); });
       if (!sent.ok()) {
-        return Status(sent.code(), "cannot send object " + id.Hex() + " to " + remote.where() + ": " + sent.message());
+        return Annotate(sent, "cannot send object " + id.Hex() + " to " + remote.where());
       }
       return object.size();
     }));
@@ -447,7 +447,7 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
         const std::string of = top == top_of.end() ? "" : " (a base of " + top->second.Hex() + ")";
         return NotFound("object " + id.Hex() + of + " is not on the remote store " + remote.where());
       }
-      if (!st.ok()) return Status(st.code(), "cannot fetch object " + id.Hex() + " from " + remote.where() + ": " + st.message());
+      if (!st.ok()) return Annotate(st, "cannot fetch object " + id.Hex() + " from " + remote.where());
       std::lock_guard<std::mutex> lock(received_mu);
       received.emplace(id, std::move(*got));
       return bytes;
