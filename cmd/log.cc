@@ -5,6 +5,8 @@
 #include <optional>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/git/pointers.h"
@@ -18,21 +20,6 @@ struct LogArgs {
   std::vector<std::string> paths;
   bool json = false;
 };
-
-std::string JsonString(const std::string& s) {
-  std::string r = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') r += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char u[8];
-      std::snprintf(u, sizeof u, "\\u%04x", c);
-      r += u;
-      continue;
-    }
-    r += c;
-  }
-  return r + "\"";
-}
 
 // The blob at `path` in each of `commits`.
 Result<std::vector<std::optional<git::Oid>>> BlobsAt(const git::Repository& git_repo,
@@ -82,8 +69,7 @@ Status RunLog(const LogArgs& a) {
     return why.emplace(id, WhyBase(repo, *series, path, id)).first->second;
   };
 
-  bool first_json = true;
-  if (a.json) std::printf("[");
+  nlohmann::ordered_json versions = nlohmann::ordered_json::array();
   for (const std::string& path : paths) {
     ASSIGN_OR_RETURN(std::vector<std::optional<git::Oid>> blobs, BlobsAt(git_repo, commits, path));
     uint64_t raw_total = 0, stored_total = 0;
@@ -123,14 +109,17 @@ Status RunLog(const LogArgs& a) {
       const std::string commit = c.id.Hex();
       const std::string reason = kind == "base" ? why_base(path, pointer.id) : "";
       if (a.json) {
-        std::printf("%s{\"path\":%s,\"commit\":\"%s\",\"date\":%s,\"subject\":%s,\"id\":\"%s\",\"kind\":\"%s\","
-                    "\"base\":%s,\"base_reason\":%s,\"depth\":%d,\"raw_bytes\":%llu,\"stored_bytes\":%llu}",
-                    first_json ? "" : ",", JsonString(path).c_str(), commit.c_str(), JsonString(c.author_date).c_str(),
-                    JsonString(c.subject).c_str(), pointer.id.Hex().c_str(), kind.c_str(),
-                    info.ok() && info->delta ? ("\"" + info->base.Hex() + "\"").c_str() : "null",
-                    reason.empty() ? "null" : JsonString(reason).c_str(), info.ok() ? info->depth : -1,
-                    static_cast<unsigned long long>(pointer.size), static_cast<unsigned long long>(stored));
-        first_json = false;
+        versions.push_back({{"path", path},
+                            {"commit", commit},
+                            {"date", c.author_date},
+                            {"subject", c.subject},
+                            {"id", pointer.id.Hex()},
+                            {"kind", kind},
+                            {"base", info.ok() && info->delta ? nlohmann::ordered_json(info->base.Hex()) : nullptr},
+                            {"base_reason", reason.empty() ? nullptr : nlohmann::ordered_json(reason)},
+                            {"depth", info.ok() ? info->depth : -1},
+                            {"raw_bytes", pointer.size},
+                            {"stored_bytes", stored}});
       } else {
         std::printf("  %.10s %.10s  %-5s depth %-3d %10s -> %10s %8s  %s%s\n", commit.c_str(), c.author_date.c_str(),
                     kind.c_str(), info.ok() ? info->depth : -1, HumanBytes(pointer.size).c_str(),
@@ -144,7 +133,9 @@ Status RunLog(const LogArgs& a) {
                   Percent(stored_total, raw_total).c_str());
     }
   }
-  if (a.json) std::printf("]\n");
+  // Names and subjects that are not UTF-8 print with replacement
+  // characters rather than as invalid JSON.
+  if (a.json) std::printf("%s\n", versions.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
   return OkStatus();
 }
 
