@@ -2,22 +2,20 @@
 // are argument vectors (never a shell string), so paths and patterns from
 // users or repositories cannot inject anything. Config is read and
 // written through `git config`, which knows every level exactly as git
-// does. Thread-safe (each call spawns its own process).
+// does. Thread-safe (each call runs its own process, through
+// lib/base/process.h like every other child).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "lib/base/process.h"
 #include "lib/base/status.h"
 
 namespace zipnn::git {
 
-struct GitRun {
-  int exit_code = 0;
-  std::string out;
-  std::string err;
-};
+using GitRun = Captured;
 
 // Runs `git <args>` in `cwd` (empty: the current folder), with `input`
 // on its standard input (empty: none).
