@@ -11,6 +11,7 @@
 #include "lib/base/process.h"
 #include "lib/base/progress.h"
 #include "lib/git/git.h"
+#include "lib/remote/ssh.h"
 #include "lib/s3/s3.h"
 #include "lib/store/served.h"
 
@@ -20,103 +21,18 @@ namespace {
 
 bool StartsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-// git's rule for "host:path": a colon before any slash.
-bool ScpLike(const std::string& url) {
-  const size_t colon = url.find(':');
-  return colon != std::string::npos && colon > 0 && url.find('/') > colon;
-}
-
-// Where an ssh URL points: ssh://[user@]host[:port]/path, or git's
-// scp-like [user@]host:path (a path relative to the home folder there).
-// "/~/x" and "~/x" are taken from the home folder by the server.
-struct SshTarget {
-  std::string host;  // with the user@, when given
-  std::string port;
-  std::string path;
-};
-
-Result<std::optional<SshTarget>> ParseSsh(const std::string& url) {
-  SshTarget t;
-  std::string authority;
-  for (const char* scheme : {"ssh://", "git+ssh://", "ssh+git://"}) {
-    if (!StartsWith(url, scheme)) continue;
-    const std::string rest = url.substr(std::string(scheme).size());
-    const size_t slash = std::min(rest.find('/'), rest.size());
-    authority = rest.substr(0, slash);
-    t.path = rest.substr(slash);
-    if (StartsWith(t.path, "/~")) t.path = t.path.substr(1);
-    const size_t at = authority.rfind('@');
-    const std::string user = at == std::string::npos ? "" : authority.substr(0, at + 1);
-    std::string host_port = authority.substr(at == std::string::npos ? 0 : at + 1);
-    size_t port_colon = host_port.rfind(':');
-    if (StartsWith(host_port, "[")) {  // [ipv6]:port
-      const size_t close = host_port.find(']');
-      port_colon = close == std::string::npos || close + 1 >= host_port.size() ? std::string::npos : close + 1;
-    }
-    if (port_colon != std::string::npos) {
-      t.port = host_port.substr(port_colon + 1);
-      host_port = host_port.substr(0, port_colon);
-    }
-    t.host = user + host_port;
-    break;
-  }
-  if (authority.empty()) {
-    if (url.find("://") != std::string::npos || !ScpLike(url)) return std::optional<SshTarget>();
-    const size_t colon = StartsWith(url, "[") ? url.find("]:") + 1 : url.find(':');
-    t.host = url.substr(0, colon);
-    t.path = url.substr(colon + 1);
-  }
-  if (t.host.size() > 1 && t.host.front() == '[' && t.host.back() == ']') t.host = t.host.substr(1, t.host.size() - 2);
-  const std::string bare_host = t.host.substr(t.host.find('@') + 1);
-  if (bare_host.empty() || t.host[0] == '-' || bare_host[0] == '-') {
-    return InvalidArgument(url + ": not a host name ssh can be given");
-  }
-  if (!t.port.empty() && t.port.find_first_not_of("0123456789") != std::string::npos) {
-    return InvalidArgument(url + ": the port is not a number");
-  }
-  if (t.path.empty() || t.path == "/") return InvalidArgument(url + ": names no folder on the host");
-  return std::optional<SshTarget>(t);
-}
-
-// `s` quoted for a POSIX shell: the remote command is a string that the
-// far side's shell splits, so every argument in it is single-quoted.
-std::string ShellQuote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      q += "'\\''";
-    } else if (c == '!') {  // csh would expand it even inside quotes
-      q += "'\\!'";
-    } else {
-      q += c;
-    }
-  }
-  return q + "'";
-}
-
 // How to run ssh, as git does it: $GIT_SSH_COMMAND or core.sshCommand (a
 // command line of the user's, run by sh, our arguments after it), else
 // $GIT_SSH (a program), else ssh.
-Result<std::vector<std::string>> SshCommand(const SshTarget& t, const std::string& remote_command) {
-  std::vector<std::string> args;
-  if (!t.port.empty()) args.insert(args.end(), {"-p", t.port});
-  args.insert(args.end(), {t.host, remote_command});
-  std::string line;
+Result<std::vector<std::string>> SshCommand(const remote::SshTarget& t, const std::string& remote_command) {
+  std::optional<std::string> line;
   if (const char* env = std::getenv("GIT_SSH_COMMAND"); env != nullptr && *env != '\0') {
     line = env;
   } else {
-    ASSIGN_OR_RETURN(std::optional<std::string> configured, git::ConfigGet("core.sshCommand"));
-    if (configured) line = *configured;
+    ASSIGN_OR_RETURN(line, git::ConfigGet("core.sshCommand"));
   }
-  std::vector<std::string> argv;
-  if (!line.empty()) {
-    argv = {"/bin/sh", "-c", line + " \"$@\"", line};
-  } else {
-    const char* program = std::getenv("GIT_SSH");
-    argv = {program != nullptr && *program != '\0' ? program : "ssh"};
-  }
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
+  const char* program = std::getenv("GIT_SSH");
+  return remote::SshArgv(t, remote_command, line, program != nullptr ? program : "");
 }
 
 // Seconds a remote may go without a byte moving: $GIT_ZIPNN_TIMEOUT, else
@@ -141,11 +57,11 @@ Result<double> RemoteTimeout() {
 
 // A store served over ssh by `git zipnn serve-store` on the host: the
 // store of the repository at the path (`repository`), or the folder.
-Result<std::unique_ptr<store::RemoteStore>> SshStore(const std::string& url, const SshTarget& t, bool repository,
+Result<std::unique_ptr<store::RemoteStore>> SshStore(const std::string& url, const remote::SshTarget& t, bool repository,
                                                       const std::string& remote) {
   ASSIGN_OR_RETURN(std::optional<std::string> serve, git::ConfigGet("remote." + remote + ".zipnnserve"));
   const std::string remote_command = (serve ? *serve : std::string("git-zipnn")) + " serve-store " +
-                                     (repository ? "--repository " : "") + ShellQuote(t.path);
+                                     (repository ? "--repository " : "") + remote::ShellQuote(t.path);
   ASSIGN_OR_RETURN(std::vector<std::string> argv, SshCommand(t, remote_command));
   store::StoreConnector connect = [argv]() -> Result<std::unique_ptr<Channel>> {
     ASSIGN_OR_RETURN(std::unique_ptr<Process> ssh, Process::Start(argv));
@@ -193,7 +109,7 @@ Result<std::unique_ptr<store::RemoteStore>> StoreAt(const std::string& url, bool
                                                      const std::string& remote) {
   const std::string fix = "set remote." + remote + ".zipnnurl to a shared folder (docs/remotes.md)";
   if (StartsWith(url, "s3://")) return S3Store(url, remote);
-  ASSIGN_OR_RETURN(std::optional<SshTarget> ssh, ParseSsh(url));
+  ASSIGN_OR_RETURN(std::optional<remote::SshTarget> ssh, remote::ParseSshUrl(url));
   if (ssh) return SshStore(url, *ssh, repository, remote);
   std::string path = url;
   if (StartsWith(url, "file://")) {
