@@ -9,7 +9,6 @@
 #include <thread>
 #include <vector>
 
-#include "lib/base/endian.h"
 #include "lib/container/object.h"
 
 namespace zipnn::container {
@@ -296,7 +295,9 @@ TEST_CASE("rejects an empty, truncated or foreign object") {
 
 TEST_CASE("rejects a future format version with a clear message") {
   Damaged d = Sample();
-  StoreLE<uint16_t>(d.object.data() + 8, 3);
+  HeaderFields header = DecodeHeader(d.object.data());
+  header.version = 3;
+  EncodeHeader(header, d.object.data());
   Status s = DecodeStatus(d.object);
   CHECK(s.code() == StatusCode::kUnsupported);
   CHECK(s.message() == "obj: object format version 3 is newer than this git-zipnn reads (2); upgrade git-zipnn");
@@ -353,14 +354,30 @@ TEST_CASE("CheckRecords finds a flipped bit in any chunk record without decoding
   }
 }
 
-// Rewrites the header field at `offset`, then fixes the header checksum so
-// that only the field's meaning can make the decoder refuse it.
-void PatchHeader(std::vector<uint8_t>& obj, size_t offset, uint64_t value, size_t width) {
-  std::memcpy(obj.data() + offset, &value, width);
-  const uint32_t regions = LoadLE<uint32_t>(obj.data() + 20);
-  std::vector<uint8_t> covered(obj.begin(), obj.begin() + 56);
-  covered.insert(covered.end(), obj.begin() + kHeaderBytes, obj.begin() + kHeaderBytes + kRegionEntryBytes * regions);
-  StoreLE<uint64_t>(obj.data() + 56, Checksum64(covered.data(), covered.size()));
+// The header and region table of an object, as stored, to be changed
+// field by field.
+struct Head {
+  HeaderFields fields;
+  std::vector<RegionEntry> regions;
+};
+
+Head ReadHead(const std::vector<uint8_t>& obj) {
+  Head head{DecodeHeader(obj.data()), {}};
+  for (uint32_t i = 0; i < head.fields.region_count; ++i) {
+    head.regions.push_back(DecodeRegionEntry(obj.data() + kHeaderBytes + kRegionEntryBytes * i));
+  }
+  return head;
+}
+
+// Writes `head` back and fixes the header checksum, so that only the
+// fields' meaning can make the decoder refuse them.
+void WriteHead(const Head& head, std::vector<uint8_t>& obj) {
+  uint8_t* table = obj.data() + kHeaderBytes;
+  for (size_t i = 0; i < head.regions.size(); ++i) EncodeRegionEntry(head.regions[i], table + kRegionEntryBytes * i);
+  HeaderFields fields = head.fields;
+  EncodeHeader(fields, obj.data());
+  fields.checksum = HeaderChecksum(obj.data(), table, fields.region_count);
+  EncodeHeader(fields, obj.data());
 }
 
 TEST_CASE("rejects lengths that lie, overflow or claim huge sizes, before allocating") {
@@ -368,42 +385,58 @@ TEST_CASE("rejects lengths that lie, overflow or claim huge sizes, before alloca
   SUBCASE("raw size claims a terabyte") {
     auto bad = d.object;
     const uint64_t huge = uint64_t{1} << 40;
-    PatchHeader(bad, kHeaderBytes + 2 * kRegionEntryBytes + 8, huge, 8);  // last region length
-    PatchHeader(bad, 24, huge + d.raw.size() - 13, 8);                   // raw size to match
+    Head head = ReadHead(bad);
+    head.regions[2].length = huge;
+    head.fields.raw_size = huge + d.raw.size() - 13;
+    WriteHead(head, bad);
     Status s = DecodeStatus(bad);
     CHECK(s.message().find("chunks, the layout needs") != std::string::npos);
   }
   SUBCASE("region lengths overflow 64 bits") {
     auto bad = d.object;
-    PatchHeader(bad, kHeaderBytes + 8, UINT64_MAX - 5, 8);
+    Head head = ReadHead(bad);
+    head.regions[0].length = UINT64_MAX - 5;
+    WriteHead(head, bad);
     CHECK(!DecodeStatus(bad).ok());
   }
   SUBCASE("region count larger than the file") {
     auto bad = d.object;
-    StoreLE<uint32_t>(bad.data() + 20, 0xFFFFFFFFu);  // refused before the checksum is read
+    HeaderFields header = DecodeHeader(bad.data());
+    header.region_count = 0xFFFFFFFFu;  // refused before the checksum is read
+    EncodeHeader(header, bad.data());
     CHECK(DecodeStatus(bad).message() == "obj: region table runs past the end (truncated?)");
   }
   SUBCASE("unknown dtype") {
     auto bad = d.object;
-    PatchHeader(bad, kHeaderBytes, 200, 1);
+    Head head = ReadHead(bad);
+    head.regions[0].dtype = 200;
+    WriteHead(head, bad);
     CHECK(DecodeStatus(bad).message() == "obj: region 0 has unknown dtype 200");
   }
   SUBCASE("chunk size out of range") {
     auto bad = d.object;
-    PatchHeader(bad, 16, 12, 4);
+    Head head = ReadHead(bad);
+    head.fields.chunk_size = 12;
+    WriteHead(head, bad);
     CHECK(DecodeStatus(bad).message() == "obj: invalid chunk size 12");
   }
   SUBCASE("a base object that names a base") {
     auto bad = d.object;
-    PatchHeader(bad, 32, 0x1234, 8);
+    Head head = ReadHead(bad);
+    head.fields.base_id.bytes[0] = 0x34;
+    WriteHead(head, bad);
     CHECK(DecodeStatus(bad).message() == "obj: a base object names a base");
   }
   SUBCASE("unknown kind and reserved bits") {
     auto bad = d.object;
-    PatchHeader(bad, 12, 7, 1);
+    Head head = ReadHead(bad);
+    head.fields.kind = 7;
+    WriteHead(head, bad);
     CHECK(DecodeStatus(bad).message() == "obj: unknown object kind 7");
     bad = d.object;
-    PatchHeader(bad, 10, 1, 2);
+    head = ReadHead(bad);
+    head.fields.flags = 1;
+    WriteHead(head, bad);
     CHECK(DecodeStatus(bad).message() == "obj: reserved header bits are set");
   }
 }
@@ -417,10 +450,65 @@ TEST_CASE("rejects an index whose records do not fill the object") {
   const size_t count = info->chunks.size();
   const size_t index = d.object.size() - kTrailerBytes - kIndexEntryBytes * count;
   auto bad = d.object;
-  StoreLE<uint32_t>(bad.data() + index, LoadLE<uint32_t>(bad.data() + index) - 1);
-  std::vector<uint8_t> covered(bad.begin() + index, bad.end() - 16);
-  StoreLE<uint64_t>(bad.data() + bad.size() - 16, Checksum64(covered.data(), covered.size()));
+  IndexEntry first = DecodeIndexEntry(bad.data() + index);
+  --first.record_size;
+  EncodeIndexEntry(first, bad.data() + index);
+  uint8_t* t = bad.data() + bad.size() - kTrailerBytes;
+  TrailerFields trailer = DecodeTrailer(t);
+  trailer.checksum = IndexChecksum(bad.data() + index, count, t);
+  EncodeTrailer(trailer, t);
   CHECK(DecodeStatus(bad).message() == "obj: chunk records do not fill the space before the chunk index");
+}
+
+// Tests and the fuzzer change one field of a damaged object by decoding a
+// section and encoding it back, so this must hold for any bytes.
+template <typename Fields>
+void CheckSectionRoundTrips(size_t bytes, Fields (*decode)(const uint8_t*), void (*encode)(const Fields&, uint8_t*)) {
+  std::mt19937 rng(static_cast<uint32_t>(bytes));
+  std::vector<uint8_t> in(bytes), out(bytes);
+  for (int round = 0; round < 200; ++round) {
+    for (uint8_t& b : in) b = static_cast<uint8_t>(rng() % 3 == 0 ? 0 : rng());
+    encode(decode(in.data()), out.data());
+    CHECK(out == in);
+  }
+}
+
+TEST_CASE("every section encodes back to the bytes it was decoded from, valid or not") {
+  CheckSectionRoundTrips(kHeaderBytes, DecodeHeader, EncodeHeader);
+  CheckSectionRoundTrips(kRegionEntryBytes, DecodeRegionEntry, EncodeRegionEntry);
+  CheckSectionRoundTrips(kIndexEntryBytes, DecodeIndexEntry, EncodeIndexEntry);
+  CheckSectionRoundTrips(kTrailerBytes, DecodeTrailer, EncodeTrailer);
+}
+
+TEST_CASE("a written object's sections decode to what was written") {
+  Damaged d = Sample();
+  MemorySource src(d.object.data(), d.object.size(), "obj");
+  auto info = ReadObjectInfo(src);
+  REQUIRE(info.ok());
+  const uint8_t* o = d.object.data();
+  const HeaderFields h = DecodeHeader(o);
+  CHECK(h.magic == kObjectMagic);
+  CHECK(h.version == kFormatVersion);
+  CHECK(h.kind == static_cast<uint8_t>(ObjectKind::kBase));
+  CHECK(h.chunk_size == 65536);
+  CHECK(h.region_count == 3);
+  CHECK(h.raw_size == d.raw.size());
+  CHECK(h.checksum == HeaderChecksum(o, o + kHeaderBytes, 3));
+  const RegionEntry weights = DecodeRegionEntry(o + kHeaderBytes + kRegionEntryBytes);
+  CHECK(weights.dtype == static_cast<uint8_t>(DType::kF32));
+  CHECK(weights.flags == 0);
+  CHECK(weights.length == info->header.layout.regions[1].length);
+
+  const uint8_t* t = o + d.object.size() - kTrailerBytes;
+  const TrailerFields trailer = DecodeTrailer(t);
+  CHECK(trailer.magic == kTrailerMagic);
+  CHECK(trailer.chunk_count == info->chunks.size());
+  CHECK(trailer.content_id == HashBytes(d.raw.data(), d.raw.size()));
+  const uint8_t* index = t - kIndexEntryBytes * info->chunks.size();
+  CHECK(trailer.checksum == IndexChecksum(index, info->chunks.size(), t));
+  const IndexEntry last = DecodeIndexEntry(t - kIndexEntryBytes);
+  CHECK(last.record_size == info->chunks.back().record_size);
+  CHECK(last.checksum == info->chunks.back().checksum);
 }
 
 }  // namespace

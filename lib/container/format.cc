@@ -1,6 +1,12 @@
 #include "lib/container/format.h"
 
 #include <cstring>
+#include <optional>
+
+// For XXH3_state_t's size: the checksums over two ranges keep their state
+// on the stack.
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
 
 #include "lib/base/endian.h"
 
@@ -30,167 +36,331 @@ Status CheckChunkSize(uint32_t chunk_size) {
   return OkStatus();
 }
 
+// ---- The sections as stored ----
+
+void EncodeHeader(const HeaderFields& h, uint8_t* out) {
+  using O = HeaderOffset;
+  std::memcpy(out + O::kMagic, h.magic.data(), h.magic.size());
+  StoreLE<uint16_t>(out + O::kVersion, h.version);
+  StoreLE<uint16_t>(out + O::kFlags, h.flags);
+  out[O::kKind] = h.kind;
+  std::memcpy(out + O::kReserved, h.reserved.data(), h.reserved.size());
+  StoreLE<uint32_t>(out + O::kChunkSize, h.chunk_size);
+  StoreLE<uint32_t>(out + O::kRegionCount, h.region_count);
+  StoreLE<uint64_t>(out + O::kRawSize, h.raw_size);
+  std::memcpy(out + O::kBaseId, h.base_id.bytes.data(), h.base_id.bytes.size());
+  StoreLE<uint64_t>(out + O::kBaseSize, h.base_size);
+  StoreLE<uint64_t>(out + O::kChecksum, h.checksum);
+}
+
+HeaderFields DecodeHeader(const uint8_t* in) {
+  using O = HeaderOffset;
+  HeaderFields h;
+  std::memcpy(h.magic.data(), in + O::kMagic, h.magic.size());
+  h.version = LoadLE<uint16_t>(in + O::kVersion);
+  h.flags = LoadLE<uint16_t>(in + O::kFlags);
+  h.kind = in[O::kKind];
+  std::memcpy(h.reserved.data(), in + O::kReserved, h.reserved.size());
+  h.chunk_size = LoadLE<uint32_t>(in + O::kChunkSize);
+  h.region_count = LoadLE<uint32_t>(in + O::kRegionCount);
+  h.raw_size = LoadLE<uint64_t>(in + O::kRawSize);
+  std::memcpy(h.base_id.bytes.data(), in + O::kBaseId, h.base_id.bytes.size());
+  h.base_size = LoadLE<uint64_t>(in + O::kBaseSize);
+  h.checksum = LoadLE<uint64_t>(in + O::kChecksum);
+  return h;
+}
+
+bool HasObjectMagic(const uint8_t* in) {
+  return std::memcmp(in + HeaderOffset::kMagic, kObjectMagic.data(), kObjectMagic.size()) == 0;
+}
+
+// Two ranges hashed as one, without copying them together: a state on the
+// stack allocates nothing, and ReadObjectInfo runs on every object open.
+uint64_t HeaderChecksum(const uint8_t* header, const uint8_t* table, uint32_t region_count) {
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  XXH3_64bits_update(&state, header, HeaderOffset::kChecksum);
+  XXH3_64bits_update(&state, table, kRegionEntryBytes * size_t{region_count});
+  return XXH3_64bits_digest(&state);
+}
+
+void EncodeRegionEntry(const RegionEntry& e, uint8_t* out) {
+  using O = RegionEntryOffset;
+  out[O::kDtype] = e.dtype;
+  out[O::kFlags] = e.flags;
+  for (int k = 0; k < 6; ++k) out[O::kPrefixLength + k] = static_cast<uint8_t>(e.prefix_length >> (8 * k));
+  StoreLE<uint64_t>(out + O::kLength, e.length);
+  StoreLE<uint64_t>(out + O::kBaseOffset, e.base_offset);
+}
+
+RegionEntry DecodeRegionEntry(const uint8_t* in) {
+  using O = RegionEntryOffset;
+  RegionEntry e;
+  e.dtype = in[O::kDtype];
+  e.flags = in[O::kFlags];
+  for (int k = 0; k < 6; ++k) e.prefix_length |= static_cast<uint64_t>(in[O::kPrefixLength + k]) << (8 * k);
+  e.length = LoadLE<uint64_t>(in + O::kLength);
+  e.base_offset = LoadLE<uint64_t>(in + O::kBaseOffset);
+  return e;
+}
+
+void EncodeIndexEntry(const IndexEntry& e, uint8_t* out) {
+  using O = IndexEntryOffset;
+  StoreLE<uint32_t>(out + O::kRecordSize, e.record_size);
+  StoreLE<uint32_t>(out + O::kReserved, e.reserved);
+  StoreLE<uint64_t>(out + O::kChecksum, e.checksum);
+}
+
+IndexEntry DecodeIndexEntry(const uint8_t* in) {
+  using O = IndexEntryOffset;
+  IndexEntry e;
+  e.record_size = LoadLE<uint32_t>(in + O::kRecordSize);
+  e.reserved = LoadLE<uint32_t>(in + O::kReserved);
+  e.checksum = LoadLE<uint64_t>(in + O::kChecksum);
+  return e;
+}
+
+void EncodeTrailer(const TrailerFields& t, uint8_t* out) {
+  using O = TrailerOffset;
+  StoreLE<uint64_t>(out + O::kChunkCount, t.chunk_count);
+  std::memcpy(out + O::kContentId, t.content_id.bytes.data(), t.content_id.bytes.size());
+  StoreLE<uint64_t>(out + O::kChecksum, t.checksum);
+  std::memcpy(out + O::kMagic, t.magic.data(), t.magic.size());
+}
+
+TrailerFields DecodeTrailer(const uint8_t* in) {
+  using O = TrailerOffset;
+  TrailerFields t;
+  t.chunk_count = LoadLE<uint64_t>(in + O::kChunkCount);
+  std::memcpy(t.content_id.bytes.data(), in + O::kContentId, t.content_id.bytes.size());
+  t.checksum = LoadLE<uint64_t>(in + O::kChecksum);
+  std::memcpy(t.magic.data(), in + O::kMagic, t.magic.size());
+  return t;
+}
+
+uint64_t IndexChecksum(const uint8_t* index, uint64_t chunk_count, const uint8_t* trailer) {
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  XXH3_64bits_update(&state, index, static_cast<size_t>(kIndexEntryBytes * chunk_count));
+  XXH3_64bits_update(&state, trailer, TrailerOffset::kChecksum);
+  return XXH3_64bits_digest(&state);
+}
+
+// ---- Whole objects ----
+
 void AppendHeader(const ObjectHeader& h, Buffer& out) {
+  HeaderFields fields;
+  fields.version = h.version;
+  fields.kind = static_cast<uint8_t>(h.kind);
+  fields.chunk_size = h.chunk_size;
+  fields.region_count = static_cast<uint32_t>(h.layout.regions.size());
+  fields.raw_size = h.raw_size;
+  fields.base_id = h.base_id;
+  fields.base_size = h.base_size;
   const size_t start = out.size();
-  const size_t n = kHeaderBytes + kRegionEntryBytes * h.layout.regions.size();
-  uint8_t* p = out.Extend(n);
-  std::memset(p, 0, n);
-  std::memcpy(p, kObjectMagic, 8);
-  StoreLE<uint16_t>(p + 8, h.version);
-  p[12] = static_cast<uint8_t>(h.kind);
-  StoreLE<uint32_t>(p + 16, h.chunk_size);
-  StoreLE<uint32_t>(p + 20, static_cast<uint32_t>(h.layout.regions.size()));
-  StoreLE<uint64_t>(p + 24, h.raw_size);
-  std::memcpy(p + 32, h.base_id.bytes.data(), 16);
-  StoreLE<uint64_t>(p + 48, h.base_size);
-  uint8_t* e = p + kHeaderBytes;
+  out.Extend(kHeaderBytes + kRegionEntryBytes * h.layout.regions.size());
+  uint8_t* table = out.data() + start + kHeaderBytes;
   for (const Region& r : h.layout.regions) {
-    e[0] = static_cast<uint8_t>(r.dtype);
-    e[1] = static_cast<uint8_t>((r.delta ? kRegionFlagDelta : 0) | (r.prefix_length > 0 ? kRegionFlagPrefix : 0));
-    for (int k = 0; k < 6; ++k) e[2 + k] = static_cast<uint8_t>(r.prefix_length >> (8 * k));  // 48 bits
-    StoreLE<uint64_t>(e + 8, r.length);
-    StoreLE<uint64_t>(e + 16, r.delta || r.prefix_length > 0 ? r.base_offset : 0);
-    e += kRegionEntryBytes;
+    RegionEntry e;
+    e.dtype = static_cast<uint8_t>(r.dtype);
+    e.flags = static_cast<uint8_t>((r.delta ? kRegionFlagDelta : 0) | (r.prefix_length > 0 ? kRegionFlagPrefix : 0));
+    e.prefix_length = r.prefix_length;
+    e.length = r.length;
+    e.base_offset = r.delta || r.prefix_length > 0 ? r.base_offset : 0;
+    EncodeRegionEntry(e, table);
+    table += kRegionEntryBytes;
   }
-  // The checksum covers bytes 0..55 and the region table.
-  Buffer covered;
-  covered.Append(p, 56);
-  covered.Append(p + kHeaderBytes, n - kHeaderBytes);
-  StoreLE<uint64_t>(out.data() + start + 56, Checksum64(covered.data(), covered.size()));
+  uint8_t* header = out.data() + start;
+  EncodeHeader(fields, header);
+  fields.checksum = HeaderChecksum(header, header + kHeaderBytes, fields.region_count);
+  EncodeHeader(fields, header);
 }
 
 void AppendIndexAndTrailer(const std::vector<ChunkRef>& chunks, const ContentId& content_id,
                            Buffer& out) {
   const size_t start = out.size();
-  const size_t n = kIndexEntryBytes * chunks.size() + kTrailerBytes;
-  uint8_t* p = out.Extend(n);
-  std::memset(p, 0, n);
+  out.Extend(kIndexEntryBytes * chunks.size() + kTrailerBytes);
+  uint8_t* index = out.data() + start;
+  uint8_t* p = index;
   for (const ChunkRef& c : chunks) {
-    StoreLE<uint32_t>(p, c.record_size);
-    StoreLE<uint64_t>(p + 8, c.checksum);
+    IndexEntry e;
+    e.record_size = c.record_size;
+    e.checksum = c.checksum;
+    EncodeIndexEntry(e, p);
     p += kIndexEntryBytes;
   }
-  StoreLE<uint64_t>(p, chunks.size());
-  std::memcpy(p + 8, content_id.bytes.data(), 16);
-  // The checksum covers the index and the trailer's first 24 bytes.
-  const uint8_t* covered = out.data() + start;
-  StoreLE<uint64_t>(p + 24, Checksum64(covered, static_cast<size_t>(p + 24 - covered)));
-  std::memcpy(p + 32, kTrailerMagic, 8);
+  TrailerFields t;
+  t.chunk_count = chunks.size();
+  t.content_id = content_id;
+  EncodeTrailer(t, p);
+  t.checksum = IndexChecksum(index, chunks.size(), p);
+  EncodeTrailer(t, p);
 }
 
-Result<ObjectInfo> ReadObjectInfo(const ByteSource& object) {
-  ObjectInfo info;
+namespace {
+
+// ReadObjectInfo, one function a section, in the order of docs/format.md's
+// "What a decoder must reject" (which error a damaged object gets depends
+// on this order; tests check the messages).
+
+// The header and the region table after it, which its checksum covers:
+// the magic, the size, the version and the checksum, all a reader must
+// trust before it looks at any other field.
+Result<HeaderFields> ReadHeaderAndTable(const ByteSource& object, Buffer& table) {
   const uint64_t size = object.size();
-  info.object_size = size;
   uint8_t h[kHeaderBytes];
-  if (size >= 8) {
-    RETURN_IF_ERROR(object.ReadAt(0, h, 8));
-    if (std::memcmp(h, kObjectMagic, 8) != 0) return Bad(object, "not a git-zipnn object (bad magic)");
+  // A foreign file is called one even when it is too short to be an object.
+  if (size >= kObjectMagic.size()) {
+    RETURN_IF_ERROR(object.ReadAt(0, h, kObjectMagic.size()));
+    if (!HasObjectMagic(h)) return Bad(object, "not a git-zipnn object (bad magic)");
   }
   if (size < kHeaderBytes + kTrailerBytes) return Bad(object, "truncated object (shorter than header and trailer)");
   RETURN_IF_ERROR(object.ReadAt(0, h, kHeaderBytes));
-
-  ObjectHeader& hd = info.header;
-  hd.version = LoadLE<uint16_t>(h + 8);
-  if (hd.version == 0) return Bad(object, "object format version 0 is not valid");
-  if (hd.version > kFormatVersion) {
-    return Unsupported(object.name() + ": object format version " + std::to_string(hd.version) +
+  const HeaderFields fields = DecodeHeader(h);
+  if (fields.version == 0) return Bad(object, "object format version 0 is not valid");
+  if (fields.version > kFormatVersion) {
+    return Unsupported(object.name() + ": object format version " + std::to_string(fields.version) +
                        " is newer than this git-zipnn reads (" + std::to_string(kFormatVersion) +
                        "); upgrade git-zipnn");
   }
-  const uint32_t region_count = LoadLE<uint32_t>(h + 20);
   const uint64_t room = size - kHeaderBytes - kTrailerBytes;
-  if (region_count > room / kRegionEntryBytes) return Bad(object, "region table runs past the end (truncated?)");
-  Buffer covered;
-  covered.Append(h, 56);
-  uint8_t* table = covered.Extend(kRegionEntryBytes * region_count);
-  RETURN_IF_ERROR(object.ReadAt(kHeaderBytes, table, kRegionEntryBytes * region_count));
-  if (Checksum64(covered.data(), covered.size()) != LoadLE<uint64_t>(h + 56)) {
+  if (fields.region_count > room / kRegionEntryBytes) return Bad(object, "region table runs past the end (truncated?)");
+  table.Resize(kRegionEntryBytes * fields.region_count);
+  if (!table.empty()) RETURN_IF_ERROR(object.ReadAt(kHeaderBytes, table.data(), table.size()));
+  if (HeaderChecksum(h, table.data(), fields.region_count) != fields.checksum) {
     return Bad(object, "header checksum mismatch");
   }
+  return fields;
+}
 
-  if (LoadLE<uint16_t>(h + 10) != 0 || !AllZero(h + 13, 3)) return Bad(object, "reserved header bits are set");
-  if (h[12] > static_cast<uint8_t>(ObjectKind::kDelta)) return Bad(object, "unknown object kind " + std::to_string(h[12]));
-  hd.kind = static_cast<ObjectKind>(h[12]);
-  hd.chunk_size = LoadLE<uint32_t>(h + 16);
+// The header's own fields, once its checksum holds.
+Result<ObjectHeader> CheckHeader(const ByteSource& object, const HeaderFields& fields) {
+  if (fields.flags != 0 || !AllZero(fields.reserved.data(), fields.reserved.size())) {
+    return Bad(object, "reserved header bits are set");
+  }
+  if (fields.kind > static_cast<uint8_t>(ObjectKind::kDelta)) {
+    return Bad(object, "unknown object kind " + std::to_string(fields.kind));
+  }
+  ObjectHeader hd;
+  hd.version = fields.version;
+  hd.kind = static_cast<ObjectKind>(fields.kind);
+  hd.chunk_size = fields.chunk_size;
   if (!CheckChunkSize(hd.chunk_size).ok()) return Bad(object, "invalid chunk size " + std::to_string(hd.chunk_size));
-  hd.raw_size = LoadLE<uint64_t>(h + 24);
-  std::memcpy(hd.base_id.bytes.data(), h + 32, 16);
-  hd.base_size = LoadLE<uint64_t>(h + 48);
+  hd.raw_size = fields.raw_size;
+  hd.base_id = fields.base_id;
+  hd.base_size = fields.base_size;
   if (hd.kind == ObjectKind::kBase && (!hd.base_id.IsZero() || hd.base_size != 0)) {
     return Bad(object, "a base object names a base");
   }
+  return hd;
+}
 
+// Region `i` of the table, which starts at raw offset `offset`.
+Result<Region> CheckRegion(const ByteSource& object, const ObjectHeader& hd, uint32_t i, const RegionEntry& e,
+                           uint64_t offset) {
+  std::optional<codec::DType> dtype = codec::DTypeFromByte(e.dtype);
+  if (!dtype) return Bad(object, "region " + std::to_string(i) + " has unknown dtype " + std::to_string(e.dtype));
+  const bool prefixed = (e.flags & kRegionFlagPrefix) != 0;
+  if ((e.flags & ~(kRegionFlagDelta | kRegionFlagPrefix)) != 0 || (!prefixed && e.prefix_length != 0)) {
+    return Bad(object, "region " + std::to_string(i) + " has reserved bits set");
+  }
+  Region r;
+  r.dtype = *dtype;
+  r.delta = (e.flags & kRegionFlagDelta) != 0;
+  r.offset = offset;
+  r.length = e.length;
+  r.base_offset = e.base_offset;
+  if (prefixed) {
+    r.prefix_length = e.prefix_length;
+    if (r.prefix_length == 0) return Bad(object, "region " + std::to_string(i) + " has an empty prefix");
+  }
+  if ((r.delta || prefixed) && hd.kind != ObjectKind::kDelta) return Bad(object, "delta region in a base object");
+  if (!r.delta && !prefixed && r.base_offset != 0) {
+    return Bad(object, "region " + std::to_string(i) + " has a base offset but is not a delta");
+  }
+  if (r.length > UINT64_MAX - offset) return Bad(object, "region lengths overflow");
+  return r;
+}
+
+// The region table, into hd.layout, checked against the header.
+Status ReadRegions(const ByteSource& object, const Buffer& table, uint32_t region_count, ObjectHeader& hd) {
   uint64_t offset = 0;
   for (uint32_t i = 0; i < region_count; ++i) {
-    const uint8_t* e = table + kRegionEntryBytes * i;
-    std::optional<codec::DType> dtype = codec::DTypeFromByte(e[0]);
-    if (!dtype) return Bad(object, "region " + std::to_string(i) + " has unknown dtype " + std::to_string(e[0]));
-    const bool prefixed = (e[1] & kRegionFlagPrefix) != 0;
-    if ((e[1] & ~(kRegionFlagDelta | kRegionFlagPrefix)) != 0 || (!prefixed && !AllZero(e + 2, 6))) {
-      return Bad(object, "region " + std::to_string(i) + " has reserved bits set");
-    }
-    Region r;
-    r.dtype = *dtype;
-    r.delta = (e[1] & kRegionFlagDelta) != 0;
-    r.offset = offset;
-    r.length = LoadLE<uint64_t>(e + 8);
-    r.base_offset = LoadLE<uint64_t>(e + 16);
-    if (prefixed) {
-      for (int k = 0; k < 6; ++k) r.prefix_length |= static_cast<uint64_t>(e[2 + k]) << (8 * k);
-      if (r.prefix_length == 0) return Bad(object, "region " + std::to_string(i) + " has an empty prefix");
-    }
-    if ((r.delta || prefixed) && hd.kind != ObjectKind::kDelta) return Bad(object, "delta region in a base object");
-    if (!r.delta && !prefixed && r.base_offset != 0) {
-      return Bad(object, "region " + std::to_string(i) + " has a base offset but is not a delta");
-    }
-    if (r.length > UINT64_MAX - offset) return Bad(object, "region lengths overflow");
+    const RegionEntry e = DecodeRegionEntry(table.data() + kRegionEntryBytes * i);
+    ASSIGN_OR_RETURN(Region r, CheckRegion(object, hd, i, e, offset));
     offset += r.length;
     hd.layout.regions.push_back(r);
   }
   Status layout_ok = hd.layout.Validate(hd.raw_size, hd.base_size);
   if (!layout_ok.ok()) return Bad(object, layout_ok.message());
+  return OkStatus();
+}
 
-  uint8_t t[kTrailerBytes];
-  RETURN_IF_ERROR(object.ReadAt(size - kTrailerBytes, t, kTrailerBytes));
-  if (std::memcmp(t + 32, kTrailerMagic, 8) != 0) return Bad(object, "trailer magic missing (truncated object?)");
-  const uint64_t chunk_count = LoadLE<uint64_t>(t);
-  info.records_offset = kHeaderBytes + kRegionEntryBytes * uint64_t{region_count};
-  const uint64_t index_room = size - kTrailerBytes - info.records_offset;
-  // Checked before anything is sized by the claimed counts.
-  if (chunk_count != CountChunks(hd.layout, hd.chunk_size)) {
-    return Bad(object, "trailer counts " + std::to_string(chunk_count) + " chunks, the layout needs " +
-                           std::to_string(CountChunks(hd.layout, hd.chunk_size)));
+// The trailer, into `t` (its bytes, which the index checksum covers), and
+// its chunk count against the layout's.
+Result<TrailerFields> ReadTrailer(const ByteSource& object, const ObjectHeader& hd, uint8_t (&t)[kTrailerBytes]) {
+  RETURN_IF_ERROR(object.ReadAt(object.size() - kTrailerBytes, t, kTrailerBytes));
+  const TrailerFields trailer = DecodeTrailer(t);
+  if (trailer.magic != kTrailerMagic) return Bad(object, "trailer magic missing (truncated object?)");
+  // Checked before anything is sized by the claimed count.
+  const uint64_t needed = CountChunks(hd.layout, hd.chunk_size);
+  if (trailer.chunk_count != needed) {
+    return Bad(object, "trailer counts " + std::to_string(trailer.chunk_count) + " chunks, the layout needs " +
+                           std::to_string(needed));
   }
-  if (chunk_count > index_room / kIndexEntryBytes) return Bad(object, "chunk index runs past the start of the object (truncated?)");
-  std::memcpy(info.content_id.bytes.data(), t + 8, 16);
+  return trailer;
+}
 
-  const uint64_t index_offset = size - kTrailerBytes - kIndexEntryBytes * chunk_count;
+// The chunk index, into info.chunks: it must fit between the region table
+// and the trailer, and its records must exactly fill the space before it.
+Status ReadIndex(const ByteSource& object, const TrailerFields& trailer, const uint8_t* trailer_bytes,
+                 ObjectInfo& info) {
+  const uint64_t chunk_count = trailer.chunk_count;
+  const uint64_t index_room = info.object_size - kTrailerBytes - info.records_offset;
+  if (chunk_count > index_room / kIndexEntryBytes) return Bad(object, "chunk index runs past the start of the object (truncated?)");
+  const uint64_t index_offset = info.object_size - kTrailerBytes - kIndexEntryBytes * chunk_count;
   Buffer index;
-  index.Resize(kIndexEntryBytes * chunk_count + 24);
-  RETURN_IF_ERROR(object.ReadAt(index_offset, index.data(), kIndexEntryBytes * chunk_count));
-  std::memcpy(index.data() + kIndexEntryBytes * chunk_count, t, 24);
-  if (Checksum64(index.data(), index.size()) != LoadLE<uint64_t>(t + 24)) {
+  index.Resize(kIndexEntryBytes * chunk_count);
+  if (!index.empty()) RETURN_IF_ERROR(object.ReadAt(index_offset, index.data(), index.size()));
+  if (IndexChecksum(index.data(), chunk_count, trailer_bytes) != trailer.checksum) {
     return Bad(object, "chunk index checksum mismatch");
   }
 
+  const ObjectHeader& hd = info.header;
   std::vector<ChunkSpan> spans = PlanChunks(hd.layout, hd.chunk_size);
   info.chunks.resize(spans.size());
   uint64_t at = info.records_offset;
   for (size_t i = 0; i < spans.size(); ++i) {
-    const uint8_t* e = index.data() + kIndexEntryBytes * i;
+    const IndexEntry e = DecodeIndexEntry(index.data() + kIndexEntryBytes * i);
     ChunkRef& c = info.chunks[i];
     c.span = spans[i];
     c.record_offset = at;
-    c.record_size = LoadLE<uint32_t>(e);
-    c.checksum = LoadLE<uint64_t>(e + 8);
-    if (LoadLE<uint32_t>(e + 4) != 0) return Bad(object, "chunk index entry " + std::to_string(i) + " has reserved bits set");
+    c.record_size = e.record_size;
+    c.checksum = e.checksum;
+    if (e.reserved != 0) return Bad(object, "chunk index entry " + std::to_string(i) + " has reserved bits set");
     if (c.record_size == 0 || c.record_size > index_offset - at) {
       return Bad(object, "chunk " + std::to_string(i) + " record runs past the chunk index");
     }
     at += c.record_size;
   }
   if (at != index_offset) return Bad(object, "chunk records do not fill the space before the chunk index");
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<ObjectInfo> ReadObjectInfo(const ByteSource& object) {
+  ObjectInfo info;
+  info.object_size = object.size();
+  Buffer table;
+  ASSIGN_OR_RETURN(const HeaderFields fields, ReadHeaderAndTable(object, table));
+  ASSIGN_OR_RETURN(info.header, CheckHeader(object, fields));
+  RETURN_IF_ERROR(ReadRegions(object, table, fields.region_count, info.header));
+  uint8_t trailer_bytes[kTrailerBytes];
+  ASSIGN_OR_RETURN(const TrailerFields trailer, ReadTrailer(object, info.header, trailer_bytes));
+  info.content_id = trailer.content_id;
+  info.records_offset = kHeaderBytes + kRegionEntryBytes * uint64_t{fields.region_count};
+  RETURN_IF_ERROR(ReadIndex(object, trailer, trailer_bytes, info));
   return info;
 }
 

@@ -1,12 +1,20 @@
-// The object container, version 1: constants and the fixed-size parts
-// (header, region table, chunk index, trailer). docs/format.md is the
-// specification; section names are quoted beside each constant.
+// The object container, format version 2: its constants and its
+// fixed-size sections (header, region table, chunk index, trailer).
+// docs/format.md is the specification; each constant quotes the section
+// that defines it.
 //
 //   header (64) | region table (24 x R) | chunk records | chunk index (16 x C) | trailer (40)
+//
+// Each fixed-size section has one Encode/Decode pair over a struct of its
+// fields as stored, and these pairs are the only code that knows where a
+// field sits. Decoding checks nothing, and encoding what was decoded gives
+// back the same bytes, so tests and the fuzzer can change one field of any
+// object, damaged or not; what a reader must refuse, ReadObjectInfo checks.
 //
 // Pure functions over bytes; thread-safe.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -22,7 +30,7 @@
 namespace zipnn::container {
 
 // "Header"
-inline constexpr char kObjectMagic[8] = {'Z', 'I', 'P', 'N', 'N', 'O', 'B', 'J'};
+inline constexpr std::array<uint8_t, 8> kObjectMagic = {'Z', 'I', 'P', 'N', 'N', 'O', 'B', 'J'};
 inline constexpr uint16_t kFormatVersion = 2;
 inline constexpr size_t kHeaderBytes = 64;
 // "Region table"
@@ -32,7 +40,7 @@ inline constexpr uint8_t kRegionFlagPrefix = 2;
 // "Chunk index"
 inline constexpr size_t kIndexEntryBytes = 16;
 // "Trailer"
-inline constexpr char kTrailerMagic[8] = {'Z', 'I', 'P', 'N', 'N', 'E', 'N', 'D'};
+inline constexpr std::array<uint8_t, 8> kTrailerMagic = {'Z', 'I', 'P', 'N', 'N', 'E', 'N', 'D'};
 inline constexpr size_t kTrailerBytes = 40;
 // "Chunk size"
 inline constexpr uint32_t kMinChunkSize = 4096;
@@ -72,6 +80,99 @@ struct ObjectInfo {
   std::vector<ChunkRef> chunks;
 };
 
+// ---- The sections as stored ----
+// Field offsets are for the few readers that need one field before the
+// rest: a download checks the raw size early, and ReadObjectInfo calls a
+// short file with a wrong magic foreign rather than truncated.
+
+// "Header": the first kHeaderBytes bytes.
+struct HeaderFields {
+  std::array<uint8_t, 8> magic = kObjectMagic;
+  uint16_t version = kFormatVersion;
+  uint16_t flags = 0;  // reserved
+  uint8_t kind = 0;    // an ObjectKind, if valid
+  std::array<uint8_t, 3> reserved{};
+  uint32_t chunk_size = kDefaultChunkSize;
+  uint32_t region_count = 0;
+  uint64_t raw_size = 0;
+  ContentId base_id;
+  uint64_t base_size = 0;
+  uint64_t checksum = 0;  // HeaderChecksum
+};
+struct HeaderOffset {
+  static constexpr size_t kMagic = 0;
+  static constexpr size_t kVersion = 8;
+  static constexpr size_t kFlags = 10;
+  static constexpr size_t kKind = 12;
+  static constexpr size_t kReserved = 13;
+  static constexpr size_t kChunkSize = 16;
+  static constexpr size_t kRegionCount = 20;
+  static constexpr size_t kRawSize = 24;
+  static constexpr size_t kBaseId = 32;
+  static constexpr size_t kBaseSize = 48;
+  static constexpr size_t kChecksum = 56;  // covers the bytes before it, then the region table
+};
+void EncodeHeader(const HeaderFields& h, uint8_t* out);
+HeaderFields DecodeHeader(const uint8_t* in);
+// Whether `in` (at least the header's first 8 bytes) starts with kObjectMagic.
+bool HasObjectMagic(const uint8_t* in);
+// The header checksum of `header` (kHeaderBytes) and the region table of
+// `region_count` entries that follows it.
+uint64_t HeaderChecksum(const uint8_t* header, const uint8_t* table, uint32_t region_count);
+
+// "Region table": one entry.
+struct RegionEntry {
+  uint8_t dtype = 0;          // a codec::DType, if valid
+  uint8_t flags = 0;          // kRegionFlagDelta, kRegionFlagPrefix
+  uint64_t prefix_length = 0;  // 48 bits
+  uint64_t length = 0;
+  uint64_t base_offset = 0;
+};
+struct RegionEntryOffset {
+  static constexpr size_t kDtype = 0;
+  static constexpr size_t kFlags = 1;
+  static constexpr size_t kPrefixLength = 2;
+  static constexpr size_t kLength = 8;
+  static constexpr size_t kBaseOffset = 16;
+};
+void EncodeRegionEntry(const RegionEntry& e, uint8_t* out);
+RegionEntry DecodeRegionEntry(const uint8_t* in);
+
+// "Chunk index": one entry.
+struct IndexEntry {
+  uint32_t record_size = 0;
+  uint32_t reserved = 0;
+  uint64_t checksum = 0;  // of the record
+};
+struct IndexEntryOffset {
+  static constexpr size_t kRecordSize = 0;
+  static constexpr size_t kReserved = 4;
+  static constexpr size_t kChecksum = 8;
+};
+void EncodeIndexEntry(const IndexEntry& e, uint8_t* out);
+IndexEntry DecodeIndexEntry(const uint8_t* in);
+
+// "Trailer": the last kTrailerBytes bytes.
+struct TrailerFields {
+  uint64_t chunk_count = 0;
+  ContentId content_id;
+  uint64_t checksum = 0;  // IndexChecksum
+  std::array<uint8_t, 8> magic = kTrailerMagic;
+};
+struct TrailerOffset {
+  static constexpr size_t kChunkCount = 0;
+  static constexpr size_t kContentId = 8;
+  static constexpr size_t kChecksum = 24;  // covers the chunk index, then the trailer bytes before it
+  static constexpr size_t kMagic = 32;
+};
+void EncodeTrailer(const TrailerFields& t, uint8_t* out);
+TrailerFields DecodeTrailer(const uint8_t* in);
+// The index checksum of the chunk index of `chunk_count` entries at
+// `index` and the trailer at `trailer` (not necessarily right after it).
+uint64_t IndexChecksum(const uint8_t* index, uint64_t chunk_count, const uint8_t* trailer);
+
+// ---- Whole objects ----
+
 Status CheckChunkSize(uint32_t chunk_size);
 
 // Header and region table, with the header checksum filled in.
@@ -82,7 +183,8 @@ void AppendIndexAndTrailer(const std::vector<ChunkRef>& chunks, const ContentId&
 
 // Reads and checks everything but the chunk records themselves: magic,
 // version, header checksum, layout, trailer, index checksum, and that the
-// index exactly fills the space between header and trailer. Errors name
+// index exactly fills the space between header and trailer, in that order
+// (docs/format.md, "What a decoder must reject"). Errors name
 // `object.name()`.
 Result<ObjectInfo> ReadObjectInfo(const ByteSource& object);
 

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "lib/base/content_id.h"
-#include "lib/base/endian.h"
 #include "lib/base/io.h"
 #include "lib/container/format.h"
 #include "lib/container/object.h"
@@ -74,32 +73,35 @@ void Exercise(const uint8_t* data, size_t size) {
 
 // Recomputes, where the mutated bytes still say where they are, the header
 // checksum, each chunk record's checksum in the index, and the index
-// checksum in the trailer (docs/format.md). Returns whether any changed.
+// checksum in the trailer (docs/format.md), through the format's own
+// section encoders. Returns whether any changed.
 bool RepairChecksums(std::vector<uint8_t>& b) {
   const uint64_t size = b.size();
   if (size < kHeaderBytes + kTrailerBytes) return false;
   const std::vector<uint8_t> before = b;
   uint8_t* p = b.data();
-  const uint64_t regions = LoadLE<uint32_t>(p + 20);
-  if (regions > (size - kHeaderBytes - kTrailerBytes) / kRegionEntryBytes) return false;
-  std::vector<uint8_t> covered(p, p + 56);
-  covered.insert(covered.end(), p + kHeaderBytes, p + kHeaderBytes + kRegionEntryBytes * regions);
-  StoreLE<uint64_t>(p + 56, Checksum64(covered.data(), covered.size()));
+  HeaderFields header = DecodeHeader(p);
+  if (header.region_count > (size - kHeaderBytes - kTrailerBytes) / kRegionEntryBytes) return false;
+  header.checksum = HeaderChecksum(p, p + kHeaderBytes, header.region_count);
+  EncodeHeader(header, p);
 
   uint8_t* t = p + size - kTrailerBytes;
-  const uint64_t chunks = LoadLE<uint64_t>(t);
-  const uint64_t records = kHeaderBytes + kRegionEntryBytes * regions;
+  TrailerFields trailer = DecodeTrailer(t);
+  const uint64_t chunks = trailer.chunk_count;
+  const uint64_t records = kHeaderBytes + kRegionEntryBytes * uint64_t{header.region_count};
   if (chunks <= (size - kTrailerBytes - records) / kIndexEntryBytes) {
     const uint64_t index = size - kTrailerBytes - kIndexEntryBytes * chunks;
     uint64_t at = records;
     for (uint64_t i = 0; i < chunks; ++i) {
       uint8_t* e = p + index + kIndexEntryBytes * i;
-      const uint32_t record_size = LoadLE<uint32_t>(e);
-      if (record_size == 0 || record_size > index - at) break;
-      StoreLE<uint64_t>(e + 8, Checksum64(p + at, record_size));
-      at += record_size;
+      IndexEntry entry = DecodeIndexEntry(e);
+      if (entry.record_size == 0 || entry.record_size > index - at) break;
+      entry.checksum = Checksum64(p + at, entry.record_size);
+      EncodeIndexEntry(entry, e);
+      at += entry.record_size;
     }
-    StoreLE<uint64_t>(t + 24, Checksum64(p + index, static_cast<size_t>(t + 24 - (p + index))));
+    trailer.checksum = IndexChecksum(p + index, chunks, t);
+    EncodeTrailer(trailer, t);
   }
   return b != before;
 }
