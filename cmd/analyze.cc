@@ -53,8 +53,8 @@ std::string FileLabel(const series::Rules& rules, const std::string& path) {
 // of its step-numbered series at the range's last revision if it has any,
 // else the commits of the range that changed it.
 Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::string& range) {
-  ASSIGN_OR_RETURN(const std::string path, TrackedPath(given));
-  ASSIGN_OR_RETURN(std::string top, git::TopLevel());
+  ZIPNN_ASSIGN_OR_RETURN(const std::string path, TrackedPath(given));
+  ZIPNN_ASSIGN_OR_RETURN(std::string top, git::TopLevel());
   const std::string rev = range.empty() ? "HEAD" : range;
   // The tip of a range "a..b" is b; of "a.." it is HEAD.
   std::string tip = rev;
@@ -62,10 +62,10 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
     tip = rev.substr(dots + (rev.compare(dots, 3, "...") == 0 ? 3 : 2));
     if (tip.empty()) tip = "HEAD";
   }
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
   const std::string name = rules.Place(path).name;
-  ASSIGN_OR_RETURN(std::vector<std::string> listed,
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> listed,
                    git::GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", tip}, top));
   std::vector<std::pair<std::string, std::string>> found;  // step, path
   for (const std::string& f : listed) {
@@ -81,7 +81,7 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
     }
     return versions;
   }
-  ASSIGN_OR_RETURN(std::string history,
+  ZIPNN_ASSIGN_OR_RETURN(std::string history,
                    git::GitOutput({"log", "--reverse", "--format=%H%x1f%s", rev, "--", path}, top));
   for (const std::string& line : Lines(history)) {
     const size_t sep = line.find('\x1f');
@@ -128,7 +128,7 @@ Status RunAnalyze(const AnalyzeArgs& a) {
   }
   analyze::Options options;
   options.against = a.against == "base" ? config::DeltaAgainst::kBase : config::DeltaAgainst::kPrevious;
-  ASSIGN_OR_RETURN(options.select, TensorFilter(a));
+  ZIPNN_ASSIGN_OR_RETURN(options.select, TensorFilter(a));
   options.filter_text = a.tensors.empty() ? a.tensors_regex : a.tensors;
   options.histogram_at = a.at;
 
@@ -141,9 +141,9 @@ Status RunAnalyze(const AnalyzeArgs& a) {
     // In a repository, its .zipnn.yaml is the policy the what-if marks.
     if (auto opened = OpenRepository(); opened.ok()) options.policy = opened->policy;
   } else {
-    ASSIGN_OR_RETURN(repo, OpenRepository());
+    ZIPNN_ASSIGN_OR_RETURN(repo, OpenRepository());
     options.policy = repo->policy;
-    ASSIGN_OR_RETURN(pending, VersionsInGit(a.paths[0], a.rev));
+    ZIPNN_ASSIGN_OR_RETURN(pending, VersionsInGit(a.paths[0], a.rev));
     if (pending.empty()) return NotFound(a.paths[0] + " has no versions in " + (a.rev.empty() ? "HEAD" : a.rev));
   }
   if (a.threads > 0) options.policy.threads = a.threads;
@@ -157,15 +157,15 @@ Status RunAnalyze(const AnalyzeArgs& a) {
       progress.Update(p.label, i);
       Checkpoint checkpoint{p.path, std::nullopt};
       if (repo) {
-        ASSIGN_OR_RETURN(checkpoint, CheckpointAt(*repo, p.rev, p.path));
+        ZIPNN_ASSIGN_OR_RETURN(checkpoint, CheckpointAt(*repo, p.rev, p.path));
       } else {
-        ASSIGN_OR_RETURN(checkpoint, CheckpointInFile(p.path));
+        ZIPNN_ASSIGN_OR_RETURN(checkpoint, CheckpointInFile(p.path));
       }
-      ASSIGN_OR_RETURN(std::shared_ptr<analyze::Input> input, OpenCheckpoint(std::move(checkpoint)));
+      ZIPNN_ASSIGN_OR_RETURN(std::shared_ptr<analyze::Input> input, OpenCheckpoint(std::move(checkpoint)));
       input->label = p.label;
       input->source = p.source;
       input->subject = p.subject;
-      RETURN_IF_ERROR(analyzer.Add(std::move(input)));
+      ZIPNN_RETURN_IF_ERROR(analyzer.Add(std::move(input)));
     }
   }
   const analyze::Analysis analysis = analyzer.Finish();
@@ -174,20 +174,20 @@ Status RunAnalyze(const AnalyzeArgs& a) {
   }
   std::fputs(analyze::TextReport(analysis, analyze::TextOptions{a.top}).c_str(), stdout);
   if (!a.csv.empty()) {
-    ASSIGN_OR_RETURN(std::vector<std::string> files, analyze::WriteCsv(analysis, a.csv));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> files, analyze::WriteCsv(analysis, a.csv));
     for (const std::string& f : files) std::printf("wrote %s\n", f.c_str());
   }
   if (!a.json.empty()) {
-    RETURN_IF_ERROR(analyze::WriteJson(analysis, a.json));
+    ZIPNN_RETURN_IF_ERROR(analyze::WriteJson(analysis, a.json));
     std::printf("wrote %s\n", a.json.c_str());
   }
   if (!a.html.empty()) {
     const std::string title = "git-zipnn analysis of " + (on_disk ? std::to_string(a.paths.size()) + " checkpoints"
                                                                   : a.paths[0]);
     const std::string page = analyze::HtmlReport(analysis, title);
-    ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(a.html, /*overwrite=*/true));
-    RETURN_IF_ERROR(out.Append(page.data(), page.size()));
-    RETURN_IF_ERROR(out.CommitUnsynced());
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(a.html, /*overwrite=*/true));
+    ZIPNN_RETURN_IF_ERROR(out.Append(page.data(), page.size()));
+    ZIPNN_RETURN_IF_ERROR(out.CommitUnsynced());
     std::printf("wrote %s\n", a.html.c_str());
   }
   return OkStatus();

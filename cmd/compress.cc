@@ -53,10 +53,10 @@ Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const Rea
   }
   std::optional<formats::FormatChoice> choice = formats::ParseFormatChoice(a.format);
   if (!choice) return InvalidArgument("unknown format '" + a.format + "' (one of: auto, safetensors, pytorch, raw)");
-  ASSIGN_OR_RETURN(formats::FileLayout file, formats::ReadLayout(input, *choice));
+  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout file, formats::ReadLayout(input, *choice));
   for (const std::string& w : file.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (base != nullptr) {
-    ASSIGN_OR_RETURN(formats::FileLayout base_file, formats::ReadLayout(*base, *choice));
+    ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout base_file, formats::ReadLayout(*base, *choice));
     for (const std::string& w : base_file.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     plan.layout = formats::ToDeltaRegions(file, base_file);
   } else {
@@ -73,30 +73,30 @@ Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const Rea
 }
 
 Status RunCompress(const CompressArgs& a) {
-  ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(a.input));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(a.input));
   std::optional<codec::CoderPolicy> policy = codec::ParseCoderPolicy(a.coder);
   if (!policy) return InvalidArgument("unknown coder '" + a.coder + "' (one of: auto, huffman, rans, sparse, zstd, raw)");
 
   std::optional<ReadFile> base_file;
   container::DeltaBase base;
   if (!a.base.empty()) {
-    ASSIGN_OR_RETURN(base_file, ReadFile::Open(a.base));
-    ASSIGN_OR_RETURN(base.id, HashSource(*base_file));
+    ZIPNN_ASSIGN_OR_RETURN(base_file, ReadFile::Open(a.base));
+    ZIPNN_ASSIGN_OR_RETURN(base.id, HashSource(*base_file));
     base.source = &*base_file;
   }
-  ASSIGN_OR_RETURN(Plan plan, PlanRegions(a, input, base_file ? &*base_file : nullptr));
+  ZIPNN_ASSIGN_OR_RETURN(Plan plan, PlanRegions(a, input, base_file ? &*base_file : nullptr));
   const container::Layout& layout = plan.layout;
 
   const std::string out_path = a.output.empty() ? a.input + kObjectSuffix : a.output;
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(out_path, a.force));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(out_path, a.force));
   container::EncodeOptions options;
   options.chunk_size = a.chunk_size;
   options.threads = a.threads;
   options.zstd_level = a.level;
   options.policy = *policy;
-  ASSIGN_OR_RETURN(container::EncodeResult r,
+  ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
                    container::EncodeObject(input, layout, base_file ? &base : nullptr, options, out));
-  RETURN_IF_ERROR(out.Commit());
+  ZIPNN_RETURN_IF_ERROR(out.Commit());
   if (!a.quiet) {
     std::printf("%s -> %s: %s -> %s (%s), %s%s\n", a.input.c_str(), out_path.c_str(),
                 HumanBytes(r.raw_size).c_str(), HumanBytes(r.object_size).c_str(),

@@ -40,20 +40,20 @@ Status Decode(const DecompressArgs& a, const ByteSource& object, const container
   if (a.output == "-") {
     StdoutSink out;
     Status st = container::DecodeObject(object, info, base, options, out);
-    RETURN_IF_ERROR(check());
+    ZIPNN_RETURN_IF_ERROR(check());
     return st;
   }
-  ASSIGN_OR_RETURN(std::string path, OutputPath(a));
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, a.force));
+  ZIPNN_ASSIGN_OR_RETURN(std::string path, OutputPath(a));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, a.force));
   Status st = container::DecodeObject(object, info, base, options, out);
-  RETURN_IF_ERROR(check());
-  RETURN_IF_ERROR(st);
+  ZIPNN_RETURN_IF_ERROR(check());
+  ZIPNN_RETURN_IF_ERROR(st);
   return out.Commit();  // only verified bytes ever appear under the name
 }
 
 Status RunDecompress(const DecompressArgs& a) {
-  ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(a.input));
-  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(a.input));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   if (info.header.kind != container::ObjectKind::kDelta) {
     if (!a.base.empty()) return InvalidArgument(a.input + ": is a standalone object; it takes no --base");
     return Decode(a, object, info, nullptr, [] { return OkStatus(); });
@@ -62,7 +62,7 @@ Status RunDecompress(const DecompressArgs& a) {
     return InvalidArgument(a.input + ": is a delta against " + info.header.base_id.Hex() +
                            "; give that checkpoint with --base");
   }
-  ASSIGN_OR_RETURN(ReadFile base, ReadFile::Open(a.base));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile base, ReadFile::Open(a.base));
   auto right_base = [&](const Result<ContentId>& id) -> Status {
     if (!id.ok()) return id.status();
     if (*id == info.header.base_id) return OkStatus();
@@ -73,7 +73,7 @@ Status RunDecompress(const DecompressArgs& a) {
   // rather than before it, which would be a serial pass over the whole base.
   // The output is committed only if both succeed.
   if (a.threads == 1 || ThreadPool::DefaultThreads() == 1) {
-    RETURN_IF_ERROR(right_base(HashSource(base)));
+    ZIPNN_RETURN_IF_ERROR(right_base(HashSource(base)));
     return Decode(a, object, info, &base, [] { return OkStatus(); });
   }
   std::future<Result<ContentId>> hashing = std::async(std::launch::async, [&base] { return HashSource(base); });

@@ -34,7 +34,7 @@ bool IsRevisionSpec(const std::string& arg) { return arg.find(':') != std::strin
 
 Result<Checkpoint> Resolve(const std::string& arg) {
   if (!IsRevisionSpec(arg)) return CheckpointInFile(arg);
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   const size_t colon = arg.find(':');
   return CheckpointAt(repo, arg.substr(0, colon), "./" + arg.substr(colon + 1));
 }
@@ -46,7 +46,7 @@ std::string Describe(const Opened& o) {
 
 Status PrintChanges(const Opened& before, const Opened& after, const DiffArgs& a) {
   ThreadPool pool(a.threads > 0 ? a.threads : ThreadPool::DefaultThreads());
-  ASSIGN_OR_RETURN(analyze::ScanResult scan, analyze::ScanTensors(*after->file, after->layout, before->file.get(),
+  ZIPNN_ASSIGN_OR_RETURN(analyze::ScanResult scan, analyze::ScanTensors(*after->file, after->layout, before->file.get(),
                                                                   &before->layout, nullptr, false, pool));
   std::fputs(analyze::DiffText(scan.tensors, a.all).c_str(), stdout);
   return OkStatus();
@@ -85,15 +85,15 @@ Status RunDiff(const DiffArgs& a) {
   if (a.driver) return RunDriver(a);
   Opened sides[2];
   if (a.args.size() == 3) {
-    ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+    ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     for (int s = 0; s < 2; ++s) {
-      ASSIGN_OR_RETURN(Checkpoint c, CheckpointAt(repo, a.args[s], "./" + a.args[2]));
-      ASSIGN_OR_RETURN(sides[s], OpenCheckpoint(std::move(c)));
+      ZIPNN_ASSIGN_OR_RETURN(Checkpoint c, CheckpointAt(repo, a.args[s], "./" + a.args[2]));
+      ZIPNN_ASSIGN_OR_RETURN(sides[s], OpenCheckpoint(std::move(c)));
     }
   } else if (a.args.size() == 2) {
     for (int s = 0; s < 2; ++s) {
-      ASSIGN_OR_RETURN(Checkpoint c, Resolve(a.args[s]));
-      ASSIGN_OR_RETURN(sides[s], OpenCheckpoint(std::move(c)));
+      ZIPNN_ASSIGN_OR_RETURN(Checkpoint c, Resolve(a.args[s]));
+      ZIPNN_ASSIGN_OR_RETURN(sides[s], OpenCheckpoint(std::move(c)));
     }
   } else {
     return InvalidArgument("give two checkpoints (files or <rev>:<path>), or two revisions and a path");
@@ -112,12 +112,12 @@ Status RunTextconv(const std::string& file, int threads) {
     std::printf("git-zipnn: cannot show this checkpoint: %s\n", checkpoint.status().message().c_str());
     return OkStatus();
   }
-  ASSIGN_OR_RETURN(Opened o, OpenCheckpoint(std::move(*checkpoint)));
-  ASSIGN_OR_RETURN(ContentId id, HashSource(*o->file));
+  ZIPNN_ASSIGN_OR_RETURN(Opened o, OpenCheckpoint(std::move(*checkpoint)));
+  ZIPNN_ASSIGN_OR_RETURN(ContentId id, HashSource(*o->file));
   std::printf("checkpoint %s: %" PRIu64 " bytes, %s, %zu tensors\n", id.Hex().c_str(), o->file->size(),
               formats::FormatName(o->layout.format), o->layout.tensors.size());
   ThreadPool pool(threads > 0 ? threads : ThreadPool::DefaultThreads());
-  ASSIGN_OR_RETURN(std::vector<analyze::TensorSummary> tensors, analyze::SummarizeTensors(*o->file, o->layout, pool));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<analyze::TensorSummary> tensors, analyze::SummarizeTensors(*o->file, o->layout, pool));
   for (const analyze::TensorSummary& t : tensors) {
     const std::string shape = analyze::JoinDims(t.tensor.shape, ",");
     std::printf("%s %s [%s] hash %.16s", t.tensor.name.c_str(), std::string(codec::DTypeName(t.tensor.dtype)).c_str(),

@@ -40,9 +40,9 @@ void Row(const char* what, const Tally& t, const std::string& note) {
 }
 
 Status RunDu() {
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   Tally objects, unfinished;
-  ASSIGN_OR_RETURN(std::vector<store::ObjectStore::Entry> listed, repo.objects.List());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<store::ObjectStore::Entry> listed, repo.objects.List());
   for (const auto& e : listed) (e.id ? objects : unfinished).Add(e.size);
   Tally cache;
   for (const auto& e : store::RawCache(repo.cache_dir, repo.policy.raw_cache).List()) cache.Add(e.size);
@@ -50,7 +50,7 @@ Status RunDu() {
   const std::string zipnn_dir = repo.temp_dir.substr(0, repo.temp_dir.rfind('/'));
   const Tally legacy = FilesUnder(zipnn_dir + "/series");
   Tally work_tree;
-  ASSIGN_OR_RETURN(std::vector<std::string> tracked, TrackedPaths());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, TrackedPaths());
   for (const std::string& path : tracked) {
     struct stat st;
     if (::stat((repo.work_dir + "/" + path).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {

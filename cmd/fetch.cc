@@ -25,14 +25,14 @@ struct FetchArgs {
 };
 
 Status Fetch(const store::Repository& repo, const FetchArgs& a) {
-  ASSIGN_OR_RETURN(std::string remote, RemoteOrDefault(a.remote));
-  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ZIPNN_ASSIGN_OR_RETURN(std::string remote, RemoteOrDefault(a.remote));
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   FoundPointers found;
   if (a.all) {
-    ASSIGN_OR_RETURN(found, git::FindPointersIn(git_repo, {"--all"}));
+    ZIPNN_ASSIGN_OR_RETURN(found, git::FindPointersIn(git_repo, {"--all"}));
   } else {
     const std::vector<std::string> revs = a.refs.empty() ? std::vector<std::string>{"HEAD"} : a.refs;
-    ASSIGN_OR_RETURN(found, git::FindPointersInTrees(git_repo, revs));
+    ZIPNN_ASSIGN_OR_RETURN(found, git::FindPointersInTrees(git_repo, revs));
   }
   return FetchPointers(repo, remote, found, a.quiet);
 }
@@ -41,15 +41,15 @@ Status Fetch(const store::Repository& repo, const FetchArgs& a) {
 // lacks, costs only the files that need it; they stay pointers, are named,
 // and the exit code says so.
 Status RunPull(const FetchArgs& a) {
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   Status fetched = Fetch(repo, a);
   if (!fetched.ok()) std::fprintf(stderr, "git-zipnn pull: %s\n", fetched.message().c_str());
-  ASSIGN_OR_RETURN(std::string top, git::TopLevel());
-  ASSIGN_OR_RETURN(std::vector<std::string> paths, TrackedPaths());
+  ZIPNN_ASSIGN_OR_RETURN(std::string top, git::TopLevel());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> paths, TrackedPaths());
   // What the index names for each path: a restored file that is that
   // version has its index record brought up to date.
-  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  ASSIGN_OR_RETURN(std::vector<git::FileEntry> entries, git_repo.IndexFiles());
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<git::FileEntry> entries, git_repo.IndexFiles());
   std::map<std::string, ContentId> staged;
   for (const git::FileEntry& e : entries) {
     auto pointer = git::PointerInBlob(git_repo, e.blob);
@@ -61,11 +61,11 @@ Status RunPull(const FetchArgs& a) {
     const std::string file = top + "/" + path;
     if (!FileExists(file)) continue;  // deleted in the work tree
     Status s = [&]() -> Status {
-      ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, PointerInFile(file));
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, PointerInFile(file));
       if (!pointer) return OkStatus();
-      ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file, /*overwrite=*/true));
-      RETURN_IF_ERROR(RestoreFetching(repo, *pointer, path, out));
-      RETURN_IF_ERROR(out.Commit());
+      ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file, /*overwrite=*/true));
+      ZIPNN_RETURN_IF_ERROR(RestoreFetching(repo, *pointer, path, out));
+      ZIPNN_RETURN_IF_ERROR(out.Commit());
       auto in_index = staged.find(path);
       if (in_index != staged.end() && in_index->second == pointer->id) restored.push_back(path);
       if (!a.quiet) std::printf("%s: restored %s\n", path.c_str(), pointer->id.Hex().c_str());
@@ -99,7 +99,7 @@ Action SetupFetch(CLI::App& sub) {
   auto a = std::make_shared<FetchArgs>();
   AddFetchOptions(sub, *a);
   return [a]() -> Status {
-    ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+    ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     return Fetch(repo, *a);
   };
 }

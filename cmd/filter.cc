@@ -71,7 +71,7 @@ Action SingleFile(CLI::App& sub) {
   sub.add_option("path", *path, "The file's path in the work tree (git's %f)")->required();
   return [path]() -> Status {
     EnsureHook();
-    ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+    ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     filters::SmudgeOptions smudge = SmudgeFor(repo);
     std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
     filters::CheckpointFilter filter(std::move(repo), std::move(series), std::move(smudge));
@@ -90,7 +90,7 @@ Action SetupSmudge(CLI::App& sub) { return SingleFile<false>(sub); }
 Action SetupFilterProcess(CLI::App&) {
   return []() -> Status {
     EnsureHook();
-    ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+    ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     filters::SmudgeOptions smudge = SmudgeFor(repo);
     std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
     filters::CheckpointFilter filter(std::move(repo), std::move(series), std::move(smudge));

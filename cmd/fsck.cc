@@ -31,8 +31,8 @@ struct FsckArgs {
 
 // fsck --remote: the remote's store, not this one (cmd/remotes.h CheckRemote).
 Status RunFsckRemote(const FsckArgs& a, const store::Repository& repo, const FoundPointers& found) {
-  ASSIGN_OR_RETURN(std::string remote, RemoteOrDefault(*a.remote));
-  ASSIGN_OR_RETURN(RemoteCheck check, CheckRemote(repo, remote, found));
+  ZIPNN_ASSIGN_OR_RETURN(std::string remote, RemoteOrDefault(*a.remote));
+  ZIPNN_ASSIGN_OR_RETURN(RemoteCheck check, CheckRemote(repo, remote, found));
   for (const auto& [place, what] : check.problems) {
     std::printf("%s at %.10s: %s\n", place->path.c_str(), place->rev.c_str(), what.c_str());
   }
@@ -55,9 +55,9 @@ struct Problem {
 // Tracked files that the index holds whole instead of as pointers: added
 // before the filter was installed (`track` first, `install` later).
 Status FindHeldWhole(const git::Repository& git_repo, std::vector<Problem>& problems) {
-  ASSIGN_OR_RETURN(std::vector<std::string> tracked, TrackedPaths());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, TrackedPaths());
   if (tracked.empty()) return OkStatus();
-  ASSIGN_OR_RETURN(std::vector<git::FileEntry> staged, git_repo.IndexFiles());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<git::FileEntry> staged, git_repo.IndexFiles());
   std::map<std::string, git::Oid> blobs;
   for (const git::FileEntry& f : staged) blobs.emplace(f.path, f.blob);
   for (const std::string& path : tracked) {
@@ -73,10 +73,10 @@ Status FindHeldWhole(const git::Repository& git_repo, std::vector<Problem>& prob
 }
 
 Status RunFsck(const FsckArgs& a) {
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
-  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, a.all));
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, a.all));
   if (a.remote) return RunFsckRemote(a, repo, found);
   // Each distinct checkpoint once, with the first place that points at it.
   std::map<std::string, std::pair<store::Pointer, Place>> checkpoints;
@@ -85,7 +85,7 @@ Status RunFsck(const FsckArgs& a) {
   for (const auto& [pointer, place] : found.pointers) {
     checkpoints.emplace(pointer.id.Hex(), std::make_pair(pointer, place));
   }
-  RETURN_IF_ERROR(FindHeldWhole(git_repo, problems));
+  ZIPNN_RETURN_IF_ERROR(FindHeldWhole(git_repo, problems));
   const size_t pointers = found.pointers.size() + found.damaged.size();
   {
     Progress progress("git-zipnn fsck", checkpoints.size());

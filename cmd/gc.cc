@@ -93,7 +93,7 @@ bool Names(const std::string& given, const std::string& user) {
 Result<size_t> NeedOthers(const store::Repository& repo, const std::string& own_git_dir,
                           const std::vector<std::string>& forget, bool dry_run, std::set<std::string>& needed,
                           std::map<std::string, std::string>& unreadable) {
-  ASSIGN_OR_RETURN(std::vector<std::string> users, repo.objects.Users());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> users, repo.objects.Users());
   auto forgotten = [&](const std::string& user) {
     return std::any_of(forget.begin(), forget.end(), [&](const std::string& f) { return Names(f, user); });
   };
@@ -113,7 +113,7 @@ Result<size_t> NeedOthers(const store::Repository& repo, const std::string& own_
     if (other.ok()) {
       auto configured = git::ConfigGet("zipnn.storepath", user);
       if (configured.ok() && !SameFolder(*configured ? **configured : user + "/zipnn/objects", repo.objects.root())) {
-        if (!dry_run) RETURN_IF_ERROR(repo.objects.ForgetUser(user));  // it moved to another store
+        if (!dry_run) ZIPNN_RETURN_IF_ERROR(repo.objects.ForgetUser(user));  // it moved to another store
         continue;
       }
       if (forgotten(user)) {
@@ -131,7 +131,7 @@ Result<size_t> NeedOthers(const store::Repository& repo, const std::string& own_
       other = found.status();
     }
     if (forgotten(user)) {
-      if (!dry_run) RETURN_IF_ERROR(repo.objects.ForgetUser(user));
+      if (!dry_run) ZIPNN_RETURN_IF_ERROR(repo.objects.ForgetUser(user));
       std::fprintf(stderr, "git-zipnn gc: %s %s; what only it needed %s\n", dry_run ? "would forget" : "forgot",
                    user.c_str(), dry_run ? "would go" : "goes now");
       continue;
@@ -164,28 +164,28 @@ std::vector<std::string> OldScratch(const std::string& dir, int64_t before) {
 
 Status RunGc(const GcArgs& a) {
   if (a.keep_recent_days < 0) return InvalidArgument("--keep-recent must not be negative");
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  ASSIGN_OR_RETURN(store::StoreLock lock, repo.objects.Lock(store::StoreLock::Mode::kExclusive, [] {
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::StoreLock lock, repo.objects.Lock(store::StoreLock::Mode::kExclusive, [] {
     std::fprintf(stderr, "git-zipnn gc: waiting for running adds to finish\n");
   }));
   const int64_t started = static_cast<int64_t>(std::time(nullptr));
   const int64_t cutoff = started - static_cast<int64_t>(a.keep_recent_days * 86400);
 
   // First put back what an interrupted gc left aside.
-  ASSIGN_OR_RETURN(std::vector<store::ObjectStore::Entry> listed, repo.objects.List());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<store::ObjectStore::Entry> listed, repo.objects.List());
   for (const auto& e : listed) {
     if (!EndsWith(e.path, kDoomedSuffix) || a.dry_run) continue;
     const std::string object = e.path.substr(0, e.path.size() - (sizeof kDoomedSuffix - 1));
     if (::link(e.path.c_str(), object.c_str()) == 0 || errno == EEXIST) ::unlink(e.path.c_str());
   }
-  ASSIGN_OR_RETURN(listed, repo.objects.List());
+  ZIPNN_ASSIGN_OR_RETURN(listed, repo.objects.List());
 
   std::set<std::string> needed;
   std::map<std::string, std::string> unreadable;
-  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, /*all=*/true));
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, /*all=*/true));
   for (const auto& [pointer, place] : found.pointers) NeedChain(repo, pointer.id, needed, unreadable);
-  ASSIGN_OR_RETURN(size_t others, NeedOthers(repo, git_repo.common_dir(), a.forget, a.dry_run, needed, unreadable));
+  ZIPNN_ASSIGN_OR_RETURN(size_t others, NeedOthers(repo, git_repo.common_dir(), a.forget, a.dry_run, needed, unreadable));
   for (const auto& e : listed) {
     if (e.id && e.mtime >= cutoff) NeedChain(repo, *e.id, needed, unreadable);
   }

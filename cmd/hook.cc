@@ -56,7 +56,7 @@ std::optional<std::string> HooksFolder() {
 Status InstallHook() {
   std::optional<std::string> dir = HooksFolder();
   if (!dir) return OkStatus();
-  RETURN_IF_ERROR(MakeDirectories(*dir));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(*dir));
   const std::string hook = *dir + "/pre-push", chained = *dir + "/" + kChained;
   if (FileExists(hook) && !IsOurHook(hook)) {
     if (FileExists(chained)) {
@@ -66,9 +66,9 @@ Status InstallHook() {
     if (::rename(hook.c_str(), chained.c_str()) != 0) return IoError(hook + ": cannot move it aside");
     std::printf("kept the pre-push hook that was there as %s; it runs after git-zipnn's\n", chained.c_str());
   }
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(hook, /*overwrite=*/true));
-  RETURN_IF_ERROR(out.Append(kHook, sizeof kHook - 1));
-  RETURN_IF_ERROR(out.Commit());
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(hook, /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(out.Append(kHook, sizeof kHook - 1));
+  ZIPNN_RETURN_IF_ERROR(out.Commit());
   if (::chmod(hook.c_str(), 0755) != 0) return IoError(hook + ": cannot make it executable");
   std::printf("pre-push hook installed in %s\n", dir->c_str());
   return OkStatus();
@@ -101,10 +101,10 @@ void EnsureHook() {
     return;
   }
   Status written = [&]() -> Status {
-    RETURN_IF_ERROR(MakeDirectories(*dir));
-    ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(hook, /*overwrite=*/false));
-    RETURN_IF_ERROR(out.Append(kHook, sizeof kHook - 1));
-    RETURN_IF_ERROR(out.Commit());
+    ZIPNN_RETURN_IF_ERROR(MakeDirectories(*dir));
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(hook, /*overwrite=*/false));
+    ZIPNN_RETURN_IF_ERROR(out.Append(kHook, sizeof kHook - 1));
+    ZIPNN_RETURN_IF_ERROR(out.Commit());
     if (::chmod(hook.c_str(), 0755) != 0) return IoError(hook + ": cannot make it executable");
     return OkStatus();
   }();

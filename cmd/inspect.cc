@@ -11,9 +11,9 @@
 namespace zipnn::cmd {
 
 Status PrintObjectReport(const std::string& path) {
-  ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(path));
-  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
-  ASSIGN_OR_RETURN(std::vector<container::RegionStats> stats, container::ScanObject(object, info));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(path));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<container::RegionStats> stats, container::ScanObject(object, info));
   const container::ObjectHeader& h = info.header;
 
   std::printf("object       %s\n", path.c_str());

@@ -36,10 +36,10 @@ Action SetupInstall(CLI::App& sub) {
   sub.add_flag("--global", level->global, "In your ~/.gitconfig (the default)");
   sub.add_flag("--system", level->system, "For every user of this machine");
   return [level]() -> Status {
-    ASSIGN_OR_RETURN(std::string flag, level->Flag());
+    ZIPNN_ASSIGN_OR_RETURN(std::string flag, level->Flag());
     // Setting a key again to the same value changes nothing: idempotent.
     for (const ConfigEntry& e : kFilterConfig) {
-      ASSIGN_OR_RETURN(std::string ignored, git::GitOutput({"config", flag, e.key, e.value}));
+      ZIPNN_ASSIGN_OR_RETURN(std::string ignored, git::GitOutput({"config", flag, e.key, e.value}));
       (void)ignored;
     }
     std::printf("git-zipnn filter installed (%s)\n", flag.c_str() + 2);
@@ -53,9 +53,9 @@ Action SetupUninstall(CLI::App& sub) {
   sub.add_flag("--global", level->global, "From your ~/.gitconfig (the default)");
   sub.add_flag("--system", level->system, "From the machine's configuration");
   return [level]() -> Status {
-    ASSIGN_OR_RETURN(std::string flag, level->Flag());
+    ZIPNN_ASSIGN_OR_RETURN(std::string flag, level->Flag());
     for (const ConfigEntry& e : kFilterConfig) {
-      ASSIGN_OR_RETURN(git::GitRun run, git::RunGit({"config", flag, "--unset-all", e.key}));
+      ZIPNN_ASSIGN_OR_RETURN(git::GitRun run, git::RunGit({"config", flag, "--unset-all", e.key}));
       if (run.exit_code != 0 && run.exit_code != 5) {  // 5: it was not set
         return Status(StatusCode::kGit, "git config " + flag + " --unset-all " + e.key + " failed: " + run.err);
       }

@@ -27,28 +27,28 @@ Result<std::vector<std::optional<git::Oid>>> BlobsAt(const git::Repository& git_
                                                      const std::string& path) {
   std::vector<std::optional<git::Oid>> blobs(commits.size());
   for (size_t i = 0; i < commits.size(); ++i) {
-    ASSIGN_OR_RETURN(blobs[i], git_repo.FileAt(commits[i].id, path));
+    ZIPNN_ASSIGN_OR_RETURN(blobs[i], git_repo.FileAt(commits[i].id, path));
   }
   return blobs;
 }
 
 Status RunLog(const LogArgs& a) {
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   std::vector<std::string> paths;
   if (a.paths.empty()) {
-    ASSIGN_OR_RETURN(paths, TrackedPaths());
+    ZIPNN_ASSIGN_OR_RETURN(paths, TrackedPaths());
   } else {
     for (const std::string& p : a.paths) {
-      ASSIGN_OR_RETURN(std::string full, TrackedPath(p));
+      ZIPNN_ASSIGN_OR_RETURN(std::string full, TrackedPath(p));
       paths.push_back(std::move(full));
     }
   }
   // HEAD's history once for every path, as `git log` walks it.
-  ASSIGN_OR_RETURN(std::optional<git::Oid> head, git_repo.ResolveCommit("HEAD"));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> head, git_repo.ResolveCommit("HEAD"));
   std::vector<git::CommitInfo> commits;
   if (head) {
-    ASSIGN_OR_RETURN(commits, git_repo.Commits({"HEAD"}));
+    ZIPNN_ASSIGN_OR_RETURN(commits, git_repo.Commits({"HEAD"}));
   }
   std::map<git::Oid, size_t> position;
   for (size_t i = 0; i < commits.size(); ++i) position.emplace(commits[i].id, i);
@@ -71,7 +71,7 @@ Status RunLog(const LogArgs& a) {
 
   nlohmann::ordered_json versions = nlohmann::ordered_json::array();
   for (const std::string& path : paths) {
-    ASSIGN_OR_RETURN(std::vector<std::optional<git::Oid>> blobs, BlobsAt(git_repo, commits, path));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::optional<git::Oid>> blobs, BlobsAt(git_repo, commits, path));
     uint64_t raw_total = 0, stored_total = 0;
     std::set<std::string> counted;
     if (!a.json) std::printf("%s\n", path.c_str());

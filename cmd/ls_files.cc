@@ -13,11 +13,11 @@ namespace zipnn::cmd {
 namespace {
 
 Status RunLsFiles(const std::string& rev) {
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  ASSIGN_OR_RETURN(std::optional<git::Oid> commit, git_repo.ResolveCommit(rev));
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> commit, git_repo.ResolveCommit(rev));
   if (!commit) return NotFound("unknown revision '" + rev + "' (not a branch, tag or commit in this repository)");
-  ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, git_repo.TreeFiles(*commit));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, git_repo.TreeFiles(*commit));
   uint64_t raw_total = 0, stored_total = 0;
   int count = 0;
   for (const git::FileEntry& file : files) {

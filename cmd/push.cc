@@ -26,13 +26,13 @@ struct PushArgs {
 };
 
 Status RunPush(const PushArgs& a) {
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  ASSIGN_OR_RETURN(std::string remote, RemoteOrDefault(a.remote));
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(std::string remote, RemoteOrDefault(a.remote));
   std::vector<std::string> revs = a.refs;
   if (a.all) revs = {"--all"};
   if (revs.empty()) revs = {"HEAD"};
-  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, revs));
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, revs));
   return PushPointers(repo, remote, found, a.quiet);
 }
 
@@ -45,7 +45,7 @@ bool IsRemoteName(const std::string& name) {
 // <remote oid>" per ref it is about to push; the commits to look at are
 // the local ones the remote does not have yet.
 Status RunPrePush(const std::string& remote) {
-  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   std::vector<std::string> revs;
   for (std::string line; std::getline(std::cin, line);) {
     std::istringstream fields(line);
@@ -62,8 +62,8 @@ Status RunPrePush(const std::string& remote) {
     revs.push_back("--not");
     revs.push_back("--remotes=" + remote);
   }
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, revs));
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, revs));
   if (found.pointers.empty()) return OkStatus();
   Status pushed = PushPointers(repo, remote, found, /*quiet=*/false);
   if (!pushed.ok()) {

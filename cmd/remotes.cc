@@ -29,7 +29,7 @@ Result<std::vector<std::string>> SshCommand(const remote::SshTarget& t, const st
   if (const char* env = std::getenv("GIT_SSH_COMMAND"); env != nullptr && *env != '\0') {
     line = env;
   } else {
-    ASSIGN_OR_RETURN(line, git::ConfigGet("core.sshCommand"));
+    ZIPNN_ASSIGN_OR_RETURN(line, git::ConfigGet("core.sshCommand"));
   }
   const char* program = std::getenv("GIT_SSH");
   return remote::SshArgv(t, remote_command, line, program != nullptr ? program : "");
@@ -43,7 +43,7 @@ Result<double> RemoteTimeout() {
   if (env != nullptr && *env != '\0') {
     text = env;
   } else {
-    ASSIGN_OR_RETURN(text, git::ConfigGet("zipnn.timeout"));
+    ZIPNN_ASSIGN_OR_RETURN(text, git::ConfigGet("zipnn.timeout"));
   }
   if (!text) return store::kDefaultTimeout;
   char* end = nullptr;
@@ -59,15 +59,15 @@ Result<double> RemoteTimeout() {
 // store of the repository at the path (`repository`), or the folder.
 Result<std::unique_ptr<store::RemoteStore>> SshStore(const std::string& url, const remote::SshTarget& t, bool repository,
                                                       const std::string& remote) {
-  ASSIGN_OR_RETURN(std::optional<std::string> serve, git::ConfigGet("remote." + remote + ".zipnnserve"));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> serve, git::ConfigGet("remote." + remote + ".zipnnserve"));
   const std::string remote_command = (serve ? *serve : std::string("git-zipnn")) + " serve-store " +
                                      (repository ? "--repository " : "") + remote::ShellQuote(t.path);
-  ASSIGN_OR_RETURN(std::vector<std::string> argv, SshCommand(t, remote_command));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> argv, SshCommand(t, remote_command));
   store::StoreConnector connect = [argv]() -> Result<std::unique_ptr<Channel>> {
-    ASSIGN_OR_RETURN(std::unique_ptr<Process> ssh, Process::Start(argv));
+    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<Process> ssh, Process::Start(argv));
     return std::unique_ptr<Channel>(std::move(ssh));
   };
-  ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
+  ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
   return store::ServedRemote(url, std::move(connect),
                              "if ssh connected, is git-zipnn on the PATH there? remote." + remote +
                                  ".zipnnserve names the program to run",
@@ -80,17 +80,17 @@ Result<std::unique_ptr<store::RemoteStore>> SshStore(const std::string& url, con
 // upload parts, and credentials from the AWS sources.
 Result<std::unique_ptr<store::RemoteStore>> S3Store(const std::string& url, const std::string& remote) {
   s3::Options o;
-  ASSIGN_OR_RETURN(o.location, s3::ParseUrl(url));
+  ZIPNN_ASSIGN_OR_RETURN(o.location, s3::ParseUrl(url));
   const std::string key = "remote." + remote + ".zipnn";
-  ASSIGN_OR_RETURN(std::optional<std::string> endpoint, git::ConfigGet(key + "endpoint"));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> endpoint, git::ConfigGet(key + "endpoint"));
   for (const char* name : {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}) {
     const char* env = std::getenv(name);
     if (!endpoint && env != nullptr && *env != '\0') endpoint = env;
   }
   o.endpoint = endpoint.value_or("");
-  ASSIGN_OR_RETURN(std::optional<std::string> region, git::ConfigGet(key + "region"));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> region, git::ConfigGet(key + "region"));
   o.region = region ? *region : s3::FindRegion();
-  ASSIGN_OR_RETURN(git::GitRun part, git::RunGit({"config", "--type=int", "--get", key + "partsize"}));
+  ZIPNN_ASSIGN_OR_RETURN(git::GitRun part, git::RunGit({"config", "--type=int", "--get", key + "partsize"}));
   if (part.exit_code == 0) {
     const long long size = std::atoll(part.out.c_str());
     if (size < (5 << 20)) return InvalidArgument(key + "partsize must be at least 5m (S3's smallest part)");
@@ -98,8 +98,8 @@ Result<std::unique_ptr<store::RemoteStore>> S3Store(const std::string& url, cons
   } else if (part.exit_code != 1) {  // 1: not set
     return InvalidArgument(key + "partsize: " + part.err);
   }
-  ASSIGN_OR_RETURN(o.timeout, RemoteTimeout());
-  ASSIGN_OR_RETURN(o.credentials, s3::FindCredentials());
+  ZIPNN_ASSIGN_OR_RETURN(o.timeout, RemoteTimeout());
+  ZIPNN_ASSIGN_OR_RETURN(o.credentials, s3::FindCredentials());
   return s3::Remote(url, std::move(o));
 }
 
@@ -109,7 +109,7 @@ Result<std::unique_ptr<store::RemoteStore>> StoreAt(const std::string& url, bool
                                                      const std::string& remote) {
   const std::string fix = "set remote." + remote + ".zipnnurl to a shared folder (docs/remotes.md)";
   if (StartsWith(url, "s3://")) return S3Store(url, remote);
-  ASSIGN_OR_RETURN(std::optional<remote::SshTarget> ssh, remote::ParseSshUrl(url));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<remote::SshTarget> ssh, remote::ParseSshUrl(url));
   if (ssh) return SshStore(url, *ssh, repository, remote);
   std::string path = url;
   if (StartsWith(url, "file://")) {
@@ -123,7 +123,7 @@ Result<std::unique_ptr<store::RemoteStore>> StoreAt(const std::string& url, bool
     if (top.ok()) path = *top + "/" + path;
   }
   if (!repository) return store::FolderRemote(path);
-  ASSIGN_OR_RETURN(std::string root, StoreOfRepository(path));
+  ZIPNN_ASSIGN_OR_RETURN(std::string root, StoreOfRepository(path));
   return store::FolderRemote(root);
 }
 
@@ -155,26 +155,26 @@ Result<std::string> StoreOfRepository(const std::string& path) {
   } else {
     return NotFound(path + " is not a git repository, so it has no object store (set remote.<name>.zipnnurl)");
   }
-  ASSIGN_OR_RETURN(git_dir,
+  ZIPNN_ASSIGN_OR_RETURN(git_dir,
                    git::GitOutput({"--git-dir=" + git_dir, "rev-parse", "--path-format=absolute", "--git-common-dir"}));
-  ASSIGN_OR_RETURN(git::GitRun configured, git::RunGit({"--git-dir=" + git_dir, "config", "--get", "zipnn.storepath"}));
+  ZIPNN_ASSIGN_OR_RETURN(git::GitRun configured, git::RunGit({"--git-dir=" + git_dir, "config", "--get", "zipnn.storepath"}));
   std::string store = configured.out;
   while (!store.empty() && store.back() == '\n') store.pop_back();
   return configured.exit_code == 0 && !store.empty() ? store : git_dir + "/zipnn/objects";
 }
 
 Result<std::vector<std::string>> GitRemotes() {
-  ASSIGN_OR_RETURN(std::string listed, git::GitOutput({"remote"}));
+  ZIPNN_ASSIGN_OR_RETURN(std::string listed, git::GitOutput({"remote"}));
   return Lines(listed);
 }
 
 Result<std::string> DefaultRemote() {
   auto branch = git::GitOutput({"symbolic-ref", "-q", "--short", "HEAD"});
   if (branch.ok()) {
-    ASSIGN_OR_RETURN(std::optional<std::string> upstream, git::ConfigGet("branch." + *branch + ".remote"));
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> upstream, git::ConfigGet("branch." + *branch + ".remote"));
     if (upstream && *upstream != ".") return *upstream;
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> remotes, GitRemotes());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> remotes, GitRemotes());
   for (const std::string& r : remotes) {
     if (r == "origin") return r;
   }
@@ -189,9 +189,9 @@ Result<std::string> RemoteOrDefault(const std::string& named) {
 }
 
 Result<std::unique_ptr<store::RemoteStore>> OpenRemoteStore(const std::string& remote) {
-  ASSIGN_OR_RETURN(std::optional<std::string> zipnn_url, git::ConfigGet("remote." + remote + ".zipnnurl"));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> zipnn_url, git::ConfigGet("remote." + remote + ".zipnnurl"));
   if (zipnn_url) return StoreAt(*zipnn_url, /*repository=*/false, remote);
-  ASSIGN_OR_RETURN(std::optional<std::string> url, git::ConfigGet("remote." + remote + ".url"));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> url, git::ConfigGet("remote." + remote + ".url"));
   return StoreAt(url ? *url : remote, /*repository=*/true, remote);  // a URL given in place of a name
 }
 
@@ -200,14 +200,14 @@ namespace {
 // Pushes (or fetches) the objects of `found`, then prints a summary line.
 Status Transfer(bool push, const store::Repository& repo, const std::string& remote, const FoundPointers& found,
                 bool quiet) {
-  ASSIGN_OR_RETURN(std::unique_ptr<store::RemoteStore> other, OpenRemoteStore(remote));
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<store::RemoteStore> other, OpenRemoteStore(remote));
   store::TransferReport report;
   {
     Progress progress(std::string("git-zipnn: ") + (push ? "push to " : "fetch from ") + remote, 0);
     store::TransferOptions options = OptionsShowing(progress, push ? "sent" : "received");
     for (const auto& [pointer, place] : found.pointers) options.raw_sizes[pointer.id] = pointer.size;
     const std::vector<ContentId> ids = Ids(found);
-    ASSIGN_OR_RETURN(report, push ? store::PushObjects(repo, *other, ids, options)
+    ZIPNN_ASSIGN_OR_RETURN(report, push ? store::PushObjects(repo, *other, ids, options)
                                   : store::FetchObjects(repo, *other, ids, options));
   }
   if (!quiet) {
@@ -241,10 +241,10 @@ Status FetchPointers(const store::Repository& repo, const std::string& remote, c
 }
 
 Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string& remote, const FoundPointers& found) {
-  ASSIGN_OR_RETURN(std::unique_ptr<store::RemoteStore> other, OpenRemoteStore(remote));
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<store::RemoteStore> other, OpenRemoteStore(remote));
   RemoteCheck check;
   check.where = other->where();
-  RETURN_IF_ERROR(MakeDirectories(repo.temp_dir));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(repo.temp_dir));
   std::string dir = repo.temp_dir + "/fsck-remote-XXXXXX";
   if (::mkdtemp(dir.data()) == nullptr) return IoError(dir + ": cannot create a scratch folder");
   const store::Repository scratch{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", repo.policy};
@@ -266,7 +266,7 @@ Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
-  ASSIGN_OR_RETURN(check.temporaries, other->RemoveOldTemporaries());
+  ZIPNN_ASSIGN_OR_RETURN(check.temporaries, other->RemoveOldTemporaries());
   return check;
 }
 

@@ -33,7 +33,7 @@ Result<size_t> RepackOne(const store::Repository& repo, const std::string& name,
   uint64_t before = 0, after = 0;
   std::printf("%s: %zu version%s\n", name.c_str(), versions.size(), versions.size() == 1 ? "" : "s");
   std::fflush(stdout);
-  RETURN_IF_ERROR(store::RepackSeries(repo, versions, [&](const store::RepackedVersion& v) {
+  ZIPNN_RETURN_IF_ERROR(store::RepackSeries(repo, versions, [&](const store::RepackedVersion& v) {
     const std::string label = v.version.path + " " + v.version.id.Hex().substr(0, 12);
     if (v.missing) {
       ++missing;
@@ -64,7 +64,7 @@ Result<size_t> RepackOne(const store::Repository& repo, const std::string& name,
 }
 
 Status RunRepack(const RepackArgs& a) {
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   const config::Policy configured = repo.policy;
   if (a.base_interval > 0) {
     // max_chain follows the interval unless .zipnn.yaml sets another.
@@ -75,15 +75,15 @@ Status RunRepack(const RepackArgs& a) {
   if (a.max_chain >= 0) repo.policy.max_chain = static_cast<uint32_t>(a.max_chain);
   if (a.threads > 0) repo.policy.threads = a.threads;
   // Shared, as adds: a gc waits until the repack is done.
-  ASSIGN_OR_RETURN(store::StoreLock lock, repo.objects.Lock(store::StoreLock::Mode::kShared, [] {
+  ZIPNN_ASSIGN_OR_RETURN(store::StoreLock lock, repo.objects.Lock(store::StoreLock::Mode::kShared, [] {
     std::fprintf(stderr, "git-zipnn repack: waiting for a gc of the store to finish\n");
   }));
 
   // The series to repack, by name, each with its whole history as git
   // holds it (HEAD's history and the index), so a fresh clone or a
   // fetched store repacks like the repository that stored it.
-  ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, OpenSeries(repo));
-  ASSIGN_OR_RETURN(auto all, series->All());
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, OpenSeries(repo));
+  ZIPNN_ASSIGN_OR_RETURN(auto all, series->All());
   std::map<std::string, std::vector<store::Version>> chosen;
   if (a.paths.empty()) {
     chosen = std::move(all);
@@ -101,7 +101,7 @@ Status RunRepack(const RepackArgs& a) {
               repo.policy.max_chain);
   size_t failed = 0;
   for (const auto& [name, versions] : chosen) {
-    ASSIGN_OR_RETURN(size_t left, RepackOne(repo, name, versions));
+    ZIPNN_ASSIGN_OR_RETURN(size_t left, RepackOne(repo, name, versions));
     failed += left;
   }
   if (a.base_interval > 0 && a.base_interval != configured.base_interval) {

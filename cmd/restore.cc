@@ -41,10 +41,10 @@ Status CheckOverwrite(const RestoreArgs& a, const store::Pointer& restoring, con
   if (!a.output.empty()) {
     return InvalidArgument(target + " exists; restore does not write over it (pass --force to replace it)");
   }
-  ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, PointerInFile(target));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, PointerInFile(target));
   if (pointer) return OkStatus();  // a checkpoint not restored yet
-  ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(target));
-  ASSIGN_OR_RETURN(ContentId held, HashSource(file));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(target));
+  ZIPNN_ASSIGN_OR_RETURN(ContentId held, HashSource(file));
   if (held == restoring.id || (staged && held == staged->id)) return OkStatus();
   return InvalidArgument(target + " is not the version in the index, and may be work not saved anywhere; restoring " +
                          "would replace it. Commit or stash it first, restore to another file with -o, or pass " +
@@ -52,14 +52,14 @@ Status CheckOverwrite(const RestoreArgs& a, const store::Pointer& restoring, con
 }
 
 Status RunRestore(const RestoreArgs& a) {
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
   // "./path" makes git resolve the path from the current folder.
-  ASSIGN_OR_RETURN(store::Pointer pointer, PointerAt(a.rev + ":./" + a.path));
+  ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, PointerAt(a.rev + ":./" + a.path));
   const std::optional<store::Pointer> staged = a.output.empty() ? Staged(a.path) : std::nullopt;
-  RETURN_IF_ERROR(CheckOverwrite(a, pointer, staged));
+  ZIPNN_RETURN_IF_ERROR(CheckOverwrite(a, pointer, staged));
   const std::string target = a.output.empty() ? a.path : a.output;
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(target, /*overwrite=*/true));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(target, /*overwrite=*/true));
   Status restored;
   {
     Progress progress("git-zipnn: " + target, pointer.size);  // its line is cleared when done
@@ -67,8 +67,8 @@ Status RunRestore(const RestoreArgs& a) {
     ProgressSink sink(out, progress, "restoring");
     restored = RestoreFetching(repo, pointer, a.path, sink);
   }
-  RETURN_IF_ERROR(restored);
-  RETURN_IF_ERROR(out.Commit());  // only verified bytes reach the name
+  ZIPNN_RETURN_IF_ERROR(restored);
+  ZIPNN_RETURN_IF_ERROR(out.Commit());  // only verified bytes reach the name
   // The index never takes other content; when the restored bytes are
   // what it names, its record of the file is brought up to date so that
   // git status need not read the file again.

@@ -37,7 +37,7 @@ Result<std::string> ExpandHome(const std::string& path) {
 }
 
 Result<std::string> StoreRoot(const std::string& path, bool repository) {
-  ASSIGN_OR_RETURN(std::string where, ExpandHome(path));
+  ZIPNN_ASSIGN_OR_RETURN(std::string where, ExpandHome(path));
   if (!repository) return where;
   // git's own ssh transport also tries <path>.git.
   if (!FileExists(where) && FileExists(where + ".git")) where += ".git";

@@ -10,7 +10,7 @@ namespace zipnn::cmd {
 namespace {
 
 Status RunShow(const std::string& what) {
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   // A content id, or <rev>:<path> as git spells it.
   std::optional<ContentId> id = ContentId::FromHex(what);
   std::string why;  // for a base given as <rev>:<path>
@@ -18,7 +18,7 @@ Status RunShow(const std::string& what) {
     if (what.find(':') == std::string::npos) {
       return InvalidArgument(what + " is neither a content id (32 hex digits) nor <rev>:<path>");
     }
-    ASSIGN_OR_RETURN(store::Pointer pointer, PointerAt(what));
+    ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, PointerAt(what));
     std::printf("%s: %s, %llu bytes\n", what.c_str(), pointer.format.c_str(),
                 static_cast<unsigned long long>(pointer.size));
     id = pointer.id;
@@ -34,7 +34,7 @@ Status RunShow(const std::string& what) {
   }
   // The chain down to its base: what a checkout of this version decodes.
   std::printf("chain\n");
-  RETURN_IF_ERROR(store::VisitChain(repo, *id, [&](const store::ChainLink& link) {
+  ZIPNN_RETURN_IF_ERROR(store::VisitChain(repo, *id, [&](const store::ChainLink& link) {
     std::printf("  %*s%s %-5s %10s -> %10s %8s%s\n", 2 * link.depth, "", link.id.Hex().c_str(),
                 link.delta ? "delta" : "base", HumanBytes(link.raw_size).c_str(), HumanBytes(link.object_size).c_str(),
                 Percent(link.object_size, link.raw_size).c_str(),

@@ -23,10 +23,10 @@ Result<std::vector<std::string>> ReadLines(const std::string& path) {
 }
 
 Status WriteLines(const std::string& path, const std::vector<std::string>& lines) {
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
   for (const std::string& line : lines) {
-    RETURN_IF_ERROR(out.Append(line.data(), line.size()));
-    RETURN_IF_ERROR(out.Append("\n", 1));
+    ZIPNN_RETURN_IF_ERROR(out.Append(line.data(), line.size()));
+    ZIPNN_RETURN_IF_ERROR(out.Append("\n", 1));
   }
   return out.Commit();
 }
@@ -55,9 +55,9 @@ Action SetupTrack(CLI::App& sub) {
   auto patterns = std::make_shared<std::vector<std::string>>();
   sub.add_option("patterns", *patterns, "File patterns, as in .gitattributes (e.g. '*.safetensors')");
   return [patterns]() -> Status {
-    ASSIGN_OR_RETURN(std::string top, git::TopLevel());
+    ZIPNN_ASSIGN_OR_RETURN(std::string top, git::TopLevel());
     const std::string path = top + "/.gitattributes";
-    ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadLines(path));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadLines(path));
     if (patterns->empty()) {
       std::printf("Tracked patterns:\n");
       for (const std::string& line : lines) {
@@ -67,7 +67,7 @@ Action SetupTrack(CLI::App& sub) {
     }
     bool changed = false;
     for (const std::string& pattern : *patterns) {
-      RETURN_IF_ERROR(CheckPattern(pattern));
+      ZIPNN_RETURN_IF_ERROR(CheckPattern(pattern));
       bool present = false;
       for (const std::string& line : lines) present |= TrackedPattern(line) == pattern;
       if (present) {
@@ -78,7 +78,7 @@ Action SetupTrack(CLI::App& sub) {
       changed = true;
       std::printf("Tracking \"%s\"\n", pattern.c_str());
     }
-    if (changed) RETURN_IF_ERROR(WriteLines(path, lines));
+    if (changed) ZIPNN_RETURN_IF_ERROR(WriteLines(path, lines));
     WarnIfNotInstalled();
     return OkStatus();
   };
@@ -88,9 +88,9 @@ Action SetupUntrack(CLI::App& sub) {
   auto patterns = std::make_shared<std::vector<std::string>>();
   sub.add_option("patterns", *patterns, "Patterns to stop tracking")->required();
   return [patterns]() -> Status {
-    ASSIGN_OR_RETURN(std::string top, git::TopLevel());
+    ZIPNN_ASSIGN_OR_RETURN(std::string top, git::TopLevel());
     const std::string path = top + "/.gitattributes";
-    ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadLines(path));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadLines(path));
     std::vector<std::string> kept;
     for (const std::string& line : lines) {
       auto p = TrackedPattern(line);

@@ -30,8 +30,8 @@ const ConfigEntry kFilterConfig[6] = {
 };
 
 Result<store::Repository> OpenRepository() {
-  ASSIGN_OR_RETURN(std::string git_dir, git::GitDir());
-  ASSIGN_OR_RETURN(std::optional<std::string> configured, git::ConfigGet("zipnn.storepath"));
+  ZIPNN_ASSIGN_OR_RETURN(std::string git_dir, git::GitDir());
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> configured, git::ConfigGet("zipnn.storepath"));
   const std::string zipnn_dir = git_dir + "/zipnn";
   store::Repository repo{store::ObjectStore(configured ? *configured : zipnn_dir + "/objects"), zipnn_dir + "/tmp",
                          zipnn_dir + "/cache/raw", "", config::Policy{}};
@@ -54,8 +54,8 @@ Result<store::Repository> OpenRepository() {
 }
 
 Result<std::unique_ptr<git::SeriesVersions>> OpenSeries(const store::Repository& repo) {
-  ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ZIPNN_ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
   return std::make_unique<git::SeriesVersions>(std::move(git_repo), std::move(rules));
 }
 
@@ -106,9 +106,9 @@ Result<store::Pointer> PointerAt(const std::string& spec) {
   if (colon != std::string::npos && colon > 0 && repo.ok() && !repo->work_dir().empty()) {
     const std::string rev = spec.substr(0, colon);
     if (auto path = PathFromTop(*repo, spec.substr(colon + 1))) {
-      ASSIGN_OR_RETURN(std::optional<git::Oid> commit, repo->ResolveCommit(rev));
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> commit, repo->ResolveCommit(rev));
       if (!commit) return NotFound(spec + " is not in git (no revision '" + rev + "')");
-      ASSIGN_OR_RETURN(std::optional<git::Oid> blob, repo->FileAt(*commit, *path));
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> blob, repo->FileAt(*commit, *path));
       if (!blob) return NotFound(spec + " is not in git (no file " + *path + " at " + rev + ")");
       Result<std::optional<store::Pointer>> pointer = git::PointerInBlob(*repo, *blob);
       if (!pointer.ok()) {
@@ -135,10 +135,10 @@ namespace {
 
 // A checkpoint that `fill` writes into a scratch file in `dir`.
 Result<Checkpoint> ScratchCheckpoint(const std::string& dir, const std::function<Status(ByteSink&)>& fill) {
-  ASSIGN_OR_RETURN(TempFile scratch, TempFile::Create(dir, "version"));
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(scratch.path(), /*overwrite=*/true));
-  RETURN_IF_ERROR(fill(out));
-  RETURN_IF_ERROR(out.CommitUnsynced());
+  ZIPNN_ASSIGN_OR_RETURN(TempFile scratch, TempFile::Create(dir, "version"));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(scratch.path(), /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(fill(out));
+  ZIPNN_RETURN_IF_ERROR(out.CommitUnsynced());
   const std::string path = scratch.path();
   return Checkpoint{path, std::move(scratch)};
 }
@@ -153,25 +153,25 @@ Result<Checkpoint> CheckpointAt(const store::Repository& repo, const std::string
   }
   if (pointer.status().code() != StatusCode::kInvalidArgument) return pointer.status();
   // A file committed before it was tracked: git holds its bytes.
-  ASSIGN_OR_RETURN(git::GitRun blob, git::RunGit({"cat-file", "blob", spec}));
+  ZIPNN_ASSIGN_OR_RETURN(git::GitRun blob, git::RunGit({"cat-file", "blob", spec}));
   if (blob.exit_code != 0) return Status(StatusCode::kGit, "git cat-file blob " + spec + " failed: " + blob.err);
   return ScratchCheckpoint(repo.temp_dir, [&](ByteSink& out) { return out.Append(blob.out.data(), blob.out.size()); });
 }
 
 Result<std::optional<store::Pointer>> PointerInFile(const std::string& file) {
-  ASSIGN_OR_RETURN(ReadFile in, ReadFile::Open(file));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile in, ReadFile::Open(file));
   if (in.size() > store::kMaxPointerBytes) return std::optional<store::Pointer>();
   std::string text(in.size(), '\0');
-  RETURN_IF_ERROR(in.ReadAt(0, text.data(), text.size()));
+  ZIPNN_RETURN_IF_ERROR(in.ReadAt(0, text.data(), text.size()));
   if (!store::LooksLikePointer(text)) return std::optional<store::Pointer>();
-  ASSIGN_OR_RETURN(store::Pointer pointer, store::ParsePointer(text));
+  ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, store::ParsePointer(text));
   return std::optional<store::Pointer>(pointer);
 }
 
 Result<Checkpoint> CheckpointInFile(const std::string& file) {
-  ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, PointerInFile(file));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, PointerInFile(file));
   if (!pointer) return Checkpoint{file, std::nullopt};
-  ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   return ScratchCheckpoint(repo.temp_dir, [&](ByteSink& out) { return store::RestoreFile(repo, *pointer, file, out); });
 }
 
@@ -184,9 +184,9 @@ void RestageUnchanged(const std::vector<std::string>& paths, const std::string& 
 
 Result<std::shared_ptr<analyze::Input>> OpenCheckpoint(Checkpoint checkpoint) {
   auto input = std::make_shared<analyze::Input>();
-  ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(checkpoint.path));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(checkpoint.path));
   input->file = std::make_unique<ReadFile>(std::move(file));
-  ASSIGN_OR_RETURN(input->layout, formats::ReadLayout(*input->file, formats::FormatChoice::kAuto));
+  ZIPNN_ASSIGN_OR_RETURN(input->layout, formats::ReadLayout(*input->file, formats::FormatChoice::kAuto));
   input->scratch = std::move(checkpoint.scratch);
   return input;
 }
@@ -205,7 +205,7 @@ Result<std::vector<std::string>> TrackedPaths() {
 }
 
 Result<std::string> TrackedPath(const std::string& given) {
-  ASSIGN_OR_RETURN(std::vector<std::string> paths,
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> paths,
                    git::GitPaths({"ls-files", "-z", "--full-name", "--error-unmatch", "--", given}));
   if (paths.empty()) return Status(StatusCode::kGit, "git ls-files lists no file for " + given);
   return paths[0];

@@ -15,7 +15,7 @@ Result<std::string> ReadHead(ByteReader& in) {
   std::string head(store::kMaxPointerBytes + 1, '\0');
   size_t got = 0;
   while (got < head.size()) {
-    ASSIGN_OR_RETURN(size_t n, in.Read(head.data() + got, head.size() - got));
+    ZIPNN_ASSIGN_OR_RETURN(size_t n, in.Read(head.data() + got, head.size() - got));
     if (n == 0) break;
     got += n;
   }
@@ -34,16 +34,16 @@ bool HasConflictMarkers(const std::string& text) {
 Status Copy(ByteReader& in, ByteSink& out) {
   char buf[1 << 16];
   for (;;) {
-    ASSIGN_OR_RETURN(size_t n, in.Read(buf, sizeof buf));
+    ZIPNN_ASSIGN_OR_RETURN(size_t n, in.Read(buf, sizeof buf));
     if (n == 0) return OkStatus();
-    RETURN_IF_ERROR(out.Append(buf, n));
+    ZIPNN_RETURN_IF_ERROR(out.Append(buf, n));
   }
 }
 
 }  // namespace
 
 Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, ByteSink& out) {
-  ASSIGN_OR_RETURN(std::string head, ReadHead(content));
+  ZIPNN_ASSIGN_OR_RETURN(std::string head, ReadHead(content));
   if (head.size() <= store::kMaxPointerBytes && store::LooksLikePointer(head)) {
     // Cleaning a pointer gives the same pointer (after checking it). A
     // merge conflict in a pointer is refused rather than committed; any
@@ -65,33 +65,33 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   }
   // Spool to a file beside the store while hashing: the encoder needs
   // random access, and git streams the content only once.
-  ASSIGN_OR_RETURN(TempFile spool, TempFile::Create(repo_.temp_dir, "clean"));
+  ZIPNN_ASSIGN_OR_RETURN(TempFile spool, TempFile::Create(repo_.temp_dir, "clean"));
   Hasher hasher;
   Progress progress("git-zipnn: " + path, 0);
   {
-    ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(spool.path(), /*overwrite=*/true));
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(spool.path(), /*overwrite=*/true));
     ProgressSink spooled(file, progress, "reading");
     hasher.Update(head.data(), head.size());
-    RETURN_IF_ERROR(spooled.Append(head.data(), head.size()));
+    ZIPNN_RETURN_IF_ERROR(spooled.Append(head.data(), head.size()));
     char buf[1 << 16];
     for (;;) {
-      ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
+      ZIPNN_ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
       if (n == 0) break;
       hasher.Update(buf, n);
-      RETURN_IF_ERROR(spooled.Append(buf, n));
+      ZIPNN_RETURN_IF_ERROR(spooled.Append(buf, n));
     }
-    RETURN_IF_ERROR(file.CommitUnsynced());
+    ZIPNN_RETURN_IF_ERROR(file.CommitUnsynced());
   }
   const ContentId id = hasher.Finish();
   progress.Update("storing", 0);
   if (!lock_) {
-    ASSIGN_OR_RETURN(lock_, repo_.objects.Lock(store::StoreLock::Mode::kShared, [] {
+    ZIPNN_ASSIGN_OR_RETURN(lock_, repo_.objects.Lock(store::StoreLock::Mode::kShared, [] {
       std::fprintf(stderr, "git-zipnn: waiting for a gc of the store to finish\n");
     }));
   }
   const series::Placed placed = series_ ? series_->rules().Place(path) : series::Rules().Place(path);
   const store::NewVersion version{spool.path(), id, path, placed.name, placed.step};
-  ASSIGN_OR_RETURN(store::CheckedIn checked,
+  ZIPNN_ASSIGN_OR_RETURN(store::CheckedIn checked,
                    store::CheckIn(repo_, version, [&](bool deep) -> Result<std::vector<store::Version>> {
                      if (!series_) return std::vector<store::Version>();
                      auto versions = series_->Of(placed.name, deep);
@@ -128,12 +128,12 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
 }
 
 Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, ByteSink& out) {
-  ASSIGN_OR_RETURN(std::string head, ReadHead(content));
+  ZIPNN_ASSIGN_OR_RETURN(std::string head, ReadHead(content));
   // Anything that is not a valid pointer is checked out as it is: what git
   // holds is then the file (a merge conflict in a pointer shows as text).
   auto parsed = store::ParsePointer(head);
   if (!parsed.ok()) {
-    RETURN_IF_ERROR(out.Append(head.data(), head.size()));
+    ZIPNN_RETURN_IF_ERROR(out.Append(head.data(), head.size()));
     return Copy(content, out);
   }
   const store::Pointer& pointer = *parsed;

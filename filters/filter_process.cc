@@ -14,7 +14,7 @@ class ContentReader : public ByteReader {
   Result<size_t> Read(void* out, size_t n) override {
     while (at_ == packet_.size()) {
       if (done_) return size_t{0};
-      ASSIGN_OR_RETURN(Packet p, in_.Read());
+      ZIPNN_ASSIGN_OR_RETURN(Packet p, in_.Read());
       if (p.kind == Packet::Kind::kEnd) return InvalidArgument("pkt-line stream ends inside file content");
       if (p.kind == Packet::Kind::kFlush) {
         done_ = true;
@@ -32,7 +32,7 @@ class ContentReader : public ByteReader {
   Status Drain() {
     char sink[4096];
     for (;;) {
-      ASSIGN_OR_RETURN(size_t k, Read(sink, sizeof sink));
+      ZIPNN_ASSIGN_OR_RETURN(size_t k, Read(sink, sizeof sink));
       if (k == 0) return OkStatus();
     }
   }
@@ -50,21 +50,21 @@ class AnswerSink : public ByteSink {
  public:
   explicit AnswerSink(PktLineWriter& out) : out_(out) {}
   Status Append(const void* data, size_t n) override {
-    RETURN_IF_ERROR(Begin());
+    ZIPNN_RETURN_IF_ERROR(Begin());
     const char* p = static_cast<const char*>(data);
     while (n > 0) {
       const size_t k = std::min(n, kMaxPacketData - pending_.size());
       pending_.append(p, k);
       p += k;
       n -= k;
-      if (pending_.size() == kMaxPacketData) RETURN_IF_ERROR(Finish());
+      if (pending_.size() == kMaxPacketData) ZIPNN_RETURN_IF_ERROR(Finish());
     }
     return OkStatus();
   }
   Status Begin() {
     if (started_) return OkStatus();
     started_ = true;
-    RETURN_IF_ERROR(out_.WriteLine("status=success"));
+    ZIPNN_RETURN_IF_ERROR(out_.WriteLine("status=success"));
     return out_.WriteFlush();
   }
   // Sends the bytes gathered so far.
@@ -82,20 +82,20 @@ class AnswerSink : public ByteSink {
 };
 
 Status Handshake(PktLineReader& reader, PktLineWriter& writer) {
-  ASSIGN_OR_RETURN(std::vector<std::string> hello, reader.ReadList());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> hello, reader.ReadList());
   if (hello.empty() || hello[0] != "git-filter-client") {
     return InvalidArgument("filter protocol: expected git-filter-client");
   }
   if (std::find(hello.begin() + 1, hello.end(), "version=2") == hello.end()) {
     return InvalidArgument("filter protocol: git does not offer version 2");
   }
-  RETURN_IF_ERROR(writer.WriteLine("git-filter-server"));
-  RETURN_IF_ERROR(writer.WriteLine("version=2"));
-  RETURN_IF_ERROR(writer.WriteFlush());
-  ASSIGN_OR_RETURN(std::vector<std::string> offered, reader.ReadList());
+  ZIPNN_RETURN_IF_ERROR(writer.WriteLine("git-filter-server"));
+  ZIPNN_RETURN_IF_ERROR(writer.WriteLine("version=2"));
+  ZIPNN_RETURN_IF_ERROR(writer.WriteFlush());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> offered, reader.ReadList());
   for (const char* capability : {"capability=clean", "capability=smudge"}) {
     if (std::find(offered.begin(), offered.end(), capability) != offered.end()) {
-      RETURN_IF_ERROR(writer.WriteLine(capability));
+      ZIPNN_RETURN_IF_ERROR(writer.WriteLine(capability));
     }
   }
   return writer.WriteFlush();
@@ -112,14 +112,14 @@ void Report(ByteSink* errors, const std::string& path, const Status& s) {
 Status ServeFilterProcess(ByteReader& in, ByteSink& out, FilterHandler& handler, ByteSink* errors) {
   PktLineReader reader(in);
   PktLineWriter writer(out);
-  RETURN_IF_ERROR(Handshake(reader, writer));
+  ZIPNN_RETURN_IF_ERROR(Handshake(reader, writer));
   for (;;) {
-    ASSIGN_OR_RETURN(Packet first, reader.Read());
+    ZIPNN_ASSIGN_OR_RETURN(Packet first, reader.Read());
     if (first.kind == Packet::Kind::kEnd) return OkStatus();  // git is done
     if (first.kind == Packet::Kind::kFlush) return InvalidArgument("filter protocol: empty request");
     std::vector<std::string> request = {first.data};
     if (!request[0].empty() && request[0].back() == '\n') request[0].pop_back();
-    ASSIGN_OR_RETURN(std::vector<std::string> rest, reader.ReadList());
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> rest, reader.ReadList());
     request.insert(request.end(), rest.begin(), rest.end());
     std::string command, path;
     for (const std::string& line : request) {
@@ -141,19 +141,19 @@ Status ServeFilterProcess(ByteReader& in, ByteSink& out, FilterHandler& handler,
     Status drained = content.Drain();
     if (!drained.ok()) return drained;  // the stream itself is broken
     if (result.ok()) {
-      RETURN_IF_ERROR(answer.Begin());  // empty output is still a success
-      RETURN_IF_ERROR(answer.Finish());
-      RETURN_IF_ERROR(writer.WriteFlush());
-      RETURN_IF_ERROR(writer.WriteFlush());  // status unchanged: success
+      ZIPNN_RETURN_IF_ERROR(answer.Begin());  // empty output is still a success
+      ZIPNN_RETURN_IF_ERROR(answer.Finish());
+      ZIPNN_RETURN_IF_ERROR(writer.WriteFlush());
+      ZIPNN_RETURN_IF_ERROR(writer.WriteFlush());  // status unchanged: success
       continue;
     }
     Report(errors, path, result);
     if (answer.started()) {
-      RETURN_IF_ERROR(answer.Finish());
-      RETURN_IF_ERROR(writer.WriteFlush());  // end of the partial content
+      ZIPNN_RETURN_IF_ERROR(answer.Finish());
+      ZIPNN_RETURN_IF_ERROR(writer.WriteFlush());  // end of the partial content
     }
-    RETURN_IF_ERROR(writer.WriteLine("status=error"));
-    RETURN_IF_ERROR(writer.WriteFlush());
+    ZIPNN_RETURN_IF_ERROR(writer.WriteLine("status=error"));
+    ZIPNN_RETURN_IF_ERROR(writer.WriteFlush());
   }
 }
 

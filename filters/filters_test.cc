@@ -55,10 +55,10 @@ class FakeHandler : public FilterHandler {
     if (path.rfind("bad", 0) == 0) return Corruption("object is damaged");
     char buf[1000];
     for (;;) {
-      ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
+      ZIPNN_ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
       if (n == 0) break;
       for (size_t i = 0; i < n; ++i) buf[i] = static_cast<char>(upper ? std::toupper(buf[i]) : std::tolower(buf[i]));
-      RETURN_IF_ERROR(out.Append(buf, n));
+      ZIPNN_RETURN_IF_ERROR(out.Append(buf, n));
       if (path.rfind("late", 0) == 0) return IoError("disk went away");
     }
     return OkStatus();

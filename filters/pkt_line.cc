@@ -7,7 +7,7 @@ namespace zipnn::filters {
 Status PktLineReader::ReadExact(char* out, size_t n, bool* ended_before_any) {
   size_t got = 0;
   while (got < n) {
-    ASSIGN_OR_RETURN(size_t k, in_.Read(out + got, n - got));
+    ZIPNN_ASSIGN_OR_RETURN(size_t k, in_.Read(out + got, n - got));
     if (k == 0) {
       if (got == 0 && ended_before_any != nullptr) {
         *ended_before_any = true;
@@ -23,7 +23,7 @@ Status PktLineReader::ReadExact(char* out, size_t n, bool* ended_before_any) {
 Result<Packet> PktLineReader::Read() {
   char head[4];
   bool ended = false;
-  RETURN_IF_ERROR(ReadExact(head, 4, &ended));
+  ZIPNN_RETURN_IF_ERROR(ReadExact(head, 4, &ended));
   Packet p;
   if (ended) return p;  // kEnd
   size_t length = 0;
@@ -43,14 +43,14 @@ Result<Packet> PktLineReader::Read() {
   }
   p.kind = Packet::Kind::kData;
   p.data.resize(length - 4);
-  RETURN_IF_ERROR(ReadExact(p.data.data(), p.data.size(), nullptr));
+  ZIPNN_RETURN_IF_ERROR(ReadExact(p.data.data(), p.data.size(), nullptr));
   return p;
 }
 
 Result<std::vector<std::string>> PktLineReader::ReadList() {
   std::vector<std::string> lines;
   for (;;) {
-    ASSIGN_OR_RETURN(Packet p, Read());
+    ZIPNN_ASSIGN_OR_RETURN(Packet p, Read());
     if (p.kind == Packet::Kind::kFlush) return lines;
     if (p.kind == Packet::Kind::kEnd) return InvalidArgument("pkt-line stream ends inside a list");
     if (!p.data.empty() && p.data.back() == '\n') p.data.pop_back();
@@ -64,8 +64,8 @@ Status PktLineWriter::WriteData(const void* data, size_t n) {
     const size_t k = std::min(n, kMaxPacketData);
     char head[5];
     std::snprintf(head, sizeof head, "%04zx", k + 4);
-    RETURN_IF_ERROR(out_.Append(head, 4));
-    RETURN_IF_ERROR(out_.Append(p, k));
+    ZIPNN_RETURN_IF_ERROR(out_.Append(head, 4));
+    ZIPNN_RETURN_IF_ERROR(out_.Append(p, k));
     p += k;
     n -= k;
   }

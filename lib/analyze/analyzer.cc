@@ -144,7 +144,7 @@ struct Analyzer::State {
     row.format = formats::FormatName(input->layout.format);
 
     Kept current{input, ContentId{}, 0};
-    ASSIGN_OR_RETURN(row.standalone, MeasureSizes(current.coded(), nullptr, options.policy, Coders::kAll, pool,
+    ZIPNN_ASSIGN_OR_RETURN(row.standalone, MeasureSizes(current.coded(), nullptr, options.policy, Coders::kAll, pool,
                                                   &current.id));
     current.standalone = row.standalone.automatic;
     row.id = current.id.Hex();
@@ -154,14 +154,14 @@ struct Analyzer::State {
     std::map<size_t, uint64_t> deltas;
     if (at > 0) {
       const Coded previous = kept.at(at - 1).coded();
-      ASSIGN_OR_RETURN(row.vs_previous, MeasureSizes(target, &previous, options.policy, Coders::kAll, pool));
+      ZIPNN_ASSIGN_OR_RETURN(row.vs_previous, MeasureSizes(target, &previous, options.policy, Coders::kAll, pool));
       deltas[at - 1] = row.vs_previous.automatic;
       row.base = PeriodicBase(at);
       if (*row.base == at - 1) {
         row.vs_base = row.vs_previous;
       } else {
         const Coded base = kept.at(*row.base).coded();
-        ASSIGN_OR_RETURN(row.vs_base, MeasureSizes(target, &base, options.policy, Coders::kAll, pool));
+        ZIPNN_ASSIGN_OR_RETURN(row.vs_base, MeasureSizes(target, &base, options.policy, Coders::kAll, pool));
       }
       deltas[*row.base] = row.vs_base.automatic;
       row.reference = options.against == DeltaAgainst::kBase ? *row.base : at - 1;
@@ -169,7 +169,7 @@ struct Analyzer::State {
 
     const Kept* reference = row.reference ? &kept.at(*row.reference) : nullptr;
     const bool histogram = WantsHistogram(row);
-    ASSIGN_OR_RETURN(ScanResult scan,
+    ZIPNN_ASSIGN_OR_RETURN(ScanResult scan,
                      ScanTensors(*input->file, input->layout, reference ? reference->input->file.get() : nullptr,
                                  reference ? &reference->input->layout : nullptr, options.select, histogram, pool));
     Summarize(scan, row);
@@ -190,7 +190,7 @@ struct Analyzer::State {
         auto it = deltas.find(*against);
         if (it == deltas.end()) {
           const Coded base = kept.at(*against).coded();
-          ASSIGN_OR_RETURN(Sizes sizes, MeasureSizes(target, &base, options.policy, Coders::kAutoOnly, pool));
+          ZIPNN_ASSIGN_OR_RETURN(Sizes sizes, MeasureSizes(target, &base, options.policy, Coders::kAutoOnly, pool));
           it = deltas.emplace(*against, sizes.automatic).first;
         }
         delta = it->second;

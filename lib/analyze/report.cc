@@ -383,8 +383,8 @@ nlohmann::ordered_json JsonValue(const Cell& c) {
 }
 
 Status WriteText(const std::string& path, const std::string& text) {
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
-  RETURN_IF_ERROR(out.Append(text.data(), text.size()));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(out.Append(text.data(), text.size()));
   return out.CommitUnsynced();
 }
 
@@ -476,7 +476,7 @@ Result<std::vector<std::string>> WriteCsv(const Analysis& a, const std::string& 
       text += "\n";
     }
     const std::string file = t.name == "checkpoints" ? path : stem + "." + t.name + ".csv";
-    RETURN_IF_ERROR(WriteText(file, text));
+    ZIPNN_RETURN_IF_ERROR(WriteText(file, text));
     written.push_back(file);
   }
   return written;

@@ -220,7 +220,7 @@ Result<std::vector<TensorSummary>> SummarizeTensors(const ByteSource& file, cons
     for (uint64_t at = 0; at < t.length; at += kBlockBytes) {
       const size_t n = static_cast<size_t>(std::min(kBlockBytes, t.length - at));
       block.Resize(n);
-      RETURN_IF_ERROR(file.ReadAt(t.offset + at, block.data(), n));
+      ZIPNN_RETURN_IF_ERROR(file.ReadAt(t.offset + at, block.data(), n));
       hasher.Update(block.data(), n);
       if (!IsFloat(t.dtype)) continue;
       switch (codec::DTypeWidth(t.dtype)) {
@@ -234,7 +234,7 @@ Result<std::vector<TensorSummary>> SummarizeTensors(const ByteSource& file, cons
     s.rms = !IsFloat(t.dtype) ? std::nan("") : finite == 0 ? 0 : std::sqrt(sum / static_cast<double>(finite));
     return true;
   };
-  RETURN_IF_ERROR(RunOrdered<bool>(pool, summaries.size(), produce, [](size_t, bool) { return OkStatus(); }));
+  ZIPNN_RETURN_IF_ERROR(RunOrdered<bool>(pool, summaries.size(), produce, [](size_t, bool) { return OkStatus(); }));
   return summaries;
 }
 
@@ -286,10 +286,10 @@ Result<ScanResult> ScanTensors(const ByteSource& target, const formats::FileLayo
     const Block& b = blocks[i];
     thread_local Buffer target_bytes, reference_bytes;
     target_bytes.Resize(b.length);
-    RETURN_IF_ERROR(target.ReadAt(b.offset, target_bytes.data(), b.length));
+    ZIPNN_RETURN_IF_ERROR(target.ReadAt(b.offset, target_bytes.data(), b.length));
     if (b.twin != nullptr) {
       reference_bytes.Resize(b.length);
-      RETURN_IF_ERROR(reference->ReadAt(b.twin_offset, reference_bytes.data(), b.length));
+      ZIPNN_RETURN_IF_ERROR(reference->ReadAt(b.twin_offset, reference_bytes.data(), b.length));
     }
     BlockStats out;
     const bool histogram = histograms && IsFloat(b.dtype);
@@ -314,7 +314,7 @@ Result<ScanResult> ScanTensors(const ByteSource& target, const formats::FileLayo
     }
     return OkStatus();
   };
-  RETURN_IF_ERROR(RunOrdered<BlockStats>(pool, blocks.size(), produce, consume));
+  ZIPNN_RETURN_IF_ERROR(RunOrdered<BlockStats>(pool, blocks.size(), produce, consume));
 
   for (TensorChange& change : result.tensors) {
     if (reference != nullptr && change.status == TensorStatus::kChanged && change.stats.changed == 0) {

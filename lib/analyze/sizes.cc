@@ -19,7 +19,7 @@ Result<uint64_t> CodedSize(const Coded& target, const container::Layout& layout,
   options.policy = coders;
   container::DeltaBase delta{base != nullptr ? base->source : nullptr, base != nullptr ? base->id : ContentId{}};
   CountingSink sink;
-  ASSIGN_OR_RETURN(container::EncodeResult r,
+  ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
                    container::EncodeObject(*target.source, layout, base != nullptr ? &delta : nullptr, options, sink));
   if (id != nullptr) *id = r.content_id;
   return sink.bytes();
@@ -32,11 +32,11 @@ Result<Sizes> MeasureSizes(const Coded& target, const Coded* base, const config:
   const container::Layout layout = base == nullptr ? formats::ToRegions(*target.layout)
                                                    : formats::ToDeltaRegions(*target.layout, *base->layout);
   Sizes sizes;
-  ASSIGN_OR_RETURN(sizes.automatic, CodedSize(target, layout, base, policy, codec::CoderPolicy::kAuto, id));
+  ZIPNN_ASSIGN_OR_RETURN(sizes.automatic, CodedSize(target, layout, base, policy, codec::CoderPolicy::kAuto, id));
   if (coders == Coders::kAll) {
-    ASSIGN_OR_RETURN(sizes.huffman, CodedSize(target, layout, base, policy, codec::CoderPolicy::kHuffman, nullptr));
-    ASSIGN_OR_RETURN(sizes.zstd, CodedSize(target, layout, base, policy, codec::CoderPolicy::kZstd, nullptr));
-    ASSIGN_OR_RETURN(sizes.bound,
+    ZIPNN_ASSIGN_OR_RETURN(sizes.huffman, CodedSize(target, layout, base, policy, codec::CoderPolicy::kHuffman, nullptr));
+    ZIPNN_ASSIGN_OR_RETURN(sizes.zstd, CodedSize(target, layout, base, policy, codec::CoderPolicy::kZstd, nullptr));
+    ZIPNN_ASSIGN_OR_RETURN(sizes.bound,
                      container::EntropyBound(*target.source, layout, base != nullptr ? base->source : nullptr, policy.chunk_size,
                                   pool));
   }

@@ -75,7 +75,7 @@ Result<ContentId> HashSource(const ByteSource& source) {
   Hasher hasher;
   for (uint64_t at = 0; at < source.size(); at += kBlock) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(kBlock, source.size() - at));
-    RETURN_IF_ERROR(source.ReadAt(at, block.data(), n));
+    ZIPNN_RETURN_IF_ERROR(source.ReadAt(at, block.data(), n));
     hasher.Update(block.data(), n);
   }
   return hasher.Finish();

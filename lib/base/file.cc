@@ -164,7 +164,7 @@ Status AwaitReady(int fd, short events, int timeout_ms, const std::string& name)
 Status WriteFully(int fd, const void* data, size_t n, const std::string& name, bool socket, int timeout_ms = 0) {
   const auto* p = static_cast<const uint8_t*>(data);
   while (n > 0) {
-    RETURN_IF_ERROR(AwaitReady(fd, POLLOUT, timeout_ms, name));
+    ZIPNN_RETURN_IF_ERROR(AwaitReady(fd, POLLOUT, timeout_ms, name));
     const int flags = MSG_NOSIGNAL | (timeout_ms > 0 ? MSG_DONTWAIT : 0);
     ssize_t put = socket ? ::send(fd, p, n, flags) : ::write(fd, p, timeout_ms > 0 ? std::min<size_t>(n, PIPE_BUF) : n);
     if (put < 0 && socket && errno == ENOTSOCK) {
@@ -192,7 +192,7 @@ Status FdChannel::Write(const void* data, size_t n) {
 }
 
 Result<size_t> FdChannel::Read(void* out, size_t n) {
-  RETURN_IF_ERROR(AwaitReady(read_fd_, POLLIN, timeout_ms_, name_));
+  ZIPNN_RETURN_IF_ERROR(AwaitReady(read_fd_, POLLIN, timeout_ms_, name_));
   return reader_.Read(out, n);
 }
 
@@ -241,7 +241,7 @@ Status MakeDirectories(const std::string& path) {
 }
 
 Result<TempFile> TempFile::Create(const std::string& dir, const std::string& prefix) {
-  RETURN_IF_ERROR(MakeDirectories(dir));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(dir));
   std::string path = dir + "/" + prefix + "-XXXXXX";
   const int fd = ::mkstemp(path.data());
   if (fd < 0) return IoError(dir + ": cannot create a temporary file: " + Errno());
@@ -268,9 +268,9 @@ bool FileExists(const std::string& path) {
 }
 
 Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
-  ASSIGN_OR_RETURN(ReadFile f, ReadFile::Open(path));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile f, ReadFile::Open(path));
   std::vector<uint8_t> data(f.size());
-  RETURN_IF_ERROR(f.ReadAt(0, data.data(), data.size()));
+  ZIPNN_RETURN_IF_ERROR(f.ReadAt(0, data.data(), data.size()));
   return data;
 }
 

@@ -97,7 +97,7 @@ void Reap(pid_t pid, int* status) {
 }  // namespace
 
 Result<std::unique_ptr<Process>> Process::Start(const std::vector<std::string>& argv) {
-  ASSIGN_OR_RETURN(Spawned s, Spawn(argv, {Stream::kSocket, Stream::kSocket, Stream::kInherit}));
+  ZIPNN_ASSIGN_OR_RETURN(Spawned s, Spawn(argv, {Stream::kSocket, Stream::kSocket, Stream::kInherit}));
   return std::unique_ptr<Process>(new Process(s.pid, s.fds[0], s.fds[1], argv[0]));
 }
 
@@ -116,7 +116,7 @@ Process::~Process() {
 
 Result<Captured> RunCapture(const std::vector<std::string>& argv, const std::string& input, double deadline_seconds) {
   const Stream input_stream = input.empty() ? Stream::kNull : Stream::kSocket;
-  ASSIGN_OR_RETURN(Spawned child, Spawn(argv, {input_stream, Stream::kSocket, Stream::kSocket}));
+  ZIPNN_ASSIGN_OR_RETURN(Spawned child, Spawn(argv, {input_stream, Stream::kSocket, Stream::kSocket}));
 
   // All three are served as they become ready, so that neither side can
   // fill one and block the other.

@@ -75,13 +75,13 @@ void Progress::Draw(const std::string& text) {
 }
 
 Status ProgressSink::Append(const void* data, size_t n) {
-  RETURN_IF_ERROR(inner_.Append(data, n));
+  ZIPNN_RETURN_IF_ERROR(inner_.Append(data, n));
   Count(n);
   return OkStatus();
 }
 
 Status ProgressSink::WriteAt(uint64_t offset, const void* data, size_t n) {
-  RETURN_IF_ERROR(inner_.WriteAt(offset, data, n));
+  ZIPNN_RETURN_IF_ERROR(inner_.WriteAt(offset, data, n));
   Count(n);
   return OkStatus();
 }

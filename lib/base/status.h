@@ -95,16 +95,16 @@ class [[nodiscard]] Result {
 #define ZIPNN_CONCAT(a, b) ZIPNN_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function if `expr` (a Status) is not OK.
-#define RETURN_IF_ERROR(expr)                        \
+#define ZIPNN_RETURN_IF_ERROR(expr)                  \
   do {                                               \
     ::zipnn::Status zipnn_status_ = (expr);          \
     if (!zipnn_status_.ok()) return zipnn_status_;   \
   } while (0)
 
 // `lhs = value of expr` (a Result<T>), or returns its Status.
-#define ASSIGN_OR_RETURN(lhs, expr) \
-  ASSIGN_OR_RETURN_IMPL(ZIPNN_CONCAT(zipnn_result_, __LINE__), lhs, expr)
-#define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                          \
-  if (!tmp.ok()) return tmp.status();         \
+#define ZIPNN_ASSIGN_OR_RETURN(lhs, expr) \
+  ZIPNN_ASSIGN_OR_RETURN_IMPL(ZIPNN_CONCAT(zipnn_result_, __LINE__), lhs, expr)
+#define ZIPNN_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                                \
+  if (!tmp.ok()) return tmp.status();               \
   lhs = std::move(tmp).value()

@@ -71,7 +71,7 @@ Status RunOrdered(ThreadPool& pool, size_t count, Produce produce, Consume consu
     for (size_t i = 0; i < count; ++i) {
       Result<T> r = produce(i);
       if (!r.ok()) return r.status();
-      RETURN_IF_ERROR(consume(i, *r));
+      ZIPNN_RETURN_IF_ERROR(consume(i, *r));
     }
     return OkStatus();
   }

@@ -82,7 +82,7 @@ void ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8
 Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, size_t n,
                             const uint8_t* base, uint8_t* out, const uint8_t* prefix,
                             size_t prefix_size) {
-  ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, record, size, n, newest_));
+  ZIPNN_ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, record, size, n, newest_));
   groups_.set_zstd_prefix(prefix, prefix_size);
   grouped_.Resize(n);
   const uint8_t* payload = record + g.payload_start;

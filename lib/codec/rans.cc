@@ -379,7 +379,7 @@ Result<size_t> RansDecoder::ReadModel(const uint8_t* in, size_t size, std::array
 
 ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
   std::array<uint32_t, 256> freq;
-  ASSIGN_OR_RETURN(size_t pos, ReadModel(in, size, freq));
+  ZIPNN_ASSIGN_OR_RETURN(size_t pos, ReadModel(in, size, freq));
   if (size - pos < kStreamSizeBytes) return Corruption("rans payload shorter than its stream sizes");
   const Scale scale{bits_, (1u << bits_) - 1};
   const uint32_t* const step = step_.data();
@@ -433,8 +433,8 @@ ZIPNN_HOT Status RansDecoder::DecodeSinglePair(const uint8_t* a, size_t a_size, 
                                                RansDecoder& other, const uint8_t* b, size_t b_size,
                                                uint8_t* b_out, size_t n) {
   std::array<uint32_t, 256> freq;
-  ASSIGN_OR_RETURN(const size_t a_pos, ReadModel(a, a_size, freq));
-  ASSIGN_OR_RETURN(const size_t b_pos, other.ReadModel(b, b_size, freq));
+  ZIPNN_ASSIGN_OR_RETURN(const size_t a_pos, ReadModel(a, a_size, freq));
+  ZIPNN_ASSIGN_OR_RETURN(const size_t b_pos, other.ReadModel(b, b_size, freq));
   if (a_size - a_pos < kStateBytes || b_size - b_pos < kStateBytes) {
     return Corruption("rans stream has no state");
   }

@@ -91,21 +91,21 @@ Status UnknownKey(const std::string& source, const std::string& key) {
 Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAML::Node& v,
                const std::string& source) {
   if (key == "base_interval") {
-    ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 1, 1000000));
+    ZIPNN_ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 1, 1000000));
     p.base_interval = static_cast<uint32_t>(n);
   } else if (key == "max_chain") {
-    ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 0, kMaxChainLimit));
+    ZIPNN_ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 0, kMaxChainLimit));
     p.max_chain = static_cast<uint32_t>(n);
     max_chain_set = true;
   } else if (key == "chunk_size") {
-    ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 4096, 64 << 20));
+    ZIPNN_ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 4096, 64 << 20));
     if (n % 8 != 0) return Bad(source, key, "must be a multiple of 8");
     p.chunk_size = static_cast<uint32_t>(n);
   } else if (key == "threads") {
-    ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 0, 4096));
+    ZIPNN_ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 0, 4096));
     p.threads = static_cast<int>(n);
   } else if (key == "zstd_level") {
-    ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 1, 22));
+    ZIPNN_ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 1, 22));
     p.zstd_level = static_cast<int>(n);
   } else if (key == "min_gain") {
     double g;
@@ -122,7 +122,7 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
       p.series.push_back(pattern);
     }
   } else if (key == "raw_cache") {
-    ASSIGN_OR_RETURN(p.raw_cache, Size(v, source, key));
+    ZIPNN_ASSIGN_OR_RETURN(p.raw_cache, Size(v, source, key));
   } else if (key == "delta_against") {
     const std::string s = v.IsScalar() ? v.as<std::string>() : "";
     if (s == "previous") p.delta_against = DeltaAgainst::kPrevious;
@@ -179,7 +179,7 @@ Result<Policy> ParsePolicy(const std::string& yaml, const std::string& source) {
 
 Result<Policy> LoadPolicy(const std::string& path) {
   if (!FileExists(path)) return Policy{};
-  ASSIGN_OR_RETURN(std::vector<uint8_t> text, ReadWholeFile(path));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<uint8_t> text, ReadWholeFile(path));
   return ParsePolicy(std::string(text.begin(), text.end()), path);
 }
 

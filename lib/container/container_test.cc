@@ -69,12 +69,12 @@ Result<std::vector<uint8_t>> Decode(const std::vector<uint8_t>& object, int thre
                                     std::optional<size_t> region = std::nullopt) {
   MemorySource src(object.data(), object.size(), "obj");
   MemorySource base_src(base ? base->data() : nullptr, base ? base->size() : 0, "base");
-  ASSIGN_OR_RETURN(ObjectInfo info, ReadObjectInfo(src));
+  ZIPNN_ASSIGN_OR_RETURN(ObjectInfo info, ReadObjectInfo(src));
   DecodeOptions o;
   o.threads = threads;
   o.only_region = region;
   MemorySink sink;
-  RETURN_IF_ERROR(DecodeObject(src, info, base ? &base_src : nullptr, o, sink));
+  ZIPNN_RETURN_IF_ERROR(DecodeObject(src, info, base ? &base_src : nullptr, o, sink));
   return sink.ToVector();
 }
 
@@ -334,7 +334,7 @@ TEST_CASE("CheckRecords finds a flipped bit in any chunk record without decoding
   Damaged d = Sample();
   auto checked = [](const std::vector<uint8_t>& object) -> Status {
     MemorySource src(object.data(), object.size(), "obj");
-    ASSIGN_OR_RETURN(ObjectInfo info, ReadObjectInfo(src));
+    ZIPNN_ASSIGN_OR_RETURN(ObjectInfo info, ReadObjectInfo(src));
     return CheckRecords(src, info);
   };
   CHECK(checked(d.object).ok());

@@ -14,11 +14,11 @@ Result<double> EntropyBound(const ByteSource& input, const Layout& layout, const
     const Region& region = layout.regions[c.region];
     thread_local Buffer raw, other, grouped;
     raw.Resize(c.length);
-    RETURN_IF_ERROR(input.ReadAt(c.offset, raw.data(), c.length));
+    ZIPNN_RETURN_IF_ERROR(input.ReadAt(c.offset, raw.data(), c.length));
     if (region.delta) {
       if (base == nullptr) return InvalidArgument("a delta layout needs a base");
       other.Resize(c.length);
-      RETURN_IF_ERROR(base->ReadAt(region.base_offset + (c.offset - region.offset), other.data(), c.length));
+      ZIPNN_RETURN_IF_ERROR(base->ReadAt(region.base_offset + (c.offset - region.offset), other.data(), c.length));
       codec::XorInto(raw.data(), other.data(), c.length);
     }
     grouped.Resize(c.length);
@@ -32,7 +32,7 @@ Result<double> EntropyBound(const ByteSource& input, const Layout& layout, const
     return bytes;
   };
   double total = 0;
-  RETURN_IF_ERROR(RunOrdered<double>(pool, chunks.size(), produce, [&](size_t, double b) {
+  ZIPNN_RETURN_IF_ERROR(RunOrdered<double>(pool, chunks.size(), produce, [&](size_t, double b) {
     total += b;
     return OkStatus();
   }));

@@ -211,11 +211,11 @@ Result<HeaderFields> ReadHeaderAndTable(const ByteSource& object, Buffer& table)
   uint8_t h[kHeaderBytes];
   // A foreign file is called one even when it is too short to be an object.
   if (size >= kObjectMagic.size()) {
-    RETURN_IF_ERROR(object.ReadAt(0, h, kObjectMagic.size()));
+    ZIPNN_RETURN_IF_ERROR(object.ReadAt(0, h, kObjectMagic.size()));
     if (!HasObjectMagic(h)) return Bad(object, "not a git-zipnn object (bad magic)");
   }
   if (size < kHeaderBytes + kTrailerBytes) return Bad(object, "truncated object (shorter than header and trailer)");
-  RETURN_IF_ERROR(object.ReadAt(0, h, kHeaderBytes));
+  ZIPNN_RETURN_IF_ERROR(object.ReadAt(0, h, kHeaderBytes));
   const HeaderFields fields = DecodeHeader(h);
   if (fields.version == 0) return Bad(object, "object format version 0 is not valid");
   if (fields.version > kFormatVersion) {
@@ -226,7 +226,7 @@ Result<HeaderFields> ReadHeaderAndTable(const ByteSource& object, Buffer& table)
   const uint64_t room = size - kHeaderBytes - kTrailerBytes;
   if (fields.region_count > room / kRegionEntryBytes) return Bad(object, "region table runs past the end (truncated?)");
   table.Resize(kRegionEntryBytes * fields.region_count);
-  if (!table.empty()) RETURN_IF_ERROR(object.ReadAt(kHeaderBytes, table.data(), table.size()));
+  if (!table.empty()) ZIPNN_RETURN_IF_ERROR(object.ReadAt(kHeaderBytes, table.data(), table.size()));
   if (HeaderChecksum(h, table.data(), fields.region_count) != fields.checksum) {
     return Bad(object, "header checksum mismatch");
   }
@@ -287,7 +287,7 @@ Status ReadRegions(const ByteSource& object, const Buffer& table, uint32_t regio
   uint64_t offset = 0;
   for (uint32_t i = 0; i < region_count; ++i) {
     const RegionEntry e = DecodeRegionEntry(table.data() + kRegionEntryBytes * i);
-    ASSIGN_OR_RETURN(Region r, CheckRegion(object, hd, i, e, offset));
+    ZIPNN_ASSIGN_OR_RETURN(Region r, CheckRegion(object, hd, i, e, offset));
     offset += r.length;
     hd.layout.regions.push_back(r);
   }
@@ -299,7 +299,7 @@ Status ReadRegions(const ByteSource& object, const Buffer& table, uint32_t regio
 // The trailer, into `t` (its bytes, which the index checksum covers), and
 // its chunk count against the layout's.
 Result<TrailerFields> ReadTrailer(const ByteSource& object, const ObjectHeader& hd, uint8_t (&t)[kTrailerBytes]) {
-  RETURN_IF_ERROR(object.ReadAt(object.size() - kTrailerBytes, t, kTrailerBytes));
+  ZIPNN_RETURN_IF_ERROR(object.ReadAt(object.size() - kTrailerBytes, t, kTrailerBytes));
   const TrailerFields trailer = DecodeTrailer(t);
   if (trailer.magic != kTrailerMagic) return Bad(object, "trailer magic missing (truncated object?)");
   // Checked before anything is sized by the claimed count.
@@ -321,7 +321,7 @@ Status ReadIndex(const ByteSource& object, const TrailerFields& trailer, const u
   const uint64_t index_offset = info.object_size - kTrailerBytes - kIndexEntryBytes * chunk_count;
   Buffer index;
   index.Resize(kIndexEntryBytes * chunk_count);
-  if (!index.empty()) RETURN_IF_ERROR(object.ReadAt(index_offset, index.data(), index.size()));
+  if (!index.empty()) ZIPNN_RETURN_IF_ERROR(object.ReadAt(index_offset, index.data(), index.size()));
   if (IndexChecksum(index.data(), chunk_count, trailer_bytes) != trailer.checksum) {
     return Bad(object, "chunk index checksum mismatch");
   }
@@ -353,14 +353,14 @@ Result<ObjectInfo> ReadObjectInfo(const ByteSource& object) {
   ObjectInfo info;
   info.object_size = object.size();
   Buffer table;
-  ASSIGN_OR_RETURN(const HeaderFields fields, ReadHeaderAndTable(object, table));
-  ASSIGN_OR_RETURN(info.header, CheckHeader(object, fields));
-  RETURN_IF_ERROR(ReadRegions(object, table, fields.region_count, info.header));
+  ZIPNN_ASSIGN_OR_RETURN(const HeaderFields fields, ReadHeaderAndTable(object, table));
+  ZIPNN_ASSIGN_OR_RETURN(info.header, CheckHeader(object, fields));
+  ZIPNN_RETURN_IF_ERROR(ReadRegions(object, table, fields.region_count, info.header));
   uint8_t trailer_bytes[kTrailerBytes];
-  ASSIGN_OR_RETURN(const TrailerFields trailer, ReadTrailer(object, info.header, trailer_bytes));
+  ZIPNN_ASSIGN_OR_RETURN(const TrailerFields trailer, ReadTrailer(object, info.header, trailer_bytes));
   info.content_id = trailer.content_id;
   info.records_offset = kHeaderBytes + kRegionEntryBytes * uint64_t{fields.region_count};
-  RETURN_IF_ERROR(ReadIndex(object, trailer, trailer_bytes, info));
+  ZIPNN_RETURN_IF_ERROR(ReadIndex(object, trailer, trailer_bytes, info));
   return info;
 }
 

@@ -109,7 +109,7 @@ Status CheckBase(const ByteSource& object, const ObjectHeader& h, const ByteSour
 Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
                                   const DeltaBase* base, const EncodeOptions& options,
                                   ByteSink& out) {
-  RETURN_IF_ERROR(CheckChunkSize(options.chunk_size));
+  ZIPNN_RETURN_IF_ERROR(CheckChunkSize(options.chunk_size));
   const uint64_t base_size = base != nullptr ? base->source->size() : 0;
   Status valid = layout.Validate(input.size(), base_size);
   if (!valid.ok()) return InvalidArgument(input.name() + ": layout does not fit: " + valid.message());
@@ -130,7 +130,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   }
   Buffer head;
   AppendHeader(header, head);
-  RETURN_IF_ERROR(out.Append(head.data(), head.size()));
+  ZIPNN_RETURN_IF_ERROR(out.Append(head.data(), head.size()));
   uint64_t written = head.size();
 
   const std::vector<ChunkSpan> chunks = PlanChunks(layout, options.chunk_size);
@@ -154,9 +154,9 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
     e->records.Clear();
     e->records.Reserve(stripe.length + 64 * stripe.count);
     e->refs.clear();
-    RETURN_IF_ERROR(input.ReadAt(stripe.offset, e->raw.data(), stripe.length));
+    ZIPNN_RETURN_IF_ERROR(input.ReadAt(stripe.offset, e->raw.data(), stripe.length));
     const bool prefixed = region.prefix_length > 0;
-    if (region.delta || prefixed) RETURN_IF_ERROR(ReadBase(*base->source, region, stripe.offset, stripe.length, e->base));
+    if (region.delta || prefixed) ZIPNN_RETURN_IF_ERROR(ReadBase(*base->source, region, stripe.offset, stripe.length, e->base));
     auto encoder = encoders.Borrow();
     encoder->Reset();  // raw-skip memory never crosses a stripe
     for (size_t i = stripe.first; i < stripe.first + stripe.count; ++i) {
@@ -176,7 +176,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   };
   auto consume = [&](size_t, Encoded& e) -> Status {
     hasher.Update(e->raw.data(), e->raw.size());
-    RETURN_IF_ERROR(out.Append(e->records.data(), e->records.size()));
+    ZIPNN_RETURN_IF_ERROR(out.Append(e->records.data(), e->records.size()));
     for (ChunkRef& ref : e->refs) {
       ref.record_offset = written;
       written += ref.record_size;
@@ -185,14 +185,14 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
     spare.Give(std::move(e));
     return OkStatus();
   };
-  RETURN_IF_ERROR(RunOrdered<Encoded>(pool, stripes.size(), produce, consume));
+  ZIPNN_RETURN_IF_ERROR(RunOrdered<Encoded>(pool, stripes.size(), produce, consume));
 
   EncodeResult result;
   result.content_id = hasher.Finish();
   result.raw_size = input.size();
   Buffer tail;
   AppendIndexAndTrailer(refs, result.content_id, tail);
-  RETURN_IF_ERROR(out.Append(tail.data(), tail.size()));
+  ZIPNN_RETURN_IF_ERROR(out.Append(tail.data(), tail.size()));
   result.object_size = written + tail.size();
   return result;
 }
@@ -200,7 +200,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
 Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const ByteSource* base,
                     const DecodeOptions& options, ByteSink& out) {
   const ObjectHeader& h = info.header;
-  RETURN_IF_ERROR(CheckBase(object, h, base));
+  ZIPNN_RETURN_IF_ERROR(CheckBase(object, h, base));
   std::vector<ChunkRef> chunks;
   size_t first_index = 0;
   if (options.only_region) {
@@ -228,7 +228,7 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
   const uint64_t out_start = todo.empty() ? 0 : todo.front().span.offset;
   uint64_t out_size = 0;
   for (const ChunkRef& c : todo) out_size += c.span.length;
-  if (positional) RETURN_IF_ERROR(out.Presize(out_size));
+  if (positional) ZIPNN_RETURN_IF_ERROR(out.Presize(out_size));
 
   auto produce = [&](size_t s) -> Result<Decoded> {
     const Stripe& stripe = stripes[s];
@@ -238,19 +238,19 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
     const uint64_t records_size = last.record_offset + last.record_size - first.record_offset;
     Decoded d = spare.Take();
     d->records.Resize(records_size + codec::kDecoderReadPadding);
-    RETURN_IF_ERROR(object.ReadAt(first.record_offset, d->records.data(), records_size));
+    ZIPNN_RETURN_IF_ERROR(object.ReadAt(first.record_offset, d->records.data(), records_size));
     const bool prefixed = region.prefix_length > 0;
-    if (region.delta || prefixed) RETURN_IF_ERROR(ReadBase(*base, region, stripe.offset, stripe.length, d->base));
+    if (region.delta || prefixed) ZIPNN_RETURN_IF_ERROR(ReadBase(*base, region, stripe.offset, stripe.length, d->base));
     d->raw.Resize(stripe.length);
     auto decoder = decoders.Borrow();
     for (size_t i = stripe.first; i < stripe.first + stripe.count; ++i) {
       const ChunkRef& c = todo[i];
       const uint8_t* record = d->records.data() + (c.record_offset - first.record_offset);
       const uint64_t at = c.span.offset - stripe.offset;
-      RETURN_IF_ERROR(DecodeChunk(object, first_index + i, c, region, record, d->base, at, *decoder,
+      ZIPNN_RETURN_IF_ERROR(DecodeChunk(object, first_index + i, c, region, record, d->base, at, *decoder,
                                   d->raw.data() + at));
     }
-    if (positional) RETURN_IF_ERROR(out.WriteAt(stripe.offset - out_start, d->raw.data(), d->raw.size()));
+    if (positional) ZIPNN_RETURN_IF_ERROR(out.WriteAt(stripe.offset - out_start, d->raw.data(), d->raw.size()));
     return d;
   };
   auto consume = [&](size_t, Decoded& d) -> Status {
@@ -259,7 +259,7 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
     spare.Give(std::move(d));
     return st;
   };
-  RETURN_IF_ERROR(RunOrdered<Decoded>(pool, stripes.size(), produce, consume));
+  ZIPNN_RETURN_IF_ERROR(RunOrdered<Decoded>(pool, stripes.size(), produce, consume));
   if (!options.only_region) {
     const ContentId got = hasher.Finish();
     if (got != info.content_id) {
@@ -289,7 +289,7 @@ ObjectReader::~ObjectReader() = default;
 
 Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(const ByteSource& object, ObjectInfo info,
                                                          const ByteSource* base) {
-  RETURN_IF_ERROR(CheckBase(object, info.header, base));
+  ZIPNN_RETURN_IF_ERROR(CheckBase(object, info.header, base));
   return std::unique_ptr<ObjectReader>(new ObjectReader(object, std::move(info), base));
 }
 
@@ -303,7 +303,7 @@ Status ObjectReader::ReadAt(uint64_t offset, void* out, size_t n) const {
   auto* to = static_cast<uint8_t*>(out);
   for (; n > 0; ++i) {
     const ChunkSpan& span = chunks[i - 1].span;
-    ASSIGN_OR_RETURN(std::shared_ptr<const uint8_t[]> raw, Chunk(i - 1));
+    ZIPNN_ASSIGN_OR_RETURN(std::shared_ptr<const uint8_t[]> raw, Chunk(i - 1));
     const uint64_t from = offset - span.offset;
     const size_t k = static_cast<size_t>(std::min<uint64_t>(n, span.length - from));
     std::memcpy(to, raw.get() + from, k);
@@ -341,13 +341,13 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
   const Region& region = info_.header.layout.regions[c.span.region];
   auto work = spare_.Borrow();
   work->record.Resize(c.record_size + codec::kDecoderReadPadding);
-  RETURN_IF_ERROR(object_.ReadAt(c.record_offset, work->record.data(), c.record_size));
+  ZIPNN_RETURN_IF_ERROR(object_.ReadAt(c.record_offset, work->record.data(), c.record_size));
   work->base.Clear();
   if (region.delta || region.prefix_length > 0) {
-    RETURN_IF_ERROR(ReadBase(*base_, region, c.span.offset, c.span.length, work->base));
+    ZIPNN_RETURN_IF_ERROR(ReadBase(*base_, region, c.span.offset, c.span.length, work->base));
   }
   std::shared_ptr<uint8_t[]> raw(new uint8_t[c.span.length]);  // exactly a chunk, not a grown Buffer
-  RETURN_IF_ERROR(
+  ZIPNN_RETURN_IF_ERROR(
       DecodeChunk(object_, index, c, region, work->record.data(), work->base, 0, work->decoder, raw.get()));
   return std::shared_ptr<const uint8_t[]>(std::move(raw));
 }
@@ -364,7 +364,7 @@ Status CheckRecords(const ByteSource& object, const ObjectInfo& info) {
       ++end;
     }
     records.Resize(bytes);
-    RETURN_IF_ERROR(object.ReadAt(start, records.data(), bytes));
+    ZIPNN_RETURN_IF_ERROR(object.ReadAt(start, records.data(), bytes));
     for (uint64_t at = 0; i < end; at += info.chunks[i].record_size, ++i) {
       const ChunkRef& c = info.chunks[i];
       if (Checksum64(records.data() + at, c.record_size) != c.checksum) {
@@ -382,7 +382,7 @@ Result<std::vector<RegionStats>> ScanObject(const ByteSource& object, const Obje
   for (size_t i = 0; i < info.chunks.size(); ++i) {
     const ChunkRef& c = info.chunks[i];
     record.Resize(c.record_size);
-    RETURN_IF_ERROR(object.ReadAt(c.record_offset, record.data(), c.record_size));
+    ZIPNN_RETURN_IF_ERROR(object.ReadAt(c.record_offset, record.data(), c.record_size));
     if (Checksum64(record.data(), c.record_size) != c.checksum) {
       return Corruption(ChunkName(object, i, c.span) + ": checksum mismatch");
     }

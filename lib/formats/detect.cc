@@ -24,7 +24,7 @@ Result<FileLayout> ReadLayout(const ByteSource& file, FormatChoice choice) {
   if (choice == FormatChoice::kRaw) return raw;
   uint8_t prefix[16] = {0};
   const size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof prefix, file.size()));
-  RETURN_IF_ERROR(file.ReadAt(0, prefix, n));
+  ZIPNN_RETURN_IF_ERROR(file.ReadAt(0, prefix, n));
   std::optional<Result<FileLayout>> read;
   if (choice == FormatChoice::kSafetensors || (choice == FormatChoice::kAuto && LooksLikeSafetensors(prefix, n))) {
     read = ReadSafetensors(file);
@@ -38,7 +38,7 @@ Result<FileLayout> ReadLayout(const ByteSource& file, FormatChoice choice) {
   }
   // No (valid) known format: one region, typed when a sample says a dtype
   // pays.
-  ASSIGN_OR_RETURN(std::optional<codec::DType> guess, GuessDType(file));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<codec::DType> guess, GuessDType(file));
   if (guess) raw.tensors.push_back(Tensor{"", *guess, {}, 0, file.size()});
   return raw;
 }

@@ -37,7 +37,7 @@ Result<std::optional<codec::DType>> GuessDType(const ByteSource& file) {
     const uint64_t at = std::min<uint64_t>((b * stride) & ~uint64_t{7}, size - kGuessBlockBytes) & ~uint64_t{7};
     const size_t old = sample.size();
     sample.resize(old + kGuessBlockBytes);
-    RETURN_IF_ERROR(file.ReadAt(at, sample.data() + old, kGuessBlockBytes));
+    ZIPNN_RETURN_IF_ERROR(file.ReadAt(at, sample.data() + old, kGuessBlockBytes));
   }
   // The bar to beat: plain bytes, and zstd, which goes below order-0 on
   // text and repeated structure.

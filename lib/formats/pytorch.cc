@@ -43,7 +43,7 @@ Result<FileLayout> ReadPytorch(const ByteSource& file) {
   if (pickle->method != 0) return Raw(file, "has a compressed data.pkl");
   if (pickle->size > kMaxTorchPickle) return Raw(file, "has a data.pkl over 256 MiB");
   Buffer pkl(pickle->size);
-  RETURN_IF_ERROR(file.ReadAt(pickle->data_offset, pkl.data(), pickle->size));
+  ZIPNN_RETURN_IF_ERROR(file.ReadAt(pickle->data_offset, pkl.data(), pickle->size));
   auto storages = ReadTorchPickle(pkl.data(), pkl.size());
   if (!storages.ok()) return Raw(file, "data.pkl is unreadable (" + storages.status().message() + ")");
   std::map<std::string, const TorchStorage*> by_key;

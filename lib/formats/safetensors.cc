@@ -99,12 +99,12 @@ Result<FileLayout> ReadSafetensors(const ByteSource& file) {
   const uint64_t size = file.size();
   uint8_t head[8];
   if (size < 10) return Raw(file, "is truncated");
-  RETURN_IF_ERROR(file.ReadAt(0, head, 8));
+  ZIPNN_RETURN_IF_ERROR(file.ReadAt(0, head, 8));
   const uint64_t n = LoadLE<uint64_t>(head);
   if (n > size - 8) return Raw(file, "length " + std::to_string(n) + " runs past the end of the file");
   if (n > kMaxSafetensorsHeader) return Raw(file, "length " + std::to_string(n) + " is over the 100 MiB limit");
   Buffer text(n);
-  RETURN_IF_ERROR(file.ReadAt(8, text.data(), n));
+  ZIPNN_RETURN_IF_ERROR(file.ReadAt(8, text.data(), n));
   HeaderBounds bounds;
   if (!Json::sax_parse(text.data(), text.data() + n, &bounds) && !bounds.problem.empty()) {
     return Raw(file, bounds.problem);

@@ -86,7 +86,7 @@ class Machine {
     return OkStatus();
   }
   Result<std::string> Text(size_t n) {
-    RETURN_IF_ERROR(Need(n));
+    ZIPNN_RETURN_IF_ERROR(Need(n));
     std::string s(reinterpret_cast<const char*>(p_), n);
     p_ += n;
     return s;
@@ -143,102 +143,102 @@ Result<Ref> Machine::Run() {
   while (p_ < end_) {
     const uint8_t op = *p_++;
     switch (op) {
-      case 0x80: RETURN_IF_ERROR(Need(1)); ++p_; break;                     // PROTO
-      case 0x95: RETURN_IF_ERROR(Need(8)); p_ += 8; break;                  // FRAME
+      case 0x80: ZIPNN_RETURN_IF_ERROR(Need(1)); ++p_; break;                     // PROTO
+      case 0x95: ZIPNN_RETURN_IF_ERROR(Need(8)); p_ += 8; break;                  // FRAME
       case '.': {                                                           // STOP
-        ASSIGN_OR_RETURN(Ref top, Pop());
+        ZIPNN_ASSIGN_OR_RETURN(Ref top, Pop());
         return top;
       }
-      case '(': RETURN_IF_ERROR(Mark()); break;                             // MARK
-      case 'N': RETURN_IF_ERROR(Push(Make(K::kNone))); break;
+      case '(': ZIPNN_RETURN_IF_ERROR(Mark()); break;                             // MARK
+      case 'N': ZIPNN_RETURN_IF_ERROR(Push(Make(K::kNone))); break;
       case 0x88: case 0x89: {                                               // NEWTRUE, NEWFALSE
         Ref v = Make(K::kInt);
         v->i = op == 0x88;
-        RETURN_IF_ERROR(Push(v));
+        ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
       case 'K': case 'M': case 'J': {                                       // BININT1, BININT2, BININT
         const size_t n = op == 'K' ? 1 : op == 'M' ? 2 : 4;
-        RETURN_IF_ERROR(Need(n));
+        ZIPNN_RETURN_IF_ERROR(Need(n));
         Ref v = Make(K::kInt);
         v->i = n == 1 ? *p_ : n == 2 ? LoadLE<uint16_t>(p_) : static_cast<int32_t>(LoadLE<uint32_t>(p_));
         p_ += n;
-        RETURN_IF_ERROR(Push(v));
+        ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
       case 0x8a: {                                                          // LONG1
-        RETURN_IF_ERROR(Need(1));
+        ZIPNN_RETURN_IF_ERROR(Need(1));
         const size_t n = *p_++;
-        RETURN_IF_ERROR(Need(n));
+        ZIPNN_RETURN_IF_ERROR(Need(n));
         Ref v = Make(K::kInt);
         for (size_t k = 0; k < n && k < 8; ++k) v->i |= static_cast<int64_t>(p_[k]) << (8 * k);
         p_ += n;
-        RETURN_IF_ERROR(Push(v));
+        ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case 'G': RETURN_IF_ERROR(Need(8)); p_ += 8; RETURN_IF_ERROR(Push(Make(K::kFloat))); break;  // BINFLOAT
+      case 'G': ZIPNN_RETURN_IF_ERROR(Need(8)); p_ += 8; ZIPNN_RETURN_IF_ERROR(Push(Make(K::kFloat))); break;  // BINFLOAT
       case 'X': case 0x8c: case 'B': case 'C': case 'T': case 'U': case 0x8d: case 0x8e: {
         // BINUNICODE, SHORT_BINUNICODE, BINBYTES, SHORT_BINBYTES,
         // BINSTRING, SHORT_BINSTRING, BINUNICODE8, BINBYTES8
         const size_t width = (op == 0x8c || op == 'C' || op == 'U') ? 1 : (op == 0x8d || op == 0x8e) ? 8 : 4;
-        RETURN_IF_ERROR(Need(width));
+        ZIPNN_RETURN_IF_ERROR(Need(width));
         const uint64_t n = width == 1 ? *p_ : width == 4 ? LoadLE<uint32_t>(p_) : LoadLE<uint64_t>(p_);
         p_ += width;
         if (n > static_cast<uint64_t>(end_ - p_)) return Corruption("pickle string runs past the end");
         Ref v = Make(K::kString);
-        ASSIGN_OR_RETURN(v->s, Text(static_cast<size_t>(n)));
-        RETURN_IF_ERROR(Push(v));
+        ZIPNN_ASSIGN_OR_RETURN(v->s, Text(static_cast<size_t>(n)));
+        ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
       case 'c': {                                                           // GLOBAL
-        ASSIGN_OR_RETURN(std::string module, Line());
-        ASSIGN_OR_RETURN(std::string name, Line());
-        ASSIGN_OR_RETURN(Ref v, Global(module, name));
-        RETURN_IF_ERROR(Push(v));
+        ZIPNN_ASSIGN_OR_RETURN(std::string module, Line());
+        ZIPNN_ASSIGN_OR_RETURN(std::string name, Line());
+        ZIPNN_ASSIGN_OR_RETURN(Ref v, Global(module, name));
+        ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
       case 0x93: {                                                          // STACK_GLOBAL
-        ASSIGN_OR_RETURN(Ref name, Pop());
-        ASSIGN_OR_RETURN(Ref module, Pop());
+        ZIPNN_ASSIGN_OR_RETURN(Ref name, Pop());
+        ZIPNN_ASSIGN_OR_RETURN(Ref module, Pop());
         if (module->kind != K::kString || name->kind != K::kString) {
           return Corruption("pickle STACK_GLOBAL takes two strings");
         }
-        ASSIGN_OR_RETURN(Ref v, Global(module->s, name->s));
-        RETURN_IF_ERROR(Push(v));
+        ZIPNN_ASSIGN_OR_RETURN(Ref v, Global(module->s, name->s));
+        ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case ')': RETURN_IF_ERROR(Push(Make(K::kTuple))); break;              // EMPTY_TUPLE
-      case ']': RETURN_IF_ERROR(Push(Make(K::kList))); break;               // EMPTY_LIST
-      case '}': RETURN_IF_ERROR(Push(Make(K::kDict))); break;               // EMPTY_DICT
+      case ')': ZIPNN_RETURN_IF_ERROR(Push(Make(K::kTuple))); break;              // EMPTY_TUPLE
+      case ']': ZIPNN_RETURN_IF_ERROR(Push(Make(K::kList))); break;               // EMPTY_LIST
+      case '}': ZIPNN_RETURN_IF_ERROR(Push(Make(K::kDict))); break;               // EMPTY_DICT
       case 't': {                                                           // TUPLE
         Ref v = Make(K::kTuple);
-        ASSIGN_OR_RETURN(v->items, PopToMark());
-        RETURN_IF_ERROR(Push(v));
+        ZIPNN_ASSIGN_OR_RETURN(v->items, PopToMark());
+        ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
       case 0x85: case 0x86: case 0x87: {                                    // TUPLE1..3
         Ref v = Make(K::kTuple);
         v->items.resize(op - 0x84);
         for (size_t k = v->items.size(); k > 0; --k) {
-          ASSIGN_OR_RETURN(v->items[k - 1], Pop());
+          ZIPNN_ASSIGN_OR_RETURN(v->items[k - 1], Pop());
         }
-        RETURN_IF_ERROR(Push(v));
+        ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
       case 'l': {                                                           // LIST
         Ref v = Make(K::kList);
-        ASSIGN_OR_RETURN(v->items, PopToMark());
-        RETURN_IF_ERROR(Push(v));
+        ZIPNN_ASSIGN_OR_RETURN(v->items, PopToMark());
+        ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
       case 'a': {                                                           // APPEND
-        ASSIGN_OR_RETURN(Ref item, Pop());
+        ZIPNN_ASSIGN_OR_RETURN(Ref item, Pop());
         if (stack_.empty()) return Corruption("pickle appends to nothing");
         if (stack_.back()->kind == K::kList) stack_.back()->items.push_back(item);
         break;
       }
       case 'e': {                                                           // APPENDS
-        ASSIGN_OR_RETURN(std::vector<Ref> items, PopToMark());
+        ZIPNN_ASSIGN_OR_RETURN(std::vector<Ref> items, PopToMark());
         if (stack_.empty()) return Corruption("pickle appends to nothing");
         if (stack_.back()->kind == K::kList) {
           for (Ref& item : items) stack_.back()->items.push_back(item);
@@ -246,61 +246,61 @@ Result<Ref> Machine::Run() {
         break;
       }
       case 's': {                                                           // SETITEM
-        ASSIGN_OR_RETURN(Ref value, Pop());
-        ASSIGN_OR_RETURN(Ref key, Pop());
+        ZIPNN_ASSIGN_OR_RETURN(Ref value, Pop());
+        ZIPNN_ASSIGN_OR_RETURN(Ref key, Pop());
         if (stack_.empty()) return Corruption("pickle sets an item on nothing");
-        RETURN_IF_ERROR(SetItems(stack_.back(), {key, value}));
+        ZIPNN_RETURN_IF_ERROR(SetItems(stack_.back(), {key, value}));
         break;
       }
       case 'u': {                                                           // SETITEMS
-        ASSIGN_OR_RETURN(std::vector<Ref> kv, PopToMark());
+        ZIPNN_ASSIGN_OR_RETURN(std::vector<Ref> kv, PopToMark());
         if (stack_.empty()) return Corruption("pickle sets items on nothing");
-        RETURN_IF_ERROR(SetItems(stack_.back(), kv));
+        ZIPNN_RETURN_IF_ERROR(SetItems(stack_.back(), kv));
         break;
       }
-      case 'q': RETURN_IF_ERROR(Need(1)); RETURN_IF_ERROR(Memo(*p_++)); break;             // BINPUT
-      case 'r': RETURN_IF_ERROR(Need(4)); RETURN_IF_ERROR(Memo(LoadLE<uint32_t>(p_))); p_ += 4; break;  // LONG_BINPUT
-      case 0x94: RETURN_IF_ERROR(Memo(static_cast<uint32_t>(memo_.size()))); break;       // MEMOIZE
+      case 'q': ZIPNN_RETURN_IF_ERROR(Need(1)); ZIPNN_RETURN_IF_ERROR(Memo(*p_++)); break;             // BINPUT
+      case 'r': ZIPNN_RETURN_IF_ERROR(Need(4)); ZIPNN_RETURN_IF_ERROR(Memo(LoadLE<uint32_t>(p_))); p_ += 4; break;  // LONG_BINPUT
+      case 0x94: ZIPNN_RETURN_IF_ERROR(Memo(static_cast<uint32_t>(memo_.size()))); break;       // MEMOIZE
       case 'h': {                                                           // BINGET
-        RETURN_IF_ERROR(Need(1));
-        ASSIGN_OR_RETURN(Ref v, Get(*p_++));
-        RETURN_IF_ERROR(Push(v));
+        ZIPNN_RETURN_IF_ERROR(Need(1));
+        ZIPNN_ASSIGN_OR_RETURN(Ref v, Get(*p_++));
+        ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
       case 'j': {                                                           // LONG_BINGET
-        RETURN_IF_ERROR(Need(4));
-        ASSIGN_OR_RETURN(Ref v, Get(LoadLE<uint32_t>(p_)));
+        ZIPNN_RETURN_IF_ERROR(Need(4));
+        ZIPNN_ASSIGN_OR_RETURN(Ref v, Get(LoadLE<uint32_t>(p_)));
         p_ += 4;
-        RETURN_IF_ERROR(Push(v));
+        ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
       case 'Q': {                                                           // BINPERSID
-        ASSIGN_OR_RETURN(Ref pid, Pop());
+        ZIPNN_ASSIGN_OR_RETURN(Ref pid, Pop());
         Ref v = Make(K::kPersid);
         v->items.push_back(pid);
-        RETURN_IF_ERROR(Push(v));
+        ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
       case 'R': case 0x81: {                                                // REDUCE, NEWOBJ
-        ASSIGN_OR_RETURN(Ref args, Pop());
-        ASSIGN_OR_RETURN(Ref func, Pop());
+        ZIPNN_ASSIGN_OR_RETURN(Ref args, Pop());
+        ZIPNN_ASSIGN_OR_RETURN(Ref func, Pop());
         // An OrderedDict is built empty and filled by SETITEMS.
         if (func->kind == K::kGlobal && func->s == "collections OrderedDict") {
-          RETURN_IF_ERROR(Push(Make(K::kDict)));
+          ZIPNN_RETURN_IF_ERROR(Push(Make(K::kDict)));
           break;
         }
         Ref v = Make(K::kReduce);
         v->items = {func, args};
-        RETURN_IF_ERROR(Push(v));
+        ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
       case 'b': {                                                           // BUILD: state is not needed
-        ASSIGN_OR_RETURN(Ref state, Pop());
+        ZIPNN_ASSIGN_OR_RETURN(Ref state, Pop());
         (void)state;
         if (stack_.empty()) return Corruption("pickle builds nothing");
         break;
       }
-      case '0': { ASSIGN_OR_RETURN(Ref dropped, Pop()); (void)dropped; break; }  // POP
+      case '0': { ZIPNN_ASSIGN_OR_RETURN(Ref dropped, Pop()); (void)dropped; break; }  // POP
       default: {
         char hex[8];
         std::snprintf(hex, sizeof hex, "0x%02x", op);
@@ -404,7 +404,7 @@ std::optional<codec::DType> TorchStorageDType(const std::string& class_name) {
 
 Result<std::vector<TorchStorage>> ReadTorchPickle(const uint8_t* data, size_t size) {
   Machine machine(data, size);
-  ASSIGN_OR_RETURN(Ref top, machine.Run());
+  ZIPNN_ASSIGN_OR_RETURN(Ref top, machine.Run());
   Walker walker;
   walker.Walk(top, "", 0);
   return walker.Take();

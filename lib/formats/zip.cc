@@ -33,7 +33,7 @@ Result<std::vector<ZipMember>> ReadZipDirectory(const ByteSource& file) {
   // The end-of-directory record sits in the last 22 + 65535 bytes.
   const uint64_t tail_size = std::min<uint64_t>(size, kEndOfDirectoryBytes + kMaxComment);
   Buffer tail(tail_size);
-  RETURN_IF_ERROR(file.ReadAt(size - tail_size, tail.data(), tail_size));
+  ZIPNN_RETURN_IF_ERROR(file.ReadAt(size - tail_size, tail.data(), tail_size));
   int64_t eocd = -1;
   for (int64_t i = static_cast<int64_t>(tail_size - kEndOfDirectoryBytes); i >= 0; --i) {
     if (LoadLE<uint32_t>(tail.data() + i) == kEndOfDirectory) {
@@ -51,12 +51,12 @@ Result<std::vector<ZipMember>> ReadZipDirectory(const ByteSource& file) {
     // zip64: a locator just before the record points at the zip64 record.
     if (eocd_at < 20) return Bad("zip64 locator missing");
     uint8_t loc[20];
-    RETURN_IF_ERROR(file.ReadAt(eocd_at - 20, loc, 20));
+    ZIPNN_RETURN_IF_ERROR(file.ReadAt(eocd_at - 20, loc, 20));
     if (LoadLE<uint32_t>(loc) != kZip64Locator) return Bad("zip64 locator missing");
     const uint64_t at = LoadLE<uint64_t>(loc + 8);
     if (at > size || size - at < 56) return Bad("zip64 end-of-directory record out of range");
     uint8_t z[56];
-    RETURN_IF_ERROR(file.ReadAt(at, z, 56));
+    ZIPNN_RETURN_IF_ERROR(file.ReadAt(at, z, 56));
     if (LoadLE<uint32_t>(z) != kZip64EndOfDirectory) return Bad("zip64 end-of-directory record missing");
     entries = LoadLE<uint64_t>(z + 32);
     dir_size = LoadLE<uint64_t>(z + 40);
@@ -66,7 +66,7 @@ Result<std::vector<ZipMember>> ReadZipDirectory(const ByteSource& file) {
   if (dir_size > kMaxDirectory) return Bad("directory larger than 256 MiB");
   if (entries > dir_size / 46) return Bad("more entries than the directory can hold");
   Buffer dir(dir_size);
-  RETURN_IF_ERROR(file.ReadAt(dir_offset, dir.data(), dir_size));
+  ZIPNN_RETURN_IF_ERROR(file.ReadAt(dir_offset, dir.data(), dir_size));
 
   std::vector<ZipMember> members;
   members.reserve(entries);
@@ -109,7 +109,7 @@ Result<std::vector<ZipMember>> ReadZipDirectory(const ByteSource& file) {
     }
     if (local > size || size - local < 30) return Bad("local header of '" + m.name + "' out of range");
     uint8_t h[30];
-    RETURN_IF_ERROR(file.ReadAt(local, h, 30));
+    ZIPNN_RETURN_IF_ERROR(file.ReadAt(local, h, 30));
     if (LoadLE<uint32_t>(h) != kLocalHeader) return Bad("local header of '" + m.name + "' missing");
     const uint64_t data = local + 30 + LoadLE<uint16_t>(h + 26) + LoadLE<uint16_t>(h + 28);
     if (data > size || stored > size - data) return Bad("data of '" + m.name + "' runs past the end of the file");

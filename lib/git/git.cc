@@ -21,7 +21,7 @@ namespace {
 // The whole standard output of `git <args>`; a non-zero exit is a Git
 // error quoting git's message.
 Result<std::string> Succeeded(const std::vector<std::string>& args, const std::string& cwd) {
-  ASSIGN_OR_RETURN(GitRun run, RunGit(args, cwd));
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args, cwd));
   if (run.exit_code != 0) {
     std::string message = run.err;
     while (!message.empty() && message.back() == '\n') message.pop_back();
@@ -35,13 +35,13 @@ Result<std::string> Succeeded(const std::vector<std::string>& args, const std::s
 }  // namespace
 
 Result<std::string> GitOutput(const std::vector<std::string>& args, const std::string& cwd) {
-  ASSIGN_OR_RETURN(std::string out, Succeeded(args, cwd));
+  ZIPNN_ASSIGN_OR_RETURN(std::string out, Succeeded(args, cwd));
   while (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
 }
 
 Result<std::vector<std::string>> GitPaths(const std::vector<std::string>& args, const std::string& cwd) {
-  ASSIGN_OR_RETURN(std::string out, Succeeded(args, cwd));
+  ZIPNN_ASSIGN_OR_RETURN(std::string out, Succeeded(args, cwd));
   std::vector<std::string> paths;
   for (size_t at = 0; at < out.size();) {
     size_t end = out.find('\0', at);
@@ -67,7 +67,7 @@ Result<std::string> GitDir(const std::string& cwd) {
 }
 
 Result<std::optional<std::string>> ConfigGet(const std::string& key, const std::string& cwd) {
-  ASSIGN_OR_RETURN(GitRun run, RunGit({"config", "--get", key}, cwd));
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"config", "--get", key}, cwd));
   if (run.exit_code == 1) return std::optional<std::string>();  // unset
   if (run.exit_code != 0) return Status(StatusCode::kGit, "git config --get " + key + " failed: " + run.err);
   while (!run.out.empty() && run.out.back() == '\n') run.out.pop_back();

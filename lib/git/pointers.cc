@@ -13,9 +13,9 @@ using Blobs = std::map<Oid, Place>;
 
 // Every file of `rev`'s tree.
 Status AddTree(const Repository& repo, const std::string& rev, Blobs& blobs) {
-  ASSIGN_OR_RETURN(std::optional<Oid> commit, repo.ResolveCommit(rev));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> commit, repo.ResolveCommit(rev));
   if (!commit) return NotFound("unknown revision '" + rev + "' (not a branch, tag or commit in this repository)");
-  ASSIGN_OR_RETURN(std::vector<FileEntry> files, repo.TreeFiles(*commit));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> files, repo.TreeFiles(*commit));
   for (const FileEntry& f : files) blobs.emplace(f.blob, Place{rev, f.path});
   return OkStatus();
 }
@@ -41,7 +41,7 @@ Status AddHistory(const Repository& repo, const std::vector<CommitInfo>& commits
 
 // Staged files not seen in a tree, in the index of every work tree.
 Status AddIndex(const Repository& repo, Blobs& blobs) {
-  ASSIGN_OR_RETURN(std::vector<FileEntry> files, repo.AllIndexFiles());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> files, repo.AllIndexFiles());
   for (const FileEntry& f : files) blobs.emplace(f.blob, Place{"index", f.path});
   return OkStatus();
 }
@@ -54,7 +54,7 @@ Result<std::vector<Oid>> Boundary(const Repository& repo, const std::vector<Comm
   for (const CommitInfo& c : commits) {
     for (const Oid& parent : c.parents) {
       if (!inside.insert(parent).second) continue;
-      ASSIGN_OR_RETURN(std::optional<Oid> present, repo.ResolveCommit(parent.Hex()));
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> present, repo.ResolveCommit(parent.Hex()));
       if (present) boundary.push_back(parent);  // a shallow clone lacks the parents of its oldest commits
     }
   }
@@ -80,37 +80,37 @@ Result<FoundPointers> PointersAmong(const Repository& repo, const Blobs& blobs) 
 }  // namespace
 
 Result<std::optional<store::Pointer>> PointerInBlob(const Repository& repo, const Oid& blob) {
-  ASSIGN_OR_RETURN(std::optional<std::string> text, repo.SmallBlob(blob, store::kMaxPointerBytes));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> text, repo.SmallBlob(blob, store::kMaxPointerBytes));
   if (!text || !store::LooksLikePointer(*text)) return std::optional<store::Pointer>();
-  ASSIGN_OR_RETURN(store::Pointer pointer, store::ParsePointer(*text));
+  ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, store::ParsePointer(*text));
   return std::optional<store::Pointer>(pointer);
 }
 
 Result<FoundPointers> FindPointers(const Repository& repo, bool all) {
   Blobs blobs;
   if (all) {
-    ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo.AllCommits());
-    ASSIGN_OR_RETURN(std::vector<Oid> boundary, Boundary(repo, commits));
-    RETURN_IF_ERROR(AddHistory(repo, commits, boundary, blobs));
-    RETURN_IF_ERROR(AddIndex(repo, blobs));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo.AllCommits());
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<Oid> boundary, Boundary(repo, commits));
+    ZIPNN_RETURN_IF_ERROR(AddHistory(repo, commits, boundary, blobs));
+    ZIPNN_RETURN_IF_ERROR(AddIndex(repo, blobs));
   } else {
-    ASSIGN_OR_RETURN(std::optional<Oid> head, repo.ResolveCommit("HEAD"));
-    if (head) RETURN_IF_ERROR(AddTree(repo, "HEAD", blobs));
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> head, repo.ResolveCommit("HEAD"));
+    if (head) ZIPNN_RETURN_IF_ERROR(AddTree(repo, "HEAD", blobs));
   }
   return PointersAmong(repo, blobs);
 }
 
 Result<FoundPointers> FindPointersIn(const Repository& repo, const std::vector<std::string>& revs) {
-  ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo.Commits(revs));
-  ASSIGN_OR_RETURN(std::vector<Oid> boundary, Boundary(repo, commits));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo.Commits(revs));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<Oid> boundary, Boundary(repo, commits));
   Blobs blobs;
-  RETURN_IF_ERROR(AddHistory(repo, commits, boundary, blobs));
+  ZIPNN_RETURN_IF_ERROR(AddHistory(repo, commits, boundary, blobs));
   return PointersAmong(repo, blobs);
 }
 
 Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vector<std::string>& revs) {
   Blobs blobs;
-  for (const std::string& rev : revs) RETURN_IF_ERROR(AddTree(repo, rev, blobs));
+  for (const std::string& rev : revs) ZIPNN_RETURN_IF_ERROR(AddTree(repo, rev, blobs));
   return PointersAmong(repo, blobs);
 }
 

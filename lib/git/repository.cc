@@ -98,7 +98,7 @@ Result<CommitPtr> LookupCommit(git_repository* repo, const Oid& id) {
 }
 
 Result<TreePtr> CommitTree(git_repository* repo, const Oid& commit) {
-  ASSIGN_OR_RETURN(CommitPtr c, LookupCommit(repo, commit));
+  ZIPNN_ASSIGN_OR_RETURN(CommitPtr c, LookupCommit(repo, commit));
   git_tree* raw = nullptr;
   if (git_commit_tree(&raw, c.get()) < 0) return GitError("cannot read the tree of commit " + commit.Hex());
   return TreePtr(raw);
@@ -191,7 +191,7 @@ class HistoryWalk {
   // out. A commit that is not there is skipped.
   Status Add(const Oid& id, bool hidden) {
     Node* node = Get(id);
-    RETURN_IF_ERROR(Parse(node));
+    ZIPNN_RETURN_IF_ERROR(Parse(node));
     if (node->missing) return OkStatus();
     if (hidden) {
       node->uninteresting = true;
@@ -209,7 +209,7 @@ class HistoryWalk {
       std::pop_heap(queue_.begin(), queue_.end(), Older);
       Node* commit = queue_.back();
       queue_.pop_back();
-      RETURN_IF_ERROR(AddParents(commit));
+      ZIPNN_RETURN_IF_ERROR(AddParents(commit));
       if (commit->uninteresting) {
         MarkParentsUninteresting(commit);
         slop = StillInteresting(last_time, slop);
@@ -288,7 +288,7 @@ class HistoryWalk {
     commit->added = true;
     for (Node* parent : commit->parents) {
       if (commit->uninteresting) parent->uninteresting = true;
-      RETURN_IF_ERROR(Parse(parent));
+      ZIPNN_RETURN_IF_ERROR(Parse(parent));
       if (parent->missing) continue;
       if (commit->uninteresting) MarkParentsUninteresting(parent);
       Queue(parent);
@@ -421,10 +421,10 @@ Result<Repository> Repository::Discover(const std::string& start) {
 Result<std::vector<FileEntry>> Repository::IndexFiles() const { return IndexFilesOf(handle_->repo.get()); }
 
 Result<std::vector<FileEntry>> Repository::AllIndexFiles() const {
-  ASSIGN_OR_RETURN(std::vector<RepoPtr> trees, OpenWorkTrees(common_dir_));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<RepoPtr> trees, OpenWorkTrees(common_dir_));
   std::vector<FileEntry> files;
   for (const RepoPtr& tree : trees) {
-    ASSIGN_OR_RETURN(std::vector<FileEntry> staged, IndexFilesOf(tree.get()));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> staged, IndexFilesOf(tree.get()));
     files.insert(files.end(), staged.begin(), staged.end());
   }
   return files;
@@ -451,17 +451,17 @@ Result<std::optional<Oid>> Repository::ResolveCommit(const std::string& rev) con
 
 Result<std::vector<FileEntry>> Repository::TreeFiles(const Oid& commit) const {
   git_repository* repo = handle_->repo.get();
-  ASSIGN_OR_RETURN(TreePtr tree, CommitTree(repo, commit));
+  ZIPNN_ASSIGN_OR_RETURN(TreePtr tree, CommitTree(repo, commit));
   std::vector<FileEntry> files;
   std::string prefix;
   auto enter = [](const std::string&, const git_oid&) { return true; };
   auto file = [&](const std::string& path, const Oid& blob) { files.push_back(FileEntry{path, blob}); };
-  RETURN_IF_ERROR(WalkTree(repo, tree.get(), prefix, enter, file));
+  ZIPNN_RETURN_IF_ERROR(WalkTree(repo, tree.get(), prefix, enter, file));
   return files;
 }
 
 Result<std::optional<Oid>> Repository::FileAt(const Oid& commit, const std::string& path) const {
-  ASSIGN_OR_RETURN(TreePtr tree, CommitTree(handle_->repo.get(), commit));
+  ZIPNN_ASSIGN_OR_RETURN(TreePtr tree, CommitTree(handle_->repo.get(), commit));
   git_tree_entry* raw = nullptr;
   const int e = git_tree_entry_bypath(&raw, tree.get(), path.c_str());
   if (e == GIT_ENOTFOUND) {
@@ -488,7 +488,7 @@ Result<uint64_t> Repository::BlobSize(const Oid& blob) const {
 }
 
 Result<std::optional<std::string>> Repository::SmallBlob(const Oid& blob, size_t max_bytes) const {
-  ASSIGN_OR_RETURN(uint64_t size, BlobSize(blob));
+  ZIPNN_ASSIGN_OR_RETURN(uint64_t size, BlobSize(blob));
   if (size > max_bytes) return std::optional<std::string>();
   git_blob* raw = nullptr;
   const git_oid id = ToGit(blob);
@@ -503,7 +503,7 @@ namespace {
 // The commits the HEADs of the repository's work trees lead to, with
 // `reflogs` also every commit their reflogs name.
 Status AddHeads(const std::string& common_dir, bool reflogs, std::vector<Oid>& ids) {
-  ASSIGN_OR_RETURN(std::vector<RepoPtr> heads, OpenWorkTrees(common_dir));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<RepoPtr> heads, OpenWorkTrees(common_dir));
   for (const RepoPtr& repo : heads) {
     git_reference* ref = nullptr;
     if (git_reference_lookup(&ref, repo.get(), "HEAD") == 0) {
@@ -511,7 +511,7 @@ Status AddHeads(const std::string& common_dir, bool reflogs, std::vector<Oid>& i
       if (auto id = PeelToCommit(head.get())) ids.push_back(*id);
     }
     git_error_clear();
-    if (reflogs) RETURN_IF_ERROR(AddReflog(repo.get(), "HEAD", ids));
+    if (reflogs) ZIPNN_RETURN_IF_ERROR(AddReflog(repo.get(), "HEAD", ids));
   }
   return OkStatus();
 }
@@ -521,14 +521,14 @@ Status AddHeads(const std::string& common_dir, bool reflogs, std::vector<Oid>& i
 // reflogs name.
 Result<std::vector<Oid>> AllTips(git_repository* repo, const std::string& common_dir, bool reflogs) {
   std::vector<Oid> ids;
-  RETURN_IF_ERROR(AddHeads(common_dir, reflogs, ids));
+  ZIPNN_RETURN_IF_ERROR(AddHeads(common_dir, reflogs, ids));
   std::vector<std::string> names;
-  RETURN_IF_ERROR(ForEachRef(repo, "", [&](git_reference* ref) {
+  ZIPNN_RETURN_IF_ERROR(ForEachRef(repo, "", [&](git_reference* ref) {
     if (auto id = PeelToCommit(ref)) ids.push_back(*id);
     names.push_back(git_reference_name(ref));
   }));
   if (reflogs) {
-    for (const std::string& name : names) RETURN_IF_ERROR(AddReflog(repo, name.c_str(), ids));
+    for (const std::string& name : names) ZIPNN_RETURN_IF_ERROR(AddReflog(repo, name.c_str(), ids));
   }
   return ids;
 }
@@ -540,7 +540,7 @@ Result<std::vector<CommitInfo>> Repository::Commits(const std::vector<std::strin
   HistoryWalk walk(repo);
   bool negated = false;  // after an odd number of "--not"
   auto resolve = [&](const std::string& rev) -> Result<Oid> {
-    ASSIGN_OR_RETURN(std::optional<Oid> id, ResolveCommit(rev.empty() ? "HEAD" : rev));
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> id, ResolveCommit(rev.empty() ? "HEAD" : rev));
     if (!id) return NotFound("unknown revision '" + rev + "' (not a branch, tag or commit in this repository)");
     return *id;
   };
@@ -548,18 +548,18 @@ Result<std::vector<CommitInfo>> Repository::Commits(const std::vector<std::strin
     if (arg == "--not") {
       negated = !negated;
     } else if (arg == "--all") {
-      ASSIGN_OR_RETURN(std::vector<Oid> tips, AllTips(repo, common_dir_, /*reflogs=*/false));
-      for (const Oid& id : tips) RETURN_IF_ERROR(walk.Add(id, negated));
+      ZIPNN_ASSIGN_OR_RETURN(std::vector<Oid> tips, AllTips(repo, common_dir_, /*reflogs=*/false));
+      for (const Oid& id : tips) ZIPNN_RETURN_IF_ERROR(walk.Add(id, negated));
     } else if (arg == "--remotes" || arg.rfind("--remotes=", 0) == 0) {
       // As git's --remotes=<pattern>: a pattern without a wildcard means
       // everything under it.
       std::string glob = "refs/remotes/" + (arg == "--remotes" ? "" : arg.substr(10));
       if (glob.find_first_of("?*[") == std::string::npos) glob += (glob.back() == '/' ? "*" : "/*");
       std::vector<Oid> tips;
-      RETURN_IF_ERROR(ForEachRef(repo, glob, [&](git_reference* ref) {
+      ZIPNN_RETURN_IF_ERROR(ForEachRef(repo, glob, [&](git_reference* ref) {
         if (auto id = PeelToCommit(ref)) tips.push_back(*id);
       }));
-      for (const Oid& id : tips) RETURN_IF_ERROR(walk.Add(id, negated));
+      for (const Oid& id : tips) ZIPNN_RETURN_IF_ERROR(walk.Add(id, negated));
     } else if (arg.rfind("--", 0) == 0) {
       return InvalidArgument("unsupported revision option '" + arg + "'");
     } else {
@@ -568,13 +568,13 @@ Result<std::vector<CommitInfo>> Repository::Commits(const std::vector<std::strin
       const size_t dots = rev.find("..");
       if (dots != std::string::npos) {
         if (rev.compare(dots, 3, "...") == 0) return InvalidArgument("unsupported revision range '" + arg + "'");
-        ASSIGN_OR_RETURN(Oid from, resolve(rev.substr(0, dots)));
-        ASSIGN_OR_RETURN(Oid to, resolve(rev.substr(dots + 2)));
-        RETURN_IF_ERROR(walk.Add(from, !(negated != excluded)));
-        RETURN_IF_ERROR(walk.Add(to, negated != excluded));
+        ZIPNN_ASSIGN_OR_RETURN(Oid from, resolve(rev.substr(0, dots)));
+        ZIPNN_ASSIGN_OR_RETURN(Oid to, resolve(rev.substr(dots + 2)));
+        ZIPNN_RETURN_IF_ERROR(walk.Add(from, !(negated != excluded)));
+        ZIPNN_RETURN_IF_ERROR(walk.Add(to, negated != excluded));
       } else {
-        ASSIGN_OR_RETURN(Oid id, resolve(rev));
-        RETURN_IF_ERROR(walk.Add(id, negated != excluded));
+        ZIPNN_ASSIGN_OR_RETURN(Oid id, resolve(rev));
+        ZIPNN_RETURN_IF_ERROR(walk.Add(id, negated != excluded));
       }
     }
   }
@@ -583,9 +583,9 @@ Result<std::vector<CommitInfo>> Repository::Commits(const std::vector<std::strin
 
 Result<std::vector<CommitInfo>> Repository::AllCommits() const {
   git_repository* repo = handle_->repo.get();
-  ASSIGN_OR_RETURN(std::vector<Oid> tips, AllTips(repo, common_dir_, /*reflogs=*/true));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<Oid> tips, AllTips(repo, common_dir_, /*reflogs=*/true));
   HistoryWalk walk(repo);
-  for (const Oid& id : tips) RETURN_IF_ERROR(walk.Add(id, /*hidden=*/false));  // a pruned entry is skipped
+  for (const Oid& id : tips) ZIPNN_RETURN_IF_ERROR(walk.Add(id, /*hidden=*/false));  // a pruned entry is skipped
   return walk.Run();
 }
 
@@ -602,7 +602,7 @@ Status Repository::VisitHistoryFiles(const std::vector<CommitInfo>& commits,
   };
   FileEntry entry;
   for (size_t i = 0; i < commits.size(); ++i) {
-    ASSIGN_OR_RETURN(TreePtr tree, CommitTree(repo, commits[i].id));
+    ZIPNN_ASSIGN_OR_RETURN(TreePtr tree, CommitTree(repo, commits[i].id));
     if (seen(seen_trees, git_tree_id(tree.get())->id, "")) continue;
     std::string prefix;
     auto enter = [&](const std::string& path, const git_oid& id) { return !seen(seen_trees, id.id, path); };
@@ -612,7 +612,7 @@ Status Repository::VisitHistoryFiles(const std::vector<CommitInfo>& commits,
       entry.blob = blob;
       visit(i, entry);
     };
-    RETURN_IF_ERROR(WalkTree(repo, tree.get(), prefix, enter, file));
+    ZIPNN_RETURN_IF_ERROR(WalkTree(repo, tree.get(), prefix, enter, file));
   }
   return OkStatus();
 }

@@ -8,13 +8,13 @@ namespace zipnn::git {
 
 Status SeriesVersions::ReadShallow() {
   if (shallow_read_) return OkStatus();
-  ASSIGN_OR_RETURN(std::optional<Oid> head, repo_.ResolveCommit("HEAD"));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> head, repo_.ResolveCommit("HEAD"));
   std::vector<FileEntry> files;
   if (head) {
-    ASSIGN_OR_RETURN(files, repo_.TreeFiles(*head));
+    ZIPNN_ASSIGN_OR_RETURN(files, repo_.TreeFiles(*head));
   }
   if (!repo_.work_dir().empty()) {
-    ASSIGN_OR_RETURN(std::vector<FileEntry> staged, repo_.IndexFiles());
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> staged, repo_.IndexFiles());
     files.insert(files.end(), staged.begin(), staged.end());
   }
   for (FileEntry& f : files) {
@@ -26,13 +26,13 @@ Status SeriesVersions::ReadShallow() {
 
 Status SeriesVersions::ReadHistory() {
   if (history_read_) return OkStatus();
-  ASSIGN_OR_RETURN(std::optional<Oid> head, repo_.ResolveCommit("HEAD"));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> head, repo_.ResolveCommit("HEAD"));
   if (head) {
-    ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo_.Commits({"HEAD"}));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo_.Commits({"HEAD"}));
     // Newest first, each file at the newest commit that has it; reversed
     // below so that the oldest comes first.
     std::vector<std::pair<size_t, FileEntry>> seen;
-    RETURN_IF_ERROR(repo_.VisitHistoryFiles(commits, [&](size_t commit, const FileEntry& f) { seen.emplace_back(commit, f); }));
+    ZIPNN_RETURN_IF_ERROR(repo_.VisitHistoryFiles(commits, [&](size_t commit, const FileEntry& f) { seen.emplace_back(commit, f); }));
     std::stable_sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     for (auto& [commit, f] : seen) history_[rules_.Place(f.path).name].push_back(Held{std::move(f.path), f.blob});
   }
@@ -58,17 +58,17 @@ Result<std::vector<store::Version>> SeriesVersions::Of(const std::string& name, 
     auto it = from.find(name);
     if (it == from.end()) return OkStatus();
     for (const Held& h : it->second) {
-      ASSIGN_OR_RETURN(std::optional<ContentId> id, PointerIn(h.blob));
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<ContentId> id, PointerIn(h.blob));
       if (id) versions.push_back(store::Version{*id, rules_.Place(h.path).step, h.path});
     }
     return OkStatus();
   };
   if (deep) {
-    RETURN_IF_ERROR(ReadHistory());
-    RETURN_IF_ERROR(add_held(history_));
+    ZIPNN_RETURN_IF_ERROR(ReadHistory());
+    ZIPNN_RETURN_IF_ERROR(add_held(history_));
   }
-  RETURN_IF_ERROR(ReadShallow());
-  RETURN_IF_ERROR(add_held(shallow_));
+  ZIPNN_RETURN_IF_ERROR(ReadShallow());
+  ZIPNN_RETURN_IF_ERROR(add_held(shallow_));
   auto own = session_.find(name);
   if (own != session_.end()) versions.insert(versions.end(), own->second.begin(), own->second.end());
   store::SortSeries(versions);
@@ -81,8 +81,8 @@ void SeriesVersions::Add(const std::string& path, const ContentId& id) {
 }
 
 Result<std::map<std::string, std::vector<store::Version>>> SeriesVersions::All() {
-  RETURN_IF_ERROR(ReadHistory());
-  RETURN_IF_ERROR(ReadShallow());
+  ZIPNN_RETURN_IF_ERROR(ReadHistory());
+  ZIPNN_RETURN_IF_ERROR(ReadShallow());
   std::vector<std::string> names;
   for (const auto* from : {&history_, &shallow_}) {
     for (const auto& [name, held] : *from) names.push_back(name);
@@ -92,7 +92,7 @@ Result<std::map<std::string, std::vector<store::Version>>> SeriesVersions::All()
   names.erase(std::unique(names.begin(), names.end()), names.end());
   std::map<std::string, std::vector<store::Version>> all;
   for (const std::string& name : names) {
-    ASSIGN_OR_RETURN(std::vector<store::Version> versions, Of(name, /*deep=*/true));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<store::Version> versions, Of(name, /*deep=*/true));
     if (!versions.empty()) all.emplace(name, std::move(versions));
   }
   return all;

@@ -100,7 +100,7 @@ Result<std::string> Sha256(const ByteSource& source, uint64_t from, uint64_t n) 
   Buffer block(1 << 20);
   for (uint64_t at = 0; at < n; at += block.size()) {
     const size_t k = static_cast<size_t>(std::min<uint64_t>(block.size(), n - at));
-    RETURN_IF_ERROR(source.ReadAt(from + at, block.data(), k));
+    ZIPNN_RETURN_IF_ERROR(source.ReadAt(from + at, block.data(), k));
     EVP_DigestUpdate(ctx.get(), block.data(), k);
   }
   unsigned char digest[32];
@@ -229,11 +229,11 @@ class Bucket : public store::RemoteStore {
   Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) override {
     std::vector<bool> has(ids.size());
     ThreadPool pool(std::min<int>(kHeadsAtOnce, static_cast<int>(std::max<size_t>(1, ids.size()))));
-    RETURN_IF_ERROR(RunOrdered<bool>(
+    ZIPNN_RETURN_IF_ERROR(RunOrdered<bool>(
         pool, ids.size(),
         [&](size_t i) -> Result<bool> {
           Transfer t;
-          ASSIGN_OR_RETURN(Reply r, Send("HEAD", Url(Key(ids[i])), kEmptySha256, t));
+          ZIPNN_ASSIGN_OR_RETURN(Reply r, Send("HEAD", Url(Key(ids[i])), kEmptySha256, t));
           if (r.status == 404) return false;
           if (r.status != 200) return Failure("cannot look for object " + ids[i].Hex(), r);
           return true;
@@ -248,11 +248,11 @@ class Bucket : public store::RemoteStore {
   Status Put(const ContentId& id, const ByteSource& object) override {
     const std::string key = Key(id);
     if (object.size() > o_.part_size) return PutInParts(key, object);
-    ASSIGN_OR_RETURN(std::string hash, Sha256(object, 0, object.size()));
+    ZIPNN_ASSIGN_OR_RETURN(std::string hash, Sha256(object, 0, object.size()));
     Transfer t;
     t.upload = &object;
     t.size = object.size();
-    ASSIGN_OR_RETURN(Reply r, Send("PUT", Url(key), hash, t));
+    ZIPNN_ASSIGN_OR_RETURN(Reply r, Send("PUT", Url(key), hash, t));
     if (r.status != 200) return Failure("upload refused", r);
     return OkStatus();
   }
@@ -261,7 +261,7 @@ class Bucket : public store::RemoteStore {
     Transfer t;
     t.download = &out;
     t.limit = limit;
-    ASSIGN_OR_RETURN(Reply r, Send("GET", Url(Key(id)), kEmptySha256, t));
+    ZIPNN_ASSIGN_OR_RETURN(Reply r, Send("GET", Url(Key(id)), kEmptySha256, t));
     if (r.status == 404 && XmlField(r.body, "Code") != "NoSuchBucket") {
       return NotFound("object " + id.Hex() + " is not there");
     }
@@ -295,7 +295,7 @@ class Bucket : public store::RemoteStore {
   Status PutInParts(const std::string& key, const ByteSource& object) {
     const uint64_t part = std::max(o_.part_size, (object.size() + kMaxParts - 1) / kMaxParts);
     Transfer start;
-    ASSIGN_OR_RETURN(Reply started, Send("POST", Url(key, "uploads="), kEmptySha256, start));
+    ZIPNN_ASSIGN_OR_RETURN(Reply started, Send("POST", Url(key, "uploads="), kEmptySha256, start));
     const std::string upload = XmlField(started.body, "UploadId");
     if (started.status != 200 || upload.empty()) return Failure("cannot start an upload in parts", started);
     const std::string id_query = "uploadId=" + UriEncode(upload);
@@ -307,18 +307,18 @@ class Bucket : public store::RemoteStore {
         t.upload = &object;
         t.from = from;
         t.size = std::min(part, object.size() - from);
-        ASSIGN_OR_RETURN(std::string hash, Sha256(object, t.from, t.size));
-        ASSIGN_OR_RETURN(Reply r, Send("PUT", Url(key, "partNumber=" + std::to_string(number) + "&" + id_query), hash, t));
+        ZIPNN_ASSIGN_OR_RETURN(std::string hash, Sha256(object, t.from, t.size));
+        ZIPNN_ASSIGN_OR_RETURN(Reply r, Send("PUT", Url(key, "partNumber=" + std::to_string(number) + "&" + id_query), hash, t));
         if (r.status != 200 || r.etag.empty()) return Failure("part " + std::to_string(number) + " refused", r);
         parts += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" + r.etag + "</ETag></Part>";
       }
       const std::string xml = "<CompleteMultipartUpload>" + parts + "</CompleteMultipartUpload>";
-      ASSIGN_OR_RETURN(std::string hash, Sha256(xml));
+      ZIPNN_ASSIGN_OR_RETURN(std::string hash, Sha256(xml));
       MemorySource body(reinterpret_cast<const uint8_t*>(xml.data()), xml.size(), "request");
       Transfer t;
       t.upload = &body;
       t.size = xml.size();
-      ASSIGN_OR_RETURN(Reply r, Send("POST", Url(key, id_query), hash, t));
+      ZIPNN_ASSIGN_OR_RETURN(Reply r, Send("POST", Url(key, id_query), hash, t));
       // S3 may say 200 and put the error in the body.
       if (r.status != 200 || r.body.find("<Error>") != std::string::npos) return Failure("cannot complete the upload", r);
       return OkStatus();

@@ -152,7 +152,7 @@ Status CheckPattern(const std::string& pattern) {
 }
 
 Result<Rules> Rules::WithPatterns(const std::vector<std::string>& patterns) {
-  for (const std::string& p : patterns) RETURN_IF_ERROR(CheckPattern(p));
+  for (const std::string& p : patterns) ZIPNN_RETURN_IF_ERROR(CheckPattern(p));
   Rules rules;
   rules.patterns_ = patterns;
   return rules;

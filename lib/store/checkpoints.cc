@@ -66,8 +66,8 @@ Result<Link> OpenLink(const Repository& repo, const ContentId& top, const Conten
     return Corruption("chain of object " + top.Hex() + " is longer than " + std::to_string(kMaxChainDepth));
   }
   passed.push_back(id);
-  ASSIGN_OR_RETURN(ReadFile file, repo.objects.Open(id));
-  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(file));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile file, repo.objects.Open(id));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(file));
   if (info.content_id != id) return Corruption(file.name() + ": holds " + info.content_id.Hex() + ", not " + id.Hex());
   return Link{std::move(file), std::move(info)};
 }
@@ -84,7 +84,7 @@ Status EncodeTo(const Repository& repo, const RawVersion& input, const RawVersio
   options.chunk_size = repo.policy.chunk_size;
   options.threads = repo.policy.threads;
   options.zstd_level = repo.policy.zstd_level;
-  ASSIGN_OR_RETURN(container::EncodeResult r,
+  ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
                    container::EncodeObject(*input.file, regions, delta ? &*delta : nullptr, options, out));
   if (r.content_id != input.id) return Corruption(input.file->name() + " changed while it was stored");
   *size = r.object_size;
@@ -92,11 +92,11 @@ Status EncodeTo(const Repository& repo, const RawVersion& input, const RawVersio
 }
 
 Result<Candidate> EncodeCandidateAs(const Repository& repo, const RawVersion& input, const RawVersion* base) {
-  ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir + "/candidates", "object"));
+  ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir + "/candidates", "object"));
   Candidate c{std::move(file), base != nullptr, 0};
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(c.file.path(), /*overwrite=*/true));
-  RETURN_IF_ERROR(EncodeTo(repo, input, base, out, &c.size));
-  RETURN_IF_ERROR(out.Commit());
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(c.file.path(), /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(EncodeTo(repo, input, base, out, &c.size));
+  ZIPNN_RETURN_IF_ERROR(out.Commit());
   return c;
 }
 
@@ -108,7 +108,7 @@ namespace {
 Status WalkChain(const Repository& repo, const ContentId& id, const std::function<bool(const ChainLink&)>& visit) {
   std::vector<ContentId> passed;
   for (ContentId at = id;;) {
-    ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
+    ZIPNN_ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
     ChainLink shown;
     shown.id = at;
     shown.depth = static_cast<int>(passed.size()) - 1;
@@ -132,7 +132,7 @@ Status VisitChain(const Repository& repo, const ContentId& id, const std::functi
 
 Result<ChainLink> ReadLink(const Repository& repo, const ContentId& id) {
   ChainLink top;
-  RETURN_IF_ERROR(WalkChain(repo, id, [&](const ChainLink& link) {
+  ZIPNN_RETURN_IF_ERROR(WalkChain(repo, id, [&](const ChainLink& link) {
     top = link;
     return false;
   }));
@@ -143,10 +143,10 @@ Status CheckStored(const Repository& repo, const Pointer& pointer, bool decode) 
   uint64_t raw_size = 0;
   if (decode) {
     CountingSink counted;
-    RETURN_IF_ERROR(Restore(repo, pointer.id, counted));
+    ZIPNN_RETURN_IF_ERROR(Restore(repo, pointer.id, counted));
     raw_size = counted.bytes();
   } else {
-    RETURN_IF_ERROR(VisitChain(repo, pointer.id, [&](const ChainLink& link) {
+    ZIPNN_RETURN_IF_ERROR(VisitChain(repo, pointer.id, [&](const ChainLink& link) {
       if (link.depth == 0) raw_size = link.raw_size;
     }));
   }
@@ -160,7 +160,7 @@ Status CheckStored(const Repository& repo, const Pointer& pointer, bool decode) 
 Result<StoredInfo> Describe(const Repository& repo, const ContentId& id, const ChainMemo* memo) {
   std::vector<ChainLink> links;
   const StoredInfo* known = nullptr;  // what `memo` says of the last link's base
-  RETURN_IF_ERROR(WalkChain(repo, id, [&](const ChainLink& link) {
+  ZIPNN_RETURN_IF_ERROR(WalkChain(repo, id, [&](const ChainLink& link) {
     links.push_back(link);
     if (!link.delta || memo == nullptr) return true;
     auto it = memo->find(link.base);
@@ -195,7 +195,7 @@ Status Restore(const Repository& repo, const ContentId& id, ByteSink& out) {
   std::vector<ContentId> passed;
   std::vector<Link> links;  // the top first, the base last
   for (ContentId at = id;;) {
-    ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
+    ZIPNN_ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
     const bool delta = link.info.header.kind == container::ObjectKind::kDelta;
     at = link.info.header.base_id;
     links.push_back(std::move(link));
@@ -204,7 +204,7 @@ Status Restore(const Repository& repo, const ContentId& id, ByteSink& out) {
   std::vector<std::unique_ptr<container::ObjectReader>> readers;
   const ByteSource* below = nullptr;
   for (size_t i = links.size(); i-- > 1;) {
-    ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
+    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
                      container::ObjectReader::Open(links[i].file, std::move(links[i].info), below));
     below = reader.get();
     readers.push_back(std::move(reader));
@@ -228,13 +228,13 @@ Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::st
 }
 
 Result<Scratch> WriteScratch(const Repository& repo, const std::function<Status(ByteSink&)>& fill) {
-  ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "restore"));
+  ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "restore"));
   {
-    ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(file.path(), /*overwrite=*/true));
-    RETURN_IF_ERROR(fill(sink));
-    RETURN_IF_ERROR(sink.CommitUnsynced());
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(file.path(), /*overwrite=*/true));
+    ZIPNN_RETURN_IF_ERROR(fill(sink));
+    ZIPNN_RETURN_IF_ERROR(sink.CommitUnsynced());
   }
-  ASSIGN_OR_RETURN(ReadFile reader, ReadFile::Open(file.path()));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile reader, ReadFile::Open(file.path()));
   return Scratch{std::move(file), std::move(reader)};
 }
 
@@ -245,7 +245,7 @@ Result<Scratch> RestoreToScratch(const Repository& repo, const ContentId& id) {
 Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base,
                                   double base_ratio) {
   if (base == nullptr) return EncodeCandidateAs(repo, input, nullptr);
-  ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(repo, input, base));
+  ZIPNN_ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(repo, input, base));
   const double keep = 1 - repo.policy.min_gain;
   // Versions of one series store alone at nearly the same share of their
   // size (within about 1% between saves); a delta far below the last
@@ -255,10 +255,10 @@ Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& inpu
   // The bound is below any standalone coding of weights, so a delta that
   // pays against it pays against the real thing.
   ThreadPool pool(repo.policy.threads);
-  ASSIGN_OR_RETURN(double bound, container::EntropyBound(*input.file, formats::ToRegions(*input.layout), nullptr,
+  ZIPNN_ASSIGN_OR_RETURN(double bound, container::EntropyBound(*input.file, formats::ToRegions(*input.layout), nullptr,
                                                          repo.policy.chunk_size, pool));
   if (static_cast<double>(delta.size) <= bound * keep) return delta;
-  ASSIGN_OR_RETURN(Candidate standalone, EncodeCandidateAs(repo, input, nullptr));
+  ZIPNN_ASSIGN_OR_RETURN(Candidate standalone, EncodeCandidateAs(repo, input, nullptr));
   if (static_cast<double>(delta.size) <= static_cast<double>(standalone.size) * keep) return delta;
   return standalone;
 }
@@ -266,14 +266,14 @@ Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& inpu
 Status TouchChain(const Repository& repo, const ContentId& id, std::set<ContentId>* done) {
   std::vector<ContentId> passed, checked;
   for (ContentId at = id; done == nullptr || done->count(at) == 0;) {
-    ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
-    RETURN_IF_ERROR(container::CheckRecords(link.file, link.info));
+    ZIPNN_ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
+    ZIPNN_RETURN_IF_ERROR(container::CheckRecords(link.file, link.info));
     checked.push_back(at);
     if (link.info.header.kind != container::ObjectKind::kDelta) break;
     at = link.info.header.base_id;
   }
   for (const ContentId& link : checked) {
-    RETURN_IF_ERROR(repo.objects.Touch(link));
+    ZIPNN_RETURN_IF_ERROR(repo.objects.Touch(link));
     if (done != nullptr) done->insert(link);
   }
   return OkStatus();
@@ -377,7 +377,7 @@ Result<BaseBytes> ReadBase(const Repository& repo, const std::vector<Version>& s
     bytes.kept.emplace(std::move(*copy));
     return bytes;
   }
-  ASSIGN_OR_RETURN(Scratch scratch, RestoreToScratch(repo, base));
+  ZIPNN_ASSIGN_OR_RETURN(Scratch scratch, RestoreToScratch(repo, base));
   bytes.decoded.emplace(std::move(scratch));
   return bytes;
 }
@@ -385,8 +385,8 @@ Result<BaseBytes> ReadBase(const Repository& repo, const std::vector<Version>& s
 }  // namespace
 
 Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, const EarlierVersions& earlier) {
-  ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(version.file));
-  ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(input, formats::FormatChoice::kAuto));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(version.file));
+  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(input, formats::FormatChoice::kAuto));
   CheckedIn result;
   result.pointer = Pointer{version.id, input.size(), formats::FormatName(layout.format)};
   // Already stored: its chain is marked as used, so that a gc running now
@@ -404,15 +404,15 @@ Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, con
   // this store lacks): it is placed among the others, as where it was
   // first stored.
   auto others = [&](bool deep) -> Result<std::vector<Version>> {
-    ASSIGN_OR_RETURN(std::vector<Version> versions, earlier(deep));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<Version> versions, earlier(deep));
     versions.erase(std::remove_if(versions.begin(), versions.end(), [&](const Version& v) { return v.id == version.id; }),
                    versions.end());
     return versions;
   };
-  ASSIGN_OR_RETURN(std::vector<Version> series, others(false));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<Version> series, others(false));
   std::optional<Placement> placed = PlaceVersion(repo, series, PositionOf(series, version.step), false);
   if (!placed) {
-    ASSIGN_OR_RETURN(series, others(true));
+    ZIPNN_ASSIGN_OR_RETURN(series, others(true));
     placed = PlaceVersion(repo, series, PositionOf(series, version.step), true);
   }
   // The base's chain must outlive this delta: marked as used before it is
@@ -441,18 +441,18 @@ Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, con
   }
   if (!placed->base && !present) {
     uint64_t size = 0;
-    RETURN_IF_ERROR(repo.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(repo, raw, nullptr, out, &size); }));
+    ZIPNN_RETURN_IF_ERROR(repo.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(repo, raw, nullptr, out, &size); }));
   } else {
     std::optional<formats::FileLayout> base_layout;
     std::optional<RawVersion> base;
     if (placed->base) {
-      ASSIGN_OR_RETURN(base_layout, formats::ReadLayout(bytes->file(), formats::FormatChoice::kAuto));
+      ZIPNN_ASSIGN_OR_RETURN(base_layout, formats::ReadLayout(bytes->file(), formats::FormatChoice::kAuto));
       base = RawVersion{&bytes->file(), &*base_layout, *placed->base};
     }
-    ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, raw, base ? &*base : nullptr, placed->base_ratio));
+    ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, raw, base ? &*base : nullptr, placed->base_ratio));
     if (base && !c.delta) placed->reason = BaseReason::kNoGain;
     if (c.delta) placed->reason = BaseReason::kNotBase;
-    RETURN_IF_ERROR(present ? repo.objects.Replace(version.id, c.file.path())
+    ZIPNN_RETURN_IF_ERROR(present ? repo.objects.Replace(version.id, c.file.path())
                             : repo.objects.Adopt(version.id, c.file.path()));
   }
   result.reason = placed->reason;

@@ -40,13 +40,13 @@ Status ObjectStore::Put(const ContentId& id, const std::function<Status(AtomicFi
                         const std::function<Status(const std::string& temp)>& check) const {
   const std::string path = PathOf(id);
   if (FileExists(path)) return OkStatus();
-  RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
   // Another writer of the same content may get there first, before we
   // start or before we commit: theirs is whole, and ours is not needed.
   auto out = AtomicFile::Create(path, /*overwrite=*/false);
   if (!out.ok()) return FileExists(path) ? OkStatus() : out.status();
-  RETURN_IF_ERROR(write(*out));
-  if (check) RETURN_IF_ERROR(check(out->temp_path()));
+  ZIPNN_RETURN_IF_ERROR(write(*out));
+  if (check) ZIPNN_RETURN_IF_ERROR(check(out->temp_path()));
   Status committed = out->Commit();
   if (!committed.ok() && FileExists(path)) return OkStatus();
   return committed;
@@ -66,7 +66,7 @@ StoreLock::~StoreLock() {
 }
 
 Result<StoreLock> ObjectStore::Lock(StoreLock::Mode mode, const std::function<void()>& waiting) const {
-  RETURN_IF_ERROR(MakeDirectories(root_));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(root_));
   const int fd = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return IoError(root_ + ": cannot open the store to lock it: " + std::strerror(errno));
   StoreLock lock(fd);
@@ -97,10 +97,10 @@ Status ObjectStore::RegisterUser(const std::string& git_dir) const {
   const std::string file = UserFile(git_dir);
   struct stat st;
   if (::stat(file.c_str(), &st) == 0) return OkStatus();
-  RETURN_IF_ERROR(MakeDirectories(root_ + "/" + kUsersFolder));
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file, /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(root_ + "/" + kUsersFolder));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file, /*overwrite=*/true));
   const std::string line = git_dir + "\n";
-  RETURN_IF_ERROR(out.Append(line.data(), line.size()));
+  ZIPNN_RETURN_IF_ERROR(out.Append(line.data(), line.size()));
   return out.Commit();
 }
 
@@ -109,7 +109,7 @@ Result<std::vector<std::string>> ObjectStore::Users() const {
   std::error_code ec;
   for (std::filesystem::directory_iterator it(root_ + "/" + kUsersFolder, ec), end; !ec && it != end; it.increment(ec)) {
     if (!ContentId::FromHex(it->path().filename().string())) continue;  // a temporary
-    ASSIGN_OR_RETURN(std::vector<uint8_t> text, ReadWholeFile(it->path().string()));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<uint8_t> text, ReadWholeFile(it->path().string()));
     std::string dir(text.begin(), text.end());
     if (!dir.empty() && dir.back() == '\n') dir.pop_back();
     if (!dir.empty()) users.push_back(std::move(dir));
@@ -156,12 +156,12 @@ Result<std::vector<ObjectStore::Entry>> ObjectStore::List() const {
 namespace {
 
 Status CopyInto(const std::string& file, AtomicFile& out) {
-  ASSIGN_OR_RETURN(ReadFile from, ReadFile::Open(file));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile from, ReadFile::Open(file));
   Buffer block(1 << 20);
   for (uint64_t at = 0; at < from.size(); at += block.size()) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), from.size() - at));
-    RETURN_IF_ERROR(from.ReadAt(at, block.data(), n));
-    RETURN_IF_ERROR(out.Append(block.data(), n));
+    ZIPNN_RETURN_IF_ERROR(from.ReadAt(at, block.data(), n));
+    ZIPNN_RETURN_IF_ERROR(out.Append(block.data(), n));
   }
   return OkStatus();
 }
@@ -170,7 +170,7 @@ Status CopyInto(const std::string& file, AtomicFile& out) {
 
 Status ObjectStore::Adopt(const ContentId& id, const std::string& file) const {
   const std::string path = PathOf(id);
-  RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
   if (::link(file.c_str(), path.c_str()) == 0 || errno == EEXIST) return OkStatus();
   if (errno != EXDEV) return IoError(path + ": cannot link " + file + ": " + std::strerror(errno));
   return Put(id, [&](AtomicFile& out) { return CopyInto(file, out); });  // another file system
@@ -178,11 +178,11 @@ Status ObjectStore::Adopt(const ContentId& id, const std::string& file) const {
 
 Status ObjectStore::Replace(const ContentId& id, const std::string& file) const {
   const std::string path = PathOf(id);
-  RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
   if (::rename(file.c_str(), path.c_str()) == 0) return OkStatus();
   if (errno != EXDEV) return IoError(path + ": cannot replace it with " + file + ": " + std::strerror(errno));
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));  // another file system
-  RETURN_IF_ERROR(CopyInto(file, out));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));  // another file system
+  ZIPNN_RETURN_IF_ERROR(CopyInto(file, out));
   return out.Commit();
 }
 

@@ -32,8 +32,8 @@ Status CopySource(const ByteSource& from, ByteSink& out) {
   Buffer block(kCopyBlock);
   for (uint64_t at = 0; at < from.size(); at += block.size()) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), from.size() - at));
-    RETURN_IF_ERROR(from.ReadAt(at, block.data(), n));
-    RETURN_IF_ERROR(out.Append(block.data(), n));
+    ZIPNN_RETURN_IF_ERROR(from.ReadAt(at, block.data(), n));
+    ZIPNN_RETURN_IF_ERROR(out.Append(block.data(), n));
   }
   return OkStatus();
 }
@@ -71,7 +71,7 @@ class Folder : public RemoteStore {
     if (::stat(store_.PathOf(id).c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
       return Corruption(store_.PathOf(id) + " is not a plain file");
     }
-    ASSIGN_OR_RETURN(ReadFile file, store_.Open(id));
+    ZIPNN_ASSIGN_OR_RETURN(ReadFile file, store_.Open(id));
     if (file.size() > limit) return TooBig(id, file.size(), limit);
     return CopySource(file, out);
   }
@@ -120,9 +120,9 @@ class GuardedSink : public ByteSink {
     if (raw_size_ && size_ < container::kHeaderBytes) {
       const size_t k = std::min<size_t>(n, container::kHeaderBytes - size_);
       head_.append(static_cast<const char*>(data), k);
-      if (head_.size() == container::kHeaderBytes) RETURN_IF_ERROR(CheckRawSize());
+      if (head_.size() == container::kHeaderBytes) ZIPNN_RETURN_IF_ERROR(CheckRawSize());
     }
-    RETURN_IF_ERROR(out_.Append(data, n));
+    ZIPNN_RETURN_IF_ERROR(out_.Append(data, n));
     size_ += n;
     return OkStatus();
   }
@@ -168,18 +168,18 @@ struct Received {
 // removes the file before it returns.
 Result<Received> Receive(const Repository& repo, RemoteStore& remote, const ContentId& id,
                          std::optional<uint64_t> raw_size, uint64_t* bytes) {
-  ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "fetch"));
+  ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "fetch"));
   {
-    ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file.path(), /*overwrite=*/true));
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file.path(), /*overwrite=*/true));
     const uint64_t limit = raw_size ? ObjectSizeLimit(*raw_size) : kUnknownObjectLimit;
     GuardedSink guarded(out, id, limit, raw_size);
-    RETURN_IF_ERROR(remote.Get(id, limit, guarded));
+    ZIPNN_RETURN_IF_ERROR(remote.Get(id, limit, guarded));
     *bytes = out.size();
-    RETURN_IF_ERROR(out.Commit());
+    ZIPNN_RETURN_IF_ERROR(out.Commit());
   }
-  ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(file.path()));
-  RETURN_IF_ERROR(AsSent(CheckObject(object, id), file.path()));
-  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(file.path()));
+  ZIPNN_RETURN_IF_ERROR(AsSent(CheckObject(object, id), file.path()));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   Received r{std::move(file), std::nullopt, 0};
   if (info.header.kind == container::ObjectKind::kDelta) {
     r.base = info.header.base_id;
@@ -195,14 +195,14 @@ class StoredChain {
  public:
   static Result<std::unique_ptr<StoredChain>> Open(const Repository& repo, const ContentId& id) {
     std::vector<ContentId> ids;  // VisitChain checks each link's id, loops and depth
-    RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) { ids.push_back(link.id); }));
+    ZIPNN_RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) { ids.push_back(link.id); }));
     auto chain = std::unique_ptr<StoredChain>(new StoredChain);
     const ByteSource* below = nullptr;
     for (size_t i = ids.size(); i-- > 0;) {
-      ASSIGN_OR_RETURN(ReadFile file, repo.objects.Open(ids[i]));
+      ZIPNN_ASSIGN_OR_RETURN(ReadFile file, repo.objects.Open(ids[i]));
       chain->files_.push_back(std::make_unique<ReadFile>(std::move(file)));
-      ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(*chain->files_.back()));
-      ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
+      ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(*chain->files_.back()));
+      ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
                        container::ObjectReader::Open(*chain->files_.back(), std::move(info), below));
       below = reader.get();
       chain->readers_.push_back(std::move(reader));
@@ -241,7 +241,7 @@ Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& rec
     std::shared_ptr<Scratch> base_bytes = std::move(todo.back().second);
     todo.pop_back();
     const Received& r = received.at(id);
-    ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(r.file.path()));
+    ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(r.file.path()));
     auto decode = [&](ByteSink& out) -> Status {
       Status st = AsSent(DecodeReceived(repo, object, id, base_bytes ? &base_bytes->reader : nullptr, out),
                          r.file.path());
@@ -252,13 +252,13 @@ Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& rec
     const auto up = above.find(id);
     if (up == above.end()) {
       CountingSink nowhere;
-      RETURN_IF_ERROR(decode(nowhere));
+      ZIPNN_RETURN_IF_ERROR(decode(nowhere));
     } else {
-      ASSIGN_OR_RETURN(Scratch scratch, WriteScratch(repo, decode));
+      ZIPNN_ASSIGN_OR_RETURN(Scratch scratch, WriteScratch(repo, decode));
       decoded = std::make_shared<Scratch>(std::move(scratch));
     }
     base_bytes.reset();  // the last delta on it is decoded: its scratch goes
-    RETURN_IF_ERROR(repo.objects.Replace(id, r.file.path()));
+    ZIPNN_RETURN_IF_ERROR(repo.objects.Replace(id, r.file.path()));
     if (up != above.end()) {
       for (const ContentId& delta : up->second) todo.emplace_back(delta, decoded);
     }
@@ -277,17 +277,17 @@ uint64_t ObjectSizeLimit(uint64_t raw_size) {
 }
 
 Status CheckObject(const ByteSource& object, const ContentId& id) {
-  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   if (info.content_id != id) {
     return Corruption(object.name() + ": holds " + info.content_id.Hex() + ", not " + id.Hex());
   }
-  ASSIGN_OR_RETURN(auto stats, container::ScanObject(object, info));  // every record's checksum
+  ZIPNN_ASSIGN_OR_RETURN(auto stats, container::ScanObject(object, info));  // every record's checksum
   (void)stats;
   return OkStatus();
 }
 
 Status CheckObjectFile(const std::string& path, const ContentId& id) {
-  ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(path));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(path));
   return CheckObject(file, id);
 }
 
@@ -306,7 +306,7 @@ bool IsOld(const struct stat& st) { return st.st_mtime + kOldTemporary < ::time(
 }  // namespace
 
 Result<size_t> RemoveOldTemporaries(const ObjectStore& store) {
-  ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> entries, store.List());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> entries, store.List());
   size_t removed = 0;
   for (const ObjectStore::Entry& e : entries) {
     struct stat st;
@@ -321,7 +321,7 @@ Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::f
   if (HoldsIntact(store, id)) return OkStatus();
   const std::string path = store.PathOf(id);
   const std::string folder = path.substr(0, path.rfind('/'));
-  RETURN_IF_ERROR(MakeDirectories(folder));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(folder));
   if (DIR* d = ::opendir(folder.c_str())) {  // what killed writers left here
     while (const dirent* e = ::readdir(d)) {
       const std::string file = folder + "/" + e->d_name;
@@ -332,20 +332,20 @@ Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::f
     }
     ::closedir(d);
   }
-  ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
-  RETURN_IF_ERROR(write(out));
-  RETURN_IF_ERROR(check(out.temp_path()));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(write(out));
+  ZIPNN_RETURN_IF_ERROR(check(out.temp_path()));
   return out.Commit();
 }
 
 Status DecodeReceived(const Repository& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
                       ByteSink& out) {
-  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   // The id the trailer carries is only a claim until the decode agrees.
   if (info.content_id != id) return Corruption("it holds " + info.content_id.Hex() + ", not " + id.Hex());
   std::unique_ptr<StoredChain> chain;
   if (info.header.kind == container::ObjectKind::kDelta && base == nullptr) {
-    ASSIGN_OR_RETURN(chain, StoredChain::Open(repo, info.header.base_id));
+    ZIPNN_ASSIGN_OR_RETURN(chain, StoredChain::Open(repo, info.header.base_id));
     base = &chain->top();
   }
   container::DecodeOptions options;
@@ -359,7 +359,7 @@ Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, 
   std::map<ContentId, int> height;  // links above the base (0: a base)
   for (const ContentId& id : ids) {
     std::vector<ContentId> chain;
-    RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) { chain.push_back(link.id); }));
+    ZIPNN_RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) { chain.push_back(link.id); }));
     for (size_t i = 0; i < chain.size(); ++i) height[chain[i]] = static_cast<int>(chain.size() - 1 - i);
   }
   std::vector<ContentId> all;
@@ -382,8 +382,8 @@ Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, 
     }
   }
   for (const auto& [level, send] : levels) {
-    RETURN_IF_ERROR(MoveAll(send, options, report, [&](const ContentId& id) -> Result<uint64_t> {
-      ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
+    ZIPNN_RETURN_IF_ERROR(MoveAll(send, options, report, [&](const ContentId& id) -> Result<uint64_t> {
+      ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
       Status sent = WithRetries(options.attempts, [&] { return remote.Put(id, object); });
       if (!sent.ok()) {
         return Annotate(sent, "cannot send object " + id.Hex() + " to " + remote.where());
@@ -417,8 +417,8 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
       // Present counts only when whole: a damaged copy is fetched again.
       if (repo.objects.Has(id) && CheckObjectFile(repo.objects.PathOf(id), id).ok()) {
         ++report.present;
-        ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
-        ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+        ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
+        ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
         if (info.header.kind == container::ObjectKind::kDelta) {
           next.push_back(info.header.base_id);
           below(id, info.header.base_id);
@@ -430,7 +430,7 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
     if (seen.size() > ids.size() + static_cast<size_t>(kMaxChainDepth) * std::max<size_t>(1, ids.size())) {
       return Corruption("the chains of the objects asked for do not end (a loop?)");
     }
-    RETURN_IF_ERROR(MoveAll(get, options, report, [&](const ContentId& id) -> Result<uint64_t> {
+    ZIPNN_RETURN_IF_ERROR(MoveAll(get, options, report, [&](const ContentId& id) -> Result<uint64_t> {
       const auto known = raw_sizes.find(id);
       const std::optional<uint64_t> raw_size =
           known == raw_sizes.end() ? std::nullopt : std::optional<uint64_t>(known->second);
@@ -461,7 +461,7 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
     }
     wanted = std::move(next);
   }
-  RETURN_IF_ERROR(AcceptReceived(repo, received, remote.where()));
+  ZIPNN_RETURN_IF_ERROR(AcceptReceived(repo, received, remote.where()));
   return report;
 }
 

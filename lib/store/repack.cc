@@ -29,8 +29,8 @@ class RawCache {
   Result<RawVersion> Get(const ContentId& id) {
     const Raw* raw = Find(id);
     if (raw == nullptr) {
-      ASSIGN_OR_RETURN(Scratch scratch, Decode(id));
-      ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(scratch.reader, formats::FormatChoice::kAuto));
+      ZIPNN_ASSIGN_OR_RETURN(Scratch scratch, Decode(id));
+      ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(scratch.reader, formats::FormatChoice::kAuto));
       raw = &raws_.emplace_back(Raw{id, std::move(scratch), std::move(layout)});
     }
     return RawVersion{&raw->scratch.reader, &raw->layout, id};
@@ -45,8 +45,8 @@ class RawCache {
   // A delta whose base is at hand decodes in one step; anything else
   // decodes its whole chain.
   Result<Scratch> Decode(const ContentId& id) {
-    ASSIGN_OR_RETURN(ReadFile object, repo_.objects.Open(id));
-    ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+    ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo_.objects.Open(id));
+    ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
     const Raw* base = Find(info.header.base_id);
     if (info.content_id != id || info.header.kind != container::ObjectKind::kDelta || base == nullptr) {
       return RestoreToScratch(repo_, id);
@@ -72,8 +72,8 @@ class RawCache {
 // A candidate must decode to exactly its version, against the base it
 // names, before it replaces anything.
 Status Verify(const Repository& repo, const Candidate& c, const RawVersion& input, const RawVersion* base) {
-  ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(c.file.path()));
-  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(c.file.path()));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   const bool delta = info.header.kind == container::ObjectKind::kDelta;
   if (info.content_id != input.id || delta != c.delta || (delta && info.header.base_id != base->id)) {
     return Corruption("repacked object for " + input.id.Hex() + " is not what was encoded");
@@ -135,16 +135,16 @@ Status RepackVersion(const Repository& repo, const std::vector<Version>& series,
   // The new base's chain must outlive this delta (see CheckIn).
   if (placed.base && !TouchChain(repo, *placed.base, &state.checked).ok()) placed.base.reset();
   if (SameForm(done.before, placed.base)) return OkStatus();
-  ASSIGN_OR_RETURN(RawVersion input, raws.Get(id));
+  ZIPNN_ASSIGN_OR_RETURN(RawVersion input, raws.Get(id));
   std::optional<RawVersion> base;
   if (placed.base) {
-    ASSIGN_OR_RETURN(base, raws.Get(*placed.base));
+    ZIPNN_ASSIGN_OR_RETURN(base, raws.Get(*placed.base));
   }
-  ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, input, base ? &*base : nullptr, placed.base_ratio));
+  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, input, base ? &*base : nullptr, placed.base_ratio));
   // A delta that does not pay becomes a base, which it may be already.
   if (!c.delta && !done.before.delta) return OkStatus();
-  RETURN_IF_ERROR(Verify(repo, c, input, base ? &*base : nullptr));
-  RETURN_IF_ERROR(repo.objects.Replace(id, c.file.path()));
+  ZIPNN_RETURN_IF_ERROR(Verify(repo, c, input, base ? &*base : nullptr));
+  ZIPNN_RETURN_IF_ERROR(repo.objects.Replace(id, c.file.path()));
   state.checked.erase(id);
   done.rewritten = true;
   return OkStatus();

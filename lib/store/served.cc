@@ -55,7 +55,7 @@ class Wire {
         end_ -= begin_;
         begin_ = 0;
       }
-      ASSIGN_OR_RETURN(size_t got, Fill(buffer_.data() + end_, buffer_.size() - end_));
+      ZIPNN_ASSIGN_OR_RETURN(size_t got, Fill(buffer_.data() + end_, buffer_.size() - end_));
       if (got == 0) {
         if (end_ == begin_) return std::optional<std::string>();
         return Break("the connection ended in the middle of a line");
@@ -81,7 +81,7 @@ class Wire {
     n -= buffered;
     if (n > 0 && block_.size() == 0) block_ = Buffer(kBlock);
     while (n > 0 && !broken_) {
-      ASSIGN_OR_RETURN(size_t got, Fill(block_.data(), static_cast<size_t>(std::min<uint64_t>(n, block_.size()))));
+      ZIPNN_ASSIGN_OR_RETURN(size_t got, Fill(block_.data(), static_cast<size_t>(std::min<uint64_t>(n, block_.size()))));
       if (got == 0) return Break("the connection ended in the middle of an object");
       give(reinterpret_cast<const char*>(block_.data()), got);
       n -= got;
@@ -104,7 +104,7 @@ class Wire {
         return read;
       }
       const Clock::time_point start = Clock::now();
-      RETURN_IF_ERROR(Guard(channel_.Write(block_.data(), n), start));
+      ZIPNN_RETURN_IF_ERROR(Guard(channel_.Write(block_.data(), n), start));
     }
     return OkStatus();
   }
@@ -178,7 +178,7 @@ Status BadRequest(Wire& wire, const std::string& line) {
 Status ServeHas(const ObjectStore& store, Wire& wire, uint64_t n) {
   std::string answer = "ok ";
   for (uint64_t i = 0; i < n; ++i) {
-    ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
     std::optional<ContentId> id = line ? ContentId::FromHex(*line) : std::nullopt;
     if (!id) return wire.Break("a has request with a line that is not an object id");
     answer += HoldsIntact(store, *id) ? '1' : '0';  // a damaged copy is sent again
@@ -190,7 +190,7 @@ Status ServeGet(const ObjectStore& store, Wire& wire, const ContentId& id) {
   Result<ReadFile> object = store.Open(id);
   if (object.status().code() == StatusCode::kNotFound) return wire.Send("missing\n");
   if (!object.ok()) return wire.Send("error " + object.status().message() + "\n");
-  RETURN_IF_ERROR(wire.Send("ok " + std::to_string(object->size()) + "\n"));
+  ZIPNN_RETURN_IF_ERROR(wire.Send("ok " + std::to_string(object->size()) + "\n"));
   return wire.SendObject(*object);
 }
 
@@ -207,13 +207,13 @@ Status ServePut(const ObjectStore& store, Wire& wire, const ContentId& id, uint6
         return wire.ReadPayload(size, &out, /*drain=*/true);
       },
       [&](const std::string& temp) -> Status {
-        RETURN_IF_ERROR(CheckObjectFile(temp, id));
-        ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(temp));
+        ZIPNN_RETURN_IF_ERROR(CheckObjectFile(temp, id));
+        ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(temp));
         CountingSink decoded;
         return DecodeReceived(repo, object, id, nullptr, decoded);
       });
   if (wire.broken()) return put;
-  if (!read) RETURN_IF_ERROR(wire.ReadPayload(size, nullptr, /*drain=*/true));  // held already, or no place to write
+  if (!read) ZIPNN_RETURN_IF_ERROR(wire.ReadPayload(size, nullptr, /*drain=*/true));  // held already, or no place to write
   return wire.Send(put.ok() ? std::string("ok\n") : "error " + put.message() + "\n");
 }
 
@@ -221,22 +221,22 @@ Status ServePut(const ObjectStore& store, Wire& wire, const ContentId& id, uint6
 
 Status ServeStore(const ObjectStore& store, Channel& client) {
   Wire wire(client);
-  RETURN_IF_ERROR(wire.Send(std::string(kStoreProtocolGreeting) + "\n"));
+  ZIPNN_RETURN_IF_ERROR(wire.Send(std::string(kStoreProtocolGreeting) + "\n"));
   for (;;) {
-    ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
     if (!line) return OkStatus();
     const std::vector<std::string> w = Words(*line);
     const std::optional<ContentId> id = w.size() >= 2 ? ContentId::FromHex(w[1]) : std::nullopt;
     if (w[0] == "has" && w.size() == 2) {
       const std::optional<uint64_t> n = Number(w[1], kMaxHasBatch);
       if (!n) return BadRequest(wire, *line);
-      RETURN_IF_ERROR(ServeHas(store, wire, *n));
+      ZIPNN_RETURN_IF_ERROR(ServeHas(store, wire, *n));
     } else if (w[0] == "get" && w.size() == 2 && id) {
-      RETURN_IF_ERROR(ServeGet(store, wire, *id));
+      ZIPNN_RETURN_IF_ERROR(ServeGet(store, wire, *id));
     } else if (w[0] == "put" && w.size() == 3 && id) {
       const std::optional<uint64_t> size = Number(w[2], kMaxObjectSize);
       if (!size) return BadRequest(wire, *line);
-      RETURN_IF_ERROR(ServePut(store, wire, *id, *size));
+      ZIPNN_RETURN_IF_ERROR(ServePut(store, wire, *id, *size));
     } else {
       return BadRequest(wire, *line);
     }
@@ -269,13 +269,13 @@ class Served : public RemoteStore {
   Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) override {
     std::vector<bool> has;
     has.reserve(ids.size());
-    RETURN_IF_ERROR(WithSession([&](Wire& wire) -> Status {
+    ZIPNN_RETURN_IF_ERROR(WithSession([&](Wire& wire) -> Status {
       for (size_t from = 0; from < ids.size(); from += kMaxHasBatch) {
         const size_t n = std::min<size_t>(kMaxHasBatch, ids.size() - from);
         std::string request = "has " + std::to_string(n) + "\n";
         for (size_t i = from; i < from + n; ++i) request += ids[i].Hex() + "\n";
-        RETURN_IF_ERROR(wire.Send(request));
-        ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+        ZIPNN_RETURN_IF_ERROR(wire.Send(request));
+        ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
         if (answer.size() != 3 + n || answer.compare(0, 3, "ok ") != 0 ||
             answer.find_first_not_of("01", 3) != std::string::npos) {
           return Unexpected(wire, answer);
@@ -289,9 +289,9 @@ class Served : public RemoteStore {
 
   Status Put(const ContentId& id, const ByteSource& object) override {
     return WithSession([&](Wire& wire) -> Status {
-      RETURN_IF_ERROR(wire.Send("put " + id.Hex() + " " + std::to_string(object.size()) + "\n"));
-      RETURN_IF_ERROR(wire.SendObject(object));
-      ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+      ZIPNN_RETURN_IF_ERROR(wire.Send("put " + id.Hex() + " " + std::to_string(object.size()) + "\n"));
+      ZIPNN_RETURN_IF_ERROR(wire.SendObject(object));
+      ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
       if (answer == "ok") return OkStatus();
       if (answer.rfind("error ", 0) == 0) return IoError("the server refused it: " + answer.substr(6));
       return Unexpected(wire, answer);
@@ -300,8 +300,8 @@ class Served : public RemoteStore {
 
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
     return WithSession([&](Wire& wire) -> Status {
-      RETURN_IF_ERROR(wire.Send("get " + id.Hex() + "\n"));
-      ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+      ZIPNN_RETURN_IF_ERROR(wire.Send("get " + id.Hex() + "\n"));
+      ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
       if (answer == "missing") return NotFound("object " + id.Hex() + " is not there");
       if (answer.rfind("error ", 0) == 0) return IoError("the server could not send it: " + answer.substr(6));
       const std::vector<std::string> w = Words(answer);
@@ -329,7 +329,7 @@ class Served : public RemoteStore {
       }
     }
     if (!session) {
-      ASSIGN_OR_RETURN(session, Open());
+      ZIPNN_ASSIGN_OR_RETURN(session, Open());
     }
     Status st = request(session->wire);
     std::lock_guard<std::mutex> lock(mu_);
@@ -366,7 +366,7 @@ class Served : public RemoteStore {
   }
 
   Result<std::unique_ptr<Session>> Connect(bool* stalled) {
-    ASSIGN_OR_RETURN(std::unique_ptr<Channel> channel, connect_());
+    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<Channel> channel, connect_());
     auto session = std::make_unique<Session>(std::move(channel), timeout_);
     Result<std::optional<std::string>> greeting = session->wire.ReadLine();
     *stalled = session->wire.stalled();
@@ -385,7 +385,7 @@ class Served : public RemoteStore {
   }
 
   static Result<std::string> Answer(Wire& wire) {
-    ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
     if (!line) return wire.Break("the store server closed the connection");
     return *line;
   }

@@ -319,10 +319,10 @@ class Hostile {
  public:
   Hostile(std::string answer, bool endless) : answer_(std::move(answer)), endless_(endless) {}
   Status operator()(SocketEnd& c) {
-    RETURN_IF_ERROR(Say(c, std::string(kStoreProtocolGreeting) + "\n"));
+    ZIPNN_RETURN_IF_ERROR(Say(c, std::string(kStoreProtocolGreeting) + "\n"));
     char request[200];
     if (!c.Read(request, sizeof request).ok()) return OkStatus();
-    if (!answer_.empty()) RETURN_IF_ERROR(Say(c, answer_));
+    if (!answer_.empty()) ZIPNN_RETURN_IF_ERROR(Say(c, answer_));
     const std::string zeros(1 << 16, '\0');
     while (endless_) {
       Status sent = Say(c, zeros);

@@ -67,7 +67,7 @@ inline std::vector<ContentId> StoreChain(const Repository& repo, int deltas) {
 // (No doctest here: tests/forge_object runs it outside a test.)
 inline Result<std::string> ForgeObject(const std::string& object, const ContentId& id) {
   MemorySource source(reinterpret_cast<const uint8_t*>(object.data()), object.size(), "object");
-  ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(source));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(source));
   const size_t index = object.size() - container::kTrailerBytes - container::kIndexEntryBytes * info.chunks.size();
   Buffer tail;
   container::AppendIndexAndTrailer(info.chunks, id, tail);

@@ -25,15 +25,15 @@ class EchoHandler : public FilterHandler {
   Status Clean(const std::string&, ByteReader& content, ByteSink& out) override {
     char buf[512];
     for (;;) {
-      ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
+      ZIPNN_ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
       if (n == 0) return OkStatus();
-      RETURN_IF_ERROR(out.Append(buf, n));
+      ZIPNN_RETURN_IF_ERROR(out.Append(buf, n));
     }
   }
   Status Smudge(const std::string&, ByteReader& content, ByteSink& out) override {
     char buf[8];
-    ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
-    if (n > 0) RETURN_IF_ERROR(out.Append(buf, n));
+    ZIPNN_ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
+    if (n > 0) ZIPNN_RETURN_IF_ERROR(out.Append(buf, n));
     return Corruption("smudge fails after its first bytes");
   }
 };
