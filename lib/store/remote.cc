@@ -128,11 +128,10 @@ class GuardedSink : public ByteSink {
   }
 
  private:
-  // The raw size sits at offset 24 of the header, little-endian
-  // (docs/format.md, "Header").
+  // The header's raw size, read as the format reads it (no other field is
+  // trusted or checked here; the whole object is, once it is in).
   Status CheckRawSize() const {
-    uint64_t raw = 0;
-    for (int i = 7; i >= 0; --i) raw = raw << 8 | static_cast<uint8_t>(head_[24 + i]);
+    const uint64_t raw = container::DecodeHeader(reinterpret_cast<const uint8_t*>(head_.data())).raw_size;
     if (raw == *raw_size_) return OkStatus();
     return Corruption("object " + id_.Hex() + " says it holds " + std::to_string(raw) + " bytes, not the " +
                       std::to_string(*raw_size_) + " expected");
