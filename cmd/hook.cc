@@ -51,6 +51,16 @@ std::optional<std::string> HooksFolder() {
   return *dir;
 }
 
+// Writes our hook at `hook`, executable; without `overwrite`, a hook
+// that appeared meanwhile is an error and stays.
+Status WriteHook(const std::string& hook, bool overwrite) {
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(hook, overwrite));
+  ZIPNN_RETURN_IF_ERROR(out.Append(kHook, sizeof kHook - 1));
+  ZIPNN_RETURN_IF_ERROR(out.Commit());
+  if (::chmod(hook.c_str(), 0755) != 0) return IoError(hook + ": cannot make it executable");
+  return OkStatus();
+}
+
 }  // namespace
 
 Status InstallHook() {
@@ -66,10 +76,7 @@ Status InstallHook() {
     if (::rename(hook.c_str(), chained.c_str()) != 0) return IoError(hook + ": cannot move it aside");
     std::printf("kept the pre-push hook that was there as %s; it runs after git-zipnn's\n", chained.c_str());
   }
-  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(hook, /*overwrite=*/true));
-  ZIPNN_RETURN_IF_ERROR(out.Append(kHook, sizeof kHook - 1));
-  ZIPNN_RETURN_IF_ERROR(out.Commit());
-  if (::chmod(hook.c_str(), 0755) != 0) return IoError(hook + ": cannot make it executable");
+  ZIPNN_RETURN_IF_ERROR(WriteHook(hook, /*overwrite=*/true));
   std::printf("pre-push hook installed in %s\n", dir->c_str());
   return OkStatus();
 }
@@ -87,7 +94,6 @@ Status UninstallHook() {
   return OkStatus();
 }
 
-
 void EnsureHook() {
   std::optional<std::string> dir = HooksFolder();
   if (!dir) return;
@@ -100,14 +106,8 @@ void EnsureHook() {
                  hook.c_str());
     return;
   }
-  Status written = [&]() -> Status {
-    ZIPNN_RETURN_IF_ERROR(MakeDirectories(*dir));
-    ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(hook, /*overwrite=*/false));
-    ZIPNN_RETURN_IF_ERROR(out.Append(kHook, sizeof kHook - 1));
-    ZIPNN_RETURN_IF_ERROR(out.Commit());
-    if (::chmod(hook.c_str(), 0755) != 0) return IoError(hook + ": cannot make it executable");
-    return OkStatus();
-  }();
+  Status written = MakeDirectories(*dir);
+  if (written.ok()) written = WriteHook(hook, /*overwrite=*/false);
   if (written.ok()) {
     std::fprintf(stderr, "git-zipnn: installed the pre-push hook in %s, so that git push sends checkpoints\n",
                  dir->c_str());

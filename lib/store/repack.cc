@@ -2,8 +2,8 @@
 
 #include <list>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 
 #include "lib/container/object.h"
 #include "lib/formats/detect.h"
@@ -88,8 +88,6 @@ bool SameForm(const StoredInfo& stored, const std::optional<ContentId>& base) {
   return base ? stored.delta && stored.base == *base : !stored.delta;
 }
 
-// Rewrites one version (`done.before` filled in) where its form differs
-// from the policy's.
 // What a repack knows as it goes: the versions it has passed (in their
 // final form), the chains it has checked and marked as used, and for each
 // version how deep the versions that are stored as deltas on it reach,
@@ -126,6 +124,8 @@ std::map<ContentId, uint32_t> HangingDepths(const Repository& repo, const std::v
   return hanging;
 }
 
+// Rewrites one version (`done.before` filled in) where its form differs
+// from the policy's.
 Status RepackVersion(const Repository& repo, const std::vector<Version>& series, size_t position, RawCache& raws,
                      RepackState& state, RepackedVersion& done) {
   const ContentId& id = series[position].id;
