@@ -66,7 +66,7 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
   ZIPNN_ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
   const std::string name = rules.Place(path).name;
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> listed,
-                   git::GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", tip}, top));
+                         git::GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", tip}, top));
   std::vector<std::pair<std::string, std::string>> found;  // step, path
   for (const std::string& f : listed) {
     series::Placed placed = rules.Place(f);
@@ -82,7 +82,7 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
     return versions;
   }
   ZIPNN_ASSIGN_OR_RETURN(std::string history,
-                   git::GitOutput({"log", "--reverse", "--format=%H%x1f%s", rev, "--", path}, top));
+                         git::GitOutput({"log", "--reverse", "--format=%H%x1f%s", rev, "--", path}, top));
   for (const std::string& line : Lines(history)) {
     const size_t sep = line.find('\x1f');
     const std::string commit = line.substr(0, sep);

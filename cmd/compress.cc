@@ -95,7 +95,7 @@ Status RunCompress(const CompressArgs& a) {
   options.zstd_level = a.level;
   options.policy = *policy;
   ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
-                   container::EncodeObject(input, layout, base_file ? &base : nullptr, options, out));
+                         container::EncodeObject(input, layout, base_file ? &base : nullptr, options, out));
   ZIPNN_RETURN_IF_ERROR(out.Commit());
   if (!a.quiet) {
     std::printf("%s -> %s: %s -> %s (%s), %s%s\n", a.input.c_str(), out_path.c_str(),

@@ -47,7 +47,7 @@ std::string Describe(const Opened& o) {
 Status PrintChanges(const Opened& before, const Opened& after, const DiffArgs& a) {
   ThreadPool pool(a.threads > 0 ? a.threads : ThreadPool::DefaultThreads());
   ZIPNN_ASSIGN_OR_RETURN(analyze::ScanResult scan, analyze::ScanTensors(*after->file, after->layout, before->file.get(),
-                                                                  &before->layout, nullptr, false, pool));
+                                                                        &before->layout, nullptr, false, pool));
   std::fputs(analyze::DiffText(scan.tensors, a.all).c_str(), stdout);
   return OkStatus();
 }

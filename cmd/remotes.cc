@@ -156,7 +156,7 @@ Result<std::string> StoreOfRepository(const std::string& path) {
     return NotFound(path + " is not a git repository, so it has no object store (set remote.<name>.zipnnurl)");
   }
   ZIPNN_ASSIGN_OR_RETURN(git_dir,
-                   git::GitOutput({"--git-dir=" + git_dir, "rev-parse", "--path-format=absolute", "--git-common-dir"}));
+                         git::GitOutput({"--git-dir=" + git_dir, "rev-parse", "--path-format=absolute", "--git-common-dir"}));
   ZIPNN_ASSIGN_OR_RETURN(git::GitRun configured, git::RunGit({"--git-dir=" + git_dir, "config", "--get", "zipnn.storepath"}));
   std::string store = configured.out;
   while (!store.empty() && store.back() == '\n') store.pop_back();

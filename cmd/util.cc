@@ -206,7 +206,7 @@ Result<std::vector<std::string>> TrackedPaths() {
 
 Result<std::string> TrackedPath(const std::string& given) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> paths,
-                   git::GitPaths({"ls-files", "-z", "--full-name", "--error-unmatch", "--", given}));
+                         git::GitPaths({"ls-files", "-z", "--full-name", "--error-unmatch", "--", given}));
   if (paths.empty()) return Status(StatusCode::kGit, "git ls-files lists no file for " + given);
   return paths[0];
 }

@@ -92,19 +92,19 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   const series::Placed placed = series_ ? series_->rules().Place(path) : series::Rules().Place(path);
   const store::NewVersion version{spool.path(), id, path, placed.name, placed.step};
   ZIPNN_ASSIGN_OR_RETURN(store::CheckedIn checked,
-                   store::CheckIn(repo_, version, [&](bool deep) -> Result<std::vector<store::Version>> {
-                     if (!series_) return std::vector<store::Version>();
-                     auto versions = series_->Of(placed.name, deep);
-                     if (versions.ok()) return versions;
-                     // Storing a base is always safe: a repository git-zipnn
-                     // cannot read costs deltas, never the add.
-                     if (!warned_) {
-                       std::fprintf(stderr, "git-zipnn: cannot read the earlier versions of %s from git (%s); "
-                                    "storing it standalone\n", path.c_str(), versions.status().message().c_str());
-                       warned_ = true;
-                     }
-                     return std::vector<store::Version>();
-                   }));
+                         store::CheckIn(repo_, version, [&](bool deep) -> Result<std::vector<store::Version>> {
+                           if (!series_) return std::vector<store::Version>();
+                           auto versions = series_->Of(placed.name, deep);
+                           if (versions.ok()) return versions;
+                           // Storing a base is always safe: a repository git-zipnn
+                           // cannot read costs deltas, never the add.
+                           if (!warned_) {
+                             std::fprintf(stderr, "git-zipnn: cannot read the earlier versions of %s from git (%s); "
+                                          "storing it standalone\n", path.c_str(), versions.status().message().c_str());
+                             warned_ = true;
+                           }
+                           return std::vector<store::Version>();
+                         }));
   if (series_) series_->Add(path, id);
   if (!checked.damaged.empty()) {
     std::fprintf(stderr, "git-zipnn: warning: %s: the store holds a damaged object (%s); this version is stored "

@@ -145,7 +145,7 @@ struct Analyzer::State {
 
     Kept current{input, ContentId{}, 0};
     ZIPNN_ASSIGN_OR_RETURN(row.standalone, MeasureSizes(current.coded(), nullptr, options.policy, Coders::kAll, pool,
-                                                  &current.id));
+                                                        &current.id));
     current.standalone = row.standalone.automatic;
     row.id = current.id.Hex();
     const Coded target = current.coded();
@@ -170,8 +170,8 @@ struct Analyzer::State {
     const Kept* reference = row.reference ? &kept.at(*row.reference) : nullptr;
     const bool histogram = WantsHistogram(row);
     ZIPNN_ASSIGN_OR_RETURN(ScanResult scan,
-                     ScanTensors(*input->file, input->layout, reference ? reference->input->file.get() : nullptr,
-                                 reference ? &reference->input->layout : nullptr, options.select, histogram, pool));
+                           ScanTensors(*input->file, input->layout, reference ? reference->input->file.get() : nullptr,
+                                       reference ? &reference->input->layout : nullptr, options.select, histogram, pool));
     Summarize(scan, row);
     if (histogram) {
       analysis.histogram_at = at;

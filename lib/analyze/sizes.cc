@@ -20,7 +20,7 @@ Result<uint64_t> CodedSize(const Coded& target, const container::Layout& layout,
   container::DeltaBase delta{base != nullptr ? base->source : nullptr, base != nullptr ? base->id : ContentId{}};
   CountingSink sink;
   ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
-                   container::EncodeObject(*target.source, layout, base != nullptr ? &delta : nullptr, options, sink));
+                         container::EncodeObject(*target.source, layout, base != nullptr ? &delta : nullptr, options, sink));
   if (id != nullptr) *id = r.content_id;
   return sink.bytes();
 }
@@ -37,8 +37,8 @@ Result<Sizes> MeasureSizes(const Coded& target, const Coded* base, const config:
     ZIPNN_ASSIGN_OR_RETURN(sizes.huffman, CodedSize(target, layout, base, policy, codec::CoderPolicy::kHuffman, nullptr));
     ZIPNN_ASSIGN_OR_RETURN(sizes.zstd, CodedSize(target, layout, base, policy, codec::CoderPolicy::kZstd, nullptr));
     ZIPNN_ASSIGN_OR_RETURN(sizes.bound,
-                     container::EntropyBound(*target.source, layout, base != nullptr ? base->source : nullptr, policy.chunk_size,
-                                  pool));
+                           container::EntropyBound(*target.source, layout, base != nullptr ? base->source : nullptr, policy.chunk_size,
+                                        pool));
   }
   sizes.measured = true;
   return sizes;

@@ -248,7 +248,7 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
       const uint8_t* record = d->records.data() + (c.record_offset - first.record_offset);
       const uint64_t at = c.span.offset - stripe.offset;
       ZIPNN_RETURN_IF_ERROR(DecodeChunk(object, first_index + i, c, region, record, d->base, at, *decoder,
-                                  d->raw.data() + at));
+                                        d->raw.data() + at));
     }
     if (positional) ZIPNN_RETURN_IF_ERROR(out.WriteAt(stripe.offset - out_start, d->raw.data(), d->raw.size()));
     return d;

@@ -85,7 +85,7 @@ Status EncodeTo(const Repository& repo, const RawVersion& input, const RawVersio
   options.threads = repo.policy.threads;
   options.zstd_level = repo.policy.zstd_level;
   ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
-                   container::EncodeObject(*input.file, regions, delta ? &*delta : nullptr, options, out));
+                         container::EncodeObject(*input.file, regions, delta ? &*delta : nullptr, options, out));
   if (r.content_id != input.id) return Corruption(input.file->name() + " changed while it was stored");
   *size = r.object_size;
   return OkStatus();
@@ -205,7 +205,7 @@ Status Restore(const Repository& repo, const ContentId& id, ByteSink& out) {
   const ByteSource* below = nullptr;
   for (size_t i = links.size(); i-- > 1;) {
     ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
-                     container::ObjectReader::Open(links[i].file, std::move(links[i].info), below));
+                           container::ObjectReader::Open(links[i].file, std::move(links[i].info), below));
     below = reader.get();
     readers.push_back(std::move(reader));
   }
@@ -256,7 +256,7 @@ Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& inpu
   // pays against it pays against the real thing.
   ThreadPool pool(repo.policy.threads);
   ZIPNN_ASSIGN_OR_RETURN(double bound, container::EntropyBound(*input.file, formats::ToRegions(*input.layout), nullptr,
-                                                         repo.policy.chunk_size, pool));
+                                                               repo.policy.chunk_size, pool));
   if (static_cast<double>(delta.size) <= bound * keep) return delta;
   ZIPNN_ASSIGN_OR_RETURN(Candidate standalone, EncodeCandidateAs(repo, input, nullptr));
   if (static_cast<double>(delta.size) <= static_cast<double>(standalone.size) * keep) return delta;
