@@ -1,0 +1,28 @@
+// Tests of format detection: by content, never by name, and the formats
+// a user may choose.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "lib/formats/formats_test_util.h"
+#include "lib/formats/detect.h"
+
+namespace zipnn::formats {
+namespace {
+
+using codec::DType;
+
+TEST_CASE("files are told apart by content, and unknown dtypes stay opaque") {
+  std::vector<uint8_t> text(300, 'x');
+  CHECK(LayoutOf(text).format == Format::kRaw);
+  CHECK(LayoutOf(text).warnings.empty());
+  CHECK(LayoutOf(Load(kData + "cnn-bf16/step-000040.safetensors"), FormatChoice::kRaw).format == Format::kRaw);
+  const FileLayout odd = LayoutOf(Broken(R"({"a":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})", 8));
+  CHECK(odd.format == Format::kSafetensors);
+  REQUIRE(odd.tensors.size() == 1);
+  CHECK(odd.tensors[0].dtype == DType::kBytes);
+  CHECK(!ParseFormatChoice("zip"));
+}
+
+}  // namespace
+}  // namespace zipnn::formats

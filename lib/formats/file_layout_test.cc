@@ -1,0 +1,168 @@
+// Tests of region building (ToRegions) and tensor-aware deltas
+// (ToDeltaRegions): alignment, which tensors get regions of their own, and
+// deltas that survive added, removed, renamed and reordered tensors.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/formats/formats_test_util.h"
+#include "lib/formats/file_layout.h"
+
+namespace zipnn::formats {
+namespace {
+
+using codec::DType;
+
+struct Entry {
+  std::string name;
+  std::string dtype;
+  std::vector<uint64_t> shape;
+  std::vector<uint8_t> data;
+};
+
+// A safetensors file from entries, in the order given, header padded to 8.
+std::vector<uint8_t> MakeSafetensors(const std::vector<Entry>& entries) {
+  nlohmann::json header = nlohmann::json::object();
+  uint64_t at = 0;
+  for (const Entry& e : entries) {
+    header[e.name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {at, at + e.data.size()}}};
+    at += e.data.size();
+  }
+  header["__metadata__"] = {{"format", "pt"}};
+  std::string text = header.dump();
+  while (text.size() % 8 != 0) text += ' ';
+  std::vector<uint8_t> out(8);
+  StoreLE<uint64_t>(out.data(), text.size());
+  out.insert(out.end(), text.begin(), text.end());
+  for (const Entry& e : entries) out.insert(out.end(), e.data.begin(), e.data.end());
+  return out;
+}
+
+// The tensors of a real checkpoint as entries (bf16 weights of a CNN).
+std::vector<Entry> EntriesOf(const std::vector<uint8_t>& file) {
+  const FileLayout layout = LayoutOf(file);
+  std::vector<Entry> entries;
+  for (const Tensor& t : layout.tensors) {
+    Entry e;
+    e.name = t.name;
+    e.dtype = t.dtype == DType::kBF16 ? "BF16" : t.dtype == DType::kI64 ? "I64" : "F32";
+    e.shape = t.shape;
+    e.data.assign(file.begin() + t.offset, file.begin() + t.offset + t.length);
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+TEST_CASE("large tensors get regions of their own; tiny ones join them; the header stays apart") {
+  const std::vector<uint8_t> file = Load(kData + "cnn-bf16/step-000040.safetensors");
+  const FileLayout layout = LayoutOf(file);
+  const container::Layout regions = ToRegions(layout);
+  REQUIRE(regions.Validate(file.size(), 0).ok());
+  // The JSON header, then one region per tensor over 1 KiB (the biases,
+  // batch-norm vectors and I64 step counters join them).
+  size_t large = 0;
+  for (const Tensor& t : layout.tensors) large += t.length > 1024;
+  CHECK(large == 4);
+  REQUIRE(regions.regions.size() == 1 + large);
+  CHECK(regions.regions[0].dtype == DType::kBytes);
+  CHECK(regions.regions[0].length == 8 + LoadLE<uint64_t>(file.data()));
+  for (size_t i = 1; i < regions.regions.size(); ++i) CHECK(regions.regions[i].dtype == DType::kBF16);
+  // Stored as compactly as its tensor bytes given the right dtype: the
+  // header and counters cost little beside the weights.
+  const std::vector<uint8_t> object = RoundTrip(file, regions);
+  const std::vector<uint8_t> single = RoundTrip(file, container::Layout::Single(DType::kBF16, file.size()));
+  CHECK(object.size() <= single.size());
+}
+
+TEST_CASE("tensor-aware delta of consecutive checkpoints matches the byte-offset XOR within 1%") {
+  const std::vector<uint8_t> base = Load(kData + "cnn-bf16/step-000040.safetensors");
+  const std::vector<uint8_t> target = Load(kData + "cnn-bf16/step-000080.safetensors");
+  const container::Layout by_name = ToDeltaRegions(LayoutOf(target), LayoutOf(base));
+  REQUIRE(by_name.Validate(target.size(), base.size()).ok());
+  for (const container::Region& r : by_name.regions) CHECK(r.delta);
+  const std::vector<uint8_t> tensor_delta = RoundTrip(target, by_name, &base);
+  const std::vector<uint8_t> offset_delta =
+      RoundTrip(target, container::Layout::Single(DType::kBF16, target.size()).AsDeltaOfSameLayout(), &base);
+  CHECK(static_cast<double>(tensor_delta.size()) <= static_cast<double>(offset_delta.size()) * 1.01);
+}
+
+TEST_CASE("a delta survives added, removed, renamed and reordered tensors and costs only them") {
+  // Late in training, where a delta is a fraction of a standalone object.
+  const std::vector<uint8_t> base = Load(kData + "cnn-bf16/step-000160.safetensors");
+  const std::vector<uint8_t> next = Load(kData + "cnn-bf16/step-000200.safetensors");
+  std::vector<Entry> entries = EntriesOf(next);
+  const std::vector<uint8_t> same = MakeSafetensors(entries);
+  const size_t unchanged = RoundTrip(same, ToDeltaRegions(LayoutOf(same), LayoutOf(base)), &base).size();
+  const size_t standalone = RoundTrip(same, ToRegions(LayoutOf(same))).size();
+  CHECK(unchanged * 2 < standalone);
+
+  SUBCASE("removed") { entries.erase(entries.begin() + 3); }
+  SUBCASE("added") { entries.push_back(Entry{"extra.bias", "BF16", {8}, std::vector<uint8_t>(16, 0x3f)}); }
+  SUBCASE("renamed") { entries[0].name = "conv_in.weight"; }
+  SUBCASE("reordered") { std::swap(entries[0], entries[entries.size() - 1]); }
+  const std::vector<uint8_t> changed = MakeSafetensors(entries);
+  const FileLayout layout = LayoutOf(changed);
+  REQUIRE(layout.format == Format::kSafetensors);
+  const std::vector<uint8_t> delta = RoundTrip(changed, ToDeltaRegions(layout, LayoutOf(base)), &base);
+  // Still a delta: far below a standalone object, near the unchanged one.
+  CHECK(delta.size() * 2 < standalone);
+  CHECK(delta.size() < unchanged + 1024);
+}
+
+FileLayout Synthetic(std::vector<Tensor> tensors, uint64_t size) {
+  FileLayout f;
+  f.format = Format::kSafetensors;
+  f.size = size;
+  f.tensors = std::move(tensors);
+  return f;
+}
+
+TEST_CASE("region building keeps element alignment and never absorbs large or opaque ranges") {
+  using codec::DType;
+  const FileLayout f = Synthetic({Tensor{"a", DType::kBF16, {4}, 16, 8},
+                                  Tensor{"b", DType::kI16, {3}, 24, 6},
+                                  Tensor{"c", DType::kI64, {256}, 30, 2048},
+                                  Tensor{"d", DType::kBF16, {2}, 2078, 4},
+                                  Tensor{"e", DType::kU8, {3}, 2082, 3},
+                                  Tensor{"f", DType::kF32, {1}, 2085, 4}},
+                                 2089);
+  const container::Layout l = ToRegions(f);
+  REQUIRE(l.Validate(2089, 0).ok());
+  // header bytes | a, and b (3 whole bf16), as bf16 | c i64, too big to
+  // absorb | d, e and f: tiny tensors; e (3 bytes) is no whole number of
+  // bf16, so the run takes e's dtype and f joins it.
+  REQUIRE(l.regions.size() == 4);
+  CHECK(l.regions[0].dtype == DType::kBytes);
+  CHECK(l.regions[0].length == 16);
+  CHECK(l.regions[1].dtype == DType::kBF16);
+  CHECK(l.regions[1].length == 14);
+  CHECK(l.regions[2].dtype == DType::kI64);
+  CHECK(l.regions[2].length == 2048);
+  CHECK(l.regions[3].dtype == DType::kU8);
+  CHECK(l.regions[3].length == 11);
+}
+
+TEST_CASE("an opaque range that changed is coded against the base's as zstd history") {
+  const std::vector<uint8_t> base = Load(kData + "cnn-bf16/step-000160.safetensors");
+  std::vector<Entry> entries = EntriesOf(Load(kData + "cnn-bf16/step-000200.safetensors"));
+  entries.push_back(Entry{"head.scale", "BF16", {4}, std::vector<uint8_t>(8, 0x3f)});
+  const std::vector<uint8_t> target = MakeSafetensors(entries);
+  const container::Layout with = ToDeltaRegions(LayoutOf(target), LayoutOf(base));
+  REQUIRE(with.Validate(target.size(), base.size()).ok());
+  // The header grew by one entry: not XORable, but prefixed.
+  const uint64_t base_header = 8 + LoadLE<uint64_t>(base.data());
+  CHECK(with.regions[0].prefix_length == base_header);
+  CHECK(with.regions[0].base_offset == 0);
+  container::Layout without = with;
+  without.regions[0].prefix_length = 0;
+  const size_t prefixed = RoundTrip(target, with, &base).size();
+  const size_t plain = RoundTrip(target, without, &base).size();
+  CHECK(prefixed + 200 < plain);
+}
+
+}  // namespace
+}  // namespace zipnn::formats
