@@ -1,0 +1,437 @@
+// Tests of lib/base/file.h: files written whole or not at all, reads that
+// stop at the end, scratch files that clean up after themselves, folders
+// made on the way, and error messages that name the path. Every case runs
+// in a fresh folder and holds when run as root (no case relies on a
+// permission being refused).
+#include "lib/base/file.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+namespace zipnn {
+namespace {
+
+// A fresh, empty folder under the test's scratch space.
+std::string FreshFolder() {
+  const char* root = std::getenv("TEST_TMPDIR");
+  std::string pattern = std::string(root != nullptr ? root : "/tmp") + "/file_test-XXXXXX";
+  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+  return pattern;
+}
+
+// The names in `dir`, without "." and "..".
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  REQUIRE(d != nullptr);
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(d);
+  return names;
+}
+
+std::string Text(const std::string& path) {
+  auto data = ReadWholeFile(path);
+  REQUIRE(data.ok());
+  return std::string(data->begin(), data->end());
+}
+
+// Everything that comes out of `fd` until its writer closes it.
+std::string Drain(int fd) {
+  std::string received;
+  char block[4096];
+  ssize_t got;
+  while ((got = ::read(fd, block, sizeof block)) > 0) received.append(block, static_cast<size_t>(got));
+  return received;
+}
+
+// Writes `text` to `path` through an AtomicFile and commits it.
+void Write(const std::string& path, const std::string& text, bool overwrite = false) {
+  auto file = AtomicFile::Create(path, overwrite);
+  REQUIRE(file.ok());
+  REQUIRE(file->Append(text.data(), text.size()).ok());
+  REQUIRE(file->Commit().ok());
+}
+
+TEST_CASE("what an AtomicFile commits reads back whole and at any offset") {
+  const std::string path = FreshFolder() + "/weights.bin";
+  auto file = AtomicFile::Create(path, /*overwrite=*/false);
+  REQUIRE(file.ok());
+  REQUIRE(file->Append("0123", 4).ok());
+  REQUIRE(file->Append("456789", 6).ok());
+  CHECK(file->size() == 10);
+  REQUIRE(file->Commit().ok());
+
+  auto read = ReadFile::Open(path);
+  REQUIRE(read.ok());
+  CHECK(read->size() == 10);
+  CHECK(read->name() == path);
+  char middle[4] = {};
+  REQUIRE(read->ReadAt(3, middle, 4).ok());
+  CHECK(std::string(middle, 4) == "3456");
+  CHECK(Text(path) == "0123456789");
+}
+
+TEST_CASE("nothing appears under an AtomicFile's name before Commit; its temporary lies beside it") {
+  const std::string dir = FreshFolder();
+  const std::string path = dir + "/model.safetensors";
+  auto file = AtomicFile::Create(path, /*overwrite=*/false);
+  REQUIRE(file.ok());
+  REQUIRE(file->Append("abc", 3).ok());
+  CHECK(!FileExists(path));
+  // In the same folder, so the rename that commits it cannot cross file systems.
+  CHECK(file->temp_path().rfind(path + ".tmp-", 0) == 0);
+  CHECK(FileExists(file->temp_path()));
+  REQUIRE(file->Commit().ok());
+  CHECK(Text(path) == "abc");
+  CHECK(Names(dir) == std::vector<std::string>{"model.safetensors"});
+}
+
+TEST_CASE("an AtomicFile dropped without Commit leaves neither the file nor its temporary") {
+  const std::string dir = FreshFolder();
+  {
+    auto file = AtomicFile::Create(dir + "/half.bin", /*overwrite=*/false);
+    REQUIRE(file.ok());
+    REQUIRE(file->Append("partial", 7).ok());
+    REQUIRE(Names(dir).size() == 1);  // the temporary
+  }
+  CHECK(Names(dir).empty());
+}
+
+TEST_CASE("a moved AtomicFile keeps its temporary until the new owner commits or drops it") {
+  const std::string dir = FreshFolder();
+  auto created = AtomicFile::Create(dir + "/moved.bin", /*overwrite=*/false);
+  REQUIRE(created.ok());
+  std::string temp;
+  {
+    AtomicFile owner(std::move(*created));
+    temp = owner.temp_path();
+    CHECK(created->temp_path().empty());
+    REQUIRE(owner.Append("kept", 4).ok());
+    CHECK(FileExists(temp));  // the moved-from object did not take it away
+    REQUIRE(owner.Commit().ok());
+  }
+  CHECK(Text(dir + "/moved.bin") == "kept");
+  CHECK(!FileExists(temp));
+}
+
+TEST_CASE("refuses to replace an existing file unless asked to, and names it") {
+  const std::string path = FreshFolder() + "/step-100.pt";
+  Write(path, "first");
+  auto refused = AtomicFile::Create(path, /*overwrite=*/false);
+  REQUIRE(!refused.ok());
+  CHECK(refused.status().code() == StatusCode::kInvalidArgument);
+  CHECK(refused.status().message() == path + ": already exists (use --force to overwrite)");
+  CHECK(Text(path) == "first");
+  Write(path, "second", /*overwrite=*/true);
+  CHECK(Text(path) == "second");
+}
+
+TEST_CASE("a file that appears while an AtomicFile is written is kept when overwriting was not allowed") {
+  const std::string dir = FreshFolder();
+  const std::string path = dir + "/raced.bin";
+  auto file = AtomicFile::Create(path, /*overwrite=*/false);
+  REQUIRE(file.ok());
+  REQUIRE(file->Append("ours", 4).ok());
+  Write(path, "theirs");  // another writer got there first
+  const Status committed = file->Commit();
+  REQUIRE(!committed.ok());
+  CHECK(committed.code() == StatusCode::kIoError);
+  CHECK(committed.message() == path + ": cannot create: File exists");
+  CHECK(Text(path) == "theirs");
+}
+
+TEST_CASE("an overwrite puts a new file in place: a read-only one is replaced, a hard link keeps the old bytes") {
+  const std::string dir = FreshFolder();
+  const std::string path = dir + "/config.yaml";
+  Write(path, "old");
+  REQUIRE(::chmod(path.c_str(), 0444) == 0);
+  REQUIRE(::link(path.c_str(), (dir + "/link").c_str()) == 0);
+  Write(path, "new", /*overwrite=*/true);
+  CHECK(Text(path) == "new");
+  CHECK(Text(dir + "/link") == "old");  // replaced by rename, never written in place
+  struct stat st;
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0200) != 0);  // the new file is not the read-only one
+}
+
+TEST_CASE("a second Commit is refused and names the file") {
+  const std::string path = FreshFolder() + "/twice.bin";
+  auto file = AtomicFile::Create(path, /*overwrite=*/false);
+  REQUIRE(file.ok());
+  REQUIRE(file->CommitUnsynced().ok());
+  CHECK(FileExists(path));
+  const Status again = file->Commit();
+  CHECK(again.code() == StatusCode::kInvalidArgument);
+  CHECK(again.message() == path + ": already committed");
+}
+
+TEST_CASE("after Presize, threads fill disjoint ranges of an AtomicFile with WriteAt") {
+  const std::string path = FreshFolder() + "/parallel.bin";
+  auto file = AtomicFile::Create(path, /*overwrite=*/false);
+  REQUIRE(file.ok());
+  CHECK(file->CanWriteAt());
+  constexpr size_t kPart = 100000;
+  constexpr int kParts = 4;
+  REQUIRE(file->Presize(kPart * kParts).ok());
+  CHECK(file->size() == kPart * kParts);
+  std::vector<Status> written(kParts);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kParts; ++i) {
+    threads.emplace_back([&, i] {
+      const std::vector<uint8_t> part(kPart, static_cast<uint8_t>('a' + i));
+      written[i] = file->WriteAt(kPart * i, part.data(), part.size());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const Status& s : written) CHECK(s.ok());
+  REQUIRE(file->Commit().ok());
+  const std::string text = Text(path);
+  REQUIRE(text.size() == kPart * kParts);
+  for (int i = 0; i < kParts; ++i) CHECK(text.substr(kPart * i, kPart) == std::string(kPart, static_cast<char>('a' + i)));
+}
+
+TEST_CASE("a pipe given as the output is written through, not replaced by a file") {
+  const std::string fifo = FreshFolder() + "/pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string received;
+  std::thread reader([&] {
+    const int fd = ::open(fifo.c_str(), O_RDONLY);
+    received = Drain(fd);
+    ::close(fd);
+  });
+  {
+    auto file = AtomicFile::Create(fifo, /*overwrite=*/false);  // opening waits for the reader
+    REQUIRE(file.ok());
+    CHECK(file->temp_path().empty());
+    CHECK(!file->CanWriteAt());
+    const std::string big(200000, 'p');  // more than a pipe holds at once
+    REQUIRE(file->Append(big.data(), big.size()).ok());
+    REQUIRE(file->Commit().ok());
+  }
+  reader.join();
+  CHECK(received == std::string(200000, 'p'));
+  struct stat st;
+  REQUIRE(::stat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+
+  auto null = AtomicFile::Create("/dev/null", /*overwrite=*/false);
+  REQUIRE(null.ok());
+  REQUIRE(null->Append("gone", 4).ok());
+  REQUIRE(null->Commit().ok());
+  REQUIRE(::stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+}
+
+TEST_CASE("a folder is neither read nor written as a file") {
+  const std::string dir = FreshFolder();
+  auto read = ReadFile::Open(dir);
+  REQUIRE(!read.ok());
+  CHECK(read.status().code() == StatusCode::kInvalidArgument);
+  CHECK(read.status().message() == dir + ": is a directory");
+  auto write = AtomicFile::Create(dir, /*overwrite=*/true);
+  REQUIRE(!write.ok());
+  CHECK(write.status().message() == dir + ": is a directory");
+}
+
+TEST_CASE("a missing file is NotFound and named") {
+  const std::string path = FreshFolder() + "/absent.bin";
+  CHECK(!FileExists(path));
+  auto read = ReadFile::Open(path);
+  REQUIRE(!read.ok());
+  CHECK(read.status().code() == StatusCode::kNotFound);
+  CHECK(read.status().message() == path + ": no such file");
+  auto whole = ReadWholeFile(path);
+  REQUIRE(!whole.ok());
+  CHECK(whole.status().message() == path + ": no such file");
+}
+
+TEST_CASE("an AtomicFile in a missing folder fails at Create and names the path") {
+  const std::string path = FreshFolder() + "/no/such/folder/out.bin";
+  auto file = AtomicFile::Create(path, /*overwrite=*/false);
+  REQUIRE(!file.ok());
+  CHECK(file.status().code() == StatusCode::kIoError);
+  CHECK(file.status().message() == path + ": cannot create: No such file or directory");
+}
+
+TEST_CASE("reading past the end is an error that names the file; reading up to it is not") {
+  const std::string path = FreshFolder() + "/short.bin";
+  Write(path, "0123456789");
+  auto file = ReadFile::Open(path);
+  REQUIRE(file.ok());
+  char out[8];
+  const std::string early = path + ": file ended early (was it changed while being read?)";
+  CHECK(file->ReadAt(6, out, 4).ok());
+  CHECK(file->ReadAt(10, out, 0).ok());
+  Status past = file->ReadAt(8, out, 4);
+  CHECK(past.code() == StatusCode::kIoError);
+  CHECK(past.message() == early);
+  CHECK(file->ReadAt(10, out, 1).message() == early);
+  // A file cut short after it was opened still claims its old size.
+  REQUIRE(::truncate(path.c_str(), 5) == 0);
+  CHECK(file->size() == 10);
+  CHECK(file->ReadAt(4, out, 2).message() == early);
+}
+
+TEST_CASE("a moved ReadFile reads with the new owner") {
+  const std::string path = FreshFolder() + "/moved.bin";
+  Write(path, "abcdef");
+  auto opened = ReadFile::Open(path);
+  REQUIRE(opened.ok());
+  ReadFile file(std::move(*opened));
+  char out[3];
+  REQUIRE(file.ReadAt(3, out, 3).ok());
+  CHECK(std::string(out, 3) == "def");
+  auto other = ReadFile::Open(path);
+  REQUIRE(other.ok());
+  file = std::move(*other);
+  REQUIRE(file.ReadAt(0, out, 3).ok());
+  CHECK(std::string(out, 3) == "abc");
+}
+
+TEST_CASE("MakeDirectories makes every missing level and accepts the ones that exist") {
+  const std::string dir = FreshFolder();
+  REQUIRE(MakeDirectories(dir + "/a/b/c").ok());
+  CHECK(FileExists(dir + "/a/b/c"));
+  CHECK(MakeDirectories(dir + "/a/b/c").ok());
+  CHECK(MakeDirectories(dir + "/a/d/").ok());
+  CHECK(FileExists(dir + "/a/d"));
+  struct stat st;
+  REQUIRE(::stat((dir + "/a/b").c_str(), &st) == 0);
+  CHECK(S_ISDIR(st.st_mode));
+}
+
+TEST_CASE("MakeDirectories under a regular file fails and names the level it could not make") {
+  const std::string dir = FreshFolder();
+  Write(dir + "/file", "x");
+  const Status made = MakeDirectories(dir + "/file/sub/deeper");
+  CHECK(made.code() == StatusCode::kIoError);
+  CHECK(made.message() == dir + "/file/sub: cannot create folder: Not a directory");
+}
+
+TEST_CASE("a TempFile makes its folder and is gone when it goes away") {
+  const std::string dir = FreshFolder() + "/scratch/level";
+  std::string path;
+  {
+    auto temp = TempFile::Create(dir, "spool");
+    REQUIRE(temp.ok());
+    path = temp->path();
+    CHECK(path.rfind(dir + "/spool-", 0) == 0);
+    CHECK(path.size() == dir.size() + 1 + 6 + 6);  // "spool-" and six random characters
+    CHECK(Text(path).empty());
+  }
+  CHECK(!FileExists(path));
+  CHECK(Names(dir).empty());
+}
+
+TEST_CASE("a TempFile given another's file removes the one it held, and the moved-from removes nothing") {
+  const std::string dir = FreshFolder();
+  auto a = TempFile::Create(dir, "a");
+  auto b = TempFile::Create(dir, "b");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  const std::string a_path = a->path(), b_path = b->path();
+  {
+    TempFile holder(std::move(*a));
+    CHECK(a->path().empty());
+    holder = std::move(*b);
+    CHECK(!FileExists(a_path));
+    CHECK(FileExists(b_path));
+    CHECK(holder.path() == b_path);
+  }
+  CHECK(!FileExists(b_path));
+  CHECK(Names(dir).empty());
+}
+
+TEST_CASE("a TempFile whose folder cannot be made fails and names the folder") {
+  const std::string dir = FreshFolder();
+  Write(dir + "/file", "x");
+  auto temp = TempFile::Create(dir + "/file/sub", "spool");
+  REQUIRE(!temp.ok());
+  CHECK(temp.status().message() == dir + "/file/sub: cannot create folder: Not a directory");
+}
+
+TEST_CASE("FileExists sees files and folders but not missing paths or dangling links") {
+  const std::string dir = FreshFolder();
+  Write(dir + "/here", "x");
+  CHECK(FileExists(dir));
+  CHECK(FileExists(dir + "/here"));
+  CHECK(!FileExists(dir + "/there"));
+  REQUIRE(::symlink("there", (dir + "/dangling").c_str()) == 0);
+  CHECK(!FileExists(dir + "/dangling"));
+}
+
+TEST_CASE("WriteAll puts every byte through a pipe that takes them in parts") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const std::string sent(1 << 20, 'w');
+  std::string received;
+  std::thread reader([&] { received = Drain(fds[0]); });
+  const Status written = WriteAll(fds[1], sent.data(), sent.size(), "the pipe");
+  ::close(fds[1]);
+  reader.join();
+  ::close(fds[0]);
+  CHECK(written.ok());
+  CHECK(received == sent);
+}
+
+TEST_CASE("WriteAll to a descriptor open only for reading fails and names the target") {
+  const std::string path = FreshFolder() + "/readonly";
+  Write(path, "x");
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  const Status written = WriteAll(fd, "y", 1, "the target");
+  ::close(fd);
+  CHECK(written.code() == StatusCode::kIoError);
+  CHECK(written.message() == "the target: write failed: Bad file descriptor");
+  CHECK(Text(path) == "x");
+}
+
+TEST_CASE("an FdChannel with a timeout fails a read or write that does not move, and names itself") {
+  int fds[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+  FdChannel channel(fds[0], fds[0], "the peer");
+  channel.SetTimeout(0.05);
+  char byte;
+  auto read = channel.Read(&byte, 1);
+  REQUIRE(!read.ok());
+  CHECK(read.status().code() == StatusCode::kIoError);
+  CHECK(read.status().message() == "the peer: timed out: nothing came for 0.05 s");
+  // Nobody reads the other end: the socket's buffer fills, then the wait runs out.
+  const std::string block(1 << 16, 'z');
+  Status written;
+  for (int i = 0; i < 1000 && written.ok(); ++i) written = channel.Write(block.data(), block.size());
+  CHECK(written.message() == "the peer: timed out: nothing went for 0.05 s");
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+TEST_CASE("an FdChannel whose peer has gone fails the write instead of raising SIGPIPE") {
+  int fds[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+  ::close(fds[1]);
+  FdChannel channel(fds[0], fds[0], "the child");
+  const Status written = channel.Write("hello", 5);
+  CHECK(written.code() == StatusCode::kIoError);
+  CHECK(written.message() == "the child: write failed: Broken pipe");
+  char byte;
+  auto read = channel.Read(&byte, 1);
+  REQUIRE(read.ok());
+  CHECK(*read == 0);  // the end of the stream
+  ::close(fds[0]);
+}
+
+}  // namespace
+}  // namespace zipnn
