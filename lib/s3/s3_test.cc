@@ -1,0 +1,624 @@
+// Tests of lib/s3 through its public header: s3:// URLs, where credentials
+// and the region come from (environment and AWS files under a HOME of the
+// test's own), and, against a fake endpoint in this process (fake_s3.h),
+// what goes over the wire: path-style addresses with encoded keys, SigV4
+// signatures checked with a reference signer that reproduces AWS's
+// published example, payload hashes, uploads in parts, the error text of
+// each kind of refusal, the size bound on downloads and a server that
+// stops answering.
+#include "lib/s3/s3.h"
+
+#include <stdlib.h>
+
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "lib/base/content_id.h"
+#include "lib/base/file.h"
+#include "lib/base/io.h"
+#include "lib/s3/fake_s3.h"
+
+namespace zipnn::s3 {
+namespace {
+
+using testing::FakeS3;
+using testing::Request;
+using testing::Response;
+
+// ---- URLs ----
+
+TEST_CASE("an s3:// URL names a bucket and a prefix without slashes at either end") {
+  const std::map<std::string, std::pair<std::string, std::string>> kCases = {
+      {"s3://bucket", {"bucket", ""}},
+      {"s3://bucket/", {"bucket", ""}},
+      {"s3://my-bucket.v2/team/models", {"my-bucket.v2", "team/models"}},
+      {"s3://b/team/models/", {"b", "team/models"}},
+      {"s3://b///runs//", {"b", "runs"}},
+      {"s3://b/a//b", {"b", "a//b"}},
+  };
+  for (const auto& [url, expected] : kCases) {
+    CAPTURE(url);
+    auto l = ParseUrl(url);
+    REQUIRE(l.ok());
+    CHECK(l->bucket == expected.first);
+    CHECK(l->prefix == expected.second);
+  }
+}
+
+TEST_CASE("rejects URLs of other schemes and bucket names S3 does not allow, naming the URL") {
+  const std::map<std::string, std::string> kCases = {
+      {"https://bucket/x", "https://bucket/x: not an s3:// URL"},
+      {"S3://bucket", "S3://bucket: not an s3:// URL"},
+      {"bucket/prefix", "bucket/prefix: not an s3:// URL"},
+      {"s3://", "s3://: \"\" is not an S3 bucket name"},
+      {"s3:///prefix", "s3:///prefix: \"\" is not an S3 bucket name"},
+      {"s3://My-Bucket/x", "s3://My-Bucket/x: \"My-Bucket\" is not an S3 bucket name"},
+      {"s3://my_bucket", "s3://my_bucket: \"my_bucket\" is not an S3 bucket name"},
+      {"s3://b ucket", "s3://b ucket: \"b ucket\" is not an S3 bucket name"},
+  };
+  for (const auto& [url, message] : kCases) {
+    CAPTURE(url);
+    auto l = ParseUrl(url);
+    REQUIRE(!l.ok());
+    CHECK(l.status().code() == StatusCode::kInvalidArgument);
+    CHECK(l.status().message() == message);
+  }
+}
+
+// ---- Credentials and region ----
+
+// Sets the variables the lookups read: every AWS_* variable they know is
+// unset and HOME is a fresh folder, then `set` applies. Restores them all
+// when it goes away.
+class AwsEnvironment {
+ public:
+  explicit AwsEnvironment(std::initializer_list<std::pair<const char*, const char*>> set = {}) {
+    const char* root = std::getenv("TEST_TMPDIR");
+    home_ = std::string(root != nullptr ? root : "/tmp") + "/s3_test-XXXXXX";
+    REQUIRE(::mkdtemp(home_.data()) != nullptr);
+    for (const char* name : kNames) {
+      const char* old = std::getenv(name);
+      saved_.emplace_back(name, old != nullptr ? std::optional<std::string>(old) : std::nullopt);
+      ::unsetenv(name);
+    }
+    ::setenv("HOME", home_.c_str(), 1);
+    for (const auto& [name, value] : set) ::setenv(name, value, 1);
+  }
+  AwsEnvironment(const AwsEnvironment&) = delete;
+  AwsEnvironment& operator=(const AwsEnvironment&) = delete;
+  ~AwsEnvironment() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+  }
+  const std::string& home() const { return home_; }
+
+  // Writes `text` to `path` under HOME (folders made as needed).
+  std::string Write(const std::string& path, const std::string& text) const {
+    const std::string full = home_ + "/" + path;
+    REQUIRE(MakeDirectories(full.substr(0, full.rfind('/'))).ok());
+    auto file = AtomicFile::Create(full, /*overwrite=*/true);
+    REQUIRE(file.ok());
+    REQUIRE(file->Append(text.data(), text.size()).ok());
+    REQUIRE(file->Commit().ok());
+    return full;
+  }
+
+ private:
+  static constexpr const char* kNames[] = {"HOME",           "AWS_ACCESS_KEY_ID",  "AWS_SECRET_ACCESS_KEY",
+                                           "AWS_SESSION_TOKEN", "AWS_PROFILE",     "AWS_SHARED_CREDENTIALS_FILE",
+                                           "AWS_CONFIG_FILE", "AWS_REGION",         "AWS_DEFAULT_REGION"};
+  std::string home_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+constexpr char kCredentials[] =
+    "# a comment\n"
+    "[default]\n"
+    "aws_access_key_id = DEFAULTKEY\n"
+    "aws_secret_access_key=default/secret\n"
+    "\n"
+    "; another comment\n"
+    "[work]\n"
+    "  aws_access_key_id =   WORKKEY  \n"
+    "aws_secret_access_key = work/secret\n"
+    "aws_session_token = work-token\n"
+    "[half]\n"
+    "aws_access_key_id = HALFKEY\n";
+
+TEST_CASE("credentials in the environment come before any file, with their session token") {
+  AwsEnvironment env({{"AWS_ACCESS_KEY_ID", "ENVKEY"}, {"AWS_SECRET_ACCESS_KEY", "env/secret"},
+                      {"AWS_SESSION_TOKEN", "env-token"}});
+  env.Write(".aws/credentials", kCredentials);
+  auto c = FindCredentials();
+  REQUIRE(c.ok());
+  CHECK(c->key_id == "ENVKEY");
+  CHECK(c->secret == "env/secret");
+  CHECK(c->session_token == "env-token");
+}
+
+TEST_CASE("a key id without its secret in the environment is passed over for the file") {
+  AwsEnvironment env({{"AWS_ACCESS_KEY_ID", "ENVKEY"}});
+  env.Write(".aws/credentials", kCredentials);
+  auto c = FindCredentials();
+  REQUIRE(c.ok());
+  CHECK(c->key_id == "DEFAULTKEY");
+  CHECK(c->secret == "default/secret");
+  CHECK(c->session_token.empty());
+}
+
+TEST_CASE("the credentials file gives the profile AWS_PROFILE names, trimmed, comments skipped") {
+  AwsEnvironment env({{"AWS_PROFILE", "work"}});
+  env.Write(".aws/credentials", kCredentials);
+  auto c = FindCredentials();
+  REQUIRE(c.ok());
+  CHECK(c->key_id == "WORKKEY");
+  CHECK(c->secret == "work/secret");
+  CHECK(c->session_token == "work-token");
+}
+
+TEST_CASE("AWS_SHARED_CREDENTIALS_FILE replaces ~/.aws/credentials") {
+  AwsEnvironment env;
+  env.Write(".aws/credentials", kCredentials);
+  const std::string elsewhere = env.Write("elsewhere.ini", "[default]\naws_access_key_id=OTHER\naws_secret_access_key=s\n");
+  ::setenv("AWS_SHARED_CREDENTIALS_FILE", elsewhere.c_str(), 1);
+  auto c = FindCredentials();
+  REQUIRE(c.ok());
+  CHECK(c->key_id == "OTHER");
+}
+
+TEST_CASE("no credentials is NotFound, saying what to set and which profile and file were read") {
+  AwsEnvironment env({{"AWS_PROFILE", "half"}});
+  const std::string file = env.Write(".aws/credentials", kCredentials);
+  auto c = FindCredentials();
+  REQUIRE(!c.ok());
+  CHECK(c.status().code() == StatusCode::kNotFound);
+  CHECK(c.status().message() ==
+        "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile \"half\" "
+        "aws_access_key_id and aws_secret_access_key in " + file);
+
+  AwsEnvironment empty;  // no file at all
+  auto none = FindCredentials();
+  REQUIRE(!none.ok());
+  CHECK(none.status().message() ==
+        "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile \"default\" "
+        "aws_access_key_id and aws_secret_access_key in " + empty.home() + "/.aws/credentials");
+}
+
+constexpr char kConfig[] =
+    "[default]\n"
+    "region = eu-west-1\n"
+    "[profile work]\n"
+    "region = ap-south-2\n"
+    "[profile noregion]\n"
+    "output = json\n";
+
+TEST_CASE("the region comes from AWS_REGION, then AWS_DEFAULT_REGION, then the profile's config") {
+  {
+    AwsEnvironment env({{"AWS_REGION", "us-west-2"}, {"AWS_DEFAULT_REGION", "eu-central-1"}});
+    env.Write(".aws/config", kConfig);
+    CHECK(FindRegion() == "us-west-2");
+  }
+  {
+    AwsEnvironment env({{"AWS_DEFAULT_REGION", "eu-central-1"}});
+    env.Write(".aws/config", kConfig);
+    CHECK(FindRegion() == "eu-central-1");
+  }
+  {
+    AwsEnvironment env;
+    env.Write(".aws/config", kConfig);
+    CHECK(FindRegion() == "eu-west-1");
+    ::setenv("AWS_PROFILE", "work", 1);  // "[profile work]" in the config file
+    CHECK(FindRegion() == "ap-south-2");
+    ::setenv("AWS_PROFILE", "noregion", 1);
+    CHECK(FindRegion() == "us-east-1");
+  }
+}
+
+TEST_CASE("AWS_CONFIG_FILE replaces ~/.aws/config, and without any the region is us-east-1") {
+  AwsEnvironment env;
+  env.Write(".aws/config", kConfig);
+  const std::string other = env.Write("other.ini", "[default]\nregion=sa-east-1\n");
+  ::setenv("AWS_CONFIG_FILE", other.c_str(), 1);
+  CHECK(FindRegion() == "sa-east-1");
+  ::setenv("AWS_CONFIG_FILE", (env.home() + "/missing").c_str(), 1);
+  CHECK(FindRegion() == "us-east-1");
+}
+
+// ---- SigV4 ----
+
+constexpr char kEmptyHash[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+TEST_CASE("the reference signer reproduces AWS's published GET Object example") {
+  // AWS's S3 documentation, "Signature calculations for the Authorization
+  // header: transferring payload in a single chunk", Example: GET Object.
+  const std::string canonical = testing::CanonicalRequest(
+      "GET", "/test.txt", "",
+      {{"host", "examplebucket.s3.amazonaws.com"},
+       {"range", "bytes=0-9"},
+       {"x-amz-content-sha256", kEmptyHash},
+       {"x-amz-date", "20130524T000000Z"}},
+      kEmptyHash);
+  CHECK(testing::Sha256Hex(canonical) == "7344ae5b7ee6c3e7e6b0fe0640412a37625d1fbfff95c48bbb2dc43964946972");
+  CHECK(testing::Signature("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20130524T000000Z", "us-east-1", canonical) ==
+        "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+}
+
+constexpr char kKeyId[] = "AKIDTEST";
+constexpr char kSecret[] = "test/secret+key";
+
+// Checks that `r` is signed for `region` with kKeyId and kSecret: the
+// scope, the headers that must be signed, and the signature itself.
+void CheckSigned(const Request& r, const std::string& region) {
+  CAPTURE(r.method);
+  CAPTURE(r.path);
+  const std::string auth = r.Get("authorization");
+  const std::string stamp = r.Get("x-amz-date");
+  REQUIRE(stamp.size() == 16);
+  const std::string prefix = "AWS4-HMAC-SHA256 Credential=" + std::string(kKeyId) + "/" + stamp.substr(0, 8) + "/" +
+                             region + "/s3/aws4_request, SignedHeaders=";
+  REQUIRE(auth.rfind(prefix, 0) == 0);
+  const size_t names_end = auth.find(", Signature=");
+  REQUIRE(names_end != std::string::npos);
+  const std::string names = auth.substr(prefix.size(), names_end - prefix.size());
+  std::vector<testing::Header> signed_headers;
+  std::stringstream list(names);
+  for (std::string name; std::getline(list, name, ';');) signed_headers.push_back({name, r.Get(name)});
+  for (const char* needed : {"host", "x-amz-content-sha256", "x-amz-date"}) {
+    CHECK((";" + names + ";").find(std::string(";") + needed + ";") != std::string::npos);
+  }
+  if (!r.Get("x-amz-security-token").empty()) CHECK(names.find("x-amz-security-token") != std::string::npos);
+  const std::string canonical =
+      testing::CanonicalRequest(r.method, r.path, r.query, signed_headers, r.Get("x-amz-content-sha256"));
+  CHECK(auth.substr(names_end + 12) == testing::Signature(kSecret, stamp, region, canonical));
+}
+
+// ---- Requests, against the fake endpoint ----
+
+Options OptionsFor(const FakeS3& fake, const std::string& url = "s3://bucket/team/models") {
+  Options o;
+  auto l = ParseUrl(url);
+  REQUIRE(l.ok());
+  o.location = *l;
+  o.endpoint = fake.endpoint();
+  o.region = "eu-west-3";
+  o.credentials = {kKeyId, kSecret, ""};
+  o.timeout = 5;
+  return o;
+}
+
+ContentId IdOf(const std::string& text) { return HashBytes(text.data(), text.size()); }
+
+std::string KeyPath(const std::string& prefix, const ContentId& id) {
+  const std::string hex = id.Hex();
+  return prefix + "/" + hex.substr(0, 2) + "/" + hex.substr(2, 2) + "/" + hex;
+}
+
+Status PutText(store::RemoteStore& remote, const std::string& text) {
+  MemorySource object(reinterpret_cast<const uint8_t*>(text.data()), text.size(), "object");
+  return remote.Put(IdOf(text), object);
+}
+
+TEST_CASE("an upload goes path-style under the prefix, each key segment encoded, signed, with its body's hash") {
+  FakeS3 fake([](const Request&) { return Response{}; });
+  auto remote = Remote("s3://bucket/team runs/v1+2", OptionsFor(fake, "s3://bucket/team runs/v1+2"));
+  const std::string object = "the object's bytes";
+  REQUIRE(PutText(*remote, object).ok());
+  const std::vector<Request> sent = fake.requests();
+  REQUIRE(sent.size() == 1);
+  const Request& put = sent[0];
+  CHECK(put.method == "PUT");
+  CHECK(put.path == KeyPath("/bucket/team%20runs/v1%2B2", IdOf(object)));
+  CHECK(put.query.empty());
+  CHECK(put.body == object);
+  CHECK(put.Get("x-amz-content-sha256") == testing::Sha256Hex(object));
+  CHECK(put.Get("host") == fake.endpoint().substr(7));
+  CheckSigned(put, "eu-west-3");
+  CHECK(remote->where() == "s3://bucket/team runs/v1+2");
+}
+
+TEST_CASE("temporary credentials send their session token, signed with the rest") {
+  FakeS3 fake([](const Request&) { return Response{}; });
+  Options o = OptionsFor(fake);
+  o.credentials.session_token = "session/token=";
+  auto remote = Remote("s3://bucket/team/models", o);
+  MemorySink sink;
+  REQUIRE(remote->Get(IdOf("x"), 100, sink).ok());
+  const std::vector<Request> sent = fake.requests();
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].Get("x-amz-security-token") == "session/token=");
+  CHECK(sent[0].Get("x-amz-content-sha256") == kEmptyHash);
+  CheckSigned(sent[0], "eu-west-3");
+}
+
+TEST_CASE("Has asks with one signed HEAD an object and tells 200 from 404") {
+  const ContentId here = IdOf("here"), gone = IdOf("gone");
+  const std::string here_path = KeyPath("/bucket/team/models", here);
+  FakeS3 fake([&](const Request& r) {
+    Response a;
+    a.status = r.path == here_path ? 200 : 404;
+    return a;
+  });
+  auto remote = Remote("s3://bucket/team/models", OptionsFor(fake));
+  auto has = remote->Has({gone, here, gone});
+  REQUIRE(has.ok());
+  CHECK(*has == std::vector<bool>{false, true, false});
+  const std::vector<Request> sent = fake.requests();
+  REQUIRE(sent.size() == 3);
+  for (const Request& r : sent) {
+    CHECK(r.method == "HEAD");
+    CheckSigned(r, "eu-west-3");
+  }
+}
+
+TEST_CASE("Has fails on any other answer, naming the object and the HTTP status") {
+  FakeS3 fake([](const Request&) {
+    Response a;
+    a.status = 500;
+    return a;
+  });
+  auto remote = Remote("s3://bucket", OptionsFor(fake, "s3://bucket"));
+  const ContentId id = IdOf("x");
+  auto has = remote->Has({id});
+  REQUIRE(!has.ok());
+  CHECK(has.status().code() == StatusCode::kIoError);
+  CHECK(has.status().message() == "cannot look for object " + id.Hex() + ": HTTP 500");
+  // Without a prefix the key starts at the bucket.
+  REQUIRE(!fake.requests().empty());
+  CHECK(fake.requests()[0].path == KeyPath("/bucket", id));
+}
+
+TEST_CASE("a download lands in the sink; a missing object is NotFound, a missing bucket is not") {
+  const std::string object = "stored bytes";
+  FakeS3 fake([&](const Request& r) {
+    Response a;
+    if (r.path.find("/gone/") != std::string::npos) {
+      a.status = 404;
+      a.body = "<Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>";
+    } else if (r.path.find("/nobucket/") != std::string::npos) {
+      a.status = 404;
+      a.body = "<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>";
+    } else {
+      a.body = object;
+    }
+    return a;
+  });
+  const ContentId id = IdOf(object);
+  MemorySink sink;
+  REQUIRE(Remote("s3://bucket/ok", OptionsFor(fake, "s3://bucket/ok"))->Get(id, object.size(), sink).ok());
+  CHECK(sink.ToVector() == std::vector<uint8_t>(object.begin(), object.end()));
+
+  MemorySink nothing;
+  Status gone = Remote("s3://bucket/gone", OptionsFor(fake, "s3://bucket/gone"))->Get(id, 100, nothing);
+  CHECK(gone.code() == StatusCode::kNotFound);
+  CHECK(gone.message() == "object " + id.Hex() + " is not there");
+  CHECK(nothing.ToVector().empty());  // the error's XML is not the object
+
+  Status no_bucket = Remote("s3://bucket/nobucket", OptionsFor(fake, "s3://bucket/nobucket"))->Get(id, 100, nothing);
+  CHECK(no_bucket.code() == StatusCode::kInvalidArgument);
+  CHECK(no_bucket.message() == "download refused: HTTP 404 NoSuchBucket (The specified bucket does not exist)");
+  CHECK(nothing.ToVector().empty());
+}
+
+TEST_CASE("a refusal says S3's code and message; server errors and throttling may pass on a retry, others not") {
+  struct Case {
+    int status;
+    std::string body;
+    StatusCode code;
+    std::string message;
+  };
+  const std::vector<Case> kCases = {
+      {403, "", StatusCode::kInvalidArgument,
+       "upload refused: HTTP 403 (access denied: check the credentials and the bucket's policy)"},
+      {403, "<Error><Code>SignatureDoesNotMatch</Code><Message>Check your key</Message></Error>",
+       StatusCode::kInvalidArgument, "upload refused: HTTP 403 SignatureDoesNotMatch (Check your key)"},
+      {400, "<Error><Code>EntityTooLarge</Code></Error>", StatusCode::kInvalidArgument,
+       "upload refused: HTTP 400 EntityTooLarge"},
+      {503, "<Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>", StatusCode::kIoError,
+       "upload refused: HTTP 503 SlowDown (Reduce your request rate.)"},
+      {500, "", StatusCode::kIoError, "upload refused: HTTP 500"},
+      {429, "", StatusCode::kIoError, "upload refused: HTTP 429"},
+      {408, "", StatusCode::kIoError, "upload refused: HTTP 408"},
+  };
+  for (const Case& c : kCases) {
+    CAPTURE(c.message);
+    FakeS3 fake([&](const Request&) {
+      Response a;
+      a.status = c.status;
+      a.body = c.body;
+      return a;
+    });
+    auto remote = Remote("s3://bucket/team/models", OptionsFor(fake));
+    const Status put = PutText(*remote, "refused");
+    CHECK(put.code() == c.code);
+    CHECK(put.message() == c.message);
+  }
+}
+
+TEST_CASE("a download larger than its limit is refused, by its announced length or as it arrives") {
+  const std::string body(100, 'b');
+  bool chunked = false;
+  FakeS3 fake([&](const Request&) {
+    Response a;
+    a.body = body;
+    a.chunked = chunked;
+    return a;
+  });
+  auto remote = Remote("s3://bucket/team/models", OptionsFor(fake));
+  const ContentId id = IdOf("large");
+  MemorySink sink;
+  Status announced = remote->Get(id, 99, sink);
+  CHECK(announced.code() == StatusCode::kCorruption);
+  CHECK(announced.message() == "the server offered 100 bytes, more than the 99 the object's checkpoint can take");
+  CHECK(sink.ToVector().empty());
+
+  chunked = true;  // no length given: counted as the body comes
+  Status arrived = remote->Get(id, 99, sink);
+  CHECK(arrived.code() == StatusCode::kCorruption);
+  CHECK(arrived.message() == "the server sent more than the 99 bytes the object's checkpoint can take");
+
+  MemorySink exact;
+  CHECK(remote->Get(id, 100, exact).ok());
+  CHECK(exact.ToVector().size() == 100);
+}
+
+// A sink whose every Append fails.
+class FullSink : public ByteSink {
+ public:
+  Status Append(const void*, size_t) override { return IoError("the disk is full"); }
+};
+
+TEST_CASE("the sink's first error ends a download and is what it returns") {
+  FakeS3 fake([](const Request&) {
+    Response a;
+    a.body = "bytes";
+    return a;
+  });
+  FullSink full;
+  const Status got = Remote("s3://bucket/team/models", OptionsFor(fake))->Get(IdOf("x"), 100, full);
+  CHECK(got.code() == StatusCode::kIoError);
+  CHECK(got.message() == "the disk is full");
+}
+
+// Answers an upload in parts as S3 does: an UploadId, an ETag per part,
+// and `complete` for the request that completes it.
+Response MultipartAnswer(const Request& r, int refuse_part, const Response& complete) {
+  Response a;
+  if (r.method == "POST" && r.query == "uploads=") {
+    a.body = "<InitiateMultipartUploadResult><Bucket>bucket</Bucket><UploadId>up/1+a</UploadId>"
+             "</InitiateMultipartUploadResult>";
+  } else if (r.method == "PUT") {
+    const std::string number = r.query.substr(11, r.query.find('&') - 11);  // after "partNumber="
+    if (std::stoi(number) == refuse_part) a.status = 500;
+    a.headers.push_back("ETag: \"etag-" + number + "\"");
+  } else if (r.method == "POST") {
+    a = complete;
+  }
+  return a;
+}
+
+TEST_CASE("an object larger than a part goes up in signed parts, each with its own hash, named in order to complete") {
+  FakeS3 fake([](const Request& r) { return MultipartAnswer(r, 0, Response{}); });
+  Options o = OptionsFor(fake);
+  o.part_size = 4;
+  const std::string object = "0123456789";
+  REQUIRE(PutText(*Remote("s3://bucket/team/models", o), object).ok());
+  const std::vector<Request> sent = fake.requests();
+  REQUIRE(sent.size() == 5);
+  const std::string path = KeyPath("/bucket/team/models", IdOf(object));
+  const std::vector<std::pair<std::string, std::string>> kExpected = {
+      {"POST", "uploads="},
+      {"PUT", "partNumber=1&uploadId=up%2F1%2Ba"},
+      {"PUT", "partNumber=2&uploadId=up%2F1%2Ba"},
+      {"PUT", "partNumber=3&uploadId=up%2F1%2Ba"},
+      {"POST", "uploadId=up%2F1%2Ba"},
+  };
+  const std::vector<std::string> kParts = {"", "0123", "4567", "89"};
+  for (size_t i = 0; i < sent.size(); ++i) {
+    CAPTURE(i);
+    CHECK(sent[i].method == kExpected[i].first);
+    CHECK(sent[i].query == kExpected[i].second);
+    CHECK(sent[i].path == path);
+    CHECK(sent[i].Get("x-amz-content-sha256") == testing::Sha256Hex(sent[i].body));
+    CheckSigned(sent[i], "eu-west-3");
+    if (i >= 1 && i <= 3) CHECK(sent[i].body == kParts[i]);
+  }
+  CHECK(sent[4].body ==
+        "<CompleteMultipartUpload>"
+        "<Part><PartNumber>1</PartNumber><ETag>\"etag-1\"</ETag></Part>"
+        "<Part><PartNumber>2</PartNumber><ETag>\"etag-2\"</ETag></Part>"
+        "<Part><PartNumber>3</PartNumber><ETag>\"etag-3\"</ETag></Part>"
+        "</CompleteMultipartUpload>");
+  CHECK(sent[4].Get("content-type") == "application/xml");
+}
+
+TEST_CASE("an upload in parts that fails is aborted so the server drops its parts") {
+  SUBCASE("a part refused") {
+    FakeS3 fake([](const Request& r) { return MultipartAnswer(r, 2, Response{}); });
+    Options o = OptionsFor(fake);
+    o.part_size = 4;
+    const Status put = PutText(*Remote("s3://bucket/team/models", o), "0123456789");
+    CHECK(put.code() == StatusCode::kIoError);
+    CHECK(put.message() == "part 2 refused: HTTP 500");
+    const std::vector<Request> sent = fake.requests();
+    REQUIRE(sent.size() == 4);  // start, part 1, part 2, abort
+    CHECK(sent[3].method == "DELETE");
+    CHECK(sent[3].query == "uploadId=up%2F1%2Ba");
+    CheckSigned(sent[3], "eu-west-3");
+  }
+  SUBCASE("the completion answered 200 with an error inside") {
+    Response complete;
+    complete.body = "<Error><Code>InternalError</Code><Message>Try again</Message></Error>";
+    FakeS3 fake([&](const Request& r) { return MultipartAnswer(r, 0, complete); });
+    Options o = OptionsFor(fake);
+    o.part_size = 4;
+    const Status put = PutText(*Remote("s3://bucket/team/models", o), "0123456789");
+    CHECK(put.code() == StatusCode::kInvalidArgument);
+    CHECK(put.message() == "cannot complete the upload: HTTP 200 InternalError (Try again)");
+    const std::vector<Request> sent = fake.requests();
+    REQUIRE(sent.size() == 6);
+    CHECK(sent[5].method == "DELETE");
+  }
+  SUBCASE("no upload id to start with") {
+    FakeS3 fake([](const Request&) { return Response{}; });  // 200, empty body
+    Options o = OptionsFor(fake);
+    o.part_size = 4;
+    const Status put = PutText(*Remote("s3://bucket/team/models", o), "0123456789");
+    CHECK(put.message() == "cannot start an upload in parts: HTTP 200");
+    CHECK(fake.requests().size() == 1);  // nothing to abort
+  }
+}
+
+TEST_CASE("a server that stops answering fails the request after the timeout and is not asked again") {
+  FakeS3 fake([](const Request&) {
+    Response a;
+    a.silent = true;
+    return a;
+  });
+  Options o = OptionsFor(fake);
+  o.timeout = 1;
+  auto remote = Remote("s3://bucket/team/models", o);
+  const ContentId id = IdOf("x");
+  auto first = remote->Has({id});
+  REQUIRE(!first.ok());
+  CHECK(first.status().code() == StatusCode::kIoError);
+  const std::string url = fake.endpoint() + KeyPath("/bucket/team/models", id);
+  CHECK(first.status().message().rfind("HEAD " + url + ": ", 0) == 0);
+  const std::string hint = " (the timeout: GIT_ZIPNN_TIMEOUT, or git config zipnn.timeout)";
+  REQUIRE(first.status().message().size() > hint.size());
+  CHECK(first.status().message().substr(first.status().message().size() - hint.size()) == hint);
+  MemorySink sink;
+  const Status second = remote->Get(id, 100, sink);
+  CHECK(second.message() == first.status().message());
+  CHECK(fake.requests().size() == 1);
+}
+
+TEST_CASE("an endpoint nobody listens on is an I/O error naming the request") {
+  std::string endpoint;
+  {
+    FakeS3 closed([](const Request&) { return Response{}; });
+    endpoint = closed.endpoint();
+  }  // its port is free again, and nobody listens there
+  Options o;
+  o.location = {"bucket", ""};
+  o.endpoint = endpoint;
+  o.region = "us-east-1";
+  const ContentId id = IdOf("x");
+  MemorySink sink;
+  const Status got = Remote("s3://bucket", o)->Get(id, 100, sink);
+  CHECK(got.code() == StatusCode::kIoError);
+  CHECK(got.message().rfind("GET " + endpoint + KeyPath("/bucket", id) + ": ", 0) == 0);
+}
+
+}  // namespace
+}  // namespace zipnn::s3
