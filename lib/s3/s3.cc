@@ -451,6 +451,12 @@ Result<Location> ParseUrl(const std::string& url) {
   if (l.bucket.empty() || l.bucket.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") != std::string::npos) {
     return InvalidArgument(url + ": \"" + l.bucket + "\" is not an S3 bucket name");
   }
+  // curl resolves "." and ".." in a request's path: such a prefix would
+  // address other keys, or with ".." another bucket, than the URL names.
+  const std::string segments = "/" + l.prefix + "/";
+  if (segments.find("/./") != std::string::npos || segments.find("/../") != std::string::npos) {
+    return InvalidArgument(url + ": a prefix may not hold \".\" or \"..\" between its slashes");
+  }
   return l;
 }
 

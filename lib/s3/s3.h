@@ -19,7 +19,8 @@
 
 namespace zipnn::s3 {
 
-// Where s3://bucket/prefix points.
+// Where s3://bucket/prefix points. A prefix with "." or ".." between its
+// slashes is refused: a request's path cannot carry them.
 struct Location {
   std::string bucket;
   std::string prefix;  // without slashes at either end; may be empty

@@ -71,6 +71,23 @@ TEST_CASE("rejects URLs of other schemes and bucket names S3 does not allow, nam
   }
 }
 
+TEST_CASE("rejects a prefix with \".\" or \"..\" parts, which the request path would resolve away") {
+  // curl resolves dot segments in a URL's path, so s3://bucket/../other
+  // would read and write bucket "other", and a/./b the keys of a/b.
+  for (const std::string url : {"s3://bucket/../other", "s3://bucket/..", "s3://bucket/a/./b", "s3://bucket/a/.."}) {
+    CAPTURE(url);
+    auto l = ParseUrl(url);
+    REQUIRE(!l.ok());
+    CHECK(l.status().code() == StatusCode::kInvalidArgument);
+    CHECK(l.status().message() == url + ": a prefix may not hold \".\" or \"..\" between its slashes");
+  }
+  // Dots inside a name are names.
+  for (const std::string url : {"s3://bucket/.hidden/v1.2", "s3://bucket/a/.../b", "s3://bucket/..a/b.."}) {
+    CAPTURE(url);
+    CHECK(ParseUrl(url).ok());
+  }
+}
+
 // ---- Credentials and region ----
 
 // Sets the variables the lookups read: every AWS_* variable they know is
