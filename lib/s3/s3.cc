@@ -216,9 +216,10 @@ class Bucket : public store::RemoteStore {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     sigv4_ = "aws:amz:" + o_.region + ":s3";
+    std::string endpoint = o_.endpoint;  // "http://host:9000/" as "http://host:9000"
+    while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
     base_ = o_.endpoint.empty() ? "https://" + o_.location.bucket + ".s3." + o_.region + ".amazonaws.com"
-                                : o_.endpoint + "/" + o_.location.bucket;
-    while (!base_.empty() && base_.back() == '/') base_.pop_back();
+                                : endpoint + "/" + o_.location.bucket;
   }
   ~Bucket() override {
     for (CURL* h : idle_) curl_easy_cleanup(h);

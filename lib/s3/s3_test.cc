@@ -344,6 +344,17 @@ TEST_CASE("an upload goes path-style under the prefix, each key segment encoded,
   CHECK(remote->where() == "s3://bucket/team runs/v1+2");
 }
 
+TEST_CASE("an endpoint written with a trailing slash addresses the same paths") {
+  FakeS3 fake([](const Request&) { return Response{}; });
+  Options o = OptionsFor(fake);
+  o.endpoint += "/";
+  MemorySink sink;
+  REQUIRE(Remote("s3://bucket/team/models", o)->Get(IdOf("x"), 100, sink).ok());
+  REQUIRE(fake.requests().size() == 1);
+  CHECK(fake.requests()[0].path == KeyPath("/bucket/team/models", IdOf("x")));
+  CheckSigned(fake.requests()[0], "eu-west-3");
+}
+
 TEST_CASE("temporary credentials send their session token, signed with the rest") {
   FakeS3 fake([](const Request&) { return Response{}; });
   Options o = OptionsFor(fake);
