@@ -75,7 +75,7 @@ Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const Rea
 Status RunCompress(const CompressArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(a.input));
   std::optional<codec::CoderPolicy> policy = codec::ParseCoderPolicy(a.coder);
-  if (!policy) return InvalidArgument("unknown coder '" + a.coder + "' (one of: auto, huffman, rans, sparse, zstd, raw)");
+  if (!policy) return InvalidArgument("unknown coder '" + a.coder + "' (one of: auto, " + codec::CoderNameList(", ") + ")");
 
   std::optional<ReadFile> base_file;
   container::DeltaBase base;
@@ -122,7 +122,7 @@ Action SetupCompress(CLI::App& sub) {
   sub.add_option("--level", a->level, "zstd level for the groups that use zstd (default 3)")->check(CLI::Range(1, 22));
   sub.add_option("--chunk-size", a->chunk_size, "Bytes of input per chunk (default 262144)")
       ->check(CLI::Range(container::kMinChunkSize, container::kMaxChunkSize));
-  sub.add_option("--coder", a->coder, "auto (default), or force huffman, rans, sparse, zstd or raw for every group");
+  sub.add_option("--coder", a->coder, "auto (default), or force one of " + codec::CoderNameList(", ") + " for every group");
   AddThreadsOption(sub, a->threads);
   sub.add_flag("-f,--force", a->force, "Overwrite the output file if it exists");
   sub.add_flag("-q,--quiet", a->quiet, "Print nothing on success");

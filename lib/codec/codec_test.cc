@@ -51,6 +51,12 @@ std::vector<uint8_t> Padded(const uint8_t* p, size_t n) {
   return v;
 }
 
+GroupCounts Counts(const uint8_t* p, size_t n) {
+  GroupCounts c;
+  CountGroup(p, n, c);
+  return c;
+}
+
 constexpr DType kAllTypes[] = {
     DType::kBytes, DType::kF32,  DType::kBF16, DType::kF16, DType::kF64, DType::kF8E4M3,
     DType::kF8E5M2, DType::kI8,  DType::kU8,   DType::kI16, DType::kU16, DType::kI32,
@@ -112,12 +118,12 @@ TEST_CASE("huffman round-trips skewed, uniform, single-symbol and tiny inputs") 
   for (const auto& in : inputs) {
     CAPTURE(in.size());
     HuffmanEncoder enc;
-    enc.Plan(in.data(), in.size());
-    std::vector<uint8_t> payload(enc.EncodedSize() + 8);
-    enc.Encode(payload.data());
-    auto padded = Padded(payload.data(), enc.EncodedSize());
+    enc.Plan(in.data(), in.size(), Counts(in.data(), in.size()));
+    Buffer payload;
+    enc.Encode(payload);
+    auto padded = Padded(payload.data(), enc.EstimatedSize());
     std::vector<uint8_t> out(in.size());
-    REQUIRE(HuffmanDecode(padded.data(), enc.EncodedSize(), out.data(), out.size()).ok());
+    REQUIRE(HuffmanDecoder().Decode(padded.data(), enc.EstimatedSize(), out.data(), out.size()).ok());
     CHECK(out == in);
   }
 }
@@ -132,20 +138,22 @@ TEST_CASE("huffman codes skewed exponent bytes within 2.5% of their entropy") {
   const size_t n = f32.size() / 4;
   const uint8_t* exp = grouped.data() + GroupOffset(DType::kF32, f32.size(), 3);
   HuffmanEncoder enc;
-  enc.Plan(exp, n);
+  enc.Plan(exp, n, Counts(exp, n));
   const double bound = EntropyBits(CountBytes(exp, n)) / 8;
-  CHECK(static_cast<double>(enc.EncodedSize()) < bound * 1.025);
-  CHECK(static_cast<double>(enc.EncodedSize()) > bound);
+  CHECK(static_cast<double>(enc.EstimatedSize()) < bound * 1.025);
+  CHECK(static_cast<double>(enc.EstimatedSize()) > bound);
 }
 
 TEST_CASE("huffman decoder rejects damaged payloads without reading out of bounds") {
   auto in = ToBF16(NormalFloats(4096, 9));
   HuffmanEncoder enc;
-  enc.Plan(in.data(), in.size());
-  std::vector<uint8_t> payload(enc.EncodedSize() + 8);
-  enc.Encode(payload.data());
-  const size_t size = enc.EncodedSize();
+  enc.Plan(in.data(), in.size(), Counts(in.data(), in.size()));
+  Buffer payload;
+  enc.Encode(payload);
+  const size_t size = enc.EstimatedSize();
   std::vector<uint8_t> out(in.size());
+  const HuffmanDecoder dec;
+  auto HuffmanDecode = [&dec](const uint8_t* p, size_t n, uint8_t* o, size_t on) { return dec.Decode(p, n, o, on); };
 
   SUBCASE("empty") { CHECK(!HuffmanDecode(Padded(payload.data(), 0).data(), 0, out.data(), out.size()).ok()); }
   SUBCASE("truncated streams") {
@@ -336,9 +344,9 @@ namespace {
 
 std::vector<uint8_t> RansRoundTrip(const std::vector<uint8_t>& in, size_t* size = nullptr) {
   RansEncoder enc;
-  enc.Plan(CountBytes(in.data(), in.size()), in.size());
+  enc.Plan(in.data(), in.size(), Counts(in.data(), in.size()));
   Buffer payload;
-  enc.Encode(in.data(), in.size(), payload);
+  enc.Encode(payload);
   if (size != nullptr) *size = payload.size();
   auto padded = Padded(payload.data(), payload.size());
   std::vector<uint8_t> out(in.size());
@@ -387,8 +395,8 @@ TEST_CASE("rans codes skewed groups within 1% of their entropy, where huffman ca
     RansRoundTrip(in, &size);
     CHECK(static_cast<double>(size) < bound * 1.01 + 64);  // + table and states
     HuffmanEncoder huff;
-    huff.Plan(in.data(), in.size());
-    if (zeros >= 0.77) CHECK(static_cast<double>(huff.EncodedSize()) > bound * 1.10);
+    huff.Plan(in.data(), in.size(), Counts(in.data(), in.size()));
+    if (zeros >= 0.77) CHECK(static_cast<double>(huff.EstimatedSize()) > bound * 1.10);
   }
 }
 
@@ -405,7 +413,7 @@ TEST_CASE("auto picks rans or sparse for skewed delta exponent groups and huffma
     out.Clear();
     CHECK(enc.Encode(later.data(), later.size(), 4 * later.size(), out) == Coder::kSparse);
     RansEncoder rans;
-    rans.Plan(CountBytes(later.data(), later.size()), later.size());
+    rans.Plan(later.data(), later.size(), Counts(later.data(), later.size()));
     CHECK(static_cast<double>(out.size()) <= static_cast<double>(rans.EstimatedSize()) * 1.01 + 32);
   }
   auto exps = DeltaExponents(65536, 0.0, 37);
@@ -417,9 +425,9 @@ void CheckRansRejectsDamage(double zeros) {
   CAPTURE(zeros);
   auto in = DeltaExponents(20000, zeros, 38);
   RansEncoder enc;
-  enc.Plan(CountBytes(in.data(), in.size()), in.size());
+  enc.Plan(in.data(), in.size(), Counts(in.data(), in.size()));
   Buffer payload;
-  enc.Encode(in.data(), in.size(), payload);
+  enc.Encode(payload);
   const size_t size = payload.size();
   std::vector<uint8_t> out(in.size());
   RansDecoder dec;
@@ -472,7 +480,7 @@ std::vector<uint8_t> SparseGroup(size_t n, double share, uint32_t seed) {
 
 std::vector<uint8_t> SparseRoundTrip(const std::vector<uint8_t>& in, size_t* size = nullptr) {
   SparseEncoder enc;
-  enc.Plan(in.data(), in.size(), CountBytes(in.data(), in.size()));
+  enc.Plan(in.data(), in.size(), Counts(in.data(), in.size()));
   Buffer payload;
   enc.Encode(payload);
   if (size != nullptr) *size = payload.size();
@@ -523,7 +531,7 @@ TEST_CASE("sparse stays within 1% of rans on delta groups that are mostly zeros"
 TEST_CASE("sparse decoder rejects damaged payloads") {
   auto in = SparseGroup(20000, 0.05, 46);
   SparseEncoder enc;
-  enc.Plan(in.data(), in.size(), CountBytes(in.data(), in.size()));
+  enc.Plan(in.data(), in.size(), Counts(in.data(), in.size()));
   Buffer payload;
   enc.Encode(payload);
   const size_t size = payload.size();
@@ -577,22 +585,24 @@ TEST_CASE("entropy decoders survive random and mutated payloads") {
   std::vector<uint8_t> in(5000);
   for (auto& b : in) b = (rng() % 4 == 0) ? static_cast<uint8_t>(rng()) : 0;
   RansEncoder re;
-  re.Plan(CountBytes(in.data(), in.size()), in.size());
+  const GroupCounts counts = Counts(in.data(), in.size());
+  re.Plan(in.data(), in.size(), counts);
   Buffer rp;
-  re.Encode(in.data(), in.size(), rp);
+  re.Encode(rp);
   const std::vector<uint8_t> rans(rp.data(), rp.data() + rp.size());
   HuffmanEncoder he;
-  he.Plan(in.data(), in.size());
-  std::vector<uint8_t> huff(he.EncodedSize() + 8);
-  he.Encode(huff.data());
-  huff.resize(he.EncodedSize());
+  he.Plan(in.data(), in.size(), counts);
+  Buffer hp;
+  he.Encode(hp);
+  const std::vector<uint8_t> huff(hp.data(), hp.data() + hp.size());
   SparseEncoder se;
-  se.Plan(in.data(), in.size(), CountBytes(in.data(), in.size()));
+  se.Plan(in.data(), in.size(), counts);
   Buffer sp;
   se.Encode(sp);
   const std::vector<uint8_t> sparse(sp.data(), sp.data() + sp.size());
 
   RansDecoder rd;
+  HuffmanDecoder hd;
   SparseDecoder sd;
   size_t rejected = 0;
   const int kTrials = 30000;
@@ -613,7 +623,7 @@ TEST_CASE("entropy decoders survive random and mutated payloads") {
     std::vector<uint8_t> padded = Padded(p.data(), p.size());
     std::vector<uint8_t> out(n);
     Status s = t % 3 == 0   ? rd.Decode(padded.data(), p.size(), out.data(), n)
-               : t % 3 == 1 ? HuffmanDecode(padded.data(), p.size(), out.data(), n)
+               : t % 3 == 1 ? hd.Decode(padded.data(), p.size(), out.data(), n)
                             : sd.Decode(padded.data(), p.size(), out.data(), n);
     if (!s.ok()) ++rejected;
   }

@@ -1,11 +1,10 @@
 // Coding of one byte group of one chunk: the coders, and the "auto" rule
 // that picks one per group per chunk (docs/codec.md, "Choosing a coder").
 //
-// GroupEncoder and GroupDecoder hold scratch state (a zstd context, Huffman
-// tables); each thread owns its own.
+// GroupEncoder and GroupDecoder hold every coder's scratch state (zstd
+// contexts, code tables); each thread owns its own. The coders themselves
+// are listed once, in coders.h.
 #pragma once
-
-#include <zstd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -14,35 +13,39 @@
 
 #include "lib/base/buffer.h"
 #include "lib/base/status.h"
+#include "lib/codec/coders.h"
+#include "lib/codec/entropy.h"
 #include "lib/codec/huffman.h"
 #include "lib/codec/rans.h"
 #include "lib/codec/sparse.h"
+#include "lib/codec/zstd_coder.h"
 
 namespace zipnn::codec {
 
-// Stored in chunk records (docs/format.md, "Chunk record"); values are fixed.
-enum class Coder : uint8_t {
-  kRaw = 0,      // the group's bytes as they are
-  kZero = 1,     // every byte is zero; no payload
-  kHuffman = 2,  // HuffmanEncoder payload
-  kZstd = 3,     // one zstd frame
-  kRans = 4,     // RansEncoder payload
-  kSparse = 5,   // SparseEncoder payload (object format 2 on)
-};
-inline constexpr uint8_t kMaxCoderValue = 5;
-inline constexpr Coder kNewestCoder = Coder::kSparse;
-std::string_view CoderName(Coder c);
-std::optional<Coder> CoderFromByte(uint8_t v);
+// What the encoder may choose from: the auto rule below, or one coder
+// (kCoders' `encode`) for every group it shrinks, the rest raw.
+class CoderPolicy {
+ public:
+  constexpr CoderPolicy() = default;  // the auto rule
+  static constexpr CoderPolicy Only(Coder c) { return CoderPolicy(c); }
+  // Shorthands for callers; a new coder needs none (Only does it).
+  static const CoderPolicy kAuto, kHuffman, kZstd, kRans, kSparse, kRaw;
 
-// What the encoder may choose from.
-enum class CoderPolicy {
-  kAuto,     // the ZipNN rule below
-  kHuffman,  // Huffman for every group that it shrinks, else raw
-  kZstd,     // zstd for every group that it shrinks, else raw
-  kRans,     // rANS for every group that it shrinks, else raw
-  kSparse,   // the sparse coder for every group it shrinks, else raw
-  kRaw,      // no entropy coding (grouping still applies)
+  bool is_auto() const { return !only_; }
+  Coder only() const { return *only_; }
+
+ private:
+  explicit constexpr CoderPolicy(Coder c) : only_(c) {}
+  std::optional<Coder> only_;
 };
+inline constexpr CoderPolicy CoderPolicy::kAuto{};
+inline constexpr CoderPolicy CoderPolicy::kHuffman = CoderPolicy::Only(Coder::kHuffman);
+inline constexpr CoderPolicy CoderPolicy::kZstd = CoderPolicy::Only(Coder::kZstd);
+inline constexpr CoderPolicy CoderPolicy::kRans = CoderPolicy::Only(Coder::kRans);
+inline constexpr CoderPolicy CoderPolicy::kSparse = CoderPolicy::Only(Coder::kSparse);
+inline constexpr CoderPolicy CoderPolicy::kRaw = CoderPolicy::Only(Coder::kRaw);
+
+// "auto", or a name CoderFromName knows.
 std::optional<CoderPolicy> ParseCoderPolicy(std::string_view name);
 
 // The thresholds of the auto rule, all in one place. The figures behind
@@ -89,10 +92,27 @@ struct AutoRule {
   static constexpr double kSampleRawBits = 7.8;
 };
 
+// Every coder's encoder, for one thread; the functions kCoders names and
+// the auto rule work on it.
+struct EncoderSet {
+  GroupCounts counts;  // of the group being coded, once counted
+  HuffmanEncoder huffman;
+  RansEncoder rans;
+  SparseEncoder sparse;
+  ZstdEncoder zstd;
+};
+
+// Every coder's decoder, for one thread.
+struct DecoderSet {
+  HuffmanDecoder huffman;
+  RansDecoder rans;
+  SparseDecoder sparse;
+  ZstdDecoder zstd;
+};
+
 class GroupEncoder {
  public:
   GroupEncoder(CoderPolicy policy, int zstd_level, bool prefer_lz);
-  ~GroupEncoder();
   GroupEncoder(const GroupEncoder&) = delete;
   GroupEncoder& operator=(const GroupEncoder&) = delete;
 
@@ -103,39 +123,29 @@ class GroupEncoder {
   static Coder EncodeRaw(const uint8_t* in, size_t n, Buffer& out);
 
   void set_prefer_lz(bool v) { prefer_lz_ = v; }
-  void set_zstd_level(int level) { zstd_level_ = level; }
+  void set_zstd_level(int level) { coders_.zstd.set_level(level); }
   // zstd frames of the following groups use these bytes as history (a
   // base's header for a header); empty for none. Must outlive Encode.
-  void set_zstd_prefix(const uint8_t* p, size_t n) { prefix_ = p, prefix_size_ = n; }
+  void set_zstd_prefix(const uint8_t* p, size_t n) { coders_.zstd.set_prefix(p, n); }
   // Groups of a delta region (XOR with a base) weigh size over speed.
   void set_delta(bool v) { delta_ = v; }
 
  private:
-  std::optional<Coder> TryHuffman(size_t n, Buffer& out);  // after huffman_.Plan
-  std::optional<Coder> TryRans(const uint8_t* in, size_t n, Buffer& out);  // after rans_.Plan
-  std::optional<Coder> TrySparse(size_t n, Buffer& out);  // after sparse_.Plan
-  std::optional<Coder> TryZstd(const uint8_t* in, size_t n, Buffer& out);
+  std::optional<Coder> EncodeAuto(const uint8_t* in, size_t n, size_t chunk_len, Buffer& out);
   bool HasLongZeroRun(const uint8_t* in, size_t n, size_t chunk_len) const;
   std::optional<Coder> KeepSmaller(std::optional<Coder> coded, size_t start, const uint8_t* in,
                                    size_t n, Buffer& out);
   static bool LooksIncompressible(const uint8_t* in, size_t n);
 
   CoderPolicy policy_;
-  int zstd_level_;
   bool prefer_lz_;
   bool delta_ = false;
-  const uint8_t* prefix_ = nullptr;
-  size_t prefix_size_ = 0;
-  ZSTD_CCtx* zstd_ = nullptr;
-  HuffmanEncoder huffman_;
-  RansEncoder rans_;
-  SparseEncoder sparse_;
+  EncoderSet coders_;
 };
 
 class GroupDecoder {
  public:
-  GroupDecoder();
-  ~GroupDecoder();
+  GroupDecoder() = default;
   GroupDecoder(const GroupDecoder&) = delete;
   GroupDecoder& operator=(const GroupDecoder&) = delete;
 
@@ -143,14 +153,10 @@ class GroupDecoder {
   // readable kDecoderReadPadding bytes past its end.
   Status Decode(Coder coder, const uint8_t* payload, size_t size, uint8_t* out, size_t n);
   // The history zstd frames were made with (GroupEncoder::set_zstd_prefix).
-  void set_zstd_prefix(const uint8_t* p, size_t n) { prefix_ = p, prefix_size_ = n; }
+  void set_zstd_prefix(const uint8_t* p, size_t n) { coders_.zstd.set_prefix(p, n); }
 
  private:
-  ZSTD_DCtx* zstd_ = nullptr;
-  const uint8_t* prefix_ = nullptr;
-  size_t prefix_size_ = 0;
-  RansDecoder rans_;
-  SparseDecoder sparse_;
+  DecoderSet coders_;
 };
 
 bool IsAllZero(const uint8_t* p, size_t n);

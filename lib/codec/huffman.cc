@@ -1,9 +1,7 @@
 #include "lib/codec/huffman.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <numeric>
 
 #include "lib/base/cpu.h"
 #include "lib/base/endian.h"
@@ -23,12 +21,6 @@ constexpr size_t kStreamSizeBytes = 4 * (kHuffmanStreams - 1);
 // Groups with at most this many distinct bytes encode two symbols per
 // table lookup (the pair entries written grow with its square).
 constexpr int kPairTableMaxSymbols = 64;
-
-size_t SegmentLength(size_t n) { return (n + kHuffmanStreams - 1) / kHuffmanStreams; }
-
-size_t SegmentStart(size_t n, int j) {
-  return std::min(n, static_cast<size_t>(j) * SegmentLength(n));
-}
 
 // Optimal code lengths by the two-queue method, then limited to
 // kHuffmanMaxBits by lengthening the rarest codes and spending any Kraft
@@ -280,73 +272,12 @@ ZIPNN_HOT void EncodeStreams(const uint64_t* entry, const uint64_t* pair, const 
   }
 }
 
-ZIPNN_HOT void CountSegments(const uint8_t* in, size_t n,
-                             std::array<Histogram, kHuffmanStreams>& segment) {
-  // All four segments in one pass, two counter tables each (alternate
-  // bytes), so a run of one value never waits on its own counter and the
-  // tables are cleared once per group.
-  std::array<std::array<std::array<uint32_t, 256>, 2>, kHuffmanStreams> c{};
-  const uint8_t* seg[kHuffmanStreams];
-  size_t len[kHuffmanStreams];
-  for (int j = 0; j < kHuffmanStreams; ++j) {
-    seg[j] = in + SegmentStart(n, j);
-    len[j] = SegmentStart(n, j + 1) - SegmentStart(n, j);
-  }
-  const size_t common = len[kHuffmanStreams - 1] & ~size_t{7};
-  for (size_t i = 0; i < common; i += 8) {
-    for (int j = 0; j < kHuffmanStreams; ++j) {
-      const uint64_t v = LoadLE<uint64_t>(seg[j] + i);
-      for (int k = 0; k < 8; ++k) ++c[j][k & 1][(v >> (8 * k)) & 0xff];
-    }
-  }
-  for (int j = 0; j < kHuffmanStreams; ++j) {
-    for (size_t i = common; i < len[j]; ++i) ++c[j][0][seg[j][i]];
-    for (int s = 0; s < 256; ++s) segment[j][s] = uint64_t{c[j][0][s]} + c[j][1][s];
-  }
-}
-
 }  // namespace
 
-ZIPNN_HOT Histogram CountBytes(const uint8_t* in, size_t n) {
-  // Eight tables, one per byte of a word: skewed data (a few exponent
-  // values) would otherwise increment one counter back to back and wait on
-  // its own store.
-  std::array<std::array<uint32_t, 256>, 8> c{};
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const uint64_t v = LoadLE<uint64_t>(in + i);
-    const uint64_t u = LoadLE<uint64_t>(in + i + 8);
-    for (int k = 0; k < 8; ++k) ++c[k][(v >> (8 * k)) & 0xff];
-    for (int k = 0; k < 8; ++k) ++c[k][(u >> (8 * k)) & 0xff];
-  }
-  for (; i < n; ++i) ++c[0][in[i]];
-  Histogram h;
-  for (int s = 0; s < 256; ++s) {
-    uint64_t t = 0;
-    for (int k = 0; k < 8; ++k) t += c[k][s];
-    h[s] = t;
-  }
-  return h;
-}
-
-double EntropyBits(const Histogram& h) {
-  const uint64_t n = std::accumulate(h.begin(), h.end(), uint64_t{0});
-  double bits = 0;
-  for (uint64_t c : h) {
-    if (c != 0) bits += static_cast<double>(c) * std::log2(static_cast<double>(n) / static_cast<double>(c));
-  }
-  return bits;
-}
-
-void HuffmanEncoder::Plan(const uint8_t* in, size_t n) {
+void HuffmanEncoder::Plan(const uint8_t* in, size_t n, const GroupCounts& counts) {
   in_ = in;
   n_ = n;
-  CountSegments(in, n, segment_);
-  total_.fill(0);
-  for (int j = 0; j < kHuffmanStreams; ++j) {
-    for (int s = 0; s < 256; ++s) total_[s] += segment_[j][s];
-  }
-  BuildLengths(total_, length_);
+  BuildLengths(counts.total, length_);
   AssignCodes(length_, code_);
   first_symbol_ = 0;
   while (first_symbol_ < 255 && length_[first_symbol_] == 0) ++first_symbol_;
@@ -355,14 +286,15 @@ void HuffmanEncoder::Plan(const uint8_t* in, size_t n) {
   encoded_size_ = kRangeBytes + (last_symbol_ - first_symbol_ + 2) / 2 + kStreamSizeBytes;
   for (int j = 0; j < kHuffmanStreams; ++j) {
     uint64_t bits = 0;
-    for (int s = first_symbol_; s <= last_symbol_; ++s) bits += segment_[j][s] * length_[s];
+    for (int s = first_symbol_; s <= last_symbol_; ++s) bits += counts.segment[j][s] * length_[s];
     stream_bytes_[j] = static_cast<size_t>((bits + 7) / 8);
     encoded_size_ += stream_bytes_[j];
   }
 }
 
-void HuffmanEncoder::Encode(uint8_t* out) {
-  uint8_t* p = out;
+void HuffmanEncoder::Encode(Buffer& out) {
+  out.Reserve(out.size() + encoded_size_ + 8);  // the bit writer stores whole words
+  uint8_t* p = out.Extend(encoded_size_);
   *p++ = static_cast<uint8_t>(first_symbol_);
   *p++ = static_cast<uint8_t>(last_symbol_);
   for (int s = first_symbol_; s <= last_symbol_; s += 2) {
@@ -402,7 +334,7 @@ void HuffmanEncoder::Encode(uint8_t* out) {
   EncodeStreams(entry.data(), pair, in_, n_, stream_bytes_.data(), p);
 }
 
-ZIPNN_HOT Status HuffmanDecode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
+ZIPNN_HOT Status HuffmanDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n) const {
   if (size < kRangeBytes) return Corruption("huffman payload shorter than its header");
   const int first = in[0], last = in[1];
   if (last < first) return Corruption("huffman symbol range is empty");

@@ -12,15 +12,10 @@ namespace {
 
 constexpr uint32_t kLow = 1u << 16;  // L: states live in [L, 2^32)
 constexpr size_t kStateBytes = 4;
-constexpr size_t kStreamSizeBytes = 4 * (kHuffmanStreams - 1);
+constexpr size_t kStreamSizeBytes = 4 * (kSegments - 1);
 // Symbols decoded per stream between bounds checks: each may read 2 bytes,
 // and the input is padded by kDecoderReadPadding.
 constexpr size_t kSymbolsPerCheck = kDecoderReadPadding / 2;
-
-size_t SegmentLength(size_t n) { return (n + kHuffmanStreams - 1) / kHuffmanStreams; }
-size_t SegmentStart(size_t n, int j) {
-  return std::min(n, static_cast<size_t>(j) * SegmentLength(n));
-}
 
 // Frequency tables are Elias-gamma codes of f + 1 (f = 0: the value is
 // absent), least-significant bit first: k zero bits, then the k + 1 bits of
@@ -150,7 +145,7 @@ namespace {
 // n symbols of each of the four streams, in lockstep. Locals, not array
 // elements, so that states and positions stay in registers.
 template <bool kRareFlush, typename Writer, typename Symbol>
-void PutLockstep(Writer (&w)[kHuffmanStreams], size_t n, const Symbol* sym) {
+void PutLockstep(Writer (&w)[kSegments], size_t n, const Symbol* sym) {
   Writer w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
   for (size_t t = 0; t < n; ++t) {
     w0.template Put<kRareFlush>(sym);
@@ -216,8 +211,8 @@ constexpr double kRareRefillBits = 1.0;
 // then). Locals, not array elements, so that states and positions stay
 // in registers.
 template <bool kRareRefill>
-bool Lockstep(Reader (&r)[kHuffmanStreams], uint8_t* (&o)[kHuffmanStreams],
-              const uint8_t* const (&end)[kHuffmanStreams], size_t rounds, const uint32_t* step,
+bool Lockstep(Reader (&r)[kSegments], uint8_t* (&o)[kSegments],
+              const uint8_t* const (&end)[kSegments], size_t rounds, const uint32_t* step,
               const uint8_t* symbol, Scale scale) {
   Reader r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
   uint8_t *o0 = o[0], *o1 = o[1], *o2 = o[2], *o3 = o[3];
@@ -241,7 +236,13 @@ bool Lockstep(Reader (&r)[kHuffmanStreams], uint8_t* (&o)[kHuffmanStreams],
 
 }  // namespace
 
-void RansEncoder::Plan(const Histogram& h, size_t n, int bits) {
+void RansEncoder::Plan(const uint8_t* in, size_t n, const GroupCounts& counts) {
+  in_ = in;
+  n_ = n;
+  PlanModel(counts.total, n, kRansProbabilityBits);
+}
+
+void RansEncoder::PlanModel(const Histogram& h, size_t n, int bits) {
   bits_ = bits;
   const uint32_t scale = 1u << bits;
   Normalise(h, n, bits, freq_);
@@ -278,7 +279,7 @@ void RansEncoder::Plan(const Histogram& h, size_t n, int bits) {
   rare_flush_ = cost < kRareRefillBits * static_cast<double>(n);
   model_bytes_ = 3 + (table_bits + 7) / 8;
   payload_bytes_ = static_cast<size_t>(cost / 8);
-  estimated_size_ = model_bytes_ + kStreamSizeBytes + kHuffmanStreams * (kStateBytes + 2) + payload_bytes_;
+  estimated_size_ = model_bytes_ + kStreamSizeBytes + kSegments * (kStateBytes + 2) + payload_bytes_;
 }
 
 size_t RansEncoder::EstimatedSingleSize() const { return model_bytes_ + kStateBytes + 2 + payload_bytes_; }
@@ -304,7 +305,9 @@ void RansEncoder::EncodeSingle(const uint8_t* in, size_t n, Buffer& out) {
   out.Append(w.p, static_cast<size_t>(end - w.p));
 }
 
-ZIPNN_HOT void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
+ZIPNN_HOT void RansEncoder::Encode(Buffer& out) {
+  const uint8_t* const in = in_;
+  const size_t n = n_;
   EncodeModel(out);
   const size_t sizes_at = out.size();
   out.Extend(kStreamSizeBytes);
@@ -313,17 +316,17 @@ ZIPNN_HOT void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
   // decoder reads each stream forwards, first symbol first. A state stays
   // below 2^32 and renormalises at most once per symbol. The four streams
   // are independent chains, advanced in lockstep for the processor's sake.
-  size_t len[kHuffmanStreams];
+  size_t len[kSegments];
   size_t room = 0;
-  for (int j = 0; j < kHuffmanStreams; ++j) {
+  for (int j = 0; j < kSegments; ++j) {
     len[j] = SegmentStart(n, j + 1) - SegmentStart(n, j);
     room += kStateBytes + 2 * len[j];
   }
   scratch_.Resize(room);
-  Writer w[kHuffmanStreams];
-  uint8_t* ends[kHuffmanStreams];
+  Writer w[kSegments];
+  uint8_t* ends[kSegments];
   uint8_t* at = scratch_.data();
-  for (int j = 0; j < kHuffmanStreams; ++j) {
+  for (int j = 0; j < kSegments; ++j) {
     at += kStateBytes + 2 * len[j];
     ends[j] = at;
     w[j] = Writer{at, kLow, in + SegmentStart(n, j) + len[j]};
@@ -334,12 +337,12 @@ ZIPNN_HOT void RansEncoder::Encode(const uint8_t* in, size_t n, Buffer& out) {
   } else {
     PutLockstep<false>(w, len[3], sym);
   }
-  for (int j = 0; j < kHuffmanStreams; ++j) {
+  for (int j = 0; j < kSegments; ++j) {
     for (size_t t = len[3]; t < len[j]; ++t) w[j].Put<false>(sym);
     w[j].p -= kStateBytes;
     StoreLE<uint32_t>(w[j].p, w[j].x);
     const size_t bytes = static_cast<size_t>(ends[j] - w[j].p);
-    if (j + 1 < kHuffmanStreams) StoreLE<uint32_t>(out.data() + sizes_at + 4 * j, static_cast<uint32_t>(bytes));
+    if (j + 1 < kSegments) StoreLE<uint32_t>(out.data() + sizes_at + 4 * j, static_cast<uint32_t>(bytes));
     out.Append(w[j].p, bytes);
   }
 }
@@ -385,21 +388,21 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
   const uint32_t* const step = step_.data();
   const uint8_t* const symbol = symbol_.data();
 
-  std::array<size_t, kHuffmanStreams> stream_size;
+  std::array<size_t, kSegments> stream_size;
   size_t total_streams = 0;
-  for (int j = 0; j + 1 < kHuffmanStreams; ++j) {
+  for (int j = 0; j + 1 < kSegments; ++j) {
     stream_size[j] = LoadLE<uint32_t>(in + pos + 4 * j);
     total_streams += stream_size[j];
   }
   pos += kStreamSizeBytes;
   if (total_streams > size - pos) return Corruption("rans stream sizes exceed the payload");
-  stream_size[kHuffmanStreams - 1] = size - pos - total_streams;
+  stream_size[kSegments - 1] = size - pos - total_streams;
 
-  Reader r[kHuffmanStreams];
-  const uint8_t* stream_end[kHuffmanStreams];
-  uint8_t* o[kHuffmanStreams];
-  uint8_t* o_end[kHuffmanStreams];
-  for (int j = 0; j < kHuffmanStreams; ++j) {
+  Reader r[kSegments];
+  const uint8_t* stream_end[kSegments];
+  uint8_t* o[kSegments];
+  uint8_t* o_end[kSegments];
+  for (int j = 0; j < kSegments; ++j) {
     if (stream_size[j] < kStateBytes) return Corruption("rans stream " + std::to_string(j) + " has no state");
     r[j] = Reader{in + pos + kStateBytes, LoadLE<uint32_t>(in + pos)};
     pos += stream_size[j];
@@ -415,7 +418,7 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
                     : Lockstep<false>(r, o, stream_end, rounds, step, symbol, scale))) {
     return Corruption("rans stream overruns its payload");
   }
-  for (int j = 0; j < kHuffmanStreams; ++j) {
+  for (int j = 0; j < kSegments; ++j) {
     while (o[j] < o_end[j]) {
       if (r[j].p > stream_end[j]) return Corruption("rans stream overruns its payload");
       *o[j]++ = Step<false>(r[j], step, symbol, scale);

@@ -7,8 +7,9 @@
 // group is cut into four segments coded as independent streams so that
 // the decoder runs four dependency chains at once.
 //
-// RansEncoder is used by one thread at a time; RansDecode is reentrant and
-// may read up to kDecoderReadPadding bytes past the end of its input.
+// RansEncoder and RansDecoder are each used by one thread at a time (they
+// keep scratch and tables); the decoder may read up to kDecoderReadPadding
+// bytes past the end of its input.
 #pragma once
 
 #include <array>
@@ -17,7 +18,7 @@
 
 #include "lib/base/buffer.h"
 #include "lib/base/status.h"
-#include "lib/codec/huffman.h"
+#include "lib/codec/entropy.h"
 
 namespace zipnn::codec {
 
@@ -29,21 +30,25 @@ inline constexpr int kRansProbabilityBits = 13;
 inline constexpr int kRansMinProbabilityBits = 8;
 inline constexpr int kRansMaxProbabilityBits = 14;  // frequencies are stored in 15 bits
 
+// A coder of the shape in coders.h (Plan, EstimatedSize, Encode), and the
+// single-stream parts the sparse coder is made of.
 class RansEncoder {
  public:
-  // Builds the model from the histogram of the n >= 1 bytes to be coded.
-  // `bits` is the precision (kRansMinProbabilityBits to
-  // kRansMaxProbabilityBits).
-  void Plan(const Histogram& h, size_t n, int bits = kRansProbabilityBits);
+  // Builds the model for in[0..n) (n >= 1) from its counts, at
+  // kRansProbabilityBits. `in` must stay valid and unchanged until Encode.
+  void Plan(const uint8_t* in, size_t n, const GroupCounts& counts);
   // Size of the payload Encode will write, to within a few bytes (the
   // cost of each symbol under the model plus headers and final states).
   size_t EstimatedSize() const { return estimated_size_; }
-  // Appends the payload for in[0..n) (the bytes Plan counted) to `out`.
-  void Encode(const uint8_t* in, size_t n, Buffer& out);
+  // Appends the payload for the bytes Plan was given to `out`.
+  void Encode(Buffer& out);
 
-  // A single-stream part (docs/format.md, "Sparse payload"): the model as
-  // above, then one stream. For short sequences, where the three stream
-  // sizes and four states of a full payload would weigh.
+  // A single-stream part (docs/format.md, "Sparse payload"): the model,
+  // built by PlanModel from the histogram `h` of n >= 1 symbols at `bits`
+  // of precision (kRansMinProbabilityBits to kRansMaxProbabilityBits),
+  // then one stream. For short sequences, where the three stream sizes and
+  // four states of a full payload would weigh.
+  void PlanModel(const Histogram& h, size_t n, int bits);
   size_t EstimatedSingleSize() const;
   void EncodeSingle(const uint8_t* in, size_t n, Buffer& out);
 
@@ -56,6 +61,8 @@ class RansEncoder {
   };
   struct Writer;
   void EncodeModel(Buffer& out) const;
+  const uint8_t* in_ = nullptr;
+  size_t n_ = 0;
   std::array<uint16_t, 256> freq_{};
   std::array<Symbol, 256> symbol_{};
   int bits_ = kRansProbabilityBits;

@@ -70,7 +70,8 @@ constexpr CodeTable kCodes;
 
 }  // namespace
 
-ZIPNN_HOT void SparseEncoder::Plan(const uint8_t* in, size_t n, const Histogram& group) {
+ZIPNN_HOT void SparseEncoder::Plan(const uint8_t* in, size_t n, const GroupCounts& counts) {
+  const Histogram& group = counts.total;
   const size_t values = n - group[0];
   codes_.Resize(values);
   values_.Resize(values);
@@ -108,8 +109,8 @@ ZIPNN_HOT void SparseEncoder::Plan(const uint8_t* in, size_t n, const Histogram&
 
   Histogram value_counts = group;
   value_counts[0] = 0;
-  code_coder_.Plan(CountBytes(codes_.data(), values), values, Precision(values, kCodeBits));
-  value_coder_.Plan(value_counts, values, Precision(values, kRansProbabilityBits));
+  code_coder_.PlanModel(CountBytes(codes_.data(), values), values, Precision(values, kCodeBits));
+  value_coder_.PlanModel(value_counts, values, Precision(values, kRansProbabilityBits));
   estimated_size_ = kHeaderBytes + code_coder_.EstimatedSingleSize() + value_coder_.EstimatedSingleSize() +
                     extra_.size();
 }

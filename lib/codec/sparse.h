@@ -23,17 +23,18 @@
 
 #include "lib/base/buffer.h"
 #include "lib/base/status.h"
-#include "lib/codec/huffman.h"
+#include "lib/codec/entropy.h"
 #include "lib/codec/rans.h"
 
 namespace zipnn::codec {
 
+// A coder of the shape in coders.h: Plan, EstimatedSize, Encode.
 class SparseEncoder {
  public:
-  // Splits in[0..n) into runs and values and models both. `group` is the
-  // histogram of those bytes, which must hold at least one non-zero byte.
+  // Splits in[0..n) into runs and values and models both. `counts` are
+  // those bytes' counts, which must include at least one non-zero byte.
   // `in` must stay valid and unchanged until Encode.
-  void Plan(const uint8_t* in, size_t n, const Histogram& group);
+  void Plan(const uint8_t* in, size_t n, const GroupCounts& counts);
   // Size of the payload Encode will write, to within a few bytes.
   size_t EstimatedSize() const { return estimated_size_; }
   // Appends the payload to `out`.

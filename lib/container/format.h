@@ -47,10 +47,8 @@ inline constexpr uint32_t kMinChunkSize = 4096;
 inline constexpr uint32_t kMaxChunkSize = 64u << 20;
 inline constexpr uint32_t kDefaultChunkSize = 256u << 10;
 
-// "Chunk record": the coders each format version may name.
-inline codec::Coder NewestCoder(uint16_t version) {
-  return version < 2 ? codec::Coder::kRans : codec::Coder::kSparse;
-}
+// "Chunk record": the coders each format version may name (codec::kCoders).
+using codec::NewestCoder;
 
 enum class ObjectKind : uint8_t { kBase = 0, kDelta = 1 };
 
