@@ -7,12 +7,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include "lib/codec/coders.h"
 #include "tests/fuzz/replay.h"
 
 extern "C" {
+int coder_fuzz_entry(const uint8_t* data, size_t size);
 int container_fuzz_entry(const uint8_t* data, size_t size);
 int pointer_fuzz_entry(const uint8_t* data, size_t size);
 int safetensors_fuzz_entry(const uint8_t* data, size_t size);
@@ -62,6 +65,28 @@ TEST_CASE("pkt_line_fuzz replays its corpus and regressions") {
 
 TEST_CASE("policy_fuzz replays its corpus and regressions") {
   CHECK(Replay("policy", policy_fuzz_entry) > 0);
+}
+
+TEST_CASE("coder_fuzz replays its corpus and regressions") {
+  CHECK(Replay("coder", coder_fuzz_entry) > 0);
+}
+
+// coder_fuzz picks the coder by an input's first byte (coder_fuzz.cc): a
+// coder added to kCoders needs seeds of its own (make_corpus.py).
+TEST_CASE("coder_fuzz's corpus round-trips every coder and decodes garbage for each") {
+  const size_t choices = std::size(codec::kCoders) + 1;  // the auto rule last
+  std::vector<int> round_trips(choices), garbage(choices);
+  for (const std::string& path : InputFiles("tests/fuzz/corpus/coder")) {
+    const std::string bytes = ReadInput(path);
+    if (bytes.size() < 5) continue;
+    const size_t which = static_cast<uint8_t>(bytes[0]) % choices;
+    ++((bytes[1] & 3) == 1 ? garbage : round_trips)[which];
+  }
+  for (size_t i = 0; i < choices; ++i) {
+    CAPTURE(i);
+    CHECK(round_trips[i] > 0);
+    if (i + 1 < choices) CHECK(garbage[i] > 0);
+  }
 }
 
 }  // namespace

@@ -213,6 +213,32 @@ def text_seeds():
     write("policy", "block-scalar.zipnn.yaml", b"delta_against: |\n  base\n? complex\n: key\n")
 
 
+# coder_fuzz's choices, by an input's first byte: kCoders in lib/codec/coders.h
+# in value order, then the auto rule. A coder added there is added here.
+CODERS = ["raw", "zero", "huffman", "zstd", "rans", "sparse", "auto"]
+
+
+def coder_seeds():
+    """Groups of the kinds checkpoints hold, for each coder (coder_fuzz.cc)."""
+    import random
+    rng = random.Random(19)
+    # The exponent bytes of float32 weights: skewed over a few dozen values.
+    exponents = bytes(struct.pack("<f", rng.gauss(0, 0.02))[3] for _ in range(2048))
+    # A late delta's group: mostly zeros, scattered small values.
+    sparse = bytes(rng.randrange(1, 40) if rng.random() < 0.05 else 0 for _ in range(2048))
+    run = bytes(1024) + bytes(rng.randrange(256) for _ in range(1024))
+    all_bits = 7 << 2  # keep every bit of every byte
+    for i, name in enumerate(CODERS):
+        write("coder", f"{name}-exponents", bytes([i, all_bits, 0, 0]) + exponents)
+        write("coder", f"{name}-sparse-delta", bytes([i, all_bits | 0x20, 0, 0]) + sparse)
+        write("coder", f"{name}-zero-run", bytes([i, all_bits, 0, 0]) + run)
+        write("coder", f"{name}-tiny-masked", bytes([i, 1 << 2, 0, 0, 1, 2, 3]))
+        write("coder", f"{name}-zeros-masked", bytes([i, 0, 0, 0]) + bytes(range(0, 256, 2)))
+        write("coder", f"{name}-damaged", bytes([i, all_bits | 2, 37, 16]) + exponents)
+        if name != "auto":
+            write("coder", f"{name}-garbage", bytes([i, 1, 200, 0]) + bytes(rng.randrange(256) for _ in range(64)))
+
+
 def main():
     zipnn = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as tmp:
@@ -220,6 +246,7 @@ def main():
         objects(zipnn, tmp, paths)
         pkt_line_session(zipnn, tmp)
     text_seeds()
+    coder_seeds()
 
 
 if __name__ == "__main__":
