@@ -15,6 +15,7 @@
 #include "lib/analyze/html_report.h"
 #include "lib/analyze/report.h"
 #include "lib/formats/detect.h"
+#include "lib/git/checkpoint_at.h"
 #include "lib/git/git.h"
 #include "lib/series/series.h"
 
@@ -53,7 +54,7 @@ std::string FileLabel(const series::Rules& rules, const std::string& path) {
 // of its step-numbered series at the range's last revision if it has any,
 // else the commits of the range that changed it.
 Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::string& range) {
-  ZIPNN_ASSIGN_OR_RETURN(const std::string path, TrackedPath(given));
+  ZIPNN_ASSIGN_OR_RETURN(const std::string path, git::TrackedPath(given));
   ZIPNN_ASSIGN_OR_RETURN(std::string top, git::TopLevel());
   const std::string rev = range.empty() ? "HEAD" : range;
   // The tip of a range "a..b" is b; of "a.." it is HEAD.
@@ -65,8 +66,7 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
   const std::string name = rules.Place(path).name;
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> listed,
-                         git::GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", tip}, top));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> listed, git::FilesAt(tip, top));
   std::vector<std::pair<std::string, std::string>> found;  // step, path
   for (const std::string& f : listed) {
     series::Placed placed = rules.Place(f);
@@ -81,13 +81,9 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
     }
     return versions;
   }
-  ZIPNN_ASSIGN_OR_RETURN(std::string history,
-                         git::GitOutput({"log", "--reverse", "--format=%H%x1f%s", rev, "--", path}, top));
-  for (const std::string& line : Lines(history)) {
-    const size_t sep = line.find('\x1f');
-    const std::string commit = line.substr(0, sep);
-    const std::string subject = sep == std::string::npos ? "" : line.substr(sep + 1);
-    versions.push_back(Pending{commit.substr(0, 10), commit + ":" + path, subject, commit, path});
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<git::CommitTouching> history, git::CommitsTouching(rev, path, top));
+  for (const git::CommitTouching& c : history) {
+    versions.push_back(Pending{c.commit.substr(0, 10), c.commit + ":" + path, c.subject, c.commit, path});
   }
   return versions;
 }
@@ -96,7 +92,7 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
 // rather than one tracked checkpoint.
 bool OnDisk(const AnalyzeArgs& a) {
   if (a.paths.size() != 1) return true;
-  return !TrackedPath(a.paths[0]).ok();
+  return !git::TrackedPath(a.paths[0]).ok();
 }
 
 Result<std::function<bool(const std::string&)>> TensorFilter(const AnalyzeArgs& a) {
@@ -155,17 +151,10 @@ Status RunAnalyze(const AnalyzeArgs& a) {
     for (size_t i = 0; i < pending.size(); ++i) {
       const Pending& p = pending[i];
       progress.Update(p.label, i);
-      Checkpoint checkpoint{p.path, std::nullopt};
-      if (repo) {
-        ZIPNN_ASSIGN_OR_RETURN(checkpoint, CheckpointAt(*repo, p.rev, p.path));
-      } else {
-        ZIPNN_ASSIGN_OR_RETURN(checkpoint, CheckpointInFile(p.path));
-      }
-      ZIPNN_ASSIGN_OR_RETURN(std::shared_ptr<analyze::Input> input, OpenCheckpoint(std::move(checkpoint)));
-      input->label = p.label;
-      input->source = p.source;
-      input->subject = p.subject;
-      ZIPNN_RETURN_IF_ERROR(analyzer.Add(std::move(input)));
+      ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint checkpoint,
+                             WithLayout(repo ? git::CheckpointAt(*repo, p.rev, p.path) : CheckpointInFile(p.path)));
+      ZIPNN_RETURN_IF_ERROR(analyzer.Add(
+          std::make_shared<analyze::Input>(analyze::Input{p.label, p.source, p.subject, std::move(checkpoint)})));
     }
   }
   const analyze::Analysis analysis = analyzer.Finish();

@@ -7,6 +7,8 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "lib/base/status.h"
@@ -23,6 +25,15 @@ struct CommandSpec {
 
 // In the order --help lists them.
 const std::vector<CommandSpec>& Commands();
+
+// The whole command line: parses it, runs the command, and returns the
+// exit code (0 done, 1 the command failed, 2 a usage error).
+int Main(int argc, char** argv);
+
+// What to say when the first word names no command (which command was
+// probably meant); nullopt when it names one. CLI11 alone would call it an
+// unexpected argument.
+std::optional<std::string> UnknownCommand(const std::string& word);
 
 Action SetupAnalyze(CLI::App& sub);
 Action SetupClean(CLI::App& sub);

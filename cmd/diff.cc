@@ -8,13 +8,14 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/analyze/report.h"
 #include "lib/analyze/scan.h"
 #include "lib/formats/detect.h"
-#include "lib/git/git.h"
+#include "lib/git/checkpoint_at.h"
 
 namespace zipnn::cmd {
 
@@ -27,27 +28,27 @@ struct DiffArgs {
   int threads = 0;
 };
 
-using Opened = std::shared_ptr<analyze::Input>;
+using Opened = formats::Checkpoint;
 
 // "<rev>:<path>" unless a file of that name exists.
 bool IsRevisionSpec(const std::string& arg) { return arg.find(':') != std::string::npos && !FileExists(arg); }
 
-Result<Checkpoint> Resolve(const std::string& arg) {
-  if (!IsRevisionSpec(arg)) return CheckpointInFile(arg);
+Result<Opened> Resolve(const std::string& arg) {
+  if (!IsRevisionSpec(arg)) return WithLayout(CheckpointInFile(arg));
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   const size_t colon = arg.find(':');
-  return CheckpointAt(repo, arg.substr(0, colon), "./" + arg.substr(colon + 1));
+  return WithLayout(git::CheckpointAt(repo, arg.substr(0, colon), "./" + arg.substr(colon + 1)));
 }
 
 std::string Describe(const Opened& o) {
-  return HumanBytes(o->file->size()) + ", " + formats::FormatName(o->layout.format) + ", " +
-         std::to_string(o->layout.tensors.size()) + " tensors";
+  return HumanBytes(o.file().size()) + ", " + formats::FormatName(o.layout().format) + ", " +
+         std::to_string(o.layout().tensors.size()) + " tensors";
 }
 
 Status PrintChanges(const Opened& before, const Opened& after, const DiffArgs& a) {
   ThreadPool pool(a.threads > 0 ? a.threads : ThreadPool::DefaultThreads());
-  ZIPNN_ASSIGN_OR_RETURN(analyze::ScanResult scan, analyze::ScanTensors(*after->file, after->layout, before->file.get(),
-                                                                        &before->layout, nullptr, false, pool));
+  ZIPNN_ASSIGN_OR_RETURN(analyze::ScanResult scan, analyze::ScanTensors(after.file(), after.layout(), &before.file(),
+                                                                        &before.layout(), nullptr, false, pool));
   std::fputs(analyze::DiffText(scan.tensors, a.all).c_str(), stdout);
   return OkStatus();
 }
@@ -62,46 +63,45 @@ Status RunDriver(const DiffArgs& a) {
   if (a.args.size() != 7) return InvalidArgument("--driver takes the 7 arguments git passes to a diff command");
   const std::string& path = a.args[0];
   std::printf("diff --git-zipnn a/%s b/%s\n", path.c_str(), path.c_str());
-  Opened sides[2];
+  std::optional<Opened> sides[2];
   for (int s = 0; s < 2; ++s) {
     const std::string& file = a.args[1 + 3 * s];
     if (file == "/dev/null") continue;
-    auto opened = CheckpointInFile(file);
-    Result<Opened> o = opened.ok() ? OpenCheckpoint(std::move(*opened)) : Result<Opened>(opened.status());
+    Result<Opened> o = WithLayout(CheckpointInFile(file));
     if (!o.ok()) {
       // Shown in the diff rather than stopping git at this file.
       std::printf("%s side cannot be read: %s\n", s == 0 ? "old" : "new", o.status().message().c_str());
       return OkStatus();
     }
-    sides[s] = *o;
+    sides[s].emplace(std::move(*o));
   }
-  std::printf("--- %s\n+++ %s\n", sides[0] ? ("a/" + path + " (" + Describe(sides[0]) + ")").c_str() : "/dev/null",
-              sides[1] ? ("b/" + path + " (" + Describe(sides[1]) + ")").c_str() : "/dev/null");
+  std::printf("--- %s\n+++ %s\n", sides[0] ? ("a/" + path + " (" + Describe(*sides[0]) + ")").c_str() : "/dev/null",
+              sides[1] ? ("b/" + path + " (" + Describe(*sides[1]) + ")").c_str() : "/dev/null");
   if (!sides[0] || !sides[1]) return OkStatus();
-  return PrintChanges(sides[0], sides[1], a);
+  return PrintChanges(*sides[0], *sides[1], a);
 }
 
 Status RunDiff(const DiffArgs& a) {
   if (a.driver) return RunDriver(a);
-  Opened sides[2];
+  std::optional<Opened> sides[2];
   if (a.args.size() == 3) {
     ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     for (int s = 0; s < 2; ++s) {
-      ZIPNN_ASSIGN_OR_RETURN(Checkpoint c, CheckpointAt(repo, a.args[s], "./" + a.args[2]));
-      ZIPNN_ASSIGN_OR_RETURN(sides[s], OpenCheckpoint(std::move(c)));
+      ZIPNN_ASSIGN_OR_RETURN(Opened o, WithLayout(git::CheckpointAt(repo, a.args[s], "./" + a.args[2])));
+      sides[s].emplace(std::move(o));
     }
   } else if (a.args.size() == 2) {
     for (int s = 0; s < 2; ++s) {
-      ZIPNN_ASSIGN_OR_RETURN(Checkpoint c, Resolve(a.args[s]));
-      ZIPNN_ASSIGN_OR_RETURN(sides[s], OpenCheckpoint(std::move(c)));
+      ZIPNN_ASSIGN_OR_RETURN(Opened o, Resolve(a.args[s]));
+      sides[s].emplace(std::move(o));
     }
   } else {
     return InvalidArgument("give two checkpoints (files or <rev>:<path>), or two revisions and a path");
   }
   const std::string suffix = a.args.size() == 3 ? ":" + a.args[2] : "";
-  std::printf("--- %s (%s)\n+++ %s (%s)\n", (a.args[0] + suffix).c_str(), Describe(sides[0]).c_str(),
-              (a.args[1] + suffix).c_str(), Describe(sides[1]).c_str());
-  return PrintChanges(sides[0], sides[1], a);
+  std::printf("--- %s (%s)\n+++ %s (%s)\n", (a.args[0] + suffix).c_str(), Describe(*sides[0]).c_str(),
+              (a.args[1] + suffix).c_str(), Describe(*sides[1]).c_str());
+  return PrintChanges(*sides[0], *sides[1], a);
 }
 
 // One line per tensor, stable for unchanged tensors, so that a text diff
@@ -112,12 +112,12 @@ Status RunTextconv(const std::string& file, int threads) {
     std::printf("git-zipnn: cannot show this checkpoint: %s\n", checkpoint.status().message().c_str());
     return OkStatus();
   }
-  ZIPNN_ASSIGN_OR_RETURN(Opened o, OpenCheckpoint(std::move(*checkpoint)));
-  ZIPNN_ASSIGN_OR_RETURN(ContentId id, HashSource(*o->file));
-  std::printf("checkpoint %s: %" PRIu64 " bytes, %s, %zu tensors\n", id.Hex().c_str(), o->file->size(),
-              formats::FormatName(o->layout.format), o->layout.tensors.size());
+  ZIPNN_ASSIGN_OR_RETURN(Opened o, WithLayout(std::move(*checkpoint)));
+  ZIPNN_ASSIGN_OR_RETURN(ContentId id, HashSource(o.file()));
+  std::printf("checkpoint %s: %" PRIu64 " bytes, %s, %zu tensors\n", id.Hex().c_str(), o.file().size(),
+              formats::FormatName(o.layout().format), o.layout().tensors.size());
   ThreadPool pool(threads > 0 ? threads : ThreadPool::DefaultThreads());
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<analyze::TensorSummary> tensors, analyze::SummarizeTensors(*o->file, o->layout, pool));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<analyze::TensorSummary> tensors, analyze::SummarizeTensors(o.file(), o.layout(), pool));
   for (const analyze::TensorSummary& t : tensors) {
     const std::string shape = analyze::JoinDims(t.tensor.shape, ",");
     std::printf("%s %s [%s] hash %.16s", t.tensor.name.c_str(), std::string(codec::DTypeName(t.tensor.dtype)).c_str(),

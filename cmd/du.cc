@@ -9,6 +9,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/git/git.h"
 #include "lib/store/raw_cache.h"
 
 namespace zipnn::cmd {
@@ -50,7 +51,7 @@ Status RunDu() {
   const std::string zipnn_dir = repo.temp_dir.substr(0, repo.temp_dir.rfind('/'));
   const Tally legacy = FilesUnder(zipnn_dir + "/series");
   Tally work_tree;
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, TrackedPaths());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, git::TrackedPaths());
   for (const std::string& path : tracked) {
     struct stat st;
     if (::stat((repo.work_dir + "/" + path).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {

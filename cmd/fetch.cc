@@ -7,11 +7,12 @@
 #include <memory>
 
 #include "cmd/command.h"
-#include "cmd/remotes.h"
 #include "cmd/util.h"
 #include "lib/base/file.h"
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
+#include "lib/remote/select.h"
+#include "lib/remote/transfer.h"
 
 namespace zipnn::cmd {
 
@@ -25,7 +26,7 @@ struct FetchArgs {
 };
 
 Status Fetch(const store::Repository& repo, const FetchArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(std::string remote, RemoteOrDefault(a.remote));
+  ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(a.remote));
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   FoundPointers found;
   if (a.all) {
@@ -34,7 +35,10 @@ Status Fetch(const store::Repository& repo, const FetchArgs& a) {
     const std::vector<std::string> revs = a.refs.empty() ? std::vector<std::string>{"HEAD"} : a.refs;
     ZIPNN_ASSIGN_OR_RETURN(found, git::FindPointersInTrees(git_repo, revs));
   }
-  return FetchPointers(repo, remote, found, a.quiet);
+  WarnDamaged(found);
+  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::FetchPointers(repo, remote, found));
+  PrintTransfer(/*push=*/false, done, a.quiet);
+  return OkStatus();
 }
 
 // Restores what it can: a remote that is out of reach, or an object it
@@ -45,7 +49,7 @@ Status RunPull(const FetchArgs& a) {
   Status fetched = Fetch(repo, a);
   if (!fetched.ok()) std::fprintf(stderr, "git-zipnn pull: %s\n", fetched.message().c_str());
   ZIPNN_ASSIGN_OR_RETURN(std::string top, git::TopLevel());
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> paths, TrackedPaths());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> paths, git::TrackedPaths());
   // What the index names for each path: a restored file that is that
   // version has its index record brought up to date.
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
@@ -61,10 +65,10 @@ Status RunPull(const FetchArgs& a) {
     const std::string file = top + "/" + path;
     if (!FileExists(file)) continue;  // deleted in the work tree
     Status s = [&]() -> Status {
-      ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, PointerInFile(file));
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
       if (!pointer) return OkStatus();
       ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file, /*overwrite=*/true));
-      ZIPNN_RETURN_IF_ERROR(RestoreFetching(repo, *pointer, path, out));
+      ZIPNN_RETURN_IF_ERROR(remote::RestoreFetching(repo, *pointer, path, out));
       ZIPNN_RETURN_IF_ERROR(out.Commit());
       auto in_index = staged.find(path);
       if (in_index != staged.end() && in_index->second == pointer->id) restored.push_back(path);
@@ -78,7 +82,7 @@ Status RunPull(const FetchArgs& a) {
       std::fprintf(stderr, "error: %s%s (left as it was)\n", named ? "" : (path + ": ").c_str(), s.message().c_str());
     }
   }
-  RestageUnchanged(restored, top);
+  git::RestageUnchanged(restored, top);
   if (failed > 0) {
     return NotFound(std::to_string(failed) + " checkpoint" + (failed == 1 ? "" : "s") + " could not be restored (see " +
                     "above); restored " + std::to_string(count));

@@ -5,18 +5,18 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cctype>
 #include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "cmd/command.h"
-#include "cmd/hook.h"
-#include "cmd/remotes.h"
 #include "cmd/util.h"
 #include "filters/checkpoint_filter.h"
 #include "lib/base/file.h"
+#include "lib/git/discover.h"
 #include "lib/git/git.h"
+#include "lib/git/hook.h"
+#include "lib/remote/transfer.h"
 
 namespace zipnn::cmd {
 
@@ -38,31 +38,28 @@ bool EnvFlag(const char* name) {
   return value != nullptr && *value != '\0' && std::string(value) != "0";
 }
 
-// A git boolean as git config writes them.
-bool ConfigFlag(const std::string& key) {
-  auto value = git::ConfigGet(key);
-  if (!value.ok() || !*value) return false;
-  std::string v = **value;
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return v == "true" || v == "yes" || v == "on" || v == "1";
-}
-
 filters::SmudgeOptions SmudgeFor(const store::Repository& repo) {
   filters::SmudgeOptions options;
   options.leave_pointers = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE");
-  options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || ConfigFlag("zipnn.skipsmudgeerrors");
-  options.fetch_missing = [repo](const store::Pointer& p) { return FetchChain(repo, p.id, p.size); };
+  options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || git::ConfigFlag("zipnn.skipsmudgeerrors");
+  options.fetch_missing = [repo](const store::Pointer& p) { return remote::FetchChain(repo, p.id, p.size); };
   return options;
 }
 
 // The series git holds; none (every version stored standalone) when the
 // repository cannot be read in-process, which must not stop git.
 std::unique_ptr<git::SeriesVersions> SeriesOrNone(const store::Repository& repo) {
-  auto series = OpenSeries(repo);
+  auto series = git::OpenSeries(repo);
   if (series.ok()) return std::move(*series);
   std::fprintf(stderr, "git-zipnn: cannot read this repository's series (%s); checkpoints are stored standalone\n",
                series.status().message().c_str());
   return nullptr;
+}
+
+// The pre-push hook, written when a repository has none (lib/git/hook.h).
+void SayHook() {
+  const std::string said = git::EnsureHook();
+  if (!said.empty()) std::fprintf(stderr, "git-zipnn: %s\n", said.c_str());
 }
 
 template <bool kClean>
@@ -70,7 +67,7 @@ Action SingleFile(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
   sub.add_option("path", *path, "The file's path in the work tree (git's %f)")->required();
   return [path]() -> Status {
-    EnsureHook();
+    SayHook();
     ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     filters::SmudgeOptions smudge = SmudgeFor(repo);
     std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
@@ -89,7 +86,7 @@ Action SetupSmudge(CLI::App& sub) { return SingleFile<false>(sub); }
 
 Action SetupFilterProcess(CLI::App&) {
   return []() -> Status {
-    EnsureHook();
+    SayHook();
     ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     filters::SmudgeOptions smudge = SmudgeFor(repo);
     std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);

@@ -13,9 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cmd/command.h"
-#include "cmd/remotes.h"
+#include "lib/git/git.h"
 #include "cmd/util.h"
 #include "lib/git/pointers.h"
+#include "lib/remote/select.h"
+#include "lib/remote/transfer.h"
 
 namespace zipnn::cmd {
 
@@ -29,10 +31,10 @@ struct FsckArgs {
   std::optional<std::string> remote;  // --remote [NAME]: "" for the default remote
 };
 
-// fsck --remote: the remote's store, not this one (cmd/remotes.h CheckRemote).
+// fsck --remote: the remote's store, not this one (lib/remote/transfer.h CheckRemote).
 Status RunFsckRemote(const FsckArgs& a, const store::Repository& repo, const FoundPointers& found) {
-  ZIPNN_ASSIGN_OR_RETURN(std::string remote, RemoteOrDefault(*a.remote));
-  ZIPNN_ASSIGN_OR_RETURN(RemoteCheck check, CheckRemote(repo, remote, found));
+  ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(*a.remote));
+  ZIPNN_ASSIGN_OR_RETURN(remote::RemoteCheck check, remote::CheckRemote(repo, remote, found));
   for (const auto& [place, what] : check.problems) {
     std::printf("%s at %.10s: %s\n", place->path.c_str(), place->rev.c_str(), what.c_str());
   }
@@ -55,7 +57,7 @@ struct Problem {
 // Tracked files that the index holds whole instead of as pointers: added
 // before the filter was installed (`track` first, `install` later).
 Status FindHeldWhole(const git::Repository& git_repo, std::vector<Problem>& problems) {
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, TrackedPaths());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, git::TrackedPaths());
   if (tracked.empty()) return OkStatus();
   ZIPNN_ASSIGN_OR_RETURN(std::vector<git::FileEntry> staged, git_repo.IndexFiles());
   std::map<std::string, git::Oid> blobs;

@@ -27,6 +27,7 @@
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/store/raw_cache.h"
+#include "lib/git/discover.h"
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
 
@@ -111,8 +112,8 @@ Result<size_t> NeedOthers(const store::Repository& repo, const std::string& own_
     if (user == own_git_dir || SameFolder(user, own_git_dir)) continue;
     auto other = git::Repository::Discover(user);
     if (other.ok()) {
-      auto configured = git::ConfigGet("zipnn.storepath", user);
-      if (configured.ok() && !SameFolder(*configured ? **configured : user + "/zipnn/objects", repo.objects.root())) {
+      auto store = git::StoreOfRepository(user);
+      if (store.ok() && !SameFolder(*store, repo.objects.root())) {
         if (!dry_run) ZIPNN_RETURN_IF_ERROR(repo.objects.ForgetUser(user));  // it moved to another store
         continue;
       }

@@ -1,18 +1,13 @@
 // git zipnn install: the filter configuration, at the chosen level, and
 // inside a repository its pre-push hook.
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <memory>
-#include <optional>
 #include <string>
+#include <vector>
 
 #include "cmd/command.h"
-#include "cmd/util.h"
-#include "lib/base/file.h"
-#include "lib/git/git.h"
-#include "cmd/hook.h"
+#include "lib/git/hook.h"
+#include "lib/git/setup.h"
 
 namespace zipnn::cmd {
 
@@ -27,8 +22,13 @@ struct Level {
   }
 };
 
-}  // namespace
+Status Say(const Result<std::vector<std::string>>& said) {
+  if (!said.ok()) return said.status();
+  for (const std::string& line : *said) std::printf("%s\n", line.c_str());
+  return OkStatus();
+}
 
+}  // namespace
 
 Action SetupInstall(CLI::App& sub) {
   auto level = std::make_shared<Level>();
@@ -37,13 +37,9 @@ Action SetupInstall(CLI::App& sub) {
   sub.add_flag("--system", level->system, "For every user of this machine");
   return [level]() -> Status {
     ZIPNN_ASSIGN_OR_RETURN(std::string flag, level->Flag());
-    // Setting a key again to the same value changes nothing: idempotent.
-    for (const ConfigEntry& e : kFilterConfig) {
-      ZIPNN_ASSIGN_OR_RETURN(std::string ignored, git::GitOutput({"config", flag, e.key, e.value}));
-      (void)ignored;
-    }
+    ZIPNN_RETURN_IF_ERROR(git::InstallFilter(flag));
     std::printf("git-zipnn filter installed (%s)\n", flag.c_str() + 2);
-    return InstallHook();  // inside a repository
+    return Say(git::InstallHook());  // inside a repository
   };
 }
 
@@ -54,14 +50,9 @@ Action SetupUninstall(CLI::App& sub) {
   sub.add_flag("--system", level->system, "From the machine's configuration");
   return [level]() -> Status {
     ZIPNN_ASSIGN_OR_RETURN(std::string flag, level->Flag());
-    for (const ConfigEntry& e : kFilterConfig) {
-      ZIPNN_ASSIGN_OR_RETURN(git::GitRun run, git::RunGit({"config", flag, "--unset-all", e.key}));
-      if (run.exit_code != 0 && run.exit_code != 5) {  // 5: it was not set
-        return Status(StatusCode::kGit, "git config " + flag + " --unset-all " + e.key + " failed: " + run.err);
-      }
-    }
+    ZIPNN_RETURN_IF_ERROR(git::UninstallFilter(flag));
     std::printf("git-zipnn filter uninstalled (%s)\n", flag.c_str() + 2);
-    return UninstallHook();
+    return Say(git::UninstallHook());
   };
 }
 

@@ -9,6 +9,8 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/git/discover.h"
+#include "lib/git/git.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
 
@@ -37,10 +39,10 @@ Status RunLog(const LogArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   std::vector<std::string> paths;
   if (a.paths.empty()) {
-    ZIPNN_ASSIGN_OR_RETURN(paths, TrackedPaths());
+    ZIPNN_ASSIGN_OR_RETURN(paths, git::TrackedPaths());
   } else {
     for (const std::string& p : a.paths) {
-      ZIPNN_ASSIGN_OR_RETURN(std::string full, TrackedPath(p));
+      ZIPNN_ASSIGN_OR_RETURN(std::string full, git::TrackedPath(p));
       paths.push_back(std::move(full));
     }
   }
@@ -62,11 +64,11 @@ Status RunLog(const LogArgs& a) {
     auto known = why.find(id);
     if (known != why.end()) return known->second;
     if (!series) {
-      auto opened = OpenSeries(repo);
+      auto opened = git::OpenSeries(repo);
       if (!opened.ok()) return "";
       series = std::move(*opened);
     }
-    return why.emplace(id, WhyBase(repo, *series, path, id)).first->second;
+    return why.emplace(id, git::WhyBase(repo, *series, path, id)).first->second;
   };
 
   nlohmann::ordered_json versions = nlohmann::ordered_json::array();

@@ -10,9 +10,11 @@
 #include <sstream>
 
 #include "cmd/command.h"
-#include "cmd/remotes.h"
 #include "cmd/util.h"
+#include "lib/git/git.h"
 #include "lib/git/pointers.h"
+#include "lib/remote/select.h"
+#include "lib/remote/transfer.h"
 
 namespace zipnn::cmd {
 
@@ -27,17 +29,20 @@ struct PushArgs {
 
 Status RunPush(const PushArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  ZIPNN_ASSIGN_OR_RETURN(std::string remote, RemoteOrDefault(a.remote));
+  ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(a.remote));
   std::vector<std::string> revs = a.refs;
   if (a.all) revs = {"--all"};
   if (revs.empty()) revs = {"HEAD"};
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, revs));
-  return PushPointers(repo, remote, found, a.quiet);
+  WarnDamaged(found);
+  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::PushPointers(repo, remote, found));
+  PrintTransfer(/*push=*/true, done, a.quiet);
+  return OkStatus();
 }
 
 bool IsRemoteName(const std::string& name) {
-  auto remotes = GitRemotes();
+  auto remotes = git::Remotes();
   return remotes.ok() && std::find(remotes->begin(), remotes->end(), name) != remotes->end();
 }
 
@@ -65,11 +70,13 @@ Status RunPrePush(const std::string& remote) {
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, revs));
   if (found.pointers.empty()) return OkStatus();
-  Status pushed = PushPointers(repo, remote, found, /*quiet=*/false);
+  WarnDamaged(found);
+  Result<remote::Transferred> pushed = remote::PushPointers(repo, remote, found);
   if (!pushed.ok()) {
-    return Status(pushed.code(), pushed.message() + "\n(git push stopped so that no pointer reaches " + remote +
-                                     " without its checkpoint; see docs/remotes.md)");
+    return Status(pushed.status().code(), pushed.status().message() + "\n(git push stopped so that no pointer reaches " +
+                                              remote + " without its checkpoint; see docs/remotes.md)");
   }
+  PrintTransfer(/*push=*/true, *pushed, /*quiet=*/false);
   return OkStatus();
 }
 

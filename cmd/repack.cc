@@ -8,6 +8,8 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/git/discover.h"
+#include "lib/git/git.h"
 #include "lib/store/repack.h"
 
 namespace zipnn::cmd {
@@ -82,14 +84,14 @@ Status RunRepack(const RepackArgs& a) {
   // The series to repack, by name, each with its whole history as git
   // holds it (HEAD's history and the index), so a fresh clone or a
   // fetched store repacks like the repository that stored it.
-  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, OpenSeries(repo));
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, git::OpenSeries(repo));
   ZIPNN_ASSIGN_OR_RETURN(auto all, series->All());
   std::map<std::string, std::vector<store::Version>> chosen;
   if (a.paths.empty()) {
     chosen = std::move(all);
   } else {
     for (const std::string& p : a.paths) {
-      auto full = TrackedPath(p);
+      auto full = git::TrackedPath(p);
       if (!full.ok()) return NotFound(p + " is not a tracked file (git ls-files does not list it)");
       const std::string name = series->rules().Place(*full).name;
       chosen[name] = all[name];

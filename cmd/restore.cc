@@ -8,10 +8,11 @@
 #include <memory>
 
 #include "cmd/command.h"
-#include "cmd/remotes.h"
 #include "cmd/util.h"
 #include "lib/base/file.h"
+#include "lib/git/checkpoint_at.h"
 #include "lib/git/git.h"
+#include "lib/remote/transfer.h"
 
 namespace zipnn::cmd {
 
@@ -27,7 +28,7 @@ struct RestoreArgs {
 
 // The pointer the index holds for `path`, if any.
 std::optional<store::Pointer> Staged(const std::string& path) {
-  auto staged = PointerAt(":./" + path);
+  auto staged = git::PointerAt(":./" + path);
   return staged.ok() ? std::optional<store::Pointer>(*staged) : std::nullopt;
 }
 
@@ -41,7 +42,7 @@ Status CheckOverwrite(const RestoreArgs& a, const store::Pointer& restoring, con
   if (!a.output.empty()) {
     return InvalidArgument(target + " exists; restore does not write over it (pass --force to replace it)");
   }
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, PointerInFile(target));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(target));
   if (pointer) return OkStatus();  // a checkpoint not restored yet
   ZIPNN_ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(target));
   ZIPNN_ASSIGN_OR_RETURN(ContentId held, HashSource(file));
@@ -55,7 +56,7 @@ Status RunRestore(const RestoreArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
   // "./path" makes git resolve the path from the current folder.
-  ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, PointerAt(a.rev + ":./" + a.path));
+  ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, git::PointerAt(a.rev + ":./" + a.path));
   const std::optional<store::Pointer> staged = a.output.empty() ? Staged(a.path) : std::nullopt;
   ZIPNN_RETURN_IF_ERROR(CheckOverwrite(a, pointer, staged));
   const std::string target = a.output.empty() ? a.path : a.output;
@@ -65,14 +66,14 @@ Status RunRestore(const RestoreArgs& a) {
     Progress progress("git-zipnn: " + target, pointer.size);  // its line is cleared when done
     progress.Update("restoring", 0);
     ProgressSink sink(out, progress, "restoring");
-    restored = RestoreFetching(repo, pointer, a.path, sink);
+    restored = remote::RestoreFetching(repo, pointer, a.path, sink);
   }
   ZIPNN_RETURN_IF_ERROR(restored);
   ZIPNN_RETURN_IF_ERROR(out.Commit());  // only verified bytes reach the name
   // The index never takes other content; when the restored bytes are
   // what it names, its record of the file is brought up to date so that
   // git status need not read the file again.
-  if (staged && staged->id == pointer.id) RestageUnchanged({a.path});
+  if (staged && staged->id == pointer.id) git::RestageUnchanged({a.path});
   std::printf("%s: restored %s (%llu bytes) from %s\n", target.c_str(), pointer.id.Hex().c_str(),
               static_cast<unsigned long long>(pointer.size), a.rev.c_str());
   return OkStatus();

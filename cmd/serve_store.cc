@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "cmd/command.h"
-#include "cmd/remotes.h"
+#include "lib/git/discover.h"
 #include "lib/base/file.h"
 #include "lib/store/served.h"
 
@@ -41,7 +41,7 @@ Result<std::string> StoreRoot(const std::string& path, bool repository) {
   if (!repository) return where;
   // git's own ssh transport also tries <path>.git.
   if (!FileExists(where) && FileExists(where + ".git")) where += ".git";
-  return StoreOfRepository(where);
+  return git::StoreOfRepository(where);
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/git/checkpoint_at.h"
+#include "lib/git/discover.h"
+#include "lib/git/git.h"
 
 namespace zipnn::cmd {
 
@@ -18,18 +21,18 @@ Status RunShow(const std::string& what) {
     if (what.find(':') == std::string::npos) {
       return InvalidArgument(what + " is neither a content id (32 hex digits) nor <rev>:<path>");
     }
-    ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, PointerAt(what));
+    ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, git::PointerAt(what));
     std::printf("%s: %s, %llu bytes\n", what.c_str(), pointer.format.c_str(),
                 static_cast<unsigned long long>(pointer.size));
     id = pointer.id;
-    auto series = OpenSeries(repo);
+    auto series = git::OpenSeries(repo);
     if (series.ok()) {
       std::string path = what.substr(what.find(':') + 1);
       if (path.rfind("./", 0) == 0) {
-        auto full = TrackedPath(path);
+        auto full = git::TrackedPath(path);
         if (full.ok()) path = *full;
       }
-      why = WhyBase(repo, **series, path, *id);
+      why = git::WhyBase(repo, **series, path, *id);
     }
   }
   // The chain down to its base: what a checkout of this version decodes.

@@ -30,7 +30,7 @@ struct SmudgeOptions {
   // `git zipnn pull`.
   bool leave_pointers = false;
   // Called when a restore finds an object missing: brings what the
-  // pointer's content needs from a remote (see cmd/remotes.h), no object
+  // pointer's content needs from a remote (see lib/remote/transfer.h), no object
   // larger than its size allows; the restore is then tried again.
   std::function<Status(const store::Pointer&)> fetch_missing;
   // A checkpoint that cannot be restored (its object missing, here and on

@@ -28,6 +28,7 @@
 #include "lib/base/status.h"
 #include "lib/codec/dtype.h"
 #include "lib/config/policy.h"
+#include "lib/formats/checkpoint.h"
 #include "lib/formats/file_layout.h"
 
 namespace zipnn::analyze {
@@ -171,13 +172,12 @@ struct Analysis {
 // Slots that hold bytes in any compared checkpoint, in SlotOrder.
 std::vector<int> SlotsPresent(const Analysis& analysis, bool floats_only);
 
-// One checkpoint to analyse. Holding a scratch file (a version restored
-// from the store) removes it when the analyzer lets go of the input.
+// One checkpoint to analyse, its layout read, with the labels of its row.
+// A scratch file it lives in (a version restored from the store) goes
+// when the analyzer lets go of the input.
 struct Input {
   std::string label, source, subject;
-  std::unique_ptr<ReadFile> file;
-  formats::FileLayout layout;
-  std::optional<TempFile> scratch;
+  formats::Checkpoint checkpoint;
 };
 
 struct Options {

@@ -47,21 +47,10 @@ struct Builder {
   }
 
   std::shared_ptr<analyze::Input> Make(const std::string& label) const {
-    static int serial = 0;
-    auto in = std::make_shared<analyze::Input>();
-    in->label = label;
-    auto scratch = TempFile::Create(TempDir(), "analyze-" + std::to_string(serial++));
-    REQUIRE(scratch.ok());
-    FILE* f = std::fopen(scratch->path().c_str(), "wb");
-    REQUIRE(f != nullptr);
-    REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
-    std::fclose(f);
-    auto file = ReadFile::Open(scratch->path());
-    REQUIRE(file.ok());
-    in->file = std::make_unique<ReadFile>(std::move(*file));
-    in->layout = layout;
-    in->scratch.emplace(std::move(*scratch));
-    return in;
+    auto checkpoint = formats::Checkpoint::Spool(TempDir(), [&](ByteSink& out) { return out.Append(bytes.data(), bytes.size()); });
+    REQUIRE(checkpoint.ok());
+    checkpoint->SetLayout(layout);
+    return std::make_shared<analyze::Input>(analyze::Input{label, "", "", std::move(*checkpoint)});
   }
 };
 
@@ -271,15 +260,10 @@ std::vector<std::shared_ptr<Input>> Trajectory() {
   for (int step = 10; step <= 120; step += 10) {
     char name[96];
     std::snprintf(name, sizeof name, "tests/data/cnn12-bf16/step-%06d.safetensors", step);
-    auto in = std::make_shared<Input>();
-    in->label = std::to_string(step);
-    auto file = ReadFile::Open(name);
-    REQUIRE(file.ok());
-    in->file = std::make_unique<ReadFile>(std::move(*file));
-    auto layout = formats::ReadLayout(*in->file, formats::FormatChoice::kAuto);
-    REQUIRE(layout.ok());
-    in->layout = *layout;
-    inputs.push_back(in);
+    auto checkpoint = formats::Checkpoint::Open(name);
+    REQUIRE(checkpoint.ok());
+    REQUIRE(checkpoint->ReadLayout().ok());
+    inputs.push_back(std::make_shared<Input>(Input{std::to_string(step), "", "", std::move(*checkpoint)}));
   }
   return inputs;
 }

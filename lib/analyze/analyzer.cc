@@ -84,7 +84,7 @@ struct Kept {
   ContentId id;
   uint64_t standalone = 0;  // auto size
 
-  Coded coded() const { return Coded{input->file.get(), &input->layout, id}; }
+  formats::CheckpointView coded() const { return input->checkpoint.View(id); }
 };
 
 void Summarize(const ScanResult& scan, CheckpointRow& row) {
@@ -140,27 +140,27 @@ struct Analyzer::State {
     row.label = input->label;
     row.source = input->source;
     row.subject = input->subject;
-    row.raw_bytes = input->file->size();
-    row.format = formats::FormatName(input->layout.format);
+    row.raw_bytes = input->checkpoint.file().size();
+    row.format = formats::FormatName(input->checkpoint.layout().format);
 
     Kept current{input, ContentId{}, 0};
     ZIPNN_ASSIGN_OR_RETURN(row.standalone, MeasureSizes(current.coded(), nullptr, options.policy, Coders::kAll, pool,
                                                         &current.id));
     current.standalone = row.standalone.automatic;
     row.id = current.id.Hex();
-    const Coded target = current.coded();
+    const formats::CheckpointView target = current.coded();
 
     // Automatic delta sizes against earlier checkpoints, for the what-if.
     std::map<size_t, uint64_t> deltas;
     if (at > 0) {
-      const Coded previous = kept.at(at - 1).coded();
+      const formats::CheckpointView previous = kept.at(at - 1).coded();
       ZIPNN_ASSIGN_OR_RETURN(row.vs_previous, MeasureSizes(target, &previous, options.policy, Coders::kAll, pool));
       deltas[at - 1] = row.vs_previous.automatic;
       row.base = PeriodicBase(at);
       if (*row.base == at - 1) {
         row.vs_base = row.vs_previous;
       } else {
-        const Coded base = kept.at(*row.base).coded();
+        const formats::CheckpointView base = kept.at(*row.base).coded();
         ZIPNN_ASSIGN_OR_RETURN(row.vs_base, MeasureSizes(target, &base, options.policy, Coders::kAll, pool));
       }
       deltas[*row.base] = row.vs_base.automatic;
@@ -170,8 +170,9 @@ struct Analyzer::State {
     const Kept* reference = row.reference ? &kept.at(*row.reference) : nullptr;
     const bool histogram = WantsHistogram(row);
     ZIPNN_ASSIGN_OR_RETURN(ScanResult scan,
-                           ScanTensors(*input->file, input->layout, reference ? reference->input->file.get() : nullptr,
-                                       reference ? &reference->input->layout : nullptr, options.select, histogram, pool));
+                           ScanTensors(input->checkpoint.file(), input->checkpoint.layout(),
+                                       reference ? &reference->input->checkpoint.file() : nullptr,
+                                       reference ? &reference->input->checkpoint.layout() : nullptr, options.select, histogram, pool));
     Summarize(scan, row);
     if (histogram) {
       analysis.histogram_at = at;
@@ -189,7 +190,7 @@ struct Analyzer::State {
       if (std::optional<size_t> against = s.Against(at)) {
         auto it = deltas.find(*against);
         if (it == deltas.end()) {
-          const Coded base = kept.at(*against).coded();
+          const formats::CheckpointView base = kept.at(*against).coded();
           ZIPNN_ASSIGN_OR_RETURN(Sizes sizes, MeasureSizes(target, &base, options.policy, Coders::kAutoOnly, pool));
           it = deltas.emplace(*against, sizes.automatic).first;
         }

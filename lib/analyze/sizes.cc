@@ -10,7 +10,7 @@ namespace zipnn::analyze {
 
 namespace {
 
-Result<uint64_t> CodedSize(const Coded& target, const container::Layout& layout, const Coded* base,
+Result<uint64_t> CodedSize(const formats::CheckpointView& target, const container::Layout& layout, const formats::CheckpointView* base,
                            const config::Policy& policy, codec::CoderPolicy coders, ContentId* id) {
   container::EncodeOptions options;
   options.chunk_size = policy.chunk_size;
@@ -27,7 +27,7 @@ Result<uint64_t> CodedSize(const Coded& target, const container::Layout& layout,
 
 }  // namespace
 
-Result<Sizes> MeasureSizes(const Coded& target, const Coded* base, const config::Policy& policy, Coders coders,
+Result<Sizes> MeasureSizes(const formats::CheckpointView& target, const formats::CheckpointView* base, const config::Policy& policy, Coders coders,
                            ThreadPool& pool, ContentId* id) {
   const container::Layout layout = base == nullptr ? formats::ToRegions(*target.layout)
                                                    : formats::ToDeltaRegions(*target.layout, *base->layout);

@@ -9,22 +9,16 @@
 #include "lib/base/io.h"
 #include "lib/base/thread_pool.h"
 #include "lib/container/layout.h"
+#include "lib/formats/checkpoint.h"
 
 namespace zipnn::analyze {
-
-// A checkpoint as the measurements read it.
-struct Coded {
-  const ByteSource* source = nullptr;
-  const formats::FileLayout* layout = nullptr;
-  ContentId id;
-};
 
 enum class Coders { kAll, kAutoOnly };
 
 // Sizes of `target` coded standalone (base null) or as a delta against
 // `base`, by the coding parameters of `policy`. With kAutoOnly only
 // `automatic` is measured. `id` receives the target's content id.
-Result<Sizes> MeasureSizes(const Coded& target, const Coded* base, const config::Policy& policy, Coders coders,
+Result<Sizes> MeasureSizes(const formats::CheckpointView& target, const formats::CheckpointView* base, const config::Policy& policy, Coders coders,
                            ThreadPool& pool, ContentId* id = nullptr);
 
 }  // namespace zipnn::analyze

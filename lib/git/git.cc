@@ -1,56 +1,13 @@
 #include "lib/git/git.h"
 
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
 #include <utility>
 
+#include "lib/git/run.h"
+
 namespace zipnn::git {
-
-Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& cwd, const std::string& input) {
-  std::vector<std::string> argv = {"git"};
-  if (!cwd.empty()) argv.insert(argv.end(), {"-C", cwd});
-  argv.insert(argv.end(), args.begin(), args.end());
-  Result<GitRun> run = RunCapture(argv, input);
-  // A git that cannot be started is a git failure: callers tell it apart
-  // from a read error by its code (a missing pointer is no reason to stop,
-  // a missing git is).
-  if (!run.ok()) return Status(StatusCode::kGit, run.status().message());
-  return run;
-}
-
-namespace {
-
-// The whole standard output of `git <args>`; a non-zero exit is a Git
-// error quoting git's message.
-Result<std::string> Succeeded(const std::vector<std::string>& args, const std::string& cwd) {
-  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args, cwd));
-  if (run.exit_code != 0) {
-    std::string message = run.err;
-    while (!message.empty() && message.back() == '\n') message.pop_back();
-    std::string command = "git";
-    for (const std::string& a : args) command += " " + a;
-    return Status(StatusCode::kGit, command + " failed" + (message.empty() ? "" : ": " + message));
-  }
-  return std::move(run.out);
-}
-
-}  // namespace
-
-Result<std::string> GitOutput(const std::vector<std::string>& args, const std::string& cwd) {
-  ZIPNN_ASSIGN_OR_RETURN(std::string out, Succeeded(args, cwd));
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
-
-Result<std::vector<std::string>> GitPaths(const std::vector<std::string>& args, const std::string& cwd) {
-  ZIPNN_ASSIGN_OR_RETURN(std::string out, Succeeded(args, cwd));
-  std::vector<std::string> paths;
-  for (size_t at = 0; at < out.size();) {
-    size_t end = out.find('\0', at);
-    if (end == std::string::npos) end = out.size();  // git ends the last one too; be lenient
-    if (end > at) paths.push_back(out.substr(at, end - at));
-    at = end + 1;
-  }
-  return paths;
-}
 
 Result<std::string> TopLevel(const std::string& cwd) {
   auto top = GitOutput({"rev-parse", "--show-toplevel"}, cwd);
@@ -72,6 +29,100 @@ Result<std::optional<std::string>> ConfigGet(const std::string& key, const std::
   if (run.exit_code != 0) return Status(StatusCode::kGit, "git config --get " + key + " failed: " + run.err);
   while (!run.out.empty() && run.out.back() == '\n') run.out.pop_back();
   return std::optional<std::string>(run.out);
+}
+
+Result<std::optional<int64_t>> ConfigGetInt(const std::string& key) {
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"config", "--type=int", "--get", key}));
+  if (run.exit_code == 1) return std::optional<int64_t>();  // unset
+  if (run.exit_code != 0) {
+    while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
+    return InvalidArgument(key + ": " + run.err);
+  }
+  return std::optional<int64_t>(std::atoll(run.out.c_str()));
+}
+
+bool ConfigFlag(const std::string& key) {
+  auto value = ConfigGet(key);
+  if (!value.ok() || !*value) return false;
+  std::string v = **value;
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v == "true" || v == "yes" || v == "on" || v == "1";
+}
+
+Status ConfigSet(const std::string& scope, const std::string& key, const std::string& value) {
+  return GitOutput({"config", scope, key, value}).status();
+}
+
+Status ConfigUnset(const std::string& scope, const std::string& key) {
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"config", scope, "--unset-all", key}));
+  if (run.exit_code != 0 && run.exit_code != 5) {  // 5: it was not set
+    return Status(StatusCode::kGit, "git config " + scope + " --unset-all " + key + " failed: " + run.err);
+  }
+  return OkStatus();
+}
+
+Result<std::vector<std::string>> Remotes() {
+  ZIPNN_ASSIGN_OR_RETURN(std::string listed, GitOutput({"remote"}));
+  std::vector<std::string> names;
+  std::istringstream in(listed);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) names.push_back(line);
+  }
+  return names;
+}
+
+Result<std::optional<std::string>> UpstreamRemote() {
+  auto branch = GitOutput({"symbolic-ref", "-q", "--short", "HEAD"});
+  if (!branch.ok()) return std::optional<std::string>();  // detached
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> upstream, ConfigGet("branch." + *branch + ".remote"));
+  if (upstream && *upstream == ".") return std::optional<std::string>();
+  return upstream;
+}
+
+Result<std::string> HooksFolder() {
+  auto dir = GitOutput({"rev-parse", "--path-format=absolute", "--git-path", "hooks"});
+  if (!dir.ok()) return NotFound("not inside a git repository (" + dir.status().message() + ")");
+  return dir;
+}
+
+Result<std::vector<std::string>> FilesAt(const std::string& rev, const std::string& cwd) {
+  return GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", rev}, cwd);
+}
+
+Result<std::vector<CommitTouching>> CommitsTouching(const std::string& range, const std::string& path,
+                                                    const std::string& cwd) {
+  // NUL after each record: subjects may hold any other byte.
+  ZIPNN_ASSIGN_OR_RETURN(std::string listed,
+                         GitOutput({"log", "-z", "--reverse", "--format=%H%x1f%s", range, "--", path}, cwd));
+  std::vector<CommitTouching> commits;
+  for (size_t at = 0; at < listed.size();) {
+    size_t end = listed.find('\0', at);
+    if (end == std::string::npos) end = listed.size();
+    const std::string record = listed.substr(at, end - at);
+    at = end + 1;
+    if (record.empty()) continue;
+    const size_t sep = record.find('\x1f');
+    commits.push_back({record.substr(0, sep), sep == std::string::npos ? "" : record.substr(sep + 1)});
+  }
+  return commits;
+}
+
+Result<std::vector<std::string>> TrackedPaths() {
+  return GitPaths({"ls-files", "-z", "--full-name", "--", ":(top,attr:filter=zipnn)"});
+}
+
+Result<std::string> TrackedPath(const std::string& given) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> paths,
+                         GitPaths({"ls-files", "-z", "--full-name", "--error-unmatch", "--", given}));
+  if (paths.empty()) return Status(StatusCode::kGit, "git ls-files lists no file for " + given);
+  return paths[0];
+}
+
+void RestageUnchanged(const std::vector<std::string>& paths, const std::string& top) {
+  if (paths.empty()) return;
+  std::vector<std::string> args = {"add", "--"};
+  for (const std::string& path : paths) args.push_back(":(literal)" + path);
+  (void)RunGit(args, top);
 }
 
 }  // namespace zipnn::git

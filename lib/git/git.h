@@ -1,36 +1,20 @@
-// Running the git binary: the only place git-zipnn talks to git. Commands
-// are argument vectors (never a shell string), so paths and patterns from
-// users or repositories cannot inject anything. Config is read and
-// written through `git config`, which knows every level exactly as git
-// does. Thread-safe (each call runs its own process, through
-// lib/base/process.h like every other child).
+// What git-zipnn asks the git binary, each question a named function:
+// the repository's folders, config (read and written through `git
+// config`, which knows every level exactly as git does), remotes, hooks,
+// trees, history, the tracked paths and the index. The commands that run
+// git are in lib/git/run.h, which only lib/git may include (Bazel
+// visibility), so every git command line is in this folder. Thread-safe
+// (each call runs its own process).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "lib/base/process.h"
 #include "lib/base/status.h"
 
 namespace zipnn::git {
-
-using GitRun = Captured;
-
-// Runs `git <args>` in `cwd` (empty: the current folder), with `input`
-// on its standard input (empty: none).
-Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& cwd = "",
-                      const std::string& input = "");
-
-// `git <args>`, its stdout without the trailing newline; a non-zero exit
-// is a Git error quoting git's message.
-Result<std::string> GitOutput(const std::vector<std::string>& args, const std::string& cwd = "");
-
-// `git <args>` whose output is paths ended by NULs, as `-z` makes git write
-// them (`args` must hold -z): each path byte for byte as the file is
-// named. Without -z git quotes names outside printable ASCII, or holding
-// quotes ("mod\303\250le"), which then name no file. Errors as GitOutput.
-Result<std::vector<std::string>> GitPaths(const std::vector<std::string>& args, const std::string& cwd = "");
 
 // The work tree's top folder and the git folder of the repository around
 // `cwd` (the common one, which linked worktrees share); NotFound outside a
@@ -40,5 +24,57 @@ Result<std::string> GitDir(const std::string& cwd = "");
 
 // `git config --get <key>`; nullopt when unset.
 Result<std::optional<std::string>> ConfigGet(const std::string& key, const std::string& cwd = "");
+// `git config --type=int --get <key>` (git reads "5m" as 5242880);
+// nullopt when unset, InvalidArgument naming the key when not a number.
+Result<std::optional<int64_t>> ConfigGetInt(const std::string& key);
+// Whether `key` is set to true as git spells it (true, yes, on, 1, any
+// case); false when unset or unreadable.
+bool ConfigFlag(const std::string& key);
+// `git config <scope> <key> <value>` and `git config <scope> --unset-all
+// <key>` (unset already is no error); scope is --local, --global or
+// --system.
+Status ConfigSet(const std::string& scope, const std::string& key, const std::string& value);
+Status ConfigUnset(const std::string& scope, const std::string& key);
+
+// The names `git remote` lists, and the remote the current branch
+// pushes to and fetches from (branch.<name>.remote; nullopt on a
+// detached HEAD, without one, or when it is "." for the repository
+// itself).
+Result<std::vector<std::string>> Remotes();
+Result<std::optional<std::string>> UpstreamRemote();
+
+// The hooks folder of the repository around the current folder
+// (core.hooksPath respected), absolute; NotFound outside a repository.
+Result<std::string> HooksFolder();
+
+// The files of the tree of `rev`, from its top (ls-tree -r).
+Result<std::vector<std::string>> FilesAt(const std::string& rev, const std::string& cwd = "");
+// The commits of `range` (a revision or "a..b") that change `path`,
+// oldest first.
+struct CommitTouching {
+  std::string commit;   // full hex id
+  std::string subject;  // first line of its message
+};
+Result<std::vector<CommitTouching>> CommitsTouching(const std::string& range, const std::string& path,
+                                                    const std::string& cwd = "");
+
+// Paths in the index whose filter attribute is zipnn, in the whole tree,
+// byte for byte as the files are named (whatever core.quotePath says).
+Result<std::vector<std::string>> TrackedPaths();
+// The path from the top of the work tree of the file in the index that
+// `given` (relative to the current folder) names; of a folder, its first
+// file. A Git error quoting git when the index holds no such file.
+Result<std::string> TrackedPath(const std::string& given);
+
+// Brings git's record of work-tree files up to date after they were
+// rewritten behind its back with exactly the content their index entries
+// name (a pointer restored as its checkpoint), so that `git status` stays
+// quiet. They are added again: clean gives the same pointers, so only the
+// times and sizes git keeps change (a refresh cannot do it: git takes a
+// changed size for changed content without asking the filter). Callers
+// must not pass a path whose content differs from its index entry.
+// `top`: the work tree's top folder (empty: the current folder). A failure
+// only costs `git status` a clean pass, so none is reported.
+void RestageUnchanged(const std::vector<std::string>& paths, const std::string& top = "");
 
 }  // namespace zipnn::git

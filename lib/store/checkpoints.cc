@@ -74,24 +74,26 @@ Result<Link> OpenLink(const Repository& repo, const ContentId& top, const Conten
 
 // Encodes `input` standalone, or as a delta against `base`, into `out`;
 // the object's size in `*size`.
-Status EncodeTo(const Repository& repo, const RawVersion& input, const RawVersion* base, AtomicFile& out,
+Status EncodeTo(const Repository& repo, const formats::CheckpointView& input, const formats::CheckpointView* base,
+                AtomicFile& out,
                 uint64_t* size) {
   const container::Layout regions =
       base != nullptr ? formats::ToDeltaRegions(*input.layout, *base->layout) : formats::ToRegions(*input.layout);
   std::optional<container::DeltaBase> delta;
-  if (base != nullptr) delta = container::DeltaBase{base->file, base->id};
+  if (base != nullptr) delta = container::DeltaBase{base->source, base->id};
   container::EncodeOptions options;
   options.chunk_size = repo.policy.chunk_size;
   options.threads = repo.policy.threads;
   options.zstd_level = repo.policy.zstd_level;
   ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
-                         container::EncodeObject(*input.file, regions, delta ? &*delta : nullptr, options, out));
-  if (r.content_id != input.id) return Corruption(input.file->name() + " changed while it was stored");
+                         container::EncodeObject(*input.source, regions, delta ? &*delta : nullptr, options, out));
+  if (r.content_id != input.id) return Corruption(input.source->name() + " changed while it was stored");
   *size = r.object_size;
   return OkStatus();
 }
 
-Result<Candidate> EncodeCandidateAs(const Repository& repo, const RawVersion& input, const RawVersion* base) {
+Result<Candidate> EncodeCandidateAs(const Repository& repo, const formats::CheckpointView& input,
+                                    const formats::CheckpointView* base) {
   ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir + "/candidates", "object"));
   Candidate c{std::move(file), base != nullptr, 0};
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(c.file.path(), /*overwrite=*/true));
@@ -227,35 +229,29 @@ Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::st
                   " (fetch it, or restore the store)");
 }
 
-Result<Scratch> WriteScratch(const Repository& repo, const std::function<Status(ByteSink&)>& fill) {
-  ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "restore"));
-  {
-    ZIPNN_ASSIGN_OR_RETURN(AtomicFile sink, AtomicFile::Create(file.path(), /*overwrite=*/true));
-    ZIPNN_RETURN_IF_ERROR(fill(sink));
-    ZIPNN_RETURN_IF_ERROR(sink.CommitUnsynced());
-  }
-  ZIPNN_ASSIGN_OR_RETURN(ReadFile reader, ReadFile::Open(file.path()));
-  return Scratch{std::move(file), std::move(reader)};
+Result<formats::Checkpoint> RestoreToScratch(const Repository& repo, const ContentId& id) {
+  return formats::Checkpoint::Spool(repo.temp_dir, [&](ByteSink& out) { return Restore(repo, id, out); });
 }
 
-Result<Scratch> RestoreToScratch(const Repository& repo, const ContentId& id) {
-  return WriteScratch(repo, [&](ByteSink& out) { return Restore(repo, id, out); });
+Result<formats::Checkpoint> RestoreToScratch(const Repository& repo, const Pointer& pointer, const std::string& path) {
+  return formats::Checkpoint::Spool(repo.temp_dir,
+                                    [&](ByteSink& out) { return RestoreFile(repo, pointer, path, out); });
 }
 
-Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base,
-                                  double base_ratio) {
+Result<Candidate> EncodeCandidate(const Repository& repo, const formats::CheckpointView& input,
+                                  const formats::CheckpointView* base, double base_ratio) {
   if (base == nullptr) return EncodeCandidateAs(repo, input, nullptr);
   ZIPNN_ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(repo, input, base));
   const double keep = 1 - repo.policy.min_gain;
   // Versions of one series store alone at nearly the same share of their
   // size (within about 1% between saves); a delta far below the last
   // base's share needs no second look.
-  const double raw = static_cast<double>(input.file->size());
+  const double raw = static_cast<double>(input.source->size());
   if (static_cast<double>(delta.size) <= base_ratio * raw * keep * kHintMargin) return delta;
   // The bound is below any standalone coding of weights, so a delta that
   // pays against it pays against the real thing.
   ThreadPool pool(repo.policy.threads);
-  ZIPNN_ASSIGN_OR_RETURN(double bound, container::EntropyBound(*input.file, formats::ToRegions(*input.layout), nullptr,
+  ZIPNN_ASSIGN_OR_RETURN(double bound, container::EntropyBound(*input.source, formats::ToRegions(*input.layout), nullptr,
                                                                repo.policy.chunk_size, pool));
   if (static_cast<double>(delta.size) <= bound * keep) return delta;
   ZIPNN_ASSIGN_OR_RETURN(Candidate standalone, EncodeCandidateAs(repo, input, nullptr));
@@ -351,21 +347,19 @@ size_t PositionOf(const std::vector<Version>& series, const std::string& step) {
 // holds it at when that still hashes to it, a kept raw copy, or its chain
 // decoded. `from_work_tree` says which.
 struct BaseBytes {
-  std::optional<ReadFile> kept;
-  std::optional<Scratch> decoded;
+  std::optional<formats::Checkpoint> bytes;
   bool from_work_tree = false;
-  const ReadFile& file() const { return kept ? *kept : decoded->reader; }
 };
 Result<BaseBytes> ReadBase(const Repository& repo, const std::vector<Version>& series, const ContentId& base) {
   BaseBytes bytes;
   if (!repo.work_dir.empty()) {
     for (const Version& v : series) {
       if (v.id != base || v.path.empty()) continue;
-      auto file = ReadFile::Open(repo.work_dir + "/" + v.path);
+      auto file = formats::Checkpoint::Open(repo.work_dir + "/" + v.path);
       if (!file.ok()) break;
-      auto hash = HashSource(*file);
+      auto hash = HashSource(file->file());
       if (hash.ok() && *hash == base) {
-        bytes.kept.emplace(std::move(*file));
+        bytes.bytes.emplace(std::move(*file));
         bytes.from_work_tree = true;
         return bytes;
       }
@@ -374,21 +368,21 @@ Result<BaseBytes> ReadBase(const Repository& repo, const std::vector<Version>& s
   }
   const RawCache cache(repo.cache_dir, repo.policy.raw_cache);
   if (auto copy = cache.Find(base)) {
-    bytes.kept.emplace(std::move(*copy));
+    bytes.bytes.emplace(std::move(*copy));
     return bytes;
   }
-  ZIPNN_ASSIGN_OR_RETURN(Scratch scratch, RestoreToScratch(repo, base));
-  bytes.decoded.emplace(std::move(scratch));
+  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint decoded, RestoreToScratch(repo, base));
+  bytes.bytes.emplace(std::move(decoded));
   return bytes;
 }
 
 }  // namespace
 
 Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, const EarlierVersions& earlier) {
-  ZIPNN_ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(version.file));
-  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(input, formats::FormatChoice::kAuto));
+  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint input, formats::Checkpoint::Open(version.file));
+  ZIPNN_RETURN_IF_ERROR(input.ReadLayout());
   CheckedIn result;
-  result.pointer = Pointer{version.id, input.size(), formats::FormatName(layout.format)};
+  result.pointer = Pointer{version.id, input.file().size(), formats::FormatName(input.layout().format)};
   // Already stored: its chain is marked as used, so that a gc running now
   // keeps it. If gc took the object meanwhile, it is stored again below;
   // if it lost a base, it is stored again in its place.
@@ -427,7 +421,7 @@ Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, con
     }
   }
 
-  const RawVersion raw{&input, &layout, version.id};
+  const formats::CheckpointView raw = input.View(version.id);
   std::optional<BaseBytes> bytes;
   if (placed->base) {
     auto read = ReadBase(repo, series, *placed->base);
@@ -443,11 +437,10 @@ Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, con
     uint64_t size = 0;
     ZIPNN_RETURN_IF_ERROR(repo.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(repo, raw, nullptr, out, &size); }));
   } else {
-    std::optional<formats::FileLayout> base_layout;
-    std::optional<RawVersion> base;
+    std::optional<formats::CheckpointView> base;
     if (placed->base) {
-      ZIPNN_ASSIGN_OR_RETURN(base_layout, formats::ReadLayout(bytes->file(), formats::FormatChoice::kAuto));
-      base = RawVersion{&bytes->file(), &*base_layout, *placed->base};
+      ZIPNN_RETURN_IF_ERROR(bytes->bytes->ReadLayout());
+      base = bytes->bytes->View(*placed->base);
     }
     ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, raw, base ? &*base : nullptr, placed->base_ratio));
     if (base && !c.delta) placed->reason = BaseReason::kNoGain;

@@ -21,6 +21,7 @@
 #include "lib/base/io.h"
 #include "lib/base/status.h"
 #include "lib/config/policy.h"
+#include "lib/formats/checkpoint.h"
 #include "lib/store/object_store.h"
 #include "lib/store/pointer.h"
 
@@ -112,6 +113,9 @@ Status Restore(const Repository& repo, const ContentId& id, ByteSink& out);
 // Restore of the checkpoint a pointer names, for the file `path`: an object
 // missing from its chain is named, with the path and the store.
 Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::string& path, ByteSink& out);
+// RestoreFile into a scratch file in temp_dir, open for reading (its
+// layout not read yet); the file goes with the Checkpoint.
+Result<formats::Checkpoint> RestoreToScratch(const Repository& repo, const Pointer& pointer, const std::string& path);
 
 // One object of a chain, as VisitChain shows it.
 struct ChainLink {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "lib/base/file.h"
+
 namespace zipnn::store {
 
 namespace {
@@ -90,6 +92,16 @@ Result<Pointer> ParsePointer(std::string_view text) {
   }
   p.format = std::string(format);
   return p;
+}
+
+Result<std::optional<Pointer>> PointerInFile(const std::string& path) {
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile in, ReadFile::Open(path));
+  if (in.size() > kMaxPointerBytes) return std::optional<Pointer>();
+  std::string text(in.size(), '\0');
+  ZIPNN_RETURN_IF_ERROR(in.ReadAt(0, text.data(), text.size()));
+  if (!LooksLikePointer(text)) return std::optional<Pointer>();
+  ZIPNN_ASSIGN_OR_RETURN(Pointer pointer, ParsePointer(text));
+  return std::optional<Pointer>(pointer);
 }
 
 }  // namespace zipnn::store

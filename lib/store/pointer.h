@@ -3,7 +3,7 @@
 // never how or where it is stored, so cleaning is deterministic and a
 // later repack never rewrites history. Exactly one encoding is valid:
 // Format and Parse are inverse, and Parse rejects every other spelling.
-// Pure functions; thread-safe.
+// Thread-safe (pure functions, and one read of a file).
 #pragma once
 
 #include <cstdint>
@@ -36,5 +36,10 @@ bool LooksLikePointer(std::string_view text);
 
 // The pointer `text` encodes, or an InvalidArgument naming what is wrong.
 Result<Pointer> ParsePointer(std::string_view text);
+
+// The pointer the file at `path` holds; nothing when it holds something
+// else, an error when it starts like a pointer and is not a valid one.
+// Reads the file's first bytes only.
+Result<std::optional<Pointer>> PointerInFile(const std::string& path);
 
 }  // namespace zipnn::store

@@ -225,7 +225,7 @@ class StoredChain {
 // of n received objects costs n decodes and at most two scratch files.
 Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& received, const std::string& from) {
   std::map<ContentId, std::vector<ContentId>> above;  // base -> received deltas on it
-  std::vector<std::pair<ContentId, std::shared_ptr<Scratch>>> todo;  // (object, its base decoded)
+  std::vector<std::pair<ContentId, std::shared_ptr<formats::Checkpoint>>> todo;  // (object, its base decoded)
   for (const auto& [id, r] : received) {
     if (r.base && received.count(*r.base) != 0) {
       above[*r.base].push_back(id);
@@ -237,24 +237,24 @@ Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& rec
   options.threads = repo.policy.threads;
   while (!todo.empty()) {
     const ContentId id = todo.back().first;
-    std::shared_ptr<Scratch> base_bytes = std::move(todo.back().second);
+    std::shared_ptr<formats::Checkpoint> base_bytes = std::move(todo.back().second);
     todo.pop_back();
     const Received& r = received.at(id);
     ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(r.file.path()));
     auto decode = [&](ByteSink& out) -> Status {
-      Status st = AsSent(DecodeReceived(repo, object, id, base_bytes ? &base_bytes->reader : nullptr, out),
+      Status st = AsSent(DecodeReceived(repo, object, id, base_bytes ? &base_bytes->file() : nullptr, out),
                          r.file.path());
       if (st.ok()) return st;
       return Annotate(st, "object " + id.Hex() + " from " + from + " was refused");
     };
-    std::shared_ptr<Scratch> decoded;
+    std::shared_ptr<formats::Checkpoint> decoded;
     const auto up = above.find(id);
     if (up == above.end()) {
       CountingSink nowhere;
       ZIPNN_RETURN_IF_ERROR(decode(nowhere));
     } else {
-      ZIPNN_ASSIGN_OR_RETURN(Scratch scratch, WriteScratch(repo, decode));
-      decoded = std::make_shared<Scratch>(std::move(scratch));
+      ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint bytes, formats::Checkpoint::Spool(repo.temp_dir, decode));
+      decoded = std::make_shared<formats::Checkpoint>(std::move(bytes));
     }
     base_bytes.reset();  // the last delta on it is decoded: its scratch goes
     ZIPNN_RETURN_IF_ERROR(repo.objects.Replace(id, r.file.path()));

@@ -13,11 +13,10 @@ namespace zipnn::store {
 
 namespace {
 
-// A version's raw bytes in a scratch file, with its layout.
+// A version's raw bytes in a scratch file, with its layout read.
 struct Raw {
   ContentId id;
-  Scratch scratch;
-  formats::FileLayout layout;
+  formats::Checkpoint bytes;
 };
 
 // The raw versions a repack still needs: the one before the current
@@ -26,14 +25,14 @@ class RawCache {
  public:
   explicit RawCache(const Repository& repo) : repo_(repo) {}
 
-  Result<RawVersion> Get(const ContentId& id) {
+  Result<formats::CheckpointView> Get(const ContentId& id) {
     const Raw* raw = Find(id);
     if (raw == nullptr) {
-      ZIPNN_ASSIGN_OR_RETURN(Scratch scratch, Decode(id));
-      ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(scratch.reader, formats::FormatChoice::kAuto));
-      raw = &raws_.emplace_back(Raw{id, std::move(scratch), std::move(layout)});
+      ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint bytes, Decode(id));
+      ZIPNN_RETURN_IF_ERROR(bytes.ReadLayout());
+      raw = &raws_.emplace_back(Raw{id, std::move(bytes)});
     }
-    return RawVersion{&raw->scratch.reader, &raw->layout, id};
+    return raw->bytes.View(id);
   }
 
   // Drops every raw version but these.
@@ -44,7 +43,7 @@ class RawCache {
  private:
   // A delta whose base is at hand decodes in one step; anything else
   // decodes its whole chain.
-  Result<Scratch> Decode(const ContentId& id) {
+  Result<formats::Checkpoint> Decode(const ContentId& id) {
     ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo_.objects.Open(id));
     ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
     const Raw* base = Find(info.header.base_id);
@@ -53,8 +52,8 @@ class RawCache {
     }
     container::DecodeOptions options;
     options.threads = repo_.policy.threads;
-    return WriteScratch(repo_, [&](ByteSink& out) {
-      return container::DecodeObject(object, info, &base->scratch.reader, options, out);
+    return formats::Checkpoint::Spool(repo_.temp_dir, [&](ByteSink& out) {
+      return container::DecodeObject(object, info, &base->bytes.file(), options, out);
     });
   }
 
@@ -71,7 +70,8 @@ class RawCache {
 
 // A candidate must decode to exactly its version, against the base it
 // names, before it replaces anything.
-Status Verify(const Repository& repo, const Candidate& c, const RawVersion& input, const RawVersion* base) {
+Status Verify(const Repository& repo, const Candidate& c, const formats::CheckpointView& input,
+              const formats::CheckpointView* base) {
   ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(c.file.path()));
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   const bool delta = info.header.kind == container::ObjectKind::kDelta;
@@ -81,7 +81,7 @@ Status Verify(const Repository& repo, const Candidate& c, const RawVersion& inpu
   container::DecodeOptions options;
   options.threads = repo.policy.threads;
   CountingSink discarded;  // the decoder checks the content id itself
-  return container::DecodeObject(object, info, delta ? base->file : nullptr, options, discarded);
+  return container::DecodeObject(object, info, delta ? base->source : nullptr, options, discarded);
 }
 
 bool SameForm(const StoredInfo& stored, const std::optional<ContentId>& base) {
@@ -135,8 +135,8 @@ Status RepackVersion(const Repository& repo, const std::vector<Version>& series,
   // The new base's chain must outlive this delta (see CheckIn).
   if (placed.base && !TouchChain(repo, *placed.base, &state.checked).ok()) placed.base.reset();
   if (SameForm(done.before, placed.base)) return OkStatus();
-  ZIPNN_ASSIGN_OR_RETURN(RawVersion input, raws.Get(id));
-  std::optional<RawVersion> base;
+  ZIPNN_ASSIGN_OR_RETURN(formats::CheckpointView input, raws.Get(id));
+  std::optional<formats::CheckpointView> base;
   if (placed.base) {
     ZIPNN_ASSIGN_OR_RETURN(base, raws.Get(*placed.base));
   }

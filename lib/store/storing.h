@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "lib/base/file.h"
-#include "lib/formats/file_layout.h"
+#include "lib/formats/checkpoint.h"
 #include "lib/store/checkpoints.h"
 
 namespace zipnn::store {
@@ -38,13 +38,6 @@ std::optional<Placement> PlaceVersion(const Repository& repo, const std::vector<
                                       bool complete, const ChainMemo* memo = nullptr,
                                       uint32_t max_chain = config::kMaxChainLimit);
 
-// A checkpoint's bytes in a file, with the layout the format layer reads.
-struct RawVersion {
-  const ReadFile* file;
-  const formats::FileLayout* layout;
-  ContentId id;
-};
-
 // An object written to a scratch file in temp_dir/candidates, fsynced,
 // for the caller to link into the store; removed with the Candidate.
 struct Candidate {
@@ -62,18 +55,11 @@ struct Candidate {
 // that does not pay against that bound either is weighed against a real
 // standalone encoding.
 inline constexpr double kHintMargin = 0.95;
-Result<Candidate> EncodeCandidate(const Repository& repo, const RawVersion& input, const RawVersion* base,
+Result<Candidate> EncodeCandidate(const Repository& repo, const formats::CheckpointView& input, const formats::CheckpointView* base,
                                   double base_ratio = 0);
 
-// A checkpoint's bytes written to a scratch file in temp_dir, open for
-// reading; removed with the Scratch.
-struct Scratch {
-  TempFile file;
-  ReadFile reader;
-};
-// What `fill` writes, in a scratch file.
-Result<Scratch> WriteScratch(const Repository& repo, const std::function<Status(ByteSink&)>& fill);
-// `id` decoded into a scratch file, verified.
-Result<Scratch> RestoreToScratch(const Repository& repo, const ContentId& id);
+// `id` decoded into a scratch file in temp_dir, verified (its layout not
+// read yet).
+Result<formats::Checkpoint> RestoreToScratch(const Repository& repo, const ContentId& id);
 
 }  // namespace zipnn::store

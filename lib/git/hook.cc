@@ -1,4 +1,4 @@
-#include "cmd/hook.h"
+#include "lib/git/hook.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include "lib/base/file.h"
 #include "lib/git/git.h"
 
-namespace zipnn::cmd {
+namespace zipnn::git {
 
 namespace {
 
@@ -43,14 +43,6 @@ bool IsOurHook(const std::string& path) {
   return std::string(text->begin(), text->end()).find(kHookMarker) != std::string::npos;
 }
 
-// The repository's hooks folder (core.hooksPath respected), or nothing
-// outside a repository.
-std::optional<std::string> HooksFolder() {
-  auto dir = git::GitOutput({"rev-parse", "--path-format=absolute", "--git-path", "hooks"});
-  if (!dir.ok()) return std::nullopt;
-  return *dir;
-}
-
 // Writes our hook at `hook`, executable; without `overwrite`, a hook
 // that appeared meanwhile is an error and stays.
 Status WriteHook(const std::string& hook, bool overwrite) {
@@ -63,9 +55,10 @@ Status WriteHook(const std::string& hook, bool overwrite) {
 
 }  // namespace
 
-Status InstallHook() {
-  std::optional<std::string> dir = HooksFolder();
-  if (!dir) return OkStatus();
+Result<std::vector<std::string>> InstallHook() {
+  std::vector<std::string> said;
+  Result<std::string> dir = HooksFolder();
+  if (!dir.ok()) return said;
   ZIPNN_RETURN_IF_ERROR(MakeDirectories(*dir));
   const std::string hook = *dir + "/pre-push", chained = *dir + "/" + kChained;
   if (FileExists(hook) && !IsOurHook(hook)) {
@@ -74,47 +67,42 @@ Status InstallHook() {
                              " exists too; merge them by hand, then run install again");
     }
     if (::rename(hook.c_str(), chained.c_str()) != 0) return IoError(hook + ": cannot move it aside");
-    std::printf("kept the pre-push hook that was there as %s; it runs after git-zipnn's\n", chained.c_str());
+    said.push_back("kept the pre-push hook that was there as " + chained + "; it runs after git-zipnn's");
   }
   ZIPNN_RETURN_IF_ERROR(WriteHook(hook, /*overwrite=*/true));
-  std::printf("pre-push hook installed in %s\n", dir->c_str());
-  return OkStatus();
+  said.push_back("pre-push hook installed in " + *dir);
+  return said;
 }
 
-Status UninstallHook() {
-  std::optional<std::string> dir = HooksFolder();
-  if (!dir) return OkStatus();
+Result<std::vector<std::string>> UninstallHook() {
+  std::vector<std::string> said;
+  Result<std::string> dir = HooksFolder();
+  if (!dir.ok()) return said;
   const std::string hook = *dir + "/pre-push", chained = *dir + "/" + kChained;
-  if (!IsOurHook(hook)) return OkStatus();
+  if (!IsOurHook(hook)) return said;
   if (::unlink(hook.c_str()) != 0) return IoError(hook + ": cannot remove it");
   if (FileExists(chained) && ::rename(chained.c_str(), hook.c_str()) != 0) {
     return IoError(chained + ": cannot put it back as " + hook);
   }
-  std::printf("pre-push hook removed from %s\n", dir->c_str());
-  return OkStatus();
+  said.push_back("pre-push hook removed from " + *dir);
+  return said;
 }
 
-void EnsureHook() {
-  std::optional<std::string> dir = HooksFolder();
-  if (!dir) return;
+std::string EnsureHook() {
+  Result<std::string> dir = HooksFolder();
+  if (!dir.ok()) return "";
   const std::string hook = *dir + "/pre-push";
-  if (IsOurHook(hook)) return;
+  if (IsOurHook(hook)) return "";
   if (FileExists(hook)) {
-    std::fprintf(stderr,
-                 "git-zipnn: warning: %s is another program's pre-push hook, so `git push` will not send "
-                 "checkpoint objects; run `git zipnn install --local` to run both\n",
-                 hook.c_str());
-    return;
+    return "warning: " + hook + " is another program's pre-push hook, so `git push` will not send checkpoint "
+           "objects; run `git zipnn install --local` to run both";
   }
   Status written = MakeDirectories(*dir);
   if (written.ok()) written = WriteHook(hook, /*overwrite=*/false);
-  if (written.ok()) {
-    std::fprintf(stderr, "git-zipnn: installed the pre-push hook in %s, so that git push sends checkpoints\n",
-                 dir->c_str());
-  } else if (!IsOurHook(hook)) {  // another process may have written it meanwhile
-    std::fprintf(stderr, "git-zipnn: warning: cannot install the pre-push hook (%s); `git push` will not send "
-                 "checkpoint objects until `git zipnn install --local` does\n", written.message().c_str());
-  }
+  if (written.ok()) return "installed the pre-push hook in " + *dir + ", so that git push sends checkpoints";
+  if (IsOurHook(hook)) return "";  // another process wrote it meanwhile
+  return "warning: cannot install the pre-push hook (" + written.message() +
+         "); `git push` will not send checkpoint objects until `git zipnn install --local` does";
 }
 
-}  // namespace zipnn::cmd
+}  // namespace zipnn::git

@@ -1,0 +1,87 @@
+#include "lib/git/checkpoint_at.h"
+
+#include <filesystem>
+#include <optional>
+
+#include "lib/git/git.h"
+#include "lib/git/run.h"
+#include "lib/git/pointers.h"
+#include "lib/git/repository.h"
+
+namespace zipnn::git {
+
+namespace {
+
+// `path` of a "<rev>:<path>" spec from the top of the work tree: "./" is
+// the current folder. nullopt for what only git should interpret ("..").
+std::optional<std::string> PathFromTop(const Repository& repo, const std::string& path) {
+  std::string from_top = path;
+  if (path.rfind("./", 0) == 0) {
+    std::error_code ec;
+    const auto here = std::filesystem::weakly_canonical(std::filesystem::current_path(ec), ec);
+    const auto top = std::filesystem::weakly_canonical(repo.work_dir(), ec);
+    if (ec) return std::nullopt;
+    const std::string prefix = here.lexically_relative(top).generic_string();
+    if (prefix.empty() || prefix.rfind("..", 0) == 0) return std::nullopt;
+    from_top = (prefix == "." ? "" : prefix + "/") + path.substr(2);
+  }
+  for (size_t at = 0; at <= from_top.size();) {
+    size_t slash = from_top.find('/', at);
+    if (slash == std::string::npos) slash = from_top.size();
+    const std::string part = from_top.substr(at, slash - at);
+    if (part.empty() || part == "." || part == "..") return std::nullopt;
+    at = slash + 1;
+  }
+  return from_top;
+}
+
+}  // namespace
+
+Result<store::Pointer> PointerAt(const std::string& spec) {
+  // In-process: the pointer's blob at the revision, without starting git.
+  const size_t colon = spec.find(':');
+  auto repo = Repository::Discover();
+  if (colon != std::string::npos && colon > 0 && repo.ok() && !repo->work_dir().empty()) {
+    const std::string rev = spec.substr(0, colon);
+    if (auto path = PathFromTop(*repo, spec.substr(colon + 1))) {
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> commit, repo->ResolveCommit(rev));
+      if (!commit) return NotFound(spec + " is not in git (no revision '" + rev + "')");
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> blob, repo->FileAt(*commit, *path));
+      if (!blob) return NotFound(spec + " is not in git (no file " + *path + " at " + rev + ")");
+      Result<std::optional<store::Pointer>> pointer = PointerInBlob(*repo, *blob);
+      if (!pointer.ok()) {
+        if (pointer.status().code() == StatusCode::kGit) return pointer.status();
+        return InvalidArgument(spec + " is not stored by git-zipnn (a damaged pointer: " + pointer.status().message() +
+                               ")");
+      }
+      if (!*pointer) {
+        return InvalidArgument(spec + " is not stored by git-zipnn: git holds the file itself (it is not tracked, "
+                               "or was committed before `git zipnn install` and `track`)");
+      }
+      return **pointer;
+    }
+  }
+  // Anything else as git reads it (the index ":path", "../" paths).
+  auto text = GitOutput({"show", spec});
+  if (!text.ok()) return NotFound(spec + " is not in git (" + text.status().message() + ")");
+  auto pointer = store::ParsePointer(*text + "\n");
+  if (!pointer.ok()) return InvalidArgument(spec + " is not stored by git-zipnn (" + pointer.status().message() + ")");
+  return *pointer;
+}
+
+Result<formats::Checkpoint> CheckpointAt(const store::Repository& repo, const std::string& rev,
+                                         const std::string& path) {
+  const std::string spec = rev + ":" + path;
+  auto pointer = PointerAt(spec);
+  if (pointer.ok()) {
+    return store::RestoreToScratch(repo, *pointer, spec);
+  }
+  if (pointer.status().code() != StatusCode::kInvalidArgument) return pointer.status();
+  // A file committed before it was tracked: git holds its bytes.
+  ZIPNN_ASSIGN_OR_RETURN(GitRun blob, RunGit({"cat-file", "blob", spec}));
+  if (blob.exit_code != 0) return Status(StatusCode::kGit, "git cat-file blob " + spec + " failed: " + blob.err);
+  return formats::Checkpoint::Spool(repo.temp_dir,
+                                    [&](ByteSink& out) { return out.Append(blob.out.data(), blob.out.size()); });
+}
+
+}  // namespace zipnn::git

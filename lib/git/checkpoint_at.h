@@ -1,0 +1,29 @@
+// A checkpoint as git holds it at a revision: the pointer at
+// "<rev>:<path>", and the version it names restored (verified) into a
+// scratch file, or the file's own bytes when git holds it unfiltered.
+// Thread-compatible.
+#pragma once
+
+#include <string>
+
+#include "lib/base/status.h"
+#include "lib/formats/checkpoint.h"
+#include "lib/store/checkpoints.h"
+#include "lib/store/pointer.h"
+
+namespace zipnn::git {
+
+// The pointer git holds at `spec` ("<rev>:<path>"; a path starting with
+// "./" is relative to the current folder), read in-process (git is run
+// only for specs such as ":<path>" or "../"). NotFound when git has no
+// such revision or file there, InvalidArgument when the file is not a
+// git-zipnn pointer.
+Result<store::Pointer> PointerAt(const std::string& spec);
+
+// The checkpoint git holds at <rev>:<path>: the version its pointer names,
+// or the file itself when git holds it unfiltered, in a scratch file in
+// repo.temp_dir (its layout not read yet).
+Result<formats::Checkpoint> CheckpointAt(const store::Repository& repo, const std::string& rev,
+                                         const std::string& path);
+
+}  // namespace zipnn::git

@@ -1,0 +1,47 @@
+// git-zipnn's side of a git repository, found from git: the object store
+// and the folders beside it, the policy of .zipnn.yaml, and the series
+// git holds. Thread-compatible (each call runs its own git or opens its
+// own libgit2 handle).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/base/content_id.h"
+#include "lib/base/status.h"
+#include "lib/git/series_versions.h"
+#include "lib/store/checkpoints.h"
+
+namespace zipnn::git {
+
+// The repository around the current folder: its object store (git config
+// zipnn.storepath, or <git dir>/zipnn/objects, shared by linked
+// worktrees), temp and raw cache folders, work tree, and the policy of
+// its .zipnn.yaml. A mistake in .zipnn.yaml costs its key the default and
+// comes back in `warnings`; it never stops git (status, checkout, add).
+// The repository is registered as a user of its store, so that a gc from
+// another repository sharing it keeps what this one needs.
+struct OpenedRepository {
+  store::Repository repo;
+  std::vector<std::string> warnings;
+};
+Result<OpenedRepository> OpenStoreRepository();
+
+// The object store of the git repository at `path` (its work tree or, if
+// bare, its git folder): its zipnn.storepath, else <git dir>/zipnn/objects.
+// git is told the folder with --git-dir, which wins over the GIT_DIR that
+// git exports to filters and hooks.
+Result<std::string> StoreOfRepository(const std::string& path);
+
+// The series of the repository around the current folder, as git holds
+// them, by the rules of `repo`'s policy.
+Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Repository& repo);
+
+// Why the stored version `id` is a base, found among the versions of the
+// series of `path` (HEAD's history and the index): "first of its series",
+// "due every 10", ...; empty when it is not a base or not in that series.
+std::string WhyBase(const store::Repository& repo, SeriesVersions& series, const std::string& path,
+                    const ContentId& id);
+
+}  // namespace zipnn::git

@@ -1,0 +1,55 @@
+#include "lib/git/run.h"
+
+#include <utility>
+
+namespace zipnn::git {
+
+Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& cwd, const std::string& input) {
+  std::vector<std::string> argv = {"git"};
+  if (!cwd.empty()) argv.insert(argv.end(), {"-C", cwd});
+  argv.insert(argv.end(), args.begin(), args.end());
+  Result<GitRun> run = RunCapture(argv, input);
+  // A git that cannot be started is a git failure: callers tell it apart
+  // from a read error by its code (a missing pointer is no reason to stop,
+  // a missing git is).
+  if (!run.ok()) return Status(StatusCode::kGit, run.status().message());
+  return run;
+}
+
+namespace {
+
+// The whole standard output of `git <args>`; a non-zero exit is a Git
+// error quoting git's message.
+Result<std::string> Succeeded(const std::vector<std::string>& args, const std::string& cwd) {
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args, cwd));
+  if (run.exit_code != 0) {
+    std::string message = run.err;
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    std::string command = "git";
+    for (const std::string& a : args) command += " " + a;
+    return Status(StatusCode::kGit, command + " failed" + (message.empty() ? "" : ": " + message));
+  }
+  return std::move(run.out);
+}
+
+}  // namespace
+
+Result<std::string> GitOutput(const std::vector<std::string>& args, const std::string& cwd) {
+  ZIPNN_ASSIGN_OR_RETURN(std::string out, Succeeded(args, cwd));
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+Result<std::vector<std::string>> GitPaths(const std::vector<std::string>& args, const std::string& cwd) {
+  ZIPNN_ASSIGN_OR_RETURN(std::string out, Succeeded(args, cwd));
+  std::vector<std::string> paths;
+  for (size_t at = 0; at < out.size();) {
+    size_t end = out.find('\0', at);
+    if (end == std::string::npos) end = out.size();  // git ends the last one too; be lenient
+    if (end > at) paths.push_back(out.substr(at, end - at));
+    at = end + 1;
+  }
+  return paths;
+}
+
+}  // namespace zipnn::git

@@ -1,0 +1,132 @@
+#include "lib/git/setup.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "lib/base/file.h"
+#include "lib/git/git.h"
+
+namespace zipnn::git {
+
+namespace {
+
+struct ConfigEntry {
+  const char* key;
+  const char* value;
+};
+constexpr ConfigEntry kFilterConfig[] = {
+    {"filter.zipnn.process", "git-zipnn filter-process"},
+    {"filter.zipnn.clean", "git-zipnn clean -- %f"},
+    {"filter.zipnn.smudge", "git-zipnn smudge -- %f"},
+    {"filter.zipnn.required", "true"},
+    {"diff.zipnn.command", "git-zipnn diff --driver"},
+    {"diff.zipnn.textconv", "git-zipnn textconv"},
+};
+
+Result<std::string> AttributesFile() {
+  ZIPNN_ASSIGN_OR_RETURN(std::string top, TopLevel());
+  return top + "/.gitattributes";
+}
+
+Result<std::vector<std::string>> ReadLines(const std::string& path) {
+  std::vector<std::string> lines;
+  if (!FileExists(path)) return lines;
+  std::ifstream in(path);
+  if (!in) return IoError(path + ": cannot be read");
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+Status WriteLines(const std::string& path, const std::vector<std::string>& lines) {
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
+  for (const std::string& line : lines) {
+    ZIPNN_RETURN_IF_ERROR(out.Append(line.data(), line.size()));
+    ZIPNN_RETURN_IF_ERROR(out.Append("\n", 1));
+  }
+  return out.Commit();
+}
+
+Status CheckPattern(const std::string& pattern) {
+  if (pattern.empty() || pattern.find_first_of(" \t\r\n\"") != std::string::npos || pattern[0] == '#' ||
+      pattern[0] == '!') {
+    return InvalidArgument("pattern '" + pattern + "' cannot be tracked (no spaces, quotes, leading # or !)");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status InstallFilter(const std::string& scope) {
+  for (const ConfigEntry& e : kFilterConfig) ZIPNN_RETURN_IF_ERROR(ConfigSet(scope, e.key, e.value));
+  return OkStatus();
+}
+
+Status UninstallFilter(const std::string& scope) {
+  for (const ConfigEntry& e : kFilterConfig) ZIPNN_RETURN_IF_ERROR(ConfigUnset(scope, e.key));
+  return OkStatus();
+}
+
+bool FilterInstalled() {
+  auto process = ConfigGet("filter.zipnn.process");
+  return process.ok() && *process;
+}
+
+std::string TrackLine(const std::string& pattern) { return pattern + " filter=zipnn diff=zipnn -text"; }
+
+std::optional<std::string> TrackedPattern(const std::string& line) {
+  std::istringstream words(line);
+  std::string pattern, word;
+  if (!(words >> pattern) || pattern[0] == '#') return std::nullopt;
+  while (words >> word) {
+    if (word == "filter=zipnn") return pattern;
+  }
+  return std::nullopt;
+}
+
+Result<std::vector<std::string>> TrackedPatterns() {
+  ZIPNN_ASSIGN_OR_RETURN(std::string path, AttributesFile());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadLines(path));
+  std::vector<std::string> patterns;
+  for (const std::string& line : lines) {
+    if (auto p = TrackedPattern(line)) patterns.push_back(*p);
+  }
+  return patterns;
+}
+
+Result<TrackResult> Track(const std::vector<std::string>& patterns) {
+  for (const std::string& pattern : patterns) ZIPNN_RETURN_IF_ERROR(CheckPattern(pattern));
+  ZIPNN_ASSIGN_OR_RETURN(std::string path, AttributesFile());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadLines(path));
+  TrackResult result;
+  for (const std::string& pattern : patterns) {
+    const bool present = std::any_of(lines.begin(), lines.end(),
+                                     [&](const std::string& line) { return TrackedPattern(line) == pattern; });
+    if (present) {
+      result.present.push_back(pattern);
+      continue;
+    }
+    lines.push_back(TrackLine(pattern));
+    result.added.push_back(pattern);
+  }
+  if (!result.added.empty()) ZIPNN_RETURN_IF_ERROR(WriteLines(path, lines));
+  return result;
+}
+
+Result<std::vector<std::string>> Untrack(const std::vector<std::string>& patterns) {
+  ZIPNN_ASSIGN_OR_RETURN(std::string path, AttributesFile());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadLines(path));
+  std::vector<std::string> kept, removed;
+  for (const std::string& line : lines) {
+    const std::optional<std::string> p = TrackedPattern(line);
+    if (p && std::find(patterns.begin(), patterns.end(), *p) != patterns.end()) {
+      removed.push_back(*p);
+    } else {
+      kept.push_back(line);
+    }
+  }
+  if (!removed.empty()) ZIPNN_RETURN_IF_ERROR(WriteLines(path, kept));
+  return removed;
+}
+
+}  // namespace zipnn::git

@@ -1,0 +1,41 @@
+// What git-zipnn writes into a repository's git set-up: the filter and
+// diff-driver configuration `install` sets at a config level, and the
+// .gitattributes lines `track` and `untrack` edit at the top of the work
+// tree (`<pattern> filter=zipnn diff=zipnn -text`). Thread-compatible.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/status.h"
+
+namespace zipnn::git {
+
+// Sets (or removes) the filter.zipnn.* and diff.zipnn.* keys at `scope`
+// (--local, --global or --system). Setting them again changes nothing.
+Status InstallFilter(const std::string& scope);
+Status UninstallFilter(const std::string& scope);
+// Whether git, at any level, runs git-zipnn's filter process.
+bool FilterInstalled();
+
+// The .gitattributes line that tracks `pattern`, and the pattern an
+// attributes line tracks with git-zipnn (nullopt for any other line).
+std::string TrackLine(const std::string& pattern);
+std::optional<std::string> TrackedPattern(const std::string& line);
+
+// The patterns the work tree's top .gitattributes tracks, in its order.
+Result<std::vector<std::string>> TrackedPatterns();
+
+// Adds a line for each pattern not tracked yet; `added` and `present`
+// say which was which. A pattern that cannot be written as an attributes
+// line (spaces, quotes, a leading # or !) is refused before anything is
+// written.
+struct TrackResult {
+  std::vector<std::string> added, present;
+};
+Result<TrackResult> Track(const std::vector<std::string>& patterns);
+// Removes the lines that track these patterns; the patterns removed.
+Result<std::vector<std::string>> Untrack(const std::vector<std::string>& patterns);
+
+}  // namespace zipnn::git

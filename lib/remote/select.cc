@@ -1,0 +1,146 @@
+#include "lib/remote/select.h"
+
+#include <cstdlib>
+#include <optional>
+#include <vector>
+
+#include "lib/base/process.h"
+#include "lib/git/discover.h"
+#include "lib/git/git.h"
+#include "lib/remote/ssh.h"
+#include "lib/s3/s3.h"
+#include "lib/store/served.h"
+
+namespace zipnn::remote {
+
+namespace {
+
+bool StartsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// An environment variable's value; nullopt when unset or empty.
+std::optional<std::string> Env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+// How to run ssh, as git does it: $GIT_SSH_COMMAND or core.sshCommand (a
+// command line of the user's, run by sh, our arguments after it), else
+// $GIT_SSH (a program), else ssh.
+Result<std::vector<std::string>> SshCommand(const SshTarget& t, const std::string& remote_command) {
+  std::optional<std::string> line = Env("GIT_SSH_COMMAND");
+  if (!line) {
+    ZIPNN_ASSIGN_OR_RETURN(line, git::ConfigGet("core.sshCommand"));
+  }
+  return SshArgv(t, remote_command, line, Env("GIT_SSH").value_or(""));
+}
+
+// A store served over ssh by `git zipnn serve-store` on the host: the
+// store of the repository at the path (`repository`), or the folder.
+Result<std::unique_ptr<store::RemoteStore>> SshStore(const std::string& url, const SshTarget& t, bool repository,
+                                                      const std::string& remote) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> serve, git::ConfigGet("remote." + remote + ".zipnnserve"));
+  const std::string remote_command = serve.value_or("git-zipnn") + " serve-store " +
+                                     (repository ? "--repository " : "") + ShellQuote(t.path);
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> argv, SshCommand(t, remote_command));
+  store::StoreConnector connect = [argv]() -> Result<std::unique_ptr<Channel>> {
+    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<Process> ssh, Process::Start(argv));
+    return std::unique_ptr<Channel>(std::move(ssh));
+  };
+  ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
+  return store::ServedRemote(url, std::move(connect),
+                             "if ssh connected, is git-zipnn on the PATH there? remote." + remote +
+                                 ".zipnnserve names the program to run",
+                             timeout);
+}
+
+// An S3 bucket: remote.<name>.zipnnendpoint (else $AWS_ENDPOINT_URL_S3 or
+// $AWS_ENDPOINT_URL) for a server other than AWS, remote.<name>.zipnnregion
+// (else the AWS settings), remote.<name>.zipnnpartsize for the size of
+// upload parts, and credentials from the AWS sources.
+Result<std::unique_ptr<store::RemoteStore>> S3Store(const std::string& url, const std::string& remote) {
+  s3::Options o;
+  ZIPNN_ASSIGN_OR_RETURN(o.location, s3::ParseUrl(url));
+  const std::string key = "remote." + remote + ".zipnn";
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> endpoint, git::ConfigGet(key + "endpoint"));
+  if (!endpoint) endpoint = Env("AWS_ENDPOINT_URL_S3");
+  if (!endpoint) endpoint = Env("AWS_ENDPOINT_URL");
+  o.endpoint = endpoint.value_or("");
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> region, git::ConfigGet(key + "region"));
+  o.region = region ? *region : s3::FindRegion();
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<int64_t> part_size, git::ConfigGetInt(key + "partsize"));
+  if (part_size) {
+    if (*part_size < (5 << 20)) return InvalidArgument(key + "partsize must be at least 5m (S3's smallest part)");
+    o.part_size = static_cast<uint64_t>(*part_size);
+  }
+  ZIPNN_ASSIGN_OR_RETURN(o.timeout, RemoteTimeout());
+  ZIPNN_ASSIGN_OR_RETURN(o.credentials, s3::FindCredentials());
+  return s3::Remote(url, std::move(o));
+}
+
+// The store a URL names. `repository`: the URL is a git remote's, so a
+// path means a repository whose store is used; else it is the store itself.
+Result<std::unique_ptr<store::RemoteStore>> StoreAt(const std::string& url, bool repository,
+                                                     const std::string& remote) {
+  const std::string fix = "set remote." + remote + ".zipnnurl to a shared folder (docs/remotes.md)";
+  if (StartsWith(url, "s3://")) return S3Store(url, remote);
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<SshTarget> ssh, ParseSshUrl(url));
+  if (ssh) return SshStore(url, *ssh, repository, remote);
+  std::string path = url;
+  if (StartsWith(url, "file://")) {
+    path = url.substr(7);
+  } else if (url.find("://") != std::string::npos) {
+    return Unsupported(url + ": git-zipnn has no object store for this kind of URL; " + fix);
+  }
+  if (path.empty()) return InvalidArgument("remote " + remote + " has an empty URL");
+  if (path[0] != '/') {  // git reads a relative URL from the top of the work tree
+    auto top = git::TopLevel();
+    if (top.ok()) path = *top + "/" + path;
+  }
+  if (!repository) return store::FolderRemote(path);
+  ZIPNN_ASSIGN_OR_RETURN(std::string root, git::StoreOfRepository(path));
+  return store::FolderRemote(root);
+}
+
+}  // namespace
+
+Result<double> RemoteTimeout() {
+  std::optional<std::string> text = Env("GIT_ZIPNN_TIMEOUT");
+  if (!text) {
+    ZIPNN_ASSIGN_OR_RETURN(text, git::ConfigGet("zipnn.timeout"));
+  }
+  if (!text) return store::kDefaultTimeout;
+  char* end = nullptr;
+  const double seconds = std::strtod(text->c_str(), &end);
+  if (end == text->c_str() || *end != '\0' || !(seconds > 0) || seconds > 86400) {
+    return InvalidArgument("the remote timeout \"" + *text + "\" (" + store::kTimeoutSetting +
+                           ") is not a number of seconds between 0 and 86400");
+  }
+  return seconds;
+}
+
+Result<std::string> DefaultRemote() {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> upstream, git::UpstreamRemote());
+  if (upstream) return *upstream;
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> remotes, git::Remotes());
+  for (const std::string& r : remotes) {
+    if (r == "origin") return r;
+  }
+  if (remotes.size() == 1) return remotes[0];
+  return NotFound(remotes.empty() ? "this repository has no git remote to fetch objects from"
+                                  : "this repository has several git remotes and none is origin; name one");
+}
+
+Result<std::string> RemoteOrDefault(const std::string& named) {
+  if (!named.empty()) return named;
+  return DefaultRemote();
+}
+
+Result<std::unique_ptr<store::RemoteStore>> OpenRemoteStore(const std::string& remote) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> zipnn_url, git::ConfigGet("remote." + remote + ".zipnnurl"));
+  if (zipnn_url) return StoreAt(*zipnn_url, /*repository=*/false, remote);
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> url, git::ConfigGet("remote." + remote + ".url"));
+  return StoreAt(url ? *url : remote, /*repository=*/true, remote);  // a URL given in place of a name
+}
+
+}  // namespace zipnn::remote

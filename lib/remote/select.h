@@ -1,0 +1,37 @@
+// Which object store a git remote means (docs/remotes.md): the remote to
+// use when none is named, and the store behind it, opened as one
+// store::RemoteStore whatever its kind: a folder (a path or file:// URL,
+// or the store of the repository there), a store served over ssh by
+// `git zipnn serve-store`, or an S3 bucket. Settings are read from git
+// config and the environment as docs/remotes.md lists them.
+// Thread-compatible.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "lib/base/status.h"
+#include "lib/store/remote.h"
+
+namespace zipnn::remote {
+
+// The remote to use when none is named: the current branch's upstream
+// remote, else "origin", else the only remote. NotFound when there is none
+// to choose.
+Result<std::string> DefaultRemote();
+
+// `named`, or DefaultRemote() when it is empty.
+Result<std::string> RemoteOrDefault(const std::string& named);
+
+// The object store of a git remote (a name, or a URL or path as
+// `git push` accepts): remote.<name>.zipnnurl when set, else the store
+// that goes with the remote's URL; for a repository on a path or file://
+// URL, that repository's own store.
+Result<std::unique_ptr<store::RemoteStore>> OpenRemoteStore(const std::string& remote);
+
+// Seconds a remote may go without a byte moving: $GIT_ZIPNN_TIMEOUT, else
+// zipnn.timeout, else store::kDefaultTimeout. InvalidArgument for a value
+// that is not a number of seconds in (0, 86400].
+Result<double> RemoteTimeout();
+
+}  // namespace zipnn::remote

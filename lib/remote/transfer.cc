@@ -1,0 +1,116 @@
+#include "lib/remote/transfer.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <set>
+
+#include "lib/base/file.h"
+#include "lib/base/progress.h"
+#include "lib/remote/select.h"
+
+namespace zipnn::remote {
+
+namespace {
+
+store::TransferOptions OptionsShowing(Progress& progress, const std::string& state) {
+  store::TransferOptions options;
+  options.progress = [&progress, state](size_t objects, uint64_t bytes) {
+    progress.Update(state + " " + std::to_string(objects) + " objects, " + HumanBytes(bytes), 0);
+  };
+  return options;
+}
+
+// Pushes (or fetches) the objects of `found`.
+Result<Transferred> Transfer(bool push, const store::Repository& repo, const std::string& remote,
+                             const git::FoundPointers& found) {
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<store::RemoteStore> other, OpenRemoteStore(remote));
+  Transferred done;
+  done.where = other->where();
+  Progress progress(std::string("git-zipnn: ") + (push ? "push to " : "fetch from ") + remote, 0);
+  store::TransferOptions options = OptionsShowing(progress, push ? "sent" : "received");
+  std::vector<ContentId> ids;
+  for (const auto& [pointer, place] : found.pointers) {
+    ids.push_back(pointer.id);
+    options.raw_sizes[pointer.id] = pointer.size;
+  }
+  ZIPNN_ASSIGN_OR_RETURN(done.report, push ? store::PushObjects(repo, *other, ids, options)
+                                           : store::FetchObjects(repo, *other, ids, options));
+  return done;
+}
+
+}  // namespace
+
+Result<Transferred> PushPointers(const store::Repository& repo, const std::string& remote,
+                                 const git::FoundPointers& found) {
+  Result<Transferred> pushed = Transfer(/*push=*/true, repo, remote, found);
+  if (pushed.ok() || pushed.status().code() != StatusCode::kNotFound) return pushed;
+  // A chain not whole here: name the pointer it belongs to (PushObjects
+  // walks every chain before it sends anything, so nothing was sent).
+  for (const auto& [pointer, place] : found.pointers) {
+    Status whole = store::VisitChain(repo, pointer.id, [](const store::ChainLink&) {});
+    if (!whole.ok()) return Annotate(whole, "cannot push " + place.path + " (in " + place.rev + ")");
+  }
+  return pushed;
+}
+
+Result<Transferred> FetchPointers(const store::Repository& repo, const std::string& remote,
+                                  const git::FoundPointers& found) {
+  return Transfer(/*push=*/false, repo, remote, found);
+}
+
+Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string& remote,
+                                const git::FoundPointers& found) {
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<store::RemoteStore> other, OpenRemoteStore(remote));
+  RemoteCheck check;
+  check.where = other->where();
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(repo.temp_dir));
+  std::string dir = repo.temp_dir + "/fsck-remote-XXXXXX";
+  if (::mkdtemp(dir.data()) == nullptr) return IoError(dir + ": cannot create a scratch folder");
+  const store::Repository scratch{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", repo.policy};
+  std::set<ContentId> seen;
+  {
+    Progress progress("git-zipnn fsck: remote " + remote, found.pointers.size());
+    for (const auto& [pointer, place] : found.pointers) {
+      if (!seen.insert(pointer.id).second) continue;
+      progress.Update("decoding", check.checkpoints++);
+      store::TransferOptions options;
+      options.raw_sizes[pointer.id] = pointer.size;
+      Result<store::TransferReport> got = store::FetchObjects(scratch, *other, {pointer.id}, options);
+      if (!got.ok()) check.problems.emplace_back(&place, got.status().message());
+    }
+  }
+  auto listed = scratch.objects.List();
+  if (listed.ok()) {
+    for (const auto& entry : *listed) check.objects += entry.id ? 1 : 0;
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  ZIPNN_ASSIGN_OR_RETURN(check.temporaries, other->RemoveOldTemporaries());
+  return check;
+}
+
+Status FetchChain(const store::Repository& repo, const ContentId& id, std::optional<uint64_t> raw_size) {
+  auto remote = DefaultRemote();
+  if (!remote.ok()) return OkStatus();  // nowhere to fetch from: the restore names what is missing
+  auto from = OpenRemoteStore(*remote);
+  if (!from.ok()) return Annotate(from.status(), "remote " + *remote + " cannot be read");
+  Progress progress("git-zipnn: fetch from " + *remote, 0);
+  store::TransferOptions options = OptionsShowing(progress, "received");
+  if (raw_size) options.raw_sizes[id] = *raw_size;
+  return store::FetchObjects(repo, **from, {id}, options).status();
+}
+
+Status RestoreFetching(const store::Repository& repo, const store::Pointer& pointer, const std::string& path,
+                       ByteSink& out) {
+  // A restore opens every object of the chain before it writes a byte, so
+  // one that finds an object missing can be tried again after a fetch.
+  Status restored = store::RestoreFile(repo, pointer, path, out);
+  if (restored.code() != StatusCode::kNotFound) return restored;
+  Status fetched = FetchChain(repo, pointer.id, pointer.size);
+  if (!fetched.ok()) return Annotate(fetched, path);
+  return store::RestoreFile(repo, pointer, path, out);
+}
+
+}  // namespace zipnn::remote

@@ -1,0 +1,68 @@
+// Moving the objects that git's pointers need between the local store and
+// a git remote's store (lib/remote/select.h), on behalf of push, fetch,
+// pull, fsck --remote and a smudge that finds an object missing. Progress
+// is shown on stderr while objects move; summaries are the caller's to
+// print. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/base/content_id.h"
+#include "lib/base/io.h"
+#include "lib/base/status.h"
+#include "lib/git/pointers.h"
+#include "lib/store/checkpoints.h"
+#include "lib/store/pointer.h"
+#include "lib/store/remote.h"
+
+namespace zipnn::remote {
+
+// What a push or fetch moved, and the store it moved to or from.
+struct Transferred {
+  store::TransferReport report;
+  std::string where;
+};
+
+// Sends the objects of every pointer in `found` (and every base of their
+// chains) to `remote`. A pointer whose chain is not whole locally fails
+// before anything is sent, naming the object and where the pointer is.
+Result<Transferred> PushPointers(const store::Repository& repo, const std::string& remote,
+                                 const git::FoundPointers& found);
+
+// Brings the objects of every pointer in `found` (and their bases) from
+// `remote`.
+Result<Transferred> FetchPointers(const store::Repository& repo, const std::string& remote,
+                                  const git::FoundPointers& found);
+
+// What `git zipnn fsck --remote` found on a remote's store.
+struct RemoteCheck {
+  std::string where;        // the store
+  size_t checkpoints = 0;   // distinct ones checked
+  size_t objects = 0;       // objects that decoded to their ids
+  size_t temporaries = 0;   // old temporary files removed
+  std::vector<std::pair<const git::Place*, std::string>> problems;  // where a pointer is, and what is wrong
+};
+
+// Checks that `remote` holds every object the checkpoints of `found` need,
+// each decoding to its id: they are fetched into a scratch store in
+// temp_dir (as a fetch would, refusing what a fetch refuses) and thrown
+// away; the local store is not touched. Old temporary files of killed
+// pushes are removed.
+Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string& remote,
+                                const git::FoundPointers& found);
+
+// Fetches from the default remote what `id` needs and the local store
+// lacks; nothing to do without a remote (a restore then names what is
+// missing). `raw_size`, the pointer's size when known, bounds the object.
+Status FetchChain(const store::Repository& repo, const ContentId& id, std::optional<uint64_t> raw_size = std::nullopt);
+
+// store::RestoreFile; when an object of the chain is missing, FetchChain
+// and restore again.
+Status RestoreFetching(const store::Repository& repo, const store::Pointer& pointer, const std::string& path,
+                       ByteSink& out);
+
+}  // namespace zipnn::remote
