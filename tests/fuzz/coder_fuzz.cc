@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <memory>
 #include <vector>
 
 #include "lib/base/buffer.h"
@@ -52,11 +53,13 @@ std::vector<uint8_t> Padded(const uint8_t* p, size_t n) {
   return v;
 }
 
-// Whatever it decodes to: only memory errors count.
+// Whatever it decodes to: only memory errors count. The output is
+// allocated with new[], which gives a valid pointer for n = 0 as a
+// decoder's caller does (an empty vector's data() is null).
 void DecodeAnyway(Coder coder, const std::vector<uint8_t>& payload, size_t size, size_t n) {
   zipnn::codec::GroupDecoder decoder;
-  std::vector<uint8_t> out(n);
-  (void)decoder.Decode(coder, payload.data(), size, out.data(), n);
+  const std::unique_ptr<uint8_t[]> out(new uint8_t[n]);
+  (void)decoder.Decode(coder, payload.data(), size, out.get(), n);
 }
 
 }  // namespace
