@@ -1,0 +1,120 @@
+#include "lib/store/gc.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
+#include "lib/store/raw_cache.h"
+
+namespace zipnn::store {
+
+namespace {
+
+constexpr char kSetAsideSuffix[] = ".gc";
+// Scratch files (spooled input, restored bases, unfinished objects) older
+// than this are leftovers of a process that died.
+constexpr int64_t kScratchSeconds = 3600;
+
+bool EndsWith(const std::string& s, const std::string& end) {
+  return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
+}
+
+int64_t ModifiedAt(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_mtime) : -1;
+}
+
+// Puts the object set aside at `aside` back in its place.
+void PutBack(const std::string& aside, const std::string& object) {
+  if (::link(aside.c_str(), object.c_str()) == 0 || errno == EEXIST) ::unlink(aside.c_str());
+}
+
+// Files under `dir` older than `before`.
+std::vector<std::string> OldScratch(const std::string& dir, int64_t before) {
+  std::vector<std::string> old;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string path = it->path().string();
+    if (!it->is_regular_file(ec)) continue;
+    const int64_t at = ModifiedAt(path);
+    if (at >= 0 && at < before) old.push_back(path);
+  }
+  return old;
+}
+
+}  // namespace
+
+void NeedChain(const Repository& repo, const ContentId& id, Needed& needed) {
+  needed.ids.insert(id.Hex());
+  ContentId next = id;  // the object the walk opens next
+  const Status walked = VisitChain(repo, id, [&](const ChainLink& link) {
+    needed.ids.insert(link.id.Hex());
+    if (link.delta) needed.ids.insert(link.base.Hex());
+    next = link.base;
+  });
+  if (!walked.ok() && walked.code() != StatusCode::kNotFound) needed.unreadable.emplace(next.Hex(), walked.message());
+}
+
+Status PutBackSetAside(const Repository& repo) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> listed, repo.objects.List());
+  for (const auto& e : listed) {
+    if (EndsWith(e.path, kSetAsideSuffix)) PutBack(e.path, e.path.substr(0, e.path.size() - (sizeof kSetAsideSuffix - 1)));
+  }
+  return OkStatus();
+}
+
+Result<Swept> Sweep(const Repository& repo, Needed& needed, const SweepOptions& options) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> listed, repo.objects.List());
+  for (const auto& e : listed) {
+    if (e.id && e.mtime >= options.keep_since) NeedChain(repo, *e.id, needed);
+  }
+  Swept swept;
+  for (const auto& e : listed) {
+    if (!e.id) continue;
+    if (needed.ids.count(e.id->Hex()) != 0) {
+      ++swept.kept;
+      continue;
+    }
+    if (!options.dry_run) {
+      const std::string aside = e.path + kSetAsideSuffix;
+      if (::rename(e.path.c_str(), aside.c_str()) != 0) continue;  // gone already
+      if (ModifiedAt(aside) >= options.started) {  // an add marked it meanwhile: it stays
+        PutBack(aside, e.path);
+        ++swept.kept;
+        continue;
+      }
+      ::unlink(aside.c_str());
+    }
+    swept.objects.emplace_back(*e.id, e.size);
+    swept.freed += e.size;
+  }
+  // Raw copies that no pointer names any more, and any beyond the budget.
+  const RawCache cache(repo.cache_dir, repo.policy.raw_cache);
+  if (options.dry_run) {
+    for (const auto& e : cache.List()) {
+      if (needed.ids.count(e.id.Hex()) == 0) swept.raw_copies.emplace_back(e.id, e.size);
+    }
+  } else {
+    swept.cache_freed = cache.Prune([&](const ContentId& id) { return needed.ids.count(id.Hex()) != 0; });
+  }
+  // Leftovers of processes that died: unfinished objects in the store and
+  // scratch files (among them the raw copies and series lists that
+  // earlier versions kept per clone, in tmp/latest and series/).
+  std::vector<std::string> leftovers;
+  const int64_t old = options.started - kScratchSeconds;
+  for (const auto& e : listed) {
+    if (!e.id && !EndsWith(e.path, kSetAsideSuffix) && e.mtime < old) leftovers.push_back(e.path);
+  }
+  for (const std::string& f : OldScratch(repo.temp_dir, old)) leftovers.push_back(f);
+  const std::string legacy_series = repo.temp_dir.substr(0, repo.temp_dir.rfind('/')) + "/series";
+  for (const std::string& f : OldScratch(legacy_series, options.started)) leftovers.push_back(f);
+  for (const std::string& f : leftovers) {
+    if (!options.dry_run && ::unlink(f.c_str()) != 0) continue;
+    swept.leftovers.push_back(f);
+  }
+  return swept;
+}
+
+}  // namespace zipnn::store

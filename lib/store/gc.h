@@ -1,0 +1,67 @@
+// Removing the objects of a store that nothing needs (`git zipnn gc`).
+// Needed are the objects of every checkpoint a pointer names, every base
+// of their chains, and every object used within a grace period (with the
+// bases of its chain); the caller finds the pointers (lib/git) and holds
+// the store's lock exclusive, so running adds (whose filter processes
+// hold it shared until git has recorded their pointers) are done and new
+// ones wait. As a second guard, an add marks what it stores or reuses,
+// with every base of its chain (ObjectStore::Touch), before git records a
+// pointer.
+//
+// An object is removed by renaming it aside (`<object>.gc`), checking
+// that no add marked it meanwhile, then unlinking; one marked meanwhile
+// is put back. A gc interrupted between the two steps leaves the `.gc`
+// file, which the next gc puts back first. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/base/content_id.h"
+#include "lib/base/status.h"
+#include "lib/store/checkpoints.h"
+#include "lib/store/object_store.h"
+
+namespace zipnn::store {
+
+// The objects a gc keeps, by hex id. An object that cannot be read (a
+// damaged header) is needed all the same, since gc never turns damaged
+// into missing; `unreadable` holds its id and why. A missing object is
+// fsck's to report: there is nothing to keep.
+struct Needed {
+  std::set<std::string> ids;
+  std::map<std::string, std::string> unreadable;
+};
+
+// Adds `id` and every base of its chain.
+void NeedChain(const Repository& repo, const ContentId& id, Needed& needed);
+
+// Puts back every object an interrupted gc left aside.
+Status PutBackSetAside(const Repository& repo);
+
+struct SweepOptions {
+  bool dry_run = false;    // remove nothing, list what would go
+  int64_t started = 0;     // when the gc began (seconds since the epoch)
+  int64_t keep_since = 0;  // objects used since then are kept, with their chains
+};
+struct Swept {
+  // Removed (or, in a dry run, to be removed): objects, raw copies and
+  // leftover files of processes that died, in the order they were met.
+  std::vector<std::pair<ContentId, uint64_t>> objects, raw_copies;
+  std::vector<std::string> leftovers;
+  uint64_t freed = 0;        // bytes of the objects
+  uint64_t kept = 0;         // objects kept
+  uint64_t cache_freed = 0;  // bytes of the raw copies
+};
+
+// Adds the objects used since options.keep_since (and their chains) to
+// `needed`, then removes every other object, the raw copies no needed id
+// names (and any beyond the cache's budget), and scratch files and
+// unfinished objects older than an hour.
+Result<Swept> Sweep(const Repository& repo, Needed& needed, const SweepOptions& options);
+
+}  // namespace zipnn::store
