@@ -23,17 +23,6 @@ struct LogArgs {
   bool json = false;
 };
 
-// The blob at `path` in each of `commits`.
-Result<std::vector<std::optional<git::Oid>>> BlobsAt(const git::Repository& git_repo,
-                                                     const std::vector<git::CommitInfo>& commits,
-                                                     const std::string& path) {
-  std::vector<std::optional<git::Oid>> blobs(commits.size());
-  for (size_t i = 0; i < commits.size(); ++i) {
-    ZIPNN_ASSIGN_OR_RETURN(blobs[i], git_repo.FileAt(commits[i].id, path));
-  }
-  return blobs;
-}
-
 Status RunLog(const LogArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
@@ -46,16 +35,8 @@ Status RunLog(const LogArgs& a) {
       paths.push_back(std::move(full));
     }
   }
-  // HEAD's history once for every path, as `git log` walks it.
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> head, git_repo.ResolveCommit("HEAD"));
-  std::vector<git::CommitInfo> commits;
-  if (head) {
-    ZIPNN_ASSIGN_OR_RETURN(commits, git_repo.Commits({"HEAD"}));
-  }
-  std::map<git::Oid, size_t> position;
-  for (size_t i = 0; i < commits.size(); ++i) position.emplace(commits[i].id, i);
-  // Each blob is read, and each object described, once.
-  std::map<git::Oid, std::optional<store::Pointer>> pointers;
+  ZIPNN_ASSIGN_OR_RETURN(git::PathHistory history, git::PathHistory::Of(git_repo));
+  // Each object is described once.
   std::map<ContentId, Result<store::StoredInfo>> described;
   // Why each base is one, from its place in its series (read on demand).
   std::unique_ptr<git::SeriesVersions> series;
@@ -73,30 +54,13 @@ Status RunLog(const LogArgs& a) {
 
   nlohmann::ordered_json versions = nlohmann::ordered_json::array();
   for (const std::string& path : paths) {
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::optional<git::Oid>> blobs, BlobsAt(git_repo, commits, path));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<git::PathVersion> path_versions, history.Versions(path));
     uint64_t raw_total = 0, stored_total = 0;
     std::set<std::string> counted;
     if (!a.json) std::printf("%s\n", path.c_str());
-    for (size_t i = 0; i < commits.size(); ++i) {
-      const git::CommitInfo& c = commits[i];
-      // A version shows where the path's blob changed: absent here
-      // (deleted), or the same as a parent's (as git log -- <path>
-      // simplifies a merge that took one side's version) shows nothing.
-      if (!blobs[i]) continue;
-      bool same_as_parent = false;
-      for (const git::Oid& parent : c.parents) {
-        auto at = position.find(parent);  // absent in a shallow clone
-        if (at != position.end() && blobs[at->second] == blobs[i]) same_as_parent = true;
-      }
-      if (same_as_parent) continue;
-      auto cached = pointers.find(*blobs[i]);
-      if (cached == pointers.end()) {
-        Result<std::optional<store::Pointer>> read = git::PointerInBlob(git_repo, *blobs[i]);
-        if (!read.ok() && read.status().code() == StatusCode::kGit) return read.status();
-        cached = pointers.emplace(*blobs[i], read.ok() ? *read : std::nullopt).first;
-      }
-      if (!cached->second) continue;  // not stored by git-zipnn here
-      const store::Pointer& pointer = *cached->second;
+    for (const git::PathVersion& v : path_versions) {
+      const git::CommitInfo& c = *v.commit;
+      const store::Pointer& pointer = v.pointer;
       auto described_at = described.find(pointer.id);
       if (described_at == described.end()) {
         described_at = described.emplace(pointer.id, store::Describe(repo, pointer.id)).first;

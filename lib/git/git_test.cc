@@ -396,5 +396,36 @@ TEST_CASE("finds pointers in HEAD, in all history and the index, and damaged one
   CHECK(!FindPointersInTrees(repo, {"nosuchbranch"}).ok());
 }
 
+TEST_CASE("a path's history lists each commit that changed its pointer, newest first, once per blob read") {
+  Sandbox box;
+  const store::Pointer p1 = PointerOf("one"), p2 = PointerOf("two");
+  box.Write("m.bin", store::FormatPointer(p1));
+  const std::string c1 = box.Commit("c1");
+  box.Write("other.txt", "unrelated\n");
+  box.Commit("c2: m.bin unchanged");
+  box.Write("m.bin", "plain text, not a pointer\n");
+  box.Commit("c3: not a pointer");
+  box.Write("m.bin", store::FormatPointer(p2));
+  const std::string c4 = box.Commit("c4");
+  box.Sh("git rm -q m.bin");
+  box.Commit("c5: deleted");
+  box.Sh("git checkout -q -b side HEAD~1 && echo x > s.txt && git add s.txt && git commit -q -m side && "
+         "git checkout -q main && git merge -q --no-edit side");  // m.bin as c4 had it: no new version
+  const Repository repo = Open(box.repo());
+  auto history = PathHistory::Of(repo);
+  REQUIRE(history.ok());
+  auto versions = history->Versions("m.bin");
+  REQUIRE(versions.ok());
+  REQUIRE(versions->size() == 2);
+  CHECK((*versions)[0].commit->id.Hex() == c4);
+  CHECK((*versions)[0].pointer == p2);
+  CHECK((*versions)[0].commit->subject == "c4");
+  CHECK((*versions)[1].commit->id.Hex() == c1);
+  CHECK((*versions)[1].pointer == p1);
+  auto none = history->Versions("no/such/file");
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+}
+
 }  // namespace
 }  // namespace zipnn::git

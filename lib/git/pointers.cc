@@ -114,4 +114,39 @@ Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vec
   return PointersAmong(repo, blobs);
 }
 
+Result<PathHistory> PathHistory::Of(const Repository& repo) {
+  PathHistory history(repo);
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> head, repo.ResolveCommit("HEAD"));
+  if (head) {
+    ZIPNN_ASSIGN_OR_RETURN(history.commits_, repo.Commits({"HEAD"}));
+  }
+  for (size_t i = 0; i < history.commits_.size(); ++i) history.position_.emplace(history.commits_[i].id, i);
+  return history;
+}
+
+Result<std::vector<PathVersion>> PathHistory::Versions(const std::string& path) {
+  std::vector<std::optional<Oid>> blobs(commits_.size());
+  for (size_t i = 0; i < commits_.size(); ++i) {
+    ZIPNN_ASSIGN_OR_RETURN(blobs[i], repo_->FileAt(commits_[i].id, path));
+  }
+  std::vector<PathVersion> versions;
+  for (size_t i = 0; i < commits_.size(); ++i) {
+    if (!blobs[i]) continue;
+    bool same_as_parent = false;
+    for (const Oid& parent : commits_[i].parents) {
+      auto at = position_.find(parent);  // absent in a shallow clone
+      if (at != position_.end() && blobs[at->second] == blobs[i]) same_as_parent = true;
+    }
+    if (same_as_parent) continue;
+    auto cached = pointers_.find(*blobs[i]);
+    if (cached == pointers_.end()) {
+      Result<std::optional<store::Pointer>> read = PointerInBlob(*repo_, *blobs[i]);
+      if (!read.ok() && read.status().code() == StatusCode::kGit) return read.status();
+      cached = pointers_.emplace(*blobs[i], read.ok() ? *read : std::nullopt).first;
+    }
+    if (cached->second) versions.push_back(PathVersion{&commits_[i], *cached->second});
+  }
+  return versions;
+}
+
 }  // namespace zipnn::git

@@ -6,6 +6,7 @@
 // Functions are thread-compatible: one Repository per thread.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,5 +49,30 @@ Result<FoundPointers> FindPointersIn(const Repository& repo, const std::vector<s
 // The pointers in the trees of `revs` (their files as they are there, not
 // their history).
 Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vector<std::string>& revs);
+
+// The versions of tracked paths along HEAD's history, as `git log --
+// <path>` lists them: each commit (newest first) where the path's blob
+// changed, with the pointer it holds there. A commit whose blob is the
+// same as a parent's (a merge that took one side's version) or that does
+// not hold the path shows nothing; neither does a blob that is not a
+// pointer. HEAD's history is walked once, and each blob read once, for
+// every path asked for.
+struct PathVersion {
+  const CommitInfo* commit;
+  store::Pointer pointer;
+};
+class PathHistory {
+ public:
+  // `repo` must outlive the history.
+  static Result<PathHistory> Of(const Repository& repo);
+  Result<std::vector<PathVersion>> Versions(const std::string& path);
+
+ private:
+  explicit PathHistory(const Repository& repo) : repo_(&repo) {}
+  const Repository* repo_;
+  std::vector<CommitInfo> commits_;
+  std::map<Oid, size_t> position_;
+  std::map<Oid, std::optional<store::Pointer>> pointers_;
+};
 
 }  // namespace zipnn::git
