@@ -1,5 +1,5 @@
 // git zipnn serve-store: serves one object store on standard input and
-// output with the store protocol (lib/store/served.h). It is the command
+// output with the store protocol (lib/remote/served.h). It is the command
 // an ssh remote runs on the far host; nobody needs to run it by hand.
 #include <pwd.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include "cmd/command.h"
 #include "lib/git/discover.h"
 #include "lib/base/file.h"
-#include "lib/store/served.h"
+#include "lib/remote/served.h"
 
 namespace zipnn::cmd {
 
@@ -59,10 +59,10 @@ Action SetupServeStore(CLI::App& sub) {
     if (!root.ok()) {
       // The client shows the reason; said here too, a user over ssh would
       // read it twice.
-      if (store::RefuseToServe(client, root.status().message()).ok()) std::exit(1);
+      if (remote::RefuseToServe(client, root.status().message()).ok()) std::exit(1);
       return root.status();
     }
-    return store::ServeStore(store::ObjectStore(*root), client);
+    return remote::ServeStore(store::ObjectStore(*root), client);
   };
 }
 

@@ -43,7 +43,7 @@ void WarnDamaged(const FoundPointers& found) {
 
 void PrintTransfer(bool push, const remote::Transferred& done, bool quiet) {
   if (quiet) return;
-  const store::TransferReport& r = done.report;
+  const remote::TransferReport& r = done.report;
   std::fprintf(stderr, "git-zipnn: %s %zu object%s (%s) %s %s; %zu of %zu were %s already\n",
                push ? "pushed" : "fetched", r.moved, r.moved == 1 ? "" : "s", HumanBytes(r.bytes).c_str(),
                push ? "to" : "from", done.where.c_str(), r.present, r.needed, push ? "there" : "here");

@@ -8,8 +8,8 @@
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
 #include "lib/remote/ssh.h"
-#include "lib/s3/s3.h"
-#include "lib/store/served.h"
+#include "lib/remote/s3.h"
+#include "lib/remote/served.h"
 
 namespace zipnn::remote {
 
@@ -37,18 +37,18 @@ Result<std::vector<std::string>> SshCommand(const SshTarget& t, const std::strin
 
 // A store served over ssh by `git zipnn serve-store` on the host: the
 // store of the repository at the path (`repository`), or the folder.
-Result<std::unique_ptr<store::RemoteStore>> SshStore(const std::string& url, const SshTarget& t, bool repository,
+Result<std::unique_ptr<RemoteStore>> SshStore(const std::string& url, const SshTarget& t, bool repository,
                                                       const std::string& remote) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> serve, git::ConfigGet("remote." + remote + ".zipnnserve"));
   const std::string remote_command = serve.value_or("git-zipnn") + " serve-store " +
                                      (repository ? "--repository " : "") + ShellQuote(t.path);
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> argv, SshCommand(t, remote_command));
-  store::StoreConnector connect = [argv]() -> Result<std::unique_ptr<Channel>> {
+  StoreConnector connect = [argv]() -> Result<std::unique_ptr<Channel>> {
     ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<Process> ssh, Process::Start(argv));
     return std::unique_ptr<Channel>(std::move(ssh));
   };
   ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
-  return store::ServedRemote(url, std::move(connect),
+  return ServedRemote(url, std::move(connect),
                              "if ssh connected, is git-zipnn on the PATH there? remote." + remote +
                                  ".zipnnserve names the program to run",
                              timeout);
@@ -58,7 +58,7 @@ Result<std::unique_ptr<store::RemoteStore>> SshStore(const std::string& url, con
 // $AWS_ENDPOINT_URL) for a server other than AWS, remote.<name>.zipnnregion
 // (else the AWS settings), remote.<name>.zipnnpartsize for the size of
 // upload parts, and credentials from the AWS sources.
-Result<std::unique_ptr<store::RemoteStore>> S3Store(const std::string& url, const std::string& remote) {
+Result<std::unique_ptr<RemoteStore>> S3Store(const std::string& url, const std::string& remote) {
   s3::Options o;
   ZIPNN_ASSIGN_OR_RETURN(o.location, s3::ParseUrl(url));
   const std::string key = "remote." + remote + ".zipnn";
@@ -80,7 +80,7 @@ Result<std::unique_ptr<store::RemoteStore>> S3Store(const std::string& url, cons
 
 // The store a URL names. `repository`: the URL is a git remote's, so a
 // path means a repository whose store is used; else it is the store itself.
-Result<std::unique_ptr<store::RemoteStore>> StoreAt(const std::string& url, bool repository,
+Result<std::unique_ptr<RemoteStore>> StoreAt(const std::string& url, bool repository,
                                                      const std::string& remote) {
   const std::string fix = "set remote." + remote + ".zipnnurl to a shared folder (docs/remotes.md)";
   if (StartsWith(url, "s3://")) return S3Store(url, remote);
@@ -97,9 +97,9 @@ Result<std::unique_ptr<store::RemoteStore>> StoreAt(const std::string& url, bool
     auto top = git::TopLevel();
     if (top.ok()) path = *top + "/" + path;
   }
-  if (!repository) return store::FolderRemote(path);
+  if (!repository) return FolderRemote(path);
   ZIPNN_ASSIGN_OR_RETURN(std::string root, git::StoreOfRepository(path));
-  return store::FolderRemote(root);
+  return FolderRemote(root);
 }
 
 }  // namespace
@@ -109,11 +109,11 @@ Result<double> RemoteTimeout() {
   if (!text) {
     ZIPNN_ASSIGN_OR_RETURN(text, git::ConfigGet("zipnn.timeout"));
   }
-  if (!text) return store::kDefaultTimeout;
+  if (!text) return kDefaultTimeout;
   char* end = nullptr;
   const double seconds = std::strtod(text->c_str(), &end);
   if (end == text->c_str() || *end != '\0' || !(seconds > 0) || seconds > 86400) {
-    return InvalidArgument("the remote timeout \"" + *text + "\" (" + store::kTimeoutSetting +
+    return InvalidArgument("the remote timeout \"" + *text + "\" (" + kTimeoutSetting +
                            ") is not a number of seconds between 0 and 86400");
   }
   return seconds;
@@ -136,7 +136,7 @@ Result<std::string> RemoteOrDefault(const std::string& named) {
   return DefaultRemote();
 }
 
-Result<std::unique_ptr<store::RemoteStore>> OpenRemoteStore(const std::string& remote) {
+Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const std::string& remote) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> zipnn_url, git::ConfigGet("remote." + remote + ".zipnnurl"));
   if (zipnn_url) return StoreAt(*zipnn_url, /*repository=*/false, remote);
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> url, git::ConfigGet("remote." + remote + ".url"));

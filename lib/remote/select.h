@@ -1,6 +1,6 @@
 // Which object store a git remote means (docs/remotes.md): the remote to
 // use when none is named, and the store behind it, opened as one
-// store::RemoteStore whatever its kind: a folder (a path or file:// URL,
+// RemoteStore whatever its kind: a folder (a path or file:// URL,
 // or the store of the repository there), a store served over ssh by
 // `git zipnn serve-store`, or an S3 bucket. Settings are read from git
 // config and the environment as docs/remotes.md lists them.
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "lib/base/status.h"
-#include "lib/store/remote.h"
+#include "lib/remote/remote_store.h"
 
 namespace zipnn::remote {
 
@@ -27,10 +27,10 @@ Result<std::string> RemoteOrDefault(const std::string& named);
 // `git push` accepts): remote.<name>.zipnnurl when set, else the store
 // that goes with the remote's URL; for a repository on a path or file://
 // URL, that repository's own store.
-Result<std::unique_ptr<store::RemoteStore>> OpenRemoteStore(const std::string& remote);
+Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const std::string& remote);
 
 // Seconds a remote may go without a byte moving: $GIT_ZIPNN_TIMEOUT, else
-// zipnn.timeout, else store::kDefaultTimeout. InvalidArgument for a value
+// zipnn.timeout, else kDefaultTimeout. InvalidArgument for a value
 // that is not a number of seconds in (0, 86400].
 Result<double> RemoteTimeout();
 

@@ -14,8 +14,8 @@ namespace zipnn::remote {
 
 namespace {
 
-store::TransferOptions OptionsShowing(Progress& progress, const std::string& state) {
-  store::TransferOptions options;
+TransferOptions OptionsShowing(Progress& progress, const std::string& state) {
+  TransferOptions options;
   options.progress = [&progress, state](size_t objects, uint64_t bytes) {
     progress.Update(state + " " + std::to_string(objects) + " objects, " + HumanBytes(bytes), 0);
   };
@@ -25,18 +25,18 @@ store::TransferOptions OptionsShowing(Progress& progress, const std::string& sta
 // Pushes (or fetches) the objects of `found`.
 Result<Transferred> Transfer(bool push, const store::Repository& repo, const std::string& remote,
                              const git::FoundPointers& found) {
-  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<store::RemoteStore> other, OpenRemoteStore(remote));
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(remote));
   Transferred done;
   done.where = other->where();
   Progress progress(std::string("git-zipnn: ") + (push ? "push to " : "fetch from ") + remote, 0);
-  store::TransferOptions options = OptionsShowing(progress, push ? "sent" : "received");
+  TransferOptions options = OptionsShowing(progress, push ? "sent" : "received");
   std::vector<ContentId> ids;
   for (const auto& [pointer, place] : found.pointers) {
     ids.push_back(pointer.id);
     options.raw_sizes[pointer.id] = pointer.size;
   }
-  ZIPNN_ASSIGN_OR_RETURN(done.report, push ? store::PushObjects(repo, *other, ids, options)
-                                           : store::FetchObjects(repo, *other, ids, options));
+  ZIPNN_ASSIGN_OR_RETURN(done.report, push ? PushObjects(repo, *other, ids, options)
+                                           : FetchObjects(repo, *other, ids, options));
   return done;
 }
 
@@ -62,7 +62,7 @@ Result<Transferred> FetchPointers(const store::Repository& repo, const std::stri
 
 Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string& remote,
                                 const git::FoundPointers& found) {
-  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<store::RemoteStore> other, OpenRemoteStore(remote));
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(remote));
   RemoteCheck check;
   check.where = other->where();
   ZIPNN_RETURN_IF_ERROR(MakeDirectories(repo.temp_dir));
@@ -75,9 +75,9 @@ Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string
     for (const auto& [pointer, place] : found.pointers) {
       if (!seen.insert(pointer.id).second) continue;
       progress.Update("decoding", check.checkpoints++);
-      store::TransferOptions options;
+      TransferOptions options;
       options.raw_sizes[pointer.id] = pointer.size;
-      Result<store::TransferReport> got = store::FetchObjects(scratch, *other, {pointer.id}, options);
+      Result<TransferReport> got = FetchObjects(scratch, *other, {pointer.id}, options);
       if (!got.ok()) check.problems.emplace_back(&place, got.status().message());
     }
   }
@@ -97,9 +97,9 @@ Status FetchChain(const store::Repository& repo, const ContentId& id, std::optio
   auto from = OpenRemoteStore(*remote);
   if (!from.ok()) return Annotate(from.status(), "remote " + *remote + " cannot be read");
   Progress progress("git-zipnn: fetch from " + *remote, 0);
-  store::TransferOptions options = OptionsShowing(progress, "received");
+  TransferOptions options = OptionsShowing(progress, "received");
   if (raw_size) options.raw_sizes[id] = *raw_size;
-  return store::FetchObjects(repo, **from, {id}, options).status();
+  return FetchObjects(repo, **from, {id}, options).status();
 }
 
 Status RestoreFetching(const store::Repository& repo, const store::Pointer& pointer, const std::string& path,

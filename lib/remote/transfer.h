@@ -17,13 +17,13 @@
 #include "lib/git/pointers.h"
 #include "lib/store/checkpoints.h"
 #include "lib/store/pointer.h"
-#include "lib/store/remote.h"
+#include "lib/remote/remote_store.h"
 
 namespace zipnn::remote {
 
 // What a push or fetch moved, and the store it moved to or from.
 struct Transferred {
-  store::TransferReport report;
+  TransferReport report;
   std::string where;
 };
 

@@ -16,7 +16,6 @@
 #include "lib/container/format.h"
 #include "lib/container/object.h"
 #include "lib/store/checkpoints.h"
-#include "lib/store/remote.h"
 
 namespace zipnn::store::testing {
 
@@ -72,28 +71,6 @@ inline Result<std::string> ForgeObject(const std::string& object, const ContentI
   Buffer tail;
   container::AppendIndexAndTrailer(info.chunks, id, tail);
   return object.substr(0, index) + std::string(reinterpret_cast<const char*>(tail.data()), tail.size());
-}
-
-// With `ids` from StoreChain(here, 3) and nothing on `remote`: pushing
-// ids[2] sends it, the delta below and the base; pushing ids[3] then sends
-// only it; fetching ids[3] into `there` brings all four, one chain level a
-// round, and the top restores.
-inline void CheckPushAndFetch(const Repository& here, const Repository& there, RemoteStore& remote,
-                              const std::vector<ContentId>& ids) {
-  auto pushed = PushObjects(here, remote, {ids[2]}, {});
-  REQUIRE(pushed.ok());
-  CHECK(pushed->needed == 3);
-  CHECK(pushed->moved == 3);
-  auto again = PushObjects(here, remote, {ids[3]}, {});
-  REQUIRE(again.ok());
-  CHECK(again->moved == 1);
-  CHECK(again->present == 3);
-  auto fetched = FetchObjects(there, remote, {ids[3]}, {});
-  REQUIRE(fetched.ok());
-  CHECK(fetched->moved == 4);
-  CountingSink restored;
-  CHECK(Restore(there, ids[3], restored).ok());
-  CHECK(restored.bytes() == 64);
 }
 
 }  // namespace zipnn::store::testing

@@ -1,4 +1,4 @@
-// Test-only helpers for lib/s3: a fake S3 endpoint on 127.0.0.1 that
+// Test-only helpers for the S3 store (lib/remote/s3.h): a fake S3 endpoint on 127.0.0.1 that
 // records every request and answers each as the test says, and a
 // reference SigV4 signer the tests check the requests' signatures with
 // (itself checked against AWS's published example). The fake answers one

@@ -1,4 +1,4 @@
-#include "lib/s3/s3.h"
+#include "lib/remote/s3.h"
 
 #include <curl/curl.h>
 #include <openssl/evp.h>
@@ -210,7 +210,7 @@ size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
-class Bucket : public store::RemoteStore {
+class Bucket : public remote::RemoteStore {
  public:
   Bucket(std::string where, Options o) : where_(std::move(where)), o_(std::move(o)) {
     static std::once_flag once;
@@ -484,7 +484,7 @@ std::string FindRegion() {
   return region.empty() ? "us-east-1" : region;
 }
 
-std::unique_ptr<store::RemoteStore> Remote(std::string where, Options options) {
+std::unique_ptr<remote::RemoteStore> Remote(std::string where, Options options) {
   return std::make_unique<Bucket>(std::move(where), std::move(options));
 }
 

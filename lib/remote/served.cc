@@ -1,4 +1,4 @@
-#include "lib/store/served.h"
+#include "lib/remote/served.h"
 
 #include <algorithm>
 #include <atomic>
@@ -13,7 +13,12 @@
 #include "lib/base/buffer.h"
 #include "lib/base/file.h"
 
-namespace zipnn::store {
+namespace zipnn::remote {
+
+using store::ChainLink;
+using store::ObjectStore;
+using store::Repository;
+using store::StoreLock;
 
 namespace {
 
@@ -413,4 +418,4 @@ std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector conn
   return std::make_unique<Served>(std::move(where), std::move(connect), std::move(no_answer), timeout);
 }
 
-}  // namespace zipnn::store
+}  // namespace zipnn::remote

@@ -19,7 +19,7 @@
 // soon as it grows past what its checkpoint can take, and a local object
 // that is present but damaged is fetched again and replaced.
 //
-// No git here: which remote a git remote means is decided by the caller.
+// No git here: which remote a git remote means is select.h's to decide.
 #pragma once
 
 #include <functional>
@@ -34,7 +34,7 @@
 #include "lib/store/checkpoints.h"
 #include "lib/store/object_store.h"
 
-namespace zipnn::store {
+namespace zipnn::remote {
 
 // One remote store. Thread-safe: transfers call it from several threads.
 class RemoteStore {
@@ -82,14 +82,14 @@ Status CheckObjectFile(const std::string& path, const ContentId& id);
 // the object's place, must pass `check`, and then take the name, in place
 // of a damaged copy if there is one. Temporary files that killed writers
 // left in that folder more than kOldTemporary ago are removed first.
-Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
+Status ReceiveObject(const store::ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
                      const std::function<Status(const std::string& temp)>& check);
 inline constexpr int64_t kOldTemporary = 24 * 3600;  // seconds
 // Whether `store` holds `id`'s object and it passes CheckObject.
-bool HoldsIntact(const ObjectStore& store, const ContentId& id);
+bool HoldsIntact(const store::ObjectStore& store, const ContentId& id);
 // Removes the temporary files (".tmp-" in the name) of `store` whose last
 // change is more than kOldTemporary ago; how many it removed.
-Result<size_t> RemoveOldTemporaries(const ObjectStore& store);
+Result<size_t> RemoveOldTemporaries(const store::ObjectStore& store);
 
 // The proof a receiver asks for before an object takes its name: decodes
 // `object` (not in the store yet, meant for `id`) into `out` and checks
@@ -97,7 +97,7 @@ Result<size_t> RemoveOldTemporaries(const ObjectStore& store);
 // its base from `base` (that checkpoint's bytes, already verified) or,
 // when `base` is null, by decoding the base's chain from `repo`'s store.
 // Corruption when it holds other content than `id` names.
-Status DecodeReceived(const Repository& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
+Status DecodeReceived(const store::Repository& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
                       ByteSink& out);
 
 struct TransferOptions {
@@ -123,7 +123,7 @@ struct TransferReport {
 // receiver that decodes what it is given has every base first. A chain
 // that is not whole in the local store fails, naming the missing object,
 // before anything is sent.
-Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
+Result<TransferReport> PushObjects(const store::Repository& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options);
 
 // Brings every object `ids` need that the local store lacks (or holds
@@ -133,7 +133,7 @@ Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, 
 // object the remote does not hold is NotFound, naming it and the remote;
 // one that does not decode to its id is Corruption, and neither it nor
 // anything above it is kept.
-Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
+Result<TransferReport> FetchObjects(const store::Repository& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                     const TransferOptions& options);
 
-}  // namespace zipnn::store
+}  // namespace zipnn::remote

@@ -1,4 +1,4 @@
-#include "lib/store/remote.h"
+#include "lib/remote/remote_store.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -22,7 +22,12 @@
 #include "lib/store/object_store.h"
 #include "lib/store/storing.h"
 
-namespace zipnn::store {
+namespace zipnn::remote {
+
+using store::ChainLink;
+using store::ObjectStore;
+using store::Repository;
+using store::StoreLock;
 
 namespace {
 
@@ -62,7 +67,7 @@ class Folder : public RemoteStore {
         [&](const std::string& temp) { return CheckObjectFile(temp, id); });
   }
 
-  Result<size_t> RemoveOldTemporaries() override { return store::RemoveOldTemporaries(store_); }
+  Result<size_t> RemoveOldTemporaries() override { return remote::RemoveOldTemporaries(store_); }
 
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
     // Only a plain file: a FIFO put in an object's place would block the
@@ -424,7 +429,7 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
         get.push_back(id);
       }
     }
-    if (seen.size() > ids.size() + static_cast<size_t>(kMaxChainDepth) * std::max<size_t>(1, ids.size())) {
+    if (seen.size() > ids.size() + static_cast<size_t>(store::kMaxChainDepth) * std::max<size_t>(1, ids.size())) {
       return Corruption("the chains of the objects asked for do not end (a loop?)");
     }
     ZIPNN_RETURN_IF_ERROR(MoveAll(get, options, report, [&](const ContentId& id) -> Result<uint64_t> {
@@ -462,4 +467,4 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
   return report;
 }
 
-}  // namespace zipnn::store
+}  // namespace zipnn::remote

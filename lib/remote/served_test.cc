@@ -1,7 +1,7 @@
 // The store protocol, both ends in this process over socket pairs: a
 // served store moves chains like a folder does, each end refuses what the
 // other gets wrong, and nothing partial is left under an object's name.
-#include "lib/store/served.h"
+#include "lib/remote/served.h"
 
 #include <doctest/doctest.h>
 #include <sys/socket.h>
@@ -18,16 +18,19 @@
 #include <vector>
 
 #include "lib/base/file.h"
-#include "lib/store/remote.h"
+#include "lib/remote/remote_store.h"
+#include "lib/remote/remote_test_util.h"
 #include "lib/store/test_objects.h"
 
-namespace zipnn::store {
+namespace zipnn::remote {
 namespace {
 
-using testing::FilesIn;
-using testing::ForgeObject;
-using testing::StoreChain;
-using testing::TempDir;
+using store::ObjectStore;
+using store::Repository;
+using store::testing::FilesIn;
+using store::testing::ForgeObject;
+using store::testing::StoreChain;
+using store::testing::TempDir;
 
 // One end of a socket pair, closed when it goes away.
 class SocketEnd : public Channel {
@@ -433,4 +436,4 @@ TEST_CASE("a client gives up on a server that stops answering within its timeout
 }
 
 }  // namespace
-}  // namespace zipnn::store
+}  // namespace zipnn::remote

@@ -6,7 +6,7 @@
 // the server checks before it keeps the object, and a fetched object is
 // checked whole by the fetcher before it takes its name.
 //
-// No git here: cmd/ reads the endpoint and region settings of a remote.
+// No git here: select.h reads the endpoint and region settings of a remote.
 // An S3 remote is thread-safe: each request takes an idle curl handle
 // (whose connection stays open) or a new one.
 #pragma once
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "lib/base/status.h"
-#include "lib/store/remote.h"
+#include "lib/remote/remote_store.h"
 
 namespace zipnn::s3 {
 
@@ -60,6 +60,6 @@ struct Options {
 };
 
 // `where` names the store in messages (the s3:// URL).
-std::unique_ptr<store::RemoteStore> Remote(std::string where, Options options);
+std::unique_ptr<remote::RemoteStore> Remote(std::string where, Options options);
 
 }  // namespace zipnn::s3

@@ -1,4 +1,4 @@
-// Tests of lib/s3 through its public header: s3:// URLs, where credentials
+// Tests of the S3 store (lib/remote/s3.h) through its public header: s3:// URLs, where credentials
 // and the region come from (environment and AWS files under a HOME of the
 // test's own), and, against a fake endpoint in this process (fake_s3.h),
 // what goes over the wire: path-style addresses with encoded keys, SigV4
@@ -6,7 +6,7 @@
 // published example, payload hashes, uploads in parts, the error text of
 // each kind of refusal, the size bound on downloads and a server that
 // stops answering.
-#include "lib/s3/s3.h"
+#include "lib/remote/s3.h"
 
 #include <stdlib.h>
 
@@ -22,7 +22,7 @@
 #include "lib/base/content_id.h"
 #include "lib/base/file.h"
 #include "lib/base/io.h"
-#include "lib/s3/fake_s3.h"
+#include "lib/remote/fake_s3.h"
 
 namespace zipnn::s3 {
 namespace {
@@ -321,7 +321,7 @@ std::string KeyPath(const std::string& prefix, const ContentId& id) {
   return prefix + "/" + hex.substr(0, 2) + "/" + hex.substr(2, 2) + "/" + hex;
 }
 
-Status PutText(store::RemoteStore& remote, const std::string& text) {
+Status PutText(remote::RemoteStore& remote, const std::string& text) {
   MemorySource object(reinterpret_cast<const uint8_t*>(text.data()), text.size(), "object");
   return remote.Put(IdOf(text), object);
 }

@@ -29,9 +29,9 @@
 #include "lib/base/io.h"
 #include "lib/base/status.h"
 #include "lib/store/object_store.h"
-#include "lib/store/remote.h"
+#include "lib/remote/remote_store.h"
 
-namespace zipnn::store {
+namespace zipnn::remote {
 
 inline constexpr char kStoreProtocolGreeting[] = "git-zipnn-store 1";
 
@@ -39,7 +39,7 @@ inline constexpr char kStoreProtocolGreeting[] = "git-zipnn-store 1";
 // closes its end (OK) or breaks the protocol (an error naming what it
 // sent). Answers a request that fails (an object that will not store)
 // with an error line and goes on.
-Status ServeStore(const ObjectStore& store, Channel& client);
+Status ServeStore(const store::ObjectStore& store, Channel& client);
 
 // Tells a client that this server cannot serve (in place of the greeting).
 Status RefuseToServe(Channel& client, const std::string& why);
@@ -59,4 +59,4 @@ inline constexpr double kDefaultTimeout = 60;
 std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector connect, std::string no_answer,
                                           double timeout = kDefaultTimeout);
 
-}  // namespace zipnn::store
+}  // namespace zipnn::remote

@@ -1,0 +1,111 @@
+// The folder store (a shared folder, or another repository's store on
+// this machine): push and fetch move whole chains, skip what is there,
+// refuse damaged objects and replace damaged or misfiled copies.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/base/io.h"
+#include "lib/remote/remote_store.h"
+#include "lib/remote/remote_test_util.h"
+#include "lib/store/checkpoints.h"
+#include "lib/store/object_store.h"
+#include "lib/store/test_objects.h"
+
+namespace zipnn::remote {
+namespace {
+
+using store::ObjectStore;
+using store::Repository;
+using store::testing::FilesIn;
+using store::testing::StoreChain;
+using store::testing::TempDir;
+
+TEST_CASE("push and fetch move whole chains, skip what is there, and refuse a damaged object on arrival") {
+  const std::string root = TempDir();
+  const Repository here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const Repository there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(here, 3);  // a base and 3 deltas
+  std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote");
+
+  testing::CheckPushAndFetch(here, there, *remote, ids);
+
+  // A flipped byte in the remote's copy: the fetch fails, naming the
+  // object, and nothing lands under its name or as a temporary.
+  const Repository fresh{ObjectStore(root + "/fresh"), root + "/tmp3", root + "/cache3", "", config::Policy{}};
+  const std::string damaged = ObjectStore(root + "/remote").PathOf(ids[0]);
+  REQUIRE(std::system(("printf '\\377' | dd of=" + damaged + " bs=1 seek=70 conv=notrunc status=none").c_str()) == 0);
+  TransferOptions once;
+  once.attempts = 2;
+  auto broken = FetchObjects(fresh, *remote, {ids[1]}, once);
+  REQUIRE(!broken.ok());
+  CHECK(broken.status().message().find("cannot fetch object " + ids[0].Hex()) == 0);
+  CHECK(!fresh.objects.Has(ids[0]));
+  CHECK(!fresh.objects.Has(ids[1]));  // whole, but not decoded without its base: not kept
+  CHECK(FilesIn(root + "/tmp3") == 0);
+  CHECK(FilesIn(ObjectStore(root + "/fresh").PathOf(ids[0]).substr(0, root.size() + 12)) == 0);
+
+  // Asking for an object the remote does not hold names it and the remote.
+  const ContentId nowhere = HashBytes("nowhere", 7);
+  auto missing = FetchObjects(fresh, *remote, {nowhere}, {});
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+  CHECK(missing.status().message() == "object " + nowhere.Hex() + " is not on the remote store " + root + "/remote");
+  // A missing base says whose base it is.
+  REQUIRE(std::remove(ObjectStore(root + "/remote").PathOf(ids[0]).c_str()) == 0);
+  auto no_base = FetchObjects(fresh, *remote, {ids[2]}, {});
+  CHECK(no_base.status().message() == "object " + ids[0].Hex() + " (a base of " + ids[2].Hex() +
+                                          ") is not on the remote store " + root + "/remote");
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("fetch replaces a damaged local copy; push replaces a misfiled remote one and clears old temporaries") {
+  const std::string root = TempDir();
+  const Repository here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const Repository there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(here, 2);
+  const ObjectStore remote_store(root + "/remote");
+  std::unique_ptr<RemoteStore> remote = FolderRemote(remote_store.root());
+  REQUIRE(PushObjects(here, *remote, {ids[2]}, {}).ok());
+
+  // Here: a flipped byte in the middle delta, which a fetch of the top
+  // must not count as present.
+  REQUIRE(FetchObjects(there, *remote, {ids[2]}, {}).ok());
+  const std::string local = there.objects.PathOf(ids[1]);
+  REQUIRE(std::system(("printf '\\377' | dd of=" + local + " bs=1 seek=70 conv=notrunc status=none").c_str()) == 0);
+  REQUIRE(!CheckObjectFile(local, ids[1]).ok());
+  auto fetched = FetchObjects(there, *remote, {ids[2]}, {});
+  REQUIRE(fetched.ok());
+  CHECK(fetched->moved == 1);
+  CHECK(CheckObjectFile(local, ids[1]).ok());
+  CountingSink restored;
+  CHECK(Restore(there, ids[2], restored).ok());
+
+  // There: version 1 filed under version 2's name (misfiled), and a
+  // temporary a killed push left two days ago beside a fresh one.
+  const std::string misfiled = remote_store.PathOf(ids[2]);
+  const std::string folder = misfiled.substr(0, misfiled.rfind('/'));
+  REQUIRE(std::system(("cp " + remote_store.PathOf(ids[1]) + " " + misfiled + " && touch -d '2 days ago' " + folder +
+                       "/x.tmp-0000dead && touch " + folder + "/y.tmp-0000beef").c_str()) == 0);
+  auto has = remote->Has({ids[1], ids[2]});
+  REQUIRE(has.ok());
+  CHECK(*has == std::vector<bool>{true, false});
+  auto pushed = PushObjects(here, *remote, {ids[2]}, {});
+  REQUIRE(pushed.ok());
+  CHECK(pushed->moved == 1);
+  CHECK(CheckObjectFile(misfiled, ids[2]).ok());
+  CHECK(!FileExists(folder + "/x.tmp-0000dead"));
+  CHECK(FileExists(folder + "/y.tmp-0000beef"));  // maybe a push under way
+  REQUIRE(std::system(("touch -d '3 days ago' " + folder + "/y.tmp-0000beef").c_str()) == 0);
+  auto removed = RemoveOldTemporaries(remote_store);
+  REQUIRE(removed.ok());
+  CHECK(*removed == 1);
+  CHECK(!FileExists(folder + "/y.tmp-0000beef"));
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+}  // namespace
+}  // namespace zipnn::remote

@@ -1,0 +1,38 @@
+// A check that push and fetch move whole chains, shared by the tests of
+// the folder store and the served store (testonly).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "lib/base/content_id.h"
+#include "lib/base/io.h"
+#include "lib/remote/remote_store.h"
+#include "lib/store/checkpoints.h"
+
+namespace zipnn::remote::testing {
+
+// With `ids` from StoreChain(here, 3) and nothing on `remote`: pushing
+// ids[2] sends it, the delta below and the base; pushing ids[3] then sends
+// only it; fetching ids[3] into `there` brings all four, one chain level a
+// round, and the top restores.
+inline void CheckPushAndFetch(const store::Repository& here, const store::Repository& there, RemoteStore& remote,
+                              const std::vector<ContentId>& ids) {
+  auto pushed = PushObjects(here, remote, {ids[2]}, {});
+  REQUIRE(pushed.ok());
+  CHECK(pushed->needed == 3);
+  CHECK(pushed->moved == 3);
+  auto again = PushObjects(here, remote, {ids[3]}, {});
+  REQUIRE(again.ok());
+  CHECK(again->moved == 1);
+  CHECK(again->present == 3);
+  auto fetched = FetchObjects(there, remote, {ids[3]}, {});
+  REQUIRE(fetched.ok());
+  CHECK(fetched->moved == 4);
+  CountingSink restored;
+  CHECK(store::Restore(there, ids[3], restored).ok());
+  CHECK(restored.bytes() == 64);
+}
+
+}  // namespace zipnn::remote::testing
