@@ -262,16 +262,25 @@ void CommitEnlarged(Repo& repo) {
 TEST_CASE("repack killed at many points leaves every object readable") {
   Repo repo;
   CommitEnlarged(repo);
-  // All deltas to all bases and back, cut short at points over the run.
-  const auto start = std::chrono::steady_clock::now();
-  REQUIRE(repo.Sh("git zipnn repack --base-interval 1 && git zipnn repack").code == 0);
-  const double full = Seconds(start) / 2;
+  // All deltas to all bases and back, cut short at points over each run.
+  // Each direction is timed on its own, the faster of two runs, so that
+  // the points fall inside it on a busy machine too.
+  const char* const kRepacks[2] = {"git zipnn repack --base-interval 1", "git zipnn repack"};
+  double took[2] = {1e9, 1e9};
+  for (int round = 0; round < 2; ++round) {
+    for (int r = 0; r < 2; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      REQUIRE(repo.Sh(kRepacks[r]).code == 0);
+      took[r] = std::min(took[r], Seconds(start));
+    }
+  }
+  const double full = (took[0] + took[1]) / 2;
   constexpr int kPoints = 12;
   int killed = 0;
   for (int i = 0; i < kPoints; ++i) {
-    const double delay = full * (i / 2 + 1) / (kPoints / 2 + 1);
+    const double delay = took[i % 2] * (i / 2 + 1) / (kPoints / 2 + 1);
     CAPTURE(delay);
-    killed += KillWhen(repo, i % 2 == 0 ? "git zipnn repack --base-interval 1" : "git zipnn repack", Sleep(delay));
+    killed += KillWhen(repo, kRepacks[i % 2], Sleep(delay));
     CHECK(BrokenObjects(repo).empty());
     CHECK(repo.Sh("git zipnn fsck --all").code == 0);
   }
