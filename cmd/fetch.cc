@@ -53,34 +53,26 @@ Status RunPull(const FetchArgs& a) {
   // What the index names for each path: a restored file that is that
   // version has its index record brought up to date.
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<git::FileEntry> entries, git_repo.IndexFiles());
-  std::map<std::string, ContentId> staged;
-  for (const git::FileEntry& e : entries) {
-    auto pointer = git::PointerInBlob(git_repo, e.blob);
-    if (pointer.ok() && *pointer) staged.emplace(e.path, (*pointer)->id);
-  }
+  using Staged = std::map<std::string, ContentId>;
+  ZIPNN_ASSIGN_OR_RETURN(const Staged staged, git::StagedPointers(git_repo));
   std::vector<std::string> restored;  // those whose index entry names them
   size_t count = 0, failed = 0;
   for (const std::string& path : paths) {
     const std::string file = top + "/" + path;
     if (!FileExists(file)) continue;  // deleted in the work tree
-    Status s = [&]() -> Status {
-      ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
-      if (!pointer) return OkStatus();
-      ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file, /*overwrite=*/true));
-      ZIPNN_RETURN_IF_ERROR(remote::RestoreFetching(repo, *pointer, path, out));
-      ZIPNN_RETURN_IF_ERROR(out.Commit());
-      auto in_index = staged.find(path);
-      if (in_index != staged.end() && in_index->second == pointer->id) restored.push_back(path);
-      if (!a.quiet) std::printf("%s: restored %s\n", path.c_str(), pointer->id.Hex().c_str());
-      ++count;
-      return OkStatus();
-    }();
-    if (!s.ok()) {
+    Result<std::optional<ContentId>> written = remote::RestorePointerFile(repo, path, file);
+    if (!written.ok()) {
       ++failed;
-      const bool named = s.message().find(path) != std::string::npos;
-      std::fprintf(stderr, "error: %s%s (left as it was)\n", named ? "" : (path + ": ").c_str(), s.message().c_str());
+      const std::string& why = written.status().message();
+      const bool named = why.find(path) != std::string::npos;
+      std::fprintf(stderr, "error: %s%s (left as it was)\n", named ? "" : (path + ": ").c_str(), why.c_str());
+      continue;
     }
+    if (!*written) continue;  // not a pointer
+    auto in_index = staged.find(path);
+    if (in_index != staged.end() && in_index->second == **written) restored.push_back(path);
+    if (!a.quiet) std::printf("%s: restored %s\n", path.c_str(), (*written)->Hex().c_str());
+    ++count;
   }
   git::RestageUnchanged(restored, top);
   if (failed > 0) {

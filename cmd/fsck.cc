@@ -54,26 +54,6 @@ struct Problem {
   std::string what;
 };
 
-// Tracked files that the index holds whole instead of as pointers: added
-// before the filter was installed (`track` first, `install` later).
-Status FindHeldWhole(const git::Repository& git_repo, std::vector<Problem>& problems) {
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, git::TrackedPaths());
-  if (tracked.empty()) return OkStatus();
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<git::FileEntry> staged, git_repo.IndexFiles());
-  std::map<std::string, git::Oid> blobs;
-  for (const git::FileEntry& f : staged) blobs.emplace(f.path, f.blob);
-  for (const std::string& path : tracked) {
-    auto blob = blobs.find(path);
-    if (blob == blobs.end()) continue;
-    Result<std::optional<store::Pointer>> pointer = git::PointerInBlob(git_repo, blob->second);
-    if (!pointer.ok() || *pointer) continue;  // a damaged pointer is named with the others
-    problems.push_back(Problem{Place{"index", path}, "",
-                               "tracked, but git holds the file itself, not a git-zipnn pointer (it was added before "
-                               "`git zipnn install`): git add --renormalize -- " + path + ", then commit"});
-  }
-  return OkStatus();
-}
-
 Status RunFsck(const FsckArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
@@ -87,7 +67,12 @@ Status RunFsck(const FsckArgs& a) {
   for (const auto& [pointer, place] : found.pointers) {
     checkpoints.emplace(pointer.id.Hex(), std::make_pair(pointer, place));
   }
-  ZIPNN_RETURN_IF_ERROR(FindHeldWhole(git_repo, problems));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> whole, git::HeldWhole(git_repo));
+  for (const std::string& path : whole) {
+    problems.push_back(Problem{Place{"index", path}, "",
+                               "tracked, but git holds the file itself, not a git-zipnn pointer (it was added before "
+                               "`git zipnn install`): git add --renormalize -- " + path + ", then commit"});
+  }
   const size_t pointers = found.pointers.size() + found.damaged.size();
   {
     Progress progress("git-zipnn fsck", checkpoints.size());

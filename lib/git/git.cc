@@ -107,8 +107,8 @@ Result<std::vector<CommitTouching>> CommitsTouching(const std::string& range, co
   return commits;
 }
 
-Result<std::vector<std::string>> TrackedPaths() {
-  return GitPaths({"ls-files", "-z", "--full-name", "--", ":(top,attr:filter=zipnn)"});
+Result<std::vector<std::string>> TrackedPaths(const std::string& cwd) {
+  return GitPaths({"ls-files", "-z", "--full-name", "--", ":(top,attr:filter=zipnn)"}, cwd);
 }
 
 Result<std::string> TrackedPath(const std::string& given) {

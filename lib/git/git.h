@@ -59,8 +59,9 @@ Result<std::vector<CommitTouching>> CommitsTouching(const std::string& range, co
                                                     const std::string& cwd = "");
 
 // Paths in the index whose filter attribute is zipnn, in the whole tree,
-// byte for byte as the files are named (whatever core.quotePath says).
-Result<std::vector<std::string>> TrackedPaths();
+// byte for byte as the files are named (whatever core.quotePath says), of
+// the repository around `cwd` (empty: the current folder).
+Result<std::vector<std::string>> TrackedPaths(const std::string& cwd = "");
 // The path from the top of the work tree of the file in the index that
 // `given` (relative to the current folder) names; of a folder, its first
 // file. A Git error quoting git when the index holds no such file.

@@ -427,5 +427,25 @@ TEST_CASE("a path's history lists each commit that changed its pointer, newest f
   CHECK(none->empty());
 }
 
+TEST_CASE("the index: which tracked files are pointers, and which git holds whole") {
+  Sandbox box;
+  const store::Pointer p1 = PointerOf("one");
+  box.Write(".gitattributes", "*.bin filter=zipnn diff=zipnn -text\n");
+  box.Write("ptr.bin", store::FormatPointer(p1));
+  box.Write("whole.bin", "the checkpoint itself, added before the filter was installed\n");
+  box.Write("bad.bin", std::string(store::kPointerFirstLine) + "garbage\n");
+  box.Write("notes.txt", store::FormatPointer(p1));  // a pointer, but not tracked
+  box.Sh("git add -A");  // no filter configured: git stores each file as it is
+  const Repository repo = Open(box.repo());
+  auto whole = HeldWhole(repo);
+  REQUIRE(whole.ok());
+  CHECK(*whole == std::vector<std::string>{"whole.bin"});
+  auto staged = StagedPointers(repo);
+  REQUIRE(staged.ok());
+  CHECK(staged->size() == 2);
+  CHECK(staged->at("ptr.bin") == p1.id);
+  CHECK(staged->at("notes.txt") == p1.id);
+}
+
 }  // namespace
 }  // namespace zipnn::git

@@ -4,6 +4,8 @@
 #include <optional>
 #include <set>
 
+#include "lib/git/git.h"
+
 namespace zipnn::git {
 
 namespace {
@@ -112,6 +114,32 @@ Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vec
   Blobs blobs;
   for (const std::string& rev : revs) ZIPNN_RETURN_IF_ERROR(AddTree(repo, rev, blobs));
   return PointersAmong(repo, blobs);
+}
+
+Result<std::map<std::string, ContentId>> StagedPointers(const Repository& repo) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> entries, repo.IndexFiles());
+  std::map<std::string, ContentId> staged;
+  for (const FileEntry& e : entries) {
+    auto pointer = PointerInBlob(repo, e.blob);
+    if (pointer.ok() && *pointer) staged.emplace(e.path, (*pointer)->id);
+  }
+  return staged;
+}
+
+Result<std::vector<std::string>> HeldWhole(const Repository& repo) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, TrackedPaths(repo.work_dir()));
+  std::vector<std::string> whole;
+  if (tracked.empty()) return whole;
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> staged, repo.IndexFiles());
+  std::map<std::string, Oid> blobs;
+  for (const FileEntry& f : staged) blobs.emplace(f.path, f.blob);
+  for (const std::string& path : tracked) {
+    auto blob = blobs.find(path);
+    if (blob == blobs.end()) continue;
+    Result<std::optional<store::Pointer>> pointer = PointerInBlob(repo, blob->second);
+    if (pointer.ok() && !*pointer) whole.push_back(path);
+  }
+  return whole;
 }
 
 Result<PathHistory> PathHistory::Of(const Repository& repo) {

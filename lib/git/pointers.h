@@ -50,6 +50,15 @@ Result<FoundPointers> FindPointersIn(const Repository& repo, const std::vector<s
 // their history).
 Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vector<std::string>& revs);
 
+// The checkpoint each path of the index names, for those whose entry is
+// a valid pointer.
+Result<std::map<std::string, ContentId>> StagedPointers(const Repository& repo);
+
+// Tracked paths (TrackedPaths) whose index entry is the file itself, not
+// a pointer: added before the filter was installed (`track` first,
+// `install` later). A damaged pointer is not among them.
+Result<std::vector<std::string>> HeldWhole(const Repository& repo);
+
 // The versions of tracked paths along HEAD's history, as `git log --
 // <path>` lists them: each commit (newest first) where the path's blob
 // changed, with the pointer it holds there. A commit whose blob is the

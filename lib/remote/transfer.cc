@@ -113,4 +113,14 @@ Status RestoreFetching(const store::Repository& repo, const store::Pointer& poin
   return store::RestoreFile(repo, pointer, path, out);
 }
 
+Result<std::optional<ContentId>> RestorePointerFile(const store::Repository& repo, const std::string& path,
+                                                    const std::string& file) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
+  if (!pointer) return std::optional<ContentId>();
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file, /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(RestoreFetching(repo, *pointer, path, out));
+  ZIPNN_RETURN_IF_ERROR(out.Commit());
+  return std::optional<ContentId>(pointer->id);
+}
+
 }  // namespace zipnn::remote

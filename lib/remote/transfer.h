@@ -65,4 +65,11 @@ Status FetchChain(const store::Repository& repo, const ContentId& id, std::optio
 Status RestoreFetching(const store::Repository& repo, const store::Pointer& pointer, const std::string& path,
                        ByteSink& out);
 
+// When the work-tree file `file` (at `path` in the repository) holds a
+// pointer, writes the checkpoint it names in its place, verified and
+// atomically (RestoreFetching); the id written, or nothing when the file
+// holds something else. On an error the file is left as it was.
+Result<std::optional<ContentId>> RestorePointerFile(const store::Repository& repo, const std::string& path,
+                                                    const std::string& file);
+
 }  // namespace zipnn::remote
