@@ -17,6 +17,7 @@
 #include "lib/formats/detect.h"
 #include "lib/git/checkpoint_at.h"
 #include "lib/git/git.h"
+#include "lib/git/series_versions.h"
 #include "lib/series/series.h"
 
 namespace zipnn::cmd {
@@ -65,19 +66,11 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
   }
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
-  const std::string name = rules.Place(path).name;
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> listed, git::FilesAt(tip, top));
-  std::vector<std::pair<std::string, std::string>> found;  // step, path
-  for (const std::string& f : listed) {
-    series::Placed placed = rules.Place(f);
-    if (placed.name == name) found.emplace_back(std::move(placed.step), f);
-  }
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<git::SeriesFile> found, git::SeriesFilesAt(rules, tip, path, top));
   std::vector<Pending> versions;
   if (found.size() > 1) {
-    std::stable_sort(found.begin(), found.end(),
-                     [](const auto& a, const auto& b) { return series::StepLess(a.first, b.first); });
-    for (const auto& [step, f] : found) {
-      versions.push_back(Pending{step.empty() ? FileName(f) : step, tip + ":" + f, "", tip, f});
+    for (const git::SeriesFile& f : found) {
+      versions.push_back(Pending{f.step.empty() ? FileName(f.path) : f.step, tip + ":" + f.path, "", tip, f.path});
     }
     return versions;
   }

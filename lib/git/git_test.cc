@@ -14,6 +14,8 @@
 
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
+#include "lib/git/series_versions.h"
+#include "lib/series/series.h"
 #include "lib/store/pointer.h"
 
 namespace zipnn::git {
@@ -445,6 +447,21 @@ TEST_CASE("the index: which tracked files are pointers, and which git holds whol
   CHECK(staged->size() == 2);
   CHECK(staged->at("ptr.bin") == p1.id);
   CHECK(staged->at("notes.txt") == p1.id);
+}
+
+TEST_CASE("the files of a series in a tree come in step order, not name order") {
+  Sandbox box;
+  for (const char* step : {"100", "20", "3"}) box.Write(std::string("out/checkpoint-") + step + "/model.safetensors", step);
+  box.Write("out/checkpoint-20/optimizer.pt", "o");
+  box.Write("notes.txt", "n");
+  box.Commit("saves");
+  auto files = SeriesFilesAt(series::Rules(), "HEAD", "out/checkpoint-20/model.safetensors", box.repo());
+  REQUIRE(files.ok());
+  std::vector<std::string> order;
+  for (const SeriesFile& f : *files) order.push_back(f.step + " " + f.path);
+  CHECK(order == std::vector<std::string>{"3 out/checkpoint-3/model.safetensors", "20 out/checkpoint-20/model.safetensors",
+                                          "100 out/checkpoint-100/model.safetensors"});
+  CHECK(!SeriesFilesAt(series::Rules(), "nosuchrev", "x", box.repo()).ok());
 }
 
 }  // namespace

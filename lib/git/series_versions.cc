@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "lib/git/git.h"
 #include "lib/git/pointers.h"
 
 namespace zipnn::git {
@@ -50,6 +51,20 @@ Result<std::optional<ContentId>> SeriesVersions::PointerIn(const Oid& blob) {
   if (read.ok() && *read) id = (*read)->id;
   pointers_.emplace(blob, id);
   return id;
+}
+
+Result<std::vector<SeriesFile>> SeriesFilesAt(const series::Rules& rules, const std::string& rev,
+                                              const std::string& path, const std::string& cwd) {
+  const std::string name = rules.Place(path).name;
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> listed, FilesAt(rev, cwd));
+  std::vector<SeriesFile> found;
+  for (const std::string& f : listed) {
+    series::Placed placed = rules.Place(f);
+    if (placed.name == name) found.push_back(SeriesFile{std::move(placed.step), f});
+  }
+  std::stable_sort(found.begin(), found.end(),
+                   [](const SeriesFile& a, const SeriesFile& b) { return series::StepLess(a.step, b.step); });
+  return found;
 }
 
 Result<std::vector<store::Version>> SeriesVersions::Of(const std::string& name, bool deep) {

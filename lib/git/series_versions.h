@@ -23,6 +23,15 @@
 
 namespace zipnn::git {
 
+// The files of `rev`'s tree that are versions of the series of `path`
+// (by `rules`), in step order (files of one step in tree order), each
+// with its step; run in the repository around `cwd`.
+struct SeriesFile {
+  std::string step, path;
+};
+Result<std::vector<SeriesFile>> SeriesFilesAt(const series::Rules& rules, const std::string& rev,
+                                              const std::string& path, const std::string& cwd = "");
+
 class SeriesVersions {
  public:
   SeriesVersions(Repository repo, series::Rules rules) : repo_(std::move(repo)), rules_(std::move(rules)) {}
