@@ -122,5 +122,14 @@ TEST_CASE("zero-run detection matches a byte-by-byte count") {
 }
 
 
+TEST_CASE("every coder of the table decodes, and all but zero can be asked for") {
+  for (const CoderInfo& c : kCoders) {
+    CAPTURE(c.name);
+    const bool decodes = c.decode != nullptr, encodes = c.encode != nullptr;
+    CHECK(decodes);
+    CHECK(encodes == (c.value != Coder::kZero));
+  }
+}
+
 }  // namespace
 }  // namespace zipnn::codec
