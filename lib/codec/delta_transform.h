@@ -1,0 +1,38 @@
+// The arithmetic delta of a region against its base (issue 20), beside
+// the XOR delta of grouping.h. A small training update moves a weight by
+// a few units in the last place; XOR turns a step across a bit boundary
+// (0x3F7F -> 0x3F80) into eight flipped bits, a difference does not.
+//
+// Each element's bits are first mapped to an unsigned integer that orders
+// like the value: for sign-magnitude floats (fp64, fp32, bf16, fp16, fp8)
+// a negative value's bits are all inverted and a positive value's sign
+// bit set; integers are taken as they are. The delta is target minus
+// base modulo 2^bits, zigzagged (0, -1, 1, -2 ... -> 0, 1, 2, 3 ...) so
+// that small steps either way have zero high bytes. Every step is a
+// bijection on bit patterns, NaNs and infinities included, so the inverse
+// is exact; equal elements give zero. Bytes after the last whole element
+// (a tail) are XORed.
+//
+// The result is grouped without the sign rotation of floats (the zigzag
+// already keeps the sign in bit 0): DifferenceGrouping names the type to
+// group it as. Pure functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lib/codec/dtype.h"
+
+namespace zipnn::codec {
+
+// dst = zigzag(order(target) - order(base)) element-wise, n bytes of type
+// t. dst may be target.
+void DifferenceTo(DType t, uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t n);
+// The inverse: out = the target whose difference against `base` is
+// `delta`. out may be delta.
+void UndoDifference(DType t, uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t n);
+
+// The unsigned type of t's width: how a difference of type t is grouped.
+DType DifferenceGrouping(DType t);
+
+}  // namespace zipnn::codec
