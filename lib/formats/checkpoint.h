@@ -42,7 +42,6 @@ class Checkpoint {
   Checkpoint& operator=(Checkpoint&&) noexcept = default;
 
   const ReadFile& file() const { return file_; }
-  const std::string& path() const { return file_.name(); }
 
   // Reads the layout (with kAuto, of the format the first bytes show; a
   // file of no known format is raw), once.

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "lib/base/buffer.h"
+#include "lib/base/strings.h"
 #include "lib/formats/torch_pickle.h"
 #include "lib/formats/zip.h"
 
@@ -13,10 +14,6 @@ namespace {
 
 FileLayout Raw(const ByteSource& file, const std::string& problem) {
   return RawLayout(file.size(), file.name() + ": torch zip " + problem + "; stored as raw bytes");
-}
-
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 }  // namespace

@@ -3,9 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/base/file.h"
 #include "lib/git/git.h"

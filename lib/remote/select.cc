@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "lib/base/process.h"
+#include "lib/base/strings.h"
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
 #include "lib/remote/ssh.h"
@@ -15,13 +16,28 @@ namespace zipnn::remote {
 
 namespace {
 
-bool StartsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-
 // An environment variable's value; nullopt when unset or empty.
 std::optional<std::string> Env(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return std::nullopt;
   return std::string(value);
+}
+
+// Seconds a remote may go without a byte moving: $GIT_ZIPNN_TIMEOUT, else
+// zipnn.timeout, else kDefaultTimeout (docs/remotes.md, "Timeouts").
+Result<double> RemoteTimeout() {
+  std::optional<std::string> text = Env("GIT_ZIPNN_TIMEOUT");
+  if (!text) {
+    ZIPNN_ASSIGN_OR_RETURN(text, git::ConfigGet("zipnn.timeout"));
+  }
+  if (!text) return kDefaultTimeout;
+  char* end = nullptr;
+  const double seconds = std::strtod(text->c_str(), &end);
+  if (end == text->c_str() || *end != '\0' || !(seconds > 0) || seconds > 86400) {
+    return InvalidArgument("the remote timeout \"" + *text + "\" (" + kTimeoutSetting +
+                           ") is not a number of seconds between 0 and 86400");
+  }
+  return seconds;
 }
 
 // How to run ssh, as git does it: $GIT_SSH_COMMAND or core.sshCommand (a
@@ -103,21 +119,6 @@ Result<std::unique_ptr<RemoteStore>> StoreAt(const std::string& url, bool reposi
 }
 
 }  // namespace
-
-Result<double> RemoteTimeout() {
-  std::optional<std::string> text = Env("GIT_ZIPNN_TIMEOUT");
-  if (!text) {
-    ZIPNN_ASSIGN_OR_RETURN(text, git::ConfigGet("zipnn.timeout"));
-  }
-  if (!text) return kDefaultTimeout;
-  char* end = nullptr;
-  const double seconds = std::strtod(text->c_str(), &end);
-  if (end == text->c_str() || *end != '\0' || !(seconds > 0) || seconds > 86400) {
-    return InvalidArgument("the remote timeout \"" + *text + "\" (" + kTimeoutSetting +
-                           ") is not a number of seconds between 0 and 86400");
-  }
-  return seconds;
-}
 
 Result<std::string> DefaultRemote() {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> upstream, git::UpstreamRemote());

@@ -29,9 +29,4 @@ Result<std::string> RemoteOrDefault(const std::string& named);
 // URL, that repository's own store.
 Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const std::string& remote);
 
-// Seconds a remote may go without a byte moving: $GIT_ZIPNN_TIMEOUT, else
-// zipnn.timeout, else kDefaultTimeout. InvalidArgument for a value
-// that is not a number of seconds in (0, 86400].
-Result<double> RemoteTimeout();
-
 }  // namespace zipnn::remote

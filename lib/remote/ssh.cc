@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
+#include "lib/base/strings.h"
+
 namespace zipnn::remote {
 
 namespace {
-
-bool StartsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 // git's rule for "host:path": a colon before any slash.
 bool ScpLike(const std::string& url) {

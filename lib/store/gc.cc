@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "lib/base/strings.h"
 #include "lib/store/raw_cache.h"
 
 namespace zipnn::store {
@@ -16,10 +17,6 @@ constexpr char kSetAsideSuffix[] = ".gc";
 // Scratch files (spooled input, restored bases, unfinished objects) older
 // than this are leftovers of a process that died.
 constexpr int64_t kScratchSeconds = 3600;
-
-bool EndsWith(const std::string& s, const std::string& end) {
-  return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
-}
 
 int64_t ModifiedAt(const std::string& path) {
   struct stat st;
