@@ -19,6 +19,7 @@ struct CompressArgs {
   std::string format = "auto";
   std::string base;
   std::string coder = "auto";
+  std::string transform = "auto";
   int threads = 0;
   int level = 3;
   uint32_t chunk_size = container::kDefaultChunkSize;
@@ -76,6 +77,8 @@ Status RunCompress(const CompressArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(a.input));
   std::optional<codec::CoderPolicy> policy = codec::ParseCoderPolicy(a.coder);
   if (!policy) return InvalidArgument("unknown coder '" + a.coder + "' (one of: auto, " + codec::CoderNameList(", ") + ")");
+  std::optional<codec::TransformPolicy> transform = codec::ParseTransformPolicy(a.transform);
+  if (!transform) return InvalidArgument("unknown transform '" + a.transform + "' (one of: auto, xor, difference)");
 
   std::optional<ReadFile> base_file;
   container::DeltaBase base;
@@ -94,6 +97,7 @@ Status RunCompress(const CompressArgs& a) {
   options.threads = a.threads;
   options.zstd_level = a.level;
   options.policy = *policy;
+  options.transform = *transform;
   ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
                          container::EncodeObject(input, layout, base_file ? &base : nullptr, options, out));
   ZIPNN_RETURN_IF_ERROR(out.Commit());
@@ -118,11 +122,14 @@ Action SetupCompress(CLI::App& sub) {
                  "auto (the default): tensors and their dtypes come from the file's format; or one of " +
                      codec::DTypeNameList() + " to store the whole file as one region of that type");
   sub.add_option("--base", a->base,
-                 "Store as an XOR delta against this checkpoint: tensors are matched by name, dtype and shape");
+                 "Store as a delta against this checkpoint: tensors are matched by name, dtype and shape");
   sub.add_option("--level", a->level, "zstd level for the groups that use zstd (default 3)")->check(CLI::Range(1, 22));
   sub.add_option("--chunk-size", a->chunk_size, "Bytes of input per chunk (default 262144)")
       ->check(CLI::Range(container::kMinChunkSize, container::kMaxChunkSize));
   sub.add_option("--coder", a->coder, "auto (default), or force one of " + codec::CoderNameList(", ") + " for every group");
+  sub.add_option("--transform", a->transform,
+                 "How delta chunks are taken against the base: auto (the smaller of xor and difference per chunk, "
+                 "the default), xor, or difference");
   AddThreadsOption(sub, a->threads);
   sub.add_flag("-f,--force", a->force, "Overwrite the output file if it exists");
   sub.add_flag("-q,--quiet", a->quiet, "Print nothing on success");

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "lib/base/endian.h"
+#include "lib/codec/entropy.h"
 #include "lib/codec/grouping.h"
 
 namespace zipnn::codec {
@@ -35,18 +36,60 @@ Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t 
   return g;
 }
 
-ChunkEncoder::ChunkEncoder(CoderPolicy policy, int zstd_level)
-    : groups_(policy, zstd_level, /*prefer_lz=*/false), zstd_level_(zstd_level) {}
+ChunkEncoder::ChunkEncoder(CoderPolicy policy, int zstd_level, TransformPolicy transform)
+    : groups_(policy, zstd_level, /*prefer_lz=*/false), zstd_level_(zstd_level), transform_(transform) {}
 
-void ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base,
-                          Buffer& out, const uint8_t* prefix, size_t prefix_size) {
-  if (base != nullptr) {
-    xor_.Resize(n);
-    XorTo(xor_.data(), raw, base, n);
-    raw = xor_.data();
+double ChunkEncoder::EstimatedBytes(DType grouping, const uint8_t* grouped, size_t n) {
+  double bytes = 0;
+  for (int g = 0; g < GroupCount(grouping, n); ++g) {
+    const size_t len = GroupSize(grouping, n, g);
+    const uint8_t* in = grouped + GroupOffset(grouping, n, g);
+    if (len < kChooserSampleBytes) {
+      bytes += std::min<double>(static_cast<double>(len), EntropyBits(CountBytes(in, len)) / 8);
+      continue;
+    }
+    const Histogram sample = CountSample(in, len, kChooserSampleBlock);
+    const double sampled = static_cast<double>(len / kChooserSampleBlock * 8);
+    bytes += std::min<double>(1.0, EntropyBits(sample) / 8 / sampled) * static_cast<double>(len);
   }
+  return bytes;
+}
+
+Transform ChunkEncoder::TakeDelta(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base) {
+  const bool difference = DifferenceApplies(dtype) && transform_ != TransformPolicy::kXor;
+  delta_.Resize(n);
   grouped_.Resize(n);
-  SplitGroups(dtype, raw, n, grouped_.data());
+  if (!difference || transform_ == TransformPolicy::kAuto) {
+    XorTo(delta_.data(), raw, base, n);
+    SplitGroups(dtype, delta_.data(), n, grouped_.data());
+    if (!difference) return Transform::kXor;
+  }
+  // The difference, into grouped_ when it is the only candidate, else
+  // into other_ to be compared with the XOR; ties keep the XOR.
+  Buffer& into = transform_ == TransformPolicy::kAuto ? other_ : grouped_;
+  into.Resize(n);
+  DifferenceTo(dtype, delta_.data(), raw, base, n);
+  SplitGroups(DifferenceGrouping(dtype), delta_.data(), n, into.data());
+  if (transform_ == TransformPolicy::kAuto &&
+      EstimatedBytes(DifferenceGrouping(dtype), other_.data(), n) >= EstimatedBytes(dtype, grouped_.data(), n)) {
+    return Transform::kXor;
+  }
+  if (&into == &other_) std::swap(grouped_, other_);
+  return Transform::kDifference;
+}
+
+Transform ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base,
+                               Buffer& out, const uint8_t* prefix, size_t prefix_size) {
+  Transform transform = Transform::kXor;
+  if (base != nullptr) {
+    transform = TakeDelta(dtype, raw, n, base);
+  } else {
+    grouped_.Resize(n);
+    SplitGroups(dtype, raw, n, grouped_.data());
+  }
+  // What the raw-skip memory learnt holds for the groups of one transform.
+  if (transform != last_) skip_.fill(0);
+  last_ = transform;
   // Unknown bytes (headers, pickles) have no byte-position structure; an
   // LZ coder finds their repeats.
   groups_.set_prefer_lz(dtype == DType::kBytes);
@@ -77,11 +120,16 @@ void ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8
     entry[0] = static_cast<uint8_t>(coder);
     StoreLE<uint32_t>(entry + 1, static_cast<uint32_t>(out.size() - before));
   }
+  return transform;
 }
 
 Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, size_t n,
                             const uint8_t* base, uint8_t* out, const uint8_t* prefix,
-                            size_t prefix_size) {
+                            size_t prefix_size, Transform transform) {
+  if (transform == Transform::kDifference && (base == nullptr || !DifferenceApplies(dtype))) {
+    return Corruption(base == nullptr ? std::string("a difference delta in a region without a base")
+                                      : "a difference delta in a " + std::string(DTypeName(dtype)) + " region");
+  }
   ZIPNN_ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, record, size, n, newest_));
   groups_.set_zstd_prefix(prefix, prefix_size);
   grouped_.Resize(n);
@@ -95,6 +143,11 @@ Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, siz
                         "): " + s.message());
     }
     payload += e.stored;
+  }
+  if (transform == Transform::kDifference) {
+    MergeGroups(DifferenceGrouping(dtype), grouped_.data(), n, out);
+    UndoDifference(dtype, out, out, base, n);
+    return OkStatus();
   }
   MergeGroups(dtype, grouped_.data(), n, out);
   if (base != nullptr) XorInto(out, base, n);

@@ -1,6 +1,9 @@
-// One chunk: up to chunk_size bytes of one region, XORed with the base
-// when the region is a delta, split into byte groups, each group coded on
-// its own. The result is a chunk record (docs/format.md, "Chunk record"):
+// One chunk: up to chunk_size bytes of one region, taken against the base
+// when the region is a delta (XOR, or the arithmetic difference of
+// delta_transform.h, whichever the encoder finds cheaper), split into byte
+// groups, each group coded on its own. The result is a chunk record
+// (docs/format.md, "Chunk record"); the transform is recorded beside it,
+// in the chunk index:
 //
 //   u8 group count, then per group {u8 coder, u32 payload size},
 //   then the payloads in group order.
@@ -17,6 +20,7 @@
 
 #include "lib/base/buffer.h"
 #include "lib/base/status.h"
+#include "lib/codec/delta_transform.h"
 #include "lib/codec/dtype.h"
 #include "lib/codec/group_coder.h"
 
@@ -50,20 +54,40 @@ Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t 
 
 class ChunkEncoder {
  public:
-  ChunkEncoder(CoderPolicy policy, int zstd_level);
+  ChunkEncoder(CoderPolicy policy, int zstd_level, TransformPolicy transform = TransformPolicy::kAuto);
 
-  void Reset() { skip_.fill(0); }
-  // Appends the record for n bytes of `raw` (XORed with `base` when it is
-  // not null) to `out`. A non-empty `prefix` is history for zstd groups.
-  void Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base, Buffer& out,
-              const uint8_t* prefix = nullptr, size_t prefix_size = 0);
+  void Reset() {
+    skip_.fill(0);
+    last_ = Transform::kXor;
+  }
+  // Appends the record for n bytes of `raw` (taken against `base` when it
+  // is not null) to `out` and returns the transform used (kXor without a
+  // base). A non-empty `prefix` is history for zstd groups.
+  Transform Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base, Buffer& out,
+                   const uint8_t* prefix = nullptr, size_t prefix_size = 0);
+
+  // The estimate the automatic choice compares: the order-0 information
+  // of each byte group of n grouped bytes, capped at the group's size (a
+  // group that codes no smaller is stored raw), in bytes. Groups of at
+  // least kChooserSampleBytes are counted on a sample of one 8-byte word
+  // in kChooserSampleBlock bytes.
+  static double EstimatedBytes(DType grouping, const uint8_t* grouped, size_t n);
+  static constexpr size_t kChooserSampleBytes = 16384;
+  static constexpr size_t kChooserSampleBlock = 32;
 
  private:
+  // Takes the chunk against its base as the policy says, leaving the
+  // grouped result in grouped_; returns the transform.
+  Transform TakeDelta(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base);
+
   GroupEncoder groups_;
   int zstd_level_;
-  Buffer xor_;
+  TransformPolicy transform_;
+  Buffer delta_;
   Buffer grouped_;
+  Buffer other_;  // the second candidate of an automatic choice, grouped
   std::array<int, kMaxGroups> skip_{};
+  Transform last_ = Transform::kXor;  // of the previous chunk; skip_ holds for it
 };
 
 class ChunkDecoder {
@@ -71,11 +95,13 @@ class ChunkDecoder {
   // Accepts coders up to `newest` (ParseChunkRecord).
   explicit ChunkDecoder(Coder newest = kNewestCoder) : newest_(newest) {}
 
-  // Decodes a record into n bytes at `out` (XORing `base` when not null;
-  // `prefix` is the history its zstd groups were made with).
-  // The record must be readable kDecoderReadPadding bytes past `size`.
+  // Decodes a record into n bytes at `out` (undoing `transform` against
+  // `base` when that is not null; `prefix` is the history its zstd groups
+  // were made with). The record must be readable kDecoderReadPadding
+  // bytes past `size`.
   Status Decode(DType dtype, const uint8_t* record, size_t size, size_t n, const uint8_t* base,
-                uint8_t* out, const uint8_t* prefix = nullptr, size_t prefix_size = 0);
+                uint8_t* out, const uint8_t* prefix = nullptr, size_t prefix_size = 0,
+                Transform transform = Transform::kXor);
 
  private:
   Coder newest_;

@@ -8,11 +8,13 @@
 
 #include "lib/codec/codec_test_util.h"
 #include "lib/codec/chunk_codec.h"
+#include "lib/codec/entropy.h"
+#include "lib/codec/grouping.h"
 
 namespace zipnn::codec {
 namespace {
 
-TEST_CASE("chunk records round-trip standalone and as XOR deltas, for every dtype") {
+TEST_CASE("chunk records round-trip standalone and as deltas by every transform, for every dtype") {
   auto base = NormalFloats(20000, 11);
   auto target = base;
   // A training step: small changes to a tenth of the weights.
@@ -22,15 +24,23 @@ TEST_CASE("chunk records round-trip standalone and as XOR deltas, for every dtyp
     for (size_t n : {target.size(), target.size() - 3, size_t{5}}) {
       CAPTURE(DTypeName(t));
       CAPTURE(n);
-      ChunkEncoder enc(CoderPolicy::kAuto, 3);
-      ChunkDecoder dec;
-      for (const uint8_t* b : {static_cast<const uint8_t*>(nullptr), static_cast<const uint8_t*>(base.data())}) {
-        Buffer rec;
-        enc.Encode(t, target.data(), n, b, rec);
-        auto p = Padded(rec.data(), rec.size());
-        std::vector<uint8_t> out(n);
-        REQUIRE(dec.Decode(t, p.data(), rec.size(), n, b, out.data()).ok());
-        CHECK(std::memcmp(out.data(), target.data(), n) == 0);
+      for (TransformPolicy policy : {TransformPolicy::kAuto, TransformPolicy::kXor, TransformPolicy::kDifference}) {
+        CAPTURE(TransformPolicyName(policy));
+        ChunkEncoder enc(CoderPolicy::kAuto, 3, policy);
+        ChunkDecoder dec;
+        for (const uint8_t* b : {static_cast<const uint8_t*>(nullptr), static_cast<const uint8_t*>(base.data())}) {
+          Buffer rec;
+          const Transform used = enc.Encode(t, target.data(), n, b, rec);
+          if (b == nullptr || !DifferenceApplies(t) || policy == TransformPolicy::kXor) {
+            CHECK(used == Transform::kXor);
+          } else if (policy == TransformPolicy::kDifference) {
+            CHECK(used == Transform::kDifference);
+          }
+          auto p = Padded(rec.data(), rec.size());
+          std::vector<uint8_t> out(n);
+          REQUIRE(dec.Decode(t, p.data(), rec.size(), n, b, out.data(), nullptr, 0, used).ok());
+          CHECK(std::memcmp(out.data(), target.data(), n) == 0);
+        }
       }
     }
   }
@@ -46,6 +56,45 @@ TEST_CASE("a delta of a small update is far smaller than the standalone chunk") 
   enc.Reset();
   enc.Encode(DType::kF32, target.data(), target.size(), base.data(), delta);
   CHECK(delta.size() * 20 < alone.size());
+}
+
+TEST_CASE("a difference is refused where it cannot have been written") {
+  auto base = NormalFloats(1000, 14);
+  ChunkEncoder enc(CoderPolicy::kAuto, 3, TransformPolicy::kDifference);
+  Buffer rec;
+  REQUIRE(enc.Encode(DType::kF32, base.data(), base.size(), base.data(), rec) == Transform::kDifference);
+  auto p = Padded(rec.data(), rec.size());
+  std::vector<uint8_t> out(base.size());
+  ChunkDecoder dec;
+  CHECK(dec.Decode(DType::kF32, p.data(), rec.size(), base.size(), nullptr, out.data(), nullptr, 0, Transform::kDifference)
+            .message() == "a difference delta in a region without a base");
+  Buffer bytes;
+  REQUIRE(enc.Encode(DType::kBytes, base.data(), base.size(), base.data(), bytes) == Transform::kXor);
+  auto q = Padded(bytes.data(), bytes.size());
+  CHECK(dec.Decode(DType::kBytes, q.data(), bytes.size(), base.size(), base.data(), out.data(), nullptr, 0,
+                   Transform::kDifference)
+            .message() == "a difference delta in a bytes region");
+}
+
+TEST_CASE("the chooser's sampled estimate lands near the full count") {
+  // A delta's mantissa byte: most values rare. One group of 64 KiB, so
+  // the estimate is sampled; against the full order-0 count it is close.
+  auto base = NormalFloats(65536, 15);
+  auto target = base;
+  std::mt19937 rng(16);
+  for (size_t i = 0; i < target.size(); i += 4) target[i] = static_cast<uint8_t>(target[i] + rng() % 9);
+  std::vector<uint8_t> delta(target.size()), grouped(target.size());
+  XorTo(delta.data(), target.data(), base.data(), delta.size());
+  SplitGroups(DType::kF32, delta.data(), delta.size(), grouped.data());
+  double full = 0;
+  for (int g = 0; g < 4; ++g) {
+    const size_t len = GroupSize(DType::kF32, delta.size(), g);
+    full += std::min<double>(static_cast<double>(len),
+                             EntropyBits(CountBytes(grouped.data() + GroupOffset(DType::kF32, delta.size(), g), len)) / 8);
+  }
+  const double estimate = ChunkEncoder::EstimatedBytes(DType::kF32, grouped.data(), grouped.size());
+  CHECK(full > 1000);
+  CHECK(estimate == doctest::Approx(full).epsilon(0.02));
 }
 
 TEST_CASE("chunk record parser rejects bad group tables") {

@@ -77,7 +77,7 @@ void Run(bool ordered, uint8_t* dst, const uint8_t* a, const uint8_t* base, size
 }
 
 template <bool kForward>
-ZIPNN_HOT void Transform(DType t, uint8_t* dst, const uint8_t* a, const uint8_t* base, size_t n) {
+ZIPNN_HOT void Apply(DType t, uint8_t* dst, const uint8_t* a, const uint8_t* base, size_t n) {
   if (n == 0) return;
   const size_t width = static_cast<size_t>(DTypeWidth(t));
   const size_t count = n / width, whole = count * width;
@@ -94,12 +94,31 @@ ZIPNN_HOT void Transform(DType t, uint8_t* dst, const uint8_t* a, const uint8_t*
 }  // namespace
 
 void DifferenceTo(DType t, uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t n) {
-  Transform<true>(t, dst, target, base, n);
+  Apply<true>(t, dst, target, base, n);
 }
 
 void UndoDifference(DType t, uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t n) {
-  Transform<false>(t, out, delta, base, n);
+  Apply<false>(t, out, delta, base, n);
 }
+
+const char* TransformName(Transform t) { return t == Transform::kDifference ? "difference" : "xor"; }
+
+std::optional<TransformPolicy> ParseTransformPolicy(std::string_view name) {
+  if (name == "auto") return TransformPolicy::kAuto;
+  if (name == "xor") return TransformPolicy::kXor;
+  if (name == "difference") return TransformPolicy::kDifference;
+  return std::nullopt;
+}
+
+const char* TransformPolicyName(TransformPolicy p) {
+  switch (p) {
+    case TransformPolicy::kXor: return "xor";
+    case TransformPolicy::kDifference: return "difference";
+    default: return "auto";
+  }
+}
+
+bool DifferenceApplies(DType t) { return t != DType::kBytes && t != DType::kBool; }
 
 DType DifferenceGrouping(DType t) {
   switch (DTypeWidth(t)) {

@@ -20,10 +20,30 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "lib/codec/dtype.h"
 
 namespace zipnn::codec {
+
+// How a chunk of a delta region was taken against its base: the byte
+// stored in its chunk index entry from object format 3 on (docs/format.md).
+enum class Transform : uint8_t { kXor = 0, kDifference = 1 };
+inline constexpr uint8_t kMaxTransformValue = 1;
+const char* TransformName(Transform t);
+
+// What the encoder may use for delta regions: the cheaper of the two per
+// chunk (ChunkEncoder estimates both), or always one.
+enum class TransformPolicy : uint8_t { kAuto, kXor, kDifference };
+// "auto", "xor" or "difference".
+std::optional<TransformPolicy> ParseTransformPolicy(std::string_view name);
+const char* TransformPolicyName(TransformPolicy p);
+
+// Whether the difference is defined for regions of type t: every numeric
+// type; not opaque bytes (which zstd codes, matching repeats, not values)
+// nor bool.
+bool DifferenceApplies(DType t);
 
 // dst = zigzag(order(target) - order(base)) element-wise, n bytes of type
 // t. dst may be target.

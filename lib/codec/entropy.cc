@@ -58,6 +58,21 @@ ZIPNN_HOT Histogram CountBytes(const uint8_t* in, size_t n) {
   return h;
 }
 
+ZIPNN_HOT Histogram CountSample(const uint8_t* in, size_t n, size_t block) {
+  std::array<std::array<uint32_t, 256>, 8> c{};
+  for (size_t i = 0; i + block <= n; i += block) {
+    const uint64_t v = LoadLE<uint64_t>(in + i);
+    for (int k = 0; k < 8; ++k) ++c[k][(v >> (8 * k)) & 0xff];
+  }
+  Histogram h;
+  for (int s = 0; s < 256; ++s) {
+    uint64_t t = 0;
+    for (int k = 0; k < 8; ++k) t += c[k][s];
+    h[s] = t;
+  }
+  return h;
+}
+
 double EntropyBits(const Histogram& h) {
   const uint64_t n = std::accumulate(h.begin(), h.end(), uint64_t{0});
   double bits = 0;

@@ -37,6 +37,9 @@ inline size_t SegmentStart(size_t n, int j) {
 }
 
 Histogram CountBytes(const uint8_t* in, size_t n);
+// A sample's counts: the 8 bytes at the start of every whole `block`
+// bytes (block a multiple of 8), for estimates that need not see all.
+Histogram CountSample(const uint8_t* in, size_t n, size_t block);
 void CountGroup(const uint8_t* in, size_t n, GroupCounts& counts);
 // Order-0 Shannon information of the counted bytes, in bits.
 double EntropyBits(const Histogram& h);

@@ -3,7 +3,9 @@
 // corruption a decoder must reject with an error, never with wrong bytes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <functional>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -49,13 +51,15 @@ Checkpoint MakeCheckpoint(uint32_t seed, size_t weights = 300000) {
 }
 
 std::vector<uint8_t> Encode(const std::vector<uint8_t>& data, const Layout& layout, int threads,
-                            const std::vector<uint8_t>* base = nullptr, uint32_t chunk = 65536) {
+                            const std::vector<uint8_t>* base = nullptr, uint32_t chunk = 65536,
+                            codec::TransformPolicy transform = codec::TransformPolicy::kAuto) {
   MemorySource src(data.data(), data.size(), "input");
   MemorySource base_src(base ? base->data() : nullptr, base ? base->size() : 0, "base");
   DeltaBase db{&base_src, base ? HashBytes(base->data(), base->size()) : ContentId{}};
   EncodeOptions o;
   o.threads = threads;
   o.chunk_size = chunk;
+  o.transform = transform;
   MemorySink sink;
   auto r = EncodeObject(src, layout, base ? &db : nullptr, o, sink);
   REQUIRE(r.ok());
@@ -296,11 +300,11 @@ TEST_CASE("rejects an empty, truncated or foreign object") {
 TEST_CASE("rejects a future format version with a clear message") {
   Damaged d = Sample();
   HeaderFields header = DecodeHeader(d.object.data());
-  header.version = 3;
+  header.version = kFormatVersion + 1;
   EncodeHeader(header, d.object.data());
   Status s = DecodeStatus(d.object);
   CHECK(s.code() == StatusCode::kUnsupported);
-  CHECK(s.message() == "obj: object format version 3 is newer than this git-zipnn reads (2); upgrade git-zipnn");
+  CHECK(s.message() == "obj: object format version 4 is newer than this git-zipnn reads (3); upgrade git-zipnn");
 }
 
 TEST_CASE("a flipped bit anywhere in the object is caught") {
@@ -488,7 +492,7 @@ TEST_CASE("a written object's sections decode to what was written") {
   const uint8_t* o = d.object.data();
   const HeaderFields h = DecodeHeader(o);
   CHECK(h.magic == kObjectMagic);
-  CHECK(h.version == kFormatVersion);
+  CHECK(h.version == 2);  // a base needs nothing of format 3
   CHECK(h.kind == static_cast<uint8_t>(ObjectKind::kBase));
   CHECK(h.chunk_size == 65536);
   CHECK(h.region_count == 3);
@@ -516,6 +520,131 @@ TEST_CASE("a written object's sections decode to what was written") {
 
 namespace zipnn::container {
 namespace {
+
+// `base` with every fp32 weight moved by up to 20 units in the last
+// place, as a training step moves them.
+Checkpoint Stepped(const Checkpoint& base, uint32_t seed) {
+  Checkpoint c = base;
+  std::mt19937 rng(seed);
+  const Region& w = c.layout.regions[1];
+  for (uint64_t i = w.offset; i < w.offset + w.length; i += 4) {
+    uint32_t v;
+    std::memcpy(&v, &c.bytes[i], 4);
+    v += static_cast<uint32_t>(static_cast<int>(rng() % 41) - 20);
+    std::memcpy(&c.bytes[i], &v, 4);
+  }
+  return c;
+}
+
+std::vector<codec::Transform> Transforms(const std::vector<uint8_t>& object, size_t region) {
+  MemorySource src(object.data(), object.size(), "obj");
+  auto info = ReadObjectInfo(src);
+  REQUIRE(info.ok());
+  std::vector<codec::Transform> t;
+  for (const ChunkRef& c : info->chunks) {
+    if (c.span.region == region) t.push_back(c.transform);
+  }
+  return t;
+}
+
+uint16_t VersionOf(const std::vector<uint8_t>& object) { return DecodeHeader(object.data()).version; }
+
+TEST_CASE("each delta chunk is taken by the cheaper transform, recorded in the index, and decodes exactly") {
+  using codec::Transform;
+  using codec::TransformPolicy;
+  const Checkpoint base = MakeCheckpoint(11);
+  const Checkpoint stepped = Stepped(base, 12);
+  const Layout delta = stepped.layout.AsDeltaOfSameLayout();
+  const std::vector<uint8_t> chosen = Encode(stepped.bytes, delta, 2, &base.bytes);
+  const std::vector<uint8_t> xored = Encode(stepped.bytes, delta, 2, &base.bytes, 65536, TransformPolicy::kXor);
+  const std::vector<uint8_t> differenced =
+      Encode(stepped.bytes, delta, 2, &base.bytes, 65536, TransformPolicy::kDifference);
+  CHECK(Encode(stepped.bytes, delta, 1, &base.bytes) == chosen);
+  CHECK(VersionOf(chosen) == 3);
+  CHECK(VersionOf(differenced) == 3);
+  CHECK(VersionOf(xored) == 2);  // nothing of format 3 in it
+
+  // Steps of a few ulps: every weight chunk is a difference, and the
+  // object is over 10% smaller than the XOR one.
+  const std::vector<Transform> weights = Transforms(chosen, 1);
+  REQUIRE(weights.size() == 19);
+  CHECK(std::count(weights.begin(), weights.end(), Transform::kDifference) == 19);
+  CHECK(Transforms(chosen, 0) == std::vector<Transform>{Transform::kXor});  // bytes: never a difference
+  CHECK(chosen.size() * 10 < xored.size() * 9);
+  for (const auto* object : {&chosen, &xored, &differenced}) {
+    for (int threads : {1, 2}) {
+      auto back = Decode(*object, threads, &base.bytes);
+      REQUIRE(back.ok());
+      CHECK(*back == stepped.bytes);
+    }
+  }
+
+  // The lowest bit of every weight flipped: XOR is one constant, the
+  // difference a coin toss between +1 and -1, so every chunk stays XOR.
+  Checkpoint flipped = base;
+  for (uint64_t i = 0; i < flipped.layout.regions[1].length; i += 4) flipped.bytes[flipped.layout.regions[1].offset + i] ^= 1;
+  const std::vector<uint8_t> kept = Encode(flipped.bytes, delta, 2, &base.bytes);
+  const std::vector<Transform> all = Transforms(kept, 1);
+  CHECK(std::count(all.begin(), all.end(), Transform::kXor) == 19);
+  CHECK(kept.size() == Encode(flipped.bytes, delta, 2, &base.bytes, 65536, TransformPolicy::kXor).size());
+  CHECK(*Decode(kept, 2, &base.bytes) == flipped.bytes);
+
+  // A standalone object is the same bytes whatever the transform policy.
+  CHECK(Encode(base.bytes, base.layout, 2, nullptr, 65536, TransformPolicy::kAuto) ==
+        Encode(base.bytes, base.layout, 2, nullptr, 65536, TransformPolicy::kXor));
+}
+
+// Rewrites index entry `i` of `object` by `change` and signs the index again.
+void ChangeIndexEntry(std::vector<uint8_t>& object, size_t i, const std::function<void(IndexEntry&)>& change) {
+  const uint64_t count = DecodeTrailer(object.data() + object.size() - kTrailerBytes).chunk_count;
+  uint8_t* index = object.data() + object.size() - kTrailerBytes - kIndexEntryBytes * count;
+  IndexEntry e = DecodeIndexEntry(index + kIndexEntryBytes * i);
+  change(e);
+  EncodeIndexEntry(e, index + kIndexEntryBytes * i);
+  uint8_t* t = object.data() + object.size() - kTrailerBytes;
+  TrailerFields trailer = DecodeTrailer(t);
+  trailer.checksum = IndexChecksum(index, count, t);
+  EncodeTrailer(trailer, t);
+}
+
+TEST_CASE("rejects a transform the object may not name; a swapped one fails the content id") {
+  const Checkpoint base = MakeCheckpoint(11, 60000);
+  const Checkpoint stepped = Stepped(base, 13);
+  const Layout delta = stepped.layout.AsDeltaOfSameLayout();
+  const std::vector<uint8_t> v3 = Encode(stepped.bytes, delta, 1, &base.bytes);
+  REQUIRE(VersionOf(v3) == 3);
+  auto rejected = [&](std::vector<uint8_t> object, size_t chunk, uint8_t transform) {
+    ChangeIndexEntry(object, chunk, [&](IndexEntry& e) { e.transform = transform; });
+    auto r = Decode(object, 1, &base.bytes);
+    REQUIRE(!r.ok());
+    CHECK(r.status().code() == StatusCode::kCorruption);
+    return r.status().message();
+  };
+  CHECK(rejected(v3, 1, 2) == "obj: chunk 1 names unknown delta transform 2");
+  CHECK(rejected(v3, 0, 1) == "obj: chunk 0 is a difference in a region that cannot be one (bytes)");
+  CHECK(rejected(Encode(stepped.bytes, delta, 1, &base.bytes, 65536, codec::TransformPolicy::kXor), 1, 1) ==
+        "obj: chunk index entry 1 has reserved bits set");
+  // A base object, made format 3 with its checksum signed again.
+  std::vector<uint8_t> alone = Encode(stepped.bytes, stepped.layout, 1);
+  HeaderFields h = DecodeHeader(alone.data());
+  h.version = 3;
+  EncodeHeader(h, alone.data());
+  h.checksum = HeaderChecksum(alone.data(), alone.data() + kHeaderBytes, h.region_count);
+  EncodeHeader(h, alone.data());
+  {
+    auto fine = Decode(alone, 1);
+    REQUIRE(fine.ok());
+    CHECK(*fine == stepped.bytes);
+  }
+  ChangeIndexEntry(alone, 1, [](IndexEntry& e) { e.transform = 1; });
+  CHECK(DecodeStatus(alone).message() == "obj: chunk 1 is a difference in a region that is not a delta");
+  // Undone the other way, a chunk decodes to other bytes: the object's
+  // content id refuses them.
+  CHECK(rejected(v3, 1, 0).find("not the object's content id") != std::string::npos);
+  std::vector<uint8_t> reserved = v3;
+  ChangeIndexEntry(reserved, 1, [](IndexEntry& e) { e.reserved = 1u << 16; });
+  CHECK(DecodeStatus(reserved).message() == "obj: chunk index entry 1 has reserved bits set");
+}
 
 TEST_CASE("prefixed regions round-trip and their fields are checked") {
   std::string header_a = R"({"w":{"dtype":"F32","shape":[100],"data_offsets":[0,400]},"__metadata__":{"step":"100"}})";

@@ -1,35 +1,54 @@
 #include "lib/container/estimate.h"
 
+#include <algorithm>
+
 #include "lib/base/buffer.h"
+#include "lib/codec/entropy.h"
 #include "lib/codec/grouping.h"
-#include "lib/codec/huffman.h"
 
 namespace zipnn::container {
 
+namespace {
+
+// The order-0 information of n bytes of `dtype`, grouped, in bytes.
+double GroupedBound(codec::DType dtype, const uint8_t* raw, size_t n, Buffer& grouped) {
+  grouped.Resize(n);
+  codec::SplitGroups(dtype, raw, n, grouped.data());
+  double bytes = 0;
+  for (int g = 0; g < codec::GroupCount(dtype, n); ++g) {
+    const uint8_t* p = grouped.data() + codec::GroupOffset(dtype, n, g);
+    bytes += codec::EntropyBits(codec::CountBytes(p, codec::GroupSize(dtype, n, g))) / 8;
+  }
+  return bytes;
+}
+
+}  // namespace
+
 Result<double> EntropyBound(const ByteSource& input, const Layout& layout, const ByteSource* base,
-                            uint32_t chunk_size, ThreadPool& pool) {
+                            uint32_t chunk_size, ThreadPool& pool, codec::TransformPolicy transform) {
   const std::vector<ChunkSpan> chunks = PlanChunks(layout, chunk_size);
   auto produce = [&](size_t i) -> Result<double> {
     const ChunkSpan& c = chunks[i];
     const Region& region = layout.regions[c.region];
-    thread_local Buffer raw, other, grouped;
+    thread_local Buffer raw, other, delta, grouped;
     raw.Resize(c.length);
     ZIPNN_RETURN_IF_ERROR(input.ReadAt(c.offset, raw.data(), c.length));
-    if (region.delta) {
-      if (base == nullptr) return InvalidArgument("a delta layout needs a base");
-      other.Resize(c.length);
-      ZIPNN_RETURN_IF_ERROR(base->ReadAt(region.base_offset + (c.offset - region.offset), other.data(), c.length));
-      codec::XorInto(raw.data(), other.data(), c.length);
+    if (!region.delta) return GroupedBound(region.dtype, raw.data(), c.length, grouped);
+    if (base == nullptr) return InvalidArgument("a delta layout needs a base");
+    other.Resize(c.length);
+    ZIPNN_RETURN_IF_ERROR(base->ReadAt(region.base_offset + (c.offset - region.offset), other.data(), c.length));
+    delta.Resize(c.length);
+    const bool difference = codec::DifferenceApplies(region.dtype) && transform != codec::TransformPolicy::kXor;
+    double bound = 1e300;
+    if (!difference || transform == codec::TransformPolicy::kAuto) {
+      codec::XorTo(delta.data(), raw.data(), other.data(), c.length);
+      bound = GroupedBound(region.dtype, delta.data(), c.length, grouped);
     }
-    grouped.Resize(c.length);
-    codec::SplitGroups(region.dtype, raw.data(), c.length, grouped.data());
-    double bytes = 0;
-    for (int g = 0; g < codec::GroupCount(region.dtype, c.length); ++g) {
-      const size_t n = codec::GroupSize(region.dtype, c.length, g);
-      const uint8_t* p = grouped.data() + codec::GroupOffset(region.dtype, c.length, g);
-      bytes += codec::EntropyBits(codec::CountBytes(p, n)) / 8;
+    if (difference) {
+      codec::DifferenceTo(region.dtype, delta.data(), raw.data(), other.data(), c.length);
+      bound = std::min(bound, GroupedBound(codec::DifferenceGrouping(region.dtype), delta.data(), c.length, grouped));
     }
-    return bytes;
+    return bound;
   };
   double total = 0;
   ZIPNN_RETURN_IF_ERROR(RunOrdered<double>(pool, chunks.size(), produce, [&](size_t, double b) {

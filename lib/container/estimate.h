@@ -9,13 +9,17 @@
 #include "lib/base/io.h"
 #include "lib/base/status.h"
 #include "lib/base/thread_pool.h"
+#include "lib/codec/delta_transform.h"
 #include "lib/container/layout.h"
 
 namespace zipnn::container {
 
-// The bound, in bytes, for `input` cut into `layout`'s regions (delta
-// regions XORed with `base` first) and chunks of `chunk_size`.
+// The bound, in bytes, for `input` cut into `layout`'s regions and chunks
+// of `chunk_size`. Each chunk of a delta region is taken against `base`
+// as `transform` allows: for kAuto, the smaller bound of XOR and the
+// difference (what the encoder picks from).
 Result<double> EntropyBound(const ByteSource& input, const Layout& layout, const ByteSource* base,
-                            uint32_t chunk_size, ThreadPool& pool);
+                            uint32_t chunk_size, ThreadPool& pool,
+                            codec::TransformPolicy transform = codec::TransformPolicy::kAuto);
 
 }  // namespace zipnn::container

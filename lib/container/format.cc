@@ -36,6 +36,15 @@ Status CheckChunkSize(uint32_t chunk_size) {
   return OkStatus();
 }
 
+uint16_t WriteVersion(const Layout& layout, codec::TransformPolicy transform) {
+  if (transform != codec::TransformPolicy::kXor) {
+    for (const Region& r : layout.regions) {
+      if (r.delta && codec::DifferenceApplies(r.dtype)) return kFirstTransformVersion;
+    }
+  }
+  return 2;
+}
+
 // ---- The sections as stored ----
 
 void EncodeHeader(const HeaderFields& h, uint8_t* out) {
@@ -107,7 +116,8 @@ RegionEntry DecodeRegionEntry(const uint8_t* in) {
 void EncodeIndexEntry(const IndexEntry& e, uint8_t* out) {
   using O = IndexEntryOffset;
   StoreLE<uint32_t>(out + O::kRecordSize, e.record_size);
-  StoreLE<uint32_t>(out + O::kReserved, e.reserved);
+  out[O::kTransform] = e.transform;
+  for (int k = 0; k < 3; ++k) out[O::kReserved + k] = static_cast<uint8_t>(e.reserved >> (8 * k));
   StoreLE<uint64_t>(out + O::kChecksum, e.checksum);
 }
 
@@ -115,7 +125,8 @@ IndexEntry DecodeIndexEntry(const uint8_t* in) {
   using O = IndexEntryOffset;
   IndexEntry e;
   e.record_size = LoadLE<uint32_t>(in + O::kRecordSize);
-  e.reserved = LoadLE<uint32_t>(in + O::kReserved);
+  e.transform = in[O::kTransform];
+  for (int k = 0; k < 3; ++k) e.reserved |= static_cast<uint32_t>(in[O::kReserved + k]) << (8 * k);
   e.checksum = LoadLE<uint64_t>(in + O::kChecksum);
   return e;
 }
@@ -185,6 +196,7 @@ void AppendIndexAndTrailer(const std::vector<ChunkRef>& chunks, const ContentId&
   for (const ChunkRef& c : chunks) {
     IndexEntry e;
     e.record_size = c.record_size;
+    e.transform = static_cast<uint8_t>(c.transform);
     e.checksum = c.checksum;
     EncodeIndexEntry(e, p);
     p += kIndexEntryBytes;
@@ -337,7 +349,19 @@ Status ReadIndex(const ByteSource& object, const TrailerFields& trailer, const u
     c.record_offset = at;
     c.record_size = e.record_size;
     c.checksum = e.checksum;
-    if (e.reserved != 0) return Bad(object, "chunk index entry " + std::to_string(i) + " has reserved bits set");
+    if (e.reserved != 0 || (hd.version < kFirstTransformVersion && e.transform != 0)) {
+      return Bad(object, "chunk index entry " + std::to_string(i) + " has reserved bits set");
+    }
+    if (e.transform > codec::kMaxTransformValue) {
+      return Bad(object, "chunk " + std::to_string(i) + " names unknown delta transform " + std::to_string(e.transform));
+    }
+    c.transform = static_cast<codec::Transform>(e.transform);
+    const Region& region = hd.layout.regions[c.span.region];
+    if (c.transform == codec::Transform::kDifference && (!region.delta || !codec::DifferenceApplies(region.dtype))) {
+      return Bad(object, "chunk " + std::to_string(i) + " is a difference in a region that " +
+                             (region.delta ? "cannot be one (" + std::string(codec::DTypeName(region.dtype)) + ")"
+                                           : std::string("is not a delta")));
+    }
     if (c.record_size == 0 || c.record_size > index_offset - at) {
       return Bad(object, "chunk " + std::to_string(i) + " record runs past the chunk index");
     }

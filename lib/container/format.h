@@ -1,4 +1,4 @@
-// The object container, format version 2: its constants and its
+// The object container, format version 3: its constants and its
 // fixed-size sections (header, region table, chunk index, trailer).
 // docs/format.md is the specification; each constant quotes the section
 // that defines it.
@@ -24,6 +24,7 @@
 #include "lib/base/content_id.h"
 #include "lib/base/io.h"
 #include "lib/base/status.h"
+#include "lib/codec/delta_transform.h"
 #include "lib/codec/group_coder.h"
 #include "lib/container/layout.h"
 
@@ -31,7 +32,10 @@ namespace zipnn::container {
 
 // "Header"
 inline constexpr std::array<uint8_t, 8> kObjectMagic = {'Z', 'I', 'P', 'N', 'N', 'O', 'B', 'J'};
-inline constexpr uint16_t kFormatVersion = 2;
+// The newest version this code reads and writes. Writers write the oldest
+// version that can hold the object (WriteVersion), so bases and XOR-only
+// deltas keep the bytes of format 2.
+inline constexpr uint16_t kFormatVersion = 3;
 inline constexpr size_t kHeaderBytes = 64;
 // "Region table"
 inline constexpr size_t kRegionEntryBytes = 24;
@@ -49,6 +53,8 @@ inline constexpr uint32_t kDefaultChunkSize = 256u << 10;
 
 // "Chunk record": the coders each format version may name (codec::kCoders).
 using codec::NewestCoder;
+// "Chunk index": the first version whose entries name a transform.
+inline constexpr uint16_t kFirstTransformVersion = 3;
 
 enum class ObjectKind : uint8_t { kBase = 0, kDelta = 1 };
 
@@ -62,12 +68,14 @@ struct ObjectHeader {
   Layout layout;
 };
 
-// Where one chunk's record sits in the object.
+// Where one chunk's record sits in the object, and how a delta chunk
+// was taken against its base.
 struct ChunkRef {
   ChunkSpan span;
   uint64_t record_offset = 0;
   uint32_t record_size = 0;
   uint64_t checksum = 0;
+  codec::Transform transform = codec::Transform::kXor;
 };
 
 struct ObjectInfo {
@@ -139,12 +147,14 @@ RegionEntry DecodeRegionEntry(const uint8_t* in);
 // "Chunk index": one entry.
 struct IndexEntry {
   uint32_t record_size = 0;
-  uint32_t reserved = 0;
+  uint8_t transform = 0;  // a codec::Transform, if valid; version 3 on
+  uint32_t reserved = 0;  // 24 bits
   uint64_t checksum = 0;  // of the record
 };
 struct IndexEntryOffset {
   static constexpr size_t kRecordSize = 0;
-  static constexpr size_t kReserved = 4;
+  static constexpr size_t kTransform = 4;
+  static constexpr size_t kReserved = 5;
   static constexpr size_t kChecksum = 8;
 };
 void EncodeIndexEntry(const IndexEntry& e, uint8_t* out);
@@ -172,6 +182,11 @@ uint64_t IndexChecksum(const uint8_t* index, uint64_t chunk_count, const uint8_t
 // ---- Whole objects ----
 
 Status CheckChunkSize(uint32_t chunk_size);
+
+// The version a writer gives an object of `layout` whose delta chunks may
+// be taken as `transform` allows: 3 when a chunk may be a difference (a
+// delta region of a numeric dtype), else 2.
+uint16_t WriteVersion(const Layout& layout, codec::TransformPolicy transform);
 
 // Header and region table, with the header checksum filled in.
 void AppendHeader(const ObjectHeader& h, Buffer& out);

@@ -43,7 +43,7 @@ std::vector<Stripe> PlanStripes(const std::vector<Chunk>& chunks, uint32_t chunk
 int ResolveThreads(int threads) { return threads > 0 ? threads : ThreadPool::DefaultThreads(); }
 
 // Reads the base bytes a region's chunks need: for a delta region the
-// bytes its stripe is XORed with, for a prefixed one the whole prefix.
+// bytes its stripe is taken against, for a prefixed one the whole prefix.
 Status ReadBase(const ByteSource& base, const Region& region, uint64_t raw_offset, size_t n,
                 Buffer& out) {
   if (region.prefix_length > 0) {
@@ -84,7 +84,7 @@ Status DecodeChunk(const ByteSource& object, size_t index, const ChunkRef& c, co
   const bool prefixed = region.prefix_length > 0;
   Status st = decoder.Decode(region.dtype, record, c.record_size, c.span.length,
                              region.delta ? base.data() + at : nullptr, out, prefixed ? base.data() : nullptr,
-                             prefixed ? base.size() : 0);
+                             prefixed ? base.size() : 0, c.transform);
   if (!st.ok()) return Corruption(ChunkName(object, index, c.span) + ": " + st.message());
   return OkStatus();
 }
@@ -120,6 +120,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   }
 
   ObjectHeader header;
+  header.version = WriteVersion(layout, options.transform);
   header.kind = base != nullptr ? ObjectKind::kDelta : ObjectKind::kBase;
   header.chunk_size = options.chunk_size;
   header.raw_size = input.size();
@@ -139,7 +140,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   refs.reserve(chunks.size());
   Hasher hasher;
   FreeList<codec::ChunkEncoder> encoders([&options] {
-    return std::make_unique<codec::ChunkEncoder>(options.policy, options.zstd_level);
+    return std::make_unique<codec::ChunkEncoder>(options.policy, options.zstd_level, options.transform);
   });
   ThreadPool pool(ResolveThreads(options.threads));
 
@@ -163,10 +164,10 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
       const ChunkSpan& c = chunks[i];
       const uint64_t at = c.offset - stripe.offset;
       const size_t before = e->records.size();
-      encoder->Encode(region.dtype, e->raw.data() + at, c.length,
-                      region.delta ? e->base.data() + at : nullptr, e->records,
-                      prefixed ? e->base.data() : nullptr, prefixed ? e->base.size() : 0);
       ChunkRef ref;
+      ref.transform = encoder->Encode(region.dtype, e->raw.data() + at, c.length,
+                                      region.delta ? e->base.data() + at : nullptr, e->records,
+                                      prefixed ? e->base.data() : nullptr, prefixed ? e->base.size() : 0);
       ref.span = c;
       ref.record_size = static_cast<uint32_t>(e->records.size() - before);
       ref.checksum = Checksum64(e->records.data() + before, ref.record_size);
@@ -391,6 +392,7 @@ Result<std::vector<RegionStats>> ScanObject(const ByteSource& object, const Obje
     if (!groups.ok()) return Corruption(ChunkName(object, i, c.span) + ": " + groups.status().message());
     RegionStats& r = stats[c.span.region];
     r.record_bytes += c.record_size;
+    ++r.chunks_by_transform[static_cast<size_t>(c.transform)];
     if (r.groups.size() < static_cast<size_t>(groups->count)) r.groups.resize(groups->count);
     for (int g = 0; g < groups->count; ++g) {
       const codec::GroupEntry& e = groups->group[g];

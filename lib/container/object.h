@@ -36,9 +36,11 @@ struct EncodeOptions {
   int threads = 0;  // 0: all cores
   int zstd_level = 3;
   codec::CoderPolicy policy = codec::CoderPolicy::kAuto;
+  // How delta chunks are taken against the base (chunk_codec.h).
+  codec::TransformPolicy transform = codec::TransformPolicy::kAuto;
 };
 
-// The checkpoint a delta is XORed against.
+// The checkpoint a delta is taken against.
 struct DeltaBase {
   const ByteSource* source = nullptr;
   ContentId id;
@@ -76,7 +78,7 @@ inline constexpr uint64_t kReaderCacheBytes = 4u << 20;
 // decoded, so reads that move front to back decode each chunk once. A
 // delta reads its base through another ByteSource, usually the
 // ObjectReader of the next link of its chain: a chain of deltas then
-// decodes in one pass, chunk by chunk, each level XORed onto the one
+// decodes in one pass, chunk by chunk, each level applied onto the one
 // below, and no level is ever written out whole. Partial reads cannot be
 // checked against the content id; whoever reads the whole checkpoint does
 // (DecodeObject of the top object, which reads its base through these).
@@ -126,6 +128,8 @@ struct GroupStats {
 struct RegionStats {
   std::vector<GroupStats> groups;  // by group index
   uint64_t record_bytes = 0;       // records including group tables
+  // Chunks by codec::Transform (a delta region's; others count as XOR).
+  std::array<uint64_t, codec::kMaxTransformValue + 1> chunks_by_transform{};
 };
 
 // Reads every chunk record and checks its checksum: the whole object is

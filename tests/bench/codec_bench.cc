@@ -2,14 +2,16 @@
 // real checkpoint files, beside zstd -3 on the same bytes. Not a test: it
 // prints figures. Everything runs in memory, so disk speed does not count.
 //
-//   codec_bench --dtype bf16 [--delta] [--runs 5] [--zstd-cli] FILE...
+//   codec_bench --dtype bf16 [--delta] [--transform auto|xor|difference] [--runs 5] [--zstd-cli] FILE...
 //
 // Per file: raw size; object size and ratio with the auto rule; the
 // order-0 entropy bound of the byte groups (summed per chunk, as the coder
 // sees them, and over the whole file); compress and decompress GB/s with 1
 // thread and with all cores (median of --runs); zstd -3 ratio and speed.
-// With --delta each file after the first is coded as an XOR delta against
-// the one before it, and --zstd-cli adds the size of
+// With --delta each file after the first is coded as a delta against the
+// one before it (its chunks taken as --transform says; the bounds are
+// those of that transform, for auto the smaller per chunk, and vs-file is
+// left out), and --zstd-cli adds the size of
 // `zstd -19 --patch-from=<previous>` from Debian's zstd binary.
 #include <zstd.h>
 
@@ -24,6 +26,8 @@
 #include "lib/base/file.h"
 #include "lib/base/thread_pool.h"
 #include "lib/codec/chunk_codec.h"
+#include "lib/codec/delta_transform.h"
+#include "lib/container/estimate.h"
 #include "lib/codec/grouping.h"
 #include "lib/codec/huffman.h"
 #include "lib/container/object.h"
@@ -87,12 +91,14 @@ int Main(int argc, char** argv) {
   std::vector<std::string> files;
   std::string dtype_name = "bf16";
   bool delta = false, zstd_cli = false;
+  std::string transform_name = "auto";
   int runs = 5;
   uint32_t chunk = container::kDefaultChunkSize;
   app.add_option("files", files, "Checkpoint files (in trajectory order for --delta)")->required();
   app.add_option("--dtype", dtype_name, "Element type of the files");
   app.add_flag("--delta", delta, "Code each file as a delta against the previous one");
   app.add_flag("--zstd-cli", zstd_cli, "Also report zstd -19 --patch-from (delta) sizes");
+  app.add_option("--transform", transform_name, "How delta chunks are taken: auto, xor or difference");
   app.add_option("--runs", runs, "Timed runs per figure (median reported)");
   app.add_option("--chunk-size", chunk, "Chunk size");
   CLI11_PARSE(app, argc, argv);
@@ -101,9 +107,14 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "unknown dtype %s\n", dtype_name.c_str());
     return 2;
   }
+  std::optional<codec::TransformPolicy> transform = codec::ParseTransformPolicy(transform_name);
+  if (!transform) {
+    std::fprintf(stderr, "unknown transform %s\n", transform_name.c_str());
+    return 2;
+  }
   const int cores = ThreadPool::DefaultThreads();
-  std::printf("# dtype %s, chunk %u, %d cores, median of %d runs; GB/s = raw bytes (1e9) per second\n",
-              dtype_name.c_str(), chunk, cores, runs);
+  std::printf("# dtype %s, chunk %u, %d cores, median of %d runs, deltas by %s; GB/s = raw bytes (1e9) per second\n",
+              dtype_name.c_str(), chunk, cores, runs, transform_name.c_str());
   std::printf("%-26s %6s %10s %7s %8s %8s %6s %6s %6s %6s %7s %6s %6s %6s%s\n", "file", "mode", "raw", "ratio",
               "vs-chunk", "vs-file", "c1", "cN", "d1", "dN", "zstd3", "zc1", "zcN", "zd1",
               zstd_cli ? "  patch-from-19" : "");
@@ -125,10 +136,23 @@ int Main(int argc, char** argv) {
     container::DeltaBase base{&base_src, HashBytes(prev.data(), prev.size())};
     if (is_delta) layout = layout.AsDeltaOfSameLayout();
 
-    // What the coder sees: the bytes, or their XOR with the previous file.
+    // What the coder sees: the bytes, or their delta against the previous
+    // file. With the automatic choice that is decided per chunk, so only
+    // the per-chunk bound is known.
     std::vector<uint8_t> coded = data;
-    if (is_delta) codec::XorInto(coded.data(), prev.data(), coded.size());
-    const Bound bound = EntropyBound(*dtype, coded.data(), coded.size(), chunk);
+    codec::DType grouping = *dtype;
+    if (is_delta && *transform != codec::TransformPolicy::kDifference) {
+      codec::XorInto(coded.data(), prev.data(), coded.size());
+    } else if (is_delta) {
+      codec::DifferenceTo(*dtype, coded.data(), data.data(), prev.data(), coded.size());
+      grouping = codec::DifferenceGrouping(*dtype);
+    }
+    Bound bound = EntropyBound(grouping, coded.data(), coded.size(), chunk);
+    if (is_delta && *transform == codec::TransformPolicy::kAuto) {
+      ThreadPool pool(cores);
+      bound.per_chunk = *container::EntropyBound(src, layout, &base_src, chunk, pool, *transform);
+      bound.whole = 0;
+    }
 
     // Sinks are reused across runs, as zstd's buffers are below, so that
     // first-touch page faults of fresh memory are not counted.
@@ -138,6 +162,7 @@ int Main(int argc, char** argv) {
       container::EncodeOptions o;
       o.chunk_size = chunk;
       o.threads = threads;
+      o.transform = *transform;
       object.Clear();
       auto r = container::EncodeObject(src, layout, is_delta ? &base : nullptr, o, object);
       if (!r.ok()) {
@@ -186,7 +211,8 @@ int Main(int argc, char** argv) {
     std::string short_name = name.substr(name.find_last_of('/') + 1);
     std::printf("%-26s %6s %10zu %6.2f%% %+7.2f%% %+7.2f%% %6.2f %6.2f %6.2f %6.2f %6.2f%% %6.2f %6.2f %6.2f%s\n",
                 short_name.c_str(), is_delta ? "delta" : "alone", data.size(), 100.0 * obj.size() / raw,
-                100.0 * (obj.size() / bound.per_chunk - 1), 100.0 * (obj.size() / bound.whole - 1), gbs(c1),
+                100.0 * (obj.size() / bound.per_chunk - 1),
+                bound.whole > 0 ? 100.0 * (obj.size() / bound.whole - 1) : 0.0, gbs(c1),
                 gbs(cn), gbs(d1), gbs(dn), 100.0 * zsize / raw, gbs(zc), gbs(zcn), gbs(zd),
                 zstd_cli && is_delta ? ("  " + ZstdPatchFromSize(prev_name, name)).c_str() : "");
     prev = std::move(data);
