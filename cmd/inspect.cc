@@ -1,5 +1,6 @@
 // git zipnn inspect: what an object holds and how each byte group was coded.
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -9,6 +10,36 @@
 #include "lib/container/object.h"
 
 namespace zipnn::cmd {
+
+namespace {
+
+// How a delta region's chunks were taken: "xor", "difference", or both
+// with their chunk counts.
+std::string TransformsOf(const container::RegionStats& stats) {
+  const uint64_t xor_chunks = stats.chunks_by_transform[static_cast<size_t>(codec::Transform::kXor)];
+  const uint64_t difference = stats.chunks_by_transform[static_cast<size_t>(codec::Transform::kDifference)];
+  if (difference == 0) return "xor";
+  if (xor_chunks == 0) return "difference";
+  return "difference " + std::to_string(difference) + " + xor " + std::to_string(xor_chunks) + " chunks";
+}
+
+void PrintGroupRows(size_t region, const std::vector<container::GroupStats>& groups,
+                    const std::function<std::string(int)>& label) {
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const container::GroupStats& s = groups[g];
+    std::string coders;
+    for (uint8_t c = 0; c <= codec::kMaxCoderValue; ++c) {
+      if (s.chunks_by_coder[c] == 0) continue;
+      if (!coders.empty()) coders += ", ";
+      coders += std::string(codec::CoderName(static_cast<codec::Coder>(c))) + " " + std::to_string(s.chunks_by_coder[c]);
+    }
+    std::printf("%-7zu %-6s %14llu %14llu %8s   %s\n", region, label(static_cast<int>(g)).c_str(),
+                static_cast<unsigned long long>(s.raw_bytes), static_cast<unsigned long long>(s.stored_bytes),
+                Percent(s.stored_bytes, s.raw_bytes).c_str(), coders.c_str());
+  }
+}
+
+}  // namespace
 
 Status PrintObjectReport(const std::string& path) {
   ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(path));
@@ -33,7 +64,7 @@ Status PrintObjectReport(const std::string& path) {
   std::printf("%-7s %-8s %14s %14s  %s\n", "region", "dtype", "offset", "length", "delta");
   for (size_t i = 0; i < h.layout.regions.size(); ++i) {
     const container::Region& r = h.layout.regions[i];
-    std::string delta = r.delta ? "xor base@" + std::to_string(r.base_offset)
+    std::string delta = r.delta ? TransformsOf(stats[i]) + " base@" + std::to_string(r.base_offset)
                         : r.prefix_length > 0 ? "zstd after base@" + std::to_string(r.base_offset) + "+" +
                                                     std::to_string(r.prefix_length)
                                               : "-";
@@ -54,21 +85,13 @@ Status PrintObjectReport(const std::string& path) {
                 static_cast<unsigned long long>(sizes.second), Percent(sizes.second, sizes.first).c_str());
   }
 
+  // Groups of chunks taken by the difference are other bytes (d0, d1, ...)
+  // than those of chunks stored as they are or XORed (exp, man0, ...).
   std::printf("\n%-7s %-6s %14s %14s %8s   chunks by coder\n", "region", "group", "raw", "stored", "ratio");
   for (size_t i = 0; i < stats.size(); ++i) {
     const codec::DType dtype = h.layout.regions[i].dtype;
-    for (size_t g = 0; g < stats[i].groups.size(); ++g) {
-      const container::GroupStats& s = stats[i].groups[g];
-      std::string coders;
-      for (uint8_t c = 0; c <= codec::kMaxCoderValue; ++c) {
-        if (s.chunks_by_coder[c] == 0) continue;
-        if (!coders.empty()) coders += ", ";
-        coders += std::string(codec::CoderName(static_cast<codec::Coder>(c))) + " " + std::to_string(s.chunks_by_coder[c]);
-      }
-      std::printf("%-7zu %-6s %14llu %14llu %8s   %s\n", i, codec::GroupLabel(dtype, static_cast<int>(g)).c_str(),
-                  static_cast<unsigned long long>(s.raw_bytes), static_cast<unsigned long long>(s.stored_bytes),
-                  Percent(s.stored_bytes, s.raw_bytes).c_str(), coders.c_str());
-    }
+    PrintGroupRows(i, stats[i].groups, [dtype](int g) { return codec::GroupLabel(dtype, g); });
+    PrintGroupRows(i, stats[i].difference_groups, [dtype](int g) { return codec::DifferenceGroupLabel(dtype, g); });
   }
   return OkStatus();
 }

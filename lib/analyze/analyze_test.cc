@@ -293,6 +293,14 @@ TEST_CASE("the policy what-if adds up the sizes each policy would store") {
     // The auto rule is never worse than Huffman only or zstd only.
     CHECK(r.standalone.automatic <= std::min(r.standalone.huffman, r.standalone.zstd));
     if (r.index > 0) CHECK(r.vs_previous.automatic <= std::min(r.vs_previous.huffman, r.vs_previous.zstd));
+    // Each delta chunk taken the cheaper way: never more than 0.1% above
+    // all-XOR, and here below both single transforms.
+    CHECK(r.standalone.xor_only == 0);
+    if (r.index > 0) {
+      CHECK(r.vs_previous.automatic * 1000 <= r.vs_previous.xor_only * 1001);
+      CHECK(r.vs_previous.automatic <= r.vs_previous.difference);
+      CHECK(r.vs_previous.difference < r.vs_previous.xor_only);
+    }
   }
   const PolicyOutcome& k1 = Policy(an, 1, DeltaAgainst::kPrevious);
   CHECK(k1.stored_bytes == all_bases);

@@ -138,25 +138,26 @@ void ChangesSection(const Analysis& a, const std::vector<int>& slots, std::strin
 
 void SizesSection(const Analysis& a, std::string& out) {
   out += "\nStored size as a share of raw: huff = Huffman only, zstd = zstd only, auto = the auto rule,\n"
-         "H0 = order-0 entropy bound of the byte groups\n";
+         "xor, diff = the auto rule with every delta chunk XORed, or taken as a difference (auto takes\n"
+         "the smaller per chunk), H0 = order-0 entropy bound of the byte groups\n";
   const std::string k = std::to_string(a.base_interval);
-  TextTable t({"checkpoint", "raw", "huff", "zstd", "auto", "H0", "huff", "zstd", "auto", "H0", "base", "huff", "zstd",
-               "auto", "H0"});
+  TextTable t({"checkpoint", "raw", "huff", "zstd", "auto", "H0", "huff", "zstd", "xor", "diff", "auto", "H0", "base",
+               "huff", "zstd", "auto", "H0"});
   t.Group(2, "standalone");
   t.Group(6, "delta vs previous");
-  t.Group(10, "delta vs base (every " + k + ")");
-  auto sizes = [](const Sizes& s, uint64_t raw, std::vector<std::string>& row) {
-    for (double v : {static_cast<double>(s.huffman), static_cast<double>(s.zstd), static_cast<double>(s.automatic),
-                     s.bound}) {
-      row.push_back(s.measured ? Ratio(v, raw) : "-");
-    }
+  t.Group(12, "delta vs base (every " + k + ")");
+  auto sizes = [](const Sizes& s, uint64_t raw, bool transforms, std::vector<std::string>& row) {
+    std::vector<double> shown = {static_cast<double>(s.huffman), static_cast<double>(s.zstd)};
+    if (transforms) shown.insert(shown.end(), {static_cast<double>(s.xor_only), static_cast<double>(s.difference)});
+    shown.insert(shown.end(), {static_cast<double>(s.automatic), s.bound});
+    for (double v : shown) row.push_back(s.measured ? Ratio(v, raw) : "-");
   };
   for (const CheckpointRow& r : a.rows) {
     std::vector<std::string> row = {r.label, HumanBytes(r.raw_bytes)};
-    sizes(r.standalone, r.raw_bytes, row);
-    sizes(r.vs_previous, r.raw_bytes, row);
+    sizes(r.standalone, r.raw_bytes, false, row);
+    sizes(r.vs_previous, r.raw_bytes, true, row);
     row.push_back(r.base ? a.rows[*r.base].label : "-");
-    sizes(r.vs_base, r.raw_bytes, row);
+    sizes(r.vs_base, r.raw_bytes, false, row);
     t.Add(std::move(row));
   }
   out += t.Render();
@@ -248,9 +249,14 @@ double Fraction(uint64_t part, uint64_t whole) {
 
 Cell Maybe(bool have, Cell c) { return have ? c : Cell{}; }
 
-void AddSizes(const Sizes& s, std::vector<Cell>& row) {
+// The standalone sizes have no xor and difference columns.
+void AddSizes(const Sizes& s, bool delta, std::vector<Cell>& row) {
   row.push_back(Maybe(s.measured, s.huffman));
   row.push_back(Maybe(s.measured, s.zstd));
+  if (delta) {
+    row.push_back(Maybe(s.measured, s.xor_only));
+    row.push_back(Maybe(s.measured, s.difference));
+  }
   row.push_back(Maybe(s.measured, s.automatic));
   row.push_back(Maybe(s.measured, s.bound));
 }
@@ -261,9 +267,10 @@ DataTable CheckpointsTable(const Analysis& a, const std::vector<int>& slots) {
   for (int s : slots) t.columns.push_back("changed_" + SlotLabel(s));
   for (const char* c : {"relative_update", "non_finite", "changed_tensors", "frozen_tensors", "added_tensors",
                         "removed_tensors", "reshaped_tensors", "standalone_huffman", "standalone_zstd",
-                        "standalone_auto", "standalone_bound", "previous_huffman", "previous_zstd", "previous_auto",
-                        "previous_bound", "base_index", "base_label", "base_distance", "base_huffman", "base_zstd",
-                        "base_auto", "base_bound"}) {
+                        "standalone_auto", "standalone_bound", "previous_huffman", "previous_zstd", "previous_xor",
+                        "previous_difference", "previous_auto", "previous_bound", "base_index", "base_label",
+                        "base_distance", "base_huffman", "base_zstd", "base_xor", "base_difference", "base_auto",
+                        "base_bound"}) {
     t.columns.push_back(c);
   }
   for (const CheckpointRow& r : a.rows) {
@@ -277,13 +284,13 @@ DataTable CheckpointsTable(const Analysis& a, const std::vector<int>& slots) {
                        r.reshaped_tensors}) {
       row.push_back(Maybe(ref, n));
     }
-    AddSizes(r.standalone, row);
-    AddSizes(r.vs_previous, row);
+    AddSizes(r.standalone, false, row);
+    AddSizes(r.vs_previous, true, row);
     const bool base = r.base.has_value();
     row.push_back(Maybe(base, uint64_t{r.base.value_or(0)}));
     row.push_back(Maybe(base, base ? a.rows[*r.base].label : ""));
     row.push_back(Maybe(base, uint64_t{r.index - r.base.value_or(0)}));
-    AddSizes(r.vs_base, row);
+    AddSizes(r.vs_base, true, row);
     t.rows.push_back(std::move(row));
   }
   return t;

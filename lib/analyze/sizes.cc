@@ -1,5 +1,7 @@
 #include "lib/analyze/sizes.h"
 
+#include <optional>
+
 #include "lib/base/buffer.h"
 #include "lib/codec/grouping.h"
 #include "lib/codec/huffman.h"
@@ -10,13 +12,17 @@ namespace zipnn::analyze {
 
 namespace {
 
+// The object's size with `coders`, its delta chunks taken as `transform`
+// says (the policy's own when not given).
 Result<uint64_t> CodedSize(const formats::CheckpointView& target, const container::Layout& layout, const formats::CheckpointView* base,
-                           const config::Policy& policy, codec::CoderPolicy coders, ContentId* id) {
+                           const config::Policy& policy, codec::CoderPolicy coders, ContentId* id,
+                           std::optional<codec::TransformPolicy> transform = std::nullopt) {
   container::EncodeOptions options;
   options.chunk_size = policy.chunk_size;
   options.threads = policy.threads;
   options.zstd_level = policy.zstd_level;
   options.policy = coders;
+  options.transform = transform.value_or(policy.delta_transform);
   container::DeltaBase delta{base != nullptr ? base->source : nullptr, base != nullptr ? base->id : ContentId{}};
   CountingSink sink;
   ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
@@ -36,9 +42,15 @@ Result<Sizes> MeasureSizes(const formats::CheckpointView& target, const formats:
   if (coders == Coders::kAll) {
     ZIPNN_ASSIGN_OR_RETURN(sizes.huffman, CodedSize(target, layout, base, policy, codec::CoderPolicy::kHuffman, nullptr));
     ZIPNN_ASSIGN_OR_RETURN(sizes.zstd, CodedSize(target, layout, base, policy, codec::CoderPolicy::kZstd, nullptr));
+    if (base != nullptr) {
+      ZIPNN_ASSIGN_OR_RETURN(sizes.xor_only, CodedSize(target, layout, base, policy, codec::CoderPolicy::kAuto, nullptr,
+                                                       codec::TransformPolicy::kXor));
+      ZIPNN_ASSIGN_OR_RETURN(sizes.difference, CodedSize(target, layout, base, policy, codec::CoderPolicy::kAuto,
+                                                         nullptr, codec::TransformPolicy::kDifference));
+    }
     ZIPNN_ASSIGN_OR_RETURN(sizes.bound,
-                           container::EntropyBound(*target.source, layout, base != nullptr ? base->source : nullptr, policy.chunk_size,
-                                        pool));
+                           container::EntropyBound(*target.source, layout, base != nullptr ? base->source : nullptr,
+                                                   policy.chunk_size, pool, policy.delta_transform));
   }
   sizes.measured = true;
   return sizes;

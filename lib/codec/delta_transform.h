@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "lib/codec/dtype.h"
@@ -54,5 +55,8 @@ void UndoDifference(DType t, uint8_t* out, const uint8_t* delta, const uint8_t* 
 
 // The unsigned type of t's width: how a difference of type t is grouped.
 DType DifferenceGrouping(DType t);
+// The name of group g of a difference of type t: "d0" (the lowest byte,
+// whose bit 0 is the step's direction) up to "d7", or "tail".
+std::string DifferenceGroupLabel(DType t, int g);
 
 }  // namespace zipnn::codec

@@ -230,7 +230,9 @@ std::optional<Coder> GroupEncoder::EncodeAuto(const uint8_t* in, size_t n, size_
   } else {
     coded = TryPlanned(c.huffman, Coder::kHuffman, n, out);
   }
-  if (HasLongZeroRun(in, n, chunk_len)) coded = KeepSmaller(coded, start, in, n, out);
+  if ((delta_ && n <= AutoRule::kZstdSmallDeltaGroup) || HasLongZeroRun(in, n, chunk_len)) {
+    coded = KeepSmaller(coded, start, in, n, out);
+  }
   return coded;
 }
 

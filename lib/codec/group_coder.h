@@ -61,6 +61,12 @@ struct AutoRule {
   // of Huffman. With rANS in the set, measurements on real deltas show
   // rANS smaller than zstd on nearly all of them: tests/bench/auto_rule_bench.)
   static constexpr double kZstdZeroRunShare = 0.03;
+  // Groups of a delta region this small are also tried with zstd: on a
+  // few kilobytes an order-0 coder's table is a large share of the
+  // payload, and zstd's matches can win (a 1.6 KB mantissa difference of
+  // a 10 KB checkpoint: zstd 1219 bytes, Huffman 1257). Standalone groups
+  // keep their coders, so base objects keep their bytes.
+  static constexpr size_t kZstdSmallDeltaGroup = 4096;
   // rANS replaces Huffman when its estimate is at least this much smaller.
   // It decodes at about half of Huffman's speed. Standalone regions are
   // decoded by every restore (they are the bases of chains) and hold the

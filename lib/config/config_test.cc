@@ -24,15 +24,18 @@ TEST_CASE("an absent or empty policy gives the defaults") {
   auto empty = ParsePolicy("", "x");
   REQUIRE(empty.ok());
   CHECK(empty->base_interval == 10);
+  CHECK(empty->delta_transform == codec::TransformPolicy::kAuto);
   auto comments = ParsePolicy("# nothing set\n", "x");
   REQUIRE(comments.ok());
 }
 
 TEST_CASE("every key is read, and max_chain follows base_interval unless set") {
   auto p = ParsePolicy(
-      "base_interval: 5\ndelta_against: base\nmin_gain: 0.2\nchunk_size: 1048576\nthreads: 2\nzstd_level: 9\n",
+      "base_interval: 5\ndelta_against: base\nmin_gain: 0.2\nchunk_size: 1048576\nthreads: 2\nzstd_level: 9\n"
+      "delta_transform: xor\n",
       "x");
   REQUIRE(p.ok());
+  CHECK(p->delta_transform == codec::TransformPolicy::kXor);
   CHECK(p->base_interval == 5);
   CHECK(p->max_chain == 4);
   CHECK(p->delta_against == DeltaAgainst::kBase);
@@ -103,11 +106,13 @@ TEST_CASE("read leniently, a wrong key keeps its default and the right ones hold
 TEST_CASE("mistakes name the file and the key") {
   CHECK(Error("base_intervl: 5\n") ==
         ".zipnn.yaml: 'base_intervl' is not a policy key (did you mean 'base_interval'?); the keys are base_interval, "
-        "delta_against, max_chain, min_gain, chunk_size, threads, zstd_level, series, raw_cache");
+        "delta_against, max_chain, min_gain, delta_transform, chunk_size, threads, zstd_level, series, raw_cache");
   CHECK(Error("serise: ['a{step}']\n").find("(did you mean 'series'?)") != std::string::npos);
   CHECK(Error("colour: red\n") ==
         ".zipnn.yaml: 'colour' is not a policy key; the keys are base_interval, delta_against, max_chain, min_gain, "
-        "chunk_size, threads, zstd_level, series, raw_cache");
+        "delta_transform, chunk_size, threads, zstd_level, series, raw_cache");
+  CHECK(Error("delta_transform: sub\n") == ".zipnn.yaml: 'delta_transform' must be 'auto', 'xor' or 'difference'");
+  CHECK(Error("delta_transfrom: xor\n").find("(did you mean 'delta_transform'?)") != std::string::npos);
   CHECK(Error("base_interval: ten\n") == ".zipnn.yaml: 'base_interval' must be a whole number");
   CHECK(Error("base_interval: 2.5\n") == ".zipnn.yaml: 'base_interval' must be a whole number");
   CHECK(Error("base_interval: 0\n") == ".zipnn.yaml: 'base_interval' must be from 1 to 1000000, not 0");

@@ -52,8 +52,8 @@ Result<uint64_t> Size(const YAML::Node& node, const std::string& source, const s
   return bytes;
 }
 
-const char* const kKeys[] = {"base_interval", "delta_against", "max_chain", "min_gain", "chunk_size",
-                             "threads",       "zstd_level",    "series",    "raw_cache"};
+const char* const kKeys[] = {"base_interval", "delta_against", "max_chain", "min_gain",  "delta_transform",
+                             "chunk_size",    "threads",       "zstd_level", "series",   "raw_cache"};
 
 // Edit distance, for "did you mean".
 size_t Distance(const std::string& a, const std::string& b) {
@@ -81,9 +81,10 @@ Status UnknownKey(const std::string& source, const std::string& key) {
       closest = k;
     }
   }
+  std::string keys;
+  for (const char* k : kKeys) keys += (keys.empty() ? "" : ", ") + std::string(k);
   return Bad(source, key, "is not a policy key" + (closest.empty() ? "" : " (did you mean '" + closest + "'?)") +
-                              "; the keys are base_interval, delta_against, max_chain, min_gain, chunk_size, "
-                              "threads, zstd_level, series, raw_cache");
+                              "; the keys are " + keys);
 }
 
 // Reads one key's value into `p` (a copy the caller keeps only when this
@@ -123,6 +124,11 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
     }
   } else if (key == "raw_cache") {
     ZIPNN_ASSIGN_OR_RETURN(p.raw_cache, Size(v, source, key));
+  } else if (key == "delta_transform") {
+    const std::optional<codec::TransformPolicy> t =
+        v.IsScalar() ? codec::ParseTransformPolicy(v.as<std::string>()) : std::nullopt;
+    if (!t) return Bad(source, key, "must be 'auto', 'xor' or 'difference'");
+    p.delta_transform = *t;
   } else if (key == "delta_against") {
     const std::string s = v.IsScalar() ? v.as<std::string>() : "";
     if (s == "previous") p.delta_against = DeltaAgainst::kPrevious;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/codec/delta_transform.h"
 
 namespace zipnn::config {
 
@@ -25,6 +26,10 @@ struct Policy {
   // A delta must be at least this much smaller than the version stored
   // standalone, or the version becomes a base.
   double min_gain = 0.10;
+  // How a delta's chunks are taken against their base: the smaller of XOR
+  // and the arithmetic difference per chunk (object format 3), or one of
+  // them; xor keeps deltas readable by git-zipnn before 0.3.
+  codec::TransformPolicy delta_transform = codec::TransformPolicy::kAuto;
   uint32_t chunk_size = 256u << 10;
   int threads = 0;  // 0: all cores
   int zstd_level = 3;

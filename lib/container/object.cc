@@ -393,12 +393,14 @@ Result<std::vector<RegionStats>> ScanObject(const ByteSource& object, const Obje
     RegionStats& r = stats[c.span.region];
     r.record_bytes += c.record_size;
     ++r.chunks_by_transform[static_cast<size_t>(c.transform)];
-    if (r.groups.size() < static_cast<size_t>(groups->count)) r.groups.resize(groups->count);
+    std::vector<GroupStats>& by_group =
+        c.transform == codec::Transform::kDifference ? r.difference_groups : r.groups;
+    if (by_group.size() < static_cast<size_t>(groups->count)) by_group.resize(groups->count);
     for (int g = 0; g < groups->count; ++g) {
       const codec::GroupEntry& e = groups->group[g];
-      r.groups[g].raw_bytes += e.raw;
-      r.groups[g].stored_bytes += e.stored;
-      ++r.groups[g].chunks_by_coder[static_cast<size_t>(e.coder)];
+      by_group[g].raw_bytes += e.raw;
+      by_group[g].stored_bytes += e.stored;
+      ++by_group[g].chunks_by_coder[static_cast<size_t>(e.coder)];
     }
   }
   return stats;

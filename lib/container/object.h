@@ -126,8 +126,11 @@ struct GroupStats {
 };
 
 struct RegionStats {
-  std::vector<GroupStats> groups;  // by group index
-  uint64_t record_bytes = 0;       // records including group tables
+  // By group index: of the chunks stored as they are or XORed, and of the
+  // chunks taken by the difference (whose groups are other bytes).
+  std::vector<GroupStats> groups;
+  std::vector<GroupStats> difference_groups;
+  uint64_t record_bytes = 0;  // records including group tables
   // Chunks by codec::Transform (a delta region's; others count as XOR).
   std::array<uint64_t, codec::kMaxTransformValue + 1> chunks_by_transform{};
 };

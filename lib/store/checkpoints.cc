@@ -85,6 +85,7 @@ Status EncodeTo(const Repository& repo, const formats::CheckpointView& input, co
   options.chunk_size = repo.policy.chunk_size;
   options.threads = repo.policy.threads;
   options.zstd_level = repo.policy.zstd_level;
+  options.transform = repo.policy.delta_transform;
   ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
                          container::EncodeObject(*input.source, regions, delta ? &*delta : nullptr, options, out));
   if (r.content_id != input.id) return Corruption(input.source->name() + " changed while it was stored");
