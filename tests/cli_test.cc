@@ -103,7 +103,7 @@ TEST_CASE("help lists every command, version names both versions") {
   }
   Run v = Zipnn("version");
   CHECK(v.code == 0);
-  CHECK(v.out == "git-zipnn 0.2.0\nobject format 2\n");
+  CHECK(v.out == "git-zipnn 0.3.0\nobject format 3\n");
 }
 
 TEST_CASE("a first word that is no command is refused with the closest commands") {
@@ -129,11 +129,23 @@ TEST_CASE("inspect shows kind, layout and the coder of each byte group") {
   REQUIRE(r.code == 0);
   CHECK(r.out.find("kind         delta against ") != std::string::npos);
   CHECK(r.out.find("bf16") != std::string::npos);
-  CHECK(r.out.find("exp") != std::string::npos);
-  CHECK(r.out.find("man0") != std::string::npos);
-  CHECK(r.out.find("xor base@0") != std::string::npos);
+  // A training step's delta: every chunk taken as a difference, whose
+  // groups are d0 and d1.
+  CHECK(r.out.find("format       version 3\n") != std::string::npos);
+  CHECK(r.out.find("difference base@0") != std::string::npos);
+  CHECK(r.out.find("\n0       d1 ") != std::string::npos);
+  CHECK(r.out.find("\n0       d0 ") != std::string::npos);
   // Per dtype totals: here one bf16 region covers the file.
   CHECK(r.out.find("\ndtype               raw         stored    ratio\nbf16             117764") != std::string::npos);
+  // XOR only: format 2, grouped as floats.
+  REQUIRE(Zipnn("compress " + kStep80 + " --dtype bf16 --base " + kStep40 + " --transform xor -f -q -o " + obj).code == 0);
+  r = Zipnn("inspect " + obj);
+  CHECK(r.out.find("format       version 2\n") != std::string::npos);
+  CHECK(r.out.find("xor base@0") != std::string::npos);
+  CHECK(r.out.find("\n0       exp ") != std::string::npos);
+  CHECK(r.out.find("\n0       man0 ") != std::string::npos);
+  CHECK(Zipnn("compress " + kStep80 + " --base " + kStep40 + " --transform sub -f -q -o " + obj).err ==
+        "error: unknown transform 'sub' (one of: auto, xor, difference)\n");
 }
 
 TEST_CASE("errors are one line on stderr with a non-zero exit code") {
@@ -277,7 +289,7 @@ TEST_CASE("a truncated or newer-version object is refused and nothing is written
   }
   Run v = Zipnn("decompress " + obj + " -f -o " + Tmp() + "/trunc.out");
   CHECK(v.code == 1);
-  CHECK(v.err == "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (2); upgrade git-zipnn\n");
+  CHECK(v.err == "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (3); upgrade git-zipnn\n");
 }
 
 TEST_CASE("a corrupted chunk fails the restore and leaves no output file") {

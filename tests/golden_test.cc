@@ -2,6 +2,7 @@
 // the exact bytes of the checkpoint it was made from (tests/golden/README.md).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,7 @@ struct Golden {
   const char* base;  // for deltas
   container::ObjectKind kind;
   uint64_t chunks;
+  uint64_t differences = 0;  // chunks taken as a difference (format 3)
 };
 
 constexpr Golden kGolden[] = {
@@ -37,6 +39,14 @@ constexpr Golden kGolden[] = {
      "cnn-bf16/step-000160.safetensors", container::ObjectKind::kDelta, 5},
     {"v2/cnn12-bf16-step120-delta110.zipnn", "cnn12-bf16/step-000120.safetensors",
      "cnn12-bf16/step-000110.safetensors", container::ObjectKind::kDelta, 3},
+    {"v3/cnn-bf16-step200-delta160.zipnn", "cnn-bf16/step-000200.safetensors", "cnn-bf16/step-000160.safetensors",
+     container::ObjectKind::kDelta, 5, 4},
+    {"v3/cnn-fp32-step200-delta160-chunk16k.zipnn", "cnn-fp32/step-000200.safetensors",
+     "cnn-fp32/step-000160.safetensors", container::ObjectKind::kDelta, 18, 17},
+    {"v3/cnn-fp16-step80-delta40-difference.zipnn", "cnn-fp16/step-000080.safetensors",
+     "cnn-fp16/step-000040.safetensors", container::ObjectKind::kDelta, 5, 4},
+    {"v3/pt-cnn-step80-delta40.zipnn", "pt-cnn/step-000080.pt", "pt-cnn/step-000040.pt", container::ObjectKind::kDelta,
+     10, 4},
 };
 
 TEST_CASE("golden objects of every format version decode byte for byte") {
@@ -56,6 +66,10 @@ TEST_CASE("golden objects of every format version decode byte for byte") {
     REQUIRE(info.ok());
     CHECK(info->header.kind == g.kind);
     CHECK(info->chunks.size() == g.chunks);
+    const auto differences = std::count_if(info->chunks.begin(), info->chunks.end(), [](const container::ChunkRef& c) {
+      return c.transform == codec::Transform::kDifference;
+    });
+    CHECK(static_cast<uint64_t>(differences) == g.differences);
     CHECK(info->content_id == HashBytes(raw->data(), raw->size()));
     for (int threads : {1, 2}) {
       MemorySink out;

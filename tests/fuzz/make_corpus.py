@@ -136,6 +136,16 @@ def objects(zipnn, tmp, paths):
     made = [
         ("cnn12-step10-auto.zipnn", [step10, "--chunk-size", "4096"]),
         ("cnn12-step20-delta10.zipnn", [step20, "--base", step10, "--chunk-size", "4096"]),
+        ("cnn12-step20-delta10-xor.zipnn", [step20, "--base", step10, "--chunk-size", "4096", "--transform", "xor"]),
+        ("cnn12-step20-delta10-difference.zipnn", [step20, "--base", step10, "--transform", "difference",
+                                                   "--chunk-size", "4096"]),
+        # The difference of widths 8 and 1 and of a signed integer type.
+        ("cnn12-step20-delta10-fp64-difference.zipnn", [step20, "--base", step10, "--dtype", "fp64", "--transform",
+                                                        "difference"]),
+        ("cnn12-step20-delta10-f8-difference.zipnn", [step20, "--base", step10, "--dtype", "f8_e5m2", "--transform",
+                                                      "difference"]),
+        ("cnn12-step20-delta10-i16-difference.zipnn", [step20, "--base", step10, "--dtype", "i16", "--transform",
+                                                       "difference"]),
         ("cnn12-step20-delta10-rans.zipnn", [step20, "--base", step10, "--coder", "rans", "--dtype", "bf16"]),
         ("cnn12-step20-delta10-sparse.zipnn", [step20, "--base", step10, "--coder", "sparse", "--dtype", "bf16",
                                                "--chunk-size", "16384"]),
