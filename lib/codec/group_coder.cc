@@ -61,30 +61,32 @@ ZIPNN_HOT bool HasZeroRunLongerThan(const uint8_t* p, size_t n, size_t length) {
 
 namespace {
 
-// Whether a payload of `size` bytes saves kMinSaving of an n-byte group.
-bool Pays(size_t size, size_t n) {
-  return static_cast<double>(size) <= static_cast<double>(n) * (1 - AutoRule::kMinSaving);
+// Whether a payload of `size` bytes saves `min_saving` of an n-byte group.
+bool Pays(size_t size, size_t n, double min_saving) {
+  return static_cast<double>(size) <= static_cast<double>(n) * (1 - min_saving);
 }
 
 // For an entropy coder after its Plan: encodes only if the estimate
 // pays, and keeps the payload only if it really does.
 template <typename Encoder>
-std::optional<Coder> TryPlanned(Encoder& encoder, Coder coder, size_t n, Buffer& out) {
-  if (!Pays(encoder.EstimatedSize(), n)) return std::nullopt;
+std::optional<Coder> TryPlanned(Encoder& encoder, Coder coder, size_t n, Buffer& out,
+                                double min_saving = AutoRule::kMinSaving) {
+  if (!Pays(encoder.EstimatedSize(), n, min_saving)) return std::nullopt;
   const size_t start = out.size();
   encoder.Encode(out);
-  if (!Pays(out.size() - start, n)) {
+  if (!Pays(out.size() - start, n, min_saving)) {
     out.Resize(start);
     return std::nullopt;
   }
   return coder;
 }
 
-std::optional<Coder> TryZstd(ZstdEncoder& zstd, const uint8_t* in, size_t n, Buffer& out) {
+std::optional<Coder> TryZstd(ZstdEncoder& zstd, const uint8_t* in, size_t n, Buffer& out,
+                            double min_saving = AutoRule::kMinSaving) {
   const size_t start = out.size();
   const size_t got = zstd.Encode(in, n, out);
   if (got == 0) return std::nullopt;
-  if (!Pays(got, n)) {
+  if (!Pays(got, n, min_saving)) {
     out.Resize(start);
     return std::nullopt;
   }
@@ -171,7 +173,7 @@ std::optional<Coder> GroupEncoder::KeepSmaller(std::optional<Coder> coded, size_
   // `out` holds the payload of `coded` (if any) from `start`; zstd goes
   // after it and, if smaller, moves into its place.
   const size_t mid = out.size();
-  if (!TryZstd(coders_.zstd, in, n, out)) return coded;
+  if (!TryZstd(coders_.zstd, in, n, out, MinSaving())) return coded;
   const size_t zstd_size = out.size() - mid;
   if (coded && zstd_size >= mid - start) {
     out.Resize(mid);
@@ -182,12 +184,13 @@ std::optional<Coder> GroupEncoder::KeepSmaller(std::optional<Coder> coded, size_
   return Coder::kZstd;
 }
 
-bool GroupEncoder::LooksIncompressible(const uint8_t* in, size_t n) {
+bool GroupEncoder::LooksIncompressible(const uint8_t* in, size_t n) const {
   if (n < AutoRule::kSampleMinBytes) return false;
   Histogram h{};
   size_t taken = 0;
   for (size_t i = 0; i < n; i += AutoRule::kSampleStride, ++taken) ++h[in[i]];
-  return EntropyBits(h) >= AutoRule::kSampleRawBits * static_cast<double>(taken);
+  const double raw_bits = delta_ ? AutoRule::kSampleRawBitsDelta : AutoRule::kSampleRawBits;
+  return EntropyBits(h) >= raw_bits * static_cast<double>(taken);
 }
 
 Coder GroupEncoder::Encode(const uint8_t* in, size_t n, size_t chunk_len, Buffer& out) {
@@ -202,7 +205,7 @@ Coder GroupEncoder::Encode(const uint8_t* in, size_t n, size_t chunk_len, Buffer
 
 std::optional<Coder> GroupEncoder::EncodeAuto(const uint8_t* in, size_t n, size_t chunk_len, Buffer& out) {
   if (IsAllZero(in, n)) return Coder::kZero;
-  if (prefer_lz_) return TryZstd(coders_.zstd, in, n, out);
+  if (prefer_lz_) return TryZstd(coders_.zstd, in, n, out, MinSaving());
   if (LooksIncompressible(in, n)) return std::nullopt;
   const size_t start = out.size();
   EncoderSet& c = coders_;
@@ -224,11 +227,11 @@ std::optional<Coder> GroupEncoder::EncodeAuto(const uint8_t* in, size_t n, size_
   }
   std::optional<Coder> coded;
   if (sparse) {
-    coded = TryPlanned(c.sparse, Coder::kSparse, n, out);
+    coded = TryPlanned(c.sparse, Coder::kSparse, n, out, MinSaving());
   } else if (rans) {
-    coded = TryPlanned(c.rans, Coder::kRans, n, out);
+    coded = TryPlanned(c.rans, Coder::kRans, n, out, MinSaving());
   } else {
-    coded = TryPlanned(c.huffman, Coder::kHuffman, n, out);
+    coded = TryPlanned(c.huffman, Coder::kHuffman, n, out, MinSaving());
   }
   if ((delta_ && n <= AutoRule::kZstdSmallDeltaGroup) || HasLongZeroRun(in, n, chunk_len)) {
     coded = KeepSmaller(coded, start, in, n, out);

@@ -54,6 +54,11 @@ struct AutoRule {
   // A coded group must be at least this much smaller than its raw bytes,
   // or it is stored raw (decoding raw is a copy).
   static constexpr double kMinSaving = 0.03;
+  // The same for groups of a delta region, which carry the ratio target
+  // (within 1% of the order-0 bound): the lowest byte of an fp16 or bf16
+  // difference often holds 97-99% of its raw information, and stored raw
+  // it would cost a trajectory 1-2% of its deltas.
+  static constexpr double kMinSavingDelta = 0.01;
   // A group holding a run of zeros longer than this share of its chunk is
   // also tried with zstd, whose matches can beat any order-0 coder on long
   // runs; the smaller result is kept. (The ZipNN papers send such groups,
@@ -75,7 +80,7 @@ struct AutoRule {
   // target (within 2% of their entropy): a mid-training mantissa XOR is
   // 3.4% smaller with rANS, a delta's exponent XOR 15-20%.
   static constexpr double kRansMinGain = 0.05;
-  static constexpr double kRansMinGainDelta = 0.01;
+  static constexpr double kRansMinGainDelta = 0.002;
   // The sparse coder is planned for groups with at least this share of
   // zeros: it then decodes and encodes faster than rANS, which works on
   // every byte. It is kept when its estimate exceeds the order-0 coder's
@@ -96,6 +101,7 @@ struct AutoRule {
   static constexpr size_t kSampleMinBytes = 16384;
   static constexpr size_t kSampleStride = 16;
   static constexpr double kSampleRawBits = 7.8;
+  static constexpr double kSampleRawBitsDelta = 7.92;  // for kMinSavingDelta
 };
 
 // Every coder's encoder, for one thread; the functions kCoders names and
@@ -141,7 +147,8 @@ class GroupEncoder {
   bool HasLongZeroRun(const uint8_t* in, size_t n, size_t chunk_len) const;
   std::optional<Coder> KeepSmaller(std::optional<Coder> coded, size_t start, const uint8_t* in,
                                    size_t n, Buffer& out);
-  static bool LooksIncompressible(const uint8_t* in, size_t n);
+  bool LooksIncompressible(const uint8_t* in, size_t n) const;
+  double MinSaving() const { return delta_ ? AutoRule::kMinSavingDelta : AutoRule::kMinSaving; }
 
   CoderPolicy policy_;
   bool prefer_lz_;

@@ -313,7 +313,7 @@ class Served : public RemoteStore {
       const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? Number(w[1], kMaxObjectSize) : std::nullopt;
       if (!size) return Unexpected(wire, answer);
       if (*size > limit) {  // not read: the session cannot go on
-        wire.Break("");
+        (void)wire.Break("");  // its error is the one below
         return Corruption("the store server offered " + w[1] + " bytes for object " + id.Hex() + ", more than the " +
                           std::to_string(limit) + " its checkpoint can take");
       }
