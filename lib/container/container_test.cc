@@ -155,10 +155,14 @@ TEST_CASE("a chain of deltas decodes in one pass through object readers, from an
   std::vector<std::vector<uint8_t>> objects;
   for (int v = 0; v < kLevels; ++v) {
     versions.push_back(ShiftedVersion(v));
+    // Levels alternate the transforms: one chain restore undoes both.
+    const codec::TransformPolicy transform = v % 2 == 0 ? codec::TransformPolicy::kDifference : codec::TransformPolicy::kXor;
     objects.push_back(v == 0 ? Encode(versions[0].bytes, versions[0].layout, 2, nullptr, 16384)
                              : Encode(versions[v].bytes, ShiftedDelta(versions[v], versions[v - 1]), 2,
-                                      &versions[v - 1].bytes, 16384));
+                                      &versions[v - 1].bytes, 16384, transform));
   }
+  CHECK(DecodeHeader(objects[1].data()).version == 2);
+  CHECK(DecodeHeader(objects[2].data()).version == 3);
   std::vector<MemorySource> sources;
   for (int v = 0; v < kLevels; ++v) sources.emplace_back(objects[v].data(), objects[v].size(), "v" + std::to_string(v));
   std::vector<std::unique_ptr<ObjectReader>> readers;  // readers[v] holds version v
