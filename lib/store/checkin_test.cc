@@ -4,12 +4,14 @@
 // from, and the raw cache's budget. Real checkpoints from tests/data.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "lib/base/file.h"
+#include "lib/container/format.h"
 #include "lib/store/checkpoints.h"
 #include "lib/store/raw_cache.h"
 #include "lib/store/repack.h"
@@ -256,6 +258,36 @@ TEST_CASE("a repack to chains of 1000 leaves no version out of a restore's reach
     CountingSink restored;
     CHECK(Restore(f.repo, each.id, restored).ok());
   }
+}
+
+// The format version and the chunk transforms of the stored object `id`.
+std::pair<uint16_t, std::vector<codec::Transform>> StoredTransforms(const Fixture& f, const ContentId& id) {
+  auto file = f.repo.objects.Open(id);
+  REQUIRE(file.ok());
+  auto info = container::ReadObjectInfo(*file);
+  REQUIRE(info.ok());
+  std::vector<codec::Transform> t;
+  for (const container::ChunkRef& c : info->chunks) t.push_back(c.transform);
+  return {info->header.version, t};
+}
+
+TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only in format 2 for older readers") {
+  using codec::Transform;
+  Fixture f;
+  f.AddStep(40);
+  f.AddStep(80);
+  const auto [version, transforms] = StoredTransforms(f, IdOf(Bf16(80)));
+  CHECK(version == 3);
+  CHECK(std::count(transforms.begin(), transforms.end(), Transform::kDifference) == 4);  // the weights; the header XORed
+  Fixture g;
+  g.repo.policy.delta_transform = codec::TransformPolicy::kXor;
+  g.AddStep(40);
+  g.AddStep(80);
+  const auto [old_version, old_transforms] = StoredTransforms(g, IdOf(Bf16(80)));
+  CHECK(old_version == 2);
+  CHECK(std::count(old_transforms.begin(), old_transforms.end(), Transform::kXor) == 5);
+  CHECK(StoredTransforms(g, IdOf(Bf16(40))).first == 2);  // a base, either way
+  CHECK(StoredTransforms(f, IdOf(Bf16(40))).first == 2);
 }
 
 TEST_CASE("with delta_against base every delta is made against the last base") {
