@@ -36,19 +36,14 @@ ZIPNN_HOT void CountGroup(const uint8_t* in, size_t n, GroupCounts& counts) {
   }
 }
 
-ZIPNN_HOT Histogram CountBytes(const uint8_t* in, size_t n) {
-  // Eight tables, one per byte of a word: skewed data (a few exponent
-  // values) would otherwise increment one counter back to back and wait on
-  // its own store.
-  std::array<std::array<uint32_t, 256>, 8> c{};
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const uint64_t v = LoadLE<uint64_t>(in + i);
-    const uint64_t u = LoadLE<uint64_t>(in + i + 8);
-    for (int k = 0; k < 8; ++k) ++c[k][(v >> (8 * k)) & 0xff];
-    for (int k = 0; k < 8; ++k) ++c[k][(u >> (8 * k)) & 0xff];
-  }
-  for (; i < n; ++i) ++c[0][in[i]];
+namespace {
+
+// Eight tables, one per byte of a word: skewed data (a few exponent
+// values) would otherwise increment one counter back to back and wait on
+// its own store.
+using WordTables = std::array<std::array<uint32_t, 256>, 8>;
+
+Histogram Total(const WordTables& c) {
   Histogram h;
   for (int s = 0; s < 256; ++s) {
     uint64_t t = 0;
@@ -58,19 +53,28 @@ ZIPNN_HOT Histogram CountBytes(const uint8_t* in, size_t n) {
   return h;
 }
 
+}  // namespace
+
+ZIPNN_HOT Histogram CountBytes(const uint8_t* in, size_t n) {
+  WordTables c{};
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const uint64_t v = LoadLE<uint64_t>(in + i);
+    const uint64_t u = LoadLE<uint64_t>(in + i + 8);
+    for (int k = 0; k < 8; ++k) ++c[k][(v >> (8 * k)) & 0xff];
+    for (int k = 0; k < 8; ++k) ++c[k][(u >> (8 * k)) & 0xff];
+  }
+  for (; i < n; ++i) ++c[0][in[i]];
+  return Total(c);
+}
+
 ZIPNN_HOT Histogram CountSample(const uint8_t* in, size_t n, size_t block) {
-  std::array<std::array<uint32_t, 256>, 8> c{};
+  WordTables c{};
   for (size_t i = 0; i + block <= n; i += block) {
     const uint64_t v = LoadLE<uint64_t>(in + i);
     for (int k = 0; k < 8; ++k) ++c[k][(v >> (8 * k)) & 0xff];
   }
-  Histogram h;
-  for (int s = 0; s < 256; ++s) {
-    uint64_t t = 0;
-    for (int k = 0; k < 8; ++k) t += c[k][s];
-    h[s] = t;
-  }
-  return h;
+  return Total(c);
 }
 
 double EntropyBits(const Histogram& h) {
