@@ -26,6 +26,7 @@
 
 #include "lib/base/file.h"
 #include "lib/base/status.h"
+#include "lib/codec/delta_transform.h"
 #include "lib/codec/dtype.h"
 #include "lib/config/policy.h"
 #include "lib/formats/checkpoint.h"
@@ -163,6 +164,9 @@ struct PolicyOutcome {
 struct Analysis {
   config::DeltaAgainst against = config::DeltaAgainst::kPrevious;
   uint32_t base_interval = 10;
+  // How the sizes other than xor and diff take delta chunks (the policy's
+  // delta_transform).
+  codec::TransformPolicy transform = codec::TransformPolicy::kAuto;
   std::string tensor_filter;  // as given; empty for all
   std::vector<CheckpointRow> rows;
   // Every selected tensor of every checkpoint that has a reference, in row

@@ -120,6 +120,7 @@ struct Analyzer::State {
     options.base_interval = std::max(1u, options.base_interval);
     analysis.against = options.against;
     analysis.base_interval = options.base_interval;
+    analysis.transform = options.policy.delta_transform;
     analysis.tensor_filter = options.filter_text;
     if (options.what_if) scenarios = MakeScenarios(options.policy);
   }

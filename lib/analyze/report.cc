@@ -138,8 +138,12 @@ void ChangesSection(const Analysis& a, const std::vector<int>& slots, std::strin
 
 void SizesSection(const Analysis& a, std::string& out) {
   out += "\nStored size as a share of raw: huff = Huffman only, zstd = zstd only, auto = the auto rule,\n"
-         "xor, diff = the auto rule with every delta chunk XORed, or taken as a difference (auto takes\n"
-         "the smaller per chunk), H0 = order-0 entropy bound of the byte groups\n";
+         "xor, diff = the auto rule with every delta chunk XORed, or taken as a difference,\n"
+         "H0 = order-0 entropy bound of the byte groups\n";
+  out += a.transform == codec::TransformPolicy::kAuto
+             ? "(but for xor and diff, each delta chunk is taken the smaller way, as the store does)\n"
+             : std::string("(but for xor and diff, every delta chunk is taken as ") +
+                   codec::TransformPolicyName(a.transform) + ": .zipnn.yaml sets delta_transform)\n";
   const std::string k = std::to_string(a.base_interval);
   TextTable t({"checkpoint", "raw", "huff", "zstd", "auto", "H0", "huff", "zstd", "xor", "diff", "auto", "H0", "base",
                "huff", "zstd", "auto", "H0"});

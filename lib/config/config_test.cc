@@ -111,13 +111,15 @@ TEST_CASE("mistakes name the file and the key") {
   CHECK(Error("colour: red\n") ==
         ".zipnn.yaml: 'colour' is not a policy key; the keys are base_interval, delta_against, max_chain, min_gain, "
         "delta_transform, chunk_size, threads, zstd_level, series, raw_cache");
-  CHECK(Error("delta_transform: sub\n") == ".zipnn.yaml: 'delta_transform' must be 'auto', 'xor' or 'difference'");
+  CHECK(Error("delta_transform: sub\n") ==
+        ".zipnn.yaml: 'delta_transform' must be 'auto', 'xor' or 'difference', not 'sub'");
   CHECK(Error("delta_transfrom: xor\n").find("(did you mean 'delta_transform'?)") != std::string::npos);
   CHECK(Error("base_interval: ten\n") == ".zipnn.yaml: 'base_interval' must be a whole number");
   CHECK(Error("base_interval: 2.5\n") == ".zipnn.yaml: 'base_interval' must be a whole number");
   CHECK(Error("base_interval: 0\n") == ".zipnn.yaml: 'base_interval' must be from 1 to 1000000, not 0");
   CHECK(Error("base_interval: [1, 2]\n") == ".zipnn.yaml: 'base_interval' must be a whole number");
-  CHECK(Error("delta_against: latest\n") == ".zipnn.yaml: 'delta_against' must be 'previous' or 'base'");
+  CHECK(Error("delta_against: latest\n") == ".zipnn.yaml: 'delta_against' must be 'previous' or 'base', not 'latest'");
+  CHECK(Error("delta_against: [base]\n") == ".zipnn.yaml: 'delta_against' must be 'previous' or 'base'");
   CHECK(Error("min_gain: 1.5\n") == ".zipnn.yaml: 'min_gain' must be from 0 up to (not including) 1");
   CHECK(Error("min_gain: lots\n") == ".zipnn.yaml: 'min_gain' must be a number");
   CHECK(Error("chunk_size: 5001\n") == ".zipnn.yaml: 'chunk_size' must be a multiple of 8");

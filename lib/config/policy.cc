@@ -52,6 +52,9 @@ Result<uint64_t> Size(const YAML::Node& node, const std::string& source, const s
   return bytes;
 }
 
+// ", not 'value'" for a value given, to end an error.
+std::string Not(const std::string& value) { return value.empty() ? "" : ", not '" + value + "'"; }
+
 const char* const kKeys[] = {"base_interval", "delta_against", "max_chain", "min_gain",  "delta_transform",
                              "chunk_size",    "threads",       "zstd_level", "series",   "raw_cache"};
 
@@ -125,15 +128,15 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
   } else if (key == "raw_cache") {
     ZIPNN_ASSIGN_OR_RETURN(p.raw_cache, Size(v, source, key));
   } else if (key == "delta_transform") {
-    const std::optional<codec::TransformPolicy> t =
-        v.IsScalar() ? codec::ParseTransformPolicy(v.as<std::string>()) : std::nullopt;
-    if (!t) return Bad(source, key, "must be 'auto', 'xor' or 'difference'");
+    const std::string s = v.IsScalar() ? v.as<std::string>() : "";
+    const std::optional<codec::TransformPolicy> t = codec::ParseTransformPolicy(s);
+    if (!t) return Bad(source, key, "must be 'auto', 'xor' or 'difference'" + Not(s));
     p.delta_transform = *t;
   } else if (key == "delta_against") {
     const std::string s = v.IsScalar() ? v.as<std::string>() : "";
     if (s == "previous") p.delta_against = DeltaAgainst::kPrevious;
     else if (s == "base") p.delta_against = DeltaAgainst::kBase;
-    else return Bad(source, key, "must be 'previous' or 'base'");
+    else return Bad(source, key, "must be 'previous' or 'base'" + Not(s));
   }
   return OkStatus();
 }

@@ -288,6 +288,29 @@ TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only 
   CHECK(std::count(old_transforms.begin(), old_transforms.end(), Transform::kXor) == 5);
   CHECK(StoredTransforms(g, IdOf(Bf16(40))).first == 2);  // a base, either way
   CHECK(StoredTransforms(f, IdOf(Bf16(40))).first == 2);
+
+  // Set to xor later, a repack rewrites the format 3 deltas as format 2
+  // (their placement unchanged), so that older readers can restore them.
+  f.AddStep(120);
+  f.repo.policy.delta_transform = codec::TransformPolicy::kXor;
+  std::vector<Version> series = f.held;
+  SortSeries(series);
+  int rewritten = 0;
+  REQUIRE(RepackSeries(f.repo, series, [&](const RepackedVersion& v) { rewritten += v.rewritten ? 1 : 0; }).ok());
+  CHECK(rewritten == 2);
+  for (int step : {40, 80, 120}) CHECK(StoredTransforms(f, IdOf(Bf16(step))).first == 2);
+  CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(80)));
+  for (int step : {80, 120}) {
+    MemorySink restored;
+    REQUIRE(Restore(f.repo, IdOf(Bf16(step)), restored).ok());
+    auto want = ReadWholeFile(Bf16(step));
+    REQUIRE(want.ok());
+    CHECK(restored.ToVector() == *want);
+  }
+  // Repacked again under xor, nothing is left to rewrite.
+  rewritten = 0;
+  REQUIRE(RepackSeries(f.repo, series, [&](const RepackedVersion& v) { rewritten += v.rewritten ? 1 : 0; }).ok());
+  CHECK(rewritten == 0);
 }
 
 TEST_CASE("with delta_against base every delta is made against the last base") {

@@ -119,6 +119,7 @@ Status WalkChain(const Repository& repo, const ContentId& id, const std::functio
     shown.base = link.info.header.base_id;
     shown.raw_size = link.info.header.raw_size;
     shown.object_size = link.file.size();
+    shown.format = link.info.header.version;
     if (!visit(shown) || !shown.delta) return OkStatus();
     at = shown.base;
   }
@@ -174,6 +175,7 @@ Result<StoredInfo> Describe(const Repository& repo, const ContentId& id, const C
   info.delta = links.front().delta;
   info.base = links.front().base;
   info.object_size = links.front().object_size;
+  info.format = links.front().format;
   info.depth = static_cast<int>(links.size()) - 1 + (known != nullptr ? known->depth + 1 : 0);
   if (info.depth > kMaxChainDepth) {
     return Corruption("chain of object " + id.Hex() + " is longer than " + std::to_string(kMaxChainDepth));

@@ -125,6 +125,7 @@ struct ChainLink {
   ContentId base;  // for a delta
   uint64_t raw_size = 0;
   uint64_t object_size = 0;
+  uint16_t format = 0;  // the object's format version
 };
 
 // Calls `visit` for each object from `id` down to its base, reading
@@ -153,6 +154,7 @@ struct StoredInfo {
   uint64_t object_size = 0;
   ContentId last_base;  // the base its chain ends at (itself for a base)
   double base_ratio = 0;  // that base's object size over its raw size
+  uint16_t format = 0;    // the object's format version
 };
 // Objects whose chains are known, so that walking a long series reads one
 // object's header per version instead of its whole chain. Only for

@@ -5,6 +5,8 @@
 #include <optional>
 #include <set>
 
+#include "lib/codec/delta_transform.h"
+#include "lib/container/format.h"
 #include "lib/container/object.h"
 #include "lib/formats/detect.h"
 #include "lib/store/storing.h"
@@ -88,6 +90,13 @@ bool SameForm(const StoredInfo& stored, const std::optional<ContentId>& base) {
   return base ? stored.delta && stored.base == *base : !stored.delta;
 }
 
+// Whether `policy` would write an object of `stored`'s format: under
+// delta_transform: xor a format 3 delta is rewritten too, so that after a
+// repack git-zipnn 0.2 can restore every version.
+bool FormatAsPolicy(const StoredInfo& stored, const config::Policy& policy) {
+  return policy.delta_transform != codec::TransformPolicy::kXor || stored.format < container::kFirstTransformVersion;
+}
+
 // What a repack knows as it goes: the versions it has passed (in their
 // final form), the chains it has checked and marked as used, and for each
 // version how deep the versions that are stored as deltas on it reach,
@@ -134,7 +143,7 @@ Status RepackVersion(const Repository& repo, const std::vector<Version>& series,
   Placement placed = *PlaceVersion(repo, series, position, /*complete=*/true, &state.passed, room);
   // The new base's chain must outlive this delta (see CheckIn).
   if (placed.base && !TouchChain(repo, *placed.base, &state.checked).ok()) placed.base.reset();
-  if (SameForm(done.before, placed.base)) return OkStatus();
+  if (SameForm(done.before, placed.base) && FormatAsPolicy(done.before, repo.policy)) return OkStatus();
   ZIPNN_ASSIGN_OR_RETURN(formats::CheckpointView input, raws.Get(id));
   std::optional<formats::CheckpointView> base;
   if (placed.base) {
