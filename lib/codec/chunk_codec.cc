@@ -56,10 +56,10 @@ double ChunkEncoder::EstimatedBytes(DType grouping, const uint8_t* grouped, size
 }
 
 Transform ChunkEncoder::TakeDelta(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base) {
-  const bool difference = DifferenceApplies(dtype) && transform_ != TransformPolicy::kXor;
+  const bool difference = TriesDifference(transform_, dtype);
   delta_.Resize(n);
   grouped_.Resize(n);
-  if (!difference || transform_ == TransformPolicy::kAuto) {
+  if (TriesXor(transform_, dtype)) {
     XorTo(delta_.data(), raw, base, n);
     SplitGroups(dtype, delta_.data(), n, grouped_.data());
     if (!difference) return Transform::kXor;

@@ -120,6 +120,12 @@ const char* TransformPolicyName(TransformPolicy p) {
 
 bool DifferenceApplies(DType t) { return t != DType::kBytes && t != DType::kBool; }
 
+bool TriesDifference(TransformPolicy policy, DType t) { return DifferenceApplies(t) && policy != TransformPolicy::kXor; }
+
+bool TriesXor(TransformPolicy policy, DType t) {
+  return policy == TransformPolicy::kAuto || !TriesDifference(policy, t);
+}
+
 DType DifferenceGrouping(DType t) {
   switch (DTypeWidth(t)) {
     case 2: return DType::kU16;

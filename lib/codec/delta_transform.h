@@ -45,6 +45,11 @@ const char* TransformPolicyName(TransformPolicy p);
 // type; not opaque bytes (which zstd codes, matching repeats, not values)
 // nor bool.
 bool DifferenceApplies(DType t);
+// The transforms `policy` tries on a delta chunk of type t (one of them,
+// or both for the automatic choice): the difference where it applies
+// unless the policy is xor, and XOR unless the difference is forced.
+bool TriesDifference(TransformPolicy policy, DType t);
+bool TriesXor(TransformPolicy policy, DType t);
 
 // dst = zigzag(order(target) - order(base)) element-wise, n bytes of type
 // t. dst may be target.

@@ -38,13 +38,12 @@ Result<double> EntropyBound(const ByteSource& input, const Layout& layout, const
     other.Resize(c.length);
     ZIPNN_RETURN_IF_ERROR(base->ReadAt(region.base_offset + (c.offset - region.offset), other.data(), c.length));
     delta.Resize(c.length);
-    const bool difference = codec::DifferenceApplies(region.dtype) && transform != codec::TransformPolicy::kXor;
     double bound = 1e300;
-    if (!difference || transform == codec::TransformPolicy::kAuto) {
+    if (codec::TriesXor(transform, region.dtype)) {
       codec::XorTo(delta.data(), raw.data(), other.data(), c.length);
       bound = GroupedBound(region.dtype, delta.data(), c.length, grouped);
     }
-    if (difference) {
+    if (codec::TriesDifference(transform, region.dtype)) {
       codec::DifferenceTo(region.dtype, delta.data(), raw.data(), other.data(), c.length);
       bound = std::min(bound, GroupedBound(codec::DifferenceGrouping(region.dtype), delta.data(), c.length, grouped));
     }

@@ -37,10 +37,8 @@ Status CheckChunkSize(uint32_t chunk_size) {
 }
 
 uint16_t WriteVersion(const Layout& layout, codec::TransformPolicy transform) {
-  if (transform != codec::TransformPolicy::kXor) {
-    for (const Region& r : layout.regions) {
-      if (r.delta && codec::DifferenceApplies(r.dtype)) return kFirstTransformVersion;
-    }
+  for (const Region& r : layout.regions) {
+    if (r.delta && codec::TriesDifference(transform, r.dtype)) return kFirstTransformVersion;
   }
   return 2;
 }
