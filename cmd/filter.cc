@@ -42,7 +42,9 @@ filters::SmudgeOptions SmudgeFor(const store::Repository& repo) {
   filters::SmudgeOptions options;
   options.leave_pointers = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE");
   options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || git::ConfigFlag("zipnn.skipsmudgeerrors");
-  options.fetch_missing = [repo](const store::Pointer& p) { return remote::FetchChain(repo, p.id, p.size); };
+  options.fetch_missing = [repo](const store::Pointer& p, const store::FindCopy& find_copy) {
+    return remote::FetchChain(repo, p.id, p.size, find_copy);
+  };
   return options;
 }
 

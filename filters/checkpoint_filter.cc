@@ -2,8 +2,10 @@
 
 #include <cstdio>
 
+#include "lib/base/content_id.h"
 #include "lib/base/file.h"
 #include "lib/base/progress.h"
+#include "lib/store/raw_cache.h"
 
 namespace zipnn::filters {
 
@@ -127,6 +129,20 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   return out.Append(text.data(), text.size());
 }
 
+std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id) const {
+  // A file this process restored: git has written it to the work tree
+  // before it asks for the next one. It is used only if it still hashes
+  // to its id (the user, or a hook, may have changed it since).
+  if (auto it = checked_out_.find(id); it != checked_out_.end() && !repo_.work_dir.empty()) {
+    auto file = ReadFile::Open(repo_.work_dir + "/" + it->second);
+    if (file.ok()) {
+      auto hash = HashSource(*file);
+      if (hash.ok() && *hash == id) return std::move(*file);
+    }
+  }
+  return store::RawCache(repo_.cache_dir, repo_.policy.raw_cache).Find(id);
+}
+
 Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, ByteSink& out) {
   ZIPNN_ASSIGN_OR_RETURN(std::string head, ReadHead(content));
   // Anything that is not a valid pointer is checked out as it is: what git
@@ -141,13 +157,15 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
   Progress progress("git-zipnn: " + path, pointer.size);
   progress.Update("restoring", 0);
   ProgressSink restored(out, progress, "restoring");
-  Status st = store::RestoreFile(repo_, pointer, path, restored);
+  const store::FindCopy find_copy = [this](const ContentId& id) { return FindCopy(id); };
+  Status st = store::RestoreFile(repo_, pointer, path, restored, find_copy);
   // A missing object fails the restore before it writes anything, so it
   // can be fetched and the restore tried again.
   if (st.code() == StatusCode::kNotFound && smudge_.fetch_missing) {
-    Status fetched = smudge_.fetch_missing(pointer);
-    st = fetched.ok() ? store::RestoreFile(repo_, pointer, path, restored) : fetched;
+    Status fetched = smudge_.fetch_missing(pointer, find_copy);
+    st = fetched.ok() ? store::RestoreFile(repo_, pointer, path, restored, find_copy) : fetched;
   }
+  if (st.ok()) checked_out_[pointer.id] = path;
   // Nothing written yet: the pointer can stand in for the checkpoint.
   if (!st.ok() && smudge_.keep_pointer_on_error && restored.done() == 0) {
     std::fprintf(stderr, "git-zipnn: warning: %s; %s is left as its pointer (`git zipnn pull` restores it)\n",

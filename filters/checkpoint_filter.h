@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,8 +32,9 @@ struct SmudgeOptions {
   bool leave_pointers = false;
   // Called when a restore finds an object missing: brings what the
   // pointer's content needs from a remote (see lib/remote/transfer.h), no object
-  // larger than its size allows; the restore is then tried again.
-  std::function<Status(const store::Pointer&)> fetch_missing;
+  // larger than its size allows, proving what arrives with the help of the
+  // copies given (store::FindCopy); the restore is then tried again.
+  std::function<Status(const store::Pointer&, const store::FindCopy&)> fetch_missing;
   // A checkpoint that cannot be restored (its object missing, here and on
   // the remote, or damaged) is checked out as its pointer, with a
   // warning, instead of failing git's whole checkout (zipnn.skipSmudgeErrors,
@@ -51,8 +53,15 @@ class CheckpointFilter : public FilterHandler {
   Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override;
 
  private:
+  // A verified copy of version `id`'s bytes for a restore to start from
+  // (store::FindCopy): a file smudged earlier in this process, or a kept
+  // raw copy.
+  std::optional<ReadFile> FindCopy(const ContentId& id) const;
+
   store::Repository repo_;
   std::unique_ptr<git::SeriesVersions> series_;
+  // What this process has checked out: version -> its path in the work tree.
+  std::map<ContentId, std::string> checked_out_;
   SmudgeOptions smudge_;
   std::optional<store::StoreLock> lock_;
   bool warned_ = false;  // that git's series could not be read

@@ -109,3 +109,59 @@ TEST_CASE("fetch replaces a damaged local copy; push replaces a misfiled remote 
 
 }  // namespace
 }  // namespace zipnn::remote
+
+namespace zipnn::remote {
+namespace {
+
+// Writes the 64 bytes of version i of StoreChain to `path`.
+void WriteVersion(int i, const std::string& path) {
+  std::vector<uint8_t> data(64, 0);
+  for (int b = 0; b < 4; ++b) data[b] = static_cast<uint8_t>(i >> (8 * b));
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(std::fwrite(data.data(), 1, data.size(), f) == data.size());
+  std::fclose(f);
+}
+
+TEST_CASE("a fetched delta is proved against a copy of its stored base when one is given, and a wrong copy fails it") {
+  const std::string root = TempDir();
+  const Repository here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const Repository there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(here, 3);
+  std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote");
+  REQUIRE(PushObjects(here, *remote, {ids[3]}, {}).ok());
+  REQUIRE(FetchObjects(there, *remote, {ids[2]}, {}).ok());
+
+  // Version 3 is a delta on version 2, which the store holds as a chain:
+  // a copy of version 2 stands in for decoding that chain.
+  std::vector<ContentId> asked;
+  std::string copy_path;
+  TransferOptions options;
+  options.find_copy = [&](const ContentId& id) -> std::optional<ReadFile> {
+    asked.push_back(id);
+    if (id != ids[2]) return std::nullopt;
+    auto file = ReadFile::Open(copy_path);
+    REQUIRE(file.ok());
+    return std::move(*file);
+  };
+  // A copy that holds other bytes: version 3 decodes to something else
+  // and is refused, not kept.
+  copy_path = root + "/wrong";
+  WriteVersion(1, copy_path);
+  auto refused = FetchObjects(there, *remote, {ids[3]}, options);
+  REQUIRE(!refused.ok());
+  CHECK(refused.status().message().find("object " + ids[3].Hex()) != std::string::npos);
+  CHECK(!there.objects.Has(ids[3]));
+  CHECK(asked == std::vector<ContentId>{ids[2]});
+  // The right bytes: it is proved and takes its name.
+  copy_path = root + "/right";
+  WriteVersion(2, copy_path);
+  REQUIRE(FetchObjects(there, *remote, {ids[3]}, options).ok());
+  CHECK(there.objects.Has(ids[3]));
+  CountingSink restored;
+  CHECK(store::Restore(there, ids[3], restored).ok());
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+}  // namespace
+}  // namespace zipnn::remote

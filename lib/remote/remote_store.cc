@@ -197,12 +197,23 @@ Result<Received> Receive(const Repository& repo, RemoteStore& remote, const Cont
 // base is in the store but not decoded yet.
 class StoredChain {
  public:
-  static Result<std::unique_ptr<StoredChain>> Open(const Repository& repo, const ContentId& id) {
+  static Result<std::unique_ptr<StoredChain>> Open(const Repository& repo, const ContentId& id,
+                                                   const store::FindCopy& find_copy) {
     std::vector<ContentId> ids;  // VisitChain checks each link's id, loops and depth
     ZIPNN_RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) { ids.push_back(link.id); }));
     auto chain = std::unique_ptr<StoredChain>(new StoredChain);
-    const ByteSource* below = nullptr;
-    for (size_t i = ids.size(); i-- > 0;) {
+    // The first version from the top that has a copy stands for the rest.
+    size_t decoded = ids.size();
+    for (size_t i = 0; find_copy && i < ids.size(); ++i) {
+      if (std::optional<ReadFile> copy = find_copy(ids[i])) {
+        chain->files_.push_back(std::make_unique<ReadFile>(std::move(*copy)));
+        decoded = i;
+        break;
+      }
+    }
+    const ByteSource* below = chain->files_.empty() ? nullptr : chain->files_.back().get();
+    chain->top_ = below;
+    for (size_t i = decoded; i-- > 0;) {
       ZIPNN_ASSIGN_OR_RETURN(ReadFile file, repo.objects.Open(ids[i]));
       chain->files_.push_back(std::make_unique<ReadFile>(std::move(file)));
       ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(*chain->files_.back()));
@@ -210,14 +221,16 @@ class StoredChain {
                              container::ObjectReader::Open(*chain->files_.back(), std::move(info), below));
       below = reader.get();
       chain->readers_.push_back(std::move(reader));
+      chain->top_ = below;
     }
     return chain;
   }
-  const ByteSource& top() const { return *readers_.back(); }
+  const ByteSource& top() const { return *top_; }
 
  private:
   StoredChain() = default;
-  std::vector<std::unique_ptr<ReadFile>> files_;  // the base first
+  const ByteSource* top_ = nullptr;
+  std::vector<std::unique_ptr<ReadFile>> files_;  // the copy or the base first
   std::vector<std::unique_ptr<container::ObjectReader>> readers_;
 };
 
@@ -228,7 +241,8 @@ class StoredChain {
 // chain. A delta with received deltas on it is decoded into a scratch
 // file that they read, kept until the last of them is decoded, so a chain
 // of n received objects costs n decodes and at most two scratch files.
-Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& received, const std::string& from) {
+Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& received, const std::string& from,
+                      const store::FindCopy& find_copy) {
   std::map<ContentId, std::vector<ContentId>> above;  // base -> received deltas on it
   std::vector<std::pair<ContentId, std::shared_ptr<formats::Checkpoint>>> todo;  // (object, its base decoded)
   for (const auto& [id, r] : received) {
@@ -247,7 +261,7 @@ Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& rec
     const Received& r = received.at(id);
     ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(r.file.path()));
     auto decode = [&](ByteSink& out) -> Status {
-      Status st = AsSent(DecodeReceived(repo, object, id, base_bytes ? &base_bytes->file() : nullptr, out),
+      Status st = AsSent(DecodeReceived(repo, object, id, base_bytes ? &base_bytes->file() : nullptr, out, find_copy),
                          r.file.path());
       if (st.ok()) return st;
       return Annotate(st, "object " + id.Hex() + " from " + from + " was refused");
@@ -341,13 +355,13 @@ Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::f
 }
 
 Status DecodeReceived(const Repository& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
-                      ByteSink& out) {
+                      ByteSink& out, const store::FindCopy& find_copy) {
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   // The id the trailer carries is only a claim until the decode agrees.
   if (info.content_id != id) return Corruption("it holds " + info.content_id.Hex() + ", not " + id.Hex());
   std::unique_ptr<StoredChain> chain;
   if (info.header.kind == container::ObjectKind::kDelta && base == nullptr) {
-    ZIPNN_ASSIGN_OR_RETURN(chain, StoredChain::Open(repo, info.header.base_id));
+    ZIPNN_ASSIGN_OR_RETURN(chain, StoredChain::Open(repo, info.header.base_id, find_copy));
     base = &chain->top();
   }
   container::DecodeOptions options;
@@ -463,7 +477,7 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
     }
     wanted = std::move(next);
   }
-  ZIPNN_RETURN_IF_ERROR(AcceptReceived(repo, received, remote.where()));
+  ZIPNN_RETURN_IF_ERROR(AcceptReceived(repo, received, remote.where(), options.find_copy));
   return report;
 }
 

@@ -95,10 +95,11 @@ Result<size_t> RemoveOldTemporaries(const store::ObjectStore& store);
 // `object` (not in the store yet, meant for `id`) into `out` and checks
 // the result against `id`, every chunk checksum on the way. A delta reads
 // its base from `base` (that checkpoint's bytes, already verified) or,
-// when `base` is null, by decoding the base's chain from `repo`'s store.
+// when `base` is null, by decoding the base's chain from `repo`'s store,
+// down to the first version `find_copy` has a copy of.
 // Corruption when it holds other content than `id` names.
 Status DecodeReceived(const store::Repository& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
-                      ByteSink& out);
+                      ByteSink& out, const store::FindCopy& find_copy = nullptr);
 
 struct TransferOptions {
   int parallel = 4;  // objects in flight at once
@@ -109,6 +110,10 @@ struct TransferOptions {
   // knows it (from its pointer). It bounds the object's size
   // (ObjectSizeLimit) and must match the object's header.
   std::map<ContentId, uint64_t> raw_sizes;
+  // Fetch: verified copies of versions (store::FindCopy) that a stored
+  // base's chain may start from instead of being decoded whole, such as
+  // the files a checkout has just written.
+  store::FindCopy find_copy;
 };
 
 struct TransferReport {

@@ -91,7 +91,8 @@ Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string
   return check;
 }
 
-Status FetchChain(const store::Repository& repo, const ContentId& id, std::optional<uint64_t> raw_size) {
+Status FetchChain(const store::Repository& repo, const ContentId& id, std::optional<uint64_t> raw_size,
+                  const store::FindCopy& find_copy) {
   auto remote = DefaultRemote();
   if (!remote.ok()) return OkStatus();  // nowhere to fetch from: the restore names what is missing
   auto from = OpenRemoteStore(*remote);
@@ -99,6 +100,7 @@ Status FetchChain(const store::Repository& repo, const ContentId& id, std::optio
   Progress progress("git-zipnn: fetch from " + *remote, 0);
   TransferOptions options = OptionsShowing(progress, "received");
   if (raw_size) options.raw_sizes[id] = *raw_size;
+  options.find_copy = find_copy;
   return FetchObjects(repo, **from, {id}, options).status();
 }
 

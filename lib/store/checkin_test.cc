@@ -394,6 +394,41 @@ TEST_CASE("a base's bytes come from the work tree when it still holds them, else
   CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(80)));
 }
 
+TEST_CASE("a restore starts from the first version down its chain it has a copy of, and checks what it writes") {
+  Fixture f;
+  f.AddStep(40);
+  f.AddStep(80);
+  f.AddStep(120);
+  const ContentId id40 = IdOf(Bf16(40)), id80 = IdOf(Bf16(80)), id120 = IdOf(Bf16(120));
+  REQUIRE(f.Info(id120).base == id80);
+  REQUIRE(f.Info(id80).base == id40);
+  // The base at the bottom of the chain is gone: restoring 120 needs it...
+  REQUIRE(std::remove(f.repo.objects.PathOf(id40).c_str()) == 0);
+  CountingSink counted;
+  CHECK(Restore(f.repo, id120, counted).code() == StatusCode::kNotFound);
+  // ...unless the restore has a copy of 80 to start from. It asks for the
+  // bases from the top down and stops at the first it has.
+  std::vector<ContentId> asked;
+  auto copies = [&](const std::string& file_for_80) {
+    return [&asked, &id80, file_for_80](const ContentId& id) -> std::optional<ReadFile> {
+      asked.push_back(id);
+      if (id != id80) return std::nullopt;
+      auto file = ReadFile::Open(file_for_80);
+      REQUIRE(file.ok());
+      return std::move(*file);
+    };
+  };
+  MemorySink out;
+  REQUIRE(Restore(f.repo, id120, out, copies(Bf16(80))).ok());
+  CHECK(HashBytes(out.buffer().data(), out.buffer().size()) == id120);
+  CHECK(asked == std::vector<ContentId>{id80});
+  // A "copy" that holds other bytes ends in an error, never in other bytes
+  // taken for step 120.
+  MemorySink wrong;
+  const Status refused = Restore(f.repo, id120, wrong, copies(Bf16(200)));
+  CHECK(refused.code() == StatusCode::kCorruption);
+}
+
 TEST_CASE("a path overwritten in place keeps one raw copy, within the budget") {
   Fixture f;
   for (int s : {40, 80, 120}) {

@@ -196,18 +196,20 @@ Result<StoredInfo> Describe(const Repository& repo, const ContentId& id, const C
 // written to `out`); then each delta reads its base through the
 // ObjectReader of the link below it, and decoding the top object pulls
 // each chunk up through the levels, XORed onto the one below.
-Status Restore(const Repository& repo, const ContentId& id, ByteSink& out) {
+Status Restore(const Repository& repo, const ContentId& id, ByteSink& out, const FindCopy& find_copy) {
   std::vector<ContentId> passed;
-  std::vector<Link> links;  // the top first, the base last
+  std::vector<Link> links;  // the top first, the base (or the link above a copy) last
+  std::optional<ReadFile> copy;  // of the base of the last link
   for (ContentId at = id;;) {
     ZIPNN_ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
     const bool delta = link.info.header.kind == container::ObjectKind::kDelta;
     at = link.info.header.base_id;
     links.push_back(std::move(link));
     if (!delta) break;
+    if (find_copy && (copy = find_copy(at))) break;
   }
   std::vector<std::unique_ptr<container::ObjectReader>> readers;
-  const ByteSource* below = nullptr;
+  const ByteSource* below = copy ? &*copy : nullptr;
   for (size_t i = links.size(); i-- > 1;) {
     ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
                            container::ObjectReader::Open(links[i].file, std::move(links[i].info), below));
@@ -219,8 +221,9 @@ Status Restore(const Repository& repo, const ContentId& id, ByteSink& out) {
   return container::DecodeObject(links[0].file, links[0].info, below, options, out);
 }
 
-Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::string& path, ByteSink& out) {
-  Status s = Restore(repo, pointer.id, out);
+Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::string& path, ByteSink& out,
+                   const FindCopy& find_copy) {
+  Status s = Restore(repo, pointer.id, out, find_copy);
   if (s.code() != StatusCode::kNotFound) return s;
   // Which object of the chain is missing: the version's own, or a base.
   ContentId missing = pointer.id;

@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -107,12 +108,20 @@ Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, con
 // `done` are taken as checked already, and those checked here are added.
 Status TouchChain(const Repository& repo, const ContentId& id, std::set<ContentId>* done = nullptr);
 
-// Writes the exact bytes of `id` to `out`, verified.
-Status Restore(const Repository& repo, const ContentId& id, ByteSink& out);
+// A whole copy of a version's bytes that hashed to its id just now (a
+// work-tree file restored a moment ago, a kept raw copy), or nothing.
+using FindCopy = std::function<std::optional<ReadFile>(const ContentId&)>;
+
+// Writes the exact bytes of `id` to `out`, verified. With `find_copy`, the
+// chain is decoded only down to the first base it has a copy of, which
+// then stands in for the rest (a checkout of versions in step order
+// decodes each delta once, not its whole chain each time).
+Status Restore(const Repository& repo, const ContentId& id, ByteSink& out, const FindCopy& find_copy = nullptr);
 
 // Restore of the checkpoint a pointer names, for the file `path`: an object
 // missing from its chain is named, with the path and the store.
-Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::string& path, ByteSink& out);
+Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::string& path, ByteSink& out,
+                   const FindCopy& find_copy = nullptr);
 // RestoreFile into a scratch file in temp_dir, open for reading (its
 // layout not read yet); the file goes with the Checkpoint.
 Result<formats::Checkpoint> RestoreToScratch(const Repository& repo, const Pointer& pointer, const std::string& path);
