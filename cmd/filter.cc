@@ -42,8 +42,8 @@ filters::SmudgeOptions SmudgeFor(const store::Repository& repo) {
   filters::SmudgeOptions options;
   options.leave_pointers = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE");
   options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || git::ConfigFlag("zipnn.skipsmudgeerrors");
-  options.fetch_missing = [repo](const store::Pointer& p, const store::FindCopy& find_copy) {
-    return remote::FetchChain(repo, p.id, p.size, find_copy);
+  options.fetch_missing = [repo](const store::Pointer& p, const store::FindCopy& find_copy, ByteSink& out) {
+    return remote::FetchChain(repo, p.id, p.size, find_copy, &out);
   };
   return options;
 }

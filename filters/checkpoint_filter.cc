@@ -162,8 +162,12 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
   // A missing object fails the restore before it writes anything, so it
   // can be fetched and the restore tried again.
   if (st.code() == StatusCode::kNotFound && smudge_.fetch_missing) {
-    Status fetched = smudge_.fetch_missing(pointer, find_copy);
-    st = fetched.ok() ? store::RestoreFile(repo_, pointer, path, restored, find_copy) : fetched;
+    Result<bool> delivered = smudge_.fetch_missing(pointer, find_copy, restored);
+    if (!delivered.ok()) {
+      st = delivered.status();
+    } else {
+      st = *delivered ? OkStatus() : store::RestoreFile(repo_, pointer, path, restored, find_copy);
+    }
   }
   if (st.ok()) checked_out_[pointer.id] = path;
   // Nothing written yet: the pointer can stand in for the checkpoint.

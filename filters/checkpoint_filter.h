@@ -33,8 +33,10 @@ struct SmudgeOptions {
   // Called when a restore finds an object missing: brings what the
   // pointer's content needs from a remote (see lib/remote/transfer.h), no object
   // larger than its size allows, proving what arrives with the help of the
-  // copies given (store::FindCopy); the restore is then tried again.
-  std::function<Status(const store::Pointer&, const store::FindCopy&)> fetch_missing;
+  // copies given (store::FindCopy). When the pointer's own object arrives,
+  // its proof writes the checkpoint to the sink given, and it returns true;
+  // otherwise the restore is tried again.
+  std::function<Result<bool>(const store::Pointer&, const store::FindCopy&, ByteSink&)> fetch_missing;
   // A checkpoint that cannot be restored (its object missing, here and on
   // the remote, or damaged) is checked out as its pointer, with a
   // warning, instead of failing git's whole checkout (zipnn.skipSmudgeErrors,

@@ -153,13 +153,26 @@ TEST_CASE("a fetched delta is proved against a copy of its stored base when one 
   CHECK(refused.status().message().find("object " + ids[3].Hex()) != std::string::npos);
   CHECK(!there.objects.Has(ids[3]));
   CHECK(asked == std::vector<ContentId>{ids[2]});
-  // The right bytes: it is proved and takes its name.
+  // The right bytes: it is proved and takes its name, and the proof's
+  // bytes are delivered where asked: version 3's, nothing else.
   copy_path = root + "/right";
   WriteVersion(2, copy_path);
-  REQUIRE(FetchObjects(there, *remote, {ids[3]}, options).ok());
+  MemorySink delivered;
+  options.deliver = &delivered;
+  auto fetched = FetchObjects(there, *remote, {ids[3]}, options);
+  REQUIRE(fetched.ok());
+  CHECK(fetched->delivered);
+  CHECK(HashBytes(delivered.buffer().data(), delivered.buffer().size()) == ids[3]);
   CHECK(there.objects.Has(ids[3]));
   CountingSink restored;
   CHECK(store::Restore(there, ids[3], restored).ok());
+  // An object already here is not received, so nothing is delivered.
+  MemorySink again;
+  options.deliver = &again;
+  auto present = FetchObjects(there, *remote, {ids[3]}, options);
+  REQUIRE(present.ok());
+  CHECK(!present->delivered);
+  CHECK(again.buffer().size() == 0);
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

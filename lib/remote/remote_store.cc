@@ -241,8 +241,11 @@ class StoredChain {
 // chain. A delta with received deltas on it is decoded into a scratch
 // file that they read, kept until the last of them is decoded, so a chain
 // of n received objects costs n decodes and at most two scratch files.
+// `deliver` (when not null) takes the decoded bytes of the object
+// `deliver_id`, if it is received, and *delivered says whether it did.
 Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& received, const std::string& from,
-                      const store::FindCopy& find_copy) {
+                      const store::FindCopy& find_copy, const ContentId& deliver_id, ByteSink* deliver,
+                      bool* delivered) {
   std::map<ContentId, std::vector<ContentId>> above;  // base -> received deltas on it
   std::vector<std::pair<ContentId, std::shared_ptr<formats::Checkpoint>>> todo;  // (object, its base decoded)
   for (const auto& [id, r] : received) {
@@ -270,7 +273,9 @@ Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& rec
     const auto up = above.find(id);
     if (up == above.end()) {
       CountingSink nowhere;
-      ZIPNN_RETURN_IF_ERROR(decode(nowhere));
+      const bool into = deliver != nullptr && id == deliver_id;
+      ZIPNN_RETURN_IF_ERROR(decode(into ? *deliver : nowhere));
+      *delivered = *delivered || into;
     } else {
       ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint bytes, formats::Checkpoint::Spool(repo.temp_dir, decode));
       decoded = std::make_shared<formats::Checkpoint>(std::move(bytes));
@@ -477,7 +482,9 @@ Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote,
     }
     wanted = std::move(next);
   }
-  ZIPNN_RETURN_IF_ERROR(AcceptReceived(repo, received, remote.where(), options.find_copy));
+  ZIPNN_RETURN_IF_ERROR(AcceptReceived(repo, received, remote.where(), options.find_copy,
+                                       ids.size() == 1 ? ids[0] : ContentId{}, ids.size() == 1 ? options.deliver : nullptr,
+                                       &report.delivered));
   return report;
 }
 

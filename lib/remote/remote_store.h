@@ -114,6 +114,12 @@ struct TransferOptions {
   // base's chain may start from instead of being decoded whole, such as
   // the files a checkout has just written.
   store::FindCopy find_copy;
+  // Fetch of one id: when that id's object arrives, its proof decodes it
+  // into this sink (where a checkout waits for the checkpoint) rather than
+  // nowhere, and TransferReport::delivered says so. Bytes reach the sink
+  // before the proof ends: an object refused at its end fails the fetch
+  // after some were written, as a restore that fails its check does.
+  ByteSink* deliver = nullptr;
 };
 
 struct TransferReport {
@@ -121,6 +127,7 @@ struct TransferReport {
   size_t moved = 0;      // objects sent or received
   size_t present = 0;    // already on the receiving side
   uint64_t bytes = 0;    // object bytes moved
+  bool delivered = false;  // TransferOptions::deliver holds the checkpoint
 };
 
 // Sends every object `ids` need (each id's object and every base down its

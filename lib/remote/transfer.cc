@@ -91,17 +91,19 @@ Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string
   return check;
 }
 
-Status FetchChain(const store::Repository& repo, const ContentId& id, std::optional<uint64_t> raw_size,
-                  const store::FindCopy& find_copy) {
+Result<bool> FetchChain(const store::Repository& repo, const ContentId& id, std::optional<uint64_t> raw_size,
+                        const store::FindCopy& find_copy, ByteSink* deliver) {
   auto remote = DefaultRemote();
-  if (!remote.ok()) return OkStatus();  // nowhere to fetch from: the restore names what is missing
+  if (!remote.ok()) return false;  // nowhere to fetch from: the restore names what is missing
   auto from = OpenRemoteStore(*remote);
   if (!from.ok()) return Annotate(from.status(), "remote " + *remote + " cannot be read");
   Progress progress("git-zipnn: fetch from " + *remote, 0);
   TransferOptions options = OptionsShowing(progress, "received");
   if (raw_size) options.raw_sizes[id] = *raw_size;
   options.find_copy = find_copy;
-  return FetchObjects(repo, **from, {id}, options).status();
+  options.deliver = deliver;
+  ZIPNN_ASSIGN_OR_RETURN(TransferReport report, FetchObjects(repo, **from, {id}, options));
+  return report.delivered;
 }
 
 Status RestoreFetching(const store::Repository& repo, const store::Pointer& pointer, const std::string& path,
@@ -110,9 +112,9 @@ Status RestoreFetching(const store::Repository& repo, const store::Pointer& poin
   // one that finds an object missing can be tried again after a fetch.
   Status restored = store::RestoreFile(repo, pointer, path, out);
   if (restored.code() != StatusCode::kNotFound) return restored;
-  Status fetched = FetchChain(repo, pointer.id, pointer.size);
-  if (!fetched.ok()) return Annotate(fetched, path);
-  return store::RestoreFile(repo, pointer, path, out);
+  Result<bool> delivered = FetchChain(repo, pointer.id, pointer.size, nullptr, &out);
+  if (!delivered.ok()) return Annotate(delivered.status(), path);
+  return *delivered ? OkStatus() : store::RestoreFile(repo, pointer, path, out);
 }
 
 Result<std::optional<ContentId>> RestorePointerFile(const store::Repository& repo, const std::string& path,

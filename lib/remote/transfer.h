@@ -58,9 +58,10 @@ Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string
 // Fetches from the default remote what `id` needs and the local store
 // lacks; nothing to do without a remote (a restore then names what is
 // missing). `raw_size`, the pointer's size when known, bounds the object;
-// `find_copy` as in TransferOptions.
-Status FetchChain(const store::Repository& repo, const ContentId& id, std::optional<uint64_t> raw_size = std::nullopt,
-                  const store::FindCopy& find_copy = nullptr);
+// `find_copy` and `deliver` as in TransferOptions. Whether the checkpoint
+// was delivered.
+Result<bool> FetchChain(const store::Repository& repo, const ContentId& id, std::optional<uint64_t> raw_size = std::nullopt,
+                        const store::FindCopy& find_copy = nullptr, ByteSink* deliver = nullptr);
 
 // store::RestoreFile; when an object of the chain is missing, FetchChain
 // and restore again.
