@@ -129,15 +129,30 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   return out.Append(text.data(), text.size());
 }
 
-std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id) const {
-  // A file this process restored: git has written it to the work tree
-  // before it asks for the next one. It is used only if it still hashes
-  // to its id (the user, or a hook, may have changed it since).
-  if (auto it = checked_out_.find(id); it != checked_out_.end() && !repo_.work_dir.empty()) {
-    auto file = ReadFile::Open(repo_.work_dir + "/" + it->second);
-    if (file.ok()) {
-      auto hash = HashSource(*file);
-      if (hash.ok() && *hash == id) return std::move(*file);
+std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id, const std::string& series) {
+  // The work-tree file of a version: one this process restored (git has
+  // written it before it asks for the next), or one git holds for it in
+  // HEAD or the index (a checkout back to a later commit finds the saves
+  // the earlier one kept). It is used only if it still hashes to its id:
+  // the user, a hook or the checkout under way may have changed it.
+  auto in_work_tree = [&](const std::string& path) -> std::optional<ReadFile> {
+    auto file = ReadFile::Open(repo_.work_dir + "/" + path);
+    if (!file.ok()) return std::nullopt;
+    auto hash = HashSource(*file);
+    if (!hash.ok() || *hash != id) return std::nullopt;
+    return std::move(*file);
+  };
+  if (!repo_.work_dir.empty()) {
+    if (auto it = checked_out_.find(id); it != checked_out_.end()) {
+      if (auto file = in_work_tree(it->second)) return file;
+    }
+    if (series_) {
+      auto versions = series_->Of(series, /*deep=*/false);
+      for (const store::Version& v : versions.ok() ? *versions : std::vector<store::Version>()) {
+        if (v.id != id || v.path.empty()) continue;
+        if (auto file = in_work_tree(v.path)) return file;
+        break;
+      }
     }
   }
   return store::RawCache(repo_.cache_dir, repo_.policy.raw_cache).Find(id);
@@ -157,7 +172,8 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
   Progress progress("git-zipnn: " + path, pointer.size);
   progress.Update("restoring", 0);
   ProgressSink restored(out, progress, "restoring");
-  const store::FindCopy find_copy = [this](const ContentId& id) { return FindCopy(id); };
+  const std::string series = series_ ? series_->rules().Place(path).name : std::string();
+  const store::FindCopy find_copy = [this, &series](const ContentId& id) { return FindCopy(id, series); };
   Status st = store::RestoreFile(repo_, pointer, path, restored, find_copy);
   // A missing object fails the restore before it writes anything, so it
   // can be fetched and the restore tried again.

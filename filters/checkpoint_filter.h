@@ -55,10 +55,9 @@ class CheckpointFilter : public FilterHandler {
   Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override;
 
  private:
-  // A verified copy of version `id`'s bytes for a restore to start from
-  // (store::FindCopy): a file smudged earlier in this process, or a kept
-  // raw copy.
-  std::optional<ReadFile> FindCopy(const ContentId& id) const;
+  // A verified copy of version `id` (of `series`) for a restore to start
+  // from (store::FindCopy): a work-tree file, or a kept raw copy.
+  std::optional<ReadFile> FindCopy(const ContentId& id, const std::string& series);
 
   store::Repository repo_;
   std::unique_ptr<git::SeriesVersions> series_;

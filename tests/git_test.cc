@@ -335,6 +335,35 @@ TEST_CASE("a step added out of order takes its place by number") {
   CHECK(versions.at(IdAt(repo, "HEAD:" + Step12(3)))["base"] == IdAt(repo, "HEAD:" + Step12(1)));
 }
 
+TEST_CASE("a checkout back to a later commit starts each restore from a save the work tree still holds") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && git commit -qm setup && "
+                  "mkdir run")
+              .code == 0);
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' run/ && git add run && git commit -qm " +
+                    Step12(i))
+                .code == 0);
+  }
+  // One chain, steps 10 to 50. Back two commits, steps 10 to 30 remain.
+  // Once the index is older than the files (git status refreshes it after
+  // a pause), git trusts their stat data and does not clean them again.
+  REQUIRE(repo.Sh("git checkout -q HEAD~2 && sleep 1.1 && git status --porcelain").code == 0);
+  // The objects below step 30 are gone: only the work tree's saves can
+  // stand for them, and its step 30 is what steps 40 and 50 need.
+  for (int i = 0; i < 2; ++i) {
+    const std::string id = IdAt(repo, "HEAD:run/" + Step12(i));
+    REQUIRE(repo.Sh("rm .git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id).code == 0);
+  }
+  REQUIRE(repo.Sh("git checkout -q -").code == 0);
+  for (int i = 3; i < 5; ++i) {
+    CHECK(repo.Sh("cmp run/" + Step12(i) + " '" + repo.Data("cnn12-bf16/" + Step12(i)) + "'").code == 0);
+  }
+  CHECK(repo.Sh("git status --porcelain").out.empty());
+  // The objects were not stored again on the way: the work tree served.
+  CHECK(repo.Sh("git zipnn fsck").code != 0);
+}
+
 TEST_CASE("branches and merges of pointer files, with a conflict resolved to one side") {
   Repo repo;
   CommitTrajectory(repo);

@@ -58,6 +58,7 @@ declare -A took  # "<row> <tool>" -> one time per run, space-separated
 timed() {  # timed ROW TOOL COMMAND...: runs the command, adds its time to the row
   local row=$1 tool=$2 s
   shift 2
+  sync  # the writes of the row before are not this row's
   s=$(now)
   "$@"
   took["$row $tool"]+="$(awk "BEGIN { print $(now) - $s }") "
