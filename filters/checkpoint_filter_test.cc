@@ -24,13 +24,7 @@ std::string Step(int s) {
   return name;
 }
 
-ContentId IdOf(const std::string& file) {
-  auto f = ReadFile::Open(file);
-  REQUIRE(f.ok());
-  auto id = HashSource(*f);
-  REQUIRE(id.ok());
-  return *id;
-}
+ContentId IdOf(const std::string& file) { return store::testing::IdOfFile(file); }
 
 // A store holding steps 40, 80 and 120 of cnn-bf16 as one chain (a base and
 // two deltas), and a work tree that is empty.

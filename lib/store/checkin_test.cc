@@ -29,13 +29,7 @@ std::string Bf16(int step) {
   return Data(name);
 }
 
-ContentId IdOf(const std::string& file) {
-  auto f = ReadFile::Open(file);
-  REQUIRE(f.ok());
-  auto id = HashSource(*f);
-  REQUIRE(id.ok());
-  return *id;
-}
+ContentId IdOf(const std::string& file) { return testing::IdOfFile(file); }
 
 void Copy(const std::string& from, const std::string& to) {
   REQUIRE(std::system(("mkdir -p \"$(dirname '" + to + "')\" && cp '" + from + "' '" + to + "'").c_str()) == 0);

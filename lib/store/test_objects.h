@@ -26,6 +26,15 @@ inline std::string TempDir() {
   return dir;
 }
 
+// The content id of a file's bytes.
+inline ContentId IdOfFile(const std::string& file) {
+  auto f = ReadFile::Open(file);
+  REQUIRE(f.ok());
+  auto id = HashSource(*f);
+  REQUIRE(id.ok());
+  return *id;
+}
+
 inline size_t FilesIn(const std::string& dir) {
   size_t n = 0;
   if (DIR* d = opendir(dir.c_str())) {
