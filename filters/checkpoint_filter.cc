@@ -1,5 +1,6 @@
 #include "filters/checkpoint_filter.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "lib/base/content_id.h"
@@ -135,24 +136,19 @@ std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id, const st
   // HEAD or the index (a checkout back to a later commit finds the saves
   // the earlier one kept). It is used only if it still hashes to its id:
   // the user, a hook or the checkout under way may have changed it.
-  auto in_work_tree = [&](const std::string& path) -> std::optional<ReadFile> {
-    auto file = ReadFile::Open(repo_.work_dir + "/" + path);
-    if (!file.ok()) return std::nullopt;
-    auto hash = HashSource(*file);
-    if (!hash.ok() || *hash != id) return std::nullopt;
-    return std::move(*file);
-  };
   if (!repo_.work_dir.empty()) {
-    if (auto it = checked_out_.find(id); it != checked_out_.end()) {
-      if (auto file = in_work_tree(it->second)) return file;
-    }
-    if (series_) {
+    std::string path;
+    if (const auto it = checked_out_.find(id); it != checked_out_.end()) {
+      path = it->second;
+    } else if (series_) {
       auto versions = series_->Of(series, /*deep=*/false);
-      for (const store::Version& v : versions.ok() ? *versions : std::vector<store::Version>()) {
-        if (v.id != id || v.path.empty()) continue;
-        if (auto file = in_work_tree(v.path)) return file;
-        break;
+      if (versions.ok()) {
+        const auto v = std::find_if(versions->begin(), versions->end(), [&](const store::Version& v) { return v.id == id; });
+        if (v != versions->end()) path = v->path;
       }
+    }
+    if (!path.empty()) {
+      if (auto file = store::OpenHolding(repo_.work_dir + "/" + path, id)) return file;
     }
   }
   return store::RawCache(repo_.cache_dir, repo_.policy.raw_cache).Find(id);

@@ -135,10 +135,6 @@ DType DifferenceGrouping(DType t) {
   }
 }
 
-}  // namespace zipnn::codec
-
-namespace zipnn::codec {
-
 std::string DifferenceGroupLabel(DType t, int g) {
   return g >= DTypeWidth(t) ? "tail" : "d" + std::to_string(g);
 }

@@ -361,10 +361,7 @@ Result<BaseBytes> ReadBase(const Repository& repo, const std::vector<Version>& s
   if (!repo.work_dir.empty()) {
     for (const Version& v : series) {
       if (v.id != base || v.path.empty()) continue;
-      auto file = formats::Checkpoint::Open(repo.work_dir + "/" + v.path);
-      if (!file.ok()) break;
-      auto hash = HashSource(file->file());
-      if (hash.ok() && *hash == base) {
+      if (auto file = OpenHolding(repo.work_dir + "/" + v.path, base)) {
         bytes.bytes.emplace(std::move(*file));
         bytes.from_work_tree = true;
         return bytes;

@@ -31,14 +31,19 @@ std::vector<RawCache::Entry> RawCache::List() const {
   return entries;
 }
 
+std::optional<ReadFile> OpenHolding(const std::string& path, const ContentId& id) {
+  auto file = ReadFile::Open(path);
+  if (!file.ok()) return std::nullopt;
+  auto hash = HashSource(*file);
+  if (!hash.ok() || *hash != id) return std::nullopt;
+  return std::move(*file);
+}
+
 std::optional<ReadFile> RawCache::Find(const ContentId& id) const {
   for (const Entry& e : List()) {
     if (e.id != id) continue;
-    auto file = ReadFile::Open(e.path);
-    if (!file.ok()) continue;
-    auto hash = HashSource(*file);
-    if (hash.ok() && *hash == id) return std::move(*file);
-    ::unlink(e.path.c_str());  // damaged or changed: never used
+    if (auto file = OpenHolding(e.path, id)) return file;
+    ::unlink(e.path.c_str());  // damaged, changed or unreadable: never used
   }
   return std::nullopt;
 }
