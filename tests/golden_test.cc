@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lib/base/file.h"
+#include "lib/codec/chunk_codec.h"
 #include "lib/container/object.h"
 
 namespace zipnn {
@@ -19,6 +20,9 @@ struct Golden {
   container::ObjectKind kind;
   uint64_t chunks;
   uint64_t differences = 0;  // chunks taken as a difference (format 3)
+  // Groups coded rans-classed (format 4) with one model, and with classes.
+  uint64_t one_model = 0;
+  uint64_t by_class = 0;
 };
 
 constexpr Golden kGolden[] = {
@@ -47,7 +51,35 @@ constexpr Golden kGolden[] = {
      "cnn-fp16/step-000040.safetensors", container::ObjectKind::kDelta, 5, 4},
     {"v3/pt-cnn-step80-delta40.zipnn", "pt-cnn/step-000080.pt", "pt-cnn/step-000040.pt", container::ObjectKind::kDelta,
      10, 4},
+    {"v4/cnn-bf16-step200-delta160.zipnn", "cnn-bf16/step-000200.safetensors", "cnn-bf16/step-000160.safetensors",
+     container::ObjectKind::kDelta, 5, 4, 0, 2},
+    {"v4/cnn-fp32-step200-delta160.zipnn", "cnn-fp32/step-000200.safetensors", "cnn-fp32/step-000160.safetensors",
+     container::ObjectKind::kDelta, 5, 4, 0, 2},
+    {"v4/cnn-fp16-step80-delta40-classed.zipnn", "cnn-fp16/step-000080.safetensors",
+     "cnn-fp16/step-000040.safetensors", container::ObjectKind::kDelta, 5, 4, 0, 6},
+    {"v4/cnn-bf16-step200-delta160-i16-classed.zipnn", "cnn-bf16/step-000200.safetensors",
+     "cnn-bf16/step-000160.safetensors", container::ObjectKind::kDelta, 1, 1, 2, 0},
 };
+
+// The rans-classed groups of an object: with one model, and with classes.
+std::pair<uint64_t, uint64_t> ClassedGroups(const ByteSource& object, const container::ObjectInfo& info) {
+  std::pair<uint64_t, uint64_t> counts;
+  Buffer record;
+  for (const container::ChunkRef& c : info.chunks) {
+    record.Resize(c.record_size);
+    REQUIRE(object.ReadAt(c.record_offset, record.data(), c.record_size).ok());
+    auto groups = codec::ParseChunkRecord(info.header.layout.regions[c.span.region].dtype, record.data(),
+                                          c.record_size, c.span.length);
+    REQUIRE(groups.ok());
+    size_t at = groups->payload_start;
+    for (int g = 0; g < groups->count; ++g) {
+      const codec::GroupEntry& e = groups->group[g];
+      if (e.coder == codec::Coder::kClassedRans) ++(record.data()[at] == 1 ? counts.first : counts.second);
+      at += e.stored;
+    }
+  }
+  return counts;
+}
 
 TEST_CASE("golden objects of every format version decode byte for byte") {
   for (const Golden& g : kGolden) {
@@ -70,6 +102,9 @@ TEST_CASE("golden objects of every format version decode byte for byte") {
       return c.transform == codec::Transform::kDifference;
     });
     CHECK(static_cast<uint64_t>(differences) == g.differences);
+    const auto [one_model, by_class] = ClassedGroups(*object, *info);
+    CHECK(one_model == g.one_model);
+    CHECK(by_class == g.by_class);
     CHECK(info->content_id == HashBytes(raw->data(), raw->size()));
     for (int threads : {1, 2}) {
       MemorySink out;

@@ -36,6 +36,12 @@ Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t 
   return g;
 }
 
+ClassKeys KeysOf(DType dtype, Transform transform, const uint8_t* base, size_t n) {
+  if (transform != Transform::kDifference || base == nullptr || !DTypeRotatesSign(dtype)) return ClassKeys{};
+  const size_t width = static_cast<size_t>(DTypeWidth(dtype));
+  return ClassKeys{base + width - 1, width, n / width};
+}
+
 ChunkEncoder::ChunkEncoder(CoderPolicy policy, int zstd_level, TransformPolicy transform)
     : groups_(policy, zstd_level, /*prefer_lz=*/false), zstd_level_(zstd_level), transform_(transform) {}
 
@@ -55,27 +61,56 @@ double ChunkEncoder::EstimatedBytes(DType grouping, const uint8_t* grouped, size
   return bytes;
 }
 
+Transform ChunkEncoder::ChooseTransform(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base) {
+  // A sample of the chunk: the first kChooserWindow bytes of every
+  // kChooserStride (whole elements: the window is a multiple of every
+  // width), or all of a small chunk. Both candidates are taken and
+  // grouped on the sample only; the chosen one is then taken in full.
+  const size_t width = static_cast<size_t>(DTypeWidth(dtype));
+  const size_t whole = n / width * width;
+  const uint8_t* target = raw;
+  const uint8_t* against = base;
+  size_t m = whole;
+  if (whole >= kChooserSampleBytes) {
+    sample_.Resize(2 * (whole / kChooserStride + 1) * kChooserWindow);
+    uint8_t* t = sample_.data();
+    uint8_t* b = t + sample_.size() / 2;
+    m = 0;
+    for (size_t at = 0; at + kChooserWindow <= whole; at += kChooserStride, m += kChooserWindow) {
+      std::memcpy(t + m, raw + at, kChooserWindow);
+      std::memcpy(b + m, base + at, kChooserWindow);
+    }
+    target = t;
+    against = b;
+  }
+  if (m == 0) return Transform::kXor;
+  delta_.Resize(m);
+  other_.Resize(m);
+  XorTo(delta_.data(), target, against, m);
+  SplitGroups(dtype, delta_.data(), m, other_.data());
+  const double xor_bytes = EstimatedBytes(dtype, other_.data(), m);
+  DifferenceTo(dtype, delta_.data(), target, against, m);
+  SplitGroups(DifferenceGrouping(dtype), delta_.data(), m, other_.data());
+  // Ties keep the XOR.
+  return EstimatedBytes(DifferenceGrouping(dtype), other_.data(), m) < xor_bytes ? Transform::kDifference
+                                                                                : Transform::kXor;
+}
+
 Transform ChunkEncoder::TakeDelta(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base) {
   const bool difference = TriesDifference(transform_, dtype);
+  const Transform transform = !difference                 ? Transform::kXor
+                              : TriesXor(transform_, dtype) ? ChooseTransform(dtype, raw, n, base)
+                                                            : Transform::kDifference;
   delta_.Resize(n);
   grouped_.Resize(n);
-  if (TriesXor(transform_, dtype)) {
+  if (transform == Transform::kXor) {
     XorTo(delta_.data(), raw, base, n);
     SplitGroups(dtype, delta_.data(), n, grouped_.data());
-    if (!difference) return Transform::kXor;
+  } else {
+    DifferenceTo(dtype, delta_.data(), raw, base, n);
+    SplitGroups(DifferenceGrouping(dtype), delta_.data(), n, grouped_.data());
   }
-  // The difference, into grouped_ when it is the only candidate, else
-  // into other_ to be compared with the XOR; ties keep the XOR.
-  Buffer& into = transform_ == TransformPolicy::kAuto ? other_ : grouped_;
-  into.Resize(n);
-  DifferenceTo(dtype, delta_.data(), raw, base, n);
-  SplitGroups(DifferenceGrouping(dtype), delta_.data(), n, into.data());
-  if (transform_ == TransformPolicy::kAuto &&
-      EstimatedBytes(DifferenceGrouping(dtype), other_.data(), n) >= EstimatedBytes(dtype, grouped_.data(), n)) {
-    return Transform::kXor;
-  }
-  if (&into == &other_) std::swap(grouped_, other_);
-  return Transform::kDifference;
+  return transform;
 }
 
 Transform ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base,
@@ -97,6 +132,8 @@ Transform ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const 
                                                                          : zstd_level_);
   groups_.set_delta(base != nullptr);
   groups_.set_zstd_prefix(prefix, prefix_size);
+  groups_.set_class_keys(KeysOf(dtype, transform, base, n));
+  groups_.set_lanes(transform == Transform::kDifference);
 
   const int count = GroupCount(dtype, n);
   const size_t table = out.size() + 1;
@@ -132,10 +169,15 @@ Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, siz
   }
   ZIPNN_ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, record, size, n, newest_));
   groups_.set_zstd_prefix(prefix, prefix_size);
+  groups_.set_class_keys(KeysOf(dtype, transform, base, n));
   grouped_.Resize(n);
   const uint8_t* payload = record + g.payload_start;
   for (int i = 0; i < g.count; ++i) {
     const GroupEntry& e = g.group[i];
+    // The lanes coder is written only for a difference's groups.
+    if (e.coder == Coder::kClassedRans && transform != Transform::kDifference) {
+      return Corruption("group " + std::to_string(i) + " is rans-classed in a chunk that is not a difference");
+    }
     Status s = groups_.Decode(e.coder, payload, e.stored,
                               grouped_.data() + GroupOffset(dtype, n, i), e.raw);
     if (!s.ok()) {

@@ -52,6 +52,11 @@ struct ChunkGroups {
 Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t size,
                                      size_t chunk_len, Coder newest = kNewestCoder);
 
+// Where the class keys of a chunk's elements are (rans.h, ElementClasses):
+// the top byte of each base element of a difference of floats; none for
+// any other chunk.
+ClassKeys KeysOf(DType dtype, Transform transform, const uint8_t* base, size_t n);
+
 class ChunkEncoder {
  public:
   ChunkEncoder(CoderPolicy policy, int zstd_level, TransformPolicy transform = TransformPolicy::kAuto);
@@ -74,18 +79,26 @@ class ChunkEncoder {
   static double EstimatedBytes(DType grouping, const uint8_t* grouped, size_t n);
   static constexpr size_t kChooserSampleBytes = 16384;
   static constexpr size_t kChooserSampleBlock = 32;
+  // The automatic choice estimates both transforms on a sample of the
+  // chunk: the first kChooserWindow bytes of every kChooserStride, for
+  // chunks of at least kChooserSampleBytes.
+  static constexpr size_t kChooserWindow = 64;
+  static constexpr size_t kChooserStride = 2048;
 
  private:
   // Takes the chunk against its base as the policy says, leaving the
   // grouped result in grouped_; returns the transform.
   Transform TakeDelta(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base);
+  // The automatic choice between XOR and difference for a chunk.
+  Transform ChooseTransform(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base);
 
   GroupEncoder groups_;
   int zstd_level_;
   TransformPolicy transform_;
   Buffer delta_;
   Buffer grouped_;
-  Buffer other_;  // the second candidate of an automatic choice, grouped
+  Buffer other_;   // a candidate of the automatic choice, grouped
+  Buffer sample_;  // the chunk's and the base's sampled windows
   std::array<int, kMaxGroups> skip_{};
   Transform last_ = Transform::kXor;  // of the previous chunk; skip_ holds for it
 };

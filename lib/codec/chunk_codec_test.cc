@@ -76,6 +76,58 @@ TEST_CASE("a difference is refused where it cannot have been written") {
             .message() == "a difference delta in a bytes region");
 }
 
+// A training step on weights of many sizes: each weight moves by about
+// the same amount (as under Adam), so how many units in the last place it
+// moves, and how far its bits move, depends on its exponent.
+std::vector<uint8_t> StepOf(const std::vector<uint8_t>& base, uint32_t seed) {
+  std::vector<uint8_t> target(base.size());
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> step(0, 2e-6f);
+  for (size_t i = 0; i + 4 <= base.size(); i += 4) {
+    float w;
+    std::memcpy(&w, base.data() + i, 4);
+    w += step(rng);
+    std::memcpy(target.data() + i, &w, 4);
+  }
+  return target;
+}
+
+TEST_CASE("a difference's rANS groups take the lanes coder, and no other chunk's do") {
+  std::vector<uint8_t> base = NormalFloats(1 << 16, 17);
+  for (size_t i = 0; i + 4 <= base.size(); i += 4) {
+    float w;
+    std::memcpy(&w, base.data() + i, 4);
+    w *= static_cast<float>(1 << (i / 4 % 8));  // exponents spread over eight octaves
+    std::memcpy(base.data() + i, &w, 4);
+  }
+  const std::vector<uint8_t> target = StepOf(base, 18);
+  for (TransformPolicy policy : {TransformPolicy::kDifference, TransformPolicy::kXor}) {
+    CAPTURE(TransformPolicyName(policy));
+    ChunkEncoder enc(CoderPolicy::kAuto, 3, policy);
+    Buffer rec;
+    const Transform used = enc.Encode(DType::kF32, target.data(), target.size(), base.data(), rec);
+    auto groups = ParseChunkRecord(DType::kF32, rec.data(), rec.size(), target.size());
+    REQUIRE(groups.ok());
+    int lanes = 0;
+    for (int g = 0; g < groups->count; ++g) lanes += groups->group[g].coder == Coder::kClassedRans;
+    CHECK((lanes > 0) == (used == Transform::kDifference));
+    auto p = Padded(rec.data(), rec.size());
+    std::vector<uint8_t> out(target.size());
+    ChunkDecoder dec;
+    REQUIRE(dec.Decode(DType::kF32, p.data(), rec.size(), target.size(), base.data(), out.data(), nullptr, 0, used)
+                .ok());
+    CHECK(out == target);
+    if (used == Transform::kDifference) {
+      // Read as an XOR chunk, the record names a coder only a difference
+      // may hold.
+      const Status s =
+          dec.Decode(DType::kF32, p.data(), rec.size(), target.size(), base.data(), out.data(), nullptr, 0,
+                     Transform::kXor);
+      CHECK(s.message().find("is rans-classed in a chunk that is not a difference") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("the chooser's sampled estimate lands near the full count") {
   // A delta's mantissa byte: most values rare. One group of 64 KiB, so
   // the estimate is sampled; against the full order-0 count it is close.

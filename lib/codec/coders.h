@@ -44,6 +44,7 @@ enum class Coder : uint8_t {
   kZstd = 3,     // one zstd frame
   kRans = 4,     // RansEncoder payload
   kSparse = 5,   // SparseEncoder payload
+  kClassedRans = 6,  // ClassedRansEncoder payload: a difference's group, one model per class of element
 };
 
 // Every coder's encoder or decoder for one thread (group_coder.h).
@@ -74,12 +75,14 @@ std::optional<Coder> EncodeHuffmanGroup(EncoderSet&, const uint8_t* in, size_t n
 std::optional<Coder> EncodeZstdGroup(EncoderSet&, const uint8_t* in, size_t n, Buffer& out);
 std::optional<Coder> EncodeRansGroup(EncoderSet&, const uint8_t* in, size_t n, Buffer& out);
 std::optional<Coder> EncodeSparseGroup(EncoderSet&, const uint8_t* in, size_t n, Buffer& out);
+std::optional<Coder> EncodeClassedRansGroup(EncoderSet&, const uint8_t* in, size_t n, Buffer& out);
 Status DecodeRawGroup(DecoderSet&, const uint8_t* payload, size_t size, uint8_t* out, size_t n);
 Status DecodeZeroGroup(DecoderSet&, const uint8_t* payload, size_t size, uint8_t* out, size_t n);
 Status DecodeHuffmanGroup(DecoderSet&, const uint8_t* payload, size_t size, uint8_t* out, size_t n);
 Status DecodeZstdGroup(DecoderSet&, const uint8_t* payload, size_t size, uint8_t* out, size_t n);
 Status DecodeRansGroup(DecoderSet&, const uint8_t* payload, size_t size, uint8_t* out, size_t n);
 Status DecodeSparseGroup(DecoderSet&, const uint8_t* payload, size_t size, uint8_t* out, size_t n);
+Status DecodeClassedRansGroup(DecoderSet&, const uint8_t* payload, size_t size, uint8_t* out, size_t n);
 
 // In value order, values from 0 without gaps; a coder's first format is
 // never older than an earlier entry's, so every object format knows the
@@ -91,6 +94,7 @@ inline constexpr CoderInfo kCoders[] = {
     {Coder::kZstd, "zstd", 1, &EncodeZstdGroup, &DecodeZstdGroup},
     {Coder::kRans, "rans", 1, &EncodeRansGroup, &DecodeRansGroup},
     {Coder::kSparse, "sparse", 2, &EncodeSparseGroup, &DecodeSparseGroup},
+    {Coder::kClassedRans, "rans-classed", 4, &EncodeClassedRansGroup, &DecodeClassedRansGroup},
 };
 
 constexpr bool CoderTableIsOrdered() {

@@ -124,6 +124,27 @@ std::optional<Coder> EncodeSparseGroup(EncoderSet& s, const uint8_t* in, size_t 
   return TryPlanned(s.sparse, Coder::kSparse, n, out);
 }
 
+const ElementClasses& Classes(EncoderSet& s, size_t n) {
+  static const ElementClasses kNone;
+  if (s.keys.elements == 0 || s.keys.elements != n) return kNone;
+  if (!s.classified) {
+    s.class_of.Resize(n);
+    s.classes = ClassifyByKey(s.keys.key, s.keys.stride, n, s.class_of.data());
+    s.classified = true;
+  }
+  return s.classes;
+}
+
+std::optional<Coder> EncodeClassedRansGroup(EncoderSet& s, const uint8_t* in, size_t n, Buffer& out) {
+  // Outside a difference chunk the group takes the plain rANS coder (an
+  // object of an older format may not name this one); without classes
+  // (not a difference of floats, or a tail) the lanes coder has one model.
+  if (!s.lanes) return EncodeRansGroup(s, in, n, out);
+  const ElementClasses& classes = Classes(s, n);
+  s.classed.Plan(in, n, classes.count >= 2 ? classes : ElementClasses{1, {}, nullptr, n});
+  return TryPlanned(s.classed, Coder::kClassedRans, n, out);
+}
+
 Status DecodeRawGroup(DecoderSet&, const uint8_t* payload, size_t size, uint8_t* out, size_t n) {
   if (size != n) return Corruption("raw group holds " + std::to_string(size) + " bytes, expected " + std::to_string(n));
   std::memcpy(out, payload, n);
@@ -150,6 +171,10 @@ Status DecodeRansGroup(DecoderSet& s, const uint8_t* payload, size_t size, uint8
 
 Status DecodeSparseGroup(DecoderSet& s, const uint8_t* payload, size_t size, uint8_t* out, size_t n) {
   return s.sparse.Decode(payload, size, out, n);
+}
+
+Status DecodeClassedRansGroup(DecoderSet& s, const uint8_t* payload, size_t size, uint8_t* out, size_t n) {
+  return s.classed.Decode(payload, size, out, n, s.keys);
 }
 
 GroupEncoder::GroupEncoder(CoderPolicy policy, int zstd_level, bool prefer_lz)
@@ -225,8 +250,28 @@ std::optional<Coder> GroupEncoder::EncodeAuto(const uint8_t* in, size_t n, size_
     sparse = static_cast<double>(c.sparse.EstimatedSize()) <=
              static_cast<double>(planned) * (1 + AutoRule::kSparseMaxLoss) + AutoRule::kSparseSlackBytes;
   }
+  // In a difference chunk a group rANS would code takes the lanes coder
+  // (rans-classed), whose decoder steps eight states of a stream at once:
+  // with classes of element where they pay (a difference of floats), or
+  // with one model where the group is large enough for its 112 bytes of
+  // extra states to weigh little.
+  bool classed = false;
+  if (c.lanes && !sparse && Pays(planned, n, MinSaving())) {
+    const ElementClasses& classes = Classes(c, n);
+    const double min_gain = rans ? AutoRule::kClassedMinGain : AutoRule::kClassedMinGainOverHuffman;
+    if (classes.count >= 2 && SampledClassGain(in, n, classes) >= min_gain) {
+      c.classed.Plan(in, n, classes);
+      classed = static_cast<double>(c.classed.EstimatedSize()) < static_cast<double>(planned) * (1 - min_gain);
+    }
+    if (!classed && rans && n >= AutoRule::kLanesMinGroup) {
+      c.classed.Plan(in, n, ElementClasses{1, {}, nullptr, n}, &c.counts);
+      classed = true;
+    }
+  }
   std::optional<Coder> coded;
-  if (sparse) {
+  if (classed) {
+    coded = TryPlanned(c.classed, Coder::kClassedRans, n, out, MinSaving());
+  } else if (sparse) {
     coded = TryPlanned(c.sparse, Coder::kSparse, n, out, MinSaving());
   } else if (rans) {
     coded = TryPlanned(c.rans, Coder::kRans, n, out, MinSaving());

@@ -2,16 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "lib/base/cpu.h"
 #include "lib/base/endian.h"
+#include "lib/codec/rans_internal.h"
 
 namespace zipnn::codec {
 
 namespace {
 
-constexpr uint32_t kLow = 1u << 16;  // L: states live in [L, 2^32)
-constexpr size_t kStateBytes = 4;
+using rans_internal::kLow;
+using rans_internal::kStateBytes;
+using rans_internal::PutSymbol;
+using rans_internal::ReadModel;
 constexpr size_t kStreamSizeBytes = 4 * (kSegments - 1);
 // Symbols decoded per stream between bounds checks: each may read 2 bytes,
 // and the input is padded by kDecoderReadPadding.
@@ -116,27 +120,9 @@ struct RansEncoder::Writer {
   uint32_t x;
   const uint8_t* next;
 
-  // As the decoder's refill (Step), renormalising is a predicted branch
-  // where it is rare and branch-free elsewhere.
   template <bool kRareFlush>
   void Put(const Symbol* table) {
-    const Symbol& sym = table[*--next];
-    if (kRareFlush) {
-      if (__builtin_expect(x >= sym.x_max, 0)) {
-        p -= 2;
-        StoreLE<uint16_t>(p, static_cast<uint16_t>(x));
-        x >>= 16;
-      }
-    } else {
-      // The low word is always stored just below the stream (the space is
-      // free), and kept only if needed.
-      StoreLE<uint16_t>(p - 2, static_cast<uint16_t>(x));
-      const uint32_t flush = x >= sym.x_max;
-      p -= flush << 1;
-      x >>= flush << 4;
-    }
-    const uint32_t q = static_cast<uint32_t>((static_cast<unsigned __int128>(x) * sym.reciprocal) >> 64);
-    x += sym.bias + q * sym.complement;
+    PutSymbol<kRareFlush>(p, x, table[*--next]);
   }
 };
 
@@ -347,42 +333,9 @@ ZIPNN_HOT void RansEncoder::Encode(Buffer& out) {
   }
 }
 
-Result<size_t> RansDecoder::ReadModel(const uint8_t* in, size_t size, std::array<uint32_t, 256>& freq) {
-  if (size < 3) return Corruption("rans payload shorter than its header");
-  const uint32_t bits = in[0];
-  if (bits < kRansMinProbabilityBits || bits > kRansMaxProbabilityBits) {
-    return Corruption("rans precision of " + std::to_string(bits) + " bits is out of range");
-  }
-  const uint32_t scale_size = 1u << bits;
-  const int first = in[1], last = in[2];
-  if (last < first) return Corruption("rans symbol range is empty");
-  freq.fill(0);
-  BitUnpacker table(in + 3, size - 3);
-  uint32_t total = 0;
-  for (int s = first; s <= last; ++s) {
-    uint32_t v;
-    if (!table.GetGamma(v)) return Corruption("rans frequency table is truncated or malformed");
-    if (v - 1 > scale_size) return Corruption("rans frequency larger than the scale");
-    freq[s] = v - 1;
-    total += v - 1;
-  }
-  if (total != scale_size) return Corruption("rans frequencies do not add up to the scale");
-
-  uint32_t cum = 0;
-  for (int s = first; s <= last; ++s) {
-    for (uint32_t k = 0; k < freq[s]; ++k) {
-      step_[cum + k] = freq[s] << 16 | k;
-      symbol_[cum + k] = static_cast<uint8_t>(s);
-    }
-    cum += freq[s];
-  }
-  bits_ = bits;
-  return 3 + table.bytes_used();
-}
-
 ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
   std::array<uint32_t, 256> freq;
-  ZIPNN_ASSIGN_OR_RETURN(size_t pos, ReadModel(in, size, freq));
+  ZIPNN_ASSIGN_OR_RETURN(size_t pos, ReadModel(in, size, bits_, freq, step_.data(), symbol_.data()));
   if (size - pos < kStreamSizeBytes) return Corruption("rans payload shorter than its stream sizes");
   const Scale scale{bits_, (1u << bits_) - 1};
   const uint32_t* const step = step_.data();
@@ -436,8 +389,9 @@ ZIPNN_HOT Status RansDecoder::DecodeSinglePair(const uint8_t* a, size_t a_size, 
                                                RansDecoder& other, const uint8_t* b, size_t b_size,
                                                uint8_t* b_out, size_t n) {
   std::array<uint32_t, 256> freq;
-  ZIPNN_ASSIGN_OR_RETURN(const size_t a_pos, ReadModel(a, a_size, freq));
-  ZIPNN_ASSIGN_OR_RETURN(const size_t b_pos, other.ReadModel(b, b_size, freq));
+  ZIPNN_ASSIGN_OR_RETURN(const size_t a_pos, ReadModel(a, a_size, bits_, freq, step_.data(), symbol_.data()));
+  ZIPNN_ASSIGN_OR_RETURN(const size_t b_pos,
+                         ReadModel(b, b_size, other.bits_, freq, other.step_.data(), other.symbol_.data()));
   if (a_size - a_pos < kStateBytes || b_size - b_pos < kStateBytes) {
     return Corruption("rans stream has no state");
   }
@@ -465,5 +419,40 @@ ZIPNN_HOT Status RansDecoder::DecodeSinglePair(const uint8_t* a, size_t a_size, 
   }
   return OkStatus();
 }
+
+namespace rans_internal {
+
+Result<size_t> ReadModel(const uint8_t* in, size_t size, uint32_t& bits, std::array<uint32_t, 256>& freq,
+                         uint32_t* step, uint8_t* symbol) {
+  if (size < 3) return Corruption("rans payload shorter than its header");
+  bits = in[0];
+  if (bits < kRansMinProbabilityBits || bits > kRansMaxProbabilityBits) {
+    return Corruption("rans precision of " + std::to_string(bits) + " bits is out of range");
+  }
+  const uint32_t scale_size = 1u << bits;
+  const int first = in[1], last = in[2];
+  if (last < first) return Corruption("rans symbol range is empty");
+  freq.fill(0);
+  BitUnpacker table(in + 3, size - 3);
+  uint32_t total = 0;
+  for (int s = first; s <= last; ++s) {
+    uint32_t v;
+    if (!table.GetGamma(v)) return Corruption("rans frequency table is truncated or malformed");
+    if (v - 1 > scale_size) return Corruption("rans frequency larger than the scale");
+    freq[s] = v - 1;
+    total += v - 1;
+  }
+  if (total != scale_size) return Corruption("rans frequencies do not add up to the scale");
+
+  uint32_t cum = 0;
+  for (int s = first; s <= last; ++s) {
+    std::memset(symbol + cum, s, freq[s]);
+    for (uint32_t k = 0; step != nullptr && k < freq[s]; ++k) step[cum + k] = freq[s] << 16 | k;
+    cum += freq[s];
+  }
+  return 3 + table.bytes_used();
+}
+
+}  // namespace rans_internal
 
 }  // namespace zipnn::codec

@@ -53,6 +53,7 @@ class RansEncoder {
   void EncodeSingle(const uint8_t* in, size_t n, Buffer& out);
 
  private:
+  friend class ClassedRansEncoder;  // plans and writes its class models with these
   struct Symbol {
     uint64_t x_max = 0;       // a state at or above this is renormalised first
     uint64_t reciprocal = 0;  // floor(x / freq) is the high half of x * reciprocal
@@ -88,9 +89,6 @@ class RansDecoder {
                           const uint8_t* b, size_t b_size, uint8_t* b_out, size_t n);
 
  private:
-  // Reads precision, symbol range and frequency table into `freq`, and
-  // fills the tables. Returns the bytes read.
-  Result<size_t> ReadModel(const uint8_t* in, size_t size, std::array<uint32_t, 256>& freq);
   // Per slot: freq << 16 | (slot - cum), and the symbol.
   std::array<uint32_t, 1u << kRansMaxProbabilityBits> step_;
   std::array<uint8_t, 1u << kRansMaxProbabilityBits> symbol_;

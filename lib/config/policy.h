@@ -27,8 +27,8 @@ struct Policy {
   // standalone, or the version becomes a base.
   double min_gain = 0.10;
   // How a delta's chunks are taken against their base: the smaller of XOR
-  // and the arithmetic difference per chunk (object format 3), or one of
-  // them; xor keeps deltas readable by git-zipnn before 0.3.
+  // and the arithmetic difference per chunk (object format 3 on), or one of
+  // them; xor keeps deltas readable by git-zipnn before 0.4 (format 2).
   codec::TransformPolicy delta_transform = codec::TransformPolicy::kAuto;
   uint32_t chunk_size = 256u << 10;
   int threads = 0;  // 0: all cores

@@ -52,7 +52,8 @@ Checkpoint MakeCheckpoint(uint32_t seed, size_t weights = 300000) {
 
 std::vector<uint8_t> Encode(const std::vector<uint8_t>& data, const Layout& layout, int threads,
                             const std::vector<uint8_t>* base = nullptr, uint32_t chunk = 65536,
-                            codec::TransformPolicy transform = codec::TransformPolicy::kAuto) {
+                            codec::TransformPolicy transform = codec::TransformPolicy::kAuto,
+                            codec::CoderPolicy policy = codec::CoderPolicy::kAuto) {
   MemorySource src(data.data(), data.size(), "input");
   MemorySource base_src(base ? base->data() : nullptr, base ? base->size() : 0, "base");
   DeltaBase db{&base_src, base ? HashBytes(base->data(), base->size()) : ContentId{}};
@@ -60,6 +61,7 @@ std::vector<uint8_t> Encode(const std::vector<uint8_t>& data, const Layout& layo
   o.threads = threads;
   o.chunk_size = chunk;
   o.transform = transform;
+  o.policy = policy;
   MemorySink sink;
   auto r = EncodeObject(src, layout, base ? &db : nullptr, o, sink);
   REQUIRE(r.ok());
@@ -162,7 +164,7 @@ TEST_CASE("a chain of deltas decodes in one pass through object readers, from an
                                       &versions[v - 1].bytes, 16384, transform));
   }
   CHECK(DecodeHeader(objects[1].data()).version == 2);
-  CHECK(DecodeHeader(objects[2].data()).version == 3);
+  CHECK(DecodeHeader(objects[2].data()).version == kDifferenceVersion);
   std::vector<MemorySource> sources;
   for (int v = 0; v < kLevels; ++v) sources.emplace_back(objects[v].data(), objects[v].size(), "v" + std::to_string(v));
   std::vector<std::unique_ptr<ObjectReader>> readers;  // readers[v] holds version v
@@ -308,7 +310,7 @@ TEST_CASE("rejects a future format version with a clear message") {
   EncodeHeader(header, d.object.data());
   Status s = DecodeStatus(d.object);
   CHECK(s.code() == StatusCode::kUnsupported);
-  CHECK(s.message() == "obj: object format version 4 is newer than this git-zipnn reads (3); upgrade git-zipnn");
+  CHECK(s.message() == "obj: object format version 5 is newer than this git-zipnn reads (4); upgrade git-zipnn");
 }
 
 TEST_CASE("a flipped bit anywhere in the object is caught") {
@@ -564,8 +566,8 @@ TEST_CASE("each delta chunk is taken by the cheaper transform, recorded in the i
   const std::vector<uint8_t> differenced =
       Encode(stepped.bytes, delta, 2, &base.bytes, 65536, TransformPolicy::kDifference);
   CHECK(Encode(stepped.bytes, delta, 1, &base.bytes) == chosen);
-  CHECK(VersionOf(chosen) == 3);
-  CHECK(VersionOf(differenced) == 3);
+  CHECK(VersionOf(chosen) == kDifferenceVersion);
+  CHECK(VersionOf(differenced) == kDifferenceVersion);
   CHECK(VersionOf(xored) == 2);  // nothing of format 3 in it
 
   // Steps of a few ulps: every weight chunk is a difference, and the
@@ -616,7 +618,7 @@ TEST_CASE("rejects a transform the object may not name; a swapped one fails the 
   const Checkpoint stepped = Stepped(base, 13);
   const Layout delta = stepped.layout.AsDeltaOfSameLayout();
   const std::vector<uint8_t> v3 = Encode(stepped.bytes, delta, 1, &base.bytes);
-  REQUIRE(VersionOf(v3) == 3);
+  REQUIRE(VersionOf(v3) == kDifferenceVersion);
   auto rejected = [&](std::vector<uint8_t> object, size_t chunk, uint8_t transform) {
     ChangeIndexEntry(object, chunk, [&](IndexEntry& e) { e.transform = transform; });
     auto r = Decode(object, 1, &base.bytes);
@@ -642,9 +644,18 @@ TEST_CASE("rejects a transform the object may not name; a swapped one fails the 
   }
   ChangeIndexEntry(alone, 1, [](IndexEntry& e) { e.transform = 1; });
   CHECK(DecodeStatus(alone).message() == "obj: chunk 1 is a difference in a region that is not a delta");
-  // Undone the other way, a chunk decodes to other bytes: the object's
-  // content id refuses them.
-  CHECK(rejected(v3, 1, 0).find("not the object's content id") != std::string::npos);
+  // Undone the other way, a chunk names a coder only a difference may
+  // hold; coded without it (Huffman), it decodes to other bytes, which the
+  // object's content id refuses.
+  const std::vector<uint8_t> lanes = Encode(stepped.bytes, delta, 1, &base.bytes, 65536,
+                                            codec::TransformPolicy::kAuto, codec::CoderPolicy::Only(codec::Coder::kClassedRans));
+  REQUIRE(Transforms(lanes, 1)[0] == codec::Transform::kDifference);
+  CHECK(rejected(lanes, 1, 0) ==
+        "obj: chunk 1 (checkpoint bytes 28..65564): group 0 is rans-classed in a chunk that is not a difference");
+  const std::vector<uint8_t> huffman = Encode(stepped.bytes, delta, 1, &base.bytes, 65536,
+                                              codec::TransformPolicy::kAuto, codec::CoderPolicy::Only(codec::Coder::kHuffman));
+  REQUIRE(Transforms(huffman, 1)[0] == codec::Transform::kDifference);
+  CHECK(rejected(huffman, 1, 0).find("not the object's content id") != std::string::npos);
   std::vector<uint8_t> reserved = v3;
   ChangeIndexEntry(reserved, 1, [](IndexEntry& e) { e.reserved = 1u << 16; });
   CHECK(DecodeStatus(reserved).message() == "obj: chunk index entry 1 has reserved bits set");

@@ -38,7 +38,7 @@ Status CheckChunkSize(uint32_t chunk_size) {
 
 uint16_t WriteVersion(const Layout& layout, codec::TransformPolicy transform) {
   for (const Region& r : layout.regions) {
-    if (r.delta && codec::TriesDifference(transform, r.dtype)) return kFirstTransformVersion;
+    if (r.delta && codec::TriesDifference(transform, r.dtype)) return kDifferenceVersion;
   }
   return 2;
 }

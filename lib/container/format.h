@@ -1,4 +1,4 @@
-// The object container, format version 3: its constants and its
+// The object container, format version 4: its constants and its
 // fixed-size sections (header, region table, chunk index, trailer).
 // docs/format.md is the specification; each constant quotes the section
 // that defines it.
@@ -35,7 +35,7 @@ inline constexpr std::array<uint8_t, 8> kObjectMagic = {'Z', 'I', 'P', 'N', 'N',
 // The newest version this code reads and writes. Writers write the oldest
 // version that can hold the object (WriteVersion), so bases and XOR-only
 // deltas keep the bytes of format 2.
-inline constexpr uint16_t kFormatVersion = 3;
+inline constexpr uint16_t kFormatVersion = 4;
 inline constexpr size_t kHeaderBytes = 64;
 // "Region table"
 inline constexpr size_t kRegionEntryBytes = 24;
@@ -55,6 +55,9 @@ inline constexpr uint32_t kDefaultChunkSize = 256u << 10;
 using codec::NewestCoder;
 // "Chunk index": the first version whose entries name a transform.
 inline constexpr uint16_t kFirstTransformVersion = 3;
+// The version difference deltas are written in: from 4 their groups may
+// be coded by class of element (rans-classed).
+inline constexpr uint16_t kDifferenceVersion = 4;
 
 enum class ObjectKind : uint8_t { kBase = 0, kDelta = 1 };
 

@@ -271,7 +271,7 @@ TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only 
   f.AddStep(40);
   f.AddStep(80);
   const auto [version, transforms] = StoredTransforms(f, IdOf(Bf16(80)));
-  CHECK(version == 3);
+  CHECK(version == container::kDifferenceVersion);
   CHECK(std::count(transforms.begin(), transforms.end(), Transform::kDifference) == 4);  // the weights; the header XORed
   Fixture g;
   g.repo.policy.delta_transform = codec::TransformPolicy::kXor;

@@ -91,8 +91,8 @@ bool SameForm(const StoredInfo& stored, const std::optional<ContentId>& base) {
 }
 
 // Whether `policy` would write an object of `stored`'s format: under
-// delta_transform: xor a format 3 delta is rewritten too, so that after a
-// repack git-zipnn 0.2 can restore every version.
+// delta_transform: xor a format 3 or 4 delta is rewritten too, so that after a
+// repack git-zipnn 0.2 and 0.3 can restore every version.
 bool FormatAsPolicy(const StoredInfo& stored, const config::Policy& policy) {
   return policy.delta_transform != codec::TransformPolicy::kXor || stored.format < container::kFirstTransformVersion;
 }

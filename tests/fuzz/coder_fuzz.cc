@@ -8,7 +8,11 @@
 //              a damaged payload; bits 2-4: (k) keep the low k + 1 bits
 //              of each byte, so that skewed groups reach the entropy
 //              coders instead of their raw fallback; bit 5: a delta
-//              group (the auto rule's delta thresholds)
+//              group (the auto rule's delta thresholds); bit 6: a group
+//              of a difference of floats, whose elements' keys are the
+//              input bytes before masking (the lanes coder and its
+//              classes; always so for rans-classed, which only such
+//              groups may take)
 //   u16 LE     for garbage and damage: the group size to decode into
 //              (garbage) or the offset to damage (damage)
 //   ...        the group bytes, or the payload for garbage
@@ -56,8 +60,10 @@ std::vector<uint8_t> Padded(const uint8_t* p, size_t n) {
 // Whatever it decodes to: only memory errors count. The output is
 // allocated with new[], which gives a valid pointer for n = 0 as a
 // decoder's caller does (an empty vector's data() is null).
-void DecodeAnyway(Coder coder, const std::vector<uint8_t>& payload, size_t size, size_t n) {
+void DecodeAnyway(Coder coder, const std::vector<uint8_t>& payload, size_t size, size_t n,
+                  const zipnn::codec::ClassKeys& keys) {
   zipnn::codec::GroupDecoder decoder;
+  decoder.set_class_keys(keys);
   const std::unique_ptr<uint8_t[]> out(new uint8_t[n]);
   (void)decoder.Decode(coder, payload.data(), size, out.get(), n);
 }
@@ -72,24 +78,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mask = static_cast<uint8_t>((1u << (((data[1] >> 2) & 7) + 1)) - 1);
   const bool delta = (data[1] & 0x20) != 0;
   const size_t param = data[2] | size_t{data[3]} << 8;
+  const Coder asked = kCoders[which % kCoderCount].value;
+  const bool difference = (data[1] & 0x40) != 0 || asked == Coder::kClassedRans;
   data += 4;
   size -= 4;
+  // The keys of a difference's elements: one byte each, the input as given.
+  const std::vector<uint8_t> keys(data, data + size);
+  const auto keys_for = [&](size_t n) {
+    return difference && n == keys.size() ? zipnn::codec::ClassKeys{keys.data(), 1, n} : zipnn::codec::ClassKeys{};
+  };
 
   if (mode == 1) {
-    const Coder coder = kCoders[which % kCoderCount].value;
-    DecodeAnyway(coder, Padded(data, size), size, param);
+    DecodeAnyway(asked, Padded(data, size), size, param, keys_for(param));
     return 0;
   }
   if (size == 0) return 0;
   std::vector<uint8_t> group(data, data + size);
   for (uint8_t& b : group) b &= mask;
 
-  const Coder asked = kCoders[which % kCoderCount].value;
   const bool forcible = kCoders[which % kCoderCount].encode != nullptr;
   // A coder no one may ask for (zero) is reached through the auto rule.
   const CoderPolicy policy = automatic || !forcible ? CoderPolicy::kAuto : CoderPolicy::Only(asked);
   zipnn::codec::GroupEncoder encoder(policy, 1, /*prefer_lz=*/false);
   encoder.set_delta(delta);
+  encoder.set_lanes(difference);
+  encoder.set_class_keys(keys_for(size));
   Buffer payload;
   const Coder used = encoder.Encode(group.data(), group.size(), group.size(), payload);
   const bool all_zero = zipnn::codec::IsAllZero(group.data(), group.size());
@@ -107,11 +120,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t at = param % payload.size();
     const uint8_t flip = static_cast<uint8_t>(param >> 8 | 1);
     padded[at] ^= flip;
-    DecodeAnyway(used, padded, payload.size(), size);
-    DecodeAnyway(used, Padded(payload.data(), at), at, size);
+    DecodeAnyway(used, padded, payload.size(), size, keys_for(size));
+    DecodeAnyway(used, Padded(payload.data(), at), at, size, keys_for(size));
     return 0;
   }
   zipnn::codec::GroupDecoder decoder;
+  decoder.set_class_keys(keys_for(size));
   std::vector<uint8_t> back(size);
   if (!decoder.Decode(used, padded.data(), payload.size(), back.data(), size).ok()) {
     Fail("a group does not decode", which);

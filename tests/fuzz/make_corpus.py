@@ -147,6 +147,11 @@ def objects(zipnn, tmp, paths):
         ("cnn12-step20-delta10-i16-difference.zipnn", [step20, "--base", step10, "--dtype", "i16", "--transform",
                                                        "difference"]),
         ("cnn12-step20-delta10-rans.zipnn", [step20, "--base", step10, "--coder", "rans", "--dtype", "bf16"]),
+        # Format 4: the lanes coder, with classes (bf16) and with one model (i16).
+        ("cnn12-step20-delta10-classed.zipnn", [step20, "--base", step10, "--coder", "rans-classed", "--dtype", "bf16",
+                                                "--transform", "difference", "--chunk-size", "4096"]),
+        ("cnn12-step20-delta10-i16-lanes.zipnn", [step20, "--base", step10, "--coder", "rans-classed", "--dtype", "i16",
+                                                  "--transform", "difference"]),
         ("cnn12-step20-delta10-sparse.zipnn", [step20, "--base", step10, "--coder", "sparse", "--dtype", "bf16",
                                                "--chunk-size", "16384"]),
         ("cnn12-step10-huffman.zipnn", [step10, "--coder", "huffman", "--dtype", "bf16", "--chunk-size", "4096"]),
@@ -225,7 +230,7 @@ def text_seeds():
 
 # coder_fuzz's choices, by an input's first byte: kCoders in lib/codec/coders.h
 # in value order, then the auto rule. A coder added there is added here.
-CODERS = ["raw", "zero", "huffman", "zstd", "rans", "sparse", "auto"]
+CODERS = ["raw", "zero", "huffman", "zstd", "rans", "sparse", "rans-classed", "auto"]
 
 
 def coder_seeds():
@@ -247,6 +252,15 @@ def coder_seeds():
         write("coder", f"{name}-damaged", bytes([i, all_bits | 2, 37, 16]) + exponents)
         if name != "auto":
             write("coder", f"{name}-garbage", bytes([i, 1, 200, 0]) + bytes(rng.randrange(256) for _ in range(64)))
+    # A difference of floats (mode bit 6): the element keys are the input
+    # bytes; values whose spread follows their key, so that classes pay.
+    keyed = bytes((k & 0xf0) | rng.randrange(1 + (k & 0x0f)) for k in (rng.randrange(256) for _ in range(4096)))
+    for i, name in enumerate(CODERS):
+        if name in ("rans-classed", "auto"):
+            write("coder", f"{name}-difference", bytes([i, (3 << 2) | 0x40 | 0x20, 0, 0]) + keyed)
+            write("coder", f"{name}-difference-damaged", bytes([i, (3 << 2) | 0x40 | 0x22, 41, 9]) + keyed)
+            write("coder", f"{name}-difference-garbage", bytes([i, 0x41, 0, 16]) +
+                  bytes(rng.randrange(256) for _ in range(4096)))
 
 
 def main():
