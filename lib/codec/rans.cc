@@ -279,6 +279,33 @@ void RansEncoder::EncodeModel(Buffer& out) const {
   for (int s = first_; s <= last_; ++s) table.PutGamma(freq_[s] + 1u);
 }
 
+ZIPNN_HOT size_t RansEncoder::EncodeSinglePair(const uint8_t* in, RansEncoder& other, const uint8_t* other_in,
+                                               size_t n, Buffer& out) {
+  scratch_.Resize(kStateBytes + 2 * n);
+  other.scratch_.Resize(kStateBytes + 2 * n);
+  uint8_t* const end = scratch_.data() + scratch_.size();
+  uint8_t* const other_end = other.scratch_.data() + other.scratch_.size();
+  Writer a{end, kLow, in + n};
+  Writer b{other_end, kLow, other_in + n};
+  const Symbol* a_sym = symbol_.data();
+  const Symbol* b_sym = other.symbol_.data();
+  for (size_t t = 0; t < n; ++t) {
+    a.Put<false>(a_sym);
+    b.Put<false>(b_sym);
+  }
+  a.p -= kStateBytes;
+  StoreLE<uint32_t>(a.p, a.x);
+  b.p -= kStateBytes;
+  StoreLE<uint32_t>(b.p, b.x);
+  const size_t start = out.size();
+  EncodeModel(out);
+  out.Append(a.p, static_cast<size_t>(end - a.p));
+  const size_t first = out.size() - start;
+  other.EncodeModel(out);
+  out.Append(b.p, static_cast<size_t>(other_end - b.p));
+  return first;
+}
+
 void RansEncoder::EncodeSingle(const uint8_t* in, size_t n, Buffer& out) {
   EncodeModel(out);
   scratch_.Resize(kStateBytes + 2 * n);

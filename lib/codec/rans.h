@@ -51,6 +51,11 @@ class RansEncoder {
   void PlanModel(const Histogram& h, size_t n, int bits);
   size_t EstimatedSingleSize() const;
   void EncodeSingle(const uint8_t* in, size_t n, Buffer& out);
+  // Two single-stream parts of n symbols each, in[0..n) with this
+  // encoder's model and other_in[0..n) with `other`'s, their two
+  // dependency chains interleaved: appends the same bytes as EncodeSingle
+  // of one and then of the other, and returns the first part's size.
+  size_t EncodeSinglePair(const uint8_t* in, RansEncoder& other, const uint8_t* other_in, size_t n, Buffer& out);
 
  private:
   friend class ClassedRansEncoder;  // plans and writes its class models with these

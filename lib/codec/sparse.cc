@@ -119,9 +119,9 @@ void SparseEncoder::Encode(Buffer& out) {
   const size_t head = out.size();
   out.Extend(kHeaderBytes);
   const size_t codes_at = out.size();
-  code_coder_.EncodeSingle(codes_.data(), codes_.size(), out);
-  const size_t values_at = out.size();
-  value_coder_.EncodeSingle(values_.data(), values_.size(), out);
+  // A code and a value per non-zero byte: two chains at once.
+  const size_t values_at =
+      codes_at + code_coder_.EncodeSinglePair(codes_.data(), value_coder_, values_.data(), values_.size(), out);
   StoreLE<uint32_t>(out.data() + head, static_cast<uint32_t>(values_.size()));
   StoreLE<uint32_t>(out.data() + head + 4, static_cast<uint32_t>(values_at - codes_at));
   StoreLE<uint32_t>(out.data() + head + 8, static_cast<uint32_t>(out.size() - values_at));
