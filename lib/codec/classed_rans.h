@@ -29,13 +29,13 @@ namespace zipnn::codec {
 // moves a weight by about the same amount whatever its size, so how many
 // units in the last place it moves, and with it every byte of the
 // difference, depends on the weight's exponent; one model per class
-// codes a bf16 difference 7% smaller than one model for all.
+// codes the deltas of a GPT bf16 run 3.7% smaller than one model for all.
 inline constexpr int kMaxClasses = 4;
 // The precision of every model of a classed payload: one fixed value lets
 // the decoder's shifts be constants, which it needs for its speed.
 inline constexpr uint32_t kClassedProbabilityBits = kRansProbabilityBits;
 struct ElementClasses {
-  int count = 0;  // classes; under 2: none
+  int count = 0;  // classes: 1, one model for all (`of` unused); 0, none found
   std::array<uint8_t, kMaxClasses - 1> threshold{};  // strictly increasing keys
   const uint8_t* of = nullptr;  // class of each element
   size_t elements = 0;
@@ -75,7 +75,7 @@ struct LaneSymbol {
 };
 
 // A group whose elements are coded each with the model of its class
-// (ElementClasses); the streams are laid out as in a rANS payload.
+// (ElementClasses, or one model), in four streams of eight lanes.
 class ClassedRansEncoder {
  public:
   // `in` (n bytes, one per element) and `classes.of` must stay valid and
