@@ -306,18 +306,6 @@ ZIPNN_HOT size_t RansEncoder::EncodeSinglePair(const uint8_t* in, RansEncoder& o
   return first;
 }
 
-void RansEncoder::EncodeSingle(const uint8_t* in, size_t n, Buffer& out) {
-  EncodeModel(out);
-  scratch_.Resize(kStateBytes + 2 * n);
-  uint8_t* const end = scratch_.data() + scratch_.size();
-  Writer w{end, kLow, in + n};
-  const Symbol* sym = symbol_.data();
-  for (size_t t = 0; t < n; ++t) w.Put<false>(sym);
-  w.p -= kStateBytes;
-  StoreLE<uint32_t>(w.p, w.x);
-  out.Append(w.p, static_cast<size_t>(end - w.p));
-}
-
 ZIPNN_HOT void RansEncoder::Encode(Buffer& out) {
   const uint8_t* const in = in_;
   const size_t n = n_;

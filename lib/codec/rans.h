@@ -50,11 +50,10 @@ class RansEncoder {
   // four states of a full payload would weigh.
   void PlanModel(const Histogram& h, size_t n, int bits);
   size_t EstimatedSingleSize() const;
-  void EncodeSingle(const uint8_t* in, size_t n, Buffer& out);
-  // Two single-stream parts of n symbols each, in[0..n) with this
-  // encoder's model and other_in[0..n) with `other`'s, their two
-  // dependency chains interleaved: appends the same bytes as EncodeSingle
-  // of one and then of the other, and returns the first part's size.
+  // Appends two single-stream parts of n symbols each, in[0..n) with this
+  // encoder's model and then other_in[0..n) with `other`'s, their two
+  // dependency chains interleaved (the sparse payload's codes and
+  // values); returns the first part's size.
   size_t EncodeSinglePair(const uint8_t* in, RansEncoder& other, const uint8_t* other_in, size_t n, Buffer& out);
 
  private:
@@ -87,7 +86,7 @@ class RansDecoder {
   // be readable up to in + size + kDecoderReadPadding.
   Status Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n);
 
-  // Decodes two single-stream parts (RansEncoder::EncodeSingle) of n
+  // Decodes two single-stream parts (RansEncoder::EncodeSinglePair) of n
   // symbols each at once, `a` with this decoder's tables and `b` with
   // `other`'s, their two dependency chains interleaved.
   Status DecodeSinglePair(const uint8_t* a, size_t a_size, uint8_t* a_out, RansDecoder& other,
