@@ -60,6 +60,8 @@ TEST_CASE("git push sends the objects first; a clone checks out and restores eve
   REQUIRE(push.code == 0);
   CHECK(push.err.find("git-zipnn: pushed 5 objects") != std::string::npos);
   CHECK(ObjectsIn(repo, "../hub.git/zipnn/objects") == 5);
+  // On one file system the objects are linked, not copied.
+  CHECK(repo.Sh("find ../hub.git/zipnn/objects -type f -links 2 | wc -l").out == "5\n");
   // Nothing new: the hook sends nothing and says so.
   CHECK(repo.Sh("git push -q origin HEAD:main").err.find("pushed") == std::string::npos);
 
@@ -220,12 +222,17 @@ TEST_CASE("the hook runs the pre-push hook that was there, and stops a push whos
   CHECK(repo.Sh("grep -c earlier-hook-input .git/hooks/pre-push").out == "1\n");
 }
 
-TEST_CASE("remote.<name>.zipnnurl names a shared folder") {
+TEST_CASE("remote.<name>.zipnnurl names a shared folder; zipnn.hardlinks false copies into it") {
   Repo repo;
   testing::CommitTrajectory(repo);
   REQUIRE(repo.Sh("git remote add team ../team.git && git config remote.team.zipnnurl ../shared-store").code == 0);
   REQUIRE(repo.Sh("git zipnn push team").code == 0);
   CHECK(ObjectsIn(repo, "../shared-store") == 5);
+  // zipnn.hardlinks false: copies, which share nothing with this store.
+  REQUIRE(repo.Sh("git config zipnn.hardlinks false && git config remote.team.zipnnurl ../copies && "
+                  "git zipnn push team").code == 0);
+  CHECK(ObjectsIn(repo, "../copies") == 5);
+  CHECK(repo.Sh("find ../copies -type f -links 1 | wc -l").out == "5\n");
 }
 
 // Over ssh, against the test's own sshd on loopback: the store beside a
@@ -505,10 +512,12 @@ TEST_CASE("fsck --remote finds forged and misfiled objects in a folder or served
     CHECK(clean.out.find("5 checkpoints, 5 objects decode to their ids; 0 old temporary files removed") !=
           std::string::npos);
     // Damaged (a flipped byte), misfiled (another object's file under its
-    // name) and forged (only a decode tells) copies of HEAD's object.
-    const std::string damage = "cp ../real " + l.object + " && printf '\\377' | dd of=" + l.object +
+    // name) and forged (only a decode tells) copies of HEAD's object, each
+    // a new file: the folder's first copy is linked to this store's.
+    const std::string cp = "cp --remove-destination ";
+    const std::string damage = cp + "../real " + l.object + " && printf '\\377' | dd of=" + l.object +
                                " bs=1 seek=70 conv=notrunc status=none";
-    for (const std::string lie : {damage, "cp " + other + " " + l.object, "cp " + l.forged + " " + l.object}) {
+    for (const std::string lie : {damage, cp + other + " " + l.object, cp + l.forged + " " + l.object}) {
       CAPTURE(lie);
       REQUIRE(repo.Sh(lie + " && touch -d '2 days ago' " + leftover).code == 0);
       Run found = repo.Sh("git zipnn fsck --remote origin");

@@ -74,6 +74,18 @@ Status ReadFile::ReadAt(uint64_t offset, void* out, size_t n) const {
   return OkStatus();
 }
 
+namespace {
+
+// A fresh temporary name beside `path`, in the form that gc and the
+// remotes recognise (".tmp-" and 8 hex digits).
+std::string TemporaryName(const std::string& path, std::random_device& rd) {
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, ".tmp-%08x", static_cast<unsigned>(rd()));
+  return path + suffix;
+}
+
+}  // namespace
+
 Result<AtomicFile> AtomicFile::Create(const std::string& path, bool overwrite) {
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) {
@@ -87,14 +99,42 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, bool overwrite) {
   }
   std::random_device rd;
   for (int attempt = 0; attempt < 16; ++attempt) {
-    char suffix[32];
-    std::snprintf(suffix, sizeof suffix, ".tmp-%08x", static_cast<unsigned>(rd()));
-    std::string tmp = path + suffix;
+    std::string tmp = TemporaryName(path, rd);
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) return AtomicFile(fd, path, tmp, overwrite, /*stream=*/false);
     if (errno != EEXIST) return IoError(path + ": cannot create: " + Errno());
   }
   return IoError(path + ": cannot create a temporary file beside it");
+}
+
+Result<std::optional<TempLink>> TempLink::Create(const std::string& file, const std::string& path) {
+  std::random_device rd;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    std::string tmp = TemporaryName(path, rd);
+    if (::link(file.c_str(), tmp.c_str()) == 0) return std::optional<TempLink>(TempLink(path, std::move(tmp)));
+    switch (errno) {
+      case EEXIST:
+        continue;
+      case EXDEV:   // another file system
+      case EPERM:   // one without hard links, or protected_hardlinks
+      case EMLINK:  // the file has all the links it may
+      case ENOTSUP:
+        return std::optional<TempLink>();
+      default:
+        return IoError(path + ": cannot link " + file + " beside it: " + Errno());
+    }
+  }
+  return IoError(path + ": cannot create a temporary link beside it");
+}
+
+TempLink::~TempLink() {
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+Status TempLink::Commit() {
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) return IoError(path_ + ": cannot rename into place: " + Errno());
+  tmp_.clear();
+  return OkStatus();
 }
 
 AtomicFile::AtomicFile(AtomicFile&& o) noexcept

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -118,6 +119,28 @@ class TempFile {
  private:
   explicit TempFile(std::string path) : path_(std::move(path)) {}
   std::string path_;
+};
+
+// A hard link to an existing file under a fresh temporary name beside
+// `path` (named as AtomicFile names its temporary files), removed unless
+// Commit renames it over `path`. It moves no bytes: both names share the
+// file, its contents, owner and mode.
+class TempLink {
+ public:
+  // nullopt when the two places cannot share a file: another file system,
+  // one without hard links, or a link refused by the kernel's rules.
+  static Result<std::optional<TempLink>> Create(const std::string& file, const std::string& path);
+  TempLink(TempLink&& o) noexcept : path_(std::move(o.path_)), tmp_(std::move(o.tmp_)) { o.tmp_.clear(); }
+  TempLink& operator=(TempLink&&) = delete;
+  ~TempLink();
+  const std::string& temp_path() const { return tmp_; }
+  // Renames the link over `path` (an existing file there is replaced).
+  Status Commit();
+
+ private:
+  TempLink(std::string path, std::string tmp) : path_(std::move(path)), tmp_(std::move(tmp)) {}
+  std::string path_;
+  std::string tmp_;
 };
 
 bool FileExists(const std::string& path);

@@ -110,6 +110,34 @@ TEST_CASE("an AtomicFile dropped without Commit leaves neither the file nor its 
   CHECK(Names(dir).empty());
 }
 
+TEST_CASE("a TempLink shares the file under a temporary name, takes the name on Commit, and is gone if dropped") {
+  const std::string dir = FreshFolder();
+  Write(dir + "/object", "bytes");
+  {
+    auto dropped = TempLink::Create(dir + "/object", dir + "/sub");
+    REQUIRE(dropped.ok());
+    REQUIRE(dropped->has_value());
+    CHECK((*dropped)->temp_path().rfind(dir + "/sub.tmp-", 0) == 0);
+    CHECK(Text((*dropped)->temp_path()) == "bytes");
+  }
+  CHECK(Names(dir) == std::vector<std::string>{"object"});
+  Write(dir + "/other", "old");
+  auto link = TempLink::Create(dir + "/object", dir + "/other");
+  REQUIRE(link.ok());
+  REQUIRE((*link)->Commit().ok());
+  CHECK(Text(dir + "/other") == "bytes");
+  struct stat a, b;
+  REQUIRE(::stat((dir + "/object").c_str(), &a) == 0);
+  REQUIRE(::stat((dir + "/other").c_str(), &b) == 0);
+  CHECK(a.st_ino == b.st_ino);
+  CHECK(a.st_nlink == 2);
+  CHECK(Names(dir).size() == 2);
+  // A file that is not there is an error that names it, not "cannot link".
+  auto missing = TempLink::Create(dir + "/nowhere", dir + "/x");
+  REQUIRE(!missing.ok());
+  CHECK(missing.status().message().find(dir + "/nowhere") != std::string::npos);
+}
+
 TEST_CASE("a moved AtomicFile keeps its temporary until the new owner commits or drops it") {
   const std::string dir = FreshFolder();
   auto created = AtomicFile::Create(dir + "/moved.bin", /*overwrite=*/false);

@@ -41,9 +41,9 @@ Result<std::optional<int64_t>> ConfigGetInt(const std::string& key) {
   return std::optional<int64_t>(std::atoll(run.out.c_str()));
 }
 
-bool ConfigFlag(const std::string& key) {
+bool ConfigFlag(const std::string& key, bool unset) {
   auto value = ConfigGet(key);
-  if (!value.ok() || !*value) return false;
+  if (!value.ok() || !*value) return unset;
   std::string v = **value;
   for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return v == "true" || v == "yes" || v == "on" || v == "1";

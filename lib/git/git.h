@@ -28,8 +28,9 @@ Result<std::optional<std::string>> ConfigGet(const std::string& key, const std::
 // nullopt when unset, InvalidArgument naming the key when not a number.
 Result<std::optional<int64_t>> ConfigGetInt(const std::string& key);
 // Whether `key` is set to true as git spells it (true, yes, on, 1, any
-// case); false when unset or unreadable.
-bool ConfigFlag(const std::string& key);
+// case); `unset` when it is unset or unreadable. Set to anything else, it
+// is false.
+bool ConfigFlag(const std::string& key, bool unset = false);
 // `git config <scope> <key> <value>` and `git config <scope> --unset-all
 // <key>` (unset already is no error); scope is --local, --global or
 // --system.

@@ -3,13 +3,17 @@
 // refuse damaged objects and replace damaged or misfiled copies.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/base/io.h"
+#include "lib/container/format.h"
 #include "lib/remote/remote_store.h"
 #include "lib/remote/remote_test_util.h"
 #include "lib/store/checkpoints.h"
@@ -88,7 +92,10 @@ TEST_CASE("fetch replaces a damaged local copy; push replaces a misfiled remote 
   // temporary a killed push left two days ago beside a fresh one.
   const std::string misfiled = remote_store.PathOf(ids[2]);
   const std::string folder = misfiled.substr(0, misfiled.rfind('/'));
-  REQUIRE(std::system(("cp " + remote_store.PathOf(ids[1]) + " " + misfiled + " && touch -d '2 days ago' " + folder +
+  // (A new file: the push linked the object there, so writing into it
+  // would change this store's copy too.)
+  REQUIRE(std::system(("cp --remove-destination " + remote_store.PathOf(ids[1]) + " " + misfiled +
+                       " && touch -d '2 days ago' " + folder +
                        "/x.tmp-0000dead && touch " + folder + "/y.tmp-0000beef").c_str()) == 0);
   auto has = remote->Has({ids[1], ids[2]});
   REQUIRE(has.ok());
@@ -104,6 +111,79 @@ TEST_CASE("fetch replaces a damaged local copy; push replaces a misfiled remote 
   REQUIRE(removed.ok());
   CHECK(*removed == 1);
   CHECK(!FileExists(folder + "/y.tmp-0000beef"));
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+// The inode number and link count of `path`.
+std::pair<ino_t, nlink_t> InodeOf(const std::string& path) {
+  struct stat st;
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return {st.st_ino, st.st_nlink};
+}
+
+// Every file under a store's root, objects and temporaries.
+size_t ObjectFiles(const ObjectStore& store) {
+  auto entries = store.List();
+  REQUIRE(entries.ok());
+  return entries->size();
+}
+
+off_t InodeSize(const std::string& path) {
+  struct stat st;
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_size;
+}
+
+TEST_CASE("push links objects into a folder on the same file system, checked on arrival, and copies when told to") {
+  const std::string root = TempDir();
+  const Repository here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(here, 2);
+  const ObjectStore linked_store(root + "/linked");
+  std::unique_ptr<RemoteStore> linked = FolderRemote(linked_store.root());
+  auto pushed = PushObjects(here, *linked, {ids[2]}, {});
+  REQUIRE(pushed.ok());
+  CHECK(pushed->moved == 3);
+  for (const ContentId& id : ids) {
+    CHECK(InodeOf(linked_store.PathOf(id)).first == InodeOf(here.objects.PathOf(id)).first);
+    CHECK(InodeOf(here.objects.PathOf(id)).second == 2);
+  }
+  // A copy of the remote restores; nothing is left under a temporary name.
+  const Repository there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
+  REQUIRE(FetchObjects(there, *linked, {ids[2]}, {}).ok());
+  CountingSink restored;
+  CHECK(store::Restore(there, ids[2], restored).ok());
+  CHECK(ObjectFiles(linked_store) == 3);
+
+  // Told not to link, or given a file not everyone may read: copies.
+  const ObjectStore copied_store(root + "/copied");
+  REQUIRE(std::system(("chmod 600 " + here.objects.PathOf(ids[1])).c_str()) == 0);
+  std::unique_ptr<RemoteStore> by_mode = FolderRemote(copied_store.root());
+  REQUIRE(PushObjects(here, *by_mode, {ids[1]}, {}).ok());
+  CHECK(InodeOf(copied_store.PathOf(ids[1])).second == 1);
+  CHECK(InodeOf(copied_store.PathOf(ids[0])).second == 3);  // here, linked, copied
+  std::unique_ptr<RemoteStore> copying = FolderRemote(copied_store.root(), /*links=*/false);
+  REQUIRE(PushObjects(here, *copying, {ids[2]}, {}).ok());
+  CHECK(InodeOf(copied_store.PathOf(ids[2])).second == 1);
+
+  // A local object damaged at rest is refused on arrival like a bad copy:
+  // the error names it, and nothing takes its name or stays behind.
+  const ContentId top = StoreChain(here, 3).back();
+  const std::string local = here.objects.PathOf(top);
+  // The last byte of its one chunk record, before the chunk index and the
+  // trailer (docs/format.md): the chain reads as whole, the record does not.
+  const size_t record_end =
+      static_cast<size_t>(InodeSize(local)) - container::kTrailerBytes - container::kIndexEntryBytes;
+  REQUIRE(std::system(("printf '\\377' | dd of=" + local + " bs=1 seek=" + std::to_string(record_end - 1) +
+                       " conv=notrunc status=none").c_str()) == 0);
+  TransferOptions once;
+  once.attempts = 1;
+  auto refused = PushObjects(here, *linked, {top}, once);
+  REQUIRE(!refused.ok());
+  CHECK(refused.status().code() == StatusCode::kCorruption);
+  CHECK(refused.status().message().find("cannot send object " + top.Hex()) == 0);
+  CHECK(refused.status().message().find(local) != std::string::npos);
+  CHECK(!linked_store.Has(top));
+  CHECK(ObjectFiles(linked_store) == 3);
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

@@ -43,14 +43,28 @@ Status CopySource(const ByteSource& from, ByteSink& out) {
   return OkStatus();
 }
 
+// `st` with every mention of `path` replaced by `name`.
+Status Renamed(const Status& st, const std::string& path, const std::string& name) {
+  if (st.ok()) return st;
+  std::string message = st.message();
+  for (size_t at; (at = message.find(path)) != std::string::npos;) message.replace(at, path.size(), name);
+  return Status(st.code(), message);
+}
+
 Status TooBig(const ContentId& id, uint64_t size, uint64_t limit) {
   return Corruption("object " + id.Hex() + " would be " + std::to_string(size) + " bytes, more than the " +
                     std::to_string(limit) + " its checkpoint can take");
 }
 
+// The object `file` is taken as the object for `id` of `store` by a hard
+// link, when it can be: false when it cannot (the caller copies it). The
+// link waits under a temporary name until it passes `check`.
+Result<bool> ReceiveLinked(const ObjectStore& store, const ContentId& id, const std::string& file,
+                           const std::function<Status(const std::string& temp)>& check);
+
 class Folder : public RemoteStore {
  public:
-  explicit Folder(std::string root) : store_(std::move(root)) {}
+  Folder(std::string root, bool links) : store_(std::move(root)), links_(links) {}
   const std::string& where() const override { return store_.root(); }
 
   // A misfiled or damaged copy does not count: the push replaces it.
@@ -65,6 +79,16 @@ class Folder : public RemoteStore {
     return ReceiveObject(
         store_, id, [&](AtomicFile& out) { return CopySource(object, out); },
         [&](const std::string& temp) { return CheckObjectFile(temp, id); });
+  }
+
+  Status PutFile(const ContentId& id, const ReadFile& object) override {
+    if (links_) {
+      // What a failed check says names the object that was linked.
+      auto check = [&](const std::string& temp) { return Renamed(CheckObjectFile(temp, id), temp, object.name()); };
+      ZIPNN_ASSIGN_OR_RETURN(bool linked, ReceiveLinked(store_, id, object.name(), check));
+      if (linked) return OkStatus();
+    }
+    return Put(id, object);
   }
 
   Result<size_t> RemoveOldTemporaries() override { return remote::RemoveOldTemporaries(store_); }
@@ -83,6 +107,7 @@ class Folder : public RemoteStore {
 
  private:
   ObjectStore store_;
+  const bool links_;
 };
 
 // Tries `once` up to `attempts` times. Only what may pass is tried again:
@@ -152,12 +177,7 @@ class GuardedSink : public ByteSink {
 
 // `st` with the scratch file `path` a received object waits in named as
 // what it is: what the remote sent.
-Status AsSent(const Status& st, const std::string& path) {
-  if (st.ok()) return st;
-  std::string message = st.message();
-  for (size_t at; (at = message.find(path)) != std::string::npos;) message.replace(at, path.size(), "what it sent");
-  return Status(st.code(), message);
-}
+Status AsSent(const Status& st, const std::string& path) { return Renamed(st, path, "what it sent"); }
 
 // An object received and checked for its structure, waiting in temp_dir
 // to be decoded.
@@ -291,7 +311,9 @@ Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& rec
 
 }  // namespace
 
-std::unique_ptr<RemoteStore> FolderRemote(std::string root) { return std::make_unique<Folder>(std::move(root)); }
+std::unique_ptr<RemoteStore> FolderRemote(std::string root, bool links) {
+  return std::make_unique<Folder>(std::move(root), links);
+}
 
 uint64_t ObjectSizeLimit(uint64_t raw_size) {
   constexpr uint64_t kSlack = 1 << 20;
@@ -337,13 +359,14 @@ Result<size_t> RemoveOldTemporaries(const ObjectStore& store) {
   return removed;
 }
 
-Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
-                     const std::function<Status(const std::string& temp)>& check) {
-  if (HoldsIntact(store, id)) return OkStatus();
-  const std::string path = store.PathOf(id);
+namespace {
+
+// Makes the folder the object at `path` goes into, and removes the
+// temporary files killed writers left there.
+Status PrepareFolder(const std::string& path) {
   const std::string folder = path.substr(0, path.rfind('/'));
   ZIPNN_RETURN_IF_ERROR(MakeDirectories(folder));
-  if (DIR* d = ::opendir(folder.c_str())) {  // what killed writers left here
+  if (DIR* d = ::opendir(folder.c_str())) {
     while (const dirent* e = ::readdir(d)) {
       const std::string file = folder + "/" + e->d_name;
       struct stat st;
@@ -353,6 +376,30 @@ Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::f
     }
     ::closedir(d);
   }
+  return OkStatus();
+}
+
+Result<bool> ReceiveLinked(const ObjectStore& store, const ContentId& id, const std::string& file,
+                           const std::function<Status(const std::string& temp)>& check) {
+  struct stat st;
+  if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & S_IROTH) == 0) return false;
+  if (HoldsIntact(store, id)) return true;
+  const std::string path = store.PathOf(id);
+  ZIPNN_RETURN_IF_ERROR(PrepareFolder(path));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<TempLink> link, TempLink::Create(file, path));
+  if (!link) return false;
+  ZIPNN_RETURN_IF_ERROR(check(link->temp_path()));
+  ZIPNN_RETURN_IF_ERROR(link->Commit());
+  return true;
+}
+
+}  // namespace
+
+Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
+                     const std::function<Status(const std::string& temp)>& check) {
+  if (HoldsIntact(store, id)) return OkStatus();
+  const std::string path = store.PathOf(id);
+  ZIPNN_RETURN_IF_ERROR(PrepareFolder(path));
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
   ZIPNN_RETURN_IF_ERROR(write(out));
   ZIPNN_RETURN_IF_ERROR(check(out.temp_path()));
@@ -405,7 +452,7 @@ Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, 
   for (const auto& [level, send] : levels) {
     ZIPNN_RETURN_IF_ERROR(MoveAll(send, options, report, [&](const ContentId& id) -> Result<uint64_t> {
       ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
-      Status sent = WithRetries(options.attempts, [&] { return remote.Put(id, object); });
+      Status sent = WithRetries(options.attempts, [&] { return remote.PutFile(id, object); });
       if (!sent.ok()) {
         return Annotate(sent, "cannot send object " + id.Hex() + " to " + remote.where());
       }

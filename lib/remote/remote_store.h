@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "lib/base/content_id.h"
+#include "lib/base/file.h"
 #include "lib/base/io.h"
 #include "lib/base/status.h"
 #include "lib/store/checkpoints.h"
@@ -46,6 +47,9 @@ class RemoteStore {
   virtual Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) = 0;
   // Uploads the object file `object` as the object for `id`.
   virtual Status Put(const ContentId& id, const ByteSource& object) = 0;
+  // The same for an object that is a file of this machine (a local
+  // store's), which a store may take without copying it.
+  virtual Status PutFile(const ContentId& id, const ReadFile& object) { return Put(id, object); }
   // Downloads the object for `id` into `out`; NotFound when the remote
   // does not hold it. An object of more than `limit` bytes is refused
   // (Corruption) before or as soon as it passes the limit, and the first
@@ -67,8 +71,15 @@ uint64_t ObjectSizeLimit(uint64_t raw_size);
 inline constexpr uint64_t kUnknownObjectLimit = uint64_t{64} << 30;
 
 // A store in a folder of this machine's file system (a shared or network
-// file system, or another repository's .git/zipnn/objects).
-std::unique_ptr<RemoteStore> FolderRemote(std::string root);
+// file system, or another repository's .git/zipnn/objects). With `links`,
+// an object pushed from a store on the same file system is hard-linked
+// into it, as git links objects on a local clone, rather than copied:
+// when the object file may be read by everyone (so the link gives no one
+// less access than a copy would). A linked object passes the same check
+// on arrival as a copied one before it takes its name. Sharing the file
+// means one damaged copy is damaged in both stores; without `links`
+// every object is copied.
+std::unique_ptr<RemoteStore> FolderRemote(std::string root, bool links = true);
 
 // Checks an object file as a receiver does before it gives the file its
 // name: the header, index and every chunk record against their checksums,

@@ -113,9 +113,10 @@ Result<std::unique_ptr<RemoteStore>> StoreAt(const std::string& url, bool reposi
     auto top = git::TopLevel();
     if (top.ok()) path = *top + "/" + path;
   }
-  if (!repository) return FolderRemote(path);
+  const bool links = git::ConfigFlag("zipnn.hardlinks", /*unset=*/true);
+  if (!repository) return FolderRemote(path, links);
   ZIPNN_ASSIGN_OR_RETURN(std::string root, git::StoreOfRepository(path));
-  return FolderRemote(root);
+  return FolderRemote(root, links);
 }
 
 }  // namespace
