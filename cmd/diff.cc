@@ -113,7 +113,15 @@ Status RunTextconv(const std::string& file, int threads) {
     return OkStatus();
   }
   ZIPNN_ASSIGN_OR_RETURN(Opened o, WithLayout(std::move(*checkpoint)));
-  ZIPNN_ASSIGN_OR_RETURN(ContentId id, HashSource(o.file()));
+  // The version a pointer names was checked against its id as it was
+  // read; only a file given as it is must be hashed.
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
+  ContentId id;
+  if (pointer) {
+    id = pointer->id;
+  } else {
+    ZIPNN_ASSIGN_OR_RETURN(id, HashSource(o.file()));
+  }
   std::printf("checkpoint %s: %" PRIu64 " bytes, %s, %zu tensors\n", id.Hex().c_str(), o.file().size(),
               formats::FormatName(o.layout().format), o.layout().tensors.size());
   ThreadPool pool(threads > 0 ? threads : ThreadPool::DefaultThreads());

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "lib/base/file.h"
+#include "lib/git/checkpoint_at.h"
 #include "lib/git/discover.h"
 
 namespace zipnn::cmd {
@@ -27,7 +28,7 @@ Result<formats::Checkpoint> CheckpointInFile(const std::string& file) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
   if (!pointer) return formats::Checkpoint::Open(file);
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  return store::RestoreToScratch(repo, *pointer, file);
+  return git::CheckpointOf(repo, *pointer, file);
 }
 
 Result<formats::Checkpoint> WithLayout(Result<formats::Checkpoint> checkpoint) {

@@ -626,6 +626,18 @@ TEST_CASE("git diff and git log -p show what changed in a tracked checkpoint, te
   REQUIRE(same.code == 0);
   CHECK(same.out.find("0 changed, 25 frozen") != std::string::npos);
   CHECK(same.out.find("0.0% of") != std::string::npos);
+  // Given a pointer, textconv reads the work-tree file the index holds
+  // for its version, which needs no object; a changed file is not used.
+  REQUIRE(repo.Sh("git show HEAD:model.safetensors > ../pointer && mv .git/zipnn/objects ../objects && "
+                  "rm -rf .git/zipnn/cache").code == 0);
+  const Run in_place = repo.Sh("git zipnn textconv ../pointer");
+  CHECK(in_place.out.find("checkpoint " + IdAt(repo, "HEAD:model.safetensors") + ": ") == 0);
+  CHECK(in_place.out.find("\nc1.weight bf16 [") != std::string::npos);
+  REQUIRE(repo.Sh("cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' model.safetensors").code == 0);
+  CHECK(repo.Sh("git zipnn textconv ../pointer").out.find("git-zipnn: cannot show this checkpoint: ") == 0);
+  REQUIRE(repo.Sh("rm -rf .git/zipnn/objects && mv ../objects .git/zipnn/objects && "
+                  "git checkout -- model.safetensors").code == 0);
+  CHECK(repo.Sh("git zipnn textconv ../pointer").out == in_place.out);
   // Uninstalled, git falls back to its own binary diff of the pointers.
   REQUIRE(repo.Sh("git zipnn uninstall --local").code == 0);
   CHECK(repo.Sh("git diff HEAD~1 HEAD").out.find("git-zipnn pointer") != std::string::npos);

@@ -1,12 +1,14 @@
 #include "lib/git/checkpoint_at.h"
 
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include "lib/git/git.h"
 #include "lib/git/run.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
+#include "lib/store/raw_cache.h"
 
 namespace zipnn::git {
 
@@ -82,6 +84,31 @@ Result<formats::Checkpoint> CheckpointAt(const store::Repository& repo, const st
   if (blob.exit_code != 0) return Status(StatusCode::kGit, "git cat-file blob " + spec + " failed: " + blob.err);
   return formats::Checkpoint::Spool(repo.temp_dir,
                                     [&](ByteSink& out) { return out.Append(blob.out.data(), blob.out.size()); });
+}
+
+Result<formats::Checkpoint> CheckpointOf(const store::Repository& repo, const store::Pointer& pointer,
+                                         const std::string& name) {
+  std::map<ContentId, std::string> in_index;  // a version -> a path the index holds it at
+  if (!repo.work_dir.empty()) {
+    auto git_repo = Repository::Discover(repo.work_dir);
+    if (git_repo.ok()) {
+      auto staged = StagedPointers(*git_repo);
+      if (staged.ok()) {
+        for (const auto& [path, id] : *staged) in_index.emplace(id, path);
+      }
+    }
+  }
+  const store::RawCache cache(repo.cache_dir, repo.policy.raw_cache);
+  const store::FindCopy find_copy = [&](const ContentId& id) -> std::optional<ReadFile> {
+    if (const auto it = in_index.find(id); it != in_index.end()) {
+      if (auto file = store::OpenHolding(repo.work_dir + "/" + it->second, id)) return file;
+    }
+    return cache.Find(id);
+  };
+  if (std::optional<ReadFile> copy = find_copy(pointer.id)) {
+    if (copy->size() == pointer.size) return formats::Checkpoint(std::move(*copy));
+  }
+  return store::RestoreToScratch(repo, pointer, name, find_copy);
 }
 
 }  // namespace zipnn::git

@@ -26,4 +26,14 @@ Result<store::Pointer> PointerAt(const std::string& spec);
 Result<formats::Checkpoint> CheckpointAt(const store::Repository& repo, const std::string& rev,
                                          const std::string& path);
 
+// The checkpoint `pointer` names (`name`: where the pointer was read, for
+// messages). A work-tree file that the index holds for that version is
+// read where it lies, and a kept raw copy where it is kept, when its bytes
+// still hash to the id; else the version is restored into a scratch file
+// in repo.temp_dir, its chain starting from the nearest version that such
+// a file holds. So a diff or textconv of step-numbered saves decodes
+// nothing while the saves are in the work tree.
+Result<formats::Checkpoint> CheckpointOf(const store::Repository& repo, const store::Pointer& pointer,
+                                         const std::string& name);
+
 }  // namespace zipnn::git

@@ -239,9 +239,10 @@ Result<formats::Checkpoint> RestoreToScratch(const Repository& repo, const Conte
   return formats::Checkpoint::Spool(repo.temp_dir, [&](ByteSink& out) { return Restore(repo, id, out); });
 }
 
-Result<formats::Checkpoint> RestoreToScratch(const Repository& repo, const Pointer& pointer, const std::string& path) {
+Result<formats::Checkpoint> RestoreToScratch(const Repository& repo, const Pointer& pointer, const std::string& path,
+                                             const FindCopy& find_copy) {
   return formats::Checkpoint::Spool(repo.temp_dir,
-                                    [&](ByteSink& out) { return RestoreFile(repo, pointer, path, out); });
+                                    [&](ByteSink& out) { return RestoreFile(repo, pointer, path, out, find_copy); });
 }
 
 Result<Candidate> EncodeCandidate(const Repository& repo, const formats::CheckpointView& input,

@@ -124,7 +124,8 @@ Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::st
                    const FindCopy& find_copy = nullptr);
 // RestoreFile into a scratch file in temp_dir, open for reading (its
 // layout not read yet); the file goes with the Checkpoint.
-Result<formats::Checkpoint> RestoreToScratch(const Repository& repo, const Pointer& pointer, const std::string& path);
+Result<formats::Checkpoint> RestoreToScratch(const Repository& repo, const Pointer& pointer, const std::string& path,
+                                             const FindCopy& find_copy = nullptr);
 
 // One object of a chain, as VisitChain shows it.
 struct ChainLink {
