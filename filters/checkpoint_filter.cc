@@ -6,6 +6,7 @@
 #include "lib/base/content_id.h"
 #include "lib/base/file.h"
 #include "lib/base/progress.h"
+#include "lib/series/series.h"
 #include "lib/store/raw_cache.h"
 
 namespace zipnn::filters {
@@ -154,8 +155,34 @@ std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id, const st
   return store::RawCache(repo_.cache_dir, repo_.policy.raw_cache).Find(id);
 }
 
+bool CheckpointFilter::DelayedKey::operator<(const DelayedKey& o) const {
+  if (series != o.series) return series < o.series;
+  if (step != o.step) return series::StepLess(step, o.step);
+  return path < o.path;
+}
+
+bool CheckpointFilter::Delay(const std::string& path, const std::string& content) {
+  if (smudge_.leave_pointers || !store::ParsePointer(content).ok()) return false;
+  const series::Placed placed = series_ ? series_->rules().Place(path) : series::Placed{path, ""};
+  delayed_.insert(DelayedKey{placed.name, placed.step, path});
+  delayed_pointers_[path] = content;
+  return true;
+}
+
+std::optional<std::string> CheckpointFilter::NextDelayed() {
+  if (delayed_.empty()) return std::nullopt;
+  std::string path = delayed_.begin()->path;
+  delayed_.erase(delayed_.begin());
+  return path;
+}
+
 Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, ByteSink& out) {
   ZIPNN_ASSIGN_OR_RETURN(std::string head, ReadHead(content));
+  // A delayed file, asked for again: git sends no content this time.
+  if (const auto it = delayed_pointers_.find(path); it != delayed_pointers_.end()) {
+    if (head.empty()) head = it->second;
+    delayed_pointers_.erase(it);
+  }
   // Anything that is not a valid pointer is checked out as it is: what git
   // holds is then the file (a merge conflict in a pointer shows as text).
   auto parsed = store::ParsePointer(head);

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "filters/filter_process.h"
@@ -53,6 +54,12 @@ class CheckpointFilter : public FilterHandler {
 
   Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override;
   Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override;
+  // Every pointer is delayed when git allows it, and the delayed files are
+  // handed back in series order, each series by step: git's own order is
+  // by path (checkpoint-100 before checkpoint-20), and a restore is
+  // cheapest right after the version below it was written.
+  bool Delay(const std::string& path, const std::string& content) override;
+  std::optional<std::string> NextDelayed() override;
 
  private:
   // A verified copy of version `id` (of `series`) for a restore to start
@@ -63,6 +70,14 @@ class CheckpointFilter : public FilterHandler {
   std::unique_ptr<git::SeriesVersions> series_;
   // What this process has checked out: version -> its path in the work tree.
   std::map<ContentId, std::string> checked_out_;
+  // Delayed smudges, in the order they are handed back, and the pointer
+  // text each was delayed with (git asks again with no content).
+  struct DelayedKey {
+    std::string series, step, path;
+    bool operator<(const DelayedKey& o) const;
+  };
+  std::set<DelayedKey> delayed_;
+  std::map<std::string, std::string> delayed_pointers_;
   SmudgeOptions smudge_;
   std::optional<store::StoreLock> lock_;
   bool warned_ = false;  // that git's series could not be read

@@ -1,6 +1,7 @@
 #include "filters/filter_process.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace zipnn::filters {
 
@@ -42,6 +43,37 @@ class ContentReader : public ByteReader {
   size_t at_ = 0;
   bool done_ = false;
 };
+
+// `head` (what was read of a request's content already), then the rest.
+class PrefixedReader : public ByteReader {
+ public:
+  PrefixedReader(std::string head, ByteReader& rest) : head_(std::move(head)), rest_(rest) {}
+  Result<size_t> Read(void* out, size_t n) override {
+    if (at_ == head_.size()) return rest_.Read(out, n);
+    const size_t k = std::min(n, head_.size() - at_);
+    std::copy(head_.data() + at_, head_.data() + at_ + k, static_cast<char*>(out));
+    at_ += k;
+    return k;
+  }
+
+ private:
+  const std::string head_;
+  size_t at_ = 0;
+  ByteReader& rest_;
+};
+
+// Up to `limit` bytes of `in`, fewer only where it ends.
+Result<std::string> ReadUpTo(ByteReader& in, size_t limit) {
+  std::string head(limit, '\0');
+  size_t got = 0;
+  while (got < limit) {
+    ZIPNN_ASSIGN_OR_RETURN(size_t n, in.Read(head.data() + got, limit - got));
+    if (n == 0) break;
+    got += n;
+  }
+  head.resize(got);
+  return head;
+}
 
 // The answer's content: "status=success" goes out before the first byte,
 // so a handler that fails before writing still answers status=error.
@@ -93,7 +125,7 @@ Status Handshake(PktLineReader& reader, PktLineWriter& writer) {
   ZIPNN_RETURN_IF_ERROR(writer.WriteLine("version=2"));
   ZIPNN_RETURN_IF_ERROR(writer.WriteFlush());
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> offered, reader.ReadList());
-  for (const char* capability : {"capability=clean", "capability=smudge"}) {
+  for (const char* capability : {"capability=clean", "capability=smudge", "capability=delay"}) {
     if (std::find(offered.begin(), offered.end(), capability) != offered.end()) {
       ZIPNN_RETURN_IF_ERROR(writer.WriteLine(capability));
     }
@@ -122,9 +154,20 @@ Status ServeFilterProcess(ByteReader& in, ByteSink& out, FilterHandler& handler,
     ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> rest, reader.ReadList());
     request.insert(request.end(), rest.begin(), rest.end());
     std::string command, path;
+    bool can_delay = false;
     for (const std::string& line : request) {
       if (line.rfind("command=", 0) == 0) command = line.substr(8);
       if (line.rfind("pathname=", 0) == 0) path = line.substr(9);
+      if (line == "can-delay=1") can_delay = true;
+    }
+    if (command == "list_available_blobs") {  // no content follows
+      if (std::optional<std::string> next = handler.NextDelayed()) {
+        ZIPNN_RETURN_IF_ERROR(writer.WriteLine("pathname=" + *next));
+      }
+      ZIPNN_RETURN_IF_ERROR(writer.WriteFlush());
+      ZIPNN_RETURN_IF_ERROR(writer.WriteLine("status=success"));
+      ZIPNN_RETURN_IF_ERROR(writer.WriteFlush());
+      continue;
     }
 
     ContentReader content(reader);
@@ -132,6 +175,16 @@ Status ServeFilterProcess(ByteReader& in, ByteSink& out, FilterHandler& handler,
     Status result;
     if (command == "clean") {
       result = handler.Clean(path, content, answer);
+    } else if (command == "smudge" && can_delay) {
+      ZIPNN_ASSIGN_OR_RETURN(std::string head, ReadUpTo(content, kMaxDelayedContent + 1));
+      if (head.size() <= kMaxDelayedContent && handler.Delay(path, head)) {
+        ZIPNN_RETURN_IF_ERROR(content.Drain());
+        ZIPNN_RETURN_IF_ERROR(writer.WriteLine("status=delayed"));
+        ZIPNN_RETURN_IF_ERROR(writer.WriteFlush());
+        continue;
+      }
+      PrefixedReader whole(std::move(head), content);
+      result = handler.Smudge(path, whole, answer);
     } else if (command == "smudge") {
       result = handler.Smudge(path, content, answer);
     } else {

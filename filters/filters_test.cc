@@ -5,6 +5,9 @@
 
 #include <cctype>
 #include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "filters/filter_process.h"
@@ -26,13 +29,20 @@ std::string GitHello() {
 }
 std::string ServerHello() {
   return Line("git-filter-server") + Line("version=2") + kFlush + Line("capability=clean") +
-         Line("capability=smudge") + kFlush;
+         Line("capability=smudge") + Line("capability=delay") + kFlush;
 }
 std::string Request(const std::string& command, const std::string& path, const std::string& content) {
   std::string r = Line("command=" + command) + Line("pathname=" + path) + kFlush;
   for (size_t at = 0; at < content.size(); at += kMaxPacketData) r += Pkt(content.substr(at, kMaxPacketData));
   return r + kFlush;
 }
+// A smudge git lets the filter delay.
+std::string DelayableSmudge(const std::string& path, const std::string& content) {
+  std::string r = Line("command=smudge") + Line("pathname=" + path) + Line("can-delay=1") + kFlush;
+  for (size_t at = 0; at < content.size(); at += kMaxPacketData) r += Pkt(content.substr(at, kMaxPacketData));
+  return r + kFlush;
+}
+std::string ListAvailable() { return Line("command=list_available_blobs") + kFlush; }
 std::string Success(const std::string& content) {
   std::string r = Line("status=success") + kFlush;
   for (size_t at = 0; at < content.size(); at += kMaxPacketData) r += Pkt(content.substr(at, kMaxPacketData));
@@ -40,17 +50,39 @@ std::string Success(const std::string& content) {
 }
 
 // Clean upper-cases; smudge lower-cases; a path starting with "bad" fails
-// before writing, "late" after writing.
+// before writing, "late" after writing. A path starting with "slow" is
+// delayed, and the delayed ones are handed back in reverse path order; a
+// delayed path asked for again with no content gets the content it was
+// delayed with.
 class FakeHandler : public FilterHandler {
  public:
+  bool Delay(const std::string& path, const std::string& content) override {
+    if (path.rfind("slow", 0) != 0) return false;
+    delayed_[path] = content;
+    return true;
+  }
+  std::optional<std::string> NextDelayed() override {
+    if (delayed_.size() == handed_.size()) return std::nullopt;
+    for (auto it = delayed_.rbegin(); it != delayed_.rend(); ++it) {
+      if (handed_.insert(it->first).second) return it->first;
+    }
+    return std::nullopt;
+  }
   Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override {
     return Apply(path, content, out, true);
   }
   Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override {
+    if (const auto it = delayed_.find(path); it != delayed_.end()) {
+      MemoryReader kept(it->second);
+      return Apply(path, kept, out, false);
+    }
     return Apply(path, content, out, false);
   }
 
  private:
+  std::map<std::string, std::string> delayed_;
+  std::set<std::string> handed_;
+
   Status Apply(const std::string& path, ByteReader& content, ByteSink& out, bool upper) {
     if (path.rfind("bad", 0) == 0) return Corruption("object is damaged");
     char buf[1000];
@@ -119,6 +151,22 @@ TEST_CASE("an unknown command is an error for that file only; empty content succ
   CHECK(s.status.ok());
   CHECK(s.out == ServerHello() + Line("status=error") + kFlush + Success(""));
   CHECK(s.errors == "git-zipnn: a: filter command 'tickle' is not supported\n");
+}
+
+TEST_CASE("delayed smudges: status=delayed, then one available file per list in the handler's order") {
+  const std::string big(kMaxDelayedContent + 5000, 'Q');
+  const Session s = Serve(GitHello() + DelayableSmudge("slow-a", "AB") + DelayableSmudge("fast", "CD") +
+                          DelayableSmudge("slow-b", "EF") + DelayableSmudge("slow-big", big) + ListAvailable() +
+                          Request("smudge", "slow-b", "") + ListAvailable() + Request("smudge", "slow-a", "") +
+                          ListAvailable());
+  CHECK(s.status.ok());
+  const std::string delayed = Line("status=delayed") + kFlush;
+  // Content past kMaxDelayedContent is not delayed: served at once, whole.
+  CHECK(s.out == ServerHello() + delayed + Success("cd") + delayed + Success(std::string(big.size(), 'q')) +
+                     Line("pathname=slow-b") + kFlush + Line("status=success") + kFlush + Success("ef") +
+                     Line("pathname=slow-a") + kFlush + Line("status=success") + kFlush + Success("ab") + kFlush +
+                     Line("status=success") + kFlush);
+  CHECK(s.errors.empty());
 }
 
 TEST_CASE("only offered capabilities are taken") {

@@ -364,6 +364,33 @@ TEST_CASE("a checkout back to a later commit starts each restore from a save the
   CHECK(repo.Sh("git zipnn fsck").code != 0);
 }
 
+TEST_CASE("a checkout hands delayed Trainer folders back in step order, not git's path order") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install && git zipnn track '*.safetensors' && git add . && git commit -qm setup").code == 0);
+  // checkpoint-20 ... checkpoint-240: by path, 100 to 180 come before 20.
+  for (int i = 0; i < 12; ++i) {
+    const std::string folder = "run/checkpoint-" + std::to_string(20 * (i + 1));
+    REQUIRE(repo.Sh("mkdir -p " + folder + " && cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' " + folder +
+                    "/model.safetensors && git add run && git commit -qm " + folder)
+                .code == 0);
+  }
+  // The filter's answers to list_available_blobs, as git traces them
+  // ("clone< pathname=...").
+  const Run clone = repo.Sh("cd .. && GIT_TRACE_PACKET=1 git clone -q repo clone 2>&1 | grep -a '< pathname='");
+  std::vector<std::string> order;
+  const std::string listed = "< pathname=run/checkpoint-";
+  for (size_t at = 0; (at = clone.out.find(listed, at)) != std::string::npos;) {
+    at += listed.size();
+    order.push_back(clone.out.substr(at, clone.out.find('/', at) - at));
+  }
+  CHECK(order == std::vector<std::string>{"20", "40", "60", "80", "100", "120", "140", "160", "180", "200", "220", "240"});
+  for (int i = 0; i < 12; ++i) {
+    CHECK(repo.Sh("cmp ../clone/run/checkpoint-" + std::to_string(20 * (i + 1)) + "/model.safetensors '" +
+                  repo.Data("cnn12-bf16/" + Step12(i)) + "'").code == 0);
+  }
+  CHECK(repo.Sh("cd ../clone && git status --porcelain").out.empty());
+}
+
 TEST_CASE("branches and merges of pointer files, with a conflict resolved to one side") {
   Repo repo;
   CommitTrajectory(repo);

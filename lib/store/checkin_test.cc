@@ -465,9 +465,10 @@ TEST_CASE("the raw cache keeps one copy per series, drops the oldest over budget
   CHECK(left.size() == 2);
   CHECK(!cache.Find(IdOf(Bf16(80))));
   // A copy whose bytes changed is never used, and goes.
-  const std::string changed = cache.List()[0].path;
-  REQUIRE(std::system(("printf x | dd of=" + changed + " bs=1 seek=100 conv=notrunc status=none").c_str()) == 0);
-  CHECK(!cache.Find(cache.List()[0].id));
+  // (List sorts by age, and the write makes this copy the newest.)
+  const RawCache::Entry changed = cache.List()[0];
+  REQUIRE(std::system(("printf x | dd of=" + changed.path + " bs=1 seek=100 conv=notrunc status=none").c_str()) == 0);
+  CHECK(!cache.Find(changed.id));
   CHECK(cache.List().size() == 1);
   // gc's prune: what no pointer needs goes.
   CHECK(cache.Prune([](const ContentId&) { return false; }) > 0);
