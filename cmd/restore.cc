@@ -60,6 +60,11 @@ Status RunRestore(const RestoreArgs& a) {
   const std::optional<store::Pointer> staged = a.output.empty() ? Staged(a.path) : std::nullopt;
   ZIPNN_RETURN_IF_ERROR(CheckOverwrite(a, pointer, staged));
   const std::string target = a.output.empty() ? a.path : a.output;
+  // A tracked file's folder may be gone (a trainer removing old saves);
+  // git would make it again on checkout, and so does restore.
+  if (a.output.empty() && a.path.find('/') != std::string::npos) {
+    ZIPNN_RETURN_IF_ERROR(MakeDirectories(a.path.substr(0, a.path.rfind('/'))));
+  }
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(target, /*overwrite=*/true));
   Status restored;
   {

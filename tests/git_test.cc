@@ -164,6 +164,10 @@ TEST_CASE("restore writes any version bit-exact, to the work tree or elsewhere")
   REQUIRE(repo.Sh("mkdir -p deep/er && git mv model.safetensors deep/er/ && git commit -qm moved && cd deep && "
                   "git zipnn restore er/model.safetensors --rev HEAD -o ../v").code == 0);
   CHECK(Slurp(repo.File("v")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
+  // Into a folder that was removed (as a trainer removes old saves).
+  REQUIRE(repo.Sh("rm -r deep && git zipnn restore deep/er/model.safetensors").code == 0);
+  CHECK(Slurp(repo.File("deep/er/model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
+  CHECK(repo.Sh("git status --porcelain").out == "?? v\n");
 }
 
 TEST_CASE("restore never changes the index and never writes over work git does not hold") {

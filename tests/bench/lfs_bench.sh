@@ -97,6 +97,7 @@ print(max(json.load(sys.stdin), key=lambda v: v["depth"])["path"])'
   fi
 }
 restore() { rm -f "$1" && git checkout -- "$1"; }
+bytes_in() { find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }'; }
 old_and_back() { git checkout -q HEAD~5 && git checkout -q main; }
 
 for ((r = 0; r < runs; r++)); do
@@ -116,13 +117,14 @@ for ((r = 0; r < runs; r++)); do
     timed old $tool old_and_back
     timed log $tool sh -c 'git log -p >/dev/null'
     cd "$work"
+    # Bytes stored and pushed, then the repositories go: a 1.1 GB-class
+    # trajectory would not fit twice on the disk.
+    if [ $tool = zipnn ]; then store=.git/zipnn/objects; else store=.git/lfs/objects; fi
+    if [ $tool = zipnn ]; then bare_store=zipnn/objects; else bare_store=lfs/objects; fi
+    declare "stored_$tool=$(bytes_in "$work/$tool/$store")" "moved_$tool=$(bytes_in "$work/$tool.git/$bare_store")"
+    rm -rf "$work/$tool" "$work/$tool.git" "$work/$tool-clone"
   done
 done
-
-stored_zipnn=$(find "$work/zipnn/.git/zipnn/objects" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
-stored_lfs=$(find "$work/lfs/.git/lfs/objects" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
-moved_zipnn=$(find "$work/zipnn.git/zipnn/objects" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
-moved_lfs=$(find "$work/lfs.git/lfs/objects" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
 
 echo "${#files[@]} saves of $(basename "$dir"), $raw bytes; $(nproc) cores; medians of $runs runs, seconds"
 printf '%-16s %10s %10s %10s\n' row git-zipnn git-lfs zipnn/lfs
