@@ -9,8 +9,10 @@
 
 #include "lib/analyze/analysis.h"
 #include "lib/analyze/report.h"
+#include "lib/analyze/scan.h"
 #include "lib/analyze/sizes.h"
 #include "lib/base/file.h"
+#include "lib/base/thread_pool.h"
 #include "lib/container/estimate.h"
 #include "lib/container/layout.h"
 #include "lib/formats/detect.h"
@@ -174,6 +176,40 @@ TEST_CASE("relative update is the norm of the difference over the norm of the re
   CHECK(Find(an, 1, "h").stats.RelativeUpdate() == doctest::Approx(0.5 / std::sqrt(2.0)).epsilon(1e-12));
   // The row sums squares over its tensors: (4 + 0 + 0.25) / (100 + 99 + 2).
   CHECK(an.rows[1].change.RelativeUpdate() == doctest::Approx(std::sqrt(4.25 / 201)).epsilon(1e-12));
+}
+
+TEST_CASE("a tensor summary: rms of the finite values of each float dtype, non-finite counted, none for integers") {
+  // 13 values (not a multiple of the 8 sums kept), 2 of them not finite.
+  std::vector<float> f32;
+  for (int i = 1; i <= 11; ++i) f32.push_back(static_cast<float>(i) * 0.5f);
+  f32.push_back(std::nanf(""));
+  f32.push_back(INFINITY);
+  double squares = 0;
+  for (int i = 1; i <= 11; ++i) squares += (i * 0.5) * (i * 0.5);
+  std::vector<uint16_t> bf16;
+  for (int i = 1; i <= 11; ++i) bf16.push_back(Bf16(static_cast<float>(i) * 0.5f));
+  bf16.push_back(0x7FC0);  // NaN
+  const std::vector<uint16_t> f16 = {0x3C00, 0x4000, 0x7C00};  // 1, 2, inf
+  const std::vector<int32_t> ints = {3, 4};
+  Builder b;
+  b.Add("f32", DType::kF32, f32).Add("bf16", DType::kBF16, bf16).Add("f16", DType::kF16, f16).Add("i32", DType::kI32, ints);
+  MemorySource source(b.bytes.data(), b.bytes.size(), "built");
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    auto summaries = SummarizeTensors(source, b.layout, pool);
+    REQUIRE(summaries.ok());
+    REQUIRE(summaries->size() == 4);
+    const auto& s = *summaries;
+    CHECK(s[0].rms == doctest::Approx(std::sqrt(squares / 11)).epsilon(1e-15));
+    CHECK(s[0].non_finite == 2);
+    CHECK(s[1].rms == doctest::Approx(std::sqrt(squares / 11)).epsilon(1e-15));
+    CHECK(s[1].non_finite == 1);
+    CHECK(s[2].rms == doctest::Approx(std::sqrt(5.0 / 2)).epsilon(1e-15));
+    CHECK(s[2].non_finite == 1);
+    CHECK(std::isnan(s[3].rms));
+    CHECK(s[3].non_finite == 0);
+    CHECK(s[3].hash == HashBytes(ints.data(), ints.size() * sizeof(int32_t)));
+  }
 }
 
 TEST_CASE("exponent histograms count the biased exponent of every element per dtype") {

@@ -10,7 +10,8 @@
 #   clone            with checkout, from that bare repository
 #   restore newest   rm of the newest save, then git checkout -- it
 #   restore deepest  the same for the save at the end of the longest chain
-#   checkout old     git checkout of the commit 5 saves back, and back again
+#   checkout old     git checkout of the commit 5 saves back (fewer in a shorter
+#                    trajectory), and back again
 #   log -p           git log -p over every version (textconv for git-zipnn)
 #
 # and the bytes each stores and each push moves. Debian's git-lfs is
@@ -97,8 +98,9 @@ print(max(json.load(sys.stdin), key=lambda v: v["depth"])["path"])'
   fi
 }
 restore() { rm -f "$1" && git checkout -- "$1"; }
-bytes_in() { find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }'; }
-old_and_back() { git checkout -q HEAD~5 && git checkout -q main; }
+bytes_in() { find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
+back=$(( ${#files[@]} > 5 ? 5 : ${#files[@]} - 1 ))  # saves back for the old-commit row
+old_and_back() { git checkout -q HEAD~$back && git checkout -q main; }
 
 for ((r = 0; r < runs; r++)); do
   for tool in zipnn lfs; do
