@@ -11,3 +11,8 @@
 #else
 #define ZIPNN_HOT
 #endif
+
+// ZIPNN_INLINE: a helper of a ZIPNN_HOT kernel that must be compiled inside
+// each copy of it. A helper left out of line is compiled once, for the
+// baseline, and the x86-64-v3 copy then calls baseline code.
+#define ZIPNN_INLINE __attribute__((always_inline)) inline

@@ -49,7 +49,7 @@ constexpr U UnZigZag(U z) {
 
 // Element loops without cross-iteration dependencies, for gcc to vectorise.
 template <typename U, bool kOrdered>
-void Forward(uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t count) {
+ZIPNN_INLINE void Forward(uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t count) {
   for (size_t i = 0; i < count; ++i) {
     U t = LoadLE<U>(target + i * sizeof(U)), b = LoadLE<U>(base + i * sizeof(U));
     if (kOrdered) t = Ordered(t), b = Ordered(b);
@@ -57,7 +57,7 @@ void Forward(uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t co
   }
 }
 template <typename U, bool kOrdered>
-void Backward(uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t count) {
+ZIPNN_INLINE void Backward(uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t count) {
   for (size_t i = 0; i < count; ++i) {
     U b = LoadLE<U>(base + i * sizeof(U));
     if (kOrdered) b = Ordered(b);
@@ -68,7 +68,7 @@ void Backward(uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t co
 }
 
 template <bool kForward, typename U>
-void Run(bool ordered, uint8_t* dst, const uint8_t* a, const uint8_t* base, size_t count) {
+ZIPNN_INLINE void Run(bool ordered, uint8_t* dst, const uint8_t* a, const uint8_t* base, size_t count) {
   if (kForward) {
     ordered ? Forward<U, true>(dst, a, base, count) : Forward<U, false>(dst, a, base, count);
   } else {
