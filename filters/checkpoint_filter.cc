@@ -13,19 +13,9 @@ namespace zipnn::filters {
 
 namespace {
 
-// Reads up to the first kMaxPointerBytes + 1 bytes: enough to tell a
-// pointer from content.
-Result<std::string> ReadHead(ByteReader& in) {
-  std::string head(store::kMaxPointerBytes + 1, '\0');
-  size_t got = 0;
-  while (got < head.size()) {
-    ZIPNN_ASSIGN_OR_RETURN(size_t n, in.Read(head.data() + got, head.size() - got));
-    if (n == 0) break;
-    got += n;
-  }
-  head.resize(got);
-  return head;
-}
+// The first kMaxPointerBytes + 1 bytes (or all): enough to tell a pointer
+// from content.
+Result<std::string> ReadHead(ByteReader& in) { return ReadUpTo(in, store::kMaxPointerBytes + 1); }
 
 // Whether `text` holds the lines git writes around a merge conflict.
 bool HasConflictMarkers(const std::string& text) {

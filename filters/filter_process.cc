@@ -62,19 +62,6 @@ class PrefixedReader : public ByteReader {
   ByteReader& rest_;
 };
 
-// Up to `limit` bytes of `in`, fewer only where it ends.
-Result<std::string> ReadUpTo(ByteReader& in, size_t limit) {
-  std::string head(limit, '\0');
-  size_t got = 0;
-  while (got < limit) {
-    ZIPNN_ASSIGN_OR_RETURN(size_t n, in.Read(head.data() + got, limit - got));
-    if (n == 0) break;
-    got += n;
-  }
-  head.resize(got);
-  return head;
-}
-
 // The answer's content: "status=success" goes out before the first byte,
 // so a handler that fails before writing still answers status=error.
 // Bytes are gathered into full packets.

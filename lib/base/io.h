@@ -37,6 +37,19 @@ class ByteReader {
   virtual Result<size_t> Read(void* out, size_t n) = 0;
 };
 
+// Up to `limit` bytes of `in`, fewer only where the stream ends.
+inline Result<std::string> ReadUpTo(ByteReader& in, size_t limit) {
+  std::string head(limit, '\0');
+  size_t got = 0;
+  while (got < limit) {
+    ZIPNN_ASSIGN_OR_RETURN(size_t n, in.Read(head.data() + got, limit - got));
+    if (n == 0) break;
+    got += n;
+  }
+  head.resize(got);
+  return head;
+}
+
 // A two-way byte stream: a connection to a child process or a socket.
 // Read returns what the other side sent (0 when it closed its end); Write
 // sends all `n` bytes, and fails (rather than raising SIGPIPE) when the

@@ -18,14 +18,9 @@ namespace {
 
 using rans_internal::kLow;
 using rans_internal::kStateBytes;
+using rans_internal::kStreamSizeBytes;
 using rans_internal::PutSymbol;
 using rans_internal::ReadModel;
-
-constexpr size_t kStreamSizeBytes = 4 * (kSegments - 1);
-
-}  // namespace
-
-namespace {
 
 // of[i] = the number of thresholds at or below key i (its low 7 bits), for
 // keys `kStride` bytes apart: compares, not a table, so that the loop runs

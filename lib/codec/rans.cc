@@ -14,9 +14,9 @@ namespace {
 
 using rans_internal::kLow;
 using rans_internal::kStateBytes;
+using rans_internal::kStreamSizeBytes;
 using rans_internal::PutSymbol;
 using rans_internal::ReadModel;
-constexpr size_t kStreamSizeBytes = 4 * (kSegments - 1);
 // Symbols decoded per stream between bounds checks: each may read 2 bytes,
 // and the input is padded by kDecoderReadPadding.
 constexpr size_t kSymbolsPerCheck = kDecoderReadPadding / 2;

@@ -9,11 +9,15 @@
 
 #include "lib/base/endian.h"
 #include "lib/base/status.h"
+#include "lib/codec/entropy.h"
 
 namespace zipnn::codec::rans_internal {
 
 inline constexpr uint32_t kLow = 1u << 16;  // L: states live in [L, 2^32)
 inline constexpr size_t kStateBytes = 4;
+// The sizes of streams 1 to kSegments - 1 that open a payload's streams
+// (docs/format.md, "rANS payload" and "Classed rANS payload").
+inline constexpr size_t kStreamSizeBytes = 4 * (kSegments - 1);
 
 // Reads a model (precision, symbol range, frequency table; docs/format.md,
 // "rANS payload") into `bits` and `freq`, and fills the tables `symbol`
