@@ -21,6 +21,7 @@ using rans_internal::kStateBytes;
 using rans_internal::kStreamSizeBytes;
 using rans_internal::PutSymbol;
 using rans_internal::ReadModel;
+using rans_internal::ReadStreamSizes;
 
 // of[i] = the number of thresholds at or below key i (its low 7 bits), for
 // keys `kStride` bytes apart: compares, not a table, so that the loop runs
@@ -614,16 +615,7 @@ Status ClassedRansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, 
     class_of_element = of;
   }
 
-  if (size - pos < kStreamSizeBytes) return Corruption("rans payload shorter than its stream sizes");
-  std::array<size_t, kSegments> stream_size;
-  size_t total_streams = 0;
-  for (int j = 0; j + 1 < kSegments; ++j) {
-    stream_size[j] = LoadLE<uint32_t>(in + pos + 4 * j);
-    total_streams += stream_size[j];
-  }
-  pos += kStreamSizeBytes;
-  if (total_streams > size - pos) return Corruption("rans stream sizes exceed the payload");
-  stream_size[kSegments - 1] = size - pos - total_streams;
+  ZIPNN_ASSIGN_OR_RETURN(const auto stream_size, ReadStreamSizes(in, size, pos));
   LaneStream s[kSegments];
   for (int j = 0; j < kSegments; ++j) {
     if (stream_size[j] < kLaneStateBytes) {

@@ -17,6 +17,7 @@ using rans_internal::kStateBytes;
 using rans_internal::kStreamSizeBytes;
 using rans_internal::PutSymbol;
 using rans_internal::ReadModel;
+using rans_internal::ReadStreamSizes;
 // Symbols decoded per stream between bounds checks: each may read 2 bytes,
 // and the input is padded by kDecoderReadPadding.
 constexpr size_t kSymbolsPerCheck = kDecoderReadPadding / 2;
@@ -351,20 +352,10 @@ ZIPNN_HOT void RansEncoder::Encode(Buffer& out) {
 ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
   std::array<uint32_t, 256> freq;
   ZIPNN_ASSIGN_OR_RETURN(size_t pos, ReadModel(in, size, bits_, freq, step_.data(), symbol_.data()));
-  if (size - pos < kStreamSizeBytes) return Corruption("rans payload shorter than its stream sizes");
+  ZIPNN_ASSIGN_OR_RETURN(const auto stream_size, ReadStreamSizes(in, size, pos));
   const Scale scale{bits_, (1u << bits_) - 1};
   const uint32_t* const step = step_.data();
   const uint8_t* const symbol = symbol_.data();
-
-  std::array<size_t, kSegments> stream_size;
-  size_t total_streams = 0;
-  for (int j = 0; j + 1 < kSegments; ++j) {
-    stream_size[j] = LoadLE<uint32_t>(in + pos + 4 * j);
-    total_streams += stream_size[j];
-  }
-  pos += kStreamSizeBytes;
-  if (total_streams > size - pos) return Corruption("rans stream sizes exceed the payload");
-  stream_size[kSegments - 1] = size - pos - total_streams;
 
   Reader r[kSegments];
   const uint8_t* stream_end[kSegments];
@@ -466,6 +457,20 @@ Result<size_t> ReadModel(const uint8_t* in, size_t size, uint32_t& bits, std::ar
     cum += freq[s];
   }
   return 3 + table.bytes_used();
+}
+
+Result<std::array<size_t, kSegments>> ReadStreamSizes(const uint8_t* in, size_t size, size_t& pos) {
+  if (size - pos < kStreamSizeBytes) return Corruption("rans payload shorter than its stream sizes");
+  std::array<size_t, kSegments> stream_size;
+  size_t total = 0;
+  for (int j = 0; j + 1 < kSegments; ++j) {
+    stream_size[j] = LoadLE<uint32_t>(in + pos + 4 * j);
+    total += stream_size[j];
+  }
+  pos += kStreamSizeBytes;
+  if (total > size - pos) return Corruption("rans stream sizes exceed the payload");
+  stream_size[kSegments - 1] = size - pos - total;
+  return stream_size;
 }
 
 }  // namespace rans_internal

@@ -26,6 +26,11 @@ inline constexpr size_t kStreamSizeBytes = 4 * (kSegments - 1);
 Result<size_t> ReadModel(const uint8_t* in, size_t size, uint32_t& bits, std::array<uint32_t, 256>& freq,
                          uint32_t* step, uint8_t* symbol);
 
+// Reads the table of stream sizes at in + pos: the sizes of the first
+// kSegments - 1 streams, the last stream taking the rest of the payload;
+// moves pos past the table.
+Result<std::array<size_t, kSegments>> ReadStreamSizes(const uint8_t* in, size_t size, size_t& pos);
+
 // Codes one symbol into state x, whose words go down from p. As the
 // decoder's refill, renormalising is a predicted branch where it is rare
 // and branch-free elsewhere. Symbol: RansEncoder::Symbol.
