@@ -103,7 +103,7 @@ TEST_CASE("help lists every command, version names both versions") {
   }
   Run v = Zipnn("version");
   CHECK(v.code == 0);
-  CHECK(v.out == "git-zipnn 0.4.0\nobject format 4\n");
+  CHECK(v.out == "git-zipnn 0.5.0\nobject format 5\n");
 }
 
 TEST_CASE("a first word that is no command is refused with the closest commands") {
@@ -131,7 +131,7 @@ TEST_CASE("inspect shows kind, layout and the coder of each byte group") {
   CHECK(r.out.find("bf16") != std::string::npos);
   // A training step's delta: every chunk taken as a difference, whose
   // groups are d0 and d1.
-  CHECK(r.out.find("format       version 4\n") != std::string::npos);
+  CHECK(r.out.find("format       version 5\n") != std::string::npos);
   CHECK(r.out.find("difference base@0") != std::string::npos);
   CHECK(r.out.find("\n0       d1 ") != std::string::npos);
   CHECK(r.out.find("\n0       d0 ") != std::string::npos);
@@ -289,7 +289,7 @@ TEST_CASE("a truncated or newer-version object is refused and nothing is written
   }
   Run v = Zipnn("decompress " + obj + " -f -o " + Tmp() + "/trunc.out");
   CHECK(v.code == 1);
-  CHECK(v.err == "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (4); upgrade git-zipnn\n");
+  CHECK(v.err == "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (5); upgrade git-zipnn\n");
 }
 
 TEST_CASE("a corrupted chunk fails the restore and leaves no output file") {

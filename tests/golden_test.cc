@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "lib/base/endian.h"
 #include "lib/base/file.h"
 #include "lib/codec/chunk_codec.h"
 #include "lib/container/object.h"
@@ -59,19 +60,25 @@ constexpr Golden kGolden[] = {
      "cnn-fp16/step-000040.safetensors", container::ObjectKind::kDelta, 5, 4, 0, 6},
     {"v4/cnn-bf16-step200-delta160-i16-classed.zipnn", "cnn-bf16/step-000200.safetensors",
      "cnn-bf16/step-000160.safetensors", container::ObjectKind::kDelta, 1, 1, 2, 0},
+    {"v5/cnn-bf16-step200.zipnn", "cnn-bf16/step-000200.safetensors", nullptr, container::ObjectKind::kBase, 5},
+    {"v5/cnn-bf16-step200-delta160.zipnn", "cnn-bf16/step-000200.safetensors", "cnn-bf16/step-000160.safetensors",
+     container::ObjectKind::kDelta, 5, 4, 0, 2},
+    {"v5/pt-cnn-step80-delta40.zipnn", "pt-cnn/step-000080.pt", "pt-cnn/step-000040.pt", container::ObjectKind::kDelta,
+     10, 4},
 };
 
 // The rans-classed groups of an object: with one model, and with classes.
 std::pair<uint64_t, uint64_t> ClassedGroups(const ByteSource& object, const container::ObjectInfo& info) {
   std::pair<uint64_t, uint64_t> counts;
   Buffer record;
+  const size_t skip = container::HasRawChecksums(info.header) ? container::kRawChecksumBytes : 0;
   for (const container::ChunkRef& c : info.chunks) {
     record.Resize(c.record_size);
     REQUIRE(object.ReadAt(c.record_offset, record.data(), c.record_size).ok());
-    auto groups = codec::ParseChunkRecord(info.header.layout.regions[c.span.region].dtype, record.data(),
-                                          c.record_size, c.span.length);
+    auto groups = codec::ParseChunkRecord(info.header.layout.regions[c.span.region].dtype, record.data() + skip,
+                                          c.record_size - skip, c.span.length);
     REQUIRE(groups.ok());
-    size_t at = groups->payload_start;
+    size_t at = skip + groups->payload_start;
     for (int g = 0; g < groups->count; ++g) {
       const codec::GroupEntry& e = groups->group[g];
       if (e.coder == codec::Coder::kClassedRans) ++(record.data()[at] == 1 ? counts.first : counts.second);
@@ -113,6 +120,34 @@ TEST_CASE("golden objects of every format version decode byte for byte") {
       Status s = container::DecodeObject(*object, *info, base ? &*base : nullptr, o, out);
       REQUIRE(s.ok());
       CHECK(out.ToVector() == *raw);
+    }
+    // Read by parts, each chunk checked against its raw checksum (format 5
+    // on; older objects have none to check).
+    auto reader = container::ObjectReader::Open(*object, *info, base ? &*base : nullptr, /*check_raw=*/true);
+    REQUIRE(reader.ok());
+    std::vector<uint8_t> parts(raw->size());
+    const size_t half = parts.size() / 2;
+    REQUIRE((*reader)->ReadAt(half, parts.data() + half, parts.size() - half).ok());
+    REQUIRE((*reader)->ReadAt(0, parts.data(), half).ok());
+    CHECK(parts == *raw);
+  }
+}
+
+TEST_CASE("golden objects of format 5 carry the raw checksum of every chunk") {
+  for (const Golden& g : kGolden) {
+    if (std::string(g.object).rfind("v5/", 0) != 0) continue;
+    CAPTURE(g.object);
+    auto object = ReadFile::Open(std::string("tests/golden/") + g.object);
+    REQUIRE(object.ok());
+    auto raw = ReadWholeFile(std::string("tests/data/") + g.raw);
+    REQUIRE(raw.ok());
+    auto info = container::ReadObjectInfo(*object);
+    REQUIRE(info.ok());
+    REQUIRE(container::HasRawChecksums(info->header));
+    for (const container::ChunkRef& c : info->chunks) {
+      uint8_t stored[container::kRawChecksumBytes];
+      REQUIRE(object->ReadAt(c.record_offset, stored, sizeof stored).ok());
+      CHECK(LoadLE<uint64_t>(stored) == Checksum64(raw->data() + c.span.offset, c.span.length));
     }
   }
 }

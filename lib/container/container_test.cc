@@ -164,7 +164,7 @@ TEST_CASE("a chain of deltas decodes in one pass through object readers, from an
                                       &versions[v - 1].bytes, 16384, transform));
   }
   CHECK(DecodeHeader(objects[1].data()).version == 2);
-  CHECK(DecodeHeader(objects[2].data()).version == kDifferenceVersion);
+  CHECK(DecodeHeader(objects[2].data()).version == kRawChecksumVersion);
   std::vector<MemorySource> sources;
   for (int v = 0; v < kLevels; ++v) sources.emplace_back(objects[v].data(), objects[v].size(), "v" + std::to_string(v));
   std::vector<std::unique_ptr<ObjectReader>> readers;  // readers[v] holds version v
@@ -310,7 +310,7 @@ TEST_CASE("rejects a future format version with a clear message") {
   EncodeHeader(header, d.object.data());
   Status s = DecodeStatus(d.object);
   CHECK(s.code() == StatusCode::kUnsupported);
-  CHECK(s.message() == "obj: object format version 5 is newer than this git-zipnn reads (4); upgrade git-zipnn");
+  CHECK(s.message() == "obj: object format version 6 is newer than this git-zipnn reads (5); upgrade git-zipnn");
 }
 
 TEST_CASE("a flipped bit anywhere in the object is caught") {
@@ -498,7 +498,7 @@ TEST_CASE("a written object's sections decode to what was written") {
   const uint8_t* o = d.object.data();
   const HeaderFields h = DecodeHeader(o);
   CHECK(h.magic == kObjectMagic);
-  CHECK(h.version == 2);  // a base needs nothing of format 3
+  CHECK(h.version == kRawChecksumVersion);
   CHECK(h.kind == static_cast<uint8_t>(ObjectKind::kBase));
   CHECK(h.chunk_size == 65536);
   CHECK(h.region_count == 3);
@@ -566,9 +566,9 @@ TEST_CASE("each delta chunk is taken by the cheaper transform, recorded in the i
   const std::vector<uint8_t> differenced =
       Encode(stepped.bytes, delta, 2, &base.bytes, 65536, TransformPolicy::kDifference);
   CHECK(Encode(stepped.bytes, delta, 1, &base.bytes) == chosen);
-  CHECK(VersionOf(chosen) == kDifferenceVersion);
-  CHECK(VersionOf(differenced) == kDifferenceVersion);
-  CHECK(VersionOf(xored) == 2);  // nothing of format 3 in it
+  CHECK(VersionOf(chosen) == kRawChecksumVersion);
+  CHECK(VersionOf(differenced) == kRawChecksumVersion);
+  CHECK(VersionOf(xored) == 2);  // what readers before 0.4 read
 
   // Steps of a few ulps: every weight chunk is a difference, and the
   // object is over 10% smaller than the XOR one.
@@ -592,12 +592,19 @@ TEST_CASE("each delta chunk is taken by the cheaper transform, recorded in the i
   const std::vector<uint8_t> kept = Encode(flipped.bytes, delta, 2, &base.bytes);
   const std::vector<Transform> all = Transforms(kept, 1);
   CHECK(std::count(all.begin(), all.end(), Transform::kXor) == 19);
-  CHECK(kept.size() == Encode(flipped.bytes, delta, 2, &base.bytes, 65536, TransformPolicy::kXor).size());
+  // The same records, each after its raw checksum.
+  const uint64_t chunks = DecodeTrailer(kept.data() + kept.size() - kTrailerBytes).chunk_count;
+  CHECK(kept.size() ==
+        Encode(flipped.bytes, delta, 2, &base.bytes, 65536, TransformPolicy::kXor).size() + kRawChecksumBytes * chunks);
   CHECK(*Decode(kept, 2, &base.bytes) == flipped.bytes);
 
-  // A standalone object is the same bytes whatever the transform policy.
-  CHECK(Encode(base.bytes, base.layout, 2, nullptr, 65536, TransformPolicy::kAuto) ==
-        Encode(base.bytes, base.layout, 2, nullptr, 65536, TransformPolicy::kXor));
+  // A standalone object is the same bytes under auto and difference; under
+  // xor it is format 2, for older readers.
+  const std::vector<uint8_t> alone = Encode(base.bytes, base.layout, 2, nullptr, 65536, TransformPolicy::kAuto);
+  CHECK(alone == Encode(base.bytes, base.layout, 2, nullptr, 65536, TransformPolicy::kDifference));
+  const std::vector<uint8_t> old = Encode(base.bytes, base.layout, 2, nullptr, 65536, TransformPolicy::kXor);
+  CHECK(VersionOf(old) == 2);
+  CHECK(*Decode(old, 2) == base.bytes);
 }
 
 // Rewrites index entry `i` of `object` by `change` and signs the index again.
@@ -618,7 +625,7 @@ TEST_CASE("rejects a transform the object may not name; a swapped one fails the 
   const Checkpoint stepped = Stepped(base, 13);
   const Layout delta = stepped.layout.AsDeltaOfSameLayout();
   const std::vector<uint8_t> v3 = Encode(stepped.bytes, delta, 1, &base.bytes);
-  REQUIRE(VersionOf(v3) == kDifferenceVersion);
+  REQUIRE(VersionOf(v3) >= kDifferenceVersion);
   auto rejected = [&](std::vector<uint8_t> object, size_t chunk, uint8_t transform) {
     ChangeIndexEntry(object, chunk, [&](IndexEntry& e) { e.transform = transform; });
     auto r = Decode(object, 1, &base.bytes);
@@ -630,8 +637,8 @@ TEST_CASE("rejects a transform the object may not name; a swapped one fails the 
   CHECK(rejected(v3, 0, 1) == "obj: chunk 0 is a difference in a region that cannot be one (bytes)");
   CHECK(rejected(Encode(stepped.bytes, delta, 1, &base.bytes, 65536, codec::TransformPolicy::kXor), 1, 1) ==
         "obj: chunk index entry 1 has reserved bits set");
-  // A base object, made format 3 with its checksum signed again.
-  std::vector<uint8_t> alone = Encode(stepped.bytes, stepped.layout, 1);
+  // A format 2 base object, made format 3 with its checksum signed again.
+  std::vector<uint8_t> alone = Encode(stepped.bytes, stepped.layout, 1, nullptr, 65536, codec::TransformPolicy::kXor);
   HeaderFields h = DecodeHeader(alone.data());
   h.version = 3;
   EncodeHeader(h, alone.data());
@@ -659,6 +666,75 @@ TEST_CASE("rejects a transform the object may not name; a swapped one fails the 
   std::vector<uint8_t> reserved = v3;
   ChangeIndexEntry(reserved, 1, [](IndexEntry& e) { e.reserved = 1u << 16; });
   CHECK(DecodeStatus(reserved).message() == "obj: chunk index entry 1 has reserved bits set");
+}
+
+// Reads `object` (a delta against `base`) whole through an ObjectReader.
+Status ReadThrough(const std::vector<uint8_t>& object, const std::vector<uint8_t>& base, bool check_raw,
+                   std::vector<uint8_t>& got) {
+  MemorySource src(object.data(), object.size(), "obj");
+  MemorySource base_src(base.data(), base.size(), "base");
+  ZIPNN_ASSIGN_OR_RETURN(ObjectInfo info, ReadObjectInfo(src));
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<ObjectReader> reader, ObjectReader::Open(src, info, &base_src, check_raw));
+  got.assign(reader->size(), 0);
+  return reader->ReadAt(0, got.data(), got.size());
+}
+
+TEST_CASE("a part read is checked against the raw checksum of each chunk it touches") {
+  const Checkpoint base = MakeCheckpoint(21, 60000);
+  const Checkpoint stepped = Stepped(base, 22);
+  const Layout delta = stepped.layout.AsDeltaOfSameLayout();
+  const std::vector<uint8_t> object = Encode(stepped.bytes, delta, 1, &base.bytes);
+  REQUIRE(VersionOf(object) == kRawChecksumVersion);
+  std::vector<uint8_t> got;
+  REQUIRE(ReadThrough(object, base.bytes, true, got).ok());
+  CHECK(got == stepped.bytes);
+
+  // A base of the right size but one weight off: every record is intact,
+  // so only the raw checksum tells the chunk came out wrong.
+  std::vector<uint8_t> wrong_base = base.bytes;
+  const Region& weights = delta.regions[1];
+  wrong_base[weights.offset + 70000] ^= 0x40;  // in chunk 2 (65536-byte chunks)
+  const Status st = ReadThrough(object, wrong_base, true, got);
+  CHECK(st.code() == StatusCode::kCorruption);
+  CHECK(st.message() == "obj: chunk 2 (checkpoint bytes 65564..131100): restored bytes do not match their checksum "
+                        "(is the base the right checkpoint?)");
+  // Unchecked, the reader hands the wrong bytes on (a level below the top
+  // of a chain may; the top's checks catch it there).
+  REQUIRE(ReadThrough(object, wrong_base, false, got).ok());
+  CHECK(got != stepped.bytes);
+  // A region decoded alone is checked too.
+  auto region = Decode(object, 2, &wrong_base, 1);
+  CHECK(region.status().message() == st.message());
+  // A whole decode checks the content id instead.
+  CHECK(Decode(object, 2, &wrong_base).status().message().find("not the object's content id") != std::string::npos);
+
+  // Format 2 objects have no raw checksums: their records start with the
+  // group count.
+  const std::vector<uint8_t> old = Encode(stepped.bytes, delta, 1, &base.bytes, 65536, codec::TransformPolicy::kXor);
+  REQUIRE(ReadThrough(old, base.bytes, true, got).ok());
+  CHECK(got == stepped.bytes);
+}
+
+TEST_CASE("rejects a format 5 record too short to hold its raw checksum") {
+  const Checkpoint c = MakeCheckpoint(23, 60000);
+  std::vector<uint8_t> object = Encode(c.bytes, c.layout, 1);
+  MemorySource src(object.data(), object.size(), "obj");
+  auto info = ReadObjectInfo(src);
+  REQUIRE(info.ok());
+  // Record 0 shrunk to its raw checksum; record 1 takes the rest, both
+  // signed again so that only the length is wrong.
+  const ChunkRef& first = info->chunks[0];
+  const uint32_t moved = first.record_size - static_cast<uint32_t>(kRawChecksumBytes);
+  const uint8_t* records = object.data() + first.record_offset;
+  ChangeIndexEntry(object, 0, [&](IndexEntry& e) {
+    e.record_size = kRawChecksumBytes;
+    e.checksum = Checksum64(records, kRawChecksumBytes);
+  });
+  ChangeIndexEntry(object, 1, [&](IndexEntry& e) {
+    e.record_size += moved;
+    e.checksum = Checksum64(records + kRawChecksumBytes, e.record_size);
+  });
+  CHECK(Decode(object, 1).status().message() == "obj: chunk 0 (checkpoint bytes 0..28): record too short");
 }
 
 TEST_CASE("prefixed regions round-trip and their fields are checked") {

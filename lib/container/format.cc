@@ -36,11 +36,8 @@ Status CheckChunkSize(uint32_t chunk_size) {
   return OkStatus();
 }
 
-uint16_t WriteVersion(const Layout& layout, codec::TransformPolicy transform) {
-  for (const Region& r : layout.regions) {
-    if (r.delta && codec::TriesDifference(transform, r.dtype)) return kDifferenceVersion;
-  }
-  return 2;
+uint16_t WriteVersion(codec::TransformPolicy transform) {
+  return transform == codec::TransformPolicy::kXor ? 2 : kRawChecksumVersion;
 }
 
 // ---- The sections as stored ----

@@ -1,4 +1,4 @@
-// The object container, format version 4: its constants and its
+// The object container, format version 5: its constants and its
 // fixed-size sections (header, region table, chunk index, trailer).
 // docs/format.md is the specification; each constant quotes the section
 // that defines it.
@@ -32,10 +32,9 @@ namespace zipnn::container {
 
 // "Header"
 inline constexpr std::array<uint8_t, 8> kObjectMagic = {'Z', 'I', 'P', 'N', 'N', 'O', 'B', 'J'};
-// The newest version this code reads and writes. Writers write the oldest
-// version that can hold the object (WriteVersion), so bases and XOR-only
-// deltas keep the bytes of format 2.
-inline constexpr uint16_t kFormatVersion = 4;
+// The newest version this code reads and writes (WriteVersion says which
+// version an object is written in).
+inline constexpr uint16_t kFormatVersion = 5;
 inline constexpr size_t kHeaderBytes = 64;
 // "Region table"
 inline constexpr size_t kRegionEntryBytes = 24;
@@ -55,9 +54,14 @@ inline constexpr uint32_t kDefaultChunkSize = 256u << 10;
 using codec::NewestCoder;
 // "Chunk index": the first version whose entries name a transform.
 inline constexpr uint16_t kFirstTransformVersion = 3;
-// The version difference deltas are written in: from 4 their groups may
-// be coded by class of element (rans-classed).
+// The version from which a difference chunk's groups may be coded by
+// class of element (rans-classed).
 inline constexpr uint16_t kDifferenceVersion = 4;
+// "Chunk record": from version 5 each record starts with the checksum of
+// the raw bytes its chunk restores to, so that a part of a checkpoint can
+// be checked without restoring the whole.
+inline constexpr uint16_t kRawChecksumVersion = 5;
+inline constexpr size_t kRawChecksumBytes = 8;
 
 enum class ObjectKind : uint8_t { kBase = 0, kDelta = 1 };
 
@@ -186,10 +190,15 @@ uint64_t IndexChecksum(const uint8_t* index, uint64_t chunk_count, const uint8_t
 
 Status CheckChunkSize(uint32_t chunk_size);
 
-// The version a writer gives an object of `layout` whose delta chunks may
-// be taken as `transform` allows: 3 when a chunk may be a difference (a
-// delta region of a numeric dtype), else 2.
-uint16_t WriteVersion(const Layout& layout, codec::TransformPolicy transform);
+// The version a writer gives an object whose delta chunks may be taken as
+// `transform` allows: 5 (raw checksums, and differences where a delta
+// region allows them), except that `xor`, the setting for teams with
+// readers older than 0.4, keeps to version 2.
+uint16_t WriteVersion(codec::TransformPolicy transform);
+
+// Whether each chunk record of an object of this header carries the
+// checksum of its raw bytes, so that a part of it can be read checked.
+inline bool HasRawChecksums(const ObjectHeader& h) { return h.version >= kRawChecksumVersion; }
 
 // Header and region table, with the header checksum filled in.
 void AppendHeader(const ObjectHeader& h, Buffer& out);

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "lib/base/buffer.h"
+#include "lib/base/endian.h"
 #include "lib/base/thread_pool.h"
 #include "lib/codec/chunk_codec.h"
 
@@ -72,20 +73,37 @@ std::string ChunkName(const ByteSource& object, size_t index, const ChunkSpan& s
          std::to_string(span.offset) + ".." + std::to_string(span.offset + span.length) + ")";
 }
 
+// Whether the decoder checks each chunk's restored bytes against the raw
+// checksum its record carries (version 5 on). A whole decode need not:
+// the content id covers every byte. A partial one must.
+enum class RawCheck : bool { kSkip, kCheck };
+
 // Checks chunk `index`'s record against its checksum and decodes it into
 // `out`. `base` holds what ReadBase read for its region (empty for a
 // region that reads no base); a delta region's bytes start at `at` in it.
-Status DecodeChunk(const ByteSource& object, size_t index, const ChunkRef& c, const Region& region,
+Status DecodeChunk(const ByteSource& object, uint16_t version, size_t index, const ChunkRef& c, const Region& region,
                    const uint8_t* record, const Buffer& base, uint64_t at, codec::ChunkDecoder& decoder,
-                   uint8_t* out) {
+                   RawCheck raw_check, uint8_t* out) {
   if (Checksum64(record, c.record_size) != c.checksum) {
     return Corruption(ChunkName(object, index, c.span) + ": checksum mismatch");
   }
+  size_t size = c.record_size;
+  uint64_t raw_checksum = 0;
+  if (version >= kRawChecksumVersion) {
+    if (size <= kRawChecksumBytes) return Corruption(ChunkName(object, index, c.span) + ": record too short");
+    raw_checksum = LoadLE<uint64_t>(record);
+    record += kRawChecksumBytes;
+    size -= kRawChecksumBytes;
+  }
   const bool prefixed = region.prefix_length > 0;
-  Status st = decoder.Decode(region.dtype, record, c.record_size, c.span.length,
-                             region.delta ? base.data() + at : nullptr, out, prefixed ? base.data() : nullptr,
-                             prefixed ? base.size() : 0, c.transform);
+  Status st = decoder.Decode(region.dtype, record, size, c.span.length, region.delta ? base.data() + at : nullptr, out,
+                             prefixed ? base.data() : nullptr, prefixed ? base.size() : 0, c.transform);
   if (!st.ok()) return Corruption(ChunkName(object, index, c.span) + ": " + st.message());
+  if (raw_check == RawCheck::kCheck && version >= kRawChecksumVersion &&
+      Checksum64(out, c.span.length) != raw_checksum) {
+    return Corruption(ChunkName(object, index, c.span) + ": restored bytes do not match their checksum" +
+                      (region.delta || prefixed ? " (is the base the right checkpoint?)" : ""));
+  }
   return OkStatus();
 }
 
@@ -120,7 +138,8 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   }
 
   ObjectHeader header;
-  header.version = WriteVersion(layout, options.transform);
+  header.version = WriteVersion(options.transform);
+  const bool raw_checksums = header.version >= kRawChecksumVersion;
   header.kind = base != nullptr ? ObjectKind::kDelta : ObjectKind::kBase;
   header.chunk_size = options.chunk_size;
   header.raw_size = input.size();
@@ -164,6 +183,10 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
       const ChunkSpan& c = chunks[i];
       const uint64_t at = c.offset - stripe.offset;
       const size_t before = e->records.size();
+      if (raw_checksums) {
+        e->records.Extend(kRawChecksumBytes);
+        StoreLE<uint64_t>(e->records.data() + before, Checksum64(e->raw.data() + at, c.length));
+      }
       ChunkRef ref;
       ref.transform = encoder->Encode(region.dtype, e->raw.data() + at, c.length,
                                       region.delta ? e->base.data() + at : nullptr, e->records,
@@ -248,8 +271,8 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
       const ChunkRef& c = todo[i];
       const uint8_t* record = d->records.data() + (c.record_offset - first.record_offset);
       const uint64_t at = c.span.offset - stripe.offset;
-      ZIPNN_RETURN_IF_ERROR(DecodeChunk(object, first_index + i, c, region, record, d->base, at, *decoder,
-                                        d->raw.data() + at));
+      ZIPNN_RETURN_IF_ERROR(DecodeChunk(object, h.version, first_index + i, c, region, record, d->base, at, *decoder,
+                                        options.only_region ? RawCheck::kCheck : RawCheck::kSkip, d->raw.data() + at));
     }
     if (positional) ZIPNN_RETURN_IF_ERROR(out.WriteAt(stripe.offset - out_start, d->raw.data(), d->raw.size()));
     return d;
@@ -279,19 +302,20 @@ struct ObjectReader::Work {
   Buffer base;
 };
 
-ObjectReader::ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base)
+ObjectReader::ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base, bool check_raw)
     : object_(object),
       info_(std::move(info)),
       base_(base),
+      check_raw_(check_raw),
       capacity_(std::max<uint64_t>(2, kReaderCacheBytes / info_.header.chunk_size)),
       spare_([this] { return std::make_unique<Work>(info_.header.version); }) {}
 
 ObjectReader::~ObjectReader() = default;
 
 Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(const ByteSource& object, ObjectInfo info,
-                                                         const ByteSource* base) {
+                                                         const ByteSource* base, bool check_raw) {
   ZIPNN_RETURN_IF_ERROR(CheckBase(object, info.header, base));
-  return std::unique_ptr<ObjectReader>(new ObjectReader(object, std::move(info), base));
+  return std::unique_ptr<ObjectReader>(new ObjectReader(object, std::move(info), base, check_raw));
 }
 
 Status ObjectReader::ReadAt(uint64_t offset, void* out, size_t n) const {
@@ -348,8 +372,8 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
     ZIPNN_RETURN_IF_ERROR(ReadBase(*base_, region, c.span.offset, c.span.length, work->base));
   }
   std::shared_ptr<uint8_t[]> raw(new uint8_t[c.span.length]);  // exactly a chunk, not a grown Buffer
-  ZIPNN_RETURN_IF_ERROR(
-      DecodeChunk(object_, index, c, region, work->record.data(), work->base, 0, work->decoder, raw.get()));
+  ZIPNN_RETURN_IF_ERROR(DecodeChunk(object_, info_.header.version, index, c, region, work->record.data(), work->base,
+                                    0, work->decoder, check_raw_ ? RawCheck::kCheck : RawCheck::kSkip, raw.get()));
   return std::shared_ptr<const uint8_t[]>(std::move(raw));
 }
 
@@ -388,7 +412,10 @@ Result<std::vector<RegionStats>> ScanObject(const ByteSource& object, const Obje
       return Corruption(ChunkName(object, i, c.span) + ": checksum mismatch");
     }
     const codec::DType dtype = h.layout.regions[c.span.region].dtype;
-    auto groups = codec::ParseChunkRecord(dtype, record.data(), c.record_size, c.span.length, NewestCoder(h.version));
+    const size_t skip = h.version >= kRawChecksumVersion ? kRawChecksumBytes : 0;
+    if (c.record_size <= skip) return Corruption(ChunkName(object, i, c.span) + ": record too short");
+    auto groups = codec::ParseChunkRecord(dtype, record.data() + skip, c.record_size - skip, c.span.length,
+                                          NewestCoder(h.version));
     if (!groups.ok()) return Corruption(ChunkName(object, i, c.span) + ": " + groups.status().message());
     RegionStats& r = stats[c.span.region];
     r.record_bytes += c.record_size;

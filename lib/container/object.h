@@ -61,7 +61,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
 struct DecodeOptions {
   int threads = 0;  // 0: all cores
   // Decode only this region (no content-id check is possible then; every
-  // chunk checksum still is).
+  // record checksum still is, and from format 5 each chunk's raw checksum).
   std::optional<size_t> only_region;
 };
 
@@ -89,9 +89,14 @@ inline constexpr uint64_t kReaderCacheBytes = 4u << 20;
 // chunks being read. `object` and `base` must outlive the reader.
 class ObjectReader : public ByteSource {
  public:
-  // Fails when a delta's `base` is missing or of the wrong size.
+  // Fails when a delta's `base` is missing or of the wrong size. With
+  // `check_raw`, every chunk read is checked against the raw checksum its
+  // record carries (format 5 on; an older object has none): what the top
+  // object of a partial read needs, for then no content id is checked, and
+  // what the levels below it can skip, for a wrong byte there shows in the
+  // top's chunks.
   static Result<std::unique_ptr<ObjectReader>> Open(const ByteSource& object, ObjectInfo info,
-                                                    const ByteSource* base);
+                                                    const ByteSource* base, bool check_raw = false);
   ~ObjectReader() override;
 
   uint64_t size() const override { return info_.header.raw_size; }
@@ -106,13 +111,14 @@ class ObjectReader : public ByteSource {
   };
   struct Work;  // a decoder and its buffers
 
-  ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base);
+  ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base, bool check_raw);
   Decoded Chunk(size_t index) const;
   Decoded DecodeChunkAt(size_t index) const;
 
   const ByteSource& object_;
   const ObjectInfo info_;
   const ByteSource* base_;
+  const bool check_raw_;
   size_t capacity_;                 // decoded chunks kept
   mutable std::mutex mu_;
   mutable std::deque<Slot> cache_;  // guarded by mu_; oldest first

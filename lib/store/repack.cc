@@ -91,8 +91,8 @@ bool SameForm(const StoredInfo& stored, const std::optional<ContentId>& base) {
 }
 
 // Whether `policy` would write an object of `stored`'s format: under
-// delta_transform: xor a format 3 or 4 delta is rewritten too, so that after a
-// repack git-zipnn 0.2 and 0.3 can restore every version.
+// delta_transform: xor an object of format 3 to 5 is rewritten too, so that
+// after a repack git-zipnn 0.2 to 0.4 can restore every version.
 bool FormatAsPolicy(const StoredInfo& stored, const config::Policy& policy) {
   return policy.delta_transform != codec::TransformPolicy::kXor || stored.format < container::kFirstTransformVersion;
 }
@@ -150,8 +150,9 @@ Status RepackVersion(const Repository& repo, const std::vector<Version>& series,
     ZIPNN_ASSIGN_OR_RETURN(base, raws.Get(*placed.base));
   }
   ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, input, base ? &*base : nullptr, placed.base_ratio));
-  // A delta that does not pay becomes a base, which it may be already.
-  if (!c.delta && !done.before.delta) return OkStatus();
+  // A delta that does not pay becomes a base, which it may be already
+  // (in the policy's format).
+  if (!c.delta && !done.before.delta && FormatAsPolicy(done.before, repo.policy)) return OkStatus();
   ZIPNN_RETURN_IF_ERROR(Verify(repo, c, input, base ? &*base : nullptr));
   ZIPNN_RETURN_IF_ERROR(repo.objects.Replace(id, c.file.path()));
   state.checked.erase(id);

@@ -10,6 +10,7 @@
 // bytes (RepairChecksums), so that the fuzzer explores what lies behind
 // them. A delta is decoded against a base of zeros of the size its header
 // claims, served without allocating it.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -56,6 +57,13 @@ void Decode(const ByteSource& object, const ObjectInfo& info, const ByteSource* 
     options.only_region = info.header.layout.regions.size() - 1;
     CountingSink part;
     (void)DecodeObject(object, info, base, options, part);
+  }
+  // A part read through a reader that checks raw checksums (format 5).
+  auto reader = ObjectReader::Open(object, info, base, /*check_raw=*/true);
+  if (reader.ok()) {
+    uint8_t head[4096];
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof head, info.header.raw_size));
+    (void)(*reader)->ReadAt(info.header.raw_size - n, head, n);
   }
 }
 
