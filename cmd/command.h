@@ -36,6 +36,7 @@ int Main(int argc, char** argv);
 std::optional<std::string> UnknownCommand(const std::string& word);
 
 Action SetupAnalyze(CLI::App& sub);
+Action SetupCat(CLI::App& sub);
 Action SetupClean(CLI::App& sub);
 Action SetupCompress(CLI::App& sub);
 Action SetupDu(CLI::App& sub);

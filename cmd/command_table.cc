@@ -18,6 +18,8 @@ const std::vector<CommandSpec>& Commands() {
       {"du", "Bytes in the object store, in what git-zipnn keeps beside it, and in the work tree", &SetupDu},
       {"repack", "Rewrite stored checkpoints by the current policy (base interval, chain length)", &SetupRepack},
       {"restore", "Write a version of a tracked checkpoint straight to a file, verified", &SetupRestore},
+      {"cat", "Write a stored version, or some of its tensors, to stdout or a file (raw, npy, safetensors)",
+       &SetupCat},
       {"push", "Send the objects the pointers of refs need to a remote's object store", &SetupPush},
       {"fetch", "Get the objects the files of revisions need from a remote's object store", &SetupFetch},
       {"pull", "Fetch, then write the checkpoints where the work tree holds pointers", &SetupPull},

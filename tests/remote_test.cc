@@ -120,6 +120,20 @@ TEST_CASE("fetch gets what revisions need; pull restores what GIT_ZIPNN_SKIP_SMU
   CHECK(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 5);
 }
 
+TEST_CASE("cat of a tensor fetches the chain it needs from the remote, and only that") {
+  Repo repo;
+  CommitWithHub(repo);
+  REQUIRE(repo.Sh("git zipnn push -q origin && git push -q origin HEAD:main").code == 0);
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy").code == 0);
+  // Step 80 (HEAD~3) is a delta on 40: two objects.
+  REQUIRE(repo.Sh("cd ../lazy && git zipnn cat HEAD~3:model.safetensors -t fc1.weight -o fc1.raw && "
+                  "git zipnn cat HEAD~3:model.safetensors -o whole && cd ../repo && "
+                  "git zipnn cat HEAD~3:model.safetensors -t fc1.weight -o fc1.raw")
+              .code == 0);
+  CHECK(repo.Sh("cmp ../lazy/fc1.raw fc1.raw && cmp ../lazy/whole '" + repo.Data(Step("000080")) + "'").code == 0);
+  CHECK(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 2);
+}
+
 TEST_CASE("one missing object costs only its file: pull restores the rest, skipSmudgeErrors lets a clone finish") {
   Repo repo;
   CommitWithHub(repo);

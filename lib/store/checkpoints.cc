@@ -191,40 +191,99 @@ Result<StoredInfo> Describe(const Repository& repo, const ContentId& id, const C
   return info;
 }
 
-// One pass over the chunks of the whole chain: every link is opened and
-// checked first (so a missing or looping base fails before anything is
-// written to `out`); then each delta reads its base through the
-// ObjectReader of the link below it, and decoding the top object pulls
-// each chunk up through the levels, XORed onto the one below.
-Status Restore(const Repository& repo, const ContentId& id, ByteSink& out, const FindCopy& find_copy) {
-  std::vector<ContentId> passed;
-  std::vector<Link> links;  // the top first, the base (or the link above a copy) last
+namespace {
+
+// Every link of the chain of `id`, opened and checked before anything is
+// decoded (so a missing or looping base fails before a byte is written):
+// the top first, the base (or the link above a copy) last.
+struct Chain {
+  std::vector<Link> links;
   std::optional<ReadFile> copy;  // of the base of the last link
+};
+Result<Chain> OpenChain(const Repository& repo, const ContentId& id, const FindCopy& find_copy) {
+  Chain chain;
+  std::vector<ContentId> passed;
   for (ContentId at = id;;) {
     ZIPNN_ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
     const bool delta = link.info.header.kind == container::ObjectKind::kDelta;
     at = link.info.header.base_id;
-    links.push_back(std::move(link));
+    chain.links.push_back(std::move(link));
     if (!delta) break;
-    if (find_copy && (copy = find_copy(at))) break;
+    if (find_copy && (chain.copy = find_copy(at))) break;
   }
-  std::vector<std::unique_ptr<container::ObjectReader>> readers;
-  const ByteSource* below = copy ? &*copy : nullptr;
-  for (size_t i = links.size(); i-- > 1;) {
+  return chain;
+}
+
+// An ObjectReader for each link of `chain` from the base up to, not
+// including, link `top`; each delta reads its base through the one below.
+// The last one (or the copy, or nothing) is what link `top` reads its base
+// through.
+Result<const ByteSource*> StackReaders(Chain& chain, size_t top,
+                                       std::vector<std::unique_ptr<container::ObjectReader>>& readers) {
+  const ByteSource* below = chain.copy ? &*chain.copy : nullptr;
+  for (size_t i = chain.links.size(); i-- > top + 1;) {
     ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
-                           container::ObjectReader::Open(links[i].file, std::move(links[i].info), below));
+                           container::ObjectReader::Open(chain.links[i].file, std::move(chain.links[i].info), below));
     below = reader.get();
     readers.push_back(std::move(reader));
   }
+  return below;
+}
+
+}  // namespace
+
+// One pass over the chunks of the whole chain: each delta reads its base
+// through the ObjectReader of the link below it, and decoding the top
+// object pulls each chunk up through the levels, applied onto the one
+// below.
+Status Restore(const Repository& repo, const ContentId& id, ByteSink& out, const FindCopy& find_copy) {
+  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenChain(repo, id, find_copy));
+  std::vector<std::unique_ptr<container::ObjectReader>> readers;
+  ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below, StackReaders(chain, 0, readers));
   container::DecodeOptions options;
   options.threads = repo.policy.threads;
-  return container::DecodeObject(links[0].file, links[0].info, below, options, out);
+  return container::DecodeObject(chain.links[0].file, chain.links[0].info, below, options, out);
+}
+
+struct VersionReader::Levels {
+  Chain chain;  // its files stay put: the readers refer to them
+  std::vector<std::unique_ptr<container::ObjectReader>> readers;
+};
+
+VersionReader::VersionReader() = default;
+VersionReader::~VersionReader() = default;
+uint64_t VersionReader::size() const { return top_->size(); }
+Status VersionReader::ReadAt(uint64_t offset, void* out, size_t n) const { return top_->ReadAt(offset, out, n); }
+const std::string& VersionReader::name() const { return top_->name(); }
+
+Result<std::unique_ptr<VersionReader>> OpenVersion(const Repository& repo, const ContentId& id) {
+  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenChain(repo, id, nullptr));
+  const Link& top = chain.links[0];
+  if (!container::HasRawChecksums(top.info.header)) {
+    return Unsupported(top.file.name() + ": object format " + std::to_string(top.info.header.version) +
+                       " has no raw checksums; a part of it is checked only by restoring it whole");
+  }
+  std::unique_ptr<VersionReader> version(new VersionReader());
+  version->levels_ = std::make_unique<VersionReader::Levels>();
+  VersionReader::Levels& levels = *version->levels_;
+  levels.chain = std::move(chain);
+  ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below, StackReaders(levels.chain, 0, levels.readers));
+  Link& link = levels.chain.links[0];
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
+                         container::ObjectReader::Open(link.file, std::move(link.info), below, /*check_raw=*/true));
+  version->top_ = reader.get();
+  levels.readers.push_back(std::move(reader));
+  return version;
 }
 
 Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::string& path, ByteSink& out,
                    const FindCopy& find_copy) {
   Status s = Restore(repo, pointer.id, out, find_copy);
   if (s.code() != StatusCode::kNotFound) return s;
+  return MissingObject(repo, pointer, path);
+}
+
+Status MissingObject(const Repository& repo, const Pointer& pointer, const std::string& path) {
   // Which object of the chain is missing: the version's own, or a base.
   ContentId missing = pointer.id;
   (void)VisitChain(repo, pointer.id, [&](const ChainLink& link) {

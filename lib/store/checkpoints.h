@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -25,6 +26,10 @@
 #include "lib/formats/checkpoint.h"
 #include "lib/store/object_store.h"
 #include "lib/store/pointer.h"
+
+namespace zipnn::container {
+class ObjectReader;
+}  // namespace zipnn::container
 
 namespace zipnn::store {
 
@@ -118,10 +123,37 @@ using FindCopy = std::function<std::optional<ReadFile>(const ContentId&)>;
 // decodes each delta once, not its whole chain each time).
 Status Restore(const Repository& repo, const ContentId& id, ByteSink& out, const FindCopy& find_copy = nullptr);
 
+// Random access to the checkpoint `id`, through its chain, without
+// restoring the rest: a read decodes only the chunks it covers, at every
+// level, and checks each chunk of the top object against its raw checksum
+// (docs/format.md, "Raw checksums"), so a part read is as trustworthy as a
+// whole restore. Memory: about container::kReaderCacheBytes a level.
+// Unsupported when the top object is older than format 5 (it has no raw
+// checksums; restore it whole instead); NotFound when an object of the
+// chain is missing. Thread-safe reads, like container::ObjectReader.
+class VersionReader : public ByteSource {
+ public:
+  ~VersionReader() override;
+  uint64_t size() const override;
+  Status ReadAt(uint64_t offset, void* out, size_t n) const override;
+  const std::string& name() const override;
+
+ private:
+  friend Result<std::unique_ptr<VersionReader>> OpenVersion(const Repository& repo, const ContentId& id);
+  struct Levels;  // the chain's object files, and a reader for each
+  VersionReader();
+  std::unique_ptr<Levels> levels_;
+  const container::ObjectReader* top_ = nullptr;
+};
+Result<std::unique_ptr<VersionReader>> OpenVersion(const Repository& repo, const ContentId& id);
+
 // Restore of the checkpoint a pointer names, for the file `path`: an object
 // missing from its chain is named, with the path and the store.
 Status RestoreFile(const Repository& repo, const Pointer& pointer, const std::string& path, ByteSink& out,
                    const FindCopy& find_copy = nullptr);
+// The NotFound RestoreFile gives when an object of the chain of
+// `pointer` is missing: which object, for which path, in which store.
+Status MissingObject(const Repository& repo, const Pointer& pointer, const std::string& path);
 // RestoreFile into a scratch file in temp_dir, open for reading (its
 // layout not read yet); the file goes with the Checkpoint.
 Result<formats::Checkpoint> RestoreToScratch(const Repository& repo, const Pointer& pointer, const std::string& path,

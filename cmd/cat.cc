@@ -1,0 +1,268 @@
+// git zipnn cat: one stored version of a checkpoint, or some of its
+// tensors, written to a file or to standard output. Tensors are read by
+// parts through the version's chain (store::OpenVersion), so a tensor of a
+// deep delta costs its own chunks, not the whole file; every part is
+// checked against its raw checksums, the whole file against its id.
+#include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "lib/base/buffer.h"
+#include "lib/base/closest.h"
+#include "lib/base/file.h"
+#include "lib/formats/detect.h"
+#include "lib/formats/tensor_file.h"
+#include "lib/git/checkpoint_at.h"
+#include "lib/remote/transfer.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+struct CatArgs {
+  std::string spec;
+  std::vector<std::string> tensors;
+  std::string output;
+  std::string format;  // raw, npy, safetensors; empty: by -o's name, else raw
+  bool list = false;
+  bool json = false;
+  bool force = false;
+  int threads = 0;
+};
+
+enum class OutputFormat { kRaw, kNpy, kSafetensors };
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+Result<OutputFormat> FormatOf(const CatArgs& a) {
+  if (a.format == "raw") return OutputFormat::kRaw;
+  if (a.format == "npy") return OutputFormat::kNpy;
+  if (a.format == "safetensors") return OutputFormat::kSafetensors;
+  if (!a.format.empty()) return InvalidArgument("--format must be raw, npy or safetensors, not '" + a.format + "'");
+  if (EndsWith(a.output, ".npy")) return OutputFormat::kNpy;
+  if (EndsWith(a.output, ".safetensors")) return OutputFormat::kSafetensors;
+  return OutputFormat::kRaw;
+}
+
+// "<rev>:<path>" as git spells it (the path from the top of the work
+// tree, or from the current folder with "./"); a bare path is HEAD's
+// version of that file, from the current folder.
+std::string GitSpec(const std::string& spec) {
+  return spec.find(':') == std::string::npos ? "HEAD:./" + spec : spec;
+}
+
+// The version, to be read by parts: through its chain, or, for an object
+// older than format 5 (no raw checksums), restored whole and checked into
+// a scratch file. Objects missing here are fetched from the default remote.
+struct OpenedVersion {
+  std::unique_ptr<store::VersionReader> parts;
+  std::optional<formats::Checkpoint> whole;
+  const ByteSource& source() const {
+    return parts ? static_cast<const ByteSource&>(*parts) : static_cast<const ByteSource&>(whole->file());
+  }
+};
+
+Result<OpenedVersion> OpenForParts(const store::Repository& repo, const store::Pointer& pointer, const std::string& name) {
+  auto opened = store::OpenVersion(repo, pointer.id);
+  if (opened.status().code() == StatusCode::kNotFound) {
+    ZIPNN_RETURN_IF_ERROR(remote::FetchChain(repo, pointer.id, pointer.size).status());
+    opened = store::OpenVersion(repo, pointer.id);
+    if (opened.status().code() == StatusCode::kNotFound) return store::MissingObject(repo, pointer, name);
+  }
+  OpenedVersion version;
+  if (opened.ok()) {
+    if ((*opened)->size() != pointer.size) {
+      return Corruption("object " + pointer.id.Hex() + " holds " + std::to_string((*opened)->size()) +
+                        " bytes; its pointer at " + name + " says " + std::to_string(pointer.size));
+    }
+    version.parts = std::move(*opened);
+    return version;
+  }
+  if (opened.status().code() != StatusCode::kUnsupported) return opened.status();
+  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint whole, formats::Checkpoint::Spool(repo.temp_dir, [&](ByteSink& out) {
+                           return remote::RestoreFetching(repo, pointer, name, out);
+                         }));
+  version.whole.emplace(std::move(whole));
+  return version;
+}
+
+// The tensors `patterns` name (each a name or a glob), in file order;
+// every tensor when there are none. A pattern that names nothing is an
+// error with the closest names.
+Result<std::vector<formats::Tensor>> Select(const formats::FileLayout& layout, const std::vector<std::string>& patterns,
+                                            const std::string& spec) {
+  if (patterns.empty()) return layout.tensors;
+  std::vector<bool> chosen(layout.tensors.size(), false);
+  for (const std::string& pattern : patterns) {
+    bool any = false;
+    for (size_t i = 0; i < layout.tensors.size(); ++i) {
+      const std::string& name = layout.tensors[i].name;
+      if (name == pattern || ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0) chosen[i] = any = true;
+    }
+    if (any) continue;
+    std::vector<std::string> names;
+    for (const formats::Tensor& t : layout.tensors) names.push_back(t.name);
+    std::string hint;
+    for (const std::string& close : ClosestWords(pattern, names)) hint += (hint.empty() ? " (did you mean '" : "', '") + close;
+    if (!hint.empty()) hint += "'?)";
+    return NotFound("no tensor '" + pattern + "' in " + spec + hint + "; `git zipnn cat --list " + spec +
+                    "` lists them");
+  }
+  std::vector<formats::Tensor> picked;
+  for (size_t i = 0; i < layout.tensors.size(); ++i) {
+    if (chosen[i]) picked.push_back(layout.tensors[i]);
+  }
+  return picked;
+}
+
+std::string ShapeText(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void PrintList(const formats::FileLayout& layout, const std::vector<formats::Tensor>& tensors, const store::Pointer& pointer,
+               const std::string& spec, bool json) {
+  if (json) {
+    nlohmann::ordered_json doc = {{"spec", spec},
+                                  {"id", pointer.id.Hex()},
+                                  {"size", pointer.size},
+                                  {"format", formats::FormatName(layout.format)},
+                                  {"tensors", nlohmann::ordered_json::array()}};
+    for (const formats::Tensor& t : tensors) {
+      doc["tensors"].push_back({{"name", t.name},
+                                {"dtype", std::string(codec::DTypeName(t.dtype))},
+                                {"shape", t.shape},
+                                {"offset", t.offset},
+                                {"bytes", t.length}});
+    }
+    std::printf("%s\n", doc.dump(2).c_str());
+    return;
+  }
+  size_t name_width = 4, shape_width = 5;
+  for (const formats::Tensor& t : tensors) {
+    name_width = std::max(name_width, t.name.size());
+    shape_width = std::max(shape_width, ShapeText(t.shape).size());
+  }
+  std::printf("%-*s  %-7s  %-*s  %12s\n", static_cast<int>(name_width), "name", "dtype", static_cast<int>(shape_width),
+              "shape", "bytes");
+  uint64_t bytes = 0;
+  for (const formats::Tensor& t : tensors) {
+    std::printf("%-*s  %-7s  %-*s  %12llu\n", static_cast<int>(name_width), t.name.c_str(),
+                std::string(codec::DTypeName(t.dtype)).c_str(), static_cast<int>(shape_width), ShapeText(t.shape).c_str(),
+                static_cast<unsigned long long>(t.length));
+    bytes += t.length;
+  }
+  std::printf("%zu %s, %s\n", tensors.size(), tensors.size() == 1 ? "tensor" : "tensors", HumanBytes(bytes).c_str());
+}
+
+// Copies [offset, offset + length) of `from` to `out` in pieces, so that
+// memory stays bounded whatever the tensor's size.
+Status CopyRange(const ByteSource& from, uint64_t offset, uint64_t length, ByteSink& out) {
+  constexpr uint64_t kPiece = 4u << 20;
+  Buffer piece(static_cast<size_t>(std::min(length, kPiece)));
+  while (length > 0) {
+    const size_t n = static_cast<size_t>(std::min(length, kPiece));
+    ZIPNN_RETURN_IF_ERROR(from.ReadAt(offset, piece.data(), n));
+    ZIPNN_RETURN_IF_ERROR(out.Append(piece.data(), n));
+    offset += n;
+    length -= n;
+  }
+  return OkStatus();
+}
+
+// Writes the tensors in `format`: a head (npy, safetensors), then their
+// bytes in order.
+Status WriteTensors(const ByteSource& from, const std::vector<formats::Tensor>& tensors, OutputFormat format,
+                    ByteSink& out) {
+  std::string head;
+  if (format == OutputFormat::kNpy) {
+    if (tensors.size() != 1) {
+      return InvalidArgument("a .npy file holds one tensor, and " + std::to_string(tensors.size()) +
+                             " are chosen: name one with --tensor, or write safetensors");
+    }
+    ZIPNN_ASSIGN_OR_RETURN(head, formats::NpyHead(tensors[0]));
+  } else if (format == OutputFormat::kSafetensors) {
+    ZIPNN_ASSIGN_OR_RETURN(head, formats::SafetensorsHead(tensors));
+  }
+  ZIPNN_RETURN_IF_ERROR(out.Append(head.data(), head.size()));
+  for (const formats::Tensor& t : tensors) ZIPNN_RETURN_IF_ERROR(CopyRange(from, t.offset, t.length, out));
+  return OkStatus();
+}
+
+// Where the bytes go: -o's file (whole or not at all), or standard output
+// unless that is a terminal.
+Status WithOutput(const CatArgs& a, const std::function<Status(ByteSink&)>& write) {
+  if (a.output.empty()) {
+    if (::isatty(STDOUT_FILENO)) {
+      return InvalidArgument("not writing checkpoint bytes to a terminal: give -o FILE, or pipe the output");
+    }
+    StdoutSink out;
+    return write(out);
+  }
+  struct stat st;
+  if (!a.force && ::stat(a.output.c_str(), &st) == 0) {
+    return InvalidArgument(a.output + " exists; cat does not write over it (pass --force to replace it)");
+  }
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(a.output, /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(write(out));
+  return out.Commit();
+}
+
+Status RunCat(const CatArgs& a) {
+  ZIPNN_ASSIGN_OR_RETURN(const OutputFormat format, FormatOf(a));
+  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  if (a.threads > 0) repo.policy.threads = a.threads;
+  ZIPNN_ASSIGN_OR_RETURN(const store::Pointer pointer, git::PointerAt(GitSpec(a.spec)));
+
+  // The whole file, as stored: one restore, checked against the id.
+  if (!a.list && a.tensors.empty() && format == OutputFormat::kRaw) {
+    return WithOutput(a, [&](ByteSink& out) { return remote::RestoreFetching(repo, pointer, a.spec, out); });
+  }
+  ZIPNN_ASSIGN_OR_RETURN(OpenedVersion version, OpenForParts(repo, pointer, a.spec));
+  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(version.source(), formats::FormatChoice::kAuto));
+  if (layout.format == formats::Format::kRaw) {
+    std::string why = layout.warnings.empty() ? "" : " (" + layout.warnings.front() + ")";
+    return InvalidArgument(a.spec + " is not a safetensors or torch.save checkpoint git-zipnn can read tensors of" + why +
+                           "; `git zipnn cat " + a.spec + " -o FILE` writes it whole");
+  }
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<formats::Tensor> tensors, Select(layout, a.tensors, a.spec));
+  if (a.list) {
+    PrintList(layout, tensors, pointer, a.spec, a.json);
+    return OkStatus();
+  }
+  return WithOutput(a, [&](ByteSink& out) { return WriteTensors(version.source(), tensors, format, out); });
+}
+
+}  // namespace
+
+Action SetupCat(CLI::App& sub) {
+  auto a = std::make_shared<CatArgs>();
+  sub.add_option("spec", a->spec,
+                 "<rev>:<path> as git names a file at a revision (path from the top, or ./path), or a path "
+                 "(HEAD's version, from the current folder)")
+      ->required();
+  sub.add_option("-t,--tensor", a->tensors, "A tensor to write, by name or glob (repeat for more); default: all");
+  sub.add_option("-o,--output", a->output, "Write here instead of to standard output");
+  sub.add_option("--format", a->format,
+                 "raw (the bytes; without --tensor the whole file), npy (one tensor) or safetensors; default: "
+                 "by -o's extension, else raw");
+  sub.add_flag("-l,--list", a->list, "List the tensors (name, dtype, shape, bytes) instead of writing them");
+  sub.add_flag("--json", a->json, "With --list: print JSON");
+  sub.add_flag("-f,--force", a->force, "Write over an existing -o file");
+  AddThreadsOption(sub, a->threads);
+  return [a] { return RunCat(*a); };
+}
+
+}  // namespace zipnn::cmd
