@@ -97,22 +97,28 @@ Result<OpenedVersion> OpenForParts(const store::Repository& repo, const store::P
   return version;
 }
 
+// What a user calls the file's tensors: for torch.save files each tensor
+// the pickle builds (its storages hold them), else the layout's tensors.
+const std::vector<formats::Tensor>& TensorsOf(const formats::FileLayout& layout) {
+  return layout.views.empty() ? layout.tensors : layout.views;
+}
+
 // The tensors `patterns` name (each a name or a glob), in file order;
 // every tensor when there are none. A pattern that names nothing is an
 // error with the closest names.
-Result<std::vector<formats::Tensor>> Select(const formats::FileLayout& layout, const std::vector<std::string>& patterns,
-                                            const std::string& spec) {
-  if (patterns.empty()) return layout.tensors;
-  std::vector<bool> chosen(layout.tensors.size(), false);
+Result<std::vector<formats::Tensor>> Select(const std::vector<formats::Tensor>& all,
+                                            const std::vector<std::string>& patterns, const std::string& spec) {
+  if (patterns.empty()) return all;
+  std::vector<bool> chosen(all.size(), false);
   for (const std::string& pattern : patterns) {
     bool any = false;
-    for (size_t i = 0; i < layout.tensors.size(); ++i) {
-      const std::string& name = layout.tensors[i].name;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const std::string& name = all[i].name;
       if (name == pattern || ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0) chosen[i] = any = true;
     }
     if (any) continue;
     std::vector<std::string> names;
-    for (const formats::Tensor& t : layout.tensors) names.push_back(t.name);
+    for (const formats::Tensor& t : all) names.push_back(t.name);
     std::string hint;
     for (const std::string& close : ClosestWords(pattern, names)) hint += (hint.empty() ? " (did you mean '" : "', '") + close;
     if (!hint.empty()) hint += "'?)";
@@ -120,8 +126,8 @@ Result<std::vector<formats::Tensor>> Select(const formats::FileLayout& layout, c
                     "` lists them");
   }
   std::vector<formats::Tensor> picked;
-  for (size_t i = 0; i < layout.tensors.size(); ++i) {
-    if (chosen[i]) picked.push_back(layout.tensors[i]);
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (chosen[i]) picked.push_back(all[i]);
   }
   return picked;
 }
@@ -141,11 +147,13 @@ void PrintList(const formats::FileLayout& layout, const std::vector<formats::Ten
                                   {"format", formats::FormatName(layout.format)},
                                   {"tensors", nlohmann::ordered_json::array()}};
     for (const formats::Tensor& t : tensors) {
-      doc["tensors"].push_back({{"name", t.name},
-                                {"dtype", std::string(codec::DTypeName(t.dtype))},
-                                {"shape", t.shape},
-                                {"offset", t.offset},
-                                {"bytes", t.length}});
+      nlohmann::ordered_json entry = {{"name", t.name},
+                                      {"dtype", std::string(codec::DTypeName(t.dtype))},
+                                      {"shape", t.shape},
+                                      {"offset", t.offset},
+                                      {"bytes", t.length}};
+      if (t.strided) entry["strided"] = true;  // offset and bytes are its storage's
+      doc["tensors"].push_back(entry);
     }
     std::printf("%s\n", doc.dump(2).c_str());
     return;
@@ -158,13 +166,21 @@ void PrintList(const formats::FileLayout& layout, const std::vector<formats::Ten
   std::printf("%-*s  %-7s  %-*s  %12s\n", static_cast<int>(name_width), "name", "dtype", static_cast<int>(shape_width),
               "shape", "bytes");
   uint64_t bytes = 0;
+  size_t strided = 0;
   for (const formats::Tensor& t : tensors) {
-    std::printf("%-*s  %-7s  %-*s  %12llu\n", static_cast<int>(name_width), t.name.c_str(),
+    const std::string size = t.strided ? "strided" : std::to_string(t.length);
+    std::printf("%-*s  %-7s  %-*s  %12s\n", static_cast<int>(name_width), t.name.c_str(),
                 std::string(codec::DTypeName(t.dtype)).c_str(), static_cast<int>(shape_width), ShapeText(t.shape).c_str(),
-                static_cast<unsigned long long>(t.length));
-    bytes += t.length;
+                size.c_str());
+    if (t.strided) {
+      ++strided;
+    } else {
+      bytes += t.length;
+    }
   }
-  std::printf("%zu %s, %s\n", tensors.size(), tensors.size() == 1 ? "tensor" : "tensors", HumanBytes(bytes).c_str());
+  std::printf("%zu %s, %s", tensors.size(), tensors.size() == 1 ? "tensor" : "tensors", HumanBytes(bytes).c_str());
+  if (strided > 0) std::printf(" (%zu strided: views cat cannot write)", strided);
+  std::printf("\n");
 }
 
 // Copies [offset, offset + length) of `from` to `out` in pieces, so that
@@ -237,10 +253,17 @@ Status RunCat(const CatArgs& a) {
     return InvalidArgument(a.spec + " is not a safetensors or torch.save checkpoint git-zipnn can read tensors of" + why +
                            "; `git zipnn cat " + a.spec + " -o FILE` writes it whole");
   }
-  ZIPNN_ASSIGN_OR_RETURN(const std::vector<formats::Tensor> tensors, Select(layout, a.tensors, a.spec));
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<formats::Tensor> tensors, Select(TensorsOf(layout), a.tensors, a.spec));
   if (a.list) {
     PrintList(layout, tensors, pointer, a.spec, a.json);
     return OkStatus();
+  }
+  for (const formats::Tensor& t : tensors) {
+    if (t.strided) {
+      return Unsupported("'" + t.name + "' is a view whose elements are not contiguous in its storage (a " +
+                         "transposed or strided slice); cat writes only tensors stored in order" +
+                         (a.tensors.empty() ? ": choose the others with --tensor" : ""));
+    }
   }
   return WithOutput(a, [&](ByteSink& out) { return WriteTensors(version.source(), tensors, format, out); });
 }

@@ -164,5 +164,43 @@ TEST_CASE("cat reads a version stored in format 2 by restoring it whole") {
         Tensors(Slurp(repo.Data("cnn-bf16/step-000080.safetensors"))).at("fc1.weight").bytes);
 }
 
+TEST_CASE("cat takes torch.save tensors by their own shapes, views of shared storages included") {
+  Repo repo;
+  // x, a slice of it (a view at an offset), the same tensor under a second
+  // name (tied weights), and its transpose (strided), saved together.
+  const std::string script =
+      "import torch; torch.manual_seed(0); x = torch.randn(6, 4); "
+      "torch.save({'x': x, 'rows': x[2:4], 'tied': x, 't': x.t(), 'y': torch.arange(5, dtype=torch.int64)}, 'v.pt'); "
+      "x[2:4].contiguous().numpy().tofile('rows.want'); x.numpy().tofile('x.want')";
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.pt' && /usr/bin/python3 -c \"" + script +
+                  "\" && git add .gitattributes v.pt && git commit -qm views")
+              .code == 0);
+  const Run listed = repo.Sh("git zipnn cat --list --json v.pt");
+  REQUIRE(listed.code == 0);
+  const nlohmann::json list = nlohmann::json::parse(listed.out);
+  CHECK(list["format"] == "pytorch");
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& t : list["tensors"]) by_name[t["name"]] = t;
+  REQUIRE(by_name.size() == 5);
+  CHECK(by_name["x"]["shape"] == nlohmann::json::array({6, 4}));
+  CHECK(by_name["rows"]["shape"] == nlohmann::json::array({2, 4}));
+  CHECK(by_name["rows"]["bytes"] == 32);
+  CHECK(by_name["t"]["shape"] == nlohmann::json::array({4, 6}));
+  CHECK(by_name["t"]["strided"] == true);
+  CHECK(by_name["y"]["dtype"] == "i64");
+  // A slice and a tied name read the bytes of the storage they share.
+  REQUIRE(repo.Sh("git zipnn cat v.pt -t rows > rows.raw && git zipnn cat v.pt -t tied > tied.raw").code == 0);
+  CHECK(Slurp(repo.File("rows.raw")) == Slurp(repo.File("rows.want")));
+  CHECK(Slurp(repo.File("tied.raw")) == Slurp(repo.File("x.want")));
+  // A strided view is refused, and so is the whole file when it holds one.
+  CHECK(repo.Sh("git zipnn cat v.pt -t t -o t.raw").err ==
+        "error: 't' is a view whose elements are not contiguous in its storage (a transposed or strided slice); cat "
+        "writes only tensors stored in order\n");
+  CHECK(repo.Sh("git zipnn cat v.pt -o all.safetensors").err.find("choose the others with --tensor") !=
+        std::string::npos);
+  REQUIRE(repo.Sh("git zipnn cat v.pt -t x -t rows -t y -o some.safetensors").code == 0);
+  CHECK(Tensors(Slurp(repo.File("some.safetensors"))).at("rows").bytes == Slurp(repo.File("rows.want")));
+}
+
 }  // namespace
 }  // namespace zipnn::testing

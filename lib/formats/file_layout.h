@@ -25,12 +25,20 @@ struct Tensor {
   std::vector<uint64_t> shape;
   uint64_t offset = 0;
   uint64_t length = 0;
+  // A view (FileLayout::views) whose elements are not contiguous in its
+  // storage: offset and length then cover the whole storage.
+  bool strided = false;
 };
 
 struct FileLayout {
   Format format = Format::kRaw;  // kRaw may still hold one guessed-dtype tensor
   uint64_t size = 0;
   std::vector<Tensor> tensors;  // sorted by offset, non-overlapping, inside [0, size)
+  // torch.save files: each tensor the pickle builds, under its own name
+  // and shape, as the bytes of its storage it covers (tensors that share a
+  // storage overlap), storage by storage. `tensors` are the storages. Empty
+  // for other formats, whose `tensors` are the tensors.
+  std::vector<Tensor> views;
   // Why a file that looked like a checkpoint is stored as raw bytes.
   std::vector<std::string> warnings;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "lib/base/buffer.h"
 #include "lib/base/strings.h"
@@ -14,6 +15,52 @@ namespace {
 
 FileLayout Raw(const ByteSource& file, const std::string& problem) {
   return RawLayout(file.size(), file.name() + ": torch zip " + problem + "; stored as raw bytes");
+}
+
+// The elements of `shape`, or nullopt on overflow.
+std::optional<uint64_t> Elements(const std::vector<uint64_t>& shape) {
+  uint64_t n = 1;
+  for (uint64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  }
+  return n;
+}
+
+// Whether a view's elements lie back to back in C order: each stride is
+// the product of the sizes after it (a dimension of size 1 may have any).
+bool Contiguous(const TorchView& v) {
+  uint64_t expected = 1;
+  for (size_t i = v.shape.size(); i-- > 0;) {
+    if (v.shape[i] != 1 && v.stride[i] != expected) return false;
+    if (__builtin_mul_overflow(expected, v.shape[i], &expected)) return false;
+  }
+  return true;
+}
+
+// The tensors built on `storage`, whose bytes `member` holds (`elements`
+// elements), as views of those bytes. A view reaching past the storage is
+// left out.
+void AddViews(const TorchStorage& storage, const Tensor& member, uint64_t elements,
+              std::vector<std::pair<size_t, Tensor>>& views) {
+  const uint64_t width = static_cast<uint64_t>(codec::DTypeWidth(member.dtype));
+  for (const TorchView& v : storage.views) {
+    const std::optional<uint64_t> numel = Elements(v.shape);
+    if (!numel || v.offset > elements) continue;
+    Tensor t;
+    t.name = v.name;
+    t.dtype = member.dtype;
+    t.shape = v.shape;
+    if (Contiguous(v)) {
+      if (*numel > elements - v.offset) continue;
+      t.offset = member.offset + v.offset * width;
+      t.length = *numel * width;
+    } else {
+      t.strided = true;
+      t.offset = member.offset;
+      t.length = member.length;
+    }
+    views.emplace_back(v.order, std::move(t));
+  }
 }
 
 }  // namespace
@@ -50,6 +97,7 @@ Result<FileLayout> ReadPytorch(const ByteSource& file) {
   layout.format = Format::kPytorch;
   layout.size = file.size();
   const std::string data_prefix = prefix + "data/";
+  std::vector<std::pair<size_t, Tensor>> views;  // by the order the pickle builds them
   for (const ZipMember& m : *members) {
     if (m.name.compare(0, data_prefix.size(), data_prefix) != 0) continue;
     if (m.method != 0) return Raw(file, "member '" + m.name + "' is compressed");
@@ -65,9 +113,19 @@ Result<FileLayout> ReadPytorch(const ByteSource& file) {
     if (t.name.empty()) t.name = "storage " + key;
     // A storage whose size is no whole number of its elements stays opaque.
     if (t.length % static_cast<uint64_t>(codec::DTypeWidth(t.dtype)) != 0) t.dtype = codec::DType::kBytes;
-    t.shape = {t.length / static_cast<uint64_t>(codec::DTypeWidth(t.dtype))};
+    const uint64_t elements = t.length / static_cast<uint64_t>(codec::DTypeWidth(t.dtype));
+    t.shape = {elements};
+    if (it != by_key.end() && t.dtype != codec::DType::kBytes) {
+      const size_t first = views.size();
+      AddViews(*it->second, t, elements, views);
+      // A storage that is exactly one tensor takes its shape.
+      const Tensor* only = views.size() == first + 1 ? &views[first].second : nullptr;
+      if (only != nullptr && !only->strided && only->offset == t.offset && only->length == t.length) t.shape = only->shape;
+    }
     layout.tensors.push_back(std::move(t));
   }
+  std::sort(views.begin(), views.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& v : views) layout.views.push_back(std::move(v.second));
   if (auto overlap = SortTensors(layout.tensors)) {
     return Raw(file, "has overlapping members '" + overlap->first + "' and '" + overlap->second + "'");
   }

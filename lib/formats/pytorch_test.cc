@@ -31,6 +31,14 @@ TEST_CASE("torch.save zips: storages named by their tensors, typed by their stor
     REQUIRE(w != nullptr);
     CHECK(w->dtype == DType::kF32);
     CHECK(w->length == 8 * 1 * 3 * 3 * 4);
+    // A storage that is one whole tensor takes the shape the pickle gives.
+    CHECK(w->shape == std::vector<uint64_t>{8, 1, 3, 3});
+    // Each tensor is also a view, in the order the pickle builds them:
+    // the model's first, then the optimizer's.
+    REQUIRE(l.views.size() == l.tensors.size());
+    CHECK(l.views.front().name == "model/c1.weight");
+    CHECK(l.views.front().offset == w->offset);
+    CHECK(l.views.back().name.rfind("optimizer/", 0) == 0);
     const Tensor* counter = Find(l, "model/b1.num_batches_tracked");
     REQUIRE(counter != nullptr);
     CHECK(counter->dtype == DType::kI64);

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -316,8 +317,11 @@ Result<Ref> Machine::Run() {
 class Walker {
  public:
   void Walk(const Ref& v, const std::string& path, size_t depth) {
-    if (depth > kMaxDepth || !seen_.insert(v).second) return;
+    if (depth > kMaxDepth) return;
     using K = Value::Kind;
+    // A tensor reached again (one object saved under two names) is a view
+    // under each; anything else shared is walked once.
+    if (!seen_.insert(v).second && !IsRebuild(v)) return;
     switch (v->kind) {
       case K::kDict:
         for (const auto& [key, value] : v->dict) {
@@ -334,10 +338,9 @@ class Walker {
         break;
       case K::kReduce: {
         const Ref& args = v->items[1];
-        // _rebuild_tensor_v2(storage, offset, size, stride, ...) and its
-        // relatives: the first argument is the storage's persistent id.
-        if (args->kind == K::kTuple && !args->items.empty() && args->items[0]->kind == K::kPersid) {
-          Storage(args->items[0], path);
+        // _rebuild_tensor_v2(storage, offset, size, stride, ...).
+        if (IsRebuild(v)) {
+          if (TorchStorage* s = Storage(args->items[0], path)) View(*s, args->items, path);
           break;
         }
         Walk(args, path, depth + 1);  // nn.Parameter wraps a tensor: same path
@@ -353,20 +356,31 @@ class Walker {
   std::vector<TorchStorage> Take() { return std::move(storages_); }
 
  private:
+  // _rebuild_tensor_v2 and its relatives: a reduce whose first argument is
+  // a storage's persistent id.
+  static bool IsRebuild(const Ref& v) {
+    if (v->kind != Value::Kind::kReduce) return false;
+    const Ref& args = v->items[1];
+    return args->kind == Value::Kind::kTuple && !args->items.empty() && args->items[0]->kind == Value::Kind::kPersid;
+  }
+
   // Walks `v` under path/part, unless that path would be too long; the
   // length is checked before the path is built.
   void Child(const Ref& v, const std::string& path, std::string_view part, size_t depth) {
     if (path.size() + 1 + part.size() > kMaxPathBytes) return;
     Walk(v, path.empty() ? std::string(part) : path + "/" + std::string(part), depth + 1);
   }
-  // ('storage', <class>, key, location, numel)
-  void Storage(const Ref& persid, const std::string& path) {
+  // ('storage', <class>, key, location, numel): the storage, recorded the
+  // first time a tensor reaches it.
+  TorchStorage* Storage(const Ref& persid, const std::string& path) {
     const Ref& pid = persid->items[0];
-    if (pid->kind != Value::Kind::kTuple || pid->items.size() < 3) return;
+    if (pid->kind != Value::Kind::kTuple || pid->items.size() < 3) return nullptr;
     const Ref& cls = pid->items[1];
     const Ref& key = pid->items[2];
-    if (key->kind != Value::Kind::kString || known_.count(key->s) != 0) return;
-    known_.insert(key->s);
+    if (key->kind != Value::Kind::kString) return nullptr;
+    auto known = known_.find(key->s);
+    if (known != known_.end()) return &storages_[known->second];
+    known_[key->s] = storages_.size();
     TorchStorage s;
     s.key = key->s;
     s.name = path;
@@ -375,11 +389,36 @@ class Walker {
       s.dtype = TorchStorageDType(space == std::string::npos ? cls->s : cls->s.substr(space + 1));
     }
     storages_.push_back(std::move(s));
+    return &storages_.back();
+  }
+
+  // The tuple of non-negative ints `v`, if it is one of at most
+  // kMaxTorchDims.
+  static std::optional<std::vector<uint64_t>> Dims(const Ref& v) {
+    if (v->kind != Value::Kind::kTuple || v->items.size() > kMaxTorchDims) return std::nullopt;
+    std::vector<uint64_t> dims;
+    for (const Ref& d : v->items) {
+      if (d->kind != Value::Kind::kInt || d->i < 0) return std::nullopt;
+      dims.push_back(static_cast<uint64_t>(d->i));
+    }
+    return dims;
+  }
+
+  // The view (storage, offset, size, stride, ...) describes, when its
+  // arguments are what torch writes.
+  void View(TorchStorage& storage, const std::vector<Ref>& args, const std::string& path) {
+    if (views_ >= kMaxTorchViews || args.size() < 4 || args[1]->kind != Value::Kind::kInt || args[1]->i < 0) return;
+    auto shape = Dims(args[2]);
+    auto stride = Dims(args[3]);
+    if (!shape || !stride || shape->size() != stride->size()) return;
+    storage.views.push_back(
+        TorchView{path, views_++, static_cast<uint64_t>(args[1]->i), std::move(*shape), std::move(*stride)});
   }
 
   std::set<const Value*> seen_;
-  std::set<std::string> known_;
+  std::map<std::string, size_t> known_;  // storage key -> index in storages_
   std::vector<TorchStorage> storages_;
+  size_t views_ = 0;
 };
 
 }  // namespace
