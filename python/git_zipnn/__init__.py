@@ -1,0 +1,286 @@
+"""git-zipnn from Python.
+
+Checkpoints kept in git with git-zipnn, read and committed from a training
+script or a notebook:
+
+    import git_zipnn
+    git_zipnn.versions("out/model.safetensors")             # the log, as dicts
+    w = git_zipnn.load_tensor("out/model.safetensors", "lm_head.weight", rev="HEAD~3")
+    sd = git_zipnn.load_state_dict("out/model.safetensors", rev="HEAD~3", framework="torch")
+    tables = git_zipnn.analyze("out/model.safetensors")     # pandas DataFrames when pandas is there
+    git_zipnn.commit_checkpoint("out/checkpoint-500", step=500)
+
+Everything goes through the git-zipnn binary (the one $GIT_ZIPNN names,
+else `git-zipnn` on PATH) and git: no compiled extension. A tensor is
+read by parts down its version's chain of deltas and checked, so one
+tensor of an old version costs its own bytes, not the whole checkpoint.
+
+numpy is needed to load tensors; torch is used for framework="torch",
+pandas for analyze's tables, each only when present and asked for.
+Importing this module needs neither.
+"""
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+
+__all__ = [
+    "GitZipnnError",
+    "versions",
+    "list_tensors",
+    "load_tensor",
+    "load_state_dict",
+    "analyze",
+    "commit_checkpoint",
+]
+
+
+class GitZipnnError(RuntimeError):
+    """A git-zipnn or git command failed; the message is what it said."""
+
+    def __init__(self, message, command=None):
+        super().__init__(message)
+        self.command = command
+
+
+# ---- Running git-zipnn and git ----
+
+
+def _binary():
+    found = os.environ.get("GIT_ZIPNN") or shutil.which("git-zipnn")
+    if not found:
+        raise GitZipnnError("git-zipnn is not on PATH (and $GIT_ZIPNN is not set): run the README's set-up first")
+    return found
+
+
+def _run(argv, cwd, stdin=None):
+    """Runs argv in cwd; its standard output as bytes, or GitZipnnError
+    with what it wrote to standard error."""
+    done = subprocess.run(argv, cwd=cwd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip()
+        for prefix in ("error: ", "git-zipnn: ", "fatal: "):
+            if said.startswith(prefix):
+                said = said[len(prefix):]
+        raise GitZipnnError(said or f"{' '.join(argv)} exited with {done.returncode}", argv)
+    return done.stdout
+
+
+def _zipnn(args, cwd):
+    return _run([_binary()] + list(args), cwd)
+
+
+def _git(args, cwd):
+    return _run(["git"] + list(args), cwd).decode()
+
+
+def _place(path):
+    """The folder to run commands in for `path` (the nearest that exists,
+    since a trainer may have removed the file), and the path from there."""
+    full = os.path.abspath(path)
+    folder = full if os.path.isdir(full) else os.path.dirname(full)
+    while not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    return folder, os.path.relpath(full, folder)
+
+
+def _spec(path, rev):
+    folder, rel = _place(path)
+    return folder, f"{rev}:./{rel}"
+
+
+# ---- Tensors out of safetensors bytes ----
+
+_NUMPY_TYPES = {
+    "F64": "<f8", "F32": "<f4", "F16": "<f2",
+    "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1",
+    "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?",
+}
+
+
+def _numpy():
+    try:
+        import numpy
+    except ImportError:
+        raise GitZipnnError("loading tensors needs numpy (Debian: apt install python3-numpy)") from None
+    return numpy
+
+
+def _f8_table(numpy, exponent_bits, bias, finite_only):
+    """The float32 value of each of the 256 bytes of an 8-bit float."""
+    values = []
+    mantissa_bits = 7 - exponent_bits
+    for byte in range(256):
+        sign = -1.0 if byte & 0x80 else 1.0
+        exponent = (byte >> mantissa_bits) & ((1 << exponent_bits) - 1)
+        mantissa = byte & ((1 << mantissa_bits) - 1)
+        top = (1 << exponent_bits) - 1
+        if finite_only and exponent == top and mantissa == (1 << mantissa_bits) - 1:
+            values.append(float("nan"))  # e4m3fn: only S.1111.111 is NaN
+        elif not finite_only and exponent == top:
+            values.append(sign * float("inf") if mantissa == 0 else float("nan"))
+        elif exponent == 0:
+            values.append(sign * mantissa / (1 << mantissa_bits) * 2.0 ** (1 - bias))
+        else:
+            values.append(sign * (1 + mantissa / (1 << mantissa_bits)) * 2.0 ** (exponent - bias))
+    return numpy.array(values, dtype=numpy.float32)
+
+
+def _to_numpy(numpy, dtype, shape, raw):
+    """A numpy array of safetensors `dtype`. numpy has no bf16 or 8-bit
+    floats: those come back as float32, exactly (every value they hold is
+    a float32)."""
+    if dtype in _NUMPY_TYPES:
+        return numpy.frombuffer(raw, dtype=_NUMPY_TYPES[dtype]).reshape(shape).copy()
+    if dtype == "BF16":
+        bits = numpy.frombuffer(raw, dtype="<u2").astype(numpy.uint32) << 16
+        return bits.view(numpy.float32).reshape(shape)
+    if dtype in ("F8_E4M3", "F8_E5M2"):
+        table = _f8_table(numpy, 4, 7, True) if dtype == "F8_E4M3" else _f8_table(numpy, 5, 15, False)
+        return table[numpy.frombuffer(raw, dtype=numpy.uint8)].reshape(shape)
+    raise GitZipnnError(f"dtype {dtype} has no numpy type")
+
+
+def _to_torch(dtype, shape, raw):
+    import torch
+
+    types = {
+        "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+        "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
+        "U8": torch.uint8, "BOOL": torch.bool,
+    }
+    for name, attr in (("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2")):
+        if hasattr(torch, attr):
+            types[name] = getattr(torch, attr)
+    if dtype not in types:
+        raise GitZipnnError(f"this torch ({torch.__version__}) has no dtype for {dtype}")
+    if not raw:
+        return torch.empty(shape, dtype=types[dtype])
+    return torch.frombuffer(bytearray(raw), dtype=types[dtype]).reshape(shape)
+
+
+def _tensors_of(blob, framework):
+    """The tensors of a safetensors file's bytes, by name, in file order."""
+    if len(blob) < 8:
+        raise GitZipnnError("git-zipnn wrote no safetensors header")
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    data = memoryview(blob)[8 + n:]
+    numpy = None if framework == "torch" else _numpy()
+    out = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        raw = bytes(data[begin:end])
+        if framework == "torch":
+            out[name] = _to_torch(entry["dtype"], entry["shape"], raw)
+        else:
+            out[name] = _to_numpy(numpy, entry["dtype"], entry["shape"], raw)
+    return out
+
+
+def _check_framework(framework):
+    if framework not in ("numpy", "torch"):
+        raise ValueError(f"framework must be 'numpy' or 'torch', not {framework!r}")
+
+
+# ---- The public functions ----
+
+
+def versions(path):
+    """The stored versions of the tracked checkpoint `path`, newest first
+    (as git log lists commits), as `git zipnn log --json` gives them: dicts with path, commit, date,
+    subject, id, kind ('base' or 'delta'), base, base_reason, depth,
+    raw_bytes and stored_bytes."""
+    folder, rel = _place(path)
+    return json.loads(_zipnn(["log", "--json", rel], folder))
+
+
+def list_tensors(path, rev="HEAD"):
+    """The tensors of `path` at `rev`: dicts with name, dtype, shape,
+    offset and bytes (and strided for views cat cannot write)."""
+    folder, spec = _spec(path, rev)
+    return json.loads(_zipnn(["cat", "--list", "--json", spec], folder))["tensors"]
+
+
+def load_tensor(path, name, rev="HEAD", framework="numpy"):
+    """One tensor of `path` at `rev`, read by parts down its chain and
+    checked. A numpy array (bf16 and 8-bit floats as float32, exactly), or
+    a torch tensor with framework="torch"."""
+    _check_framework(framework)
+    folder, spec = _spec(path, rev)
+    blob = _zipnn(["cat", spec, "--tensor", name, "--format", "safetensors"], folder)
+    tensors = _tensors_of(blob, framework)
+    if name in tensors:
+        return tensors[name]
+    raise GitZipnnError(f"{name!r} names several tensors of {spec} ({', '.join(tensors)}); give one name")
+
+
+def load_state_dict(path, rev="HEAD", framework="numpy", tensors=None):
+    """Every tensor of `path` at `rev` (or those `tensors` names or globs),
+    as a dict from name to array, in file order. torch.save files give
+    their tensors by path in the saved structure ("model/fc.weight"); a
+    view cat cannot write (a transposed slice) is an error naming it."""
+    _check_framework(framework)
+    folder, spec = _spec(path, rev)
+    args = ["cat", spec, "--format", "safetensors"]
+    for pattern in tensors or []:
+        args += ["--tensor", pattern]
+    return _tensors_of(_zipnn(args, folder), framework)
+
+
+def analyze(*paths, rev=None, against="previous", base_interval=None, tensors=None):
+    """`git zipnn analyze` over one tracked checkpoint (its history or
+    series) or checkpoint files in order: its tables ("checkpoints",
+    "tensors", "exponents", "policies") as pandas DataFrames when pandas
+    is present, else as lists of dicts."""
+    if not paths:
+        raise ValueError("analyze needs at least one path")
+    folder, _ = _place(paths[0])
+    with tempfile.TemporaryDirectory() as scratch:
+        out = os.path.join(scratch, "analysis.json")
+        args = ["analyze", "--json", out, "--against", against, "--top", "0"]
+        if rev is not None:
+            args += ["--rev", rev]
+        if base_interval is not None:
+            args += ["--base-interval", str(base_interval)]
+        if tensors is not None:
+            args += ["--tensors", tensors]
+        args += [os.path.relpath(os.path.abspath(p), folder) for p in paths]
+        _zipnn(args, folder)
+        with open(out) as f:
+            doc = json.load(f)
+    tables = {key: doc[key] for key in ("checkpoints", "tensors", "exponents", "policies")}
+    try:
+        import pandas
+    except ImportError:
+        return tables
+    return {key: pandas.DataFrame(rows) for key, rows in tables.items()}
+
+
+def commit_checkpoint(path, step=None, message=None):
+    """Commits what a training loop just saved at `path` (a file or a
+    folder such as checkpoint-500/), removals included, and nothing else
+    staged. Returns the new commit's id, or None when nothing changed.
+    Refuses a path git-zipnn does not track, naming the command to run."""
+    folder, rel = _place(path)
+    files = [rel]
+    if os.path.isdir(os.path.join(folder, rel)):
+        files = [os.path.relpath(os.path.join(d, f), folder) for d, _, names in os.walk(os.path.join(folder, rel))
+                 for f in names]
+    if files:
+        lines = _git(["check-attr", "filter", "--"] + files, folder).splitlines()
+        if not any(line.endswith(": filter: zipnn") for line in lines):
+            raise GitZipnnError(f"{path} is not tracked by git-zipnn, so git would store it whole: run "
+                                f"`git zipnn track '<pattern>'` for it first (git zipnn track --help)")
+    _git(["add", "-A", "--", rel], folder)
+    if not _git(["diff", "--cached", "--name-only", "--", rel], folder).strip():
+        return None
+    if message is None:
+        message = f"checkpoint at step {step}" if step is not None else f"checkpoint {rel}"
+    _git(["commit", "-q", "-m", message, "--", rel], folder)
+    return _git(["rev-parse", "HEAD"], folder).strip()

@@ -1,0 +1,212 @@
+"""Tests of the git_zipnn module against real git repositories, with the
+git-zipnn of this build ($GIT_ZIPNN), Debian's numpy, torch and pandas,
+and checkpoints of real training runs (tests/data) or saved by a small
+training loop here."""
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy
+import torch
+
+import git_zipnn
+
+DATA = os.path.join(os.getcwd(), "tests", "data")
+
+
+def safetensors_of(path):
+    """name -> (dtype, shape, raw bytes) of a safetensors file."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    data = blob[8 + n:]
+    return {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in header.items() if k != "__metadata__"}
+
+
+class Repository(unittest.TestCase):
+    """Each test gets a fresh repository with git-zipnn installed in it."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="git-zipnn-py-")
+        self.addCleanup(shutil.rmtree, self.root)
+        binary = os.environ["GIT_ZIPNN"]
+        self.env = dict(os.environ, HOME=os.path.join(self.root, "home"), GIT_CONFIG_NOSYSTEM="1",
+                        PATH=os.path.dirname(binary) + os.pathsep + os.environ["PATH"])
+        os.mkdir(self.env["HOME"])
+        self.saved_env = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(self.env)
+        self.addCleanup(self.restore_env)
+        self.repo = os.path.join(self.root, "repo")
+        self.sh("git init -q repo && cd repo && git config user.email t@example.com && git config user.name T && "
+                "git zipnn install --local >/dev/null", cwd=self.root)
+
+    def restore_env(self):
+        os.environ.clear()
+        os.environ.update(self.saved_env)
+
+    def sh(self, line, cwd=None):
+        done = subprocess.run(["bash", "-c", line], cwd=cwd or self.repo, env=self.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        return done.stdout.decode()
+
+    def path(self, *parts):
+        return os.path.join(self.repo, *parts)
+
+
+class ImportTest(unittest.TestCase):
+    def test_import_needs_neither_numpy_nor_torch(self):
+        out = subprocess.run([sys.executable, "-c", "import sys, git_zipnn; print(sorted(m for m in "
+                              "('numpy', 'torch', 'pandas') if m in sys.modules))"],
+                             stdout=subprocess.PIPE, check=True, env=os.environ)
+        self.assertEqual(out.stdout.decode().strip(), "[]")
+
+
+class TrainerFoldersTest(Repository):
+    """Hugging Face Trainer-style folders committed with commit_checkpoint."""
+
+    def setUp(self):
+        super().setUp()
+        self.sh("git zipnn track 'out/**/*.safetensors' >/dev/null && git add .gitattributes && git commit -qm setup")
+        self.steps = ["000040", "000080", "000120", "000160", "000200"]
+        self.commits = []
+        for i, step in enumerate(self.steps):
+            folder = self.path("out", f"checkpoint-{(i + 1) * 40}")
+            os.makedirs(folder)
+            shutil.copy(os.path.join(DATA, "cnn-bf16", f"step-{step}.safetensors"),
+                        os.path.join(folder, "model.safetensors"))
+            self.commits.append(git_zipnn.commit_checkpoint(folder, step=(i + 1) * 40))
+
+    def test_commit_checkpoint_commits_each_save_and_only_it(self):
+        self.assertTrue(all(len(c) == 40 for c in self.commits))
+        self.assertEqual(self.sh("git log --format=%s -1"), "checkpoint at step 200\n")
+        self.assertEqual(self.sh("git status --porcelain"), "")
+        # Nothing new: no commit.
+        self.assertIsNone(git_zipnn.commit_checkpoint(self.path("out", "checkpoint-200"), step=200))
+        # Another staged file is left out of the checkpoint's commit.
+        self.sh("echo notes > notes.txt && git add notes.txt")
+        os.makedirs(self.path("out", "checkpoint-240"))
+        shutil.copy(os.path.join(DATA, "cnn-bf16", "step-000040.safetensors"),
+                    self.path("out", "checkpoint-240", "model.safetensors"))
+        git_zipnn.commit_checkpoint(self.path("out", "checkpoint-240"), message="two hundred forty")
+        self.assertEqual(self.sh("git show --name-only --format=%s HEAD"),
+                         "two hundred forty\n\nout/checkpoint-240/model.safetensors\n")
+        self.assertEqual(self.sh("git status --porcelain"), "A  notes.txt\n")
+
+    def test_commit_checkpoint_refuses_what_git_zipnn_does_not_track(self):
+        os.makedirs(self.path("runs"))
+        torch.save({"w": torch.zeros(3)}, self.path("runs", "model.pt"))
+        with self.assertRaises(git_zipnn.GitZipnnError) as caught:
+            git_zipnn.commit_checkpoint(self.path("runs"))
+        self.assertIn("is not tracked by git-zipnn", str(caught.exception))
+        self.assertIn("git zipnn track", str(caught.exception))
+        self.assertEqual(self.sh("git status --porcelain"), "?? runs/\n")
+
+    def test_versions_lists_each_save_with_how_it_is_stored(self):
+        found = git_zipnn.versions(self.path("out", "checkpoint-120", "model.safetensors"))
+        self.assertEqual(len(found), 1)
+        self.assertEqual(found[0]["kind"], "delta")
+        self.assertEqual(found[0]["depth"], 2)
+        self.assertEqual(found[0]["raw_bytes"], os.path.getsize(self.path("out", "checkpoint-120", "model.safetensors")))
+        first = git_zipnn.versions(self.path("out", "checkpoint-40", "model.safetensors"))
+        self.assertEqual(first[0]["kind"], "base")
+        self.assertEqual(first[0]["commit"], self.commits[0])
+
+    def test_load_tensor_reads_any_version_exactly(self):
+        want = safetensors_of(os.path.join(DATA, "cnn-bf16", "step-000120.safetensors"))
+        got = git_zipnn.load_tensor(self.path("out", "checkpoint-120", "model.safetensors"), "fc1.weight")
+        dtype, shape, raw = want["fc1.weight"]
+        self.assertEqual(dtype, "BF16")
+        self.assertEqual(got.dtype, numpy.float32)  # numpy has no bf16: widened exactly
+        self.assertEqual(list(got.shape), shape)
+        self.assertEqual((got.view(numpy.uint32) >> 16).astype("<u2").tobytes(), raw)
+        as_torch = git_zipnn.load_tensor(self.path("out", "checkpoint-120", "model.safetensors"), "fc1.weight",
+                                         framework="torch")
+        self.assertEqual(as_torch.dtype, torch.bfloat16)
+        self.assertTrue(torch.equal(as_torch.float(), torch.from_numpy(got)))
+        # An integer counter keeps its type.
+        counter = git_zipnn.load_tensor(self.path("out", "checkpoint-120", "model.safetensors"),
+                                        "b1.num_batches_tracked")
+        self.assertEqual(counter.dtype, numpy.int64)
+        self.assertEqual(counter.tobytes(), want["b1.num_batches_tracked"][2])
+
+    def test_load_state_dict_of_an_old_revision(self):
+        # The folder as it was two commits ago holds step 120's bytes.
+        path = self.path("out", "checkpoint-200", "model.safetensors")
+        old = git_zipnn.load_state_dict(self.path("out", "checkpoint-120", "model.safetensors"), rev="HEAD~2")
+        want = safetensors_of(os.path.join(DATA, "cnn-bf16", "step-000120.safetensors"))
+        self.assertEqual(list(old), list(want))
+        some = git_zipnn.load_state_dict(path, tensors=["c1.*"], framework="torch")
+        self.assertEqual(sorted(some), ["c1.bias", "c1.weight"])
+        last = safetensors_of(os.path.join(DATA, "cnn-bf16", "step-000200.safetensors"))
+        self.assertEqual(some["c1.weight"].view(torch.int16).numpy().tobytes(), last["c1.weight"][2])
+
+    def test_list_tensors_and_errors_name_the_problem(self):
+        path = self.path("out", "checkpoint-80", "model.safetensors")
+        listed = git_zipnn.list_tensors(path)
+        self.assertEqual(len(listed), 25)
+        self.assertEqual(listed[0]["name"], "c1.weight")
+        with self.assertRaises(git_zipnn.GitZipnnError) as caught:
+            git_zipnn.load_tensor(path, "fc1.weigth")
+        self.assertIn("no tensor 'fc1.weigth'", str(caught.exception))
+        self.assertIn("did you mean 'fc1.weight'?", str(caught.exception))
+        with self.assertRaises(ValueError):
+            git_zipnn.load_tensor(path, "fc1.weight", framework="jax")
+
+    def test_analyze_returns_its_tables_as_data_frames(self):
+        tables = git_zipnn.analyze(*[self.path("out", f"checkpoint-{s}", "model.safetensors")
+                                     for s in (40, 80, 120, 160, 200)])
+        self.assertEqual(sorted(tables), ["checkpoints", "exponents", "policies", "tensors"])
+        checkpoints = tables["checkpoints"]
+        self.assertEqual(len(checkpoints), 5)
+        self.assertEqual(int(checkpoints["raw_bytes"].iloc[0]),
+                         os.path.getsize(self.path("out", "checkpoint-40", "model.safetensors")))
+        self.assertTrue((tables["tensors"]["tensor"] == "fc1.weight").any())
+
+
+class TrainingLoopTest(Repository):
+    """A plain PyTorch loop that saves model and optimizer with torch.save
+    to one path, committing after each save, then reads old versions back."""
+
+    def test_a_training_loop_commits_and_reads_back_each_save(self):
+        self.sh("git zipnn track '*.pt' >/dev/null && git add .gitattributes && git commit -qm setup")
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        saved = []
+        for step in range(1, 4):
+            for _ in range(5):
+                x = torch.randn(8, 16)
+                loss = model(x).pow(2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, self.path("ckpt.pt"))
+            saved.append({k: v.clone() for k, v in model.state_dict().items()})
+            git_zipnn.commit_checkpoint(self.path("ckpt.pt"), step=step)
+        history = git_zipnn.versions(self.path("ckpt.pt"))
+        self.assertEqual([v["kind"] for v in history], ["delta", "delta", "base"])  # newest first
+        self.assertEqual([v["subject"] for v in history], [f"checkpoint at step {s}" for s in (3, 2, 1)])
+        for back, want in zip((2, 1, 0), saved):
+            got = git_zipnn.load_state_dict(self.path("ckpt.pt"), rev=f"HEAD~{back}", framework="torch",
+                                            tensors=["model/*"])
+            self.assertEqual(sorted(got), sorted("model/" + k for k in want))
+            for name, tensor in want.items():
+                self.assertEqual(got["model/" + name].shape, tensor.shape)
+                self.assertTrue(torch.equal(got["model/" + name], tensor), name)
+        # Adam's moments come back too, shaped like their parameters.
+        moment = git_zipnn.load_tensor(self.path("ckpt.pt"), "optimizer/state/0/exp_avg", rev="HEAD~1")
+        self.assertEqual(moment.shape, (32, 16))
+
+
+if __name__ == "__main__":
+    unittest.main()
