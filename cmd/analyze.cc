@@ -4,6 +4,7 @@
 // would store for it.
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <regex>
@@ -34,6 +35,7 @@ struct AnalyzeArgs {
   std::string at;
   size_t top = 20;
   std::string csv, json, html;
+  bool as_given = false;
   int threads = 0;
 };
 
@@ -45,10 +47,79 @@ struct Pending {
 
 std::string FileName(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
-// A checkpoint's step by the series rules, or its file name.
-std::string FileLabel(const series::Rules& rules, const std::string& path) {
-  const std::string step = rules.Place(path).step;
-  return step.empty() ? FileName(path) : step;
+std::vector<std::string> Components(const std::string& path) {
+  std::vector<std::string> parts;
+  for (size_t at = 0; at <= path.size();) {
+    const size_t slash = std::min(path.find('/', at), path.size());
+    parts.push_back(path.substr(at, slash - at));
+    at = slash + 1;
+  }
+  return parts;
+}
+
+// What to call each of `paths`, versions of one checkpoint: the folder
+// that tells them apart when that is not the file name (checkpoint-500,
+// global_step500), else the step (or the file name, for a path without
+// one).
+std::vector<std::string> Labels(const series::Rules& rules, const std::vector<std::string>& paths) {
+  std::vector<std::vector<std::string>> parts;
+  for (const std::string& p : paths) parts.push_back(Components(p));
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    // The first component, from the top, in which this path differs from
+    // another; the file name when none does.
+    size_t differs = parts[i].size() - 1;
+    for (size_t c = 0; c + 1 < parts[i].size(); ++c) {
+      const bool unique = std::any_of(parts.begin(), parts.end(), [&](const std::vector<std::string>& other) {
+        return other.size() != parts[i].size() || other[c] != parts[i][c];
+      });
+      if (unique) {
+        differs = c;
+        break;
+      }
+    }
+    const std::string step = rules.Place(paths[i]).step;
+    if (differs + 1 < parts[i].size()) {
+      labels.push_back(parts[i][differs]);
+    } else {
+      labels.push_back(step.empty() ? FileName(paths[i]) : step);
+    }
+  }
+  return labels;
+}
+
+// Files on disk in the order of their series: the versions of one series
+// by step (the shell gives checkpoint-100 before checkpoint-20). Files of
+// several series (two shards, two models, two layouts) are not versions
+// of one another: refused, naming the series, unless `as_given`, which
+// keeps the order given.
+Result<std::vector<Pending>> FilesInOrder(const series::Rules& rules, const std::vector<std::string>& given,
+                                          bool as_given) {
+  std::vector<std::string> paths = given;
+  std::vector<std::string> names;
+  for (const std::string& p : paths) {
+    const std::string name = rules.Place(p).name;
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  if (names.size() > 1 && !as_given) {
+    std::string listed;
+    for (size_t i = 0; i < names.size() && i < 3; ++i) listed += (i ? ", " : "") + names[i];
+    if (names.size() > 3) listed += " and " + std::to_string(names.size() - 3) + " more";
+    return InvalidArgument("these " + std::to_string(paths.size()) + " files are not versions of one checkpoint: they " +
+                           "make " + std::to_string(names.size()) + " series (" + listed +
+                           "), and a shard or another model compared with the one before is no change of " +
+                           "weights; analyze one series at a time, or pass --as-given to compare them in the " +
+                           "order given");
+  }
+  if (names.size() == 1) {
+    std::stable_sort(paths.begin(), paths.end(), [&](const std::string& x, const std::string& y) {
+      return series::StepLess(rules.Place(x).step, rules.Place(y).step);
+    });
+  }
+  const std::vector<std::string> labels = Labels(rules, paths);
+  std::vector<Pending> pending;
+  for (size_t i = 0; i < paths.size(); ++i) pending.push_back(Pending{labels[i], paths[i], "", "", paths[i]});
+  return pending;
 }
 
 // The versions of a tracked path to analyse, oldest first: the other files
@@ -69,8 +140,11 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
   ZIPNN_ASSIGN_OR_RETURN(std::vector<git::SeriesFile> found, git::SeriesFilesAt(rules, tip, path, top));
   std::vector<Pending> versions;
   if (found.size() > 1) {
-    for (const git::SeriesFile& f : found) {
-      versions.push_back(Pending{f.step.empty() ? FileName(f.path) : f.step, tip + ":" + f.path, "", tip, f.path});
+    std::vector<std::string> paths;
+    for (const git::SeriesFile& f : found) paths.push_back(f.path);
+    const std::vector<std::string> labels = Labels(rules, paths);
+    for (size_t i = 0; i < found.size(); ++i) {
+      versions.push_back(Pending{labels[i], tip + ":" + found[i].path, "", tip, found[i].path});
     }
     return versions;
   }
@@ -126,9 +200,14 @@ Status RunAnalyze(const AnalyzeArgs& a) {
   std::vector<Pending> pending;
   if (on_disk) {
     if (!a.rev.empty()) return InvalidArgument("--rev needs one tracked checkpoint, not files on disk");
-    for (const std::string& p : a.paths) pending.push_back(Pending{FileLabel(series::Rules(), p), p, "", "", p});
-    // In a repository, its .zipnn.yaml is the policy the what-if marks.
-    if (auto opened = OpenRepository(); opened.ok()) options.policy = opened->policy;
+    // In a repository, its .zipnn.yaml is the policy the what-if marks,
+    // and its series patterns order the files.
+    series::Rules rules;
+    if (auto opened = OpenRepository(); opened.ok()) {
+      options.policy = opened->policy;
+      if (auto with = series::Rules::WithPatterns(opened->policy.series); with.ok()) rules = *with;
+    }
+    ZIPNN_ASSIGN_OR_RETURN(pending, FilesInOrder(rules, a.paths, a.as_given));
   } else {
     ZIPNN_ASSIGN_OR_RETURN(repo, OpenRepository());
     options.policy = repo->policy;
@@ -180,7 +259,8 @@ Status RunAnalyze(const AnalyzeArgs& a) {
 Action SetupAnalyze(CLI::App& sub) {
   auto a = std::make_shared<AnalyzeArgs>();
   sub.add_option("paths", a->paths,
-                 "One tracked checkpoint (its history, or its step-numbered series), or checkpoint files in order")
+                 "One tracked checkpoint (its history, or its step-numbered series), or checkpoint files of one "
+                 "series (ordered by step)")
       ->required();
   sub.add_option("--rev", a->rev, "Revision range of the history (default HEAD; e.g. v1..main)");
   sub.add_option("--tensors", a->tensors, "Only tensors whose name matches this glob (e.g. 'blocks.*.attn.*')");
@@ -195,6 +275,8 @@ Action SetupAnalyze(CLI::App& sub) {
   sub.add_option("--csv", a->csv, "Also write the tables as CSV: FILE and FILE's .tensors/.exponents/.policies.csv");
   sub.add_option("--json", a->json, "Also write every table to one JSON file");
   sub.add_option("--html", a->html, "Also write a self-contained HTML report with charts");
+  sub.add_flag("--as-given", a->as_given,
+               "Compare files in the order given, even when they are not versions of one series");
   AddThreadsOption(sub, a->threads);
   return [a] { return RunAnalyze(*a); };
 }

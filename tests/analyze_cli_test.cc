@@ -302,6 +302,45 @@ TEST_CASE("the checker fails when given the files in another order than the tool
   CHECK(c.out.find("MISMATCH") != std::string::npos);
 }
 
+TEST_CASE("files of one series are analysed by step and labelled by their folder; other series are refused") {
+  const std::string dir = Folder("trainer");
+  std::string given;
+  // The shell lists checkpoint-120 before checkpoint-40.
+  for (const char* step : {"120", "160", "200", "40", "80"}) {
+    const std::string folder = dir + "/out/checkpoint-" + step;
+    const std::string from = std::string("tests/data/cnn-fp32/step-000") + (std::strlen(step) == 2 ? "0" : "") + step;
+    REQUIRE(Sh("mkdir -p '" + folder + "' && cp " + from + ".safetensors '" + folder + "/model.safetensors'").code == 0);
+    given += " '" + folder + "/model.safetensors'";
+  }
+  const Run a = Sh("cmd/git-zipnn analyze" + given + " --json '" + dir + "/out.json'");
+  REQUIRE(a.code == 0);
+  const std::string labels[] = {"checkpoint-40", "checkpoint-80", "checkpoint-120", "checkpoint-160", "checkpoint-200"};
+  size_t at = 0;
+  for (const std::string& label : labels) {
+    CAPTURE(label);
+    const size_t found = a.out.find("\n  " + label + " ", at);
+    REQUIRE(found != std::string::npos);
+    at = found + 1;
+  }
+  // The same numbers as the step-numbered files in their order.
+  REQUIRE(Analyze(kFp32, "--base-interval 10", dir + "/steps").code == 0);
+  const std::string json = Slurp(dir + "/out.json"), steps = Slurp(dir + "/steps.json");
+  CHECK(json.find("\"changed_params\"") != std::string::npos);
+  CHECK(json.substr(json.find("\"changed_params\"")).substr(0, 200) ==
+        steps.substr(steps.find("\"changed_params\"")).substr(0, 200));
+
+  // Two shards of each step are two series.
+  const Run shards = Sh("d='" + dir + "'; for s in 40 80; do mkdir -p $d/sh/checkpoint-$s; for k in 1 2; do "
+                        "cp tests/data/cnn-fp32/step-0000$s.safetensors "
+                        "$d/sh/checkpoint-$s/model-0000$k-of-00002.safetensors; done; done; "
+                        "cmd/git-zipnn analyze $d/sh/checkpoint-*/*.safetensors");
+  CHECK(shards.code != 0);
+  CHECK(shards.err.find("error: these 4 files are not versions of one checkpoint: they make 2 series (") == 0);
+  CHECK(shards.err.find("model-00001-of-00002.safetensors") != std::string::npos);
+  CHECK(shards.err.find("--as-given") != std::string::npos);
+  CHECK(Sh("cmd/git-zipnn analyze --as-given " + dir + "/sh/checkpoint-40/*.safetensors").code == 0);
+}
+
 TEST_CASE("the checker names the checkpoint, tensor and column of a single altered count") {
   const std::string dir = Folder("altered"), stem = dir + "/out", bad = dir + "/bad";
   WriteHandMadePair(dir);
