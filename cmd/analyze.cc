@@ -12,6 +12,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/base/strings.h"
 #include "lib/analyze/analysis.h"
 #include "lib/analyze/html_report.h"
 #include "lib/analyze/report.h"
@@ -243,7 +244,7 @@ Status RunAnalyze(const AnalyzeArgs& a) {
     std::printf("wrote %s\n", a.json.c_str());
   }
   if (!a.html.empty()) {
-    const std::string title = "git-zipnn analysis of " + (on_disk ? std::to_string(a.paths.size()) + " checkpoints"
+    const std::string title = "git-zipnn analysis of " + (on_disk ? Counted(a.paths.size(), "checkpoint")
                                                                   : a.paths[0]);
     const std::string page = analyze::HtmlReport(analysis, title);
     ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(a.html, /*overwrite=*/true));

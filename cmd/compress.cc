@@ -4,6 +4,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/base/strings.h"
 #include "lib/base/file.h"
 #include "lib/container/object.h"
 #include "lib/formats/detect.h"
@@ -67,8 +68,8 @@ Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const Rea
   if (file.format == formats::Format::kRaw && !file.tensors.empty()) {
     plan.description += " (" + std::string(codec::DTypeName(file.tensors[0].dtype)) + " by a sample)";
   } else if (file.format != formats::Format::kRaw) {
-    plan.description += ", " + std::to_string(file.tensors.size()) + " tensors in " +
-                        std::to_string(plan.layout.regions.size()) + " regions";
+    plan.description += ", " + Counted(file.tensors.size(), "tensor") + " in " +
+                        Counted(plan.layout.regions.size(), "region");
   }
   return plan;
 }

@@ -12,6 +12,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/base/strings.h"
 #include "lib/analyze/report.h"
 #include "lib/analyze/scan.h"
 #include "lib/formats/detect.h"
@@ -42,7 +43,7 @@ Result<Opened> Resolve(const std::string& arg) {
 
 std::string Describe(const Opened& o) {
   return HumanBytes(o.file().size()) + ", " + formats::FormatName(o.layout().format) + ", " +
-         std::to_string(o.layout().tensors.size()) + " tensors";
+         Counted(o.layout().tensors.size(), "tensor");
 }
 
 Status PrintChanges(const Opened& before, const Opened& after, const DiffArgs& a) {
@@ -122,8 +123,8 @@ Status RunTextconv(const std::string& file, int threads) {
   } else {
     ZIPNN_ASSIGN_OR_RETURN(id, HashSource(o.file()));
   }
-  std::printf("checkpoint %s: %" PRIu64 " bytes, %s, %zu tensors\n", id.Hex().c_str(), o.file().size(),
-              formats::FormatName(o.layout().format), o.layout().tensors.size());
+  std::printf("checkpoint %s: %" PRIu64 " bytes, %s, %s\n", id.Hex().c_str(), o.file().size(),
+              formats::FormatName(o.layout().format), Counted(o.layout().tensors.size(), "tensor").c_str());
   ThreadPool pool(threads > 0 ? threads : ThreadPool::DefaultThreads());
   ZIPNN_ASSIGN_OR_RETURN(std::vector<analyze::TensorSummary> tensors, analyze::SummarizeTensors(o.file(), o.layout(), pool));
   for (const analyze::TensorSummary& t : tensors) {

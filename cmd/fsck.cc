@@ -15,6 +15,7 @@
 #include "cmd/command.h"
 #include "lib/git/git.h"
 #include "cmd/util.h"
+#include "lib/base/strings.h"
 #include "lib/git/pointers.h"
 #include "lib/remote/select.h"
 #include "lib/remote/transfer.h"
@@ -38,8 +39,9 @@ Status RunFsckRemote(const FsckArgs& a, const store::Repository& repo, const Fou
   for (const auto& [place, what] : check.problems) {
     std::printf("%s at %.10s: %s\n", place->path.c_str(), place->rev.c_str(), what.c_str());
   }
-  std::printf("remote %s (%s): %zu checkpoint%s, %zu objects decode to their ids%s; %zu old temporary file%s removed\n",
-              remote.c_str(), check.where.c_str(), check.checkpoints, check.checkpoints == 1 ? "" : "s", check.objects,
+  std::printf("remote %s (%s): %zu checkpoint%s, %s decode to their ids%s; %zu old temporary file%s removed\n",
+              remote.c_str(), check.where.c_str(), check.checkpoints, check.checkpoints == 1 ? "" : "s",
+              Counted(check.objects, "object").c_str(),
               check.problems.empty() ? "" : (", " + std::to_string(check.problems.size()) + " with problems").c_str(),
               check.temporaries, check.temporaries == 1 ? "" : "s");
   if (check.problems.empty()) return OkStatus();

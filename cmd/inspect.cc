@@ -6,6 +6,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/base/strings.h"
 #include "lib/base/file.h"
 #include "lib/container/object.h"
 
@@ -20,7 +21,7 @@ std::string TransformsOf(const container::RegionStats& stats) {
   const uint64_t difference = stats.chunks_by_transform[static_cast<size_t>(codec::Transform::kDifference)];
   if (difference == 0) return "xor";
   if (xor_chunks == 0) return "difference";
-  return "difference " + std::to_string(difference) + " + xor " + std::to_string(xor_chunks) + " chunks";
+  return "difference " + std::to_string(difference) + " + xor " + Counted(xor_chunks, "chunk");
 }
 
 void PrintGroupRows(size_t region, const std::vector<container::GroupStats>& groups,

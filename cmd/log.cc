@@ -1,4 +1,5 @@
 // git zipnn log: how each version of tracked checkpoints is stored.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -9,10 +10,12 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/base/strings.h"
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
+#include "lib/series/series.h"
 
 namespace zipnn::cmd {
 
@@ -23,18 +26,45 @@ struct LogArgs {
   bool json = false;
 };
 
+// The tracked checkpoints to list: every one in the index, or those the
+// arguments name (a file, or the checkpoints in a folder), in the order of
+// their series and steps (checkpoint-20 before checkpoint-100).
+Result<std::vector<std::string>> PathsToList(const store::Repository& repo, const std::vector<std::string>& given) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, git::TrackedPaths());
+  std::vector<std::string> paths;
+  if (given.empty()) {
+    paths = tracked;
+  } else {
+    const std::set<std::string> checkpoints(tracked.begin(), tracked.end());
+    for (const std::string& p : given) {
+      ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> named, git::FilesNamed(p));
+      for (std::string& path : named) {
+        // A file named alone is listed whatever it is; of a folder, its
+        // checkpoints.
+        if (named.size() == 1 || checkpoints.count(path) != 0) paths.push_back(std::move(path));
+      }
+    }
+  }
+  series::Rules rules;
+  if (auto with = series::Rules::WithPatterns(repo.policy.series); with.ok()) rules = *with;
+  std::vector<std::pair<series::Placed, std::string>> placed;
+  std::set<std::string> once;
+  for (std::string& p : paths) {
+    if (once.insert(p).second) placed.emplace_back(rules.Place(p), std::move(p));
+  }
+  std::stable_sort(placed.begin(), placed.end(), [](const auto& x, const auto& y) {
+    if (x.first.name != y.first.name) return x.first.name < y.first.name;
+    return series::StepLess(x.first.step, y.first.step);
+  });
+  std::vector<std::string> sorted;
+  for (auto& [where, path] : placed) sorted.push_back(std::move(path));
+  return sorted;
+}
+
 Status RunLog(const LogArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  std::vector<std::string> paths;
-  if (a.paths.empty()) {
-    ZIPNN_ASSIGN_OR_RETURN(paths, git::TrackedPaths());
-  } else {
-    for (const std::string& p : a.paths) {
-      ZIPNN_ASSIGN_OR_RETURN(std::string full, git::TrackedPath(p));
-      paths.push_back(std::move(full));
-    }
-  }
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> paths, PathsToList(repo, a.paths));
   ZIPNN_ASSIGN_OR_RETURN(git::PathHistory history, git::PathHistory::Of(git_repo));
   // Each object is described once.
   std::map<ContentId, Result<store::StoredInfo>> described;
@@ -53,6 +83,10 @@ Status RunLog(const LogArgs& a) {
   };
 
   nlohmann::ordered_json versions = nlohmann::ordered_json::array();
+  // Over every path: each object counted once.
+  std::set<ContentId> all_objects;
+  uint64_t all_raw = 0, all_stored = 0;
+  size_t all_versions = 0, unreadable = 0;
   for (const std::string& path : paths) {
     ZIPNN_ASSIGN_OR_RETURN(std::vector<git::PathVersion> path_versions, history.Versions(path));
     uint64_t raw_total = 0, stored_total = 0;
@@ -66,11 +100,21 @@ Status RunLog(const LogArgs& a) {
         described_at = described.emplace(pointer.id, store::Describe(repo, pointer.id)).first;
       }
       const Result<store::StoredInfo>& info = described_at->second;
-      const std::string kind = !info.ok() ? "missing" : info->delta ? "delta" : "base";
+      // An object (or a base of it) not in the store, or one there that
+      // cannot be read (damaged, or of a newer format): fsck says which.
+      const std::string kind = info.ok()                                           ? (info->delta ? "delta" : "base")
+                               : info.status().code() == StatusCode::kNotFound ? "missing"
+                                                                                 : "unreadable";
       const uint64_t stored = info.ok() ? info->object_size : 0;
       if (counted.insert(pointer.id.Hex()).second) {
         raw_total += pointer.size;
         stored_total += stored;
+      }
+      ++all_versions;
+      unreadable += info.ok() ? 0 : 1;
+      if (all_objects.insert(pointer.id).second) {
+        all_raw += pointer.size;
+        all_stored += stored;
       }
       const std::string commit = c.id.Hex();
       const std::string reason = kind == "base" ? why_base(path, pointer.id) : "";
@@ -101,7 +145,31 @@ Status RunLog(const LogArgs& a) {
   }
   // Names and subjects that are not UTF-8 print with replacement
   // characters rather than as invalid JSON.
-  if (a.json) std::printf("%s\n", versions.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+  if (a.json) {
+    std::printf("%s\n", versions.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+    return OkStatus();
+  }
+  if (paths.size() > 1) {
+    // Chains: the distinct bases the listed versions rest on, and the
+    // longest run of deltas above one.
+    std::set<ContentId> bases;
+    int longest = 0;
+    for (const ContentId& id : all_objects) {
+      const Result<store::StoredInfo>& info = described.at(id);
+      if (!info.ok()) continue;
+      bases.insert(info->last_base);
+      longest = std::max(longest, info->depth);
+    }
+    std::printf("all: %s, %s: %s raw -> %s stored (%s) in %s; %s, the longest %s\n",
+                Counted(paths.size(), "checkpoint").c_str(), Counted(all_versions, "version").c_str(),
+                HumanBytes(all_raw).c_str(), HumanBytes(all_stored).c_str(), Percent(all_stored, all_raw).c_str(),
+                Counted(all_objects.size(), "object").c_str(), Counted(bases.size(), "chain").c_str(),
+                Counted(longest, "delta").c_str());
+  }
+  if (unreadable > 0) {
+    std::printf("%s not in the store or not readable: `git zipnn fsck` says which and why\n",
+                Counted(unreadable, "version").c_str());
+  }
   return OkStatus();
 }
 

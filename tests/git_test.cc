@@ -134,7 +134,39 @@ TEST_CASE("log shows each version's kind, chain depth and sizes, as a table and 
   CHECK(table.out.find("delta depth 2") != std::string::npos);
   CHECK(table.out.find("step 000040") != std::string::npos);
   CHECK(table.out.find("in 5 versions") != std::string::npos);
-  CHECK(repo.Sh("git zipnn log nothing.safetensors").code != 0);
+  CHECK(repo.Sh("git zipnn log nothing.safetensors").err ==
+        "error: 'nothing.safetensors' names no file that git holds here, nor a folder of them\n");
+}
+
+TEST_CASE("log lists a folder's checkpoints by step and ends with a total over all of them") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track 'out/**/*.safetensors' && git add .gitattributes && "
+                  "git commit -qm setup && echo notes > notes.txt && git add notes.txt")
+              .code == 0);
+  for (int i = 0; i < 5; ++i) {
+    const std::string folder = "out/checkpoint-" + std::to_string(20 * (i + 1) * (i == 4 ? 5 : 1));
+    REQUIRE(repo.Sh("mkdir -p " + folder + " && cp '" + repo.Data(std::string("cnn-bf16/step-") + kSteps[i] +
+                    ".safetensors") + "' " + folder + "/model.safetensors && git add -A && git commit -qm s" +
+                    std::to_string(i))
+                .code == 0);
+  }
+  // checkpoint-500 last, by its number; the folder's checkpoints only.
+  const Run log = repo.Sh("git zipnn log out");
+  REQUIRE(log.code == 0);
+  std::vector<std::string> order;
+  std::istringstream lines(log.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("out/", 0) == 0) order.push_back(line);
+  }
+  CHECK(order == std::vector<std::string>{"out/checkpoint-20/model.safetensors", "out/checkpoint-40/model.safetensors",
+                                          "out/checkpoint-60/model.safetensors", "out/checkpoint-80/model.safetensors",
+                                          "out/checkpoint-500/model.safetensors"});
+  // The total: five versions, one chain of four deltas on the first base.
+  const std::string last = log.out.substr(log.out.rfind("all: "));
+  CHECK(last.rfind("all: 5 checkpoints, 5 versions: ", 0) == 0);
+  CHECK(last.find(" in 5 objects; 1 chain, the longest 4 deltas\n") != std::string::npos);
+  // One checkpoint: no total line.
+  CHECK(repo.Sh("git zipnn log out/checkpoint-20/model.safetensors").out.find("all: ") == std::string::npos);
 }
 
 TEST_CASE("restore writes any version bit-exact, to the work tree or elsewhere") {

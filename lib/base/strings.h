@@ -1,7 +1,9 @@
 // Prefix and suffix tests on strings (std::string has them only from
-// C++20). Pure functions; thread-safe.
+// C++20), and counts with their nouns. Pure functions; thread-safe.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace zipnn {
@@ -12,6 +14,14 @@ inline bool StartsWith(std::string_view s, std::string_view prefix) {
 
 inline bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// "1 tensor", "2 tensors": `n` and `noun`, with an s unless n is 1
+// (nouns whose plural is not noun + "s", such as "series", give both).
+inline std::string Counted(uint64_t n, std::string_view noun, std::string_view plural = {}) {
+  std::string out = std::to_string(n) + " ";
+  if (n == 1) return out.append(noun);
+  return plural.empty() ? out.append(noun).append("s") : out.append(plural);
 }
 
 }  // namespace zipnn

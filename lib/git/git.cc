@@ -118,6 +118,12 @@ Result<std::string> TrackedPath(const std::string& given) {
   return paths[0];
 }
 
+Result<std::vector<std::string>> FilesNamed(const std::string& given) {
+  auto paths = GitPaths({"ls-files", "-z", "--full-name", "--", given});
+  if (!paths.ok() || paths->empty()) return NotFound("'" + given + "' names no file that git holds here, nor a folder of them");
+  return paths;
+}
+
 void RestageUnchanged(const std::vector<std::string>& paths, const std::string& top) {
   if (paths.empty()) return;
   std::vector<std::string> args = {"add", "--"};

@@ -67,6 +67,10 @@ Result<std::vector<std::string>> TrackedPaths(const std::string& cwd = "");
 // `given` (relative to the current folder) names; of a folder, its first
 // file. A Git error quoting git when the index holds no such file.
 Result<std::string> TrackedPath(const std::string& given);
+// Every file in the index that `given` (relative to the current folder)
+// names: the file itself, or each file under a folder, from the top of the
+// work tree in index order. NotFound, naming `given`, when there is none.
+Result<std::vector<std::string>> FilesNamed(const std::string& given);
 
 // Brings git's record of work-tree files up to date after they were
 // rewritten behind its back with exactly the content their index entries

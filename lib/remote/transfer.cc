@@ -8,6 +8,7 @@
 
 #include "lib/base/file.h"
 #include "lib/base/progress.h"
+#include "lib/base/strings.h"
 #include "lib/remote/select.h"
 
 namespace zipnn::remote {
@@ -17,7 +18,7 @@ namespace {
 TransferOptions OptionsShowing(Progress& progress, const std::string& state) {
   TransferOptions options;
   options.progress = [&progress, state](size_t objects, uint64_t bytes) {
-    progress.Update(state + " " + std::to_string(objects) + " objects, " + HumanBytes(bytes), 0);
+    progress.Update(state + " " + Counted(objects, "object") + ", " + HumanBytes(bytes), 0);
   };
   return options;
 }
