@@ -1,4 +1,5 @@
 // git zipnn ls-files: the checkpoints git-zipnn stores at a revision.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -7,6 +8,7 @@
 #include "cmd/util.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
+#include "lib/series/series.h"
 
 namespace zipnn::cmd {
 
@@ -18,6 +20,13 @@ Status RunLsFiles(const std::string& rev) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> commit, git_repo.ResolveCommit(rev));
   if (!commit) return NotFound("unknown revision '" + rev + "' (not a branch, tag or commit in this repository)");
   ZIPNN_ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, git_repo.TreeFiles(*commit));
+  // By series and step: checkpoint-20 before checkpoint-100.
+  series::Rules rules;
+  if (auto with = series::Rules::WithPatterns(repo.policy.series); with.ok()) rules = *with;
+  std::stable_sort(files.begin(), files.end(), [&](const git::FileEntry& x, const git::FileEntry& y) {
+    const series::Placed a = rules.Place(x.path), b = rules.Place(y.path);
+    return a.name != b.name ? a.name < b.name : series::StepLess(a.step, b.step);
+  });
   uint64_t raw_total = 0, stored_total = 0;
   int count = 0;
   for (const git::FileEntry& file : files) {

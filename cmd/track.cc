@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cmd/command.h"
+#include "lib/base/closest.h"
 #include "lib/git/setup.h"
 
 namespace zipnn::cmd {
@@ -39,8 +40,27 @@ Action SetupUntrack(CLI::App& sub) {
   auto patterns = std::make_shared<std::vector<std::string>>();
   sub.add_option("patterns", *patterns, "Patterns to stop tracking")->required();
   return [patterns]() -> Status {
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> tracked, git::TrackedPatterns());
     ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> removed, git::Untrack(*patterns));
     for (const std::string& p : removed) std::printf("Untracking \"%s\"\n", p.c_str());
+    // A pattern that is no line of .gitattributes (a typo, or a file name
+    // where a pattern was tracked) is said, with the patterns there are.
+    size_t unknown = 0;
+    for (const std::string& p : *patterns) {
+      if (std::find(removed.begin(), removed.end(), p) != removed.end()) continue;
+      ++unknown;
+      std::string hint;
+      for (const std::string& close : ClosestWords(p, tracked)) hint += (hint.empty() ? " (did you mean \"" : "\", \"") + close;
+      if (!hint.empty()) hint += "\"?)";
+      std::fprintf(stderr, "git-zipnn: \"%s\" is not a tracked pattern%s\n", p.c_str(), hint.c_str());
+    }
+    if (unknown > 0) {
+      std::string list;
+      for (const std::string& t : tracked) list += (list.empty() ? "" : ", ") + ("\"" + t + "\"");
+      std::fprintf(stderr, "git-zipnn: the tracked patterns are %s (`git zipnn track` lists them)\n",
+                   list.empty() ? "none" : list.c_str());
+    }
+    if (removed.empty()) return NotFound("nothing untracked: .gitattributes is unchanged");
     return OkStatus();
   };
 }

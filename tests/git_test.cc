@@ -167,6 +167,25 @@ TEST_CASE("log lists a folder's checkpoints by step and ends with a total over a
   CHECK(last.find(" in 5 objects; 1 chain, the longest 4 deltas\n") != std::string::npos);
   // One checkpoint: no total line.
   CHECK(repo.Sh("git zipnn log out/checkpoint-20/model.safetensors").out.find("all: ") == std::string::npos);
+  // ls-files lists them by step too.
+  const std::string listed = repo.Sh("git zipnn ls-files").out;
+  CHECK(listed.find("out/checkpoint-80/") < listed.find("out/checkpoint-500/"));
+  CHECK(listed.find("out/checkpoint-20/") < listed.find("out/checkpoint-40/"));
+}
+
+TEST_CASE("untrack removes tracked patterns and names one that is not tracked") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' '*.pt'").code == 0);
+  const Run typo = repo.Sh("git zipnn untrack '*.safetensor'");
+  CHECK(typo.code != 0);
+  CHECK(typo.err == "git-zipnn: \"*.safetensor\" is not a tracked pattern (did you mean \"*.safetensors\"?)\n"
+                    "git-zipnn: the tracked patterns are \"*.safetensors\", \"*.pt\" (`git zipnn track` lists them)\n"
+                    "error: nothing untracked: .gitattributes is unchanged\n");
+  const Run some = repo.Sh("git zipnn untrack '*.pt' model.bin");
+  CHECK(some.code == 0);
+  CHECK(some.out == "Untracking \"*.pt\"\n");
+  CHECK(some.err.find("\"model.bin\" is not a tracked pattern\n") != std::string::npos);
+  CHECK(repo.Sh("cat .gitattributes").out == "*.safetensors filter=zipnn diff=zipnn -text\n");
 }
 
 TEST_CASE("restore writes any version bit-exact, to the work tree or elsewhere") {
