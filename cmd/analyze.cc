@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <regex>
 #include <sstream>
@@ -96,10 +98,14 @@ std::vector<std::string> Labels(const series::Rules& rules, const std::vector<st
 // keeps the order given.
 Result<std::vector<Pending>> FilesInOrder(const series::Rules& rules, const std::vector<std::string>& given,
                                           bool as_given) {
+  // Placed and labelled by where they are, whatever way they were named
+  // ("model.safetensors" beside "../checkpoint-80/model.safetensors").
   std::vector<std::string> paths = given;
+  std::map<std::string, std::string> where;
+  for (const std::string& p : paths) where[p] = std::filesystem::absolute(p).lexically_normal().string();
   std::vector<std::string> names;
   for (const std::string& p : paths) {
-    const std::string name = rules.Place(p).name;
+    const std::string name = rules.Place(where[p]).name;
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
   if (names.size() > 1 && !as_given) {
@@ -114,10 +120,12 @@ Result<std::vector<Pending>> FilesInOrder(const series::Rules& rules, const std:
   }
   if (names.size() == 1) {
     std::stable_sort(paths.begin(), paths.end(), [&](const std::string& x, const std::string& y) {
-      return series::StepLess(rules.Place(x).step, rules.Place(y).step);
+      return series::StepLess(rules.Place(where[x]).step, rules.Place(where[y]).step);
     });
   }
-  const std::vector<std::string> labels = Labels(rules, paths);
+  std::vector<std::string> full;
+  for (const std::string& p : paths) full.push_back(where[p]);
+  const std::vector<std::string> labels = Labels(rules, full);
   std::vector<Pending> pending;
   for (size_t i = 0; i < paths.size(); ++i) pending.push_back(Pending{labels[i], paths[i], "", "", paths[i]});
   return pending;

@@ -186,7 +186,7 @@ void PrintList(const formats::FileLayout& layout, const std::vector<formats::Ten
 // Copies [offset, offset + length) of `from` to `out` in pieces, so that
 // memory stays bounded whatever the tensor's size.
 Status CopyRange(const ByteSource& from, uint64_t offset, uint64_t length, ByteSink& out) {
-  constexpr uint64_t kPiece = 4u << 20;
+  constexpr uint64_t kPiece = 1u << 20;
   Buffer piece(static_cast<size_t>(std::min(length, kPiece)));
   while (length > 0) {
     const size_t n = static_cast<size_t>(std::min(length, kPiece));

@@ -5,6 +5,7 @@
 // `git log -p` and `git show`, which run no external commands unless
 // told to, diff the textconv listings of the two sides instead.
 #include <cinttypes>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "lib/analyze/scan.h"
 #include "lib/formats/detect.h"
 #include "lib/git/checkpoint_at.h"
+#include "lib/git/discover.h"
 
 namespace zipnn::cmd {
 
@@ -54,9 +56,36 @@ Status PrintChanges(const Opened& before, const Opened& after, const DiffArgs& a
   return OkStatus();
 }
 
+// For a new file at `path` (from the top of the work tree) that continues
+// a series (step 60 beside step 40): the version before it in its series,
+// and where git holds that; nothing for the first of a series, or a
+// version that cannot be read (the diff then shows a new file, as git does).
+struct Previous {
+  Opened checkpoint;
+  store::Version version;
+};
+std::optional<Previous> PreviousVersion(const std::string& path) {
+  auto repo = OpenRepository();
+  if (!repo.ok()) return std::nullopt;
+  auto series = git::OpenSeries(*repo);
+  if (!series.ok()) return std::nullopt;
+  auto previous = git::PreviousInSeries(**series, path);
+  if (!previous.ok() || !*previous) return std::nullopt;
+  const store::Version& v = **previous;
+  auto link = store::ReadLink(*repo, v.id);
+  if (!link.ok()) return std::nullopt;
+  auto checkpoint = WithLayout(git::CheckpointOf(*repo, store::Pointer{v.id, link->raw_size, ""}, v.path));
+  if (!checkpoint.ok()) return std::nullopt;
+  return Previous{std::move(*checkpoint), v};
+}
+
 // git's external diff interface: path old-file old-hex old-mode new-file
 // new-hex new-mode; a side that does not exist is /dev/null.
 Status RunDriver(const DiffArgs& a) {
+  // `git diff | head` closes the pipe early: the rest of the output is not
+  // wanted, which is no failure of the diff (git would otherwise say the
+  // external diff died).
+  std::signal(SIGPIPE, SIG_IGN);
   if (a.args.size() == 1) {
     std::printf("* Unmerged path %s\n", a.args[0].c_str());
     return OkStatus();
@@ -75,6 +104,14 @@ Status RunDriver(const DiffArgs& a) {
       return OkStatus();
     }
     sides[s].emplace(std::move(*o));
+  }
+  if (!sides[0] && sides[1]) {
+    if (std::optional<Previous> previous = PreviousVersion(path)) {
+      std::printf("new file, compared with the version before it in its series: %s\n", previous->version.path.c_str());
+      std::printf("--- a/%s (%s)\n+++ b/%s (%s)\n", previous->version.path.c_str(),
+                  Describe(previous->checkpoint).c_str(), path.c_str(), Describe(*sides[1]).c_str());
+      return PrintChanges(previous->checkpoint, *sides[1], a);
+    }
   }
   std::printf("--- %s\n+++ %s\n", sides[0] ? ("a/" + path + " (" + Describe(*sides[0]) + ")").c_str() : "/dev/null",
               sides[1] ? ("b/" + path + " (" + Describe(*sides[1]) + ")").c_str() : "/dev/null");

@@ -725,6 +725,34 @@ TEST_CASE("git diff and git log -p show what changed in a tracked checkpoint, te
   CHECK(repo.Sh("git diff HEAD~1 HEAD").out.find("git-zipnn pointer") != std::string::npos);
 }
 
+TEST_CASE("git diff compares a new step file with the version before it in its series") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track 'out/**/*.safetensors' && git add .gitattributes && "
+                  "git commit -qm setup")
+              .code == 0);
+  for (const char* step : {"40", "80"}) {
+    REQUIRE(repo.Sh(std::string("mkdir -p out/checkpoint-") + step + " && cp '" +
+                    repo.Data(std::string("cnn-bf16/step-0000") + step + ".safetensors") + "' out/checkpoint-" + step +
+                    "/model.safetensors && git add -A && git commit -qm " + step)
+                .code == 0);
+  }
+  const Run diff = repo.Sh("git diff HEAD~1 HEAD");
+  REQUIRE(diff.code == 0);
+  CHECK(diff.out.find("diff --git-zipnn a/out/checkpoint-80/model.safetensors b/out/checkpoint-80/model.safetensors\n"
+                      "new file, compared with the version before it in its series: "
+                      "out/checkpoint-40/model.safetensors\n--- a/out/checkpoint-40/model.safetensors (") == 0);
+  CHECK(diff.out.find("parameters changed, relative update") != std::string::npos);
+  CHECK(diff.out.find("/dev/null") == std::string::npos);
+  // The first of a series has nothing before it: a new file, as git shows one.
+  const Run first = repo.Sh("git diff HEAD~2 HEAD~1");
+  CHECK(first.out.find("--- /dev/null\n+++ b/out/checkpoint-40/model.safetensors (") != std::string::npos);
+  // A reader that stops early is no failure of the diff.
+  const Run head = repo.Sh("git diff HEAD~1 HEAD | head -1");
+  CHECK(head.code == 0);
+  CHECK(head.out == "diff --git-zipnn a/out/checkpoint-80/model.safetensors b/out/checkpoint-80/model.safetensors\n");
+  CHECK(head.err.empty());
+}
+
 TEST_CASE("fsck finds missing and damaged objects of HEAD, or of all history with --all") {
   Repo repo;
   CommitTrajectory(repo);  // base_interval 3: HEAD's version is a delta on HEAD~1's

@@ -302,20 +302,21 @@ struct ObjectReader::Work {
   Buffer base;
 };
 
-ObjectReader::ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base, bool check_raw)
+ObjectReader::ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base, bool check_raw,
+                           uint64_t cache_bytes)
     : object_(object),
       info_(std::move(info)),
       base_(base),
       check_raw_(check_raw),
-      capacity_(std::max<uint64_t>(2, kReaderCacheBytes / info_.header.chunk_size)),
+      capacity_(std::max<uint64_t>(2, cache_bytes / info_.header.chunk_size)),
       spare_([this] { return std::make_unique<Work>(info_.header.version); }) {}
 
 ObjectReader::~ObjectReader() = default;
 
 Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(const ByteSource& object, ObjectInfo info,
-                                                         const ByteSource* base, bool check_raw) {
+                                                         const ByteSource* base, bool check_raw, uint64_t cache_bytes) {
   ZIPNN_RETURN_IF_ERROR(CheckBase(object, info.header, base));
-  return std::unique_ptr<ObjectReader>(new ObjectReader(object, std::move(info), base, check_raw));
+  return std::unique_ptr<ObjectReader>(new ObjectReader(object, std::move(info), base, check_raw, cache_bytes));
 }
 
 Status ObjectReader::ReadAt(uint64_t offset, void* out, size_t n) const {

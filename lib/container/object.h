@@ -85,8 +85,8 @@ inline constexpr uint64_t kReaderCacheBytes = 4u << 20;
 //
 // Thread-safe: ReadAt may be called from several threads at once (two
 // threads that need one chunk decode it once). Memory: at most
-// kReaderCacheBytes of decoded chunks (and never fewer than two) plus the
-// chunks being read. `object` and `base` must outlive the reader.
+// `cache_bytes` (kReaderCacheBytes unless told) of decoded chunks, and
+// never fewer than two, plus the chunks being read. `object` and `base` must outlive the reader.
 class ObjectReader : public ByteSource {
  public:
   // Fails when a delta's `base` is missing or of the wrong size. With
@@ -95,8 +95,10 @@ class ObjectReader : public ByteSource {
   // object of a partial read needs, for then no content id is checked, and
   // what the levels below it can skip, for a wrong byte there shows in the
   // top's chunks.
+  // `cache_bytes` bounds the decoded chunks kept (never fewer than two).
   static Result<std::unique_ptr<ObjectReader>> Open(const ByteSource& object, ObjectInfo info,
-                                                    const ByteSource* base, bool check_raw = false);
+                                                    const ByteSource* base, bool check_raw = false,
+                                                    uint64_t cache_bytes = kReaderCacheBytes);
   ~ObjectReader() override;
 
   uint64_t size() const override { return info_.header.raw_size; }
@@ -111,7 +113,8 @@ class ObjectReader : public ByteSource {
   };
   struct Work;  // a decoder and its buffers
 
-  ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base, bool check_raw);
+  ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base, bool check_raw,
+               uint64_t cache_bytes);
   Decoded Chunk(size_t index) const;
   Decoded DecodeChunkAt(size_t index) const;
 

@@ -76,4 +76,15 @@ std::string WhyBase(const store::Repository& repo, SeriesVersions& series, const
   return "";
 }
 
+Result<std::optional<store::Version>> PreviousInSeries(SeriesVersions& series, const std::string& path) {
+  const series::Placed placed = series.rules().Place(path);
+  if (placed.step.empty()) return std::optional<store::Version>();
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<store::Version> versions, series.Of(placed.name, /*deep=*/true));
+  std::optional<store::Version> previous;
+  for (const store::Version& v : versions) {  // in step order
+    if (v.path != path && series::StepLess(v.step, placed.step)) previous = v;
+  }
+  return previous;
+}
+
 }  // namespace zipnn::git

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,12 @@ Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Repository& repo
 // "due every 10", ...; empty when it is not a base or not in that series.
 std::string WhyBase(const store::Repository& repo, SeriesVersions& series, const std::string& path,
                     const ContentId& id);
+
+// The version before the file at `path` (from the top of the work tree)
+// in its series: the one of the greatest step below the path's own,
+// among those git holds (HEAD's history, HEAD, the index) at other paths.
+// What a diff compares a new step file with. nullopt for a path without a
+// step, or the first of its series.
+Result<std::optional<store::Version>> PreviousInSeries(SeriesVersions& series, const std::string& path);
 
 }  // namespace zipnn::git

@@ -127,7 +127,8 @@ Status Restore(const Repository& repo, const ContentId& id, ByteSink& out, const
 // restoring the rest: a read decodes only the chunks it covers, at every
 // level, and checks each chunk of the top object against its raw checksum
 // (docs/format.md, "Raw checksums"), so a part read is as trustworthy as a
-// whole restore. Memory: about container::kReaderCacheBytes a level.
+// whole restore. Memory: container::kReaderCacheBytes of decoded chunks
+// at the top, two chunks at each level below it.
 // Unsupported when the top object is older than format 5 (it has no raw
 // checksums; restore it whole instead); NotFound when an object of the
 // chain is missing. Thread-safe reads, like container::ObjectReader.
