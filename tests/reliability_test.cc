@@ -173,6 +173,9 @@ TEST_CASE("repack rewrites a series to another base interval and back, object fo
   CHECK(repack.out.find("repacking 1 series: base every 3, delta against the previous version, chains of at most 2\n"
                         "run/step-#.safetensors: 12 versions\n") == 0);
   CHECK(repack.out.find("note: .zipnn.yaml sets base_interval 10; later adds follow it") != std::string::npos);
+  // The chain the versions were in before (step 100, 9 deltas deep), not
+  // the one they reach through versions already rewritten.
+  CHECK(repack.out.find(", longest chain 2 (was 9);") != std::string::npos);
   forms = Forms(repo);
   for (int i = 0; i < 12; ++i) {
     CAPTURE(i);
@@ -193,6 +196,7 @@ TEST_CASE("repack rewrites a series to another base interval and back, object fo
   CHECK(repo.Sh("git zipnn repack --base-interval 3 run/" + Step12(0)).out.find("  rewrote 0;") != std::string::npos);
   const Run back = repo.Sh("git zipnn repack");
   REQUIRE(back.code == 0);
+  CHECK(back.out.find(", longest chain 9 (was 2);") != std::string::npos);
   CHECK(repo.Sh(objects).out == original);
   // Asking for a path git does not track is an error naming it.
   const Run unknown = repo.Sh("git zipnn repack nosuch.safetensors");

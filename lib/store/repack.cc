@@ -179,6 +179,14 @@ Status RepackSeries(const Repository& repo, const std::vector<Version>& series,
   RawCache raws(repo);
   RepackState state;
   state.hanging = HangingDepths(repo, present);
+  // How every version is stored before anything is rewritten: a version's
+  // chain, described later, would run through earlier versions in their
+  // new form.
+  ChainMemo original;
+  for (const Version& v : present) {
+    auto described = Describe(repo, v.id, &original);
+    if (described.ok()) original[v.id] = *described;
+  }
   std::optional<ContentId> last_base;
   for (size_t i = 0; i < present.size(); ++i) {
     RepackedVersion done;
@@ -188,6 +196,7 @@ Status RepackSeries(const Repository& repo, const std::vector<Version>& series,
       done.error = before.status();
     } else {
       done.before = *before;
+      if (auto was = original.find(done.version.id); was != original.end()) done.before.depth = was->second.depth;
       done.error = RepackVersion(repo, present, i, raws, state, done);
       if (done.error.code() == StatusCode::kIoError) return done.error;
       auto after = Describe(repo, done.version.id, &state.passed);
