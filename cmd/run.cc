@@ -2,6 +2,7 @@
 // the chosen command runs, and its error is one line on stderr.
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,39 @@ std::optional<std::string> UnknownCommand(const std::string& word) {
   for (size_t i = 0; i < closest.size(); ++i) list += (i == 0 ? "" : i + 1 == closest.size() ? " or " : ", ") + closest[i];
   return message + " Did you mean " + list + "?";
 }
+
+namespace {
+
+// For CLI11's "The following argument(s) was/were not expected: ...":
+// each unexpected word that looks like an option, with the command's
+// options closest to it.
+std::optional<std::string> OptionHint(const CLI::App& sub, const std::string& error) {
+  const size_t colon = error.find("not expected: ");
+  if (colon == std::string::npos) return std::nullopt;
+  std::vector<std::string> names;
+  for (const CLI::Option* o : sub.get_options()) {
+    for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
+  }
+  std::string hint;
+  std::string words = error.substr(colon + 14);
+  for (size_t at = 0; at < words.size();) {
+    const size_t space = std::min(words.find(' ', at), words.size());
+    const std::string word = words.substr(at, space - at);
+    at = space + 1;
+    // Long options only: a one-letter one is too short to guess from.
+    if (word.rfind("--", 0) != 0) continue;
+    const std::vector<std::string> closest = ClosestWords(word.substr(0, word.find('=')), names);
+    if (closest.empty()) continue;
+    std::string list;
+    for (size_t i = 0; i < closest.size(); ++i) list += (i == 0 ? "" : i + 1 == closest.size() ? " or " : ", ") + closest[i];
+    hint += (hint.empty() ? "" : "\n") + ("git zipnn " + sub.get_name() + " has no option " + word + "; did you mean " +
+                                          list + "?");
+  }
+  if (hint.empty()) return std::nullopt;
+  return hint;
+}
+
+}  // namespace
 
 int Main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], "--list-commands") == 0) {
@@ -52,7 +86,18 @@ int Main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    std::fprintf(stderr, "Run 'git zipnn --help' for usage.\n");
+    CLI::App* sub = nullptr;
+    for (auto& [s, action] : actions) {
+      if (s->parsed()) sub = s;
+    }
+    if (sub != nullptr) {
+      // An option the command does not have: the ones it has that are
+      // closest (a typo of --all, --rev).
+      if (std::optional<std::string> hint = OptionHint(*sub, e.what())) std::fprintf(stderr, "%s\n", hint->c_str());
+      std::fprintf(stderr, "Run 'git zipnn %s --help' for its options.\n", sub->get_name().c_str());
+    } else {
+      std::fprintf(stderr, "Run 'git zipnn --help' for usage.\n");
+    }
     return 2;
   }
   for (auto& [sub, action] : actions) {

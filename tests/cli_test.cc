@@ -188,7 +188,14 @@ TEST_CASE("errors are one line on stderr with a non-zero exit code") {
 
   Run threads = Zipnn("compress " + kStep40 + " --threads -1");
   CHECK(threads.code == 2);
-  CHECK(threads.err == "error: --threads: Value -1 not in range 0 to 4096\nRun 'git zipnn --help' for usage.\n");
+  CHECK(threads.err == "error: --threads: Value -1 not in range 0 to 4096\nRun 'git zipnn compress --help' for its options.\n");
+
+  // An option the command does not have, with the one probably meant.
+  Run typo = Zipnn("compress " + kStep40 + " --levle 3");
+  CHECK(typo.code == 2);
+  CHECK(typo.err == "error: The following arguments were not expected: 3 --levle\n"
+                    "git zipnn compress has no option --levle; did you mean --level?\n"
+                    "Run 'git zipnn compress --help' for its options.\n");
 
   Run dir = Zipnn("compress " + Tmp());
   CHECK(dir.code == 1);

@@ -208,9 +208,15 @@ TEST_CASE("restore writes any version bit-exact, to the work tree or elsewhere")
   CHECK(repo.Sh("test -e x").code != 0);
   // A revision or a file git does not have is named as such.
   CHECK(repo.Sh("git zipnn restore model.safetensors --rev HEAD~9 -o x").err ==
-        "error: HEAD~9:./model.safetensors is not in git (no revision 'HEAD~9')\n");
+        "error: no revision 'HEAD~9' in this repository (for model.safetensors)\n");
   CHECK(repo.Sh("cd sub && git zipnn restore nothing.safetensors --rev HEAD~1 -o x").err ==
-        "error: HEAD~1:./nothing.safetensors is not in git (no file sub/nothing.safetensors at HEAD~1)\n");
+        "error: nothing.safetensors is not in HEAD~1\n");
+  // A slip of the fingers is answered with the file meant.
+  CHECK(repo.Sh("git zipnn restore model.safetensor -o x").err ==
+        "error: model.safetensor is not in HEAD (did you mean model.safetensors?)\n");
+  // Outside a repository, the way out rather than git's command line.
+  CHECK(repo.Sh("cd / && git zipnn restore model.safetensors").err ==
+        "error: not inside a git repository: run this in a repository's work tree (`git init` makes one)\n");
   // An old version from a subfolder, by a path relative to it.
   REQUIRE(repo.Sh("mkdir -p deep/er && git mv model.safetensors deep/er/ && git commit -qm moved && cd deep && "
                   "git zipnn restore er/model.safetensors --rev HEAD -o ../v").code == 0);

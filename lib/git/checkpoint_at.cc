@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "lib/base/closest.h"
 #include "lib/git/git.h"
 #include "lib/git/run.h"
 #include "lib/git/pointers.h"
@@ -37,6 +38,20 @@ std::optional<std::string> PathFromTop(const Repository& repo, const std::string
   return from_top;
 }
 
+// " (did you mean ...?)" with the files at `commit` closest to `path`, or
+// nothing when none is close.
+std::string ClosestFileHint(const Repository& repo, const Oid& commit, const std::string& path) {
+  auto files = repo.TreeFiles(commit);
+  if (!files.ok()) return "";
+  std::vector<std::string> paths;
+  for (const FileEntry& f : *files) paths.push_back(f.path);
+  const std::vector<std::string> close = ClosestWords(path, paths);
+  std::string hint;
+  for (size_t i = 0; i < close.size() && i < 3; ++i) hint += (i == 0 ? " (did you mean " : ", ") + close[i];
+  if (close.size() > 3) hint += " or " + std::to_string(close.size() - 3) + " more like them";
+  return hint.empty() ? "" : hint + "?)";
+}
+
 }  // namespace
 
 Result<store::Pointer> PointerAt(const std::string& spec) {
@@ -46,10 +61,13 @@ Result<store::Pointer> PointerAt(const std::string& spec) {
   if (colon != std::string::npos && colon > 0 && repo.ok() && !repo->work_dir().empty()) {
     const std::string rev = spec.substr(0, colon);
     if (auto path = PathFromTop(*repo, spec.substr(colon + 1))) {
+      // Named as the user gave it (the commands add "./" to a path).
+      std::string given = spec.substr(colon + 1);
+      if (given.rfind("./", 0) == 0) given = given.substr(2);
       ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> commit, repo->ResolveCommit(rev));
-      if (!commit) return NotFound(spec + " is not in git (no revision '" + rev + "')");
+      if (!commit) return NotFound("no revision '" + rev + "' in this repository (for " + given + ")");
       ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> blob, repo->FileAt(*commit, *path));
-      if (!blob) return NotFound(spec + " is not in git (no file " + *path + " at " + rev + ")");
+      if (!blob) return NotFound(given + " is not in " + rev + ClosestFileHint(*repo, *commit, *path));
       Result<std::optional<store::Pointer>> pointer = PointerInBlob(*repo, *blob);
       if (!pointer.ok()) {
         if (pointer.status().code() == StatusCode::kGit) return pointer.status();

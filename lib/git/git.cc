@@ -15,11 +15,27 @@ Result<std::string> TopLevel(const std::string& cwd) {
   return top;
 }
 
+namespace {
+
+// What to say when a git command that needs a repository failed: the
+// reason git gives, without the command line.
+Status OutsideRepository(const Status& failed) {
+  const std::string& message = failed.message();
+  const size_t fatal = message.find("fatal: ");
+  const std::string why = fatal == std::string::npos ? message : message.substr(fatal + 7);
+  if (why.find("not a git repository") != std::string::npos) {
+    return NotFound("not inside a git repository: run this in a repository's work tree (`git init` makes one)");
+  }
+  return NotFound("git cannot open the repository here: " + why);
+}
+
+}  // namespace
+
 Result<std::string> GitDir(const std::string& cwd) {
   // The common folder: linked worktrees share one store with their main
   // repository.
   auto dir = GitOutput({"rev-parse", "--path-format=absolute", "--git-common-dir"}, cwd);
-  if (!dir.ok()) return NotFound("not inside a git repository (" + dir.status().message() + ")");
+  if (!dir.ok()) return OutsideRepository(dir.status());
   return dir;
 }
 
@@ -81,7 +97,7 @@ Result<std::optional<std::string>> UpstreamRemote() {
 
 Result<std::string> HooksFolder() {
   auto dir = GitOutput({"rev-parse", "--path-format=absolute", "--git-path", "hooks"});
-  if (!dir.ok()) return NotFound("not inside a git repository (" + dir.status().message() + ")");
+  if (!dir.ok()) return OutsideRepository(dir.status());
   return dir;
 }
 
