@@ -228,8 +228,9 @@ void SumSquares(DType t, const uint8_t* p, size_t n, double& sum, uint64_t& fini
 Result<std::vector<TensorSummary>> SummarizeTensors(const ByteSource& file, const formats::FileLayout& layout,
                                                     ThreadPool& pool) {
   std::vector<TensorSummary> summaries(layout.tensors.size());
+  const std::vector<size_t> order = formats::ReadingOrder(layout);
   auto produce = [&](size_t i) -> Result<bool> {
-    const formats::Tensor& t = layout.tensors[i];
+    const formats::Tensor& t = layout.tensors[order[i]];
     TensorSummary& s = summaries[i];
     s.tensor = InfoOf(t);
     Hasher hasher;
@@ -263,7 +264,8 @@ Result<ScanResult> ScanTensors(const ByteSource& target, const formats::FileLayo
   ScanResult result;
   std::vector<Block> blocks;
   std::map<std::string, bool> seen;
-  for (const formats::Tensor& t : target_layout.tensors) {
+  for (const size_t index : formats::ReadingOrder(target_layout)) {
+    const formats::Tensor& t = target_layout.tensors[index];
     if (!selected(t.name)) continue;
     seen[t.name] = true;
     TensorChange change;

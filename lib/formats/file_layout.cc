@@ -120,6 +120,21 @@ FileLayout RawLayout(uint64_t size, std::string warning) {
   return raw;
 }
 
+std::vector<size_t> ReadingOrder(const FileLayout& file) {
+  std::vector<size_t> order(file.tensors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (file.views.empty()) return order;
+  // A storage is named after the first tensor built on it.
+  std::map<std::string, size_t> first;
+  for (size_t i = 0; i < file.views.size(); ++i) first.emplace(file.views[i].name, i);
+  auto rank = [&](size_t t) {
+    const auto it = first.find(file.tensors[t].name);
+    return it == first.end() ? file.views.size() : it->second;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rank(a) < rank(b); });
+  return order;
+}
+
 std::optional<std::pair<std::string, std::string>> SortTensors(std::vector<Tensor>& tensors) {
   std::sort(tensors.begin(), tensors.end(), [](const Tensor& a, const Tensor& b) { return a.offset < b.offset; });
   for (size_t i = 1; i < tensors.size(); ++i) {

@@ -43,6 +43,11 @@ struct FileLayout {
   std::vector<std::string> warnings;
 };
 
+// The indices of `file.tensors` in the order a user reads them: for a
+// torch.save file, by the first tensor the pickle builds on each storage
+// (the model's before the optimizer's), else as they are (by offset).
+std::vector<size_t> ReadingOrder(const FileLayout& file);
+
 // The whole file as raw bytes, with one warning.
 FileLayout RawLayout(uint64_t size, std::string warning);
 

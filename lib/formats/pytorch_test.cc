@@ -57,6 +57,17 @@ TEST_CASE("torch.save zips: storages named by their tensors, typed by their stor
     REQUIRE(v != nullptr);
     CHECK(m->dtype == DType::kF32);
     CHECK(v->length == m->length);
+    // Read in the pickle's order: every model tensor, then the optimizer's
+    // (the zip holds storages by key, "0", "1", "10", ...).
+    const std::vector<size_t> order = ReadingOrder(l);
+    REQUIRE(order.size() == l.tensors.size());
+    CHECK(l.tensors[order.front()].name == "model/tok.weight");
+    size_t first_optimizer = order.size();
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (l.tensors[order[i]].name.rfind("optimizer/", 0) == 0 && first_optimizer == order.size()) first_optimizer = i;
+    }
+    for (size_t i = first_optimizer; i < order.size(); ++i) CHECK(l.tensors[order[i]].name.rfind("optimizer/", 0) == 0);
+    CHECK(l.tensors[order[first_optimizer - 1]].name.rfind("model/", 0) == 0);
     // Every storage member is a tensor; what lies between them is zip
     // records and the pickle.
     const std::vector<uint8_t> object = RoundTrip(file, ToRegions(l));
