@@ -55,54 +55,6 @@ Result<OutputFormat> FormatOf(const CatArgs& a) {
   return OutputFormat::kRaw;
 }
 
-// "<rev>:<path>" as git spells it (the path from the top of the work
-// tree, or from the current folder with "./"); a bare path is HEAD's
-// version of that file, from the current folder.
-std::string GitSpec(const std::string& spec) {
-  return spec.find(':') == std::string::npos ? "HEAD:./" + spec : spec;
-}
-
-// The version, to be read by parts: through its chain, or, for an object
-// older than format 5 (no raw checksums), restored whole and checked into
-// a scratch file. Objects missing here are fetched from the default remote.
-struct OpenedVersion {
-  std::unique_ptr<store::VersionReader> parts;
-  std::optional<formats::Checkpoint> whole;
-  const ByteSource& source() const {
-    return parts ? static_cast<const ByteSource&>(*parts) : static_cast<const ByteSource&>(whole->file());
-  }
-};
-
-Result<OpenedVersion> OpenForParts(const store::Repository& repo, const store::Pointer& pointer, const std::string& name) {
-  auto opened = store::OpenVersion(repo, pointer.id);
-  if (opened.status().code() == StatusCode::kNotFound) {
-    ZIPNN_RETURN_IF_ERROR(remote::FetchChain(repo, pointer.id, pointer.size).status());
-    opened = store::OpenVersion(repo, pointer.id);
-    if (opened.status().code() == StatusCode::kNotFound) return store::MissingObject(repo, pointer, name);
-  }
-  OpenedVersion version;
-  if (opened.ok()) {
-    if ((*opened)->size() != pointer.size) {
-      return Corruption("object " + pointer.id.Hex() + " holds " + std::to_string((*opened)->size()) +
-                        " bytes; its pointer at " + name + " says " + std::to_string(pointer.size));
-    }
-    version.parts = std::move(*opened);
-    return version;
-  }
-  if (opened.status().code() != StatusCode::kUnsupported) return opened.status();
-  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint whole, formats::Checkpoint::Spool(repo.temp_dir, [&](ByteSink& out) {
-                           return remote::RestoreFetching(repo, pointer, name, out);
-                         }));
-  version.whole.emplace(std::move(whole));
-  return version;
-}
-
-// What a user calls the file's tensors: for torch.save files each tensor
-// the pickle builds (its storages hold them), else the layout's tensors.
-const std::vector<formats::Tensor>& TensorsOf(const formats::FileLayout& layout) {
-  return layout.views.empty() ? layout.tensors : layout.views;
-}
-
 // The tensors `patterns` name (each a name or a glob), in file order;
 // every tensor when there are none. A pattern that names nothing is an
 // error with the closest names.
@@ -132,11 +84,6 @@ Result<std::vector<formats::Tensor>> Select(const std::vector<formats::Tensor>& 
   return picked;
 }
 
-std::string ShapeText(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 void PrintList(const formats::FileLayout& layout, const std::vector<formats::Tensor>& tensors, const store::Pointer& pointer,
                const std::string& spec, bool json) {
@@ -158,29 +105,7 @@ void PrintList(const formats::FileLayout& layout, const std::vector<formats::Ten
     std::printf("%s\n", doc.dump(2).c_str());
     return;
   }
-  size_t name_width = 4, shape_width = 5;
-  for (const formats::Tensor& t : tensors) {
-    name_width = std::max(name_width, t.name.size());
-    shape_width = std::max(shape_width, ShapeText(t.shape).size());
-  }
-  std::printf("%-*s  %-7s  %-*s  %12s\n", static_cast<int>(name_width), "name", "dtype", static_cast<int>(shape_width),
-              "shape", "bytes");
-  uint64_t bytes = 0;
-  size_t strided = 0;
-  for (const formats::Tensor& t : tensors) {
-    const std::string size = t.strided ? "strided" : std::to_string(t.length);
-    std::printf("%-*s  %-7s  %-*s  %12s\n", static_cast<int>(name_width), t.name.c_str(),
-                std::string(codec::DTypeName(t.dtype)).c_str(), static_cast<int>(shape_width), ShapeText(t.shape).c_str(),
-                size.c_str());
-    if (t.strided) {
-      ++strided;
-    } else {
-      bytes += t.length;
-    }
-  }
-  std::printf("%zu %s, %s", tensors.size(), tensors.size() == 1 ? "tensor" : "tensors", HumanBytes(bytes).c_str());
-  if (strided > 0) std::printf(" (%zu strided: views cat cannot write)", strided);
-  std::printf("\n");
+  PrintTensorTable(tensors);
 }
 
 // Copies [offset, offset + length) of `from` to `out` in pieces, so that

@@ -99,8 +99,18 @@ Status PrintObjectReport(const std::string& path) {
 
 Action SetupInspect(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
-  sub.add_option("object", *path, "Object file to describe")->required();
-  return [path] { return PrintObjectReport(*path); };
+  sub.add_option("object", *path, "Object file to describe, or the content id of one in this repository's store")
+      ->required();
+  return [path]() -> Status {
+    // A content id names the object of that version in the store.
+    if (!FileExists(*path)) {
+      if (std::optional<ContentId> id = ContentId::FromHex(*path)) {
+        ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+        return PrintObjectReport(repo.objects.PathOf(*id));
+      }
+    }
+    return PrintObjectReport(*path);
+  };
 }
 
 }  // namespace zipnn::cmd

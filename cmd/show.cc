@@ -4,6 +4,9 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/base/strings.h"
+#include "lib/container/format.h"
+#include "lib/formats/detect.h"
 #include "lib/git/checkpoint_at.h"
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
@@ -12,19 +15,49 @@ namespace zipnn::cmd {
 
 namespace {
 
-Status RunShow(const std::string& what) {
+struct ShowArgs {
+  std::string what;
+  bool tensors = false;
+};
+
+// The tensors of the version, read by parts (its header, decoded down the
+// chain): their count, or with --tensors their table.
+Status PrintTensors(const store::Repository& repo, const store::Pointer& pointer, const std::string& what, bool all) {
+  if (!all) {
+    // Only what needs no whole restore: an object before format 5 is
+    // read whole to list its tensors, which --tensors asks for.
+    auto top = store::ReadLink(repo, pointer.id);
+    if (top.ok() && top->format < container::kRawChecksumVersion) {
+      std::printf("tensors: `git zipnn show --tensors` lists them (object format %u: it restores the version)\n",
+                  static_cast<unsigned>(top->format));
+      return OkStatus();
+    }
+  }
+  ZIPNN_ASSIGN_OR_RETURN(OpenedVersion version, OpenForParts(repo, pointer, what));
+  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(version.source(), formats::FormatChoice::kAuto));
+  const std::vector<formats::Tensor>& tensors = TensorsOf(layout);
+  if (all) {
+    PrintTensorTable(tensors);
+  } else {
+    std::printf("%s (`git zipnn show --tensors` or `git zipnn cat --list` lists them)\n",
+                Counted(tensors.size(), "tensor").c_str());
+  }
+  return OkStatus();
+}
+
+Status RunShow(const ShowArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-  // A content id, or <rev>:<path> as git spells it.
-  std::optional<ContentId> id = ContentId::FromHex(what);
+  // A content id, or <rev>:<path> as git spells it, or a path (HEAD's).
+  std::optional<ContentId> id = ContentId::FromHex(a.what);
+  std::optional<store::Pointer> named;
   std::string why;  // for a base given as <rev>:<path>
   if (!id) {
-    if (what.find(':') == std::string::npos) {
-      return InvalidArgument(what + " is neither a content id (32 hex digits) nor <rev>:<path>");
-    }
+    const std::string what = GitSpec(a.what);
     ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, git::PointerAt(what));
-    std::printf("%s: %s, %llu bytes\n", what.c_str(), pointer.format.c_str(),
+    std::printf("%s: %s, %llu bytes\n", a.what.c_str(), pointer.format.c_str(),
                 static_cast<unsigned long long>(pointer.size));
     id = pointer.id;
+    named = pointer;
     auto series = git::OpenSeries(repo);
     if (series.ok()) {
       std::string path = what.substr(what.find(':') + 1);
@@ -43,6 +76,12 @@ Status RunShow(const std::string& what) {
                 Percent(link.object_size, link.raw_size).c_str(),
                 link.depth == 0 && !why.empty() ? ("  (" + why + ")").c_str() : "");
   }));
+  if (!named) {
+    // A content id: its raw size from the object, its format from its bytes.
+    ZIPNN_ASSIGN_OR_RETURN(store::ChainLink top, store::ReadLink(repo, *id));
+    named = store::Pointer{*id, top.raw_size, ""};
+  }
+  ZIPNN_RETURN_IF_ERROR(PrintTensors(repo, *named, a.what, a.tensors));
   std::printf("\n");
   return PrintObjectReport(repo.objects.PathOf(*id));
 }
@@ -50,9 +89,12 @@ Status RunShow(const std::string& what) {
 }  // namespace
 
 Action SetupShow(CLI::App& sub) {
-  auto what = std::make_shared<std::string>();
-  sub.add_option("object", *what, "A content id, or <rev>:<path> of a tracked checkpoint")->required();
-  return [what] { return RunShow(*what); };
+  auto a = std::make_shared<ShowArgs>();
+  sub.add_option("object", a->what,
+                 "A content id, <rev>:<path> of a tracked checkpoint, or a path (HEAD's version of it)")
+      ->required();
+  sub.add_flag("-t,--tensors", a->tensors, "List the tensors (name, dtype, shape, bytes), read without a whole restore");
+  return [a] { return RunShow(*a); };
 }
 
 }  // namespace zipnn::cmd

@@ -1,5 +1,6 @@
 #include "cmd/util.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -48,6 +49,74 @@ void PrintTransfer(bool push, const remote::Transferred& done, bool quiet) {
   std::fprintf(stderr, "git-zipnn: %s %zu object%s (%s) %s %s; %zu of %zu were %s already\n",
                push ? "pushed" : "fetched", r.moved, r.moved == 1 ? "" : "s", HumanBytes(r.bytes).c_str(),
                push ? "to" : "from", done.where.c_str(), r.present, r.needed, push ? "there" : "here");
+}
+
+namespace {
+
+std::string ShapeText(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+void PrintTensorTable(const std::vector<formats::Tensor>& tensors) {
+  size_t name_width = 4, shape_width = 5;
+  for (const formats::Tensor& t : tensors) {
+    name_width = std::max(name_width, t.name.size());
+    shape_width = std::max(shape_width, ShapeText(t.shape).size());
+  }
+  std::printf("%-*s  %-7s  %-*s  %12s\n", static_cast<int>(name_width), "name", "dtype", static_cast<int>(shape_width),
+              "shape", "bytes");
+  uint64_t bytes = 0;
+  size_t strided = 0;
+  for (const formats::Tensor& t : tensors) {
+    const std::string size = t.strided ? "strided" : std::to_string(t.length);
+    std::printf("%-*s  %-7s  %-*s  %12s\n", static_cast<int>(name_width), t.name.c_str(),
+                std::string(codec::DTypeName(t.dtype)).c_str(), static_cast<int>(shape_width), ShapeText(t.shape).c_str(),
+                size.c_str());
+    if (t.strided) {
+      ++strided;
+    } else {
+      bytes += t.length;
+    }
+  }
+  std::printf("%zu %s, %s", tensors.size(), tensors.size() == 1 ? "tensor" : "tensors", HumanBytes(bytes).c_str());
+  if (strided > 0) std::printf(" (%zu strided: views cat cannot write)", strided);
+  std::printf("\n");
+}
+
+std::string GitSpec(const std::string& spec) {
+  return spec.find(':') == std::string::npos ? "HEAD:./" + spec : spec;
+}
+
+Result<OpenedVersion> OpenForParts(const store::Repository& repo, const store::Pointer& pointer, const std::string& name) {
+  auto opened = store::OpenVersion(repo, pointer.id);
+  if (opened.status().code() == StatusCode::kNotFound) {
+    ZIPNN_RETURN_IF_ERROR(remote::FetchChain(repo, pointer.id, pointer.size).status());
+    opened = store::OpenVersion(repo, pointer.id);
+    if (opened.status().code() == StatusCode::kNotFound) return store::MissingObject(repo, pointer, name);
+  }
+  OpenedVersion version;
+  if (opened.ok()) {
+    if ((*opened)->size() != pointer.size) {
+      return Corruption("object " + pointer.id.Hex() + " holds " + std::to_string((*opened)->size()) +
+                        " bytes; its pointer at " + name + " says " + std::to_string(pointer.size));
+    }
+    version.parts = std::move(*opened);
+    return version;
+  }
+  if (opened.status().code() != StatusCode::kUnsupported) return opened.status();
+  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint whole, formats::Checkpoint::Spool(repo.temp_dir, [&](ByteSink& out) {
+                           return remote::RestoreFetching(repo, pointer, name, out);
+                         }));
+  version.whole.emplace(std::move(whole));
+  return version;
+}
+
+const std::vector<formats::Tensor>& TensorsOf(const formats::FileLayout& layout) {
+  return layout.views.empty() ? layout.tensors : layout.views;
 }
 
 }  // namespace zipnn::cmd

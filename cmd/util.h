@@ -6,7 +6,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/base/io.h"
 #include "lib/base/progress.h"  // HumanBytes, Percent
@@ -54,5 +57,32 @@ void PrintTransfer(bool push, const remote::Transferred& done, bool quiet);
 // inspect's report on one object file: header, layout, coders (also the
 // second half of `show`).
 Status PrintObjectReport(const std::string& path);
+
+// "<rev>:<path>" as git spells it (the path from the top of the work
+// tree, or from the current folder with "./"); a bare path is HEAD's
+// version of that file, from the current folder (cat, show).
+std::string GitSpec(const std::string& spec);
+
+// A version to read by parts (cat, show): through its chain, or, for an
+// object older than format 5 (no raw checksums), restored whole and
+// checked into a scratch file. Objects missing here are fetched from the
+// default remote; `name` is what messages call the version.
+struct OpenedVersion {
+  std::unique_ptr<store::VersionReader> parts;
+  std::optional<formats::Checkpoint> whole;
+  const ByteSource& source() const {
+    return parts ? static_cast<const ByteSource&>(*parts) : static_cast<const ByteSource&>(whole->file());
+  }
+};
+Result<OpenedVersion> OpenForParts(const store::Repository& repo, const store::Pointer& pointer, const std::string& name);
+
+// What a user calls a file's tensors: for torch.save files each tensor
+// the pickle builds (its storages hold them), else the layout's tensors.
+const std::vector<formats::Tensor>& TensorsOf(const formats::FileLayout& layout);
+
+// A table of tensors (name, dtype, shape, bytes) and a count, as
+// `cat --list` and `show --tensors` print it; a strided view (a torch.save
+// view cat cannot write) shows "strided" for its bytes.
+void PrintTensorTable(const std::vector<formats::Tensor>& tensors);
 
 }  // namespace zipnn::cmd

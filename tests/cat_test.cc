@@ -98,6 +98,28 @@ TEST_CASE("cat writes tensors of any version, read by parts, as raw bytes, npy o
   CHECK(numpy.out == "float32 (128, 256) True\n");
 }
 
+TEST_CASE("show counts and lists a version's tensors by name; inspect takes a content id") {
+  Repo repo;
+  CommitTrajectory(repo);
+  const Run shown = repo.Sh("git zipnn show model.safetensors");
+  REQUIRE(shown.code == 0);
+  CHECK(shown.out.rfind("model.safetensors: safetensors, ", 0) == 0);
+  CHECK(shown.out.find("\n25 tensors (`git zipnn show --tensors` or `git zipnn cat --list` lists them)\n") !=
+        std::string::npos);
+  const Run listed = repo.Sh("git zipnn show --tensors HEAD~3:model.safetensors");
+  REQUIRE(listed.code == 0);
+  CHECK(listed.out.find("\nfc1.weight  ") != std::string::npos);
+  CHECK(listed.out.find("[128, 256]") != std::string::npos);
+  CHECK(listed.out.find("\n25 tensors, ") != std::string::npos);
+  // The same table cat --list prints.
+  const std::string table = repo.Sh("git zipnn cat --list HEAD~3:model.safetensors").out;
+  CHECK(listed.out.find(table) != std::string::npos);
+  const std::string id = IdAt(repo, "HEAD:model.safetensors");
+  const Run inspected = repo.Sh("git zipnn inspect " + id);
+  REQUIRE(inspected.code == 0);
+  CHECK(inspected.out.find("content id   " + id + "\n") != std::string::npos);
+}
+
 TEST_CASE("cat names what is wrong: a tensor, a format, a terminal, a file that is not a checkpoint") {
   Repo repo;
   CommitTrajectory(repo);
