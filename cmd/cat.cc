@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <optional>
 
@@ -52,6 +53,14 @@ Result<OutputFormat> FormatOf(const CatArgs& a) {
   if (!a.format.empty()) return InvalidArgument("--format must be raw, npy or safetensors, not '" + a.format + "'");
   if (EndsWith(a.output, ".npy")) return OutputFormat::kNpy;
   if (EndsWith(a.output, ".safetensors")) return OutputFormat::kSafetensors;
+  // Tensors under a torch.save name would be raw bytes that torch.load
+  // cannot read.
+  for (const char* torch : {".pt", ".pth", ".bin", ".ckpt"}) {
+    if (!a.tensors.empty() && EndsWith(a.output, torch)) {
+      return InvalidArgument("cat writes tensors as raw bytes, npy or safetensors, not as a torch.save file: name " +
+                             a.output + " .safetensors or .npy, or give --format raw for the bare bytes");
+    }
+  }
   return OutputFormat::kRaw;
 }
 
@@ -98,8 +107,13 @@ void PrintList(const formats::FileLayout& layout, const std::vector<formats::Ten
                                       {"dtype", std::string(codec::DTypeName(t.dtype))},
                                       {"shape", t.shape},
                                       {"offset", t.offset},
-                                      {"bytes", t.length}};
-      if (t.strided) entry["strided"] = true;  // offset and bytes are its storage's
+                                      {"bytes", formats::DataBytes(t)}};
+      if (t.strided) {
+        // Elements out of order in a shared storage: `offset` is the
+        // first's, `strides` say where the others lie.
+        entry["strided"] = true;
+        entry["strides"] = t.strides;
+      }
       doc["tensors"].push_back(entry);
     }
     std::printf("%s\n", doc.dump(2).c_str());
@@ -123,22 +137,62 @@ Status CopyRange(const ByteSource& from, uint64_t offset, uint64_t length, ByteS
   return OkStatus();
 }
 
+// The largest span of storage a strided view may cover to be gathered:
+// it is read whole.
+constexpr uint64_t kMaxGatherBytes = 256u << 20;
+
+// A strided view's elements, gathered in C order: the storage bytes it
+// spans are read, then each element copied in turn.
+Status Gather(const ByteSource& from, const formats::Tensor& t, ByteSink& out) {
+  if (t.length > kMaxGatherBytes) {
+    return Unsupported("'" + t.name + "' is a strided view spanning " + HumanBytes(t.length) +
+                       " of its storage; cat gathers views of up to " + HumanBytes(kMaxGatherBytes));
+  }
+  Buffer span(static_cast<size_t>(t.length));
+  ZIPNN_RETURN_IF_ERROR(from.ReadAt(t.offset, span.data(), span.size()));
+  const size_t width = static_cast<size_t>(codec::DTypeWidth(t.dtype));
+  const size_t dims = t.shape.size();
+  std::vector<uint64_t> index(dims, 0);
+  Buffer piece(1u << 20);
+  size_t filled = 0;
+  for (uint64_t n = formats::DataBytes(t) / width; n > 0; --n) {
+    uint64_t at = 0;
+    for (size_t d = 0; d < dims; ++d) at += index[d] * t.strides[d];
+    std::memcpy(piece.data() + filled, span.data() + at * width, width);
+    filled += width;
+    if (filled + width > piece.size()) {
+      ZIPNN_RETURN_IF_ERROR(out.Append(piece.data(), filled));
+      filled = 0;
+    }
+    for (size_t d = dims; d-- > 0;) {  // the next index in C order
+      if (++index[d] < t.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out.Append(piece.data(), filled);
+}
+
 // Writes the tensors in `format`: a head (npy, safetensors), then their
 // bytes in order.
 Status WriteTensors(const ByteSource& from, const std::vector<formats::Tensor>& tensors, OutputFormat format,
                     ByteSink& out) {
+  // As written: every tensor's elements back to back.
+  std::vector<formats::Tensor> written = tensors;
+  for (formats::Tensor& t : written) t.length = formats::DataBytes(t);
   std::string head;
   if (format == OutputFormat::kNpy) {
     if (tensors.size() != 1) {
       return InvalidArgument("a .npy file holds one tensor, and " + std::to_string(tensors.size()) +
                              " are chosen: name one with --tensor, or write safetensors");
     }
-    ZIPNN_ASSIGN_OR_RETURN(head, formats::NpyHead(tensors[0]));
+    ZIPNN_ASSIGN_OR_RETURN(head, formats::NpyHead(written[0]));
   } else if (format == OutputFormat::kSafetensors) {
-    ZIPNN_ASSIGN_OR_RETURN(head, formats::SafetensorsHead(tensors));
+    ZIPNN_ASSIGN_OR_RETURN(head, formats::SafetensorsHead(written));
   }
   ZIPNN_RETURN_IF_ERROR(out.Append(head.data(), head.size()));
-  for (const formats::Tensor& t : tensors) ZIPNN_RETURN_IF_ERROR(CopyRange(from, t.offset, t.length, out));
+  for (const formats::Tensor& t : tensors) {
+    ZIPNN_RETURN_IF_ERROR(t.strided ? Gather(from, t, out) : CopyRange(from, t.offset, t.length, out));
+  }
   return OkStatus();
 }
 
@@ -183,13 +237,7 @@ Status RunCat(const CatArgs& a) {
     PrintList(layout, tensors, pointer, a.spec, a.json);
     return OkStatus();
   }
-  for (const formats::Tensor& t : tensors) {
-    if (t.strided) {
-      return Unsupported("'" + t.name + "' is a view whose elements are not contiguous in its storage (a " +
-                         "transposed or strided slice); cat writes only tensors stored in order" +
-                         (a.tensors.empty() ? ": choose the others with --tensor" : ""));
-    }
-  }
+
   return WithOutput(a, [&](ByteSink& out) { return WriteTensors(version.source(), tensors, format, out); });
 }
 

@@ -137,7 +137,7 @@ Status RunLog(const LogArgs& a) {
                     reason.empty() ? "" : ("  [" + reason + "]").c_str());
       }
     }
-    if (!a.json) {
+    if (!a.json && counted.size() > 1) {  // one version's row says it all
       std::printf("  total: %s raw in %zu version%s -> %s stored (%s)\n", HumanBytes(raw_total).c_str(),
                   counted.size(), counted.size() == 1 ? "" : "s", HumanBytes(stored_total).c_str(),
                   Percent(stored_total, raw_total).c_str());

@@ -6,6 +6,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/base/strings.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
 #include "lib/series/series.h"
@@ -29,6 +30,7 @@ Status RunLsFiles(const std::string& rev) {
   });
   uint64_t raw_total = 0, stored_total = 0;
   int count = 0;
+  size_t absent = 0;
   for (const git::FileEntry& file : files) {
     // Pointers are small blobs: only those are read.
     Result<std::optional<store::Pointer>> pointer = git::PointerInBlob(git_repo, file.blob);
@@ -36,7 +38,10 @@ Status RunLsFiles(const std::string& rev) {
     if (!pointer.ok() || !*pointer) continue;
     const store::Pointer& p = **pointer;
     auto info = store::Describe(repo, p.id);
-    const std::string kind = !info.ok() ? "missing" : info->delta ? "delta" : "base";
+    const std::string kind = info.ok()                                           ? (info->delta ? "delta" : "base")
+                             : info.status().code() == StatusCode::kNotFound ? "missing"
+                                                                               : "unreadable";
+    absent += info.ok() ? 0 : 1;
     const uint64_t stored = info.ok() ? info->object_size : 0;
     std::printf("%.12s %-7s %-11s %10s -> %10s %8s  %s\n", p.id.Hex().c_str(), kind.c_str(), p.format.c_str(),
                 HumanBytes(p.size).c_str(), HumanBytes(stored).c_str(), Percent(stored, p.size).c_str(),
@@ -47,6 +52,12 @@ Status RunLsFiles(const std::string& rev) {
   }
   std::printf("%d checkpoint%s at %s: %s raw, %s stored (%s)\n", count, count == 1 ? "" : "s", rev.c_str(), HumanBytes(raw_total).c_str(),
               HumanBytes(stored_total).c_str(), Percent(stored_total, raw_total).c_str());
+  if (absent > 0) {
+    // A clone that has not fetched every object yet (or a damaged store).
+    std::printf("%s not here or not readable: `git zipnn fetch` gets missing ones from the remote, `git zipnn fsck` "
+                "says which and why\n",
+                Counted(absent, "object").c_str());
+  }
   return OkStatus();
 }
 

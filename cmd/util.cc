@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "lib/base/file.h"
+#include "lib/base/strings.h"
 #include "lib/git/checkpoint_at.h"
 #include "lib/git/discover.h"
 
@@ -72,18 +73,17 @@ void PrintTensorTable(const std::vector<formats::Tensor>& tensors) {
   uint64_t bytes = 0;
   size_t strided = 0;
   for (const formats::Tensor& t : tensors) {
-    const std::string size = t.strided ? "strided" : std::to_string(t.length);
-    std::printf("%-*s  %-7s  %-*s  %12s\n", static_cast<int>(name_width), t.name.c_str(),
+    std::printf("%-*s  %-7s  %-*s  %12llu%s\n", static_cast<int>(name_width), t.name.c_str(),
                 std::string(codec::DTypeName(t.dtype)).c_str(), static_cast<int>(shape_width), ShapeText(t.shape).c_str(),
-                size.c_str());
-    if (t.strided) {
-      ++strided;
-    } else {
-      bytes += t.length;
-    }
+                static_cast<unsigned long long>(formats::DataBytes(t)), t.strided ? "  strided" : "");
+    bytes += formats::DataBytes(t);
+    strided += t.strided ? 1 : 0;
   }
-  std::printf("%zu %s, %s", tensors.size(), tensors.size() == 1 ? "tensor" : "tensors", HumanBytes(bytes).c_str());
-  if (strided > 0) std::printf(" (%zu strided: views cat cannot write)", strided);
+  std::printf("%s, %s", Counted(tensors.size(), "tensor").c_str(), HumanBytes(bytes).c_str());
+  if (strided > 0) {
+    std::printf(" (%s: elements out of order in a shared storage, gathered in order when written)",
+                Counted(strided, "strided view").c_str());
+  }
   std::printf("\n");
 }
 

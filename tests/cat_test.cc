@@ -192,8 +192,12 @@ TEST_CASE("cat takes torch.save tensors by their own shapes, views of shared sto
   // name (tied weights), and its transpose (strided), saved together.
   const std::string script =
       "import torch; torch.manual_seed(0); x = torch.randn(6, 4); "
-      "torch.save({'x': x, 'rows': x[2:4], 'tied': x, 't': x.t(), 'y': torch.arange(5, dtype=torch.int64)}, 'v.pt'); "
-      "x[2:4].contiguous().numpy().tofile('rows.want'); x.numpy().tofile('x.want')";
+      "c = torch.randn(2, 3, 4); "
+      "torch.save({'x': x, 'rows': x[2:4], 'tied': x, 't': x.t(), 'y': torch.arange(5, dtype=torch.int64), "
+      "'every2': x[1:, ::2], 'perm': c.permute(2, 0, 1)}, 'v.pt'); "
+      "x[1:, ::2].contiguous().numpy().tofile('every2.want'); c.permute(2, 0, 1).contiguous().numpy().tofile('perm.want'); "
+      "x[2:4].contiguous().numpy().tofile('rows.want'); x.numpy().tofile('x.want'); "
+      "x.t().contiguous().numpy().tofile('t.want')";
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.pt' && /usr/bin/python3 -c \"" + script +
                   "\" && git add .gitattributes v.pt && git commit -qm views")
               .code == 0);
@@ -203,7 +207,7 @@ TEST_CASE("cat takes torch.save tensors by their own shapes, views of shared sto
   CHECK(list["format"] == "pytorch");
   std::map<std::string, nlohmann::json> by_name;
   for (const auto& t : list["tensors"]) by_name[t["name"]] = t;
-  REQUIRE(by_name.size() == 5);
+  REQUIRE(by_name.size() == 7);
   CHECK(by_name["x"]["shape"] == nlohmann::json::array({6, 4}));
   CHECK(by_name["rows"]["shape"] == nlohmann::json::array({2, 4}));
   CHECK(by_name["rows"]["bytes"] == 32);
@@ -214,12 +218,19 @@ TEST_CASE("cat takes torch.save tensors by their own shapes, views of shared sto
   REQUIRE(repo.Sh("git zipnn cat v.pt -t rows > rows.raw && git zipnn cat v.pt -t tied > tied.raw").code == 0);
   CHECK(Slurp(repo.File("rows.raw")) == Slurp(repo.File("rows.want")));
   CHECK(Slurp(repo.File("tied.raw")) == Slurp(repo.File("x.want")));
-  // A strided view is refused, and so is the whole file when it holds one.
-  CHECK(repo.Sh("git zipnn cat v.pt -t t -o t.raw").err ==
-        "error: 't' is a view whose elements are not contiguous in its storage (a transposed or strided slice); cat "
-        "writes only tensors stored in order\n");
-  CHECK(repo.Sh("git zipnn cat v.pt -o all.safetensors").err.find("choose the others with --tensor") !=
-        std::string::npos);
+  // A strided view is gathered into order; the whole file holds it too.
+  REQUIRE(repo.Sh("git zipnn cat v.pt -t t > t.raw && git zipnn cat v.pt -o all.safetensors").code == 0);
+  CHECK(Slurp(repo.File("t.raw")) == Slurp(repo.File("t.want")));
+  // A slice with a step, and a permutation of three dimensions.
+  REQUIRE(repo.Sh("git zipnn cat v.pt -t every2 > every2.raw && git zipnn cat v.pt -t perm > perm.raw").code == 0);
+  CHECK(Slurp(repo.File("every2.raw")) == Slurp(repo.File("every2.want")));
+  CHECK(Slurp(repo.File("perm.raw")) == Slurp(repo.File("perm.want")));
+  CHECK(by_name["perm"]["shape"] == nlohmann::json::array({4, 2, 3}));
+  CHECK(Tensors(Slurp(repo.File("all.safetensors"))).at("t").bytes == Slurp(repo.File("t.want")));
+  CHECK(by_name["t"]["bytes"] == 96);
+  CHECK(by_name["t"]["strides"] == nlohmann::json::array({1, 4}));
+  // Tensors under a torch.save name are refused: torch.load could not read them.
+  CHECK(repo.Sh("git zipnn cat v.pt -t x -o x.pt").err.find("not as a torch.save file") != std::string::npos);
   REQUIRE(repo.Sh("git zipnn cat v.pt -t x -t rows -t y -o some.safetensors").code == 0);
   CHECK(Tensors(Slurp(repo.File("some.safetensors"))).at("rows").bytes == Slurp(repo.File("rows.want")));
 }

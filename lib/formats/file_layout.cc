@@ -120,6 +120,13 @@ FileLayout RawLayout(uint64_t size, std::string warning) {
   return raw;
 }
 
+uint64_t DataBytes(const Tensor& t) {
+  if (!t.strided) return t.length;
+  uint64_t n = static_cast<uint64_t>(codec::DTypeWidth(t.dtype));
+  for (uint64_t d : t.shape) n *= d;  // a strided view was checked to fit its storage
+  return n;
+}
+
 std::vector<size_t> ReadingOrder(const FileLayout& file) {
   std::vector<size_t> order(file.tensors.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -26,8 +26,11 @@ struct Tensor {
   uint64_t offset = 0;
   uint64_t length = 0;
   // A view (FileLayout::views) whose elements are not contiguous in its
-  // storage: offset and length then cover the whole storage.
+  // storage: `strides` (in elements, one per dimension) say where each
+  // lies from `offset`, the first; `length` covers the bytes from the
+  // first element to the end of the last.
   bool strided = false;
+  std::vector<uint64_t> strides;
 };
 
 struct FileLayout {
@@ -42,6 +45,10 @@ struct FileLayout {
   // Why a file that looked like a checkpoint is stored as raw bytes.
   std::vector<std::string> warnings;
 };
+
+// The bytes of a tensor's elements: its length, or for a strided view,
+// its element count times the dtype's width.
+uint64_t DataBytes(const Tensor& t);
 
 // The indices of `file.tensors` in the order a user reads them: for a
 // torch.save file, by the first tensor the pickle builds on each storage

@@ -50,14 +50,22 @@ void AddViews(const TorchStorage& storage, const Tensor& member, uint64_t elemen
     t.name = v.name;
     t.dtype = member.dtype;
     t.shape = v.shape;
+    t.offset = member.offset + v.offset * width;
     if (Contiguous(v)) {
       if (*numel > elements - v.offset) continue;
-      t.offset = member.offset + v.offset * width;
       t.length = *numel * width;
     } else {
+      // The last element lies at the sum of (size - 1) x stride.
+      uint64_t last = 0;
+      bool fits = *numel > 0;
+      for (size_t i = 0; fits && i < v.shape.size(); ++i) {
+        uint64_t step = 0;
+        fits = !__builtin_mul_overflow(v.shape[i] - 1, v.stride[i], &step) && !__builtin_add_overflow(last, step, &last);
+      }
+      if (!fits || last >= elements - v.offset) continue;
       t.strided = true;
-      t.offset = member.offset;
-      t.length = member.length;
+      t.strides = v.stride;
+      t.length = (last + 1) * width;
     }
     views.emplace_back(v.order, std::move(t));
   }

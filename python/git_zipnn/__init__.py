@@ -78,18 +78,21 @@ def _git(args, cwd):
 
 
 def _place(path):
-    """The folder to run commands in for `path` (the nearest that exists,
-    since a trainer may have removed the file), and the path from there."""
+    """The top of the work tree that holds `path` (found from the nearest
+    folder that exists, since a trainer may have removed the file), and
+    the path from there: commands run at the top, and their messages name
+    paths as git does."""
     full = os.path.abspath(path)
     folder = full if os.path.isdir(full) else os.path.dirname(full)
     while not os.path.isdir(folder):
         folder = os.path.dirname(folder)
-    return folder, os.path.relpath(full, folder)
+    top = _git(["rev-parse", "--show-toplevel"], folder).strip()
+    return top, os.path.relpath(full, top)
 
 
 def _spec(path, rev):
-    folder, rel = _place(path)
-    return folder, f"{rev}:./{rel}"
+    top, rel = _place(path)
+    return top, f"{rev}:{rel}"
 
 
 # ---- Tensors out of safetensors bytes ----
@@ -193,16 +196,17 @@ def _check_framework(framework):
 
 def versions(path):
     """The stored versions of the tracked checkpoint `path`, newest first
-    (as git log lists commits), as `git zipnn log --json` gives them: dicts with path, commit, date,
-    subject, id, kind ('base' or 'delta'), base, base_reason, depth,
-    raw_bytes and stored_bytes."""
+    (as git log lists commits), as `git zipnn log --json` gives them:
+    dicts with path, commit, date, subject, id, kind ('base' or 'delta'),
+    base, base_reason, depth, raw_bytes and stored_bytes."""
     folder, rel = _place(path)
     return json.loads(_zipnn(["log", "--json", rel], folder))
 
 
 def list_tensors(path, rev="HEAD"):
     """The tensors of `path` at `rev`: dicts with name, dtype, shape,
-    offset and bytes (and strided for views cat cannot write)."""
+    offset and bytes (and, for a view whose elements are out of order in
+    a shared storage, strided and strides)."""
     folder, spec = _spec(path, rev)
     return json.loads(_zipnn(["cat", "--list", "--json", spec], folder))["tensors"]
 
@@ -223,8 +227,8 @@ def load_tensor(path, name, rev="HEAD", framework="numpy"):
 def load_state_dict(path, rev="HEAD", framework="numpy", tensors=None):
     """Every tensor of `path` at `rev` (or those `tensors` names or globs),
     as a dict from name to array, in file order. torch.save files give
-    their tensors by path in the saved structure ("model/fc.weight"); a
-    view cat cannot write (a transposed slice) is an error naming it."""
+    their tensors by path in the saved structure ("model/fc.weight"),
+    views of shared storages with their elements in order."""
     _check_framework(framework)
     folder, spec = _spec(path, rev)
     args = ["cat", spec, "--format", "safetensors"]
@@ -240,7 +244,7 @@ def analyze(*paths, rev=None, against="previous", base_interval=None, tensors=No
     is present, else as lists of dicts."""
     if not paths:
         raise ValueError("analyze needs at least one path")
-    folder, _ = _place(paths[0])
+    top, _ = _place(paths[0])
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "analysis.json")
         args = ["analyze", "--json", out, "--against", against, "--top", "0"]
@@ -250,8 +254,8 @@ def analyze(*paths, rev=None, against="previous", base_interval=None, tensors=No
             args += ["--base-interval", str(base_interval)]
         if tensors is not None:
             args += ["--tensors", tensors]
-        args += [os.path.relpath(os.path.abspath(p), folder) for p in paths]
-        _zipnn(args, folder)
+        args += [os.path.relpath(os.path.abspath(p), top) for p in paths]
+        _zipnn(args, top)
         with open(out) as f:
             doc = json.load(f)
     tables = {key: doc[key] for key in ("checkpoints", "tensors", "exponents", "policies")}
@@ -259,28 +263,50 @@ def analyze(*paths, rev=None, against="previous", base_interval=None, tensors=No
         import pandas
     except ImportError:
         return tables
-    return {key: pandas.DataFrame(rows) for key, rows in tables.items()}
+    # Nullable types keep whole numbers whole where a column has gaps.
+    return {key: pandas.DataFrame(rows).convert_dtypes() for key, rows in tables.items()}
 
 
 def commit_checkpoint(path, step=None, message=None):
     """Commits what a training loop just saved at `path` (a file or a
-    folder such as checkpoint-500/), removals included, and nothing else
-    staged. Returns the new commit's id, or None when nothing changed.
+    folder such as checkpoint-500/), and nothing else staged. Checkpoints
+    removed beside it (a Trainer's save_total_limit deleting
+    checkpoint-400/ as it writes checkpoint-500/) are committed as removed
+    too. Returns the new commit's id, or None when nothing changed.
     Refuses a path git-zipnn does not track, naming the command to run."""
-    folder, rel = _place(path)
-    files = [rel]
-    if os.path.isdir(os.path.join(folder, rel)):
-        files = [os.path.relpath(os.path.join(d, f), folder) for d, _, names in os.walk(os.path.join(folder, rel))
-                 for f in names]
+    top, rel = _place(path)
+    full = os.path.join(top, rel)
+    if os.path.isdir(full):
+        files = [os.path.relpath(os.path.join(d, f), top) for d, _, names in os.walk(full) for f in names]
+    elif os.path.exists(full):
+        files = [rel]
+    else:
+        files = [f for f in _git(["ls-files", "-z", "--", rel], top).split("\0") if f]
+        if not files:
+            raise GitZipnnError(f"nothing at {path}: no such file or folder, and git holds none there")
     if files:
-        lines = _git(["check-attr", "filter", "--"] + files, folder).splitlines()
+        lines = _git(["check-attr", "filter", "--"] + files, top).splitlines()
         if not any(line.endswith(": filter: zipnn") for line in lines):
             raise GitZipnnError(f"{path} is not tracked by git-zipnn, so git would store it whole: run "
                                 f"`git zipnn track '<pattern>'` for it first (git zipnn track --help)")
-    _git(["add", "-A", "--", rel], folder)
-    if not _git(["diff", "--cached", "--name-only", "--", rel], folder).strip():
+    # Tracked checkpoints gone from beside the save: files of sibling
+    # folders for a folder (checkpoint-400/ beside checkpoint-500/), files
+    # of the same folder for a file.
+    saved_folder = os.path.isdir(full)
+    around = os.path.dirname(rel.rstrip("/"))
+    deleted = [f for f in _git(["ls-files", "-z", "--deleted", "--", around or "."], top).split("\0") if f]
+    if saved_folder:
+        gone = [f for f in deleted if os.path.dirname(os.path.dirname(f)) == around or
+                (around and f.startswith(around + "/") and f.count("/") > around.count("/") + 1)]
+    else:
+        gone = [f for f in deleted if os.path.dirname(f) == around]
+    if gone:
+        attrs = _git(["check-attr", "filter", "--"] + gone, top).splitlines()
+        gone = [line.split(": filter: ")[0] for line in attrs if line.endswith(": filter: zipnn")]
+    _git(["add", "-A", "--", rel] + gone, top)
+    if not _git(["diff", "--cached", "--name-only", "--", rel] + gone, top).strip():
         return None
     if message is None:
         message = f"checkpoint at step {step}" if step is not None else f"checkpoint {rel}"
-    _git(["commit", "-q", "-m", message, "--", rel], folder)
-    return _git(["rev-parse", "HEAD"], folder).strip()
+    _git(["commit", "-q", "-m", message, "--", rel] + gone, top)
+    return _git(["rev-parse", "HEAD"], top).strip()

@@ -102,6 +102,32 @@ class TrainerFoldersTest(Repository):
                          "two hundred forty\n\nout/checkpoint-240/model.safetensors\n")
         self.assertEqual(self.sh("git status --porcelain"), "A  notes.txt\n")
 
+    def test_commit_checkpoint_commits_a_folder_the_trainer_removed(self):
+        # save_total_limit: checkpoint-240 written, checkpoint-40 deleted.
+        os.makedirs(self.path("out", "checkpoint-240"))
+        shutil.copy(os.path.join(DATA, "cnn-bf16", "step-000040.safetensors"),
+                    self.path("out", "checkpoint-240", "model.safetensors"))
+        shutil.rmtree(self.path("out", "checkpoint-40"))
+        self.sh("echo notes > notes.txt")
+        git_zipnn.commit_checkpoint(self.path("out", "checkpoint-240"), step=240)
+        self.assertEqual(self.sh("git show --no-renames --name-status --format= HEAD"),
+                         "A\tout/checkpoint-240/model.safetensors\nD\tout/checkpoint-40/model.safetensors\n")
+        self.assertEqual(self.sh("git status --porcelain"), "?? notes.txt\n")
+        # A path that holds nothing is named.
+        with self.assertRaises(git_zipnn.GitZipnnError) as caught:
+            git_zipnn.commit_checkpoint(self.path("out", "checkpoint-999"))
+        self.assertIn("nothing at", str(caught.exception))
+
+    def test_messages_name_paths_from_the_top_of_the_work_tree(self):
+        with self.assertRaises(git_zipnn.GitZipnnError) as caught:
+            git_zipnn.load_tensor(self.path("out", "checkpoint-80", "model.safetensors"), "fc1.weigth")
+        self.assertIn("`git zipnn cat --list HEAD:out/checkpoint-80/model.safetensors`", str(caught.exception))
+        tables = git_zipnn.analyze(self.path("out", "checkpoint-40", "model.safetensors"),
+                                   self.path("out", "checkpoint-80", "model.safetensors"))
+        self.assertEqual(list(tables["checkpoints"]["source"]),
+                         ["out/checkpoint-40/model.safetensors", "out/checkpoint-80/model.safetensors"])
+        self.assertEqual(str(tables["policies"]["base_interval"].dtype), "Int64")
+
     def test_commit_checkpoint_refuses_what_git_zipnn_does_not_track(self):
         os.makedirs(self.path("runs"))
         torch.save({"w": torch.zeros(3)}, self.path("runs", "model.pt"))
