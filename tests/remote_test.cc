@@ -132,6 +132,15 @@ TEST_CASE("cat of a tensor fetches the chain it needs from the remote, and only 
               .code == 0);
   CHECK(repo.Sh("cmp ../lazy/fc1.raw fc1.raw && cmp ../lazy/whole '" + repo.Data(Step("000080")) + "'").code == 0);
   CHECK(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 2);
+  // A clone made with --no-checkout has an empty index: log and ls-files
+  // read HEAD, and say how to get what is missing.
+  REQUIRE(repo.Sh("cd .. && git clone -q --no-checkout -b main hub.git bare-tree").code == 0);
+  const Run log = repo.Sh("cd ../bare-tree && git zipnn log model.safetensors");
+  REQUIRE(log.code == 0);
+  CHECK(log.out.rfind("model.safetensors\n", 0) == 0);
+  CHECK(log.out.find(" missing depth -1 ") != std::string::npos);
+  CHECK(repo.Sh("cd ../bare-tree && git zipnn ls-files").out.find("`git zipnn fetch` gets missing ones") !=
+        std::string::npos);
 }
 
 TEST_CASE("one missing object costs only its file: pull restores the rest, skipSmudgeErrors lets a clone finish") {

@@ -69,7 +69,9 @@ Result<std::vector<std::string>> TrackedPaths(const std::string& cwd = "");
 Result<std::string> TrackedPath(const std::string& given);
 // Every file in the index that `given` (relative to the current folder)
 // names: the file itself, or each file under a folder, from the top of the
-// work tree in index order. NotFound, naming `given`, when there is none.
+// work tree in index order; with an empty index (a clone made with
+// --no-checkout), in HEAD's tree. NotFound, naming `given`, when there is
+// none.
 Result<std::vector<std::string>> FilesNamed(const std::string& given);
 
 // Brings git's record of work-tree files up to date after they were
