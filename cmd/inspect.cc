@@ -3,12 +3,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
-#include "lib/base/strings.h"
 #include "lib/base/file.h"
+#include "lib/base/strings.h"
 #include "lib/container/object.h"
+#include "lib/formats/detect.h"
 
 namespace zipnn::cmd {
 
@@ -97,19 +99,52 @@ Status PrintObjectReport(const std::string& path) {
   return OkStatus();
 }
 
+// The tensors of the checkpoint an object holds, by name, read by parts:
+// through the store's chain for a content id, or from a base object file
+// alone (a delta file needs its base, which only the store knows).
+Status PrintObjectTensors(const std::string& path, const std::optional<store::Repository>& repo,
+                          const std::optional<ContentId>& id) {
+  std::printf("\n");
+  if (repo && id) {
+    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<store::VersionReader> version, store::OpenVersion(*repo, *id));
+    ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(*version, formats::FormatChoice::kAuto));
+    PrintTensorTable(TensorsOf(layout));
+    return OkStatus();
+  }
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(path));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  if (info.header.kind == container::ObjectKind::kDelta) {
+    return InvalidArgument(path + " is a delta: its tensors are read through its base; give the content id of a " +
+                           "version in a store (`git zipnn inspect --tensors <id>`) or use `git zipnn cat --list`");
+  }
+  if (!container::HasRawChecksums(info.header)) {
+    return Unsupported(path + " is of object format " + std::to_string(info.header.version) +
+                       ", whose parts cannot be checked alone: decompress it to read its tensors");
+  }
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
+                         container::ObjectReader::Open(object, info, nullptr, /*check_raw=*/true));
+  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(*reader, formats::FormatChoice::kAuto));
+  PrintTensorTable(TensorsOf(layout));
+  return OkStatus();
+}
+
 Action SetupInspect(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
+  auto tensors = std::make_shared<bool>(false);
   sub.add_option("object", *path, "Object file to describe, or the content id of one in this repository's store")
       ->required();
-  return [path]() -> Status {
+  sub.add_flag("-t,--tensors", *tensors, "Also list the tensors of the checkpoint it holds, read by parts");
+  return [path, tensors]() -> Status {
     // A content id names the object of that version in the store.
-    if (!FileExists(*path)) {
-      if (std::optional<ContentId> id = ContentId::FromHex(*path)) {
-        ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
-        return PrintObjectReport(repo.objects.PathOf(*id));
-      }
+    std::optional<store::Repository> repo;
+    std::optional<ContentId> id;
+    std::string file = *path;
+    if (!FileExists(*path) && (id = ContentId::FromHex(*path))) {
+      ZIPNN_ASSIGN_OR_RETURN(repo, OpenRepository());
+      file = repo->objects.PathOf(*id);
     }
-    return PrintObjectReport(*path);
+    ZIPNN_RETURN_IF_ERROR(PrintObjectReport(file));
+    return *tensors ? PrintObjectTensors(file, repo, id) : OkStatus();
   };
 }
 

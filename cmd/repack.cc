@@ -92,7 +92,7 @@ Status RunRepack(const RepackArgs& a) {
   } else {
     for (const std::string& p : a.paths) {
       auto full = git::TrackedPath(p);
-      if (!full.ok()) return NotFound(p + " is not a tracked file (git ls-files does not list it)");
+      if (!full.ok()) return NotFound(p + " is not a checkpoint git holds here (`git zipnn ls-files` lists them)");
       const std::string name = series->rules().Place(*full).name;
       chosen[name] = all[name];
     }

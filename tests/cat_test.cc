@@ -118,6 +118,18 @@ TEST_CASE("show counts and lists a version's tensors by name; inspect takes a co
   const Run inspected = repo.Sh("git zipnn inspect " + id);
   REQUIRE(inspected.code == 0);
   CHECK(inspected.out.find("content id   " + id + "\n") != std::string::npos);
+  // inspect --tensors names them too: a version of the store down its
+  // chain, or a base object file alone; a delta file needs its base.
+  CHECK(repo.Sh("git zipnn inspect --tensors " + id).out.find(table) != std::string::npos);
+  const Run base = repo.Sh("git zipnn compress -q -o base.zipnn '" + repo.Data("cnn-bf16/step-000080.safetensors") +
+                           "' && git zipnn inspect -t base.zipnn");
+  REQUIRE(base.code == 0);
+  CHECK(base.out.find(table) != std::string::npos);
+  const Run delta = repo.Sh("git zipnn compress -q -o delta.zipnn '" + repo.Data("cnn-bf16/step-000080.safetensors") +
+                            "' --base '" + repo.Data("cnn-bf16/step-000040.safetensors") +
+                            "' && git zipnn inspect -t delta.zipnn");
+  CHECK(delta.code != 0);
+  CHECK(delta.err.find("delta.zipnn is a delta: its tensors are read through its base") != std::string::npos);
 }
 
 TEST_CASE("cat names what is wrong: a tensor, a format, a terminal, a file that is not a checkpoint") {

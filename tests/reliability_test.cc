@@ -201,7 +201,7 @@ TEST_CASE("repack rewrites a series to another base interval and back, object fo
   // Asking for a path git does not track is an error naming it.
   const Run unknown = repo.Sh("git zipnn repack nosuch.safetensors");
   CHECK(unknown.code != 0);
-  CHECK(unknown.err.find("nosuch.safetensors is not a tracked file") != std::string::npos);
+  CHECK(unknown.err == "error: nosuch.safetensors is not a checkpoint git holds here (`git zipnn ls-files` lists them)\n");
 }
 
 TEST_CASE("git add killed at many points leaves a sound store; the next add works; gc clears the rest") {
