@@ -93,7 +93,6 @@ Result<std::vector<formats::Tensor>> Select(const std::vector<formats::Tensor>& 
   return picked;
 }
 
-
 void PrintList(const formats::FileLayout& layout, const std::vector<formats::Tensor>& tensors, const store::Pointer& pointer,
                const std::string& spec, bool json) {
   if (json) {
@@ -116,7 +115,9 @@ void PrintList(const formats::FileLayout& layout, const std::vector<formats::Ten
       }
       doc["tensors"].push_back(entry);
     }
-    std::printf("%s\n", doc.dump(2).c_str());
+    // A name that is not UTF-8 (a pickle may hold any bytes) prints with
+    // replacement characters rather than as invalid JSON.
+    std::printf("%s\n", doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
     return;
   }
   PrintTensorTable(tensors);

@@ -45,7 +45,14 @@ Result<std::string> SafetensorsHead(const std::vector<Tensor>& tensors) {
     header[t.name] = {{"dtype", std::string(dtype)}, {"shape", t.shape}, {"data_offsets", {at, at + t.length}}};
     at += t.length;
   }
-  std::string json = header.dump();
+  // A name that is not UTF-8 (a pickle may hold any bytes) cannot be
+  // JSON text: refused, not written with its bytes replaced.
+  std::string json;
+  try {
+    json = header.dump();
+  } catch (const nlohmann::json::type_error&) {
+    return Unsupported("a tensor name is not UTF-8 text, which a safetensors header cannot hold; write it raw");
+  }
   json.append((8 - json.size() % 8) % 8, ' ');
   std::string head(8, '\0');
   StoreLE<uint64_t>(reinterpret_cast<uint8_t*>(head.data()), json.size());

@@ -51,11 +51,13 @@ TEST_CASE("a safetensors head reads back as the tensors it was written for") {
   }
 }
 
-TEST_CASE("a safetensors head refuses opaque bytes and a name used twice") {
+TEST_CASE("a safetensors head refuses opaque bytes, a name used twice, and a name that is not UTF-8") {
   CHECK(SafetensorsHead({Make("pickle", DType::kBytes, {9}, 9)}).status().message() ==
         "'pickle' is opaque bytes, which safetensors has no dtype for");
   CHECK(SafetensorsHead({Make("w", DType::kF32, {1}, 4), Make("w", DType::kF32, {1}, 4)}).status().message() ==
         "two tensors are named 'w'");
+  CHECK(SafetensorsHead({Make("model/\xff\xfe", DType::kF32, {1}, 4)}).status().message() ==
+        "a tensor name is not UTF-8 text, which a safetensors header cannot hold; write it raw");
 }
 
 TEST_CASE("npy heads are numpy's format 1.0, the data 64-byte aligned") {
