@@ -176,6 +176,16 @@ TEST_CASE("relative update is the norm of the difference over the norm of the re
   CHECK(Find(an, 1, "h").stats.RelativeUpdate() == doctest::Approx(0.5 / std::sqrt(2.0)).epsilon(1e-12));
   // The row sums squares over its tensors: (4 + 0 + 0.25) / (100 + 99 + 2).
   CHECK(an.rows[1].change.RelativeUpdate() == doctest::Approx(std::sqrt(4.25 / 201)).epsilon(1e-12));
+
+  // A one-element tensor (an optimizer's step counter, 100 -> 200) keeps
+  // its own figure but stays out of the row's: it counts, it is no weight.
+  Builder c = a, d = b;
+  c.Add("optimizer/state/0/step", DType::kF32, std::vector<float>{100.0f});
+  d.Add("optimizer/state/0/step", DType::kF32, std::vector<float>{200.0f});
+  const Analysis counted = Run({&c, &d});
+  CHECK(Find(counted, 1, "optimizer/state/0/step").stats.RelativeUpdate() == doctest::Approx(1.0));
+  CHECK(counted.rows[1].change.RelativeUpdate() == doctest::Approx(std::sqrt(4.25 / 201)).epsilon(1e-12));
+  CHECK(counted.rows[1].change.changed == an.rows[1].change.changed + 1);
 }
 
 TEST_CASE("a tensor summary: rms of the finite values of each float dtype, non-finite counted, none for integers") {

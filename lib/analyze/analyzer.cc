@@ -92,7 +92,14 @@ void Summarize(const ScanResult& scan, CheckpointRow& row) {
     if (t.status != TensorStatus::kRemoved) {
       ++row.tensors;
       row.parameters += t.stats.elements;
-      if (row.reference) row.change.Add(t.stats);
+      if (row.reference) {
+        // A one-element tensor is a counter or a scale (an optimizer's
+        // step, 100 -> 200), not a weight: its norms would outweigh every
+        // weight's in the row's relative update, so they stay out of it.
+        ChangeStats counted = t.stats;
+        if (counted.elements <= 1) counted.diff_sq = counted.ref_sq = 0;
+        row.change.Add(counted);
+      }
     }
     if (!row.reference) continue;
     switch (t.status) {
