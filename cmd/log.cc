@@ -15,6 +15,7 @@
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
+#include "lib/git/series_versions.h"
 #include "lib/series/series.h"
 
 namespace zipnn::cmd {
@@ -24,16 +25,31 @@ namespace {
 struct LogArgs {
   std::vector<std::string> paths;
   bool json = false;
+  bool series = false;
 };
 
 // The tracked checkpoints to list: every one in the index, or those the
 // arguments name (a file, or the checkpoints in a folder), in the order of
 // their series and steps (checkpoint-20 before checkpoint-100).
-Result<std::vector<std::string>> PathsToList(const store::Repository& repo, const std::vector<std::string>& given) {
+// With `whole_series`, every path the series of each given checkpoint has
+// had in HEAD's history or the index (checkpoint-N folders a trainer has
+// deleted since included).
+Result<std::vector<std::string>> PathsToList(const store::Repository& repo, const std::vector<std::string>& given,
+                                             bool whole_series) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, git::TrackedPaths());
   std::vector<std::string> paths;
   if (given.empty()) {
     paths = tracked;
+  } else if (whole_series) {
+    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, git::OpenSeries(repo));
+    for (const std::string& p : given) {
+      ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> named, git::FilesNamed(p));
+      for (const std::string& path : named) {
+        ZIPNN_ASSIGN_OR_RETURN(std::vector<store::Version> versions,
+                               series->Of(series->rules().Place(path).name, /*deep=*/true));
+        for (const store::Version& v : versions) paths.push_back(v.path);
+      }
+    }
   } else {
     const std::set<std::string> checkpoints(tracked.begin(), tracked.end());
     for (const std::string& p : given) {
@@ -64,7 +80,7 @@ Result<std::vector<std::string>> PathsToList(const store::Repository& repo, cons
 Status RunLog(const LogArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> paths, PathsToList(repo, a.paths));
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> paths, PathsToList(repo, a.paths, a.series));
   ZIPNN_ASSIGN_OR_RETURN(git::PathHistory history, git::PathHistory::Of(git_repo));
   // Each object is described once.
   std::map<ContentId, Result<store::StoredInfo>> described;
@@ -179,6 +195,9 @@ Action SetupLog(CLI::App& sub) {
   auto a = std::make_shared<LogArgs>();
   sub.add_option("paths", a->paths, "Tracked checkpoints (default: every one in the index)");
   sub.add_flag("--json", a->json, "One JSON array of versions instead of the table");
+  sub.add_flag("--series", a->series,
+               "Every checkpoint of the series of each path given (checkpoint-N folders, step files), deleted "
+               "ones included");
   return [a] { return RunLog(*a); };
 }
 

@@ -171,6 +171,12 @@ TEST_CASE("log lists a folder's checkpoints by step and ends with a total over a
   const std::string listed = repo.Sh("git zipnn ls-files").out;
   CHECK(listed.find("out/checkpoint-80/") < listed.find("out/checkpoint-500/"));
   CHECK(listed.find("out/checkpoint-20/") < listed.find("out/checkpoint-40/"));
+  // --series: the whole run from any of its checkpoints, a deleted folder included.
+  REQUIRE(repo.Sh("git rm -rq out/checkpoint-40 && git commit -qm 'save_total_limit'").code == 0);
+  const Run series = repo.Sh("git zipnn log --series out/checkpoint-500/model.safetensors");
+  REQUIRE(series.code == 0);
+  CHECK(series.out.find("out/checkpoint-40/model.safetensors\n") != std::string::npos);
+  CHECK(series.out.find("all: 5 checkpoints, 5 versions: ") != std::string::npos);
 }
 
 TEST_CASE("untrack removes tracked patterns and names one that is not tracked") {

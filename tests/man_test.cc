@@ -77,7 +77,7 @@ TEST_CASE("git zipnn --help and git help zipnn show git-zipnn(1); git-zipnn --he
   }
   const Run log_page = repo.Sh(env + "man git-zipnn-log");
   CHECK(log_page.code == 0);
-  CHECK(log_page.out.find("git zipnn log [--json] [<path>...]") != std::string::npos);
+  CHECK(log_page.out.find("git zipnn log [--json] [--series] [<path>...]") != std::string::npos);
 
   const Run direct = repo.Sh(env + "git-zipnn --help");
   CHECK(direct.code == 0);

@@ -194,13 +194,16 @@ def _check_framework(framework):
 # ---- The public functions ----
 
 
-def versions(path):
+def versions(path, series=False):
     """The stored versions of the tracked checkpoint `path`, newest first
     (as git log lists commits), as `git zipnn log --json` gives them:
     dicts with path, commit, date, subject, id, kind ('base' or 'delta'),
-    base, base_reason, depth, raw_bytes and stored_bytes."""
+    base, base_reason, depth, raw_bytes and stored_bytes. With
+    series=True, those of every checkpoint of its series (the
+    checkpoint-N folders of a run, deleted ones included), path by path
+    in step order."""
     folder, rel = _place(path)
-    return json.loads(_zipnn(["log", "--json", rel], folder))
+    return json.loads(_zipnn(["log", "--json"] + (["--series"] if series else []) + [rel], folder))
 
 
 def list_tensors(path, rev="HEAD"):
