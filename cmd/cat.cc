@@ -20,6 +20,7 @@
 #include "lib/base/buffer.h"
 #include "lib/base/closest.h"
 #include "lib/base/file.h"
+#include "lib/base/strings.h"
 #include "lib/formats/detect.h"
 #include "lib/formats/tensor_file.h"
 #include "lib/git/checkpoint_at.h"
@@ -41,10 +42,6 @@ struct CatArgs {
 };
 
 enum class OutputFormat { kRaw, kNpy, kSafetensors };
-
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 Result<OutputFormat> FormatOf(const CatArgs& a) {
   if (a.format == "raw") return OutputFormat::kRaw;
@@ -80,9 +77,8 @@ Result<std::vector<formats::Tensor>> Select(const std::vector<formats::Tensor>& 
     if (any) continue;
     std::vector<std::string> names;
     for (const formats::Tensor& t : all) names.push_back(t.name);
-    std::string hint;
-    for (const std::string& close : ClosestWords(pattern, names)) hint += (hint.empty() ? " (did you mean '" : "', '") + close;
-    if (!hint.empty()) hint += "'?)";
+    const std::vector<std::string> close = ClosestWords(pattern, names);
+    const std::string hint = close.empty() ? "" : " (did you mean " + Alternatives(close, "'") + "?)";
     return NotFound("no tensor '" + pattern + "' in " + spec + hint + "; `git zipnn cat --list " + spec +
                     "` lists them");
   }

@@ -20,9 +20,7 @@ std::optional<std::string> UnknownCommand(const std::string& word) {
   std::string message = "git-zipnn: '" + word + "' is not a git-zipnn command.";
   const std::vector<std::string> closest = ClosestWords(word, names);
   if (closest.empty()) return message + " See 'git zipnn --help'.";
-  std::string list;
-  for (size_t i = 0; i < closest.size(); ++i) list += (i == 0 ? "" : i + 1 == closest.size() ? " or " : ", ") + closest[i];
-  return message + " Did you mean " + list + "?";
+  return message + " Did you mean " + Alternatives(closest) + "?";
 }
 
 namespace {
@@ -47,10 +45,8 @@ std::optional<std::string> OptionHint(const CLI::App& sub, const std::string& er
     if (word.rfind("--", 0) != 0) continue;
     const std::vector<std::string> closest = ClosestWords(word.substr(0, word.find('=')), names);
     if (closest.empty()) continue;
-    std::string list;
-    for (size_t i = 0; i < closest.size(); ++i) list += (i == 0 ? "" : i + 1 == closest.size() ? " or " : ", ") + closest[i];
     hint += (hint.empty() ? "" : "\n") + ("git zipnn " + sub.get_name() + " has no option " + word + "; did you mean " +
-                                          list + "?");
+                                          Alternatives(closest) + "?");
   }
   if (hint.empty()) return std::nullopt;
   return hint;

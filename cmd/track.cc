@@ -49,9 +49,8 @@ Action SetupUntrack(CLI::App& sub) {
     for (const std::string& p : *patterns) {
       if (std::find(removed.begin(), removed.end(), p) != removed.end()) continue;
       ++unknown;
-      std::string hint;
-      for (const std::string& close : ClosestWords(p, tracked)) hint += (hint.empty() ? " (did you mean \"" : "\", \"") + close;
-      if (!hint.empty()) hint += "\"?)";
+      const std::vector<std::string> close = ClosestWords(p, tracked);
+      const std::string hint = close.empty() ? "" : " (did you mean " + Alternatives(close, "\"") + "?)";
       std::fprintf(stderr, "git-zipnn: \"%s\" is not a tracked pattern%s\n", p.c_str(), hint.c_str());
     }
     if (unknown > 0) {

@@ -38,4 +38,15 @@ std::vector<std::string> ClosestWords(const std::string& word, const std::vector
   return closest;
 }
 
+std::string Alternatives(const std::vector<std::string>& words, const std::string& quote, size_t most) {
+  const size_t shown = std::min(words.size(), most);
+  std::string list;
+  for (size_t i = 0; i < shown; ++i) {
+    const bool last = i + 1 == shown && shown == words.size();
+    list += (i == 0 ? "" : last ? " or " : ", ") + quote + words[i] + quote;
+  }
+  if (shown < words.size()) list += " or " + std::to_string(words.size() - shown) + " more";
+  return list;
+}
+
 }  // namespace zipnn

@@ -20,4 +20,9 @@ size_t EditDistance(const std::string& a, const std::string& b);
 // Empty when nothing is close.
 std::vector<std::string> ClosestWords(const std::string& word, const std::vector<std::string>& candidates);
 
+// `words` as a sentence lists them, each between `quote` marks: "a",
+// "a or b", "a, b or c"; past `most` of them, "a, b, c or 4 more".
+std::string Alternatives(const std::vector<std::string>& words, const std::string& quote = "",
+                         size_t most = static_cast<size_t>(-1));
+
 }  // namespace zipnn

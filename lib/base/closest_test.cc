@@ -16,6 +16,15 @@ TEST_CASE("edit distance counts a swap of neighbouring letters as one edit") {
   CHECK(EditDistance("abc", "cab") == 2);
 }
 
+TEST_CASE("alternatives read as a sentence, quoted, cut after the most wanted") {
+  CHECK(Alternatives({}) == "");
+  CHECK(Alternatives({"log"}) == "log");
+  CHECK(Alternatives({"a", "b"}, "'") == "'a' or 'b'");
+  CHECK(Alternatives({"a", "b", "c"}) == "a, b or c");
+  CHECK(Alternatives({"a", "b", "c", "d", "e"}, "", 3) == "a, b, c or 2 more");
+  CHECK(Alternatives({"a", "b", "c"}, "", 3) == "a, b or c");
+}
+
 TEST_CASE("closest words: slips of the fingers, ties in list order, prefixes, nothing when far") {
   const Words commands = {"install", "log", "ls-files", "push", "pull", "restore", "repack", "analyze"};
   CHECK(ClosestWords("lgo", commands) == Words{"log"});

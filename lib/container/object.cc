@@ -81,7 +81,7 @@ enum class RawCheck : bool { kSkip, kCheck };
 // Checks chunk `index`'s record against its checksum and decodes it into
 // `out`. `base` holds what ReadBase read for its region (empty for a
 // region that reads no base); a delta region's bytes start at `at` in it.
-Status DecodeChunk(const ByteSource& object, uint16_t version, size_t index, const ChunkRef& c, const Region& region,
+Status DecodeChunk(const ByteSource& object, const ObjectHeader& h, size_t index, const ChunkRef& c, const Region& region,
                    const uint8_t* record, const Buffer& base, uint64_t at, codec::ChunkDecoder& decoder,
                    RawCheck raw_check, uint8_t* out) {
   if (Checksum64(record, c.record_size) != c.checksum) {
@@ -89,7 +89,8 @@ Status DecodeChunk(const ByteSource& object, uint16_t version, size_t index, con
   }
   size_t size = c.record_size;
   uint64_t raw_checksum = 0;
-  if (version >= kRawChecksumVersion) {
+  const bool has_raw_checksum = HasRawChecksums(h);
+  if (has_raw_checksum) {
     if (size <= kRawChecksumBytes) return Corruption(ChunkName(object, index, c.span) + ": record too short");
     raw_checksum = LoadLE<uint64_t>(record);
     record += kRawChecksumBytes;
@@ -99,7 +100,7 @@ Status DecodeChunk(const ByteSource& object, uint16_t version, size_t index, con
   Status st = decoder.Decode(region.dtype, record, size, c.span.length, region.delta ? base.data() + at : nullptr, out,
                              prefixed ? base.data() : nullptr, prefixed ? base.size() : 0, c.transform);
   if (!st.ok()) return Corruption(ChunkName(object, index, c.span) + ": " + st.message());
-  if (raw_check == RawCheck::kCheck && version >= kRawChecksumVersion &&
+  if (raw_check == RawCheck::kCheck && has_raw_checksum &&
       Checksum64(out, c.span.length) != raw_checksum) {
     return Corruption(ChunkName(object, index, c.span) + ": restored bytes do not match their checksum" +
                       (region.delta || prefixed ? " (is the base the right checkpoint?)" : ""));
@@ -139,7 +140,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
 
   ObjectHeader header;
   header.version = WriteVersion(options.transform);
-  const bool raw_checksums = header.version >= kRawChecksumVersion;
+  const bool raw_checksums = HasRawChecksums(header);
   header.kind = base != nullptr ? ObjectKind::kDelta : ObjectKind::kBase;
   header.chunk_size = options.chunk_size;
   header.raw_size = input.size();
@@ -271,7 +272,7 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
       const ChunkRef& c = todo[i];
       const uint8_t* record = d->records.data() + (c.record_offset - first.record_offset);
       const uint64_t at = c.span.offset - stripe.offset;
-      ZIPNN_RETURN_IF_ERROR(DecodeChunk(object, h.version, first_index + i, c, region, record, d->base, at, *decoder,
+      ZIPNN_RETURN_IF_ERROR(DecodeChunk(object, h, first_index + i, c, region, record, d->base, at, *decoder,
                                         options.only_region ? RawCheck::kCheck : RawCheck::kSkip, d->raw.data() + at));
     }
     if (positional) ZIPNN_RETURN_IF_ERROR(out.WriteAt(stripe.offset - out_start, d->raw.data(), d->raw.size()));
@@ -373,7 +374,7 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
     ZIPNN_RETURN_IF_ERROR(ReadBase(*base_, region, c.span.offset, c.span.length, work->base));
   }
   std::shared_ptr<uint8_t[]> raw(new uint8_t[c.span.length]);  // exactly a chunk, not a grown Buffer
-  ZIPNN_RETURN_IF_ERROR(DecodeChunk(object_, info_.header.version, index, c, region, work->record.data(), work->base,
+  ZIPNN_RETURN_IF_ERROR(DecodeChunk(object_, info_.header, index, c, region, work->record.data(), work->base,
                                     0, work->decoder, check_raw_ ? RawCheck::kCheck : RawCheck::kSkip, raw.get()));
   return std::shared_ptr<const uint8_t[]>(std::move(raw));
 }
@@ -413,7 +414,7 @@ Result<std::vector<RegionStats>> ScanObject(const ByteSource& object, const Obje
       return Corruption(ChunkName(object, i, c.span) + ": checksum mismatch");
     }
     const codec::DType dtype = h.layout.regions[c.span.region].dtype;
-    const size_t skip = h.version >= kRawChecksumVersion ? kRawChecksumBytes : 0;
+    const size_t skip = HasRawChecksums(h) ? kRawChecksumBytes : 0;
     if (c.record_size <= skip) return Corruption(ChunkName(object, i, c.span) + ": record too short");
     auto groups = codec::ParseChunkRecord(dtype, record.data() + skip, c.record_size - skip, c.span.length,
                                           NewestCoder(h.version));

@@ -86,7 +86,8 @@ inline constexpr uint64_t kReaderCacheBytes = 4u << 20;
 // Thread-safe: ReadAt may be called from several threads at once (two
 // threads that need one chunk decode it once). Memory: at most
 // `cache_bytes` (kReaderCacheBytes unless told) of decoded chunks, and
-// never fewer than two, plus the chunks being read. `object` and `base` must outlive the reader.
+// never fewer than two, plus the chunks being read. `object` and `base`
+// must outlive the reader.
 class ObjectReader : public ByteSource {
  public:
   // Fails when a delta's `base` is missing or of the wrong size. With

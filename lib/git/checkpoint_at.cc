@@ -46,10 +46,7 @@ std::string ClosestFileHint(const Repository& repo, const Oid& commit, const std
   std::vector<std::string> paths;
   for (const FileEntry& f : *files) paths.push_back(f.path);
   const std::vector<std::string> close = ClosestWords(path, paths);
-  std::string hint;
-  for (size_t i = 0; i < close.size() && i < 3; ++i) hint += (i == 0 ? " (did you mean " : ", ") + close[i];
-  if (close.size() > 3) hint += " or " + std::to_string(close.size() - 3) + " more like them";
-  return hint.empty() ? "" : hint + "?)";
+  return close.empty() ? "" : " (did you mean " + Alternatives(close, "", 3) + "?)";
 }
 
 }  // namespace

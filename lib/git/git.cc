@@ -137,8 +137,12 @@ Result<std::string> TrackedPath(const std::string& given) {
 Result<std::vector<std::string>> FilesNamed(const std::string& given) {
   auto paths = GitPaths({"ls-files", "-z", "--full-name", "--", given});
   // A clone made with --no-checkout has an empty index: HEAD's tree then.
-  if (paths.ok() && paths->empty()) paths = GitPaths({"ls-tree", "-r", "-z", "--full-name", "--name-only", "HEAD", "--", given});
-  if (!paths.ok() || paths->empty()) return NotFound("'" + given + "' names no file that git holds here, nor a folder of them");
+  if (paths.ok() && paths->empty()) {
+    paths = GitPaths({"ls-tree", "-r", "-z", "--full-name", "--name-only", "HEAD", "--", given});
+  }
+  if (!paths.ok() || paths->empty()) {
+    return NotFound("'" + given + "' names no file that git holds here, nor a folder of them");
+  }
   return paths;
 }
 

@@ -214,14 +214,14 @@ Result<Chain> OpenChain(const Repository& repo, const ContentId& id, const FindC
   return chain;
 }
 
-// An ObjectReader for each link of `chain` from the base up to, not
-// including, link `top`, each keeping up to `cache_bytes` of decoded
-// chunks; each delta reads its base through the one below. The last one
-// (or the copy, or nothing) is what link `top` reads its base through.
-Result<const ByteSource*> StackReaders(Chain& chain, size_t top, uint64_t cache_bytes,
+// An ObjectReader for each link of `chain` below the top one, from the
+// base up, each keeping up to `cache_bytes` of decoded chunks; each delta
+// reads its base through the one below. The last one (or the copy, or
+// nothing) is what the top link reads its base through.
+Result<const ByteSource*> StackReaders(Chain& chain, uint64_t cache_bytes,
                                        std::vector<std::unique_ptr<container::ObjectReader>>& readers) {
   const ByteSource* below = chain.copy ? &*chain.copy : nullptr;
-  for (size_t i = chain.links.size(); i-- > top + 1;) {
+  for (size_t i = chain.links.size(); i-- > 1;) {
     ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
                            container::ObjectReader::Open(chain.links[i].file, std::move(chain.links[i].info), below,
                                                          /*check_raw=*/false, cache_bytes));
@@ -240,7 +240,7 @@ Result<const ByteSource*> StackReaders(Chain& chain, size_t top, uint64_t cache_
 Status Restore(const Repository& repo, const ContentId& id, ByteSink& out, const FindCopy& find_copy) {
   ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenChain(repo, id, find_copy));
   std::vector<std::unique_ptr<container::ObjectReader>> readers;
-  ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below, StackReaders(chain, 0, container::kReaderCacheBytes, readers));
+  ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below, StackReaders(chain, container::kReaderCacheBytes, readers));
   container::DecodeOptions options;
   options.threads = repo.policy.threads;
   return container::DecodeObject(chain.links[0].file, chain.links[0].info, below, options, out);
@@ -272,7 +272,7 @@ Result<std::unique_ptr<VersionReader>> OpenVersion(const Repository& repo, const
   // offsets the top asks for: two chunks each (one that straddles a
   // boundary of the level below needs both) keep memory small however deep
   // the chain.
-  ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below, StackReaders(levels.chain, 0, 0, levels.readers));
+  ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below, StackReaders(levels.chain, /*cache_bytes=*/0, levels.readers));
   Link& link = levels.chain.links[0];
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
                          container::ObjectReader::Open(link.file, std::move(link.info), below, /*check_raw=*/true));

@@ -299,8 +299,8 @@ def commit_checkpoint(path, step=None, message=None):
     around = os.path.dirname(rel.rstrip("/"))
     deleted = [f for f in _git(["ls-files", "-z", "--deleted", "--", around or "."], top).split("\0") if f]
     if saved_folder:
-        gone = [f for f in deleted if os.path.dirname(os.path.dirname(f)) == around or
-                (around and f.startswith(around + "/") and f.count("/") > around.count("/") + 1)]
+        prefix = around + "/" if around else ""
+        gone = [f for f in deleted if f.startswith(prefix) and "/" in f[len(prefix):]]
     else:
         gone = [f for f in deleted if os.path.dirname(f) == around]
     if gone:
