@@ -109,8 +109,13 @@ Result<std::vector<Pending>> FilesInOrder(const series::Rules& rules, const std:
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
   if (names.size() > 1 && !as_given) {
+    // Named from the current folder, as the files were given.
+    const std::string here = std::filesystem::current_path().string() + "/";
     std::string listed;
-    for (size_t i = 0; i < names.size() && i < 3; ++i) listed += (i ? ", " : "") + names[i];
+    for (size_t i = 0; i < names.size() && i < 3; ++i) {
+      const std::string& name = names[i];
+      listed += (i ? ", " : "") + (name.rfind(here, 0) == 0 ? name.substr(here.size()) : name);
+    }
     if (names.size() > 3) listed += " and " + std::to_string(names.size() - 3) + " more";
     return InvalidArgument("these " + std::to_string(paths.size()) + " files are not versions of one checkpoint: they " +
                            "make " + std::to_string(names.size()) + " series (" + listed +

@@ -52,7 +52,7 @@ Result<OutputFormat> FormatOf(const CatArgs& a) {
   if (EndsWith(a.output, ".safetensors")) return OutputFormat::kSafetensors;
   // Tensors under a torch.save name would be raw bytes that torch.load
   // cannot read.
-  for (const char* torch : {".pt", ".pth", ".bin", ".ckpt"}) {
+  for (const char* torch : {".pt", ".pth", ".ckpt"}) {
     if (!a.tensors.empty() && EndsWith(a.output, torch)) {
       return InvalidArgument("cat writes tensors as raw bytes, npy or safetensors, not as a torch.save file: name " +
                              a.output + " .safetensors or .npy, or give --format raw for the bare bytes");
