@@ -139,7 +139,7 @@ std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id, const st
       }
     }
     if (!path.empty()) {
-      if (auto file = store::OpenHolding(repo_.work_dir + "/" + path, id)) return file;
+      if (auto file = ReadFile::OpenHolding(repo_.work_dir + "/" + path, id)) return file;
     }
   }
   return store::RawCache(repo_.cache_dir, repo_.policy.raw_cache).Find(id);

@@ -38,8 +38,29 @@ Result<ReadFile> ReadFile::Open(const std::string& path) {
   return ReadFile(fd, static_cast<uint64_t>(st.st_size), path);
 }
 
+std::optional<ReadFile> ReadFile::OpenHolding(const std::string& path, const ContentId& id) {
+  auto file = Open(path);
+  if (!file.ok()) return std::nullopt;
+  // One pass: the content id of the whole, and a checksum of each block.
+  constexpr size_t kRead = 16 * kPinBlock;
+  static_assert(kRead % kPinBlock == 0, "reads cover whole blocks");
+  Buffer buffer(kRead);
+  Hasher hasher;
+  std::vector<uint64_t> pins;
+  pins.reserve(static_cast<size_t>((file->size() + kPinBlock - 1) / kPinBlock));
+  for (uint64_t at = 0; at < file->size(); at += kRead) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kRead, file->size() - at));
+    if (!file->ReadRaw(at, buffer.data(), n).ok()) return std::nullopt;
+    hasher.Update(buffer.data(), n);
+    for (size_t b = 0; b < n; b += kPinBlock) pins.push_back(Checksum64(buffer.data() + b, std::min(kPinBlock, n - b)));
+  }
+  if (hasher.Finish() != id) return std::nullopt;
+  file->pins_ = std::move(pins);
+  return std::move(*file);
+}
+
 ReadFile::ReadFile(ReadFile&& o) noexcept
-    : fd_(o.fd_), size_(o.size_), path_(std::move(o.path_)) {
+    : fd_(o.fd_), size_(o.size_), path_(std::move(o.path_)), pins_(std::move(o.pins_)) {
   o.fd_ = -1;
 }
 
@@ -49,6 +70,7 @@ ReadFile& ReadFile::operator=(ReadFile&& o) noexcept {
     fd_ = o.fd_;
     size_ = o.size_;
     path_ = std::move(o.path_);
+    pins_ = std::move(o.pins_);
     o.fd_ = -1;
   }
   return *this;
@@ -59,6 +81,50 @@ ReadFile::~ReadFile() {
 }
 
 Status ReadFile::ReadAt(uint64_t offset, void* out, size_t n) const {
+  return pins_.empty() ? ReadRaw(offset, out, n) : ReadPinned(offset, out, n);
+}
+
+// Reads the whole blocks the range covers, checks each against its
+// checksum, and copies out the part asked for: whole blocks straight into
+// `out`, the partial first and last through a block of scratch.
+Status ReadFile::ReadPinned(uint64_t offset, void* out, size_t n) const {
+  if (n == 0) return OkStatus();
+  if (offset > size_ || n > size_ - offset) return IoError(path_ + ": read past the end");
+  auto* p = static_cast<uint8_t*>(out);
+  const uint64_t end = offset + n;
+  std::vector<uint8_t> scratch;
+  auto check = [&](uint64_t block, const uint8_t* bytes, size_t len) -> Status {
+    if (Checksum64(bytes, len) == pins_[static_cast<size_t>(block)]) return OkStatus();
+    return Corruption(path_ + ": changed while it was read (bytes " + std::to_string(block * kPinBlock) + " to " +
+                      std::to_string(block * kPinBlock + len) + " are not those that hashed to its content id)");
+  };
+  for (uint64_t block = offset / kPinBlock; block * kPinBlock < end;) {
+    const uint64_t start = block * kPinBlock;
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(kPinBlock, size_ - start));
+    if (start >= offset && start + len <= end) {
+      // A run of whole blocks, read at once.
+      uint64_t run_end = start + len;
+      while (run_end < end && run_end + std::min<uint64_t>(kPinBlock, size_ - run_end) <= end) {
+        run_end += std::min<uint64_t>(kPinBlock, size_ - run_end);
+      }
+      uint8_t* into = p + (start - offset);
+      ZIPNN_RETURN_IF_ERROR(ReadRaw(start, into, static_cast<size_t>(run_end - start)));
+      for (uint64_t at = start; at < run_end; at += kPinBlock, ++block) {
+        ZIPNN_RETURN_IF_ERROR(check(block, into + (at - start), static_cast<size_t>(std::min<uint64_t>(kPinBlock, run_end - at))));
+      }
+      continue;
+    }
+    scratch.resize(len);
+    ZIPNN_RETURN_IF_ERROR(ReadRaw(start, scratch.data(), len));
+    ZIPNN_RETURN_IF_ERROR(check(block, scratch.data(), len));
+    const uint64_t from = std::max(start, offset), to = std::min<uint64_t>(start + len, end);
+    std::memcpy(p + (from - offset), scratch.data() + (from - start), static_cast<size_t>(to - from));
+    ++block;
+  }
+  return OkStatus();
+}
+
+Status ReadFile::ReadRaw(uint64_t offset, void* out, size_t n) const {
   auto* p = static_cast<uint8_t*>(out);
   while (n > 0) {
     ssize_t got = ::pread(fd_, p, n, static_cast<off_t>(offset));

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/base/content_id.h"
 #include "lib/base/io.h"
 #include "lib/base/status.h"
 
@@ -23,6 +24,15 @@ namespace zipnn {
 class ReadFile : public ByteSource {
  public:
   static Result<ReadFile> Open(const std::string& path);
+  // The file at `path` when its bytes hash to `id` now, read through once
+  // to see it; nullopt when they do not, or it cannot be read. A file
+  // someone else may rewrite in place (a work-tree file, a kept copy) can
+  // change after that check: every later ReadAt is therefore checked
+  // against a checksum of each kPinBlock of the bytes that hashed to
+  // `id`, and bytes that differ are a Corruption, never returned. What it
+  // reads is thus the content `id` names, or an error.
+  static std::optional<ReadFile> OpenHolding(const std::string& path, const ContentId& id);
+  static constexpr size_t kPinBlock = 64 << 10;
   ReadFile(ReadFile&& o) noexcept;
   ReadFile& operator=(ReadFile&& o) noexcept;
   ~ReadFile() override;
@@ -35,9 +45,14 @@ class ReadFile : public ByteSource {
  private:
   ReadFile(int fd, uint64_t size, std::string path)
       : fd_(fd), size_(size), path_(std::move(path)) {}
+  Status ReadRaw(uint64_t offset, void* out, size_t n) const;
+  Status ReadPinned(uint64_t offset, void* out, size_t n) const;
   int fd_ = -1;
   uint64_t size_ = 0;
   std::string path_;
+  // With OpenHolding: the checksum of each kPinBlock of the bytes that
+  // hashed to the id (the last block may be shorter).
+  std::vector<uint64_t> pins_;
 };
 
 class AtomicFile : public ByteSink {

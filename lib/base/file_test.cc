@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -459,6 +461,48 @@ TEST_CASE("an FdChannel whose peer has gone fails the write instead of raising S
   REQUIRE(read.ok());
   CHECK(*read == 0);  // the end of the stream
   ::close(fds[0]);
+}
+
+TEST_CASE("a file opened as holding an id gives its bytes at any offset, and refuses bytes changed since") {
+  const std::string dir = FreshFolder();
+  const std::string path = dir + "/base";
+  // Three and a half blocks of varied bytes, so that reads cross every
+  // kind of block edge.
+  std::string bytes(ReadFile::kPinBlock * 7 / 2, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+  Write(path, bytes);
+  const ContentId id = HashBytes(bytes.data(), bytes.size());
+  CHECK_FALSE(ReadFile::OpenHolding(path, HashBytes("other", 5)).has_value());
+  CHECK_FALSE(ReadFile::OpenHolding(dir + "/absent", id).has_value());
+  std::optional<ReadFile> held = ReadFile::OpenHolding(path, id);
+  REQUIRE(held.has_value());
+  const size_t block = ReadFile::kPinBlock;
+  for (const auto& [offset, n] : std::vector<std::pair<size_t, size_t>>{
+           {0, bytes.size()}, {0, 1}, {block - 1, 2}, {block, block}, {block + 5, 2 * block}, {3 * block + 7, block / 2 - 7},
+           {bytes.size() - 1, 1}, {17, 0}}) {
+    CAPTURE(offset);
+    CAPTURE(n);
+    std::string got(n, '\0');
+    REQUIRE(held->ReadAt(offset, got.data(), n).ok());
+    CHECK(got == bytes.substr(offset, n));
+  }
+  // Rewritten in place (the same file, as a trainer saving over it does):
+  // what changed is refused, what did not still reads.
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(::pwrite(fd, "XY", 2, static_cast<off_t>(2 * block + 100)) == 2);
+  ::close(fd);
+  std::string got(block, '\0');
+  const Status changed = held->ReadAt(2 * block + 90, got.data(), 20);
+  CHECK(changed.code() == StatusCode::kCorruption);
+  CHECK(changed.message() == path + ": changed while it was read (bytes " + std::to_string(2 * block) + " to " +
+                                 std::to_string(3 * block) + " are not those that hashed to its content id)");
+  CHECK(held->ReadAt(2 * block - 10, got.data(), block).code() == StatusCode::kCorruption);
+  REQUIRE(held->ReadAt(0, got.data(), block).ok());
+  CHECK(got == bytes.substr(0, block));
+  // Cut short: an error too, never a short read.
+  REQUIRE(::truncate(path.c_str(), static_cast<off_t>(block)) == 0);
+  CHECK_FALSE(held->ReadAt(3 * block, got.data(), 10).ok());
 }
 
 }  // namespace

@@ -416,27 +416,33 @@ size_t PositionOf(const std::vector<Version>& series, const std::string& step) {
 
 // The raw bytes of `base` (a version of `series`): the work-tree file git
 // holds it at when that still hashes to it, a kept raw copy, or its chain
-// decoded. `from_work_tree` says which.
+// decoded (always, with `decode`). A copy is read through
+// ReadFile::OpenHolding, so a copy rewritten while a delta is built on it
+// fails the encoding rather than feeding it other bytes; `copy` and
+// `from_work_tree` say where the bytes came from.
 struct BaseBytes {
   std::optional<formats::Checkpoint> bytes;
+  bool copy = false;
   bool from_work_tree = false;
 };
-Result<BaseBytes> ReadBase(const Repository& repo, const std::vector<Version>& series, const ContentId& base) {
+Result<BaseBytes> ReadBase(const Repository& repo, const std::vector<Version>& series, const ContentId& base,
+                           bool decode) {
   BaseBytes bytes;
-  if (!repo.work_dir.empty()) {
+  if (!repo.work_dir.empty() && !decode) {
     for (const Version& v : series) {
       if (v.id != base || v.path.empty()) continue;
-      if (auto file = OpenHolding(repo.work_dir + "/" + v.path, base)) {
+      if (auto file = ReadFile::OpenHolding(repo.work_dir + "/" + v.path, base)) {
         bytes.bytes.emplace(std::move(*file));
-        bytes.from_work_tree = true;
+        bytes.copy = bytes.from_work_tree = true;
         return bytes;
       }
       break;
     }
   }
   const RawCache cache(repo.cache_dir, repo.policy.raw_cache);
-  if (auto copy = cache.Find(base)) {
+  if (auto copy = decode ? std::nullopt : cache.Find(base)) {
     bytes.bytes.emplace(std::move(*copy));
+    bytes.copy = true;
     return bytes;
   }
   ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint decoded, RestoreToScratch(repo, base));
@@ -491,20 +497,13 @@ Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, con
 
   const formats::CheckpointView raw = input.View(version.id);
   std::optional<BaseBytes> bytes;
-  if (placed->base) {
-    auto read = ReadBase(repo, series, *placed->base);
-    if (read.ok()) {
-      bytes.emplace(std::move(*read));
-    } else if (read.status().code() == StatusCode::kNotFound) {
-      *placed = Placement{std::nullopt, BaseReason::kNotStored};  // gc took it after all
-    } else {
-      return read.status();
+  // Encodes against `bytes` (nothing when there is no base) and links the
+  // result in.
+  auto store = [&]() -> Status {
+    if (!placed->base && !present) {
+      uint64_t size = 0;
+      return repo.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(repo, raw, nullptr, out, &size); });
     }
-  }
-  if (!placed->base && !present) {
-    uint64_t size = 0;
-    ZIPNN_RETURN_IF_ERROR(repo.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(repo, raw, nullptr, out, &size); }));
-  } else {
     std::optional<formats::CheckpointView> base;
     if (placed->base) {
       ZIPNN_RETURN_IF_ERROR(bytes->bytes->ReadLayout());
@@ -513,9 +512,30 @@ Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, con
     ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, raw, base ? &*base : nullptr, placed->base_ratio));
     if (base && !c.delta) placed->reason = BaseReason::kNoGain;
     if (c.delta) placed->reason = BaseReason::kNotBase;
-    ZIPNN_RETURN_IF_ERROR(present ? repo.objects.Replace(version.id, c.file.path())
-                            : repo.objects.Adopt(version.id, c.file.path()));
+    return present ? repo.objects.Replace(version.id, c.file.path()) : repo.objects.Adopt(version.id, c.file.path());
+  };
+  auto read_base = [&](bool decode) -> Status {
+    auto read = ReadBase(repo, series, *placed->base, decode);
+    if (read.ok()) {
+      bytes.emplace(std::move(*read));
+    } else if (read.status().code() == StatusCode::kNotFound) {
+      *placed = Placement{std::nullopt, BaseReason::kNotStored};  // gc took it after all
+    } else {
+      return read.status();
+    }
+    return OkStatus();
+  };
+  if (placed->base) ZIPNN_RETURN_IF_ERROR(read_base(/*decode=*/false));
+  Status stored = store();
+  if (!stored.ok() && bytes && bytes->copy) {
+    // The copy changed while the delta was built on it (a work-tree file
+    // rewritten in place): build it again on the base decoded from the
+    // store, which nobody else writes.
+    bytes.reset();
+    ZIPNN_RETURN_IF_ERROR(read_base(/*decode=*/true));
+    stored = store();
   }
+  ZIPNN_RETURN_IF_ERROR(stored);
   result.reason = placed->reason;
   // The next version makes its delta against this one. A path overwritten
   // in place will not hold these bytes then, nor will a series whose
