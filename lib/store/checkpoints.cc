@@ -57,12 +57,12 @@ struct Link {
   container::ObjectInfo info;
 };
 Result<Link> OpenLink(const Repository& repo, const ContentId& top, const ContentId& id,
-                      std::vector<ContentId>& passed) {
+                      std::vector<ContentId>& passed, size_t above = 0) {
   if (std::find(passed.begin(), passed.end(), id) != passed.end()) {
     return Corruption("chain of object " + top.Hex() + " loops: object " + id.Hex() + " comes back at depth " +
-                      std::to_string(passed.size()) + " (a damaged store)");
+                      std::to_string(above + passed.size()) + " (a damaged store)");
   }
-  if (passed.size() > static_cast<size_t>(kMaxChainDepth)) {
+  if (above + passed.size() > static_cast<size_t>(kMaxChainDepth)) {
     return Corruption("chain of object " + top.Hex() + " is longer than " + std::to_string(kMaxChainDepth));
   }
   passed.push_back(id);
@@ -193,25 +193,105 @@ Result<StoredInfo> Describe(const Repository& repo, const ContentId& id, const C
 
 namespace {
 
-// Every link of the chain of `id`, opened and checked before anything is
-// decoded (so a missing or looping base fails before a byte is written):
-// the top first, the base (or the link above a copy) last.
+// A restore decodes at most this many objects of a chain at once: each
+// level keeps up to kReaderCacheBytes of decoded chunks and its decoders'
+// buffers (a few MB), so a deeper chain has its lower part restored first,
+// into a scratch file checked against its id, which then stands in for
+// it. Memory thus stays within kLevelsAtOnce levels whatever the depth,
+// for one more write of the checkpoint every kLevelsAtOnce - 1 levels
+// (never for the chains of the default policy, at most 10 objects).
+constexpr size_t kLevelsAtOnce = 16;
+
+// Links of a chain, opened and checked, the top first; the copy (a
+// version's bytes known otherwise) stands in for the base of the last.
 struct Chain {
   std::vector<Link> links;
-  std::optional<ReadFile> copy;  // of the base of the last link
+  std::optional<formats::Checkpoint> copy;
 };
-Result<Chain> OpenChain(const Repository& repo, const ContentId& id, const FindCopy& find_copy) {
+using CopyOf = std::function<std::optional<formats::Checkpoint>(const ContentId&)>;
+
+// The links from `id` (at depth `above` in the chain of `top`, which
+// errors name) down to a base, to a link whose base `copy_of` gives a
+// copy of, or to kLevelsAtOnce - 1 links; then `*next` is the base of the
+// last link, where the chain goes on.
+Result<Chain> OpenLinks(const Repository& repo, const ContentId& top, const ContentId& id, size_t above,
+                        std::vector<ContentId>& passed, const CopyOf& copy_of, std::optional<ContentId>* next) {
   Chain chain;
-  std::vector<ContentId> passed;
+  next->reset();
   for (ContentId at = id;;) {
-    ZIPNN_ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
+    ZIPNN_ASSIGN_OR_RETURN(Link link, OpenLink(repo, top, at, passed, above));
     const bool delta = link.info.header.kind == container::ObjectKind::kDelta;
     at = link.info.header.base_id;
     chain.links.push_back(std::move(link));
-    if (!delta) break;
-    if (find_copy && (chain.copy = find_copy(at))) break;
+    if (!delta) return chain;
+    if ((chain.copy = copy_of(at))) return chain;
+    if (chain.links.size() == kLevelsAtOnce - 1) {
+      *next = at;
+      return chain;
+    }
   }
-  return chain;
+}
+
+Status DecodeChain(const Repository& repo, Chain& chain, ByteSink& out);
+
+// Every link of the chain of `id` to decode, opened and checked before
+// anything is decoded (so a missing, looping or too deep base fails
+// before a byte is written): the top first, the base (or the link above a
+// copy) last. Of a chain deeper than kLevelsAtOnce, the first
+// kLevelsAtOnce - 1 links, standing on the version below them restored
+// into a scratch file: that one stands on the version kLevelsAtOnce - 1
+// links further down, and so on, restored from the deepest up, one at a
+// time, with nothing else held open.
+Result<Chain> OpenChain(const Repository& repo, const ContentId& id, const FindCopy& find_copy) {
+  auto found = [&](const ContentId& at) -> std::optional<formats::Checkpoint> {
+    if (find_copy) {
+      if (std::optional<ReadFile> copy = find_copy(at)) return formats::Checkpoint(std::move(*copy));
+    }
+    return std::nullopt;
+  };
+  std::vector<ContentId> passed;
+  std::optional<ContentId> next;
+  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenLinks(repo, id, id, 0, passed, found, &next));
+  if (!next) return chain;
+  chain.links.clear();  // let go of its files and chunk maps meanwhile
+  // Where each part below starts, and at what depth; checked whole first.
+  struct Stage {
+    ContentId id;
+    size_t depth;
+  };
+  std::vector<Stage> stages;
+  while (next) {
+    stages.push_back(Stage{*next, passed.size()});
+    ZIPNN_RETURN_IF_ERROR(OpenLinks(repo, id, *next, 0, passed, found, &next).status());
+  }
+  std::optional<formats::Checkpoint> below;  // the part restored last
+  // Opens the part from `from` down to the part below it (or to the end).
+  auto open_part = [&](const ContentId& from, size_t depth, const std::optional<ContentId>& on) -> Result<Chain> {
+    std::vector<ContentId> seen;
+    std::optional<ContentId> more;
+    ZIPNN_ASSIGN_OR_RETURN(Chain part,
+                           OpenLinks(repo, id, from, depth, seen,
+                                     [&](const ContentId& at) -> std::optional<formats::Checkpoint> {
+                                       if (!on) return found(at);
+                                       if (at == *on) return std::move(below);
+                                       return std::nullopt;
+                                     },
+                                     &more));
+    if (more) {
+      return Corruption("the chain of object " + id.Hex() + " changed while it was restored (a repack running?); "
+                        "try again");
+    }
+    return part;
+  };
+  for (size_t i = stages.size(); i-- > 0;) {
+    const std::optional<ContentId> on = i + 1 < stages.size() ? std::optional<ContentId>(stages[i + 1].id) : std::nullopt;
+    ZIPNN_ASSIGN_OR_RETURN(Chain part, open_part(stages[i].id, stages[i].depth, on));
+    ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint restored,
+                           formats::Checkpoint::Spool(repo.temp_dir,
+                                                      [&](ByteSink& out) { return DecodeChain(repo, part, out); }));
+    below = std::move(restored);
+  }
+  return open_part(id, 0, stages[0].id);
 }
 
 // An ObjectReader for each link of `chain` below the top one, from the
@@ -220,7 +300,7 @@ Result<Chain> OpenChain(const Repository& repo, const ContentId& id, const FindC
 // nothing) is what the top link reads its base through.
 Result<const ByteSource*> StackReaders(Chain& chain, uint64_t cache_bytes,
                                        std::vector<std::unique_ptr<container::ObjectReader>>& readers) {
-  const ByteSource* below = chain.copy ? &*chain.copy : nullptr;
+  const ByteSource* below = chain.copy ? &chain.copy->file() : nullptr;
   for (size_t i = chain.links.size(); i-- > 1;) {
     ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
                            container::ObjectReader::Open(chain.links[i].file, std::move(chain.links[i].info), below,
@@ -231,19 +311,23 @@ Result<const ByteSource*> StackReaders(Chain& chain, uint64_t cache_bytes,
   return below;
 }
 
-}  // namespace
-
 // One pass over the chunks of the whole chain: each delta reads its base
 // through the ObjectReader of the link below it, and decoding the top
 // object pulls each chunk up through the levels, applied onto the one
-// below.
-Status Restore(const Repository& repo, const ContentId& id, ByteSink& out, const FindCopy& find_copy) {
-  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenChain(repo, id, find_copy));
+// below. A whole decode checks the content id.
+Status DecodeChain(const Repository& repo, Chain& chain, ByteSink& out) {
   std::vector<std::unique_ptr<container::ObjectReader>> readers;
   ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below, StackReaders(chain, container::kReaderCacheBytes, readers));
   container::DecodeOptions options;
   options.threads = repo.policy.threads;
   return container::DecodeObject(chain.links[0].file, chain.links[0].info, below, options, out);
+}
+
+}  // namespace
+
+Status Restore(const Repository& repo, const ContentId& id, ByteSink& out, const FindCopy& find_copy) {
+  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenChain(repo, id, find_copy));
+  return DecodeChain(repo, chain, out);
 }
 
 struct VersionReader::Levels {
