@@ -17,6 +17,12 @@ namespace zipnn {
 
 namespace {
 std::string Errno() { return std::strerror(errno); }
+// The folder `path` is in ("." for a bare name).
+std::string FolderOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
 }  // namespace
 
 Result<ReadFile> ReadFile::Open(const std::string& path) {
@@ -324,7 +330,7 @@ Status AtomicFile::Finish(bool sync) {
     return IoError(path_ + ": cannot rename into place: " + Errno());
   }
   tmp_.clear();
-  return OkStatus();
+  return sync ? SyncFolder(FolderOf(path_)) : OkStatus();
 }
 
 Result<size_t> FdReader::Read(void* out, size_t n) {
@@ -335,14 +341,27 @@ Result<size_t> FdReader::Read(void* out, size_t n) {
   }
 }
 
-Status MakeDirectories(const std::string& path) {
+Status MakeDirectories(const std::string& path, bool durable) {
   for (size_t at = 1; at <= path.size(); ++at) {
     if (at != path.size() && path[at] != '/') continue;
     const std::string prefix = path.substr(0, at);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (::mkdir(prefix.c_str(), 0755) == 0) {
+      if (durable) ZIPNN_RETURN_IF_ERROR(SyncFolder(FolderOf(prefix)));
+    } else if (errno != EEXIST) {
       return IoError(prefix + ": cannot create folder: " + std::strerror(errno));
     }
   }
+  return OkStatus();
+}
+
+Status SyncFolder(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError(dir + ": cannot open the folder to sync it: " + Errno());
+  const int synced = ::fsync(fd);
+  const std::string err = synced != 0 ? Errno() : "";
+  ::close(fd);
+  // Some file systems cannot sync a folder (EINVAL): nothing more to do there.
+  if (synced != 0 && err != std::strerror(EINVAL)) return IoError(dir + ": fsync of the folder failed: " + err);
   return OkStatus();
 }
 

@@ -74,7 +74,9 @@ class AtomicFile : public ByteSink {
   uint64_t size() const { return size_; }
   // The temporary file being written (empty for a device or pipe).
   const std::string& temp_path() const { return tmp_; }
-  // fsync, then rename over the final path (a device or pipe is closed).
+  // fsync, then rename over the final path (a device or pipe is closed),
+  // then fsync the folder, so that the file survives a power loss under
+  // its name.
   Status Commit();
   // The same without the fsync, for scratch files that need not survive a
   // crash (spooled input, decoded bases).
@@ -164,8 +166,14 @@ bool FileExists(const std::string& path);
 // errors name `name`.
 Status WriteAll(int fd, const void* data, size_t n, const std::string& name);
 
-// mkdir -p.
-Status MakeDirectories(const std::string& path);
+// mkdir -p. With `durable`, each folder it creates is made to survive a
+// power loss (its parent fsynced, SyncFolder).
+Status MakeDirectories(const std::string& path, bool durable = false);
+
+// fsyncs the folder `dir`, so that the names just linked, renamed or
+// created in it survive a power loss (an fsync of a file makes its bytes
+// durable, not its name).
+Status SyncFolder(const std::string& dir);
 
 // Reads a whole (small) file; for tests, golden files and tools.
 Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path);
