@@ -6,6 +6,7 @@
 #include "lib/base/content_id.h"
 #include "lib/base/file.h"
 #include "lib/base/progress.h"
+#include "lib/git/pointers.h"
 #include "lib/series/series.h"
 #include "lib/store/raw_cache.h"
 
@@ -105,7 +106,8 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
                  "anew without it. A disk may be failing: `git zipnn fsck --all` names what else it affects\n",
                  path.c_str(), checked.damaged.c_str());
   }
-  const store::Pointer& pointer = checked.pointer;
+  store::Pointer& pointer = checked.pointer;
+  pointer.version = PointerVersionFor(path, pointer);
   if (checked.stored && progress.enabled()) {
     auto info = store::Describe(repo_, id);
     if (info.ok()) {
@@ -143,6 +145,21 @@ std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id, const st
     }
   }
   return store::RawCache(repo_.cache_dir, repo_.policy.raw_cache).Find(id);
+}
+
+int CheckpointFilter::PointerVersionFor(const std::string& path, const store::Pointer& pointer) {
+  if (!series_) return store::kPointerVersion;
+  if (!staged_) {
+    staged_.emplace();
+    auto files = series_->repository().IndexFiles();
+    if (files.ok()) {
+      for (const git::FileEntry& f : *files) staged_->emplace(f.path, f.blob);
+    }
+  }
+  const auto it = staged_->find(path);
+  if (it == staged_->end()) return store::kPointerVersion;
+  auto held = git::PointerInBlob(series_->repository(), it->second);
+  return held.ok() && *held && **held == pointer ? (*held)->version : store::kPointerVersion;
 }
 
 bool CheckpointFilter::DelayedKey::operator<(const DelayedKey& o) const {

@@ -354,7 +354,7 @@ TEST_CASE("finds pointers in HEAD, in all history and the index, and damaged one
   const std::string c1 = box.Commit("c1");
   box.Write("m.bin", store::FormatPointer(p2));
   box.Write("copy/m.bin", store::FormatPointer(p2));  // the same blob twice: one entry
-  box.Write("bad.bin", std::string(store::kPointerFirstLine) + "garbage\n");
+  box.Write("bad.bin", std::string("git-zipnn pointer 1\ngarbage\n"));
   const std::string c2 = box.Commit("c2");
   box.Write("new.bin", store::FormatPointer(p3));
   box.Sh("git add new.bin");
@@ -435,7 +435,7 @@ TEST_CASE("the index: which tracked files are pointers, and which git holds whol
   box.Write(".gitattributes", "*.bin filter=zipnn diff=zipnn -text\n");
   box.Write("ptr.bin", store::FormatPointer(p1));
   box.Write("whole.bin", "the checkpoint itself, added before the filter was installed\n");
-  box.Write("bad.bin", std::string(store::kPointerFirstLine) + "garbage\n");
+  box.Write("bad.bin", std::string("git-zipnn pointer 1\ngarbage\n"));
   box.Write("notes.txt", store::FormatPointer(p1));  // a pointer, but not tracked
   box.Sh("git add -A");  // no filter configured: git stores each file as it is
   const Repository repo = Open(box.repo());
