@@ -4,6 +4,7 @@
 // its exceptions stop here. Plain data; thread-compatible.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,6 +46,13 @@ struct Policy {
 // for a loop or a damaged store), and so the most max_chain may allow:
 // add never writes a chain that restore would refuse.
 inline constexpr uint32_t kMaxChainLimit = 1000;
+
+// The most explicit series patterns, and the longest pattern, a policy
+// may hold. Every tracked path is matched against them on every git
+// command, and the file is written by whoever wrote the repository; real
+// layouts need a few patterns of a few dozen characters.
+inline constexpr size_t kMaxSeriesPatterns = 100;
+inline constexpr size_t kMaxSeriesPatternLength = 1000;
 
 // max_chain when .zipnn.yaml does not set it: a base_interval of k makes
 // chains of k - 1 deltas at most, and never more than kMaxChainLimit.
