@@ -103,6 +103,21 @@ TEST_CASE("a series pattern too long, or too many patterns, is a warning naming 
   CHECK(Error(many) == ".zipnn.yaml: 'series' lists 101 patterns; at most 100 are allowed");
 }
 
+TEST_CASE("a policy's threads never exceed the machine's cores") {
+  const LoadedPolicy committed = ParsePolicyLenient("threads: 4096\n", "x");
+  REQUIRE(committed.warnings.empty());
+  CHECK(committed.policy.threads == 4096);  // the file may say so
+  CHECK(EffectiveThreads(committed.policy, 2) == 2);
+  CHECK(EffectiveThreads(committed.policy, 64) == 64);
+  Policy p;
+  CHECK(EffectiveThreads(p, 8) == 8);  // 0: all cores
+  p.threads = 3;
+  CHECK(EffectiveThreads(p, 8) == 3);
+  p.threads = 1;
+  CHECK(EffectiveThreads(p, 8) == 1);
+  CHECK(EffectiveThreads(Policy{}, 0) == 1);  // a machine that cannot say
+}
+
 TEST_CASE("read leniently, a wrong key keeps its default and the right ones hold") {
   const LoadedPolicy loaded =
       ParsePolicyLenient("base_interval: 4\nbase_intervl: 5\nmin_gain: lots\nseries: ['x.pt']\nzstd_level: 9\n", "y");

@@ -153,6 +153,11 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
 
 }  // namespace
 
+int EffectiveThreads(const Policy& policy, int cores) {
+  cores = std::max(cores, 1);
+  return policy.threads > 0 ? std::min(policy.threads, cores) : cores;
+}
+
 LoadedPolicy ParsePolicyLenient(const std::string& yaml, const std::string& source) {
   LoadedPolicy loaded;
   Policy& p = loaded.policy;

@@ -60,6 +60,14 @@ inline uint32_t DefaultMaxChain(uint32_t base_interval) {
   return base_interval - 1 < kMaxChainLimit ? base_interval - 1 : kMaxChainLimit;
 }
 
+// The threads the work of `policy` runs on, on a machine of `cores` cores
+// (at least 1): its `threads`, all cores for 0, and never more than the
+// cores. .zipnn.yaml is committed by whoever wrote the repository, and on
+// a machine with fewer cores more threads add memory, not speed. A
+// command's --threads is the user's own and is not capped; the memory of
+// any count is bounded where chunks are coded (lib/container/object.h).
+int EffectiveThreads(const Policy& policy, int cores);
+
 // The policy in `yaml` (the text of .zipnn.yaml), with defaults for what
 // it leaves out. `source` names the file in error messages; the first
 // wrong key is the error.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "lib/base/file.h"
+#include "lib/base/thread_pool.h"
 #include "lib/config/policy.h"
 #include "lib/git/git.h"
 #include "lib/git/run.h"
@@ -94,6 +95,7 @@ Result<OpenedRepository> OpenStoreRepository() {
     opened.repo.work_dir = *top;
     config::LoadedPolicy loaded = config::LoadPolicyLenient(*top + "/.zipnn.yaml");
     opened.repo.policy = std::move(loaded.policy);
+    opened.repo.policy.threads = config::EffectiveThreads(opened.repo.policy, ThreadPool::DefaultThreads());
     for (const std::string& w : loaded.warnings) opened.warnings.push_back(w + " (ignored; the defaults hold)");
   }
   return opened;
