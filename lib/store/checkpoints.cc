@@ -405,7 +405,7 @@ Result<Candidate> EncodeCandidate(const Repository& repo, const formats::Checkpo
   if (static_cast<double>(delta.size) <= base_ratio * raw * keep * kHintMargin) return delta;
   // The bound is below any standalone coding of weights, so a delta that
   // pays against it pays against the real thing.
-  ThreadPool pool(repo.policy.threads);
+  ThreadPool pool(container::WorkingThreads(repo.policy.threads, repo.policy.chunk_size));
   ZIPNN_ASSIGN_OR_RETURN(double bound, container::EntropyBound(*input.source, formats::ToRegions(*input.layout), nullptr,
                                                                repo.policy.chunk_size, pool));
   if (static_cast<double>(delta.size) <= bound * keep) return delta;

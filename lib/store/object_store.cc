@@ -93,7 +93,12 @@ std::string ObjectStore::UserFile(const std::string& git_dir) const {
   return root_ + "/" + kUsersFolder + "/" + HashBytes(git_dir.data(), git_dir.size()).Hex();
 }
 
-Status ObjectStore::RegisterUser(const std::string& git_dir) const {
+Status ObjectStore::RegisterUser(const std::string& given) const {
+  // A gc in another repository reads the entry from its own folder: only
+  // an absolute path names this repository there.
+  std::error_code ec;
+  const std::string git_dir = std::filesystem::absolute(given, ec).lexically_normal().string();
+  if (ec) return IoError(given + ": cannot make the path absolute: " + ec.message());
   const std::string file = UserFile(git_dir);
   struct stat st;
   if (::stat(file.c_str(), &st) == 0) return OkStatus();
