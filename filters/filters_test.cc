@@ -11,43 +11,20 @@
 #include <string>
 
 #include "filters/filter_process.h"
+#include "filters/pkt_line_testing.h"
 
 namespace zipnn::filters {
 namespace {
 
-std::string Pkt(const std::string& payload) {
-  char head[5];
-  std::snprintf(head, sizeof head, "%04zx", payload.size() + 4);
-  return std::string(head) + payload;
-}
-std::string Line(const std::string& text) { return Pkt(text + "\n"); }
-const std::string kFlush = "0000";
-
-std::string GitHello() {
-  return Line("git-filter-client") + Line("version=2") + kFlush + Line("capability=clean") +
-         Line("capability=smudge") + Line("capability=delay") + kFlush;
-}
-std::string ServerHello() {
-  return Line("git-filter-server") + Line("version=2") + kFlush + Line("capability=clean") +
-         Line("capability=smudge") + Line("capability=delay") + kFlush;
-}
-std::string Request(const std::string& command, const std::string& path, const std::string& content) {
-  std::string r = Line("command=" + command) + Line("pathname=" + path) + kFlush;
-  for (size_t at = 0; at < content.size(); at += kMaxPacketData) r += Pkt(content.substr(at, kMaxPacketData));
-  return r + kFlush;
-}
-// A smudge git lets the filter delay.
-std::string DelayableSmudge(const std::string& path, const std::string& content) {
-  std::string r = Line("command=smudge") + Line("pathname=" + path) + Line("can-delay=1") + kFlush;
-  for (size_t at = 0; at < content.size(); at += kMaxPacketData) r += Pkt(content.substr(at, kMaxPacketData));
-  return r + kFlush;
-}
-std::string ListAvailable() { return Line("command=list_available_blobs") + kFlush; }
-std::string Success(const std::string& content) {
-  std::string r = Line("status=success") + kFlush;
-  for (size_t at = 0; at < content.size(); at += kMaxPacketData) r += Pkt(content.substr(at, kMaxPacketData));
-  return r + kFlush + kFlush;
-}
+using testing::DelayableSmudge;
+using testing::GitHello;
+using testing::kFlush;
+using testing::Line;
+using testing::ListAvailable;
+using testing::Pkt;
+using testing::Request;
+using testing::ServerHello;
+using testing::Success;
 
 // Clean upper-cases; smudge lower-cases; a path starting with "bad" fails
 // before writing, "late" after writing. A path starting with "slow" is
