@@ -55,9 +55,11 @@ class CheckpointFilter : public FilterHandler {
   Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override;
   Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override;
   // Every pointer is delayed when git allows it, and the delayed files are
-  // handed back in series order, each series by step: git's own order is
-  // by path (checkpoint-100 before checkpoint-20), and a restore is
-  // cheapest right after the version below it was written.
+  // handed back in series order, each series by step (files of equal
+  // steps by path): git's own order is by path (checkpoint-100 before
+  // checkpoint-20), and a restore is cheapest right after the version
+  // below it was written. Without git's series, the built-in rules place
+  // the paths.
   bool Delay(const std::string& path, const std::string& content) override;
   std::optional<std::string> NextDelayed() override;
 

@@ -1,6 +1,7 @@
 // Files: positional reads from an open file, and output files that appear
 // atomically (temporary file in the same folder, fsync, rename) so that a
-// crash or an error never leaves a half-written result under the final name.
+// crash or an error never leaves a half-written result under the final name;
+// for a work-tree file, a temporary file out of git's sight.
 // An output path that is a character device or a pipe (/dev/null, a FIFO) is
 // written straight through instead: renaming over it would replace it.
 //
@@ -61,6 +62,15 @@ class AtomicFile : public ByteSink {
   // Commit. Without `overwrite`, an existing `path` is an error, unless it
   // is a device or pipe, which is opened for writing as it is.
   static Result<AtomicFile> Create(const std::string& path, bool overwrite);
+  // For a file in a work tree (overwriting it): while it is written its
+  // temporary file is nowhere git or a user's `git add -A` could pick it
+  // up, so a process killed on the way leaves no stray copy there. The
+  // temporary is `<scratch_dir>/checkout-<name>.tmp-XXXXXXXX` when
+  // scratch_dir is on path's file system (locked while written, see
+  // RemoveAbandonedTemps); otherwise a file with no name in path's folder
+  // (O_TMPFILE), named beside path only for the rename at Commit; where
+  // the file system allows neither, beside path as Create does.
+  static Result<AtomicFile> CreateInWorkTree(const std::string& path, const std::string& scratch_dir);
   AtomicFile(AtomicFile&& o) noexcept;
   AtomicFile& operator=(AtomicFile&&) = delete;
   ~AtomicFile() override;  // removes the temporary file unless committed
@@ -72,7 +82,8 @@ class AtomicFile : public ByteSink {
   Status Presize(uint64_t total) override;
   Status WriteAt(uint64_t offset, const void* data, size_t n) override;
   uint64_t size() const { return size_; }
-  // The temporary file being written (empty for a device or pipe).
+  // The temporary file being written (empty for a device or pipe, and for
+  // one with no name yet).
   const std::string& temp_path() const { return tmp_; }
   // fsync, then rename over the final path (a device or pipe is closed),
   // then fsync the folder, so that the file survives a power loss under
@@ -83,16 +94,25 @@ class AtomicFile : public ByteSink {
   Status CommitUnsynced();
 
  private:
+  // Where the temporary file is.
+  enum class Temp { kBeside, kScratch, kUnnamed };
   Status Finish(bool sync);
-  AtomicFile(int fd, std::string path, std::string tmp, bool overwrite, bool stream)
-      : fd_(fd), path_(std::move(path)), tmp_(std::move(tmp)), overwrite_(overwrite), stream_(stream) {}
+  Status MoveAcross();
+  AtomicFile(int fd, std::string path, std::string tmp, bool overwrite, bool stream, Temp temp = Temp::kBeside)
+      : fd_(fd), path_(std::move(path)), tmp_(std::move(tmp)), overwrite_(overwrite), stream_(stream), temp_(temp) {}
   int fd_ = -1;
   std::string path_;
-  std::string tmp_;  // empty when streaming
+  std::string tmp_;  // empty when streaming, and while unnamed
   bool overwrite_ = false;
   bool stream_ = false;  // a device or pipe, written in place with write()
+  Temp temp_ = Temp::kBeside;
   uint64_t size_ = 0;
 };
+
+// Removes the temporary files AtomicFile::CreateInWorkTree left in
+// `scratch_dir` for a process that died before Commit: those no process
+// holds locked (each takes its name only once locked). The number removed.
+size_t RemoveAbandonedTemps(const std::string& scratch_dir);
 
 // Reads a file descriptor (standard input) front to back; does not own it.
 class FdReader : public ByteReader {

@@ -112,6 +112,82 @@ TEST_CASE("an AtomicFile dropped without Commit leaves neither the file nor its 
   CHECK(Names(dir).empty());
 }
 
+TEST_CASE("a work-tree file's temporary lies in the scratch folder, never beside it, and goes on Commit or drop") {
+  const std::string work = FreshFolder(), scratch = FreshFolder() + "/zipnn/tmp";
+  const std::string path = work + "/model.safetensors";
+  Write(path, "pointer", /*overwrite=*/true);
+  {
+    auto file = AtomicFile::CreateInWorkTree(path, scratch);
+    REQUIRE(file.ok());
+    REQUIRE(file->Append("weights", 7).ok());
+    CHECK(Names(work) == std::vector<std::string>{"model.safetensors"});
+    CHECK(file->temp_path().rfind(scratch + "/checkout-model.safetensors.tmp-", 0) == 0);
+    CHECK(Names(scratch).size() == 1);
+    CHECK(Text(path) == "pointer");
+    REQUIRE(file->Commit().ok());
+  }
+  CHECK(Text(path) == "weights");
+  CHECK(Names(work) == std::vector<std::string>{"model.safetensors"});
+  CHECK(Names(scratch).empty());
+  {
+    auto dropped = AtomicFile::CreateInWorkTree(path, scratch);
+    REQUIRE(dropped.ok());
+    REQUIRE(dropped->Append("half", 4).ok());
+  }
+  CHECK(Names(scratch).empty());
+  CHECK(Text(path) == "weights");
+}
+
+TEST_CASE("a work-tree file on another file system than the scratch folder has no name until Commit") {
+  const std::string scratch = FreshFolder();
+  std::string work = "/dev/shm/file_test-XXXXXX";
+  struct stat shm, tmp;
+  if (::mkdtemp(work.data()) == nullptr || ::stat(work.c_str(), &shm) != 0 || ::stat(scratch.c_str(), &tmp) != 0 ||
+      shm.st_dev == tmp.st_dev) {
+    MESSAGE("no second file system (/dev/shm) here; skipped");
+    return;
+  }
+  const std::string path = work + "/model.safetensors";
+  {
+    auto file = AtomicFile::CreateInWorkTree(path, scratch);
+    REQUIRE(file.ok());
+    REQUIRE(file->Append("weights", 7).ok());
+    CHECK(Names(work).empty());
+    CHECK(Names(scratch).empty());
+    REQUIRE(file->Commit().ok());
+  }
+  CHECK(Text(path) == "weights");
+  CHECK(Names(work) == std::vector<std::string>{"model.safetensors"});
+  {
+    auto dropped = AtomicFile::CreateInWorkTree(path, scratch);
+    REQUIRE(dropped.ok());
+    REQUIRE(dropped->Append("half", 4).ok());
+  }
+  CHECK(Names(work) == std::vector<std::string>{"model.safetensors"});
+  CHECK(Text(path) == "weights");
+  (void)std::system(("rm -rf " + work).c_str());
+}
+
+TEST_CASE("RemoveAbandonedTemps takes only the work-tree temporaries no writer holds") {
+  const std::string work = FreshFolder(), scratch = FreshFolder();
+  auto live = AtomicFile::CreateInWorkTree(work + "/live.bin", scratch);
+  REQUIRE(live.ok());  // locked from the moment it has its name, empty as yet
+  // Abandoned: one with bytes and an empty one. Kept: the live one and
+  // files of other names.
+  Write(scratch + "/checkout-dead.bin.tmp-0123abcd", "dead");
+  Write(scratch + "/checkout-empty.bin.tmp-0000abcd", "");
+  Write(scratch + "/clean-Ab12Cd", "spool");
+  Write(scratch + "/checkout-notes.txt", "mine");
+  CHECK(RemoveAbandonedTemps(scratch) == 2);
+  CHECK(!FileExists(scratch + "/checkout-dead.bin.tmp-0123abcd"));
+  CHECK(!FileExists(scratch + "/checkout-empty.bin.tmp-0000abcd"));
+  CHECK(FileExists(live->temp_path()));
+  CHECK(Names(scratch).size() == 3);
+  REQUIRE(live->Append("x", 1).ok());
+  REQUIRE(live->Commit().ok());
+  CHECK(Text(work + "/live.bin") == "x");
+}
+
 TEST_CASE("a TempLink shares the file under a temporary name, takes the name on Commit, and is gone if dropped") {
   const std::string dir = FreshFolder();
   Write(dir + "/object", "bytes");

@@ -101,6 +101,12 @@ Result<std::string> HooksFolder() {
   return dir;
 }
 
+Result<std::string> WorkTreeGitPath(const std::string& name) {
+  auto path = GitOutput({"rev-parse", "--path-format=absolute", "--git-path", name});
+  if (!path.ok()) return OutsideRepository(path.status());
+  return path;
+}
+
 Result<std::vector<std::string>> FilesAt(const std::string& rev, const std::string& cwd) {
   return GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", rev}, cwd);
 }

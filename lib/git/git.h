@@ -47,6 +47,11 @@ Result<std::optional<std::string>> UpstreamRemote();
 // The hooks folder of the repository around the current folder
 // (core.hooksPath respected), absolute; NotFound outside a repository.
 Result<std::string> HooksFolder();
+// Where git keeps `name` for the work tree around the current folder
+// (rev-parse --git-path), absolute: in a linked worktree, its own folder
+// under .git/worktrees/ for a name git does not share among worktrees
+// (any name of git-zipnn's own).
+Result<std::string> WorkTreeGitPath(const std::string& name);
 
 // The files of the tree of `rev`, from its top (ls-tree -r).
 Result<std::vector<std::string>> FilesAt(const std::string& rev, const std::string& cwd = "");
