@@ -430,7 +430,8 @@ Status AtomicFile::Finish(bool sync) {
     return IoError(path_ + ": close failed: " + Errno());
   }
   fd_ = -1;
-  if (stream_ || temp_ == Temp::kScratch) return OkStatus();
+  if (stream_) return OkStatus();
+  if (temp_ == Temp::kScratch) return sync ? SyncFolder(FolderOf(path_)) : OkStatus();
   if (!overwrite_) {
     // link() fails if the name exists, closing the race with another writer.
     if (::link(tmp_.c_str(), path_.c_str()) != 0) {
