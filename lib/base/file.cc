@@ -188,12 +188,6 @@ namespace {
 // folder, which RemoveAbandonedTemps looks for.
 constexpr const char kWorkTreeTempPrefix[] = "checkout-";
 
-std::string FolderOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 // Whether `name` is `<kWorkTreeTempPrefix>...<".tmp-" and 8 hex digits>`.
 bool IsWorkTreeTemp(const std::string& name) {
   constexpr size_t kPrefix = sizeof kWorkTreeTempPrefix - 1, kSuffix = 13;  // ".tmp-" + 8 hex
