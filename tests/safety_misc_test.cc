@@ -85,5 +85,48 @@ TEST_CASE("paths that start with '-' are paths after --, and git's diff driver h
   CHECK(diff.out.find("c1.weight") != std::string::npos);
 }
 
+// ---- gc and files it did not write ----
+
+TEST_CASE("gc in a store folder that holds other files removes only its own leftovers, and names what it left") {
+  Repo repo;
+  const std::string team = repo.root() + "/team";
+  // A team folder named as the store, with the team's files in it.
+  REQUIRE(repo.Sh("mkdir -p ../team/reports && echo 'read me' > ../team/README && echo q3 > ../team/reports/q3.txt && "
+                  "cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' ../team/model.safetensors && "
+                  "echo draft > ../team/draft && echo older > ../team/draft.gc && "
+                  "git config zipnn.storepath '" + team + "'").code == 0);
+  CommitTrajectory(repo);
+  // A writer that died left a temporary object; a file of someone's in an
+  // object folder only looks like one.
+  const std::string leftover = team + "/ab/cd/abcd" + std::string(28, '0') + ".tmp-0123abcd";
+  const std::string look_alike = team + "/ab/cd/notes.tmp-0123abcd";
+  REQUIRE(repo.Sh("mkdir -p ../team/ab/cd && echo unfinished > '" + leftover + "' && echo mine > '" + look_alike +
+                  "' && touch -d '2 hours ago' ../team/README ../team/reports/q3.txt ../team/reports "
+                  "../team/model.safetensors ../team/draft ../team/draft.gc '" + leftover + "' '" + look_alike + "'")
+              .code == 0);
+  const std::string warning = "warning: the store folder " + team + " also holds 6 files or folders that git-zipnn "
+                              "did not write (README, ab/cd/notes.tmp-0123abcd, draft, draft.gc, model.safetensors "
+                              "and 1 more); gc left them as they are. Keep the store in a folder of its own";
+  const Run dry = repo.Sh("git zipnn gc --dry-run");
+  CHECK(dry.code == 0);
+  CHECK(dry.out.find("would remove leftover " + leftover + "\n") != std::string::npos);
+  CHECK(dry.out.find("would remove leftover", dry.out.find("would remove leftover") + 1) == std::string::npos);
+  CHECK(dry.err.find(warning) != std::string::npos);
+  const Run gc = repo.Sh("git zipnn gc");
+  CHECK(gc.code == 0);
+  CHECK(gc.out.find("and 1 leftover file") != std::string::npos);
+  CHECK(gc.err.find(warning) != std::string::npos);
+  CHECK(Slurp(team + "/README") == "read me\n");
+  CHECK(Slurp(team + "/reports/q3.txt") == "q3\n");
+  CHECK(Slurp(team + "/draft") == "draft\n");
+  CHECK(Slurp(team + "/draft.gc") == "older\n");
+  CHECK(Slurp(look_alike) == "mine\n");
+  CHECK(repo.Sh("cmp ../team/model.safetensors '" + repo.Data("cnn-bf16/step-000040.safetensors") + "'").code == 0);
+  CHECK(repo.Sh("test -e '" + leftover + "'").code != 0);
+  // The checkpoints are whole, and du counts only git-zipnn's files.
+  CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+  CHECK(repo.Sh("git zipnn du").out.find("and 6 files or folders that git-zipnn did not write") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace zipnn::testing
