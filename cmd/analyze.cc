@@ -149,6 +149,9 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
     tip = rev.substr(dots + (rev.compare(dots, 3, "...") == 0 ? 3 : 2));
     if (tip.empty()) tip = "HEAD";
   }
+  // Checked and resolved before git reads any of it ("--output=F..HEAD"
+  // would have git log write F).
+  if (Status checked = git::CheckRange(rev, top); !checked.ok()) return InvalidArgument("--rev " + checked.message());
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
   ZIPNN_ASSIGN_OR_RETURN(std::vector<git::SeriesFile> found, git::SeriesFilesAt(rules, tip, path, top));

@@ -9,6 +9,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/base/strings.h"
 #include "lib/git/git.h"
 #include "lib/store/raw_cache.h"
 
@@ -43,8 +44,15 @@ void Row(const char* what, const Tally& t, const std::string& note) {
 Status RunDu() {
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   Tally objects, unfinished;
+  size_t foreign = 0;  // not git-zipnn's: not counted
   ZIPNN_ASSIGN_OR_RETURN(std::vector<store::ObjectStore::Entry> listed, repo.objects.List());
-  for (const auto& e : listed) (e.id ? objects : unfinished).Add(e.size);
+  for (const auto& e : listed) {
+    if (e.kind == store::ObjectStore::Kind::kForeign) {
+      ++foreign;
+    } else {
+      (e.kind == store::ObjectStore::Kind::kObject ? objects : unfinished).Add(e.size);
+    }
+  }
   Tally cache;
   for (const auto& e : store::RawCache(repo.cache_dir, repo.policy.raw_cache).List()) cache.Add(e.size);
   const Tally scratch = FilesUnder(repo.temp_dir);
@@ -62,6 +70,10 @@ Status RunDu() {
   std::printf("object store %s\n", repo.objects.root().c_str());
   Row("objects", objects, "");
   if (unfinished.files > 0) Row("unfinished objects", unfinished, "  (a process died mid-write; gc removes them)");
+  if (foreign > 0) {
+    std::printf("  and %s that git-zipnn did not write (not counted; gc leaves them)\n",
+                Counted(foreign, "file or folder", "files or folders").c_str());
+  }
   std::printf("kept beside it\n");
   Row("raw cache", cache, "  (budget " + HumanBytes(repo.policy.raw_cache) + ", raw_cache in .zipnn.yaml)");
   Row("scratch files", scratch, scratch.files > 0 ? "  (gc removes those older than an hour)" : "");

@@ -80,6 +80,7 @@ Status Fetch(const store::Repository& repo, const FetchArgs& a) {
   if (a.all) {
     ZIPNN_ASSIGN_OR_RETURN(found, git::FindPointersIn(git_repo, {"--all"}));
   } else {
+    for (const std::string& ref : a.refs) ZIPNN_RETURN_IF_ERROR(git::CheckRevision(ref));
     const std::vector<std::string> revs = a.refs.empty() ? std::vector<std::string>{"HEAD"} : a.refs;
     ZIPNN_ASSIGN_OR_RETURN(found, git::FindPointersInTrees(git_repo, revs));
   }

@@ -9,6 +9,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/base/strings.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
 #include "lib/git/shared_store.h"
@@ -18,6 +19,9 @@
 namespace zipnn::cmd {
 
 namespace {
+
+// Foreign files named in gc's warning; more are counted.
+constexpr size_t kForeignNamed = 5;
 
 struct GcArgs {
   bool dry_run = false;
@@ -60,6 +64,18 @@ Status RunGc(const GcArgs& a) {
   for (const auto& [id, why] : needed.unreadable) {
     std::fprintf(stderr, "warning: object %s cannot be read, kept: %s (`git zipnn fsck --all` names what it holds)\n",
                  id.c_str(), why.c_str());
+  }
+  if (!swept.foreign.empty()) {
+    // A storepath naming a team folder or $HOME: say so, every time.
+    std::string names;
+    for (size_t i = 0; i < swept.foreign.size() && i < kForeignNamed; ++i) names += (i ? ", " : "") + swept.foreign[i];
+    if (swept.foreign.size() > kForeignNamed) names += " and " + std::to_string(swept.foreign.size() - kForeignNamed) + " more";
+    std::fprintf(stderr,
+                 "warning: the store folder %s also holds %s that git-zipnn did not write (%s); gc left %s as %s. "
+                 "Keep the store in a folder of its own: move %s out, or set zipnn.storepath to an empty folder\n",
+                 repo.objects.root().c_str(), Counted(swept.foreign.size(), "file or folder", "files or folders").c_str(),
+                 names.c_str(), swept.foreign.size() == 1 ? "it" : "them", swept.foreign.size() == 1 ? "it is" : "they are",
+                 swept.foreign.size() == 1 ? "it" : "them");
   }
   for (const auto& [place, message] : found.damaged) {
     std::fprintf(stderr, "warning: %s at %.10s: %s (what it named cannot be kept)\n", place.path.c_str(),

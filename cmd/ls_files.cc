@@ -7,6 +7,7 @@
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/base/strings.h"
+#include "lib/git/git.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
 #include "lib/series/series.h"
@@ -16,6 +17,7 @@ namespace zipnn::cmd {
 namespace {
 
 Status RunLsFiles(const std::string& rev) {
+  ZIPNN_RETURN_IF_ERROR(git::CheckRevision(rev));
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> commit, git_repo.ResolveCommit(rev));

@@ -30,6 +30,8 @@ struct PushArgs {
 Status RunPush(const PushArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(a.remote));
+  // A ref given as "--all" is a name, not the option it spells.
+  for (const std::string& ref : a.refs) ZIPNN_RETURN_IF_ERROR(git::CheckRevision(ref));
   std::vector<std::string> revs = a.refs;
   if (a.all) revs = {"--all"};
   if (revs.empty()) revs = {"HEAD"};

@@ -151,15 +151,30 @@ Status ReadFile::ReadRaw(uint64_t offset, void* out, size_t n) const {
 
 namespace {
 
+constexpr char kTemporaryMark[] = ".tmp-";
+constexpr size_t kTemporaryDigits = 8;
+
 // A fresh temporary name beside `path`, in the form that gc and the
-// remotes recognise (".tmp-" and 8 hex digits).
+// remotes recognise (TemporaryTarget: ".tmp-" and 8 hex digits).
 std::string TemporaryName(const std::string& path, std::random_device& rd) {
   char suffix[32];
-  std::snprintf(suffix, sizeof suffix, ".tmp-%08x", static_cast<unsigned>(rd()));
+  std::snprintf(suffix, sizeof suffix, "%s%08x", kTemporaryMark, static_cast<unsigned>(rd()));
   return path + suffix;
 }
 
 }  // namespace
+
+std::optional<std::string> TemporaryTarget(const std::string& file_name) {
+  const size_t suffix = sizeof kTemporaryMark - 1 + kTemporaryDigits;
+  if (file_name.size() <= suffix || file_name.find('/') != std::string::npos) return std::nullopt;
+  const size_t mark = file_name.size() - suffix;
+  if (file_name.compare(mark, sizeof kTemporaryMark - 1, kTemporaryMark) != 0) return std::nullopt;
+  for (size_t i = mark + sizeof kTemporaryMark - 1; i < file_name.size(); ++i) {
+    const char c = file_name[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+  }
+  return file_name.substr(0, mark);
+}
 
 Result<AtomicFile> AtomicFile::Create(const std::string& path, bool overwrite) {
   struct stat st;

@@ -180,6 +180,13 @@ class TempLink {
   std::string tmp_;
 };
 
+// The name `file_name` would have had as a file before AtomicFile or
+// TempLink gave it a temporary name ("<name>.tmp-<8 hex digits>"), or
+// nullopt when it is not such a temporary name. Those who clean up after
+// writers that died remove only files named so, never a file of someone
+// else's that merely looks alike.
+std::optional<std::string> TemporaryTarget(const std::string& file_name);
+
 bool FileExists(const std::string& path);
 
 // Writes all `n` bytes to `fd` (a pipe or a device takes them in parts);

@@ -101,6 +101,20 @@ TEST_CASE("nothing appears under an AtomicFile's name before Commit; its tempora
   CHECK(Names(dir) == std::vector<std::string>{"model.safetensors"});
 }
 
+TEST_CASE("TemporaryTarget knows the names AtomicFile and TempLink give, and nothing that merely looks alike") {
+  const std::string dir = FreshFolder();
+  auto file = AtomicFile::Create(dir + "/model.safetensors", /*overwrite=*/false);
+  REQUIRE(file.ok());
+  const std::string temp = file->temp_path().substr(dir.size() + 1);
+  CHECK(TemporaryTarget(temp) == std::optional<std::string>("model.safetensors"));
+  CHECK(TemporaryTarget("a.tmp-0123abcd") == std::optional<std::string>("a"));
+  for (const char* other : {"report.tmp-final", "a.tmp-0123abc", "a.tmp-0123abcde", "a.tmp-0123ABCD", ".tmp-0123abcd",
+                            "a.tmp-0123abcd.txt", "dir/a.tmp-0123abcd", "README"}) {
+    CAPTURE(other);
+    CHECK(!TemporaryTarget(other));
+  }
+}
+
 TEST_CASE("an AtomicFile dropped without Commit leaves neither the file nor its temporary") {
   const std::string dir = FreshFolder();
   {

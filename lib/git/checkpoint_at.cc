@@ -54,6 +54,7 @@ std::string ClosestFileHint(const Repository& repo, const Oid& commit, const std
 Result<store::Pointer> PointerAt(const std::string& spec) {
   // In-process: the pointer's blob at the revision, without starting git.
   const size_t colon = spec.find(':');
+  if (!spec.empty() && spec[0] == '-') ZIPNN_RETURN_IF_ERROR(CheckRevision(spec.substr(0, colon)));
   auto repo = Repository::Discover();
   if (colon != std::string::npos && colon > 0 && repo.ok() && !repo->work_dir().empty()) {
     const std::string rev = spec.substr(0, colon);
@@ -79,7 +80,7 @@ Result<store::Pointer> PointerAt(const std::string& spec) {
     }
   }
   // Anything else as git reads it (the index ":path", "../" paths).
-  auto text = GitOutput({"show", spec});
+  auto text = GitOutput({"show", "--end-of-options", spec});
   if (!text.ok()) return NotFound(spec + " is not in git (" + text.status().message() + ")");
   auto pointer = store::ParsePointer(*text + "\n");
   if (!pointer.ok()) return InvalidArgument(spec + " is not stored by git-zipnn (" + pointer.status().message() + ")");
@@ -88,6 +89,7 @@ Result<store::Pointer> PointerAt(const std::string& spec) {
 
 Result<formats::Checkpoint> CheckpointAt(const store::Repository& repo, const std::string& rev,
                                          const std::string& path) {
+  ZIPNN_RETURN_IF_ERROR(CheckRevision(rev));
   const std::string spec = rev + ":" + path;
   auto pointer = PointerAt(spec);
   if (pointer.ok()) {
@@ -95,7 +97,7 @@ Result<formats::Checkpoint> CheckpointAt(const store::Repository& repo, const st
   }
   if (pointer.status().code() != StatusCode::kInvalidArgument) return pointer.status();
   // A file committed before it was tracked: git holds its bytes.
-  ZIPNN_ASSIGN_OR_RETURN(GitRun blob, RunGit({"cat-file", "blob", spec}));
+  ZIPNN_ASSIGN_OR_RETURN(GitRun blob, RunGit({"cat-file", "blob", "--end-of-options", spec}));
   if (blob.exit_code != 0) return Status(StatusCode::kGit, "git cat-file blob " + spec + " failed: " + blob.err);
   return formats::Checkpoint::Spool(repo.temp_dir,
                                     [&](ByteSink& out) { return out.Append(blob.out.data(), blob.out.size()); });

@@ -17,12 +17,14 @@ namespace zipnn::git {
 // "./" is relative to the current folder), read in-process (git is run
 // only for specs such as ":<path>" or "../"). NotFound when git has no
 // such revision or file there, InvalidArgument when the file is not a
-// git-zipnn pointer.
+// git-zipnn pointer or the revision starts with '-' (CheckRevision: git
+// would take it for an option).
 Result<store::Pointer> PointerAt(const std::string& spec);
 
 // The checkpoint git holds at <rev>:<path>: the version its pointer names,
 // or the file itself when git holds it unfiltered, in a scratch file in
-// repo.temp_dir (its layout not read yet).
+// repo.temp_dir (its layout not read yet). `rev` is checked
+// (CheckRevision) before git reads it.
 Result<formats::Checkpoint> CheckpointAt(const store::Repository& repo, const std::string& rev,
                                          const std::string& path);
 

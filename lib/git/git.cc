@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -107,15 +108,54 @@ Result<std::string> WorkTreeGitPath(const std::string& name) {
   return path;
 }
 
+namespace {
+
+// The two ends of a range ("a..b" or "a...b"; an end may be empty), or
+// the revision alone as the first with no second.
+std::pair<std::string, std::optional<std::string>> RangeEnds(const std::string& range) {
+  const size_t dots = range.find("..");
+  if (dots == std::string::npos) return {range, std::nullopt};
+  const size_t after = dots + (range.compare(dots, 3, "...") == 0 ? 3 : 2);
+  return {range.substr(0, dots), range.substr(after)};
+}
+
+}  // namespace
+
+Status CheckRevision(const std::string& rev) {
+  const auto [from, to] = RangeEnds(rev);
+  if ((!from.empty() && from[0] == '-') || (to && !to->empty() && (*to)[0] == '-') || rev.empty()) {
+    return InvalidArgument("'" + rev + "' is not a revision" +
+                           (rev.empty() ? "" : ": a revision never starts with '-', which git would read as an option"));
+  }
+  return OkStatus();
+}
+
+Status CheckRange(const std::string& range, const std::string& cwd) {
+  ZIPNN_RETURN_IF_ERROR(CheckRevision(range));
+  const auto [from, to] = RangeEnds(range);
+  for (std::string end : {from, to.value_or("")}) {
+    if (end.empty()) continue;  // "a.." and "..b": HEAD, as git reads them
+    if (end[0] == '^') end = end.substr(1);
+    ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"rev-parse", "--verify", "--quiet", "--end-of-options", end + "^{commit}"}, cwd));
+    if (run.exit_code != 0) {
+      return InvalidArgument("no revision '" + end + "' in this repository" +
+                             (end == range ? "" : " (in the range '" + range + "')"));
+    }
+  }
+  return OkStatus();
+}
+
 Result<std::vector<std::string>> FilesAt(const std::string& rev, const std::string& cwd) {
-  return GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", rev}, cwd);
+  ZIPNN_RETURN_IF_ERROR(CheckRevision(rev));
+  return GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", "--end-of-options", rev}, cwd);
 }
 
 Result<std::vector<CommitTouching>> CommitsTouching(const std::string& range, const std::string& path,
                                                     const std::string& cwd) {
+  ZIPNN_RETURN_IF_ERROR(CheckRange(range, cwd));
   // NUL after each record: subjects may hold any other byte.
-  ZIPNN_ASSIGN_OR_RETURN(std::string listed,
-                         GitOutput({"log", "-z", "--reverse", "--format=%H%x1f%s", range, "--", path}, cwd));
+  ZIPNN_ASSIGN_OR_RETURN(std::string listed, GitOutput({"log", "-z", "--reverse", "--format=%H%x1f%s",
+                                                        "--end-of-options", range, "--", path}, cwd));
   std::vector<CommitTouching> commits;
   for (size_t at = 0; at < listed.size();) {
     size_t end = listed.find('\0', at);
@@ -144,7 +184,7 @@ Result<std::vector<std::string>> FilesNamed(const std::string& given) {
   auto paths = GitPaths({"ls-files", "-z", "--full-name", "--", given});
   // A clone made with --no-checkout has an empty index: HEAD's tree then.
   if (paths.ok() && paths->empty()) {
-    paths = GitPaths({"ls-tree", "-r", "-z", "--full-name", "--name-only", "HEAD", "--", given});
+    paths = GitPaths({"ls-tree", "-r", "-z", "--full-name", "--name-only", "--end-of-options", "HEAD", "--", given});
   }
   if (!paths.ok() || paths->empty()) {
     return NotFound("'" + given + "' names no file that git holds here, nor a folder of them");

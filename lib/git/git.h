@@ -53,10 +53,23 @@ Result<std::string> HooksFolder();
 // (any name of git-zipnn's own).
 Result<std::string> WorkTreeGitPath(const std::string& name);
 
-// The files of the tree of `rev`, from its top (ls-tree -r).
+// Refuses a revision that git would read as an option: `rev`, or either
+// end of a range ("a..b", "a...b"), starting with '-' (--output=F would
+// make git write F). Every revision a user gives is checked so before it
+// reaches git, and git is told where options end (--end-of-options), so
+// neither alone lets a string pass as an option. InvalidArgument naming
+// the revision.
+Status CheckRevision(const std::string& rev);
+// CheckRevision, then each end of `range` resolved to a commit: a
+// revision git does not know is InvalidArgument naming it, before any
+// git command reads it as part of a range.
+Status CheckRange(const std::string& range, const std::string& cwd = "");
+
+// The files of the tree of `rev`, from its top (ls-tree -r); `rev` is
+// checked (CheckRevision) first.
 Result<std::vector<std::string>> FilesAt(const std::string& rev, const std::string& cwd = "");
 // The commits of `range` (a revision or "a..b") that change `path`,
-// oldest first.
+// oldest first; `range` is checked (CheckRange) first.
 struct CommitTouching {
   std::string commit;   // full hex id
   std::string subject;  // first line of its message

@@ -20,8 +20,9 @@ constexpr ConfigEntry kFilterConfig[] = {
     {"filter.zipnn.clean", "git-zipnn clean -- %f"},
     {"filter.zipnn.smudge", "git-zipnn smudge -- %f"},
     {"filter.zipnn.required", "true"},
-    {"diff.zipnn.command", "git-zipnn diff --driver"},
-    {"diff.zipnn.textconv", "git-zipnn textconv"},
+    // `--` before what git appends: a path may start with '-'.
+    {"diff.zipnn.command", "git-zipnn diff --driver --"},
+    {"diff.zipnn.textconv", "git-zipnn textconv --"},
 };
 
 Result<std::string> AttributesFile() {

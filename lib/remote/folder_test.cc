@@ -89,14 +89,18 @@ TEST_CASE("fetch replaces a damaged local copy; push replaces a misfiled remote 
   CHECK(Restore(there, ids[2], restored).ok());
 
   // There: version 1 filed under version 2's name (misfiled), and a
-  // temporary a killed push left two days ago beside a fresh one.
+  // temporary a killed push left two days ago beside a fresh one, named
+  // as writers name them; and a file of someone's that only looks like
+  // one, which stays whatever its age.
   const std::string misfiled = remote_store.PathOf(ids[2]);
   const std::string folder = misfiled.substr(0, misfiled.rfind('/'));
+  const std::string old_temp = misfiled + ".tmp-0000dead", new_temp = misfiled + ".tmp-0000beef";
+  const std::string look_alike = folder + "/x.tmp-0000dead";
   // (A new file: the push linked the object there, so writing into it
   // would change this store's copy too.)
   REQUIRE(std::system(("cp --remove-destination " + remote_store.PathOf(ids[1]) + " " + misfiled +
-                       " && touch -d '2 days ago' " + folder +
-                       "/x.tmp-0000dead && touch " + folder + "/y.tmp-0000beef").c_str()) == 0);
+                       " && touch -d '2 days ago' " + old_temp + " " + look_alike + " && touch " + new_temp).c_str()) ==
+          0);
   auto has = remote->Has({ids[1], ids[2]});
   REQUIRE(has.ok());
   CHECK(*has == std::vector<bool>{true, false});
@@ -104,13 +108,14 @@ TEST_CASE("fetch replaces a damaged local copy; push replaces a misfiled remote 
   REQUIRE(pushed.ok());
   CHECK(pushed->moved == 1);
   CHECK(CheckObjectFile(misfiled, ids[2]).ok());
-  CHECK(!FileExists(folder + "/x.tmp-0000dead"));
-  CHECK(FileExists(folder + "/y.tmp-0000beef"));  // maybe a push under way
-  REQUIRE(std::system(("touch -d '3 days ago' " + folder + "/y.tmp-0000beef").c_str()) == 0);
+  CHECK(!FileExists(old_temp));
+  CHECK(FileExists(new_temp));  // maybe a push under way
+  REQUIRE(std::system(("touch -d '3 days ago' " + new_temp).c_str()) == 0);
   auto removed = RemoveOldTemporaries(remote_store);
   REQUIRE(removed.ok());
   CHECK(*removed == 1);
-  CHECK(!FileExists(folder + "/y.tmp-0000beef"));
+  CHECK(!FileExists(new_temp));
+  CHECK(FileExists(look_alike));
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

@@ -340,9 +340,9 @@ bool HoldsIntact(const ObjectStore& store, const ContentId& id) {
 
 namespace {
 
-bool IsTemporary(const std::string& path) {
-  return path.find(".tmp-", path.rfind('/') + 1) != std::string::npos;
-}
+// A writer's temporary file of an object (only the name a writer gives
+// it: a file of someone else's that merely looks alike is never removed).
+bool IsTemporary(const std::string& path) { return ObjectStore::IsTemporaryName(path.substr(path.rfind('/') + 1)); }
 
 bool IsOld(const struct stat& st) { return st.st_mtime + kOldTemporary < ::time(nullptr); }
 
@@ -353,7 +353,7 @@ Result<size_t> RemoveOldTemporaries(const ObjectStore& store) {
   size_t removed = 0;
   for (const ObjectStore::Entry& e : entries) {
     struct stat st;
-    if (e.id || !IsTemporary(e.path) || ::stat(e.path.c_str(), &st) != 0 || !IsOld(st)) continue;
+    if (e.kind != ObjectStore::Kind::kTemporary || ::stat(e.path.c_str(), &st) != 0 || !IsOld(st)) continue;
     if (::unlink(e.path.c_str()) == 0) ++removed;
   }
   return removed;

@@ -57,7 +57,7 @@ Result<std::unique_ptr<RemoteStore>> SshStore(const std::string& url, const SshT
                                                       const std::string& remote) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> serve, git::ConfigGet("remote." + remote + ".zipnnserve"));
   const std::string remote_command = serve.value_or("git-zipnn") + " serve-store " +
-                                     (repository ? "--repository " : "") + ShellQuote(t.path);
+                                     (repository ? "--repository " : "") + "-- " + ShellQuote(t.path);
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> argv, SshCommand(t, remote_command));
   StoreConnector connect = [argv]() -> Result<std::unique_ptr<Channel>> {
     ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<Process> ssh, Process::Start(argv));

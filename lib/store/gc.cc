@@ -3,17 +3,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 
-#include "lib/base/strings.h"
 #include "lib/store/raw_cache.h"
 
 namespace zipnn::store {
 
 namespace {
 
-constexpr char kSetAsideSuffix[] = ".gc";
+constexpr char kSetAsideSuffix[] = ".gc";  // as ObjectStore::List knows it
 // Scratch files (spooled input, restored bases, unfinished objects) older
 // than this are leftovers of a process that died.
 constexpr int64_t kScratchSeconds = 3600;
@@ -57,7 +57,8 @@ void NeedChain(const Repository& repo, const ContentId& id, Needed& needed) {
 Status PutBackSetAside(const Repository& repo) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> listed, repo.objects.List());
   for (const auto& e : listed) {
-    if (EndsWith(e.path, kSetAsideSuffix)) PutBack(e.path, e.path.substr(0, e.path.size() - (sizeof kSetAsideSuffix - 1)));
+    if (e.kind != ObjectStore::Kind::kSetAside) continue;
+    PutBack(e.path, e.path.substr(0, e.path.size() - (sizeof kSetAsideSuffix - 1)));
   }
   return OkStatus();
 }
@@ -96,14 +97,21 @@ Result<Swept> Sweep(const Repository& repo, Needed& needed, const SweepOptions& 
   } else {
     swept.cache_freed = cache.Prune([&](const ContentId& id) { return needed.ids.count(id.Hex()) != 0; });
   }
-  // Leftovers of processes that died: unfinished objects in the store and
-  // scratch files (among them the raw copies and series lists that
+  // Leftovers of processes that died: unfinished objects in the store
+  // (by their temporary names only: whatever else is in the store's
+  // folder is someone else's, and stays) and scratch files in this
+  // clone's own folder (among them the raw copies and series lists that
   // earlier versions kept per clone, in tmp/latest and series/).
   std::vector<std::string> leftovers;
   const int64_t old = options.started - kScratchSeconds;
+  const std::string root = repo.objects.root() + "/";
   for (const auto& e : listed) {
-    if (!e.id && !EndsWith(e.path, kSetAsideSuffix) && e.mtime < old) leftovers.push_back(e.path);
+    if (e.kind == ObjectStore::Kind::kTemporary && e.mtime < old) leftovers.push_back(e.path);
+    if (e.kind == ObjectStore::Kind::kForeign) {
+      swept.foreign.push_back(e.path.rfind(root, 0) == 0 ? e.path.substr(root.size()) : e.path);
+    }
   }
+  std::sort(swept.foreign.begin(), swept.foreign.end());
   for (const std::string& f : OldScratch(repo.temp_dir, old)) leftovers.push_back(f);
   const std::string legacy_series = repo.temp_dir.substr(0, repo.temp_dir.rfind('/')) + "/series";
   for (const std::string& f : OldScratch(legacy_series, options.started)) leftovers.push_back(f);

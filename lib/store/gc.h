@@ -40,7 +40,8 @@ struct Needed {
 // Adds `id` and every base of its chain.
 void NeedChain(const Repository& repo, const ContentId& id, Needed& needed);
 
-// Puts back every object an interrupted gc left aside.
+// Puts back every object an interrupted gc left aside (only files named
+// <id>.gc in that object's folder).
 Status PutBackSetAside(const Repository& repo);
 
 struct SweepOptions {
@@ -53,6 +54,10 @@ struct Swept {
   // leftover files of processes that died, in the order they were met.
   std::vector<std::pair<ContentId, uint64_t>> objects, raw_copies;
   std::vector<std::string> leftovers;
+  // Files and folders under the store's root that git-zipnn did not
+  // write (ObjectStore::Kind::kForeign), named from the root, a folder
+  // with a trailing '/': left as they are, for the caller to warn about.
+  std::vector<std::string> foreign;
   uint64_t freed = 0;        // bytes of the objects
   uint64_t kept = 0;         // objects kept
   uint64_t cache_freed = 0;  // bytes of the raw copies
@@ -61,7 +66,9 @@ struct Swept {
 // Adds the objects used since options.keep_since (and their chains) to
 // `needed`, then removes every other object, the raw copies no needed id
 // names (and any beyond the cache's budget), and scratch files and
-// unfinished objects older than an hour.
+// unfinished objects older than an hour. Only names git-zipnn gives what
+// it writes are removed (ObjectStore::Kind); anything else in the store's
+// folder is listed in Swept::foreign and left.
 Result<Swept> Sweep(const Repository& repo, Needed& needed, const SweepOptions& options);
 
 }  // namespace zipnn::store

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "lib/base/buffer.h"
+#include "lib/base/strings.h"
 
 namespace zipnn::store {
 
@@ -132,6 +133,23 @@ Status ObjectStore::ForgetUser(const std::string& git_dir) const {
   return IoError(file + ": cannot remove: " + std::strerror(errno));
 }
 
+namespace {
+
+constexpr char kSetAsideSuffix[] = ".gc";
+
+bool IsHexPair(const std::string& name) {
+  return name.size() == 2 && std::all_of(name.begin(), name.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+}  // namespace
+
+bool ObjectStore::IsTemporaryName(const std::string& file_name) {
+  const std::optional<std::string> target = TemporaryTarget(file_name);
+  return target && ContentId::FromHex(*target).has_value();
+}
+
 Result<std::vector<ObjectStore::Entry>> ObjectStore::List() const {
   std::vector<Entry> entries;
   std::error_code ec;
@@ -142,17 +160,44 @@ Result<std::vector<ObjectStore::Entry>> ObjectStore::List() const {
   }
   for (; it != end; it.increment(ec)) {
     if (ec) return IoError(root_ + ": cannot list the store: " + ec.message());
-    if (it.depth() == 0 && it->path().filename() == kUsersFolder) {
+    const std::string path = it->path().string();
+    const std::string name = it->path().filename().string();
+    const int depth = it.depth();
+    // A symbolic link is nobody's object: listed, never followed.
+    const std::filesystem::file_status st = it->symlink_status(ec);
+    if (ec) continue;  // removed meanwhile
+    const bool folder = std::filesystem::is_directory(st);
+    if (depth == 0 && folder && name == kUsersFolder) {
       it.disable_recursion_pending();
       continue;
     }
-    if (!it->is_regular_file(ec)) continue;
-    struct stat st;
-    const std::string path = it->path().string();
-    if (::stat(path.c_str(), &st) != 0) continue;  // removed meanwhile
-    Entry e{path, ContentId::FromHex(it->path().filename().string()), static_cast<uint64_t>(st.st_size),
-            static_cast<int64_t>(st.st_mtime)};
-    if (e.id && PathOf(*e.id) != path) e.id.reset();  // an id-like name in the wrong place
+    if (folder && depth < 2 && IsHexPair(name)) continue;  // <2 hex>/<2 hex>/: entered
+    struct stat info;
+    if (::lstat(path.c_str(), &info) != 0) continue;  // removed meanwhile
+    Entry e{path, Kind::kForeign, std::nullopt, static_cast<uint64_t>(info.st_size), static_cast<int64_t>(info.st_mtime)};
+    if (folder) {
+      it.disable_recursion_pending();
+      e.path += "/";
+      e.size = 0;
+    } else if (depth == 2 && std::filesystem::is_regular_file(st)) {
+      // Named for an object whose place is this folder: its object, or a
+      // writer's temporary of it, or a gc's set-aside copy.
+      const std::string folder_path = path.substr(0, path.size() - name.size());
+      auto placed = [&](const std::string& id_name) -> std::optional<ContentId> {
+        std::optional<ContentId> id = ContentId::FromHex(id_name);
+        if (id && PathOf(*id) == folder_path + id_name) return id;
+        return std::nullopt;
+      };
+      if (std::optional<ContentId> id = placed(name)) {
+        e.kind = Kind::kObject;
+        e.id = id;
+      } else if (std::optional<std::string> target = TemporaryTarget(name); target && placed(*target)) {
+        e.kind = Kind::kTemporary;
+      } else if (name.size() > 3 && EndsWith(name, kSetAsideSuffix) &&
+                 placed(name.substr(0, name.size() - (sizeof kSetAsideSuffix - 1)))) {
+        e.kind = Kind::kSetAside;
+      }
+    }
     entries.push_back(std::move(e));
   }
   return entries;

@@ -79,14 +79,30 @@ class ObjectStore {
   Result<std::vector<std::string>> Users() const;
   Status ForgetUser(const std::string& git_dir) const;
 
+  // What is under the root, by the names git-zipnn gives what it writes
+  // there; nothing else is ever taken for one of them.
+  enum class Kind {
+    kObject,     // <2 hex>/<2 hex>/<id>
+    kTemporary,  // <id>.tmp-<8 hex> beside it: being written, or left by a writer that died
+    kSetAside,   // <id>.gc beside it: set aside by a gc (gc.h)
+    kForeign,    // anything else: not git-zipnn's (a team's README, a folder of reports)
+  };
   struct Entry {
     std::string path;
-    std::optional<ContentId> id;  // none for a file that is not an object (a temporary)
+    Kind kind = Kind::kForeign;
+    std::optional<ContentId> id;  // of an object (kObject) only
     uint64_t size = 0;
     int64_t mtime = 0;  // seconds since the epoch
   };
-  // Every file under the store's root but the registry of its users.
+  // Every file in the store's object folders, and every other entry
+  // under the root but the registry of its users. A foreign folder is one
+  // entry (its path ends with '/'), not entered: a store in a folder with
+  // other files (zipnn.storepath naming a team folder, or $HOME) is not
+  // walked through all of them.
   Result<std::vector<Entry>> List() const;
+  // Whether `file_name`, in the folder of the object with the same id, is
+  // one a writer gives that object while writing it (Kind::kTemporary).
+  static bool IsTemporaryName(const std::string& file_name);
 
  private:
   std::string UserFile(const std::string& git_dir) const;

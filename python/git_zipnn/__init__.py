@@ -73,6 +73,13 @@ def _zipnn(args, cwd):
     return _run([_binary()] + list(args), cwd)
 
 
+# No string of the caller's is ever read as an option, by git-zipnn or by
+# git: paths and revision specs go after "--", option values are joined
+# to their option ("--rev=<rev>"), and git-zipnn refuses a revision that
+# starts with "-" before git sees it. A folder in a cloned repository may
+# well be named "--html=/home/me/notes.txt".
+
+
 def _git(args, cwd):
     return _run(["git"] + list(args), cwd).decode()
 
@@ -203,7 +210,7 @@ def versions(path, series=False):
     checkpoint-N folders of a run, deleted ones included), path by path
     in step order."""
     folder, rel = _place(path)
-    return json.loads(_zipnn(["log", "--json"] + (["--series"] if series else []) + [rel], folder))
+    return json.loads(_zipnn(["log", "--json"] + (["--series"] if series else []) + ["--", rel], folder))
 
 
 def list_tensors(path, rev="HEAD"):
@@ -211,7 +218,7 @@ def list_tensors(path, rev="HEAD"):
     offset and bytes (and, for a view whose elements are out of order in
     a shared storage, strided and strides)."""
     folder, spec = _spec(path, rev)
-    return json.loads(_zipnn(["cat", "--list", "--json", spec], folder))["tensors"]
+    return json.loads(_zipnn(["cat", "--list", "--json", "--", spec], folder))["tensors"]
 
 
 def load_tensor(path, name, rev="HEAD", framework="numpy"):
@@ -220,7 +227,7 @@ def load_tensor(path, name, rev="HEAD", framework="numpy"):
     a torch tensor with framework="torch"."""
     _check_framework(framework)
     folder, spec = _spec(path, rev)
-    blob = _zipnn(["cat", spec, "--tensor", name, "--format", "safetensors"], folder)
+    blob = _zipnn(["cat", f"--tensor={name}", "--format=safetensors", "--", spec], folder)
     tensors = _tensors_of(blob, framework)
     if name in tensors:
         return tensors[name]
@@ -234,10 +241,10 @@ def load_state_dict(path, rev="HEAD", framework="numpy", tensors=None):
     views of shared storages with their elements in order."""
     _check_framework(framework)
     folder, spec = _spec(path, rev)
-    args = ["cat", spec, "--format", "safetensors"]
+    args = ["cat", "--format=safetensors"]
     for pattern in tensors or []:
-        args += ["--tensor", pattern]
-    return _tensors_of(_zipnn(args, folder), framework)
+        args.append(f"--tensor={pattern}")
+    return _tensors_of(_zipnn(args + ["--", spec], folder), framework)
 
 
 def analyze(*paths, rev=None, against="previous", base_interval=None, tensors=None):
@@ -250,14 +257,14 @@ def analyze(*paths, rev=None, against="previous", base_interval=None, tensors=No
     top, _ = _place(paths[0])
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "analysis.json")
-        args = ["analyze", "--json", out, "--against", against, "--top", "0"]
+        args = ["analyze", f"--json={out}", f"--against={against}", "--top=0"]
         if rev is not None:
-            args += ["--rev", rev]
+            args.append(f"--rev={rev}")
         if base_interval is not None:
-            args += ["--base-interval", str(base_interval)]
+            args.append(f"--base-interval={base_interval}")
         if tensors is not None:
-            args += ["--tensors", tensors]
-        args += [os.path.relpath(os.path.abspath(p), top) for p in paths]
+            args.append(f"--tensors={tensors}")
+        args += ["--"] + [os.path.relpath(os.path.abspath(p), top) for p in paths]
         _zipnn(args, top)
         with open(out) as f:
             doc = json.load(f)
@@ -311,5 +318,5 @@ def commit_checkpoint(path, step=None, message=None):
         return None
     if message is None:
         message = f"checkpoint at step {step}" if step is not None else f"checkpoint {rel}"
-    _git(["commit", "-q", "-m", message, "--", rel] + gone, top)
+    _git(["commit", "-q", f"--message={message}", "--", rel] + gone, top)
     return _git(["rev-parse", "HEAD"], top).strip()
