@@ -114,7 +114,7 @@ Status RunPull(const FetchArgs& a) {
     if (in_index == staged.end()) continue;
     const std::string file = top + "/" + path;
     auto pointer = store::PointerInFile(file);
-    if (pointer.ok() && !*pointer && store::OpenHolding(file, in_index->second)) restored.push_back(path);
+    if (pointer.ok() && !*pointer && ReadFile::OpenHolding(file, in_index->second)) restored.push_back(path);
   }
   RemoveAbandonedTemps(repo.temp_dir);
   size_t count = 0, failed = 0;
