@@ -39,6 +39,16 @@ Status Copy(ByteReader& in, ByteSink& out) {
 
 Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, ByteSink& out) {
   ZIPNN_ASSIGN_OR_RETURN(std::string head, ReadHead(content));
+  // A one-line pointer in conflict starts with git's marker, not with the
+  // pointer: refused, never stored as a checkpoint of its own.
+  if (head.rfind("<<<<<<< ", 0) == 0) {
+    ZIPNN_ASSIGN_OR_RETURN(std::string more, ReadUpTo(content, 1024 - head.size()));
+    head += more;
+    if (head.find(std::string("\n") + store::kPointerPrefix) != std::string::npos && HasConflictMarkers(head)) {
+      return InvalidArgument(path + " holds a damaged git-zipnn pointer (merge conflict markers); after a merge "
+                             "conflict, pick a side: git checkout --ours (or --theirs) -- " + path);
+    }
+  }
   if (head.size() <= store::kMaxPointerBytes && store::LooksLikePointer(head)) {
     // Cleaning a pointer gives the same pointer (after checking it). A
     // merge conflict in a pointer is refused rather than committed; any
