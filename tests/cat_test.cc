@@ -261,7 +261,8 @@ TEST_CASE("a view that repeats its storage into terabytes is left out, with a wa
   const Run listed = repo.Sh("git zipnn cat --list --json e.pt");
   REQUIRE(listed.code == 0);
   std::map<std::string, nlohmann::json> by_name;
-  for (const auto& t : nlohmann::json::parse(listed.out)["tensors"]) by_name[t["name"]] = t;
+  const nlohmann::json listing = nlohmann::json::parse(listed.out);  // the loop reads into it: keep it alive
+  for (const auto& t : listing["tensors"]) by_name[t["name"].get<std::string>()] = t;
   CHECK(by_name.count("big") == 0);
   CHECK(by_name.count("huge") == 0);
   REQUIRE(by_name.count("b") == 1);

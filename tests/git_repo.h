@@ -63,6 +63,14 @@ inline std::string IdAt(Repo& repo, const std::string& rev_path) {
   return at == std::string::npos ? "" : pointer.substr(at + 9, 32);
 }
 
+// The format a pointer names, in either version ("" when it is not a
+// pointer): the last word of its text.
+inline std::string PointerFormat(const std::string& pointer) {
+  if (pointer.rfind("git-zipnn pointer ", 0) != 0 || pointer.empty() || pointer.back() != '\n') return "";
+  const size_t space = pointer.find_last_of(' ');
+  return pointer.substr(space + 1, pointer.size() - space - 2);
+}
+
 inline std::string Step12(int i) {  // the cnn12-bf16 steps: 10, 20, ..., 120
   char name[40];
   std::snprintf(name, sizeof name, "step-%06d.safetensors", 10 * (i + 1));

@@ -101,7 +101,6 @@ TEST_CASE("a flipped bit anywhere in an object is refused, naming the object; gi
 TEST_CASE("pointers with malformed, oversize or path-like fields are refused and reach nothing") {
   Repo repo;
   CommitTrajectory(repo);
-  const std::string good = repo.Sh("git show HEAD:model.safetensors").out;
   const std::string id = IdAt(repo, "HEAD:model.safetensors");
   // Text that claims to be a pointer and is not one is no reference to
   // anything: checkout leaves it as the text git holds (as it does a
@@ -147,10 +146,12 @@ TEST_CASE("pointers with malformed, oversize or path-like fields are refused and
   CHECK(Slurp(repo.File("p.safetensors")).empty());
   // A pointer whose size lies about the content it names: restores only
   // what the id holds, and fsck reports the mismatch.
-  std::string lying = good;
-  lying.replace(lying.find("size ") + 5, lying.find('\n', lying.find("size ")) - lying.find("size ") - 5, "7");
-  CommitRawBlob(repo, "p.safetensors", lying);
-  CHECK(repo.Sh("git zipnn fsck").out.find("its pointer says 7") != std::string::npos);
+  for (const std::string& lying : {"git-zipnn pointer 2 7 xxh3-128:" + id + " safetensors\n",
+                                   "git-zipnn pointer 1\nid xxh3-128:" + id + "\nsize 7\nformat safetensors\n"}) {
+    CAPTURE(lying);
+    CommitRawBlob(repo, "p.safetensors", lying);
+    CHECK(repo.Sh("git zipnn fsck").out.find("its pointer says 7") != std::string::npos);
+  }
   // Ids given on the command line are ids, never paths.
   for (const char* arg : {"../../../../../../etc/passwd", "/etc/passwd", "00/../../../../etc/passwd"}) {
     CAPTURE(arg);
@@ -221,7 +222,7 @@ void AddsRawAndRestoresExactly(Repo& repo, const std::string& name, const std::s
   const Run add = repo.Sh("git add '" + name + "' && git commit -qm '" + name + "'");
   REQUIRE(add.code == 0);
   const std::string pointer = repo.Sh("git show 'HEAD:" + name + "'").out;
-  CHECK(pointer.find("format raw\n") != std::string::npos);
+  CHECK(testing::PointerFormat(pointer) == "raw");
   REQUIRE(repo.Sh("rm '" + name + "' && git checkout -- '" + name + "'").code == 0);
   CHECK(Slurp(repo.File(name)) == bytes);
   CHECK(repo.Sh("git status --porcelain").out.empty());

@@ -57,7 +57,7 @@ TEST_CASE("a plain file committed before its pattern was tracked checks out, clo
   // pointer.
   const Run renormalize = repo.Sh("cp ../plain weights.bin && timeout 60 git add --renormalize weights.bin");
   CHECK_MESSAGE(renormalize.code == 0, renormalize.err);
-  CHECK(repo.Sh("git show :weights.bin").out.rfind("git-zipnn pointer 1\n", 0) == 0);
+  CHECK(testing::IdAt(repo, ":weights.bin").size() == 32);  // a pointer now
   REQUIRE(repo.Sh("git commit -qm renormalized && rm weights.bin && timeout 60 git checkout -- weights.bin").code == 0);
   CHECK(repo.Sh("cmp weights.bin ../plain").code == 0);
   CHECK(repo.Sh("git status --porcelain").out.empty());
@@ -72,7 +72,7 @@ TEST_CASE("a pull killed while it writes a checkpoint leaves no stray file; the 
                   "git add . && git commit -qm three && rm ?.bin && GIT_ZIPNN_SKIP_SMUDGE=1 git checkout -- . && "
                   "git status --porcelain")
               .out.empty());
-  REQUIRE(repo.Sh("head -1 b.bin").out == "git-zipnn pointer 1\n");
+  REQUIRE(repo.Sh("head -c 18 b.bin").out == "git-zipnn pointer ");
   // Kill the pull (its whole process group) as soon as the temporary
   // file of b.bin or c.bin exists, wherever pull keeps it.
   const Run killed = repo.Sh(
