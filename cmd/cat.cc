@@ -229,6 +229,7 @@ Status RunCat(const CatArgs& a) {
     return InvalidArgument(a.spec + " is not a safetensors or torch.save checkpoint git-zipnn can read tensors of" + why +
                            "; `git zipnn cat " + a.spec + " -o FILE` writes it whole");
   }
+  for (const std::string& warning : layout.warnings) std::fprintf(stderr, "warning: %s: %s\n", a.spec.c_str(), warning.c_str());
   ZIPNN_ASSIGN_OR_RETURN(const std::vector<formats::Tensor> tensors, Select(TensorsOf(layout), a.tensors, a.spec));
   if (a.list) {
     PrintList(layout, tensors, pointer, a.spec, a.json);

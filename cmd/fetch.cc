@@ -2,6 +2,9 @@
 // remote's object store; pull then writes the checkpoints into the work
 // tree where git left pointers (GIT_ZIPNN_SKIP_SMUDGE, or a checkout
 // without the objects).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -13,10 +16,55 @@
 #include "lib/git/pointers.h"
 #include "lib/remote/select.h"
 #include "lib/remote/transfer.h"
+#include "lib/store/raw_cache.h"
 
 namespace zipnn::cmd {
 
 namespace {
+
+// The files a pull has begun to put in place and not restaged yet: until
+// it is restaged, git's record of a restored file still has the pointer's
+// size, so git status calls it modified. A pull notes each file before it
+// writes it and removes the list once it has restaged them; a pull killed
+// in between leaves the list to the next one, which restages those that
+// hold exactly what the index names. One per work tree, in its git folder;
+// paths end with NUL (a path may hold any other byte).
+class RestageList {
+ public:
+  explicit RestageList(std::string path) : path_(std::move(path)) {}
+  ~RestageList() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RestageList(const RestageList&) = delete;
+  RestageList& operator=(const RestageList&) = delete;
+
+  // What an earlier pull left.
+  std::vector<std::string> Left() const {
+    std::vector<std::string> paths;
+    auto data = ReadWholeFile(path_);
+    if (!data.ok()) return paths;
+    const std::string text(data->begin(), data->end());
+    for (size_t at = 0, end; (end = text.find('\0', at)) != std::string::npos; at = end + 1) {
+      if (end > at) paths.push_back(text.substr(at, end - at));
+    }
+    return paths;
+  }
+  // Before `path`'s file changes. A list that cannot be written costs
+  // only the restage after a kill, so it does not stop the pull.
+  void Note(const std::string& path) {
+    if (fd_ < 0 && !failed_) {
+      failed_ = !MakeDirectories(path_.substr(0, path_.rfind('/'))).ok() ||
+                (fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0;
+    }
+    if (fd_ >= 0) (void)WriteAll(fd_, path.c_str(), path.size() + 1, path_);  // with its NUL
+  }
+  void Remove() { ::unlink(path_.c_str()); }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool failed_ = false;
+};
 
 struct FetchArgs {
   std::string remote;
@@ -57,10 +105,25 @@ Status RunPull(const FetchArgs& a) {
   using Staged = std::map<std::string, ContentId>;
   ZIPNN_ASSIGN_OR_RETURN(const Staged staged, git::StagedPointers(git_repo));
   std::vector<std::string> restored;  // those whose index entry names them
+  // What a pull killed before its restage left: restaged now if still
+  // exactly what the index names; the temporary files it was writing go.
+  ZIPNN_ASSIGN_OR_RETURN(std::string list_path, git::WorkTreeGitPath("zipnn/pull-restage"));
+  RestageList list(list_path);
+  for (const std::string& path : list.Left()) {
+    const auto in_index = staged.find(path);
+    if (in_index == staged.end()) continue;
+    const std::string file = top + "/" + path;
+    auto pointer = store::PointerInFile(file);
+    if (pointer.ok() && !*pointer && ReadFile::OpenHolding(file, in_index->second)) restored.push_back(path);
+  }
+  RemoveAbandonedTemps(repo.temp_dir);
   size_t count = 0, failed = 0;
   for (const std::string& path : paths) {
     const std::string file = top + "/" + path;
     if (!FileExists(file)) continue;  // deleted in the work tree
+    auto pointer = store::PointerInFile(file);
+    if (pointer.ok() && !*pointer) continue;  // not a pointer: nothing to restore
+    list.Note(path);
     Result<std::optional<ContentId>> written = remote::RestorePointerFile(repo, path, file);
     if (!written.ok()) {
       ++failed;
@@ -76,6 +139,7 @@ Status RunPull(const FetchArgs& a) {
     ++count;
   }
   git::RestageUnchanged(restored, top);
+  list.Remove();
   if (failed > 0) {
     return NotFound(std::to_string(failed) + " checkpoint" + (failed == 1 ? "" : "s") + " could not be restored (see " +
                     "above); restored " + std::to_string(count));

@@ -92,11 +92,14 @@ Action SetupFilterProcess(CLI::App&) {
     ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
     filters::SmudgeOptions smudge = SmudgeFor(repo);
     std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
+    // Content read ahead of an answer (a large plain file passing through
+    // smudge) waits beside the other scratch files, not in memory.
+    const filters::ReadAhead read_ahead{repo.temp_dir};
     filters::CheckpointFilter filter(std::move(repo), std::move(series), std::move(smudge));
     FdReader in(0);
     StdoutSink out;
     StderrSink errors;
-    return filters::ServeFilterProcess(in, out, filter, &errors);
+    return filters::ServeFilterProcess(in, out, filter, &errors, read_ahead);
   };
 }
 

@@ -43,7 +43,13 @@ Status RunGc(const GcArgs& a) {
 
   store::Needed needed;
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, /*all=*/true));
+  Result<FoundPointers> read = git::FindPointers(git_repo, /*all=*/true);
+  if (!read.ok()) {
+    // What git holds that could not be read may need any object.
+    return Status(read.status().code(),
+                  read.status().message() + "\nnothing was removed: what this repository needs is unknown");
+  }
+  const FoundPointers& found = *read;
   for (const auto& [pointer, place] : found.pointers) store::NeedChain(repo, pointer.id, needed);
   ZIPNN_ASSIGN_OR_RETURN(git::OthersNeed others,
                          git::NeedOthers(repo, git_repo.common_dir(), a.forget, a.dry_run, needed));

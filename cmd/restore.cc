@@ -65,7 +65,9 @@ Status RunRestore(const RestoreArgs& a) {
   if (a.output.empty() && a.path.find('/') != std::string::npos) {
     ZIPNN_RETURN_IF_ERROR(MakeDirectories(a.path.substr(0, a.path.rfind('/'))));
   }
-  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(target, /*overwrite=*/true));
+  // A work-tree file is written out of git's sight until it is whole.
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, a.output.empty() ? AtomicFile::CreateInWorkTree(target, repo.temp_dir)
+                                                          : AtomicFile::Create(target, /*overwrite=*/true));
   Status restored;
   {
     Progress progress("git-zipnn: " + target, pointer.size);  // its line is cleared when done

@@ -21,7 +21,7 @@ void AddThreadsOption(CLI::App& sub, int& threads) {
 Result<store::Repository> OpenRepository() {
   ZIPNN_ASSIGN_OR_RETURN(git::OpenedRepository opened, git::OpenStoreRepository());
   for (const std::string& warning : opened.warnings) {
-    std::fprintf(stderr, "git-zipnn: warning: %s (ignored; the defaults hold)\n", warning.c_str());
+    std::fprintf(stderr, "git-zipnn: warning: %s\n", warning.c_str());
   }
   return std::move(opened.repo);
 }

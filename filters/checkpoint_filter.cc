@@ -6,6 +6,7 @@
 #include "lib/base/content_id.h"
 #include "lib/base/file.h"
 #include "lib/base/progress.h"
+#include "lib/git/pointers.h"
 #include "lib/series/series.h"
 #include "lib/store/raw_cache.h"
 
@@ -105,7 +106,8 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
                  "anew without it. A disk may be failing: `git zipnn fsck --all` names what else it affects\n",
                  path.c_str(), checked.damaged.c_str());
   }
-  const store::Pointer& pointer = checked.pointer;
+  store::Pointer& pointer = checked.pointer;
+  pointer.version = PointerVersionFor(path, pointer);
   if (checked.stored && progress.enabled()) {
     auto info = store::Describe(repo_, id);
     if (info.ok()) {
@@ -139,21 +141,39 @@ std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id, const st
       }
     }
     if (!path.empty()) {
-      if (auto file = store::OpenHolding(repo_.work_dir + "/" + path, id)) return file;
+      if (auto file = ReadFile::OpenHolding(repo_.work_dir + "/" + path, id)) return file;
     }
   }
   return store::RawCache(repo_.cache_dir, repo_.policy.raw_cache).Find(id);
 }
 
+int CheckpointFilter::PointerVersionFor(const std::string& path, const store::Pointer& pointer) {
+  if (!series_) return store::kPointerVersion;
+  if (!staged_) {
+    staged_.emplace();
+    auto files = series_->repository().IndexFiles();
+    if (files.ok()) {
+      for (const git::FileEntry& f : *files) staged_->emplace(f.path, f.blob);
+    }
+  }
+  const auto it = staged_->find(path);
+  if (it == staged_->end()) return store::kPointerVersion;
+  auto held = git::PointerInBlob(series_->repository(), it->second);
+  return held.ok() && *held && **held == pointer ? (*held)->version : store::kPointerVersion;
+}
+
 bool CheckpointFilter::DelayedKey::operator<(const DelayedKey& o) const {
   if (series != o.series) return series < o.series;
-  if (step != o.step) return series::StepLess(step, o.step);
+  // Steps equal in value may be spelled apart ("100", "0100"): those are
+  // two files, ordered by path, never one key.
+  if (series::StepLess(step, o.step)) return true;
+  if (series::StepLess(o.step, step)) return false;
   return path < o.path;
 }
 
 bool CheckpointFilter::Delay(const std::string& path, const std::string& content) {
   if (smudge_.leave_pointers || !store::ParsePointer(content).ok()) return false;
-  const series::Placed placed = series_ ? series_->rules().Place(path) : series::Placed{path, ""};
+  const series::Placed placed = series_ ? series_->rules().Place(path) : series::Rules().Place(path);
   delayed_.insert(DelayedKey{placed.name, placed.step, path});
   delayed_pointers_[path] = content;
   return true;

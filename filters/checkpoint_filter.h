@@ -55,9 +55,11 @@ class CheckpointFilter : public FilterHandler {
   Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override;
   Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override;
   // Every pointer is delayed when git allows it, and the delayed files are
-  // handed back in series order, each series by step: git's own order is
-  // by path (checkpoint-100 before checkpoint-20), and a restore is
-  // cheapest right after the version below it was written.
+  // handed back in series order, each series by step (files of equal
+  // steps by path): git's own order is by path (checkpoint-100 before
+  // checkpoint-20), and a restore is cheapest right after the version
+  // below it was written. Without git's series, the built-in rules place
+  // the paths.
   bool Delay(const std::string& path, const std::string& content) override;
   std::optional<std::string> NextDelayed() override;
 
@@ -65,11 +67,17 @@ class CheckpointFilter : public FilterHandler {
   // A verified copy of version `id` (of `series`) for a restore to start
   // from (store::FindCopy): a work-tree file, or a kept raw copy.
   std::optional<ReadFile> FindCopy(const ContentId& id, const std::string& series);
+  // The version to spell `pointer` in for `path`: the one of the pointer
+  // the index holds there when it names the same checkpoint (a file
+  // cleaned again must give git the same blob), else the current one.
+  int PointerVersionFor(const std::string& path, const store::Pointer& pointer);
 
   store::Repository repo_;
   std::unique_ptr<git::SeriesVersions> series_;
   // What this process has checked out: version -> its path in the work tree.
   std::map<ContentId, std::string> checked_out_;
+  // The index's blobs by path, read once, when first needed.
+  std::optional<std::map<std::string, git::Oid>> staged_;
   // Delayed smudges, in the order they are handed back, and the pointer
   // text each was delayed with (git asks again with no content).
   struct DelayedKey {

@@ -1,7 +1,8 @@
 // Tests of CheckpointFilter's smudge against a real store: a checkout
 // that restores a series in step order starts each restore from the file
-// it wrote a moment before, and never from one that changed since.
-// Real checkpoints from tests/data.
+// it wrote a moment before, and never from one that changed since; every
+// delayed file is handed back, whatever its step is called. Real
+// checkpoints from tests/data.
 #include "filters/checkpoint_filter.h"
 
 #include <doctest/doctest.h>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "filters/pkt_line_testing.h"
 #include "lib/base/content_id.h"
 #include "lib/base/file.h"
 #include "lib/store/checkpoints.h"
@@ -81,6 +83,41 @@ TEST_CASE("smudge starts a restore from a version it checked out a moment before
   const Status st = f.CheckOut(filter, 2);
   CHECK(st.code() == StatusCode::kNotFound);
   CHECK(st.message().find(f.held[0].id.Hex()) != std::string::npos);
+}
+
+TEST_CASE("delayed smudges of steps equal in value but spelled apart are each handed back, by path") {
+  using namespace testing;
+  Fixture f;
+  CheckpointFilter filter(f.repo, nullptr);
+  // One series (run/step_#.safetensors): step 20 first, then the two
+  // spellings of step 100, by path.
+  const std::string p20 = "run/step_20.safetensors", p0100 = "run/step_0100.safetensors",
+                    p100 = "run/step_100.safetensors";
+  const std::string git = GitHello() + DelayableSmudge(p100, store::FormatPointer(f.pointers[2])) +
+                          DelayableSmudge(p20, store::FormatPointer(f.pointers[0])) +
+                          DelayableSmudge(p0100, store::FormatPointer(f.pointers[1])) +
+                          ListAvailable() + Request("smudge", p20, "") + ListAvailable() +
+                          Request("smudge", p0100, "") + ListAvailable() + Request("smudge", p100, "") +
+                          ListAvailable();
+  MemoryReader in(git);
+  MemorySink out;
+  REQUIRE(ServeFilterProcess(in, out, filter, nullptr).ok());
+  const std::string answer(reinterpret_cast<const char*>(out.buffer().data()), out.buffer().size());
+  // The paths handed back, in order, for a readable failure.
+  std::string handed;
+  for (size_t at = 0; (at = answer.find("pathname=", at)) != std::string::npos;) {
+    at += 9;
+    handed += answer.substr(at, answer.find('\n', at) - at) + " ";
+  }
+  CHECK(handed == p20 + " " + p0100 + " " + p100 + " ");
+  auto bytes = [&](int s) {
+    auto data = ReadWholeFile(Step(s));
+    REQUIRE(data.ok());
+    return std::string(data->begin(), data->end());
+  };
+  CHECK((answer == ServerHello() + Delayed() + Delayed() + Delayed() + Available(p20) + Success(bytes(40)) +
+                       Available(p0100) + Success(bytes(80)) + Available(p100) + Success(bytes(120)) +
+                       Available("")));
 }
 
 }  // namespace

@@ -1,22 +1,78 @@
 #include "filters/filter_process.h"
 
 #include <algorithm>
+#include <memory>
+#include <optional>
 #include <utility>
+
+#include "lib/base/file.h"
 
 namespace zipnn::filters {
 
 namespace {
 
-// The content of one request: data packets up to a flush.
+// Content read ahead of an answer (ReadAhead): the first `in_memory`
+// bytes in memory, the rest in a scratch file, removed with the Spool.
+class Spool : public ByteReader {
+ public:
+  explicit Spool(const ReadAhead& options) : options_(options) {}
+
+  Status Append(const char* data, size_t n) {
+    if (!writing_ && (options_.dir.empty() || memory_.size() + n <= options_.in_memory)) {
+      memory_.append(data, n);
+      return OkStatus();
+    }
+    if (!writing_) {
+      ZIPNN_ASSIGN_OR_RETURN(TempFile scratch, TempFile::Create(options_.dir, "read-ahead"));
+      scratch_.emplace(std::move(scratch));
+      ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(scratch_->path(), /*overwrite=*/true));
+      writing_.emplace(std::move(file));
+    }
+    return writing_->Append(data, n);
+  }
+  // The content has all been read: from now on it is read back.
+  Status Seal() {
+    if (!writing_) return OkStatus();
+    ZIPNN_RETURN_IF_ERROR(writing_->CommitUnsynced());
+    ZIPNN_ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(scratch_->path()));
+    reading_.emplace(std::move(file));
+    return OkStatus();
+  }
+  Result<size_t> Read(void* out, size_t n) override {
+    if (at_ < memory_.size()) {
+      const size_t k = std::min(n, memory_.size() - at_);
+      std::copy(memory_.data() + at_, memory_.data() + at_ + k, static_cast<char*>(out));
+      at_ += k;
+      return k;
+    }
+    if (!reading_) return size_t{0};
+    const uint64_t offset = at_ - memory_.size();
+    const size_t k = static_cast<size_t>(std::min<uint64_t>(n, reading_->size() - offset));
+    ZIPNN_RETURN_IF_ERROR(reading_->ReadAt(offset, out, k));
+    at_ += k;
+    return k;
+  }
+
+ private:
+  const ReadAhead& options_;
+  std::string memory_;
+  std::optional<TempFile> scratch_;
+  std::optional<AtomicFile> writing_;
+  std::optional<ReadFile> reading_;
+  uint64_t at_ = 0;
+};
+
+// The content of one request: data packets up to a flush, or once read
+// ahead, what the Spool kept of them.
 class ContentReader : public ByteReader {
  public:
-  explicit ContentReader(PktLineReader& in) : in_(in) {}
+  ContentReader(PktLineReader& in, const ReadAhead& options) : in_(in), options_(options) {}
 
   Result<size_t> Read(void* out, size_t n) override {
+    if (ahead_) return ahead_->Read(out, n);
     while (at_ == packet_.size()) {
       if (done_) return size_t{0};
-      ZIPNN_ASSIGN_OR_RETURN(Packet p, in_.Read());
-      if (p.kind == Packet::Kind::kEnd) return InvalidArgument("pkt-line stream ends inside file content");
+      ZIPNN_ASSIGN_OR_RETURN(Packet p, NextPacket());
       if (p.kind == Packet::Kind::kFlush) {
         done_ = true;
         return size_t{0};
@@ -29,19 +85,48 @@ class ContentReader : public ByteReader {
     at_ += k;
     return k;
   }
+  // Reads the rest of the content now, so that git is done writing before
+  // an answer goes out; Read then serves it from the Spool. Nothing to do
+  // once git has sent the flush that ends the content.
+  Status ReadRestAhead() {
+    if (ahead_ || done_) return OkStatus();
+    auto spool = std::make_unique<Spool>(options_);
+    ZIPNN_RETURN_IF_ERROR(spool->Append(packet_.data() + at_, packet_.size() - at_));
+    packet_.clear();
+    at_ = 0;
+    for (;;) {
+      ZIPNN_ASSIGN_OR_RETURN(Packet p, NextPacket());
+      if (p.kind == Packet::Kind::kFlush) break;
+      ZIPNN_RETURN_IF_ERROR(spool->Append(p.data.data(), p.data.size()));
+    }
+    done_ = true;
+    ZIPNN_RETURN_IF_ERROR(spool->Seal());
+    ahead_ = std::move(spool);
+    return OkStatus();
+  }
   // Reads what the handler left, so that the next request starts in step.
   Status Drain() {
+    ahead_.reset();  // already read from git
     char sink[4096];
     for (;;) {
       ZIPNN_ASSIGN_OR_RETURN(size_t k, Read(sink, sizeof sink));
       if (k == 0) return OkStatus();
     }
   }
+
  private:
+  Result<Packet> NextPacket() {
+    ZIPNN_ASSIGN_OR_RETURN(Packet p, in_.Read());
+    if (p.kind == Packet::Kind::kEnd) return InvalidArgument("pkt-line stream ends inside file content");
+    return p;
+  }
+
   PktLineReader& in_;
+  const ReadAhead& options_;
   std::string packet_;
   size_t at_ = 0;
   bool done_ = false;
+  std::unique_ptr<Spool> ahead_;
 };
 
 // `head` (what was read of a request's content already), then the rest.
@@ -63,11 +148,12 @@ class PrefixedReader : public ByteReader {
 };
 
 // The answer's content: "status=success" goes out before the first byte,
-// so a handler that fails before writing still answers status=error.
-// Bytes are gathered into full packets.
+// so a handler that fails before writing still answers status=error, and
+// only once git has sent all of the request's content. Bytes are gathered
+// into full packets.
 class AnswerSink : public ByteSink {
  public:
-  explicit AnswerSink(PktLineWriter& out) : out_(out) {}
+  AnswerSink(PktLineWriter& out, ContentReader& content) : out_(out), content_(content) {}
   Status Append(const void* data, size_t n) override {
     ZIPNN_RETURN_IF_ERROR(Begin());
     const char* p = static_cast<const char*>(data);
@@ -82,6 +168,7 @@ class AnswerSink : public ByteSink {
   }
   Status Begin() {
     if (started_) return OkStatus();
+    ZIPNN_RETURN_IF_ERROR(content_.ReadRestAhead());
     started_ = true;
     ZIPNN_RETURN_IF_ERROR(out_.WriteLine("status=success"));
     return out_.WriteFlush();
@@ -96,6 +183,7 @@ class AnswerSink : public ByteSink {
 
  private:
   PktLineWriter& out_;
+  ContentReader& content_;
   std::string pending_;
   bool started_ = false;
 };
@@ -128,7 +216,8 @@ void Report(ByteSink* errors, const std::string& path, const Status& s) {
 
 }  // namespace
 
-Status ServeFilterProcess(ByteReader& in, ByteSink& out, FilterHandler& handler, ByteSink* errors) {
+Status ServeFilterProcess(ByteReader& in, ByteSink& out, FilterHandler& handler, ByteSink* errors,
+                          const ReadAhead& read_ahead) {
   PktLineReader reader(in);
   PktLineWriter writer(out);
   ZIPNN_RETURN_IF_ERROR(Handshake(reader, writer));
@@ -157,8 +246,8 @@ Status ServeFilterProcess(ByteReader& in, ByteSink& out, FilterHandler& handler,
       continue;
     }
 
-    ContentReader content(reader);
-    AnswerSink answer(writer);
+    ContentReader content(reader, read_ahead);
+    AnswerSink answer(writer, content);
     Status result;
     if (command == "clean") {
       result = handler.Clean(path, content, answer);

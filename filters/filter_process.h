@@ -43,9 +43,22 @@ class FilterHandler {
 };
 inline constexpr size_t kMaxDelayedContent = 1024;
 
+// git writes a file's whole content before it reads a byte of the
+// answer, so an answer written while content is still coming fills both
+// pipes and blocks both processes (a smudge that passes a large plain
+// file through). Before the first byte of an answer goes out, the rest of
+// the request's content is therefore read ahead: kept in memory up to
+// `in_memory` bytes, beyond that in a scratch file in `dir` (created if
+// needed, removed when the request is done; with no `dir`, all in memory).
+struct ReadAhead {
+  std::string dir;
+  size_t in_memory = size_t{8} << 20;
+};
+
 // Serves requests until git closes the stream (OK) or the protocol breaks
 // (an error naming what). Errors of single files go to `errors` (stderr)
 // as "git-zipnn: <path>: <message>" lines.
-Status ServeFilterProcess(ByteReader& in, ByteSink& out, FilterHandler& handler, ByteSink* errors);
+Status ServeFilterProcess(ByteReader& in, ByteSink& out, FilterHandler& handler, ByteSink* errors,
+                          const ReadAhead& read_ahead = {});
 
 }  // namespace zipnn::filters

@@ -1,53 +1,36 @@
 // The filter process over in-memory streams, byte for byte as git would
 // see it: handshake, capabilities, requests, status=error for a failed
-// file with the process going on, and protocol violations.
+// file with the process going on, protocol violations, and no answer
+// written while git is still sending a file's content.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "filters/filter_process.h"
+#include "filters/pkt_line_testing.h"
+#include "lib/base/file.h"
 
 namespace zipnn::filters {
 namespace {
 
-std::string Pkt(const std::string& payload) {
-  char head[5];
-  std::snprintf(head, sizeof head, "%04zx", payload.size() + 4);
-  return std::string(head) + payload;
-}
-std::string Line(const std::string& text) { return Pkt(text + "\n"); }
-const std::string kFlush = "0000";
-
-std::string GitHello() {
-  return Line("git-filter-client") + Line("version=2") + kFlush + Line("capability=clean") +
-         Line("capability=smudge") + Line("capability=delay") + kFlush;
-}
-std::string ServerHello() {
-  return Line("git-filter-server") + Line("version=2") + kFlush + Line("capability=clean") +
-         Line("capability=smudge") + Line("capability=delay") + kFlush;
-}
-std::string Request(const std::string& command, const std::string& path, const std::string& content) {
-  std::string r = Line("command=" + command) + Line("pathname=" + path) + kFlush;
-  for (size_t at = 0; at < content.size(); at += kMaxPacketData) r += Pkt(content.substr(at, kMaxPacketData));
-  return r + kFlush;
-}
-// A smudge git lets the filter delay.
-std::string DelayableSmudge(const std::string& path, const std::string& content) {
-  std::string r = Line("command=smudge") + Line("pathname=" + path) + Line("can-delay=1") + kFlush;
-  for (size_t at = 0; at < content.size(); at += kMaxPacketData) r += Pkt(content.substr(at, kMaxPacketData));
-  return r + kFlush;
-}
-std::string ListAvailable() { return Line("command=list_available_blobs") + kFlush; }
-std::string Success(const std::string& content) {
-  std::string r = Line("status=success") + kFlush;
-  for (size_t at = 0; at < content.size(); at += kMaxPacketData) r += Pkt(content.substr(at, kMaxPacketData));
-  return r + kFlush + kFlush;
-}
+using testing::DelayableSmudge;
+using testing::GitHello;
+using testing::kFlush;
+using testing::Line;
+using testing::ListAvailable;
+using testing::Pkt;
+using testing::Request;
+using testing::ServerHello;
+using testing::Success;
 
 // Clean upper-cases; smudge lower-cases; a path starting with "bad" fails
 // before writing, "late" after writing. A path starting with "slow" is
@@ -167,6 +150,73 @@ TEST_CASE("delayed smudges: status=delayed, then one available file per list in 
                      Line("pathname=slow-a") + kFlush + Line("status=success") + kFlush + Success("ab") + kFlush +
                      Line("status=success") + kFlush);
   CHECK(s.errors.empty());
+}
+
+// git's pipes, as far as order goes: git writes each of `turns` whole
+// (a hello, a request with all its content) before it reads a byte of the
+// answer, so an answer written while git is inside a turn would block
+// both processes once the pipes are full. The reader counts what it gave;
+// the sink counts the writes made at any other point.
+class GitTurns : public ByteReader, public ByteSink {
+ public:
+  explicit GitTurns(const std::vector<std::string>& turns) {
+    for (const std::string& t : turns) {
+      input_ += t;
+      ends_.insert(input_.size());
+    }
+  }
+  Result<size_t> Read(void* out, size_t n) override {
+    const size_t k = std::min(n, input_.size() - at_);
+    std::copy(input_.data() + at_, input_.data() + at_ + k, static_cast<char*>(out));
+    at_ += k;
+    return k;
+  }
+  Status Append(const void* data, size_t n) override {
+    if (ends_.count(at_) == 0) ++early_writes_;
+    output_.append(static_cast<const char*>(data), n);
+    return OkStatus();
+  }
+  int early_writes() const { return early_writes_; }
+  const std::string& output() const { return output_; }
+
+ private:
+  std::string input_, output_;
+  std::set<size_t> ends_;
+  size_t at_ = 0;
+  int early_writes_ = 0;
+};
+
+// Serves the turns with a handler that writes as it reads (FakeHandler),
+// reading ahead as `read_ahead` says.
+void CheckNoWriteDuringContent(const ReadAhead& read_ahead) {
+  const std::string hello1 = Line("git-filter-client") + Line("version=2") + kFlush;
+  const std::string hello2 = Line("capability=clean") + Line("capability=smudge") + Line("capability=delay") + kFlush;
+  std::string big;
+  for (int i = 0; big.size() < 300000; ++i) big += "Line " + std::to_string(i) + " OF CONTENT\n";
+  std::string lower = big, upper = big;
+  for (char& c : lower) c = static_cast<char>(std::tolower(c));
+  for (char& c : upper) c = static_cast<char>(std::toupper(c));
+  GitTurns git({hello1, hello2, Request("clean", "a.bin", lower), Request("smudge", "a.bin", upper),
+                DelayableSmudge("b.bin", upper), Request("smudge", "late.bin", upper)});
+  FakeHandler handler;
+  MemorySink errors;
+  REQUIRE(ServeFilterProcess(git, git, handler, &errors, read_ahead).ok());
+  CHECK(git.early_writes() == 0);
+  CHECK((git.output() == ServerHello() + Success(upper) + Success(lower) + Success(lower) + Line("status=success") +
+                             kFlush + Pkt(lower.substr(0, 1000)) + kFlush + Line("status=error") + kFlush));
+}
+
+TEST_CASE("no answer is written while git is still sending the file's content") {
+  CheckNoWriteDuringContent(ReadAhead{});
+}
+
+TEST_CASE("content read ahead of the answer spills to a scratch file beyond its memory budget, then goes") {
+  const char* t = std::getenv("TEST_TMPDIR");
+  const std::string dir = std::string(t != nullptr ? t : "/tmp") + "/read-ahead";
+  CheckNoWriteDuringContent(ReadAhead{dir, 1000});
+  // Each scratch file went with its request; the folder was used.
+  REQUIRE(FileExists(dir));
+  CHECK(std::filesystem::is_empty(dir));
 }
 
 TEST_CASE("only offered capabilities are taken") {

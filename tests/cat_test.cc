@@ -247,5 +247,33 @@ TEST_CASE("cat takes torch.save tensors by their own shapes, views of shared sto
   CHECK(Tensors(Slurp(repo.File("some.safetensors"))).at("rows").bytes == Slurp(repo.File("rows.want")));
 }
 
+TEST_CASE("a view that repeats its storage into terabytes is left out, with a warning; a small broadcast is read") {
+  Repo repo;
+  // expand() repeats an element by a stride of 0: a 1 KB file claims
+  // 4 TiB (2^40 floats) and 2^64 bytes (2^62 floats, which overflowed to 0).
+  const std::string script =
+      "import torch; b = torch.arange(3.).expand(4, 3); "
+      "torch.save({'big': torch.zeros(1).expand(2**40), 'huge': torch.zeros(1).expand(2**62), 'b': b}, 'e.pt'); "
+      "b.contiguous().numpy().tofile('b.want')";
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.pt' && /usr/bin/python3 -c \"" + script +
+                  "\" && git add .gitattributes e.pt && git commit -qm broadcast")
+              .code == 0);
+  const Run listed = repo.Sh("git zipnn cat --list --json e.pt");
+  REQUIRE(listed.code == 0);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& t : nlohmann::json::parse(listed.out)["tensors"]) by_name[t["name"]] = t;
+  CHECK(by_name.count("big") == 0);
+  CHECK(by_name.count("huge") == 0);
+  REQUIRE(by_name.count("b") == 1);
+  CHECK(by_name["b"]["bytes"] == 48);
+  CHECK(listed.err.find("tensor 'big' is a view that repeats its storage's") != std::string::npos);
+  const Run big = repo.Sh("git zipnn cat e.pt -t big > big.raw");
+  CHECK(big.code != 0);
+  CHECK(repo.Sh("stat -c %s big.raw").out == "0\n");
+  REQUIRE(repo.Sh("git zipnn cat e.pt -t b > b.raw && git zipnn cat e.pt -o all.safetensors").code == 0);
+  CHECK(Slurp(repo.File("b.raw")) == Slurp(repo.File("b.want")));
+  CHECK(repo.Sh("stat -c %s all.safetensors").out.size() < 6);  // well under a megabyte
+}
+
 }  // namespace
 }  // namespace zipnn::testing

@@ -83,7 +83,7 @@ std::map<std::string, Stored> AllVersions(Repo& repo, const std::string& where =
   for (size_t nl; (nl = listed.find('\n', from)) != std::string::npos; from = nl + 1) {
     const std::string line = listed.substr(from, nl - from);
     const std::string oid = line.substr(0, 40), path = line.substr(41);
-    const std::string id = repo.Sh(in + "git cat-file -p " + oid + " | sed -n 's/^id xxh3-128://p'").out.substr(0, 32);
+    const std::string id = repo.Sh(in + "git cat-file -p " + oid + " | grep -o 'xxh3-128:[0-9a-f]*' | cut -c10-").out.substr(0, 32);
     if (id.size() != 32 || all.count(id) != 0) continue;
     const std::string kind = repo.Sh(in + "git zipnn inspect " + ObjectPath(id) + " | sed -n 's/^kind *//p'").out;
     Stored s{path, kind.rfind("delta against ", 0) == 0, ""};
@@ -204,7 +204,7 @@ std::map<std::string, std::string> NewObjects(Repo& repo, const std::string& whe
   size_t from = 0;
   for (size_t nl; (nl = files.find('\n', from)) != std::string::npos; from = nl + 1) {
     const std::string path = files.substr(from, nl - from);
-    const std::string id = repo.Sh(in + "git show HEAD:" + path + " | sed -n 's/^id xxh3-128://p'").out;
+    const std::string id = repo.Sh(in + "git show HEAD:" + path + " | grep -o 'xxh3-128:[0-9a-f]*' | cut -c10-").out;
     if (id.size() < 32) continue;
     objects[path] = repo.Sh(in + "sha256sum " + ObjectPath(id.substr(0, 32))).out.substr(0, 64);
   }

@@ -110,7 +110,7 @@ TEST_CASE("pull restores checkpoints whose names git quotes, into a clone whose 
   REQUIRE(repo.Sh("git zipnn install >/dev/null && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main ../hub.git " +
                   Q(clone)).code == 0);
   const std::string in = "cd " + Q(clone) + " && ";
-  CHECK(repo.Sh(in + "head -1 " + Q(kJapanese)).out == "git-zipnn pointer 1\n");
+  CHECK(repo.Sh(in + "head -1 " + Q(kJapanese)).out.rfind("git-zipnn pointer 2 ", 0) == 0);
   Run pull = repo.Sh(in + "git zipnn pull");
   INFO(pull.err);
   REQUIRE(pull.code == 0);

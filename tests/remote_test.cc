@@ -105,7 +105,7 @@ TEST_CASE("fetch gets what revisions need; pull restores what GIT_ZIPNN_SKIP_SMU
   CommitWithHub(repo);
   REQUIRE(repo.Sh("git zipnn push -q origin && git push -q origin HEAD:main").code == 0);
   REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy").code == 0);
-  CHECK(repo.Sh("head -1 ../lazy/model.safetensors").out == "git-zipnn pointer 1\n");
+  CHECK(repo.Sh("head -1 ../lazy/model.safetensors").out.rfind("git-zipnn pointer 2 ", 0) == 0);
   CHECK(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 0);
 
   Run fetch = repo.Sh("cd ../lazy && git zipnn fetch origin HEAD~3");  // step 80: a delta on 40
@@ -162,7 +162,7 @@ TEST_CASE("one missing object costs only its file: pull restores the rest, skipS
   CHECK(pull.err.find("error: model.safetensors: object " + id + " is not on the remote store ") != std::string::npos);
   CHECK(pull.err.find("1 checkpoint could not be restored (see above); restored 1") != std::string::npos);
   CHECK(repo.Sh("cmp ../lazy/other.safetensors '" + other + "'").code == 0);
-  CHECK(repo.Sh("head -1 ../lazy/model.safetensors").out == "git-zipnn pointer 1\n");
+  CHECK(repo.Sh("head -1 ../lazy/model.safetensors").out.rfind("git-zipnn pointer 2 ", 0) == 0);
 
   // A plain clone fails on that file; with zipnn.skipSmudgeErrors it
   // finishes, the file left as its pointer with a warning.
@@ -172,7 +172,7 @@ TEST_CASE("one missing object costs only its file: pull restores the rest, skipS
   CHECK(clone.err.find("git-zipnn: warning: ") != std::string::npos);
   CHECK(clone.err.find("model.safetensors is left as its pointer (`git zipnn pull` restores it)") != std::string::npos);
   CHECK(repo.Sh("cmp ../lenient/other.safetensors '" + other + "'").code == 0);
-  CHECK(repo.Sh("head -1 ../lenient/model.safetensors").out == "git-zipnn pointer 1\n");
+  CHECK(repo.Sh("head -1 ../lenient/model.safetensors").out.rfind("git-zipnn pointer 2 ", 0) == 0);
   CHECK(repo.Sh("cd ../lenient && git status --porcelain").out.empty());
 
   // Once the object is back, pull restores it.

@@ -1,15 +1,18 @@
 #include "lib/base/file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <random>
 
@@ -17,6 +20,12 @@ namespace zipnn {
 
 namespace {
 std::string Errno() { return std::strerror(errno); }
+// The folder `path` is in ("." for a bare name).
+std::string FolderOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
 }  // namespace
 
 Result<ReadFile> ReadFile::Open(const std::string& path) {
@@ -38,8 +47,29 @@ Result<ReadFile> ReadFile::Open(const std::string& path) {
   return ReadFile(fd, static_cast<uint64_t>(st.st_size), path);
 }
 
+std::optional<ReadFile> ReadFile::OpenHolding(const std::string& path, const ContentId& id) {
+  auto file = Open(path);
+  if (!file.ok()) return std::nullopt;
+  // One pass: the content id of the whole, and a checksum of each block.
+  constexpr size_t kRead = 16 * kPinBlock;
+  static_assert(kRead % kPinBlock == 0, "reads cover whole blocks");
+  Buffer buffer(kRead);
+  Hasher hasher;
+  std::vector<uint64_t> pins;
+  pins.reserve(static_cast<size_t>((file->size() + kPinBlock - 1) / kPinBlock));
+  for (uint64_t at = 0; at < file->size(); at += kRead) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kRead, file->size() - at));
+    if (!file->ReadRaw(at, buffer.data(), n).ok()) return std::nullopt;
+    hasher.Update(buffer.data(), n);
+    for (size_t b = 0; b < n; b += kPinBlock) pins.push_back(Checksum64(buffer.data() + b, std::min(kPinBlock, n - b)));
+  }
+  if (hasher.Finish() != id) return std::nullopt;
+  file->pins_ = std::move(pins);
+  return std::move(*file);
+}
+
 ReadFile::ReadFile(ReadFile&& o) noexcept
-    : fd_(o.fd_), size_(o.size_), path_(std::move(o.path_)) {
+    : fd_(o.fd_), size_(o.size_), path_(std::move(o.path_)), pins_(std::move(o.pins_)) {
   o.fd_ = -1;
 }
 
@@ -49,6 +79,7 @@ ReadFile& ReadFile::operator=(ReadFile&& o) noexcept {
     fd_ = o.fd_;
     size_ = o.size_;
     path_ = std::move(o.path_);
+    pins_ = std::move(o.pins_);
     o.fd_ = -1;
   }
   return *this;
@@ -59,6 +90,50 @@ ReadFile::~ReadFile() {
 }
 
 Status ReadFile::ReadAt(uint64_t offset, void* out, size_t n) const {
+  return pins_.empty() ? ReadRaw(offset, out, n) : ReadPinned(offset, out, n);
+}
+
+// Reads the whole blocks the range covers, checks each against its
+// checksum, and copies out the part asked for: whole blocks straight into
+// `out`, the partial first and last through a block of scratch.
+Status ReadFile::ReadPinned(uint64_t offset, void* out, size_t n) const {
+  if (n == 0) return OkStatus();
+  if (offset > size_ || n > size_ - offset) return IoError(path_ + ": read past the end");
+  auto* p = static_cast<uint8_t*>(out);
+  const uint64_t end = offset + n;
+  std::vector<uint8_t> scratch;
+  auto check = [&](uint64_t block, const uint8_t* bytes, size_t len) -> Status {
+    if (Checksum64(bytes, len) == pins_[static_cast<size_t>(block)]) return OkStatus();
+    return Corruption(path_ + ": changed while it was read (bytes " + std::to_string(block * kPinBlock) + " to " +
+                      std::to_string(block * kPinBlock + len) + " are not those that hashed to its content id)");
+  };
+  for (uint64_t block = offset / kPinBlock; block * kPinBlock < end;) {
+    const uint64_t start = block * kPinBlock;
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(kPinBlock, size_ - start));
+    if (start >= offset && start + len <= end) {
+      // A run of whole blocks, read at once.
+      uint64_t run_end = start + len;
+      while (run_end < end && run_end + std::min<uint64_t>(kPinBlock, size_ - run_end) <= end) {
+        run_end += std::min<uint64_t>(kPinBlock, size_ - run_end);
+      }
+      uint8_t* into = p + (start - offset);
+      ZIPNN_RETURN_IF_ERROR(ReadRaw(start, into, static_cast<size_t>(run_end - start)));
+      for (uint64_t at = start; at < run_end; at += kPinBlock, ++block) {
+        ZIPNN_RETURN_IF_ERROR(check(block, into + (at - start), static_cast<size_t>(std::min<uint64_t>(kPinBlock, run_end - at))));
+      }
+      continue;
+    }
+    scratch.resize(len);
+    ZIPNN_RETURN_IF_ERROR(ReadRaw(start, scratch.data(), len));
+    ZIPNN_RETURN_IF_ERROR(check(block, scratch.data(), len));
+    const uint64_t from = std::max(start, offset), to = std::min<uint64_t>(start + len, end);
+    std::memcpy(p + (from - offset), scratch.data() + (from - start), static_cast<size_t>(to - from));
+    ++block;
+  }
+  return OkStatus();
+}
+
+Status ReadFile::ReadRaw(uint64_t offset, void* out, size_t n) const {
   auto* p = static_cast<uint8_t*>(out);
   while (n > 0) {
     ssize_t got = ::pread(fd_, p, n, static_cast<off_t>(offset));
@@ -122,6 +197,83 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, bool overwrite) {
   return IoError(path + ": cannot create a temporary file beside it");
 }
 
+namespace {
+
+// The prefix of the temporary files CreateInWorkTree keeps in a scratch
+// folder, which RemoveAbandonedTemps looks for.
+constexpr const char kWorkTreeTempPrefix[] = "checkout-";
+
+// Whether `name` is `<kWorkTreeTempPrefix>...<".tmp-" and 8 hex digits>`.
+bool IsWorkTreeTemp(const std::string& name) {
+  constexpr size_t kPrefix = sizeof kWorkTreeTempPrefix - 1, kSuffix = 13;  // ".tmp-" + 8 hex
+  if (name.size() < kPrefix + kSuffix || name.compare(0, kPrefix, kWorkTreeTempPrefix) != 0) return false;
+  const size_t at = name.size() - kSuffix;
+  if (name.compare(at, 5, ".tmp-") != 0) return false;
+  return std::all_of(name.begin() + at + 5, name.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+}
+
+}  // namespace
+
+Result<AtomicFile> AtomicFile::CreateInWorkTree(const std::string& path, const std::string& scratch_dir) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return Create(path, /*overwrite=*/true);
+  const std::string folder = FolderOf(path);
+  struct stat target, scratch;
+  if (::stat(folder.c_str(), &target) == 0 && MakeDirectories(scratch_dir).ok() &&
+      ::stat(scratch_dir.c_str(), &scratch) == 0 && scratch.st_dev == target.st_dev) {
+    // The name keeps a little of the file's own (a bounded part: the
+    // whole may already be as long as a name can be).
+    const std::string name = path.substr(path.rfind('/') + 1).substr(0, 64);
+    std::random_device rd;
+    for (int attempt = 0; attempt < 16; ++attempt) {
+      std::string tmp = TemporaryName(scratch_dir + "/" + kWorkTreeTempPrefix + name, rd);
+      // Made under another name and locked before it takes the one
+      // RemoveAbandonedTemps looks for, so that no file under that name
+      // is ever unlocked while its writer lives. The lock is held until
+      // the file is renamed into place or dropped.
+      const std::string fresh = tmp + ".new";
+      const int fd = ::open(fresh.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        if (errno == EEXIST) continue;
+        break;
+      }
+      const bool named = ::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::link(fresh.c_str(), tmp.c_str()) == 0;
+      ::unlink(fresh.c_str());
+      if (named) return AtomicFile(fd, path, std::move(tmp), /*overwrite=*/true, /*stream=*/false, Temp::kScratch);
+      ::close(fd);
+      if (errno != EEXIST) break;  // no locks or no links here: another way
+    }
+  }
+  // Another file system than the scratch folder's (a linked worktree on
+  // another disk): a file with no name, in the target's own folder.
+  const int fd = ::open(folder.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd >= 0) return AtomicFile(fd, path, "", /*overwrite=*/true, /*stream=*/false, Temp::kUnnamed);
+  return Create(path, /*overwrite=*/true);
+}
+
+size_t RemoveAbandonedTemps(const std::string& scratch_dir) {
+  DIR* dir = ::opendir(scratch_dir.c_str());
+  if (dir == nullptr) return 0;
+  size_t removed = 0;
+  while (const dirent* e = ::readdir(dir)) {
+    if (!IsWorkTreeTemp(e->d_name)) continue;
+    const std::string path = scratch_dir + "/" + e->d_name;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat held, named;
+    // Unlocked, its writer is gone (a file takes this name only once
+    // locked). The name must still be the file locked: a writer may have
+    // renamed it away meanwhile.
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev &&
+        ::unlink(path.c_str()) == 0) {
+      ++removed;
+    }
+    ::close(fd);
+  }
+  ::closedir(dir);
+  return removed;
+}
+
 Result<std::optional<TempLink>> TempLink::Create(const std::string& file, const std::string& path) {
   std::random_device rd;
   for (int attempt = 0; attempt < 16; ++attempt) {
@@ -154,7 +306,7 @@ Status TempLink::Commit() {
 
 AtomicFile::AtomicFile(AtomicFile&& o) noexcept
     : fd_(o.fd_), path_(std::move(o.path_)), tmp_(std::move(o.tmp_)),
-      overwrite_(o.overwrite_), stream_(o.stream_), size_(o.size_) {
+      overwrite_(o.overwrite_), stream_(o.stream_), temp_(o.temp_), size_(o.size_) {
   o.fd_ = -1;
   o.tmp_.clear();
 }
@@ -293,12 +445,38 @@ Status AtomicFile::CommitUnsynced() { return Finish(/*sync=*/false); }
 Status AtomicFile::Finish(bool sync) {
   if (fd_ < 0) return InvalidArgument(path_ + ": already committed");
   if (sync && !stream_ && ::fsync(fd_) != 0) return IoError(path_ + ": fsync failed: " + Errno());
+  if (temp_ == Temp::kUnnamed) {
+    // A name beside the file, for the rename: through /proc (any user),
+    // else by the descriptor itself (which needs a privilege).
+    std::random_device rd;
+    const std::string fd_path = "/proc/self/fd/" + std::to_string(fd_);
+    for (int attempt = 0; attempt < 16 && tmp_.empty(); ++attempt) {
+      std::string tmp = TemporaryName(path_, rd);
+      if (::linkat(AT_FDCWD, fd_path.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) == 0 ||
+          (errno != EEXIST && ::linkat(fd_, "", AT_FDCWD, tmp.c_str(), AT_EMPTY_PATH) == 0)) {
+        tmp_ = std::move(tmp);
+      } else if (errno != EEXIST) {
+        return IoError(path_ + ": cannot name its temporary file beside it: " + Errno());
+      }
+    }
+    if (tmp_.empty()) return IoError(path_ + ": cannot create a temporary file beside it");
+  }
+  if (temp_ == Temp::kScratch) {
+    // Renamed while still open, so still locked (see
+    // RemoveAbandonedTemps).
+    if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      if (errno == EXDEV) return MoveAcross();  // one file system, mounted twice
+      return IoError(path_ + ": cannot rename into place: " + Errno());
+    }
+    tmp_.clear();
+  }
   if (::close(fd_) != 0) {
     fd_ = -1;
     return IoError(path_ + ": close failed: " + Errno());
   }
   fd_ = -1;
   if (stream_) return OkStatus();
+  if (temp_ == Temp::kScratch) return sync ? SyncFolder(FolderOf(path_)) : OkStatus();
   if (!overwrite_) {
     // link() fails if the name exists, closing the race with another writer.
     if (::link(tmp_.c_str(), path_.c_str()) != 0) {
@@ -308,6 +486,25 @@ Status AtomicFile::Finish(bool sync) {
   } else if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     return IoError(path_ + ": cannot rename into place: " + Errno());
   }
+  tmp_.clear();
+  return sync ? SyncFolder(FolderOf(path_)) : OkStatus();
+}
+
+Status AtomicFile::MoveAcross() {
+  // The scratch file cannot be renamed to path: copied beside path, then
+  // renamed there.
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile from, ReadFile::Open(tmp_));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile to, Create(path_, /*overwrite=*/true));
+  std::vector<char> buf(size_t{1} << 20);
+  for (uint64_t at = 0; at < from.size(); at += buf.size()) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), from.size() - at));
+    ZIPNN_RETURN_IF_ERROR(from.ReadAt(at, buf.data(), n));
+    ZIPNN_RETURN_IF_ERROR(to.Append(buf.data(), n));
+  }
+  ZIPNN_RETURN_IF_ERROR(to.Commit());
+  ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
   tmp_.clear();
   return OkStatus();
 }
@@ -320,14 +517,27 @@ Result<size_t> FdReader::Read(void* out, size_t n) {
   }
 }
 
-Status MakeDirectories(const std::string& path) {
+Status MakeDirectories(const std::string& path, bool durable) {
   for (size_t at = 1; at <= path.size(); ++at) {
     if (at != path.size() && path[at] != '/') continue;
     const std::string prefix = path.substr(0, at);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (::mkdir(prefix.c_str(), 0755) == 0) {
+      if (durable) ZIPNN_RETURN_IF_ERROR(SyncFolder(FolderOf(prefix)));
+    } else if (errno != EEXIST) {
       return IoError(prefix + ": cannot create folder: " + std::strerror(errno));
     }
   }
+  return OkStatus();
+}
+
+Status SyncFolder(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError(dir + ": cannot open the folder to sync it: " + Errno());
+  const int synced = ::fsync(fd);
+  const std::string err = synced != 0 ? Errno() : "";
+  ::close(fd);
+  // Some file systems cannot sync a folder (EINVAL): nothing more to do there.
+  if (synced != 0 && err != std::strerror(EINVAL)) return IoError(dir + ": fsync of the folder failed: " + err);
   return OkStatus();
 }
 

@@ -1,6 +1,7 @@
 // Files: positional reads from an open file, and output files that appear
 // atomically (temporary file in the same folder, fsync, rename) so that a
-// crash or an error never leaves a half-written result under the final name.
+// crash or an error never leaves a half-written result under the final name;
+// for a work-tree file, a temporary file out of git's sight.
 // An output path that is a character device or a pipe (/dev/null, a FIFO) is
 // written straight through instead: renaming over it would replace it.
 //
@@ -15,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/base/content_id.h"
 #include "lib/base/io.h"
 #include "lib/base/status.h"
 
@@ -23,6 +25,15 @@ namespace zipnn {
 class ReadFile : public ByteSource {
  public:
   static Result<ReadFile> Open(const std::string& path);
+  // The file at `path` when its bytes hash to `id` now, read through once
+  // to see it; nullopt when they do not, or it cannot be read. A file
+  // someone else may rewrite in place (a work-tree file, a kept copy) can
+  // change after that check: every later ReadAt is therefore checked
+  // against a checksum of each kPinBlock of the bytes that hashed to
+  // `id`, and bytes that differ are a Corruption, never returned. What it
+  // reads is thus the content `id` names, or an error.
+  static std::optional<ReadFile> OpenHolding(const std::string& path, const ContentId& id);
+  static constexpr size_t kPinBlock = 64 << 10;
   ReadFile(ReadFile&& o) noexcept;
   ReadFile& operator=(ReadFile&& o) noexcept;
   ~ReadFile() override;
@@ -35,9 +46,14 @@ class ReadFile : public ByteSource {
  private:
   ReadFile(int fd, uint64_t size, std::string path)
       : fd_(fd), size_(size), path_(std::move(path)) {}
+  Status ReadRaw(uint64_t offset, void* out, size_t n) const;
+  Status ReadPinned(uint64_t offset, void* out, size_t n) const;
   int fd_ = -1;
   uint64_t size_ = 0;
   std::string path_;
+  // With OpenHolding: the checksum of each kPinBlock of the bytes that
+  // hashed to the id (the last block may be shorter).
+  std::vector<uint64_t> pins_;
 };
 
 class AtomicFile : public ByteSink {
@@ -46,6 +62,15 @@ class AtomicFile : public ByteSink {
   // Commit. Without `overwrite`, an existing `path` is an error, unless it
   // is a device or pipe, which is opened for writing as it is.
   static Result<AtomicFile> Create(const std::string& path, bool overwrite);
+  // For a file in a work tree (overwriting it): while it is written its
+  // temporary file is nowhere git or a user's `git add -A` could pick it
+  // up, so a process killed on the way leaves no stray copy there. The
+  // temporary is `<scratch_dir>/checkout-<name>.tmp-XXXXXXXX` when
+  // scratch_dir is on path's file system (locked while written, see
+  // RemoveAbandonedTemps); otherwise a file with no name in path's folder
+  // (O_TMPFILE), named beside path only for the rename at Commit; where
+  // the file system allows neither, beside path as Create does.
+  static Result<AtomicFile> CreateInWorkTree(const std::string& path, const std::string& scratch_dir);
   AtomicFile(AtomicFile&& o) noexcept;
   AtomicFile& operator=(AtomicFile&&) = delete;
   ~AtomicFile() override;  // removes the temporary file unless committed
@@ -57,25 +82,37 @@ class AtomicFile : public ByteSink {
   Status Presize(uint64_t total) override;
   Status WriteAt(uint64_t offset, const void* data, size_t n) override;
   uint64_t size() const { return size_; }
-  // The temporary file being written (empty for a device or pipe).
+  // The temporary file being written (empty for a device or pipe, and for
+  // one with no name yet).
   const std::string& temp_path() const { return tmp_; }
-  // fsync, then rename over the final path (a device or pipe is closed).
+  // fsync, then rename over the final path (a device or pipe is closed),
+  // then fsync the folder, so that the file survives a power loss under
+  // its name.
   Status Commit();
   // The same without the fsync, for scratch files that need not survive a
   // crash (spooled input, decoded bases).
   Status CommitUnsynced();
 
  private:
+  // Where the temporary file is.
+  enum class Temp { kBeside, kScratch, kUnnamed };
   Status Finish(bool sync);
-  AtomicFile(int fd, std::string path, std::string tmp, bool overwrite, bool stream)
-      : fd_(fd), path_(std::move(path)), tmp_(std::move(tmp)), overwrite_(overwrite), stream_(stream) {}
+  Status MoveAcross();
+  AtomicFile(int fd, std::string path, std::string tmp, bool overwrite, bool stream, Temp temp = Temp::kBeside)
+      : fd_(fd), path_(std::move(path)), tmp_(std::move(tmp)), overwrite_(overwrite), stream_(stream), temp_(temp) {}
   int fd_ = -1;
   std::string path_;
-  std::string tmp_;  // empty when streaming
+  std::string tmp_;  // empty when streaming, and while unnamed
   bool overwrite_ = false;
   bool stream_ = false;  // a device or pipe, written in place with write()
+  Temp temp_ = Temp::kBeside;
   uint64_t size_ = 0;
 };
+
+// Removes the temporary files AtomicFile::CreateInWorkTree left in
+// `scratch_dir` for a process that died before Commit: those no process
+// holds locked (each takes its name only once locked). The number removed.
+size_t RemoveAbandonedTemps(const std::string& scratch_dir);
 
 // Reads a file descriptor (standard input) front to back; does not own it.
 class FdReader : public ByteReader {
@@ -163,8 +200,14 @@ bool FileExists(const std::string& path);
 // errors name `name`.
 Status WriteAll(int fd, const void* data, size_t n, const std::string& name);
 
-// mkdir -p.
-Status MakeDirectories(const std::string& path);
+// mkdir -p. With `durable`, each folder it creates is made to survive a
+// power loss (its parent fsynced, SyncFolder).
+Status MakeDirectories(const std::string& path, bool durable = false);
+
+// fsyncs the folder `dir`, so that the names just linked, renamed or
+// created in it survive a power loss (an fsync of a file makes its bytes
+// durable, not its name).
+Status SyncFolder(const std::string& dir);
 
 // Reads a whole (small) file; for tests, golden files and tools.
 Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path);

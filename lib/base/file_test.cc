@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -122,6 +124,82 @@ TEST_CASE("an AtomicFile dropped without Commit leaves neither the file nor its 
     REQUIRE(Names(dir).size() == 1);  // the temporary
   }
   CHECK(Names(dir).empty());
+}
+
+TEST_CASE("a work-tree file's temporary lies in the scratch folder, never beside it, and goes on Commit or drop") {
+  const std::string work = FreshFolder(), scratch = FreshFolder() + "/zipnn/tmp";
+  const std::string path = work + "/model.safetensors";
+  Write(path, "pointer", /*overwrite=*/true);
+  {
+    auto file = AtomicFile::CreateInWorkTree(path, scratch);
+    REQUIRE(file.ok());
+    REQUIRE(file->Append("weights", 7).ok());
+    CHECK(Names(work) == std::vector<std::string>{"model.safetensors"});
+    CHECK(file->temp_path().rfind(scratch + "/checkout-model.safetensors.tmp-", 0) == 0);
+    CHECK(Names(scratch).size() == 1);
+    CHECK(Text(path) == "pointer");
+    REQUIRE(file->Commit().ok());
+  }
+  CHECK(Text(path) == "weights");
+  CHECK(Names(work) == std::vector<std::string>{"model.safetensors"});
+  CHECK(Names(scratch).empty());
+  {
+    auto dropped = AtomicFile::CreateInWorkTree(path, scratch);
+    REQUIRE(dropped.ok());
+    REQUIRE(dropped->Append("half", 4).ok());
+  }
+  CHECK(Names(scratch).empty());
+  CHECK(Text(path) == "weights");
+}
+
+TEST_CASE("a work-tree file on another file system than the scratch folder has no name until Commit") {
+  const std::string scratch = FreshFolder();
+  std::string work = "/dev/shm/file_test-XXXXXX";
+  struct stat shm, tmp;
+  if (::mkdtemp(work.data()) == nullptr || ::stat(work.c_str(), &shm) != 0 || ::stat(scratch.c_str(), &tmp) != 0 ||
+      shm.st_dev == tmp.st_dev) {
+    MESSAGE("no second file system (/dev/shm) here; skipped");
+    return;
+  }
+  const std::string path = work + "/model.safetensors";
+  {
+    auto file = AtomicFile::CreateInWorkTree(path, scratch);
+    REQUIRE(file.ok());
+    REQUIRE(file->Append("weights", 7).ok());
+    CHECK(Names(work).empty());
+    CHECK(Names(scratch).empty());
+    REQUIRE(file->Commit().ok());
+  }
+  CHECK(Text(path) == "weights");
+  CHECK(Names(work) == std::vector<std::string>{"model.safetensors"});
+  {
+    auto dropped = AtomicFile::CreateInWorkTree(path, scratch);
+    REQUIRE(dropped.ok());
+    REQUIRE(dropped->Append("half", 4).ok());
+  }
+  CHECK(Names(work) == std::vector<std::string>{"model.safetensors"});
+  CHECK(Text(path) == "weights");
+  (void)std::system(("rm -rf " + work).c_str());
+}
+
+TEST_CASE("RemoveAbandonedTemps takes only the work-tree temporaries no writer holds") {
+  const std::string work = FreshFolder(), scratch = FreshFolder();
+  auto live = AtomicFile::CreateInWorkTree(work + "/live.bin", scratch);
+  REQUIRE(live.ok());  // locked from the moment it has its name, empty as yet
+  // Abandoned: one with bytes and an empty one. Kept: the live one and
+  // files of other names.
+  Write(scratch + "/checkout-dead.bin.tmp-0123abcd", "dead");
+  Write(scratch + "/checkout-empty.bin.tmp-0000abcd", "");
+  Write(scratch + "/clean-Ab12Cd", "spool");
+  Write(scratch + "/checkout-notes.txt", "mine");
+  CHECK(RemoveAbandonedTemps(scratch) == 2);
+  CHECK(!FileExists(scratch + "/checkout-dead.bin.tmp-0123abcd"));
+  CHECK(!FileExists(scratch + "/checkout-empty.bin.tmp-0000abcd"));
+  CHECK(FileExists(live->temp_path()));
+  CHECK(Names(scratch).size() == 3);
+  REQUIRE(live->Append("x", 1).ok());
+  REQUIRE(live->Commit().ok());
+  CHECK(Text(work + "/live.bin") == "x");
 }
 
 TEST_CASE("a TempLink shares the file under a temporary name, takes the name on Commit, and is gone if dropped") {
@@ -473,6 +551,48 @@ TEST_CASE("an FdChannel whose peer has gone fails the write instead of raising S
   REQUIRE(read.ok());
   CHECK(*read == 0);  // the end of the stream
   ::close(fds[0]);
+}
+
+TEST_CASE("a file opened as holding an id gives its bytes at any offset, and refuses bytes changed since") {
+  const std::string dir = FreshFolder();
+  const std::string path = dir + "/base";
+  // Three and a half blocks of varied bytes, so that reads cross every
+  // kind of block edge.
+  std::string bytes(ReadFile::kPinBlock * 7 / 2, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+  Write(path, bytes);
+  const ContentId id = HashBytes(bytes.data(), bytes.size());
+  CHECK_FALSE(ReadFile::OpenHolding(path, HashBytes("other", 5)).has_value());
+  CHECK_FALSE(ReadFile::OpenHolding(dir + "/absent", id).has_value());
+  std::optional<ReadFile> held = ReadFile::OpenHolding(path, id);
+  REQUIRE(held.has_value());
+  const size_t block = ReadFile::kPinBlock;
+  for (const auto& [offset, n] : std::vector<std::pair<size_t, size_t>>{
+           {0, bytes.size()}, {0, 1}, {block - 1, 2}, {block, block}, {block + 5, 2 * block}, {3 * block + 7, block / 2 - 7},
+           {bytes.size() - 1, 1}, {17, 0}}) {
+    CAPTURE(offset);
+    CAPTURE(n);
+    std::string got(n, '\0');
+    REQUIRE(held->ReadAt(offset, got.data(), n).ok());
+    CHECK(got == bytes.substr(offset, n));
+  }
+  // Rewritten in place (the same file, as a trainer saving over it does):
+  // what changed is refused, what did not still reads.
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(::pwrite(fd, "XY", 2, static_cast<off_t>(2 * block + 100)) == 2);
+  ::close(fd);
+  std::string got(block, '\0');
+  const Status changed = held->ReadAt(2 * block + 90, got.data(), 20);
+  CHECK(changed.code() == StatusCode::kCorruption);
+  CHECK(changed.message() == path + ": changed while it was read (bytes " + std::to_string(2 * block) + " to " +
+                                 std::to_string(3 * block) + " are not those that hashed to its content id)");
+  CHECK(held->ReadAt(2 * block - 10, got.data(), block).code() == StatusCode::kCorruption);
+  REQUIRE(held->ReadAt(0, got.data(), block).ok());
+  CHECK(got == bytes.substr(0, block));
+  // Cut short: an error too, never a short read.
+  REQUIRE(::truncate(path.c_str(), static_cast<off_t>(block)) == 0);
+  CHECK_FALSE(held->ReadAt(3 * block, got.data(), 10).ok());
 }
 
 }  // namespace

@@ -84,6 +84,40 @@ TEST_CASE("series patterns and the raw cache budget are read") {
   CHECK(Error("series: ['a/b.pt']\n") == ".zipnn.yaml: series pattern 'a/b.pt' has no {step}");
 }
 
+TEST_CASE("a series pattern too long, or too many patterns, is a warning naming the file; the rest holds") {
+  // A committed .zipnn.yaml comes from whoever wrote the repository; its
+  // patterns are matched against every tracked path on every git command.
+  const LoadedPolicy huge =
+      ParsePolicyLenient("series: ['" + std::string(1000000, '*') + "{step}']\nbase_interval: 4\n", "r/.zipnn.yaml");
+  CHECK(huge.policy.series.empty());
+  CHECK(huge.policy.base_interval == 4);
+  REQUIRE(huge.warnings.size() == 1);
+  CHECK(huge.warnings[0] == "r/.zipnn.yaml: series pattern '" + std::string(40, '*') +
+                                "...' is 1000006 characters long; at most 1000 are allowed");
+  const std::string longest = std::string(kMaxSeriesPatternLength - 6, 'a') + "{step}";
+  CHECK(ParsePolicy("series: ['" + longest + "']\n", "x")->series == std::vector<std::string>{longest});
+  CHECK(Error("series: ['a" + longest + "']\n").find("is 1001 characters long; at most 1000 are allowed") !=
+        std::string::npos);
+  std::string many = "series:\n";
+  for (size_t i = 0; i <= kMaxSeriesPatterns; ++i) many += "  - 'run" + std::to_string(i) + "/{step}.pt'\n";
+  CHECK(Error(many) == ".zipnn.yaml: 'series' lists 101 patterns; at most 100 are allowed");
+}
+
+TEST_CASE("a policy's threads never exceed the machine's cores") {
+  const LoadedPolicy committed = ParsePolicyLenient("threads: 4096\n", "x");
+  REQUIRE(committed.warnings.empty());
+  CHECK(committed.policy.threads == 4096);  // the file may say so
+  CHECK(EffectiveThreads(committed.policy, 2) == 2);
+  CHECK(EffectiveThreads(committed.policy, 64) == 64);
+  Policy p;
+  CHECK(EffectiveThreads(p, 8) == 8);  // 0: all cores
+  p.threads = 3;
+  CHECK(EffectiveThreads(p, 8) == 3);
+  p.threads = 1;
+  CHECK(EffectiveThreads(p, 8) == 1);
+  CHECK(EffectiveThreads(Policy{}, 0) == 1);  // a machine that cannot say
+}
+
 TEST_CASE("read leniently, a wrong key keeps its default and the right ones hold") {
   const LoadedPolicy loaded =
       ParsePolicyLenient("base_interval: 4\nbase_intervl: 5\nmin_gain: lots\nseries: ['x.pt']\nzstd_level: 9\n", "y");

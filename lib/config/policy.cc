@@ -118,9 +118,19 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
     p.min_gain = g;
   } else if (key == "series") {
     if (!v.IsSequence()) return Bad(source, key, "must be a list of patterns such as 'runs/*/ckpt-{step}/model.pt'");
+    if (v.size() > kMaxSeriesPatterns) {
+      return Bad(source, key, "lists " + std::to_string(v.size()) + " patterns; at most " +
+                                  std::to_string(kMaxSeriesPatterns) + " are allowed");
+    }
     for (const auto& item : v) {
       if (!item.IsScalar()) return Bad(source, key, "must be a list of patterns such as 'runs/*/ckpt-{step}/model.pt'");
       const std::string pattern = item.as<std::string>();
+      if (pattern.size() > kMaxSeriesPatternLength) {
+        // Named by its start: the whole of it could fill a terminal.
+        return InvalidArgument(source + ": series pattern '" + pattern.substr(0, 40) + "...' is " +
+                               std::to_string(pattern.size()) + " characters long; at most " +
+                               std::to_string(kMaxSeriesPatternLength) + " are allowed");
+      }
       Status checked = series::CheckPattern(pattern);
       if (!checked.ok()) return InvalidArgument(source + ": " + checked.message());
       p.series.push_back(pattern);
@@ -142,6 +152,11 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
 }
 
 }  // namespace
+
+int EffectiveThreads(const Policy& policy, int cores) {
+  cores = std::max(cores, 1);
+  return policy.threads > 0 ? std::min(policy.threads, cores) : cores;
+}
 
 LoadedPolicy ParsePolicyLenient(const std::string& yaml, const std::string& source) {
   LoadedPolicy loaded;

@@ -4,6 +4,7 @@
 // its exceptions stop here. Plain data; thread-compatible.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,11 +47,26 @@ struct Policy {
 // add never writes a chain that restore would refuse.
 inline constexpr uint32_t kMaxChainLimit = 1000;
 
+// The most explicit series patterns, and the longest pattern, a policy
+// may hold. Every tracked path is matched against them on every git
+// command, and the file is written by whoever wrote the repository; real
+// layouts need a few patterns of a few dozen characters.
+inline constexpr size_t kMaxSeriesPatterns = 100;
+inline constexpr size_t kMaxSeriesPatternLength = 1000;
+
 // max_chain when .zipnn.yaml does not set it: a base_interval of k makes
 // chains of k - 1 deltas at most, and never more than kMaxChainLimit.
 inline uint32_t DefaultMaxChain(uint32_t base_interval) {
   return base_interval - 1 < kMaxChainLimit ? base_interval - 1 : kMaxChainLimit;
 }
+
+// The threads the work of `policy` runs on, on a machine of `cores` cores
+// (at least 1): its `threads`, all cores for 0, and never more than the
+// cores. .zipnn.yaml is committed by whoever wrote the repository, and on
+// a machine with fewer cores more threads add memory, not speed. A
+// command's --threads is the user's own and is not capped; the memory of
+// any count is bounded where chunks are coded (lib/container/object.h).
+int EffectiveThreads(const Policy& policy, int cores);
 
 // The policy in `yaml` (the text of .zipnn.yaml), with defaults for what
 // it leaves out. `source` names the file in error messages; the first

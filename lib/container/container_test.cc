@@ -99,6 +99,22 @@ TEST_CASE("objects round-trip, and their bytes are the same for any thread count
   CHECK(one.size() < c.bytes.size());
 }
 
+TEST_CASE("threads are lowered so that large chunks stay within the working memory") {
+  // Small chunks: what is asked for, far beyond any machine's cores.
+  CHECK(WorkingThreads(2, 256 << 10) == 2);
+  CHECK(WorkingThreads(200, 4096) == 200);
+  CHECK(WorkingThreads(0, 256 << 10) >= 1);
+  // The most a .zipnn.yaml may ask: 4096 threads of 64 MiB chunks.
+  CHECK(WorkingThreads(4096, 64u << 20) == 2);
+  CHECK(WorkingThreads(4096, 256 << 10) == 256);
+  CHECK(WorkingThreads(1, 64u << 20) == 1);
+  for (uint32_t chunk : {4096u, 1u << 20, 16u << 20, 64u << 20}) {
+    CAPTURE(chunk);
+    const uint64_t stripe = std::max<uint64_t>(chunk, kStripeBytes);
+    CHECK(WorkingThreads(4096, chunk) * 8 * stripe <= kWorkingMemory);
+  }
+}
+
 TEST_CASE("a delta object needs its base and restores the target exactly") {
   Checkpoint base = MakeCheckpoint(2);
   Checkpoint target = base;

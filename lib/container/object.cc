@@ -1,5 +1,6 @@
 #include "lib/container/object.h"
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -40,8 +41,6 @@ std::vector<Stripe> PlanStripes(const std::vector<Chunk>& chunks, uint32_t chunk
   }
   return stripes;
 }
-
-int ResolveThreads(int threads) { return threads > 0 ? threads : ThreadPool::DefaultThreads(); }
 
 // Reads the base bytes a region's chunks need: for a delta region the
 // bytes its stripe is taken against, for a prefixed one the whole prefix.
@@ -125,6 +124,15 @@ Status CheckBase(const ByteSource& object, const ObjectHeader& h, const ByteSour
 
 }  // namespace
 
+int WorkingThreads(int threads, uint32_t chunk_size) {
+  const uint64_t asked = threads > 0 ? static_cast<uint64_t>(threads) : ThreadPool::DefaultThreads();
+  // See object.h: two stripes in flight, each of raw, coded and base
+  // bytes, and the coder's scratch: about eight stripes a thread.
+  const uint64_t stripe = std::max<uint64_t>(chunk_size, kStripeBytes);
+  const uint64_t fit = std::max<uint64_t>(1, kWorkingMemory / (8 * stripe));
+  return static_cast<int>(std::min(asked, fit));
+}
+
 Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
                                   const DeltaBase* base, const EncodeOptions& options,
                                   ByteSink& out) {
@@ -162,7 +170,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   FreeList<codec::ChunkEncoder> encoders([&options] {
     return std::make_unique<codec::ChunkEncoder>(options.policy, options.zstd_level, options.transform);
   });
-  ThreadPool pool(ResolveThreads(options.threads));
+  ThreadPool pool(WorkingThreads(options.threads, options.chunk_size));
 
   FreeList<EncodedStripe> spare([] { return std::make_unique<EncodedStripe>(); });
   using Encoded = std::unique_ptr<EncodedStripe>;
@@ -243,7 +251,7 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
   Hasher hasher;
   FreeList<codec::ChunkDecoder> decoders(
       [&h] { return std::make_unique<codec::ChunkDecoder>(NewestCoder(h.version)); });
-  ThreadPool pool(ResolveThreads(options.threads));
+  ThreadPool pool(WorkingThreads(options.threads, h.chunk_size));
 
   FreeList<DecodedStripe> spare([] { return std::make_unique<DecodedStripe>(); });
   using Decoded = std::unique_ptr<DecodedStripe>;

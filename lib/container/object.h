@@ -5,7 +5,9 @@
 // written do not depend on the number of threads.
 //
 // Memory stays bounded: at most 2 x threads stripes (each at most
-// kStripeBytes of raw data plus its records) are in flight.
+// kStripeBytes of raw data, or one chunk when chunks are larger, plus its
+// records) are in flight, and the threads are lowered so that these fit
+// in kWorkingMemory whatever count is asked for (WorkingThreads).
 // Functions are thread-safe; each call uses its own pool.
 #pragma once
 
@@ -30,6 +32,19 @@ namespace zipnn::container {
 // A stripe holds at most this many chunks and this many raw bytes.
 inline constexpr size_t kStripeChunks = 16;
 inline constexpr uint64_t kStripeBytes = 512u << 10;
+
+// What the stripes in flight of one encode or decode, and its coders,
+// may take: a .zipnn.yaml may ask for 4096 threads and 64 MiB chunks at
+// once.
+inline constexpr uint64_t kWorkingMemory = 1ull << 30;
+
+// The threads an encode or decode of chunks of `chunk_size` bytes runs on
+// when `threads` are asked for (0: all cores): as many, but no more than
+// keep their work within kWorkingMemory, and at least 1. Each thread has
+// up to two stripes in flight, each holding its raw bytes, its coded
+// bytes and its base, and a coder whose scratch is about one more stripe.
+// Objects are the same for any count.
+int WorkingThreads(int threads, uint32_t chunk_size);
 
 struct EncodeOptions {
   uint32_t chunk_size = kDefaultChunkSize;

@@ -39,12 +39,22 @@ bool Contiguous(const TorchView& v) {
 
 // The tensors built on `storage`, whose bytes `member` holds (`elements`
 // elements), as views of those bytes. A view reaching past the storage is
-// left out.
+// left out, and so is one whose elements would take more than
+// kMaxViewBytes and more than its storage (a stride of 0 repeats an
+// element: a pickle of a few bytes may claim terabytes), with a warning.
 void AddViews(const TorchStorage& storage, const Tensor& member, uint64_t elements,
-              std::vector<std::pair<size_t, Tensor>>& views) {
+              std::vector<std::pair<size_t, Tensor>>& views, std::vector<std::string>& warnings) {
   const uint64_t width = static_cast<uint64_t>(codec::DTypeWidth(member.dtype));
   for (const TorchView& v : storage.views) {
     const std::optional<uint64_t> numel = Elements(v.shape);
+    uint64_t bytes = 0;
+    if (numel && (__builtin_mul_overflow(*numel, width, &bytes) ||
+                  bytes > std::max(kMaxViewBytes, elements * width))) {
+      warnings.push_back("tensor '" + v.name + "' is a view that repeats its storage's " +
+                         std::to_string(elements * width) + " bytes into more than " +
+                         std::to_string(kMaxViewBytes >> 20) + " MiB; it is left out of the tensors listed");
+      continue;
+    }
     if (!numel || v.offset > elements) continue;
     Tensor t;
     t.name = v.name;
@@ -125,7 +135,7 @@ Result<FileLayout> ReadPytorch(const ByteSource& file) {
     t.shape = {elements};
     if (it != by_key.end() && t.dtype != codec::DType::kBytes) {
       const size_t first = views.size();
-      AddViews(*it->second, t, elements, views);
+      AddViews(*it->second, t, elements, views, layout.warnings);
       // A storage that is exactly one tensor takes its shape.
       const Tensor* only = views.size() == first + 1 ? &views[first].second : nullptr;
       if (only != nullptr && !only->strided && only->offset == t.offset && only->length == t.length) t.shape = only->shape;

@@ -18,6 +18,9 @@ namespace zipnn::formats {
 
 // data.pkl larger than this is not read (raw with a warning).
 inline constexpr uint64_t kMaxTorchPickle = 256u << 20;
+// A view may expand its storage (a stride of 0 repeats elements: torch's
+// expand) to at most this many bytes, or to its storage's size if larger.
+inline constexpr uint64_t kMaxViewBytes = 256u << 20;
 
 Result<FileLayout> ReadPytorch(const ByteSource& file);
 

@@ -118,7 +118,7 @@ Result<formats::Checkpoint> CheckpointOf(const store::Repository& repo, const st
   const store::RawCache cache(repo.cache_dir, repo.policy.raw_cache);
   const store::FindCopy find_copy = [&](const ContentId& id) -> std::optional<ReadFile> {
     if (const auto it = in_index.find(id); it != in_index.end()) {
-      if (auto file = store::OpenHolding(repo.work_dir + "/" + it->second, id)) return file;
+      if (auto file = ReadFile::OpenHolding(repo.work_dir + "/" + it->second, id)) return file;
     }
     return cache.Find(id);
   };

@@ -1,9 +1,11 @@
 #include "lib/git/discover.h"
 
+#include <filesystem>
 #include <optional>
 #include <utility>
 
 #include "lib/base/file.h"
+#include "lib/base/thread_pool.h"
 #include "lib/config/policy.h"
 #include "lib/git/git.h"
 #include "lib/git/run.h"
@@ -18,15 +20,73 @@ namespace {
 // unless zipnn.storepath says otherwise, and its other folders always.
 std::string ZipnnDir(const std::string& git_dir) { return git_dir + "/zipnn"; }
 
+// The folder a relative zipnn.storepath is read from, for the repository
+// whose (common, absolute) git folder is `git_dir`: the top of its main
+// work tree, the folder that holds its .git, as `git worktree list` names
+// it; for a bare repository, or a git folder kept apart from its work
+// tree, the git folder itself. It depends on the repository alone, never
+// on the folder or linked worktree a command runs in, so every command,
+// the filter, serve-store and a gc reading another repository sharing the
+// store all find the same store.
+std::string RelativeStoreBase(const std::string& git_dir) {
+  const std::filesystem::path dir(git_dir);
+  return dir.filename() == ".git" ? dir.parent_path().string() : git_dir;
+}
+
+// zipnn.storepath of the repository whose git folder is `git_dir`, as an
+// absolute path: "~/" and "~user/" expanded as git expands a path-valued
+// key (`git config --type=path`), a relative path taken from
+// RelativeStoreBase. `where` are git's first arguments (--git-dir=...),
+// or none to read the repository around the current folder. nullopt when
+// unset or empty. `warnings` gets a word about a store an older
+// git-zipnn made elsewhere from the same setting.
+Result<std::optional<std::string>> ConfiguredStore(const std::string& git_dir, const std::vector<std::string>& where,
+                                                   std::vector<std::string>* warnings) {
+  auto get = [&](const std::vector<std::string>& how) -> Result<std::optional<std::string>> {
+    std::vector<std::string> args = where;
+    args.insert(args.end(), how.begin(), how.end());
+    args.insert(args.end(), {"--get", "zipnn.storepath"});
+    ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args));
+    if (run.exit_code == 1) return std::optional<std::string>();  // unset
+    while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
+    if (run.exit_code != 0) return Status(StatusCode::kGit, "git config zipnn.storepath: " + run.err);
+    while (!run.out.empty() && run.out.back() == '\n') run.out.pop_back();
+    return run.out.empty() ? std::optional<std::string>() : std::optional<std::string>(run.out);
+  };
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> raw, get({"config"}));
+  if (!raw) return raw;
+  const std::string base = RelativeStoreBase(git_dir);
+  std::string path = *raw;
+  if (path[0] == '~') {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> expanded, get({"config", "--type=path"}));
+    if (!expanded) return expanded;
+    path = *expanded;
+  }
+  if (path[0] != '/') path = base + "/" + path;
+  // Before paths were read as git reads them, "~/x" was a folder named "~"
+  // in the folder the command ran in, usually the top of the work tree.
+  const std::string old = base + "/" + *raw;
+  std::error_code ec;
+  if (warnings != nullptr && (*raw)[0] == '~' && std::filesystem::is_directory(old, ec) &&
+      !std::filesystem::equivalent(old, path, ec)) {
+    warnings->push_back("zipnn.storepath '" + *raw + "' is the folder " + path +
+                        "; older versions of git-zipnn took it for " + old +
+                        ", which still exists: move what it holds into the store (cp -Rn '" + old + "/.' '" + path +
+                        "/') and remove it");
+  }
+  return std::optional<std::string>(path);
+}
+
 }  // namespace
 
 Result<OpenedRepository> OpenStoreRepository() {
   ZIPNN_ASSIGN_OR_RETURN(std::string git_dir, GitDir());
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> configured, ConfigGet("zipnn.storepath"));
+  std::vector<std::string> warnings;
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> configured, ConfiguredStore(git_dir, {}, &warnings));
   const std::string zipnn_dir = ZipnnDir(git_dir);
   OpenedRepository opened{store::Repository{store::ObjectStore(configured ? *configured : zipnn_dir + "/objects"),
                                             zipnn_dir + "/tmp", zipnn_dir + "/cache/raw", "", config::Policy{}},
-                          {}};
+                          std::move(warnings)};
   // A store this repository cannot write to is one it does not add to
   // either, so a failed registration costs nothing.
   (void)opened.repo.objects.RegisterUser(git_dir);
@@ -35,7 +95,8 @@ Result<OpenedRepository> OpenStoreRepository() {
     opened.repo.work_dir = *top;
     config::LoadedPolicy loaded = config::LoadPolicyLenient(*top + "/.zipnn.yaml");
     opened.repo.policy = std::move(loaded.policy);
-    opened.warnings = std::move(loaded.warnings);
+    opened.repo.policy.threads = config::EffectiveThreads(opened.repo.policy, ThreadPool::DefaultThreads());
+    for (const std::string& w : loaded.warnings) opened.warnings.push_back(w + " (ignored; the defaults hold)");
   }
   return opened;
 }
@@ -51,10 +112,9 @@ Result<std::string> StoreOfRepository(const std::string& path) {
   }
   ZIPNN_ASSIGN_OR_RETURN(git_dir,
                          GitOutput({"--git-dir=" + git_dir, "rev-parse", "--path-format=absolute", "--git-common-dir"}));
-  ZIPNN_ASSIGN_OR_RETURN(GitRun configured, RunGit({"--git-dir=" + git_dir, "config", "--get", "zipnn.storepath"}));
-  std::string store = configured.out;
-  while (!store.empty() && store.back() == '\n') store.pop_back();
-  return configured.exit_code == 0 && !store.empty() ? store : ZipnnDir(git_dir) + "/objects";
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> configured,
+                         ConfiguredStore(git_dir, {"--git-dir=" + git_dir}, nullptr));
+  return configured ? *configured : ZipnnDir(git_dir) + "/objects";
 }
 
 Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Repository& repo) {

@@ -19,8 +19,12 @@ namespace zipnn::git {
 // The repository around the current folder: its object store (git config
 // zipnn.storepath, or <git dir>/zipnn/objects, shared by linked
 // worktrees), temp and raw cache folders, work tree, and the policy of
-// its .zipnn.yaml. A mistake in .zipnn.yaml costs its key the default and
-// comes back in `warnings`; it never stops git (status, checkout, add).
+// its .zipnn.yaml. zipnn.storepath is read as git reads a path: "~/"
+// expanded, and a relative path from the top of the main work tree (the
+// folder holding .git), or from the git folder of a bare repository,
+// whatever the current folder. A mistake in .zipnn.yaml costs its key the
+// default and comes back in `warnings`, each saying what it costs; it
+// never stops git (status, checkout, add).
 // The repository is registered as a user of its store, so that a gc from
 // another repository sharing it keeps what this one needs.
 struct OpenedRepository {
@@ -30,7 +34,9 @@ struct OpenedRepository {
 Result<OpenedRepository> OpenStoreRepository();
 
 // The object store of the git repository at `path` (its work tree or, if
-// bare, its git folder): its zipnn.storepath, else <git dir>/zipnn/objects.
+// bare, its git folder): its zipnn.storepath (read as above, so from any
+// folder the same as the repository's own commands find it), else
+// <git dir>/zipnn/objects.
 // git is told the folder with --git-dir, which wins over the GIT_DIR that
 // git exports to filters and hooks.
 Result<std::string> StoreOfRepository(const std::string& path);

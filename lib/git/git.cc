@@ -102,6 +102,12 @@ Result<std::string> HooksFolder() {
   return dir;
 }
 
+Result<std::string> WorkTreeGitPath(const std::string& name) {
+  auto path = GitOutput({"rev-parse", "--path-format=absolute", "--git-path", name});
+  if (!path.ok()) return OutsideRepository(path.status());
+  return path;
+}
+
 namespace {
 
 // The two ends of a range ("a..b" or "a...b"; an end may be empty), or

@@ -47,6 +47,11 @@ Result<std::optional<std::string>> UpstreamRemote();
 // The hooks folder of the repository around the current folder
 // (core.hooksPath respected), absolute; NotFound outside a repository.
 Result<std::string> HooksFolder();
+// Where git keeps `name` for the work tree around the current folder
+// (rev-parse --git-path), absolute: in a linked worktree, its own folder
+// under .git/worktrees/ for a name git does not share among worktrees
+// (any name of git-zipnn's own).
+Result<std::string> WorkTreeGitPath(const std::string& name);
 
 // Refuses a revision that git would read as an option: `rev`, or either
 // end of a range ("a..b", "a...b"), starting with '-' (--output=F would

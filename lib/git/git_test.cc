@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -12,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/thread_pool.h"
+#include "lib/git/discover.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
 #include "lib/git/series_versions.h"
@@ -354,7 +357,7 @@ TEST_CASE("finds pointers in HEAD, in all history and the index, and damaged one
   const std::string c1 = box.Commit("c1");
   box.Write("m.bin", store::FormatPointer(p2));
   box.Write("copy/m.bin", store::FormatPointer(p2));  // the same blob twice: one entry
-  box.Write("bad.bin", std::string(store::kPointerFirstLine) + "garbage\n");
+  box.Write("bad.bin", std::string("git-zipnn pointer 1\ngarbage\n"));
   const std::string c2 = box.Commit("c2");
   box.Write("new.bin", store::FormatPointer(p3));
   box.Sh("git add new.bin");
@@ -435,7 +438,7 @@ TEST_CASE("the index: which tracked files are pointers, and which git holds whol
   box.Write(".gitattributes", "*.bin filter=zipnn diff=zipnn -text\n");
   box.Write("ptr.bin", store::FormatPointer(p1));
   box.Write("whole.bin", "the checkpoint itself, added before the filter was installed\n");
-  box.Write("bad.bin", std::string(store::kPointerFirstLine) + "garbage\n");
+  box.Write("bad.bin", std::string("git-zipnn pointer 1\ngarbage\n"));
   box.Write("notes.txt", store::FormatPointer(p1));  // a pointer, but not tracked
   box.Sh("git add -A");  // no filter configured: git stores each file as it is
   const Repository repo = Open(box.repo());
@@ -462,6 +465,27 @@ TEST_CASE("the files of a series in a tree come in step order, not name order") 
   CHECK(order == std::vector<std::string>{"3 out/checkpoint-3/model.safetensors", "20 out/checkpoint-20/model.safetensors",
                                           "100 out/checkpoint-100/model.safetensors"});
   CHECK(!SeriesFilesAt(series::Rules(), "nosuchrev", "x", box.repo()).ok());
+}
+
+TEST_CASE("a committed policy gets at most the machine's cores as threads") {
+  // .zipnn.yaml is written by whoever wrote the repository: threads: 4096
+  // (a value the file may hold) on a small machine only costs memory.
+  Sandbox box;
+  box.Write(".zipnn.yaml", "threads: 4096\n");
+  char here[PATH_MAX];
+  REQUIRE(getcwd(here, sizeof here) != nullptr);
+  const char* home = std::getenv("HOME");
+  const std::string old_home = home != nullptr ? home : "";
+  REQUIRE(setenv("HOME", (box.root() + "/home").c_str(), 1) == 0);
+  REQUIRE(setenv("GIT_CONFIG_NOSYSTEM", "1", 1) == 0);
+  REQUIRE(chdir(box.repo().c_str()) == 0);
+  auto opened = OpenStoreRepository();
+  REQUIRE(chdir(here) == 0);
+  REQUIRE(setenv("HOME", old_home.c_str(), 1) == 0);
+  REQUIRE_MESSAGE(opened.ok(), opened.status().ToString());
+  CHECK(opened->warnings.empty());
+  CHECK(opened->repo.policy.threads >= 1);
+  CHECK(opened->repo.policy.threads <= ThreadPool::DefaultThreads());
 }
 
 }  // namespace

@@ -48,6 +48,13 @@ Status AddIndex(const Repository& repo, Blobs& blobs) {
   return OkStatus();
 }
 
+// What refs lead to that is no commit: the files of tagged trees, and
+// tagged blobs.
+Status AddTagged(const Repository& repo, Blobs& blobs) {
+  return repo.VisitTaggedFiles(
+      [&](const std::string& ref, const FileEntry& f) { blobs.emplace(f.blob, Place{ref, f.path}); });
+}
+
 // The parents of `commits` that are outside them and present.
 Result<std::vector<Oid>> Boundary(const Repository& repo, const std::vector<CommitInfo>& commits) {
   std::set<Oid> inside;
@@ -65,6 +72,10 @@ Result<std::vector<Oid>> Boundary(const Repository& repo, const std::vector<Comm
 
 // The pointers among `blobs`: only small blobs are read, once each.
 Result<FoundPointers> PointersAmong(const Repository& repo, const Blobs& blobs) {
+  std::vector<Oid> ids;
+  ids.reserve(blobs.size());
+  for (const auto& [blob, place] : blobs) ids.push_back(blob);
+  ZIPNN_RETURN_IF_ERROR(repo.FetchMissing(ids));  // a partial clone's, all at once
   FoundPointers found;
   for (const auto& [blob, place] : blobs) {
     Result<std::optional<store::Pointer>> pointer = PointerInBlob(repo, blob);
@@ -95,6 +106,7 @@ Result<FoundPointers> FindPointers(const Repository& repo, bool all) {
     ZIPNN_ASSIGN_OR_RETURN(std::vector<Oid> boundary, Boundary(repo, commits));
     ZIPNN_RETURN_IF_ERROR(AddHistory(repo, commits, boundary, blobs));
     ZIPNN_RETURN_IF_ERROR(AddIndex(repo, blobs));
+    ZIPNN_RETURN_IF_ERROR(AddTagged(repo, blobs));
   } else {
     ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> head, repo.ResolveCommit("HEAD"));
     if (head) ZIPNN_RETURN_IF_ERROR(AddTree(repo, "HEAD", blobs));
@@ -118,6 +130,9 @@ Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vec
 
 Result<std::map<std::string, ContentId>> StagedPointers(const Repository& repo) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> entries, repo.IndexFiles());
+  std::vector<Oid> ids;
+  for (const FileEntry& e : entries) ids.push_back(e.blob);
+  ZIPNN_RETURN_IF_ERROR(repo.FetchMissing(ids));  // those outside a sparse checkout of a partial clone
   std::map<std::string, ContentId> staged;
   for (const FileEntry& e : entries) {
     auto pointer = PointerInBlob(repo, e.blob);
@@ -157,6 +172,11 @@ Result<std::vector<PathVersion>> PathHistory::Versions(const std::string& path) 
   for (size_t i = 0; i < commits_.size(); ++i) {
     ZIPNN_ASSIGN_OR_RETURN(blobs[i], repo_->FileAt(commits_[i].id, path));
   }
+  std::vector<Oid> unread;
+  for (const std::optional<Oid>& blob : blobs) {
+    if (blob && pointers_.count(*blob) == 0) unread.push_back(*blob);
+  }
+  ZIPNN_RETURN_IF_ERROR(repo_->FetchMissing(unread));  // a partial clone's, all at once
   std::vector<PathVersion> versions;
   for (size_t i = 0; i < commits_.size(); ++i) {
     if (!blobs[i]) continue;

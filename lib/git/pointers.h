@@ -36,8 +36,10 @@ struct FoundPointers {
 Result<std::optional<store::Pointer>> PointerInBlob(const Repository& repo, const Oid& blob);
 
 // The pointers in HEAD's tree (none for an unborn HEAD), or with `all` in
-// every commit Repository::AllCommits walks, and in the index of every
-// work tree (a version staged only in a linked work tree is needed too).
+// every commit Repository::AllCommits walks, in the index of every work
+// tree (a version staged only in a linked work tree is needed too), and
+// in every tree or blob a ref tags (Repository::VisitTaggedFiles): every
+// pointer git would keep. A partial clone fetches the blobs it lacks.
 Result<FoundPointers> FindPointers(const Repository& repo, bool all);
 
 // The pointers in every commit `revs` reach (as Repository::Commits reads

@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
+
+#include "lib/git/run.h"
 
 namespace zipnn::git {
 
@@ -35,7 +38,7 @@ using BlobPtr = std::unique_ptr<git_blob, Freer<git_blob_free>>;
 using RefPtr = std::unique_ptr<git_reference, Freer<git_reference_free>>;
 using RefIterPtr = std::unique_ptr<git_reference_iterator, Freer<git_reference_iterator_free>>;
 using ReflogPtr = std::unique_ptr<git_reflog, Freer<git_reflog_free>>;
-using WorktreePtr = std::unique_ptr<git_worktree, Freer<git_worktree_free>>;
+using ConfigPtr = std::unique_ptr<git_config, Freer<git_config_free>>;
 
 void InitOnce() {
   static std::once_flag once;
@@ -163,17 +166,76 @@ Status ForEachRef(git_repository* repo, const std::string& glob, Visit visit) {
   return OkStatus();
 }
 
-// Every commit id a reflog entry names, old and new; a reflog that does not
-// exist is empty.
-Status AddReflog(git_repository* repo, const char* name, std::vector<Oid>& ids) {
+// What refs, HEADs and reflogs lead to, annotated tags peeled: commits,
+// and the trees and blobs tagged directly, each with the short name of a
+// ref that leads there.
+struct Tips {
+  std::vector<Oid> commits;
+  std::vector<std::pair<std::string, Oid>> trees, blobs;
+};
+
+// Adds what `id` names, tags of tags peeled to what they tag at last; an
+// object that is not there (a pruned reflog entry, a ref whose commit is
+// gone) adds nothing. Only headers and tags are read: a tagged blob may
+// be large.
+Status AddTip(git_repository* repo, git_odb* odb, git_oid id, const std::string& ref, Tips& tips) {
+  for (;;) {
+    size_t size = 0;
+    git_object_t type = GIT_OBJECT_INVALID;
+    const int e = git_odb_read_header(&size, &type, odb, &id);
+    if (e == GIT_ENOTFOUND) {
+      git_error_clear();
+      return OkStatus();
+    }
+    if (e < 0) return GitError("cannot read object " + FromGit(&id).Hex() + " that " + ref + " leads to");
+    switch (type) {
+      case GIT_OBJECT_COMMIT:
+        tips.commits.push_back(FromGit(&id));
+        return OkStatus();
+      case GIT_OBJECT_TREE:
+        tips.trees.emplace_back(ref, FromGit(&id));
+        return OkStatus();
+      case GIT_OBJECT_BLOB:
+        tips.blobs.emplace_back(ref, FromGit(&id));
+        return OkStatus();
+      case GIT_OBJECT_TAG: {
+        git_tag* raw = nullptr;
+        if (git_tag_lookup(&raw, repo, &id) < 0) return GitError("cannot read tag " + FromGit(&id).Hex() + " (" + ref + ")");
+        id = *git_tag_target_id(raw);
+        git_tag_free(raw);
+        break;
+      }
+      default:
+        return OkStatus();
+    }
+  }
+}
+
+// Adds what a reference leads to; a symbolic one that leads nowhere (an
+// unborn branch) adds nothing.
+Status AddRef(git_repository* repo, git_odb* odb, git_reference* ref, Tips& tips) {
+  git_reference* raw = nullptr;
+  if (git_reference_resolve(&raw, ref) < 0) {
+    git_error_clear();
+    return OkStatus();
+  }
+  RefPtr resolved(raw);
+  const git_oid* target = git_reference_target(resolved.get());
+  if (target == nullptr) return OkStatus();
+  return AddTip(repo, odb, *target, git_reference_shorthand(ref), tips);
+}
+
+// What every entry of the reflog of `name` names, old and new; a reflog
+// that does not exist is empty.
+Status AddReflog(git_repository* repo, git_odb* odb, const std::string& name, Tips& tips) {
   git_reflog* raw = nullptr;
-  if (git_reflog_read(&raw, repo, name) < 0) return GitError(std::string("cannot read the reflog of ") + name);
+  if (git_reflog_read(&raw, repo, name.c_str()) < 0) return GitError("cannot read the reflog of " + name);
   ReflogPtr log(raw);
   const size_t count = git_reflog_entrycount(log.get());
   for (size_t i = 0; i < count; ++i) {
     const git_reflog_entry* entry = git_reflog_entry_byindex(log.get(), i);
     for (const git_oid* id : {git_reflog_entry_id_old(entry), git_reflog_entry_id_new(entry)}) {
-      if (!git_oid_is_zero(id)) ids.push_back(FromGit(id));
+      if (!git_oid_is_zero(id)) ZIPNN_RETURN_IF_ERROR(AddTip(repo, odb, *id, name, tips));
     }
   }
   return OkStatus();
@@ -324,47 +386,107 @@ class HistoryWalk {
   uint64_t next_order_ = 0;
 };
 
-// The files in `repo`'s index as the index file on disk holds them now,
-// stage 0 only; none when there is no index file (a bare repository).
-Result<std::vector<FileEntry>> IndexFilesOf(git_repository* repo) {
+// The files `git ls-files -s -z` lists for the index file `index` of the
+// git folder `git_dir`: stage 0 regular files, a sparse index's folders
+// expanded into the files under them.
+Result<std::vector<FileEntry>> IndexFilesByGit(const std::string& git_dir, const std::string& index) {
+  ZIPNN_ASSIGN_OR_RETURN(std::string listed,
+                         GitOutputOnIndex(index, {"--git-dir=" + git_dir, "ls-files", "-s", "-z"}));
   std::vector<FileEntry> files;
-  // By its file, so that the main work tree's index is read through a
-  // handle opened on the common folder too (a bare handle has none).
-  const std::string path = std::string(git_repository_path(repo)) + "index";
-  git_index* raw = nullptr;
-  if (git_index_open(&raw, path.c_str()) < 0) return GitError("cannot open the index " + path);
-  IndexPtr index(raw);
-  // The index as it is on disk now, whatever an earlier read cached.
-  if (git_index_read(index.get(), /*force=*/1) < 0) return GitError("cannot read the index");
-  const size_t count = git_index_entrycount(index.get());
-  files.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    const git_index_entry* entry = git_index_get_byindex(index.get(), i);
-    if (GIT_INDEX_ENTRY_STAGE(entry) != 0 || !IsFileMode(static_cast<git_filemode_t>(entry->mode))) continue;
-    files.push_back(FileEntry{entry->path, FromGit(&entry->id)});
+  // Each entry: "<mode> <object id> <stage>\t<path>\0".
+  for (size_t at = 0; at < listed.size();) {
+    size_t end = listed.find('\0', at);
+    if (end == std::string::npos) end = listed.size();
+    const std::string entry = listed.substr(at, end - at);
+    at = end + 1;
+    const size_t tab = entry.find('\t');
+    git_oid id;
+    if (tab == std::string::npos || tab < 49 || entry[6] != ' ' || entry[47] != ' ' ||
+        git_oid_fromstrn(&id, entry.data() + 7, 40) < 0) {
+      git_error_clear();
+      return Status(StatusCode::kGit, "git ls-files listed an entry it should not: " + entry.substr(0, 80));
+    }
+    const bool file = entry.compare(0, 6, "100644") == 0 || entry.compare(0, 6, "100755") == 0;
+    if (file && entry.compare(48, tab - 48, "0") == 0) files.push_back(FileEntry{entry.substr(tab + 1), FromGit(&id)});
   }
   return files;
 }
 
+// The files in `repo`'s index as the index file on disk holds them now,
+// stage 0 only; none when there is no index file (a bare repository).
+// `whose` names the work tree in errors ("" for the one around the
+// caller).
+Result<std::vector<FileEntry>> IndexFilesOf(git_repository* repo, const std::string& whose) {
+  std::vector<FileEntry> files;
+  // By its file, so that the main work tree's index is read through a
+  // handle opened on the common folder too (a bare handle has none).
+  const std::string git_dir = git_repository_path(repo);
+  const std::string path = git_dir + "index";
+  git_index* raw = nullptr;
+  if (git_index_open(&raw, path.c_str()) == 0) {
+    IndexPtr index(raw);
+    // The index as it is on disk now, whatever an earlier read cached.
+    if (git_index_read(index.get(), /*force=*/1) == 0) {
+      const size_t count = git_index_entrycount(index.get());
+      files.reserve(count);
+      for (size_t i = 0; i < count; ++i) {
+        const git_index_entry* entry = git_index_get_byindex(index.get(), i);
+        if (GIT_INDEX_ENTRY_STAGE(entry) != 0 || !IsFileMode(static_cast<git_filemode_t>(entry->mode))) continue;
+        files.push_back(FileEntry{entry->path, FromGit(&entry->id)});
+      }
+      return files;
+    }
+  }
+  // libgit2 does not read every index git writes (a split index's "link"
+  // extension, a sparse index's "sdir"); git does.
+  const Status libgit2 = GitError("cannot read the index " + path);
+  git_error_clear();
+  auto listed = IndexFilesByGit(WithoutTrailingSlash(git_dir), path);
+  if (listed.ok()) return listed;
+  return Status(StatusCode::kGit, "cannot read the index" + (whose.empty() ? "" : " of " + whose) + " (" + path +
+                                      "): " + listed.status().message() + " (" + libgit2.message() + ")");
+}
+
+// One work tree of a repository, opened on its git folder alone: the
+// common folder for the main one, <common>/worktrees/<name> for a linked
+// one. A linked work tree's HEAD, index, reflog and own refs live there,
+// so it is read whether its folder is where it was or not (moved, on a
+// disk not mounted now, locked): git keeps what they need, and so must we.
+struct WorkTree {
+  std::string name;  // "" for the main one
+  RepoPtr repo;
+  std::string Whose() const { return name.empty() ? "the main work tree" : "linked work tree " + name; }
+};
+
 // The repository at `common_dir` opened once for each of its work trees
-// (the main one first, then every linked one). A linked work tree that
-// cannot be opened (its folder is gone and not yet pruned) is left out.
-Result<std::vector<RepoPtr>> OpenWorkTrees(const std::string& common_dir) {
-  std::vector<RepoPtr> trees;
+// (the main one first, then every linked one, by name). A linked work
+// tree is a folder of <common>/worktrees with a gitdir file, as git has
+// it (`git worktree prune` removes the others); one that cannot be opened
+// is an error naming it.
+Result<std::vector<WorkTree>> OpenWorkTrees(const std::string& common_dir) {
+  std::vector<WorkTree> trees;
   git_repository* raw = nullptr;
   if (git_repository_open_bare(&raw, common_dir.c_str()) < 0) return GitError("cannot open " + common_dir);
-  trees.emplace_back(raw);
-  git_strarray names{};
-  if (git_worktree_list(&names, trees[0].get()) < 0) return GitError("cannot list the work trees of " + common_dir);
-  for (size_t i = 0; i < names.count; ++i) {
-    git_worktree* wt = nullptr;
-    if (git_worktree_lookup(&wt, trees[0].get(), names.strings[i]) < 0) continue;
-    WorktreePtr worktree(wt);
-    if (git_repository_open_from_worktree(&raw, worktree.get()) < 0) continue;
-    trees.emplace_back(raw);
+  trees.push_back(WorkTree{"", RepoPtr(raw)});
+  const std::filesystem::path admin = std::filesystem::path(common_dir) / "worktrees";
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (std::filesystem::directory_iterator it(admin, ec), end; !ec && it != end; it.increment(ec)) {
+    if (std::filesystem::is_regular_file(it->path() / "gitdir")) names.push_back(it->path().filename().string());
   }
-  git_strarray_dispose(&names);
-  git_error_clear();
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return IoError("cannot list the linked work trees in " + admin.string() + ": " + ec.message());
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    const std::string dir = (admin / name).string();
+    if (git_repository_open_bare(&raw, dir.c_str()) < 0) {
+      return Status(StatusCode::kGit, GitError("cannot read linked work tree " + name + " (" + dir + ")").message() +
+                                          "; if it is gone for good, `git worktree prune` forgets it (`git worktree "
+                                          "unlock " + name + "` first if it is locked)");
+    }
+    trees.push_back(WorkTree{name, RepoPtr(raw)});
+  }
   return trees;
 }
 
@@ -418,13 +540,13 @@ Result<Repository> Repository::Discover(const std::string& start) {
   return repo;
 }
 
-Result<std::vector<FileEntry>> Repository::IndexFiles() const { return IndexFilesOf(handle_->repo.get()); }
+Result<std::vector<FileEntry>> Repository::IndexFiles() const { return IndexFilesOf(handle_->repo.get(), ""); }
 
 Result<std::vector<FileEntry>> Repository::AllIndexFiles() const {
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<RepoPtr> trees, OpenWorkTrees(common_dir_));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<WorkTree> trees, OpenWorkTrees(common_dir_));
   std::vector<FileEntry> files;
-  for (const RepoPtr& tree : trees) {
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> staged, IndexFilesOf(tree.get()));
+  for (const WorkTree& tree : trees) {
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> staged, IndexFilesOf(tree.repo.get(), tree.Whose()));
     files.insert(files.end(), staged.begin(), staged.end());
   }
   return files;
@@ -478,9 +600,13 @@ Result<uint64_t> Repository::BlobSize(const Oid& blob) const {
   size_t size = 0;
   git_object_t type = GIT_OBJECT_INVALID;
   const git_oid id = ToGit(blob);
-  if (git_odb_read_header(&size, &type, handle_->odb.get(), &id) < 0) {
-    return GitError("cannot read the header of blob " + blob.Hex());
+  int e = git_odb_read_header(&size, &type, handle_->odb.get(), &id);
+  if (e == GIT_ENOTFOUND) {
+    git_error_clear();
+    ZIPNN_RETURN_IF_ERROR(FetchMissing({blob}));
+    e = git_odb_read_header(&size, &type, handle_->odb.get(), &id);
   }
+  if (e < 0) return GitError("cannot read the header of blob " + blob.Hex());
   if (type != GIT_OBJECT_BLOB) {
     return Status(StatusCode::kGit, "object " + blob.Hex() + " is a " + git_object_type2string(type) + ", not a blob");
   }
@@ -500,37 +626,142 @@ Result<std::optional<std::string>> Repository::SmallBlob(const Oid& blob, size_t
 
 namespace {
 
-// The commits the HEADs of the repository's work trees lead to, with
-// `reflogs` also every commit their reflogs name.
-Status AddHeads(const std::string& common_dir, bool reflogs, std::vector<Oid>& ids) {
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<RepoPtr> heads, OpenWorkTrees(common_dir));
-  for (const RepoPtr& repo : heads) {
-    git_reference* ref = nullptr;
-    if (git_reference_lookup(&ref, repo.get(), "HEAD") == 0) {
-      RefPtr head(ref);
-      if (auto id = PeelToCommit(head.get())) ids.push_back(*id);
+// The names of the remotes git fetches what a partial clone lacks from,
+// in the order git asks them: extensions.partialClone's first, then each
+// remote.<name>.promisor set to true.
+Result<std::vector<std::string>> PromisorRemotes(git_repository* repo) {
+  git_config* raw = nullptr;
+  if (git_repository_config_snapshot(&raw, repo) < 0) return GitError("cannot read the configuration");
+  ConfigPtr config(raw);
+  std::vector<std::string> remotes;
+  git_buf partial = GIT_BUF_INIT;
+  if (git_config_get_string_buf(&partial, config.get(), "extensions.partialclone") == 0) {
+    remotes.emplace_back(partial.ptr, partial.size);
+  }
+  git_buf_dispose(&partial);
+  git_error_clear();
+  git_config_iterator* it = nullptr;
+  if (git_config_iterator_glob_new(&it, config.get(), "^remote\\..*\\.promisor$") < 0) {
+    return GitError("cannot read the configuration");
+  }
+  git_config_entry* entry = nullptr;
+  while (git_config_next(&entry, it) == 0) {
+    int on = 0;
+    const std::string key = entry->name;  // remote.<name>.promisor, <name> may hold dots
+    const std::string name = key.substr(7, key.size() - 7 - 9);
+    if (git_config_parse_bool(&on, entry->value) == 0 && on &&
+        std::find(remotes.begin(), remotes.end(), name) == remotes.end()) {
+      remotes.push_back(name);
     }
-    git_error_clear();
-    if (reflogs) ZIPNN_RETURN_IF_ERROR(AddReflog(repo.get(), "HEAD", ids));
+  }
+  git_config_iterator_free(it);
+  git_error_clear();
+  return remotes;
+}
+
+}  // namespace
+
+Status Repository::FetchMissing(const std::vector<Oid>& blobs) const {
+  std::string wanted;
+  size_t missing = 0;
+  auto list_missing = [&] {
+    wanted.clear();
+    missing = 0;
+    for (const Oid& blob : blobs) {
+      const git_oid id = ToGit(blob);
+      if (git_odb_exists_ext(handle_->odb.get(), &id, GIT_ODB_LOOKUP_NO_REFRESH)) continue;
+      wanted += blob.Hex() + "\n";
+      ++missing;
+    }
+  };
+  list_missing();
+  if (missing == 0) return OkStatus();
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> remotes, PromisorRemotes(handle_->repo.get()));
+  for (const std::string& remote : remotes) {
+    // What git runs for the blobs it lacks (promisor-remote.c), for all of
+    // them at once; its automatic maintenance is left to the user's next
+    // git command.
+    ZIPNN_ASSIGN_OR_RETURN(
+        GitRun run, RunGit({"--git-dir=" + common_dir_, "-c", "fetch.negotiationAlgorithm=noop", "fetch", remote,
+                            "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
+                            "--no-auto-maintenance", "--stdin"},
+                           "", wanted));
+    if (git_odb_refresh(handle_->odb.get()) < 0) return GitError("cannot read the object database again");
+    if (run.exit_code != 0) {
+      while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
+      return Status(StatusCode::kGit, "this partial clone lacks " + std::to_string(missing) + " blob" +
+                                          (missing == 1 ? "" : "s") + " git-zipnn must read, and fetching them from " +
+                                          "its promisor remote " + remote + " failed: " + run.err);
+    }
+    list_missing();
+    if (missing == 0) break;
   }
   return OkStatus();
 }
 
-// What `--all` means: every HEAD and every reference (the stash among
-// them) that leads to a commit; with `reflogs` also every commit their
-// reflogs name.
-Result<std::vector<Oid>> AllTips(git_repository* repo, const std::string& common_dir, bool reflogs) {
-  std::vector<Oid> ids;
-  ZIPNN_RETURN_IF_ERROR(AddHeads(common_dir, reflogs, ids));
+namespace {
+
+// The names of a linked work tree's own refs (refs/bisect/*,
+// refs/worktree/*, refs/rewritten/*): git keeps them loose in its
+// administrative folder `git_dir`, never in packed-refs.
+Result<std::vector<std::string>> OwnRefs(const std::string& git_dir) {
   std::vector<std::string> names;
-  ZIPNN_RETURN_IF_ERROR(ForEachRef(repo, "", [&](git_reference* ref) {
-    if (auto id = PeelToCommit(ref)) ids.push_back(*id);
+  const std::filesystem::path refs = std::filesystem::path(git_dir) / "refs";
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(refs, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = "refs/" + it->path().lexically_relative(refs).generic_string();
+    if (it->is_regular_file() && name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") != 0) {
+      names.push_back(name);
+    }
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return IoError("cannot list the refs in " + refs.string() + ": " + ec.message());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// What `--all` means, and more: every work tree's HEAD and own refs, and
+// every reference (the stash among them); with `reflogs` also every
+// object their reflogs name.
+Result<Tips> AllTips(git_odb* odb, const std::string& common_dir, bool reflogs) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<WorkTree> trees, OpenWorkTrees(common_dir));
+  Tips tips;
+  for (const WorkTree& tree : trees) {
+    git_repository* repo = tree.repo.get();
+    std::vector<std::string> names = {"HEAD"};
+    if (!tree.name.empty()) {
+      // The main work tree's own refs are in the common folder, among
+      // every other ref.
+      ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> own, OwnRefs(git_repository_path(repo)));
+      names.insert(names.end(), own.begin(), own.end());
+    }
+    for (const std::string& name : names) {
+      git_reference* raw = nullptr;
+      const int e = git_reference_lookup(&raw, repo, name.c_str());
+      if (e == GIT_ENOTFOUND) {
+        git_error_clear();
+        continue;
+      }
+      if (e < 0) return GitError("cannot read " + name + " of " + tree.Whose());
+      RefPtr ref(raw);
+      Status added = AddRef(repo, odb, ref.get(), tips);
+      if (added.ok() && reflogs) added = AddReflog(repo, odb, name, tips);
+      ZIPNN_RETURN_IF_ERROR(Annotate(added, tree.Whose()));
+    }
+  }
+  git_repository* main = trees[0].repo.get();
+  std::vector<std::string> names;
+  Status added;
+  ZIPNN_RETURN_IF_ERROR(ForEachRef(main, "", [&](git_reference* ref) {
+    if (added.ok()) added = AddRef(main, odb, ref, tips);
     names.push_back(git_reference_name(ref));
   }));
+  ZIPNN_RETURN_IF_ERROR(added);
   if (reflogs) {
-    for (const std::string& name : names) ZIPNN_RETURN_IF_ERROR(AddReflog(repo, name.c_str(), ids));
+    for (const std::string& name : names) ZIPNN_RETURN_IF_ERROR(AddReflog(main, odb, name, tips));
   }
-  return ids;
+  return tips;
 }
 
 }  // namespace
@@ -548,8 +779,8 @@ Result<std::vector<CommitInfo>> Repository::Commits(const std::vector<std::strin
     if (arg == "--not") {
       negated = !negated;
     } else if (arg == "--all") {
-      ZIPNN_ASSIGN_OR_RETURN(std::vector<Oid> tips, AllTips(repo, common_dir_, /*reflogs=*/false));
-      for (const Oid& id : tips) ZIPNN_RETURN_IF_ERROR(walk.Add(id, negated));
+      ZIPNN_ASSIGN_OR_RETURN(Tips tips, AllTips(handle_->odb.get(), common_dir_, /*reflogs=*/false));
+      for (const Oid& id : tips.commits) ZIPNN_RETURN_IF_ERROR(walk.Add(id, negated));
     } else if (arg == "--remotes" || arg.rfind("--remotes=", 0) == 0) {
       // As git's --remotes=<pattern>: a pattern without a wildcard means
       // everything under it.
@@ -583,10 +814,41 @@ Result<std::vector<CommitInfo>> Repository::Commits(const std::vector<std::strin
 
 Result<std::vector<CommitInfo>> Repository::AllCommits() const {
   git_repository* repo = handle_->repo.get();
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<Oid> tips, AllTips(repo, common_dir_, /*reflogs=*/true));
+  ZIPNN_ASSIGN_OR_RETURN(Tips tips, AllTips(handle_->odb.get(), common_dir_, /*reflogs=*/true));
   HistoryWalk walk(repo);
-  for (const Oid& id : tips) ZIPNN_RETURN_IF_ERROR(walk.Add(id, /*hidden=*/false));  // a pruned entry is skipped
+  for (const Oid& id : tips.commits) ZIPNN_RETURN_IF_ERROR(walk.Add(id, /*hidden=*/false));  // a pruned entry is skipped
   return walk.Run();
+}
+
+Status Repository::VisitTaggedFiles(const std::function<void(const std::string&, const FileEntry&)>& visit) const {
+  git_repository* repo = handle_->repo.get();
+  ZIPNN_ASSIGN_OR_RETURN(Tips tips, AllTips(handle_->odb.get(), common_dir_, /*reflogs=*/true));
+  FileEntry entry;
+  for (const auto& [ref, blob] : tips.blobs) {
+    entry.path = ref;
+    entry.blob = blob;
+    visit(ref, entry);
+  }
+  // A tree tagged twice (or reached again under another tagged tree) is
+  // read once.
+  std::unordered_set<Oid, OidHash> seen;
+  for (const auto& [ref, tree_id] : tips.trees) {
+    if (!seen.insert(tree_id).second) continue;
+    git_tree* raw = nullptr;
+    const git_oid id = ToGit(tree_id);
+    if (git_tree_lookup(&raw, repo, &id) < 0) return GitError("cannot read the tree " + tree_id.Hex() + " " + ref + " tags");
+    TreePtr tree(raw);
+    std::string prefix;
+    const std::string& name = ref;
+    auto enter = [&](const std::string&, const git_oid& sub) { return seen.insert(FromGit(&sub)).second; };
+    auto file = [&](const std::string& path, const Oid& blob) {
+      entry.path = path;
+      entry.blob = blob;
+      visit(name, entry);
+    };
+    ZIPNN_RETURN_IF_ERROR(WalkTree(repo, tree.get(), prefix, enter, file));
+  }
+  return OkStatus();
 }
 
 Status Repository::VisitHistoryFiles(const std::vector<CommitInfo>& commits,

@@ -4,8 +4,14 @@
 
 namespace zipnn::git {
 
-Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& cwd, const std::string& input) {
-  std::vector<std::string> argv = {"git"};
+namespace {
+
+// `git <args>` run through env(1) when `env` (NAME=value) is not empty.
+Result<GitRun> RunGitIn(const std::string& env, const std::vector<std::string>& args, const std::string& cwd,
+                        const std::string& input) {
+  std::vector<std::string> argv;
+  if (!env.empty()) argv = {"env", env};
+  argv.push_back("git");
   if (!cwd.empty()) argv.insert(argv.end(), {"-C", cwd});
   argv.insert(argv.end(), args.begin(), args.end());
   Result<GitRun> run = RunCapture(argv, input);
@@ -16,12 +22,11 @@ Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& c
   return run;
 }
 
-namespace {
-
 // The whole standard output of `git <args>`; a non-zero exit is a Git
 // error quoting git's message.
-Result<std::string> Succeeded(const std::vector<std::string>& args, const std::string& cwd) {
-  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args, cwd));
+Result<std::string> Succeeded(const std::vector<std::string>& args, const std::string& cwd,
+                              const std::string& env = "") {
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGitIn(env, args, cwd, ""));
   if (run.exit_code != 0) {
     std::string message = run.err;
     while (!message.empty() && message.back() == '\n') message.pop_back();
@@ -34,10 +39,18 @@ Result<std::string> Succeeded(const std::vector<std::string>& args, const std::s
 
 }  // namespace
 
+Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& cwd, const std::string& input) {
+  return RunGitIn("", args, cwd, input);
+}
+
 Result<std::string> GitOutput(const std::vector<std::string>& args, const std::string& cwd) {
   ZIPNN_ASSIGN_OR_RETURN(std::string out, Succeeded(args, cwd));
   while (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
+}
+
+Result<std::string> GitOutputOnIndex(const std::string& index, const std::vector<std::string>& args) {
+  return Succeeded(args, "", "GIT_INDEX_FILE=" + index);
 }
 
 Result<std::vector<std::string>> GitPaths(const std::vector<std::string>& args, const std::string& cwd) {

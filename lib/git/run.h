@@ -24,6 +24,11 @@ Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& c
 // is a Git error quoting git's message.
 Result<std::string> GitOutput(const std::vector<std::string>& args, const std::string& cwd = "");
 
+// `git <args>` reading the index file `index`, whatever GIT_INDEX_FILE the
+// caller's environment holds (git sets it for its hooks): what --git-dir
+// is to GIT_DIR, which git has no option for. Errors as GitOutput.
+Result<std::string> GitOutputOnIndex(const std::string& index, const std::vector<std::string>& args);
+
 // `git <args>` whose output is paths ended by NULs, as `-z` makes git write
 // them (`args` must hold -z): each path byte for byte as the file is
 // named. Without -z git quotes names outside printable ASCII, or holding

@@ -72,6 +72,11 @@ Result<std::vector<store::Version>> SeriesVersions::Of(const std::string& name, 
   auto add_held = [&](const std::map<std::string, std::vector<Held>>& from) -> Status {
     auto it = from.find(name);
     if (it == from.end()) return OkStatus();
+    std::vector<Oid> unread;
+    for (const Held& h : it->second) {
+      if (pointers_.count(h.blob) == 0) unread.push_back(h.blob);
+    }
+    ZIPNN_RETURN_IF_ERROR(repo_.FetchMissing(unread));  // a partial clone's, all at once
     for (const Held& h : it->second) {
       ZIPNN_ASSIGN_OR_RETURN(std::optional<ContentId> id, PointerIn(h.blob));
       if (id) versions.push_back(store::Version{*id, rules_.Place(h.path).step, h.path});

@@ -44,7 +44,10 @@ Result<OthersNeed> NeedOthers(const store::Repository& repo, const std::string& 
   std::vector<std::string> unknown;
   for (const std::string& user : users) {
     if (user == own_git_dir || SameFolder(user, own_git_dir)) continue;
-    auto other = Repository::Discover(user);
+    // A relative entry was not written by RegisterUser: from here it could
+    // name any folder.
+    const bool absolute = !user.empty() && user[0] == '/';
+    Result<Repository> other = absolute ? Repository::Discover(user) : InvalidArgument("not an absolute path");
     if (other.ok()) {
       auto store = StoreOfRepository(user);
       if (store.ok() && !SameFolder(*store, repo.objects.root())) {
@@ -70,7 +73,7 @@ Result<OthersNeed> NeedOthers(const store::Repository& repo, const std::string& 
       others.forgot.push_back(user);
       continue;
     }
-    const bool gone = !std::filesystem::exists(user);
+    const bool gone = absolute && !std::filesystem::exists(user);
     unknown.push_back(user + (gone ? " (no longer exists)" : " (" + other.status().message() + ")"));
   }
   if (!unknown.empty()) {

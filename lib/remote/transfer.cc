@@ -122,7 +122,9 @@ Result<std::optional<ContentId>> RestorePointerFile(const store::Repository& rep
                                                     const std::string& file) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
   if (!pointer) return std::optional<ContentId>();
-  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file, /*overwrite=*/true));
+  // Written out of git's sight until it is whole (a pull killed on the
+  // way leaves no copy for `git add -A` to take).
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::CreateInWorkTree(file, repo.temp_dir));
   ZIPNN_RETURN_IF_ERROR(RestoreFetching(repo, *pointer, path, out));
   ZIPNN_RETURN_IF_ERROR(out.Commit());
   return std::optional<ContentId>(pointer->id);

@@ -70,8 +70,10 @@ Status RestoreFetching(const store::Repository& repo, const store::Pointer& poin
 
 // When the work-tree file `file` (at `path` in the repository) holds a
 // pointer, writes the checkpoint it names in its place, verified and
-// atomically (RestoreFetching); the id written, or nothing when the file
-// holds something else. On an error the file is left as it was.
+// atomically (RestoreFetching), its temporary file out of git's sight
+// (AtomicFile::CreateInWorkTree, in repo.temp_dir); the id written, or
+// nothing when the file holds something else. On an error the file is
+// left as it was.
 Result<std::optional<ContentId>> RestorePointerFile(const store::Repository& repo, const std::string& path,
                                                     const std::string& file);
 

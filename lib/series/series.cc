@@ -3,8 +3,27 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <memory>
 
 namespace zipnn::series {
+
+// A pattern as a list of elements, each what one piece of its text
+// matches. A run of stars ("***", "**/**", "****/") matches what "**"
+// alone does and finds the same first match (the one ending furthest
+// on), so it is kept as one "**"; a run of "**/" is kept as one. A
+// committed .zipnn.yaml may hold a million stars.
+struct Rules::Pattern {
+  enum class Element : uint8_t {
+    kChar,     // itself
+    kAnyChar,  // '?': one character but '/'
+    kStar,     // '*': any text within a folder, the longest first
+    kAnyText,  // "**": any text, the longest first
+    kFolders,  // "**/": nothing, then each path to a '/' inclusive, the shortest first
+    kStep,     // "{step}": a run of digits, the longest first
+  };
+  std::vector<Element> elements;
+  std::string chars;  // the character of each kChar, at its element's index
+};
 
 namespace {
 
@@ -57,68 +76,112 @@ Kind Classify(const std::string& c, size_t begin, size_t end, bool file_name, co
   return plain ? Kind::kStep : Kind::kName;
 }
 
-// Glob matching with "{step}" captures: whether `path` from `p` matches
-// `pattern` from `q`, appending the step digits to `steps`. `failed`
-// remembers the (q, p) pairs that cannot match, so that a pattern of many
-// stars costs at most pattern x path steps, never exponential time.
-struct Matcher {
-  const std::string& pattern;
-  const std::string& path;
-  std::vector<std::pair<size_t, size_t>>& steps;
-  std::vector<bool> failed;
+using Element = Rules::Pattern::Element;
 
-  bool Match(size_t q, size_t p) {
-    const size_t at = q * (path.size() + 1) + p;
-    if (failed[at]) return false;
-    const size_t kept = steps.size();
-    if (MatchFrom(q, p)) return true;
-    steps.resize(kept);
-    failed[at] = true;
-    return false;
-  }
-  bool MatchFrom(size_t q, size_t p);
-};
-
-bool Matcher::MatchFrom(size_t q, size_t p) {
-  while (q < pattern.size()) {
+Rules::Pattern Compile(const std::string& pattern) {
+  Rules::Pattern c;
+  for (size_t q = 0; q < pattern.size();) {
+    Element e = Element::kChar;
+    size_t length = 1;
     if (pattern.compare(q, 6, "{step}") == 0) {
-      size_t e = p;
-      while (e < path.size() && IsDigit(path[e])) ++e;
-      // The longest run first, then shorter ones ("{step}0" must work too).
-      for (size_t end = e; end > p; --end) {
-        steps.emplace_back(p, end);
-        if (Match(q + 6, end)) return true;
-        steps.pop_back();
-      }
-      return false;
+      e = Element::kStep, length = 6;
+    } else if (pattern.compare(q, 3, "**/") == 0) {
+      e = Element::kFolders, length = 3;
+    } else if (pattern.compare(q, 2, "**") == 0) {
+      e = Element::kAnyText, length = 2;
+    } else if (pattern[q] == '*') {
+      e = Element::kStar;
+    } else if (pattern[q] == '?') {
+      e = Element::kAnyChar;
     }
-    if (pattern.compare(q, 3, "**/") == 0) {
-      // Zero or more whole folders.
-      for (size_t at = p;; ++at) {
-        if ((at == p || path[at - 1] == '/') && Match(q + 3, at)) return true;
-        if (at >= path.size()) return false;
+    const char ch = pattern[q];
+    q += length;
+    if (!c.elements.empty()) {
+      const Element last = c.elements.back();
+      const bool wild = e == Element::kStar || e == Element::kAnyText || e == Element::kFolders;
+      if (last == Element::kAnyText && wild) continue;
+      if (last == Element::kFolders && e == Element::kFolders) continue;
+      if (last == Element::kFolders && e == Element::kAnyText) {
+        c.elements.back() = Element::kAnyText;
+        continue;
       }
     }
-    if (pattern.compare(q, 2, "**") == 0) {
-      for (size_t at = path.size() + 1; at-- > p;) {
-        if (Match(q + 2, at)) return true;
-      }
-      return false;
-    }
-    if (pattern[q] == '*') {
-      size_t limit = path.find('/', p);
-      if (limit == std::string::npos) limit = path.size();
-      for (size_t at = limit + 1; at-- > p;) {
-        if (Match(q + 1, at)) return true;
-      }
-      return false;
-    }
-    if (p >= path.size()) return false;
-    if (pattern[q] == '?' ? path[p] == '/' : pattern[q] != path[p]) return false;
-    ++q;
-    ++p;
+    c.elements.push_back(e);
+    c.chars.push_back(ch);
   }
-  return p == path.size();
+  return c;
+}
+
+// Whether `path` matches `pattern`, and the step spans of the first match
+// in the order each element tries its choices. A depth-first search over
+// states (element, position) on a stack of its own, so that no pattern can
+// exhaust the call stack; `failed` remembers the states that cannot
+// match, so each state is expanded once and a match costs at most
+// elements x path states (each with two choices, or one per digit for a
+// step), never exponential time.
+bool Match(const Rules::Pattern& pattern, const std::string& path, std::vector<std::pair<size_t, size_t>>& steps) {
+  const std::vector<Element>& elements = pattern.elements;
+  const size_t width = path.size() + 1;
+  auto digits_end = [&](size_t p) {
+    while (p < path.size() && IsDigit(path[p])) ++p;
+    return p;
+  };
+  // The `choice`-th state that (q, p) may go on to, or q = npos when it
+  // has no more.
+  auto next = [&](size_t q, size_t p, size_t choice) -> std::pair<size_t, size_t> {
+    constexpr std::pair<size_t, size_t> kNone{std::string::npos, 0};
+    const bool more = p < path.size();
+    switch (elements[q]) {
+      case Element::kChar:
+        return choice == 0 && more && path[p] == pattern.chars[q] ? std::make_pair(q + 1, p + 1) : kNone;
+      case Element::kAnyChar:
+        return choice == 0 && more && path[p] != '/' ? std::make_pair(q + 1, p + 1) : kNone;
+      case Element::kStar:
+      case Element::kAnyText: {
+        // Take one more character first (the longest match), then stop here.
+        const bool take = more && (elements[q] == Element::kAnyText || path[p] != '/');
+        if (take && choice == 0) return {q, p + 1};
+        return choice == (take ? 1u : 0u) ? std::make_pair(q + 1, p) : kNone;
+      }
+      case Element::kFolders: {
+        // No folder first, then one more folder: through the next '/'.
+        if (choice == 0) return {q + 1, p};
+        const size_t slash = choice == 1 ? path.find('/', p) : std::string::npos;
+        return slash == std::string::npos ? kNone : std::make_pair(q, slash + 1);
+      }
+      case Element::kStep: {
+        const size_t end = digits_end(p);
+        return p + choice < end ? std::make_pair(q + 1, end - choice) : kNone;
+      }
+    }
+    return kNone;
+  };
+  struct State {
+    size_t q, p;
+    size_t tried;  // choices taken so far; the last is the one being followed
+  };
+  if (elements.empty()) return path.empty();
+  std::vector<bool> failed(elements.size() * width);
+  std::vector<State> stack{{0, 0, 0}};
+  while (!stack.empty()) {
+    State& s = stack.back();
+    const auto [q, p] = next(s.q, s.p, s.tried++);
+    if (q == std::string::npos) {
+      failed[s.q * width + s.p] = true;
+      stack.pop_back();
+      continue;
+    }
+    if (q == elements.size()) {
+      if (p != path.size()) continue;
+      steps.clear();
+      for (const State& on : stack) {
+        if (elements[on.q] == Element::kStep) steps.emplace_back(on.p, digits_end(on.p) - (on.tried - 1));
+      }
+      return true;
+    }
+    if (!failed[q * width + p]) stack.push_back({q, p, 0});
+  }
+  return false;
 }
 
 Placed FromSpans(const std::string& path, const std::vector<std::pair<size_t, size_t>>& spans) {
@@ -152,17 +215,18 @@ Status CheckPattern(const std::string& pattern) {
 }
 
 Result<Rules> Rules::WithPatterns(const std::vector<std::string>& patterns) {
-  for (const std::string& p : patterns) ZIPNN_RETURN_IF_ERROR(CheckPattern(p));
   Rules rules;
-  rules.patterns_ = patterns;
+  for (const std::string& p : patterns) {
+    ZIPNN_RETURN_IF_ERROR(CheckPattern(p));
+    rules.patterns_.push_back(std::make_shared<const Pattern>(Compile(p)));
+  }
   return rules;
 }
 
 Placed Rules::Place(const std::string& path) const {
-  for (const std::string& pattern : patterns_) {
+  for (const std::shared_ptr<const Pattern>& pattern : patterns_) {
     std::vector<std::pair<size_t, size_t>> steps;
-    Matcher m{pattern, path, steps, std::vector<bool>((pattern.size() + 1) * (path.size() + 1))};
-    if (m.Match(0, 0)) return FromSpans(path, steps);
+    if (Match(*pattern, path, steps)) return FromSpans(path, steps);
   }
   std::vector<std::pair<size_t, size_t>> steps;
   const size_t file_start = path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1;

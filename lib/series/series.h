@@ -28,6 +28,7 @@
 // Rules is immutable after construction: thread-safe.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,10 @@ class Rules {
 
   Placed Place(const std::string& path) const;
 
+  struct Pattern;  // an explicit pattern made ready for matching (series.cc)
+
  private:
-  std::vector<std::string> patterns_;
+  std::vector<std::shared_ptr<const Pattern>> patterns_;
 };
 
 // Checks one explicit pattern (what WithPatterns refuses).

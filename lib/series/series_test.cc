@@ -116,6 +116,28 @@ TEST_CASE("a pattern of many stars cannot make matching take exponential time") 
   CHECK(rules->Place(std::string(3000, 'a')).step.empty());
 }
 
+TEST_CASE("a pattern of a million stars matches in constant stack, as '**' does") {
+  // A .zipnn.yaml is committed by whoever wrote the repository: matching
+  // recursed once per wildcard, and this pattern overflowed the stack.
+  auto huge = Rules::WithPatterns({std::string(1000000, '*') + "{step}.pt"});
+  auto plain = Rules::WithPatterns({"**{step}.pt"});
+  REQUIRE(huge.ok());
+  REQUIRE(plain.ok());
+  for (const std::string path : {"runs/a/step-100.pt", "100.pt", "model.pt", "a/b/c"}) {
+    INFO(path);
+    CHECK(huge->Place(path).name == plain->Place(path).name);
+    CHECK(huge->Place(path).step == plain->Place(path).step);
+  }
+  CHECK(huge->Place("runs/a/step-100.pt").name == "runs/a/step-10#.pt");
+  // Wildcards that cannot be merged: a million elements, matched all the
+  // same without recursion.
+  std::string spread;
+  for (int i = 0; i < 500000; ++i) spread += "*/";
+  auto deep = Rules::WithPatterns({spread + "{step}.pt"});
+  REQUIRE(deep.ok());
+  CHECK(deep->Place("a/b/7.pt").name == At("a/b/7.pt").name);  // too few folders: the built-in rules
+}
+
 TEST_CASE("explicit patterns are checked") {
   CHECK(Rules::WithPatterns({"runs/*/weights.bin"}).status().message() ==
         "series pattern 'runs/*/weights.bin' has no {step}");

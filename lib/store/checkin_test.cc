@@ -4,10 +4,17 @@
 // from, and the raw cache's budget. Real checkpoints from tests/data.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lib/base/file.h"
@@ -386,6 +393,47 @@ TEST_CASE("a base's bytes come from the work tree when it still holds them, else
   Copy(Bf16(200), f.repo.work_dir + "/run/step-80.safetensors");
   f.AddStep(120);
   CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(80)));
+}
+
+TEST_CASE("a delta is never built on a work-tree file that changes while it is read") {
+  // A trainer rewriting step 40 in place while step 80 is added: a thread
+  // flips a page in the middle of the file's tensors back and forth, so
+  // the add may hash the file whole and then read other bytes of it while
+  // it builds the delta. Whatever it saw, what it stores restores exactly
+  // (Fixture::AddSpooled restores it, verified against its id).
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    CAPTURE(attempt);
+    Fixture f;
+    f.AddStep(40);
+    const std::string base = f.repo.work_dir + "/run/step-40.safetensors";
+    const int fd = ::open(base.c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    struct stat st;
+    REQUIRE(::fstat(fd, &st) == 0);
+    const off_t at = st.st_size / 2;
+    std::vector<char> page(4096);
+    REQUIRE(::pread(fd, page.data(), page.size(), at) == static_cast<ssize_t>(page.size()));
+    std::atomic<bool> done{false};
+    std::thread flipper([&] {
+      while (!done) {
+        for (char& c : page) c = static_cast<char>(c ^ 0x5a);
+        if (::pwrite(fd, page.data(), page.size(), at) < 0) break;
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+    });
+    struct Stop {  // even when a REQUIRE below fails
+      std::atomic<bool>& done;
+      std::thread& flipper;
+      int fd;
+      ~Stop() {
+        done = true;
+        flipper.join();
+        ::close(fd);
+      }
+    } stop{done, flipper, fd};
+    Copy(Bf16(80), f.root + "/work/run/step-80.safetensors");
+    f.Add(Bf16(80), "run/step-80.safetensors", "run/step-#.safetensors", "80");
+  }
 }
 
 TEST_CASE("a restore starts from the first version down its chain it has a copy of, and checks what it writes") {

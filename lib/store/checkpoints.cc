@@ -57,12 +57,12 @@ struct Link {
   container::ObjectInfo info;
 };
 Result<Link> OpenLink(const Repository& repo, const ContentId& top, const ContentId& id,
-                      std::vector<ContentId>& passed) {
+                      std::vector<ContentId>& passed, size_t above = 0) {
   if (std::find(passed.begin(), passed.end(), id) != passed.end()) {
     return Corruption("chain of object " + top.Hex() + " loops: object " + id.Hex() + " comes back at depth " +
-                      std::to_string(passed.size()) + " (a damaged store)");
+                      std::to_string(above + passed.size()) + " (a damaged store)");
   }
-  if (passed.size() > static_cast<size_t>(kMaxChainDepth)) {
+  if (above + passed.size() > static_cast<size_t>(kMaxChainDepth)) {
     return Corruption("chain of object " + top.Hex() + " is longer than " + std::to_string(kMaxChainDepth));
   }
   passed.push_back(id);
@@ -193,25 +193,105 @@ Result<StoredInfo> Describe(const Repository& repo, const ContentId& id, const C
 
 namespace {
 
-// Every link of the chain of `id`, opened and checked before anything is
-// decoded (so a missing or looping base fails before a byte is written):
-// the top first, the base (or the link above a copy) last.
+// A restore decodes at most this many objects of a chain at once: each
+// level keeps up to kReaderCacheBytes of decoded chunks and its decoders'
+// buffers (a few MB), so a deeper chain has its lower part restored first,
+// into a scratch file checked against its id, which then stands in for
+// it. Memory thus stays within kLevelsAtOnce levels whatever the depth,
+// for one more write of the checkpoint every kLevelsAtOnce - 1 levels
+// (never for the chains of the default policy, at most 10 objects).
+constexpr size_t kLevelsAtOnce = 16;
+
+// Links of a chain, opened and checked, the top first; the copy (a
+// version's bytes known otherwise) stands in for the base of the last.
 struct Chain {
   std::vector<Link> links;
-  std::optional<ReadFile> copy;  // of the base of the last link
+  std::optional<formats::Checkpoint> copy;
 };
-Result<Chain> OpenChain(const Repository& repo, const ContentId& id, const FindCopy& find_copy) {
+using CopyOf = std::function<std::optional<formats::Checkpoint>(const ContentId&)>;
+
+// The links from `id` (at depth `above` in the chain of `top`, which
+// errors name) down to a base, to a link whose base `copy_of` gives a
+// copy of, or to kLevelsAtOnce - 1 links; then `*next` is the base of the
+// last link, where the chain goes on.
+Result<Chain> OpenLinks(const Repository& repo, const ContentId& top, const ContentId& id, size_t above,
+                        std::vector<ContentId>& passed, const CopyOf& copy_of, std::optional<ContentId>* next) {
   Chain chain;
-  std::vector<ContentId> passed;
+  next->reset();
   for (ContentId at = id;;) {
-    ZIPNN_ASSIGN_OR_RETURN(Link link, OpenLink(repo, id, at, passed));
+    ZIPNN_ASSIGN_OR_RETURN(Link link, OpenLink(repo, top, at, passed, above));
     const bool delta = link.info.header.kind == container::ObjectKind::kDelta;
     at = link.info.header.base_id;
     chain.links.push_back(std::move(link));
-    if (!delta) break;
-    if (find_copy && (chain.copy = find_copy(at))) break;
+    if (!delta) return chain;
+    if ((chain.copy = copy_of(at))) return chain;
+    if (chain.links.size() == kLevelsAtOnce - 1) {
+      *next = at;
+      return chain;
+    }
   }
-  return chain;
+}
+
+Status DecodeChain(const Repository& repo, Chain& chain, ByteSink& out);
+
+// Every link of the chain of `id` to decode, opened and checked before
+// anything is decoded (so a missing, looping or too deep base fails
+// before a byte is written): the top first, the base (or the link above a
+// copy) last. Of a chain deeper than kLevelsAtOnce, the first
+// kLevelsAtOnce - 1 links, standing on the version below them restored
+// into a scratch file: that one stands on the version kLevelsAtOnce - 1
+// links further down, and so on, restored from the deepest up, one at a
+// time, with nothing else held open.
+Result<Chain> OpenChain(const Repository& repo, const ContentId& id, const FindCopy& find_copy) {
+  auto found = [&](const ContentId& at) -> std::optional<formats::Checkpoint> {
+    if (find_copy) {
+      if (std::optional<ReadFile> copy = find_copy(at)) return formats::Checkpoint(std::move(*copy));
+    }
+    return std::nullopt;
+  };
+  std::vector<ContentId> passed;
+  std::optional<ContentId> next;
+  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenLinks(repo, id, id, 0, passed, found, &next));
+  if (!next) return chain;
+  chain.links.clear();  // let go of its files and chunk maps meanwhile
+  // Where each part below starts, and at what depth; checked whole first.
+  struct Stage {
+    ContentId id;
+    size_t depth;
+  };
+  std::vector<Stage> stages;
+  while (next) {
+    stages.push_back(Stage{*next, passed.size()});
+    ZIPNN_RETURN_IF_ERROR(OpenLinks(repo, id, *next, 0, passed, found, &next).status());
+  }
+  std::optional<formats::Checkpoint> below;  // the part restored last
+  // Opens the part from `from` down to the part below it (or to the end).
+  auto open_part = [&](const ContentId& from, size_t depth, const std::optional<ContentId>& on) -> Result<Chain> {
+    std::vector<ContentId> seen;
+    std::optional<ContentId> more;
+    ZIPNN_ASSIGN_OR_RETURN(Chain part,
+                           OpenLinks(repo, id, from, depth, seen,
+                                     [&](const ContentId& at) -> std::optional<formats::Checkpoint> {
+                                       if (!on) return found(at);
+                                       if (at == *on) return std::move(below);
+                                       return std::nullopt;
+                                     },
+                                     &more));
+    if (more) {
+      return Corruption("the chain of object " + id.Hex() + " changed while it was restored (a repack running?); "
+                        "try again");
+    }
+    return part;
+  };
+  for (size_t i = stages.size(); i-- > 0;) {
+    const std::optional<ContentId> on = i + 1 < stages.size() ? std::optional<ContentId>(stages[i + 1].id) : std::nullopt;
+    ZIPNN_ASSIGN_OR_RETURN(Chain part, open_part(stages[i].id, stages[i].depth, on));
+    ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint restored,
+                           formats::Checkpoint::Spool(repo.temp_dir,
+                                                      [&](ByteSink& out) { return DecodeChain(repo, part, out); }));
+    below = std::move(restored);
+  }
+  return open_part(id, 0, stages[0].id);
 }
 
 // An ObjectReader for each link of `chain` below the top one, from the
@@ -220,7 +300,7 @@ Result<Chain> OpenChain(const Repository& repo, const ContentId& id, const FindC
 // nothing) is what the top link reads its base through.
 Result<const ByteSource*> StackReaders(Chain& chain, uint64_t cache_bytes,
                                        std::vector<std::unique_ptr<container::ObjectReader>>& readers) {
-  const ByteSource* below = chain.copy ? &*chain.copy : nullptr;
+  const ByteSource* below = chain.copy ? &chain.copy->file() : nullptr;
   for (size_t i = chain.links.size(); i-- > 1;) {
     ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
                            container::ObjectReader::Open(chain.links[i].file, std::move(chain.links[i].info), below,
@@ -231,19 +311,23 @@ Result<const ByteSource*> StackReaders(Chain& chain, uint64_t cache_bytes,
   return below;
 }
 
-}  // namespace
-
 // One pass over the chunks of the whole chain: each delta reads its base
 // through the ObjectReader of the link below it, and decoding the top
 // object pulls each chunk up through the levels, applied onto the one
-// below.
-Status Restore(const Repository& repo, const ContentId& id, ByteSink& out, const FindCopy& find_copy) {
-  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenChain(repo, id, find_copy));
+// below. A whole decode checks the content id.
+Status DecodeChain(const Repository& repo, Chain& chain, ByteSink& out) {
   std::vector<std::unique_ptr<container::ObjectReader>> readers;
   ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below, StackReaders(chain, container::kReaderCacheBytes, readers));
   container::DecodeOptions options;
   options.threads = repo.policy.threads;
   return container::DecodeObject(chain.links[0].file, chain.links[0].info, below, options, out);
+}
+
+}  // namespace
+
+Status Restore(const Repository& repo, const ContentId& id, ByteSink& out, const FindCopy& find_copy) {
+  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenChain(repo, id, find_copy));
+  return DecodeChain(repo, chain, out);
 }
 
 struct VersionReader::Levels {
@@ -321,7 +405,7 @@ Result<Candidate> EncodeCandidate(const Repository& repo, const formats::Checkpo
   if (static_cast<double>(delta.size) <= base_ratio * raw * keep * kHintMargin) return delta;
   // The bound is below any standalone coding of weights, so a delta that
   // pays against it pays against the real thing.
-  ThreadPool pool(repo.policy.threads);
+  ThreadPool pool(container::WorkingThreads(repo.policy.threads, repo.policy.chunk_size));
   ZIPNN_ASSIGN_OR_RETURN(double bound, container::EntropyBound(*input.source, formats::ToRegions(*input.layout), nullptr,
                                                                repo.policy.chunk_size, pool));
   if (static_cast<double>(delta.size) <= bound * keep) return delta;
@@ -416,27 +500,33 @@ size_t PositionOf(const std::vector<Version>& series, const std::string& step) {
 
 // The raw bytes of `base` (a version of `series`): the work-tree file git
 // holds it at when that still hashes to it, a kept raw copy, or its chain
-// decoded. `from_work_tree` says which.
+// decoded (always, with `decode`). A copy is read through
+// ReadFile::OpenHolding, so a copy rewritten while a delta is built on it
+// fails the encoding rather than feeding it other bytes; `copy` and
+// `from_work_tree` say where the bytes came from.
 struct BaseBytes {
   std::optional<formats::Checkpoint> bytes;
+  bool copy = false;
   bool from_work_tree = false;
 };
-Result<BaseBytes> ReadBase(const Repository& repo, const std::vector<Version>& series, const ContentId& base) {
+Result<BaseBytes> ReadBase(const Repository& repo, const std::vector<Version>& series, const ContentId& base,
+                           bool decode) {
   BaseBytes bytes;
-  if (!repo.work_dir.empty()) {
+  if (!repo.work_dir.empty() && !decode) {
     for (const Version& v : series) {
       if (v.id != base || v.path.empty()) continue;
-      if (auto file = OpenHolding(repo.work_dir + "/" + v.path, base)) {
+      if (auto file = ReadFile::OpenHolding(repo.work_dir + "/" + v.path, base)) {
         bytes.bytes.emplace(std::move(*file));
-        bytes.from_work_tree = true;
+        bytes.copy = bytes.from_work_tree = true;
         return bytes;
       }
       break;
     }
   }
   const RawCache cache(repo.cache_dir, repo.policy.raw_cache);
-  if (auto copy = cache.Find(base)) {
+  if (auto copy = decode ? std::nullopt : cache.Find(base)) {
     bytes.bytes.emplace(std::move(*copy));
+    bytes.copy = true;
     return bytes;
   }
   ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint decoded, RestoreToScratch(repo, base));
@@ -491,20 +581,13 @@ Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, con
 
   const formats::CheckpointView raw = input.View(version.id);
   std::optional<BaseBytes> bytes;
-  if (placed->base) {
-    auto read = ReadBase(repo, series, *placed->base);
-    if (read.ok()) {
-      bytes.emplace(std::move(*read));
-    } else if (read.status().code() == StatusCode::kNotFound) {
-      *placed = Placement{std::nullopt, BaseReason::kNotStored};  // gc took it after all
-    } else {
-      return read.status();
+  // Encodes against `bytes` (nothing when there is no base) and links the
+  // result in.
+  auto store = [&]() -> Status {
+    if (!placed->base && !present) {
+      uint64_t size = 0;
+      return repo.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(repo, raw, nullptr, out, &size); });
     }
-  }
-  if (!placed->base && !present) {
-    uint64_t size = 0;
-    ZIPNN_RETURN_IF_ERROR(repo.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(repo, raw, nullptr, out, &size); }));
-  } else {
     std::optional<formats::CheckpointView> base;
     if (placed->base) {
       ZIPNN_RETURN_IF_ERROR(bytes->bytes->ReadLayout());
@@ -513,9 +596,30 @@ Result<CheckedIn> CheckIn(const Repository& repo, const NewVersion& version, con
     ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, raw, base ? &*base : nullptr, placed->base_ratio));
     if (base && !c.delta) placed->reason = BaseReason::kNoGain;
     if (c.delta) placed->reason = BaseReason::kNotBase;
-    ZIPNN_RETURN_IF_ERROR(present ? repo.objects.Replace(version.id, c.file.path())
-                            : repo.objects.Adopt(version.id, c.file.path()));
+    return present ? repo.objects.Replace(version.id, c.file.path()) : repo.objects.Adopt(version.id, c.file.path());
+  };
+  auto read_base = [&](bool decode) -> Status {
+    auto read = ReadBase(repo, series, *placed->base, decode);
+    if (read.ok()) {
+      bytes.emplace(std::move(*read));
+    } else if (read.status().code() == StatusCode::kNotFound) {
+      *placed = Placement{std::nullopt, BaseReason::kNotStored};  // gc took it after all
+    } else {
+      return read.status();
+    }
+    return OkStatus();
+  };
+  if (placed->base) ZIPNN_RETURN_IF_ERROR(read_base(/*decode=*/false));
+  Status stored = store();
+  if (!stored.ok() && bytes && bytes->copy) {
+    // The copy changed while the delta was built on it (a work-tree file
+    // rewritten in place): build it again on the base decoded from the
+    // store, which nobody else writes.
+    bytes.reset();
+    ZIPNN_RETURN_IF_ERROR(read_base(/*decode=*/true));
+    stored = store();
   }
+  ZIPNN_RETURN_IF_ERROR(stored);
   result.reason = placed->reason;
   // The next version makes its delta against this one. A path overwritten
   // in place will not hold these bytes then, nor will a series whose

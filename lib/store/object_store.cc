@@ -41,7 +41,7 @@ Status ObjectStore::Put(const ContentId& id, const std::function<Status(AtomicFi
                         const std::function<Status(const std::string& temp)>& check) const {
   const std::string path = PathOf(id);
   if (FileExists(path)) return OkStatus();
-  ZIPNN_RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/')), /*durable=*/true));
   // Another writer of the same content may get there first, before we
   // start or before we commit: theirs is whole, and ours is not needed.
   auto out = AtomicFile::Create(path, /*overwrite=*/false);
@@ -94,7 +94,12 @@ std::string ObjectStore::UserFile(const std::string& git_dir) const {
   return root_ + "/" + kUsersFolder + "/" + HashBytes(git_dir.data(), git_dir.size()).Hex();
 }
 
-Status ObjectStore::RegisterUser(const std::string& git_dir) const {
+Status ObjectStore::RegisterUser(const std::string& given) const {
+  // A gc in another repository reads the entry from its own folder: only
+  // an absolute path names this repository there.
+  std::error_code ec;
+  const std::string git_dir = std::filesystem::absolute(given, ec).lexically_normal().string();
+  if (ec) return IoError(given + ": cannot make the path absolute: " + ec.message());
   const std::string file = UserFile(git_dir);
   struct stat st;
   if (::stat(file.c_str(), &st) == 0) return OkStatus();
@@ -215,16 +220,19 @@ Status CopyInto(const std::string& file, AtomicFile& out) {
 
 Status ObjectStore::Adopt(const ContentId& id, const std::string& file) const {
   const std::string path = PathOf(id);
-  ZIPNN_RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
-  if (::link(file.c_str(), path.c_str()) == 0 || errno == EEXIST) return OkStatus();
+  const std::string folder = path.substr(0, path.rfind('/'));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(folder, /*durable=*/true));
+  if (::link(file.c_str(), path.c_str()) == 0) return SyncFolder(folder);
+  if (errno == EEXIST) return OkStatus();
   if (errno != EXDEV) return IoError(path + ": cannot link " + file + ": " + std::strerror(errno));
   return Put(id, [&](AtomicFile& out) { return CopyInto(file, out); });  // another file system
 }
 
 Status ObjectStore::Replace(const ContentId& id, const std::string& file) const {
   const std::string path = PathOf(id);
-  ZIPNN_RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
-  if (::rename(file.c_str(), path.c_str()) == 0) return OkStatus();
+  const std::string folder = path.substr(0, path.rfind('/'));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(folder, /*durable=*/true));
+  if (::rename(file.c_str(), path.c_str()) == 0) return SyncFolder(folder);
   if (errno != EXDEV) return IoError(path + ": cannot replace it with " + file + ": " + std::strerror(errno));
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));  // another file system
   ZIPNN_RETURN_IF_ERROR(CopyInto(file, out));

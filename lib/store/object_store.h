@@ -71,7 +71,8 @@ class ObjectStore {
 
   // The repositories that use the store, so that a gc in one keeps what
   // the others need (several may set zipnn.storepath to one folder). Each
-  // is its common git folder, as an absolute path, in a small file under
+  // is its common git folder, as an absolute path (RegisterUser makes a
+  // relative one absolute from the current folder), in a small file under
   // <root>/repositories/ that List leaves out. Registering is idempotent
   // and costs one stat when done already.
   Status RegisterUser(const std::string& git_dir) const;

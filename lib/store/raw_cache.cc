@@ -31,18 +31,10 @@ std::vector<RawCache::Entry> RawCache::List() const {
   return entries;
 }
 
-std::optional<ReadFile> OpenHolding(const std::string& path, const ContentId& id) {
-  auto file = ReadFile::Open(path);
-  if (!file.ok()) return std::nullopt;
-  auto hash = HashSource(*file);
-  if (!hash.ok() || *hash != id) return std::nullopt;
-  return std::move(*file);
-}
-
 std::optional<ReadFile> RawCache::Find(const ContentId& id) const {
   for (const Entry& e : List()) {
     if (e.id != id) continue;
-    if (auto file = OpenHolding(e.path, id)) return file;
+    if (auto file = ReadFile::OpenHolding(e.path, id)) return file;
     ::unlink(e.path.c_str());  // damaged, changed or unreadable: never used
   }
   return std::nullopt;

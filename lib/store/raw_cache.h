@@ -22,16 +22,12 @@
 
 namespace zipnn::store {
 
-// The file at `path`, open, when its bytes hash to `id` now: how a copy
-// of a version kept outside the store (a work-tree file, a raw copy) is
-// taken for it.
-std::optional<ReadFile> OpenHolding(const std::string& path, const ContentId& id);
-
 class RawCache {
  public:
   RawCache(std::string dir, uint64_t budget) : dir_(std::move(dir)), budget_(budget) {}
 
-  // The kept copy of `id`, open, when its bytes hash to `id`; a copy that
+  // The kept copy of `id`, open, when its bytes hash to `id`
+  // (ReadFile::OpenHolding: later reads are checked too); a copy that
   // does not is removed.
   std::optional<ReadFile> Find(const ContentId& id) const;
 

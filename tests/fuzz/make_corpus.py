@@ -219,7 +219,10 @@ def text_seeds():
     write("pointer", "safetensors", pointer(b"0123456789abcdef0123456789abcdef", 117764, b"safetensors"))
     write("pointer", "pytorch", pointer(b"ffffffffffffffffffffffffffffffff", 9999999999999999999, b"pytorch"))
     write("pointer", "raw-empty", pointer(b"99aa06d3014798d86001c324468d497f", 0, b"raw"))
-    write("pointer", "newer-version", b"git-zipnn pointer 2\nid xxh3-128:0123456789abcdef0123456789abcdef\nsize 1\nformat raw\n")
+    pointer2 = lambda hexid, size, fmt: b"git-zipnn pointer 2 %d xxh3-128:%s %s\n" % (size, hexid, fmt)
+    write("pointer", "v2-safetensors", pointer2(b"0123456789abcdef0123456789abcdef", 117764, b"safetensors"))
+    write("pointer", "v2-longest", pointer2(b"ffffffffffffffffffffffffffffffff", 18446744073709551615, b"abcdefghijklmnop"))
+    write("pointer", "newer-version", b"git-zipnn pointer 3 1 xxh3-128:0123456789abcdef0123456789abcdef raw\n")
     write("pointer", "crlf", pointer(b"0123456789abcdef0123456789abcdef", 12, b"raw").replace(b"\n", b"\r\n"))
     write("pointer", "leading-zero", pointer(b"0123456789abcdef0123456789abcdef", 12, b"raw").replace(b"size 12", b"size 012"))
 
