@@ -1,10 +1,13 @@
 // Safety with the real git binary: no string a user or a repository gives
 // is ever read as an option, by git or by git-zipnn (a revision such as
-// "--output=F..HEAD", a path such as "--html=/home/me/notes.txt"); and gc
+// "--output=F..HEAD", a path such as "--html=/home/me/notes.txt"); gc
 // removes from a store folder only the files git-zipnn itself writes
-// there, warning about any others.
+// there, warning about any others; and a remote that trickles is given
+// up under the low-speed limit git config sets.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
+#include <fstream>
 #include <string>
 
 #include "tests/git_repo.h"
@@ -126,6 +129,43 @@ TEST_CASE("gc in a store folder that holds other files removes only its own left
   // The checkpoints are whole, and du counts only git-zipnn's files.
   CHECK(repo.Sh("git zipnn fsck --all").code == 0);
   CHECK(repo.Sh("git zipnn du").out.find("and 6 files or folders that git-zipnn did not write") != std::string::npos);
+}
+
+// ---- Remotes that trickle ----
+
+// An executable script at `path`.
+void WriteScript(const std::string& path, const std::string& text) {
+  {
+    std::ofstream out(path);
+    out << text;
+  }
+  REQUIRE(::chmod(path.c_str(), 0755) == 0);
+}
+
+TEST_CASE("a store server that trickles is given up under the low-speed limit git config sets, naming the remote") {
+  Repo repo;
+  CommitTrajectory(repo);
+  // ssh that runs the remote command here, and a store server that
+  // greets, then sends a byte every 50 ms (20 bytes a second).
+  const std::string home = repo.root() + "/home";
+  WriteScript(home + "/fake-ssh", "#!/bin/sh\nexec sh -c \"$2\"\n");
+  WriteScript(home + "/trickle",
+              "#!/bin/bash\nprintf 'git-zipnn-store 1\\n'\nread -r line\n"
+              "while printf o 2>/dev/null; do sleep 0.05; done\n");
+  REQUIRE(repo.Sh("git remote add origin trickler:/srv/store && git config remote.origin.zipnnserve '" + home +
+                  "/trickle' && git config zipnn.lowSpeedLimit 1k && git config zipnn.lowSpeedTime 1 && "
+                  "rm -r .git/zipnn/objects/[0-9a-f][0-9a-f]").code == 0);
+  // Bounded here too, so that a client that waits for ever fails the
+  // test instead of hanging it.
+  const Run fetch = repo.Sh("GIT_SSH='" + home + "/fake-ssh' timeout 30 git zipnn fetch");
+  CHECK(fetch.code == 1);
+  CHECK(fetch.err.find("from trickler:/srv/store: the store server is too slow: ") != std::string::npos);
+  CHECK(fetch.err.find("less than the 1024 bytes a second it must keep up over 1 s (the limit: git config "
+                       "zipnn.lowSpeedLimit and zipnn.lowSpeedTime; 0 turns it off)") != std::string::npos);
+  // A setting git cannot read as a number is named.
+  REQUIRE(repo.Sh("git config zipnn.lowSpeedTime soon").code == 0);
+  CHECK(repo.Sh("GIT_SSH='" + home + "/fake-ssh' timeout 30 git zipnn fetch").err.find(
+            "zipnn.lowSpeedTime \"soon\" is not a number of seconds") != std::string::npos);
 }
 
 }  // namespace

@@ -347,33 +347,51 @@ Status AtomicFile::Append(const void* data, size_t n) {
 
 namespace {
 
-// Writes all `n` bytes, with send() on a socket (no SIGPIPE) when `socket`,
-// and with write() from the first ENOTSOCK on.
 // Waits until `fd` is ready for `events`, at most `timeout_ms` (0: no
-// wait at all is needed, the call blocks as it would anyway).
-Status AwaitReady(int fd, short events, int timeout_ms, const std::string& name) {
-  if (timeout_ms <= 0) return OkStatus();
+// wait at all is needed, the call blocks as it would anyway; -1: for
+// ever). With a `meter`, the wait is cut into windows of its length, and
+// each window that passes without `fd` becoming ready is checked as one
+// in which nothing moved: a peer that takes our bytes so slowly that the
+// socket never has room again (a Unix socket wakes a writer only once
+// three quarters of its buffer drained) is still held to the rate.
+Status AwaitReady(int fd, short events, int timeout_ms, const std::string& name, RateMeter* meter = nullptr) {
+  if (timeout_ms == 0 && meter == nullptr) return OkStatus();
   pollfd p{fd, events, 0};
+  const int window_ms = meter != nullptr ? std::max(1, static_cast<int>(meter->window_seconds() * 1000)) : -1;
+  int waited_ms = 0;
   for (;;) {
-    const int r = ::poll(&p, 1, timeout_ms);
+    int slice = timeout_ms > 0 ? timeout_ms - waited_ms : -1;
+    if (window_ms > 0 && (slice < 0 || window_ms < slice)) slice = window_ms;
+    const int r = ::poll(&p, 1, slice);
     if (r > 0) return OkStatus();
-    if (r == 0) {
+    if (r < 0) {
+      if (errno != EINTR) return IoError(name + ": poll failed: " + Errno());
+      continue;
+    }
+    waited_ms += slice;
+    if (meter != nullptr) ZIPNN_RETURN_IF_ERROR(meter->Moved(0));
+    if (timeout_ms > 0 && waited_ms >= timeout_ms) {
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%g", timeout_ms / 1000.0);
       return IoError(name + ": timed out: nothing " + (events == POLLIN ? "came" : "went") + " for " + seconds + " s");
     }
-    if (errno != EINTR) return IoError(name + ": poll failed: " + Errno());
   }
 }
 
-// With a timeout, each part waits for room at most that long and is
-// sent without blocking (a pipe takes at most PIPE_BUF at once then).
-Status WriteFully(int fd, const void* data, size_t n, const std::string& name, bool socket, int timeout_ms = 0) {
+// Writes all `n` bytes, with send() on a socket (no SIGPIPE) when `socket`,
+// and with write() from the first ENOTSOCK on. With a timeout or a
+// `meter`, each part waits for room at most that long (or for ever) and
+// is sent without blocking (a pipe takes at most PIPE_BUF at once then),
+// so that a peer that takes our bytes slowly is measured as it takes
+// them, not only once it took them all.
+Status WriteFully(int fd, const void* data, size_t n, const std::string& name, bool socket, int timeout_ms = 0,
+                  RateMeter* meter = nullptr) {
   const auto* p = static_cast<const uint8_t*>(data);
+  const bool paced = timeout_ms > 0 || meter != nullptr;
   while (n > 0) {
-    ZIPNN_RETURN_IF_ERROR(AwaitReady(fd, POLLOUT, timeout_ms, name));
-    const int flags = MSG_NOSIGNAL | (timeout_ms > 0 ? MSG_DONTWAIT : 0);
-    ssize_t put = socket ? ::send(fd, p, n, flags) : ::write(fd, p, timeout_ms > 0 ? std::min<size_t>(n, PIPE_BUF) : n);
+    ZIPNN_RETURN_IF_ERROR(AwaitReady(fd, POLLOUT, paced && timeout_ms == 0 ? -1 : timeout_ms, name, meter));
+    const int flags = MSG_NOSIGNAL | (paced ? MSG_DONTWAIT : 0);
+    ssize_t put = socket ? ::send(fd, p, n, flags) : ::write(fd, p, paced ? std::min<size_t>(n, PIPE_BUF) : n);
     if (put < 0 && socket && errno == ENOTSOCK) {
       socket = false;
       continue;
@@ -384,6 +402,7 @@ Status WriteFully(int fd, const void* data, size_t n, const std::string& name, b
     }
     p += put;
     n -= static_cast<size_t>(put);
+    if (meter != nullptr) ZIPNN_RETURN_IF_ERROR(meter->Moved(static_cast<uint64_t>(put)));
   }
   return OkStatus();
 }
@@ -394,13 +413,30 @@ Status WriteAll(int fd, const void* data, size_t n, const std::string& name) {
   return WriteFully(fd, data, n, name, /*socket=*/false);
 }
 
+void FdChannel::SetLowSpeed(const LowSpeed& limit) {
+  meter_ = RateMeter(limit);
+  metered_ = limit.on();
+}
+
+void FdChannel::Turn(Direction now) {
+  // A read after writes waits for the other side's answer, and a write
+  // after reads starts a new request: neither counts the time between.
+  if (direction_ != now) meter_.Pause();
+  direction_ = now;
+}
+
 Status FdChannel::Write(const void* data, size_t n) {
-  return WriteFully(write_fd_, data, n, name_, /*socket=*/true, timeout_ms_);  // a pipe or file falls back to write()
+  Turn(Direction::kWrite);
+  // A pipe or file falls back to write().
+  return WriteFully(write_fd_, data, n, name_, /*socket=*/true, timeout_ms_, metered_ ? &meter_ : nullptr);
 }
 
 Result<size_t> FdChannel::Read(void* out, size_t n) {
-  ZIPNN_RETURN_IF_ERROR(AwaitReady(read_fd_, POLLIN, timeout_ms_, name_));
-  return reader_.Read(out, n);
+  Turn(Direction::kRead);
+  ZIPNN_RETURN_IF_ERROR(AwaitReady(read_fd_, POLLIN, timeout_ms_, name_, metered_ ? &meter_ : nullptr));
+  ZIPNN_ASSIGN_OR_RETURN(size_t got, reader_.Read(out, n));
+  if (metered_) ZIPNN_RETURN_IF_ERROR(meter_.Moved(got));
+  return got;
 }
 
 Status AtomicFile::Commit() { return Finish(/*sync=*/true); }

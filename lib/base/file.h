@@ -134,13 +134,20 @@ class FdChannel : public Channel {
   Result<size_t> Read(void* out, size_t n) override;
   Status Write(const void* data, size_t n) override;
   void SetTimeout(double seconds) override { timeout_ms_ = static_cast<int>(seconds * 1000); }
+  void SetLowSpeed(const LowSpeed& limit) override;
 
  private:
+  enum class Direction { kNone, kRead, kWrite };
+  void Turn(Direction now);
+
   FdReader reader_;
   int read_fd_;
   int write_fd_;
   std::string name_;
   int timeout_ms_ = 0;  // 0: none
+  RateMeter meter_;
+  bool metered_ = false;
+  Direction direction_ = Direction::kNone;
 };
 
 // A scratch file in `dir` (created if needed), named `<prefix>-XXXXXX`,

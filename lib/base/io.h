@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lib/base/buffer.h"
+#include "lib/base/rate.h"
 #include "lib/base/status.h"
 
 namespace zipnn {
@@ -62,6 +63,12 @@ class Channel : public ByteReader {
   // stops answering cannot hang us. Channels that cannot wait with a
   // deadline ignore it.
   virtual void SetTimeout(double seconds) { (void)seconds; }
+  // From now on moving fewer bytes than `limit` asks (rate.h) fails a
+  // Read or Write with an IoError starting with kTooSlow, so a peer that
+  // trickles cannot hold us either. Between a Write and the first byte of
+  // the Read after it the clock stops: the other side is thinking, which
+  // the timeout bounds. Channels that cannot measure ignore it.
+  virtual void SetLowSpeed(const LowSpeed& limit) { (void)limit; }
 };
 
 class MemoryReader : public ByteReader {

@@ -44,6 +44,7 @@ class Process : public Channel {
   Result<size_t> Read(void* out, size_t n) override { return channel_.Read(out, n); }
   Status Write(const void* data, size_t n) override { return channel_.Write(data, n); }
   void SetTimeout(double seconds) override { channel_.SetTimeout(seconds); }
+  void SetLowSpeed(const LowSpeed& limit) override { channel_.SetLowSpeed(limit); }
 
  private:
   Process(pid_t pid, int to_child, int from_child, const std::string& name)

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <mutex>
@@ -119,6 +120,9 @@ struct Response {
   std::vector<std::string> headers;  // "Name: value"
   bool chunked = false;              // the body without a Content-Length
   bool silent = false;               // never answer; wait for the client to give up
+  // The body a byte every `trickle_ms` (50 bytes a second at 20), for 4 s
+  // at most, then the connection closes; 0: at once.
+  int trickle_ms = 0;
 };
 
 class FakeS3 {
@@ -177,13 +181,15 @@ class FakeS3 {
     return true;
   }
 
-  void Send(int fd, const std::string& text) const {
+  // Whether all of `text` went.
+  bool Send(int fd, const std::string& text) const {
     size_t at = 0;
     while (at < text.size()) {
       const ssize_t put = ::send(fd, text.data() + at, text.size() - at, MSG_NOSIGNAL);
-      if (put <= 0) return;  // the client went away, as some tests make it
+      if (put <= 0) return false;  // the client went away, as some tests make it
       at += static_cast<size_t>(put);
     }
+    return true;
   }
 
   void Answer(int fd) {
@@ -234,9 +240,15 @@ class FakeS3 {
       out += size + a.body + "\r\n0\r\n\r\n";
     } else {
       out += "Content-Length: " + std::to_string(a.body.size()) + "\r\n\r\n";
-      if (r.method != "HEAD") out += a.body;
+      if (r.method != "HEAD" && a.trickle_ms == 0) out += a.body;
     }
-    Send(fd, out);
+    if (!Send(fd, out) || a.trickle_ms == 0 || r.method == "HEAD") return;
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < a.body.size() && !stop_; ++i) {
+      if (std::chrono::steady_clock::now() - start > std::chrono::seconds(4)) return;
+      if (!Send(fd, a.body.substr(i, 1))) return;  // the client gave up
+      std::this_thread::sleep_for(std::chrono::milliseconds(a.trickle_ms));
+    }
   }
 
   std::function<Response(const Request&)> answer_;

@@ -158,7 +158,37 @@ struct Transfer {
   uint64_t sent = 0;
   Status failed;
   Reply reply;
+  // The object's bytes as they move, held to the low-speed limit.
+  RateMeter meter;
+  uint64_t up_seen = 0, down_seen = 0;
+  bool too_slow = false;
 };
+
+// curl's progress callback (about once a second, and as bytes move).
+// Measured are a body going up, and one of known length coming down (an
+// object): not the time between (the server thinking), nor an answer of
+// unknown length (S3 keeps a long CompleteMultipartUpload alive with a
+// space now and then). Returning non-zero aborts the request.
+int Progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+  auto* t = static_cast<Transfer*>(user);
+  const uint64_t up = static_cast<uint64_t>(ulnow) - std::min<uint64_t>(t->up_seen, ulnow);
+  const uint64_t down = static_cast<uint64_t>(dlnow) - std::min<uint64_t>(t->down_seen, dlnow);
+  t->up_seen = static_cast<uint64_t>(ulnow);
+  t->down_seen = static_cast<uint64_t>(dlnow);
+  Status st;
+  if (ultotal > 0 && (up > 0 || ulnow < ultotal)) {
+    st = t->meter.Moved(up);
+    if (ulnow >= ultotal) t->meter.Pause();  // all sent: the answer is the server's to think about
+  } else if (dltotal > 0 && (down > 0 || (dlnow > 0 && dlnow < dltotal))) {
+    st = t->meter.Moved(down);
+  } else {
+    t->meter.Pause();
+  }
+  if (st.ok()) return 0;
+  t->failed = st;
+  t->too_slow = true;
+  return 1;
+}
 
 size_t ReadBody(char* out, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
@@ -369,6 +399,11 @@ class Bucket : public remote::RemoteStore {
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, timeout);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, timeout);
+    // One that trickles ends it too: too few bytes a second over a window.
+    t.meter = RateMeter(o_.low_speed);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, Progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &t);
     curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4_.c_str());
     curl_easy_setopt(h, CURLOPT_USERNAME, o_.credentials.key_id.c_str());
     curl_easy_setopt(h, CURLOPT_PASSWORD, o_.credentials.secret.c_str());
@@ -400,6 +435,12 @@ class Bucket : public remote::RemoteStore {
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
     if (code != CURLE_OK) {
       curl_easy_cleanup(h);  // its connection may be in any state
+      if (t.too_slow) {  // as good as stopped: not asked again
+        Status failed = IoError(method + " " + url + ": the server is " + t.failed.message());
+        std::lock_guard<std::mutex> lock(mu_);
+        stalled_ = failed;
+        return failed;
+      }
       if (!t.failed.ok()) return t.failed;
       Status failed = IoError(method + " " + url + ": " + (error[0] != '\0' ? error : curl_easy_strerror(code)));
       if (code == CURLE_OPERATION_TIMEDOUT) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "lib/base/rate.h"
 #include "lib/base/status.h"
 #include "lib/remote/remote_store.h"
 
@@ -57,6 +58,9 @@ struct Options {
   // Seconds a request may go without a byte moving (whole seconds, at
   // least 1: curl's unit).
   double timeout = 60;
+  // The slowest an object's bytes may go up or come down (the time the
+  // server takes before it answers is the timeout's).
+  LowSpeed low_speed = kDefaultLowSpeed;
 };
 
 // `where` names the store in messages (the s3:// URL).

@@ -10,11 +10,13 @@
 
 #include <stdlib.h>
 
+#include <chrono>
 #include <initializer_list>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -629,6 +631,49 @@ TEST_CASE("a server that stops answering fails the request after the timeout and
   const Status second = remote->Get(id, 100, sink);
   CHECK(second.message() == first.status().message());
   CHECK(fake.requests().size() == 1);
+}
+
+TEST_CASE("a server that trickles an object fails the request under the low-speed limit and is not asked again") {
+  const std::string object(100000, 'z');
+  FakeS3 fake([&](const Request&) {
+    Response a;
+    a.body = object;
+    a.trickle_ms = 20;  // 50 bytes a second
+    return a;
+  });
+  Options o = OptionsFor(fake);
+  o.low_speed = {1000, 1};
+  auto remote = Remote("s3://bucket/team/models", o);
+  const ContentId id = IdOf("x");
+  MemorySink sink;
+  const Status first = remote->Get(id, object.size(), sink);
+  CHECK(first.code() == StatusCode::kIoError);
+  const std::string url = fake.endpoint() + KeyPath("/bucket/team/models", id);
+  CHECK(first.message().rfind("GET " + url + ": the server is too slow: ", 0) == 0);
+  CHECK(first.message().find(", less than the 1000 bytes a second it must keep up over 1 s (the limit: git config "
+                             "zipnn.lowSpeedLimit and zipnn.lowSpeedTime; 0 turns it off)") != std::string::npos);
+  MemorySink again;
+  CHECK(remote->Get(id, object.size(), again).message() == first.message());
+  CHECK(fake.requests().size() == 1);
+}
+
+TEST_CASE("the low-speed limit lets an object that moves at speed through, and a server that thinks first") {
+  const std::string object(1 << 20, 'o');
+  FakeS3 fake([&](const Request& r) {
+    Response a;
+    if (r.method == "GET") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // looking for it
+      a.body = object;
+    }
+    return a;
+  });
+  Options o = OptionsFor(fake);
+  o.low_speed = {1000, 0.5};
+  auto remote = Remote("s3://bucket/team/models", o);
+  REQUIRE(PutText(*remote, object).ok());
+  MemorySink sink;
+  REQUIRE(remote->Get(IdOf(object), object.size(), sink).ok());
+  CHECK(sink.buffer().size() == object.size());
 }
 
 TEST_CASE("an endpoint nobody listens on is an I/O error naming the request") {

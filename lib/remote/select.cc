@@ -40,6 +40,43 @@ Result<double> RemoteTimeout() {
   return seconds;
 }
 
+// The slowest a remote may go (docs/remotes.md, "Timeouts"): at least
+// $GIT_ZIPNN_LOW_SPEED_LIMIT bytes a second (else zipnn.lowSpeedLimit,
+// which git reads with its k/m/g suffixes) over
+// $GIT_ZIPNN_LOW_SPEED_TIME seconds (else zipnn.lowSpeedTime), each
+// kDefaultLowSpeed's when unset; 0 in either turns the check off.
+Result<LowSpeed> RemoteLowSpeed() {
+  LowSpeed limit = kDefaultLowSpeed;
+  if (std::optional<std::string> text = Env("GIT_ZIPNN_LOW_SPEED_LIMIT")) {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(text->c_str(), &end, 10);
+    if (end == text->c_str() || *end != '\0' || (*text)[0] == '-') {
+      return InvalidArgument("GIT_ZIPNN_LOW_SPEED_LIMIT \"" + *text + "\" is not a number of bytes a second");
+    }
+    limit.bytes_per_second = n;
+  } else {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<int64_t> n, git::ConfigGetInt("zipnn.lowSpeedLimit"));
+    if (n && *n < 0) return InvalidArgument("zipnn.lowSpeedLimit must not be negative (0 turns the check off)");
+    if (n) limit.bytes_per_second = static_cast<uint64_t>(*n);
+  }
+  std::optional<std::string> time = Env("GIT_ZIPNN_LOW_SPEED_TIME");
+  const char* time_setting = "GIT_ZIPNN_LOW_SPEED_TIME";
+  if (!time) {
+    ZIPNN_ASSIGN_OR_RETURN(time, git::ConfigGet("zipnn.lowSpeedTime"));
+    time_setting = "zipnn.lowSpeedTime";
+  }
+  if (time) {
+    char* end = nullptr;
+    const double seconds = std::strtod(time->c_str(), &end);
+    if (end == time->c_str() || *end != '\0' || !(seconds >= 0) || seconds > 86400) {
+      return InvalidArgument(std::string(time_setting) + " \"" + *time +
+                             "\" is not a number of seconds between 0 and 86400 (0 turns the check off)");
+    }
+    limit.seconds = seconds;
+  }
+  return limit;
+}
+
 // How to run ssh, as git does it: $GIT_SSH_COMMAND or core.sshCommand (a
 // command line of the user's, run by sh, our arguments after it), else
 // $GIT_SSH (a program), else ssh.
@@ -64,10 +101,11 @@ Result<std::unique_ptr<RemoteStore>> SshStore(const std::string& url, const SshT
     return std::unique_ptr<Channel>(std::move(ssh));
   };
   ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
+  ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed());
   return ServedRemote(url, std::move(connect),
                              "if ssh connected, is git-zipnn on the PATH there? remote." + remote +
                                  ".zipnnserve names the program to run",
-                             timeout);
+                             timeout, low_speed);
 }
 
 // An S3 bucket: remote.<name>.zipnnendpoint (else $AWS_ENDPOINT_URL_S3 or
@@ -90,6 +128,7 @@ Result<std::unique_ptr<RemoteStore>> S3Store(const std::string& url, const std::
     o.part_size = static_cast<uint64_t>(*part_size);
   }
   ZIPNN_ASSIGN_OR_RETURN(o.timeout, RemoteTimeout());
+  ZIPNN_ASSIGN_OR_RETURN(o.low_speed, RemoteLowSpeed());
   ZIPNN_ASSIGN_OR_RETURN(o.credentials, s3::FindCredentials());
   return s3::Remote(url, std::move(o));
 }

@@ -12,6 +12,7 @@
 
 #include "lib/base/buffer.h"
 #include "lib/base/file.h"
+#include "lib/base/strings.h"
 
 namespace zipnn::remote {
 
@@ -34,13 +35,18 @@ constexpr uint64_t kMaxObjectSize = uint64_t{1} << 50;
 class Wire {
  public:
   // `timeout`: seconds a read or write may wait with nothing moving (0:
-  // for ever, as a server waits for its client's next request).
-  explicit Wire(Channel& channel, double timeout = 0) : channel_(channel), buffer_(kMaxLine), timeout_(timeout) {
+  // for ever, as a server waits for its client's next request);
+  // `low_speed`: the slowest the other side may send or take bytes (off:
+  // a server waits for its client).
+  explicit Wire(Channel& channel, double timeout = 0, LowSpeed low_speed = {})
+      : channel_(channel), buffer_(kMaxLine), timeout_(timeout) {
     channel_.SetTimeout(timeout);
+    channel_.SetLowSpeed(low_speed);
   }
 
   bool broken() const { return broken_; }
-  // Broken because the other side went quiet for the whole timeout.
+  // Broken because the other side went quiet for the whole timeout, or
+  // moved bytes slower than the low-speed limit.
   bool stalled() const { return stalled_; }
 
   // The next line without its '\n'; nullopt when the other side closed its
@@ -133,6 +139,10 @@ class Wire {
   Status Guard(Status st, Clock::time_point start) {
     if (st.ok()) return st;
     broken_ = true;
+    if (StartsWith(st.message(), kTooSlow)) {  // a trickle: as good as stopped
+      stalled_ = true;
+      return IoError("the store server is " + st.message());
+    }
     if (timeout_ > 0 && std::chrono::duration<double>(Clock::now() - start).count() >= timeout_ * 0.9) {
       stalled_ = true;
       char seconds[32];
@@ -181,13 +191,18 @@ Status BadRequest(Wire& wire, const std::string& line) {
 }
 
 Status ServeHas(const ObjectStore& store, Wire& wire, uint64_t n) {
-  std::string answer = "ok ";
+  // The whole request first, then the checks (each reads an object
+  // through): a client measures how fast its request is taken, and the
+  // time spent checking is thinking before the answer, which it does not.
+  std::vector<ContentId> ids;
   for (uint64_t i = 0; i < n; ++i) {
     ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
     std::optional<ContentId> id = line ? ContentId::FromHex(*line) : std::nullopt;
     if (!id) return wire.Break("a has request with a line that is not an object id");
-    answer += HoldsIntact(store, *id) ? '1' : '0';  // a damaged copy is sent again
+    ids.push_back(*id);
   }
+  std::string answer = "ok ";
+  for (const ContentId& id : ids) answer += HoldsIntact(store, id) ? '1' : '0';  // a damaged copy is sent again
   return wire.Send(answer + "\n");
 }
 
@@ -261,13 +276,18 @@ namespace {
 struct Session {
   std::unique_ptr<Channel> channel;
   Wire wire;
-  Session(std::unique_ptr<Channel> c, double timeout) : channel(std::move(c)), wire(*channel, timeout) {}
+  Session(std::unique_ptr<Channel> c, double timeout, LowSpeed low_speed)
+      : channel(std::move(c)), wire(*channel, timeout, low_speed) {}
 };
 
 class Served : public RemoteStore {
  public:
-  Served(std::string where, StoreConnector connect, std::string no_answer, double timeout)
-      : where_(std::move(where)), connect_(std::move(connect)), no_answer_(std::move(no_answer)), timeout_(timeout) {}
+  Served(std::string where, StoreConnector connect, std::string no_answer, double timeout, LowSpeed low_speed)
+      : where_(std::move(where)),
+        connect_(std::move(connect)),
+        no_answer_(std::move(no_answer)),
+        timeout_(timeout),
+        low_speed_(low_speed) {}
 
   const std::string& where() const override { return where_; }
 
@@ -372,7 +392,7 @@ class Served : public RemoteStore {
 
   Result<std::unique_ptr<Session>> Connect(bool* stalled) {
     ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<Channel> channel, connect_());
-    auto session = std::make_unique<Session>(std::move(channel), timeout_);
+    auto session = std::make_unique<Session>(std::move(channel), timeout_, low_speed_);
     Result<std::optional<std::string>> greeting = session->wire.ReadLine();
     *stalled = session->wire.stalled();
     if (*stalled) return greeting.status();
@@ -403,6 +423,7 @@ class Served : public RemoteStore {
   const StoreConnector connect_;
   const std::string no_answer_;
   const double timeout_;
+  const LowSpeed low_speed_;
   std::mutex first_mu_;  // held while the first session opens
   std::atomic<bool> opened_once_{false};
   std::mutex mu_;  // guards idle_, unreachable_ and stalled_
@@ -414,8 +435,8 @@ class Served : public RemoteStore {
 }  // namespace
 
 std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector connect, std::string no_answer,
-                                          double timeout) {
-  return std::make_unique<Served>(std::move(where), std::move(connect), std::move(no_answer), timeout);
+                                          double timeout, LowSpeed low_speed) {
+  return std::make_unique<Served>(std::move(where), std::move(connect), std::move(no_answer), timeout, low_speed);
 }
 
 }  // namespace zipnn::remote

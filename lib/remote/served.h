@@ -13,9 +13,10 @@
 // it takes its name, so a broken session leaves no partial object and a
 // forged one is refused; `has` counts only intact copies. A client gives
 // every read and write a timeout (no byte moved for that long ends the
-// session, and the remote is not asked again), refuses an object larger
-// than its checkpoint can take, and stops reading at its first write
-// error.
+// session, and the remote is not asked again) and a minimum rate (a
+// server that trickles is ended the same way; the time it takes to think
+// before it answers is the timeout's), refuses an object larger than its
+// checkpoint can take, and stops reading at its first write error.
 //
 // ServeStore runs one session on one thread. A ServedRemote is
 // thread-safe: each call takes a session of its own, opening another
@@ -55,8 +56,9 @@ inline constexpr double kDefaultTimeout = 60;
 // A remote store reached through the store protocol. `where` names it in
 // messages; `no_answer` is added to the error when a new connection closes
 // before the server greets (what the user should check); `timeout` bounds
-// each read and write, in seconds (0: none).
+// each read and write, in seconds (0: none); `low_speed` is the slowest
+// the server may send or take an object or a line.
 std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector connect, std::string no_answer,
-                                          double timeout = kDefaultTimeout);
+                                          double timeout = kDefaultTimeout, LowSpeed low_speed = kDefaultLowSpeed);
 
 }  // namespace zipnn::remote

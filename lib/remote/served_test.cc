@@ -40,6 +40,7 @@ class SocketEnd : public Channel {
   Result<size_t> Read(void* out, size_t n) override { return channel_.Read(out, n); }
   Status Write(const void* data, size_t n) override { return channel_.Write(data, n); }
   void SetTimeout(double seconds) override { channel_.SetTimeout(seconds); }
+  void SetLowSpeed(const LowSpeed& limit) override { channel_.SetLowSpeed(limit); }
   // The other end reads to the end of what was sent, then sees the end.
   void CloseWrite() { ::shutdown(fd_, SHUT_WR); }
 
@@ -432,6 +433,112 @@ TEST_CASE("a client gives up on a server that stops answering within its timeout
     CHECK(SecondsSince(start) < 1.5);
   }
   CHECK(mute.connections == 1);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+// A server that greets and reads a request, then sends `fast` at once and
+// `trickled` a byte every 20 ms (50 bytes a second), or with `reading`
+// takes what the client sends a byte every 20 ms. It goes on for 4 s at
+// most, then closes the connection.
+class Trickler {
+ public:
+  Trickler(std::string fast, std::string trickled, bool reading = false)
+      : fast_(std::move(fast)), trickled_(std::move(trickled)), reading_(reading) {}
+  Status operator()(SocketEnd& c) {
+    ZIPNN_RETURN_IF_ERROR(Say(c, std::string(kStoreProtocolGreeting) + "\n"));
+    const Clock::time_point start = Clock::now();
+    char byte;
+    if (reading_) {
+      while (SecondsSince(start) < 4 && c.Read(&byte, 1).ok()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      return OkStatus();
+    }
+    char request[200];
+    if (!c.Read(request, sizeof request).ok()) return OkStatus();
+    if (!Say(c, fast_).ok()) return OkStatus();
+    for (size_t i = 0; i < trickled_.size() && SecondsSince(start) < 4; ++i) {
+      if (!Say(c, trickled_.substr(i, 1)).ok()) return OkStatus();  // the client went
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return OkStatus();
+  }
+
+ private:
+  const std::string fast_, trickled_;
+  const bool reading_;
+};
+
+TEST_CASE("a client gives up on a server that trickles, under the low-speed limit, and asks it no more") {
+  const std::string root = TempDir();
+  const Repository empty = RepoIn(root, "empty");
+  const ContentId id = HashBytes("x", 1);
+  const LowSpeed limit{1000, 0.5};  // 50 bytes a second is far below
+  const std::string too_slow = "the store server is too slow: ";
+  const std::string hint = " bytes a second it must keep up over 0.5 s (the limit: git config zipnn.lowSpeedLimit and "
+                           "zipnn.lowSpeedTime; 0 turns it off)";
+  struct Case {
+    const char* what;
+    std::string fast, trickled;
+  };
+  for (const Case& c : {Case{"an object", "ok 100000\n", std::string(100000, 'z')},
+                        Case{"an answer's line", "", "ok " + std::string(300, '0') + "\n"}}) {
+    CAPTURE(c.what);
+    Trickler trickler(c.fast, c.trickled);
+    Servers servers([&](SocketEnd& s) { return trickler(s); });
+    Status st;
+    {
+      std::unique_ptr<RemoteStore> remote = ServedRemote("test://trickle", servers.Connector(), "", 5, limit);
+      st = FetchObjects(empty, *remote, {id}, {}).status();
+    }
+    CHECK(st.code() == StatusCode::kIoError);
+    CHECK(st.message().rfind("cannot fetch object " + id.Hex() + " from test://trickle: " + too_slow, 0) == 0);
+    CHECK(st.message().find(", less than the 1000" + hint) != std::string::npos);
+    CHECK(servers.connections == 1);  // as good as stopped: not asked again
+    CheckNothingLeft(root, empty, id);
+  }
+  // A server that takes what it is sent a byte at a time.
+  Trickler reader("", "", /*reading=*/true);
+  Servers servers([&](SocketEnd& s) { return reader(s); });
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://trickle", servers.Connector(), "", 5, limit);
+    const std::string object(4 << 20, 'o');  // more than the sockets hold
+    MemorySource source(reinterpret_cast<const uint8_t*>(object.data()), object.size(), "object");
+    const Status put = remote->Put(id, source);
+    CHECK(put.message().rfind(too_slow, 0) == 0);
+    CHECK(put.message().find(hint) != std::string::npos);
+  }
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("the low-speed limit does not count the time a server thinks before it answers") {
+  const std::string root = TempDir();
+  const Repository here = RepoIn(root, "here"), there = RepoIn(root, "there");
+  const std::vector<ContentId> ids = StoreChain(here, 2);
+  // A server that takes a second over each request (a slow disk), then
+  // answers at full speed.
+  Servers servers([&](SocketEnd& c) {
+    class Slow : public Channel {
+     public:
+      explicit Slow(Channel& c) : c_(c) {}
+      Result<size_t> Read(void* out, size_t n) override {
+        Result<size_t> got = c_.Read(out, n);
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        return got;
+      }
+      Status Write(const void* data, size_t n) override { return c_.Write(data, n); }
+
+     private:
+      Channel& c_;
+    } slow(c);
+    return ServeStore(here.objects, slow);
+  });
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://thinking", servers.Connector(), "", 5, {1000, 0.3});
+    auto fetched = FetchObjects(there, *remote, {ids[1]}, {});
+    REQUIRE(fetched.ok());
+    CHECK(fetched->moved == 2);
+  }
+  CountingSink restored;
+  CHECK(Restore(there, ids[1], restored).ok());
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
