@@ -152,7 +152,7 @@ Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::
   // Checked and resolved before git reads any of it ("--output=F..HEAD"
   // would have git log write F).
   if (Status checked = git::CheckRange(rev, top); !checked.ok()) return InvalidArgument("--rev " + checked.message());
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
   ZIPNN_ASSIGN_OR_RETURN(std::vector<git::SeriesFile> found, git::SeriesFilesAt(rules, tip, path, top));
   std::vector<Pending> versions;
@@ -213,7 +213,7 @@ Status RunAnalyze(const AnalyzeArgs& a) {
   options.histogram_at = a.at;
 
   const bool on_disk = OnDisk(a);
-  std::optional<store::Repository> repo;
+  std::optional<store::Store> repo;
   std::vector<Pending> pending;
   if (on_disk) {
     if (!a.rev.empty()) return InvalidArgument("--rev needs one tracked checkpoint, not files on disk");

@@ -214,7 +214,7 @@ Status WithOutput(const CatArgs& a, const std::function<Status(ByteSink&)>& writ
 
 Status RunCat(const CatArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(const OutputFormat format, FormatOf(a));
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
   ZIPNN_ASSIGN_OR_RETURN(const store::Pointer pointer, git::PointerAt(GitSpec(a.spec)));
 

@@ -38,7 +38,7 @@ bool IsRevisionSpec(const std::string& arg) { return arg.find(':') != std::strin
 
 Result<Opened> Resolve(const std::string& arg) {
   if (!IsRevisionSpec(arg)) return WithLayout(CheckpointInFile(arg));
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   const size_t colon = arg.find(':');
   return WithLayout(git::CheckpointAt(repo, arg.substr(0, colon), "./" + arg.substr(colon + 1)));
 }
@@ -123,7 +123,7 @@ Status RunDiff(const DiffArgs& a) {
   if (a.driver) return RunDriver(a);
   std::optional<Opened> sides[2];
   if (a.args.size() == 3) {
-    ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+    ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
     for (int s = 0; s < 2; ++s) {
       ZIPNN_ASSIGN_OR_RETURN(Opened o, WithLayout(git::CheckpointAt(repo, a.args[s], "./" + a.args[2])));
       sides[s].emplace(std::move(o));

@@ -42,7 +42,7 @@ void Row(const char* what, const Tally& t, const std::string& note) {
 }
 
 Status RunDu() {
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   Tally objects, unfinished;
   size_t foreign = 0;  // not git-zipnn's: not counted
   ZIPNN_ASSIGN_OR_RETURN(std::vector<store::ObjectStore::Entry> listed, repo.objects.List());

@@ -73,7 +73,7 @@ struct FetchArgs {
   bool quiet = false;
 };
 
-Status Fetch(const store::Repository& repo, const FetchArgs& a) {
+Status Fetch(const store::Store& repo, const FetchArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(a.remote));
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   FoundPointers found;
@@ -94,7 +94,7 @@ Status Fetch(const store::Repository& repo, const FetchArgs& a) {
 // lacks, costs only the files that need it; they stay pointers, are named,
 // and the exit code says so.
 Status RunPull(const FetchArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   Status fetched = Fetch(repo, a);
   if (!fetched.ok()) std::fprintf(stderr, "git-zipnn pull: %s\n", fetched.message().c_str());
   ZIPNN_ASSIGN_OR_RETURN(std::string top, git::TopLevel());
@@ -160,7 +160,7 @@ Action SetupFetch(CLI::App& sub) {
   auto a = std::make_shared<FetchArgs>();
   AddFetchOptions(sub, *a);
   return [a]() -> Status {
-    ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+    ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
     return Fetch(repo, *a);
   };
 }

@@ -38,7 +38,7 @@ bool EnvFlag(const char* name) {
   return value != nullptr && *value != '\0' && std::string(value) != "0";
 }
 
-filters::SmudgeOptions SmudgeFor(const store::Repository& repo) {
+filters::SmudgeOptions SmudgeFor(const store::Store& repo) {
   filters::SmudgeOptions options;
   options.leave_pointers = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE");
   options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || git::ConfigFlag("zipnn.skipsmudgeerrors");
@@ -50,7 +50,7 @@ filters::SmudgeOptions SmudgeFor(const store::Repository& repo) {
 
 // The series git holds; none (every version stored standalone) when the
 // repository cannot be read in-process, which must not stop git.
-std::unique_ptr<git::SeriesVersions> SeriesOrNone(const store::Repository& repo) {
+std::unique_ptr<git::SeriesVersions> SeriesOrNone(const store::Store& repo) {
   auto series = git::OpenSeries(repo);
   if (series.ok()) return std::move(*series);
   std::fprintf(stderr, "git-zipnn: cannot read this repository's series (%s); checkpoints are stored standalone\n",
@@ -70,7 +70,7 @@ Action SingleFile(CLI::App& sub) {
   sub.add_option("path", *path, "The file's path in the work tree (git's %f)")->required();
   return [path]() -> Status {
     SayHook();
-    ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+    ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
     filters::SmudgeOptions smudge = SmudgeFor(repo);
     std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
     filters::CheckpointFilter filter(std::move(repo), std::move(series), std::move(smudge));
@@ -89,7 +89,7 @@ Action SetupSmudge(CLI::App& sub) { return SingleFile<false>(sub); }
 Action SetupFilterProcess(CLI::App&) {
   return []() -> Status {
     SayHook();
-    ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+    ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
     filters::SmudgeOptions smudge = SmudgeFor(repo);
     std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
     // Content read ahead of an answer (a large plain file passing through

@@ -33,7 +33,7 @@ struct FsckArgs {
 };
 
 // fsck --remote: the remote's store, not this one (lib/remote/transfer.h CheckRemote).
-Status RunFsckRemote(const FsckArgs& a, const store::Repository& repo, const FoundPointers& found) {
+Status RunFsckRemote(const FsckArgs& a, const store::Store& repo, const FoundPointers& found) {
   ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(*a.remote));
   ZIPNN_ASSIGN_OR_RETURN(remote::RemoteCheck check, remote::CheckRemote(repo, remote, found));
   for (const auto& [place, what] : check.problems) {
@@ -57,7 +57,7 @@ struct Problem {
 };
 
 Status RunFsck(const FsckArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, a.all));

@@ -31,7 +31,7 @@ struct GcArgs {
 
 Status RunGc(const GcArgs& a) {
   if (a.keep_recent_days < 0) return InvalidArgument("--keep-recent must not be negative");
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(store::StoreLock lock, repo.objects.Lock(store::StoreLock::Mode::kExclusive, [] {
     std::fprintf(stderr, "git-zipnn gc: waiting for running adds to finish\n");
   }));

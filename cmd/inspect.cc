@@ -102,7 +102,7 @@ Status PrintObjectReport(const std::string& path) {
 // The tensors of the checkpoint an object holds, by name, read by parts:
 // through the store's chain for a content id, or from a base object file
 // alone (a delta file needs its base, which only the store knows).
-Status PrintObjectTensors(const std::string& path, const std::optional<store::Repository>& repo,
+Status PrintObjectTensors(const std::string& path, const std::optional<store::Store>& repo,
                           const std::optional<ContentId>& id) {
   std::printf("\n");
   if (repo && id) {
@@ -136,7 +136,7 @@ Action SetupInspect(CLI::App& sub) {
   sub.add_flag("-t,--tensors", *tensors, "Also list the tensors of the checkpoint it holds, read by parts");
   return [path, tensors]() -> Status {
     // A content id names the object of that version in the store.
-    std::optional<store::Repository> repo;
+    std::optional<store::Store> repo;
     std::optional<ContentId> id;
     std::string file = *path;
     if (!FileExists(*path) && (id = ContentId::FromHex(*path))) {

@@ -34,7 +34,7 @@ struct LogArgs {
 // With `whole_series`, every path the series of each given checkpoint has
 // had in HEAD's history or the index (checkpoint-N folders a trainer has
 // deleted since included).
-Result<std::vector<std::string>> PathsToList(const store::Repository& repo, const std::vector<std::string>& given,
+Result<std::vector<std::string>> PathsToList(const store::Store& repo, const std::vector<std::string>& given,
                                              bool whole_series) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, git::TrackedPaths());
   std::vector<std::string> paths;
@@ -78,7 +78,7 @@ Result<std::vector<std::string>> PathsToList(const store::Repository& repo, cons
 }
 
 Status RunLog(const LogArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> paths, PathsToList(repo, a.paths, a.series));
   ZIPNN_ASSIGN_OR_RETURN(git::PathHistory history, git::PathHistory::Of(git_repo));

@@ -11,6 +11,7 @@
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
 #include "lib/series/series.h"
+#include "lib/store/chain.h"
 
 namespace zipnn::cmd {
 
@@ -18,7 +19,7 @@ namespace {
 
 Status RunLsFiles(const std::string& rev) {
   ZIPNN_RETURN_IF_ERROR(git::CheckRevision(rev));
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> commit, git_repo.ResolveCommit(rev));
   if (!commit) return NotFound("unknown revision '" + rev + "' (not a branch, tag or commit in this repository)");

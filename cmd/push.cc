@@ -28,7 +28,7 @@ struct PushArgs {
 };
 
 Status RunPush(const PushArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(a.remote));
   // A ref given as "--all" is a name, not the option it spells.
   for (const std::string& ref : a.refs) ZIPNN_RETURN_IF_ERROR(git::CheckRevision(ref));
@@ -69,7 +69,7 @@ Status RunPrePush(const std::string& remote) {
     revs.push_back("--not");
     revs.push_back("--remotes=" + remote);
   }
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, revs));
   if (found.pointers.empty()) return OkStatus();
   WarnDamaged(found);

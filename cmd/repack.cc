@@ -28,7 +28,7 @@ std::string Form(const store::StoredInfo& info) {
 }
 
 // Repacks one series; returns how many versions it left as they were.
-Result<size_t> RepackOne(const store::Repository& repo, const std::string& name,
+Result<size_t> RepackOne(const store::Store& repo, const std::string& name,
                          const std::vector<store::Version>& versions) {
   size_t rewritten = 0, failed = 0, missing = 0, bases = 0;
   int chain_before = 0, chain_after = 0;
@@ -66,7 +66,7 @@ Result<size_t> RepackOne(const store::Repository& repo, const std::string& name,
 }
 
 Status RunRepack(const RepackArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   const config::Policy configured = repo.policy;
   if (a.base_interval > 0) {
     // max_chain follows the interval unless .zipnn.yaml sets another.

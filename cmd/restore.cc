@@ -53,7 +53,7 @@ Status CheckOverwrite(const RestoreArgs& a, const store::Pointer& restoring, con
 }
 
 Status RunRestore(const RestoreArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
   // "./path" makes git resolve the path from the current folder.
   ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, git::PointerAt(a.rev + ":./" + a.path));

@@ -22,7 +22,7 @@ struct ShowArgs {
 
 // The tensors of the version, read by parts (its header, decoded down the
 // chain): their count, or with --tensors their table.
-Status PrintTensors(const store::Repository& repo, const store::Pointer& pointer, const std::string& what, bool all) {
+Status PrintTensors(const store::Store& repo, const store::Pointer& pointer, const std::string& what, bool all) {
   if (!all) {
     // Only what needs no whole restore: an object before format 5 is
     // read whole to list its tensors, which --tensors asks for.
@@ -46,7 +46,7 @@ Status PrintTensors(const store::Repository& repo, const store::Pointer& pointer
 }
 
 Status RunShow(const ShowArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   // A content id, or <rev>:<path> as git spells it, or a path (HEAD's).
   std::optional<ContentId> id = ContentId::FromHex(a.what);
   std::optional<store::Pointer> named;

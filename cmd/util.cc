@@ -18,7 +18,7 @@ void AddThreadsOption(CLI::App& sub, int& threads) {
       ->check(CLI::Range(0, 4096));
 }
 
-Result<store::Repository> OpenRepository() {
+Result<store::Store> OpenRepository() {
   ZIPNN_ASSIGN_OR_RETURN(git::OpenedRepository opened, git::OpenStoreRepository());
   for (const std::string& warning : opened.warnings) {
     std::fprintf(stderr, "git-zipnn: warning: %s\n", warning.c_str());
@@ -29,7 +29,7 @@ Result<store::Repository> OpenRepository() {
 Result<formats::Checkpoint> CheckpointInFile(const std::string& file) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
   if (!pointer) return formats::Checkpoint::Open(file);
-  ZIPNN_ASSIGN_OR_RETURN(store::Repository repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   return git::CheckpointOf(repo, *pointer, file);
 }
 
@@ -91,7 +91,7 @@ std::string GitSpec(const std::string& spec) {
   return spec.find(':') == std::string::npos ? "HEAD:./" + spec : spec;
 }
 
-Result<OpenedVersion> OpenForParts(const store::Repository& repo, const store::Pointer& pointer, const std::string& name) {
+Result<OpenedVersion> OpenForParts(const store::Store& repo, const store::Pointer& pointer, const std::string& name) {
   auto opened = store::OpenVersion(repo, pointer.id);
   if (opened.status().code() == StatusCode::kNotFound) {
     ZIPNN_RETURN_IF_ERROR(remote::FetchChain(repo, pointer.id, pointer.size).status());

@@ -17,7 +17,8 @@
 #include "lib/formats/checkpoint.h"
 #include "lib/git/pointers.h"
 #include "lib/remote/transfer.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/restore.h"
+#include "lib/store/store.h"
 
 namespace zipnn::cmd {
 
@@ -37,7 +38,7 @@ void AddThreadsOption(CLI::App& sub, int& threads);
 
 // git::OpenStoreRepository, with a warning on stderr for each mistake in
 // .zipnn.yaml (its key keeps the default).
-Result<store::Repository> OpenRepository();
+Result<store::Store> OpenRepository();
 
 // The checkpoint in `file`: the file itself, or the version it names when
 // it holds a git-zipnn pointer (as the files git hands to diff drivers
@@ -74,7 +75,7 @@ struct OpenedVersion {
     return parts ? static_cast<const ByteSource&>(*parts) : static_cast<const ByteSource&>(whole->file());
   }
 };
-Result<OpenedVersion> OpenForParts(const store::Repository& repo, const store::Pointer& pointer, const std::string& name);
+Result<OpenedVersion> OpenForParts(const store::Store& repo, const store::Pointer& pointer, const std::string& name);
 
 // What a user calls a file's tensors: for torch.save files each tensor
 // the pickle builds (its storages hold them), else the layout's tensors.

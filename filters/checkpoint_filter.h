@@ -22,7 +22,8 @@
 
 #include "filters/filter_process.h"
 #include "lib/git/series_versions.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/restore.h"
+#include "lib/store/store.h"
 
 namespace zipnn::filters {
 
@@ -49,7 +50,7 @@ class CheckpointFilter : public FilterHandler {
  public:
   // `series` finds the earlier versions of what clean stores; without it
   // (no repository around) every version is placed on its own.
-  CheckpointFilter(store::Repository repo, std::unique_ptr<git::SeriesVersions> series, SmudgeOptions smudge = {})
+  CheckpointFilter(store::Store repo, std::unique_ptr<git::SeriesVersions> series, SmudgeOptions smudge = {})
       : repo_(std::move(repo)), series_(std::move(series)), smudge_(std::move(smudge)) {}
 
   Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override;
@@ -72,7 +73,7 @@ class CheckpointFilter : public FilterHandler {
   // cleaned again must give git the same blob), else the current one.
   int PointerVersionFor(const std::string& path, const store::Pointer& pointer);
 
-  store::Repository repo_;
+  store::Store repo_;
   std::unique_ptr<git::SeriesVersions> series_;
   // What this process has checked out: version -> its path in the work tree.
   std::map<ContentId, std::string> checked_out_;

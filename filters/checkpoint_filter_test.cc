@@ -14,7 +14,8 @@
 #include "filters/pkt_line_testing.h"
 #include "lib/base/content_id.h"
 #include "lib/base/file.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/checkin.h"
+#include "lib/store/chain.h"
 #include "lib/store/test_objects.h"
 
 namespace zipnn::filters {
@@ -32,7 +33,7 @@ ContentId IdOf(const std::string& file) { return store::testing::IdOfFile(file);
 // two deltas), and a work tree that is empty.
 struct Fixture {
   std::string root = store::testing::TempDir();
-  store::Repository repo{store::ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", root + "/work",
+  store::Store repo{store::ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", root + "/work",
                          config::Policy{}};
   std::vector<store::Version> held;
   std::vector<store::Pointer> pointers;

@@ -20,7 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/base/io.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/chain.h"
+#include "lib/store/restore.h"
 #include "tests/git_repo.h"
 #include "tests/test_util.h"
 
@@ -38,7 +39,7 @@ using testing::Step12;
 // its content id; returns what does not (empty when all is well).
 // BrokenObjects: the same for the store of `repo`.
 std::vector<std::string> BrokenIn(const std::string& objects, const std::string& scratch) {
-  const store::Repository r{store::ObjectStore(objects), scratch + "/tmp", scratch + "/cache/raw", "", config::Policy{}};
+  const store::Store r{store::ObjectStore(objects), scratch + "/tmp", scratch + "/cache/raw", "", config::Policy{}};
   std::vector<std::string> broken;
   auto listed = r.objects.List();
   REQUIRE(listed.ok());

@@ -13,7 +13,7 @@ namespace {
 using config::DeltaAgainst;
 
 // One storage policy played over the trajectory as the clean filter would
-// store it (lib/store/checkpoints.cc, CheckIn).
+// store it (lib/store/checkin.cc, CheckIn).
 struct Scenario {
   PolicyOutcome outcome;
   double min_gain = 0;

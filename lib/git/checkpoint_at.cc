@@ -10,6 +10,7 @@
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
 #include "lib/store/raw_cache.h"
+#include "lib/store/restore.h"
 
 namespace zipnn::git {
 
@@ -87,13 +88,13 @@ Result<store::Pointer> PointerAt(const std::string& spec) {
   return *pointer;
 }
 
-Result<formats::Checkpoint> CheckpointAt(const store::Repository& repo, const std::string& rev,
+Result<formats::Checkpoint> CheckpointAt(const store::Store& repo, const std::string& rev,
                                          const std::string& path) {
   ZIPNN_RETURN_IF_ERROR(CheckRevision(rev));
   const std::string spec = rev + ":" + path;
   auto pointer = PointerAt(spec);
   if (pointer.ok()) {
-    return store::RestoreToScratch(repo, *pointer, spec);
+    return store::RestoreFileToScratch(repo, *pointer, spec);
   }
   if (pointer.status().code() != StatusCode::kInvalidArgument) return pointer.status();
   // A file committed before it was tracked: git holds its bytes.
@@ -103,7 +104,7 @@ Result<formats::Checkpoint> CheckpointAt(const store::Repository& repo, const st
                                     [&](ByteSink& out) { return out.Append(blob.out.data(), blob.out.size()); });
 }
 
-Result<formats::Checkpoint> CheckpointOf(const store::Repository& repo, const store::Pointer& pointer,
+Result<formats::Checkpoint> CheckpointOf(const store::Store& repo, const store::Pointer& pointer,
                                          const std::string& name) {
   std::map<ContentId, std::string> in_index;  // a version -> a path the index holds it at
   if (!repo.work_dir.empty()) {
@@ -125,7 +126,7 @@ Result<formats::Checkpoint> CheckpointOf(const store::Repository& repo, const st
   if (std::optional<ReadFile> copy = find_copy(pointer.id)) {
     if (copy->size() == pointer.size) return formats::Checkpoint(std::move(*copy));
   }
-  return store::RestoreToScratch(repo, pointer, name, find_copy);
+  return store::RestoreFileToScratch(repo, pointer, name, find_copy);
 }
 
 }  // namespace zipnn::git

@@ -8,7 +8,7 @@
 
 #include "lib/base/status.h"
 #include "lib/formats/checkpoint.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/store.h"
 #include "lib/store/pointer.h"
 
 namespace zipnn::git {
@@ -25,7 +25,7 @@ Result<store::Pointer> PointerAt(const std::string& spec);
 // or the file itself when git holds it unfiltered, in a scratch file in
 // repo.temp_dir (its layout not read yet). `rev` is checked
 // (CheckRevision) before git reads it.
-Result<formats::Checkpoint> CheckpointAt(const store::Repository& repo, const std::string& rev,
+Result<formats::Checkpoint> CheckpointAt(const store::Store& repo, const std::string& rev,
                                          const std::string& path);
 
 // The checkpoint `pointer` names (`name`: where the pointer was read, for
@@ -35,7 +35,7 @@ Result<formats::Checkpoint> CheckpointAt(const store::Repository& repo, const st
 // in repo.temp_dir, its chain starting from the nearest version that such
 // a file holds. So a diff or textconv of step-numbered saves decodes
 // nothing while the saves are in the work tree.
-Result<formats::Checkpoint> CheckpointOf(const store::Repository& repo, const store::Pointer& pointer,
+Result<formats::Checkpoint> CheckpointOf(const store::Store& repo, const store::Pointer& pointer,
                                          const std::string& name);
 
 }  // namespace zipnn::git

@@ -84,7 +84,7 @@ Result<OpenedRepository> OpenStoreRepository() {
   std::vector<std::string> warnings;
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> configured, ConfiguredStore(git_dir, {}, &warnings));
   const std::string zipnn_dir = ZipnnDir(git_dir);
-  OpenedRepository opened{store::Repository{store::ObjectStore(configured ? *configured : zipnn_dir + "/objects"),
+  OpenedRepository opened{store::Store{store::ObjectStore(configured ? *configured : zipnn_dir + "/objects"),
                                             zipnn_dir + "/tmp", zipnn_dir + "/cache/raw", "", config::Policy{}},
                           std::move(warnings)};
   // A store this repository cannot write to is one it does not add to
@@ -117,13 +117,13 @@ Result<std::string> StoreOfRepository(const std::string& path) {
   return configured ? *configured : ZipnnDir(git_dir) + "/objects";
 }
 
-Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Repository& repo) {
+Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Store& repo) {
   ZIPNN_ASSIGN_OR_RETURN(Repository git_repo, Repository::Discover());
   ZIPNN_ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
   return std::make_unique<SeriesVersions>(std::move(git_repo), std::move(rules));
 }
 
-std::string WhyBase(const store::Repository& repo, SeriesVersions& series, const std::string& path,
+std::string WhyBase(const store::Store& repo, SeriesVersions& series, const std::string& path,
                     const ContentId& id) {
   auto versions = series.Of(series.rules().Place(path).name, /*deep=*/true);
   if (!versions.ok()) return "";

@@ -12,7 +12,7 @@
 #include "lib/base/content_id.h"
 #include "lib/base/status.h"
 #include "lib/git/series_versions.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/placement.h"
 
 namespace zipnn::git {
 
@@ -28,7 +28,7 @@ namespace zipnn::git {
 // The repository is registered as a user of its store, so that a gc from
 // another repository sharing it keeps what this one needs.
 struct OpenedRepository {
-  store::Repository repo;
+  store::Store repo;
   std::vector<std::string> warnings;
 };
 Result<OpenedRepository> OpenStoreRepository();
@@ -43,12 +43,12 @@ Result<std::string> StoreOfRepository(const std::string& path);
 
 // The series of the repository around the current folder, as git holds
 // them, by the rules of `repo`'s policy.
-Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Repository& repo);
+Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Store& repo);
 
 // Why the stored version `id` is a base, found among the versions of the
 // series of `path` (HEAD's history and the index): "first of its series",
 // "due every 10", ...; empty when it is not a base or not in that series.
-std::string WhyBase(const store::Repository& repo, SeriesVersions& series, const std::string& path,
+std::string WhyBase(const store::Store& repo, SeriesVersions& series, const std::string& path,
                     const ContentId& id);
 
 // The version before the file at `path` (from the top of the work tree)

@@ -19,7 +19,7 @@
 #include "lib/base/status.h"
 #include "lib/git/repository.h"
 #include "lib/series/series.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/checkin.h"
 
 namespace zipnn::git {
 

@@ -26,7 +26,7 @@ bool Names(const std::string& given, const std::string& user) {
 
 }  // namespace
 
-Result<OthersNeed> NeedOthers(const store::Repository& repo, const std::string& own_git_dir,
+Result<OthersNeed> NeedOthers(const store::Store& repo, const std::string& own_git_dir,
                               const std::vector<std::string>& forget, bool dry_run, store::Needed& needed) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> users, repo.objects.Users());
   auto forgotten = [&](const std::string& user) {

@@ -16,7 +16,8 @@
 #include "lib/container/format.h"
 #include "lib/remote/remote_store.h"
 #include "lib/remote/remote_test_util.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/placement.h"
+#include "lib/store/restore.h"
 #include "lib/store/object_store.h"
 #include "lib/store/test_objects.h"
 
@@ -24,15 +25,15 @@ namespace zipnn::remote {
 namespace {
 
 using store::ObjectStore;
-using store::Repository;
+using store::Store;
 using store::testing::FilesIn;
 using store::testing::StoreChain;
 using store::testing::TempDir;
 
 TEST_CASE("push and fetch move whole chains, skip what is there, and refuse a damaged object on arrival") {
   const std::string root = TempDir();
-  const Repository here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
-  const Repository there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
+  const Store here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const Store there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
   const std::vector<ContentId> ids = StoreChain(here, 3);  // a base and 3 deltas
   std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote");
 
@@ -40,7 +41,7 @@ TEST_CASE("push and fetch move whole chains, skip what is there, and refuse a da
 
   // A flipped byte in the remote's copy: the fetch fails, naming the
   // object, and nothing lands under its name or as a temporary.
-  const Repository fresh{ObjectStore(root + "/fresh"), root + "/tmp3", root + "/cache3", "", config::Policy{}};
+  const Store fresh{ObjectStore(root + "/fresh"), root + "/tmp3", root + "/cache3", "", config::Policy{}};
   const std::string damaged = ObjectStore(root + "/remote").PathOf(ids[0]);
   REQUIRE(std::system(("printf '\\377' | dd of=" + damaged + " bs=1 seek=70 conv=notrunc status=none").c_str()) == 0);
   TransferOptions once;
@@ -68,8 +69,8 @@ TEST_CASE("push and fetch move whole chains, skip what is there, and refuse a da
 
 TEST_CASE("fetch replaces a damaged local copy; push replaces a misfiled remote one and clears old temporaries") {
   const std::string root = TempDir();
-  const Repository here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
-  const Repository there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
+  const Store here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const Store there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
   const std::vector<ContentId> ids = StoreChain(here, 2);
   const ObjectStore remote_store(root + "/remote");
   std::unique_ptr<RemoteStore> remote = FolderRemote(remote_store.root());
@@ -141,7 +142,7 @@ off_t InodeSize(const std::string& path) {
 
 TEST_CASE("push links objects into a folder on the same file system, checked on arrival, and copies when told to") {
   const std::string root = TempDir();
-  const Repository here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const Store here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
   const std::vector<ContentId> ids = StoreChain(here, 2);
   const ObjectStore linked_store(root + "/linked");
   std::unique_ptr<RemoteStore> linked = FolderRemote(linked_store.root());
@@ -153,7 +154,7 @@ TEST_CASE("push links objects into a folder on the same file system, checked on 
     CHECK(InodeOf(here.objects.PathOf(id)).second == 2);
   }
   // A copy of the remote restores; nothing is left under a temporary name.
-  const Repository there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
+  const Store there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
   REQUIRE(FetchObjects(there, *linked, {ids[2]}, {}).ok());
   CountingSink restored;
   CHECK(store::Restore(there, ids[2], restored).ok());
@@ -210,8 +211,8 @@ void WriteVersion(int i, const std::string& path) {
 
 TEST_CASE("a fetched delta is proved against a copy of its stored base when one is given, and a wrong copy fails it") {
   const std::string root = TempDir();
-  const Repository here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
-  const Repository there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
+  const Store here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const Store there{ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
   const std::vector<ContentId> ids = StoreChain(here, 3);
   std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote");
   REQUIRE(PushObjects(here, *remote, {ids[3]}, {}).ok());

@@ -20,13 +20,14 @@
 #include "lib/container/format.h"
 #include "lib/container/object.h"
 #include "lib/store/object_store.h"
-#include "lib/store/storing.h"
+#include "lib/store/chain.h"
+#include "lib/store/restore.h"
 
 namespace zipnn::remote {
 
 using store::ChainLink;
 using store::ObjectStore;
-using store::Repository;
+using store::Store;
 using store::StoreLock;
 
 namespace {
@@ -190,7 +191,7 @@ struct Received {
 // Receives the object for `id` into a fresh file in temp_dir, fsynced so
 // that it can take its name later, and checks its structure. Any failure
 // removes the file before it returns.
-Result<Received> Receive(const Repository& repo, RemoteStore& remote, const ContentId& id,
+Result<Received> Receive(const Store& repo, RemoteStore& remote, const ContentId& id,
                          std::optional<uint64_t> raw_size, uint64_t* bytes) {
   ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "fetch"));
   {
@@ -217,7 +218,7 @@ Result<Received> Receive(const Repository& repo, RemoteStore& remote, const Cont
 // base is in the store but not decoded yet.
 class StoredChain {
  public:
-  static Result<std::unique_ptr<StoredChain>> Open(const Repository& repo, const ContentId& id,
+  static Result<std::unique_ptr<StoredChain>> Open(const Store& repo, const ContentId& id,
                                                    const store::FindCopy& find_copy) {
     std::vector<ContentId> ids;  // VisitChain checks each link's id, loops and depth
     ZIPNN_RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) { ids.push_back(link.id); }));
@@ -263,7 +264,7 @@ class StoredChain {
 // of n received objects costs n decodes and at most two scratch files.
 // `deliver` (when not null) takes the decoded bytes of the object
 // `deliver_id`, if it is received, and *delivered says whether it did.
-Status AcceptReceived(const Repository& repo, std::map<ContentId, Received>& received, const std::string& from,
+Status AcceptReceived(const Store& repo, std::map<ContentId, Received>& received, const std::string& from,
                       const store::FindCopy& find_copy, const ContentId& deliver_id, ByteSink* deliver,
                       bool* delivered) {
   std::map<ContentId, std::vector<ContentId>> above;  // base -> received deltas on it
@@ -406,7 +407,7 @@ Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::f
   return out.Commit();
 }
 
-Status DecodeReceived(const Repository& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
+Status DecodeReceived(const Store& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
                       ByteSink& out, const store::FindCopy& find_copy) {
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   // The id the trailer carries is only a claim until the decode agrees.
@@ -421,7 +422,7 @@ Status DecodeReceived(const Repository& repo, const ByteSource& object, const Co
   return container::DecodeObject(object, info, base, options, out);
 }
 
-Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
+Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options) {
   // Every object of every chain, each once, by its height above its base.
   std::map<ContentId, int> height;  // links above the base (0: a base)
@@ -462,7 +463,7 @@ Result<TransferReport> PushObjects(const Repository& repo, RemoteStore& remote, 
   return report;
 }
 
-Result<TransferReport> FetchObjects(const Repository& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
+Result<TransferReport> FetchObjects(const Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                     const TransferOptions& options) {
   TransferReport report;
   std::set<ContentId> seen;

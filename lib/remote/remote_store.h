@@ -32,7 +32,7 @@
 #include "lib/base/file.h"
 #include "lib/base/io.h"
 #include "lib/base/status.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/restore.h"
 #include "lib/store/object_store.h"
 
 namespace zipnn::remote {
@@ -109,7 +109,7 @@ Result<size_t> RemoveOldTemporaries(const store::ObjectStore& store);
 // when `base` is null, by decoding the base's chain from `repo`'s store,
 // down to the first version `find_copy` has a copy of.
 // Corruption when it holds other content than `id` names.
-Status DecodeReceived(const store::Repository& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
+Status DecodeReceived(const store::Store& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
                       ByteSink& out, const store::FindCopy& find_copy = nullptr);
 
 struct TransferOptions {
@@ -146,7 +146,7 @@ struct TransferReport {
 // receiver that decodes what it is given has every base first. A chain
 // that is not whole in the local store fails, naming the missing object,
 // before anything is sent.
-Result<TransferReport> PushObjects(const store::Repository& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
+Result<TransferReport> PushObjects(const store::Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options);
 
 // Brings every object `ids` need that the local store lacks (or holds
@@ -156,7 +156,7 @@ Result<TransferReport> PushObjects(const store::Repository& repo, RemoteStore& r
 // object the remote does not hold is NotFound, naming it and the remote;
 // one that does not decode to its id is Corruption, and neither it nor
 // anything above it is kept.
-Result<TransferReport> FetchObjects(const store::Repository& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
+Result<TransferReport> FetchObjects(const store::Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                     const TransferOptions& options);
 
 }  // namespace zipnn::remote

@@ -9,7 +9,7 @@
 #include "lib/base/content_id.h"
 #include "lib/base/io.h"
 #include "lib/remote/remote_store.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/restore.h"
 
 namespace zipnn::remote::testing {
 
@@ -17,7 +17,7 @@ namespace zipnn::remote::testing {
 // ids[2] sends it, the delta below and the base; pushing ids[3] then sends
 // only it; fetching ids[3] into `there` brings all four, one chain level a
 // round, and the top restores.
-inline void CheckPushAndFetch(const store::Repository& here, const store::Repository& there, RemoteStore& remote,
+inline void CheckPushAndFetch(const store::Store& here, const store::Store& there, RemoteStore& remote,
                               const std::vector<ContentId>& ids) {
   auto pushed = PushObjects(here, remote, {ids[2]}, {});
   REQUIRE(pushed.ok());

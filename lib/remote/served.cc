@@ -13,12 +13,13 @@
 #include "lib/base/buffer.h"
 #include "lib/base/file.h"
 #include "lib/base/strings.h"
+#include "lib/store/chain.h"
 
 namespace zipnn::remote {
 
 using store::ChainLink;
 using store::ObjectStore;
-using store::Repository;
+using store::Store;
 using store::StoreLock;
 
 namespace {
@@ -219,7 +220,7 @@ Status ServeGet(const ObjectStore& store, Wire& wire, const ContentId& id) {
 // object carries, checksums and all.
 Status ServePut(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t size) {
   bool read = false;
-  const Repository repo{store, "", "", "", config::Policy{}};
+  const Store repo{store, "", "", "", config::Policy{}};
   Status put = ReceiveObject(
       store, id,
       [&](AtomicFile& out) {

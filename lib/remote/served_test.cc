@@ -26,7 +26,7 @@ namespace zipnn::remote {
 namespace {
 
 using store::ObjectStore;
-using store::Repository;
+using store::Store;
 using store::testing::FilesIn;
 using store::testing::ForgeObject;
 using store::testing::StoreChain;
@@ -93,14 +93,14 @@ std::string Drain(Channel& c) {
   }
 }
 
-Repository RepoIn(const std::string& root, const std::string& name) {
-  return Repository{ObjectStore(root + "/" + name), root + "/" + name + "-tmp", root + "/" + name + "-cache", "",
+Store RepoIn(const std::string& root, const std::string& name) {
+  return Store{ObjectStore(root + "/" + name), root + "/" + name + "-tmp", root + "/" + name + "-cache", "",
                     config::Policy{}};
 }
 
 TEST_CASE("a served store moves whole chains, skips what it holds, and answers has in order") {
   const std::string root = TempDir();
-  const Repository here = RepoIn(root, "here"), there = RepoIn(root, "there");
+  const Store here = RepoIn(root, "here"), there = RepoIn(root, "there");
   const std::vector<ContentId> ids = StoreChain(here, 3);
   const ObjectStore served(root + "/served");
   Servers servers([&](SocketEnd& c) { return ServeStore(served, c); });
@@ -121,7 +121,7 @@ TEST_CASE("a served store moves whole chains, skips what it holds, and answers h
 
 TEST_CASE("a server refuses a damaged object, keeps nothing of it, and serves the next request") {
   const std::string root = TempDir();
-  const Repository here = RepoIn(root, "here");
+  const Store here = RepoIn(root, "here");
   const std::vector<ContentId> ids = StoreChain(here, 1);
   REQUIRE(std::system(("cp " + here.objects.PathOf(ids[0]) + " " + root + "/bad && printf '\\377' | dd of=" + root +
                        "/bad bs=1 seek=70 conv=notrunc status=none").c_str()) == 0);
@@ -187,7 +187,7 @@ TEST_CASE("a server ends a session that breaks the protocol, leaving no partial 
 }
 
 // A remote whose every connection meets a server that says `script`.
-Status FetchFrom(const std::string& script, const Repository& repo, const ContentId& id, int* connections) {
+Status FetchFrom(const std::string& script, const Store& repo, const ContentId& id, int* connections) {
   Servers servers([&](SocketEnd& c) {
     Status said = Say(c, script);
     c.CloseWrite();
@@ -205,9 +205,9 @@ Status FetchFrom(const std::string& script, const Repository& repo, const Conten
 
 TEST_CASE("a client refuses a server that is not one, speaks another version, or sends less than it said") {
   const std::string root = TempDir();
-  const Repository here = RepoIn(root, "here");
+  const Store here = RepoIn(root, "here");
   const std::vector<ContentId> ids = StoreChain(here, 0);
-  const Repository empty = RepoIn(root, "empty");
+  const Store empty = RepoIn(root, "empty");
   const std::string prefix = "cannot fetch object " + ids[0].Hex() + " from test://liar: ";
   int connections = 0;
   CHECK(FetchFrom("", empty, ids[0], &connections).message() ==
@@ -242,7 +242,7 @@ TEST_CASE("a client refuses a server that is not one, speaks another version, or
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
-std::string ObjectBytes(const Repository& repo, const ContentId& id) {
+std::string ObjectBytes(const Store& repo, const ContentId& id) {
   auto bytes = ReadWholeFile(repo.objects.PathOf(id));
   REQUIRE(bytes.ok());
   return std::string(bytes->begin(), bytes->end());
@@ -258,7 +258,7 @@ void WriteFile(const std::string& path, const std::string& bytes) {
 
 // No file of a refused object anywhere: not under its name, not in the
 // fetch's temporary folder.
-void CheckNothingLeft(const std::string& root, const Repository& repo, const ContentId& id) {
+void CheckNothingLeft(const std::string& root, const Store& repo, const ContentId& id) {
   CHECK(!repo.objects.Has(id));
   CHECK(FilesIn(repo.objects.PathOf(id).substr(0, repo.objects.PathOf(id).rfind('/'))) == 0);
   CHECK(FilesIn(repo.temp_dir) == 0);
@@ -267,7 +267,7 @@ void CheckNothingLeft(const std::string& root, const Repository& repo, const Con
 
 TEST_CASE("a forged object never takes its name: fetch and a served put decode it against its id") {
   const std::string root = TempDir();
-  const Repository here = RepoIn(root, "here"), there = RepoIn(root, "there");
+  const Store here = RepoIn(root, "here"), there = RepoIn(root, "there");
   const std::vector<ContentId> ids = StoreChain(here, 3);
   const ObjectStore served(root + "/served");
   // A base that claims to be version 1, and delta 2 (on 1) that claims
@@ -348,7 +348,7 @@ double SecondsSince(Clock::time_point start) { return std::chrono::duration<doub
 
 TEST_CASE("a client refuses an object larger than its checkpoint, and stops at its first write error") {
   const std::string root = TempDir();
-  const Repository empty = RepoIn(root, "empty");
+  const Store empty = RepoIn(root, "empty");
   const ContentId id = HashBytes("x", 1);
   Hostile huge("ok 1125899906842623\n", /*endless=*/true);
   Servers servers([&](SocketEnd& c) { return huge(c); });
@@ -391,7 +391,7 @@ TEST_CASE("a client refuses an object larger than its checkpoint, and stops at i
 
 TEST_CASE("a client gives up on a server that stops answering within its timeout, and asks it no more") {
   const std::string root = TempDir();
-  const Repository empty = RepoIn(root, "empty");
+  const Store empty = RepoIn(root, "empty");
   const ContentId id = HashBytes("x", 1);
   struct Case {
     const char* what;
@@ -469,7 +469,7 @@ class Trickler {
 
 TEST_CASE("a client gives up on a server that trickles, under the low-speed limit, and asks it no more") {
   const std::string root = TempDir();
-  const Repository empty = RepoIn(root, "empty");
+  const Store empty = RepoIn(root, "empty");
   const ContentId id = HashBytes("x", 1);
   const LowSpeed limit{1000, 0.5};  // 50 bytes a second is far below
   const std::string too_slow = "the store server is too slow: ";
@@ -511,7 +511,7 @@ TEST_CASE("a client gives up on a server that trickles, under the low-speed limi
 
 TEST_CASE("the low-speed limit does not count the time a server thinks before it answers") {
   const std::string root = TempDir();
-  const Repository here = RepoIn(root, "here"), there = RepoIn(root, "there");
+  const Store here = RepoIn(root, "here"), there = RepoIn(root, "there");
   const std::vector<ContentId> ids = StoreChain(here, 2);
   // A server that takes a second over each request (a slow disk), then
   // answers at full speed.

@@ -10,6 +10,7 @@
 #include "lib/base/progress.h"
 #include "lib/base/strings.h"
 #include "lib/remote/select.h"
+#include "lib/store/chain.h"
 
 namespace zipnn::remote {
 
@@ -24,7 +25,7 @@ TransferOptions OptionsShowing(Progress& progress, const std::string& state) {
 }
 
 // Pushes (or fetches) the objects of `found`.
-Result<Transferred> Transfer(bool push, const store::Repository& repo, const std::string& remote,
+Result<Transferred> Transfer(bool push, const store::Store& repo, const std::string& remote,
                              const git::FoundPointers& found) {
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(remote));
   Transferred done;
@@ -43,7 +44,7 @@ Result<Transferred> Transfer(bool push, const store::Repository& repo, const std
 
 }  // namespace
 
-Result<Transferred> PushPointers(const store::Repository& repo, const std::string& remote,
+Result<Transferred> PushPointers(const store::Store& repo, const std::string& remote,
                                  const git::FoundPointers& found) {
   Result<Transferred> pushed = Transfer(/*push=*/true, repo, remote, found);
   if (pushed.ok() || pushed.status().code() != StatusCode::kNotFound) return pushed;
@@ -56,12 +57,12 @@ Result<Transferred> PushPointers(const store::Repository& repo, const std::strin
   return pushed;
 }
 
-Result<Transferred> FetchPointers(const store::Repository& repo, const std::string& remote,
+Result<Transferred> FetchPointers(const store::Store& repo, const std::string& remote,
                                   const git::FoundPointers& found) {
   return Transfer(/*push=*/false, repo, remote, found);
 }
 
-Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string& remote,
+Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& remote,
                                 const git::FoundPointers& found) {
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(remote));
   RemoteCheck check;
@@ -69,7 +70,7 @@ Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string
   ZIPNN_RETURN_IF_ERROR(MakeDirectories(repo.temp_dir));
   std::string dir = repo.temp_dir + "/fsck-remote-XXXXXX";
   if (::mkdtemp(dir.data()) == nullptr) return IoError(dir + ": cannot create a scratch folder");
-  const store::Repository scratch{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", repo.policy};
+  const store::Store scratch{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", repo.policy};
   std::set<ContentId> seen;
   {
     Progress progress("git-zipnn fsck: remote " + remote, found.pointers.size());
@@ -92,7 +93,7 @@ Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string
   return check;
 }
 
-Result<bool> FetchChain(const store::Repository& repo, const ContentId& id, std::optional<uint64_t> raw_size,
+Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::optional<uint64_t> raw_size,
                         const store::FindCopy& find_copy, ByteSink* deliver) {
   auto remote = DefaultRemote();
   if (!remote.ok()) return false;  // nowhere to fetch from: the restore names what is missing
@@ -107,7 +108,7 @@ Result<bool> FetchChain(const store::Repository& repo, const ContentId& id, std:
   return report.delivered;
 }
 
-Status RestoreFetching(const store::Repository& repo, const store::Pointer& pointer, const std::string& path,
+Status RestoreFetching(const store::Store& repo, const store::Pointer& pointer, const std::string& path,
                        ByteSink& out) {
   // A restore opens every object of the chain before it writes a byte, so
   // one that finds an object missing can be tried again after a fetch.
@@ -118,7 +119,7 @@ Status RestoreFetching(const store::Repository& repo, const store::Pointer& poin
   return *delivered ? OkStatus() : store::RestoreFile(repo, pointer, path, out);
 }
 
-Result<std::optional<ContentId>> RestorePointerFile(const store::Repository& repo, const std::string& path,
+Result<std::optional<ContentId>> RestorePointerFile(const store::Store& repo, const std::string& path,
                                                     const std::string& file) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
   if (!pointer) return std::optional<ContentId>();

@@ -15,7 +15,7 @@
 #include "lib/base/io.h"
 #include "lib/base/status.h"
 #include "lib/git/pointers.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/restore.h"
 #include "lib/store/pointer.h"
 #include "lib/remote/remote_store.h"
 
@@ -30,12 +30,12 @@ struct Transferred {
 // Sends the objects of every pointer in `found` (and every base of their
 // chains) to `remote`. A pointer whose chain is not whole locally fails
 // before anything is sent, naming the object and where the pointer is.
-Result<Transferred> PushPointers(const store::Repository& repo, const std::string& remote,
+Result<Transferred> PushPointers(const store::Store& repo, const std::string& remote,
                                  const git::FoundPointers& found);
 
 // Brings the objects of every pointer in `found` (and their bases) from
 // `remote`.
-Result<Transferred> FetchPointers(const store::Repository& repo, const std::string& remote,
+Result<Transferred> FetchPointers(const store::Store& repo, const std::string& remote,
                                   const git::FoundPointers& found);
 
 // What `git zipnn fsck --remote` found on a remote's store.
@@ -52,7 +52,7 @@ struct RemoteCheck {
 // temp_dir (as a fetch would, refusing what a fetch refuses) and thrown
 // away; the local store is not touched. Old temporary files of killed
 // pushes are removed.
-Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string& remote,
+Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& remote,
                                 const git::FoundPointers& found);
 
 // Fetches from the default remote what `id` needs and the local store
@@ -60,12 +60,12 @@ Result<RemoteCheck> CheckRemote(const store::Repository& repo, const std::string
 // missing). `raw_size`, the pointer's size when known, bounds the object;
 // `find_copy` and `deliver` as in TransferOptions. Whether the checkpoint
 // was delivered.
-Result<bool> FetchChain(const store::Repository& repo, const ContentId& id, std::optional<uint64_t> raw_size = std::nullopt,
+Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::optional<uint64_t> raw_size = std::nullopt,
                         const store::FindCopy& find_copy = nullptr, ByteSink* deliver = nullptr);
 
 // store::RestoreFile; when an object of the chain is missing, FetchChain
 // and restore again.
-Status RestoreFetching(const store::Repository& repo, const store::Pointer& pointer, const std::string& path,
+Status RestoreFetching(const store::Store& repo, const store::Pointer& pointer, const std::string& path,
                        ByteSink& out);
 
 // When the work-tree file `file` (at `path` in the repository) holds a
@@ -74,7 +74,7 @@ Status RestoreFetching(const store::Repository& repo, const store::Pointer& poin
 // (AtomicFile::CreateInWorkTree, in repo.temp_dir); the id written, or
 // nothing when the file holds something else. On an error the file is
 // left as it was.
-Result<std::optional<ContentId>> RestorePointerFile(const store::Repository& repo, const std::string& path,
+Result<std::optional<ContentId>> RestorePointerFile(const store::Store& repo, const std::string& path,
                                                     const std::string& file);
 
 }  // namespace zipnn::remote

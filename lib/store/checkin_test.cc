@@ -1,7 +1,8 @@
-// Tests of storing new versions of a series (CheckIn): which earlier
-// version a delta is made against, why a version becomes a base, min_gain
-// weighed against the version coded standalone, where a base's bytes come
-// from, and the raw cache's budget. Real checkpoints from tests/data.
+// Tests of storing new versions of a series (CheckIn): a version stored
+// once, damaged objects stored anew, the chains repack makes, delta
+// transforms, min_gain weighed against the version coded standalone,
+// where a base's bytes come from, and the raw cache's budget (placement
+// has placement_test). Real checkpoints from tests/data.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -19,78 +20,24 @@
 
 #include "lib/base/file.h"
 #include "lib/container/format.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/chain.h"
+#include "lib/store/checkin.h"
+#include "lib/store/restore.h"
 #include "lib/store/raw_cache.h"
 #include "lib/store/repack.h"
+#include "lib/store/series_fixture.h"
 #include "lib/store/test_objects.h"
 
 namespace zipnn::store {
 namespace {
 
+using testing::Bf16;
+using testing::Copy;
+using testing::Data;
+using testing::Fixture;
+using testing::IdOf;
 using testing::TempDir;
-
-std::string Data(const std::string& name) { return "tests/data/" + name; }
-std::string Bf16(int step) {
-  char name[64];
-  std::snprintf(name, sizeof name, "cnn-bf16/step-%06d.safetensors", step);
-  return Data(name);
-}
-
-ContentId IdOf(const std::string& file) { return testing::IdOfFile(file); }
-
-void Copy(const std::string& from, const std::string& to) {
-  REQUIRE(std::system(("mkdir -p \"$(dirname '" + to + "')\" && cp '" + from + "' '" + to + "'").c_str()) == 0);
-}
-
-// A repository in a scratch folder, with `series` standing for what git
-// holds: every version checked in is added to it, as the filter does.
-struct Fixture {
-  std::string root = TempDir();
-  Repository repo{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", root + "/work", config::Policy{}};
-  std::vector<Version> held;
-  std::vector<bool> asked;  // the `deep` of each lookup
-
-  // Stores `file` as `path` (series name and step given).
-  CheckedIn Add(const std::string& file, const std::string& path, const std::string& series, const std::string& step) {
-    Copy(file, root + "/spool");
-    return AddSpooled(path, series, step);
-  }
-  // Stores small `bytes` as version `step` of series "s".
-  CheckedIn AddBytes(const std::vector<uint8_t>& bytes, const std::string& step) {
-    std::ofstream(root + "/spool", std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    return AddSpooled("", "s", step);
-  }
-  // Stores what is in root/spool.
-  CheckedIn AddSpooled(const std::string& path, const std::string& series, const std::string& step) {
-    const std::string spool = root + "/spool";
-    const NewVersion v{spool, IdOf(spool), path, series, step};
-    auto checked = CheckIn(repo, v, [&](bool deep) -> Result<std::vector<Version>> {
-      asked.push_back(deep);
-      std::vector<Version> sorted = held;
-      SortSeries(sorted);
-      return sorted;
-    });
-    REQUIRE_MESSAGE(checked.ok(), checked.status().message());
-    held.push_back(Version{v.id, step, path});
-    CountingSink restored;
-    REQUIRE(Restore(repo, v.id, restored).ok());
-    CHECK(restored.bytes() == checked->pointer.size);
-    return *checked;
-  }
-  // Adds tests/data/cnn-bf16 step `s` as run/step-<s>.safetensors.
-  CheckedIn AddStep(int s) {
-    const std::string path = "run/step-" + std::to_string(s) + ".safetensors";
-    Copy(Bf16(s), repo.work_dir + "/" + path);
-    return Add(Bf16(s), path, "run/step-#.safetensors", std::to_string(s));
-  }
-  StoredInfo Info(const ContentId& id) {
-    auto info = Describe(repo, id);
-    REQUIRE(info.ok());
-    return *info;
-  }
-  ~Fixture() { (void)std::system(("rm -rf " + root).c_str()); }
-};
+using testing::Small;
 
 TEST_CASE("the first version is a base; each next one a delta against the nearest earlier one") {
   Fixture f;
@@ -118,7 +65,7 @@ TEST_CASE("a version already stored is not stored again") {
 }
 
 // Flips one byte in the middle of `id`'s object, as a failing disk would.
-void Damage(const Repository& repo, const ContentId& id) {
+void Damage(const Store& repo, const ContentId& id) {
   const std::string path = repo.objects.PathOf(id);
   std::fstream object(path, std::ios::in | std::ios::out | std::ios::binary);
   object.seekg(0, std::ios::end);
@@ -150,76 +97,6 @@ TEST_CASE("a damaged object is stored anew, and nothing is built on a damaged ch
   CHECK(again.damaged.find("checksum mismatch") != std::string::npos);
   CountingSink restored;
   CHECK(Restore(f.repo, IdOf(Bf16(80)), restored).ok());
-}
-
-TEST_CASE("a version git already holds is placed among the others, not after itself") {
-  // A commit names step 120, but this store lacks its object (a fresh
-  // store, or one gc emptied): stored again, it takes the place it had.
-  Fixture f;
-  f.repo.policy.base_interval = 3;
-  f.repo.policy.max_chain = 5;
-  f.AddStep(40);
-  f.AddStep(80);
-  f.held.push_back(Version{IdOf(Bf16(120)), "120", "run/step-120.safetensors"});
-  CHECK(f.AddStep(120).reason == BaseReason::kNotBase);
-  CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(80)));
-}
-
-TEST_CASE("versions the store does not hold are passed over") {
-  Fixture f;
-  f.AddStep(40);
-  // Step 80 is in git (a teammate's) but not in this store.
-  f.held.push_back(Version{IdOf(Bf16(80)), "80", "run/step-80.safetensors"});
-  CHECK(f.AddStep(120).reason == BaseReason::kNotBase);
-  CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(40)));
-  // Nothing earlier held here at all: a base, saying why.
-  Fixture g;
-  g.held.push_back(Version{IdOf(Bf16(40)), "40", "run/step-40.safetensors"});
-  CHECK(g.AddStep(80).reason == BaseReason::kNotStored);
-  CHECK(BaseReasonText(BaseReason::kNotStored, g.repo.policy) == "no earlier version of its series in the store");
-}
-
-TEST_CASE("every base_interval-th version since the last base is a base") {
-  Fixture f;
-  f.repo.policy.base_interval = 2;
-  f.repo.policy.max_chain = 5;
-  CHECK(f.AddStep(40).reason == BaseReason::kFirst);
-  CHECK(f.AddStep(80).reason == BaseReason::kNotBase);
-  CHECK(f.AddStep(120).reason == BaseReason::kDue);
-  CHECK(f.AddStep(160).reason == BaseReason::kNotBase);
-  CHECK(f.Info(IdOf(Bf16(160))).base == IdOf(Bf16(120)));
-  CHECK(BaseReasonText(BaseReason::kDue, f.repo.policy) == "due every 2");
-}
-
-TEST_CASE("a delta that would exceed max_chain makes a base") {
-  Fixture f;
-  f.repo.policy.max_chain = 1;
-  f.AddStep(40);
-  f.AddStep(80);
-  CHECK(f.AddStep(120).reason == BaseReason::kChain);
-  CHECK(!f.Info(IdOf(Bf16(120))).delta);
-  CHECK(BaseReasonText(BaseReason::kChain, f.repo.policy) == "chain at max_chain 1");
-}
-
-// 64 bytes that differ from the `i`-th next to them in their first two.
-std::vector<uint8_t> Small(size_t i) {
-  std::vector<uint8_t> bytes(64, 7);
-  bytes[0] = static_cast<uint8_t>(i & 0xff);
-  bytes[1] = static_cast<uint8_t>(i >> 8);
-  return bytes;
-}
-
-TEST_CASE("no policy makes a chain longer than a restore follows") {
-  // A policy built in code with no chain limit, and a series whose last
-  // version is at the deepest a restore decodes: the next is a base.
-  Fixture f;
-  f.repo.policy.min_gain = 0;
-  f.repo.policy.base_interval = 1000000;
-  f.repo.policy.max_chain = 1000000;
-  const std::vector<ContentId> ids = testing::StoreChain(f.repo, kMaxChainDepth);
-  for (size_t i = 0; i < ids.size(); ++i) f.held.push_back(Version{ids[i], std::to_string(i), ""});
-  CHECK(f.AddBytes(Small(ids.size()), std::to_string(ids.size())).reason == BaseReason::kChain);
-  CHECK(!f.Info(HashBytes(Small(ids.size()).data(), 64)).delta);
 }
 
 TEST_CASE("a repack to chains of 1000 leaves no version out of a restore's reach, at any moment") {
@@ -314,16 +191,6 @@ TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only 
   CHECK(rewritten == 0);
 }
 
-TEST_CASE("with delta_against base every delta is made against the last base") {
-  Fixture f;
-  f.repo.policy.delta_against = config::DeltaAgainst::kBase;
-  f.AddStep(40);
-  f.AddStep(80);
-  f.AddStep(120);
-  CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(40)));
-  CHECK(f.Info(IdOf(Bf16(120))).depth == 1);
-}
-
 TEST_CASE("min_gain is weighed against the version coded standalone") {
   // fp32 after bf16 of another run: no tensor matches in dtype, so the
   // "delta" is as large as the version alone and must not be kept.
@@ -352,28 +219,6 @@ TEST_CASE("min_gain is weighed against the version coded standalone") {
         "delta did not pay (min_gain 10%), or stored under another policy");
   g.repo.policy.base_interval = 1;
   CHECK(WhyBase(g.repo, series, 1) == BaseReason::kDue);
-}
-
-TEST_CASE("the last base out of the shallow view makes the lookup read history") {
-  Fixture f;
-  f.AddStep(40);
-  f.AddStep(80);
-  // Git's index and HEAD now hold only step 80 (a delta); its base, step
-  // 40, is only in history.
-  const std::vector<Version> all = f.held;
-  f.held = {all[1]};
-  f.asked.clear();
-  f.repo.policy.base_interval = 2;
-  f.repo.policy.max_chain = 5;
-  const std::string path = "run/step-120.safetensors";
-  Copy(Bf16(120), f.repo.work_dir + "/" + path);
-  const std::string spool = f.root + "/spool";
-  Copy(Bf16(120), spool);
-  auto checked = CheckIn(f.repo, NewVersion{spool, IdOf(Bf16(120)), path, "run/step-#.safetensors", "120"},
-                         [&](bool deep) -> Result<std::vector<Version>> { f.asked.push_back(deep); return deep ? all : f.held; });
-  REQUIRE(checked.ok());
-  CHECK(f.asked == std::vector<bool>{false, true});
-  CHECK(checked->reason == BaseReason::kDue);  // two versions since the base in step 40
 }
 
 TEST_CASE("a base's bytes come from the work tree when it still holds them, else from a raw copy or its chain") {
@@ -434,41 +279,6 @@ TEST_CASE("a delta is never built on a work-tree file that changes while it is r
     Copy(Bf16(80), f.root + "/work/run/step-80.safetensors");
     f.Add(Bf16(80), "run/step-80.safetensors", "run/step-#.safetensors", "80");
   }
-}
-
-TEST_CASE("a restore starts from the first version down its chain it has a copy of, and checks what it writes") {
-  Fixture f;
-  f.AddStep(40);
-  f.AddStep(80);
-  f.AddStep(120);
-  const ContentId id40 = IdOf(Bf16(40)), id80 = IdOf(Bf16(80)), id120 = IdOf(Bf16(120));
-  REQUIRE(f.Info(id120).base == id80);
-  REQUIRE(f.Info(id80).base == id40);
-  // The base at the bottom of the chain is gone: restoring 120 needs it...
-  REQUIRE(std::remove(f.repo.objects.PathOf(id40).c_str()) == 0);
-  CountingSink counted;
-  CHECK(Restore(f.repo, id120, counted).code() == StatusCode::kNotFound);
-  // ...unless the restore has a copy of 80 to start from. It asks for the
-  // bases from the top down and stops at the first it has.
-  std::vector<ContentId> asked;
-  auto copies = [&](const std::string& file_for_80) {
-    return [&asked, &id80, file_for_80](const ContentId& id) -> std::optional<ReadFile> {
-      asked.push_back(id);
-      if (id != id80) return std::nullopt;
-      auto file = ReadFile::Open(file_for_80);
-      REQUIRE(file.ok());
-      return std::move(*file);
-    };
-  };
-  MemorySink out;
-  REQUIRE(Restore(f.repo, id120, out, copies(Bf16(80))).ok());
-  CHECK(HashBytes(out.buffer().data(), out.buffer().size()) == id120);
-  CHECK(asked == std::vector<ContentId>{id80});
-  // A "copy" that holds other bytes ends in an error, never in other bytes
-  // taken for step 120.
-  MemorySink wrong;
-  const Status refused = Restore(f.repo, id120, wrong, copies(Bf16(200)));
-  CHECK(refused.code() == StatusCode::kCorruption);
 }
 
 TEST_CASE("a path overwritten in place keeps one raw copy, within the budget") {

@@ -43,10 +43,10 @@ std::vector<std::string> OldScratch(const std::string& dir, int64_t before) {
 
 }  // namespace
 
-void NeedChain(const Repository& repo, const ContentId& id, Needed& needed) {
+void NeedChain(const Store& store, const ContentId& id, Needed& needed) {
   needed.ids.insert(id.Hex());
   ContentId next = id;  // the object the walk opens next
-  const Status walked = VisitChain(repo, id, [&](const ChainLink& link) {
+  const Status walked = VisitChain(store, id, [&](const ChainLink& link) {
     needed.ids.insert(link.id.Hex());
     if (link.delta) needed.ids.insert(link.base.Hex());
     next = link.base;
@@ -54,8 +54,8 @@ void NeedChain(const Repository& repo, const ContentId& id, Needed& needed) {
   if (!walked.ok() && walked.code() != StatusCode::kNotFound) needed.unreadable.emplace(next.Hex(), walked.message());
 }
 
-Status PutBackSetAside(const Repository& repo) {
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> listed, repo.objects.List());
+Status PutBackSetAside(const Store& store) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> listed, store.objects.List());
   for (const auto& e : listed) {
     if (e.kind != ObjectStore::Kind::kSetAside) continue;
     PutBack(e.path, e.path.substr(0, e.path.size() - (sizeof kSetAsideSuffix - 1)));
@@ -63,10 +63,10 @@ Status PutBackSetAside(const Repository& repo) {
   return OkStatus();
 }
 
-Result<Swept> Sweep(const Repository& repo, Needed& needed, const SweepOptions& options) {
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> listed, repo.objects.List());
+Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& options) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> listed, store.objects.List());
   for (const auto& e : listed) {
-    if (e.id && e.mtime >= options.keep_since) NeedChain(repo, *e.id, needed);
+    if (e.id && e.mtime >= options.keep_since) NeedChain(store, *e.id, needed);
   }
   Swept swept;
   for (const auto& e : listed) {
@@ -89,7 +89,7 @@ Result<Swept> Sweep(const Repository& repo, Needed& needed, const SweepOptions& 
     swept.freed += e.size;
   }
   // Raw copies that no pointer names any more, and any beyond the budget.
-  const RawCache cache(repo.cache_dir, repo.policy.raw_cache);
+  const RawCache cache(store.cache_dir, store.policy.raw_cache);
   if (options.dry_run) {
     for (const auto& e : cache.List()) {
       if (needed.ids.count(e.id.Hex()) == 0) swept.raw_copies.emplace_back(e.id, e.size);
@@ -104,7 +104,7 @@ Result<Swept> Sweep(const Repository& repo, Needed& needed, const SweepOptions& 
   // earlier versions kept per clone, in tmp/latest and series/).
   std::vector<std::string> leftovers;
   const int64_t old = options.started - kScratchSeconds;
-  const std::string root = repo.objects.root() + "/";
+  const std::string root = store.objects.root() + "/";
   for (const auto& e : listed) {
     if (e.kind == ObjectStore::Kind::kTemporary && e.mtime < old) leftovers.push_back(e.path);
     if (e.kind == ObjectStore::Kind::kForeign) {
@@ -112,8 +112,8 @@ Result<Swept> Sweep(const Repository& repo, Needed& needed, const SweepOptions& 
     }
   }
   std::sort(swept.foreign.begin(), swept.foreign.end());
-  for (const std::string& f : OldScratch(repo.temp_dir, old)) leftovers.push_back(f);
-  const std::string legacy_series = repo.temp_dir.substr(0, repo.temp_dir.rfind('/')) + "/series";
+  for (const std::string& f : OldScratch(store.temp_dir, old)) leftovers.push_back(f);
+  const std::string legacy_series = store.temp_dir.substr(0, store.temp_dir.rfind('/')) + "/series";
   for (const std::string& f : OldScratch(legacy_series, options.started)) leftovers.push_back(f);
   for (const std::string& f : leftovers) {
     if (!options.dry_run && ::unlink(f.c_str()) != 0) continue;

@@ -23,7 +23,8 @@
 
 #include "lib/base/content_id.h"
 #include "lib/base/status.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/chain.h"
+#include "lib/store/store.h"
 #include "lib/store/object_store.h"
 
 namespace zipnn::store {
@@ -38,11 +39,11 @@ struct Needed {
 };
 
 // Adds `id` and every base of its chain.
-void NeedChain(const Repository& repo, const ContentId& id, Needed& needed);
+void NeedChain(const Store& store, const ContentId& id, Needed& needed);
 
 // Puts back every object an interrupted gc left aside (only files named
 // <id>.gc in that object's folder).
-Status PutBackSetAside(const Repository& repo);
+Status PutBackSetAside(const Store& store);
 
 struct SweepOptions {
   bool dry_run = false;    // remove nothing, list what would go
@@ -69,6 +70,6 @@ struct Swept {
 // unfinished objects older than an hour. Only names git-zipnn gives what
 // it writes are removed (ObjectStore::Kind); anything else in the store's
 // folder is listed in Swept::foreign and left.
-Result<Swept> Sweep(const Repository& repo, Needed& needed, const SweepOptions& options);
+Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& options);
 
 }  // namespace zipnn::store

@@ -9,7 +9,8 @@
 #include "lib/container/format.h"
 #include "lib/container/object.h"
 #include "lib/formats/detect.h"
-#include "lib/store/storing.h"
+#include "lib/store/checkin.h"
+#include "lib/store/restore.h"
 
 namespace zipnn::store {
 
@@ -25,7 +26,7 @@ struct Raw {
 // version and the last base, so that most versions decode in one step.
 class RawCache {
  public:
-  explicit RawCache(const Repository& repo) : repo_(repo) {}
+  explicit RawCache(const Store& store) : store_(store) {}
 
   Result<formats::CheckpointView> Get(const ContentId& id) {
     const Raw* raw = Find(id);
@@ -46,15 +47,15 @@ class RawCache {
   // A delta whose base is at hand decodes in one step; anything else
   // decodes its whole chain.
   Result<formats::Checkpoint> Decode(const ContentId& id) {
-    ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo_.objects.Open(id));
+    ZIPNN_ASSIGN_OR_RETURN(ReadFile object, store_.objects.Open(id));
     ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
     const Raw* base = Find(info.header.base_id);
     if (info.content_id != id || info.header.kind != container::ObjectKind::kDelta || base == nullptr) {
-      return RestoreToScratch(repo_, id);
+      return RestoreToScratch(store_, id);
     }
     container::DecodeOptions options;
-    options.threads = repo_.policy.threads;
-    return formats::Checkpoint::Spool(repo_.temp_dir, [&](ByteSink& out) {
+    options.threads = store_.policy.threads;
+    return formats::Checkpoint::Spool(store_.temp_dir, [&](ByteSink& out) {
       return container::DecodeObject(object, info, &base->bytes.file(), options, out);
     });
   }
@@ -66,13 +67,13 @@ class RawCache {
     return nullptr;
   }
 
-  const Repository& repo_;
+  const Store& store_;
   std::list<Raw> raws_;  // a few at most; elements stay put
 };
 
 // A candidate must decode to exactly its version, against the base it
 // names, before it replaces anything.
-Status Verify(const Repository& repo, const Candidate& c, const formats::CheckpointView& input,
+Status Verify(const Store& store, const Candidate& c, const formats::CheckpointView& input,
               const formats::CheckpointView* base) {
   ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(c.file.path()));
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
@@ -81,7 +82,7 @@ Status Verify(const Repository& repo, const Candidate& c, const formats::Checkpo
     return Corruption("repacked object for " + input.id.Hex() + " is not what was encoded");
   }
   container::DecodeOptions options;
-  options.threads = repo.policy.threads;
+  options.threads = store.policy.threads;
   CountingSink discarded;  // the decoder checks the content id itself
   return container::DecodeObject(object, info, delta ? base->source : nullptr, options, discarded);
 }
@@ -110,10 +111,10 @@ struct RepackState {
 
 // How deep the deltas stored on each of `series` reach above it now, from
 // each version's own header (one read per version).
-std::map<ContentId, uint32_t> HangingDepths(const Repository& repo, const std::vector<Version>& series) {
+std::map<ContentId, uint32_t> HangingDepths(const Store& store, const std::vector<Version>& series) {
   std::map<ContentId, ContentId> base_of;
   for (const Version& v : series) {
-    auto link = ReadLink(repo, v.id);
+    auto link = ReadLink(store, v.id);
     if (link.ok() && link->delta) base_of[v.id] = link->base;
   }
   std::map<ContentId, uint32_t> hanging;
@@ -135,26 +136,26 @@ std::map<ContentId, uint32_t> HangingDepths(const Repository& repo, const std::v
 
 // Rewrites one version (`done.before` filled in) where its form differs
 // from the policy's.
-Status RepackVersion(const Repository& repo, const std::vector<Version>& series, size_t position, RawCache& raws,
+Status RepackVersion(const Store& store, const std::vector<Version>& series, size_t position, RawCache& raws,
                      RepackState& state, RepackedVersion& done) {
   const ContentId& id = series[position].id;
   auto hanging = state.hanging.find(id);
   const uint32_t room = config::kMaxChainLimit - (hanging != state.hanging.end() ? hanging->second : 0);
-  Placement placed = *PlaceVersion(repo, series, position, /*complete=*/true, &state.passed, room);
+  Placement placed = *PlaceVersion(store, series, position, /*complete=*/true, &state.passed, room);
   // The new base's chain must outlive this delta (see CheckIn).
-  if (placed.base && !TouchChain(repo, *placed.base, &state.checked).ok()) placed.base.reset();
-  if (SameForm(done.before, placed.base) && FormatAsPolicy(done.before, repo.policy)) return OkStatus();
+  if (placed.base && !TouchChain(store, *placed.base, &state.checked).ok()) placed.base.reset();
+  if (SameForm(done.before, placed.base) && FormatAsPolicy(done.before, store.policy)) return OkStatus();
   ZIPNN_ASSIGN_OR_RETURN(formats::CheckpointView input, raws.Get(id));
   std::optional<formats::CheckpointView> base;
   if (placed.base) {
     ZIPNN_ASSIGN_OR_RETURN(base, raws.Get(*placed.base));
   }
-  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(repo, input, base ? &*base : nullptr, placed.base_ratio));
+  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(store, input, base ? &*base : nullptr, placed.base_ratio));
   // A delta that does not pay becomes a base, which it may be already
   // (in the policy's format).
-  if (!c.delta && !done.before.delta && FormatAsPolicy(done.before, repo.policy)) return OkStatus();
-  ZIPNN_RETURN_IF_ERROR(Verify(repo, c, input, base ? &*base : nullptr));
-  ZIPNN_RETURN_IF_ERROR(repo.objects.Replace(id, c.file.path()));
+  if (!c.delta && !done.before.delta && FormatAsPolicy(done.before, store.policy)) return OkStatus();
+  ZIPNN_RETURN_IF_ERROR(Verify(store, c, input, base ? &*base : nullptr));
+  ZIPNN_RETURN_IF_ERROR(store.objects.Replace(id, c.file.path()));
   state.checked.erase(id);
   done.rewritten = true;
   return OkStatus();
@@ -162,12 +163,12 @@ Status RepackVersion(const Repository& repo, const std::vector<Version>& series,
 
 }  // namespace
 
-Status RepackSeries(const Repository& repo, const std::vector<Version>& series,
+Status RepackSeries(const Store& store, const std::vector<Version>& series,
                     const std::function<void(const RepackedVersion&)>& each) {
   // Versions gc removed are not part of the series any more.
   std::vector<Version> present;
   for (const Version& v : series) {
-    if (repo.objects.Has(v.id)) {
+    if (store.objects.Has(v.id)) {
       present.push_back(v);
     } else {
       RepackedVersion gone;
@@ -176,30 +177,30 @@ Status RepackSeries(const Repository& repo, const std::vector<Version>& series,
       each(gone);
     }
   }
-  RawCache raws(repo);
+  RawCache raws(store);
   RepackState state;
-  state.hanging = HangingDepths(repo, present);
+  state.hanging = HangingDepths(store, present);
   // How every version is stored before anything is rewritten: a version's
   // chain, described later, would run through earlier versions in their
   // new form.
   ChainMemo original;
   for (const Version& v : present) {
-    auto described = Describe(repo, v.id, &original);
+    auto described = Describe(store, v.id, &original);
     if (described.ok()) original[v.id] = *described;
   }
   std::optional<ContentId> last_base;
   for (size_t i = 0; i < present.size(); ++i) {
     RepackedVersion done;
     done.version = present[i];
-    auto before = Describe(repo, done.version.id, &state.passed);
+    auto before = Describe(store, done.version.id, &state.passed);
     if (!before.ok()) {
       done.error = before.status();
     } else {
       done.before = *before;
       if (auto was = original.find(done.version.id); was != original.end()) done.before.depth = was->second.depth;
-      done.error = RepackVersion(repo, present, i, raws, state, done);
+      done.error = RepackVersion(store, present, i, raws, state, done);
       if (done.error.code() == StatusCode::kIoError) return done.error;
-      auto after = Describe(repo, done.version.id, &state.passed);
+      auto after = Describe(store, done.version.id, &state.passed);
       if (after.ok()) {
         done.after = *after;
         state.passed[done.version.id] = *after;

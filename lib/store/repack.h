@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "lib/base/status.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/placement.h"
+#include "lib/store/store.h"
 
 namespace zipnn::store {
 
@@ -32,10 +33,10 @@ struct RepackedVersion {
 };
 
 // Rewrites the versions of `series` (in series order, all its history
-// as git holds it) by repo.policy, calling `each` after each version.
+// as git holds it) by store.policy, calling `each` after each version.
 // Problems with one version are reported through `each` and the rest go
 // on; the returned status is an error only when the store itself fails.
-Status RepackSeries(const Repository& repo, const std::vector<Version>& series,
+Status RepackSeries(const Store& store, const std::vector<Version>& series,
                     const std::function<void(const RepackedVersion&)>& each);
 
 }  // namespace zipnn::store

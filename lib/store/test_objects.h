@@ -15,7 +15,7 @@
 #include "lib/base/buffer.h"
 #include "lib/container/format.h"
 #include "lib/container/object.h"
-#include "lib/store/checkpoints.h"
+#include "lib/store/store.h"
 
 namespace zipnn::store::testing {
 
@@ -45,7 +45,7 @@ inline size_t FilesIn(const std::string& dir) {
 }
 
 // Versions of 64 bytes each; version i > 0 stored as a delta on i - 1.
-inline std::vector<ContentId> StoreChain(const Repository& repo, int deltas) {
+inline std::vector<ContentId> StoreChain(const Store& repo, int deltas) {
   std::vector<ContentId> ids;
   std::vector<uint8_t> previous;
   for (int i = 0; i <= deltas; ++i) {

@@ -1,0 +1,202 @@
+#include "lib/store/checkin.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "lib/base/thread_pool.h"
+#include "lib/container/estimate.h"
+#include "lib/formats/detect.h"
+#include "lib/container/object.h"
+#include "lib/store/chain.h"
+#include "lib/store/raw_cache.h"
+#include "lib/store/restore.h"
+
+namespace zipnn::store {
+namespace {
+
+// Encodes `input` standalone, or as a delta against `base`, into `out`;
+// the object's size in `*size`.
+Status EncodeTo(const Store& store, const formats::CheckpointView& input, const formats::CheckpointView* base,
+                AtomicFile& out, uint64_t* size) {
+  const container::Layout regions =
+      base != nullptr ? formats::ToDeltaRegions(*input.layout, *base->layout) : formats::ToRegions(*input.layout);
+  std::optional<container::DeltaBase> delta;
+  if (base != nullptr) delta = container::DeltaBase{base->source, base->id};
+  container::EncodeOptions options;
+  options.chunk_size = store.policy.chunk_size;
+  options.threads = store.policy.threads;
+  options.zstd_level = store.policy.zstd_level;
+  options.transform = store.policy.delta_transform;
+  ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
+                         container::EncodeObject(*input.source, regions, delta ? &*delta : nullptr, options, out));
+  if (r.content_id != input.id) return Corruption(input.source->name() + " changed while it was stored");
+  *size = r.object_size;
+  return OkStatus();
+}
+
+Result<Candidate> EncodeCandidateAs(const Store& store, const formats::CheckpointView& input,
+                                    const formats::CheckpointView* base) {
+  ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(store.temp_dir + "/candidates", "object"));
+  Candidate c{std::move(file), base != nullptr, 0};
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(c.file.path(), /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(EncodeTo(store, input, base, out, &c.size));
+  ZIPNN_RETURN_IF_ERROR(out.Commit());
+  return c;
+}
+
+// The raw bytes of `base` (a version of `series`): the work-tree file git
+// holds it at when that still hashes to it, a kept raw copy, or its chain
+// decoded (always, with `decode`). A copy is read through
+// ReadFile::OpenHolding, so a copy rewritten while a delta is built on it
+// fails the encoding rather than feeding it other bytes; `copy` and
+// `from_work_tree` say where the bytes came from.
+struct BaseBytes {
+  std::optional<formats::Checkpoint> bytes;
+  bool copy = false;
+  bool from_work_tree = false;
+};
+Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& series, const ContentId& base,
+                           bool decode) {
+  BaseBytes bytes;
+  if (!store.work_dir.empty() && !decode) {
+    for (const Version& v : series) {
+      if (v.id != base || v.path.empty()) continue;
+      if (auto file = ReadFile::OpenHolding(store.work_dir + "/" + v.path, base)) {
+        bytes.bytes.emplace(std::move(*file));
+        bytes.copy = bytes.from_work_tree = true;
+        return bytes;
+      }
+      break;
+    }
+  }
+  const RawCache cache(store.cache_dir, store.policy.raw_cache);
+  if (auto copy = decode ? std::nullopt : cache.Find(base)) {
+    bytes.bytes.emplace(std::move(*copy));
+    bytes.copy = true;
+    return bytes;
+  }
+  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint decoded, RestoreToScratch(store, base));
+  bytes.bytes.emplace(std::move(decoded));
+  return bytes;
+}
+
+}  // namespace
+
+Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointView& input,
+                                  const formats::CheckpointView* base, double base_ratio) {
+  if (base == nullptr) return EncodeCandidateAs(store, input, nullptr);
+  ZIPNN_ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(store, input, base));
+  const double keep = 1 - store.policy.min_gain;
+  // Versions of one series store alone at nearly the same share of their
+  // size (within about 1% between saves); a delta far below the last
+  // base's share needs no second look.
+  const double raw = static_cast<double>(input.source->size());
+  if (static_cast<double>(delta.size) <= base_ratio * raw * keep * kHintMargin) return delta;
+  // The bound is below any standalone coding of weights, so a delta that
+  // pays against it pays against the real thing.
+  ThreadPool pool(container::WorkingThreads(store.policy.threads, store.policy.chunk_size));
+  ZIPNN_ASSIGN_OR_RETURN(double bound, container::EntropyBound(*input.source, formats::ToRegions(*input.layout), nullptr,
+                                                               store.policy.chunk_size, pool));
+  if (static_cast<double>(delta.size) <= bound * keep) return delta;
+  ZIPNN_ASSIGN_OR_RETURN(Candidate standalone, EncodeCandidateAs(store, input, nullptr));
+  if (static_cast<double>(delta.size) <= static_cast<double>(standalone.size) * keep) return delta;
+  return standalone;
+}
+
+Result<CheckedIn> CheckIn(const Store& store, const NewVersion& version, const EarlierVersions& earlier) {
+  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint input, formats::Checkpoint::Open(version.file));
+  ZIPNN_RETURN_IF_ERROR(input.ReadLayout());
+  CheckedIn result;
+  result.pointer = Pointer{version.id, input.file().size(), formats::FormatName(input.layout().format)};
+  // Already stored: its chain is marked as used, so that a gc running now
+  // keeps it. If gc took the object meanwhile, it is stored again below;
+  // if it lost a base, it is stored again in its place.
+  const bool present = store.objects.Has(version.id);
+  if (present) {
+    const Status whole = TouchChain(store, version.id);
+    if (whole.ok()) return result;
+    if (whole.code() == StatusCode::kCorruption) result.damaged = whole.message();
+  }
+  result.stored = true;
+
+  // The versions git holds may include this one (a commit whose object
+  // this store lacks): it is placed among the others, as where it was
+  // first stored.
+  auto others = [&](bool deep) -> Result<std::vector<Version>> {
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<Version> versions, earlier(deep));
+    versions.erase(std::remove_if(versions.begin(), versions.end(), [&](const Version& v) { return v.id == version.id; }),
+                   versions.end());
+    return versions;
+  };
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<Version> series, others(false));
+  std::optional<Placement> placed = PlaceVersion(store, series, PositionOf(series, version.step), false);
+  if (!placed) {
+    ZIPNN_ASSIGN_OR_RETURN(series, others(true));
+    placed = PlaceVersion(store, series, PositionOf(series, version.step), true);
+  }
+  // The base's chain must outlive this delta: marked as used before it is
+  // read (a gc that took part of it meanwhile makes this version a base).
+  if (placed->base) {
+    const Status whole = TouchChain(store, *placed->base);
+    if (whole.code() == StatusCode::kCorruption) {
+      if (result.damaged.empty()) result.damaged = whole.message();
+      *placed = Placement{std::nullopt, BaseReason::kDamagedBase};
+    } else if (!whole.ok()) {
+      *placed = Placement{std::nullopt, BaseReason::kNotStored};
+    }
+  }
+
+  const formats::CheckpointView raw = input.View(version.id);
+  std::optional<BaseBytes> bytes;
+  // Encodes against `bytes` (nothing when there is no base) and links the
+  // result in.
+  auto encode_and_link = [&]() -> Status {
+    if (!placed->base && !present) {
+      uint64_t size = 0;
+      return store.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(store, raw, nullptr, out, &size); });
+    }
+    std::optional<formats::CheckpointView> base;
+    if (placed->base) {
+      ZIPNN_RETURN_IF_ERROR(bytes->bytes->ReadLayout());
+      base = bytes->bytes->View(*placed->base);
+    }
+    ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(store, raw, base ? &*base : nullptr, placed->base_ratio));
+    if (base && !c.delta) placed->reason = BaseReason::kNoGain;
+    if (c.delta) placed->reason = BaseReason::kNotBase;
+    return present ? store.objects.Replace(version.id, c.file.path()) : store.objects.Adopt(version.id, c.file.path());
+  };
+  auto read_base = [&](bool decode) -> Status {
+    auto read = ReadBase(store, series, *placed->base, decode);
+    if (read.ok()) {
+      bytes.emplace(std::move(*read));
+    } else if (read.status().code() == StatusCode::kNotFound) {
+      *placed = Placement{std::nullopt, BaseReason::kNotStored};  // gc took it after all
+    } else {
+      return read.status();
+    }
+    return OkStatus();
+  };
+  if (placed->base) ZIPNN_RETURN_IF_ERROR(read_base(/*decode=*/false));
+  Status stored = encode_and_link();
+  if (!stored.ok() && bytes && bytes->copy) {
+    // The copy changed while the delta was built on it (a work-tree file
+    // rewritten in place): build it again on the base decoded from the
+    // store, which nobody else writes.
+    bytes.reset();
+    ZIPNN_RETURN_IF_ERROR(read_base(/*decode=*/true));
+    stored = encode_and_link();
+  }
+  ZIPNN_RETURN_IF_ERROR(stored);
+  result.reason = placed->reason;
+  // The next version makes its delta against this one. A path overwritten
+  // in place will not hold these bytes then, nor will a series whose
+  // earlier files were gone from the work tree (a trainer deleting old
+  // saves): keep a raw copy for it.
+  const bool gone_from_work_tree = bytes && !bytes->from_work_tree;
+  if (version.step.empty() || gone_from_work_tree) {
+    RawCache(store.cache_dir, store.policy.raw_cache).Keep(version.series, version.id, version.file);
+  }
+  return result;
+}
+
+}  // namespace zipnn::store

@@ -1,0 +1,78 @@
+// Storing checkpoints by the policy of .zipnn.yaml. A new version of a
+// series (lib/series) is stored as a delta against the nearest earlier
+// version the store holds, or as a base when it is the first, when it is
+// due (every base_interval-th), when the delta would exceed max_chain, or
+// when the delta does not save min_gain against the version coded
+// standalone (placement.h says where it goes; this file encodes it). The
+// caller says which versions came before (read from git:
+// lib/git/series_versions.h), so every clone and worktree continues the
+// same chains. A delta is built only on bytes proven to be its base.
+//
+// Thread-compatible; separate processes may store at once (objects are
+// written atomically).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lib/base/file.h"
+#include "lib/base/status.h"
+#include "lib/formats/checkpoint.h"
+#include "lib/store/placement.h"
+#include "lib/store/pointer.h"
+#include "lib/store/store.h"
+
+namespace zipnn::store {
+
+// The versions of the new one's series that git holds, in series order;
+// with `deep`, its whole history too (asked for only when the last base
+// before the new version is not among the shallow ones).
+using EarlierVersions = std::function<Result<std::vector<Version>>(bool deep)>;
+
+// A checkpoint to store: its bytes in `file` (content id known), where
+// git will hold it, and its place in its series.
+struct NewVersion {
+  std::string file;
+  ContentId id;
+  std::string path;
+  std::string series;  // series::Placed::name
+  std::string step;
+};
+
+struct CheckedIn {
+  Pointer pointer;
+  bool stored = false;  // false: the store had it already
+  BaseReason reason = BaseReason::kNotBase;
+  // What was found damaged on the way: this version's own object (stored
+  // anew in its place), or the chain of the version it would have been a
+  // delta of (made a base instead). Empty when nothing was.
+  std::string damaged;
+};
+
+// Stores `version` unless the store has it (whole). Returns its pointer
+// and how it was stored.
+Result<CheckedIn> CheckIn(const Store& store, const NewVersion& version, const EarlierVersions& earlier);
+
+// An object written to a scratch file in temp_dir/candidates, fsynced,
+// for the caller to link into the store; removed with the Candidate.
+// CheckIn and RepackSeries (repack.h) make them.
+struct Candidate {
+  TempFile file;
+  bool delta = false;
+  uint64_t size = 0;
+};
+
+// Encodes `input` as a delta against `base` when that saves min_gain
+// against `input` coded standalone, else standalone. Cheapest first: a
+// delta that pays by a clear margin (kHintMargin) against `base_ratio`
+// (the series' last base, Placement) is kept at once; else the standalone
+// size is bounded by the order-0 entropy of its groups (container/
+// estimate.h: the auto coders land within about 1% above it); only a delta
+// that does not pay against that bound either is weighed against a real
+// standalone encoding.
+inline constexpr double kHintMargin = 0.95;
+Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointView& input,
+                                  const formats::CheckpointView* base, double base_ratio = 0);
+
+}  // namespace zipnn::store

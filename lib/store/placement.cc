@@ -1,0 +1,101 @@
+#include "lib/store/placement.h"
+
+#include <algorithm>
+#include <set>
+
+#include "lib/series/series.h"
+
+namespace zipnn::store {
+
+void SortSeries(std::vector<Version>& versions) {
+  std::stable_sort(versions.begin(), versions.end(),
+                   [](const Version& a, const Version& b) { return series::StepLess(a.step, b.step); });
+  std::vector<Version> once;
+  std::set<ContentId> seen;
+  for (Version& v : versions) {
+    if (seen.insert(v.id).second) once.push_back(std::move(v));
+  }
+  versions = std::move(once);
+}
+
+std::string BaseReasonText(BaseReason reason, const config::Policy& policy) {
+  switch (reason) {
+    case BaseReason::kNotBase: return "a delta";
+    case BaseReason::kFirst: return "first of its series";
+    case BaseReason::kNotStored: return "no earlier version of its series in the store";
+    case BaseReason::kDue: return "due every " + std::to_string(policy.base_interval);
+    case BaseReason::kChain: return "chain at max_chain " + std::to_string(policy.max_chain);
+    case BaseReason::kNoGain:
+      return "delta did not pay, min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) + "%";
+    case BaseReason::kDamagedBase: return "the version before it is damaged in the store";
+    case BaseReason::kNoGainOrPolicy:
+      return "delta did not pay (min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) +
+             "%), or stored under another policy";
+  }
+  return "";
+}
+
+size_t PositionOf(const std::vector<Version>& series, const std::string& step) {
+  return std::upper_bound(series.begin(), series.end(), step,
+                          [](const std::string& s, const Version& v) { return series::StepLess(s, v.step); }) -
+         series.begin();
+}
+
+std::optional<Placement> PlaceVersion(const Store& store, const std::vector<Version>& series, size_t position,
+                                      bool complete, const ChainMemo* memo, uint32_t max_chain) {
+  Placement placed;
+  // The nearest earlier version whose chain the store holds whole.
+  std::optional<StoredInfo> chain;
+  size_t previous = position;
+  for (size_t i = position; i-- > 0;) {
+    auto described = Describe(store, series[i].id, memo);
+    if (described.ok()) {
+      chain = *described;
+      previous = i;
+      break;
+    }
+  }
+  if (!chain) {
+    if (!complete) return std::nullopt;  // history may hold earlier versions
+    placed.reason = position == 0 ? BaseReason::kFirst : BaseReason::kNotStored;
+    return placed;
+  }
+  placed.base_ratio = chain->base_ratio;
+  // Versions since the last base, counted in the series (so a version
+  // whose object is missing here still counts, as it did where it was
+  // stored).
+  const ContentId& last_base = chain->last_base;
+  size_t since = 0;
+  for (size_t j = previous + 1; j-- > 0;) {
+    if (series[j].id == last_base) {
+      since = position - j;
+      break;
+    }
+  }
+  if (since == 0) {
+    if (!complete) return std::nullopt;
+    // The base is not in the series: count its chain.
+    since = static_cast<size_t>(chain->depth) + 1 + (position - previous - 1);
+  }
+  if (since >= store.policy.base_interval) {
+    placed.reason = BaseReason::kDue;
+    return placed;
+  }
+  const bool against_base = store.policy.delta_against == config::DeltaAgainst::kBase;
+  // Of the version the delta is made against.
+  const size_t depth = against_base ? 0 : static_cast<size_t>(chain->depth);
+  // A policy built in code may ask for more than restore follows.
+  if (depth + 1 > std::min({store.policy.max_chain, max_chain, config::kMaxChainLimit})) {
+    placed.reason = BaseReason::kChain;
+    return placed;
+  }
+  placed.base = against_base ? last_base : series[previous].id;
+  return placed;
+}
+
+BaseReason WhyBase(const Store& store, const std::vector<Version>& series, size_t position) {
+  const Placement placed = *PlaceVersion(store, series, position, /*complete=*/true);
+  return placed.base ? BaseReason::kNoGainOrPolicy : placed.reason;
+}
+
+}  // namespace zipnn::store

@@ -1,0 +1,79 @@
+// Where a version goes in the store: as a delta against which earlier
+// version of its series, or standalone, and why. Placement reads the
+// chains of the versions before it (chain.h) and the policy, never the
+// versions' bytes; whether a delta pays is weighed when it is encoded
+// (checkin.h).
+//
+// Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/config/policy.h"
+#include "lib/store/chain.h"
+#include "lib/store/store.h"
+
+namespace zipnn::store {
+
+// A version of a series, as git holds it.
+struct Version {
+  ContentId id;
+  std::string step;  // series::Placed::step of its path
+  std::string path;  // where git holds it, from the top of the work tree
+};
+
+// Orders versions by step (series::StepLess), keeping the given order
+// among equal steps, and keeps each id once (at its first place).
+void SortSeries(std::vector<Version>& versions);
+
+// Where a new version with `step` goes in `series` (in series order):
+// after every version whose step is not greater, so a path overwritten in
+// place follows the order git got its versions in, and step-numbered
+// files the order of their numbers.
+size_t PositionOf(const std::vector<Version>& series, const std::string& step);
+
+// Why a version was stored standalone.
+enum class BaseReason {
+  kNotBase,    // stored as a delta
+  kFirst,      // no earlier version of its series
+  kNotStored,  // no earlier version of its series is in this store
+  kDue,        // every base_interval-th version is a base
+  kChain,      // a delta would make a chain longer than max_chain
+  kNoGain,     // the delta did not save min_gain against standalone
+  kNoGainOrPolicy,  // found later: its place makes it a delta now, so the
+                    // delta did not pay, or another policy was in force
+  kDamagedBase,     // the version it would be a delta of is damaged in the store
+};
+// "first of its series", "due every 10", ...
+std::string BaseReasonText(BaseReason reason, const config::Policy& policy);
+
+// What the version at `position` of `series` (in series order) is stored
+// against, by the policy and by how the versions before it are stored
+// now: the nearest earlier version whose chain the store holds whole (or,
+// with delta_against base, the base of that chain), unless the version is
+// the first, is due to be a base (base_interval versions after the last
+// base, counted in `series`), or would exceed max_chain. nullopt when
+// `series` is not `complete` and does not reach back to the last base:
+// the caller reads the whole history and asks again.
+struct Placement {
+  std::optional<ContentId> base;
+  BaseReason reason = BaseReason::kNotBase;  // when there is no base
+  // The last base's stored share of its raw size: what this version alone
+  // would most likely store at (0 when unknown).
+  double base_ratio = 0;
+};
+// `memo` (Describe) speeds up the walks down earlier versions' chains;
+// `max_chain` lowers the policy's limit for this one version.
+std::optional<Placement> PlaceVersion(const Store& store, const std::vector<Version>& series, size_t position,
+                                      bool complete, const ChainMemo* memo = nullptr,
+                                      uint32_t max_chain = config::kMaxChainLimit);
+
+// Why the stored version at `position` of `series` (in series order,
+// its whole history) is a base, by the policy in force now: the reason its
+// place gives, or kNoGainOrPolicy when its place would make it a delta.
+BaseReason WhyBase(const Store& store, const std::vector<Version>& series, size_t position);
+
+}  // namespace zipnn::store

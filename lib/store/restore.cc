@@ -1,0 +1,231 @@
+#include "lib/store/restore.h"
+
+#include <optional>
+#include <vector>
+
+#include "lib/container/object.h"
+#include "lib/store/chain.h"
+
+namespace zipnn::store {
+
+namespace {
+
+// A restore decodes at most this many objects of a chain at once: each
+// level keeps up to kReaderCacheBytes of decoded chunks and its decoders'
+// buffers (a few MB), so a deeper chain has its lower part restored first,
+// into a scratch file checked against its id, which then stands in for
+// it. Memory thus stays within kLevelsAtOnce levels whatever the depth,
+// for one more write of the checkpoint every kLevelsAtOnce - 1 levels
+// (never for the chains of the default policy, at most 10 objects).
+constexpr size_t kLevelsAtOnce = 16;
+
+// Links of a chain, opened and checked, the top first; the copy (a
+// version's bytes known otherwise) stands in for the base of the last.
+struct Chain {
+  std::vector<Link> links;
+  std::optional<formats::Checkpoint> copy;
+};
+using CopyOf = std::function<std::optional<formats::Checkpoint>(const ContentId&)>;
+
+// The links from `id` (at depth `above` in the chain of `top`, which
+// errors name) down to a base, to a link whose base `copy_of` gives a
+// copy of, or to kLevelsAtOnce - 1 links; then `*next` is the base of the
+// last link, where the chain goes on.
+Result<Chain> OpenLinks(const Store& store, const ContentId& top, const ContentId& id, size_t above,
+                        std::vector<ContentId>& passed, const CopyOf& copy_of, std::optional<ContentId>* next) {
+  Chain chain;
+  next->reset();
+  for (ContentId at = id;;) {
+    ZIPNN_ASSIGN_OR_RETURN(Link link, OpenLink(store, top, at, passed, above));
+    const bool delta = link.info.header.kind == container::ObjectKind::kDelta;
+    at = link.info.header.base_id;
+    chain.links.push_back(std::move(link));
+    if (!delta) return chain;
+    if ((chain.copy = copy_of(at))) return chain;
+    if (chain.links.size() == kLevelsAtOnce - 1) {
+      *next = at;
+      return chain;
+    }
+  }
+}
+
+Status DecodeChain(const Store& store, Chain& chain, ByteSink& out);
+
+// Every link of the chain of `id` to decode, opened and checked before
+// anything is decoded (so a missing, looping or too deep base fails
+// before a byte is written): the top first, the base (or the link above a
+// copy) last. Of a chain deeper than kLevelsAtOnce, the first
+// kLevelsAtOnce - 1 links, standing on the version below them restored
+// into a scratch file: that one stands on the version kLevelsAtOnce - 1
+// links further down, and so on, restored from the deepest up, one at a
+// time, with nothing else held open.
+Result<Chain> OpenChain(const Store& store, const ContentId& id, const FindCopy& find_copy) {
+  auto found = [&](const ContentId& at) -> std::optional<formats::Checkpoint> {
+    if (find_copy) {
+      if (std::optional<ReadFile> copy = find_copy(at)) return formats::Checkpoint(std::move(*copy));
+    }
+    return std::nullopt;
+  };
+  std::vector<ContentId> passed;
+  std::optional<ContentId> next;
+  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenLinks(store, id, id, 0, passed, found, &next));
+  if (!next) return chain;
+  chain.links.clear();  // let go of its files and chunk maps meanwhile
+  // Where each part below starts, and at what depth; checked whole first.
+  struct Stage {
+    ContentId id;
+    size_t depth;
+  };
+  std::vector<Stage> stages;
+  while (next) {
+    stages.push_back(Stage{*next, passed.size()});
+    ZIPNN_RETURN_IF_ERROR(OpenLinks(store, id, *next, 0, passed, found, &next).status());
+  }
+  std::optional<formats::Checkpoint> below;  // the part restored last
+  // Opens the part from `from` down to the part below it (or to the end).
+  auto open_part = [&](const ContentId& from, size_t depth, const std::optional<ContentId>& on) -> Result<Chain> {
+    std::vector<ContentId> seen;
+    std::optional<ContentId> more;
+    ZIPNN_ASSIGN_OR_RETURN(Chain part,
+                           OpenLinks(store, id, from, depth, seen,
+                                     [&](const ContentId& at) -> std::optional<formats::Checkpoint> {
+                                       if (!on) return found(at);
+                                       if (at == *on) return std::move(below);
+                                       return std::nullopt;
+                                     },
+                                     &more));
+    if (more) {
+      return Corruption("the chain of object " + id.Hex() + " changed while it was restored (a repack running?); "
+                        "try again");
+    }
+    return part;
+  };
+  for (size_t i = stages.size(); i-- > 0;) {
+    const std::optional<ContentId> on = i + 1 < stages.size() ? std::optional<ContentId>(stages[i + 1].id) : std::nullopt;
+    ZIPNN_ASSIGN_OR_RETURN(Chain part, open_part(stages[i].id, stages[i].depth, on));
+    ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint restored,
+                           formats::Checkpoint::Spool(store.temp_dir,
+                                                      [&](ByteSink& out) { return DecodeChain(store, part, out); }));
+    below = std::move(restored);
+  }
+  return open_part(id, 0, stages[0].id);
+}
+
+// An ObjectReader for each link of `chain` below the top one, from the
+// base up, each keeping up to `cache_bytes` of decoded chunks; each delta
+// reads its base through the one below. The last one (or the copy, or
+// nothing) is what the top link reads its base through.
+Result<const ByteSource*> StackReaders(Chain& chain, uint64_t cache_bytes,
+                                       std::vector<std::unique_ptr<container::ObjectReader>>& readers) {
+  const ByteSource* below = chain.copy ? &chain.copy->file() : nullptr;
+  for (size_t i = chain.links.size(); i-- > 1;) {
+    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
+                           container::ObjectReader::Open(chain.links[i].file, std::move(chain.links[i].info), below,
+                                                         /*check_raw=*/false, cache_bytes));
+    below = reader.get();
+    readers.push_back(std::move(reader));
+  }
+  return below;
+}
+
+// One pass over the chunks of the whole chain: each delta reads its base
+// through the ObjectReader of the link below it, and decoding the top
+// object pulls each chunk up through the levels, applied onto the one
+// below. A whole decode checks the content id.
+Status DecodeChain(const Store& store, Chain& chain, ByteSink& out) {
+  std::vector<std::unique_ptr<container::ObjectReader>> readers;
+  ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below, StackReaders(chain, container::kReaderCacheBytes, readers));
+  container::DecodeOptions options;
+  options.threads = store.policy.threads;
+  return container::DecodeObject(chain.links[0].file, chain.links[0].info, below, options, out);
+}
+
+}  // namespace
+
+Status Restore(const Store& store, const ContentId& id, ByteSink& out, const FindCopy& find_copy) {
+  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenChain(store, id, find_copy));
+  return DecodeChain(store, chain, out);
+}
+
+struct VersionReader::Levels {
+  Chain chain;  // its files stay put: the readers refer to them
+  std::vector<std::unique_ptr<container::ObjectReader>> readers;
+};
+
+VersionReader::VersionReader() = default;
+VersionReader::~VersionReader() = default;
+uint64_t VersionReader::size() const { return top_->size(); }
+Status VersionReader::ReadAt(uint64_t offset, void* out, size_t n) const { return top_->ReadAt(offset, out, n); }
+const std::string& VersionReader::name() const { return top_->name(); }
+
+Result<std::unique_ptr<VersionReader>> OpenVersion(const Store& store, const ContentId& id) {
+  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenChain(store, id, nullptr));
+  const Link& top = chain.links[0];
+  if (!container::HasRawChecksums(top.info.header)) {
+    return Unsupported(top.file.name() + ": object format " + std::to_string(top.info.header.version) +
+                       " has no raw checksums; a part of it is checked only by restoring it whole");
+  }
+  std::unique_ptr<VersionReader> version(new VersionReader());
+  version->levels_ = std::make_unique<VersionReader::Levels>();
+  VersionReader::Levels& levels = *version->levels_;
+  levels.chain = std::move(chain);
+  // One reader reads each level below the top, chunk by chunk at the
+  // offsets the top asks for: two chunks each (one that straddles a
+  // boundary of the level below needs both) keep memory small however deep
+  // the chain.
+  ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below, StackReaders(levels.chain, /*cache_bytes=*/0, levels.readers));
+  Link& link = levels.chain.links[0];
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
+                         container::ObjectReader::Open(link.file, std::move(link.info), below, /*check_raw=*/true));
+  version->top_ = reader.get();
+  levels.readers.push_back(std::move(reader));
+  return version;
+}
+
+Status RestoreFile(const Store& store, const Pointer& pointer, const std::string& path, ByteSink& out,
+                   const FindCopy& find_copy) {
+  Status s = Restore(store, pointer.id, out, find_copy);
+  if (s.code() != StatusCode::kNotFound) return s;
+  return MissingObject(store, pointer, path);
+}
+
+Status MissingObject(const Store& store, const Pointer& pointer, const std::string& path) {
+  // Which object of the chain is missing: the version's own, or a base.
+  ContentId missing = pointer.id;
+  (void)VisitChain(store, pointer.id, [&](const ChainLink& link) {
+    if (link.delta) missing = link.base;
+  });
+  const std::string of = missing == pointer.id ? "" : " (a base of " + pointer.id.Hex() + ")";
+  return NotFound("object " + missing.Hex() + of + " for " + path + " is not in the store " + store.objects.root() +
+                  " (fetch it, or restore the store)");
+}
+
+Result<formats::Checkpoint> RestoreToScratch(const Store& store, const ContentId& id) {
+  return formats::Checkpoint::Spool(store.temp_dir, [&](ByteSink& out) { return Restore(store, id, out); });
+}
+
+Result<formats::Checkpoint> RestoreFileToScratch(const Store& store, const Pointer& pointer, const std::string& path,
+                                                 const FindCopy& find_copy) {
+  return formats::Checkpoint::Spool(store.temp_dir,
+                                    [&](ByteSink& out) { return RestoreFile(store, pointer, path, out, find_copy); });
+}
+
+Status CheckStored(const Store& store, const Pointer& pointer, bool decode) {
+  uint64_t raw_size = 0;
+  if (decode) {
+    CountingSink counted;
+    ZIPNN_RETURN_IF_ERROR(Restore(store, pointer.id, counted));
+    raw_size = counted.bytes();
+  } else {
+    ZIPNN_RETURN_IF_ERROR(VisitChain(store, pointer.id, [&](const ChainLink& link) {
+      if (link.depth == 0) raw_size = link.raw_size;
+    }));
+  }
+  if (raw_size != pointer.size) {
+    return Corruption("object " + pointer.id.Hex() + " holds " + std::to_string(raw_size) + " bytes; its pointer says " +
+                      std::to_string(pointer.size));
+  }
+  return OkStatus();
+}
+
+}  // namespace zipnn::store
