@@ -1,0 +1,80 @@
+// Tests of repacking a series (RepackSeries): the chains it makes stay
+// within a restore's reach at every moment. Apart from checkin_test: one
+// case stores a thousand versions and takes a minute (four under ASan).
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lib/base/file.h"
+#include "lib/container/format.h"
+#include "lib/store/chain.h"
+#include "lib/store/checkin.h"
+#include "lib/store/restore.h"
+#include "lib/store/raw_cache.h"
+#include "lib/store/repack.h"
+#include "lib/store/series_fixture.h"
+#include "lib/store/test_objects.h"
+
+namespace zipnn::store {
+namespace {
+
+using testing::Bf16;
+using testing::Copy;
+using testing::Data;
+using testing::Fixture;
+using testing::IdOf;
+using testing::TempDir;
+using testing::Small;
+
+TEST_CASE("a repack to chains of 1000 leaves no version out of a restore's reach, at any moment") {
+  // 1002 versions stored every 10th a base, then repacked into chains at
+  // the limit: the version after the 1001st hangs on it, so that one
+  // stays a base rather than put the next, not yet repacked, at 1001.
+  Fixture f;
+  f.repo.policy.min_gain = 0;
+  for (size_t i = 0; i < 1002; ++i) f.AddBytes(Small(i), std::to_string(i));
+  CHECK(f.Info(f.held[1000].id).depth == 0);
+  CHECK(f.Info(f.held[999].id).depth == 9);
+  f.repo.policy.base_interval = 1000000;
+  f.repo.policy.max_chain = 1000;
+  std::vector<Version> series = f.held;
+  SortSeries(series);
+  ChainMemo passed;  // so that looking at every version costs a header read
+  int worst = 0;
+  size_t at = 0, rewritten = 0;
+  REQUIRE(RepackSeries(f.repo, series, [&](const RepackedVersion& v) {
+            CHECK_MESSAGE(v.error.ok(), v.error.message());
+            rewritten += v.rewritten ? 1 : 0;
+            passed[v.version.id] = f.Info(v.version.id);
+            // The next versions, not yet repacked, are within reach.
+            for (size_t next = at; next < std::min(series.size(), at + 11); ++next) {
+              auto info = Describe(f.repo, series[next].id, &passed);
+              REQUIRE_MESSAGE(info.ok(), info.status().message());
+              worst = std::max(worst, info->depth);
+            }
+            ++at;
+          }).ok());
+  CHECK(worst <= kMaxChainDepth);
+  CHECK(rewritten == 99);
+  CHECK(f.Info(f.held[999].id).depth == 999);
+  CHECK(!f.Info(f.held[1000].id).delta);
+  CHECK(f.Info(f.held[1001].id).depth == 1);
+  for (const Version& each : series) {
+    CountingSink restored;
+    CHECK(Restore(f.repo, each.id, restored).ok());
+  }
+}
+
+}  // namespace
+}  // namespace zipnn::store
