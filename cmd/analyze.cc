@@ -14,6 +14,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/access/versions.h"
 #include "lib/base/strings.h"
 #include "lib/analyze/analysis.h"
 #include "lib/analyze/html_report.h"
@@ -241,7 +242,7 @@ Status RunAnalyze(const AnalyzeArgs& a) {
       const Pending& p = pending[i];
       progress.Update(p.label, i);
       ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint checkpoint,
-                             WithLayout(repo ? git::CheckpointAt(*repo, p.rev, p.path) : CheckpointInFile(p.path)));
+                             WithLayout(repo ? access::Versions(*repo, access::Copies::kAll).OpenAt(p.rev, p.path) : CheckpointInFile(p.path)));
       ZIPNN_RETURN_IF_ERROR(analyzer.Add(
           std::make_shared<analyze::Input>(analyze::Input{p.label, p.source, p.subject, std::move(checkpoint)})));
     }

@@ -17,6 +17,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/access/versions.h"
 #include "lib/base/buffer.h"
 #include "lib/base/closest.h"
 #include "lib/base/file.h"
@@ -24,7 +25,6 @@
 #include "lib/formats/detect.h"
 #include "lib/formats/tensor_file.h"
 #include "lib/git/checkpoint_at.h"
-#include "lib/remote/transfer.h"
 
 namespace zipnn::cmd {
 
@@ -218,12 +218,13 @@ Status RunCat(const CatArgs& a) {
   if (a.threads > 0) repo.policy.threads = a.threads;
   ZIPNN_ASSIGN_OR_RETURN(const store::Pointer pointer, git::PointerAt(GitSpec(a.spec)));
 
+  const access::Versions versions(repo);
   // The whole file, as stored: one restore, checked against the id.
   if (!a.list && a.tensors.empty() && format == OutputFormat::kRaw) {
-    return WithOutput(a, [&](ByteSink& out) { return remote::RestoreFetching(repo, pointer, a.spec, out); });
+    return WithOutput(a, [&](ByteSink& out) { return versions.Write(pointer, a.spec, out); });
   }
-  ZIPNN_ASSIGN_OR_RETURN(OpenedVersion version, OpenForParts(repo, pointer, a.spec));
-  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(version.source(), formats::FormatChoice::kAuto));
+  ZIPNN_ASSIGN_OR_RETURN(const access::Parts version, versions.OpenParts(pointer, a.spec));
+  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(version.source(), formats::kAutoFormat));
   if (layout.format == formats::Format::kRaw) {
     std::string why = layout.warnings.empty() ? "" : " (" + layout.warnings.front() + ")";
     return InvalidArgument(a.spec + " is not a safetensors or torch.save checkpoint git-zipnn can read tensors of" + why +

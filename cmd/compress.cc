@@ -53,12 +53,11 @@ Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const Rea
     plan.description = "one " + std::string(codec::DTypeName(*dtype)) + " region";
     return plan;
   }
-  std::optional<formats::FormatChoice> choice = formats::ParseFormatChoice(a.format);
-  if (!choice) return InvalidArgument("unknown format '" + a.format + "' (one of: auto, safetensors, pytorch, raw)");
-  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout file, formats::ReadLayout(input, *choice));
+  ZIPNN_ASSIGN_OR_RETURN(const formats::FormatChoice choice, formats::ParseFormatChoice(a.format));
+  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout file, formats::ReadLayout(input, choice));
   for (const std::string& w : file.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (base != nullptr) {
-    ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout base_file, formats::ReadLayout(*base, *choice));
+    ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout base_file, formats::ReadLayout(*base, choice));
     for (const std::string& w : base_file.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     plan.layout = formats::ToDeltaRegions(file, base_file);
   } else {
@@ -118,7 +117,8 @@ Action SetupCompress(CLI::App& sub) {
   sub.add_option("file", a->input, "Checkpoint file to compress")->required();
   sub.add_option("-o,--output", a->output, "Object file to write (default: <file>.zipnn)");
   sub.add_option("--format", a->format,
-                 "How to read the file: auto (by its content, the default), safetensors, pytorch, or raw");
+                 "How to read the file: auto (by its content, the default), or one of " +
+                     formats::FormatNameList(", "));
   sub.add_option("--dtype", a->dtype,
                  "auto (the default): tensors and their dtypes come from the file's format; or one of " +
                      codec::DTypeNameList() + " to store the whole file as one region of that type");

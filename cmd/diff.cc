@@ -17,7 +17,7 @@
 #include "lib/analyze/report.h"
 #include "lib/analyze/scan.h"
 #include "lib/formats/detect.h"
-#include "lib/git/checkpoint_at.h"
+#include "lib/access/versions.h"
 #include "lib/git/discover.h"
 
 namespace zipnn::cmd {
@@ -40,7 +40,7 @@ Result<Opened> Resolve(const std::string& arg) {
   if (!IsRevisionSpec(arg)) return WithLayout(CheckpointInFile(arg));
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   const size_t colon = arg.find(':');
-  return WithLayout(git::CheckpointAt(repo, arg.substr(0, colon), "./" + arg.substr(colon + 1)));
+  return WithLayout(access::Versions(repo, access::Copies::kAll).OpenAt(arg.substr(0, colon), "./" + arg.substr(colon + 1)));
 }
 
 std::string Describe(const Opened& o) {
@@ -74,7 +74,7 @@ std::optional<Previous> PreviousVersion(const std::string& path) {
   const store::Version& v = **previous;
   auto link = store::ReadLink(*repo, v.id);
   if (!link.ok()) return std::nullopt;
-  auto checkpoint = WithLayout(git::CheckpointOf(*repo, store::Pointer{v.id, link->raw_size, ""}, v.path));
+  auto checkpoint = WithLayout(access::Versions(*repo, access::Copies::kAll).Open(store::Pointer{v.id, link->raw_size, ""}, v.path));
   if (!checkpoint.ok()) return std::nullopt;
   return Previous{std::move(*checkpoint), v};
 }
@@ -125,7 +125,7 @@ Status RunDiff(const DiffArgs& a) {
   if (a.args.size() == 3) {
     ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
     for (int s = 0; s < 2; ++s) {
-      ZIPNN_ASSIGN_OR_RETURN(Opened o, WithLayout(git::CheckpointAt(repo, a.args[s], "./" + a.args[2])));
+      ZIPNN_ASSIGN_OR_RETURN(Opened o, WithLayout(access::Versions(repo, access::Copies::kAll).OpenAt(a.args[s], "./" + a.args[2])));
       sides[s].emplace(std::move(o));
     }
   } else if (a.args.size() == 2) {

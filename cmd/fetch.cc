@@ -11,6 +11,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/access/versions.h"
 #include "lib/base/file.h"
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
@@ -117,6 +118,7 @@ Status RunPull(const FetchArgs& a) {
     if (pointer.ok() && !*pointer && ReadFile::OpenHolding(file, in_index->second)) restored.push_back(path);
   }
   RemoveAbandonedTemps(repo.temp_dir);
+  const access::Versions versions(repo);
   size_t count = 0, failed = 0;
   for (const std::string& path : paths) {
     const std::string file = top + "/" + path;
@@ -124,7 +126,7 @@ Status RunPull(const FetchArgs& a) {
     auto pointer = store::PointerInFile(file);
     if (pointer.ok() && !*pointer) continue;  // not a pointer: nothing to restore
     list.Note(path);
-    Result<std::optional<ContentId>> written = remote::RestorePointerFile(repo, path, file);
+    Result<std::optional<ContentId>> written = access::RestorePointerFile(versions, path, file);
     if (!written.ok()) {
       ++failed;
       const std::string& why = written.status().message();

@@ -16,7 +16,6 @@
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
 #include "lib/git/hook.h"
-#include "lib/remote/transfer.h"
 
 namespace zipnn::cmd {
 
@@ -42,9 +41,7 @@ filters::SmudgeOptions SmudgeFor(const store::Store& repo) {
   filters::SmudgeOptions options;
   options.leave_pointers = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE");
   options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || git::ConfigFlag("zipnn.skipsmudgeerrors");
-  options.fetch_missing = [repo](const store::Pointer& p, const store::FindCopy& find_copy, ByteSink& out) {
-    return remote::FetchChain(repo, p.id, p.size, find_copy, &out);
-  };
+  options.fetch_missing = true;
   return options;
 }
 

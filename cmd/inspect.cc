@@ -107,7 +107,7 @@ Status PrintObjectTensors(const std::string& path, const std::optional<store::St
   std::printf("\n");
   if (repo && id) {
     ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<store::VersionReader> version, store::OpenVersion(*repo, *id));
-    ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(*version, formats::FormatChoice::kAuto));
+    ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(*version, formats::kAutoFormat));
     PrintTensorTable(TensorsOf(layout));
     return OkStatus();
   }
@@ -123,7 +123,7 @@ Status PrintObjectTensors(const std::string& path, const std::optional<store::St
   }
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
                          container::ObjectReader::Open(object, info, nullptr, /*check_raw=*/true));
-  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(*reader, formats::FormatChoice::kAuto));
+  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(*reader, formats::kAutoFormat));
   PrintTensorTable(TensorsOf(layout));
   return OkStatus();
 }

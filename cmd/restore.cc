@@ -9,6 +9,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/access/versions.h"
 #include "lib/base/file.h"
 #include "lib/git/checkpoint_at.h"
 #include "lib/git/git.h"
@@ -73,7 +74,7 @@ Status RunRestore(const RestoreArgs& a) {
     Progress progress("git-zipnn: " + target, pointer.size);  // its line is cleared when done
     progress.Update("restoring", 0);
     ProgressSink sink(out, progress, "restoring");
-    restored = remote::RestoreFetching(repo, pointer, a.path, sink);
+    restored = access::Versions(repo).Write(pointer, a.path, sink);
   }
   ZIPNN_RETURN_IF_ERROR(restored);
   ZIPNN_RETURN_IF_ERROR(out.Commit());  // only verified bytes reach the name

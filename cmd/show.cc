@@ -4,6 +4,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/access/versions.h"
 #include "lib/base/strings.h"
 #include "lib/container/format.h"
 #include "lib/formats/detect.h"
@@ -33,8 +34,8 @@ Status PrintTensors(const store::Store& repo, const store::Pointer& pointer, con
       return OkStatus();
     }
   }
-  ZIPNN_ASSIGN_OR_RETURN(OpenedVersion version, OpenForParts(repo, pointer, what));
-  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(version.source(), formats::FormatChoice::kAuto));
+  ZIPNN_ASSIGN_OR_RETURN(const access::Parts version, access::Versions(repo).OpenParts(pointer, what));
+  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(version.source(), formats::kAutoFormat));
   const std::vector<formats::Tensor>& tensors = TensorsOf(layout);
   if (all) {
     PrintTensorTable(tensors);

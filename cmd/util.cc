@@ -6,7 +6,7 @@
 
 #include "lib/base/file.h"
 #include "lib/base/strings.h"
-#include "lib/git/checkpoint_at.h"
+#include "lib/access/versions.h"
 #include "lib/git/discover.h"
 
 namespace zipnn::cmd {
@@ -30,7 +30,7 @@ Result<formats::Checkpoint> CheckpointInFile(const std::string& file) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
   if (!pointer) return formats::Checkpoint::Open(file);
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-  return git::CheckpointOf(repo, *pointer, file);
+  return access::Versions(repo, access::Copies::kAll).Open(*pointer, file);
 }
 
 Result<formats::Checkpoint> WithLayout(Result<formats::Checkpoint> checkpoint) {
@@ -89,30 +89,6 @@ void PrintTensorTable(const std::vector<formats::Tensor>& tensors) {
 
 std::string GitSpec(const std::string& spec) {
   return spec.find(':') == std::string::npos ? "HEAD:./" + spec : spec;
-}
-
-Result<OpenedVersion> OpenForParts(const store::Store& repo, const store::Pointer& pointer, const std::string& name) {
-  auto opened = store::OpenVersion(repo, pointer.id);
-  if (opened.status().code() == StatusCode::kNotFound) {
-    ZIPNN_RETURN_IF_ERROR(remote::FetchChain(repo, pointer.id, pointer.size).status());
-    opened = store::OpenVersion(repo, pointer.id);
-    if (opened.status().code() == StatusCode::kNotFound) return store::MissingObject(repo, pointer, name);
-  }
-  OpenedVersion version;
-  if (opened.ok()) {
-    if ((*opened)->size() != pointer.size) {
-      return Corruption("object " + pointer.id.Hex() + " holds " + std::to_string((*opened)->size()) +
-                        " bytes; its pointer at " + name + " says " + std::to_string(pointer.size));
-    }
-    version.parts = std::move(*opened);
-    return version;
-  }
-  if (opened.status().code() != StatusCode::kUnsupported) return opened.status();
-  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint whole, formats::Checkpoint::Spool(repo.temp_dir, [&](ByteSink& out) {
-                           return remote::RestoreFetching(repo, pointer, name, out);
-                         }));
-  version.whole.emplace(std::move(whole));
-  return version;
 }
 
 const std::vector<formats::Tensor>& TensorsOf(const formats::FileLayout& layout) {

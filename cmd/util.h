@@ -42,7 +42,8 @@ Result<store::Store> OpenRepository();
 
 // The checkpoint in `file`: the file itself, or the version it names when
 // it holds a git-zipnn pointer (as the files git hands to diff drivers
-// may), restored from the repository around the current folder.
+// may), read from the repository around the current folder
+// (access::Versions, fetching what is missing).
 Result<formats::Checkpoint> CheckpointInFile(const std::string& file);
 
 // `checkpoint` with its layout read.
@@ -63,19 +64,6 @@ Status PrintObjectReport(const std::string& path);
 // tree, or from the current folder with "./"); a bare path is HEAD's
 // version of that file, from the current folder (cat, show).
 std::string GitSpec(const std::string& spec);
-
-// A version to read by parts (cat, show): through its chain, or, for an
-// object older than format 5 (no raw checksums), restored whole and
-// checked into a scratch file. Objects missing here are fetched from the
-// default remote; `name` is what messages call the version.
-struct OpenedVersion {
-  std::unique_ptr<store::VersionReader> parts;
-  std::optional<formats::Checkpoint> whole;
-  const ByteSource& source() const {
-    return parts ? static_cast<const ByteSource&>(*parts) : static_cast<const ByteSource&>(whole->file());
-  }
-};
-Result<OpenedVersion> OpenForParts(const store::Store& repo, const store::Pointer& pointer, const std::string& name);
 
 // What a user calls a file's tensors: for torch.save files each tensor
 // the pickle builds (its storages hold them), else the layout's tensors.

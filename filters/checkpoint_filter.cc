@@ -8,7 +8,6 @@
 #include "lib/base/progress.h"
 #include "lib/git/pointers.h"
 #include "lib/series/series.h"
-#include "lib/store/raw_cache.h"
 
 namespace zipnn::filters {
 
@@ -139,7 +138,8 @@ std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id, const st
   // HEAD or the index (a checkout back to a later commit finds the saves
   // the earlier one kept). It is used only if it still hashes to its id:
   // the user, a hook or the checkout under way may have changed it.
-  if (!repo_.work_dir.empty()) {
+  if (repo_.work_dir.empty()) return std::nullopt;
+  {
     std::string path;
     if (const auto it = checked_out_.find(id); it != checked_out_.end()) {
       path = it->second;
@@ -154,7 +154,7 @@ std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id, const st
       if (auto file = ReadFile::OpenHolding(repo_.work_dir + "/" + path, id)) return file;
     }
   }
-  return store::RawCache(repo_.cache_dir, repo_.policy.raw_cache).Find(id);
+  return std::nullopt;
 }
 
 int CheckpointFilter::PointerVersionFor(const std::string& path, const store::Pointer& pointer) {
@@ -216,18 +216,8 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
   progress.Update("restoring", 0);
   ProgressSink restored(out, progress, "restoring");
   const std::string series = series_ ? series_->rules().Place(path).name : std::string();
-  const store::FindCopy find_copy = [this, &series](const ContentId& id) { return FindCopy(id, series); };
-  Status st = store::RestoreFile(repo_, pointer, path, restored, find_copy);
-  // A missing object fails the restore before it writes anything, so it
-  // can be fetched and the restore tried again.
-  if (st.code() == StatusCode::kNotFound && smudge_.fetch_missing) {
-    Result<bool> delivered = smudge_.fetch_missing(pointer, find_copy, restored);
-    if (!delivered.ok()) {
-      st = delivered.status();
-    } else {
-      st = *delivered ? OkStatus() : store::RestoreFile(repo_, pointer, path, restored, find_copy);
-    }
-  }
+  const store::FindCopy in_work_tree = [this, &series](const ContentId& id) { return FindCopy(id, series); };
+  Status st = versions_.Write(pointer, path, restored, in_work_tree);
   if (st.ok()) checked_out_[pointer.id] = path;
   // Nothing written yet: the pointer can stand in for the checkpoint.
   if (!st.ok() && smudge_.keep_pointer_on_error && restored.done() == 0) {

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "filters/filter_process.h"
+#include "lib/access/versions.h"
 #include "lib/git/series_versions.h"
 #include "lib/store/restore.h"
 #include "lib/store/store.h"
@@ -32,13 +33,9 @@ struct SmudgeOptions {
   // Check pointers out as they are (GIT_ZIPNN_SKIP_SMUDGE=1), for a later
   // `git zipnn pull`.
   bool leave_pointers = false;
-  // Called when a restore finds an object missing: brings what the
-  // pointer's content needs from a remote (see lib/remote/transfer.h), no object
-  // larger than its size allows, proving what arrives with the help of the
-  // copies given (store::FindCopy). When the pointer's own object arrives,
-  // its proof writes the checkpoint to the sink given, and it returns true;
-  // otherwise the restore is tried again.
-  std::function<Result<bool>(const store::Pointer&, const store::FindCopy&, ByteSink&)> fetch_missing;
+  // Fetch what a restore finds missing from the default remote
+  // (access::Options::fetch).
+  bool fetch_missing = false;
   // A checkpoint that cannot be restored (its object missing, here and on
   // the remote, or damaged) is checked out as its pointer, with a
   // warning, instead of failing git's whole checkout (zipnn.skipSmudgeErrors,
@@ -51,7 +48,10 @@ class CheckpointFilter : public FilterHandler {
   // `series` finds the earlier versions of what clean stores; without it
   // (no repository around) every version is placed on its own.
   CheckpointFilter(store::Store repo, std::unique_ptr<git::SeriesVersions> series, SmudgeOptions smudge = {})
-      : repo_(std::move(repo)), series_(std::move(series)), smudge_(std::move(smudge)) {}
+      : repo_(std::move(repo)),
+        series_(std::move(series)),
+        smudge_(std::move(smudge)),
+        versions_(repo_, access::Options{smudge_.fetch_missing, access::Copies::kBases}) {}
 
   Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override;
   Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override;
@@ -65,8 +65,8 @@ class CheckpointFilter : public FilterHandler {
   std::optional<std::string> NextDelayed() override;
 
  private:
-  // A verified copy of version `id` (of `series`) for a restore to start
-  // from (store::FindCopy): a work-tree file, or a kept raw copy.
+  // A work-tree file holding version `id` (of `series`), verified, for a
+  // restore to start from; access::Versions adds the kept raw copies.
   std::optional<ReadFile> FindCopy(const ContentId& id, const std::string& series);
   // The version to spell `pointer` in for `path`: the one of the pointer
   // the index holds there when it names the same checkpoint (a file
@@ -88,6 +88,7 @@ class CheckpointFilter : public FilterHandler {
   std::set<DelayedKey> delayed_;
   std::map<std::string, std::string> delayed_pointers_;
   SmudgeOptions smudge_;
+  access::Versions versions_;  // reads repo_
   std::optional<store::StoreLock> lock_;
   bool warned_ = false;  // that git's series could not be read
 };

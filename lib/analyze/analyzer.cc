@@ -5,6 +5,7 @@
 #include "lib/analyze/analysis.h"
 #include "lib/analyze/scan.h"
 #include "lib/analyze/sizes.h"
+#include "lib/formats/detect.h"
 
 namespace zipnn::analyze {
 

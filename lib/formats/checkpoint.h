@@ -45,7 +45,7 @@ class Checkpoint {
 
   // Reads the layout (with kAuto, of the format the first bytes show; a
   // file of no known format is raw), once.
-  Status ReadLayout(FormatChoice choice = FormatChoice::kAuto);
+  Status ReadLayout(FormatChoice choice = kAutoFormat);
   // A layout known otherwise (built by hand in a test, or read before).
   void SetLayout(FileLayout layout) { layout_.emplace(std::move(layout)); }
   // The layout ReadLayout read; it must have succeeded.

@@ -3,38 +3,42 @@
 #include <algorithm>
 
 #include "lib/formats/guess.h"
-#include "lib/formats/pytorch.h"
-#include "lib/formats/zip.h"
-#include "lib/formats/safetensors.h"
 
 namespace zipnn::formats {
 
-std::optional<FormatChoice> ParseFormatChoice(std::string_view name) {
-  if (name == "auto") return FormatChoice::kAuto;
-  if (name == "safetensors") return FormatChoice::kSafetensors;
-  if (name == "pytorch") return FormatChoice::kPytorch;
-  if (name == "raw") return FormatChoice::kRaw;
-  return std::nullopt;
+const char* FormatName(Format f) {
+  const size_t i = static_cast<size_t>(f);
+  return i < sizeof kFormats / sizeof kFormats[0] ? kFormats[i].name : "?";
+}
+
+std::string FormatNameList(const char* separator) {
+  std::string list;
+  for (const FormatInfo& f : kFormats) list += (list.empty() ? "" : separator) + std::string(f.name);
+  return list;
+}
+
+Result<FormatChoice> ParseFormatChoice(std::string_view name) {
+  if (name == "auto") return kAutoFormat;
+  for (const FormatInfo& f : kFormats) {
+    if (name == f.name) return FormatChoice(f.format);
+  }
+  return InvalidArgument("unknown format '" + std::string(name) + "' (one of: auto, " + FormatNameList(", ") + ")");
 }
 
 Result<FileLayout> ReadLayout(const ByteSource& file, FormatChoice choice) {
   FileLayout raw;
   raw.format = Format::kRaw;
   raw.size = file.size();
-  if (choice == FormatChoice::kRaw) return raw;
+  if (choice == Format::kRaw) return raw;
   uint8_t prefix[16] = {0};
   const size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof prefix, file.size()));
   ZIPNN_RETURN_IF_ERROR(file.ReadAt(0, prefix, n));
-  std::optional<Result<FileLayout>> read;
-  if (choice == FormatChoice::kSafetensors || (choice == FormatChoice::kAuto && LooksLikeSafetensors(prefix, n))) {
-    read = ReadSafetensors(file);
-  } else if (choice == FormatChoice::kPytorch || (choice == FormatChoice::kAuto && LooksLikeZip(prefix, n))) {
-    read = ReadPytorch(file);
-  }
-  if (read) {
-    if (!read->ok()) return read->status();
-    if ((*read)->format != Format::kRaw) return std::move(**read);
-    raw.warnings = std::move((*read)->warnings);  // not readable as that format: raw, as below
+  for (const FormatInfo& f : kFormats) {
+    if (!f.read || (choice ? *choice != f.format : !f.sniff(prefix, n))) continue;
+    ZIPNN_ASSIGN_OR_RETURN(FileLayout read, f.read(file));
+    if (read.format != Format::kRaw) return read;
+    raw.warnings = std::move(read.warnings);  // not readable as that format: raw, as below
+    break;
   }
   // No (valid) known format: one region, typed when a sample says a dtype
   // pays.

@@ -103,15 +103,6 @@ Layout Build(const FileLayout& file, TensorRegion tensor_region, GapRegion gap_r
 
 }  // namespace
 
-const char* FormatName(Format f) {
-  switch (f) {
-    case Format::kRaw: return "raw";
-    case Format::kSafetensors: return "safetensors";
-    case Format::kPytorch: return "pytorch";
-  }
-  return "?";
-}
-
 FileLayout RawLayout(uint64_t size, std::string warning) {
   FileLayout raw;
   raw.format = Format::kRaw;

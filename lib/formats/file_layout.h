@@ -16,8 +16,8 @@
 
 namespace zipnn::formats {
 
+// One row each in kFormats (detect.h), where FormatName is.
 enum class Format { kRaw, kSafetensors, kPytorch };
-const char* FormatName(Format f);
 
 struct Tensor {
   std::string name;

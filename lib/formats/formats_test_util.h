@@ -27,7 +27,7 @@ inline std::vector<uint8_t> Load(const std::string& path) {
   return *data;
 }
 
-inline FileLayout LayoutOf(const std::vector<uint8_t>& bytes, FormatChoice choice = FormatChoice::kAuto) {
+inline FileLayout LayoutOf(const std::vector<uint8_t>& bytes, FormatChoice choice = kAutoFormat) {
   MemorySource src(bytes.data(), bytes.size(), "file");
   auto layout = ReadLayout(src, choice);
   REQUIRE(layout.ok());

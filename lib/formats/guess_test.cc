@@ -46,7 +46,7 @@ TEST_CASE("unknown files get a dtype from a sample only when it pays") {
   for (auto& b : noise) b = static_cast<uint8_t>((x = x * 1664525u + 1013904223u) >> 24);
   CHECK(LayoutOf(noise).tensors.empty());
   // A forced raw read never guesses.
-  CHECK(LayoutOf(TensorBytes(kData + "cnn-fp32/step-000040.safetensors"), FormatChoice::kRaw).tensors.empty());
+  CHECK(LayoutOf(TensorBytes(kData + "cnn-fp32/step-000040.safetensors"), Format::kRaw).tensors.empty());
 }
 
 TEST_CASE("a lying safetensors file large enough to sample still gets its dtype guessed") {

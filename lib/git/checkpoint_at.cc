@@ -1,7 +1,6 @@
 #include "lib/git/checkpoint_at.h"
 
 #include <filesystem>
-#include <map>
 #include <optional>
 
 #include "lib/base/closest.h"
@@ -9,8 +8,6 @@
 #include "lib/git/run.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
-#include "lib/store/raw_cache.h"
-#include "lib/store/restore.h"
 
 namespace zipnn::git {
 
@@ -88,45 +85,10 @@ Result<store::Pointer> PointerAt(const std::string& spec) {
   return *pointer;
 }
 
-Result<formats::Checkpoint> CheckpointAt(const store::Store& repo, const std::string& rev,
-                                         const std::string& path) {
-  ZIPNN_RETURN_IF_ERROR(CheckRevision(rev));
-  const std::string spec = rev + ":" + path;
-  auto pointer = PointerAt(spec);
-  if (pointer.ok()) {
-    return store::RestoreFileToScratch(repo, *pointer, spec);
-  }
-  if (pointer.status().code() != StatusCode::kInvalidArgument) return pointer.status();
-  // A file committed before it was tracked: git holds its bytes.
+Result<formats::Checkpoint> UnfilteredAt(const std::string& temp_dir, const std::string& spec) {
   ZIPNN_ASSIGN_OR_RETURN(GitRun blob, RunGit({"cat-file", "blob", "--end-of-options", spec}));
   if (blob.exit_code != 0) return Status(StatusCode::kGit, "git cat-file blob " + spec + " failed: " + blob.err);
-  return formats::Checkpoint::Spool(repo.temp_dir,
-                                    [&](ByteSink& out) { return out.Append(blob.out.data(), blob.out.size()); });
-}
-
-Result<formats::Checkpoint> CheckpointOf(const store::Store& repo, const store::Pointer& pointer,
-                                         const std::string& name) {
-  std::map<ContentId, std::string> in_index;  // a version -> a path the index holds it at
-  if (!repo.work_dir.empty()) {
-    auto git_repo = Repository::Discover(repo.work_dir);
-    if (git_repo.ok()) {
-      auto staged = StagedPointers(*git_repo);
-      if (staged.ok()) {
-        for (const auto& [path, id] : *staged) in_index.emplace(id, path);
-      }
-    }
-  }
-  const store::RawCache cache(repo.cache_dir, repo.policy.raw_cache);
-  const store::FindCopy find_copy = [&](const ContentId& id) -> std::optional<ReadFile> {
-    if (const auto it = in_index.find(id); it != in_index.end()) {
-      if (auto file = ReadFile::OpenHolding(repo.work_dir + "/" + it->second, id)) return file;
-    }
-    return cache.Find(id);
-  };
-  if (std::optional<ReadFile> copy = find_copy(pointer.id)) {
-    if (copy->size() == pointer.size) return formats::Checkpoint(std::move(*copy));
-  }
-  return store::RestoreFileToScratch(repo, pointer, name, find_copy);
+  return formats::Checkpoint::Spool(temp_dir, [&](ByteSink& out) { return out.Append(blob.out.data(), blob.out.size()); });
 }
 
 }  // namespace zipnn::git

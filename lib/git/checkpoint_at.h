@@ -1,6 +1,5 @@
-// A checkpoint as git holds it at a revision: the pointer at
-// "<rev>:<path>", and the version it names restored (verified) into a
-// scratch file, or the file's own bytes when git holds it unfiltered.
+// What git holds for a checkpoint at a revision: the pointer at
+// "<rev>:<path>", or the file's own bytes when git holds it unfiltered.
 // Thread-compatible.
 #pragma once
 
@@ -21,21 +20,10 @@ namespace zipnn::git {
 // would take it for an option).
 Result<store::Pointer> PointerAt(const std::string& spec);
 
-// The checkpoint git holds at <rev>:<path>: the version its pointer names,
-// or the file itself when git holds it unfiltered, in a scratch file in
-// repo.temp_dir (its layout not read yet). `rev` is checked
-// (CheckRevision) before git reads it.
-Result<formats::Checkpoint> CheckpointAt(const store::Store& repo, const std::string& rev,
-                                         const std::string& path);
-
-// The checkpoint `pointer` names (`name`: where the pointer was read, for
-// messages). A work-tree file that the index holds for that version is
-// read where it lies, and a kept raw copy where it is kept, when its bytes
-// still hash to the id; else the version is restored into a scratch file
-// in repo.temp_dir, its chain starting from the nearest version that such
-// a file holds. So a diff or textconv of step-numbered saves decodes
-// nothing while the saves are in the work tree.
-Result<formats::Checkpoint> CheckpointOf(const store::Store& repo, const store::Pointer& pointer,
-                                         const std::string& name);
+// The bytes of the file git holds unfiltered at `spec` ("<rev>:<path>",
+// a file committed before it was tracked), in a scratch file in
+// `temp_dir`. The version a pointer names is read through
+// lib/access/versions.h.
+Result<formats::Checkpoint> UnfilteredAt(const std::string& temp_dir, const std::string& spec);
 
 }  // namespace zipnn::git

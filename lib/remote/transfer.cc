@@ -108,27 +108,4 @@ Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::opti
   return report.delivered;
 }
 
-Status RestoreFetching(const store::Store& repo, const store::Pointer& pointer, const std::string& path,
-                       ByteSink& out) {
-  // A restore opens every object of the chain before it writes a byte, so
-  // one that finds an object missing can be tried again after a fetch.
-  Status restored = store::RestoreFile(repo, pointer, path, out);
-  if (restored.code() != StatusCode::kNotFound) return restored;
-  Result<bool> delivered = FetchChain(repo, pointer.id, pointer.size, nullptr, &out);
-  if (!delivered.ok()) return Annotate(delivered.status(), path);
-  return *delivered ? OkStatus() : store::RestoreFile(repo, pointer, path, out);
-}
-
-Result<std::optional<ContentId>> RestorePointerFile(const store::Store& repo, const std::string& path,
-                                                    const std::string& file) {
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
-  if (!pointer) return std::optional<ContentId>();
-  // Written out of git's sight until it is whole (a pull killed on the
-  // way leaves no copy for `git add -A` to take).
-  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::CreateInWorkTree(file, repo.temp_dir));
-  ZIPNN_RETURN_IF_ERROR(RestoreFetching(repo, *pointer, path, out));
-  ZIPNN_RETURN_IF_ERROR(out.Commit());
-  return std::optional<ContentId>(pointer->id);
-}
-
 }  // namespace zipnn::remote

@@ -63,18 +63,4 @@ Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& rem
 Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::optional<uint64_t> raw_size = std::nullopt,
                         const store::FindCopy& find_copy = nullptr, ByteSink* deliver = nullptr);
 
-// store::RestoreFile; when an object of the chain is missing, FetchChain
-// and restore again.
-Status RestoreFetching(const store::Store& repo, const store::Pointer& pointer, const std::string& path,
-                       ByteSink& out);
-
-// When the work-tree file `file` (at `path` in the repository) holds a
-// pointer, writes the checkpoint it names in its place, verified and
-// atomically (RestoreFetching), its temporary file out of git's sight
-// (AtomicFile::CreateInWorkTree, in repo.temp_dir); the id written, or
-// nothing when the file holds something else. On an error the file is
-// left as it was.
-Result<std::optional<ContentId>> RestorePointerFile(const store::Store& repo, const std::string& path,
-                                                    const std::string& file);
-
 }  // namespace zipnn::remote

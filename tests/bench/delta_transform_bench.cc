@@ -53,7 +53,7 @@ Result<Loaded> Load(const std::string& path) {
   Loaded l;
   ZIPNN_ASSIGN_OR_RETURN(l.bytes, ReadWholeFile(path));
   MemorySource src(l.bytes.data(), l.bytes.size(), path);
-  ZIPNN_ASSIGN_OR_RETURN(l.layout, formats::ReadLayout(src, formats::FormatChoice::kAuto));
+  ZIPNN_ASSIGN_OR_RETURN(l.layout, formats::ReadLayout(src, formats::kAutoFormat));
   return l;
 }
 

@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   zipnn::MemorySource file(data, size, "fuzz.pt");
   auto zip = ReadPytorch(file);
   if (zip.ok()) zipnn::fuzz::CheckLayout(*zip, size);
-  auto detected = ReadLayout(file, FormatChoice::kAuto);
+  auto detected = ReadLayout(file, kAutoFormat);
   if (detected.ok()) zipnn::fuzz::CheckLayout(*detected, size);
   if (!LooksLikeZip(data, size)) (void)ReadTorchPickle(data, size);
   return 0;

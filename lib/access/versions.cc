@@ -1,0 +1,151 @@
+#include "lib/access/versions.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+
+#include "lib/base/buffer.h"
+#include "lib/git/checkpoint_at.h"
+#include "lib/git/git.h"
+#include "lib/git/pointers.h"
+#include "lib/git/repository.h"
+#include "lib/remote/transfer.h"
+#include "lib/store/raw_cache.h"
+
+namespace zipnn::access {
+
+namespace {
+
+// Every byte of `from` to `out`, a piece at a time.
+Status CopyAll(const ByteSource& from, ByteSink& out) {
+  constexpr uint64_t kPiece = 1u << 20;
+  Buffer piece(static_cast<size_t>(std::min<uint64_t>(from.size(), kPiece)));
+  for (uint64_t at = 0; at < from.size();) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(from.size() - at, kPiece));
+    ZIPNN_RETURN_IF_ERROR(from.ReadAt(at, piece.data(), n));
+    ZIPNN_RETURN_IF_ERROR(out.Append(piece.data(), n));
+    at += n;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Versions::Versions(const store::Store& store, Options options) : store_(store), options_(options) {}
+
+const std::map<ContentId, std::string>& Versions::InIndex() const {
+  if (!in_index_) {
+    in_index_.emplace();
+    if (!store_.work_dir.empty()) {
+      auto repo = git::Repository::Discover(store_.work_dir);
+      auto staged = repo.ok() ? git::StagedPointers(*repo) : Result<std::map<std::string, ContentId>>(repo.status());
+      if (staged.ok()) {
+        for (const auto& [path, id] : *staged) in_index_->emplace(id, path);
+      }
+    }
+  }
+  return *in_index_;
+}
+
+std::optional<ReadFile> Versions::FindCopy(const ContentId& id, const store::FindCopy& also) const {
+  return FindCopyOfSize(id, std::nullopt, also);
+}
+
+std::optional<ReadFile> Versions::FindCopyOfSize(const ContentId& id, std::optional<uint64_t> size,
+                                                 const store::FindCopy& also) const {
+  // With a size, a copy must hold that many bytes too (a pointer may lie
+  // about its size), and a work-tree file of another size (a save made
+  // since) is not hashed in vain.
+  const auto fits = [&](const std::optional<ReadFile>& copy) { return copy && (!size || copy->size() == *size); };
+  if (also) {
+    if (std::optional<ReadFile> copy = also(id); fits(copy)) return copy;
+  }
+  const std::map<ContentId, std::string>& in_index = InIndex();
+  if (const auto it = in_index.find(id); it != in_index.end()) {
+    const std::string path = store_.work_dir + "/" + it->second;
+    std::error_code ec;
+    if (!size || std::filesystem::file_size(path, ec) == *size) {
+      if (std::optional<ReadFile> copy = ReadFile::OpenHolding(path, id); fits(copy)) return copy;
+    }
+  }
+  std::optional<ReadFile> copy = store::RawCache(store_.cache_dir, store_.policy.raw_cache).Find(id);
+  return fits(copy) ? std::move(copy) : std::nullopt;
+}
+
+Result<bool> Versions::Fetch(const store::Pointer& pointer, const store::FindCopy& find_copy,
+                             ByteSink* deliver) const {
+  if (!options_.fetch) return false;
+  return remote::FetchChain(store_, pointer.id, pointer.size, find_copy, deliver);
+}
+
+Status Versions::Write(const store::Pointer& pointer, const std::string& name, ByteSink& out,
+                       const store::FindCopy& also) const {
+  if (options_.copies == Copies::kAll) {
+    if (std::optional<ReadFile> copy = FindCopyOfSize(pointer.id, pointer.size, also)) return CopyAll(*copy, out);
+  }
+  store::FindCopy find_copy;
+  if (options_.copies != Copies::kNone) find_copy = [&](const ContentId& id) { return FindCopy(id, also); };
+  // A restore opens every object of the chain before it writes a byte, so
+  // one that finds an object missing can be tried again after a fetch.
+  Status restored = store::RestoreFile(store_, pointer, name, out, find_copy);
+  if (restored.code() != StatusCode::kNotFound) return restored;
+  ZIPNN_ASSIGN_OR_RETURN(const bool delivered, Fetch(pointer, find_copy, &out));
+  return delivered ? OkStatus() : store::RestoreFile(store_, pointer, name, out, find_copy);
+}
+
+Result<formats::Checkpoint> Versions::Open(const store::Pointer& pointer, const std::string& name) const {
+  if (options_.copies == Copies::kAll) {
+    if (std::optional<ReadFile> copy = FindCopyOfSize(pointer.id, pointer.size)) {
+      return formats::Checkpoint(std::move(*copy));
+    }
+  }
+  return formats::Checkpoint::Spool(store_.temp_dir, [&](ByteSink& out) { return Write(pointer, name, out); });
+}
+
+Result<Parts> Versions::OpenParts(const store::Pointer& pointer, const std::string& name) const {
+  // No copy is looked for, whatever the Copies: hashing one costs a read
+  // of the whole file, more than decoding the few chunks a part needs.
+  Parts parts;
+  auto opened = store::OpenVersion(store_, pointer.id);
+  if (opened.status().code() == StatusCode::kNotFound) {
+    ZIPNN_RETURN_IF_ERROR(Fetch(pointer, nullptr, nullptr).status());
+    opened = store::OpenVersion(store_, pointer.id);
+    if (opened.status().code() == StatusCode::kNotFound) return store::MissingObject(store_, pointer, name);
+  }
+  if (opened.ok()) {
+    if ((*opened)->size() != pointer.size) {
+      return Corruption("object " + pointer.id.Hex() + " holds " + std::to_string((*opened)->size()) +
+                        " bytes; its pointer at " + name + " says " + std::to_string(pointer.size));
+    }
+    parts.chain = std::move(*opened);
+    return parts;
+  }
+  // An object older than format 5 has no raw checksums: read it whole.
+  if (opened.status().code() != StatusCode::kUnsupported) return opened.status();
+  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint whole, Open(pointer, name));
+  parts.whole.emplace(std::move(whole));
+  return parts;
+}
+
+Result<formats::Checkpoint> Versions::OpenAt(const std::string& rev, const std::string& path) const {
+  ZIPNN_RETURN_IF_ERROR(git::CheckRevision(rev));
+  const std::string spec = rev + ":" + path;
+  Result<store::Pointer> pointer = git::PointerAt(spec);
+  if (pointer.ok()) return Open(*pointer, spec);
+  if (pointer.status().code() != StatusCode::kInvalidArgument) return pointer.status();
+  return git::UnfilteredAt(store_.temp_dir, spec);
+}
+
+Result<std::optional<ContentId>> RestorePointerFile(const Versions& versions, const std::string& path,
+                                                    const std::string& file) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
+  if (!pointer) return std::optional<ContentId>();
+  // Written out of git's sight until it is whole (a pull killed on the
+  // way leaves no copy for `git add -A` to take).
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::CreateInWorkTree(file, versions.store().temp_dir));
+  ZIPNN_RETURN_IF_ERROR(versions.Write(*pointer, path, out));
+  ZIPNN_RETURN_IF_ERROR(out.Commit());
+  return std::optional<ContentId>(pointer->id);
+}
+
+}  // namespace zipnn::access
