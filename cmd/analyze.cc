@@ -2,14 +2,11 @@
 // checkpoints (files on disk, the history of a tracked checkpoint, or a
 // step-numbered series in git), and what each coder and storage policy
 // would store for it.
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <regex>
 #include <sstream>
 
 #include "cmd/command.h"
@@ -44,53 +41,7 @@ struct AnalyzeArgs {
 };
 
 // A checkpoint still to be read: where it is, and what to call it.
-struct Pending {
-  std::string label, source, subject;
-  std::string rev, path;  // in git: restored from <rev>:<path>
-};
-
-std::string FileName(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
-
-std::vector<std::string> Components(const std::string& path) {
-  std::vector<std::string> parts;
-  for (size_t at = 0; at <= path.size();) {
-    const size_t slash = std::min(path.find('/', at), path.size());
-    parts.push_back(path.substr(at, slash - at));
-    at = slash + 1;
-  }
-  return parts;
-}
-
-// What to call each of `paths`, versions of one checkpoint: the folder
-// that tells them apart when that is not the file name (checkpoint-500,
-// global_step500), else the step (or the file name, for a path without
-// one).
-std::vector<std::string> Labels(const series::Rules& rules, const std::vector<std::string>& paths) {
-  std::vector<std::vector<std::string>> parts;
-  for (const std::string& p : paths) parts.push_back(Components(p));
-  std::vector<std::string> labels;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    // The first component, from the top, in which this path differs from
-    // another; the file name when none does.
-    size_t differs = parts[i].size() - 1;
-    for (size_t c = 0; c + 1 < parts[i].size(); ++c) {
-      const bool unique = std::any_of(parts.begin(), parts.end(), [&](const std::vector<std::string>& other) {
-        return other.size() != parts[i].size() || other[c] != parts[i][c];
-      });
-      if (unique) {
-        differs = c;
-        break;
-      }
-    }
-    const std::string step = rules.Place(paths[i]).step;
-    if (differs + 1 < parts[i].size()) {
-      labels.push_back(parts[i][differs]);
-    } else {
-      labels.push_back(step.empty() ? FileName(paths[i]) : step);
-    }
-  }
-  return labels;
-}
+using Pending = git::VersionToRead;
 
 // Files on disk in the order of their series: the versions of one series
 // by step (the shell gives checkpoint-100 before checkpoint-20). Files of
@@ -126,51 +77,23 @@ Result<std::vector<Pending>> FilesInOrder(const series::Rules& rules, const std:
   }
   if (names.size() == 1) {
     std::stable_sort(paths.begin(), paths.end(), [&](const std::string& x, const std::string& y) {
-      return series::StepLess(rules.Place(where[x]).step, rules.Place(where[y]).step);
+      return series::SeriesLess(rules.Place(where[x]), rules.Place(where[y]));
     });
   }
   std::vector<std::string> full;
   for (const std::string& p : paths) full.push_back(where[p]);
-  const std::vector<std::string> labels = Labels(rules, full);
+  const std::vector<std::string> labels = series::Labels(rules, full);
   std::vector<Pending> pending;
   for (size_t i = 0; i < paths.size(); ++i) pending.push_back(Pending{labels[i], paths[i], "", "", paths[i]});
   return pending;
 }
 
-// The versions of a tracked path to analyse, oldest first: the other files
-// of its step-numbered series at the range's last revision if it has any,
-// else the commits of the range that changed it.
+// The versions of a tracked path to analyse, oldest first (lib/git).
 Result<std::vector<Pending>> VersionsInGit(const std::string& given, const std::string& range) {
   ZIPNN_ASSIGN_OR_RETURN(const std::string path, git::TrackedPath(given));
-  ZIPNN_ASSIGN_OR_RETURN(std::string top, git::TopLevel());
-  const std::string rev = range.empty() ? "HEAD" : range;
-  // The tip of a range "a..b" is b; of "a.." it is HEAD.
-  std::string tip = rev;
-  if (size_t dots = rev.find(".."); dots != std::string::npos) {
-    tip = rev.substr(dots + (rev.compare(dots, 3, "...") == 0 ? 3 : 2));
-    if (tip.empty()) tip = "HEAD";
-  }
-  // Checked and resolved before git reads any of it ("--output=F..HEAD"
-  // would have git log write F).
-  if (Status checked = git::CheckRange(rev, top); !checked.ok()) return InvalidArgument("--rev " + checked.message());
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<git::SeriesFile> found, git::SeriesFilesAt(rules, tip, path, top));
-  std::vector<Pending> versions;
-  if (found.size() > 1) {
-    std::vector<std::string> paths;
-    for (const git::SeriesFile& f : found) paths.push_back(f.path);
-    const std::vector<std::string> labels = Labels(rules, paths);
-    for (size_t i = 0; i < found.size(); ++i) {
-      versions.push_back(Pending{labels[i], tip + ":" + found[i].path, "", tip, found[i].path});
-    }
-    return versions;
-  }
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<git::CommitTouching> history, git::CommitsTouching(rev, path, top));
-  for (const git::CommitTouching& c : history) {
-    versions.push_back(Pending{c.commit.substr(0, 10), c.commit + ":" + path, c.subject, c.commit, path});
-  }
-  return versions;
+  return git::VersionsToAnalyze(rules, path, range);
 }
 
 // Whether the arguments name files on disk (analysed in the order given)
@@ -180,36 +103,13 @@ bool OnDisk(const AnalyzeArgs& a) {
   return !git::TrackedPath(a.paths[0]).ok();
 }
 
-Result<std::function<bool(const std::string&)>> TensorFilter(const AnalyzeArgs& a) {
-  if (!a.tensors.empty() && !a.tensors_regex.empty()) {
-    return InvalidArgument("give --tensors or --tensors-regex, not both");
-  }
-  if (!a.tensors.empty()) {
-    const std::string glob = a.tensors;
-    return std::function<bool(const std::string&)>(
-        [glob](const std::string& name) { return ::fnmatch(glob.c_str(), name.c_str(), 0) == 0; });
-  }
-  if (!a.tensors_regex.empty()) {
-    std::regex re;
-    try {
-      re = std::regex(a.tensors_regex, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return InvalidArgument("--tensors-regex '" + a.tensors_regex + "' is not a valid regular expression (" +
-                             e.what() + ")");
-    }
-    return std::function<bool(const std::string&)>(
-        [re](const std::string& name) { return std::regex_search(name, re); });
-  }
-  return std::function<bool(const std::string&)>();
-}
-
 Status RunAnalyze(const AnalyzeArgs& a) {
   if (a.against != "previous" && a.against != "base") {
     return InvalidArgument("--against must be 'previous' or 'base', not '" + a.against + "'");
   }
   analyze::Options options;
   options.against = a.against == "base" ? config::DeltaAgainst::kBase : config::DeltaAgainst::kPrevious;
-  ZIPNN_ASSIGN_OR_RETURN(options.select, TensorFilter(a));
+  ZIPNN_ASSIGN_OR_RETURN(options.select, analyze::TensorsMatching(a.tensors, a.tensors_regex));
   options.filter_text = a.tensors.empty() ? a.tensors_regex : a.tensors;
   options.histogram_at = a.at;
 

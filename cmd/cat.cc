@@ -1,9 +1,9 @@
 // git zipnn cat: one stored version of a checkpoint, or some of its
 // tensors, written to a file or to standard output. Tensors are read by
-// parts through the version's chain (store::OpenVersion), so a tensor of a
-// deep delta costs its own chunks, not the whole file; every part is
-// checked against its raw checksums, the whole file against its id.
-#include <fnmatch.h>
+// parts through the version's chain (access::Versions::OpenParts), so a
+// tensor of a deep delta costs its own chunks, not the whole file; every
+// part is checked against its raw checksums, the whole file against its
+// id. Choosing and writing tensors is lib/formats/tensor_file.h's.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,15 +11,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <optional>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/access/versions.h"
-#include "lib/base/buffer.h"
-#include "lib/base/closest.h"
 #include "lib/base/file.h"
 #include "lib/base/strings.h"
 #include "lib/formats/detect.h"
@@ -41,7 +38,7 @@ struct CatArgs {
   int threads = 0;
 };
 
-enum class OutputFormat { kRaw, kNpy, kSafetensors };
+using OutputFormat = formats::TensorFile;
 
 Result<OutputFormat> FormatOf(const CatArgs& a) {
   if (a.format == "raw") return OutputFormat::kRaw;
@@ -59,34 +56,6 @@ Result<OutputFormat> FormatOf(const CatArgs& a) {
     }
   }
   return OutputFormat::kRaw;
-}
-
-// The tensors `patterns` name (each a name or a glob), in file order;
-// every tensor when there are none. A pattern that names nothing is an
-// error with the closest names.
-Result<std::vector<formats::Tensor>> Select(const std::vector<formats::Tensor>& all,
-                                            const std::vector<std::string>& patterns, const std::string& spec) {
-  if (patterns.empty()) return all;
-  std::vector<bool> chosen(all.size(), false);
-  for (const std::string& pattern : patterns) {
-    bool any = false;
-    for (size_t i = 0; i < all.size(); ++i) {
-      const std::string& name = all[i].name;
-      if (name == pattern || ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0) chosen[i] = any = true;
-    }
-    if (any) continue;
-    std::vector<std::string> names;
-    for (const formats::Tensor& t : all) names.push_back(t.name);
-    const std::vector<std::string> close = ClosestWords(pattern, names);
-    const std::string hint = close.empty() ? "" : " (did you mean " + Alternatives(close, "'") + "?)";
-    return NotFound("no tensor '" + pattern + "' in " + spec + hint + "; `git zipnn cat --list " + spec +
-                    "` lists them");
-  }
-  std::vector<formats::Tensor> picked;
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (chosen[i]) picked.push_back(all[i]);
-  }
-  return picked;
 }
 
 void PrintList(const formats::FileLayout& layout, const std::vector<formats::Tensor>& tensors, const store::Pointer& pointer,
@@ -117,80 +86,6 @@ void PrintList(const formats::FileLayout& layout, const std::vector<formats::Ten
     return;
   }
   PrintTensorTable(tensors);
-}
-
-// Copies [offset, offset + length) of `from` to `out` in pieces, so that
-// memory stays bounded whatever the tensor's size.
-Status CopyRange(const ByteSource& from, uint64_t offset, uint64_t length, ByteSink& out) {
-  constexpr uint64_t kPiece = 1u << 20;
-  Buffer piece(static_cast<size_t>(std::min(length, kPiece)));
-  while (length > 0) {
-    const size_t n = static_cast<size_t>(std::min(length, kPiece));
-    ZIPNN_RETURN_IF_ERROR(from.ReadAt(offset, piece.data(), n));
-    ZIPNN_RETURN_IF_ERROR(out.Append(piece.data(), n));
-    offset += n;
-    length -= n;
-  }
-  return OkStatus();
-}
-
-// The largest span of storage a strided view may cover to be gathered:
-// it is read whole.
-constexpr uint64_t kMaxGatherBytes = 256u << 20;
-
-// A strided view's elements, gathered in C order: the storage bytes it
-// spans are read, then each element copied in turn.
-Status Gather(const ByteSource& from, const formats::Tensor& t, ByteSink& out) {
-  if (t.length > kMaxGatherBytes) {
-    return Unsupported("'" + t.name + "' is a strided view spanning " + HumanBytes(t.length) +
-                       " of its storage; cat gathers views of up to " + HumanBytes(kMaxGatherBytes));
-  }
-  Buffer span(static_cast<size_t>(t.length));
-  ZIPNN_RETURN_IF_ERROR(from.ReadAt(t.offset, span.data(), span.size()));
-  const size_t width = static_cast<size_t>(codec::DTypeWidth(t.dtype));
-  const size_t dims = t.shape.size();
-  std::vector<uint64_t> index(dims, 0);
-  Buffer piece(1u << 20);
-  size_t filled = 0;
-  for (uint64_t n = formats::DataBytes(t) / width; n > 0; --n) {
-    uint64_t at = 0;
-    for (size_t d = 0; d < dims; ++d) at += index[d] * t.strides[d];
-    std::memcpy(piece.data() + filled, span.data() + at * width, width);
-    filled += width;
-    if (filled + width > piece.size()) {
-      ZIPNN_RETURN_IF_ERROR(out.Append(piece.data(), filled));
-      filled = 0;
-    }
-    for (size_t d = dims; d-- > 0;) {  // the next index in C order
-      if (++index[d] < t.shape[d]) break;
-      index[d] = 0;
-    }
-  }
-  return out.Append(piece.data(), filled);
-}
-
-// Writes the tensors in `format`: a head (npy, safetensors), then their
-// bytes in order.
-Status WriteTensors(const ByteSource& from, const std::vector<formats::Tensor>& tensors, OutputFormat format,
-                    ByteSink& out) {
-  // As written: every tensor's elements back to back.
-  std::vector<formats::Tensor> written = tensors;
-  for (formats::Tensor& t : written) t.length = formats::DataBytes(t);
-  std::string head;
-  if (format == OutputFormat::kNpy) {
-    if (tensors.size() != 1) {
-      return InvalidArgument("a .npy file holds one tensor, and " + std::to_string(tensors.size()) +
-                             " are chosen: name one with --tensor, or write safetensors");
-    }
-    ZIPNN_ASSIGN_OR_RETURN(head, formats::NpyHead(written[0]));
-  } else if (format == OutputFormat::kSafetensors) {
-    ZIPNN_ASSIGN_OR_RETURN(head, formats::SafetensorsHead(written));
-  }
-  ZIPNN_RETURN_IF_ERROR(out.Append(head.data(), head.size()));
-  for (const formats::Tensor& t : tensors) {
-    ZIPNN_RETURN_IF_ERROR(t.strided ? Gather(from, t, out) : CopyRange(from, t.offset, t.length, out));
-  }
-  return OkStatus();
 }
 
 // Where the bytes go: -o's file (whole or not at all), or standard output
@@ -231,13 +126,22 @@ Status RunCat(const CatArgs& a) {
                            "; `git zipnn cat " + a.spec + " -o FILE` writes it whole");
   }
   for (const std::string& warning : layout.warnings) std::fprintf(stderr, "warning: %s: %s\n", a.spec.c_str(), warning.c_str());
-  ZIPNN_ASSIGN_OR_RETURN(const std::vector<formats::Tensor> tensors, Select(TensorsOf(layout), a.tensors, a.spec));
+  Result<std::vector<formats::Tensor>> selected = formats::SelectTensors(TensorsOf(layout), a.tensors, a.spec);
+  if (!selected.ok()) {
+    return Status(selected.status().code(),
+                  selected.status().message() + "; `git zipnn cat --list " + a.spec + "` lists them");
+  }
+  const std::vector<formats::Tensor>& tensors = *selected;
   if (a.list) {
     PrintList(layout, tensors, pointer, a.spec, a.json);
     return OkStatus();
   }
 
-  return WithOutput(a, [&](ByteSink& out) { return WriteTensors(version.source(), tensors, format, out); });
+  if (format == OutputFormat::kNpy && tensors.size() != 1) {
+    return InvalidArgument("a .npy file holds one tensor, and " + std::to_string(tensors.size()) +
+                           " are chosen: name one with --tensor, or write safetensors");
+  }
+  return WithOutput(a, [&](ByteSink& out) { return formats::WriteTensors(version.source(), tensors, format, out); });
 }
 
 }  // namespace

@@ -61,20 +61,8 @@ Result<std::vector<std::string>> PathsToList(const store::Store& repo, const std
       }
     }
   }
-  series::Rules rules;
-  if (auto with = series::Rules::WithPatterns(repo.policy.series); with.ok()) rules = *with;
-  std::vector<std::pair<series::Placed, std::string>> placed;
-  std::set<std::string> once;
-  for (std::string& p : paths) {
-    if (once.insert(p).second) placed.emplace_back(rules.Place(p), std::move(p));
-  }
-  std::stable_sort(placed.begin(), placed.end(), [](const auto& x, const auto& y) {
-    if (x.first.name != y.first.name) return x.first.name < y.first.name;
-    return series::StepLess(x.first.step, y.first.step);
-  });
-  std::vector<std::string> sorted;
-  for (auto& [where, path] : placed) sorted.push_back(std::move(path));
-  return sorted;
+  ZIPNN_ASSIGN_OR_RETURN(const series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
+  return series::InSeriesOrder(rules, paths);
 }
 
 Status RunLog(const LogArgs& a) {

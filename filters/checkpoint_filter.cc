@@ -173,18 +173,17 @@ int CheckpointFilter::PointerVersionFor(const std::string& path, const store::Po
 }
 
 bool CheckpointFilter::DelayedKey::operator<(const DelayedKey& o) const {
-  if (series != o.series) return series < o.series;
   // Steps equal in value may be spelled apart ("100", "0100"): those are
   // two files, ordered by path, never one key.
-  if (series::StepLess(step, o.step)) return true;
-  if (series::StepLess(o.step, step)) return false;
+  if (series::SeriesLess(placed, o.placed)) return true;
+  if (series::SeriesLess(o.placed, placed)) return false;
   return path < o.path;
 }
 
 bool CheckpointFilter::Delay(const std::string& path, const std::string& content) {
   if (smudge_.leave_pointers || !store::ParsePointer(content).ok()) return false;
   const series::Placed placed = series_ ? series_->rules().Place(path) : series::Rules().Place(path);
-  delayed_.insert(DelayedKey{placed.name, placed.step, path});
+  delayed_.insert(DelayedKey{placed, path});
   delayed_pointers_[path] = content;
   return true;
 }

@@ -23,6 +23,7 @@
 #include "filters/filter_process.h"
 #include "lib/access/versions.h"
 #include "lib/git/series_versions.h"
+#include "lib/series/series.h"
 #include "lib/store/restore.h"
 #include "lib/store/store.h"
 
@@ -82,8 +83,9 @@ class CheckpointFilter : public FilterHandler {
   // Delayed smudges, in the order they are handed back, and the pointer
   // text each was delayed with (git asks again with no content).
   struct DelayedKey {
-    std::string series, step, path;
-    bool operator<(const DelayedKey& o) const;
+    series::Placed placed;
+    std::string path;
+    bool operator<(const DelayedKey& o) const;  // series::SeriesLess, then by path
   };
   std::set<DelayedKey> delayed_;
   std::map<std::string, std::string> delayed_pointers_;

@@ -1,10 +1,8 @@
 #include "lib/access/versions.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <utility>
 
-#include "lib/base/buffer.h"
 #include "lib/git/checkpoint_at.h"
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
@@ -13,23 +11,6 @@
 #include "lib/store/raw_cache.h"
 
 namespace zipnn::access {
-
-namespace {
-
-// Every byte of `from` to `out`, a piece at a time.
-Status CopyAll(const ByteSource& from, ByteSink& out) {
-  constexpr uint64_t kPiece = 1u << 20;
-  Buffer piece(static_cast<size_t>(std::min<uint64_t>(from.size(), kPiece)));
-  for (uint64_t at = 0; at < from.size();) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(from.size() - at, kPiece));
-    ZIPNN_RETURN_IF_ERROR(from.ReadAt(at, piece.data(), n));
-    ZIPNN_RETURN_IF_ERROR(out.Append(piece.data(), n));
-    at += n;
-  }
-  return OkStatus();
-}
-
-}  // namespace
 
 Versions::Versions(const store::Store& store, Options options) : store_(store), options_(options) {}
 
@@ -81,7 +62,7 @@ Result<bool> Versions::Fetch(const store::Pointer& pointer, const store::FindCop
 Status Versions::Write(const store::Pointer& pointer, const std::string& name, ByteSink& out,
                        const store::FindCopy& also) const {
   if (options_.copies == Copies::kAll) {
-    if (std::optional<ReadFile> copy = FindCopyOfSize(pointer.id, pointer.size, also)) return CopyAll(*copy, out);
+    if (std::optional<ReadFile> copy = FindCopyOfSize(pointer.id, pointer.size, also)) return CopyRange(*copy, 0, copy->size(), out);
   }
   store::FindCopy find_copy;
   if (options_.copies != Copies::kNone) find_copy = [&](const ContentId& id) { return FindCopy(id, also); };

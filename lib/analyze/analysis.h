@@ -189,6 +189,13 @@ struct Input {
   formats::Checkpoint checkpoint;
 };
 
+// A tensor selection for Options::select: names matching `glob`, or
+// with a match of the regular expression `regex` (ECMAScript) in them;
+// everything when both are empty. InvalidArgument, naming the options
+// of `git zipnn analyze` that give them, for a regular expression that
+// does not compile, or both given.
+Result<std::function<bool(const std::string&)>> TensorsMatching(const std::string& glob, const std::string& regex);
+
 struct Options {
   config::DeltaAgainst against = config::DeltaAgainst::kPrevious;  // reference of the change statistics
   uint32_t base_interval = 10;  // the periodic base's interval (at least 1)

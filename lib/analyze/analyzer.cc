@@ -1,4 +1,7 @@
+#include <fnmatch.h>
+
 #include <algorithm>
+#include <regex>
 #include <map>
 #include <set>
 
@@ -234,6 +237,27 @@ Analysis Analyzer::Finish() {
   state_->scenarios.clear();
   state_->kept.clear();
   return std::move(state_->analysis);
+}
+
+Result<std::function<bool(const std::string&)>> TensorsMatching(const std::string& glob, const std::string& regex) {
+  if (!glob.empty() && !regex.empty()) {
+    return InvalidArgument("give --tensors or --tensors-regex, not both");
+  }
+  if (!glob.empty()) {
+    return std::function<bool(const std::string&)>(
+        [glob](const std::string& name) { return ::fnmatch(glob.c_str(), name.c_str(), 0) == 0; });
+  }
+  if (!regex.empty()) {
+    std::regex re;
+    try {
+      re = std::regex(regex, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return InvalidArgument("--tensors-regex '" + regex + "' is not a valid regular expression (" + e.what() + ")");
+    }
+    return std::function<bool(const std::string&)>(
+        [re](const std::string& name) { return std::regex_search(name, re); });
+  }
+  return std::function<bool(const std::string&)>();
 }
 
 }  // namespace zipnn::analyze

@@ -160,4 +160,8 @@ class MemorySink : public ByteSink {
   Buffer buffer_;
 };
 
+// Copies [offset, offset + length) of `from` to `out`, a megabyte at a
+// time, so that memory stays bounded whatever the length.
+Status CopyRange(const ByteSource& from, uint64_t offset, uint64_t length, ByteSink& out);
+
 }  // namespace zipnn

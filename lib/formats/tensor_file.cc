@@ -1,10 +1,17 @@
 #include "lib/formats/tensor_file.h"
 
+#include <fnmatch.h>
+
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <set>
 
+#include "lib/base/buffer.h"
+#include "lib/base/closest.h"
 #include "lib/base/endian.h"
+#include "lib/base/progress.h"
+#include "lib/base/strings.h"
 #include "lib/codec/dtype.h"
 
 namespace zipnn::formats {
@@ -96,6 +103,86 @@ Result<std::string> NpyHead(const Tensor& tensor) {
   head += static_cast<char>(dict.size() & 0xff);
   head += static_cast<char>(dict.size() >> 8);
   return head + dict;
+}
+
+// The tensors of `all` that `patterns` name.
+Result<std::vector<Tensor>> SelectTensors(const std::vector<Tensor>& all, const std::vector<std::string>& patterns,
+                                          const std::string& what) {
+  if (patterns.empty()) return all;
+  std::vector<bool> chosen(all.size(), false);
+  for (const std::string& pattern : patterns) {
+    bool any = false;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const std::string& name = all[i].name;
+      if (name == pattern || ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0) chosen[i] = any = true;
+    }
+    if (any) continue;
+    std::vector<std::string> names;
+    for (const Tensor& t : all) names.push_back(t.name);
+    const std::vector<std::string> close = ClosestWords(pattern, names);
+    const std::string hint = close.empty() ? "" : " (did you mean " + Alternatives(close, "'") + "?)";
+    return NotFound("no tensor '" + pattern + "' in " + what + hint);
+  }
+  std::vector<Tensor> picked;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (chosen[i]) picked.push_back(all[i]);
+  }
+  return picked;
+}
+
+namespace {
+
+// A strided view's elements, gathered in C order: the storage bytes it
+// spans are read, then each element copied in turn.
+Status Gather(const ByteSource& from, const Tensor& t, ByteSink& out) {
+  if (t.length > kMaxGatherBytes) {
+    return Unsupported("'" + t.name + "' is a strided view spanning " + HumanBytes(t.length) +
+                       " of its storage; cat gathers views of up to " + HumanBytes(kMaxGatherBytes));
+  }
+  Buffer span(static_cast<size_t>(t.length));
+  ZIPNN_RETURN_IF_ERROR(from.ReadAt(t.offset, span.data(), span.size()));
+  const size_t width = static_cast<size_t>(codec::DTypeWidth(t.dtype));
+  const size_t dims = t.shape.size();
+  std::vector<uint64_t> index(dims, 0);
+  Buffer piece(1u << 20);
+  size_t filled = 0;
+  for (uint64_t n = DataBytes(t) / width; n > 0; --n) {
+    uint64_t at = 0;
+    for (size_t d = 0; d < dims; ++d) at += index[d] * t.strides[d];
+    std::memcpy(piece.data() + filled, span.data() + at * width, width);
+    filled += width;
+    if (filled + width > piece.size()) {
+      ZIPNN_RETURN_IF_ERROR(out.Append(piece.data(), filled));
+      filled = 0;
+    }
+    for (size_t d = dims; d-- > 0;) {  // the next index in C order
+      if (++index[d] < t.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out.Append(piece.data(), filled);
+}
+
+}  // namespace
+
+Status WriteTensors(const ByteSource& from, const std::vector<Tensor>& tensors, TensorFile kind, ByteSink& out) {
+  // As written: every tensor's elements back to back.
+  std::vector<Tensor> written = tensors;
+  for (Tensor& t : written) t.length = DataBytes(t);
+  std::string head;
+  if (kind == TensorFile::kNpy) {
+    if (tensors.size() != 1) {
+      return InvalidArgument("a .npy file holds one tensor, and " + std::to_string(tensors.size()) + " are given");
+    }
+    ZIPNN_ASSIGN_OR_RETURN(head, NpyHead(written[0]));
+  } else if (kind == TensorFile::kSafetensors) {
+    ZIPNN_ASSIGN_OR_RETURN(head, SafetensorsHead(written));
+  }
+  ZIPNN_RETURN_IF_ERROR(out.Append(head.data(), head.size()));
+  for (const Tensor& t : tensors) {
+    ZIPNN_RETURN_IF_ERROR(t.strided ? Gather(from, t, out) : CopyRange(from, t.offset, t.length, out));
+  }
+  return OkStatus();
 }
 
 }  // namespace zipnn::formats

@@ -118,4 +118,35 @@ Result<std::map<std::string, std::vector<store::Version>>> SeriesVersions::All()
   return all;
 }
 
+Result<std::vector<VersionToRead>> VersionsToAnalyze(const series::Rules& rules, const std::string& path,
+                                                     const std::string& range) {
+  ZIPNN_ASSIGN_OR_RETURN(const std::string top, TopLevel());
+  const std::string rev = range.empty() ? "HEAD" : range;
+  // The tip of a range "a..b" is b; of "a.." it is HEAD.
+  std::string tip = rev;
+  if (size_t dots = rev.find(".."); dots != std::string::npos) {
+    tip = rev.substr(dots + (rev.compare(dots, 3, "...") == 0 ? 3 : 2));
+    if (tip.empty()) tip = "HEAD";
+  }
+  // Checked and resolved before git reads any of it ("--output=F..HEAD"
+  // would have git log write F).
+  if (Status checked = CheckRange(rev, top); !checked.ok()) return InvalidArgument("--rev " + checked.message());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<SeriesFile> found, SeriesFilesAt(rules, tip, path, top));
+  std::vector<VersionToRead> versions;
+  if (found.size() > 1) {
+    std::vector<std::string> paths;
+    for (const SeriesFile& f : found) paths.push_back(f.path);
+    const std::vector<std::string> labels = series::Labels(rules, paths);
+    for (size_t i = 0; i < found.size(); ++i) {
+      versions.push_back(VersionToRead{labels[i], tip + ":" + found[i].path, "", tip, found[i].path});
+    }
+    return versions;
+  }
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<CommitTouching> history, CommitsTouching(rev, path, top));
+  for (const CommitTouching& c : history) {
+    versions.push_back(VersionToRead{c.commit.substr(0, 10), c.commit + ":" + path, c.subject, c.commit, path});
+  }
+  return versions;
+}
+
 }  // namespace zipnn::git

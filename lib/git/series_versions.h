@@ -32,6 +32,21 @@ struct SeriesFile {
 Result<std::vector<SeriesFile>> SeriesFilesAt(const series::Rules& rules, const std::string& rev,
                                               const std::string& path, const std::string& cwd = "");
 
+// A version of a checkpoint to read for analysis: what to call it, where
+// it is ("<rev>:<path>", or a file), its commit's subject, and (in git)
+// the revision and path it is read from.
+struct VersionToRead {
+  std::string label, source, subject;
+  std::string rev, path;
+};
+// The versions of the tracked `path` (from the top of the work tree) to
+// analyse over `range` (empty: HEAD), oldest first: the other files of
+// its step-numbered series at the range's last revision if it has any,
+// else the commits of the range that changed it. The range is checked
+// (CheckRange) before git reads it.
+Result<std::vector<VersionToRead>> VersionsToAnalyze(const series::Rules& rules, const std::string& path,
+                                                     const std::string& range);
+
 class SeriesVersions {
  public:
   SeriesVersions(Repository repo, series::Rules rules) : repo_(std::move(repo)), rules_(std::move(rules)) {}

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstring>
 #include <memory>
+#include <set>
+#include <utility>
 
 namespace zipnn::series {
 
@@ -272,6 +274,64 @@ bool StepLess(const std::string& a, const std::string& b) {
     j = je + 1;
     if (ie == a.size() || je == b.size()) return ie == a.size() && je < b.size();
   }
+}
+
+bool SeriesLess(const Placed& a, const Placed& b) {
+  if (a.name != b.name) return a.name < b.name;
+  return StepLess(a.step, b.step);
+}
+
+std::vector<std::string> InSeriesOrder(const Rules& rules, const std::vector<std::string>& paths) {
+  std::vector<std::pair<Placed, std::string>> placed;
+  std::set<std::string> once;
+  for (const std::string& p : paths) {
+    if (once.insert(p).second) placed.emplace_back(rules.Place(p), p);
+  }
+  std::stable_sort(placed.begin(), placed.end(), [](const auto& x, const auto& y) { return SeriesLess(x.first, y.first); });
+  std::vector<std::string> sorted;
+  for (auto& [where, path] : placed) sorted.push_back(std::move(path));
+  return sorted;
+}
+
+namespace {
+
+std::vector<std::string> Components(const std::string& path) {
+  std::vector<std::string> parts;
+  for (size_t at = 0; at <= path.size();) {
+    const size_t slash = std::min(path.find('/', at), path.size());
+    parts.push_back(path.substr(at, slash - at));
+    at = slash + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
+std::vector<std::string> Labels(const Rules& rules, const std::vector<std::string>& paths) {
+  std::vector<std::vector<std::string>> parts;
+  for (const std::string& p : paths) parts.push_back(Components(p));
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    // The first component, from the top, in which this path differs from
+    // another; the file name when none does.
+    size_t differs = parts[i].size() - 1;
+    for (size_t c = 0; c + 1 < parts[i].size(); ++c) {
+      const bool unique = std::any_of(parts.begin(), parts.end(), [&](const std::vector<std::string>& other) {
+        return other.size() != parts[i].size() || other[c] != parts[i][c];
+      });
+      if (unique) {
+        differs = c;
+        break;
+      }
+    }
+    const std::string step = rules.Place(paths[i]).step;
+    if (differs + 1 < parts[i].size()) {
+      labels.push_back(parts[i][differs]);
+    } else {
+      labels.push_back(step.empty() ? parts[i].back() : step);
+    }
+  }
+  return labels;
 }
 
 }  // namespace zipnn::series

@@ -64,4 +64,19 @@ Status CheckPattern(const std::string& pattern);
 // "4.20"); an empty step comes first.
 bool StepLess(const std::string& a, const std::string& b);
 
+// The one order of checkpoints, for listings (log), checkouts (the
+// filter's delayed files) and analysis: by series name, then by step
+// within a series (StepLess). Not a total order: files of one step (two
+// spellings of it) are equal, and callers that need one add the path.
+bool SeriesLess(const Placed& a, const Placed& b);
+
+// `paths` (each once) in SeriesLess order, placed by `rules`; equal ones
+// keep the order given.
+std::vector<std::string> InSeriesOrder(const Rules& rules, const std::vector<std::string>& paths);
+
+// What to call each of `paths`, versions of one checkpoint in a listing:
+// the folder that tells them apart when that is not the file name
+// (checkpoint-500, global_step500), else the step, else the file name.
+std::vector<std::string> Labels(const Rules& rules, const std::vector<std::string>& paths);
+
 }  // namespace zipnn::series

@@ -207,13 +207,7 @@ namespace {
 
 Status CopyInto(const std::string& file, AtomicFile& out) {
   ZIPNN_ASSIGN_OR_RETURN(ReadFile from, ReadFile::Open(file));
-  Buffer block(1 << 20);
-  for (uint64_t at = 0; at < from.size(); at += block.size()) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), from.size() - at));
-    ZIPNN_RETURN_IF_ERROR(from.ReadAt(at, block.data(), n));
-    ZIPNN_RETURN_IF_ERROR(out.Append(block.data(), n));
-  }
-  return OkStatus();
+  return CopyRange(from, 0, from.size(), out);
 }
 
 }  // namespace
