@@ -77,8 +77,7 @@ Status RunCompress(const CompressArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(a.input));
   std::optional<codec::CoderPolicy> policy = codec::ParseCoderPolicy(a.coder);
   if (!policy) return InvalidArgument("unknown coder '" + a.coder + "' (one of: auto, " + codec::CoderNameList(", ") + ")");
-  std::optional<codec::TransformPolicy> transform = codec::ParseTransformPolicy(a.transform);
-  if (!transform) return InvalidArgument("unknown transform '" + a.transform + "' (one of: auto, xor, difference)");
+  ZIPNN_ASSIGN_OR_RETURN(const codec::TransformPolicy transform, codec::ParseTransformPolicy(a.transform));
 
   std::optional<ReadFile> base_file;
   container::DeltaBase base;
@@ -97,7 +96,7 @@ Status RunCompress(const CompressArgs& a) {
   options.threads = a.threads;
   options.zstd_level = a.level;
   options.policy = *policy;
-  options.transform = *transform;
+  options.transform = transform;
   ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
                          container::EncodeObject(input, layout, base_file ? &base : nullptr, options, out));
   ZIPNN_RETURN_IF_ERROR(out.Commit());

@@ -16,14 +16,21 @@ namespace zipnn::cmd {
 
 namespace {
 
-// How a delta region's chunks were taken: "xor", "difference", or both
-// with their chunk counts.
+// How a delta region's chunks were taken: one transform's name, or each
+// with its chunk count ("difference 12 + xor 3 chunks").
 std::string TransformsOf(const container::RegionStats& stats) {
-  const uint64_t xor_chunks = stats.chunks_by_transform[static_cast<size_t>(codec::Transform::kXor)];
-  const uint64_t difference = stats.chunks_by_transform[static_cast<size_t>(codec::Transform::kDifference)];
-  if (difference == 0) return "xor";
-  if (xor_chunks == 0) return "difference";
-  return "difference " + std::to_string(difference) + " + xor " + Counted(xor_chunks, "chunk");
+  std::vector<std::string> used;
+  for (const codec::TransformInfo& t : codec::kTransforms) {
+    if (stats.chunks_by_transform[static_cast<size_t>(t.transform)] > 0) used.push_back(t.name);
+  }
+  if (used.size() <= 1) return used.empty() ? codec::kTransforms[0].name : used[0];
+  std::string text;
+  for (auto t = std::rbegin(codec::kTransforms); t != std::rend(codec::kTransforms); ++t) {
+    const uint64_t chunks = stats.chunks_by_transform[static_cast<size_t>(t->transform)];
+    if (chunks == 0) continue;
+    text += (text.empty() ? "" : " + ") + std::string(t->name) + " " + std::to_string(chunks);
+  }
+  return text + (stats.chunks_by_transform[0] == 1 ? " chunk" : " chunks");
 }
 
 void PrintGroupRows(size_t region, const std::vector<container::GroupStats>& groups,
@@ -93,8 +100,10 @@ Status PrintObjectReport(const std::string& path) {
   std::printf("\n%-7s %-6s %14s %14s %8s   chunks by coder\n", "region", "group", "raw", "stored", "ratio");
   for (size_t i = 0; i < stats.size(); ++i) {
     const codec::DType dtype = h.layout.regions[i].dtype;
-    PrintGroupRows(i, stats[i].groups, [dtype](int g) { return codec::GroupLabel(dtype, g); });
-    PrintGroupRows(i, stats[i].difference_groups, [dtype](int g) { return codec::DifferenceGroupLabel(dtype, g); });
+    for (const codec::TransformInfo& t : codec::kTransforms) {
+      PrintGroupRows(i, stats[i].groups[static_cast<size_t>(t.transform)],
+                     [dtype, &t](int g) { return t.group_label(dtype, g); });
+    }
   }
   return OkStatus();
 }

@@ -166,7 +166,7 @@ struct Analysis {
   uint32_t base_interval = 10;
   // How the sizes other than xor and diff take delta chunks (the policy's
   // delta_transform).
-  codec::TransformPolicy transform = codec::TransformPolicy::kAuto;
+  codec::TransformPolicy transform = codec::kAutoTransform;
   std::string tensor_filter;  // as given; empty for all
   std::vector<CheckpointRow> rows;
   // Every selected tensor of every checkpoint that has a reference, in row

@@ -140,7 +140,7 @@ void SizesSection(const Analysis& a, std::string& out) {
   out += "\nStored size as a share of raw: huff = Huffman only, zstd = zstd only, auto = the auto rule,\n"
          "xor, diff = the auto rule with every delta chunk XORed, or taken as a difference,\n"
          "H0 = order-0 entropy bound of the byte groups\n";
-  out += a.transform == codec::TransformPolicy::kAuto
+  out += a.transform == codec::kAutoTransform
              ? "(but for xor and diff, each delta chunk is taken the smaller way, as the store does)\n"
              : std::string("(but for xor and diff, every delta chunk is taken as ") +
                    codec::TransformPolicyName(a.transform) + ": .zipnn.yaml sets delta_transform)\n";

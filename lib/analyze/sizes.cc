@@ -44,9 +44,9 @@ Result<Sizes> MeasureSizes(const formats::CheckpointView& target, const formats:
     ZIPNN_ASSIGN_OR_RETURN(sizes.zstd, CodedSize(target, layout, base, policy, codec::CoderPolicy::kZstd, nullptr));
     if (base != nullptr) {
       ZIPNN_ASSIGN_OR_RETURN(sizes.xor_only, CodedSize(target, layout, base, policy, codec::CoderPolicy::kAuto, nullptr,
-                                                       codec::TransformPolicy::kXor));
+                                                       codec::Transform::kXor));
       ZIPNN_ASSIGN_OR_RETURN(sizes.difference, CodedSize(target, layout, base, policy, codec::CoderPolicy::kAuto,
-                                                         nullptr, codec::TransformPolicy::kDifference));
+                                                         nullptr, codec::Transform::kDifference));
     }
     ZIPNN_ASSIGN_OR_RETURN(sizes.bound,
                            container::EntropyBound(*target.source, layout, base != nullptr ? base->source : nullptr,

@@ -567,9 +567,10 @@ TEST_CASE("a file opened as holding an id gives its bytes at any offset, and ref
   std::optional<ReadFile> held = ReadFile::OpenHolding(path, id);
   REQUIRE(held.has_value());
   const size_t block = ReadFile::kPinBlock;
-  for (const auto& [offset, n] : std::vector<std::pair<size_t, size_t>>{
+  for (const auto& range : std::vector<std::pair<size_t, size_t>>{
            {0, bytes.size()}, {0, 1}, {block - 1, 2}, {block, block}, {block + 5, 2 * block}, {3 * block + 7, block / 2 - 7},
            {bytes.size() - 1, 1}, {17, 0}}) {
+    const size_t offset = range.first, n = range.second;
     CAPTURE(offset);
     CAPTURE(n);
     std::string got(n, '\0');

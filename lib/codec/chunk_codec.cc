@@ -37,7 +37,7 @@ Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t 
 }
 
 ClassKeys KeysOf(DType dtype, Transform transform, const uint8_t* base, size_t n) {
-  if (transform != Transform::kDifference || base == nullptr || !DTypeRotatesSign(dtype)) return ClassKeys{};
+  if (!InfoOf(transform).classed || base == nullptr || !DTypeRotatesSign(dtype)) return ClassKeys{};
   const size_t width = static_cast<size_t>(DTypeWidth(dtype));
   return ClassKeys{base + width - 1, width, n / width};
 }
@@ -64,8 +64,8 @@ double ChunkEncoder::EstimatedBytes(DType grouping, const uint8_t* grouped, size
 Transform ChunkEncoder::ChooseTransform(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base) {
   // A sample of the chunk: the first kChooserWindow bytes of every
   // kChooserStride (whole elements: the window is a multiple of every
-  // width), or all of a small chunk. Both candidates are taken and
-  // grouped on the sample only; the chosen one is then taken in full.
+  // width), or all of a small chunk. Every candidate is taken and grouped
+  // on the sample only; the chosen one is then taken in full.
   const size_t width = static_cast<size_t>(DTypeWidth(dtype));
   const size_t whole = n / width * width;
   const uint8_t* target = raw;
@@ -83,33 +83,39 @@ Transform ChunkEncoder::ChooseTransform(DType dtype, const uint8_t* raw, size_t 
     target = t;
     against = b;
   }
-  if (m == 0) return Transform::kXor;
   delta_.Resize(m);
   other_.Resize(m);
-  XorTo(delta_.data(), target, against, m);
-  SplitGroups(dtype, delta_.data(), m, other_.data());
-  const double xor_bytes = EstimatedBytes(dtype, other_.data(), m);
-  DifferenceTo(dtype, delta_.data(), target, against, m);
-  SplitGroups(DifferenceGrouping(dtype), delta_.data(), m, other_.data());
-  // Ties keep the XOR.
-  return EstimatedBytes(DifferenceGrouping(dtype), other_.data(), m) < xor_bytes ? Transform::kDifference
-                                                                                : Transform::kXor;
+  std::optional<Transform> best;
+  double best_bytes = 0;
+  for (const TransformInfo& t : kTransforms) {
+    if (!Tries(transform_, t.transform, dtype)) continue;
+    if (m == 0) return t.transform;
+    t.take(dtype, delta_.data(), target, against, m);
+    const DType grouping = t.grouping(dtype);
+    SplitGroups(grouping, delta_.data(), m, other_.data());
+    const double bytes = EstimatedBytes(grouping, other_.data(), m);
+    // Ties keep the earlier (the XOR).
+    if (!best || bytes < best_bytes) {
+      best = t.transform;
+      best_bytes = bytes;
+    }
+  }
+  return best.value_or(Transform::kXor);
 }
 
 Transform ChunkEncoder::TakeDelta(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base) {
-  const bool difference = TriesDifference(transform_, dtype);
-  const Transform transform = !difference                 ? Transform::kXor
-                              : TriesXor(transform_, dtype) ? ChooseTransform(dtype, raw, n, base)
-                                                            : Transform::kDifference;
+  // The one transform the policy tries here, or the cheapest of several.
+  size_t tried = 0;
+  Transform transform = Transform::kXor;
+  for (const TransformInfo& t : kTransforms) {
+    if (Tries(transform_, t.transform, dtype) && tried++ == 0) transform = t.transform;
+  }
+  if (tried > 1) transform = ChooseTransform(dtype, raw, n, base);
+  const TransformInfo& info = InfoOf(transform);
   delta_.Resize(n);
   grouped_.Resize(n);
-  if (transform == Transform::kXor) {
-    XorTo(delta_.data(), raw, base, n);
-    SplitGroups(dtype, delta_.data(), n, grouped_.data());
-  } else {
-    DifferenceTo(dtype, delta_.data(), raw, base, n);
-    SplitGroups(DifferenceGrouping(dtype), delta_.data(), n, grouped_.data());
-  }
+  info.take(dtype, delta_.data(), raw, base, n);
+  SplitGroups(info.grouping(dtype), delta_.data(), n, grouped_.data());
   return transform;
 }
 
@@ -133,7 +139,7 @@ Transform ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const 
   groups_.set_delta(base != nullptr);
   groups_.set_zstd_prefix(prefix, prefix_size);
   groups_.set_class_keys(KeysOf(dtype, transform, base, n));
-  groups_.set_lanes(transform == Transform::kDifference);
+  groups_.set_lanes(InfoOf(transform).classed);
 
   const int count = GroupCount(dtype, n);
   const size_t table = out.size() + 1;
@@ -163,9 +169,14 @@ Transform ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const 
 Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, size_t n,
                             const uint8_t* base, uint8_t* out, const uint8_t* prefix,
                             size_t prefix_size, Transform transform) {
-  if (transform == Transform::kDifference && (base == nullptr || !DifferenceApplies(dtype))) {
-    return Corruption(base == nullptr ? std::string("a difference delta in a region without a base")
-                                      : "a difference delta in a " + std::string(DTypeName(dtype)) + " region");
+  if (static_cast<size_t>(transform) >= kTransformCount) return Corruption("an unknown delta transform");
+  const TransformInfo& info = InfoOf(transform);
+  // Without a base a chunk is stored as it is, which the first transform
+  // (XOR) stands for.
+  if (base == nullptr ? transform != kTransforms[0].transform : !info.applies(dtype)) {
+    return Corruption(base == nullptr ? "a " + std::string(info.name) + " delta in a region without a base"
+                                      : "a " + std::string(info.name) + " delta in a " + std::string(DTypeName(dtype)) +
+                                            " region");
   }
   ZIPNN_ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, record, size, n, newest_));
   groups_.set_zstd_prefix(prefix, prefix_size);
@@ -174,8 +185,9 @@ Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, siz
   const uint8_t* payload = record + g.payload_start;
   for (int i = 0; i < g.count; ++i) {
     const GroupEntry& e = g.group[i];
-    // The lanes coder is written only for a difference's groups.
-    if (e.coder == Coder::kClassedRans && transform != Transform::kDifference) {
+    // The lanes coder is written only for the groups of a classed
+    // transform's delta (the difference).
+    if (e.coder == Coder::kClassedRans && !info.classed) {
       return Corruption("group " + std::to_string(i) + " is rans-classed in a chunk that is not a difference");
     }
     Status s = groups_.Decode(e.coder, payload, e.stored,
@@ -186,13 +198,8 @@ Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, siz
     }
     payload += e.stored;
   }
-  if (transform == Transform::kDifference) {
-    MergeGroups(DifferenceGrouping(dtype), grouped_.data(), n, out);
-    UndoDifference(dtype, out, out, base, n);
-    return OkStatus();
-  }
-  MergeGroups(dtype, grouped_.data(), n, out);
-  if (base != nullptr) XorInto(out, base, n);
+  MergeGroups(info.grouping(dtype), grouped_.data(), n, out);
+  if (base != nullptr) info.undo(dtype, out, out, base, n);
   return OkStatus();
 }
 

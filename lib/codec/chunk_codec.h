@@ -59,7 +59,7 @@ ClassKeys KeysOf(DType dtype, Transform transform, const uint8_t* base, size_t n
 
 class ChunkEncoder {
  public:
-  ChunkEncoder(CoderPolicy policy, int zstd_level, TransformPolicy transform = TransformPolicy::kAuto);
+  ChunkEncoder(CoderPolicy policy, int zstd_level, TransformPolicy transform = kAutoTransform);
 
   void Reset() {
     skip_.fill(0);

@@ -24,16 +24,16 @@ TEST_CASE("chunk records round-trip standalone and as deltas by every transform,
     for (size_t n : {target.size(), target.size() - 3, size_t{5}}) {
       CAPTURE(DTypeName(t));
       CAPTURE(n);
-      for (TransformPolicy policy : {TransformPolicy::kAuto, TransformPolicy::kXor, TransformPolicy::kDifference}) {
+      for (TransformPolicy policy : std::initializer_list<TransformPolicy>{kAutoTransform, Transform::kXor, Transform::kDifference}) {
         CAPTURE(TransformPolicyName(policy));
         ChunkEncoder enc(CoderPolicy::kAuto, 3, policy);
         ChunkDecoder dec;
         for (const uint8_t* b : {static_cast<const uint8_t*>(nullptr), static_cast<const uint8_t*>(base.data())}) {
           Buffer rec;
           const Transform used = enc.Encode(t, target.data(), n, b, rec);
-          if (b == nullptr || !DifferenceApplies(t) || policy == TransformPolicy::kXor) {
+          if (b == nullptr || !DifferenceApplies(t) || policy == Transform::kXor) {
             CHECK(used == Transform::kXor);
-          } else if (policy == TransformPolicy::kDifference) {
+          } else if (policy == Transform::kDifference) {
             CHECK(used == Transform::kDifference);
           }
           auto p = Padded(rec.data(), rec.size());
@@ -60,7 +60,7 @@ TEST_CASE("a delta of a small update is far smaller than the standalone chunk") 
 
 TEST_CASE("a difference is refused where it cannot have been written") {
   auto base = NormalFloats(1000, 14);
-  ChunkEncoder enc(CoderPolicy::kAuto, 3, TransformPolicy::kDifference);
+  ChunkEncoder enc(CoderPolicy::kAuto, 3, Transform::kDifference);
   Buffer rec;
   REQUIRE(enc.Encode(DType::kF32, base.data(), base.size(), base.data(), rec) == Transform::kDifference);
   auto p = Padded(rec.data(), rec.size());
@@ -101,7 +101,7 @@ TEST_CASE("a difference's rANS groups take the lanes coder, and no other chunk's
     std::memcpy(base.data() + i, &w, 4);
   }
   const std::vector<uint8_t> target = StepOf(base, 18);
-  for (TransformPolicy policy : {TransformPolicy::kDifference, TransformPolicy::kXor}) {
+  for (TransformPolicy policy : std::initializer_list<TransformPolicy>{Transform::kDifference, Transform::kXor}) {
     CAPTURE(TransformPolicyName(policy));
     ChunkEncoder enc(CoderPolicy::kAuto, 3, policy);
     Buffer rec;

@@ -1,9 +1,11 @@
 #include "lib/codec/delta_transform.h"
 
+#include <cstring>
 #include <type_traits>
 
 #include "lib/base/cpu.h"
 #include "lib/base/endian.h"
+#include "lib/codec/grouping.h"
 
 namespace zipnn::codec {
 
@@ -101,29 +103,45 @@ void UndoDifference(DType t, uint8_t* out, const uint8_t* delta, const uint8_t* 
   Apply<false>(t, out, delta, base, n);
 }
 
-const char* TransformName(Transform t) { return t == Transform::kDifference ? "difference" : "xor"; }
+bool XorApplies(DType) { return true; }
 
-std::optional<TransformPolicy> ParseTransformPolicy(std::string_view name) {
-  if (name == "auto") return TransformPolicy::kAuto;
-  if (name == "xor") return TransformPolicy::kXor;
-  if (name == "difference") return TransformPolicy::kDifference;
-  return std::nullopt;
+void XorTake(DType, uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t n) { XorTo(dst, target, base, n); }
+
+void XorUndo(DType, uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t n) {
+  if (out != delta) std::memmove(out, delta, n);
+  XorInto(out, base, n);
 }
 
-const char* TransformPolicyName(TransformPolicy p) {
-  switch (p) {
-    case TransformPolicy::kXor: return "xor";
-    case TransformPolicy::kDifference: return "difference";
-    default: return "auto";
+DType XorGrouping(DType t) { return t; }
+
+const char* TransformName(Transform t) {
+  return static_cast<size_t>(t) < kTransformCount ? InfoOf(t).name : "?";
+}
+
+std::vector<std::string> TransformPolicyNames() {
+  std::vector<std::string> names = {"auto"};
+  for (const TransformInfo& t : kTransforms) names.push_back(t.name);
+  return names;
+}
+
+Result<TransformPolicy> ParseTransformPolicy(std::string_view name) {
+  if (name == "auto") return kAutoTransform;
+  for (const TransformInfo& t : kTransforms) {
+    if (name == t.name) return TransformPolicy(t.transform);
   }
+  std::string choices;
+  for (const std::string& n : TransformPolicyNames()) choices += (choices.empty() ? "" : ", ") + n;
+  return InvalidArgument("unknown transform '" + std::string(name) + "' (one of: " + choices + ")");
 }
+
+const char* TransformPolicyName(TransformPolicy p) { return p ? TransformName(*p) : "auto"; }
 
 bool DifferenceApplies(DType t) { return t != DType::kBytes && t != DType::kBool; }
 
-bool TriesDifference(TransformPolicy policy, DType t) { return DifferenceApplies(t) && policy != TransformPolicy::kXor; }
-
-bool TriesXor(TransformPolicy policy, DType t) {
-  return policy == TransformPolicy::kAuto || !TriesDifference(policy, t);
+bool Tries(TransformPolicy policy, Transform t, DType dtype) {
+  if (!InfoOf(t).applies(dtype)) return false;
+  if (!policy || *policy == t) return true;
+  return t == kTransforms[0].transform && !InfoOf(*policy).applies(dtype);
 }
 
 DType DifferenceGrouping(DType t) {

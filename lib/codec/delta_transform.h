@@ -23,45 +23,98 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "lib/base/status.h"
 #include "lib/codec/dtype.h"
 
 namespace zipnn::codec {
 
 // How a chunk of a delta region was taken against its base: the byte
 // stored in its chunk index entry from object format 3 on (docs/format.md).
+// One row each in kTransforms.
 enum class Transform : uint8_t { kXor = 0, kDifference = 1 };
-inline constexpr uint8_t kMaxTransformValue = 1;
-const char* TransformName(Transform t);
-
-// What the encoder may use for delta regions: the cheaper of the two per
-// chunk (ChunkEncoder estimates both), or always one.
-enum class TransformPolicy : uint8_t { kAuto, kXor, kDifference };
-// "auto", "xor" or "difference".
-std::optional<TransformPolicy> ParseTransformPolicy(std::string_view name);
-const char* TransformPolicyName(TransformPolicy p);
 
 // Whether the difference is defined for regions of type t: every numeric
 // type; not opaque bytes (which zstd codes, matching repeats, not values)
 // nor bool.
 bool DifferenceApplies(DType t);
-// The transforms `policy` tries on a delta chunk of type t (one of them,
-// or both for the automatic choice): the difference where it applies
-// unless the policy is xor, and XOR unless the difference is forced.
-bool TriesDifference(TransformPolicy policy, DType t);
-bool TriesXor(TransformPolicy policy, DType t);
 
-// dst = zigzag(order(target) - order(base)) element-wise, n bytes of type
-// t. dst may be target.
-void DifferenceTo(DType t, uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t n);
-// The inverse: out = the target whose difference against `base` is
-// `delta`. out may be delta.
-void UndoDifference(DType t, uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t n);
+// The XOR delta as a row of kTransforms: every type, grouped as itself.
+bool XorApplies(DType t);
+void XorTake(DType t, uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t n);
+void XorUndo(DType t, uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t n);
+DType XorGrouping(DType t);
 
-// The unsigned type of t's width: how a difference of type t is grouped.
-DType DifferenceGrouping(DType t);
+struct TransformInfo {
+  Transform transform;
+  const char* name;       // in .zipnn.yaml, --transform, inspect and analyze
+  uint16_t first_format;  // the first object format that may hold it
+  bool (*applies)(DType t);  // the region types it is defined for
+  // dst = the delta of `target` against `base`, n bytes of type t; dst
+  // may be target.
+  void (*take)(DType t, uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t n);
+  // The inverse: out = the target whose delta against `base` is `delta`;
+  // out may be delta.
+  void (*undo)(DType t, uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t n);
+  DType (*grouping)(DType t);                  // the type its delta is grouped as
+  std::string (*group_label)(DType t, int g);  // the name of group g of that grouping
+  // Whether its groups may be coded rans-classed (lanes classed by the
+  // base's top byte, coders.h).
+  bool classed;
+};
+
 // The name of group g of a difference of type t: "d0" (the lowest byte,
 // whose bit 0 is the step's direction) up to "d7", or "tail".
 std::string DifferenceGroupLabel(DType t, int g);
+// The unsigned type of t's width: how a difference of type t is grouped.
+DType DifferenceGrouping(DType t);
+void DifferenceTo(DType t, uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t n);
+void UndoDifference(DType t, uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t n);
+
+// In Transform's order, values from 0 without gaps. The first is also
+// how a region without a base is stored (as it is), and the fallback of a
+// policy whose transform does not apply to a region. Adding a transform
+// is a row here (with the next value in Transform) and its functions;
+// docs/architecture.md, "Adding a transform".
+inline constexpr TransformInfo kTransforms[] = {
+    {Transform::kXor, "xor", 1, &XorApplies, &XorTake, &XorUndo, &XorGrouping, &GroupLabel, false},
+    {Transform::kDifference, "difference", 3, &DifferenceApplies, &DifferenceTo, &UndoDifference, &DifferenceGrouping,
+     &DifferenceGroupLabel, true},
+};
+inline constexpr size_t kTransformCount = sizeof kTransforms / sizeof kTransforms[0];
+inline constexpr uint8_t kMaxTransformValue = static_cast<uint8_t>(kTransformCount - 1);
+
+constexpr bool TransformTableIsOrdered() {
+  for (size_t i = 0; i < kTransformCount; ++i) {
+    if (static_cast<size_t>(kTransforms[i].transform) != i) return false;
+    if (i > 0 && kTransforms[i].first_format < kTransforms[i - 1].first_format) return false;
+  }
+  return true;
+}
+static_assert(TransformTableIsOrdered(), "kTransforms must list every Transform in value order, oldest first");
+
+constexpr const TransformInfo& InfoOf(Transform t) { return kTransforms[static_cast<size_t>(t)]; }
+const char* TransformName(Transform t);
+
+// What the encoder may use for delta regions: one transform always, or
+// none for the automatic choice, the cheapest per chunk of those that
+// apply (ChunkEncoder estimates each).
+using TransformPolicy = std::optional<Transform>;
+inline constexpr TransformPolicy kAutoTransform = std::nullopt;
+// "auto" or a name of kTransforms; InvalidArgument names the choices.
+Result<TransformPolicy> ParseTransformPolicy(std::string_view name);
+// "auto", then the names of kTransforms.
+std::vector<std::string> TransformPolicyNames();
+const char* TransformPolicyName(TransformPolicy p);
+
+// Whether `policy` tries transform t on a delta chunk of type `dtype`:
+// one that applies, and is the policy's or the policy is auto; or the
+// first (XOR) when the policy's transform does not apply.
+bool Tries(TransformPolicy policy, Transform t, DType dtype);
+
+// DifferenceTo: dst = zigzag(order(target) - order(base)) element-wise,
+// n bytes of type t (dst may be target); UndoDifference its inverse (out
+// may be delta). Declared above, for the table.
 
 }  // namespace zipnn::codec

@@ -24,7 +24,7 @@ TEST_CASE("an absent or empty policy gives the defaults") {
   auto empty = ParsePolicy("", "x");
   REQUIRE(empty.ok());
   CHECK(empty->base_interval == 10);
-  CHECK(empty->delta_transform == codec::TransformPolicy::kAuto);
+  CHECK(empty->delta_transform == codec::kAutoTransform);
   auto comments = ParsePolicy("# nothing set\n", "x");
   REQUIRE(comments.ok());
 }
@@ -35,7 +35,7 @@ TEST_CASE("every key is read, and max_chain follows base_interval unless set") {
       "delta_transform: xor\n",
       "x");
   REQUIRE(p.ok());
-  CHECK(p->delta_transform == codec::TransformPolicy::kXor);
+  CHECK(p->delta_transform == codec::Transform::kXor);
   CHECK(p->base_interval == 5);
   CHECK(p->max_chain == 4);
   CHECK(p->delta_against == DeltaAgainst::kBase);

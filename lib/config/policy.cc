@@ -7,6 +7,7 @@
 #include <iterator>
 #include <vector>
 
+#include "lib/base/closest.h"
 #include "lib/base/file.h"
 #include "lib/series/series.h"
 
@@ -139,8 +140,8 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
     ZIPNN_ASSIGN_OR_RETURN(p.raw_cache, Size(v, source, key));
   } else if (key == "delta_transform") {
     const std::string s = v.IsScalar() ? v.as<std::string>() : "";
-    const std::optional<codec::TransformPolicy> t = codec::ParseTransformPolicy(s);
-    if (!t) return Bad(source, key, "must be 'auto', 'xor' or 'difference'" + Not(s));
+    const Result<codec::TransformPolicy> t = codec::ParseTransformPolicy(s);
+    if (!t.ok()) return Bad(source, key, "must be " + Alternatives(codec::TransformPolicyNames(), "'") + Not(s));
     p.delta_transform = *t;
   } else if (key == "delta_against") {
     const std::string s = v.IsScalar() ? v.as<std::string>() : "";

@@ -30,7 +30,7 @@ struct Policy {
   // How a delta's chunks are taken against their base: the smaller of XOR
   // and the arithmetic difference per chunk (object format 3 on), or one of
   // them; xor keeps deltas readable by git-zipnn before 0.4 (format 2).
-  codec::TransformPolicy delta_transform = codec::TransformPolicy::kAuto;
+  codec::TransformPolicy delta_transform = codec::kAutoTransform;
   uint32_t chunk_size = 256u << 10;
   int threads = 0;  // 0: all cores
   int zstd_level = 3;

@@ -52,7 +52,7 @@ Checkpoint MakeCheckpoint(uint32_t seed, size_t weights = 300000) {
 
 std::vector<uint8_t> Encode(const std::vector<uint8_t>& data, const Layout& layout, int threads,
                             const std::vector<uint8_t>* base = nullptr, uint32_t chunk = 65536,
-                            codec::TransformPolicy transform = codec::TransformPolicy::kAuto,
+                            codec::TransformPolicy transform = codec::kAutoTransform,
                             codec::CoderPolicy policy = codec::CoderPolicy::kAuto) {
   MemorySource src(data.data(), data.size(), "input");
   MemorySource base_src(base ? base->data() : nullptr, base ? base->size() : 0, "base");
@@ -174,7 +174,7 @@ TEST_CASE("a chain of deltas decodes in one pass through object readers, from an
   for (int v = 0; v < kLevels; ++v) {
     versions.push_back(ShiftedVersion(v));
     // Levels alternate the transforms: one chain restore undoes both.
-    const codec::TransformPolicy transform = v % 2 == 0 ? codec::TransformPolicy::kDifference : codec::TransformPolicy::kXor;
+    const codec::TransformPolicy transform = v % 2 == 0 ? codec::Transform::kDifference : codec::Transform::kXor;
     objects.push_back(v == 0 ? Encode(versions[0].bytes, versions[0].layout, 2, nullptr, 16384)
                              : Encode(versions[v].bytes, ShiftedDelta(versions[v], versions[v - 1]), 2,
                                       &versions[v - 1].bytes, 16384, transform));
@@ -574,13 +574,14 @@ uint16_t VersionOf(const std::vector<uint8_t>& object) { return DecodeHeader(obj
 TEST_CASE("each delta chunk is taken by the cheaper transform, recorded in the index, and decodes exactly") {
   using codec::Transform;
   using codec::TransformPolicy;
+  using codec::kAutoTransform;
   const Checkpoint base = MakeCheckpoint(11);
   const Checkpoint stepped = Stepped(base, 12);
   const Layout delta = stepped.layout.AsDeltaOfSameLayout();
   const std::vector<uint8_t> chosen = Encode(stepped.bytes, delta, 2, &base.bytes);
-  const std::vector<uint8_t> xored = Encode(stepped.bytes, delta, 2, &base.bytes, 65536, TransformPolicy::kXor);
+  const std::vector<uint8_t> xored = Encode(stepped.bytes, delta, 2, &base.bytes, 65536, Transform::kXor);
   const std::vector<uint8_t> differenced =
-      Encode(stepped.bytes, delta, 2, &base.bytes, 65536, TransformPolicy::kDifference);
+      Encode(stepped.bytes, delta, 2, &base.bytes, 65536, Transform::kDifference);
   CHECK(Encode(stepped.bytes, delta, 1, &base.bytes) == chosen);
   CHECK(VersionOf(chosen) == kRawChecksumVersion);
   CHECK(VersionOf(differenced) == kRawChecksumVersion);
@@ -611,14 +612,14 @@ TEST_CASE("each delta chunk is taken by the cheaper transform, recorded in the i
   // The same records, each after its raw checksum.
   const uint64_t chunks = DecodeTrailer(kept.data() + kept.size() - kTrailerBytes).chunk_count;
   CHECK(kept.size() ==
-        Encode(flipped.bytes, delta, 2, &base.bytes, 65536, TransformPolicy::kXor).size() + kRawChecksumBytes * chunks);
+        Encode(flipped.bytes, delta, 2, &base.bytes, 65536, Transform::kXor).size() + kRawChecksumBytes * chunks);
   CHECK(*Decode(kept, 2, &base.bytes) == flipped.bytes);
 
   // A standalone object is the same bytes under auto and difference; under
   // xor it is format 2, for older readers.
-  const std::vector<uint8_t> alone = Encode(base.bytes, base.layout, 2, nullptr, 65536, TransformPolicy::kAuto);
-  CHECK(alone == Encode(base.bytes, base.layout, 2, nullptr, 65536, TransformPolicy::kDifference));
-  const std::vector<uint8_t> old = Encode(base.bytes, base.layout, 2, nullptr, 65536, TransformPolicy::kXor);
+  const std::vector<uint8_t> alone = Encode(base.bytes, base.layout, 2, nullptr, 65536, kAutoTransform);
+  CHECK(alone == Encode(base.bytes, base.layout, 2, nullptr, 65536, Transform::kDifference));
+  const std::vector<uint8_t> old = Encode(base.bytes, base.layout, 2, nullptr, 65536, Transform::kXor);
   CHECK(VersionOf(old) == 2);
   CHECK(*Decode(old, 2) == base.bytes);
 }
@@ -651,10 +652,10 @@ TEST_CASE("rejects a transform the object may not name; a swapped one fails the 
   };
   CHECK(rejected(v3, 1, 2) == "obj: chunk 1 names unknown delta transform 2");
   CHECK(rejected(v3, 0, 1) == "obj: chunk 0 is a difference in a region that cannot be one (bytes)");
-  CHECK(rejected(Encode(stepped.bytes, delta, 1, &base.bytes, 65536, codec::TransformPolicy::kXor), 1, 1) ==
+  CHECK(rejected(Encode(stepped.bytes, delta, 1, &base.bytes, 65536, codec::Transform::kXor), 1, 1) ==
         "obj: chunk index entry 1 has reserved bits set");
   // A format 2 base object, made format 3 with its checksum signed again.
-  std::vector<uint8_t> alone = Encode(stepped.bytes, stepped.layout, 1, nullptr, 65536, codec::TransformPolicy::kXor);
+  std::vector<uint8_t> alone = Encode(stepped.bytes, stepped.layout, 1, nullptr, 65536, codec::Transform::kXor);
   HeaderFields h = DecodeHeader(alone.data());
   h.version = 3;
   EncodeHeader(h, alone.data());
@@ -671,12 +672,12 @@ TEST_CASE("rejects a transform the object may not name; a swapped one fails the 
   // hold; coded without it (Huffman), it decodes to other bytes, which the
   // object's content id refuses.
   const std::vector<uint8_t> lanes = Encode(stepped.bytes, delta, 1, &base.bytes, 65536,
-                                            codec::TransformPolicy::kAuto, codec::CoderPolicy::Only(codec::Coder::kClassedRans));
+                                            codec::kAutoTransform, codec::CoderPolicy::Only(codec::Coder::kClassedRans));
   REQUIRE(Transforms(lanes, 1)[0] == codec::Transform::kDifference);
   CHECK(rejected(lanes, 1, 0) ==
         "obj: chunk 1 (checkpoint bytes 28..65564): group 0 is rans-classed in a chunk that is not a difference");
   const std::vector<uint8_t> huffman = Encode(stepped.bytes, delta, 1, &base.bytes, 65536,
-                                              codec::TransformPolicy::kAuto, codec::CoderPolicy::Only(codec::Coder::kHuffman));
+                                              codec::kAutoTransform, codec::CoderPolicy::Only(codec::Coder::kHuffman));
   REQUIRE(Transforms(huffman, 1)[0] == codec::Transform::kDifference);
   CHECK(rejected(huffman, 1, 0).find("not the object's content id") != std::string::npos);
   std::vector<uint8_t> reserved = v3;
@@ -726,7 +727,7 @@ TEST_CASE("a part read is checked against the raw checksum of each chunk it touc
 
   // Format 2 objects have no raw checksums: their records start with the
   // group count.
-  const std::vector<uint8_t> old = Encode(stepped.bytes, delta, 1, &base.bytes, 65536, codec::TransformPolicy::kXor);
+  const std::vector<uint8_t> old = Encode(stepped.bytes, delta, 1, &base.bytes, 65536, codec::Transform::kXor);
   REQUIRE(ReadThrough(old, base.bytes, true, got).ok());
   CHECK(got == stepped.bytes);
 }

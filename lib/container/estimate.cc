@@ -39,13 +39,10 @@ Result<double> EntropyBound(const ByteSource& input, const Layout& layout, const
     ZIPNN_RETURN_IF_ERROR(base->ReadAt(region.base_offset + (c.offset - region.offset), other.data(), c.length));
     delta.Resize(c.length);
     double bound = 1e300;
-    if (codec::TriesXor(transform, region.dtype)) {
-      codec::XorTo(delta.data(), raw.data(), other.data(), c.length);
-      bound = GroupedBound(region.dtype, delta.data(), c.length, grouped);
-    }
-    if (codec::TriesDifference(transform, region.dtype)) {
-      codec::DifferenceTo(region.dtype, delta.data(), raw.data(), other.data(), c.length);
-      bound = std::min(bound, GroupedBound(codec::DifferenceGrouping(region.dtype), delta.data(), c.length, grouped));
+    for (const codec::TransformInfo& t : codec::kTransforms) {
+      if (!codec::Tries(transform, t.transform, region.dtype)) continue;
+      t.take(region.dtype, delta.data(), raw.data(), other.data(), c.length);
+      bound = std::min(bound, GroupedBound(t.grouping(region.dtype), delta.data(), c.length, grouped));
     }
     return bound;
   };

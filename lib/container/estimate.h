@@ -20,6 +20,6 @@ namespace zipnn::container {
 // difference (what the encoder picks from).
 Result<double> EntropyBound(const ByteSource& input, const Layout& layout, const ByteSource* base,
                             uint32_t chunk_size, ThreadPool& pool,
-                            codec::TransformPolicy transform = codec::TransformPolicy::kAuto);
+                            codec::TransformPolicy transform = codec::kAutoTransform);
 
 }  // namespace zipnn::container

@@ -37,7 +37,7 @@ Status CheckChunkSize(uint32_t chunk_size) {
 }
 
 uint16_t WriteVersion(codec::TransformPolicy transform) {
-  return transform == codec::TransformPolicy::kXor ? 2 : kRawChecksumVersion;
+  return transform == codec::Transform::kXor ? 2 : kRawChecksumVersion;
 }
 
 // ---- The sections as stored ----
@@ -351,9 +351,16 @@ Status ReadIndex(const ByteSource& object, const TrailerFields& trailer, const u
       return Bad(object, "chunk " + std::to_string(i) + " names unknown delta transform " + std::to_string(e.transform));
     }
     c.transform = static_cast<codec::Transform>(e.transform);
+    const codec::TransformInfo& transform = codec::InfoOf(c.transform);
+    if (hd.version < transform.first_format) {
+      return Bad(object, "chunk " + std::to_string(i) + " is a " + transform.name + ", which object format " +
+                             std::to_string(hd.version) + " cannot hold");
+    }
     const Region& region = hd.layout.regions[c.span.region];
-    if (c.transform == codec::Transform::kDifference && (!region.delta || !codec::DifferenceApplies(region.dtype))) {
-      return Bad(object, "chunk " + std::to_string(i) + " is a difference in a region that " +
+    // A chunk of a region that is not a delta is stored as it is, which
+    // the first transform (XOR) stands for.
+    if (c.transform != codec::kTransforms[0].transform && (!region.delta || !transform.applies(region.dtype))) {
+      return Bad(object, "chunk " + std::to_string(i) + " is a " + transform.name + " in a region that " +
                              (region.delta ? "cannot be one (" + std::string(codec::DTypeName(region.dtype)) + ")"
                                            : std::string("is not a delta")));
     }

@@ -430,8 +430,7 @@ Result<std::vector<RegionStats>> ScanObject(const ByteSource& object, const Obje
     RegionStats& r = stats[c.span.region];
     r.record_bytes += c.record_size;
     ++r.chunks_by_transform[static_cast<size_t>(c.transform)];
-    std::vector<GroupStats>& by_group =
-        c.transform == codec::Transform::kDifference ? r.difference_groups : r.groups;
+    std::vector<GroupStats>& by_group = r.groups[static_cast<size_t>(c.transform)];
     if (by_group.size() < static_cast<size_t>(groups->count)) by_group.resize(groups->count);
     for (int g = 0; g < groups->count; ++g) {
       const codec::GroupEntry& e = groups->group[g];

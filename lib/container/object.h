@@ -52,7 +52,7 @@ struct EncodeOptions {
   int zstd_level = 3;
   codec::CoderPolicy policy = codec::CoderPolicy::kAuto;
   // How delta chunks are taken against the base (chunk_codec.h).
-  codec::TransformPolicy transform = codec::TransformPolicy::kAuto;
+  codec::TransformPolicy transform = codec::kAutoTransform;
 };
 
 // The checkpoint a delta is taken against.
@@ -151,13 +151,12 @@ struct GroupStats {
 };
 
 struct RegionStats {
-  // By group index: of the chunks stored as they are or XORed, and of the
-  // chunks taken by the difference (whose groups are other bytes).
-  std::vector<GroupStats> groups;
-  std::vector<GroupStats> difference_groups;
+  // By codec::Transform, then by group index: the chunks taken by each
+  // transform (those stored as they are count as XOR's, the first), whose
+  // groups are different bytes (codec::TransformInfo::grouping).
+  std::array<std::vector<GroupStats>, codec::kTransformCount> groups;
   uint64_t record_bytes = 0;  // records including group tables
-  // Chunks by codec::Transform (a delta region's; others count as XOR).
-  std::array<uint64_t, codec::kMaxTransformValue + 1> chunks_by_transform{};
+  std::array<uint64_t, codec::kTransformCount> chunks_by_transform{};
 };
 
 // Reads every chunk record and checks its checksum: the whole object is

@@ -118,7 +118,7 @@ TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only 
   CHECK(version == container::kRawChecksumVersion);
   CHECK(std::count(transforms.begin(), transforms.end(), Transform::kDifference) == 4);  // the weights; the header XORed
   Fixture g;
-  g.repo.policy.delta_transform = codec::TransformPolicy::kXor;
+  g.repo.policy.delta_transform = codec::Transform::kXor;
   g.AddStep(40);
   g.AddStep(80);
   const auto [old_version, old_transforms] = StoredTransforms(g, IdOf(Bf16(80)));
@@ -130,7 +130,7 @@ TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only 
   // Set to xor later, a repack rewrites the format 5 objects as format 2
   // (their placement unchanged), so that older readers can restore them.
   f.AddStep(120);
-  f.repo.policy.delta_transform = codec::TransformPolicy::kXor;
+  f.repo.policy.delta_transform = codec::Transform::kXor;
   std::vector<Version> series = f.held;
   SortSeries(series);
   int rewritten = 0;

@@ -95,7 +95,7 @@ bool SameForm(const StoredInfo& stored, const std::optional<ContentId>& base) {
 // delta_transform: xor an object of format 3 to 5 is rewritten too, so that
 // after a repack git-zipnn 0.2 to 0.4 can restore every version.
 bool FormatAsPolicy(const StoredInfo& stored, const config::Policy& policy) {
-  return policy.delta_transform != codec::TransformPolicy::kXor || stored.format < container::kFirstTransformVersion;
+  return policy.delta_transform != codec::Transform::kXor || stored.format < container::kFirstTransformVersion;
 }
 
 // What a repack knows as it goes: the versions it has passed (in their

@@ -109,7 +109,7 @@ TEST_CASE("a version stored before format 5 is not read by parts") {
   const ContentId id = HashBytes(data.data(), data.size());
   MemorySource input(data.data(), data.size(), "version");
   container::EncodeOptions options;
-  options.transform = codec::TransformPolicy::kXor;  // format 2
+  options.transform = codec::Transform::kXor;  // format 2
   REQUIRE(repo.objects
               .Put(id, [&](AtomicFile& out) -> Status {
                 auto r = container::EncodeObject(input, container::Layout::Single(codec::DType::kBytes, 64), nullptr,

@@ -107,8 +107,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "unknown dtype %s\n", dtype_name.c_str());
     return 2;
   }
-  std::optional<codec::TransformPolicy> transform = codec::ParseTransformPolicy(transform_name);
-  if (!transform) {
+  const Result<codec::TransformPolicy> transform = codec::ParseTransformPolicy(transform_name);
+  if (!transform.ok()) {
     std::fprintf(stderr, "unknown transform %s\n", transform_name.c_str());
     return 2;
   }
@@ -141,14 +141,14 @@ int Main(int argc, char** argv) {
     // the per-chunk bound is known.
     std::vector<uint8_t> coded = data;
     codec::DType grouping = *dtype;
-    if (is_delta && *transform != codec::TransformPolicy::kDifference) {
+    if (is_delta && *transform != codec::Transform::kDifference) {
       codec::XorInto(coded.data(), prev.data(), coded.size());
     } else if (is_delta) {
       codec::DifferenceTo(*dtype, coded.data(), data.data(), prev.data(), coded.size());
       grouping = codec::DifferenceGrouping(*dtype);
     }
     Bound bound = EntropyBound(grouping, coded.data(), coded.size(), chunk);
-    if (is_delta && *transform == codec::TransformPolicy::kAuto) {
+    if (is_delta && *transform == codec::kAutoTransform) {
       ThreadPool pool(cores);
       bound.per_chunk = *container::EntropyBound(src, layout, &base_src, chunk, pool, *transform);
       bound.whole = 0;

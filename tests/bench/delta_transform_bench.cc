@@ -41,7 +41,7 @@ namespace {
 using codec::TransformPolicy;
 using Clock = std::chrono::steady_clock;
 
-constexpr TransformPolicy kPolicies[3] = {TransformPolicy::kXor, TransformPolicy::kDifference, TransformPolicy::kAuto};
+constexpr TransformPolicy kPolicies[3] = {Transform::kXor, Transform::kDifference, kAutoTransform};
 
 // One checkpoint in memory with its layout.
 struct Loaded {
@@ -145,7 +145,7 @@ Result<Figures> Measure(const Loaded& target, const Loaded& base, uint32_t chunk
     ZIPNN_RETURN_IF_ERROR(encode());
     f.size[p] = static_cast<double>(object.buffer().size());
     ZIPNN_ASSIGN_OR_RETURN(f.bound[p], container::EntropyBound(src, layout, &base_src, chunk_size, pool, kPolicies[p]));
-    if (kPolicies[p] == TransformPolicy::kDifference) continue;  // timed: today's XOR and the default
+    if (kPolicies[p] == Transform::kDifference) continue;  // timed: today's XOR and the default
     Status failed;
     f.encode[p] = MedianSeconds(runs, [&] {
       Status s = encode();
