@@ -73,8 +73,13 @@ ChangeStats Stats(uint64_t elements, double changed, double relative_update) {
 }
 
 Sizes Measured(uint64_t raw, double huffman, double zstd, double automatic, double bound) {
-  return Sizes{true, static_cast<uint64_t>(huffman * raw), static_cast<uint64_t>(zstd * raw),
-               static_cast<uint64_t>(automatic * raw), bound * raw};
+  Sizes s;
+  s.measured = true;
+  s.huffman = static_cast<uint64_t>(huffman * raw);
+  s.zstd = static_cast<uint64_t>(zstd * raw);
+  s.automatic = static_cast<uint64_t>(automatic * raw);
+  s.bound = bound * raw;
+  return s;
 }
 
 // Seven checkpoints of a run that settles down: fewer changed bytes and

@@ -15,9 +15,10 @@ namespace {
 using codec::DType;
 
 TEST_CASE("reads the tensors of real safetensors checkpoints in bf16, fp16 and fp32") {
-  for (const auto& [dir, dtype] : {std::pair<std::string, DType>{"cnn-bf16", DType::kBF16},
+  for (const auto& [case_dir, dtype] : {std::pair<std::string, DType>{"cnn-bf16", DType::kBF16},
                                    {"cnn-fp16", DType::kF16},
                                    {"cnn-fp32", DType::kF32}}) {
+    const std::string dir = case_dir;  // a structured binding cannot be captured (clang)
     CAPTURE(dir);
     const std::vector<uint8_t> file = Load(kData + dir + "/step-000040.safetensors");
     const FileLayout layout = LayoutOf(file);

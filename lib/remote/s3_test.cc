@@ -44,7 +44,8 @@ TEST_CASE("an s3:// URL names a bucket and a prefix without slashes at either en
       {"s3://b///runs//", {"b", "runs"}},
       {"s3://b/a//b", {"b", "a//b"}},
   };
-  for (const auto& [url, expected] : kCases) {
+  for (const auto& [case_url, expected] : kCases) {
+    const std::string url = case_url;  // a structured binding cannot be captured (clang)
     CAPTURE(url);
     auto l = ParseUrl(url);
     REQUIRE(l.ok());
@@ -64,7 +65,8 @@ TEST_CASE("rejects URLs of other schemes and bucket names S3 does not allow, nam
       {"s3://my_bucket", "s3://my_bucket: \"my_bucket\" is not an S3 bucket name"},
       {"s3://b ucket", "s3://b ucket: \"b ucket\" is not an S3 bucket name"},
   };
-  for (const auto& [url, message] : kCases) {
+  for (const auto& [case_url, message] : kCases) {
+    const std::string url = case_url;
     CAPTURE(url);
     auto l = ParseUrl(url);
     REQUIRE(!l.ok());
