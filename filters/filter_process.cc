@@ -210,7 +210,10 @@ Status Handshake(PktLineReader& reader, PktLineWriter& writer) {
 
 void Report(ByteSink* errors, const std::string& path, const Status& s) {
   if (errors == nullptr) return;
-  const std::string line = "git-zipnn: " + path + ": " + s.message() + "\n";
+  // A message that names the file first already (access::Versions
+  // names what it could not fetch) is not prefixed with it again.
+  const bool named = s.message().rfind(path + ": ", 0) == 0;
+  const std::string line = "git-zipnn: " + (named ? "" : path + ": ") + s.message() + "\n";
   (void)errors->Append(line.data(), line.size());
 }
 

@@ -70,8 +70,9 @@ Status Versions::Write(const store::Pointer& pointer, const std::string& name, B
   // one that finds an object missing can be tried again after a fetch.
   Status restored = store::RestoreFile(store_, pointer, name, out, find_copy);
   if (restored.code() != StatusCode::kNotFound) return restored;
-  ZIPNN_ASSIGN_OR_RETURN(const bool delivered, Fetch(pointer, find_copy, &out));
-  return delivered ? OkStatus() : store::RestoreFile(store_, pointer, name, out, find_copy);
+  Result<bool> delivered = Fetch(pointer, find_copy, &out);
+  if (!delivered.ok()) return Annotate(delivered.status(), name);
+  return *delivered ? OkStatus() : store::RestoreFile(store_, pointer, name, out, find_copy);
 }
 
 Result<formats::Checkpoint> Versions::Open(const store::Pointer& pointer, const std::string& name) const {
@@ -89,7 +90,9 @@ Result<Parts> Versions::OpenParts(const store::Pointer& pointer, const std::stri
   Parts parts;
   auto opened = store::OpenVersion(store_, pointer.id);
   if (opened.status().code() == StatusCode::kNotFound) {
-    ZIPNN_RETURN_IF_ERROR(Fetch(pointer, nullptr, nullptr).status());
+    if (Result<bool> fetched = Fetch(pointer, nullptr, nullptr); !fetched.ok()) {
+      return Annotate(fetched.status(), name);
+    }
     opened = store::OpenVersion(store_, pointer.id);
     if (opened.status().code() == StatusCode::kNotFound) return store::MissingObject(store_, pointer, name);
   }

@@ -76,8 +76,8 @@ class Versions {
   // Writes the exact bytes `pointer` names to `out`, verified. `name` is
   // what messages call the version (a path, a "<rev>:<path>"). A missing
   // object fails before anything is written, naming the object, `name`
-  // and the store; a failed fetch says what the remote did (the caller
-  // names the file).
+  // and the store; a failed fetch says what the remote did, after
+  // "<name>: ".
   Status Write(const store::Pointer& pointer, const std::string& name, ByteSink& out,
                const store::FindCopy& also = nullptr) const;
 

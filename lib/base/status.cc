@@ -21,7 +21,8 @@ const char* CodeName(StatusCode code) {
 }  // namespace
 
 Status Annotate(const Status& status, const std::string& context) {
-  if (status.ok()) return status;
+  // Once: a message that starts with the context already keeps it once.
+  if (status.ok() || status.message().rfind(context + ": ", 0) == 0) return status;
   return Status(status.code(), context + ": " + status.message());
 }
 

@@ -47,7 +47,8 @@ inline Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 
 // `status` with `context` put before its message ("context: message"),
-// its code kept; an OK status stays OK.
+// its code kept; an OK status, or one whose message starts with that
+// context already, stays as it is.
 Status Annotate(const Status& status, const std::string& context);
 
 namespace internal {

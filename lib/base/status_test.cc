@@ -17,6 +17,10 @@ TEST_CASE("Annotate puts context before the message and keeps the code; OK stays
   CHECK(s.code() == StatusCode::kNotFound);
   CHECK(s.message() == "model.safetensors: object 12ab is not in the store");
   CHECK(Annotate(OkStatus(), "model.safetensors").ok());
+  // Given the same context twice (a layer below named the file already),
+  // the message names it once.
+  CHECK(Annotate(s, "model.safetensors").message() == s.message());
+  CHECK(Annotate(s, "model").message() == "model: " + s.message());
   CHECK(Annotate(OkStatus(), "model.safetensors").message().empty());
 }
 
