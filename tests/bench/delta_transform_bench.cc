@@ -38,6 +38,8 @@
 namespace zipnn {
 namespace {
 
+using codec::kAutoTransform;
+using codec::Transform;
 using codec::TransformPolicy;
 using Clock = std::chrono::steady_clock;
 
