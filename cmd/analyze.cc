@@ -69,11 +69,11 @@ Result<std::vector<Pending>> FilesInOrder(const series::Rules& rules, const std:
       listed += (i ? ", " : "") + (name.rfind(here, 0) == 0 ? name.substr(here.size()) : name);
     }
     if (names.size() > 3) listed += " and " + std::to_string(names.size() - 3) + " more";
-    return InvalidArgument("these " + std::to_string(paths.size()) + " files are not versions of one checkpoint: they " +
-                           "make " + std::to_string(names.size()) + " series (" + listed +
-                           "), and a shard or another model compared with the one before is no change of " +
-                           "weights; analyze one series at a time, or pass --as-given to compare them in the " +
-                           "order given");
+    return InvalidArgument(
+        "these " + std::to_string(paths.size()) + " files are not versions of one checkpoint: they " + "make " +
+        std::to_string(names.size()) + " series (" + listed +
+        "), and a shard or another model compared with the one before is no change of " +
+        "weights; analyze one series at a time, or pass --as-given to compare them in the " + "order given");
   }
   if (names.size() == 1) {
     std::stable_sort(paths.begin(), paths.end(), [&](const std::string& x, const std::string& y) {
@@ -142,7 +142,8 @@ Status RunAnalyze(const AnalyzeArgs& a) {
       const Pending& p = pending[i];
       progress.Update(p.label, i);
       ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint checkpoint,
-                             WithLayout(repo ? access::Versions(*repo, access::Copies::kAll).OpenAt(p.rev, p.path) : CheckpointInFile(p.path)));
+                             WithLayout(repo ? access::Versions(*repo, access::Copies::kAll).OpenAt(p.rev, p.path)
+                                             : CheckpointInFile(p.path)));
       ZIPNN_RETURN_IF_ERROR(analyzer.Add(
           std::make_shared<analyze::Input>(analyze::Input{p.label, p.source, p.subject, std::move(checkpoint)})));
     }
@@ -161,8 +162,7 @@ Status RunAnalyze(const AnalyzeArgs& a) {
     std::printf("wrote %s\n", a.json.c_str());
   }
   if (!a.html.empty()) {
-    const std::string title = "git-zipnn analysis of " + (on_disk ? Counted(a.paths.size(), "checkpoint")
-                                                                  : a.paths[0]);
+    const std::string title = "git-zipnn analysis of " + (on_disk ? Counted(a.paths.size(), "checkpoint") : a.paths[0]);
     const std::string page = analyze::HtmlReport(analysis, title);
     ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(a.html, /*overwrite=*/true));
     ZIPNN_RETURN_IF_ERROR(out.Append(page.data(), page.size()));
@@ -189,7 +189,8 @@ Action SetupAnalyze(CLI::App& sub) {
                  "Periodic base every K checkpoints (default: base_interval of .zipnn.yaml, else 10)")
       ->check(CLI::PositiveNumber);
   sub.add_option("--at", a->at, "Checkpoint (label or index) whose exponent histograms are shown (default: the last)");
-  sub.add_option("--top", a->top, "Tensors shown in the tensor table, those that moved most (0: all)")->default_str("20");
+  sub.add_option("--top", a->top, "Tensors shown in the tensor table, those that moved most (0: all)")
+      ->default_str("20");
   sub.add_option("--csv", a->csv, "Also write the tables as CSV: FILE and FILE's .tensors/.exponents/.policies.csv");
   sub.add_option("--json", a->json, "Also write every table to one JSON file");
   sub.add_option("--html", a->html, "Also write a self-contained HTML report with charts");

@@ -58,8 +58,8 @@ Result<OutputFormat> FormatOf(const CatArgs& a) {
   return OutputFormat::kRaw;
 }
 
-void PrintList(const formats::FileLayout& layout, const std::vector<formats::Tensor>& tensors, const store::Pointer& pointer,
-               const std::string& spec, bool json) {
+void PrintList(const formats::FileLayout& layout, const std::vector<formats::Tensor>& tensors,
+               const store::Pointer& pointer, const std::string& spec, bool json) {
   if (json) {
     nlohmann::ordered_json doc = {{"spec", spec},
                                   {"id", pointer.id.Hex()},
@@ -122,10 +122,11 @@ Status RunCat(const CatArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(version.source(), formats::kAutoFormat));
   if (layout.format == formats::Format::kRaw) {
     std::string why = layout.warnings.empty() ? "" : " (" + layout.warnings.front() + ")";
-    return InvalidArgument(a.spec + " is not a safetensors or torch.save checkpoint git-zipnn can read tensors of" + why +
-                           "; `git zipnn cat " + a.spec + " -o FILE` writes it whole");
+    return InvalidArgument(a.spec + " is not a safetensors or torch.save checkpoint git-zipnn can read tensors of" +
+                           why + "; `git zipnn cat " + a.spec + " -o FILE` writes it whole");
   }
-  for (const std::string& warning : layout.warnings) std::fprintf(stderr, "warning: %s: %s\n", a.spec.c_str(), warning.c_str());
+  for (const std::string& warning : layout.warnings)
+    std::fprintf(stderr, "warning: %s: %s\n", a.spec.c_str(), warning.c_str());
   Result<std::vector<formats::Tensor>> selected = formats::SelectTensors(TensorsOf(layout), a.tensors, a.spec);
   if (!selected.ok()) {
     return Status(selected.status().code(),

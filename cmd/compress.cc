@@ -39,7 +39,8 @@ Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const Rea
   Plan plan;
   if (a.dtype != "auto") {
     std::optional<codec::DType> dtype = codec::ParseDType(a.dtype);
-    if (!dtype) return InvalidArgument("unknown dtype '" + a.dtype + "' (one of: auto, " + codec::DTypeNameList() + ")");
+    if (!dtype)
+      return InvalidArgument("unknown dtype '" + a.dtype + "' (one of: auto, " + codec::DTypeNameList() + ")");
     plan.layout = container::Layout::Single(*dtype, input.size());
     if (base != nullptr) {
       if (base->size() != input.size()) {
@@ -67,8 +68,8 @@ Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const Rea
   if (file.format == formats::Format::kRaw && !file.tensors.empty()) {
     plan.description += " (" + std::string(codec::DTypeName(file.tensors[0].dtype)) + " by a sample)";
   } else if (file.format != formats::Format::kRaw) {
-    plan.description += ", " + Counted(file.tensors.size(), "tensor") + " in " +
-                        Counted(plan.layout.regions.size(), "region");
+    plan.description +=
+        ", " + Counted(file.tensors.size(), "tensor") + " in " + Counted(plan.layout.regions.size(), "region");
   }
   return plan;
 }
@@ -76,7 +77,8 @@ Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const Rea
 Status RunCompress(const CompressArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(ReadFile input, ReadFile::Open(a.input));
   std::optional<codec::CoderPolicy> policy = codec::ParseCoderPolicy(a.coder);
-  if (!policy) return InvalidArgument("unknown coder '" + a.coder + "' (one of: auto, " + codec::CoderNameList(", ") + ")");
+  if (!policy)
+    return InvalidArgument("unknown coder '" + a.coder + "' (one of: auto, " + codec::CoderNameList(", ") + ")");
   ZIPNN_ASSIGN_OR_RETURN(const codec::TransformPolicy transform, codec::ParseTransformPolicy(a.transform));
 
   std::optional<ReadFile> base_file;
@@ -101,9 +103,8 @@ Status RunCompress(const CompressArgs& a) {
                          container::EncodeObject(input, layout, base_file ? &base : nullptr, options, out));
   ZIPNN_RETURN_IF_ERROR(out.Commit());
   if (!a.quiet) {
-    std::printf("%s -> %s: %s -> %s (%s), %s%s\n", a.input.c_str(), out_path.c_str(),
-                HumanBytes(r.raw_size).c_str(), HumanBytes(r.object_size).c_str(),
-                Percent(r.object_size, r.raw_size).c_str(), plan.description.c_str(),
+    std::printf("%s -> %s: %s -> %s (%s), %s%s\n", a.input.c_str(), out_path.c_str(), HumanBytes(r.raw_size).c_str(),
+                HumanBytes(r.object_size).c_str(), Percent(r.object_size, r.raw_size).c_str(), plan.description.c_str(),
                 base_file ? (", delta against " + base.id.Hex()).c_str() : "");
   }
   return OkStatus();
@@ -115,9 +116,9 @@ Action SetupCompress(CLI::App& sub) {
   auto a = std::make_shared<CompressArgs>();
   sub.add_option("file", a->input, "Checkpoint file to compress")->required();
   sub.add_option("-o,--output", a->output, "Object file to write (default: <file>.zipnn)");
-  sub.add_option("--format", a->format,
-                 "How to read the file: auto (by its content, the default), or one of " +
-                     formats::FormatNameList(", "));
+  sub.add_option(
+      "--format", a->format,
+      "How to read the file: auto (by its content, the default), or one of " + formats::FormatNameList(", "));
   sub.add_option("--dtype", a->dtype,
                  "auto (the default): tensors and their dtypes come from the file's format; or one of " +
                      codec::DTypeNameList() + " to store the whole file as one region of that type");
@@ -126,7 +127,8 @@ Action SetupCompress(CLI::App& sub) {
   sub.add_option("--level", a->level, "zstd level for the groups that use zstd (default 3)")->check(CLI::Range(1, 22));
   sub.add_option("--chunk-size", a->chunk_size, "Bytes of input per chunk (default 262144)")
       ->check(CLI::Range(container::kMinChunkSize, container::kMaxChunkSize));
-  sub.add_option("--coder", a->coder, "auto (default), or force one of " + codec::CoderNameList(", ") + " for every group");
+  sub.add_option("--coder", a->coder,
+                 "auto (default), or force one of " + codec::CoderNameList(", ") + " for every group");
   sub.add_option("--transform", a->transform,
                  "How delta chunks are taken against the base: auto (the smaller of xor and difference per chunk, "
                  "the default), xor, or difference");

@@ -40,7 +40,8 @@ Result<Opened> Resolve(const std::string& arg) {
   if (!IsRevisionSpec(arg)) return WithLayout(CheckpointInFile(arg));
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   const size_t colon = arg.find(':');
-  return WithLayout(access::Versions(repo, access::Copies::kAll).OpenAt(arg.substr(0, colon), "./" + arg.substr(colon + 1)));
+  return WithLayout(
+      access::Versions(repo, access::Copies::kAll).OpenAt(arg.substr(0, colon), "./" + arg.substr(colon + 1)));
 }
 
 std::string Describe(const Opened& o) {
@@ -74,7 +75,8 @@ std::optional<Previous> PreviousVersion(const std::string& path) {
   const store::Version& v = **previous;
   auto link = store::ReadLink(*repo, v.id);
   if (!link.ok()) return std::nullopt;
-  auto checkpoint = WithLayout(access::Versions(*repo, access::Copies::kAll).Open(store::Pointer{v.id, link->raw_size, ""}, v.path));
+  auto checkpoint =
+      WithLayout(access::Versions(*repo, access::Copies::kAll).Open(store::Pointer{v.id, link->raw_size, ""}, v.path));
   if (!checkpoint.ok()) return std::nullopt;
   return Previous{std::move(*checkpoint), v};
 }
@@ -125,7 +127,8 @@ Status RunDiff(const DiffArgs& a) {
   if (a.args.size() == 3) {
     ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
     for (int s = 0; s < 2; ++s) {
-      ZIPNN_ASSIGN_OR_RETURN(Opened o, WithLayout(access::Versions(repo, access::Copies::kAll).OpenAt(a.args[s], "./" + a.args[2])));
+      ZIPNN_ASSIGN_OR_RETURN(
+          Opened o, WithLayout(access::Versions(repo, access::Copies::kAll).OpenAt(a.args[s], "./" + a.args[2])));
       sides[s].emplace(std::move(o));
     }
   } else if (a.args.size() == 2) {
@@ -163,7 +166,8 @@ Status RunTextconv(const std::string& file, int threads) {
   std::printf("checkpoint %s: %" PRIu64 " bytes, %s, %s\n", id.Hex().c_str(), o.file().size(),
               formats::FormatName(o.layout().format), Counted(o.layout().tensors.size(), "tensor").c_str());
   ThreadPool pool(threads > 0 ? threads : ThreadPool::DefaultThreads());
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<analyze::TensorSummary> tensors, analyze::SummarizeTensors(o.file(), o.layout(), pool));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<analyze::TensorSummary> tensors,
+                         analyze::SummarizeTensors(o.file(), o.layout(), pool));
   for (const analyze::TensorSummary& t : tensors) {
     const std::string shape = analyze::JoinDims(t.tensor.shape, ",");
     std::printf("%s %s [%s] hash %.16s", t.tensor.name.c_str(), std::string(codec::DTypeName(t.tensor.dtype)).c_str(),

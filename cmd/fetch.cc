@@ -150,7 +150,8 @@ Status RunPull(const FetchArgs& a) {
 }
 
 void AddFetchOptions(CLI::App& sub, FetchArgs& a) {
-  sub.add_option("remote", a.remote, "Git remote whose object store has the objects (default: the upstream, or origin)");
+  sub.add_option("remote", a.remote,
+                 "Git remote whose object store has the objects (default: the upstream, or origin)");
   sub.add_option("refs", a.refs, "Get what the files of these revisions need (default: HEAD)");
   sub.add_flag("--all", a.all, "What every version in every ref's history needs");
   sub.add_flag("-q,--quiet", a.quiet, "Print nothing on success");

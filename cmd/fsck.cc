@@ -46,7 +46,8 @@ Status RunFsckRemote(const FsckArgs& a, const store::Store& repo, const FoundPoi
               check.temporaries, check.temporaries == 1 ? "" : "s");
   if (check.problems.empty()) return OkStatus();
   return Corruption(std::to_string(check.problems.size()) + " checkpoint" + (check.problems.size() == 1 ? "" : "s") +
-                    " cannot be fetched whole from " + remote + " (git zipnn push from a clone that has them sends "
+                    " cannot be fetched whole from " + remote +
+                    " (git zipnn push from a clone that has them sends "
                     "them again)");
 }
 
@@ -73,7 +74,8 @@ Status RunFsck(const FsckArgs& a) {
   for (const std::string& path : whole) {
     problems.push_back(Problem{Place{"index", path}, "",
                                "tracked, but git holds the file itself, not a git-zipnn pointer (it was added before "
-                               "`git zipnn install`): git add --renormalize -- " + path + ", then commit"});
+                               "`git zipnn install`): git add --renormalize -- " +
+                                   path + ", then commit"});
   }
   const size_t pointers = found.pointers.size() + found.damaged.size();
   {
@@ -94,9 +96,10 @@ Status RunFsck(const FsckArgs& a) {
                                   {"checkpoints", checkpoints.size()},
                                   {"problems", nlohmann::ordered_json::array()}};
     for (const Problem& p : problems) {
-      doc["problems"].push_back(
-          {{"path", p.place.path}, {"rev", p.place.rev}, {"id", p.id.empty() ? nullptr : nlohmann::ordered_json(p.id)},
-           {"problem", p.what}});
+      doc["problems"].push_back({{"path", p.place.path},
+                                 {"rev", p.place.rev},
+                                 {"id", p.id.empty() ? nullptr : nlohmann::ordered_json(p.id)},
+                                 {"problem", p.what}});
     }
     std::printf("%s\n", doc.dump(1).c_str());
   } else {
@@ -104,17 +107,18 @@ Status RunFsck(const FsckArgs& a) {
       std::printf("%s at %.10s: %s%s\n", p.place.path.c_str(), p.place.rev.c_str(),
                   p.id.empty() ? "" : ("checkpoint " + p.id + ": ").c_str(), p.what.c_str());
     }
-    std::printf("%zu pointer%s to %zu checkpoint%s in %s: %s\n", pointers, pointers == 1 ? "" : "s",
-                checkpoints.size(), checkpoints.size() == 1 ? "" : "s", scope.c_str(),
-                problems.empty() ? (a.fast ? "every object present, headers intact" : "every one restores exactly")
-                                 : (std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s")).c_str());
+    std::printf("%zu pointer%s to %zu checkpoint%s in %s: %s\n", pointers, pointers == 1 ? "" : "s", checkpoints.size(),
+                checkpoints.size() == 1 ? "" : "s", scope.c_str(),
+                problems.empty()
+                    ? (a.fast ? "every object present, headers intact" : "every one restores exactly")
+                    : (std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s")).c_str());
   }
   if (!problems.empty()) {
     // The advice for objects; each other problem's line says its own fix.
     const bool objects = std::any_of(problems.begin(), problems.end(), [](const Problem& p) { return !p.id.empty(); });
-    return Corruption(std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s") + " found" +
-                      (objects ? " (fetch missing objects from a clone that has them, or restore the store)"
-                               : " (see above)"));
+    return Corruption(
+        std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s") + " found" +
+        (objects ? " (fetch missing objects from a clone that has them, or restore the store)" : " (see above)"));
   }
   return OkStatus();
 }
@@ -123,12 +127,14 @@ Status RunFsck(const FsckArgs& a) {
 
 Action SetupFsck(CLI::App& sub) {
   auto a = std::make_shared<FsckArgs>();
-  sub.add_flag("--all", a->all, "Every commit reachable from a ref, a reflog or a stash, and the index (default: HEAD)");
+  sub.add_flag("--all", a->all,
+               "Every commit reachable from a ref, a reflog or a stash, and the index (default: HEAD)");
   sub.add_flag("--fast", a->fast, "Check presence and headers of every object only; do not decode");
   sub.add_flag("--json", a->json, "One JSON object with the counts and every problem");
   CLI::Option* remote =
-      sub.add_option("--remote", "Check the store of this git remote (default: the upstream, or origin) in place of "
-                                 "the local one: every object there, decoded; old temporary files removed")
+      sub.add_option("--remote",
+                     "Check the store of this git remote (default: the upstream, or origin) in place of "
+                     "the local one: every object there, decoded; old temporary files removed")
           ->expected(0, 1);
   AddThreadsOption(sub, a->threads);
   return [a, remote] {

@@ -69,12 +69,14 @@ Status RunGc(const GcArgs& a) {
     // A storepath naming a team folder or $HOME: say so, every time.
     std::string names;
     for (size_t i = 0; i < swept.foreign.size() && i < kForeignNamed; ++i) names += (i ? ", " : "") + swept.foreign[i];
-    if (swept.foreign.size() > kForeignNamed) names += " and " + std::to_string(swept.foreign.size() - kForeignNamed) + " more";
+    if (swept.foreign.size() > kForeignNamed)
+      names += " and " + std::to_string(swept.foreign.size() - kForeignNamed) + " more";
     std::fprintf(stderr,
                  "warning: the store folder %s also holds %s that git-zipnn did not write (%s); gc left %s as %s. "
                  "Keep the store in a folder of its own: move %s out, or set zipnn.storepath to an empty folder\n",
-                 repo.objects.root().c_str(), Counted(swept.foreign.size(), "file or folder", "files or folders").c_str(),
-                 names.c_str(), swept.foreign.size() == 1 ? "it" : "them", swept.foreign.size() == 1 ? "it is" : "they are",
+                 repo.objects.root().c_str(),
+                 Counted(swept.foreign.size(), "file or folder", "files or folders").c_str(), names.c_str(),
+                 swept.foreign.size() == 1 ? "it" : "them", swept.foreign.size() == 1 ? "it is" : "they are",
                  swept.foreign.size() == 1 ? "it" : "them");
   }
   for (const auto& [place, message] : found.damaged) {
@@ -82,7 +84,8 @@ Status RunGc(const GcArgs& a) {
                  place.rev.c_str(), message.c_str());
   }
   if (a.dry_run) {
-    for (const auto& [id, size] : swept.objects) std::printf("would remove %s (%s)\n", id.Hex().c_str(), HumanBytes(size).c_str());
+    for (const auto& [id, size] : swept.objects)
+      std::printf("would remove %s (%s)\n", id.Hex().c_str(), HumanBytes(size).c_str());
     for (const auto& [id, size] : swept.raw_copies) {
       std::printf("would remove raw copy %s (%s)\n", id.Hex().c_str(), HumanBytes(size).c_str());
     }
@@ -93,16 +96,14 @@ Status RunGc(const GcArgs& a) {
   std::printf("%s %zu object%s (%s) and %zu leftover file%s; kept %" PRIu64
               " (needed by %zu pointer%s, or used in the last %g days)\n",
               a.dry_run ? "would remove" : "removed", removed, removed == 1 ? "" : "s", HumanBytes(swept.freed).c_str(),
-              leftovers, leftovers == 1 ? "" : "s", swept.kept, pointers, pointers == 1 ? "" : "s",
-              a.keep_recent_days);
+              leftovers, leftovers == 1 ? "" : "s", swept.kept, pointers, pointers == 1 ? "" : "s", a.keep_recent_days);
   const std::vector<store::RawCache::Entry> copies = store::RawCache(repo.cache_dir, repo.policy.raw_cache).List();
   if (swept.cache_freed > 0 || !copies.empty()) {
     uint64_t held = 0;
     for (const auto& e : copies) held += e.size;
     std::printf("raw cache: %s%zu cop%s kept (%s of a %s budget)\n",
-                swept.cache_freed > 0 ? ("freed " + HumanBytes(swept.cache_freed) + "; ").c_str() : "",
-                copies.size(), copies.size() == 1 ? "y" : "ies", HumanBytes(held).c_str(),
-                HumanBytes(repo.policy.raw_cache).c_str());
+                swept.cache_freed > 0 ? ("freed " + HumanBytes(swept.cache_freed) + "; ").c_str() : "", copies.size(),
+                copies.size() == 1 ? "y" : "ies", HumanBytes(held).c_str(), HumanBytes(repo.policy.raw_cache).c_str());
   }
   return OkStatus();
 }

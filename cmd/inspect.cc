@@ -41,7 +41,8 @@ void PrintGroupRows(size_t region, const std::vector<container::GroupStats>& gro
     for (uint8_t c = 0; c <= codec::kMaxCoderValue; ++c) {
       if (s.chunks_by_coder[c] == 0) continue;
       if (!coders.empty()) coders += ", ";
-      coders += std::string(codec::CoderName(static_cast<codec::Coder>(c))) + " " + std::to_string(s.chunks_by_coder[c]);
+      coders +=
+          std::string(codec::CoderName(static_cast<codec::Coder>(c))) + " " + std::to_string(s.chunks_by_coder[c]);
     }
     std::printf("%-7zu %-6s %14llu %14llu %8s   %s\n", region, label(static_cast<int>(g)).c_str(),
                 static_cast<unsigned long long>(s.raw_bytes), static_cast<unsigned long long>(s.stored_bytes),
@@ -66,7 +67,8 @@ Status PrintObjectReport(const std::string& path) {
     std::printf("kind         base (standalone)\n");
   }
   std::printf("content id   %s\n", info.content_id.Hex().c_str());
-  std::printf("raw size     %llu bytes (%s)\n", static_cast<unsigned long long>(h.raw_size), HumanBytes(h.raw_size).c_str());
+  std::printf("raw size     %llu bytes (%s)\n", static_cast<unsigned long long>(h.raw_size),
+              HumanBytes(h.raw_size).c_str());
   std::printf("object size  %llu bytes (%s of raw)\n", static_cast<unsigned long long>(info.object_size),
               Percent(info.object_size, h.raw_size).c_str());
   std::printf("chunks       %zu of up to %u bytes\n\n", info.chunks.size(), h.chunk_size);
@@ -75,9 +77,9 @@ Status PrintObjectReport(const std::string& path) {
   for (size_t i = 0; i < h.layout.regions.size(); ++i) {
     const container::Region& r = h.layout.regions[i];
     std::string delta = r.delta ? TransformsOf(stats[i]) + " base@" + std::to_string(r.base_offset)
-                        : r.prefix_length > 0 ? "zstd after base@" + std::to_string(r.base_offset) + "+" +
-                                                    std::to_string(r.prefix_length)
-                                              : "-";
+                        : r.prefix_length > 0
+                            ? "zstd after base@" + std::to_string(r.base_offset) + "+" + std::to_string(r.prefix_length)
+                            : "-";
     std::printf("%-7zu %-8s %14llu %14llu  %s\n", i, std::string(codec::DTypeName(r.dtype)).c_str(),
                 static_cast<unsigned long long>(r.offset), static_cast<unsigned long long>(r.length), delta.c_str());
   }

@@ -106,9 +106,9 @@ Status RunLog(const LogArgs& a) {
       const Result<store::StoredInfo>& info = described_at->second;
       // An object (or a base of it) not in the store, or one there that
       // cannot be read (damaged, or of a newer format): fsck says which.
-      const std::string kind = info.ok()                                           ? (info->delta ? "delta" : "base")
+      const std::string kind = info.ok()                                       ? (info->delta ? "delta" : "base")
                                : info.status().code() == StatusCode::kNotFound ? "missing"
-                                                                                 : "unreadable";
+                                                                               : "unreadable";
       const uint64_t stored = info.ok() ? info->object_size : 0;
       if (counted.insert(pointer.id.Hex()).second) {
         raw_total += pointer.size;
@@ -142,8 +142,8 @@ Status RunLog(const LogArgs& a) {
       }
     }
     if (!a.json && counted.size() > 1) {  // one version's row says it all
-      std::printf("  total: %s raw in %zu version%s -> %s stored (%s)\n", HumanBytes(raw_total).c_str(),
-                  counted.size(), counted.size() == 1 ? "" : "s", HumanBytes(stored_total).c_str(),
+      std::printf("  total: %s raw in %zu version%s -> %s stored (%s)\n", HumanBytes(raw_total).c_str(), counted.size(),
+                  counted.size() == 1 ? "" : "s", HumanBytes(stored_total).c_str(),
                   Percent(stored_total, raw_total).c_str());
     }
   }

@@ -41,9 +41,9 @@ Status RunLsFiles(const std::string& rev) {
     if (!pointer.ok() || !*pointer) continue;
     const store::Pointer& p = **pointer;
     auto info = store::Describe(repo, p.id);
-    const std::string kind = info.ok()                                           ? (info->delta ? "delta" : "base")
+    const std::string kind = info.ok()                                       ? (info->delta ? "delta" : "base")
                              : info.status().code() == StatusCode::kNotFound ? "missing"
-                                                                               : "unreadable";
+                                                                             : "unreadable";
     absent += info.ok() ? 0 : 1;
     const uint64_t stored = info.ok() ? info->object_size : 0;
     std::printf("%.12s %-7s %-11s %10s -> %10s %8s  %s\n", p.id.Hex().c_str(), kind.c_str(), p.format.c_str(),
@@ -53,13 +53,15 @@ Status RunLsFiles(const std::string& rev) {
     stored_total += stored;
     ++count;
   }
-  std::printf("%d checkpoint%s at %s: %s raw, %s stored (%s)\n", count, count == 1 ? "" : "s", rev.c_str(), HumanBytes(raw_total).c_str(),
-              HumanBytes(stored_total).c_str(), Percent(stored_total, raw_total).c_str());
+  std::printf("%d checkpoint%s at %s: %s raw, %s stored (%s)\n", count, count == 1 ? "" : "s", rev.c_str(),
+              HumanBytes(raw_total).c_str(), HumanBytes(stored_total).c_str(),
+              Percent(stored_total, raw_total).c_str());
   if (absent > 0) {
     // A clone that has not fetched every object yet (or a damaged store).
-    std::printf("%s not here or not readable: `git zipnn fetch` gets missing ones from the remote, `git zipnn fsck` "
-                "says which and why\n",
-                Counted(absent, "object").c_str());
+    std::printf(
+        "%s not here or not readable: `git zipnn fetch` gets missing ones from the remote, `git zipnn fsck` "
+        "says which and why\n",
+        Counted(absent, "object").c_str());
   }
   return OkStatus();
 }

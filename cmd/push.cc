@@ -61,7 +61,7 @@ Status RunPrePush(const std::string& remote) {
     if (local_oid.find_first_not_of('0') == std::string::npos) continue;  // a deletion
     revs.push_back(local_oid);
     if (remote_oid.find_first_not_of('0') == std::string::npos) continue;  // a new ref
-    auto have = git_repo.ResolveCommit(remote_oid);  // what we know of the remote's side
+    auto have = git_repo.ResolveCommit(remote_oid);                        // what we know of the remote's side
     if (have.ok() && *have) revs.push_back("^" + remote_oid);
   }
   if (revs.empty()) return OkStatus();
@@ -75,8 +75,9 @@ Status RunPrePush(const std::string& remote) {
   WarnDamaged(found);
   Result<remote::Transferred> pushed = remote::PushPointers(repo, remote, found);
   if (!pushed.ok()) {
-    return Status(pushed.status().code(), pushed.status().message() + "\n(git push stopped so that no pointer reaches " +
-                                              remote + " without its checkpoint; see docs/remotes.md)");
+    return Status(pushed.status().code(), pushed.status().message() +
+                                              "\n(git push stopped so that no pointer reaches " + remote +
+                                              " without its checkpoint; see docs/remotes.md)");
   }
   PrintTransfer(/*push=*/true, *pushed, /*quiet=*/false);
   return OkStatus();
@@ -86,7 +87,8 @@ Status RunPrePush(const std::string& remote) {
 
 Action SetupPush(CLI::App& sub) {
   auto a = std::make_shared<PushArgs>();
-  sub.add_option("remote", a->remote, "Git remote whose object store receives the objects (default: the upstream, or origin)");
+  sub.add_option("remote", a->remote,
+                 "Git remote whose object store receives the objects (default: the upstream, or origin)");
   sub.add_option("refs", a->refs, "Send what the commits reachable from these need (default: HEAD)");
   sub.add_flag("--all", a->all, "Every ref's history");
   sub.add_flag("-q,--quiet", a->quiet, "Print nothing on success");

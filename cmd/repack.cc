@@ -58,8 +58,7 @@ Result<size_t> RepackOne(const store::Store& repo, const std::string& name,
     std::fflush(stdout);
   }));
   std::printf("  rewrote %zu; now %zu base%s, longest chain %d (was %d); stored %s -> %s", rewritten, bases,
-              bases == 1 ? "" : "s", chain_after, chain_before, HumanBytes(before).c_str(),
-              HumanBytes(after).c_str());
+              bases == 1 ? "" : "s", chain_after, chain_before, HumanBytes(before).c_str(), HumanBytes(after).c_str());
   if (missing > 0) std::printf("; %zu version%s not in this store", missing, missing == 1 ? "" : "s");
   std::printf("\n");
   return failed;

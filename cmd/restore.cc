@@ -36,7 +36,8 @@ std::optional<store::Pointer> Staged(const std::string& path) {
 // Refuses to write over bytes nobody else holds: with -o, any existing
 // file; in the work tree, a file that is neither a pointer nor the
 // checkpoint the index (or this restore) names.
-Status CheckOverwrite(const RestoreArgs& a, const store::Pointer& restoring, const std::optional<store::Pointer>& staged) {
+Status CheckOverwrite(const RestoreArgs& a, const store::Pointer& restoring,
+                      const std::optional<store::Pointer>& staged) {
   const std::string& target = a.output.empty() ? a.path : a.output;
   struct stat st;
   if (a.force || ::stat(target.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return OkStatus();

@@ -94,7 +94,8 @@ Action SetupShow(CLI::App& sub) {
   sub.add_option("object", a->what,
                  "A content id, <rev>:<path> of a tracked checkpoint, or a path (HEAD's version of it)")
       ->required();
-  sub.add_flag("-t,--tensors", a->tensors, "List the tensors (name, dtype, shape, bytes), read without a whole restore");
+  sub.add_flag("-t,--tensors", a->tensors,
+               "List the tensors (name, dtype, shape, bytes), read without a whole restore");
   return [a] { return RunShow(*a); };
 }
 

@@ -74,8 +74,9 @@ void PrintTensorTable(const std::vector<formats::Tensor>& tensors) {
   size_t strided = 0;
   for (const formats::Tensor& t : tensors) {
     std::printf("%-*s  %-7s  %-*s  %12llu%s\n", static_cast<int>(name_width), t.name.c_str(),
-                std::string(codec::DTypeName(t.dtype)).c_str(), static_cast<int>(shape_width), ShapeText(t.shape).c_str(),
-                static_cast<unsigned long long>(formats::DataBytes(t)), t.strided ? "  strided" : "");
+                std::string(codec::DTypeName(t.dtype)).c_str(), static_cast<int>(shape_width),
+                ShapeText(t.shape).c_str(), static_cast<unsigned long long>(formats::DataBytes(t)),
+                t.strided ? "  strided" : "");
     bytes += formats::DataBytes(t);
     strided += t.strided ? 1 : 0;
   }
@@ -87,9 +88,7 @@ void PrintTensorTable(const std::vector<formats::Tensor>& tensors) {
   std::printf("\n");
 }
 
-std::string GitSpec(const std::string& spec) {
-  return spec.find(':') == std::string::npos ? "HEAD:./" + spec : spec;
-}
+std::string GitSpec(const std::string& spec) { return spec.find(':') == std::string::npos ? "HEAD:./" + spec : spec; }
 
 const std::vector<formats::Tensor>& TensorsOf(const formats::FileLayout& layout) {
   return layout.views.empty() ? layout.tensors : layout.views;

@@ -44,8 +44,10 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
     ZIPNN_ASSIGN_OR_RETURN(std::string more, ReadUpTo(content, 1024 - head.size()));
     head += more;
     if (head.find(std::string("\n") + store::kPointerPrefix) != std::string::npos && HasConflictMarkers(head)) {
-      return InvalidArgument(path + " holds a damaged git-zipnn pointer (merge conflict markers); after a merge "
-                             "conflict, pick a side: git checkout --ours (or --theirs) -- " + path);
+      return InvalidArgument(path +
+                             " holds a damaged git-zipnn pointer (merge conflict markers); after a merge "
+                             "conflict, pick a side: git checkout --ours (or --theirs) -- " +
+                             path);
     }
   }
   if (head.size() <= store::kMaxPointerBytes && store::LooksLikePointer(head)) {
@@ -60,8 +62,10 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
         return InvalidArgument(path + " holds a damaged git-zipnn pointer (" + p.status().message() +
                                "); after a merge conflict, pick a side: git checkout --ours (or --theirs) -- " + path);
       }
-      std::fprintf(stderr, "git-zipnn: warning: %s holds a damaged git-zipnn pointer (%s); kept as text (check out a "
-                   "commit where it is whole, or git rm it)\n", path.c_str(), p.status().message().c_str());
+      std::fprintf(stderr,
+                   "git-zipnn: warning: %s holds a damaged git-zipnn pointer (%s); kept as text (check out a "
+                   "commit where it is whole, or git rm it)\n",
+                   path.c_str(), p.status().message().c_str());
       return out.Append(head.data(), head.size());
     }
     const std::string text = store::FormatPointer(*p);
@@ -103,15 +107,18 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
                            // Storing a base is always safe: a repository git-zipnn
                            // cannot read costs deltas, never the add.
                            if (!warned_) {
-                             std::fprintf(stderr, "git-zipnn: cannot read the earlier versions of %s from git (%s); "
-                                          "storing it standalone\n", path.c_str(), versions.status().message().c_str());
+                             std::fprintf(stderr,
+                                          "git-zipnn: cannot read the earlier versions of %s from git (%s); "
+                                          "storing it standalone\n",
+                                          path.c_str(), versions.status().message().c_str());
                              warned_ = true;
                            }
                            return std::vector<store::Version>();
                          }));
   if (series_) series_->Add(path, id);
   if (!checked.damaged.empty()) {
-    std::fprintf(stderr, "git-zipnn: warning: %s: the store holds a damaged object (%s); this version is stored "
+    std::fprintf(stderr,
+                 "git-zipnn: warning: %s: the store holds a damaged object (%s); this version is stored "
                  "anew without it. A disk may be failing: `git zipnn fsck --all` names what else it affects\n",
                  path.c_str(), checked.damaged.c_str());
   }
@@ -146,7 +153,8 @@ std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id, const st
     } else if (series_) {
       auto versions = series_->Of(series, /*deep=*/false);
       if (versions.ok()) {
-        const auto v = std::find_if(versions->begin(), versions->end(), [&](const store::Version& v) { return v.id == id; });
+        const auto v =
+            std::find_if(versions->begin(), versions->end(), [&](const store::Version& v) { return v.id == id; });
         if (v != versions->end()) path = v->path;
       }
     }
@@ -225,9 +233,10 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
     return out.Append(head.data(), head.size());
   }
   if (st.code() == StatusCode::kNotFound && restored.done() == 0) {
-    return Status(st.code(), st.message() + "; to check out the other files all the same, set zipnn.skipSmudgeErrors "
-                                            "(git -c zipnn.skipSmudgeErrors=true checkout, or clone), then "
-                                            "`git zipnn pull` once the object is there");
+    return Status(st.code(), st.message() +
+                                 "; to check out the other files all the same, set zipnn.skipSmudgeErrors "
+                                 "(git -c zipnn.skipSmudgeErrors=true checkout, or clone), then "
+                                 "`git zipnn pull` once the object is there");
   }
   return st;
 }

@@ -34,7 +34,7 @@ ContentId IdOf(const std::string& file) { return store::testing::IdOfFile(file);
 struct Fixture {
   std::string root = store::testing::TempDir();
   store::Store repo{store::ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", root + "/work",
-                         config::Policy{}};
+                    config::Policy{}};
   std::vector<store::Version> held;
   std::vector<store::Pointer> pointers;
 
@@ -96,10 +96,9 @@ TEST_CASE("delayed smudges of steps equal in value but spelled apart are each ha
                     p100 = "run/step_100.safetensors";
   const std::string git = GitHello() + DelayableSmudge(p100, store::FormatPointer(f.pointers[2])) +
                           DelayableSmudge(p20, store::FormatPointer(f.pointers[0])) +
-                          DelayableSmudge(p0100, store::FormatPointer(f.pointers[1])) +
-                          ListAvailable() + Request("smudge", p20, "") + ListAvailable() +
-                          Request("smudge", p0100, "") + ListAvailable() + Request("smudge", p100, "") +
-                          ListAvailable();
+                          DelayableSmudge(p0100, store::FormatPointer(f.pointers[1])) + ListAvailable() +
+                          Request("smudge", p20, "") + ListAvailable() + Request("smudge", p0100, "") +
+                          ListAvailable() + Request("smudge", p100, "") + ListAvailable();
   MemoryReader in(git);
   MemorySink out;
   REQUIRE(ServeFilterProcess(in, out, filter, nullptr).ok());
@@ -117,8 +116,7 @@ TEST_CASE("delayed smudges of steps equal in value but spelled apart are each ha
     return std::string(data->begin(), data->end());
   };
   CHECK((answer == ServerHello() + Delayed() + Delayed() + Delayed() + Available(p20) + Success(bytes(40)) +
-                       Available(p0100) + Success(bytes(80)) + Available(p100) + Success(bytes(120)) +
-                       Available("")));
+                       Available(p0100) + Success(bytes(80)) + Available(p100) + Success(bytes(120)) + Available("")));
 }
 
 }  // namespace

@@ -138,10 +138,10 @@ TEST_CASE("an unknown command is an error for that file only; empty content succ
 
 TEST_CASE("delayed smudges: status=delayed, then one available file per list in the handler's order") {
   const std::string big(kMaxDelayedContent + 5000, 'Q');
-  const Session s = Serve(GitHello() + DelayableSmudge("slow-a", "AB") + DelayableSmudge("fast", "CD") +
-                          DelayableSmudge("slow-b", "EF") + DelayableSmudge("slow-big", big) + ListAvailable() +
-                          Request("smudge", "slow-b", "") + ListAvailable() + Request("smudge", "slow-a", "") +
-                          ListAvailable());
+  const Session s =
+      Serve(GitHello() + DelayableSmudge("slow-a", "AB") + DelayableSmudge("fast", "CD") +
+            DelayableSmudge("slow-b", "EF") + DelayableSmudge("slow-big", big) + ListAvailable() +
+            Request("smudge", "slow-b", "") + ListAvailable() + Request("smudge", "slow-a", "") + ListAvailable());
   CHECK(s.status.ok());
   const std::string delayed = Line("status=delayed") + kFlush;
   // Content past kMaxDelayedContent is not delayed: served at once, whole.

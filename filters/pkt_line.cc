@@ -29,9 +29,12 @@ Result<Packet> PktLineReader::Read() {
   size_t length = 0;
   for (char c : head) {
     int v;
-    if (c >= '0' && c <= '9') v = c - '0';
-    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-    else return InvalidArgument("pkt-line length '" + std::string(head, 4) + "' is not hex");
+    if (c >= '0' && c <= '9')
+      v = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      v = c - 'a' + 10;
+    else
+      return InvalidArgument("pkt-line length '" + std::string(head, 4) + "' is not hex");
     length = length * 16 + static_cast<size_t>(v);
   }
   if (length == 0) {

@@ -26,12 +26,12 @@ inline std::string Packets(const std::string& content) {
 }
 
 inline std::string GitHello() {
-  return Line("git-filter-client") + Line("version=2") + kFlush + Line("capability=clean") +
-         Line("capability=smudge") + Line("capability=delay") + kFlush;
+  return Line("git-filter-client") + Line("version=2") + kFlush + Line("capability=clean") + Line("capability=smudge") +
+         Line("capability=delay") + kFlush;
 }
 inline std::string ServerHello() {
-  return Line("git-filter-server") + Line("version=2") + kFlush + Line("capability=clean") +
-         Line("capability=smudge") + Line("capability=delay") + kFlush;
+  return Line("git-filter-server") + Line("version=2") + kFlush + Line("capability=clean") + Line("capability=smudge") +
+         Line("capability=delay") + kFlush;
 }
 inline std::string Request(const std::string& command, const std::string& path, const std::string& content) {
   return Line("command=" + command) + Line("pathname=" + path) + kFlush + Packets(content) + kFlush;

@@ -23,10 +23,10 @@
 namespace zipnn {
 namespace {
 
-using testing::Run;
-using testing::Slurp;
 using testing::BrowserCheck;
 using testing::BrowserExpect;
+using testing::Run;
+using testing::Slurp;
 
 std::string Tmp() {
   const char* t = std::getenv("TEST_TMPDIR");
@@ -56,8 +56,8 @@ Run Analyze(const std::string& files, const std::string& options, const std::str
 // The independent recomputation; exit code 0 when everything matches.
 Run Check(const std::string& files, const std::string& options, const std::string& stem,
           const std::string& check_options = "") {
-  return Sh("/usr/bin/python3 tests/analyze_check.py " + files + " " + options + " " + check_options + " --csv '" + stem +
-            ".csv' --json '" + stem + ".json'");
+  return Sh("/usr/bin/python3 tests/analyze_check.py " + files + " " + options + " " + check_options + " --csv '" +
+            stem + ".csv' --json '" + stem + ".json'");
 }
 
 // Analyses `files` and requires the checker to agree with every figure.
@@ -309,7 +309,8 @@ TEST_CASE("files of one series are analysed by step and labelled by their folder
   for (const char* step : {"120", "160", "200", "40", "80"}) {
     const std::string folder = dir + "/out/checkpoint-" + step;
     const std::string from = std::string("tests/data/cnn-fp32/step-000") + (std::strlen(step) == 2 ? "0" : "") + step;
-    REQUIRE(Sh("mkdir -p '" + folder + "' && cp " + from + ".safetensors '" + folder + "/model.safetensors'").code == 0);
+    REQUIRE(Sh("mkdir -p '" + folder + "' && cp " + from + ".safetensors '" + folder + "/model.safetensors'").code ==
+            0);
     given += " '" + folder + "/model.safetensors'";
   }
   const Run a = Sh("cmd/git-zipnn analyze" + given + " --json '" + dir + "/out.json'");
@@ -330,7 +331,8 @@ TEST_CASE("files of one series are analysed by step and labelled by their folder
         steps.substr(steps.find("\"changed_params\"")).substr(0, 200));
 
   // Two shards of each step are two series.
-  const Run shards = Sh("d='" + dir + "'; for s in 40 80; do mkdir -p $d/sh/checkpoint-$s; for k in 1 2; do "
+  const Run shards = Sh("d='" + dir +
+                        "'; for s in 40 80; do mkdir -p $d/sh/checkpoint-$s; for k in 1 2; do "
                         "cp tests/data/cnn-fp32/step-0000$s.safetensors "
                         "$d/sh/checkpoint-$s/model-0000$k-of-00002.safetensors; done; done; "
                         "cmd/git-zipnn analyze $d/sh/checkpoint-*/*.safetensors");
@@ -367,8 +369,8 @@ TEST_CASE("the checker names the checkpoint, tensor and column of a single alter
 
 TEST_CASE("the HTML report of a real trajectory renders in a browser with every chart") {
   const std::string dir = Folder("html");
-  const Run a = Sh("cmd/git-zipnn analyze " + kBf16Twelve + " --against base --base-interval 5 --html '" + dir +
-                   "/report.html'");
+  const Run a =
+      Sh("cmd/git-zipnn analyze " + kBf16Twelve + " --against base --base-interval 5 --html '" + dir + "/report.html'");
   REQUIRE(a.code == 0);
   CHECK(a.out.find("wrote " + dir + "/report.html") != std::string::npos);
   BrowserExpect expect;

@@ -51,12 +51,12 @@ inline std::string RunChromium(const std::string& html_path, const std::string& 
   if (std::string missing = ChromiumMissing(); !missing.empty()) return missing;
   const std::string home = work_dir + "/chromium-home", out_path = work_dir + "/chromium.out",
                     err_path = work_dir + "/chromium.err";
-  const std::string cmd = "mkdir -p " + ShellQuote(home) + " && HOME=" + ShellQuote(home) +
-                          " timeout 120 " + kChromium +
-                          " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
-                          " --user-data-dir=" + ShellQuote(work_dir + "/chromium-profile") + " " + flags + " " +
-                          ShellQuote("file://" + html_path) + " >" + ShellQuote(out_path) + " 2>" +
-                          ShellQuote(err_path);
+  const std::string cmd =
+      "mkdir -p " + ShellQuote(home) + " && HOME=" + ShellQuote(home) + " timeout 120 " + kChromium +
+      " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
+      " --user-data-dir=" +
+      ShellQuote(work_dir + "/chromium-profile") + " " + flags + " " + ShellQuote("file://" + html_path) + " >" +
+      ShellQuote(out_path) + " 2>" + ShellQuote(err_path);
   const int status = std::system(cmd.c_str());
   out = Slurp(out_path);
   const std::string err = Slurp(err_path);
@@ -120,8 +120,8 @@ print(len(colours))
 )";
   const std::string script = work_dir + "/png_colours.py", out = work_dir + "/png_colours.out";
   std::ofstream(script) << kDecoder;
-  const std::string cmd = "/usr/bin/python3 " + ShellQuote(script) + " " + ShellQuote(png_path) + " >" +
-                          ShellQuote(out) + " 2>&1";
+  const std::string cmd =
+      "/usr/bin/python3 " + ShellQuote(script) + " " + ShellQuote(png_path) + " >" + ShellQuote(out) + " 2>&1";
   const int status = std::system(cmd.c_str());
   const std::string text = Slurp(out);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "decoding " + png_path + " failed: " + text;
@@ -147,8 +147,8 @@ inline std::string BrowserCheck(const std::string& html_path, const std::string&
   const std::string png = work_dir + "/shot.png";
   std::remove(png.c_str());
   std::string ignored;
-  const std::string flags = "--hide-scrollbars --screenshot=" + ShellQuote(png) + " --window-size=" +
-                            std::to_string(expect.width) + "," + std::to_string(expect.height);
+  const std::string flags = "--hide-scrollbars --screenshot=" + ShellQuote(png) +
+                            " --window-size=" + std::to_string(expect.width) + "," + std::to_string(expect.height);
   if (std::string e = RunChromium(html_path, work_dir, flags, ignored); !e.empty()) return e;
   int colours = 0;
   if (std::string e = CountColours(png, work_dir, colours); !e.empty()) return e;

@@ -125,9 +125,9 @@ TEST_CASE("show counts and lists a version's tensors by name; inspect takes a co
                            "' && git zipnn inspect -t base.zipnn");
   REQUIRE(base.code == 0);
   CHECK(base.out.find(table) != std::string::npos);
-  const Run delta = repo.Sh("git zipnn compress -q -o delta.zipnn '" + repo.Data("cnn-bf16/step-000080.safetensors") +
-                            "' --base '" + repo.Data("cnn-bf16/step-000040.safetensors") +
-                            "' && git zipnn inspect -t delta.zipnn");
+  const Run delta =
+      repo.Sh("git zipnn compress -q -o delta.zipnn '" + repo.Data("cnn-bf16/step-000080.safetensors") + "' --base '" +
+              repo.Data("cnn-bf16/step-000040.safetensors") + "' && git zipnn inspect -t delta.zipnn");
   CHECK(delta.code != 0);
   CHECK(delta.err.find("delta.zipnn is a delta: its tensors are read through its base") != std::string::npos);
 }
@@ -154,8 +154,9 @@ TEST_CASE("cat names what is wrong: a tensor, a format, a terminal, a file that 
   CHECK(tty.out.find("not writing checkpoint bytes to a terminal: give -o FILE, or pipe the output") !=
         std::string::npos);
   // A tracked file that holds no tensors is written whole, and only whole.
-  REQUIRE(repo.Sh("head -c 5000 /dev/urandom > noise.safetensors && git add noise.safetensors && git commit -qm n")
-              .code == 0);
+  REQUIRE(
+      repo.Sh("head -c 5000 /dev/urandom > noise.safetensors && git add noise.safetensors && git commit -qm n").code ==
+      0);
   const Run noise = repo.Sh("git zipnn cat --list noise.safetensors");
   CHECK(noise.code != 0);
   CHECK(noise.err.find("error: noise.safetensors is not a safetensors or torch.save checkpoint git-zipnn can read "
@@ -173,9 +174,11 @@ TEST_CASE("cat checks what it reads: a damaged base is refused and nothing is wr
   const std::string base = IdAt(repo, "HEAD~4:model.safetensors");
   REQUIRE(base.size() == 32);
   const std::string object = ".git/zipnn/objects/" + base.substr(0, 2) + "/" + base.substr(2, 2) + "/" + base;
-  REQUIRE(repo.Sh("chmod u+w " + object + " && /usr/bin/python3 -c \"import sys; b = bytearray(open(sys.argv[1], "
+  REQUIRE(repo.Sh("chmod u+w " + object +
+                  " && /usr/bin/python3 -c \"import sys; b = bytearray(open(sys.argv[1], "
                   "'rb').read()); [b.__setitem__(i, b[i] ^ 0x55) for i in range(1000, len(b) - 1000, 2048)]; "
-                  "open(sys.argv[1], 'wb').write(b)\" " + object)
+                  "open(sys.argv[1], 'wb').write(b)\" " +
+                  object)
               .code == 0);
   const Run damaged = repo.Sh("git zipnn cat HEAD~3:model.safetensors -t c2.weight -o c2.raw");
   CHECK(damaged.code != 0);
@@ -207,7 +210,8 @@ TEST_CASE("cat takes torch.save tensors by their own shapes, views of shared sto
       "c = torch.randn(2, 3, 4); "
       "torch.save({'x': x, 'rows': x[2:4], 'tied': x, 't': x.t(), 'y': torch.arange(5, dtype=torch.int64), "
       "'every2': x[1:, ::2], 'perm': c.permute(2, 0, 1)}, 'v.pt'); "
-      "x[1:, ::2].contiguous().numpy().tofile('every2.want'); c.permute(2, 0, 1).contiguous().numpy().tofile('perm.want'); "
+      "x[1:, ::2].contiguous().numpy().tofile('every2.want'); c.permute(2, 0, "
+      "1).contiguous().numpy().tofile('perm.want'); "
       "x[2:4].contiguous().numpy().tofile('rows.want'); x.numpy().tofile('x.want'); "
       "x.t().contiguous().numpy().tofile('t.want')";
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.pt' && /usr/bin/python3 -c \"" + script +

@@ -26,7 +26,6 @@ std::string Tmp() {
   return t != nullptr ? t : "/tmp";
 }
 
-
 // Runs `git-zipnn <args>` through the shell (args are our own literals).
 Run Zipnn(const std::string& args) {
   const std::string out = Tmp() + "/stdout", err = Tmp() + "/stderr";
@@ -74,7 +73,8 @@ TEST_CASE("an output that is a pipe is written through, not replaced by a file")
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   for (const std::string& args : {"compress " + kStep40 + " --dtype bf16 -q", "decompress " + obj}) {
     CAPTURE(args);
-    const std::string cmd = "timeout 20 cat " + fifo + " >" + got + " & cmd/git-zipnn " + args + " -o " + fifo + "; s=$?; wait; exit $s";
+    const std::string cmd =
+        "timeout 20 cat " + fifo + " >" + got + " & cmd/git-zipnn " + args + " -o " + fifo + "; s=$?; wait; exit $s";
     const int status = std::system(cmd.c_str());
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
@@ -138,7 +138,8 @@ TEST_CASE("inspect shows kind, layout and the coder of each byte group") {
   // Per dtype totals: here one bf16 region covers the file.
   CHECK(r.out.find("\ndtype               raw         stored    ratio\nbf16             117764") != std::string::npos);
   // XOR only: format 2, grouped as floats.
-  REQUIRE(Zipnn("compress " + kStep80 + " --dtype bf16 --base " + kStep40 + " --transform xor -f -q -o " + obj).code == 0);
+  REQUIRE(Zipnn("compress " + kStep80 + " --dtype bf16 --base " + kStep40 + " --transform xor -f -q -o " + obj).code ==
+          0);
   r = Zipnn("inspect " + obj);
   CHECK(r.out.find("format       version 2\n") != std::string::npos);
   CHECK(r.out.find("xor base@0") != std::string::npos);
@@ -188,14 +189,16 @@ TEST_CASE("errors are one line on stderr with a non-zero exit code") {
 
   Run threads = Zipnn("compress " + kStep40 + " --threads -1");
   CHECK(threads.code == 2);
-  CHECK(threads.err == "error: --threads: Value -1 not in range 0 to 4096\nRun 'git zipnn compress --help' for its options.\n");
+  CHECK(threads.err ==
+        "error: --threads: Value -1 not in range 0 to 4096\nRun 'git zipnn compress --help' for its options.\n");
 
   // An option the command does not have, with the one probably meant.
   Run typo = Zipnn("compress " + kStep40 + " --levle 3");
   CHECK(typo.code == 2);
-  CHECK(typo.err == "error: The following arguments were not expected: 3 --levle\n"
-                    "git zipnn compress has no option --levle; did you mean --level?\n"
-                    "Run 'git zipnn compress --help' for its options.\n");
+  CHECK(typo.err ==
+        "error: The following arguments were not expected: 3 --levle\n"
+        "git zipnn compress has no option --levle; did you mean --level?\n"
+        "Run 'git zipnn compress --help' for its options.\n");
 
   Run dir = Zipnn("compress " + Tmp());
   CHECK(dir.code == 1);
@@ -241,13 +244,15 @@ TEST_CASE("a delta matches tensors by name, so the base may differ in size") {
   // Same-dtype neighbours: a real delta, far smaller than standalone.
   const std::string near = Tmp() + "/near.zipnn", alone = Tmp() + "/alone.zipnn";
   REQUIRE(Zipnn("compress " + kData + "cnn-bf16/step-000200.safetensors --base " + kData +
-                "cnn-bf16/step-000160.safetensors -f -q -o " + near).code == 0);
+                "cnn-bf16/step-000160.safetensors -f -q -o " + near)
+              .code == 0);
   REQUIRE(Zipnn("compress " + kData + "cnn-bf16/step-000200.safetensors -f -q -o " + alone).code == 0);
   CHECK(Slurp(near).size() * 3 < Slurp(alone).size());
 
   Run wrong = Zipnn("compress " + kStep80 + " --dtype bf16 --base " + fp32 + " -f -o " + obj);
   CHECK(wrong.code == 1);
-  CHECK(wrong.err.find("with --dtype a delta needs a base of the same size (leave --dtype out for a tensor-aware delta)") !=
+  CHECK(wrong.err.find(
+            "with --dtype a delta needs a base of the same size (leave --dtype out for a tensor-aware delta)") !=
         std::string::npos);
 }
 
@@ -296,7 +301,8 @@ TEST_CASE("a truncated or newer-version object is refused and nothing is written
   }
   Run v = Zipnn("decompress " + obj + " -f -o " + Tmp() + "/trunc.out");
   CHECK(v.code == 1);
-  CHECK(v.err == "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (5); upgrade git-zipnn\n");
+  CHECK(v.err ==
+        "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (5); upgrade git-zipnn\n");
 }
 
 TEST_CASE("a corrupted chunk fails the restore and leaves no output file") {

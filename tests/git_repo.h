@@ -26,7 +26,8 @@ class Repo {
     REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
     runfiles_ = cwd;
     REQUIRE(Sh("mkdir home && git init -q repo && cd repo && git config user.email t@example.com && "
-               "git config user.name T && git config commit.gpgsign false").code == 0);
+               "git config user.name T && git config commit.gpgsign false")
+                .code == 0);
   }
   // Runs a shell line in the repository (our own literals only).
   Run Sh(const std::string& line) {
@@ -84,7 +85,8 @@ inline constexpr const char* kSteps[] = {"000040", "000080", "000120", "000160",
 inline void CommitTrajectory(Repo& repo) {
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
                   "printf 'base_interval: 3\\n' > .zipnn.yaml && git add .gitattributes .zipnn.yaml && "
-                  "git commit -qm setup").code == 0);
+                  "git commit -qm setup")
+              .code == 0);
   for (const char* step : kSteps) {
     REQUIRE(repo.Sh("cp '" + repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
                     "' model.safetensors && git add model.safetensors && git commit -qm 'step " + step + "'")

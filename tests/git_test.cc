@@ -33,12 +33,12 @@ using testing::Run;
 using testing::Slurp;
 using testing::Step12;
 
-
 TEST_CASE("a trajectory committed to one path: policy kinds, clean status, exact checkouts") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
                   "printf 'base_interval: 3\\n' > .zipnn.yaml && git add .gitattributes .zipnn.yaml && "
-                  "git commit -qm setup").code == 0);
+                  "git commit -qm setup")
+              .code == 0);
   CHECK(repo.Sh("git config filter.zipnn.process").out == "git-zipnn filter-process\n");
   CHECK(repo.Sh("git zipnn track").out == "Tracked patterns:\n    *.safetensors (.gitattributes)\n");
   // Installing again changes nothing.
@@ -48,7 +48,8 @@ TEST_CASE("a trajectory committed to one path: policy kinds, clean status, exact
   for (const char* step : kSteps) {
     CAPTURE(step);
     REQUIRE(repo.Sh("cp '" + repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
-                    "' model.safetensors && git add model.safetensors").code == 0);
+                    "' model.safetensors && git add model.safetensors")
+                .code == 0);
     const std::string staged = repo.Sh("git status --porcelain").out;
     CHECK((staged == "M  model.safetensors\n" || staged == "A  model.safetensors\n"));
     REQUIRE(repo.Sh(std::string("git commit -qm 'step ") + step + "'").code == 0);
@@ -60,10 +61,11 @@ TEST_CASE("a trajectory committed to one path: policy kinds, clean status, exact
   CHECK(pointer.out.find(" xxh3-128:") != std::string::npos);
   CHECK(pointer.out.size() < 200);
   // With base_interval 3: base, delta, delta, base, delta.
-  Run kinds = repo.Sh("for c in $(git rev-list --reverse HEAD~5..HEAD); do "
-                      "id=$(git show $c:model.safetensors | grep -o 'xxh3-128:[0-9a-f]*' | cut -c10-); "
-                      "git zipnn inspect .git/zipnn/objects/${id:0:2}/${id:2:2}/$id | sed -n 's/^kind *//p' | cut -c1-5; "
-                      "done");
+  Run kinds = repo.Sh(
+      "for c in $(git rev-list --reverse HEAD~5..HEAD); do "
+      "id=$(git show $c:model.safetensors | grep -o 'xxh3-128:[0-9a-f]*' | cut -c10-); "
+      "git zipnn inspect .git/zipnn/objects/${id:0:2}/${id:2:2}/$id | sed -n 's/^kind *//p' | cut -c1-5; "
+      "done");
   CHECK(kinds.out == "base \ndelta\ndelta\nbase \ndelta\n");
   // Every commit checks out to the exact bytes.
   for (int back = 4; back >= 0; --back) {
@@ -82,7 +84,8 @@ TEST_CASE("a trajectory committed to one path: policy kinds, clean status, exact
 TEST_CASE("pointers pass clean unchanged; a missing object is named in the error") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.pt' && git add .gitattributes && "
-                  "cp '" + repo.Data("pt-cnn/step-000040.pt") + "' a.pt && git add a.pt && git commit -qm one")
+                  "cp '" +
+                  repo.Data("pt-cnn/step-000040.pt") + "' a.pt && git add a.pt && git commit -qm one")
               .code == 0);
   const std::string pointer = repo.Sh("git show HEAD:a.pt").out;
   REQUIRE(pointer.find(" pytorch\n") != std::string::npos);
@@ -146,9 +149,9 @@ TEST_CASE("log lists a folder's checkpoints by step and ends with a total over a
               .code == 0);
   for (int i = 0; i < 5; ++i) {
     const std::string folder = "out/checkpoint-" + std::to_string(20 * (i + 1) * (i == 4 ? 5 : 1));
-    REQUIRE(repo.Sh("mkdir -p " + folder + " && cp '" + repo.Data(std::string("cnn-bf16/step-") + kSteps[i] +
-                    ".safetensors") + "' " + folder + "/model.safetensors && git add -A && git commit -qm s" +
-                    std::to_string(i))
+    REQUIRE(repo.Sh("mkdir -p " + folder + " && cp '" +
+                    repo.Data(std::string("cnn-bf16/step-") + kSteps[i] + ".safetensors") + "' " + folder +
+                    "/model.safetensors && git add -A && git commit -qm s" + std::to_string(i))
                 .code == 0);
   }
   // checkpoint-500 last, by its number; the folder's checkpoints only.
@@ -185,9 +188,10 @@ TEST_CASE("untrack removes tracked patterns and names one that is not tracked") 
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' '*.pt'").code == 0);
   const Run typo = repo.Sh("git zipnn untrack '*.safetensor'");
   CHECK(typo.code != 0);
-  CHECK(typo.err == "git-zipnn: \"*.safetensor\" is not a tracked pattern (did you mean \"*.safetensors\"?)\n"
-                    "git-zipnn: the tracked patterns are \"*.safetensors\", \"*.pt\" (`git zipnn track` lists them)\n"
-                    "error: nothing untracked: .gitattributes is unchanged\n");
+  CHECK(typo.err ==
+        "git-zipnn: \"*.safetensor\" is not a tracked pattern (did you mean \"*.safetensors\"?)\n"
+        "git-zipnn: the tracked patterns are \"*.safetensors\", \"*.pt\" (`git zipnn track` lists them)\n"
+        "error: nothing untracked: .gitattributes is unchanged\n");
   const Run some = repo.Sh("git zipnn untrack '*.pt' model.bin");
   CHECK(some.code == 0);
   CHECK(some.out == "Untracking \"*.pt\"\n");
@@ -204,14 +208,16 @@ TEST_CASE("restore writes any version bit-exact, to the work tree or elsewhere")
   CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
   // Into the work tree, from a subfolder; status stays clean.
   REQUIRE(repo.Sh("rm old.bin && mkdir sub && rm model.safetensors && cd sub && "
-                  "git zipnn restore ../model.safetensors").code == 0);
+                  "git zipnn restore ../model.safetensors")
+              .code == 0);
   CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
   CHECK(repo.Sh("git status --porcelain").out.empty());
   // A file git does not hold through git-zipnn is refused.
   const Run refused = repo.Sh("git zipnn restore .zipnn.yaml -o x");
   CHECK(refused.code != 0);
-  CHECK(refused.err == "error: HEAD:./.zipnn.yaml is not stored by git-zipnn: git holds the file itself (it is not "
-                       "tracked, or was committed before `git zipnn install` and `track`)\n");
+  CHECK(refused.err ==
+        "error: HEAD:./.zipnn.yaml is not stored by git-zipnn: git holds the file itself (it is not "
+        "tracked, or was committed before `git zipnn install` and `track`)\n");
   CHECK(repo.Sh("test -e x").code != 0);
   // A revision or a file git does not have is named as such.
   CHECK(repo.Sh("git zipnn restore model.safetensors --rev HEAD~9 -o x").err ==
@@ -226,7 +232,8 @@ TEST_CASE("restore writes any version bit-exact, to the work tree or elsewhere")
         "error: not inside a git repository: run this in a repository's work tree (`git init` makes one)\n");
   // An old version from a subfolder, by a path relative to it.
   REQUIRE(repo.Sh("mkdir -p deep/er && git mv model.safetensors deep/er/ && git commit -qm moved && cd deep && "
-                  "git zipnn restore er/model.safetensors --rev HEAD -o ../v").code == 0);
+                  "git zipnn restore er/model.safetensors --rev HEAD -o ../v")
+              .code == 0);
   CHECK(Slurp(repo.File("v")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
   // Into a folder that was removed (as a trainer removes old saves).
   REQUIRE(repo.Sh("rm -r deep && git zipnn restore deep/er/model.safetensors").code == 0);
@@ -249,9 +256,10 @@ TEST_CASE("restore never changes the index and never writes over work git does n
   // not hold, so it is refused without --force.
   const Run refused = repo.Sh("git zipnn restore model.safetensors");
   CHECK(refused.code != 0);
-  CHECK(refused.err == "error: model.safetensors is not the version in the index, and may be work not saved anywhere; "
-                       "restoring would replace it. Commit or stash it first, restore to another file with -o, or "
-                       "pass --force\n");
+  CHECK(refused.err ==
+        "error: model.safetensors is not the version in the index, and may be work not saved anywhere; "
+        "restoring would replace it. Commit or stash it first, restore to another file with -o, or "
+        "pass --force\n");
   CHECK(Slurp(repo.File("model.safetensors")) == Slurp(v80));
   REQUIRE(repo.Sh("git zipnn restore --force model.safetensors").code == 0);
   CHECK(Slurp(repo.File("model.safetensors")) == Slurp(v200));
@@ -272,16 +280,19 @@ TEST_CASE("tracking before install warns, and fsck names what git holds whole un
   Repo repo;
   const Run track = repo.Sh("git zipnn track '*.safetensors'");
   REQUIRE(track.code == 0);
-  CHECK(track.err == "warning: the git-zipnn filter is not installed, so `git add` would store these files whole in "
-                     "git; run `git zipnn install` first (files added already: `git add --renormalize .` after it)\n");
+  CHECK(track.err ==
+        "warning: the git-zipnn filter is not installed, so `git add` would store these files whole in "
+        "git; run `git zipnn install` first (files added already: `git add --renormalize .` after it)\n");
   REQUIRE(repo.Sh("cp '" + repo.Data("cnn-fp32/step-000040.safetensors") +
-                  "' m.safetensors && git add . && git commit -qm raw && git zipnn install --local").code == 0);
+                  "' m.safetensors && git add . && git commit -qm raw && git zipnn install --local")
+              .code == 0);
   CHECK(repo.Sh("git zipnn track '*.safetensors'").err.empty());
   const Run fsck = repo.Sh("git zipnn fsck");
   CHECK(fsck.code != 0);
-  CHECK(fsck.out == "m.safetensors at index: tracked, but git holds the file itself, not a git-zipnn pointer (it was "
-                    "added before `git zipnn install`): git add --renormalize -- m.safetensors, then commit\n"
-                    "0 pointers to 0 checkpoints in HEAD: 1 problem\n");
+  CHECK(fsck.out ==
+        "m.safetensors at index: tracked, but git holds the file itself, not a git-zipnn pointer (it was "
+        "added before `git zipnn install`): git add --renormalize -- m.safetensors, then commit\n"
+        "0 pointers to 0 checkpoints in HEAD: 1 problem\n");
   CHECK(fsck.err == "error: 1 problem found (see above)\n");
   REQUIRE(repo.Sh("git add --renormalize . && git commit -qm renormalized").code == 0);
   CHECK(repo.Sh("git zipnn fsck").out == "1 pointer to 1 checkpoint in HEAD: every one restores exactly\n");
@@ -361,10 +372,14 @@ TEST_CASE("one path overwritten twelve times; k=5 against the series' base") {
   // early steps of this run move too much to gain 10% against step 10).
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
                   "printf 'base_interval: 5\ndelta_against: base\nmin_gain: 0\n' > .zipnn.yaml && git add . && "
-                  "git commit -qm setup").code == 0);
+                  "git commit -qm setup")
+              .code == 0);
   for (int i = 0; i < 12; ++i) {
-    REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' model.safetensors && "
-                    "git add model.safetensors && git commit -qm " + std::to_string(i)).code == 0);
+    REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(i)) +
+                    "' model.safetensors && "
+                    "git add model.safetensors && git commit -qm " +
+                    std::to_string(i))
+                .code == 0);
     CHECK(repo.Sh("git status --porcelain").out.empty());
   }
   const auto versions = Versions(repo);
@@ -381,7 +396,8 @@ TEST_CASE("one path overwritten twelve times; k=5 against the series' base") {
     if (i % 5 != 0) CHECK(v["base"] == base);
     // Every commit, through git checkout and through restore.
     REQUIRE(repo.Sh("git checkout -q " + rev + " -- model.safetensors && git zipnn restore model.safetensors --rev " +
-                    rev + " -f -o restored").code == 0);
+                    rev + " -f -o restored")
+                .code == 0);
     CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn12-bf16/" + Step12(i))));
     CHECK(Slurp(repo.File("restored")) == Slurp(repo.Data("cnn12-bf16/" + Step12(i))));
   }
@@ -390,7 +406,8 @@ TEST_CASE("one path overwritten twelve times; k=5 against the series' base") {
 TEST_CASE("a step added out of order takes its place by number") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && "
-                  "git commit -qm setup").code == 0);
+                  "git commit -qm setup")
+              .code == 0);
   for (int i : {0, 1, 3, 2}) {
     REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' . && git add " + Step12(i)).code == 0);
   }
@@ -405,13 +422,14 @@ TEST_CASE("a step added out of order takes its place by number") {
 
 TEST_CASE("a checkout back to a later commit starts each restore from a save the work tree still holds") {
   Repo repo;
-  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && git commit -qm setup && "
-                  "mkdir run")
-              .code == 0);
+  REQUIRE(
+      repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && git commit -qm setup && "
+              "mkdir run")
+          .code == 0);
   for (int i = 0; i < 5; ++i) {
-    REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' run/ && git add run && git commit -qm " +
-                    Step12(i))
-                .code == 0);
+    REQUIRE(
+        repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' run/ && git add run && git commit -qm " + Step12(i))
+            .code == 0);
   }
   // One chain, steps 10 to 50. Back two commits, steps 10 to 30 remain.
   // Once the index is older than the files (git status refreshes it after
@@ -434,7 +452,8 @@ TEST_CASE("a checkout back to a later commit starts each restore from a save the
 
 TEST_CASE("a checkout hands delayed Trainer folders back in step order, not git's path order") {
   Repo repo;
-  REQUIRE(repo.Sh("git zipnn install && git zipnn track '*.safetensors' && git add . && git commit -qm setup").code == 0);
+  REQUIRE(repo.Sh("git zipnn install && git zipnn track '*.safetensors' && git add . && git commit -qm setup").code ==
+          0);
   // checkpoint-20 ... checkpoint-240: by path, 100 to 180 come before 20.
   for (int i = 0; i < 12; ++i) {
     const std::string folder = "run/checkpoint-" + std::to_string(20 * (i + 1));
@@ -451,10 +470,12 @@ TEST_CASE("a checkout hands delayed Trainer folders back in step order, not git'
     at += listed.size();
     order.push_back(clone.out.substr(at, clone.out.find('/', at) - at));
   }
-  CHECK(order == std::vector<std::string>{"20", "40", "60", "80", "100", "120", "140", "160", "180", "200", "220", "240"});
+  CHECK(order ==
+        std::vector<std::string>{"20", "40", "60", "80", "100", "120", "140", "160", "180", "200", "220", "240"});
   for (int i = 0; i < 12; ++i) {
     CHECK(repo.Sh("cmp ../clone/run/checkpoint-" + std::to_string(20 * (i + 1)) + "/model.safetensors '" +
-                  repo.Data("cnn12-bf16/" + Step12(i)) + "'").code == 0);
+                  repo.Data("cnn12-bf16/" + Step12(i)) + "'")
+              .code == 0);
   }
   CHECK(repo.Sh("cd ../clone && git status --porcelain").out.empty());
 }
@@ -464,9 +485,14 @@ TEST_CASE("branches and merges of pointer files, with a conflict resolved to one
   CommitTrajectory(repo);
   const std::string file = "cnn-bf16/step-000";
   REQUIRE(repo.Sh("git branch -q side HEAD~1 && git checkout -q side && "
-                  "cp '" + repo.Data("cnn12-bf16/" + Step12(0)) + "' other.safetensors && "
-                  "cp '" + repo.Data("cnn-fp32/step-000040.safetensors") + "' model.safetensors && "
-                  "git add . && git commit -qm side").code == 0);
+                  "cp '" +
+                  repo.Data("cnn12-bf16/" + Step12(0)) +
+                  "' other.safetensors && "
+                  "cp '" +
+                  repo.Data("cnn-fp32/step-000040.safetensors") +
+                  "' model.safetensors && "
+                  "git add . && git commit -qm side")
+              .code == 0);
   CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-fp32/step-000040.safetensors")));
   REQUIRE(repo.Sh("git checkout -q master 2>/dev/null || git checkout -q main").code == 0);
   CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data(file + "200.safetensors")));
@@ -481,7 +507,8 @@ TEST_CASE("branches and merges of pointer files, with a conflict resolved to one
   CHECK(unresolved.code != 0);
   CHECK(unresolved.err.find("model.safetensors holds a damaged git-zipnn pointer") != std::string::npos);
   REQUIRE(repo.Sh("git checkout -q --theirs -- model.safetensors && git add model.safetensors && "
-                  "git commit -qm merged && git status --porcelain").out.empty());
+                  "git commit -qm merged && git status --porcelain")
+              .out.empty());
   CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-fp32/step-000040.safetensors")));
   CHECK(Slurp(repo.File("other.safetensors")) == Slurp(repo.Data("cnn12-bf16/" + Step12(0))));
   CHECK(IdAt(repo, "HEAD:model.safetensors") == IdAt(repo, "side:model.safetensors"));
@@ -493,7 +520,8 @@ TEST_CASE("a clone that shares the store path checks out without copying objects
   CommitTrajectory(repo);
   CHECK(repo.Sh("test -d .git/zipnn/objects").code != 0);
   REQUIRE(repo.Sh("cd .. && git clone -q -c zipnn.storepath=\"$HOME/../shared\" repo copy && "
-                  "cd copy && git status --porcelain").out.empty());
+                  "cd copy && git status --porcelain")
+              .out.empty());
   CHECK(Slurp(repo.File("../copy/model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
   REQUIRE(repo.Sh("cd ../copy && git checkout -q HEAD~3 -- model.safetensors").code == 0);
   CHECK(Slurp(repo.File("../copy/model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000080.safetensors")));
@@ -502,7 +530,8 @@ TEST_CASE("a clone that shares the store path checks out without copying objects
   const Run fetched = repo.Sh("cd .. && git clone -q repo fetched");
   CHECK_MESSAGE(fetched.code == 0, fetched.err);
   CHECK(Slurp(repo.File("../fetched/model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
-  CHECK(repo.Sh("find ../fetched/.git/zipnn/objects -type f -path '*/??/??/*' | wc -l").out == "2\n");  // step 200 and its base
+  CHECK(repo.Sh("find ../fetched/.git/zipnn/objects -type f -path '*/??/??/*' | wc -l").out ==
+        "2\n");  // step 200 and its base
 }
 
 TEST_CASE("a corrupted object is refused, naming it; nothing wrong reaches the work tree") {
@@ -511,8 +540,10 @@ TEST_CASE("a corrupted object is refused, naming it; nothing wrong reaches the w
   const std::string id = IdAt(repo, "HEAD~1:model.safetensors");  // a base
   const std::string object = ".git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id;
   // Flip one byte in the middle of the object.
-  REQUIRE(repo.Sh("chmod u+w " + object + " && size=$(stat -c %s " + object + ") && "
-                  "printf '\\xff' | dd of=" + object + " bs=1 seek=$((size / 2)) conv=notrunc status=none")
+  REQUIRE(repo.Sh("chmod u+w " + object + " && size=$(stat -c %s " + object +
+                  ") && "
+                  "printf '\\xff' | dd of=" +
+                  object + " bs=1 seek=$((size / 2)) conv=notrunc status=none")
               .code == 0);
   // restore leaves no file; git removes the old file and reports.
   const Run restore = repo.Sh("git zipnn restore model.safetensors --rev HEAD -o out");  // a delta on it
@@ -532,18 +563,20 @@ TEST_CASE("a corrupted object is refused, naming it; nothing wrong reaches the w
 TEST_CASE("a terminal is told what each add stored; a pipe is told nothing") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && "
-                  "git commit -qm setup && cp '" + repo.Data("cnn12-bf16/" + Step12(0)) + "' '" +
-                  repo.Data("cnn12-bf16/" + Step12(1)) + "' .").code == 0);
+                  "git commit -qm setup && cp '" +
+                  repo.Data("cnn12-bf16/" + Step12(0)) + "' '" + repo.Data("cnn12-bf16/" + Step12(1)) + "' .")
+              .code == 0);
   // script(1) gives git a terminal for stderr.
   const Run tty = repo.Sh("script -qec 'git add " + Step12(0) + "' /dev/null");
   REQUIRE(tty.code == 0);
-  CHECK(tty.out.find("git-zipnn: " + Step12(0) + ": stored as a base (first of its series), 9.7 KiB -> ") != std::string::npos);
+  CHECK(tty.out.find("git-zipnn: " + Step12(0) + ": stored as a base (first of its series), 9.7 KiB -> ") !=
+        std::string::npos);
   const Run piped = repo.Sh("git add " + Step12(1));
   REQUIRE(piped.code == 0);
   CHECK(piped.err.empty());
   // The third of the series: a delta on the second.
-  const Run delta = repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(2)) + "' . && script -qec 'git add " +
-                            Step12(2) + "' /dev/null");
+  const Run delta = repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(2)) + "' . && script -qec 'git add " + Step12(2) +
+                            "' /dev/null");
   CHECK(delta.out.find("git-zipnn: " + Step12(2) + ": stored as a delta (chain depth 2)") != std::string::npos);
   // Nothing new to store (git status cleans again): nothing to say.
   CHECK(repo.Sh("touch " + Step12(2) + " && script -qec 'git status --porcelain' /dev/null").out.find("git-zipnn") ==
@@ -555,20 +588,26 @@ TEST_CASE("two repositories adding the same and different checkpoints at once in
   REQUIRE(repo.Sh("git config --global zipnn.storepath \"$HOME/../shared\" && git config --global user.name T && "
                   "git config --global user.email t@example.com && git zipnn install --global && "
                   "git zipnn track '*.safetensors' && git add . && git commit -qm setup && "
-                  "git clone -q . ../other").code == 0);
+                  "git clone -q . ../other")
+              .code == 0);
   // Both add steps 10..60 (the same bytes) and one step of their own,
   // at the same time, over and over.
   std::string adds;
   for (int i = 0; i < 6; ++i) adds += "cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' . && ";
-  REQUIRE(repo.Sh(adds + "cp * ../other/ && cp '" + repo.Data("cnn12-bf16/" + Step12(6)) + "' mine.safetensors && "
-                  "cp '" + repo.Data("cnn12-bf16/" + Step12(7)) + "' ../other/theirs.safetensors && "
+  REQUIRE(repo.Sh(adds + "cp * ../other/ && cp '" + repo.Data("cnn12-bf16/" + Step12(6)) +
+                  "' mine.safetensors && "
+                  "cp '" +
+                  repo.Data("cnn12-bf16/" + Step12(7)) +
+                  "' ../other/theirs.safetensors && "
                   "{ git add . & (cd ../other && git add .) & wait; } && "
-                  "git commit -qm mine && cd ../other && git commit -qm theirs").code == 0);
+                  "git commit -qm mine && cd ../other && git commit -qm theirs")
+              .code == 0);
   // Every object is whole: fresh checkouts in both are exact and clean.
   for (const char* where : {"repo", "other"}) {
     CAPTURE(where);
     const std::string dir = std::string("../") + where;
-    REQUIRE(repo.Sh("cd " + dir + " && rm -f *.safetensors && git checkout -q -- . && git status --porcelain").out.empty());
+    REQUIRE(
+        repo.Sh("cd " + dir + " && rm -f *.safetensors && git checkout -q -- . && git status --porcelain").out.empty());
     for (int i = 0; i < 6; ++i) {
       CHECK(Slurp(repo.File(dir + "/" + Step12(i))) == Slurp(repo.Data("cnn12-bf16/" + Step12(i))));
     }
@@ -631,7 +670,8 @@ TEST_CASE("analyze reads a step-numbered series from git; its what-if matches wh
   // Versions were stored in add order, so the store's chains differ from
   // the series order; re-add them in step order into a fresh store.
   REQUIRE(repo.Sh("rm -rf .git/zipnn && git rm -rq --cached run && git commit -qm drop && "
-                  "for f in run/*; do git add $f; done && git commit -qm again").code == 0);
+                  "for f in run/*; do git add $f; done && git commit -qm again")
+              .code == 0);
   const Run analyzed = repo.Sh("cd run && git zipnn analyze step-000070.safetensors --json ../a.json");
   REQUIRE(analyzed.code == 0);
   const nlohmann::json a = nlohmann::json::parse(Slurp(repo.File("a.json")));
@@ -656,8 +696,8 @@ TEST_CASE("analyze reads a step-numbered series from git; its what-if matches wh
   REQUIRE(repo.Sh("git zipnn analyze run/*.safetensors --json b.json").code == 0);
   const nlohmann::json b = nlohmann::json::parse(Slurp(repo.File("b.json")));
   for (int i = 0; i < 12; ++i) {
-    for (const char* column : {"id", "changed_params", "relative_update", "standalone_auto", "previous_auto",
-                               "base_bound"}) {
+    for (const char* column :
+         {"id", "changed_params", "relative_update", "standalone_auto", "previous_auto", "base_bound"}) {
       CHECK(a["checkpoints"][i][column] == b["checkpoints"][i][column]);
     }
   }
@@ -724,14 +764,16 @@ TEST_CASE("git diff and git log -p show what changed in a tracked checkpoint, te
   // Given a pointer, textconv reads the work-tree file the index holds
   // for its version, which needs no object; a changed file is not used.
   REQUIRE(repo.Sh("git show HEAD:model.safetensors > ../pointer && mv .git/zipnn/objects ../objects && "
-                  "rm -rf .git/zipnn/cache").code == 0);
+                  "rm -rf .git/zipnn/cache")
+              .code == 0);
   const Run in_place = repo.Sh("git zipnn textconv ../pointer");
   CHECK(in_place.out.find("checkpoint " + IdAt(repo, "HEAD:model.safetensors") + ": ") == 0);
   CHECK(in_place.out.find("\nc1.weight bf16 [") != std::string::npos);
   REQUIRE(repo.Sh("cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' model.safetensors").code == 0);
   CHECK(repo.Sh("git zipnn textconv ../pointer").out.find("git-zipnn: cannot show this checkpoint: ") == 0);
   REQUIRE(repo.Sh("rm -rf .git/zipnn/objects && mv ../objects .git/zipnn/objects && "
-                  "git checkout -- model.safetensors").code == 0);
+                  "git checkout -- model.safetensors")
+              .code == 0);
   CHECK(repo.Sh("git zipnn textconv ../pointer").out == in_place.out);
   // Uninstalled, git falls back to its own binary diff of the pointers.
   REQUIRE(repo.Sh("git zipnn uninstall --local").code == 0);
@@ -770,11 +812,13 @@ TEST_CASE("fsck finds missing and damaged objects of HEAD, or of all history wit
   Repo repo;
   CommitTrajectory(repo);  // base_interval 3: HEAD's version is a delta on HEAD~1's
   // A sixth checkpoint, only in a stash.
-  REQUIRE(repo.Sh("cp '" + repo.Data("cnn-fp32/step-000040.safetensors") + "' model.safetensors && git stash -q")
-              .code == 0);
+  REQUIRE(
+      repo.Sh("cp '" + repo.Data("cnn-fp32/step-000040.safetensors") + "' model.safetensors && git stash -q").code ==
+      0);
   const Run clean = repo.Sh("git zipnn fsck --all");
   REQUIRE(clean.code == 0);
-  CHECK(clean.out == "6 pointers to 6 checkpoints in every ref, reflog, stash and the index: every one restores exactly\n");
+  CHECK(clean.out ==
+        "6 pointers to 6 checkpoints in every ref, reflog, stash and the index: every one restores exactly\n");
   CHECK(repo.Sh("git zipnn fsck").out == "1 pointer to 1 checkpoint in HEAD: every one restores exactly\n");
   auto object = [&](const std::string& rev) {
     const std::string id = IdAt(repo, rev + ":model.safetensors");
@@ -784,15 +828,17 @@ TEST_CASE("fsck finds missing and damaged objects of HEAD, or of all history wit
   // base, and HEAD~2's base): its header still reads, so only a full fsck,
   // which decodes, finds it, and only with --all, since HEAD does not need
   // it. Both versions whose chain holds it are named.
-  REQUIRE(repo.Sh("f=" + object("HEAD~3") + " && chmod u+w $f && printf '\\377' | "
-                  "dd of=$f bs=1 seek=$(( $(stat -c %s $f) - 200 )) conv=notrunc 2>/dev/null").code == 0);
+  REQUIRE(repo.Sh("f=" + object("HEAD~3") +
+                  " && chmod u+w $f && printf '\\377' | "
+                  "dd of=$f bs=1 seek=$(( $(stat -c %s $f) - 200 )) conv=notrunc 2>/dev/null")
+              .code == 0);
   CHECK(repo.Sh("git zipnn fsck").code == 0);
   CHECK(repo.Sh("git zipnn fsck --all --fast").code == 0);
   const Run damaged = repo.Sh("git zipnn fsck --all");
   CHECK(damaged.code != 0);
   const std::string id3 = IdAt(repo, "HEAD~3:model.safetensors");
-  CHECK(damaged.out.find("model.safetensors at " + repo.Sh("git rev-parse HEAD~3").out.substr(0, 10) +
-                         ": checkpoint " + id3 + ": ") != std::string::npos);
+  CHECK(damaged.out.find("model.safetensors at " + repo.Sh("git rev-parse HEAD~3").out.substr(0, 10) + ": checkpoint " +
+                         id3 + ": ") != std::string::npos);
   CHECK(damaged.out.find("checksum mismatch") != std::string::npos);
   CHECK(damaged.out.find(": checkpoint " + IdAt(repo, "HEAD~2:model.safetensors") + ": ") != std::string::npos);
   CHECK(damaged.err.find("error: 2 problems found") != std::string::npos);
@@ -809,7 +855,7 @@ TEST_CASE("fsck finds missing and damaged objects of HEAD, or of all history wit
   CHECK(report["problems"][0]["rev"] == "HEAD");
   CHECK(report["problems"][0]["id"] == IdAt(repo, "HEAD:model.safetensors"));
   CHECK(report["problems"][0]["problem"].get<std::string>().find("object " + IdAt(repo, "HEAD~1:model.safetensors") +
-                                                                " is not in the store") != std::string::npos);
+                                                                 " is not in the store") != std::string::npos);
 }
 
 TEST_CASE("fsck --all and gc see pointers only in a reflog, in a merge's own resolution, or in the index") {
@@ -819,16 +865,20 @@ TEST_CASE("fsck --all and gc see pointers only in a reflog, in a merge's own res
   // and the merge resolves to step 40, which no parent has. Step 50 is
   // committed and dropped again (only the reflog has it); step 60, in a
   // series of its own, is only staged.
-  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && git commit -qm setup && " +
-                  step(0) + "git add . && git commit -qm 10 && git checkout -qb side && " + step(1) +
-                  "git commit -qam 20 && git checkout -q - && " + step(2) + "git commit -qam 30 && "
-                  "{ git merge -q side >/dev/null 2>&1; true; } && " + step(3) + "git add . && git commit -qm merged && " +
-                  step(4) + "git commit -qam 50 && git reset -q --hard HEAD~1 && cp '" + repo.Data("cnn12-bf16/" + Step12(5)) +
-                  "' n.safetensors && git add n.safetensors")
-              .code == 0);
+  REQUIRE(
+      repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && git commit -qm setup && " +
+              step(0) + "git add . && git commit -qm 10 && git checkout -qb side && " + step(1) +
+              "git commit -qam 20 && git checkout -q - && " + step(2) +
+              "git commit -qam 30 && "
+              "{ git merge -q side >/dev/null 2>&1; true; } && " +
+              step(3) + "git add . && git commit -qm merged && " + step(4) +
+              "git commit -qam 50 && git reset -q --hard HEAD~1 && cp '" + repo.Data("cnn12-bf16/" + Step12(5)) +
+              "' n.safetensors && git add n.safetensors")
+          .code == 0);
   const Run all = repo.Sh("git zipnn fsck --all");
   CHECK(all.code == 0);
-  CHECK(all.out == "6 pointers to 6 checkpoints in every ref, reflog, stash and the index: every one restores exactly\n");
+  CHECK(all.out ==
+        "6 pointers to 6 checkpoints in every ref, reflog, stash and the index: every one restores exactly\n");
   // gc keeps all six, even with no grace period.
   CHECK(repo.Sh("git zipnn gc --keep-recent 0").out.find("removed 0 objects") == 0);
   CHECK(repo.Sh("find .git/zipnn/objects -type f -path '*/??/??/*' | wc -l").out == "6\n");
@@ -841,13 +891,19 @@ TEST_CASE("fsck --all and gc see pointers only in a reflog, in a merge's own res
 TEST_CASE("gc removes what nothing needs and keeps every base of a live delta") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
-                  "printf 'base_interval: 3\n' > .zipnn.yaml && git add . && git commit -qm setup").code == 0);
+                  "printf 'base_interval: 3\n' > .zipnn.yaml && git add . && git commit -qm setup")
+              .code == 0);
   // Step 10 is staged, then replaced by step 20 (a delta on it) before the
   // commit: no pointer names step 10, yet step 20 needs it as its base.
   // An fp32 checkpoint is staged and unstaged: nothing needs it.
-  REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(0)) + "' m.safetensors && git add m.safetensors && "
-                  "cp '" + repo.Data("cnn12-bf16/" + Step12(1)) + "' m.safetensors && git add m.safetensors && "
-                  "git commit -qm v1 && cp '" + repo.Data("cnn-fp32/step-000040.safetensors") + "' x.safetensors && "
+  REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(0)) +
+                  "' m.safetensors && git add m.safetensors && "
+                  "cp '" +
+                  repo.Data("cnn12-bf16/" + Step12(1)) +
+                  "' m.safetensors && git add m.safetensors && "
+                  "git commit -qm v1 && cp '" +
+                  repo.Data("cnn-fp32/step-000040.safetensors") +
+                  "' x.safetensors && "
                   "git add x.safetensors && git rm -q --cached x.safetensors && rm x.safetensors && sleep 1.1")
               .code == 0);
   const std::string objects = "find .git/zipnn/objects -type f -path '*/??/??/*' | wc -l";
@@ -876,8 +932,10 @@ TEST_CASE("gc removes what nothing needs and keeps every base of a live delta") 
   // scratch files of a dead process go after an hour, fresh ones stay.
   const std::string id = IdAt(repo, "HEAD:m.safetensors");
   const std::string path = ".git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id;
-  REQUIRE(repo.Sh("mv " + path + " " + path + ".gc && mkdir -p .git/zipnn/tmp && "
-                  "touch -d '2 hours ago' .git/zipnn/tmp/version-old && touch .git/zipnn/tmp/version-new").code == 0);
+  REQUIRE(repo.Sh("mv " + path + " " + path +
+                  ".gc && mkdir -p .git/zipnn/tmp && "
+                  "touch -d '2 hours ago' .git/zipnn/tmp/version-old && touch .git/zipnn/tmp/version-new")
+              .code == 0);
   CHECK(repo.Sh("git zipnn fsck").code != 0);
   CHECK(repo.Sh("git zipnn gc --keep-recent 0").out.find("removed 0 objects (0 B) and 1 leftover file;") == 0);
   CHECK(repo.Sh("git zipnn fsck").code == 0);
@@ -887,14 +945,17 @@ TEST_CASE("gc removes what nothing needs and keeps every base of a live delta") 
 TEST_CASE("gc keeps what a linked work tree has staged, and a needed object it cannot read") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && "
-                  "git commit -qm setup && cp '" + repo.Data("cnn12-bf16/" + Step12(0)) +
+                  "git commit -qm setup && cp '" +
+                  repo.Data("cnn12-bf16/" + Step12(0)) +
                   "' m.safetensors && git add m.safetensors && git commit -qm v1 && "
-                  "git worktree add -q ../wt && cd ../wt && cp '" + repo.Data("cnn-fp32/step-000040.safetensors") +
+                  "git worktree add -q ../wt && cd ../wt && cp '" +
+                  repo.Data("cnn-fp32/step-000040.safetensors") +
                   "' x.safetensors && git add x.safetensors && sleep 1.1")
               .code == 0);
   // The version staged only in the other work tree, and v1 with its
   // header damaged (a byte of the header checksum's input).
-  const std::string staged = repo.Sh("cd ../wt && git show :x.safetensors | grep -o 'xxh3-128:[0-9a-f]*' | cut -c10- | head -c 32").out;
+  const std::string staged =
+      repo.Sh("cd ../wt && git show :x.safetensors | grep -o 'xxh3-128:[0-9a-f]*' | cut -c10- | head -c 32").out;
   REQUIRE(staged.size() == 32);
   const std::string v1 = IdAt(repo, "HEAD:m.safetensors");
   auto path = [](const std::string& id) {
@@ -914,11 +975,13 @@ TEST_CASE("gc keeps what a linked work tree has staged, and a needed object it c
 TEST_CASE("git add stores a damaged object anew, and says the store held a damaged one") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && cp '" +
-                  repo.Data("cnn12-bf16/" + Step12(0)) + "' m.safetensors && git add . && git commit -qm v1").code == 0);
+                  repo.Data("cnn12-bf16/" + Step12(0)) + "' m.safetensors && git add . && git commit -qm v1")
+              .code == 0);
   const std::string id = IdAt(repo, "HEAD:m.safetensors");
   const std::string path = ".git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id;
   REQUIRE(repo.Sh("printf '\\377' | dd of=" + path + " bs=1 seek=$(( $(stat -c %s " + path +
-                  ") / 2 )) conv=notrunc status=none").code == 0);
+                  ") / 2 )) conv=notrunc status=none")
+              .code == 0);
   REQUIRE(repo.Sh("git zipnn fsck").code != 0);
   const Run add = repo.Sh("touch m.safetensors && git add m.safetensors");
   CHECK(add.code == 0);
@@ -930,20 +993,23 @@ TEST_CASE("git add stores a damaged object anew, and says the store held a damag
 TEST_CASE("gc in one repository keeps what another sharing its store needs, until that one is forgotten") {
   Repo repo;
   const std::string fp32 = repo.Data("cnn-fp32/step-000040.safetensors");
-  const Run setup = repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && "
-                  "git commit -qm setup && cp '" + repo.Data("cnn12-bf16/" + Step12(0)) +
-                  "' m.safetensors && git add m.safetensors && git commit -qm a && "
-                  "git init -q ../b && cd ../b && git config user.email b@example.com && git config user.name B && "
-                  "git config zipnn.storepath \"$(cd ../repo && pwd)/.git/zipnn/objects\" && "
-                  "git zipnn install --local && git zipnn track '*.safetensors' && cp '" + fp32 +
-                  "' x.safetensors && git add . && git commit -qm b && sleep 1.1");
+  const Run setup = repo.Sh(
+      "git zipnn install --local && git zipnn track '*.safetensors' && git add . && "
+      "git commit -qm setup && cp '" +
+      repo.Data("cnn12-bf16/" + Step12(0)) +
+      "' m.safetensors && git add m.safetensors && git commit -qm a && "
+      "git init -q ../b && cd ../b && git config user.email b@example.com && git config user.name B && "
+      "git config zipnn.storepath \"$(cd ../repo && pwd)/.git/zipnn/objects\" && "
+      "git zipnn install --local && git zipnn track '*.safetensors' && cp '" +
+      fp32 + "' x.safetensors && git add . && git commit -qm b && sleep 1.1");
   REQUIRE_MESSAGE(setup.code == 0, setup.err);
   const std::string objects = "find .git/zipnn/objects -type f -path '*/??/??/*' | wc -l";
   REQUIRE(repo.Sh(objects).out == "2\n");
   const Run gc = repo.Sh("git zipnn gc --keep-recent 0");
   CHECK_MESSAGE(gc.code == 0, gc.err);
   CHECK(gc.out.find("the store is shared: keeping what ") == 0);
-  CHECK(gc.out.find("removed 0 objects (0 B) and 0 leftover files; kept 2 (needed by 2 pointers,") != std::string::npos);
+  CHECK(gc.out.find("removed 0 objects (0 B) and 0 leftover files; kept 2 (needed by 2 pointers,") !=
+        std::string::npos);
   CHECK(repo.Sh("cd ../b && git zipnn fsck").code == 0);
   // --forget does not drop a repository that is still there.
   const Run alive = repo.Sh("git zipnn gc --keep-recent 0 --forget ../b/.git");
@@ -984,11 +1050,16 @@ TEST_CASE("a chain that loops is refused at once, by show, restore and fsck") {
   // on the other each: each object is sound, together they make a loop.
   const std::string a = repo.Data("cnn12-bf16/" + Step12(0)), b = repo.Data("cnn12-bf16/" + Step12(1));
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && cp '" + a +
-                  "' m.safetensors && git add . && git commit -qm loop").code == 0);
-  REQUIRE(repo.Sh("git zipnn compress '" + a + "' --base '" + b + "' -q -o A.zipnn && "
-                  "git zipnn compress '" + b + "' --base '" + a + "' -q -o B.zipnn && "
+                  "' m.safetensors && git add . && git commit -qm loop")
+              .code == 0);
+  REQUIRE(repo.Sh("git zipnn compress '" + a + "' --base '" + b +
+                  "' -q -o A.zipnn && "
+                  "git zipnn compress '" +
+                  b + "' --base '" + a +
+                  "' -q -o B.zipnn && "
                   "for f in A B; do id=$(git zipnn inspect $f.zipnn | awk '/content id/{print $3}'); "
-                  "d=.git/zipnn/objects/${id:0:2}/${id:2:2}; mkdir -p $d && mv -f $f.zipnn $d/$id && echo $id > ../$f.id; done")
+                  "d=.git/zipnn/objects/${id:0:2}/${id:2:2}; mkdir -p $d && mv -f $f.zipnn $d/$id && echo $id > "
+                  "../$f.id; done")
               .code == 0);
   const Run show = repo.Sh("git zipnn show $(cat ../A.id)");
   CHECK(show.code != 0);

@@ -40,8 +40,10 @@ void RestoreRefused(Repo& repo, const std::string& id) {
 // hostile or broken client could).
 void CommitRawBlob(Repo& repo, const std::string& path, const std::string& text) {
   std::ofstream(repo.File("../blob"), std::ios::binary) << text;
-  REQUIRE(repo.Sh("rm -f '" + path + "' && oid=$(git hash-object -w --no-filters ../blob) && "
-                  "git update-index --add --cacheinfo 100644,$oid,'" + path + "' && git commit -qm hostile")
+  REQUIRE(repo.Sh("rm -f '" + path +
+                  "' && oid=$(git hash-object -w --no-filters ../blob) && "
+                  "git update-index --add --cacheinfo 100644,$oid,'" +
+                  path + "' && git commit -qm hostile")
               .code == 0);
 }
 
@@ -130,7 +132,8 @@ TEST_CASE("pointers with malformed, oversize or path-like fields are refused and
     CHECK(fsck.out.find("pointer") != std::string::npos);
   }
   // Longer than any pointer can be: plain content, whatever it says.
-  const std::string longer = "git-zipnn pointer 1\nid xxh3-128:" + id + "\nsize 5\nformat " + std::string(300, 'x') + "\n";
+  const std::string longer =
+      "git-zipnn pointer 1\nid xxh3-128:" + id + "\nsize 5\nformat " + std::string(300, 'x') + "\n";
   CommitRawBlob(repo, "p.safetensors", longer);
   REQUIRE(repo.Sh("git checkout -- p.safetensors").code == 0);
   CHECK(Slurp(repo.File("p.safetensors")) == longer);
@@ -162,8 +165,10 @@ TEST_CASE("pointers with malformed, oversize or path-like fields are refused and
   // With the lying pointer in HEAD beside it, another file is still added
   // and restored (series are read from the pointers git holds; one that
   // lies is only a version the store cannot place against).
-  REQUIRE(repo.Sh("cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' model.safetensors && "
-                  "touch model.safetensors && git add model.safetensors").code == 0);
+  REQUIRE(repo.Sh("cp '" + repo.Data("cnn-bf16/step-000040.safetensors") +
+                  "' model.safetensors && "
+                  "touch model.safetensors && git add model.safetensors")
+              .code == 0);
   CHECK(repo.Sh("git checkout -q HEAD -- model.safetensors && git zipnn fsck --all").code != 0);  // p.safetensors lies
   CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
 }
@@ -176,16 +181,11 @@ TEST_CASE("a wrong .zipnn.yaml warns, naming the key, and never stops git: the a
     const char* yaml;
     const char* key;
   } kPolicies[] = {
-      {"base_interval: ten\n", "base_interval"},
-      {"base_interval: -3\n", "base_interval"},
-      {"base_interval: 0\n", "base_interval"},
-      {"max_chain: [1, 2]\n", "max_chain"},
-      {"min_gain: lots\n", "min_gain"},
-      {"delta_against: sideways\n", "delta_against"},
-      {"chunk_size: {a: 1}\n", "chunk_size"},
-      {"threads: 1e99\n", "threads"},
-      {"zstd_level: 99\n", "zstd_level"},
-      {"base_interval: 3\n  nested: : :\n", ".zipnn.yaml"},
+      {"base_interval: ten\n", "base_interval"},  {"base_interval: -3\n", "base_interval"},
+      {"base_interval: 0\n", "base_interval"},    {"max_chain: [1, 2]\n", "max_chain"},
+      {"min_gain: lots\n", "min_gain"},           {"delta_against: sideways\n", "delta_against"},
+      {"chunk_size: {a: 1}\n", "chunk_size"},     {"threads: 1e99\n", "threads"},
+      {"zstd_level: 99\n", "zstd_level"},         {"base_interval: 3\n  nested: : :\n", ".zipnn.yaml"},
       {"- a list\n- not a map\n", ".zipnn.yaml"},
   };
   for (const auto& p : kPolicies) {
@@ -212,7 +212,8 @@ TEST_CASE("a wrong .zipnn.yaml warns, naming the key, and never stops git: the a
   }
   // A misspelt key is answered with the closest one.
   std::ofstream(repo.File(".zipnn.yaml"), std::ios::trunc) << "serise:\n  - 'run/step-{step}.pt'\n";
-  CHECK(repo.Sh("git zipnn fsck").err.find("'serise' is not a policy key (did you mean 'series'?)") != std::string::npos);
+  CHECK(repo.Sh("git zipnn fsck").err.find("'serise' is not a policy key (did you mean 'series'?)") !=
+        std::string::npos);
 }
 
 // `text` as a file named `name`, added and checked out again.
@@ -237,7 +238,8 @@ std::string LittleEndian64(uint64_t v) {
 TEST_CASE("checkpoint files with lying headers are stored raw and restored exactly") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' '*.pt' && git add . && "
-                  "git commit -qm setup").code == 0);
+                  "git commit -qm setup")
+              .code == 0);
   const std::string real = Slurp(repo.Data("cnn-bf16/step-000040.safetensors"));
   std::string huge_header = real;
   huge_header.replace(0, 8, LittleEndian64(uint64_t{1} << 60));
@@ -247,7 +249,8 @@ TEST_CASE("checkpoint files with lying headers are stored raw and restored exact
                             LittleEndian64(header.size()) + header + std::string(64, '\x3f'));
   const std::string overlap = R"({"a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]},)"
                               R"("b":{"dtype":"F32","shape":[8],"data_offsets":[16,48]}})";
-  AddsRawAndRestoresExactly(repo, "overlap.safetensors", LittleEndian64(overlap.size()) + overlap + std::string(48, 'x'));
+  AddsRawAndRestoresExactly(repo, "overlap.safetensors",
+                            LittleEndian64(overlap.size()) + overlap + std::string(48, 'x'));
   const std::string shape = R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,16]}})";
   AddsRawAndRestoresExactly(repo, "shape.safetensors", LittleEndian64(shape.size()) + shape + std::string(16, 'y'));
   AddsRawAndRestoresExactly(repo, "text.safetensors", "not a checkpoint at all\n");

@@ -38,9 +38,7 @@ const std::string& Snapshots() {
   return dir;
 }
 
-std::string Snapshot(const std::string& layout, int k) {
-  return Snapshots() + "/" + layout + "/" + std::to_string(k);
-}
+std::string Snapshot(const std::string& layout, int k) { return Snapshots() + "/" + layout + "/" + std::to_string(k); }
 
 // The work tree made equal to save `k` of `layout` (files of older saves
 // that the layout deleted are deleted), staged with `git add -A`, committed.
@@ -49,16 +47,21 @@ std::string Snapshot(const std::string& layout, int k) {
 // size, time and (reused) inode looking unchanged to git.
 void CommitSave(Repo& repo, const std::string& where, const std::string& layout, int k) {
   const std::string in = where.empty() ? "" : "cd " + where + " && ";
-  const Run run = repo.Sh(in + "rm -rf out && cp -R '" + Snapshot(layout, k) + "/out' out && "
-                          "find out -exec touch -d @" + std::to_string(1700000000 + 600 * k) + " {} + && "
-                          "git add -A && git commit -qm 'save " + std::to_string(k) + "'");
+  const Run run = repo.Sh(in + "rm -rf out && cp -R '" + Snapshot(layout, k) +
+                          "/out' out && "
+                          "find out -exec touch -d @" +
+                          std::to_string(1700000000 + 600 * k) +
+                          " {} + && "
+                          "git add -A && git commit -qm 'save " +
+                          std::to_string(k) + "'");
   REQUIRE_MESSAGE(run.code == 0, run.out << run.err);
 }
 
 void Setup(Repo& repo) {
   REQUIRE(repo.Sh("git zipnn install --local >/dev/null && "
                   "git zipnn track '*.safetensors' '*.pt' '*.pth' '*.ckpt' >/dev/null && "
-                  "git add .gitattributes && git commit -qm setup").code == 0);
+                  "git add .gitattributes && git commit -qm setup")
+              .code == 0);
 }
 
 struct Stored {
@@ -77,13 +80,16 @@ std::map<std::string, Stored> AllVersions(Repo& repo, const std::string& where =
   std::map<std::string, Stored> all;
   const std::string in = "cd " + where + " && ";
   const std::string listed =
-      repo.Sh(in + "for c in $(git rev-list HEAD); do git ls-tree -r $c -- out | "
-                   "while read -r mode type oid path; do echo \"$oid $path\"; done; done | sort -u -k1,1").out;
+      repo.Sh(in +
+              "for c in $(git rev-list HEAD); do git ls-tree -r $c -- out | "
+              "while read -r mode type oid path; do echo \"$oid $path\"; done; done | sort -u -k1,1")
+          .out;
   size_t from = 0;
   for (size_t nl; (nl = listed.find('\n', from)) != std::string::npos; from = nl + 1) {
     const std::string line = listed.substr(from, nl - from);
     const std::string oid = line.substr(0, 40), path = line.substr(41);
-    const std::string id = repo.Sh(in + "git cat-file -p " + oid + " | grep -o 'xxh3-128:[0-9a-f]*' | cut -c10-").out.substr(0, 32);
+    const std::string id =
+        repo.Sh(in + "git cat-file -p " + oid + " | grep -o 'xxh3-128:[0-9a-f]*' | cut -c10-").out.substr(0, 32);
     if (id.size() != 32 || all.count(id) != 0) continue;
     const std::string kind = repo.Sh(in + "git zipnn inspect " + ObjectPath(id) + " | sed -n 's/^kind *//p'").out;
     Stored s{path, kind.rfind("delta against ", 0) == 0, ""};
@@ -97,8 +103,11 @@ std::map<std::string, Stored> AllVersions(Repo& repo, const std::string& where =
 void CheckCheckouts(Repo& repo, const std::string& layout) {
   for (int k = 1; k <= kSaves; ++k) {
     CAPTURE(k);
-    REQUIRE(repo.Sh("git checkout -q HEAD~" + std::to_string(kSaves - k) + " 2>/dev/null || "
-                    "git checkout -q main~" + std::to_string(kSaves - k)).code == 0);
+    REQUIRE(repo.Sh("git checkout -q HEAD~" + std::to_string(kSaves - k) +
+                    " 2>/dev/null || "
+                    "git checkout -q main~" +
+                    std::to_string(kSaves - k))
+                .code == 0);
     const Run diff = repo.Sh("diff -r out '" + Snapshot(layout, k) + "/out'");
     CHECK_MESSAGE(diff.code == 0, diff.out << diff.err);
     REQUIRE(repo.Sh("git checkout -q main").code == 0);
@@ -163,9 +172,7 @@ TEST_CASE("DeepSpeed global_stepN folders: model states chain, ZeRO partitions s
   CheckLayout("deepspeed", {"out/global_step#/mp_rank_00_model_states.pt"});
 }
 
-TEST_CASE("Megatron iter_N/mp_rank_XX folders: tensor-parallel ranks stay apart") {
-  CheckLayout("megatron", {});
-}
+TEST_CASE("Megatron iter_N/mp_rank_XX folders: tensor-parallel ranks stay apart") { CheckLayout("megatron", {}); }
 
 TEST_CASE("Lightning epoch=E-step=S.ckpt, step files, one overwritten path, two models side by side") {
   CheckLayout("lightning", {});
@@ -221,15 +228,16 @@ TEST_CASE("a fresh clone's next commit stores the same objects the original repo
     REQUIRE(repo.Sh("git zipnn install >/dev/null && git init -q --bare ../hub.git && "
                     "git remote add origin ../hub.git && git push -q origin main && "
                     "cd .. && git clone -q -b main hub.git clone && cd clone && git config user.email t@example.com && "
-                    "git config user.name T").code == 0);
+                    "git config user.name T")
+                .code == 0);
     CHECK(repo.Sh("cd ../clone && git status --porcelain").out.empty());
     // The clone knows each series whole from git: repack finds every
     // version and has nothing to rewrite.
     const Run repack = repo.Sh("cd ../clone && git zipnn repack");
     CHECK(repack.code == 0);
-    const std::string name = layout == std::string("sharded") ? "out/checkpoint-#/model-00001-of-00002.safetensors"
+    const std::string name = layout == std::string("sharded")     ? "out/checkpoint-#/model-00001-of-00002.safetensors"
                              : layout == std::string("overwrite") ? "out/model.safetensors"
-                                                                   : "out/checkpoint-#/model.safetensors";
+                                                                  : "out/checkpoint-#/model.safetensors";
     CHECK_MESSAGE(repack.out.find(name + ": " + std::to_string(kSaves - 1) + " versions\n") != std::string::npos,
                   repack.out);
     for (size_t at = repack.out.find("rewrote "); at != std::string::npos; at = repack.out.find("rewrote ", at + 1)) {

@@ -58,7 +58,7 @@ TEST_CASE("a man page is made for every command in the command table, and man re
     CHECK(shown.err.empty());
     CHECK(shown.out.find("\nNAME\n") != std::string::npos);
     CHECK(shown.out.find("git-zipnn-" + name) != std::string::npos);
-    CHECK(shown.out.find("git zipnn " + name) != std::string::npos);  // its synopsis or usage
+    CHECK(shown.out.find("git zipnn " + name) != std::string::npos);            // its synopsis or usage
     CHECK(overview.out.find("git zipnn " + name + "\n") != std::string::npos);  // listed in git-zipnn(1)
   }
 }

@@ -16,7 +16,7 @@ namespace {
 using testing::Repo;
 using testing::Run;
 
-const std::string kQuoted = "mod\xc3\xa8le/ckpt \"1\".safetensors";  // modèle/ckpt "1".safetensors
+const std::string kQuoted = "mod\xc3\xa8le/ckpt \"1\".safetensors";          // modèle/ckpt "1".safetensors
 const std::string kJapanese = "\xe6\x97\xa5\xe6\x9c\xac/model.safetensors";  // 日本/model.safetensors
 
 std::string Q(const std::string& s) { return "'" + s + "'"; }  // our names hold no single quote
@@ -28,13 +28,17 @@ std::string Step(const char* step) { return std::string("cnn-bf16/step-") + step
 void CommitNames(Repo& repo) {
   REQUIRE(repo.Sh("git config core.quotePath true && git zipnn install --local && "
                   "git zipnn track '*.safetensors' && git add .gitattributes && git commit -qm setup && "
-                  "mkdir -p \"$(dirname " + Q(kQuoted) + ")\" \"$(dirname " + Q(kJapanese) + ")\"").code == 0);
+                  "mkdir -p \"$(dirname " +
+                  Q(kQuoted) + ")\" \"$(dirname " + Q(kJapanese) + ")\"")
+              .code == 0);
   for (const char* step : {"000040", "000080", "000120"}) {
     REQUIRE(repo.Sh("cp '" + repo.Data(Step(step)) + "' " + Q(kQuoted) + " && git add " + Q(kQuoted) +
-                    " && git commit -qm 'step " + step + "'").code == 0);
+                    " && git commit -qm 'step " + step + "'")
+                .code == 0);
   }
   REQUIRE(repo.Sh("cp '" + repo.Data(Step("000200")) + "' " + Q(kJapanese) + " && git add " + Q(kJapanese) +
-                  " && git commit -qm japanese").code == 0);
+                  " && git commit -qm japanese")
+              .code == 0);
   // git itself quotes both in its plain listings.
   const std::string listed = repo.Sh("git ls-files").out;
   REQUIRE(listed.find("\"mod\\303\\250le/ckpt \\\"1\\\".safetensors\"\n") != std::string::npos);
@@ -92,8 +96,9 @@ TEST_CASE("log, show, analyze, repack, restore, ls-files and fsck see checkpoint
   const char* steps[] = {"000120", "000080", "000040"};
   for (int back = 0; back < 3; ++back) {
     CAPTURE(back);
-    REQUIRE(repo.Sh("git zipnn restore " + Q(kQuoted) + " --rev HEAD~" + std::to_string(back + 1) + " -f -o ../v").code ==
-            0);
+    REQUIRE(
+        repo.Sh("git zipnn restore " + Q(kQuoted) + " --rev HEAD~" + std::to_string(back + 1) + " -f -o ../v").code ==
+        0);
     CHECK(repo.Sh("cmp ../v '" + repo.Data(Step(steps[back])) + "'").code == 0);
   }
   Run fsck = repo.Sh("git zipnn fsck --all");
@@ -105,10 +110,11 @@ TEST_CASE("pull restores checkpoints whose names git quotes, into a clone whose 
   Repo repo;
   CommitNames(repo);
   REQUIRE(repo.Sh("git init -q --bare ../hub.git && git remote add origin ../hub.git && git zipnn push -q origin && "
-                  "git push -q origin HEAD:main").code == 0);
+                  "git push -q origin HEAD:main")
+              .code == 0);
   const std::string clone = "../clo\xcc\x82ne \"x\"";  // clône "x", the accent combining
-  REQUIRE(repo.Sh("git zipnn install >/dev/null && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main ../hub.git " +
-                  Q(clone)).code == 0);
+  REQUIRE(repo.Sh("git zipnn install >/dev/null && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main ../hub.git " + Q(clone))
+              .code == 0);
   const std::string in = "cd " + Q(clone) + " && ";
   CHECK(repo.Sh(in + "head -1 " + Q(kJapanese)).out.rfind("git-zipnn pointer 2 ", 0) == 0);
   Run pull = repo.Sh(in + "git zipnn pull");

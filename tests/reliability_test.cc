@@ -66,7 +66,8 @@ std::vector<std::string> BrokenObjects(const Repo& repo) {
 std::string Leftovers(Repo& repo) {
   return repo
       .Sh("cd .git/zipnn && find . -type f | grep -Ev '^\\./objects/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}$' | "
-          "grep -Ev '^\\./cache/raw/[0-9a-f]{32}\\.[0-9a-f]{32}$' | grep -Ev '^\\./objects/repositories/[0-9a-f]{32}$' | sort")
+          "grep -Ev '^\\./cache/raw/[0-9a-f]{32}\\.[0-9a-f]{32}$' | grep -Ev '^\\./objects/repositories/[0-9a-f]{32}$' "
+          "| sort")
       .out;
 }
 
@@ -159,7 +160,8 @@ TEST_CASE("repack rewrites a series to another base interval and back, object fo
   std::string copy;
   for (int i = 0; i < 12; ++i) copy += "cp '" + repo.Data("cnn12-bf16/" + Step12(i)) + "' run/ && ";
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && mkdir run && " + copy +
-                  "git add . && git commit -qm trajectory").code == 0);
+                  "git add . && git commit -qm trajectory")
+              .code == 0);
   const std::string objects = "cd .git/zipnn/objects && find . -type f | sort | xargs sha256sum";
   const std::string original = repo.Sh(objects).out;
   const std::string index = repo.Sh("git ls-files -s").out;
@@ -191,7 +193,8 @@ TEST_CASE("repack rewrites a series to another base interval and back, object fo
   CHECK(repo.Sh("git zipnn fsck --all").code == 0);
   CHECK(BrokenObjects(repo).empty());
   REQUIRE(repo.Sh("rm run/* && git checkout -- run && git status --porcelain").out.empty());
-  for (int i = 0; i < 12; ++i) CHECK(Slurp(repo.File("run/" + Step12(i))) == Slurp(repo.Data("cnn12-bf16/" + Step12(i))));
+  for (int i = 0; i < 12; ++i)
+    CHECK(Slurp(repo.File("run/" + Step12(i))) == Slurp(repo.Data("cnn12-bf16/" + Step12(i))));
   // Repacking by the same policy again rewrites nothing; by the policy
   // the versions were added with gives back the very same objects.
   CHECK(repo.Sh("git zipnn repack --base-interval 3 run/" + Step12(0)).out.find("  rewrote 0;") != std::string::npos);
@@ -202,7 +205,8 @@ TEST_CASE("repack rewrites a series to another base interval and back, object fo
   // Asking for a path git does not track is an error naming it.
   const Run unknown = repo.Sh("git zipnn repack nosuch.safetensors");
   CHECK(unknown.code != 0);
-  CHECK(unknown.err == "error: nosuch.safetensors is not a checkpoint git holds here (`git zipnn ls-files` lists them)\n");
+  CHECK(unknown.err ==
+        "error: nosuch.safetensors is not a checkpoint git holds here (`git zipnn ls-files` lists them)\n");
 }
 
 TEST_CASE("git add killed at many points leaves a sound store; the next add works; gc clears the rest") {
@@ -212,8 +216,10 @@ TEST_CASE("git add killed at many points leaves a sound store; the next add work
   // delta on the first.
   Enlarge(repo.Data("cnn-fp32/step-000040.safetensors"), repo.root() + "/v1.safetensors", 100);
   Enlarge(repo.Data("cnn-fp32/step-000080.safetensors"), repo.root() + "/v2.safetensors", 100);
-  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && cp ../v1.safetensors m.safetensors && "
-                  "git add . && git commit -qm v1 && cp -a .git/zipnn/cache ../cache").code == 0);
+  REQUIRE(
+      repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && cp ../v1.safetensors m.safetensors && "
+              "git add . && git commit -qm v1 && cp -a .git/zipnn/cache ../cache")
+          .code == 0);
   // How long an add of v2 takes, then undone: the index, the object and
   // the raw cache as they were.
   const std::string undo = "git reset -q && rm -rf .git/zipnn/cache && cp -a ../cache .git/zipnn/cache && rm -f ";
@@ -261,7 +267,8 @@ TEST_CASE("git add killed at many points leaves a sound store; the next add work
   REQUIRE(repo.Sh("git zipnn gc").code == 0);
   CHECK(Leftovers(repo).empty());
   REQUIRE(repo.Sh("cp ../v2.safetensors m.safetensors && git add m.safetensors && git commit -qm v2 && "
-                  "rm m.safetensors && git checkout -- m.safetensors").code == 0);
+                  "rm m.safetensors && git checkout -- m.safetensors")
+              .code == 0);
   CHECK(Slurp(repo.File("m.safetensors")) == Slurp(repo.root() + "/v2.safetensors"));
 }
 
@@ -270,13 +277,15 @@ TEST_CASE("git add killed at many points leaves a sound store; the next add work
 void CommitEnlarged(Repo& repo) {
   std::string add;
   for (const char* s : kSteps) {
-    Enlarge(repo.Data(std::string("cnn-fp32/step-") + s + ".safetensors"),
-            repo.root() + "/step-" + s + ".safetensors", 40);
+    Enlarge(repo.Data(std::string("cnn-fp32/step-") + s + ".safetensors"), repo.root() + "/step-" + s + ".safetensors",
+            40);
     add += std::string("cp ../step-") + s + ".safetensors m.safetensors && git add m.safetensors && git commit -qm " +
            s + " && ";
   }
-  REQUIRE(repo.Sh("git zipnn install --local >/dev/null && git zipnn track '*.safetensors' && git add .gitattributes && " +
-                  add + "git init -q --bare ../hub.git && git remote add origin ../hub.git").code == 0);
+  REQUIRE(
+      repo.Sh("git zipnn install --local >/dev/null && git zipnn track '*.safetensors' && git add .gitattributes && " +
+              add + "git init -q --bare ../hub.git && git remote add origin ../hub.git")
+          .code == 0);
 }
 
 TEST_CASE("repack killed at many points leaves every object readable") {
@@ -396,23 +405,25 @@ TEST_CASE("checkout, gc, push and fetch killed at many points lose nothing; each
     });
     CHECK(killed >= 4);
     REQUIRE(repo.Sh("git zipnn push -q origin --all && git push -q origin HEAD:main").code == 0);
-    REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git pushed && cd pushed && git zipnn install --local >/dev/null && "
-                    "git zipnn pull -q && git zipnn fetch -q --all && git zipnn fsck --all").code == 0);
+    REQUIRE(
+        repo.Sh("cd .. && git clone -q -b main hub.git pushed && cd pushed && git zipnn install --local >/dev/null && "
+                "git zipnn pull -q && git zipnn fetch -q --all && git zipnn fsck --all")
+            .code == 0);
     CHECK(Slurp(repo.File("../pushed/m.safetensors")) == newest);
   }
 
   SUBCASE("fetch") {
     REQUIRE(repo.Sh("git zipnn push -q origin --all && git push -q origin HEAD:main && cd .. && "
-                    "GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy").code == 0);
+                    "GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy")
+                .code == 0);
     const std::string lazy = repo.root() + "/lazy/.git/zipnn";
-    const double full =
-        FastestRun(repo, "cd ../lazy && git zipnn fetch -q --all", "rm -rf ../lazy/.git/zipnn/objects");
-    const int killed = KillAcross(repo, "sh -c 'cd ../lazy && exec git zipnn fetch -q --all'", full, 14, {}, [&] {
-      CHECK(BrokenIn(lazy + "/objects", lazy).empty());
-    });
+    const double full = FastestRun(repo, "cd ../lazy && git zipnn fetch -q --all", "rm -rf ../lazy/.git/zipnn/objects");
+    const int killed = KillAcross(repo, "sh -c 'cd ../lazy && exec git zipnn fetch -q --all'", full, 14, {},
+                                  [&] { CHECK(BrokenIn(lazy + "/objects", lazy).empty()); });
     CHECK(killed >= 4);
-    const Run pulled = repo.Sh("cd ../lazy && git zipnn install --local >/dev/null && git zipnn pull -q && "
-                               "git zipnn fsck --all >/dev/null && git status --porcelain");
+    const Run pulled = repo.Sh(
+        "cd ../lazy && git zipnn install --local >/dev/null && git zipnn pull -q && "
+        "git zipnn fsck --all >/dev/null && git status --porcelain");
     REQUIRE(pulled.code == 0);
     CHECK(pulled.out.empty());
     CHECK(Slurp(repo.File("../lazy/m.safetensors")) == newest);
@@ -422,17 +433,21 @@ TEST_CASE("checkout, gc, push and fetch killed at many points lose nothing; each
 TEST_CASE("a worktree and its repository add one series at once") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && "
-                  "git commit -qm setup && git worktree add -q ../wt && mkdir run ../wt/run").code == 0);
+                  "git commit -qm setup && git worktree add -q ../wt && mkdir run ../wt/run")
+              .code == 0);
   // Rounds of two adds at once into run/: this side the even steps, the
   // worktree the odd ones; one series index and store for both.
   for (int round = 0; round < 3; ++round) {
     CAPTURE(round);
     const std::string mine = Step12(4 * round), mine2 = Step12(4 * round + 2);
     const std::string theirs = Step12(4 * round + 1), theirs2 = Step12(4 * round + 3);
-    REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + mine) + "' '" + repo.Data("cnn12-bf16/" + mine2) + "' run/ && "
-                    "cp '" + repo.Data("cnn12-bf16/" + theirs) + "' '" + repo.Data("cnn12-bf16/" + theirs2) +
+    REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + mine) + "' '" + repo.Data("cnn12-bf16/" + mine2) +
+                    "' run/ && "
+                    "cp '" +
+                    repo.Data("cnn12-bf16/" + theirs) + "' '" + repo.Data("cnn12-bf16/" + theirs2) +
                     "' ../wt/run/ && { git add run & (cd ../wt && git add run) & wait; } && git commit -qm mine && "
-                    "cd ../wt && git commit -qm theirs").code == 0);
+                    "cd ../wt && git commit -qm theirs")
+                .code == 0);
   }
   CHECK(BrokenObjects(repo).empty());
   CHECK(repo.Sh("git zipnn fsck --all").code == 0);
@@ -457,16 +472,20 @@ TEST_CASE("a worktree and its repository add one series at once") {
 TEST_CASE("gc running over and over beside adds keeps everything the adds need") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
-                  "printf 'base_interval: 4\\n' > .zipnn.yaml && git add . && git commit -qm setup").code == 0);
+                  "printf 'base_interval: 4\\n' > .zipnn.yaml && git add . && git commit -qm setup")
+              .code == 0);
   // gc with no grace period in a loop, while each step is added; every
   // other one is then unstaged, so that nothing points at it while the
   // next step is stored as a delta on it. The loop stops whatever happens.
   REQUIRE(repo.Sh("{ (while [ ! -e ../stop ]; do git zipnn gc --keep-recent 0 >>../gc.out 2>>../gc.err; done) & } ; "
                   "gc=$!; ok=1; for i in $(seq 0 11); do "
-                  "  f=$(printf '%s/step-%06d.safetensors' '" + repo.Data("cnn12-bf16") + "' $((10 * (i + 1)))); "
+                  "  f=$(printf '%s/step-%06d.safetensors' '" +
+                  repo.Data("cnn12-bf16") +
+                  "' $((10 * (i + 1)))); "
                   "  cp $f m.safetensors && git add m.safetensors || { ok=0; break; }; "
                   "  if [ $((i % 2)) -eq 1 ]; then git commit -qm $i || { ok=0; break; }; else git reset -q; fi; "
-                  "done; touch ../stop; wait $gc; [ $ok -eq 1 ]").code == 0);
+                  "done; touch ../stop; wait $gc; [ $ok -eq 1 ]")
+              .code == 0);
   const Run gcs = repo.Sh("grep -c '^removed' ../gc.out");
   MESSAGE("gc ran " << gcs.out << " times beside the adds");
   CHECK(std::stoi(gcs.out) >= 2);

@@ -35,7 +35,9 @@ void CommitWithHub(Repo& repo) {
 
 int ObjectsIn(Repo& repo, const std::string& store) {
   return std::stoi(
-      repo.Sh("find '" + store + "' -type f -regextype posix-extended -regex '.*/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}' | wc -l").out);
+      repo.Sh("find '" + store +
+              "' -type f -regextype posix-extended -regex '.*/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}' | wc -l")
+          .out);
 }
 
 // The clone at ../<clone> checked out HEAD exactly, restores each version
@@ -91,9 +93,10 @@ TEST_CASE("a clone gets the pre-push hook from the filter, so a plain git push s
   CHECK(repo.Sh("cmp ../again/new.safetensors '" + repo.Data("cnn-fp32/step-000040.safetensors") + "'").code == 0);
   // Another program's hook stays as it is, with a warning that says how
   // to run both.
-  const Run foreign = repo.Sh("cd .. && git init -q other && cd other && printf '#!/bin/sh\\n' > .git/hooks/pre-push && "
-                              "chmod +x .git/hooks/pre-push && git zipnn track '*.safetensors' >/dev/null && cp '" +
-                              repo.Data("cnn-fp32/step-000040.safetensors") + "' m.safetensors && git add .");
+  const Run foreign = repo.Sh(
+      "cd .. && git init -q other && cd other && printf '#!/bin/sh\\n' > .git/hooks/pre-push && "
+      "chmod +x .git/hooks/pre-push && git zipnn track '*.safetensors' >/dev/null && cp '" +
+      repo.Data("cnn-fp32/step-000040.safetensors") + "' m.safetensors && git add .");
   REQUIRE(foreign.code == 0);
   CHECK(foreign.err.find("/other/.git/hooks/pre-push is another program's pre-push hook, so `git push` will not "
                          "send checkpoint objects; run `git zipnn install --local` to run both") != std::string::npos);
@@ -178,8 +181,10 @@ TEST_CASE("one missing object costs only its file: pull restores the rest, skipS
   Repo repo;
   CommitWithHub(repo);
   const std::string other = repo.Data("cnn-fp32/step-000040.safetensors");
-  REQUIRE(repo.Sh("cp '" + other + "' other.safetensors && git add other.safetensors && git commit -qm other && "
-                  "git push -q origin HEAD:main").code == 0);
+  REQUIRE(repo.Sh("cp '" + other +
+                  "' other.safetensors && git add other.safetensors && git commit -qm other && "
+                  "git push -q origin HEAD:main")
+              .code == 0);
   // HEAD's model object is lost from the hub.
   const std::string id = IdAt(repo, "HEAD:model.safetensors");
   const std::string lost = "../hub.git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id;
@@ -245,7 +250,8 @@ TEST_CASE("an object missing from the remote is named, by checkout and by fetch"
   Run clone = repo.Sh("cd .. && git clone -q -b main hub.git broken");
   CHECK(clone.err.find("object " + id + " is not on the remote store") != std::string::npos);
   CHECK(repo.Sh("test -s ../broken/model.safetensors && cmp -s ../broken/model.safetensors '" +
-                repo.Data(Step("000200")) + "'").code != 0);  // nothing wrong in the work tree
+                repo.Data(Step("000200")) + "'")
+            .code != 0);  // nothing wrong in the work tree
   Run fetch = repo.Sh("cd ../broken && git zipnn fetch");
   CHECK(fetch.code == 1);
   CHECK(fetch.err.find("object " + id + " is not on the remote store") != std::string::npos);
@@ -254,7 +260,8 @@ TEST_CASE("an object missing from the remote is named, by checkout and by fetch"
 TEST_CASE("the hook runs the pre-push hook that was there, and stops a push whose objects are missing") {
   Repo repo;
   REQUIRE(repo.Sh("printf '#!/bin/sh\\ncat > ../earlier-hook-input\\n' > .git/hooks/pre-push && "
-                  "chmod +x .git/hooks/pre-push").code == 0);
+                  "chmod +x .git/hooks/pre-push")
+              .code == 0);
   CommitWithHub(repo);
   CHECK(repo.Sh("test -x .git/hooks/pre-push.before-zipnn").code == 0);
   REQUIRE(repo.Sh("git push -q origin HEAD:main").code == 0);
@@ -263,7 +270,8 @@ TEST_CASE("the hook runs the pre-push hook that was there, and stops a push whos
   // A new version whose object is lost before the push.
   REQUIRE(repo.Sh("cp '" + repo.Data(Step("000040")) + "' model.safetensors && git commit -qam again").code == 0);
   const std::string id = IdAt(repo, "HEAD:model.safetensors");
-  REQUIRE(repo.Sh("git zipnn install --local >/dev/null && find .git/zipnn/objects -name " + id + " -delete").code == 0);
+  REQUIRE(repo.Sh("git zipnn install --local >/dev/null && find .git/zipnn/objects -name " + id + " -delete").code ==
+          0);
   (void)id;
   const std::string before = repo.Sh("git ls-remote ../hub.git refs/heads/main").out;
   Run refused = repo.Sh("git push -q origin HEAD:main");
@@ -284,7 +292,8 @@ TEST_CASE("remote.<name>.zipnnurl names a shared folder; zipnn.hardlinks false c
   CHECK(ObjectsIn(repo, "../shared-store") == 5);
   // zipnn.hardlinks false: copies, which share nothing with this store.
   REQUIRE(repo.Sh("git config zipnn.hardlinks false && git config remote.team.zipnnurl ../copies && "
-                  "git zipnn push team").code == 0);
+                  "git zipnn push team")
+              .code == 0);
   CHECK(ObjectsIn(repo, "../copies") == 5);
   CHECK(repo.Sh("find ../copies -type f -links 1 | wc -l").out == "5\n");
 }
@@ -335,7 +344,8 @@ TEST_CASE("over ssh: a push cut short is retried, a missing object is named, and
 
   // An object gone from the far store is named by fetch.
   REQUIRE(repo.Sh("git push -q origin HEAD:main && rm ../hub.git/zipnn/objects/" + id.substr(0, 2) + "/" +
-                  id.substr(2, 2) + "/" + id).code == 0);
+                  id.substr(2, 2) + "/" + id)
+              .code == 0);
   REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main " + url + " lazy").code == 0);
   Run fetch = repo.Sh("cd ../lazy && git zipnn fetch");
   CHECK(fetch.code == 1);
@@ -346,7 +356,8 @@ TEST_CASE("over ssh: a push cut short is retried, a missing object is named, and
   const std::string folder = "it's $(touch pwned); a store";
   REQUIRE(repo.Sh("git remote add team ../team.git && "
                   "git config remote.team.zipnnurl $'ssh://zipnn-test/~/it\\'s $(touch pwned); a store' && "
-                  "git config remote.team.zipnnserve \"$(command -v git-zipnn)\"").code == 0);
+                  "git config remote.team.zipnnserve \"$(command -v git-zipnn)\"")
+              .code == 0);
   REQUIRE(repo.Sh("git config remote.team.zipnnurl").out == "ssh://zipnn-test/~/" + folder + "\n");
   REQUIRE(repo.Sh("git zipnn push -q team").code == 0);
   CHECK(repo.Sh("ls ../home").out.find(folder + "\n") != std::string::npos);
@@ -367,8 +378,10 @@ TEST_CASE("over ssh: a push cut short is retried, a missing object is named, and
 // <prefix>/<2 hex>/<2 hex>/<id>, credentials from ~/.aws/credentials or
 // the environment.
 int S3ObjectsIn(Repo& repo, const std::string& folder) {
-  return std::stoi(repo.Sh("find '" + folder + "' -type f -regextype posix-extended -regex "
-                           "'.*/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}\\._S3rver_object' | wc -l").out);
+  return std::stoi(repo.Sh("find '" + folder +
+                           "' -type f -regextype posix-extended -regex "
+                           "'.*/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}\\._S3rver_object' | wc -l")
+                       .out);
 }
 
 // The trajectory and a 12 MB file of noise (stored raw, so uploaded in 3
@@ -376,13 +389,18 @@ int S3ObjectsIn(Repo& repo, const std::string& folder) {
 std::string CommitWithBucket(Repo& repo, const testing::S3rver& s3) {
   CommitWithHub(repo);
   REQUIRE(repo.Sh("mkdir -p ../home/.aws && printf '[default]\\naws_access_key_id = S3RVER\\n"
-                  "aws_secret_access_key = S3RVER\\n' > ../home/.aws/credentials").code == 0);
+                  "aws_secret_access_key = S3RVER\\n' > ../home/.aws/credentials")
+              .code == 0);
   REQUIRE(repo.Sh("head -c 12000000 /dev/urandom > noise.bin && git zipnn track '*.bin' >/dev/null && "
-                  "git add .gitattributes noise.bin && git commit -qm noise").code == 0);
-  const std::string config = "-c remote.origin.zipnnurl=s3://zipnn/team/models -c remote.origin.zipnnendpoint=" +
-                             s3.endpoint() + " -c remote.origin.zipnnpartsize=5m";
-  REQUIRE(repo.Sh("git config remote.origin.zipnnurl s3://zipnn/team/models && git config remote.origin.zipnnendpoint " +
-                  s3.endpoint() + " && git config remote.origin.zipnnpartsize 5m").code == 0);
+                  "git add .gitattributes noise.bin && git commit -qm noise")
+              .code == 0);
+  const std::string config =
+      "-c remote.origin.zipnnurl=s3://zipnn/team/models -c remote.origin.zipnnendpoint=" + s3.endpoint() +
+      " -c remote.origin.zipnnpartsize=5m";
+  REQUIRE(
+      repo.Sh("git config remote.origin.zipnnurl s3://zipnn/team/models && git config remote.origin.zipnnendpoint " +
+              s3.endpoint() + " && git config remote.origin.zipnnpartsize 5m")
+          .code == 0);
   return config;
 }
 
@@ -421,7 +439,8 @@ TEST_CASE("S3: a push cut short is retried, a missing object is named, and so ar
   REQUIRE(repo.Sh(set_endpoint + s3.Proxy(id, -1)).code == 0);
   Run cut = repo.Sh("git zipnn push origin");
   CHECK(cut.code != 0);
-  CHECK(cut.err.find("cannot send object " + id + " to s3://zipnn/team/models: upload refused: HTTP 503 SlowDown "
+  CHECK(cut.err.find("cannot send object " + id +
+                     " to s3://zipnn/team/models: upload refused: HTTP 503 SlowDown "
                      "(Please reduce your request rate.)") != std::string::npos);
   const int landed = S3ObjectsIn(repo, models);
   CHECK(landed < 6);
@@ -436,7 +455,8 @@ TEST_CASE("S3: a push cut short is retried, a missing object is named, and so ar
 
   // Gone from the bucket: fetch names it.
   REQUIRE(repo.Sh("git push -q origin HEAD:main && rm '" + models + "/" + id.substr(0, 2) + "/" + id.substr(2, 2) +
-                  "/" + id + "._S3rver_object'").code == 0);
+                  "/" + id + "._S3rver_object'")
+              .code == 0);
   REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q " + config + " -b main hub.git lazy").code == 0);
   Run fetch = repo.Sh("cd ../lazy && git zipnn fetch --all");
   CHECK(fetch.code == 1);
@@ -449,8 +469,8 @@ TEST_CASE("S3: a push cut short is retried, a missing object is named, and so ar
   Run none = repo.Sh("rm -r ../home/.aws && git zipnn push origin");
   CHECK(none.code == 1);
   CHECK(none.err.find("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile "
-                      "\"default\" aws_access_key_id and aws_secret_access_key in " + repo.root() +
-                      "/home/.aws/credentials") != std::string::npos);
+                      "\"default\" aws_access_key_id and aws_secret_access_key in " +
+                      repo.root() + "/home/.aws/credentials") != std::string::npos);
 }
 
 // Remotes that lie (docs/reliability.md): a store with its objects pushed
@@ -502,14 +522,16 @@ struct Lies {
 Lies PushToStore(Repo& repo) {
   CommitWithHub(repo);
   REQUIRE(repo.Sh("git config remote.origin.zipnnurl ../store && git zipnn push -q origin && "
-                  "git config --unset remote.origin.zipnnurl && git push -q origin HEAD:main").code == 0);
+                  "git config --unset remote.origin.zipnnurl && git push -q origin HEAD:main")
+              .code == 0);
   Lies l;
   l.id = IdAt(repo, "HEAD:model.safetensors");
   const std::string base = IdAt(repo, "HEAD~4:model.safetensors");
   l.object = repo.root() + "/store/" + l.id.substr(0, 2) + "/" + l.id.substr(2, 2) + "/" + l.id;
   l.forged = repo.root() + "/forged";
   REQUIRE(repo.Sh("'" + repo.Runfile("tests/forge_object") + "' ../store/" + base.substr(0, 2) + "/" +
-                  base.substr(2, 2) + "/" + base + " " + l.id + " > " + l.forged).code == 0);
+                  base.substr(2, 2) + "/" + base + " " + l.id + " > " + l.forged)
+              .code == 0);
   REQUIRE(repo.Sh("cp " + l.object + " ../real").code == 0);
   return l;
 }
@@ -517,12 +539,14 @@ Lies PushToStore(Repo& repo) {
 TEST_CASE("a folder remote that lies: a forged, oversized, cut or blocking object is refused, nothing kept") {
   Repo repo;
   const Lies l = PushToStore(repo);
-  CheckLies(repo, "rm -f " + l.object + " && cp ../real " + l.object + " && git -C ../lazy config remote.origin.zipnnurl ../store",
-            {{"forged", "cp " + l.forged + " " + l.object, "was refused"},
-             {"oversized", "truncate -s 10G " + l.object, "more than the"},
-             {"cut short", "truncate -s 1000 " + l.object, "cannot fetch object " + l.id},
-             {"a FIFO", "rm " + l.object + " && mkfifo " + l.object, "is not a plain file"},
-             {"missing", "rm " + l.object, "is not on the remote store"}});
+  CheckLies(
+      repo,
+      "rm -f " + l.object + " && cp ../real " + l.object + " && git -C ../lazy config remote.origin.zipnnurl ../store",
+      {{"forged", "cp " + l.forged + " " + l.object, "was refused"},
+       {"oversized", "truncate -s 10G " + l.object, "more than the"},
+       {"cut short", "truncate -s 1000 " + l.object, "cannot fetch object " + l.id},
+       {"a FIFO", "rm " + l.object + " && mkfifo " + l.object, "is not a plain file"},
+       {"missing", "rm " + l.object, "is not on the remote store"}});
 }
 
 TEST_CASE("over ssh, a store server that lies or stalls: every fetch ends within its timeout, nothing kept") {
@@ -544,10 +568,10 @@ TEST_CASE("over ssh, a store server that lies or stalls: every fetch ends within
   }
   REQUIRE(repo.Sh("rm -rf ../lazy").code == 0);
   // The real server, with a forged object in its store.
-  CheckLies(repo,
-            "rm -f " + l.object + " && cp ../real " + l.object + " && git -C ../lazy config remote.origin.zipnnurl " +
-                url,
-            {{"forged", "cp " + l.forged + " " + l.object, "was refused"}});
+  CheckLies(
+      repo,
+      "rm -f " + l.object + " && cp ../real " + l.object + " && git -C ../lazy config remote.origin.zipnnurl " + url,
+      {{"forged", "cp " + l.forged + " " + l.object, "was refused"}});
 }
 
 TEST_CASE("fsck --remote finds forged and misfiled objects in a folder or served store; push mends them") {
@@ -555,8 +579,8 @@ TEST_CASE("fsck --remote finds forged and misfiled objects in a folder or served
   testing::Sshd sshd(repo);
   const Lies l = PushToStore(repo);
   const std::string leftover = l.object + ".tmp-00000001";  // what a killed push left
-  const std::string other = "$(find ../store -type f -regextype posix-extended -regex '.*/[0-9a-f]{32}' ! -name " +
-                            l.id + " | head -1)";
+  const std::string other =
+      "$(find ../store -type f -regextype posix-extended -regex '.*/[0-9a-f]{32}' ! -name " + l.id + " | head -1)";
   for (const std::string url : {std::string("../store"), "ssh://zipnn-test" + repo.root() + "/store"}) {
     CAPTURE(url);
     const bool folder = url[0] == '.';
@@ -605,16 +629,18 @@ TEST_CASE("S3 that lies or stalls: every fetch ends within its timeout, nothing 
   const std::string base = IdAt(repo, "HEAD~5:model.safetensors");
   const std::string forged = repo.root() + "/forged";
   REQUIRE(repo.Sh("'" + repo.Runfile("tests/forge_object") + "' .git/zipnn/objects/" + base.substr(0, 2) + "/" +
-                  base.substr(2, 2) + "/" + base + " " + id + " > " + forged).code == 0);
+                  base.substr(2, 2) + "/" + base + " " + id + " > " + forged)
+              .code == 0);
   REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy && cd lazy && "
-                  "git config remote.origin.zipnnurl s3://zipnn/team/models").code == 0);
+                  "git config remote.origin.zipnnurl s3://zipnn/team/models")
+              .code == 0);
   struct Fault {
     std::string mode;
     std::string expected;
   };
-  for (const Fault& f : {Fault{"forge", "was refused"}, Fault{"huge", "more than the"},
-                         Fault{"endless", "says it holds 0 bytes"}, Fault{"stall", "timeout"},
-                         Fault{"short", "cannot fetch object"}}) {
+  for (const Fault& f :
+       {Fault{"forge", "was refused"}, Fault{"huge", "more than the"}, Fault{"endless", "says it holds 0 bytes"},
+        Fault{"stall", "timeout"}, Fault{"short", "cannot fetch object"}}) {
     CAPTURE(f.mode);
     REQUIRE(repo.Sh("git -C ../lazy config remote.origin.zipnnendpoint " + s3.Proxy(id, -1, f.mode, forged)).code == 0);
     CheckFetchRefused(repo, "origin HEAD~1", f.expected);

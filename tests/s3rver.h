@@ -20,9 +20,10 @@ class S3rver {
   explicit S3rver(Repo& repo) : repo_(repo), dir_(repo.root() + "/s3") {
     REQUIRE_MESSAGE(repo_.Sh(std::string("test -x ") + kS3rver).code == 0,
                     "s3rver is not installed: run bash .ci/deps");
-    REQUIRE(repo_.Sh("mkdir -p '" + dir_ + "/data' && { " + kS3rver + " -d '" + dir_ +
-                     "/data' -a 127.0.0.1 -p 0 -s --configure-bucket zipnn > '" + dir_ + "/log' 2>&1 & echo $! > '" +
-                     dir_ + "/pid'; }")
+    REQUIRE(repo_
+                .Sh("mkdir -p '" + dir_ + "/data' && { " + kS3rver + " -d '" + dir_ +
+                    "/data' -a 127.0.0.1 -p 0 -s --configure-bucket zipnn > '" + dir_ + "/log' 2>&1 & echo $! > '" +
+                    dir_ + "/pid'; }")
                 .code == 0);
     Run up = repo_.Sh("for i in $(seq 200); do grep -o 'listening on 127.0.0.1:[0-9]*' '" + dir_ +
                       "/log' && exit 0; sleep 0.05; done; cat '" + dir_ + "/log'; exit 1");
@@ -40,9 +41,10 @@ class S3rver {
   std::string Proxy(const std::string& key, int times, const std::string& mode = "throttle",
                     const std::string& file = "") {
     const std::string name = dir_ + "/proxy" + std::to_string(++proxies_);
-    REQUIRE(repo_.Sh("{ python3 '" + repo_.Runfile("tests/s3_fault_proxy.py") + "' " + port_ + " " + key + " " +
-                     std::to_string(times) + " " + mode + " '" + file + "' > '" + name + ".log' 2>&1 & echo $! > '" +
-                     name + ".pid'; }")
+    REQUIRE(repo_
+                .Sh("{ python3 '" + repo_.Runfile("tests/s3_fault_proxy.py") + "' " + port_ + " " + key + " " +
+                    std::to_string(times) + " " + mode + " '" + file + "' > '" + name + ".log' 2>&1 & echo $! > '" +
+                    name + ".pid'; }")
                 .code == 0);
     Run up = repo_.Sh("for i in $(seq 200); do grep -o 'on 127.0.0.1:[0-9]*' '" + name +
                       ".log' && exit 0; sleep 0.05; done; cat '" + name + ".log'; exit 1");

@@ -25,10 +25,13 @@ TEST_CASE("two repositories sharing a store through relative paths: gc in one ke
   // top: gc in repo/ must read b's "../../store" from b, not from repo/.
   const Run setup = repo.Sh(
       "git config zipnn.storepath ../store && git zipnn install --local && git zipnn track '*.safetensors' && "
-      "cp '" + repo.Data("cnn12-bf16/" + Step12(0)) + "' m.safetensors && git add . && git commit -qm a && "
+      "cp '" +
+      repo.Data("cnn12-bf16/" + Step12(0)) +
+      "' m.safetensors && git add . && git commit -qm a && "
       "git init -q ../deep/b && cd ../deep/b && git config user.email b@example.com && git config user.name B && "
       "git config zipnn.storepath ../../store && git zipnn install --local && git zipnn track '*.safetensors' && "
-      "cp '" + repo.Data("cnn-fp32/step-000040.safetensors") + "' x.safetensors && git add . && git commit -qm b");
+      "cp '" +
+      repo.Data("cnn-fp32/step-000040.safetensors") + "' x.safetensors && git add . && git commit -qm b");
   REQUIRE_MESSAGE(setup.code == 0, setup.err);
   REQUIRE(repo.Sh(kObjects).out == "2\n");
   CHECK(repo.Sh("test -e .git/zipnn/objects || test -e ../deep/b/.git/zipnn/objects").code != 0);
@@ -41,7 +44,8 @@ TEST_CASE("two repositories sharing a store through relative paths: gc in one ke
   const Run gc = repo.Sh("git zipnn gc --keep-recent 0");
   CHECK_MESSAGE(gc.code == 0, gc.err);
   CHECK(gc.out.find("the store is shared: keeping what ") == 0);
-  CHECK(gc.out.find("removed 0 objects (0 B) and 0 leftover files; kept 2 (needed by 2 pointers,") != std::string::npos);
+  CHECK(gc.out.find("removed 0 objects (0 B) and 0 leftover files; kept 2 (needed by 2 pointers,") !=
+        std::string::npos);
   CHECK(repo.Sh(kObjects).out == "2\n");
   CHECK(repo.Sh("cat \"$HOME\"/../store/repositories/*").out == registry.out);
   const Run fsck = repo.Sh("cd ../deep/b && git zipnn fsck");
@@ -50,8 +54,9 @@ TEST_CASE("two repositories sharing a store through relative paths: gc in one ke
   CHECK(Slurp(repo.File("../deep/b/x.safetensors")) == Slurp(repo.Data("cnn-fp32/step-000040.safetensors")));
   // A clone of b, which sets no store path, fetches its checkout from b's
   // store, read as b reads it.
-  const Run clone = repo.Sh("git zipnn install --global >/dev/null && cd .. && git clone -q deep/b c && cd c && "
-                            "git status --porcelain");
+  const Run clone = repo.Sh(
+      "git zipnn install --global >/dev/null && cd .. && git clone -q deep/b c && cd c && "
+      "git status --porcelain");
   CHECK_MESSAGE(clone.code == 0, clone.err);
   CHECK(clone.out.empty());
   CHECK(Slurp(repo.File("../c/x.safetensors")) == Slurp(repo.Data("cnn-fp32/step-000040.safetensors")));
@@ -61,7 +66,9 @@ TEST_CASE("commands run from a subfolder use the repository's store") {
   Repo repo;
   const Run setup = repo.Sh(
       "git config zipnn.storepath ../store && git zipnn install --local && git zipnn track '*.safetensors' && "
-      "mkdir -p sub/deeper && cp '" + repo.Data("cnn12-bf16/" + Step12(0)) + "' sub/deeper/m.safetensors && "
+      "mkdir -p sub/deeper && cp '" +
+      repo.Data("cnn12-bf16/" + Step12(0)) +
+      "' sub/deeper/m.safetensors && "
       "cd sub/deeper && git add . ../../.gitattributes && git commit -qm a");
   REQUIRE_MESSAGE(setup.code == 0, setup.err);
   REQUIRE(repo.Sh(kObjects).out == "1\n");
@@ -88,7 +95,8 @@ TEST_CASE("a '~/' store path is in the home folder, never a '~' folder in the wo
   Repo repo;
   const Run setup = repo.Sh(
       "git config zipnn.storepath '~/zstore' && git zipnn install --local && git zipnn track '*.safetensors' && "
-      "cp '" + repo.Data("cnn12-bf16/" + Step12(0)) + "' m.safetensors && git add . && git commit -qm a");
+      "cp '" +
+      repo.Data("cnn12-bf16/" + Step12(0)) + "' m.safetensors && git add . && git commit -qm a");
   REQUIRE_MESSAGE(setup.code == 0, setup.err);
   CHECK(repo.Sh("find \"$HOME/zstore\" -type f -path '*/[0-9a-f][0-9a-f]/[0-9a-f][0-9a-f]/*' | wc -l").out == "1\n");
   CHECK(repo.Sh("test -e '~'").code != 0);
@@ -110,12 +118,11 @@ TEST_CASE("a committed series pattern of a million stars costs a warning, never 
                   "> .zipnn.yaml && git add .zipnn.yaml .gitattributes && git commit -qm setup")
               .code == 0);
   REQUIRE(repo.Sh("wc -c < .zipnn.yaml").out == "1000019\n");
-  const Run add = repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(0)) + "' '" +
-                          repo.Data("cnn12-bf16/" + Step12(1)) + "' . && git add . && git commit -qm a");
+  const Run add = repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(0)) + "' '" + repo.Data("cnn12-bf16/" + Step12(1)) +
+                          "' . && git add . && git commit -qm a");
   CHECK_MESSAGE(add.code == 0, add.err);
-  CHECK(add.err.find("/repo/.zipnn.yaml: series pattern '" +
-                     std::string(40, '*') + "...' is 1000006 characters long; at most 1000 are allowed") !=
-        std::string::npos);
+  CHECK(add.err.find("/repo/.zipnn.yaml: series pattern '" + std::string(40, '*') +
+                     "...' is 1000006 characters long; at most 1000 are allowed") != std::string::npos);
   CHECK(add.err.size() < 2000);  // the pattern is not repeated whole
   const Run status = repo.Sh("rm *.safetensors && git checkout -q -- . && git status --porcelain");
   CHECK_MESSAGE(status.code == 0, status.err);

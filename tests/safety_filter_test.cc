@@ -21,7 +21,8 @@ std::string Step(const char* step) { return std::string("cnn-bf16/step-") + step
 
 TEST_CASE("a clone checks out both files of a series whose steps are equal in value but spelled apart") {
   Repo repo;
-  REQUIRE(repo.Sh("git zipnn install && git zipnn track '*.safetensors' && git add . && git commit -qm setup").code == 0);
+  REQUIRE(repo.Sh("git zipnn install && git zipnn track '*.safetensors' && git add . && git commit -qm setup").code ==
+          0);
   REQUIRE(repo.Sh("mkdir run && cp '" + repo.Data(Step("000040")) + "' run/step_100.safetensors && cp '" +
                   repo.Data(Step("000080")) + "' run/step_0100.safetensors && git add run && git commit -qm steps")
               .code == 0);
@@ -39,7 +40,8 @@ constexpr const char* kPlainBytes = "12582912";
 
 TEST_CASE("a plain file committed before its pattern was tracked checks out, clones and cleans without a deadlock") {
   Repo repo;
-  REQUIRE(repo.Sh(std::string("git zipnn install && head -c ") + kPlainBytes + " /dev/urandom > ../plain && "
+  REQUIRE(repo.Sh(std::string("git zipnn install && head -c ") + kPlainBytes +
+                  " /dev/urandom > ../plain && "
                   "cp ../plain weights.bin && git add weights.bin && git commit -qm plain && "
                   "git zipnn track '*.bin' >/dev/null && git add .gitattributes && git commit -qm track")
               .code == 0);
@@ -67,11 +69,12 @@ TEST_CASE("a pull killed while it writes a checkpoint leaves no stray file; the 
   Repo repo;
   // Three files of 24 MiB each, checked out as pointers; pull restores
   // them in path order, so while b.bin or c.bin is written a.bin is done.
-  REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.bin' >/dev/null && mkdir ../orig && "
-                  "for f in a b c; do head -c 25165824 /dev/urandom > ../orig/$f.bin && cp ../orig/$f.bin $f.bin; done && "
-                  "git add . && git commit -qm three && rm ?.bin && GIT_ZIPNN_SKIP_SMUDGE=1 git checkout -- . && "
-                  "git status --porcelain")
-              .out.empty());
+  REQUIRE(
+      repo.Sh("git zipnn install >/dev/null && git zipnn track '*.bin' >/dev/null && mkdir ../orig && "
+              "for f in a b c; do head -c 25165824 /dev/urandom > ../orig/$f.bin && cp ../orig/$f.bin $f.bin; done && "
+              "git add . && git commit -qm three && rm ?.bin && GIT_ZIPNN_SKIP_SMUDGE=1 git checkout -- . && "
+              "git status --porcelain")
+          .out.empty());
   REQUIRE(repo.Sh("head -c 18 b.bin").out == "git-zipnn pointer ");
   // Kill the pull (its whole process group) as soon as the temporary
   // file of b.bin or c.bin exists, wherever pull keeps it.

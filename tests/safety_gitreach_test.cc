@@ -38,29 +38,40 @@ std::string Put(Repo& repo, int i, const std::string& to) {
 // Whether the pointer at `rev_path` (as git show names it) restores to
 // step `i` of the cnn12-bf16 fixture, through git-zipnn's smudge.
 bool Restores(Repo& repo, const std::string& rev_path, int i) {
-  const Run r = repo.Sh("git cat-file blob '" + rev_path + "' | git zipnn smudge m.safetensors > ../restored && "
-                        "cmp -s ../restored '" + repo.Data("cnn12-bf16/" + Step12(i)) + "'");
+  const Run r = repo.Sh("git cat-file blob '" + rev_path +
+                        "' | git zipnn smudge m.safetensors > ../restored && "
+                        "cmp -s ../restored '" +
+                        repo.Data("cnn12-bf16/" + Step12(i)) + "'");
   return r.code == 0;
 }
 
 TEST_CASE("gc keeps what a linked work tree needs while its folder is gone or locked away") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && "
-                  "git commit -qm setup && " + Put(repo, 0, "m.safetensors") + " && git add m.safetensors && "
-                  "git commit -qm 10").code == 0);
+                  "git commit -qm setup && " +
+                  Put(repo, 0, "m.safetensors") +
+                  " && git add m.safetensors && "
+                  "git commit -qm 10")
+              .code == 0);
   // In a linked work tree, on a detached HEAD: step 20 is HEAD, step 30
   // only its refs/bisect/bad, step 40 only its refs/worktree/keep, step 50
   // only its HEAD's reflog, and step 60 is staged.
-  const Run wt = repo.Sh(
-      "git worktree add -q --detach ../wt && cd ../wt && " + Put(repo, 1, "m.safetensors") +
-      " && git commit -qam 20 && " + Put(repo, 2, "m.safetensors") + " && git commit -qam 30 && "
-      "git update-ref refs/bisect/bad HEAD && " + Put(repo, 3, "m.safetensors") + " && git commit -qam 40 && "
-      "git update-ref refs/worktree/keep HEAD && " + Put(repo, 4, "m.safetensors") + " && git commit -qam 50 && "
-      "git reset -q --hard HEAD~3 && " + Put(repo, 5, "n.safetensors") + " && git add n.safetensors");
+  const Run wt = repo.Sh("git worktree add -q --detach ../wt && cd ../wt && " + Put(repo, 1, "m.safetensors") +
+                         " && git commit -qam 20 && " + Put(repo, 2, "m.safetensors") +
+                         " && git commit -qam 30 && "
+                         "git update-ref refs/bisect/bad HEAD && " +
+                         Put(repo, 3, "m.safetensors") +
+                         " && git commit -qam 40 && "
+                         "git update-ref refs/worktree/keep HEAD && " +
+                         Put(repo, 4, "m.safetensors") +
+                         " && git commit -qam 50 && "
+                         "git reset -q --hard HEAD~3 && " +
+                         Put(repo, 5, "n.safetensors") + " && git add n.safetensors");
   REQUIRE_MESSAGE(wt.code == 0, wt.err);
   // A second, locked work tree stages step 70 of a series of its own.
   REQUIRE(repo.Sh("git worktree add -q --detach ../locked && git worktree lock ../locked && cd ../locked && " +
-                  Put(repo, 6, "o.safetensors") + " && git add o.safetensors").code == 0);
+                  Put(repo, 6, "o.safetensors") + " && git add o.safetensors")
+              .code == 0);
   const std::string commits = repo.Sh("cd ../wt && git rev-parse HEAD refs/bisect/bad refs/worktree/keep HEAD@{1}").out;
   REQUIRE(commits.size() == 4 * 41);
   const std::string locked = repo.Sh("cd ../locked && git rev-parse :o.safetensors").out.substr(0, 40);
@@ -74,11 +85,13 @@ TEST_CASE("gc keeps what a linked work tree needs while its folder is gone or lo
   CHECK(gc.out.find("removed 0 objects") == 0);
   CHECK(repo.Sh(kObjects).out == "7\n");
   const Run fsck = repo.Sh("git zipnn fsck --all");
-  CHECK(fsck.out == "7 pointers to 7 checkpoints in every ref, reflog, stash and the index: every one restores exactly\n");
+  CHECK(fsck.out ==
+        "7 pointers to 7 checkpoints in every ref, reflog, stash and the index: every one restores exactly\n");
   // fsck decoded each; two restore from the main work tree too: the
   // commit only the reflog has, and the version staged in the locked one.
-  CHECK(repo.Sh("git zipnn restore m.safetensors --rev " + commits.substr(3 * 41, 40) + " -o ../step50 && cmp ../step50 '" +
-                repo.Data("cnn12-bf16/" + Step12(4)) + "'").code == 0);
+  CHECK(repo.Sh("git zipnn restore m.safetensors --rev " + commits.substr(3 * 41, 40) +
+                " -o ../step50 && cmp ../step50 '" + repo.Data("cnn12-bf16/" + Step12(4)) + "'")
+            .code == 0);
   CHECK(Restores(repo, locked, 6));
 
   // Admin data it cannot read stops gc, naming the work tree, before
@@ -94,22 +107,26 @@ TEST_CASE("gc keeps what a linked work tree needs while its folder is gone or lo
 TEST_CASE("gc and fsck --all count tags of a tree or of a pointer blob, lightweight or annotated") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && "
-                  "git commit -qm setup && git checkout -qb old").code == 0);
+                  "git commit -qm setup && git checkout -qb old")
+              .code == 0);
   // Steps 10 to 40 on a branch, each tagged another way: a tree
   // (lightweight, then annotated), the pointer blob (lightweight), and an
   // annotated tag of an annotated tag of the blob.
-  const Run tags = repo.Sh(
-      Put(repo, 0, "m.safetensors") + " && git add m.safetensors && git commit -qm 10 && git tag tree-10 'HEAD^{tree}' && " +
-      Put(repo, 1, "m.safetensors") + " && git commit -qam 20 && git tag -a -m t tree-20 'HEAD^{tree}' && " +
-      Put(repo, 2, "m.safetensors") + " && git commit -qam 30 && git tag blob-30 HEAD:m.safetensors && " +
-      Put(repo, 3, "m.safetensors") + " && git commit -qam 40 && git tag -a -m i inner HEAD:m.safetensors && "
-      "git tag -a -m o blob-40 inner && git tag -d inner >/dev/null");
+  const Run tags =
+      repo.Sh(Put(repo, 0, "m.safetensors") +
+              " && git add m.safetensors && git commit -qm 10 && git tag tree-10 'HEAD^{tree}' && " +
+              Put(repo, 1, "m.safetensors") + " && git commit -qam 20 && git tag -a -m t tree-20 'HEAD^{tree}' && " +
+              Put(repo, 2, "m.safetensors") + " && git commit -qam 30 && git tag blob-30 HEAD:m.safetensors && " +
+              Put(repo, 3, "m.safetensors") +
+              " && git commit -qam 40 && git tag -a -m i inner HEAD:m.safetensors && "
+              "git tag -a -m o blob-40 inner && git tag -d inner >/dev/null");
   REQUIRE_MESSAGE(tags.code == 0, tags.err);
   // The branch moves on and the commits are forgotten: only the tags
   // lead to steps 10 to 40.
   REQUIRE(repo.Sh("git checkout -q - && git branch -qD old && " + Put(repo, 4, "m.safetensors") +
                   " && git add m.safetensors && git commit -qm 50 && git reflog expire --expire=now --all && " +
-                  kAgeObjects).code == 0);
+                  kAgeObjects)
+              .code == 0);
   REQUIRE(repo.Sh(kObjects).out == "5\n");
 
   const Run gc = repo.Sh("git zipnn gc --keep-recent 0");
@@ -117,7 +134,8 @@ TEST_CASE("gc and fsck --all count tags of a tree or of a pointer blob, lightwei
   CHECK(gc.out.find("removed 0 objects") == 0);
   CHECK(repo.Sh(kObjects).out == "5\n");
   const Run fsck = repo.Sh("git zipnn fsck --all");
-  CHECK(fsck.out == "5 pointers to 5 checkpoints in every ref, reflog, stash and the index: every one restores exactly\n");
+  CHECK(fsck.out ==
+        "5 pointers to 5 checkpoints in every ref, reflog, stash and the index: every one restores exactly\n");
   CHECK(Restores(repo, "blob-40", 3));
   // A missing object under a tag is named by the tag.
   const std::string id = IdAt(repo, "tree-20:m.safetensors");
@@ -132,9 +150,10 @@ TEST_CASE("gc and fsck --all count tags of a tree or of a pointer blob, lightwei
 void CommitTwoSteps(Repo& repo) {
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
                   "printf 'base_interval: 5\\n' > .zipnn.yaml && mkdir models other && echo a > other/notes.txt && "
-                  "git add . && git commit -qm setup && " + Put(repo, 0, "models/m.safetensors") +
-                  " && git add models && git commit -qm 10 && " + Put(repo, 1, "models/m.safetensors") +
-                  " && git commit -qam 20").code == 0);
+                  "git add . && git commit -qm setup && " +
+                  Put(repo, 0, "models/m.safetensors") + " && git add models && git commit -qm 10 && " +
+                  Put(repo, 1, "models/m.safetensors") + " && git commit -qam 20")
+              .code == 0);
 }
 
 // The next step of the series is added as a delta, and says nothing
@@ -142,7 +161,8 @@ void CommitTwoSteps(Repo& repo) {
 // series, fsck --all finds `pointers` pointers and every one restores, and
 // gc keeps everything.
 void CheckNextStepIsDelta(Repo& repo, int step, size_t versions, size_t pointers) {
-  const Run add = repo.Sh(Put(repo, step, "models/m.safetensors") + " && git add models/m.safetensors && "
+  const Run add = repo.Sh(Put(repo, step, "models/m.safetensors") +
+                          " && git add models/m.safetensors && "
                           "git commit -qm next");
   CHECK_MESSAGE(add.code == 0, add.err);
   CHECK(add.err.find("standalone") == std::string::npos);
@@ -165,7 +185,8 @@ TEST_CASE("a split index is read through git: add makes deltas; log, fsck --all 
   Repo repo;
   CommitTwoSteps(repo);
   REQUIRE(repo.Sh("git config core.splitIndex true && git update-index --split-index && "
-                  "ls .git/sharedindex.*").code == 0);
+                  "ls .git/sharedindex.*")
+              .code == 0);
   CheckNextStepIsDelta(repo, 2, 3, 3);
   CHECK(repo.Sh("ls .git/sharedindex.*").code == 0);  // still split
 }
@@ -174,9 +195,11 @@ TEST_CASE("a sparse index is read through git: add makes deltas; log, fsck --all
   Repo repo;
   CommitTwoSteps(repo);
   // other/ holds a checkpoint outside the cone, staged only.
-  REQUIRE(repo.Sh(Put(repo, 7, "other/o.safetensors") + " && git add other && "
+  REQUIRE(repo.Sh(Put(repo, 7, "other/o.safetensors") +
+                  " && git add other && "
                   "git sparse-checkout init --cone --sparse-index && git sparse-checkout set models && "
-                  "test ! -e other/notes.txt && git ls-files --sparse | grep -qx other/").code == 0);
+                  "test ! -e other/notes.txt && git ls-files --sparse | grep -qx other/")
+              .code == 0);
   CheckNextStepIsDelta(repo, 2, 3, 4);
   CHECK(repo.Sh(kObjects).out == "4\n");
 }
@@ -186,7 +209,8 @@ TEST_CASE("a partial clone fetches the pointers it lacks: log, fsck --all and gc
   REQUIRE(repo.Sh("git zipnn install --global").code == 0);
   CommitTwoSteps(repo);
   REQUIRE(repo.Sh(Put(repo, 2, "models/m.safetensors") + " && git commit -qam 30 && "
-                  "git config uploadpack.allowFilter true").code == 0);
+                                                         "git config uploadpack.allowFilter true")
+              .code == 0);
   // A fresh clone for each command, each lacking the pointers of steps
   // 10 and 20 (its checkout fetched step 30's objects from origin).
   int clones = 0;
@@ -209,7 +233,8 @@ TEST_CASE("a partial clone fetches the pointers it lacks: log, fsck --all and gc
   const Run fsck = repo.Sh("cd ../partial2 && git zipnn fsck --all");
   CHECK_MESSAGE(fsck.code == 0, (fsck.out + fsck.err));
   CHECK(fsck.out.find("3 pointers to 3 checkpoints") == 0);
-  const Run add = partial(Put(repo, 3, "models/m.safetensors") + " && git add models/m.safetensors && "
+  const Run add = partial(Put(repo, 3, "models/m.safetensors") +
+                          " && git add models/m.safetensors && "
                           "git commit -qm next && git zipnn log --json models/m.safetensors");
   CHECK_MESSAGE(add.code == 0, add.err);
   CHECK(add.err.find("standalone") == std::string::npos);

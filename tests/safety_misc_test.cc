@@ -42,8 +42,8 @@ TEST_CASE("analyze refuses a --rev that git would read as an option, and git wri
   // git log runs.
   CHECK(repo.Sh("git zipnn analyze --rev=HEAD~2..--output=x model.safetensors").err.find("is not a revision") !=
         std::string::npos);
-  CHECK(repo.Sh("git zipnn analyze --rev=nope..HEAD model.safetensors").err.find(
-            "--rev no revision 'nope' in this repository (in the range 'nope..HEAD')") != std::string::npos);
+  CHECK(repo.Sh("git zipnn analyze --rev=nope..HEAD model.safetensors")
+            .err.find("--rev no revision 'nope' in this repository (in the range 'nope..HEAD')") != std::string::npos);
   // A real range still works.
   CHECK(repo.Sh("git zipnn analyze --rev=HEAD~2..HEAD model.safetensors").code == 0);
 }
@@ -70,7 +70,8 @@ TEST_CASE("cat, show and diff refuse a revision that starts with '-'; git show w
 TEST_CASE("paths that start with '-' are paths after --, and git's diff driver hands its path so") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add .gitattributes && "
-                  "git commit -qm setup && mkdir -- --all && cp -- '" + repo.Data("cnn-bf16/step-000040.safetensors") +
+                  "git commit -qm setup && mkdir -- --all && cp -- '" +
+                  repo.Data("cnn-bf16/step-000040.safetensors") +
                   "' --all/model.safetensors && git add -- --all && git commit -qm one")
               .code == 0);
   // Every command that takes paths takes them after "--".
@@ -78,7 +79,8 @@ TEST_CASE("paths that start with '-' are paths after --, and git's diff driver h
   CHECK(repo.Sh("git zipnn cat --list -- --all/model.safetensors").out.find("c1.weight") != std::string::npos);
   CHECK(repo.Sh("git zipnn show -- --all/model.safetensors").code == 0);
   CHECK(repo.Sh("git zipnn restore -o out.safetensors -- --all/model.safetensors && "
-                "cmp -- out.safetensors --all/model.safetensors").code == 0);
+                "cmp -- out.safetensors --all/model.safetensors")
+            .code == 0);
   // git runs the diff driver with the path first: read as a path, not as
   // diff's --all.
   REQUIRE(repo.Sh("cp -- '" + repo.Data("cnn-bf16/step-000080.safetensors") + "' --all/model.safetensors").code == 0);
@@ -95,9 +97,13 @@ TEST_CASE("gc in a store folder that holds other files removes only its own left
   const std::string team = repo.root() + "/team";
   // A team folder named as the store, with the team's files in it.
   REQUIRE(repo.Sh("mkdir -p ../team/reports && echo 'read me' > ../team/README && echo q3 > ../team/reports/q3.txt && "
-                  "cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' ../team/model.safetensors && "
+                  "cp '" +
+                  repo.Data("cnn-bf16/step-000040.safetensors") +
+                  "' ../team/model.safetensors && "
                   "echo draft > ../team/draft && echo older > ../team/draft.gc && "
-                  "git config zipnn.storepath '" + team + "'").code == 0);
+                  "git config zipnn.storepath '" +
+                  team + "'")
+              .code == 0);
   CommitTrajectory(repo);
   // A writer that died left a temporary object; a file of someone's in an
   // object folder only looks like one.
@@ -105,9 +111,11 @@ TEST_CASE("gc in a store folder that holds other files removes only its own left
   const std::string look_alike = team + "/ab/cd/notes.tmp-0123abcd";
   REQUIRE(repo.Sh("mkdir -p ../team/ab/cd && echo unfinished > '" + leftover + "' && echo mine > '" + look_alike +
                   "' && touch -d '2 hours ago' ../team/README ../team/reports/q3.txt ../team/reports "
-                  "../team/model.safetensors ../team/draft ../team/draft.gc '" + leftover + "' '" + look_alike + "'")
+                  "../team/model.safetensors ../team/draft ../team/draft.gc '" +
+                  leftover + "' '" + look_alike + "'")
               .code == 0);
-  const std::string warning = "warning: the store folder " + team + " also holds 6 files or folders that git-zipnn "
+  const std::string warning = "warning: the store folder " + team +
+                              " also holds 6 files or folders that git-zipnn "
                               "did not write (README, ab/cd/notes.tmp-0123abcd, draft, draft.gc, model.safetensors "
                               "and 1 more); gc left them as they are. Keep the store in a folder of its own";
   const Run dry = repo.Sh("git zipnn gc --dry-run");
@@ -154,7 +162,8 @@ TEST_CASE("a store server that trickles is given up under the low-speed limit gi
               "while printf o 2>/dev/null; do sleep 0.05; done\n");
   REQUIRE(repo.Sh("git remote add origin trickler:/srv/store && git config remote.origin.zipnnserve '" + home +
                   "/trickle' && git config zipnn.lowSpeedLimit 1k && git config zipnn.lowSpeedTime 1 && "
-                  "rm -r .git/zipnn/objects/[0-9a-f][0-9a-f]").code == 0);
+                  "rm -r .git/zipnn/objects/[0-9a-f][0-9a-f]")
+              .code == 0);
   // Bounded here too, so that a client that waits for ever fails the
   // test instead of hanging it.
   const Run fetch = repo.Sh("GIT_SSH='" + home + "/fake-ssh' timeout 30 git zipnn fetch");
@@ -164,8 +173,8 @@ TEST_CASE("a store server that trickles is given up under the low-speed limit gi
                        "zipnn.lowSpeedLimit and zipnn.lowSpeedTime; 0 turns it off)") != std::string::npos);
   // A setting git cannot read as a number is named.
   REQUIRE(repo.Sh("git config zipnn.lowSpeedTime soon").code == 0);
-  CHECK(repo.Sh("GIT_SSH='" + home + "/fake-ssh' timeout 30 git zipnn fetch").err.find(
-            "zipnn.lowSpeedTime \"soon\" is not a number of seconds") != std::string::npos);
+  CHECK(repo.Sh("GIT_SSH='" + home + "/fake-ssh' timeout 30 git zipnn fetch")
+            .err.find("zipnn.lowSpeedTime \"soon\" is not a number of seconds") != std::string::npos);
 }
 
 }  // namespace

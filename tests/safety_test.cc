@@ -33,14 +33,17 @@ std::string Bf16(const Repo& repo, int step) {
 
 void Setup(Repo& repo, const std::string& patterns) {
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track " + patterns +
-                  " && git add .gitattributes && git commit -qm setup").code == 0);
+                  " && git add .gitattributes && git commit -qm setup")
+              .code == 0);
 }
 
 TEST_CASE("git add never stores a delta built on a work-tree file rewritten while it was read") {
   Repo repo;
   Setup(repo, "'*.safetensors'");
-  REQUIRE(repo.Sh("mkdir run && cp '" + Bf16(repo, 40) + "' run/step_1.safetensors && "
-                  "git add run && git commit -qm 'step 1'").code == 0);
+  REQUIRE(repo.Sh("mkdir run && cp '" + Bf16(repo, 40) +
+                  "' run/step_1.safetensors && "
+                  "git add run && git commit -qm 'step 1'")
+              .code == 0);
   // While each next save is added, a thread flips a page in the middle of
   // step_1's tensors back and forth, in place, as a trainer saving over
   // it would: the add may hash step_1 whole and then read other bytes of
@@ -66,10 +69,10 @@ TEST_CASE("git add never stores a delta built on a work-tree file rewritten whil
     CAPTURE(i);
     const std::string save = "run/step_2.safetensors";
     // Save i: step 80's bytes with one byte of its last tensor changed.
-    const Run made = repo.Sh("cp '" + Bf16(repo, 80) + "' " + save + " && printf '\\x" + std::to_string(10 + i) +
-                             "' | dd of=" + save + " bs=1 seek=117000 conv=notrunc status=none && cp " + save +
-                             " ../save-" + std::to_string(i) + " && git add " + save + " && git commit -qm 'save " +
-                             std::to_string(i) + "'");
+    const Run made =
+        repo.Sh("cp '" + Bf16(repo, 80) + "' " + save + " && printf '\\x" + std::to_string(10 + i) +
+                "' | dd of=" + save + " bs=1 seek=117000 conv=notrunc status=none && cp " + save + " ../save-" +
+                std::to_string(i) + " && git add " + save + " && git commit -qm 'save " + std::to_string(i) + "'");
     CHECK_MESSAGE(made.code == 0, made.err);
   }
   done = true;
@@ -79,9 +82,9 @@ TEST_CASE("git add never stores a delta built on a work-tree file rewritten whil
   for (int i = 0; i < kSaves; ++i) {
     CAPTURE(i);
     const std::string rev = "HEAD~" + std::to_string(kSaves - 1 - i);
-    const Run restored = repo.Sh("git zipnn restore run/step_2.safetensors --rev " + rev + " -o ../out-" +
-                                 std::to_string(i) + " && cmp ../out-" + std::to_string(i) + " ../save-" +
-                                 std::to_string(i));
+    const Run restored =
+        repo.Sh("git zipnn restore run/step_2.safetensors --rev " + rev + " -o ../out-" + std::to_string(i) +
+                " && cmp ../out-" + std::to_string(i) + " ../save-" + std::to_string(i));
     CHECK_MESSAGE(restored.code == 0, restored.err);
   }
   CHECK(repo.Sh("git zipnn log run/step_2.safetensors").out.find("delta") != std::string::npos);
@@ -103,7 +106,8 @@ TEST_CASE("branches that each delete a checkpoint folder and add another merge w
   Repo repo;
   Setup(repo, "'*.safetensors' '*.pt'");
   REQUIRE(repo.Sh(SaveFolder(repo, "out/checkpoint-100", 40) + " && " + SaveFolder(repo, "out/checkpoint-250", 80) +
-                  " && git add out && git commit -qm 'two saves'").code == 0);
+                  " && git add out && git commit -qm 'two saves'")
+              .code == 0);
   REQUIRE(repo.Sh("git checkout -qb other && git rm -rq out/checkpoint-250 && " +
                   SaveFolder(repo, "out/checkpoint-350", 160) + " && git add out && git commit -qm 'keep 350'")
               .code == 0);
@@ -128,14 +132,17 @@ TEST_CASE("branches that each delete a checkpoint folder and add another merge w
 TEST_CASE("pointers committed in version 1 stay as they are until their checkpoint changes") {
   Repo repo;
   Setup(repo, "'*.safetensors'");
-  REQUIRE(repo.Sh("cp '" + Bf16(repo, 40) + "' model.safetensors && git add model.safetensors && "
-                  "git commit -qm 'step 40'").code == 0);
+  REQUIRE(repo.Sh("cp '" + Bf16(repo, 40) +
+                  "' model.safetensors && git add model.safetensors && "
+                  "git commit -qm 'step 40'")
+              .code == 0);
   const std::string id = IdAt(repo, "HEAD:model.safetensors");
   REQUIRE(id.size() == 32);
   // A repository from before 0.6.0: the same checkpoint, its pointer in
   // version 1.
   const std::string v1 = "git-zipnn pointer 1\\nid xxh3-128:" + id + "\\nsize 117764\\nformat safetensors\\n";
-  REQUIRE(repo.Sh("blob=$(printf '" + v1 + "' | git hash-object -w --stdin) && "
+  REQUIRE(repo.Sh("blob=$(printf '" + v1 +
+                  "' | git hash-object -w --stdin) && "
                   "git update-index --cacheinfo 100644,$blob,model.safetensors && git commit -qm 'version 1'")
               .code == 0);
   CHECK(repo.Sh("git show HEAD:model.safetensors | head -1").out == "git-zipnn pointer 1\n");
@@ -144,9 +151,12 @@ TEST_CASE("pointers committed in version 1 stay as they are until their checkpoi
   CHECK(repo.Sh("git diff HEAD --stat").out.empty());
   // It checks out, and a new save at that path is written in version 2.
   CHECK(repo.Sh("rm model.safetensors && git checkout -- model.safetensors && cmp model.safetensors '" +
-                Bf16(repo, 40) + "'").code == 0);
-  REQUIRE(repo.Sh("cp '" + Bf16(repo, 80) + "' model.safetensors && git add model.safetensors && "
-                  "git commit -qm 'step 80'").code == 0);
+                Bf16(repo, 40) + "'")
+            .code == 0);
+  REQUIRE(repo.Sh("cp '" + Bf16(repo, 80) +
+                  "' model.safetensors && git add model.safetensors && "
+                  "git commit -qm 'step 80'")
+              .code == 0);
   CHECK(repo.Sh("git show HEAD:model.safetensors | head -c 20").out == "git-zipnn pointer 2 ");
   CHECK(repo.Sh("git zipnn restore model.safetensors --rev HEAD~1 -o ../old && cmp ../old '" + Bf16(repo, 40) + "'")
             .code == 0);
@@ -188,9 +198,11 @@ TEST_CASE("an object linked into the store survives a power loss: its folder is 
   // encoded aside and linked in).
   for (int step : {40, 80}) {
     CAPTURE(step);
-    const Run traced = repo.Sh("cp '" + Bf16(repo, step) + "' m.safetensors && strace -f -qq -o ../trace -e "
+    const Run traced = repo.Sh("cp '" + Bf16(repo, step) +
+                               "' m.safetensors && strace -f -qq -o ../trace -e "
                                "trace=link,linkat,rename,renameat,renameat2,openat,fsync,mkdir,mkdirat "
-                               "git add m.safetensors && git commit -qm " + std::to_string(step));
+                               "git add m.safetensors && git commit -qm " +
+                               std::to_string(step));
     REQUIRE_MESSAGE(traced.code == 0, traced.err);
     const std::string id = IdAt(repo, "HEAD:m.safetensors");
     REQUIRE(id.size() == 32);

@@ -17,12 +17,14 @@ namespace zipnn::testing {
 class Sshd {
  public:
   explicit Sshd(Repo& repo) : repo_(repo), dir_(repo.root() + "/ssh") {
-    REQUIRE(repo_.Sh("mkdir -p '" + dir_ + "' && cd '" + dir_ +
-                     "' && ssh-keygen -q -t ed25519 -N '' -f host_key && ssh-keygen -q -t ed25519 -N '' -f "
-                     "client_key && cp client_key.pub authorized_keys")
+    REQUIRE(repo_
+                .Sh("mkdir -p '" + dir_ + "' && cd '" + dir_ +
+                    "' && ssh-keygen -q -t ed25519 -N '' -f host_key && ssh-keygen -q -t ed25519 -N '' -f "
+                    "client_key && cp client_key.pub authorized_keys")
                 .code == 0);
-    port_ = repo_.Sh("python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); "
-                     "print(s.getsockname()[1])'")
+    port_ = repo_
+                .Sh("python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); "
+                    "print(s.getsockname()[1])'")
                 .out;
     while (!port_.empty() && port_.back() == '\n') port_.pop_back();
     REQUIRE(!port_.empty());
@@ -31,14 +33,16 @@ class Sshd {
                              "/host_key\nAuthorizedKeysFile " + dir_ + "/authorized_keys\nPidFile " + dir_ +
                              "/sshd.pid\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
                              "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
-                             "SetEnv HOME=" + repo_.root() + "/home GIT_CONFIG_NOSYSTEM=1 PATH=" + path);
+                             "SetEnv HOME=" +
+                             repo_.root() + "/home GIT_CONFIG_NOSYSTEM=1 PATH=" + path);
     // The port only for the name: ssh://127.0.0.1:<port>/ URLs must say it.
-    Write("ssh_config", "Host zipnn-test\n  HostName 127.0.0.1\n  Port " + port_ + "\nHost *\n  IdentityFile " +
-                            dir_ + "/client_key\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
+    Write("ssh_config", "Host zipnn-test\n  HostName 127.0.0.1\n  Port " + port_ + "\nHost *\n  IdentityFile " + dir_ +
+                            "/client_key\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
                             "  UserKnownHostsFile /dev/null\n  BatchMode yes\n  LogLevel ERROR\n");
     // sshd started by root needs its privilege separation folder.
-    REQUIRE(repo_.Sh("{ [ \"$(id -u)\" != 0 ] || mkdir -p /run/sshd; } && /usr/sbin/sshd -f '" + dir_ +
-                     "/sshd_config' -E '" + dir_ + "/sshd.log'")
+    REQUIRE(repo_
+                .Sh("{ [ \"$(id -u)\" != 0 ] || mkdir -p /run/sshd; } && /usr/sbin/sshd -f '" + dir_ +
+                    "/sshd_config' -E '" + dir_ + "/sshd.log'")
                 .code == 0);
     Run up = repo_.Sh("for i in $(seq 100); do ssh -F '" + config() +
                       "' zipnn-test true && exit 0; sleep 0.1; done; cat '" + dir_ + "/sshd.log'; exit 1");

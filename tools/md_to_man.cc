@@ -49,8 +49,8 @@ std::string Trim(const std::string& s) {
 // Typography the pages use, as roff names it, so that it prints on an
 // ASCII terminal too (groff has no ASCII form of a raw U+2026).
 constexpr std::pair<const char*, const char*> kTypography[] = {
-    {"\u2026", "..."},      {"\u2014", "\\(em"}, {"\u2013", "\\(en"}, {"\u2192", "\\(->"},
-    {"\u2248", "\\(~~"},  {"\u00d7", "\\(mu"}, {"\u2264", "\\(<="}, {"\u2265", "\\(>="},
+    {"\u2026", "..."},   {"\u2014", "\\(em"}, {"\u2013", "\\(en"}, {"\u2192", "\\(->"},
+    {"\u2248", "\\(~~"}, {"\u00d7", "\\(mu"}, {"\u2264", "\\(<="}, {"\u2265", "\\(>="},
 };
 
 // Text as roff reads it: backslashes escaped, '-' as the ASCII minus of
@@ -122,8 +122,8 @@ std::string Inline(const std::string& s, const std::map<std::string, std::string
       if (end != std::string::npos) {
         const std::string text = s.substr(i + 1, close - i - 1);
         const std::string target = LinkTarget(s.substr(close + 2, end - close - 2), page_of_file);
-        const std::string plain = text.size() > 2 && text.front() == '`' && text.back() == '`'
-                                      ? text.substr(1, text.size() - 2) : text;
+        const std::string plain =
+            text.size() > 2 && text.front() == '`' && text.back() == '`' ? text.substr(1, text.size() - 2) : text;
         // A link whose text is its own target ("[../analyze.md](...)") prints once.
         if (plain == s.substr(close + 2, end - close - 2) || target.find(plain) != std::string::npos) {
           r += Escape(target);
@@ -268,7 +268,8 @@ int Fail(const std::string& message) {
 std::string Header(const std::string& page, const std::string& version) {
   std::string upper = page;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return ".TH \"" + Escape(upper) + "\" \"1\" \"\" \"" + Escape(version) + "\" \"git\\-zipnn manual\"\n"
+  return ".TH \"" + Escape(upper) + "\" \"1\" \"\" \"" + Escape(version) +
+         "\" \"git\\-zipnn manual\"\n"
          ".nh\n.ad l\n";  // no hyphenation: option names must print whole
 }
 
@@ -353,8 +354,8 @@ int main(int argc, char** argv) {
   }
   {
     Renderer renderer(page_of_file);
-    const std::string text = Header("git-zipnn", version) + ".SH NAME\ngit\\-zipnn \\- " +
-                             Escape(main_page->what) + "\n" + renderer.Render(main_page->body, commands_section);
+    const std::string text = Header("git-zipnn", version) + ".SH NAME\ngit\\-zipnn \\- " + Escape(main_page->what) +
+                             "\n" + renderer.Render(main_page->body, commands_section);
     if (!write("git-zipnn", text)) return Fail("cannot write git-zipnn.1");
   }
   for (const Page& page : pages) {

@@ -53,8 +53,7 @@ std::optional<ReadFile> Versions::FindCopyOfSize(const ContentId& id, std::optio
   return fits(copy) ? std::move(copy) : std::nullopt;
 }
 
-Result<bool> Versions::Fetch(const store::Pointer& pointer, const store::FindCopy& find_copy,
-                             ByteSink* deliver) const {
+Result<bool> Versions::Fetch(const store::Pointer& pointer, const store::FindCopy& find_copy, ByteSink* deliver) const {
   if (!options_.fetch) return false;
   return remote::FetchChain(store_, pointer.id, pointer.size, find_copy, deliver);
 }
@@ -62,7 +61,8 @@ Result<bool> Versions::Fetch(const store::Pointer& pointer, const store::FindCop
 Status Versions::Write(const store::Pointer& pointer, const std::string& name, ByteSink& out,
                        const store::FindCopy& also) const {
   if (options_.copies == Copies::kAll) {
-    if (std::optional<ReadFile> copy = FindCopyOfSize(pointer.id, pointer.size, also)) return CopyRange(*copy, 0, copy->size(), out);
+    if (std::optional<ReadFile> copy = FindCopyOfSize(pointer.id, pointer.size, also))
+      return CopyRange(*copy, 0, copy->size(), out);
   }
   store::FindCopy find_copy;
   if (options_.copies != Copies::kNone) find_copy = [&](const ContentId& id) { return FindCopy(id, also); };

@@ -8,7 +8,7 @@ namespace zipnn::analyze {
 namespace {
 
 constexpr int kExpSlot = 0;
-constexpr int kManSlot = 1;  // man0 .. man6
+constexpr int kManSlot = 1;   // man0 .. man6
 constexpr int kByteSlot = 8;  // b0 .. b7
 
 }  // namespace
@@ -28,8 +28,8 @@ std::string SlotLabel(int slot) {
 }
 
 const std::array<int, kGroupSlots>& SlotOrder() {
-  static const std::array<int, kGroupSlots> kOrder = {kExpSlot,     kManSlot + 6, kManSlot + 5, kManSlot + 4,
-                                                      kManSlot + 3, kManSlot + 2, kManSlot + 1, kManSlot + 0,
+  static const std::array<int, kGroupSlots> kOrder = {kExpSlot,      kManSlot + 6,  kManSlot + 5,  kManSlot + 4,
+                                                      kManSlot + 3,  kManSlot + 2,  kManSlot + 1,  kManSlot + 0,
                                                       kByteSlot + 0, kByteSlot + 1, kByteSlot + 2, kByteSlot + 3,
                                                       kByteSlot + 4, kByteSlot + 5, kByteSlot + 6, kByteSlot + 7};
   return kOrder;
@@ -81,11 +81,16 @@ double ChangeStats::RelativeUpdate() const {
 
 const char* TensorStatusName(TensorStatus s) {
   switch (s) {
-    case TensorStatus::kChanged: return "changed";
-    case TensorStatus::kFrozen: return "frozen";
-    case TensorStatus::kAdded: return "added";
-    case TensorStatus::kReshaped: return "reshaped";
-    case TensorStatus::kRemoved: return "removed";
+    case TensorStatus::kChanged:
+      return "changed";
+    case TensorStatus::kFrozen:
+      return "frozen";
+    case TensorStatus::kAdded:
+      return "added";
+    case TensorStatus::kReshaped:
+      return "reshaped";
+    case TensorStatus::kRemoved:
+      return "removed";
   }
   return "?";
 }
@@ -100,13 +105,20 @@ std::string JoinDims(const std::vector<uint64_t>& shape, const char* sep) {
 
 std::optional<std::pair<int, int>> ExponentField(codec::DType t) {
   switch (t) {
-    case codec::DType::kF32: return std::make_pair(8, 127);
-    case codec::DType::kBF16: return std::make_pair(8, 127);
-    case codec::DType::kF16: return std::make_pair(5, 15);
-    case codec::DType::kF64: return std::make_pair(11, 1023);
-    case codec::DType::kF8E4M3: return std::make_pair(4, 7);
-    case codec::DType::kF8E5M2: return std::make_pair(5, 15);
-    default: return std::nullopt;
+    case codec::DType::kF32:
+      return std::make_pair(8, 127);
+    case codec::DType::kBF16:
+      return std::make_pair(8, 127);
+    case codec::DType::kF16:
+      return std::make_pair(5, 15);
+    case codec::DType::kF64:
+      return std::make_pair(11, 1023);
+    case codec::DType::kF8E4M3:
+      return std::make_pair(4, 7);
+    case codec::DType::kF8E5M2:
+      return std::make_pair(5, 15);
+    default:
+      return std::nullopt;
   }
 }
 

@@ -123,12 +123,11 @@ struct CheckpointRow {
   std::string id;       // content id, hex
   std::string format;
   uint64_t raw_bytes = 0;
-  uint64_t tensors = 0;     // selected tensors in this checkpoint
-  uint64_t parameters = 0;  // their elements
+  uint64_t tensors = 0;             // selected tensors in this checkpoint
+  uint64_t parameters = 0;          // their elements
   std::optional<size_t> reference;  // what the change statistics compare with
   ChangeStats change;               // over the selected tensors
-  uint64_t changed_tensors = 0, frozen_tensors = 0, added_tensors = 0, removed_tensors = 0,
-           reshaped_tensors = 0;
+  uint64_t changed_tensors = 0, frozen_tensors = 0, added_tensors = 0, removed_tensors = 0, reshaped_tensors = 0;
   Sizes standalone;
   Sizes vs_previous;
   std::optional<size_t> base;  // the periodic base vs_base is against
@@ -155,7 +154,7 @@ struct PolicyOutcome {
   uint32_t base_interval = 0;  // 0: no periodic base after the first
   config::DeltaAgainst against = config::DeltaAgainst::kPrevious;
   uint32_t max_chain = kNoChainLimit;
-  bool current = false;    // the policy of .zipnn.yaml (or the defaults)
+  bool current = false;  // the policy of .zipnn.yaml (or the defaults)
   uint64_t stored_bytes = 0;
   uint64_t bases = 0;
   int worst_chain = 0;  // deltas decoded by the costliest restore
@@ -198,7 +197,7 @@ Result<std::function<bool(const std::string&)>> TensorsMatching(const std::strin
 
 struct Options {
   config::DeltaAgainst against = config::DeltaAgainst::kPrevious;  // reference of the change statistics
-  uint32_t base_interval = 10;  // the periodic base's interval (at least 1)
+  uint32_t base_interval = 10;                                     // the periodic base's interval (at least 1)
   // Selects the tensors the change statistics and histograms cover; empty
   // selects all. Stored sizes are always of whole files.
   std::function<bool(const std::string&)> select;

@@ -49,7 +49,8 @@ struct Builder {
   }
 
   std::shared_ptr<analyze::Input> Make(const std::string& label) const {
-    auto checkpoint = formats::Checkpoint::Spool(TempDir(), [&](ByteSink& out) { return out.Append(bytes.data(), bytes.size()); });
+    auto checkpoint =
+        formats::Checkpoint::Spool(TempDir(), [&](ByteSink& out) { return out.Append(bytes.data(), bytes.size()); });
     REQUIRE(checkpoint.ok());
     checkpoint->SetLayout(layout);
     return std::make_shared<analyze::Input>(analyze::Input{label, "", "", std::move(*checkpoint)});
@@ -108,11 +109,17 @@ TEST_CASE("counts changed elements and changed bytes per byte group exactly") {
   const std::vector<int64_t> steps = {41};
 
   Builder a, b;
-  a.Add("w", DType::kBF16, ref).Add("g", DType::kF32, f32_ref).Add("frozen", DType::kBF16, ref)
-      .Add("step", DType::kI64, steps).Add("reshaped", DType::kBF16, ref, {10, 100})
+  a.Add("w", DType::kBF16, ref)
+      .Add("g", DType::kF32, f32_ref)
+      .Add("frozen", DType::kBF16, ref)
+      .Add("step", DType::kI64, steps)
+      .Add("reshaped", DType::kBF16, ref, {10, 100})
       .Add("removed", DType::kBF16, ref);
-  b.Add("w", DType::kBF16, target).Add("g", DType::kF32, f32_target).Add("frozen", DType::kBF16, ref)
-      .Add("step", DType::kI64, std::vector<int64_t>{42}).Add("reshaped", DType::kBF16, ref, {100, 10})
+  b.Add("w", DType::kBF16, target)
+      .Add("g", DType::kF32, f32_target)
+      .Add("frozen", DType::kBF16, ref)
+      .Add("step", DType::kI64, std::vector<int64_t>{42})
+      .Add("reshaped", DType::kBF16, ref, {100, 10})
       .Add("added", DType::kBF16, ref);
   const Analysis an = Run({&a, &b});
   REQUIRE(an.rows.size() == 2);
@@ -198,11 +205,14 @@ TEST_CASE("a tensor summary: rms of the finite values of each float dtype, non-f
   for (int i = 1; i <= 11; ++i) squares += (i * 0.5) * (i * 0.5);
   std::vector<uint16_t> bf16;
   for (int i = 1; i <= 11; ++i) bf16.push_back(Bf16(static_cast<float>(i) * 0.5f));
-  bf16.push_back(0x7FC0);  // NaN
+  bf16.push_back(0x7FC0);                                      // NaN
   const std::vector<uint16_t> f16 = {0x3C00, 0x4000, 0x7C00};  // 1, 2, inf
   const std::vector<int32_t> ints = {3, 4};
   Builder b;
-  b.Add("f32", DType::kF32, f32).Add("bf16", DType::kBF16, bf16).Add("f16", DType::kF16, f16).Add("i32", DType::kI32, ints);
+  b.Add("f32", DType::kF32, f32)
+      .Add("bf16", DType::kBF16, bf16)
+      .Add("f16", DType::kF16, f16)
+      .Add("i32", DType::kI32, ints);
   MemorySource source(b.bytes.data(), b.bytes.size(), "built");
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);
@@ -290,12 +300,13 @@ TEST_CASE("the entropy bound is the order-0 information of each group of each ch
   }
   const MemorySource source(data.data(), data.size(), "data");
   ThreadPool pool(2);
-  auto bound = container::EntropyBound(source, container::Layout::Single(DType::kBF16, data.size()), nullptr, 4096, pool);
+  auto bound =
+      container::EntropyBound(source, container::Layout::Single(DType::kBF16, data.size()), nullptr, 4096, pool);
   REQUIRE(bound.ok());
   CHECK(*bound == doctest::Approx(4096 * 2 / 8.0));
   // As a delta against itself everything is zero: no information at all.
-  auto zero = container::EntropyBound(source, container::Layout::Single(DType::kBF16, data.size()).AsDeltaOfSameLayout(),
-                           &source, 4096, pool);
+  auto zero = container::EntropyBound(
+      source, container::Layout::Single(DType::kBF16, data.size()).AsDeltaOfSameLayout(), &source, 4096, pool);
   REQUIRE(zero.ok());
   CHECK(*zero == 0.0);
 }

@@ -65,8 +65,8 @@ std::vector<Scenario> MakeScenarios(const config::Policy& current) {
       s.outcome.against = against;
       s.outcome.max_chain = k == 0 ? kNoChainLimit : config::DefaultMaxChain(k);
       s.min_gain = current.min_gain;
-      s.outcome.current = k == current.base_interval && against == current.delta_against &&
-                          s.outcome.max_chain == current.max_chain;
+      s.outcome.current =
+          k == current.base_interval && against == current.delta_against && s.outcome.max_chain == current.max_chain;
       current_listed = current_listed || s.outcome.current;
       scenarios.push_back(s);
     }
@@ -107,11 +107,21 @@ void Summarize(const ScanResult& scan, CheckpointRow& row) {
     }
     if (!row.reference) continue;
     switch (t.status) {
-      case TensorStatus::kChanged: ++row.changed_tensors; break;
-      case TensorStatus::kFrozen: ++row.frozen_tensors; break;
-      case TensorStatus::kAdded: ++row.added_tensors; break;
-      case TensorStatus::kReshaped: ++row.reshaped_tensors; break;
-      case TensorStatus::kRemoved: ++row.removed_tensors; break;
+      case TensorStatus::kChanged:
+        ++row.changed_tensors;
+        break;
+      case TensorStatus::kFrozen:
+        ++row.frozen_tensors;
+        break;
+      case TensorStatus::kAdded:
+        ++row.added_tensors;
+        break;
+      case TensorStatus::kReshaped:
+        ++row.reshaped_tensors;
+        break;
+      case TensorStatus::kRemoved:
+        ++row.removed_tensors;
+        break;
     }
   }
 }
@@ -156,8 +166,8 @@ struct Analyzer::State {
     row.format = formats::FormatName(input->checkpoint.layout().format);
 
     Kept current{input, ContentId{}, 0};
-    ZIPNN_ASSIGN_OR_RETURN(row.standalone, MeasureSizes(current.coded(), nullptr, options.policy, Coders::kAll, pool,
-                                                        &current.id));
+    ZIPNN_ASSIGN_OR_RETURN(row.standalone,
+                           MeasureSizes(current.coded(), nullptr, options.policy, Coders::kAll, pool, &current.id));
     current.standalone = row.standalone.automatic;
     row.id = current.id.Hex();
     const formats::CheckpointView target = current.coded();
@@ -181,10 +191,10 @@ struct Analyzer::State {
 
     const Kept* reference = row.reference ? &kept.at(*row.reference) : nullptr;
     const bool histogram = WantsHistogram(row);
-    ZIPNN_ASSIGN_OR_RETURN(ScanResult scan,
-                           ScanTensors(input->checkpoint.file(), input->checkpoint.layout(),
-                                       reference ? &reference->input->checkpoint.file() : nullptr,
-                                       reference ? &reference->input->checkpoint.layout() : nullptr, options.select, histogram, pool));
+    ZIPNN_ASSIGN_OR_RETURN(ScanResult scan, ScanTensors(input->checkpoint.file(), input->checkpoint.layout(),
+                                                        reference ? &reference->input->checkpoint.file() : nullptr,
+                                                        reference ? &reference->input->checkpoint.layout() : nullptr,
+                                                        options.select, histogram, pool));
     Summarize(scan, row);
     if (histogram) {
       analysis.histogram_at = at;

@@ -76,12 +76,23 @@ std::string Esc(std::string_view s) {
       continue;
     }
     switch (s[i]) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.append(s.substr(i, len));
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.append(s.substr(i, len));
     }
     i += len;
   }
@@ -121,7 +132,6 @@ std::string NumCell(double v) { return std::isfinite(v) ? Fmt("%.3g", v) : kDash
 double StoredPct(const Sizes& s, double stored, uint64_t raw) {
   return s.measured && raw > 0 ? 100.0 * stored / static_cast<double>(raw) : kNaN;
 }
-
 
 // A value axis: [lo, hi] in axis units (decimal exponents on a log axis)
 // with its tick positions.
@@ -203,8 +213,8 @@ class Canvas {
          double top, double bottom)
       : left_(left), top_(top), width_(width - left - right), height_(height - top - bottom) {
     out_ = "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"" + Esc(id) + "\" width=\"" + Px(width) + "\" height=\"" +
-           Px(height) + "\" viewBox=\"0 0 " + Px(width) + " " + Px(height) + "\" role=\"img\">\n<title>" +
-           Esc(title) + "</title>\n";
+           Px(height) + "\" viewBox=\"0 0 " + Px(width) + " " + Px(height) + "\" role=\"img\">\n<title>" + Esc(title) +
+           "</title>\n";
     Text(left, 18, title, "class=\"title\"");
   }
 
@@ -333,8 +343,8 @@ std::string LineChart(const std::string& id, const std::string& title, const std
         // Markers on short series, and always on a point with no line to it.
         const bool alone = !(i > 0 && usable(s, i - 1)) && !usable(s, i + 1);
         if (x.size() <= 60 || alone) {
-          markers += "<circle cx=\"" + cx + "\" cy=\"" + cy + "\" r=\"2.5\" fill=\"" + kPalette[k % kColours] +
-                     "\"/>\n";
+          markers +=
+              "<circle cx=\"" + cx + "\" cy=\"" + cy + "\" r=\"2.5\" fill=\"" + kPalette[k % kColours] + "\"/>\n";
         }
       } else if (run > 0) {
         points.pop_back();
@@ -472,8 +482,8 @@ std::string ChangeSection(const Analysis& a, const std::vector<int>& slots) {
 
 std::string SizeSection(const Analysis& a) {
   std::vector<std::string> x;
-  std::vector<Series> s = {{"standalone auto", {}},  {"vs previous huffman", {}}, {"vs previous zstd", {}},
-                           {"vs previous auto", {}}, {"vs previous bound", {}},   {"vs base auto", {}},
+  std::vector<Series> s = {{"standalone auto", {}},  {"vs previous huffman", {}},   {"vs previous zstd", {}},
+                           {"vs previous auto", {}}, {"vs previous bound", {}},     {"vs base auto", {}},
                            {"vs previous xor", {}},  {"vs previous difference", {}}};
   for (const auto& r : a.rows) {
     x.push_back(r.label);
@@ -486,8 +496,8 @@ std::string SizeSection(const Analysis& a) {
     s[6].y.push_back(StoredPct(r.vs_previous, r.vs_previous.xor_only, r.raw_bytes));
     s[7].y.push_back(StoredPct(r.vs_previous, r.vs_previous.difference, r.raw_bytes));
   }
-  return Section("Stored size", LineChart("ratios", "Stored size as a share of the raw size", "stored / raw (%)", x,
-                                          s, Scale::kFromZero));
+  return Section("Stored size", LineChart("ratios", "Stored size as a share of the raw size", "stored / raw (%)", x, s,
+                                          Scale::kFromZero));
 }
 
 std::string PolicySection(const Analysis& a) {
@@ -507,7 +517,8 @@ std::string PolicySection(const Analysis& a) {
     std::string label = "k=" + k + "\n" + AgainstName(p.against);
     // A chain limit other than the interval's default (docs/policy.md) is
     // part of the policy's name.
-    if (p.max_chain != (p.base_interval == 0 ? kNoChainLimit : config::DefaultMaxChain(p.base_interval))) label += "\nchain<=" + chain;
+    if (p.max_chain != (p.base_interval == 0 ? kNoChainLimit : config::DefaultMaxChain(p.base_interval)))
+      label += "\nchain<=" + chain;
     if (p.current) label += "\n(current)";
     bars.push_back({label, static_cast<double>(p.stored_bytes) / std::pow(1024.0, unit),
                     "chain " + std::to_string(p.worst_chain), HumanBytes(p.stored_bytes), p.current});
@@ -519,8 +530,8 @@ std::string PolicySection(const Analysis& a) {
       "Storage policies",
       Para("What each policy would have stored for the whole trajectory; \"chain\" is the most deltas one restore "
            "decodes. The current policy is highlighted.") +
-          ColumnChart("policies", "Total stored bytes per storage policy",
-                      std::string("stored (") + kUnits[unit] + ")", bars) +
+          ColumnChart("policies", "Total stored bytes per storage policy", std::string("stored (") + kUnits[unit] + ")",
+                      bars) +
           Table({"interval", "against", "max chain", "bases", "stored", "of raw", "worst chain", "current"},
                 {true, false, true, true, true, true, true, false}, rows, current));
 }
@@ -534,9 +545,12 @@ std::string TensorSection(const Analysis& a) {
   size_t others = 0;
   for (const auto& t : a.tensors) {
     if (t.checkpoint != at) continue;
-    if (t.status == TensorStatus::kChanged) changed.push_back(&t);
-    else if (t.status == TensorStatus::kFrozen) frozen.push_back(t.tensor.name);
-    else ++others;
+    if (t.status == TensorStatus::kChanged)
+      changed.push_back(&t);
+    else if (t.status == TensorStatus::kFrozen)
+      frozen.push_back(t.tensor.name);
+    else
+      ++others;
   }
   const auto key = [](const TensorChange* t) {
     const double u = t->stats.RelativeUpdate();
@@ -550,8 +564,8 @@ std::string TensorSection(const Analysis& a) {
     const double u = t->stats.RelativeUpdate();
     bars.push_back({t->tensor.name, u, NumCell(u), t->tensor.name, false});
     rows.push_back({t->tensor.name, std::string(codec::DTypeName(t->tensor.dtype)),
-                    "[" + JoinDims(t->tensor.shape, ", ") + "]",
-                    TensorStatusName(t->status), PctCell(t->stats.ChangedFraction()), NumCell(u)});
+                    "[" + JoinDims(t->tensor.shape, ", ") + "]", TensorStatusName(t->status),
+                    PctCell(t->stats.ChangedFraction()), NumCell(u)});
   }
   std::string body = BarChart("top-tensors", "Largest relative updates at " + label,
                               "relative update ||W - W_ref|| / ||W_ref||", bars) +
@@ -632,9 +646,13 @@ std::string RowTable(const Analysis& a, const std::vector<int>& slots) {
 }  // namespace
 
 std::string HtmlReport(const Analysis& analysis, const std::string& title) {
-  std::string h = "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
-                  "<meta charset=\"utf-8\"/>\n<title>" + Esc(title) + "</title>\n<style>" + kCss + "</style>\n"
-                  "</head>\n<body>\n<h1>" + Esc(title) + "</h1>\n" + Summary(analysis);
+  std::string h =
+      "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
+      "<meta charset=\"utf-8\"/>\n<title>" +
+      Esc(title) + "</title>\n<style>" + kCss +
+      "</style>\n"
+      "</head>\n<body>\n<h1>" +
+      Esc(title) + "</h1>\n" + Summary(analysis);
   if (analysis.rows.empty()) {
     h += Para("Nothing to show: the analysis has no checkpoints.", "meta");
   } else {

@@ -21,7 +21,7 @@ namespace zipnn::analyze {
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
-const char* const kChartIds[] = {"changed-bytes", "relative-update", "ratios",         "policies",
+const char* const kChartIds[] = {"changed-bytes", "relative-update", "ratios",        "policies",
                                  "top-tensors",   "exponents-bf16",  "exponents-fp32"};
 constexpr int kCharts = 7;
 
@@ -214,8 +214,7 @@ TEST_CASE("NaN and infinite values never reach an SVG coordinate") {
   }
   a.histograms[1].total = 0;
   const std::string html = HtmlReport(a, "non-finite");
-  const std::regex coordinate(
-      R"re(\s(x|y|x1|y1|x2|y2|cx|cy|r|width|height|points|viewBox|transform)="([^"]*)")re");
+  const std::regex coordinate(R"re(\s(x|y|x1|y1|x2|y2|cx|cy|r|width|height|points|viewBox|transform)="([^"]*)")re");
   int checked = 0;
   for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) {
     const std::string svg = html.substr(at, html.find("</svg>", at) - at);

@@ -32,9 +32,7 @@ std::string Pct(double fraction) {
 
 std::string Sci(double v) { return std::isnan(v) ? "-" : Format("%.2e", v); }
 
-std::string Ratio(double size, uint64_t raw) {
-  return raw == 0 ? "-" : Pct(size / static_cast<double>(raw));
-}
+std::string Ratio(double size, uint64_t raw) { return raw == 0 ? "-" : Pct(size / static_cast<double>(raw)); }
 
 std::string Count(uint64_t n) {
   if (n < 10000) return std::to_string(n);
@@ -109,7 +107,6 @@ std::string AgainstText(const Analysis& a) {
 
 std::string IntervalText(uint32_t k) { return k == 0 ? "inf" : std::to_string(k); }
 
-
 // The last checkpoint compared with a reference: the tensor table's.
 std::optional<size_t> LastCompared(const Analysis& a) {
   for (size_t i = a.rows.size(); i-- > 0;) {
@@ -137,9 +134,10 @@ void ChangesSection(const Analysis& a, const std::vector<int>& slots, std::strin
 }
 
 void SizesSection(const Analysis& a, std::string& out) {
-  out += "\nStored size as a share of raw: huff = Huffman only, zstd = zstd only, auto = the auto rule,\n"
-         "xor, diff = the auto rule with every delta chunk XORed, or taken as a difference,\n"
-         "H0 = order-0 entropy bound of the byte groups\n";
+  out +=
+      "\nStored size as a share of raw: huff = Huffman only, zstd = zstd only, auto = the auto rule,\n"
+      "xor, diff = the auto rule with every delta chunk XORed, or taken as a difference,\n"
+      "H0 = order-0 entropy bound of the byte groups\n";
   out += a.transform == codec::kAutoTransform
              ? "(but for xor and diff, each delta chunk is taken the smaller way, as the store does)\n"
              : std::string("(but for xor and diff, every delta chunk is taken as ") +
@@ -193,8 +191,8 @@ void TensorsSection(const Analysis& a, const std::vector<int>& slots, const Text
   t.LeftAlign(2);
   for (size_t i = 0; i < shown; ++i) {
     const TensorChange& c = *moved[i];
-    std::vector<std::string> row = {c.tensor.name, std::string(codec::DTypeName(c.tensor.dtype)),
-                                    Shape(c.tensor.shape), Pct(c.stats.ChangedFraction())};
+    std::vector<std::string> row = {c.tensor.name, std::string(codec::DTypeName(c.tensor.dtype)), Shape(c.tensor.shape),
+                                    Pct(c.stats.ChangedFraction())};
     for (int s : slots) row.push_back(Pct(c.stats.GroupChangedFraction(s)));
     row.push_back(Sci(c.stats.RelativeUpdate()));
     t.Add(std::move(row));
@@ -218,9 +216,10 @@ void ExponentsSection(const Analysis& a, std::string& out) {
     for (uint64_t c : h.counts) most = std::max(most, c);
     for (size_t e = 0; e < h.counts.size(); ++e) {
       if (h.counts[e] == 0) continue;
-      const std::string name = e == 0 ? "0/sub" : e == top && h.dtype != codec::DType::kF8E4M3
-                                                      ? "inf/nan"
-                                                      : "2^" + std::to_string(static_cast<int>(e) - h.bias);
+      const std::string name = e == 0 ? "0/sub"
+                               : e == top && h.dtype != codec::DType::kF8E4M3
+                                   ? "inf/nan"
+                                   : "2^" + std::to_string(static_cast<int>(e) - h.bias);
       const double share = static_cast<double>(h.counts[e]) / static_cast<double>(h.total);
       const size_t bar = static_cast<size_t>(std::lround(40.0 * static_cast<double>(h.counts[e]) / most));
       t.Add({name, std::to_string(h.counts[e]), Pct(share), std::string(bar, '#')});
@@ -238,9 +237,10 @@ void PoliciesSection(const Analysis& a, std::string& out) {
   TextTable t({"base every", "delta against", "max chain", "bases", "stored", "of raw", "chain", ""});
   t.LeftAlign(1);
   for (const PolicyOutcome& p : a.policies) {
-    t.Add({IntervalText(p.base_interval), AgainstName(p.against), p.max_chain == kNoChainLimit ? "-" : std::to_string(p.max_chain),
-           std::to_string(p.bases), HumanBytes(p.stored_bytes), Percent(p.stored_bytes, raw),
-           std::to_string(p.worst_chain), p.current ? "*" : ""});
+    t.Add({IntervalText(p.base_interval), AgainstName(p.against),
+           p.max_chain == kNoChainLimit ? "-" : std::to_string(p.max_chain), std::to_string(p.bases),
+           HumanBytes(p.stored_bytes), Percent(p.stored_bytes, raw), std::to_string(p.worst_chain),
+           p.current ? "*" : ""});
   }
   out += t.Render();
 }
@@ -266,22 +266,34 @@ void AddSizes(const Sizes& s, bool delta, std::vector<Cell>& row) {
 }
 
 DataTable CheckpointsTable(const Analysis& a, const std::vector<int>& slots) {
-  DataTable t{"checkpoints", {"index", "label", "source", "subject", "id", "format", "raw_bytes", "tensors",
-                              "parameters", "reference_index", "reference_label", "changed_params"}, {}};
+  DataTable t{"checkpoints",
+              {"index", "label", "source", "subject", "id", "format", "raw_bytes", "tensors", "parameters",
+               "reference_index", "reference_label", "changed_params"},
+              {}};
   for (int s : slots) t.columns.push_back("changed_" + SlotLabel(s));
-  for (const char* c : {"relative_update", "non_finite", "changed_tensors", "frozen_tensors", "added_tensors",
-                        "removed_tensors", "reshaped_tensors", "standalone_huffman", "standalone_zstd",
-                        "standalone_auto", "standalone_bound", "previous_huffman", "previous_zstd", "previous_xor",
-                        "previous_difference", "previous_auto", "previous_bound", "base_index", "base_label",
-                        "base_distance", "base_huffman", "base_zstd", "base_xor", "base_difference", "base_auto",
-                        "base_bound"}) {
+  for (const char* c :
+       {"relative_update",  "non_finite",       "changed_tensors",    "frozen_tensors",  "added_tensors",
+        "removed_tensors",  "reshaped_tensors", "standalone_huffman", "standalone_zstd", "standalone_auto",
+        "standalone_bound", "previous_huffman", "previous_zstd",      "previous_xor",    "previous_difference",
+        "previous_auto",    "previous_bound",   "base_index",         "base_label",      "base_distance",
+        "base_huffman",     "base_zstd",        "base_xor",           "base_difference", "base_auto",
+        "base_bound"}) {
     t.columns.push_back(c);
   }
   for (const CheckpointRow& r : a.rows) {
     const bool ref = r.reference.has_value();
-    std::vector<Cell> row = {uint64_t{r.index}, r.label, r.source, r.subject, r.id, r.format, r.raw_bytes,
-                             r.tensors, r.parameters, Maybe(ref, uint64_t{r.reference.value_or(0)}),
-                             Maybe(ref, ref ? a.rows[*r.reference].label : ""), Maybe(ref, r.change.ChangedFraction())};
+    std::vector<Cell> row = {uint64_t{r.index},
+                             r.label,
+                             r.source,
+                             r.subject,
+                             r.id,
+                             r.format,
+                             r.raw_bytes,
+                             r.tensors,
+                             r.parameters,
+                             Maybe(ref, uint64_t{r.reference.value_or(0)}),
+                             Maybe(ref, ref ? a.rows[*r.reference].label : ""),
+                             Maybe(ref, r.change.ChangedFraction())};
     for (int s : slots) row.push_back(Maybe(ref, r.change.GroupChangedFraction(s)));
     row.push_back(Maybe(ref, r.change.RelativeUpdate()));
     for (uint64_t n : {r.change.non_finite, r.changed_tensors, r.frozen_tensors, r.added_tensors, r.removed_tensors,
@@ -301,16 +313,23 @@ DataTable CheckpointsTable(const Analysis& a, const std::vector<int>& slots) {
 }
 
 DataTable TensorsTable(const Analysis& a, const std::vector<int>& slots) {
-  DataTable t{"tensors", {"checkpoint_index", "checkpoint_label", "tensor", "dtype", "shape", "status", "elements",
-                          "changed", "changed_fraction"}, {}};
+  DataTable t{"tensors",
+              {"checkpoint_index", "checkpoint_label", "tensor", "dtype", "shape", "status", "elements", "changed",
+               "changed_fraction"},
+              {}};
   for (int s : slots) t.columns.push_back("changed_" + SlotLabel(s));
   for (const char* c : {"relative_update", "update_norm", "reference_norm", "non_finite"}) t.columns.push_back(c);
   for (const TensorChange& c : a.tensors) {
     const bool compared = c.status == TensorStatus::kChanged || c.status == TensorStatus::kFrozen;
     const bool counted = c.status != TensorStatus::kRemoved;
-    std::vector<Cell> row = {uint64_t{c.checkpoint}, a.rows[c.checkpoint].label, c.tensor.name,
-                             std::string(codec::DTypeName(c.tensor.dtype)), JoinDims(c.tensor.shape, "x"), std::string(TensorStatusName(c.status)),
-                             Maybe(counted, c.stats.elements), Maybe(counted, c.stats.changed),
+    std::vector<Cell> row = {uint64_t{c.checkpoint},
+                             a.rows[c.checkpoint].label,
+                             c.tensor.name,
+                             std::string(codec::DTypeName(c.tensor.dtype)),
+                             JoinDims(c.tensor.shape, "x"),
+                             std::string(TensorStatusName(c.status)),
+                             Maybe(counted, c.stats.elements),
+                             Maybe(counted, c.stats.changed),
                              Maybe(counted, c.stats.ChangedFraction())};
     for (int s : slots) row.push_back(Maybe(counted, c.stats.GroupChangedFraction(s)));
     const bool floats = compared && c.stats.float_elements > 0;
@@ -324,8 +343,10 @@ DataTable TensorsTable(const Analysis& a, const std::vector<int>& slots) {
 }
 
 DataTable ExponentsTable(const Analysis& a) {
-  DataTable t{"exponents", {"checkpoint_index", "checkpoint_label", "dtype", "biased_exponent", "exponent", "kind",
-                            "count", "share"}, {}};
+  DataTable t{
+      "exponents",
+      {"checkpoint_index", "checkpoint_label", "dtype", "biased_exponent", "exponent", "kind", "count", "share"},
+      {}};
   if (!a.histogram_at) return t;
   for (const ExponentHistogram& h : a.histograms) {
     const size_t top = h.counts.size() - 1;
@@ -335,24 +356,28 @@ DataTable ExponentsTable(const Analysis& a) {
       t.rows.push_back({uint64_t{*a.histogram_at}, a.rows[*a.histogram_at].label,
                         std::string(codec::DTypeName(h.dtype)), uint64_t{e},
                         Maybe(!special, int64_t{static_cast<int64_t>(e) - h.bias}),
-                        std::string(e == 0 ? "zero/subnormal" : special ? "inf/nan" : "normal"), h.counts[e],
-                        Fraction(h.counts[e], h.total)});
+                        std::string(e == 0    ? "zero/subnormal"
+                                    : special ? "inf/nan"
+                                              : "normal"),
+                        h.counts[e], Fraction(h.counts[e], h.total)});
     }
   }
   return t;
 }
 
 DataTable PoliciesTable(const Analysis& a) {
-  DataTable t{"policies", {"base_interval", "against", "max_chain", "current", "bases", "stored_bytes", "stored_share",
-                           "worst_chain"}, {}};
+  DataTable t{
+      "policies",
+      {"base_interval", "against", "max_chain", "current", "bases", "stored_bytes", "stored_share", "worst_chain"},
+      {}};
   uint64_t raw = 0;
   for (const CheckpointRow& r : a.rows) raw += r.raw_bytes;
   const double inf = std::numeric_limits<double>::infinity();
   for (const PolicyOutcome& p : a.policies) {
     t.rows.push_back({p.base_interval == 0 ? Cell{inf} : Cell{uint64_t{p.base_interval}},
                       std::string(AgainstName(p.against)),
-                      p.max_chain == kNoChainLimit ? Cell{inf} : Cell{uint64_t{p.max_chain}}, p.current, p.bases, p.stored_bytes,
-                      Fraction(p.stored_bytes, raw), int64_t{p.worst_chain}});
+                      p.max_chain == kNoChainLimit ? Cell{inf} : Cell{uint64_t{p.max_chain}}, p.current, p.bases,
+                      p.stored_bytes, Fraction(p.stored_bytes, raw), int64_t{p.worst_chain}});
   }
   return t;
 }
@@ -429,9 +454,9 @@ std::string DiffText(const std::vector<TensorChange>& changes, bool all) {
   for (int s : SlotOrder()) {
     if (present[s] && IsFloatSlot(s)) slots.push_back(s);
   }
-  std::string out = std::to_string(changes.size()) + " tensors: " +
-                    std::to_string(by_status[static_cast<size_t>(TensorStatus::kChanged)]) + " changed, " +
-                    std::to_string(by_status[static_cast<size_t>(TensorStatus::kFrozen)]) + " frozen, " +
+  std::string out = std::to_string(changes.size()) +
+                    " tensors: " + std::to_string(by_status[static_cast<size_t>(TensorStatus::kChanged)]) +
+                    " changed, " + std::to_string(by_status[static_cast<size_t>(TensorStatus::kFrozen)]) + " frozen, " +
                     std::to_string(by_status[static_cast<size_t>(TensorStatus::kAdded)]) + " added, " +
                     std::to_string(by_status[static_cast<size_t>(TensorStatus::kRemoved)]) + " removed, " +
                     std::to_string(by_status[static_cast<size_t>(TensorStatus::kReshaped)]) + " reshaped\n";
@@ -474,9 +499,8 @@ std::vector<DataTable> DataTables(const Analysis& a) {
 }
 
 Result<std::vector<std::string>> WriteCsv(const Analysis& a, const std::string& path) {
-  const std::string stem = path.size() > 4 && path.compare(path.size() - 4, 4, ".csv") == 0
-                               ? path.substr(0, path.size() - 4)
-                               : path;
+  const std::string stem =
+      path.size() > 4 && path.compare(path.size() - 4, 4, ".csv") == 0 ? path.substr(0, path.size() - 4) : path;
   std::vector<std::string> written;
   for (const DataTable& t : DataTables(a)) {
     std::string text;
@@ -495,10 +519,10 @@ Result<std::vector<std::string>> WriteCsv(const Analysis& a, const std::string& 
 
 Status WriteJson(const Analysis& a, const std::string& path) {
   nlohmann::ordered_json doc = {{"format", "git-zipnn-analysis"},
-                        {"version", 1},
-                        {"against", AgainstName(a.against)},
-                        {"base_interval", a.base_interval},
-                        {"tensor_filter", a.tensor_filter}};
+                                {"version", 1},
+                                {"against", AgainstName(a.against)},
+                                {"base_interval", a.base_interval},
+                                {"tensor_filter", a.tensor_filter}};
   for (const DataTable& t : DataTables(a)) {
     nlohmann::ordered_json records = nlohmann::ordered_json::array();
     for (const auto& row : t.rows) {

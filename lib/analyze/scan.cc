@@ -76,7 +76,8 @@ double Value(DType t, U bits) {
       std::memcpy(&f, &b, 4);
       return f;
     }
-    case DType::kF16: return HalfValue(static_cast<uint16_t>(bits));
+    case DType::kF16:
+      return HalfValue(static_cast<uint16_t>(bits));
     case DType::kF64: {
       double d;
       const uint64_t b = static_cast<uint64_t>(bits);
@@ -84,8 +85,10 @@ double Value(DType t, U bits) {
       return d;
     }
     case DType::kF8E4M3:
-    case DType::kF8E5M2: return Fp8Table(t)[static_cast<uint8_t>(bits)];
-    default: return 0;
+    case DType::kF8E5M2:
+      return Fp8Table(t)[static_cast<uint8_t>(bits)];
+    default:
+      return 0;
   }
 }
 
@@ -157,10 +160,14 @@ void CompareBlock(DType t, const uint8_t* target, const uint8_t* reference, size
   const size_t width = static_cast<size_t>(codec::DTypeWidth(t));
   const size_t count = bytes / width;
   switch (width) {
-    case 1: return CompareElements<uint8_t>(t, target, reference, count, histogram, out);
-    case 2: return CompareElements<uint16_t>(t, target, reference, count, histogram, out);
-    case 4: return CompareElements<uint32_t>(t, target, reference, count, histogram, out);
-    default: return CompareElements<uint64_t>(t, target, reference, count, histogram, out);
+    case 1:
+      return CompareElements<uint8_t>(t, target, reference, count, histogram, out);
+    case 2:
+      return CompareElements<uint16_t>(t, target, reference, count, histogram, out);
+    case 4:
+      return CompareElements<uint32_t>(t, target, reference, count, histogram, out);
+    default:
+      return CompareElements<uint64_t>(t, target, reference, count, histogram, out);
   }
 }
 
@@ -213,13 +220,20 @@ void SumSquaresOf(const uint8_t* p, size_t n, double& sum, uint64_t& finite, uin
 
 void SumSquares(DType t, const uint8_t* p, size_t n, double& sum, uint64_t& finite, uint64_t& non_finite) {
   switch (t) {
-    case DType::kF32: return SumSquaresOf<uint32_t, DType::kF32>(p, n, sum, finite, non_finite);
-    case DType::kBF16: return SumSquaresOf<uint16_t, DType::kBF16>(p, n, sum, finite, non_finite);
-    case DType::kF16: return SumSquaresOf<uint16_t, DType::kF16>(p, n, sum, finite, non_finite);
-    case DType::kF64: return SumSquaresOf<uint64_t, DType::kF64>(p, n, sum, finite, non_finite);
-    case DType::kF8E4M3: return SumSquaresOf<uint8_t, DType::kF8E4M3>(p, n, sum, finite, non_finite);
-    case DType::kF8E5M2: return SumSquaresOf<uint8_t, DType::kF8E5M2>(p, n, sum, finite, non_finite);
-    default: return;  // not a float: no norm
+    case DType::kF32:
+      return SumSquaresOf<uint32_t, DType::kF32>(p, n, sum, finite, non_finite);
+    case DType::kBF16:
+      return SumSquaresOf<uint16_t, DType::kBF16>(p, n, sum, finite, non_finite);
+    case DType::kF16:
+      return SumSquaresOf<uint16_t, DType::kF16>(p, n, sum, finite, non_finite);
+    case DType::kF64:
+      return SumSquaresOf<uint64_t, DType::kF64>(p, n, sum, finite, non_finite);
+    case DType::kF8E4M3:
+      return SumSquaresOf<uint8_t, DType::kF8E4M3>(p, n, sum, finite, non_finite);
+    case DType::kF8E5M2:
+      return SumSquaresOf<uint8_t, DType::kF8E5M2>(p, n, sum, finite, non_finite);
+    default:
+      return;  // not a float: no norm
   }
 }
 

@@ -14,9 +14,9 @@ namespace {
 
 // The object's size with `coders`, its delta chunks taken as `transform`
 // says (the policy's own when not given).
-Result<uint64_t> CodedSize(const formats::CheckpointView& target, const container::Layout& layout, const formats::CheckpointView* base,
-                           const config::Policy& policy, codec::CoderPolicy coders, ContentId* id,
-                           std::optional<codec::TransformPolicy> transform = std::nullopt) {
+Result<uint64_t> CodedSize(const formats::CheckpointView& target, const container::Layout& layout,
+                           const formats::CheckpointView* base, const config::Policy& policy, codec::CoderPolicy coders,
+                           ContentId* id, std::optional<codec::TransformPolicy> transform = std::nullopt) {
   container::EncodeOptions options;
   options.chunk_size = policy.chunk_size;
   options.threads = policy.threads;
@@ -25,22 +25,24 @@ Result<uint64_t> CodedSize(const formats::CheckpointView& target, const containe
   options.transform = transform.value_or(policy.delta_transform);
   container::DeltaBase delta{base != nullptr ? base->source : nullptr, base != nullptr ? base->id : ContentId{}};
   CountingSink sink;
-  ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
-                         container::EncodeObject(*target.source, layout, base != nullptr ? &delta : nullptr, options, sink));
+  ZIPNN_ASSIGN_OR_RETURN(
+      container::EncodeResult r,
+      container::EncodeObject(*target.source, layout, base != nullptr ? &delta : nullptr, options, sink));
   if (id != nullptr) *id = r.content_id;
   return sink.bytes();
 }
 
 }  // namespace
 
-Result<Sizes> MeasureSizes(const formats::CheckpointView& target, const formats::CheckpointView* base, const config::Policy& policy, Coders coders,
-                           ThreadPool& pool, ContentId* id) {
-  const container::Layout layout = base == nullptr ? formats::ToRegions(*target.layout)
-                                                   : formats::ToDeltaRegions(*target.layout, *base->layout);
+Result<Sizes> MeasureSizes(const formats::CheckpointView& target, const formats::CheckpointView* base,
+                           const config::Policy& policy, Coders coders, ThreadPool& pool, ContentId* id) {
+  const container::Layout layout =
+      base == nullptr ? formats::ToRegions(*target.layout) : formats::ToDeltaRegions(*target.layout, *base->layout);
   Sizes sizes;
   ZIPNN_ASSIGN_OR_RETURN(sizes.automatic, CodedSize(target, layout, base, policy, codec::CoderPolicy::kAuto, id));
   if (coders == Coders::kAll) {
-    ZIPNN_ASSIGN_OR_RETURN(sizes.huffman, CodedSize(target, layout, base, policy, codec::CoderPolicy::kHuffman, nullptr));
+    ZIPNN_ASSIGN_OR_RETURN(sizes.huffman,
+                           CodedSize(target, layout, base, policy, codec::CoderPolicy::kHuffman, nullptr));
     ZIPNN_ASSIGN_OR_RETURN(sizes.zstd, CodedSize(target, layout, base, policy, codec::CoderPolicy::kZstd, nullptr));
     if (base != nullptr) {
       ZIPNN_ASSIGN_OR_RETURN(sizes.xor_only, CodedSize(target, layout, base, policy, codec::CoderPolicy::kAuto, nullptr,

@@ -18,7 +18,7 @@ enum class Coders { kAll, kAutoOnly };
 // Sizes of `target` coded standalone (base null) or as a delta against
 // `base`, by the coding parameters of `policy`. With kAutoOnly only
 // `automatic` is measured. `id` receives the target's content id.
-Result<Sizes> MeasureSizes(const formats::CheckpointView& target, const formats::CheckpointView* base, const config::Policy& policy, Coders coders,
-                           ThreadPool& pool, ContentId* id = nullptr);
+Result<Sizes> MeasureSizes(const formats::CheckpointView& target, const formats::CheckpointView* base,
+                           const config::Policy& policy, Coders coders, ThreadPool& pool, ContentId* id = nullptr);
 
 }  // namespace zipnn::analyze

@@ -33,9 +33,12 @@ std::optional<ContentId> ContentId::FromHex(std::string_view hex) {
   for (size_t i = 0; i < 32; ++i) {
     char c = hex[i];
     int v;
-    if (c >= '0' && c <= '9') v = c - '0';
-    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-    else return std::nullopt;  // only the canonical lowercase form is valid
+    if (c >= '0' && c <= '9')
+      v = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      v = c - 'a' + 10;
+    else
+      return std::nullopt;  // only the canonical lowercase form is valid
     id.bytes[i / 2] = static_cast<uint8_t>(id.bytes[i / 2] << 4 | v);
   }
   return id;

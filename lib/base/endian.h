@@ -8,8 +8,7 @@
 
 namespace zipnn {
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-              "git-zipnn assumes a little-endian host");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "git-zipnn assumes a little-endian host");
 
 template <typename T>
 inline T LoadLE(const uint8_t* p) {

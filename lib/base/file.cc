@@ -119,7 +119,8 @@ Status ReadFile::ReadPinned(uint64_t offset, void* out, size_t n) const {
       uint8_t* into = p + (start - offset);
       ZIPNN_RETURN_IF_ERROR(ReadRaw(start, into, static_cast<size_t>(run_end - start)));
       for (uint64_t at = start; at < run_end; at += kPinBlock, ++block) {
-        ZIPNN_RETURN_IF_ERROR(check(block, into + (at - start), static_cast<size_t>(std::min<uint64_t>(kPinBlock, run_end - at))));
+        ZIPNN_RETURN_IF_ERROR(
+            check(block, into + (at - start), static_cast<size_t>(std::min<uint64_t>(kPinBlock, run_end - at))));
       }
       continue;
     }
@@ -209,7 +210,8 @@ bool IsWorkTreeTemp(const std::string& name) {
   if (name.size() < kPrefix + kSuffix || name.compare(0, kPrefix, kWorkTreeTempPrefix) != 0) return false;
   const size_t at = name.size() - kSuffix;
   if (name.compare(at, 5, ".tmp-") != 0) return false;
-  return std::all_of(name.begin() + at + 5, name.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  return std::all_of(name.begin() + at + 5, name.end(),
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
 }
 
 }  // namespace
@@ -264,8 +266,8 @@ size_t RemoveAbandonedTemps(const std::string& scratch_dir) {
     // Unlocked, its writer is gone (a file takes this name only once
     // locked). The name must still be the file locked: a writer may have
     // renamed it away meanwhile.
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev &&
-        ::unlink(path.c_str()) == 0) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
+        named.st_ino == held.st_ino && named.st_dev == held.st_dev && ::unlink(path.c_str()) == 0) {
       ++removed;
     }
     ::close(fd);
@@ -305,8 +307,13 @@ Status TempLink::Commit() {
 }
 
 AtomicFile::AtomicFile(AtomicFile&& o) noexcept
-    : fd_(o.fd_), path_(std::move(o.path_)), tmp_(std::move(o.tmp_)),
-      overwrite_(o.overwrite_), stream_(o.stream_), temp_(o.temp_), size_(o.size_) {
+    : fd_(o.fd_),
+      path_(std::move(o.path_)),
+      tmp_(std::move(o.tmp_)),
+      overwrite_(o.overwrite_),
+      stream_(o.stream_),
+      temp_(o.temp_),
+      size_(o.size_) {
   o.fd_ = -1;
   o.tmp_.clear();
 }

@@ -44,8 +44,7 @@ class ReadFile : public ByteSource {
   Status ReadAt(uint64_t offset, void* out, size_t n) const override;
 
  private:
-  ReadFile(int fd, uint64_t size, std::string path)
-      : fd_(fd), size_(size), path_(std::move(path)) {}
+  ReadFile(int fd, uint64_t size, std::string path) : fd_(fd), size_(size), path_(std::move(path)) {}
   Status ReadRaw(uint64_t offset, void* out, size_t n) const;
   Status ReadPinned(uint64_t offset, void* out, size_t n) const;
   int fd_ = -1;

@@ -320,7 +320,8 @@ TEST_CASE("after Presize, threads fill disjoint ranges of an AtomicFile with Wri
   REQUIRE(file->Commit().ok());
   const std::string text = Text(path);
   REQUIRE(text.size() == kPart * kParts);
-  for (int i = 0; i < kParts; ++i) CHECK(text.substr(kPart * i, kPart) == std::string(kPart, static_cast<char>('a' + i)));
+  for (int i = 0; i < kParts; ++i)
+    CHECK(text.substr(kPart * i, kPart) == std::string(kPart, static_cast<char>('a' + i)));
 }
 
 TEST_CASE("a pipe given as the output is written through, not replaced by a file") {
@@ -567,9 +568,14 @@ TEST_CASE("a file opened as holding an id gives its bytes at any offset, and ref
   std::optional<ReadFile> held = ReadFile::OpenHolding(path, id);
   REQUIRE(held.has_value());
   const size_t block = ReadFile::kPinBlock;
-  for (const auto& range : std::vector<std::pair<size_t, size_t>>{
-           {0, bytes.size()}, {0, 1}, {block - 1, 2}, {block, block}, {block + 5, 2 * block}, {3 * block + 7, block / 2 - 7},
-           {bytes.size() - 1, 1}, {17, 0}}) {
+  for (const auto& range : std::vector<std::pair<size_t, size_t>>{{0, bytes.size()},
+                                                                  {0, 1},
+                                                                  {block - 1, 2},
+                                                                  {block, block},
+                                                                  {block + 5, 2 * block},
+                                                                  {3 * block + 7, block / 2 - 7},
+                                                                  {bytes.size() - 1, 1},
+                                                                  {17, 0}}) {
     const size_t offset = range.first, n = range.second;
     CAPTURE(offset);
     CAPTURE(n);

@@ -117,8 +117,7 @@ class CountingSink : public ByteSink {
 
 class MemorySource : public ByteSource {
  public:
-  MemorySource(const uint8_t* data, size_t size, std::string name)
-      : data_(data), size_(size), name_(std::move(name)) {}
+  MemorySource(const uint8_t* data, size_t size, std::string name) : data_(data), size_(size), name_(std::move(name)) {}
   uint64_t size() const override { return size_; }
   Status ReadAt(uint64_t offset, void* out, size_t n) const override {
     if (offset > size_ || n > size_ - offset) return IoError(name_ + ": read past the end");

@@ -28,8 +28,9 @@ TEST_CASE("run capture: keeps standard output and error apart, and the exit code
 TEST_CASE("run capture: megabytes on both outputs at once do not deadlock") {
   // Each output alone is far beyond what a socket buffers, so a reader
   // that drained one before the other would wait for ever.
-  auto run = RunCapture(Shell("i=0; while [ $i -lt 64 ]; do head -c 65536 /dev/zero; head -c 32768 /dev/zero >&2; "
-                              "i=$((i+1)); done"));
+  auto run =
+      RunCapture(Shell("i=0; while [ $i -lt 64 ]; do head -c 65536 /dev/zero; head -c 32768 /dev/zero >&2; "
+                       "i=$((i+1)); done"));
   REQUIRE(run.ok());
   CHECK(run->out.size() == 64u * 65536);
   CHECK(run->err.size() == 64u * 32768);

@@ -8,13 +8,20 @@ namespace zipnn {
 namespace {
 const char* CodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kCorruption: return "corruption";
-    case StatusCode::kUnsupported: return "unsupported";
-    case StatusCode::kIoError: return "i/o error";
-    case StatusCode::kGit: return "git";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kCorruption:
+      return "corruption";
+    case StatusCode::kUnsupported:
+      return "unsupported";
+    case StatusCode::kIoError:
+      return "i/o error";
+    case StatusCode::kGit:
+      return "git";
   }
   return "unknown";
 }

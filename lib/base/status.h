@@ -25,8 +25,7 @@ enum class StatusCode {
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(StatusCode code, std::string message)
-      : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
@@ -61,7 +60,7 @@ namespace internal {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT
 
   bool ok() const { return status_.ok(); }
@@ -96,15 +95,14 @@ class [[nodiscard]] Result {
 #define ZIPNN_CONCAT(a, b) ZIPNN_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function if `expr` (a Status) is not OK.
-#define ZIPNN_RETURN_IF_ERROR(expr)                  \
-  do {                                               \
-    ::zipnn::Status zipnn_status_ = (expr);          \
-    if (!zipnn_status_.ok()) return zipnn_status_;   \
+#define ZIPNN_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::zipnn::Status zipnn_status_ = (expr);        \
+    if (!zipnn_status_.ok()) return zipnn_status_; \
   } while (0)
 
 // `lhs = value of expr` (a Result<T>), or returns its Status.
-#define ZIPNN_ASSIGN_OR_RETURN(lhs, expr) \
-  ZIPNN_ASSIGN_OR_RETURN_IMPL(ZIPNN_CONCAT(zipnn_result_, __LINE__), lhs, expr)
+#define ZIPNN_ASSIGN_OR_RETURN(lhs, expr) ZIPNN_ASSIGN_OR_RETURN_IMPL(ZIPNN_CONCAT(zipnn_result_, __LINE__), lhs, expr)
 #define ZIPNN_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.ok()) return tmp.status();               \

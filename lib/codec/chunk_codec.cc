@@ -9,15 +9,13 @@
 
 namespace zipnn::codec {
 
-Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t size,
-                                     size_t chunk_len, Coder newest) {
+Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t size, size_t chunk_len, Coder newest) {
   ChunkGroups g;
   if (size < 1) return Corruption("empty chunk record");
   g.count = record[0];
   const int expected = GroupCount(dtype, chunk_len);
   if (g.count != expected) {
-    return Corruption("chunk record has " + std::to_string(g.count) + " groups, expected " +
-                      std::to_string(expected));
+    return Corruption("chunk record has " + std::to_string(g.count) + " groups, expected " + std::to_string(expected));
   }
   g.payload_start = 1 + kGroupEntryBytes * static_cast<size_t>(g.count);
   if (size < g.payload_start) return Corruption("chunk record shorter than its group table");
@@ -26,8 +24,7 @@ Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t 
     const uint8_t* e = record + 1 + kGroupEntryBytes * static_cast<size_t>(i);
     std::optional<Coder> coder = CoderFromByte(e[0]);
     if (!coder || *coder > newest) return Corruption("chunk record names unknown coder " + std::to_string(e[0]));
-    g.group[i] = GroupEntry{*coder, LoadLE<uint32_t>(e + 1),
-                            static_cast<uint32_t>(GroupSize(dtype, chunk_len, i))};
+    g.group[i] = GroupEntry{*coder, LoadLE<uint32_t>(e + 1), static_cast<uint32_t>(GroupSize(dtype, chunk_len, i))};
     payload += g.group[i].stored;
   }
   if (payload != size - g.payload_start) {
@@ -119,8 +116,8 @@ Transform ChunkEncoder::TakeDelta(DType dtype, const uint8_t* raw, size_t n, con
   return transform;
 }
 
-Transform ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base,
-                               Buffer& out, const uint8_t* prefix, size_t prefix_size) {
+Transform ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base, Buffer& out,
+                               const uint8_t* prefix, size_t prefix_size) {
   Transform transform = Transform::kXor;
   if (base != nullptr) {
     transform = TakeDelta(dtype, raw, n, base);
@@ -135,7 +132,7 @@ Transform ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const 
   // LZ coder finds their repeats.
   groups_.set_prefer_lz(dtype == DType::kBytes);
   groups_.set_zstd_level(dtype == DType::kBytes && n <= kSmallOpaqueBytes ? std::max(zstd_level_, kSmallOpaqueLevel)
-                                                                         : zstd_level_);
+                                                                          : zstd_level_);
   groups_.set_delta(base != nullptr);
   groups_.set_zstd_prefix(prefix, prefix_size);
   groups_.set_class_keys(KeysOf(dtype, transform, base, n));
@@ -166,17 +163,16 @@ Transform ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const 
   return transform;
 }
 
-Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, size_t n,
-                            const uint8_t* base, uint8_t* out, const uint8_t* prefix,
-                            size_t prefix_size, Transform transform) {
+Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, size_t n, const uint8_t* base,
+                            uint8_t* out, const uint8_t* prefix, size_t prefix_size, Transform transform) {
   if (static_cast<size_t>(transform) >= kTransformCount) return Corruption("an unknown delta transform");
   const TransformInfo& info = InfoOf(transform);
   // Without a base a chunk is stored as it is, which the first transform
   // (XOR) stands for.
   if (base == nullptr ? transform != kTransforms[0].transform : !info.applies(dtype)) {
-    return Corruption(base == nullptr ? "a " + std::string(info.name) + " delta in a region without a base"
-                                      : "a " + std::string(info.name) + " delta in a " + std::string(DTypeName(dtype)) +
-                                            " region");
+    return Corruption(base == nullptr
+                          ? "a " + std::string(info.name) + " delta in a region without a base"
+                          : "a " + std::string(info.name) + " delta in a " + std::string(DTypeName(dtype)) + " region");
   }
   ZIPNN_ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, record, size, n, newest_));
   groups_.set_zstd_prefix(prefix, prefix_size);
@@ -190,11 +186,9 @@ Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, siz
     if (e.coder == Coder::kClassedRans && !info.classed) {
       return Corruption("group " + std::to_string(i) + " is rans-classed in a chunk that is not a difference");
     }
-    Status s = groups_.Decode(e.coder, payload, e.stored,
-                              grouped_.data() + GroupOffset(dtype, n, i), e.raw);
+    Status s = groups_.Decode(e.coder, payload, e.stored, grouped_.data() + GroupOffset(dtype, n, i), e.raw);
     if (!s.ok()) {
-      return Corruption("group " + std::to_string(i) + " (" + std::string(CoderName(e.coder)) +
-                        "): " + s.message());
+      return Corruption("group " + std::to_string(i) + " (" + std::string(CoderName(e.coder)) + "): " + s.message());
     }
     payload += e.stored;
   }

@@ -49,8 +49,8 @@ struct ChunkGroups {
 // Reads a record's group table and checks it against the region type and
 // the chunk's length: group count, coder values (up to `newest`: objects
 // of older formats know fewer coders), sizes that add up.
-Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t size,
-                                     size_t chunk_len, Coder newest = kNewestCoder);
+Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t size, size_t chunk_len,
+                                     Coder newest = kNewestCoder);
 
 // Where the class keys of a chunk's elements are (rans.h, ElementClasses):
 // the top byte of each base element of a difference of floats; none for
@@ -112,9 +112,8 @@ class ChunkDecoder {
   // `base` when that is not null; `prefix` is the history its zstd groups
   // were made with). The record must be readable kDecoderReadPadding
   // bytes past `size`.
-  Status Decode(DType dtype, const uint8_t* record, size_t size, size_t n, const uint8_t* base,
-                uint8_t* out, const uint8_t* prefix = nullptr, size_t prefix_size = 0,
-                Transform transform = Transform::kXor);
+  Status Decode(DType dtype, const uint8_t* record, size_t size, size_t n, const uint8_t* base, uint8_t* out,
+                const uint8_t* prefix = nullptr, size_t prefix_size = 0, Transform transform = Transform::kXor);
 
  private:
   Coder newest_;

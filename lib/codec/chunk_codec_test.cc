@@ -24,7 +24,8 @@ TEST_CASE("chunk records round-trip standalone and as deltas by every transform,
     for (size_t n : {target.size(), target.size() - 3, size_t{5}}) {
       CAPTURE(DTypeName(t));
       CAPTURE(n);
-      for (TransformPolicy policy : std::initializer_list<TransformPolicy>{kAutoTransform, Transform::kXor, Transform::kDifference}) {
+      for (TransformPolicy policy :
+           std::initializer_list<TransformPolicy>{kAutoTransform, Transform::kXor, Transform::kDifference}) {
         CAPTURE(TransformPolicyName(policy));
         ChunkEncoder enc(CoderPolicy::kAuto, 3, policy);
         ChunkDecoder dec;
@@ -66,7 +67,8 @@ TEST_CASE("a difference is refused where it cannot have been written") {
   auto p = Padded(rec.data(), rec.size());
   std::vector<uint8_t> out(base.size());
   ChunkDecoder dec;
-  CHECK(dec.Decode(DType::kF32, p.data(), rec.size(), base.size(), nullptr, out.data(), nullptr, 0, Transform::kDifference)
+  CHECK(dec.Decode(DType::kF32, p.data(), rec.size(), base.size(), nullptr, out.data(), nullptr, 0,
+                   Transform::kDifference)
             .message() == "a difference delta in a region without a base");
   Buffer bytes;
   REQUIRE(enc.Encode(DType::kBytes, base.data(), base.size(), base.data(), bytes) == Transform::kXor);
@@ -114,15 +116,14 @@ TEST_CASE("a difference's rANS groups take the lanes coder, and no other chunk's
     auto p = Padded(rec.data(), rec.size());
     std::vector<uint8_t> out(target.size());
     ChunkDecoder dec;
-    REQUIRE(dec.Decode(DType::kF32, p.data(), rec.size(), target.size(), base.data(), out.data(), nullptr, 0, used)
-                .ok());
+    REQUIRE(
+        dec.Decode(DType::kF32, p.data(), rec.size(), target.size(), base.data(), out.data(), nullptr, 0, used).ok());
     CHECK(out == target);
     if (used == Transform::kDifference) {
       // Read as an XOR chunk, the record names a coder only a difference
       // may hold.
-      const Status s =
-          dec.Decode(DType::kF32, p.data(), rec.size(), target.size(), base.data(), out.data(), nullptr, 0,
-                     Transform::kXor);
+      const Status s = dec.Decode(DType::kF32, p.data(), rec.size(), target.size(), base.data(), out.data(), nullptr, 0,
+                                  Transform::kXor);
       CHECK(s.message().find("is rans-classed in a chunk that is not a difference") != std::string::npos);
     }
   }
@@ -141,8 +142,9 @@ TEST_CASE("the chooser's sampled estimate lands near the full count") {
   double full = 0;
   for (int g = 0; g < 4; ++g) {
     const size_t len = GroupSize(DType::kF32, delta.size(), g);
-    full += std::min<double>(static_cast<double>(len),
-                             EntropyBits(CountBytes(grouped.data() + GroupOffset(DType::kF32, delta.size(), g), len)) / 8);
+    full +=
+        std::min<double>(static_cast<double>(len),
+                         EntropyBits(CountBytes(grouped.data() + GroupOffset(DType::kF32, delta.size(), g), len)) / 8);
   }
   const double estimate = ChunkEncoder::EstimatedBytes(DType::kF32, grouped.data(), grouped.size());
   CHECK(full > 1000);

@@ -42,10 +42,14 @@ ZIPNN_HOT void ClassesOf(const uint8_t* key, size_t stride, size_t elements, con
   std::array<uint8_t, 3> t;
   for (int i = 0; i < 3; ++i) t[i] = i + 1 < count ? threshold[i] : 0x80;  // 0x80: above every key
   switch (stride) {
-    case 1: return ClassesByStride<1>(key, elements, t, of);
-    case 2: return ClassesByStride<2>(key, elements, t, of);
-    case 4: return ClassesByStride<4>(key, elements, t, of);
-    case 8: return ClassesByStride<8>(key, elements, t, of);
+    case 1:
+      return ClassesByStride<1>(key, elements, t, of);
+    case 2:
+      return ClassesByStride<2>(key, elements, t, of);
+    case 4:
+      return ClassesByStride<4>(key, elements, t, of);
+    case 8:
+      return ClassesByStride<8>(key, elements, t, of);
     default:
       for (size_t i = 0; i < elements; ++i) {
         const uint8_t k = key[i * stride] & 0x7f;
@@ -94,9 +98,9 @@ struct LaneOut {
   const uint8_t* in;  // the segment's symbols
   const uint8_t* of;  // their classes; null with one class
   size_t len;
-  size_t rounds;      // whole rounds of eight not written yet
+  size_t rounds;  // whole rounds of eight not written yet
   uint32_t x[kLanes];
-  uint8_t* p;         // the first byte written so far
+  uint8_t* p;  // the first byte written so far
 };
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -159,10 +163,9 @@ __attribute__((target("avx2,bmi2"), always_inline)) inline void PutRoundAvx2(__m
 
   const __m256i flush = _mm256_cmpgt_epi32(_mm256_xor_si256(state, sign), _mm256_xor_si256(x_max, sign));
   const uint32_t lanes = static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(flush)));
-  const __m256i order =
-      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(kFlushOrder.of[lanes])),
-                                         _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-                       _mm256_set1_epi32(7));
+  const __m256i order = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(kFlushOrder.of[lanes])),
+                                                           _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                         _mm256_set1_epi32(7));
   const __m256i words = _mm256_permutevar8x32_epi32(_mm256_and_si256(state, _mm256_set1_epi32(0xffff)), order);
   const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(words, words), 0x08);
   // The words end at p; what the store puts below them is overwritten
@@ -266,8 +269,7 @@ namespace {
 // The counts of in[0..n) by class of[i], in one pass, two counter tables
 // (alternate bytes) so that a run of one value never waits on its own
 // counter.
-ZIPNN_HOT void CountByClass(const uint8_t* in, const uint8_t* of, size_t n,
-                            std::array<Histogram, kMaxClasses>& h) {
+ZIPNN_HOT void CountByClass(const uint8_t* in, const uint8_t* of, size_t n, std::array<Histogram, kMaxClasses>& h) {
   std::array<std::array<uint32_t, 256 * kMaxClasses>, 2> c{};
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -290,7 +292,8 @@ namespace {
 struct CLog2C {
   std::array<double, 4096> of;
   CLog2C() {
-    for (size_t c = 0; c < of.size(); ++c) of[c] = c == 0 ? 0 : static_cast<double>(c) * std::log2(static_cast<double>(c));
+    for (size_t c = 0; c < of.size(); ++c)
+      of[c] = c == 0 ? 0 : static_cast<double>(c) * std::log2(static_cast<double>(c));
   }
   double operator()(uint32_t c) const {
     return c < of.size() ? of[c] : static_cast<double>(c) * std::log2(static_cast<double>(c));
@@ -335,8 +338,7 @@ double SampledClassGain(const uint8_t* in, size_t n, const ElementClasses& class
   return one <= 0 ? 0 : 1 - split / one;
 }
 
-void ClassedRansEncoder::Plan(const uint8_t* in, size_t n, const ElementClasses& classes,
-                              const GroupCounts* counts) {
+void ClassedRansEncoder::Plan(const uint8_t* in, size_t n, const ElementClasses& classes, const GroupCounts* counts) {
   in_ = in;
   n_ = n;
   classes_ = classes;
@@ -448,9 +450,7 @@ inline uint8_t LaneStep(uint32_t& x, const uint8_t*& p, uint32_t c, LaneTables t
 // rounds run unchecked while every stream has that much left, counting
 // the padding a decoder may read.
 constexpr size_t kRoundBytes = 2 * kLanes;
-inline bool RoundFits(const LaneStream& s) {
-  return s.p + kRoundBytes <= s.end + kDecoderReadPadding;
-}
+inline bool RoundFits(const LaneStream& s) { return s.p + kRoundBytes <= s.end + kDecoderReadPadding; }
 
 // Whole rounds of all four streams in lockstep, without vector
 // instructions; returns the rounds done (fewer when a stream nears its end).
@@ -523,10 +523,9 @@ __attribute__((target("avx2,bmi2"), always_inline)) inline void RoundAvx2(__m256
   y = _mm256_add_epi32(y, _mm256_sub_epi32(slot, _mm256_and_si256(f, _mm256_set1_epi32(0xffff))));
   const __m256i refill = _mm256_cmpeq_epi32(_mm256_srli_epi32(y, 16), _mm256_setzero_si256());
   const uint32_t lanes = static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(refill)));
-  const __m256i order =
-      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(kRefillOrder.of[lanes])),
-                                         _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-                       _mm256_set1_epi32(7));
+  const __m256i order = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(kRefillOrder.of[lanes])),
+                                                           _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                         _mm256_set1_epi32(7));
   const __m256i words =
       _mm256_permutevar8x32_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), order);
   x = _mm256_blendv_epi8(y, _mm256_or_si256(_mm256_slli_epi32(y, 16), words), refill);
@@ -577,8 +576,8 @@ Status ClassedRansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, 
   }
   if (count > 1 && keys.elements == 0) return Corruption("classed rans group outside a difference of floats");
   if (count > 1 && keys.elements != n) {
-    return Corruption("classed rans group of " + std::to_string(n) + " bytes for " +
-                      std::to_string(keys.elements) + " elements");
+    return Corruption("classed rans group of " + std::to_string(n) + " bytes for " + std::to_string(keys.elements) +
+                      " elements");
   }
   if (size < static_cast<size_t>(count)) return Corruption("classed rans payload shorter than its thresholds");
   const uint8_t* threshold = in + 1;

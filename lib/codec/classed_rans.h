@@ -35,9 +35,9 @@ inline constexpr int kMaxClasses = 4;
 // the decoder's shifts be constants, which it needs for its speed.
 inline constexpr uint32_t kClassedProbabilityBits = kRansProbabilityBits;
 struct ElementClasses {
-  int count = 0;  // classes: 1, one model for all (`of` unused); 0, none found
+  int count = 0;                                     // classes: 1, one model for all (`of` unused); 0, none found
   std::array<uint8_t, kMaxClasses - 1> threshold{};  // strictly increasing keys
-  const uint8_t* of = nullptr;  // class of each element
+  const uint8_t* of = nullptr;                       // class of each element
   size_t elements = 0;
 };
 // The decoder's side: where each element's key is (the base element's top
@@ -54,8 +54,7 @@ struct ClassKeys {
 inline constexpr size_t kClassSampleStep = 8;
 ElementClasses ClassifyByKey(const uint8_t* key, size_t stride, size_t elements, uint8_t* of);
 // The class of each of `elements` keys under count - 1 thresholds, into `of`.
-void ClassesOf(const uint8_t* key, size_t stride, size_t elements, const uint8_t* threshold, int count,
-               uint8_t* of);
+void ClassesOf(const uint8_t* key, size_t stride, size_t elements, const uint8_t* threshold, int count, uint8_t* of);
 
 // The share of a group's information that one model per class would save
 // over one model for all, estimated on a sample (the first
@@ -91,7 +90,7 @@ class ClassedRansEncoder {
   ElementClasses classes_;
   using Symbol = RansEncoder::Symbol;
   std::array<RansEncoder, kMaxClasses> model_;
-  std::array<Symbol, 256 * kMaxClasses> tables_;  // the models' symbols side by side, class c's from 256 c
+  std::array<Symbol, 256 * kMaxClasses> tables_;           // the models' symbols side by side, class c's from 256 c
   std::array<LaneSymbol, 256 * kMaxClasses> lane_tables_;  // the same for the vector encoder
   size_t estimated_size_ = 0;
   bool rare_flush_ = false;

@@ -62,8 +62,8 @@ TEST_CASE("classed rans round-trips groups of every length, with one to four cla
   // Lengths around the eight lanes and the four segments: rounds the
   // vector decoder takes, rounds it leaves near a stream's end, and
   // symbols after the last whole round.
-  for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{31}, size_t{33}, size_t{100}, size_t{1000},
-                   size_t{4099}, size_t{65536}, size_t{100003}}) {
+  for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{31}, size_t{33}, size_t{100}, size_t{1000}, size_t{4099},
+                   size_t{65536}, size_t{100003}}) {
     for (size_t stride : {size_t{2}, size_t{4}}) {
       for (bool one_class : {true, false}) {
         CAPTURE(n);
@@ -119,8 +119,7 @@ TEST_CASE("classed rans decoder rejects damaged payloads and missing keys") {
   CHECK(DecodeClassed(g, bad, size, out).message() == "classed rans payload has 5 classes");
   bad = good;
   bad[2] = bad[1];  // thresholds must increase
-  CHECK(DecodeClassed(g, bad, size, out).message() ==
-        "classed rans thresholds are not increasing keys from 1 to 127");
+  CHECK(DecodeClassed(g, bad, size, out).message() == "classed rans thresholds are not increasing keys from 1 to 127");
   bad = good;
   bad[1 + kMaxClasses - 1] = 14;  // the first model's precision
   CHECK(DecodeClassed(g, bad, size, out).message() == "classed rans model has a precision of 14 bits, not 13");

@@ -62,9 +62,8 @@ inline GroupCounts Counts(const uint8_t* p, size_t n) {
 }
 
 inline constexpr DType kAllTypes[] = {
-    DType::kBytes, DType::kF32,  DType::kBF16, DType::kF16, DType::kF64, DType::kF8E4M3,
-    DType::kF8E5M2, DType::kI8,  DType::kU8,   DType::kI16, DType::kU16, DType::kI32,
-    DType::kU32,   DType::kI64,  DType::kU64,  DType::kBool};
+    DType::kBytes, DType::kF32, DType::kBF16, DType::kF16, DType::kF64, DType::kF8E4M3, DType::kF8E5M2, DType::kI8,
+    DType::kU8,    DType::kI16, DType::kU16,  DType::kI32, DType::kU32, DType::kI64,    DType::kU64,    DType::kBool};
 
 // Bytes where `zero_share` of them are 0 and the rest follow the exponent
 // spread of Gaussian weights: the exponent group of an XOR delta.
@@ -75,8 +74,10 @@ inline std::vector<uint8_t> DeltaExponents(size_t n, double zero_share, uint32_t
   std::vector<uint8_t> v(grouped.begin() + 3 * n, grouped.end());
   std::mt19937 rng(seed);
   for (auto& b : v) {
-    if (std::uniform_real_distribution<double>(0, 1)(rng) < zero_share) b = 0;
-    else b ^= 120;  // a changed exponent: small XOR values dominate
+    if (std::uniform_real_distribution<double>(0, 1)(rng) < zero_share)
+      b = 0;
+    else
+      b ^= 120;  // a changed exponent: small XOR values dominate
   }
   return v;
 }

@@ -38,12 +38,12 @@ namespace zipnn::codec {
 
 // Stored in chunk records; values are fixed forever.
 enum class Coder : uint8_t {
-  kRaw = 0,      // the group's bytes as they are
-  kZero = 1,     // every byte is zero; no payload
-  kHuffman = 2,  // HuffmanEncoder payload
-  kZstd = 3,     // one zstd frame
-  kRans = 4,     // RansEncoder payload
-  kSparse = 5,   // SparseEncoder payload
+  kRaw = 0,          // the group's bytes as they are
+  kZero = 1,         // every byte is zero; no payload
+  kHuffman = 2,      // HuffmanEncoder payload
+  kZstd = 3,         // one zstd frame
+  kRans = 4,         // RansEncoder payload
+  kSparse = 5,       // SparseEncoder payload
   kClassedRans = 6,  // ClassedRansEncoder payload: a difference's group, one model per class of element
 };
 
@@ -59,8 +59,7 @@ struct DecoderSet;
 using EncodeGroupFn = std::optional<Coder> (*)(EncoderSet& coders, const uint8_t* in, size_t n, Buffer& out);
 // Decodes a payload of `size` bytes, readable kDecoderReadPadding bytes
 // past its end, into exactly n bytes.
-using DecodeGroupFn = Status (*)(DecoderSet& coders, const uint8_t* payload, size_t size, uint8_t* out,
-                                 size_t n);
+using DecodeGroupFn = Status (*)(DecoderSet& coders, const uint8_t* payload, size_t size, uint8_t* out, size_t n);
 
 struct CoderInfo {
   Coder value;

@@ -85,10 +85,18 @@ ZIPNN_HOT void Apply(DType t, uint8_t* dst, const uint8_t* a, const uint8_t* bas
   const size_t count = n / width, whole = count * width;
   const bool ordered = SignMagnitude(t);
   switch (width) {
-    case 1: Run<kForward, uint8_t>(ordered, dst, a, base, count); break;
-    case 2: Run<kForward, uint16_t>(ordered, dst, a, base, count); break;
-    case 4: Run<kForward, uint32_t>(ordered, dst, a, base, count); break;
-    case 8: Run<kForward, uint64_t>(ordered, dst, a, base, count); break;
+    case 1:
+      Run<kForward, uint8_t>(ordered, dst, a, base, count);
+      break;
+    case 2:
+      Run<kForward, uint16_t>(ordered, dst, a, base, count);
+      break;
+    case 4:
+      Run<kForward, uint32_t>(ordered, dst, a, base, count);
+      break;
+    case 8:
+      Run<kForward, uint64_t>(ordered, dst, a, base, count);
+      break;
   }
   for (size_t i = whole; i < n; ++i) dst[i] = static_cast<uint8_t>(a[i] ^ base[i]);
 }
@@ -114,9 +122,7 @@ void XorUndo(DType, uint8_t* out, const uint8_t* delta, const uint8_t* base, siz
 
 DType XorGrouping(DType t) { return t; }
 
-const char* TransformName(Transform t) {
-  return static_cast<size_t>(t) < kTransformCount ? InfoOf(t).name : "?";
-}
+const char* TransformName(Transform t) { return static_cast<size_t>(t) < kTransformCount ? InfoOf(t).name : "?"; }
 
 std::vector<std::string> TransformPolicyNames() {
   std::vector<std::string> names = {"auto"};
@@ -146,15 +152,17 @@ bool Tries(TransformPolicy policy, Transform t, DType dtype) {
 
 DType DifferenceGrouping(DType t) {
   switch (DTypeWidth(t)) {
-    case 2: return DType::kU16;
-    case 4: return DType::kU32;
-    case 8: return DType::kU64;
-    default: return DType::kU8;
+    case 2:
+      return DType::kU16;
+    case 4:
+      return DType::kU32;
+    case 8:
+      return DType::kU64;
+    default:
+      return DType::kU8;
   }
 }
 
-std::string DifferenceGroupLabel(DType t, int g) {
-  return g >= DTypeWidth(t) ? "tail" : "d" + std::to_string(g);
-}
+std::string DifferenceGroupLabel(DType t, int g) { return g >= DTypeWidth(t) ? "tail" : "d" + std::to_string(g); }
 
 }  // namespace zipnn::codec

@@ -48,8 +48,8 @@ DType XorGrouping(DType t);
 
 struct TransformInfo {
   Transform transform;
-  const char* name;       // in .zipnn.yaml, --transform, inspect and analyze
-  uint16_t first_format;  // the first object format that may hold it
+  const char* name;          // in .zipnn.yaml, --transform, inspect and analyze
+  uint16_t first_format;     // the first object format that may hold it
   bool (*applies)(DType t);  // the region types it is defined for
   // dst = the delta of `target` against `base`, n bytes of type t; dst
   // may be target.

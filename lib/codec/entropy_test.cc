@@ -47,15 +47,20 @@ TEST_CASE("entropy decoders survive random and mutated payloads") {
   for (int t = 0; t < kTrials; ++t) {
     std::vector<uint8_t> p = t % 3 == 0 ? rans : t % 3 == 1 ? huff : sparse;
     switch (rng() % 4) {
-      case 0: p.resize(rng() % (p.size() + 1)); break;
+      case 0:
+        p.resize(rng() % (p.size() + 1));
+        break;
       case 1:
-        for (int k = 0; k < 1 + static_cast<int>(rng() % 4); ++k) p[rng() % p.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+        for (int k = 0; k < 1 + static_cast<int>(rng() % 4); ++k)
+          p[rng() % p.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
         break;
       case 2:
         p.resize(rng() % 64);
         for (auto& b : p) b = static_cast<uint8_t>(rng());
         break;
-      default: p[rng() % std::min<size_t>(p.size(), 40)] = static_cast<uint8_t>(rng()); break;
+      default:
+        p[rng() % std::min<size_t>(p.size(), 40)] = static_cast<uint8_t>(rng());
+        break;
     }
     const size_t n = (rng() % 3 == 0) ? rng() % 10000 : in.size();
     std::vector<uint8_t> padded = Padded(p.data(), p.size());
@@ -68,7 +73,6 @@ TEST_CASE("entropy decoders survive random and mutated payloads") {
   // Most damage is caught by the coders themselves; the rest by checksums.
   CHECK(rejected > kTrials * 8 / 10);
 }
-
 
 }  // namespace
 }  // namespace zipnn::codec

@@ -82,7 +82,7 @@ std::optional<Coder> TryPlanned(Encoder& encoder, Coder coder, size_t n, Buffer&
 }
 
 std::optional<Coder> TryZstd(ZstdEncoder& zstd, const uint8_t* in, size_t n, Buffer& out,
-                            double min_saving = AutoRule::kMinSaving) {
+                             double min_saving = AutoRule::kMinSaving) {
   const size_t start = out.size();
   const size_t got = zstd.Encode(in, n, out);
   if (got == 0) return std::nullopt;
@@ -193,8 +193,8 @@ bool GroupEncoder::HasLongZeroRun(const uint8_t* in, size_t n, size_t chunk_len)
   return coders_.counts.total[0] > run_floor && HasZeroRunLongerThan(in, n, run_floor);
 }
 
-std::optional<Coder> GroupEncoder::KeepSmaller(std::optional<Coder> coded, size_t start,
-                                              const uint8_t* in, size_t n, Buffer& out) {
+std::optional<Coder> GroupEncoder::KeepSmaller(std::optional<Coder> coded, size_t start, const uint8_t* in, size_t n,
+                                               Buffer& out) {
   // `out` holds the payload of `coded` (if any) from `start`; zstd goes
   // after it and, if smaller, moves into its place.
   const size_t mid = out.size();
@@ -241,8 +241,8 @@ std::optional<Coder> GroupEncoder::EncodeAuto(const uint8_t* in, size_t n, size_
   // symbol; on a skewed group rANS can be much closer to the entropy.
   c.rans.Plan(in, n, c.counts);
   const double min_gain = delta_ ? AutoRule::kRansMinGainDelta : AutoRule::kRansMinGain;
-  const bool rans = static_cast<double>(c.rans.EstimatedSize()) <
-                    static_cast<double>(c.huffman.EstimatedSize()) * (1 - min_gain);
+  const bool rans =
+      static_cast<double>(c.rans.EstimatedSize()) < static_cast<double>(c.huffman.EstimatedSize()) * (1 - min_gain);
   const size_t planned = rans ? c.rans.EstimatedSize() : c.huffman.EstimatedSize();
   bool sparse = false;
   if (static_cast<double>(counts[0]) >= AutoRule::kSparseMinZeros * static_cast<double>(n)) {

@@ -180,8 +180,7 @@ class GroupEncoder {
  private:
   std::optional<Coder> EncodeAuto(const uint8_t* in, size_t n, size_t chunk_len, Buffer& out);
   bool HasLongZeroRun(const uint8_t* in, size_t n, size_t chunk_len) const;
-  std::optional<Coder> KeepSmaller(std::optional<Coder> coded, size_t start, const uint8_t* in,
-                                   size_t n, Buffer& out);
+  std::optional<Coder> KeepSmaller(std::optional<Coder> coded, size_t start, const uint8_t* in, size_t n, Buffer& out);
   bool LooksIncompressible(const uint8_t* in, size_t n) const;
   double MinSaving() const { return delta_ ? AutoRule::kMinSavingDelta : AutoRule::kMinSaving; }
 

@@ -25,7 +25,8 @@ TEST_CASE("auto rule: zero, sparse for mostly-zero groups, zstd where a run beat
   // 95% zeros scattered: the sparse coder codes the non-zero bytes and
   // the runs between them.
   std::vector<uint8_t> sparse = RandomBytes(n, 4);
-  for (size_t i = 0; i < n; ++i) if (i % 20 != 0) sparse[i] = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (i % 20 != 0) sparse[i] = 0;
   CHECK(enc.Encode(sparse.data(), n, n, out) == Coder::kSparse);
   CHECK(out.size() < n / 8);
 
@@ -51,8 +52,8 @@ TEST_CASE("auto rule: zero, sparse for mostly-zero groups, zstd where a run beat
 TEST_CASE("each coder round-trips through GroupDecoder") {
   GroupDecoder dec;
   auto skewed = ToBF16(NormalFloats(30000, 10));
-  for (CoderPolicy policy :
-       {CoderPolicy::kHuffman, CoderPolicy::kZstd, CoderPolicy::kRaw, CoderPolicy::kRans, CoderPolicy::kSparse, CoderPolicy::kAuto}) {
+  for (CoderPolicy policy : {CoderPolicy::kHuffman, CoderPolicy::kZstd, CoderPolicy::kRaw, CoderPolicy::kRans,
+                             CoderPolicy::kSparse, CoderPolicy::kAuto}) {
     GroupEncoder enc(policy, 3, false);
     Buffer out;
     Coder c = enc.Encode(skewed.data(), skewed.size(), skewed.size(), out);
@@ -120,7 +121,6 @@ TEST_CASE("zero-run detection matches a byte-by-byte count") {
     }
   }
 }
-
 
 TEST_CASE("every coder of the table decodes, and all but zero can be asked for") {
   for (const CoderInfo& c : kCoders) {

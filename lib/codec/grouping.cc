@@ -58,16 +58,22 @@ ZIPNN_HOT void Regroup(DType t, const uint8_t* in, size_t n, uint8_t* out) {
       std::memcpy(out, in, whole);
       break;
     case 2:
-      if (kSplit) rotate ? SplitWhole<uint16_t, true>(in, count, out) : SplitWhole<uint16_t, false>(in, count, out);
-      else rotate ? MergeWhole<uint16_t, true>(in, count, out) : MergeWhole<uint16_t, false>(in, count, out);
+      if (kSplit)
+        rotate ? SplitWhole<uint16_t, true>(in, count, out) : SplitWhole<uint16_t, false>(in, count, out);
+      else
+        rotate ? MergeWhole<uint16_t, true>(in, count, out) : MergeWhole<uint16_t, false>(in, count, out);
       break;
     case 4:
-      if (kSplit) rotate ? SplitWhole<uint32_t, true>(in, count, out) : SplitWhole<uint32_t, false>(in, count, out);
-      else rotate ? MergeWhole<uint32_t, true>(in, count, out) : MergeWhole<uint32_t, false>(in, count, out);
+      if (kSplit)
+        rotate ? SplitWhole<uint32_t, true>(in, count, out) : SplitWhole<uint32_t, false>(in, count, out);
+      else
+        rotate ? MergeWhole<uint32_t, true>(in, count, out) : MergeWhole<uint32_t, false>(in, count, out);
       break;
     case 8:
-      if (kSplit) rotate ? SplitWhole<uint64_t, true>(in, count, out) : SplitWhole<uint64_t, false>(in, count, out);
-      else rotate ? MergeWhole<uint64_t, true>(in, count, out) : MergeWhole<uint64_t, false>(in, count, out);
+      if (kSplit)
+        rotate ? SplitWhole<uint64_t, true>(in, count, out) : SplitWhole<uint64_t, false>(in, count, out);
+      else
+        rotate ? MergeWhole<uint64_t, true>(in, count, out) : MergeWhole<uint64_t, false>(in, count, out);
       break;
   }
   std::memcpy(out + whole, in + whole, n - whole);  // the tail, as it is
@@ -89,13 +95,9 @@ size_t GroupOffset(DType t, size_t n, int g) {
   return static_cast<size_t>(g) * (n / static_cast<size_t>(DTypeWidth(t)));
 }
 
-void SplitGroups(DType t, const uint8_t* in, size_t n, uint8_t* out) {
-  Regroup<true>(t, in, n, out);
-}
+void SplitGroups(DType t, const uint8_t* in, size_t n, uint8_t* out) { Regroup<true>(t, in, n, out); }
 
-void MergeGroups(DType t, const uint8_t* in, size_t n, uint8_t* out) {
-  Regroup<false>(t, in, n, out);
-}
+void MergeGroups(DType t, const uint8_t* in, size_t n, uint8_t* out) { Regroup<false>(t, in, n, out); }
 
 ZIPNN_HOT void XorInto(uint8_t* dst, const uint8_t* src, size_t n) {
   size_t i = 0;

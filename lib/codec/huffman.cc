@@ -37,9 +37,7 @@ void BuildLengths(const Histogram& h, std::array<uint8_t, 256>& length) {
     length[sym[0]] = 1;
     return;
   }
-  std::sort(sym.begin(), sym.begin() + k, [&h](int a, int b) {
-    return h[a] != h[b] ? h[a] < h[b] : a < b;
-  });
+  std::sort(sym.begin(), sym.begin() + k, [&h](int a, int b) { return h[a] != h[b] ? h[a] < h[b] : a < b; });
   std::array<uint64_t, 512> weight;
   std::array<int, 512> parent;
   std::array<int, 512> depth;
@@ -192,7 +190,7 @@ inline void DecodeMulti(BitReader& r, uint8_t*& out, const uint64_t* multi) {
 // the four writers in registers.
 template <bool kPairs>
 __attribute__((always_inline)) inline void EncodeLockstep(const uint64_t* entry, const uint64_t* pair, BitWriter* w,
-                           const uint8_t** in, size_t* left) {
+                                                          const uint8_t** in, size_t* left) {
   constexpr size_t kMaxBytesPerRound = 6;
   BitWriter w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
   const uint8_t *i0 = in[0], *i1 = in[1], *i2 = in[2], *i3 = in[3];
@@ -238,8 +236,8 @@ __attribute__((always_inline)) inline void EncodeLockstep(const uint64_t* entry,
 
 // With `pair` (indexed by two input bytes, first in the low byte), each
 // lookup yields two codes: half the loads and shifts of `entry` alone.
-ZIPNN_HOT void EncodeStreams(const uint64_t* entry, const uint64_t* pair, const uint8_t* in_all,
-                             size_t n, const size_t* stream_bytes, uint8_t* p) {
+ZIPNN_HOT void EncodeStreams(const uint64_t* entry, const uint64_t* pair, const uint8_t* in_all, size_t n,
+                             const size_t* stream_bytes, uint8_t* p) {
   // Stream sizes are exact, so each writer knows where the next begins.
   BitWriter w[kHuffmanStreams];
   const uint8_t* in[kHuffmanStreams];
@@ -324,8 +322,8 @@ void HuffmanEncoder::Encode(Buffer& out) {
         const unsigned len = length_[first] + length_[second];
         // Both codes in stream order: the first one's bits come first,
         // lowest in the stream, so they sit below the second's at the top.
-        const uint64_t codes = static_cast<uint64_t>(code_[first]) << (64 - len) |
-                               static_cast<uint64_t>(code_[second]) << (64 - length_[second]);
+        const uint64_t codes = static_cast<uint64_t>(code_[first]) << (64 - len) | static_cast<uint64_t>(code_[second])
+                                                                                       << (64 - length_[second]);
         pair_[second << 8 | first] = codes | len;
       }
     }

@@ -73,15 +73,13 @@ TEST_CASE("huffman decoder rejects damaged payloads without reading out of bound
     p[table] = 0xff;
     p[table + 1] = 0xff;
     p[table + 2] = 0xff;
-    CHECK(HuffmanDecode(p.data(), size, out.data(), out.size()).message() ==
-          "huffman stream sizes exceed the payload");
+    CHECK(HuffmanDecode(p.data(), size, out.data(), out.size()).message() == "huffman stream sizes exceed the payload");
   }
   SUBCASE("oversubscribed code table") {
     auto p = Padded(payload.data(), size);
     const size_t nibbles = 2 + (p[1] - p[0] + 2) / 2;
     for (size_t i = 2; i < nibbles; ++i) p[i] = 0x11;  // every symbol 1 bit
-    CHECK(HuffmanDecode(p.data(), size, out.data(), out.size()).message() ==
-          "huffman code table is not a prefix code");
+    CHECK(HuffmanDecode(p.data(), size, out.data(), out.size()).message() == "huffman code table is not a prefix code");
   }
   SUBCASE("inverted symbol range") {
     auto p = Padded(payload.data(), size);

@@ -198,9 +198,8 @@ constexpr double kRareRefillBits = 1.0;
 // then). Locals, not array elements, so that states and positions stay
 // in registers.
 template <bool kRareRefill>
-bool Lockstep(Reader (&r)[kSegments], uint8_t* (&o)[kSegments],
-              const uint8_t* const (&end)[kSegments], size_t rounds, const uint32_t* step,
-              const uint8_t* symbol, Scale scale) {
+bool Lockstep(Reader (&r)[kSegments], uint8_t* (&o)[kSegments], const uint8_t* const (&end)[kSegments], size_t rounds,
+              const uint32_t* step, const uint8_t* symbol, Scale scale) {
   Reader r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
   uint8_t *o0 = o[0], *o1 = o[1], *o2 = o[2], *o3 = o[3];
   bool ok = true;
@@ -280,8 +279,8 @@ void RansEncoder::EncodeModel(Buffer& out) const {
   for (int s = first_; s <= last_; ++s) table.PutGamma(freq_[s] + 1u);
 }
 
-ZIPNN_HOT size_t RansEncoder::EncodeSinglePair(const uint8_t* in, RansEncoder& other, const uint8_t* other_in,
-                                               size_t n, Buffer& out) {
+ZIPNN_HOT size_t RansEncoder::EncodeSinglePair(const uint8_t* in, RansEncoder& other, const uint8_t* other_in, size_t n,
+                                               Buffer& out) {
   scratch_.Resize(kStateBytes + 2 * n);
   other.scratch_.Resize(kStateBytes + 2 * n);
   uint8_t* const end = scratch_.data() + scratch_.size();
@@ -391,9 +390,8 @@ ZIPNN_HOT Status RansDecoder::Decode(const uint8_t* in, size_t size, uint8_t* ou
   return OkStatus();
 }
 
-ZIPNN_HOT Status RansDecoder::DecodeSinglePair(const uint8_t* a, size_t a_size, uint8_t* a_out,
-                                               RansDecoder& other, const uint8_t* b, size_t b_size,
-                                               uint8_t* b_out, size_t n) {
+ZIPNN_HOT Status RansDecoder::DecodeSinglePair(const uint8_t* a, size_t a_size, uint8_t* a_out, RansDecoder& other,
+                                               const uint8_t* b, size_t b_size, uint8_t* b_out, size_t n) {
   std::array<uint32_t, 256> freq;
   ZIPNN_ASSIGN_OR_RETURN(const size_t a_pos, ReadModel(a, a_size, bits_, freq, step_.data(), symbol_.data()));
   ZIPNN_ASSIGN_OR_RETURN(const size_t b_pos,

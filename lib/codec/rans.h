@@ -76,8 +76,8 @@ class RansEncoder {
   size_t estimated_size_ = 0;
   size_t model_bytes_ = 0;    // header and frequency table
   size_t payload_bytes_ = 0;  // the coded symbols, by the model's costs
-  bool rare_flush_ = false;  // under a bit per symbol: renormalising is rare
-  Buffer scratch_;  // one stream, written back to front
+  bool rare_flush_ = false;   // under a bit per symbol: renormalising is rare
+  Buffer scratch_;            // one stream, written back to front
 };
 
 class RansDecoder {
@@ -89,8 +89,8 @@ class RansDecoder {
   // Decodes two single-stream parts (RansEncoder::EncodeSinglePair) of n
   // symbols each at once, `a` with this decoder's tables and `b` with
   // `other`'s, their two dependency chains interleaved.
-  Status DecodeSinglePair(const uint8_t* a, size_t a_size, uint8_t* a_out, RansDecoder& other,
-                          const uint8_t* b, size_t b_size, uint8_t* b_out, size_t n);
+  Status DecodeSinglePair(const uint8_t* a, size_t a_size, uint8_t* a_out, RansDecoder& other, const uint8_t* b,
+                          size_t b_size, uint8_t* b_out, size_t n);
 
  private:
   // Per slot: freq << 16 | (slot - cum), and the symbol.

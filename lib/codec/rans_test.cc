@@ -14,9 +14,14 @@ namespace zipnn::codec {
 namespace {
 
 TEST_CASE("rans round-trips skewed, uniform, single-symbol and tiny inputs") {
-  std::vector<std::vector<uint8_t>> inputs = {
-      ToBF16(NormalFloats(100000, 31)), RandomBytes(65536, 32), std::vector<uint8_t>(5000, 9),
-      {7}, {1, 2}, {1, 2, 3}, RandomBytes(17, 33), DeltaExponents(70001, 0.77, 34)};
+  std::vector<std::vector<uint8_t>> inputs = {ToBF16(NormalFloats(100000, 31)),
+                                              RandomBytes(65536, 32),
+                                              std::vector<uint8_t>(5000, 9),
+                                              {7},
+                                              {1, 2},
+                                              {1, 2, 3},
+                                              RandomBytes(17, 33),
+                                              DeltaExponents(70001, 0.77, 34)};
   // Every byte value present, one of them dominant: normalisation must
   // give all 256 a frequency and still sum to the scale.
   std::vector<uint8_t> all(200000, 5);

@@ -111,8 +111,8 @@ ZIPNN_HOT void SparseEncoder::Plan(const uint8_t* in, size_t n, const GroupCount
   value_counts[0] = 0;
   code_coder_.PlanModel(CountBytes(codes_.data(), values), values, Precision(values, kCodeBits));
   value_coder_.PlanModel(value_counts, values, Precision(values, kRansProbabilityBits));
-  estimated_size_ = kHeaderBytes + code_coder_.EstimatedSingleSize() + value_coder_.EstimatedSingleSize() +
-                    extra_.size();
+  estimated_size_ =
+      kHeaderBytes + code_coder_.EstimatedSingleSize() + value_coder_.EstimatedSingleSize() + extra_.size();
 }
 
 void SparseEncoder::Encode(Buffer& out) {

@@ -41,9 +41,9 @@ class SparseEncoder {
   void Encode(Buffer& out);
 
  private:
-  Buffer codes_;   // a length code per value
+  Buffer codes_;  // a length code per value
   Buffer values_;
-  Buffer extra_;   // the extra bits, packed
+  Buffer extra_;  // the extra bits, packed
   RansEncoder code_coder_;
   RansEncoder value_coder_;
   size_t estimated_size_ = 0;

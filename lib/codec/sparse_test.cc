@@ -43,9 +43,14 @@ std::vector<uint8_t> SparseRoundTrip(const std::vector<uint8_t>& in, size_t* siz
 }
 
 TEST_CASE("sparse round-trips groups from one non-zero byte to mostly non-zero") {
-  std::vector<std::vector<uint8_t>> inputs = {
-      SparseGroup(131072, 0.0005, 40), SparseGroup(131072, 0.034, 41), SparseGroup(131072, 0.3, 42),
-      SparseGroup(4096, 0.9, 43), SparseGroup(17, 0.5, 44), {0, 0, 7}, {7}, {9, 0, 0, 0}};
+  std::vector<std::vector<uint8_t>> inputs = {SparseGroup(131072, 0.0005, 40),
+                                              SparseGroup(131072, 0.034, 41),
+                                              SparseGroup(131072, 0.3, 42),
+                                              SparseGroup(4096, 0.9, 43),
+                                              SparseGroup(17, 0.5, 44),
+                                              {0, 0, 7},
+                                              {7},
+                                              {9, 0, 0, 0}};
   std::vector<uint8_t> one(100000, 0);
   one[99999] = 1;  // a run far longer than the escape
   inputs.push_back(one);
@@ -119,7 +124,6 @@ TEST_CASE("sparse decoder rejects damaged payloads") {
   }
   CHECK(caught == tried);
 }
-
 
 }  // namespace
 }  // namespace zipnn::codec

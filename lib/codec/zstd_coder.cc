@@ -36,7 +36,8 @@ Status ZstdDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t 
   }
   const size_t got = ZSTD_decompressDCtx(zstd_, out, n, in, size);
   if (ZSTD_isError(got)) return Corruption(std::string("zstd group: ") + ZSTD_getErrorName(got));
-  if (got != n) return Corruption("zstd group decodes to " + std::to_string(got) + " bytes, expected " + std::to_string(n));
+  if (got != n)
+    return Corruption("zstd group decodes to " + std::to_string(got) + " bytes, expected " + std::to_string(n));
   return OkStatus();
 }
 

@@ -27,8 +27,8 @@ Result<int64_t> Integer(const YAML::Node& node, const std::string& source, const
     return Bad(source, key, "must be a whole number");
   }
   if (v < lo || v > hi) {
-    return Bad(source, key, "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not " +
-                                std::to_string(v));
+    return Bad(source, key,
+               "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not " + std::to_string(v));
   }
   return v;
 }
@@ -41,7 +41,9 @@ Result<uint64_t> Size(const YAML::Node& node, const std::string& source, const s
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
   const std::string unit = text.substr(digits);
   static const std::string kUnits = "kmgt";
-  const size_t power = unit.empty() ? 0 : unit.size() == 1 ? kUnits.find(static_cast<char>(std::tolower(unit[0]))) + 1 : 0;
+  const size_t power = unit.empty()       ? 0
+                       : unit.size() == 1 ? kUnits.find(static_cast<char>(std::tolower(unit[0]))) + 1
+                                          : 0;
   if (digits == 0 || digits > 15 || (!unit.empty() && power == 0)) {
     return Bad(source, key, "must be a size such as 0, 500m or 2g");
   }
@@ -56,7 +58,7 @@ Result<uint64_t> Size(const YAML::Node& node, const std::string& source, const s
 // ", not 'value'" for a value given, to end an error.
 std::string Not(const std::string& value) { return value.empty() ? "" : ", not '" + value + "'"; }
 
-const char* const kKeys[] = {"base_interval", "delta_against", "max_chain", "min_gain",  "delta_transform",
+const char* const kKeys[] = {"base_interval", "delta_against", "max_chain",  "min_gain", "delta_transform",
                              "chunk_size",    "threads",       "zstd_level", "series",   "raw_cache"};
 
 // Edit distance, for "did you mean".
@@ -87,14 +89,14 @@ Status UnknownKey(const std::string& source, const std::string& key) {
   }
   std::string keys;
   for (const char* k : kKeys) keys += (keys.empty() ? "" : ", ") + std::string(k);
-  return Bad(source, key, "is not a policy key" + (closest.empty() ? "" : " (did you mean '" + closest + "'?)") +
-                              "; the keys are " + keys);
+  return Bad(
+      source, key,
+      "is not a policy key" + (closest.empty() ? "" : " (did you mean '" + closest + "'?)") + "; the keys are " + keys);
 }
 
 // Reads one key's value into `p` (a copy the caller keeps only when this
 // succeeds: an error may leave it half-written).
-Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAML::Node& v,
-               const std::string& source) {
+Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAML::Node& v, const std::string& source) {
   if (key == "base_interval") {
     ZIPNN_ASSIGN_OR_RETURN(int64_t n, Integer(v, source, key, 1, 1000000));
     p.base_interval = static_cast<uint32_t>(n);
@@ -120,8 +122,9 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
   } else if (key == "series") {
     if (!v.IsSequence()) return Bad(source, key, "must be a list of patterns such as 'runs/*/ckpt-{step}/model.pt'");
     if (v.size() > kMaxSeriesPatterns) {
-      return Bad(source, key, "lists " + std::to_string(v.size()) + " patterns; at most " +
-                                  std::to_string(kMaxSeriesPatterns) + " are allowed");
+      return Bad(source, key,
+                 "lists " + std::to_string(v.size()) + " patterns; at most " + std::to_string(kMaxSeriesPatterns) +
+                     " are allowed");
     }
     for (const auto& item : v) {
       if (!item.IsScalar()) return Bad(source, key, "must be a list of patterns such as 'runs/*/ckpt-{step}/model.pt'");
@@ -145,9 +148,12 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
     p.delta_transform = *t;
   } else if (key == "delta_against") {
     const std::string s = v.IsScalar() ? v.as<std::string>() : "";
-    if (s == "previous") p.delta_against = DeltaAgainst::kPrevious;
-    else if (s == "base") p.delta_against = DeltaAgainst::kBase;
-    else return Bad(source, key, "must be 'previous' or 'base'" + Not(s));
+    if (s == "previous")
+      p.delta_against = DeltaAgainst::kPrevious;
+    else if (s == "base")
+      p.delta_against = DeltaAgainst::kBase;
+    else
+      return Bad(source, key, "must be 'previous' or 'base'" + Not(s));
   }
   return OkStatus();
 }

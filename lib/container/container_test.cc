@@ -130,9 +130,9 @@ TEST_CASE("a delta object needs its base and restores the target exactly") {
   REQUIRE(back.ok());
   CHECK(*back == target.bytes);
 
-  CHECK(Decode(obj, 1).status().message() ==
-        "obj: is a delta against " + HashBytes(base.bytes.data(), base.bytes.size()).Hex() +
-            "; give that checkpoint as the base");
+  CHECK(Decode(obj, 1).status().message() == "obj: is a delta against " +
+                                                 HashBytes(base.bytes.data(), base.bytes.size()).Hex() +
+                                                 "; give that checkpoint as the base");
   // A base of the right size but the wrong content: the content id check
   // refuses the result.
   Checkpoint other = MakeCheckpoint(4);
@@ -572,16 +572,15 @@ std::vector<codec::Transform> Transforms(const std::vector<uint8_t>& object, siz
 uint16_t VersionOf(const std::vector<uint8_t>& object) { return DecodeHeader(object.data()).version; }
 
 TEST_CASE("each delta chunk is taken by the cheaper transform, recorded in the index, and decodes exactly") {
+  using codec::kAutoTransform;
   using codec::Transform;
   using codec::TransformPolicy;
-  using codec::kAutoTransform;
   const Checkpoint base = MakeCheckpoint(11);
   const Checkpoint stepped = Stepped(base, 12);
   const Layout delta = stepped.layout.AsDeltaOfSameLayout();
   const std::vector<uint8_t> chosen = Encode(stepped.bytes, delta, 2, &base.bytes);
   const std::vector<uint8_t> xored = Encode(stepped.bytes, delta, 2, &base.bytes, 65536, Transform::kXor);
-  const std::vector<uint8_t> differenced =
-      Encode(stepped.bytes, delta, 2, &base.bytes, 65536, Transform::kDifference);
+  const std::vector<uint8_t> differenced = Encode(stepped.bytes, delta, 2, &base.bytes, 65536, Transform::kDifference);
   CHECK(Encode(stepped.bytes, delta, 1, &base.bytes) == chosen);
   CHECK(VersionOf(chosen) == kRawChecksumVersion);
   CHECK(VersionOf(differenced) == kRawChecksumVersion);
@@ -605,7 +604,8 @@ TEST_CASE("each delta chunk is taken by the cheaper transform, recorded in the i
   // The lowest bit of every weight flipped: XOR is one constant, the
   // difference a coin toss between +1 and -1, so every chunk stays XOR.
   Checkpoint flipped = base;
-  for (uint64_t i = 0; i < flipped.layout.regions[1].length; i += 4) flipped.bytes[flipped.layout.regions[1].offset + i] ^= 1;
+  for (uint64_t i = 0; i < flipped.layout.regions[1].length; i += 4)
+    flipped.bytes[flipped.layout.regions[1].offset + i] ^= 1;
   const std::vector<uint8_t> kept = Encode(flipped.bytes, delta, 2, &base.bytes);
   const std::vector<Transform> all = Transforms(kept, 1);
   CHECK(std::count(all.begin(), all.end(), Transform::kXor) == 19);
@@ -671,13 +671,13 @@ TEST_CASE("rejects a transform the object may not name; a swapped one fails the 
   // Undone the other way, a chunk names a coder only a difference may
   // hold; coded without it (Huffman), it decodes to other bytes, which the
   // object's content id refuses.
-  const std::vector<uint8_t> lanes = Encode(stepped.bytes, delta, 1, &base.bytes, 65536,
-                                            codec::kAutoTransform, codec::CoderPolicy::Only(codec::Coder::kClassedRans));
+  const std::vector<uint8_t> lanes = Encode(stepped.bytes, delta, 1, &base.bytes, 65536, codec::kAutoTransform,
+                                            codec::CoderPolicy::Only(codec::Coder::kClassedRans));
   REQUIRE(Transforms(lanes, 1)[0] == codec::Transform::kDifference);
   CHECK(rejected(lanes, 1, 0) ==
         "obj: chunk 1 (checkpoint bytes 28..65564): group 0 is rans-classed in a chunk that is not a difference");
-  const std::vector<uint8_t> huffman = Encode(stepped.bytes, delta, 1, &base.bytes, 65536,
-                                              codec::kAutoTransform, codec::CoderPolicy::Only(codec::Coder::kHuffman));
+  const std::vector<uint8_t> huffman = Encode(stepped.bytes, delta, 1, &base.bytes, 65536, codec::kAutoTransform,
+                                              codec::CoderPolicy::Only(codec::Coder::kHuffman));
   REQUIRE(Transforms(huffman, 1)[0] == codec::Transform::kDifference);
   CHECK(rejected(huffman, 1, 0).find("not the object's content id") != std::string::npos);
   std::vector<uint8_t> reserved = v3;
@@ -713,8 +713,9 @@ TEST_CASE("a part read is checked against the raw checksum of each chunk it touc
   wrong_base[weights.offset + 70000] ^= 0x40;  // in chunk 2 (65536-byte chunks)
   const Status st = ReadThrough(object, wrong_base, true, got);
   CHECK(st.code() == StatusCode::kCorruption);
-  CHECK(st.message() == "obj: chunk 2 (checkpoint bytes 65564..131100): restored bytes do not match their checksum "
-                        "(is the base the right checkpoint?)");
+  CHECK(st.message() ==
+        "obj: chunk 2 (checkpoint bytes 65564..131100): restored bytes do not match their checksum "
+        "(is the base the right checkpoint?)");
   // Unchecked, the reader hands the wrong bytes on (a level below the top
   // of a chain may; the top's checks catch it there).
   REQUIRE(ReadThrough(object, wrong_base, false, got).ok());
@@ -756,7 +757,8 @@ TEST_CASE("rejects a format 5 record too short to hold its raw checksum") {
 
 TEST_CASE("prefixed regions round-trip and their fields are checked") {
   std::string header_a = R"({"w":{"dtype":"F32","shape":[100],"data_offsets":[0,400]},"__metadata__":{"step":"100"}})";
-  std::string header_b = R"({"w":{"dtype":"F32","shape":[100],"data_offsets":[0,400]},"__metadata__":{"step":"200","note":"x"}})";
+  std::string header_b =
+      R"({"w":{"dtype":"F32","shape":[100],"data_offsets":[0,400]},"__metadata__":{"step":"200","note":"x"}})";
   std::vector<uint8_t> base(header_a.begin(), header_a.end());
   std::vector<uint8_t> target(header_b.begin(), header_b.end());
   Layout layout;

@@ -24,8 +24,8 @@ double GroupedBound(codec::DType dtype, const uint8_t* raw, size_t n, Buffer& gr
 
 }  // namespace
 
-Result<double> EntropyBound(const ByteSource& input, const Layout& layout, const ByteSource* base,
-                            uint32_t chunk_size, ThreadPool& pool, codec::TransformPolicy transform) {
+Result<double> EntropyBound(const ByteSource& input, const Layout& layout, const ByteSource* base, uint32_t chunk_size,
+                            ThreadPool& pool, codec::TransformPolicy transform) {
   const std::vector<ChunkSpan> chunks = PlanChunks(layout, chunk_size);
   auto produce = [&](size_t i) -> Result<double> {
     const ChunkSpan& c = chunks[i];

@@ -18,8 +18,7 @@ namespace zipnn::container {
 // of `chunk_size`. Each chunk of a delta region is taken against `base`
 // as `transform` allows: for kAuto, the smaller bound of XOR and the
 // difference (what the encoder picks from).
-Result<double> EntropyBound(const ByteSource& input, const Layout& layout, const ByteSource* base,
-                            uint32_t chunk_size, ThreadPool& pool,
-                            codec::TransformPolicy transform = codec::kAutoTransform);
+Result<double> EntropyBound(const ByteSource& input, const Layout& layout, const ByteSource* base, uint32_t chunk_size,
+                            ThreadPool& pool, codec::TransformPolicy transform = codec::kAutoTransform);
 
 }  // namespace zipnn::container

@@ -22,9 +22,7 @@ bool AllZero(const uint8_t* p, size_t n) {
 }
 
 // Errors about an object start with its name.
-Status Bad(const ByteSource& object, const std::string& what) {
-  return Corruption(object.name() + ": " + what);
-}
+Status Bad(const ByteSource& object, const std::string& what) { return Corruption(object.name() + ": " + what); }
 
 }  // namespace
 
@@ -182,8 +180,7 @@ void AppendHeader(const ObjectHeader& h, Buffer& out) {
   EncodeHeader(fields, header);
 }
 
-void AppendIndexAndTrailer(const std::vector<ChunkRef>& chunks, const ContentId& content_id,
-                           Buffer& out) {
+void AppendIndexAndTrailer(const std::vector<ChunkRef>& chunks, const ContentId& content_id, Buffer& out) {
   const size_t start = out.size();
   out.Extend(kIndexEntryBytes * chunks.size() + kTrailerBytes);
   uint8_t* index = out.data() + start;
@@ -324,7 +321,8 @@ Status ReadIndex(const ByteSource& object, const TrailerFields& trailer, const u
                  ObjectInfo& info) {
   const uint64_t chunk_count = trailer.chunk_count;
   const uint64_t index_room = info.object_size - kTrailerBytes - info.records_offset;
-  if (chunk_count > index_room / kIndexEntryBytes) return Bad(object, "chunk index runs past the start of the object (truncated?)");
+  if (chunk_count > index_room / kIndexEntryBytes)
+    return Bad(object, "chunk index runs past the start of the object (truncated?)");
   const uint64_t index_offset = info.object_size - kTrailerBytes - kIndexEntryBytes * chunk_count;
   Buffer index;
   index.Resize(kIndexEntryBytes * chunk_count);
@@ -348,7 +346,8 @@ Status ReadIndex(const ByteSource& object, const TrailerFields& trailer, const u
       return Bad(object, "chunk index entry " + std::to_string(i) + " has reserved bits set");
     }
     if (e.transform > codec::kMaxTransformValue) {
-      return Bad(object, "chunk " + std::to_string(i) + " names unknown delta transform " + std::to_string(e.transform));
+      return Bad(object,
+                 "chunk " + std::to_string(i) + " names unknown delta transform " + std::to_string(e.transform));
     }
     c.transform = static_cast<codec::Transform>(e.transform);
     const codec::TransformInfo& transform = codec::InfoOf(c.transform);

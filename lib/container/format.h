@@ -135,8 +135,8 @@ uint64_t HeaderChecksum(const uint8_t* header, const uint8_t* table, uint32_t re
 
 // "Region table": one entry.
 struct RegionEntry {
-  uint8_t dtype = 0;          // a codec::DType, if valid
-  uint8_t flags = 0;          // kRegionFlagDelta, kRegionFlagPrefix
+  uint8_t dtype = 0;           // a codec::DType, if valid
+  uint8_t flags = 0;           // kRegionFlagDelta, kRegionFlagPrefix
   uint64_t prefix_length = 0;  // 48 bits
   uint64_t length = 0;
   uint64_t base_offset = 0;
@@ -203,8 +203,7 @@ inline bool HasRawChecksums(const ObjectHeader& h) { return h.version >= kRawChe
 // Header and region table, with the header checksum filled in.
 void AppendHeader(const ObjectHeader& h, Buffer& out);
 // Chunk index and trailer.
-void AppendIndexAndTrailer(const std::vector<ChunkRef>& chunks, const ContentId& content_id,
-                           Buffer& out);
+void AppendIndexAndTrailer(const std::vector<ChunkRef>& chunks, const ContentId& content_id, Buffer& out);
 
 // Reads and checks everything but the chunk records themselves: magic,
 // version, header checksum, layout, trailer, index checksum, and that the

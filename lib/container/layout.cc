@@ -40,8 +40,7 @@ Status Layout::Validate(uint64_t expected_size, uint64_t base_size) const {
     }
   }
   if (next != expected_size) {
-    return Corruption("regions cover " + std::to_string(next) + " bytes, expected " +
-                      std::to_string(expected_size));
+    return Corruption("regions cover " + std::to_string(next) + " bytes, expected " + std::to_string(expected_size));
   }
   return OkStatus();
 }

@@ -44,8 +44,7 @@ std::vector<Stripe> PlanStripes(const std::vector<Chunk>& chunks, uint32_t chunk
 
 // Reads the base bytes a region's chunks need: for a delta region the
 // bytes its stripe is taken against, for a prefixed one the whole prefix.
-Status ReadBase(const ByteSource& base, const Region& region, uint64_t raw_offset, size_t n,
-                Buffer& out) {
+Status ReadBase(const ByteSource& base, const Region& region, uint64_t raw_offset, size_t n, Buffer& out) {
   if (region.prefix_length > 0) {
     out.Resize(region.prefix_length);
     return base.ReadAt(region.base_offset, out.data(), region.prefix_length);
@@ -68,8 +67,8 @@ struct DecodedStripe {
 };
 
 std::string ChunkName(const ByteSource& object, size_t index, const ChunkSpan& span) {
-  return object.name() + ": chunk " + std::to_string(index) + " (checkpoint bytes " +
-         std::to_string(span.offset) + ".." + std::to_string(span.offset + span.length) + ")";
+  return object.name() + ": chunk " + std::to_string(index) + " (checkpoint bytes " + std::to_string(span.offset) +
+         ".." + std::to_string(span.offset + span.length) + ")";
 }
 
 // Whether the decoder checks each chunk's restored bytes against the raw
@@ -80,9 +79,9 @@ enum class RawCheck : bool { kSkip, kCheck };
 // Checks chunk `index`'s record against its checksum and decodes it into
 // `out`. `base` holds what ReadBase read for its region (empty for a
 // region that reads no base); a delta region's bytes start at `at` in it.
-Status DecodeChunk(const ByteSource& object, const ObjectHeader& h, size_t index, const ChunkRef& c, const Region& region,
-                   const uint8_t* record, const Buffer& base, uint64_t at, codec::ChunkDecoder& decoder,
-                   RawCheck raw_check, uint8_t* out) {
+Status DecodeChunk(const ByteSource& object, const ObjectHeader& h, size_t index, const ChunkRef& c,
+                   const Region& region, const uint8_t* record, const Buffer& base, uint64_t at,
+                   codec::ChunkDecoder& decoder, RawCheck raw_check, uint8_t* out) {
   if (Checksum64(record, c.record_size) != c.checksum) {
     return Corruption(ChunkName(object, index, c.span) + ": checksum mismatch");
   }
@@ -99,8 +98,7 @@ Status DecodeChunk(const ByteSource& object, const ObjectHeader& h, size_t index
   Status st = decoder.Decode(region.dtype, record, size, c.span.length, region.delta ? base.data() + at : nullptr, out,
                              prefixed ? base.data() : nullptr, prefixed ? base.size() : 0, c.transform);
   if (!st.ok()) return Corruption(ChunkName(object, index, c.span) + ": " + st.message());
-  if (raw_check == RawCheck::kCheck && has_raw_checksum &&
-      Checksum64(out, c.span.length) != raw_checksum) {
+  if (raw_check == RawCheck::kCheck && has_raw_checksum && Checksum64(out, c.span.length) != raw_checksum) {
     return Corruption(ChunkName(object, index, c.span) + ": restored bytes do not match their checksum" +
                       (region.delta || prefixed ? " (is the base the right checkpoint?)" : ""));
   }
@@ -115,9 +113,8 @@ Status CheckBase(const ByteSource& object, const ObjectHeader& h, const ByteSour
                            "; give that checkpoint as the base");
   }
   if (base->size() != h.base_size) {
-    return InvalidArgument(object.name() + ": wrong base " + base->name() + ": it has " +
-                           std::to_string(base->size()) + " bytes, the object's base " + h.base_id.Hex() +
-                           " has " + std::to_string(h.base_size));
+    return InvalidArgument(object.name() + ": wrong base " + base->name() + ": it has " + std::to_string(base->size()) +
+                           " bytes, the object's base " + h.base_id.Hex() + " has " + std::to_string(h.base_size));
   }
   return OkStatus();
 }
@@ -133,9 +130,8 @@ int WorkingThreads(int threads, uint32_t chunk_size) {
   return static_cast<int>(std::min(asked, fit));
 }
 
-Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
-                                  const DeltaBase* base, const EncodeOptions& options,
-                                  ByteSink& out) {
+Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout, const DeltaBase* base,
+                                  const EncodeOptions& options, ByteSink& out) {
   ZIPNN_RETURN_IF_ERROR(CheckChunkSize(options.chunk_size));
   const uint64_t base_size = base != nullptr ? base->source->size() : 0;
   Status valid = layout.Validate(input.size(), base_size);
@@ -185,7 +181,8 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
     e->refs.clear();
     ZIPNN_RETURN_IF_ERROR(input.ReadAt(stripe.offset, e->raw.data(), stripe.length));
     const bool prefixed = region.prefix_length > 0;
-    if (region.delta || prefixed) ZIPNN_RETURN_IF_ERROR(ReadBase(*base->source, region, stripe.offset, stripe.length, e->base));
+    if (region.delta || prefixed)
+      ZIPNN_RETURN_IF_ERROR(ReadBase(*base->source, region, stripe.offset, stripe.length, e->base));
     auto encoder = encoders.Borrow();
     encoder->Reset();  // raw-skip memory never crosses a stripe
     for (size_t i = stripe.first; i < stripe.first + stripe.count; ++i) {
@@ -197,9 +194,9 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
         StoreLE<uint64_t>(e->records.data() + before, Checksum64(e->raw.data() + at, c.length));
       }
       ChunkRef ref;
-      ref.transform = encoder->Encode(region.dtype, e->raw.data() + at, c.length,
-                                      region.delta ? e->base.data() + at : nullptr, e->records,
-                                      prefixed ? e->base.data() : nullptr, prefixed ? e->base.size() : 0);
+      ref.transform =
+          encoder->Encode(region.dtype, e->raw.data() + at, c.length, region.delta ? e->base.data() + at : nullptr,
+                          e->records, prefixed ? e->base.data() : nullptr, prefixed ? e->base.size() : 0);
       ref.span = c;
       ref.record_size = static_cast<uint32_t>(e->records.size() - before);
       ref.checksum = Checksum64(e->records.data() + before, ref.record_size);
@@ -296,8 +293,8 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
   if (!options.only_region) {
     const ContentId got = hasher.Finish();
     if (got != info.content_id) {
-      return Corruption(object.name() + ": decoded bytes hash to " + got.Hex() +
-                        ", not the object's content id " + info.content_id.Hex() +
+      return Corruption(object.name() + ": decoded bytes hash to " + got.Hex() + ", not the object's content id " +
+                        info.content_id.Hex() +
                         (h.kind == ObjectKind::kDelta ? " (is the base the right checkpoint?)" : ""));
     }
   }
@@ -382,8 +379,8 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
     ZIPNN_RETURN_IF_ERROR(ReadBase(*base_, region, c.span.offset, c.span.length, work->base));
   }
   std::shared_ptr<uint8_t[]> raw(new uint8_t[c.span.length]);  // exactly a chunk, not a grown Buffer
-  ZIPNN_RETURN_IF_ERROR(DecodeChunk(object_, info_.header, index, c, region, work->record.data(), work->base,
-                                    0, work->decoder, check_raw_ ? RawCheck::kCheck : RawCheck::kSkip, raw.get()));
+  ZIPNN_RETURN_IF_ERROR(DecodeChunk(object_, info_.header, index, c, region, work->record.data(), work->base, 0,
+                                    work->decoder, check_raw_ ? RawCheck::kCheck : RawCheck::kSkip, raw.get()));
   return std::shared_ptr<const uint8_t[]>(std::move(raw));
 }
 

@@ -69,9 +69,8 @@ struct EncodeResult {
 
 // Encodes `input`, whose bytes `layout` describes, into `out`. With a base,
 // the object is a delta and `layout`'s delta regions read from it.
-Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
-                                  const DeltaBase* base, const EncodeOptions& options,
-                                  ByteSink& out);
+Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout, const DeltaBase* base,
+                                  const EncodeOptions& options, ByteSink& out);
 
 struct DecodeOptions {
   int threads = 0;  // 0: all cores
@@ -112,9 +111,8 @@ class ObjectReader : public ByteSource {
   // what the levels below it can skip, for a wrong byte there shows in the
   // top's chunks.
   // `cache_bytes` bounds the decoded chunks kept (never fewer than two).
-  static Result<std::unique_ptr<ObjectReader>> Open(const ByteSource& object, ObjectInfo info,
-                                                    const ByteSource* base, bool check_raw = false,
-                                                    uint64_t cache_bytes = kReaderCacheBytes);
+  static Result<std::unique_ptr<ObjectReader>> Open(const ByteSource& object, ObjectInfo info, const ByteSource* base,
+                                                    bool check_raw = false, uint64_t cache_bytes = kReaderCacheBytes);
   ~ObjectReader() override;
 
   uint64_t size() const override { return info_.header.raw_size; }
@@ -129,8 +127,7 @@ class ObjectReader : public ByteSource {
   };
   struct Work;  // a decoder and its buffers
 
-  ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base, bool check_raw,
-               uint64_t cache_bytes);
+  ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base, bool check_raw, uint64_t cache_bytes);
   Decoded Chunk(size_t index) const;
   Decoded DecodeChunkAt(size_t index) const;
 
@@ -138,7 +135,7 @@ class ObjectReader : public ByteSource {
   const ObjectInfo info_;
   const ByteSource* base_;
   const bool check_raw_;
-  size_t capacity_;                 // decoded chunks kept
+  size_t capacity_;  // decoded chunks kept
   mutable std::mutex mu_;
   mutable std::deque<Slot> cache_;  // guarded by mu_; oldest first
   mutable FreeList<Work> spare_;

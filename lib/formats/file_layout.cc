@@ -145,7 +145,10 @@ std::optional<std::pair<std::string, std::string>> SortTensors(std::vector<Tenso
 
 Layout ToRegions(const FileLayout& file) {
   return Build(
-      file, [](const Tensor& t) { return Region{t.dtype, t.offset, t.length, false, 0}; },
+      file,
+      [](const Tensor& t) {
+        return Region{t.dtype, t.offset, t.length, false, 0};
+      },
       [](uint64_t at, uint64_t n, const Tensor*, const Tensor*) {
         return Region{codec::DType::kBytes, at, n, false, 0};
       });
@@ -192,7 +195,8 @@ Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base) {
         } else if (after == nullptr) {
           from = base.tensors.empty() ? 0 : base.tensors.back().offset + base.tensors.back().length;
           to = base.size;
-        } else if (n > RegionBuilder::kAbsorbBytes && b != nullptr && a != nullptr && a->offset > b->offset + b->length) {
+        } else if (n > RegionBuilder::kAbsorbBytes && b != nullptr && a != nullptr &&
+                   a->offset > b->offset + b->length) {
           from = b->offset + b->length;
           to = a->offset;
         }

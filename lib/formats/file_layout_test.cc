@@ -123,12 +123,9 @@ FileLayout Synthetic(std::vector<Tensor> tensors, uint64_t size) {
 
 TEST_CASE("region building keeps element alignment and never absorbs large or opaque ranges") {
   using codec::DType;
-  const FileLayout f = Synthetic({Tensor{"a", DType::kBF16, {4}, 16, 8},
-                                  Tensor{"b", DType::kI16, {3}, 24, 6},
-                                  Tensor{"c", DType::kI64, {256}, 30, 2048},
-                                  Tensor{"d", DType::kBF16, {2}, 2078, 4},
-                                  Tensor{"e", DType::kU8, {3}, 2082, 3},
-                                  Tensor{"f", DType::kF32, {1}, 2085, 4}},
+  const FileLayout f = Synthetic({Tensor{"a", DType::kBF16, {4}, 16, 8}, Tensor{"b", DType::kI16, {3}, 24, 6},
+                                  Tensor{"c", DType::kI64, {256}, 30, 2048}, Tensor{"d", DType::kBF16, {2}, 2078, 4},
+                                  Tensor{"e", DType::kU8, {3}, 2082, 3}, Tensor{"f", DType::kF32, {1}, 2085, 4}},
                                  2089);
   const container::Layout l = ToRegions(f);
   REQUIRE(l.Validate(2089, 0).ok());

@@ -22,8 +22,8 @@ std::vector<uint8_t> TensorBytes(const std::string& path) {
 
 TEST_CASE("unknown files get a dtype from a sample only when it pays") {
   for (const auto& [case_dir, dtype] : {std::pair<std::string, DType>{"cnn-bf16", DType::kBF16},
-                                   {"cnn-fp16", DType::kBF16},  // 16-bit floats group alike
-                                   {"cnn-fp32", DType::kF32}}) {
+                                        {"cnn-fp16", DType::kBF16},  // 16-bit floats group alike
+                                        {"cnn-fp32", DType::kF32}}) {
     const std::string dir = case_dir;  // a structured binding cannot be captured (clang)
     CAPTURE(dir);
     const std::vector<uint8_t> weights = TensorBytes(kData + dir + "/step-000040.safetensors");

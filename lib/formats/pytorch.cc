@@ -48,8 +48,7 @@ void AddViews(const TorchStorage& storage, const Tensor& member, uint64_t elemen
   for (const TorchView& v : storage.views) {
     const std::optional<uint64_t> numel = Elements(v.shape);
     uint64_t bytes = 0;
-    if (numel && (__builtin_mul_overflow(*numel, width, &bytes) ||
-                  bytes > std::max(kMaxViewBytes, elements * width))) {
+    if (numel && (__builtin_mul_overflow(*numel, width, &bytes) || bytes > std::max(kMaxViewBytes, elements * width))) {
       warnings.push_back("tensor '" + v.name + "' is a view that repeats its storage's " +
                          std::to_string(elements * width) + " bytes into more than " +
                          std::to_string(kMaxViewBytes >> 20) + " MiB; it is left out of the tensors listed");
@@ -70,7 +69,8 @@ void AddViews(const TorchStorage& storage, const Tensor& member, uint64_t elemen
       bool fits = *numel > 0;
       for (size_t i = 0; fits && i < v.shape.size(); ++i) {
         uint64_t step = 0;
-        fits = !__builtin_mul_overflow(v.shape[i] - 1, v.stride[i], &step) && !__builtin_add_overflow(last, step, &last);
+        fits =
+            !__builtin_mul_overflow(v.shape[i] - 1, v.stride[i], &step) && !__builtin_add_overflow(last, step, &last);
       }
       if (!fits || last >= elements - v.offset) continue;
       t.strided = true;
@@ -138,7 +138,8 @@ Result<FileLayout> ReadPytorch(const ByteSource& file) {
       AddViews(*it->second, t, elements, views, layout.warnings);
       // A storage that is exactly one tensor takes its shape.
       const Tensor* only = views.size() == first + 1 ? &views[first].second : nullptr;
-      if (only != nullptr && !only->strided && only->offset == t.offset && only->length == t.length) t.shape = only->shape;
+      if (only != nullptr && !only->strided && only->offset == t.offset && only->length == t.length)
+        t.shape = only->shape;
     }
     layout.tensors.push_back(std::move(t));
   }

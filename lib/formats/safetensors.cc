@@ -29,11 +29,10 @@ std::optional<uint64_t> Multiply(uint64_t a, uint64_t b) {
 std::optional<codec::DType> SafetensorsDType(std::string_view name) {
   using codec::DType;
   static const std::pair<std::string_view, DType> kTypes[] = {
-      {"F64", DType::kF64},     {"F32", DType::kF32},         {"F16", DType::kF16},
-      {"BF16", DType::kBF16},   {"F8_E4M3", DType::kF8E4M3}, {"F8_E5M2", DType::kF8E5M2},
-      {"I64", DType::kI64},     {"I32", DType::kI32},         {"I16", DType::kI16},
-      {"I8", DType::kI8},       {"U64", DType::kU64},         {"U32", DType::kU32},
-      {"U16", DType::kU16},     {"U8", DType::kU8},           {"BOOL", DType::kBool},
+      {"F64", DType::kF64},        {"F32", DType::kF32},        {"F16", DType::kF16},   {"BF16", DType::kBF16},
+      {"F8_E4M3", DType::kF8E4M3}, {"F8_E5M2", DType::kF8E5M2}, {"I64", DType::kI64},   {"I32", DType::kI32},
+      {"I16", DType::kI16},        {"I8", DType::kI8},          {"U64", DType::kU64},   {"U32", DType::kU32},
+      {"U16", DType::kU16},        {"U8", DType::kU8},          {"BOOL", DType::kBool},
   };
   for (const auto& [n, t] : kTypes) {
     if (n == name) return t;
@@ -127,8 +126,8 @@ Result<FileLayout> ReadSafetensors(const ByteSource& file) {
     const auto offsets = entry.find("data_offsets");
     if (dtype == entry.end() || !dtype->is_string()) return Raw(file, where + " has no dtype");
     if (shape == entry.end() || !shape->is_array()) return Raw(file, where + " has no shape");
-    if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 ||
-        !(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned()) {
+    if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
+        !(*offsets)[1].is_number_unsigned()) {
       return Raw(file, where + " has no valid data_offsets");
     }
     const uint64_t begin = (*offsets)[0].get<uint64_t>();
@@ -151,7 +150,8 @@ Result<FileLayout> ReadSafetensors(const ByteSource& file) {
     // checked for overlaps.
     t.dtype = type ? *type : codec::DType::kBytes;
     if (type) {
-      std::optional<uint64_t> bytes = numel ? Multiply(*numel, static_cast<uint64_t>(codec::DTypeWidth(*type))) : std::nullopt;
+      std::optional<uint64_t> bytes =
+          numel ? Multiply(*numel, static_cast<uint64_t>(codec::DTypeWidth(*type))) : std::nullopt;
       if (!bytes || *bytes != t.length) {
         return Raw(file, where + " holds " + std::to_string(t.length) + " bytes, not dtype x shape");
       }

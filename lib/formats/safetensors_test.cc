@@ -16,8 +16,8 @@ using codec::DType;
 
 TEST_CASE("reads the tensors of real safetensors checkpoints in bf16, fp16 and fp32") {
   for (const auto& [case_dir, dtype] : {std::pair<std::string, DType>{"cnn-bf16", DType::kBF16},
-                                   {"cnn-fp16", DType::kF16},
-                                   {"cnn-fp32", DType::kF32}}) {
+                                        {"cnn-fp16", DType::kF16},
+                                        {"cnn-fp32", DType::kF32}}) {
     const std::string dir = case_dir;  // a structured binding cannot be captured (clang)
     CAPTURE(dir);
     const std::vector<uint8_t> file = Load(kData + dir + "/step-000040.safetensors");
@@ -59,14 +59,19 @@ TEST_CASE("lying safetensors headers are stored as raw bytes with a warning, and
   const std::vector<Case> cases = {
       {Broken(ok, 8, 1u << 20), "length 1048576 runs past the end of the file"},
       {Broken(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})", 8), "is not valid JSON"},
-      {Broken(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", 8), "entry 'a' has offsets outside the data"},
-      {Broken(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,4]}})", 8), "entry 'a' has offsets outside the data"},
-      {Broken(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), "entry 'a' holds 8 bytes, not dtype x shape"},
+      {Broken(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", 8),
+       "entry 'a' has offsets outside the data"},
+      {Broken(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,4]}})", 8),
+       "entry 'a' has offsets outside the data"},
+      {Broken(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
+       "entry 'a' holds 8 bytes, not dtype x shape"},
       {Broken(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8),
        "entry 'a' holds 8 bytes, not dtype x shape"},
       {Broken(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8),
        "entry 'a' has a shape that is not a list of sizes"},
-      {Broken(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
+      {Broken(
+           R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+           8),
        "has overlapping tensors 'a' and 'b'"},
       {Broken(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", 8), "entry 'a' has no dtype"},
       {Broken(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", 8), "entry 'a' has no valid data_offsets"},

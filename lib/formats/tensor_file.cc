@@ -19,22 +19,38 @@ namespace zipnn::formats {
 std::string_view SafetensorsName(codec::DType t) {
   using codec::DType;
   switch (t) {
-    case DType::kF64: return "F64";
-    case DType::kF32: return "F32";
-    case DType::kF16: return "F16";
-    case DType::kBF16: return "BF16";
-    case DType::kF8E4M3: return "F8_E4M3";
-    case DType::kF8E5M2: return "F8_E5M2";
-    case DType::kI64: return "I64";
-    case DType::kI32: return "I32";
-    case DType::kI16: return "I16";
-    case DType::kI8: return "I8";
-    case DType::kU64: return "U64";
-    case DType::kU32: return "U32";
-    case DType::kU16: return "U16";
-    case DType::kU8: return "U8";
-    case DType::kBool: return "BOOL";
-    case DType::kBytes: return "";
+    case DType::kF64:
+      return "F64";
+    case DType::kF32:
+      return "F32";
+    case DType::kF16:
+      return "F16";
+    case DType::kBF16:
+      return "BF16";
+    case DType::kF8E4M3:
+      return "F8_E4M3";
+    case DType::kF8E5M2:
+      return "F8_E5M2";
+    case DType::kI64:
+      return "I64";
+    case DType::kI32:
+      return "I32";
+    case DType::kI16:
+      return "I16";
+    case DType::kI8:
+      return "I8";
+    case DType::kU64:
+      return "U64";
+    case DType::kU32:
+      return "U32";
+    case DType::kU16:
+      return "U16";
+    case DType::kU8:
+      return "U8";
+    case DType::kBool:
+      return "BOOL";
+    case DType::kBytes:
+      return "";
   }
   return "";
 }
@@ -70,25 +86,51 @@ Result<std::string> NpyHead(const Tensor& tensor) {
   using codec::DType;
   std::string descr;
   switch (tensor.dtype) {
-    case DType::kF64: descr = "<f8"; break;
-    case DType::kF32: descr = "<f4"; break;
-    case DType::kF16: descr = "<f2"; break;
-    case DType::kI64: descr = "<i8"; break;
-    case DType::kI32: descr = "<i4"; break;
-    case DType::kI16: descr = "<i2"; break;
-    case DType::kI8: descr = "|i1"; break;
-    case DType::kU64: descr = "<u8"; break;
-    case DType::kU32: descr = "<u4"; break;
-    case DType::kU16: descr = "<u2"; break;
-    case DType::kU8: descr = "|u1"; break;
-    case DType::kBool: descr = "|b1"; break;
+    case DType::kF64:
+      descr = "<f8";
+      break;
+    case DType::kF32:
+      descr = "<f4";
+      break;
+    case DType::kF16:
+      descr = "<f2";
+      break;
+    case DType::kI64:
+      descr = "<i8";
+      break;
+    case DType::kI32:
+      descr = "<i4";
+      break;
+    case DType::kI16:
+      descr = "<i2";
+      break;
+    case DType::kI8:
+      descr = "|i1";
+      break;
+    case DType::kU64:
+      descr = "<u8";
+      break;
+    case DType::kU32:
+      descr = "<u4";
+      break;
+    case DType::kU16:
+      descr = "<u2";
+      break;
+    case DType::kU8:
+      descr = "|u1";
+      break;
+    case DType::kBool:
+      descr = "|b1";
+      break;
     default:
       return Unsupported("'" + tensor.name + "' is " + std::string(codec::DTypeName(tensor.dtype)) +
                          ", which numpy has no type for; write it as safetensors or raw instead");
   }
   std::string shape = "(";
   for (size_t i = 0; i < tensor.shape.size(); ++i) {
-    shape += std::to_string(tensor.shape[i]) + (tensor.shape.size() == 1 ? "," : i + 1 < tensor.shape.size() ? ", " : "");
+    shape += std::to_string(tensor.shape[i]) + (tensor.shape.size() == 1      ? ","
+                                                : i + 1 < tensor.shape.size() ? ", "
+                                                                              : "");
   }
   shape += ")";
   std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";

@@ -24,8 +24,9 @@ Tensor Make(std::string name, DType dtype, std::vector<uint64_t> shape, uint64_t
 }
 
 TEST_CASE("a safetensors head reads back as the tensors it was written for") {
-  const std::vector<Tensor> tensors = {Make("layers.1.w", DType::kBF16, {3, 4}, 24), Make("b\"ias", DType::kF32, {5}, 20),
-                                       Make("scalar", DType::kI64, {}, 8), Make("empty", DType::kF16, {0, 7}, 0)};
+  const std::vector<Tensor> tensors = {Make("layers.1.w", DType::kBF16, {3, 4}, 24),
+                                       Make("b\"ias", DType::kF32, {5}, 20), Make("scalar", DType::kI64, {}, 8),
+                                       Make("empty", DType::kF16, {0, 7}, 0)};
   auto head = SafetensorsHead(tensors);
   REQUIRE(head.ok());
   CHECK((head->size() - 8) % 8 == 0);

@@ -62,7 +62,8 @@ class Machine {
     return static_cast<size_t>(end_ - p_) >= n ? OkStatus() : Corruption("pickle ends inside an opcode");
   }
   Result<Ref> Pop() {
-    if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back())) return Corruption("pickle stack underflow");
+    if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back()))
+      return Corruption("pickle stack underflow");
     Ref v = stack_.back();
     stack_.pop_back();
     return v;
@@ -144,21 +145,34 @@ Result<Ref> Machine::Run() {
   while (p_ < end_) {
     const uint8_t op = *p_++;
     switch (op) {
-      case 0x80: ZIPNN_RETURN_IF_ERROR(Need(1)); ++p_; break;                     // PROTO
-      case 0x95: ZIPNN_RETURN_IF_ERROR(Need(8)); p_ += 8; break;                  // FRAME
-      case '.': {                                                           // STOP
+      case 0x80:
+        ZIPNN_RETURN_IF_ERROR(Need(1));
+        ++p_;
+        break;  // PROTO
+      case 0x95:
+        ZIPNN_RETURN_IF_ERROR(Need(8));
+        p_ += 8;
+        break;     // FRAME
+      case '.': {  // STOP
         ZIPNN_ASSIGN_OR_RETURN(Ref top, Pop());
         return top;
       }
-      case '(': ZIPNN_RETURN_IF_ERROR(Mark()); break;                             // MARK
-      case 'N': ZIPNN_RETURN_IF_ERROR(Push(Make(K::kNone))); break;
-      case 0x88: case 0x89: {                                               // NEWTRUE, NEWFALSE
+      case '(':
+        ZIPNN_RETURN_IF_ERROR(Mark());
+        break;  // MARK
+      case 'N':
+        ZIPNN_RETURN_IF_ERROR(Push(Make(K::kNone)));
+        break;
+      case 0x88:
+      case 0x89: {  // NEWTRUE, NEWFALSE
         Ref v = Make(K::kInt);
         v->i = op == 0x88;
         ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case 'K': case 'M': case 'J': {                                       // BININT1, BININT2, BININT
+      case 'K':
+      case 'M':
+      case 'J': {  // BININT1, BININT2, BININT
         const size_t n = op == 'K' ? 1 : op == 'M' ? 2 : 4;
         ZIPNN_RETURN_IF_ERROR(Need(n));
         Ref v = Make(K::kInt);
@@ -167,7 +181,7 @@ Result<Ref> Machine::Run() {
         ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case 0x8a: {                                                          // LONG1
+      case 0x8a: {  // LONG1
         ZIPNN_RETURN_IF_ERROR(Need(1));
         const size_t n = *p_++;
         ZIPNN_RETURN_IF_ERROR(Need(n));
@@ -177,8 +191,19 @@ Result<Ref> Machine::Run() {
         ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case 'G': ZIPNN_RETURN_IF_ERROR(Need(8)); p_ += 8; ZIPNN_RETURN_IF_ERROR(Push(Make(K::kFloat))); break;  // BINFLOAT
-      case 'X': case 0x8c: case 'B': case 'C': case 'T': case 'U': case 0x8d: case 0x8e: {
+      case 'G':
+        ZIPNN_RETURN_IF_ERROR(Need(8));
+        p_ += 8;
+        ZIPNN_RETURN_IF_ERROR(Push(Make(K::kFloat)));
+        break;  // BINFLOAT
+      case 'X':
+      case 0x8c:
+      case 'B':
+      case 'C':
+      case 'T':
+      case 'U':
+      case 0x8d:
+      case 0x8e: {
         // BINUNICODE, SHORT_BINUNICODE, BINBYTES, SHORT_BINBYTES,
         // BINSTRING, SHORT_BINSTRING, BINUNICODE8, BINBYTES8
         const size_t width = (op == 0x8c || op == 'C' || op == 'U') ? 1 : (op == 0x8d || op == 0x8e) ? 8 : 4;
@@ -191,14 +216,14 @@ Result<Ref> Machine::Run() {
         ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case 'c': {                                                           // GLOBAL
+      case 'c': {  // GLOBAL
         ZIPNN_ASSIGN_OR_RETURN(std::string module, Line());
         ZIPNN_ASSIGN_OR_RETURN(std::string name, Line());
         ZIPNN_ASSIGN_OR_RETURN(Ref v, Global(module, name));
         ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case 0x93: {                                                          // STACK_GLOBAL
+      case 0x93: {  // STACK_GLOBAL
         ZIPNN_ASSIGN_OR_RETURN(Ref name, Pop());
         ZIPNN_ASSIGN_OR_RETURN(Ref module, Pop());
         if (module->kind != K::kString || name->kind != K::kString) {
@@ -208,16 +233,24 @@ Result<Ref> Machine::Run() {
         ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case ')': ZIPNN_RETURN_IF_ERROR(Push(Make(K::kTuple))); break;              // EMPTY_TUPLE
-      case ']': ZIPNN_RETURN_IF_ERROR(Push(Make(K::kList))); break;               // EMPTY_LIST
-      case '}': ZIPNN_RETURN_IF_ERROR(Push(Make(K::kDict))); break;               // EMPTY_DICT
-      case 't': {                                                           // TUPLE
+      case ')':
+        ZIPNN_RETURN_IF_ERROR(Push(Make(K::kTuple)));
+        break;  // EMPTY_TUPLE
+      case ']':
+        ZIPNN_RETURN_IF_ERROR(Push(Make(K::kList)));
+        break;  // EMPTY_LIST
+      case '}':
+        ZIPNN_RETURN_IF_ERROR(Push(Make(K::kDict)));
+        break;     // EMPTY_DICT
+      case 't': {  // TUPLE
         Ref v = Make(K::kTuple);
         ZIPNN_ASSIGN_OR_RETURN(v->items, PopToMark());
         ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case 0x85: case 0x86: case 0x87: {                                    // TUPLE1..3
+      case 0x85:
+      case 0x86:
+      case 0x87: {  // TUPLE1..3
         Ref v = Make(K::kTuple);
         v->items.resize(op - 0x84);
         for (size_t k = v->items.size(); k > 0; --k) {
@@ -226,19 +259,19 @@ Result<Ref> Machine::Run() {
         ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case 'l': {                                                           // LIST
+      case 'l': {  // LIST
         Ref v = Make(K::kList);
         ZIPNN_ASSIGN_OR_RETURN(v->items, PopToMark());
         ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case 'a': {                                                           // APPEND
+      case 'a': {  // APPEND
         ZIPNN_ASSIGN_OR_RETURN(Ref item, Pop());
         if (stack_.empty()) return Corruption("pickle appends to nothing");
         if (stack_.back()->kind == K::kList) stack_.back()->items.push_back(item);
         break;
       }
-      case 'e': {                                                           // APPENDS
+      case 'e': {  // APPENDS
         ZIPNN_ASSIGN_OR_RETURN(std::vector<Ref> items, PopToMark());
         if (stack_.empty()) return Corruption("pickle appends to nothing");
         if (stack_.back()->kind == K::kList) {
@@ -246,43 +279,53 @@ Result<Ref> Machine::Run() {
         }
         break;
       }
-      case 's': {                                                           // SETITEM
+      case 's': {  // SETITEM
         ZIPNN_ASSIGN_OR_RETURN(Ref value, Pop());
         ZIPNN_ASSIGN_OR_RETURN(Ref key, Pop());
         if (stack_.empty()) return Corruption("pickle sets an item on nothing");
         ZIPNN_RETURN_IF_ERROR(SetItems(stack_.back(), {key, value}));
         break;
       }
-      case 'u': {                                                           // SETITEMS
+      case 'u': {  // SETITEMS
         ZIPNN_ASSIGN_OR_RETURN(std::vector<Ref> kv, PopToMark());
         if (stack_.empty()) return Corruption("pickle sets items on nothing");
         ZIPNN_RETURN_IF_ERROR(SetItems(stack_.back(), kv));
         break;
       }
-      case 'q': ZIPNN_RETURN_IF_ERROR(Need(1)); ZIPNN_RETURN_IF_ERROR(Memo(*p_++)); break;             // BINPUT
-      case 'r': ZIPNN_RETURN_IF_ERROR(Need(4)); ZIPNN_RETURN_IF_ERROR(Memo(LoadLE<uint32_t>(p_))); p_ += 4; break;  // LONG_BINPUT
-      case 0x94: ZIPNN_RETURN_IF_ERROR(Memo(static_cast<uint32_t>(memo_.size()))); break;       // MEMOIZE
-      case 'h': {                                                           // BINGET
+      case 'q':
+        ZIPNN_RETURN_IF_ERROR(Need(1));
+        ZIPNN_RETURN_IF_ERROR(Memo(*p_++));
+        break;  // BINPUT
+      case 'r':
+        ZIPNN_RETURN_IF_ERROR(Need(4));
+        ZIPNN_RETURN_IF_ERROR(Memo(LoadLE<uint32_t>(p_)));
+        p_ += 4;
+        break;  // LONG_BINPUT
+      case 0x94:
+        ZIPNN_RETURN_IF_ERROR(Memo(static_cast<uint32_t>(memo_.size())));
+        break;     // MEMOIZE
+      case 'h': {  // BINGET
         ZIPNN_RETURN_IF_ERROR(Need(1));
         ZIPNN_ASSIGN_OR_RETURN(Ref v, Get(*p_++));
         ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case 'j': {                                                           // LONG_BINGET
+      case 'j': {  // LONG_BINGET
         ZIPNN_RETURN_IF_ERROR(Need(4));
         ZIPNN_ASSIGN_OR_RETURN(Ref v, Get(LoadLE<uint32_t>(p_)));
         p_ += 4;
         ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case 'Q': {                                                           // BINPERSID
+      case 'Q': {  // BINPERSID
         ZIPNN_ASSIGN_OR_RETURN(Ref pid, Pop());
         Ref v = Make(K::kPersid);
         v->items.push_back(pid);
         ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case 'R': case 0x81: {                                                // REDUCE, NEWOBJ
+      case 'R':
+      case 0x81: {  // REDUCE, NEWOBJ
         ZIPNN_ASSIGN_OR_RETURN(Ref args, Pop());
         ZIPNN_ASSIGN_OR_RETURN(Ref func, Pop());
         // An OrderedDict is built empty and filled by SETITEMS.
@@ -295,13 +338,17 @@ Result<Ref> Machine::Run() {
         ZIPNN_RETURN_IF_ERROR(Push(v));
         break;
       }
-      case 'b': {                                                           // BUILD: state is not needed
+      case 'b': {  // BUILD: state is not needed
         ZIPNN_ASSIGN_OR_RETURN(Ref state, Pop());
         (void)state;
         if (stack_.empty()) return Corruption("pickle builds nothing");
         break;
       }
-      case '0': { ZIPNN_ASSIGN_OR_RETURN(Ref dropped, Pop()); (void)dropped; break; }  // POP
+      case '0': {
+        ZIPNN_ASSIGN_OR_RETURN(Ref dropped, Pop());
+        (void)dropped;
+        break;
+      }  // POP
       default: {
         char hex[8];
         std::snprintf(hex, sizeof hex, "0x%02x", op);
@@ -426,14 +473,26 @@ class Walker {
 std::optional<codec::DType> TorchStorageDType(const std::string& class_name) {
   using codec::DType;
   static const std::map<std::string, DType> kTypes = {
-      {"FloatStorage", DType::kF32},  {"DoubleStorage", DType::kF64}, {"HalfStorage", DType::kF16},
-      {"BFloat16Storage", DType::kBF16}, {"LongStorage", DType::kI64}, {"IntStorage", DType::kI32},
-      {"ShortStorage", DType::kI16},  {"CharStorage", DType::kI8},    {"ByteStorage", DType::kU8},
+      {"FloatStorage", DType::kF32},
+      {"DoubleStorage", DType::kF64},
+      {"HalfStorage", DType::kF16},
+      {"BFloat16Storage", DType::kBF16},
+      {"LongStorage", DType::kI64},
+      {"IntStorage", DType::kI32},
+      {"ShortStorage", DType::kI16},
+      {"CharStorage", DType::kI8},
+      {"ByteStorage", DType::kU8},
       {"BoolStorage", DType::kBool},
       // Newer torch may name the dtype itself.
-      {"float32", DType::kF32},       {"float64", DType::kF64},       {"float16", DType::kF16},
-      {"bfloat16", DType::kBF16},     {"int64", DType::kI64},         {"int32", DType::kI32},
-      {"int16", DType::kI16},         {"int8", DType::kI8},           {"uint8", DType::kU8},
+      {"float32", DType::kF32},
+      {"float64", DType::kF64},
+      {"float16", DType::kF16},
+      {"bfloat16", DType::kBF16},
+      {"int64", DType::kI64},
+      {"int32", DType::kI32},
+      {"int16", DType::kI16},
+      {"int8", DType::kI8},
+      {"uint8", DType::kU8},
       {"bool", DType::kBool},
   };
   auto it = kTypes.find(class_name);

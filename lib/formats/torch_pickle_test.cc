@@ -54,12 +54,31 @@ std::vector<uint8_t> NestedUnderOneKey(size_t key_bytes, int levels) {
   StoreLE<uint32_t>(p.data() + 3, static_cast<uint32_t>(key_bytes));
   p.insert(p.end(), key_bytes, 'k');
   static constexpr char kStorage[] =
-      "q\x00" "0"                                   // memo 0: the key
-      "}" "X\x01\x00\x00\x00" "w"                    // {"w": ...
-      "(" "X\x07\x00\x00\x00" "storage" "ctorch\nFloatStorage\n"
-      "X\x01\x00\x00\x00" "0" "X\x03\x00\x00\x00" "cpu" "K\x04" "t" "Q" "s";  // ... persid(storage, 4 floats)}
+      "q\x00"
+      "0"  // memo 0: the key
+      "}"
+      "X\x01\x00\x00\x00"
+      "w"  // {"w": ...
+      "("
+      "X\x07\x00\x00\x00"
+      "storage"
+      "ctorch\nFloatStorage\n"
+      "X\x01\x00\x00\x00"
+      "0"
+      "X\x03\x00\x00\x00"
+      "cpu"
+      "K\x04"
+      "t"
+      "Q"
+      "s";                                                      // ... persid(storage, 4 floats)}
   p.insert(p.end(), kStorage, kStorage + sizeof kStorage - 1);  // literals hold NULs: sized, not measured
-  static constexpr char kWrap[] = "q\x01" "0" "}" "h\x00" "h\x01" "s";  // {key: the dict before}
+  static constexpr char kWrap[] =
+      "q\x01"
+      "0"
+      "}"
+      "h\x00"
+      "h\x01"
+      "s";  // {key: the dict before}
   for (int i = 0; i < levels; ++i) p.insert(p.end(), kWrap, kWrap + sizeof kWrap - 1);
   p.push_back('.');
   return p;
@@ -92,18 +111,30 @@ TEST_CASE("rejects a pickle global longer than 1024 bytes, or one not named by t
   std::vector<uint8_t> p = {0x80, 0x04, 'X', 0, 0, 0, 0};
   StoreLE<uint32_t>(p.data() + 3, 1000);
   p.insert(p.end(), 1000, 'm');
-  static constexpr char kTwice[] = "q\x00" "h\x00" "\x93" "N.";  // STACK_GLOBAL(m..., m...)
+  static constexpr char kTwice[] =
+      "q\x00"
+      "h\x00"
+      "\x93"
+      "N.";  // STACK_GLOBAL(m..., m...)
   p.insert(p.end(), kTwice, kTwice + sizeof kTwice - 1);
   auto r = ReadTorchPickle(p.data(), p.size());
   REQUIRE(!r.ok());
   CHECK(r.status().message() == "pickle names a global longer than 1024 bytes");
 
-  static constexpr char kNumbers[] = "\x80\x04" "K\x01" "K\x02" "\x93" ".";
+  static constexpr char kNumbers[] =
+      "\x80\x04"
+      "K\x01"
+      "K\x02"
+      "\x93"
+      ".";
   r = ReadTorchPickle(reinterpret_cast<const uint8_t*>(kNumbers), sizeof kNumbers - 1);
   REQUIRE(!r.ok());
   CHECK(r.status().message() == "pickle STACK_GLOBAL takes two strings");
 
-  std::string line = "\x80\x02" "c" + std::string(1100, 'm') + "\nx\n.";
+  std::string line =
+      "\x80\x02"
+      "c" +
+      std::string(1100, 'm') + "\nx\n.";
   r = ReadTorchPickle(reinterpret_cast<const uint8_t*>(line.data()), line.size());
   REQUIRE(!r.ok());
   CHECK(r.status().message() == "pickle names a global longer than 1024 bytes");
@@ -162,7 +193,8 @@ TEST_CASE("rejects a pickle that opens more than 1024 marks, so a file of '(' st
   const FileLayout l = LayoutOf(file);
   CHECK(l.format == Format::kRaw);
   REQUIRE(l.warnings.size() == 1);
-  CHECK(l.warnings[0] == "file: torch zip data.pkl is unreadable (pickle opens more than 1024 marks); stored as raw bytes");
+  CHECK(l.warnings[0] ==
+        "file: torch zip data.pkl is unreadable (pickle opens more than 1024 marks); stored as raw bytes");
   RoundTrip(file, ToRegions(l));
 }
 

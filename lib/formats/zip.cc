@@ -23,9 +23,7 @@ Status Bad(const std::string& what) { return Corruption("zip archive: " + what);
 
 }  // namespace
 
-bool LooksLikeZip(const uint8_t* prefix, size_t n) {
-  return n >= 4 && LoadLE<uint32_t>(prefix) == kLocalHeader;
-}
+bool LooksLikeZip(const uint8_t* prefix, size_t n) { return n >= 4 && LoadLE<uint32_t>(prefix) == kLocalHeader; }
 
 Result<std::vector<ZipMember>> ReadZipDirectory(const ByteSource& file) {
   const uint64_t size = file.size();

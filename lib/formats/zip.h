@@ -15,7 +15,7 @@ namespace zipnn::formats {
 
 struct ZipMember {
   std::string name;
-  uint16_t method = 0;      // 0: stored
+  uint16_t method = 0;       // 0: stored
   uint64_t data_offset = 0;  // first byte of the member's data in the file
   uint64_t size = 0;         // bytes of data as stored
 };

@@ -71,7 +71,8 @@ Result<store::Pointer> PointerAt(const std::string& spec) {
                                ")");
       }
       if (!*pointer) {
-        return InvalidArgument(spec + " is not stored by git-zipnn: git holds the file itself (it is not tracked, "
+        return InvalidArgument(spec +
+                               " is not stored by git-zipnn: git holds the file itself (it is not tracked, "
                                "or was committed before `git zipnn install` and `track`)");
       }
       return **pointer;
@@ -88,7 +89,8 @@ Result<store::Pointer> PointerAt(const std::string& spec) {
 Result<formats::Checkpoint> UnfilteredAt(const std::string& temp_dir, const std::string& spec) {
   ZIPNN_ASSIGN_OR_RETURN(GitRun blob, RunGit({"cat-file", "blob", "--end-of-options", spec}));
   if (blob.exit_code != 0) return Status(StatusCode::kGit, "git cat-file blob " + spec + " failed: " + blob.err);
-  return formats::Checkpoint::Spool(temp_dir, [&](ByteSink& out) { return out.Append(blob.out.data(), blob.out.size()); });
+  return formats::Checkpoint::Spool(temp_dir,
+                                    [&](ByteSink& out) { return out.Append(blob.out.data(), blob.out.size()); });
 }
 
 }  // namespace zipnn::git

@@ -85,7 +85,7 @@ Result<OpenedRepository> OpenStoreRepository() {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> configured, ConfiguredStore(git_dir, {}, &warnings));
   const std::string zipnn_dir = ZipnnDir(git_dir);
   OpenedRepository opened{store::Store{store::ObjectStore(configured ? *configured : zipnn_dir + "/objects"),
-                                            zipnn_dir + "/tmp", zipnn_dir + "/cache/raw", "", config::Policy{}},
+                                       zipnn_dir + "/tmp", zipnn_dir + "/cache/raw", "", config::Policy{}},
                           std::move(warnings)};
   // A store this repository cannot write to is one it does not add to
   // either, so a failed registration costs nothing.
@@ -110,8 +110,8 @@ Result<std::string> StoreOfRepository(const std::string& path) {
   } else {
     return NotFound(path + " is not a git repository, so it has no object store (set remote.<name>.zipnnurl)");
   }
-  ZIPNN_ASSIGN_OR_RETURN(git_dir,
-                         GitOutput({"--git-dir=" + git_dir, "rev-parse", "--path-format=absolute", "--git-common-dir"}));
+  ZIPNN_ASSIGN_OR_RETURN(
+      git_dir, GitOutput({"--git-dir=" + git_dir, "rev-parse", "--path-format=absolute", "--git-common-dir"}));
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> configured,
                          ConfiguredStore(git_dir, {"--git-dir=" + git_dir}, nullptr));
   return configured ? *configured : ZipnnDir(git_dir) + "/objects";
@@ -123,8 +123,7 @@ Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Store& repo) {
   return std::make_unique<SeriesVersions>(std::move(git_repo), std::move(rules));
 }
 
-std::string WhyBase(const store::Store& repo, SeriesVersions& series, const std::string& path,
-                    const ContentId& id) {
+std::string WhyBase(const store::Store& repo, SeriesVersions& series, const std::string& path, const ContentId& id) {
   auto versions = series.Of(series.rules().Place(path).name, /*deep=*/true);
   if (!versions.ok()) return "";
   for (size_t i = 0; i < versions->size(); ++i) {

@@ -48,8 +48,7 @@ Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Store& repo);
 // Why the stored version `id` is a base, found among the versions of the
 // series of `path` (HEAD's history and the index): "first of its series",
 // "due every 10", ...; empty when it is not a base or not in that series.
-std::string WhyBase(const store::Store& repo, SeriesVersions& series, const std::string& path,
-                    const ContentId& id);
+std::string WhyBase(const store::Store& repo, SeriesVersions& series, const std::string& path, const ContentId& id);
 
 // The version before the file at `path` (from the top of the work tree)
 // in its series: the one of the greatest step below the path's own,

@@ -124,8 +124,9 @@ std::pair<std::string, std::optional<std::string>> RangeEnds(const std::string& 
 Status CheckRevision(const std::string& rev) {
   const auto [from, to] = RangeEnds(rev);
   if ((!from.empty() && from[0] == '-') || (to && !to->empty() && (*to)[0] == '-') || rev.empty()) {
-    return InvalidArgument("'" + rev + "' is not a revision" +
-                           (rev.empty() ? "" : ": a revision never starts with '-', which git would read as an option"));
+    return InvalidArgument(
+        "'" + rev + "' is not a revision" +
+        (rev.empty() ? "" : ": a revision never starts with '-', which git would read as an option"));
   }
   return OkStatus();
 }
@@ -136,7 +137,8 @@ Status CheckRange(const std::string& range, const std::string& cwd) {
   for (std::string end : {from, to.value_or("")}) {
     if (end.empty()) continue;  // "a.." and "..b": HEAD, as git reads them
     if (end[0] == '^') end = end.substr(1);
-    ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"rev-parse", "--verify", "--quiet", "--end-of-options", end + "^{commit}"}, cwd));
+    ZIPNN_ASSIGN_OR_RETURN(GitRun run,
+                           RunGit({"rev-parse", "--verify", "--quiet", "--end-of-options", end + "^{commit}"}, cwd));
     if (run.exit_code != 0) {
       return InvalidArgument("no revision '" + end + "' in this repository" +
                              (end == range ? "" : " (in the range '" + range + "')"));
@@ -154,8 +156,9 @@ Result<std::vector<CommitTouching>> CommitsTouching(const std::string& range, co
                                                     const std::string& cwd) {
   ZIPNN_RETURN_IF_ERROR(CheckRange(range, cwd));
   // NUL after each record: subjects may hold any other byte.
-  ZIPNN_ASSIGN_OR_RETURN(std::string listed, GitOutput({"log", "-z", "--reverse", "--format=%H%x1f%s",
-                                                        "--end-of-options", range, "--", path}, cwd));
+  ZIPNN_ASSIGN_OR_RETURN(
+      std::string listed,
+      GitOutput({"log", "-z", "--reverse", "--format=%H%x1f%s", "--end-of-options", range, "--", path}, cwd));
   std::vector<CommitTouching> commits;
   for (size_t at = 0; at < listed.size();) {
     size_t end = listed.find('\0', at);

@@ -253,8 +253,11 @@ TEST_CASE("walks history newest first with ^rev, --not, --all and --remotes=") {
 
 TEST_CASE("gives author dates and subjects as git log's %aI and %s") {
   Sandbox box;
-  box.Sh("git commit -q --allow-empty -m 'first line' -m 'body' && "
-         "GIT_AUTHOR_DATE='2020-01-02T03:04:05-0530' git commit -q --allow-empty -m 'two" "\n" "lines'");
+  box.Sh(
+      "git commit -q --allow-empty -m 'first line' -m 'body' && "
+      "GIT_AUTHOR_DATE='2020-01-02T03:04:05-0530' git commit -q --allow-empty -m 'two"
+      "\n"
+      "lines'");
   const Repository repo = Open(box.repo());
   auto commits = repo.Commits({"HEAD"});
   REQUIRE(commits.ok());
@@ -341,12 +344,13 @@ TEST_CASE("history files: each path and blob once, at the newest commit, again w
   auto commits = repo.Commits({"HEAD"});
   REQUIRE(commits.ok());
   std::vector<std::string> seen;
-  REQUIRE(repo.VisitHistoryFiles(*commits, [&](size_t i, const FileEntry& f) {
-                CHECK(f.blob == **repo.FileAt((*commits)[i].id, f.path));
-                seen.push_back((*commits)[i].id.Hex() + " " + f.path);
-              }).ok());
-  CHECK(seen == std::vector<std::string>{c3 + " e/a", c3 + " e/b", c3 + " top", c2 + " d/a", c2 + " d/b",
-                                         c1 + " d/a"});
+  REQUIRE(repo.VisitHistoryFiles(*commits,
+                                 [&](size_t i, const FileEntry& f) {
+                                   CHECK(f.blob == **repo.FileAt((*commits)[i].id, f.path));
+                                   seen.push_back((*commits)[i].id.Hex() + " " + f.path);
+                                 })
+              .ok());
+  CHECK(seen == std::vector<std::string>{c3 + " e/a", c3 + " e/b", c3 + " top", c2 + " d/a", c2 + " d/b", c1 + " d/a"});
 }
 
 TEST_CASE("finds pointers in HEAD, in all history and the index, and damaged ones") {
@@ -414,8 +418,9 @@ TEST_CASE("a path's history lists each commit that changed its pointer, newest f
   const std::string c4 = box.Commit("c4");
   box.Sh("git rm -q m.bin");
   box.Commit("c5: deleted");
-  box.Sh("git checkout -q -b side HEAD~1 && echo x > s.txt && git add s.txt && git commit -q -m side && "
-         "git checkout -q main && git merge -q --no-edit side");  // m.bin as c4 had it: no new version
+  box.Sh(
+      "git checkout -q -b side HEAD~1 && echo x > s.txt && git add s.txt && git commit -q -m side && "
+      "git checkout -q main && git merge -q --no-edit side");  // m.bin as c4 had it: no new version
   const Repository repo = Open(box.repo());
   auto history = PathHistory::Of(repo);
   REQUIRE(history.ok());
@@ -440,7 +445,7 @@ TEST_CASE("the index: which tracked files are pointers, and which git holds whol
   box.Write("whole.bin", "the checkpoint itself, added before the filter was installed\n");
   box.Write("bad.bin", std::string("git-zipnn pointer 1\ngarbage\n"));
   box.Write("notes.txt", store::FormatPointer(p1));  // a pointer, but not tracked
-  box.Sh("git add -A");  // no filter configured: git stores each file as it is
+  box.Sh("git add -A");                              // no filter configured: git stores each file as it is
   const Repository repo = Open(box.repo());
   auto whole = HeldWhole(repo);
   REQUIRE(whole.ok());
@@ -454,7 +459,8 @@ TEST_CASE("the index: which tracked files are pointers, and which git holds whol
 
 TEST_CASE("the files of a series in a tree come in step order, not name order") {
   Sandbox box;
-  for (const char* step : {"100", "20", "3"}) box.Write(std::string("out/checkpoint-") + step + "/model.safetensors", step);
+  for (const char* step : {"100", "20", "3"})
+    box.Write(std::string("out/checkpoint-") + step + "/model.safetensors", step);
   box.Write("out/checkpoint-20/optimizer.pt", "o");
   box.Write("notes.txt", "n");
   box.Commit("saves");
@@ -462,7 +468,8 @@ TEST_CASE("the files of a series in a tree come in step order, not name order") 
   REQUIRE(files.ok());
   std::vector<std::string> order;
   for (const SeriesFile& f : *files) order.push_back(f.step + " " + f.path);
-  CHECK(order == std::vector<std::string>{"3 out/checkpoint-3/model.safetensors", "20 out/checkpoint-20/model.safetensors",
+  CHECK(order == std::vector<std::string>{"3 out/checkpoint-3/model.safetensors",
+                                          "20 out/checkpoint-20/model.safetensors",
                                           "100 out/checkpoint-100/model.safetensors"});
   CHECK(!SeriesFilesAt(series::Rules(), "nosuchrev", "x", box.repo()).ok());
 }

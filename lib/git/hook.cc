@@ -93,7 +93,8 @@ std::string EnsureHook() {
   const std::string hook = *dir + "/pre-push";
   if (IsOurHook(hook)) return "";
   if (FileExists(hook)) {
-    return "warning: " + hook + " is another program's pre-push hook, so `git push` will not send checkpoint "
+    return "warning: " + hook +
+           " is another program's pre-push hook, so `git push` will not send checkpoint "
            "objects; run `git zipnn install --local` to run both";
   }
   Status written = MakeDirectories(*dir);

@@ -51,8 +51,9 @@ Status AddIndex(const Repository& repo, Blobs& blobs) {
 // What refs lead to that is no commit: the files of tagged trees, and
 // tagged blobs.
 Status AddTagged(const Repository& repo, Blobs& blobs) {
-  return repo.VisitTaggedFiles(
-      [&](const std::string& ref, const FileEntry& f) { blobs.emplace(f.blob, Place{ref, f.path}); });
+  return repo.VisitTaggedFiles([&](const std::string& ref, const FileEntry& f) {
+    blobs.emplace(f.blob, Place{ref, f.path});
+  });
 }
 
 // The parents of `commits` that are outside them and present.

@@ -152,8 +152,8 @@ std::optional<Oid> PeelToCommit(git_reference* ref) {
 template <typename Visit>
 Status ForEachRef(git_repository* repo, const std::string& glob, Visit visit) {
   git_reference_iterator* raw = nullptr;
-  const int e = glob.empty() ? git_reference_iterator_new(&raw, repo)
-                             : git_reference_iterator_glob_new(&raw, repo, glob.c_str());
+  const int e =
+      glob.empty() ? git_reference_iterator_new(&raw, repo) : git_reference_iterator_glob_new(&raw, repo, glob.c_str());
   if (e < 0) return GitError("cannot list references");
   RefIterPtr refs(raw);
   git_reference* ref = nullptr;
@@ -200,7 +200,8 @@ Status AddTip(git_repository* repo, git_odb* odb, git_oid id, const std::string&
         return OkStatus();
       case GIT_OBJECT_TAG: {
         git_tag* raw = nullptr;
-        if (git_tag_lookup(&raw, repo, &id) < 0) return GitError("cannot read tag " + FromGit(&id).Hex() + " (" + ref + ")");
+        if (git_tag_lookup(&raw, repo, &id) < 0)
+          return GitError("cannot read tag " + FromGit(&id).Hex() + " (" + ref + ")");
         id = *git_tag_target_id(raw);
         git_tag_free(raw);
         break;
@@ -390,8 +391,7 @@ class HistoryWalk {
 // git folder `git_dir`: stage 0 regular files, a sparse index's folders
 // expanded into the files under them.
 Result<std::vector<FileEntry>> IndexFilesByGit(const std::string& git_dir, const std::string& index) {
-  ZIPNN_ASSIGN_OR_RETURN(std::string listed,
-                         GitOutputOnIndex(index, {"--git-dir=" + git_dir, "ls-files", "-s", "-z"}));
+  ZIPNN_ASSIGN_OR_RETURN(std::string listed, GitOutputOnIndex(index, {"--git-dir=" + git_dir, "ls-files", "-s", "-z"}));
   std::vector<FileEntry> files;
   // Each entry: "<mode> <object id> <stage>\t<path>\0".
   for (size_t at = 0; at < listed.size();) {
@@ -483,7 +483,8 @@ Result<std::vector<WorkTree>> OpenWorkTrees(const std::string& common_dir) {
     if (git_repository_open_bare(&raw, dir.c_str()) < 0) {
       return Status(StatusCode::kGit, GitError("cannot read linked work tree " + name + " (" + dir + ")").message() +
                                           "; if it is gone for good, `git worktree prune` forgets it (`git worktree "
-                                          "unlock " + name + "` first if it is locked)");
+                                          "unlock " +
+                                          name + "` first if it is locked)");
     }
     trees.push_back(WorkTree{name, RepoPtr(raw)});
   }
@@ -816,7 +817,8 @@ Result<std::vector<CommitInfo>> Repository::AllCommits() const {
   git_repository* repo = handle_->repo.get();
   ZIPNN_ASSIGN_OR_RETURN(Tips tips, AllTips(handle_->odb.get(), common_dir_, /*reflogs=*/true));
   HistoryWalk walk(repo);
-  for (const Oid& id : tips.commits) ZIPNN_RETURN_IF_ERROR(walk.Add(id, /*hidden=*/false));  // a pruned entry is skipped
+  for (const Oid& id : tips.commits)
+    ZIPNN_RETURN_IF_ERROR(walk.Add(id, /*hidden=*/false));  // a pruned entry is skipped
   return walk.Run();
 }
 
@@ -836,7 +838,8 @@ Status Repository::VisitTaggedFiles(const std::function<void(const std::string&,
     if (!seen.insert(tree_id).second) continue;
     git_tree* raw = nullptr;
     const git_oid id = ToGit(tree_id);
-    if (git_tree_lookup(&raw, repo, &id) < 0) return GitError("cannot read the tree " + tree_id.Hex() + " " + ref + " tags");
+    if (git_tree_lookup(&raw, repo, &id) < 0)
+      return GitError("cannot read the tree " + tree_id.Hex() + " " + ref + " tags");
     TreePtr tree(raw);
     std::string prefix;
     const std::string& name = ref;

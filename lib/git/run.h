@@ -17,8 +17,7 @@ using GitRun = Captured;
 
 // Runs `git <args>` in `cwd` (empty: the current folder), with `input`
 // on its standard input (empty: none).
-Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& cwd = "",
-                      const std::string& input = "");
+Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& cwd = "", const std::string& input = "");
 
 // `git <args>`, its stdout without the trailing newline; a non-zero exit
 // is a Git error quoting git's message.

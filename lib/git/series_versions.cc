@@ -33,7 +33,8 @@ Status SeriesVersions::ReadHistory() {
     // Newest first, each file at the newest commit that has it; reversed
     // below so that the oldest comes first.
     std::vector<std::pair<size_t, FileEntry>> seen;
-    ZIPNN_RETURN_IF_ERROR(repo_.VisitHistoryFiles(commits, [&](size_t commit, const FileEntry& f) { seen.emplace_back(commit, f); }));
+    ZIPNN_RETURN_IF_ERROR(
+        repo_.VisitHistoryFiles(commits, [&](size_t commit, const FileEntry& f) { seen.emplace_back(commit, f); }));
     std::stable_sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     for (auto& [commit, f] : seen) history_[rules_.Place(f.path).name].push_back(Held{std::move(f.path), f.blob});
   }

@@ -79,8 +79,8 @@ Result<OthersNeed> NeedOthers(const store::Store& repo, const std::string& own_g
   if (!unknown.empty()) {
     std::string list;
     for (const std::string& u : unknown) list += "\n  " + u;
-    return Unsupported("the store " + repo.objects.root() + " is shared with repositories that cannot be read:" +
-                       list + "\nnothing was removed: what they need is unknown. If one is gone for good, "
+    return Unsupported("the store " + repo.objects.root() + " is shared with repositories that cannot be read:" + list +
+                       "\nnothing was removed: what they need is unknown. If one is gone for good, "
                        "name it: git zipnn gc --forget <its git folder>");
   }
   return others;

@@ -62,8 +62,8 @@ TEST_CASE("push and fetch move whole chains, skip what is there, and refuse a da
   // A missing base says whose base it is.
   REQUIRE(std::remove(ObjectStore(root + "/remote").PathOf(ids[0]).c_str()) == 0);
   auto no_base = FetchObjects(fresh, *remote, {ids[2]}, {});
-  CHECK(no_base.status().message() == "object " + ids[0].Hex() + " (a base of " + ids[2].Hex() +
-                                          ") is not on the remote store " + root + "/remote");
+  CHECK(no_base.status().message() ==
+        "object " + ids[0].Hex() + " (a base of " + ids[2].Hex() + ") is not on the remote store " + root + "/remote");
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
@@ -100,8 +100,8 @@ TEST_CASE("fetch replaces a damaged local copy; push replaces a misfiled remote 
   // (A new file: the push linked the object there, so writing into it
   // would change this store's copy too.)
   REQUIRE(std::system(("cp --remove-destination " + remote_store.PathOf(ids[1]) + " " + misfiled +
-                       " && touch -d '2 days ago' " + old_temp + " " + look_alike + " && touch " + new_temp).c_str()) ==
-          0);
+                       " && touch -d '2 days ago' " + old_temp + " " + look_alike + " && touch " + new_temp)
+                          .c_str()) == 0);
   auto has = remote->Has({ids[1], ids[2]});
   REQUIRE(has.ok());
   CHECK(*has == std::vector<bool>{true, false});
@@ -180,7 +180,8 @@ TEST_CASE("push links objects into a folder on the same file system, checked on 
   const size_t record_end =
       static_cast<size_t>(InodeSize(local)) - container::kTrailerBytes - container::kIndexEntryBytes;
   REQUIRE(std::system(("printf '\\377' | dd of=" + local + " bs=1 seek=" + std::to_string(record_end - 1) +
-                       " conv=notrunc status=none").c_str()) == 0);
+                       " conv=notrunc status=none")
+                          .c_str()) == 0);
   TransferOptions once;
   once.attempts = 1;
   auto refused = PushObjects(here, *linked, {top}, once);

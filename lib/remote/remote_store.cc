@@ -191,8 +191,8 @@ struct Received {
 // Receives the object for `id` into a fresh file in temp_dir, fsynced so
 // that it can take its name later, and checks its structure. Any failure
 // removes the file before it returns.
-Result<Received> Receive(const Store& repo, RemoteStore& remote, const ContentId& id,
-                         std::optional<uint64_t> raw_size, uint64_t* bytes) {
+Result<Received> Receive(const Store& repo, RemoteStore& remote, const ContentId& id, std::optional<uint64_t> raw_size,
+                         uint64_t* bytes) {
   ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "fetch"));
   {
     ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file.path(), /*overwrite=*/true));
@@ -267,7 +267,7 @@ class StoredChain {
 Status AcceptReceived(const Store& repo, std::map<ContentId, Received>& received, const std::string& from,
                       const store::FindCopy& find_copy, const ContentId& deliver_id, ByteSink* deliver,
                       bool* delivered) {
-  std::map<ContentId, std::vector<ContentId>> above;  // base -> received deltas on it
+  std::map<ContentId, std::vector<ContentId>> above;                             // base -> received deltas on it
   std::vector<std::pair<ContentId, std::shared_ptr<formats::Checkpoint>>> todo;  // (object, its base decoded)
   for (const auto& [id, r] : received) {
     if (r.base && received.count(*r.base) != 0) {
@@ -531,8 +531,8 @@ Result<TransferReport> FetchObjects(const Store& repo, RemoteStore& remote, cons
     wanted = std::move(next);
   }
   ZIPNN_RETURN_IF_ERROR(AcceptReceived(repo, received, remote.where(), options.find_copy,
-                                       ids.size() == 1 ? ids[0] : ContentId{}, ids.size() == 1 ? options.deliver : nullptr,
-                                       &report.delivered));
+                                       ids.size() == 1 ? ids[0] : ContentId{},
+                                       ids.size() == 1 ? options.deliver : nullptr, &report.delivered));
   return report;
 }
 

@@ -93,7 +93,8 @@ Status CheckObjectFile(const std::string& path, const ContentId& id);
 // the object's place, must pass `check`, and then take the name, in place
 // of a damaged copy if there is one. Temporary files that killed writers
 // left in that folder more than kOldTemporary ago are removed first.
-Status ReceiveObject(const store::ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
+Status ReceiveObject(const store::ObjectStore& store, const ContentId& id,
+                     const std::function<Status(AtomicFile&)>& write,
                      const std::function<Status(const std::string& temp)>& check);
 inline constexpr int64_t kOldTemporary = 24 * 3600;  // seconds
 // Whether `store` holds `id`'s object and it passes CheckObject.
@@ -134,10 +135,10 @@ struct TransferOptions {
 };
 
 struct TransferReport {
-  size_t needed = 0;     // objects the ids need, bases included
-  size_t moved = 0;      // objects sent or received
-  size_t present = 0;    // already on the receiving side
-  uint64_t bytes = 0;    // object bytes moved
+  size_t needed = 0;       // objects the ids need, bases included
+  size_t moved = 0;        // objects sent or received
+  size_t present = 0;      // already on the receiving side
+  uint64_t bytes = 0;      // object bytes moved
   bool delivered = false;  // TransferOptions::deliver holds the checkpoint
 };
 

@@ -339,7 +339,8 @@ class Bucket : public remote::RemoteStore {
         t.from = from;
         t.size = std::min(part, object.size() - from);
         ZIPNN_ASSIGN_OR_RETURN(std::string hash, Sha256(object, t.from, t.size));
-        ZIPNN_ASSIGN_OR_RETURN(Reply r, Send("PUT", Url(key, "partNumber=" + std::to_string(number) + "&" + id_query), hash, t));
+        ZIPNN_ASSIGN_OR_RETURN(Reply r,
+                               Send("PUT", Url(key, "partNumber=" + std::to_string(number) + "&" + id_query), hash, t));
         if (r.status != 200 || r.etag.empty()) return Failure("part " + std::to_string(number) + " refused", r);
         parts += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" + r.etag + "</ETag></Part>";
       }
@@ -351,7 +352,8 @@ class Bucket : public remote::RemoteStore {
       t.size = xml.size();
       ZIPNN_ASSIGN_OR_RETURN(Reply r, Send("POST", Url(key, id_query), hash, t));
       // S3 may say 200 and put the error in the body.
-      if (r.status != 200 || r.body.find("<Error>") != std::string::npos) return Failure("cannot complete the upload", r);
+      if (r.status != 200 || r.body.find("<Error>") != std::string::npos)
+        return Failure("cannot complete the upload", r);
       return OkStatus();
     }();
     if (!done.ok()) {
@@ -373,8 +375,7 @@ class Bucket : public remote::RemoteStore {
     return InvalidArgument(text);
   }
 
-  Result<Reply> Send(const std::string& method, const std::string& url, const std::string& payload_hash,
-                     Transfer& t) {
+  Result<Reply> Send(const std::string& method, const std::string& url, const std::string& payload_hash, Transfer& t) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!stalled_.ok()) return stalled_;  // a server that stopped answering is not asked again
@@ -435,7 +436,7 @@ class Bucket : public remote::RemoteStore {
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
     if (code != CURLE_OK) {
       curl_easy_cleanup(h);  // its connection may be in any state
-      if (t.too_slow) {  // as good as stopped: not asked again
+      if (t.too_slow) {      // as good as stopped: not asked again
         Status failed = IoError(method + " " + url + ": the server is " + t.failed.message());
         std::lock_guard<std::mutex> lock(mu_);
         stalled_ = failed;
@@ -511,8 +512,8 @@ Result<Credentials> FindCredentials() {
   c = Credentials{Lookup(keys, "aws_access_key_id"), Lookup(keys, "aws_secret_access_key"),
                   Lookup(keys, "aws_session_token")};
   if (!c.key_id.empty() && !c.secret.empty()) return c;
-  return NotFound("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile \"" +
-                  Profile() + "\" aws_access_key_id and aws_secret_access_key in " + file);
+  return NotFound("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile \"" + Profile() +
+                  "\" aws_access_key_id and aws_secret_access_key in " + file);
 }
 
 std::string FindRegion() {

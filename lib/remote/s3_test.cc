@@ -136,9 +136,15 @@ class AwsEnvironment {
   }
 
  private:
-  static constexpr const char* kNames[] = {"HOME",           "AWS_ACCESS_KEY_ID",  "AWS_SECRET_ACCESS_KEY",
-                                           "AWS_SESSION_TOKEN", "AWS_PROFILE",     "AWS_SHARED_CREDENTIALS_FILE",
-                                           "AWS_CONFIG_FILE", "AWS_REGION",         "AWS_DEFAULT_REGION"};
+  static constexpr const char* kNames[] = {"HOME",
+                                           "AWS_ACCESS_KEY_ID",
+                                           "AWS_SECRET_ACCESS_KEY",
+                                           "AWS_SESSION_TOKEN",
+                                           "AWS_PROFILE",
+                                           "AWS_SHARED_CREDENTIALS_FILE",
+                                           "AWS_CONFIG_FILE",
+                                           "AWS_REGION",
+                                           "AWS_DEFAULT_REGION"};
   std::string home_;
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
@@ -158,8 +164,8 @@ constexpr char kCredentials[] =
     "aws_access_key_id = HALFKEY\n";
 
 TEST_CASE("credentials in the environment come before any file, with their session token") {
-  AwsEnvironment env({{"AWS_ACCESS_KEY_ID", "ENVKEY"}, {"AWS_SECRET_ACCESS_KEY", "env/secret"},
-                      {"AWS_SESSION_TOKEN", "env-token"}});
+  AwsEnvironment env(
+      {{"AWS_ACCESS_KEY_ID", "ENVKEY"}, {"AWS_SECRET_ACCESS_KEY", "env/secret"}, {"AWS_SESSION_TOKEN", "env-token"}});
   env.Write(".aws/credentials", kCredentials);
   auto c = FindCredentials();
   REQUIRE(c.ok());
@@ -191,7 +197,8 @@ TEST_CASE("the credentials file gives the profile AWS_PROFILE names, trimmed, co
 TEST_CASE("AWS_SHARED_CREDENTIALS_FILE replaces ~/.aws/credentials") {
   AwsEnvironment env;
   env.Write(".aws/credentials", kCredentials);
-  const std::string elsewhere = env.Write("elsewhere.ini", "[default]\naws_access_key_id=OTHER\naws_secret_access_key=s\n");
+  const std::string elsewhere =
+      env.Write("elsewhere.ini", "[default]\naws_access_key_id=OTHER\naws_secret_access_key=s\n");
   ::setenv("AWS_SHARED_CREDENTIALS_FILE", elsewhere.c_str(), 1);
   auto c = FindCredentials();
   REQUIRE(c.ok());
@@ -206,14 +213,16 @@ TEST_CASE("no credentials is NotFound, saying what to set and which profile and 
   CHECK(c.status().code() == StatusCode::kNotFound);
   CHECK(c.status().message() ==
         "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile \"half\" "
-        "aws_access_key_id and aws_secret_access_key in " + file);
+        "aws_access_key_id and aws_secret_access_key in " +
+            file);
 
   AwsEnvironment empty;  // no file at all
   auto none = FindCredentials();
   REQUIRE(!none.ok());
   CHECK(none.status().message() ==
         "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile \"default\" "
-        "aws_access_key_id and aws_secret_access_key in " + empty.home() + "/.aws/credentials");
+        "aws_access_key_id and aws_secret_access_key in " +
+            empty.home() + "/.aws/credentials");
 }
 
 constexpr char kConfig[] =
@@ -263,13 +272,12 @@ constexpr char kEmptyHash[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca
 TEST_CASE("the reference signer reproduces AWS's published GET Object example") {
   // AWS's S3 documentation, "Signature calculations for the Authorization
   // header: transferring payload in a single chunk", Example: GET Object.
-  const std::string canonical = testing::CanonicalRequest(
-      "GET", "/test.txt", "",
-      {{"host", "examplebucket.s3.amazonaws.com"},
-       {"range", "bytes=0-9"},
-       {"x-amz-content-sha256", kEmptyHash},
-       {"x-amz-date", "20130524T000000Z"}},
-      kEmptyHash);
+  const std::string canonical = testing::CanonicalRequest("GET", "/test.txt", "",
+                                                          {{"host", "examplebucket.s3.amazonaws.com"},
+                                                           {"range", "bytes=0-9"},
+                                                           {"x-amz-content-sha256", kEmptyHash},
+                                                           {"x-amz-date", "20130524T000000Z"}},
+                                                          kEmptyHash);
   CHECK(testing::Sha256Hex(canonical) == "7344ae5b7ee6c3e7e6b0fe0640412a37625d1fbfff95c48bbb2dc43964946972");
   CHECK(testing::Signature("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20130524T000000Z", "us-east-1", canonical) ==
         "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
@@ -527,8 +535,9 @@ TEST_CASE("the sink's first error ends a download and is what it returns") {
 Response MultipartAnswer(const Request& r, int refuse_part, const Response& complete) {
   Response a;
   if (r.method == "POST" && r.query == "uploads=") {
-    a.body = "<InitiateMultipartUploadResult><Bucket>bucket</Bucket><UploadId>up/1+a</UploadId>"
-             "</InitiateMultipartUploadResult>";
+    a.body =
+        "<InitiateMultipartUploadResult><Bucket>bucket</Bucket><UploadId>up/1+a</UploadId>"
+        "</InitiateMultipartUploadResult>";
   } else if (r.method == "PUT") {
     const std::string number = r.query.substr(11, r.query.find('&') - 11);  // after "partNumber="
     if (std::stoi(number) == refuse_part) a.status = 500;

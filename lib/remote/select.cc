@@ -91,10 +91,10 @@ Result<std::vector<std::string>> SshCommand(const SshTarget& t, const std::strin
 // A store served over ssh by `git zipnn serve-store` on the host: the
 // store of the repository at the path (`repository`), or the folder.
 Result<std::unique_ptr<RemoteStore>> SshStore(const std::string& url, const SshTarget& t, bool repository,
-                                                      const std::string& remote) {
+                                              const std::string& remote) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> serve, git::ConfigGet("remote." + remote + ".zipnnserve"));
-  const std::string remote_command = serve.value_or("git-zipnn") + " serve-store " +
-                                     (repository ? "--repository " : "") + "-- " + ShellQuote(t.path);
+  const std::string remote_command =
+      serve.value_or("git-zipnn") + " serve-store " + (repository ? "--repository " : "") + "-- " + ShellQuote(t.path);
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> argv, SshCommand(t, remote_command));
   StoreConnector connect = [argv]() -> Result<std::unique_ptr<Channel>> {
     ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<Process> ssh, Process::Start(argv));
@@ -102,10 +102,10 @@ Result<std::unique_ptr<RemoteStore>> SshStore(const std::string& url, const SshT
   };
   ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
   ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed());
-  return ServedRemote(url, std::move(connect),
-                             "if ssh connected, is git-zipnn on the PATH there? remote." + remote +
-                                 ".zipnnserve names the program to run",
-                             timeout, low_speed);
+  return ServedRemote(
+      url, std::move(connect),
+      "if ssh connected, is git-zipnn on the PATH there? remote." + remote + ".zipnnserve names the program to run",
+      timeout, low_speed);
 }
 
 // An S3 bucket: remote.<name>.zipnnendpoint (else $AWS_ENDPOINT_URL_S3 or
@@ -135,8 +135,7 @@ Result<std::unique_ptr<RemoteStore>> S3Store(const std::string& url, const std::
 
 // The store a URL names. `repository`: the URL is a git remote's, so a
 // path means a repository whose store is used; else it is the store itself.
-Result<std::unique_ptr<RemoteStore>> StoreAt(const std::string& url, bool repository,
-                                                     const std::string& remote) {
+Result<std::unique_ptr<RemoteStore>> StoreAt(const std::string& url, bool repository, const std::string& remote) {
   const std::string fix = "set remote." + remote + ".zipnnurl to a shared folder (docs/remotes.md)";
   if (StartsWith(url, "s3://")) return S3Store(url, remote);
   ZIPNN_ASSIGN_OR_RETURN(std::optional<SshTarget> ssh, ParseSshUrl(url));

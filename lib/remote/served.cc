@@ -93,7 +93,8 @@ class Wire {
     n -= buffered;
     if (n > 0 && block_.size() == 0) block_ = Buffer(kBlock);
     while (n > 0 && !broken_) {
-      ZIPNN_ASSIGN_OR_RETURN(size_t got, Fill(block_.data(), static_cast<size_t>(std::min<uint64_t>(n, block_.size()))));
+      ZIPNN_ASSIGN_OR_RETURN(size_t got,
+                             Fill(block_.data(), static_cast<size_t>(std::min<uint64_t>(n, block_.size()))));
       if (got == 0) return Break("the connection ended in the middle of an object");
       give(reinterpret_cast<const char*>(block_.data()), got);
       n -= got;
@@ -234,7 +235,8 @@ Status ServePut(const ObjectStore& store, Wire& wire, const ContentId& id, uint6
         return DecodeReceived(repo, object, id, nullptr, decoded);
       });
   if (wire.broken()) return put;
-  if (!read) ZIPNN_RETURN_IF_ERROR(wire.ReadPayload(size, nullptr, /*drain=*/true));  // held already, or no place to write
+  if (!read)
+    ZIPNN_RETURN_IF_ERROR(wire.ReadPayload(size, nullptr, /*drain=*/true));  // held already, or no place to write
   return wire.Send(put.ok() ? std::string("ok\n") : "error " + put.message() + "\n");
 }
 
@@ -333,7 +335,7 @@ class Served : public RemoteStore {
       const std::vector<std::string> w = Words(answer);
       const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? Number(w[1], kMaxObjectSize) : std::nullopt;
       if (!size) return Unexpected(wire, answer);
-      if (*size > limit) {  // not read: the session cannot go on
+      if (*size > limit) {     // not read: the session cannot go on
         (void)wire.Break("");  // its error is the one below
         return Corruption("the store server offered " + w[1] + " bytes for object " + id.Hex() + ", more than the " +
                           std::to_string(limit) + " its checkpoint can take");

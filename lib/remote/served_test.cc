@@ -95,7 +95,7 @@ std::string Drain(Channel& c) {
 
 Store RepoIn(const std::string& root, const std::string& name) {
   return Store{ObjectStore(root + "/" + name), root + "/" + name + "-tmp", root + "/" + name + "-cache", "",
-                    config::Policy{}};
+               config::Policy{}};
 }
 
 TEST_CASE("a served store moves whole chains, skips what it holds, and answers has in order") {
@@ -124,7 +124,8 @@ TEST_CASE("a server refuses a damaged object, keeps nothing of it, and serves th
   const Store here = RepoIn(root, "here");
   const std::vector<ContentId> ids = StoreChain(here, 1);
   REQUIRE(std::system(("cp " + here.objects.PathOf(ids[0]) + " " + root + "/bad && printf '\\377' | dd of=" + root +
-                       "/bad bs=1 seek=70 conv=notrunc status=none").c_str()) == 0);
+                       "/bad bs=1 seek=70 conv=notrunc status=none")
+                          .c_str()) == 0);
   const ObjectStore served(root + "/served");
   Servers servers([&](SocketEnd& c) { return ServeStore(served, c); });
   {
@@ -217,8 +218,9 @@ TEST_CASE("a client refuses a server that is not one, speaks another version, or
         prefix + "the far side is not a git-zipnn store server (it said \"Welcome to the shell!\")");
   Status newer = FetchFrom("git-zipnn-store 2\n", empty, ids[0], nullptr);
   CHECK(newer.code() == StatusCode::kUnsupported);
-  CHECK(newer.message() == prefix + "the server speaks store protocol 2; this git-zipnn speaks 1 (use the same "
-                                    "version on both sides)");
+  CHECK(newer.message() == prefix +
+                               "the server speaks store protocol 2; this git-zipnn speaks 1 (use the same "
+                               "version on both sides)");
   CHECK(FetchFrom("error /srv/m is not a git repository\n", empty, ids[0], &connections).message() ==
         prefix + "/srv/m is not a git repository");
   CHECK(connections == 1);
@@ -228,13 +230,12 @@ TEST_CASE("a client refuses a server that is not one, speaks another version, or
   REQUIRE(object.ok());
   const std::string whole(object->begin(), object->end());
   const std::string greeting = std::string(kStoreProtocolGreeting) + "\n";
-  CHECK(FetchFrom(greeting + "ok " + std::to_string(whole.size()) + "\n" + whole.substr(0, 20), empty, ids[0],
-                  nullptr)
+  CHECK(FetchFrom(greeting + "ok " + std::to_string(whole.size()) + "\n" + whole.substr(0, 20), empty, ids[0], nullptr)
             .message() == prefix + "the connection ended in the middle of an object");
   std::string flipped = whole;
   flipped[70] = static_cast<char>(flipped[70] ^ 1);
-  CHECK(FetchFrom(greeting + "ok " + std::to_string(flipped.size()) + "\n" + flipped, empty, ids[0], nullptr)
-            .code() == StatusCode::kCorruption);
+  CHECK(FetchFrom(greeting + "ok " + std::to_string(flipped.size()) + "\n" + flipped, empty, ids[0], nullptr).code() ==
+        StatusCode::kCorruption);
   CHECK(FetchFrom(greeting + "ok many\n", empty, ids[0], nullptr).message() ==
         prefix + "the store server answered \"ok many\"");
   CHECK(!empty.objects.Has(ids[0]));
@@ -398,9 +399,9 @@ TEST_CASE("a client gives up on a server that stops answering within its timeout
     std::string answer;
   };
   const std::string object_start = "ok 10\n0123456789";
-  for (const Case& c : {Case{"no answer", ""}, Case{"half an object", "ok 1000\n" + std::string(500, 'z')},
-                        Case{"more bytes than said", object_start + std::string(100, 'q')},
-                        Case{"half a line", "ok 1"}}) {
+  for (const Case& c :
+       {Case{"no answer", ""}, Case{"half an object", "ok 1000\n" + std::string(500, 'z')},
+        Case{"more bytes than said", object_start + std::string(100, 'q')}, Case{"half a line", "ok 1"}}) {
     CAPTURE(c.what);
     Hostile quiet(c.answer, /*endless=*/false);
     Servers servers([&](SocketEnd& s) { return quiet(s); });
@@ -449,7 +450,8 @@ class Trickler {
     const Clock::time_point start = Clock::now();
     char byte;
     if (reading_) {
-      while (SecondsSince(start) < 4 && c.Read(&byte, 1).ok()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      while (SecondsSince(start) < 4 && c.Read(&byte, 1).ok())
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
       return OkStatus();
     }
     char request[200];
@@ -473,8 +475,9 @@ TEST_CASE("a client gives up on a server that trickles, under the low-speed limi
   const ContentId id = HashBytes("x", 1);
   const LowSpeed limit{1000, 0.5};  // 50 bytes a second is far below
   const std::string too_slow = "the store server is too slow: ";
-  const std::string hint = " bytes a second it must keep up over 0.5 s (the limit: git config zipnn.lowSpeedLimit and "
-                           "zipnn.lowSpeedTime; 0 turns it off)";
+  const std::string hint =
+      " bytes a second it must keep up over 0.5 s (the limit: git config zipnn.lowSpeedLimit and "
+      "zipnn.lowSpeedTime; 0 turns it off)";
   struct Case {
     const char* what;
     std::string fast, trickled;

@@ -38,8 +38,8 @@ TEST_CASE("ssh URLs in git's forms point at a host, a port and a folder") {
 }
 
 TEST_CASE("paths and other schemes are not ssh") {
-  for (const char* url : {"/srv/models.git", "../hub.git", "./a:b", "file:///srv/x", "s3://bucket/x",
-                          "https://host/x", "dir/with:colon"}) {
+  for (const char* url : {"/srv/models.git", "../hub.git", "./a:b", "file:///srv/x", "s3://bucket/x", "https://host/x",
+                          "dir/with:colon"}) {
     CAPTURE(url);
     auto t = ParseSshUrl(url);
     REQUIRE(t.ok());
@@ -52,12 +52,12 @@ TEST_CASE("a host that ssh would read as an option, a port that is no number, or
     const char* url;
     const char* message;
   };
-  for (const Case& c : {Case{"ssh://-oProxyCommand=touch%20x/srv", ": not a host name ssh can be given"},
-                        Case{"-oProxyCommand=x:srv", ": not a host name ssh can be given"},
-                        Case{"ssh://user@-evil/srv", ": not a host name ssh can be given"},
-                        Case{"ssh://host:22x/srv", ": the port is not a number"},
-                        Case{"ssh://host", ": names no folder on the host"},
-                        Case{"ssh://host/", ": names no folder on the host"}}) {
+  for (const Case& c :
+       {Case{"ssh://-oProxyCommand=touch%20x/srv", ": not a host name ssh can be given"},
+        Case{"-oProxyCommand=x:srv", ": not a host name ssh can be given"},
+        Case{"ssh://user@-evil/srv", ": not a host name ssh can be given"},
+        Case{"ssh://host:22x/srv", ": the port is not a number"}, Case{"ssh://host", ": names no folder on the host"},
+        Case{"ssh://host/", ": names no folder on the host"}}) {
     CAPTURE(c.url);
     auto t = ParseSshUrl(c.url);
     REQUIRE(!t.ok());

@@ -37,15 +37,14 @@ Result<Transferred> Transfer(bool push, const store::Store& repo, const std::str
     ids.push_back(pointer.id);
     options.raw_sizes[pointer.id] = pointer.size;
   }
-  ZIPNN_ASSIGN_OR_RETURN(done.report, push ? PushObjects(repo, *other, ids, options)
-                                           : FetchObjects(repo, *other, ids, options));
+  ZIPNN_ASSIGN_OR_RETURN(done.report,
+                         push ? PushObjects(repo, *other, ids, options) : FetchObjects(repo, *other, ids, options));
   return done;
 }
 
 }  // namespace
 
-Result<Transferred> PushPointers(const store::Store& repo, const std::string& remote,
-                                 const git::FoundPointers& found) {
+Result<Transferred> PushPointers(const store::Store& repo, const std::string& remote, const git::FoundPointers& found) {
   Result<Transferred> pushed = Transfer(/*push=*/true, repo, remote, found);
   if (pushed.ok() || pushed.status().code() != StatusCode::kNotFound) return pushed;
   // A chain not whole here: name the pointer it belongs to (PushObjects
@@ -62,8 +61,7 @@ Result<Transferred> FetchPointers(const store::Store& repo, const std::string& r
   return Transfer(/*push=*/false, repo, remote, found);
 }
 
-Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& remote,
-                                const git::FoundPointers& found) {
+Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& remote, const git::FoundPointers& found) {
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(remote));
   RemoteCheck check;
   check.where = other->where();

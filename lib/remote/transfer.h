@@ -30,20 +30,18 @@ struct Transferred {
 // Sends the objects of every pointer in `found` (and every base of their
 // chains) to `remote`. A pointer whose chain is not whole locally fails
 // before anything is sent, naming the object and where the pointer is.
-Result<Transferred> PushPointers(const store::Store& repo, const std::string& remote,
-                                 const git::FoundPointers& found);
+Result<Transferred> PushPointers(const store::Store& repo, const std::string& remote, const git::FoundPointers& found);
 
 // Brings the objects of every pointer in `found` (and their bases) from
 // `remote`.
-Result<Transferred> FetchPointers(const store::Store& repo, const std::string& remote,
-                                  const git::FoundPointers& found);
+Result<Transferred> FetchPointers(const store::Store& repo, const std::string& remote, const git::FoundPointers& found);
 
 // What `git zipnn fsck --remote` found on a remote's store.
 struct RemoteCheck {
-  std::string where;        // the store
-  size_t checkpoints = 0;   // distinct ones checked
-  size_t objects = 0;       // objects that decoded to their ids
-  size_t temporaries = 0;   // old temporary files removed
+  std::string where;                                                // the store
+  size_t checkpoints = 0;                                           // distinct ones checked
+  size_t objects = 0;                                               // objects that decoded to their ids
+  size_t temporaries = 0;                                           // old temporary files removed
   std::vector<std::pair<const git::Place*, std::string>> problems;  // where a pointer is, and what is wrong
 };
 
@@ -52,8 +50,7 @@ struct RemoteCheck {
 // temp_dir (as a fetch would, refusing what a fetch refuses) and thrown
 // away; the local store is not touched. Old temporary files of killed
 // pushes are removed.
-Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& remote,
-                                const git::FoundPointers& found);
+Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& remote, const git::FoundPointers& found);
 
 // Fetches from the default remote what `id` needs and the local store
 // lacks; nothing to do without a remote (a restore then names what is

@@ -44,8 +44,8 @@ bool ShardWord(const std::string& w) {
                    "node", "split"});
 }
 bool StepWord(const std::string& w) {
-  return OneOf(w, {"step", "steps", "globalstep", "checkpoint", "ckpt", "iter", "iteration", "epoch", "update",
-                   "save"});
+  return OneOf(w,
+               {"step", "steps", "globalstep", "checkpoint", "ckpt", "iter", "iteration", "epoch", "update", "save"});
 }
 
 enum class Kind { kName, kStep };
@@ -72,7 +72,7 @@ Kind Classify(const std::string& c, size_t begin, size_t end, bool file_name, co
   if (ShardWord(word) || (word == "state" && s >= 4 && c.compare(s - 4, 4, "rng_") == 0)) return Kind::kName;
   if (StepWord(word)) return Kind::kStep;
   if (!word.empty() && !separated) return Kind::kName;  // fp16, gpt2, run1
-  if (k > 0 && !separated) return Kind::kName;           // glued to something else
+  if (k > 0 && !separated) return Kind::kName;          // glued to something else
   if (file_name) return Kind::kStep;
   const bool plain = std::all_of(c.begin(), c.end(), [](char x) { return IsDigit(x) || IsSeparator(x); });
   return plain ? Kind::kStep : Kind::kName;
@@ -287,7 +287,8 @@ std::vector<std::string> InSeriesOrder(const Rules& rules, const std::vector<std
   for (const std::string& p : paths) {
     if (once.insert(p).second) placed.emplace_back(rules.Place(p), p);
   }
-  std::stable_sort(placed.begin(), placed.end(), [](const auto& x, const auto& y) { return SeriesLess(x.first, y.first); });
+  std::stable_sort(placed.begin(), placed.end(),
+                   [](const auto& x, const auto& y) { return SeriesLess(x.first, y.first); });
   std::vector<std::string> sorted;
   for (auto& [where, path] : placed) sorted.push_back(std::move(path));
   return sorted;

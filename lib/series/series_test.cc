@@ -59,8 +59,7 @@ TEST_CASE("one path overwritten in place is its own series with no step") {
 TEST_CASE("shards never join each other's series") {
   Apart("ckpt-100/model-00001-of-00002.safetensors", "ckpt-100/model-00002-of-00002.safetensors");
   Same("checkpoint-100/model-00001-of-00002.safetensors", "checkpoint-200/model-00001-of-00002.safetensors");
-  CHECK(At("checkpoint-100/model-00002-of-00002.safetensors").name ==
-        "checkpoint-#/model-00002-of-00002.safetensors");
+  CHECK(At("checkpoint-100/model-00002-of-00002.safetensors").name == "checkpoint-#/model-00002-of-00002.safetensors");
   Apart("global_step100/mp_rank_00_model_states.pt", "global_step100/mp_rank_01_model_states.pt");
   Apart("global_step100/zero_pp_rank_0_mp_rank_00_optim_states.pt",
         "global_step100/zero_pp_rank_1_mp_rank_00_optim_states.pt");

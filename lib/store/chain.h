@@ -65,7 +65,7 @@ struct StoredInfo {
   ContentId base;
   int depth = 0;  // deltas to decode before it
   uint64_t object_size = 0;
-  ContentId last_base;  // the base its chain ends at (itself for a base)
+  ContentId last_base;    // the base its chain ends at (itself for a base)
   double base_ratio = 0;  // that base's object size over its raw size
   uint16_t format = 0;    // the object's format version
 };

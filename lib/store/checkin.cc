@@ -55,8 +55,7 @@ struct BaseBytes {
   bool copy = false;
   bool from_work_tree = false;
 };
-Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& series, const ContentId& base,
-                           bool decode) {
+Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& series, const ContentId& base, bool decode) {
   BaseBytes bytes;
   if (!store.work_dir.empty() && !decode) {
     for (const Version& v : series) {
@@ -95,8 +94,8 @@ Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointV
   // The bound is below any standalone coding of weights, so a delta that
   // pays against it pays against the real thing.
   ThreadPool pool(container::WorkingThreads(store.policy.threads, store.policy.chunk_size));
-  ZIPNN_ASSIGN_OR_RETURN(double bound, container::EntropyBound(*input.source, formats::ToRegions(*input.layout), nullptr,
-                                                               store.policy.chunk_size, pool));
+  ZIPNN_ASSIGN_OR_RETURN(double bound, container::EntropyBound(*input.source, formats::ToRegions(*input.layout),
+                                                               nullptr, store.policy.chunk_size, pool));
   if (static_cast<double>(delta.size) <= bound * keep) return delta;
   ZIPNN_ASSIGN_OR_RETURN(Candidate standalone, EncodeCandidateAs(store, input, nullptr));
   if (static_cast<double>(delta.size) <= static_cast<double>(standalone.size) * keep) return delta;
@@ -124,8 +123,9 @@ Result<CheckedIn> CheckIn(const Store& store, const NewVersion& version, const E
   // first stored.
   auto others = [&](bool deep) -> Result<std::vector<Version>> {
     ZIPNN_ASSIGN_OR_RETURN(std::vector<Version> versions, earlier(deep));
-    versions.erase(std::remove_if(versions.begin(), versions.end(), [&](const Version& v) { return v.id == version.id; }),
-                   versions.end());
+    versions.erase(
+        std::remove_if(versions.begin(), versions.end(), [&](const Version& v) { return v.id == version.id; }),
+        versions.end());
     return versions;
   };
   ZIPNN_ASSIGN_OR_RETURN(std::vector<Version> series, others(false));

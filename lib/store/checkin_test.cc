@@ -35,8 +35,8 @@ using testing::Copy;
 using testing::Data;
 using testing::Fixture;
 using testing::IdOf;
-using testing::TempDir;
 using testing::Small;
+using testing::TempDir;
 
 TEST_CASE("the first version is a base; each next one a delta against the nearest earlier one") {
   Fixture f;
@@ -116,7 +116,8 @@ TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only 
   f.AddStep(80);
   const auto [version, transforms] = StoredTransforms(f, IdOf(Bf16(80)));
   CHECK(version == container::kRawChecksumVersion);
-  CHECK(std::count(transforms.begin(), transforms.end(), Transform::kDifference) == 4);  // the weights; the header XORed
+  CHECK(std::count(transforms.begin(), transforms.end(), Transform::kDifference) ==
+        4);  // the weights; the header XORed
   Fixture g;
   g.repo.policy.delta_transform = codec::Transform::kXor;
   g.AddStep(40);
@@ -157,8 +158,8 @@ TEST_CASE("min_gain is weighed against the version coded standalone") {
   Fixture f;
   f.AddStep(40);
   Copy(Data("cnn-fp32/step-000080.safetensors"), f.repo.work_dir + "/run/step-80.safetensors");
-  const CheckedIn other = f.Add(Data("cnn-fp32/step-000080.safetensors"), "run/step-80.safetensors",
-                                "run/step-#.safetensors", "80");
+  const CheckedIn other =
+      f.Add(Data("cnn-fp32/step-000080.safetensors"), "run/step-80.safetensors", "run/step-#.safetensors", "80");
   CHECK(other.reason == BaseReason::kNoGain);
   CHECK(!f.Info(other.pointer.id).delta);
   // A min_gain no delta can meet makes every version a base.

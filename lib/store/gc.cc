@@ -78,7 +78,7 @@ Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& opti
     if (!options.dry_run) {
       const std::string aside = e.path + kSetAsideSuffix;
       if (::rename(e.path.c_str(), aside.c_str()) != 0) continue;  // gone already
-      if (ModifiedAt(aside) >= options.started) {  // an add marked it meanwhile: it stays
+      if (ModifiedAt(aside) >= options.started) {                  // an add marked it meanwhile: it stays
         PutBack(aside, e.path);
         ++swept.kept;
         continue;

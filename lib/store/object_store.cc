@@ -113,7 +113,8 @@ Status ObjectStore::RegisterUser(const std::string& given) const {
 Result<std::vector<std::string>> ObjectStore::Users() const {
   std::vector<std::string> users;
   std::error_code ec;
-  for (std::filesystem::directory_iterator it(root_ + "/" + kUsersFolder, ec), end; !ec && it != end; it.increment(ec)) {
+  for (std::filesystem::directory_iterator it(root_ + "/" + kUsersFolder, ec), end; !ec && it != end;
+       it.increment(ec)) {
     if (!ContentId::FromHex(it->path().filename().string())) continue;  // a temporary
     ZIPNN_ASSIGN_OR_RETURN(std::vector<uint8_t> text, ReadWholeFile(it->path().string()));
     std::string dir(text.begin(), text.end());
@@ -138,9 +139,8 @@ namespace {
 constexpr char kSetAsideSuffix[] = ".gc";
 
 bool IsHexPair(const std::string& name) {
-  return name.size() == 2 && std::all_of(name.begin(), name.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return name.size() == 2 &&
+         std::all_of(name.begin(), name.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 }  // namespace
@@ -174,7 +174,8 @@ Result<std::vector<ObjectStore::Entry>> ObjectStore::List() const {
     if (folder && depth < 2 && IsHexPair(name)) continue;  // <2 hex>/<2 hex>/: entered
     struct stat info;
     if (::lstat(path.c_str(), &info) != 0) continue;  // removed meanwhile
-    Entry e{path, Kind::kForeign, std::nullopt, static_cast<uint64_t>(info.st_size), static_cast<int64_t>(info.st_mtime)};
+    Entry e{path, Kind::kForeign, std::nullopt, static_cast<uint64_t>(info.st_size),
+            static_cast<int64_t>(info.st_mtime)};
     if (folder) {
       it.disable_recursion_pending();
       e.path += "/";

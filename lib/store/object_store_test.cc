@@ -43,10 +43,13 @@ TEST_CASE("objects live under <2 hex>/<2 hex>/<id>, appear whole or not at all")
   CHECK(std::string(data->begin(), data->end()) == "object bytes");
   // Immutable: a second Put of the same id does not write.
   bool called = false;
-  REQUIRE(store.Put(id, [&](AtomicFile&) {
-    called = true;
-    return OkStatus();
-  }).ok());
+  REQUIRE(store
+              .Put(id,
+                   [&](AtomicFile&) {
+                     called = true;
+                     return OkStatus();
+                   })
+              .ok());
   CHECK(!called);
 }
 

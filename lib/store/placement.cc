@@ -20,14 +20,20 @@ void SortSeries(std::vector<Version>& versions) {
 
 std::string BaseReasonText(BaseReason reason, const config::Policy& policy) {
   switch (reason) {
-    case BaseReason::kNotBase: return "a delta";
-    case BaseReason::kFirst: return "first of its series";
-    case BaseReason::kNotStored: return "no earlier version of its series in the store";
-    case BaseReason::kDue: return "due every " + std::to_string(policy.base_interval);
-    case BaseReason::kChain: return "chain at max_chain " + std::to_string(policy.max_chain);
+    case BaseReason::kNotBase:
+      return "a delta";
+    case BaseReason::kFirst:
+      return "first of its series";
+    case BaseReason::kNotStored:
+      return "no earlier version of its series in the store";
+    case BaseReason::kDue:
+      return "due every " + std::to_string(policy.base_interval);
+    case BaseReason::kChain:
+      return "chain at max_chain " + std::to_string(policy.max_chain);
     case BaseReason::kNoGain:
       return "delta did not pay, min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) + "%";
-    case BaseReason::kDamagedBase: return "the version before it is damaged in the store";
+    case BaseReason::kDamagedBase:
+      return "the version before it is damaged in the store";
     case BaseReason::kNoGainOrPolicy:
       return "delta did not pay (min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) +
              "%), or stored under another policy";

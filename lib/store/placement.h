@@ -37,12 +37,12 @@ size_t PositionOf(const std::vector<Version>& series, const std::string& step);
 
 // Why a version was stored standalone.
 enum class BaseReason {
-  kNotBase,    // stored as a delta
-  kFirst,      // no earlier version of its series
-  kNotStored,  // no earlier version of its series is in this store
-  kDue,        // every base_interval-th version is a base
-  kChain,      // a delta would make a chain longer than max_chain
-  kNoGain,     // the delta did not save min_gain against standalone
+  kNotBase,         // stored as a delta
+  kFirst,           // no earlier version of its series
+  kNotStored,       // no earlier version of its series is in this store
+  kDue,             // every base_interval-th version is a base
+  kChain,           // a delta would make a chain longer than max_chain
+  kNoGain,          // the delta did not save min_gain against standalone
   kNoGainOrPolicy,  // found later: its place makes it a delta now, so the
                     // delta did not pay, or another policy was in force
   kDamagedBase,     // the version it would be a delta of is damaged in the store

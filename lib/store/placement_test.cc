@@ -18,8 +18,8 @@ using testing::Bf16;
 using testing::Copy;
 using testing::Fixture;
 using testing::IdOf;
-using testing::TempDir;
 using testing::Small;
+using testing::TempDir;
 
 TEST_CASE("a version git already holds is placed among the others, not after itself") {
   // A commit names step 120, but this store lacks its object (a fresh
@@ -109,7 +109,10 @@ TEST_CASE("the last base out of the shallow view makes the lookup read history")
   const std::string spool = f.root + "/spool";
   Copy(Bf16(120), spool);
   auto checked = CheckIn(f.repo, NewVersion{spool, IdOf(Bf16(120)), path, "run/step-#.safetensors", "120"},
-                         [&](bool deep) -> Result<std::vector<Version>> { f.asked.push_back(deep); return deep ? all : f.held; });
+                         [&](bool deep) -> Result<std::vector<Version>> {
+                           f.asked.push_back(deep);
+                           return deep ? all : f.held;
+                         });
   REQUIRE(checked.ok());
   CHECK(f.asked == std::vector<bool>{false, true});
   CHECK(checked->reason == BaseReason::kDue);  // two versions since the base in step 40

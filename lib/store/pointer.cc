@@ -107,7 +107,8 @@ Result<Pointer> ParseVersion1(const std::vector<std::string_view>& lines) {
 // Version 2: "<size> xxh3-128:<id> <format>" after "git-zipnn pointer 2 ",
 // on the one line.
 Result<Pointer> ParseVersion2(const std::vector<std::string_view>& lines, std::string_view fields) {
-  if (lines.size() != 1) return InvalidArgument("pointer version 2 has " + std::to_string(lines.size()) + " lines, not 1");
+  if (lines.size() != 1)
+    return InvalidArgument("pointer version 2 has " + std::to_string(lines.size()) + " lines, not 1");
   Pointer p;
   p.version = 2;
   const size_t space = fields.find(' ');

@@ -127,8 +127,7 @@ TEST_CASE("every other spelling of a pointer is rejected, saying why") {
     const char* error;
   };
   const Edit kEdits1[] = {
-      {"pointer 1\n", "pointer 1\r\n",
-       "pointer does not start with 'git-zipnn pointer 1' or 'git-zipnn pointer 2 '"},
+      {"pointer 1\n", "pointer 1\r\n", "pointer does not start with 'git-zipnn pointer 1' or 'git-zipnn pointer 2 '"},
       {"0123456789abcdef\n", "0123456789abcdeF\n", "pointer id is not 32 lowercase hex digits"},
       {"xxh3-128:0123", "xxh3-128:123", "pointer id is not 32 lowercase hex digits"},
       {"size 117764", "size 0117764", "pointer size is not a plain decimal number"},
@@ -152,8 +151,9 @@ TEST_CASE("every other spelling of a pointer is rejected, saying why") {
       {"\n", "\nsize 1\n", "pointer version 2 has 2 lines, not 1"},
       {"pointer 2 ", "pointer 2\t", "pointer does not start with 'git-zipnn pointer 1' or 'git-zipnn pointer 2 '"},
   };
-  for (const auto& [text0, edits] : {std::pair<std::string, std::vector<Edit>>{good, {std::begin(kEdits1), std::end(kEdits1)}},
-                                     std::pair<std::string, std::vector<Edit>>{good2, {std::begin(kEdits2), std::end(kEdits2)}}}) {
+  for (const auto& [text0, edits] :
+       {std::pair<std::string, std::vector<Edit>>{good, {std::begin(kEdits1), std::end(kEdits1)}},
+        std::pair<std::string, std::vector<Edit>>{good2, {std::begin(kEdits2), std::end(kEdits2)}}}) {
     for (const Edit& edit : edits) {
       CAPTURE(edit.replace);
       std::string text = text0;

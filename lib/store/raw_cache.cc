@@ -25,9 +25,8 @@ std::vector<RawCache::Entry> RawCache::List() const {
     if (!id || ::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     entries.push_back({it->path().string(), *id, static_cast<uint64_t>(st.st_size), static_cast<int64_t>(st.st_mtime)});
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return a.mtime != b.mtime ? a.mtime < b.mtime : a.path < b.path;
-  });
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.mtime != b.mtime ? a.mtime < b.mtime : a.path < b.path; });
   return entries;
 }
 

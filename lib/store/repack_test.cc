@@ -34,8 +34,8 @@ using testing::Copy;
 using testing::Data;
 using testing::Fixture;
 using testing::IdOf;
-using testing::TempDir;
 using testing::Small;
+using testing::TempDir;
 
 TEST_CASE("a repack to chains of 1000 leaves no version out of a restore's reach, at any moment") {
   // 1002 versions stored every 10th a base, then repacked into chains at

@@ -86,26 +86,28 @@ Result<Chain> OpenChain(const Store& store, const ContentId& id, const FindCopy&
   auto open_part = [&](const ContentId& from, size_t depth, const std::optional<ContentId>& on) -> Result<Chain> {
     std::vector<ContentId> seen;
     std::optional<ContentId> more;
-    ZIPNN_ASSIGN_OR_RETURN(Chain part,
-                           OpenLinks(store, id, from, depth, seen,
-                                     [&](const ContentId& at) -> std::optional<formats::Checkpoint> {
-                                       if (!on) return found(at);
-                                       if (at == *on) return std::move(below);
-                                       return std::nullopt;
-                                     },
-                                     &more));
+    ZIPNN_ASSIGN_OR_RETURN(Chain part, OpenLinks(
+                                           store, id, from, depth, seen,
+                                           [&](const ContentId& at) -> std::optional<formats::Checkpoint> {
+                                             if (!on) return found(at);
+                                             if (at == *on) return std::move(below);
+                                             return std::nullopt;
+                                           },
+                                           &more));
     if (more) {
-      return Corruption("the chain of object " + id.Hex() + " changed while it was restored (a repack running?); "
+      return Corruption("the chain of object " + id.Hex() +
+                        " changed while it was restored (a repack running?); "
                         "try again");
     }
     return part;
   };
   for (size_t i = stages.size(); i-- > 0;) {
-    const std::optional<ContentId> on = i + 1 < stages.size() ? std::optional<ContentId>(stages[i + 1].id) : std::nullopt;
+    const std::optional<ContentId> on =
+        i + 1 < stages.size() ? std::optional<ContentId>(stages[i + 1].id) : std::nullopt;
     ZIPNN_ASSIGN_OR_RETURN(Chain part, open_part(stages[i].id, stages[i].depth, on));
-    ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint restored,
-                           formats::Checkpoint::Spool(store.temp_dir,
-                                                      [&](ByteSink& out) { return DecodeChain(store, part, out); }));
+    ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint restored, formats::Checkpoint::Spool(store.temp_dir, [&](ByteSink& out) {
+                             return DecodeChain(store, part, out);
+                           }));
     below = std::move(restored);
   }
   return open_part(id, 0, stages[0].id);
@@ -222,8 +224,8 @@ Status CheckStored(const Store& store, const Pointer& pointer, bool decode) {
     }));
   }
   if (raw_size != pointer.size) {
-    return Corruption("object " + pointer.id.Hex() + " holds " + std::to_string(raw_size) + " bytes; its pointer says " +
-                      std::to_string(pointer.size));
+    return Corruption("object " + pointer.id.Hex() + " holds " + std::to_string(raw_size) +
+                      " bytes; its pointer says " + std::to_string(pointer.size));
   }
   return OkStatus();
 }

@@ -25,8 +25,8 @@ using testing::Bf16;
 using testing::Copy;
 using testing::Fixture;
 using testing::IdOf;
-using testing::TempDir;
 using testing::StoreChain;
+using testing::TempDir;
 
 TEST_CASE("a chain of 1000 is restored and read by parts holding a bounded number of objects open") {
   const std::string root = TempDir();
@@ -75,7 +75,8 @@ TEST_CASE("a version is read by parts through its chain, each part checked") {
     MemorySource input(data.data(), data.size(), "other");
     auto out = AtomicFile::Create(other, true);
     REQUIRE(out.ok());
-    REQUIRE(container::EncodeObject(input, container::Layout::Single(codec::DType::kBytes, 64), nullptr, {}, *out).ok());
+    REQUIRE(
+        container::EncodeObject(input, container::Layout::Single(codec::DType::kBytes, 64), nullptr, {}, *out).ok());
     REQUIRE(out->Commit().ok());
   }
   auto bytes = ReadWholeFile(other);
@@ -111,16 +112,18 @@ TEST_CASE("a version stored before format 5 is not read by parts") {
   container::EncodeOptions options;
   options.transform = codec::Transform::kXor;  // format 2
   REQUIRE(repo.objects
-              .Put(id, [&](AtomicFile& out) -> Status {
-                auto r = container::EncodeObject(input, container::Layout::Single(codec::DType::kBytes, 64), nullptr,
-                                                 options, out);
-                return r.ok() ? OkStatus() : r.status();
-              })
+              .Put(id,
+                   [&](AtomicFile& out) -> Status {
+                     auto r = container::EncodeObject(input, container::Layout::Single(codec::DType::kBytes, 64),
+                                                      nullptr, options, out);
+                     return r.ok() ? OkStatus() : r.status();
+                   })
               .ok());
   const Status s = OpenVersion(repo, id).status();
   CHECK(s.code() == StatusCode::kUnsupported);
-  CHECK(s.message() == repo.objects.PathOf(id) +
-                           ": object format 2 has no raw checksums; a part of it is checked only by restoring it whole");
+  CHECK(s.message() ==
+        repo.objects.PathOf(id) +
+            ": object format 2 has no raw checksums; a part of it is checked only by restoring it whole");
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

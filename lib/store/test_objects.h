@@ -58,10 +58,11 @@ inline std::vector<ContentId> StoreChain(const Store& repo, int deltas) {
     container::Layout layout = container::Layout::Single(codec::DType::kBytes, data.size());
     if (i > 0) layout.regions[0].delta = true;
     REQUIRE(repo.objects
-                .Put(id, [&](AtomicFile& out) -> Status {
-                  auto r = container::EncodeObject(input, layout, i > 0 ? &delta : nullptr, {}, out);
-                  return r.ok() ? OkStatus() : r.status();
-                })
+                .Put(id,
+                     [&](AtomicFile& out) -> Status {
+                       auto r = container::EncodeObject(input, layout, i > 0 ? &delta : nullptr, {}, out);
+                       return r.ok() ? OkStatus() : r.status();
+                     })
                 .ok());
     ids.push_back(id);
     previous = data;

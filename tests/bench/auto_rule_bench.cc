@@ -100,8 +100,10 @@ int Main(int argc, char** argv) {
       const size_t len = std::min<size_t>(chunk, x.size() - at);
       if (stripe_pos % 2 == 0) automatic.Reset();  // stripes of 512 KiB at 256 KiB chunks
       Buffer record;
-      if (delta) automatic.Encode(dtype, target.data() + at, len, prev.data() + at, record);
-      else automatic.Encode(dtype, x.data() + at, len, nullptr, record);
+      if (delta)
+        automatic.Encode(dtype, target.data() + at, len, prev.data() + at, record);
+      else
+        automatic.Encode(dtype, x.data() + at, len, nullptr, record);
       auto groups = codec::ParseChunkRecord(dtype, record.data(), record.size(), len);
       codec::SplitGroups(dtype, x.data() + at, len, grouped.data());
       for (int g = 0; g < codec::GroupCount(dtype, len); ++g) {
@@ -120,7 +122,8 @@ int Main(int argc, char** argv) {
         }
         const uint64_t best = *std::min_element(s.begin(), s.end());
         b.Add(s, n, best, groups->group[g].stored);
-        if (codec::HasZeroRunLongerThan(in, n, static_cast<size_t>(codec::AutoRule::kZstdZeroRunShare * static_cast<double>(len)))) {
+        if (codec::HasZeroRunLongerThan(
+                in, n, static_cast<size_t>(codec::AutoRule::kZstdZeroRunShare * static_cast<double>(len)))) {
           runs.Add(s, n, best, groups->group[g].stored);
         }
       }
@@ -135,11 +138,12 @@ int Main(int argc, char** argv) {
     if (k == kBuckets) std::printf("-- of all the above, groups with a zero run over 3%% of the chunk:\n");
     if (b.groups == 0) continue;
     auto pct = [&](uint64_t v) { return 100.0 * static_cast<double>(v) / static_cast<double>(b.raw); };
-    std::printf("%-8s %7llu %9llu | %8.2f%% %8.2f%% %8.2f%% %8.2f%% | %5llu %5llu %5llu %5llu | %8.2f%% %8.2f%% %+6.2f%%\n",
-                k < kBuckets ? kBucketNames[k] : "runs", (unsigned long long)b.groups, (unsigned long long)b.raw, pct(b.size[0]),
-                pct(b.size[1]), pct(b.size[2]), pct(b.size[3]), (unsigned long long)b.wins[0],
-                (unsigned long long)b.wins[1], (unsigned long long)b.wins[2], (unsigned long long)b.wins[3],
-                pct(b.oracle), pct(b.chosen), 100.0 * (static_cast<double>(b.chosen) / static_cast<double>(b.oracle) - 1));
+    std::printf(
+        "%-8s %7llu %9llu | %8.2f%% %8.2f%% %8.2f%% %8.2f%% | %5llu %5llu %5llu %5llu | %8.2f%% %8.2f%% %+6.2f%%\n",
+        k < kBuckets ? kBucketNames[k] : "runs", (unsigned long long)b.groups, (unsigned long long)b.raw,
+        pct(b.size[0]), pct(b.size[1]), pct(b.size[2]), pct(b.size[3]), (unsigned long long)b.wins[0],
+        (unsigned long long)b.wins[1], (unsigned long long)b.wins[2], (unsigned long long)b.wins[3], pct(b.oracle),
+        pct(b.chosen), 100.0 * (static_cast<double>(b.chosen) / static_cast<double>(b.oracle) - 1));
     if (k == kBuckets) break;
     oracle += b.oracle;
     chosen += b.chosen;

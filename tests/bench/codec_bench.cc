@@ -64,8 +64,8 @@ Bound EntropyBound(codec::DType dtype, const uint8_t* data, size_t n, uint32_t c
     const size_t len = std::min<size_t>(chunk, n - at);
     codec::SplitGroups(dtype, data + at, len, grouped.data());
     for (int g = 0; g < codec::GroupCount(dtype, len); ++g) {
-      codec::Histogram h = codec::CountBytes(grouped.data() + codec::GroupOffset(dtype, len, g),
-                                             codec::GroupSize(dtype, len, g));
+      codec::Histogram h =
+          codec::CountBytes(grouped.data() + codec::GroupOffset(dtype, len, g), codec::GroupSize(dtype, len, g));
       b.per_chunk += codec::EntropyBits(h) / 8;
       for (int s = 0; s < 256; ++s) whole[g][s] += h[s];
     }
@@ -129,7 +129,8 @@ int Main(int argc, char** argv) {
     }
     std::vector<uint8_t> data = std::move(*data_or);
     const bool is_delta = delta && !prev.empty() && prev.size() == data.size();
-    if (delta && !prev.empty() && !is_delta) std::fprintf(stderr, "%s: size differs from previous; coded standalone\n", name.c_str());
+    if (delta && !prev.empty() && !is_delta)
+      std::fprintf(stderr, "%s: size differs from previous; coded standalone\n", name.c_str());
     MemorySource src(data.data(), data.size(), name);
     MemorySource base_src(prev.data(), prev.size(), prev_name);
     container::Layout layout = container::Layout::Single(*dtype, data.size());
@@ -212,15 +213,16 @@ int Main(int argc, char** argv) {
     std::printf("%-26s %6s %10zu %6.2f%% %+7.2f%% %+7.2f%% %6.2f %6.2f %6.2f %6.2f %6.2f%% %6.2f %6.2f %6.2f%s\n",
                 short_name.c_str(), is_delta ? "delta" : "alone", data.size(), 100.0 * obj.size() / raw,
                 100.0 * (obj.size() / bound.per_chunk - 1),
-                bound.whole > 0 ? 100.0 * (obj.size() / bound.whole - 1) : 0.0, gbs(c1),
-                gbs(cn), gbs(d1), gbs(dn), 100.0 * zsize / raw, gbs(zc), gbs(zcn), gbs(zd),
+                bound.whole > 0 ? 100.0 * (obj.size() / bound.whole - 1) : 0.0, gbs(c1), gbs(cn), gbs(d1), gbs(dn),
+                100.0 * zsize / raw, gbs(zc), gbs(zcn), gbs(zd),
                 zstd_cli && is_delta ? ("  " + ZstdPatchFromSize(prev_name, name)).c_str() : "");
     prev = std::move(data);
     prev_name = name;
   }
-  std::printf("# ratio = object / raw; vs-chunk, vs-file = object over the order-0 entropy of the byte\n"
-              "# groups counted per chunk / over the whole file; c = compress, d = decompress, 1 = one\n"
-              "# thread, N = all cores; zstd3 = zstd -3 of the same bytes, zc1/zcN/zd1 its GB/s.\n");
+  std::printf(
+      "# ratio = object / raw; vs-chunk, vs-file = object over the order-0 entropy of the byte\n"
+      "# groups counted per chunk / over the whole file; c = compress, d = decompress, 1 = one\n"
+      "# thread, N = all cores; zstd3 = zstd -3 of the same bytes, zc1/zcN/zd1 its GB/s.\n");
   return 0;
 }
 

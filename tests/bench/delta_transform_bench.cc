@@ -84,8 +84,9 @@ double GroupBytes(codec::DType t, const uint8_t* bytes, size_t n, std::vector<ui
   codec::SplitGroups(t, bytes, n, grouped.data());
   double total = 0;
   for (int g = 0; g < codec::GroupCount(t, n); ++g) {
-    const double b = codec::EntropyBits(codec::CountBytes(grouped.data() + codec::GroupOffset(t, n, g),
-                                                          codec::GroupSize(t, n, g))) / 8;
+    const double b =
+        codec::EntropyBits(codec::CountBytes(grouped.data() + codec::GroupOffset(t, n, g), codec::GroupSize(t, n, g))) /
+        8;
     if (per_group.size() <= static_cast<size_t>(g)) per_group.resize(g + 1);
     per_group[g] += b;
     total += b;
@@ -219,11 +220,12 @@ int Run(int argc, char** argv) {
   }
   if (total.raw == 0) return 0;
   PrintRow("total", total);
-  std::printf("# sizes: whole objects as a share of raw; xor, diff: every chunk one way; chosen: each chunk the\n"
-              "# cheaper way (the default); H0: order-0 bound of the byte groups per chunk (chosen: the smaller\n"
-              "# of the two per chunk); ch-H0: chosen object over its bound; cX, cC, dX, dC: encode and decode\n"
-              "# MB/s of the XOR and the chosen objects, one thread, median of %d\n",
-              runs);
+  std::printf(
+      "# sizes: whole objects as a share of raw; xor, diff: every chunk one way; chosen: each chunk the\n"
+      "# cheaper way (the default); H0: order-0 bound of the byte groups per chunk (chosen: the smaller\n"
+      "# of the two per chunk); ch-H0: chosen object over its bound; cX, cC, dX, dC: encode and decode\n"
+      "# MB/s of the XOR and the chosen objects, one thread, median of %d\n",
+      runs);
   if (!show_groups) return 0;
   // Group g of the XOR delta holds byte g of each rotated element, group g
   // of the difference byte g of the zigzagged one: the same bits but for

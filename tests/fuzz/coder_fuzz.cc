@@ -45,8 +45,7 @@ using zipnn::codec::kCoders;
 constexpr size_t kCoderCount = std::size(kCoders);
 
 [[noreturn]] void Fail(const char* what, size_t coder) {
-  std::fprintf(stderr, "coder_fuzz: %s (coder %zu of kCoders, %zu is the auto rule)\n", what, coder,
-               kCoderCount);
+  std::fprintf(stderr, "coder_fuzz: %s (coder %zu of kCoders, %zu is the auto rule)\n", what, coder, kCoderCount);
   std::abort();
 }
 

@@ -49,8 +49,7 @@ void Decode(const ByteSource& object, const ObjectInfo& info, const ByteSource* 
   CountingSink sink;
   if (DecodeObject(object, info, base, options, sink).ok() && sink.bytes() != info.header.raw_size) {
     std::fprintf(stderr, "a decode succeeded with %llu bytes, not the raw size %llu\n",
-                 static_cast<unsigned long long>(sink.bytes()),
-                 static_cast<unsigned long long>(info.header.raw_size));
+                 static_cast<unsigned long long>(sink.bytes()), static_cast<unsigned long long>(info.header.raw_size));
     std::abort();
   }
   if (!info.header.layout.regions.empty()) {

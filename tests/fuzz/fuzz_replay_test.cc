@@ -43,33 +43,21 @@ size_t Replay(const std::string& target, Entry entry) {
   return corpus.size();
 }
 
-TEST_CASE("container_fuzz replays its corpus and regressions") {
-  CHECK(Replay("container", container_fuzz_entry) > 0);
-}
+TEST_CASE("container_fuzz replays its corpus and regressions") { CHECK(Replay("container", container_fuzz_entry) > 0); }
 
-TEST_CASE("pointer_fuzz replays its corpus and regressions") {
-  CHECK(Replay("pointer", pointer_fuzz_entry) > 0);
-}
+TEST_CASE("pointer_fuzz replays its corpus and regressions") { CHECK(Replay("pointer", pointer_fuzz_entry) > 0); }
 
 TEST_CASE("safetensors_fuzz replays its corpus and regressions") {
   CHECK(Replay("safetensors", safetensors_fuzz_entry) > 0);
 }
 
-TEST_CASE("pytorch_fuzz replays its corpus and regressions") {
-  CHECK(Replay("pytorch", pytorch_fuzz_entry) > 0);
-}
+TEST_CASE("pytorch_fuzz replays its corpus and regressions") { CHECK(Replay("pytorch", pytorch_fuzz_entry) > 0); }
 
-TEST_CASE("pkt_line_fuzz replays its corpus and regressions") {
-  CHECK(Replay("pkt_line", pkt_line_fuzz_entry) > 0);
-}
+TEST_CASE("pkt_line_fuzz replays its corpus and regressions") { CHECK(Replay("pkt_line", pkt_line_fuzz_entry) > 0); }
 
-TEST_CASE("policy_fuzz replays its corpus and regressions") {
-  CHECK(Replay("policy", policy_fuzz_entry) > 0);
-}
+TEST_CASE("policy_fuzz replays its corpus and regressions") { CHECK(Replay("policy", policy_fuzz_entry) > 0); }
 
-TEST_CASE("coder_fuzz replays its corpus and regressions") {
-  CHECK(Replay("coder", coder_fuzz_entry) > 0);
-}
+TEST_CASE("coder_fuzz replays its corpus and regressions") { CHECK(Replay("coder", coder_fuzz_entry) > 0); }
 
 // coder_fuzz picks the coder by an input's first byte (coder_fuzz.cc): a
 // coder added to kCoders needs seeds of its own (make_corpus.py).
