@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
@@ -16,8 +15,6 @@
 #include "lib/analyze/analysis.h"
 #include "lib/analyze/html_report.h"
 #include "lib/analyze/report.h"
-#include "lib/formats/detect.h"
-#include "lib/git/checkpoint_at.h"
 #include "lib/git/git.h"
 #include "lib/git/series_versions.h"
 #include "lib/series/series.h"

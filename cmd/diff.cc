@@ -6,7 +6,6 @@
 // told to, diff the textconv listings of the two sides instead.
 #include <cinttypes>
 #include <csignal>
-#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -75,8 +74,8 @@ std::optional<Previous> PreviousVersion(const std::string& path) {
   const store::Version& v = **previous;
   auto link = store::ReadLink(*repo, v.id);
   if (!link.ok()) return std::nullopt;
-  auto checkpoint =
-      WithLayout(access::Versions(*repo, access::Copies::kAll).Open(store::Pointer{v.id, link->raw_size, ""}, v.path));
+  const access::Versions versions(*repo, access::Copies::kAll);
+  auto checkpoint = WithLayout(versions.Open(store::Pointer{v.id, link->raw_size, ""}, v.path));
   if (!checkpoint.ok()) return std::nullopt;
   return Previous{std::move(*checkpoint), v};
 }
@@ -157,12 +156,7 @@ Status RunTextconv(const std::string& file, int threads) {
   // The version a pointer names was checked against its id as it was
   // read; only a file given as it is must be hashed.
   ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
-  ContentId id;
-  if (pointer) {
-    id = pointer->id;
-  } else {
-    ZIPNN_ASSIGN_OR_RETURN(id, HashSource(o.file()));
-  }
+  ZIPNN_ASSIGN_OR_RETURN(const ContentId id, pointer ? Result<ContentId>(pointer->id) : HashSource(o.file()));
   std::printf("checkpoint %s: %" PRIu64 " bytes, %s, %s\n", id.Hex().c_str(), o.file().size(),
               formats::FormatName(o.layout().format), Counted(o.layout().tensors.size(), "tensor").c_str());
   ThreadPool pool(threads > 0 ? threads : ThreadPool::DefaultThreads());
