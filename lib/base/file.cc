@@ -204,9 +204,18 @@ namespace {
 // folder, which RemoveAbandonedTemps looks for.
 constexpr const char kWorkTreeTempPrefix[] = "checkout-";
 
-// Whether `name` is `<kWorkTreeTempPrefix>...<".tmp-" and 8 hex digits>`.
-bool IsWorkTreeTemp(const std::string& name) {
+// The suffix of the name a work-tree temporary has for the moment between
+// its creation and its lock (see CreateInWorkTree).
+constexpr const char kUnlockedSuffix[] = ".new";
+
+// Whether `name` is `<kWorkTreeTempPrefix>...<".tmp-" and 8 hex digits>`,
+// with or without kUnlockedSuffix.
+bool IsWorkTreeTemp(std::string name) {
   constexpr size_t kPrefix = sizeof kWorkTreeTempPrefix - 1, kSuffix = 13;  // ".tmp-" + 8 hex
+  constexpr size_t kUnlocked = sizeof kUnlockedSuffix - 1;
+  if (name.size() > kUnlocked && name.compare(name.size() - kUnlocked, kUnlocked, kUnlockedSuffix) == 0) {
+    name.resize(name.size() - kUnlocked);
+  }
   if (name.size() < kPrefix + kSuffix || name.compare(0, kPrefix, kWorkTreeTempPrefix) != 0) return false;
   const size_t at = name.size() - kSuffix;
   if (name.compare(at, 5, ".tmp-") != 0) return false;
@@ -229,21 +238,27 @@ Result<AtomicFile> AtomicFile::CreateInWorkTree(const std::string& path, const s
     std::random_device rd;
     for (int attempt = 0; attempt < 16; ++attempt) {
       std::string tmp = TemporaryName(scratch_dir + "/" + kWorkTreeTempPrefix + name, rd);
-      // Made under another name and locked before it takes the one
-      // RemoveAbandonedTemps looks for, so that no file under that name
-      // is ever unlocked while its writer lives. The lock is held until
-      // the file is renamed into place or dropped.
-      const std::string fresh = tmp + ".new";
+      // Made under another name and locked before it takes its own, so
+      // that no file under that name is ever unlocked while its writer
+      // lives. The lock is held until the file is renamed into place or
+      // dropped. RemoveAbandonedTemps also takes an unlocked file under
+      // the first name, which a writer killed before its lock leaves:
+      // should it take a live writer's in that moment, the lock or the
+      // link below fails and the writer tries another name.
+      const std::string fresh = tmp + kUnlockedSuffix;
       const int fd = ::open(fresh.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
       if (fd < 0) {
         if (errno == EEXIST) continue;
         break;
       }
       const bool named = ::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::link(fresh.c_str(), tmp.c_str()) == 0;
+      const int why = errno;
       ::unlink(fresh.c_str());
       if (named) return AtomicFile(fd, path, std::move(tmp), /*overwrite=*/true, /*stream=*/false, Temp::kScratch);
       ::close(fd);
-      if (errno != EEXIST) break;  // no locks or no links here: another way
+      // Taken meanwhile, or a name in use: another name. No locks or no
+      // links on this file system: another way.
+      if (why != EEXIST && why != EWOULDBLOCK && why != ENOENT) break;
     }
   }
   // Another file system than the scratch folder's (a linked worktree on

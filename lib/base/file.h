@@ -110,7 +110,8 @@ class AtomicFile : public ByteSink {
 
 // Removes the temporary files AtomicFile::CreateInWorkTree left in
 // `scratch_dir` for a process that died before Commit: those no process
-// holds locked (each takes its name only once locked). The number removed.
+// holds locked (each takes its name only once locked), and those a process
+// died with in the moment before its lock. The number removed.
 size_t RemoveAbandonedTemps(const std::string& scratch_dir);
 
 // Reads a file descriptor (standard input) front to back; does not own it.

@@ -186,17 +186,20 @@ TEST_CASE("RemoveAbandonedTemps takes only the work-tree temporaries no writer h
   const std::string work = FreshFolder(), scratch = FreshFolder();
   auto live = AtomicFile::CreateInWorkTree(work + "/live.bin", scratch);
   REQUIRE(live.ok());  // locked from the moment it has its name, empty as yet
-  // Abandoned: one with bytes and an empty one. Kept: the live one and
-  // files of other names.
+  // Abandoned: one with bytes, an empty one, and one whose writer died
+  // before it locked it. Kept: the live one and files of other names.
   Write(scratch + "/checkout-dead.bin.tmp-0123abcd", "dead");
   Write(scratch + "/checkout-empty.bin.tmp-0000abcd", "");
+  Write(scratch + "/checkout-early.bin.tmp-0a0b0c0d.new", "");
   Write(scratch + "/clean-Ab12Cd", "spool");
   Write(scratch + "/checkout-notes.txt", "mine");
-  CHECK(RemoveAbandonedTemps(scratch) == 2);
+  Write(scratch + "/checkout-notes.txt.new", "mine");
+  CHECK(RemoveAbandonedTemps(scratch) == 3);
   CHECK(!FileExists(scratch + "/checkout-dead.bin.tmp-0123abcd"));
   CHECK(!FileExists(scratch + "/checkout-empty.bin.tmp-0000abcd"));
+  CHECK(!FileExists(scratch + "/checkout-early.bin.tmp-0a0b0c0d.new"));
   CHECK(FileExists(live->temp_path()));
-  CHECK(Names(scratch).size() == 3);
+  CHECK(Names(scratch).size() == 4);
   REQUIRE(live->Append("x", 1).ok());
   REQUIRE(live->Commit().ok());
   CHECK(Text(work + "/live.bin") == "x");
