@@ -116,8 +116,11 @@ Transform ChunkEncoder::TakeDelta(DType dtype, const uint8_t* raw, size_t n, con
   return transform;
 }
 
-Transform ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base, Buffer& out,
-                               const uint8_t* prefix, size_t prefix_size) {
+Transform ChunkEncoder::Encode(const ChunkInput& chunk, Buffer& out) {
+  const DType dtype = chunk.dtype;
+  const uint8_t* raw = chunk.raw;
+  const uint8_t* base = chunk.base;
+  const size_t n = chunk.n;
   Transform transform = Transform::kXor;
   if (base != nullptr) {
     transform = TakeDelta(dtype, raw, n, base);
@@ -134,7 +137,7 @@ Transform ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const 
   groups_.set_zstd_level(dtype == DType::kBytes && n <= kSmallOpaqueBytes ? std::max(zstd_level_, kSmallOpaqueLevel)
                                                                           : zstd_level_);
   groups_.set_delta(base != nullptr);
-  groups_.set_zstd_prefix(prefix, prefix_size);
+  groups_.set_zstd_prefix(chunk.prefix, chunk.prefix_size);
   groups_.set_class_keys(KeysOf(dtype, transform, base, n));
   groups_.set_lanes(InfoOf(transform).classed);
 
@@ -163,8 +166,11 @@ Transform ChunkEncoder::Encode(DType dtype, const uint8_t* raw, size_t n, const 
   return transform;
 }
 
-Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, size_t n, const uint8_t* base,
-                            uint8_t* out, const uint8_t* prefix, size_t prefix_size, Transform transform) {
+Status ChunkDecoder::Decode(const ChunkRecord& chunk, uint8_t* out) {
+  const DType dtype = chunk.dtype;
+  const Transform transform = chunk.transform;
+  const uint8_t* base = chunk.base;
+  const size_t n = chunk.n;
   if (static_cast<size_t>(transform) >= kTransformCount) return Corruption("an unknown delta transform");
   const TransformInfo& info = InfoOf(transform);
   // Without a base a chunk is stored as it is, which the first transform
@@ -174,11 +180,11 @@ Status ChunkDecoder::Decode(DType dtype, const uint8_t* record, size_t size, siz
                           ? "a " + std::string(info.name) + " delta in a region without a base"
                           : "a " + std::string(info.name) + " delta in a " + std::string(DTypeName(dtype)) + " region");
   }
-  ZIPNN_ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, record, size, n, newest_));
-  groups_.set_zstd_prefix(prefix, prefix_size);
+  ZIPNN_ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, chunk.record, chunk.size, n, newest_));
+  groups_.set_zstd_prefix(chunk.prefix, chunk.prefix_size);
   groups_.set_class_keys(KeysOf(dtype, transform, base, n));
   grouped_.Resize(n);
-  const uint8_t* payload = record + g.payload_start;
+  const uint8_t* payload = chunk.record + g.payload_start;
   for (int i = 0; i < g.count; ++i) {
     const GroupEntry& e = g.group[i];
     // The lanes coder is written only for the groups of a classed

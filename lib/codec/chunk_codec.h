@@ -57,6 +57,33 @@ Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t 
 // any other chunk.
 ClassKeys KeysOf(DType dtype, Transform transform, const uint8_t* base, size_t n);
 
+// One chunk to encode: `n` bytes at `raw`, taken against the `n` bytes at
+// `base` when that is not null, with `prefix` as the history its zstd
+// groups may refer to (none when empty).
+struct ChunkInput {
+  DType dtype = DType::kBytes;
+  const uint8_t* raw = nullptr;
+  size_t n = 0;
+  const uint8_t* base = nullptr;
+  const uint8_t* prefix = nullptr;
+  size_t prefix_size = 0;
+};
+
+// One chunk's record to decode: `size` bytes at `record` (readable
+// kDecoderReadPadding bytes past them) that restore `n` bytes, `transform`
+// undone against `base` when that is not null, `prefix` the history its
+// zstd groups were made with.
+struct ChunkRecord {
+  DType dtype = DType::kBytes;
+  const uint8_t* record = nullptr;
+  size_t size = 0;
+  size_t n = 0;
+  Transform transform = Transform::kXor;
+  const uint8_t* base = nullptr;
+  const uint8_t* prefix = nullptr;
+  size_t prefix_size = 0;
+};
+
 class ChunkEncoder {
  public:
   ChunkEncoder(CoderPolicy policy, int zstd_level, TransformPolicy transform = kAutoTransform);
@@ -65,11 +92,9 @@ class ChunkEncoder {
     skip_.fill(0);
     last_ = Transform::kXor;
   }
-  // Appends the record for n bytes of `raw` (taken against `base` when it
-  // is not null) to `out` and returns the transform used (kXor without a
-  // base). A non-empty `prefix` is history for zstd groups.
-  Transform Encode(DType dtype, const uint8_t* raw, size_t n, const uint8_t* base, Buffer& out,
-                   const uint8_t* prefix = nullptr, size_t prefix_size = 0);
+  // Appends the record of `chunk` to `out` and returns the transform used
+  // (kXor without a base).
+  Transform Encode(const ChunkInput& chunk, Buffer& out);
 
   // The estimate the automatic choice compares: the order-0 information
   // of each byte group of n grouped bytes, capped at the group's size (a
@@ -108,12 +133,8 @@ class ChunkDecoder {
   // Accepts coders up to `newest` (ParseChunkRecord).
   explicit ChunkDecoder(Coder newest = kNewestCoder) : newest_(newest) {}
 
-  // Decodes a record into n bytes at `out` (undoing `transform` against
-  // `base` when that is not null; `prefix` is the history its zstd groups
-  // were made with). The record must be readable kDecoderReadPadding
-  // bytes past `size`.
-  Status Decode(DType dtype, const uint8_t* record, size_t size, size_t n, const uint8_t* base, uint8_t* out,
-                const uint8_t* prefix = nullptr, size_t prefix_size = 0, Transform transform = Transform::kXor);
+  // Decodes `chunk` into its n bytes at `out`.
+  Status Decode(const ChunkRecord& chunk, uint8_t* out);
 
  private:
   Coder newest_;

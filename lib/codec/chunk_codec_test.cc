@@ -31,7 +31,7 @@ TEST_CASE("chunk records round-trip standalone and as deltas by every transform,
         ChunkDecoder dec;
         for (const uint8_t* b : {static_cast<const uint8_t*>(nullptr), static_cast<const uint8_t*>(base.data())}) {
           Buffer rec;
-          const Transform used = enc.Encode(t, target.data(), n, b, rec);
+          const Transform used = enc.Encode({t, target.data(), n, b}, rec);
           if (b == nullptr || !DifferenceApplies(t) || policy == Transform::kXor) {
             CHECK(used == Transform::kXor);
           } else if (policy == Transform::kDifference) {
@@ -39,7 +39,7 @@ TEST_CASE("chunk records round-trip standalone and as deltas by every transform,
           }
           auto p = Padded(rec.data(), rec.size());
           std::vector<uint8_t> out(n);
-          REQUIRE(dec.Decode(t, p.data(), rec.size(), n, b, out.data(), nullptr, 0, used).ok());
+          REQUIRE(dec.Decode({t, p.data(), rec.size(), n, used, b}, out.data()).ok());
           CHECK(std::memcmp(out.data(), target.data(), n) == 0);
         }
       }
@@ -53,9 +53,9 @@ TEST_CASE("a delta of a small update is far smaller than the standalone chunk") 
   for (size_t i = 0; i < target.size(); i += 4 * 50) target[i] ^= 1;  // 2% of weights, lowest bit
   ChunkEncoder enc(CoderPolicy::kAuto, 3);
   Buffer alone, delta;
-  enc.Encode(DType::kF32, target.data(), target.size(), nullptr, alone);
+  enc.Encode({DType::kF32, target.data(), target.size()}, alone);
   enc.Reset();
-  enc.Encode(DType::kF32, target.data(), target.size(), base.data(), delta);
+  enc.Encode({DType::kF32, target.data(), target.size(), base.data()}, delta);
   CHECK(delta.size() * 20 < alone.size());
 }
 
@@ -63,19 +63,18 @@ TEST_CASE("a difference is refused where it cannot have been written") {
   auto base = NormalFloats(1000, 14);
   ChunkEncoder enc(CoderPolicy::kAuto, 3, Transform::kDifference);
   Buffer rec;
-  REQUIRE(enc.Encode(DType::kF32, base.data(), base.size(), base.data(), rec) == Transform::kDifference);
+  REQUIRE(enc.Encode({DType::kF32, base.data(), base.size(), base.data()}, rec) == Transform::kDifference);
   auto p = Padded(rec.data(), rec.size());
   std::vector<uint8_t> out(base.size());
   ChunkDecoder dec;
-  CHECK(dec.Decode(DType::kF32, p.data(), rec.size(), base.size(), nullptr, out.data(), nullptr, 0,
-                   Transform::kDifference)
-            .message() == "a difference delta in a region without a base");
+  CHECK(dec.Decode({DType::kF32, p.data(), rec.size(), base.size(), Transform::kDifference}, out.data()).message() ==
+        "a difference delta in a region without a base");
   Buffer bytes;
-  REQUIRE(enc.Encode(DType::kBytes, base.data(), base.size(), base.data(), bytes) == Transform::kXor);
+  REQUIRE(enc.Encode({DType::kBytes, base.data(), base.size(), base.data()}, bytes) == Transform::kXor);
   auto q = Padded(bytes.data(), bytes.size());
-  CHECK(dec.Decode(DType::kBytes, q.data(), bytes.size(), base.size(), base.data(), out.data(), nullptr, 0,
-                   Transform::kDifference)
-            .message() == "a difference delta in a bytes region");
+  CHECK(
+      dec.Decode({DType::kBytes, q.data(), bytes.size(), base.size(), Transform::kDifference, base.data()}, out.data())
+          .message() == "a difference delta in a bytes region");
 }
 
 // A training step on weights of many sizes: each weight moves by about
@@ -107,7 +106,7 @@ TEST_CASE("a difference's rANS groups take the lanes coder, and no other chunk's
     CAPTURE(TransformPolicyName(policy));
     ChunkEncoder enc(CoderPolicy::kAuto, 3, policy);
     Buffer rec;
-    const Transform used = enc.Encode(DType::kF32, target.data(), target.size(), base.data(), rec);
+    const Transform used = enc.Encode({DType::kF32, target.data(), target.size(), base.data()}, rec);
     auto groups = ParseChunkRecord(DType::kF32, rec.data(), rec.size(), target.size());
     REQUIRE(groups.ok());
     int lanes = 0;
@@ -116,14 +115,13 @@ TEST_CASE("a difference's rANS groups take the lanes coder, and no other chunk's
     auto p = Padded(rec.data(), rec.size());
     std::vector<uint8_t> out(target.size());
     ChunkDecoder dec;
-    REQUIRE(
-        dec.Decode(DType::kF32, p.data(), rec.size(), target.size(), base.data(), out.data(), nullptr, 0, used).ok());
+    REQUIRE(dec.Decode({DType::kF32, p.data(), rec.size(), target.size(), used, base.data()}, out.data()).ok());
     CHECK(out == target);
     if (used == Transform::kDifference) {
       // Read as an XOR chunk, the record names a coder only a difference
       // may hold.
-      const Status s = dec.Decode(DType::kF32, p.data(), rec.size(), target.size(), base.data(), out.data(), nullptr, 0,
-                                  Transform::kXor);
+      const Status s =
+          dec.Decode({DType::kF32, p.data(), rec.size(), target.size(), Transform::kXor, base.data()}, out.data());
       CHECK(s.message().find("is rans-classed in a chunk that is not a difference") != std::string::npos);
     }
   }

@@ -76,30 +76,57 @@ std::string ChunkName(const ByteSource& object, size_t index, const ChunkSpan& s
 // the content id covers every byte. A partial one must.
 enum class RawCheck : bool { kSkip, kCheck };
 
-// Checks chunk `index`'s record against its checksum and decodes it into
-// `out`. `base` holds what ReadBase read for its region (empty for a
-// region that reads no base); a delta region's bytes start at `at` in it.
-Status DecodeChunk(const ByteSource& object, const ObjectHeader& h, size_t index, const ChunkRef& c,
-                   const Region& region, const uint8_t* record, const Buffer& base, uint64_t at,
-                   codec::ChunkDecoder& decoder, RawCheck raw_check, uint8_t* out) {
-  if (Checksum64(record, c.record_size) != c.checksum) {
-    return Corruption(ChunkName(object, index, c.span) + ": checksum mismatch");
-  }
-  size_t size = c.record_size;
+// What decoding any chunk of an object needs: the object (for messages),
+// its header, and whether restored bytes are checked.
+struct ObjectDecoding {
+  const ByteSource& object;
+  const ObjectHeader& header;
+  RawCheck raw_check;
+};
+
+// One chunk of an object: its entry `ref` at `index`, its region, its
+// record in memory, and `base`, what ReadBase read for its region (empty
+// for a region that reads no base), a delta region's bytes starting at
+// `at` in it.
+struct ChunkAt {
+  size_t index;
+  const ChunkRef& ref;
+  const Region& region;
+  const uint8_t* record;
+  const Buffer& base;
+  uint64_t at;
+};
+
+// Checks the chunk's record against its checksum and decodes it into `out`.
+Status DecodeChunk(const ObjectDecoding& from, const ChunkAt& chunk, codec::ChunkDecoder& decoder, uint8_t* out) {
+  const ChunkRef& c = chunk.ref;
+  const Region& region = chunk.region;
+  auto name = [&] { return ChunkName(from.object, chunk.index, c.span); };
+  if (Checksum64(chunk.record, c.record_size) != c.checksum) return Corruption(name() + ": checksum mismatch");
+  codec::ChunkRecord record;
+  record.dtype = region.dtype;
+  record.record = chunk.record;
+  record.size = c.record_size;
+  record.n = c.span.length;
+  record.transform = c.transform;
   uint64_t raw_checksum = 0;
-  const bool has_raw_checksum = HasRawChecksums(h);
+  const bool has_raw_checksum = HasRawChecksums(from.header);
   if (has_raw_checksum) {
-    if (size <= kRawChecksumBytes) return Corruption(ChunkName(object, index, c.span) + ": record too short");
-    raw_checksum = LoadLE<uint64_t>(record);
-    record += kRawChecksumBytes;
-    size -= kRawChecksumBytes;
+    if (record.size <= kRawChecksumBytes) return Corruption(name() + ": record too short");
+    raw_checksum = LoadLE<uint64_t>(record.record);
+    record.record += kRawChecksumBytes;
+    record.size -= kRawChecksumBytes;
   }
+  if (region.delta) record.base = chunk.base.data() + chunk.at;
   const bool prefixed = region.prefix_length > 0;
-  Status st = decoder.Decode(region.dtype, record, size, c.span.length, region.delta ? base.data() + at : nullptr, out,
-                             prefixed ? base.data() : nullptr, prefixed ? base.size() : 0, c.transform);
-  if (!st.ok()) return Corruption(ChunkName(object, index, c.span) + ": " + st.message());
-  if (raw_check == RawCheck::kCheck && has_raw_checksum && Checksum64(out, c.span.length) != raw_checksum) {
-    return Corruption(ChunkName(object, index, c.span) + ": restored bytes do not match their checksum" +
+  if (prefixed) {
+    record.prefix = chunk.base.data();
+    record.prefix_size = chunk.base.size();
+  }
+  Status st = decoder.Decode(record, out);
+  if (!st.ok()) return Corruption(name() + ": " + st.message());
+  if (from.raw_check == RawCheck::kCheck && has_raw_checksum && Checksum64(out, c.span.length) != raw_checksum) {
+    return Corruption(name() + ": restored bytes do not match their checksum" +
                       (region.delta || prefixed ? " (is the base the right checkpoint?)" : ""));
   }
   return OkStatus();
@@ -193,10 +220,17 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
         e->records.Extend(kRawChecksumBytes);
         StoreLE<uint64_t>(e->records.data() + before, Checksum64(e->raw.data() + at, c.length));
       }
+      codec::ChunkInput chunk;
+      chunk.dtype = region.dtype;
+      chunk.raw = e->raw.data() + at;
+      chunk.n = c.length;
+      if (region.delta) chunk.base = e->base.data() + at;
+      if (prefixed) {
+        chunk.prefix = e->base.data();
+        chunk.prefix_size = e->base.size();
+      }
       ChunkRef ref;
-      ref.transform =
-          encoder->Encode(region.dtype, e->raw.data() + at, c.length, region.delta ? e->base.data() + at : nullptr,
-                          e->records, prefixed ? e->base.data() : nullptr, prefixed ? e->base.size() : 0);
+      ref.transform = encoder->Encode(chunk, e->records);
       ref.span = c;
       ref.record_size = static_cast<uint32_t>(e->records.size() - before);
       ref.checksum = Checksum64(e->records.data() + before, ref.record_size);
@@ -249,6 +283,7 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
   FreeList<codec::ChunkDecoder> decoders(
       [&h] { return std::make_unique<codec::ChunkDecoder>(NewestCoder(h.version)); });
   ThreadPool pool(WorkingThreads(options.threads, h.chunk_size));
+  const ObjectDecoding from{object, h, options.only_region ? RawCheck::kCheck : RawCheck::kSkip};
 
   FreeList<DecodedStripe> spare([] { return std::make_unique<DecodedStripe>(); });
   using Decoded = std::unique_ptr<DecodedStripe>;
@@ -277,8 +312,8 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
       const ChunkRef& c = todo[i];
       const uint8_t* record = d->records.data() + (c.record_offset - first.record_offset);
       const uint64_t at = c.span.offset - stripe.offset;
-      ZIPNN_RETURN_IF_ERROR(DecodeChunk(object, h, first_index + i, c, region, record, d->base, at, *decoder,
-                                        options.only_region ? RawCheck::kCheck : RawCheck::kSkip, d->raw.data() + at));
+      ZIPNN_RETURN_IF_ERROR(
+          DecodeChunk(from, ChunkAt{first_index + i, c, region, record, d->base, at}, *decoder, d->raw.data() + at));
     }
     if (positional) ZIPNN_RETURN_IF_ERROR(out.WriteAt(stripe.offset - out_start, d->raw.data(), d->raw.size()));
     return d;
@@ -379,8 +414,9 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
     ZIPNN_RETURN_IF_ERROR(ReadBase(*base_, region, c.span.offset, c.span.length, work->base));
   }
   std::shared_ptr<uint8_t[]> raw(new uint8_t[c.span.length]);  // exactly a chunk, not a grown Buffer
-  ZIPNN_RETURN_IF_ERROR(DecodeChunk(object_, info_.header, index, c, region, work->record.data(), work->base, 0,
-                                    work->decoder, check_raw_ ? RawCheck::kCheck : RawCheck::kSkip, raw.get()));
+  const ObjectDecoding from{object_, info_.header, check_raw_ ? RawCheck::kCheck : RawCheck::kSkip};
+  ZIPNN_RETURN_IF_ERROR(
+      DecodeChunk(from, ChunkAt{index, c, region, work->record.data(), work->base, 0}, work->decoder, raw.get()));
   return std::shared_ptr<const uint8_t[]>(std::move(raw));
 }
 

@@ -101,9 +101,9 @@ int Main(int argc, char** argv) {
       if (stripe_pos % 2 == 0) automatic.Reset();  // stripes of 512 KiB at 256 KiB chunks
       Buffer record;
       if (delta)
-        automatic.Encode(dtype, target.data() + at, len, prev.data() + at, record);
+        automatic.Encode({dtype, target.data() + at, len, prev.data() + at}, record);
       else
-        automatic.Encode(dtype, x.data() + at, len, nullptr, record);
+        automatic.Encode({dtype, x.data() + at, len}, record);
       auto groups = codec::ParseChunkRecord(dtype, record.data(), record.size(), len);
       codec::SplitGroups(dtype, x.data() + at, len, grouped.data());
       for (int g = 0; g < codec::GroupCount(dtype, len); ++g) {
