@@ -152,28 +152,24 @@ TEST_CASE("diff, git diff and analyze fetch what they read from the remote, as c
   REQUIRE(repo.Sh("git zipnn push -q origin && git push -q origin HEAD:main").code == 0);
   REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy").code == 0);
   REQUIRE(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 0);
+  // Runs `command` here and in the lazy clone; both succeed and print the
+  // same. Returns what it printed.
+  auto same_in_both = [&](const std::string& command) {
+    const Run here = repo.Sh(command);
+    REQUIRE_MESSAGE(here.code == 0, here.err);
+    const Run there = repo.Sh("cd ../lazy && " + command);
+    REQUIRE_MESSAGE(there.code == 0, there.err);
+    CHECK(there.out == here.out);
+    return there.out;
+  };
   // Steps 40 and 80 (HEAD~4, HEAD~3): a base and a delta on it.
-  const std::string diff = "git zipnn diff HEAD~4:model.safetensors HEAD~3:model.safetensors";
-  const Run here = repo.Sh(diff);
-  REQUIRE(here.code == 0);
-  const Run there = repo.Sh("cd ../lazy && " + diff);
-  REQUIRE(there.code == 0);
-  CHECK(there.out == here.out);
+  same_in_both("git zipnn diff HEAD~4:model.safetensors HEAD~3:model.safetensors");
   CHECK(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 2);
   // git's own diff runs the diff driver on both sides.
-  const std::string git_diff = "git -c color.ui=never diff HEAD~2 HEAD~1 -- model.safetensors";
-  const Run git_here = repo.Sh(git_diff);
-  REQUIRE(git_here.code == 0);
-  const Run git_there = repo.Sh("cd ../lazy && " + git_diff);
-  REQUIRE(git_there.code == 0);
-  CHECK(git_there.out == git_here.out);
-  CHECK(git_there.out.find("tensor") != std::string::npos);
+  CHECK(same_in_both("git -c color.ui=never diff HEAD~2 HEAD~1 -- model.safetensors").find("tensor") !=
+        std::string::npos);
   // analyze reads every version of the history.
-  const Run analyzed_here = repo.Sh("git zipnn analyze model.safetensors");
-  REQUIRE(analyzed_here.code == 0);
-  const Run analyzed_there = repo.Sh("cd ../lazy && git zipnn analyze model.safetensors");
-  REQUIRE(analyzed_there.code == 0);
-  CHECK(analyzed_there.out == analyzed_here.out);
+  same_in_both("git zipnn analyze model.safetensors");
   CHECK(ObjectsIn(repo, "../lazy/.git/zipnn/objects") == 5);
 }
 

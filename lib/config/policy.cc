@@ -136,7 +136,7 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
                                std::to_string(kMaxSeriesPatternLength) + " are allowed");
       }
       Status checked = series::CheckPattern(pattern);
-      if (!checked.ok()) return InvalidArgument(source + ": " + checked.message());
+      if (!checked.ok()) return Annotate(checked, source);
       p.series.push_back(pattern);
     }
   } else if (key == "raw_cache") {
