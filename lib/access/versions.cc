@@ -1,14 +1,14 @@
 #include "lib/access/versions.h"
 
-#include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "lib/git/checkpoint_at.h"
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
 #include "lib/remote/transfer.h"
-#include "lib/store/raw_cache.h"
+#include "lib/store/copies.h"
 
 namespace zipnn::access {
 
@@ -37,20 +37,14 @@ std::optional<ReadFile> Versions::FindCopyOfSize(const ContentId& id, std::optio
   // With a size, a copy must hold that many bytes too (a pointer may lie
   // about its size), and a work-tree file of another size (a save made
   // since) is not hashed in vain.
-  const auto fits = [&](const std::optional<ReadFile>& copy) { return copy && (!size || copy->size() == *size); };
   if (also) {
-    if (std::optional<ReadFile> copy = also(id); fits(copy)) return copy;
+    if (std::optional<ReadFile> copy = also(id); copy && (!size || copy->size() == *size)) return copy;
   }
-  const std::map<ContentId, std::string>& in_index = InIndex();
-  if (const auto it = in_index.find(id); it != in_index.end()) {
-    const std::string path = store_.work_dir + "/" + it->second;
-    std::error_code ec;
-    if (!size || std::filesystem::file_size(path, ec) == *size) {
-      if (std::optional<ReadFile> copy = ReadFile::OpenHolding(path, id); fits(copy)) return copy;
-    }
-  }
-  std::optional<ReadFile> copy = store::RawCache(store_.cache_dir, store_.policy.raw_cache).Find(id);
-  return fits(copy) ? std::move(copy) : std::nullopt;
+  std::vector<std::string> paths;
+  if (const auto it = InIndex().find(id); it != InIndex().end()) paths.push_back(it->second);
+  std::optional<store::VerifiedCopy> copy = store::FindVerifiedCopy(store_, id, paths, size);
+  if (!copy) return std::nullopt;
+  return std::move(copy->file);
 }
 
 Result<bool> Versions::Fetch(const store::Pointer& pointer, const store::FindCopy& find_copy, ByteSink* deliver) const {

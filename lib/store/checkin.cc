@@ -8,6 +8,7 @@
 #include "lib/formats/detect.h"
 #include "lib/container/object.h"
 #include "lib/store/chain.h"
+#include "lib/store/copies.h"
 #include "lib/store/raw_cache.h"
 #include "lib/store/restore.h"
 
@@ -46,7 +47,9 @@ Result<Candidate> EncodeCandidateAs(const Store& store, const formats::Checkpoin
 
 // The raw bytes of `base` (a version of `series`): the work-tree file git
 // holds it at when that still hashes to it, a kept raw copy, or its chain
-// decoded (always, with `decode`). A copy is read through
+// decoded (always, with `decode`). The file at `storing`, the path of the
+// version being stored, holds that version and is not hashed in vain (a
+// path overwritten in place). A copy is read through
 // ReadFile::OpenHolding, so a copy rewritten while a delta is built on it
 // fails the encoding rather than feeding it other bytes; `copy` and
 // `from_work_tree` say where the bytes came from.
@@ -55,24 +58,21 @@ struct BaseBytes {
   bool copy = false;
   bool from_work_tree = false;
 };
-Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& series, const ContentId& base, bool decode) {
+Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& series, const ContentId& base,
+                           const std::string& storing, bool decode) {
   BaseBytes bytes;
-  if (!store.work_dir.empty() && !decode) {
+  if (!decode) {
+    // The base's files in the work tree, then the raw cache.
+    std::vector<std::string> paths;
     for (const Version& v : series) {
-      if (v.id != base || v.path.empty()) continue;
-      if (auto file = ReadFile::OpenHolding(store.work_dir + "/" + v.path, base)) {
-        bytes.bytes.emplace(std::move(*file));
-        bytes.copy = bytes.from_work_tree = true;
-        return bytes;
-      }
-      break;
+      if (v.id == base && v.path != storing) paths.push_back(v.path);
     }
-  }
-  const RawCache cache(store.cache_dir, store.policy.raw_cache);
-  if (auto copy = decode ? std::nullopt : cache.Find(base)) {
-    bytes.bytes.emplace(std::move(*copy));
-    bytes.copy = true;
-    return bytes;
+    if (std::optional<VerifiedCopy> copy = FindVerifiedCopy(store, base, paths)) {
+      bytes.bytes.emplace(std::move(copy->file));
+      bytes.copy = true;
+      bytes.from_work_tree = copy->in_work_tree;
+      return bytes;
+    }
   }
   ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint decoded, RestoreToScratch(store, base));
   bytes.bytes.emplace(std::move(decoded));
@@ -166,7 +166,7 @@ Result<CheckedIn> CheckIn(const Store& store, const NewVersion& version, const E
     return present ? store.objects.Replace(version.id, c.file.path()) : store.objects.Adopt(version.id, c.file.path());
   };
   auto read_base = [&](bool decode) -> Status {
-    auto read = ReadBase(store, series, *placed->base, decode);
+    auto read = ReadBase(store, series, *placed->base, version.path, decode);
     if (read.ok()) {
       bytes.emplace(std::move(*read));
     } else if (read.status().code() == StatusCode::kNotFound) {

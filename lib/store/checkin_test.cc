@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "lib/container/format.h"
 #include "lib/store/chain.h"
 #include "lib/store/checkin.h"
+#include "lib/store/copies.h"
 #include "lib/store/restore.h"
 #include "lib/store/raw_cache.h"
 #include "lib/store/repack.h"
@@ -199,6 +201,28 @@ TEST_CASE("a base's bytes come from the work tree when it still holds them, else
   Copy(Bf16(200), f.repo.work_dir + "/run/step-80.safetensors");
   f.AddStep(120);
   CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(80)));
+}
+
+TEST_CASE("a verified copy is the first work-tree file that holds the version, else the raw copy, of its size") {
+  Fixture f;
+  const ContentId id = IdOf(Bf16(40));
+  const uint64_t size = std::filesystem::file_size(Bf16(40));
+  Copy(Bf16(80), f.repo.work_dir + "/other.safetensors");
+  Copy(Bf16(40), f.repo.work_dir + "/held.safetensors");
+  const std::vector<std::string> paths = {"", "other.safetensors", "missing.safetensors", "held.safetensors"};
+  std::optional<VerifiedCopy> copy = FindVerifiedCopy(f.repo, id, paths, size);
+  REQUIRE(copy);
+  CHECK(copy->in_work_tree);
+  CHECK(copy->file.size() == size);
+  // A size the bytes do not have (a pointer that lies) finds nothing.
+  CHECK(!FindVerifiedCopy(f.repo, id, paths, size + 1));
+  // Without a work-tree file that holds it: the raw cache's copy.
+  RawCache(f.repo.cache_dir, f.repo.policy.raw_cache).Keep("run/#", id, f.repo.work_dir + "/held.safetensors");
+  REQUIRE(std::system(("rm " + f.repo.work_dir + "/held.safetensors").c_str()) == 0);
+  copy = FindVerifiedCopy(f.repo, id, paths);
+  REQUIRE(copy);
+  CHECK(!copy->in_work_tree);
+  CHECK(!FindVerifiedCopy(f.repo, IdOf(Bf16(120)), paths));
 }
 
 TEST_CASE("a delta is never built on a work-tree file that changes while it is read") {
