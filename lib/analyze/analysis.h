@@ -104,11 +104,10 @@ struct Sizes {
   bool measured = false;
   uint64_t huffman = 0;  // CoderPolicy::kHuffman
   uint64_t zstd = 0;     // CoderPolicy::kZstd
-  // A delta's chunks all XORed, or all taken by the difference (the auto
-  // rule's coders); `automatic` takes the smaller per chunk, as the store
-  // does. Zero for standalone sizes.
-  uint64_t xor_only = 0;
-  uint64_t difference = 0;
+  // A delta's chunks all taken by one transform (codec::kTransforms, by
+  // its Transform; the auto rule's coders); `automatic` takes the best per
+  // chunk, as the store does. Zero for standalone sizes.
+  std::array<uint64_t, codec::kTransformCount> by_transform{};
   uint64_t automatic = 0;
   // Order-0 entropy of every byte group of every chunk, summed: what an
   // ideal per-chunk order-0 coder would need for the coded bytes.

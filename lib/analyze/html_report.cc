@@ -482,9 +482,10 @@ std::string ChangeSection(const Analysis& a, const std::vector<int>& slots) {
 
 std::string SizeSection(const Analysis& a) {
   std::vector<std::string> x;
-  std::vector<Series> s = {{"standalone auto", {}},  {"vs previous huffman", {}},   {"vs previous zstd", {}},
-                           {"vs previous auto", {}}, {"vs previous bound", {}},     {"vs base auto", {}},
-                           {"vs previous xor", {}},  {"vs previous difference", {}}};
+  std::vector<Series> s = {{"standalone auto", {}},  {"vs previous huffman", {}}, {"vs previous zstd", {}},
+                           {"vs previous auto", {}}, {"vs previous bound", {}},   {"vs base auto", {}}};
+  for (const codec::TransformInfo& info : codec::kTransforms)
+    s.push_back({"vs previous " + std::string(info.name), {}});
   for (const auto& r : a.rows) {
     x.push_back(r.label);
     s[0].y.push_back(StoredPct(r.standalone, r.standalone.automatic, r.raw_bytes));
@@ -493,8 +494,9 @@ std::string SizeSection(const Analysis& a) {
     s[3].y.push_back(StoredPct(r.vs_previous, r.vs_previous.automatic, r.raw_bytes));
     s[4].y.push_back(StoredPct(r.vs_previous, r.vs_previous.bound, r.raw_bytes));
     s[5].y.push_back(StoredPct(r.vs_base, r.vs_base.automatic, r.raw_bytes));
-    s[6].y.push_back(StoredPct(r.vs_previous, r.vs_previous.xor_only, r.raw_bytes));
-    s[7].y.push_back(StoredPct(r.vs_previous, r.vs_previous.difference, r.raw_bytes));
+    for (size_t t = 0; t < codec::kTransformCount; ++t) {
+      s[6 + t].y.push_back(StoredPct(r.vs_previous, r.vs_previous.by_transform[t], r.raw_bytes));
+    }
   }
   return Section("Stored size", LineChart("ratios", "Stored size as a share of the raw size", "stored / raw (%)", x, s,
                                           Scale::kFromZero));

@@ -143,14 +143,17 @@ void SizesSection(const Analysis& a, std::string& out) {
              : std::string("(but for xor and diff, every delta chunk is taken as ") +
                    codec::TransformPolicyName(a.transform) + ": .zipnn.yaml sets delta_transform)\n";
   const std::string k = std::to_string(a.base_interval);
-  TextTable t({"checkpoint", "raw", "huff", "zstd", "auto", "H0", "huff", "zstd", "xor", "diff", "auto", "H0", "base",
-               "huff", "zstd", "auto", "H0"});
+  std::vector<std::string> header = {"checkpoint", "raw", "huff", "zstd", "auto", "H0", "huff", "zstd"};
+  for (const codec::TransformInfo& info : codec::kTransforms) header.push_back(info.short_name);
+  const size_t base_column = header.size() + 2;
+  header.insert(header.end(), {"auto", "H0", "base", "huff", "zstd", "auto", "H0"});
+  TextTable t(std::move(header));
   t.Group(2, "standalone");
   t.Group(6, "delta vs previous");
-  t.Group(12, "delta vs base (every " + k + ")");
+  t.Group(base_column, "delta vs base (every " + k + ")");
   auto sizes = [](const Sizes& s, uint64_t raw, bool transforms, std::vector<std::string>& row) {
     std::vector<double> shown = {static_cast<double>(s.huffman), static_cast<double>(s.zstd)};
-    if (transforms) shown.insert(shown.end(), {static_cast<double>(s.xor_only), static_cast<double>(s.difference)});
+    if (transforms) shown.insert(shown.end(), s.by_transform.begin(), s.by_transform.end());
     shown.insert(shown.end(), {static_cast<double>(s.automatic), s.bound});
     for (double v : shown) row.push_back(s.measured ? Ratio(v, raw) : "-");
   };
@@ -253,13 +256,21 @@ double Fraction(uint64_t part, uint64_t whole) {
 
 Cell Maybe(bool have, Cell c) { return have ? c : Cell{}; }
 
-// The standalone sizes have no xor and difference columns.
+// The columns of AddSizes, each name after `prefix`.
+void AddSizeColumns(const std::string& prefix, bool delta, std::vector<std::string>& columns) {
+  for (const char* c : {"huffman", "zstd"}) columns.push_back(prefix + c);
+  if (delta) {
+    for (const codec::TransformInfo& info : codec::kTransforms) columns.push_back(prefix + info.name);
+  }
+  for (const char* c : {"auto", "bound"}) columns.push_back(prefix + c);
+}
+
+// The standalone sizes have no columns per delta transform.
 void AddSizes(const Sizes& s, bool delta, std::vector<Cell>& row) {
   row.push_back(Maybe(s.measured, s.huffman));
   row.push_back(Maybe(s.measured, s.zstd));
   if (delta) {
-    row.push_back(Maybe(s.measured, s.xor_only));
-    row.push_back(Maybe(s.measured, s.difference));
+    for (uint64_t size : s.by_transform) row.push_back(Maybe(s.measured, size));
   }
   row.push_back(Maybe(s.measured, s.automatic));
   row.push_back(Maybe(s.measured, s.bound));
@@ -271,15 +282,14 @@ DataTable CheckpointsTable(const Analysis& a, const std::vector<int>& slots) {
                "reference_index", "reference_label", "changed_params"},
               {}};
   for (int s : slots) t.columns.push_back("changed_" + SlotLabel(s));
-  for (const char* c :
-       {"relative_update",  "non_finite",       "changed_tensors",    "frozen_tensors",  "added_tensors",
-        "removed_tensors",  "reshaped_tensors", "standalone_huffman", "standalone_zstd", "standalone_auto",
-        "standalone_bound", "previous_huffman", "previous_zstd",      "previous_xor",    "previous_difference",
-        "previous_auto",    "previous_bound",   "base_index",         "base_label",      "base_distance",
-        "base_huffman",     "base_zstd",        "base_xor",           "base_difference", "base_auto",
-        "base_bound"}) {
+  for (const char* c : {"relative_update", "non_finite", "changed_tensors", "frozen_tensors", "added_tensors",
+                        "removed_tensors", "reshaped_tensors"}) {
     t.columns.push_back(c);
   }
+  AddSizeColumns("standalone_", false, t.columns);
+  AddSizeColumns("previous_", true, t.columns);
+  for (const char* c : {"base_index", "base_label", "base_distance"}) t.columns.push_back(c);
+  AddSizeColumns("base_", true, t.columns);
   for (const CheckpointRow& r : a.rows) {
     const bool ref = r.reference.has_value();
     std::vector<Cell> row = {uint64_t{r.index},

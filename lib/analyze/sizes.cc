@@ -44,11 +44,9 @@ Result<Sizes> MeasureSizes(const formats::CheckpointView& target, const formats:
     ZIPNN_ASSIGN_OR_RETURN(sizes.huffman,
                            CodedSize(target, layout, base, policy, codec::CoderPolicy::kHuffman, nullptr));
     ZIPNN_ASSIGN_OR_RETURN(sizes.zstd, CodedSize(target, layout, base, policy, codec::CoderPolicy::kZstd, nullptr));
-    if (base != nullptr) {
-      ZIPNN_ASSIGN_OR_RETURN(sizes.xor_only, CodedSize(target, layout, base, policy, codec::CoderPolicy::kAuto, nullptr,
-                                                       codec::Transform::kXor));
-      ZIPNN_ASSIGN_OR_RETURN(sizes.difference, CodedSize(target, layout, base, policy, codec::CoderPolicy::kAuto,
-                                                         nullptr, codec::Transform::kDifference));
+    for (size_t t = 0; base != nullptr && t < codec::kTransformCount; ++t) {
+      ZIPNN_ASSIGN_OR_RETURN(sizes.by_transform[t], CodedSize(target, layout, base, policy, codec::CoderPolicy::kAuto,
+                                                              nullptr, codec::kTransforms[t].transform));
     }
     ZIPNN_ASSIGN_OR_RETURN(sizes.bound,
                            container::EntropyBound(*target.source, layout, base != nullptr ? base->source : nullptr,

@@ -49,6 +49,7 @@ DType XorGrouping(DType t);
 struct TransformInfo {
   Transform transform;
   const char* name;          // in .zipnn.yaml, --transform, inspect and analyze
+  const char* short_name;    // analyze's column heading in its text report
   uint16_t first_format;     // the first object format that may hold it
   bool (*applies)(DType t);  // the region types it is defined for
   // dst = the delta of `target` against `base`, n bytes of type t; dst
@@ -78,9 +79,9 @@ void UndoDifference(DType t, uint8_t* out, const uint8_t* delta, const uint8_t* 
 // is a row here (with the next value in Transform) and its functions;
 // docs/architecture.md, "Adding a transform".
 inline constexpr TransformInfo kTransforms[] = {
-    {Transform::kXor, "xor", 1, &XorApplies, &XorTake, &XorUndo, &XorGrouping, &GroupLabel, false},
-    {Transform::kDifference, "difference", 3, &DifferenceApplies, &DifferenceTo, &UndoDifference, &DifferenceGrouping,
-     &DifferenceGroupLabel, true},
+    {Transform::kXor, "xor", "xor", 1, &XorApplies, &XorTake, &XorUndo, &XorGrouping, &GroupLabel, false},
+    {Transform::kDifference, "difference", "diff", 3, &DifferenceApplies, &DifferenceTo, &UndoDifference,
+     &DifferenceGrouping, &DifferenceGroupLabel, true},
 };
 inline constexpr size_t kTransformCount = sizeof kTransforms / sizeof kTransforms[0];
 inline constexpr uint8_t kMaxTransformValue = static_cast<uint8_t>(kTransformCount - 1);
