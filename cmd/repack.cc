@@ -69,9 +69,10 @@ Status RunRepack(const RepackArgs& a) {
   const config::Policy configured = repo.policy;
   if (a.base_interval > 0) {
     // max_chain follows the interval unless .zipnn.yaml sets another.
-    const bool chain_by_default = configured.max_chain == config::DefaultMaxChain(configured.base_interval);
+    const bool chain_by_default =
+        configured.max_chain == config::DefaultMaxChain(configured.base_interval, configured.newest);
     repo.policy.base_interval = a.base_interval;
-    if (chain_by_default) repo.policy.max_chain = config::DefaultMaxChain(a.base_interval);
+    if (chain_by_default) repo.policy.max_chain = config::DefaultMaxChain(a.base_interval, repo.policy.newest);
   }
   if (a.max_chain >= 0) repo.policy.max_chain = static_cast<uint32_t>(a.max_chain);
   if (a.threads > 0) repo.policy.threads = a.threads;

@@ -122,6 +122,12 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
                  "anew without it. A disk may be failing: `git zipnn fsck --all` names what else it affects\n",
                  path.c_str(), checked.damaged.c_str());
   }
+  if (!checked.demotion_error.empty()) {
+    // The new version is stored; the one before it stays whole (it costs
+    // bytes, never data).
+    std::fprintf(stderr, "git-zipnn: warning: %s: the version before this one stays stored whole: %s\n",
+                 path.c_str(), checked.demotion_error.c_str());
+  }
   store::Pointer& pointer = checked.pointer;
   pointer.version = PointerVersionFor(path, pointer);
   if (checked.stored && progress.enabled()) {
@@ -131,8 +137,13 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
       std::snprintf(seconds, sizeof seconds, "%.1f s", progress.Seconds());
       const std::string how = info->delta ? "a delta (chain depth " + std::to_string(info->depth) + ")"
                                           : "a base (" + store::BaseReasonText(checked.reason, repo_.policy) + ")";
+      std::string demoted;
+      if (checked.demoted) {
+        demoted = "; the version before it is now a delta, " + HumanBytes(checked.demoted->before) + " -> " +
+                  HumanBytes(checked.demoted->after);
+      }
       progress.Finish("stored as " + how + ", " + HumanBytes(pointer.size) + " -> " + HumanBytes(info->object_size) +
-                      " (" + Percent(info->object_size, pointer.size) + ") in " + seconds);
+                      " (" + Percent(info->object_size, pointer.size) + ") in " + seconds + demoted);
     }
   }
   const std::string text = store::FormatPointer(pointer);

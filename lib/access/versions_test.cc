@@ -23,6 +23,7 @@ using store::testing::Fixture;
 struct Stored : Fixture {
   std::vector<store::Pointer> pointers;
   Stored() {
+    StoreForward();
     for (int s : {40, 80, 120}) pointers.push_back(AddStep(s).pointer);
     REQUIRE(Info(pointers[2].id).depth == 2);
   }

@@ -63,7 +63,7 @@ std::vector<Scenario> MakeScenarios(const config::Policy& current) {
       Scenario s;
       s.outcome.base_interval = k;
       s.outcome.against = against;
-      s.outcome.max_chain = k == 0 ? kNoChainLimit : config::DefaultMaxChain(k);
+      s.outcome.max_chain = k == 0 ? kNoChainLimit : config::DefaultMaxChain(k, config::Newest::kDelta);
       s.min_gain = current.min_gain;
       s.outcome.current =
           k == current.base_interval && against == current.delta_against && s.outcome.max_chain == current.max_chain;

@@ -15,7 +15,8 @@ TEST_CASE("an absent or empty policy gives the defaults") {
   auto missing = LoadPolicy("/nonexistent/.zipnn.yaml");
   REQUIRE(missing.ok());
   CHECK(missing->base_interval == 10);
-  CHECK(missing->max_chain == 9);
+  CHECK(missing->newest == Newest::kWhole);
+  CHECK(missing->max_chain == 5);  // half a stretch between bases
   CHECK(missing->delta_against == DeltaAgainst::kPrevious);
   CHECK(missing->min_gain == doctest::Approx(0.10));
   CHECK(missing->chunk_size == 262144);
@@ -37,7 +38,7 @@ TEST_CASE("every key is read, and max_chain follows base_interval unless set") {
   REQUIRE(p.ok());
   CHECK(p->delta_transform == codec::Transform::kXor);
   CHECK(p->base_interval == 5);
-  CHECK(p->max_chain == 4);
+  CHECK(p->max_chain == 2);
   CHECK(p->delta_against == DeltaAgainst::kBase);
   CHECK(p->min_gain == doctest::Approx(0.2));
   CHECK(p->chunk_size == 1048576);
@@ -46,6 +47,14 @@ TEST_CASE("every key is read, and max_chain follows base_interval unless set") {
   auto chain = ParsePolicy("base_interval: 20\nmax_chain: 3\n", "x");
   REQUIRE(chain.ok());
   CHECK(chain->max_chain == 3);
+  // With the newest a delta, every version between two bases chains to
+  // the older one.
+  auto forward = ParsePolicy("base_interval: 5\nnewest: delta\n", "x");
+  REQUIRE(forward.ok());
+  CHECK(forward->newest == Newest::kDelta);
+  CHECK(forward->max_chain == 4);
+  CHECK(ParsePolicy("newest: whole\n", "x")->newest == Newest::kWhole);
+  CHECK(Error("newest: latest\n") == ".zipnn.yaml: 'newest' must be 'whole' or 'delta', not 'latest'");
 }
 
 TEST_CASE("max_chain never exceeds the chain a restore follows") {
@@ -122,7 +131,7 @@ TEST_CASE("read leniently, a wrong key keeps its default and the right ones hold
   const LoadedPolicy loaded =
       ParsePolicyLenient("base_interval: 4\nbase_intervl: 5\nmin_gain: lots\nseries: ['x.pt']\nzstd_level: 9\n", "y");
   CHECK(loaded.policy.base_interval == 4);
-  CHECK(loaded.policy.max_chain == 3);
+  CHECK(loaded.policy.max_chain == 2);
   CHECK(loaded.policy.zstd_level == 9);
   CHECK(loaded.policy.min_gain == doctest::Approx(0.10));
   CHECK(loaded.policy.series.empty());
@@ -140,11 +149,11 @@ TEST_CASE("read leniently, a wrong key keeps its default and the right ones hold
 TEST_CASE("mistakes name the file and the key") {
   CHECK(Error("base_intervl: 5\n") ==
         ".zipnn.yaml: 'base_intervl' is not a policy key (did you mean 'base_interval'?); the keys are base_interval, "
-        "delta_against, max_chain, min_gain, delta_transform, chunk_size, threads, zstd_level, series, raw_cache");
+        "newest, delta_against, max_chain, min_gain, delta_transform, chunk_size, threads, zstd_level, series, raw_cache");
   CHECK(Error("serise: ['a{step}']\n").find("(did you mean 'series'?)") != std::string::npos);
   CHECK(Error("colour: red\n") ==
-        ".zipnn.yaml: 'colour' is not a policy key; the keys are base_interval, delta_against, max_chain, min_gain, "
-        "delta_transform, chunk_size, threads, zstd_level, series, raw_cache");
+        ".zipnn.yaml: 'colour' is not a policy key; the keys are base_interval, newest, delta_against, max_chain, "
+        "min_gain, delta_transform, chunk_size, threads, zstd_level, series, raw_cache");
   CHECK(Error("delta_transform: sub\n") ==
         ".zipnn.yaml: 'delta_transform' must be 'auto', 'xor' or 'difference', not 'sub'");
   CHECK(Error("delta_transfrom: xor\n").find("(did you mean 'delta_transform'?)") != std::string::npos);

@@ -58,8 +58,8 @@ Result<uint64_t> Size(const YAML::Node& node, const std::string& source, const s
 // ", not 'value'" for a value given, to end an error.
 std::string Not(const std::string& value) { return value.empty() ? "" : ", not '" + value + "'"; }
 
-const char* const kKeys[] = {"base_interval", "delta_against", "max_chain",  "min_gain", "delta_transform",
-                             "chunk_size",    "threads",       "zstd_level", "series",   "raw_cache"};
+const char* const kKeys[] = {"base_interval", "newest",     "delta_against", "max_chain", "min_gain", "delta_transform",
+                             "chunk_size",    "threads",    "zstd_level",    "series",    "raw_cache"};
 
 // Edit distance, for "did you mean".
 size_t Distance(const std::string& a, const std::string& b) {
@@ -146,6 +146,14 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
     const Result<codec::TransformPolicy> t = codec::ParseTransformPolicy(s);
     if (!t.ok()) return Bad(source, key, "must be " + Alternatives(codec::TransformPolicyNames(), "'") + Not(s));
     p.delta_transform = *t;
+  } else if (key == "newest") {
+    const std::string s = v.IsScalar() ? v.as<std::string>() : "";
+    if (s == "whole")
+      p.newest = Newest::kWhole;
+    else if (s == "delta")
+      p.newest = Newest::kDelta;
+    else
+      return Bad(source, key, "must be 'whole' or 'delta'" + Not(s));
   } else if (key == "delta_against") {
     const std::string s = v.IsScalar() ? v.as<std::string>() : "";
     if (s == "previous")
@@ -198,7 +206,7 @@ LoadedPolicy ParsePolicyLenient(const std::string& yaml, const std::string& sour
       loaded.warnings.push_back(s.message());
     }
   }
-  if (!max_chain_set) p.max_chain = DefaultMaxChain(p.base_interval);
+  if (!max_chain_set) p.max_chain = DefaultMaxChain(p.base_interval, p.newest);
   return loaded;
 }
 

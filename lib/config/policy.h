@@ -15,6 +15,11 @@
 namespace zipnn::config {
 
 enum class DeltaAgainst { kPrevious, kBase };
+// How the newest version of a series is stored: whole, the older ones
+// re-stored as deltas as newer ones arrive (reads of the present cost a
+// base's), or as a delta of the version before it (0.6's placement:
+// writes cost one encoding, reads of the newest decode its chain).
+enum class Newest { kWhole, kDelta };
 
 struct Policy {
   // Every base_interval-th version of a series is stored standalone.
@@ -22,8 +27,9 @@ struct Policy {
   // What a delta is made against: the previous version (smallest deltas,
   // chains) or the series' last base (restores decode at most two objects).
   DeltaAgainst delta_against = DeltaAgainst::kPrevious;
+  Newest newest = Newest::kWhole;
   // No restore decodes a chain of more than this many deltas.
-  uint32_t max_chain = 9;  // base_interval - 1 unless set
+  uint32_t max_chain = 5;  // DefaultMaxChain unless set
   // A delta must be at least this much smaller than the version stored
   // standalone, or the version becomes a base.
   double min_gain = 0.10;
@@ -54,10 +60,14 @@ inline constexpr uint32_t kMaxChainLimit = 1000;
 inline constexpr size_t kMaxSeriesPatterns = 100;
 inline constexpr size_t kMaxSeriesPatternLength = 1000;
 
-// max_chain when .zipnn.yaml does not set it: a base_interval of k makes
-// chains of k - 1 deltas at most, and never more than kMaxChainLimit.
-inline uint32_t DefaultMaxChain(uint32_t base_interval) {
-  return base_interval - 1 < kMaxChainLimit ? base_interval - 1 : kMaxChainLimit;
+// max_chain when .zipnn.yaml does not set it, never more than
+// kMaxChainLimit. With the newest whole, the versions between two bases
+// k apart chain half to the older base and half to the newer one, so
+// chains of k / 2 deltas at most; with the newest a delta, all of them
+// chain to the older one: k - 1.
+inline uint32_t DefaultMaxChain(uint32_t base_interval, Newest newest) {
+  const uint32_t chain = newest == Newest::kWhole ? base_interval / 2 : base_interval - 1;
+  return chain < kMaxChainLimit ? chain : kMaxChainLimit;
 }
 
 // The threads the work of `policy` runs on, on a machine of `cores` cores

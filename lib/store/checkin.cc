@@ -79,7 +79,101 @@ Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& serie
   return bytes;
 }
 
+// Re-stores `older` (the version at `position` of `series`, stored whole
+// as the newest until `newer` came) as the delta PlaceDemoted gives, when
+// that saves min_gain against its whole object; else it stays whole.
+// Nothing here may fail the add of `newer`: the caller reports an error
+// and goes on, and every step leaves `older` whole or as a verified delta.
+using MaybeDemoted = std::optional<CheckedIn::Demoted>;
+Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& series, size_t position,
+                    const formats::CheckpointView& newer, const std::string& storing, bool complete,
+                    const EarlierVersions& deeper) {
+  const ContentId& id = series[position].id;
+  auto link = ReadLink(store, id);
+  if (!link.ok() || link->delta) return MaybeDemoted();  // not here, or not whole: nothing to do
+  std::vector<Version> all;
+  const std::vector<Version>* versions = &series;
+  std::optional<Placement> placed = PlaceDemoted(store, series, position, newer.id, complete);
+  if (!placed) {
+    ZIPNN_ASSIGN_OR_RETURN(all, deeper(true));
+    const auto at = std::find_if(all.begin(), all.end(), [&](const Version& v) { return v.id == id; });
+    if (at == all.end()) return MaybeDemoted();
+    versions = &all;
+    position = static_cast<size_t>(at - all.begin());
+    placed = PlaceDemoted(store, all, position, newer.id, /*complete=*/true);
+  }
+  if (!placed->base) return MaybeDemoted();
+  // Both chains must outlive the delta (see CheckIn).
+  ZIPNN_RETURN_IF_ERROR(TouchChain(store, id));
+  ZIPNN_RETURN_IF_ERROR(TouchChain(store, *placed->base));
+  ZIPNN_ASSIGN_OR_RETURN(BaseBytes bytes, ReadBase(store, *versions, id, storing, /*decode=*/false));
+  ZIPNN_RETURN_IF_ERROR(bytes.bytes->ReadLayout());
+  const formats::CheckpointView input = bytes.bytes->View(id);
+  std::optional<BaseBytes> base_bytes;
+  formats::CheckpointView base = newer;
+  if (*placed->base != newer.id) {
+    ZIPNN_ASSIGN_OR_RETURN(base_bytes, ReadBase(store, *versions, *placed->base, storing, /*decode=*/false));
+    ZIPNN_RETURN_IF_ERROR(base_bytes->bytes->ReadLayout());
+    base = base_bytes->bytes->View(*placed->base);
+  }
+  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidateAs(store, input, &base));
+  const double whole = static_cast<double>(link->object_size);
+  if (static_cast<double>(c.size) > whole * (1 - store.policy.min_gain)) return MaybeDemoted();
+  ZIPNN_RETURN_IF_ERROR(VerifyCandidate(store, c, input, &base));
+  ZIPNN_RETURN_IF_ERROR(store.objects.Replace(id, c.file.path()));
+  return MaybeDemoted(CheckedIn::Demoted{id, *placed->base, link->object_size, c.size});
+}
+
+// The rest of CheckIn for the newest version of its series (newest:
+// whole): stored whole, then the version it follows re-stored as a delta.
+Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, formats::Checkpoint& input,
+                                const std::vector<Version>& series, bool present, const EarlierVersions& earlier,
+                                CheckedIn result) {
+  const formats::CheckpointView raw = input.View(version.id);
+  uint64_t size = 0;
+  auto encode = [&](AtomicFile& out) { return EncodeTo(store, raw, nullptr, out, &size); };
+  if (present) {
+    // Damaged in the store: written anew in its place.
+    ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(store.temp_dir + "/candidates", "object"));
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file.path(), /*overwrite=*/true));
+    ZIPNN_RETURN_IF_ERROR(encode(out));
+    ZIPNN_RETURN_IF_ERROR(out.Commit());
+    ZIPNN_RETURN_IF_ERROR(store.objects.Replace(version.id, file.path()));
+  } else {
+    ZIPNN_RETURN_IF_ERROR(store.objects.Put(version.id, encode));
+  }
+  result.reason = series.empty() ? BaseReason::kFirst : BaseReason::kNewest;
+  if (!series.empty()) {
+    auto demoted = Demote(store, series, series.size() - 1, raw, version.path, /*complete=*/false, earlier);
+    if (!demoted.ok()) {
+      result.demotion_error = demoted.status().message();
+    } else {
+      result.demoted = *demoted;
+    }
+  }
+  // The next version re-stores this one as a delta and needs its bytes:
+  // a path overwritten in place will not hold them then.
+  if (version.step.empty()) {
+    RawCache(store.cache_dir, store.policy.raw_cache).Keep(version.series, version.id, version.file);
+  }
+  return result;
+}
+
 }  // namespace
+
+Status VerifyCandidate(const Store& store, const Candidate& c, const formats::CheckpointView& input,
+                       const formats::CheckpointView* base) {
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(c.file.path()));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  const bool delta = info.header.kind == container::ObjectKind::kDelta;
+  if (info.content_id != input.id || delta != c.delta || (delta && info.header.base_id != base->id)) {
+    return Corruption("the object made for " + input.id.Hex() + " is not what was encoded");
+  }
+  container::DecodeOptions options;
+  options.threads = store.policy.threads;
+  CountingSink discarded;  // the decoder checks the content id itself
+  return container::DecodeObject(object, info, delta ? base->source : nullptr, options, discarded);
+}
 
 Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointView& input,
                                   const formats::CheckpointView* base, double base_ratio) {
@@ -129,7 +223,11 @@ Result<CheckedIn> CheckIn(const Store& store, const NewVersion& version, const E
     return versions;
   };
   ZIPNN_ASSIGN_OR_RETURN(std::vector<Version> series, others(false));
-  std::optional<Placement> placed = PlaceVersion(store, series, PositionOf(series, version.step), false);
+  const size_t position = PositionOf(series, version.step);
+  if (store.policy.newest == config::Newest::kWhole && position == series.size()) {
+    return CheckInNewest(store, version, input, series, present, others, std::move(result));
+  }
+  std::optional<Placement> placed = PlaceVersion(store, series, position, false);
   if (!placed) {
     ZIPNN_ASSIGN_OR_RETURN(series, others(true));
     placed = PlaceVersion(store, series, PositionOf(series, version.step), true);

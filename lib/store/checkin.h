@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,17 @@ struct CheckedIn {
   // anew in its place), or the chain of the version it would have been a
   // delta of (made a base instead). Empty when nothing was.
   std::string damaged;
+  // Newest: whole: the version before this one, when it was re-stored as
+  // a delta (placement.h), or why that failed (it stays whole; the add
+  // goes on).
+  struct Demoted {
+    ContentId id;
+    ContentId base;       // what it is a delta of now
+    uint64_t before = 0;  // its object's bytes, whole
+    uint64_t after = 0;   // and as a delta
+  };
+  std::optional<Demoted> demoted;
+  std::string demotion_error;
 };
 
 // Stores `version` unless the store has it (whole). Returns its pointer
@@ -74,5 +86,11 @@ struct Candidate {
 inline constexpr double kHintMargin = 0.95;
 Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointView& input,
                                   const formats::CheckpointView* base, double base_ratio = 0);
+
+// Proves a candidate before it takes the place of a stored object: it
+// holds `input`, as the kind of object it says (a delta of `base`), and
+// decodes to exactly `input`'s content id.
+Status VerifyCandidate(const Store& store, const Candidate& c, const formats::CheckpointView& input,
+                       const formats::CheckpointView* base);
 
 }  // namespace zipnn::store

@@ -42,6 +42,7 @@ using testing::TempDir;
 
 TEST_CASE("the first version is a base; each next one a delta against the nearest earlier one") {
   Fixture f;
+  f.StoreForward();
   CHECK(f.AddStep(40).reason == BaseReason::kFirst);
   CHECK(f.AddStep(80).reason == BaseReason::kNotBase);
   CHECK(f.AddStep(120).reason == BaseReason::kNotBase);
@@ -51,6 +52,7 @@ TEST_CASE("the first version is a base; each next one a delta against the neares
   // An earlier step added later goes before the others: nothing is before
   // it, so it is a base.
   Fixture g;
+  g.StoreForward();
   g.AddStep(120);
   CHECK(g.AddStep(40).reason == BaseReason::kFirst);
   CHECK(g.AddStep(80).reason == BaseReason::kNotBase);
@@ -81,6 +83,7 @@ void Damage(const Store& repo, const ContentId& id) {
 
 TEST_CASE("a damaged object is stored anew, and nothing is built on a damaged chain") {
   Fixture f;
+  f.StoreForward();
   f.AddStep(40);
   f.AddStep(80);
   Damage(f.repo, IdOf(Bf16(40)));
@@ -114,6 +117,7 @@ std::pair<uint16_t, std::vector<codec::Transform>> StoredTransforms(const Fixtur
 TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only in format 2 for older readers") {
   using codec::Transform;
   Fixture f;
+  f.StoreForward();
   f.AddStep(40);
   f.AddStep(80);
   const auto [version, transforms] = StoredTransforms(f, IdOf(Bf16(80)));
@@ -121,6 +125,7 @@ TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only 
   CHECK(std::count(transforms.begin(), transforms.end(), Transform::kDifference) ==
         4);  // the weights; the header XORed
   Fixture g;
+  g.StoreForward();
   g.repo.policy.delta_transform = codec::Transform::kXor;
   g.AddStep(40);
   g.AddStep(80);
@@ -158,6 +163,7 @@ TEST_CASE("min_gain is weighed against the version coded standalone") {
   // fp32 after bf16 of another run: no tensor matches in dtype, so the
   // "delta" is as large as the version alone and must not be kept.
   Fixture f;
+  f.StoreForward();
   f.AddStep(40);
   Copy(Data("cnn-fp32/step-000080.safetensors"), f.repo.work_dir + "/run/step-80.safetensors");
   const CheckedIn other =
@@ -166,6 +172,7 @@ TEST_CASE("min_gain is weighed against the version coded standalone") {
   CHECK(!f.Info(other.pointer.id).delta);
   // A min_gain no delta can meet makes every version a base.
   Fixture g;
+  g.StoreForward();
   g.repo.policy.min_gain = 0.99;
   g.AddStep(40);
   CHECK(g.AddStep(80).reason == BaseReason::kNoGain);
@@ -186,6 +193,7 @@ TEST_CASE("min_gain is weighed against the version coded standalone") {
 
 TEST_CASE("a base's bytes come from the work tree when it still holds them, else from a raw copy or its chain") {
   Fixture f;
+  f.StoreForward();
   f.AddStep(40);
   // The work tree's copy of step 40 is gone and nothing was kept (it had a
   // step): the chain is decoded, and the delta is the same.
@@ -266,28 +274,30 @@ TEST_CASE("a delta is never built on a work-tree file that changes while it is r
   }
 }
 
-TEST_CASE("a path overwritten in place keeps one raw copy, within the budget") {
+TEST_CASE("a path overwritten in place keeps raw copies, within the budget") {
   Fixture f;
+  f.StoreForward();
   for (int s : {40, 80, 120}) {
     Copy(Bf16(s), f.repo.work_dir + "/model.safetensors");
     f.Add(Bf16(s), "model.safetensors", "model.safetensors", "");
   }
   RawCache cache(f.repo.cache_dir, f.repo.policy.raw_cache);
-  REQUIRE(cache.List().size() == 1);
-  CHECK(cache.List()[0].id == IdOf(Bf16(120)));
+  REQUIRE(cache.List().size() == 2);
+  CHECK(cache.List()[1].id == IdOf(Bf16(120)));
   CHECK(f.Info(IdOf(Bf16(120))).depth == 2);
   // With no budget nothing is kept, and the next version still chains.
   Fixture g;
+  g.StoreForward();
   g.repo.policy.raw_cache = 0;
   for (int s : {40, 80}) g.Add(Bf16(s), "model.safetensors", "model.safetensors", "");
   CHECK(RawCache(g.repo.cache_dir, 0).List().empty());
   CHECK(g.Info(IdOf(Bf16(80))).delta);
 }
 
-TEST_CASE("the raw cache keeps one copy per series, drops the oldest over budget, and checks hashes") {
+TEST_CASE("the raw cache keeps two copies per series, drops the oldest over budget, and checks hashes") {
   const std::string root = TempDir();
   const uint64_t size = ReadFile::Open(Bf16(40))->size();
-  RawCache cache(root + "/cache", 2 * size + 10);
+  RawCache cache(root + "/cache", 3 * size + 10);
   // Kept copies are hard links to the spooled input: files of their own.
   auto spooled = [&](int step) {
     const std::string file = root + "/spool-" + std::to_string(step);
@@ -295,24 +305,26 @@ TEST_CASE("the raw cache keeps one copy per series, drops the oldest over budget
     return file;
   };
   cache.Keep("a", IdOf(Bf16(40)), spooled(40));
-  CHECK(cache.List().size() == 1);
-  cache.Keep("a", IdOf(Bf16(80)), spooled(80));  // replaces a's copy
-  CHECK(cache.List().size() == 1);
+  cache.Keep("a", IdOf(Bf16(80)), spooled(80));
+  CHECK(cache.List().size() == 2);
+  cache.Keep("a", IdOf(Bf16(120)), spooled(120));  // a's oldest goes
+  CHECK(cache.List().size() == 2);
   CHECK(!cache.Find(IdOf(Bf16(40))));
   REQUIRE(cache.Find(IdOf(Bf16(80))));
-  cache.Keep("b", IdOf(Bf16(120)), spooled(120));
+  REQUIRE(cache.Find(IdOf(Bf16(120))));
+  cache.Keep("b", IdOf(Bf16(160)), spooled(160));
   REQUIRE(std::system(("touch -d '1 hour ago' " + root + "/cache/*" + IdOf(Bf16(80)).Hex()).c_str()) == 0);
-  cache.Keep("c", IdOf(Bf16(160)), spooled(160));  // over budget: a's, the oldest, goes
+  cache.Keep("c", IdOf(Bf16(200)), spooled(200));  // over budget: a's older copy, the oldest, goes
   std::vector<ContentId> left;
   for (const auto& e : cache.List()) left.push_back(e.id);
-  CHECK(left.size() == 2);
+  CHECK(left.size() == 3);
   CHECK(!cache.Find(IdOf(Bf16(80))));
   // A copy whose bytes changed is never used, and goes.
   // (List sorts by age, and the write makes this copy the newest.)
   const RawCache::Entry changed = cache.List()[0];
   REQUIRE(std::system(("printf x | dd of=" + changed.path + " bs=1 seek=100 conv=notrunc status=none").c_str()) == 0);
   CHECK(!cache.Find(changed.id));
-  CHECK(cache.List().size() == 1);
+  CHECK(cache.List().size() == 2);
   // gc's prune: what no pointer needs goes.
   CHECK(cache.Prune([](const ContentId&) { return false; }) > 0);
   CHECK(cache.List().empty());

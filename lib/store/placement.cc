@@ -4,6 +4,7 @@
 #include <set>
 
 #include "lib/series/series.h"
+#include "lib/store/chain.h"
 
 namespace zipnn::store {
 
@@ -34,6 +35,8 @@ std::string BaseReasonText(BaseReason reason, const config::Policy& policy) {
       return "delta did not pay, min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) + "%";
     case BaseReason::kDamagedBase:
       return "the version before it is damaged in the store";
+    case BaseReason::kNewest:
+      return "newest of its series";
     case BaseReason::kNoGainOrPolicy:
       return "delta did not pay (min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) +
              "%), or stored under another policy";
@@ -99,7 +102,103 @@ std::optional<Placement> PlaceVersion(const Store& store, const std::vector<Vers
   return placed;
 }
 
+Stretch StretchOf(const config::Policy& policy) {
+  Stretch s;
+  const uint32_t between = policy.base_interval - 1;  // versions between two bases
+  if (policy.delta_against == config::DeltaAgainst::kBase) {
+    s.forward = policy.max_chain > 0 ? between : 0;
+    s.against_base = true;
+    return s;
+  }
+  s.forward = std::min(policy.max_chain, between - between / 2);
+  s.reverse = std::min(policy.max_chain, between - s.forward);
+  return s;
+}
+
+namespace {
+
+// How far up the chain of `from` `to` is (1: `from` is a delta of `to`),
+// or 0 when the chain does not pass it.
+uint32_t DistanceUp(const Store& store, const ContentId& from, const ContentId& to) {
+  uint32_t found = 0;
+  (void)VisitChain(store, from, [&](const ChainLink& link) {
+    if (found == 0 && link.id == to) found = static_cast<uint32_t>(link.depth);
+  });
+  return found;
+}
+
+}  // namespace
+
+std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Version>& series, size_t position,
+                                      const ContentId& newer, bool complete, const ChainMemo* memo) {
+  const config::Policy& policy = store.policy;
+  Placement placed;
+  // The base that begins this version's stretch: the nearest earlier
+  // version stored whole. A version missing here still counts as a place.
+  std::optional<size_t> start;
+  for (size_t j = position; j-- > 0 && position - j <= policy.base_interval;) {
+    auto described = Describe(store, series[j].id, memo);
+    if (described.ok() && !described->delta) {
+      start = j;
+      break;
+    }
+  }
+  if (!start) {
+    if (position < policy.base_interval && !complete) return std::nullopt;  // history may hold the base
+    placed.reason = position == 0                         ? BaseReason::kFirst
+                    : position < policy.base_interval ? BaseReason::kNotStored
+                                                      : BaseReason::kDue;
+    return placed;
+  }
+  const size_t since = position - *start;
+  if (since >= policy.base_interval) {
+    placed.reason = BaseReason::kDue;
+    return placed;
+  }
+  // Every version whose chain runs through this one (in a stretch's
+  // second half, those before it) gets as much longer as its new chain.
+  uint32_t hanging = 0;
+  for (size_t j = *start + 1; j < position; ++j) {
+    hanging = std::max(hanging, DistanceUp(store, series[j].id, series[position].id));
+  }
+  const Stretch stretch = StretchOf(policy);
+  if (since <= stretch.forward) {
+    // A delta of the version before it (the nearest one this store
+    // holds), or of the stretch's base.
+    size_t below = *start;
+    std::optional<StoredInfo> chain;
+    for (size_t j = position; !stretch.against_base && j-- > *start;) {
+      if (auto described = Describe(store, series[j].id, memo); described.ok()) {
+        chain = *described;
+        below = j;
+        break;
+      }
+    }
+    if (!chain) chain = StoredInfo{};  // the base itself
+    if (hanging + static_cast<uint32_t>(chain->depth) + 1 > std::min(policy.max_chain, config::kMaxChainLimit)) {
+      placed.reason = BaseReason::kChain;
+      return placed;
+    }
+    placed.base = series[below].id;
+    return placed;
+  }
+  // A delta of `newer`, which is stored whole.
+  if (hanging + 1 > std::min(stretch.reverse, config::kMaxChainLimit)) {
+    // Its stretch is full: it is the base that ends it.
+    const bool by_chain = stretch.reverse < policy.base_interval - 1 - stretch.forward;
+    placed.reason = by_chain ? BaseReason::kChain : BaseReason::kDue;
+    return placed;
+  }
+  placed.base = newer;
+  return placed;
+}
+
 BaseReason WhyBase(const Store& store, const std::vector<Version>& series, size_t position) {
+  if (store.policy.newest == config::Newest::kWhole) {
+    if (position + 1 == series.size()) return position == 0 ? BaseReason::kFirst : BaseReason::kNewest;
+    const Placement placed = *PlaceDemoted(store, series, position, series[position + 1].id, /*complete=*/true);
+    return placed.base ? BaseReason::kNoGainOrPolicy : placed.reason;
+  }
   const Placement placed = *PlaceVersion(store, series, position, /*complete=*/true);
   return placed.base ? BaseReason::kNoGainOrPolicy : placed.reason;
 }

@@ -1,8 +1,22 @@
-// Where a version goes in the store: as a delta against which earlier
-// version of its series, or standalone, and why. Placement reads the
-// chains of the versions before it (chain.h) and the policy, never the
-// versions' bytes; whether a delta pays is weighed when it is encoded
-// (checkin.h).
+// Where a version goes in the store: as a delta against which version of
+// its series, or standalone, and why. Placement reads the chains of the
+// versions around it (chain.h) and the policy, never the versions'
+// bytes; whether a delta pays is weighed when it is encoded (checkin.h).
+//
+// With `newest: whole` (the default) the newest version of a series is
+// stored standalone, so the version a clone or checkout reads most costs
+// what a base costs; when a newer one arrives, the one it follows is
+// re-stored as a delta ("demoted"). Between two bases k versions apart
+// (base_interval), the first half are deltas of the version before them,
+// chaining down to the older base, and the second half deltas of the
+// version after them, chaining up to the newer base:
+//
+//   B  f1 f2 f3 f4 f5  r6 r7 r8 r9  B        f: forward, r: reverse
+//   B <-- <-- <-- <-- <--  --> --> --> -->  B
+//
+// so no chain is longer than k / 2, and while the newer base is not there
+// yet, the newest version stands in for it. With `newest: delta` every
+// version is a delta of the one before it (chains of k - 1).
 //
 // Thread-compatible.
 #pragma once
@@ -46,6 +60,7 @@ enum class BaseReason {
   kNoGainOrPolicy,  // found later: its place makes it a delta now, so the
                     // delta did not pay, or another policy was in force
   kDamagedBase,     // the version it would be a delta of is damaged in the store
+  kNewest,          // the newest of its series (newest: whole)
 };
 // "first of its series", "due every 10", ...
 std::string BaseReasonText(BaseReason reason, const config::Policy& policy);
@@ -70,6 +85,27 @@ struct Placement {
 std::optional<Placement> PlaceVersion(const Store& store, const std::vector<Version>& series, size_t position,
                                       bool complete, const ChainMemo* memo = nullptr,
                                       uint32_t max_chain = config::kMaxChainLimit);
+
+// How the stretch between two bases splits under `policy` (newest: whole):
+// the versions after the older base that are deltas of the version before
+// them, then those that are deltas of the version after them. Each is at
+// most max_chain; with delta_against: base, every version of the stretch
+// is a delta of its older base.
+struct Stretch {
+  uint32_t forward = 0;
+  uint32_t reverse = 0;
+  bool against_base = false;
+};
+Stretch StretchOf(const config::Policy& policy);
+
+// How the version at `position` of `series` (in series order), stored
+// whole as the newest so far, is re-stored now that `newer` follows it
+// (newest: whole): a delta of the version before it, of its stretch's base,
+// or of `newer`; or it stays whole as the base that ends its stretch (and
+// begins the next), with the reason. nullopt when `series` is not
+// `complete` and does not reach back to the base that begins the stretch.
+std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Version>& series, size_t position,
+                                      const ContentId& newer, bool complete, const ChainMemo* memo = nullptr);
 
 // Why the stored version at `position` of `series` (in series order,
 // its whole history) is a base, by the policy in force now: the reason its

@@ -23,10 +23,12 @@ std::vector<RawCache::Entry> RawCache::List() const {
     auto id = dot == 32 ? ContentId::FromHex(name.substr(33)) : std::nullopt;
     struct stat st;
     if (!id || ::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    entries.push_back({it->path().string(), *id, static_cast<uint64_t>(st.st_size), static_cast<int64_t>(st.st_mtime)});
+    const int64_t ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    entries.push_back({it->path().string(), *id, static_cast<uint64_t>(st.st_size), static_cast<int64_t>(st.st_mtime), ns});
   }
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.mtime != b.mtime ? a.mtime < b.mtime : a.path < b.path; });
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.mtime_ns != b.mtime_ns ? a.mtime_ns < b.mtime_ns : a.path < b.path;
+  });
   return entries;
 }
 
@@ -53,10 +55,14 @@ void RawCache::Keep(const std::string& series, const ContentId& id, const std::s
     ::unlink(staged.c_str());
     return;
   }
+  // The series' copies other than this one, oldest first: the newest of
+  // them stays.
+  std::vector<std::string> older;
   for (const Entry& e : List()) {
     const std::string name = std::filesystem::path(e.path).filename().string();
-    if (e.path != path && name.compare(0, prefix.size(), prefix) == 0) ::unlink(e.path.c_str());
+    if (e.path != path && name.compare(0, prefix.size(), prefix) == 0) older.push_back(e.path);
   }
+  for (size_t i = 0; i + kCopiesPerSeries - 1 < older.size(); ++i) ::unlink(older[i].c_str());
   FitBudget();
 }
 

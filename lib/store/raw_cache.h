@@ -1,10 +1,12 @@
 // The raw cache: full copies of recent versions, kept so that the next
 // version of a series can be made a delta without decoding its base's
 // chain, when the base's bytes will not be in the work tree any more (one
-// path overwritten in place, or a trainer that deletes old saves). One
-// copy per series at most, and all of them within a byte budget
-// (.zipnn.yaml raw_cache); the oldest go first. Only a cache: any entry
-// may go at any time, and a copy is used only after its hash matched.
+// path overwritten in place, or a trainer that deletes old saves). Two
+// copies per series at most, the newest and the one before it (which a
+// newer version re-stores as a delta of its own predecessor: placement.h),
+// and all of them within a byte budget (.zipnn.yaml raw_cache); the oldest
+// go first. Only a cache: any entry may go at any time, and a copy is used
+// only after its hash matched.
 //
 // Files are <dir>/<series hash>.<content id>, hard links to the spooled
 // input (on another file system nothing is kept). Thread-compatible; processes may share a folder
@@ -22,6 +24,8 @@
 
 namespace zipnn::store {
 
+inline constexpr size_t kCopiesPerSeries = 2;
+
 class RawCache {
  public:
   RawCache(std::string dir, uint64_t budget) : dir_(std::move(dir)), budget_(budget) {}
@@ -31,16 +35,18 @@ class RawCache {
   // does not is removed.
   std::optional<ReadFile> Find(const ContentId& id) const;
 
-  // Keeps `file` (a finished file holding `id`) as the copy for `series`,
-  // in place of the series' older one, then removes the oldest copies
-  // until the cache fits its budget. Best effort: a failure keeps nothing.
+  // Keeps `file` (a finished file holding `id`) as the newest copy for
+  // `series`, removing the series' copies beyond kCopiesPerSeries, then
+  // the oldest copies until the cache fits its budget. Best effort: a
+  // failure keeps nothing.
   void Keep(const std::string& series, const ContentId& id, const std::string& file) const;
 
   struct Entry {
     std::string path;
     ContentId id;
     uint64_t size = 0;
-    int64_t mtime = 0;
+    int64_t mtime = 0;     // seconds since the epoch
+    int64_t mtime_ns = 0;  // the same in nanoseconds, which orders copies saved in one second
   };
   // Every copy, oldest first.
   std::vector<Entry> List() const;

@@ -71,22 +71,6 @@ class RawCache {
   std::list<Raw> raws_;  // a few at most; elements stay put
 };
 
-// A candidate must decode to exactly its version, against the base it
-// names, before it replaces anything.
-Status Verify(const Store& store, const Candidate& c, const formats::CheckpointView& input,
-              const formats::CheckpointView* base) {
-  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(c.file.path()));
-  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
-  const bool delta = info.header.kind == container::ObjectKind::kDelta;
-  if (info.content_id != input.id || delta != c.delta || (delta && info.header.base_id != base->id)) {
-    return Corruption("repacked object for " + input.id.Hex() + " is not what was encoded");
-  }
-  container::DecodeOptions options;
-  options.threads = store.policy.threads;
-  CountingSink discarded;  // the decoder checks the content id itself
-  return container::DecodeObject(object, info, delta ? base->source : nullptr, options, discarded);
-}
-
 bool SameForm(const StoredInfo& stored, const std::optional<ContentId>& base) {
   return base ? stored.delta && stored.base == *base : !stored.delta;
 }
@@ -154,7 +138,7 @@ Status RepackVersion(const Store& store, const std::vector<Version>& series, siz
   // A delta that does not pay becomes a base, which it may be already
   // (in the policy's format).
   if (!c.delta && !done.before.delta && FormatAsPolicy(done.before, store.policy)) return OkStatus();
-  ZIPNN_RETURN_IF_ERROR(Verify(store, c, input, base ? &*base : nullptr));
+  ZIPNN_RETURN_IF_ERROR(VerifyCandidate(store, c, input, base ? &*base : nullptr));
   ZIPNN_RETURN_IF_ERROR(store.objects.Replace(id, c.file.path()));
   state.checked.erase(id);
   done.rewritten = true;

@@ -129,6 +129,7 @@ TEST_CASE("a version stored before format 5 is not read by parts") {
 
 TEST_CASE("a restore starts from the first version down its chain it has a copy of, and checks what it writes") {
   Fixture f;
+  f.StoreForward();
   f.AddStep(40);
   f.AddStep(80);
   f.AddStep(120);

@@ -41,13 +41,24 @@ struct Fixture {
   std::vector<Version> held;
   std::vector<bool> asked;  // the `deep` of each lookup
 
+  // `newest: delta`: every version a delta of the one before it, as
+  // git-zipnn 0.6 stored them (the tests of forward chains).
+  void StoreForward() {
+    repo.policy.newest = config::Newest::kDelta;
+    repo.policy.max_chain = config::DefaultMaxChain(repo.policy.base_interval, config::Newest::kDelta);
+  }
+
   // Stores `file` as `path` (series name and step given).
   CheckedIn Add(const std::string& file, const std::string& path, const std::string& series, const std::string& step) {
+    // A new file each time, as the filter spools each input: the raw
+    // cache keeps hard links to it.
+    std::remove((root + "/spool").c_str());
     Copy(file, root + "/spool");
     return AddSpooled(path, series, step);
   }
   // Stores small `bytes` as version `step` of series "s".
   CheckedIn AddBytes(const std::vector<uint8_t>& bytes, const std::string& step) {
+    std::remove((root + "/spool").c_str());
     std::ofstream(root + "/spool", std::ios::binary)
         .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     return AddSpooled("", "s", step);
