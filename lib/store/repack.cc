@@ -118,23 +118,21 @@ std::map<ContentId, uint32_t> HangingDepths(const Store& store, const std::vecto
   return hanging;
 }
 
-// Rewrites one version (`done.before` filled in) where its form differs
-// from the policy's.
-Status RepackVersion(const Store& store, const std::vector<Version>& series, size_t position, RawCache& raws,
-                     RepackState& state, RepackedVersion& done) {
+// Rewrites the version at `position` (`done.before` filled in) as a delta
+// of `base`, or whole, where its form differs from that.
+Status RewriteAs(const Store& store, const std::vector<Version>& series, size_t position,
+                 std::optional<ContentId> base_id, double base_ratio, RawCache& raws, RepackState& state,
+                 RepackedVersion& done) {
   const ContentId& id = series[position].id;
-  auto hanging = state.hanging.find(id);
-  const uint32_t room = config::kMaxChainLimit - (hanging != state.hanging.end() ? hanging->second : 0);
-  Placement placed = *PlaceVersion(store, series, position, /*complete=*/true, &state.passed, room);
   // The new base's chain must outlive this delta (see CheckIn).
-  if (placed.base && !TouchChain(store, *placed.base, &state.checked).ok()) placed.base.reset();
-  if (SameForm(done.before, placed.base) && FormatAsPolicy(done.before, store.policy)) return OkStatus();
+  if (base_id && !TouchChain(store, *base_id, &state.checked).ok()) base_id.reset();
+  if (SameForm(done.before, base_id) && FormatAsPolicy(done.before, store.policy)) return OkStatus();
   ZIPNN_ASSIGN_OR_RETURN(formats::CheckpointView input, raws.Get(id));
   std::optional<formats::CheckpointView> base;
-  if (placed.base) {
-    ZIPNN_ASSIGN_OR_RETURN(base, raws.Get(*placed.base));
+  if (base_id) {
+    ZIPNN_ASSIGN_OR_RETURN(base, raws.Get(*base_id));
   }
-  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(store, input, base ? &*base : nullptr, placed.base_ratio));
+  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(store, input, base ? &*base : nullptr, base_ratio));
   // A delta that does not pay becomes a base, which it may be already
   // (in the policy's format).
   if (!c.delta && !done.before.delta && FormatAsPolicy(done.before, store.policy)) return OkStatus();
@@ -143,6 +141,41 @@ Status RepackVersion(const Store& store, const std::vector<Version>& series, siz
   state.checked.erase(id);
   done.rewritten = true;
   return OkStatus();
+}
+
+// Rewrites one version where its form differs from the policy's
+// (newest: delta): against a version before it, as PlaceVersion says.
+Status RepackForward(const Store& store, const std::vector<Version>& series, size_t position, RawCache& raws,
+                     RepackState& state, RepackedVersion& done) {
+  auto hanging = state.hanging.find(series[position].id);
+  const uint32_t room = config::kMaxChainLimit - (hanging != state.hanging.end() ? hanging->second : 0);
+  const Placement placed = *PlaceVersion(store, series, position, /*complete=*/true, &state.passed, room);
+  return RewriteAs(store, series, position, placed.base, placed.base_ratio, raws, state, done);
+}
+
+// Rewrites one version (newest: whole) as a delta of the version at
+// `target` (done already), or whole. A target whose chain, as it is
+// stored now, runs through this version (a rewrite of it that failed) or
+// would put the deltas hanging on this one out of a restore's reach,
+// leaves it whole instead.
+Status RepackAgainst(const Store& store, const std::vector<Version>& series, size_t position,
+                     std::optional<size_t> target, RawCache& raws, RepackState& state, RepackedVersion& done) {
+  const ContentId& id = series[position].id;
+  std::optional<ContentId> base;
+  double base_ratio = 0;
+  if (target) {
+    bool loops = false;
+    (void)VisitChain(store, series[*target].id, [&](const ChainLink& link) { loops = loops || link.id == id; });
+    auto chain = Describe(store, series[*target].id, &state.passed);
+    auto hanging = state.hanging.find(id);
+    const uint32_t above = hanging != state.hanging.end() ? hanging->second : 0;
+    const uint32_t depth = chain.ok() ? static_cast<uint32_t>(chain->depth) + 1 : 0;
+    if (!loops && chain.ok() && depth <= store.policy.max_chain && above + depth <= config::kMaxChainLimit) {
+      base = series[*target].id;
+      base_ratio = chain->base_ratio;
+    }
+  }
+  return RewriteAs(store, series, position, base, base_ratio, raws, state, done);
 }
 
 }  // namespace
@@ -172,28 +205,73 @@ Status RepackSeries(const Store& store, const std::vector<Version>& series,
     auto described = Describe(store, v.id, &original);
     if (described.ok()) original[v.id] = *described;
   }
-  std::optional<ContentId> last_base;
-  for (size_t i = 0; i < present.size(); ++i) {
+  // Rewrites version i by `rewrite`; an IoError ends the repack.
+  auto repack = [&](size_t i, const std::function<Status(RepackedVersion&)>& rewrite) -> Result<RepackedVersion> {
     RepackedVersion done;
     done.version = present[i];
     auto before = Describe(store, done.version.id, &state.passed);
     if (!before.ok()) {
       done.error = before.status();
-    } else {
-      done.before = *before;
-      if (auto was = original.find(done.version.id); was != original.end()) done.before.depth = was->second.depth;
-      done.error = RepackVersion(store, present, i, raws, state, done);
-      if (done.error.code() == StatusCode::kIoError) return done.error;
-      auto after = Describe(store, done.version.id, &state.passed);
-      if (after.ok()) {
-        done.after = *after;
-        state.passed[done.version.id] = *after;
-      }
-      if (done.error.ok() && !after.ok()) done.error = after.status();
-      if (after.ok() && !after->delta) last_base = done.version.id;
+      return done;
     }
-    raws.KeepOnly(done.version.id, last_base);
-    each(done);
+    done.before = *before;
+    if (auto was = original.find(done.version.id); was != original.end()) done.before.depth = was->second.depth;
+    done.error = rewrite(done);
+    if (done.error.code() == StatusCode::kIoError) return done.error;
+    auto after = Describe(store, done.version.id, &state.passed);
+    if (after.ok()) {
+      done.after = *after;
+      state.passed[done.version.id] = *after;
+    }
+    if (done.error.ok() && !after.ok()) done.error = after.status();
+    return done;
+  };
+
+  if (store.policy.newest == config::Newest::kDelta) {
+    // In series order, each against a version before it: every chain
+    // ends at a base at every moment.
+    std::optional<ContentId> last_base;
+    for (size_t i = 0; i < present.size(); ++i) {
+      ZIPNN_ASSIGN_OR_RETURN(RepackedVersion done, repack(i, [&](RepackedVersion& d) {
+                               return RepackForward(store, present, i, raws, state, d);
+                             }));
+      if (done.error.ok() && !done.after.delta) last_base = done.version.id;
+      raws.KeepOnly(done.version.id, last_base);
+      each(done);
+    }
+    return OkStatus();
+  }
+
+  // Newest: whole. Stretch by stretch from the oldest (placement.h): the
+  // base that ends it made whole first, then its first half in series
+  // order, each a delta of the one before it, then its second half from
+  // the newest down, each a delta of the one after it. Every delta is
+  // thus made against a version in its final form, whose chain never
+  // comes back to it. Versions are reported in series order once their
+  // stretch is done.
+  if (present.empty()) return OkStatus();
+  const Stretch stretch = StretchOf(store.policy);
+  auto against = [&](size_t i, std::optional<size_t> target) {
+    return repack(i, [&](RepackedVersion& d) { return RepackAgainst(store, present, i, target, raws, state, d); });
+  };
+  ZIPNN_ASSIGN_OR_RETURN(RepackedVersion first, against(0, std::nullopt));
+  each(first);
+  for (size_t start = 0; start + 1 < present.size();) {
+    const size_t end = std::min(present.size() - 1, start + stretch.forward + stretch.reverse + 1);
+    std::vector<RepackedVersion> done(end - start);  // start + 1 .. end
+    ZIPNN_ASSIGN_OR_RETURN(done.back(), against(end, std::nullopt));
+    const size_t forward_end = std::min(start + stretch.forward, end - 1);
+    for (size_t i = start + 1; i <= forward_end; ++i) {
+      raws.KeepOnly(present[i - 1].id, present[start].id);
+      ZIPNN_ASSIGN_OR_RETURN(done[i - start - 1], against(i, stretch.against_base ? start : i - 1));
+    }
+    for (size_t i = end - 1; i > forward_end; --i) {
+      raws.KeepOnly(present[i + 1].id, std::nullopt);
+      ZIPNN_ASSIGN_OR_RETURN(done[i - start - 1], against(i, i + 1));
+    }
+    for (const RepackedVersion& d : done) each(d);
+    raws.KeepOnly(present[end].id, std::nullopt);
+    start = end;
   }
   return OkStatus();
 }

@@ -1,15 +1,20 @@
 // Repacking: rewriting the stored versions of a series as the policy
-// would store them if they were added now (after base_interval or
-// max_chain changed, or to cut a long chain). Content ids, pointers and
-// the series index never change; only how each object is encoded does.
+// would store them if they were added now (after base_interval, max_chain
+// or newest changed, to cut a long chain, or to bring a store written by
+// git-zipnn 0.6, which kept every newest version as a delta, to today's
+// placement). Content ids, pointers and the series index never change;
+// only how each object is encoded does.
 //
-// Versions are rewritten in series order, each against a version before
-// it, so at every moment every chain ends at a base: an object is
-// replaced atomically (rename) by a candidate that was decoded and
-// verified against its content id first, and a crash leaves each object
-// either as it was or as it is meant to be, both readable. A gc running
-// meanwhile keeps what a repacked delta needs (its base chain is marked
-// as used before it is read, as `git add` does).
+// Every delta is made against a version already in its final form, whose
+// chain never comes back to it: with newest: delta in series order, each
+// against a version before it; with newest: whole stretch by stretch
+// (placement.h), the base that ends a stretch first, then its first half
+// upwards and its second half downwards. So at every moment every chain
+// ends at a base. An object is replaced atomically (rename) by a candidate
+// that was decoded and verified against its content id first, and a crash
+// leaves each object either as it was or as it is meant to be, both
+// readable. A gc running meanwhile keeps what a repacked delta needs (its
+// base chain is marked as used before it is read, as `git add` does).
 //
 // Thread-compatible; other processes may add and gc meanwhile.
 #pragma once
@@ -33,7 +38,8 @@ struct RepackedVersion {
 };
 
 // Rewrites the versions of `series` (in series order, all its history
-// as git holds it) by store.policy, calling `each` after each version.
+// as git holds it) by store.policy, calling `each` for each version, in
+// series order (with newest: whole, once the stretch it is in is done).
 // Problems with one version are reported through `each` and the rest go
 // on; the returned status is an error only when the store itself fails.
 Status RepackSeries(const Store& store, const std::vector<Version>& series,

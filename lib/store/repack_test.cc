@@ -1,5 +1,5 @@
-// Tests of repacking a series (RepackSeries): the chains it makes stay
-// within a restore's reach at every moment. Apart from checkin_test: one
+// Tests of repacking a series (RepackSeries): the placement it makes, and
+// the chains it makes stay within a restore's reach at every moment. Apart from checkin_test: one
 // case stores a thousand versions and takes a minute (four under ASan).
 #include <doctest/doctest.h>
 
@@ -36,6 +36,57 @@ using testing::Fixture;
 using testing::IdOf;
 using testing::Small;
 using testing::TempDir;
+
+// The depth of every version of `f`'s series.
+std::vector<int> Depths(Fixture& f) {
+  std::vector<int> depths;
+  for (const Version& v : f.held) depths.push_back(f.Info(v.id).depth);
+  return depths;
+}
+
+TEST_CASE("a repack brings forward chains to the newest whole, and a second repack changes nothing") {
+  // A store as git-zipnn 0.6 wrote it: every version a delta of the one
+  // before, a base every 5.
+  Fixture f;
+  f.StoreForward();
+  f.repo.policy.min_gain = 0;
+  f.repo.policy.base_interval = 5;
+  f.repo.policy.max_chain = 4;
+  for (size_t i = 0; i < 12; ++i) f.AddBytes(Small(i), std::to_string(i));
+  CHECK(Depths(f) == std::vector<int>{0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1});
+  f.repo.policy.newest = config::Newest::kWhole;
+  f.repo.policy.max_chain = 2;
+  std::vector<std::string> order;
+  size_t rewritten = 0;
+  auto repack = [&] {
+    order.clear();
+    rewritten = 0;
+    REQUIRE(RepackSeries(f.repo, f.held, [&](const RepackedVersion& v) {
+              CHECK_MESSAGE(v.error.ok(), v.error.message());
+              order.push_back(v.version.step);
+              rewritten += v.rewritten;
+            }).ok());
+  };
+  repack();
+  //                                   B  f  f  r  r  B  f  f  r  r  B  newest
+  CHECK(Depths(f) == std::vector<int>{0, 1, 2, 2, 1, 0, 1, 2, 2, 1, 0, 0});
+  CHECK(f.Info(f.held[3].id).base == f.held[4].id);
+  CHECK(!f.Info(f.held[11].id).delta);
+  CHECK(order == std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"});
+  CHECK(rewritten == 5);  // 3, 4, 8, 9 and 11
+  for (const Version& v : f.held) {
+    CountingSink restored;
+    CHECK(Restore(f.repo, v.id, restored).ok());
+    CHECK(restored.bytes() == 64);
+  }
+  repack();
+  CHECK(rewritten == 0);
+  // Stored now as an add would have stored them.
+  Fixture g;
+  g.repo.policy = f.repo.policy;
+  for (size_t i = 0; i < 12; ++i) g.AddBytes(Small(i), std::to_string(i));
+  CHECK(Depths(g) == Depths(f));
+}
 
 TEST_CASE("a repack to chains of 1000 leaves no version out of a restore's reach, at any moment") {
   // 1002 versions stored every 10th a base, then repacked into chains at
