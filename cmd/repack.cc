@@ -1,7 +1,8 @@
 // git zipnn repack: rewrites stored checkpoints as the policy would store
-// them now (after base_interval changed, or to cut long chains), series by
-// series, oldest version first, each object replaced atomically after its
-// candidate was verified. Pointers and history never change.
+// them now (after base_interval or newest changed, to cut long chains, or
+// to bring a store of git-zipnn 0.6 to the newest-whole placement), series
+// by series (lib/store/repack.h), each object replaced atomically after
+// its candidate was verified. Pointers and history never change.
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -97,10 +98,13 @@ Status RunRepack(const RepackArgs& a) {
       chosen[name] = all[name];
     }
   }
-  std::printf("repacking %zu series: base every %u, delta against %s, chains of at most %u\n", chosen.size(),
-              repo.policy.base_interval,
-              repo.policy.delta_against == config::DeltaAgainst::kBase ? "the base" : "the previous version",
-              repo.policy.max_chain);
+  const bool against_base = repo.policy.delta_against == config::DeltaAgainst::kBase;
+  const char* deltas = repo.policy.newest == config::Newest::kWhole
+                           ? (against_base ? "the newest whole, deltas of the base"
+                                           : "the newest whole, deltas of the next version toward a base")
+                           : (against_base ? "delta against the base" : "delta against the previous version");
+  std::printf("repacking %zu series: base every %u, %s, chains of at most %u\n", chosen.size(),
+              repo.policy.base_interval, deltas, repo.policy.max_chain);
   size_t failed = 0;
   for (const auto& [name, versions] : chosen) {
     ZIPNN_ASSIGN_OR_RETURN(size_t left, RepackOne(repo, name, versions));

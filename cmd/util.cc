@@ -50,6 +50,11 @@ void PrintTransfer(bool push, const remote::Transferred& done, bool quiet) {
   std::fprintf(stderr, "git-zipnn: %s %zu object%s (%s) %s %s; %zu of %zu were %s already\n",
                push ? "pushed" : "fetched", r.moved, r.moved == 1 ? "" : "s", HumanBytes(r.bytes).c_str(),
                push ? "to" : "from", done.where.c_str(), r.present, r.needed, push ? "there" : "here");
+  if (r.demoted > 0) {
+    std::fprintf(stderr, "git-zipnn: re-stored %zu older version%s there as %s, saving %s\n", r.demoted,
+                 r.demoted == 1 ? "" : "s", r.demoted == 1 ? "a delta of a newer one" : "deltas of newer ones",
+                 HumanBytes(r.demoted_saved).c_str());
+  }
 }
 
 namespace {

@@ -29,12 +29,19 @@ std::string Step(int s) {
 
 ContentId IdOf(const std::string& file) { return store::testing::IdOfFile(file); }
 
-// A store holding steps 40, 80 and 120 of cnn-bf16 as one chain (a base and
-// two deltas), and a work tree that is empty.
+// A store holding steps 40, 80 and 120 of cnn-bf16 as one forward chain
+// (a base and two deltas: newest: delta), and a work tree that is empty.
+config::Policy Forward() {
+  config::Policy policy;
+  policy.newest = config::Newest::kDelta;
+  policy.max_chain = config::DefaultMaxChain(policy.base_interval, policy.newest);
+  return policy;
+}
+
 struct Fixture {
   std::string root = store::testing::TempDir();
   store::Store repo{store::ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", root + "/work",
-                    config::Policy{}};
+                    Forward()};
   std::vector<store::Version> held;
   std::vector<store::Pointer> pointers;
 

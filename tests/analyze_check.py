@@ -263,7 +263,7 @@ TEXT_COLUMNS = {
     "checkpoints": {"label", "source", "subject", "id", "format", "reference_label", "base_label"},
     "tensors": {"checkpoint_label", "tensor", "dtype", "shape", "status"},
     "exponents": {"checkpoint_label", "dtype", "kind"},
-    "policies": {"against", "current"},
+    "policies": {"newest", "against", "current"},
 }
 
 
@@ -461,8 +461,12 @@ def check_policies(source, got_rows, raw_total):
     if not got_rows:
         raise Mismatch("%s: the policies table is empty" % source)
     for r in got_rows:
-        w = Where(source, None, "policy every %s against %s" % (r["base_interval"], r["against"]))
+        w = Where(source, None, "policy every %s against %s, newest %s"
+                  % (r["base_interval"], r["against"], r["newest"]))
         same_real(w, "stored_share", r["stored_share"], r["stored_bytes"] / raw_total)
+        # A clone of the last checkpoint fetches part of what is stored.
+        if not 0 < r["latest_bytes"] <= r["stored_bytes"]:
+            fail(w, "latest_bytes", r["latest_bytes"], "between 0 and stored_bytes %d" % r["stored_bytes"])
 
 
 def check_numeric_dtypes(source, tables, all_null_ok):

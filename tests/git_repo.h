@@ -81,10 +81,12 @@ inline std::string Step12(int i) {  // the cnn12-bf16 steps: 10, 20, ..., 120
 // The five steps of the cnn-bf16 fixture trajectory.
 inline constexpr const char* kSteps[] = {"000040", "000080", "000120", "000160", "000200"};
 
-// Commits the five cnn-bf16 steps to model.safetensors with base_interval 3.
+// Commits the five cnn-bf16 steps to model.safetensors with base_interval
+// 5: a base, two deltas each of the one before, a delta of the newest, and
+// the newest whole (depths 0 1 2 1 0).
 inline void CommitTrajectory(Repo& repo) {
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
-                  "printf 'base_interval: 3\\n' > .zipnn.yaml && git add .gitattributes .zipnn.yaml && "
+                  "printf 'base_interval: 5\\n' > .zipnn.yaml && git add .gitattributes .zipnn.yaml && "
                   "git commit -qm setup")
               .code == 0);
   for (const char* step : kSteps) {

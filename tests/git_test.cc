@@ -60,13 +60,14 @@ TEST_CASE("a trajectory committed to one path: policy kinds, clean status, exact
   CHECK(pointer.out.rfind("git-zipnn pointer 2 ", 0) == 0);
   CHECK(pointer.out.find(" xxh3-128:") != std::string::npos);
   CHECK(pointer.out.size() < 200);
-  // With base_interval 3: base, delta, delta, base, delta.
+  // With base_interval 3 and the newest whole: a base, a delta of it, a
+  // delta of the version after it, a base, and the newest whole.
   Run kinds = repo.Sh(
       "for c in $(git rev-list --reverse HEAD~5..HEAD); do "
       "id=$(git show $c:model.safetensors | grep -o 'xxh3-128:[0-9a-f]*' | cut -c10-); "
       "git zipnn inspect .git/zipnn/objects/${id:0:2}/${id:2:2}/$id | sed -n 's/^kind *//p' | cut -c1-5; "
       "done");
-  CHECK(kinds.out == "base \ndelta\ndelta\nbase \ndelta\n");
+  CHECK(kinds.out == "base \ndelta\ndelta\nbase \nbase \n");
   // Every commit checks out to the exact bytes.
   for (int back = 4; back >= 0; --back) {
     CAPTURE(back);
@@ -108,8 +109,8 @@ TEST_CASE("log shows each version's kind, chain depth and sizes, as a table and 
   const nlohmann::json versions = nlohmann::json::parse(json.out);
   REQUIRE(versions.size() == 5);
   // Newest first, as git log lists them.
-  const char* kinds[] = {"delta", "base", "delta", "delta", "base"};
-  const int depths[] = {1, 0, 2, 1, 0};
+  const char* kinds[] = {"base", "delta", "delta", "delta", "base"};
+  const int depths[] = {0, 1, 2, 1, 0};
   uint64_t stored_total = 0, raw_total = 0;
   for (size_t i = 0; i < versions.size(); ++i) {
     CAPTURE(i);
@@ -126,8 +127,9 @@ TEST_CASE("log shows each version's kind, chain depth and sizes, as a table and 
     stored_total += v["stored_bytes"].get<uint64_t>();
     raw_total += v["raw_bytes"].get<uint64_t>();
     if (v["kind"] == "delta") {
-      // A delta's base is the version before it, or the last base.
-      CHECK(v["base"] == versions[i + 1]["id"]);
+      // A delta's base is the version before it, or (in the second half
+      // of the stretch between two bases) the one after it.
+      CHECK(v["base"] == versions[i == 1 ? 0 : i + 1]["id"]);
     } else {
       CHECK(v["base"].is_null());
     }
@@ -165,10 +167,11 @@ TEST_CASE("log lists a folder's checkpoints by step and ends with a total over a
   CHECK(order == std::vector<std::string>{"out/checkpoint-20/model.safetensors", "out/checkpoint-40/model.safetensors",
                                           "out/checkpoint-60/model.safetensors", "out/checkpoint-80/model.safetensors",
                                           "out/checkpoint-500/model.safetensors"});
-  // The total: five versions, one chain of four deltas on the first base.
+  // The total: five versions, a chain of three deltas on the first base,
+  // and the newest whole (a chain of its own).
   const std::string last = log.out.substr(log.out.rfind("all: "));
   CHECK(last.rfind("all: 5 checkpoints, 5 versions: ", 0) == 0);
-  CHECK(last.find(" in 5 objects; 1 chain, the longest 4 deltas\n") != std::string::npos);
+  CHECK(last.find(" in 5 objects; 2 chains, the longest 3 deltas\n") != std::string::npos);
   // One checkpoint: no total line.
   CHECK(repo.Sh("git zipnn log out/checkpoint-20/model.safetensors").out.find("all: ") == std::string::npos);
   // ls-files lists them by step too.
@@ -307,7 +310,7 @@ std::map<std::string, nlohmann::json> Versions(Repo& repo) {
   return by_id;
 }
 
-TEST_CASE("step-numbered files form one series; k=5 against the previous version") {
+TEST_CASE("step-numbered files form one series; k=5, each a delta of a neighbour, the newest whole") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
                   "printf 'base_interval: 5\n' > .zipnn.yaml && git add . && git commit -qm setup && mkdir run")
@@ -319,15 +322,18 @@ TEST_CASE("step-numbered files form one series; k=5 against the previous version
   }
   const auto versions = Versions(repo);
   REQUIRE(versions.size() == 12);
-  std::string previous;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 12; ++i) ids.push_back(IdAt(repo, "HEAD:run/" + Step12(i)));
+  // A base every 5; after each, two deltas of the version before them and
+  // two of the version after them; the newest whole.
+  const int depths[] = {0, 1, 2, 2, 1, 0, 1, 2, 2, 1, 0, 0};
   for (int i = 0; i < 12; ++i) {
     CAPTURE(i);
-    const std::string id = IdAt(repo, "HEAD:run/" + Step12(i));
-    const nlohmann::json& v = versions.at(id);
-    CHECK(v["kind"] == (i % 5 == 0 ? "base" : "delta"));
-    CHECK(v["depth"] == i % 5);
-    if (i % 5 != 0) CHECK(v["base"] == previous);
-    previous = id;
+    const nlohmann::json& v = versions.at(ids[i]);
+    CHECK(v["kind"] == (depths[i] == 0 ? "base" : "delta"));
+    CHECK(v["depth"] == depths[i]);
+    if (i % 5 == 1 || i % 5 == 2) CHECK(v["base"] == ids[i - 1]);
+    if (i % 5 == 3 || i % 5 == 4) CHECK(v["base"] == ids[i + 1]);
   }
   // ls-files lists each with its id and kind; show follows a chain to its base.
   const Run listed = repo.Sh("git zipnn ls-files HEAD~1");
@@ -338,15 +344,15 @@ TEST_CASE("step-numbered files form one series; k=5 against the previous version
         std::string::npos);
   CHECK(listed.out.find("run/" + Step12(8)) == std::string::npos);  // not yet at HEAD~1
   CHECK(listed.out.find("8 checkpoints at HEAD~1:") != std::string::npos);
-  const Run shown = repo.Sh("cd run && git zipnn show HEAD:run/" + Step12(9));
+  const Run shown = repo.Sh("cd run && git zipnn show HEAD:run/" + Step12(7));
   REQUIRE(shown.code == 0);
   size_t chain_at = 0;
-  for (int i = 9; i >= 5; --i) {  // four deltas, then the base
-    const size_t found = shown.out.find(IdAt(repo, "HEAD:run/" + Step12(i)) + (i == 5 ? " base " : " delta"), chain_at);
+  for (int i = 7; i >= 5; --i) {  // two deltas, then the base
+    const size_t found = shown.out.find(ids[i] + (i == 5 ? " base " : " delta"), chain_at);
     CHECK(found != std::string::npos);
     chain_at = found;
   }
-  CHECK(shown.out.find("kind         delta against " + IdAt(repo, "HEAD:run/" + Step12(8))) != std::string::npos);
+  CHECK(shown.out.find("kind         delta against " + ids[6]) != std::string::npos);
   CHECK(repo.Sh("git zipnn show " + IdAt(repo, "HEAD:run/" + Step12(5))).out.find("kind         base") !=
         std::string::npos);
   CHECK(repo.Sh("git zipnn show HEAD:.zipnn.yaml").err.find("not stored by git-zipnn") != std::string::npos);
@@ -390,10 +396,12 @@ TEST_CASE("one path overwritten twelve times; k=5 against the series' base") {
     const std::string rev = "HEAD~" + std::to_string(11 - i);
     const std::string id = IdAt(repo, rev + ":model.safetensors");
     const nlohmann::json& v = versions.at(id);
+    // A base every 5, the others deltas of it, and the newest whole.
+    const bool whole = i % 5 == 0 || i == 11;
     if (i % 5 == 0) base = id;
-    CHECK(v["kind"] == (i % 5 == 0 ? "base" : "delta"));
-    CHECK(v["depth"] == (i % 5 == 0 ? 0 : 1));
-    if (i % 5 != 0) CHECK(v["base"] == base);
+    CHECK(v["kind"] == (whole ? "base" : "delta"));
+    CHECK(v["depth"] == (whole ? 0 : 1));
+    if (!whole) CHECK(v["base"] == base);
     // Every commit, through git checkout and through restore.
     REQUIRE(repo.Sh("git checkout -q " + rev + " -- model.safetensors && git zipnn restore model.safetensors --rev " +
                     rev + " -f -o restored")

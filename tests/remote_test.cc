@@ -67,12 +67,48 @@ TEST_CASE("git push sends the objects first; a clone checks out and restores eve
   // Nothing new: the hook sends nothing and says so.
   CHECK(repo.Sh("git push -q origin HEAD:main").err.find("pushed") == std::string::npos);
 
-  // The clone gets only HEAD's chain on checkout (step 200: a delta on the
-  // base at 160), the rest on demand.
+  // The clone gets only HEAD's object on checkout (step 200, the newest,
+  // stored whole), the rest on demand.
   REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git clone").code == 0);
   CHECK(repo.Sh("cmp ../clone/model.safetensors '" + repo.Data(Step("000200")) + "'").code == 0);
-  CHECK(ObjectsIn(repo, "../clone/.git/zipnn/objects") == 2);
+  CHECK(ObjectsIn(repo, "../clone/.git/zipnn/objects") == 1);
   CheckClone(repo, "clone", 0);
+}
+
+TEST_CASE("a push after each save re-stores on the remote what the newest made a delta, and nothing loops") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.safetensors' && git add .gitattributes && "
+                  "git commit -qm setup && git init -q --bare ../hub.git && git remote add origin ../hub.git")
+              .code == 0);
+  std::vector<std::string> ids;
+  for (const char* step : kSteps) {
+    REQUIRE(repo.Sh("cp '" + repo.Data(Step(step)) + "' model.safetensors && git add model.safetensors && " +
+                    "git commit -qm " + step)
+                .code == 0);
+    const Run push = repo.Sh("git push -q origin HEAD:main");
+    REQUIRE(push.code == 0);
+    ids.push_back(IdAt(repo, "HEAD:model.safetensors"));
+    // From the third save on, the one two back became a delta here when
+    // the one before it came, and is re-stored so on the remote.
+    if (ids.size() >= 3) {
+      CHECK(push.err.find("git-zipnn: re-stored 1 older version there as a delta of a newer one, saving ") !=
+            std::string::npos);
+    }
+  }
+  // The remote holds what the local store holds, object for object.
+  for (const std::string& id : ids) {
+    CAPTURE(id);
+    const std::string at = "/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id;
+    CHECK(repo.Sh("cmp .git/zipnn/objects" + at + " ../hub.git/zipnn/objects" + at).code == 0);
+  }
+  CHECK(repo.Sh("git zipnn inspect ../hub.git/zipnn/objects/" + ids[2].substr(0, 2) + "/" + ids[2].substr(2, 2) +
+                "/" + ids[2])
+            .out.find("kind         delta against " + ids[1]) != std::string::npos);
+  // A clone fetches the newest alone, and every version restores exactly.
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git clone").code == 0);
+  CHECK(ObjectsIn(repo, "../clone/.git/zipnn/objects") == 1);
+  CheckClone(repo, "clone", 0);
+  CHECK(repo.Sh("git zipnn fsck --remote").code == 0);
 }
 
 TEST_CASE("a clone gets the pre-push hook from the filter, so a plain git push sends its checkpoints") {
@@ -311,7 +347,7 @@ TEST_CASE("over ssh: git push sends the objects first; a clone checks out and re
 
   REQUIRE(repo.Sh("cd .. && git clone -q -b main " + url + " clone").code == 0);
   CHECK(repo.Sh("cmp ../clone/model.safetensors '" + repo.Data(Step("000200")) + "'").code == 0);
-  CHECK(ObjectsIn(repo, "../clone/.git/zipnn/objects") == 2);
+  CHECK(ObjectsIn(repo, "../clone/.git/zipnn/objects") == 1);  // the newest, whole
   CheckClone(repo, "clone", 0);
 }
 

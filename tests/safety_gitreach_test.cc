@@ -156,10 +156,11 @@ void CommitTwoSteps(Repo& repo) {
               .code == 0);
 }
 
-// The next step of the series is added as a delta, and says nothing
-// about storing it standalone; then log reads every version of the
-// series, fsck --all finds `pointers` pointers and every one restores, and
-// gc keeps everything.
+// The next step of the series is added (whole, the newest) and the one
+// before it becomes a delta, so git's versions were read; nothing says
+// it stored a version standalone for want of them. Then log reads every
+// version of the series, fsck --all finds `pointers` pointers and every
+// one restores, and gc keeps everything.
 void CheckNextStepIsDelta(Repo& repo, int step, size_t versions, size_t pointers) {
   const Run add = repo.Sh(Put(repo, step, "models/m.safetensors") +
                           " && git add models/m.safetensors && "
@@ -170,8 +171,9 @@ void CheckNextStepIsDelta(Repo& repo, int step, size_t versions, size_t pointers
   REQUIRE_MESSAGE(log.code == 0, log.err);
   const nlohmann::json listed = nlohmann::json::parse(log.out);
   REQUIRE(listed.size() == versions);
-  CHECK(listed[0]["kind"] == "delta");
+  CHECK(listed[0]["kind"] == "base");
   CHECK(listed[0]["subject"] == "next");
+  CHECK(listed[1]["kind"] == "delta");
   const Run fsck = repo.Sh("git zipnn fsck --all");
   CHECK_MESSAGE(fsck.code == 0, (fsck.out + fsck.err));
   CHECK(fsck.out == std::to_string(pointers) + " pointers to " + std::to_string(pointers) +
@@ -212,7 +214,8 @@ TEST_CASE("a partial clone fetches the pointers it lacks: log, fsck --all and gc
                                                          "git config uploadpack.allowFilter true")
               .code == 0);
   // A fresh clone for each command, each lacking the pointers of steps
-  // 10 and 20 (its checkout fetched step 30's objects from origin).
+  // 10 and 20 (its checkout fetched step 30's object from origin: the
+  // newest, stored whole).
   int clones = 0;
   auto partial = [&](const std::string& line) {
     const std::string name = "../partial" + std::to_string(++clones);
@@ -229,18 +232,26 @@ TEST_CASE("a partial clone fetches the pointers it lacks: log, fsck --all and gc
   const Run gc = partial(std::string(kAgeObjects) + " && git zipnn gc --keep-recent 0 && " + kObjects);
   CHECK_MESSAGE(gc.code == 0, gc.err);
   CHECK(gc.out.find("removed 0 objects") == 0);
-  CHECK(gc.out.find("\n3\n") != std::string::npos);
-  const Run fsck = repo.Sh("cd ../partial2 && git zipnn fsck --all");
+  CHECK(gc.out.find("\n1\n") != std::string::npos);
+  // The older versions' objects come with a fetch of all history.
+  const Run fsck = repo.Sh("cd ../partial2 && git zipnn fetch --all >/dev/null && git zipnn fsck --all");
   CHECK_MESSAGE(fsck.code == 0, (fsck.out + fsck.err));
   CHECK(fsck.out.find("3 pointers to 3 checkpoints") == 0);
+  // Step 30, the only version this store holds, begins a stretch: step
+  // 40 stays whole while it is the newest, and becomes a delta of step
+  // 30 when step 50 comes.
   const Run add = partial(Put(repo, 3, "models/m.safetensors") +
-                          " && git add models/m.safetensors && "
-                          "git commit -qm next && git zipnn log --json models/m.safetensors");
+                          " && git add models/m.safetensors && git commit -qm next && " +
+                          Put(repo, 4, "models/m.safetensors") +
+                          " && git add models/m.safetensors && git commit -qm after && "
+                          "git zipnn log --json models/m.safetensors");
   CHECK_MESSAGE(add.code == 0, add.err);
   CHECK(add.err.find("standalone") == std::string::npos);
   const nlohmann::json listed = nlohmann::json::parse(add.out);
-  REQUIRE(listed.size() == 4);
-  CHECK(listed[0]["kind"] == "delta");
+  REQUIRE(listed.size() == 5);
+  CHECK(listed[0]["kind"] == "base");
+  CHECK(listed[1]["kind"] == "delta");
+  CHECK(listed[1]["base"] == listed[2]["id"]);
 }
 
 }  // namespace

@@ -96,6 +96,7 @@ const char* TensorStatusName(TensorStatus s) {
 }
 
 const char* AgainstName(config::DeltaAgainst d) { return d == config::DeltaAgainst::kBase ? "base" : "previous"; }
+const char* NewestName(config::Newest n) { return n == config::Newest::kWhole ? "whole" : "delta"; }
 
 std::string JoinDims(const std::vector<uint64_t>& shape, const char* sep) {
   std::string s;

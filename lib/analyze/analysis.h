@@ -80,6 +80,8 @@ enum class TensorStatus {
 const char* TensorStatusName(TensorStatus s);
 // "previous" or "base", as options and reports spell them.
 const char* AgainstName(config::DeltaAgainst d);
+// "whole" or "delta", as .zipnn.yaml's newest says it.
+const char* NewestName(config::Newest n);
 // The dimensions joined by `sep` ("256,768" or "256x768").
 std::string JoinDims(const std::vector<uint64_t>& shape, const char* sep);
 
@@ -152,11 +154,15 @@ inline constexpr uint32_t kNoChainLimit = UINT32_MAX;
 struct PolicyOutcome {
   uint32_t base_interval = 0;  // 0: no periodic base after the first
   config::DeltaAgainst against = config::DeltaAgainst::kPrevious;
+  config::Newest newest = config::Newest::kWhole;
   uint32_t max_chain = kNoChainLimit;
   bool current = false;  // the policy of .zipnn.yaml (or the defaults)
   uint64_t stored_bytes = 0;
   uint64_t bases = 0;
   int worst_chain = 0;  // deltas decoded by the costliest restore
+  // What a clone that checks out only the last checkpoint fetches: its
+  // object and every base of its chain.
+  uint64_t latest_bytes = 0;
 };
 
 struct Analysis {

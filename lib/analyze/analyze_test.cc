@@ -325,9 +325,10 @@ std::vector<std::shared_ptr<Input>> Trajectory() {
   return inputs;
 }
 
-const PolicyOutcome& Policy(const Analysis& a, uint32_t k, config::DeltaAgainst against) {
+const PolicyOutcome& Policy(const Analysis& a, uint32_t k, config::DeltaAgainst against,
+                            config::Newest newest = config::Newest::kDelta) {
   for (const PolicyOutcome& p : a.policies) {
-    if (p.base_interval == k && p.against == against) return p;
+    if (p.base_interval == k && p.against == against && p.newest == newest) return p;
   }
   FAIL("no policy k=" << k);
   return a.policies.front();
@@ -340,7 +341,7 @@ TEST_CASE("the policy what-if adds up the sizes each policy would store") {
   for (auto& in : Trajectory()) REQUIRE(analyzer.Add(in).ok());
   const Analysis an = analyzer.Finish();
   REQUIRE(an.rows.size() == 12);
-  REQUIRE(an.policies.size() == 12);  // the default policy (10, previous, chain 9) is in the grid
+  REQUIRE(an.policies.size() == 24);  // the default policy (10, previous, newest whole, chain 5) is in the grid
   using config::DeltaAgainst;
   uint64_t all_bases = 0, chain_of_previous = an.rows[0].standalone.automatic, every_other = 0;
   for (const CheckpointRow& r : an.rows) {
@@ -376,11 +377,36 @@ TEST_CASE("the policy what-if adds up the sizes each policy would store") {
   CHECK(k2.stored_bytes == every_other);
   CHECK(k2.worst_chain == 1);
   const PolicyOutcome& k10 = Policy(an, 10, DeltaAgainst::kPrevious);
-  CHECK(k10.current);
+  CHECK(!k10.current);
   CHECK(k10.worst_chain == 9);
   CHECK(k10.bases == 2);
+  // A clone of the last checkpoint fetches its chain: a delta on step 100.
+  CHECK(k10.latest_bytes == an.rows[10].standalone.automatic + an.rows[11].vs_previous.automatic);
   // Deltas against a base further away cost more than against the previous.
   CHECK(Policy(an, 0, DeltaAgainst::kBase).stored_bytes > inf.stored_bytes);
+
+  // The newest whole (the default): steps 10 (first) and 100 (due) are
+  // bases; 20 to 60 deltas of the version before them; 70 to 90 of the
+  // version after them, counted at the size of the delta between the same
+  // two versions the other way; 110, the newest, whole.
+  using config::Newest;
+  const PolicyOutcome& whole = Policy(an, 10, DeltaAgainst::kPrevious, Newest::kWhole);
+  CHECK(whole.current);
+  CHECK(whole.max_chain == 5);
+  uint64_t expected = an.rows[0].standalone.automatic + an.rows[10].standalone.automatic +
+                      an.rows[11].standalone.automatic;
+  for (size_t i = 1; i <= 5; ++i) expected += an.rows[i].vs_previous.automatic;
+  for (size_t i = 6; i <= 9; ++i) expected += an.rows[i + 1].vs_previous.automatic;
+  CHECK(whole.stored_bytes == expected);
+  CHECK(whole.bases == 3);
+  CHECK(whole.worst_chain == 5);
+  CHECK(whole.latest_bytes == an.rows[11].standalone.automatic);
+  CHECK(Policy(an, 1, DeltaAgainst::kPrevious, Newest::kWhole).stored_bytes == all_bases);
+  // No periodic base: one chain down to the first, and the newest whole.
+  const PolicyOutcome& open = Policy(an, 0, DeltaAgainst::kPrevious, Newest::kWhole);
+  CHECK(open.stored_bytes == chain_of_previous - an.rows[11].vs_previous.automatic + an.rows[11].standalone.automatic);
+  CHECK(open.worst_chain == 10);
+  CHECK(open.bases == 2);
 }
 
 TEST_CASE("a policy that allows no chain stores every version as a base") {
@@ -389,7 +415,7 @@ TEST_CASE("a policy that allows no chain stores every version as a base") {
   Analyzer analyzer(o);
   for (auto& in : Trajectory()) REQUIRE(analyzer.Add(in).ok());
   const Analysis an = analyzer.Finish();
-  REQUIRE(an.policies.size() == 13);  // the grid, and the current policy apart
+  REQUIRE(an.policies.size() == 25);  // the grid, and the current policy apart
   const PolicyOutcome& current = an.policies.back();
   CHECK(current.current);
   CHECK(current.base_interval == 10);

@@ -17,17 +17,42 @@ namespace {
 using config::DeltaAgainst;
 
 // One storage policy played over the trajectory as the clean filter would
-// store it (lib/store/checkin.cc, CheckIn).
+// store it (lib/store/checkin.cc, CheckIn; lib/store/placement.h).
 struct Scenario {
   PolicyOutcome outcome;
   double min_gain = 0;
   size_t last_base = 0;
   uint64_t last_base_size = 0;
   int previous_depth = 0;
+  uint64_t previous_chain = 0;  // bytes of the previous version's chain (newest: delta)
+  // Newest: whole. The newest so far, stored whole until the next comes:
+  // its index, standalone size, and the delta it takes if the next one
+  // re-stores it as a delta of the version before it (or of its base).
+  size_t pending = 0;
+  uint64_t pending_size = 0;
+  std::optional<uint64_t> pending_forward;
+  uint32_t run = 0;  // the deltas of later versions chained up to `pending`
 
-  // The version `at` of `against`'s chain would have to be a delta
-  // against, or nullopt when it is due to be a base.
+  bool Whole() const { return outcome.newest == config::Newest::kWhole; }
+
+  config::Policy AsPolicy() const {
+    config::Policy p;
+    p.base_interval = outcome.base_interval == 0 ? UINT32_MAX : outcome.base_interval;
+    p.delta_against = outcome.against;
+    p.max_chain = outcome.max_chain == kNoChainLimit ? UINT32_MAX : outcome.max_chain;
+    return p;
+  }
+
+  // The version `at` would be a delta against: for newest: delta, the one
+  // its chain goes to, or nullopt when it is due to be a base; for newest:
+  // whole, the one it goes to if the next version re-stores it as a delta
+  // of an earlier one.
   std::optional<size_t> Against(size_t at) const {
+    if (Whole()) {
+      const config::Stretch stretch = config::StretchOf(AsPolicy());
+      if (at == 0 || at - last_base > stretch.forward) return std::nullopt;
+      return stretch.against_base ? last_base : at - 1;
+    }
     const uint32_t k = outcome.base_interval;
     if (at == 0 || (k != 0 && at % k == 0)) return std::nullopt;
     const int depth = outcome.against == DeltaAgainst::kBase ? 0 : previous_depth;
@@ -35,46 +60,101 @@ struct Scenario {
     return outcome.against == DeltaAgainst::kBase ? last_base : at - 1;
   }
 
-  // Stores version `at`: standalone size `base_size`, or as a delta of
-  // `delta_size` bytes when Against(at) named one.
-  void Store(size_t at, uint64_t base_size, std::optional<uint64_t> delta_size) {
-    const bool pays = delta_size.has_value() &&
-                      static_cast<double>(*delta_size) <= static_cast<double>(last_base_size) * (1 - min_gain);
-    if (pays) {
-      const int depth = (outcome.against == DeltaAgainst::kBase ? 0 : previous_depth) + 1;
-      outcome.stored_bytes += *delta_size;
-      outcome.worst_chain = std::max(outcome.worst_chain, depth);
-      previous_depth = depth;
-      return;
-    }
-    outcome.stored_bytes += base_size;
+  void Base(size_t at, uint64_t size) {
+    outcome.stored_bytes += size;
     ++outcome.bases;
     last_base = at;
-    last_base_size = base_size;
+    last_base_size = size;
     previous_depth = 0;
+    previous_chain = size;
+  }
+
+  // Stores version `at`: standalone size `base_size`, or as a delta of
+  // `delta_size` bytes when Against(at) named one; `vs_previous`, the delta
+  // of `at` against the version before it, stands for the one of that
+  // version against `at` (newest: whole re-stores it so).
+  void Store(size_t at, uint64_t base_size, std::optional<uint64_t> delta_size, uint64_t vs_previous) {
+    if (Whole()) {
+      if (at > 0) Demote(at, vs_previous);
+      pending = at;
+      pending_size = base_size;
+      pending_forward = delta_size;
+      outcome.latest_bytes = base_size;
+      return;
+    }
+    const bool pays = delta_size.has_value() &&
+                      static_cast<double>(*delta_size) <= static_cast<double>(last_base_size) * (1 - min_gain);
+    if (!pays) {
+      Base(at, base_size);
+      outcome.latest_bytes = base_size;
+      return;
+    }
+    const int depth = (outcome.against == DeltaAgainst::kBase ? 0 : previous_depth) + 1;
+    outcome.stored_bytes += *delta_size;
+    outcome.worst_chain = std::max(outcome.worst_chain, depth);
+    previous_depth = depth;
+    previous_chain = *delta_size + (outcome.against == DeltaAgainst::kBase ? last_base_size : previous_chain);
+    outcome.latest_bytes = previous_chain;
+  }
+
+  // Newest: whole. `pending`, now that version `at` follows it, as
+  // PlaceDemoted re-stores it.
+  void Demote(size_t at, uint64_t reverse) {
+    const config::Stretch stretch = config::StretchOf(AsPolicy());
+    const uint32_t k = outcome.base_interval;
+    const size_t since = pending - last_base;
+    const bool pays_limit = pending > 0 && (k == 0 || since < k);
+    auto pays = [&](uint64_t delta) {
+      return static_cast<double>(delta) <= static_cast<double>(pending_size) * (1 - min_gain);
+    };
+    if (pays_limit && since <= stretch.forward) {
+      const int depth = stretch.against_base ? 1 : previous_depth + 1;
+      if (pending_forward && static_cast<uint64_t>(depth) <= outcome.max_chain && pays(*pending_forward)) {
+        outcome.stored_bytes += *pending_forward;
+        outcome.worst_chain = std::max(outcome.worst_chain, depth);
+        previous_depth = depth;
+        return;
+      }
+    } else if (pays_limit && run + 1 <= stretch.reverse && pays(reverse)) {
+      outcome.stored_bytes += reverse;
+      outcome.worst_chain = std::max(outcome.worst_chain, static_cast<int>(++run));
+      (void)at;
+      return;
+    }
+    Base(pending, pending_size);
+    run = 0;
+  }
+
+  // The newest version stays whole.
+  void Finish() {
+    if (Whole() && outcome.latest_bytes > 0) Base(pending, pending_size);
   }
 };
 
 std::vector<Scenario> MakeScenarios(const config::Policy& current) {
   std::vector<Scenario> scenarios;
   bool current_listed = false;
-  for (uint32_t k : {1u, 2u, 5u, 10u, 20u, 0u}) {
-    for (DeltaAgainst against : {DeltaAgainst::kPrevious, DeltaAgainst::kBase}) {
-      Scenario s;
-      s.outcome.base_interval = k;
-      s.outcome.against = against;
-      s.outcome.max_chain = k == 0 ? kNoChainLimit : config::DefaultMaxChain(k, config::Newest::kDelta);
-      s.min_gain = current.min_gain;
-      s.outcome.current =
-          k == current.base_interval && against == current.delta_against && s.outcome.max_chain == current.max_chain;
-      current_listed = current_listed || s.outcome.current;
-      scenarios.push_back(s);
+  for (config::Newest newest : {config::Newest::kWhole, config::Newest::kDelta}) {
+    for (uint32_t k : {1u, 2u, 5u, 10u, 20u, 0u}) {
+      for (DeltaAgainst against : {DeltaAgainst::kPrevious, DeltaAgainst::kBase}) {
+        Scenario s;
+        s.outcome.base_interval = k;
+        s.outcome.against = against;
+        s.outcome.newest = newest;
+        s.outcome.max_chain = k == 0 ? kNoChainLimit : config::DefaultMaxChain(k, newest);
+        s.min_gain = current.min_gain;
+        s.outcome.current = k == current.base_interval && against == current.delta_against &&
+                            newest == current.newest && s.outcome.max_chain == current.max_chain;
+        current_listed = current_listed || s.outcome.current;
+        scenarios.push_back(s);
+      }
     }
   }
   if (!current_listed) {
     Scenario s;
     s.outcome.base_interval = current.base_interval;
     s.outcome.against = current.delta_against;
+    s.outcome.newest = current.newest;
     s.outcome.max_chain = current.max_chain;
     s.outcome.current = true;
     s.min_gain = current.min_gain;
@@ -218,7 +298,7 @@ struct Analyzer::State {
         }
         delta = it->second;
       }
-      s.Store(at, current.standalone, delta);
+      s.Store(at, current.standalone, delta, at > 0 ? row.vs_previous.automatic : 0);
     }
 
     // Keep what a later checkpoint may be compared with: this one (the next
@@ -227,7 +307,7 @@ struct Analyzer::State {
     kept[at] = std::move(current);
     std::set<size_t> needed = {at, at / options.base_interval * options.base_interval};
     for (const Scenario& s : scenarios) {
-      if (s.outcome.against == DeltaAgainst::kBase) needed.insert(s.last_base);
+      if (s.outcome.against == DeltaAgainst::kBase || s.Whole()) needed.insert(s.last_base);
     }
     for (auto it = kept.begin(); it != kept.end();) {
       it = needed.count(it->first) != 0 ? std::next(it) : kept.erase(it);
@@ -243,7 +323,10 @@ Analyzer::~Analyzer() = default;
 Status Analyzer::Add(std::shared_ptr<Input> input) { return state_->Add(std::move(input)); }
 
 Analysis Analyzer::Finish() {
-  for (const Scenario& s : state_->scenarios) state_->analysis.policies.push_back(s.outcome);
+  for (Scenario& s : state_->scenarios) {
+    s.Finish();
+    state_->analysis.policies.push_back(s.outcome);
+  }
   state_->scenarios.clear();
   state_->kept.clear();
   return std::move(state_->analysis);

@@ -516,26 +516,29 @@ std::string PolicySection(const Analysis& a) {
   for (const auto& p : a.policies) {
     const std::string k = p.base_interval == 0 ? "inf" : std::to_string(p.base_interval);
     const std::string chain = p.max_chain == kNoChainLimit ? "unbounded" : std::to_string(p.max_chain);
-    std::string label = "k=" + k + "\n" + AgainstName(p.against);
+    std::string label = "k=" + k + "\n" + AgainstName(p.against) + "\nnewest " + NewestName(p.newest);
     // A chain limit other than the interval's default (docs/policy.md) is
     // part of the policy's name.
-    if (p.max_chain != (p.base_interval == 0 ? kNoChainLimit : config::DefaultMaxChain(p.base_interval, config::Newest::kDelta)))
+    if (p.max_chain != (p.base_interval == 0 ? kNoChainLimit : config::DefaultMaxChain(p.base_interval, p.newest)))
       label += "\nchain<=" + chain;
     if (p.current) label += "\n(current)";
     bars.push_back({label, static_cast<double>(p.stored_bytes) / std::pow(1024.0, unit),
                     "chain " + std::to_string(p.worst_chain), HumanBytes(p.stored_bytes), p.current});
-    rows.push_back({k, AgainstName(p.against), chain, std::to_string(p.bases), HumanBytes(p.stored_bytes),
-                    Percent(p.stored_bytes, raw_total), std::to_string(p.worst_chain), p.current ? "yes" : ""});
+    rows.push_back({NewestName(p.newest), k, AgainstName(p.against), chain, std::to_string(p.bases),
+                    HumanBytes(p.stored_bytes), Percent(p.stored_bytes, raw_total), HumanBytes(p.latest_bytes),
+                    std::to_string(p.worst_chain), p.current ? "yes" : ""});
     current.push_back(p.current);
   }
   return Section(
       "Storage policies",
-      Para("What each policy would have stored for the whole trajectory; \"chain\" is the most deltas one restore "
-           "decodes. The current policy is highlighted.") +
+      Para("What each policy would have stored for the whole trajectory; \"latest\" is what a clone that checks "
+           "out only the last checkpoint fetches, \"chain\" the most deltas one restore decodes. The current policy "
+           "is highlighted.") +
           ColumnChart("policies", "Total stored bytes per storage policy", std::string("stored (") + kUnits[unit] + ")",
                       bars) +
-          Table({"interval", "against", "max chain", "bases", "stored", "of raw", "worst chain", "current"},
-                {true, false, true, true, true, true, true, false}, rows, current));
+          Table({"newest", "interval", "against", "max chain", "bases", "stored", "of raw", "latest", "worst chain",
+                 "current"},
+                {false, true, false, true, true, true, true, true, true, false}, rows, current));
 }
 
 std::string TensorSection(const Analysis& a) {

@@ -236,14 +236,16 @@ void PoliciesSection(const Analysis& a, std::string& out) {
   uint64_t raw = 0;
   for (const CheckpointRow& r : a.rows) raw += r.raw_bytes;
   out += "\nPolicy what-if: what the store would hold for these " + std::to_string(a.rows.size()) +
-         " checkpoints (chain = deltas the costliest restore decodes; * = .zipnn.yaml)\n";
-  TextTable t({"base every", "delta against", "max chain", "bases", "stored", "of raw", "chain", ""});
-  t.LeftAlign(1);
+         " checkpoints (chain = deltas the costliest restore decodes; latest = what a clone of the last one "
+         "fetches; * = .zipnn.yaml)\n";
+  TextTable t({"newest", "base every", "delta against", "max chain", "bases", "stored", "of raw", "latest", "chain", ""});
+  t.LeftAlign(0);
+  t.LeftAlign(2);
   for (const PolicyOutcome& p : a.policies) {
-    t.Add({IntervalText(p.base_interval), AgainstName(p.against),
+    t.Add({NewestName(p.newest), IntervalText(p.base_interval), AgainstName(p.against),
            p.max_chain == kNoChainLimit ? "-" : std::to_string(p.max_chain), std::to_string(p.bases),
-           HumanBytes(p.stored_bytes), Percent(p.stored_bytes, raw), std::to_string(p.worst_chain),
-           p.current ? "*" : ""});
+           HumanBytes(p.stored_bytes), Percent(p.stored_bytes, raw), HumanBytes(p.latest_bytes),
+           std::to_string(p.worst_chain), p.current ? "*" : ""});
   }
   out += t.Render();
 }
@@ -378,16 +380,18 @@ DataTable ExponentsTable(const Analysis& a) {
 DataTable PoliciesTable(const Analysis& a) {
   DataTable t{
       "policies",
-      {"base_interval", "against", "max_chain", "current", "bases", "stored_bytes", "stored_share", "worst_chain"},
+      {"newest", "base_interval", "against", "max_chain", "current", "bases", "stored_bytes", "stored_share",
+       "latest_bytes", "worst_chain"},
       {}};
   uint64_t raw = 0;
   for (const CheckpointRow& r : a.rows) raw += r.raw_bytes;
   const double inf = std::numeric_limits<double>::infinity();
   for (const PolicyOutcome& p : a.policies) {
-    t.rows.push_back({p.base_interval == 0 ? Cell{inf} : Cell{uint64_t{p.base_interval}},
+    t.rows.push_back({std::string(NewestName(p.newest)),
+                      p.base_interval == 0 ? Cell{inf} : Cell{uint64_t{p.base_interval}},
                       std::string(AgainstName(p.against)),
                       p.max_chain == kNoChainLimit ? Cell{inf} : Cell{uint64_t{p.max_chain}}, p.current, p.bases,
-                      p.stored_bytes, Fraction(p.stored_bytes, raw), int64_t{p.worst_chain}});
+                      p.stored_bytes, Fraction(p.stored_bytes, raw), p.latest_bytes, int64_t{p.worst_chain}});
   }
   return t;
 }

@@ -168,6 +168,19 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
 
 }  // namespace
 
+Stretch StretchOf(const Policy& policy) {
+  Stretch s;
+  const uint32_t between = policy.base_interval - 1;  // versions between two bases
+  if (policy.delta_against == DeltaAgainst::kBase) {
+    s.forward = policy.max_chain > 0 ? between : 0;
+    s.against_base = true;
+    return s;
+  }
+  s.forward = std::min(policy.max_chain, between - between / 2);
+  s.reverse = std::min(policy.max_chain, between - s.forward);
+  return s;
+}
+
 int EffectiveThreads(const Policy& policy, int cores) {
   cores = std::max(cores, 1);
   return policy.threads > 0 ? std::min(policy.threads, cores) : cores;

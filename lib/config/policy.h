@@ -70,6 +70,18 @@ inline uint32_t DefaultMaxChain(uint32_t base_interval, Newest newest) {
   return chain < kMaxChainLimit ? chain : kMaxChainLimit;
 }
 
+// How the stretch between two bases splits with the newest whole
+// (lib/store/placement.h): the versions after the older base that are
+// deltas of the version before them, then those that are deltas of the
+// version after them; each part at most max_chain. With delta_against:
+// base, every version of the stretch is a delta of its older base.
+struct Stretch {
+  uint32_t forward = 0;
+  uint32_t reverse = 0;
+  bool against_base = false;
+};
+Stretch StretchOf(const Policy& policy);
+
 // The threads the work of `policy` runs on, on a machine of `cores` cores
 // (at least 1): its `threads`, all cores for 0, and never more than the
 // cores. .zipnn.yaml is committed by whoever wrote the repository, and on

@@ -21,6 +21,7 @@
 #include "lib/container/object.h"
 #include "lib/store/object_store.h"
 #include "lib/store/chain.h"
+#include "lib/store/rebased.h"
 #include "lib/store/restore.h"
 
 namespace zipnn::remote {
@@ -93,6 +94,34 @@ class Folder : public RemoteStore {
   }
 
   Result<size_t> RemoveOldTemporaries() override { return remote::RemoveOldTemporaries(store_); }
+
+  Result<uint64_t> Demote(const ContentId& id, const ReadFile& delta) override {
+    // One demotion at a time, and none while a gc of this store runs: two
+    // at once could each make the other's base a delta of itself.
+    ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store_.Lock(StoreLock::Mode::kExclusive, [] {}));
+    ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(delta));
+    if (info.content_id != id || info.header.kind != container::ObjectKind::kDelta) {
+      return InvalidArgument(delta.name() + " is not a delta of " + id.Hex());
+    }
+    const ContentId base = info.header.base_id;
+    if (!HoldsIntact(store_, id) || !HoldsIntact(store_, base)) return uint64_t{0};
+    const Store there{store_, "", "", "", config::Policy{}};
+    auto now = store::ReadLink(there, id);
+    if (!now.ok() || now->delta) return uint64_t{0};
+    bool loops = false;
+    size_t depth = 0;
+    const Status walked = store::VisitChain(there, base, [&](const ChainLink& link) {
+      loops = loops || link.id == id;
+      depth = static_cast<size_t>(link.depth) + 1;
+    });
+    if (!walked.ok() || loops || depth + 1 > static_cast<size_t>(store::kMaxChainDepth)) return uint64_t{0};
+    const std::string path = store_.PathOf(id);
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
+    ZIPNN_RETURN_IF_ERROR(CopySource(delta, out));
+    ZIPNN_RETURN_IF_ERROR(CheckObjectFile(out.temp_path(), id));
+    ZIPNN_RETURN_IF_ERROR(out.Commit());
+    return now->object_size;
+  }
 
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
     // Only a plain file: a FIFO put in an object's place would block the
@@ -459,6 +488,24 @@ Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const
       }
       return object.size();
     }));
+  }
+  // Versions re-stored here as deltas because of what was sent (the
+  // version before a new newest). Only while the local object is a delta:
+  // a note may be stale.
+  for (const ContentId& cause : all) {
+    for (const ContentId& id : store::RebasedOn(repo, cause)) {
+      auto link = store::ReadLink(repo, id);
+      if (!link.ok() || !link->delta) continue;
+      ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
+      Result<uint64_t> replaced = remote.Demote(id, object);
+      if (!replaced.ok()) {
+        return Annotate(replaced.status(), "cannot re-store object " + id.Hex() + " as a delta on " + remote.where());
+      }
+      if (*replaced > 0) {
+        ++report.demoted;
+        report.demoted_saved += *replaced > object.size() ? *replaced - object.size() : 0;
+      }
+    }
   }
   return report;
 }

@@ -55,6 +55,21 @@ class RemoteStore {
   // (Corruption) before or as soon as it passes the limit, and the first
   // error of `out` ends the download.
   virtual Status Get(const ContentId& id, uint64_t limit, ByteSink& out) = 0;
+  // Puts `delta`, a delta of a version the remote holds, in place of the
+  // standalone object the remote holds for `id`, atomically: what a push
+  // does for a version the local store re-stored as a delta of the one it
+  // sends (lib/store/rebased.h), so that the remote's history stays as
+  // small as the local one. Returns the size of the object it replaced,
+  // or 0, with nothing changed, when the remote holds no standalone object
+  // for `id` (a delta there stays), lacks the base, or when the base's
+  // chain there comes back to `id`. A remote that cannot replace an
+  // object returns 0 always: it keeps the whole one, which costs bytes,
+  // never data.
+  virtual Result<uint64_t> Demote(const ContentId& id, const ReadFile& delta) {
+    (void)id;
+    (void)delta;
+    return uint64_t{0};
+  }
   // Removes the temporary files that killed uploads left more than
   // kOldTemporary ago; how many. Only a folder has any to remove here: a
   // store server removes them as it receives objects, and S3 keeps no
@@ -140,13 +155,19 @@ struct TransferReport {
   size_t present = 0;      // already on the receiving side
   uint64_t bytes = 0;      // object bytes moved
   bool delivered = false;  // TransferOptions::deliver holds the checkpoint
+  // Push: standalone objects on the remote re-stored as the deltas the
+  // local store holds them as (RemoteStore::Demote), and the bytes saved.
+  size_t demoted = 0;
+  uint64_t demoted_saved = 0;
 };
 
 // Sends every object `ids` need (each id's object and every base down its
 // chain) that the remote lacks, one chain level after the other, so that a
 // receiver that decodes what it is given has every base first. A chain
 // that is not whole in the local store fails, naming the missing object,
-// before anything is sent.
+// before anything is sent. Then each version the local store re-stored as
+// a delta of one of those objects (lib/store/rebased.h) is re-stored so
+// on the remote where it is whole there (RemoteStore::Demote).
 Result<TransferReport> PushObjects(const store::Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options);
 

@@ -10,6 +10,7 @@
 #include "lib/store/chain.h"
 #include "lib/store/copies.h"
 #include "lib/store/raw_cache.h"
+#include "lib/store/rebased.h"
 #include "lib/store/restore.h"
 
 namespace zipnn::store {
@@ -121,6 +122,7 @@ Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& seri
   if (static_cast<double>(c.size) > whole * (1 - store.policy.min_gain)) return MaybeDemoted();
   ZIPNN_RETURN_IF_ERROR(VerifyCandidate(store, c, input, &base));
   ZIPNN_RETURN_IF_ERROR(store.objects.Replace(id, c.file.path()));
+  NoteRebased(store, newer.id, id);
   return MaybeDemoted(CheckedIn::Demoted{id, *placed->base, link->object_size, c.size});
 }
 

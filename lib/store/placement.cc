@@ -102,19 +102,6 @@ std::optional<Placement> PlaceVersion(const Store& store, const std::vector<Vers
   return placed;
 }
 
-Stretch StretchOf(const config::Policy& policy) {
-  Stretch s;
-  const uint32_t between = policy.base_interval - 1;  // versions between two bases
-  if (policy.delta_against == config::DeltaAgainst::kBase) {
-    s.forward = policy.max_chain > 0 ? between : 0;
-    s.against_base = true;
-    return s;
-  }
-  s.forward = std::min(policy.max_chain, between - between / 2);
-  s.reverse = std::min(policy.max_chain, between - s.forward);
-  return s;
-}
-
 namespace {
 
 // How far up the chain of `from` `to` is (1: `from` is a delta of `to`),
@@ -161,7 +148,7 @@ std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Vers
   for (size_t j = *start + 1; j < position; ++j) {
     hanging = std::max(hanging, DistanceUp(store, series[j].id, series[position].id));
   }
-  const Stretch stretch = StretchOf(policy);
+  const config::Stretch stretch = config::StretchOf(policy);
   if (since <= stretch.forward) {
     // A delta of the version before it (the nearest one this store
     // holds), or of the stretch's base.

@@ -86,18 +86,6 @@ std::optional<Placement> PlaceVersion(const Store& store, const std::vector<Vers
                                       bool complete, const ChainMemo* memo = nullptr,
                                       uint32_t max_chain = config::kMaxChainLimit);
 
-// How the stretch between two bases splits under `policy` (newest: whole):
-// the versions after the older base that are deltas of the version before
-// them, then those that are deltas of the version after them. Each is at
-// most max_chain; with delta_against: base, every version of the stretch
-// is a delta of its older base.
-struct Stretch {
-  uint32_t forward = 0;
-  uint32_t reverse = 0;
-  bool against_base = false;
-};
-Stretch StretchOf(const config::Policy& policy);
-
 // How the version at `position` of `series` (in series order), stored
 // whole as the newest so far, is re-stored now that `newer` follows it
 // (newest: whole): a delta of the version before it, of its stretch's base,

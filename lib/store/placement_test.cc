@@ -23,14 +23,6 @@ using testing::IdOf;
 using testing::Small;
 using testing::TempDir;
 
-// The depth of each of `ids` in `f`'s store (-1: a base that is not the
-// newest is shown as 0 too; Info says which is which).
-std::vector<int> Depths(Fixture& f) {
-  std::vector<int> depths;
-  for (const Version& v : f.held) depths.push_back(f.Info(v.id).depth);
-  return depths;
-}
-
 void RestoresAll(Fixture& f) {
   for (const Version& v : f.held) {
     CountingSink restored;
@@ -55,7 +47,7 @@ TEST_CASE("the newest version is stored whole, and the one before it becomes a d
   f.AddStep(200);
   CHECK(!f.Info(IdOf(Bf16(200))).delta);
   CHECK(f.Info(IdOf(Bf16(160))).base == IdOf(Bf16(120)));
-  CHECK(Depths(f) == std::vector<int>{0, 1, 2, 3, 0});
+  CHECK(f.Depths() == std::vector<int>{0, 1, 2, 3, 0});
   RestoresAll(f);
   CHECK(WhyBase(f.repo, f.held, 4) == BaseReason::kNewest);
   CHECK(WhyBase(f.repo, f.held, 0) == BaseReason::kFirst);
@@ -69,7 +61,7 @@ TEST_CASE("between two bases, the first half chains down to the older, the secon
   f.repo.policy.max_chain = 2;
   for (size_t i = 0; i < 12; ++i) f.AddBytes(Small(i), std::to_string(i));
   //                     B  f  f  r  r  B  f  f  r  r  B  newest
-  CHECK(Depths(f) == std::vector<int>{0, 1, 2, 2, 1, 0, 1, 2, 2, 1, 0, 0});
+  CHECK(f.Depths() == std::vector<int>{0, 1, 2, 2, 1, 0, 1, 2, 2, 1, 0, 0});
   CHECK(f.Info(f.held[3].id).base == f.held[4].id);
   CHECK(f.Info(f.held[4].id).base == f.held[5].id);
   CHECK(f.Info(f.held[6].id).base == f.held[5].id);
@@ -85,7 +77,7 @@ TEST_CASE("max_chain below half the interval ends a stretch early") {
   for (size_t i = 0; i < 6; ++i) f.AddBytes(Small(i), std::to_string(i));
   // B f r B f newest: the second half holds one version, so the third is
   // a base.
-  CHECK(Depths(f) == std::vector<int>{0, 1, 1, 0, 1, 0});
+  CHECK(f.Depths() == std::vector<int>{0, 1, 1, 0, 1, 0});
   CHECK(WhyBase(f.repo, f.held, 3) == BaseReason::kChain);
   RestoresAll(f);
 }
@@ -94,7 +86,7 @@ TEST_CASE("with delta_against base and the newest whole, every older version is 
   Fixture f;
   f.repo.policy.delta_against = config::DeltaAgainst::kBase;
   for (int s : {40, 80, 120, 160}) f.AddStep(s);
-  CHECK(Depths(f) == std::vector<int>{0, 1, 1, 0});
+  CHECK(f.Depths() == std::vector<int>{0, 1, 1, 0});
   CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(40)));
   RestoresAll(f);
 }

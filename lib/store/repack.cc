@@ -10,6 +10,7 @@
 #include "lib/container/object.h"
 #include "lib/formats/detect.h"
 #include "lib/store/checkin.h"
+#include "lib/store/rebased.h"
 #include "lib/store/restore.h"
 
 namespace zipnn::store {
@@ -138,6 +139,7 @@ Status RewriteAs(const Store& store, const std::vector<Version>& series, size_t 
   if (!c.delta && !done.before.delta && FormatAsPolicy(done.before, store.policy)) return OkStatus();
   ZIPNN_RETURN_IF_ERROR(VerifyCandidate(store, c, input, base ? &*base : nullptr));
   ZIPNN_RETURN_IF_ERROR(store.objects.Replace(id, c.file.path()));
+  if (base_id && c.delta) NoteRebased(store, *base_id, id);
   state.checked.erase(id);
   done.rewritten = true;
   return OkStatus();
@@ -250,7 +252,7 @@ Status RepackSeries(const Store& store, const std::vector<Version>& series,
   // comes back to it. Versions are reported in series order once their
   // stretch is done.
   if (present.empty()) return OkStatus();
-  const Stretch stretch = StretchOf(store.policy);
+  const config::Stretch stretch = config::StretchOf(store.policy);
   auto against = [&](size_t i, std::optional<size_t> target) {
     return repack(i, [&](RepackedVersion& d) { return RepackAgainst(store, present, i, target, raws, state, d); });
   };

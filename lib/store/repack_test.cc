@@ -37,13 +37,6 @@ using testing::IdOf;
 using testing::Small;
 using testing::TempDir;
 
-// The depth of every version of `f`'s series.
-std::vector<int> Depths(Fixture& f) {
-  std::vector<int> depths;
-  for (const Version& v : f.held) depths.push_back(f.Info(v.id).depth);
-  return depths;
-}
-
 TEST_CASE("a repack brings forward chains to the newest whole, and a second repack changes nothing") {
   // A store as git-zipnn 0.6 wrote it: every version a delta of the one
   // before, a base every 5.
@@ -53,7 +46,7 @@ TEST_CASE("a repack brings forward chains to the newest whole, and a second repa
   f.repo.policy.base_interval = 5;
   f.repo.policy.max_chain = 4;
   for (size_t i = 0; i < 12; ++i) f.AddBytes(Small(i), std::to_string(i));
-  CHECK(Depths(f) == std::vector<int>{0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1});
+  CHECK(f.Depths() == std::vector<int>{0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1});
   f.repo.policy.newest = config::Newest::kWhole;
   f.repo.policy.max_chain = 2;
   std::vector<std::string> order;
@@ -69,7 +62,7 @@ TEST_CASE("a repack brings forward chains to the newest whole, and a second repa
   };
   repack();
   //                                   B  f  f  r  r  B  f  f  r  r  B  newest
-  CHECK(Depths(f) == std::vector<int>{0, 1, 2, 2, 1, 0, 1, 2, 2, 1, 0, 0});
+  CHECK(f.Depths() == std::vector<int>{0, 1, 2, 2, 1, 0, 1, 2, 2, 1, 0, 0});
   CHECK(f.Info(f.held[3].id).base == f.held[4].id);
   CHECK(!f.Info(f.held[11].id).delta);
   CHECK(order == std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"});
@@ -85,7 +78,7 @@ TEST_CASE("a repack brings forward chains to the newest whole, and a second repa
   Fixture g;
   g.repo.policy = f.repo.policy;
   for (size_t i = 0; i < 12; ++i) g.AddBytes(Small(i), std::to_string(i));
-  CHECK(Depths(g) == Depths(f));
+  CHECK(g.Depths() == f.Depths());
 }
 
 TEST_CASE("a repack to chains of 1000 leaves no version out of a restore's reach, at any moment") {

@@ -86,6 +86,12 @@ struct Fixture {
     Copy(Bf16(s), repo.work_dir + "/" + path);
     return Add(Bf16(s), path, "run/step-#.safetensors", std::to_string(s));
   }
+  // The chain depth of every version held, in the order they were added.
+  std::vector<int> Depths() {
+    std::vector<int> depths;
+    for (const Version& v : held) depths.push_back(Info(v.id).depth);
+    return depths;
+  }
   StoredInfo Info(const ContentId& id) {
     auto info = Describe(repo, id);
     REQUIRE(info.ok());

@@ -19,6 +19,7 @@ struct Store {
   std::string cache_dir;  // raw copies kept for the next delta (raw_cache.h)
   std::string work_dir;   // the work tree's top, where earlier versions may still be; empty: none
   config::Policy policy;
+  std::string rebased_dir = "";  // versions re-stored as deltas, for pushes (rebased.h); empty: none noted
 };
 
 }  // namespace zipnn::store

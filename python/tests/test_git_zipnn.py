@@ -225,7 +225,8 @@ class TrainingLoopTest(Repository):
             saved.append({k: v.clone() for k, v in model.state_dict().items()})
             git_zipnn.commit_checkpoint(self.path("ckpt.pt"), step=step)
         history = git_zipnn.versions(self.path("ckpt.pt"))
-        self.assertEqual([v["kind"] for v in history], ["delta", "delta", "base"])  # newest first
+        # Newest first: the newest whole, the one before a delta of the first.
+        self.assertEqual([v["kind"] for v in history], ["base", "delta", "base"])
         self.assertEqual([v["subject"] for v in history], [f"checkpoint at step {s}" for s in (3, 2, 1)])
         for back, want in zip((2, 1, 0), saved):
             got = git_zipnn.load_state_dict(self.path("ckpt.pt"), rev=f"HEAD~{back}", framework="torch",

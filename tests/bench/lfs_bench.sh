@@ -1,42 +1,59 @@
 #!/usr/bin/env bash
-# git-zipnn beside Git LFS on one machine, in one run, on one
-# step-numbered trajectory: each checkpoint committed as its own file
-# (run/step-N.safetensors), one commit per save, as a training loop does.
-# Both tools get the same rows, each the median of RUNS runs taken in
-# turn (zipnn, lfs, zipnn, lfs, ...):
+# git-zipnn beside Git LFS on one machine, in one run, on one trajectory
+# of 10 saves, in the two layouts a training run writes:
 #
-#   add + commit     every save added and committed, in step order
-#   push             to a local bare repository (the store emptied first)
-#   clone            with checkout, from that bare repository
-#   restore newest   rm of the newest save, then git checkout -- it
-#   restore deepest  the same for the save at the end of the longest chain
-#   checkout old     git checkout of the commit 5 saves back (fewer in a shorter
-#                    trajectory), and back again
-#   log -p           git log -p over every version (textconv for git-zipnn)
+#   overwritten   one path (model.safetensors) saved and committed 10 times
+#   step files    run/step-N.safetensors, one new file per save
 #
-# and the bytes each stores and each push moves. Debian's git-lfs is
-# installed here if missing (never by CI).
+# Both tools get the same rows, each the median of RUNS runs taken in turn
+# (zipnn, lfs, zipnn, lfs, ...):
 #
-#   bash tests/bench/lfs_bench.sh [TRAJECTORY_DIR] [RUNS]
+#   add+commit       every save added and committed in order (overwritten)
+#   push             to a local bare repository (overwritten)
+#   remote bytes     the objects in that remote: the whole history
+#   clone            with checkout, of the overwritten path (only HEAD's
+#                    version is checked out); its bytes are those it fetched
+#   clone steps      the same for the step files (every save checked out)
+#   newest           git zipnn restore of HEAD's version (LFS: rm, then
+#                    git checkout -- of the file); for git-zipnn also the
+#                    restore of a base and of the deepest version, and
+#                    each against the base's
+#   old checkout     git checkout of HEAD~5, and back
+#   log -p           git log -p of the overwritten path, 10 versions
+#                    (git-zipnn's textconv); git's peak memory
 #
-# Without a folder, the 10-save GPT bf16 run of benchmarks.md is trained
-# and each save tiled 4 times (tile_checkpoint.py): 103 MB files holding
-# real trained weights and real deltas.
+# and, for git-zipnn, the peak memory of `git zipnn restore` at chain
+# depths 9 and 200 (newest: delta, one base, on a small GPT run of 201
+# saves). Debian's git-lfs is installed here if missing (never by CI).
+#
+#   bash tests/bench/lfs_bench.sh [--gb] [RUNS]
+#
+# The 10 saves are a GPT bf16 run trained by make_trajectory.py, each
+# tiled by tile_checkpoint.py into real weights and real deltas: 4 times
+# (103 MB files), or with --gb 40 times (1 GB files; needs about 30 GB of
+# disk under /tmp).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 maker=${MAKE_TRAJECTORY:-../shared/data/make_trajectory.py}
-dir=${1:-/tmp/zipnn-lfs-bench/tiled}
-runs=${2:-3}
-command -v git-lfs >/dev/null || bash .ci/deps git-lfs
-if [ $# -eq 0 ] && [ ! -d "$dir" ]; then
-  src=/tmp/zipnn-lfs-bench/gpt-bf16
-  [ -d "$src" ] || /usr/bin/python3 "$maker" --family gpt --width 512 --layers 8 --dtype bf16 \
-    --steps 100 --every 10 --out "$src"
-  mkdir -p "$dir"
-  for f in "$src"/step-*.safetensors; do
-    python3 tests/bench/tile_checkpoint.py "$f" 4 "$dir/$(basename "$f")"
-  done
+tiles=4
+if [ "${1:-}" = --gb ]; then
+  tiles=40
+  shift
 fi
+runs=${1:-3}
+top=/tmp/zipnn-lfs-bench
+command -v git-lfs >/dev/null || bash .ci/deps git-lfs
+src=$top/gpt-bf16
+[ -f "$src/step-000100.safetensors" ] || /usr/bin/python3 "$maker" --family gpt --width 512 --layers 8 --dtype bf16 \
+  --steps 100 --every 10 --out "$src"
+dir=$top/tiled-$tiles
+if [ ! -f "$dir/step-000100.safetensors" ]; then
+  mkdir -p "$dir"
+  for f in "$src"/step-*.safetensors; do python3 tests/bench/tile_checkpoint.py "$f" $tiles "$dir/$(basename "$f")"; done
+fi
+deep=$top/gpt-small
+[ -f "$deep/step-000201.safetensors" ] || /usr/bin/python3 "$maker" --family gpt --width 128 --layers 2 --dtype bf16 \
+  --steps 201 --every 1 --out "$deep"
 bazel build -c opt //cmd:git-zipnn >/dev/null 2>&1 || bazel build -c opt //cmd:git-zipnn
 bin=$PWD/bazel-bin/cmd
 work=$(mktemp -d /tmp/zipnn-lfs-bench-XXXXXX)
@@ -55,85 +72,129 @@ for f in "${files[@]}"; do raw=$((raw + $(stat -c %s "$f"))); done
 now() { date +%s.%N; }
 # The median of the numbers on standard input.
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-declare -A took  # "<row> <tool>" -> one time per run, space-separated
-timed() {  # timed ROW TOOL COMMAND...: runs the command, adds its time to the row
+declare -A took  # "<row> <tool>" -> one figure per run, space-separated
+timed() {        # timed ROW TOOL COMMAND...: runs the command, adds its time to the row
   local row=$1 tool=$2 s
   shift 2
-  sync  # the writes of the row before are not this row's
+  sync # the writes of the row before are not this row's
   s=$(now)
   "$@"
   took["$row $tool"]+="$(awk "BEGIN { print $(now) - $s }") "
 }
+record() { took["$1 $2"]+="$3 "; } # record ROW TOOL FIGURE
+bytes_in() { find "$@" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
+store_of() { if [ "$1" = zipnn ]; then echo zipnn/objects; else echo lfs/objects; fi; }
 
-# A repository of the trajectory for `tool` in $work/<tool>, its bare
-# remote in $work/<tool>.git.
+# A repository for `tool` in $work/<tool>-<layout>, its bare remote beside it.
 setup() {
-  local tool=$1 repo=$work/$1
-  rm -rf "$repo" "$repo.git" "$work/$tool-clone"
+  local tool=$1 repo=$work/$1-$2
+  rm -rf "$repo" "$repo.git" "$repo-clone"
   git init -q "$repo"
   git init -q --bare "$repo.git"
-  (
-    cd "$repo"
-    git remote add origin "$repo.git"
-    if [ "$tool" = zipnn ]; then git zipnn track '*.safetensors' >/dev/null; else git lfs track '*.safetensors' >/dev/null; fi
-    git add .gitattributes && git commit -qm setup
-    mkdir run
-  )
+  cd "$repo"
+  git remote add origin "$repo.git"
+  if [ "$tool" = zipnn ]; then git zipnn track '*.safetensors' >/dev/null; else git lfs track '*.safetensors' >/dev/null; fi
+  git add .gitattributes && git commit -qm setup
 }
-add_all() {
+add_overwritten() {
   local f
+  for f in "${files[@]}"; do
+    cp "$f" model.safetensors
+    git add model.safetensors
+    git commit -qm "$(basename "$f")"
+  done
+}
+add_steps() {
+  local f
+  mkdir -p run
   for f in "${files[@]}"; do
     cp "$f" run/
     git add "run/$(basename "$f")"
     git commit -qm "$(basename "$f")"
   done
 }
-deepest() {  # the path of the save at the end of the longest chain (zipnn), else the newest
-  if [ "$1" = zipnn ]; then
-    git zipnn log --json | python3 -c '
+old_and_back() { git checkout -q HEAD~5 && git checkout -q main; }
+# The commit of the overwritten path's version at the given chain depth
+# (the deepest with "max"), or of a base that is not the newest ("base").
+commit_at() {
+  git zipnn log --json model.safetensors | python3 -c '
 import json, sys
-print(max(json.load(sys.stdin), key=lambda v: v["depth"])["path"])'
-  else
-    echo "run/$(basename "${files[-1]}")"
-  fi
+versions = json.load(sys.stdin)
+if sys.argv[1] == "max":
+    print(max(versions, key=lambda v: v["depth"])["commit"])
+else:
+    print([v for v in versions[1:] if v["depth"] == 0][0]["commit"])' "$1"
 }
-restore() { rm -f "$1" && git checkout -- "$1"; }
-bytes_in() { find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
-back=$(( ${#files[@]} > 5 ? 5 : ${#files[@]} - 1 ))  # saves back for the old-commit row
-old_and_back() { git checkout -q HEAD~$back && git checkout -q main; }
+restore_at() { git zipnn restore --rev "$1" -o "$work/restored" -f model.safetensors; }
 
 for ((r = 0; r < runs; r++)); do
   for tool in zipnn lfs; do
-    setup $tool
-    cd "$work/$tool"
-    timed add $tool add_all
+    setup $tool overwritten
+    timed add $tool add_overwritten
     timed push $tool git push -q origin main
-    timed clone $tool git clone -q "$work/$tool.git" "$work/$tool-clone"
+    record "remote bytes" $tool "$(bytes_in "$work/$tool-overwritten.git/$(store_of $tool)")"
+    timed clone $tool git clone -q "$work/$tool-overwritten.git" "$work/$tool-clone"
     cd "$work/$tool-clone"
-    newest=run/$(basename "${files[-1]}")
-    deep=$(deepest $tool)
-    cmp "$newest" "${files[-1]}"
-    timed newest $tool restore "$newest"
-    timed deepest $tool restore "$deep"
-    cmp "$newest" "${files[-1]}"
-    timed old $tool old_and_back
-    timed log $tool sh -c 'git log -p >/dev/null'
+    record "clone bytes" $tool "$(bytes_in .git/$(store_of $tool))"
+    cmp model.safetensors "${files[-1]}"
+    if [ $tool = zipnn ]; then
+      git zipnn fetch --all >/dev/null 2>&1 # history, for the restores of older versions
+      timed newest $tool restore_at HEAD
+      cmp "$work/restored" "${files[-1]}"
+      timed "base restore" $tool restore_at "$(commit_at base)"
+      timed "deepest" $tool restore_at "$(commit_at max)"
+    else
+      timed newest $tool sh -c 'rm -f model.safetensors && git checkout -- model.safetensors'
+      cmp model.safetensors "${files[-1]}"
+    fi
+    timed "old checkout" $tool old_and_back
+    s=$(now)
+    /usr/bin/time -f %M -o "$work/rss" git log -p >/dev/null
+    record "log -p" $tool "$(awk "BEGIN { print $(now) - $s }")"
+    record "log -p MiB" $tool "$(awk '{ printf "%.0f", $1 / 1024 }' "$work/rss")"
     cd "$work"
-    # Bytes stored and pushed, then the repositories go: a 1.1 GB-class
-    # trajectory would not fit twice on the disk.
-    if [ $tool = zipnn ]; then store=.git/zipnn/objects; else store=.git/lfs/objects; fi
-    if [ $tool = zipnn ]; then bare_store=zipnn/objects; else bare_store=lfs/objects; fi
-    declare "stored_$tool=$(bytes_in "$work/$tool/$store")" "moved_$tool=$(bytes_in "$work/$tool.git/$bare_store")"
-    rm -rf "$work/$tool" "$work/$tool.git" "$work/$tool-clone"
+    rm -rf "$work/$tool-overwritten" "$work/$tool-overwritten.git" "$work/$tool-clone"
+
+    setup $tool steps
+    add_steps
+    git push -q origin main
+    timed "clone steps" $tool git clone -q "$work/$tool-steps.git" "$work/$tool-clone"
+    record "steps bytes" $tool "$(bytes_in "$work/$tool-clone/.git/$(store_of $tool)")"
+    cd "$work"
+    rm -rf "$work/$tool-steps" "$work/$tool-steps.git" "$work/$tool-clone"
   done
 done
 
-echo "${#files[@]} saves of $(basename "$dir"), $raw bytes; $(nproc) cores; medians of $runs runs, seconds"
-printf '%-16s %10s %10s %10s\n' row git-zipnn git-lfs zipnn/lfs
-for row in add push clone newest deepest old log; do
+# Restore memory by chain depth: one series of 201 small saves stored as
+# forward deltas on one base.
+repo=$work/deep
+git init -q "$repo"
+cd "$repo"
+git zipnn track '*.safetensors' >/dev/null
+printf 'newest: delta\nbase_interval: 1000\nmax_chain: 1000\nmin_gain: 0\n' >.zipnn.yaml
+git add .gitattributes .zipnn.yaml && git commit -qm setup
+deep_files=("$deep"/step-*.safetensors)
+for f in "${deep_files[@]}"; do
+  cp "$f" model.safetensors
+  git add model.safetensors && git commit -qm "$(basename "$f")"
+done
+rss_at() { # rss_at DEPTH: peak RSS (MiB) of restoring the version at that depth
+  /usr/bin/time -f %M -o "$work/rss" git zipnn restore --rev "HEAD~$((${#deep_files[@]} - 1 - $1))" \
+    -o "$work/restored" -f model.safetensors
+  awk '{ printf "%.0f", $1 / 1024 }' "$work/rss"
+}
+rss5=$(rss_at 5) rss9=$(rss_at 9) rss200=$(rss_at 200)
+
+echo "10 saves of $(basename "$dir") ($raw bytes), $(nproc) cores; medians of $runs runs; seconds unless named"
+printf '%-14s %12s %12s %9s\n' row git-zipnn git-lfs zipnn/lfs
+for row in add push "remote bytes" clone "clone bytes" "clone steps" "steps bytes" newest "old checkout" "log -p" "log -p MiB"; do
   z=$(echo ${took["$row zipnn"]} | tr ' ' '\n' | median)
   l=$(echo ${took["$row lfs"]} | tr ' ' '\n' | median)
-  printf '%-16s %10.3f %10.3f %10.2f\n' "$row" "$z" "$l" "$(awk "BEGIN { print $z / $l }")"
+  printf '%-14s %12s %12s %9.2f\n' "$row" "$z" "$l" "$(awk "BEGIN { print $z / $l }")"
 done
-printf '%-16s %10d %10d %10.2f\n' "stored bytes" "$stored_zipnn" "$stored_lfs" "$(awk "BEGIN { print $stored_zipnn / $stored_lfs }")"
-printf '%-16s %10d %10d %10.2f\n' "pushed bytes" "$moved_zipnn" "$moved_lfs" "$(awk "BEGIN { print $moved_zipnn / $moved_lfs }")"
+med() { echo ${took["$1 zipnn"]} | tr ' ' '\n' | median; }
+printf '%-14s %12s %12s %9s\n' "base restore" "$(med "base restore")" - -
+printf '%-14s %12s %12s %9s\n' deepest "$(med deepest)" - -
+printf 'restore against a base: newest %.2fx, deepest %.2fx\n' "$(awk "BEGIN { print $(med newest) / $(med "base restore") }")" \
+  "$(awk "BEGIN { print $(med deepest) / $(med "base restore") }")"
+printf 'restore peak memory (MiB): depth 5 %s, depth 9 %s, depth 200 %s\n' "$rss5" "$rss9" "$rss200"
