@@ -332,8 +332,8 @@ TEST_CASE("step-numbered files form one series; k=5, each a delta of a neighbour
     const nlohmann::json& v = versions.at(ids[i]);
     CHECK(v["kind"] == (depths[i] == 0 ? "base" : "delta"));
     CHECK(v["depth"] == depths[i]);
-    if (i % 5 == 1 || i % 5 == 2) CHECK(v["base"] == ids[i - 1]);
-    if (i % 5 == 3 || i % 5 == 4) CHECK(v["base"] == ids[i + 1]);
+    if (depths[i] > 0 && (i % 5 == 1 || i % 5 == 2)) CHECK(v["base"] == ids[i - 1]);
+    if (depths[i] > 0 && (i % 5 == 3 || i % 5 == 4)) CHECK(v["base"] == ids[i + 1]);
   }
   // ls-files lists each with its id and kind; show follows a chain to its base.
   const Run listed = repo.Sh("git zipnn ls-files HEAD~1");
@@ -421,11 +421,12 @@ TEST_CASE("a step added out of order takes its place by number") {
   }
   REQUIRE(repo.Sh("git commit -qm four").code == 0);
   const auto versions = Versions(repo);
-  // step 30, added last, is a delta against step 20, the step before it.
+  // step 30, added last, is a delta against step 20, the step before it;
+  // step 40, the newest, stays whole.
   const nlohmann::json& late = versions.at(IdAt(repo, "HEAD:" + Step12(2)));
   CHECK(late["kind"] == "delta");
   CHECK(late["base"] == IdAt(repo, "HEAD:" + Step12(1)));
-  CHECK(versions.at(IdAt(repo, "HEAD:" + Step12(3)))["base"] == IdAt(repo, "HEAD:" + Step12(1)));
+  CHECK(versions.at(IdAt(repo, "HEAD:" + Step12(3)))["kind"] == "base");
 }
 
 TEST_CASE("a checkout back to a later commit starts each restore from a save the work tree still holds") {
@@ -539,13 +540,13 @@ TEST_CASE("a clone that shares the store path checks out without copying objects
   CHECK_MESSAGE(fetched.code == 0, fetched.err);
   CHECK(Slurp(repo.File("../fetched/model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000200.safetensors")));
   CHECK(repo.Sh("find ../fetched/.git/zipnn/objects -type f -path '*/??/??/*' | wc -l").out ==
-        "2\n");  // step 200 and its base
+        "1\n");  // step 200, the newest, stored whole
 }
 
 TEST_CASE("a corrupted object is refused, naming it; nothing wrong reaches the work tree") {
   Repo repo;
   CommitTrajectory(repo);
-  const std::string id = IdAt(repo, "HEAD~1:model.safetensors");  // a base
+  const std::string id = IdAt(repo, "HEAD~4:model.safetensors");  // the first base
   const std::string object = ".git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id;
   // Flip one byte in the middle of the object.
   REQUIRE(repo.Sh("chmod u+w " + object + " && size=$(stat -c %s " + object +
@@ -554,18 +555,18 @@ TEST_CASE("a corrupted object is refused, naming it; nothing wrong reaches the w
                   object + " bs=1 seek=$((size / 2)) conv=notrunc status=none")
               .code == 0);
   // restore leaves no file; git removes the old file and reports.
-  const Run restore = repo.Sh("git zipnn restore model.safetensors --rev HEAD -o out");  // a delta on it
+  const Run restore = repo.Sh("git zipnn restore model.safetensors --rev HEAD~2 -o out");  // two deltas on it
   CHECK(restore.code != 0);
   CHECK(restore.err.find(id + ": chunk") != std::string::npos);
   CHECK(restore.err.find("checksum mismatch") != std::string::npos);
   CHECK(repo.Sh("test -e out").code != 0);
-  const Run bad = repo.Sh("git checkout -q HEAD~1 -- model.safetensors");
+  const Run bad = repo.Sh("git checkout -q HEAD~4 -- model.safetensors");
   CHECK(bad.code != 0);
   CHECK(bad.err.find(id + ": chunk") != std::string::npos);
   CHECK(repo.Sh("test -e model.safetensors").code != 0);
-  // The other base and its deltas still check out.
-  REQUIRE(repo.Sh("git checkout -q HEAD~2 -- model.safetensors").code == 0);
-  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000120.safetensors")));
+  // The newest, and the delta on it, still check out.
+  REQUIRE(repo.Sh("git checkout -q HEAD~1 -- model.safetensors").code == 0);
+  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data("cnn-bf16/step-000160.safetensors")));
 }
 
 TEST_CASE("a terminal is told what each add stored; a pipe is told nothing") {
@@ -582,10 +583,13 @@ TEST_CASE("a terminal is told what each add stored; a pipe is told nothing") {
   const Run piped = repo.Sh("git add " + Step12(1));
   REQUIRE(piped.code == 0);
   CHECK(piped.err.empty());
-  // The third of the series: a delta on the second.
+  // The third of the series: the newest, whole; the second becomes a
+  // delta of the first.
   const Run delta = repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(2)) + "' . && script -qec 'git add " + Step12(2) +
                             "' /dev/null");
-  CHECK(delta.out.find("git-zipnn: " + Step12(2) + ": stored as a delta (chain depth 2)") != std::string::npos);
+  CHECK(delta.out.find("git-zipnn: " + Step12(2) + ": stored as a base (newest of its series), 9.7 KiB -> ") !=
+        std::string::npos);
+  CHECK(delta.out.find("; the version before it is now a delta, 6.0 KiB -> 5.0 KiB") != std::string::npos);
   // Nothing new to store (git status cleans again): nothing to say.
   CHECK(repo.Sh("touch " + Step12(2) + " && script -qec 'git status --porcelain' /dev/null").out.find("git-zipnn") ==
         std::string::npos);
@@ -641,18 +645,23 @@ TEST_CASE("log works from a subfolder with paths relative to it") {
 TEST_CASE("a missing base is named as the base of the version asked for") {
   Repo repo;
   CommitTrajectory(repo);
-  const std::string base = IdAt(repo, "HEAD~1:model.safetensors");
-  const std::string head = IdAt(repo, "HEAD:model.safetensors");
-  REQUIRE(repo.Sh("rm .git/zipnn/objects/" + base.substr(0, 2) + "/" + base.substr(2, 2) + "/" + base).code == 0);
-  const Run restore = repo.Sh("git zipnn restore model.safetensors -o out");
+  // HEAD~1 is a delta of HEAD, the newest; HEAD's object goes, and so do
+  // the copies smudge could take instead (the work-tree file and the raw
+  // copies the add kept).
+  const std::string base = IdAt(repo, "HEAD:model.safetensors");
+  const std::string head = IdAt(repo, "HEAD~1:model.safetensors");
+  REQUIRE(repo.Sh("rm -r .git/zipnn/cache .git/zipnn/objects/" + base.substr(0, 2) + "/" + base.substr(2, 2) + "/" +
+                  base)
+              .code == 0);
+  const Run restore = repo.Sh("git zipnn restore model.safetensors --rev HEAD~1 -o out");
   CHECK(restore.code != 0);
   CHECK(restore.err.find("object " + base + " (a base of " + head + ") for model.safetensors is not in the store") !=
         std::string::npos);
   CHECK(repo.Sh("test -e out").code != 0);
-  const Run checkout = repo.Sh("rm model.safetensors && git checkout -- model.safetensors");
+  const Run checkout = repo.Sh("rm model.safetensors && git checkout HEAD~1 -- model.safetensors");
   CHECK(checkout.code != 0);
   CHECK(checkout.err.find("object " + base + " (a base of " + head + ")") != std::string::npos);
-  const Run show = repo.Sh("git zipnn show HEAD:model.safetensors");
+  const Run show = repo.Sh("git zipnn show HEAD~1:model.safetensors");
   CHECK(show.code != 0);
   CHECK(show.err.find("object " + base + " is not in the store") != std::string::npos);
 }
@@ -699,7 +708,7 @@ TEST_CASE("analyze reads a step-numbered series from git; its what-if matches wh
   const nlohmann::json& current = PolicyRow(a, 5, "previous");
   CHECK(current["current"] == true);
   CHECK(current["stored_bytes"] == stored);
-  CHECK(current["worst_chain"] == 4);
+  CHECK(current["worst_chain"] == 2);
   // The same files analysed on disk give the same figures.
   REQUIRE(repo.Sh("git zipnn analyze run/*.safetensors --json b.json").code == 0);
   const nlohmann::json b = nlohmann::json::parse(Slurp(repo.File("b.json")));
@@ -818,7 +827,7 @@ TEST_CASE("git diff compares a new step file with the version before it in its s
 
 TEST_CASE("fsck finds missing and damaged objects of HEAD, or of all history with --all") {
   Repo repo;
-  CommitTrajectory(repo);  // base_interval 3: HEAD's version is a delta on HEAD~1's
+  CommitTrajectory(repo);  // base_interval 5: HEAD~1's version is a delta on HEAD's
   // A sixth checkpoint, only in a stash.
   REQUIRE(
       repo.Sh("cp '" + repo.Data("cnn-fp32/step-000040.safetensors") + "' model.safetensors && git stash -q").code ==
@@ -850,9 +859,9 @@ TEST_CASE("fsck finds missing and damaged objects of HEAD, or of all history wit
   CHECK(damaged.out.find("checksum mismatch") != std::string::npos);
   CHECK(damaged.out.find(": checkpoint " + IdAt(repo, "HEAD~2:model.safetensors") + ": ") != std::string::npos);
   CHECK(damaged.err.find("error: 2 problems found") != std::string::npos);
-  // HEAD~1's object is the base of HEAD's: missing, it fails HEAD too,
-  // even in the fast mode, and the JSON names path, revision and id.
-  REQUIRE(repo.Sh("rm " + object("HEAD~1")).code == 0);
+  // HEAD's object (the base of HEAD~1's) missing fails HEAD, even in the
+  // fast mode, and the JSON names path, revision and id.
+  REQUIRE(repo.Sh("rm " + object("HEAD")).code == 0);
   const Run missing = repo.Sh("git zipnn fsck --fast --json");
   CHECK(missing.code != 0);
   const nlohmann::json report = nlohmann::json::parse(missing.out);
@@ -862,7 +871,7 @@ TEST_CASE("fsck finds missing and damaged objects of HEAD, or of all history wit
   CHECK(report["problems"][0]["path"] == "model.safetensors");
   CHECK(report["problems"][0]["rev"] == "HEAD");
   CHECK(report["problems"][0]["id"] == IdAt(repo, "HEAD:model.safetensors"));
-  CHECK(report["problems"][0]["problem"].get<std::string>().find("object " + IdAt(repo, "HEAD~1:model.safetensors") +
+  CHECK(report["problems"][0]["problem"].get<std::string>().find("object " + IdAt(repo, "HEAD:model.safetensors") +
                                                                  " is not in the store") != std::string::npos);
 }
 
@@ -898,8 +907,10 @@ TEST_CASE("fsck --all and gc see pointers only in a reflog, in a merge's own res
 
 TEST_CASE("gc removes what nothing needs and keeps every base of a live delta") {
   Repo repo;
+  // newest: delta, so that the newest version is a delta on one no
+  // pointer names.
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
-                  "printf 'base_interval: 3\n' > .zipnn.yaml && git add . && git commit -qm setup")
+                  "printf 'base_interval: 3\nnewest: delta\n' > .zipnn.yaml && git add . && git commit -qm setup")
               .code == 0);
   // Step 10 is staged, then replaced by step 20 (a delta on it) before the
   // commit: no pointer names step 10, yet step 20 needs it as its base.
@@ -921,7 +932,7 @@ TEST_CASE("gc removes what nothing needs and keeps every base of a live delta") 
   // kept raw for the next delta, and stays while gc keeps its object.
   CHECK(repo.Sh("git zipnn gc").out ==
         "removed 0 objects (0 B) and 0 leftover files; kept 3 (needed by 1 pointer, or used in the last 14 days)\n"
-        "raw cache: 2 copies kept (237.8 KiB of a 1.0 GiB budget)\n");
+        "raw cache: 3 copies kept (247.4 KiB of a 1.0 GiB budget)\n");
   const Run dry = repo.Sh("git zipnn gc --keep-recent 0 --dry-run");
   REQUIRE(dry.code == 0);
   CHECK(dry.out.find("would remove ") == 0);
@@ -931,7 +942,7 @@ TEST_CASE("gc removes what nothing needs and keeps every base of a live delta") 
   REQUIRE(gc.code == 0);
   CHECK(gc.out.find("removed 1 object (") == 0);
   // The unstaged checkpoint's raw copy went with its object.
-  CHECK(gc.out.find("raw cache: freed 228.1 KiB; 1 copy kept (9.7 KiB of a 1.0 GiB budget)\n") != std::string::npos);
+  CHECK(gc.out.find("raw cache: freed 228.1 KiB; 2 copies kept (19.3 KiB of a 1.0 GiB budget)\n") != std::string::npos);
   CHECK(repo.Sh(objects).out == "2\n");
   CHECK(repo.Sh("git zipnn fsck --all").code == 0);
   REQUIRE(repo.Sh("rm m.safetensors && git checkout -- m.safetensors").code == 0);

@@ -70,12 +70,10 @@ struct Scenario {
   }
 
   // Stores version `at`: standalone size `base_size`, or as a delta of
-  // `delta_size` bytes when Against(at) named one; `vs_previous`, the delta
-  // of `at` against the version before it, stands for the one of that
-  // version against `at` (newest: whole re-stores it so).
-  void Store(size_t at, uint64_t base_size, std::optional<uint64_t> delta_size, uint64_t vs_previous) {
+  // `delta_size` bytes when Against(at) named one (newest: whole: the
+  // delta it takes when the next one re-stores it; Demote comes first).
+  void Store(size_t at, uint64_t base_size, std::optional<uint64_t> delta_size) {
     if (Whole()) {
-      if (at > 0) Demote(at, vs_previous);
       pending = at;
       pending_size = base_size;
       pending_forward = delta_size;
@@ -97,9 +95,10 @@ struct Scenario {
     outcome.latest_bytes = previous_chain;
   }
 
-  // Newest: whole. `pending`, now that version `at` follows it, as
-  // PlaceDemoted re-stores it.
-  void Demote(size_t at, uint64_t reverse) {
+  // Newest: whole. `pending`, now that a newer version follows it, as
+  // PlaceDemoted re-stores it; `reverse` is its delta against the newer
+  // one.
+  void Demote(uint64_t reverse) {
     const config::Stretch stretch = config::StretchOf(AsPolicy());
     const uint32_t k = outcome.base_interval;
     const size_t since = pending - last_base;
@@ -118,7 +117,6 @@ struct Scenario {
     } else if (pays_limit && run + 1 <= stretch.reverse && pays(reverse)) {
       outcome.stored_bytes += reverse;
       outcome.worst_chain = std::max(outcome.worst_chain, static_cast<int>(++run));
-      (void)at;
       return;
     }
     Base(pending, pending_size);
@@ -287,7 +285,18 @@ struct Analyzer::State {
       }
     }
 
+    // With the newest whole, the version before this one is re-stored as a
+    // delta of this one (the second half of a stretch): its size.
+    uint64_t reverse = 0;
+    if (at > 0 && std::any_of(scenarios.begin(), scenarios.end(), [](const Scenario& s) { return s.Whole(); })) {
+      const formats::CheckpointView previous = kept.at(at - 1).coded();
+      ZIPNN_ASSIGN_OR_RETURN(Sizes sizes, MeasureSizes(previous, &target, options.policy, Coders::kAutoOnly, pool));
+      reverse = sizes.automatic;
+    }
     for (Scenario& s : scenarios) {
+      // Where the version before this one goes decides where this one's
+      // stretch begins.
+      if (s.Whole() && at > 0) s.Demote(reverse);
       std::optional<uint64_t> delta;
       if (std::optional<size_t> against = s.Against(at)) {
         auto it = deltas.find(*against);
@@ -298,7 +307,7 @@ struct Analyzer::State {
         }
         delta = it->second;
       }
-      s.Store(at, current.standalone, delta, at > 0 ? row.vs_previous.automatic : 0);
+      s.Store(at, current.standalone, delta);
     }
 
     // Keep what a later checkpoint may be compared with: this one (the next
