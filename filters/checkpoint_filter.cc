@@ -125,8 +125,8 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   if (!checked.demotion_error.empty()) {
     // The new version is stored; the one before it stays whole (it costs
     // bytes, never data).
-    std::fprintf(stderr, "git-zipnn: warning: %s: the version before this one stays stored whole: %s\n",
-                 path.c_str(), checked.demotion_error.c_str());
+    std::fprintf(stderr, "git-zipnn: warning: %s: the version before this one stays stored whole: %s\n", path.c_str(),
+                 checked.demotion_error.c_str());
   }
   store::Pointer& pointer = checked.pointer;
   pointer.version = PointerVersionFor(path, pointer);

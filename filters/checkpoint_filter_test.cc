@@ -40,8 +40,7 @@ config::Policy Forward() {
 
 struct Fixture {
   std::string root = store::testing::TempDir();
-  store::Store repo{store::ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", root + "/work",
-                    Forward()};
+  store::Store repo{store::ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", root + "/work", Forward()};
   std::vector<store::Version> held;
   std::vector<store::Pointer> pointers;
 

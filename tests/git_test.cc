@@ -650,9 +650,9 @@ TEST_CASE("a missing base is named as the base of the version asked for") {
   // copies the add kept).
   const std::string base = IdAt(repo, "HEAD:model.safetensors");
   const std::string head = IdAt(repo, "HEAD~1:model.safetensors");
-  REQUIRE(repo.Sh("rm -r .git/zipnn/cache .git/zipnn/objects/" + base.substr(0, 2) + "/" + base.substr(2, 2) + "/" +
-                  base)
-              .code == 0);
+  REQUIRE(
+      repo.Sh("rm -r .git/zipnn/cache .git/zipnn/objects/" + base.substr(0, 2) + "/" + base.substr(2, 2) + "/" + base)
+          .code == 0);
   const Run restore = repo.Sh("git zipnn restore model.safetensors --rev HEAD~1 -o out");
   CHECK(restore.code != 0);
   CHECK(restore.err.find("object " + base + " (a base of " + head + ") for model.safetensors is not in the store") !=

@@ -101,8 +101,8 @@ TEST_CASE("a push after each save re-stores on the remote what the newest made a
     const std::string at = "/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id;
     CHECK(repo.Sh("cmp .git/zipnn/objects" + at + " ../hub.git/zipnn/objects" + at).code == 0);
   }
-  CHECK(repo.Sh("git zipnn inspect ../hub.git/zipnn/objects/" + ids[2].substr(0, 2) + "/" + ids[2].substr(2, 2) +
-                "/" + ids[2])
+  CHECK(repo.Sh("git zipnn inspect ../hub.git/zipnn/objects/" + ids[2].substr(0, 2) + "/" + ids[2].substr(2, 2) + "/" +
+                ids[2])
             .out.find("kind         delta against " + ids[1]) != std::string::npos);
   // A clone fetches the newest alone, and every version restores exactly.
   REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git clone").code == 0);

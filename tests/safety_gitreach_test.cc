@@ -240,11 +240,11 @@ TEST_CASE("a partial clone fetches the pointers it lacks: log, fsck --all and gc
   // Step 30, the only version this store holds, begins a stretch: step
   // 40 stays whole while it is the newest, and becomes a delta of step
   // 30 when step 50 comes.
-  const Run add = partial(Put(repo, 3, "models/m.safetensors") +
-                          " && git add models/m.safetensors && git commit -qm next && " +
-                          Put(repo, 4, "models/m.safetensors") +
-                          " && git add models/m.safetensors && git commit -qm after && "
-                          "git zipnn log --json models/m.safetensors");
+  const Run add =
+      partial(Put(repo, 3, "models/m.safetensors") + " && git add models/m.safetensors && git commit -qm next && " +
+              Put(repo, 4, "models/m.safetensors") +
+              " && git add models/m.safetensors && git commit -qm after && "
+              "git zipnn log --json models/m.safetensors");
   CHECK_MESSAGE(add.code == 0, add.err);
   CHECK(add.err.find("standalone") == std::string::npos);
   const nlohmann::json listed = nlohmann::json::parse(add.out);

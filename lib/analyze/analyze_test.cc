@@ -393,8 +393,8 @@ TEST_CASE("the policy what-if adds up the sizes each policy would store") {
   const PolicyOutcome& whole = Policy(an, 10, DeltaAgainst::kPrevious, Newest::kWhole);
   CHECK(whole.current);
   CHECK(whole.max_chain == 5);
-  uint64_t expected = an.rows[0].standalone.automatic + an.rows[10].standalone.automatic +
-                      an.rows[11].standalone.automatic;
+  uint64_t expected =
+      an.rows[0].standalone.automatic + an.rows[10].standalone.automatic + an.rows[11].standalone.automatic;
   for (size_t i = 1; i <= 5; ++i) expected += an.rows[i].vs_previous.automatic;
   // The deltas of the second half, measured each against the next.
   ThreadPool pool(2);

@@ -238,7 +238,8 @@ void PoliciesSection(const Analysis& a, std::string& out) {
   out += "\nPolicy what-if: what the store would hold for these " + std::to_string(a.rows.size()) +
          " checkpoints (chain = deltas the costliest restore decodes; latest = what a clone of the last one "
          "fetches; * = .zipnn.yaml)\n";
-  TextTable t({"newest", "base every", "delta against", "max chain", "bases", "stored", "of raw", "latest", "chain", ""});
+  TextTable t(
+      {"newest", "base every", "delta against", "max chain", "bases", "stored", "of raw", "latest", "chain", ""});
   t.LeftAlign(0);
   t.LeftAlign(2);
   for (const PolicyOutcome& p : a.policies) {
@@ -378,20 +379,18 @@ DataTable ExponentsTable(const Analysis& a) {
 }
 
 DataTable PoliciesTable(const Analysis& a) {
-  DataTable t{
-      "policies",
-      {"newest", "base_interval", "against", "max_chain", "current", "bases", "stored_bytes", "stored_share",
-       "latest_bytes", "worst_chain"},
-      {}};
+  DataTable t{"policies",
+              {"newest", "base_interval", "against", "max_chain", "current", "bases", "stored_bytes", "stored_share",
+               "latest_bytes", "worst_chain"},
+              {}};
   uint64_t raw = 0;
   for (const CheckpointRow& r : a.rows) raw += r.raw_bytes;
   const double inf = std::numeric_limits<double>::infinity();
   for (const PolicyOutcome& p : a.policies) {
-    t.rows.push_back({std::string(NewestName(p.newest)),
-                      p.base_interval == 0 ? Cell{inf} : Cell{uint64_t{p.base_interval}},
-                      std::string(AgainstName(p.against)),
-                      p.max_chain == kNoChainLimit ? Cell{inf} : Cell{uint64_t{p.max_chain}}, p.current, p.bases,
-                      p.stored_bytes, Fraction(p.stored_bytes, raw), p.latest_bytes, int64_t{p.worst_chain}});
+    t.rows.push_back(
+        {std::string(NewestName(p.newest)), p.base_interval == 0 ? Cell{inf} : Cell{uint64_t{p.base_interval}},
+         std::string(AgainstName(p.against)), p.max_chain == kNoChainLimit ? Cell{inf} : Cell{uint64_t{p.max_chain}},
+         p.current, p.bases, p.stored_bytes, Fraction(p.stored_bytes, raw), p.latest_bytes, int64_t{p.worst_chain}});
   }
   return t;
 }

@@ -149,7 +149,8 @@ TEST_CASE("read leniently, a wrong key keeps its default and the right ones hold
 TEST_CASE("mistakes name the file and the key") {
   CHECK(Error("base_intervl: 5\n") ==
         ".zipnn.yaml: 'base_intervl' is not a policy key (did you mean 'base_interval'?); the keys are base_interval, "
-        "newest, delta_against, max_chain, min_gain, delta_transform, chunk_size, threads, zstd_level, series, raw_cache");
+        "newest, delta_against, max_chain, min_gain, delta_transform, chunk_size, threads, zstd_level, series, "
+        "raw_cache");
   CHECK(Error("serise: ['a{step}']\n").find("(did you mean 'series'?)") != std::string::npos);
   CHECK(Error("colour: red\n") ==
         ".zipnn.yaml: 'colour' is not a policy key; the keys are base_interval, newest, delta_against, max_chain, "

@@ -58,8 +58,8 @@ Result<uint64_t> Size(const YAML::Node& node, const std::string& source, const s
 // ", not 'value'" for a value given, to end an error.
 std::string Not(const std::string& value) { return value.empty() ? "" : ", not '" + value + "'"; }
 
-const char* const kKeys[] = {"base_interval", "newest",     "delta_against", "max_chain", "min_gain", "delta_transform",
-                             "chunk_size",    "threads",    "zstd_level",    "series",    "raw_cache"};
+const char* const kKeys[] = {"base_interval", "newest",  "delta_against", "max_chain", "min_gain", "delta_transform",
+                             "chunk_size",    "threads", "zstd_level",    "series",    "raw_cache"};
 
 // Edit distance, for "did you mean".
 size_t Distance(const std::string& a, const std::string& b) {

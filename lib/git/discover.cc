@@ -84,10 +84,10 @@ Result<OpenedRepository> OpenStoreRepository() {
   std::vector<std::string> warnings;
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> configured, ConfiguredStore(git_dir, {}, &warnings));
   const std::string zipnn_dir = ZipnnDir(git_dir);
-  OpenedRepository opened{store::Store{store::ObjectStore(configured ? *configured : zipnn_dir + "/objects"),
-                                       zipnn_dir + "/tmp", zipnn_dir + "/cache/raw", "", config::Policy{},
-                                       zipnn_dir + "/cache/rebased"},
-                          std::move(warnings)};
+  OpenedRepository opened{
+      store::Store{store::ObjectStore(configured ? *configured : zipnn_dir + "/objects"), zipnn_dir + "/tmp",
+                   zipnn_dir + "/cache/raw", "", config::Policy{}, zipnn_dir + "/cache/rebased"},
+      std::move(warnings)};
   // A store this repository cannot write to is one it does not add to
   // either, so a failed registration costs nothing.
   (void)opened.repo.objects.RegisterUser(git_dir);

@@ -87,8 +87,8 @@ Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& serie
 // and goes on, and every step leaves `older` whole or as a verified delta.
 using MaybeDemoted = std::optional<CheckedIn::Demoted>;
 Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& series, size_t position,
-                    const formats::CheckpointView& newer, const std::string& storing, bool complete,
-                    const EarlierVersions& deeper) {
+                            const formats::CheckpointView& newer, const std::string& storing, bool complete,
+                            const EarlierVersions& deeper) {
   const ContentId& id = series[position].id;
   auto link = ReadLink(store, id);
   if (!link.ok() || link->delta) return MaybeDemoted();  // not here, or not whole: nothing to do

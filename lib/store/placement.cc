@@ -132,7 +132,7 @@ std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Vers
   }
   if (!start) {
     if (position < policy.base_interval && !complete) return std::nullopt;  // history may hold the base
-    placed.reason = position == 0                         ? BaseReason::kFirst
+    placed.reason = position == 0                     ? BaseReason::kFirst
                     : position < policy.base_interval ? BaseReason::kNotStored
                                                       : BaseReason::kDue;
     return placed;

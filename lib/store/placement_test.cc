@@ -132,10 +132,10 @@ TEST_CASE("a version before the newest that cannot be re-stored stays whole, and
   REQUIRE(std::system(("printf x | dd of=" + object + " bs=1 seek=200 conv=notrunc status=none").c_str()) == 0);
   Copy(Bf16(120), f.repo.work_dir + "/run/step-120.safetensors");
   Copy(Bf16(120), f.root + "/spool");
-  auto checked = CheckIn(f.repo,
-                         NewVersion{f.root + "/spool", IdOf(Bf16(120)), "run/step-120.safetensors",
-                                    "run/step-#.safetensors", "120"},
-                         [&](bool) -> Result<std::vector<Version>> { return f.held; });
+  auto checked = CheckIn(
+      f.repo,
+      NewVersion{f.root + "/spool", IdOf(Bf16(120)), "run/step-120.safetensors", "run/step-#.safetensors", "120"},
+      [&](bool) -> Result<std::vector<Version>> { return f.held; });
   REQUIRE(checked.ok());
   CHECK(!checked->demoted);
   CHECK(checked->demotion_error.find("checksum mismatch") != std::string::npos);

@@ -24,7 +24,8 @@ std::vector<RawCache::Entry> RawCache::List() const {
     struct stat st;
     if (!id || ::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     const int64_t ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    entries.push_back({it->path().string(), *id, static_cast<uint64_t>(st.st_size), static_cast<int64_t>(st.st_mtime), ns});
+    entries.push_back(
+        {it->path().string(), *id, static_cast<uint64_t>(st.st_size), static_cast<int64_t>(st.st_mtime), ns});
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.mtime_ns != b.mtime_ns ? a.mtime_ns < b.mtime_ns : a.path < b.path;

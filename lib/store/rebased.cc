@@ -14,7 +14,8 @@ namespace zipnn::store {
 void NoteRebased(const Store& store, const ContentId& cause, const ContentId& id) {
   if (store.rebased_dir.empty() || !MakeDirectories(store.rebased_dir).ok()) return;
   const std::string line = id.Hex() + "\n";
-  const int fd = ::open((store.rebased_dir + "/" + cause.Hex()).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int fd =
+      ::open((store.rebased_dir + "/" + cause.Hex()).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return;
   (void)!::write(fd, line.data(), line.size());
   ::close(fd);

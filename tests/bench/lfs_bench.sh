@@ -180,7 +180,7 @@ for f in "${deep_files[@]}"; do
 done
 rss_at() { # rss_at DEPTH: peak RSS (MiB) of restoring the version at that depth
   /usr/bin/time -f %M -o "$work/rss" git zipnn restore --rev "HEAD~$((${#deep_files[@]} - 1 - $1))" \
-    -o "$work/restored" -f model.safetensors
+    -o "$work/restored" -f model.safetensors >/dev/null
   awk '{ printf "%.0f", $1 / 1024 }' "$work/rss"
 }
 rss5=$(rss_at 5) rss9=$(rss_at 9) rss200=$(rss_at 200)
