@@ -102,11 +102,11 @@ struct Scenario {
     const config::Stretch stretch = config::StretchOf(AsPolicy());
     const uint32_t k = outcome.base_interval;
     const size_t since = pending - last_base;
-    const bool pays_limit = pending > 0 && (k == 0 || since < k);
+    const bool may_be_delta = pending > 0 && (k == 0 || since < k);
     auto pays = [&](uint64_t delta) {
       return static_cast<double>(delta) <= static_cast<double>(pending_size) * (1 - min_gain);
     };
-    if (pays_limit && since <= stretch.forward) {
+    if (may_be_delta && since <= stretch.forward) {
       const int depth = stretch.against_base ? 1 : previous_depth + 1;
       if (pending_forward && static_cast<uint64_t>(depth) <= outcome.max_chain && pays(*pending_forward)) {
         outcome.stored_bytes += *pending_forward;
@@ -114,7 +114,7 @@ struct Scenario {
         previous_depth = depth;
         return;
       }
-    } else if (pays_limit && run + 1 <= stretch.reverse && pays(reverse)) {
+    } else if (may_be_delta && run + 1 <= stretch.reverse && pays(reverse)) {
       outcome.stored_bytes += reverse;
       outcome.worst_chain = std::max(outcome.worst_chain, static_cast<int>(++run));
       return;

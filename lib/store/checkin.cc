@@ -132,17 +132,14 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
                                 const std::vector<Version>& series, bool present, const EarlierVersions& earlier,
                                 CheckedIn result) {
   const formats::CheckpointView raw = input.View(version.id);
-  uint64_t size = 0;
-  auto encode = [&](AtomicFile& out) { return EncodeTo(store, raw, nullptr, out, &size); };
   if (present) {
     // Damaged in the store: written anew in its place.
-    ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(store.temp_dir + "/candidates", "object"));
-    ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file.path(), /*overwrite=*/true));
-    ZIPNN_RETURN_IF_ERROR(encode(out));
-    ZIPNN_RETURN_IF_ERROR(out.Commit());
-    ZIPNN_RETURN_IF_ERROR(store.objects.Replace(version.id, file.path()));
+    ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidateAs(store, raw, nullptr));
+    ZIPNN_RETURN_IF_ERROR(store.objects.Replace(version.id, c.file.path()));
   } else {
-    ZIPNN_RETURN_IF_ERROR(store.objects.Put(version.id, encode));
+    uint64_t size = 0;
+    ZIPNN_RETURN_IF_ERROR(
+        store.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(store, raw, nullptr, out, &size); }));
   }
   result.reason = series.empty() ? BaseReason::kFirst : BaseReason::kNewest;
   if (!series.empty()) {
