@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -23,6 +24,8 @@
 #include "lib/store/chain.h"
 #include "lib/store/checkin.h"
 #include "lib/store/copies.h"
+#include "lib/store/gc.h"
+#include "lib/store/rebased.h"
 #include "lib/store/restore.h"
 #include "lib/store/raw_cache.h"
 #include "lib/store/repack.h"
@@ -57,6 +60,29 @@ TEST_CASE("the first version is a base; each next one a delta against the neares
   CHECK(g.AddStep(40).reason == BaseReason::kFirst);
   CHECK(g.AddStep(80).reason == BaseReason::kNotBase);
   CHECK(g.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
+}
+
+TEST_CASE("a demotion is noted under the version that caused it, for pushes; gc drops notes of what it removes") {
+  Fixture f;
+  f.repo.rebased_dir = f.root + "/rebased";
+  f.AddStep(40);
+  f.AddStep(80);
+  CHECK(f.AddStep(120).demoted);
+  CHECK(RebasedOn(f.repo, IdOf(Bf16(120))) == std::vector<ContentId>{IdOf(Bf16(80))});
+  CHECK(RebasedOn(f.repo, IdOf(Bf16(80))).empty());
+  std::ofstream(f.repo.rebased_dir + "/not-an-id") << "x\n";
+  // A gc that keeps 120 keeps its note; one that removes it drops it.
+  Needed needed;
+  NeedChain(f.repo, IdOf(Bf16(120)), needed);
+  SweepOptions options;
+  options.started = options.keep_since = std::time(nullptr) + 60;
+  REQUIRE(Sweep(f.repo, needed, options).ok());
+  CHECK(RebasedOn(f.repo, IdOf(Bf16(120))).size() == 1);
+  CHECK(!FileExists(f.repo.rebased_dir + "/not-an-id"));
+  Needed nothing;
+  REQUIRE(Sweep(f.repo, nothing, options).ok());
+  CHECK(RebasedOn(f.repo, IdOf(Bf16(120))).empty());
+  CHECK(std::filesystem::is_empty(f.repo.rebased_dir));
 }
 
 TEST_CASE("a version already stored is not stored again") {

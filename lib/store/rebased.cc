@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -30,6 +31,15 @@ std::vector<ContentId> RebasedOn(const Store& store, const ContentId& cause) {
     if (id && std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
   }
   return ids;
+}
+
+void PruneRebased(const Store& store, const std::function<bool(const ContentId&)>& keep) {
+  if (store.rebased_dir.empty()) return;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(store.rebased_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto cause = ContentId::FromHex(it->path().filename().string());
+    if (!cause || !keep(*cause)) std::filesystem::remove(it->path(), ec);
+  }
 }
 
 }  // namespace zipnn::store

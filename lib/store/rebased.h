@@ -13,6 +13,7 @@
 // write of O_APPEND).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "lib/base/content_id.h"
@@ -25,5 +26,9 @@ void NoteRebased(const Store& store, const ContentId& cause, const ContentId& id
 
 // The versions noted under `cause` (each once).
 std::vector<ContentId> RebasedOn(const Store& store, const ContentId& cause);
+
+// Removes the notes filed under versions `keep` says no (a gc's, of the
+// versions it removes), and files whose names are no id.
+void PruneRebased(const Store& store, const std::function<bool(const ContentId&)>& keep);
 
 }  // namespace zipnn::store
