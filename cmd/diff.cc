@@ -149,7 +149,7 @@ Status RunDiff(const DiffArgs& a) {
 Status RunTextconv(const std::string& file, int threads) {
   auto checkpoint = CheckpointInFile(file);
   if (!checkpoint.ok()) {
-    std::printf("git-zipnn: cannot show this checkpoint: %s\n", checkpoint.status().message().c_str());
+    std::fputs(analyze::ListingFailure(checkpoint.status().message()).c_str(), stdout);
     return OkStatus();
   }
   ZIPNN_ASSIGN_OR_RETURN(Opened o, WithLayout(std::move(*checkpoint)));
@@ -157,19 +157,9 @@ Status RunTextconv(const std::string& file, int threads) {
   // read; only a file given as it is must be hashed.
   ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
   ZIPNN_ASSIGN_OR_RETURN(const ContentId id, pointer ? Result<ContentId>(pointer->id) : HashSource(o.file()));
-  std::printf("checkpoint %s: %" PRIu64 " bytes, %s, %s\n", id.Hex().c_str(), o.file().size(),
-              formats::FormatName(o.layout().format), Counted(o.layout().tensors.size(), "tensor").c_str());
   ThreadPool pool(threads > 0 ? threads : ThreadPool::DefaultThreads());
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<analyze::TensorSummary> tensors,
-                         analyze::SummarizeTensors(o.file(), o.layout(), pool));
-  for (const analyze::TensorSummary& t : tensors) {
-    const std::string shape = analyze::JoinDims(t.tensor.shape, ",");
-    std::printf("%s %s [%s] hash %.16s", t.tensor.name.c_str(), std::string(codec::DTypeName(t.tensor.dtype)).c_str(),
-                shape.c_str(), t.hash.Hex().c_str());
-    if (!std::isnan(t.rms)) std::printf(" rms %.6e", t.rms);
-    if (t.non_finite > 0) std::printf(" non-finite %" PRIu64, t.non_finite);
-    std::printf("\n");
-  }
+  ZIPNN_ASSIGN_OR_RETURN(const std::string listing, analyze::TextconvListing(id, o.file(), o.layout(), pool));
+  std::fputs(listing.c_str(), stdout);
   return OkStatus();
 }
 

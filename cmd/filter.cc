@@ -16,6 +16,8 @@
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
 #include "lib/git/hook.h"
+#include "lib/git/setup.h"
+#include "lib/git/textconv_cache.h"
 
 namespace zipnn::cmd {
 
@@ -37,7 +39,7 @@ bool EnvFlag(const char* name) {
   return value != nullptr && *value != '\0' && std::string(value) != "0";
 }
 
-filters::SmudgeOptions SmudgeFor(const store::Store& repo) {
+filters::SmudgeOptions SmudgeFor() {
   filters::SmudgeOptions options;
   options.leave_pointers = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE");
   options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || git::ConfigFlag("zipnn.skipsmudgeerrors");
@@ -61,6 +63,24 @@ void SayHook() {
   if (!said.empty()) std::fprintf(stderr, "git-zipnn: %s\n", said.c_str());
 }
 
+// Clean lists what it stores for git's textconv cache when git keeps one
+// (lib/git/textconv_cache.h).
+void KeepListings(filters::CheckpointFilter& filter) {
+  auto cache = git::TextconvCache::Open(git::kDriver);
+  if (cache.ok() && *cache) filter.KeepListings(std::move(**cache));
+}
+
+// The listings go to git's cache as the process ends; failing to write
+// them costs a later `git log -p` time, nothing else.
+Status Finished(filters::CheckpointFilter& filter, Status served) {
+  const Status written = filter.Finish();
+  if (!written.ok()) {
+    std::fprintf(stderr, "git-zipnn: warning: the tensor listings for git log -p were not kept: %s\n",
+                 written.message().c_str());
+  }
+  return served;
+}
+
 template <bool kClean>
 Action SingleFile(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
@@ -68,13 +88,14 @@ Action SingleFile(CLI::App& sub) {
   return [path]() -> Status {
     SayHook();
     ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-    filters::SmudgeOptions smudge = SmudgeFor(repo);
+    filters::SmudgeOptions smudge = SmudgeFor();
     std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
     filters::CheckpointFilter filter(std::move(repo), std::move(series), std::move(smudge));
     FdReader in(0);
     StdoutSink out;
-    Status s = kClean ? filter.Clean(*path, in, out) : filter.Smudge(*path, in, out);
-    return Annotate(s, *path);
+    if (!kClean) return Annotate(filter.Smudge(*path, in, out), *path);
+    KeepListings(filter);
+    return Finished(filter, Annotate(filter.Clean(*path, in, out), *path));
   };
 }
 
@@ -87,16 +108,17 @@ Action SetupFilterProcess(CLI::App&) {
   return []() -> Status {
     SayHook();
     ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-    filters::SmudgeOptions smudge = SmudgeFor(repo);
+    filters::SmudgeOptions smudge = SmudgeFor();
     std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
     // Content read ahead of an answer (a large plain file passing through
     // smudge) waits beside the other scratch files, not in memory.
     const filters::ReadAhead read_ahead{repo.temp_dir};
     filters::CheckpointFilter filter(std::move(repo), std::move(series), std::move(smudge));
+    KeepListings(filter);
     FdReader in(0);
     StdoutSink out;
     StderrSink errors;
-    return filters::ServeFilterProcess(in, out, filter, &errors, read_ahead);
+    return Finished(filter, filters::ServeFilterProcess(in, out, filter, &errors, read_ahead));
   };
 }
 

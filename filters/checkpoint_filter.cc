@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "lib/analyze/scan.h"
 #include "lib/base/content_id.h"
 #include "lib/base/file.h"
 #include "lib/base/progress.h"
+#include "lib/base/thread_pool.h"
+#include "lib/formats/checkpoint.h"
 #include "lib/git/pointers.h"
 #include "lib/series/series.h"
 
@@ -147,8 +150,24 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
     }
   }
   const std::string text = store::FormatPointer(pointer);
+  if (listings_) {
+    const std::optional<std::string> note = listings_->Note(text);
+    if (!note || analyze::IsListingFailure(*note)) KeepListing(spool.path(), id, text);
+  }
   return out.Append(text.data(), text.size());
 }
+
+void CheckpointFilter::KeepListing(const std::string& file, const ContentId& id, const std::string& pointer_text) {
+  // Read as `git zipnn textconv` reads the file git smudges, so that the
+  // listing is the one it would print.
+  auto checkpoint = formats::Checkpoint::Open(file);
+  if (!checkpoint.ok() || !checkpoint->ReadLayout().ok()) return;
+  ThreadPool pool(ThreadPool::DefaultThreads());
+  auto listing = analyze::TextconvListing(id, checkpoint->file(), checkpoint->layout(), pool);
+  if (listing.ok()) listings_->Add(pointer_text, std::move(*listing));
+}
+
+Status CheckpointFilter::Finish() { return listings_ ? listings_->Write() : OkStatus(); }
 
 std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id, const std::string& series) {
   // The work-tree file of a version: one this process restored (git has

@@ -23,6 +23,7 @@
 #include "filters/filter_process.h"
 #include "lib/access/versions.h"
 #include "lib/git/series_versions.h"
+#include "lib/git/textconv_cache.h"
 #include "lib/series/series.h"
 #include "lib/store/restore.h"
 #include "lib/store/store.h"
@@ -54,6 +55,14 @@ class CheckpointFilter : public FilterHandler {
         smudge_(std::move(smudge)),
         versions_(repo_, access::Options{smudge_.fetch_missing, access::Copies::kBases}) {}
 
+  // Clean then also lists each checkpoint it stores for git's textconv
+  // cache (lib/git/textconv_cache.h), unless the cache holds a listing of
+  // its pointer already; Finish writes what was listed.
+  void KeepListings(git::TextconvCache cache) { listings_ = std::move(cache); }
+  // Ends the process's work: writes the listings kept (a cache: failing to
+  // write them loses git no data, so the caller only warns).
+  Status Finish();
+
   Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override;
   Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override;
   // Every pointer is delayed when git allows it, and the delayed files are
@@ -73,6 +82,9 @@ class CheckpointFilter : public FilterHandler {
   // the index holds there when it names the same checkpoint (a file
   // cleaned again must give git the same blob), else the current one.
   int PointerVersionFor(const std::string& path, const store::Pointer& pointer);
+  // Lists the checkpoint `file` (of id `id`, stored under `pointer_text`)
+  // for the textconv cache; a file that cannot be listed is left to git.
+  void KeepListing(const std::string& file, const ContentId& id, const std::string& pointer_text);
 
   store::Store repo_;
   std::unique_ptr<git::SeriesVersions> series_;
@@ -93,6 +105,7 @@ class CheckpointFilter : public FilterHandler {
   access::Versions versions_;  // reads repo_
   std::optional<store::StoreLock> lock_;
   bool warned_ = false;  // that git's series could not be read
+  std::optional<git::TextconvCache> listings_;
 };
 
 }  // namespace zipnn::filters

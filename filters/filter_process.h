@@ -36,7 +36,7 @@ class FilterHandler {
   virtual Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) = 0;
   // A smudge git lets the process answer later, with its whole `content`
   // (at most kMaxDelayedContent bytes): whether to delay it.
-  virtual bool Delay(const std::string& path, const std::string& content) { return false; }
+  virtual bool Delay(const std::string& /*path*/, const std::string& /*content*/) { return false; }
   // The delayed file git should ask for next (Smudge then gets it with no
   // content), or nullopt when none is left.
   virtual std::optional<std::string> NextDelayed() { return std::nullopt; }

@@ -797,6 +797,58 @@ TEST_CASE("git diff and git log -p show what changed in a tracked checkpoint, te
   CHECK(repo.Sh("git diff HEAD~1 HEAD").out.find("git-zipnn pointer") != std::string::npos);
 }
 
+TEST_CASE("git log -p reads the listings clean kept in git's textconv cache: no restore, textconv's own text") {
+  Repo repo;
+  CommitTrajectory(repo);
+  // One note per version, on its pointer blob, in a commit git accepts as
+  // its cache for the textconv command.
+  CHECK(repo.Sh("git notes --ref=textconv/zipnn list | wc -l").out == "5\n");
+  CHECK(repo.Sh("git log -1 --format=%s refs/notes/textconv/zipnn").out == "git-zipnn textconv --\n");
+  const std::string head_blob = repo.Sh("git rev-parse HEAD:model.safetensors").out.substr(0, 40);
+  CHECK(repo.Sh("git notes --ref=textconv/zipnn show " + head_blob).out ==
+        repo.Sh("git show HEAD:model.safetensors > ../p && git zipnn textconv ../p").out);
+  // git reads them and starts neither the filter (no smudge) nor textconv.
+  const Run traced = repo.Sh("GIT_TRACE=1 git log -p --format=%s -- model.safetensors");
+  REQUIRE(traced.code == 0);
+  CHECK(traced.err.find("git-zipnn") == std::string::npos);
+  CHECK(traced.out.find("\n-c1.weight bf16 [") != std::string::npos);
+  // The same text git gets when it restores each version and asks textconv.
+  const Run uncached =
+      repo.Sh("GIT_TRACE=1 git -c diff.zipnn.cachetextconv=false log -p --format=%s -- model.safetensors");
+  CHECK(uncached.err.find("'git-zipnn textconv --'") != std::string::npos);
+  CHECK(uncached.out == traced.out);
+  // An error textconv printed (the object missing when git asked) is
+  // listed anew the next time clean meets the version; a good note is kept.
+  REQUIRE(repo.Sh("git notes --ref=textconv/zipnn add -f -m 'git-zipnn: cannot show this checkpoint: gone' " +
+                  head_blob + " && c=$(git commit-tree refs/notes/textconv/zipnn^{tree} -m 'git-zipnn textconv --')" +
+                  " && git update-ref refs/notes/textconv/zipnn $c")
+              .code == 0);
+  CHECK(repo.Sh("git log -p -1 --format=%s -- model.safetensors").out.find("+git-zipnn: cannot show") !=
+        std::string::npos);
+  const std::string before = repo.Sh("git rev-parse refs/notes/textconv/zipnn").out;
+  REQUIRE(repo.Sh("touch model.safetensors && git add --renormalize model.safetensors").code == 0);
+  CHECK(repo.Sh("git rev-parse refs/notes/textconv/zipnn").out != before);
+  CHECK(repo.Sh("git log -p --format=%s -- model.safetensors").out == traced.out);
+  CHECK(repo.Sh("git notes --ref=textconv/zipnn list | wc -l").out == "5\n");
+  // Cleaning it once more writes nothing: the listing is there.
+  const std::string listed = repo.Sh("git rev-parse refs/notes/textconv/zipnn").out;
+  REQUIRE(repo.Sh("touch model.safetensors && git add --renormalize model.safetensors").code == 0);
+  CHECK(repo.Sh("git rev-parse refs/notes/textconv/zipnn").out == listed);
+  // A cache git kept for another textconv command is not git's cache for
+  // this one: clean starts it anew rather than adding to it.
+  REQUIRE(repo.Sh("c=$(git commit-tree refs/notes/textconv/zipnn^{tree} -m 'other-textconv') && "
+                  "git update-ref refs/notes/textconv/zipnn $c && "
+                  "touch model.safetensors && git add --renormalize model.safetensors")
+              .code == 0);
+  CHECK(repo.Sh("git log -1 --format=%s refs/notes/textconv/zipnn").out == "git-zipnn textconv --\n");
+  CHECK(repo.Sh("git notes --ref=textconv/zipnn list | wc -l").out == "1\n");
+  // Without cachetextconv (an install before 0.7), nothing is written.
+  REQUIRE(repo.Sh("git config diff.zipnn.cachetextconv false && git update-ref -d refs/notes/textconv/zipnn && "
+                  "touch model.safetensors && git add --renormalize model.safetensors")
+              .code == 0);
+  CHECK(repo.Sh("git rev-parse -q --verify refs/notes/textconv/zipnn").code != 0);
+}
+
 TEST_CASE("git diff compares a new step file with the version before it in its series") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track 'out/**/*.safetensors' && git add .gitattributes && "

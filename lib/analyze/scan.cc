@@ -1,12 +1,15 @@
 #include "lib/analyze/scan.h"
 
 #include <array>
+#include <cinttypes>
 #include <cmath>
 #include <cstring>
 #include <map>
 
 #include "lib/base/buffer.h"
+#include "lib/base/strings.h"
 #include "lib/codec/dtype.h"
+#include "lib/formats/detect.h"
 
 namespace zipnn::analyze {
 
@@ -265,6 +268,33 @@ Result<std::vector<TensorSummary>> SummarizeTensors(const ByteSource& file, cons
   ZIPNN_RETURN_IF_ERROR(RunOrdered<bool>(pool, summaries.size(), produce, [](size_t, bool) { return OkStatus(); }));
   return summaries;
 }
+
+Result<std::string> TextconvListing(const ContentId& id, const ByteSource& file, const formats::FileLayout& layout,
+                                    ThreadPool& pool) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<TensorSummary> tensors, SummarizeTensors(file, layout, pool));
+  std::string text = "checkpoint " + id.Hex() + ": " + std::to_string(file.size()) + " bytes, " +
+                     formats::FormatName(layout.format) + ", " + Counted(layout.tensors.size(), "tensor") + "\n";
+  char number[64];
+  for (const TensorSummary& t : tensors) {
+    text += t.tensor.name + " " + std::string(codec::DTypeName(t.tensor.dtype)) + " [" + JoinDims(t.tensor.shape, ",") +
+            "] hash " + t.hash.Hex().substr(0, 16);
+    if (!std::isnan(t.rms)) {
+      std::snprintf(number, sizeof number, " rms %.6e", t.rms);
+      text += number;
+    }
+    if (t.non_finite > 0) text += " non-finite " + std::to_string(t.non_finite);
+    text += "\n";
+  }
+  return text;
+}
+
+namespace {
+constexpr std::string_view kListingFailure = "git-zipnn: cannot show this checkpoint: ";
+}  // namespace
+
+std::string ListingFailure(const std::string& why) { return std::string(kListingFailure) + why + "\n"; }
+
+bool IsListingFailure(const std::string& text) { return text.rfind(kListingFailure, 0) == 0; }
 
 Result<ScanResult> ScanTensors(const ByteSource& target, const formats::FileLayout& target_layout,
                                const ByteSource* reference, const formats::FileLayout* reference_layout,

@@ -46,4 +46,20 @@ struct TensorSummary {
 Result<std::vector<TensorSummary>> SummarizeTensors(const ByteSource& file, const formats::FileLayout& layout,
                                                     ThreadPool& pool);
 
+// What `git zipnn textconv` prints for the checkpoint `file` of content id
+// `id`: a line for the checkpoint (id, size, format, tensor count), then a
+// line per tensor (name, dtype, shape, the first 64 bits of its hash, its
+// root mean square and its count of non-finite values). Unchanged tensors
+// give identical lines, so a text diff of two listings shows the tensors
+// that changed. The same bytes always give the same text: git keeps it
+// keyed by the pointer blob (see lib/git/textconv_cache.h).
+Result<std::string> TextconvListing(const ContentId& id, const ByteSource& file, const formats::FileLayout& layout,
+                                    ThreadPool& pool);
+
+// What textconv prints instead of a listing for a checkpoint it cannot
+// read (its object missing here and on the remote), and whether a text
+// git cached is such a line rather than a listing.
+std::string ListingFailure(const std::string& why);
+bool IsListingFailure(const std::string& text);
+
 }  // namespace zipnn::analyze

@@ -23,6 +23,9 @@ constexpr ConfigEntry kFilterConfig[] = {
     // `--` before what git appends: a path may start with '-'.
     {"diff.zipnn.command", "git-zipnn diff --driver --"},
     {"diff.zipnn.textconv", "git-zipnn textconv --"},
+    // git keeps the listings (clean makes them ahead of time), so that
+    // `git log -p` does not restore every version to list it.
+    {"diff.zipnn.cachetextconv", "true"},
 };
 
 Result<std::string> AttributesFile() {

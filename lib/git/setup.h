@@ -12,6 +12,10 @@
 
 namespace zipnn::git {
 
+// The name of git-zipnn's filter and diff driver in git's configuration
+// and in .gitattributes.
+inline constexpr char kDriver[] = "zipnn";
+
 // Sets (or removes) the filter.zipnn.* and diff.zipnn.* keys at `scope`
 // (--local, --global or --system). Setting them again changes nothing.
 Status InstallFilter(const std::string& scope);

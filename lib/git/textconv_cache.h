@@ -1,0 +1,76 @@
+// git's cache of textconv output, filled ahead of time.
+//
+// `git log -p` and `git show` diff the textconv listings of the two sides
+// of a checkpoint (docs/commands/diff.md). To make a listing, git first
+// smudges the pointer into a temporary file: a whole restore per version,
+// the checkpoint held in git's memory while it writes it. With
+// diff.<driver>.cachetextconv set, git looks in its cache before it
+// smudges: notes on the ref refs/notes/textconv/<driver>, one per blob,
+// holding the textconv output for that blob, valid while the notes
+// commit's subject equals the textconv command. A listing git finds there
+// costs it nothing but reading the note.
+//
+// Clean has the checkpoint's bytes at hand and knows the pointer blob git
+// will store, so it makes the listing then and puts it where git will
+// look: the note of that pointer blob, written as git writes it (a
+// parentless commit whose subject is the textconv command). The ref is
+// replaced only if nobody changed it meanwhile (git writes it too, after
+// each listing it makes); a lost race loses cache entries, never data,
+// and git makes a missing listing itself as before.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/status.h"
+
+namespace zipnn::git {
+
+class TextconvCache {
+ public:
+  // The cache git reads for the diff driver `driver` in the repository
+  // around `start`, or nullopt when git would read none
+  // (diff.<driver>.cachetextconv is not true, or diff.<driver>.textconv
+  // is unset).
+  static Result<std::optional<TextconvCache>> Open(const std::string& driver, const std::string& start = ".");
+
+  // The note the cache holds for a blob whose bytes are `pointer_text`
+  // (the notes are listed once, when first asked, then kept with what Add
+  // adds); nullopt when there is none. Clean need not list a file git
+  // cleans again, unless its note is an error textconv printed.
+  std::optional<std::string> Note(const std::string& pointer_text);
+
+  // `listing` is what textconv prints for a blob whose bytes are
+  // `pointer_text`. Kept in memory until Write.
+  void Add(const std::string& pointer_text, std::string listing);
+  size_t pending() const { return pending_.size(); }
+
+  // Puts every listing added since the last Write into the cache, in one
+  // commit; a note that already holds the same listing is left as it is,
+  // one that differs (an error git cached while an object was missing) is
+  // replaced. Nothing is written when nothing was added.
+  Status Write();
+
+ private:
+  TextconvCache(std::string start, std::string ref, std::string validity)
+      : start_(std::move(start)), ref_(std::move(ref)), validity_(std::move(validity)) {}
+  struct Entry {
+    std::string pointer_text;
+    std::string listing;
+  };
+  std::string start_;
+  std::string ref_;       // refs/notes/textconv/<driver>
+  std::string validity_;  // the textconv command: the notes commit's subject
+  std::vector<Entry> pending_;
+  // Blob id -> the id of its note's blob, or of the listing Add was given
+  // (in pending_, by its index), once read.
+  struct Held {
+    std::string note;  // hex id of the note's blob; empty for one in pending_
+    size_t pending = 0;
+  };
+  std::optional<std::map<std::string, Held>> held_;
+};
+
+}  // namespace zipnn::git
