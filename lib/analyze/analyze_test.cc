@@ -232,6 +232,58 @@ TEST_CASE("a tensor summary: rms of the finite values of each float dtype, non-f
   }
 }
 
+TEST_CASE("an rms is exactly that of eight running sums, element i in sum i mod 8, whatever the code path") {
+  // Listings made by any build must agree to the bit (git keeps them):
+  // the vector path must add in the scalar order. Values of every kind:
+  // normal, subnormal, signed zeros, infinities, NaNs, huge.
+  std::vector<uint32_t> bits;
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 3001; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    bits.push_back(static_cast<uint32_t>(x >> 11));
+  }
+  for (uint32_t special : {0x7F800000u, 0xFF800000u, 0x7FC00001u, 0x00000001u, 0x80000000u, 0x7F7FFFFFu}) {
+    bits[static_cast<size_t>(special % 2999)] = special;
+  }
+  std::vector<float> f32(bits.size());
+  std::memcpy(f32.data(), bits.data(), bits.size() * 4);
+  std::vector<uint16_t> bf16;
+  for (uint32_t b : bits) bf16.push_back(static_cast<uint16_t>(b >> 16));
+  auto expected = [](auto value, size_t count) {
+    double lanes[8] = {};
+    uint64_t finite = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const double v = value(i);
+      if (!std::isfinite(v)) continue;
+      lanes[i % 8] += v * v;
+      ++finite;
+    }
+    const double sum =
+        ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    return std::make_pair(std::sqrt(sum / static_cast<double>(finite)), count - finite);
+  };
+  const auto want_f32 = expected([&](size_t i) { return static_cast<double>(f32[i]); }, f32.size());
+  const auto want_bf16 = expected(
+      [&](size_t i) {
+        const uint32_t b = static_cast<uint32_t>(bf16[i]) << 16;
+        float f;
+        std::memcpy(&f, &b, 4);
+        return static_cast<double>(f);
+      },
+      bf16.size());
+  Builder b;
+  b.Add("f32", DType::kF32, f32).Add("bf16", DType::kBF16, bf16);
+  MemorySource source(b.bytes.data(), b.bytes.size(), "built");
+  ThreadPool pool(2);
+  auto s = SummarizeTensors(source, b.layout, pool);
+  REQUIRE(s.ok());
+  CHECK((*s)[0].rms == want_f32.first);
+  CHECK((*s)[0].non_finite == want_f32.second);
+  CHECK((*s)[1].rms == want_bf16.first);
+  CHECK((*s)[1].non_finite == want_bf16.second);
+  CHECK(want_f32.second >= 3);
+}
+
 TEST_CASE("exponent histograms count the biased exponent of every element per dtype") {
   const std::vector<uint16_t> bf = {Bf16(1.0f), Bf16(1.5f), Bf16(2.0f), Bf16(0.5f), Bf16(0.0f), Bf16(-3.0f)};
   const std::vector<float> f = {1.0f, 4.0f, INFINITY};

@@ -1,10 +1,13 @@
 #include "lib/analyze/scan.h"
 
+#include <immintrin.h>
+
 #include <array>
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <type_traits>
 
 #include "lib/base/buffer.h"
 #include "lib/base/strings.h"
@@ -204,13 +207,17 @@ struct Block {
 // kType. Eight sums are kept, element i going to sum i mod 8, and added
 // up in a fixed order at the end: each addition then waits only for the
 // one eight elements before it, and the result is the same on every run.
+// `lanes` and `bad` carry the sums and the count of non-finite values
+// from elements [0, from), which another loop summed.
 template <typename U, DType kType>
-void SumSquaresOf(const uint8_t* p, size_t n, double& sum, uint64_t& finite, uint64_t& non_finite) {
+void SumSquaresOf(const uint8_t* p, size_t n, double& sum, uint64_t& finite, uint64_t& non_finite, size_t from = 0,
+                  double* carried = nullptr, uint64_t carried_bad = 0) {
   constexpr size_t kLanes = 8;
   double lanes[kLanes] = {};
-  uint64_t bad = 0;
+  if (carried != nullptr) std::memcpy(lanes, carried, sizeof lanes);
+  uint64_t bad = carried_bad;
   const size_t count = n / sizeof(U);
-  for (size_t i = 0; i < count; ++i) {
+  for (size_t i = from; i < count; ++i) {
     const double v = Value<U>(kType, Load<U>(p + i * sizeof(U)));
     const bool ok = std::isfinite(v);
     lanes[i % kLanes] += ok ? v * v : 0.0;
@@ -221,11 +228,55 @@ void SumSquaresOf(const uint8_t* p, size_t n, double& sum, uint64_t& finite, uin
   non_finite += bad;
 }
 
+// The same sums, eight elements at a time with AVX2: lanes 0-3 and 4-7 are
+// two vectors of doubles, each element widened exactly, squared and added
+// as the loop above does (a multiply, then an add: no fused multiply-add),
+// so the sums are bit-identical to it. bf16 and fp32 only.
+template <DType kType>
+__attribute__((target("avx2"))) void SumSquaresAvx2(const uint8_t* p, size_t n, double& sum, uint64_t& finite,
+                                                    uint64_t& non_finite) {
+  using U = std::conditional_t<kType == DType::kBF16, uint16_t, uint32_t>;
+  const size_t count = n / sizeof(U);
+  const size_t whole = count - count % 8;
+  __m256d low = _mm256_setzero_pd(), high = _mm256_setzero_pd();
+  const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffff));
+  const __m256d infinity = _mm256_set1_pd(HUGE_VAL);
+  uint64_t bad = 0;
+  for (size_t i = 0; i < whole; i += 8) {
+    __m256 f;
+    if constexpr (kType == DType::kBF16) {
+      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i * 2));
+      f = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
+    } else {
+      f = _mm256_loadu_ps(reinterpret_cast<const float*>(p + i * 4));
+    }
+    const __m256d halves[2] = {_mm256_cvtps_pd(_mm256_castps256_ps128(f)),
+                               _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1))};
+    __m256d* sums[2] = {&low, &high};
+    for (int h = 0; h < 2; ++h) {
+      const __m256d ok = _mm256_cmp_pd(_mm256_and_pd(halves[h], magnitude), infinity, _CMP_LT_OQ);
+      *sums[h] = _mm256_add_pd(*sums[h], _mm256_and_pd(_mm256_mul_pd(halves[h], halves[h]), ok));
+      bad += 4 - static_cast<uint64_t>(__builtin_popcount(static_cast<unsigned>(_mm256_movemask_pd(ok))));
+    }
+  }
+  double lanes[8];
+  _mm256_storeu_pd(lanes, low);
+  _mm256_storeu_pd(lanes + 4, high);
+  SumSquaresOf<U, kType>(p, n, sum, finite, non_finite, whole, lanes, bad);
+}
+
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
 void SumSquares(DType t, const uint8_t* p, size_t n, double& sum, uint64_t& finite, uint64_t& non_finite) {
   switch (t) {
     case DType::kF32:
+      if (HasAvx2()) return SumSquaresAvx2<DType::kF32>(p, n, sum, finite, non_finite);
       return SumSquaresOf<uint32_t, DType::kF32>(p, n, sum, finite, non_finite);
     case DType::kBF16:
+      if (HasAvx2()) return SumSquaresAvx2<DType::kBF16>(p, n, sum, finite, non_finite);
       return SumSquaresOf<uint16_t, DType::kBF16>(p, n, sum, finite, non_finite);
     case DType::kF16:
       return SumSquaresOf<uint16_t, DType::kF16>(p, n, sum, finite, non_finite);
