@@ -45,8 +45,14 @@ void WarnDamaged(const FoundPointers& found) {
 }
 
 void PrintTransfer(bool push, const remote::Transferred& done, bool quiet) {
-  if (quiet) return;
   const remote::TransferReport& r = done.report;
+  // A warning even when quiet: the remote holds more than it needs to.
+  if (!r.demote_error.empty()) {
+    std::fprintf(stderr,
+                 "git-zipnn: warning: older versions stay whole on %s, not re-stored as deltas of newer ones (%s)\n",
+                 done.where.c_str(), r.demote_error.c_str());
+  }
+  if (quiet) return;
   std::fprintf(stderr, "git-zipnn: %s %zu object%s (%s) %s %s; %zu of %zu were %s already\n",
                push ? "pushed" : "fetched", r.moved, r.moved == 1 ? "" : "s", HumanBytes(r.bytes).c_str(),
                push ? "to" : "from", done.where.c_str(), r.present, r.needed, push ? "there" : "here");

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -75,10 +76,17 @@ TEST_CASE("git push sends the objects first; a clone checks out and restores eve
   CheckClone(repo, "clone", 0);
 }
 
-TEST_CASE("a push after each save re-stores on the remote what the newest made a delta, and nothing loops") {
+// `over_ssh`: the hub reached by an ssh:// URL, its store served by
+// serve-store (which proves each re-stored delta by decoding it) instead
+// of written as a folder.
+void CheckPushEachSave(bool over_ssh) {
   Repo repo;
+  std::unique_ptr<testing::Sshd> sshd;
+  if (over_ssh) sshd = std::make_unique<testing::Sshd>(repo);
+  const std::string url = over_ssh ? "ssh://127.0.0.1:" + sshd->port() + repo.root() + "/hub.git" : "../hub.git";
   REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.safetensors' && git add .gitattributes && "
-                  "git commit -qm setup && git init -q --bare ../hub.git && git remote add origin ../hub.git")
+                  "git commit -qm setup && git init -q --bare ../hub.git && git remote add origin " +
+                  url)
               .code == 0);
   std::vector<std::string> ids;
   for (const char* step : kSteps) {
@@ -87,6 +95,7 @@ TEST_CASE("a push after each save re-stores on the remote what the newest made a
                 .code == 0);
     const Run push = repo.Sh("git push -q origin HEAD:main");
     REQUIRE(push.code == 0);
+    CHECK(push.err.find("warning") == std::string::npos);
     ids.push_back(IdAt(repo, "HEAD:model.safetensors"));
     // From the third save on, the one two back became a delta here when
     // the one before it came, and is re-stored so on the remote.
@@ -105,10 +114,18 @@ TEST_CASE("a push after each save re-stores on the remote what the newest made a
                 ids[2])
             .out.find("kind         delta against " + ids[1]) != std::string::npos);
   // A clone fetches the newest alone, and every version restores exactly.
-  REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git clone").code == 0);
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main " + (over_ssh ? url : "hub.git") + " clone").code == 0);
   CHECK(ObjectsIn(repo, "../clone/.git/zipnn/objects") == 1);
   CheckClone(repo, "clone", 0);
   CHECK(repo.Sh("git zipnn fsck --remote").code == 0);
+}
+
+TEST_CASE("a push after each save re-stores on the remote what the newest made a delta, and nothing loops") {
+  CheckPushEachSave(/*over_ssh=*/false);
+}
+
+TEST_CASE("over ssh: a push after each save re-stores on the served store what the newest made a delta") {
+  CheckPushEachSave(/*over_ssh=*/true);
 }
 
 TEST_CASE("a clone gets the pre-push hook from the filter, so a plain git push sends its checkpoints") {

@@ -96,31 +96,11 @@ class Folder : public RemoteStore {
   Result<size_t> RemoveOldTemporaries() override { return remote::RemoveOldTemporaries(store_); }
 
   Result<uint64_t> Demote(const ContentId& id, const ReadFile& delta) override {
-    // One demotion at a time, and none while a gc of this store runs: two
-    // at once could each make the other's base a delta of itself.
-    ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store_.Lock(StoreLock::Mode::kExclusive, [] {}));
-    ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(delta));
-    if (info.content_id != id || info.header.kind != container::ObjectKind::kDelta) {
-      return InvalidArgument(delta.name() + " is not a delta of " + id.Hex());
-    }
-    const ContentId base = info.header.base_id;
-    if (!HoldsIntact(store_, id) || !HoldsIntact(store_, base)) return uint64_t{0};
-    const Store there{store_, "", "", "", config::Policy{}};
-    auto now = store::ReadLink(there, id);
-    if (!now.ok() || now->delta) return uint64_t{0};
-    bool loops = false;
-    size_t depth = 0;
-    const Status walked = store::VisitChain(there, base, [&](const ChainLink& link) {
-      loops = loops || link.id == id;
-      depth = static_cast<size_t>(link.depth) + 1;
-    });
-    if (!walked.ok() || loops || depth + 1 > static_cast<size_t>(store::kMaxChainDepth)) return uint64_t{0};
-    const std::string path = store_.PathOf(id);
-    ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
-    ZIPNN_RETURN_IF_ERROR(CopySource(delta, out));
-    ZIPNN_RETURN_IF_ERROR(CheckObjectFile(out.temp_path(), id));
-    ZIPNN_RETURN_IF_ERROR(out.Commit());
-    return now->object_size;
+    // The delta comes from the local store, which proved it decodes to its
+    // id when it made it: checked here as a Put is, record by record.
+    return DemoteObject(
+        store_, id, [&](AtomicFile& out) { return CopySource(delta, out); },
+        [&](const std::string& temp) { return CheckObjectFile(temp, id); });
   }
 
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
@@ -436,6 +416,35 @@ Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::f
   return out.Commit();
 }
 
+Result<uint64_t> DemoteObject(const ObjectStore& store, const ContentId& id,
+                              const std::function<Status(AtomicFile&)>& write,
+                              const std::function<Status(const std::string& temp)>& check) {
+  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kExclusive, [] {}));
+  const Store there{store, "", "", "", config::Policy{}};
+  if (!HoldsIntact(store, id)) return uint64_t{0};
+  auto now = store::ReadLink(there, id);
+  if (!now.ok() || now->delta) return uint64_t{0};
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(store.PathOf(id), /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(write(out));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile sent, ReadFile::Open(out.temp_path()));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(sent));
+  if (info.content_id != id || info.header.kind != container::ObjectKind::kDelta) {
+    return InvalidArgument("what was sent is not a delta of " + id.Hex());
+  }
+  const ContentId base = info.header.base_id;
+  if (!HoldsIntact(store, base)) return uint64_t{0};
+  bool loops = false;
+  size_t depth = 0;
+  const Status walked = store::VisitChain(there, base, [&](const ChainLink& link) {
+    loops = loops || link.id == id;
+    depth = static_cast<size_t>(link.depth) + 1;
+  });
+  if (!walked.ok() || loops || depth + 1 > static_cast<size_t>(store::kMaxChainDepth)) return uint64_t{0};
+  ZIPNN_RETURN_IF_ERROR(check(out.temp_path()));
+  ZIPNN_RETURN_IF_ERROR(out.Commit());
+  return now->object_size;
+}
+
 Status DecodeReceived(const Store& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
                       ByteSink& out, const store::FindCopy& find_copy) {
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
@@ -494,12 +503,14 @@ Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const
   // a note may be stale.
   for (const ContentId& cause : all) {
     for (const ContentId& id : store::RebasedOn(repo, cause)) {
+      if (!report.demote_error.empty()) break;
       auto link = store::ReadLink(repo, id);
       if (!link.ok() || !link->delta) continue;
       ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
       Result<uint64_t> replaced = remote.Demote(id, object);
       if (!replaced.ok()) {
-        return Annotate(replaced.status(), "cannot re-store object " + id.Hex() + " as a delta on " + remote.where());
+        report.demote_error = "object " + id.Hex() + ": " + replaced.status().message();
+        break;
       }
       if (*replaced > 0) {
         ++report.demoted;

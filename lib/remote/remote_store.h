@@ -112,6 +112,18 @@ Status ReceiveObject(const store::ObjectStore& store, const ContentId& id,
                      const std::function<Status(AtomicFile&)>& write,
                      const std::function<Status(const std::string& temp)>& check);
 inline constexpr int64_t kOldTemporary = 24 * 3600;  // seconds
+// How a receiver carries out RemoteStore::Demote: under the store's lock
+// (exclusive: two demotions at once could each make the other's base a
+// delta of itself, and a gc must not run meanwhile), if `store` holds a
+// standalone object for `id`, the bytes `write` produces go to a
+// temporary file beside it; they must be a delta for `id` whose base the
+// store holds intact and whose base's chain does not come back to `id`,
+// and must pass `check`; then they take the name. Returns the size of the
+// object replaced, or 0 with nothing changed (then `write` may not have
+// been called).
+Result<uint64_t> DemoteObject(const store::ObjectStore& store, const ContentId& id,
+                              const std::function<Status(AtomicFile&)>& write,
+                              const std::function<Status(const std::string& temp)>& check);
 // Whether `store` holds `id`'s object and it passes CheckObject.
 bool HoldsIntact(const store::ObjectStore& store, const ContentId& id);
 // Removes the temporary files (".tmp-" in the name) of `store` whose last
@@ -159,6 +171,10 @@ struct TransferReport {
   // local store holds them as (RemoteStore::Demote), and the bytes saved.
   size_t demoted = 0;
   uint64_t demoted_saved = 0;
+  // Why the re-storing stopped, if it did (a server too old to do it, a
+  // refused delta): the push itself succeeded, the remote keeps those
+  // versions whole.
+  std::string demote_error;
 };
 
 // Sends every object `ids` need (each id's object and every base down its
@@ -167,7 +183,8 @@ struct TransferReport {
 // that is not whole in the local store fails, naming the missing object,
 // before anything is sent. Then each version the local store re-stored as
 // a delta of one of those objects (lib/store/rebased.h) is re-stored so
-// on the remote where it is whole there (RemoteStore::Demote).
+// on the remote where it is whole there (RemoteStore::Demote); the first
+// failure to do so ends that step, in TransferReport::demote_error.
 Result<TransferReport> PushObjects(const store::Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options);
 

@@ -219,25 +219,52 @@ Status ServeGet(const ObjectStore& store, Wire& wire, const ContentId& id) {
 // An object takes its name only once it decodes to its id (against its
 // base, which the client sent first): a client could forge the id an
 // object carries, checksums and all.
-Status ServePut(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t size) {
-  bool read = false;
+Status CheckDecodes(const ObjectStore& store, const std::string& temp, const ContentId& id) {
+  ZIPNN_RETURN_IF_ERROR(CheckObjectFile(temp, id));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(temp));
   const Store repo{store, "", "", "", config::Policy{}};
-  Status put = ReceiveObject(
-      store, id,
-      [&](AtomicFile& out) {
-        read = true;
-        return wire.ReadPayload(size, &out, /*drain=*/true);
+  CountingSink decoded;
+  return DecodeReceived(repo, object, id, nullptr, decoded);
+}
+
+// Receives an object of `size` bytes through `receive` (which hands the
+// bytes to the writer it is given when it takes them), reads what it did
+// not take, and answers with `ok` plus what `done` adds, or the error.
+template <typename T>
+Status Answered(Wire& wire, uint64_t size,
+                const std::function<Result<T>(const std::function<Status(AtomicFile&)>&)>& receive,
+                const std::function<std::string(const T&)>& done) {
+  bool read = false;
+  Result<T> got = receive([&](AtomicFile& out) {
+    read = true;
+    return wire.ReadPayload(size, &out, /*drain=*/true);
+  });
+  if (wire.broken()) return got.status();
+  if (!read) ZIPNN_RETURN_IF_ERROR(wire.ReadPayload(size, nullptr, /*drain=*/true));  // no place to write it
+  return wire.Send(got.ok() ? "ok" + done(*got) + "\n" : "error " + got.status().message() + "\n");
+}
+
+Status ServePut(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t size) {
+  return Answered<bool>(
+      wire, size,
+      [&](const std::function<Status(AtomicFile&)>& write) -> Result<bool> {
+        ZIPNN_RETURN_IF_ERROR(
+            ReceiveObject(store, id, write, [&](const std::string& temp) { return CheckDecodes(store, temp, id); }));
+        return true;
       },
-      [&](const std::string& temp) -> Status {
-        ZIPNN_RETURN_IF_ERROR(CheckObjectFile(temp, id));
-        ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(temp));
-        CountingSink decoded;
-        return DecodeReceived(repo, object, id, nullptr, decoded);
-      });
-  if (wire.broken()) return put;
-  if (!read)
-    ZIPNN_RETURN_IF_ERROR(wire.ReadPayload(size, nullptr, /*drain=*/true));  // held already, or no place to write
-  return wire.Send(put.ok() ? std::string("ok\n") : "error " + put.message() + "\n");
+      [](const bool&) { return std::string(); });
+}
+
+// A delta in place of the standalone object for `id` (RemoteStore::Demote),
+// proven like a put: it must decode to `id` against the base this store
+// holds.
+Status ServeDemote(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t size) {
+  return Answered<uint64_t>(
+      wire, size,
+      [&](const std::function<Status(AtomicFile&)>& write) {
+        return DemoteObject(store, id, write, [&](const std::string& temp) { return CheckDecodes(store, temp, id); });
+      },
+      [](const uint64_t& replaced) { return " " + std::to_string(replaced); });
 }
 
 }  // namespace
@@ -260,6 +287,10 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
       const std::optional<uint64_t> size = Number(w[2], kMaxObjectSize);
       if (!size) return BadRequest(wire, *line);
       ZIPNN_RETURN_IF_ERROR(ServePut(store, wire, *id, *size));
+    } else if (w[0] == "demote" && w.size() == 3 && id) {
+      const std::optional<uint64_t> size = Number(w[2], kMaxObjectSize);
+      if (!size) return BadRequest(wire, *line);
+      ZIPNN_RETURN_IF_ERROR(ServeDemote(store, wire, *id, *size));
     } else {
       return BadRequest(wire, *line);
     }
@@ -324,6 +355,22 @@ class Served : public RemoteStore {
       if (answer.rfind("error ", 0) == 0) return IoError("the server refused it: " + answer.substr(6));
       return Unexpected(wire, answer);
     });
+  }
+
+  Result<uint64_t> Demote(const ContentId& id, const ReadFile& delta) override {
+    uint64_t replaced = 0;
+    ZIPNN_RETURN_IF_ERROR(WithSession([&](Wire& wire) -> Status {
+      ZIPNN_RETURN_IF_ERROR(wire.Send("demote " + id.Hex() + " " + std::to_string(delta.size()) + "\n"));
+      ZIPNN_RETURN_IF_ERROR(wire.SendObject(delta));
+      ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+      if (answer.rfind("error ", 0) == 0) return IoError("the server refused it: " + answer.substr(6));
+      const std::vector<std::string> w = Words(answer);
+      const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? Number(w[1], kMaxObjectSize) : std::nullopt;
+      if (!size) return Unexpected(wire, answer);
+      replaced = *size;
+      return OkStatus();
+    }));
+    return replaced;
   }
 
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {

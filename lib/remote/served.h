@@ -6,6 +6,7 @@
 //   has <n>\n<id>\n x n          ->  ok <n digits, 1 = held, 0 = not>\n
 //   get <id>\n                   ->  ok <size>\n<size bytes> | missing\n | error <message>\n
 //   put <id> <size>\n<size bytes> ->  ok\n | error <message>\n
+//   demote <id> <size>\n<size bytes> ->  ok <bytes replaced; 0: none>\n | error <message>\n
 //
 // One request at a time, each answered before the next; the client ends
 // a session by closing its end. A server receives an object under a

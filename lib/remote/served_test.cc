@@ -20,6 +20,8 @@
 #include "lib/base/file.h"
 #include "lib/remote/remote_store.h"
 #include "lib/remote/remote_test_util.h"
+#include "lib/store/rebased.h"
+#include "lib/store/restore.h"
 #include "lib/store/test_objects.h"
 
 namespace zipnn::remote {
@@ -30,6 +32,7 @@ using store::Store;
 using store::testing::FilesIn;
 using store::testing::ForgeObject;
 using store::testing::StoreChain;
+using store::testing::StoreVersion;
 using store::testing::TempDir;
 
 // One end of a socket pair, closed when it goes away.
@@ -315,6 +318,96 @@ TEST_CASE("a forged object never takes its name: fetch and a served put decode i
     CountingSink restored;
     CHECK(Restore(there, ids[3], restored).ok());
   }
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+// A RemoteStore that passes every call to `to`, except Demote, which fails
+// as a store server too old to know the request would make it fail.
+class NoDemote : public RemoteStore {
+ public:
+  explicit NoDemote(RemoteStore& to) : to_(to) {}
+  const std::string& where() const override { return to_.where(); }
+  Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) override { return to_.Has(ids); }
+  Status Put(const ContentId& id, const ByteSource& object) override { return to_.Put(id, object); }
+  Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override { return to_.Get(id, limit, out); }
+  Result<uint64_t> Demote(const ContentId&, const ReadFile&) override {
+    ++asked;
+    return IoError("the store server closed the connection");
+  }
+  int asked = 0;
+
+ private:
+  RemoteStore& to_;
+};
+
+TEST_CASE("a served demote puts a delta in place of a whole object only once it decodes to it; else nothing changes") {
+  const std::string root = TempDir();
+  const Store here = RepoIn(root, "here");
+  const std::vector<ContentId> ids = StoreChain(here, 2);  // 1 a delta of 0, 2 of 1
+  const Store served = RepoIn(root, "served");
+  for (int i : {0, 1, 2}) StoreVersion(served, i);  // all three whole
+  Servers servers([&](SocketEnd& c) { return ServeStore(served.objects, c); });
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", servers.Connector(), "");
+    auto open = [&](const ContentId& id) {
+      auto f = here.objects.Open(id);
+      REQUIRE(f.ok());
+      return std::move(*f);
+    };
+    const uint64_t whole = served.objects.Open(ids[1])->size();
+    // The real delta of 1 (on 0): it replaces the whole object.
+    auto replaced = remote->Demote(ids[1], open(ids[1]));
+    REQUIRE(replaced.ok());
+    CHECK(*replaced == whole);
+    CHECK(ObjectBytes(served, ids[1]) == ObjectBytes(here, ids[1]));
+    // Asked again, 1 is a delta there already: nothing changes.
+    replaced = remote->Demote(ids[1], open(ids[1]));
+    REQUIRE(replaced.ok());
+    CHECK(*replaced == 0);
+    // A whole object is not a delta: refused, and the session goes on.
+    const std::string before = ObjectBytes(served, ids[0]);
+    auto refused = remote->Demote(ids[0], open(ids[0]));
+    CHECK(refused.status().message().find("the server refused it: what was sent is not a delta of ") == 0);
+    CHECK(ObjectBytes(served, ids[0]) == before);
+    // A delta whose trailer claims 2 but that decodes to 1: only the
+    // decode tells, and 2 stays whole.
+    auto forged = ForgeObject(ObjectBytes(here, ids[1]), ids[2]);
+    REQUIRE(forged.ok());
+    WriteFile(root + "/forged", *forged);
+    auto forged_file = ReadFile::Open(root + "/forged");
+    REQUIRE(forged_file.ok());
+    const std::string whole2 = ObjectBytes(served, ids[2]);
+    refused = remote->Demote(ids[2], *forged_file);
+    CHECK(refused.status().message().find("the server refused it: ") == 0);
+    CHECK(ObjectBytes(served, ids[2]) == whole2);
+    CHECK(FilesIn(served.objects.PathOf(ids[2]).substr(0, served.objects.PathOf(ids[2]).rfind('/'))) == 1);
+    // The real delta of 2 (on 1, itself a delta there now) replaces it, and
+    // the chain of two decodes.
+    replaced = remote->Demote(ids[2], open(ids[2]));
+    REQUIRE(replaced.ok());
+    CHECK(*replaced > 0);
+    CountingSink restored;
+    CHECK(Restore(served, ids[2], restored).ok());
+    CHECK(restored.bytes() == 64);
+  }
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a push whose re-storing fails (a server too old for it) still succeeds, and says why once") {
+  const std::string root = TempDir();
+  Store here = RepoIn(root, "here");
+  here.rebased_dir = root + "/rebased";
+  const std::vector<ContentId> ids = StoreChain(here, 2);
+  store::NoteRebased(here, ids[2], ids[1]);
+  store::NoteRebased(here, ids[2], ids[0]);  // a stale note (0 is whole here): skipped
+  std::unique_ptr<RemoteStore> folder = FolderRemote(root + "/there");
+  NoDemote remote(*folder);
+  auto pushed = PushObjects(here, remote, {ids[2]}, {});
+  REQUIRE(pushed.ok());
+  CHECK(pushed->moved == 3);
+  CHECK(pushed->demoted == 0);
+  CHECK(pushed->demote_error == "object " + ids[1].Hex() + ": the store server closed the connection");
+  CHECK(remote.asked == 1);
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

@@ -44,28 +44,40 @@ inline size_t FilesIn(const std::string& dir) {
   return n;
 }
 
-// Versions of 64 bytes each; version i > 0 stored as a delta on i - 1.
+// Version i of the chains below: 64 bytes, i in the first four.
+inline std::vector<uint8_t> ChainVersion(int i) {
+  std::vector<uint8_t> data(64, 0);
+  for (int b = 0; b < 4; ++b) data[b] = static_cast<uint8_t>(i >> (8 * b));
+  return data;
+}
+
+// Stores version i (of ChainVersion) in `repo`, as a delta of `base` (the
+// bytes of the version of id `base_id`) when one is given, else whole.
+inline ContentId StoreVersion(const Store& repo, int i, const std::vector<uint8_t>* base = nullptr,
+                              const ContentId& base_id = {}) {
+  const std::vector<uint8_t> data = ChainVersion(i);
+  const ContentId id = HashBytes(data.data(), data.size());
+  MemorySource input(data.data(), data.size(), "version");
+  MemorySource base_bytes(base != nullptr ? base->data() : nullptr, base != nullptr ? base->size() : 0, "base");
+  const container::DeltaBase delta{&base_bytes, base_id};
+  container::Layout layout = container::Layout::Single(codec::DType::kBytes, data.size());
+  if (base != nullptr) layout.regions[0].delta = true;
+  REQUIRE(repo.objects
+              .Put(id,
+                   [&](AtomicFile& out) -> Status {
+                     auto r = container::EncodeObject(input, layout, base != nullptr ? &delta : nullptr, {}, out);
+                     return r.ok() ? OkStatus() : r.status();
+                   })
+              .ok());
+  return id;
+}
+
+// Versions 0..deltas; version i > 0 stored as a delta on i - 1.
 inline std::vector<ContentId> StoreChain(const Store& repo, int deltas) {
   std::vector<ContentId> ids;
-  std::vector<uint8_t> previous;
   for (int i = 0; i <= deltas; ++i) {
-    std::vector<uint8_t> data(64, 0);
-    for (int b = 0; b < 4; ++b) data[b] = static_cast<uint8_t>(i >> (8 * b));
-    const ContentId id = HashBytes(data.data(), data.size());
-    MemorySource input(data.data(), data.size(), "version");
-    MemorySource base(previous.data(), previous.size(), "base");
-    const container::DeltaBase delta{&base, ids.empty() ? ContentId{} : ids.back()};
-    container::Layout layout = container::Layout::Single(codec::DType::kBytes, data.size());
-    if (i > 0) layout.regions[0].delta = true;
-    REQUIRE(repo.objects
-                .Put(id,
-                     [&](AtomicFile& out) -> Status {
-                       auto r = container::EncodeObject(input, layout, i > 0 ? &delta : nullptr, {}, out);
-                       return r.ok() ? OkStatus() : r.status();
-                     })
-                .ok());
-    ids.push_back(id);
-    previous = data;
+    const std::vector<uint8_t> previous = i > 0 ? ChainVersion(i - 1) : std::vector<uint8_t>();
+    ids.push_back(StoreVersion(repo, i, i > 0 ? &previous : nullptr, i > 0 ? ids.back() : ContentId{}));
   }
   return ids;
 }
