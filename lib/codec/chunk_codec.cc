@@ -181,6 +181,15 @@ Status ChunkDecoder::Decode(const ChunkRecord& chunk, uint8_t* out) {
                           : "a " + std::string(info.name) + " delta in a " + std::string(DTypeName(dtype)) + " region");
   }
   ZIPNN_ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, chunk.record, chunk.size, n, newest_));
+  // A delta that changes nothing (a frozen tensor, a layer a fine-tune
+  // left alone): every group is zero, and every transform gives back the
+  // base itself for a zero delta, so the chunk is its base's bytes; no
+  // group is decoded, merged or transformed.
+  if (base != nullptr && std::all_of(g.group.begin(), g.group.begin() + g.count,
+                                     [](const GroupEntry& e) { return e.coder == Coder::kZero; })) {
+    if (out != base) std::memmove(out, base, n);
+    return OkStatus();
+  }
   groups_.set_zstd_prefix(chunk.prefix, chunk.prefix_size);
   groups_.set_class_keys(KeysOf(dtype, transform, base, n));
   grouped_.Resize(n);

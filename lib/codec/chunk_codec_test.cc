@@ -47,6 +47,27 @@ TEST_CASE("chunk records round-trip standalone and as deltas by every transform,
   }
 }
 
+TEST_CASE("a delta of a chunk equal to its base is all zero groups and decodes to the base, by every transform") {
+  const auto base = NormalFloats(20000, 21);
+  for (DType t : kAllTypes) {
+    for (TransformPolicy policy : {TransformPolicy(Transform::kXor), TransformPolicy(Transform::kDifference)}) {
+      CAPTURE(DTypeName(t));
+      CAPTURE(TransformPolicyName(policy));
+      ChunkEncoder enc(CoderPolicy::kAuto, 3, policy);
+      Buffer rec;
+      const Transform used = enc.Encode({t, base.data(), base.size(), base.data()}, rec);
+      auto groups = ParseChunkRecord(t, rec.data(), rec.size(), base.size());
+      REQUIRE(groups.ok());
+      for (int i = 0; i < groups->count; ++i) CHECK(groups->group[i].coder == Coder::kZero);
+      auto p = Padded(rec.data(), rec.size());
+      std::vector<uint8_t> out(base.size(), 0xAB);
+      ChunkDecoder dec;
+      REQUIRE(dec.Decode({t, p.data(), rec.size(), base.size(), used, base.data()}, out.data()).ok());
+      CHECK(out == base);
+    }
+  }
+}
+
 TEST_CASE("a delta of a small update is far smaller than the standalone chunk") {
   auto base = NormalFloats(65536, 13);
   auto target = base;
