@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ class ByteSource {
   virtual Status ReadAt(uint64_t offset, void* out, size_t n) const = 0;
   // What to call this source in error messages (usually a path).
   virtual const std::string& name() const = 0;
+  // The n bytes at offset as a buffer this source holds anyway and shares
+  // (a decoded chunk of an object), when they are exactly one such buffer;
+  // null otherwise, and then ReadAt is the way to them.
+  virtual std::shared_ptr<const uint8_t[]> Shared(uint64_t /*offset*/, size_t /*n*/) const { return nullptr; }
 };
 
 // A stream read front to back (standard input, a pipe).

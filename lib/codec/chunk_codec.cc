@@ -166,6 +166,18 @@ Transform ChunkEncoder::Encode(const ChunkInput& chunk, Buffer& out) {
   return transform;
 }
 
+namespace {
+bool AllZero(const ChunkGroups& g) {
+  return std::all_of(g.group.begin(), g.group.begin() + g.count,
+                     [](const GroupEntry& e) { return e.coder == Coder::kZero; });
+}
+}  // namespace
+
+bool IsUnchangedDelta(DType dtype, const uint8_t* record, size_t size, size_t chunk_len) {
+  auto g = ParseChunkRecord(dtype, record, size, chunk_len);
+  return g.ok() && AllZero(*g);
+}
+
 Status ChunkDecoder::Decode(const ChunkRecord& chunk, uint8_t* out) {
   const DType dtype = chunk.dtype;
   const Transform transform = chunk.transform;
@@ -182,11 +194,9 @@ Status ChunkDecoder::Decode(const ChunkRecord& chunk, uint8_t* out) {
   }
   ZIPNN_ASSIGN_OR_RETURN(ChunkGroups g, ParseChunkRecord(dtype, chunk.record, chunk.size, n, newest_));
   // A delta that changes nothing (a frozen tensor, a layer a fine-tune
-  // left alone): every group is zero, and every transform gives back the
-  // base itself for a zero delta, so the chunk is its base's bytes; no
-  // group is decoded, merged or transformed.
-  if (base != nullptr && std::all_of(g.group.begin(), g.group.begin() + g.count,
-                                     [](const GroupEntry& e) { return e.coder == Coder::kZero; })) {
+  // left alone) is its base's bytes: no group is decoded, merged or
+  // transformed.
+  if (base != nullptr && AllZero(g)) {
     if (out != base) std::memmove(out, base, n);
     return OkStatus();
   }

@@ -52,6 +52,12 @@ struct ChunkGroups {
 Result<ChunkGroups> ParseChunkRecord(DType dtype, const uint8_t* record, size_t size, size_t chunk_len,
                                      Coder newest = kNewestCoder);
 
+// Whether a delta's record changes nothing: every group zero. Every
+// transform gives back the base itself for a zero delta, so the chunk is
+// its base's bytes. False for a record that does not parse (decoding it
+// says why).
+bool IsUnchangedDelta(DType dtype, const uint8_t* record, size_t size, size_t chunk_len);
+
 // Where the class keys of a chunk's elements are (rans.h, ElementClasses):
 // the top byte of each base element of a difference of floats; none for
 // any other chunk.

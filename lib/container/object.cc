@@ -409,6 +409,10 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
   auto work = spare_.Borrow();
   work->record.Resize(c.record_size + codec::kDecoderReadPadding);
   ZIPNN_RETURN_IF_ERROR(object_.ReadAt(c.record_offset, work->record.data(), c.record_size));
+  if (region.delta && region.prefix_length == 0) {
+    Decoded same = UnchangedChunk(index, work->record.data());
+    if (!same.ok() || *same) return same;
+  }
   work->base.Clear();
   if (region.delta || region.prefix_length > 0) {
     ZIPNN_RETURN_IF_ERROR(ReadBase(*base_, region, c.span.offset, c.span.length, work->base));
@@ -418,6 +422,37 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
   ZIPNN_RETURN_IF_ERROR(
       DecodeChunk(from, ChunkAt{index, c, region, work->record.data(), work->base, 0}, work->decoder, raw.get()));
   return std::shared_ptr<const uint8_t[]>(std::move(raw));
+}
+
+ObjectReader::Decoded ObjectReader::UnchangedChunk(size_t index, const uint8_t* record) const {
+  const ChunkRef& c = info_.chunks[index];
+  const Region& region = info_.header.layout.regions[c.span.region];
+  // A record that fails its checksum is decoded the usual way, which
+  // names the damage.
+  if (Checksum64(record, c.record_size) != c.checksum) return std::shared_ptr<const uint8_t[]>();
+  const bool has_raw_checksum = HasRawChecksums(info_.header);
+  const size_t skip = has_raw_checksum ? kRawChecksumBytes : 0;
+  if (c.record_size <= skip ||
+      !codec::IsUnchangedDelta(region.dtype, record + skip, c.record_size - skip, c.span.length)) {
+    return std::shared_ptr<const uint8_t[]>();
+  }
+  std::shared_ptr<const uint8_t[]> same =
+      base_->Shared(region.base_offset + (c.span.offset - region.offset), c.span.length);
+  if (!same) return same;
+  if (check_raw_ && has_raw_checksum && Checksum64(same.get(), c.span.length) != LoadLE<uint64_t>(record)) {
+    return Corruption(ChunkName(object_, index, c.span) +
+                      ": restored bytes do not match their checksum (is the base the right checkpoint?)");
+  }
+  return same;
+}
+
+std::shared_ptr<const uint8_t[]> ObjectReader::Shared(uint64_t offset, size_t n) const {
+  const auto& chunks = info_.chunks;
+  auto it = std::lower_bound(chunks.begin(), chunks.end(), offset,
+                             [](const ChunkRef& c, uint64_t at) { return c.span.offset < at; });
+  if (it == chunks.end() || it->span.offset != offset || it->span.length != n) return nullptr;
+  Decoded chunk = Chunk(static_cast<size_t>(it - chunks.begin()));
+  return chunk.ok() ? *chunk : nullptr;
 }
 
 Status CheckRecords(const ByteSource& object, const ObjectInfo& info) {

@@ -118,6 +118,9 @@ class ObjectReader : public ByteSource {
   uint64_t size() const override { return info_.header.raw_size; }
   Status ReadAt(uint64_t offset, void* out, size_t n) const override;
   const std::string& name() const override { return object_.name(); }
+  // A range that is exactly one chunk: that chunk, decoded (or taken from
+  // the cache), shared.
+  std::shared_ptr<const uint8_t[]> Shared(uint64_t offset, size_t n) const override;
 
  private:
   using Decoded = Result<std::shared_ptr<const uint8_t[]>>;  // one chunk's bytes
@@ -130,6 +133,11 @@ class ObjectReader : public ByteSource {
   ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base, bool check_raw, uint64_t cache_bytes);
   Decoded Chunk(size_t index) const;
   Decoded DecodeChunkAt(size_t index) const;
+  // For a delta chunk that changes nothing (codec::IsUnchangedDelta) whose
+  // base holds that range as one decoded chunk: that very chunk, checked
+  // against the raw checksum where this reader checks them; null to
+  // decode the chunk as any other.
+  Decoded UnchangedChunk(size_t index, const uint8_t* record) const;
 
   const ByteSource& object_;
   const ObjectInfo info_;

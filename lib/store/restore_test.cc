@@ -7,7 +7,9 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -100,6 +102,98 @@ TEST_CASE("a version is read by parts through its chain, each part checked") {
   // A missing base is NotFound, before anything is read.
   REQUIRE(std::remove(repo.objects.PathOf(ids[3]).c_str()) == 0);
   CHECK(OpenVersion(repo, ids[4]).status().code() == StatusCode::kNotFound);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a chunk a delta leaves unchanged is its base's decoded chunk, shared up the chain, and still checked") {
+  const std::string root = TempDir();
+  const Store repo{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  // Four versions of three chunks; each changes only the last chunk of
+  // the one before it.
+  constexpr size_t kChunk = container::kDefaultChunkSize, kSize = 3 * kChunk;
+  std::vector<std::vector<uint8_t>> versions(4, std::vector<uint8_t>(kSize));
+  uint64_t x = 7;
+  for (uint8_t& b : versions[0]) x = x * 6364136223846793005ull + 1442695040888963407ull, b = uint8_t(x >> 56);
+  for (size_t v = 1; v < versions.size(); ++v) {
+    versions[v] = versions[v - 1];
+    for (size_t i = 2 * kChunk; i < kSize; i += 97) versions[v][i] ^= static_cast<uint8_t>(1u << v);
+  }
+  std::vector<ContentId> ids;
+  for (size_t v = 0; v < versions.size(); ++v) {
+    CAPTURE(v);
+    ids.push_back(HashBytes(versions[v].data(), kSize));
+    MemorySource input(versions[v].data(), kSize, "version");
+    MemorySource base(v > 0 ? versions[v - 1].data() : nullptr, v > 0 ? kSize : 0, "base");
+    const container::DeltaBase delta{&base, v > 0 ? ids[v - 1] : ContentId{}};
+    container::Layout layout = container::Layout::Single(codec::DType::kBF16, kSize);
+    layout.regions[0].delta = v > 0;
+    REQUIRE(repo.objects
+                .Put(ids[v],
+                     [&](AtomicFile& out) -> Status {
+                       auto r = container::EncodeObject(input, layout, v > 0 ? &delta : nullptr, {}, out);
+                       return r.ok() ? OkStatus() : r.status();
+                     })
+                .ok());
+  }
+  REQUIRE(std::set<ContentId>(ids.begin(), ids.end()).size() == 4);
+  MemorySink restored;
+  REQUIRE(Restore(repo, ids[3], restored).ok());
+  CHECK(std::vector<uint8_t>(restored.buffer().data(), restored.buffer().data() + restored.buffer().size()) ==
+        versions[3]);
+  // Two levels by hand: the delta's first chunk is the base's, the same
+  // buffer; its last chunk, which changed, is its own.
+  auto open = [&](size_t v, const ByteSource* base, std::vector<ReadFile>& files) {
+    auto file = ReadFile::Open(repo.objects.PathOf(ids[v]));
+    REQUIRE(file.ok());
+    files.push_back(std::move(*file));  // `files` has room reserved: no element moves
+    auto info = container::ReadObjectInfo(files.back());
+    REQUIRE(info.ok());
+    auto reader = container::ObjectReader::Open(files.back(), *info, base);
+    REQUIRE(reader.ok());
+    return std::move(*reader);
+  };
+  std::vector<ReadFile> files;
+  files.reserve(2);
+  auto level0 = open(0, nullptr, files);
+  auto level1 = open(1, level0.get(), files);
+  CHECK(level1->Shared(0, kChunk).get() == level0->Shared(0, kChunk).get());
+  CHECK(level1->Shared(2 * kChunk, kChunk).get() != level0->Shared(2 * kChunk, kChunk).get());
+  CHECK(level1->Shared(1, kChunk) == nullptr);  // not a chunk's range
+  // Read by parts, the top checks even a shared chunk against its raw
+  // checksum: a base forged under its id (another checkpoint's object)
+  // shows at once.
+  auto version = OpenVersion(repo, ids[3]);
+  REQUIRE(version.ok());
+  std::vector<uint8_t> part(kChunk);
+  REQUIRE((*version)->ReadAt(0, part.data(), kChunk).ok());
+  CHECK(std::equal(part.begin(), part.end(), versions[3].begin()));
+  std::vector<uint8_t> other(kSize, 5);
+  MemorySource input(other.data(), kSize, "other");
+  {
+    const std::string path = root + "/other";
+    auto out = AtomicFile::Create(path, true);
+    REQUIRE(out.ok());
+    REQUIRE(
+        container::EncodeObject(input, container::Layout::Single(codec::DType::kBF16, kSize), nullptr, {}, *out).ok());
+    REQUIRE(out->Commit().ok());
+  }
+  auto bytes = ReadWholeFile(root + "/other");
+  REQUIRE(bytes.ok());
+  auto forged = testing::ForgeObject(std::string(bytes->begin(), bytes->end()), ids[0]);
+  REQUIRE(forged.ok());
+  {
+    auto out = AtomicFile::Create(repo.objects.PathOf(ids[0]), true);
+    REQUIRE(out.ok());
+    REQUIRE(out->Append(forged->data(), forged->size()).ok());
+    REQUIRE(out->Commit().ok());
+  }
+  auto damaged = OpenVersion(repo, ids[3]);
+  REQUIRE(damaged.ok());
+  const Status st = (*damaged)->ReadAt(0, part.data(), kChunk);
+  CHECK(st.code() == StatusCode::kCorruption);
+  CHECK(st.message().find("restored bytes do not match their checksum") != std::string::npos);
+  MemorySink whole;
+  CHECK(Restore(repo, ids[3], whole).code() == StatusCode::kCorruption);
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
