@@ -427,13 +427,15 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
 ObjectReader::Decoded ObjectReader::UnchangedChunk(size_t index, const uint8_t* record) const {
   const ChunkRef& c = info_.chunks[index];
   const Region& region = info_.header.layout.regions[c.span.region];
-  // A record that fails its checksum is decoded the usual way, which
-  // names the damage.
-  if (Checksum64(record, c.record_size) != c.checksum) return std::shared_ptr<const uint8_t[]>();
+  // The group table first (a few bytes; a changed chunk, the common
+  // case, is then checksummed once, by its decode), then the checksum of
+  // a record that reads as unchanged. One that fails it is decoded the
+  // usual way, which names the damage.
   const bool has_raw_checksum = HasRawChecksums(info_.header);
   const size_t skip = has_raw_checksum ? kRawChecksumBytes : 0;
   if (c.record_size <= skip ||
-      !codec::IsUnchangedDelta(region.dtype, record + skip, c.record_size - skip, c.span.length)) {
+      !codec::IsUnchangedDelta(region.dtype, record + skip, c.record_size - skip, c.span.length) ||
+      Checksum64(record, c.record_size) != c.checksum) {
     return std::shared_ptr<const uint8_t[]>();
   }
   std::shared_ptr<const uint8_t[]> same =
