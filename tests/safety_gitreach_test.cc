@@ -23,12 +23,12 @@ using testing::Run;
 using testing::Slurp;
 using testing::Step12;
 
-const char kObjects[] = "find .git/zipnn/objects -type f -path '*/??/??/*' | wc -l";
+const char kObjects[] = "find .git/zipnn/objects -type f -path '*/?\?/?\?/*' | wc -l";
 
 // Makes every stored object look long unused, so that `gc --keep-recent
 // 0` keeps only what something needs (without sleeping past the second
 // the objects were written in).
-const char kAgeObjects[] = "find .git/zipnn/objects -type f -path '*/??/??/*' -exec touch -d '2000-01-01' {} +";
+const char kAgeObjects[] = "find .git/zipnn/objects -type f -path '*/?\?/?\?/*' -exec touch -d '2000-01-01' {} +";
 
 // Copies step `i` of the cnn12-bf16 fixture to `to`.
 std::string Put(Repo& repo, int i, const std::string& to) {

@@ -43,7 +43,12 @@ Result<FileLayout> ReadLayout(const ByteSource& file, FormatChoice choice) {
   // No (valid) known format: one region, typed when a sample says a dtype
   // pays.
   ZIPNN_ASSIGN_OR_RETURN(std::optional<codec::DType> guess, GuessDType(file));
-  if (guess) raw.tensors.push_back(Tensor{"", *guess, {}, 0, file.size()});
+  if (guess) {
+    Tensor whole;
+    whole.dtype = *guess;
+    whole.length = file.size();
+    raw.tensors.push_back(std::move(whole));
+  }
   return raw;
 }
 
