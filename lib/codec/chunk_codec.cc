@@ -200,6 +200,7 @@ Status ChunkDecoder::Decode(const ChunkRecord& chunk, uint8_t* out) {
     if (out != base) std::memmove(out, base, n);
     return OkStatus();
   }
+  if (base != nullptr && Patchable(chunk, g)) return Patch(chunk, g, out);
   groups_.set_zstd_prefix(chunk.prefix, chunk.prefix_size);
   groups_.set_class_keys(KeysOf(dtype, transform, base, n));
   grouped_.Resize(n);
@@ -219,6 +220,83 @@ Status ChunkDecoder::Decode(const ChunkRecord& chunk, uint8_t* out) {
   }
   MergeGroups(info.grouping(dtype), grouped_.data(), n, out);
   if (base != nullptr) info.undo(dtype, out, out, base, n);
+  return OkStatus();
+}
+
+bool ChunkDecoder::Patchable(const ChunkRecord& chunk, const ChunkGroups& g) {
+  size_t nonzero = 0;
+  const uint8_t* payload = chunk.record + g.payload_start;
+  for (int i = 0; i < g.count; ++i) {
+    const GroupEntry& e = g.group[i];
+    // The tail (at most 7 bytes) may be stored raw.
+    const bool tail = i == DTypeWidth(InfoOf(chunk.transform).grouping(chunk.dtype));
+    if (e.coder == Coder::kSparse) {
+      nonzero += SparseDecoder::DeclaredCount(payload, e.stored);
+    } else if (e.coder != Coder::kZero && !(tail && e.coder == Coder::kRaw)) {
+      return false;
+    }
+    payload += e.stored;
+  }
+  return nonzero <= chunk.n / kPatchShare;
+}
+
+Status ChunkDecoder::Patch(const ChunkRecord& chunk, const ChunkGroups& g, uint8_t* out) {
+  const TransformInfo& info = InfoOf(chunk.transform);
+  const DType grouping = info.grouping(chunk.dtype);
+  const size_t n = chunk.n;
+  const size_t width = static_cast<size_t>(DTypeWidth(grouping));
+  const size_t whole = n / width * width;
+  if (out != chunk.base) std::memmove(out, chunk.base, n);
+  if (delta_.size() < whole) {
+    const size_t had = delta_.size();
+    delta_.Resize(whole);
+    std::memset(delta_.data() + had, 0, whole - had);
+  }
+  uint8_t* delta = delta_.data();
+  touched_.clear();
+  // Clears what was written to the delta, so that it is all zero again.
+  auto clear = [&] {
+    for (const uint32_t e : touched_) std::memset(delta + size_t{e} * width, 0, width);
+    touched_.clear();
+  };
+  const uint8_t* payload = chunk.record + g.payload_start;
+  for (int i = 0; i < g.count; ++i) {
+    const GroupEntry& e = g.group[i];
+    if (e.coder == Coder::kRaw) {  // the tail (Patchable): XORed as it is, whatever the transform
+      for (size_t j = 0; j < e.raw; ++j) out[whole + j] ^= payload[j];
+    } else if (e.coder == Coder::kSparse) {
+      Status s = sparse_.DecodeNonZero(payload, e.stored, e.raw);
+      if (!s.ok()) {
+        clear();
+        return Corruption("group " + std::to_string(i) + " (sparse): " + s.message());
+      }
+      const uint32_t* at = sparse_.positions();
+      const uint8_t* value = sparse_.values();
+      if (static_cast<size_t>(i) < width) {
+        // Byte i of element at[j], in grouped order.
+        for (size_t j = 0; j < sparse_.count(); ++j) {
+          uint8_t* element = delta + size_t{at[j]} * width;
+          uint64_t before = 0;
+          std::memcpy(&before, element, width);
+          if (before == 0) touched_.push_back(at[j]);
+          element[i] = value[j];
+        }
+      } else {
+        // The tail: XORed as it is, whatever the transform.
+        for (size_t j = 0; j < sparse_.count(); ++j) out[whole + at[j]] ^= value[j];
+      }
+    }
+    payload += e.stored;
+  }
+  for (const uint32_t e : touched_) {
+    uint8_t* target = out + size_t{e} * width;
+    uint8_t merged[8];
+    uint8_t base[8];
+    MergeGroups(grouping, delta + size_t{e} * width, width, merged);
+    std::memcpy(base, target, width);
+    info.undo(chunk.dtype, target, merged, base, width);
+  }
+  clear();
   return OkStatus();
 }
 

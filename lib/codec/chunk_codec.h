@@ -17,12 +17,14 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "lib/base/buffer.h"
 #include "lib/base/status.h"
 #include "lib/codec/delta_transform.h"
 #include "lib/codec/dtype.h"
 #include "lib/codec/group_coder.h"
+#include "lib/codec/sparse.h"
 
 namespace zipnn::codec {
 
@@ -142,10 +144,25 @@ class ChunkDecoder {
   // Decodes `chunk` into its n bytes at `out`.
   Status Decode(const ChunkRecord& chunk, uint8_t* out);
 
+  // A delta chunk whose groups are all zero or sparse, with at most one
+  // non-zero byte in kPatchShare, is applied as a patch: the base copied,
+  // then only the elements the delta touches undone against it, instead
+  // of every group merged and every element transformed.
+  static constexpr size_t kPatchShare = 64;
+
  private:
+  // The patch path of Decode, for a chunk Patchable says it is.
+  Status Patch(const ChunkRecord& chunk, const ChunkGroups& g, uint8_t* out);
+  static bool Patchable(const ChunkRecord& chunk, const ChunkGroups& g);
+
   Coder newest_;
   GroupDecoder groups_;
   Buffer grouped_;
+  SparseDecoder sparse_;
+  // Patch's delta, element by element in grouped byte order: all zero
+  // between calls (Patch clears what it wrote, on errors too).
+  Buffer delta_;
+  std::vector<uint32_t> touched_;  // elements Patch wrote to delta_
 };
 
 }  // namespace zipnn::codec

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "lib/codec/codec_test_util.h"
@@ -66,6 +67,101 @@ TEST_CASE("a delta of a chunk equal to its base is all zero groups and decodes t
       CHECK(out == base);
     }
   }
+}
+
+// Whether Decode takes the patch path for a record: every group zero or
+// sparse, with few enough non-zero bytes.
+bool TakesPatchPath(DType t, const Buffer& rec, size_t n) {
+  auto g = ParseChunkRecord(t, rec.data(), rec.size(), n);
+  REQUIRE(g.ok());
+  size_t nonzero = 0, sparse = 0;
+  const uint8_t* payload = rec.data() + g->payload_start;
+  for (int i = 0; i < g->count; ++i) {
+    const GroupEntry& e = g->group[i];
+    if (e.coder == Coder::kSparse) {
+      nonzero += SparseDecoder::DeclaredCount(payload, e.stored);
+      ++sparse;
+    } else if (e.coder != Coder::kZero && !(i == DTypeWidth(t) && e.coder == Coder::kRaw)) {
+      return false;
+    }
+    payload += e.stored;
+  }
+  return sparse > 0 && nonzero <= n / ChunkDecoder::kPatchShare;
+}
+
+TEST_CASE("a delta that changes a few scattered elements is applied as a patch, exactly, by every transform") {
+  const auto base = NormalFloats(40000, 31);
+  for (DType t : kAllTypes) {
+    for (TransformPolicy policy : {TransformPolicy(Transform::kXor), TransformPolicy(Transform::kDifference)}) {
+      // Whole elements, and a chunk with a tail the last change falls in.
+      for (size_t n : {base.size(), base.size() - 3}) {
+        const std::string type(DTypeName(t)), transform(TransformPolicyName(policy));
+        CAPTURE(type);
+        CAPTURE(transform);
+        CAPTURE(n);
+        auto target = base;
+        // One byte in 997 moved: low bytes by one (a carry for the
+        // difference), some high bytes (exponent, sign), and the last byte.
+        for (size_t i = 0; i < n; i += 997) target[i] = static_cast<uint8_t>(target[i] + 1);
+        for (size_t i = 501; i < n; i += 4999) target[i] ^= 0x80;
+        target[n - 1] ^= 0x5A;
+        ChunkEncoder enc(CoderPolicy::kAuto, 3, policy);
+        Buffer rec;
+        const Transform used = enc.Encode({t, target.data(), n, base.data()}, rec);
+        // Opaque bytes are zstd's (an LZ coder finds their repeats).
+        if (t != DType::kBytes) CHECK(TakesPatchPath(t, rec, n));
+        auto p = Padded(rec.data(), rec.size());
+        ChunkDecoder dec;
+        std::vector<uint8_t> out(n, 0xAB);
+        REQUIRE(dec.Decode({t, p.data(), rec.size(), n, used, base.data()}, out.data()).ok());
+        CHECK(std::memcmp(out.data(), target.data(), n) == 0);
+        // Again with the same decoder: what the first patch wrote is gone.
+        std::fill(out.begin(), out.end(), 0xCD);
+        REQUIRE(dec.Decode({t, p.data(), rec.size(), n, used, base.data()}, out.data()).ok());
+        CHECK(std::memcmp(out.data(), target.data(), n) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("a patch whose second sparse group is damaged fails, and leaves the decoder as it was") {
+  const DType t = DType::kF32;
+  const auto base = NormalFloats(40000, 41);
+  auto target = base;
+  // Two groups changed in the same elements: bytes 0 and 2 of each.
+  for (size_t e = 0; e < base.size() / 4; e += 300) {
+    target[4 * e] ^= 0x11;
+    target[4 * e + 2] ^= 0x01;
+  }
+  ChunkEncoder enc(CoderPolicy::kAuto, 3, Transform::kXor);
+  Buffer rec;
+  const Transform used = enc.Encode({t, target.data(), target.size(), base.data()}, rec);
+  REQUIRE(TakesPatchPath(t, rec, target.size()));
+  auto g = ParseChunkRecord(t, rec.data(), rec.size(), target.size());
+  REQUIRE(g.ok());
+  // The payload of the second sparse group, its "values size" field made
+  // larger than the payload.
+  size_t at = g->payload_start;
+  int seen = 0;
+  size_t second = 0;
+  for (int i = 0; i < g->count; ++i) {
+    if (g->group[i].coder == Coder::kSparse && ++seen == 2) second = at;
+    at += g->group[i].stored;
+  }
+  REQUIRE(second != 0);
+  auto damaged = Padded(rec.data(), rec.size());
+  damaged[second + 8] = 0xFF;
+  damaged[second + 9] = 0xFF;
+  ChunkDecoder dec;
+  std::vector<uint8_t> out(target.size());
+  Status s = dec.Decode({t, damaged.data(), rec.size(), target.size(), used, base.data()}, out.data());
+  REQUIRE(!s.ok());
+  CHECK(s.message().find("(sparse): sparse parts exceed the payload") != std::string::npos);
+  // The first group had written its bytes before the second failed; a
+  // decoder that kept them would skip those elements now.
+  auto good = Padded(rec.data(), rec.size());
+  REQUIRE(dec.Decode({t, good.data(), rec.size(), target.size(), used, base.data()}, out.data()).ok());
+  CHECK(out == target);
 }
 
 TEST_CASE("a delta of a small update is far smaller than the standalone chunk") {

@@ -128,7 +128,12 @@ void SparseEncoder::Encode(Buffer& out) {
   out.Append(extra_.data(), extra_.size());
 }
 
-ZIPNN_HOT Status SparseDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
+size_t SparseDecoder::DeclaredCount(const uint8_t* in, size_t size) {
+  return size < kHeaderBytes ? 0 : LoadLE<uint32_t>(in);
+}
+
+template <typename Put>
+ZIPNN_HOT Status SparseDecoder::Walk(const uint8_t* in, size_t size, size_t n, Put&& put) {
   if (size < kHeaderBytes) return Corruption("sparse payload shorter than its header");
   const size_t values = LoadLE<uint32_t>(in);
   const size_t codes_size = LoadLE<uint32_t>(in + 4);
@@ -148,7 +153,6 @@ ZIPNN_HOT Status SparseDecoder::Decode(const uint8_t* in, size_t size, uint8_t* 
                                              values_size, values_.data(), values);
   if (!st.ok()) return Corruption("sparse codes and values: " + st.message());
 
-  std::memset(out, 0, n);
   const uint64_t extra_bits = 8 * static_cast<uint64_t>(extra_size);
   uint64_t bit = 0;  // read position in the extra bits
   size_t at = 0;
@@ -165,11 +169,28 @@ ZIPNN_HOT Status SparseDecoder::Decode(const uint8_t* in, size_t size, uint8_t* 
     at += kCodes.base[c] + (word & ((uint64_t{1} << k) - 1));
     bit += k;
     if (__builtin_expect(at >= n, 0)) return Corruption("sparse runs reach past the group");
-    out[at++] = values_.data()[i];
+    put(i, at++);
   }
   if (bit > extra_bits || (bit + 7) / 8 != extra_size) {
     return Corruption("sparse extra bits do not fill their part");
   }
+  return OkStatus();
+}
+
+Status SparseDecoder::Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n) {
+  std::memset(out, 0, n);
+  return Walk(in, size, n, [&](size_t i, size_t at) { out[at] = values_.data()[i]; });
+}
+
+Status SparseDecoder::DecodeNonZero(const uint8_t* in, size_t size, size_t n) {
+  count_ = 0;
+  // Positions fit 32 bits: groups are at most 2^26 bytes. A count out of
+  // range is Walk's to refuse, before anything is written.
+  const size_t declared = DeclaredCount(in, size);
+  if (declared <= n) positions_.Resize(declared * sizeof(uint32_t));
+  uint32_t* positions = reinterpret_cast<uint32_t*>(positions_.data());
+  ZIPNN_RETURN_IF_ERROR(Walk(in, size, n, [&](size_t i, size_t at) { positions[i] = static_cast<uint32_t>(at); }));
+  count_ = declared;
   return OkStatus();
 }
 

@@ -54,12 +54,30 @@ class SparseDecoder {
   // Decodes a payload made by SparseEncoder into exactly n bytes. `in`
   // must be readable up to in + size + kDecoderReadPadding.
   Status Decode(const uint8_t* in, size_t size, uint8_t* out, size_t n);
+  // The same payload as its non-zero bytes only: count() of them, at
+  // positions() (ascending, each below n) with values(), valid until the
+  // next call. For a patch applied where the bytes go, in work
+  // proportional to them rather than to n.
+  Status DecodeNonZero(const uint8_t* in, size_t size, size_t n);
+  size_t count() const { return count_; }
+  const uint32_t* positions() const { return reinterpret_cast<const uint32_t*>(positions_.data()); }
+  const uint8_t* values() const { return values_.data(); }
+  // The number of non-zero bytes a payload declares (0 when it is too
+  // short to say), read before anything is decoded.
+  static size_t DeclaredCount(const uint8_t* in, size_t size);
 
  private:
+  // Decodes the codes and values into values_, then calls put(i,
+  // position) for the i-th non-zero byte, in order.
+  template <typename Put>
+  Status Walk(const uint8_t* in, size_t size, size_t n, Put&& put);
+
   RansDecoder code_decoder_;
   RansDecoder value_decoder_;
   Buffer codes_;
   Buffer values_;
+  Buffer positions_;  // uint32_t each
+  size_t count_ = 0;
 };
 
 }  // namespace zipnn::codec

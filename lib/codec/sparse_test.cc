@@ -42,6 +42,33 @@ std::vector<uint8_t> SparseRoundTrip(const std::vector<uint8_t>& in, size_t* siz
   return out;
 }
 
+TEST_CASE("DecodeNonZero gives exactly the non-zero bytes Decode writes, in order, and the count the header declares") {
+  for (double share : {0.001, 0.03, 0.5}) {
+    CAPTURE(share);
+    const auto in = SparseGroup(100000, share, 7);
+    SparseEncoder enc;
+    enc.Plan(in.data(), in.size(), Counts(in.data(), in.size()));
+    Buffer payload;
+    enc.Encode(payload);
+    auto padded = Padded(payload.data(), payload.size());
+    SparseDecoder dec;
+    REQUIRE(dec.DecodeNonZero(padded.data(), payload.size(), in.size()).ok());
+    std::vector<uint32_t> want;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (in[i] != 0) want.push_back(static_cast<uint32_t>(i));
+    }
+    REQUIRE(dec.count() == want.size());
+    CHECK(SparseDecoder::DeclaredCount(payload.data(), payload.size()) == want.size());
+    CHECK(std::equal(want.begin(), want.end(), dec.positions()));
+    for (size_t j = 0; j < want.size(); ++j) CHECK(dec.values()[j] == in[want[j]]);
+    // A group smaller than the positions reach is refused, with nothing kept.
+    Status s = dec.DecodeNonZero(padded.data(), payload.size(), want.back());
+    REQUIRE(!s.ok());
+    CHECK(dec.count() == 0);
+  }
+  CHECK(SparseDecoder::DeclaredCount(nullptr, 3) == 0);
+}
+
 TEST_CASE("sparse round-trips groups from one non-zero byte to mostly non-zero") {
   std::vector<std::vector<uint8_t>> inputs = {SparseGroup(131072, 0.0005, 40),
                                               SparseGroup(131072, 0.034, 41),

@@ -93,7 +93,10 @@ struct ChunkAt {
   const ChunkRef& ref;
   const Region& region;
   const uint8_t* record;
-  const Buffer& base;
+  // The base's bytes (from the chunk's place in them, `at`), or the
+  // region's prefix.
+  const uint8_t* base;
+  size_t base_size;
   uint64_t at;
 };
 
@@ -117,11 +120,11 @@ Status DecodeChunk(const ObjectDecoding& from, const ChunkAt& chunk, codec::Chun
     record.record += kRawChecksumBytes;
     record.size -= kRawChecksumBytes;
   }
-  if (region.delta) record.base = chunk.base.data() + chunk.at;
+  if (region.delta) record.base = chunk.base + chunk.at;
   const bool prefixed = region.prefix_length > 0;
   if (prefixed) {
-    record.prefix = chunk.base.data();
-    record.prefix_size = chunk.base.size();
+    record.prefix = chunk.base;
+    record.prefix_size = chunk.base_size;
   }
   Status st = decoder.Decode(record, out);
   if (!st.ok()) return Corruption(name() + ": " + st.message());
@@ -312,8 +315,9 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
       const ChunkRef& c = todo[i];
       const uint8_t* record = d->records.data() + (c.record_offset - first.record_offset);
       const uint64_t at = c.span.offset - stripe.offset;
-      ZIPNN_RETURN_IF_ERROR(
-          DecodeChunk(from, ChunkAt{first_index + i, c, region, record, d->base, at}, *decoder, d->raw.data() + at));
+      ZIPNN_RETURN_IF_ERROR(DecodeChunk(from,
+                                        ChunkAt{first_index + i, c, region, record, d->base.data(), d->base.size(), at},
+                                        *decoder, d->raw.data() + at));
     }
     if (positional) ZIPNN_RETURN_IF_ERROR(out.WriteAt(stripe.offset - out_start, d->raw.data(), d->raw.size()));
     return d;
@@ -413,14 +417,22 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
     Decoded same = UnchangedChunk(index, work->record.data());
     if (!same.ok() || *same) return same;
   }
+  // The base's range: its decoded chunk itself where the level below
+  // holds it as one (no copy), else read.
+  std::shared_ptr<const uint8_t[]> shared;
+  if (region.delta && region.prefix_length == 0) {
+    shared = base_->Shared(region.base_offset + (c.span.offset - region.offset), c.span.length);
+  }
   work->base.Clear();
-  if (region.delta || region.prefix_length > 0) {
+  if (!shared && (region.delta || region.prefix_length > 0)) {
     ZIPNN_RETURN_IF_ERROR(ReadBase(*base_, region, c.span.offset, c.span.length, work->base));
   }
+  const uint8_t* base = shared ? shared.get() : work->base.data();
+  const size_t base_size = shared ? c.span.length : work->base.size();
   std::shared_ptr<uint8_t[]> raw(new uint8_t[c.span.length]);  // exactly a chunk, not a grown Buffer
   const ObjectDecoding from{object_, info_.header, check_raw_ ? RawCheck::kCheck : RawCheck::kSkip};
   ZIPNN_RETURN_IF_ERROR(
-      DecodeChunk(from, ChunkAt{index, c, region, work->record.data(), work->base, 0}, work->decoder, raw.get()));
+      DecodeChunk(from, ChunkAt{index, c, region, work->record.data(), base, base_size, 0}, work->decoder, raw.get()));
   return std::shared_ptr<const uint8_t[]>(std::move(raw));
 }
 
