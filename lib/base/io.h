@@ -33,6 +33,11 @@ class ByteSource {
   // (a decoded chunk of an object), when they are exactly one such buffer;
   // null otherwise, and then ReadAt is the way to them.
   virtual std::shared_ptr<const uint8_t[]> Shared(uint64_t /*offset*/, size_t /*n*/) const { return nullptr; }
+  // The same buffer given away: the source keeps no reference to it (a
+  // later read of the range decodes it again) and nobody else holds one,
+  // so the caller may write into it (a delta applied in place on its
+  // base). Null when the source cannot give the range so.
+  virtual std::shared_ptr<uint8_t[]> Take(uint64_t /*offset*/, size_t /*n*/) const { return nullptr; }
 };
 
 // A stream read front to back (standard input, a pipe).

@@ -218,8 +218,15 @@ Status ChunkDecoder::Decode(const ChunkRecord& chunk, uint8_t* out) {
     }
     payload += e.stored;
   }
-  MergeGroups(info.grouping(dtype), grouped_.data(), n, out);
-  if (base != nullptr) info.undo(dtype, out, out, base, n);
+  // In place on the base (out == base), the merged delta needs a buffer
+  // of its own.
+  uint8_t* merged = out;
+  if (out == base) {
+    merged_.Resize(n);
+    merged = merged_.data();
+  }
+  MergeGroups(info.grouping(dtype), grouped_.data(), n, merged);
+  if (base != nullptr) info.undo(dtype, out, merged, base, n);
   return OkStatus();
 }
 

@@ -141,7 +141,8 @@ class ChunkDecoder {
   // Accepts coders up to `newest` (ParseChunkRecord).
   explicit ChunkDecoder(Coder newest = kNewestCoder) : newest_(newest) {}
 
-  // Decodes `chunk` into its n bytes at `out`.
+  // Decodes `chunk` into its n bytes at `out`, which may be the base
+  // (a delta applied in place).
   Status Decode(const ChunkRecord& chunk, uint8_t* out);
 
   // A delta chunk whose groups are all zero or sparse, with at most one
@@ -158,6 +159,7 @@ class ChunkDecoder {
   Coder newest_;
   GroupDecoder groups_;
   Buffer grouped_;
+  Buffer merged_;  // the merged delta of a chunk decoded in place
   SparseDecoder sparse_;
   // Patch's delta, element by element in grouped byte order: all zero
   // between calls (Patch clears what it wrote, on errors too).

@@ -42,6 +42,12 @@ TEST_CASE("chunk records round-trip standalone and as deltas by every transform,
           std::vector<uint8_t> out(n);
           REQUIRE(dec.Decode({t, p.data(), rec.size(), n, used, b}, out.data()).ok());
           CHECK(std::memcmp(out.data(), target.data(), n) == 0);
+          if (b != nullptr) {
+            // In place: the base's own bytes become the target's.
+            std::vector<uint8_t> in_place(base.begin(), base.begin() + static_cast<std::ptrdiff_t>(n));
+            REQUIRE(dec.Decode({t, p.data(), rec.size(), n, used, in_place.data()}, in_place.data()).ok());
+            CHECK(std::memcmp(in_place.data(), target.data(), n) == 0);
+          }
         }
       }
     }
@@ -115,6 +121,10 @@ TEST_CASE("a delta that changes a few scattered elements is applied as a patch, 
         std::vector<uint8_t> out(n, 0xAB);
         REQUIRE(dec.Decode({t, p.data(), rec.size(), n, used, base.data()}, out.data()).ok());
         CHECK(std::memcmp(out.data(), target.data(), n) == 0);
+        // In place on (a copy of) the base.
+        std::vector<uint8_t> in_place(base.begin(), base.begin() + static_cast<std::ptrdiff_t>(n));
+        REQUIRE(dec.Decode({t, p.data(), rec.size(), n, used, in_place.data()}, in_place.data()).ok());
+        CHECK(std::memcmp(in_place.data(), target.data(), n) == 0);
         // Again with the same decoder: what the first patch wrote is gone.
         std::fill(out.begin(), out.end(), 0xCD);
         REQUIRE(dec.Decode({t, p.data(), rec.size(), n, used, base.data()}, out.data()).ok());

@@ -116,6 +116,7 @@ bool XorApplies(DType) { return true; }
 void XorTake(DType, uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t n) { XorTo(dst, target, base, n); }
 
 void XorUndo(DType, uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t n) {
+  if (out == base) return XorInto(out, delta, n);
   if (out != delta) std::memmove(out, delta, n);
   XorInto(out, base, n);
 }

@@ -56,7 +56,7 @@ struct TransformInfo {
   // may be target.
   void (*take)(DType t, uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t n);
   // The inverse: out = the target whose delta against `base` is `delta`;
-  // out may be delta.
+  // out may be delta, or base (applied in place on the base).
   void (*undo)(DType t, uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t n);
   DType (*grouping)(DType t);                  // the type its delta is grouped as
   std::string (*group_label)(DType t, int g);  // the name of group g of that grouping

@@ -1,7 +1,9 @@
 #include "lib/container/object.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 
@@ -417,11 +419,20 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
     Decoded same = UnchangedChunk(index, work->record.data());
     if (!same.ok() || *same) return same;
   }
-  // The base's range: its decoded chunk itself where the level below
-  // holds it as one (no copy), else read.
+  const ObjectDecoding from{object_, info_.header, check_raw_ ? RawCheck::kCheck : RawCheck::kSkip};
+  // The base's range where the level below holds it as one decoded chunk:
+  // taken and decoded into in place when nobody else needs it (no copy,
+  // and a patch touches only what changed), else shared, else read.
   std::shared_ptr<const uint8_t[]> shared;
   if (region.delta && region.prefix_length == 0) {
-    shared = base_->Shared(region.base_offset + (c.span.offset - region.offset), c.span.length);
+    const uint64_t at = region.base_offset + (c.span.offset - region.offset);
+    if (std::shared_ptr<uint8_t[]> taken = base_->Take(at, c.span.length)) {
+      ZIPNN_RETURN_IF_ERROR(DecodeChunk(
+          from, ChunkAt{index, c, region, work->record.data(), taken.get(), c.span.length, 0}, work->decoder,
+          taken.get()));
+      return std::shared_ptr<const uint8_t[]>(std::move(taken));
+    }
+    shared = base_->Shared(at, c.span.length);
   }
   work->base.Clear();
   if (!shared && (region.delta || region.prefix_length > 0)) {
@@ -430,7 +441,6 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
   const uint8_t* base = shared ? shared.get() : work->base.data();
   const size_t base_size = shared ? c.span.length : work->base.size();
   std::shared_ptr<uint8_t[]> raw(new uint8_t[c.span.length]);  // exactly a chunk, not a grown Buffer
-  const ObjectDecoding from{object_, info_.header, check_raw_ ? RawCheck::kCheck : RawCheck::kSkip};
   ZIPNN_RETURN_IF_ERROR(
       DecodeChunk(from, ChunkAt{index, c, region, work->record.data(), base, base_size, 0}, work->decoder, raw.get()));
   return std::shared_ptr<const uint8_t[]>(std::move(raw));
@@ -450,8 +460,9 @@ ObjectReader::Decoded ObjectReader::UnchangedChunk(size_t index, const uint8_t* 
       Checksum64(record, c.record_size) != c.checksum) {
     return std::shared_ptr<const uint8_t[]>();
   }
-  std::shared_ptr<const uint8_t[]> same =
-      base_->Shared(region.base_offset + (c.span.offset - region.offset), c.span.length);
+  const uint64_t at = region.base_offset + (c.span.offset - region.offset);
+  std::shared_ptr<const uint8_t[]> same = base_->Take(at, c.span.length);
+  if (!same) same = base_->Shared(at, c.span.length);
   if (!same) return same;
   if (check_raw_ && has_raw_checksum && Checksum64(same.get(), c.span.length) != LoadLE<uint64_t>(record)) {
     return Corruption(ChunkName(object_, index, c.span) +
@@ -460,13 +471,47 @@ ObjectReader::Decoded ObjectReader::UnchangedChunk(size_t index, const uint8_t* 
   return same;
 }
 
-std::shared_ptr<const uint8_t[]> ObjectReader::Shared(uint64_t offset, size_t n) const {
+std::optional<size_t> ObjectReader::ChunkAtRange(uint64_t offset, size_t n) const {
   const auto& chunks = info_.chunks;
   auto it = std::lower_bound(chunks.begin(), chunks.end(), offset,
                              [](const ChunkRef& c, uint64_t at) { return c.span.offset < at; });
-  if (it == chunks.end() || it->span.offset != offset || it->span.length != n) return nullptr;
-  Decoded chunk = Chunk(static_cast<size_t>(it - chunks.begin()));
+  if (it == chunks.end() || it->span.offset != offset || it->span.length != n) return std::nullopt;
+  return static_cast<size_t>(it - chunks.begin());
+}
+
+std::shared_ptr<const uint8_t[]> ObjectReader::Shared(uint64_t offset, size_t n) const {
+  const std::optional<size_t> index = ChunkAtRange(offset, n);
+  if (!index) return nullptr;
+  Decoded chunk = Chunk(*index);
   return chunk.ok() ? *chunk : nullptr;
+}
+
+std::shared_ptr<uint8_t[]> ObjectReader::Take(uint64_t offset, size_t n) const {
+  const std::optional<size_t> index = ChunkAtRange(offset, n);
+  if (!index) return nullptr;
+  std::shared_future<Decoded> ready;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto slot = std::find_if(cache_.begin(), cache_.end(), [&](const Slot& s) { return s.index == *index; });
+    if (slot != cache_.end()) {
+      // A cached chunk leaves the cache only when decoded and held by the
+      // cache alone; otherwise it stays, for Shared.
+      if (slot->ready.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+      const Decoded& held = slot->ready.get();
+      if (!held.ok() || !*held || held->use_count() != 1) return nullptr;
+      ready = std::move(slot->ready);
+      cache_.erase(slot);
+    }
+  }
+  // Not cached: decoded for the caller alone.
+  Decoded chunk = ready.valid() ? ready.get() : DecodeChunkAt(*index);
+  ready = std::shared_future<Decoded>();  // the cache's hold on it goes too
+  // Checked again now that no future holds it: another thread that had
+  // the slot before it left, or a chunk shared up the chain (an unchanged
+  // delta's), keeps it from being given away.
+  if (!chunk.ok() || !*chunk || chunk->use_count() != 1) return nullptr;
+  // Allocated writable (DecodeChunkAt); const only while shared.
+  return std::const_pointer_cast<uint8_t[]>(std::move(*chunk));
 }
 
 Status CheckRecords(const ByteSource& object, const ObjectInfo& info) {

@@ -121,6 +121,9 @@ class ObjectReader : public ByteSource {
   // A range that is exactly one chunk: that chunk, decoded (or taken from
   // the cache), shared.
   std::shared_ptr<const uint8_t[]> Shared(uint64_t offset, size_t n) const override;
+  // That chunk, out of the cache (or decoded for the caller alone), when
+  // nobody else holds it.
+  std::shared_ptr<uint8_t[]> Take(uint64_t offset, size_t n) const override;
 
  private:
   using Decoded = Result<std::shared_ptr<const uint8_t[]>>;  // one chunk's bytes
@@ -132,11 +135,14 @@ class ObjectReader : public ByteSource {
 
   ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base, bool check_raw, uint64_t cache_bytes);
   Decoded Chunk(size_t index) const;
+  // The index of the chunk that is exactly [offset, offset + n), if any.
+  std::optional<size_t> ChunkAtRange(uint64_t offset, size_t n) const;
   Decoded DecodeChunkAt(size_t index) const;
   // For a delta chunk that changes nothing (codec::IsUnchangedDelta) whose
-  // base holds that range as one decoded chunk: that very chunk, checked
-  // against the raw checksum where this reader checks them; null to
-  // decode the chunk as any other.
+  // base holds that range as one decoded chunk: that very chunk (taken
+  // from the base where it can be, else shared with it), checked against
+  // the raw checksum where this reader checks them; null to decode the
+  // chunk as any other.
   Decoded UnchangedChunk(size_t index, const uint8_t* record) const;
 
   const ByteSource& object_;

@@ -153,12 +153,34 @@ TEST_CASE("a chunk a delta leaves unchanged is its base's decoded chunk, shared 
     return std::move(*reader);
   };
   std::vector<ReadFile> files;
-  files.reserve(2);
+  files.reserve(4);
   auto level0 = open(0, nullptr, files);
   auto level1 = open(1, level0.get(), files);
-  CHECK(level1->Shared(0, kChunk).get() == level0->Shared(0, kChunk).get());
+  const auto held = level0->Shared(0, kChunk);  // a reader of the base holds its first chunk
+  CHECK(level1->Shared(0, kChunk).get() == held.get());
   CHECK(level1->Shared(2 * kChunk, kChunk).get() != level0->Shared(2 * kChunk, kChunk).get());
   CHECK(level1->Shared(1, kChunk) == nullptr);  // not a chunk's range
+  // Where nobody else holds the base's chunk, the level above takes it:
+  // the same buffer, unchanged or decoded into in place, and the base,
+  // asked again, decodes its own anew, never handing out the patched one.
+  auto bottom = open(0, nullptr, files);
+  auto above = open(1, bottom.get(), files);
+  for (size_t at : {size_t{0}, 2 * kChunk}) {
+    CAPTURE(at);
+    const auto up = above->Shared(at, kChunk);
+    REQUIRE(up != nullptr);
+    CHECK(std::equal(up.get(), up.get() + kChunk, versions[1].begin() + static_cast<std::ptrdiff_t>(at)));
+    const auto down = bottom->Shared(at, kChunk);
+    REQUIRE(down != nullptr);
+    CHECK(down.get() != up.get());
+    CHECK(std::equal(down.get(), down.get() + kChunk, versions[0].begin() + static_cast<std::ptrdiff_t>(at)));
+    // Held by its cache and by this test: not given away.
+    CHECK(bottom->Take(at, kChunk) == nullptr);
+  }
+  auto lone = bottom->Take(kChunk, kChunk);  // never read: decoded for the caller alone
+  REQUIRE(lone != nullptr);
+  CHECK(std::equal(lone.get(), lone.get() + kChunk, versions[0].begin() + static_cast<std::ptrdiff_t>(kChunk)));
+  CHECK(bottom->Take(1, kChunk) == nullptr);
   // Read by parts, the top checks even a shared chunk against its raw
   // checksum: a base forged under its id (another checkpoint's object)
   // shows at once.
