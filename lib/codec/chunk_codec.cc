@@ -231,15 +231,16 @@ Status ChunkDecoder::Decode(const ChunkRecord& chunk, uint8_t* out) {
 }
 
 bool ChunkDecoder::Patchable(const ChunkRecord& chunk, const ChunkGroups& g) {
+  // The tail group (at most 7 bytes, after the element groups) may be
+  // stored raw.
+  const int tail = DTypeWidth(InfoOf(chunk.transform).grouping(chunk.dtype));
   size_t nonzero = 0;
   const uint8_t* payload = chunk.record + g.payload_start;
   for (int i = 0; i < g.count; ++i) {
     const GroupEntry& e = g.group[i];
-    // The tail (at most 7 bytes) may be stored raw.
-    const bool tail = i == DTypeWidth(InfoOf(chunk.transform).grouping(chunk.dtype));
     if (e.coder == Coder::kSparse) {
       nonzero += SparseDecoder::DeclaredCount(payload, e.stored);
-    } else if (e.coder != Coder::kZero && !(tail && e.coder == Coder::kRaw)) {
+    } else if (e.coder != Coder::kZero && !(i == tail && e.coder == Coder::kRaw)) {
       return false;
     }
     payload += e.stored;
@@ -269,7 +270,8 @@ Status ChunkDecoder::Patch(const ChunkRecord& chunk, const ChunkGroups& g, uint8
   const uint8_t* payload = chunk.record + g.payload_start;
   for (int i = 0; i < g.count; ++i) {
     const GroupEntry& e = g.group[i];
-    if (e.coder == Coder::kRaw) {  // the tail (Patchable): XORed as it is, whatever the transform
+    // The tail's bytes are XORed as they are, whatever the transform.
+    if (e.coder == Coder::kRaw) {  // the tail (Patchable)
       for (size_t j = 0; j < e.raw; ++j) out[whole + j] ^= payload[j];
     } else if (e.coder == Coder::kSparse) {
       Status s = sparse_.DecodeNonZero(payload, e.stored, e.raw);
@@ -289,7 +291,6 @@ Status ChunkDecoder::Patch(const ChunkRecord& chunk, const ChunkGroups& g, uint8
           element[i] = value[j];
         }
       } else {
-        // The tail: XORed as it is, whatever the transform.
         for (size_t j = 0; j < sparse_.count(); ++j) out[whole + at[j]] ^= value[j];
       }
     }
