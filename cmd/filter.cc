@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cmd/command.h"
@@ -39,10 +40,10 @@ bool EnvFlag(const char* name) {
   return value != nullptr && *value != '\0' && std::string(value) != "0";
 }
 
-filters::SmudgeOptions SmudgeFor() {
+filters::SmudgeOptions SmudgeFor(const git::ConfigSnapshot& config) {
   filters::SmudgeOptions options;
   options.leave_pointers = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE");
-  options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || git::ConfigFlag("zipnn.skipsmudgeerrors");
+  options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || config.Flag("zipnn.skipsmudgeerrors");
   options.fetch_missing = true;
   return options;
 }
@@ -57,17 +58,29 @@ std::unique_ptr<git::SeriesVersions> SeriesOrNone(const store::Store& repo) {
   return nullptr;
 }
 
-// The pre-push hook, written when a repository has none (lib/git/hook.h).
-void SayHook() {
-  const std::string said = git::EnsureHook();
+// What a filter starts from: the repository's folders and git-zipnn's
+// config, one git run each (a `git add` waits for them before its first
+// byte); the pre-push hook written when the repository has none
+// (lib/git/hook.h); the store.
+struct Start {
+  store::Store repo;
+  git::ConfigSnapshot config;
+};
+Result<Start> StartFilter() {
+  ZIPNN_ASSIGN_OR_RETURN(git::Folders folders, git::RepositoryFolders());
+  ZIPNN_ASSIGN_OR_RETURN(git::ConfigSnapshot config, git::ConfigSnapshot::Read(git::kStartKeys));
+  const std::string said = git::EnsureHook(folders.hooks);
   if (!said.empty()) std::fprintf(stderr, "git-zipnn: %s\n", said.c_str());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository(folders, config));
+  return Start{std::move(repo), std::move(config)};
 }
 
 // Clean lists what it stores for git's textconv cache when git keeps one
 // (lib/git/textconv_cache.h).
-void KeepListings(filters::CheckpointFilter& filter) {
-  auto cache = git::TextconvCache::Open(git::kDriver);
-  if (cache.ok() && *cache) filter.KeepListings(std::move(**cache));
+void KeepListings(filters::CheckpointFilter& filter, const git::ConfigSnapshot& config) {
+  if (std::optional<git::TextconvCache> cache = git::TextconvCache::Open(git::kDriver, config)) {
+    filter.KeepListings(std::move(*cache));
+  }
 }
 
 // The listings go to git's cache as the process ends; failing to write
@@ -86,15 +99,14 @@ Action SingleFile(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
   sub.add_option("path", *path, "The file's path in the work tree (git's %f)")->required();
   return [path]() -> Status {
-    SayHook();
-    ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-    filters::SmudgeOptions smudge = SmudgeFor();
-    std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
-    filters::CheckpointFilter filter(std::move(repo), std::move(series), std::move(smudge));
+    ZIPNN_ASSIGN_OR_RETURN(Start start, StartFilter());
+    filters::SmudgeOptions smudge = SmudgeFor(start.config);
+    std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(start.repo);
+    filters::CheckpointFilter filter(std::move(start.repo), std::move(series), std::move(smudge));
     FdReader in(0);
     StdoutSink out;
     if (!kClean) return Annotate(filter.Smudge(*path, in, out), *path);
-    KeepListings(filter);
+    KeepListings(filter, start.config);
     return Finished(filter, Annotate(filter.Clean(*path, in, out), *path));
   };
 }
@@ -106,15 +118,14 @@ Action SetupSmudge(CLI::App& sub) { return SingleFile<false>(sub); }
 
 Action SetupFilterProcess(CLI::App&) {
   return []() -> Status {
-    SayHook();
-    ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-    filters::SmudgeOptions smudge = SmudgeFor();
-    std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(repo);
+    ZIPNN_ASSIGN_OR_RETURN(Start start, StartFilter());
+    filters::SmudgeOptions smudge = SmudgeFor(start.config);
+    std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(start.repo);
     // Content read ahead of an answer (a large plain file passing through
     // smudge) waits beside the other scratch files, not in memory.
-    const filters::ReadAhead read_ahead{repo.temp_dir};
-    filters::CheckpointFilter filter(std::move(repo), std::move(series), std::move(smudge));
-    KeepListings(filter);
+    const filters::ReadAhead read_ahead{start.repo.temp_dir};
+    filters::CheckpointFilter filter(std::move(start.repo), std::move(series), std::move(smudge));
+    KeepListings(filter, start.config);
     FdReader in(0);
     StdoutSink out;
     StderrSink errors;

@@ -18,12 +18,25 @@ void AddThreadsOption(CLI::App& sub, int& threads) {
       ->check(CLI::Range(0, 4096));
 }
 
-Result<store::Store> OpenRepository() {
-  ZIPNN_ASSIGN_OR_RETURN(git::OpenedRepository opened, git::OpenStoreRepository());
+namespace {
+
+store::Store Warned(git::OpenedRepository opened) {
   for (const std::string& warning : opened.warnings) {
     std::fprintf(stderr, "git-zipnn: warning: %s\n", warning.c_str());
   }
   return std::move(opened.repo);
+}
+
+}  // namespace
+
+Result<store::Store> OpenRepository() {
+  ZIPNN_ASSIGN_OR_RETURN(git::OpenedRepository opened, git::OpenStoreRepository());
+  return Warned(std::move(opened));
+}
+
+Result<store::Store> OpenRepository(const git::Folders& folders, const git::ConfigSnapshot& config) {
+  ZIPNN_ASSIGN_OR_RETURN(git::OpenedRepository opened, git::OpenStoreRepository(folders, config));
+  return Warned(std::move(opened));
 }
 
 Result<formats::Checkpoint> CheckpointInFile(const std::string& file) {

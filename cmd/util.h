@@ -15,6 +15,7 @@
 #include "lib/base/progress.h"  // HumanBytes, Percent
 #include "lib/base/status.h"
 #include "lib/formats/checkpoint.h"
+#include "lib/git/git.h"
 #include "lib/git/pointers.h"
 #include "lib/remote/transfer.h"
 #include "lib/store/restore.h"
@@ -39,6 +40,7 @@ void AddThreadsOption(CLI::App& sub, int& threads);
 // git::OpenStoreRepository, with a warning on stderr for each mistake in
 // .zipnn.yaml (its key keeps the default).
 Result<store::Store> OpenRepository();
+Result<store::Store> OpenRepository(const git::Folders& folders, const git::ConfigSnapshot& config);
 
 // The checkpoint in `file`: the file itself, or the version it names when
 // it holds a git-zipnn pointer (as the files git hands to diff drivers

@@ -33,32 +33,36 @@ std::string RelativeStoreBase(const std::string& git_dir) {
   return dir.filename() == ".git" ? dir.parent_path().string() : git_dir;
 }
 
-// zipnn.storepath of the repository whose git folder is `git_dir`, as an
-// absolute path: "~/" and "~user/" expanded as git expands a path-valued
-// key (`git config --type=path`), a relative path taken from
-// RelativeStoreBase. `where` are git's first arguments (--git-dir=...),
-// or none to read the repository around the current folder. nullopt when
-// unset or empty. `warnings` gets a word about a store an older
-// git-zipnn made elsewhere from the same setting.
-Result<std::optional<std::string>> ConfiguredStore(const std::string& git_dir, const std::vector<std::string>& where,
-                                                   std::vector<std::string>* warnings) {
-  auto get = [&](const std::vector<std::string>& how) -> Result<std::optional<std::string>> {
-    std::vector<std::string> args = where;
-    args.insert(args.end(), how.begin(), how.end());
-    args.insert(args.end(), {"--get", "zipnn.storepath"});
-    ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args));
-    if (run.exit_code == 1) return std::optional<std::string>();  // unset
-    while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
-    if (run.exit_code != 0) return Status(StatusCode::kGit, "git config zipnn.storepath: " + run.err);
-    while (!run.out.empty() && run.out.back() == '\n') run.out.pop_back();
-    return run.out.empty() ? std::optional<std::string>() : std::optional<std::string>(run.out);
-  };
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> raw, get({"config"}));
-  if (!raw) return raw;
+// `git <where> <how> --get zipnn.storepath`: nullopt when unset or empty.
+// `where` are git's first arguments (--git-dir=...), or none to read the
+// repository around the current folder.
+Result<std::optional<std::string>> ConfigValue(const std::vector<std::string>& where,
+                                               const std::vector<std::string>& how) {
+  std::vector<std::string> args = where;
+  args.insert(args.end(), how.begin(), how.end());
+  args.insert(args.end(), {"--get", "zipnn.storepath"});
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args));
+  if (run.exit_code == 1) return std::optional<std::string>();  // unset
+  while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
+  if (run.exit_code != 0) return Status(StatusCode::kGit, "git config zipnn.storepath: " + run.err);
+  while (!run.out.empty() && run.out.back() == '\n') run.out.pop_back();
+  return run.out.empty() ? std::optional<std::string>() : std::optional<std::string>(run.out);
+}
+
+// zipnn.storepath of the repository whose git folder is `git_dir`, set
+// to `raw` (nullopt or empty: unset), as an absolute path: "~/" and
+// "~user/" expanded as git expands a path-valued key (`git config
+// --type=path`, asked with `where`), a relative path taken from
+// RelativeStoreBase. nullopt when unset. `warnings` gets a word about a
+// store an older git-zipnn made elsewhere from the same setting.
+Result<std::optional<std::string>> StorePath(const std::string& git_dir, const std::optional<std::string>& raw,
+                                             const std::vector<std::string>& where,
+                                             std::vector<std::string>* warnings) {
+  if (!raw || raw->empty()) return std::optional<std::string>();
   const std::string base = RelativeStoreBase(git_dir);
   std::string path = *raw;
   if (path[0] == '~') {
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> expanded, get({"config", "--type=path"}));
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> expanded, ConfigValue(where, {"config", "--type=path"}));
     if (!expanded) return expanded;
     path = *expanded;
   }
@@ -77,12 +81,20 @@ Result<std::optional<std::string>> ConfiguredStore(const std::string& git_dir, c
   return std::optional<std::string>(path);
 }
 
+// StorePath of the value git holds.
+Result<std::optional<std::string>> ConfiguredStore(const std::string& git_dir, const std::vector<std::string>& where,
+                                                   std::vector<std::string>* warnings) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> raw, ConfigValue(where, {"config"}));
+  return StorePath(git_dir, raw, where, warnings);
+}
+
 }  // namespace
 
-Result<OpenedRepository> OpenStoreRepository() {
-  ZIPNN_ASSIGN_OR_RETURN(std::string git_dir, GitDir());
+Result<OpenedRepository> OpenStoreRepository(const Folders& folders, const ConfigSnapshot& config) {
+  const std::string& git_dir = folders.git_dir;
   std::vector<std::string> warnings;
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> configured, ConfiguredStore(git_dir, {}, &warnings));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> configured,
+                         StorePath(git_dir, config.Get("zipnn.storepath"), {}, &warnings));
   const std::string zipnn_dir = ZipnnDir(git_dir);
   OpenedRepository opened{
       store::Store{store::ObjectStore(configured ? *configured : zipnn_dir + "/objects"), zipnn_dir + "/tmp",
@@ -91,8 +103,7 @@ Result<OpenedRepository> OpenStoreRepository() {
   // A store this repository cannot write to is one it does not add to
   // either, so a failed registration costs nothing.
   (void)opened.repo.objects.RegisterUser(git_dir);
-  auto top = TopLevel();
-  if (top.ok()) {
+  if (const std::optional<std::string>& top = folders.top) {
     opened.repo.work_dir = *top;
     config::LoadedPolicy loaded = config::LoadPolicyLenient(*top + "/.zipnn.yaml");
     opened.repo.policy = std::move(loaded.policy);
@@ -100,6 +111,12 @@ Result<OpenedRepository> OpenStoreRepository() {
     for (const std::string& w : loaded.warnings) opened.warnings.push_back(w + " (ignored; the defaults hold)");
   }
   return opened;
+}
+
+Result<OpenedRepository> OpenStoreRepository() {
+  ZIPNN_ASSIGN_OR_RETURN(Folders folders, RepositoryFolders());
+  ZIPNN_ASSIGN_OR_RETURN(ConfigSnapshot config, ConfigSnapshot::Read(kStartKeys));
+  return OpenStoreRepository(folders, config);
 }
 
 Result<std::string> StoreOfRepository(const std::string& path) {

@@ -11,6 +11,7 @@
 
 #include "lib/base/content_id.h"
 #include "lib/base/status.h"
+#include "lib/git/git.h"
 #include "lib/git/series_versions.h"
 #include "lib/store/placement.h"
 
@@ -32,6 +33,12 @@ struct OpenedRepository {
   std::vector<std::string> warnings;
 };
 Result<OpenedRepository> OpenStoreRepository();
+// The same from folders and config already read (the filter reads them
+// once for all it needs to start); `config` holds at least kStartKeys.
+Result<OpenedRepository> OpenStoreRepository(const Folders& folders, const ConfigSnapshot& config);
+// The config keys git-zipnn reads as it starts (the sections zipnn and
+// diff.zipnn), as ConfigSnapshot::Read takes them.
+inline constexpr char kStartKeys[] = "^(zipnn|diff\\.zipnn)\\.";
 
 // The object store of the git repository at `path` (its work tree or, if
 // bare, its git folder): its zipnn.storepath (read as above, so from any

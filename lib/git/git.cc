@@ -40,6 +40,69 @@ Result<std::string> GitDir(const std::string& cwd) {
   return dir;
 }
 
+Result<Folders> RepositoryFolders() {
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"rev-parse", "--path-format=absolute", "--git-common-dir", "--git-path",
+                                             "hooks", "--show-toplevel"}));
+  // git answers in order and stops at the first question it cannot
+  // answer: outside a work tree, after the two folders.
+  std::vector<std::string> lines;
+  std::istringstream out(run.out);
+  for (std::string line; std::getline(out, line);) lines.push_back(line);
+  const bool no_work_tree = run.err.find("must be run in a work tree") != std::string::npos;
+  if (run.exit_code == 0 && lines.size() == 3) return Folders{lines[0], lines[1], lines[2]};
+  if (run.exit_code != 0 && no_work_tree && lines.size() == 2) return Folders{lines[0], lines[1], std::nullopt};
+  // Anything else (outside a repository, a folder whose name holds a
+  // newline): one question at a time, as before.
+  ZIPNN_ASSIGN_OR_RETURN(std::string git_dir, GitDir());
+  ZIPNN_ASSIGN_OR_RETURN(std::string hooks, HooksFolder());
+  auto top = TopLevel();
+  return Folders{git_dir, hooks, top.ok() ? std::optional<std::string>(*top) : std::nullopt};
+}
+
+Result<ConfigSnapshot> ConfigSnapshot::Read(const std::string& pattern, const std::string& cwd) {
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"config", "-z", "--get-regexp", pattern}, cwd));
+  ConfigSnapshot snapshot;
+  if (run.exit_code == 1) return snapshot;  // nothing matches
+  if (run.exit_code != 0) return Status(StatusCode::kGit, "git config --get-regexp " + pattern + " failed: " + run.err);
+  // Each entry is the key, then a newline and the value when there is
+  // one, ended by a NUL.
+  size_t at = 0;
+  while (at < run.out.size()) {
+    size_t end = run.out.find('\0', at);
+    if (end == std::string::npos) end = run.out.size();
+    const std::string entry = run.out.substr(at, end - at);
+    const size_t newline = entry.find('\n');
+    if (newline == std::string::npos) {
+      snapshot.values_[entry] = std::nullopt;
+    } else {
+      snapshot.values_[entry.substr(0, newline)] = entry.substr(newline + 1);
+    }
+    at = end + 1;
+  }
+  return snapshot;
+}
+
+std::optional<std::string> ConfigSnapshot::Get(const std::string& key) const {
+  const auto it = values_.find(key);
+  if (it == values_.end()) return std::nullopt;
+  return it->second.value_or("");
+}
+
+namespace {
+
+bool IsTrue(std::string v) {
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v == "true" || v == "yes" || v == "on" || v == "1";
+}
+
+}  // namespace
+
+bool ConfigSnapshot::Flag(const std::string& key, bool unset) const {
+  const auto it = values_.find(key);
+  if (it == values_.end()) return unset;
+  return !it->second || IsTrue(*it->second);
+}
+
 Result<std::optional<std::string>> ConfigGet(const std::string& key, const std::string& cwd) {
   ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"config", "--get", key}, cwd));
   if (run.exit_code == 1) return std::optional<std::string>();  // unset
@@ -61,9 +124,7 @@ Result<std::optional<int64_t>> ConfigGetInt(const std::string& key) {
 bool ConfigFlag(const std::string& key, bool unset) {
   auto value = ConfigGet(key);
   if (!value.ok() || !*value) return unset;
-  std::string v = **value;
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return v == "true" || v == "yes" || v == "on" || v == "1";
+  return IsTrue(**value);
 }
 
 Status ConfigSet(const std::string& scope, const std::string& key, const std::string& value) {

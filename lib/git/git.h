@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,38 @@ namespace zipnn::git {
 // repository.
 Result<std::string> TopLevel(const std::string& cwd = "");
 Result<std::string> GitDir(const std::string& cwd = "");
+
+// The folders of the repository around the current folder, asked of git at once (one
+// `git rev-parse`, where GitDir, HooksFolder and TopLevel run one each):
+// the common git folder and the hooks folder (core.hooksPath respected),
+// both absolute, and the work tree's top, nullopt where there is none (a
+// bare repository, or inside the git folder). NotFound outside a
+// repository, as GitDir.
+struct Folders {
+  std::string git_dir;
+  std::string hooks;
+  std::optional<std::string> top;
+};
+Result<Folders> RepositoryFolders();
+
+// The keys whose names match `pattern` (a regular expression, as `git
+// config --get-regexp` takes it) with their values, read by one `git
+// config` run, so with git's own reading of every file, include and
+// `git -c`: for a process that asks several keys before its first byte.
+class ConfigSnapshot {
+ public:
+  static Result<ConfigSnapshot> Read(const std::string& pattern, const std::string& cwd = "");
+  // As ConfigGet: the last value given, nullopt when unset. `key` as git
+  // names it (section and name in lower case).
+  std::optional<std::string> Get(const std::string& key) const;
+  // As ConfigFlag; a key given with no value ("[zipnn] skipSmudgeErrors"
+  // alone) is true, as git reads it.
+  bool Flag(const std::string& key, bool unset = false) const;
+
+ private:
+  // Each key's last value; nullopt for a key given with no value.
+  std::map<std::string, std::optional<std::string>> values_;
+};
 
 // `git config --get <key>`; nullopt when unset.
 Result<std::optional<std::string>> ConfigGet(const std::string& key, const std::string& cwd = "");

@@ -495,5 +495,85 @@ TEST_CASE("a committed policy gets at most the machine's cores as threads") {
   CHECK(opened->repo.policy.threads <= ThreadPool::DefaultThreads());
 }
 
+// Runs `ask` in `folder` with the sandbox's HOME (and GIT_CONFIG_PARAMETERS
+// set to `params` when given, as `git -c` sets it), then puts the process
+// back as it was.
+template <typename Ask>
+auto AskIn(Sandbox& box, const std::string& folder, Ask ask, const char* params = nullptr) {
+  char here[PATH_MAX];
+  REQUIRE(getcwd(here, sizeof here) != nullptr);
+  const char* home = std::getenv("HOME");
+  const std::string old_home = home != nullptr ? home : "";
+  REQUIRE(setenv("HOME", (box.root() + "/home").c_str(), 1) == 0);
+  REQUIRE(setenv("GIT_CONFIG_NOSYSTEM", "1", 1) == 0);
+  if (params != nullptr) REQUIRE(setenv("GIT_CONFIG_PARAMETERS", params, 1) == 0);
+  REQUIRE(chdir(folder.c_str()) == 0);
+  auto answer = ask();
+  REQUIRE(chdir(here) == 0);
+  REQUIRE(setenv("HOME", old_home.c_str(), 1) == 0);
+  REQUIRE(unsetenv("GIT_CONFIG_PARAMETERS") == 0);
+  return answer;
+}
+
+TEST_CASE("the folders a filter starts from come from one git run, with or without a work tree") {
+  Sandbox box;
+  box.Write("f.txt", "x\n");
+  box.Commit("one");
+  box.Sh("git worktree add -q ../wt && mkdir -p ../wt/sub");
+  auto linked = AskIn(box, box.root() + "/wt/sub", [] { return RepositoryFolders(); });
+  REQUIRE_MESSAGE(linked.ok(), linked.status().ToString());
+  CHECK(linked->git_dir == box.repo() + "/.git");
+  CHECK(linked->hooks == box.repo() + "/.git/hooks");
+  CHECK(linked->top == box.root() + "/wt");
+  // Inside the git folder there is no work tree, but there are folders.
+  auto inside = AskIn(box, box.repo() + "/.git", [] { return RepositoryFolders(); });
+  REQUIRE_MESSAGE(inside.ok(), inside.status().ToString());
+  CHECK(inside->git_dir == box.repo() + "/.git");
+  CHECK(!inside->top);
+  box.Sh("git config core.hooksPath " + box.root() + "/myhooks");
+  auto hooked = AskIn(box, box.repo(), [] { return RepositoryFolders(); });
+  REQUIRE(hooked.ok());
+  CHECK(hooked->hooks == box.root() + "/myhooks");
+  CHECK(hooked->top == box.repo());
+  auto outside = AskIn(box, box.root() + "/home", [] { return RepositoryFolders(); });
+  // (Unless the scratch folder itself is inside a repository.)
+  if (!outside.ok()) {
+    CHECK(outside.status().code() == StatusCode::kNotFound);
+    CHECK(outside.status().message().find("not inside a git repository") != std::string::npos);
+  }
+}
+
+TEST_CASE("a config snapshot answers as git config --get would, git -c included") {
+  Sandbox box;
+  box.Sh(
+      "git config zipnn.storePath ../store && git config zipnn.multi a && git config --add zipnn.multi b && "
+      "git config diff.zipnn.cachetextconv yes && git config diff.zipnn.textconv 'git-zipnn textconv' && "
+      "git config diff.other.textconv cat && printf '[zipnn]\\n\\tbare\\n' >> .git/config");
+  auto snapshot = AskIn(
+      box, box.repo(), [] { return ConfigSnapshot::Read(kStartKeys); }, "'zipnn.skipsmudgeerrors'='On'");
+  REQUIRE_MESSAGE(snapshot.ok(), snapshot.status().ToString());
+  for (const char* key : {"zipnn.storepath", "zipnn.multi", "diff.zipnn.textconv", "diff.zipnn.cachetextconv"}) {
+    auto one = AskIn(box, box.repo(), [&] { return ConfigGet(key); });
+    REQUIRE(one.ok());
+    CHECK_MESSAGE(snapshot->Get(key) == *one, key);
+  }
+  CHECK(snapshot->Get("zipnn.storepath") == "../store");
+  CHECK(snapshot->Get("zipnn.multi") == "b");
+  CHECK(snapshot->Get("diff.zipnn.textconv") == "git-zipnn textconv");
+  CHECK(!snapshot->Get("diff.other.textconv"));  // not asked for
+  CHECK(!snapshot->Get("zipnn.unset"));
+  CHECK(snapshot->Flag("diff.zipnn.cachetextconv"));
+  CHECK(snapshot->Flag("zipnn.skipsmudgeerrors"));  // from git -c
+  CHECK(snapshot->Flag("zipnn.bare"));              // a key with no value is true
+  CHECK(!snapshot->Flag("zipnn.multi", true));      // set to something else: false
+  CHECK(snapshot->Flag("zipnn.unset", true));
+  CHECK(!snapshot->Flag("zipnn.unset"));
+  // Nothing set: an empty snapshot, no error.
+  Sandbox empty;
+  auto none = AskIn(empty, empty.repo(), [] { return ConfigSnapshot::Read(kStartKeys); });
+  REQUIRE(none.ok());
+  CHECK(!none->Get("zipnn.storepath"));
+}
+
 }  // namespace
 }  // namespace zipnn::git

@@ -87,19 +87,17 @@ Result<std::vector<std::string>> UninstallHook() {
   return said;
 }
 
-std::string EnsureHook() {
-  Result<std::string> dir = HooksFolder();
-  if (!dir.ok()) return "";
-  const std::string hook = *dir + "/pre-push";
+std::string EnsureHook(const std::string& dir) {
+  const std::string hook = dir + "/pre-push";
   if (IsOurHook(hook)) return "";
   if (FileExists(hook)) {
     return "warning: " + hook +
            " is another program's pre-push hook, so `git push` will not send checkpoint "
            "objects; run `git zipnn install --local` to run both";
   }
-  Status written = MakeDirectories(*dir);
+  Status written = MakeDirectories(dir);
   if (written.ok()) written = WriteHook(hook, /*overwrite=*/false);
-  if (written.ok()) return "installed the pre-push hook in " + *dir + ", so that git push sends checkpoints";
+  if (written.ok()) return "installed the pre-push hook in " + dir + ", so that git push sends checkpoints";
   if (IsOurHook(hook)) return "";  // another process wrote it meanwhile
   return "warning: cannot install the pre-push hook (" + written.message() +
          "); `git push` will not send checkpoint objects until `git zipnn install --local` does";

@@ -19,11 +19,12 @@ namespace zipnn::git {
 Result<std::vector<std::string>> InstallHook();
 // Removes our hook and puts back the one it kept; what it did.
 Result<std::vector<std::string>> UninstallHook();
-// For the filter: writes the hook when there is none; when another
+// For the filter: writes the hook into `hooks_folder` (HooksFolder, or
+// RepositoryFolders' hooks) when there is none; when another
 // program's hook is there, leaves it (`install` chains the two). Never
 // fails, since git's own work comes first: returns a line for the user
 // when it wrote the hook or could not, or when pushes will not send
 // checkpoints; empty when the hook was there.
-std::string EnsureHook();
+std::string EnsureHook(const std::string& hooks_folder);
 
 }  // namespace zipnn::git

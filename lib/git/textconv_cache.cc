@@ -127,11 +127,11 @@ std::optional<std::string> TextconvCache::Note(const std::string& pointer_text) 
                      static_cast<size_t>(git_blob_rawsize(blob.get())));
 }
 
-Result<std::optional<TextconvCache>> TextconvCache::Open(const std::string& driver, const std::string& start) {
-  if (!ConfigFlag("diff." + driver + ".cachetextconv")) return std::optional<TextconvCache>();
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> command, ConfigGet("diff." + driver + ".textconv", start));
-  if (!command || command->empty()) return std::optional<TextconvCache>();
-  return std::optional<TextconvCache>(TextconvCache(start, "refs/notes/textconv/" + driver, *command));
+std::optional<TextconvCache> TextconvCache::Open(const std::string& driver, const ConfigSnapshot& config) {
+  if (!config.Flag("diff." + driver + ".cachetextconv")) return std::nullopt;
+  const std::optional<std::string> command = config.Get("diff." + driver + ".textconv");
+  if (!command || command->empty()) return std::nullopt;
+  return TextconvCache(".", "refs/notes/textconv/" + driver, *command);
 }
 
 void TextconvCache::Add(const std::string& pointer_text, std::string listing) {

@@ -25,16 +25,17 @@
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/git/git.h"
 
 namespace zipnn::git {
 
 class TextconvCache {
  public:
   // The cache git reads for the diff driver `driver` in the repository
-  // around `start`, or nullopt when git would read none
+  // around the current folder, or nullopt when git would read none
   // (diff.<driver>.cachetextconv is not true, or diff.<driver>.textconv
-  // is unset).
-  static Result<std::optional<TextconvCache>> Open(const std::string& driver, const std::string& start = ".");
+  // is unset, in `config`).
+  static std::optional<TextconvCache> Open(const std::string& driver, const ConfigSnapshot& config);
 
   // The note the cache holds for a blob whose bytes are `pointer_text`
   // (the notes are listed once, when first asked, then kept with what Add
