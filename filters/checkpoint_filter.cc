@@ -80,7 +80,7 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   Hasher hasher;
   Progress progress("git-zipnn: " + path, 0);
   {
-    ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(spool.path(), /*overwrite=*/true));
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::InTemp(spool));
     ProgressSink spooled(file, progress, "reading");
     hasher.Update(head.data(), head.size());
     ZIPNN_RETURN_IF_ERROR(spooled.Append(head.data(), head.size()));

@@ -25,7 +25,7 @@ class Spool : public ByteReader {
     if (!writing_) {
       ZIPNN_ASSIGN_OR_RETURN(TempFile scratch, TempFile::Create(options_.dir, "read-ahead"));
       scratch_.emplace(std::move(scratch));
-      ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(scratch_->path(), /*overwrite=*/true));
+      ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::InTemp(*scratch_));
       writing_.emplace(std::move(file));
     }
     return writing_->Append(data, n);

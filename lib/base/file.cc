@@ -198,6 +198,18 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, bool overwrite) {
   return IoError(path + ": cannot create a temporary file beside it");
 }
 
+Result<AtomicFile> AtomicFile::InTemp(const TempFile& file) {
+  // Not O_TRUNC: ext4 takes a truncation to nothing for a file about to be
+  // replaced and writes it out at close, as after a rename over it.
+  const int fd = ::open(file.path().c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return IoError(file.path() + ": cannot open for writing: " + Errno());
+  AtomicFile out(fd, file.path(), "", /*overwrite=*/true, /*stream=*/false, Temp::kInPlace);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return IoError(file.path() + ": cannot stat: " + Errno());
+  if (st.st_size != 0) return InvalidArgument(file.path() + ": a scratch file is written once");
+  return out;
+}
+
 namespace {
 
 // The prefix of the temporary files CreateInWorkTree keeps in a scratch
@@ -467,6 +479,11 @@ Status AtomicFile::CommitUnsynced() { return Finish(/*sync=*/false); }
 Status AtomicFile::Finish(bool sync) {
   if (fd_ < 0) return InvalidArgument(path_ + ": already committed");
   if (sync && !stream_ && ::fsync(fd_) != 0) return IoError(path_ + ": fsync failed: " + Errno());
+  if (temp_ == Temp::kInPlace) {
+    const int fd = fd_;
+    fd_ = -1;
+    return ::close(fd) == 0 ? OkStatus() : IoError(path_ + ": close failed: " + Errno());
+  }
   if (temp_ == Temp::kUnnamed) {
     // A name beside the file, for the rename: through /proc (any user),
     // else by the descriptor itself (which needs a privilege).
@@ -565,11 +582,19 @@ Status SyncFolder(const std::string& dir) {
 
 Result<TempFile> TempFile::Create(const std::string& dir, const std::string& prefix) {
   ZIPNN_RETURN_IF_ERROR(MakeDirectories(dir));
-  std::string path = dir + "/" + prefix + "-XXXXXX";
-  const int fd = ::mkstemp(path.data());
-  if (fd < 0) return IoError(dir + ": cannot create a temporary file: " + Errno());
-  ::close(fd);
-  return TempFile(path);
+  std::random_device rd;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    char name[16];
+    std::snprintf(name, sizeof name, "-%08x", static_cast<unsigned>(rd()));
+    std::string path = dir + "/" + prefix + name;
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+      return TempFile(std::move(path));
+    }
+    if (errno != EEXIST) return IoError(dir + ": cannot create a temporary file: " + Errno());
+  }
+  return IoError(dir + ": cannot create a temporary file");
 }
 
 TempFile::~TempFile() {

@@ -55,6 +55,8 @@ class ReadFile : public ByteSource {
   std::vector<uint64_t> pins_;
 };
 
+class TempFile;
+
 class AtomicFile : public ByteSink {
  public:
   // Creates a temporary file beside `path`; nothing appears at `path` until
@@ -70,6 +72,13 @@ class AtomicFile : public ByteSink {
   // (O_TMPFILE), named beside path only for the rename at Commit; where
   // the file system allows neither, beside path as Create does.
   static Result<AtomicFile> CreateInWorkTree(const std::string& path, const std::string& scratch_dir);
+  // Writes a TempFile where it is, with no temporary of its own: a scratch
+  // file is its maker's alone until the maker is done with it. Renaming a
+  // new file over it would make ext4 write the bytes out at once
+  // (auto_da_alloc), which a scratch file read back in a moment and
+  // removed soon after never needs. Commit only fsyncs; a failed write
+  // leaves `file` to be removed with it.
+  static Result<AtomicFile> InTemp(const TempFile& file);
   AtomicFile(AtomicFile&& o) noexcept;
   AtomicFile& operator=(AtomicFile&&) = delete;
   ~AtomicFile() override;  // removes the temporary file unless committed
@@ -94,7 +103,7 @@ class AtomicFile : public ByteSink {
 
  private:
   // Where the temporary file is.
-  enum class Temp { kBeside, kScratch, kUnnamed };
+  enum class Temp { kBeside, kScratch, kUnnamed, kInPlace };
   Status Finish(bool sync);
   Status MoveAcross();
   AtomicFile(int fd, std::string path, std::string tmp, bool overwrite, bool stream, Temp temp = Temp::kBeside)
@@ -150,8 +159,11 @@ class FdChannel : public Channel {
   Direction direction_ = Direction::kNone;
 };
 
-// A scratch file in `dir` (created if needed), named `<prefix>-XXXXXX`,
-// removed when the TempFile goes away.
+// A scratch file in `dir` (created if needed), named `<prefix>-XXXXXXXX`
+// (8 hex digits), empty, with the mode a new file gets (0644 less the
+// umask: an object linked into a shared store from it is readable as any
+// other); removed when the TempFile goes away. AtomicFile::InTemp writes
+// it.
 class TempFile {
  public:
   static Result<TempFile> Create(const std::string& dir, const std::string& prefix);

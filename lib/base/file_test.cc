@@ -453,11 +453,55 @@ TEST_CASE("a TempFile makes its folder and is gone when it goes away") {
     REQUIRE(temp.ok());
     path = temp->path();
     CHECK(path.rfind(dir + "/spool-", 0) == 0);
-    CHECK(path.size() == dir.size() + 1 + 6 + 6);  // "spool-" and six random characters
+    CHECK(path.size() == dir.size() + 1 + 6 + 8);  // "spool-" and eight hex digits
     CHECK(Text(path).empty());
+    // The mode of any new file: an object linked from it into a shared
+    // store is as readable as the others.
+    const mode_t mask = ::umask(022);
+    ::umask(mask);
+    struct stat st;
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == (0644 & ~mask));
   }
   CHECK(!FileExists(path));
   CHECK(Names(dir).empty());
+}
+
+TEST_CASE("a TempFile is written where it is: no other name appears, and it is written once") {
+  const std::string dir = FreshFolder();
+  auto temp = TempFile::Create(dir, "spool");
+  REQUIRE(temp.ok());
+  struct stat before;
+  REQUIRE(::stat(temp->path().c_str(), &before) == 0);
+  {
+    auto out = AtomicFile::InTemp(*temp);
+    REQUIRE(out.ok());
+    REQUIRE(out->Append("abc", 3).ok());
+    CHECK(Names(dir).size() == 1);  // no temporary beside it
+    CHECK(Text(temp->path()) == "abc");
+    REQUIRE(out->Commit().ok());
+    CHECK(!out->Commit().ok());
+  }
+  struct stat after;
+  REQUIRE(::stat(temp->path().c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);  // the same file, not one renamed over it
+  CHECK(Text(temp->path()) == "abc");
+  // A second writer would leave the first one's tail behind: refused.
+  auto again = AtomicFile::InTemp(*temp);
+  REQUIRE(!again.ok());
+  CHECK(again.status().message() == temp->path() + ": a scratch file is written once");
+  // Dropped unfinished, the writer leaves the file to its TempFile.
+  auto other = TempFile::Create(dir, "other");
+  REQUIRE(other.ok());
+  {
+    auto out = AtomicFile::InTemp(*other);
+    REQUIRE(out.ok());
+    REQUIRE(out->Append("x", 1).ok());
+  }
+  CHECK(FileExists(other->path()));
+  const std::string gone = other->path();
+  *other = std::move(*temp);
+  CHECK(!FileExists(gone));
 }
 
 TEST_CASE("a TempFile given another's file removes the one it held, and the moved-from removes nothing") {

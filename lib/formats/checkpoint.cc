@@ -12,7 +12,7 @@ Result<Checkpoint> Checkpoint::Open(const std::string& path) {
 Result<Checkpoint> Checkpoint::Spool(const std::string& dir, const std::function<Status(ByteSink&)>& fill) {
   ZIPNN_ASSIGN_OR_RETURN(TempFile scratch, TempFile::Create(dir, "version"));
   {
-    ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(scratch.path(), /*overwrite=*/true));
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::InTemp(scratch));
     ZIPNN_RETURN_IF_ERROR(fill(out));
     // Read back at once and removed after: no reason to wait for the disk.
     ZIPNN_RETURN_IF_ERROR(out.CommitUnsynced());

@@ -204,7 +204,7 @@ Result<Received> Receive(const Store& repo, RemoteStore& remote, const ContentId
                          uint64_t* bytes) {
   ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "fetch"));
   {
-    ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(file.path(), /*overwrite=*/true));
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::InTemp(file));
     const uint64_t limit = raw_size ? ObjectSizeLimit(*raw_size) : kUnknownObjectLimit;
     GuardedSink guarded(out, id, limit, raw_size);
     ZIPNN_RETURN_IF_ERROR(remote.Get(id, limit, guarded));

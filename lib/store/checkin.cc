@@ -40,7 +40,7 @@ Result<Candidate> EncodeCandidateAs(const Store& store, const formats::Checkpoin
                                     const formats::CheckpointView* base) {
   ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(store.temp_dir + "/candidates", "object"));
   Candidate c{std::move(file), base != nullptr, 0};
-  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(c.file.path(), /*overwrite=*/true));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::InTemp(c.file));
   ZIPNN_RETURN_IF_ERROR(EncodeTo(store, input, base, out, &c.size));
   ZIPNN_RETURN_IF_ERROR(out.Commit());
   return c;
