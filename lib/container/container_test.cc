@@ -624,6 +624,72 @@ TEST_CASE("each delta chunk is taken by the cheaper transform, recorded in the i
   CHECK(*Decode(old, 2) == base.bytes);
 }
 
+TEST_CASE("an encode that verifies each chunk writes the same object, which CheckWritten proves or faults") {
+  const Checkpoint base = MakeCheckpoint(2);
+  const Checkpoint target = Stepped(base, 5);
+  const Layout delta = target.layout.AsDeltaOfSameLayout();
+  MemorySource src(target.bytes.data(), target.bytes.size(), "input");
+  MemorySource base_src(base.bytes.data(), base.bytes.size(), "base");
+  const DeltaBase db{&base_src, HashBytes(base.bytes.data(), base.bytes.size())};
+  auto encode = [&](const DeltaBase* against, bool verify, int threads, std::vector<uint8_t>& out) {
+    EncodeOptions o;
+    o.threads = threads;
+    o.chunk_size = 65536;
+    o.verify = verify;
+    MemorySink sink;
+    auto r = EncodeObject(src, against != nullptr ? delta : target.layout, against, o, sink);
+    REQUIRE(r.ok());
+    CHECK(r->verified == verify);
+    out = sink.ToVector();
+    return std::move(*r);
+  };
+  std::vector<uint8_t> plain, obj;
+  (void)encode(&db, false, 2, plain);
+  EncodeResult r;
+  for (int threads : {1, 3}) {
+    CAPTURE(threads);
+    r = encode(&db, true, threads, obj);
+    CHECK(obj == plain);
+  }
+  MemorySource written(obj.data(), obj.size(), "obj");
+  auto info = CheckWritten(written, r);
+  REQUIRE_MESSAGE(info.ok(), info.status().ToString());
+  CHECK(info->content_id == HashBytes(target.bytes.data(), target.bytes.size()));
+  CHECK(info->chunks.size() == r.chunks.size());
+  CHECK(info->header.kind == ObjectKind::kDelta);
+
+  // A standalone object too.
+  std::vector<uint8_t> alone;
+  const EncodeResult standalone = encode(nullptr, true, 2, alone);
+  MemorySource alone_src(alone.data(), alone.size(), "alone");
+  CHECK(CheckWritten(alone_src, standalone).ok());
+  // The other object's result does not prove this one.
+  CHECK(!CheckWritten(alone_src, r).ok());
+
+  // A byte changed anywhere (header, a record, the chunk map, the
+  // trailer), or one missing, is caught and said.
+  const uint64_t record = r.chunks[r.chunks.size() / 2].record_offset + 3;
+  for (uint64_t at : {uint64_t{0}, uint64_t{12}, record, obj.size() - 40, obj.size() - 1}) {
+    CAPTURE(at);
+    std::vector<uint8_t> bad = obj;
+    bad[at] ^= 0x10;
+    MemorySource bad_src(bad.data(), bad.size(), "obj");
+    auto checked = CheckWritten(bad_src, r);
+    REQUIRE(!checked.ok());
+    CHECK(checked.status().code() == StatusCode::kCorruption);
+  }
+  std::vector<uint8_t> damaged = obj;
+  damaged[record] ^= 1;
+  MemorySource damaged_src(damaged.data(), damaged.size(), "obj");
+  CHECK(CheckWritten(damaged_src, r).status().message().find("checksum mismatch") != std::string::npos);
+  std::vector<uint8_t> shorter(obj.begin(), obj.end() - 1);
+  MemorySource shorter_src(shorter.data(), shorter.size(), "obj");
+  CHECK(CheckWritten(shorter_src, r).status().message() == "obj: its size is not what was encoded");
+  // An encode that did not verify its chunks proves nothing.
+  EncodeResult unverified = encode(&db, false, 1, obj);
+  CHECK(CheckWritten(written, unverified).status().code() == StatusCode::kInvalidArgument);
+}
+
 // Rewrites index entry `i` of `object` by `change` and signs the index again.
 void ChangeIndexEntry(std::vector<uint8_t>& object, size_t i, const std::function<void(IndexEntry&)>& change) {
   const uint64_t count = DecodeTrailer(object.data() + object.size() - kTrailerBytes).chunk_count;

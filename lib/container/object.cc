@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <future>
 #include <memory>
@@ -60,6 +61,7 @@ struct EncodedStripe {
   Buffer base;
   Buffer records;
   std::vector<ChunkRef> refs;
+  Buffer decoded;  // with verify
 };
 
 struct DecodedStripe {
@@ -137,6 +139,30 @@ Status DecodeChunk(const ObjectDecoding& from, const ChunkAt& chunk, codec::Chun
   return OkStatus();
 }
 
+// With EncodeOptions::verify: decodes each chunk of the stripe just
+// encoded into `e` from its record, as a reader would, and compares the
+// bytes with its input.
+Status VerifyStripe(const ByteSource& input, const ObjectHeader& header, const Region& region, const Stripe& stripe,
+                    EncodedStripe& e, codec::ChunkDecoder& decoder) {
+  e.records.Reserve(e.records.size() + codec::kDecoderReadPadding);
+  e.decoded.Resize(e.raw.size());
+  const ObjectDecoding from{input, header, RawCheck::kCheck};
+  uint64_t record = 0;
+  for (size_t k = 0; k < e.refs.size(); ++k) {
+    const ChunkRef& c = e.refs[k];
+    const uint64_t at = c.span.offset - stripe.offset;
+    ZIPNN_RETURN_IF_ERROR(DecodeChunk(
+        from, ChunkAt{stripe.first + k, c, region, e.records.data() + record, e.base.data(), e.base.size(), at},
+        decoder, e.decoded.data() + at));
+    record += c.record_size;
+  }
+  if (std::memcmp(e.decoded.data(), e.raw.data(), e.raw.size()) != 0) {
+    return Corruption(input.name() + ": the chunks encoded from bytes " + std::to_string(stripe.offset) + ".." +
+                      std::to_string(stripe.offset + stripe.length) + " do not decode to them");
+  }
+  return OkStatus();
+}
+
 // A delta must be given its base, of the size its header records.
 Status CheckBase(const ByteSource& object, const ObjectHeader& h, const ByteSource* base) {
   if (h.kind != ObjectKind::kDelta) return OkStatus();
@@ -201,6 +227,8 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   ThreadPool pool(WorkingThreads(options.threads, options.chunk_size));
 
   FreeList<EncodedStripe> spare([] { return std::make_unique<EncodedStripe>(); });
+  FreeList<codec::ChunkDecoder> decoders(
+      [&header] { return std::make_unique<codec::ChunkDecoder>(NewestCoder(header.version)); });
   using Encoded = std::unique_ptr<EncodedStripe>;
 
   auto produce = [&](size_t s) -> Result<Encoded> {
@@ -241,6 +269,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
       ref.checksum = Checksum64(e->records.data() + before, ref.record_size);
       e->refs.push_back(ref);
     }
+    if (options.verify) ZIPNN_RETURN_IF_ERROR(VerifyStripe(input, header, region, stripe, *e, *decoders.Borrow()));
     return e;
   };
   auto consume = [&](size_t, Encoded& e) -> Status {
@@ -263,7 +292,45 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   AppendIndexAndTrailer(refs, result.content_id, tail);
   ZIPNN_RETURN_IF_ERROR(out.Append(tail.data(), tail.size()));
   result.object_size = written + tail.size();
+  result.header = std::move(header);
+  result.chunks = std::move(refs);
+  result.verified = options.verify;
   return result;
+}
+
+Result<ObjectInfo> CheckWritten(const ByteSource& object, const EncodeResult& encoded) {
+  if (!encoded.verified) return InvalidArgument(object.name() + ": was not verified as it was encoded");
+  auto differs = [&](const std::string& what) {
+    return Corruption(object.name() + ": " + what + " is not what was encoded");
+  };
+  if (object.size() != encoded.object_size) return differs("its size");
+  Buffer expected, found;
+  AppendHeader(encoded.header, expected);
+  found.Resize(expected.size());
+  ZIPNN_RETURN_IF_ERROR(object.ReadAt(0, found.data(), found.size()));
+  if (std::memcmp(found.data(), expected.data(), expected.size()) != 0) return differs("its header");
+  expected.Clear();
+  AppendIndexAndTrailer(encoded.chunks, encoded.content_id, expected);
+  if (expected.size() > object.size()) return differs("its chunk map");
+  found.Resize(expected.size());
+  ZIPNN_RETURN_IF_ERROR(object.ReadAt(object.size() - expected.size(), found.data(), found.size()));
+  if (std::memcmp(found.data(), expected.data(), expected.size()) != 0) return differs("its chunk map");
+  // Read back as a reader reads it, the object describes the same chunks.
+  ZIPNN_ASSIGN_OR_RETURN(ObjectInfo info, ReadObjectInfo(object));
+  if (info.content_id != encoded.content_id || info.chunks.size() != encoded.chunks.size()) {
+    return differs("what it reads back as");
+  }
+  for (size_t i = 0; i < info.chunks.size(); ++i) {
+    const ChunkRef& a = info.chunks[i];
+    const ChunkRef& b = encoded.chunks[i];
+    if (a.span.offset != b.span.offset || a.span.length != b.span.length || a.span.region != b.span.region ||
+        a.record_offset != b.record_offset || a.record_size != b.record_size || a.checksum != b.checksum ||
+        a.transform != b.transform) {
+      return differs("chunk " + std::to_string(i) + " as read back");
+    }
+  }
+  ZIPNN_RETURN_IF_ERROR(CheckRecords(object, info));
+  return info;
 }
 
 Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const ByteSource* base,
@@ -427,9 +494,9 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
   if (region.delta && region.prefix_length == 0) {
     const uint64_t at = region.base_offset + (c.span.offset - region.offset);
     if (std::shared_ptr<uint8_t[]> taken = base_->Take(at, c.span.length)) {
-      ZIPNN_RETURN_IF_ERROR(DecodeChunk(
-          from, ChunkAt{index, c, region, work->record.data(), taken.get(), c.span.length, 0}, work->decoder,
-          taken.get()));
+      ZIPNN_RETURN_IF_ERROR(DecodeChunk(from,
+                                        ChunkAt{index, c, region, work->record.data(), taken.get(), c.span.length, 0},
+                                        work->decoder, taken.get()));
       return std::shared_ptr<const uint8_t[]>(std::move(taken));
     }
     shared = base_->Shared(at, c.span.length);

@@ -53,6 +53,11 @@ struct EncodeOptions {
   codec::CoderPolicy policy = codec::CoderPolicy::kAuto;
   // How delta chunks are taken against the base (chunk_codec.h).
   codec::TransformPolicy transform = codec::kAutoTransform;
+  // Each chunk decoded as soon as it is encoded, while its input and base
+  // are at hand, and compared with its input: a Corruption if they differ.
+  // CheckWritten then proves the object as written without decoding it
+  // again, for an object that is to take a stored one's place.
+  bool verify = false;
 };
 
 // The checkpoint a delta is taken against.
@@ -65,12 +70,25 @@ struct EncodeResult {
   ContentId content_id;
   uint64_t raw_size = 0;
   uint64_t object_size = 0;
+  // What was written, for CheckWritten; `verified` with the option.
+  ObjectHeader header;
+  std::vector<ChunkRef> chunks;
+  bool verified = false;
 };
 
 // Encodes `input`, whose bytes `layout` describes, into `out`. With a base,
 // the object is a delta and `layout`'s delta regions read from it.
 Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout, const DeltaBase* base,
                                   const EncodeOptions& options, ByteSink& out);
+
+// Whether `object` holds exactly what an encode with `verify` wrote as
+// `encoded`: its header and chunk map are the bytes written and read back
+// as written, and every chunk record has the checksum of the record that
+// was decoded and compared with its input. Each chunk thus decodes to its
+// input, and the whole to the content id the encode hashed: the object is
+// proven without a second decode. Its ObjectInfo, or a Corruption (an
+// InvalidArgument for an encode without `verify`).
+Result<ObjectInfo> CheckWritten(const ByteSource& object, const EncodeResult& encoded);
 
 struct DecodeOptions {
   int threads = 0;  // 0: all cores

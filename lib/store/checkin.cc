@@ -19,7 +19,7 @@ namespace {
 // Encodes `input` standalone, or as a delta against `base`, into `out`;
 // the object's size in `*size`.
 Status EncodeTo(const Store& store, const formats::CheckpointView& input, const formats::CheckpointView* base,
-                AtomicFile& out, uint64_t* size) {
+                AtomicFile& out, container::EncodeResult* encoded, bool verify = false) {
   const container::Layout regions =
       base != nullptr ? formats::ToDeltaRegions(*input.layout, *base->layout) : formats::ToRegions(*input.layout);
   std::optional<container::DeltaBase> delta;
@@ -29,20 +29,21 @@ Status EncodeTo(const Store& store, const formats::CheckpointView& input, const 
   options.threads = store.policy.threads;
   options.zstd_level = store.policy.zstd_level;
   options.transform = store.policy.delta_transform;
-  ZIPNN_ASSIGN_OR_RETURN(container::EncodeResult r,
+  options.verify = verify;
+  ZIPNN_ASSIGN_OR_RETURN(*encoded,
                          container::EncodeObject(*input.source, regions, delta ? &*delta : nullptr, options, out));
-  if (r.content_id != input.id) return Corruption(input.source->name() + " changed while it was stored");
-  *size = r.object_size;
+  if (encoded->content_id != input.id) return Corruption(input.source->name() + " changed while it was stored");
   return OkStatus();
 }
 
 Result<Candidate> EncodeCandidateAs(const Store& store, const formats::CheckpointView& input,
-                                    const formats::CheckpointView* base) {
+                                    const formats::CheckpointView* base, bool verify) {
   ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(store.temp_dir + "/candidates", "object"));
-  Candidate c{std::move(file), base != nullptr, 0};
+  Candidate c{std::move(file), base != nullptr, 0, {}};
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::InTemp(c.file));
-  ZIPNN_RETURN_IF_ERROR(EncodeTo(store, input, base, out, &c.size));
+  ZIPNN_RETURN_IF_ERROR(EncodeTo(store, input, base, out, &c.encoded, verify));
   ZIPNN_RETURN_IF_ERROR(out.Commit());
+  c.size = c.encoded.object_size;
   return c;
 }
 
@@ -117,7 +118,7 @@ Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& seri
     ZIPNN_RETURN_IF_ERROR(base_bytes->bytes->ReadLayout());
     base = base_bytes->bytes->View(*placed->base);
   }
-  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidateAs(store, input, &base));
+  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidateAs(store, input, &base, /*verify=*/true));
   const double whole = static_cast<double>(link->object_size);
   if (static_cast<double>(c.size) > whole * (1 - store.policy.min_gain)) return MaybeDemoted();
   ZIPNN_RETURN_IF_ERROR(VerifyCandidate(store, c, input, &base));
@@ -134,12 +135,12 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
   const formats::CheckpointView raw = input.View(version.id);
   if (present) {
     // Damaged in the store: written anew in its place.
-    ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidateAs(store, raw, nullptr));
+    ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidateAs(store, raw, nullptr, /*verify=*/false));
     ZIPNN_RETURN_IF_ERROR(store.objects.Replace(version.id, c.file.path()));
   } else {
-    uint64_t size = 0;
+    container::EncodeResult encoded;
     ZIPNN_RETURN_IF_ERROR(
-        store.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(store, raw, nullptr, out, &size); }));
+        store.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(store, raw, nullptr, out, &encoded); }));
   }
   result.reason = series.empty() ? BaseReason::kFirst : BaseReason::kNewest;
   if (!series.empty()) {
@@ -163,11 +164,13 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
 Status VerifyCandidate(const Store& store, const Candidate& c, const formats::CheckpointView& input,
                        const formats::CheckpointView* base) {
   ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(c.file.path()));
-  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, c.encoded.verified ? container::CheckWritten(object, c.encoded)
+                                                                        : container::ReadObjectInfo(object));
   const bool delta = info.header.kind == container::ObjectKind::kDelta;
   if (info.content_id != input.id || delta != c.delta || (delta && info.header.base_id != base->id)) {
     return Corruption("the object made for " + input.id.Hex() + " is not what was encoded");
   }
+  if (c.encoded.verified) return OkStatus();
   container::DecodeOptions options;
   options.threads = store.policy.threads;
   CountingSink discarded;  // the decoder checks the content id itself
@@ -175,9 +178,9 @@ Status VerifyCandidate(const Store& store, const Candidate& c, const formats::Ch
 }
 
 Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointView& input,
-                                  const formats::CheckpointView* base, double base_ratio) {
-  if (base == nullptr) return EncodeCandidateAs(store, input, nullptr);
-  ZIPNN_ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(store, input, base));
+                                  const formats::CheckpointView* base, double base_ratio, bool verify) {
+  if (base == nullptr) return EncodeCandidateAs(store, input, nullptr, verify);
+  ZIPNN_ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(store, input, base, verify));
   const double keep = 1 - store.policy.min_gain;
   // Versions of one series store alone at nearly the same share of their
   // size (within about 1% between saves); a delta far below the last
@@ -190,7 +193,7 @@ Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointV
   ZIPNN_ASSIGN_OR_RETURN(double bound, container::EntropyBound(*input.source, formats::ToRegions(*input.layout),
                                                                nullptr, store.policy.chunk_size, pool));
   if (static_cast<double>(delta.size) <= bound * keep) return delta;
-  ZIPNN_ASSIGN_OR_RETURN(Candidate standalone, EncodeCandidateAs(store, input, nullptr));
+  ZIPNN_ASSIGN_OR_RETURN(Candidate standalone, EncodeCandidateAs(store, input, nullptr, verify));
   if (static_cast<double>(delta.size) <= static_cast<double>(standalone.size) * keep) return delta;
   return standalone;
 }
@@ -249,8 +252,9 @@ Result<CheckedIn> CheckIn(const Store& store, const NewVersion& version, const E
   // result in.
   auto encode_and_link = [&]() -> Status {
     if (!placed->base && !present) {
-      uint64_t size = 0;
-      return store.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(store, raw, nullptr, out, &size); });
+      container::EncodeResult encoded;
+      return store.objects.Put(version.id,
+                               [&](AtomicFile& out) { return EncodeTo(store, raw, nullptr, out, &encoded); });
     }
     std::optional<formats::CheckpointView> base;
     if (placed->base) {

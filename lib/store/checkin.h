@@ -73,6 +73,9 @@ struct Candidate {
   TempFile file;
   bool delta = false;
   uint64_t size = 0;
+  // What the encode wrote; `encoded.verified` for one that is to replace
+  // a stored object, each chunk decoded as it was encoded (VerifyCandidate).
+  container::EncodeResult encoded;
 };
 
 // Encodes `input` as a delta against `base` when that saves min_gain
@@ -84,12 +87,17 @@ struct Candidate {
 // that does not pay against that bound either is weighed against a real
 // standalone encoding.
 inline constexpr double kHintMargin = 0.95;
+// With `verify`, each chunk is decoded as it is encoded (for a candidate
+// that is to replace a stored object).
 Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointView& input,
-                                  const formats::CheckpointView* base, double base_ratio = 0);
+                                  const formats::CheckpointView* base, double base_ratio = 0, bool verify = false);
 
 // Proves a candidate before it takes the place of a stored object: it
 // holds `input`, as the kind of object it says (a delta of `base`), and
-// decodes to exactly `input`'s content id.
+// decodes to exactly `input`'s content id. A candidate encoded with
+// `verify` is proven by container::CheckWritten (its chunks were decoded
+// as they were encoded, while their bytes were at hand); any other is
+// decoded whole.
 Status VerifyCandidate(const Store& store, const Candidate& c, const formats::CheckpointView& input,
                        const formats::CheckpointView* base);
 

@@ -133,7 +133,8 @@ Status RewriteAs(const Store& store, const std::vector<Version>& series, size_t 
   if (base_id) {
     ZIPNN_ASSIGN_OR_RETURN(base, raws.Get(*base_id));
   }
-  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(store, input, base ? &*base : nullptr, base_ratio));
+  ZIPNN_ASSIGN_OR_RETURN(Candidate c,
+                         EncodeCandidate(store, input, base ? &*base : nullptr, base_ratio, /*verify=*/true));
   // A delta that does not pay becomes a base, which it may be already
   // (in the policy's format).
   if (!c.delta && !done.before.delta && FormatAsPolicy(done.before, store.policy)) return OkStatus();
