@@ -2,6 +2,7 @@
 // filter configuration. Single-file clean and smudge work on stdin and
 // stdout; filter-process serves git's long-running protocol. Errors go to
 // stderr; a failing file makes git report it, never a crash.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "filters/checkpoint_filter.h"
+#include "filters/pkt_line.h"
 #include "lib/base/file.h"
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
@@ -94,6 +96,15 @@ Status Finished(filters::CheckpointFilter& filter, Status served) {
   return served;
 }
 
+// The pipes to and from git hold 64 KiB, a packet, unless asked for more:
+// each packet of a checkpoint would wait for the other side to be
+// scheduled. Holding a pipe's worth of packets, each side runs on while the
+// other catches up. Not pipes (a test's files), or a limit below the size
+// asked: they stay as they are.
+void WidenPipes() {
+  for (int fd : {0, 1}) (void)::fcntl(fd, F_SETPIPE_SZ, static_cast<int>(filters::PktLineReader::kReadAhead));
+}
+
 template <bool kClean>
 Action SingleFile(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
@@ -126,6 +137,7 @@ Action SetupFilterProcess(CLI::App&) {
     const filters::ReadAhead read_ahead{start.repo.temp_dir};
     filters::CheckpointFilter filter(std::move(start.repo), std::move(series), std::move(smudge));
     KeepListings(filter, start.config);
+    WidenPipes();
     FdReader in(0);
     StdoutSink out;
     StderrSink errors;

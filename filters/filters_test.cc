@@ -155,8 +155,9 @@ TEST_CASE("delayed smudges: status=delayed, then one available file per list in 
 // git's pipes, as far as order goes: git writes each of `turns` whole
 // (a hello, a request with all its content) before it reads a byte of the
 // answer, so an answer written while git is inside a turn would block
-// both processes once the pipes are full. The reader counts what it gave;
-// the sink counts the writes made at any other point.
+// both processes once the pipes are full. A read never goes past the end
+// of a turn (git has not written the next one yet). The reader counts
+// what it gave; the sink counts the writes made at any other point.
 class GitTurns : public ByteReader, public ByteSink {
  public:
   explicit GitTurns(const std::vector<std::string>& turns) {
@@ -166,7 +167,8 @@ class GitTurns : public ByteReader, public ByteSink {
     }
   }
   Result<size_t> Read(void* out, size_t n) override {
-    const size_t k = std::min(n, input_.size() - at_);
+    const auto turn_end = ends_.upper_bound(at_);
+    const size_t k = std::min(n, (turn_end == ends_.end() ? input_.size() : *turn_end) - at_);
     std::copy(input_.data() + at_, input_.data() + at_ + k, static_cast<char*>(out));
     at_ += k;
     return k;
@@ -217,6 +219,47 @@ TEST_CASE("content read ahead of the answer spills to a scratch file beyond its 
   // Each scratch file went with its request; the folder was used.
   REQUIRE(FileExists(dir));
   CHECK(std::filesystem::is_empty(dir));
+}
+
+// Gives at most `most` bytes a read, as a pipe may.
+class Trickle : public ByteReader {
+ public:
+  Trickle(std::string data, size_t most) : data_(std::move(data)), most_(most) {}
+  Result<size_t> Read(void* out, size_t n) override {
+    const size_t k = std::min({n, most_, data_.size() - at_});
+    std::copy(data_.data() + at_, data_.data() + at_ + k, static_cast<char*>(out));
+    at_ += k;
+    return k;
+  }
+
+ private:
+  std::string data_;
+  size_t most_;
+  size_t at_ = 0;
+};
+
+TEST_CASE("packets read the same whether they come a byte at a time or many to a read") {
+  const std::string content(65516 + 1000, 'x');
+  const std::string stream = Line("command=clean") + kFlush + Pkt(content.substr(0, 65516)) +
+                             Pkt(content.substr(65516)) + kFlush + Line("last");
+  for (size_t most : {size_t{1}, size_t{3}, size_t{4096}, size_t{1} << 24}) {
+    CAPTURE(most);
+    Trickle in(stream, most);
+    PktLineReader reader(in);
+    std::vector<std::string> got;
+    for (;;) {
+      auto p = reader.Read();
+      REQUIRE(p.ok());
+      if (p->kind == Packet::Kind::kEnd) break;
+      got.push_back(p->kind == Packet::Kind::kFlush ? "<flush>" : p->data);
+    }
+    CHECK(got == std::vector<std::string>{"command=clean\n", "<flush>", content.substr(0, 65516), content.substr(65516),
+                                          "<flush>", "last\n"});
+  }
+  // A stream that ends inside a packet is an error however it is read.
+  Trickle cut(Pkt("abcdef").substr(0, 7), 2);
+  PktLineReader reader(cut);
+  CHECK(reader.Read().status().message() == "pkt-line stream ends inside a packet");
 }
 
 TEST_CASE("only offered capabilities are taken") {

@@ -1,20 +1,30 @@
 #include "filters/pkt_line.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace zipnn::filters {
 
 Status PktLineReader::ReadExact(char* out, size_t n, bool* ended_before_any) {
   size_t got = 0;
   while (got < n) {
-    ZIPNN_ASSIGN_OR_RETURN(size_t k, in_.Read(out + got, n - got));
-    if (k == 0) {
-      if (got == 0 && ended_before_any != nullptr) {
-        *ended_before_any = true;
-        return OkStatus();
+    if (begin_ == end_) {
+      if (ahead_.empty()) ahead_.resize(kReadAhead);
+      ZIPNN_ASSIGN_OR_RETURN(size_t k, in_.Read(ahead_.data(), ahead_.size()));
+      if (k == 0) {
+        if (got == 0 && ended_before_any != nullptr) {
+          *ended_before_any = true;
+          return OkStatus();
+        }
+        return InvalidArgument("pkt-line stream ends inside a packet");
       }
-      return InvalidArgument("pkt-line stream ends inside a packet");
+      begin_ = 0;
+      end_ = k;
     }
+    const size_t k = std::min(n - got, end_ - begin_);
+    std::memcpy(out + got, ahead_.data() + begin_, k);
+    begin_ += k;
     got += k;
   }
   return OkStatus();

@@ -26,7 +26,11 @@ struct Packet {
 
 class PktLineReader {
  public:
+  // Reads `in` ahead by up to kReadAhead bytes: git sends its packets in
+  // runs, and taking a pipeful at a time costs a read call per pipeful,
+  // not two per packet. Nothing else may read `in` meanwhile.
   explicit PktLineReader(ByteReader& in) : in_(in) {}
+  static constexpr size_t kReadAhead = 1 << 20;
 
   // A malformed length or a stream that ends inside a packet is an error.
   Result<Packet> Read();
@@ -37,6 +41,8 @@ class PktLineReader {
  private:
   Status ReadExact(char* out, size_t n, bool* ended_before_any);
   ByteReader& in_;
+  std::vector<char> ahead_;  // bytes read and not yet taken: [begin_, end_)
+  size_t begin_ = 0, end_ = 0;
 };
 
 class PktLineWriter {
