@@ -1,6 +1,7 @@
 #include "lib/store/checkin.h"
 
 #include <algorithm>
+#include <future>
 #include <optional>
 
 #include "lib/base/thread_pool.h"
@@ -86,10 +87,12 @@ Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& serie
 // that saves min_gain against its whole object; else it stays whole.
 // Nothing here may fail the add of `newer`: the caller reports an error
 // and goes on, and every step leaves `older` whole or as a verified delta.
+// It runs while `newer` is being stored, and replaces nothing before
+// `newer_stored` says it is (a delta of it must not be there first).
 using MaybeDemoted = std::optional<CheckedIn::Demoted>;
 Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& series, size_t position,
                             const formats::CheckpointView& newer, const std::string& storing, bool complete,
-                            const EarlierVersions& deeper) {
+                            const EarlierVersions& deeper, const std::shared_future<Status>& newer_stored) {
   const ContentId& id = series[position].id;
   auto link = ReadLink(store, id);
   if (!link.ok() || link->delta) return MaybeDemoted();  // not here, or not whole: nothing to do
@@ -105,9 +108,11 @@ Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& seri
     placed = PlaceDemoted(store, all, position, newer.id, /*complete=*/true);
   }
   if (!placed->base) return MaybeDemoted();
-  // Both chains must outlive the delta (see CheckIn).
+  // Both chains must outlive the delta (see CheckIn); `newer`'s, once it
+  // is there.
+  const bool of_newer = *placed->base == newer.id;
   ZIPNN_RETURN_IF_ERROR(TouchChain(store, id));
-  ZIPNN_RETURN_IF_ERROR(TouchChain(store, *placed->base));
+  if (!of_newer) ZIPNN_RETURN_IF_ERROR(TouchChain(store, *placed->base));
   ZIPNN_ASSIGN_OR_RETURN(BaseBytes bytes, ReadBase(store, *versions, id, storing, /*decode=*/false));
   ZIPNN_RETURN_IF_ERROR(bytes.bytes->ReadLayout());
   const formats::CheckpointView input = bytes.bytes->View(id);
@@ -121,6 +126,8 @@ Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& seri
   ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidateAs(store, input, &base, /*verify=*/true));
   const double whole = static_cast<double>(link->object_size);
   if (static_cast<double>(c.size) > whole * (1 - store.policy.min_gain)) return MaybeDemoted();
+  ZIPNN_RETURN_IF_ERROR(newer_stored.get());
+  if (of_newer) ZIPNN_RETURN_IF_ERROR(TouchChain(store, newer.id));
   ZIPNN_RETURN_IF_ERROR(VerifyCandidate(store, c, input, &base));
   ZIPNN_RETURN_IF_ERROR(store.objects.Replace(id, c.file.path()));
   NoteRebased(store, newer.id, id);
@@ -133,18 +140,31 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
                                 const std::vector<Version>& series, bool present, const EarlierVersions& earlier,
                                 CheckedIn result) {
   const formats::CheckpointView raw = input.View(version.id);
-  if (present) {
-    // Damaged in the store: written anew in its place.
-    ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidateAs(store, raw, nullptr, /*verify=*/false));
-    ZIPNN_RETURN_IF_ERROR(store.objects.Replace(version.id, c.file.path()));
-  } else {
+  auto store_newest = [&]() -> Status {
+    if (present) {
+      // Damaged in the store: written anew in its place.
+      ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidateAs(store, raw, nullptr, /*verify=*/false));
+      return store.objects.Replace(version.id, c.file.path());
+    }
     container::EncodeResult encoded;
-    ZIPNN_RETURN_IF_ERROR(
-        store.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(store, raw, nullptr, out, &encoded); }));
-  }
+    return store.objects.Put(version.id, [&](AtomicFile& out) { return EncodeTo(store, raw, nullptr, out, &encoded); });
+  };
   result.reason = series.empty() ? BaseReason::kFirst : BaseReason::kNewest;
-  if (!series.empty()) {
-    auto demoted = Demote(store, series, series.size() - 1, raw, version.path, /*complete=*/false, earlier);
+  if (series.empty()) {
+    ZIPNN_RETURN_IF_ERROR(store_newest());
+  } else {
+    // The version before it is re-stored while this one is: the two
+    // encodes share the cores, and each fills the other's waits (the
+    // fsyncs, the serial reads of the raw copies).
+    std::promise<Status> stored;
+    const std::shared_future<Status> newest_stored = stored.get_future().share();
+    auto demotion = std::async(std::launch::async, [&] {
+      return Demote(store, series, series.size() - 1, raw, version.path, /*complete=*/false, earlier, newest_stored);
+    });
+    const Status newest = store_newest();
+    stored.set_value(newest);
+    Result<MaybeDemoted> demoted = demotion.get();
+    ZIPNN_RETURN_IF_ERROR(newest);
     if (!demoted.ok()) {
       result.demotion_error = demoted.status().message();
     } else {
