@@ -474,27 +474,6 @@ TEST_CASE("the files of a series in a tree come in step order, not name order") 
   CHECK(!SeriesFilesAt(series::Rules(), "nosuchrev", "x", box.repo()).ok());
 }
 
-TEST_CASE("a committed policy gets at most the machine's cores as threads") {
-  // .zipnn.yaml is written by whoever wrote the repository: threads: 4096
-  // (a value the file may hold) on a small machine only costs memory.
-  Sandbox box;
-  box.Write(".zipnn.yaml", "threads: 4096\n");
-  char here[PATH_MAX];
-  REQUIRE(getcwd(here, sizeof here) != nullptr);
-  const char* home = std::getenv("HOME");
-  const std::string old_home = home != nullptr ? home : "";
-  REQUIRE(setenv("HOME", (box.root() + "/home").c_str(), 1) == 0);
-  REQUIRE(setenv("GIT_CONFIG_NOSYSTEM", "1", 1) == 0);
-  REQUIRE(chdir(box.repo().c_str()) == 0);
-  auto opened = OpenStoreRepository();
-  REQUIRE(chdir(here) == 0);
-  REQUIRE(setenv("HOME", old_home.c_str(), 1) == 0);
-  REQUIRE_MESSAGE(opened.ok(), opened.status().ToString());
-  CHECK(opened->warnings.empty());
-  CHECK(opened->repo.policy.threads >= 1);
-  CHECK(opened->repo.policy.threads <= ThreadPool::DefaultThreads());
-}
-
 // Runs `ask` in `folder` with the sandbox's HOME (and GIT_CONFIG_PARAMETERS
 // set to `params` when given, as `git -c` sets it), then puts the process
 // back as it was.
@@ -513,6 +492,18 @@ auto AskIn(Sandbox& box, const std::string& folder, Ask ask, const char* params 
   REQUIRE(setenv("HOME", old_home.c_str(), 1) == 0);
   REQUIRE(unsetenv("GIT_CONFIG_PARAMETERS") == 0);
   return answer;
+}
+
+TEST_CASE("a committed policy gets at most the machine's cores as threads") {
+  // .zipnn.yaml is written by whoever wrote the repository: threads: 4096
+  // (a value the file may hold) on a small machine only costs memory.
+  Sandbox box;
+  box.Write(".zipnn.yaml", "threads: 4096\n");
+  auto opened = AskIn(box, box.repo(), [] { return OpenStoreRepository(); });
+  REQUIRE_MESSAGE(opened.ok(), opened.status().ToString());
+  CHECK(opened->warnings.empty());
+  CHECK(opened->repo.policy.threads >= 1);
+  CHECK(opened->repo.policy.threads <= ThreadPool::DefaultThreads());
 }
 
 TEST_CASE("the folders a filter starts from come from one git run, with or without a work tree") {
