@@ -120,6 +120,41 @@ TEST_CASE("fetch replaces a damaged local copy; push replaces a misfiled remote 
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
+TEST_CASE("a clone that lacks what the remote holds pushes what it made, and a chain missing everywhere is named") {
+  const std::string root = TempDir();
+  const Store here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(here, 2);
+  std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote");
+  REQUIRE(PushObjects(here, *remote, {ids[2]}, {}).ok());
+  // A teammate's clone that fetched nothing: it holds only the version it
+  // saved since, a delta of the newest it never fetched.
+  const Store clone{ObjectStore(root + "/clone"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
+  const std::vector<uint8_t> newest = store::testing::ChainVersion(2);
+  const ContentId made = store::testing::StoreVersion(clone, 3, &newest, ids[2]);
+  // Its pointers name both versions (HEAD~1's and HEAD's).
+  auto pushed = PushObjects(clone, *remote, {ids[2], made}, {});
+  REQUIRE_MESSAGE(pushed.ok(), pushed.status().ToString());
+  CHECK(pushed->moved == 1);
+  CHECK(pushed->present == 1);  // the base, the newest pushed before
+  CHECK(pushed->needed == 2);
+  const Store fresh{ObjectStore(root + "/fresh"), root + "/tmp3", root + "/cache3", "", config::Policy{}};
+  REQUIRE(FetchObjects(fresh, *remote, {made}, {}).ok());
+  CountingSink restored;
+  CHECK(Restore(fresh, made, restored).ok());
+  CHECK(restored.bytes() == 64);
+  // What neither side holds whole still fails before anything is sent,
+  // naming the missing object.
+  const ContentId lost = HashBytes("lost", 4);
+  const std::vector<uint8_t> lost_bytes(64, 7);
+  const ContentId orphan = store::testing::StoreVersion(clone, 9, &lost_bytes, lost);
+  auto refused = PushObjects(clone, *remote, {orphan}, {});
+  REQUIRE(!refused.ok());
+  CHECK(refused.status().code() == StatusCode::kNotFound);
+  CHECK(refused.status().message().find(lost.Hex()) != std::string::npos);
+  CHECK(!remote->Has({orphan})->front());
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
 // The inode number and link count of `path`.
 std::pair<ino_t, nlink_t> InodeOf(const std::string& path) {
   struct stat st;

@@ -462,18 +462,51 @@ Status DecodeReceived(const Store& repo, const ByteSource& object, const Content
 
 Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options) {
-  // Every object of every chain, each once, by its height above its base.
+  // A version the remote holds needs nothing from here: a store holds an
+  // object only with its chain, each object proven on arrival from its
+  // base up. So a clone that has only some objects (one fetched the
+  // newest alone, or fetched nothing) can push what it made, down to the
+  // first base the remote holds.
+  Result<std::vector<bool>> held = remote.Has(ids);
+  if (!held.ok()) return Annotate(held.status(), "cannot ask " + remote.where() + " what it holds");
+  std::vector<ContentId> there;
+  // Every object of every other chain, each once, by its height above
+  // its base.
   std::map<ContentId, int> height;  // links above the base (0: a base)
-  for (const ContentId& id : ids) {
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const ContentId& id = ids[k];
+    if ((*held)[k]) {
+      there.push_back(id);
+      continue;
+    }
     std::vector<ContentId> chain;
-    ZIPNN_RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) { chain.push_back(link.id); }));
-    for (size_t i = 0; i < chain.size(); ++i) height[chain[i]] = static_cast<int>(chain.size() - 1 - i);
+    std::optional<ContentId> below;  // the base of the last link walked
+    Status walked = VisitChain(repo, id, [&](const ChainLink& link) {
+      chain.push_back(link.id);
+      below = link.delta ? std::optional<ContentId>(link.base) : std::nullopt;
+    });
+    // A chain may stand on an object this store never fetched and the
+    // remote holds: what is above it is sent, one level up from it.
+    int on = 0;
+    if (!walked.ok()) {
+      if (walked.code() != StatusCode::kNotFound || chain.empty() || !below) return walked;
+      Result<std::vector<bool>> base_held = remote.Has({*below});
+      if (!base_held.ok() || !base_held->front()) return walked;
+      on = 1;
+    }
+    for (size_t i = 0; i < chain.size(); ++i) height[chain[i]] = on + static_cast<int>(chain.size() - 1 - i);
   }
   std::vector<ContentId> all;
   for (const auto& [id, h] : height) all.push_back(id);
+  // Each once, and not again when another's chain holds it.
+  std::sort(there.begin(), there.end());
+  there.erase(std::unique(there.begin(), there.end()), there.end());
+  there.erase(std::remove_if(there.begin(), there.end(), [&](const ContentId& id) { return height.count(id) > 0; }),
+              there.end());
 
   TransferReport report;
-  report.needed = all.size();
+  report.needed = all.size() + there.size();
+  report.present = there.size();
   Result<std::vector<bool>> has = remote.Has(all);
   if (!has.ok()) {
     return Annotate(has.status(), "cannot ask " + remote.where() + " what it holds");
@@ -501,6 +534,7 @@ Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const
   // Versions re-stored here as deltas because of what was sent (the
   // version before a new newest). Only while the local object is a delta:
   // a note may be stale.
+  all.insert(all.end(), there.begin(), there.end());
   for (const ContentId& cause : all) {
     for (const ContentId& id : store::RebasedOn(repo, cause)) {
       if (!report.demote_error.empty()) break;

@@ -48,10 +48,14 @@ Result<Transferred> PushPointers(const store::Store& repo, const std::string& re
   Result<Transferred> pushed = Transfer(/*push=*/true, repo, remote, found);
   if (pushed.ok() || pushed.status().code() != StatusCode::kNotFound) return pushed;
   // A chain not whole here: name the pointer it belongs to (PushObjects
-  // walks every chain before it sends anything, so nothing was sent).
+  // walks every chain before it sends anything, so nothing was sent). One
+  // the remote holds was not walked: the pointer named is one whose walk
+  // fails as the push did.
   for (const auto& [pointer, place] : found.pointers) {
     Status whole = store::VisitChain(repo, pointer.id, [](const store::ChainLink&) {});
-    if (!whole.ok()) return Annotate(whole, "cannot push " + place.path + " (in " + place.rev + ")");
+    if (!whole.ok() && whole.message() == pushed.status().message()) {
+      return Annotate(whole, "cannot push " + place.path + " (in " + place.rev + ")");
+    }
   }
   return pushed;
 }
