@@ -316,12 +316,19 @@ TEST_CASE("the hook runs the pre-push hook that was there, and stops a push whos
   REQUIRE(repo.Sh("git push -q origin HEAD:main").code == 0);
   CHECK(repo.Sh("cat ../earlier-hook-input").out.find("refs/heads/main") != std::string::npos);
 
-  // A new version whose object is lost before the push.
+  // A version the remote holds needs nothing here: step 40 again, its
+  // object lost here, pushes.
   REQUIRE(repo.Sh("cp '" + repo.Data(Step("000040")) + "' model.safetensors && git commit -qam again").code == 0);
-  const std::string id = IdAt(repo, "HEAD:model.safetensors");
-  REQUIRE(repo.Sh("git zipnn install --local >/dev/null && find .git/zipnn/objects -name " + id + " -delete").code ==
+  const std::string again = IdAt(repo, "HEAD:model.safetensors");
+  REQUIRE(repo.Sh("git zipnn install --local >/dev/null && find .git/zipnn/objects -name " + again + " -delete").code ==
           0);
-  (void)id;
+  CHECK(repo.Sh("git push -q origin HEAD:main").code == 0);
+  // A new version whose object is lost before the push.
+  REQUIRE(repo.Sh("cp '" + repo.Data(Step("000080")) + "' model.safetensors && printf new >> model.safetensors && " +
+                  "git commit -qam new")
+              .code == 0);
+  const std::string id = IdAt(repo, "HEAD:model.safetensors");
+  REQUIRE(repo.Sh("find .git/zipnn/objects -name " + id + " -delete").code == 0);
   const std::string before = repo.Sh("git ls-remote ../hub.git refs/heads/main").out;
   Run refused = repo.Sh("git push -q origin HEAD:main");
   CHECK(refused.code != 0);
