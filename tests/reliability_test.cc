@@ -230,15 +230,23 @@ TEST_CASE("git add killed at many points leaves a sound store; the next add work
               "git add . && git commit -qm v1 && cp -a .git/zipnn/cache ../cache")
           .code == 0);
   // How long an add of v2 takes, then undone: the index, the object and
-  // the raw cache as they were.
+  // the raw cache as they were. The faster of two: the first may pay for
+  // a cold cache or a busy machine, and kill points spread over too long
+  // a time mostly land after the add.
   const std::string undo = "git reset -q && rm -rf .git/zipnn/cache && cp -a ../cache .git/zipnn/cache && rm -f ";
-  const auto start = std::chrono::steady_clock::now();
-  REQUIRE(repo.Sh("cp ../v2.safetensors m.safetensors && git add m.safetensors").code == 0);
-  const double full = Seconds(start);
-  const std::string v2 = IdAt(repo, ":m.safetensors");
-  REQUIRE(v2.size() == 32);
-  REQUIRE(repo.Sh("git zipnn show " + v2).out.find("delta") != std::string::npos);
-  REQUIRE(repo.Sh(undo + ObjectPath(v2)).code == 0);
+  REQUIRE(repo.Sh("cp ../v2.safetensors m.safetensors").code == 0);
+  double full = 0;
+  std::string v2;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const auto start = std::chrono::steady_clock::now();
+    REQUIRE(repo.Sh("git add m.safetensors").code == 0);
+    const double took = Seconds(start);
+    full = attempt == 0 ? took : std::min(full, took);
+    v2 = IdAt(repo, ":m.safetensors");
+    REQUIRE(v2.size() == 32);
+    REQUIRE(repo.Sh("git zipnn show " + v2).out.find("delta") != std::string::npos);
+    REQUIRE(repo.Sh(undo + ObjectPath(v2)).code == 0);
+  }
 
   // Points from the start to past the end of an add (some land after it),
   // and the moments a delta candidate, the object and git's new index
