@@ -17,8 +17,9 @@
 namespace zipnn::store {
 namespace {
 
-// Encodes `input` standalone, or as a delta against `base`, into `out`;
-// the object's size in `*size`.
+// Encodes `input` standalone, or as a delta against `base`, into `out`
+// (each chunk decoded as it is encoded, with `verify`); what was written
+// in `*encoded`.
 Status EncodeTo(const Store& store, const formats::CheckpointView& input, const formats::CheckpointView* base,
                 AtomicFile& out, container::EncodeResult* encoded, bool verify = false) {
   const container::Layout regions =
