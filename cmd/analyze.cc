@@ -183,7 +183,7 @@ Action SetupAnalyze(CLI::App& sub) {
   sub.add_option("--against", a->against, "Change statistics against the 'previous' checkpoint or the periodic 'base'")
       ->default_str("previous");
   sub.add_option("--base-interval", a->base_interval,
-                 "Periodic base every K checkpoints (default: base_interval of .zipnn.yaml, else 10)")
+                 "Periodic base every K checkpoints (default: base_interval of .zipnn.yaml, else 7)")
       ->check(CLI::PositiveNumber);
   sub.add_option("--at", a->at, "Checkpoint (label or index) whose exponent histograms are shown (default: the last)");
   sub.add_option("--top", a->top, "Tensors shown in the tensor table, those that moved most (0: all)")

@@ -111,8 +111,10 @@ Status RunRepack(const RepackArgs& a) {
     failed += left;
   }
   if (a.base_interval > 0 && a.base_interval != configured.base_interval) {
-    std::printf("note: .zipnn.yaml sets base_interval %u; later adds follow it (set it to %u to keep this layout)\n",
-                configured.base_interval, a.base_interval);
+    std::printf(
+        "note: later adds follow base_interval %u (.zipnn.yaml, or the default); set `base_interval: %u` "
+        "in .zipnn.yaml to keep this layout\n",
+        configured.base_interval, a.base_interval);
   }
   if (failed > 0) {
     return Corruption(std::to_string(failed) + " version" + (failed == 1 ? " was" : "s were") +

@@ -168,25 +168,29 @@ TEST_CASE("repack rewrites a series to another base interval and back, object fo
   const std::string objects = "cd .git/zipnn/objects && find . -type f | sort | xargs sha256sum";
   const std::string original = repo.Sh(objects).out;
   const std::string index = repo.Sh("git ls-files -s").out;
-  // The default k=10, the newest whole: steps 10 and 110 are bases, the
-  // five after step 10 chain down to it, the four before step 110 up to
-  // it, and step 120, the newest, is whole.
+  // The default k=7, the newest whole: steps 10 and 80 are bases, the
+  // three after step 10 chain down to it, the three before step 80 up to
+  // it, steps 90 to 110 down to step 80, and step 120, the newest, is
+  // whole.
   std::map<std::string, std::string> forms = Forms(repo);
   REQUIRE(forms.size() == 12);
   CHECK(forms["run/" + Step12(0)] == "base");
-  CHECK(forms["run/" + Step12(5)] == "delta 5");
-  CHECK(forms["run/" + Step12(6)] == "delta 4");
-  CHECK(forms["run/" + Step12(10)] == "base");
+  CHECK(forms["run/" + Step12(3)] == "delta 3");
+  CHECK(forms["run/" + Step12(4)] == "delta 3");
+  CHECK(forms["run/" + Step12(6)] == "delta 1");
+  CHECK(forms["run/" + Step12(7)] == "base");
+  CHECK(forms["run/" + Step12(10)] == "delta 3");
   CHECK(forms["run/" + Step12(11)] == "base");
 
   const Run repack = repo.Sh("git zipnn repack --base-interval 3");
   REQUIRE(repack.code == 0);
   CHECK(repack.out.find("repacking 1 series: base every 3, the newest whole, deltas of the next version toward a "
                         "base, chains of at most 1\nrun/step-#.safetensors: 12 versions\n") == 0);
-  CHECK(repack.out.find("note: .zipnn.yaml sets base_interval 10; later adds follow it") != std::string::npos);
-  // The chain the versions were in before (step 60, 5 deltas deep), not
-  // the one they reach through versions already rewritten.
-  CHECK(repack.out.find(", longest chain 1 (was 5);") != std::string::npos);
+  CHECK(repack.out.find("note: later adds follow base_interval 7 (.zipnn.yaml, or the default); set `base_interval: 3` "
+                        "in .zipnn.yaml to keep this layout\n") != std::string::npos);
+  // The chain the versions were in before (steps 40 and 50, 3 deltas
+  // deep), not the one they reach through versions already rewritten.
+  CHECK(repack.out.find(", longest chain 1 (was 3);") != std::string::npos);
   forms = Forms(repo);
   for (int i = 0; i < 12; ++i) {
     CAPTURE(i);
@@ -209,7 +213,7 @@ TEST_CASE("repack rewrites a series to another base interval and back, object fo
   CHECK(repo.Sh("git zipnn repack --base-interval 3 run/" + Step12(0)).out.find("  rewrote 0;") != std::string::npos);
   const Run back = repo.Sh("git zipnn repack");
   REQUIRE(back.code == 0);
-  CHECK(back.out.find(", longest chain 5 (was 1);") != std::string::npos);
+  CHECK(back.out.find(", longest chain 3 (was 1);") != std::string::npos);
   CHECK(repo.Sh(objects).out == original);
   // Asking for a path git does not track is an error naming it.
   const Run unknown = repo.Sh("git zipnn repack nosuch.safetensors");

@@ -394,7 +394,7 @@ TEST_CASE("the policy what-if adds up the sizes each policy would store") {
   for (auto& in : inputs) REQUIRE(analyzer.Add(in).ok());
   const Analysis an = analyzer.Finish();
   REQUIRE(an.rows.size() == 12);
-  REQUIRE(an.policies.size() == 24);  // the default policy (10, previous, newest whole, chain 5) is in the grid
+  REQUIRE(an.policies.size() == 28);  // the default policy (7, previous, newest whole, chain 3) is in the grid
   using config::DeltaAgainst;
   uint64_t all_bases = 0, chain_of_previous = an.rows[0].standalone.automatic, every_other = 0;
   for (const CheckpointRow& r : an.rows) {
@@ -438,12 +438,12 @@ TEST_CASE("the policy what-if adds up the sizes each policy would store") {
   // Deltas against a base further away cost more than against the previous.
   CHECK(Policy(an, 0, DeltaAgainst::kBase).stored_bytes > inf.stored_bytes);
 
-  // The newest whole (the default): steps 10 (first) and 100 (due) are
-  // bases; 20 to 60 deltas of the version before them; 70 to 90 of the
-  // version after them; 110, the newest, whole.
+  // The newest whole, every 10th a base: steps 10 (first) and 100 (due)
+  // are bases; 20 to 60 deltas of the version before them; 70 to 90 of
+  // the version after them; 110, the newest, whole.
   using config::Newest;
   const PolicyOutcome& whole = Policy(an, 10, DeltaAgainst::kPrevious, Newest::kWhole);
-  CHECK(whole.current);
+  CHECK(!whole.current);
   CHECK(whole.max_chain == 5);
   uint64_t expected =
       an.rows[0].standalone.automatic + an.rows[10].standalone.automatic + an.rows[11].standalone.automatic;
@@ -461,6 +461,15 @@ TEST_CASE("the policy what-if adds up the sizes each policy would store") {
   CHECK(whole.bases == 3);
   CHECK(whole.worst_chain == 5);
   CHECK(whole.latest_bytes == an.rows[11].standalone.automatic);
+  // The default, every 7th a base: steps 10 and 80 are bases, 20 to 40
+  // chain down to 10, 50 to 70 up to 80, 90 and 100 down to 80, and 110
+  // is whole: no chain longer than 3.
+  const PolicyOutcome& seventh = Policy(an, 7, DeltaAgainst::kPrevious, Newest::kWhole);
+  CHECK(seventh.current);
+  CHECK(seventh.max_chain == 3);
+  CHECK(seventh.worst_chain == 3);
+  CHECK(seventh.bases == 3);
+  CHECK(seventh.latest_bytes == an.rows[11].standalone.automatic);
   CHECK(Policy(an, 1, DeltaAgainst::kPrevious, Newest::kWhole).stored_bytes == all_bases);
   // No periodic base: one chain down to the first, and the newest whole.
   const PolicyOutcome& open = Policy(an, 0, DeltaAgainst::kPrevious, Newest::kWhole);
@@ -475,10 +484,10 @@ TEST_CASE("a policy that allows no chain stores every version as a base") {
   Analyzer analyzer(o);
   for (auto& in : Trajectory()) REQUIRE(analyzer.Add(in).ok());
   const Analysis an = analyzer.Finish();
-  REQUIRE(an.policies.size() == 25);  // the grid, and the current policy apart
+  REQUIRE(an.policies.size() == 29);  // the grid, and the current policy apart
   const PolicyOutcome& current = an.policies.back();
   CHECK(current.current);
-  CHECK(current.base_interval == 10);
+  CHECK(current.base_interval == 7);
   CHECK(current.max_chain == 0);
   CHECK(current.bases == 12);
   CHECK(current.worst_chain == 0);

@@ -133,7 +133,7 @@ std::vector<Scenario> MakeScenarios(const config::Policy& current) {
   std::vector<Scenario> scenarios;
   bool current_listed = false;
   for (config::Newest newest : {config::Newest::kWhole, config::Newest::kDelta}) {
-    for (uint32_t k : {1u, 2u, 5u, 10u, 20u, 0u}) {
+    for (uint32_t k : {1u, 2u, 5u, 7u, 10u, 20u, 0u}) {
       for (DeltaAgainst against : {DeltaAgainst::kPrevious, DeltaAgainst::kBase}) {
         Scenario s;
         s.outcome.base_interval = k;

@@ -14,9 +14,9 @@ std::string Error(const std::string& yaml) {
 TEST_CASE("an absent or empty policy gives the defaults") {
   auto missing = LoadPolicy("/nonexistent/.zipnn.yaml");
   REQUIRE(missing.ok());
-  CHECK(missing->base_interval == 10);
+  CHECK(missing->base_interval == 7);
   CHECK(missing->newest == Newest::kWhole);
-  CHECK(missing->max_chain == 5);  // half a stretch between bases
+  CHECK(missing->max_chain == 3);  // half a stretch between bases
   CHECK(missing->delta_against == DeltaAgainst::kPrevious);
   CHECK(missing->min_gain == doctest::Approx(0.10));
   CHECK(missing->chunk_size == 262144);
@@ -24,7 +24,7 @@ TEST_CASE("an absent or empty policy gives the defaults") {
   CHECK(missing->zstd_level == 3);
   auto empty = ParsePolicy("", "x");
   REQUIRE(empty.ok());
-  CHECK(empty->base_interval == 10);
+  CHECK(empty->base_interval == 7);
   CHECK(empty->delta_transform == codec::kAutoTransform);
   auto comments = ParsePolicy("# nothing set\n", "x");
   REQUIRE(comments.ok());
@@ -140,7 +140,7 @@ TEST_CASE("read leniently, a wrong key keeps its default and the right ones hold
   CHECK(loaded.warnings[1] == "y: 'min_gain' must be a number");
   CHECK(loaded.warnings[2] == "y: series pattern 'x.pt' has no {step}");
   const LoadedPolicy broken = ParsePolicyLenient("base_interval: [\n", "y");
-  CHECK(broken.policy.base_interval == 10);
+  CHECK(broken.policy.base_interval == 7);
   REQUIRE(broken.warnings.size() == 1);
   CHECK(broken.warnings[0].find("y: not valid YAML") == 0);
   CHECK(LoadPolicyLenient("/nonexistent/.zipnn.yaml").warnings.empty());

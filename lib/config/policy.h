@@ -22,14 +22,18 @@ enum class DeltaAgainst { kPrevious, kBase };
 enum class Newest { kWhole, kDelta };
 
 struct Policy {
-  // Every base_interval-th version of a series is stored standalone.
-  uint32_t base_interval = 10;
+  // Every base_interval-th version of a series is stored standalone. With
+  // the newest whole, 7 leaves 3 versions chained to each of the two bases
+  // around them, so no restore decodes more than 3 deltas: within 3x a
+  // base's restore on a training run, for 5-10% more bytes than 10 would
+  // store (docs/policy.md, "Storage against restore time").
+  uint32_t base_interval = 7;
   // What a delta is made against: the previous version (smallest deltas,
   // chains) or the series' last base (restores decode at most two objects).
   DeltaAgainst delta_against = DeltaAgainst::kPrevious;
   Newest newest = Newest::kWhole;
   // No restore decodes a chain of more than this many deltas.
-  uint32_t max_chain = 5;  // DefaultMaxChain unless set
+  uint32_t max_chain = 3;  // DefaultMaxChain unless set
   // A delta must be at least this much smaller than the version stored
   // standalone, or the version becomes a base.
   double min_gain = 0.10;

@@ -11,8 +11,8 @@
 // chaining down to the older base, and the second half deltas of the
 // version after them, chaining up to the newer base:
 //
-//   B  f1 f2 f3 f4 f5  r6 r7 r8 r9  B        f: forward, r: reverse
-//   B <-- <-- <-- <-- <--  --> --> --> -->  B
+//   B  f1 f2 f3  r4 r5 r6  B        f: forward, r: reverse (k = 7)
+//   B <-- <-- <--  --> --> -->  B
 //
 // so no chain is longer than k / 2, and while the newer base is not there
 // yet, the newest version stands in for it. With `newest: delta` every

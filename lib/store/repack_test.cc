@@ -86,6 +86,7 @@ TEST_CASE("a repack to chains of 1000 leaves no version out of a restore's reach
   // the limit: the version after the 1001st hangs on it, so that one
   // stays a base rather than put the next, not yet repacked, at 1001.
   Fixture f;
+  f.repo.policy.base_interval = 10;
   f.StoreForward();
   f.repo.policy.min_gain = 0;
   for (size_t i = 0; i < 1002; ++i) f.AddBytes(Small(i), std::to_string(i));
