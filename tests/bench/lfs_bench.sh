@@ -28,16 +28,16 @@
 #
 #   bash tests/bench/lfs_bench.sh [--gb] [RUNS]
 #
-# The 10 saves are a GPT bf16 run trained by make_trajectory.py, each
-# tiled by tile_checkpoint.py into real weights and real deltas: 4 times
-# (103 MB files), or with --gb 40 times (1 GB files; needs about 30 GB of
-# disk under /tmp).
+# The 10 saves are a GPT bf16 run trained by make_trajectory.py (51 MB
+# each), each tiled by tile_checkpoint.py into real weights and real
+# deltas, as many times as make files of about 100 MB (twice), or with
+# --gb about 1 GB (20 times; needs about 50 GB of disk under /tmp).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 maker=${MAKE_TRAJECTORY:-../shared/data/make_trajectory.py}
-tiles=4
+target=100000000
 if [ "${1:-}" = --gb ]; then
-  tiles=40
+  target=1000000000
   shift
 fi
 runs=${1:-3}
@@ -46,6 +46,8 @@ command -v git-lfs >/dev/null || bash .ci/deps git-lfs
 src=$top/gpt-bf16
 [ -f "$src/step-000100.safetensors" ] || /usr/bin/python3 "$maker" --family gpt --width 512 --layers 8 --dtype bf16 \
   --steps 100 --every 10 --out "$src"
+size=$(stat -c %s "$src/step-000100.safetensors")
+tiles=$(((target + size / 2) / size))
 dir=$top/tiled-$tiles
 if [ ! -f "$dir/step-000100.safetensors" ]; then
   mkdir -p "$dir"
