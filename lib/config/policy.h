@@ -24,9 +24,9 @@ enum class Newest { kWhole, kDelta };
 struct Policy {
   // Every base_interval-th version of a series is stored standalone. With
   // the newest whole, 7 leaves 3 versions chained to each of the two bases
-  // around them, so no restore decodes more than 3 deltas: within 3x a
-  // base's restore on a training run, for 5-10% more bytes than 10 would
-  // store (docs/policy.md, "Storage against restore time").
+  // around them, so no restore decodes more than 3 deltas: 2.4x a base's
+  // restore on a training run, where 10 (5 deltas) took 3.3x and stored
+  // 15% less (docs/policy.md, "Storage against restore time").
   uint32_t base_interval = 7;
   // What a delta is made against: the previous version (smallest deltas,
   // chains) or the series' last base (restores decode at most two objects).
