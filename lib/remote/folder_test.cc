@@ -298,5 +298,58 @@ TEST_CASE("a fetched delta is proved against a copy of its stored base when one 
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
+// Flips the first byte of the first chunk record of the object file at
+// `path`, after making it a file of its own (a push may have linked it).
+void DamageRecord(const std::string& path, const ContentId& id) {
+  REQUIRE(std::system(("cp " + path + " " + path + ".copy && mv " + path + ".copy " + path).c_str()) == 0);
+  auto file = ReadFile::Open(path);
+  REQUIRE(file.ok());
+  auto info = container::ReadObjectInfo(*file);
+  REQUIRE(info.ok());
+  REQUIRE(!info->chunks.empty());
+  const std::string seek = std::to_string(info->chunks[0].record_offset);
+  REQUIRE(std::system(
+              ("printf '\\377' | dd of=" + path + " bs=1 seek=" + seek + " conv=notrunc status=none").c_str()) == 0);
+  REQUIRE(!CheckObjectFile(path, id).ok());
+}
+
+TEST_CASE("a demote reads the header to see what is there: a whole copy damaged further on gives way to the delta") {
+  const std::string root = TempDir();
+  const Store here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const Store whole{ObjectStore(root + "/whole"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(here, 1);  // 1 a delta of 0
+  for (int i : {0, 1}) store::testing::StoreVersion(whole, i);
+  const ObjectStore remote_store(root + "/remote");
+  std::unique_ptr<RemoteStore> remote = FolderRemote(remote_store.root());
+  REQUIRE(PushObjects(whole, *remote, ids, {}).ok());
+  DamageRecord(remote_store.PathOf(ids[1]), ids[1]);
+
+  auto delta = here.objects.Open(ids[1]);
+  REQUIRE(delta.ok());
+  auto replaced = remote->Demote(ids[1], *delta);
+  REQUIRE(replaced.ok());
+  CHECK(*replaced > 0);
+  CHECK(CheckObjectFile(remote_store.PathOf(ids[1]), ids[1]).ok());
+  const Store there{remote_store, root + "/tmp3", root + "/cache3", "", config::Policy{}};
+  CountingSink restored;
+  CHECK(store::Restore(there, ids[1], restored).ok());
+
+  // A delta there is left as it is, unread: the push that sent it checked
+  // it whole. Damaged since, it is not counted as held, and the next push
+  // sends it again.
+  DamageRecord(remote_store.PathOf(ids[1]), ids[1]);
+  replaced = remote->Demote(ids[1], *delta);
+  REQUIRE(replaced.ok());
+  CHECK(*replaced == 0);
+  auto has = remote->Has({ids[1]});
+  REQUIRE(has.ok());
+  CHECK(has->front() == false);
+  auto pushed = PushObjects(here, *remote, {ids[1]}, {});
+  REQUIRE(pushed.ok());
+  CHECK(pushed->moved == 1);
+  CHECK(CheckObjectFile(remote_store.PathOf(ids[1]), ids[1]).ok());
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
 }  // namespace
 }  // namespace zipnn::remote

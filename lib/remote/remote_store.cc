@@ -421,7 +421,10 @@ Result<uint64_t> DemoteObject(const ObjectStore& store, const ContentId& id,
                               const std::function<Status(const std::string& temp)>& check) {
   ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kExclusive, [] {}));
   const Store there{store, "", "", "", config::Policy{}};
-  if (!HoldsIntact(store, id)) return uint64_t{0};
+  // Only the header is read to see what is there: a delta stays (most
+  // often the push just sent it, checked whole). A standalone object is
+  // replaced, damaged or not, by a delta that passes every check below.
+  if (!store.Has(id)) return uint64_t{0};
   auto now = store::ReadLink(there, id);
   if (!now.ok() || now->delta) return uint64_t{0};
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(store.PathOf(id), /*overwrite=*/true));

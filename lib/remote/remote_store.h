@@ -115,7 +115,8 @@ inline constexpr int64_t kOldTemporary = 24 * 3600;  // seconds
 // How a receiver carries out RemoteStore::Demote: under the store's lock
 // (exclusive: two demotions at once could each make the other's base a
 // delta of itself, and a gc must not run meanwhile), if `store` holds a
-// standalone object for `id`, the bytes `write` produces go to a
+// standalone object for `id` (as its header says: a copy damaged further
+// on is replaced too, and a delta is left unread), the bytes `write` produces go to a
 // temporary file beside it; they must be a delta for `id` whose base the
 // store holds intact and whose base's chain does not come back to `id`,
 // and must pass `check`; then they take the name. Returns the size of the
