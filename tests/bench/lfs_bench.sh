@@ -24,7 +24,8 @@
 #
 # and, for git-zipnn, the peak memory of `git zipnn restore` at chain
 # depths 9 and 200 (newest: delta, one base, on a small GPT run of 201
-# saves). Debian's git-lfs is installed here if missing (never by CI).
+# saves). Debian's git-lfs is installed here if missing (.ci/deps installs
+# it too, for the tests of the LFS server).
 #
 #   bash tests/bench/lfs_bench.sh [--gb] [RUNS]
 #

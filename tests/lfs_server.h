@@ -1,0 +1,63 @@
+// A Git LFS server of the test's own on 127.0.0.1 (tests/lfs_server.py):
+// git's smart HTTP and the LFS batch API on one port, for the
+// repositories under root(), every request behind HTTP basic credentials
+// kUser:kPassword. Its objects are plain files (ObjectPath). A `mode`
+// other than "honest" makes it misbehave (see the script). Stopped when
+// it goes away.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "tests/git_repo.h"
+
+namespace zipnn::testing {
+
+class LfsServer {
+ public:
+  static constexpr char kUser[] = "alice";
+  static constexpr char kPassword[] = "s3cret-pw";
+
+  explicit LfsServer(Repo& repo, const std::string& mode = "honest", const std::string& name = "lfs")
+      : repo_(repo), dir_(repo.root() + "/" + name) {
+    REQUIRE(repo_
+                .Sh("mkdir -p '" + dir_ + "/root' && { python3 '" + repo_.Runfile("tests/lfs_server.py") + "' '" +
+                    dir_ + "/root' " + kUser + ":" + kPassword + " " + mode + " > '" + dir_ +
+                    "/log' 2>&1 & echo $! > '" + dir_ + "/pid'; }")
+                .code == 0);
+    Run up = repo_.Sh("for i in $(seq 200); do grep -o 'listening on 127.0.0.1:[0-9]*' '" + dir_ +
+                      "/log' && exit 0; sleep 0.05; done; cat '" + dir_ + "/log'; exit 1");
+    const std::string log = up.out + up.err;
+    REQUIRE_MESSAGE(up.code == 0, log);
+    port_ = up.out.substr(up.out.rfind(':') + 1);
+    while (!port_.empty() && port_.back() == '\n') port_.pop_back();
+  }
+  ~LfsServer() { repo_.Sh("kill $(cat '" + dir_ + "/pid')"); }
+
+  // Makes an empty bare repository `name` (say "team.git") on the server,
+  // its HEAD on branch main.
+  void AddRepository(const std::string& name) {
+    REQUIRE(repo_.Sh("git init -q --bare -b main '" + root() + "/" + name + "'").code == 0);
+  }
+  // The URL a client clones `name` from, without credentials.
+  std::string Url(const std::string& name) const { return "http://127.0.0.1:" + port_ + "/" + name; }
+  // A line for git's "store" credential helper that answers for the server.
+  std::string CredentialLine(const std::string& password = kPassword) const {
+    return std::string("http://") + kUser + ":" + password + "@127.0.0.1:" + port_;
+  }
+  const std::string root() const { return dir_ + "/root"; }
+  // Where the server keeps the LFS object `oid` of repository `name`.
+  std::string ObjectPath(const std::string& name, const std::string& oid) const {
+    return root() + "/" + name + "/lfs-objects/" + oid.substr(0, 2) + "/" + oid.substr(2, 2) + "/" + oid;
+  }
+  // Every request answered so far, "METHOD PATH STATUS" a line.
+  std::string Requests() { return repo_.Sh("grep -E '^[A-Z]+ /' '" + dir_ + "/log'").out; }
+
+ private:
+  Repo& repo_;
+  std::string dir_;
+  std::string port_;
+};
+
+}  // namespace zipnn::testing

@@ -1,0 +1,299 @@
+#!/usr/bin/python3
+"""A Git LFS server of the tests' own, as a hosting site runs one beside
+its git repositories (Debian packages none). One HTTP port serves both:
+
+  <repo>.git/info/lfs/objects/batch   the batch API (basic transfers)
+  <repo>.git/info/lfs/objects/<oid>   PUT an object (its SHA-256 is
+                                      checked against the oid), GET one
+                                      (whole, or a byte range)
+  <repo>.git/info/lfs/verify          the verify call after an upload
+  anything else                       git's smart HTTP, by running
+                                      `git http-backend` (clone, fetch,
+                                      push of the repositories in ROOT)
+
+Every request must carry HTTP basic credentials equal to USER:PASSWORD;
+one without them, or with others, gets 401 and a Basic challenge, which
+makes git and git-lfs ask their credential helpers. The batch answer
+hands the caller's own Authorization header on in each action, as a
+host's signed URLs would carry their own.
+
+Objects live in ROOT/<repo>.git/lfs-objects/<oid[0:2]>/<oid[2:4]>/<oid>,
+each written under a temporary name and renamed once its hash is right.
+Nothing is ever deleted: the LFS API has no call for it.
+
+MODE (optional) makes the server misbehave for the tests of what a
+client does with a host that cannot be trusted:
+
+  honest      (the default) as described above
+  forge       a download of any object gets other bytes of the same size
+  short       a download is said to be the object's size and ends at half
+  error500    every batch request gets 500
+  stall       a download gets headers and then no byte
+
+Usage: lfs_server.py ROOT USER:PASSWORD [MODE]
+Prints "lfs server listening on 127.0.0.1:PORT" once it takes
+connections, then "METHOD PATH STATUS" for each request it answered.
+"""
+import base64
+import hashlib
+import http.server
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.abspath(sys.argv[1])
+CREDENTIALS = "Basic " + base64.b64encode(sys.argv[2].encode()).decode()
+USER = sys.argv[2].split(":", 1)[0]
+MODE = sys.argv[3] if len(sys.argv) > 3 else "honest"
+LFS_TYPE = "application/vnd.git-lfs+json"
+OID = re.compile(r"^[0-9a-f]{64}$")
+# /<repo>.git/info/lfs/<rest>, the repository named as a path under ROOT.
+LFS_PATH = re.compile(r"^/(?P<repo>[A-Za-z0-9._/-]+?\.git)/info/lfs/(?P<rest>[^?]*)$")
+log_lock = threading.Lock()
+
+
+def object_path(repo, oid):
+    return os.path.join(ROOT, repo, "lfs-objects", oid[0:2], oid[2:4], oid)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def log_answer(self, status):
+        with log_lock:
+            print(self.command, self.path, status, flush=True)
+
+    # ---- plumbing -------------------------------------------------------
+
+    def body(self):
+        """The request body, de-chunked when git sends it in chunks."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            parts = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def answer(self, status, body=b"", content_type="text/plain", headers=()):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self.log_answer(status)
+
+    def answer_json(self, status, value):
+        self.answer(status, json.dumps(value).encode(), LFS_TYPE)
+
+    def authorized(self):
+        if self.headers.get("Authorization") == CREDENTIALS:
+            return True
+        self.body()  # read it, so the connection stays usable
+        challenge = 'Basic realm="git-zipnn test server"'
+        self.answer(401, b"credentials needed\n", headers=[("WWW-Authenticate", challenge),
+                                                            ("LFS-Authenticate", challenge)])
+        return False
+
+    def base_url(self):
+        return "http://" + self.headers.get("Host", "127.0.0.1")
+
+    # ---- the LFS API ----------------------------------------------------
+
+    def batch(self, repo):
+        try:
+            request = json.loads(self.body())
+            operation = request["operation"]
+            objects = request["objects"]
+        except (ValueError, KeyError, TypeError):
+            return self.answer_json(422, {"message": "not a batch request"})
+        if operation not in ("upload", "download"):
+            return self.answer_json(422, {"message": "unknown operation " + str(operation)})
+        if MODE == "error500":
+            return self.answer_json(500, {"message": "the server is having a bad day"})
+        transfers = request.get("transfers") or ["basic"]
+        if "basic" not in transfers:
+            return self.answer_json(422, {"message": "only the basic transfer adapter is served"})
+        auth = {"Authorization": self.headers["Authorization"]}
+        answers = []
+        for o in objects:
+            oid, size = o.get("oid"), o.get("size")
+            entry = {"oid": oid, "size": size}
+            if not isinstance(oid, str) or not OID.match(oid) or not isinstance(size, int) or size < 0:
+                entry["error"] = {"code": 422, "message": "not a valid oid and size"}
+                answers.append(entry)
+                continue
+            href = "%s/%s/info/lfs/objects/%s" % (self.base_url(), repo, oid)
+            path = object_path(repo, oid)
+            held = os.path.isfile(path)
+            if operation == "download":
+                if not held:
+                    entry["error"] = {"code": 404, "message": "object does not exist"}
+                elif os.path.getsize(path) != size:
+                    entry["error"] = {"code": 422, "message": "object has another size"}
+                else:
+                    entry["authenticated"] = True
+                    entry["actions"] = {"download": {"href": href, "header": auth, "expires_in": 3600}}
+            elif not held:  # an upload of what the server holds needs no action
+                entry["authenticated"] = True
+                entry["actions"] = {
+                    "upload": {"href": href, "header": auth, "expires_in": 3600},
+                    "verify": {"href": "%s/%s/info/lfs/verify" % (self.base_url(), repo), "header": auth},
+                }
+            answers.append(entry)
+        self.answer_json(200, {"transfer": "basic", "objects": answers, "hash_algo": "sha256"})
+
+    def upload(self, repo, oid):
+        data = self.body()
+        if hashlib.sha256(data).hexdigest() != oid:
+            return self.answer_json(422, {"message": "the bytes sent do not hash to " + oid})
+        path = object_path(repo, oid)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temp = "%s.tmp-%d-%d" % (path, os.getpid(), threading.get_ident())
+        with open(temp, "wb") as f:
+            f.write(data)
+        os.rename(temp, path)
+        self.answer(200)
+
+    def verify(self, repo):
+        try:
+            o = json.loads(self.body())
+            oid, size = o["oid"], o["size"]
+        except (ValueError, KeyError, TypeError):
+            return self.answer_json(422, {"message": "not a verify request"})
+        path = object_path(repo, oid) if isinstance(oid, str) and OID.match(oid) else None
+        if path is None or not os.path.isfile(path) or os.path.getsize(path) != size:
+            return self.answer_json(404, {"message": "object not stored"})
+        self.answer(200)
+
+    def download(self, repo, oid):
+        path = object_path(repo, oid)
+        if not os.path.isfile(path):
+            return self.answer_json(404, {"message": "object does not exist"})
+        with open(path, "rb") as f:
+            data = f.read()
+        if MODE == "forge":
+            data = bytes((b ^ 0x5A) for b in data)
+        start, end, status = 0, len(data), 200
+        wanted = re.match(r"^bytes=(\d+)-(\d*)$", self.headers.get("Range", ""))
+        headers = [("Accept-Ranges", "bytes")]
+        if wanted:
+            start = int(wanted.group(1))
+            end = min(len(data), int(wanted.group(2)) + 1) if wanted.group(2) else len(data)
+            if start >= len(data) or start >= end:
+                return self.answer(416, headers=[("Content-Range", "bytes */%d" % len(data))])
+            status = 206
+            headers.append(("Content-Range", "bytes %d-%d/%d" % (start, end - 1, len(data))))
+        part = data[start:end]
+        if MODE == "stall":
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(part)))
+            self.end_headers()
+            self.wfile.flush()
+            self.log_answer("stall")
+            time.sleep(3600)
+            return
+        if MODE == "short":
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(part)))
+            self.end_headers()
+            self.wfile.write(part[: len(part) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.log_answer("short")
+            return
+        self.answer(status, part, "application/octet-stream", headers)
+
+    def lfs(self, repo, rest):
+        if ".." in repo.split("/") or not os.path.isdir(os.path.join(ROOT, repo)):
+            self.body()
+            return self.answer_json(404, {"message": "no repository " + repo})
+        if rest == "objects/batch" and self.command == "POST":
+            return self.batch(repo)
+        if rest == "verify" and self.command == "POST":
+            return self.verify(repo)
+        named = re.match(r"^objects/([0-9a-f]{64})$", rest)
+        if named and self.command == "PUT":
+            return self.upload(repo, named.group(1))
+        if named and self.command in ("GET", "HEAD"):
+            return self.download(repo, named.group(1))
+        self.body()
+        self.answer_json(404, {"message": "no such LFS call"})
+
+    # ---- git's smart HTTP -----------------------------------------------
+
+    def git(self):
+        path, _, query = self.path.partition("?")
+        env = dict(os.environ)
+        env.update({
+            "GIT_PROJECT_ROOT": ROOT,
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "REQUEST_METHOD": self.command,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "REMOTE_USER": USER,  # an authenticated user may push
+            "REMOTE_ADDR": self.client_address[0],
+            "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+            "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
+        })
+        data = self.body()
+        env["CONTENT_LENGTH"] = str(len(data))
+        run = subprocess.run(["git", "http-backend"], input=data, env=env, capture_output=True)
+        head, _, out = run.stdout.partition(b"\r\n\r\n")
+        if not _:
+            head, _, out = run.stdout.partition(b"\n\n")
+        status, headers = 200, []
+        for line in head.decode("latin-1").splitlines():
+            name, _, value = line.partition(":")
+            if name.lower() == "status":
+                status = int(value.split()[0])
+            elif name:
+                headers.append((name, value.strip()))
+        content_type = dict((n.lower(), v) for n, v in headers).get("content-type", "text/plain")
+        headers = [(n, v) for n, v in headers if n.lower() not in ("content-type", "content-length")]
+        self.answer(status, out, content_type, headers)
+
+    def route(self):
+        if not self.authorized():
+            return
+        lfs = LFS_PATH.match(self.path)
+        if lfs:
+            return self.lfs(lfs.group("repo"), lfs.group("rest"))
+        return self.git()
+
+    do_GET = do_POST = do_PUT = do_HEAD = route
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client that hangs up on a kept-alive connection is no fault.
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
+def main():
+    server = Server(("127.0.0.1", 0), Handler)
+    print("lfs server listening on 127.0.0.1:%d" % server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

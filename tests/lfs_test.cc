@@ -1,0 +1,129 @@
+// The Git LFS server of the tests (tests/lfs_server.py), shown to be what
+// Debian's own Git LFS client expects before git-zipnn is tested against
+// it: git-lfs pushes to it and clones from it bit-exact, with credentials
+// from git's helpers, and it refuses what a real host refuses.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "tests/git_repo.h"
+#include "tests/lfs_server.h"
+
+namespace zipnn::testing {
+namespace {
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// git-lfs installed in the test's HOME, and git's "store" helper holding
+// `line` for the server.
+void UseGitLfs(Repo& repo, const std::string& line) {
+  REQUIRE_MESSAGE(repo.Sh("command -v git-lfs").code == 0, "git-lfs is not installed: run bash .ci/deps");
+  REQUIRE(repo.Sh("git lfs install >/dev/null && printf '%s\\n' '" + line + "' > ../creds && " +
+                  "git config --global credential.helper 'store --file=" + repo.root() + "/creds'")
+              .code == 0);
+}
+
+// Runs a few lines of Python against the server (urllib), printing what
+// they print.
+Run Python(Repo& repo, const std::string& code) { return repo.Sh("python3 -c '" + code + "'"); }
+
+TEST_CASE(
+    "Debian's git-lfs pushes to the test LFS server and clones from it bit-exact, credentials from git's helper") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  UseGitLfs(repo, server.CredentialLine());
+  REQUIRE(repo.Sh("git lfs track '*.bin' >/dev/null && head -c 3000000 /dev/urandom > big.bin && "
+                  "printf 'small\\n' > small.bin && git add -A && git commit -qm lfs && "
+                  "git remote add origin " +
+                  server.Url("team.git") + " && git push -q origin HEAD:main")
+              .code == 0);
+  // Each file is an LFS object named by its SHA-256, uploaded once the
+  // client had asked for credentials (a 401 first).
+  for (const char* file : {"big.bin", "small.bin"}) {
+    const std::string oid = Trimmed(repo.Sh(std::string("sha256sum ") + file + " | cut -c1-64").out);
+    REQUIRE(oid.size() == 64);
+    CHECK(repo.Sh(std::string("cmp ") + file + " '" + server.ObjectPath("team.git", oid) + "'").code == 0);
+  }
+  std::string requests = server.Requests();
+  CHECK(Count(requests, "POST /team.git/info/lfs/objects/batch 200") == 1);
+  CHECK(Count(requests, "PUT /team.git/info/lfs/objects/") == 2);
+  CHECK(Count(requests, " 401\n") >= 1);
+  // What the server holds is not sent again.
+  REQUIRE(repo.Sh("cp big.bin again.bin && git add again.bin && git commit -qm again && git push -q origin HEAD:main")
+              .code == 0);
+  CHECK(Count(server.Requests(), "PUT /team.git/info/lfs/objects/") == 2);
+
+  // A clone over the same URL gets every file back, and git-lfs's own
+  // check of its objects passes there.
+  const Run cloned = repo.Sh("cd .. && git clone -q " + server.Url("team.git") +
+                             " clone && cmp clone/big.bin repo/big.bin && cmp clone/small.bin repo/small.bin && "
+                             "cmp clone/again.bin repo/big.bin && cd clone && git lfs fsck");
+  const std::string said = cloned.out + cloned.err;
+  CHECK_MESSAGE(cloned.code == 0, said);
+  CHECK(Count(server.Requests(), "GET /team.git/info/lfs/objects/") == 2);
+}
+
+TEST_CASE(
+    "the test LFS server refuses wrong credentials, bytes that do not hash to their oid, and names what it lacks") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  UseGitLfs(repo, server.CredentialLine("wrong"));
+  // With no way to ask anyone, git gives up on the refused credentials.
+  const Run refused = repo.Sh(
+      "git lfs track '*.bin' >/dev/null && printf 'x\\n' > a.bin && git add -A && "
+      "git commit -qm a && git remote add origin " +
+      server.Url("team.git") + " && GIT_TERMINAL_PROMPT=0 git push -q origin HEAD:main");
+  CHECK(refused.code != 0);
+  CHECK(server.Requests().find(" 200\n") == std::string::npos);
+  CHECK(repo.Sh("find '" + server.root() + "/team.git' -path '*lfs-objects*' -type f | grep -q .").code != 0);
+
+  // The API by hand, as a client of our own will speak it.
+  const std::string api = server.Url("team.git") + "/info/lfs";
+  const std::string prelude =
+      "import base64, hashlib, json, urllib.request as u, urllib.error as e\n"
+      "auth = \"Basic \" + base64.b64encode(b\"" +
+      std::string(LfsServer::kUser) + ":" + LfsServer::kPassword +
+      "\").decode()\n"
+      "def call(method, url, body=None, **headers):\n"
+      "    headers.setdefault(\"Authorization\", auth)\n"
+      "    r = u.Request(url, data=body, method=method, headers=headers)\n"
+      "    try:\n"
+      "        with u.urlopen(r) as a: return a.status, a.read()\n"
+      "    except e.HTTPError as a: return a.code, a.read()\n"
+      "data = bytes(range(256)) * 40\n"
+      "oid = hashlib.sha256(data).hexdigest()\n"
+      "batch = lambda op: json.loads(call(\"POST\", \"" +
+      api + "/objects/batch\", json.dumps(dict(operation=op, objects=[dict(oid=oid, size=len(data))])).encode(), " +
+      "Accept=\"application/vnd.git-lfs+json\")[1])[\"objects\"][0]\n";
+  // Bytes that do not hash to the oid they are put under: 422, not kept.
+  Run run = Python(repo, prelude + "print(call(\"PUT\", \"" + api + "/objects/\" + oid, data[1:] + b\"!\")[0])");
+  CHECK(Trimmed(run.out) == "422");
+  // A download of what it lacks is an error of that object, 404.
+  run = Python(repo, prelude + "print(batch(\"download\")[\"error\"][\"code\"])");
+  CHECK(Trimmed(run.out) == "404");
+  // Put right, it is served whole and by ranges.
+  run = Python(repo, prelude +
+                         "a = batch(\"upload\")[\"actions\"]\n"
+                         "print(call(\"PUT\", a[\"upload\"][\"href\"], data, **a[\"upload\"][\"header\"])[0])\n"
+                         "print(\"upload\" in batch(\"upload\").get(\"actions\", {}))\n"
+                         "d = batch(\"download\")[\"actions\"][\"download\"]\n"
+                         "print(call(\"GET\", d[\"href\"])[1] == data)\n"
+                         "print(call(\"GET\", d[\"href\"], Range=\"bytes=1000-1999\") == (206, data[1000:2000]))\n"
+                         "print(call(\"GET\", d[\"href\"], Range=\"bytes=10000-\") == (206, data[10000:]))");
+  const std::string said = run.out + run.err;
+  CHECK_MESSAGE(run.out == "200\nFalse\nTrue\nTrue\nTrue\n", said);
+}
+
+}  // namespace
+}  // namespace zipnn::testing
