@@ -4,8 +4,16 @@
 // from git's helpers, and it refuses what a real host refuses.
 #include <doctest/doctest.h>
 
+#include <map>
+#include <mutex>
 #include <string>
+#include <vector>
 
+#include "lib/base/io.h"
+#include "lib/remote/lfs.h"
+#include "lib/remote/remote_store.h"
+#include "lib/store/restore.h"
+#include "lib/store/test_objects.h"
 #include "tests/git_repo.h"
 #include "tests/lfs_server.h"
 
@@ -123,6 +131,148 @@ TEST_CASE(
                          "print(call(\"GET\", d[\"href\"], Range=\"bytes=10000-\") == (206, data[10000:]))");
   const std::string said = run.out + run.err;
   CHECK_MESSAGE(run.out == "200\nFalse\nTrue\nTrue\nTrue\n", said);
+}
+
+// A map kept in memory, for the store's tests (git keeps the real one).
+class MemoryMap : public lfs::ObjectMap {
+ public:
+  std::optional<Entry> Find(const ContentId& id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto e = entries_.find(id);
+    if (e == entries_.end()) return std::nullopt;
+    return e->second;
+  }
+  Status Add(const Entry& entry) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_[entry.id] = entry;
+    return OkStatus();
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entries_.size();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<ContentId, Entry> entries_;
+};
+
+// Counts what the store asked of git's credential helpers.
+struct Helper {
+  std::string password = LfsServer::kPassword;
+  int filled = 0;
+  std::vector<bool> reported;
+  lfs::CredentialSource Source() {
+    return {[this](const std::string&) -> Result<lfs::Credential> {
+              ++filled;
+              return lfs::Credential{LfsServer::kUser, password};
+            },
+            [this](const std::string&, const lfs::Credential&, bool taken) { reported.push_back(taken); }};
+  }
+};
+
+lfs::Options OptionsFor(const LfsServer& server, Helper& helper) {
+  lfs::Options o;
+  o.endpoint = server.Url("team.git") + "/info/lfs";
+  o.credentials = helper.Source();
+  o.timeout = 5;
+  return o;
+}
+
+TEST_CASE("objects go up to the LFS server under the SHA-256 of their bytes and come back proven, through the map") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  const std::string root = repo.root();
+  const store::Store here{store::ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const store::Store there{store::ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
+  const std::vector<ContentId> ids = store::testing::StoreChain(here, 2);  // a base and 2 deltas
+  MemoryMap map;
+  Helper helper;
+  std::unique_ptr<remote::RemoteStore> lfs = lfs::Remote("the LFS server", OptionsFor(server, helper), map);
+
+  auto pushed = remote::PushObjects(here, *lfs, {ids[2]}, {});
+  REQUIRE_MESSAGE(pushed.ok(), pushed.status().message());
+  CHECK(pushed->moved == 3);
+  CHECK(map.size() == 3);
+  // Asked once, when the server first said 401; the helper told they worked.
+  CHECK(helper.filled == 1);
+  CHECK(helper.reported == std::vector<bool>{true});
+  for (const ContentId& id : ids) {
+    const auto entry = map.Find(id);
+    REQUIRE(entry.has_value());
+    CHECK(repo.Sh("cmp '" + here.objects.PathOf(id) + "' '" + server.ObjectPath("team.git", entry->oid.sha256) + "'")
+              .code == 0);
+    CHECK(entry->delta == (id != ids[0]));
+  }
+  CHECK(map.Find(ids[1])->base == ids[0]);
+  auto has = lfs->Has({ids[0], ids[2], HashBytes("nowhere", 7)});
+  REQUIRE(has.ok());
+  CHECK(*has == std::vector<bool>{true, true, false});
+  // Sent again: the server holds them all, nothing moves.
+  pushed = remote::PushObjects(here, *lfs, {ids[2]}, {});
+  REQUIRE(pushed.ok());
+  CHECK(pushed->moved == 0);
+
+  // A store that has nothing fetches the chain, each object decoded to its
+  // id before it takes its name, and restores the top.
+  auto fetched = remote::FetchObjects(there, *lfs, {ids[2]}, {});
+  REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+  CHECK(fetched->moved == 3);
+  CountingSink restored;
+  CHECK(store::Restore(there, ids[2], restored).ok());
+  // A version the map does not know is not there, and says so.
+  auto missing = remote::FetchObjects(there, *lfs, {HashBytes("nowhere", 7)}, {});
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("the LFS store refuses a server that lies or fails, and credentials it refused, naming no secret") {
+  Repo repo;
+  const std::string root = repo.root();
+  const store::Store here{store::ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const std::vector<ContentId> ids = store::testing::StoreChain(here, 1);
+  MemoryMap map;
+  {
+    LfsServer honest(repo);
+    honest.AddRepository("team.git");
+    Helper wrong;
+    wrong.password = "not-the-password";
+    std::unique_ptr<remote::RemoteStore> refused = lfs::Remote("the LFS server", OptionsFor(honest, wrong), map);
+    auto pushed = remote::PushObjects(here, *refused, {ids[1]}, {});
+    REQUIRE(!pushed.ok());
+    CHECK(pushed.status().message().find("refused the credentials git's credential helper gave for " +
+                                         honest.Url("team.git") + "/info/lfs") != std::string::npos);
+    CHECK(pushed.status().message().find("not-the-password") == std::string::npos);
+    CHECK(wrong.reported == std::vector<bool>{false});
+    CHECK(map.size() == 0);
+    Helper right;
+    std::unique_ptr<remote::RemoteStore> lfs = lfs::Remote("the LFS server", OptionsFor(honest, right), map);
+    REQUIRE(remote::PushObjects(here, *lfs, {ids[1]}, {}).ok());
+    // The lying servers below serve what this one received.
+    REQUIRE(repo.Sh("cp -r '" + honest.root() + "/team.git' ../team.git").code == 0);
+  }
+  for (const std::string mode : {"forge", "short", "error500"}) {
+    CAPTURE(mode);
+    LfsServer liar(repo, mode, "liar-" + mode);
+    REQUIRE(repo.Sh("rm -rf '" + liar.root() + "' && mkdir -p '" + liar.root() + "' && cp -r ../team.git '" +
+                    liar.root() + "/'")
+                .code == 0);
+    const store::Store fresh{store::ObjectStore(root + "/fresh-" + mode), root + "/t-" + mode, root + "/c-" + mode, "",
+                             config::Policy{}};
+    Helper helper;
+    std::unique_ptr<remote::RemoteStore> lfs = lfs::Remote("the LFS server", OptionsFor(liar, helper), map);
+    remote::TransferOptions once;
+    once.attempts = 1;
+    auto fetched = remote::FetchObjects(fresh, *lfs, {ids[1]}, once);
+    REQUIRE(!fetched.ok());
+    CHECK(!fresh.objects.Has(ids[0]));
+    CHECK(!fresh.objects.Has(ids[1]));
+    const std::string said = fetched.status().message();
+    CHECK_MESSAGE(said.find("cannot fetch object " + ids[1].Hex() + " from the LFS server: ") == 0, said);
+    if (mode == "forge") CHECK(said.find("not a git-zipnn object") != std::string::npos);
+    if (mode == "short") CHECK(said.find("transfer closed") != std::string::npos);
+    if (mode == "error500") CHECK(said.find("HTTP 500 (the server is having a bad day)") != std::string::npos);
+  }
 }
 
 }  // namespace

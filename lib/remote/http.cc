@@ -1,0 +1,275 @@
+#include "lib/remote/http.h"
+
+#include <curl/curl.h>
+#include <openssl/evp.h>
+#include <strings.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <utility>
+
+#include "lib/base/buffer.h"
+
+namespace zipnn::http {
+
+namespace {
+
+constexpr size_t kMaxBody = 64 << 10;
+
+std::string Trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+// One request as it runs: what it sends, where its reply goes, and what
+// the callbacks found.
+struct Transfer {
+  const Request* request = nullptr;
+  CURL* handle = nullptr;
+  uint64_t sent = 0;
+  Status failed;
+  Reply reply;
+  // The body's bytes as they move, held to the low-speed limit.
+  RateMeter meter;
+  uint64_t up_seen = 0, down_seen = 0;
+  bool too_slow = false;
+};
+
+bool BodyToSink(const Transfer& t) {
+  long status = 0;
+  curl_easy_getinfo(t.handle, CURLINFO_RESPONSE_CODE, &status);
+  return t.request->download != nullptr && (status == 200 || status == 206);
+}
+
+// curl's progress callback (about once a second, and as bytes move).
+// Measured are a body going up, and one of known length coming down (an
+// object): not the time between (the server thinking), nor an answer of
+// unknown length (S3 keeps a long CompleteMultipartUpload alive with a
+// space now and then). Returning non-zero aborts the request.
+int Progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+  auto* t = static_cast<Transfer*>(user);
+  const uint64_t up = static_cast<uint64_t>(ulnow) - std::min<uint64_t>(t->up_seen, ulnow);
+  const uint64_t down = static_cast<uint64_t>(dlnow) - std::min<uint64_t>(t->down_seen, dlnow);
+  t->up_seen = static_cast<uint64_t>(ulnow);
+  t->down_seen = static_cast<uint64_t>(dlnow);
+  Status st;
+  if (ultotal > 0 && (up > 0 || ulnow < ultotal)) {
+    st = t->meter.Moved(up);
+    if (ulnow >= ultotal) t->meter.Pause();  // all sent: the answer is the server's to think about
+  } else if (dltotal > 0 && (down > 0 || (dlnow > 0 && dlnow < dltotal))) {
+    st = t->meter.Moved(down);
+  } else {
+    t->meter.Pause();
+  }
+  if (st.ok()) return 0;
+  t->failed = st;
+  t->too_slow = true;
+  return 1;
+}
+
+size_t ReadBody(char* out, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const Request& r = *t->request;
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(size * count, r.size - t->sent));
+  if (n == 0) return 0;
+  t->failed = r.upload->ReadAt(r.from + t->sent, out, n);
+  if (!t->failed.ok()) return CURL_READFUNC_ABORT;
+  t->sent += n;
+  return n;
+}
+
+size_t WriteBody(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = size * count;
+  if (BodyToSink(*t)) {
+    // A body longer than it may be, or a sink that fails, ends the
+    // transfer at once (returning less than was given aborts it).
+    const uint64_t limit = t->request->limit;
+    if (n > limit - t->reply.received) {
+      t->failed = Corruption("the server sent more than the " + std::to_string(limit) +
+                             " bytes the object's checkpoint can take");
+      return 0;
+    }
+    t->reply.received += n;
+    t->failed = t->request->download->Append(data, n);
+    return t->failed.ok() ? n : 0;
+  }
+  if (t->reply.body.size() < kMaxBody) t->reply.body.append(data, std::min(n, kMaxBody - t->reply.body.size()));
+  return n;
+}
+
+size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const std::string line(data, size * count);
+  if (line.rfind("HTTP/", 0) == 0) {  // a new reply (after a 100 Continue, say): its own headers
+    t->reply.headers.clear();
+    return size * count;
+  }
+  const size_t colon = line.find(':');
+  if (colon == std::string::npos) return size * count;
+  std::string name = line.substr(0, colon);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string value = Trim(line.substr(colon + 1));
+  t->reply.headers[name] = value;
+  // A body announced larger than it may be is refused before it comes.
+  if (name == "content-length" && BodyToSink(*t)) {
+    const unsigned long long length = std::strtoull(value.c_str(), nullptr, 10);
+    if (length > t->request->limit) {
+      t->failed = Corruption("the server offered " + std::to_string(length) + " bytes, more than the " +
+                             std::to_string(t->request->limit) + " the object's checkpoint can take");
+      return 0;
+    }
+  }
+  return size * count;
+}
+
+}  // namespace
+
+Client::Client(double timeout, LowSpeed low_speed) : timeout_(timeout), low_speed_(low_speed) {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+Client::~Client() {
+  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+}
+
+void* Client::Take() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) {
+      void* h = idle_.back();
+      idle_.pop_back();
+      return h;
+    }
+  }
+  return curl_easy_init();
+}
+
+void Client::Give(void* h) {
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_.push_back(h);
+}
+
+Result<Reply> Client::Send(const Request& request) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stalled_.ok()) return stalled_;  // a server that stopped answering is not asked again
+  }
+  CURL* h = static_cast<CURL*>(Take());
+  if (h == nullptr) return IoError("cannot start curl");
+  Transfer t;
+  t.request = &request;
+  t.handle = h;
+  curl_slist* headers = nullptr;
+  for (const std::string& header : request.headers) headers = curl_slist_append(headers, header.c_str());
+  char error[CURL_ERROR_SIZE] = "";
+  curl_easy_reset(h);
+  curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+  // A server that sends nothing for the timeout, connecting or later,
+  // ends the request.
+  const long timeout = std::max(1L, static_cast<long>(timeout_ + 0.5));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, timeout);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, timeout);
+  // One that trickles ends it too: too few bytes a second over a window.
+  t.meter = RateMeter(low_speed_);
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, Progress);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &t);
+  if (!request.aws_sigv4.empty()) curl_easy_setopt(h, CURLOPT_AWS_SIGV4, request.aws_sigv4.c_str());
+  if (!request.user.empty() || !request.password.empty()) {
+    curl_easy_setopt(h, CURLOPT_USERNAME, request.user.c_str());
+    curl_easy_setopt(h, CURLOPT_PASSWORD, request.password.c_str());
+  }
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, WriteBody);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, ReadHeader);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
+  const std::string& method = request.method;
+  if (method == "HEAD") {
+    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  } else if (method == "PUT") {
+    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.size));
+  } else if (method == "POST") {
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.size));
+  } else if (method != "GET") {
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method.c_str());
+  }
+  static const MemorySource kNothing(nullptr, 0, "request");
+  Request empty_body;
+  if (request.upload == nullptr && method == "POST") {
+    empty_body = request;
+    empty_body.upload = &kNothing;
+    empty_body.size = 0;
+    t.request = &empty_body;
+  }
+  if (t.request->upload != nullptr) {
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, ReadBody);
+    curl_easy_setopt(h, CURLOPT_READDATA, &t);
+  }
+  const CURLcode code = curl_easy_perform(h);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &t.reply.status);
+  curl_slist_free_all(headers);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
+  if (code != CURLE_OK) {
+    curl_easy_cleanup(h);  // its connection may be in any state
+    const std::string what = method + " " + Redacted(request.url);
+    if (t.too_slow) {  // as good as stopped: not asked again
+      Status failed = IoError(what + ": the server is " + t.failed.message());
+      std::lock_guard<std::mutex> lock(mu_);
+      stalled_ = failed;
+      return failed;
+    }
+    if (!t.failed.ok()) return t.failed;
+    Status failed = IoError(what + ": " + (error[0] != '\0' ? error : curl_easy_strerror(code)));
+    if (code == CURLE_OPERATION_TIMEDOUT) {
+      failed = IoError(failed.message() + " (the timeout: GIT_ZIPNN_TIMEOUT, or git config zipnn.timeout)");
+      std::lock_guard<std::mutex> lock(mu_);
+      stalled_ = failed;
+    }
+    return failed;
+  }
+  Give(h);
+  return std::move(t.reply);
+}
+
+Result<std::string> Sha256(const ByteSource& source, uint64_t from, uint64_t n) {
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) return IoError("cannot start SHA-256");
+  Buffer block(1 << 20);
+  for (uint64_t at = 0; at < n; at += block.size()) {
+    const size_t k = static_cast<size_t>(std::min<uint64_t>(block.size(), n - at));
+    ZIPNN_RETURN_IF_ERROR(source.ReadAt(from + at, block.data(), k));
+    EVP_DigestUpdate(ctx.get(), block.data(), k);
+  }
+  unsigned char digest[32];
+  unsigned int size = 0;
+  EVP_DigestFinal_ex(ctx.get(), digest, &size);
+  static const char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < size; ++i) {
+    hex += kDigits[digest[i] >> 4];
+    hex += kDigits[digest[i] & 15];
+  }
+  return hex;
+}
+
+std::string Redacted(const std::string& url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  const size_t host = scheme + 3;
+  const size_t end = std::min(url.find('/', host), url.size());
+  const size_t at = url.rfind('@', end);
+  if (at == std::string::npos || at < host) return url;
+  return url.substr(0, host) + url.substr(at + 1);
+}
+
+}  // namespace zipnn::http

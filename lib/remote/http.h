@@ -1,0 +1,86 @@
+// HTTP requests for the stores that speak it (S3, a Git LFS server),
+// through libcurl: a body sent from a ByteSource, a body received into a
+// ByteSink with a bound on its size, the timeout and the slowest rate a
+// remote may go at (docs/remotes.md, "Timeouts"), and connections kept
+// for the next request. The only user of curl and of libcrypto.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lib/base/io.h"
+#include "lib/base/rate.h"
+#include "lib/base/status.h"
+
+namespace zipnn::http {
+
+struct Request {
+  std::string method = "GET";  // GET, HEAD, PUT, POST, DELETE
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"
+  // The body: bytes [from, from + size) of `upload` (PUT, POST; a POST
+  // without one sends an empty body).
+  const ByteSource* upload = nullptr;
+  uint64_t from = 0;
+  uint64_t size = 0;
+  // Where the body of a 200 or 206 reply goes (else into Reply::body): an
+  // object, which may take at most `limit` bytes (ObjectSizeLimit of its
+  // checkpoint); one announced or grown past it ends the request.
+  ByteSink* download = nullptr;
+  uint64_t limit = UINT64_MAX;
+  // HTTP basic credentials, or, with aws_sigv4 ("aws:amz:<region>:s3"),
+  // the key pair that signs the request.
+  std::string user;
+  std::string password;
+  std::string aws_sigv4;
+};
+
+struct Reply {
+  long status = 0;
+  std::string body;  // unless it went to Request::download; at most 64 KiB
+  // Each header of the final reply, by its name in lower case.
+  std::map<std::string, std::string> headers;
+  // The bytes Request::download took.
+  uint64_t received = 0;
+};
+
+class Client {
+ public:
+  // `timeout`: seconds a request may go without a byte moving (whole
+  // seconds, at least 1: curl's unit); `low_speed`: the slowest a body may
+  // go up or come down (the time the server takes before it answers is
+  // the timeout's).
+  Client(double timeout, LowSpeed low_speed);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Sends `request` and waits for the whole reply. A failure to reach the
+  // server, a timeout or a trickle is an IoError (after a timeout or a
+  // trickle, every later request of this client fails at once: a server
+  // that stopped answering is not asked again); a body past its limit, or
+  // the error of its sink, is that error. Any HTTP status is a Reply.
+  // Thread-safe.
+  Result<Reply> Send(const Request& request);
+
+ private:
+  void* Take();
+  void Give(void* handle);
+  const double timeout_;
+  const LowSpeed low_speed_;
+  std::mutex mu_;  // guards idle_ and stalled_
+  std::vector<void*> idle_;
+  Status stalled_;
+};
+
+// The SHA-256 of bytes [from, from + n) of `source`, in hex (S3 signs
+// bodies with it; a Git LFS server names objects by it).
+Result<std::string> Sha256(const ByteSource& source, uint64_t from, uint64_t n);
+
+// The part of `url` that is safe to print: without user and password.
+std::string Redacted(const std::string& url);
+
+}  // namespace zipnn::http

@@ -1,0 +1,332 @@
+#include "lib/remote/lfs.h"
+
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/buffer.h"
+#include "lib/container/format.h"
+#include "lib/container/object.h"
+#include "lib/remote/http.h"
+#include "lib/remote/ssh.h"
+
+namespace zipnn::lfs {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr char kMediaType[] = "application/vnd.git-lfs+json";
+// Objects named in one batch request (servers take at least 100).
+constexpr size_t kBatchSize = 100;
+
+bool IsOid(const std::string& s) {
+  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// What the server said of one object in a batch answer.
+struct Answer {
+  std::string href;                  // the action's URL; empty when none
+  std::vector<std::string> headers;  // the action's headers
+  std::string verify_href;           // upload: where to confirm it
+  std::vector<std::string> verify_headers;
+  int error = 0;  // the object's error code (404: not there)
+  std::string message;
+};
+
+std::vector<std::string> HeadersOf(const json& action) {
+  std::vector<std::string> headers;
+  const auto h = action.find("header");
+  if (h == action.end() || !h->is_object()) return headers;
+  for (const auto& [name, value] : h->items()) {
+    if (value.is_string()) headers.push_back(name + ": " + value.get<std::string>());
+  }
+  return headers;
+}
+
+bool HasHeader(const std::vector<std::string>& headers, const std::string& name) {
+  for (const std::string& h : headers) {
+    if (h.size() > name.size() && h[name.size()] == ':' &&
+        std::equal(name.begin(), name.end(), h.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+        })) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// "scheme://host[:port]" of a URL.
+std::string Origin(const std::string& url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return "";
+  return url.substr(0, std::min(url.find('/', scheme + 3), url.size()));
+}
+
+class Server : public remote::RemoteStore {
+ public:
+  Server(std::string where, Options o, ObjectMap& map)
+      : where_(std::move(where)), o_(std::move(o)), map_(map), http_(o_.timeout, o_.low_speed) {}
+
+  const std::string& where() const override { return where_; }
+
+  Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) override {
+    std::vector<bool> has(ids.size(), false);
+    std::vector<size_t> known;
+    std::vector<Oid> oids;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (std::optional<ObjectMap::Entry> e = map_.Find(ids[i])) {
+        known.push_back(i);
+        oids.push_back(e->oid);
+      }
+    }
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> answers, Batch("download", oids));
+    for (size_t k = 0; k < known.size(); ++k) has[known[k]] = !answers[k].href.empty();
+    return has;
+  }
+
+  Status Put(const ContentId& id, const ByteSource& object) override {
+    ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+    if (info.content_id != id) return InvalidArgument(object.name() + " is not the object of " + id.Hex());
+    ZIPNN_ASSIGN_OR_RETURN(std::string sha, http::Sha256(object, 0, object.size()));
+    const Oid oid{sha, object.size()};
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> answers, Batch("upload", {oid}));
+    const Answer& a = answers.front();
+    if (a.error != 0) return Refused("upload of object " + id.Hex(), a);
+    if (!a.href.empty()) {  // else the server holds it already
+      http::Request put;
+      put.method = "PUT";
+      put.url = a.href;
+      put.headers = ActionHeaders(a.href, a.headers);
+      put.headers.push_back("Content-Type: application/octet-stream");
+      put.upload = &object;
+      put.size = object.size();
+      ZIPNN_ASSIGN_OR_RETURN(http::Reply r, http_.Send(Authorized(put, a.headers)));
+      if (r.status / 100 != 2) return Failed("upload of object " + id.Hex(), r);
+      if (!a.verify_href.empty()) {
+        const std::string body = json{{"oid", oid.sha256}, {"size", oid.size}}.dump();
+        ZIPNN_ASSIGN_OR_RETURN(http::Reply v, Api(a.verify_href, body, a.verify_headers));
+        if (v.status / 100 != 2) return Failed("the server's check of object " + id.Hex(), v);
+      }
+    }
+    ObjectMap::Entry entry;
+    entry.id = id;
+    entry.oid = oid;
+    entry.delta = info.header.kind == container::ObjectKind::kDelta;
+    if (entry.delta) entry.base = info.header.base_id;
+    return map_.Add(entry);
+  }
+
+  Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
+    std::optional<ObjectMap::Entry> e = map_.Find(id);
+    if (!e) return NotFound("object " + id.Hex() + " is not on " + where_ + " as far as git's map of it says");
+    if (e->oid.size > limit) {
+      return Corruption("object " + id.Hex() + " would be " + std::to_string(e->oid.size) + " bytes, more than the " +
+                        std::to_string(limit) + " its checkpoint can take");
+    }
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> answers, Batch("download", {e->oid}));
+    const Answer& a = answers.front();
+    if (a.error == 404) return NotFound("object " + id.Hex() + " is not there");
+    if (a.error != 0 || a.href.empty()) return Refused("download of object " + id.Hex(), a);
+    http::Request get;
+    get.url = a.href;
+    get.headers = ActionHeaders(a.href, a.headers);
+    get.download = &out;
+    get.limit = e->oid.size;
+    ZIPNN_ASSIGN_OR_RETURN(http::Reply r, http_.Send(Authorized(get, a.headers)));
+    if (r.status == 404) return NotFound("object " + id.Hex() + " is not there");
+    if (r.status != 200) return Failed("download of object " + id.Hex(), r);
+    if (r.received != e->oid.size) {
+      return Corruption("object " + id.Hex() + ": the server sent " + std::to_string(r.received) + " of its " +
+                        std::to_string(e->oid.size) + " bytes");
+    }
+    return OkStatus();
+  }
+
+ private:
+  // The batch API's answer for `oids`, one Answer each, in their order;
+  // in requests of at most kBatchSize objects.
+  Result<std::vector<Answer>> Batch(const std::string& operation, const std::vector<Oid>& oids) {
+    std::vector<Answer> answers;
+    for (size_t from = 0; from < oids.size(); from += kBatchSize) {
+      const size_t n = std::min(kBatchSize, oids.size() - from);
+      json objects = json::array();
+      for (size_t i = from; i < from + n; ++i) objects.push_back({{"oid", oids[i].sha256}, {"size", oids[i].size}});
+      const json request = {{"operation", operation},
+                            {"transfers", json::array({"basic"})},
+                            {"objects", objects},
+                            {"hash_algo", "sha256"}};
+      ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Api(o_.endpoint + "/objects/batch", request.dump(), {}));
+      if (r.status != 200) return Failed("the batch request (" + operation + ")", r);
+      json reply = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+      if (!reply.is_object() || !reply.contains("objects") || !reply["objects"].is_array()) {
+        return Corruption(where_ + " answered a batch request with something else than the LFS API's answer");
+      }
+      if (reply.contains("transfer") && reply["transfer"] != "basic") {
+        return Unsupported(where_ + " chose the transfer adapter " + reply["transfer"].dump() +
+                           "; git-zipnn speaks only \"basic\"");
+      }
+      // By oid: a server may answer in another order.
+      std::map<std::string, Answer> by_oid;
+      for (const json& o : reply["objects"]) {
+        if (!o.is_object() || !o.contains("oid") || !o["oid"].is_string() || !IsOid(o["oid"])) continue;
+        Answer a;
+        if (o.contains("error") && o["error"].is_object()) {
+          a.error = o["error"].value("code", 0);
+          a.message = o["error"].value("message", "");
+          if (a.error == 0) a.error = 500;
+        }
+        const json actions = o.value("actions", json::object());
+        for (const char* name : {"upload", "download"}) {
+          if (actions.contains(name) && actions[name].is_object() && actions[name].value("href", "") != "") {
+            a.href = actions[name].value("href", "");
+            a.headers = HeadersOf(actions[name]);
+          }
+        }
+        if (actions.contains("verify") && actions["verify"].is_object()) {
+          a.verify_href = actions["verify"].value("href", "");
+          a.verify_headers = HeadersOf(actions["verify"]);
+        }
+        by_oid[o["oid"].get<std::string>()] = std::move(a);
+      }
+      for (size_t i = from; i < from + n; ++i) {
+        const auto it = by_oid.find(oids[i].sha256);
+        if (it == by_oid.end()) {
+          return Corruption(where_ + " left object " + oids[i].sha256 + " out of its answer to a batch request");
+        }
+        answers.push_back(std::move(it->second));
+      }
+    }
+    return answers;
+  }
+
+  // A POST of `body` (JSON) to an API URL of the server: with the
+  // endpoint's headers and `extra`, and credentials once the server asks
+  // for them (kept for later requests; a helper's refused ones are
+  // reported so).
+  Result<http::Reply> Api(const std::string& url, const std::string& body, const std::vector<std::string>& extra) {
+    const MemorySource source(reinterpret_cast<const uint8_t*>(body.data()), body.size(), "request");
+    http::Request post;
+    post.method = "POST";
+    post.url = url;
+    post.headers = o_.headers;
+    post.headers.insert(post.headers.end(), extra.begin(), extra.end());
+    post.headers.push_back(std::string("Accept: ") + kMediaType);
+    post.headers.push_back(std::string("Content-Type: ") + kMediaType);
+    post.upload = &source;
+    post.size = body.size();
+    std::optional<Credential> tried = Known();
+    if (tried) Sign(post, *tried);
+    ZIPNN_ASSIGN_OR_RETURN(http::Reply r, http_.Send(post));
+    // A 401 to an Authorization the endpoint's own headers carry is final.
+    if (r.status != 401 || (HasHeader(post.headers, "Authorization") && !tried)) return r;
+    if (tried) Report(*tried, false);
+    if (!o_.credentials.fill) return r;
+    Result<Credential> filled = o_.credentials.fill(o_.endpoint);
+    if (!filled.ok()) {
+      return Status(filled.status().code(),
+                    where_ + " asks for credentials and none were found: " + filled.status().message());
+    }
+    Sign(post, *filled);
+    ZIPNN_ASSIGN_OR_RETURN(r, http_.Send(post));
+    if (r.status == 401 || r.status == 403) {
+      Report(*filled, false);
+      return InvalidArgument(where_ + " refused the credentials git's credential helper gave for " +
+                             http::Redacted(o_.endpoint) + " (HTTP " + std::to_string(r.status) + ")");
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      credential_ = *filled;
+    }
+    Report(*filled, true);
+    return r;
+  }
+
+  std::optional<Credential> Known() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return credential_;
+  }
+  void Sign(http::Request& r, const Credential& c) const {
+    r.user = c.user;
+    r.password = c.password;
+  }
+  void Report(const Credential& c, bool taken) {
+    if (o_.credentials.report) o_.credentials.report(o_.endpoint, c, taken);
+  }
+
+  // The headers a request to an action's `href` carries: the action's own;
+  // on the API's own host, also the endpoint's.
+  std::vector<std::string> ActionHeaders(const std::string& href, const std::vector<std::string>& action) const {
+    std::vector<std::string> headers = action;
+    if (Origin(href) == Origin(o_.endpoint)) {
+      for (const std::string& h : o_.headers) {
+        if (!HasHeader(headers, h.substr(0, h.find(':')))) headers.push_back(h);
+      }
+    }
+    return headers;
+  }
+  // `r` with the credentials that worked for the API when the action
+  // brings no Authorization of its own and goes to the API's host.
+  http::Request Authorized(http::Request r, const std::vector<std::string>& action) {
+    if (!HasHeader(action, "Authorization") && !HasHeader(r.headers, "Authorization") &&
+        Origin(r.url) == Origin(o_.endpoint)) {
+      if (std::optional<Credential> c = Known()) Sign(r, *c);
+    }
+    return r;
+  }
+
+  // What a failed request says, never with credentials: its status, and
+  // the server's message when the body is the API's JSON.
+  Status Failed(const std::string& what, const http::Reply& r) const {
+    std::string text = what + " on " + where_ + ": HTTP " + std::to_string(r.status);
+    json body = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_object() && body.contains("message") && body["message"].is_string()) {
+      text += " (" + body["message"].get<std::string>() + ")";
+    }
+    if (r.status == 401 || r.status == 403) return InvalidArgument(text);
+    if (r.status >= 500 || r.status == 408 || r.status == 429) return IoError(text);
+    return InvalidArgument(text);
+  }
+  Status Refused(const std::string& what, const Answer& a) const {
+    std::string text = what + " refused by " + where_ + ": error " + std::to_string(a.error);
+    if (!a.message.empty()) text += " (" + a.message + ")";
+    if (a.error >= 500 || a.error == 429) return IoError(text);
+    return InvalidArgument(text);
+  }
+
+  const std::string where_;
+  const Options o_;
+  ObjectMap& map_;
+  http::Client http_;
+  std::mutex mu_;  // guards credential_
+  std::optional<Credential> credential_;
+};
+
+}  // namespace
+
+Result<std::string> EndpointOf(const std::string& git_url) {
+  std::string base;
+  if (git_url.rfind("https://", 0) == 0 || git_url.rfind("http://", 0) == 0) {
+    base = git_url;
+    const size_t query = base.find_first_of("?#");
+    if (query != std::string::npos) base.resize(query);
+  } else {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<remote::SshTarget> ssh, remote::ParseSshUrl(git_url));
+    if (!ssh) return InvalidArgument(git_url + ": not an http(s) or ssh URL, so it has no Git LFS endpoint");
+    std::string path = ssh->path;
+    while (!path.empty() && (path.front() == '/' || path.front() == '~')) path.erase(0, 1);
+    const std::string host = ssh->host.substr(ssh->host.find('@') + 1);  // without a user@
+    base = "https://" + host + "/" + path;
+  }
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  if (base.size() < 4 || base.compare(base.size() - 4, 4, ".git") != 0) base += ".git";
+  return base + "/info/lfs";
+}
+
+std::unique_ptr<remote::RemoteStore> Remote(std::string where, Options options, ObjectMap& map) {
+  return std::make_unique<Server>(std::move(where), std::move(options), map);
+}
+
+}  // namespace zipnn::lfs

@@ -1,0 +1,93 @@
+// A Git LFS server as an object store: the one that hosts the repository
+// (GitHub, GitLab, Gitea, the Hugging Face Hub), spoken to through the
+// Git LFS batch API with the basic transfer adapter.
+//
+// An LFS server names what it holds by the SHA-256 of the bytes (the
+// "oid"), and checks an upload against it. git-zipnn names a version by
+// the hash of the checkpoint it restores to, and stores it in some form
+// (whole, or a delta on a base). So each object goes up as an LFS object
+// of its own bytes, and an ObjectMap says which oid holds the object for
+// which version; the map travels in git (lib/git/object_map.h), so every
+// clone finds what anyone pushed. The server cannot delete, so what it
+// holds stays: a version sent whole is not re-stored there as a delta
+// (Demote keeps the whole one).
+//
+// Nothing from the server is trusted: an object fetched from it takes its
+// name only once decoded to its id (remote_store.h), whatever the oid
+// said; its size must be the one the map gives, and no more than its
+// checkpoint can take.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/content_id.h"
+#include "lib/base/rate.h"
+#include "lib/base/status.h"
+#include "lib/remote/remote_store.h"
+
+namespace zipnn::lfs {
+
+// An object as the server knows it.
+struct Oid {
+  std::string sha256;  // 64 hex digits
+  uint64_t size = 0;
+};
+
+// Where each version's object is on the server. Thread-safe.
+class ObjectMap {
+ public:
+  struct Entry {
+    ContentId id;  // the version (the checkpoint's content id)
+    Oid oid;       // the LFS object holding its stored form
+    bool delta = false;
+    ContentId base;  // a delta's base
+  };
+  virtual ~ObjectMap() = default;
+  // The object on the server for `id`, if the map knows one.
+  virtual std::optional<Entry> Find(const ContentId& id) = 0;
+  // Records that the server holds `entry.oid` for `entry.id`.
+  virtual Status Add(const Entry& entry) = 0;
+};
+
+struct Credential {
+  std::string user;
+  std::string password;
+};
+
+// How a request gets credentials when the server asks for them (git's
+// credential helpers: lib/git's CredentialFill and CredentialReport).
+struct CredentialSource {
+  // Credentials for `url`; an error when there are none to be had.
+  std::function<Result<Credential>(const std::string& url)> fill;
+  // Whether the server took them (so a helper keeps or forgets them).
+  std::function<void(const std::string& url, const Credential& credential, bool taken)> report;
+};
+
+struct Options {
+  // The LFS API: "https://host/owner/repo.git/info/lfs".
+  std::string endpoint;
+  // Headers every API request carries (git's http.extraHeader, or what
+  // ssh's git-lfs-authenticate answered). Never printed.
+  std::vector<std::string> headers;
+  CredentialSource credentials;
+  // Seconds a request may go without a byte moving, and the slowest an
+  // object may go up or come down.
+  double timeout = 60;
+  LowSpeed low_speed = kDefaultLowSpeed;
+};
+
+// The LFS endpoint of a git remote's URL, as Git LFS derives it: an
+// http(s) URL gets ".git" (unless it ends so) and "/info/lfs"; an ssh URL
+// (ssh://[user@]host[:port]/path, or [user@]host:path) names the https
+// one of the same host and path. InvalidArgument for other URLs.
+Result<std::string> EndpointOf(const std::string& git_url);
+
+// The store on the server at `options.endpoint`, finding and recording
+// objects in `map` (which must outlive it). `where` names it in messages.
+std::unique_ptr<remote::RemoteStore> Remote(std::string where, Options options, ObjectMap& map);
+
+}  // namespace zipnn::lfs
