@@ -136,11 +136,11 @@ TEST_CASE(
 // A map kept in memory, for the store's tests (git keeps the real one).
 class MemoryMap : public lfs::ObjectMap {
  public:
-  std::optional<Entry> Find(const ContentId& id) override {
+  Result<std::vector<Entry>> Find(const ContentId& id) override {
     std::lock_guard<std::mutex> lock(mu_);
     const auto e = entries_.find(id);
-    if (e == entries_.end()) return std::nullopt;
-    return e->second;
+    if (e == entries_.end()) return std::vector<Entry>{};
+    return std::vector<Entry>{e->second};
   }
   Status Add(const Entry& entry) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -187,9 +187,10 @@ TEST_CASE("objects go up to the LFS server under the SHA-256 of their bytes and 
   const store::Store here{store::ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
   const store::Store there{store::ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
   const std::vector<ContentId> ids = store::testing::StoreChain(here, 2);  // a base and 2 deltas
-  MemoryMap map;
+  auto shared = std::make_shared<MemoryMap>();
+  MemoryMap& map = *shared;
   Helper helper;
-  std::unique_ptr<remote::RemoteStore> lfs = lfs::Remote("the LFS server", OptionsFor(server, helper), map);
+  std::unique_ptr<remote::RemoteStore> lfs = lfs::Remote("the LFS server", OptionsFor(server, helper), shared);
 
   auto pushed = remote::PushObjects(here, *lfs, {ids[2]}, {});
   REQUIRE_MESSAGE(pushed.ok(), pushed.status().message());
@@ -199,13 +200,14 @@ TEST_CASE("objects go up to the LFS server under the SHA-256 of their bytes and 
   CHECK(helper.filled == 1);
   CHECK(helper.reported == std::vector<bool>{true});
   for (const ContentId& id : ids) {
-    const auto entry = map.Find(id);
-    REQUIRE(entry.has_value());
+    const auto found = *map.Find(id);
+    REQUIRE(found.size() == 1);
+    const lfs::ObjectMap::Entry* entry = &found.front();
     CHECK(repo.Sh("cmp '" + here.objects.PathOf(id) + "' '" + server.ObjectPath("team.git", entry->oid.sha256) + "'")
               .code == 0);
     CHECK(entry->delta == (id != ids[0]));
   }
-  CHECK(map.Find(ids[1])->base == ids[0]);
+  CHECK(map.Find(ids[1])->front().base == ids[0]);
   auto has = lfs->Has({ids[0], ids[2], HashBytes("nowhere", 7)});
   REQUIRE(has.ok());
   CHECK(*has == std::vector<bool>{true, true, false});
@@ -231,13 +233,14 @@ TEST_CASE("the LFS store refuses a server that lies or fails, and credentials it
   const std::string root = repo.root();
   const store::Store here{store::ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
   const std::vector<ContentId> ids = store::testing::StoreChain(here, 1);
-  MemoryMap map;
+  auto shared = std::make_shared<MemoryMap>();
+  MemoryMap& map = *shared;
   {
     LfsServer honest(repo);
     honest.AddRepository("team.git");
     Helper wrong;
     wrong.password = "not-the-password";
-    std::unique_ptr<remote::RemoteStore> refused = lfs::Remote("the LFS server", OptionsFor(honest, wrong), map);
+    std::unique_ptr<remote::RemoteStore> refused = lfs::Remote("the LFS server", OptionsFor(honest, wrong), shared);
     auto pushed = remote::PushObjects(here, *refused, {ids[1]}, {});
     REQUIRE(!pushed.ok());
     CHECK(pushed.status().message().find("refused the credentials git's credential helper gave for " +
@@ -246,7 +249,7 @@ TEST_CASE("the LFS store refuses a server that lies or fails, and credentials it
     CHECK(wrong.reported == std::vector<bool>{false});
     CHECK(map.size() == 0);
     Helper right;
-    std::unique_ptr<remote::RemoteStore> lfs = lfs::Remote("the LFS server", OptionsFor(honest, right), map);
+    std::unique_ptr<remote::RemoteStore> lfs = lfs::Remote("the LFS server", OptionsFor(honest, right), shared);
     REQUIRE(remote::PushObjects(here, *lfs, {ids[1]}, {}).ok());
     // The lying servers below serve what this one received.
     REQUIRE(repo.Sh("cp -r '" + honest.root() + "/team.git' ../team.git").code == 0);
@@ -260,7 +263,7 @@ TEST_CASE("the LFS store refuses a server that lies or fails, and credentials it
     const store::Store fresh{store::ObjectStore(root + "/fresh-" + mode), root + "/t-" + mode, root + "/c-" + mode, "",
                              config::Policy{}};
     Helper helper;
-    std::unique_ptr<remote::RemoteStore> lfs = lfs::Remote("the LFS server", OptionsFor(liar, helper), map);
+    std::unique_ptr<remote::RemoteStore> lfs = lfs::Remote("the LFS server", OptionsFor(liar, helper), shared);
     remote::TransferOptions once;
     once.attempts = 1;
     auto fetched = remote::FetchObjects(fresh, *lfs, {ids[1]}, once);

@@ -121,6 +121,14 @@ Result<std::optional<int64_t>> ConfigGetInt(const std::string& key) {
   return std::optional<int64_t>(std::atoll(run.out.c_str()));
 }
 
+Result<std::optional<std::string>> ConfigGetForUrl(const std::string& key, const std::string& url) {
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"config", "--get-urlmatch", key, url}));
+  if (run.exit_code == 1) return std::optional<std::string>();  // unset
+  if (run.exit_code != 0) return Status(StatusCode::kGit, "git config --get-urlmatch " + key + " failed: " + run.err);
+  while (!run.out.empty() && run.out.back() == '\n') run.out.pop_back();
+  return std::optional<std::string>(run.out);
+}
+
 bool ConfigFlag(const std::string& key, bool unset) {
   auto value = ConfigGet(key);
   if (!value.ok() || !*value) return unset;
@@ -147,6 +155,29 @@ Result<std::vector<std::string>> Remotes() {
     if (!line.empty()) names.push_back(line);
   }
   return names;
+}
+
+Result<Credential> CredentialFill(const std::string& url) {
+  if (url.find_first_of("\n\r") != std::string::npos) return InvalidArgument("a URL with a line break");
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"credential", "fill"}, "", "url=" + url + "\n\n"));
+  if (run.exit_code != 0) {
+    while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
+    const size_t fatal = run.err.rfind("fatal: ");
+    return NotFound(fatal == std::string::npos ? run.err : run.err.substr(fatal + 7));
+  }
+  Credential c;
+  std::istringstream in(run.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("username=", 0) == 0) c.user = line.substr(9);
+    if (line.rfind("password=", 0) == 0) c.password = line.substr(9);
+  }
+  return c;
+}
+
+void CredentialReport(const std::string& url, const Credential& credential, bool worked) {
+  if ((url + credential.user + credential.password).find_first_of("\n\r") != std::string::npos) return;
+  (void)RunGit({"credential", worked ? "approve" : "reject"}, "",
+               "url=" + url + "\nusername=" + credential.user + "\npassword=" + credential.password + "\n\n");
 }
 
 Result<std::optional<std::string>> UpstreamRemote() {

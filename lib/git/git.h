@@ -60,6 +60,10 @@ Result<std::optional<std::string>> ConfigGet(const std::string& key, const std::
 // `git config --type=int --get <key>` (git reads "5m" as 5242880);
 // nullopt when unset, InvalidArgument naming the key when not a number.
 Result<std::optional<int64_t>> ConfigGetInt(const std::string& key);
+// The value of `key` ("http.extraheader") that git uses for `url`: the
+// most specific http.<url>.<name> that matches it, else the plain key
+// (`git config --get-urlmatch`); nullopt when unset.
+Result<std::optional<std::string>> ConfigGetForUrl(const std::string& key, const std::string& url);
 // Whether `key` is set to true as git spells it (true, yes, on, 1, any
 // case); `unset` when it is unset or unreadable. Set to anything else, it
 // is false.
@@ -75,6 +79,19 @@ Status ConfigUnset(const std::string& scope, const std::string& key);
 // detached HEAD, without one, or when it is "." for the repository
 // itself).
 Result<std::vector<std::string>> Remotes();
+
+// What git's credential helpers give for `url` (`git credential fill`:
+// a helper's answer, else what the user types when git may ask, as
+// GIT_TERMINAL_PROMPT and GIT_ASKPASS allow); an error saying why when
+// there is nothing. Never part of a message.
+struct Credential {
+  std::string user;
+  std::string password;
+};
+Result<Credential> CredentialFill(const std::string& url);
+// Tells the helpers whether `credential` worked for `url` (`git credential
+// approve` or `reject`), so they keep it or forget it.
+void CredentialReport(const std::string& url, const Credential& credential, bool worked);
 Result<std::optional<std::string>> UpstreamRemote();
 
 // The hooks folder of the repository around the current folder

@@ -49,6 +49,16 @@ inline Status GitError(const std::string& doing) {
   return Status(StatusCode::kGit, doing + ": " + message);
 }
 
+// The repository around the folder `start` (".": the current one).
+inline Result<RepoPtr> OpenAround(const std::string& start) {
+  InitOnce();
+  git_repository* raw = nullptr;
+  if (git_repository_open_ext(&raw, start.c_str(), 0, nullptr) < 0) {
+    return GitError("cannot open the git repository around " + start);
+  }
+  return RepoPtr(raw);
+}
+
 inline Oid FromGit(const git_oid* id) {
   Oid o;
   std::memcpy(o.bytes.data(), id->id, o.bytes.size());

@@ -66,15 +66,6 @@ Result<TreePtr> CacheTree(git_repository* repo, const git_oid& commit, const std
   return TreePtr(tree);
 }
 
-Result<RepoPtr> OpenAround(const std::string& start) {
-  InitOnce();
-  git_repository* raw = nullptr;
-  if (git_repository_open_ext(&raw, start.c_str(), 0, nullptr) < 0) {
-    return GitError("cannot open the git repository around " + start);
-  }
-  return RepoPtr(raw);
-}
-
 // The hex id of the blob git stores for `bytes`.
 Result<std::string> BlobId(const std::string& bytes) {
   git_oid blob;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <sstream>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -67,23 +68,26 @@ std::string Origin(const std::string& url) {
 
 class Server : public remote::RemoteStore {
  public:
-  Server(std::string where, Options o, ObjectMap& map)
-      : where_(std::move(where)), o_(std::move(o)), map_(map), http_(o_.timeout, o_.low_speed) {}
+  Server(std::string where, Options o, std::shared_ptr<ObjectMap> map)
+      : where_(std::move(where)), o_(std::move(o)), map_(std::move(map)), http_(o_.timeout, o_.low_speed) {}
 
   const std::string& where() const override { return where_; }
 
   Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) override {
     std::vector<bool> has(ids.size(), false);
-    std::vector<size_t> known;
+    std::vector<size_t> of;  // the index in ids of each form asked for
     std::vector<Oid> oids;
     for (size_t i = 0; i < ids.size(); ++i) {
-      if (std::optional<ObjectMap::Entry> e = map_.Find(ids[i])) {
-        known.push_back(i);
-        oids.push_back(e->oid);
+      ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectMap::Entry> forms, map_->Find(ids[i]));
+      for (const ObjectMap::Entry& e : forms) {
+        of.push_back(i);
+        oids.push_back(e.oid);
       }
     }
     ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> answers, Batch("download", oids));
-    for (size_t k = 0; k < known.size(); ++k) has[known[k]] = !answers[k].href.empty();
+    for (size_t k = 0; k < of.size(); ++k) {
+      if (!answers[k].href.empty()) has[of[k]] = true;
+    }
     return has;
   }
 
@@ -116,34 +120,53 @@ class Server : public remote::RemoteStore {
     entry.oid = oid;
     entry.delta = info.header.kind == container::ObjectKind::kDelta;
     if (entry.delta) entry.base = info.header.base_id;
-    return map_.Add(entry);
+    return map_->Add(entry);
   }
 
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
-    std::optional<ObjectMap::Entry> e = map_.Find(id);
-    if (!e) return NotFound("object " + id.Hex() + " is not on " + where_ + " as far as git's map of it says");
-    if (e->oid.size > limit) {
-      return Corruption("object " + id.Hex() + " would be " + std::to_string(e->oid.size) + " bytes, more than the " +
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
+    if (forms.empty()) return NotFound("object " + id.Hex() + " is not on " + where_ + " (git's map of it names none)");
+    std::vector<Oid> oids;
+    for (const ObjectMap::Entry& e : forms) oids.push_back(e.oid);
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> answers, Batch("download", oids));
+    // Of the forms the server holds: a whole one (nothing more to fetch),
+    // else the smallest.
+    std::optional<size_t> pick;
+    for (size_t k = 0; k < forms.size(); ++k) {
+      if (answers[k].href.empty()) continue;
+      if (!pick || (!forms[k].delta && forms[*pick].delta) ||
+          (forms[k].delta == forms[*pick].delta && forms[k].oid.size < forms[*pick].oid.size)) {
+        pick = k;
+      }
+    }
+    if (!pick) {
+      for (const Answer& a : answers) {
+        if (a.error != 0 && a.error != 404) return Refused("download of object " + id.Hex(), a);
+      }
+      return NotFound("object " + id.Hex() + " is not there");
+    }
+    const ObjectMap::Entry& e = forms[*pick];
+    const Answer& a = answers[*pick];
+    if (e.oid.size > limit) {
+      return Corruption("object " + id.Hex() + " would be " + std::to_string(e.oid.size) + " bytes, more than the " +
                         std::to_string(limit) + " its checkpoint can take");
     }
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> answers, Batch("download", {e->oid}));
-    const Answer& a = answers.front();
-    if (a.error == 404) return NotFound("object " + id.Hex() + " is not there");
-    if (a.error != 0 || a.href.empty()) return Refused("download of object " + id.Hex(), a);
     http::Request get;
     get.url = a.href;
     get.headers = ActionHeaders(a.href, a.headers);
     get.download = &out;
-    get.limit = e->oid.size;
+    get.limit = e.oid.size;
     ZIPNN_ASSIGN_OR_RETURN(http::Reply r, http_.Send(Authorized(get, a.headers)));
     if (r.status == 404) return NotFound("object " + id.Hex() + " is not there");
     if (r.status != 200) return Failed("download of object " + id.Hex(), r);
-    if (r.received != e->oid.size) {
+    if (r.received != e.oid.size) {
       return Corruption("object " + id.Hex() + ": the server sent " + std::to_string(r.received) + " of its " +
-                        std::to_string(e->oid.size) + " bytes");
+                        std::to_string(e.oid.size) + " bytes");
     }
     return OkStatus();
   }
+
+  Status Publish() override { return o_.publish ? o_.publish() : OkStatus(); }
 
  private:
   // The batch API's answer for `oids`, one Answer each, in their order;
@@ -298,13 +321,40 @@ class Server : public remote::RemoteStore {
 
   const std::string where_;
   const Options o_;
-  ObjectMap& map_;
+  const std::shared_ptr<ObjectMap> map_;
   http::Client http_;
   std::mutex mu_;  // guards credential_
   std::optional<Credential> credential_;
 };
 
 }  // namespace
+
+std::string MapLine(const ObjectMap::Entry& entry) {
+  std::string line = entry.oid.sha256 + " " + std::to_string(entry.oid.size);
+  return line + (entry.delta ? " delta " + entry.base.Hex() : " whole");
+}
+
+std::optional<ObjectMap::Entry> ParseMapLine(const ContentId& id, const std::string& line) {
+  std::istringstream in(line);
+  ObjectMap::Entry e;
+  std::string size, kind, base, more;
+  if (!(in >> e.oid.sha256 >> size >> kind) || !IsOid(e.oid.sha256)) return std::nullopt;
+  if (size.empty() || size.size() > 19 || size.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  e.oid.size = std::stoull(size);
+  e.id = id;
+  if (kind == "delta") {
+    std::optional<ContentId> b;
+    if (!(in >> base) || !(b = ContentId::FromHex(base))) return std::nullopt;
+    e.delta = true;
+    e.base = *b;
+  } else if (kind != "whole") {
+    return std::nullopt;
+  }
+  if (in >> more) return std::nullopt;
+  return e;
+}
 
 Result<std::string> EndpointOf(const std::string& git_url) {
   std::string base;
@@ -325,8 +375,8 @@ Result<std::string> EndpointOf(const std::string& git_url) {
   return base + "/info/lfs";
 }
 
-std::unique_ptr<remote::RemoteStore> Remote(std::string where, Options options, ObjectMap& map) {
-  return std::make_unique<Server>(std::move(where), std::move(options), map);
+std::unique_ptr<remote::RemoteStore> Remote(std::string where, Options options, std::shared_ptr<ObjectMap> map) {
+  return std::make_unique<Server>(std::move(where), std::move(options), std::move(map));
 }
 
 }  // namespace zipnn::lfs

@@ -47,8 +47,9 @@ class ObjectMap {
     ContentId base;  // a delta's base
   };
   virtual ~ObjectMap() = default;
-  // The object on the server for `id`, if the map knows one.
-  virtual std::optional<Entry> Find(const ContentId& id) = 0;
+  // Every stored form of `id` the map knows of (several when clones
+  // pushed it in different forms); empty when it knows none.
+  virtual Result<std::vector<Entry>> Find(const ContentId& id) = 0;
   // Records that the server holds `entry.oid` for `entry.id`.
   virtual Status Add(const Entry& entry) = 0;
 };
@@ -78,7 +79,16 @@ struct Options {
   // object may go up or come down.
   double timeout = 60;
   LowSpeed low_speed = kDefaultLowSpeed;
+  // After a push (RemoteStore::Publish): what makes the objects findable
+  // by others (the map sent to the git remote). None: nothing to do.
+  std::function<Status()> publish;
 };
+
+// A line of the map for `entry` ("<sha256> <size> whole", or
+// "<sha256> <size> delta <base id>"), and back; nullopt for a line that is
+// not one (a newer git-zipnn's: skipped).
+std::string MapLine(const ObjectMap::Entry& entry);
+std::optional<ObjectMap::Entry> ParseMapLine(const ContentId& id, const std::string& line);
 
 // The LFS endpoint of a git remote's URL, as Git LFS derives it: an
 // http(s) URL gets ".git" (unless it ends so) and "/info/lfs"; an ssh URL
@@ -87,7 +97,7 @@ struct Options {
 Result<std::string> EndpointOf(const std::string& git_url);
 
 // The store on the server at `options.endpoint`, finding and recording
-// objects in `map` (which must outlive it). `where` names it in messages.
-std::unique_ptr<remote::RemoteStore> Remote(std::string where, Options options, ObjectMap& map);
+// objects in `map`. `where` names it in messages.
+std::unique_ptr<remote::RemoteStore> Remote(std::string where, Options options, std::shared_ptr<ObjectMap> map);
 
 }  // namespace zipnn::lfs

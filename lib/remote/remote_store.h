@@ -70,6 +70,9 @@ class RemoteStore {
     (void)delta;
     return uint64_t{0};
   }
+  // After a push has sent its objects: whatever else others need to find
+  // them (a Git LFS server's map, lfs.h). Nothing for most stores.
+  virtual Status Publish() { return OkStatus(); }
   // Removes the temporary files that killed uploads left more than
   // kOldTemporary ago; how many. Only a folder has any to remove here: a
   // store server removes them as it receives objects, and S3 keeps no

@@ -8,9 +8,11 @@
 #include "lib/base/strings.h"
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
-#include "lib/remote/ssh.h"
+#include "lib/remote/lfs.h"
+#include "lib/remote/lfs_git.h"
 #include "lib/remote/s3.h"
 #include "lib/remote/served.h"
+#include "lib/remote/ssh.h"
 
 namespace zipnn::remote {
 
@@ -135,9 +137,33 @@ Result<std::unique_ptr<RemoteStore>> S3Store(const std::string& url, const std::
 
 // The store a URL names. `repository`: the URL is a git remote's, so a
 // path means a repository whose store is used; else it is the store itself.
+// The Git LFS server of a repository hosted at `url` (an http(s) URL):
+// the endpoint Git LFS itself would use (remote.<name>.lfsurl, else
+// lfs.url, else the one derived from the URL), or `url` itself when it is
+// remote.<name>.zipnnurl (not `repository`), which names the LFS API.
+Result<std::unique_ptr<RemoteStore>> LfsStore(const std::string& url, bool repository, const std::string& remote) {
+  std::string endpoint = url;
+  if (repository) {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> set, git::ConfigGet("remote." + remote + ".lfsurl"));
+    if (!set) {
+      ZIPNN_ASSIGN_OR_RETURN(set, git::ConfigGet("lfs.url"));
+    }
+    if (set) {
+      endpoint = *set;
+    } else {
+      ZIPNN_ASSIGN_OR_RETURN(endpoint, lfs::EndpointOf(url));
+    }
+  }
+  while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
+  ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
+  ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed());
+  return OpenGitLfsStore(remote, endpoint, timeout, low_speed);
+}
+
 Result<std::unique_ptr<RemoteStore>> StoreAt(const std::string& url, bool repository, const std::string& remote) {
   const std::string fix = "set remote." + remote + ".zipnnurl to a shared folder (docs/remotes.md)";
   if (StartsWith(url, "s3://")) return S3Store(url, remote);
+  if (StartsWith(url, "https://") || StartsWith(url, "http://")) return LfsStore(url, repository, remote);
   ZIPNN_ASSIGN_OR_RETURN(std::optional<SshTarget> ssh, ParseSshUrl(url));
   if (ssh) return SshStore(url, *ssh, repository, remote);
   std::string path = url;

@@ -39,6 +39,7 @@ Result<Transferred> Transfer(bool push, const store::Store& repo, const std::str
   }
   ZIPNN_ASSIGN_OR_RETURN(done.report,
                          push ? PushObjects(repo, *other, ids, options) : FetchObjects(repo, *other, ids, options));
+  if (push) ZIPNN_RETURN_IF_ERROR(other->Publish());
   return done;
 }
 

@@ -1,0 +1,83 @@
+#include "lib/remote/lfs_git.h"
+
+#include <mutex>
+#include <utility>
+
+#include "lib/git/git.h"
+#include "lib/git/object_map.h"
+#include "lib/remote/http.h"
+#include "lib/remote/lfs.h"
+
+namespace zipnn::remote {
+
+namespace {
+
+// The map as git holds it, read once and kept up to date with what this
+// process adds. A version it lacks makes it fetch the remote's copy once.
+class GitObjectMap : public lfs::ObjectMap {
+ public:
+  explicit GitObjectMap(std::string remote) : remote_(std::move(remote)) {}
+
+  Result<std::vector<Entry>> Find(const ContentId& id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!lines_) {
+      ZIPNN_ASSIGN_OR_RETURN(lines_, git::ReadObjectMap());
+    }
+    std::vector<Entry> forms = FormsOf(id);
+    if (forms.empty() && !fetched_) {
+      fetched_ = true;
+      ZIPNN_RETURN_IF_ERROR(git::FetchObjectMap(remote_));
+      ZIPNN_ASSIGN_OR_RETURN(lines_, git::ReadObjectMap());
+      forms = FormsOf(id);
+    }
+    return forms;
+  }
+
+  Status Add(const Entry& entry) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string line = lfs::MapLine(entry);
+    ZIPNN_RETURN_IF_ERROR(git::AddToObjectMap({{entry.id.Hex(), {line}}}));
+    if (lines_) (*lines_)[entry.id.Hex()].insert(line);
+    return OkStatus();
+  }
+
+ private:
+  std::vector<Entry> FormsOf(const ContentId& id) const {
+    std::vector<Entry> forms;
+    const auto it = lines_->find(id.Hex());
+    if (it == lines_->end()) return forms;
+    for (const std::string& line : it->second) {
+      if (std::optional<Entry> e = lfs::ParseMapLine(id, line)) forms.push_back(*e);
+    }
+    return forms;
+  }
+
+  const std::string remote_;
+  std::mutex mu_;
+  std::optional<git::MapLines> lines_;
+  bool fetched_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RemoteStore>> OpenGitLfsStore(const std::string& remote, const std::string& endpoint,
+                                                     double timeout, LowSpeed low_speed) {
+  lfs::Options o;
+  o.endpoint = endpoint;
+  o.timeout = timeout;
+  o.low_speed = low_speed;
+  // As git sends it to the same URL (http.<url>.extraHeader first).
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> extra, git::ConfigGetForUrl("http.extraheader", endpoint));
+  if (extra && !extra->empty()) o.headers.push_back(*extra);
+  o.credentials.fill = [](const std::string& url) -> Result<lfs::Credential> {
+    ZIPNN_ASSIGN_OR_RETURN(git::Credential c, git::CredentialFill(url));
+    return lfs::Credential{c.user, c.password};
+  };
+  o.credentials.report = [](const std::string& url, const lfs::Credential& c, bool taken) {
+    git::CredentialReport(url, git::Credential{c.user, c.password}, taken);
+  };
+  o.publish = [remote] { return git::PushObjectMap(remote); };
+  return lfs::Remote(http::Redacted(endpoint), std::move(o), std::make_shared<GitObjectMap>(remote));
+}
+
+}  // namespace zipnn::remote

@@ -1,0 +1,21 @@
+// The Git LFS store of a git remote (lfs.h) with what only git knows: the
+// object map kept in refs/zipnn/objects (lib/git/object_map.h), fetched
+// from the remote the first time a version is missing from it and pushed
+// to the remote after each push; credentials from git's helpers; and
+// http.extraHeader, as Git LFS sends it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "lib/base/rate.h"
+#include "lib/base/status.h"
+#include "lib/remote/remote_store.h"
+
+namespace zipnn::remote {
+
+// The store at the LFS API `endpoint` for git remote `remote`.
+Result<std::unique_ptr<RemoteStore>> OpenGitLfsStore(const std::string& remote, const std::string& endpoint,
+                                                     double timeout, LowSpeed low_speed);
+
+}  // namespace zipnn::remote
