@@ -278,5 +278,143 @@ TEST_CASE("the LFS store refuses a server that lies or fails, and credentials it
   }
 }
 
+// git-zipnn and git-lfs installed in the test's HOME, and git's "store"
+// helper answering for `server`.
+void UseBoth(Repo& repo, const LfsServer& server) {
+  UseGitLfs(repo, server.CredentialLine());
+  REQUIRE(repo.Sh("git zipnn install >/dev/null && git config --global user.email t@example.com && "
+                  "git config --global user.name T")
+              .code == 0);
+}
+
+// The LFS objects the server holds for repository `name`, each checked to
+// be named by the SHA-256 of its bytes.
+size_t ServerObjects(Repo& repo, const LfsServer& server, const std::string& name) {
+  const Run listed = repo.Sh("cd '" + server.root() + "/" + name +
+                             "/lfs-objects' && for f in */*/*; do "
+                             "[ \"$(sha256sum < $f | cut -c1-64)\" = \"${f##*/}\" ] || echo BAD $f; done");
+  CHECK(listed.out.find("BAD") == std::string::npos);
+  return Count(listed.out, "BAD") +
+         Count(repo.Sh("find '" + server.root() + "/" + name + "/lfs-objects' -type f -name '*[0-9a-f]'").out, "\n");
+}
+
+TEST_CASE(
+    "through an http remote, checkpoints go to its LFS server and the map to git; a clone restores every version") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  UseBoth(repo, server);
+  CommitTrajectory(repo);  // five saves of one path: base, deltas, the newest whole
+  const Run pushed = repo.Sh("git remote add origin " + server.Url("team.git") + " && git push -q origin HEAD:main");
+  REQUIRE_MESSAGE(pushed.code == 0, pushed.err);
+  CHECK(pushed.err.find("git-zipnn: pushed 5 objects") != std::string::npos);
+  // Every object is an LFS object under its SHA-256; the map went with
+  // the branch and names each version.
+  CHECK(ServerObjects(repo, server, "team.git") == 5);
+  CHECK(repo.Sh("git ls-remote origin refs/zipnn/objects | grep -q objects").code == 0);
+  CHECK(
+      repo.Sh("git --git-dir='" + server.root() + "/team.git' ls-tree -r --name-only refs/zipnn/objects | wc -l").out ==
+      "5\n");
+
+  // A teammate's clone checks out the newest and restores every version
+  // bit-exact; each object comes down once.
+  const Run cloned = repo.Sh("cd .. && git clone -q " + server.Url("team.git") + " clone");
+  REQUIRE_MESSAGE(cloned.code == 0, cloned.err);
+  CHECK(repo.Sh("cmp ../clone/model.safetensors '" + repo.Data("cnn-bf16/step-000200.safetensors") + "'").code == 0);
+  for (int back = 0; back < 5; ++back) {
+    const std::string step = kSteps[4 - back];
+    const Run restored = repo.Sh("cd ../clone && git zipnn restore --rev HEAD~" + std::to_string(back) +
+                                 " -o ../out.st -f model.safetensors && cmp ../out.st '" +
+                                 repo.Data("cnn-bf16/step-" + step + ".safetensors") + "'");
+    CHECK_MESSAGE(restored.code == 0, restored.err);
+  }
+  const Run twice =
+      repo.Sh("grep -o 'GET /team.git/info/lfs/objects/[0-9a-f]* 200' '" + repo.root() + "/lfs/log' | sort | uniq -d");
+  CHECK(twice.out.empty());
+  CHECK(Count(server.Requests(), "GET /team.git/info/lfs/objects/") == 5);
+}
+
+TEST_CASE("two clones that push the map one after the other, or at once, lose no version of it") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  UseBoth(repo, server);
+  REQUIRE(repo.Sh("git zipnn track '*.safetensors' >/dev/null && git add .gitattributes && git commit -qm setup && "
+                  "git remote add origin " +
+                  server.Url("team.git") + " && git push -q origin HEAD:main")
+              .code == 0);
+  for (const char* c : {"a", "b", "c", "d"}) {
+    REQUIRE(repo.Sh(std::string("cd .. && git clone -q ") + server.Url("team.git") + " " + c).code == 0);
+  }
+  auto save = [&](const std::string& clone, const std::string& step) {
+    REQUIRE(repo.Sh("cd ../" + clone + " && git checkout -q -b " + clone + " && cp '" +
+                    repo.Data("cnn-bf16/step-" + step + ".safetensors") + "' " + clone +
+                    ".safetensors && git add . && git commit -qm " + clone)
+                .code == 0);
+  };
+  save("a", "000040");
+  save("b", "000080");
+  save("c", "000120");
+  save("d", "000160");
+  // b pushes after a, from a map that has not seen a's: its push of the
+  // map is refused, so it merges a's and pushes again.
+  REQUIRE(repo.Sh("cd ../a && git push -q origin a").code == 0);
+  const Run b = repo.Sh("cd ../b && git push -q origin b");
+  REQUIRE_MESSAGE(b.code == 0, b.err);
+  CHECK(repo.Sh("cd ../b && git log -1 --format=%p refs/zipnn/objects | wc -w").out == "2\n");  // a merge
+  // c and d at the same time.
+  // (In braces: Sh's line begins with "cd ... &&", which a bare "&" would
+  // send to the background with the first push.)
+  const Run both = repo.Sh(
+      "{ (cd ../c && git push -q origin c > ../c.log 2>&1; echo c $? >> ../c.log) & c=$!; "
+      "(cd ../d && git push -q origin d > ../d.log 2>&1; echo d $? >> ../d.log) & d=$!; wait $c $d; } && "
+      "grep -qx 'c 0' ../c.log && grep -qx 'd 0' ../d.log");
+  CHECK_MESSAGE(both.code == 0, repo.Sh("cat ../c.log ../d.log").out);
+  CHECK(
+      repo.Sh("git --git-dir='" + server.root() + "/team.git' ls-tree -r --name-only refs/zipnn/objects | wc -l").out ==
+      "4\n");
+  // A fresh clone finds every one through the map it fetches.
+  const Run fresh = repo.Sh("cd .. && git clone -q " + server.Url("team.git") +
+                            " fresh && cd fresh && for c in a b c d; do git checkout -q origin/$c -- $c.safetensors "
+                            "|| exit 1; done");
+  REQUIRE_MESSAGE(fresh.code == 0, fresh.err);
+  const char* steps[] = {"000040", "000080", "000120", "000160"};
+  const char* names[] = {"a", "b", "c", "d"};
+  for (int i = 0; i < 4; ++i) {
+    CHECK(repo.Sh(std::string("cmp ../fresh/") + names[i] + ".safetensors '" +
+                  repo.Data(std::string("cnn-bf16/step-") + steps[i] + ".safetensors") + "'")
+              .code == 0);
+  }
+}
+
+TEST_CASE("a repository with Git LFS files and checkpoints on one server: both go up with one push and come back") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  UseBoth(repo, server);
+  const Run added = repo.Sh(
+      "git lfs track '*.bin' >/dev/null && git zipnn track '*.safetensors' >/dev/null && "
+      "head -c 200000 /dev/urandom > data.bin && cp '" +
+      repo.Data("cnn-bf16/step-000040.safetensors") + "' model.safetensors && git add -A && git commit -qm both");
+  REQUIRE(added.code == 0);
+  const Run pushed = repo.Sh("git remote add origin " + server.Url("team.git") + " && git push -q origin HEAD:main");
+  REQUIRE_MESSAGE(pushed.code == 0, pushed.err);
+  CHECK(ServerObjects(repo, server, "team.git") == 2);
+  const Run cloned = repo.Sh("cd .. && git clone -q " + server.Url("team.git") +
+                             " clone && cmp clone/data.bin repo/data.bin && cmp clone/model.safetensors "
+                             "repo/model.safetensors && cd clone && git lfs fsck && git lfs prune && git zipnn fsck");
+  const std::string said = cloned.out + cloned.err;
+  CHECK_MESSAGE(cloned.code == 0, said);
+  // Whichever filter set up the clone's hooks first, git-zipnn's hook is
+  // there and sends Git LFS's files too: no warning.
+  CHECK(cloned.err.find("another program's pre-push hook") == std::string::npos);
+  // From the clone, a new save of each kind goes up with one push.
+  const Run again = repo.Sh("cd ../clone && head -c 1000 /dev/urandom > more.bin && cp '" +
+                            repo.Data("cnn-bf16/step-000080.safetensors") +
+                            "' model.safetensors && git add -A && git commit -qm more && git push -q");
+  REQUIRE_MESSAGE(again.code == 0, again.err);
+  CHECK(ServerObjects(repo, server, "team.git") == 4);
+}
+
 }  // namespace
 }  // namespace zipnn::testing

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,26 @@ git-zipnn pre-push "$@" <"$input" || exit $?
 chained="$(dirname "$0")/pre-push.before-zipnn"
 if [ -x "$chained" ]; then
   "$chained" "$@" <"$input" || exit $?
+elif command -v git-lfs >/dev/null 2>&1 && [ -n "$(git config filter.lfs.process)" ]; then
+  # What Git LFS's own hook runs, had it got here first: its files go too.
+  git lfs pre-push "$@" <"$input" || exit $?
 fi
 )hook";
+
+// Whether the hook at `path` is the one Git LFS writes: besides comments
+// and its check that git-lfs is on PATH, only `git lfs pre-push "$@"`.
+bool IsGitLfsHook(const std::string& path) {
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) return false;
+  std::istringstream in(std::string(text->begin(), text->end()));
+  bool runs_lfs = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#' || line.rfind("command -v git-lfs ", 0) == 0) continue;
+    if (line != "git lfs pre-push \"$@\"") return false;
+    runs_lfs = true;
+  }
+  return runs_lfs;
+}
 
 bool IsOurHook(const std::string& path) {
   auto text = ReadWholeFile(path);
@@ -88,8 +107,21 @@ Result<std::vector<std::string>> UninstallHook() {
 }
 
 std::string EnsureHook(const std::string& dir) {
-  const std::string hook = dir + "/pre-push";
+  const std::string hook = dir + "/pre-push", chained = dir + "/" + kChained;
   if (IsOurHook(hook)) return "";
+  // Git LFS's hook, in a repository that tracks files with both: it is
+  // chained, as install does, so that git push sends both kinds.
+  if (IsGitLfsHook(hook) && !FileExists(chained)) {
+    if (::rename(hook.c_str(), chained.c_str()) == 0) {
+      Status written = WriteHook(hook, /*overwrite=*/false);
+      if (written.ok()) {
+        return "installed the pre-push hook in " + dir + ", which runs Git LFS's after it (kept as " + kChained +
+               "), so that git push sends checkpoints and Git LFS's files";
+      }
+      if (IsOurHook(hook)) return "";  // another process did the same meanwhile
+      (void)::rename(chained.c_str(), hook.c_str());
+    }
+  }
   if (FileExists(hook)) {
     return "warning: " + hook +
            " is another program's pre-push hook, so `git push` will not send checkpoint "
