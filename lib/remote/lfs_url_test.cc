@@ -1,0 +1,64 @@
+// The pure parts of the Git LFS store: the endpoint a git remote's URL
+// names, the lines of the object map, and URLs made safe to print.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "lib/remote/http.h"
+#include "lib/remote/lfs.h"
+
+namespace zipnn::lfs {
+namespace {
+
+TEST_CASE("the LFS endpoint of a git remote's URL is the one Git LFS derives") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"https://github.com/team/runs.git", "https://github.com/team/runs.git/info/lfs"},
+      {"https://github.com/team/runs", "https://github.com/team/runs.git/info/lfs"},
+      {"https://huggingface.co/team/run-17/", "https://huggingface.co/team/run-17.git/info/lfs"},
+      {"http://127.0.0.1:8080/a/b.git?x=1", "http://127.0.0.1:8080/a/b.git/info/lfs"},
+      {"git@github.com:team/runs.git", "https://github.com/team/runs.git/info/lfs"},
+      {"ssh://git@gitlab.com:2222/group/sub/runs", "https://gitlab.com/group/sub/runs.git/info/lfs"},
+  };
+  for (const auto& [url, endpoint] : cases) {
+    CAPTURE(url);
+    auto got = EndpointOf(url);
+    REQUIRE(got.ok());
+    CHECK(*got == endpoint);
+  }
+  for (const char* url : {"/srv/models.git", "s3://bucket/x", "file:///srv/x"}) {
+    CAPTURE(url);
+    CHECK(!EndpointOf(url).ok());
+  }
+}
+
+TEST_CASE("a map line names one stored form and reads back; lines of other shapes are skipped") {
+  const ContentId id = HashBytes("version", 7), base = HashBytes("base", 4);
+  const std::string sha(64, 'a');
+  ObjectMap::Entry whole{id, {sha, 123}, false, {}};
+  CHECK(MapLine(whole) == sha + " 123 whole");
+  ObjectMap::Entry delta{id, {sha, 45}, true, base};
+  CHECK(MapLine(delta) == sha + " 45 delta " + base.Hex());
+  auto back = ParseMapLine(id, MapLine(delta));
+  REQUIRE(back.has_value());
+  CHECK(back->oid.sha256 == sha);
+  CHECK(back->oid.size == 45);
+  CHECK(back->delta);
+  CHECK(back->base == base);
+  CHECK(ParseMapLine(id, MapLine(whole)).has_value());
+  for (const std::string& bad :
+       {sha + " 123", sha + " 12x whole", sha.substr(1) + " 1 whole", sha + " 1 delta", sha + " 1 delta zz",
+        sha + " 1 whole extra", sha + " 1 copy", sha + " 99999999999999999999 whole", std::string("")}) {
+    CAPTURE(bad);
+    CHECK(!ParseMapLine(id, bad).has_value());
+  }
+}
+
+TEST_CASE("a URL is printed without its user and password") {
+  CHECK(http::Redacted("https://alice:s3cret@host:8443/a/b?c=d@e") == "https://host:8443/a/b?c=d@e");
+  CHECK(http::Redacted("https://token@host/x") == "https://host/x");
+  CHECK(http::Redacted("https://host/x@y") == "https://host/x@y");
+  CHECK(http::Redacted("not a url") == "not a url");
+}
+
+}  // namespace
+}  // namespace zipnn::lfs
