@@ -4,6 +4,7 @@
 // from git's helpers, and it refuses what a real host refuses.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <string>
@@ -16,6 +17,7 @@
 #include "lib/store/test_objects.h"
 #include "tests/git_repo.h"
 #include "tests/lfs_server.h"
+#include "tests/sshd.h"
 
 namespace zipnn::testing {
 namespace {
@@ -414,6 +416,54 @@ TEST_CASE("a repository with Git LFS files and checkpoints on one server: both g
                             "' model.safetensors && git add -A && git commit -qm more && git push -q");
   REQUIRE_MESSAGE(again.code == 0, again.err);
   CHECK(ServerObjects(repo, server, "team.git") == 4);
+}
+
+TEST_CASE("an ssh remote whose host serves Git LFS: git-lfs-authenticate says where the API is and what admits us") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  // The host's git-lfs-authenticate: the API's place and a header that
+  // admits the caller, as a hosting site answers; each call is logged.
+  const std::string bin = repo.root() + "/hostbin", log = repo.root() + "/authenticate.log";
+  const std::string token =
+      Trimmed(repo.Sh(std::string("printf '%s' '") + LfsServer::kUser + ":" + LfsServer::kPassword + "' | base64").out);
+  REQUIRE(repo.Sh("mkdir -p '" + bin + "'").code == 0);
+  {
+    std::ofstream script(bin + "/git-lfs-authenticate");
+    script << "#!/bin/sh\necho \"$@\" >> '" << log << "'\n"
+           << "echo '{\"href\": \"" << server.Url("team.git") << "/info/lfs\", "
+           << "\"header\": {\"Authorization\": \"Basic " << token << "\"}, \"expires_in\": 3600}'\n";
+  }
+  REQUIRE(repo.Sh("chmod +x '" + bin + "/git-lfs-authenticate'").code == 0);
+  Sshd sshd(repo, bin);
+  REQUIRE(repo.Sh("git zipnn install >/dev/null && git config --global user.email t@example.com && "
+                  "git config --global user.name T")
+              .code == 0);
+  const std::string url = "zipnn-test:" + server.root() + "/team.git";
+  REQUIRE(repo.Sh("git zipnn track '*.safetensors' >/dev/null && cp '" + repo.Data("cnn-bf16/step-000040.safetensors") +
+                  "' model.safetensors && git add -A && "
+                  "git commit -qm one && cp '" +
+                  repo.Data("cnn-bf16/step-000080.safetensors") +
+                  "' model.safetensors && git commit -qam two && git remote add origin " + url)
+              .code == 0);
+  // Not a known hosting site: the kind is said. A wrong one is named.
+  REQUIRE(repo.Sh("git config remote.origin.zipnnkind lsf").code == 0);
+  const Run wrong = repo.Sh("git zipnn push origin");
+  CHECK(wrong.code != 0);
+  CHECK(wrong.err.find("remote.origin.zipnnkind is \"lsf\"; it may be lfs or store") != std::string::npos);
+  REQUIRE(repo.Sh("git config remote.origin.zipnnkind lfs").code == 0);
+  const Run pushed = repo.Sh("git push -q origin HEAD:main");
+  REQUIRE_MESSAGE(pushed.code == 0, pushed.err);
+  CHECK(ServerObjects(repo, server, "team.git") == 2);
+  CHECK(repo.Sh("cat '" + log + "'").out.find(server.root().substr(1) + "/team.git upload\n") != std::string::npos);
+  // No credential helper was asked: the grant's header admitted us.
+  CHECK(Count(server.Requests(), " 401\n") == 0);
+
+  const Run cloned =
+      repo.Sh("cd .. && git clone -q -c remote.origin.zipnnkind=lfs " + url +
+              " clone && cmp clone/model.safetensors '" + repo.Data("cnn-bf16/step-000080.safetensors") + "'");
+  CHECK_MESSAGE(cloned.code == 0, cloned.err);
+  CHECK(repo.Sh("cat '" + log + "'").out.find(" download\n") != std::string::npos);
 }
 
 }  // namespace

@@ -16,7 +16,9 @@ namespace zipnn::testing {
 
 class Sshd {
  public:
-  explicit Sshd(Repo& repo) : repo_(repo), dir_(repo.root() + "/ssh") {
+  // `path_first`: a folder whose programs sessions find before any other
+  // (a stand-in for a host's own commands).
+  explicit Sshd(Repo& repo, const std::string& path_first = "") : repo_(repo), dir_(repo.root() + "/ssh") {
     REQUIRE(repo_
                 .Sh("mkdir -p '" + dir_ + "' && cd '" + dir_ +
                     "' && ssh-keygen -q -t ed25519 -N '' -f host_key && ssh-keygen -q -t ed25519 -N '' -f "
@@ -28,7 +30,8 @@ class Sshd {
                 .out;
     while (!port_.empty() && port_.back() == '\n') port_.pop_back();
     REQUIRE(!port_.empty());
-    const std::string path = repo_.Sh("echo \"$PATH\"").out;  // the test's, git-zipnn first
+    std::string path = repo_.Sh("echo \"$PATH\"").out;  // the test's, git-zipnn first
+    if (!path_first.empty()) path = path_first + ":" + path;
     Write("sshd_config", "Port " + port_ + "\nListenAddress 127.0.0.1\nHostKey " + dir_ +
                              "/host_key\nAuthorizedKeysFile " + dir_ + "/authorized_keys\nPidFile " + dir_ +
                              "/sshd.pid\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"

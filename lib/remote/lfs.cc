@@ -1,6 +1,8 @@
 #include "lib/remote/lfs.h"
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <utility>
@@ -111,7 +113,7 @@ class Server : public remote::RemoteStore {
       if (r.status / 100 != 2) return Failed("upload of object " + id.Hex(), r);
       if (!a.verify_href.empty()) {
         const std::string body = json{{"oid", oid.sha256}, {"size", oid.size}}.dump();
-        ZIPNN_ASSIGN_OR_RETURN(http::Reply v, Api(a.verify_href, body, a.verify_headers));
+        ZIPNN_ASSIGN_OR_RETURN(http::Reply v, Api(a.verify_href, body, ActionHeaders(a.verify_href, a.verify_headers)));
         if (v.status / 100 != 2) return Failed("the server's check of object " + id.Hex(), v);
       }
     }
@@ -181,7 +183,8 @@ class Server : public remote::RemoteStore {
                             {"transfers", json::array({"basic"})},
                             {"objects", objects},
                             {"hash_algo", "sha256"}};
-      ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Api(o_.endpoint + "/objects/batch", request.dump(), {}));
+      ZIPNN_ASSIGN_OR_RETURN(Grant grant, GrantFor(operation));
+      ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Api(grant.href + "/objects/batch", request.dump(), grant.headers));
       if (r.status != 200) return Failed("the batch request (" + operation + ")", r);
       json reply = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
       if (!reply.is_object() || !reply.contains("objects") || !reply["objects"].is_array()) {
@@ -225,17 +228,36 @@ class Server : public remote::RemoteStore {
     return answers;
   }
 
-  // A POST of `body` (JSON) to an API URL of the server: with the
-  // endpoint's headers and `extra`, and credentials once the server asks
-  // for them (kept for later requests; a helper's refused ones are
-  // reported so).
-  Result<http::Reply> Api(const std::string& url, const std::string& body, const std::vector<std::string>& extra) {
+  // Where the API of `operation` is, and the headers its requests carry:
+  // the endpoint's, or what ssh's git-lfs-authenticate granted (asked
+  // again once the grant expires).
+  Result<Grant> GrantFor(const std::string& operation) {
+    if (!o_.authenticate) return Grant{o_.endpoint, o_.headers, 0};
+    std::lock_guard<std::mutex> lock(grant_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    auto it = grants_.find(operation);
+    if (it == grants_.end() || (it->second.until && now >= *it->second.until)) {
+      ZIPNN_ASSIGN_OR_RETURN(Grant g, o_.authenticate(operation));
+      while (!g.href.empty() && g.href.back() == '/') g.href.pop_back();
+      Held held{g, std::nullopt};
+      // Asked again a little before it runs out.
+      if (g.expires_in > 0) {
+        held.until = now + std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, g.expires_in - 5) * 1000));
+      }
+      it = grants_.insert_or_assign(operation, std::move(held)).first;
+    }
+    return it->second.grant;
+  }
+
+  // A POST of `body` (JSON) to an API URL of the server, with `headers`,
+  // and credentials once the server asks for them (kept for later
+  // requests; a helper's refused ones are reported so).
+  Result<http::Reply> Api(const std::string& url, const std::string& body, const std::vector<std::string>& headers) {
     const MemorySource source(reinterpret_cast<const uint8_t*>(body.data()), body.size(), "request");
     http::Request post;
     post.method = "POST";
     post.url = url;
-    post.headers = o_.headers;
-    post.headers.insert(post.headers.end(), extra.begin(), extra.end());
+    post.headers = headers;
     post.headers.push_back(std::string("Accept: ") + kMediaType);
     post.headers.push_back(std::string("Content-Type: ") + kMediaType);
     post.upload = &source;
@@ -325,6 +347,12 @@ class Server : public remote::RemoteStore {
   http::Client http_;
   std::mutex mu_;  // guards credential_
   std::optional<Credential> credential_;
+  struct Held {
+    Grant grant;
+    std::optional<std::chrono::steady_clock::time_point> until;
+  };
+  std::mutex grant_mu_;  // guards grants_
+  std::map<std::string, Held> grants_;
 };
 
 }  // namespace
@@ -354,6 +382,21 @@ std::optional<ObjectMap::Entry> ParseMapLine(const ContentId& id, const std::str
   }
   if (in >> more) return std::nullopt;
   return e;
+}
+
+Result<Grant> ParseGrant(const std::string& json_text) {
+  const json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("href") || !j["href"].is_string()) {
+    return Corruption("git-lfs-authenticate did not answer with an href");
+  }
+  Grant g;
+  g.href = j["href"].get<std::string>();
+  if (g.href.rfind("https://", 0) != 0 && g.href.rfind("http://", 0) != 0) {
+    return Corruption("git-lfs-authenticate answered with an href that is not an http(s) URL");
+  }
+  g.headers = HeadersOf(j);
+  if (j.contains("expires_in") && j["expires_in"].is_number()) g.expires_in = j["expires_in"].get<double>();
+  return g;
 }
 
 Result<std::string> EndpointOf(const std::string& git_url) {

@@ -68,9 +68,22 @@ struct CredentialSource {
   std::function<void(const std::string& url, const Credential& credential, bool taken)> report;
 };
 
+// Where to send API requests for one operation, and with which headers:
+// what ssh's `git-lfs-authenticate <path> <operation>` answers.
+struct Grant {
+  std::string href;
+  std::vector<std::string> headers;
+  double expires_in = 0;  // seconds it holds; 0: as long as the process
+};
+
 struct Options {
   // The LFS API: "https://host/owner/repo.git/info/lfs".
   std::string endpoint;
+  // For a repository reached over ssh: asked for a Grant before the first
+  // request of each operation ("upload", "download"), and again once it
+  // expires; its href and headers then take the place of `endpoint` and
+  // `headers`.
+  std::function<Result<Grant>(const std::string& operation)> authenticate;
   // Headers every API request carries (git's http.extraHeader, or what
   // ssh's git-lfs-authenticate answered). Never printed.
   std::vector<std::string> headers;
@@ -88,6 +101,9 @@ struct Options {
 // "<sha256> <size> delta <base id>"), and back; nullopt for a line that is
 // not one (a newer git-zipnn's: skipped).
 std::string MapLine(const ObjectMap::Entry& entry);
+// The Grant in what git-lfs-authenticate printed ({"href": ...,
+// "header": {...}, "expires_in": ...}); Corruption when it is not one.
+Result<Grant> ParseGrant(const std::string& json_text);
 std::optional<ObjectMap::Entry> ParseMapLine(const ContentId& id, const std::string& line);
 
 // The LFS endpoint of a git remote's URL, as Git LFS derives it: an

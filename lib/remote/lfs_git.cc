@@ -60,10 +60,12 @@ class GitObjectMap : public lfs::ObjectMap {
 
 }  // namespace
 
-Result<std::unique_ptr<RemoteStore>> OpenGitLfsStore(const std::string& remote, const std::string& endpoint,
-                                                     double timeout, LowSpeed low_speed) {
+Result<std::unique_ptr<RemoteStore>> OpenGitLfsStore(
+    const std::string& remote, const std::string& endpoint, double timeout, LowSpeed low_speed,
+    std::function<Result<lfs::Grant>(const std::string& operation)> authenticate) {
   lfs::Options o;
   o.endpoint = endpoint;
+  o.authenticate = std::move(authenticate);
   o.timeout = timeout;
   o.low_speed = low_speed;
   // As git sends it to the same URL (http.<url>.extraHeader first).

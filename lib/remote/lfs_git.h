@@ -5,17 +5,22 @@
 // http.extraHeader, as Git LFS sends it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "lib/base/rate.h"
 #include "lib/base/status.h"
+#include "lib/remote/lfs.h"
 #include "lib/remote/remote_store.h"
 
 namespace zipnn::remote {
 
-// The store at the LFS API `endpoint` for git remote `remote`.
-Result<std::unique_ptr<RemoteStore>> OpenGitLfsStore(const std::string& remote, const std::string& endpoint,
-                                                     double timeout, LowSpeed low_speed);
+// The store at the LFS API `endpoint` for git remote `remote`; with
+// `authenticate` (a repository reached over ssh), the API's place and
+// headers for each operation come from it instead.
+Result<std::unique_ptr<RemoteStore>> OpenGitLfsStore(
+    const std::string& remote, const std::string& endpoint, double timeout, LowSpeed low_speed,
+    std::function<Result<lfs::Grant>(const std::string& operation)> authenticate = nullptr);
 
 }  // namespace zipnn::remote

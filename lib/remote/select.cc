@@ -160,11 +160,66 @@ Result<std::unique_ptr<RemoteStore>> LfsStore(const std::string& url, bool repos
   return OpenGitLfsStore(remote, endpoint, timeout, low_speed);
 }
 
+// Hosting sites that serve Git LFS beside their repositories: an ssh
+// remote there means its LFS storage (no git-zipnn runs on such a host).
+constexpr const char* kLfsHosts[] = {"github.com",    "gitlab.com",   "huggingface.co", "hf.co",
+                                     "bitbucket.org", "codeberg.org", "gitea.com"};
+
+// Whether an ssh remote's objects go to its host's Git LFS storage:
+// remote.<name>.zipnnkind ("lfs" or "store") when set, else whether the
+// host is one of kLfsHosts.
+Result<bool> ServesLfs(const SshTarget& t, const std::string& remote) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> kind, git::ConfigGet("remote." + remote + ".zipnnkind"));
+  if (kind) {
+    if (*kind == "lfs") return true;
+    if (*kind == "store") return false;
+    return InvalidArgument("remote." + remote + ".zipnnkind is \"" + *kind + "\"; it may be lfs or store");
+  }
+  std::string host = t.host.substr(t.host.find('@') + 1);
+  for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* known : kLfsHosts) {
+    if (host == known) return true;
+  }
+  return false;
+}
+
+// The Git LFS storage of a repository reached over ssh: its API's place
+// and headers for each operation are what `git-lfs-authenticate <path>
+// <operation>` answers on the host, as Git LFS asks for them.
+Result<std::unique_ptr<RemoteStore>> LfsOverSsh(const std::string& url, const SshTarget& t, const std::string& remote) {
+  ZIPNN_ASSIGN_OR_RETURN(const std::string endpoint, lfs::EndpointOf(url));
+  ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
+  ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed());
+  std::string path = t.path;
+  while (!path.empty() && path.front() == '/') path.erase(0, 1);
+  auto authenticate = [t, path, url, timeout](const std::string& operation) -> Result<lfs::Grant> {
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> argv,
+                           SshCommand(t, "git-lfs-authenticate " + ShellQuote(path) + " " + operation));
+    ZIPNN_ASSIGN_OR_RETURN(Captured run, RunCapture(argv, "", timeout));
+    if (run.exit_code != 0) {
+      while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
+      return IoError("git-lfs-authenticate over ssh for " + url +
+                     " failed: " + (run.err.empty() ? "exit " + std::to_string(run.exit_code) : run.err));
+    }
+    return lfs::ParseGrant(run.out);
+  };
+  return OpenGitLfsStore(remote, endpoint, timeout, low_speed, std::move(authenticate));
+}
+
 Result<std::unique_ptr<RemoteStore>> StoreAt(const std::string& url, bool repository, const std::string& remote) {
   const std::string fix = "set remote." + remote + ".zipnnurl to a shared folder (docs/remotes.md)";
   if (StartsWith(url, "s3://")) return S3Store(url, remote);
   if (StartsWith(url, "https://") || StartsWith(url, "http://")) return LfsStore(url, repository, remote);
   ZIPNN_ASSIGN_OR_RETURN(std::optional<SshTarget> ssh, ParseSshUrl(url));
+  if (ssh && repository) {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> lfs_url, git::ConfigGet("remote." + remote + ".lfsurl"));
+    if (!lfs_url) {
+      ZIPNN_ASSIGN_OR_RETURN(lfs_url, git::ConfigGet("lfs.url"));
+    }
+    if (lfs_url) return LfsStore(url, repository, remote);  // the endpoint set, over https
+    ZIPNN_ASSIGN_OR_RETURN(bool lfs, ServesLfs(*ssh, remote));
+    if (lfs) return LfsOverSsh(url, *ssh, remote);
+  }
   if (ssh) return SshStore(url, *ssh, repository, remote);
   std::string path = url;
   if (StartsWith(url, "file://")) {
