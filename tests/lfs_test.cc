@@ -230,7 +230,7 @@ TEST_CASE("objects go up to the LFS server under the SHA-256 of their bytes and 
   CHECK(missing.status().code() == StatusCode::kNotFound);
 }
 
-TEST_CASE("the LFS store refuses a server that lies or fails, and credentials it refused, naming no secret") {
+TEST_CASE("the LFS store refuses a server that lies, fails or stalls, and credentials it refused, naming no secret") {
   Repo repo;
   const std::string root = repo.root();
   const store::Store here{store::ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
@@ -256,7 +256,7 @@ TEST_CASE("the LFS store refuses a server that lies or fails, and credentials it
     // The lying servers below serve what this one received.
     REQUIRE(repo.Sh("cp -r '" + honest.root() + "/team.git' ../team.git").code == 0);
   }
-  for (const std::string mode : {"forge", "short", "error500"}) {
+  for (const std::string mode : {"forge", "short", "error500", "stall"}) {
     CAPTURE(mode);
     LfsServer liar(repo, mode, "liar-" + mode);
     REQUIRE(repo.Sh("rm -rf '" + liar.root() + "' && mkdir -p '" + liar.root() + "' && cp -r ../team.git '" +
@@ -277,6 +277,8 @@ TEST_CASE("the LFS store refuses a server that lies or fails, and credentials it
     if (mode == "forge") CHECK(said.find("not a git-zipnn object") != std::string::npos);
     if (mode == "short") CHECK(said.find("transfer closed") != std::string::npos);
     if (mode == "error500") CHECK(said.find("HTTP 500 (the server is having a bad day)") != std::string::npos);
+    if (mode == "stall")
+      CHECK(said.find("the timeout: GIT_ZIPNN_TIMEOUT, or git config zipnn.timeout") != std::string::npos);
   }
 }
 
@@ -307,7 +309,10 @@ TEST_CASE(
   server.AddRepository("team.git");
   UseBoth(repo, server);
   CommitTrajectory(repo);  // five saves of one path: base, deltas, the newest whole
-  const Run pushed = repo.Sh("git remote add origin " + server.Url("team.git") + " && git push -q origin HEAD:main");
+  REQUIRE(repo.Sh("git remote add origin " + server.Url("team.git")).code == 0);
+  const Run too_many = repo.Sh("git -c zipnn.concurrentTransfers=65 zipnn push origin");
+  CHECK(too_many.err.find("zipnn.concurrentTransfers must be between 1 and 64") != std::string::npos);
+  const Run pushed = repo.Sh("git -c lfs.concurrenttransfers=2 push -q origin HEAD:main");
   REQUIRE_MESSAGE(pushed.code == 0, pushed.err);
   CHECK(pushed.err.find("git-zipnn: pushed 5 objects") != std::string::npos);
   // Every object is an LFS object under its SHA-256; the map went with

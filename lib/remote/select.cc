@@ -257,6 +257,16 @@ Result<std::string> RemoteOrDefault(const std::string& named) {
   return DefaultRemote();
 }
 
+Result<int> ConcurrentTransfers() {
+  for (const char* key : {"zipnn.concurrentTransfers", "lfs.concurrenttransfers"}) {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<int64_t> n, git::ConfigGetInt(key));
+    if (!n) continue;
+    if (*n < 1 || *n > 64) return InvalidArgument(std::string(key) + " must be between 1 and 64");
+    return static_cast<int>(*n);
+  }
+  return 4;
+}
+
 Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const std::string& remote) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> zipnn_url, git::ConfigGet("remote." + remote + ".zipnnurl"));
   if (zipnn_url) return StoreAt(*zipnn_url, /*repository=*/false, remote);

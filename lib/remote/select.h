@@ -23,6 +23,11 @@ Result<std::string> DefaultRemote();
 // `named`, or DefaultRemote() when it is empty.
 Result<std::string> RemoteOrDefault(const std::string& named);
 
+// How many objects a push or fetch moves at once: zipnn.concurrentTransfers,
+// else lfs.concurrenttransfers (as Git LFS users set it), else 4;
+// InvalidArgument outside 1..64.
+Result<int> ConcurrentTransfers();
+
 // The object store of a git remote (a name, or a URL or path as
 // `git push` accepts): remote.<name>.zipnnurl when set, else the store
 // that goes with the remote's URL; for a repository on a path or file://

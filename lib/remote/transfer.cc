@@ -32,6 +32,7 @@ Result<Transferred> Transfer(bool push, const store::Store& repo, const std::str
   done.where = other->where();
   Progress progress(std::string("git-zipnn: ") + (push ? "push to " : "fetch from ") + remote, 0);
   TransferOptions options = OptionsShowing(progress, push ? "sent" : "received");
+  ZIPNN_ASSIGN_OR_RETURN(options.parallel, ConcurrentTransfers());
   std::vector<ContentId> ids;
   for (const auto& [pointer, place] : found.pointers) {
     ids.push_back(pointer.id);
@@ -104,6 +105,7 @@ Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::opti
   if (!from.ok()) return Annotate(from.status(), "remote " + *remote + " cannot be read");
   Progress progress("git-zipnn: fetch from " + *remote, 0);
   TransferOptions options = OptionsShowing(progress, "received");
+  ZIPNN_ASSIGN_OR_RETURN(options.parallel, ConcurrentTransfers());
   if (raw_size) options.raw_sizes[id] = *raw_size;
   options.find_copy = find_copy;
   options.deliver = deliver;
