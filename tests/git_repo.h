@@ -57,6 +57,23 @@ class Repo {
   std::string runfiles_;
 };
 
+// Starts `command` (a shell line) in the background with its output in
+// <dir>/log and its process id in <dir>/pid, waits until it prints
+// "listening on 127.0.0.1:<port>", and returns the port (a server of the
+// tests: s3rver, tests/lfs_server.py).
+inline std::string StartListening(Repo& repo, const std::string& dir, const std::string& command) {
+  REQUIRE(
+      repo.Sh("mkdir -p '" + dir + "' && { " + command + " > '" + dir + "/log' 2>&1 & echo $! > '" + dir + "/pid'; }")
+          .code == 0);
+  Run up = repo.Sh("for i in $(seq 200); do grep -o 'listening on 127.0.0.1:[0-9]*' '" + dir +
+                   "/log' && exit 0; sleep 0.05; done; cat '" + dir + "/log'; exit 1");
+  const std::string log = up.out + up.err;
+  REQUIRE_MESSAGE(up.code == 0, log);
+  std::string port = up.out.substr(up.out.rfind(':') + 1);
+  while (!port.empty() && port.back() == '\n') port.pop_back();
+  return port;
+}
+
 // The content id a pointer in git names ("" when it is not a pointer).
 inline std::string IdAt(Repo& repo, const std::string& rev_path) {
   const std::string pointer = repo.Sh("git show '" + rev_path + "'").out;

@@ -21,17 +21,10 @@ class LfsServer {
 
   explicit LfsServer(Repo& repo, const std::string& mode = "honest", const std::string& name = "lfs")
       : repo_(repo), dir_(repo.root() + "/" + name) {
-    REQUIRE(repo_
-                .Sh("mkdir -p '" + dir_ + "/root' && { python3 '" + repo_.Runfile("tests/lfs_server.py") + "' '" +
-                    dir_ + "/root' " + kUser + ":" + kPassword + " " + mode + " > '" + dir_ +
-                    "/log' 2>&1 & echo $! > '" + dir_ + "/pid'; }")
-                .code == 0);
-    Run up = repo_.Sh("for i in $(seq 200); do grep -o 'listening on 127.0.0.1:[0-9]*' '" + dir_ +
-                      "/log' && exit 0; sleep 0.05; done; cat '" + dir_ + "/log'; exit 1");
-    const std::string log = up.out + up.err;
-    REQUIRE_MESSAGE(up.code == 0, log);
-    port_ = up.out.substr(up.out.rfind(':') + 1);
-    while (!port_.empty() && port_.back() == '\n') port_.pop_back();
+    REQUIRE(repo_.Sh("mkdir -p '" + dir_ + "/root'").code == 0);
+    port_ = StartListening(repo_, dir_,
+                           "python3 '" + repo_.Runfile("tests/lfs_server.py") + "' '" + dir_ + "/root' " + kUser + ":" +
+                               kPassword + " " + mode);
   }
   ~LfsServer() { repo_.Sh("kill $(cat '" + dir_ + "/pid')"); }
 

@@ -20,17 +20,9 @@ class S3rver {
   explicit S3rver(Repo& repo) : repo_(repo), dir_(repo.root() + "/s3") {
     REQUIRE_MESSAGE(repo_.Sh(std::string("test -x ") + kS3rver).code == 0,
                     "s3rver is not installed: run bash .ci/deps");
-    REQUIRE(repo_
-                .Sh("mkdir -p '" + dir_ + "/data' && { " + kS3rver + " -d '" + dir_ +
-                    "/data' -a 127.0.0.1 -p 0 -s --configure-bucket zipnn > '" + dir_ + "/log' 2>&1 & echo $! > '" +
-                    dir_ + "/pid'; }")
-                .code == 0);
-    Run up = repo_.Sh("for i in $(seq 200); do grep -o 'listening on 127.0.0.1:[0-9]*' '" + dir_ +
-                      "/log' && exit 0; sleep 0.05; done; cat '" + dir_ + "/log'; exit 1");
-    const std::string log = up.out + up.err;
-    REQUIRE_MESSAGE(up.code == 0, log);
-    port_ = up.out.substr(up.out.rfind(':') + 1);
-    while (!port_.empty() && port_.back() == '\n') port_.pop_back();
+    REQUIRE(repo_.Sh("mkdir -p '" + dir_ + "/data'").code == 0);
+    port_ = StartListening(
+        repo_, dir_, std::string(kS3rver) + " -d '" + dir_ + "/data' -a 127.0.0.1 -p 0 -s --configure-bucket zipnn");
   }
   ~S3rver() { repo_.Sh("kill $(cat '" + dir_ + "'/*pid)"); }
 
