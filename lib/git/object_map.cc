@@ -154,7 +154,8 @@ Result<bool> CommitLines(git_repository* repo, const MapLines& lines, const std:
   }
   SignaturePtr signature(signed_raw);
   const std::string message = also ? "git-zipnn: object map, merged\n"
-                                   : "git-zipnn: object map, " + std::to_string(paths.size()) + " versions\n";
+                                   : "git-zipnn: object map, " + std::to_string(paths.size()) +
+                                         (paths.size() == 1 ? " version\n" : " versions\n");
   git_oid commit;
   if (git_commit_create(&commit, repo, nullptr, signature.get(), signature.get(), nullptr, message.c_str(),
                         new_tree.get(), parent_ptrs.size(), parent_ptrs.data()) < 0) {

@@ -185,7 +185,9 @@ class Server : public remote::RemoteStore {
                             {"hash_algo", "sha256"}};
       ZIPNN_ASSIGN_OR_RETURN(Grant grant, GrantFor(operation));
       ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Api(grant.href + "/objects/batch", request.dump(), grant.headers));
-      if (r.status != 200) return Failed("the batch request (" + operation + ")", r);
+      if (r.status != 200) {
+        return Failed(operation == "upload" ? "asking where to upload objects" : "asking for objects", r);
+      }
       json reply = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
       if (!reply.is_object() || !reply.contains("objects") || !reply["objects"].is_array()) {
         return Corruption(where_ + " answered a batch request with something else than the LFS API's answer");
