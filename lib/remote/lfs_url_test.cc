@@ -19,7 +19,9 @@ TEST_CASE("the LFS endpoint of a git remote's URL is the one Git LFS derives") {
       {"git@github.com:team/runs.git", "https://github.com/team/runs.git/info/lfs"},
       {"ssh://git@gitlab.com:2222/group/sub/runs", "https://gitlab.com/group/sub/runs.git/info/lfs"},
   };
-  for (const auto& [url, endpoint] : cases) {
+  for (const auto& c : cases) {
+    const char* url = c.first;
+    const char* endpoint = c.second;
     CAPTURE(url);
     auto got = EndpointOf(url);
     REQUIRE(got.ok());
