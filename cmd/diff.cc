@@ -18,6 +18,7 @@
 #include "lib/formats/detect.h"
 #include "lib/access/versions.h"
 #include "lib/git/discover.h"
+#include "lib/git/textconv_cache.h"
 
 namespace zipnn::cmd {
 
@@ -149,7 +150,7 @@ Status RunDiff(const DiffArgs& a) {
 Status RunTextconv(const std::string& file, int threads) {
   auto checkpoint = CheckpointInFile(file);
   if (!checkpoint.ok()) {
-    std::fputs(analyze::ListingFailure(checkpoint.status().message()).c_str(), stdout);
+    std::fputs(git::ListingFailure(checkpoint.status().message()).c_str(), stdout);
     return OkStatus();
   }
   ZIPNN_ASSIGN_OR_RETURN(Opened o, WithLayout(std::move(*checkpoint)));

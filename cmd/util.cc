@@ -65,6 +65,11 @@ void PrintTransfer(bool push, const remote::Transferred& done, bool quiet) {
                  "git-zipnn: warning: older versions stay whole on %s, not re-stored as deltas of newer ones (%s)\n",
                  done.where.c_str(), r.demote_error.c_str());
   }
+  if (!done.listings.ok()) {
+    std::fprintf(stderr, "git-zipnn: warning: the tensor listings did not %s %s (%s); `git log -p` %s\n",
+                 push ? "go to" : "come from", done.where.c_str(), done.listings.message().c_str(),
+                 push ? "in other clones restores each version it shows" : "here restores each version it shows");
+  }
   if (quiet) return;
   std::fprintf(stderr, "git-zipnn: %s %zu object%s (%s) %s %s; %zu of %zu were %s already\n",
                push ? "pushed" : "fetched", r.moved, r.moved == 1 ? "" : "s", HumanBytes(r.bytes).c_str(),

@@ -152,7 +152,7 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   const std::string text = store::FormatPointer(pointer);
   if (listings_) {
     const std::optional<std::string> note = listings_->Note(text);
-    if (!note || analyze::IsListingFailure(*note)) KeepListing(spool.path(), id, text);
+    if (!note || git::IsListingFailure(*note)) KeepListing(spool.path(), id, text);
   }
   return out.Append(text.data(), text.size());
 }

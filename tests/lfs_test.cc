@@ -331,6 +331,13 @@ TEST_CASE(
   const Run cloned = repo.Sh("cd .. && git clone -q " + server.Url("team.git") + " clone");
   REQUIRE_MESSAGE(cloned.code == 0, cloned.err);
   CHECK(repo.Sh("cmp ../clone/model.safetensors '" + repo.Data("cnn-bf16/step-000200.safetensors") + "'").code == 0);
+  // The tensor listings came with the checkout: git log -p shows every
+  // version with no object fetched or restored.
+  const Run log = repo.Sh("cd ../clone && GIT_TRACE=1 git log -p --format=%s -- model.safetensors");
+  REQUIRE(log.code == 0);
+  CHECK(log.err.find("git-zipnn") == std::string::npos);
+  CHECK(log.out == repo.Sh("git log -p --format=%s -- model.safetensors").out);
+  CHECK(Count(server.Requests(), "GET /team.git/info/lfs/objects/") == 1);
   for (int back = 0; back < 5; ++back) {
     const std::string step = kSteps[4 - back];
     const Run restored = repo.Sh("cd ../clone && git zipnn restore --rev HEAD~" + std::to_string(back) +

@@ -156,6 +156,106 @@ TEST_CASE("a clone gets the pre-push hook from the filter, so a plain git push s
   CHECK(repo.Sh("cat ../other/.git/hooks/pre-push").out == "#!/bin/sh\n");
 }
 
+// What `git log -p` prints for model.safetensors in `dir`, and whether it
+// started git-zipnn at all (a smudge or textconv: a version restored).
+struct LogP {
+  std::string out;
+  bool started = false;
+};
+LogP LogPatches(Repo& repo, const std::string& dir, const std::string& revs = "") {
+  const Run log = repo.Sh("cd " + dir + " && GIT_TRACE=1 git log -p --format=%s " + revs + " -- model.safetensors");
+  REQUIRE_MESSAGE(log.code == 0, log.err);
+  return LogP{log.out, log.err.find("git-zipnn") != std::string::npos};
+}
+
+TEST_CASE("the tensor listings go with a push: git log -p in a clone restores nothing and prints the same") {
+  Repo repo;
+  CommitWithHub(repo);
+  REQUIRE(repo.Sh("git push -q origin HEAD:main").code == 0);
+  // One file per pointer blob on the hub, each holding its note.
+  CHECK(repo.Sh("git -C ../hub.git ls-tree -r --name-only refs/zipnn/listings | wc -l").out == "5\n");
+  const std::string head_blob = repo.Sh("git rev-parse HEAD:model.safetensors").out.substr(0, 40);
+  CHECK(repo.Sh("git -C ../hub.git show refs/zipnn/listings:" + head_blob.substr(0, 2) + "/" + head_blob).out ==
+        repo.Sh("git notes --ref=textconv/zipnn show " + head_blob).out);
+  const LogP here = LogPatches(repo, ".");
+  CHECK_FALSE(here.started);
+
+  // The clone's checkout fetched HEAD's object and the listings with it:
+  // git log -p reads them, and no older version is fetched or restored.
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git clone").code == 0);
+  CHECK(repo.Sh("cd ../clone && git notes --ref=textconv/zipnn list | wc -l").out == "5\n");
+  const LogP there = LogPatches(repo, "../clone");
+  CHECK_FALSE(there.started);
+  CHECK(there.out == here.out);
+  CHECK(ObjectsIn(repo, "../clone/.git/zipnn/objects") == 1);
+
+  // A clone that skipped the smudge gets them from `git zipnn fetch`.
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy").code == 0);
+  CHECK(repo.Sh("cd ../lazy && git notes --ref=textconv/zipnn list 2>/dev/null | wc -l").out == "0\n");
+  REQUIRE(repo.Sh("cd ../lazy && git zipnn fetch -q").code == 0);
+  CHECK(repo.Sh("cd ../lazy && git notes --ref=textconv/zipnn list | wc -l").out == "5\n");
+
+  // A listing on the hub that does not fit its pointer (another checkpoint
+  // named, as a forger would) is not taken: git lists that version itself.
+  const std::string older_blob = repo.Sh("git rev-parse HEAD~1:model.safetensors").out.substr(0, 40);
+  const Run forged = repo.Sh(
+      "cd ../clone && export GIT_INDEX_FILE=../forged-index GIT_COMMITTER_NAME=F GIT_COMMITTER_EMAIL=f@example.com "
+      "GIT_AUTHOR_NAME=F GIT_AUTHOR_EMAIL=f@example.com && git read-tree refs/zipnn/remotes/origin/listings && "
+      "l=$(git notes --ref=textconv/zipnn show " + head_blob + " | git hash-object -w --stdin) && "
+      "git update-index --cacheinfo 100644,$l," + older_blob.substr(0, 2) + "/" + older_blob + " && "
+      "c=$(git commit-tree $(git write-tree) -p refs/zipnn/remotes/origin/listings -m forged) && "
+      "git push -q --no-verify origin $c:refs/zipnn/listings");
+  REQUIRE_MESSAGE(forged.code == 0, forged.err);
+  // (git writes what it lists to its cache as a commit: it needs a name.)
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git third && cd third && git config user.email t@example.com && "
+                  "git config user.name T")
+              .code == 0);
+  CHECK(repo.Sh("cd ../third && git notes --ref=textconv/zipnn list | wc -l").out == "4\n");
+  CHECK(repo.Sh("cd ../third && git notes --ref=textconv/zipnn show " + older_blob + " 2>&1").code != 0);
+  const LogP third = LogPatches(repo, "../third");
+  CHECK(third.started);  // the forged one was listed from the checkpoint
+  CHECK(third.out == here.out);
+}
+
+TEST_CASE("two clones pushing listings at once lose none: the hub's ref is merged by union") {
+  Repo repo;
+  CommitWithHub(repo);
+  REQUIRE(repo.Sh("git push -q origin HEAD:main").code == 0);
+  for (const char* who : {"one", "two"}) {
+    REQUIRE(repo.Sh(std::string("cd .. && git clone -q -b main hub.git ") + who + " && cd " + who +
+                    " && git config user.email c@example.com && git config user.name C && git switch -qc " + who)
+                .code == 0);
+  }
+  REQUIRE(repo.Sh("cd ../one && cp '" + repo.Data("cnn-fp32/step-000040.safetensors") +
+                  "' model.safetensors && git commit -qam one")
+              .code == 0);
+  REQUIRE(repo.Sh("cd ../two && cp '" + repo.Data("cnn-fp16/step-000040.safetensors") +
+                  "' model.safetensors && git commit -qam two")
+              .code == 0);
+  // Both pushes at once, each to its own branch: one listings push lands
+  // first, the other is refused, merges and pushes again.
+  const Run both = repo.Sh(
+      "{ { cd ../one && git push -q origin one > ../one.log 2>&1; echo $? > ../one.rc; } & "
+      "{ cd ../two && git push -q origin two > ../two.log 2>&1; echo $? > ../two.rc; } & wait; "
+      "cat ../one.rc ../two.rc ../one.log ../two.log; }");
+  REQUIRE_MESSAGE(both.code == 0, (both.out + both.err));
+  CHECK(both.out.rfind("0\n0\n", 0) == 0);
+  CHECK(both.out.find("warning") == std::string::npos);
+  CHECK(repo.Sh("git -C ../hub.git ls-tree -r --name-only refs/zipnn/listings | wc -l").out == "7\n");
+  // Each clone's first push went from the copy it cloned: the second to
+  // land was refused and merged.
+  CHECK(repo.Sh("git -C ../hub.git rev-list --merges refs/zipnn/listings | wc -l").out == "1\n");
+  // A third clone lists every version of both branches without restoring one.
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git three && cd three && git fetch -q origin").code == 0);
+  const LogP three = LogPatches(repo, "../three", "origin/one origin/two");
+  CHECK_FALSE(three.started);
+  CHECK(three.out.find("checkpoint " + IdAt(repo, "HEAD:model.safetensors")) != std::string::npos);
+  CHECK(three.out.find(repo.Sh("cd ../one && git zipnn textconv model.safetensors | head -1").out) !=
+        std::string::npos);
+  CHECK(three.out.find(repo.Sh("cd ../two && git zipnn textconv model.safetensors | head -1").out) !=
+        std::string::npos);
+}
+
 TEST_CASE("fetch gets what revisions need; pull restores what GIT_ZIPNN_SKIP_SMUDGE left as pointers") {
   Repo repo;
   CommitWithHub(repo);

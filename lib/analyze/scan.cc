@@ -339,14 +339,6 @@ Result<std::string> TextconvListing(const ContentId& id, const ByteSource& file,
   return text;
 }
 
-namespace {
-constexpr std::string_view kListingFailure = "git-zipnn: cannot show this checkpoint: ";
-}  // namespace
-
-std::string ListingFailure(const std::string& why) { return std::string(kListingFailure) + why + "\n"; }
-
-bool IsListingFailure(const std::string& text) { return text.rfind(kListingFailure, 0) == 0; }
-
 Result<ScanResult> ScanTensors(const ByteSource& target, const formats::FileLayout& target_layout,
                                const ByteSource* reference, const formats::FileLayout* reference_layout,
                                const std::function<bool(const std::string&)>& select, bool histograms,

@@ -56,10 +56,5 @@ Result<std::vector<TensorSummary>> SummarizeTensors(const ByteSource& file, cons
 Result<std::string> TextconvListing(const ContentId& id, const ByteSource& file, const formats::FileLayout& layout,
                                     ThreadPool& pool);
 
-// What textconv prints instead of a listing for a checkpoint it cannot
-// read (its object missing here and on the remote), and whether a text
-// git cached is such a line rather than a listing.
-std::string ListingFailure(const std::string& why);
-bool IsListingFailure(const std::string& text);
 
 }  // namespace zipnn::analyze

@@ -1,14 +1,11 @@
 // The map git keeps of where versions are stored on Git LFS servers
-// (lib/remote/lfs.h): the ref refs/zipnn/objects, pushed to and fetched
-// from each git remote beside the branches, so that every clone finds
-// what anyone pushed (docs/remotes.md, "The object map").
-//
-// Its commits hold a tree with one file per version, <2 hex>/<id>, whose
-// lines each name one stored form of it. Lines are opaque here (lfs.h
-// writes and reads them); a file's lines are kept sorted and each once.
-// The map only grows: two maps are merged by taking every line of both
-// (a commit with both as parents), so two clones that pushed at once
-// lose nothing, whatever order their pushes land in.
+// (lib/remote/lfs.h): the union ref refs/zipnn/objects (union_ref.h), so
+// that every clone finds what anyone pushed (docs/remotes.md, "The object
+// map"). Its files each hold one version's lines (the key is the
+// version's id in hex), each line naming one stored form of it; lines are
+// opaque here (lfs.h writes and reads them). A file's lines are kept
+// sorted and each once, and two maps are merged by taking every line of
+// both.
 #pragma once
 
 #include <map>
@@ -17,10 +14,12 @@
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/git/union_ref.h"
 
 namespace zipnn::git {
 
 inline constexpr char kObjectMapRef[] = "refs/zipnn/objects";
+extern const UnionRef kObjectMap;
 
 // Lines by version (the id in hex), as many files hold them.
 using MapLines = std::map<std::string, std::set<std::string>>;
@@ -43,10 +42,5 @@ Status FetchObjectMap(const std::string& remote);
 // first with what the remote holds when that moved on: tried again a few
 // times when another push lands in between.
 Status PushObjectMap(const std::string& remote);
-
-// The local map merged with `remote`'s copy: fast-forwarded when the
-// local one holds nothing the other lacks, else a merge commit of both
-// whose files hold the lines of both.
-Status MergeObjectMap(const std::string& remote);
 
 }  // namespace zipnn::git

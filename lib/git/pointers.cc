@@ -81,7 +81,11 @@ Result<FoundPointers> PointersAmong(const Repository& repo, const Blobs& blobs) 
   for (const auto& [blob, place] : blobs) {
     Result<std::optional<store::Pointer>> pointer = PointerInBlob(repo, blob);
     if (pointer.ok()) {
-      if (*pointer) found.pointers.emplace_back(**pointer, place);
+      if (*pointer) {
+        Place at = place;
+        at.blob = blob.Hex();
+        found.pointers.emplace_back(**pointer, std::move(at));
+      }
     } else if (pointer.status().code() == StatusCode::kGit) {
       return pointer.status();
     } else {

@@ -22,6 +22,7 @@ namespace zipnn::git {
 // "index") and the path where it was first found.
 struct Place {
   std::string rev, path;
+  std::string blob;  // the pointer blob's id, hex
 };
 
 struct FoundPointers {

@@ -3,6 +3,7 @@
 #include <ctime>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include "lib/git/git.h"
 #include "lib/git/libgit2.h"
@@ -91,9 +92,21 @@ Result<Current> ReadCurrent(git_repository* repo, const std::string& ref, const 
   return now;
 }
 
+constexpr std::string_view kListingFailure = "git-zipnn: cannot show this checkpoint: ";
+
 }  // namespace
 
+std::string ListingFailure(const std::string& why) { return std::string(kListingFailure) + why + "\n"; }
+
+bool IsListingFailure(const std::string& text) { return text.rfind(kListingFailure, 0) == 0; }
+
 std::optional<std::string> TextconvCache::Note(const std::string& pointer_text) {
+  auto id = BlobId(pointer_text);
+  if (!id.ok()) return std::nullopt;
+  return NoteOfBlob(*id);
+}
+
+std::optional<std::string> TextconvCache::NoteOfBlob(const std::string& blob, std::string* note_blob) {
   auto repo = OpenAround(start_);
   if (!repo.ok()) return std::nullopt;
   if (!held_) {
@@ -102,10 +115,9 @@ std::optional<std::string> TextconvCache::Note(const std::string& pointer_text) 
     if (!now.ok()) return std::nullopt;
     for (const auto& [object, place] : now->notes) (*held_)[object] = Held{Hex(place.blob), 0};
   }
-  auto id = BlobId(pointer_text);
-  if (!id.ok()) return std::nullopt;
-  auto it = held_->find(*id);
+  auto it = held_->find(blob);
   if (it == held_->end()) return std::nullopt;
+  if (note_blob != nullptr) *note_blob = it->second.note;
   if (it->second.note.empty()) return pending_[it->second.pending].listing;
   git_oid oid;
   git_blob* raw = nullptr;
@@ -113,9 +125,9 @@ std::optional<std::string> TextconvCache::Note(const std::string& pointer_text) 
     git_error_clear();
     return std::nullopt;
   }
-  BlobPtr blob(raw);
-  return std::string(static_cast<const char*>(git_blob_rawcontent(blob.get())),
-                     static_cast<size_t>(git_blob_rawsize(blob.get())));
+  BlobPtr note(raw);
+  return std::string(static_cast<const char*>(git_blob_rawcontent(note.get())),
+                     static_cast<size_t>(git_blob_rawsize(note.get())));
 }
 
 std::optional<TextconvCache> TextconvCache::Open(const std::string& driver, const ConfigSnapshot& config) {
@@ -126,11 +138,13 @@ std::optional<TextconvCache> TextconvCache::Open(const std::string& driver, cons
 }
 
 void TextconvCache::Add(const std::string& pointer_text, std::string listing) {
-  if (held_) {
-    auto id = BlobId(pointer_text);
-    if (id.ok()) (*held_)[*id] = Held{"", pending_.size()};
-  }
-  pending_.push_back(Entry{pointer_text, std::move(listing)});
+  auto id = BlobId(pointer_text);
+  if (id.ok()) AddForBlob(*id, std::move(listing));
+}
+
+void TextconvCache::AddForBlob(const std::string& blob, std::string listing) {
+  if (held_) (*held_)[blob] = Held{"", pending_.size()};
+  pending_.push_back(Entry{blob, std::move(listing)});
 }
 
 Status TextconvCache::Write() {
@@ -138,10 +152,7 @@ Status TextconvCache::Write() {
   ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround(start_));
   // The note each pointer blob should have, by the blob's id.
   std::map<std::string, const std::string*> wanted;
-  for (const Entry& e : pending_) {
-    ZIPNN_ASSIGN_OR_RETURN(const std::string blob, BlobId(e.pointer_text));
-    wanted[blob] = &e.listing;
-  }
+  for (const Entry& e : pending_) wanted[e.blob] = &e.listing;
   git_signature* signed_raw = nullptr;
   if (git_signature_new(&signed_raw, "git-zipnn", "git-zipnn", static_cast<git_time_t>(std::time(nullptr)), 0) < 0) {
     return GitError("cannot make a signature");

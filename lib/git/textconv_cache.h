@@ -29,6 +29,12 @@
 
 namespace zipnn::git {
 
+// What textconv prints instead of a listing for a checkpoint it cannot
+// read (its object missing here and on the remote), and whether a text
+// git cached is such a line rather than a listing.
+std::string ListingFailure(const std::string& why);
+bool IsListingFailure(const std::string& text);
+
 class TextconvCache {
  public:
   // The cache git reads for the diff driver `driver` in the repository
@@ -43,9 +49,16 @@ class TextconvCache {
   // cleans again, unless its note is an error textconv printed.
   std::optional<std::string> Note(const std::string& pointer_text);
 
+  // The same for the blob of id `blob` (40 hex digits); also the id of
+  // the note's own blob when `note_blob` is given (empty for a listing
+  // added and not written yet).
+  std::optional<std::string> NoteOfBlob(const std::string& blob, std::string* note_blob = nullptr);
+
   // `listing` is what textconv prints for a blob whose bytes are
   // `pointer_text`. Kept in memory until Write.
   void Add(const std::string& pointer_text, std::string listing);
+  // The same for the blob of id `blob`.
+  void AddForBlob(const std::string& blob, std::string listing);
   size_t pending() const { return pending_.size(); }
 
   // Puts every listing added since the last Write into the cache, in one
@@ -58,7 +71,7 @@ class TextconvCache {
   TextconvCache(std::string start, std::string ref, std::string validity)
       : start_(std::move(start)), ref_(std::move(ref)), validity_(std::move(validity)) {}
   struct Entry {
-    std::string pointer_text;
+    std::string blob;  // the pointer blob's id
     std::string listing;
   };
   std::string start_;

@@ -4,11 +4,13 @@
 
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <set>
 
 #include "lib/base/file.h"
 #include "lib/base/progress.h"
 #include "lib/base/strings.h"
+#include "lib/git/listings.h"
 #include "lib/remote/select.h"
 #include "lib/store/chain.h"
 
@@ -41,6 +43,13 @@ Result<Transferred> Transfer(bool push, const store::Store& repo, const std::str
   ZIPNN_ASSIGN_OR_RETURN(done.report,
                          push ? PushObjects(repo, *other, ids, options) : FetchObjects(repo, *other, ids, options));
   if (push) ZIPNN_RETURN_IF_ERROR(other->Publish());
+  if (push) {
+    std::vector<std::string> blobs;
+    for (const auto& [pointer, place] : found.pointers) blobs.push_back(place.blob);
+    done.listings = git::PublishListings(remote, blobs);
+  } else {
+    done.listings = git::TakeListings(remote).status();
+  }
   return done;
 }
 
@@ -110,6 +119,11 @@ Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::opti
   options.find_copy = find_copy;
   options.deliver = deliver;
   ZIPNN_ASSIGN_OR_RETURN(TransferReport report, FetchObjects(repo, **from, {id}, options));
+  // The first fetch of a process (a clone's checkout, a pull's) also
+  // brings the listings that `git log -p` will want; a failure costs only
+  // that speed.
+  static std::once_flag listings;
+  std::call_once(listings, [&] { (void)git::TakeListings(*remote); });
   return report.delivered;
 }
 

@@ -25,6 +25,10 @@ namespace zipnn::remote {
 struct Transferred {
   TransferReport report;
   std::string where;
+  // Whether the tensor listings of what moved went with it (lib/git/listings.h):
+  // a failure costs `git log -p` time, not data, so it does not fail the
+  // transfer.
+  Status listings;
 };
 
 // Sends the objects of every pointer in `found` (and every base of their

@@ -1,0 +1,35 @@
+// The tensor listings clean leaves in git's textconv cache
+// (textconv_cache.h) travel with the branches, so that `git log -p` in a
+// clone reads them as the repository that added the versions does,
+// instead of restoring every version it shows (docs/commands/diff.md).
+//
+// They go on the union ref refs/zipnn/listings (union_ref.h): one file
+// per pointer blob, its key the blob's id, holding what textconv prints
+// for it. A push sends the listings of the pointers it pushes; a fetch
+// takes into the local cache each listing it lacks once the pointer blob
+// it is for is shown to name the checkpoint the listing is of.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/git/union_ref.h"
+
+namespace zipnn::git {
+
+extern const UnionRef kListings;
+
+// Puts the listings the cache holds for the pointer blobs `blobs` (hex
+// ids) on the local ref, and pushes the ref to `remote`. Nothing is done
+// without a cache (diff.zipnn.cachetextconv unset), for a remote that is
+// not a configured one, or when the cache holds none of them.
+Status PublishListings(const std::string& remote, const std::vector<std::string>& blobs);
+
+// Fetches `remote`'s listings and writes into the local cache each one it
+// lacks (or holds only a failure for) whose pointer blob git has here and
+// names the checkpoint the listing is of; others are left out. How many
+// were written.
+Result<size_t> TakeListings(const std::string& remote);
+
+}  // namespace zipnn::git

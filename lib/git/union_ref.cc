@@ -1,0 +1,341 @@
+#include "lib/git/union_ref.h"
+
+#include <ctime>
+#include <optional>
+
+#include "lib/git/libgit2.h"
+#include "lib/git/run.h"
+
+namespace zipnn::git {
+
+namespace {
+
+using SignaturePtr = std::unique_ptr<git_signature, Freer<git_signature_free>>;
+
+// How often a write starts again when the ref moved under it, and a push
+// when another landed first.
+constexpr int kAttempts = 5;
+
+std::string RemoteRef(const UnionRef& u, const std::string& remote) {
+  return "refs/zipnn/remotes/" + remote + "/" + u.name;
+}
+
+// The file of key `key` in the tree.
+std::string PathOf(const std::string& key) { return key.substr(0, 2) + "/" + key; }
+
+std::optional<git_oid> Tip(git_repository* repo, const std::string& ref) {
+  git_oid commit;
+  if (git_reference_name_to_id(&commit, repo, ref.c_str()) == 0) return commit;
+  git_error_clear();
+  return std::nullopt;
+}
+
+Result<TreePtr> TreeOf(git_repository* repo, const git_oid& commit, const std::string& ref) {
+  git_commit* raw = nullptr;
+  if (git_commit_lookup(&raw, repo, &commit) < 0) return GitError("cannot read " + ref);
+  CommitPtr c(raw);
+  git_tree* tree = nullptr;
+  if (git_commit_tree(&tree, c.get()) < 0) return GitError("cannot read the tree of " + ref);
+  return TreePtr(tree);
+}
+
+Result<std::string> TextOf(git_repository* repo, const git_oid& blob_id, const std::string& ref) {
+  git_blob* raw = nullptr;
+  if (git_blob_lookup(&raw, repo, &blob_id) < 0) return GitError("cannot read " + ref);
+  BlobPtr blob(raw);
+  return std::string(static_cast<const char*>(git_blob_rawcontent(blob.get())),
+                     static_cast<size_t>(git_blob_rawsize(blob.get())));
+}
+
+// Calls `visit(key, blob id)` for every file of the ref's commit `tip`.
+template <typename Visit>
+Status VisitFiles(git_repository* repo, const git_oid& tip, const std::string& ref, Visit visit) {
+  ZIPNN_ASSIGN_OR_RETURN(TreePtr tree, TreeOf(repo, tip, ref));
+  for (size_t i = 0; i < git_tree_entrycount(tree.get()); ++i) {
+    const git_tree_entry* folder = git_tree_entry_byindex(tree.get(), i);
+    if (git_tree_entry_type(folder) != GIT_OBJECT_TREE) continue;
+    git_tree* raw = nullptr;
+    if (git_tree_lookup(&raw, repo, git_tree_entry_id(folder)) < 0) return GitError("cannot read " + ref);
+    TreePtr sub(raw);
+    for (size_t j = 0; j < git_tree_entrycount(sub.get()); ++j) {
+      const git_tree_entry* file = git_tree_entry_byindex(sub.get(), j);
+      if (git_tree_entry_type(file) == GIT_OBJECT_BLOB) {
+        ZIPNN_RETURN_IF_ERROR(visit(std::string(git_tree_entry_name(file)), *git_tree_entry_id(file)));
+      }
+    }
+  }
+  return OkStatus();
+}
+
+// Adds the files of the ref's commit `tip` to `into`, merged with those
+// it holds.
+Status ReadFiles(git_repository* repo, const UnionRef& u, const git_oid& tip, const std::string& ref, RefFiles& into) {
+  return VisitFiles(repo, tip, ref, [&](const std::string& key, const git_oid& blob) -> Status {
+    ZIPNN_ASSIGN_OR_RETURN(std::string text, TextOf(repo, blob, ref));
+    auto [it, added] = into.emplace(key, text);
+    if (!added) it->second = u.merge(it->second, text);
+    return OkStatus();
+  });
+}
+
+Result<git_oid> EmptyTree(git_repository* repo) {
+  git_treebuilder* raw = nullptr;
+  if (git_treebuilder_new(&raw, repo, nullptr) < 0) return GitError("cannot start a tree");
+  std::unique_ptr<git_treebuilder, Freer<git_treebuilder_free>> empty(raw);
+  git_oid id;
+  if (git_treebuilder_write(&id, empty.get()) < 0) return GitError("cannot write an empty tree");
+  return id;
+}
+
+// Writes a commit of the local ref that holds its files and `files`, with
+// `also` as a second parent when given, and moves the ref to it unless
+// another process moved it first (then false). Nothing is written when
+// no file changes and there is no second parent.
+Result<bool> CommitFiles(git_repository* repo, const UnionRef& u, const RefFiles& files,
+                         const std::optional<git_oid>& also) {
+  const std::optional<git_oid> tip = Tip(repo, u.ref);
+  TreePtr tree;
+  if (tip) {
+    ZIPNN_ASSIGN_OR_RETURN(tree, TreeOf(repo, *tip, u.ref));
+  } else {
+    ZIPNN_ASSIGN_OR_RETURN(const git_oid empty, EmptyTree(repo));
+    git_tree* raw = nullptr;
+    if (git_tree_lookup(&raw, repo, &empty) < 0) return GitError("cannot read an empty tree");
+    tree.reset(raw);
+  }
+  std::vector<std::string> paths;
+  std::vector<git_oid> blobs;
+  for (const auto& [key, text] : files) {
+    if (key.size() < 3 || key.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return InvalidArgument("\"" + key + "\" is not a key of " + u.what);
+    }
+    const std::string path = PathOf(key);
+    std::string merged = text;
+    git_tree_entry* raw = nullptr;
+    if (git_tree_entry_bypath(&raw, tree.get(), path.c_str()) == 0) {
+      TreeEntryPtr entry(raw);
+      ZIPNN_ASSIGN_OR_RETURN(const std::string have, TextOf(repo, *git_tree_entry_id(entry.get()), u.ref));
+      merged = u.merge(have, text);
+      if (merged == have) continue;
+    }
+    git_error_clear();
+    git_oid blob;
+    if (git_blob_create_from_buffer(&blob, repo, merged.data(), merged.size()) < 0) {
+      return GitError("cannot write to " + std::string(u.ref));
+    }
+    paths.push_back(path);
+    blobs.push_back(blob);
+  }
+  if (paths.empty() && !also) return true;
+  std::vector<git_tree_update> updates(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    updates[i] = git_tree_update{GIT_TREE_UPDATE_UPSERT, blobs[i], GIT_FILEMODE_BLOB, paths[i].c_str()};
+  }
+  git_oid tree_id;
+  if (git_tree_create_updated(&tree_id, repo, tree.get(), updates.size(), updates.data()) < 0) {
+    return GitError("cannot write the tree of " + std::string(u.ref));
+  }
+  git_tree* tree_raw = nullptr;
+  if (git_tree_lookup(&tree_raw, repo, &tree_id) < 0) return GitError("cannot read a tree just written");
+  TreePtr new_tree(tree_raw);
+  std::vector<CommitPtr> parents;
+  for (const std::optional<git_oid>& p : {tip, also}) {
+    if (!p) continue;
+    git_commit* raw = nullptr;
+    if (git_commit_lookup(&raw, repo, &*p) < 0) return GitError("cannot read a commit of " + std::string(u.ref));
+    parents.emplace_back(raw);
+  }
+  std::vector<const git_commit*> parent_ptrs;
+  for (const CommitPtr& p : parents) parent_ptrs.push_back(p.get());
+  git_signature* signed_raw = nullptr;
+  if (git_signature_new(&signed_raw, "git-zipnn", "git-zipnn", static_cast<git_time_t>(std::time(nullptr)), 0) < 0) {
+    return GitError("cannot make a signature");
+  }
+  SignaturePtr signature(signed_raw);
+  const std::string message = "git-zipnn: " + std::string(u.what) +
+                              (also ? ", merged\n"
+                                    : ", " + std::to_string(paths.size()) + (paths.size() == 1 ? " entry\n" : " entries\n"));
+  git_oid commit;
+  if (git_commit_create(&commit, repo, nullptr, signature.get(), signature.get(), nullptr, message.c_str(),
+                        new_tree.get(), parent_ptrs.size(), parent_ptrs.data()) < 0) {
+    return GitError("cannot write a commit of " + std::string(u.ref));
+  }
+  git_reference* ref = nullptr;
+  const std::string why = "git-zipnn: " + std::string(u.what);
+  const int e = tip ? git_reference_create_matching(&ref, repo, u.ref, &commit, 1, &*tip, why.c_str())
+                    : git_reference_create(&ref, repo, u.ref, &commit, 0, why.c_str());
+  if (e == 0) {
+    git_reference_free(ref);
+    return true;
+  }
+  if (e != GIT_EMODIFIED && e != GIT_EEXISTS) return GitError("cannot update " + std::string(u.ref));
+  git_error_clear();
+  return false;
+}
+
+Status SetRef(git_repository* repo, const std::string& name, const git_oid& to, const std::optional<git_oid>& was) {
+  git_reference* ref = nullptr;
+  const char* why = "git-zipnn: a remote's copy";
+  const int e = was ? git_reference_create_matching(&ref, repo, name.c_str(), &to, 1, &*was, why)
+                    : git_reference_create(&ref, repo, name.c_str(), &to, 0, why);
+  if (e < 0) return GitError("cannot update " + name);
+  git_reference_free(ref);
+  return OkStatus();
+}
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+bool CanTrack(const std::string& remote) {
+  InitOnce();
+  int valid = 0;
+  const std::string ref = "refs/zipnn/remotes/" + remote + "/x";
+  return !remote.empty() && remote.find(':') == std::string::npos &&
+         git_reference_name_is_valid(&valid, ref.c_str()) == 0 && valid == 1;
+}
+
+Result<RefFiles> ReadUnionRef(const UnionRef& u, bool remotes) {
+  ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround("."));
+  std::vector<std::string> refs = {u.ref};
+  if (remotes) {
+    git_reference_iterator* raw = nullptr;
+    if (git_reference_iterator_glob_new(&raw, repo.get(), "refs/zipnn/remotes/*") < 0) {
+      return GitError("cannot list the remotes' copies of " + std::string(u.ref));
+    }
+    RefIterPtr it(raw);
+    const std::string tail = "/" + std::string(u.name);
+    for (const char* name = nullptr; git_reference_next_name(&name, it.get()) == 0;) {
+      const std::string ref = name;
+      if (ref.size() > tail.size() && ref.compare(ref.size() - tail.size(), tail.size(), tail) == 0) {
+        refs.push_back(ref);
+      }
+    }
+    git_error_clear();
+  }
+  RefFiles files;
+  for (const std::string& ref : refs) {
+    if (std::optional<git_oid> tip = Tip(repo.get(), ref)) {
+      ZIPNN_RETURN_IF_ERROR(ReadFiles(repo.get(), u, *tip, ref, files));
+    }
+  }
+  return files;
+}
+
+Result<std::map<std::string, std::string>> ListRemoteCopy(const UnionRef& u, const std::string& remote) {
+  ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround("."));
+  std::map<std::string, std::string> blobs;
+  const std::string ref = RemoteRef(u, remote);
+  const std::optional<git_oid> tip = Tip(repo.get(), ref);
+  if (!tip) return blobs;
+  ZIPNN_RETURN_IF_ERROR(VisitFiles(repo.get(), *tip, ref, [&](const std::string& key, const git_oid& blob) {
+    char hex[GIT_OID_HEXSZ + 1];
+    git_oid_tostr(hex, sizeof hex, &blob);
+    blobs[key] = hex;
+    return OkStatus();
+  }));
+  return blobs;
+}
+
+Result<std::optional<std::string>> ReadBlob(const std::string& hex, size_t limit) {
+  ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround("."));
+  git_oid id;
+  if (git_oid_fromstr(&id, hex.c_str()) < 0) return GitError("\"" + hex + "\" is not an object id");
+  git_odb* raw = nullptr;
+  if (git_repository_odb(&raw, repo.get()) < 0) return GitError("cannot open git's objects");
+  OdbPtr odb(raw);
+  size_t size = 0;
+  git_object_t type;
+  if (git_odb_read_header(&size, &type, odb.get(), &id) < 0) return GitError("cannot read blob " + hex);
+  if (type != GIT_OBJECT_BLOB || size > limit) return std::optional<std::string>();
+  ZIPNN_ASSIGN_OR_RETURN(std::string text, TextOf(repo.get(), id, hex));
+  return std::optional<std::string>(std::move(text));
+}
+
+Status AddToUnionRef(const UnionRef& u, const RefFiles& files) {
+  ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround("."));
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    ZIPNN_ASSIGN_OR_RETURN(bool written, CommitFiles(repo.get(), u, files, std::nullopt));
+    if (written) return OkStatus();
+  }
+  return Status(StatusCode::kGit, std::string(u.ref) + " kept moving while git-zipnn wrote to it");
+}
+
+Status MergeUnionRef(const UnionRef& u, const std::string& remote) {
+  ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround("."));
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    const std::optional<git_oid> theirs = Tip(repo.get(), RemoteRef(u, remote));
+    const std::optional<git_oid> ours = Tip(repo.get(), u.ref);
+    if (!theirs) return OkStatus();
+    if (ours && (git_oid_equal(&*ours, &*theirs) || git_graph_descendant_of(repo.get(), &*ours, &*theirs) == 1)) {
+      return OkStatus();  // ours holds theirs already
+    }
+    if (!ours || git_graph_descendant_of(repo.get(), &*theirs, &*ours) == 1) {
+      const Status moved = SetRef(repo.get(), u.ref, *theirs, ours);
+      if (moved.ok()) return OkStatus();
+      git_error_clear();
+      continue;
+    }
+    RefFiles files;
+    ZIPNN_RETURN_IF_ERROR(ReadFiles(repo.get(), u, *theirs, RemoteRef(u, remote), files));
+    ZIPNN_ASSIGN_OR_RETURN(bool written, CommitFiles(repo.get(), u, files, theirs));
+    if (written) return OkStatus();
+  }
+  return Status(StatusCode::kGit, std::string(u.ref) + " kept moving while git-zipnn merged into it");
+}
+
+Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::string& remote) {
+  if (!CanTrack(remote)) return InvalidArgument("\"" + remote + "\" is not the name of a remote");
+  // Patterns, which match nothing rather than fail on a ref the remote
+  // lacks.
+  std::vector<std::string> args = {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote};
+  for (const UnionRef* u : refs) args.push_back("+" + std::string(u->ref) + "*:" + RemoteRef(*u, remote) + "*");
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args));
+  if (run.exit_code == 0) return OkStatus();
+  return Status(StatusCode::kGit, "cannot fetch git-zipnn's refs from " + remote + ": " + Trimmed(run.err));
+}
+
+Status PushUnionRefs(const std::vector<const UnionRef*>& refs, const std::string& remote) {
+  if (!CanTrack(remote)) return InvalidArgument("\"" + remote + "\" is not the name of a remote");
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    for (const UnionRef* u : refs) ZIPNN_RETURN_IF_ERROR(MergeUnionRef(*u, remote));
+    ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround("."));
+    std::vector<std::string> args = {"push", "--quiet", "--no-verify", remote};
+    std::vector<std::pair<const UnionRef*, git_oid>> sent;
+    for (const UnionRef* u : refs) {
+      const std::optional<git_oid> ours = Tip(repo.get(), u->ref);
+      if (!ours) continue;  // nothing to send
+      const std::optional<git_oid> theirs = Tip(repo.get(), RemoteRef(*u, remote));
+      if (theirs && git_oid_equal(&*ours, &*theirs)) continue;
+      char hex[GIT_OID_HEXSZ + 1];
+      git_oid_tostr(hex, sizeof hex, &*ours);
+      args.push_back(std::string(hex) + ":" + u->ref);
+      sent.emplace_back(u, *ours);
+    }
+    if (sent.empty()) return OkStatus();
+    ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args));
+    if (run.exit_code == 0) {
+      // What the remote holds now, for the next merge.
+      for (const auto& [u, ours] : sent) {
+        git_reference* ref = nullptr;
+        const std::string name = RemoteRef(*u, remote);
+        if (git_reference_create(&ref, repo.get(), name.c_str(), &ours, 1, "git-zipnn: pushed") < 0) {
+          return GitError("cannot update " + name);
+        }
+        git_reference_free(ref);
+      }
+      return OkStatus();
+    }
+    // Another push landed first: merge what it brought, and try again.
+    if (run.err.find("rejected") == std::string::npos && run.err.find("fetch first") == std::string::npos) {
+      return Status(StatusCode::kGit, "cannot push git-zipnn's refs to " + remote + ": " + Trimmed(run.err));
+    }
+    ZIPNN_RETURN_IF_ERROR(FetchUnionRefs(refs, remote));
+  }
+  return Status(StatusCode::kGit, "cannot push git-zipnn's refs to " + remote + ": other pushes kept landing first");
+}
+
+}  // namespace zipnn::git
