@@ -44,7 +44,7 @@ bool Fits(const std::string& blob, const std::string& listing) {
 
 const UnionRef kListings = {"refs/zipnn/listings", "listings", "tensor listings", MergeListing};
 
-Status PublishListings(const std::string& remote, const std::vector<std::string>& blobs) {
+Status KeepListings(const std::string& remote, const std::vector<std::string>& blobs) {
   if (!CanTrack(remote)) return OkStatus();
   std::optional<TextconvCache> cache = OpenCache();
   if (!cache) return OkStatus();
@@ -57,7 +57,11 @@ Status PublishListings(const std::string& remote, const std::vector<std::string>
   // On top of what the remote held when last seen, so that the push is
   // a fast-forward unless another landed meanwhile.
   ZIPNN_RETURN_IF_ERROR(MergeUnionRef(kListings, remote));
-  ZIPNN_RETURN_IF_ERROR(AddToUnionRef(kListings, files));
+  return AddToUnionRef(kListings, files);
+}
+
+Status PushListings(const std::string& remote) {
+  if (!CanTrack(remote)) return OkStatus();
   return PushUnionRefs({&kListings}, remote);
 }
 
@@ -65,7 +69,7 @@ Result<size_t> TakeListings(const std::string& remote) {
   if (!CanTrack(remote)) return size_t{0};
   std::optional<TextconvCache> cache = OpenCache();
   if (!cache) return size_t{0};
-  ZIPNN_RETURN_IF_ERROR(FetchUnionRefs({&kListings}, remote));
+  if (!FetchedHere(kListings, remote)) ZIPNN_RETURN_IF_ERROR(FetchUnionRefs({&kListings}, remote));
   ZIPNN_ASSIGN_OR_RETURN(const auto theirs, ListRemoteCopy(kListings, remote));
   size_t taken = 0;
   for (const auto& [blob, listing_blob] : theirs) {

@@ -21,10 +21,13 @@ namespace zipnn::git {
 extern const UnionRef kListings;
 
 // Puts the listings the cache holds for the pointer blobs `blobs` (hex
-// ids) on the local ref, and pushes the ref to `remote`. Nothing is done
-// without a cache (diff.zipnn.cachetextconv unset), for a remote that is
-// not a configured one, or when the cache holds none of them.
-Status PublishListings(const std::string& remote, const std::vector<std::string>& blobs);
+// ids) on the local ref, on top of `remote`'s copy as last seen. Nothing
+// is done without a cache (diff.zipnn.cachetextconv unset), for a remote
+// that is not a configured one, or when the cache holds none of them.
+Status KeepListings(const std::string& remote, const std::vector<std::string>& blobs);
+// Sends the local ref to `remote` unless it is there already (the object
+// map of a Git LFS server sends it with the map, object_map.h).
+Status PushListings(const std::string& remote);
 
 // Fetches `remote`'s listings and writes into the local cache each one it
 // lacks (or holds only a failure for) whose pointer blob git has here and

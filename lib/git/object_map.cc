@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "lib/git/listings.h"
 #include "lib/git/union_ref.h"
 
 namespace zipnn::git {
@@ -47,9 +48,11 @@ Status AddToObjectMap(const MapLines& lines) {
   return AddToUnionRef(kObjectMap, files);
 }
 
-Status FetchObjectMap(const std::string& remote) { return FetchUnionRefs({&kObjectMap}, remote); }
+// With the listings: a clone that needs the map will want them too, and
+// one fetch costs less than two (listings.h takes them from there).
+Status FetchObjectMap(const std::string& remote) { return FetchUnionRefs({&kObjectMap, &kListings}, remote); }
 
-Status PushObjectMap(const std::string& remote) { return PushUnionRefs({&kObjectMap}, remote); }
+Status PushObjectMap(const std::string& remote) { return PushUnionRefs({&kObjectMap, &kListings}, remote); }
 
 Status MergeObjectMap(const std::string& remote) { return MergeUnionRef(kObjectMap, remote); }
 

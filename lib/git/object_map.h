@@ -34,13 +34,14 @@ Result<MapLines> ReadObjectMap();
 Status AddToObjectMap(const MapLines& lines);
 
 // Brings the map `remote` holds to refs/zipnn/remotes/<remote>/objects
-// (`git fetch`, so git's transport and credentials). A remote that holds
-// none is no error.
+// (`git fetch`, so git's transport and credentials), and the tensor
+// listings with it (listings.h). A remote that holds none is no error.
 Status FetchObjectMap(const std::string& remote);
 
-// Sends the local map to `remote` (`git push`, hooks not run), merged
-// first with what the remote holds when that moved on: tried again a few
-// times when another push lands in between.
+// Sends the local map to `remote` (`git push`, hooks not run), and the
+// listings (listings.h) in the same push, each merged first with what the
+// remote holds when that moved on: tried again a few times when another
+// push lands in between.
 Status PushObjectMap(const std::string& remote);
 
 }  // namespace zipnn::git

@@ -1,7 +1,9 @@
 #include "lib/git/union_ref.h"
 
 #include <ctime>
+#include <mutex>
 #include <optional>
+#include <set>
 
 #include "lib/git/libgit2.h"
 #include "lib/git/run.h"
@@ -287,6 +289,18 @@ Status MergeUnionRef(const UnionRef& u, const std::string& remote) {
   return Status(StatusCode::kGit, std::string(u.ref) + " kept moving while git-zipnn merged into it");
 }
 
+// What this process fetched: "<ref> <remote>".
+std::mutex fetched_mu;
+std::set<std::string>& Fetched() {
+  static std::set<std::string>* fetched = new std::set<std::string>;
+  return *fetched;
+}
+
+bool FetchedHere(const UnionRef& u, const std::string& remote) {
+  std::lock_guard<std::mutex> lock(fetched_mu);
+  return Fetched().count(std::string(u.ref) + " " + remote) > 0;
+}
+
 Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::string& remote) {
   if (!CanTrack(remote)) return InvalidArgument("\"" + remote + "\" is not the name of a remote");
   // Patterns, which match nothing rather than fail on a ref the remote
@@ -294,7 +308,11 @@ Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::strin
   std::vector<std::string> args = {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote};
   for (const UnionRef* u : refs) args.push_back("+" + std::string(u->ref) + "*:" + RemoteRef(*u, remote) + "*");
   ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args));
-  if (run.exit_code == 0) return OkStatus();
+  if (run.exit_code == 0) {
+    std::lock_guard<std::mutex> lock(fetched_mu);
+    for (const UnionRef* u : refs) Fetched().insert(std::string(u->ref) + " " + remote);
+    return OkStatus();
+  }
   return Status(StatusCode::kGit, "cannot fetch git-zipnn's refs from " + remote + ": " + Trimmed(run.err));
 }
 

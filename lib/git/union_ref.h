@@ -51,6 +51,8 @@ Status AddToUnionRef(const UnionRef& u, const RefFiles& files);
 // in one `git fetch` (git's transport and credentials). A ref the remote
 // lacks is no error.
 Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::string& remote);
+// Whether this process fetched `remote`'s copy of `u` already.
+bool FetchedHere(const UnionRef& u, const std::string& remote);
 
 // The local ref merged with `remote`'s copy: fast-forwarded when the local
 // one holds nothing the other lacks, else a merge commit of both.

@@ -42,11 +42,14 @@ Result<Transferred> Transfer(bool push, const store::Store& repo, const std::str
   }
   ZIPNN_ASSIGN_OR_RETURN(done.report,
                          push ? PushObjects(repo, *other, ids, options) : FetchObjects(repo, *other, ids, options));
-  if (push) ZIPNN_RETURN_IF_ERROR(other->Publish());
   if (push) {
+    // The listings go after the objects: in the same push as a Git LFS
+    // server's map, else one of their own.
     std::vector<std::string> blobs;
     for (const auto& [pointer, place] : found.pointers) blobs.push_back(place.blob);
-    done.listings = git::PublishListings(remote, blobs);
+    done.listings = git::KeepListings(remote, blobs);
+    ZIPNN_RETURN_IF_ERROR(other->Publish());
+    if (done.listings.ok()) done.listings = git::PushListings(remote);
   } else {
     done.listings = git::TakeListings(remote).status();
   }
