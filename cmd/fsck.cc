@@ -39,11 +39,14 @@ Status RunFsckRemote(const FsckArgs& a, const store::Store& repo, const FoundPoi
   for (const auto& [place, what] : check.problems) {
     std::printf("%s at %.10s: %s\n", place->path.c_str(), place->rev.c_str(), what.c_str());
   }
-  std::printf("remote %s (%s): %zu checkpoint%s, %s decode to their ids%s; %zu old temporary file%s removed\n",
-              remote.c_str(), check.where.c_str(), check.checkpoints, check.checkpoints == 1 ? "" : "s",
-              Counted(check.objects, "object").c_str(),
+  // Only a folder keeps what killed uploads left: the count is news only
+  // when there was something to remove.
+  const std::string removed =
+      check.temporaries == 0 ? "" : "; " + Counted(check.temporaries, "old temporary file") + " removed";
+  std::printf("remote %s (%s): %zu checkpoint%s, %s decode to their ids%s%s\n", remote.c_str(), check.where.c_str(),
+              check.checkpoints, check.checkpoints == 1 ? "" : "s", Counted(check.objects, "object").c_str(),
               check.problems.empty() ? "" : (", " + std::to_string(check.problems.size()) + " with problems").c_str(),
-              check.temporaries, check.temporaries == 1 ? "" : "s");
+              removed.c_str());
   if (check.problems.empty()) return OkStatus();
   return Corruption(std::to_string(check.problems.size()) + " checkpoint" + (check.problems.size() == 1 ? "" : "s") +
                     " cannot be fetched whole from " + remote +

@@ -349,6 +349,33 @@ TEST_CASE(
       repo.Sh("grep -o 'GET /team.git/info/lfs/objects/[0-9a-f]* 200' '" + repo.root() + "/lfs/log' | sort | uniq -d");
   CHECK(twice.out.empty());
   CHECK(Count(server.Requests(), "GET /team.git/info/lfs/objects/") == 5);
+
+  // fsck --remote downloads every version's objects and decodes them; a
+  // byte the server changed is found and named.
+  const Run clean = repo.Sh("cd ../clone && git zipnn fsck --remote origin --all");
+  CHECK_MESSAGE(clean.code == 0, clean.err);
+  CHECK(clean.out.find("5 checkpoints, 5 objects decode to their ids\n") != std::string::npos);
+  const std::string object = Trimmed(repo.Sh("find '" + server.root() + "/team.git/lfs-objects' -type f | head -1").out);
+  REQUIRE(repo.Sh("cp '" + object + "' ../kept && printf 'X' | dd of='" + object +
+                  "' bs=1 seek=200 conv=notrunc status=none")
+              .code == 0);
+  const Run damaged = repo.Sh("cd ../clone && git zipnn fsck --remote origin --all");
+  CHECK(damaged.code == 1);
+  CHECK(damaged.out.find("with problems") != std::string::npos);
+  CHECK(damaged.err.find("cannot be fetched whole from origin") != std::string::npos);
+  REQUIRE(repo.Sh("cp ../kept '" + object + "'").code == 0);
+
+  // The Python module reads an old version in a fresh clone, fetching what
+  // it needs through the server: the same tensor as where it was added.
+  REQUIRE(repo.Sh("cd .. && git clone -q " + server.Url("team.git") + " reader").code == 0);
+  const std::string read = "/usr/bin/python3 -c 'import sys, hashlib; sys.path.insert(0, \"" +
+                           repo.Runfile("python") +
+                           "\"); import git_zipnn as g; t = g.load_tensor(\"model.safetensors\", \"c2.weight\", "
+                           "rev=\"HEAD~3\"); print(t.dtype, t.shape, hashlib.sha256(t.tobytes()).hexdigest())'";
+  const Run there = repo.Sh("cd ../reader && GIT_ZIPNN=\"$(command -v git-zipnn)\" " + read);
+  CHECK_MESSAGE(there.code == 0, there.err);
+  CHECK(there.out == repo.Sh(read).out);
+  CHECK(there.out.find("(32, 16, 3, 3)") != std::string::npos);
 }
 
 TEST_CASE("two clones that push the map one after the other, or at once, lose no version of it") {
