@@ -19,8 +19,10 @@
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
 #include "lib/git/hook.h"
+#include "lib/git/listings.h"
 #include "lib/git/setup.h"
 #include "lib/git/textconv_cache.h"
+#include "lib/remote/select.h"
 
 namespace zipnn::cmd {
 
@@ -86,12 +88,18 @@ void KeepListings(filters::CheckpointFilter& filter, const git::ConfigSnapshot& 
 }
 
 // The listings go to git's cache as the process ends; failing to write
-// them costs a later `git log -p` time, nothing else.
+// them costs a later `git log -p` time, nothing else. A checkout that left
+// pointers (GIT_ZIPNN_SKIP_SMUDGE) fetched no object, and with it no
+// listings (lib/git/listings.h): it takes them now, so that `git log -p`
+// in such a clone restores nothing either.
 Status Finished(filters::CheckpointFilter& filter, Status served) {
   const Status written = filter.Finish();
   if (!written.ok()) {
     std::fprintf(stderr, "git-zipnn: warning: the tensor listings for git log -p were not kept: %s\n",
                  written.message().c_str());
+  }
+  if (filter.pointers_left() > 0) {
+    if (auto remote = remote::DefaultRemote(); remote.ok()) (void)git::TakeListings(*remote);
   }
   return served;
 }

@@ -248,7 +248,10 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
     return Copy(content, out);
   }
   const store::Pointer& pointer = *parsed;
-  if (smudge_.leave_pointers) return out.Append(head.data(), head.size());
+  if (smudge_.leave_pointers) {
+    ++pointers_left_;
+    return out.Append(head.data(), head.size());
+  }
   Progress progress("git-zipnn: " + path, pointer.size);
   progress.Update("restoring", 0);
   ProgressSink restored(out, progress, "restoring");

@@ -62,6 +62,8 @@ class CheckpointFilter : public FilterHandler {
   // Ends the process's work: writes the listings kept (a cache: failing to
   // write them loses git no data, so the caller only warns).
   Status Finish();
+  // How many pointers smudge checked out as they are (leave_pointers).
+  size_t pointers_left() const { return pointers_left_; }
 
   Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override;
   Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override;
@@ -105,6 +107,7 @@ class CheckpointFilter : public FilterHandler {
   access::Versions versions_;  // reads repo_
   std::optional<store::StoreLock> lock_;
   bool warned_ = false;  // that git's series could not be read
+  size_t pointers_left_ = 0;
   std::optional<git::TextconvCache> listings_;
 };
 

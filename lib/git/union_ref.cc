@@ -80,12 +80,37 @@ Status ReadFiles(git_repository* repo, const UnionRef& u, const git_oid& tip, co
   });
 }
 
-Result<git_oid> EmptyTree(git_repository* repo) {
+using BuilderPtr = std::unique_ptr<git_treebuilder, Freer<git_treebuilder_free>>;
+
+// A tree of the blobs `files` (by "<folder>/<name>"), for a ref that has
+// none yet. Built from the leaves up, so that no empty tree is written (git
+// fsck would call it dangling).
+Result<git_oid> NewTree(git_repository* repo, const std::map<std::string, git_oid>& files) {
+  std::map<std::string, BuilderPtr> folders;
+  for (const auto& [path, blob] : files) {
+    const size_t slash = path.find('/');
+    BuilderPtr& folder = folders[path.substr(0, slash)];
+    if (!folder) {
+      git_treebuilder* raw = nullptr;
+      if (git_treebuilder_new(&raw, repo, nullptr) < 0) return GitError("cannot start a tree");
+      folder.reset(raw);
+    }
+    if (git_treebuilder_insert(nullptr, folder.get(), path.substr(slash + 1).c_str(), &blob, GIT_FILEMODE_BLOB) < 0) {
+      return GitError("cannot add to a tree");
+    }
+  }
   git_treebuilder* raw = nullptr;
   if (git_treebuilder_new(&raw, repo, nullptr) < 0) return GitError("cannot start a tree");
-  std::unique_ptr<git_treebuilder, Freer<git_treebuilder_free>> empty(raw);
+  BuilderPtr top(raw);
+  for (const auto& [name, folder] : folders) {
+    git_oid id;
+    if (git_treebuilder_write(&id, folder.get()) < 0 ||
+        git_treebuilder_insert(nullptr, top.get(), name.c_str(), &id, GIT_FILEMODE_TREE) < 0) {
+      return GitError("cannot write a tree");
+    }
+  }
   git_oid id;
-  if (git_treebuilder_write(&id, empty.get()) < 0) return GitError("cannot write an empty tree");
+  if (git_treebuilder_write(&id, top.get()) < 0) return GitError("cannot write a tree");
   return id;
 }
 
@@ -96,14 +121,9 @@ Result<git_oid> EmptyTree(git_repository* repo) {
 Result<bool> CommitFiles(git_repository* repo, const UnionRef& u, const RefFiles& files,
                          const std::optional<git_oid>& also) {
   const std::optional<git_oid> tip = Tip(repo, u.ref);
-  TreePtr tree;
+  TreePtr tree;  // null for a ref that has none yet
   if (tip) {
     ZIPNN_ASSIGN_OR_RETURN(tree, TreeOf(repo, *tip, u.ref));
-  } else {
-    ZIPNN_ASSIGN_OR_RETURN(const git_oid empty, EmptyTree(repo));
-    git_tree* raw = nullptr;
-    if (git_tree_lookup(&raw, repo, &empty) < 0) return GitError("cannot read an empty tree");
-    tree.reset(raw);
   }
   std::vector<std::string> paths;
   std::vector<git_oid> blobs;
@@ -114,7 +134,7 @@ Result<bool> CommitFiles(git_repository* repo, const UnionRef& u, const RefFiles
     const std::string path = PathOf(key);
     std::string merged = text;
     git_tree_entry* raw = nullptr;
-    if (git_tree_entry_bypath(&raw, tree.get(), path.c_str()) == 0) {
+    if (tree && git_tree_entry_bypath(&raw, tree.get(), path.c_str()) == 0) {
       TreeEntryPtr entry(raw);
       ZIPNN_ASSIGN_OR_RETURN(const std::string have, TextOf(repo, *git_tree_entry_id(entry.get()), u.ref));
       merged = u.merge(have, text);
@@ -128,14 +148,20 @@ Result<bool> CommitFiles(git_repository* repo, const UnionRef& u, const RefFiles
     paths.push_back(path);
     blobs.push_back(blob);
   }
-  if (paths.empty() && !also) return true;
-  std::vector<git_tree_update> updates(paths.size());
-  for (size_t i = 0; i < paths.size(); ++i) {
-    updates[i] = git_tree_update{GIT_TREE_UPDATE_UPSERT, blobs[i], GIT_FILEMODE_BLOB, paths[i].c_str()};
-  }
+  if (paths.empty() && (!also || !tree)) return true;
   git_oid tree_id;
-  if (git_tree_create_updated(&tree_id, repo, tree.get(), updates.size(), updates.data()) < 0) {
-    return GitError("cannot write the tree of " + std::string(u.ref));
+  if (tree) {
+    std::vector<git_tree_update> updates(paths.size());
+    for (size_t i = 0; i < paths.size(); ++i) {
+      updates[i] = git_tree_update{GIT_TREE_UPDATE_UPSERT, blobs[i], GIT_FILEMODE_BLOB, paths[i].c_str()};
+    }
+    if (git_tree_create_updated(&tree_id, repo, tree.get(), updates.size(), updates.data()) < 0) {
+      return GitError("cannot write the tree of " + std::string(u.ref));
+    }
+  } else {
+    std::map<std::string, git_oid> new_files;
+    for (size_t i = 0; i < paths.size(); ++i) new_files[paths[i]] = blobs[i];
+    ZIPNN_ASSIGN_OR_RETURN(tree_id, NewTree(repo, new_files));
   }
   git_tree* tree_raw = nullptr;
   if (git_tree_lookup(&tree_raw, repo, &tree_id) < 0) return GitError("cannot read a tree just written");
