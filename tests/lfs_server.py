@@ -29,6 +29,8 @@ client does with a host that cannot be trusted:
   short       a download is said to be the object's size and ends at half
   error500    every batch request gets 500
   stall       a download gets headers and then no byte
+  cut         a download from the first byte is cut at half, as a
+              network that drops; one of a later range is served
 
 Usage: lfs_server.py ROOT USER:PASSWORD [MODE]
 Prints "lfs server listening on 127.0.0.1:PORT" once it takes
@@ -208,14 +210,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.log_answer("stall")
             time.sleep(3600)
             return
-        if MODE == "short":
+        if MODE == "short" or (MODE == "cut" and start == 0):
             self.send_response(status)
             self.send_header("Content-Length", str(len(part)))
             self.end_headers()
             self.wfile.write(part[: len(part) // 2])
             self.wfile.flush()
             self.close_connection = True
-            self.log_answer("short")
+            self.log_answer(MODE)
             return
         self.answer(status, part, "application/octet-stream", headers)
 

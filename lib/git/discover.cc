@@ -90,6 +90,8 @@ Result<std::optional<std::string>> ConfiguredStore(const std::string& git_dir, c
 
 }  // namespace
 
+std::string ScratchDirOf(const std::string& git_dir) { return ZipnnDir(git_dir) + "/tmp"; }
+
 Result<OpenedRepository> OpenStoreRepository(const Folders& folders, const ConfigSnapshot& config) {
   const std::string& git_dir = folders.git_dir;
   std::vector<std::string> warnings;
@@ -97,7 +99,7 @@ Result<OpenedRepository> OpenStoreRepository(const Folders& folders, const Confi
                          StorePath(git_dir, config.Get("zipnn.storepath"), {}, &warnings));
   const std::string zipnn_dir = ZipnnDir(git_dir);
   OpenedRepository opened{
-      store::Store{store::ObjectStore(configured ? *configured : zipnn_dir + "/objects"), zipnn_dir + "/tmp",
+      store::Store{store::ObjectStore(configured ? *configured : zipnn_dir + "/objects"), ScratchDirOf(git_dir),
                    zipnn_dir + "/cache/raw", "", config::Policy{}, zipnn_dir + "/cache/rebased"},
       std::move(warnings)};
   // A store this repository cannot write to is one it does not add to

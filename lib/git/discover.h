@@ -33,6 +33,9 @@ struct OpenedRepository {
   std::vector<std::string> warnings;
 };
 Result<OpenedRepository> OpenStoreRepository();
+// The scratch folder (Store::temp_dir) of the repository whose git folder
+// is `git_dir`.
+std::string ScratchDirOf(const std::string& git_dir);
 // The same from folders and config already read (the filter reads them
 // once for all it needs to start); `config` holds at least kStartKeys.
 Result<OpenedRepository> OpenStoreRepository(const Folders& folders, const ConfigSnapshot& config);

@@ -35,6 +35,7 @@ struct Transfer {
   RateMeter meter;
   uint64_t up_seen = 0, down_seen = 0;
   bool too_slow = false;
+  uint64_t dropped = 0;  // of a whole body sent to a request that resumed
 };
 
 bool BodyToSink(const Transfer& t) {
@@ -84,16 +85,31 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t n = size * count;
   if (BodyToSink(*t)) {
+    const Request& r = *t->request;
+    size_t skip = 0;
+    if (r.resume_from > 0 && t->reply.received == 0) {
+      long status = 0;
+      curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
+      if (status == 200) {  // the whole object: what the sink holds is dropped
+        skip = static_cast<size_t>(std::min<uint64_t>(n, r.resume_from - t->dropped));
+        t->dropped += skip;
+      } else if (t->reply.headers["content-range"].rfind("bytes " + std::to_string(r.resume_from) + "-", 0) != 0) {
+        t->failed = Corruption("the server answered a request for bytes " + std::to_string(r.resume_from) +
+                               "- with another range");
+        return 0;
+      }
+    }
     // A body longer than it may be, or a sink that fails, ends the
     // transfer at once (returning less than was given aborts it).
-    const uint64_t limit = t->request->limit;
-    if (n > limit - t->reply.received) {
-      t->failed = Corruption("the server sent more than the " + std::to_string(limit) +
+    const size_t m = n - skip;
+    if (m > r.limit - std::min(r.limit, r.resume_from + t->reply.received)) {
+      t->failed = Corruption("the server sent more than the " + std::to_string(r.limit) +
                              " bytes the object's checkpoint can take");
       return 0;
     }
-    t->reply.received += n;
-    t->failed = t->request->download->Append(data, n);
+    if (m == 0) return n;
+    t->reply.received += m;
+    t->failed = r.download->Append(data + skip, m);
     return t->failed.ok() ? n : 0;
   }
   if (t->reply.body.size() < kMaxBody) t->reply.body.append(data, std::min(n, kMaxBody - t->reply.body.size()));
@@ -165,6 +181,9 @@ Result<Reply> Client::Send(const Request& request) {
   t.handle = h;
   curl_slist* headers = nullptr;
   for (const std::string& header : request.headers) headers = curl_slist_append(headers, header.c_str());
+  if (request.resume_from > 0) {
+    headers = curl_slist_append(headers, ("Range: bytes=" + std::to_string(request.resume_from) + "-").c_str());
+  }
   char error[CURL_ERROR_SIZE] = "";
   curl_easy_reset(h);
   curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());

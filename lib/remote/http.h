@@ -31,6 +31,12 @@ struct Request {
   // checkpoint); one announced or grown past it ends the request.
   ByteSink* download = nullptr;
   uint64_t limit = UINT64_MAX;
+  // The sink holds the first `resume_from` bytes of the object already:
+  // only the rest is asked for (a Range request). A server that answers
+  // with the whole object (200) has that many bytes of it dropped; one
+  // that answers with another range than asked is refused. `limit`
+  // bounds the whole object, those bytes included.
+  uint64_t resume_from = 0;
   // HTTP basic credentials, or, with aws_sigv4 ("aws:amz:<region>:s3"),
   // the key pair that signs the request.
   std::string user;
@@ -43,7 +49,7 @@ struct Reply {
   std::string body;  // unless it went to Request::download; at most 64 KiB
   // Each header of the final reply, by its name in lower case.
   std::map<std::string, std::string> headers;
-  // The bytes Request::download took.
+  // The bytes Request::download took (after Request::resume_from).
   uint64_t received = 0;
 };
 

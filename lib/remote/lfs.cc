@@ -1,5 +1,10 @@
 #include "lib/remote/lfs.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -10,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/base/buffer.h"
+#include "lib/base/file.h"
 #include "lib/container/format.h"
 #include "lib/container/object.h"
 #include "lib/remote/http.h"
@@ -24,6 +30,80 @@ using json = nlohmann::json;
 constexpr char kMediaType[] = "application/vnd.git-lfs+json";
 // Objects named in one batch request (servers take at least 100).
 constexpr size_t kBatchSize = 100;
+
+// Downloads of objects this large or larger are kept as they come in
+// (Options::partial_dir), so that one cut short resumes where it stopped.
+constexpr uint64_t kResumableBytes = uint64_t{1} << 20;
+
+// What a download keeps of an object as it comes in: <dir>/<oid>, locked
+// (flock) while one process writes it, so another downloads without it.
+class Partial {
+ public:
+  // The partial download of `oid` of `size` bytes; none (ok() false) when
+  // `dir` is empty, the object small, or another process holds it.
+  Partial(const std::string& dir, const std::string& oid, uint64_t size) {
+    if (dir.empty() || size < kResumableBytes || !MakeDirectories(dir).ok()) return;
+    path_ = dir + "/" + oid;
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0) return;
+    struct stat st;
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd_, &st) != 0) {
+      Close();
+      return;
+    }
+    have_ = static_cast<uint64_t>(st.st_size);
+    if (have_ >= size && ::ftruncate(fd_, 0) == 0) have_ = 0;  // not a part of it
+  }
+  ~Partial() { Close(); }
+  Partial(const Partial&) = delete;
+  Partial& operator=(const Partial&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  uint64_t have() const { return have_; }
+  // Hands the bytes kept to `out`.
+  Status CopyTo(ByteSink& out) const {
+    if (have_ == 0) return OkStatus();
+    ZIPNN_ASSIGN_OR_RETURN(ReadFile kept, ReadFile::Open(path_));
+    Buffer buffer(static_cast<size_t>(std::min<uint64_t>(have_, uint64_t{1} << 20)));
+    for (uint64_t at = 0; at < have_;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), have_ - at));
+      ZIPNN_RETURN_IF_ERROR(kept.ReadAt(at, buffer.data(), n));
+      ZIPNN_RETURN_IF_ERROR(out.Append(buffer.data(), n));
+      at += n;
+    }
+    return OkStatus();
+  }
+  Status Keep(const void* data, size_t n) { return WriteAll(fd_, data, n, path_); }
+  // Once the download ended: kept for the next one only when it was cut
+  // short (the network, a timeout), not when the server was refused.
+  void Done(const Status& st) {
+    if (st.ok() || st.code() != StatusCode::kIoError) ::unlink(path_.c_str());
+    Close();
+  }
+
+ private:
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  std::string path_;
+  int fd_ = -1;
+  uint64_t have_ = 0;
+};
+
+// Passes a download on to `out`, keeping a copy in `partial`.
+class KeepingSink : public ByteSink {
+ public:
+  KeepingSink(ByteSink& out, Partial& partial) : out_(out), partial_(partial) {}
+  Status Append(const void* data, size_t n) override {
+    ZIPNN_RETURN_IF_ERROR(partial_.Keep(data, n));
+    return out_.Append(data, n);
+  }
+
+ private:
+  ByteSink& out_;
+  Partial& partial_;
+};
 
 bool IsOid(const std::string& s) {
   return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
@@ -153,24 +233,39 @@ class Server : public remote::RemoteStore {
       return Corruption("object " + id.Hex() + " would be " + std::to_string(e.oid.size) + " bytes, more than the " +
                         std::to_string(limit) + " its checkpoint can take");
     }
-    http::Request get;
-    get.url = a.href;
-    get.headers = ActionHeaders(a.href, a.headers);
-    get.download = &out;
-    get.limit = e.oid.size;
-    ZIPNN_ASSIGN_OR_RETURN(http::Reply r, http_.Send(Authorized(get, a.headers)));
-    if (r.status == 404) return NotFound("object " + id.Hex() + " is not there");
-    if (r.status != 200) return Failed("download of object " + id.Hex(), r);
-    if (r.received != e.oid.size) {
-      return Corruption("object " + id.Hex() + ": the server sent " + std::to_string(r.received) + " of its " +
-                        std::to_string(e.oid.size) + " bytes");
-    }
-    return OkStatus();
+    Partial partial(o_.partial_dir, e.oid.sha256, e.oid.size);
+    const Status got = Download(id, e, a, partial, out);
+    if (partial.ok()) partial.Done(got);
+    return got;
   }
 
   Status Publish() override { return o_.publish ? o_.publish() : OkStatus(); }
 
  private:
+  // Downloads the form `e` of `id` into `out`, resuming after what
+  // `partial` holds of it.
+  Status Download(const ContentId& id, const ObjectMap::Entry& e, const Answer& a, Partial& partial, ByteSink& out) {
+    http::Request get;
+    get.url = a.href;
+    get.headers = ActionHeaders(a.href, a.headers);
+    get.limit = e.oid.size;
+    KeepingSink keeping(out, partial);
+    get.download = &out;
+    if (partial.ok()) {
+      ZIPNN_RETURN_IF_ERROR(partial.CopyTo(out));
+      get.resume_from = partial.have();
+      get.download = &keeping;
+    }
+    ZIPNN_ASSIGN_OR_RETURN(http::Reply r, http_.Send(Authorized(get, a.headers)));
+    if (r.status == 404) return NotFound("object " + id.Hex() + " is not there");
+    if (r.status != 200 && r.status != 206) return Failed("download of object " + id.Hex(), r);
+    if (get.resume_from + r.received != e.oid.size) {
+      return Corruption("object " + id.Hex() + ": the server sent " + std::to_string(get.resume_from + r.received) +
+                        " of its " + std::to_string(e.oid.size) + " bytes");
+    }
+    return OkStatus();
+  }
+
   // The batch API's answer for `oids`, one Answer each, in their order;
   // in requests of at most kBatchSize objects.
   Result<std::vector<Answer>> Batch(const std::string& operation, const std::vector<Oid>& oids) {

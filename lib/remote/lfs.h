@@ -95,6 +95,10 @@ struct Options {
   // After a push (RemoteStore::Publish): what makes the objects findable
   // by others (the map sent to the git remote). None: nothing to do.
   std::function<Status()> publish;
+  // Where downloads of large objects are kept as they come in, so that
+  // one cut short (the network, a timeout, a kill) resumes where it
+  // stopped; none when empty.
+  std::string partial_dir;
 };
 
 // A line of the map for `entry` ("<sha256> <size> whole", or

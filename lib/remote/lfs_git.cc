@@ -3,6 +3,7 @@
 #include <mutex>
 #include <utility>
 
+#include "lib/git/discover.h"
 #include "lib/git/git.h"
 #include "lib/git/object_map.h"
 #include "lib/remote/http.h"
@@ -79,6 +80,8 @@ Result<std::unique_ptr<RemoteStore>> OpenGitLfsStore(
     git::CredentialReport(url, git::Credential{c.user, c.password}, taken);
   };
   o.publish = [remote] { return git::PushObjectMap(remote); };
+  ZIPNN_ASSIGN_OR_RETURN(git::Folders folders, git::RepositoryFolders());
+  o.partial_dir = git::ScratchDirOf(folders.git_dir) + "/lfs-partial";
   return lfs::Remote(http::Redacted(endpoint), std::move(o), std::make_shared<GitObjectMap>(remote));
 }
 
