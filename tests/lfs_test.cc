@@ -455,7 +455,9 @@ TEST_CASE("two clones that push the map one after the other, or at once, lose no
   REQUIRE(repo.Sh("cd ../a && git push -q origin a").code == 0);
   const Run b = repo.Sh("cd ../b && git push -q origin b");
   REQUIRE_MESSAGE(b.code == 0, b.err);
-  CHECK(repo.Sh("cd ../b && git log -1 --format=%p refs/zipnn/objects | wc -w").out == "2\n");  // a merge
+  const std::string on_server = "git --git-dir='" + server.root() + "/team.git' ";
+  CHECK(repo.Sh(on_server + "ls-tree -r --name-only refs/zipnn/objects | wc -l").out == "2\n");  // both
+  CHECK(repo.Sh(on_server + "rev-list --count refs/zipnn/objects").out == "1\n");  // one commit holds all
   // c and d at the same time.
   // (In braces: Sh's line begins with "cd ... &&", which a bare "&" would
   // send to the background with the first push.)

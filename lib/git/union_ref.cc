@@ -114,12 +114,12 @@ Result<git_oid> NewTree(git_repository* repo, const std::map<std::string, git_oi
   return id;
 }
 
-// Writes a commit of the local ref that holds its files and `files`, with
-// `also` as a second parent when given, and moves the ref to it unless
-// another process moved it first (then false). Nothing is written when
-// no file changes and there is no second parent.
-Result<bool> CommitFiles(git_repository* repo, const UnionRef& u, const RefFiles& files,
-                         const std::optional<git_oid>& also) {
+// Writes a commit of the local ref that holds its files and `files`, and
+// moves the ref to it unless another process moved it first (then false).
+// Nothing is written when no file changes. A commit holds all the ref
+// holds, so it has no parent: what it replaces is merged into it, and a
+// history would only clutter `git log --all`.
+Result<bool> CommitFiles(git_repository* repo, const UnionRef& u, const RefFiles& files) {
   const std::optional<git_oid> tip = Tip(repo, u.ref);
   TreePtr tree;  // null for a ref that has none yet
   if (tip) {
@@ -148,7 +148,7 @@ Result<bool> CommitFiles(git_repository* repo, const UnionRef& u, const RefFiles
     paths.push_back(path);
     blobs.push_back(blob);
   }
-  if (paths.empty() && (!also || !tree)) return true;
+  if (paths.empty()) return true;
   git_oid tree_id;
   if (tree) {
     std::vector<git_tree_update> updates(paths.size());
@@ -166,26 +166,15 @@ Result<bool> CommitFiles(git_repository* repo, const UnionRef& u, const RefFiles
   git_tree* tree_raw = nullptr;
   if (git_tree_lookup(&tree_raw, repo, &tree_id) < 0) return GitError("cannot read a tree just written");
   TreePtr new_tree(tree_raw);
-  std::vector<CommitPtr> parents;
-  for (const std::optional<git_oid>& p : {tip, also}) {
-    if (!p) continue;
-    git_commit* raw = nullptr;
-    if (git_commit_lookup(&raw, repo, &*p) < 0) return GitError("cannot read a commit of " + std::string(u.ref));
-    parents.emplace_back(raw);
-  }
-  std::vector<const git_commit*> parent_ptrs;
-  for (const CommitPtr& p : parents) parent_ptrs.push_back(p.get());
   git_signature* signed_raw = nullptr;
   if (git_signature_new(&signed_raw, "git-zipnn", "git-zipnn", static_cast<git_time_t>(std::time(nullptr)), 0) < 0) {
     return GitError("cannot make a signature");
   }
   SignaturePtr signature(signed_raw);
-  const std::string message = "git-zipnn: " + std::string(u.what) +
-                              (also ? ", merged\n"
-                                    : ", " + std::to_string(paths.size()) + (paths.size() == 1 ? " entry\n" : " entries\n"));
+  const std::string message = "git-zipnn: " + std::string(u.what) + "\n";
   git_oid commit;
   if (git_commit_create(&commit, repo, nullptr, signature.get(), signature.get(), nullptr, message.c_str(),
-                        new_tree.get(), parent_ptrs.size(), parent_ptrs.data()) < 0) {
+                        new_tree.get(), 0, nullptr) < 0) {
     return GitError("cannot write a commit of " + std::string(u.ref));
   }
   git_reference* ref = nullptr;
@@ -286,7 +275,7 @@ Result<std::optional<std::string>> ReadBlob(const std::string& hex, size_t limit
 Status AddToUnionRef(const UnionRef& u, const RefFiles& files) {
   ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround("."));
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    ZIPNN_ASSIGN_OR_RETURN(bool written, CommitFiles(repo.get(), u, files, std::nullopt));
+    ZIPNN_ASSIGN_OR_RETURN(bool written, CommitFiles(repo.get(), u, files));
     if (written) return OkStatus();
   }
   return Status(StatusCode::kGit, std::string(u.ref) + " kept moving while git-zipnn wrote to it");
@@ -298,19 +287,25 @@ Status MergeUnionRef(const UnionRef& u, const std::string& remote) {
     const std::optional<git_oid> theirs = Tip(repo.get(), RemoteRef(u, remote));
     const std::optional<git_oid> ours = Tip(repo.get(), u.ref);
     if (!theirs) return OkStatus();
-    if (ours && (git_oid_equal(&*ours, &*theirs) || git_graph_descendant_of(repo.get(), &*ours, &*theirs) == 1)) {
-      return OkStatus();  // ours holds theirs already
-    }
-    if (!ours || git_graph_descendant_of(repo.get(), &*theirs, &*ours) == 1) {
-      const Status moved = SetRef(repo.get(), u.ref, *theirs, ours);
-      if (moved.ok()) return OkStatus();
+    if (ours && git_oid_equal(&*ours, &*theirs)) return OkStatus();
+    if (!ours) {
+      if (SetRef(repo.get(), u.ref, *theirs, ours).ok()) return OkStatus();
       git_error_clear();
       continue;
     }
     RefFiles files;
     ZIPNN_RETURN_IF_ERROR(ReadFiles(repo.get(), u, *theirs, RemoteRef(u, remote), files));
-    ZIPNN_ASSIGN_OR_RETURN(bool written, CommitFiles(repo.get(), u, files, theirs));
-    if (written) return OkStatus();
+    ZIPNN_ASSIGN_OR_RETURN(bool written, CommitFiles(repo.get(), u, files));
+    if (!written) continue;
+    // Theirs held all of ours: take their commit, so that the next push
+    // has nothing to send.
+    const std::optional<git_oid> now = Tip(repo.get(), u.ref);
+    ZIPNN_ASSIGN_OR_RETURN(TreePtr mine, TreeOf(repo.get(), *now, u.ref));
+    ZIPNN_ASSIGN_OR_RETURN(TreePtr other, TreeOf(repo.get(), *theirs, RemoteRef(u, remote)));
+    if (git_oid_equal(git_tree_id(mine.get()), git_tree_id(other.get()))) {
+      if (!SetRef(repo.get(), u.ref, *theirs, now).ok()) git_error_clear();
+    }
+    return OkStatus();
   }
   return Status(StatusCode::kGit, std::string(u.ref) + " kept moving while git-zipnn merged into it");
 }
@@ -354,7 +349,11 @@ Status PushUnionRefs(const std::vector<const UnionRef*>& refs, const std::string
       if (!ours) continue;  // nothing to send
       const std::optional<git_oid> theirs = Tip(repo.get(), RemoteRef(*u, remote));
       if (theirs && git_oid_equal(&*ours, &*theirs)) continue;
-      char hex[GIT_OID_HEXSZ + 1];
+      // Replaces the remote's commit only if it is still the one merged
+      // into ours (none: the remote must have none).
+      char hex[GIT_OID_HEXSZ + 1] = "";
+      if (theirs) git_oid_tostr(hex, sizeof hex, &*theirs);
+      args.insert(args.begin() + 3, "--force-with-lease=" + std::string(u->ref) + ":" + hex);
       git_oid_tostr(hex, sizeof hex, &*ours);
       args.push_back(std::string(hex) + ":" + u->ref);
       sent.emplace_back(u, *ours);
@@ -374,7 +373,7 @@ Status PushUnionRefs(const std::vector<const UnionRef*>& refs, const std::string
       return OkStatus();
     }
     // Another push landed first: merge what it brought, and try again.
-    if (run.err.find("rejected") == std::string::npos && run.err.find("fetch first") == std::string::npos) {
+    if (run.err.find("rejected") == std::string::npos && run.err.find("stale info") == std::string::npos) {
       return Status(StatusCode::kGit, "cannot push git-zipnn's refs to " + remote + ": " + Trimmed(run.err));
     }
     ZIPNN_RETURN_IF_ERROR(FetchUnionRefs(refs, remote));

@@ -3,12 +3,14 @@
 // tensor listings, listings.h), pushed to and fetched from each git remote
 // so that every clone finds what anyone pushed.
 //
-// A union ref's commits hold a tree with one file per key (a hex id), at
-// <2 hex>/<key>. Two copies are merged by taking every file of both (a
-// commit with both as parents), a file both hold by the ref's own rule;
-// so two clones that pushed at once lose nothing, whatever order their
-// pushes land in. Each remote's copy, as last fetched or pushed, is kept
-// at refs/zipnn/remotes/<remote>/<name>.
+// A union ref's commit holds a tree with one file per key (a hex id), at
+// <2 hex>/<key>, and no parent: each commit holds all there is, so a
+// history would only clutter `git log --all`. Two copies are merged by
+// taking every file of both, a file both hold by the ref's own rule, and
+// a push replaces the remote's commit only if it is still the one merged
+// (--force-with-lease); so two clones that pushed at once lose nothing,
+// whatever order their pushes land in. Each remote's copy, as last
+// fetched or pushed, is kept at refs/zipnn/remotes/<remote>/<name>.
 #pragma once
 
 #include <map>
@@ -54,13 +56,14 @@ Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::strin
 // Whether this process fetched `remote`'s copy of `u` already.
 bool FetchedHere(const UnionRef& u, const std::string& remote);
 
-// The local ref merged with `remote`'s copy: fast-forwarded when the local
-// one holds nothing the other lacks, else a merge commit of both.
+// The local ref merged with `remote`'s copy: moved to that copy when the
+// local one holds nothing it lacks, else a new commit of both.
 Status MergeUnionRef(const UnionRef& u, const std::string& remote);
 
 // Sends each local ref of `refs` to `remote` (`git push`, hooks not run),
-// merged first with what the remote's copy holds: tried again a few times
-// when another push lands in between. A ref already where the remote's
+// merged first with what the remote's copy holds, in place of that copy
+// only if the remote still holds it: tried again a few times when another
+// push lands in between. A ref already where the remote's
 // copy is costs nothing.
 Status PushUnionRefs(const std::vector<const UnionRef*>& refs, const std::string& remote);
 
