@@ -54,8 +54,8 @@ Status KeepListings(const std::string& remote, const std::vector<std::string>& b
     if (note && !IsListingFailure(*note)) files[blob] = std::move(*note);
   }
   if (files.empty()) return OkStatus();
-  // On top of what the remote held when last seen, so that the push is
-  // a fast-forward unless another landed meanwhile.
+  // On top of what the remote held when last seen, so that the push need
+  // not merge again unless another landed meanwhile.
   ZIPNN_RETURN_IF_ERROR(MergeUnionRef(kListings, remote));
   return AddToUnionRef(kListings, files);
 }
