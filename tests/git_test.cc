@@ -685,8 +685,10 @@ TEST_CASE("analyze reads a step-numbered series from git; its what-if matches wh
   }
   REQUIRE(repo.Sh("git commit -qm run").code == 0);
   // Versions were stored in add order, so the store's chains differ from
-  // the series order; re-add them in step order into a fresh store.
-  REQUIRE(repo.Sh("rm -rf .git/zipnn && git rm -rq --cached run && git commit -qm drop && "
+  // the series order; re-add them in step order into a fresh store. The
+  // store goes after `git rm`: git re-reads racily clean files through the
+  // clean filter there, which would store them out of order in it.
+  REQUIRE(repo.Sh("git rm -rq --cached run && rm -rf .git/zipnn && git commit -qm drop && "
                   "for f in run/*; do git add $f; done && git commit -qm again")
               .code == 0);
   const Run analyzed = repo.Sh("cd run && git zipnn analyze step-000070.safetensors --json ../a.json");
