@@ -46,6 +46,10 @@ class LfsServer {
   }
   // Every request answered so far, "METHOD PATH STATUS" a line.
   std::string Requests() { return repo_.Sh("grep -E '^[A-Z]+ /' '" + dir_ + "/log'").out; }
+  // The bytes of objects its downloads sent so far.
+  uint64_t BytesSent() {
+    return std::stoull("0" + repo_.Sh("awk '$1 == \"sent\" { n += $2 } END { printf \"%d\", n }' '" + dir_ + "/log'").out);
+  }
 
  private:
   Repo& repo_;

@@ -31,10 +31,12 @@ client does with a host that cannot be trusted:
   stall       a download gets headers and then no byte
   cut         a download from the first byte is cut at half, as a
               network that drops; one of a later range is served
+  noranges    a download asked for a byte range gets the whole object
 
 Usage: lfs_server.py ROOT USER:PASSWORD [MODE]
 Prints "lfs server listening on 127.0.0.1:PORT" once it takes
-connections, then "METHOD PATH STATUS" for each request it answered.
+connections, then "METHOD PATH STATUS" for each request it answered, and
+"sent N" after each download that sent N bytes of an object.
 """
 import base64
 import hashlib
@@ -193,8 +195,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data = bytes((b ^ 0x5A) for b in data)
         start, end, status = 0, len(data), 200
         wanted = re.match(r"^bytes=(\d+)-(\d*)$", self.headers.get("Range", ""))
-        headers = [("Accept-Ranges", "bytes")]
-        if wanted:
+        headers = [("Accept-Ranges", "none" if MODE == "noranges" else "bytes")]
+        if wanted and MODE != "noranges":
             start = int(wanted.group(1))
             end = min(len(data), int(wanted.group(2)) + 1) if wanted.group(2) else len(data)
             if start >= len(data) or start >= end:
@@ -220,6 +222,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.log_answer(MODE)
             return
         self.answer(status, part, "application/octet-stream", headers)
+        if self.command != "HEAD":
+            with log_lock:
+                print("sent", len(part), flush=True)
 
     def lfs(self, repo, rest):
         if ".." in repo.split("/") or not os.path.isdir(os.path.join(ROOT, repo)):

@@ -378,6 +378,101 @@ TEST_CASE(
   CHECK(there.out.find("(32, 16, 3, 3)") != std::string::npos);
 }
 
+// The bytes of every file the store in `git_dir` holds.
+uint64_t StoreBytes(Repo& repo, const std::string& git_dir) {
+  return std::stoull("0" + Trimmed(repo.Sh("find '" + git_dir +
+                                           "/zipnn/objects' -type f -path '*/??/??/*' -printf '%s\\n' | "
+                                           "awk '{ n += $1 } END { printf \"%d\", n }'")
+                                       .out));
+}
+
+TEST_CASE("cat of a tensor of a version the clone lacks reads parts of its objects where they lie, checked") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  UseBoth(repo, server);
+  // Five saves of one path, each the real CNN's weights 64 times over
+  // (7.5 MB), so that a tensor is a small part of every object.
+  REQUIRE(repo.Sh("git zipnn track model.safetensors >/dev/null && git add .gitattributes && git commit -qm track")
+              .code == 0);
+  for (const char* step : kSteps) {
+    REQUIRE(repo.Sh("python3 '" + repo.Runfile("tests/bench/tile_checkpoint.py") + "' '" +
+                    repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
+                    "' 64 model.safetensors >/dev/null && git add model.safetensors && git commit -qm " + step)
+                .code == 0);
+  }
+  REQUIRE(repo.Sh("git remote add origin " + server.Url("team.git") + " && git push -q origin HEAD:main").code == 0);
+  const std::string tensor = "copy33.fc1.weight";
+  const Run here = repo.Sh("git zipnn cat HEAD~3:model.safetensors -t " + tensor + " -o ../here.safetensors");
+  REQUIRE_MESSAGE(here.code == 0, here.err);
+
+  // A clone has the newest version only; HEAD~3's chain is on the server.
+  REQUIRE(repo.Sh("cd .. && git clone -q " + server.Url("team.git") + " clone").code == 0);
+  const uint64_t stored = StoreBytes(repo, "../clone/.git");
+  const uint64_t sent = server.BytesSent();
+  const Run parts = repo.Sh("cd ../clone && git zipnn cat HEAD~3:model.safetensors -t " + tensor +
+                            " -o ../there.safetensors && cmp ../here.safetensors ../there.safetensors");
+  CHECK_MESSAGE(parts.code == 0, parts.err);
+  // Parts of its objects came down, not the objects (a delta on the first
+  // save, a base: 7.9 MiB): less than a twentieth of them; nothing was
+  // stored.
+  const uint64_t read = server.BytesSent() - sent;
+  const uint64_t chain = std::stoull(
+      "0" + Trimmed(repo.Sh("git zipnn log --json model.safetensors | python3 -c 'import json, sys; "
+                            "print(sum(v[\"stored_bytes\"] for v in json.load(sys.stdin) "
+                            "if v[\"subject\"] in (\"000040\", \"000080\")))'")
+                        .out));
+  MESSAGE("read by parts: " << read << " bytes of a chain of " << chain);
+  CHECK(chain > 7000000);
+  CHECK(read > 0);
+  CHECK(read * 20 < chain);
+  CHECK(StoreBytes(repo, "../clone/.git") == stored);
+  CHECK(Count(server.Requests(), " 206\n") >= 3);
+
+  // A whole restore of that version fetches its objects and proves them.
+  const Run whole = repo.Sh("cd ../clone && git zipnn restore --rev HEAD~3 -o ../whole.st -f model.safetensors");
+  CHECK_MESSAGE(whole.code == 0, whole.err);
+  CHECK(StoreBytes(repo, "../clone/.git") > stored);
+}
+
+TEST_CASE("cat by parts from a server without ranges fetches whole objects; from one that lies, nothing") {
+  for (const std::string mode : {"noranges", "forge"}) {
+    CAPTURE(mode);
+    Repo repo;
+    LfsServer honest(repo, "honest", "honest");
+    honest.AddRepository("team.git");
+    UseBoth(repo, honest);
+    CommitTrajectory(repo);
+    REQUIRE(repo.Sh("git remote add origin " + honest.Url("team.git") + " && git push -q origin HEAD:main && "
+                    "git zipnn cat HEAD~3:model.safetensors -t fc1.weight -o ../here.safetensors")
+                .code == 0);
+    REQUIRE(repo.Sh("cd .. && git clone -q " + honest.Url("team.git") + " clone").code == 0);
+    // The same repository, served by a server of `mode`.
+    LfsServer server(repo, mode, "other");
+    REQUIRE(repo.Sh("cp -a '" + honest.root() + "/team.git' '" + server.root() + "/' && cd ../clone && "
+                    "git remote set-url origin " + server.Url("team.git") + " && "
+                    "git config --global credential.helper 'store --file=" + repo.root() + "/other-credentials' && "
+                    "printf '%s\\n' '" + server.CredentialLine() + "' > '" + repo.root() + "/other-credentials'")
+                .code == 0);
+    const uint64_t stored = StoreBytes(repo, "../clone/.git");
+    const Run cat = repo.Sh("cd ../clone && git zipnn cat HEAD~3:model.safetensors -t fc1.weight -o ../there.safetensors");
+    if (mode == "noranges") {
+      CHECK_MESSAGE(cat.code == 0, cat.err);
+      CHECK(repo.Sh("cmp ../here.safetensors ../there.safetensors").code == 0);
+      CHECK(Count(server.Requests(), " 206\n") == 0);
+      CHECK(StoreBytes(repo, "../clone/.git") > stored);  // what came was proven and stored
+    } else {
+      CHECK(cat.code != 0);
+      // Bytes that are no object, named with the server.
+      CHECK_MESSAGE(cat.err.find("on " + server.Url("team.git") + "/info/lfs: not a git-zipnn object") !=
+                        std::string::npos,
+                    cat.err);
+      CHECK(StoreBytes(repo, "../clone/.git") == stored);
+      CHECK(repo.Sh("test -e ../there.safetensors").code != 0);
+    }
+  }
+}
+
 TEST_CASE("a download cut short resumes where it stopped, in the same fetch or the next; kept bytes are proven too") {
   Repo repo;
   LfsServer server(repo, "cut");  // every download from byte 0 ends at half

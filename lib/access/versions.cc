@@ -83,6 +83,16 @@ Result<Parts> Versions::OpenParts(const store::Pointer& pointer, const std::stri
   // of the whole file, more than decoding the few chunks a part needs.
   Parts parts;
   auto opened = store::OpenVersion(store_, pointer.id);
+  if (opened.status().code() == StatusCode::kNotFound && options_.fetch) {
+    // A tensor of a version that is not here costs its own chunks on the
+    // remote where it serves parts, not the objects of its chain.
+    Result<std::unique_ptr<ByteSource>> there = remote::OpenRemoteVersion(store_, pointer.id, pointer.size);
+    if (there.ok()) {
+      parts.chain = std::move(*there);
+      return parts;
+    }
+    if (there.status().code() != StatusCode::kUnsupported) return Annotate(there.status(), name);
+  }
   if (opened.status().code() == StatusCode::kNotFound) {
     if (Result<bool> fetched = Fetch(pointer, nullptr, nullptr); !fetched.ok()) {
       return Annotate(fetched.status(), name);

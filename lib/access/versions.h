@@ -52,15 +52,14 @@ struct Options {
   Copies copies = Copies::kNone;
 };
 
-// A version opened for reading by parts: through its chain, or, for an
-// object older than format 5 (no raw checksums), restored whole into a
-// scratch file, checked.
+// A version opened for reading by parts: through its chain (the objects
+// the local store lacks read where they lie on the remote, where it
+// serves parts), or, for an object older than format 5 (no raw
+// checksums), restored whole into a scratch file, checked.
 struct Parts {
-  std::unique_ptr<store::VersionReader> chain;
+  std::unique_ptr<ByteSource> chain;
   std::optional<formats::Checkpoint> whole;
-  const ByteSource& source() const {
-    return chain ? static_cast<const ByteSource&>(*chain) : static_cast<const ByteSource&>(whole->file());
-  }
+  const ByteSource& source() const { return chain ? *chain : static_cast<const ByteSource&>(whole->file()); }
 };
 
 class Versions {
@@ -87,7 +86,9 @@ class Versions {
   Result<formats::Checkpoint> Open(const store::Pointer& pointer, const std::string& name) const;
 
   // The version for reading by parts, decoding only what is read (no copy
-  // is looked for: hashing one reads the whole file).
+  // is looked for: hashing one reads the whole file). Objects the local
+  // store lacks are read by parts where they lie on the default remote
+  // when it serves parts (remote::OpenRemoteVersion), else fetched whole.
   Result<Parts> OpenParts(const store::Pointer& pointer, const std::string& name) const;
 
   // What git holds at <rev>:<path> (git::PointerAt's spelling): the

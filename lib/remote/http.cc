@@ -44,6 +44,14 @@ bool BodyToSink(const Transfer& t) {
   return t.request->download != nullptr && (status == 200 || status == 206);
 }
 
+// Whether the reply is the whole object where a part was asked for.
+bool WholeForPart(const Transfer& t) {
+  long status = 0;
+  curl_easy_getinfo(t.handle, CURLINFO_RESPONSE_CODE, &status);
+  return t.request->range_size > 0 && status == 200;
+}
+const char kNoRanges[] = "the server does not serve parts of objects (HTTP range requests)";
+
 // curl's progress callback (about once a second, and as bytes move).
 // Measured are a body going up, and one of known length coming down (an
 // object): not the time between (the server thinking), nor an answer of
@@ -87,7 +95,11 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
   if (BodyToSink(*t)) {
     const Request& r = *t->request;
     size_t skip = 0;
-    if (r.resume_from > 0 && t->reply.received == 0) {
+    if (WholeForPart(*t)) {
+      t->failed = Unsupported(kNoRanges);
+      return 0;
+    }
+    if ((r.resume_from > 0 || r.range_size > 0) && t->reply.received == 0) {
       long status = 0;
       curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
       if (status == 200) {  // the whole object: what the sink holds is dropped
@@ -130,6 +142,10 @@ size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
   const std::string value = Trim(line.substr(colon + 1));
   t->reply.headers[name] = value;
   // A body announced larger than it may be is refused before it comes.
+  if (name == "content-length" && WholeForPart(*t)) {
+    t->failed = Unsupported(kNoRanges);
+    return 0;
+  }
   if (name == "content-length" && BodyToSink(*t)) {
     const unsigned long long length = std::strtoull(value.c_str(), nullptr, 10);
     if (length > t->request->limit) {
@@ -181,8 +197,11 @@ Result<Reply> Client::Send(const Request& request) {
   t.handle = h;
   curl_slist* headers = nullptr;
   for (const std::string& header : request.headers) headers = curl_slist_append(headers, header.c_str());
-  if (request.resume_from > 0) {
-    headers = curl_slist_append(headers, ("Range: bytes=" + std::to_string(request.resume_from) + "-").c_str());
+  if (request.resume_from > 0 || request.range_size > 0) {
+    const std::string last =
+        request.range_size > 0 ? std::to_string(request.resume_from + request.range_size - 1) : "";
+    headers =
+        curl_slist_append(headers, ("Range: bytes=" + std::to_string(request.resume_from) + "-" + last).c_str());
   }
   char error[CURL_ERROR_SIZE] = "";
   curl_easy_reset(h);

@@ -37,6 +37,11 @@ struct Request {
   // that answers with another range than asked is refused. `limit`
   // bounds the whole object, those bytes included.
   uint64_t resume_from = 0;
+  // With resume_from, asks for exactly [resume_from, resume_from +
+  // range_size) instead of all the rest: a part of an object read where
+  // it lies (lfs.h, OpenRanges). A server that answers with the whole
+  // object (200) is refused as Unsupported before its body comes.
+  uint64_t range_size = 0;
   // HTTP basic credentials, or, with aws_sigv4 ("aws:amz:<region>:s3"),
   // the key pair that signs the request.
   std::string user;

@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -103,6 +106,61 @@ class KeepingSink : public ByteSink {
  private:
   ByteSink& out_;
   Partial& partial_;
+};
+
+// An object on the server read where it lies. A read the windows kept do
+// not hold asks for a window from where it starts: kMinWindow (the
+// header, the chunk index), doubled up to kMaxWindow while reads go on
+// where the last window ended (the chunk records of a tensor, front to
+// back), and never less than the read. The last kWindows windows are
+// kept.
+class RangedSource : public ByteSource {
+ public:
+  using Fetch = std::function<Status(uint64_t from, uint64_t n, ByteSink& out)>;
+  static constexpr uint64_t kMinWindow = uint64_t{64} << 10;
+  static constexpr uint64_t kMaxWindow = uint64_t{4} << 20;
+  static constexpr size_t kWindows = 4;
+
+  RangedSource(std::string name, uint64_t size, Fetch fetch)
+      : name_(std::move(name)), size_(size), fetch_(std::move(fetch)) {}
+  uint64_t size() const override { return size_; }
+  const std::string& name() const override { return name_; }
+
+  Status ReadAt(uint64_t offset, void* out, size_t n) const override {
+    if (offset > size_ || n > size_ - offset) return IoError(name_ + ": read past the end");
+    if (n == 0) return OkStatus();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Window& w : windows_) {
+      if (offset >= w.from && offset + n <= w.from + w.bytes.buffer().size()) {
+        std::memcpy(out, w.bytes.buffer().data() + (offset - w.from), n);
+        return OkStatus();
+      }
+    }
+    const bool onward = !windows_.empty() && offset >= windows_.back().from &&
+                        offset <= windows_.back().from + windows_.back().bytes.buffer().size();
+    run_ = onward ? std::min(run_ * 2, kMaxWindow) : kMinWindow;
+    Window w;
+    w.from = offset;
+    const uint64_t want = std::min(size_ - offset, std::max<uint64_t>(n, run_));
+    w.bytes.Reserve(static_cast<size_t>(want));
+    ZIPNN_RETURN_IF_ERROR(fetch_(offset, want, w.bytes));
+    std::memcpy(out, w.bytes.buffer().data(), n);
+    windows_.push_back(std::move(w));
+    if (windows_.size() > kWindows) windows_.pop_front();
+    return OkStatus();
+  }
+
+ private:
+  struct Window {
+    uint64_t from = 0;
+    MemorySink bytes;
+  };
+  const std::string name_;
+  const uint64_t size_;
+  const Fetch fetch_;
+  mutable std::mutex mu_;
+  mutable std::deque<Window> windows_;  // guarded by mu_; oldest first
+  mutable uint64_t run_ = kMinWindow;   // guarded by mu_
 };
 
 bool IsOid(const std::string& s) {
@@ -202,6 +260,7 @@ class Server : public remote::RemoteStore {
     entry.oid = oid;
     entry.delta = info.header.kind == container::ObjectKind::kDelta;
     if (entry.delta) entry.base = info.header.base_id;
+    ZIPNN_ASSIGN_OR_RETURN(entry.frame, FrameDigest(object, info));
     return map_->Add(entry);
   }
 
@@ -229,19 +288,71 @@ class Server : public remote::RemoteStore {
     }
     const ObjectMap::Entry& e = forms[*pick];
     const Answer& a = answers[*pick];
-    if (e.oid.size > limit) {
-      return Corruption("object " + id.Hex() + " would be " + std::to_string(e.oid.size) + " bytes, more than the " +
-                        std::to_string(limit) + " its checkpoint can take");
-    }
+    ZIPNN_RETURN_IF_ERROR(CheckLimit(e, limit));
     Partial partial(o_.partial_dir, e.oid.sha256, e.oid.size);
     const Status got = Download(id, e, a, partial, out);
     if (partial.ok()) partial.Done(got);
     return got;
   }
 
+  Result<remote::RangedObject> OpenRanges(const ContentId& id, uint64_t limit) override {
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
+    // Of the forms whose frame the map records: a whole one (nothing
+    // below it to read), else the smallest.
+    std::optional<size_t> pick;
+    for (size_t k = 0; k < forms.size(); ++k) {
+      if (forms[k].frame.empty()) continue;
+      if (!pick || (!forms[k].delta && forms[*pick].delta) ||
+          (forms[k].delta == forms[*pick].delta && forms[k].oid.size < forms[*pick].oid.size)) {
+        pick = k;
+      }
+    }
+    if (!pick) {
+      return Unsupported("git's map of " + where_ + " records no frame of object " + id.Hex() +
+                         " to check parts of it against");
+    }
+    const ObjectMap::Entry& e = forms[*pick];
+    ZIPNN_RETURN_IF_ERROR(CheckLimit(e, limit));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> answers, Batch("download", {e.oid}));
+    const Answer a = answers.front();
+    if (a.error != 0 && a.error != 404) return Refused("download of object " + id.Hex(), a);
+    if (a.href.empty()) return NotFound("object " + id.Hex() + " is not there");
+    auto fetch = [this, id, a](uint64_t from, uint64_t n, ByteSink& out) -> Status {
+      http::Request get;
+      get.url = a.href;
+      get.headers = ActionHeaders(a.href, a.headers);
+      get.resume_from = from;
+      get.range_size = n;
+      get.limit = from + n;
+      get.download = &out;
+      ZIPNN_ASSIGN_OR_RETURN(http::Reply r, http_.Send(Authorized(get, a.headers)));
+      if (r.status == 404) return NotFound("object " + id.Hex() + " is not there");
+      if (r.status != 206) return Failed("download of a part of object " + id.Hex(), r);
+      if (r.received != n) {
+        return Corruption("object " + id.Hex() + ": the server sent " + std::to_string(r.received) + " of the " +
+                          std::to_string(n) + " bytes asked for at " + std::to_string(from));
+      }
+      return OkStatus();
+    };
+    auto object = std::make_unique<RangedSource>("object " + id.Hex() + " on " + where_, e.oid.size, fetch);
+    ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(*object));
+    ZIPNN_ASSIGN_OR_RETURN(const std::string frame, FrameDigest(*object, info));
+    if (frame != e.frame || info.content_id != id) {
+      return Corruption("object " + id.Hex() + " on " + where_ +
+                        ": its header and chunk index are not those of the object that was pushed");
+    }
+    return remote::RangedObject{std::move(object), std::move(info)};
+  }
+
   Status Publish() override { return o_.publish ? o_.publish() : OkStatus(); }
 
  private:
+  Status CheckLimit(const ObjectMap::Entry& e, uint64_t limit) const {
+    if (e.oid.size <= limit) return OkStatus();
+    return Corruption("object " + e.id.Hex() + " would be " + std::to_string(e.oid.size) + " bytes, more than the " +
+                      std::to_string(limit) + " its checkpoint can take");
+  }
+
   // Downloads the form `e` of `id` into `out`, resuming after what
   // `partial` holds of it.
   Status Download(const ContentId& id, const ObjectMap::Entry& e, const Answer& a, Partial& partial, ByteSink& out) {
@@ -454,12 +565,17 @@ class Server : public remote::RemoteStore {
 
 }  // namespace
 
-std::string MapLine(const ObjectMap::Entry& entry) {
-  std::string line = entry.oid.sha256 + " " + std::to_string(entry.oid.size);
-  return line + (entry.delta ? " delta " + entry.base.Hex() : " whole");
+std::vector<std::string> MapLines(const ObjectMap::Entry& entry) {
+  std::string form = entry.oid.sha256 + " " + std::to_string(entry.oid.size);
+  form += entry.delta ? " delta " + entry.base.Hex() : " whole";
+  std::vector<std::string> lines = {form};
+  if (!entry.frame.empty()) lines.push_back("frame " + entry.oid.sha256 + " " + entry.frame);
+  return lines;
 }
 
-std::optional<ObjectMap::Entry> ParseMapLine(const ContentId& id, const std::string& line) {
+namespace {
+
+std::optional<ObjectMap::Entry> ParseFormLine(const ContentId& id, const std::string& line) {
   std::istringstream in(line);
   ObjectMap::Entry e;
   std::string size, kind, base, more;
@@ -479,6 +595,40 @@ std::optional<ObjectMap::Entry> ParseMapLine(const ContentId& id, const std::str
   }
   if (in >> more) return std::nullopt;
   return e;
+}
+
+}  // namespace
+
+std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vector<std::string>& lines) {
+  std::vector<ObjectMap::Entry> forms;
+  std::map<std::string, std::string> frames;  // by oid
+  for (const std::string& line : lines) {
+    std::istringstream in(line);
+    std::string word, oid, frame, more;
+    if (in >> word && word == "frame") {
+      if (in >> oid >> frame && !(in >> more) && IsOid(oid) && IsOid(frame)) frames[oid] = frame;
+    } else if (std::optional<ObjectMap::Entry> e = ParseFormLine(id, line)) {
+      forms.push_back(std::move(*e));
+    }
+  }
+  for (ObjectMap::Entry& e : forms) {
+    const auto it = frames.find(e.oid.sha256);
+    if (it != frames.end()) e.frame = it->second;
+  }
+  return forms;
+}
+
+Result<std::string> FrameDigest(const ByteSource& object, const container::ObjectInfo& info) {
+  const uint64_t tail = container::kIndexEntryBytes * info.chunks.size() + container::kTrailerBytes;
+  if (info.records_offset > info.object_size || tail > info.object_size - info.records_offset) {
+    return Corruption(object.name() + ": its sections do not fit in its " + std::to_string(info.object_size) +
+                      " bytes");
+  }
+  Buffer frame(static_cast<size_t>(info.records_offset + tail));
+  ZIPNN_RETURN_IF_ERROR(object.ReadAt(0, frame.data(), static_cast<size_t>(info.records_offset)));
+  ZIPNN_RETURN_IF_ERROR(object.ReadAt(info.object_size - tail, frame.data() + info.records_offset, tail));
+  const MemorySource bytes(frame.data(), frame.size(), object.name());
+  return http::Sha256(bytes, 0, bytes.size());
 }
 
 Result<Grant> ParseGrant(const std::string& json_text) {

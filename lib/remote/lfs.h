@@ -26,7 +26,9 @@
 
 #include "lib/base/content_id.h"
 #include "lib/base/rate.h"
+#include "lib/base/io.h"
 #include "lib/base/status.h"
+#include "lib/container/format.h"
 #include "lib/remote/remote_store.h"
 
 namespace zipnn::lfs {
@@ -45,6 +47,11 @@ class ObjectMap {
     Oid oid;       // the LFS object holding its stored form
     bool delta = false;
     ContentId base;  // a delta's base
+    // The SHA-256 of the object's frame (FrameDigest), recorded by the
+    // push that proved the object; empty when the map has none (an
+    // object pushed before frames were recorded). Parts of the object are
+    // read where it lies only when it is known (OpenRanges).
+    std::string frame;
   };
   virtual ~ObjectMap() = default;
   // Every stored form of `id` the map knows of (several when clones
@@ -101,14 +108,25 @@ struct Options {
   std::string partial_dir;
 };
 
-// A line of the map for `entry` ("<sha256> <size> whole", or
-// "<sha256> <size> delta <base id>"), and back; nullopt for a line that is
-// not one (a newer git-zipnn's: skipped).
-std::string MapLine(const ObjectMap::Entry& entry);
+// The lines of the map for `entry`: "<sha256> <size> whole" or
+// "<sha256> <size> delta <base id>", and, when its frame is known,
+// "frame <sha256> <frame sha256>" (a line of its own, so that a reader
+// that does not know it skips it and still finds the form).
+std::vector<std::string> MapLines(const ObjectMap::Entry& entry);
+// The stored forms of version `id` that `lines` (all the map holds for
+// it) name, each with its frame where a line gives one; a line that is
+// neither is skipped (a newer git-zipnn's), and so is a frame of an oid
+// no form names.
+std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vector<std::string>& lines);
+
+// The SHA-256 (hex) of an object's frame: everything but its chunk
+// records, that is its header and region table, then its chunk index and
+// trailer. The index holds every record's checksum and the trailer the
+// content id, so the frame, once known, vouches for the whole object.
+Result<std::string> FrameDigest(const ByteSource& object, const container::ObjectInfo& info);
 // The Grant in what git-lfs-authenticate printed ({"href": ...,
 // "header": {...}, "expires_in": ...}); Corruption when it is not one.
 Result<Grant> ParseGrant(const std::string& json_text);
-std::optional<ObjectMap::Entry> ParseMapLine(const ContentId& id, const std::string& line);
 
 // The LFS endpoint of a git remote's URL, as Git LFS derives it: an
 // http(s) URL gets ".git" (unless it ends so) and "/info/lfs"; an ssh URL

@@ -36,21 +36,17 @@ class GitObjectMap : public lfs::ObjectMap {
 
   Status Add(const Entry& entry) override {
     std::lock_guard<std::mutex> lock(mu_);
-    const std::string line = lfs::MapLine(entry);
-    ZIPNN_RETURN_IF_ERROR(git::AddToObjectMap({{entry.id.Hex(), {line}}}));
-    if (lines_) (*lines_)[entry.id.Hex()].insert(line);
+    const std::vector<std::string> lines = lfs::MapLines(entry);
+    ZIPNN_RETURN_IF_ERROR(git::AddToObjectMap({{entry.id.Hex(), {lines.begin(), lines.end()}}}));
+    if (lines_) (*lines_)[entry.id.Hex()].insert(lines.begin(), lines.end());
     return OkStatus();
   }
 
  private:
   std::vector<Entry> FormsOf(const ContentId& id) const {
-    std::vector<Entry> forms;
     const auto it = lines_->find(id.Hex());
-    if (it == lines_->end()) return forms;
-    for (const std::string& line : it->second) {
-      if (std::optional<Entry> e = lfs::ParseMapLine(id, line)) forms.push_back(*e);
-    }
-    return forms;
+    if (it == lines_->end()) return {};
+    return lfs::ParseMapLines(id, {it->second.begin(), it->second.end()});
   }
 
   const std::string remote_;

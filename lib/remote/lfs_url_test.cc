@@ -33,25 +33,33 @@ TEST_CASE("the LFS endpoint of a git remote's URL is the one Git LFS derives") {
   }
 }
 
-TEST_CASE("a map line names one stored form and reads back; lines of other shapes are skipped") {
+TEST_CASE("map lines name stored forms and their frames and read back; lines of other shapes are skipped") {
   const ContentId id = HashBytes("version", 7), base = HashBytes("base", 4);
-  const std::string sha(64, 'a');
-  ObjectMap::Entry whole{id, {sha, 123}, false, {}};
-  CHECK(MapLine(whole) == sha + " 123 whole");
-  ObjectMap::Entry delta{id, {sha, 45}, true, base};
-  CHECK(MapLine(delta) == sha + " 45 delta " + base.Hex());
-  auto back = ParseMapLine(id, MapLine(delta));
-  REQUIRE(back.has_value());
-  CHECK(back->oid.sha256 == sha);
-  CHECK(back->oid.size == 45);
-  CHECK(back->delta);
-  CHECK(back->base == base);
-  CHECK(ParseMapLine(id, MapLine(whole)).has_value());
+  const std::string sha(64, 'a'), other(64, 'b'), frame(64, 'f');
+  ObjectMap::Entry whole{id, {sha, 123}, false, {}, ""};
+  CHECK(MapLines(whole) == std::vector<std::string>{sha + " 123 whole"});
+  ObjectMap::Entry delta{id, {other, 45}, true, base, frame};
+  CHECK(MapLines(delta) == std::vector<std::string>{other + " 45 delta " + base.Hex(), "frame " + other + " " + frame});
+  std::vector<std::string> lines = MapLines(delta);
+  lines.push_back(MapLines(whole).front());
+  const std::vector<ObjectMap::Entry> back = ParseMapLines(id, lines);
+  REQUIRE(back.size() == 2);
+  CHECK(back[0].oid.sha256 == other);
+  CHECK(back[0].oid.size == 45);
+  CHECK(back[0].delta);
+  CHECK(back[0].base == base);
+  CHECK(back[0].frame == frame);  // the frame goes with the form of its oid only
+  CHECK(back[1].oid.sha256 == sha);
+  CHECK(!back[1].delta);
+  CHECK(back[1].frame.empty());
   for (const std::string& bad :
        {sha + " 123", sha + " 12x whole", sha.substr(1) + " 1 whole", sha + " 1 delta", sha + " 1 delta zz",
-        sha + " 1 whole extra", sha + " 1 copy", sha + " 99999999999999999999 whole", std::string("")}) {
+        sha + " 1 whole extra", sha + " 1 copy", sha + " 99999999999999999999 whole", std::string(""),
+        "frame " + sha, "frame " + sha + " " + frame + " extra", "frame " + sha + " " + frame.substr(1)}) {
     CAPTURE(bad);
-    CHECK(!ParseMapLine(id, bad).has_value());
+    const std::vector<ObjectMap::Entry> parsed = ParseMapLines(id, {MapLines(whole).front(), bad});
+    REQUIRE(parsed.size() == 1);
+    CHECK(parsed[0].frame.empty());
   }
 }
 

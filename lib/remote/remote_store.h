@@ -32,10 +32,19 @@
 #include "lib/base/file.h"
 #include "lib/base/io.h"
 #include "lib/base/status.h"
+#include "lib/container/format.h"
 #include "lib/store/restore.h"
 #include "lib/store/object_store.h"
 
 namespace zipnn::remote {
+
+// An object a remote holds, opened where it lies to be read by parts
+// (RemoteStore::OpenRanges): its bytes, read as they are asked for, and
+// its header and chunk index, read and checked.
+struct RangedObject {
+  std::unique_ptr<ByteSource> bytes;
+  container::ObjectInfo info;
+};
 
 // One remote store. Thread-safe: transfers call it from several threads.
 class RemoteStore {
@@ -69,6 +78,19 @@ class RemoteStore {
     (void)id;
     (void)delta;
     return uint64_t{0};
+  }
+  // The object the remote holds for `id`, to be read by parts where it
+  // lies rather than fetched (a tensor of a version the local store
+  // lacks: OpenRemoteVersion in transfer.h). Only for a remote that
+  // serves parts of objects and can vouch for the object's header and
+  // chunk index, whose checksums then vouch for every chunk record: that
+  // they are those of the object that was pushed, which the pusher proved
+  // to decode to `id` (a Git LFS server, through git's map of it, lfs.h).
+  // Unsupported where it cannot (the default): the caller fetches the
+  // objects whole. `limit` as for Get.
+  virtual Result<RangedObject> OpenRanges(const ContentId& id, uint64_t limit) {
+    (void)limit;
+    return Unsupported(where() + " cannot serve parts of object " + id.Hex());
   }
   // After a push has sent its objects: whatever else others need to find
   // them (a Git LFS server's map, lfs.h). Nothing for most stores.

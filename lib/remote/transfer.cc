@@ -10,6 +10,7 @@
 #include "lib/base/file.h"
 #include "lib/base/progress.h"
 #include "lib/base/strings.h"
+#include "lib/container/object.h"
 #include "lib/git/listings.h"
 #include "lib/remote/select.h"
 #include "lib/store/chain.h"
@@ -128,6 +129,97 @@ Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::opti
   static std::once_flag listings;
   std::call_once(listings, [&] { (void)git::TakeListings(*remote); });
   return report.delivered;
+}
+
+namespace {
+
+// A version read where the objects of its chain lie (OpenRemoteVersion):
+// one reader a level, the top one checking raw checksums, over an object
+// of the local store or one on the remote read by parts, standing on a
+// version the local store holds whole, if any.
+class RemoteVersion : public ByteSource {
+ public:
+  uint64_t size() const override { return top->size(); }
+  Status ReadAt(uint64_t offset, void* out, size_t n) const override { return top->ReadAt(offset, out, n); }
+  const std::string& name() const override { return top->name(); }
+
+  struct Level {
+    std::unique_ptr<ByteSource> object;
+    container::ObjectInfo info;
+  };
+  std::unique_ptr<RemoteStore> remote;
+  std::vector<Level> levels;  // the top first
+  std::unique_ptr<store::VersionReader> below;
+  std::vector<std::unique_ptr<container::ObjectReader>> readers;  // the bottom first
+  const container::ObjectReader* top = nullptr;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& repo, const ContentId& id,
+                                                      uint64_t raw_size) {
+  Result<std::string> remote = DefaultRemote();
+  if (!remote.ok()) return Unsupported("no remote to read parts of object " + id.Hex() + " from");
+  auto from = OpenRemoteStore(*remote);
+  if (!from.ok()) return Annotate(from.status(), "remote " + *remote + " cannot be read");
+  auto version = std::make_unique<RemoteVersion>();
+  version->remote = std::move(*from);
+  std::vector<ContentId> passed;
+  ContentId at = id;
+  uint64_t size = raw_size;
+  for (;;) {
+    // Below the top, a version the local store holds whole ends the walk.
+    if (!version->levels.empty()) {
+      Result<std::unique_ptr<store::VersionReader>> whole = store::OpenVersion(repo, at);
+      if (whole.ok()) {
+        version->below = std::move(*whole);
+        break;
+      }
+      const StatusCode code = whole.status().code();
+      if (code != StatusCode::kNotFound && code != StatusCode::kUnsupported) return whole.status();
+    }
+    RemoteVersion::Level level;
+    // OpenLink checks for a loop and the depth before it looks.
+    Result<store::Link> here = store::OpenLink(repo, id, at, passed);
+    if (here.ok()) {
+      level.object = std::make_unique<ReadFile>(std::move(here->file));
+      level.info = std::move(here->info);
+    } else if (here.status().code() == StatusCode::kNotFound) {
+      ZIPNN_ASSIGN_OR_RETURN(RangedObject there, version->remote->OpenRanges(at, ObjectSizeLimit(size)));
+      level.object = std::move(there.bytes);
+      level.info = std::move(there.info);
+    } else {
+      return here.status();
+    }
+    if (level.info.header.raw_size != size) {
+      return Corruption(level.object->name() + " holds " + std::to_string(level.info.header.raw_size) +
+                        " bytes of checkpoint, not the " + std::to_string(size) + " the version above it needs");
+    }
+    const bool delta = level.info.header.kind == container::ObjectKind::kDelta;
+    at = level.info.header.base_id;
+    size = level.info.header.base_size;
+    version->levels.push_back(std::move(level));
+    if (!delta) break;
+  }
+  const container::ObjectHeader& top = version->levels.front().info.header;
+  if (!container::HasRawChecksums(top)) {
+    return Unsupported("object " + id.Hex() + " is of format " + std::to_string(top.version) +
+                       ", without raw checksums to check its parts against");
+  }
+  // From the bottom up, each level reading its base through the one below;
+  // two chunks at each level below the top keep memory small.
+  const ByteSource* below = version->below.get();
+  for (size_t i = version->levels.size(); i-- > 0;) {
+    RemoteVersion::Level& level = version->levels[i];
+    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
+                           container::ObjectReader::Open(*level.object, std::move(level.info), below,
+                                                         /*check_raw=*/i == 0,
+                                                         i == 0 ? container::kReaderCacheBytes : 0));
+    below = reader.get();
+    version->top = reader.get();
+    version->readers.push_back(std::move(reader));
+  }
+  return std::unique_ptr<ByteSource>(std::move(version));
 }
 
 }  // namespace zipnn::remote

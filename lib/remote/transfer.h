@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -63,5 +64,17 @@ Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& rem
 // was delivered.
 Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::optional<uint64_t> raw_size = std::nullopt,
                         const store::FindCopy& find_copy = nullptr, ByteSink* deliver = nullptr);
+
+// Random access to version `id` (`raw_size` bytes, its pointer's size)
+// without fetching what the local store lacks of its chain: each object
+// missing here is read by parts where it lies on the default remote
+// (RemoteStore::OpenRanges), down to the first version the local store
+// holds whole, and each chunk read of the version is checked against its
+// raw checksum, as store::OpenVersion's are. Nothing fetched is stored.
+// Unsupported when that cannot be: no default remote, one that does not
+// serve parts or cannot vouch for an object, a top object older than
+// format 5 (the caller then fetches whole objects: FetchChain).
+Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& repo, const ContentId& id,
+                                                      uint64_t raw_size);
 
 }  // namespace zipnn::remote
