@@ -228,6 +228,33 @@ TEST_CASE("objects go up to the LFS server under the SHA-256 of their bytes and 
   // A version the map does not know is not there, and says so.
   auto missing = remote::FetchObjects(there, *lfs, {HashBytes("nowhere", 7)}, {});
   CHECK(missing.status().code() == StatusCode::kNotFound);
+
+  // Opened where it lies, an object reads as the file pushed, its header
+  // and index vouched for by the frame the push recorded.
+  const std::string object = here.objects.PathOf(ids[1]);
+  auto ranged = lfs->OpenRanges(ids[1], remote::kUnknownObjectLimit);
+  REQUIRE_MESSAGE(ranged.ok(), ranged.status().message());
+  CHECK(ranged->info.content_id == ids[1]);
+  CHECK(ranged->info.header.base_id == ids[0]);
+  const std::string file = Slurp(object);
+  std::string read(file.size(), '\0');
+  REQUIRE(ranged->bytes->ReadAt(0, read.data(), read.size()).ok());
+  CHECK(read == file);
+  lfs::ObjectMap::Entry entry = map.Find(ids[1])->front();
+  CHECK(entry.frame.size() == 64);
+  // A frame the object does not have: refused, naming what is wrong.
+  entry.frame = std::string(64, '0');
+  REQUIRE(map.Add(entry).ok());
+  ranged = lfs->OpenRanges(ids[1], remote::kUnknownObjectLimit);
+  CHECK(ranged.status().code() == StatusCode::kCorruption);
+  CHECK(ranged.status().message().find("not those of the object that was pushed") != std::string::npos);
+  // None recorded: parts cannot be vouched for, so the object is fetched
+  // whole instead (Unsupported).
+  entry.frame.clear();
+  REQUIRE(map.Add(entry).ok());
+  CHECK(lfs->OpenRanges(ids[1], remote::kUnknownObjectLimit).status().code() == StatusCode::kUnsupported);
+  // Nor more than its checkpoint can take.
+  CHECK(lfs->OpenRanges(ids[0], 100).status().code() == StatusCode::kCorruption);
 }
 
 TEST_CASE("the LFS store refuses a server that lies, fails or stalls, and credentials it refused, naming no secret") {
