@@ -11,6 +11,7 @@
 #include "lib/git/checkpoint_at.h"
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
+#include "lib/remote/transfer.h"
 
 namespace zipnn::cmd {
 
@@ -69,7 +70,15 @@ Status RunShow(const ShowArgs& a) {
       why = git::WhyBase(repo, **series, path, *id);
     }
   }
-  // The chain down to its base: what a checkout of this version decodes.
+  // The chain down to its base: what a checkout of this version decodes,
+  // and the object's report below, both of the stored objects; fetched
+  // first where the local store lacks them (a clone has the newest).
+  if (store::VisitChain(repo, *id, [](const store::ChainLink&) {}).code() == StatusCode::kNotFound) {
+    const std::optional<uint64_t> size = named ? std::optional<uint64_t>(named->size) : std::nullopt;
+    if (Result<bool> fetched = remote::FetchChain(repo, *id, size); !fetched.ok()) {
+      return Annotate(fetched.status(), a.what);
+    }
+  }
   std::printf("chain\n");
   ZIPNN_RETURN_IF_ERROR(store::VisitChain(repo, *id, [&](const store::ChainLink& link) {
     std::printf("  %*s%s %-5s %10s -> %10s %8s%s\n", 2 * link.depth, "", link.id.Hex().c_str(),

@@ -189,21 +189,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = object_path(repo, oid)
         if not os.path.isfile(path):
             return self.answer_json(404, {"message": "object does not exist"})
-        with open(path, "rb") as f:
-            data = f.read()
-        if MODE == "forge":
-            data = bytes((b ^ 0x5A) for b in data)
-        start, end, status = 0, len(data), 200
+        size = os.path.getsize(path)
+        start, end, status = 0, size, 200
         wanted = re.match(r"^bytes=(\d+)-(\d*)$", self.headers.get("Range", ""))
         headers = [("Accept-Ranges", "none" if MODE == "noranges" else "bytes")]
         if wanted and MODE != "noranges":
             start = int(wanted.group(1))
-            end = min(len(data), int(wanted.group(2)) + 1) if wanted.group(2) else len(data)
-            if start >= len(data) or start >= end:
-                return self.answer(416, headers=[("Content-Range", "bytes */%d" % len(data))])
+            end = min(size, int(wanted.group(2)) + 1) if wanted.group(2) else size
+            if start >= size or start >= end:
+                return self.answer(416, headers=[("Content-Range", "bytes */%d" % size)])
             status = 206
-            headers.append(("Content-Range", "bytes %d-%d/%d" % (start, end - 1, len(data))))
-        part = data[start:end]
+            headers.append(("Content-Range", "bytes %d-%d/%d" % (start, end - 1, size)))
+        with open(path, "rb") as f:  # only the part asked for
+            f.seek(start)
+            part = f.read(end - start)
+        if MODE == "forge":
+            part = bytes((b ^ 0x5A) for b in part)
         if MODE == "stall":
             self.send_response(status)
             self.send_header("Content-Length", str(len(part)))

@@ -460,6 +460,11 @@ TEST_CASE("cat of a tensor of a version the clone lacks reads parts of its objec
   const Run whole = repo.Sh("cd ../clone && git zipnn restore --rev HEAD~3 -o ../whole.st -f model.safetensors");
   CHECK_MESSAGE(whole.code == 0, whole.err);
   CHECK(StoreBytes(repo, "../clone/.git") > stored);
+  // show describes the stored chain of a version: fetched where missing.
+  const Run shown = repo.Sh("cd ../clone && git zipnn show HEAD~2:model.safetensors");
+  CHECK_MESSAGE(shown.code == 0, shown.err);
+  CHECK(shown.out.find("base ") != std::string::npos);
+  CHECK(shown.out.find("kind         ") != std::string::npos);
 }
 
 TEST_CASE("cat by parts from a server without ranges fetches whole objects; from one that lies, nothing") {

@@ -110,15 +110,18 @@ class KeepingSink : public ByteSink {
 
 // An object on the server read where it lies. A read the windows kept do
 // not hold asks for a window from where it starts: kMinWindow (the
-// header, the chunk index), doubled up to kMaxWindow while reads go on
+// header and region table), doubled up to kMaxWindow while reads go on
 // where the last window ended (the chunk records of a tensor, front to
-// back), and never less than the read. The last kWindows windows are
-// kept.
+// back), and never less than the read; except that a read within
+// kTailWindow of the end asks for the last kTailWindow bytes, so that the
+// trailer and the chunk index before it come in one request. The last
+// kWindows windows are kept.
 class RangedSource : public ByteSource {
  public:
   using Fetch = std::function<Status(uint64_t from, uint64_t n, ByteSink& out)>;
   static constexpr uint64_t kMinWindow = uint64_t{64} << 10;
   static constexpr uint64_t kMaxWindow = uint64_t{4} << 20;
+  static constexpr uint64_t kTailWindow = uint64_t{64} << 10;
   static constexpr size_t kWindows = 4;
 
   RangedSource(std::string name, uint64_t size, Fetch fetch)
@@ -141,10 +144,14 @@ class RangedSource : public ByteSource {
     run_ = onward ? std::min(run_ * 2, kMaxWindow) : kMinWindow;
     Window w;
     w.from = offset;
-    const uint64_t want = std::min(size_ - offset, std::max<uint64_t>(n, run_));
+    uint64_t want = std::min(size_ - offset, std::max<uint64_t>(n, run_));
+    if (size_ - offset <= kTailWindow) {
+      w.from = size_ - std::min(size_, kTailWindow);
+      want = size_ - w.from;
+    }
     w.bytes.Reserve(static_cast<size_t>(want));
-    ZIPNN_RETURN_IF_ERROR(fetch_(offset, want, w.bytes));
-    std::memcpy(out, w.bytes.buffer().data(), n);
+    ZIPNN_RETURN_IF_ERROR(fetch_(w.from, want, w.bytes));
+    std::memcpy(out, w.bytes.buffer().data() + (offset - w.from), n);
     windows_.push_back(std::move(w));
     if (windows_.size() > kWindows) windows_.pop_front();
     return OkStatus();

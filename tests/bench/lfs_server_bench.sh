@@ -9,6 +9,11 @@
 #                  files (LFS objects)
 #   clone          git clone with checkout of the newest, and the bytes it
 #                  downloaded (the objects in the clone's store)
+#   old tensor     one tensor (the middle one of the file) of HEAD~5 read
+#                  in the fresh clone, and the bytes the server sent for
+#                  it: git-zipnn reads parts of the objects where they lie
+#                  (`git zipnn cat -t`); Git LFS downloads the whole file
+#                  (`git lfs smudge` of the pointer)
 #   every save     server bytes when each save is pushed as it is made
 #                  (10 pushes): a version sent while newest stays whole
 #                  on a server that cannot delete
@@ -49,6 +54,7 @@ commit_saves() {
   done
 }
 server_bytes() { bytes_in "$work/srv/$1.git/lfs-objects"; }
+sent() { awk '$1 == "sent" { n += $2 } END { printf "%d", n }' "$server_log"; }
 clone_store() { if [ "$1" = zipnn ]; then echo .git/zipnn/objects; else echo .git/lfs/objects; fi; }
 
 for ((r = 0; r < runs; r++)); do
@@ -60,6 +66,16 @@ for ((r = 0; r < runs; r++)); do
     timed clone $tool git clone -q "http://127.0.0.1:$port/$tool.git" "$work/$tool-clone"
     cmp "$work/$tool-clone/model.safetensors" "${files[-1]}"
     record "clone bytes" $tool "$(bytes_in "$work/$tool-clone/$(clone_store $tool)")"
+    cd "$work/$tool-clone"
+    before=$(sent)
+    if [ "$tool" = zipnn ]; then
+      tensor=$(git zipnn cat HEAD:model.safetensors --list --json |
+        python3 -c 'import json, sys; t = json.load(sys.stdin)["tensors"]; print(t[len(t) // 2]["name"])')
+      timed "old tensor" $tool git zipnn cat HEAD~5:model.safetensors -t "$tensor" -o "$work/tensor" -f
+    else
+      timed "old tensor" $tool sh -c "git cat-file blob HEAD~5:model.safetensors | git lfs smudge >'$work/tensor'"
+    fi
+    record "tensor bytes" $tool $(($(sent) - before))
     if [ "$tool" = zipnn ] && [ "$r" = 0 ]; then
       # Every version back, bit-exact, each object downloaded once.
       cd "$work/$tool-clone"
@@ -82,7 +98,7 @@ done
 
 echo "10 saves of $(basename "$dir") ($raw bytes), $(nproc) cores; medians of $runs runs; seconds or bytes"
 printf '%-14s %14s %14s %9s\n' row git-zipnn git-lfs zipnn/lfs
-for row in push "server bytes" clone "clone bytes" "every save"; do
+for row in push "server bytes" clone "clone bytes" "old tensor" "tensor bytes" "every save"; do
   z=$(echo ${took["$row zipnn"]} | tr ' ' '\n' | median)
   l=$(echo ${took["$row lfs"]} | tr ' ' '\n' | median)
   printf '%-14s %14s %14s %9.2f\n' "$row" "$z" "$l" "$(awk "BEGIN { print $z / $l }")"
