@@ -48,7 +48,8 @@ class LfsServer {
   std::string Requests() { return repo_.Sh("grep -E '^[A-Z]+ /' '" + dir_ + "/log'").out; }
   // The bytes of objects its downloads sent so far.
   uint64_t BytesSent() {
-    return std::stoull("0" + repo_.Sh("awk '$1 == \"sent\" { n += $2 } END { printf \"%d\", n }' '" + dir_ + "/log'").out);
+    return std::stoull("0" +
+                       repo_.Sh("awk '$1 == \"sent\" { n += $2 } END { printf \"%d\", n }' '" + dir_ + "/log'").out);
   }
 
  private:

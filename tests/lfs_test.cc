@@ -382,7 +382,8 @@ TEST_CASE(
   const Run clean = repo.Sh("cd ../clone && git zipnn fsck --remote origin --all");
   CHECK_MESSAGE(clean.code == 0, clean.err);
   CHECK(clean.out.find("5 checkpoints, 5 objects decode to their ids\n") != std::string::npos);
-  const std::string object = Trimmed(repo.Sh("find '" + server.root() + "/team.git/lfs-objects' -type f | head -1").out);
+  const std::string object =
+      Trimmed(repo.Sh("find '" + server.root() + "/team.git/lfs-objects' -type f | head -1").out);
   REQUIRE(repo.Sh("cp '" + object + "' ../kept && printf 'X' | dd of='" + object +
                   "' bs=1 seek=200 conv=notrunc status=none")
               .code == 0);
@@ -395,8 +396,7 @@ TEST_CASE(
   // The Python module reads an old version in a fresh clone, fetching what
   // it needs through the server: the same tensor as where it was added.
   REQUIRE(repo.Sh("cd .. && git clone -q " + server.Url("team.git") + " reader").code == 0);
-  const std::string read = "/usr/bin/python3 -c 'import sys, hashlib; sys.path.insert(0, \"" +
-                           repo.Runfile("python") +
+  const std::string read = "/usr/bin/python3 -c 'import sys, hashlib; sys.path.insert(0, \"" + repo.Runfile("python") +
                            "\"); import git_zipnn as g; t = g.load_tensor(\"model.safetensors\", \"c2.weight\", "
                            "rev=\"HEAD~3\"); print(t.dtype, t.shape, hashlib.sha256(t.tobytes()).hexdigest())'";
   const Run there = repo.Sh("cd ../reader && GIT_ZIPNN=\"$(command -v git-zipnn)\" " + read);
@@ -420,8 +420,9 @@ TEST_CASE("cat of a tensor of a version the clone lacks reads parts of its objec
   UseBoth(repo, server);
   // Five saves of one path, each the real CNN's weights 64 times over
   // (7.5 MB), so that a tensor is a small part of every object.
-  REQUIRE(repo.Sh("git zipnn track model.safetensors >/dev/null && git add .gitattributes && git commit -qm track")
-              .code == 0);
+  REQUIRE(
+      repo.Sh("git zipnn track model.safetensors >/dev/null && git add .gitattributes && git commit -qm track").code ==
+      0);
   for (const char* step : kSteps) {
     REQUIRE(repo.Sh("python3 '" + repo.Runfile("tests/bench/tile_checkpoint.py") + "' '" +
                     repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
@@ -444,11 +445,11 @@ TEST_CASE("cat of a tensor of a version the clone lacks reads parts of its objec
   // save, a base: 7.9 MiB): less than a twentieth of them; nothing was
   // stored.
   const uint64_t read = server.BytesSent() - sent;
-  const uint64_t chain = std::stoull(
-      "0" + Trimmed(repo.Sh("git zipnn log --json model.safetensors | python3 -c 'import json, sys; "
-                            "print(sum(v[\"stored_bytes\"] for v in json.load(sys.stdin) "
-                            "if v[\"subject\"] in (\"000040\", \"000080\")))'")
-                        .out));
+  const uint64_t chain =
+      std::stoull("0" + Trimmed(repo.Sh("git zipnn log --json model.safetensors | python3 -c 'import json, sys; "
+                                        "print(sum(v[\"stored_bytes\"] for v in json.load(sys.stdin) "
+                                        "if v[\"subject\"] in (\"000040\", \"000080\")))'")
+                                    .out));
   MESSAGE("read by parts: " << read << " bytes of a chain of " << chain);
   CHECK(chain > 7000000);
   CHECK(read > 0);
@@ -475,19 +476,27 @@ TEST_CASE("cat by parts from a server without ranges fetches whole objects; from
     honest.AddRepository("team.git");
     UseBoth(repo, honest);
     CommitTrajectory(repo);
-    REQUIRE(repo.Sh("git remote add origin " + honest.Url("team.git") + " && git push -q origin HEAD:main && "
+    REQUIRE(repo.Sh("git remote add origin " + honest.Url("team.git") +
+                    " && git push -q origin HEAD:main && "
                     "git zipnn cat HEAD~3:model.safetensors -t fc1.weight -o ../here.safetensors")
                 .code == 0);
     REQUIRE(repo.Sh("cd .. && git clone -q " + honest.Url("team.git") + " clone").code == 0);
     // The same repository, served by a server of `mode`.
     LfsServer server(repo, mode, "other");
-    REQUIRE(repo.Sh("cp -a '" + honest.root() + "/team.git' '" + server.root() + "/' && cd ../clone && "
-                    "git remote set-url origin " + server.Url("team.git") + " && "
-                    "git config --global credential.helper 'store --file=" + repo.root() + "/other-credentials' && "
-                    "printf '%s\\n' '" + server.CredentialLine() + "' > '" + repo.root() + "/other-credentials'")
+    REQUIRE(repo.Sh("cp -a '" + honest.root() + "/team.git' '" + server.root() +
+                    "/' && cd ../clone && "
+                    "git remote set-url origin " +
+                    server.Url("team.git") +
+                    " && "
+                    "git config --global credential.helper 'store --file=" +
+                    repo.root() +
+                    "/other-credentials' && "
+                    "printf '%s\\n' '" +
+                    server.CredentialLine() + "' > '" + repo.root() + "/other-credentials'")
                 .code == 0);
     const uint64_t stored = StoreBytes(repo, "../clone/.git");
-    const Run cat = repo.Sh("cd ../clone && git zipnn cat HEAD~3:model.safetensors -t fc1.weight -o ../there.safetensors");
+    const Run cat =
+        repo.Sh("cd ../clone && git zipnn cat HEAD~3:model.safetensors -t fc1.weight -o ../there.safetensors");
     if (mode == "noranges") {
       CHECK_MESSAGE(cat.code == 0, cat.err);
       CHECK(repo.Sh("cmp ../here.safetensors ../there.safetensors").code == 0);
@@ -496,9 +505,9 @@ TEST_CASE("cat by parts from a server without ranges fetches whole objects; from
     } else {
       CHECK(cat.code != 0);
       // Bytes that are no object, named with the server.
-      CHECK_MESSAGE(cat.err.find("on " + server.Url("team.git") + "/info/lfs: not a git-zipnn object") !=
-                        std::string::npos,
-                    cat.err);
+      CHECK_MESSAGE(
+          cat.err.find("on " + server.Url("team.git") + "/info/lfs: not a git-zipnn object") != std::string::npos,
+          cat.err);
       CHECK(StoreBytes(repo, "../clone/.git") == stored);
       CHECK(repo.Sh("test -e ../there.safetensors").code != 0);
     }
@@ -543,10 +552,11 @@ TEST_CASE("a download cut short resumes where it stopped, in the same fetch or t
   // are (here its header, before the rest is asked for; else once it fails
   // to decode to its id) and thrown away; the fetch tries again from the
   // first byte (cut, then resumed).
-  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q " + server.Url("team.git") + " third && mkdir -p " +
-                  "third/.git/zipnn/tmp/lfs-partial && head -c 2000000 /dev/urandom > third/.git/zipnn/tmp/lfs-partial/" +
-                  oid)
-              .code == 0);
+  REQUIRE(
+      repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q " + server.Url("team.git") + " third && mkdir -p " +
+              "third/.git/zipnn/tmp/lfs-partial && head -c 2000000 /dev/urandom > third/.git/zipnn/tmp/lfs-partial/" +
+              oid)
+          .code == 0);
   const Run again = repo.Sh("cd ../third && git zipnn fetch");
   CHECK_MESSAGE(again.code == 0, again.err);
   CHECK(Count(server.Requests(), get + " cut\n") == 2);
@@ -584,7 +594,7 @@ TEST_CASE("two clones that push the map one after the other, or at once, lose no
   REQUIRE_MESSAGE(b.code == 0, b.err);
   const std::string on_server = "git --git-dir='" + server.root() + "/team.git' ";
   CHECK(repo.Sh(on_server + "ls-tree -r --name-only refs/zipnn/objects | wc -l").out == "2\n");  // both
-  CHECK(repo.Sh(on_server + "rev-list --count refs/zipnn/objects").out == "1\n");  // one commit holds all
+  CHECK(repo.Sh(on_server + "rev-list --count refs/zipnn/objects").out == "1\n");                // one commit holds all
   // c and d at the same time.
   // (In braces: Sh's line begins with "cd ... &&", which a bare "&" would
   // send to the background with the first push.)

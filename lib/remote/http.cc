@@ -198,10 +198,8 @@ Result<Reply> Client::Send(const Request& request) {
   curl_slist* headers = nullptr;
   for (const std::string& header : request.headers) headers = curl_slist_append(headers, header.c_str());
   if (request.resume_from > 0 || request.range_size > 0) {
-    const std::string last =
-        request.range_size > 0 ? std::to_string(request.resume_from + request.range_size - 1) : "";
-    headers =
-        curl_slist_append(headers, ("Range: bytes=" + std::to_string(request.resume_from) + "-" + last).c_str());
+    const std::string last = request.range_size > 0 ? std::to_string(request.resume_from + request.range_size - 1) : "";
+    headers = curl_slist_append(headers, ("Range: bytes=" + std::to_string(request.resume_from) + "-" + last).c_str());
   }
   char error[CURL_ERROR_SIZE] = "";
   curl_easy_reset(h);

@@ -23,6 +23,7 @@
 #include "lib/container/object.h"
 #include "lib/remote/http.h"
 #include "lib/remote/ssh.h"
+#include "lib/store/chain.h"
 
 namespace zipnn::lfs {
 
@@ -303,25 +304,14 @@ class Server : public remote::RemoteStore {
   }
 
   Result<remote::RangedObject> OpenRanges(const ContentId& id, uint64_t limit) override {
-    ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
-    // Of the forms whose frame the map records: a whole one (nothing
-    // below it to read), else the smallest.
-    std::optional<size_t> pick;
-    for (size_t k = 0; k < forms.size(); ++k) {
-      if (forms[k].frame.empty()) continue;
-      if (!pick || (!forms[k].delta && forms[*pick].delta) ||
-          (forms[k].delta == forms[*pick].delta && forms[k].oid.size < forms[*pick].oid.size)) {
-        pick = k;
-      }
-    }
-    if (!pick) {
+    ZIPNN_ASSIGN_OR_RETURN(const std::optional<ObjectMap::Entry> framed, FramedForm(id));
+    if (!framed) {
       return Unsupported("git's map of " + where_ + " records no frame of object " + id.Hex() +
                          " to check parts of it against");
     }
-    const ObjectMap::Entry& e = forms[*pick];
+    const ObjectMap::Entry& e = *framed;
     ZIPNN_RETURN_IF_ERROR(CheckLimit(e, limit));
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> answers, Batch("download", {e.oid}));
-    const Answer a = answers.front();
+    ZIPNN_ASSIGN_OR_RETURN(const Answer a, RangedAnswer(e));
     if (a.error != 0 && a.error != 404) return Refused("download of object " + id.Hex(), a);
     if (a.href.empty()) return NotFound("object " + id.Hex() + " is not there");
     auto fetch = [this, id, a](uint64_t from, uint64_t n, ByteSink& out) -> Status {
@@ -354,6 +344,40 @@ class Server : public remote::RemoteStore {
   Status Publish() override { return o_.publish ? o_.publish() : OkStatus(); }
 
  private:
+  // The form of `id` that OpenRanges reads: of those whose frame the map
+  // records, a whole one (nothing below it to read), else the smallest.
+  Result<std::optional<ObjectMap::Entry>> FramedForm(const ContentId& id) {
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
+    std::optional<ObjectMap::Entry> pick;
+    for (const ObjectMap::Entry& e : forms) {
+      if (e.frame.empty()) continue;
+      if (!pick || (!e.delta && pick->delta) || (e.delta == pick->delta && e.oid.size < pick->oid.size)) pick = e;
+    }
+    return pick;
+  }
+
+  // The server's download answer for `e`: asked once for the whole chain
+  // below it as the map gives it (the forms FramedForm picks, so that the
+  // levels below need no request of their own), and kept.
+  Result<Answer> RangedAnswer(const ObjectMap::Entry& e) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto known = ranged_answers_.find(e.oid.sha256);
+      if (known != ranged_answers_.end()) return known->second;
+    }
+    std::vector<Oid> chain = {e.oid};
+    for (std::optional<ObjectMap::Entry> at = e;
+         at->delta && chain.size() < static_cast<size_t>(store::kMaxChainDepth);) {
+      ZIPNN_ASSIGN_OR_RETURN(at, FramedForm(at->base));
+      if (!at) break;
+      chain.push_back(at->oid);
+    }
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> answers, Batch("download", chain));
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < chain.size(); ++i) ranged_answers_.emplace(chain[i].sha256, answers[i]);
+    return answers.front();
+  }
+
   Status CheckLimit(const ObjectMap::Entry& e, uint64_t limit) const {
     if (e.oid.size <= limit) return OkStatus();
     return Corruption("object " + e.id.Hex() + " would be " + std::to_string(e.oid.size) + " bytes, more than the " +
@@ -560,8 +584,9 @@ class Server : public remote::RemoteStore {
   const Options o_;
   const std::shared_ptr<ObjectMap> map_;
   http::Client http_;
-  std::mutex mu_;  // guards credential_
+  std::mutex mu_;  // guards credential_ and ranged_answers_
   std::optional<Credential> credential_;
+  std::map<std::string, Answer> ranged_answers_;  // by oid
   struct Held {
     Grant grant;
     std::optional<std::chrono::steady_clock::time_point> until;

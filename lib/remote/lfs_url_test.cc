@@ -54,8 +54,8 @@ TEST_CASE("map lines name stored forms and their frames and read back; lines of 
   CHECK(back[1].frame.empty());
   for (const std::string& bad :
        {sha + " 123", sha + " 12x whole", sha.substr(1) + " 1 whole", sha + " 1 delta", sha + " 1 delta zz",
-        sha + " 1 whole extra", sha + " 1 copy", sha + " 99999999999999999999 whole", std::string(""),
-        "frame " + sha, "frame " + sha + " " + frame + " extra", "frame " + sha + " " + frame.substr(1)}) {
+        sha + " 1 whole extra", sha + " 1 copy", sha + " 99999999999999999999 whole", std::string(""), "frame " + sha,
+        "frame " + sha + " " + frame + " extra", "frame " + sha + " " + frame.substr(1)}) {
     CAPTURE(bad);
     const std::vector<ObjectMap::Entry> parsed = ParseMapLines(id, {MapLines(whole).front(), bad});
     REQUIRE(parsed.size() == 1);

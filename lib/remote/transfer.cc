@@ -211,10 +211,10 @@ Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& repo, 
   const ByteSource* below = version->below.get();
   for (size_t i = version->levels.size(); i-- > 0;) {
     RemoteVersion::Level& level = version->levels[i];
-    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
-                           container::ObjectReader::Open(*level.object, std::move(level.info), below,
-                                                         /*check_raw=*/i == 0,
-                                                         i == 0 ? container::kReaderCacheBytes : 0));
+    ZIPNN_ASSIGN_OR_RETURN(
+        std::unique_ptr<container::ObjectReader> reader,
+        container::ObjectReader::Open(*level.object, std::move(level.info), below,
+                                      /*check_raw=*/i == 0, i == 0 ? container::kReaderCacheBytes : 0));
     below = reader.get();
     version->top = reader.get();
     version->readers.push_back(std::move(reader));

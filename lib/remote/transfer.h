@@ -74,7 +74,6 @@ Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::opti
 // Unsupported when that cannot be: no default remote, one that does not
 // serve parts or cannot vouch for an object, a top object older than
 // format 5 (the caller then fetches whole objects: FetchChain).
-Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& repo, const ContentId& id,
-                                                      uint64_t raw_size);
+Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& repo, const ContentId& id, uint64_t raw_size);
 
 }  // namespace zipnn::remote
