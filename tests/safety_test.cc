@@ -198,11 +198,16 @@ TEST_CASE("an object linked into the store survives a power loss: its folder is 
   // encoded aside and linked in).
   for (int step : {40, 80}) {
     CAPTURE(step);
+    // A file per thread (-ff), each line then prefixed with the thread's
+    // id: in one shared file, a call another thread interrupts is split
+    // over two lines ("<unfinished ...>", "<... resumed>"), which would
+    // hide its path or its result from FolderSyncedAfter.
     const Run traced = repo.Sh("cp '" + Bf16(repo, step) +
-                               "' m.safetensors && strace -f -qq -o ../trace -e "
+                               "' m.safetensors && rm -f ../trace ../trace.* && strace -ff -qq -o ../trace -e "
                                "trace=link,linkat,rename,renameat,renameat2,openat,fsync,mkdir,mkdirat "
                                "git add m.safetensors && git commit -qm " +
-                               std::to_string(step));
+                               std::to_string(step) +
+                               " && for f in ../trace.*; do sed \"s/^/${f##*.} /\" \"$f\"; done > ../trace");
     REQUIRE_MESSAGE(traced.code == 0, traced.err);
     const std::string id = IdAt(repo, "HEAD:m.safetensors");
     REQUIRE(id.size() == 32);
