@@ -115,8 +115,10 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
     // transfer at once (returning less than was given aborts it).
     const size_t m = n - skip;
     if (m > r.limit - std::min(r.limit, r.resume_from + t->reply.received)) {
-      t->failed = Corruption("the server sent more than the " + std::to_string(r.limit) +
-                             " bytes the object's checkpoint can take");
+      t->failed = Corruption(r.range_size > 0 ? "the server sent more than the " + std::to_string(r.range_size) +
+                                                    " bytes of the part asked for"
+                                              : "the server sent more than the " + std::to_string(r.limit) +
+                                                    " bytes the object's checkpoint can take");
       return 0;
     }
     if (m == 0) return n;
@@ -148,9 +150,15 @@ size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
   }
   if (name == "content-length" && BodyToSink(*t)) {
     const unsigned long long length = std::strtoull(value.c_str(), nullptr, 10);
-    if (length > t->request->limit) {
+    const Request& r = *t->request;
+    if (r.range_size > 0 && length > r.range_size) {
+      t->failed = Corruption("the server offered " + std::to_string(length) + " bytes for a part of " +
+                             std::to_string(r.range_size) + " asked for");
+      return 0;
+    }
+    if (length > r.limit) {
       t->failed = Corruption("the server offered " + std::to_string(length) + " bytes, more than the " +
-                             std::to_string(t->request->limit) + " the object's checkpoint can take");
+                             std::to_string(r.limit) + " the object's checkpoint can take");
       return 0;
     }
   }

@@ -322,7 +322,9 @@ class Server : public remote::RemoteStore {
       get.range_size = n;
       get.limit = from + n;
       get.download = &out;
-      ZIPNN_ASSIGN_OR_RETURN(http::Reply r, http_.Send(Authorized(get, a.headers)));
+      Result<http::Reply> sent = http_.Send(Authorized(get, a.headers));
+      if (!sent.ok()) return Annotate(sent.status(), "object " + id.Hex() + " on " + where_);
+      const http::Reply& r = *sent;
       if (r.status == 404) return NotFound("object " + id.Hex() + " is not there");
       if (r.status != 206) return Failed("download of a part of object " + id.Hex(), r);
       if (r.received != n) {
