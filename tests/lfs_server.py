@@ -32,6 +32,8 @@ client does with a host that cannot be trusted:
   cut         a download from the first byte is cut at half, as a
               network that drops; one of a later range is served
   noranges    a download asked for a byte range gets the whole object
+  lateranges  so does every one from the fifth on (a node behind a
+              balancer that ignores Range)
 
 Usage: lfs_server.py ROOT USER:PASSWORD [MODE]
 Prints "lfs server listening on 127.0.0.1:PORT" once it takes
@@ -58,6 +60,7 @@ OID = re.compile(r"^[0-9a-f]{64}$")
 # /<repo>.git/info/lfs/<rest>, the repository named as a path under ROOT.
 LFS_PATH = re.compile(r"^/(?P<repo>[A-Za-z0-9._/-]+?\.git)/info/lfs/(?P<rest>[^?]*)$")
 log_lock = threading.Lock()
+ranges_asked = 0  # range requests so far (lateranges)
 
 
 def object_path(repo, oid):
@@ -193,7 +196,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         start, end, status = 0, size, 200
         wanted = re.match(r"^bytes=(\d+)-(\d*)$", self.headers.get("Range", ""))
         headers = [("Accept-Ranges", "none" if MODE == "noranges" else "bytes")]
-        if wanted and MODE != "noranges":
+        if wanted and MODE == "lateranges":
+            with log_lock:
+                global ranges_asked
+                ranges_asked += 1
+                ignored = ranges_asked >= 5
+        else:
+            ignored = MODE == "noranges"
+        if wanted and not ignored:
             start = int(wanted.group(1))
             end = min(size, int(wanted.group(2)) + 1) if wanted.group(2) else size
             if start >= size or start >= end:

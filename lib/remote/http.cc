@@ -106,8 +106,9 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
         skip = static_cast<size_t>(std::min<uint64_t>(n, r.resume_from - t->dropped));
         t->dropped += skip;
       } else if (t->reply.headers["content-range"].rfind("bytes " + std::to_string(r.resume_from) + "-", 0) != 0) {
-        t->failed = Corruption("the server answered a request for bytes " + std::to_string(r.resume_from) +
-                               "- with another range");
+        const std::string last = r.range_size > 0 ? std::to_string(r.resume_from + r.range_size - 1) : "";
+        t->failed = Corruption("the server answered a request for bytes " + std::to_string(r.resume_from) + "-" + last +
+                               " with another range");
         return 0;
       }
     }
@@ -115,10 +116,10 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
     // transfer at once (returning less than was given aborts it).
     const size_t m = n - skip;
     if (m > r.limit - std::min(r.limit, r.resume_from + t->reply.received)) {
-      t->failed = Corruption(r.range_size > 0 ? "the server sent more than the " + std::to_string(r.range_size) +
-                                                    " bytes of the part asked for"
-                                              : "the server sent more than the " + std::to_string(r.limit) +
-                                                    " bytes the object's checkpoint can take");
+      t->failed = Corruption(
+          r.range_size > 0
+              ? "the server sent more than the " + std::to_string(r.range_size) + " bytes of the part asked for"
+              : "the server sent more than the " + std::to_string(r.limit) + " bytes the object's checkpoint can take");
       return 0;
     }
     if (m == 0) return n;

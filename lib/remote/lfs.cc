@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -120,6 +121,10 @@ class KeepingSink : public ByteSink {
 class RangedSource : public ByteSource {
  public:
   using Fetch = std::function<Status(uint64_t from, uint64_t n, ByteSink& out)>;
+  // The whole object, for when a fetch of an object opened already finds
+  // the server no longer serving parts (one node behind a balancer that
+  // ignores Range): reads go to it from then on.
+  using Whole = std::function<Result<std::unique_ptr<ByteSource>>()>;
   static constexpr uint64_t kMinWindow = uint64_t{64} << 10;
   static constexpr uint64_t kMaxWindow = uint64_t{4} << 20;
   static constexpr uint64_t kTailWindow = uint64_t{64} << 10;
@@ -127,6 +132,11 @@ class RangedSource : public ByteSource {
 
   RangedSource(std::string name, uint64_t size, Fetch fetch)
       : name_(std::move(name)), size_(size), fetch_(std::move(fetch)) {}
+  // Until then, a server that sends the whole object is Unsupported.
+  void FallBackTo(Whole whole) {
+    std::lock_guard<std::mutex> lock(mu_);
+    whole_ = std::move(whole);
+  }
   uint64_t size() const override { return size_; }
   const std::string& name() const override { return name_; }
 
@@ -134,6 +144,7 @@ class RangedSource : public ByteSource {
     if (offset > size_ || n > size_ - offset) return IoError(name_ + ": read past the end");
     if (n == 0) return OkStatus();
     std::lock_guard<std::mutex> lock(mu_);
+    if (held_) return held_->ReadAt(offset, out, n);
     for (const Window& w : windows_) {
       if (offset >= w.from && offset + n <= w.from + w.bytes.buffer().size()) {
         std::memcpy(out, w.bytes.buffer().data() + (offset - w.from), n);
@@ -151,7 +162,13 @@ class RangedSource : public ByteSource {
       want = size_ - w.from;
     }
     w.bytes.Reserve(static_cast<size_t>(want));
-    ZIPNN_RETURN_IF_ERROR(fetch_(w.from, want, w.bytes));
+    const Status fetched = fetch_(w.from, want, w.bytes);
+    if (fetched.code() == StatusCode::kUnsupported && whole_) {
+      windows_.clear();
+      ZIPNN_ASSIGN_OR_RETURN(held_, whole_());
+      return held_->ReadAt(offset, out, n);
+    }
+    ZIPNN_RETURN_IF_ERROR(fetched);
     std::memcpy(out, w.bytes.buffer().data() + (offset - w.from), n);
     windows_.push_back(std::move(w));
     if (windows_.size() > kWindows) windows_.pop_front();
@@ -167,8 +184,24 @@ class RangedSource : public ByteSource {
   const uint64_t size_;
   const Fetch fetch_;
   mutable std::mutex mu_;
-  mutable std::deque<Window> windows_;  // guarded by mu_; oldest first
-  mutable uint64_t run_ = kMinWindow;   // guarded by mu_
+  Whole whole_;                               // guarded by mu_
+  mutable std::deque<Window> windows_;        // guarded by mu_; oldest first
+  mutable uint64_t run_ = kMinWindow;         // guarded by mu_
+  mutable std::unique_ptr<ByteSource> held_;  // guarded by mu_; the whole object, once fetched
+};
+
+// A downloaded object in a scratch file, read from there and removed with
+// it.
+class ScratchObject : public ByteSource {
+ public:
+  ScratchObject(TempFile file, ReadFile read) : file_(std::move(file)), read_(std::move(read)) {}
+  uint64_t size() const override { return read_.size(); }
+  Status ReadAt(uint64_t offset, void* out, size_t n) const override { return read_.ReadAt(offset, out, n); }
+  const std::string& name() const override { return read_.name(); }
+
+ private:
+  TempFile file_;
+  ReadFile read_;
 };
 
 bool IsOid(const std::string& s) {
@@ -333,13 +366,36 @@ class Server : public remote::RemoteStore {
       }
       return OkStatus();
     };
+    // Whole, it is checked against its oid, the SHA-256 of what was pushed.
+    auto whole = [this, id, e, a]() -> Result<std::unique_ptr<ByteSource>> {
+      const std::string dir = o_.partial_dir.empty() ? std::filesystem::temp_directory_path().string() : o_.partial_dir;
+      ZIPNN_RETURN_IF_ERROR(MakeDirectories(dir));
+      ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(dir, "whole-"));
+      {
+        ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::InTemp(file));
+        Partial none("", e.oid.sha256, e.oid.size);
+        ZIPNN_RETURN_IF_ERROR(Download(id, e, a, none, out));
+        ZIPNN_RETURN_IF_ERROR(out.Commit());
+      }
+      ZIPNN_ASSIGN_OR_RETURN(ReadFile read, ReadFile::Open(file.path()));
+      ZIPNN_ASSIGN_OR_RETURN(const std::string sha, http::Sha256(read, 0, read.size()));
+      if (sha != e.oid.sha256) {
+        return Corruption("object " + id.Hex() + " on " + where_ + ": the bytes sent for it are not its LFS object");
+      }
+      return std::unique_ptr<ByteSource>(std::make_unique<ScratchObject>(std::move(file), std::move(read)));
+    };
+    // A server that does not serve parts from the start has the objects
+    // fetched whole, proven and stored instead (Unsupported).
     auto object = std::make_unique<RangedSource>("object " + id.Hex() + " on " + where_, e.oid.size, fetch);
     ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(*object));
     ZIPNN_ASSIGN_OR_RETURN(const std::string frame, FrameDigest(*object, info));
     if (frame != e.frame || info.content_id != id) {
-      return Corruption("object " + id.Hex() + " on " + where_ +
-                        ": its header and chunk index are not those of the object that was pushed");
+      // The server or the map is wrong: the object fetched whole and
+      // proven will show which.
+      return Unsupported("object " + id.Hex() + " on " + where_ +
+                         ": its header and chunk index are not those of the object that was pushed");
     }
+    object->FallBackTo(whole);
     return remote::RangedObject{std::move(object), std::move(info)};
   }
 

@@ -86,8 +86,9 @@ class RemoteStore {
   // chunk index, whose checksums then vouch for every chunk record: that
   // they are those of the object that was pushed, which the pusher proved
   // to decode to `id` (a Git LFS server, through git's map of it, lfs.h).
-  // Unsupported where it cannot (the default): the caller fetches the
-  // objects whole. `limit` as for Get.
+  // Unsupported where it cannot (the default), or where what the server
+  // sends is not what was vouched for: the caller fetches the objects
+  // whole, and proves them. `limit` as for Get.
   virtual Result<RangedObject> OpenRanges(const ContentId& id, uint64_t limit) {
     (void)limit;
     return Unsupported(where() + " cannot serve parts of object " + id.Hex());
