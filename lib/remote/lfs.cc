@@ -22,6 +22,7 @@
 #include "lib/base/file.h"
 #include "lib/container/format.h"
 #include "lib/container/object.h"
+#include "lib/formats/checkpoint.h"
 #include "lib/remote/http.h"
 #include "lib/remote/ssh.h"
 #include "lib/store/chain.h"
@@ -124,7 +125,7 @@ class RangedSource : public ByteSource {
   // The whole object, for when a fetch of an object opened already finds
   // the server no longer serving parts (one node behind a balancer that
   // ignores Range): reads go to it from then on.
-  using Whole = std::function<Result<std::unique_ptr<ByteSource>>()>;
+  using Whole = std::function<Result<formats::Checkpoint>()>;
   static constexpr uint64_t kMinWindow = uint64_t{64} << 10;
   static constexpr uint64_t kMaxWindow = uint64_t{4} << 20;
   static constexpr uint64_t kTailWindow = uint64_t{64} << 10;
@@ -144,7 +145,7 @@ class RangedSource : public ByteSource {
     if (offset > size_ || n > size_ - offset) return IoError(name_ + ": read past the end");
     if (n == 0) return OkStatus();
     std::lock_guard<std::mutex> lock(mu_);
-    if (held_) return held_->ReadAt(offset, out, n);
+    if (held_) return held_->file().ReadAt(offset, out, n);
     for (const Window& w : windows_) {
       if (offset >= w.from && offset + n <= w.from + w.bytes.buffer().size()) {
         std::memcpy(out, w.bytes.buffer().data() + (offset - w.from), n);
@@ -165,8 +166,9 @@ class RangedSource : public ByteSource {
     const Status fetched = fetch_(w.from, want, w.bytes);
     if (fetched.code() == StatusCode::kUnsupported && whole_) {
       windows_.clear();
-      ZIPNN_ASSIGN_OR_RETURN(held_, whole_());
-      return held_->ReadAt(offset, out, n);
+      ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint whole, whole_());
+      held_.emplace(std::move(whole));
+      return held_->file().ReadAt(offset, out, n);
     }
     ZIPNN_RETURN_IF_ERROR(fetched);
     std::memcpy(out, w.bytes.buffer().data() + (offset - w.from), n);
@@ -184,25 +186,18 @@ class RangedSource : public ByteSource {
   const uint64_t size_;
   const Fetch fetch_;
   mutable std::mutex mu_;
-  Whole whole_;                               // guarded by mu_
-  mutable std::deque<Window> windows_;        // guarded by mu_; oldest first
-  mutable uint64_t run_ = kMinWindow;         // guarded by mu_
-  mutable std::unique_ptr<ByteSource> held_;  // guarded by mu_; the whole object, once fetched
+  Whole whole_;                                      // guarded by mu_
+  mutable std::deque<Window> windows_;               // guarded by mu_; oldest first
+  mutable uint64_t run_ = kMinWindow;                // guarded by mu_
+  mutable std::optional<formats::Checkpoint> held_;  // guarded by mu_; the whole object, once fetched
 };
 
-// A downloaded object in a scratch file, read from there and removed with
-// it.
-class ScratchObject : public ByteSource {
- public:
-  ScratchObject(TempFile file, ReadFile read) : file_(std::move(file)), read_(std::move(read)) {}
-  uint64_t size() const override { return read_.size(); }
-  Status ReadAt(uint64_t offset, void* out, size_t n) const override { return read_.ReadAt(offset, out, n); }
-  const std::string& name() const override { return read_.name(); }
-
- private:
-  TempFile file_;
-  ReadFile read_;
-};
+// Of two stored forms of a version, the one to read: a whole one (nothing
+// more to fetch below it), else the smaller.
+bool Preferred(const ObjectMap::Entry& a, const ObjectMap::Entry& b) {
+  if (a.delta != b.delta) return !a.delta;
+  return a.oid.size < b.oid.size;
+}
 
 bool IsOid(const std::string& s) {
   return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
@@ -315,11 +310,7 @@ class Server : public remote::RemoteStore {
     // else the smallest.
     std::optional<size_t> pick;
     for (size_t k = 0; k < forms.size(); ++k) {
-      if (answers[k].href.empty()) continue;
-      if (!pick || (!forms[k].delta && forms[*pick].delta) ||
-          (forms[k].delta == forms[*pick].delta && forms[k].oid.size < forms[*pick].oid.size)) {
-        pick = k;
-      }
+      if (!answers[k].href.empty() && (!pick || Preferred(forms[k], forms[*pick]))) pick = k;
     }
     if (!pick) {
       for (const Answer& a : answers) {
@@ -367,22 +358,18 @@ class Server : public remote::RemoteStore {
       return OkStatus();
     };
     // Whole, it is checked against its oid, the SHA-256 of what was pushed.
-    auto whole = [this, id, e, a]() -> Result<std::unique_ptr<ByteSource>> {
+    auto whole = [this, id, e, a]() -> Result<formats::Checkpoint> {
       const std::string dir = o_.partial_dir.empty() ? std::filesystem::temp_directory_path().string() : o_.partial_dir;
       ZIPNN_RETURN_IF_ERROR(MakeDirectories(dir));
-      ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(dir, "whole-"));
-      {
-        ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::InTemp(file));
-        Partial none("", e.oid.sha256, e.oid.size);
-        ZIPNN_RETURN_IF_ERROR(Download(id, e, a, none, out));
-        ZIPNN_RETURN_IF_ERROR(out.Commit());
-      }
-      ZIPNN_ASSIGN_OR_RETURN(ReadFile read, ReadFile::Open(file.path()));
-      ZIPNN_ASSIGN_OR_RETURN(const std::string sha, http::Sha256(read, 0, read.size()));
+      ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint spooled, formats::Checkpoint::Spool(dir, [&](ByteSink& out) {
+                               Partial none("", e.oid.sha256, e.oid.size);
+                               return Download(id, e, a, none, out);
+                             }));
+      ZIPNN_ASSIGN_OR_RETURN(const std::string sha, http::Sha256(spooled.file(), 0, spooled.file().size()));
       if (sha != e.oid.sha256) {
         return Corruption("object " + id.Hex() + " on " + where_ + ": the bytes sent for it are not its LFS object");
       }
-      return std::unique_ptr<ByteSource>(std::make_unique<ScratchObject>(std::move(file), std::move(read)));
+      return spooled;
     };
     // A server that does not serve parts from the start has the objects
     // fetched whole, proven and stored instead (Unsupported).
@@ -408,8 +395,7 @@ class Server : public remote::RemoteStore {
     ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
     std::optional<ObjectMap::Entry> pick;
     for (const ObjectMap::Entry& e : forms) {
-      if (e.frame.empty()) continue;
-      if (!pick || (!e.delta && pick->delta) || (e.delta == pick->delta && e.oid.size < pick->oid.size)) pick = e;
+      if (!e.frame.empty() && (!pick || Preferred(e, *pick))) pick = e;
     }
     return pick;
   }
