@@ -81,6 +81,13 @@ Result<Start> StartFilter() {
 
 // Clean lists what it stores for git's textconv cache when git keeps one
 // (lib/git/textconv_cache.h).
+// The parent a caller named for what this process stores (the Python
+// module's commit_checkpoint(parent=...)), from the top of the work tree.
+void NameParent(filters::CheckpointFilter& filter) {
+  const char* parent = std::getenv("GIT_ZIPNN_PARENT");
+  if (parent != nullptr && *parent != '\0') filter.NameParent(parent);
+}
+
 void KeepListings(filters::CheckpointFilter& filter, const git::ConfigSnapshot& config) {
   if (std::optional<git::TextconvCache> cache = git::TextconvCache::Open(git::kDriver, config)) {
     filter.KeepListings(std::move(*cache));
@@ -126,6 +133,7 @@ Action SingleFile(CLI::App& sub) {
     StdoutSink out;
     if (!kClean) return Annotate(filter.Smudge(*path, in, out), *path);
     KeepListings(filter, start.config);
+    NameParent(filter);
     return Finished(filter, Annotate(filter.Clean(*path, in, out), *path));
   };
 }
@@ -145,6 +153,7 @@ Action SetupFilterProcess(CLI::App&) {
     const filters::ReadAhead read_ahead{start.repo.temp_dir};
     filters::CheckpointFilter filter(std::move(start.repo), std::move(series), std::move(smudge));
     KeepListings(filter, start.config);
+    NameParent(filter);
     WidenPipes();
     FdReader in(0);
     StdoutSink out;

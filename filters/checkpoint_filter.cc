@@ -101,7 +101,9 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
     }));
   }
   const series::Placed placed = series_ ? series_->rules().Place(path) : series::Rules().Place(path);
-  const store::NewVersion version{spool.path(), id, path, placed.name, placed.step};
+  store::NewVersion version{spool.path(), id, path, placed.name, placed.step};
+  version.parents = [&] { return ParentCandidates(path, placed.name); };
+  version.fingerprints = &fingerprints_;
   ZIPNN_ASSIGN_OR_RETURN(store::CheckedIn checked,
                          store::CheckIn(repo_, version, [&](bool deep) -> Result<std::vector<store::Version>> {
                            if (!series_) return std::vector<store::Version>();
@@ -138,8 +140,12 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
     if (info.ok()) {
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%.1f s", progress.Seconds());
-      const std::string how = info->delta ? "a delta (chain depth " + std::to_string(info->depth) + ")"
-                                          : "a base (" + store::BaseReasonText(checked.reason, repo_.policy) + ")";
+      std::string how = info->delta ? "a delta (chain depth " + std::to_string(info->depth) + ")"
+                                    : "a base (" + store::BaseReasonText(checked.reason, repo_.policy) + ")";
+      if (checked.parent) {
+        how = "a delta of " + checked.parent->path + " (" + store::ParentWhyText(checked.parent->why) +
+              "; chain depth " + std::to_string(info->depth) + ")";
+      }
       std::string demoted;
       if (checked.demoted) {
         demoted = "; the version before it is now a delta, " + HumanBytes(checked.demoted->before) + " -> " +
@@ -155,6 +161,41 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
     if (!note || git::IsListingFailure(*note)) KeepListing(spool.path(), id, text);
   }
   return out.Append(text.data(), text.size());
+}
+
+std::vector<store::ParentCandidate> CheckpointFilter::ParentCandidates(const std::string& path,
+                                                                       const std::string& name) {
+  std::vector<store::ParentCandidate> candidates;
+  if (!series_) return candidates;
+  std::string named = named_parent_;
+  for (const config::Policy::ParentRule& rule : repo_.policy.parents) {
+    if (!named.empty()) break;
+    if (series::GlobMatches(rule.checkpoints, path)) named = rule.parent;
+  }
+  if (!named.empty()) {
+    // A file, or a folder whose file of the same name is meant.
+    const std::string base_name = path.substr(path.rfind('/') + 1);
+    bool found = false;
+    for (const std::string& at : {named, named + "/" + base_name}) {
+      auto held = series_->At(at);
+      if (held.ok() && *held && (*held)->path != path) {
+        candidates.push_back(store::ParentCandidate{(*held)->id, (*held)->path, /*by_rule=*/true});
+        found = true;
+        break;
+      }
+    }
+    if (!found && unknown_parents_.insert(named).second) {
+      std::fprintf(stderr,
+                   "git-zipnn: warning: the parent named for %s, '%s', is no checkpoint git holds (nor a folder "
+                   "holding %s); the parent is looked for by its tensors instead\n",
+                   path.c_str(), named.c_str(), base_name.c_str());
+    }
+  }
+  auto recent = series_->Recent(name);
+  if (recent.ok()) {
+    for (const store::Version& v : *recent) candidates.push_back(store::ParentCandidate{v.id, v.path, false});
+  }
+  return candidates;
 }
 
 void CheckpointFilter::KeepListing(const std::string& file, const ContentId& id, const std::string& pointer_text) {

@@ -25,6 +25,7 @@
 #include "lib/git/series_versions.h"
 #include "lib/git/textconv_cache.h"
 #include "lib/series/series.h"
+#include "lib/store/parents.h"
 #include "lib/store/restore.h"
 #include "lib/store/store.h"
 
@@ -59,6 +60,11 @@ class CheckpointFilter : public FilterHandler {
   // cache (lib/git/textconv_cache.h), unless the cache holds a listing of
   // its pointer already; Finish writes what was listed.
   void KeepListings(git::TextconvCache cache) { listings_ = std::move(cache); }
+  // The parent every checkpoint this process stores is to be a delta of
+  // (store::ParentCandidate): a file or folder, from the top of the work
+  // tree, named by the caller (GIT_ZIPNN_PARENT); it comes before the
+  // rules of .zipnn.yaml `parents`.
+  void NameParent(std::string path) { named_parent_ = std::move(path); }
   // Ends the process's work: writes the listings kept (a cache: failing to
   // write them loses git no data, so the caller only warns).
   Status Finish();
@@ -84,6 +90,10 @@ class CheckpointFilter : public FilterHandler {
   // the index holds there when it names the same checkpoint (a file
   // cleaned again must give git the same blob), else the current one.
   int PointerVersionFor(const std::string& path, const store::Pointer& pointer);
+  // The versions a new checkpoint at `path` (of series `name`) may be a
+  // delta of: the one named for it (NameParent, then .zipnn.yaml), then
+  // the recent versions of other series.
+  std::vector<store::ParentCandidate> ParentCandidates(const std::string& path, const std::string& name);
   // Lists the checkpoint `file` (of id `id`, stored under `pointer_text`)
   // for the textconv cache; a file that cannot be listed is left to git.
   void KeepListing(const std::string& file, const ContentId& id, const std::string& pointer_text);
@@ -109,6 +119,9 @@ class CheckpointFilter : public FilterHandler {
   bool warned_ = false;  // that git's series could not be read
   size_t pointers_left_ = 0;
   std::optional<git::TextconvCache> listings_;
+  std::string named_parent_;
+  store::Fingerprints fingerprints_{repo_.cache_dir};
+  std::set<std::string> unknown_parents_;  // named parents warned about
 };
 
 }  // namespace zipnn::filters

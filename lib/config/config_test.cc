@@ -93,6 +93,23 @@ TEST_CASE("series patterns and the raw cache budget are read") {
   CHECK(Error("series: ['a/b.pt']\n") == ".zipnn.yaml: series pattern 'a/b.pt' has no {step}");
 }
 
+TEST_CASE("parents map globs to a file or folder, in the file's order") {
+  auto p = ParsePolicy("parents:\n  'ft/**': out/checkpoint-250/\n  lora/adapter.safetensors: base/model.safetensors\n",
+                       ".zipnn.yaml");
+  REQUIRE(p.ok());
+  REQUIRE(p->parents.size() == 2);
+  CHECK(p->parents[0].checkpoints == "ft/**");
+  CHECK(p->parents[0].parent == "out/checkpoint-250");  // a folder's trailing '/' is dropped
+  CHECK(p->parents[1].checkpoints == "lora/adapter.safetensors");
+  CHECK(p->parents[1].parent == "base/model.safetensors");
+  CHECK(Error("parents: [a, b]\n") ==
+        ".zipnn.yaml: 'parents' must map globs of checkpoints to the file or folder they were trained from, such as "
+        "'ft/**': out/checkpoint-250");
+  CHECK(Error("parents:\n  a: [b]\n").find("'parents' must map globs") != std::string::npos);
+  CHECK(Error("parents:\n  a: ''\n").find("'parents' must map globs") != std::string::npos);
+  CHECK(Error("parent:\n  a: b\n").find("(did you mean 'parents'?)") != std::string::npos);
+}
+
 TEST_CASE("a series pattern too long, or too many patterns, is a warning naming the file; the rest holds") {
   // A committed .zipnn.yaml comes from whoever wrote the repository; its
   // patterns are matched against every tracked path on every git command.
@@ -150,11 +167,11 @@ TEST_CASE("mistakes name the file and the key") {
   CHECK(Error("base_intervl: 5\n") ==
         ".zipnn.yaml: 'base_intervl' is not a policy key (did you mean 'base_interval'?); the keys are base_interval, "
         "newest, delta_against, max_chain, min_gain, delta_transform, chunk_size, threads, zstd_level, series, "
-        "raw_cache");
+        "raw_cache, parents");
   CHECK(Error("serise: ['a{step}']\n").find("(did you mean 'series'?)") != std::string::npos);
   CHECK(Error("colour: red\n") ==
         ".zipnn.yaml: 'colour' is not a policy key; the keys are base_interval, newest, delta_against, max_chain, "
-        "min_gain, delta_transform, chunk_size, threads, zstd_level, series, raw_cache");
+        "min_gain, delta_transform, chunk_size, threads, zstd_level, series, raw_cache, parents");
   CHECK(Error("delta_transform: sub\n") ==
         ".zipnn.yaml: 'delta_transform' must be 'auto', 'xor' or 'difference', not 'sub'");
   CHECK(Error("delta_transfrom: xor\n").find("(did you mean 'delta_transform'?)") != std::string::npos);

@@ -59,7 +59,8 @@ Result<uint64_t> Size(const YAML::Node& node, const std::string& source, const s
 std::string Not(const std::string& value) { return value.empty() ? "" : ", not '" + value + "'"; }
 
 const char* const kKeys[] = {"base_interval", "newest",  "delta_against", "max_chain", "min_gain", "delta_transform",
-                             "chunk_size",    "threads", "zstd_level",    "series",    "raw_cache"};
+                             "chunk_size",    "threads", "zstd_level",    "series",    "raw_cache",
+                             "parents"};
 
 // Edit distance, for "did you mean".
 size_t Distance(const std::string& a, const std::string& b) {
@@ -138,6 +139,26 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
       Status checked = series::CheckPattern(pattern);
       if (!checked.ok()) return Annotate(checked, source);
       p.series.push_back(pattern);
+    }
+  } else if (key == "parents") {
+    constexpr const char* kShape = "must map globs of checkpoints to the file or folder they were trained from, "
+                                   "such as 'ft/**': out/checkpoint-250";
+    if (!v.IsMap()) return Bad(source, key, kShape);
+    if (v.size() > kMaxSeriesPatterns) {
+      return Bad(source, key,
+                 "lists " + std::to_string(v.size()) + " globs; at most " + std::to_string(kMaxSeriesPatterns) +
+                     " are allowed");
+    }
+    for (const auto& item : v) {
+      if (!item.first.IsScalar() || !item.second.IsScalar()) return Bad(source, key, kShape);
+      Policy::ParentRule rule{item.first.as<std::string>(), item.second.as<std::string>()};
+      while (rule.parent.size() > 1 && rule.parent.back() == '/') rule.parent.pop_back();
+      if (rule.checkpoints.empty() || rule.parent.empty()) return Bad(source, key, kShape);
+      if (rule.checkpoints.size() > kMaxSeriesPatternLength || rule.parent.size() > kMaxSeriesPatternLength) {
+        return Bad(source, key,
+                   "holds an entry of over " + std::to_string(kMaxSeriesPatternLength) + " characters");
+      }
+      p.parents.push_back(std::move(rule));
     }
   } else if (key == "raw_cache") {
     ZIPNN_ASSIGN_OR_RETURN(p.raw_cache, Size(v, source, key));

@@ -47,6 +47,15 @@ struct Policy {
   // Explicit series: globs where "{step}" stands for a step's digits,
   // tried before the built-in rules (lib/series/series.h).
   std::vector<std::string> series;
+  // Explicit parents (lib/store/parents.h): the first version of a series
+  // whose path matches `checkpoints` (a glob as in `series`) is a delta of
+  // the version git holds at `parent`: a file, or a folder whose file of
+  // the same name is taken. In the file's order; the first match wins.
+  struct ParentRule {
+    std::string checkpoints;
+    std::string parent;
+  };
+  std::vector<ParentRule> parents;
   // Bytes of raw checkpoint copies kept to make the next delta without
   // decoding a chain; 0 keeps none.
   uint64_t raw_cache = 1ull << 30;

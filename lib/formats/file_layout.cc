@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "lib/base/endian.h"
+
 namespace zipnn::formats {
 
 namespace {
@@ -205,6 +207,34 @@ Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base) {
         }
         return Region{codec::DType::kBytes, at, n, false, 0};
       });
+}
+
+}  // namespace zipnn::formats
+
+namespace zipnn::formats {
+
+std::optional<ContentId> TensorFingerprint(const FileLayout& file) {
+  if (file.tensors.empty()) return std::nullopt;
+  std::vector<const Tensor*> sorted;
+  for (const Tensor& t : file.tensors) sorted.push_back(&t);
+  std::sort(sorted.begin(), sorted.end(), [](const Tensor* a, const Tensor* b) { return a->name < b->name; });
+  // Each field is length- or count-prefixed, so no two tensor lists hash
+  // the same bytes.
+  Hasher hasher;
+  auto number = [&](uint64_t n) {
+    uint8_t le[8];
+    StoreLE<uint64_t>(le, n);
+    hasher.Update(le, sizeof le);
+  };
+  for (const Tensor* t : sorted) {
+    number(t->name.size());
+    hasher.Update(t->name.data(), t->name.size());
+    number(static_cast<uint64_t>(t->dtype));
+    number(t->shape.size());
+    for (const uint64_t d : t->shape) number(d);
+    number(DataBytes(*t));
+  }
+  return hasher.Finish();
 }
 
 }  // namespace zipnn::formats

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/content_id.h"
 #include "lib/codec/dtype.h"
 #include "lib/container/layout.h"
 
@@ -75,5 +76,14 @@ container::Layout ToRegions(const FileLayout& file);
 // removing, renaming or reordering tensors only costs the tensors that
 // changed.
 container::Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base);
+
+// What a checkpoint holds, without its values: a hash of the name, dtype
+// and shape of every tensor (a torch.save file's storages), in name
+// order, so that two files hold the same tensors when their fingerprints
+// match, whatever their container, file name or tensor order. Two files
+// whose fingerprints match are candidates to be deltas of one another
+// (a fine-tune and the model it started from, twins). A file with no
+// tensors has none.
+std::optional<ContentId> TensorFingerprint(const FileLayout& file);
 
 }  // namespace zipnn::formats

@@ -1,6 +1,7 @@
 #include "lib/git/series_versions.h"
 
 #include <algorithm>
+#include <set>
 
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
@@ -94,6 +95,44 @@ Result<std::vector<store::Version>> SeriesVersions::Of(const std::string& name, 
   if (own != session_.end()) versions.insert(versions.end(), own->second.begin(), own->second.end());
   store::SortSeries(versions);
   return versions;
+}
+
+Result<std::vector<store::Version>> SeriesVersions::Recent(const std::string& name) {
+  ZIPNN_RETURN_IF_ERROR(ReadShallow());
+  std::vector<store::Version> recent;
+  // This process's own first, the latest first: a twin is usually saved
+  // right beside its double.
+  std::vector<std::pair<size_t, const store::Version*>> own;
+  for (const auto& [series, versions] : session_) {
+    if (series == name) continue;
+    for (const store::Version& v : versions) own.emplace_back(own.size(), &v);
+  }
+  for (auto it = own.rbegin(); it != own.rend(); ++it) recent.push_back(*it->second);
+  std::set<std::string> names;
+  for (const auto& [series, held] : shallow_) names.insert(series);
+  for (const auto& [series, versions] : session_) names.insert(series);
+  names.erase(name);
+  for (const std::string& series : names) {
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<store::Version> versions, Of(series, /*deep=*/false));
+    if (!versions.empty()) recent.push_back(versions.back());
+  }
+  return recent;
+}
+
+Result<std::optional<store::Version>> SeriesVersions::At(const std::string& path) {
+  const std::string name = rules_.Place(path).name;
+  if (const auto own = session_.find(name); own != session_.end()) {
+    for (auto v = own->second.rbegin(); v != own->second.rend(); ++v) {
+      if (v->path == path) return std::optional<store::Version>(*v);
+    }
+  }
+  // In series order, HEAD's before the index's.
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<store::Version> versions, Of(name, /*deep=*/false));
+  std::optional<store::Version> at;
+  for (const store::Version& v : versions) {
+    if (v.path == path) at = v;
+  }
+  return at;
 }
 
 void SeriesVersions::Add(const std::string& path, const ContentId& id) {

@@ -60,6 +60,16 @@ class SeriesVersions {
   // `deep`, HEAD's whole history too.
   Result<std::vector<store::Version>> Of(const std::string& name, bool deep);
 
+  // The versions of other series than `name` that a new version of it may
+  // be a delta of (store::ParentCandidate): the newest of each series in
+  // HEAD's tree, the index or this process, and every version this
+  // process stored, the latest first.
+  Result<std::vector<store::Version>> Recent(const std::string& name);
+
+  // The version git holds at `path`: the last this process stored there,
+  // else the index's, else HEAD's; nullopt when it holds none.
+  Result<std::optional<store::Version>> At(const std::string& path);
+
   // A version this process stored (or found stored) at `path`.
   void Add(const std::string& path, const ContentId& id);
 

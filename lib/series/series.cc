@@ -201,6 +201,11 @@ Placed FromSpans(const std::string& path, const std::vector<std::pair<size_t, si
 
 }  // namespace
 
+bool GlobMatches(const std::string& glob, const std::string& path) {
+  std::vector<std::pair<size_t, size_t>> steps;
+  return Match(Compile(glob), path, steps);
+}
+
 Status CheckPattern(const std::string& pattern) {
   if (pattern.find("{step}") == std::string::npos) {
     return InvalidArgument("series pattern '" + pattern + "' has no {step}");

@@ -57,6 +57,11 @@ class Rules {
   std::vector<std::shared_ptr<const Pattern>> patterns_;
 };
 
+// Whether `path` matches `glob` ('*' any text within a folder, '**' any
+// folders, '?' one character, "{step}" a step's digits), as an explicit
+// pattern matches.
+bool GlobMatches(const std::string& glob, const std::string& path);
+
 // Checks one explicit pattern (what WithPatterns refuses).
 Status CheckPattern(const std::string& pattern);
 

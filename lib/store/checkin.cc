@@ -7,6 +7,7 @@
 #include "lib/base/thread_pool.h"
 #include "lib/container/estimate.h"
 #include "lib/formats/detect.h"
+#include "lib/formats/file_layout.h"
 #include "lib/container/object.h"
 #include "lib/store/chain.h"
 #include "lib/store/copies.h"
@@ -180,6 +181,53 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
   return result;
 }
 
+// CheckIn's try of a parent in another series (parents.h), where its own
+// series would store the version whole: `position` is past every stored
+// version of `series` (the first of its series: any parent that pays), or
+// it is the newest with the newest whole (a twin only: a delta that costs
+// nearly nothing to decode reads as fast as a whole object). True when
+// the version was stored as a delta of one; false leaves the store as it
+// was. A parent that cannot be read costs this version its delta, never
+// the add.
+Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, formats::Checkpoint& input,
+                             const std::vector<Version>& series, size_t position, bool present,
+                             const EarlierVersions& earlier, CheckedIn& result) {
+  const bool newest_whole = store.policy.newest == config::Newest::kWhole && position == series.size();
+  const bool first = std::none_of(series.begin(), series.begin() + static_cast<std::ptrdiff_t>(position),
+                                  [&](const Version& v) { return store.objects.Has(v.id); });
+  if (!first && !newest_whole) return false;
+  const std::vector<ParentCandidate> candidates = version.parents();
+  if (candidates.empty() || version.fingerprints == nullptr) return false;
+  const formats::CheckpointView raw = input.View(version.id);
+  auto chosen = ChooseParent(store, raw, candidates, *version.fingerprints, /*twins_only=*/!first);
+  if (!chosen.ok() || !*chosen) return false;
+  Parent& parent = **chosen;
+  const formats::CheckpointView base = parent.bytes.View(parent.id);
+  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(store, raw, &base));
+  if (!c.delta) return false;
+  ZIPNN_RETURN_IF_ERROR(present ? store.objects.Replace(version.id, c.file.path())
+                                : store.objects.Adopt(version.id, c.file.path()));
+  result.reason = BaseReason::kNotBase;
+  result.parent = CheckedIn::TakenParent{parent.id, parent.path, parent.why};
+  if (newest_whole && !series.empty()) {
+    // The version before it in its series is re-stored as a delta, as
+    // after any newest (its chain now counts this one's: placement.h).
+    std::promise<Status> stored;
+    stored.set_value(OkStatus());
+    Result<MaybeDemoted> demoted = Demote(store, series, series.size() - 1, raw, version.path, /*complete=*/false,
+                                          earlier, stored.get_future().share());
+    if (!demoted.ok()) {
+      result.demotion_error = demoted.status().message();
+    } else {
+      result.demoted = *demoted;
+    }
+  }
+  if (version.step.empty()) {
+    RawCache(store.cache_dir, store.policy.raw_cache).Keep(version.series, version.id, version.file);
+  }
+  return true;
+}
+
 }  // namespace
 
 Status VerifyCandidate(const Store& store, const Candidate& c, const formats::CheckpointView& input,
@@ -222,6 +270,11 @@ Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointV
 Result<CheckedIn> CheckIn(const Store& store, const NewVersion& version, const EarlierVersions& earlier) {
   ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint input, formats::Checkpoint::Open(version.file));
   ZIPNN_RETURN_IF_ERROR(input.ReadLayout());
+  if (version.fingerprints) {
+    if (const auto fingerprint = formats::TensorFingerprint(input.layout())) {
+      version.fingerprints->Keep(version.id, *fingerprint);
+    }
+  }
   CheckedIn result;
   result.pointer = Pointer{version.id, input.file().size(), formats::FormatName(input.layout().format)};
   // Already stored: its chain is marked as used, so that a gc running now
@@ -247,9 +300,12 @@ Result<CheckedIn> CheckIn(const Store& store, const NewVersion& version, const E
   };
   ZIPNN_ASSIGN_OR_RETURN(std::vector<Version> series, others(false));
   const size_t position = PositionOf(series, version.step);
-  if (store.policy.newest == config::Newest::kWhole && position == series.size()) {
-    return CheckInNewest(store, version, input, series, present, others, std::move(result));
+  const bool newest_whole = store.policy.newest == config::Newest::kWhole && position == series.size();
+  if (version.parents) {
+    ZIPNN_ASSIGN_OR_RETURN(bool taken, CheckInOfParent(store, version, input, series, position, present, others, result));
+    if (taken) return result;
   }
+  if (newest_whole) return CheckInNewest(store, version, input, series, present, others, std::move(result));
   std::optional<Placement> placed = PlaceVersion(store, series, position, false);
   if (!placed) {
     ZIPNN_ASSIGN_OR_RETURN(series, others(true));

@@ -20,6 +20,7 @@
 #include "lib/base/file.h"
 #include "lib/base/status.h"
 #include "lib/formats/checkpoint.h"
+#include "lib/store/parents.h"
 #include "lib/store/placement.h"
 #include "lib/store/pointer.h"
 #include "lib/store/store.h"
@@ -39,12 +40,26 @@ struct NewVersion {
   std::string path;
   std::string series;  // series::Placed::name
   std::string step;
+  // Versions of other series it may be a delta of (parents.h), asked for
+  // only where its own series would store it whole: when it is the first
+  // of its series, any parent that pays; when it is the newest (newest:
+  // whole), a twin. Unset or empty: none. `fingerprints` keeps what is
+  // learned of this version and of the candidates; needed with `parents`.
+  std::function<std::vector<ParentCandidate>()> parents;
+  Fingerprints* fingerprints = nullptr;
 };
 
 struct CheckedIn {
   Pointer pointer;
   bool stored = false;  // false: the store had it already
   BaseReason reason = BaseReason::kNotBase;
+  // The version of another series it was stored as a delta of, and why.
+  struct TakenParent {
+    ContentId id;
+    std::string path;
+    ParentWhy why = ParentWhy::kSameTensors;
+  };
+  std::optional<TakenParent> parent;
   // What was found damaged on the way: this version's own object (stored
   // anew in its place), or the chain of the version it would have been a
   // delta of (made a base instead). Empty when nothing was.

@@ -121,11 +121,15 @@ std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Vers
   const config::Policy& policy = store.policy;
   Placement placed;
   // The base that begins this version's stretch: the nearest earlier
-  // version stored whole. A version missing here still counts as a place.
+  // version stored whole, or a delta of a version of another series (its
+  // parent, parents.h), which begins a stretch as a base does. A version
+  // missing here still counts as a place.
+  std::set<ContentId> in_series;
+  for (const Version& v : series) in_series.insert(v.id);
   std::optional<size_t> start;
   for (size_t j = position; j-- > 0 && position - j <= policy.base_interval;) {
     auto described = Describe(store, series[j].id, memo);
-    if (described.ok() && !described->delta) {
+    if (described.ok() && (!described->delta || in_series.count(described->base) == 0)) {
       start = j;
       break;
     }
@@ -169,8 +173,11 @@ std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Vers
     placed.base = series[below].id;
     return placed;
   }
-  // A delta of `newer`, which is stored whole.
-  if (hanging + 1 > std::min(stretch.reverse, config::kMaxChainLimit)) {
+  // A delta of `newer`: stored whole, unless it is a delta of a parent
+  // in another series, whose chain then counts.
+  uint32_t below = 0;
+  if (auto described = Describe(store, newer, memo); described.ok()) below = static_cast<uint32_t>(described->depth);
+  if (hanging + 1 + below > std::min(stretch.reverse, config::kMaxChainLimit)) {
     // Its stretch is full: it is the base that ends it.
     const bool by_chain = stretch.reverse < policy.base_interval - 1 - stretch.forward;
     placed.reason = by_chain ? BaseReason::kChain : BaseReason::kDue;

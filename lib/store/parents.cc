@@ -1,0 +1,180 @@
+#include "lib/store/parents.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "lib/base/thread_pool.h"
+#include "lib/codec/dtype.h"
+#include "lib/container/estimate.h"
+#include "lib/container/object.h"
+#include "lib/formats/file_layout.h"
+#include "lib/store/chain.h"
+#include "lib/store/copies.h"
+#include "lib/store/restore.h"
+
+namespace zipnn::store {
+namespace {
+
+// Bytes per sampled window: one chunk's worth of a typical tensor.
+constexpr uint64_t kWindowBytes = 64u << 10;
+
+// The fingerprint of the version `c` names, from the cache or, failing
+// that, from its file in the work tree (header only, not verified: a
+// fingerprint only says which versions to weigh; the bytes a delta is
+// made of are verified apart).
+std::optional<ContentId> FingerprintOf(const Store& store, const ParentCandidate& c, Fingerprints& fingerprints) {
+  if (std::optional<ContentId> known = fingerprints.Find(c.id)) return known;
+  if (store.work_dir.empty() || c.path.empty()) return std::nullopt;
+  auto file = formats::Checkpoint::Open(store.work_dir + "/" + c.path);
+  if (!file.ok() || !file->ReadLayout().ok()) return std::nullopt;
+  return formats::TensorFingerprint(file->layout());
+}
+
+// The verified bytes of `id`, held at `path` in the work tree or kept,
+// else decoded from the store.
+Result<formats::Checkpoint> VerifiedBytes(const Store& store, const ContentId& id, const std::string& path) {
+  if (std::optional<VerifiedCopy> copy = FindVerifiedCopy(store, id, {path})) {
+    return formats::Checkpoint(std::move(copy->file));
+  }
+  return RestoreToScratch(store, id);
+}
+
+}  // namespace
+
+const char* ParentWhyText(ParentWhy why) {
+  switch (why) {
+    case ParentWhy::kRule:
+      return "named as its parent";
+    case ParentWhy::kTwin:
+      return "a twin: the same tensors and values";
+    case ParentWhy::kSameTensors:
+      return "the same tensor names, dtypes and shapes";
+  }
+  return "";
+}
+
+void Fingerprints::Load() {
+  if (loaded_) return;
+  loaded_ = true;
+  std::ifstream in(file_);
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() != 65 || line[32] != ' ') continue;
+    const auto id = ContentId::FromHex(line.substr(0, 32));
+    const auto fingerprint = ContentId::FromHex(line.substr(33));
+    if (id && fingerprint) known_[*id] = *fingerprint;
+  }
+}
+
+std::optional<ContentId> Fingerprints::Find(const ContentId& id) {
+  Load();
+  const auto it = known_.find(id);
+  if (it == known_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Fingerprints::Keep(const ContentId& id, const ContentId& fingerprint) {
+  Load();
+  if (!known_.emplace(id, fingerprint).second) return;
+  // One write of one short line: processes appending at once do not
+  // interleave within it.
+  const std::string line = id.Hex() + " " + fingerprint.Hex() + "\n";
+  const int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  (void)!::write(fd, line.data(), line.size());
+  ::close(fd);
+}
+
+Result<double> SampledRatio(const Store& store, const formats::CheckpointView& input,
+                            const formats::CheckpointView& base) {
+  const container::Layout regions = formats::ToDeltaRegions(*input.layout, *base.layout);
+  uint64_t matched = 0;
+  for (const container::Region& r : regions.regions) {
+    if (r.delta && codec::DTypeWidth(r.dtype) > 1) matched += r.length;
+  }
+  if (matched == 0) return 1.0;
+  // Windows at even steps through the matched bytes, each aligned to its
+  // dtype, so a sample sees every part of the model, not its first layers.
+  const uint64_t windows = std::max<uint64_t>(1, std::min(matched, kSampleBytes) / kWindowBytes);
+  const uint64_t stride = matched / windows;
+  container::Layout as_delta, alone;
+  uint64_t passed = 0;  // matched bytes before the region
+  uint64_t next = stride / 2;
+  for (const container::Region& r : regions.regions) {
+    if (!r.delta || codec::DTypeWidth(r.dtype) <= 1) continue;
+    const uint64_t width = static_cast<uint64_t>(codec::DTypeWidth(r.dtype));
+    while (next < passed + r.length) {
+      uint64_t at = (next - passed) / width * width;
+      const uint64_t length = std::min(kWindowBytes, r.length - at) / width * width;
+      if (length > 0) {
+        as_delta.regions.push_back(container::Region{r.dtype, r.offset + at, length, true, r.base_offset + at, 0});
+        alone.regions.push_back(container::Region{r.dtype, r.offset + at, length, false, 0, 0});
+      }
+      next += stride;
+    }
+    passed += r.length;
+  }
+  ThreadPool pool(container::WorkingThreads(store.policy.threads, store.policy.chunk_size));
+  ZIPNN_ASSIGN_OR_RETURN(double delta, container::EntropyBound(*input.source, as_delta, base.source,
+                                                               store.policy.chunk_size, pool,
+                                                               store.policy.delta_transform));
+  ZIPNN_ASSIGN_OR_RETURN(double standalone,
+                         container::EntropyBound(*input.source, alone, nullptr, store.policy.chunk_size, pool));
+  if (delta == 0) return 0.0;
+  return standalone > 0 ? delta / standalone : 1.0;
+}
+
+Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::CheckpointView& input,
+                                           const std::vector<ParentCandidate>& candidates, Fingerprints& fingerprints,
+                                           bool twins_only) {
+  const std::optional<ContentId> fingerprint = formats::TensorFingerprint(*input.layout);
+  struct Weighed {
+    const ParentCandidate* candidate = nullptr;
+    double ratio = 1;
+  };
+  std::optional<Weighed> best;
+  for (const ParentCandidate& c : candidates) {
+    if (c.id == input.id) continue;
+    if (!c.by_rule && (!fingerprint || FingerprintOf(store, c, fingerprints) != fingerprint)) continue;
+    // Its chain counts in this version's, as any base's does.
+    auto chain = Describe(store, c.id);
+    if (!chain.ok() || static_cast<uint32_t>(chain->depth) + 1 > store.policy.max_chain) continue;
+    // Weighed on its work-tree file when there is one (a sample need not
+    // be proven: the delta is made of verified bytes below), else on its
+    // verified bytes.
+    std::optional<formats::Checkpoint> hint;
+    if (!store.work_dir.empty() && !c.path.empty()) {
+      if (auto file = formats::Checkpoint::Open(store.work_dir + "/" + c.path); file.ok()) hint.emplace(std::move(*file));
+    }
+    if (!hint) {
+      auto bytes = VerifiedBytes(store, c.id, c.path);
+      if (!bytes.ok()) continue;
+      hint.emplace(std::move(*bytes));
+    }
+    if (!hint->ReadLayout().ok()) continue;
+    ZIPNN_ASSIGN_OR_RETURN(double ratio, SampledRatio(store, input, hint->View(c.id)));
+    const bool twin = ratio < kTwinRatio;
+    if (twins_only && !twin) continue;
+    if (c.by_rule) {
+      best = Weighed{&c, ratio};  // the user's word: weighed only by whether the delta pays
+      break;
+    }
+    if (ratio > kCloseRatio) continue;
+    if (!best || ratio < best->ratio) best = Weighed{&c, ratio};
+    if (twin) break;  // nothing is closer
+  }
+  if (!best) return std::optional<Parent>();
+  const ParentCandidate& c = *best->candidate;
+  // The delta is made of bytes proven to be the parent, and its chain is
+  // marked as used, so that a gc running now keeps it.
+  ZIPNN_RETURN_IF_ERROR(TouchChain(store, c.id));
+  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint bytes, VerifiedBytes(store, c.id, c.path));
+  ZIPNN_RETURN_IF_ERROR(bytes.ReadLayout());
+  if (const auto kept = formats::TensorFingerprint(bytes.layout())) fingerprints.Keep(c.id, *kept);
+  const ParentWhy why = best->ratio < kTwinRatio ? ParentWhy::kTwin : c.by_rule ? ParentWhy::kRule : ParentWhy::kSameTensors;
+  return std::optional<Parent>(Parent{c.id, c.path, why, std::move(bytes), best->ratio});
+}
+
+}  // namespace zipnn::store

@@ -1,0 +1,98 @@
+// Parents across series: the earlier version, in another series, that a
+// new checkpoint is stored as a delta of when its own series offers none
+// worth taking (docs/policy.md, "Parents"). A fine-tune is a delta of the
+// model it started from; a twin (the same tensors saved again under
+// another name or in another container: last.ckpt beside
+// epoch=3-step=300.ckpt, pytorch_model.bin beside model.safetensors) is a
+// delta of its twin and costs nearly nothing.
+//
+// A candidate is named by a rule (.zipnn.yaml `parents`, or the caller's
+// own: the Python module's commit_checkpoint(parent=...)), or found: a
+// recent version of another series whose tensors have the same names,
+// dtypes and shapes (formats::TensorFingerprint) and whose sampled bytes
+// are close. Fingerprints are kept in a cache (Fingerprints) so that
+// finding candidates reads no checkpoint's bytes; a missing entry is read
+// again from the version's file in the work tree.
+//
+// Thread-compatible.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/content_id.h"
+#include "lib/base/status.h"
+#include "lib/formats/checkpoint.h"
+#include "lib/store/store.h"
+
+namespace zipnn::store {
+
+// Why a version is a delta of a version of another series.
+enum class ParentWhy {
+  kRule,         // named by .zipnn.yaml `parents` or by the caller
+  kTwin,         // the same tensors, with the same values
+  kSameTensors,  // the same tensors (names, dtypes, shapes), close values
+};
+// How log, show and add say it: "named as its parent", "a twin: ...".
+const char* ParentWhyText(ParentWhy why);
+
+// A version git holds that a new checkpoint may be a delta of: its id and
+// where git holds it (from the top of the work tree).
+struct ParentCandidate {
+  ContentId id;
+  std::string path;
+  bool by_rule = false;
+};
+
+// The parent taken, with its bytes (verified: a work-tree file or kept
+// copy that hashes to its id, or its chain decoded) ready for the delta.
+struct Parent {
+  ContentId id;
+  std::string path;
+  ParentWhy why = ParentWhy::kSameTensors;
+  formats::Checkpoint bytes;
+  double sampled_ratio = 1;  // the sampled delta's bound over the sampled standalone bound
+};
+
+// The fingerprint cache: <cache_dir>/fingerprints, a line per version,
+// "<content id> <fingerprint>" (both 32 hex digits), appended as versions
+// are stored. Any line may be lost; a damaged line is passed over.
+class Fingerprints {
+ public:
+  explicit Fingerprints(std::string cache_dir) : file_(std::move(cache_dir) + "/fingerprints") {}
+  std::optional<ContentId> Find(const ContentId& id);
+  // Best effort: a failure to write loses a cache entry, nothing else.
+  void Keep(const ContentId& id, const ContentId& fingerprint);
+
+ private:
+  void Load();
+  std::string file_;
+  bool loaded_ = false;
+  std::map<ContentId, ContentId> known_;
+};
+
+// How close `input` is to `base` from a sample of their matched tensors
+// (at most kSampleBytes, spread over them): the order-0 bound of the
+// sample taken as a delta over its bound taken standalone; 1 when nothing
+// matched. A twin's is near 0 (not 0: a zip's member names lie between
+// its tensors); below kTwinRatio the two are taken for twins.
+inline constexpr uint64_t kSampleBytes = 4u << 20;
+inline constexpr double kTwinRatio = 0.02;
+Result<double> SampledRatio(const Store& store, const formats::CheckpointView& input,
+                            const formats::CheckpointView& base);
+
+// The parent `input` (fingerprint `fingerprint`, stored at `path`) is best
+// stored as a delta of, among `candidates` (the caller's order: the first
+// rule candidate wins; found ones are weighed by their sampled ratio), or
+// nullopt. A found candidate must have `fingerprint` and a sampled ratio
+// of at most kCloseRatio; `twins_only` takes only a twin. A candidate
+// whose chain the store does not hold whole, or whose chain is already
+// max_chain long, is passed over.
+inline constexpr double kCloseRatio = 0.85;
+Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::CheckpointView& input,
+                                           const std::vector<ParentCandidate>& candidates, Fingerprints& fingerprints,
+                                           bool twins_only);
+
+}  // namespace zipnn::store

@@ -1,0 +1,180 @@
+// Tests of parents across series (parents.h): a twin or a fine-tune stored
+// as a delta of a version of another series, and where none is taken.
+// Real checkpoints from tests/data.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lib/formats/file_layout.h"
+#include "lib/store/chain.h"
+#include "lib/store/checkin.h"
+#include "lib/store/parents.h"
+#include "lib/store/restore.h"
+#include "lib/store/series_fixture.h"
+#include "lib/store/test_objects.h"
+
+namespace zipnn::store {
+namespace {
+
+using testing::Bf16;
+using testing::Copy;
+using testing::Data;
+using testing::IdOf;
+
+// A repository whose versions belong to several series, each checked in
+// with the versions of the other series as parent candidates (the
+// filter's Recent), or with `named` alone.
+struct Repo : testing::Fixture {
+  std::map<std::string, std::vector<Version>> series;  // by name
+  Fingerprints fingerprints{repo.cache_dir};
+
+  CheckedIn Put(const std::string& file, const std::string& path, const std::string& name,
+                const std::string& step = "", std::optional<ParentCandidate> named = std::nullopt) {
+    Copy(file, repo.work_dir + "/" + path);
+    const std::string spool = root + "/spool-" + std::to_string(++spooled_);
+    Copy(file, spool);
+    NewVersion v{spool, IdOf(spool), path, name, step};
+    v.fingerprints = &fingerprints;
+    v.parents = [&, name] {
+      std::vector<ParentCandidate> candidates;
+      if (named) candidates.push_back(*named);
+      for (const auto& [other, versions] : series) {
+        if (other != name && !versions.empty()) {
+          candidates.push_back(ParentCandidate{versions.back().id, versions.back().path, false});
+        }
+      }
+      return candidates;
+    };
+    auto checked = CheckIn(repo, v, [&](bool) -> Result<std::vector<Version>> { return series[name]; });
+    REQUIRE_MESSAGE(checked.ok(), checked.status().message());
+    series[name].push_back(Version{v.id, step, path});
+    CountingSink restored;
+    REQUIRE(Restore(repo, v.id, restored).ok());
+    CHECK(restored.bytes() == checked->pointer.size);
+    return *checked;
+  }
+  double Share(const ContentId& id) {
+    const StoredInfo info = Info(id);
+    auto link = ReadLink(repo, id);
+    REQUIRE(link.ok());
+    return static_cast<double>(info.object_size) / static_cast<double>(link->raw_size);
+  }
+  int spooled_ = 0;
+};
+
+// `file` saved again under another name, as torch.save does: the zip's
+// folder name (of `from`'s length) is in every member's name, nothing
+// else differs.
+std::string Renamed(const std::string& file, const std::string& from, const std::string& to, const std::string& out) {
+  REQUIRE(from.size() == to.size());
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t replaced = 0;
+  for (size_t at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at + 1), ++replaced) {
+    bytes.replace(at, from.size(), to);
+  }
+  REQUIRE(replaced > 0);
+  std::ofstream(out, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return out;
+}
+
+TEST_CASE("a fingerprint names the tensors, not their values, order or container") {
+  auto a = formats::Checkpoint::Open(Bf16(40));
+  auto b = formats::Checkpoint::Open(Bf16(80));
+  auto c = formats::Checkpoint::Open(Data("cnn-fp32/step-000040.safetensors"));
+  REQUIRE((a.ok() && b.ok() && c.ok()));
+  REQUIRE((a->ReadLayout().ok() && b->ReadLayout().ok() && c->ReadLayout().ok()));
+  const auto fa = formats::TensorFingerprint(a->layout());
+  REQUIRE(fa.has_value());
+  CHECK(fa == formats::TensorFingerprint(b->layout()));
+  CHECK(fa != formats::TensorFingerprint(c->layout()));  // fp32, not bf16
+  formats::FileLayout reversed = a->layout();
+  std::reverse(reversed.tensors.begin(), reversed.tensors.end());
+  CHECK(formats::TensorFingerprint(reversed) == fa);
+  reversed.tensors[0].name += "x";
+  CHECK(formats::TensorFingerprint(reversed) != fa);
+  CHECK_FALSE(formats::TensorFingerprint(formats::RawLayout(10, "")).has_value());
+}
+
+TEST_CASE("a twin in another series is a delta of it, at under 2% of raw, whether or not its series has versions") {
+  Repo r;
+  r.Put(Data("pt-gpt/step-000020.pt"), "ckpts/epoch=0-step=20.ckpt", "ckpts/epoch=#-step=#.ckpt", "0.20");
+  const std::string twin = Renamed(Data("pt-gpt/step-000020.pt"), "step-000020/", "last-ckpt-0/", r.root + "/twin1");
+  const CheckedIn first = r.Put(twin, "ckpts/last.ckpt", "ckpts/last.ckpt");
+  REQUIRE(first.parent.has_value());
+  CHECK(first.parent->path == "ckpts/epoch=0-step=20.ckpt");
+  CHECK(first.parent->why == ParentWhy::kTwin);
+  CHECK(r.Info(IdOf(twin)).base == IdOf(Data("pt-gpt/step-000020.pt")));
+  CHECK(r.Share(IdOf(twin)) < 0.02);
+
+  // The next save: last.ckpt has a version now, and is still a twin.
+  r.Put(Data("pt-gpt/step-000040.pt"), "ckpts/epoch=1-step=40.ckpt", "ckpts/epoch=#-step=#.ckpt", "1.40");
+  const std::string twin2 = Renamed(Data("pt-gpt/step-000040.pt"), "step-000040/", "last-ckpt-0/", r.root + "/twin2");
+  const CheckedIn second = r.Put(twin2, "ckpts/last.ckpt", "ckpts/last.ckpt");
+  REQUIRE(second.parent.has_value());
+  CHECK(second.parent->why == ParentWhy::kTwin);
+  CHECK(r.Share(IdOf(twin2)) < 0.02);
+  // The first twin stays as it was: a delta, of its own twin.
+  CHECK(r.Info(IdOf(twin)).base == IdOf(Data("pt-gpt/step-000020.pt")));
+}
+
+TEST_CASE("the first version of a series is a delta of a close version of another; an unlike one is not taken") {
+  Repo r;
+  r.Put(Bf16(40), "out/model.safetensors", "out/model.safetensors");
+  // Other tensors (fp32, not bf16): no candidate.
+  const CheckedIn unlike =
+      r.Put(Data("cnn-fp32/step-000040.safetensors"), "other/model.safetensors", "other/model.safetensors");
+  CHECK_FALSE(unlike.parent.has_value());
+  CHECK(unlike.reason == BaseReason::kFirst);
+  // The same tensors, trained on from the first: a delta of it.
+  const CheckedIn tuned = r.Put(Bf16(80), "ft/checkpoint-10/model.safetensors", "ft/checkpoint-#/model.safetensors", "10");
+  REQUIRE(tuned.parent.has_value());
+  CHECK(tuned.parent->path == "out/model.safetensors");
+  CHECK(tuned.parent->why == ParentWhy::kSameTensors);
+  CHECK(tuned.reason == BaseReason::kNotBase);
+  CHECK(r.Info(IdOf(Bf16(80))).depth == 1);
+  // The next save of the fine-tune is the newest of a series that has a
+  // version: stored whole, as any newest (only a twin displaces that).
+  const CheckedIn next =
+      r.Put(Bf16(120), "ft/checkpoint-20/model.safetensors", "ft/checkpoint-#/model.safetensors", "20");
+  CHECK_FALSE(next.parent.has_value());
+  CHECK(next.reason == BaseReason::kNewest);
+  // The one before it stays a delta of its parent.
+  CHECK(r.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
+}
+
+TEST_CASE("a named parent is taken when its delta pays; a parent at max_chain is passed over") {
+  Repo r;
+  r.repo.policy.max_chain = 1;
+  r.Put(Bf16(40), "a/model.safetensors", "a/model.safetensors");
+  const CheckedIn named = r.Put(Bf16(80), "b/model.safetensors", "b/model.safetensors", "",
+                                ParentCandidate{IdOf(Bf16(40)), "a/model.safetensors", true});
+  REQUIRE(named.parent.has_value());
+  CHECK(named.parent->why == ParentWhy::kRule);
+  // b's version is at depth 1, max_chain: nothing may be a delta of it.
+  r.series.erase("a/model.safetensors");
+  const CheckedIn passed = r.Put(Bf16(120), "c/model.safetensors", "c/model.safetensors");
+  CHECK_FALSE(passed.parent.has_value());
+  CHECK(passed.reason == BaseReason::kFirst);
+}
+
+TEST_CASE("the fingerprint cache keeps what it is given, and passes over damaged lines") {
+  const std::string dir = testing::TempDir();
+  const ContentId a = IdOf(Bf16(40)), b = IdOf(Bf16(80));
+  {
+    Fingerprints f(dir);
+    CHECK_FALSE(f.Find(a).has_value());
+    f.Keep(a, b);
+  }
+  std::ofstream(dir + "/fingerprints", std::ios::app) << "not a line\n" << b.Hex() << " zz\n";
+  Fingerprints again(dir);
+  CHECK(again.Find(a) == b);
+  CHECK_FALSE(again.Find(b).has_value());
+}
+
+}  // namespace
+}  // namespace zipnn::store
