@@ -103,7 +103,7 @@ TEST_CASE("help lists every command, version names both versions") {
   }
   Run v = Zipnn("version");
   CHECK(v.code == 0);
-  CHECK(v.out == "git-zipnn 0.6.0\nobject format 5\n");
+  CHECK(v.out == "git-zipnn 0.7.0\nobject format 6\n");
 }
 
 TEST_CASE("a first word that is no command is refused with the closest commands") {

@@ -24,6 +24,7 @@ struct Golden {
   // Groups coded rans-classed (format 4) with one model, and with classes.
   uint64_t one_model = 0;
   uint64_t by_class = 0;
+  uint64_t standalone = 0;  // delta chunks coded on their own (format 6)
 };
 
 constexpr Golden kGolden[] = {
@@ -66,6 +67,8 @@ constexpr Golden kGolden[] = {
      container::ObjectKind::kDelta, 5, 4, 0, 2},
     {"v5/pt-cnn-step80-delta40.zipnn", "pt-cnn/step-000080.pt", "pt-cnn/step-000040.pt", container::ObjectKind::kDelta,
      10, 4},
+    {"v6/cnn12-bf16-step120-delta-cnn-bf16-step40.zipnn", "cnn12-bf16/step-000120.safetensors",
+     "cnn-bf16/step-000040.safetensors", container::ObjectKind::kDelta, 9, 0, 0, 0, 1},
 };
 
 // The rans-classed groups of an object: with one model, and with classes.
@@ -110,6 +113,10 @@ TEST_CASE("golden objects of every format version decode byte for byte") {
       return c.transform == codec::Transform::kDifference;
     });
     CHECK(static_cast<uint64_t>(differences) == g.differences);
+    const auto standalone = std::count_if(info->chunks.begin(), info->chunks.end(), [](const container::ChunkRef& c) {
+      return c.transform == codec::Transform::kStandalone;
+    });
+    CHECK(static_cast<uint64_t>(standalone) == g.standalone);
     const auto [one_model, by_class] = ClassedGroups(*object, *info);
     CHECK(one_model == g.one_model);
     CHECK(by_class == g.by_class);
@@ -134,9 +141,9 @@ TEST_CASE("golden objects of every format version decode byte for byte") {
   }
 }
 
-TEST_CASE("golden objects of format 5 carry the raw checksum of every chunk") {
+TEST_CASE("golden objects of format 5 on carry the raw checksum of every chunk") {
   for (const Golden& g : kGolden) {
-    if (std::string(g.object).rfind("v5/", 0) != 0) continue;
+    if (std::string(g.object).rfind("v5/", 0) != 0 && std::string(g.object).rfind("v6/", 0) != 0) continue;
     CAPTURE(g.object);
     auto object = ReadFile::Open(std::string("tests/golden/") + g.object);
     REQUIRE(object.ok());

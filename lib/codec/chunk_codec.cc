@@ -196,11 +196,11 @@ Status ChunkDecoder::Decode(const ChunkRecord& chunk, uint8_t* out) {
   // A delta that changes nothing (a frozen tensor, a layer a fine-tune
   // left alone) is its base's bytes: no group is decoded, merged or
   // transformed.
-  if (base != nullptr && AllZero(g)) {
+  if (base != nullptr && info.from_base && AllZero(g)) {
     if (out != base) std::memmove(out, base, n);
     return OkStatus();
   }
-  if (base != nullptr && Patchable(chunk, g)) return Patch(chunk, g, out);
+  if (base != nullptr && info.from_base && Patchable(chunk, g)) return Patch(chunk, g, out);
   groups_.set_zstd_prefix(chunk.prefix, chunk.prefix_size);
   groups_.set_class_keys(KeysOf(dtype, transform, base, n));
   grouped_.Resize(n);

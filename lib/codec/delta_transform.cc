@@ -125,16 +125,26 @@ DType XorGrouping(DType t) { return t; }
 
 const char* TransformName(Transform t) { return static_cast<size_t>(t) < kTransformCount ? InfoOf(t).name : "?"; }
 
+void StandaloneTake(DType, uint8_t* dst, const uint8_t* target, const uint8_t*, size_t n) {
+  if (dst != target) std::memmove(dst, target, n);
+}
+
+void StandaloneUndo(DType, uint8_t* out, const uint8_t* delta, const uint8_t*, size_t n) {
+  if (out != delta) std::memmove(out, delta, n);
+}
+
 std::vector<std::string> TransformPolicyNames() {
   std::vector<std::string> names = {"auto"};
-  for (const TransformInfo& t : kTransforms) names.push_back(t.name);
+  for (const TransformInfo& t : kTransforms) {
+    if (t.from_base) names.push_back(t.name);
+  }
   return names;
 }
 
 Result<TransformPolicy> ParseTransformPolicy(std::string_view name) {
   if (name == "auto") return kAutoTransform;
   for (const TransformInfo& t : kTransforms) {
-    if (name == t.name) return TransformPolicy(t.transform);
+    if (t.from_base && name == t.name) return TransformPolicy(t.transform);
   }
   std::string choices;
   for (const std::string& n : TransformPolicyNames()) choices += (choices.empty() ? "" : ", ") + n;

@@ -33,7 +33,7 @@ namespace zipnn::codec {
 // How a chunk of a delta region was taken against its base: the byte
 // stored in its chunk index entry from object format 3 on (docs/format.md).
 // One row each in kTransforms.
-enum class Transform : uint8_t { kXor = 0, kDifference = 1 };
+enum class Transform : uint8_t { kXor = 0, kDifference = 1, kStandalone = 2 };
 
 // Whether the difference is defined for regions of type t: every numeric
 // type; not opaque bytes (which zstd codes, matching repeats, not values)
@@ -45,6 +45,13 @@ bool XorApplies(DType t);
 void XorTake(DType t, uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t n);
 void XorUndo(DType t, uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t n);
 DType XorGrouping(DType t);
+
+// A chunk of a delta region coded on its own, not taken against its base
+// (object format 6): what a renewed tensor (Adam's first moment, a layer
+// trained from scratch) costs less as. Numeric types only, grouped as
+// themselves, like a chunk of a base.
+void StandaloneTake(DType t, uint8_t* dst, const uint8_t* target, const uint8_t* base, size_t n);
+void StandaloneUndo(DType t, uint8_t* out, const uint8_t* delta, const uint8_t* base, size_t n);
 
 struct TransformInfo {
   Transform transform;
@@ -63,6 +70,12 @@ struct TransformInfo {
   // Whether its groups may be coded rans-classed (lanes classed by the
   // base's top byte, coders.h).
   bool classed;
+  // Whether a zero delta means the base's bytes: a decoder may then keep
+  // an all-zero chunk as its base and patch a sparse one in place. False
+  // for the standalone chunk, whose zeros are zeros. Only transforms that
+  // are taken from the base are a policy's choice (.zipnn.yaml
+  // delta_transform); the standalone one is the encoder's, per chunk.
+  bool from_base;
 };
 
 // The name of group g of a difference of type t: "d0" (the lowest byte,
@@ -79,9 +92,11 @@ void UndoDifference(DType t, uint8_t* out, const uint8_t* delta, const uint8_t* 
 // is a row here (with the next value in Transform) and its functions;
 // docs/architecture.md, "Adding a transform".
 inline constexpr TransformInfo kTransforms[] = {
-    {Transform::kXor, "xor", "xor", 1, &XorApplies, &XorTake, &XorUndo, &XorGrouping, &GroupLabel, false},
+    {Transform::kXor, "xor", "xor", 1, &XorApplies, &XorTake, &XorUndo, &XorGrouping, &GroupLabel, false, true},
     {Transform::kDifference, "difference", "diff", 3, &DifferenceApplies, &DifferenceTo, &UndoDifference,
-     &DifferenceGrouping, &DifferenceGroupLabel, true},
+     &DifferenceGrouping, &DifferenceGroupLabel, true, true},
+    {Transform::kStandalone, "standalone", "alone", 6, &DifferenceApplies, &StandaloneTake, &StandaloneUndo,
+     &XorGrouping, &GroupLabel, false, false},
 };
 inline constexpr size_t kTransformCount = sizeof kTransforms / sizeof kTransforms[0];
 inline constexpr uint8_t kMaxTransformValue = static_cast<uint8_t>(kTransformCount - 1);
@@ -103,9 +118,10 @@ const char* TransformName(Transform t);
 // apply (ChunkEncoder estimates each).
 using TransformPolicy = std::optional<Transform>;
 inline constexpr TransformPolicy kAutoTransform = std::nullopt;
-// "auto" or a name of kTransforms; InvalidArgument names the choices.
+// "auto" or the name of a transform taken from the base; InvalidArgument
+// names the choices.
 Result<TransformPolicy> ParseTransformPolicy(std::string_view name);
-// "auto", then the names of kTransforms.
+// "auto", then the names of the transforms taken from the base.
 std::vector<std::string> TransformPolicyNames();
 const char* TransformPolicyName(TransformPolicy p);
 

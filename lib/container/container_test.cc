@@ -326,7 +326,7 @@ TEST_CASE("rejects a future format version with a clear message") {
   EncodeHeader(header, d.object.data());
   Status s = DecodeStatus(d.object);
   CHECK(s.code() == StatusCode::kUnsupported);
-  CHECK(s.message() == "obj: object format version 6 is newer than this git-zipnn reads (5); upgrade git-zipnn");
+  CHECK(s.message() == "obj: object format version 7 is newer than this git-zipnn reads (6); upgrade git-zipnn");
 }
 
 TEST_CASE("a flipped bit anywhere in the object is caught") {
@@ -582,8 +582,8 @@ TEST_CASE("each delta chunk is taken by the cheaper transform, recorded in the i
   const std::vector<uint8_t> xored = Encode(stepped.bytes, delta, 2, &base.bytes, 65536, Transform::kXor);
   const std::vector<uint8_t> differenced = Encode(stepped.bytes, delta, 2, &base.bytes, 65536, Transform::kDifference);
   CHECK(Encode(stepped.bytes, delta, 1, &base.bytes) == chosen);
-  CHECK(VersionOf(chosen) == kRawChecksumVersion);
-  CHECK(VersionOf(differenced) == kRawChecksumVersion);
+  CHECK(VersionOf(chosen) == kStandaloneChunkVersion);
+  CHECK(VersionOf(differenced) == kRawChecksumVersion);  // no standalone chunk: what 0.5 on read
   CHECK(VersionOf(xored) == 2);  // what readers before 0.4 read
 
   // Steps of a few ulps: every weight chunk is a difference, and the
@@ -716,7 +716,7 @@ TEST_CASE("rejects a transform the object may not name; a swapped one fails the 
     CHECK(r.status().code() == StatusCode::kCorruption);
     return r.status().message();
   };
-  CHECK(rejected(v3, 1, 2) == "obj: chunk 1 names unknown delta transform 2");
+  CHECK(rejected(v3, 1, 3) == "obj: chunk 1 names unknown delta transform 3");
   CHECK(rejected(v3, 0, 1) == "obj: chunk 0 is a difference in a region that cannot be one (bytes)");
   CHECK(rejected(Encode(stepped.bytes, delta, 1, &base.bytes, 65536, codec::Transform::kXor), 1, 1) ==
         "obj: chunk index entry 1 has reserved bits set");
@@ -762,12 +762,64 @@ Status ReadThrough(const std::vector<uint8_t>& object, const std::vector<uint8_t
   return reader->ReadAt(0, got.data(), got.size());
 }
 
+TEST_CASE("a renewed chunk of a delta region is coded standalone, and its zeros stay zeros") {
+  const Checkpoint base = MakeCheckpoint(11, 262144);
+  Checkpoint target = Stepped(base, 12);
+  const Region& w = target.layout.regions[1];
+  // The second quarter renewed (other weights), the third all zero where
+  // the base is not: neither is its base's bytes plus a small step.
+  const Checkpoint other = MakeCheckpoint(99, 262144);
+  const uint64_t quarter = w.length / 4;
+  std::copy(other.bytes.begin() + static_cast<std::ptrdiff_t>(w.offset + quarter),
+            other.bytes.begin() + static_cast<std::ptrdiff_t>(w.offset + 2 * quarter),
+            target.bytes.begin() + static_cast<std::ptrdiff_t>(w.offset + quarter));
+  std::fill(target.bytes.begin() + static_cast<std::ptrdiff_t>(w.offset + 2 * quarter),
+            target.bytes.begin() + static_cast<std::ptrdiff_t>(w.offset + 3 * quarter), 0);
+  const Layout delta = target.layout.AsDeltaOfSameLayout();
+  const std::vector<uint8_t> object = Encode(target.bytes, delta, 2, &base.bytes);
+  CHECK(VersionOf(object) == kStandaloneChunkVersion);
+  CHECK(Encode(target.bytes, delta, 1, &base.bytes) == object);  // any thread count
+  const std::vector<codec::Transform> t = Transforms(object, 1);
+  REQUIRE(t.size() == 16);  // 65536-byte chunks of 1 MiB of weights
+  for (size_t i = 4; i < 8; ++i) CHECK(t[i] == codec::Transform::kStandalone);
+  for (size_t i : {0, 1, 2, 3, 12, 13, 14, 15}) CHECK(t[i] != codec::Transform::kStandalone);
+  auto whole = Decode(object, 2, &base.bytes);
+  REQUIRE(whole.ok());
+  CHECK(*whole == target.bytes);
+  std::vector<uint8_t> got;
+  REQUIRE(ReadThrough(object, base.bytes, true, got).ok());
+  CHECK(got == target.bytes);
+  // Smaller than the same delta with every chunk taken from the base.
+  CHECK(object.size() < Encode(target.bytes, delta, 1, &base.bytes, 65536, codec::Transform::kDifference).size());
+}
+
+TEST_CASE("a standalone chunk is refused in a format 5 object and in a region that is not a delta") {
+  const Checkpoint base = MakeCheckpoint(11, 60000);
+  const Checkpoint stepped = Stepped(base, 13);
+  const Layout delta = stepped.layout.AsDeltaOfSameLayout();
+  // Format 5: differences only, then a chunk made to name the standalone.
+  std::vector<uint8_t> v5 = Encode(stepped.bytes, delta, 1, &base.bytes, 65536, codec::Transform::kDifference);
+  REQUIRE(VersionOf(v5) == kRawChecksumVersion);
+  ChangeIndexEntry(v5, 1, [](IndexEntry& e) { e.transform = 2; });
+  auto r = Decode(v5, 1, &base.bytes);
+  REQUIRE(!r.ok());
+  CHECK(r.status().message() == "obj: chunk 1 is a standalone, which object format 5 cannot hold");
+  std::vector<uint8_t> alone = Encode(stepped.bytes, stepped.layout, 1);
+  HeaderFields h = DecodeHeader(alone.data());
+  h.version = kStandaloneChunkVersion;
+  EncodeHeader(h, alone.data());
+  h.checksum = HeaderChecksum(alone.data(), alone.data() + kHeaderBytes, h.region_count);
+  EncodeHeader(h, alone.data());
+  ChangeIndexEntry(alone, 1, [](IndexEntry& e) { e.transform = 2; });
+  CHECK(DecodeStatus(alone).message() == "obj: chunk 1 is a standalone in a region that is not a delta");
+}
+
 TEST_CASE("a part read is checked against the raw checksum of each chunk it touches") {
   const Checkpoint base = MakeCheckpoint(21, 60000);
   const Checkpoint stepped = Stepped(base, 22);
   const Layout delta = stepped.layout.AsDeltaOfSameLayout();
   const std::vector<uint8_t> object = Encode(stepped.bytes, delta, 1, &base.bytes);
-  REQUIRE(VersionOf(object) == kRawChecksumVersion);
+  REQUIRE(VersionOf(object) == kStandaloneChunkVersion);
   std::vector<uint8_t> got;
   REQUIRE(ReadThrough(object, base.bytes, true, got).ok());
   CHECK(got == stepped.bytes);

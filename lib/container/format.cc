@@ -34,8 +34,9 @@ Status CheckChunkSize(uint32_t chunk_size) {
   return OkStatus();
 }
 
-uint16_t WriteVersion(codec::TransformPolicy transform) {
-  return transform == codec::Transform::kXor ? 2 : kRawChecksumVersion;
+uint16_t WriteVersion(codec::TransformPolicy transform, bool delta) {
+  if (transform == codec::Transform::kXor) return 2;
+  return delta && transform == codec::kAutoTransform ? kStandaloneChunkVersion : kRawChecksumVersion;
 }
 
 // ---- The sections as stored ----

@@ -34,7 +34,7 @@ namespace zipnn::container {
 inline constexpr std::array<uint8_t, 8> kObjectMagic = {'Z', 'I', 'P', 'N', 'N', 'O', 'B', 'J'};
 // The newest version this code reads and writes (WriteVersion says which
 // version an object is written in).
-inline constexpr uint16_t kFormatVersion = 5;
+inline constexpr uint16_t kFormatVersion = 6;
 inline constexpr size_t kHeaderBytes = 64;
 // "Region table"
 inline constexpr size_t kRegionEntryBytes = 24;
@@ -190,11 +190,16 @@ uint64_t IndexChecksum(const uint8_t* index, uint64_t chunk_count, const uint8_t
 
 Status CheckChunkSize(uint32_t chunk_size);
 
-// The version a writer gives an object whose delta chunks may be taken as
-// `transform` allows: 5 (raw checksums, and differences where a delta
-// region allows them), except that `xor`, the setting for teams with
-// readers older than 0.4, keeps to version 2.
-uint16_t WriteVersion(codec::TransformPolicy transform);
+// "Delta transforms": the first version whose delta chunks may be coded
+// standalone.
+inline constexpr uint16_t kStandaloneChunkVersion = 6;
+
+// The version a writer gives an object (a delta with `delta`) whose delta
+// chunks may be taken as `transform` allows: 6 for a delta that may hold
+// standalone chunks (auto), else 5 (raw checksums, and differences where
+// a delta region allows them), except that `xor`, the setting for teams
+// with readers older than 0.4, keeps to version 2.
+uint16_t WriteVersion(codec::TransformPolicy transform, bool delta);
 
 // Whether each chunk record of an object of this header carries the
 // checksum of its raw bytes, so that a part of it can be read checked.

@@ -201,7 +201,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   }
 
   ObjectHeader header;
-  header.version = WriteVersion(options.transform);
+  header.version = WriteVersion(options.transform, base != nullptr);
   const bool raw_checksums = HasRawChecksums(header);
   header.kind = base != nullptr ? ObjectKind::kDelta : ObjectKind::kBase;
   header.chunk_size = options.chunk_size;
@@ -522,7 +522,7 @@ ObjectReader::Decoded ObjectReader::UnchangedChunk(size_t index, const uint8_t* 
   // usual way, which names the damage.
   const bool has_raw_checksum = HasRawChecksums(info_.header);
   const size_t skip = has_raw_checksum ? kRawChecksumBytes : 0;
-  if (c.record_size <= skip ||
+  if (c.record_size <= skip || !codec::InfoOf(c.transform).from_base ||
       !codec::IsUnchangedDelta(region.dtype, record + skip, c.record_size - skip, c.span.length) ||
       Checksum64(record, c.record_size) != c.checksum) {
     return std::shared_ptr<const uint8_t[]>();

@@ -147,7 +147,7 @@ TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only 
   f.AddStep(40);
   f.AddStep(80);
   const auto [version, transforms] = StoredTransforms(f, IdOf(Bf16(80)));
-  CHECK(version == container::kRawChecksumVersion);
+  CHECK(version == container::kStandaloneChunkVersion);
   CHECK(std::count(transforms.begin(), transforms.end(), Transform::kDifference) ==
         4);  // the weights; the header XORed
   Fixture g;
@@ -161,7 +161,7 @@ TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only 
   CHECK(StoredTransforms(g, IdOf(Bf16(40))).first == 2);  // bases too, for older readers
   CHECK(StoredTransforms(f, IdOf(Bf16(40))).first == container::kRawChecksumVersion);
 
-  // Set to xor later, a repack rewrites the format 5 objects as format 2
+  // Set to xor later, a repack rewrites the format 5 and 6 objects as format 2
   // (their placement unchanged), so that older readers can restore them.
   f.AddStep(120);
   f.repo.policy.delta_transform = codec::Transform::kXor;
@@ -183,6 +183,22 @@ TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only 
   rewritten = 0;
   REQUIRE(RepackSeries(f.repo, series, [&](const RepackedVersion& v) { rewritten += v.rewritten ? 1 : 0; }).ok());
   CHECK(rewritten == 0);
+
+  // Under difference, the format 6 delta is rewritten as format 5, which
+  // git-zipnn 0.5 and 0.6 read; the format 5 base stays as it is.
+  Fixture h;
+  h.StoreForward();
+  h.AddStep(40);
+  h.AddStep(80);
+  REQUIRE(StoredTransforms(h, IdOf(Bf16(80))).first == container::kStandaloneChunkVersion);
+  h.repo.policy.delta_transform = codec::Transform::kDifference;
+  std::vector<Version> pair = h.held;
+  SortSeries(pair);
+  rewritten = 0;
+  REQUIRE(RepackSeries(h.repo, pair, [&](const RepackedVersion& v) { rewritten += v.rewritten ? 1 : 0; }).ok());
+  CHECK(rewritten == 1);
+  CHECK(StoredTransforms(h, IdOf(Bf16(80))).first == container::kRawChecksumVersion);
+  CHECK(h.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
 }
 
 TEST_CASE("min_gain is weighed against the version coded standalone") {

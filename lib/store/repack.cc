@@ -76,11 +76,13 @@ bool SameForm(const StoredInfo& stored, const std::optional<ContentId>& base) {
   return base ? stored.delta && stored.base == *base : !stored.delta;
 }
 
-// Whether `policy` would write an object of `stored`'s format: under
-// delta_transform: xor an object of format 3 to 5 is rewritten too, so that
-// after a repack git-zipnn 0.2 to 0.4 can restore every version.
+// Whether `policy` would write an object of `stored`'s format or an older
+// one: an object of a newer format is rewritten, so that after a repack
+// the readers the policy writes for can restore every version (under
+// delta_transform: xor, git-zipnn 0.2 to 0.4; under difference, 0.5 and
+// 0.6, which do not read format 6's standalone chunks).
 bool FormatAsPolicy(const StoredInfo& stored, const config::Policy& policy) {
-  return policy.delta_transform != codec::Transform::kXor || stored.format < container::kFirstTransformVersion;
+  return stored.format <= container::WriteVersion(policy.delta_transform, stored.delta);
 }
 
 // What a repack knows as it goes: the versions it has passed (in their

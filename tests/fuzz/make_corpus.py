@@ -158,6 +158,11 @@ def objects(zipnn, tmp, paths):
         # were written by the builds of their formats and are kept).
         ("v5-cnn12-step10.zipnn", [step10, "--chunk-size", "4096"]),
         ("v5-cnn12-step20-delta10.zipnn", [step20, "--base", step10, "--chunk-size", "4096"]),
+        # Format 6: a standalone chunk in a delta region (a model of other
+        # tensors than its base's, some of one name and shape).
+        ("v6-cnn12-step120-delta-cnn-step40.zipnn", ["tests/data/cnn12-bf16/step-000120.safetensors", "--base",
+                                                     "tests/data/cnn-bf16/step-000040.safetensors",
+                                                     "--chunk-size", "4096"]),
         ("cnn12-step20-delta10-sparse.zipnn", [step20, "--base", step10, "--coder", "sparse", "--dtype", "bf16",
                                                "--chunk-size", "16384"]),
         ("cnn12-step10-huffman.zipnn", [step10, "--coder", "huffman", "--dtype", "bf16", "--chunk-size", "4096"]),
