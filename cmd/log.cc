@@ -17,6 +17,7 @@
 #include "lib/git/repository.h"
 #include "lib/git/series_versions.h"
 #include "lib/series/series.h"
+#include "lib/store/parents.h"
 
 namespace zipnn::cmd {
 
@@ -85,6 +86,16 @@ Status RunLog(const LogArgs& a) {
     }
     return why.emplace(id, git::WhyBase(repo, *series, path, id)).first->second;
   };
+  // Where a delta's parent in another series is, and why it was taken.
+  auto parent_of = [&](const store::StoredInfo& info) -> std::string {
+    if (info.choice == container::BaseChoice::kSeries) return "";
+    if (!series) {
+      auto opened = git::OpenSeries(repo);
+      if (!opened.ok()) return store::BaseChoiceText(info.choice);
+      series = std::move(*opened);
+    }
+    return git::ParentNote(*series, info.choice, info.base);
+  };
 
   nlohmann::ordered_json versions = nlohmann::ordered_json::array();
   // Over every path: each object counted once.
@@ -121,7 +132,7 @@ Status RunLog(const LogArgs& a) {
         all_stored += stored;
       }
       const std::string commit = c.id.Hex();
-      const std::string reason = kind == "base" ? why_base(path, pointer.id) : "";
+      const std::string reason = kind == "base" ? why_base(path, pointer.id) : kind == "delta" ? parent_of(*info) : "";
       if (a.json) {
         versions.push_back({{"path", path},
                             {"commit", commit},
@@ -130,7 +141,8 @@ Status RunLog(const LogArgs& a) {
                             {"id", pointer.id.Hex()},
                             {"kind", kind},
                             {"base", info.ok() && info->delta ? nlohmann::ordered_json(info->base.Hex()) : nullptr},
-                            {"base_reason", reason.empty() ? nullptr : nlohmann::ordered_json(reason)},
+                            {"base_reason", reason.empty() || kind != "base" ? nullptr : nlohmann::ordered_json(reason)},
+                            {"parent", reason.empty() || kind != "delta" ? nullptr : nlohmann::ordered_json(reason)},
                             {"depth", info.ok() ? info->depth : -1},
                             {"raw_bytes", pointer.size},
                             {"stored_bytes", stored}});

@@ -12,6 +12,7 @@
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
 #include "lib/remote/transfer.h"
+#include "lib/store/parents.h"
 
 namespace zipnn::cmd {
 
@@ -80,11 +81,18 @@ Status RunShow(const ShowArgs& a) {
     }
   }
   std::printf("chain\n");
+  std::unique_ptr<git::SeriesVersions> paths;  // where parents in other series are
   ZIPNN_RETURN_IF_ERROR(store::VisitChain(repo, *id, [&](const store::ChainLink& link) {
+    std::string note = link.depth == 0 && !why.empty() ? "  (" + why + ")" : "";
+    if (link.delta && link.choice != container::BaseChoice::kSeries) {
+      if (!paths) {
+        if (auto opened = git::OpenSeries(repo); opened.ok()) paths = std::move(*opened);
+      }
+      note = "  (" + (paths ? git::ParentNote(*paths, link.choice, link.base) : store::BaseChoiceText(link.choice)) + ")";
+    }
     std::printf("  %*s%s %-5s %10s -> %10s %8s%s\n", 2 * link.depth, "", link.id.Hex().c_str(),
                 link.delta ? "delta" : "base", HumanBytes(link.raw_size).c_str(), HumanBytes(link.object_size).c_str(),
-                Percent(link.object_size, link.raw_size).c_str(),
-                link.depth == 0 && !why.empty() ? ("  (" + why + ")").c_str() : "");
+                Percent(link.object_size, link.raw_size).c_str(), note.c_str());
   }));
   if (!named) {
     // A content id: its raw size from the object, its format from its bytes.

@@ -814,6 +814,40 @@ TEST_CASE("a standalone chunk is refused in a format 5 object and in a region th
   CHECK(DecodeStatus(alone).message() == "obj: chunk 1 is a standalone in a region that is not a delta");
 }
 
+TEST_CASE("format 6 records why a delta's base was taken; older formats and bases may not") {
+  const Checkpoint base = MakeCheckpoint(11, 60000);
+  const Checkpoint stepped = Stepped(base, 13);
+  const Layout delta = stepped.layout.AsDeltaOfSameLayout();
+  // The header's byte 13 set to `choice`, its checksum signed again.
+  auto with_choice = [](std::vector<uint8_t> object, uint8_t choice, std::optional<uint16_t> version = {}) {
+    HeaderFields h = DecodeHeader(object.data());
+    h.choice = choice;
+    if (version) h.version = *version;
+    EncodeHeader(h, object.data());
+    h.checksum = HeaderChecksum(object.data(), object.data() + kHeaderBytes, h.region_count);
+    EncodeHeader(h, object.data());
+    return object;
+  };
+  const std::vector<uint8_t> v6 = Encode(stepped.bytes, delta, 1, &base.bytes);
+  REQUIRE(VersionOf(v6) == kBaseChoiceVersion);
+  {
+    const std::vector<uint8_t> twin = with_choice(v6, 2);
+    MemorySource src(twin.data(), twin.size(), "obj");
+    auto info = ReadObjectInfo(src);
+    REQUIRE(info.ok());
+    CHECK(info->header.choice == BaseChoice::kTwin);
+    auto decoded = Decode(twin, 1, &base.bytes);
+    REQUIRE(decoded.ok());
+    CHECK(*decoded == stepped.bytes);
+  }
+  CHECK(DecodeStatus(with_choice(v6, 4)).message() == "obj: unknown base choice 4");
+  const std::vector<uint8_t> v5 = Encode(stepped.bytes, delta, 1, &base.bytes, 65536, codec::Transform::kDifference);
+  CHECK(DecodeStatus(with_choice(v5, 1)).message() == "obj: reserved header bits are set");
+  const std::vector<uint8_t> alone = Encode(stepped.bytes, stepped.layout, 1);
+  CHECK(DecodeStatus(with_choice(alone, 1, kBaseChoiceVersion)).message() ==
+        "obj: a base object says why its base was taken");
+}
+
 TEST_CASE("a part read is checked against the raw checksum of each chunk it touches") {
   const Checkpoint base = MakeCheckpoint(21, 60000);
   const Checkpoint stepped = Stepped(base, 22);

@@ -47,6 +47,7 @@ void EncodeHeader(const HeaderFields& h, uint8_t* out) {
   StoreLE<uint16_t>(out + O::kVersion, h.version);
   StoreLE<uint16_t>(out + O::kFlags, h.flags);
   out[O::kKind] = h.kind;
+  out[O::kChoice] = h.choice;
   std::memcpy(out + O::kReserved, h.reserved.data(), h.reserved.size());
   StoreLE<uint32_t>(out + O::kChunkSize, h.chunk_size);
   StoreLE<uint32_t>(out + O::kRegionCount, h.region_count);
@@ -63,6 +64,7 @@ HeaderFields DecodeHeader(const uint8_t* in) {
   h.version = LoadLE<uint16_t>(in + O::kVersion);
   h.flags = LoadLE<uint16_t>(in + O::kFlags);
   h.kind = in[O::kKind];
+  h.choice = in[O::kChoice];
   std::memcpy(h.reserved.data(), in + O::kReserved, h.reserved.size());
   h.chunk_size = LoadLE<uint32_t>(in + O::kChunkSize);
   h.region_count = LoadLE<uint32_t>(in + O::kRegionCount);
@@ -157,6 +159,8 @@ void AppendHeader(const ObjectHeader& h, Buffer& out) {
   HeaderFields fields;
   fields.version = h.version;
   fields.kind = static_cast<uint8_t>(h.kind);
+  // Older formats have no room for it: the choice is only a record.
+  if (h.version >= kBaseChoiceVersion) fields.choice = static_cast<uint8_t>(h.choice);
   fields.chunk_size = h.chunk_size;
   fields.region_count = static_cast<uint32_t>(h.layout.regions.size());
   fields.raw_size = h.raw_size;
@@ -246,9 +250,17 @@ Result<ObjectHeader> CheckHeader(const ByteSource& object, const HeaderFields& f
   if (fields.kind > static_cast<uint8_t>(ObjectKind::kDelta)) {
     return Bad(object, "unknown object kind " + std::to_string(fields.kind));
   }
+  if (fields.choice != 0 && (fields.version < kBaseChoiceVersion || fields.kind != 1)) {
+    return Bad(object, fields.version < kBaseChoiceVersion ? "reserved header bits are set"
+                                                           : "a base object says why its base was taken");
+  }
+  if (fields.choice > kMaxBaseChoice) {
+    return Bad(object, "unknown base choice " + std::to_string(fields.choice));
+  }
   ObjectHeader hd;
   hd.version = fields.version;
   hd.kind = static_cast<ObjectKind>(fields.kind);
+  hd.choice = static_cast<BaseChoice>(fields.choice);
   hd.chunk_size = fields.chunk_size;
   if (!CheckChunkSize(hd.chunk_size).ok()) return Bad(object, "invalid chunk size " + std::to_string(hd.chunk_size));
   hd.raw_size = fields.raw_size;

@@ -65,9 +65,16 @@ inline constexpr size_t kRawChecksumBytes = 8;
 
 enum class ObjectKind : uint8_t { kBase = 0, kDelta = 1 };
 
+// "Header": why a delta's base was taken (format 6 on; 0 before): by its
+// series' placement, or as a parent in another series named by the user,
+// found as a twin, or found with the same tensors (lib/store/parents.h).
+enum class BaseChoice : uint8_t { kSeries = 0, kNamed = 1, kTwin = 2, kSameTensors = 3 };
+inline constexpr uint8_t kMaxBaseChoice = 3;
+
 struct ObjectHeader {
   uint16_t version = kFormatVersion;
   ObjectKind kind = ObjectKind::kBase;
+  BaseChoice choice = BaseChoice::kSeries;
   uint32_t chunk_size = kDefaultChunkSize;
   uint64_t raw_size = 0;
   ContentId base_id;       // zero for a base
@@ -104,7 +111,8 @@ struct HeaderFields {
   uint16_t version = kFormatVersion;
   uint16_t flags = 0;  // reserved
   uint8_t kind = 0;    // an ObjectKind, if valid
-  std::array<uint8_t, 3> reserved{};
+  uint8_t choice = 0;  // a BaseChoice, if valid
+  std::array<uint8_t, 2> reserved{};
   uint32_t chunk_size = kDefaultChunkSize;
   uint32_t region_count = 0;
   uint64_t raw_size = 0;
@@ -117,7 +125,8 @@ struct HeaderOffset {
   static constexpr size_t kVersion = 8;
   static constexpr size_t kFlags = 10;
   static constexpr size_t kKind = 12;
-  static constexpr size_t kReserved = 13;
+  static constexpr size_t kChoice = 13;
+  static constexpr size_t kReserved = 14;
   static constexpr size_t kChunkSize = 16;
   static constexpr size_t kRegionCount = 20;
   static constexpr size_t kRawSize = 24;
@@ -193,6 +202,9 @@ Status CheckChunkSize(uint32_t chunk_size);
 // "Delta transforms": the first version whose delta chunks may be coded
 // standalone.
 inline constexpr uint16_t kStandaloneChunkVersion = 6;
+// "Header": the first version whose byte 13 says why a delta's base was
+// taken (BaseChoice).
+inline constexpr uint16_t kBaseChoiceVersion = 6;
 
 // The version a writer gives an object (a delta with `delta`) whose delta
 // chunks may be taken as `transform` allows: 6 for a delta that may hold

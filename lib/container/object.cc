@@ -210,6 +210,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   if (base != nullptr) {
     header.base_id = base->id;
     header.base_size = base_size;
+    header.choice = base->choice;
   }
   Buffer head;
   AppendHeader(header, head);

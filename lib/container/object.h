@@ -64,6 +64,7 @@ struct EncodeOptions {
 struct DeltaBase {
   const ByteSource* source = nullptr;
   ContentId id;
+  BaseChoice choice = BaseChoice::kSeries;  // recorded in format 6 on
 };
 
 struct EncodeResult {

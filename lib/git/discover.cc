@@ -10,6 +10,7 @@
 #include "lib/git/git.h"
 #include "lib/git/run.h"
 #include "lib/git/repository.h"
+#include "lib/store/parents.h"
 #include "lib/series/series.h"
 
 namespace zipnn::git {
@@ -153,6 +154,13 @@ std::string WhyBase(const store::Store& repo, SeriesVersions& series, const std:
     return store::BaseReasonText(store::WhyBase(repo, *versions, i), repo.policy);
   }
   return "";
+}
+
+std::string ParentNote(SeriesVersions& series, container::BaseChoice choice, const ContentId& base) {
+  if (choice == container::BaseChoice::kSeries) return "";
+  std::string where = base.Hex();
+  if (auto path = series.PathOf(base); path.ok() && *path) where = **path;
+  return "a delta of " + where + " (" + store::BaseChoiceText(choice) + ")";
 }
 
 Result<std::optional<store::Version>> PreviousInSeries(SeriesVersions& series, const std::string& path) {

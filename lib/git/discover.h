@@ -60,6 +60,12 @@ Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Store& repo);
 // "due every 10", ...; empty when it is not a base or not in that series.
 std::string WhyBase(const store::Store& repo, SeriesVersions& series, const std::string& path, const ContentId& id);
 
+// For a delta whose base was taken as a parent from another series (its
+// header's choice, store/parents.h): "a delta of <path> (<why>)", the
+// path where git holds the parent (HEAD's history, the index), or its id
+// when git holds it nowhere. Empty for a delta of its own series.
+std::string ParentNote(SeriesVersions& series, container::BaseChoice choice, const ContentId& base);
+
 // The version before the file at `path` (from the top of the work tree)
 // in its series: the one of the greatest step below the path's own,
 // among those git holds (HEAD's history, HEAD, the index) at other paths.

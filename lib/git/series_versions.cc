@@ -135,6 +135,19 @@ Result<std::optional<store::Version>> SeriesVersions::At(const std::string& path
   return at;
 }
 
+Result<std::optional<std::string>> SeriesVersions::PathOf(const ContentId& id) {
+  if (!paths_) {
+    ZIPNN_ASSIGN_OR_RETURN(auto all, All());
+    paths_.emplace();
+    for (const auto& [name, versions] : all) {
+      for (const store::Version& v : versions) paths_->emplace(v.id, v.path);
+    }
+  }
+  const auto it = paths_->find(id);
+  if (it == paths_->end()) return std::optional<std::string>();
+  return std::optional<std::string>(it->second);
+}
+
 void SeriesVersions::Add(const std::string& path, const ContentId& id) {
   const series::Placed placed = rules_.Place(path);
   session_[placed.name].push_back(store::Version{id, placed.step, path});

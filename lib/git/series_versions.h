@@ -70,6 +70,10 @@ class SeriesVersions {
   // else the index's, else HEAD's; nullopt when it holds none.
   Result<std::optional<store::Version>> At(const std::string& path);
 
+  // A path where git holds version `id` (HEAD's history, the index, this
+  // process), or nullopt; the paths are read once.
+  Result<std::optional<std::string>> PathOf(const ContentId& id);
+
   // A version this process stored (or found stored) at `path`.
   void Add(const std::string& path, const ContentId& id);
 
@@ -94,6 +98,7 @@ class SeriesVersions {
   std::map<std::string, std::vector<Held>> history_;  // by series name: oldest first
   std::map<std::string, std::vector<store::Version>> session_;
   std::map<Oid, std::optional<ContentId>> pointers_;
+  std::optional<std::map<ContentId, std::string>> paths_;  // PathOf's
 };
 
 }  // namespace zipnn::git

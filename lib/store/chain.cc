@@ -36,6 +36,7 @@ Status WalkChain(const Store& store, const ContentId& id, const std::function<bo
     shown.raw_size = link.info.header.raw_size;
     shown.object_size = link.file.size();
     shown.format = link.info.header.version;
+    shown.choice = link.info.header.choice;
     if (!visit(shown) || !shown.delta) return OkStatus();
     at = shown.base;
   }
@@ -74,6 +75,7 @@ Result<StoredInfo> Describe(const Store& store, const ContentId& id, const Chain
   info.base = links.front().base;
   info.object_size = links.front().object_size;
   info.format = links.front().format;
+  info.choice = links.front().choice;
   info.depth = static_cast<int>(links.size()) - 1 + (known != nullptr ? known->depth + 1 : 0);
   if (info.depth > kMaxChainDepth) {
     return Corruption("chain of object " + id.Hex() + " is longer than " + std::to_string(kMaxChainDepth));

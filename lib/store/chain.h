@@ -46,6 +46,7 @@ struct ChainLink {
   uint64_t raw_size = 0;
   uint64_t object_size = 0;
   uint16_t format = 0;  // the object's format version
+  container::BaseChoice choice = container::BaseChoice::kSeries;  // why its base, for a delta
 };
 
 // Calls `visit` for each object from `id` down to its base, reading
@@ -68,6 +69,7 @@ struct StoredInfo {
   ContentId last_base;    // the base its chain ends at (itself for a base)
   double base_ratio = 0;  // that base's object size over its raw size
   uint16_t format = 0;    // the object's format version
+  container::BaseChoice choice = container::BaseChoice::kSeries;  // why its base, for a delta
 };
 // Objects whose chains are known, so that walking a long series reads one
 // object's header per version instead of its whole chain. Only for

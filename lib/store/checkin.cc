@@ -22,11 +22,12 @@ namespace {
 // (each chunk decoded as it is encoded, with `verify`); what was written
 // in `*encoded`.
 Status EncodeTo(const Store& store, const formats::CheckpointView& input, const formats::CheckpointView* base,
-                AtomicFile& out, container::EncodeResult* encoded, bool verify = false) {
+                AtomicFile& out, container::EncodeResult* encoded, bool verify = false,
+                container::BaseChoice choice = container::BaseChoice::kSeries) {
   const container::Layout regions =
       base != nullptr ? formats::ToDeltaRegions(*input.layout, *base->layout) : formats::ToRegions(*input.layout);
   std::optional<container::DeltaBase> delta;
-  if (base != nullptr) delta = container::DeltaBase{base->source, base->id};
+  if (base != nullptr) delta = container::DeltaBase{base->source, base->id, choice};
   container::EncodeOptions options;
   options.chunk_size = store.policy.chunk_size;
   options.threads = store.policy.threads;
@@ -40,11 +41,12 @@ Status EncodeTo(const Store& store, const formats::CheckpointView& input, const 
 }
 
 Result<Candidate> EncodeCandidateAs(const Store& store, const formats::CheckpointView& input,
-                                    const formats::CheckpointView* base, bool verify) {
+                                    const formats::CheckpointView* base, bool verify,
+                                    container::BaseChoice choice = container::BaseChoice::kSeries) {
   ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(store.temp_dir + "/candidates", "object"));
   Candidate c{std::move(file), base != nullptr, 0, {}};
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::InTemp(c.file));
-  ZIPNN_RETURN_IF_ERROR(EncodeTo(store, input, base, out, &c.encoded, verify));
+  ZIPNN_RETURN_IF_ERROR(EncodeTo(store, input, base, out, &c.encoded, verify, choice));
   ZIPNN_RETURN_IF_ERROR(out.Commit());
   c.size = c.encoded.object_size;
   return c;
@@ -203,7 +205,8 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
   if (!chosen.ok() || !*chosen) return false;
   Parent& parent = **chosen;
   const formats::CheckpointView base = parent.bytes.View(parent.id);
-  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(store, raw, &base));
+  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(store, raw, &base, /*base_ratio=*/0, /*verify=*/false,
+                                                      static_cast<container::BaseChoice>(parent.why)));
   if (!c.delta) return false;
   ZIPNN_RETURN_IF_ERROR(present ? store.objects.Replace(version.id, c.file.path())
                                 : store.objects.Adopt(version.id, c.file.path()));
@@ -247,9 +250,10 @@ Status VerifyCandidate(const Store& store, const Candidate& c, const formats::Ch
 }
 
 Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointView& input,
-                                  const formats::CheckpointView* base, double base_ratio, bool verify) {
+                                  const formats::CheckpointView* base, double base_ratio, bool verify,
+                                  container::BaseChoice choice) {
   if (base == nullptr) return EncodeCandidateAs(store, input, nullptr, verify);
-  ZIPNN_ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(store, input, base, verify));
+  ZIPNN_ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(store, input, base, verify, choice));
   const double keep = 1 - store.policy.min_gain;
   // Versions of one series store alone at nearly the same share of their
   // size (within about 1% between saves); a delta far below the last

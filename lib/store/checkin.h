@@ -104,8 +104,10 @@ struct Candidate {
 inline constexpr double kHintMargin = 0.95;
 // With `verify`, each chunk is decoded as it is encoded (for a candidate
 // that is to replace a stored object).
+// `choice` is recorded in a delta's header: why `base` was taken.
 Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointView& input,
-                                  const formats::CheckpointView* base, double base_ratio = 0, bool verify = false);
+                                  const formats::CheckpointView* base, double base_ratio = 0, bool verify = false,
+                                  container::BaseChoice choice = container::BaseChoice::kSeries);
 
 // Proves a candidate before it takes the place of a stored object: it
 // holds `input`, as the kind of object it says (a delta of `base`), and

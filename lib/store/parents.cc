@@ -56,6 +56,11 @@ const char* ParentWhyText(ParentWhy why) {
   return "";
 }
 
+std::string BaseChoiceText(container::BaseChoice choice) {
+  if (choice == container::BaseChoice::kSeries) return "";
+  return ParentWhyText(static_cast<ParentWhy>(choice));
+}
+
 void Fingerprints::Load() {
   if (loaded_) return;
   loaded_ = true;

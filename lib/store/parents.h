@@ -24,19 +24,23 @@
 
 #include "lib/base/content_id.h"
 #include "lib/base/status.h"
+#include "lib/container/format.h"
 #include "lib/formats/checkpoint.h"
 #include "lib/store/store.h"
 
 namespace zipnn::store {
 
 // Why a version is a delta of a version of another series.
-enum class ParentWhy {
-  kRule,         // named by .zipnn.yaml `parents` or by the caller
-  kTwin,         // the same tensors, with the same values
-  kSameTensors,  // the same tensors (names, dtypes, shapes), close values
+// Recorded in the delta's header (container::BaseChoice, format 6 on).
+enum class ParentWhy : uint8_t {
+  kRule = static_cast<uint8_t>(container::BaseChoice::kNamed),  // named by .zipnn.yaml `parents` or by the caller
+  kTwin = static_cast<uint8_t>(container::BaseChoice::kTwin),   // the same tensors, with the same values
+  kSameTensors = static_cast<uint8_t>(container::BaseChoice::kSameTensors),  // the same tensors, close values
 };
 // How log, show and add say it: "named as its parent", "a twin: ...".
 const char* ParentWhyText(ParentWhy why);
+// The same for a choice read from a header; empty for kSeries.
+std::string BaseChoiceText(container::BaseChoice choice);
 
 // A version git holds that a new checkpoint may be a delta of: its id and
 // where git holds it (from the top of the work tree).

@@ -13,6 +13,7 @@
 #include "lib/store/chain.h"
 #include "lib/store/checkin.h"
 #include "lib/store/parents.h"
+#include "lib/store/repack.h"
 #include "lib/store/restore.h"
 #include "lib/store/series_fixture.h"
 #include "lib/store/test_objects.h"
@@ -109,6 +110,7 @@ TEST_CASE("a twin in another series is a delta of it, at under 2% of raw, whethe
   CHECK(first.parent->path == "ckpts/epoch=0-step=20.ckpt");
   CHECK(first.parent->why == ParentWhy::kTwin);
   CHECK(r.Info(IdOf(twin)).base == IdOf(Data("pt-gpt/step-000020.pt")));
+  CHECK(r.Info(IdOf(twin)).choice == container::BaseChoice::kTwin);
   CHECK(r.Share(IdOf(twin)) < 0.02);
 
   // The next save: last.ckpt has a version now, and is still a twin.
@@ -143,8 +145,18 @@ TEST_CASE("the first version of a series is a delta of a close version of anothe
       r.Put(Bf16(120), "ft/checkpoint-20/model.safetensors", "ft/checkpoint-#/model.safetensors", "20");
   CHECK_FALSE(next.parent.has_value());
   CHECK(next.reason == BaseReason::kNewest);
-  // The one before it stays a delta of its parent.
+  // The one before it stays a delta of its parent, and says why.
   CHECK(r.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
+  CHECK(r.Info(IdOf(Bf16(80))).choice == container::BaseChoice::kSameTensors);
+  CHECK(BaseChoiceText(r.Info(IdOf(Bf16(80))).choice) == "the same tensor names, dtypes and shapes");
+  // A repack of its series keeps the parent (the series alone would make
+  // it a base), under a policy that rewrites every base too.
+  r.repo.policy.base_interval = 1;
+  std::vector<Version> tuned_series = r.series["ft/checkpoint-#/model.safetensors"];
+  REQUIRE(RepackSeries(r.repo, tuned_series, [](const RepackedVersion&) {}).ok());
+  CHECK(r.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
+  CountingSink restored;
+  CHECK(Restore(r.repo, IdOf(Bf16(80)), restored).ok());
 }
 
 TEST_CASE("a named parent is taken when its delta pays; a parent at max_chain is passed over") {

@@ -127,6 +127,16 @@ Status RewriteAs(const Store& store, const std::vector<Version>& series, size_t 
                  std::optional<ContentId> base_id, double base_ratio, RawCache& raws, RepackState& state,
                  RepackedVersion& done) {
   const ContentId& id = series[position].id;
+  // A delta of a parent in another series (parents.h) keeps its parent:
+  // its series' placement made it a base only for want of one. It is
+  // rewritten only into the policy's format, against the same parent.
+  container::BaseChoice choice = container::BaseChoice::kSeries;
+  if (done.before.delta && done.before.choice != container::BaseChoice::kSeries) {
+    if (FormatAsPolicy(done.before, store.policy)) return OkStatus();
+    base_id = done.before.base;
+    base_ratio = 0;
+    choice = done.before.choice;
+  }
   // The new base's chain must outlive this delta (see CheckIn).
   if (base_id && !TouchChain(store, *base_id, &state.checked).ok()) base_id.reset();
   if (SameForm(done.before, base_id) && FormatAsPolicy(done.before, store.policy)) return OkStatus();
@@ -136,7 +146,7 @@ Status RewriteAs(const Store& store, const std::vector<Version>& series, size_t 
     ZIPNN_ASSIGN_OR_RETURN(base, raws.Get(*base_id));
   }
   ZIPNN_ASSIGN_OR_RETURN(Candidate c,
-                         EncodeCandidate(store, input, base ? &*base : nullptr, base_ratio, /*verify=*/true));
+                         EncodeCandidate(store, input, base ? &*base : nullptr, base_ratio, /*verify=*/true, choice));
   // A delta that does not pay becomes a base, which it may be already
   // (in the policy's format).
   if (!c.delta && !done.before.delta && FormatAsPolicy(done.before, store.policy)) return OkStatus();
