@@ -56,10 +56,12 @@ def _binary():
     return found
 
 
-def _run(argv, cwd, stdin=None):
-    """Runs argv in cwd; its standard output as bytes, or GitZipnnError
-    with what it wrote to standard error."""
-    done = subprocess.run(argv, cwd=cwd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def _run(argv, cwd, stdin=None, env=None):
+    """Runs argv in cwd (with `env` added to the environment); its
+    standard output as bytes, or GitZipnnError with what it wrote to
+    standard error."""
+    done = subprocess.run(argv, cwd=cwd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=dict(os.environ, **env) if env else None)
     if done.returncode != 0:
         said = done.stderr.decode(errors="replace").strip()
         for prefix in ("error: ", "git-zipnn: ", "fatal: "):
@@ -80,8 +82,8 @@ def _zipnn(args, cwd):
 # well be named "--html=/home/me/notes.txt".
 
 
-def _git(args, cwd):
-    return _run(["git"] + list(args), cwd).decode()
+def _git(args, cwd, env=None):
+    return _run(["git"] + list(args), cwd, env=env).decode()
 
 
 def _place(path):
@@ -277,14 +279,28 @@ def analyze(*paths, rev=None, against="previous", base_interval=None, tensors=No
     return {key: pandas.DataFrame(rows).convert_dtypes() for key, rows in tables.items()}
 
 
-def commit_checkpoint(path, step=None, message=None):
+def commit_checkpoint(path, step=None, message=None, parent=None):
     """Commits what a training loop just saved at `path` (a file or a
     folder such as checkpoint-500/), and nothing else staged. Checkpoints
     removed beside it (a Trainer's save_total_limit deleting
     checkpoint-400/ as it writes checkpoint-500/) are committed as removed
     too. Returns the new commit's id, or None when nothing changed.
-    Refuses a path git-zipnn does not track, naming the command to run."""
+    Refuses a path git-zipnn does not track, naming the command to run.
+
+    `parent` names what a fine-tune started from: a checkpoint file, or a
+    folder whose file of the same name is meant, in the same repository.
+    A checkpoint that is the first of its series is then stored as a
+    delta of it when that pays (docs/policy.md, "Parents")."""
     top, rel = _place(path)
+    env = None
+    if parent is not None:
+        try:
+            parent_top, parent_rel = _place(parent)
+        except GitZipnnError:  # in no repository at all
+            parent_top, parent_rel = None, ""
+        if parent_top != top or parent_rel.startswith(".."):
+            raise GitZipnnError(f"the parent {parent} is not in the repository of {path} ({top})")
+        env = {"GIT_ZIPNN_PARENT": parent_rel}
     full = os.path.join(top, rel)
     if os.path.isdir(full):
         files = [os.path.relpath(os.path.join(d, f), top) for d, _, names in os.walk(full) for f in names]
@@ -313,7 +329,7 @@ def commit_checkpoint(path, step=None, message=None):
     if gone:
         attrs = _git(["check-attr", "filter", "--"] + gone, top).splitlines()
         gone = [line.split(": filter: ")[0] for line in attrs if line.endswith(": filter: zipnn")]
-    _git(["add", "-A", "--", rel] + gone, top)
+    _git(["add", "-A", "--", rel] + gone, top, env=env)
     if not _git(["diff", "--cached", "--name-only", "--", rel] + gone, top).strip():
         return None
     if message is None:

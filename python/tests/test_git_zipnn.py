@@ -102,6 +102,25 @@ class TrainerFoldersTest(Repository):
                          "two hundred forty\n\nout/checkpoint-240/model.safetensors\n")
         self.assertEqual(self.sh("git status --porcelain"), "A  notes.txt\n")
 
+    def test_commit_checkpoint_takes_the_parent_a_fine_tune_started_from(self):
+        # Step 80 with one weight moved: a fine-tune of step 40's model, in
+        # the test's terms (step 80 itself is stored already).
+        os.makedirs(self.path("ft", "checkpoint-10"))
+        with open(os.path.join(DATA, "cnn-bf16", "step-000080.safetensors"), "rb") as f:
+            tuned = bytearray(f.read())
+        tuned[-1] ^= 1
+        with open(self.path("ft", "checkpoint-10", "model.safetensors"), "wb") as f:
+            f.write(tuned)
+        self.sh("git zipnn track 'ft/**/*.safetensors' >/dev/null && git add .gitattributes && git commit -qm ft")
+        with self.assertRaises(git_zipnn.GitZipnnError) as raised:
+            git_zipnn.commit_checkpoint(self.path("ft", "checkpoint-10"), parent=self.root)
+        self.assertIn("is not in the repository of", str(raised.exception))
+        git_zipnn.commit_checkpoint(self.path("ft", "checkpoint-10"), step=10,
+                                    parent=self.path("out", "checkpoint-40"))
+        log = json.loads(self.sh("git zipnn log --json ft/checkpoint-10/model.safetensors"))
+        self.assertEqual(log[0]["kind"], "delta")
+        self.assertEqual(log[0]["parent"], "a delta of out/checkpoint-40/model.safetensors (named as its parent)")
+
     def test_commit_checkpoint_commits_a_folder_the_trainer_removed(self):
         # save_total_limit: checkpoint-240 written, checkpoint-40 deleted.
         os.makedirs(self.path("out", "checkpoint-240"))
