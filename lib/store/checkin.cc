@@ -138,6 +138,25 @@ Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& seri
   return MaybeDemoted(CheckedIn::Demoted{id, *placed->base, link->object_size, c.size});
 }
 
+// What a demotion came to, in `result`: the version re-stored, or why it
+// stays whole (the add goes on either way).
+void NoteDemotion(Result<MaybeDemoted> demoted, CheckedIn& result) {
+  if (!demoted.ok()) {
+    result.demotion_error = demoted.status().message();
+  } else {
+    result.demoted = *demoted;
+  }
+}
+
+// The newest of a path overwritten in place: the next version re-stores
+// this one as a delta and needs its bytes, which the path will not hold
+// then.
+void KeepForNext(const Store& store, const NewVersion& version) {
+  if (version.step.empty()) {
+    RawCache(store.cache_dir, store.policy.raw_cache).Keep(version.series, version.id, version.file);
+  }
+}
+
 // The rest of CheckIn for the newest version of its series (newest:
 // whole): stored whole, then the version it follows re-stored as a delta.
 Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, formats::Checkpoint& input,
@@ -169,17 +188,9 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
     stored.set_value(newest);
     Result<MaybeDemoted> demoted = demotion.get();
     ZIPNN_RETURN_IF_ERROR(newest);
-    if (!demoted.ok()) {
-      result.demotion_error = demoted.status().message();
-    } else {
-      result.demoted = *demoted;
-    }
+    NoteDemotion(std::move(demoted), result);
   }
-  // The next version re-stores this one as a delta and needs its bytes:
-  // a path overwritten in place will not hold them then.
-  if (version.step.empty()) {
-    RawCache(store.cache_dir, store.policy.raw_cache).Keep(version.series, version.id, version.file);
-  }
+  KeepForNext(store, version);
   return result;
 }
 
@@ -205,11 +216,13 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
   if (!chosen.ok() || !*chosen) return false;
   Parent& parent = **chosen;
   const formats::CheckpointView base = parent.bytes.View(parent.id);
-  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(store, raw, &base, /*base_ratio=*/0, /*verify=*/false,
-                                                      static_cast<container::BaseChoice>(parent.why)));
-  if (!c.delta) return false;
-  ZIPNN_RETURN_IF_ERROR(present ? store.objects.Replace(version.id, c.file.path())
-                                : store.objects.Adopt(version.id, c.file.path()));
+  // A parent's copy rewritten while the delta was built on it fails the
+  // encoding: the version is then stored as its series places it.
+  Result<Candidate> c = EncodeCandidate(store, raw, &base, /*base_ratio=*/0, /*verify=*/false,
+                                        static_cast<container::BaseChoice>(parent.why));
+  if (!c.ok() || !c->delta) return false;
+  ZIPNN_RETURN_IF_ERROR(present ? store.objects.Replace(version.id, c->file.path())
+                                : store.objects.Adopt(version.id, c->file.path()));
   result.reason = BaseReason::kNotBase;
   result.parent = CheckedIn::TakenParent{parent.id, parent.path, parent.why};
   if (newest_whole && !series.empty()) {
@@ -217,17 +230,11 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
     // after any newest (its chain now counts this one's: placement.h).
     std::promise<Status> stored;
     stored.set_value(OkStatus());
-    Result<MaybeDemoted> demoted = Demote(store, series, series.size() - 1, raw, version.path, /*complete=*/false,
-                                          earlier, stored.get_future().share());
-    if (!demoted.ok()) {
-      result.demotion_error = demoted.status().message();
-    } else {
-      result.demoted = *demoted;
-    }
+    NoteDemotion(Demote(store, series, series.size() - 1, raw, version.path, /*complete=*/false, earlier,
+                        stored.get_future().share()),
+                 result);
   }
-  if (version.step.empty()) {
-    RawCache(store.cache_dir, store.policy.raw_cache).Keep(version.series, version.id, version.file);
-  }
+  KeepForNext(store, version);
   return true;
 }
 

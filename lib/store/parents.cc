@@ -147,16 +147,22 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     auto chain = Describe(store, c.id);
     if (!chain.ok() || static_cast<uint32_t>(chain->depth) + 1 > store.policy.max_chain) continue;
     // Weighed on its work-tree file when there is one (a sample need not
-    // be proven: the delta is made of verified bytes below), else on its
-    // verified bytes.
+    // be proven: the delta is made of verified bytes below), else on a
+    // kept copy; a found candidate is not decoded only to be weighed.
     std::optional<formats::Checkpoint> hint;
     if (!store.work_dir.empty() && !c.path.empty()) {
       if (auto file = formats::Checkpoint::Open(store.work_dir + "/" + c.path); file.ok()) hint.emplace(std::move(*file));
     }
     if (!hint) {
-      auto bytes = VerifiedBytes(store, c.id, c.path);
-      if (!bytes.ok()) continue;
-      hint.emplace(std::move(*bytes));
+      if (std::optional<VerifiedCopy> kept = FindVerifiedCopy(store, c.id, {})) {
+        hint.emplace(std::move(kept->file));
+      } else if (c.by_rule) {
+        auto bytes = RestoreToScratch(store, c.id);
+        if (!bytes.ok()) continue;
+        hint.emplace(std::move(*bytes));
+      } else {
+        continue;
+      }
     }
     if (!hint->ReadLayout().ok()) continue;
     ZIPNN_ASSIGN_OR_RETURN(double ratio, SampledRatio(store, input, hint->View(c.id)));
