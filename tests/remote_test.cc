@@ -56,6 +56,45 @@ void CheckClone(Repo& repo, const std::string& clone, int above) {
   CHECK(repo.Sh(in + "git zipnn fsck --all").code == 0);
 }
 
+TEST_CASE("a twin and a fine-tune stored against versions of other series push, clone and restore bit-exact") {
+  Repo repo;
+  // Lightning's two names for one save: the zip's folder name differs
+  // ("step-000020/" as saved, "last-ckpt-0/" under the other name).
+  const std::string epoch = repo.Data("pt-gpt/step-000020.pt");
+  REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.ckpt' '*.safetensors' >/dev/null && "
+                  "git add .gitattributes && git commit -qm setup && git init -q --bare ../hub.git && "
+                  "git remote add origin ../hub.git && mkdir ckpts out && cp '" +
+                  epoch + "' 'ckpts/epoch=0-step=20.ckpt' && perl -0777 -pe 's{step-000020/}{last-ckpt-0/}g' '" +
+                  epoch + "' > ckpts/last.ckpt && cp ckpts/last.ckpt ../last.ckpt && git add ckpts && "
+                  "git commit -qm epoch0")
+              .code == 0);
+  Run log = repo.Sh("git zipnn log ckpts/last.ckpt");
+  REQUIRE(log.code == 0);
+  CHECK(log.out.find("[a delta of ckpts/epoch=0-step=20.ckpt (a twin: the same tensors and values)]") !=
+        std::string::npos);
+  // A fine-tune's first save, by the .zipnn.yaml key: step 80 of the
+  // trajectory started from out/model.safetensors (step 40).
+  REQUIRE(repo.Sh("cp '" + repo.Data(Step("000040")) + "' out/model.safetensors && git add out && git commit -qm base && "
+                  "printf 'parents:\n  \"ft/**\": out\n' > .zipnn.yaml && mkdir -p ft/checkpoint-10 && cp '" +
+                  repo.Data(Step("000080")) + "' ft/checkpoint-10/model.safetensors && git add .zipnn.yaml ft && "
+                  "git commit -qm ft")
+              .code == 0);
+  Run show = repo.Sh("git zipnn show HEAD:ft/checkpoint-10/model.safetensors");
+  REQUIRE(show.code == 0);
+  CHECK(show.out.find("(a delta of out/model.safetensors (named as its parent))") != std::string::npos);
+
+  REQUIRE(repo.Sh("git push -q origin HEAD:main").code == 0);
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git clone").code == 0);
+  CHECK(repo.Sh("cmp ../clone/ckpts/last.ckpt ../last.ckpt").code == 0);
+  CHECK(repo.Sh("cmp ../clone/ckpts/epoch=0-step=20.ckpt '" + epoch + "'").code == 0);
+  CHECK(repo.Sh("cmp ../clone/ft/checkpoint-10/model.safetensors '" + repo.Data(Step("000080")) + "'").code == 0);
+  CHECK(repo.Sh("cd ../clone && git status --porcelain").out.empty());
+  CHECK(repo.Sh("cd ../clone && git zipnn fsck --all").code == 0);
+  // The clone says the same of where each came from.
+  CHECK(repo.Sh("cd ../clone && git zipnn log ckpts/last.ckpt").out.find("(a twin: the same tensors and values)") !=
+        std::string::npos);
+}
+
 TEST_CASE("git push sends the objects first; a clone checks out and restores every version bit-exact") {
   Repo repo;
   CommitWithHub(repo);
