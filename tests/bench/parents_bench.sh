@@ -6,7 +6,9 @@
 #               then a fine-tune from it (make_trajectory.py --init, a
 #               small --lr) saved as ft/checkpoint-N/model.safetensors
 #   lightning   each epoch's torch.save of model and AdamW state as
-#               ckpts/epoch=E-step=S.ckpt and again as ckpts/last.ckpt
+#               ckpts/epoch=E-step=S.ckpt and again as ckpts/last.ckpt;
+#               which of the two git cleans first (its order of the
+#               folder) holds the bytes, the other is its twin
 #   trainer     out/checkpoint-N/ holding model.safetensors and the AdamW
 #               state alone as optimizer.pt, as the Hugging Face Trainer
 #               saves them
@@ -65,7 +67,7 @@ for save in (1, 2, 3):
     for name in adapters:
         adapters[name] = adapters[name] + torch.randn(adapters[name].shape, generator=g) * 1e-3
     os.makedirs(f"{top}/lora/{save}", exist_ok=True)
-    save_file({**frozen, **adapters}, f"{top}/lora/{save}/model.safetensors")
+    save_file(f"{top}/lora/{save}/model.safetensors", {**frozen, **adapters})
 EOF
 fi
 
@@ -77,33 +79,45 @@ git config --global user.email bench@example.com
 git config --global user.name bench
 git config --global init.defaultBranch main
 
-# A fresh repository for build `bin` in $work/$2, set up and tracking.
+plain_path=$PATH
+# A fresh repository in $work/$2, set up and tracking, with build $1 (a
+# folder) first on PATH from here on.
 repo() {
+  PATH=$1:$plain_path
   rm -rf "$work/$2"
   git init -q "$work/$2"
   cd "$work/$2"
-  PATH=$1:$PATH git zipnn install --local >/dev/null
-  PATH=$1:$PATH git zipnn track '*.safetensors' '*.pt' '*.ckpt' >/dev/null
+  git zipnn install --local >/dev/null
+  git zipnn track '*.safetensors' '*.pt' '*.ckpt' >/dev/null
   git add .gitattributes && git commit -qm setup
 }
-# commit BIN FILE AT...: copies FILE to each AT in turn and commits.
+# put FILE AT: copies FILE to AT and commits it.
 put() {
-  local bin=$1 from=$2
-  shift 2
-  mkdir -p "$(dirname "$1")"
-  cp "$from" "$1"
-  PATH=$bin:$PATH git add "$1"
-  PATH=$bin:$PATH git commit -qm "$1"
+  mkdir -p "$(dirname "$2")"
+  cp "$1" "$2"
+  git add "$2"
+  git commit -qm "$2"
 }
-# The stored bytes of the versions git holds at paths matching $1, each
-# object once (git zipnn log --json over every path).
+# The stored bytes and raw bytes of the versions git holds at paths
+# matching the regular expression $1, each object once.
 stored() {
-  PATH=$1:$PATH git zipnn log --json | python3 -c "
+  git zipnn log --json | python3 -c "
 import json, re, sys
 seen = {}
 for v in json.load(sys.stdin):
     if re.search(sys.argv[1], v['path']): seen[v['id']] = (v['raw_bytes'], v['stored_bytes'])
-print(sum(s for r, s in seen.values()), sum(r for r, s in seen.values()))" "$2"
+print(sum(s for r, s in seen.values()), sum(r for r, s in seen.values()))" "$1"
+}
+# Of each commit, the smaller of its two files' objects, and their raw
+# bytes: what the second name of each save costs.
+second() {
+  git zipnn log --json | python3 -c "
+import json, sys
+commits = {}
+for v in json.load(sys.stdin):
+    commits.setdefault(v['commit'], []).append((v['stored_bytes'], v['raw_bytes']))
+pairs = [min(c) for c in commits.values() if len(c) == 2]
+print(sum(s for s, r in pairs), sum(r for s, r in pairs))"
 }
 row() { printf '%-44s %14s %14s %8s\n' "$@"; }
 ratio() { python3 -c "print(f'{$2 / $1:.3f}')" "$@"; }
@@ -114,12 +128,12 @@ for label in before after; do
   bin=${!label}
   # fine-tune
   repo "$bin" "ft-$label"
-  put "$bin" "$base/step-000060.safetensors" out/model.safetensors
-  put "$bin" "$ft/step-000010.safetensors" ft/checkpoint-10/model.safetensors
-  read -r first_stored first_raw < <(stored "$bin" '^ft/checkpoint-10/')
-  alone=$(PATH=$bin:$PATH git zipnn compress -q -f -o "$work/alone" "$ft/step-000010.safetensors" && stat -c %s "$work/alone")
-  put "$bin" "$ft/step-000020.safetensors" ft/checkpoint-20/model.safetensors
-  read -r ft_stored ft_raw < <(stored "$bin" '^ft/')
+  put "$base/step-000060.safetensors" out/model.safetensors
+  put "$ft/step-000010.safetensors" ft/checkpoint-10/model.safetensors
+  read -r first_stored first_raw < <(stored '^ft/checkpoint-10/')
+  alone=$(git zipnn compress -q -f -o "$work/alone" "$ft/step-000010.safetensors" && stat -c %s "$work/alone")
+  put "$ft/step-000020.safetensors" ft/checkpoint-20/model.safetensors
+  read -r ft_stored ft_raw < <(stored '^ft/')
   declare "ft_first_$label=$first_stored" "ft_alone_$label=$alone" "ft_all_$label=$ft_stored"
   # lightning
   repo "$bin" "lightning-$label"
@@ -128,11 +142,11 @@ for label in before after; do
     mkdir -p ckpts
     cp "$top/lightning/$e/epoch=$e-step=$step.ckpt" ckpts/
     cp "$top/lightning/$e/last.ckpt" ckpts/last.ckpt
-    PATH=$bin:$PATH git add ckpts && PATH=$bin:$PATH git commit -qm "epoch $e"
+    git add ckpts && git commit -qm "epoch $e"
   done
-  read -r last_stored last_raw < <(stored "$bin" 'last\.ckpt$')
-  read -r light_stored light_raw < <(stored "$bin" '^ckpts/')
-  declare "last_$label=$last_stored" "light_$label=$light_stored"
+  read -r twin_stored twin_raw < <(second)
+  read -r light_stored light_raw < <(stored '^ckpts/')
+  declare "twin_$label=$twin_stored" "light_$label=$light_stored"
   # trainer
   repo "$bin" "trainer-$label"
   for e in 0 1 2; do
@@ -140,26 +154,27 @@ for label in before after; do
     mkdir -p "out/checkpoint-$n"
     cp "$base/step-0000$n.safetensors" "out/checkpoint-$n/model.safetensors"
     cp "$top/trainer/$e/optimizer.pt" "out/checkpoint-$n/optimizer.pt"
-    PATH=$bin:$PATH git add out && PATH=$bin:$PATH git commit -qm "checkpoint $n"
+    git add out && git commit -qm "checkpoint $n"
   done
-  read -r opt_stored opt_raw < <(stored "$bin" 'optimizer\.pt$')
-  read -r trainer_stored trainer_raw < <(stored "$bin" '^out/')
+  read -r opt_stored opt_raw < <(stored 'optimizer\.pt$')
+  read -r trainer_stored trainer_raw < <(stored '^out/')
   declare "opt_$label=$opt_stored" "trainer_$label=$trainer_stored"
   # lora
   repo "$bin" "lora-$label"
-  put "$bin" "$base/step-000060.safetensors" out/model.safetensors
+  put "$base/step-000060.safetensors" out/model.safetensors
   printf 'parents:\n  "lora/**": out\n' > .zipnn.yaml
-  git add .zipnn.yaml && git commit -qm parents
-  for s in 1 2 3; do put "$bin" "$top/lora/$s/model.safetensors" "lora/checkpoint-$s/model.safetensors"; done
-  read -r lora_stored lora_raw < <(stored "$bin" '^lora/')
+  git add .zipnn.yaml 2>/dev/null && git commit -qm parents  # the build before warns of the key
+  # (The build before warns of the key it does not know at every add.)
+  for s in 1 2 3; do put "$top/lora/$s/model.safetensors" "lora/checkpoint-$s/model.safetensors" 2>/dev/null; done
+  read -r lora_stored lora_raw < <(stored '^lora/')
   declare "lora_$label=$lora_stored"
 done
 row "fine-tune: first save (raw $first_raw)" "$ft_first_before" "$ft_first_after" "$(ratio "$ft_first_before" "$ft_first_after")"
 row "fine-tune: first save alone" "$ft_alone_before" "$ft_alone_after" ""
 row "  first save over alone" "$(ratio "$ft_alone_before" "$ft_first_before")" "$(ratio "$ft_alone_after" "$ft_first_after")" ""
 row "fine-tune: 2 saves (raw $ft_raw)" "$ft_all_before" "$ft_all_after" "$(ratio "$ft_all_before" "$ft_all_after")"
-row "lightning: last.ckpt, 3 saves (raw $last_raw)" "$last_before" "$last_after" "$(ratio "$last_before" "$last_after")"
-row "  last.ckpt over raw" "$(ratio "$last_raw" "$last_before")" "$(ratio "$last_raw" "$last_after")" ""
+row "lightning: 2nd name, 3 saves (raw $twin_raw)" "$twin_before" "$twin_after" "$(ratio "$twin_before" "$twin_after")"
+row "  2nd name over raw" "$(ratio "$twin_raw" "$twin_before")" "$(ratio "$twin_raw" "$twin_after")" ""
 row "lightning: all, 3 epochs (raw $light_raw)" "$light_before" "$light_after" "$(ratio "$light_before" "$light_after")"
 row "trainer: optimizer.pt, 3 saves (raw $opt_raw)" "$opt_before" "$opt_after" "$(ratio "$opt_before" "$opt_after")"
 row "trainer: all, 3 saves (raw $trainer_raw)" "$trainer_before" "$trainer_after" "$(ratio "$trainer_before" "$trainer_after")"
@@ -173,7 +188,7 @@ for ((r = 0; r < runs; r++)); do
     repo "${!label}" "steps-$label"
     mkdir run && cp "$steps"/step-*.safetensors run/
     t0=$(date +%s.%N)
-    PATH=${!label}:$PATH git add run
+    git add run
     took[$label]+="$(python3 -c "print($(date +%s.%N) - $t0)") "
   done
 done
