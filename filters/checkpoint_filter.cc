@@ -127,6 +127,12 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
                  "anew without it. A disk may be failing: `git zipnn fsck --all` names what else it affects\n",
                  path.c_str(), checked.damaged.c_str());
   }
+  if (!checked.named_parent_unused.empty()) {
+    std::fprintf(stderr, "git-zipnn: warning: %s: the parent named for it was not taken: %s; %s\n", path.c_str(),
+                 checked.named_parent_unused.c_str(),
+                 checked.parent ? ("stored as a delta of " + checked.parent->path + " instead").c_str()
+                                : "stored as its series places it");
+  }
   if (!checked.demotion_error.empty()) {
     // The new version is stored; the one before it stays whole (it costs
     // bytes, never data).
@@ -187,7 +193,8 @@ std::vector<store::ParentCandidate> CheckpointFilter::ParentCandidates(const std
     if (!found && unknown_parents_.insert(named).second) {
       std::fprintf(stderr,
                    "git-zipnn: warning: the parent named for %s, '%s', is no checkpoint git holds (nor a folder "
-                   "holding %s); the parent is looked for by its tensors instead\n",
+                   "holding %s; paths are from the top of the work tree); the parent is looked for by its tensors "
+                   "instead\n",
                    path.c_str(), named.c_str(), base_name.c_str());
     }
   }

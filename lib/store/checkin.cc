@@ -102,14 +102,17 @@ Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& seri
   if (!link.ok() || link->delta) return MaybeDemoted();  // not here, or not whole: nothing to do
   std::vector<Version> all;
   const std::vector<Version>* versions = &series;
-  std::optional<Placement> placed = PlaceDemoted(store, series, position, newer.id, complete);
+  // Versions of other series stored as deltas of it (a twin, a
+  // fine-tune's first save) get as much deeper as it does.
+  const uint32_t elsewhere = HangingElsewhere(store, id);
+  std::optional<Placement> placed = PlaceDemoted(store, series, position, newer.id, complete, nullptr, elsewhere);
   if (!placed) {
     ZIPNN_ASSIGN_OR_RETURN(all, deeper(true));
     const auto at = std::find_if(all.begin(), all.end(), [&](const Version& v) { return v.id == id; });
     if (at == all.end()) return MaybeDemoted();
     versions = &all;
     position = static_cast<size_t>(at - all.begin());
-    placed = PlaceDemoted(store, all, position, newer.id, /*complete=*/true);
+    placed = PlaceDemoted(store, all, position, newer.id, /*complete=*/true, nullptr, elsewhere);
   }
   if (!placed->base) return MaybeDemoted();
   // Both chains must outlive the delta (see CheckIn); `newer`'s, once it
@@ -209,22 +212,48 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
   const bool first = std::none_of(series.begin(), series.begin() + static_cast<std::ptrdiff_t>(position),
                                   [&](const Version& v) { return store.objects.Has(v.id); });
   if (!first && !newest_whole) return false;
-  const std::vector<ParentCandidate> candidates = version.parents();
+  std::vector<ParentCandidate> candidates = version.parents();
   if (candidates.empty() || version.fingerprints == nullptr) return false;
   const formats::CheckpointView raw = input.View(version.id);
-  auto chosen = ChooseParent(store, raw, candidates, *version.fingerprints, /*twins_only=*/!first);
-  if (!chosen.ok() || !*chosen) return false;
-  Parent& parent = **chosen;
-  const formats::CheckpointView base = parent.bytes.View(parent.id);
-  // A parent's copy rewritten while the delta was built on it fails the
-  // encoding: the version is then stored as its series places it.
-  Result<Candidate> c = EncodeCandidate(store, raw, &base, /*base_ratio=*/0, /*verify=*/false,
-                                        static_cast<container::BaseChoice>(parent.why));
-  if (!c.ok() || !c->delta) return false;
+  // The parent named for it first; when that one is not taken, the
+  // versions found by their tensors.
+  std::optional<Parent> parent;
+  std::optional<Candidate> c;
+  for (int round = 0; round < 2 && !c; ++round) {
+    auto chosen = ChooseParent(store, raw, candidates, *version.fingerprints, /*twins_only=*/!first);
+    if (!chosen.ok() || !*chosen) {
+      if (round == 0 && first && candidates.front().by_rule) {
+        result.named_parent_unused = candidates.front().path + " (" +
+                                     (chosen.ok() ? "not stored whole here, or its chain is at max_chain"
+                                                  : chosen.status().message()) +
+                                     ")";
+      }
+    } else {
+      parent = std::move(**chosen);
+      const formats::CheckpointView base = parent->bytes.View(parent->id);
+      // A parent's copy rewritten while the delta was built on it fails
+      // the encoding: the version is then stored as its series places it.
+      Result<Candidate> encoded = EncodeCandidate(store, raw, &base, /*base_ratio=*/0, /*verify=*/false,
+                                                  static_cast<container::BaseChoice>(parent->why));
+      if (encoded.ok() && encoded->delta) {
+        c = std::move(*encoded);
+      } else if (parent->why == ParentWhy::kRule) {
+        result.named_parent_unused =
+            parent->path + " (" +
+            (encoded.ok() ? "a delta of it saves less than min_gain against this checkpoint alone"
+                          : encoded.status().message()) +
+            ")";
+      }
+    }
+    if (c || candidates.empty() || !candidates.front().by_rule) break;
+    candidates.erase(candidates.begin());  // then the search by tensors
+  }
+  if (!c) return false;
   ZIPNN_RETURN_IF_ERROR(present ? store.objects.Replace(version.id, c->file.path())
                                 : store.objects.Adopt(version.id, c->file.path()));
   result.reason = BaseReason::kNotBase;
-  result.parent = CheckedIn::TakenParent{parent.id, parent.path, parent.why};
+  result.parent = CheckedIn::TakenParent{parent->id, parent->path, parent->why};
+  NoteChild(store, parent->id, version.id);
   if (newest_whole && !series.empty()) {
     // The version before it in its series is re-stored as a delta, as
     // after any newest (its chain now counts this one's: placement.h).

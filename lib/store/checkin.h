@@ -60,6 +60,8 @@ struct CheckedIn {
     ParentWhy why = ParentWhy::kSameTensors;
   };
   std::optional<TakenParent> parent;
+  // A parent named for it that was not taken, and why ("<path> (<why>)").
+  std::string named_parent_unused;
   // What was found damaged on the way: this version's own object (stored
   // anew in its place), or the chain of the version it would have been a
   // delta of (made a base instead). Empty when nothing was.

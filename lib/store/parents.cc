@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <utility>
 
+#include "lib/base/file.h"
 #include "lib/base/thread_pool.h"
 #include "lib/codec/dtype.h"
 #include "lib/container/estimate.h"
@@ -61,16 +64,65 @@ std::string BaseChoiceText(container::BaseChoice choice) {
   return ParentWhyText(static_cast<ParentWhy>(choice));
 }
 
+namespace {
+
+// One short line appended to `file`: processes appending at once do not
+// interleave within it. Best effort.
+void AppendLine(const std::string& file, const std::string& line) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  (void)!::write(fd, line.data(), line.size());
+  ::close(fd);
+}
+
+// Every "<a> <b>" line of `file` whose ids both read.
+std::vector<std::pair<ContentId, ContentId>> ReadPairs(const std::string& file) {
+  std::vector<std::pair<ContentId, ContentId>> pairs;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() != 65 || line[32] != ' ') continue;
+    const auto a = ContentId::FromHex(line.substr(0, 32));
+    const auto b = ContentId::FromHex(line.substr(33));
+    if (a && b) pairs.emplace_back(*a, *b);
+  }
+  return pairs;
+}
+
+}  // namespace
+
+void NoteChild(const Store& store, const ContentId& parent, const ContentId& child) {
+  if (store.cache_dir.empty() || !MakeDirectories(store.cache_dir).ok()) return;
+  AppendLine(store.cache_dir + "/children", parent.Hex() + " " + child.Hex() + "\n");
+}
+
+uint32_t HangingElsewhere(const Store& store, const ContentId& id) {
+  if (store.cache_dir.empty()) return 0;
+  std::multimap<ContentId, ContentId> children;
+  for (const auto& [parent, child] : ReadPairs(store.cache_dir + "/children")) children.emplace(parent, child);
+  // Breadth first, a level per step, each child counted while it is still
+  // a delta of the one above it; no deeper than a restore follows.
+  uint32_t reach = 0;
+  std::vector<ContentId> level{id};
+  for (uint32_t distance = 1; !level.empty() && distance <= config::kMaxChainLimit; ++distance) {
+    std::vector<ContentId> next;
+    for (const ContentId& above : level) {
+      const auto [from, to] = children.equal_range(above);
+      for (auto it = from; it != to; ++it) {
+        auto link = ReadLink(store, it->second);
+        if (!link.ok() || !link->delta || link->base != above) continue;
+        reach = distance;
+        next.push_back(it->second);
+      }
+    }
+    level = std::move(next);
+  }
+  return reach;
+}
+
 void Fingerprints::Load() {
   if (loaded_) return;
   loaded_ = true;
-  std::ifstream in(file_);
-  for (std::string line; std::getline(in, line);) {
-    if (line.size() != 65 || line[32] != ' ') continue;
-    const auto id = ContentId::FromHex(line.substr(0, 32));
-    const auto fingerprint = ContentId::FromHex(line.substr(33));
-    if (id && fingerprint) known_[*id] = *fingerprint;
-  }
+  for (const auto& [id, fingerprint] : ReadPairs(file_)) known_[id] = fingerprint;
 }
 
 std::optional<ContentId> Fingerprints::Find(const ContentId& id) {
@@ -83,13 +135,8 @@ std::optional<ContentId> Fingerprints::Find(const ContentId& id) {
 void Fingerprints::Keep(const ContentId& id, const ContentId& fingerprint) {
   Load();
   if (!known_.emplace(id, fingerprint).second) return;
-  // One write of one short line: processes appending at once do not
-  // interleave within it.
-  const std::string line = id.Hex() + " " + fingerprint.Hex() + "\n";
-  const int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  (void)!::write(fd, line.data(), line.size());
-  ::close(fd);
+  if (dir_.empty() || !MakeDirectories(dir_).ok()) return;
+  AppendLine(file_, id.Hex() + " " + fingerprint.Hex() + "\n");
 }
 
 Result<double> SampledRatio(const Store& store, const formats::CheckpointView& input,
@@ -184,7 +231,7 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
   ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint bytes, VerifiedBytes(store, c.id, c.path));
   ZIPNN_RETURN_IF_ERROR(bytes.ReadLayout());
   if (const auto kept = formats::TensorFingerprint(bytes.layout())) fingerprints.Keep(c.id, *kept);
-  const ParentWhy why = best->ratio < kTwinRatio ? ParentWhy::kTwin : c.by_rule ? ParentWhy::kRule : ParentWhy::kSameTensors;
+  const ParentWhy why = c.by_rule ? ParentWhy::kRule : best->ratio < kTwinRatio ? ParentWhy::kTwin : ParentWhy::kSameTensors;
   return std::optional<Parent>(Parent{c.id, c.path, why, std::move(bytes), best->ratio});
 }
 

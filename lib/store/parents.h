@@ -65,17 +65,27 @@ struct Parent {
 // are stored. Any line may be lost; a damaged line is passed over.
 class Fingerprints {
  public:
-  explicit Fingerprints(std::string cache_dir) : file_(std::move(cache_dir) + "/fingerprints") {}
+  explicit Fingerprints(std::string cache_dir) : dir_(std::move(cache_dir)), file_(dir_ + "/fingerprints") {}
   std::optional<ContentId> Find(const ContentId& id);
   // Best effort: a failure to write loses a cache entry, nothing else.
   void Keep(const ContentId& id, const ContentId& fingerprint);
 
  private:
   void Load();
+  std::string dir_;
   std::string file_;
   bool loaded_ = false;
   std::map<ContentId, ContentId> known_;
 };
+
+// The versions stored as deltas of a parent in another series, noted
+// when they are stored: <cache_dir>/children, a line "<parent> <child>"
+// each. A cache: a lost line lets a later re-store of the parent make the
+// child's chain longer than max_chain (a restore still follows it).
+void NoteChild(const Store& store, const ContentId& parent, const ContentId& child);
+// How far up the noted children of `id` (and theirs) reach above it, for
+// those that are still deltas of it; 0 when none are.
+uint32_t HangingElsewhere(const Store& store, const ContentId& id);
 
 // How close `input` is to `base` from a sample of their matched tensors
 // (at most kSampleBytes, spread over them): the order-0 bound of the

@@ -3,6 +3,7 @@
 // Real checkpoints from tests/data.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -172,6 +173,51 @@ TEST_CASE("a named parent is taken when its delta pays; a parent at max_chain is
   const CheckedIn passed = r.Put(Bf16(120), "c/model.safetensors", "c/model.safetensors");
   CHECK_FALSE(passed.parent.has_value());
   CHECK(passed.reason == BaseReason::kFirst);
+}
+
+TEST_CASE("a named parent whose delta does not pay gives way to one found by its tensors, with a word why") {
+  Repo r;
+  r.Put(Bf16(40), "a/model.safetensors", "a/model.safetensors");
+  r.Put(Data("cnn-fp32/step-000040.safetensors"), "x/model.safetensors", "x/model.safetensors");
+  const CheckedIn tuned = r.Put(Bf16(80), "b/model.safetensors", "b/model.safetensors", "",
+                                ParentCandidate{IdOf(Data("cnn-fp32/step-000040.safetensors")), "x/model.safetensors",
+                                                true});
+  REQUIRE(tuned.parent.has_value());
+  CHECK(tuned.parent->path == "a/model.safetensors");
+  CHECK(tuned.parent->why == ParentWhy::kSameTensors);
+  CHECK(tuned.named_parent_unused ==
+        "x/model.safetensors (a delta of it saves less than min_gain against this checkpoint alone)");
+}
+
+TEST_CASE("a version with a child in another series counts it when it is re-stored") {
+  Repo r;
+  // last.ckpt twice (an older save, then this one), then its twin under
+  // the epoch's name: a delta of it.
+  r.Put(Data("pt-gpt/step-000040.pt"), "ckpts/last.ckpt", "ckpts/last.ckpt");
+  const std::string last = Renamed(Data("pt-gpt/step-000020.pt"), "step-000020/", "last-ckpt-0/", r.root + "/last0");
+  r.Put(last, "ckpts/last.ckpt", "ckpts/last.ckpt");
+  const CheckedIn twin = r.Put(Data("pt-gpt/step-000020.pt"), "ckpts/epoch=0.ckpt", "ckpts/epoch=#.ckpt", "0");
+  REQUIRE(twin.parent.has_value());
+  CHECK(HangingElsewhere(r.repo, IdOf(last)) == 1);
+  CHECK(HangingElsewhere(r.repo, IdOf(Data("pt-gpt/step-000020.pt"))) == 0);
+  // When a newer last.ckpt comes, a re-store of this one as a delta of
+  // the older one would put its twin at depth 2: with max_chain 1 it
+  // stays whole; without the twin it would be re-stored.
+  r.repo.policy.max_chain = 1;
+  REQUIRE_FALSE(r.Info(IdOf(Data("pt-gpt/step-000040.pt"))).delta);
+  const std::vector<Version>& lasts = r.series["ckpts/last.ckpt"];
+  REQUIRE(lasts.size() == 2);
+  const ContentId newer = IdOf(Bf16(40));  // stands for the next save
+  const auto kept = PlaceDemoted(r.repo, lasts, 1, newer, true, nullptr, HangingElsewhere(r.repo, IdOf(last)));
+  REQUIRE(kept.has_value());
+  CHECK_FALSE(kept->base.has_value());
+  CHECK(kept->reason == BaseReason::kChain);
+  const auto free = PlaceDemoted(r.repo, lasts, 1, newer, true, nullptr, 0);
+  REQUIRE(free.has_value());
+  CHECK(free->base == IdOf(Data("pt-gpt/step-000040.pt")));
+  // A lost cache forgets the child: nothing breaks, the count is 0.
+  std::remove((r.repo.cache_dir + "/children").c_str());
+  CHECK(HangingElsewhere(r.repo, IdOf(last)) == 0);
 }
 
 TEST_CASE("the fingerprint cache keeps what it is given, and passes over damaged lines") {

@@ -117,7 +117,8 @@ uint32_t DistanceUp(const Store& store, const ContentId& from, const ContentId& 
 }  // namespace
 
 std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Version>& series, size_t position,
-                                      const ContentId& newer, bool complete, const ChainMemo* memo) {
+                                      const ContentId& newer, bool complete, const ChainMemo* memo,
+                                      uint32_t elsewhere) {
   const config::Policy& policy = store.policy;
   Placement placed;
   // The base that begins this version's stretch: the nearest earlier
@@ -148,7 +149,7 @@ std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Vers
   }
   // Every version whose chain runs through this one (in a stretch's
   // second half, those before it) gets as much longer as its new chain.
-  uint32_t hanging = 0;
+  uint32_t hanging = elsewhere;
   for (size_t j = *start + 1; j < position; ++j) {
     hanging = std::max(hanging, DistanceUp(store, series[j].id, series[position].id));
   }

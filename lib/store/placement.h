@@ -92,8 +92,12 @@ std::optional<Placement> PlaceVersion(const Store& store, const std::vector<Vers
 // or of `newer`; or it stays whole as the base that ends its stretch (and
 // begins the next), with the reason. nullopt when `series` is not
 // `complete` and does not reach back to the base that begins the stretch.
+// `elsewhere`: how far up the chains of versions of other series reach
+// above this one (parents.h, HangingElsewhere), counted as the versions of
+// its own series that hang on it are.
 std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Version>& series, size_t position,
-                                      const ContentId& newer, bool complete, const ChainMemo* memo = nullptr);
+                                      const ContentId& newer, bool complete, const ChainMemo* memo = nullptr,
+                                      uint32_t elsewhere = 0);
 
 // Why the stored version at `position` of `series` (in series order,
 // its whole history) is a base, by the policy in force now: the reason its
