@@ -115,6 +115,12 @@ Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& seri
     placed = PlaceDemoted(store, all, position, newer.id, /*complete=*/true, nullptr, elsewhere);
   }
   if (!placed->base) return MaybeDemoted();
+  // Within a series no base's chain comes back to a version re-stored on
+  // it; across series it may (a twin of this version, itself the base of
+  // an earlier version of this series): then it stays whole, never a loop.
+  bool loops = false;
+  (void)VisitChain(store, *placed->base, [&](const ChainLink& link) { loops = loops || link.id == id; });
+  if (loops) return MaybeDemoted();
   // Both chains must outlive the delta (see CheckIn); `newer`'s, once it
   // is there.
   const bool of_newer = *placed->base == newer.id;
