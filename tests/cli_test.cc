@@ -131,7 +131,7 @@ TEST_CASE("inspect shows kind, layout and the coder of each byte group") {
   CHECK(r.out.find("bf16") != std::string::npos);
   // A training step's delta: every chunk taken as a difference, whose
   // groups are d0 and d1.
-  CHECK(r.out.find("format       version 5\n") != std::string::npos);
+  CHECK(r.out.find("format       version 6\n") != std::string::npos);
   CHECK(r.out.find("difference base@0") != std::string::npos);
   CHECK(r.out.find("\n0       d1 ") != std::string::npos);
   CHECK(r.out.find("\n0       d0 ") != std::string::npos);
@@ -302,7 +302,7 @@ TEST_CASE("a truncated or newer-version object is refused and nothing is written
   Run v = Zipnn("decompress " + obj + " -f -o " + Tmp() + "/trunc.out");
   CHECK(v.code == 1);
   CHECK(v.err ==
-        "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (5); upgrade git-zipnn\n");
+        "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (6); upgrade git-zipnn\n");
 }
 
 TEST_CASE("a corrupted chunk fails the restore and leaves no output file") {

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "lib/store/raw_cache.h"
+#include "lib/store/parents.h"
 #include "lib/store/rebased.h"
 
 namespace zipnn::store {
@@ -99,6 +100,8 @@ Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& opti
     swept.cache_freed = cache.Prune([&](const ContentId& id) { return needed.ids.count(id.Hex()) != 0; });
     // Notes for pushes filed under versions that are gone (rebased.h).
     PruneRebased(store, [&](const ContentId& id) { return needed.ids.count(id.Hex()) != 0; });
+    // Fingerprints and children of versions that are gone (parents.h).
+    PruneParentCaches(store, [&](const ContentId& id) { return needed.ids.count(id.Hex()) != 0; });
   }
   // Leftovers of processes that died: unfinished objects in the store
   // (by their temporary names only: whatever else is in the store's

@@ -119,6 +119,22 @@ uint32_t HangingElsewhere(const Store& store, const ContentId& id) {
   return reach;
 }
 
+void PruneParentCaches(const Store& store, const std::function<bool(const ContentId&)>& keep) {
+  if (store.cache_dir.empty()) return;
+  for (const bool both : {false, true}) {
+    // fingerprints: "<version> <fingerprint>"; children: "<parent> <child>".
+    const std::string file = store.cache_dir + (both ? "/children" : "/fingerprints");
+    if (!FileExists(file)) continue;
+    std::string kept;
+    for (const auto& [a, b] : ReadPairs(file)) {
+      if (keep(a) && (!both || keep(b))) kept += a.Hex() + " " + b.Hex() + "\n";
+    }
+    auto out = AtomicFile::Create(file, /*overwrite=*/true);
+    if (!out.ok() || !out->Append(kept.data(), kept.size()).ok()) continue;
+    (void)out->Commit();
+  }
+}
+
 void Fingerprints::Load() {
   if (loaded_) return;
   loaded_ = true;

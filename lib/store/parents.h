@@ -17,6 +17,7 @@
 // Thread-compatible.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -86,6 +87,11 @@ void NoteChild(const Store& store, const ContentId& parent, const ContentId& chi
 // How far up the noted children of `id` (and theirs) reach above it, for
 // those that are still deltas of it; 0 when none are.
 uint32_t HangingElsewhere(const Store& store, const ContentId& id);
+
+// Drops the lines of the fingerprint and children caches that name a
+// version `keep` refuses (git zipnn gc, under the store's exclusive
+// lock). Best effort.
+void PruneParentCaches(const Store& store, const std::function<bool(const ContentId&)>& keep);
 
 // How close `input` is to `base` from a sample of their matched tensors
 // (at most kSampleBytes, spread over them): the order-0 bound of the

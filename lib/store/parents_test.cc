@@ -232,6 +232,19 @@ TEST_CASE("the fingerprint cache keeps what it is given, and passes over damaged
   Fingerprints again(dir);
   CHECK(again.Find(a) == b);
   CHECK_FALSE(again.Find(b).has_value());
+  // gc keeps the lines of the versions still needed, in both caches.
+  testing::Fixture f;
+  Fingerprints kept(f.repo.cache_dir);
+  kept.Keep(a, b);
+  kept.Keep(b, a);
+  NoteChild(f.repo, a, b);
+  PruneParentCaches(f.repo, [&](const ContentId& id) { return id == a; });
+  Fingerprints pruned(f.repo.cache_dir);
+  CHECK(pruned.Find(a) == b);
+  CHECK_FALSE(pruned.Find(b).has_value());
+  std::ifstream children(f.repo.cache_dir + "/children");
+  std::string line;
+  CHECK_FALSE(std::getline(children, line));  // a's child b is gone
 }
 
 }  // namespace
