@@ -120,7 +120,7 @@ class CheckpointFilter : public FilterHandler {
   size_t pointers_left_ = 0;
   std::optional<git::TextconvCache> listings_;
   std::string named_parent_;
-  store::Fingerprints fingerprints_{repo_.cache_dir};
+  store::Fingerprints fingerprints_{store::ParentCachesDir(repo_)};
   std::set<std::string> unknown_parents_;  // named parents warned about
 };
 

@@ -287,7 +287,7 @@ TEST_CASE("git add killed at many points leaves a sound store; the next add work
   // What the killed processes left, once it is old, goes with the next gc.
   REQUIRE(repo.Sh("find .git/zipnn -type f -exec touch -d '2 hours ago' {} +").code == 0);
   REQUIRE(repo.Sh("git zipnn gc").code == 0);
-  CHECK(Leftovers(repo).empty());
+  { const std::string left = Leftovers(repo); CHECK_MESSAGE(left.empty(), left); }
   REQUIRE(repo.Sh("cp ../v2.safetensors m.safetensors && git add m.safetensors && git commit -qm v2 && "
                   "rm m.safetensors && git checkout -- m.safetensors")
               .code == 0);

@@ -90,15 +90,22 @@ std::vector<std::pair<ContentId, ContentId>> ReadPairs(const std::string& file) 
 
 }  // namespace
 
+std::string ParentCachesDir(const Store& store) {
+  const size_t slash = store.cache_dir.find_last_of('/');
+  return slash == std::string::npos || slash == 0 ? std::string() : store.cache_dir.substr(0, slash);
+}
+
 void NoteChild(const Store& store, const ContentId& parent, const ContentId& child) {
-  if (store.cache_dir.empty() || !MakeDirectories(store.cache_dir).ok()) return;
-  AppendLine(store.cache_dir + "/children", parent.Hex() + " " + child.Hex() + "\n");
+  const std::string dir = ParentCachesDir(store);
+  if (dir.empty() || !MakeDirectories(dir).ok()) return;
+  AppendLine(dir + "/children", parent.Hex() + " " + child.Hex() + "\n");
 }
 
 uint32_t HangingElsewhere(const Store& store, const ContentId& id) {
-  if (store.cache_dir.empty()) return 0;
+  const std::string dir = ParentCachesDir(store);
+  if (dir.empty()) return 0;
   std::multimap<ContentId, ContentId> children;
-  for (const auto& [parent, child] : ReadPairs(store.cache_dir + "/children")) children.emplace(parent, child);
+  for (const auto& [parent, child] : ReadPairs(dir + "/children")) children.emplace(parent, child);
   // Breadth first, a level per step, each child counted while it is still
   // a delta of the one above it; no deeper than a restore follows.
   uint32_t reach = 0;
@@ -120,10 +127,11 @@ uint32_t HangingElsewhere(const Store& store, const ContentId& id) {
 }
 
 void PruneParentCaches(const Store& store, const std::function<bool(const ContentId&)>& keep) {
-  if (store.cache_dir.empty()) return;
+  const std::string dir = ParentCachesDir(store);
+  if (dir.empty()) return;
   for (const bool both : {false, true}) {
     // fingerprints: "<version> <fingerprint>"; children: "<parent> <child>".
-    const std::string file = store.cache_dir + (both ? "/children" : "/fingerprints");
+    const std::string file = dir + (both ? "/children" : "/fingerprints");
     if (!FileExists(file)) continue;
     std::string kept;
     for (const auto& [a, b] : ReadPairs(file)) {

@@ -61,7 +61,12 @@ struct Parent {
   double sampled_ratio = 1;  // the sampled delta's bound over the sampled standalone bound
 };
 
-// The fingerprint cache: <cache_dir>/fingerprints, a line per version,
+// Where the caches of this file live: the folder holding the raw cache
+// (.git/zipnn/cache), beside it rather than among its copies; empty when
+// the store keeps no cache.
+std::string ParentCachesDir(const Store& store);
+
+// The fingerprint cache: <ParentCachesDir>/fingerprints, a line per version,
 // "<content id> <fingerprint>" (both 32 hex digits), appended as versions
 // are stored. Any line may be lost; a damaged line is passed over.
 class Fingerprints {
@@ -80,7 +85,7 @@ class Fingerprints {
 };
 
 // The versions stored as deltas of a parent in another series, noted
-// when they are stored: <cache_dir>/children, a line "<parent> <child>"
+// when they are stored: <ParentCachesDir>/children, a line "<parent> <child>"
 // each. A cache: a lost line lets a later re-store of the parent make the
 // child's chain longer than max_chain (a restore still follows it).
 void NoteChild(const Store& store, const ContentId& parent, const ContentId& child);

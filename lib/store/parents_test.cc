@@ -32,7 +32,7 @@ using testing::IdOf;
 // filter's Recent), or with `named` alone.
 struct Repo : testing::Fixture {
   std::map<std::string, std::vector<Version>> series;  // by name
-  Fingerprints fingerprints{repo.cache_dir};
+  Fingerprints fingerprints{ParentCachesDir(repo)};
 
   CheckedIn Put(const std::string& file, const std::string& path, const std::string& name,
                 const std::string& step = "", std::optional<ParentCandidate> named = std::nullopt) {
@@ -216,7 +216,7 @@ TEST_CASE("a version with a child in another series counts it when it is re-stor
   REQUIRE(free.has_value());
   CHECK(free->base == IdOf(Data("pt-gpt/step-000040.pt")));
   // A lost cache forgets the child: nothing breaks, the count is 0.
-  std::remove((r.repo.cache_dir + "/children").c_str());
+  std::remove((ParentCachesDir(r.repo) + "/children").c_str());
   CHECK(HangingElsewhere(r.repo, IdOf(last)) == 0);
 }
 
@@ -234,15 +234,15 @@ TEST_CASE("the fingerprint cache keeps what it is given, and passes over damaged
   CHECK_FALSE(again.Find(b).has_value());
   // gc keeps the lines of the versions still needed, in both caches.
   testing::Fixture f;
-  Fingerprints kept(f.repo.cache_dir);
+  Fingerprints kept(ParentCachesDir(f.repo));
   kept.Keep(a, b);
   kept.Keep(b, a);
   NoteChild(f.repo, a, b);
   PruneParentCaches(f.repo, [&](const ContentId& id) { return id == a; });
-  Fingerprints pruned(f.repo.cache_dir);
+  Fingerprints pruned(ParentCachesDir(f.repo));
   CHECK(pruned.Find(a) == b);
   CHECK_FALSE(pruned.Find(b).has_value());
-  std::ifstream children(f.repo.cache_dir + "/children");
+  std::ifstream children(ParentCachesDir(f.repo) + "/children");
   std::string line;
   CHECK_FALSE(std::getline(children, line));  // a's child b is gone
 }
