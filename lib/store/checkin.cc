@@ -251,8 +251,10 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
             ")";
       }
     }
-    if (c || candidates.empty() || !candidates.front().by_rule) break;
-    candidates.erase(candidates.begin());  // then the search by tensors
+    // A named parent taken and not paying: the search by tensors, without
+    // it. (Otherwise the first round weighed those already.)
+    if (c || !parent || parent->why != ParentWhy::kRule) break;
+    candidates.erase(candidates.begin());
   }
   if (!c) return false;
   ZIPNN_RETURN_IF_ERROR(present ? store.objects.Replace(version.id, c->file.path())

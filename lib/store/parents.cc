@@ -209,6 +209,7 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
   struct Weighed {
     const ParentCandidate* candidate = nullptr;
     double ratio = 1;
+    std::optional<formats::Checkpoint> proven;  // its bytes, when weighed on verified ones
   };
   std::optional<Weighed> best;
   for (const ParentCandidate& c : candidates) {
@@ -221,10 +222,12 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     // be proven: the delta is made of verified bytes below), else on a
     // kept copy; a found candidate is not decoded only to be weighed.
     std::optional<formats::Checkpoint> hint;
+    bool proven = false;
     if (!store.work_dir.empty() && !c.path.empty()) {
       if (auto file = formats::Checkpoint::Open(store.work_dir + "/" + c.path); file.ok()) hint.emplace(std::move(*file));
     }
     if (!hint) {
+      proven = true;
       if (std::optional<VerifiedCopy> kept = FindVerifiedCopy(store, c.id, {})) {
         hint.emplace(std::move(kept->file));
       } else if (c.by_rule) {
@@ -239,21 +242,25 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     ZIPNN_ASSIGN_OR_RETURN(double ratio, SampledRatio(store, input, hint->View(c.id)));
     const bool twin = ratio < kTwinRatio;
     if (twins_only && !twin) continue;
-    if (c.by_rule) {
-      best = Weighed{&c, ratio};  // the user's word: weighed only by whether the delta pays
-      break;
+    if (!c.by_rule && ratio > kCloseRatio) continue;
+    // The user's word is weighed only by whether the delta pays.
+    if (c.by_rule || !best || ratio < best->ratio) {
+      best = Weighed{&c, ratio, proven ? std::move(hint) : std::nullopt};
     }
-    if (ratio > kCloseRatio) continue;
-    if (!best || ratio < best->ratio) best = Weighed{&c, ratio};
-    if (twin) break;  // nothing is closer
+    if (c.by_rule || twin) break;  // nothing is closer than a twin
   }
   if (!best) return std::optional<Parent>();
   const ParentCandidate& c = *best->candidate;
-  // The delta is made of bytes proven to be the parent, and its chain is
-  // marked as used, so that a gc running now keeps it.
+  // The delta is made of bytes proven to be the parent (read again only
+  // when it was weighed on its work-tree file), and its chain is marked as
+  // used, so that a gc running now keeps it.
   ZIPNN_RETURN_IF_ERROR(TouchChain(store, c.id));
-  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint bytes, VerifiedBytes(store, c.id, c.path));
-  ZIPNN_RETURN_IF_ERROR(bytes.ReadLayout());
+  if (!best->proven) {
+    ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint verified, VerifiedBytes(store, c.id, c.path));
+    ZIPNN_RETURN_IF_ERROR(verified.ReadLayout());
+    best->proven.emplace(std::move(verified));
+  }
+  formats::Checkpoint& bytes = *best->proven;
   if (const auto kept = formats::TensorFingerprint(bytes.layout())) fingerprints.Keep(c.id, *kept);
   const ParentWhy why = c.by_rule ? ParentWhy::kRule : best->ratio < kTwinRatio ? ParentWhy::kTwin : ParentWhy::kSameTensors;
   return std::optional<Parent>(Parent{c.id, c.path, why, std::move(bytes), best->ratio});
