@@ -102,7 +102,7 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   }
   const series::Placed placed = series_ ? series_->rules().Place(path) : series::Rules().Place(path);
   store::NewVersion version{spool.path(), id, path, placed.name, placed.step};
-  version.parents = [&] { return ParentCandidates(path, placed.name); };
+  version.parents = [&] { return ParentCandidates(path, placed.name, spool.path(), id); };
   version.fingerprints = &fingerprints_;
   ZIPNN_ASSIGN_OR_RETURN(store::CheckedIn checked,
                          store::CheckIn(repo_, version, [&](bool deep) -> Result<std::vector<store::Version>> {
@@ -166,11 +166,54 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
     const std::optional<std::string> note = listings_->Note(text);
     if (!note || git::IsListingFailure(*note)) KeepListing(spool.path(), id, text);
   }
+  listing_.reset();
   return out.Append(text.data(), text.size());
 }
 
+const std::string* CheckpointFilter::ListingOf(const std::string& file, const ContentId& id) {
+  if (listing_ && listing_->first == id) return &listing_->second;
+  // Read as `git zipnn textconv` reads the file git smudges, so that the
+  // listing is the one it would print.
+  auto checkpoint = formats::Checkpoint::Open(file);
+  if (!checkpoint.ok() || !checkpoint->ReadLayout().ok()) return nullptr;
+  ThreadPool pool(ThreadPool::DefaultThreads());
+  auto listing = analyze::TextconvListing(id, checkpoint->file(), checkpoint->layout(), pool);
+  if (!listing.ok()) return nullptr;
+  listing_.emplace(id, std::move(*listing));
+  return &listing_->second;
+}
+
+std::vector<store::ParentCandidate> CheckpointFilter::ListedTwins(const std::string& file, const ContentId& id) {
+  std::vector<store::ParentCandidate> twins;
+  // Only with git's listings, which the twin index is built from: the new
+  // version's listing is made for them anyway (KeepListing takes it).
+  if (!listings_ || !series_) return twins;
+  const std::string* listing = ListingOf(file, id);
+  if (listing == nullptr) return twins;
+  const std::optional<ContentId> key = analyze::TwinKey(*listing);
+  if (!key) return twins;
+  // The listings the index has not read yet: all of them in a fresh
+  // clone, then those fetched or added since.
+  listings_->ReadNotes([&](const std::string& blob) { return !twins_.Knows(blob); },
+                       [&](const std::string& blob, const std::string& text) {
+                         if (const auto listed = analyze::ListedCheckpoint(text)) {
+                           twins_.Keep(analyze::TwinKey(text), *listed, blob);
+                         }
+                       });
+  for (const ContentId& twin : twins_.Find(*key)) {
+    if (twin == id) continue;
+    auto where = series_->PathOf(twin);
+    if (!where.ok() || !*where) continue;  // not in HEAD's history: gc may take it
+    store::ParentCandidate c{twin, **where, /*by_rule=*/false};
+    c.listed_twin = true;
+    twins.push_back(std::move(c));
+  }
+  return twins;
+}
+
 std::vector<store::ParentCandidate> CheckpointFilter::ParentCandidates(const std::string& path,
-                                                                       const std::string& name) {
+                                                                       const std::string& name,
+                                                                       const std::string& file, const ContentId& id) {
   std::vector<store::ParentCandidate> candidates;
   if (!series_) return candidates;
   std::string named = named_parent_;
@@ -198,7 +241,16 @@ std::vector<store::ParentCandidate> CheckpointFilter::ParentCandidates(const std
                    path.c_str(), named.c_str(), base_name.c_str());
     }
   }
+  // A twin anywhere in history comes before the recent versions: nothing
+  // is closer. A twin among the recent ones is weighed on its work-tree
+  // file as they are (the search stops at the first twin).
   auto recent = series_->Recent(name);
+  std::vector<store::ParentCandidate> twins = ListedTwins(file, id);
+  for (store::ParentCandidate& twin : twins) {
+    const bool is_recent = recent.ok() && std::any_of(recent->begin(), recent->end(),
+                                                      [&](const store::Version& v) { return v.id == twin.id; });
+    if (!is_recent) candidates.push_back(std::move(twin));
+  }
   if (recent.ok()) {
     for (const store::Version& v : *recent) candidates.push_back(store::ParentCandidate{v.id, v.path, false});
   }
@@ -206,13 +258,10 @@ std::vector<store::ParentCandidate> CheckpointFilter::ParentCandidates(const std
 }
 
 void CheckpointFilter::KeepListing(const std::string& file, const ContentId& id, const std::string& pointer_text) {
-  // Read as `git zipnn textconv` reads the file git smudges, so that the
-  // listing is the one it would print.
-  auto checkpoint = formats::Checkpoint::Open(file);
-  if (!checkpoint.ok() || !checkpoint->ReadLayout().ok()) return;
-  ThreadPool pool(ThreadPool::DefaultThreads());
-  auto listing = analyze::TextconvListing(id, checkpoint->file(), checkpoint->layout(), pool);
-  if (listing.ok()) listings_->Add(pointer_text, std::move(*listing));
+  const std::string* listing = ListingOf(file, id);
+  if (listing == nullptr) return;
+  if (auto blob = git::PointerBlob(pointer_text); blob.ok()) twins_.Keep(analyze::TwinKey(*listing), id, *blob);
+  listings_->Add(pointer_text, *listing);
 }
 
 Status CheckpointFilter::Finish() { return listings_ ? listings_->Write() : OkStatus(); }

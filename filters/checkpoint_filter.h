@@ -93,7 +93,15 @@ class CheckpointFilter : public FilterHandler {
   // The versions a new checkpoint at `path` (of series `name`) may be a
   // delta of: the one named for it (NameParent, then .zipnn.yaml), then
   // the recent versions of other series.
-  std::vector<store::ParentCandidate> ParentCandidates(const std::string& path, const std::string& name);
+  // `file` holds the new checkpoint, of content id `id`.
+  std::vector<store::ParentCandidate> ParentCandidates(const std::string& path, const std::string& name,
+                                                       const std::string& file, const ContentId& id);
+  // The earlier versions whose tensors hash as those of `file` (id `id`)
+  // do, by the listings git holds (store::TwinIndex).
+  std::vector<store::ParentCandidate> ListedTwins(const std::string& file, const ContentId& id);
+  // The textconv listing of `file` (id `id`), made once for the version
+  // being stored; null when it cannot be read as a checkpoint.
+  const std::string* ListingOf(const std::string& file, const ContentId& id);
   // Lists the checkpoint `file` (of id `id`, stored under `pointer_text`)
   // for the textconv cache; a file that cannot be listed is left to git.
   void KeepListing(const std::string& file, const ContentId& id, const std::string& pointer_text);
@@ -121,6 +129,8 @@ class CheckpointFilter : public FilterHandler {
   std::optional<git::TextconvCache> listings_;
   std::string named_parent_;
   store::Fingerprints fingerprints_{store::ParentCachesDir(repo_)};
+  store::TwinIndex twins_{store::ParentCachesDir(repo_)};
+  std::optional<std::pair<ContentId, std::string>> listing_;  // ListingOf's, for the version being stored
   std::set<std::string> unknown_parents_;  // named parents warned about
 };
 

@@ -70,7 +70,7 @@ std::string Leftovers(Repo& repo) {
   return repo
       .Sh("cd .git/zipnn && find . -type f | grep -Ev '^\\./objects/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}$' | "
           "grep -Ev '^\\./cache/raw/[0-9a-f]{32}\\.[0-9a-f]{32}$' | grep -Ev '^\\./objects/repositories/[0-9a-f]{32}$' "
-          "| grep -Ev '^\\./cache/(fingerprints|children)$' "
+          "| grep -Ev '^\\./cache/(fingerprints|children|twins)$' "
           "| sort")
       .out;
 }

@@ -6,6 +6,8 @@
 // started on loopback by the test.
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -93,6 +95,29 @@ TEST_CASE("a twin and a fine-tune stored against versions of other series push, 
   // The clone says the same of where each came from.
   CHECK(repo.Sh("cd ../clone && git zipnn log ckpts/last.ckpt").out.find("(a twin: the same tensors and values)") !=
         std::string::npos);
+
+  // A twin of a version that is no longer the newest of its series: the
+  // best save copied out at the end of a run, in a teammate's clone. The
+  // clone finds it by the tensor listings that came with the branch.
+  const std::string later = repo.Data("pt-gpt/step-000040.pt");
+  REQUIRE(repo.Sh("cp '" + later + "' 'ckpts/epoch=1-step=40.ckpt' && perl -0777 -pe 's{step-000040/}{last-ckpt-1/}g' '" +
+                  later + "' > ckpts/last.ckpt && git add ckpts && git commit -qm epoch1 && git push -q origin HEAD:main")
+              .code == 0);
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git teammate").code == 0);
+  CHECK(repo.Sh("cd ../teammate && ls .git/zipnn/cache/twins").code != 0);  // nothing listed yet
+  Run added = repo.Sh("cd ../teammate && git config user.email b@example.com && git config user.name B && mkdir best && perl -0777 -pe 's{step-000020/}{best-ckpt-0/}g' '" + epoch +
+                       "' > best/model.ckpt && cp best/model.ckpt ../best.ckpt && git add best && git commit -qm best");
+  REQUIRE_MESSAGE(added.code == 0, added.err);
+  Run best = repo.Sh("cd ../teammate && git zipnn log --json best/model.ckpt");
+  REQUIRE(best.code == 0);
+  CAPTURE(best.out);
+  const nlohmann::json version = nlohmann::json::parse(best.out).at(0);
+  CHECK(version.at("parent") == "a delta of ckpts/epoch=0-step=20.ckpt (a twin: the same tensors and values)");
+  CHECK(version.at("stored_bytes").get<uint64_t>() * 50 <= version.at("raw_bytes").get<uint64_t>());  // ≤ 2% of raw
+  REQUIRE(repo.Sh("cd ../teammate && git push -q origin HEAD:main && cd .. && git clone -q -b main hub.git third").code ==
+          0);
+  CHECK(repo.Sh("cmp ../third/best/model.ckpt ../best.ckpt").code == 0);
+  CHECK(repo.Sh("cd ../third && git zipnn fetch --all -q && git zipnn fsck --all").code == 0);
 }
 
 TEST_CASE("git push sends the objects first; a clone checks out and restores every version bit-exact") {

@@ -284,6 +284,26 @@ TEST_CASE("an rms is exactly that of eight running sums, element i in sum i mod 
   CHECK(want_f32.second >= 3);
 }
 
+TEST_CASE("a twin key is of the tensor lines alone: their order and the checkpoint line do not count") {
+  const ContentId a = HashBytes("a", 1), b = HashBytes("b", 1);
+  const std::string one = "checkpoint " + a.Hex() + ": 100 bytes, safetensors, 2 tensors\n" +
+                          "x fp32 [2] hash 0011223344556677 rms 1.000000e+00\ny bf16 [4] hash 8899aabbccddeeff\n";
+  const std::string other = "checkpoint " + b.Hex() + ": 140 bytes, pytorch, 2 tensors\n" +
+                            "y bf16 [4] hash 8899aabbccddeeff\nx fp32 [2] hash 0011223344556677 rms 1.000000e+00\n";
+  REQUIRE(TwinKey(one).has_value());
+  CHECK(TwinKey(one) == TwinKey(other));
+  std::string changed = other;
+  changed[changed.find("8899")] = '9';
+  CHECK(TwinKey(changed) != TwinKey(one));
+  CHECK(TwinKey(other.substr(0, other.find("y bf16"))) != TwinKey(one));  // a tensor fewer
+  CHECK_FALSE(TwinKey("checkpoint " + a.Hex() + ": 5 bytes, raw, 0 tensors\n").has_value());
+  CHECK_FALSE(TwinKey("").has_value());
+  CHECK(ListedCheckpoint(one) == a);
+  CHECK(ListedCheckpoint(other) == b);
+  CHECK_FALSE(ListedCheckpoint("git-zipnn: cannot show this checkpoint: missing\n").has_value());
+  CHECK_FALSE(ListedCheckpoint("checkpoint " + a.Hex()).has_value());
+}
+
 TEST_CASE("exponent histograms count the biased exponent of every element per dtype") {
   const std::vector<uint16_t> bf = {Bf16(1.0f), Bf16(1.5f), Bf16(2.0f), Bf16(0.5f), Bf16(0.0f), Bf16(-3.0f)};
   const std::vector<float> f = {1.0f, 4.0f, INFINITY};

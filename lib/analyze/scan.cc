@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
 #include <cinttypes>
 #include <cmath>
@@ -337,6 +338,34 @@ Result<std::string> TextconvListing(const ContentId& id, const ByteSource& file,
     text += "\n";
   }
   return text;
+}
+
+std::optional<ContentId> TwinKey(std::string_view listing) {
+  std::vector<std::string_view> lines;
+  size_t at = listing.find('\n');
+  while (at != std::string_view::npos && at + 1 < listing.size()) {
+    const size_t end = listing.find('\n', at + 1);
+    const std::string_view line = listing.substr(at + 1, end == std::string_view::npos ? end : end - at - 1);
+    if (!line.empty()) lines.push_back(line);
+    at = end;
+  }
+  if (lines.empty()) return std::nullopt;
+  std::sort(lines.begin(), lines.end());
+  Hasher hasher;
+  for (const std::string_view line : lines) {
+    hasher.Update(line.data(), line.size());
+    hasher.Update("\n", 1);
+  }
+  return hasher.Finish();
+}
+
+std::optional<ContentId> ListedCheckpoint(std::string_view listing) {
+  constexpr std::string_view kStart = "checkpoint ";
+  if (listing.substr(0, kStart.size()) != kStart || listing.size() < kStart.size() + 33 ||
+      listing[kStart.size() + 32] != ':') {
+    return std::nullopt;
+  }
+  return ContentId::FromHex(listing.substr(kStart.size(), 32));
 }
 
 Result<ScanResult> ScanTensors(const ByteSource& target, const formats::FileLayout& target_layout,

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lib/analyze/analysis.h"
@@ -55,6 +57,16 @@ Result<std::vector<TensorSummary>> SummarizeTensors(const ByteSource& file, cons
 // keyed by the pointer blob (see lib/git/textconv_cache.h).
 Result<std::string> TextconvListing(const ContentId& id, const ByteSource& file, const formats::FileLayout& layout,
                                     ThreadPool& pool);
+
+// What a listing says of its checkpoint's tensors alone, whatever their
+// container, order or file name: a hash of its tensor lines, sorted. Two
+// checkpoints with the same key are twins (the same tensors with the same
+// values, as far as 64-bit hashes tell); nullopt for a listing of no
+// tensors. The key finds a twin among every version listed
+// (store::TwinIndex); the bytes of the delta are checked apart.
+std::optional<ContentId> TwinKey(std::string_view listing);
+// The checkpoint a listing is of (its first line), or nullopt.
+std::optional<ContentId> ListedCheckpoint(std::string_view listing);
 
 
 }  // namespace zipnn::analyze

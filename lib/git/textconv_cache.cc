@@ -106,22 +106,19 @@ std::optional<std::string> TextconvCache::Note(const std::string& pointer_text) 
   return NoteOfBlob(*id);
 }
 
-std::optional<std::string> TextconvCache::NoteOfBlob(const std::string& blob, std::string* note_blob) {
-  auto repo = OpenAround(start_);
-  if (!repo.ok()) return std::nullopt;
-  if (!held_) {
-    held_.emplace();
-    auto now = ReadCurrent(repo->get(), ref_, validity_);
-    if (!now.ok()) return std::nullopt;
-    for (const auto& [object, place] : now->notes) (*held_)[object] = Held{Hex(place.blob), 0};
-  }
-  auto it = held_->find(blob);
-  if (it == held_->end()) return std::nullopt;
-  if (note_blob != nullptr) *note_blob = it->second.note;
-  if (it->second.note.empty()) return pending_[it->second.pending].listing;
+Status TextconvCache::LoadHeld(git_repository* repo) {
+  if (held_) return OkStatus();
+  ZIPNN_ASSIGN_OR_RETURN(Current now, ReadCurrent(repo, ref_, validity_));
+  held_.emplace();
+  for (const auto& [object, place] : now.notes) (*held_)[object] = Held{Hex(place.blob), 0};
+  return OkStatus();
+}
+
+std::optional<std::string> TextconvCache::ReadHeld(git_repository* repo, const Held& held) const {
+  if (held.note.empty()) return pending_[held.pending].listing;
   git_oid oid;
   git_blob* raw = nullptr;
-  if (git_oid_fromstr(&oid, it->second.note.c_str()) < 0 || git_blob_lookup(&raw, repo->get(), &oid) < 0) {
+  if (git_oid_fromstr(&oid, held.note.c_str()) < 0 || git_blob_lookup(&raw, repo, &oid) < 0) {
     git_error_clear();
     return std::nullopt;
   }
@@ -129,6 +126,27 @@ std::optional<std::string> TextconvCache::NoteOfBlob(const std::string& blob, st
   return std::string(static_cast<const char*>(git_blob_rawcontent(note.get())),
                      static_cast<size_t>(git_blob_rawsize(note.get())));
 }
+
+std::optional<std::string> TextconvCache::NoteOfBlob(const std::string& blob, std::string* note_blob) {
+  auto repo = OpenAround(start_);
+  if (!repo.ok() || !LoadHeld(repo->get()).ok()) return std::nullopt;
+  auto it = held_->find(blob);
+  if (it == held_->end()) return std::nullopt;
+  if (note_blob != nullptr) *note_blob = it->second.note;
+  return ReadHeld(repo->get(), it->second);
+}
+
+void TextconvCache::ReadNotes(const std::function<bool(const std::string& blob)>& wanted,
+                              const std::function<void(const std::string& blob, const std::string& text)>& take) {
+  auto repo = OpenAround(start_);
+  if (!repo.ok() || !LoadHeld(repo->get()).ok()) return;
+  for (const auto& [blob, held] : *held_) {
+    if (!wanted(blob)) continue;
+    if (std::optional<std::string> text = ReadHeld(repo->get(), held)) take(blob, *text);
+  }
+}
+
+Result<std::string> PointerBlob(const std::string& pointer_text) { return BlobId(pointer_text); }
 
 std::optional<TextconvCache> TextconvCache::Open(const std::string& driver, const ConfigSnapshot& config) {
   if (!config.Flag("diff." + driver + ".cachetextconv")) return std::nullopt;

@@ -19,6 +19,7 @@
 // and git makes a missing listing itself as before.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -26,6 +27,8 @@
 
 #include "lib/base/status.h"
 #include "lib/git/git.h"
+
+struct git_repository;  // libgit2's, opened in textconv_cache.cc
 
 namespace zipnn::git {
 
@@ -53,6 +56,12 @@ class TextconvCache {
   // the note's own blob when `note_blob` is given (empty for a listing
   // added and not written yet).
   std::optional<std::string> NoteOfBlob(const std::string& blob, std::string* note_blob = nullptr);
+
+  // Calls `take` with the pointer blob and the text of each note the cache
+  // holds (with those added and not written yet) that `wanted` asks for,
+  // reading only those; a note that cannot be read is passed over.
+  void ReadNotes(const std::function<bool(const std::string& blob)>& wanted,
+                 const std::function<void(const std::string& blob, const std::string& text)>& take);
 
   // `listing` is what textconv prints for a blob whose bytes are
   // `pointer_text`. Kept in memory until Write.
@@ -85,6 +94,13 @@ class TextconvCache {
     size_t pending = 0;
   };
   std::optional<std::map<std::string, Held>> held_;
+  // Lists the notes into held_, once.
+  Status LoadHeld(git_repository* repo);
+  std::optional<std::string> ReadHeld(git_repository* repo, const Held& held) const;
 };
+
+// The id (hex) of the blob git stores for a pointer's text: the key of
+// its note.
+Result<std::string> PointerBlob(const std::string& pointer_text);
 
 }  // namespace zipnn::git

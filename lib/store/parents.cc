@@ -88,6 +88,32 @@ std::vector<std::pair<ContentId, ContentId>> ReadPairs(const std::string& file) 
   return pairs;
 }
 
+struct TwinLine {
+  std::optional<ContentId> key;
+  ContentId id;
+  std::string source;
+};
+// Every twin index line that reads: "<key or -> <version> <source>".
+std::vector<TwinLine> ReadTwinLines(const std::string& file) {
+  std::vector<TwinLine> lines;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    const size_t first = line.find(' ');
+    const size_t second = first == std::string::npos ? first : line.find(' ', first + 1);
+    if (second == std::string::npos || second != first + 33 || second + 1 >= line.size()) continue;
+    const std::string key = line.substr(0, first);
+    const auto id = ContentId::FromHex(line.substr(first + 1, 32));
+    const std::string source = line.substr(second + 1);
+    if (!id || source.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
+    if (key == "-") {
+      lines.push_back(TwinLine{std::nullopt, *id, source});
+    } else if (const auto k = ContentId::FromHex(key)) {
+      lines.push_back(TwinLine{k, *id, source});
+    }
+  }
+  return lines;
+}
+
 }  // namespace
 
 std::string ParentCachesDir(const Store& store) {
@@ -129,6 +155,17 @@ uint32_t HangingElsewhere(const Store& store, const ContentId& id) {
 void PruneParentCaches(const Store& store, const std::function<bool(const ContentId&)>& keep) {
   const std::string dir = ParentCachesDir(store);
   if (dir.empty()) return;
+  // twins: a version gone keeps its line without its key, so that its
+  // listing (which git keeps) is not read again.
+  if (const std::string file = dir + "/twins"; FileExists(file)) {
+    std::string kept;
+    for (const TwinLine& line : ReadTwinLines(file)) {
+      kept += (line.key && keep(line.id) ? line.key->Hex() : std::string("-")) + " " + line.id.Hex() + " " +
+              line.source + "\n";
+    }
+    auto out = AtomicFile::Create(file, /*overwrite=*/true);
+    if (out.ok() && out->Append(kept.data(), kept.size()).ok()) (void)out->Commit();
+  }
   for (const bool both : {false, true}) {
     // fingerprints: "<version> <fingerprint>"; children: "<parent> <child>".
     const std::string file = dir + (both ? "/children" : "/fingerprints");
@@ -161,6 +198,37 @@ void Fingerprints::Keep(const ContentId& id, const ContentId& fingerprint) {
   if (!known_.emplace(id, fingerprint).second) return;
   if (dir_.empty() || !MakeDirectories(dir_).ok()) return;
   AppendLine(file_, id.Hex() + " " + fingerprint.Hex() + "\n");
+}
+
+void TwinIndex::Load() {
+  if (loaded_) return;
+  loaded_ = true;
+  for (TwinLine& line : ReadTwinLines(file_)) {
+    sources_.insert(std::move(line.source));
+    if (line.key) keyed_.emplace_back(*line.key, line.id);
+  }
+}
+
+bool TwinIndex::Knows(const std::string& source) {
+  Load();
+  return sources_.count(source) > 0;
+}
+
+std::vector<ContentId> TwinIndex::Find(const ContentId& key) {
+  Load();
+  std::vector<ContentId> found;
+  for (const auto& [k, id] : keyed_) {
+    if (k == key && std::find(found.begin(), found.end(), id) == found.end()) found.push_back(id);
+  }
+  return found;
+}
+
+void TwinIndex::Keep(const std::optional<ContentId>& key, const ContentId& id, const std::string& source) {
+  Load();
+  if (!sources_.insert(source).second) return;
+  if (key) keyed_.emplace_back(*key, id);
+  if (dir_.empty() || !MakeDirectories(dir_).ok()) return;
+  AppendLine(file_, (key ? key->Hex() : std::string("-")) + " " + id.Hex() + " " + source + "\n");
 }
 
 Result<double> SampledRatio(const Store& store, const formats::CheckpointView& input,
@@ -214,23 +282,29 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
   std::optional<Weighed> best;
   for (const ParentCandidate& c : candidates) {
     if (c.id == input.id) continue;
-    if (!c.by_rule && (!fingerprint || FingerprintOf(store, c, fingerprints) != fingerprint)) continue;
+    // (A listed twin's key holds its names, dtypes and shapes already.)
+    if (!c.by_rule && !c.listed_twin && (!fingerprint || FingerprintOf(store, c, fingerprints) != fingerprint)) {
+      continue;
+    }
     // Its chain counts in this version's, as any base's does.
     auto chain = Describe(store, c.id);
     if (!chain.ok() || static_cast<uint32_t>(chain->depth) + 1 > store.policy.max_chain) continue;
     // Weighed on its work-tree file when there is one (a sample need not
     // be proven: the delta is made of verified bytes below), else on a
     // kept copy; a found candidate is not decoded only to be weighed.
+    // A listed twin, named by its hashes only, is decoded when no copy
+    // holds it: a twin found is worth a restore.
     std::optional<formats::Checkpoint> hint;
     bool proven = false;
-    if (!store.work_dir.empty() && !c.path.empty()) {
+    if (!store.work_dir.empty() && !c.path.empty() && !c.listed_twin) {
       if (auto file = formats::Checkpoint::Open(store.work_dir + "/" + c.path); file.ok()) hint.emplace(std::move(*file));
     }
     if (!hint) {
       proven = true;
-      if (std::optional<VerifiedCopy> kept = FindVerifiedCopy(store, c.id, {})) {
+      const std::vector<std::string> paths = c.listed_twin ? std::vector<std::string>{c.path} : std::vector<std::string>{};
+      if (std::optional<VerifiedCopy> kept = FindVerifiedCopy(store, c.id, paths)) {
         hint.emplace(std::move(kept->file));
-      } else if (c.by_rule) {
+      } else if (c.by_rule || c.listed_twin) {
         auto bytes = RestoreToScratch(store, c.id);
         if (!bytes.ok()) continue;
         hint.emplace(std::move(*bytes));

@@ -10,9 +10,12 @@
 // own: the Python module's commit_checkpoint(parent=...)), or found: a
 // recent version of another series whose tensors have the same names,
 // dtypes and shapes (formats::TensorFingerprint) and whose sampled bytes
-// are close. Fingerprints are kept in a cache (Fingerprints) so that
-// finding candidates reads no checkpoint's bytes; a missing entry is read
-// again from the version's file in the work tree.
+// are close, or any earlier version whose tensors hash the same (a twin
+// of an older save: the best model re-saved at the end of a run).
+// Fingerprints and tensor hashes are kept in caches (Fingerprints,
+// TwinIndex) so that finding candidates reads no checkpoint's bytes; a
+// missing fingerprint is read again from the version's file in the work
+// tree, a missing key from git's listings.
 //
 // Thread-compatible.
 #pragma once
@@ -20,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +53,9 @@ struct ParentCandidate {
   ContentId id;
   std::string path;
   bool by_rule = false;
+  // Found by its tensors' hashes (TwinIndex): weighed on bytes proven to
+  // be it, as `path` may hold another version now.
+  bool listed_twin = false;
 };
 
 // The parent taken, with its bytes (verified: a work-tree file or kept
@@ -84,6 +91,32 @@ class Fingerprints {
   std::map<ContentId, ContentId> known_;
 };
 
+// Twins by their listings: <ParentCachesDir>/twins, a line per version
+// listed, "<key> <version> <source>": the key is analyze::TwinKey of the
+// version's tensor listing ("-" for none, or for a version gc took), the
+// source the pointer blob whose listing it was read from. Kept as
+// versions are stored and brought up to date from the listings git holds
+// (lib/git/textconv_cache.h, which travel with the branches), so a clone
+// builds it again; any line may be lost and is read again.
+class TwinIndex {
+ public:
+  explicit TwinIndex(std::string cache_dir) : dir_(std::move(cache_dir)), file_(dir_ + "/twins") {}
+  // Whether the listing of pointer blob `source` has been read.
+  bool Knows(const std::string& source);
+  // The versions listed with `key`, the first listed first.
+  std::vector<ContentId> Find(const ContentId& key);
+  // Best effort: a failure to write loses a cache entry, nothing else.
+  void Keep(const std::optional<ContentId>& key, const ContentId& id, const std::string& source);
+
+ private:
+  void Load();
+  std::string dir_;
+  std::string file_;
+  bool loaded_ = false;
+  std::set<std::string> sources_;
+  std::vector<std::pair<ContentId, ContentId>> keyed_;  // (key, version)
+};
+
 // The versions stored as deltas of a parent in another series, noted
 // when they are stored: <ParentCachesDir>/children, a line "<parent> <child>"
 // each. A cache: a lost line lets a later re-store of the parent make the
@@ -94,7 +127,7 @@ void NoteChild(const Store& store, const ContentId& parent, const ContentId& chi
 uint32_t HangingElsewhere(const Store& store, const ContentId& id);
 
 // Drops the lines of the fingerprint and children caches that name a
-// version `keep` refuses (git zipnn gc, under the store's exclusive
+// version `keep` refuses, and the key of such a version in the twin index (git zipnn gc, under the store's exclusive
 // lock). Best effort.
 void PruneParentCaches(const Store& store, const std::function<bool(const ContentId&)>& keep);
 
@@ -112,7 +145,8 @@ Result<double> SampledRatio(const Store& store, const formats::CheckpointView& i
 // stored as a delta of, among `candidates` (the caller's order: the first
 // rule candidate wins; found ones are weighed by their sampled ratio), or
 // nullopt. A found candidate must have `fingerprint` and a sampled ratio
-// of at most kCloseRatio; `twins_only` takes only a twin. A candidate
+// of at most kCloseRatio; `twins_only` takes only a twin. A listed twin
+// is weighed on its verified bytes (decoded when no copy holds them). A candidate
 // whose chain the store does not hold whole, or whose chain is already
 // max_chain long, is passed over.
 inline constexpr double kCloseRatio = 0.85;

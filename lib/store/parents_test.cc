@@ -247,5 +247,41 @@ TEST_CASE("the fingerprint cache keeps what it is given, and passes over damaged
   CHECK_FALSE(std::getline(children, line));  // a's child b is gone
 }
 
+TEST_CASE("the twin index finds versions by key, knows the listings it read, and forgets what gc took") {
+  const std::string dir = testing::TempDir();
+  const ContentId key = IdOf(Bf16(40)), other = IdOf(Bf16(80));
+  const ContentId a = IdOf(Bf16(120)), b = IdOf(Bf16(160)), c = IdOf(Bf16(200));
+  const std::string blob_a(40, 'a'), blob_b(40, 'b'), blob_c(40, 'c');
+  {
+    TwinIndex index(dir);
+    CHECK(index.Find(key).empty());
+    CHECK_FALSE(index.Knows(blob_a));
+    index.Keep(key, a, blob_a);
+    index.Keep(other, b, blob_b);
+    index.Keep(std::nullopt, c, blob_c);  // a listing of no tensors
+    index.Keep(other, c, blob_a);         // a source read once only
+    CHECK(index.Find(key) == std::vector<ContentId>{a});
+  }
+  std::ofstream(dir + "/twins", std::ios::app) << "not a line\n" << key.Hex() << " " << b.Hex() << " NOTHEX\n"
+                                                << key.Hex() << " " << b.Hex() << "\n";
+  TwinIndex again(dir);
+  CHECK(again.Find(key) == std::vector<ContentId>{a});
+  CHECK(again.Find(other) == std::vector<ContentId>{b});
+  CHECK(again.Knows(blob_a));
+  CHECK(again.Knows(blob_c));
+  CHECK_FALSE(again.Knows("NOTHEX"));
+  // gc: a version gone loses its key, and its listing is not read again.
+  testing::Fixture f;
+  {
+    TwinIndex kept(ParentCachesDir(f.repo));
+    kept.Keep(key, a, blob_a);
+    kept.Keep(key, b, blob_b);
+  }
+  PruneParentCaches(f.repo, [&](const ContentId& id) { return id == a; });
+  TwinIndex pruned(ParentCachesDir(f.repo));
+  CHECK(pruned.Find(key) == std::vector<ContentId>{a});
+  CHECK(pruned.Knows(blob_b));
+}
+
 }  // namespace
 }  // namespace zipnn::store
