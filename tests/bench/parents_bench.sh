@@ -16,6 +16,10 @@
 #               trained beside it, saved whole as lora/checkpoint-N/
 #               model.safetensors; .zipnn.yaml names out/ as the parent
 #
+#               and, at the end, the best save (the first) re-saved as
+#               out/pytorch_model.bin: a twin of a version that is no
+#               longer the newest of its series
+#
 # Each run is committed save by save with the git-zipnn of
 # GIT_ZIPNN_BEFORE_BIN_DIR (a build before the change) and of
 # GIT_ZIPNN_BIN_DIR (after); a row gives the bytes of every object stored
@@ -70,6 +74,16 @@ for save in (1, 2, 3):
     save_file(f"{top}/lora/{save}/model.safetensors", {**frozen, **adapters})
 EOF
 fi
+if [ ! -f "$top/trainer/best/pytorch_model.bin" ]; then
+  /usr/bin/python3 - "$base" "$top" "$maker" <<'EOF'
+import os, sys, torch
+base, top, maker = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(maker)))
+from make_trajectory import load_safetensors
+os.makedirs(f"{top}/trainer/best", exist_ok=True)
+torch.save(load_safetensors(f"{base}/step-000020.safetensors"), f"{top}/trainer/best/pytorch_model.bin")
+EOF
+fi
 
 work=$(mktemp -d /tmp/zipnn-parents-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -88,7 +102,7 @@ repo() {
   git init -q "$work/$2"
   cd "$work/$2"
   git zipnn install --local >/dev/null
-  git zipnn track '*.safetensors' '*.pt' '*.ckpt' >/dev/null
+  git zipnn track '*.safetensors' '*.pt' '*.ckpt' '*.bin' >/dev/null
   git add .gitattributes && git commit -qm setup
 }
 # put FILE AT: copies FILE to AT and commits it.
@@ -157,8 +171,10 @@ for label in before after; do
     git add out && git commit -qm "checkpoint $n"
   done
   read -r opt_stored opt_raw < <(stored 'optimizer\.pt$')
-  read -r trainer_stored trainer_raw < <(stored '^out/')
-  declare "opt_$label=$opt_stored" "trainer_$label=$trainer_stored"
+  read -r trainer_stored trainer_raw < <(stored '^out/checkpoint-')
+  put "$top/trainer/best/pytorch_model.bin" out/pytorch_model.bin
+  read -r best_stored best_raw < <(stored '^out/pytorch_model\.bin$')
+  declare "opt_$label=$opt_stored" "trainer_$label=$trainer_stored" "best_$label=$best_stored"
   # lora
   repo "$bin" "lora-$label"
   put "$base/step-000060.safetensors" out/model.safetensors
@@ -178,6 +194,8 @@ row "  2nd name over raw" "$(ratio "$twin_raw" "$twin_before")" "$(ratio "$twin_
 row "lightning: all, 3 epochs (raw $light_raw)" "$light_before" "$light_after" "$(ratio "$light_before" "$light_after")"
 row "trainer: optimizer.pt, 3 saves (raw $opt_raw)" "$opt_before" "$opt_after" "$(ratio "$opt_before" "$opt_after")"
 row "trainer: all, 3 saves (raw $trainer_raw)" "$trainer_before" "$trainer_after" "$(ratio "$trainer_before" "$trainer_after")"
+row "trainer: best save re-saved (raw $best_raw)" "$best_before" "$best_after" "$(ratio "$best_before" "$best_after")"
+row "  best save over raw" "$(ratio "$best_raw" "$best_before")" "$(ratio "$best_raw" "$best_after")" ""
 row "lora: 3 saves (raw $lora_raw)" "$lora_before" "$lora_after" "$(ratio "$lora_before" "$lora_after")"
 
 # git add of 10 step files, both builds in turn.
