@@ -219,6 +219,16 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
                                   [&](const Version& v) { return store.objects.Has(v.id); });
   if (!first && !newest_whole) return false;
   std::vector<ParentCandidate> candidates = version.parents();
+  if (newest_whole && !series.empty()) {
+    // The version before it will be re-stored: among the candidates are
+    // its children in other series that another clone stored (the cache
+    // of children is this clone's), noted so that Demote counts them.
+    const ContentId& older = series.back().id;
+    for (const ParentCandidate& c : candidates) {
+      auto link = ReadLink(store, c.id);
+      if (link.ok() && link->delta && link->base == older) NoteChild(store, older, c.id);
+    }
+  }
   if (candidates.empty() || version.fingerprints == nullptr) return false;
   const formats::CheckpointView raw = input.View(version.id);
   // The parent named for it first; when that one is not taken, the

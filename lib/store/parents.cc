@@ -124,7 +124,11 @@ std::string ParentCachesDir(const Store& store) {
 void NoteChild(const Store& store, const ContentId& parent, const ContentId& child) {
   const std::string dir = ParentCachesDir(store);
   if (dir.empty() || !MakeDirectories(dir).ok()) return;
-  AppendLine(dir + "/children", parent.Hex() + " " + child.Hex() + "\n");
+  const std::string file = dir + "/children";
+  for (const auto& [a, b] : ReadPairs(file)) {
+    if (a == parent && b == child) return;
+  }
+  AppendLine(file, parent.Hex() + " " + child.Hex() + "\n");
 }
 
 uint32_t HangingElsewhere(const Store& store, const ContentId& id) {

@@ -118,8 +118,10 @@ class TwinIndex {
 };
 
 // The versions stored as deltas of a parent in another series, noted
-// when they are stored: <ParentCachesDir>/children, a line "<parent> <child>"
-// each. A cache: a lost line lets a later re-store of the parent make the
+// when they are stored, or when a clone that did not store them finds
+// them among the recent versions as their parent is about to be
+// re-stored: <ParentCachesDir>/children, a line "<parent> <child>" each,
+// once. A cache: a lost line lets a later re-store of the parent make the
 // child's chain longer than max_chain (a restore still follows it).
 void NoteChild(const Store& store, const ContentId& parent, const ContentId& child);
 // How far up the noted children of `id` (and theirs) reach above it, for

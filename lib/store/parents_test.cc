@@ -218,6 +218,16 @@ TEST_CASE("a version with a child in another series counts it when it is re-stor
   // A lost cache forgets the child: nothing breaks, the count is 0.
   std::remove((ParentCachesDir(r.repo) + "/children").c_str());
   CHECK(HangingElsewhere(r.repo, IdOf(last)) == 0);
+  // As in a clone that did not store the twin: the next last.ckpt finds it
+  // among the recent versions of other series before its own series'
+  // newest is re-stored, and it counts again.
+  r.repo.policy.max_chain = 10;
+  r.Put(Data("pt-cnn/step-000040.pt"), "ckpts/last.ckpt", "ckpts/last.ckpt");
+  CHECK(HangingElsewhere(r.repo, IdOf(last)) >= 1);
+  std::ifstream children(ParentCachesDir(r.repo) + "/children");
+  int lines = 0;
+  for (std::string line; std::getline(children, line);) ++lines;
+  CHECK(lines == 1);  // noted once
 }
 
 TEST_CASE("the fingerprint cache keeps what it is given, and passes over damaged lines") {
