@@ -164,7 +164,12 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   const std::string text = store::FormatPointer(pointer);
   if (listings_) {
     const std::optional<std::string> note = listings_->Note(text);
-    if (!note || git::IsListingFailure(*note)) KeepListing(spool.path(), id, text);
+    if (!note || git::IsListingFailure(*note)) {
+      KeepListing(spool.path(), id, text);
+    } else if (checked.stored) {
+      // Stored anew (gc took it) under a listing git kept: its key again.
+      if (auto blob = git::PointerBlob(text); blob.ok()) twins_.Keep(analyze::TwinKey(*note), id, *blob);
+    }
   }
   listing_.reset();
   return out.Append(text.data(), text.size());

@@ -1,10 +1,11 @@
 #include "lib/store/parents.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
+#include <sstream>
 #include <map>
 #include <utility>
 
@@ -52,7 +53,7 @@ const char* ParentWhyText(ParentWhy why) {
     case ParentWhy::kRule:
       return "named as its parent";
     case ParentWhy::kTwin:
-      return "a twin: the same tensors and values";
+      return "a twin: the same tensors, all or nearly all values equal";
     case ParentWhy::kSameTensors:
       return "the same tensor names, dtypes and shapes";
   }
@@ -69,16 +70,42 @@ namespace {
 // One short line appended to `file`: processes appending at once do not
 // interleave within it. Best effort.
 void AppendLine(const std::string& file, const std::string& line) {
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (fd < 0) return;
   (void)!::write(fd, line.data(), line.size());
   ::close(fd);
 }
 
+// The text of the cache `file`; empty when there is none, or when it is
+// no regular file or larger than a cache grows (a link to a device, a
+// FIFO, a file filled by something else), which is then removed: a cache
+// is built again, and reading it must never hang nor fill memory.
+constexpr off_t kMaxCacheBytes = 64 << 20;
+std::string ReadCache(const std::string& file) {
+  struct stat st;
+  if (::lstat(file.c_str(), &st) != 0) return "";
+  if (!S_ISREG(st.st_mode) || st.st_size > kMaxCacheBytes) {
+    (void)::unlink(file.c_str());
+    return "";
+  }
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return "";
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
+  return text;
+}
+
 // Every "<a> <b>" line of `file` whose ids both read.
 std::vector<std::pair<ContentId, ContentId>> ReadPairs(const std::string& file) {
   std::vector<std::pair<ContentId, ContentId>> pairs;
-  std::ifstream in(file);
+  std::istringstream in(ReadCache(file));
   for (std::string line; std::getline(in, line);) {
     if (line.size() != 65 || line[32] != ' ') continue;
     const auto a = ContentId::FromHex(line.substr(0, 32));
@@ -96,7 +123,7 @@ struct TwinLine {
 // Every twin index line that reads: "<key or -> <version> <source>".
 std::vector<TwinLine> ReadTwinLines(const std::string& file) {
   std::vector<TwinLine> lines;
-  std::ifstream in(file);
+  std::istringstream in(ReadCache(file));
   for (std::string line; std::getline(in, line);) {
     const size_t first = line.find(' ');
     const size_t second = first == std::string::npos ? first : line.find(' ', first + 1);
@@ -208,7 +235,7 @@ void TwinIndex::Load() {
   if (loaded_) return;
   loaded_ = true;
   for (TwinLine& line : ReadTwinLines(file_)) {
-    sources_.insert(std::move(line.source));
+    sources_[line.source] |= line.key.has_value();
     if (line.key) keyed_.emplace_back(*line.key, line.id);
   }
 }
@@ -229,7 +256,11 @@ std::vector<ContentId> TwinIndex::Find(const ContentId& key) {
 
 void TwinIndex::Keep(const std::optional<ContentId>& key, const ContentId& id, const std::string& source) {
   Load();
-  if (!sources_.insert(source).second) return;
+  // A source read before is read again only to give a key it lacked (a
+  // version gc took, stored anew).
+  const auto known = sources_.find(source);
+  if (known != sources_.end() && (known->second || !key)) return;
+  sources_[source] = key.has_value();
   if (key) keyed_.emplace_back(*key, id);
   if (dir_.empty() || !MakeDirectories(dir_).ok()) return;
   AppendLine(file_, (key ? key->Hex() : std::string("-")) + " " + id.Hex() + " " + source + "\n");

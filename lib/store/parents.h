@@ -23,7 +23,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -105,7 +104,8 @@ class TwinIndex {
   bool Knows(const std::string& source);
   // The versions listed with `key`, the first listed first.
   std::vector<ContentId> Find(const ContentId& key);
-  // Best effort: a failure to write loses a cache entry, nothing else.
+  // Best effort: a failure to write loses a cache entry, nothing else. A
+  // source known without a key takes one given now.
   void Keep(const std::optional<ContentId>& key, const ContentId& id, const std::string& source);
 
  private:
@@ -113,7 +113,7 @@ class TwinIndex {
   std::string dir_;
   std::string file_;
   bool loaded_ = false;
-  std::set<std::string> sources_;
+  std::map<std::string, bool> sources_;  // read, and whether with a key
   std::vector<std::pair<ContentId, ContentId>> keyed_;  // (key, version)
 };
 

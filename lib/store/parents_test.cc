@@ -2,6 +2,8 @@
 // as a delta of a version of another series, and where none is taken.
 // Real checkpoints from tests/data.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -291,6 +293,30 @@ TEST_CASE("the twin index finds versions by key, knows the listings it read, and
   TwinIndex pruned(ParentCachesDir(f.repo));
   CHECK(pruned.Find(key) == std::vector<ContentId>{a});
   CHECK(pruned.Knows(blob_b));
+  // b stored anew: its listing's key is taken again, and kept.
+  pruned.Keep(key, b, blob_b);
+  CHECK(pruned.Find(key) == (std::vector<ContentId>{a, b}));
+  CHECK(TwinIndex(ParentCachesDir(f.repo)).Find(key) == (std::vector<ContentId>{a, b}));
+}
+
+TEST_CASE("a cache that is no regular file, or grew past any cache's size, is dropped, never read") {
+  for (const std::string kind : {"device", "fifo", "huge"}) {
+    CAPTURE(kind);
+    const std::string dir = testing::TempDir();
+    const std::string file = dir + "/twins";
+    if (kind == "device") REQUIRE(::symlink("/dev/zero", file.c_str()) == 0);
+    if (kind == "fifo") REQUIRE(::mkfifo(file.c_str(), 0644) == 0);
+    if (kind == "huge") {
+      std::ofstream{file} << "x";
+      REQUIRE(::truncate(file.c_str(), off_t{65} << 20) == 0);  // sparse: takes no disk
+    }
+    TwinIndex index(dir);
+    CHECK(index.Find(HashBytes("k", 1)).empty());  // returns: no hang, no memory filled
+    struct stat st;
+    CHECK(::lstat(file.c_str(), &st) != 0);  // removed
+    index.Keep(HashBytes("k", 1), HashBytes("v", 1), std::string(40, 'a'));
+    CHECK(TwinIndex(dir).Find(HashBytes("k", 1)) == std::vector<ContentId>{HashBytes("v", 1)});
+  }
 }
 
 }  // namespace
