@@ -167,8 +167,7 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
     if (!note || git::IsListingFailure(*note)) {
       KeepListing(spool.path(), id, text);
     } else if (checked.stored) {
-      // Stored anew (gc took it) under a listing git kept: its key again.
-      if (auto blob = git::PointerBlob(text); blob.ok()) twins_.Keep(analyze::TwinKey(*note), id, *blob);
+      KeepTwinKey(text, *note, id);  // stored anew (gc took it) under a listing git kept
     }
   }
   listing_.reset();
@@ -265,8 +264,12 @@ std::vector<store::ParentCandidate> CheckpointFilter::ParentCandidates(const std
 void CheckpointFilter::KeepListing(const std::string& file, const ContentId& id, const std::string& pointer_text) {
   const std::string* listing = ListingOf(file, id);
   if (listing == nullptr) return;
-  if (auto blob = git::PointerBlob(pointer_text); blob.ok()) twins_.Keep(analyze::TwinKey(*listing), id, *blob);
+  KeepTwinKey(pointer_text, *listing, id);
   listings_->Add(pointer_text, *listing);
+}
+
+void CheckpointFilter::KeepTwinKey(const std::string& pointer_text, const std::string& listing, const ContentId& id) {
+  if (auto blob = git::PointerBlob(pointer_text); blob.ok()) twins_.Keep(analyze::TwinKey(listing), id, *blob);
 }
 
 Status CheckpointFilter::Finish() { return listings_ ? listings_->Write() : OkStatus(); }

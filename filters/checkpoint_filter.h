@@ -105,6 +105,9 @@ class CheckpointFilter : public FilterHandler {
   // Lists the checkpoint `file` (of id `id`, stored under `pointer_text`)
   // for the textconv cache; a file that cannot be listed is left to git.
   void KeepListing(const std::string& file, const ContentId& id, const std::string& pointer_text);
+  // Puts the twin key of `listing` (of version `id`, under `pointer_text`)
+  // in the twin index.
+  void KeepTwinKey(const std::string& pointer_text, const std::string& listing, const ContentId& id);
 
   store::Store repo_;
   std::unique_ptr<git::SeriesVersions> series_;

@@ -345,7 +345,7 @@ std::optional<ContentId> TwinKey(std::string_view listing) {
   size_t at = listing.find('\n');
   while (at != std::string_view::npos && at + 1 < listing.size()) {
     const size_t end = listing.find('\n', at + 1);
-    const std::string_view line = listing.substr(at + 1, end == std::string_view::npos ? end : end - at - 1);
+    const std::string_view line = listing.substr(at + 1, end - at - 1);  // to the end when no '\n' follows
     if (!line.empty()) lines.push_back(line);
     at = end;
   }

@@ -88,18 +88,14 @@ std::string ReadCache(const std::string& file) {
     (void)::unlink(file.c_str());
     return "";
   }
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return "";
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  text.resize(got);
-  return text;
+  auto bytes = ReadWholeFile(file);
+  return bytes.ok() ? std::string(bytes->begin(), bytes->end()) : std::string();
+}
+
+// Replaces the cache `file` with `text`. Best effort.
+void RewriteCache(const std::string& file, const std::string& text) {
+  auto out = AtomicFile::Create(file, /*overwrite=*/true);
+  if (out.ok() && out->Append(text.data(), text.size()).ok()) (void)out->Commit();
 }
 
 // Every "<a> <b>" line of `file` whose ids both read.
@@ -194,8 +190,7 @@ void PruneParentCaches(const Store& store, const std::function<bool(const Conten
       kept += (line.key && keep(line.id) ? line.key->Hex() : std::string("-")) + " " + line.id.Hex() + " " +
               line.source + "\n";
     }
-    auto out = AtomicFile::Create(file, /*overwrite=*/true);
-    if (out.ok() && out->Append(kept.data(), kept.size()).ok()) (void)out->Commit();
+    RewriteCache(file, kept);
   }
   for (const bool both : {false, true}) {
     // fingerprints: "<version> <fingerprint>"; children: "<parent> <child>".
@@ -205,9 +200,7 @@ void PruneParentCaches(const Store& store, const std::function<bool(const Conten
     for (const auto& [a, b] : ReadPairs(file)) {
       if (keep(a) && (!both || keep(b))) kept += a.Hex() + " " + b.Hex() + "\n";
     }
-    auto out = AtomicFile::Create(file, /*overwrite=*/true);
-    if (!out.ok() || !out->Append(kept.data(), kept.size()).ok()) continue;
-    (void)out->Commit();
+    RewriteCache(file, kept);
   }
 }
 
