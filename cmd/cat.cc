@@ -35,6 +35,7 @@ struct CatArgs {
   bool list = false;
   bool json = false;
   bool force = false;
+  bool approximate = false;
   int threads = 0;
 };
 
@@ -113,7 +114,10 @@ Status RunCat(const CatArgs& a) {
   if (a.threads > 0) repo.policy.threads = a.threads;
   ZIPNN_ASSIGN_OR_RETURN(const store::Pointer pointer, git::PointerAt(GitSpec(a.spec)));
 
-  const access::Versions versions(repo);
+  access::Options options;
+  options.approximate = a.approximate;
+  const access::Versions versions(repo, options);
+  if (a.approximate) ZIPNN_RETURN_IF_ERROR(SayIfApproximate(versions, pointer, a.spec));
   // The whole file, as stored: one restore, checked against the id.
   if (!a.list && a.tensors.empty() && format == OutputFormat::kRaw) {
     return WithOutput(a, [&](ByteSink& out) { return versions.Write(pointer, a.spec, out); });
@@ -161,6 +165,8 @@ Action SetupCat(CLI::App& sub) {
   sub.add_flag("-l,--list", a->list, "List the tensors (name, dtype, shape, bytes) instead of writing them");
   sub.add_flag("--json", a->json, "With --list: print JSON");
   sub.add_flag("-f,--force", a->force, "Write over an existing -o file");
+  sub.add_flag("--approximate", a->approximate,
+               "For a version retention thinned: write its approximate values (the error bound is printed)");
   AddThreadsOption(sub, a->threads);
   return [a] { return RunCat(*a); };
 }

@@ -16,6 +16,8 @@ const std::vector<CommandSpec>& Commands() {
       {"fsck", "Check that every checkpoint HEAD (or --all history) points at restores exactly", &SetupFsck},
       {"gc", "Remove stored objects nothing needs (keeps every base of a live delta)", &SetupGc},
       {"du", "Bytes in the object store, in what git-zipnn keeps beside it, and in the work tree", &SetupDu},
+      {"retain", "Keep the versions .zipnn.yaml's retention rules name exactly; thin or drop the rest",
+       &SetupRetain},
       {"repack", "Rewrite stored checkpoints by the current policy (base interval, chain length)", &SetupRepack},
       {"restore", "Write a version of a tracked checkpoint straight to a file, verified", &SetupRestore},
       {"cat", "Write a stored version, or some of its tensors, to stdout or a file (raw, npy, safetensors)", &SetupCat},

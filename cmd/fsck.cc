@@ -19,6 +19,7 @@
 #include "lib/git/pointers.h"
 #include "lib/remote/select.h"
 #include "lib/remote/transfer.h"
+#include "lib/store/retention.h"
 
 namespace zipnn::cmd {
 
@@ -81,14 +82,42 @@ Status RunFsck(const FsckArgs& a) {
                                    path + ", then commit"});
   }
   const size_t pointers = found.pointers.size() + found.damaged.size();
+  size_t thinned = 0, dropped = 0;
   {
     Progress progress("git-zipnn fsck", checkpoints.size());
     size_t done = 0;
     for (const auto& [id, found] : checkpoints) {
       progress.Update(a.fast ? "reading headers" : "decoding", done++);
-      Status s = store::CheckStored(repo, found.first, !a.fast);
-      if (!s.ok()) problems.push_back(Problem{found.second, id, s.message()});
+      // A version retention thinned is checked as its approximate
+      // version; one it dropped has nothing left to check.
+      store::Pointer checked = found.first;
+      if (!repo.objects.Has(checked.id)) {
+        auto record = store::ReadRecord(repo.objects, checked.id);
+        if (!record.ok()) {
+          problems.push_back(Problem{found.second, id, record.status().message()});
+          continue;
+        }
+        if (*record && (*record)->dropped) {
+          ++dropped;
+          continue;
+        }
+        if (*record) {
+          ++thinned;
+          checked.id = (*record)->approximate;
+        }
+      }
+      Status s = store::CheckStored(repo, checked, !a.fast);
+      if (!s.ok()) {
+        problems.push_back(Problem{found.second, id,
+                                   (checked.id != found.first.id ? "its approximate version (retention): " : "") +
+                                       s.message()});
+      }
     }
+  }
+  std::string retained;
+  if (thinned + dropped > 0) {
+    retained = " (retention: " + std::to_string(thinned) + " thinned, checked as their approximate versions; " +
+               std::to_string(dropped) + " dropped)";
   }
 
   const std::string scope = a.all ? "every ref, reflog, stash and the index" : "HEAD";
@@ -97,6 +126,8 @@ Status RunFsck(const FsckArgs& a) {
                                   {"mode", a.fast ? "fast" : "full"},
                                   {"pointers", pointers},
                                   {"checkpoints", checkpoints.size()},
+                                  {"thinned", thinned},
+                                  {"dropped", dropped},
                                   {"problems", nlohmann::ordered_json::array()}};
     for (const Problem& p : problems) {
       doc["problems"].push_back({{"path", p.place.path},
@@ -110,11 +141,13 @@ Status RunFsck(const FsckArgs& a) {
       std::printf("%s at %.10s: %s%s\n", p.place.path.c_str(), p.place.rev.c_str(),
                   p.id.empty() ? "" : ("checkpoint " + p.id + ": ").c_str(), p.what.c_str());
     }
-    std::printf("%zu pointer%s to %zu checkpoint%s in %s: %s\n", pointers, pointers == 1 ? "" : "s", checkpoints.size(),
-                checkpoints.size() == 1 ? "" : "s", scope.c_str(),
+    std::printf("%zu pointer%s to %zu checkpoint%s in %s: %s%s\n", pointers, pointers == 1 ? "" : "s",
+                checkpoints.size(), checkpoints.size() == 1 ? "" : "s", scope.c_str(),
                 problems.empty()
-                    ? (a.fast ? "every object present, headers intact" : "every one restores exactly")
-                    : (std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s")).c_str());
+                    ? (a.fast ? "every object present, headers intact"
+                              : retained.empty() ? "every one restores exactly" : "every exact one restores exactly")
+                    : (std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s")).c_str(),
+                retained.c_str());
   }
   if (!problems.empty()) {
     // The advice for objects; each other problem's line says its own fix.

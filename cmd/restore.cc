@@ -24,6 +24,7 @@ struct RestoreArgs {
   std::string rev = "HEAD";
   std::string output;
   bool force = false;
+  bool approximate = false;
   int threads = 0;
 };
 
@@ -59,6 +60,17 @@ Status RunRestore(const RestoreArgs& a) {
   if (a.threads > 0) repo.policy.threads = a.threads;
   // "./path" makes git resolve the path from the current folder.
   ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, git::PointerAt(a.rev + ":./" + a.path));
+  access::Options options;
+  options.approximate = a.approximate;
+  const access::Versions versions(repo, options);
+  if (a.approximate) {
+    // Approximate bytes never take the place of the committed file.
+    if (a.output.empty()) {
+      return InvalidArgument("--approximate writes a version's approximate bytes, which are not the committed file: "
+                             "name another file with -o (such as -o " + a.path + ".approx)");
+    }
+    ZIPNN_RETURN_IF_ERROR(SayIfApproximate(versions, pointer, a.path));
+  }
   const std::optional<store::Pointer> staged = a.output.empty() ? Staged(a.path) : std::nullopt;
   ZIPNN_RETURN_IF_ERROR(CheckOverwrite(a, pointer, staged));
   const std::string target = a.output.empty() ? a.path : a.output;
@@ -75,7 +87,7 @@ Status RunRestore(const RestoreArgs& a) {
     Progress progress("git-zipnn: " + target, pointer.size);  // its line is cleared when done
     progress.Update("restoring", 0);
     ProgressSink sink(out, progress, "restoring");
-    restored = access::Versions(repo).Write(pointer, a.path, sink);
+    restored = versions.Write(pointer, a.path, sink);
   }
   ZIPNN_RETURN_IF_ERROR(restored);
   ZIPNN_RETURN_IF_ERROR(out.Commit());  // only verified bytes reach the name
@@ -83,8 +95,10 @@ Status RunRestore(const RestoreArgs& a) {
   // what it names, its record of the file is brought up to date so that
   // git status need not read the file again.
   if (staged && staged->id == pointer.id) git::RestageUnchanged({a.path});
-  std::printf("%s: restored %s (%llu bytes) from %s\n", target.c_str(), pointer.id.Hex().c_str(),
-              static_cast<unsigned long long>(pointer.size), a.rev.c_str());
+  auto retained = versions.Retention(pointer.id);
+  const bool approximate = a.approximate && retained.ok() && *retained && !(*retained)->dropped;
+  std::printf("%s: restored %s%s (%llu bytes) from %s\n", target.c_str(), approximate ? "the approximate version of " : "",
+              pointer.id.Hex().c_str(), static_cast<unsigned long long>(pointer.size), a.rev.c_str());
   return OkStatus();
 }
 
@@ -97,6 +111,9 @@ Action SetupRestore(CLI::App& sub) {
   sub.add_option("-o,--output", a->output, "Write here instead of replacing the work-tree file");
   sub.add_flag("-f,--force", a->force,
                "Write over a work-tree file with changes git does not hold, or an existing -o file");
+  sub.add_flag("--approximate", a->approximate,
+               "For a version retention thinned: write its approximate values to the -o file (the error bound is "
+               "printed)");
   AddThreadsOption(sub, a->threads);
   return [a] { return RunRestore(*a); };
 }

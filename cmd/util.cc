@@ -123,4 +123,12 @@ const std::vector<formats::Tensor>& TensorsOf(const formats::FileLayout& layout)
   return layout.views.empty() ? layout.tensors : layout.views;
 }
 
+Status SayIfApproximate(const access::Versions& versions, const store::Pointer& pointer, const std::string& name) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Retained> retained, versions.Retention(pointer.id));
+  if (!retained || retained->dropped) return OkStatus();  // reading it says what became of it
+  std::fprintf(stderr, "git-zipnn: %s: approximate bytes: version %s was %s\n", name.c_str(),
+               pointer.id.Hex().substr(0, 12).c_str(), retained->Describe().c_str());
+  return OkStatus();
+}
+
 }  // namespace zipnn::cmd

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/access/versions.h"
 #include "lib/base/io.h"
 #include "lib/base/progress.h"  // HumanBytes, Percent
 #include "lib/base/status.h"
@@ -40,6 +41,10 @@ void AddThreadsOption(CLI::App& sub, int& threads);
 // git::OpenStoreRepository, with a warning on stderr for each mistake in
 // .zipnn.yaml (its key keeps the default).
 Result<store::Store> OpenRepository();
+// For a reader given --approximate: when `pointer`'s version is one
+// retention thinned (and no exact copy is here), says on stderr that the
+// bytes are approximate and how far off.
+Status SayIfApproximate(const access::Versions& versions, const store::Pointer& pointer, const std::string& name);
 Result<store::Store> OpenRepository(const git::Folders& folders, const git::ConfigSnapshot& config);
 
 // The checkpoint in `file`: the file itself, or the version it names when

@@ -364,6 +364,12 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
   const store::FindCopy in_work_tree = [this, &series](const ContentId& id) { return FindCopy(id, series); };
   Status st = versions_.Write(pointer, path, restored, in_work_tree);
   if (st.ok()) checked_out_[pointer.id] = path;
+  // A version retention thinned or dropped is never checked out as
+  // approximate bytes, nor does it fail the checkout: its pointer stays.
+  if (st.code() == StatusCode::kRemoved && restored.done() == 0) {
+    std::fprintf(stderr, "git-zipnn: warning: %s; left as its pointer\n", st.message().c_str());
+    return out.Append(head.data(), head.size());
+  }
   // Nothing written yet: the pointer can stand in for the checkpoint.
   if (!st.ok() && smudge_.keep_pointer_on_error && restored.done() == 0) {
     std::fprintf(stderr, "git-zipnn: warning: %s; %s is left as its pointer (`git zipnn pull` restores it)\n",

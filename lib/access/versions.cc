@@ -52,6 +52,40 @@ Result<bool> Versions::Fetch(const store::Pointer& pointer, const store::FindCop
   return remote::FetchChain(store_, pointer.id, pointer.size, find_copy, deliver);
 }
 
+Result<std::optional<store::Retained>> Versions::Retention(const ContentId& id) const {
+  if (store_.objects.Has(id)) return std::optional<store::Retained>();
+  return store::ReadRecord(store_.objects, id);
+}
+
+namespace {
+
+Status RemovedVersion(const store::Retained& r, const std::string& name) {
+  return Removed(name + ": version " + r.id.Hex().substr(0, 12) + " was " + r.Describe() +
+                 "; its exact bytes are no longer kept" +
+                 (r.dropped ? "" : " (--approximate reads the approximate version)"));
+}
+
+}  // namespace
+
+std::optional<Status> Versions::WriteRetained(const store::Pointer& pointer, const std::string& name, ByteSink& out,
+                                              const store::FindCopy& find_copy) const {
+  Result<std::optional<store::Retained>> record = Retention(pointer.id);
+  if (!record.ok()) return Annotate(record.status(), name);
+  if (!*record) return std::nullopt;
+  const store::Retained& r = **record;
+  if (options_.approximate && !r.dropped) {
+    store::Pointer approximate = pointer;
+    approximate.id = r.approximate;
+    return store::RestoreFile(store_, approximate, name + " (approximate)", out);
+  }
+  // The remote may still hold the exact version.
+  if (Result<bool> delivered = Fetch(pointer, find_copy, &out); delivered.ok()) {
+    if (*delivered) return OkStatus();
+    if (store_.objects.Has(pointer.id)) return store::RestoreFile(store_, pointer, name, out, find_copy);
+  }
+  return RemovedVersion(r, name);
+}
+
 Status Versions::Write(const store::Pointer& pointer, const std::string& name, ByteSink& out,
                        const store::FindCopy& also) const {
   if (options_.copies == Copies::kAll) {
@@ -64,6 +98,7 @@ Status Versions::Write(const store::Pointer& pointer, const std::string& name, B
   // one that finds an object missing can be tried again after a fetch.
   Status restored = store::RestoreFile(store_, pointer, name, out, find_copy);
   if (restored.code() != StatusCode::kNotFound) return restored;
+  if (std::optional<Status> retained = WriteRetained(pointer, name, out, find_copy)) return *retained;
   Result<bool> delivered = Fetch(pointer, find_copy, &out);
   if (!delivered.ok()) return Annotate(delivered.status(), name);
   return *delivered ? OkStatus() : store::RestoreFile(store_, pointer, name, out, find_copy);
@@ -83,6 +118,15 @@ Result<Parts> Versions::OpenParts(const store::Pointer& pointer, const std::stri
   // of the whole file, more than decoding the few chunks a part needs.
   Parts parts;
   auto opened = store::OpenVersion(store_, pointer.id);
+  std::optional<store::Retained> retained;
+  if (opened.status().code() == StatusCode::kNotFound) {
+    ZIPNN_ASSIGN_OR_RETURN(retained, Retention(pointer.id));
+    if (retained && options_.approximate && !retained->dropped) {
+      store::Pointer approximate = pointer;
+      approximate.id = retained->approximate;
+      return OpenParts(approximate, name + " (approximate)");
+    }
+  }
   if (opened.status().code() == StatusCode::kNotFound && options_.fetch) {
     // A tensor of a version that is not here costs its own chunks on the
     // remote where it serves parts, not the objects of its chain.
@@ -91,9 +135,11 @@ Result<Parts> Versions::OpenParts(const store::Pointer& pointer, const std::stri
       parts.chain = std::move(*there);
       return parts;
     }
+    if (retained) return RemovedVersion(*retained, name);
     if (there.status().code() != StatusCode::kUnsupported) return Annotate(there.status(), name);
   }
   if (opened.status().code() == StatusCode::kNotFound) {
+    if (retained) return RemovedVersion(*retained, name);
     if (Result<bool> fetched = Fetch(pointer, nullptr, nullptr); !fetched.ok()) {
       return Annotate(fetched.status(), name);
     }

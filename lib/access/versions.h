@@ -29,6 +29,7 @@
 #include "lib/formats/checkpoint.h"
 #include "lib/store/pointer.h"
 #include "lib/store/restore.h"
+#include "lib/store/retention.h"
 #include "lib/store/store.h"
 
 namespace zipnn::access {
@@ -50,6 +51,11 @@ struct Options {
   // Fetch what the local store lacks from the default remote.
   bool fetch = true;
   Copies copies = Copies::kNone;
+  // A version retention thinned (lib/store/retention.h) is read as its
+  // approximate version, checked against that version's own id, when no
+  // exact copy is at hand; without it such a version is kRemoved, as a
+  // dropped one always is.
+  bool approximate = false;
 };
 
 // A version opened for reading by parts: through its chain (the objects
@@ -104,7 +110,16 @@ class Versions {
 
   const store::Store& store() const { return store_; }
 
+  // What retention made of `id`, when this store holds no exact object of
+  // it: its record, or nothing (not retained, or held exactly).
+  Result<std::optional<store::Retained>> Retention(const ContentId& id) const;
+
  private:
+  // Write for a version whose object is missing here: nothing when
+  // retention did not take it; else its approximate bytes (when asked
+  // for), the exact ones from the default remote, or kRemoved.
+  std::optional<Status> WriteRetained(const store::Pointer& pointer, const std::string& name, ByteSink& out,
+                                      const store::FindCopy& find_copy) const;
   // Fetches what `pointer` needs from the default remote; true when the
   // fetch wrote the checkpoint to `deliver` on the way.
   Result<bool> Fetch(const store::Pointer& pointer, const store::FindCopy& find_copy, ByteSink* deliver) const;

@@ -22,6 +22,8 @@ const char* CodeName(StatusCode code) {
       return "i/o error";
     case StatusCode::kGit:
       return "git";
+    case StatusCode::kRemoved:
+      return "removed";
   }
   return "unknown";
 }

@@ -20,6 +20,7 @@ enum class StatusCode {
   kUnsupported,      // a valid input this build cannot handle (e.g. newer format)
   kIoError,          // the operating system refused a read or write
   kGit,              // git or libgit2 failed
+  kRemoved,          // removed on purpose: a version retention thinned or dropped
 };
 
 class [[nodiscard]] Status {
@@ -44,6 +45,7 @@ inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move
 inline Status Corruption(std::string m) { return {StatusCode::kCorruption, std::move(m)}; }
 inline Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
+inline Status Removed(std::string m) { return {StatusCode::kRemoved, std::move(m)}; }
 
 // `status` with `context` put before its message ("context: message"),
 // its code kept; an OK status, or one whose message starts with that

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <ctime>
+#include <optional>
 #include <iterator>
 #include <vector>
 
@@ -60,7 +63,109 @@ std::string Not(const std::string& value) { return value.empty() ? "" : ", not '
 
 const char* const kKeys[] = {"base_interval", "newest",  "delta_against", "max_chain", "min_gain", "delta_transform",
                              "chunk_size",    "threads", "zstd_level",    "series",    "raw_cache",
-                             "parents"};
+                             "parents",       "retention"};
+
+// "2026-11-01" (midnight UTC) as seconds since the epoch.
+std::optional<int64_t> ParseDate(const std::string& text) {
+  int y = 0, m = 0, d = 0;
+  char tail = 0;
+  if (text.size() != 10 || std::sscanf(text.c_str(), "%4d-%2d-%2d%c", &y, &m, &d, &tail) != 3) return std::nullopt;
+  if (y < 1970 || y > 9999 || m < 1 || m > 12 || d < 1 || d > 31) return std::nullopt;
+  struct tm t = {};
+  t.tm_year = y - 1900;
+  t.tm_mon = m - 1;
+  t.tm_mday = d;
+  const time_t at = timegm(&t);
+  struct tm back = {};
+  if (at < 0 || gmtime_r(&at, &back) == nullptr || back.tm_mday != d) return std::nullopt;  // 2026-02-30
+  return static_cast<int64_t>(at);
+}
+
+// "30 days", "2 weeks", "1 day" as seconds.
+std::optional<int64_t> ParseAge(const std::string& text) {
+  long long n = -1;
+  char unit[16] = {};
+  if (std::sscanf(text.c_str(), "%lld %15s", &n, unit) != 2 || n < 0 || n > 100000) return std::nullopt;
+  const std::string u = unit;
+  if (u == "day" || u == "days") return static_cast<int64_t>(n) * 86400;
+  if (u == "week" || u == "weeks") return static_cast<int64_t>(n) * 7 * 86400;
+  return std::nullopt;
+}
+
+// One entry of `retention`.
+Result<Policy::RetentionRule> ReadRetentionRule(const YAML::Node& v, const std::string& source) {
+  const std::string key = "retention";
+  constexpr const char* kShape =
+      "must be a list of rules such as {checkpoints: 'out/**', keep_newest: 3, rest: thin, precision: absolute 23}";
+  if (!v.IsMap()) return Bad(source, key, kShape);
+  Policy::RetentionRule rule;
+  bool rest_set = false, precision_set = false;
+  static const char* const kRuleKeys[] = {"checkpoints", "keep_newest", "keep_every", "keep_tagged",
+                                          "keep_since",  "keep",        "rest",       "precision"};
+  for (const auto& item : v) {
+    const std::string k = item.first.IsScalar() ? item.first.as<std::string>() : "";
+    const YAML::Node& value = item.second;
+    const std::string where = "retention: " + k;
+    if (k == "checkpoints") {
+      rule.checkpoints = value.IsScalar() ? value.as<std::string>() : "";
+      if (rule.checkpoints.empty() || rule.checkpoints.size() > kMaxSeriesPatternLength) {
+        return Bad(source, where, "must be a glob of checkpoint paths such as 'out/**'");
+      }
+    } else if (k == "keep_newest") {
+      ZIPNN_ASSIGN_OR_RETURN(int64_t n, Integer(value, source, where, 0, 1000000));
+      rule.keep_newest = static_cast<uint32_t>(n);
+    } else if (k == "keep_every") {
+      ZIPNN_ASSIGN_OR_RETURN(int64_t n, Integer(value, source, where, 0, 1000000));
+      rule.keep_every = static_cast<uint32_t>(n);
+    } else if (k == "keep_tagged") {
+      bool b;
+      if (!value.IsScalar() || !YAML::convert<bool>::decode(value, b)) return Bad(source, where, "must be true or false");
+      rule.keep_tagged = b;
+    } else if (k == "keep_since") {
+      const std::string text = value.IsScalar() ? value.as<std::string>() : "";
+      if (auto date = ParseDate(text)) {
+        rule.keep_since_date = *date;
+      } else if (auto age = ParseAge(text)) {
+        rule.keep_since_age = *age;
+      } else {
+        return Bad(source, where, "must be a date such as 2026-11-01 or an age such as '30 days'" + Not(text));
+      }
+      rule.keep_since_text = text;
+    } else if (k == "keep") {
+      if (!value.IsSequence()) return Bad(source, where, "must be a list of versions such as 'v1.0:out/model.pt'");
+      for (const auto& named : value) {
+        const std::string text = named.IsScalar() ? named.as<std::string>() : "";
+        if (text.find(':') == std::string::npos || text.size() > kMaxSeriesPatternLength) {
+          return Bad(source, where, "must be a list of versions such as 'v1.0:out/model.pt'" + Not(text));
+        }
+        rule.keep.push_back(text);
+      }
+    } else if (k == "rest") {
+      const std::string text = value.IsScalar() ? value.as<std::string>() : "";
+      if (text != "thin" && text != "drop") return Bad(source, where, "must be 'thin' or 'drop'" + Not(text));
+      rule.drop = text == "drop";
+      rest_set = true;
+    } else if (k == "precision") {
+      const std::string text = value.IsScalar() ? value.as<std::string>() : "";
+      Result<codec::Precision> precision = codec::ParsePrecision(text);
+      if (!precision.ok()) return Annotate(precision.status(), source + ": '" + where + "'");
+      rule.precision = *precision;
+      precision_set = true;
+    } else {
+      std::string keys;
+      for (const char* rk : kRuleKeys) keys += (keys.empty() ? "" : ", ") + std::string(rk);
+      return Bad(source, where, "is not a retention key; the keys are " + keys);
+    }
+  }
+  if (rule.checkpoints.empty()) return Bad(source, key, "rule names no 'checkpoints' glob");
+  if (!rest_set) return Bad(source, key, "rule for '" + rule.checkpoints + "' does not say 'rest: thin' or 'rest: drop'");
+  if (!rule.drop && !precision_set) {
+    return Bad(source, key,
+               "rule for '" + rule.checkpoints +
+                   "' thins the rest but names no precision (such as 'absolute 23' or 'relative 5')");
+  }
+  return rule;
+}
 
 // Edit distance, for "did you mean".
 size_t Distance(const std::string& a, const std::string& b) {
@@ -159,6 +264,17 @@ Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAM
                    "holds an entry of over " + std::to_string(kMaxSeriesPatternLength) + " characters");
       }
       p.parents.push_back(std::move(rule));
+    }
+  } else if (key == "retention") {
+    if (!v.IsSequence()) return Bad(source, key, "must be a list of rules such as {checkpoints: 'out/**', keep_newest: 3, rest: drop}");
+    if (v.size() > kMaxSeriesPatterns) {
+      return Bad(source, key,
+                 "lists " + std::to_string(v.size()) + " rules; at most " + std::to_string(kMaxSeriesPatterns) +
+                     " are allowed");
+    }
+    for (const auto& item : v) {
+      ZIPNN_ASSIGN_OR_RETURN(Policy::RetentionRule rule, ReadRetentionRule(item, source));
+      p.retention.push_back(std::move(rule));
     }
   } else if (key == "raw_cache") {
     ZIPNN_ASSIGN_OR_RETURN(p.raw_cache, Size(v, source, key));

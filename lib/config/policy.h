@@ -11,6 +11,7 @@
 
 #include "lib/base/status.h"
 #include "lib/codec/delta_transform.h"
+#include "lib/codec/thin.h"
 
 namespace zipnn::config {
 
@@ -59,6 +60,26 @@ struct Policy {
   // Bytes of raw checkpoint copies kept to make the next delta without
   // decoding a chain; 0 keeps none.
   uint64_t raw_cache = 1ull << 30;
+  // Retention (docs/retention.md): which versions of a series keep their
+  // exact bytes, and what becomes of the rest, when `git zipnn retain`
+  // runs. A series takes the first rule whose glob matches the path of
+  // its newest version; a series no rule matches keeps everything.
+  struct RetentionRule {
+    std::string checkpoints;  // a glob as in `parents`
+    uint32_t keep_newest = 0;
+    uint32_t keep_every = 0;  // the 1st, (M+1)th, (2M+1)th... version of the series; 0: none
+    bool keep_tagged = true;  // versions a tag's commit holds
+    // Versions first committed at or after a date (keep_since_date,
+    // seconds since the epoch), or within an age before the retain runs
+    // (keep_since_age, seconds); 0: neither.
+    int64_t keep_since_date = 0;
+    int64_t keep_since_age = 0;
+    std::string keep_since_text;              // as written, for messages
+    std::vector<std::string> keep;            // named versions: "<rev>:<path>"
+    bool drop = false;                        // the rest: dropped, else thinned at `precision`
+    codec::Precision precision;
+  };
+  std::vector<RetentionRule> retention;
 };
 
 // The longest chain of deltas any restore follows (a longer one is taken

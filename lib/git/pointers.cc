@@ -133,6 +133,40 @@ Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vec
   return PointersAmong(repo, blobs);
 }
 
+Result<CommittedVersions> FindCommittedVersions(const Repository& repo) {
+  CommittedVersions found;
+  std::map<Oid, std::optional<ContentId>> read;  // each blob parsed once
+  auto pointer_of = [&](const Oid& blob) -> std::optional<ContentId> {
+    auto [it, fresh] = read.emplace(blob, std::nullopt);
+    if (fresh) {
+      auto pointer = PointerInBlob(repo, blob);
+      if (pointer.ok() && *pointer) it->second = (*pointer)->id;
+    }
+    return it->second;
+  };
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo.AllCommits());
+  // VisitHistoryFiles reports a file at the first commit given that holds
+  // it; given oldest first, that is the commit that brought it in.
+  std::vector<CommitInfo> oldest_first(commits.rbegin(), commits.rend());
+  ZIPNN_RETURN_IF_ERROR(repo.VisitHistoryFiles(oldest_first, [&](size_t at, const FileEntry& e) {
+    const std::optional<ContentId> id = pointer_of(e.blob);
+    if (!id) return;
+    const int64_t time = oldest_first[at].time;
+    auto [it, fresh] = found.first_committed.emplace(*id, time);
+    if (!fresh && time < it->second) it->second = time;
+  }));
+  ZIPNN_ASSIGN_OR_RETURN(auto tags, repo.TagCommits());
+  for (const auto& [tag, commit] : tags) {
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> files, repo.TreeFiles(commit));
+    std::set<ContentId> held;
+    for (const FileEntry& f : files) {
+      if (std::optional<ContentId> id = pointer_of(f.blob)) held.insert(*id);
+    }
+    found.tags.emplace_back(tag, std::move(held));
+  }
+  return found;
+}
+
 Result<std::map<std::string, ContentId>> StagedPointers(const Repository& repo) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> entries, repo.IndexFiles());
   std::vector<Oid> ids;

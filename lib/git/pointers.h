@@ -8,6 +8,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,16 @@ Result<FoundPointers> FindPointersIn(const Repository& repo, const std::vector<s
 // The pointers in the trees of `revs` (their files as they are there, not
 // their history).
 Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vector<std::string>& revs);
+
+// For retention (lib/store/retain.h): when each version a pointer in a
+// commit names was first committed (the earliest committer time of the
+// commits, of every ref's history, that hold it), and the versions each
+// tag's commit holds.
+struct CommittedVersions {
+  std::map<ContentId, int64_t> first_committed;
+  std::vector<std::pair<std::string, std::set<ContentId>>> tags;
+};
+Result<CommittedVersions> FindCommittedVersions(const Repository& repo);
 
 // The checkpoint each path of the index names, for those whose entry is
 // a valid pointer.

@@ -777,6 +777,14 @@ Result<std::vector<CommitInfo>> Repository::AllCommits() const {
   return walk.Run();
 }
 
+Result<std::vector<std::pair<std::string, Oid>>> Repository::TagCommits() const {
+  std::vector<std::pair<std::string, Oid>> tags;
+  ZIPNN_RETURN_IF_ERROR(ForEachRef(handle_->repo.get(), "refs/tags/*", [&](git_reference* ref) {
+    if (std::optional<Oid> commit = PeelToCommit(ref)) tags.emplace_back(git_reference_shorthand(ref), *commit);
+  }));
+  return tags;
+}
+
 Status Repository::VisitTaggedFiles(const std::function<void(const std::string&, const FileEntry&)>& visit) const {
   git_repository* repo = handle_->repo.get();
   ZIPNN_ASSIGN_OR_RETURN(Tips tips, AllTips(handle_->odb.get(), common_dir_, /*reflogs=*/true));

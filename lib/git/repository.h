@@ -123,6 +123,9 @@ class Repository {
   // any tags of tags): every file of such a tree, and such a blob itself
   // (with the ref's name as its path). `visit(ref, entry)`: `ref` is the
   // short name of a ref that leads there ("v1" for refs/tags/v1).
+  // The commit each tag (refs/tags/*) leads to, annotated tags peeled,
+  // by the tag's short name; tags of trees or blobs are left out.
+  Result<std::vector<std::pair<std::string, Oid>>> TagCommits() const;
   Status VisitTaggedFiles(const std::function<void(const std::string& ref, const FileEntry&)>& visit) const;
 
   // Every file of the trees of `commits`, each distinct (path, blob) once,

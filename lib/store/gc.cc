@@ -10,6 +10,7 @@
 #include "lib/store/raw_cache.h"
 #include "lib/store/parents.h"
 #include "lib/store/rebased.h"
+#include "lib/store/retention.h"
 
 namespace zipnn::store {
 
@@ -54,6 +55,11 @@ void NeedChain(const Store& store, const ContentId& id, Needed& needed) {
     next = link.base;
   });
   if (!walked.ok() && walked.code() != StatusCode::kNotFound) needed.unreadable.emplace(next.Hex(), walked.message());
+  // A version retention thinned reads as its approximate version.
+  auto record = ReadRecord(store.objects, id);
+  if (record.ok() && *record && !(*record)->dropped && needed.ids.count((*record)->approximate.Hex()) == 0) {
+    NeedChain(store, (*record)->approximate, needed);
+  }
 }
 
 Status PutBackSetAside(const Store& store) {

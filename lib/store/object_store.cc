@@ -197,6 +197,8 @@ Result<std::vector<ObjectStore::Entry>> ObjectStore::List() const {
       } else if (name.size() > 3 && EndsWith(name, kSetAsideSuffix) &&
                  placed(name.substr(0, name.size() - (sizeof kSetAsideSuffix - 1)))) {
         e.kind = Kind::kSetAside;
+      } else if (name.size() > 9 && EndsWith(name, ".retained") && placed(name.substr(0, name.size() - 9))) {
+        e.kind = Kind::kRecord;
       }
     }
     entries.push_back(std::move(e));

@@ -1,0 +1,240 @@
+// git zipnn retain: applies the retention rules of .zipnn.yaml
+// (docs/retention.md) to this repository's store: keeps the versions the
+// rules name exactly, and thins or drops the rest (lib/store/retain.h).
+// Prints what it will keep, thin and drop, and the bytes before and
+// after. Pointers and history never change.
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "lib/git/checkpoint_at.h"
+#include "lib/git/discover.h"
+#include "lib/git/git.h"
+#include "lib/git/pointers.h"
+#include "lib/git/repository.h"
+#include "lib/git/series_versions.h"
+#include "lib/git/shared_store.h"
+#include "lib/series/series.h"
+#include "lib/store/retain.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+struct RetainArgs {
+  std::vector<std::string> paths;
+  std::vector<std::string> keep;
+  bool dry_run = false;
+  bool verbose = false;
+  int threads = 0;
+};
+
+// The first rule whose glob matches a version of the series (its newest
+// first), or none.
+const config::Policy::RetentionRule* RuleFor(const config::Policy& policy, const std::vector<store::Version>& series) {
+  for (const auto& rule : policy.retention) {
+    for (auto v = series.rbegin(); v != series.rend(); ++v) {
+      if (series::GlobMatches(rule.checkpoints, v->path)) return &rule;
+    }
+  }
+  return nullptr;
+}
+
+// The versions `specs` ("<rev>:<path>") name; an error for one that names
+// none, since a typo here could let a version the user meant to keep go.
+Result<std::set<ContentId>> Named(const std::vector<std::string>& specs, const std::string& source) {
+  std::set<ContentId> named;
+  for (const std::string& spec : specs) {
+    Result<store::Pointer> pointer = git::PointerAt(spec);
+    if (!pointer.ok()) {
+      return InvalidArgument(source + " names '" + spec + "' to keep, which is no tracked checkpoint here (" +
+                             pointer.status().message() + "); nothing was changed");
+    }
+    named.insert(pointer->id);
+  }
+  return named;
+}
+
+std::string Summary(const std::vector<store::PlannedVersion>& plan, const config::Policy::RetentionRule& rule) {
+  size_t keep = 0, thin = 0, drop = 0;
+  for (const auto& p : plan) {
+    (p.fate == store::Fate::kKeep ? keep : p.fate == store::Fate::kThin ? thin : drop) += 1;
+  }
+  std::string s = "keep " + std::to_string(keep) + " exactly, thin " + std::to_string(thin);
+  if (thin > 0) s += " (" + rule.precision.Text() + ")";
+  s += ", drop " + std::to_string(drop);
+  return s;
+}
+
+void PrintPlanned(const store::PlannedVersion& p, const std::string& sizes) {
+  std::string note = p.why;
+  if (p.fate != store::Fate::kKeep && p.record) note = "already " + p.record->Describe();
+  std::printf("  %-4s %s %s%s%s%s\n", store::FateName(p.fate), p.version.path.c_str(),
+              p.version.id.Hex().substr(0, 12).c_str(), note.empty() ? "" : " (", note.c_str(), note.empty() ? "" : ")");
+  if (!sizes.empty()) std::printf("       %s\n", sizes.c_str());
+}
+
+std::string Ratio(uint64_t after, uint64_t before) {
+  if (before == 0) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, " (%.2fx)", static_cast<double>(after) / static_cast<double>(before));
+  return buf;
+}
+
+Status RunRetain(const RetainArgs& a) {
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
+  if (a.threads > 0) repo.policy.threads = a.threads;
+  if (repo.policy.retention.empty()) {
+    return InvalidArgument(
+        "no retention rules: .zipnn.yaml has no 'retention' list (docs/retention.md shows how to write one, "
+        "such as `retention: [{checkpoints: 'out/**', keep_newest: 3, rest: thin, precision: absolute 23}]`)");
+  }
+  // Exclusive, as gc: no add may build on a version while it goes.
+  std::optional<store::StoreLock> lock;
+  if (!a.dry_run) {
+    ZIPNN_ASSIGN_OR_RETURN(lock, repo.objects.Lock(store::StoreLock::Mode::kExclusive, [] {
+      std::fprintf(stderr, "git-zipnn retain: waiting for running adds to finish\n");
+    }));
+  }
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, git::OpenSeries(repo));
+  ZIPNN_ASSIGN_OR_RETURN(auto all, series->All());
+  std::set<std::string> chosen;
+  for (const std::string& p : a.paths) {
+    auto full = git::TrackedPath(p);
+    if (!full.ok()) return NotFound(p + " is not a checkpoint git holds here (`git zipnn ls-files` lists them)");
+    chosen.insert(series->rules().Place(*full).name);
+  }
+  ZIPNN_ASSIGN_OR_RETURN(git::CommittedVersions committed, git::FindCommittedVersions(git_repo));
+  ZIPNN_ASSIGN_OR_RETURN(std::set<ContentId> named_here, Named(a.keep, "--keep"));
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+
+  std::vector<std::pair<std::string, std::vector<store::PlannedVersion>>> plans;
+  std::map<std::string, const config::Policy::RetentionRule*> rules;
+  size_t unruled = 0;
+  for (const auto& [name, versions] : all) {
+    if (!chosen.empty() && chosen.count(name) == 0) continue;
+    const config::Policy::RetentionRule* rule = RuleFor(repo.policy, versions);
+    if (rule == nullptr) {
+      ++unruled;
+      continue;
+    }
+    ZIPNN_ASSIGN_OR_RETURN(std::set<ContentId> named, Named(rule->keep, ".zipnn.yaml"));
+    named.insert(named_here.begin(), named_here.end());
+    // A tag keeps the newest version of the series its commit holds (a
+    // tagged step-files commit holds every earlier step file too).
+    std::map<ContentId, std::vector<std::string>> tagged;
+    for (const auto& [tag, held] : committed.tags) {
+      for (auto v = versions.rbegin(); v != versions.rend(); ++v) {
+        if (held.count(v->id) == 0) continue;
+        tagged[v->id].push_back(tag);
+        break;
+      }
+    }
+    auto facts = [&](const ContentId& id) {
+      store::VersionFacts f;
+      if (auto it = committed.first_committed.find(id); it != committed.first_committed.end()) f.committed = it->second;
+      if (auto it = tagged.find(id); it != tagged.end()) f.tags = it->second;
+      f.named = named.count(id) != 0;
+      return f;
+    };
+    plans.emplace_back(name, store::PlanSeries(repo, versions, *rule, facts, now));
+    rules[name] = rule;
+  }
+  if (plans.empty()) {
+    return InvalidArgument("no series matches a retention rule of .zipnn.yaml (" + std::to_string(unruled) +
+                           " series checked; `git zipnn ls-files` lists the tracked checkpoints)");
+  }
+
+  if (a.dry_run) {
+    for (const auto& [name, plan] : plans) {
+      std::printf("%s (rule '%s'): %zu version%s: %s\n", name.c_str(), rules[name]->checkpoints.c_str(), plan.size(),
+                  plan.size() == 1 ? "" : "s", Summary(plan, *rules[name]).c_str());
+      for (const auto& p : plan) PrintPlanned(p, "");
+    }
+    std::printf("dry run: nothing was changed (run `git zipnn retain` without --dry-run to apply it)\n");
+    return OkStatus();
+  }
+
+  // What this repository's history names, and what other repositories
+  // sharing the store need: nothing of it goes unless retained here.
+  ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, /*all=*/true));
+  store::RetainOptions options;
+  options.now = now;
+  for (const auto& [pointer, place] : found.pointers) options.every_version.push_back(pointer.id);
+  store::Needed others;
+  ZIPNN_ASSIGN_OR_RETURN(git::OthersNeed sharing,
+                         git::NeedOthers(repo, git_repo.common_dir(), {}, /*dry_run=*/true, others));
+  for (const std::string& user : sharing.sharing) {
+    std::printf("the store is shared: keeping what %s needs too\n", user.c_str());
+  }
+  options.also_needed = others.ids;
+  std::optional<Progress> progress;  // a line on a terminal, cleared as each series ends
+  options.progress = [&](const std::string& what) {
+    if (!progress) progress.emplace("git-zipnn retain", 0);
+    progress->Update(what, 0);
+  };
+  size_t failed = 0;
+  options.each = [&](const std::string& name, const std::vector<store::RetainedVersion>& done) {
+    progress.reset();
+    uint64_t before = 0, after = 0;
+    std::vector<store::PlannedVersion> planned;
+    for (const auto& r : done) planned.push_back(r.planned);
+    std::printf("%s (rule '%s'): %zu version%s: %s\n", name.c_str(), rules[name]->checkpoints.c_str(), done.size(),
+                done.size() == 1 ? "" : "s", Summary(planned, *rules[name]).c_str());
+    for (const auto& r : done) {
+      before += r.before;
+      after += r.after;
+      std::string sizes = HumanBytes(r.before) + " -> " + HumanBytes(r.after);
+      if (r.record && !r.record->dropped && r.planned.fate == store::Fate::kThin) {
+        char err[96];
+        std::snprintf(err, sizeof err, "; max error %.3g absolute, %.3g relative", r.record->MaxAbs(),
+                      r.record->MaxRel());
+        sizes += err;
+      }
+      if (!r.error.ok()) {
+        ++failed;
+        sizes += "; error: " + r.error.message() + " (left as it was)";
+      }
+      PrintPlanned(r.planned, a.verbose || !r.error.ok() ? sizes : "");
+    }
+    std::printf("  stored %s -> %s%s\n", HumanBytes(before).c_str(), HumanBytes(after).c_str(),
+                Ratio(after, before).c_str());
+    std::fflush(stdout);
+  };
+  ZIPNN_ASSIGN_OR_RETURN(store::RetainTotals totals, store::ApplyRetention(repo, plans, options));
+  progress.reset();
+  std::printf("store: %s -> %s%s; %zu exact object%s removed", HumanBytes(totals.store_before).c_str(),
+              HumanBytes(totals.store_after).c_str(), Ratio(totals.store_after, totals.store_before).c_str(),
+              totals.removed, totals.removed == 1 ? "" : "s");
+  if (totals.restored_whole > 0) {
+    std::printf("; %zu other version%s stored whole (they were deltas of versions that went)", totals.restored_whole,
+                totals.restored_whole == 1 ? "" : "s");
+  }
+  std::printf("\n");
+  if (failed > 0) {
+    return Corruption(std::to_string(failed) + " version" + (failed == 1 ? " was" : "s were") +
+                      " left as they were (see above)");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Action SetupRetain(CLI::App& sub) {
+  auto a = std::make_shared<RetainArgs>();
+  sub.add_option("paths", a->paths, "Tracked checkpoints whose series to apply the rules to (default: every series)");
+  sub.add_flag("-n,--dry-run", a->dry_run, "Only print what would be kept, thinned and dropped");
+  sub.add_option("--keep", a->keep, "Also keep this version exactly (REV:PATH); may be given more than once");
+  sub.add_flag("-v,--verbose", a->verbose, "Print each version's bytes before and after");
+  AddThreadsOption(sub, a->threads);
+  return [a] { return RunRetain(*a); };
+}
+
+}  // namespace zipnn::cmd

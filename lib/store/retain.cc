@@ -1,0 +1,278 @@
+#include "lib/store/retain.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include "lib/container/format.h"
+#include "lib/store/checkin.h"
+#include "lib/store/gc.h"
+#include "lib/store/repack.h"
+#include "lib/store/restore.h"
+
+namespace zipnn::store {
+
+namespace {
+
+uint64_t ObjectBytes(const Store& store, const ContentId& id) {
+  struct stat st;
+  return ::stat(store.objects.PathOf(id).c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+// The size of the checkpoint `id`'s object holds, from its header; 0
+// when it cannot be read.
+uint64_t RawSize(const Store& store, const ContentId& id) {
+  auto object = store.objects.Open(id);
+  if (!object.ok()) return 0;
+  auto info = container::ReadObjectInfo(*object);
+  return info.ok() ? info->header.raw_size : 0;
+}
+
+uint64_t StoreBytes(const Store& store) {
+  uint64_t total = 0;
+  auto listed = store.objects.List();
+  if (!listed.ok()) return 0;
+  for (const auto& e : *listed) {
+    if (e.kind == ObjectStore::Kind::kObject) total += e.size;
+  }
+  return total;
+}
+
+std::string Ordinal(uint32_t n) {
+  const uint32_t tens = n % 100, ones = n % 10;
+  const char* suffix = (tens >= 11 && tens <= 13) ? "th" : ones == 1 ? "st" : ones == 2 ? "nd" : ones == 3 ? "rd" : "th";
+  return std::to_string(n) + suffix;
+}
+
+std::string Day(int64_t seconds) {
+  const time_t at = static_cast<time_t>(seconds);
+  struct tm t = {};
+  gmtime_r(&at, &t);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &t);
+  return buf;
+}
+
+// Stores `file` (its layout read, content `id`) whole, proved first: as a
+// new object, or in place of the one the store holds.
+Status StoreWhole(const Store& store, const formats::Checkpoint& file, const ContentId& id, bool replace) {
+  const formats::CheckpointView view = file.View(id);
+  ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(store, view, nullptr, 0, /*verify=*/true));
+  ZIPNN_RETURN_IF_ERROR(VerifyCandidate(store, c, view, nullptr));
+  return replace ? store.objects.Replace(id, c.file.path()) : store.objects.Adopt(id, c.file.path());
+}
+
+// Thins version `id` at `precision`: stores its approximate bytes and
+// writes its record. nullopt when rounding changes no byte.
+Result<std::optional<Retained>> ThinOne(const Store& store, const ContentId& id, const codec::Precision& precision,
+                                        int64_t now) {
+  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint exact, RestoreToScratch(store, id));
+  ZIPNN_RETURN_IF_ERROR(exact.ReadLayout());
+  std::vector<TensorError> errors;
+  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint approx,
+                         formats::Checkpoint::Spool(store.temp_dir, [&](ByteSink& out) -> Status {
+                           ZIPNN_ASSIGN_OR_RETURN(errors, Thin(exact.View(id), precision, out));
+                           return OkStatus();
+                         }));
+  ZIPNN_ASSIGN_OR_RETURN(ContentId approximate, HashSource(approx.file()));
+  if (approximate == id) return std::optional<Retained>();
+  if (!store.objects.Has(approximate)) {
+    ZIPNN_RETURN_IF_ERROR(approx.ReadLayout());
+    ZIPNN_RETURN_IF_ERROR(StoreWhole(store, approx, approximate, /*replace=*/false));
+  }
+  Retained r;
+  r.id = id;
+  r.size = exact.file().size();
+  r.date = now;
+  r.approximate = approximate;
+  r.precision = precision;
+  r.tensors = std::move(errors);
+  ZIPNN_RETURN_IF_ERROR(WriteRecord(store.objects, r));
+  return std::optional<Retained>(std::move(r));
+}
+
+// Re-stores `id` whole (it is a delta of a version about to go).
+Status RestoreWhole(const Store& store, const ContentId& id) {
+  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint file, RestoreToScratch(store, id));
+  ZIPNN_RETURN_IF_ERROR(file.ReadLayout());
+  return StoreWhole(store, file, id, /*replace=*/true);
+}
+
+}  // namespace
+
+const char* FateName(Fate fate) {
+  switch (fate) {
+    case Fate::kKeep:
+      return "keep";
+    case Fate::kThin:
+      return "thin";
+    case Fate::kDrop:
+      return "drop";
+  }
+  return "?";
+}
+
+std::vector<PlannedVersion> PlanSeries(const Store& store, const std::vector<Version>& series,
+                                       const config::Policy::RetentionRule& rule,
+                                       const std::function<VersionFacts(const ContentId&)>& facts, int64_t now) {
+  const int64_t since = rule.keep_since_date > 0  ? rule.keep_since_date
+                        : rule.keep_since_age > 0 ? now - rule.keep_since_age
+                                                  : 0;
+  std::vector<PlannedVersion> plan;
+  const size_t n = series.size();
+  for (size_t i = 0; i < n; ++i) {
+    PlannedVersion p;
+    p.version = series[i];
+    p.exact = store.objects.Has(p.version.id);
+    auto record = ReadRecord(store.objects, p.version.id);
+    if (record.ok()) p.record = *record;
+    const VersionFacts f = facts(p.version.id);
+    if (n - i <= rule.keep_newest) {
+      p.why = "newest " + std::to_string(rule.keep_newest);
+    } else if (f.named) {
+      p.why = "named";
+    } else if (rule.keep_tagged && !f.tags.empty()) {
+      p.why = "tagged " + f.tags.front();
+    } else if (rule.keep_every > 0 && i % rule.keep_every == 0) {
+      p.why = "every " + Ordinal(rule.keep_every);
+    } else if (since > 0 && f.committed >= since) {
+      p.why = "committed since " + Day(since);
+    } else if (f.committed == 0) {
+      p.why = "not committed";
+    }
+    p.precision = rule.precision;
+    p.fate = !p.why.empty() ? Fate::kKeep : rule.drop ? Fate::kDrop : Fate::kThin;
+    if (!p.exact && p.record) {
+      // Its exact bytes are gone: it stays as it is, or goes further.
+      if (p.record->dropped || p.fate == Fate::kDrop) {
+        p.fate = Fate::kDrop;
+      } else {
+        p.fate = Fate::kThin;
+      }
+      if (!p.why.empty()) p.why = "kept by the rule, but " + p.record->Describe();
+    } else if (!p.exact) {
+      p.fate = Fate::kKeep;
+      p.why = "not in this store";
+    }
+    plan.push_back(std::move(p));
+  }
+  return plan;
+}
+
+Result<RetainTotals> ApplyRetention(const Store& store,
+                                    const std::vector<std::pair<std::string, std::vector<PlannedVersion>>>& plans,
+                                    const RetainOptions& options) {
+  RetainTotals totals;
+  totals.store_before = StoreBytes(store);
+  auto progress = [&](const std::string& what) {
+    if (options.progress) options.progress(what);
+  };
+  std::vector<std::pair<std::string, std::vector<RetainedVersion>>> results;
+  std::set<ContentId> going;      // exact objects to remove
+  std::set<ContentId> unthinned;  // approximate objects of versions dropped now
+  for (const auto& [name, plan] : plans) {
+    std::vector<RetainedVersion> done;
+    std::vector<Version> approx, kept;
+    for (const PlannedVersion& p : plan) {
+      RetainedVersion r;
+      r.planned = p;
+      r.record = p.record;
+      r.before = p.exact ? ObjectBytes(store, p.version.id) : 0;
+      if (p.record && !p.record->dropped) r.before += ObjectBytes(store, p.record->approximate);
+      if (p.fate == Fate::kThin && p.exact && !(p.record && !p.record->dropped)) {
+        progress("thinning " + p.version.path);
+        auto made = ThinOne(store, p.version.id, p.precision, options.now);
+        if (!made.ok()) {
+          r.error = made.status();
+        } else if (!*made) {
+          r.planned.fate = Fate::kKeep;
+          r.planned.why = "nothing to thin (no float tensors, or none that rounding changes)";
+        } else {
+          r.record = **made;
+        }
+      }
+      if (r.planned.fate == Fate::kDrop && !(r.record && r.record->dropped)) {
+        if (r.record && !r.record->dropped) unthinned.insert(r.record->approximate);
+        Retained dropped;
+        dropped.id = p.version.id;
+        dropped.size = r.record ? r.record->size : RawSize(store, p.version.id);
+        dropped.dropped = true;
+        dropped.date = options.now;
+        Status written = WriteRecord(store.objects, dropped);
+        if (!written.ok()) {
+          r.error = written;
+        } else {
+          r.record = dropped;
+        }
+      }
+      if (r.error.ok() && r.planned.fate != Fate::kKeep && p.exact) going.insert(p.version.id);
+      if (r.planned.fate == Fate::kThin && r.error.ok() && r.record && !r.record->dropped) {
+        approx.push_back(Version{r.record->approximate, p.version.step, p.version.path});
+      }
+      if (r.planned.fate == Fate::kKeep && p.exact) kept.push_back(p.version);
+      done.push_back(std::move(r));
+    }
+    // The approximate versions chain among themselves, and the kept ones
+    // among themselves, as the policy places a series.
+    if (!approx.empty()) progress("placing the thinned versions of " + name);
+    ZIPNN_RETURN_IF_ERROR(RepackSeries(store, approx, [](const RepackedVersion&) {}));
+    if (!going.empty()) progress("placing the kept versions of " + name);
+    ZIPNN_RETURN_IF_ERROR(RepackSeries(store, kept, [](const RepackedVersion&) {}));
+    results.emplace_back(name, std::move(done));
+  }
+
+  // What stays needed: every version no retain thinned or dropped, and the
+  // approximate versions of those it thinned, with their chains.
+  auto needed_now = [&] {
+    Needed needed;
+    for (const ContentId& id : options.every_version) {
+      if (going.count(id) == 0) {
+        NeedChain(store, id, needed);
+      } else if (auto record = ReadRecord(store.objects, id); record.ok() && *record && !(*record)->dropped) {
+        NeedChain(store, (*record)->approximate, needed);
+      }
+    }
+    return needed;
+  };
+  Needed needed = needed_now();
+  // Anything needed that is a delta of a version about to go (a version
+  // of another series, whose parent it was) is stored whole first.
+  for (const std::string& hex : std::set<std::string>(needed.ids)) {
+    const ContentId id = *ContentId::FromHex(hex);
+    if (going.count(id) != 0) continue;
+    auto link = ReadLink(store, id);
+    if (!link.ok() || !link->delta || going.count(link->base) == 0) continue;
+    progress("storing " + hex.substr(0, 12) + " whole: it was a delta of a version that goes");
+    ZIPNN_RETURN_IF_ERROR(RestoreWhole(store, id));
+    ++totals.restored_whole;
+  }
+  if (totals.restored_whole > 0) needed = needed_now();
+  going.insert(unthinned.begin(), unthinned.end());
+  for (const ContentId& id : going) {
+    // Something still reads it: it stays.
+    if (needed.ids.count(id.Hex()) != 0 || options.also_needed.count(id.Hex()) != 0) continue;
+    const std::string path = store.objects.PathOf(id);
+    if (::unlink(path.c_str()) == 0) {
+      ++totals.removed;
+    } else if (errno != ENOENT) {
+      return IoError(path + ": cannot remove: " + std::strerror(errno));
+    }
+  }
+  for (auto& [name, done] : results) {
+    for (RetainedVersion& r : done) {
+      const ContentId& id = r.planned.version.id;
+      r.after = store.objects.Has(id) ? ObjectBytes(store, id) : 0;
+      if (r.record && !r.record->dropped) r.after += ObjectBytes(store, r.record->approximate);
+    }
+    if (options.each) options.each(name, done);
+  }
+  totals.store_after = StoreBytes(store);
+  return totals;
+}
+
+}  // namespace zipnn::store
