@@ -90,6 +90,13 @@ std::string Ratio(uint64_t after, uint64_t before) {
 Status RunRetain(const RetainArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
+  // Storing goes on under a policy with mistakes; removing does not.
+  ZIPNN_ASSIGN_OR_RETURN(std::string top, git::TopLevel());
+  Result<config::Policy> strict = config::LoadPolicy(top + "/.zipnn.yaml");
+  if (!strict.ok()) {
+    return Status(strict.status().code(),
+                  strict.status().message() + "; retain changes nothing until .zipnn.yaml is right");
+  }
   if (repo.policy.retention.empty()) {
     return InvalidArgument(
         "no retention rules: .zipnn.yaml has no 'retention' list (docs/retention.md shows how to write one, "

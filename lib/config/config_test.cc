@@ -110,6 +110,64 @@ TEST_CASE("parents map globs to a file or folder, in the file's order") {
   CHECK(Error("parent:\n  a: b\n").find("(did you mean 'parents'?)") != std::string::npos);
 }
 
+TEST_CASE("retention rules are read in the file's order, with what each keeps and what becomes of the rest") {
+  auto p = ParsePolicy(
+      "retention:\n"
+      "  - checkpoints: 'out/**'\n"
+      "    keep_newest: 3\n"
+      "    keep_every: 10\n"
+      "    keep_since: 2026-11-01\n"
+      "    keep: ['v1:out/model.pt']\n"
+      "    rest: thin\n"
+      "    precision: relative 5\n"
+      "  - checkpoints: 'scratch/**'\n"
+      "    keep_tagged: false\n"
+      "    keep_since: 30 days\n"
+      "    rest: drop\n",
+      ".zipnn.yaml");
+  REQUIRE(p.ok());
+  REQUIRE(p->retention.size() == 2);
+  const Policy::RetentionRule& a = p->retention[0];
+  CHECK(a.checkpoints == "out/**");
+  CHECK(a.keep_newest == 3);
+  CHECK(a.keep_every == 10);
+  CHECK(a.keep_tagged);  // by default a tag keeps what it names
+  CHECK(a.keep_since_date == 1793491200);  // 2026-11-01T00:00:00Z
+  CHECK(a.keep_since_age == 0);
+  CHECK(a.keep == std::vector<std::string>{"v1:out/model.pt"});
+  CHECK_FALSE(a.drop);
+  CHECK(a.precision.kind == codec::Precision::Kind::kRelative);
+  CHECK(a.precision.bits == 5);
+  const Policy::RetentionRule& b = p->retention[1];
+  CHECK_FALSE(b.keep_tagged);
+  CHECK(b.keep_since_date == 0);
+  CHECK(b.keep_since_age == 30 * 86400);
+  CHECK(b.drop);
+}
+
+TEST_CASE("a retention rule that could remove what was not meant is refused, naming what is wrong") {
+  CHECK(Error("retention: {checkpoints: a}\n").find("'retention' must be a list of rules") != std::string::npos);
+  CHECK(Error("retention:\n  - keep_newest: 3\n    rest: drop\n") ==
+        ".zipnn.yaml: 'retention' rule names no 'checkpoints' glob");
+  CHECK(Error("retention:\n  - checkpoints: a\n    keep_newest: 3\n") ==
+        ".zipnn.yaml: 'retention' rule for 'a' does not say 'rest: thin' or 'rest: drop'");
+  CHECK(Error("retention:\n  - checkpoints: a\n    rest: thin\n") ==
+        ".zipnn.yaml: 'retention' rule for 'a' thins the rest but names no precision (such as 'absolute 23' or "
+        "'relative 5')");
+  CHECK(Error("retention:\n  - checkpoints: a\n    rest: thin\n    precision: fuzzy 3\n")
+            .find("'retention: precision'") != std::string::npos);
+  CHECK(Error("retention:\n  - checkpoints: a\n    rest: keep\n") ==
+        ".zipnn.yaml: 'retention: rest' must be 'thin' or 'drop', not 'keep'");
+  CHECK(Error("retention:\n  - checkpoints: a\n    keep_since: 2026-02-30\n    rest: drop\n") ==
+        ".zipnn.yaml: 'retention: keep_since' must be a date such as 2026-11-01 or an age such as '30 days', not "
+        "'2026-02-30'");
+  CHECK(Error("retention:\n  - checkpoints: a\n    keep_newset: 3\n    rest: drop\n")
+            .find("'retention: keep_newset' is not a retention key; the keys are checkpoints, keep_newest") !=
+        std::string::npos);
+  CHECK(Error("retention:\n  - checkpoints: a\n    keep: [out/model.pt]\n    rest: drop\n")
+            .find("must be a list of versions such as 'v1.0:out/model.pt', not 'out/model.pt'") != std::string::npos);
+}
+
 TEST_CASE("a series pattern too long, or too many patterns, is a warning naming the file; the rest holds") {
   // A committed .zipnn.yaml comes from whoever wrote the repository; its
   // patterns are matched against every tracked path on every git command.
@@ -167,11 +225,11 @@ TEST_CASE("mistakes name the file and the key") {
   CHECK(Error("base_intervl: 5\n") ==
         ".zipnn.yaml: 'base_intervl' is not a policy key (did you mean 'base_interval'?); the keys are base_interval, "
         "newest, delta_against, max_chain, min_gain, delta_transform, chunk_size, threads, zstd_level, series, "
-        "raw_cache, parents");
+        "raw_cache, parents, retention");
   CHECK(Error("serise: ['a{step}']\n").find("(did you mean 'series'?)") != std::string::npos);
   CHECK(Error("colour: red\n") ==
         ".zipnn.yaml: 'colour' is not a policy key; the keys are base_interval, newest, delta_against, max_chain, "
-        "min_gain, delta_transform, chunk_size, threads, zstd_level, series, raw_cache, parents");
+        "min_gain, delta_transform, chunk_size, threads, zstd_level, series, raw_cache, parents, retention");
   CHECK(Error("delta_transform: sub\n") ==
         ".zipnn.yaml: 'delta_transform' must be 'auto', 'xor' or 'difference', not 'sub'");
   CHECK(Error("delta_transfrom: xor\n").find("(did you mean 'delta_transform'?)") != std::string::npos);
