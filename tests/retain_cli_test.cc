@@ -1,0 +1,176 @@
+// `git zipnn retain` against a real git repository: the plan, thinning
+// and dropping, what checkout, restore, cat and fsck then do, a
+// .zipnn.yaml with a mistake, and retains killed at many points (nothing
+// kept is ever lost, and a second run finishes the work).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "tests/git_repo.h"
+#include "tests/test_util.h"
+
+namespace zipnn::testing {
+namespace {
+
+const char kThin[] =
+    "retention:\n"
+    "  - checkpoints: '*.safetensors'\n"
+    "    keep_newest: 3\n"
+    "    rest: thin\n"
+    "    precision: relative 4\n";
+
+std::string Step(int s) {
+  char name[64];
+  std::snprintf(name, sizeof name, "cnn12-bf16/step-%06d.safetensors", s);
+  return name;
+}
+
+// Twelve saves of one overwritten path, a commit each (refs/steps/s<step>);
+// `v50` tags step 50.
+void CommitSaves(Repo& repo, const std::string& policy) {
+  {
+    std::ofstream yaml(repo.File(".zipnn.yaml"));
+    yaml << policy;
+  }
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
+                  "git add .gitattributes .zipnn.yaml && git commit -qm setup")
+              .code == 0);
+  for (int s = 10; s <= 120; s += 10) {
+    REQUIRE(repo.Sh("cp '" + repo.Data(Step(s)) + "' model.safetensors && git add model.safetensors && " +
+                    "git commit -qm 'step " + std::to_string(s) + "' && git update-ref refs/steps/s" + std::to_string(s) +
+                    " HEAD" + (s == 50 ? " && git tag v50" : ""))
+                .code == 0);
+  }
+}
+
+// The commit that brought step `s` in (a ref of its own, not a tag:
+// tags keep what they hold).
+std::string At(int s) { return "refs/steps/s" + std::to_string(s); }
+
+bool RestoresExactly(Repo& repo, int s) {
+  const Run r = repo.Sh("git zipnn restore model.safetensors --rev " + At(s) + " -o ../exact.out -f");
+  return r.code == 0 && Slurp(repo.root() + "/exact.out") == Slurp(repo.Data(Step(s)));
+}
+
+float Bf16(const std::string& bytes, size_t at) {
+  uint32_t bits = (static_cast<uint32_t>(static_cast<uint8_t>(bytes[at + 1])) << 24) |
+                  (static_cast<uint32_t>(static_cast<uint8_t>(bytes[at])) << 16);
+  float v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+TEST_CASE("retain keeps the newest and the tagged exactly, thins the rest, and readers say what became of them") {
+  Repo repo;
+  CommitSaves(repo, kThin);
+  const Run before = repo.Sh("git zipnn du");
+  const Run plan = repo.Sh("git zipnn retain --dry-run");
+  REQUIRE_MESSAGE(plan.code == 0, plan.err);
+  CHECK(plan.out.find("12 versions: keep 4 exactly, thin 8 (relative 4 mantissa bits), drop 0") != std::string::npos);
+  CHECK(plan.out.find("(tagged v50)") != std::string::npos);
+  CHECK(plan.out.find("dry run: nothing was changed") != std::string::npos);
+  CHECK(repo.Sh("git zipnn du").out == before.out);
+
+  const Run done = repo.Sh("git zipnn retain");
+  REQUIRE_MESSAGE(done.code == 0, done.err);
+  CHECK(done.out.find("; 8 exact objects removed") != std::string::npos);
+  for (int s : {50, 100, 110, 120}) CHECK_MESSAGE(RestoresExactly(repo, s), s);
+
+  const Run fsck = repo.Sh("git zipnn fsck --all");
+  CHECK_MESSAGE(fsck.code == 0, (fsck.out + fsck.err));
+  CHECK(fsck.out.find("every exact one restores exactly (retention: 8 thinned, checked as their approximate "
+                      "versions; 0 dropped)") != std::string::npos);
+
+  // A checkout of a thinned version leaves its pointer, and git sees no change.
+  const Run checkout = repo.Sh("git checkout -q " + At(30));
+  REQUIRE_MESSAGE(checkout.code == 0, checkout.err);
+  CHECK(checkout.err.find("was thinned by retention on") != std::string::npos);
+  CHECK(checkout.err.find("left as its pointer") != std::string::npos);
+  CHECK(Slurp(repo.File("model.safetensors")).rfind("git-zipnn pointer", 0) == 0);
+  CHECK(repo.Sh("git status --porcelain").out.empty());
+
+  // Reading it needs the flag, and the approximate bytes never take the committed file's place.
+  const Run refused = repo.Sh("git zipnn restore model.safetensors -o ../a.out");
+  CHECK(refused.code == 1);
+  CHECK(refused.err.find("its exact bytes are no longer kept (--approximate reads the approximate version)") !=
+        std::string::npos);
+  const Run in_place = repo.Sh("git zipnn restore --approximate model.safetensors");
+  CHECK(in_place.code == 1);
+  CHECK(in_place.err.find("name another file with -o") != std::string::npos);
+  const Run approx = repo.Sh("git zipnn restore --approximate model.safetensors -o ../a.out");
+  REQUIRE_MESSAGE(approx.code == 0, approx.err);
+  CHECK(approx.err.find("approximate bytes: version") != std::string::npos);
+  CHECK(approx.out.find("restored the approximate version of") != std::string::npos);
+  const std::string exact = Slurp(repo.Data(Step(30))), thinned = Slurp(repo.root() + "/a.out");
+  REQUIRE(exact.size() == thinned.size());
+  CHECK(exact != thinned);
+  // Every 2-byte word is either untouched (headers, counters) or a bf16
+  // value within 2^-5 of the original, relative.
+  uint64_t header = 0;
+  std::memcpy(&header, exact.data(), 8);
+  CHECK(exact.substr(0, 8 + header) == thinned.substr(0, 8 + header));
+  for (size_t i = 8 + header; i + 1 < exact.size(); i += 2) {
+    if (exact.compare(i, 2, thinned, i, 2) == 0) continue;
+    const double x = Bf16(exact, i), y = Bf16(thinned, i);
+    REQUIRE(std::fabs(y - x) <= std::ldexp(std::fabs(x), -5));
+  }
+  const Run cat = repo.Sh("git zipnn cat HEAD:model.safetensors -o ../c.out");
+  CHECK(cat.code == 1);
+  const Run cat_approx = repo.Sh("git zipnn cat --approximate HEAD:model.safetensors -o ../c.out");
+  CHECK_MESSAGE(cat_approx.code == 0, cat_approx.err);
+  CHECK(Slurp(repo.root() + "/c.out") == thinned);
+  // Back to the newest: exact bytes again.
+  REQUIRE(repo.Sh("git checkout -q master 2>/dev/null || git checkout -q main").code == 0);
+  CHECK(Slurp(repo.File("model.safetensors")) == Slurp(repo.Data(Step(120))));
+
+  // Dropping what was thinned: a reader says so, and --approximate cannot help.
+  REQUIRE(repo.Sh("sed -i 's/rest: thin/rest: drop/' .zipnn.yaml && git commit -qam drop").code == 0);
+  const Run dropped = repo.Sh("git zipnn retain");
+  REQUIRE_MESSAGE(dropped.code == 0, dropped.err);
+  const Run gone = repo.Sh("git zipnn restore --approximate model.safetensors --rev " + At(30) + " -o ../d.out");
+  CHECK(gone.code == 1);
+  CHECK(gone.err.find("was dropped by retention on") != std::string::npos);
+  CHECK(repo.Sh("git zipnn fsck --all").out.find("0 thinned, checked as their approximate versions; 8 dropped") !=
+        std::string::npos);
+  for (int s : {50, 100, 110, 120}) CHECK_MESSAGE(RestoresExactly(repo, s), s);
+}
+
+TEST_CASE("retain changes nothing while .zipnn.yaml has a mistake, or names a version to keep that is not there") {
+  Repo repo;
+  CommitSaves(repo, "retention:\n  - checkpoints: x\n    keep_newset: 3\n    rest: drop\n");
+  const Run typo = repo.Sh("git zipnn retain");
+  CHECK(typo.code == 1);
+  CHECK(typo.err.find("'retention: keep_newset' is not a retention key") != std::string::npos);
+  CHECK(typo.err.find("retain changes nothing until .zipnn.yaml is right") != std::string::npos);
+  REQUIRE(repo.Sh("printf 'retention:\\n  - checkpoints: \"*.safetensors\"\\n    rest: drop\\n' > .zipnn.yaml")
+              .code == 0);
+  const Run named = repo.Sh("git zipnn retain --keep v5O:model.safetensors");
+  CHECK(named.code == 1);
+  CHECK(named.err.find("--keep names 'v5O:model.safetensors' to keep, which is no tracked checkpoint here") !=
+        std::string::npos);
+  for (int s = 10; s <= 120; s += 10) CHECK_MESSAGE(RestoresExactly(repo, s), s);
+}
+
+TEST_CASE("a retain killed at any point loses nothing kept, and the next one finishes the work") {
+  Repo repo;
+  CommitSaves(repo, kThin);
+  for (const char* wait : {"sleep 0.05", "sleep 0.15", "sleep 0.3", "sleep 0.5", "sleep 0.8"}) {
+    CAPTURE(wait);
+    (void)repo.Sh("{ setsid git zipnn retain >/dev/null 2>&1 & } ; pid=$!; " + std::string(wait) +
+                  "; kill -9 -- -$pid 2>/dev/null; wait $pid 2>/dev/null; true");
+    for (int s : {50, 100, 110, 120}) CHECK_MESSAGE(RestoresExactly(repo, s), s);
+  }
+  const Run finish = repo.Sh("git zipnn retain");
+  REQUIRE_MESSAGE(finish.code == 0, finish.err);
+  const Run fsck = repo.Sh("git zipnn fsck --all");
+  CHECK_MESSAGE(fsck.code == 0, (fsck.out + fsck.err));
+  CHECK(fsck.out.find("8 thinned") != std::string::npos);
+  for (int s : {50, 100, 110, 120}) CHECK_MESSAGE(RestoresExactly(repo, s), s);
+}
+
+}  // namespace
+}  // namespace zipnn::testing
