@@ -43,12 +43,14 @@ void Row(const char* what, const Tally& t, const std::string& note) {
 
 Status RunDu() {
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-  Tally objects, unfinished;
+  Tally objects, unfinished, records;
   size_t foreign = 0;  // not git-zipnn's: not counted
   ZIPNN_ASSIGN_OR_RETURN(std::vector<store::ObjectStore::Entry> listed, repo.objects.List());
   for (const auto& e : listed) {
     if (e.kind == store::ObjectStore::Kind::kForeign) {
       ++foreign;
+    } else if (e.kind == store::ObjectStore::Kind::kRecord) {
+      records.Add(e.size);
     } else {
       (e.kind == store::ObjectStore::Kind::kObject ? objects : unfinished).Add(e.size);
     }
@@ -69,6 +71,7 @@ Status RunDu() {
   const uint64_t beside = cache.bytes + scratch.bytes + unfinished.bytes + legacy.bytes;
   std::printf("object store %s\n", repo.objects.root().c_str());
   Row("objects", objects, "");
+  if (records.files > 0) Row("retention records", records, "  (versions thinned or dropped: git zipnn retain)");
   if (unfinished.files > 0) Row("unfinished objects", unfinished, "  (a process died mid-write; gc removes them)");
   if (foreign > 0) {
     std::printf("  and %s that git-zipnn did not write (not counted; gc leaves them)\n",

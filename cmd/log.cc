@@ -10,6 +10,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/store/retention.h"
 #include "lib/base/strings.h"
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
@@ -114,10 +115,21 @@ Status RunLog(const LogArgs& a) {
       if (described_at == described.end()) {
         described_at = described.emplace(pointer.id, store::Describe(repo, pointer.id)).first;
       }
+      // A version retention thinned is shown as its approximate version is
+      // stored; one it dropped stores nothing.
+      std::optional<store::Retained> retained;
+      if (!described_at->second.ok() && described_at->second.status().code() == StatusCode::kNotFound) {
+        auto record = store::ReadRecord(repo.objects, pointer.id);
+        if (record.ok() && *record) {
+          retained = **record;
+          if (!retained->dropped) described_at->second = store::Describe(repo, retained->approximate);
+        }
+      }
       const Result<store::StoredInfo>& info = described_at->second;
       // An object (or a base of it) not in the store, or one there that
       // cannot be read (damaged, or of a newer format): fsck says which.
-      const std::string kind = info.ok()                                       ? (info->delta ? "delta" : "base")
+      const std::string kind = retained                                        ? (retained->dropped ? "drop" : "thin")
+                               : info.ok()                                     ? (info->delta ? "delta" : "base")
                                : info.status().code() == StatusCode::kNotFound ? "missing"
                                                                                : "unreadable";
       const uint64_t stored = info.ok() ? info->object_size : 0;
@@ -126,13 +138,16 @@ Status RunLog(const LogArgs& a) {
         stored_total += stored;
       }
       ++all_versions;
-      unreadable += info.ok() ? 0 : 1;
+      unreadable += info.ok() || retained ? 0 : 1;
       if (all_objects.insert(pointer.id).second) {
         all_raw += pointer.size;
         all_stored += stored;
       }
       const std::string commit = c.id.Hex();
-      const std::string reason = kind == "base" ? why_base(path, pointer.id) : kind == "delta" ? parent_of(*info) : "";
+      const std::string reason = retained         ? retained->Describe()
+                                 : kind == "base"  ? why_base(path, pointer.id)
+                                 : kind == "delta" ? parent_of(*info)
+                                                   : "";
       if (a.json) {
         versions.push_back({{"path", path},
                             {"commit", commit},
@@ -142,6 +157,7 @@ Status RunLog(const LogArgs& a) {
                             {"kind", kind},
                             {"base", info.ok() && info->delta ? nlohmann::ordered_json(info->base.Hex()) : nullptr},
                             {"base_reason", reason.empty() || kind != "base" ? nullptr : nlohmann::ordered_json(reason)},
+                            {"retention", retained ? nlohmann::ordered_json(reason) : nullptr},
                             {"parent", reason.empty() || kind != "delta" ? nullptr : nlohmann::ordered_json(reason)},
                             {"depth", info.ok() ? info->depth : -1},
                             {"raw_bytes", pointer.size},

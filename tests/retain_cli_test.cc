@@ -80,6 +80,13 @@ TEST_CASE("retain keeps the newest and the tagged exactly, thins the rest, and r
   CHECK(done.out.find("; 8 exact objects removed") != std::string::npos);
   for (int s : {50, 100, 110, 120}) CHECK_MESSAGE(RestoresExactly(repo, s), s);
 
+  const Run log = repo.Sh("git zipnn log model.safetensors");
+  CHECK(log.code == 0);
+  CHECK(log.out.find("  thin  depth ") != std::string::npos);
+  CHECK(log.out.find("[thinned by retention on ") != std::string::npos);
+  CHECK(log.out.find("missing") == std::string::npos);
+  CHECK(repo.Sh("git zipnn du").out.find("retention records") != std::string::npos);
+
   const Run fsck = repo.Sh("git zipnn fsck --all");
   CHECK_MESSAGE(fsck.code == 0, (fsck.out + fsck.err));
   CHECK(fsck.out.find("every exact one restores exactly (retention: 8 thinned, checked as their approximate "
@@ -136,6 +143,7 @@ TEST_CASE("retain keeps the newest and the tagged exactly, thins the rest, and r
   CHECK(gone.err.find("was dropped by retention on") != std::string::npos);
   CHECK(repo.Sh("git zipnn fsck --all").out.find("0 thinned, checked as their approximate versions; 8 dropped") !=
         std::string::npos);
+  CHECK(repo.Sh("git zipnn log model.safetensors").out.find("  drop  depth -1 ") != std::string::npos);
   for (int s : {50, 100, 110, 120}) CHECK_MESSAGE(RestoresExactly(repo, s), s);
 }
 
