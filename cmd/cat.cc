@@ -117,10 +117,15 @@ Status RunCat(const CatArgs& a) {
   access::Options options;
   options.approximate = a.approximate;
   const access::Versions versions(repo, options);
-  if (a.approximate) ZIPNN_RETURN_IF_ERROR(SayIfApproximate(versions, pointer, a.spec));
+  // Said once the bytes are read: a clone learns of a retention on the
+  // remote as it reads.
+  auto say = [&](Status st) {
+    if (st.ok() && a.approximate) st = SayIfApproximate(versions, pointer, a.spec);
+    return st;
+  };
   // The whole file, as stored: one restore, checked against the id.
   if (!a.list && a.tensors.empty() && format == OutputFormat::kRaw) {
-    return WithOutput(a, [&](ByteSink& out) { return versions.Write(pointer, a.spec, out); });
+    return say(WithOutput(a, [&](ByteSink& out) { return versions.Write(pointer, a.spec, out); }));
   }
   ZIPNN_ASSIGN_OR_RETURN(const access::Parts version, versions.OpenParts(pointer, a.spec));
   ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(version.source(), formats::kAutoFormat));
@@ -139,14 +144,15 @@ Status RunCat(const CatArgs& a) {
   const std::vector<formats::Tensor>& tensors = *selected;
   if (a.list) {
     PrintList(layout, tensors, pointer, a.spec, a.json);
-    return OkStatus();
+    return say(OkStatus());
   }
 
   if (format == OutputFormat::kNpy && tensors.size() != 1) {
     return InvalidArgument("a .npy file holds one tensor, and " + std::to_string(tensors.size()) +
                            " are chosen: name one with --tensor, or write safetensors");
   }
-  return WithOutput(a, [&](ByteSink& out) { return formats::WriteTensors(version.source(), tensors, format, out); });
+  return say(
+      WithOutput(a, [&](ByteSink& out) { return formats::WriteTensors(version.source(), tensors, format, out); }));
 }
 
 }  // namespace

@@ -127,6 +127,11 @@ Status RunPull(const FetchArgs& a) {
     if (pointer.ok() && !*pointer) continue;  // not a pointer: nothing to restore
     list.Note(path);
     Result<std::optional<ContentId>> written = access::RestorePointerFile(versions, path, file);
+    if (written.status().code() == StatusCode::kRemoved) {
+      // Retention took it: it stays a pointer, as a checkout leaves it.
+      std::fprintf(stderr, "git-zipnn: %s; left as its pointer\n", written.status().message().c_str());
+      continue;
+    }
     if (!written.ok()) {
       ++failed;
       const std::string& why = written.status().message();

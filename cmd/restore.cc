@@ -69,7 +69,6 @@ Status RunRestore(const RestoreArgs& a) {
       return InvalidArgument("--approximate writes a version's approximate bytes, which are not the committed file: "
                              "name another file with -o (such as -o " + a.path + ".approx)");
     }
-    ZIPNN_RETURN_IF_ERROR(SayIfApproximate(versions, pointer, a.path));
   }
   const std::optional<store::Pointer> staged = a.output.empty() ? Staged(a.path) : std::nullopt;
   ZIPNN_RETURN_IF_ERROR(CheckOverwrite(a, pointer, staged));
@@ -91,6 +90,7 @@ Status RunRestore(const RestoreArgs& a) {
   }
   ZIPNN_RETURN_IF_ERROR(restored);
   ZIPNN_RETURN_IF_ERROR(out.Commit());  // only verified bytes reach the name
+  if (a.approximate) ZIPNN_RETURN_IF_ERROR(SayIfApproximate(versions, pointer, a.path));
   // The index never takes other content; when the restored bytes are
   // what it names, its record of the file is brought up to date so that
   // git status need not read the file again.

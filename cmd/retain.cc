@@ -20,6 +20,8 @@
 #include "lib/git/repository.h"
 #include "lib/git/series_versions.h"
 #include "lib/git/shared_store.h"
+#include "lib/remote/retention.h"
+#include "lib/remote/select.h"
 #include "lib/series/series.h"
 #include "lib/store/retain.h"
 
@@ -32,6 +34,8 @@ struct RetainArgs {
   std::vector<std::string> keep;
   bool dry_run = false;
   bool verbose = false;
+  std::optional<std::string> remote;  // --remote [NAME]: "" for the default remote
+  bool yes = false;
   int threads = 0;
 };
 
@@ -87,6 +91,29 @@ std::string Ratio(uint64_t after, uint64_t before) {
   return buf;
 }
 
+void PrintRemote(const std::string& name, const remote::RemoteStore& store, const remote::RemoteRetention& r,
+                 bool dry_run) {
+  if (dry_run) {
+    std::printf("remote %s (%s): %zu objects, %s; would remove %zu exact object%s (%s), send %zu retention record%s "
+                "and the approximate versions of what is thinned, and re-send %zu object%s that rest on what goes\n",
+                name.c_str(), store.where().c_str(), r.objects, HumanBytes(r.bytes_before).c_str(), r.removed,
+                r.removed == 1 ? "" : "s", HumanBytes(r.removed_bytes).c_str(), r.records, r.records == 1 ? "" : "s",
+                r.replaced, r.replaced == 1 ? "" : "s");
+  } else {
+    std::printf("remote %s (%s): %s -> %s%s; %zu exact object%s removed (%s), %zu approximate object%s sent (%s), "
+                "%zu retention record%s, %zu object%s re-sent\n",
+                name.c_str(), store.where().c_str(), HumanBytes(r.bytes_before).c_str(),
+                HumanBytes(r.bytes_after).c_str(), Ratio(r.bytes_after, r.bytes_before).c_str(), r.removed,
+                r.removed == 1 ? "" : "s", HumanBytes(r.removed_bytes).c_str(), r.sent, r.sent == 1 ? "" : "s",
+                HumanBytes(r.sent_bytes).c_str(), r.records, r.records == 1 ? "" : "s", r.replaced,
+                r.replaced == 1 ? "" : "s");
+  }
+  for (const auto& [id, why] : r.kept) {
+    std::printf("  %s %s stays on %s: %s\n", dry_run ? "would keep" : "kept", id.Hex().substr(0, 12).c_str(),
+                name.c_str(), why.c_str());
+  }
+}
+
 Status RunRetain(const RetainArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
@@ -102,9 +129,22 @@ Status RunRetain(const RetainArgs& a) {
         "no retention rules: .zipnn.yaml has no 'retention' list (docs/retention.md shows how to write one, "
         "such as `retention: [{checkpoints: 'out/**', keep_newest: 3, rest: thin, precision: absolute 23}]`)");
   }
+  // A remote is only changed when asked twice: the plan first.
+  const bool dry = a.dry_run || (a.remote && !a.yes);
+  std::string remote_name;
+  std::unique_ptr<remote::RemoteStore> remote_store;
+  if (a.remote) {
+    ZIPNN_ASSIGN_OR_RETURN(remote_name, remote::RemoteOrDefault(*a.remote));
+    ZIPNN_ASSIGN_OR_RETURN(remote_store, remote::OpenRemoteStore(remote_name));
+    if (!remote_store->CanRetain()) {
+      return Unsupported("remote " + remote_name + " (" + remote_store->where() +
+                         ") cannot remove objects: a Git LFS server's API has no delete, so retention cannot "
+                         "apply there; nothing was changed (`git zipnn retain` without --remote applies it here)");
+    }
+  }
   // Exclusive, as gc: no add may build on a version while it goes.
   std::optional<store::StoreLock> lock;
-  if (!a.dry_run) {
+  if (!dry) {
     ZIPNN_ASSIGN_OR_RETURN(lock, repo.objects.Lock(store::StoreLock::Mode::kExclusive, [] {
       std::fprintf(stderr, "git-zipnn retain: waiting for running adds to finish\n");
     }));
@@ -159,22 +199,36 @@ Status RunRetain(const RetainArgs& a) {
                            " series checked; `git zipnn ls-files` lists the tracked checkpoints)");
   }
 
-  if (a.dry_run) {
-    for (const auto& [name, plan] : plans) {
-      std::printf("%s (rule '%s'): %zu version%s: %s\n", name.c_str(), rules[name]->checkpoints.c_str(), plan.size(),
-                  plan.size() == 1 ? "" : "s", Summary(plan, *rules[name]).c_str());
-      for (const auto& p : plan) PrintPlanned(p, "");
-    }
-    std::printf("dry run: nothing was changed (run `git zipnn retain` without --dry-run to apply it)\n");
-    return OkStatus();
-  }
-
-  // What this repository's history names, and what other repositories
-  // sharing the store need: nothing of it goes unless retained here.
+  // What this repository's history names: nothing of it goes unless
+  // retained here.
   ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, /*all=*/true));
   store::RetainOptions options;
   options.now = now;
   for (const auto& [pointer, place] : found.pointers) options.every_version.push_back(pointer.id);
+
+  if (dry) {
+    std::vector<ContentId> planned;
+    for (const auto& [name, plan] : plans) {
+      std::printf("%s (rule '%s'): %zu version%s: %s\n", name.c_str(), rules[name]->checkpoints.c_str(), plan.size(),
+                  plan.size() == 1 ? "" : "s", Summary(plan, *rules[name]).c_str());
+      for (const auto& p : plan) {
+        PrintPlanned(p, "");
+        if (p.fate != store::Fate::kKeep && p.exact) planned.push_back(p.version.id);
+      }
+    }
+    if (remote_store) {
+      ZIPNN_ASSIGN_OR_RETURN(remote::RemoteRetention there,
+                             remote::RetainOnRemote(repo, *remote_store, options.every_version, /*dry_run=*/true,
+                                                    planned, nullptr));
+      PrintRemote(remote_name, *remote_store, there, /*dry_run=*/true);
+      std::printf("dry run: nothing was changed here or on %s (run `git zipnn retain --remote %s --yes` to apply "
+                  "it to both)\n",
+                  remote_name.c_str(), remote_name.c_str());
+    } else {
+      std::printf("dry run: nothing was changed (run `git zipnn retain` without --dry-run to apply it)\n");
+    }
+    return OkStatus();
+  }
   store::Needed others;
   ZIPNN_ASSIGN_OR_RETURN(git::OthersNeed sharing,
                          git::NeedOthers(repo, git_repo.common_dir(), {}, /*dry_run=*/true, others));
@@ -227,7 +281,18 @@ Status RunRetain(const RetainArgs& a) {
   std::printf("\n");
   if (failed > 0) {
     return Corruption(std::to_string(failed) + " version" + (failed == 1 ? " was" : "s were") +
-                      " left as they were (see above)");
+                      " left as they were (see above)" + (remote_store ? "; " + remote_name + " was not changed" : ""));
+  }
+  if (remote_store) {
+    std::optional<Progress> shown;
+    ZIPNN_ASSIGN_OR_RETURN(remote::RemoteRetention there,
+                           remote::RetainOnRemote(repo, *remote_store, options.every_version, /*dry_run=*/false, {},
+                                                  [&](const std::string& what) {
+                                                    if (!shown) shown.emplace("git-zipnn retain", 0);
+                                                    shown->Update(what, 0);
+                                                  }));
+    shown.reset();
+    PrintRemote(remote_name, *remote_store, there, /*dry_run=*/false);
   }
   return OkStatus();
 }
@@ -240,8 +305,17 @@ Action SetupRetain(CLI::App& sub) {
   sub.add_flag("-n,--dry-run", a->dry_run, "Only print what would be kept, thinned and dropped");
   sub.add_option("--keep", a->keep, "Also keep this version exactly (REV:PATH); may be given more than once");
   sub.add_flag("-v,--verbose", a->verbose, "Print each version's bytes before and after");
+  CLI::Option* remote =
+      sub.add_option("--remote",
+                     "Apply the rules on this git remote's store too (default: the upstream, or origin); a plan "
+                     "only, unless --yes")
+          ->expected(0, 1);
+  sub.add_flag("-y,--yes", a->yes, "With --remote: apply it (here first, then on the remote)");
   AddThreadsOption(sub, a->threads);
-  return [a] { return RunRetain(*a); };
+  return [a, remote] {
+    if (remote->count() > 0) a->remote = remote->results().empty() ? "" : remote->results()[0];
+    return RunRetain(*a);
+  };
 }
 
 }  // namespace zipnn::cmd

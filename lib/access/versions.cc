@@ -7,6 +7,7 @@
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
+#include "lib/remote/retention.h"
 #include "lib/remote/transfer.h"
 #include "lib/store/copies.h"
 
@@ -52,6 +53,12 @@ Result<bool> Versions::Fetch(const store::Pointer& pointer, const store::FindCop
   return remote::FetchChain(store_, pointer.id, pointer.size, find_copy, deliver);
 }
 
+bool Versions::FetchRecord(const ContentId& id) const {
+  if (!options_.fetch) return false;
+  Result<bool> got = remote::FetchRecord(store_, id);
+  return got.ok() && *got;
+}
+
 Result<std::optional<store::Retained>> Versions::Retention(const ContentId& id) const {
   if (store_.objects.Has(id)) return std::optional<store::Retained>();
   return store::ReadRecord(store_.objects, id);
@@ -68,7 +75,7 @@ Status RemovedVersion(const store::Retained& r, const std::string& name) {
 }  // namespace
 
 std::optional<Status> Versions::WriteRetained(const store::Pointer& pointer, const std::string& name, ByteSink& out,
-                                              const store::FindCopy& find_copy) const {
+                                              const store::FindCopy& find_copy, bool ask_remote) const {
   Result<std::optional<store::Retained>> record = Retention(pointer.id);
   if (!record.ok()) return Annotate(record.status(), name);
   if (!*record) return std::nullopt;
@@ -76,9 +83,10 @@ std::optional<Status> Versions::WriteRetained(const store::Pointer& pointer, con
   if (options_.approximate && !r.dropped) {
     store::Pointer approximate = pointer;
     approximate.id = r.approximate;
-    return store::RestoreFile(store_, approximate, name + " (approximate)", out);
+    return Write(approximate, name + " (approximate)", out);  // fetched, when it is on the remote only
   }
   // The remote may still hold the exact version.
+  if (!ask_remote) return RemovedVersion(r, name);
   if (Result<bool> delivered = Fetch(pointer, find_copy, &out); delivered.ok()) {
     if (*delivered) return OkStatus();
     if (store_.objects.Has(pointer.id)) return store::RestoreFile(store_, pointer, name, out, find_copy);
@@ -100,7 +108,15 @@ Status Versions::Write(const store::Pointer& pointer, const std::string& name, B
   if (restored.code() != StatusCode::kNotFound) return restored;
   if (std::optional<Status> retained = WriteRetained(pointer, name, out, find_copy)) return *retained;
   Result<bool> delivered = Fetch(pointer, find_copy, &out);
-  if (!delivered.ok()) return Annotate(delivered.status(), name);
+  if (!delivered.ok()) {
+    // Retention on the remote took it: its record says what became of it.
+    if (delivered.status().code() == StatusCode::kNotFound && FetchRecord(pointer.id)) {
+      if (std::optional<Status> retained = WriteRetained(pointer, name, out, find_copy, /*ask_remote=*/false)) {
+        return *retained;
+      }
+    }
+    return Annotate(delivered.status(), name);
+  }
   return *delivered ? OkStatus() : store::RestoreFile(store_, pointer, name, out, find_copy);
 }
 
@@ -141,6 +157,7 @@ Result<Parts> Versions::OpenParts(const store::Pointer& pointer, const std::stri
   if (opened.status().code() == StatusCode::kNotFound) {
     if (retained) return RemovedVersion(*retained, name);
     if (Result<bool> fetched = Fetch(pointer, nullptr, nullptr); !fetched.ok()) {
+      if (fetched.status().code() == StatusCode::kNotFound && FetchRecord(pointer.id)) return OpenParts(pointer, name);
       return Annotate(fetched.status(), name);
     }
     opened = store::OpenVersion(store_, pointer.id);

@@ -118,8 +118,12 @@ class Versions {
   // Write for a version whose object is missing here: nothing when
   // retention did not take it; else its approximate bytes (when asked
   // for), the exact ones from the default remote, or kRemoved.
+  // `ask_remote`: false once the remote was asked already.
   std::optional<Status> WriteRetained(const store::Pointer& pointer, const std::string& name, ByteSink& out,
-                                      const store::FindCopy& find_copy) const;
+                                      const store::FindCopy& find_copy, bool ask_remote = true) const;
+  // Whether the default remote holds a retention record of `id` (now
+  // kept in the local store too: remote::FetchRecord).
+  bool FetchRecord(const ContentId& id) const;
   // Fetches what `pointer` needs from the default remote; true when the
   // fetch wrote the checkpoint to `deliver` on the way.
   Result<bool> Fetch(const store::Pointer& pointer, const store::FindCopy& find_copy, ByteSink* deliver) const;

@@ -1,6 +1,8 @@
 #include "lib/remote/remote_store.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@
 #include "lib/store/chain.h"
 #include "lib/store/rebased.h"
 #include "lib/store/restore.h"
+#include "lib/store/retention.h"
 
 namespace zipnn::remote {
 
@@ -102,6 +105,26 @@ class Folder : public RemoteStore {
         store_, id, [&](AtomicFile& out) { return CopySource(delta, out); },
         [&](const std::string& temp) { return CheckObjectFile(temp, id); });
   }
+
+  bool CanRetain() const override { return true; }
+
+  Result<std::optional<Held>> Stat(const ContentId& id) override { return StatObject(store_, id); }
+
+  Status Replace(const ContentId& id, const ReadFile& object) override {
+    return ReplaceObject(
+        store_, id, [&](AtomicFile& out) { return CopySource(object, out); },
+        [&](const std::string& temp) { return CheckObjectFile(temp, id); });
+  }
+
+  Status Remove(const ContentId& id) override { return RemoveObject(store_, id); }
+
+  Result<std::vector<ContentId>> List() override { return ListObjects(store_); }
+
+  Status PutRecord(const ContentId& id, const std::string& text) override {
+    return ReceiveRecord(store_, id, text);
+  }
+
+  Result<std::optional<std::string>> GetRecord(const ContentId& id) override { return RecordText(store_, id); }
 
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
     // Only a plain file: a FIFO put in an object's place would block the
@@ -446,6 +469,73 @@ Result<uint64_t> DemoteObject(const ObjectStore& store, const ContentId& id,
   ZIPNN_RETURN_IF_ERROR(check(out.temp_path()));
   ZIPNN_RETURN_IF_ERROR(out.Commit());
   return now->object_size;
+}
+
+Status ReplaceObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
+                     const std::function<Status(const std::string& temp)>& check) {
+  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kExclusive, [] {}));
+  const Store there{store, "", "", "", config::Policy{}};
+  ZIPNN_RETURN_IF_ERROR(PrepareFolder(store.PathOf(id)));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(store.PathOf(id), /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(write(out));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile sent, ReadFile::Open(out.temp_path()));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(sent));
+  if (info.content_id != id) return InvalidArgument("what was sent is not an object of " + id.Hex());
+  if (info.header.kind == container::ObjectKind::kDelta) {
+    const ContentId base = info.header.base_id;
+    if (!HoldsIntact(store, base)) {
+      return InvalidArgument("the base " + base.Hex() + " of the object sent for " + id.Hex() + " is not here intact");
+    }
+    bool loops = false;
+    size_t depth = 0;
+    const Status walked = store::VisitChain(there, base, [&](const ChainLink& link) {
+      loops = loops || link.id == id;
+      depth = static_cast<size_t>(link.depth) + 1;
+    });
+    if (!walked.ok() || loops || depth + 1 > static_cast<size_t>(store::kMaxChainDepth)) {
+      return InvalidArgument("the chain under the object sent for " + id.Hex() + " is broken or comes back to it");
+    }
+  }
+  ZIPNN_RETURN_IF_ERROR(check(out.temp_path()));
+  return out.Commit();
+}
+
+Result<std::optional<RemoteStore::Held>> StatObject(const ObjectStore& store, const ContentId& id) {
+  if (!store.Has(id)) return std::optional<RemoteStore::Held>();
+  const Store there{store, "", "", "", config::Policy{}};
+  ZIPNN_ASSIGN_OR_RETURN(ChainLink link, store::ReadLink(there, id));
+  RemoteStore::Held held;
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile file, store.Open(id));
+  held.size = file.size();
+  if (link.delta) held.base = link.base;
+  return std::optional<RemoteStore::Held>(held);
+}
+
+Status RemoveObject(const ObjectStore& store, const ContentId& id) {
+  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kExclusive, [] {}));
+  const std::string path = store.PathOf(id);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return IoError(path + ": cannot remove: " + std::strerror(errno));
+  return OkStatus();
+}
+
+Result<std::vector<ContentId>> ListObjects(const ObjectStore& store) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> listed, store.List());
+  std::vector<ContentId> ids;
+  for (const auto& e : listed) {
+    if (e.kind == ObjectStore::Kind::kObject && e.id) ids.push_back(*e.id);
+  }
+  return ids;
+}
+
+Status ReceiveRecord(const ObjectStore& store, const ContentId& id, const std::string& text) {
+  ZIPNN_ASSIGN_OR_RETURN(store::Retained record, store::ParseRecord(text, id));
+  return store::WriteRecord(store, record);
+}
+
+Result<std::optional<std::string>> RecordText(const ObjectStore& store, const ContentId& id) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Retained> record, store::ReadRecord(store, id));
+  if (!record) return std::optional<std::string>();
+  return std::optional<std::string>(store::RecordText(*record));
 }
 
 Status DecodeReceived(const Store& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,

@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,46 @@ class RemoteStore {
   // After a push has sent its objects: whatever else others need to find
   // them (a Git LFS server's map, lfs.h). Nothing for most stores.
   virtual Status Publish() { return OkStatus(); }
+  // Retention on the remote (lib/store/retention.h, docs/retention.md):
+  // whether it can remove objects and keep the records of versions that
+  // were thinned or dropped. A Git LFS server cannot (its API has no
+  // delete): the default.
+  virtual bool CanRetain() const { return false; }
+  // How the remote holds `id`'s object, from its header alone: nullopt
+  // when it holds none.
+  struct Held {
+    uint64_t size = 0;
+    std::optional<ContentId> base;  // for a delta
+  };
+  virtual Result<std::optional<Held>> Stat(const ContentId& id) {
+    (void)id;
+    return Unsupported(where() + " cannot say how it holds objects");
+  }
+  // Every object the remote holds, by id (retention looks for deltas of
+  // what it would remove, a teammate's versions too).
+  virtual Result<std::vector<ContentId>> List() { return Unsupported(where() + " cannot list its objects"); }
+  // Puts `object` (a file of a local store, which proved it) in place of
+  // whatever the remote holds for `id`, atomically: a base, or a delta
+  // whose base the remote holds intact and whose base's chain does not
+  // come back to `id`; the receiver checks it as a Put.
+  virtual Status Replace(const ContentId& id, const ReadFile& object) {
+    (void)object;
+    return Unsupported(where() + " cannot replace object " + id.Hex());
+  }
+  // Removes `id`'s object (nothing when it holds none). Only retention
+  // calls it, once no chain of what stays runs through it.
+  virtual Status Remove(const ContentId& id) { return Unsupported(where() + " cannot remove object " + id.Hex()); }
+  // The record of a thinned or dropped version (its text, RecordText),
+  // stored beside where its object was; GetRecord's nullopt: none.
+  virtual Status PutRecord(const ContentId& id, const std::string& text) {
+    (void)text;
+    return Unsupported(where() + " cannot keep the retention record of " + id.Hex());
+  }
+  virtual Result<std::optional<std::string>> GetRecord(const ContentId& id) {
+    (void)id;
+    return std::optional<std::string>();
+  }
+
   // Removes the temporary files that killed uploads left more than
   // kOldTemporary ago; how many. Only a folder has any to remove here: a
   // store server removes them as it receives objects, and S3 keeps no
@@ -151,6 +192,25 @@ inline constexpr int64_t kOldTemporary = 24 * 3600;  // seconds
 Result<uint64_t> DemoteObject(const store::ObjectStore& store, const ContentId& id,
                               const std::function<Status(AtomicFile&)>& write,
                               const std::function<Status(const std::string& temp)>& check);
+// How a receiver carries out RemoteStore::Replace: under the store's lock
+// (exclusive, as DemoteObject), the bytes `write` produces go to a
+// temporary file beside `id`'s place; they must be an object for `id`, a
+// base or a delta whose base the store holds intact and whose base's
+// chain does not come back to `id`, and pass `check`; then they take the
+// name, whatever was there.
+Status ReplaceObject(const store::ObjectStore& store, const ContentId& id,
+                     const std::function<Status(AtomicFile&)>& write,
+                     const std::function<Status(const std::string& temp)>& check);
+// How a receiver keeps a retention record: `text` must parse as the
+// record of `id` (store::ParseRecord) before it is written, atomically.
+Status ReceiveRecord(const store::ObjectStore& store, const ContentId& id, const std::string& text);
+// The rest of a store's side of retention: how it holds `id` (Stat), its
+// object removed under the store's lock (Remove), a record's text
+// (GetRecord).
+Result<std::optional<RemoteStore::Held>> StatObject(const store::ObjectStore& store, const ContentId& id);
+Status RemoveObject(const store::ObjectStore& store, const ContentId& id);
+Result<std::vector<ContentId>> ListObjects(const store::ObjectStore& store);
+Result<std::optional<std::string>> RecordText(const store::ObjectStore& store, const ContentId& id);
 // Whether `store` holds `id`'s object and it passes CheckObject.
 bool HoldsIntact(const store::ObjectStore& store, const ContentId& id);
 // Removes the temporary files (".tmp-" in the name) of `store` whose last

@@ -15,7 +15,9 @@
 #include "lib/base/buffer.h"
 #include "lib/base/io.h"
 #include "lib/base/thread_pool.h"
+#include "lib/container/format.h"
 #include "lib/remote/http.h"
+#include "lib/store/retention.h"
 
 namespace zipnn::s3 {
 
@@ -165,6 +167,100 @@ class Bucket : public remote::RemoteStore {
     }
     if (r.status != 200) return Failure("download refused", r);
     return OkStatus();
+  }
+
+  bool CanRetain() const override { return true; }
+
+  // The size from a HEAD, the base from the header's bytes (a ranged GET).
+  Result<std::optional<Held>> Stat(const ContentId& id) override {
+    ZIPNN_ASSIGN_OR_RETURN(http::Reply head, Send("HEAD", Url(Key(id)), kEmptySha256));
+    if (head.status == 404) return std::optional<Held>();
+    if (head.status != 200) return Failure("cannot look for object " + id.Hex(), head);
+    MemorySink bytes;
+    http::Request t;
+    t.download = &bytes;
+    t.range_size = container::kHeaderBytes;
+    ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("GET", Url(Key(id)), kEmptySha256, t));
+    if (r.status != 200 && r.status != 206) return Failure("cannot read the header of object " + id.Hex(), r);
+    if (bytes.buffer().size() < container::kHeaderBytes) return Corruption("object " + id.Hex() + " is truncated");
+    const container::HeaderFields h = container::DecodeHeader(bytes.buffer().data());
+    Held held;
+    const auto length = head.headers.find("content-length");
+    held.size = length == head.headers.end() ? 0 : std::strtoull(length->second.c_str(), nullptr, 10);
+    if (h.kind == static_cast<uint8_t>(container::ObjectKind::kDelta)) held.base = h.base_id;
+    return std::optional<Held>(held);
+  }
+
+  // S3 replaces an object whole on a PUT; what it is sent, the local
+  // store proved.
+  Status Replace(const ContentId& id, const ReadFile& object) override { return Put(id, object); }
+
+  // ListObjectsV2, a page of keys at a time; only keys named as objects
+  // are (<prefix>/<2 hex>/<2 hex>/<id>, the id's own digits).
+  Result<std::vector<ContentId>> List() override {
+    std::vector<ContentId> ids;
+    const std::string prefix = o_.location.prefix.empty() ? "" : o_.location.prefix + "/";
+    std::string token;
+    for (int page = 0; page < 1000000; ++page) {
+      std::string query = token.empty() ? "" : "continuation-token=" + UriEncode(token) + "&";
+      query += "list-type=2";
+      if (!prefix.empty()) query += "&prefix=" + UriEncode(prefix);
+      http::Request t;
+      MemorySink body;
+      t.download = &body;
+      t.limit = uint64_t{64} << 20;
+      ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("GET", base_ + "/?" + query, kEmptySha256, t));
+      const std::vector<uint8_t> v = body.ToVector();
+      const std::string xml(v.begin(), v.end());
+      if (r.status != 200) {
+        r.body = xml;
+        return Failure("cannot list the bucket", r);
+      }
+      for (size_t at = 0; (at = xml.find("<Key>", at)) != std::string::npos;) {
+        const size_t end = xml.find("</Key>", at);
+        if (end == std::string::npos) break;
+        const std::string key = xml.substr(at + 5, end - at - 5);
+        at = end;
+        if (key.compare(0, prefix.size(), prefix) != 0) continue;
+        const std::string name = key.substr(prefix.size());
+        if (name.size() != 6 + 32) continue;
+        std::optional<ContentId> id = ContentId::FromHex(name.substr(6));
+        if (id && Key(*id) == key) ids.push_back(*id);
+      }
+      if (XmlField(xml, "IsTruncated") != "true") return ids;
+      token = XmlField(xml, "NextContinuationToken");
+      if (token.empty()) return Corruption("the bucket's listing is truncated but names no continuation");
+    }
+    return ids;
+  }
+
+  Status Remove(const ContentId& id) override {
+    ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("DELETE", Url(Key(id)), kEmptySha256));
+    if (r.status != 204 && r.status != 200 && r.status != 404) return Failure("cannot remove object " + id.Hex(), r);
+    return OkStatus();
+  }
+
+  Status PutRecord(const ContentId& id, const std::string& text) override {
+    const MemorySource body(reinterpret_cast<const uint8_t*>(text.data()), text.size(), "record of " + id.Hex());
+    ZIPNN_ASSIGN_OR_RETURN(std::string hash, Sha256(text));
+    http::Request t;
+    t.upload = &body;
+    t.size = text.size();
+    ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("PUT", Url(Key(id) + store::kRecordSuffix), hash, t));
+    if (r.status != 200) return Failure("record upload refused", r);
+    return OkStatus();
+  }
+
+  Result<std::optional<std::string>> GetRecord(const ContentId& id) override {
+    MemorySink bytes;
+    http::Request t;
+    t.download = &bytes;
+    t.limit = uint64_t{128} << 20;  // as store::ReadRecord takes
+    ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("GET", Url(Key(id) + store::kRecordSuffix), kEmptySha256, t));
+    if (r.status == 404) return std::optional<std::string>();
+    if (r.status != 200) return Failure("cannot read the retention record of " + id.Hex(), r);
+    const std::vector<uint8_t> v = bytes.ToVector();
+    return std::optional<std::string>(std::string(v.begin(), v.end()));
   }
 
  private:

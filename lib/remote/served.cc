@@ -28,6 +28,7 @@ constexpr size_t kMaxLine = 64 << 10;
 constexpr size_t kBlock = 1 << 20;
 constexpr uint64_t kMaxHasBatch = 4096;  // ids per has request
 constexpr uint64_t kMaxObjectSize = uint64_t{1} << 50;
+constexpr uint64_t kMaxRecordSize = uint64_t{128} << 20;  // as store::ReadRecord takes
 
 // One side of a session: lines and counted payloads over a Channel. Once
 // the stream fails or goes out of step the Wire is broken and the session
@@ -267,6 +268,41 @@ Status ServeDemote(const ObjectStore& store, Wire& wire, const ContentId& id, ui
       [](const uint64_t& replaced) { return " " + std::to_string(replaced); });
 }
 
+// Retention (RemoteStore::Replace): any object in place of `id`'s, proven
+// like a put.
+Status ServeReplace(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t size) {
+  return Answered<bool>(
+      wire, size,
+      [&](const std::function<Status(AtomicFile&)>& write) -> Result<bool> {
+        ZIPNN_RETURN_IF_ERROR(
+            ReplaceObject(store, id, write, [&](const std::string& temp) { return CheckDecodes(store, temp, id); }));
+        return true;
+      },
+      [](const bool&) { return std::string(); });
+}
+
+Status ServeStat(const ObjectStore& store, Wire& wire, const ContentId& id) {
+  Result<std::optional<RemoteStore::Held>> held = StatObject(store, id);
+  if (!held.ok()) return wire.Send("error " + held.status().message() + "\n");
+  if (!*held) return wire.Send("missing\n");
+  return wire.Send("ok " + std::to_string((*held)->size) + " " + ((*held)->base ? (*held)->base->Hex() : "-") + "\n");
+}
+
+Status ServeRecordPut(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t size) {
+  MemorySink text;
+  ZIPNN_RETURN_IF_ERROR(wire.ReadPayload(size, &text, /*drain=*/true));
+  const std::vector<uint8_t> bytes = text.ToVector();
+  const Status st = ReceiveRecord(store, id, std::string(bytes.begin(), bytes.end()));
+  return wire.Send(st.ok() ? "ok\n" : "error " + st.message() + "\n");
+}
+
+Status ServeRecordGet(const ObjectStore& store, Wire& wire, const ContentId& id) {
+  Result<std::optional<std::string>> text = RecordText(store, id);
+  if (!text.ok()) return wire.Send("error " + text.status().message() + "\n");
+  if (!*text) return wire.Send("missing\n");
+  return wire.Send("ok " + std::to_string((*text)->size()) + "\n" + **text);
+}
+
 }  // namespace
 
 Status ServeStore(const ObjectStore& store, Channel& client) {
@@ -291,6 +327,30 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
       const std::optional<uint64_t> size = Number(w[2], kMaxObjectSize);
       if (!size) return BadRequest(wire, *line);
       ZIPNN_RETURN_IF_ERROR(ServeDemote(store, wire, *id, *size));
+    } else if (w[0] == "replace" && w.size() == 3 && id) {
+      const std::optional<uint64_t> size = Number(w[2], kMaxObjectSize);
+      if (!size) return BadRequest(wire, *line);
+      ZIPNN_RETURN_IF_ERROR(ServeReplace(store, wire, *id, *size));
+    } else if (w[0] == "stat" && w.size() == 2 && id) {
+      ZIPNN_RETURN_IF_ERROR(ServeStat(store, wire, *id));
+    } else if (w[0] == "remove" && w.size() == 2 && id) {
+      const Status st = RemoveObject(store, *id);
+      ZIPNN_RETURN_IF_ERROR(wire.Send(st.ok() ? "ok\n" : "error " + st.message() + "\n"));
+    } else if (w[0] == "put-record" && w.size() == 3 && id) {
+      const std::optional<uint64_t> size = Number(w[2], kMaxRecordSize);
+      if (!size) return BadRequest(wire, *line);
+      ZIPNN_RETURN_IF_ERROR(ServeRecordPut(store, wire, *id, *size));
+    } else if (w[0] == "list" && w.size() == 1) {
+      Result<std::vector<ContentId>> ids = ListObjects(store);
+      if (!ids.ok()) {
+        ZIPNN_RETURN_IF_ERROR(wire.Send("error " + ids.status().message() + "\n"));
+      } else {
+        std::string answer = "ok " + std::to_string(ids->size()) + "\n";
+        for (const ContentId& i : *ids) answer += i.Hex() + "\n";
+        ZIPNN_RETURN_IF_ERROR(wire.Send(answer));
+      }
+    } else if (w[0] == "get-record" && w.size() == 2 && id) {
+      ZIPNN_RETURN_IF_ERROR(ServeRecordGet(store, wire, *id));
     } else {
       return BadRequest(wire, *line);
     }
@@ -371,6 +431,75 @@ class Served : public RemoteStore {
       return OkStatus();
     }));
     return replaced;
+  }
+
+  bool CanRetain() const override { return true; }
+
+  Result<std::optional<Held>> Stat(const ContentId& id) override {
+    std::optional<Held> held;
+    ZIPNN_RETURN_IF_ERROR(Retaining(WithSession([&](Wire& wire) -> Status {
+      ZIPNN_RETURN_IF_ERROR(wire.Send("stat " + id.Hex() + "\n"));
+      ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+      if (answer == "missing") return OkStatus();
+      if (answer.rfind("error ", 0) == 0) return IoError("the server could not read it: " + answer.substr(6));
+      const std::vector<std::string> w = Words(answer);
+      const std::optional<uint64_t> size = w.size() == 3 && w[0] == "ok" ? Number(w[1], kMaxObjectSize) : std::nullopt;
+      const std::optional<ContentId> base = w.size() == 3 ? ContentId::FromHex(w[2]) : std::nullopt;
+      if (!size || (!base && w[2] != "-")) return Unexpected(wire, answer);
+      held = Held{*size, base};
+      return OkStatus();
+    })));
+    return held;
+  }
+
+  Status Replace(const ContentId& id, const ReadFile& object) override {
+    return Retaining(Request("replace " + id.Hex() + " " + std::to_string(object.size()) + "\n", &object));
+  }
+
+  Status Remove(const ContentId& id) override { return Retaining(Request("remove " + id.Hex() + "\n", nullptr)); }
+
+  Result<std::vector<ContentId>> List() override {
+    std::vector<ContentId> ids;
+    ZIPNN_RETURN_IF_ERROR(Retaining(WithSession([&](Wire& wire) -> Status {
+      ZIPNN_RETURN_IF_ERROR(wire.Send("list\n"));
+      ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+      if (answer.rfind("error ", 0) == 0) return IoError("the server could not read it: " + answer.substr(6));
+      const std::vector<std::string> w = Words(answer);
+      const std::optional<uint64_t> n = w.size() == 2 && w[0] == "ok" ? Number(w[1], kMaxObjectSize) : std::nullopt;
+      if (!n) return Unexpected(wire, answer);
+      for (uint64_t i = 0; i < *n; ++i) {
+        ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
+        std::optional<ContentId> id = line ? ContentId::FromHex(*line) : std::nullopt;
+        if (!id) return wire.Break("the store server listed something that is not an object id");
+        ids.push_back(*id);
+      }
+      return OkStatus();
+    })));
+    return ids;
+  }
+
+  Status PutRecord(const ContentId& id, const std::string& text) override {
+    const MemorySource record(reinterpret_cast<const uint8_t*>(text.data()), text.size(), "record of " + id.Hex());
+    return Retaining(Request("put-record " + id.Hex() + " " + std::to_string(text.size()) + "\n", &record));
+  }
+
+  Result<std::optional<std::string>> GetRecord(const ContentId& id) override {
+    std::optional<std::string> text;
+    ZIPNN_RETURN_IF_ERROR(Retaining(WithSession([&](Wire& wire) -> Status {
+      ZIPNN_RETURN_IF_ERROR(wire.Send("get-record " + id.Hex() + "\n"));
+      ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+      if (answer == "missing") return OkStatus();
+      if (answer.rfind("error ", 0) == 0) return IoError("the server could not read it: " + answer.substr(6));
+      const std::vector<std::string> w = Words(answer);
+      const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? Number(w[1], kMaxRecordSize) : std::nullopt;
+      if (!size) return Unexpected(wire, answer);
+      MemorySink got;
+      ZIPNN_RETURN_IF_ERROR(wire.ReadPayload(*size, &got, /*drain=*/false));
+      const std::vector<uint8_t> bytes = got.ToVector();
+      text = std::string(bytes.begin(), bytes.end());
+      return OkStatus();
+    })));
+    return text;
   }
 
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
@@ -463,6 +592,30 @@ class Served : public RemoteStore {
     ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
     if (!line) return wire.Break("the store server closed the connection");
     return *line;
+  }
+
+  // A request of retention whose answer is "ok" (or an error); `payload`
+  // follows the request line when given.
+  Status Request(const std::string& line, const ByteSource* payload) {
+    return WithSession([&](Wire& wire) -> Status {
+      ZIPNN_RETURN_IF_ERROR(wire.Send(line));
+      if (payload != nullptr) ZIPNN_RETURN_IF_ERROR(wire.SendObject(*payload));
+      ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+      if (answer == "ok") return OkStatus();
+      if (answer.rfind("error ", 0) == 0) return IoError("the server refused it: " + answer.substr(6));
+      return Unexpected(wire, answer);
+    });
+  }
+
+  // A server of git-zipnn before retention ends the session at a request
+  // it does not know: say what to do.
+  Status Retaining(const Status& st) const {
+    if (st.ok() || st.code() != StatusCode::kIoError || st.message().find("refused it") != std::string::npos ||
+        st.message().find("could not read it") != std::string::npos) {
+      return st;
+    }
+    return Status(st.code(), st.message() + " (a store server of a git-zipnn without retention does not know its "
+                                            "requests: upgrade git-zipnn on " + where_ + ")");
   }
 
   static Status Unexpected(Wire& wire, const std::string& answer) {

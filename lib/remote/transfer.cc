@@ -2,7 +2,10 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -14,6 +17,7 @@
 #include "lib/git/listings.h"
 #include "lib/remote/select.h"
 #include "lib/store/chain.h"
+#include "lib/store/retention.h"
 
 namespace zipnn::remote {
 
@@ -27,6 +31,28 @@ TransferOptions OptionsShowing(Progress& progress, const std::string& state) {
   return options;
 }
 
+// The versions of `ids` the remote lacks that retention took there: each
+// taken out of `ids` into `retained`, its record kept here.
+Status TakeRemoteRecords(const store::Store& repo, RemoteStore& remote, std::vector<ContentId>& ids,
+                         std::map<ContentId, store::Retained>& retained) {
+  std::vector<ContentId> missing;
+  for (const ContentId& id : ids) {
+    if (!repo.objects.Has(id)) missing.push_back(id);
+  }
+  if (missing.empty()) return OkStatus();
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<bool> there, remote.Has(missing));
+  for (size_t i = 0; i < missing.size(); ++i) {
+    if (there[i]) continue;
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> text, remote.GetRecord(missing[i]));
+    if (!text) continue;
+    ZIPNN_ASSIGN_OR_RETURN(store::Retained record, store::ParseRecord(*text, missing[i]));
+    ZIPNN_RETURN_IF_ERROR(store::WriteRecord(repo.objects, record));
+    retained.emplace(missing[i], record);
+    ids.erase(std::find(ids.begin(), ids.end(), missing[i]));
+  }
+  return OkStatus();
+}
+
 // Pushes (or fetches) the objects of `found`.
 Result<Transferred> Transfer(bool push, const store::Store& repo, const std::string& remote,
                              const git::FoundPointers& found) {
@@ -37,12 +63,39 @@ Result<Transferred> Transfer(bool push, const store::Store& repo, const std::str
   TransferOptions options = OptionsShowing(progress, push ? "sent" : "received");
   ZIPNN_ASSIGN_OR_RETURN(options.parallel, ConcurrentTransfers());
   std::vector<ContentId> ids;
+  std::map<ContentId, store::Retained> retained;  // versions retention took, here or there
   for (const auto& [pointer, place] : found.pointers) {
+    if (!repo.objects.Has(pointer.id)) {
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Retained> record, store::ReadRecord(repo.objects, pointer.id));
+      if (record) {
+        retained.emplace(pointer.id, *record);
+        continue;
+      }
+    }
     ids.push_back(pointer.id);
     options.raw_sizes[pointer.id] = pointer.size;
   }
+  if (!push) ZIPNN_RETURN_IF_ERROR(TakeRemoteRecords(repo, *other, ids, retained));
+  // A thinned version moves as its approximate version; a dropped one as
+  // nothing but its record.
+  for (const auto& [id, record] : retained) {
+    if (record.dropped) continue;
+    ids.push_back(record.approximate);
+    options.raw_sizes[record.approximate] = record.size;
+  }
   ZIPNN_ASSIGN_OR_RETURN(done.report,
                          push ? PushObjects(repo, *other, ids, options) : FetchObjects(repo, *other, ids, options));
+  if (push && !retained.empty()) {
+    if (other->CanRetain()) {
+      for (const auto& [id, record] : retained) ZIPNN_RETURN_IF_ERROR(other->PutRecord(id, store::RecordText(record)));
+    } else {
+      std::fprintf(stderr,
+                   "git-zipnn: warning: %zu version%s of what was pushed %s thinned or dropped by retention here, and "
+                   "%s cannot keep retention records: a clone from it will find %s missing\n",
+                   retained.size(), retained.size() == 1 ? "" : "s", retained.size() == 1 ? "was" : "were",
+                   done.where.c_str(), retained.size() == 1 ? "it" : "them");
+    }
+  }
   if (push) {
     // The listings go after the objects: in the same push as a Git LFS
     // server's map, else one of their own.

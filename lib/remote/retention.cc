@@ -1,0 +1,165 @@
+#include "lib/remote/retention.h"
+
+#include <map>
+#include <optional>
+#include <set>
+
+#include "lib/base/file.h"
+#include "lib/remote/select.h"
+#include "lib/remote/transfer.h"
+#include "lib/store/chain.h"
+#include "lib/store/retention.h"
+
+namespace zipnn::remote {
+
+namespace {
+
+uint64_t LocalBytes(const store::Store& repo, const ContentId& id) {
+  auto file = repo.objects.Open(id);
+  return file.ok() ? file->size() : 0;
+}
+
+}  // namespace
+
+Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& remote,
+                                       const std::vector<ContentId>& every_version, bool dry_run,
+                                       const std::vector<ContentId>& planned,
+                                       const std::function<void(const std::string&)>& progress) {
+  if (!remote.CanRetain()) {
+    return Unsupported(remote.where() +
+                       " cannot remove objects (a Git LFS server's API has no delete): nothing was removed there");
+  }
+  auto say = [&](const std::string& what) {
+    if (progress) progress(what);
+  };
+  RemoteRetention report;
+  // What retention took here, by the local store's records.
+  std::map<ContentId, store::Retained> taken;
+  for (const ContentId& id : std::set<ContentId>(every_version.begin(), every_version.end())) {
+    if (repo.objects.Has(id)) continue;
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Retained> record, store::ReadRecord(repo.objects, id));
+    if (record) taken.emplace(id, std::move(*record));
+  }
+  if (dry_run) {
+    for (const ContentId& id : planned) {
+      store::Retained dropped;  // stands for what the local retain will make of it
+      dropped.id = id;
+      dropped.dropped = true;
+      taken.emplace(id, dropped);
+    }
+  }
+  // Everything the remote holds, and what each object is a delta of.
+  say("listing " + remote.where());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ContentId> listed, remote.List());
+  std::map<ContentId, RemoteStore::Held> held;
+  for (size_t i = 0; i < listed.size(); ++i) {
+    say("reading the headers of " + remote.where() + " (" + std::to_string(i + 1) + " of " +
+        std::to_string(listed.size()) + ")");
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<RemoteStore::Held> h, remote.Stat(listed[i]));
+    if (!h) continue;  // gone meanwhile
+    held.emplace(listed[i], *h);
+    report.bytes_before += h->size;
+  }
+  report.objects = held.size();
+
+  // The approximate versions, with their chains, that the remote lacks.
+  std::vector<ContentId> approximate;
+  std::set<ContentId> to_send;
+  for (const auto& [id, record] : taken) {
+    if (record.dropped) continue;
+    approximate.push_back(record.approximate);
+    ZIPNN_RETURN_IF_ERROR(store::VisitChain(repo, record.approximate, [&](const store::ChainLink& link) {
+      if (held.count(link.id) == 0) to_send.insert(link.id);
+    }));
+  }
+  for (const ContentId& id : to_send) report.sent_bytes += LocalBytes(repo, id);
+  report.sent = to_send.size();
+  report.records = taken.size();
+
+  // What goes: the exact objects of what was taken, unless something that
+  // stays is a delta of one and cannot be re-sent from here.
+  std::set<ContentId> going;
+  for (const auto& [id, record] : taken) {
+    if (held.count(id) != 0) going.insert(id);
+  }
+  std::vector<ContentId> to_replace;
+  for (const auto& [id, h] : held) {
+    if (going.count(id) != 0 || !h.base || going.count(*h.base) == 0) continue;
+    if (repo.objects.Has(id)) {
+      to_replace.push_back(id);
+      continue;
+    }
+    // A version this clone does not hold: its chain stays as it is.
+    std::optional<ContentId> base = h.base;
+    for (size_t depth = 0; base && going.count(*base) != 0 && depth < store::kMaxChainDepth; ++depth) {
+      going.erase(*base);
+      report.kept.emplace_back(*base, "object " + id.Hex().substr(0, 12) +
+                                          " on the remote, which this clone does not hold, rests on it");
+      auto below = held.find(*base);
+      base = below == held.end() ? std::nullopt : below->second.base;
+    }
+  }
+  for (const ContentId& id : going) {
+    report.removed_bytes += held.at(id).size;
+  }
+  report.removed = going.size();
+  report.replaced = to_replace.size();
+  report.bytes_after = report.bytes_before - report.removed_bytes + report.sent_bytes;
+  if (dry_run) return report;
+
+  // 1. The approximate versions, proved by the receiver as any push.
+  if (!approximate.empty()) {
+    say("sending " + std::to_string(report.sent) + " approximate objects to " + remote.where());
+    ZIPNN_ASSIGN_OR_RETURN(TransferReport sent, PushObjects(repo, remote, approximate, TransferOptions{}));
+    (void)sent;
+  }
+  // 2. What stays and rests on what goes: as this store holds it (whose
+  // chains the local retain cut loose from what goes), its bases first.
+  for (const ContentId& id : to_replace) {
+    say("re-sending " + id.Hex().substr(0, 12) + " to " + remote.where());
+    ZIPNN_ASSIGN_OR_RETURN(store::ChainLink link, store::ReadLink(repo, id));
+    if (link.delta) {
+      if (going.count(link.base) != 0) {
+        return Corruption("object " + id.Hex() + " is a delta of " + link.base.Hex() +
+                          " here too, which retention took: run `git zipnn retain` (without --remote) first");
+      }
+      ZIPNN_RETURN_IF_ERROR(PushObjects(repo, remote, {link.base}, TransferOptions{}).status());
+    }
+    ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
+    const uint64_t before = held.at(id).size;
+    ZIPNN_RETURN_IF_ERROR(remote.Replace(id, object));
+    report.bytes_after = report.bytes_after - before + object.size();
+  }
+  // 3. The records, so that a clone reading one of those versions learns
+  // what became of it.
+  say("sending " + std::to_string(taken.size()) + " retention records to " + remote.where());
+  for (const auto& [id, record] : taken) ZIPNN_RETURN_IF_ERROR(remote.PutRecord(id, store::RecordText(record)));
+  // 4. Only now, the exact objects; each checked once more first.
+  for (const ContentId& id : to_replace) {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<RemoteStore::Held> h, remote.Stat(id));
+    if (h && h->base && going.count(*h->base) != 0) {
+      return Corruption("object " + id.Hex() + " on " + remote.where() + " is still a delta of " + h->base->Hex() +
+                        " after it was re-sent: nothing was removed");
+    }
+  }
+  size_t i = 0;
+  for (const ContentId& id : going) {
+    say("removing from " + remote.where() + " (" + std::to_string(++i) + " of " + std::to_string(going.size()) + ")");
+    ZIPNN_RETURN_IF_ERROR(remote.Remove(id));
+  }
+  return report;
+}
+
+Result<bool> FetchRecord(const store::Store& repo, const ContentId& id) {
+  auto name = DefaultRemote();
+  if (!name.ok()) return false;
+  auto remote = OpenRemoteStore(*name);
+  if (!remote.ok()) return false;
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> text, (*remote)->GetRecord(id));
+  if (!text) return false;
+  ZIPNN_ASSIGN_OR_RETURN(store::Retained record, store::ParseRecord(*text, id));
+  ZIPNN_RETURN_IF_ERROR(store::WriteRecord(repo.objects, record));
+  return true;
+}
+
+}  // namespace zipnn::remote
