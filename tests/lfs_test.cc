@@ -13,6 +13,7 @@
 #include "lib/base/io.h"
 #include "lib/remote/lfs.h"
 #include "lib/remote/remote_store.h"
+#include "lib/remote/retention.h"
 #include "lib/store/restore.h"
 #include "lib/store/test_objects.h"
 #include "tests/git_repo.h"
@@ -193,6 +194,13 @@ TEST_CASE("objects go up to the LFS server under the SHA-256 of their bytes and 
   MemoryMap& map = *shared;
   Helper helper;
   std::unique_ptr<remote::RemoteStore> lfs = lfs::Remote("the LFS server", OptionsFor(server, helper), shared);
+
+  // Its API has no delete: retention says so rather than skip it.
+  CHECK_FALSE(lfs->CanRetain());
+  auto retain = remote::RetainOnRemote(here, *lfs, ids, /*dry_run=*/true, {}, nullptr);
+  CHECK(retain.status().code() == StatusCode::kUnsupported);
+  CHECK(retain.status().message() ==
+        "the LFS server cannot remove objects (a Git LFS server's API has no delete): nothing was removed there");
 
   auto pushed = remote::PushObjects(here, *lfs, {ids[2]}, {});
   REQUIRE_MESSAGE(pushed.ok(), pushed.status().message());

@@ -376,7 +376,9 @@ TEST_CASE("relative rounding leaves the largest finite value as it is rather tha
 
 TEST_CASE("relative rounding leaves subnormals unchanged") {
   // Every subnormal of fp16 (mantissa below 2^10) and of bf16 (below 2^7).
-  for (auto [t, limit] : {std::pair{DType::kF16, 1024}, std::pair{DType::kBF16, 128}}) {
+  for (const auto& case_ : {std::pair{DType::kF16, 1024}, std::pair{DType::kBF16, 128}}) {
+    const DType t = case_.first;  // a plain name: clang captures no structured binding
+    const int limit = case_.second;
     CAPTURE(DTypeName(t));
     std::vector<uint16_t> sub;
     for (int m = 1; m < limit; ++m) {

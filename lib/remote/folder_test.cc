@@ -16,6 +16,7 @@
 #include "lib/container/format.h"
 #include "lib/remote/remote_store.h"
 #include "lib/remote/remote_test_util.h"
+#include "lib/store/retention.h"
 #include "lib/store/placement.h"
 #include "lib/store/restore.h"
 #include "lib/store/object_store.h"
@@ -348,6 +349,55 @@ TEST_CASE("a demote reads the header to see what is there: a whole copy damaged 
   REQUIRE(pushed.ok());
   CHECK(pushed->moved == 1);
   CHECK(CheckObjectFile(remote_store.PathOf(ids[1]), ids[1]).ok());
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("retention on a folder: stat, replace, remove and records, refusing what would break a chain or lie") {
+  const std::string root = TempDir();
+  const Store here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(here, 2);  // a base and 2 deltas
+  std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote", /*links=*/false);
+  REQUIRE(PushObjects(here, *remote, {ids[2]}, {}).ok());
+  REQUIRE(remote->CanRetain());
+
+  auto listed = remote->List();
+  REQUIRE(listed.ok());
+  CHECK(listed->size() == 3);
+  auto top = remote->Stat(ids[2]);
+  REQUIRE(top.ok());
+  REQUIRE(top->has_value());
+  CHECK((*top)->base == ids[1]);
+  CHECK((*top)->size > 0);
+  CHECK_FALSE(remote->Stat(HashBytes("nowhere", 7))->has_value());
+
+  // A delta of a version the remote lacks, or of itself through its
+  // base, is refused; the object there stays as it was.
+  auto base = here.objects.Open(ids[0]);
+  REQUIRE(base.ok());
+  const Status wrong = remote->Replace(ids[1], *base);  // ids[0]'s object, sent as ids[1]'s
+  CHECK(wrong.code() == StatusCode::kInvalidArgument);
+  CHECK(wrong.message() == "what was sent is not an object of " + ids[1].Hex());
+  CHECK((*remote->Stat(ids[1]))->base == ids[0]);
+
+  // Records: only one that parses as the record of its id is kept.
+  store::Retained dropped;
+  dropped.id = ids[0];
+  dropped.dropped = true;
+  dropped.date = 1795000000;
+  CHECK(remote->PutRecord(ids[0], "git-zipnn retained 1\nnot a record\n").code() == StatusCode::kCorruption);
+  CHECK(remote->PutRecord(ids[1], store::RecordText(dropped)).code() == StatusCode::kCorruption);  // another's
+  REQUIRE(remote->PutRecord(ids[0], store::RecordText(dropped)).ok());
+  auto text = remote->GetRecord(ids[0]);
+  REQUIRE(text.ok());
+  REQUIRE(text->has_value());
+  CHECK(**text == store::RecordText(dropped));
+  CHECK_FALSE(remote->GetRecord(ids[1])->has_value());
+
+  // Removing: the object goes, a second time is no error, the record stays.
+  REQUIRE(remote->Remove(ids[2]).ok());
+  CHECK_FALSE(remote->Stat(ids[2])->has_value());
+  CHECK(remote->Remove(ids[2]).ok());
+  CHECK(remote->List()->size() == 2);
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

@@ -1,0 +1,153 @@
+// `git zipnn retain --remote` with the real git binary, on a folder, over
+// ssh (Debian's OpenSSH server, serve-store at the far end) and in S3
+// (s3rver), the servers started by the test: a plan first, then the
+// remote's exact objects of thinned or dropped versions removed, and a
+// fresh clone that restores every kept version bit-exact, leaves the
+// others as pointers and reads a thinned one only with --approximate.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "tests/git_repo.h"
+#include "tests/s3rver.h"
+#include "tests/sshd.h"
+
+namespace zipnn {
+namespace {
+
+using testing::Repo;
+using testing::Run;
+
+enum class Kind { kFolder, kSsh, kS3 };
+
+std::string Step(int s) {
+  char name[64];
+  std::snprintf(name, sizeof name, "cnn12-bf16/step-%06d.safetensors", s);
+  return name;
+}
+
+// Bytes of the objects and retention records under `folder` (a store's
+// files, or s3rver's files of a bucket's keys), folders and s3rver's own
+// files left out.
+uint64_t BytesIn(Repo& repo, const std::string& folder) {
+  return std::stoull(repo.Sh("find '" + folder +
+                             "' -type f -regextype posix-extended -regex "
+                             "'.*/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}(\\.retained)?(\\._S3rver_object)?' "
+                             "-printf '%s\\n' | awk '{ n += $1 } END { print n + 0 }'")
+                         .out);
+}
+
+// Twelve saves of model.safetensors, a commit each (refs/steps/s<step>),
+// pushed to origin; `rest` is what the rule makes of all but the newest 3.
+void CheckRetainOnRemote(Kind kind, const std::string& rest) {
+  Repo repo;
+  std::unique_ptr<testing::Sshd> sshd;
+  std::unique_ptr<testing::S3rver> s3;
+  std::string url = "../hub.git", objects = repo.root() + "/hub.git/zipnn/objects", clone_config;
+  if (kind == Kind::kSsh) {
+    sshd = std::make_unique<testing::Sshd>(repo);
+    url = "ssh://127.0.0.1:" + sshd->port() + repo.root() + "/hub.git";
+  }
+  {
+    std::ofstream yaml(repo.File(".zipnn.yaml"));
+    yaml << "retention:\n  - checkpoints: '*.safetensors'\n    keep_newest: 3\n    rest: " << rest
+         << (rest == "thin" ? "\n    precision: relative 4\n" : "\n");
+  }
+  REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.safetensors' && git add .gitattributes "
+                  ".zipnn.yaml && git commit -qm setup && git init -q --bare ../hub.git && git remote add origin " +
+                  url)
+              .code == 0);
+  if (kind == Kind::kS3) {
+    s3 = std::make_unique<testing::S3rver>(repo);
+    REQUIRE(repo.Sh("mkdir -p ../home/.aws && printf '[default]\\naws_access_key_id = S3RVER\\n"
+                    "aws_secret_access_key = S3RVER\\n' > ../home/.aws/credentials && "
+                    "git config remote.origin.zipnnurl s3://zipnn/team && git config remote.origin.zipnnendpoint " +
+                    s3->endpoint())
+                .code == 0);
+    objects = s3->data() + "/team";
+    clone_config = "-c remote.origin.zipnnurl=s3://zipnn/team -c remote.origin.zipnnendpoint=" + s3->endpoint() + " ";
+  }
+  for (int s = 10; s <= 120; s += 10) {
+    REQUIRE(repo.Sh("cp '" + repo.Data(Step(s)) + "' model.safetensors && git add model.safetensors && " +
+                    "git commit -qm 'step " + std::to_string(s) + "' && git update-ref refs/steps/s" +
+                    std::to_string(s) + " HEAD")
+                .code == 0);
+  }
+  REQUIRE(repo.Sh("git push -q origin HEAD:main 'refs/steps/*:refs/steps/*'").code == 0);
+  const uint64_t before = BytesIn(repo, objects);
+  REQUIRE(before > 30000);  // the twelve saves are there (about 48 KB)
+
+  // A plan, and nothing changed.
+  const Run plan = repo.Sh("git zipnn retain --remote origin");
+  REQUIRE_MESSAGE(plan.code == 0, plan.err);
+  CHECK(plan.out.find("would remove 9 exact objects") != std::string::npos);
+  CHECK(plan.out.find("run `git zipnn retain --remote origin --yes` to apply it to both") != std::string::npos);
+  CHECK(BytesIn(repo, objects) == before);
+  CHECK(repo.Sh("git zipnn fsck --all").out.find("retention") == std::string::npos);
+
+  const Run done = repo.Sh("git zipnn retain --remote origin --yes");
+  REQUIRE_MESSAGE(done.code == 0, (done.out + done.err));
+  CHECK(done.out.find("9 exact objects removed (") != std::string::npos);
+  CHECK(done.out.find("9 retention records") != std::string::npos);
+  const uint64_t after = BytesIn(repo, objects);
+  CAPTURE(before);
+  CAPTURE(after);
+  // Dropped: at least 30% of the remote's bytes gone. (Thinning these
+  // small saves saves less than their records take: they list every
+  // tensor's error.)
+  if (rest == "drop") CHECK(after * 10 <= before * 7);
+
+  // A fresh clone: the newest three exact; the rest left as pointers with
+  // what became of them; a thinned one read with --approximate.
+  const std::string remote_url = kind == Kind::kSsh ? url : "hub.git";
+  const Run cloned = repo.Sh("cd .. && git clone -q " + clone_config + "-b main " + remote_url + " clone");
+  REQUIRE_MESSAGE(cloned.code == 0, cloned.err);
+  const std::string in = "cd ../clone && git config user.email c@example.com && git config user.name C && ";
+  CHECK(repo.Sh("cmp ../clone/model.safetensors '" + repo.Data(Step(120)) + "'").code == 0);
+  REQUIRE(repo.Sh(in + "git fetch -q origin 'refs/steps/*:refs/steps/*'").code == 0);
+  for (int s : {100, 110, 120}) {
+    CAPTURE(s);
+    CHECK(repo.Sh(in + "git zipnn restore model.safetensors --rev refs/steps/s" + std::to_string(s) + " -o ../v -f")
+              .code == 0);
+    CHECK(repo.Sh("cmp ../v '" + repo.Data(Step(s)) + "'").code == 0);
+  }
+  const Run old = repo.Sh(in + "git checkout -q refs/steps/s30");
+  CHECK(old.code == 0);
+  CHECK(old.err.find("by retention on") != std::string::npos);
+  CHECK(old.err.find("left as its pointer") != std::string::npos);
+  CHECK(repo.Sh(in + "git status --porcelain").out.empty());
+  const Run approx = repo.Sh(in + "git zipnn restore --approximate model.safetensors -o ../a");
+  if (rest == "thin") {
+    CHECK_MESSAGE(approx.code == 0, approx.err);
+    // The same approximate bytes as in the repository that thinned it.
+    CHECK(repo.Sh("git zipnn restore --approximate model.safetensors --rev refs/steps/s30 -o ../b && cmp ../a ../b")
+              .code == 0);
+  } else {
+    CHECK(approx.code == 1);
+    CHECK(approx.err.find("was dropped by retention on") != std::string::npos);
+  }
+  const Run fsck = repo.Sh(in + "git zipnn fetch --all && git zipnn fsck --all");
+  CHECK_MESSAGE(fsck.code == 0, (fsck.out + fsck.err));
+  CHECK(fsck.out.find(rest == "thin" ? "9 thinned" : "9 dropped") != std::string::npos);
+}
+
+TEST_CASE("a folder remote: keep the newest 3, drop the rest, removes at least 30% and a clone restores the kept") {
+  CheckRetainOnRemote(Kind::kFolder, "drop");
+}
+
+TEST_CASE("a folder remote: thinned versions reach a clone as approximate versions only when asked") {
+  CheckRetainOnRemote(Kind::kFolder, "thin");
+}
+
+TEST_CASE("over ssh: retain removes on the served store, and a clone restores the kept exactly") {
+  CheckRetainOnRemote(Kind::kSsh, "thin");
+}
+
+TEST_CASE("S3: retain removes from the bucket, and a clone restores the kept exactly") {
+  CheckRetainOnRemote(Kind::kS3, "thin");
+}
+
+}  // namespace
+}  // namespace zipnn
