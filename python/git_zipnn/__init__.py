@@ -215,35 +215,49 @@ def versions(path, series=False):
     return json.loads(_zipnn(["log", "--json"] + (["--series"] if series else []) + ["--", rel], folder))
 
 
-def list_tensors(path, rev="HEAD"):
+def _approximate(approximate):
+    return ["--approximate"] if approximate else []
+
+
+def list_tensors(path, rev="HEAD", approximate=False):
     """The tensors of `path` at `rev`: dicts with name, dtype, shape,
     offset and bytes (and, for a view whose elements are out of order in
-    a shared storage, strided and strides)."""
+    a shared storage, strided and strides). approximate=True as for
+    load_tensor."""
     folder, spec = _spec(path, rev)
-    return json.loads(_zipnn(["cat", "--list", "--json", "--", spec], folder))["tensors"]
+    args = ["cat", "--list", "--json"] + _approximate(approximate)
+    return json.loads(_zipnn(args + ["--", spec], folder))["tensors"]
 
 
-def load_tensor(path, name, rev="HEAD", framework="numpy"):
+def load_tensor(path, name, rev="HEAD", framework="numpy", approximate=False):
     """One tensor of `path` at `rev`, read by parts down its chain and
     checked. A numpy array (bf16 and 8-bit floats as float32, exactly), or
-    a torch tensor with framework="torch"."""
+    a torch tensor with framework="torch".
+
+    A version that retention thinned (`git zipnn retain`) is read only
+    with approximate=True: its values rounded to the precision its record
+    states (`git zipnn log` shows it), checked against the approximate
+    version's own id. Without it, such a version raises GitZipnnError
+    naming the flag."""
     _check_framework(framework)
     folder, spec = _spec(path, rev)
-    blob = _zipnn(["cat", f"--tensor={name}", "--format=safetensors", "--", spec], folder)
+    args = ["cat", f"--tensor={name}", "--format=safetensors"] + _approximate(approximate)
+    blob = _zipnn(args + ["--", spec], folder)
     tensors = _tensors_of(blob, framework)
     if name in tensors:
         return tensors[name]
     raise GitZipnnError(f"{name!r} names several tensors of {spec} ({', '.join(tensors)}); give one name")
 
 
-def load_state_dict(path, rev="HEAD", framework="numpy", tensors=None):
+def load_state_dict(path, rev="HEAD", framework="numpy", tensors=None, approximate=False):
     """Every tensor of `path` at `rev` (or those `tensors` names or globs),
     as a dict from name to array, in file order. torch.save files give
     their tensors by path in the saved structure ("model/fc.weight"),
-    views of shared storages with their elements in order."""
+    views of shared storages with their elements in order.
+    approximate=True as for load_tensor."""
     _check_framework(framework)
     folder, spec = _spec(path, rev)
-    args = ["cat", "--format=safetensors"]
+    args = ["cat", "--format=safetensors"] + _approximate(approximate)
     for pattern in tensors or []:
         args.append(f"--tensor={pattern}")
     return _tensors_of(_zipnn(args + ["--", spec], folder), framework)

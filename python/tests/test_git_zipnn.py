@@ -259,5 +259,69 @@ class TrainingLoopTest(Repository):
         self.assertEqual(moment.shape, (32, 16))
 
 
+class RetentionTest(Repository):
+    """Versions thinned by `git zipnn retain`, read back with
+    approximate=True and checked value by value in numpy against the
+    saves of real training runs (tests/data): every value within the
+    stated bound, every other byte exact."""
+
+    STEPS = ["000040", "000080", "000120", "000160", "000200"]
+
+    def setUp(self):
+        super().setUp()
+        with open(self.path(".zipnn.yaml"), "w") as f:
+            f.write("retention:\n"
+                    "  - checkpoints: fp32.safetensors\n    keep_newest: 1\n    rest: thin\n"
+                    "    precision: absolute 12\n"
+                    "  - checkpoints: bf16.safetensors\n    keep_newest: 1\n    rest: thin\n"
+                    "    precision: relative 3\n")
+        self.sh("git zipnn track '*.safetensors' >/dev/null && git add .gitattributes .zipnn.yaml && "
+                "git commit -qm setup")
+        for step in self.STEPS:
+            for dtype in ("fp32", "bf16"):
+                shutil.copy(os.path.join(DATA, f"cnn-{dtype}", f"step-{step}.safetensors"),
+                            self.path(f"{dtype}.safetensors"))
+            self.sh(f"git add fp32.safetensors bf16.safetensors && git commit -qm {step}")
+        self.sh("git zipnn retain")
+
+    def check(self, dtype, bound_of):
+        for back, step in enumerate(reversed(self.STEPS)):
+            want = safetensors_of(os.path.join(DATA, f"cnn-{dtype}", f"step-{step}.safetensors"))
+            got = git_zipnn.load_state_dict(self.path(f"{dtype}.safetensors"), rev=f"HEAD~{back}", approximate=True)
+            self.assertEqual(list(got), list(want))
+            changed = 0
+            for name, (kind, shape, raw) in want.items():
+                if kind == "I64":  # counters stay exact
+                    self.assertEqual(got[name].tobytes(), raw, name)
+                    continue
+                exact = (numpy.frombuffer(raw, "<f4") if kind == "F32" else
+                         (numpy.frombuffer(raw, "<u2").astype(numpy.uint32) << 16).view(numpy.float32))
+                x = exact.astype(numpy.float64)
+                y = got[name].astype(numpy.float64).ravel()
+                self.assertTrue(numpy.all(numpy.abs(y - x) <= bound_of(x)), f"{name} of step {step}")
+                changed += int(numpy.count_nonzero(y != x))
+            if back == 0:
+                self.assertEqual(changed, 0)  # the newest is kept exactly
+            else:
+                self.assertGreater(changed, 0)
+
+    def test_thinned_fp32_values_are_within_the_absolute_bound(self):
+        self.check("fp32", lambda x: numpy.full_like(x, 2.0 ** -13))
+
+    def test_thinned_bf16_values_are_within_the_relative_bound(self):
+        self.check("bf16", lambda x: numpy.abs(x) * 2.0 ** -4)
+
+    def test_a_thinned_version_is_read_only_when_asked(self):
+        with self.assertRaises(git_zipnn.GitZipnnError) as caught:
+            git_zipnn.load_tensor(self.path("bf16.safetensors"), "fc1.weight", rev="HEAD~2")
+        self.assertIn("thinned by retention on", str(caught.exception))
+        self.assertIn("--approximate", str(caught.exception))
+        listed = git_zipnn.list_tensors(self.path("bf16.safetensors"), rev="HEAD~2", approximate=True)
+        self.assertEqual(len(listed), 25)
+        history = git_zipnn.versions(self.path("bf16.safetensors"))
+        self.assertEqual([v["kind"] for v in history], ["base", "thin", "thin", "thin", "thin"])
+        self.assertIn("relative 3 mantissa bits", history[1]["retention"])
+
+
 if __name__ == "__main__":
     unittest.main()
