@@ -73,7 +73,7 @@ Status RunLog(const LogArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> paths, PathsToList(repo, a.paths, a.series));
   ZIPNN_ASSIGN_OR_RETURN(git::PathHistory history, git::PathHistory::Of(git_repo));
   // Each object is described once.
-  std::map<ContentId, Result<store::StoredInfo>> described;
+  std::map<ContentId, HeldVersion> described;
   // Why each base is one, from its place in its series (read on demand).
   std::unique_ptr<git::SeriesVersions> series;
   std::map<ContentId, std::string> why;
@@ -113,25 +113,12 @@ Status RunLog(const LogArgs& a) {
       const store::Pointer& pointer = v.pointer;
       auto described_at = described.find(pointer.id);
       if (described_at == described.end()) {
-        described_at = described.emplace(pointer.id, store::Describe(repo, pointer.id)).first;
+        described_at = described.emplace(pointer.id, DescribeHeld(repo, pointer.id)).first;
       }
-      // A version retention thinned is shown as its approximate version is
-      // stored; one it dropped stores nothing.
-      std::optional<store::Retained> retained;
-      if (!described_at->second.ok() && described_at->second.status().code() == StatusCode::kNotFound) {
-        auto record = store::ReadRecord(repo.objects, pointer.id);
-        if (record.ok() && *record) {
-          retained = **record;
-          if (!retained->dropped) described_at->second = store::Describe(repo, retained->approximate);
-        }
-      }
-      const Result<store::StoredInfo>& info = described_at->second;
-      // An object (or a base of it) not in the store, or one there that
-      // cannot be read (damaged, or of a newer format): fsck says which.
-      const std::string kind = retained                                        ? (retained->dropped ? "drop" : "thin")
-                               : info.ok()                                     ? (info->delta ? "delta" : "base")
-                               : info.status().code() == StatusCode::kNotFound ? "missing"
-                                                                               : "unreadable";
+      const HeldVersion& held = described_at->second;
+      const Result<store::StoredInfo>& info = held.info;
+      const std::optional<store::Retained>& retained = held.retained;
+      const std::string& kind = held.kind;
       const uint64_t stored = info.ok() ? info->object_size : 0;
       if (counted.insert(pointer.id.Hex()).second) {
         raw_total += pointer.size;
@@ -187,7 +174,7 @@ Status RunLog(const LogArgs& a) {
     std::set<ContentId> bases;
     int longest = 0;
     for (const ContentId& id : all_objects) {
-      const Result<store::StoredInfo>& info = described.at(id);
+      const Result<store::StoredInfo>& info = described.at(id).info;
       if (!info.ok()) continue;
       bases.insert(info->last_base);
       longest = std::max(longest, info->depth);

@@ -33,18 +33,18 @@ Status RunLsFiles(const std::string& rev) {
   });
   uint64_t raw_total = 0, stored_total = 0;
   int count = 0;
-  size_t absent = 0;
+  size_t absent = 0, retained = 0;
   for (const git::FileEntry& file : files) {
     // Pointers are small blobs: only those are read.
     Result<std::optional<store::Pointer>> pointer = git::PointerInBlob(git_repo, file.blob);
     if (!pointer.ok() && pointer.status().code() == StatusCode::kGit) return pointer.status();
     if (!pointer.ok() || !*pointer) continue;
     const store::Pointer& p = **pointer;
-    auto info = store::Describe(repo, p.id);
-    const std::string kind = info.ok()                                       ? (info->delta ? "delta" : "base")
-                             : info.status().code() == StatusCode::kNotFound ? "missing"
-                                                                             : "unreadable";
-    absent += info.ok() ? 0 : 1;
+    const HeldVersion held = DescribeHeld(repo, p.id);
+    const Result<store::StoredInfo>& info = held.info;
+    const std::string& kind = held.kind;
+    absent += info.ok() || held.retained ? 0 : 1;
+    if (held.retained) ++retained;
     const uint64_t stored = info.ok() ? info->object_size : 0;
     std::printf("%.12s %-7s %-11s %10s -> %10s %8s  %s\n", p.id.Hex().c_str(), kind.c_str(), p.format.c_str(),
                 HumanBytes(p.size).c_str(), HumanBytes(stored).c_str(), Percent(stored, p.size).c_str(),
@@ -56,6 +56,10 @@ Status RunLsFiles(const std::string& rev) {
   std::printf("%d checkpoint%s at %s: %s raw, %s stored (%s)\n", count, count == 1 ? "" : "s", rev.c_str(),
               HumanBytes(raw_total).c_str(), HumanBytes(stored_total).c_str(),
               Percent(stored_total, raw_total).c_str());
+  if (retained > 0) {
+    std::printf("%s thinned or dropped by retention (`git zipnn log` says when and how)\n",
+                Counted(retained, "version").c_str());
+  }
   if (absent > 0) {
     // A clone that has not fetched every object yet (or a damaged store).
     std::printf(

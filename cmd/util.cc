@@ -131,4 +131,20 @@ Status SayIfApproximate(const access::Versions& versions, const store::Pointer& 
   return OkStatus();
 }
 
+HeldVersion DescribeHeld(const store::Store& repo, const ContentId& id) {
+  HeldVersion held{store::Describe(repo, id), "", std::nullopt};
+  if (!held.info.ok() && held.info.status().code() == StatusCode::kNotFound) {
+    auto record = store::ReadRecord(repo.objects, id);
+    if (record.ok() && *record) {
+      held.retained = **record;
+      if (!held.retained->dropped) held.info = store::Describe(repo, held.retained->approximate);
+    }
+  }
+  held.kind = held.retained                                              ? (held.retained->dropped ? "drop" : "thin")
+              : held.info.ok()                                           ? (held.info->delta ? "delta" : "base")
+              : held.info.status().code() == StatusCode::kNotFound ? "missing"
+                                                                         : "unreadable";
+  return held;
+}
+
 }  // namespace zipnn::cmd

@@ -19,7 +19,9 @@
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
 #include "lib/remote/transfer.h"
+#include "lib/store/chain.h"
 #include "lib/store/restore.h"
+#include "lib/store/retention.h"
 #include "lib/store/store.h"
 
 namespace zipnn::cmd {
@@ -41,6 +43,18 @@ void AddThreadsOption(CLI::App& sub, int& threads);
 // git::OpenStoreRepository, with a warning on stderr for each mistake in
 // .zipnn.yaml (its key keeps the default).
 Result<store::Store> OpenRepository();
+// How the store holds version `id`, for log and ls-files: its object's
+// StoredInfo (for a version retention thinned, its approximate
+// version's; for one it dropped, NotFound) and a word for it: "base",
+// "delta", "thin", "drop", "missing" (its object, or a base of its chain,
+// is not here) or "unreadable" (damaged, or of a newer format).
+struct HeldVersion {
+  Result<store::StoredInfo> info;
+  std::string kind;
+  std::optional<store::Retained> retained;
+};
+HeldVersion DescribeHeld(const store::Store& repo, const ContentId& id);
+
 // For a reader given --approximate: when `pointer`'s version is one
 // retention thinned (and no exact copy is here), says on stderr that the
 // bytes are approximate and how far off.

@@ -86,6 +86,9 @@ TEST_CASE("retain keeps the newest and the tagged exactly, thins the rest, and r
   CHECK(log.out.find("[thinned by retention on ") != std::string::npos);
   CHECK(log.out.find("missing") == std::string::npos);
   CHECK(repo.Sh("git zipnn du").out.find("retention records") != std::string::npos);
+  const Run listed = repo.Sh("git zipnn ls-files " + At(30));
+  CHECK(listed.out.find(" thin    safetensors ") != std::string::npos);
+  CHECK(listed.out.find("1 version thinned or dropped by retention") != std::string::npos);
 
   const Run fsck = repo.Sh("git zipnn fsck --all");
   CHECK_MESSAGE(fsck.code == 0, (fsck.out + fsck.err));
