@@ -70,3 +70,27 @@ for dtype in fp32 bf16; do
     "$(echo "$thinned/$exact" | bc -l)" $took "$check"
   cd "$here"
 done
+
+# On a folder remote: the fp32 run pushed to a bare hub, then `retain
+# --remote origin --yes` keeping the newest 3 and dropping the rest, or
+# thinning it as above; the hub's objects and records before and after.
+for rest in drop thin; do
+  repo=$top/remote-$rest
+  rm -rf "$repo" "$top/hub-$rest.git" && mkdir -p "$repo" && git init -q --bare "$top/hub-$rest.git" && cd "$repo"
+  git init -q && git config user.email b@example.com && git config user.name B
+  git zipnn install --local >/dev/null && git zipnn track '*.pt' >/dev/null && git remote add origin "$top/hub-$rest.git"
+  printf 'retention:\n  - checkpoints: "ckpt/**"\n    keep_newest: 3\n    rest: %s\n    precision: absolute 23\n' \
+    $rest > .zipnn.yaml
+  git add .gitattributes .zipnn.yaml && git commit -qm setup && mkdir ckpt
+  for f in "$top/fp32"/step-*.pt; do cp "$f" ckpt/ && git add ckpt 2>/dev/null && git commit -qm "$(basename "$f")"; done
+  git push -q origin HEAD:main 2>/dev/null
+  hub_bytes() { find "$top/hub-$rest.git/zipnn/objects" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
+  before=$(hub_bytes)
+  git zipnn retain --remote origin --yes > ../retain-remote-$rest.log
+  after=$(hub_bytes)
+  rm -rf ../clone-$rest && git clone -q -b main "$top/hub-$rest.git" ../clone-$rest 2>/dev/null
+  exact=$(cd ../clone-$rest && for f in $(ls ckpt/*.pt | tail -n 3); do cmp -s "$f" "$top/fp32/$(basename "$f")" && echo ok; done | wc -l)
+  printf 'folder remote, fp32 run, keep newest 3, %s the rest: %d -> %d bytes (%.1f%% removed); a fresh clone has %d of the 3 kept saves bit-exact\n' \
+    $rest $before $after "$(echo "100*($before-$after)/$before" | bc -l)" $exact
+  cd "$here"
+done
