@@ -167,14 +167,13 @@ Action SetupFsck(CLI::App& sub) {
                "Every commit reachable from a ref, a reflog or a stash, and the index (default: HEAD)");
   sub.add_flag("--fast", a->fast, "Check presence and headers of every object only; do not decode");
   sub.add_flag("--json", a->json, "One JSON object with the counts and every problem");
-  CLI::Option* remote =
-      sub.add_option("--remote",
-                     "Check the store of this git remote (default: the upstream, or origin) in place of "
-                     "the local one: every object there, decoded; old temporary files removed")
-          ->expected(0, 1);
+  auto remote = std::make_shared<RemoteOption>(
+      sub,
+      "Check the store of this git remote (default: the upstream, or origin) in place of "
+      "the local one: every object there, decoded; old temporary files removed");
   AddThreadsOption(sub, a->threads);
   return [a, remote] {
-    if (remote->count() > 0) a->remote = remote->results().empty() ? "" : remote->results()[0];
+    a->remote = remote->value();
     return RunFsck(*a);
   };
 }

@@ -305,15 +305,13 @@ Action SetupRetain(CLI::App& sub) {
   sub.add_flag("-n,--dry-run", a->dry_run, "Only print what would be kept, thinned and dropped");
   sub.add_option("--keep", a->keep, "Also keep this version exactly (REV:PATH); may be given more than once");
   sub.add_flag("-v,--verbose", a->verbose, "Print each version's bytes before and after");
-  CLI::Option* remote =
-      sub.add_option("--remote",
-                     "Apply the rules on this git remote's store too (default: the upstream, or origin); a plan "
-                     "only, unless --yes")
-          ->expected(0, 1);
+  auto remote = std::make_shared<RemoteOption>(
+      sub,
+      "Apply the rules on this git remote's store too (default: the upstream, or origin); a plan only, unless --yes");
   sub.add_flag("-y,--yes", a->yes, "With --remote: apply it (here first, then on the remote)");
   AddThreadsOption(sub, a->threads);
   return [a, remote] {
-    if (remote->count() > 0) a->remote = remote->results().empty() ? "" : remote->results()[0];
+    a->remote = remote->value();
     return RunRetain(*a);
   };
 }

@@ -43,6 +43,22 @@ void AddThreadsOption(CLI::App& sub, int& threads);
 // git::OpenStoreRepository, with a warning on stderr for each mistake in
 // .zipnn.yaml (its key keeps the default).
 Result<store::Store> OpenRepository();
+// A `--remote [NAME]` option (fsck, retain): after parsing, `value()`
+// is nullopt when it was not given, "" for the default remote, else the
+// name.
+class RemoteOption {
+ public:
+  RemoteOption(CLI::App& sub, const std::string& help)
+      : option_(sub.add_option("--remote", help)->expected(0, 1)) {}
+  std::optional<std::string> value() const {
+    if (option_->count() == 0) return std::nullopt;
+    return option_->results().empty() ? "" : option_->results()[0];
+  }
+
+ private:
+  CLI::Option* option_;
+};
+
 // How the store holds version `id`, for log and ls-files: its object's
 // StoredInfo (for a version retention thinned, its approximate
 // version's; for one it dropped, NotFound) and a word for it: "base",

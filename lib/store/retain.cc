@@ -49,15 +49,6 @@ std::string Ordinal(uint32_t n) {
   return std::to_string(n) + suffix;
 }
 
-std::string Day(int64_t seconds) {
-  const time_t at = static_cast<time_t>(seconds);
-  struct tm t = {};
-  gmtime_r(&at, &t);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &t);
-  return buf;
-}
-
 // Stores `file` (its layout read, content `id`) whole, proved first: as a
 // new object, or in place of the one the store holds.
 Status StoreWhole(const Store& store, const formats::Checkpoint& file, const ContentId& id, bool replace) {

@@ -71,15 +71,6 @@ std::optional<std::string> Unescape(const std::string& text) {
   return out;
 }
 
-std::string Day(int64_t seconds) {
-  const time_t at = static_cast<time_t>(seconds);
-  struct tm t = {};
-  gmtime_r(&at, &t);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &t);
-  return buf;
-}
-
 std::string Short(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);
@@ -106,6 +97,15 @@ Result<double> Real(const std::string& text) {
 }
 
 }  // namespace
+
+std::string Day(int64_t seconds) {
+  const time_t at = static_cast<time_t>(seconds);
+  struct tm t = {};
+  gmtime_r(&at, &t);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &t);
+  return buf;
+}
 
 double Retained::MaxAbs() const {
   double m = 0;

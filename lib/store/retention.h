@@ -56,6 +56,9 @@ struct Retained {
   std::string Describe() const;
 };
 
+// "2026-11-28": the UTC day of `seconds` since the epoch.
+std::string Day(int64_t seconds);
+
 // The record's text (docs/retention.md, "Records") and back; ParseRecord
 // checks the record's own checksum and that it is `id`'s.
 std::string RecordText(const Retained& r);
