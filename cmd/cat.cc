@@ -112,6 +112,7 @@ Status RunCat(const CatArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(const OutputFormat format, FormatOf(a));
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
+  if (a.approximate) ZIPNN_RETURN_IF_ERROR(RefuseTrackedOutput(a.output));
   ZIPNN_ASSIGN_OR_RETURN(const store::Pointer pointer, git::PointerAt(GitSpec(a.spec)));
 
   access::Options options;

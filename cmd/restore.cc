@@ -69,6 +69,7 @@ Status RunRestore(const RestoreArgs& a) {
       return InvalidArgument("--approximate writes a version's approximate bytes, which are not the committed file: "
                              "name another file with -o (such as -o " + a.path + ".approx)");
     }
+    ZIPNN_RETURN_IF_ERROR(RefuseTrackedOutput(a.output));
   }
   const std::optional<store::Pointer> staged = a.output.empty() ? Staged(a.path) : std::nullopt;
   ZIPNN_RETURN_IF_ERROR(CheckOverwrite(a, pointer, staged));

@@ -55,6 +55,10 @@ const config::Policy::RetentionRule* RuleFor(const config::Policy& policy, const
 Result<std::set<ContentId>> Named(const std::vector<std::string>& specs, const std::string& source) {
   std::set<ContentId> named;
   for (const std::string& spec : specs) {
+    if (spec.find(':') == std::string::npos) {
+      return InvalidArgument(source + " names '" + spec + "' to keep: name a version as <rev>:<path>, such as HEAD:" +
+                             spec + "; nothing was changed");
+    }
     Result<store::Pointer> pointer = git::PointerAt(spec);
     if (!pointer.ok()) {
       return InvalidArgument(source + " names '" + spec + "' to keep, which is no tracked checkpoint here (" +
@@ -78,7 +82,7 @@ std::string Summary(const std::vector<store::PlannedVersion>& plan, const config
 
 void PrintPlanned(const store::PlannedVersion& p, const std::string& sizes) {
   std::string note = p.why;
-  if (p.fate != store::Fate::kKeep && p.record) note = "already " + p.record->Describe();
+  if (p.fate != store::Fate::kKeep && p.record && p.why.empty()) note = "already " + p.record->Describe();
   std::printf("  %-4s %s %s%s%s%s\n", store::FateName(p.fate), p.version.path.c_str(),
               p.version.id.Hex().substr(0, 12).c_str(), note.empty() ? "" : " (", note.c_str(), note.empty() ? "" : ")");
   if (!sizes.empty()) std::printf("       %s\n", sizes.c_str());

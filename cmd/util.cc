@@ -1,5 +1,8 @@
 #include "cmd/util.h"
 
+#include <limits.h>
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -145,6 +148,20 @@ HeldVersion DescribeHeld(const store::Store& repo, const ContentId& id) {
               : held.info.status().code() == StatusCode::kNotFound ? "missing"
                                                                          : "unreadable";
   return held;
+}
+
+Status RefuseTrackedOutput(const std::string& output) {
+  if (output.empty() || output == "-") return OkStatus();
+  // Spelled as git would not: "../repo/x", through a link to the folder.
+  const size_t slash = output.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : output.substr(0, slash);
+  char resolved[PATH_MAX];
+  const std::string canonical = ::realpath(folder.c_str(), resolved) != nullptr
+                                    ? std::string(resolved) + "/" + output.substr(slash + 1)
+                                    : output;
+  if (!git::TrackedPath(canonical).ok() && !git::TrackedPath(output).ok()) return OkStatus();
+  return InvalidArgument(output + " is a file git tracks here: approximate bytes never take a committed file's place "
+                                  "(a commit would store them as a new version); name a file git does not track");
 }
 
 }  // namespace zipnn::cmd

@@ -71,6 +71,10 @@ struct HeldVersion {
 };
 HeldVersion DescribeHeld(const store::Store& repo, const ContentId& id);
 
+// For a reader given --approximate: InvalidArgument when `output` is a
+// file git tracks here (however it is spelled), which approximate bytes
+// must never replace.
+Status RefuseTrackedOutput(const std::string& output);
 // For a reader given --approximate: when `pointer`'s version is one
 // retention thinned (and no exact copy is here), says on stderr that the
 // bytes are approximate and how far off.

@@ -128,6 +128,16 @@ TEST_CASE("retain keeps the newest and the tagged exactly, thins the rest, and r
     const double x = Bf16(exact, i), y = Bf16(thinned, i);
     REQUIRE(std::fabs(y - x) <= std::ldexp(std::fabs(x), -5));
   }
+  // Nor through -o, however the committed file is spelled.
+  for (const char* target : {"model.safetensors", "./model.safetensors", "../repo/model.safetensors"}) {
+    CAPTURE(target);
+    const Run over = repo.Sh(std::string("git zipnn restore --approximate model.safetensors -f -o ") + target);
+    CHECK(over.code == 1);
+    CHECK(over.err.find("is a file git tracks here: approximate bytes never take a committed file's place") !=
+          std::string::npos);
+  }
+  CHECK(repo.Sh("git zipnn cat --approximate HEAD:model.safetensors -f -o model.safetensors").code == 1);
+  CHECK(Slurp(repo.File("model.safetensors")).rfind("git-zipnn pointer", 0) == 0);
   const Run cat = repo.Sh("git zipnn cat HEAD:model.safetensors -o ../c.out");
   CHECK(cat.code == 1);
   const Run cat_approx = repo.Sh("git zipnn cat --approximate HEAD:model.safetensors -o ../c.out");
@@ -180,6 +190,21 @@ TEST_CASE("a retain killed at any point loses nothing kept, and the next one fin
   const Run fsck = repo.Sh("git zipnn fsck --all");
   CHECK_MESSAGE(fsck.code == 0, (fsck.out + fsck.err));
   CHECK(fsck.out.find("8 thinned") != std::string::npos);
+  for (int s : {50, 100, 110, 120}) CHECK_MESSAGE(RestoresExactly(repo, s), s);
+
+  // Damaged records: a checkout still leaves the pointers and goes on;
+  // fsck names them; what was kept is untouched.
+  REQUIRE(repo.Sh("for r in $(find .git/zipnn/objects -name '*.retained'); do "
+                  "printf 'X' | dd of=$r bs=1 seek=30 conv=notrunc status=none; done")
+              .code == 0);
+  const Run checkout = repo.Sh("git checkout -q " + At(30));
+  CHECK_MESSAGE(checkout.code == 0, checkout.err);
+  CHECK(checkout.err.find("is damaged: its checksum does not match") != std::string::npos);
+  CHECK(checkout.err.find("left as its pointer") != std::string::npos);
+  CHECK(repo.Sh("git status --porcelain").out.empty());
+  const Run damaged = repo.Sh("git zipnn fsck --all");
+  CHECK(damaged.code == 1);
+  CHECK(damaged.out.find("retention record of") != std::string::npos);
   for (int s : {50, 100, 110, 120}) CHECK_MESSAGE(RestoresExactly(repo, s), s);
 }
 

@@ -77,7 +77,12 @@ Status RemovedVersion(const store::Retained& r, const std::string& name) {
 std::optional<Status> Versions::WriteRetained(const store::Pointer& pointer, const std::string& name, ByteSink& out,
                                               const store::FindCopy& find_copy, bool ask_remote) const {
   Result<std::optional<store::Retained>> record = Retention(pointer.id);
-  if (!record.ok()) return Annotate(record.status(), name);
+  if (!record.ok()) {
+    // Retention took it, but what it made of it cannot be read: a
+    // checkout still leaves the pointer, and fsck names the record.
+    return Removed(name + ": version " + pointer.id.Hex().substr(0, 12) + " is not here, and " +
+                   record.status().message() + " (`git zipnn fsck` names it)");
+  }
   if (!*record) return std::nullopt;
   const store::Retained& r = **record;
   if (options_.approximate && !r.dropped) {

@@ -122,6 +122,7 @@ std::vector<PlannedVersion> PlanSeries(const Store& store, const std::vector<Ver
     p.exact = store.objects.Has(p.version.id);
     auto record = ReadRecord(store.objects, p.version.id);
     if (record.ok()) p.record = *record;
+    const std::string damaged = record.ok() ? "" : "; " + record.status().message();
     const VersionFacts f = facts(p.version.id);
     if (n - i <= rule.keep_newest) {
       p.why = "newest " + std::to_string(rule.keep_newest);
@@ -148,7 +149,7 @@ std::vector<PlannedVersion> PlanSeries(const Store& store, const std::vector<Ver
       if (!p.why.empty()) p.why = "kept by the rule, but " + p.record->Describe();
     } else if (!p.exact) {
       p.fate = Fate::kKeep;
-      p.why = "not in this store";
+      p.why = "not in this store" + damaged;
     }
     plan.push_back(std::move(p));
   }
