@@ -32,25 +32,27 @@ TransferOptions OptionsShowing(Progress& progress, const std::string& state) {
 }
 
 // The versions of `ids` the remote lacks that retention took there: each
-// taken out of `ids` into `retained`, its record kept here.
-Status TakeRemoteRecords(const store::Store& repo, RemoteStore& remote, std::vector<ContentId>& ids,
-                         std::map<ContentId, store::Retained>& retained) {
+// taken out of `ids` into `retained`, its record kept here. A remote that
+// cannot say (a record it cannot send, one that does not parse) leaves
+// the version where it was: its fetch fails as it would have.
+void TakeRemoteRecords(const store::Store& repo, RemoteStore& remote, std::vector<ContentId>& ids,
+                       std::map<ContentId, store::Retained>& retained) {
   std::vector<ContentId> missing;
   for (const ContentId& id : ids) {
     if (!repo.objects.Has(id)) missing.push_back(id);
   }
-  if (missing.empty()) return OkStatus();
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<bool> there, remote.Has(missing));
+  if (missing.empty()) return;
+  Result<std::vector<bool>> there = remote.Has(missing);
+  if (!there.ok()) return;
   for (size_t i = 0; i < missing.size(); ++i) {
-    if (there[i]) continue;
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> text, remote.GetRecord(missing[i]));
-    if (!text) continue;
-    ZIPNN_ASSIGN_OR_RETURN(store::Retained record, store::ParseRecord(*text, missing[i]));
-    ZIPNN_RETURN_IF_ERROR(store::WriteRecord(repo.objects, record));
-    retained.emplace(missing[i], record);
+    if ((*there)[i]) continue;
+    Result<std::optional<std::string>> text = remote.GetRecord(missing[i]);
+    if (!text.ok() || !*text) continue;
+    Result<store::Retained> record = store::ParseRecord(**text, missing[i]);
+    if (!record.ok() || !store::WriteRecord(repo.objects, *record).ok()) continue;
+    retained.emplace(missing[i], *record);
     ids.erase(std::find(ids.begin(), ids.end(), missing[i]));
   }
-  return OkStatus();
 }
 
 // Pushes (or fetches) the objects of `found`.
@@ -75,16 +77,31 @@ Result<Transferred> Transfer(bool push, const store::Store& repo, const std::str
     ids.push_back(pointer.id);
     options.raw_sizes[pointer.id] = pointer.size;
   }
-  if (!push) ZIPNN_RETURN_IF_ERROR(TakeRemoteRecords(repo, *other, ids, retained));
   // A thinned version moves as its approximate version; a dropped one as
   // nothing but its record.
-  for (const auto& [id, record] : retained) {
-    if (record.dropped) continue;
-    ids.push_back(record.approximate);
-    options.raw_sizes[record.approximate] = record.size;
+  auto add_approximate = [&](const std::map<ContentId, store::Retained>& taken) {
+    for (const auto& [id, record] : taken) {
+      if (record.dropped) continue;
+      ids.push_back(record.approximate);
+      options.raw_sizes[record.approximate] = record.size;
+    }
+  };
+  add_approximate(retained);
+  Result<TransferReport> moved =
+      push ? PushObjects(repo, *other, ids, options) : FetchObjects(repo, *other, ids, options);
+  // An object the remote lacks may be one retention took there: its
+  // record says so. Asked only then, so a fetch that fails otherwise fails
+  // as it did.
+  if (!push && moved.status().code() == StatusCode::kNotFound) {
+    std::map<ContentId, store::Retained> there;
+    TakeRemoteRecords(repo, *other, ids, there);
+    if (!there.empty()) {
+      add_approximate(there);
+      retained.insert(there.begin(), there.end());
+      moved = FetchObjects(repo, *other, ids, options);
+    }
   }
-  ZIPNN_ASSIGN_OR_RETURN(done.report,
-                         push ? PushObjects(repo, *other, ids, options) : FetchObjects(repo, *other, ids, options));
+  ZIPNN_ASSIGN_OR_RETURN(done.report, std::move(moved));
   if (push && !retained.empty()) {
     if (other->CanRetain()) {
       for (const auto& [id, record] : retained) ZIPNN_RETURN_IF_ERROR(other->PutRecord(id, store::RecordText(record)));
