@@ -67,7 +67,7 @@ Result<std::optional<Retained>> ThinOne(const Store& store, const ContentId& id,
   std::vector<TensorError> errors;
   ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint approx,
                          formats::Checkpoint::Spool(store.temp_dir, [&](ByteSink& out) -> Status {
-                           ZIPNN_ASSIGN_OR_RETURN(errors, Thin(exact.View(id), precision, out));
+                           ZIPNN_ASSIGN_OR_RETURN(errors, formats::Thin(exact.View(id), precision, out));
                            return OkStatus();
                          }));
   ZIPNN_ASSIGN_OR_RETURN(ContentId approximate, HashSource(approx.file()));

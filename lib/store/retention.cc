@@ -22,7 +22,6 @@ constexpr char kMagic[] = "git-zipnn retained 1";
 // A record lists one line per tensor; a checkpoint of a million tensors
 // makes one of about 80 MiB. Anything larger is not one of ours.
 constexpr uint64_t kMaxRecordBytes = 128ull << 20;
-constexpr size_t kBlock = 4u << 20;
 
 std::string Hex64(uint64_t v) {
   char buf[17];
@@ -235,35 +234,6 @@ Status WriteRecord(const ObjectStore& objects, const Retained& r) {
   const std::string text = RecordText(r);
   ZIPNN_RETURN_IF_ERROR(out.Append(text.data(), text.size()));
   return out.Commit();
-}
-
-Result<std::vector<TensorError>> Thin(const formats::CheckpointView& in, const codec::Precision& precision,
-                                      ByteSink& out) {
-  const formats::FileLayout& layout = *in.layout;
-  std::vector<TensorError> errors;
-  std::vector<uint8_t> block;
-  uint64_t at = 0;
-  // Copies [at, end) as it is.
-  auto copy = [&](uint64_t end) { return CopyRange(*in.source, at, end - at, out); };
-  for (const formats::Tensor& t : layout.tensors) {
-    if (!codec::Thinnable(t.dtype) || t.strided || t.offset < at) continue;
-    ZIPNN_RETURN_IF_ERROR(copy(t.offset));
-    const size_t width = static_cast<size_t>(codec::DTypeWidth(t.dtype));
-    const size_t step = kBlock / width * width;
-    codec::ThinError err;
-    for (uint64_t done = 0; done < t.length;) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(step, t.length - done));
-      block.resize(n);
-      ZIPNN_RETURN_IF_ERROR(in.source->ReadAt(t.offset + done, block.data(), n));
-      if (auto e = codec::ThinValues(t.dtype, precision, block.data(), n)) err.Merge(*e);
-      ZIPNN_RETURN_IF_ERROR(out.Append(block.data(), n));
-      done += n;
-    }
-    at = t.offset + t.length;
-    errors.push_back(TensorError{t.name, err.max_abs, err.max_rel, err.changed, err.values});
-  }
-  ZIPNN_RETURN_IF_ERROR(copy(layout.size));
-  return errors;
 }
 
 }  // namespace zipnn::store

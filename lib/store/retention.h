@@ -25,18 +25,12 @@
 #include "lib/base/status.h"
 #include "lib/codec/thin.h"
 #include "lib/formats/checkpoint.h"
+#include "lib/formats/thin.h"
 #include "lib/store/object_store.h"
 
 namespace zipnn::store {
 
-// What thinning did to one tensor (a torch.save file's storage).
-struct TensorError {
-  std::string name;
-  double max_abs = 0;
-  double max_rel = 0;
-  uint64_t changed = 0;  // values rounded
-  uint64_t values = 0;   // values of a float type
-};
+using formats::TensorError;
 
 struct Retained {
   ContentId id;  // the exact version
@@ -70,11 +64,5 @@ inline constexpr char kRecordSuffix[] = ".retained";
 // The record of `id`, if there is one; Corruption for a damaged one.
 Result<std::optional<Retained>> ReadRecord(const ObjectStore& objects, const ContentId& id);
 Status WriteRecord(const ObjectStore& objects, const Retained& r);
-
-// Writes `in` to `out` with every tensor of a float type rounded to
-// `precision` and every other byte as it is; what each tensor took (in
-// layout order, those of a float type only). Memory: a block of 4 MiB.
-Result<std::vector<TensorError>> Thin(const formats::CheckpointView& in, const codec::Precision& precision,
-                                      ByteSink& out);
 
 }  // namespace zipnn::store
