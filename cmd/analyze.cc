@@ -12,6 +12,7 @@
 #include "cmd/util.h"
 #include "lib/access/versions.h"
 #include "lib/base/strings.h"
+#include "lib/codec/thin.h"
 #include "lib/analyze/analysis.h"
 #include "lib/analyze/html_report.h"
 #include "lib/analyze/report.h"
@@ -34,8 +35,26 @@ struct AnalyzeArgs {
   size_t top = 20;
   std::string csv, json, html;
   bool as_given = false;
+  std::vector<std::string> thin;
   int threads = 0;
 };
+
+// The precisions of --thin: nullopt when none is given (the analysis
+// chooses by the float types), empty for "none".
+Result<std::optional<std::vector<codec::Precision>>> ThinningPrecisions(const std::vector<std::string>& given) {
+  if (given.empty()) return std::optional<std::vector<codec::Precision>>();
+  std::vector<codec::Precision> precisions;
+  for (const std::string& text : given) {
+    if (text == "none") {
+      if (given.size() > 1) return InvalidArgument("--thin none cannot be given with other precisions");
+      break;
+    }
+    Result<codec::Precision> p = codec::ParsePrecision(text);
+    if (!p.ok()) return InvalidArgument("--thin: " + p.status().message());
+    precisions.push_back(*p);
+  }
+  return std::optional<std::vector<codec::Precision>>(precisions);
+}
 
 // A checkpoint still to be read: where it is, and what to call it.
 using Pending = git::VersionToRead;
@@ -109,6 +128,7 @@ Status RunAnalyze(const AnalyzeArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(options.select, analyze::TensorsMatching(a.tensors, a.tensors_regex));
   options.filter_text = a.tensors.empty() ? a.tensors_regex : a.tensors;
   options.histogram_at = a.at;
+  ZIPNN_ASSIGN_OR_RETURN(options.thinning, ThinningPrecisions(a.thin));
 
   const bool on_disk = OnDisk(a);
   std::optional<store::Store> repo;
@@ -193,6 +213,10 @@ Action SetupAnalyze(CLI::App& sub) {
   sub.add_option("--html", a->html, "Also write a self-contained HTML report with charts");
   sub.add_flag("--as-given", a->as_given,
                "Compare files in the order given, even when they are not versions of one series");
+  sub.add_option("--thin", a->thin,
+                 "A precision of the thinning what-if ('absolute 23', 'relative 5'), repeatable; 'none' for no "
+                 "thinning table (default: chosen by the float types)")
+      ->allow_extra_args(false);
   AddThreadsOption(sub, a->threads);
   return [a] { return RunAnalyze(*a); };
 }

@@ -164,7 +164,8 @@ Action SetupCat(CLI::App& sub) {
                  "<rev>:<path> as git names a file at a revision (path from the top, or ./path), or a path "
                  "(HEAD's version, from the current folder)")
       ->required();
-  sub.add_option("-t,--tensor", a->tensors, "A tensor to write, by name or glob (repeat for more); default: all");
+  sub.add_option("-t,--tensor", a->tensors, "A tensor to write, by name or glob (repeat for more); default: all")
+      ->allow_extra_args(false);
   sub.add_option("-o,--output", a->output, "Write here instead of to standard output");
   sub.add_option("--format", a->format,
                  "raw (the bytes; without --tensor the whole file), npy (one tensor) or safetensors; default: "

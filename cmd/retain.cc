@@ -307,7 +307,8 @@ Action SetupRetain(CLI::App& sub) {
   auto a = std::make_shared<RetainArgs>();
   sub.add_option("paths", a->paths, "Tracked checkpoints whose series to apply the rules to (default: every series)");
   sub.add_flag("-n,--dry-run", a->dry_run, "Only print what would be kept, thinned and dropped");
-  sub.add_option("--keep", a->keep, "Also keep this version exactly (REV:PATH); may be given more than once");
+  sub.add_option("--keep", a->keep, "Also keep this version exactly (REV:PATH); may be given more than once")
+      ->allow_extra_args(false);
   sub.add_flag("-v,--verbose", a->verbose, "Print each version's bytes before and after");
   auto remote = std::make_shared<RemoteOption>(
       sub,

@@ -264,13 +264,15 @@ TEXT_COLUMNS = {
     "tensors": {"checkpoint_label", "tensor", "dtype", "shape", "status"},
     "exponents": {"checkpoint_label", "dtype", "kind"},
     "policies": {"newest", "against", "current"},
+    "thinning": {"precision", "kind"},
 }
 
 
 def csv_paths(path):
     stem = path[:-4] if path.endswith(".csv") else path
     return {"checkpoints": path, "tensors": stem + ".tensors.csv",
-            "exponents": stem + ".exponents.csv", "policies": stem + ".policies.csv"}
+            "exponents": stem + ".exponents.csv", "policies": stem + ".policies.csv",
+            "thinning": stem + ".thinning.csv"}
 
 
 def read_csv_tables(path):
@@ -469,6 +471,86 @@ def check_policies(source, got_rows, raw_total):
             fail(w, "latest_bytes", r["latest_bytes"], "between 0 and stored_bytes %d" % r["stored_bytes"])
 
 
+# --- thinning, recomputed in float arithmetic (the tool rounds bits) ---
+
+# Mantissa bits, and the largest finite value, of the types thinning rounds.
+THINNABLE = {"F64": (52, np.finfo(np.float64).max), "F32": (23, float(np.finfo(np.float32).max)),
+             "BF16": (7, float.fromhex("0x1.fep127")), "F16": (10, 65504.0)}
+
+
+def to_bits(t, values):
+    """float64 values, each exactly representable in t's dtype, as t's bits."""
+    if t.st_dtype == "F64":
+        return values.view(np.uint64)
+    if t.st_dtype == "F16":
+        return values.astype(np.float16).view(np.uint16)
+    wide = values.astype(np.float32).view(np.uint32)
+    if t.st_dtype == "F32":
+        return wide
+    if np.any(wide & np.uint32(0xFFFF)):
+        raise Mismatch("%s: a rounded bf16 value is not a bf16 value" % t.name)
+    return (wide >> np.uint32(16)).astype(np.uint16)
+
+
+def thin(t, kind, bits):
+    """t's values rounded as `kind` precision `bits` says (docs/retention.md): the
+    bits after, in float64 the values before and after."""
+    man, largest = THINNABLE[t.st_dtype]
+    x = t.values()
+    finite = np.isfinite(x)
+    y = x.copy()
+    if kind == "absolute":
+        scale = 2.0 ** bits
+        y[finite] = np.rint(x[finite] * scale) / scale
+    else:
+        # Normal values only: |x| >= the smallest normal of the type.
+        exp_bits, bias = t.exp_field
+        normal = finite & (np.abs(x) >= 2.0 ** (1 - bias))
+        if bits < man:
+            _, e = np.frexp(x[normal])  # |x| in [2^(e-1), 2^e)
+            step = np.ldexp(1.0, e - 1 - bits)
+            y[normal] = np.rint(x[normal] / step) * step
+        # A value that would round past the largest finite one stays.
+        y[np.abs(y) > largest] = x[np.abs(y) > largest]
+    after = t.bits.copy()
+    after[finite] = to_bits(t, y)[finite]
+    return after, x, np.where(finite, y, x)
+
+
+def check_thinning(source, got_rows, checkpoint_rows, checkpoints, k, raw_total):
+    if not got_rows or got_rows[0]["kind"] != "exact":
+        raise Mismatch("%s: the thinning table has no exact row first" % source)
+    exact = sum(r["standalone_auto"] if r["index"] % k == 0 else r["previous_auto"] for r in checkpoint_rows)
+    same_count(Where(source, None, "thinning, exact"), "stored_bytes", got_rows[0]["stored_bytes"], exact)
+    for r in got_rows[1:]:
+        w = Where(source, None, "thinning, %s" % r["precision"])
+        same_real(w, "stored_share", r["stored_share"], r["stored_bytes"] / raw_total)
+        same_real(w, "of_exact", r["of_exact"], r["stored_bytes"] / exact)
+        bound = 2.0 ** -(r["bits"] + 1)
+        same_real(w, "bound", r["bound"], bound)
+        rounded = values = 0
+        max_abs = max_rel = 0.0
+        for cp in checkpoints:
+            for t in cp["tensors"].values():
+                if t.st_dtype not in THINNABLE:
+                    continue
+                after, x, y = thin(t, r["kind"], int(r["bits"]))
+                changed = after != t.bits
+                rounded += int(np.count_nonzero(changed))
+                values += t.elements
+                if np.any(changed):
+                    diff = np.abs(y[changed] - x[changed])
+                    max_abs = max(max_abs, float(diff.max()))
+                    max_rel = max(max_rel, float((diff / np.abs(x[changed])).max()))
+        same_count(w, "rounded_values", r["rounded_values"], rounded)
+        same_count(w, "float_values", r["float_values"], values)
+        same_real(w, "max_abs_error", r["max_abs_error"], max_abs)
+        same_real(w, "max_rel_error", r["max_rel_error"], max_rel)
+        limit = max_abs if r["kind"] == "absolute" else max_rel
+        if limit > bound:
+            fail(w, "max_%s_error" % ("abs" if r["kind"] == "absolute" else "rel"), limit, "at most %g" % bound)
+
+
 def check_numeric_dtypes(source, tables, all_null_ok):
     for name, frame in tables.items():
         for c in frame.columns:
@@ -544,6 +626,10 @@ def main():
             check_policies(source, tables["policies"], raw_total)
             check_source(source, tables["checkpoints"], checkpoints)
             print("ok  %s: policy shares and checkpoint sources match" % source)
+            check_thinning(source, tables["thinning"], tables["checkpoints"], checkpoints, args.base_interval,
+                           raw_total)
+            print("ok  %s: %d thinning rows match the values rounded with numpy, within their bounds"
+                  % (source, len(tables["thinning"]) - 1))
         # A property of the coders rather than of the statistics: checked
         # last, so that a failure here does not hide the checks above.
         for source, tables in sources:

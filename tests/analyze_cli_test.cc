@@ -348,7 +348,7 @@ TEST_CASE("the checker names the checkpoint, tensor and column of a single alter
   WriteHandMadePair(dir);
   const std::string files = dir + "/step-000001.safetensors " + dir + "/step-000002.safetensors";
   REQUIRE(Analyze(files, "--base-interval 10", stem).code == 0);
-  for (const char* table : {".csv", ".exponents.csv", ".policies.csv", ".json"}) {
+  for (const char* table : {".csv", ".exponents.csv", ".policies.csv", ".thinning.csv", ".json"}) {
     REQUIRE(Sh("cp '" + stem + table + "' '" + bad + table + "'").code == 0);
   }
   std::vector<Row> tensors = ReadCsv(stem + ".tensors.csv");
@@ -365,6 +365,25 @@ TEST_CASE("the checker names the checkpoint, tensor and column of a single alter
   CHECK(c.code == 1);
   CHECK(c.out.find("MISMATCH csv, checkpoint 1, tensor 'w', column changed: tool wrote 4, recomputed 3") !=
         std::string::npos);
+
+  // The thinning table too: one rounded value more than numpy counts is
+  // caught, and named by its row.
+  REQUIRE(Sh("cp '" + stem + ".tensors.csv' '" + bad + ".tensors.csv'").code == 0);
+  std::vector<Row> thinning = ReadCsv(stem + ".thinning.csv");
+  std::istringstream thinning_text(Slurp(stem + ".thinning.csv"));
+  std::getline(thinning_text, header);
+  bool altered = false;
+  for (Row& r : thinning) {
+    if (r.at("precision") != "relative 3 mantissa bits") continue;
+    r["rounded_values"] = std::to_string(std::stoull(r.at("rounded_values")) + 1);
+    altered = true;
+  }
+  REQUIRE(altered);
+  WriteCsv(bad + ".thinning.csv", Split(header), thinning);
+  const Run t = Check(files, "--against previous --base-interval 10", bad);
+  INFO("analyze_check.py output:\n", t.out, t.err);
+  CHECK(t.code == 1);
+  CHECK(t.out.find("MISMATCH csv, thinning, relative 3 mantissa bits, column rounded_values") != std::string::npos);
 }
 
 TEST_CASE("the HTML report of a real trajectory renders in a browser with every chart") {

@@ -65,6 +65,9 @@ TEST_CASE("cat writes tensors of any version, read by parts, as raw bytes, npy o
   REQUIRE(repo.Sh("mkdir sub && cd sub && git zipnn cat HEAD~3:../model.safetensors -t c2.weight > ../c2.raw").code ==
           0);
   CHECK(Slurp(repo.File("c2.raw")) == want.at("c2.weight").bytes);
+  // The option before the checkpoint takes one tensor, not the checkpoint too.
+  REQUIRE(repo.Sh("git zipnn cat -t c2.weight HEAD~3:model.safetensors > c2-first.raw").code == 0);
+  CHECK(Slurp(repo.File("c2-first.raw")) == want.at("c2.weight").bytes);
 
   // Tensors by glob into a safetensors file that holds exactly them.
   REQUIRE(repo.Sh("git zipnn cat HEAD~3:model.safetensors -t 'b2.*' -t fc2.weight -o part.safetensors").code == 0);

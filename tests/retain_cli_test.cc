@@ -173,6 +173,10 @@ TEST_CASE("retain changes nothing while .zipnn.yaml has a mistake, or names a ve
   CHECK(named.code == 1);
   CHECK(named.err.find("--keep names 'v5O:model.safetensors' to keep, which is no tracked checkpoint here") !=
         std::string::npos);
+  // --keep takes one version; a path after it is what to retain.
+  const Run before_path = repo.Sh("git zipnn retain -n --keep v50:model.safetensors model.safetensors");
+  CHECK_MESSAGE(before_path.code == 0, before_path.err);
+  CHECK(before_path.out.find("(named)") != std::string::npos);
   for (int s = 10; s <= 120; s += 10) CHECK_MESSAGE(RestoresExactly(repo, s), s);
 }
 

@@ -28,6 +28,7 @@
 #include "lib/base/status.h"
 #include "lib/codec/delta_transform.h"
 #include "lib/codec/dtype.h"
+#include "lib/codec/thin.h"
 #include "lib/config/policy.h"
 #include "lib/formats/checkpoint.h"
 #include "lib/formats/file_layout.h"
@@ -165,6 +166,25 @@ struct PolicyOutcome {
   uint64_t latest_bytes = 0;
 };
 
+// What retention's thinning (docs/retention.md) would store for the
+// trajectory at one precision: every checkpoint's float tensors rounded
+// (lib/formats/thin.h), then stored as Analysis::exact_stored is, and the
+// error that makes, over every float value of every checkpoint (whatever
+// the tensor filter).
+struct ThinningOutcome {
+  codec::Precision precision;
+  uint64_t stored_bytes = 0;
+  double max_abs = 0;    // largest |x' - x|
+  double max_rel = 0;    // largest |x' - x| / |x|
+  uint64_t changed = 0;  // values rounded
+  uint64_t values = 0;   // values of a float type
+
+  // The papers' precisions for the float types of a checkpoint: absolute
+  // 2^-27, 2^-23 and 2^-20 and relative 10 bits for fp32 and fp64, and
+  // relative 5, 4 and 3 bits for bf16 and fp16.
+  static std::vector<codec::Precision> DefaultsFor(const formats::FileLayout& layout);
+};
+
 struct Analysis {
   config::DeltaAgainst against = config::DeltaAgainst::kPrevious;
   uint32_t base_interval = 10;
@@ -180,6 +200,11 @@ struct Analysis {
   std::optional<size_t> histogram_at;
   std::vector<ExponentHistogram> histograms;
   std::vector<PolicyOutcome> policies;
+  // The exact checkpoints stored with a base every base_interval and
+  // deltas against the previous one, and the same with each precision of
+  // Options::thinning.
+  uint64_t exact_stored = 0;
+  std::vector<ThinningOutcome> thinning;
 };
 
 // Slots that hold bytes in any compared checkpoint, in SlotOrder.
@@ -214,6 +239,9 @@ struct Options {
   // the what-if's "current" row.
   config::Policy policy;
   bool what_if = true;
+  // The precisions of the thinning what-if: nullopt for
+  // ThinningOutcome::DefaultsFor the first checkpoint, empty for none.
+  std::optional<std::vector<codec::Precision>> thinning;
 };
 
 class Analyzer {

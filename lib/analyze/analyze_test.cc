@@ -16,6 +16,7 @@
 #include "lib/container/estimate.h"
 #include "lib/container/layout.h"
 #include "lib/formats/detect.h"
+#include "lib/formats/thin.h"
 
 namespace zipnn::analyze {
 namespace {
@@ -515,13 +516,102 @@ TEST_CASE("a policy that allows no chain stores every version as a base") {
   CHECK(Policy(an, 0, config::DeltaAgainst::kPrevious).max_chain == kNoChainLimit);
 }
 
+TEST_CASE("the thinning what-if stores what thinned copies of the checkpoints store, with their errors") {
+  Options o;
+  o.base_interval = 5;
+  o.policy.threads = 2;
+  using Kind = codec::Precision::Kind;
+  const std::vector<codec::Precision> precisions = {{Kind::kRelative, 5}, {Kind::kRelative, 3}, {Kind::kAbsolute, 8}};
+  o.thinning = precisions;
+  Analyzer analyzer(o);
+  const std::vector<std::shared_ptr<Input>> inputs = Trajectory();
+  for (auto& in : inputs) REQUIRE(analyzer.Add(in).ok());
+  const Analysis an = analyzer.Finish();
+  REQUIRE(an.thinning.size() == 3);
+  uint64_t exact = 0;
+  for (const CheckpointRow& r : an.rows) exact += r.index % 5 == 0 ? r.standalone.automatic : r.vs_previous.automatic;
+  CHECK(an.exact_stored == exact);
+
+  // The same figures from thinned copies written out whole: a base at 0,
+  // 5 and 10, the others deltas against the thinned one before.
+  ThreadPool pool(2);
+  for (size_t i = 0; i < precisions.size(); ++i) {
+    const codec::Precision& p = precisions[i];
+    CAPTURE(p.Text());
+    std::vector<std::vector<uint8_t>> copies;
+    uint64_t stored = 0;
+    double max_abs = 0, max_rel = 0;
+    uint64_t changed = 0, values = 0;
+    for (size_t at = 0; at < inputs.size(); ++at) {
+      const formats::CheckpointView exact_view = inputs[at]->checkpoint.View();
+      MemorySink out;
+      auto errors = formats::Thin(exact_view, p, out);
+      REQUIRE(errors.ok());
+      for (const formats::TensorError& e : *errors) {
+        max_abs = std::max(max_abs, e.max_abs);
+        max_rel = std::max(max_rel, e.max_rel);
+        changed += e.changed;
+        values += e.values;
+      }
+      copies.push_back(out.ToVector());
+      const MemorySource copy(copies[at].data(), copies[at].size(), "copy");
+      const formats::CheckpointView view{&copy, exact_view.layout, {}};
+      std::optional<MemorySource> before;
+      std::optional<formats::CheckpointView> against;
+      if (at % 5 != 0) {
+        before.emplace(copies[at - 1].data(), copies[at - 1].size(), "before");
+        against = formats::CheckpointView{&*before, exact_view.layout, {}};
+      }
+      auto sizes = MeasureSizes(view, against ? &*against : nullptr, o.policy, Coders::kAutoOnly, pool);
+      REQUIRE(sizes.ok());
+      stored += sizes->automatic;
+    }
+    const ThinningOutcome& outcome = an.thinning[i];
+    CHECK(outcome.stored_bytes == stored);
+    CHECK(outcome.max_abs == max_abs);
+    CHECK(outcome.max_rel == max_rel);
+    CHECK(outcome.changed == changed);
+    CHECK(outcome.values == values);
+    // A coarser precision stores less, and the error stays in its bound.
+    CHECK(outcome.stored_bytes < an.exact_stored);
+    CHECK(outcome.changed > 0);
+    if (p.kind == Kind::kRelative) CHECK(outcome.max_rel <= p.Bound());
+    if (p.kind == Kind::kAbsolute) CHECK(outcome.max_abs <= p.Bound());
+  }
+  CHECK(an.thinning[1].stored_bytes < an.thinning[0].stored_bytes);
+}
+
+TEST_CASE("the thinning what-if's precisions follow the float types of the checkpoint") {
+  auto texts = [](const formats::FileLayout& layout) {
+    std::string all;
+    for (const codec::Precision& p : ThinningOutcome::DefaultsFor(layout)) all += p.Text() + "; ";
+    return all;
+  };
+  formats::FileLayout layout;
+  formats::Tensor t;
+  t.dtype = DType::kI64;
+  layout.tensors.push_back(t);
+  CHECK(texts(layout).empty());
+  layout.tensors[0].dtype = DType::kBF16;
+  CHECK(texts(layout) == "relative 5 mantissa bits; relative 4 mantissa bits; relative 3 mantissa bits; ");
+  layout.tensors.push_back(t);
+  layout.tensors[1].dtype = DType::kF32;
+  CHECK(texts(layout) == "absolute 2^-27; absolute 2^-23; absolute 2^-20; relative 10 mantissa bits; "
+                         "relative 5 mantissa bits; relative 4 mantissa bits; relative 3 mantissa bits; ");
+  // None asked: no thinning rows, and none in the report.
+  Options o;
+  o.thinning = std::vector<codec::Precision>{};
+  const Analysis an = Run({}, o);
+  CHECK(an.thinning.empty());
+}
+
 TEST_CASE("data tables carry the same figures as the analysis") {
   Analyzer analyzer(Options{});
   auto inputs = Trajectory();
   for (size_t i = 0; i < 3; ++i) REQUIRE(analyzer.Add(inputs[i]).ok());
   const Analysis an = analyzer.Finish();
   const std::vector<DataTable> tables = DataTables(an);
-  REQUIRE(tables.size() == 4);
+  REQUIRE(tables.size() == 5);
   const DataTable& rows = tables[0];
   CHECK(rows.name == "checkpoints");
   REQUIRE(rows.rows.size() == 3);
@@ -536,9 +626,18 @@ TEST_CASE("data tables carry the same figures as the analysis") {
         an.rows[1].change.GroupChangedFraction(Slot("exp")));
   CHECK(tables[1].rows.size() == an.tensors.size());
   CHECK(tables[3].rows.size() == an.policies.size());
+  // The exact row, then one row per precision: bf16 takes relative 5, 4, 3.
+  const DataTable& thinning = tables[4];
+  REQUIRE(thinning.rows.size() == 4);
+  CHECK(std::get<uint64_t>(thinning.rows[0][column(thinning, "stored_bytes")]) == an.exact_stored);
+  CHECK(std::get<std::string>(thinning.rows[1][column(thinning, "precision")]) == "relative 5 mantissa bits");
+  CHECK(std::get<uint64_t>(thinning.rows[3][column(thinning, "stored_bytes")]) == an.thinning[2].stored_bytes);
+  CHECK(std::get<double>(thinning.rows[2][column(thinning, "max_rel_error")]) == an.thinning[1].max_rel);
   const std::string text = TextReport(an, TextOptions{});
   CHECK(text.find("Policy what-if") != std::string::npos);
   CHECK(text.find("Tensors of 30 against 20") != std::string::npos);
+  CHECK(text.find("Thinning what-if") != std::string::npos);
+  CHECK(text.find("relative 3 mantissa bits") != std::string::npos);
 }
 
 }  // namespace

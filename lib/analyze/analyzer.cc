@@ -9,6 +9,7 @@
 #include "lib/analyze/scan.h"
 #include "lib/analyze/sizes.h"
 #include "lib/formats/detect.h"
+#include "lib/formats/thin.h"
 
 namespace zipnn::analyze {
 
@@ -206,6 +207,24 @@ void Summarize(const ScanResult& scan, CheckpointRow& row) {
 
 }  // namespace
 
+std::vector<codec::Precision> ThinningOutcome::DefaultsFor(const formats::FileLayout& layout) {
+  bool wide = false, narrow = false;
+  for (const formats::Tensor& t : layout.tensors) {
+    wide = wide || t.dtype == codec::DType::kF32 || t.dtype == codec::DType::kF64;
+    narrow = narrow || t.dtype == codec::DType::kBF16 || t.dtype == codec::DType::kF16;
+  }
+  using Kind = codec::Precision::Kind;
+  std::vector<codec::Precision> list;
+  if (wide) {
+    for (int b : {27, 23, 20}) list.push_back(codec::Precision{Kind::kAbsolute, b});
+    list.push_back(codec::Precision{Kind::kRelative, 10});
+  }
+  if (narrow) {
+    for (int k : {5, 4, 3}) list.push_back(codec::Precision{Kind::kRelative, k});
+  }
+  return list;
+}
+
 struct Analyzer::State {
   Options options;
   ThreadPool pool;
@@ -231,6 +250,45 @@ struct Analyzer::State {
   bool WantsHistogram(const CheckpointRow& row) const {
     const std::string& at = options.histogram_at;
     return at.empty() || at == row.label || at == std::to_string(row.index);
+  }
+
+  // The thinning what-if for checkpoint `at` (kept[at] is its input
+  // until Add keeps it): what each precision's thinned checkpoint stores,
+  // a base every base_interval and otherwise a delta against the previous
+  // thinned one, and the error it takes.
+  Status AddThinning(size_t at, const CheckpointRow& row, const Kept& current) {
+    if (at == 0) {
+      for (const codec::Precision& p :
+           options.thinning.value_or(ThinningOutcome::DefaultsFor(current.input->checkpoint.layout()))) {
+        analysis.thinning.push_back(ThinningOutcome{p});
+      }
+    }
+    const bool base = at % options.base_interval == 0;
+    analysis.exact_stored += base ? row.standalone.automatic : row.vs_previous.automatic;
+    for (ThinningOutcome& outcome : analysis.thinning) {
+      const formats::CheckpointView exact = current.coded();
+      const formats::ThinnedSource thinned(exact, outcome.precision);
+      const formats::CheckpointView target{&thinned, exact.layout, {}};
+      std::optional<formats::ThinnedSource> previous;
+      std::optional<formats::CheckpointView> against;
+      if (!base) {
+        previous.emplace(kept.at(at - 1).coded(), outcome.precision);
+        against = formats::CheckpointView{&*previous, kept.at(at - 1).coded().layout, {}};
+      }
+      ZIPNN_ASSIGN_OR_RETURN(Sizes sizes, MeasureSizes(target, against ? &*against : nullptr, options.policy,
+                                                       Coders::kAutoOnly, pool));
+      outcome.stored_bytes += sizes.automatic;
+      CountingSink discard;
+      ZIPNN_ASSIGN_OR_RETURN(std::vector<formats::TensorError> errors,
+                             formats::Thin(exact, outcome.precision, discard));
+      for (const formats::TensorError& e : errors) {
+        outcome.max_abs = std::max(outcome.max_abs, e.max_abs);
+        outcome.max_rel = std::max(outcome.max_rel, e.max_rel);
+        outcome.changed += e.changed;
+        outcome.values += e.values;
+      }
+    }
+    return OkStatus();
   }
 
   Status Add(std::shared_ptr<Input> input) {
@@ -284,6 +342,8 @@ struct Analyzer::State {
         analysis.tensors.push_back(std::move(t));
       }
     }
+
+    ZIPNN_RETURN_IF_ERROR(AddThinning(at, row, current));
 
     // With the newest whole, the version before this one is re-stored as a
     // delta of this one (the second half of a stretch): its size.

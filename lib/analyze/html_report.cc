@@ -541,6 +541,33 @@ std::string PolicySection(const Analysis& a) {
                 {false, true, false, true, true, true, true, true, true, false}, rows, current));
 }
 
+std::string ThinningSection(const Analysis& a) {
+  if (a.thinning.empty()) return "";
+  uint64_t raw_total = 0;
+  for (const auto& r : a.rows) raw_total += r.raw_bytes;
+  auto share = [](uint64_t part, uint64_t whole) {
+    return PctCell(whole == 0 ? kNaN : static_cast<double>(part) / static_cast<double>(whole));
+  };
+  std::vector<std::vector<std::string>> rows = {
+      {"exact", HumanBytes(a.exact_stored), share(a.exact_stored, raw_total), "100.00%", kDash, "0", "0", ""}};
+  for (const ThinningOutcome& o : a.thinning) {
+    rows.push_back({o.precision.Text(), HumanBytes(o.stored_bytes), share(o.stored_bytes, raw_total),
+                    share(o.stored_bytes, a.exact_stored), share(o.changed, o.values), NumCell(o.max_abs),
+                    NumCell(o.max_rel),
+                    NumCell(o.precision.Bound()) +
+                        (o.precision.kind == codec::Precision::Kind::kAbsolute ? " absolute" : " of |x|")});
+  }
+  return Section(
+      "Thinning",
+      Para("What git zipnn retain would store if it thinned every checkpoint (float tensors rounded to the "
+           "precision, every other byte exact), a base every " +
+           std::to_string(a.base_interval) +
+           " checkpoints and deltas against the previous, beside the same for the exact checkpoints; the errors are "
+           "the largest over every float value.") +
+          Table({"precision", "stored", "of raw", "of exact", "rounded", "max abs error", "max rel error", "bound"},
+                {false, true, true, true, true, true, true, false}, rows));
+}
+
 std::string TensorSection(const Analysis& a) {
   if (a.tensors.empty()) return Section("Tensors", Para("No tensor was compared with a reference."));
   const size_t at = a.tensors.back().checkpoint;  // tensors come in row order
@@ -662,7 +689,8 @@ std::string HtmlReport(const Analysis& analysis, const std::string& title) {
     h += Para("Nothing to show: the analysis has no checkpoints.", "meta");
   } else {
     const std::vector<int> slots = SlotsPresent(analysis, /*floats_only=*/true);
-    h += ChangeSection(analysis, slots) + SizeSection(analysis) + PolicySection(analysis) + TensorSection(analysis) +
+    h += ChangeSection(analysis, slots) + SizeSection(analysis) + PolicySection(analysis) + ThinningSection(analysis) +
+         TensorSection(analysis) +
          ExponentSection(analysis) + RowTable(analysis, slots);
   }
   return h + "</body>\n</html>\n";

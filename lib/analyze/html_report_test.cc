@@ -151,6 +151,15 @@ Analysis Synthetic() {
       a.policies.push_back(p);
     }
   }
+  a.exact_stored = 150 * kMiB;
+  ThinningOutcome thin;
+  thin.precision = codec::Precision{codec::Precision::Kind::kRelative, 5};
+  thin.stored_bytes = 120 * kMiB;
+  thin.max_abs = 0.0078125;
+  thin.max_rel = 0.0154;
+  thin.changed = 750;
+  thin.values = 1000;
+  a.thinning.push_back(thin);
   return a;
 }
 
@@ -163,6 +172,9 @@ TEST_CASE("the report holds every chart, escapes names and parses as XML") {
   CHECK(html.find("<h1>Run &lt;A&amp;B&gt;</h1>") != std::string::npos);
   CHECK(html.find("layers.*") != std::string::npos);  // the filter
   CHECK(html.find("1 frozen (bit-identical) tensor") != std::string::npos);
+  // The thinning what-if: 120 of the exact 150 MiB, 750 of 1000 values rounded.
+  CHECK(html.find("<td>relative 5 mantissa bits</td><td class=\"n\">120.0 MiB</td>") != std::string::npos);
+  CHECK(html.find("<td class=\"n\">80.00%</td><td class=\"n\">75.00%</td>") != std::string::npos);
   CHECK(html.find("<script") == std::string::npos);
   CHECK(html.find("http://") == html.find("http://www.w3.org/"));  // namespaces only, no links
   std::string error;

@@ -231,10 +231,19 @@ void ExponentsSection(const Analysis& a, std::string& out) {
   }
 }
 
-void PoliciesSection(const Analysis& a, std::string& out) {
-  if (a.policies.empty()) return;
+double Fraction(uint64_t part, uint64_t whole) {
+  return whole == 0 ? kNaN : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+uint64_t RawBytes(const Analysis& a) {
   uint64_t raw = 0;
   for (const CheckpointRow& r : a.rows) raw += r.raw_bytes;
+  return raw;
+}
+
+void PoliciesSection(const Analysis& a, std::string& out) {
+  if (a.policies.empty()) return;
+  const uint64_t raw = RawBytes(a);
   out += "\nPolicy what-if: what the store would hold for these " + std::to_string(a.rows.size()) +
          " checkpoints (chain = deltas the costliest restore decodes; latest = what a clone of the last one "
          "fetches; * = .zipnn.yaml)\n";
@@ -251,11 +260,31 @@ void PoliciesSection(const Analysis& a, std::string& out) {
   out += t.Render();
 }
 
-// --- data tables ---
-
-double Fraction(uint64_t part, uint64_t whole) {
-  return whole == 0 ? kNaN : static_cast<double>(part) / static_cast<double>(whole);
+// "absolute" or "relative", as the thinning table's kind column says it.
+const char* KindName(const codec::Precision& p) {
+  return p.kind == codec::Precision::Kind::kAbsolute ? "absolute" : "relative";
 }
+
+void ThinningSection(const Analysis& a, std::string& out) {
+  if (a.thinning.empty()) return;
+  const uint64_t raw = RawBytes(a);
+  out += "\nThinning what-if: these " + std::to_string(a.rows.size()) +
+         " checkpoints with their float tensors rounded, as `git zipnn retain` thins them, a base every " +
+         std::to_string(a.base_interval) + " and deltas against the previous (errors over every float value)\n";
+  TextTable t({"precision", "stored", "of raw", "of exact", "rounded", "max abs error", "max rel error", "bound"});
+  t.LeftAlign(0);
+  t.LeftAlign(7);
+  t.Add({"exact", HumanBytes(a.exact_stored), Percent(a.exact_stored, raw), "100.0%", "-", "0", "0", ""});
+  for (const ThinningOutcome& o : a.thinning) {
+    const bool absolute = o.precision.kind == codec::Precision::Kind::kAbsolute;
+    t.Add({o.precision.Text(), HumanBytes(o.stored_bytes), Percent(o.stored_bytes, raw),
+           Percent(o.stored_bytes, a.exact_stored), Pct(Fraction(o.changed, o.values)), Sci(o.max_abs),
+           Sci(o.max_rel), Sci(o.precision.Bound()) + (absolute ? " absolute" : " of |x|")});
+  }
+  out += t.Render();
+}
+
+// --- data tables ---
 
 Cell Maybe(bool have, Cell c) { return have ? c : Cell{}; }
 
@@ -383,14 +412,30 @@ DataTable PoliciesTable(const Analysis& a) {
               {"newest", "base_interval", "against", "max_chain", "current", "bases", "stored_bytes", "stored_share",
                "latest_bytes", "worst_chain"},
               {}};
-  uint64_t raw = 0;
-  for (const CheckpointRow& r : a.rows) raw += r.raw_bytes;
+  const uint64_t raw = RawBytes(a);
   const double inf = std::numeric_limits<double>::infinity();
   for (const PolicyOutcome& p : a.policies) {
     t.rows.push_back(
         {std::string(NewestName(p.newest)), p.base_interval == 0 ? Cell{inf} : Cell{uint64_t{p.base_interval}},
          std::string(AgainstName(p.against)), p.max_chain == kNoChainLimit ? Cell{inf} : Cell{uint64_t{p.max_chain}},
          p.current, p.bases, p.stored_bytes, Fraction(p.stored_bytes, raw), p.latest_bytes, int64_t{p.worst_chain}});
+  }
+  return t;
+}
+
+DataTable ThinningTable(const Analysis& a) {
+  DataTable t{"thinning",
+              {"precision", "kind", "bits", "stored_bytes", "stored_share", "of_exact", "rounded_values", "float_values",
+               "max_abs_error", "max_rel_error", "bound"},
+              {}};
+  if (a.thinning.empty()) return t;
+  const uint64_t raw = RawBytes(a);
+  t.rows.push_back({std::string("exact"), std::string("exact"), Cell{}, a.exact_stored, Fraction(a.exact_stored, raw),
+                    1.0, uint64_t{0}, Cell{}, 0.0, 0.0, 0.0});
+  for (const ThinningOutcome& o : a.thinning) {
+    t.rows.push_back({o.precision.Text(), std::string(KindName(o.precision)), int64_t{o.precision.bits},
+                      o.stored_bytes, Fraction(o.stored_bytes, raw), Fraction(o.stored_bytes, a.exact_stored),
+                      o.changed, o.values, o.max_abs, o.max_rel, o.precision.Bound()});
   }
   return t;
 }
@@ -450,6 +495,7 @@ std::string TextReport(const Analysis& a, const TextOptions& o) {
   TensorsSection(a, slots, o, out);
   ExponentsSection(a, out);
   PoliciesSection(a, out);
+  ThinningSection(a, out);
   return out;
 }
 
@@ -508,7 +554,7 @@ std::string DiffText(const std::vector<TensorChange>& changes, bool all) {
 
 std::vector<DataTable> DataTables(const Analysis& a) {
   const std::vector<int> slots = SlotsPresent(a, /*floats_only=*/false);
-  return {CheckpointsTable(a, slots), TensorsTable(a, slots), ExponentsTable(a), PoliciesTable(a)};
+  return {CheckpointsTable(a, slots), TensorsTable(a, slots), ExponentsTable(a), PoliciesTable(a), ThinningTable(a)};
 }
 
 Result<std::vector<std::string>> WriteCsv(const Analysis& a, const std::string& path) {
