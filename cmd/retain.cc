@@ -13,6 +13,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/base/strings.h"
 #include "lib/git/checkpoint_at.h"
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
@@ -95,20 +96,27 @@ std::string Ratio(uint64_t after, uint64_t before) {
   return buf;
 }
 
+// "9 exact objects", or "9 exact and 4 approximate objects" when versions
+// thinned there before are dropped.
+std::string RemovedObjects(const remote::RemoteRetention& r) {
+  if (r.unthinned == 0) return Counted(r.removed, "exact object");
+  return std::to_string(r.removed) + " exact and " + Counted(r.unthinned, "approximate object");
+}
+
 void PrintRemote(const std::string& name, const remote::RemoteStore& store, const remote::RemoteRetention& r,
                  bool dry_run) {
   if (dry_run) {
-    std::printf("remote %s (%s): %zu objects, %s; would remove %zu exact object%s (%s), send %zu retention record%s "
+    std::printf("remote %s (%s): %zu objects, %s; would remove %s (%s), send %zu retention record%s "
                 "and the approximate versions of what is thinned, and re-send %zu object%s that rest on what goes\n",
-                name.c_str(), store.where().c_str(), r.objects, HumanBytes(r.bytes_before).c_str(), r.removed,
-                r.removed == 1 ? "" : "s", HumanBytes(r.removed_bytes).c_str(), r.records, r.records == 1 ? "" : "s",
+                name.c_str(), store.where().c_str(), r.objects, HumanBytes(r.bytes_before).c_str(),
+                RemovedObjects(r).c_str(), HumanBytes(r.removed_bytes).c_str(), r.records, r.records == 1 ? "" : "s",
                 r.replaced, r.replaced == 1 ? "" : "s");
   } else {
-    std::printf("remote %s (%s): %s -> %s%s; %zu exact object%s removed (%s), %zu approximate object%s sent (%s), "
+    std::printf("remote %s (%s): %s -> %s%s; %s removed (%s), %zu approximate object%s sent (%s), "
                 "%zu retention record%s, %zu object%s re-sent\n",
                 name.c_str(), store.where().c_str(), HumanBytes(r.bytes_before).c_str(),
-                HumanBytes(r.bytes_after).c_str(), Ratio(r.bytes_after, r.bytes_before).c_str(), r.removed,
-                r.removed == 1 ? "" : "s", HumanBytes(r.removed_bytes).c_str(), r.sent, r.sent == 1 ? "" : "s",
+                HumanBytes(r.bytes_after).c_str(), Ratio(r.bytes_after, r.bytes_before).c_str(),
+                RemovedObjects(r).c_str(), HumanBytes(r.removed_bytes).c_str(), r.sent, r.sent == 1 ? "" : "s",
                 HumanBytes(r.sent_bytes).c_str(), r.records, r.records == 1 ? "" : "s", r.replaced,
                 r.replaced == 1 ? "" : "s");
   }
@@ -217,7 +225,12 @@ Status RunRetain(const RetainArgs& a) {
                   plan.size() == 1 ? "" : "s", Summary(plan, *rules[name]).c_str());
       for (const auto& p : plan) {
         PrintPlanned(p, "");
-        if (p.fate != store::Fate::kKeep && p.exact) planned.push_back(p.version.id);
+        // Versions the retain takes now, as well as those thinned before
+        // that it drops now.
+        const bool thinned = p.record && !p.record->dropped;
+        if ((p.fate != store::Fate::kKeep && p.exact) || (p.fate == store::Fate::kDrop && thinned)) {
+          planned.push_back(p.version.id);
+        }
       }
     }
     if (remote_store) {

@@ -6,9 +6,12 @@
 // others as pointers and reads a thinned one only with --approximate.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tests/git_repo.h"
 #include "tests/s3rver.h"
@@ -39,8 +42,60 @@ uint64_t BytesIn(Repo& repo, const std::string& folder) {
                          .out);
 }
 
+// The object files under a folder remote's store, by name (records left out).
+std::vector<std::string> ObjectsIn(Repo& repo, const std::string& folder) {
+  std::vector<std::string> names;
+  std::istringstream listed(
+      repo.Sh("find '" + folder + "' -type f -regextype posix-extended -regex '.*/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}' "
+              "-printf '%f\n' | sort")
+          .out);
+  for (std::string name; std::getline(listed, name);) names.push_back(name);
+  return names;
+}
+
+// The content id a commit's pointer names.
+std::string IdAt(Repo& repo, int step) {
+  const std::string pointer = repo.Sh("git show refs/steps/s" + std::to_string(step) + ":model.safetensors").out;
+  const size_t at = pointer.find("xxh3-128:");
+  REQUIRE(at != std::string::npos);
+  return pointer.substr(at + 9, 32);
+}
+
 // Twelve saves of model.safetensors, a commit each (refs/steps/s<step>),
-// pushed to origin; `rest` is what the rule makes of all but the newest 3.
+// pushed to a folder remote, origin; the rule keeps the newest 3 and makes
+// `rest` of the others.
+void CommitAndPush(Repo& repo, const std::string& rest) {
+  {
+    std::ofstream yaml(repo.File(".zipnn.yaml"));
+    yaml << "retention:\n  - checkpoints: '*.safetensors'\n    keep_newest: 3\n    rest: " << rest
+         << (rest == "thin" ? "\n    precision: relative 4\n" : "\n");
+  }
+  REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.safetensors' && git add .gitattributes "
+                  ".zipnn.yaml && git commit -qm setup && git init -q --bare ../hub.git && git remote add origin "
+                  "../hub.git")
+              .code == 0);
+  for (int s = 10; s <= 120; s += 10) {
+    REQUIRE(repo.Sh("cp '" + repo.Data(Step(s)) + "' model.safetensors && git add model.safetensors && " +
+                    "git commit -qm 'step " + std::to_string(s) + "' && git update-ref refs/steps/s" +
+                    std::to_string(s) + " HEAD")
+                .code == 0);
+  }
+  REQUIRE(repo.Sh("git push -q origin HEAD:main 'refs/steps/*:refs/steps/*'").code == 0);
+}
+
+// A fresh clone of the hub restores the newest three saves bit-exact.
+void CloneRestoresKept(Repo& repo) {
+  REQUIRE(repo.Sh("rm -rf ../clone && cd .. && git clone -q -b main hub.git clone").code == 0);
+  const std::string in = "cd ../clone && git fetch -q origin 'refs/steps/*:refs/steps/*' && ";
+  for (int s : {100, 110, 120}) {
+    CAPTURE(s);
+    CHECK(repo.Sh(in + "git zipnn restore model.safetensors --rev refs/steps/s" + std::to_string(s) + " -o ../v -f")
+              .code == 0);
+    CHECK(repo.Sh("cmp ../v '" + repo.Data(Step(s)) + "'").code == 0);
+  }
+}
+
+// Pushed to origin; `rest` is what the rule makes of all but the newest 3.
 void CheckRetainOnRemote(Kind kind, const std::string& rest) {
   Repo repo;
   std::unique_ptr<testing::Sshd> sshd;
@@ -139,6 +194,86 @@ TEST_CASE("a folder remote: keep the newest 3, drop the rest, removes at least 3
 
 TEST_CASE("a folder remote: thinned versions reach a clone as approximate versions only when asked") {
   CheckRetainOnRemote(Kind::kFolder, "thin");
+}
+
+TEST_CASE("a folder remote: versions thinned there and dropped later leave no approximate object behind") {
+  Repo repo;
+  CommitAndPush(repo, "thin");
+  const std::string hub = repo.root() + "/hub.git/zipnn/objects";
+  const Run thinned = repo.Sh("git zipnn retain --remote origin --yes");
+  REQUIRE_MESSAGE(thinned.code == 0, (thinned.out + thinned.err));
+  CHECK(thinned.out.find("9 approximate objects sent") != std::string::npos);
+  REQUIRE(ObjectsIn(repo, hub).size() == 12);  // the three kept, the nine approximate
+
+  REQUIRE(repo.Sh("sed -i 's/rest: thin/rest: drop/' .zipnn.yaml && git commit -qam 'drop the rest'").code == 0);
+  const Run plan = repo.Sh("git zipnn retain --remote origin");
+  REQUIRE_MESSAGE(plan.code == 0, plan.err);
+  CHECK(plan.out.find("would remove 0 exact and 9 approximate objects") != std::string::npos);
+  CHECK(ObjectsIn(repo, hub).size() == 12);
+  const Run dropped = repo.Sh("git zipnn retain --remote origin --yes");
+  REQUIRE_MESSAGE(dropped.code == 0, (dropped.out + dropped.err));
+  CHECK(dropped.out.find("0 exact and 9 approximate objects removed") != std::string::npos);
+  // What is left there is the kept versions' own objects, and the records.
+  std::vector<std::string> kept = {IdAt(repo, 100), IdAt(repo, 110), IdAt(repo, 120)};
+  std::sort(kept.begin(), kept.end());
+  CHECK(ObjectsIn(repo, hub) == kept);
+  CHECK(repo.Sh("find '" + hub + "' -name '*.retained' | wc -l").out == "9\n");
+  // The local store too: nothing approximate left.
+  CHECK(ObjectsIn(repo, repo.File(".git/zipnn/objects")) == kept);
+  CloneRestoresKept(repo);
+  const Run again = repo.Sh("git zipnn retain --remote origin --yes");
+  CHECK_MESSAGE(again.code == 0, again.err);
+  CHECK(again.out.find("0 exact objects removed") != std::string::npos);
+}
+
+// A retain on the remote killed at the moments its steps begin (the
+// first approximate object there, the first record, the first removal)
+// and at times spread over a run, each time from the state before it
+// (retained here already): every kept version still restores from a
+// fresh clone and the remote's store checks clean; the next retain
+// finishes the work.
+TEST_CASE("a folder remote: a retain killed at any point loses nothing kept there, and the next one finishes") {
+  Repo repo;
+  CommitAndPush(repo, "thin");
+  const std::string hub = repo.root() + "/hub.git/zipnn/objects";
+  REQUIRE(repo.Sh("git zipnn retain >/dev/null && cp -a ../repo ../repo-before && cp -a ../hub.git ../hub-before")
+              .code == 0);
+  const std::string reset = "cd .. && rm -rf repo hub.git && cp -a repo-before repo && cp -a hub-before hub.git";
+  const std::string objects = "$(find '" + hub +
+                              "' -type f -regextype posix-extended -regex '.*/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}' | "
+                              "wc -l)";
+  const std::string records = "compgen -G '" + hub + "/*/*/*.retained' >/dev/null";
+  // Until the condition holds or the retain has ended.
+  auto until = [](const std::string& condition) {
+    return "until " + condition + " || ! kill -0 $pid 2>/dev/null; do :; done";
+  };
+  std::vector<std::string> waits = {until("test " + objects + " -gt 12"), until(records),
+                                    until("{ " + records + " && test " + objects + " -lt 21; }")};
+  for (const char* seconds : {"0.02", "0.05", "0.08", "0.11", "0.14", "0.17"}) waits.push_back("sleep " + std::string(seconds));
+  int killed = 0;
+  for (const std::string& wait : waits) {
+    CAPTURE(wait);
+    REQUIRE(repo.Sh(reset).code == 0);
+    const Run kill = repo.Sh("{ setsid git zipnn retain --remote origin --yes >/dev/null 2>&1 & } ; pid=$!; " + wait +
+                             "; if kill -9 -- -$pid 2>/dev/null; then echo killed; fi; wait $pid 2>/dev/null; true");
+    killed += kill.out == "killed\n" ? 1 : 0;
+    const Run fsck = repo.Sh("git zipnn fsck --remote origin");
+    CHECK_MESSAGE(fsck.code == 0, (fsck.out + fsck.err));
+    CloneRestoresKept(repo);
+    const Run done = repo.Sh("git zipnn retain --remote origin --yes");
+    REQUIRE_MESSAGE(done.code == 0, (done.out + done.err));
+    CHECK(ObjectsIn(repo, hub).size() == 12);  // the three kept, the nine approximate
+    CHECK(repo.Sh("find '" + hub + "' -name '*.retained' | wc -l").out == "9\n");
+    CloneRestoresKept(repo);
+    // A thinned version reaches the clone as the same approximate bytes.
+    const Run approx =
+        repo.Sh("cd ../clone && git zipnn restore --approximate model.safetensors --rev refs/steps/s30 -o ../a -f");
+    CHECK_MESSAGE(approx.code == 0, approx.err);
+    CHECK(repo.Sh("git zipnn restore --approximate model.safetensors --rev refs/steps/s30 -o ../b -f && cmp ../a ../b")
+              .code == 0);
+  }
+  MESSAGE(waits.size() << " kill points, " << killed << " killed while running");
+  CHECK(killed >= 3);
 }
 
 TEST_CASE("over ssh: retain removes on the served store, and a clone restores the kept exactly") {

@@ -19,6 +19,32 @@ uint64_t LocalBytes(const store::Store& repo, const ContentId& id) {
   return file.ok() ? file->size() : 0;
 }
 
+// Approximate objects `remote` holds for versions `taken` drops, by the
+// remote's own records (a version it had thinned), that no version
+// thinned still reads.
+Result<std::set<ContentId>> Unthinned(RemoteStore& remote, const std::map<ContentId, store::Retained>& taken,
+                                      const std::map<ContentId, RemoteStore::Held>& held,
+                                      const std::vector<ContentId>& every_version) {
+  std::set<ContentId> read(every_version.begin(), every_version.end());
+  for (const auto& [id, record] : taken) {
+    if (!record.dropped) read.insert(record.approximate);
+  }
+  std::set<ContentId> unthinned;
+  for (const auto& [id, record] : taken) {
+    if (!record.dropped) continue;
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> text, remote.GetRecord(id));
+    if (!text) continue;
+    // A damaged record there is replaced by this one; what it named is
+    // not trusted for removing anything.
+    Result<store::Retained> there = store::ParseRecord(*text, id);
+    if (!there.ok() || there->dropped) continue;
+    if (held.count(there->approximate) != 0 && read.count(there->approximate) == 0) {
+      unthinned.insert(there->approximate);
+    }
+  }
+  return unthinned;
+}
+
 }  // namespace
 
 Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& remote,
@@ -45,7 +71,7 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
       store::Retained dropped;  // stands for what the local retain will make of it
       dropped.id = id;
       dropped.dropped = true;
-      taken.emplace(id, dropped);
+      taken.insert_or_assign(id, dropped);
     }
   }
   // Everything the remote holds, and what each object is a delta of.
@@ -76,12 +102,17 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
   report.sent = to_send.size();
   report.records = taken.size();
 
-  // What goes: the exact objects of what was taken, unless something that
-  // stays is a delta of one and cannot be re-sent from here.
+  // What goes: the exact objects of what was taken, and the approximate
+  // ones of versions the remote had thinned that are dropped now (unless
+  // a version thinned still reads one), unless something that stays is a
+  // delta of one and cannot be re-sent from here.
   std::set<ContentId> going;
   for (const auto& [id, record] : taken) {
     if (held.count(id) != 0) going.insert(id);
   }
+  ZIPNN_ASSIGN_OR_RETURN(const std::set<ContentId> unthinned,
+                         Unthinned(remote, taken, held, every_version));
+  going.insert(unthinned.begin(), unthinned.end());
   std::vector<ContentId> to_replace;
   for (const auto& [id, h] : held) {
     if (going.count(id) != 0 || !h.base || going.count(*h.base) == 0) continue;
@@ -101,8 +132,8 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
   }
   for (const ContentId& id : going) {
     report.removed_bytes += held.at(id).size;
+    ++(unthinned.count(id) != 0 ? report.unthinned : report.removed);
   }
-  report.removed = going.size();
   report.replaced = to_replace.size();
   report.bytes_after = report.bytes_before - report.removed_bytes + report.sent_bytes;
   if (dry_run) return report;

@@ -3,7 +3,9 @@
 // made to hold what the local one holds for the same versions: the
 // approximate versions of what was thinned, and the records of what was
 // thinned or dropped, sent; then the exact objects of those versions
-// removed, but only once nothing the remote keeps is a delta of them.
+// removed, and the approximate ones of versions the remote had thinned
+// that are dropped now (its own records say which), but only once nothing
+// the remote keeps is a delta of them.
 // Every object the remote holds is looked at, not only the versions this
 // clone knows: a teammate's version stored there as a delta of one that
 // would go is re-sent whole from here when this store holds it, and
@@ -34,7 +36,9 @@ struct RemoteRetention {
   uint64_t bytes_before = 0;   // their bytes
   uint64_t bytes_after = 0;    // after (or, in a dry run, as it would be)
   size_t removed = 0;          // exact objects of thinned or dropped versions removed (or to remove)
-  uint64_t removed_bytes = 0;
+  // Approximate objects of versions thinned there before and dropped now.
+  size_t unthinned = 0;
+  uint64_t removed_bytes = 0;  // of both
   size_t sent = 0;             // approximate objects sent (or to send)
   uint64_t sent_bytes = 0;
   size_t records = 0;          // records sent (or to send)

@@ -218,6 +218,10 @@ Result<RetainTotals> ApplyRetention(const Store& store,
     results.emplace_back(name, std::move(done));
   }
 
+  // The approximate versions of versions dropped now go with the exact
+  // ones, and are weighed the same way below: needed still, they stay;
+  // rested on by something needed, that is stored whole first.
+  going.insert(unthinned.begin(), unthinned.end());
   // What stays needed: every version no retain thinned or dropped, and the
   // approximate versions of those it thinned, with their chains.
   auto needed_now = [&] {
@@ -244,7 +248,6 @@ Result<RetainTotals> ApplyRetention(const Store& store,
     ++totals.restored_whole;
   }
   if (totals.restored_whole > 0) needed = needed_now();
-  going.insert(unthinned.begin(), unthinned.end());
   for (const ContentId& id : going) {
     // Something still reads it: it stays.
     if (needed.ids.count(id.Hex()) != 0 || options.also_needed.count(id.Hex()) != 0) continue;
