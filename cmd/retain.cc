@@ -97,10 +97,10 @@ std::string Ratio(uint64_t after, uint64_t before) {
 }
 
 // "9 exact objects", or "9 exact and 4 approximate objects" when versions
-// thinned there before are dropped.
-std::string RemovedObjects(const remote::RemoteRetention& r) {
-  if (r.unthinned == 0) return Counted(r.removed, "exact object");
-  return std::to_string(r.removed) + " exact and " + Counted(r.unthinned, "approximate object");
+// thinned before are dropped.
+std::string RemovedObjects(size_t exact, size_t approximate) {
+  if (approximate == 0) return Counted(exact, "exact object");
+  return std::to_string(exact) + " exact and " + Counted(approximate, "approximate object");
 }
 
 void PrintRemote(const std::string& name, const remote::RemoteStore& store, const remote::RemoteRetention& r,
@@ -109,14 +109,14 @@ void PrintRemote(const std::string& name, const remote::RemoteStore& store, cons
     std::printf("remote %s (%s): %zu objects, %s; would remove %s (%s), send %zu retention record%s "
                 "and the approximate versions of what is thinned, and re-send %zu object%s that rest on what goes\n",
                 name.c_str(), store.where().c_str(), r.objects, HumanBytes(r.bytes_before).c_str(),
-                RemovedObjects(r).c_str(), HumanBytes(r.removed_bytes).c_str(), r.records, r.records == 1 ? "" : "s",
+                RemovedObjects(r.removed, r.unthinned).c_str(), HumanBytes(r.removed_bytes).c_str(), r.records, r.records == 1 ? "" : "s",
                 r.replaced, r.replaced == 1 ? "" : "s");
   } else {
     std::printf("remote %s (%s): %s -> %s%s; %s removed (%s), %zu approximate object%s sent (%s), "
                 "%zu retention record%s, %zu object%s re-sent\n",
                 name.c_str(), store.where().c_str(), HumanBytes(r.bytes_before).c_str(),
                 HumanBytes(r.bytes_after).c_str(), Ratio(r.bytes_after, r.bytes_before).c_str(),
-                RemovedObjects(r).c_str(), HumanBytes(r.removed_bytes).c_str(), r.sent, r.sent == 1 ? "" : "s",
+                RemovedObjects(r.removed, r.unthinned).c_str(), HumanBytes(r.removed_bytes).c_str(), r.sent, r.sent == 1 ? "" : "s",
                 HumanBytes(r.sent_bytes).c_str(), r.records, r.records == 1 ? "" : "s", r.replaced,
                 r.replaced == 1 ? "" : "s");
   }
@@ -288,9 +288,9 @@ Status RunRetain(const RetainArgs& a) {
   };
   ZIPNN_ASSIGN_OR_RETURN(store::RetainTotals totals, store::ApplyRetention(repo, plans, options));
   progress.reset();
-  std::printf("store: %s -> %s%s; %zu exact object%s removed", HumanBytes(totals.store_before).c_str(),
+  std::printf("store: %s -> %s%s; %s removed", HumanBytes(totals.store_before).c_str(),
               HumanBytes(totals.store_after).c_str(), Ratio(totals.store_after, totals.store_before).c_str(),
-              totals.removed, totals.removed == 1 ? "" : "s");
+              RemovedObjects(totals.removed, totals.unthinned).c_str());
   if (totals.restored_whole > 0) {
     std::printf("; %zu other version%s stored whole (they were deltas of versions that went)", totals.restored_whole,
                 totals.restored_whole == 1 ? "" : "s");

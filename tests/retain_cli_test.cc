@@ -151,6 +151,7 @@ TEST_CASE("retain keeps the newest and the tagged exactly, thins the rest, and r
   REQUIRE(repo.Sh("sed -i 's/rest: thin/rest: drop/' .zipnn.yaml && git commit -qam drop").code == 0);
   const Run dropped = repo.Sh("git zipnn retain");
   REQUIRE_MESSAGE(dropped.code == 0, dropped.err);
+  CHECK(dropped.out.find("; 0 exact and 8 approximate objects removed") != std::string::npos);
   const Run gone = repo.Sh("git zipnn restore --approximate model.safetensors --rev " + At(30) + " -o ../d.out");
   CHECK(gone.code == 1);
   CHECK(gone.err.find("was dropped by retention on") != std::string::npos);

@@ -253,7 +253,7 @@ Result<RetainTotals> ApplyRetention(const Store& store,
     if (needed.ids.count(id.Hex()) != 0 || options.also_needed.count(id.Hex()) != 0) continue;
     const std::string path = store.objects.PathOf(id);
     if (::unlink(path.c_str()) == 0) {
-      ++totals.removed;
+      ++(unthinned.count(id) != 0 ? totals.unthinned : totals.removed);
     } else if (errno != ENOENT) {
       return IoError(path + ": cannot remove: " + std::strerror(errno));
     }

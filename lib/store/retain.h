@@ -91,6 +91,7 @@ struct RetainOptions {
 struct RetainTotals {
   uint64_t store_before = 0, store_after = 0;  // every object in the store
   size_t removed = 0;                          // exact objects removed
+  size_t unthinned = 0;                        // approximate objects of versions thinned before, dropped now
   size_t restored_whole = 0;                   // other objects stored whole so as not to need one
 };
 

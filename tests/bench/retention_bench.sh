@@ -94,3 +94,14 @@ for rest in drop thin; do
     $rest $before $after "$(echo "100*($before-$after)/$before" | bc -l)" $exact
   cd "$here"
 done
+
+# The thinned hub, once the rule drops what it thinned: the approximate
+# objects go too, and the hub ends as small as one that dropped at once.
+cd "$top/remote-thin"
+sed -i 's/rest: thin/rest: drop/' .zipnn.yaml && git commit -qam 'drop the rest'
+before=$(find "$top/hub-thin.git/zipnn/objects" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }')
+git zipnn retain --remote origin --yes > ../retain-remote-thin-drop.log
+after=$(find "$top/hub-thin.git/zipnn/objects" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }')
+printf 'folder remote, thinned, then the rule drops the rest: %d -> %d bytes; %s\n' $before $after \
+  "$(grep -o '[0-9]* exact and [0-9]* approximate objects removed' ../retain-remote-thin-drop.log)"
+cd "$here"
