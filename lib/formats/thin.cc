@@ -6,7 +6,18 @@
 namespace zipnn::formats {
 
 namespace {
+
 constexpr size_t kBlock = 4u << 20;
+
+// Whether thinning rounds tensor t, the bytes before `at` taken already
+// (a tensor that overlaps one before it, a view, is left). A tensor of
+// one element stays exact: an optimizer's step count or a scale, which
+// costs nothing to keep and would be wrong rounded (step 190 read as 192).
+bool Rounds(const Tensor& t, uint64_t at) {
+  if (!codec::Thinnable(t.dtype) || t.strided || t.offset < at) return false;
+  return t.length >= 2 * static_cast<uint64_t>(codec::DTypeWidth(t.dtype));
+}
+
 }  // namespace
 
 Result<std::vector<TensorError>> Thin(const CheckpointView& in, const codec::Precision& precision, ByteSink& out) {
@@ -17,7 +28,7 @@ Result<std::vector<TensorError>> Thin(const CheckpointView& in, const codec::Pre
   // Copies [at, end) as it is.
   auto copy = [&](uint64_t end) { return CopyRange(*in.source, at, end - at, out); };
   for (const Tensor& t : layout.tensors) {
-    if (!codec::Thinnable(t.dtype) || t.strided || t.offset < at) continue;
+    if (!Rounds(t, at)) continue;
     ZIPNN_RETURN_IF_ERROR(copy(t.offset));
     const size_t width = static_cast<size_t>(codec::DTypeWidth(t.dtype));
     const size_t step = kBlock / width * width;
@@ -42,9 +53,9 @@ ThinnedSource::ThinnedSource(const CheckpointView& in, const codec::Precision& p
   uint64_t at = 0;
   // The tensors Thin rounds, in the same order and with the same skips.
   for (const Tensor& t : in.layout->tensors) {
-    if (!codec::Thinnable(t.dtype) || t.strided || t.offset < at) continue;
+    if (!Rounds(t, at)) continue;
     const uint64_t width = static_cast<uint64_t>(codec::DTypeWidth(t.dtype));
-    if (t.length >= width) spans_.push_back(Span{t.offset, t.length / width * width, t.dtype});
+    spans_.push_back(Span{t.offset, t.length / width * width, t.dtype});
     at = t.offset + t.length;
   }
 }

@@ -1,6 +1,6 @@
 // A whole checkpoint thinned (lib/codec/thin.h): every tensor of a float
 // type rounded to a stated precision, every other byte (headers, integer
-// tensors, opaque regions) copied as it is. What retention stores for a
+// tensors, tensors of one element, opaque regions) copied as it is. What retention stores for a
 // thinned version (lib/store/retention.h), and what `git zipnn analyze`
 // measures when it shows what thinning would store.
 #pragma once
@@ -25,9 +25,9 @@ struct TensorError {
   uint64_t values = 0;   // values of a float type
 };
 
-// Writes `in` to `out` with every tensor of a float type rounded to
-// `precision` and every other byte as it is; what each tensor took (in
-// layout order, those of a float type only). Memory: a block of 4 MiB.
+// Writes `in` to `out` with every tensor of a float type and more than
+// one element rounded to `precision` and every other byte as it is; what
+// each tensor took (in layout order, those rounded only). Memory: a block of 4 MiB.
 Result<std::vector<TensorError>> Thin(const CheckpointView& in, const codec::Precision& precision, ByteSink& out);
 
 // The bytes Thin would write, made as they are read: what `analyze`

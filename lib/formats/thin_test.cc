@@ -3,6 +3,7 @@
 // float dtype and for a torch.save file with its optimizer state.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -54,6 +55,33 @@ TEST_CASE("a thinned source reads, anywhere and of any length, what Thin writes"
       CHECK(!thinned.ReadAt(bytes.size() - 1, past.data(), 2).ok());
     }
   }
+}
+
+TEST_CASE("a tensor of one element (an optimizer's step) stays exact; the others are rounded") {
+  std::vector<uint8_t> bytes = Broken(R"({"step":{"dtype":"F32","shape":[],"data_offsets":[0,4]},)"
+                                      R"("w":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                                      12);
+  const size_t data = bytes.size() - 12;
+  const std::vector<float> values = {190.0f, 190.0f, 0.3f};
+  std::memcpy(bytes.data() + data, values.data(), 12);
+  const FileLayout layout = LayoutOf(bytes);
+  REQUIRE(layout.tensors.size() == 2);
+  const MemorySource source(bytes.data(), bytes.size(), "file");
+  const codec::Precision p{codec::Precision::Kind::kRelative, 5};
+  MemorySink out;
+  const Result<std::vector<TensorError>> errors = Thin(CheckpointView{&source, &layout, {}}, p, out);
+  REQUIRE(errors.ok());
+  REQUIRE(errors->size() == 1);
+  CHECK((*errors)[0].name == "w");
+  CHECK((*errors)[0].changed == 2);
+  std::vector<float> after(3);
+  std::memcpy(after.data(), out.ToVector().data() + data, 12);
+  CHECK(after[0] == 190.0f);  // 1.0111110b x 2^7, which 5 mantissa bits make 192
+  CHECK(after[1] == 192.0f);
+  CHECK(after[2] != 0.3f);
+  std::vector<uint8_t> read(bytes.size());
+  REQUIRE(ThinnedSource(CheckpointView{&source, &layout, {}}, p).ReadAt(0, read.data(), read.size()).ok());
+  CHECK(read == out.ToVector());
 }
 
 }  // namespace
