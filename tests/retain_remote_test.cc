@@ -61,19 +61,23 @@ std::string IdAt(Repo& repo, int step) {
   return pointer.substr(at + 9, 32);
 }
 
-// Twelve saves of model.safetensors, a commit each (refs/steps/s<step>),
-// pushed to a folder remote, origin; the rule keeps the newest 3 and makes
-// `rest` of the others.
-void CommitAndPush(Repo& repo, const std::string& rest) {
+// A repository whose rule keeps the newest 3 and makes `rest` of the
+// others, and a bare hub beside it, origin at `url`.
+void SetUp(Repo& repo, const std::string& rest, const std::string& url) {
   {
     std::ofstream yaml(repo.File(".zipnn.yaml"));
     yaml << "retention:\n  - checkpoints: '*.safetensors'\n    keep_newest: 3\n    rest: " << rest
          << (rest == "thin" ? "\n    precision: relative 4\n" : "\n");
   }
   REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.safetensors' && git add .gitattributes "
-                  ".zipnn.yaml && git commit -qm setup && git init -q --bare ../hub.git && git remote add origin "
-                  "../hub.git")
+                  ".zipnn.yaml && git commit -qm setup && git init -q --bare ../hub.git && git remote add origin " +
+                  url)
               .code == 0);
+}
+
+// Twelve saves of model.safetensors, a commit each (refs/steps/s<step>),
+// pushed to origin.
+void CommitSavesAndPush(Repo& repo) {
   for (int s = 10; s <= 120; s += 10) {
     REQUIRE(repo.Sh("cp '" + repo.Data(Step(s)) + "' model.safetensors && git add model.safetensors && " +
                     "git commit -qm 'step " + std::to_string(s) + "' && git update-ref refs/steps/s" +
@@ -81,6 +85,12 @@ void CommitAndPush(Repo& repo, const std::string& rest) {
                 .code == 0);
   }
   REQUIRE(repo.Sh("git push -q origin HEAD:main 'refs/steps/*:refs/steps/*'").code == 0);
+}
+
+// The twelve saves pushed to a folder remote.
+void CommitAndPush(Repo& repo, const std::string& rest) {
+  SetUp(repo, rest, "../hub.git");
+  CommitSavesAndPush(repo);
 }
 
 // A fresh clone of the hub restores the newest three saves bit-exact.
@@ -95,7 +105,8 @@ void CloneRestoresKept(Repo& repo) {
   }
 }
 
-// Pushed to origin; `rest` is what the rule makes of all but the newest 3.
+// The twelve saves pushed to a folder, ssh or S3 remote; `rest` is what the
+// rule makes of all but the newest 3.
 void CheckRetainOnRemote(Kind kind, const std::string& rest) {
   Repo repo;
   std::unique_ptr<testing::Sshd> sshd;
@@ -105,15 +116,7 @@ void CheckRetainOnRemote(Kind kind, const std::string& rest) {
     sshd = std::make_unique<testing::Sshd>(repo);
     url = "ssh://127.0.0.1:" + sshd->port() + repo.root() + "/hub.git";
   }
-  {
-    std::ofstream yaml(repo.File(".zipnn.yaml"));
-    yaml << "retention:\n  - checkpoints: '*.safetensors'\n    keep_newest: 3\n    rest: " << rest
-         << (rest == "thin" ? "\n    precision: relative 4\n" : "\n");
-  }
-  REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.safetensors' && git add .gitattributes "
-                  ".zipnn.yaml && git commit -qm setup && git init -q --bare ../hub.git && git remote add origin " +
-                  url)
-              .code == 0);
+  SetUp(repo, rest, url);
   if (kind == Kind::kS3) {
     s3 = std::make_unique<testing::S3rver>(repo);
     REQUIRE(repo.Sh("mkdir -p ../home/.aws && printf '[default]\\naws_access_key_id = S3RVER\\n"
@@ -124,13 +127,7 @@ void CheckRetainOnRemote(Kind kind, const std::string& rest) {
     objects = s3->data() + "/team";
     clone_config = "-c remote.origin.zipnnurl=s3://zipnn/team -c remote.origin.zipnnendpoint=" + s3->endpoint() + " ";
   }
-  for (int s = 10; s <= 120; s += 10) {
-    REQUIRE(repo.Sh("cp '" + repo.Data(Step(s)) + "' model.safetensors && git add model.safetensors && " +
-                    "git commit -qm 'step " + std::to_string(s) + "' && git update-ref refs/steps/s" +
-                    std::to_string(s) + " HEAD")
-                .code == 0);
-  }
-  REQUIRE(repo.Sh("git push -q origin HEAD:main 'refs/steps/*:refs/steps/*'").code == 0);
+  CommitSavesAndPush(repo);
   const uint64_t before = BytesIn(repo, objects);
   REQUIRE(before > 30000);  // the twelve saves are there (about 48 KB)
 

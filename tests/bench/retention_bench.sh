@@ -103,5 +103,5 @@ before=$(find "$top/hub-thin.git/zipnn/objects" -type f -printf '%s\n' | awk '{ 
 git zipnn retain --remote origin --yes > ../retain-remote-thin-drop.log
 after=$(find "$top/hub-thin.git/zipnn/objects" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }')
 printf 'folder remote, thinned, then the rule drops the rest: %d -> %d bytes; %s\n' $before $after \
-  "$(grep -o '[0-9]* exact and [0-9]* approximate objects removed' ../retain-remote-thin-drop.log)"
+  "$(grep '^remote' ../retain-remote-thin-drop.log | grep -o '[0-9]* exact and [0-9]* approximate objects removed')"
 cd "$here"
