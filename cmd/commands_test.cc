@@ -37,6 +37,16 @@ TEST_CASE("a mistyped command is named with the commands it was probably meant t
   CHECK(UnknownCommand("commit") == "git-zipnn: 'commit' is not a git-zipnn command. See 'git zipnn --help'.");
   CHECK(!UnknownCommand("log"));
   CHECK(Run({"lgo"}) == 1);
+  // Git LFS's word for gc.
+  CHECK(UnknownCommand("prune") ==
+        "git-zipnn: 'prune' is not a git-zipnn command. 'git zipnn gc' removes the objects no version needs (Git "
+        "LFS's prune).");
+}
+
+TEST_CASE("--version is the version command, as for git and Git LFS") {
+  CHECK(Run({"--version"}) == 0);
+  CHECK(Run({"version"}) == 0);
+  CHECK(Run({"--version", "extra"}) == 2);
 }
 
 TEST_CASE("usage errors exit 2 before any command runs") {

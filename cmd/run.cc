@@ -18,6 +18,8 @@ std::optional<std::string> UnknownCommand(const std::string& word) {
     names.push_back(spec.name);
   }
   std::string message = "git-zipnn: '" + word + "' is not a git-zipnn command.";
+  // Git LFS's name for a command that has another name here.
+  if (word == "prune") return message + " 'git zipnn gc' removes the objects no version needs (Git LFS's prune).";
   const std::vector<std::string> closest = ClosestWords(word, names);
   if (closest.empty()) return message + " See 'git zipnn --help'.";
   return message + " Did you mean " + Alternatives(closest) + "?";
@@ -60,8 +62,11 @@ int Main(int argc, char** argv) {
     for (const auto& spec : Commands()) std::printf("%s\t%s\n", spec.name, spec.summary);
     return 0;
   }
-  if (argc >= 2 && argv[1][0] != '-') {
-    if (std::optional<std::string> unknown = UnknownCommand(argv[1])) {
+  // `git-zipnn --version`, as git and Git LFS take it: the version command.
+  std::vector<const char*> args(argv, argv + argc);
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) args[1] = "version";
+  if (argc >= 2 && args[1][0] != '-') {
+    if (std::optional<std::string> unknown = UnknownCommand(args[1])) {
       std::fprintf(stderr, "%s\n", unknown->c_str());
       return 1;
     }
@@ -75,7 +80,7 @@ int Main(int argc, char** argv) {
     actions.emplace_back(sub, spec.setup(*sub));
   }
   try {
-    app.parse(argc, argv);
+    app.parse(argc, args.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

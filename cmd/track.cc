@@ -10,6 +10,20 @@
 
 namespace zipnn::cmd {
 
+namespace {
+
+// The patterns as the top .gitattributes says them (git::PatternFromHere).
+Result<std::vector<std::string>> FromHere(const std::vector<std::string>& patterns) {
+  std::vector<std::string> written;
+  for (const std::string& p : patterns) {
+    ZIPNN_ASSIGN_OR_RETURN(std::string w, git::PatternFromHere(p));
+    written.push_back(std::move(w));
+  }
+  return written;
+}
+
+}  // namespace
+
 Action SetupTrack(CLI::App& sub) {
   auto patterns = std::make_shared<std::vector<std::string>>();
   sub.add_option("patterns", *patterns, "File patterns, as in .gitattributes (e.g. '*.safetensors')");
@@ -20,8 +34,9 @@ Action SetupTrack(CLI::App& sub) {
       for (const std::string& p : tracked) std::printf("    %s (.gitattributes)\n", p.c_str());
       return OkStatus();
     }
-    ZIPNN_ASSIGN_OR_RETURN(git::TrackResult result, git::Track(*patterns));
-    for (const std::string& p : *patterns) {
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> written, FromHere(*patterns));
+    ZIPNN_ASSIGN_OR_RETURN(git::TrackResult result, git::Track(written));
+    for (const std::string& p : written) {
       const bool added = std::find(result.added.begin(), result.added.end(), p) != result.added.end();
       std::printf(added ? "Tracking \"%s\"\n" : "\"%s\" already tracked\n", p.c_str());
     }
@@ -41,12 +56,13 @@ Action SetupUntrack(CLI::App& sub) {
   sub.add_option("patterns", *patterns, "Patterns to stop tracking")->required();
   return [patterns]() -> Status {
     ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> tracked, git::TrackedPatterns());
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> removed, git::Untrack(*patterns));
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> asked, FromHere(*patterns));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> removed, git::Untrack(asked));
     for (const std::string& p : removed) std::printf("Untracking \"%s\"\n", p.c_str());
     // A pattern that is no line of .gitattributes (a typo, or a file name
     // where a pattern was tracked) is said, with the patterns there are.
     size_t unknown = 0;
-    for (const std::string& p : *patterns) {
+    for (const std::string& p : asked) {
       if (std::find(removed.begin(), removed.end(), p) != removed.end()) continue;
       ++unknown;
       const std::vector<std::string> close = ClosestWords(p, tracked);

@@ -202,6 +202,24 @@ TEST_CASE("untrack removes tracked patterns and names one that is not tracked") 
   CHECK(repo.Sh("cat .gitattributes").out == "*.safetensors filter=zipnn diff=zipnn -text\n");
 }
 
+TEST_CASE("a pattern tracked in a subfolder applies there, as Git LFS writes it, and git follows it") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && mkdir -p runs/a other && cd runs && git zipnn track '*.safetensors' "
+                  "'/top.safetensors'")
+              .code == 0);
+  CHECK(repo.Sh("cat .gitattributes").out ==
+        "runs/*.safetensors filter=zipnn diff=zipnn -text\nruns/top.safetensors filter=zipnn diff=zipnn -text\n");
+  // git reads it so: a checkpoint in runs/ is filtered, one elsewhere is not.
+  CHECK(repo.Sh("git check-attr filter runs/x.safetensors other/x.safetensors runs/a/x.safetensors").out ==
+        "runs/x.safetensors: filter: zipnn\nother/x.safetensors: filter: unspecified\n"
+        "runs/a/x.safetensors: filter: unspecified\n");
+  const Run again = repo.Sh("cd runs && git zipnn track '*.safetensors'");
+  CHECK(again.out == "\"runs/*.safetensors\" already tracked\n");
+  const Run untracked = repo.Sh("cd runs && git zipnn untrack '*.safetensors'");
+  CHECK(untracked.out == "Untracking \"runs/*.safetensors\"\n");
+  CHECK(repo.Sh("cat .gitattributes").out == "runs/top.safetensors filter=zipnn diff=zipnn -text\n");
+}
+
 TEST_CASE("restore writes any version bit-exact, to the work tree or elsewhere") {
   Repo repo;
   CommitTrajectory(repo);

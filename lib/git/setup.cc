@@ -1,6 +1,7 @@
 #include "lib/git/setup.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -96,6 +97,17 @@ Result<std::vector<std::string>> TrackedPatterns() {
     if (auto p = TrackedPattern(line)) patterns.push_back(*p);
   }
   return patterns;
+}
+
+Result<std::string> PatternFromHere(const std::string& pattern) {
+  ZIPNN_ASSIGN_OR_RETURN(const std::string top, TopLevel());
+  std::error_code error;
+  const std::filesystem::path here = std::filesystem::canonical(std::filesystem::current_path(), error);
+  if (error) return IoError("the current folder cannot be read: " + error.message());
+  const std::filesystem::path from_top = here.lexically_relative(top);
+  const std::string prefix = from_top.empty() || from_top == "." ? "" : from_top.generic_string() + "/";
+  if (prefix.rfind("../", 0) == 0) return pattern;  // not in the work tree (inside .git, say)
+  return prefix + (!pattern.empty() && pattern[0] == '/' ? pattern.substr(1) : pattern);
 }
 
 Result<TrackResult> Track(const std::vector<std::string>& patterns) {

@@ -31,6 +31,12 @@ std::optional<std::string> TrackedPattern(const std::string& line);
 // The patterns the work tree's top .gitattributes tracks, in its order.
 Result<std::vector<std::string>> TrackedPatterns();
 
+// `pattern` as given in the current folder, as the top .gitattributes
+// must say it: prefixed with the folder's path from the top ('*.ckpt' in
+// runs/ is 'runs/*.ckpt', which matches in runs/ only, as Git LFS writes
+// it); a leading '/' anchors at the current folder.
+Result<std::string> PatternFromHere(const std::string& pattern);
+
 // Adds a line for each pattern not tracked yet; `added` and `present`
 // say which was which. A pattern that cannot be written as an attributes
 // line (spaces, quotes, a leading # or !) is refused before anything is
