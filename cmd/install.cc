@@ -7,7 +7,10 @@
 
 #include "cmd/command.h"
 #include "lib/git/hook.h"
+#include "lib/git/git.h"
 #include "lib/git/setup.h"
+#include "lib/base/strings.h"
+#include "lib/store/pointer.h"
 
 namespace zipnn::cmd {
 
@@ -21,6 +24,20 @@ struct Level {
     return std::string(local ? "--local" : system ? "--system" : "--global");
   }
 };
+
+// Inside a work tree: how many tracked files in it are pointers still (a
+// clone made before install, or with smudge skipped); 0 elsewhere.
+size_t PointersInWorkTree() {
+  auto top = git::TopLevel();
+  auto paths = git::TrackedPaths();
+  if (!top.ok() || !paths.ok()) return 0;
+  size_t pointers = 0;
+  for (const std::string& path : *paths) {
+    auto pointer = store::PointerInFile(*top + "/" + path);
+    if (pointer.ok() && *pointer) ++pointers;
+  }
+  return pointers;
+}
 
 Status Say(const Result<std::vector<std::string>>& said) {
   if (!said.ok()) return said.status();
@@ -39,7 +56,13 @@ Action SetupInstall(CLI::App& sub) {
     ZIPNN_ASSIGN_OR_RETURN(std::string flag, level->Flag());
     ZIPNN_RETURN_IF_ERROR(git::InstallFilter(flag));
     std::printf("git-zipnn filter installed (%s)\n", flag.c_str() + 2);
-    return Say(git::InstallHook());  // inside a repository
+    ZIPNN_RETURN_IF_ERROR(Say(git::InstallHook()));  // inside a repository
+    if (const size_t pointers = PointersInWorkTree(); pointers > 0) {
+      std::printf("%s in this work tree %s (checked out before the filter was installed): run `git zipnn pull` to "
+                  "write the checkpoints\n",
+                  Counted(pointers, "tracked file").c_str(), pointers == 1 ? "is still a pointer" : "are still pointers");
+    }
+    return OkStatus();
   };
 }
 
@@ -52,6 +75,13 @@ Action SetupUninstall(CLI::App& sub) {
     ZIPNN_ASSIGN_OR_RETURN(std::string flag, level->Flag());
     ZIPNN_RETURN_IF_ERROR(git::UninstallFilter(flag));
     std::printf("git-zipnn filter uninstalled (%s)\n", flag.c_str() + 2);
+    // As Git LFS's uninstall: your configuration unless told otherwise,
+    // which reaches every repository of yours; said where it surprises.
+    if (flag == "--global" && git::TopLevel().ok()) {
+      std::printf("note: that was your global configuration: no repository of yours runs the filter now (unless "
+                  "installed there with --local), so `git add` stores tracked checkpoints whole in git and a checkout "
+                  "writes pointers; `git zipnn install` puts it back\n");
+    }
     return Say(git::UninstallHook());
   };
 }

@@ -319,6 +319,33 @@ TEST_CASE("tracking before install warns, and fsck names what git holds whole un
   CHECK(repo.Sh("git zipnn fsck").out == "1 pointer to 1 checkpoint in HEAD: every one restores exactly\n");
 }
 
+TEST_CASE("install in a clone made before it says to pull; uninstall inside a repository says it was global") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && cp '" +
+                  repo.Data("cnn-fp32/step-000040.safetensors") +
+                  "' m.safetensors && git add . && git commit -qm one && git init -q --bare ../hub.git && "
+                  "git remote add origin ../hub.git && git push -q origin HEAD:main")
+              .code == 0);
+  // The filter is installed in `repo` only: the clone checks out pointers.
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git early").code == 0);
+  CHECK(repo.Sh("head -c 18 ../early/m.safetensors").out == "git-zipnn pointer ");
+  const Run install = repo.Sh("cd ../early && git zipnn install --local");
+  REQUIRE(install.code == 0);
+  CHECK(install.out.find("1 tracked file in this work tree is still a pointer (checked out before the filter was "
+                         "installed): run `git zipnn pull` to write the checkpoints") != std::string::npos);
+  REQUIRE(repo.Sh("cd ../early && git zipnn pull").code == 0);
+  CHECK(repo.Sh("cmp ../early/m.safetensors '" + repo.Data("cnn-fp32/step-000040.safetensors") + "'").code == 0);
+  CHECK(repo.Sh("cd ../early && git zipnn install --local").out.find("still a pointer") == std::string::npos);
+
+  // The default level reaches every repository; inside one that is said.
+  const Run uninstall = repo.Sh("git zipnn install >/dev/null && git zipnn uninstall");
+  REQUIRE(uninstall.code == 0);
+  CHECK(uninstall.out.find("note: that was your global configuration: no repository of yours runs the filter now") !=
+        std::string::npos);
+  CHECK(repo.Sh("cd .. && git zipnn uninstall").out.find("note:") == std::string::npos);
+  CHECK(repo.Sh("git zipnn uninstall --local").out.find("note:") == std::string::npos);
+}
+
 // The versions `git zipnn log --json` lists, by content id.
 std::map<std::string, nlohmann::json> Versions(Repo& repo) {
   const Run log = repo.Sh("git zipnn log --json");
