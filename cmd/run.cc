@@ -1,5 +1,6 @@
 // The git-zipnn command line: CLI11 parses it (its exceptions stop here),
 // the chosen command runs, and its error is one line on stderr.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -45,7 +46,12 @@ std::optional<std::string> OptionHint(const CLI::App& sub, const std::string& er
     at = space + 1;
     // Long options only: a one-letter one is too short to guess from.
     if (word.rfind("--", 0) != 0) continue;
-    const std::vector<std::string> closest = ClosestWords(word.substr(0, word.find('=')), names);
+    const std::string name = word.substr(0, word.find('='));
+    std::vector<std::string> closest = ClosestWords(name, names);
+    // Or an option the word spells out (--revision for --rev).
+    for (size_t i = 0; closest.empty() && i < names.size(); ++i) {
+      if (names[i].size() >= 5 && name.rfind(names[i], 0) == 0) closest.push_back(names[i]);
+    }
     if (closest.empty()) continue;
     hint += (hint.empty() ? "" : "\n") + ("git zipnn " + sub.get_name() + " has no option " + word + "; did you mean " +
                                           Alternatives(closest) + "?");
@@ -65,6 +71,18 @@ int Main(int argc, char** argv) {
   // `git-zipnn --version`, as git and Git LFS take it: the version command.
   std::vector<const char*> args(argv, argv + argc);
   if (argc == 2 && std::strcmp(argv[1], "--version") == 0) args[1] = "version";
+  // A `--` between the revisions and the paths, as git's commands take it
+  // (`diff A B -- path`): dropped when no word after it could be read as
+  // an option, since the command line parser takes no more positional
+  // words after it once some came before. Kept where it protects a word.
+  for (size_t i = 2; i < args.size(); ++i) {
+    if (std::strcmp(args[i], "--") != 0) continue;
+    if (std::none_of(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end(),
+                     [](const char* word) { return word[0] == '-'; })) {
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    break;
+  }
   if (argc >= 2 && args[1][0] != '-') {
     if (std::optional<std::string> unknown = UnknownCommand(args[1])) {
       std::fprintf(stderr, "%s\n", unknown->c_str());
@@ -80,7 +98,7 @@ int Main(int argc, char** argv) {
     actions.emplace_back(sub, spec.setup(*sub));
   }
   try {
-    app.parse(argc, args.data());
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

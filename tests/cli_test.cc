@@ -200,6 +200,11 @@ TEST_CASE("errors are one line on stderr with a non-zero exit code") {
         "git zipnn compress has no option --levle; did you mean --level?\n"
         "Run 'git zipnn compress --help' for its options.\n");
 
+  // An option spelled out in full, as another tool names it.
+  Run spelled = Zipnn("restore --revision HEAD model.safetensors");
+  CHECK(spelled.code == 2);
+  CHECK(spelled.err.find("git zipnn restore has no option --revision; did you mean --rev?\n") != std::string::npos);
+
   Run dir = Zipnn("compress " + Tmp());
   CHECK(dir.code == 1);
   CHECK(dir.err == "error: " + Tmp() + ": is a directory\n");

@@ -821,6 +821,10 @@ TEST_CASE("git diff and git log -p show what changed in a tracked checkpoint, te
   REQUIRE(revs.code == 0);
   CHECK(revs.out.find("--- HEAD~4:model.safetensors (") != std::string::npos);
   CHECK(revs.out.find("25 tensors: ") != std::string::npos);
+  // With git's `--` between the revisions and the path: the same.
+  const Run dashes = repo.Sh("git zipnn diff HEAD~4 HEAD --all -- model.safetensors");
+  CHECK_MESSAGE(dashes.code == 0, dashes.err);
+  CHECK(dashes.out == revs.out);
   const Run same = repo.Sh("git zipnn diff HEAD:model.safetensors model.safetensors");
   REQUIRE(same.code == 0);
   CHECK(same.out.find("0 changed, 25 frozen") != std::string::npos);
