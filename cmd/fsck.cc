@@ -61,6 +61,41 @@ struct Problem {
   std::string what;
 };
 
+// Which of `absent` the default remote holds, by asking it once: those
+// are counted and said on one line, the others become problems. Without
+// a remote, or when it cannot answer, every one is a problem.
+struct Unfetched {
+  size_t count = 0;
+  std::string line;
+};
+Unfetched NotFetched(const std::vector<std::pair<Problem, ContentId>>& absent, std::vector<Problem>& problems) {
+  if (absent.empty()) return {};
+  std::vector<ContentId> ids;
+  for (const auto& [problem, id] : absent) ids.push_back(id);
+  std::vector<bool> there(ids.size(), false);
+  std::string where;
+  if (auto name = remote::DefaultRemote(); name.ok()) {
+    if (auto store = remote::OpenRemoteStore(*name); store.ok()) {
+      if (auto held = (*store)->Has(ids); held.ok() && held->size() == ids.size()) {
+        there = *held;
+        where = *name;
+      }
+    }
+  }
+  size_t fetchable = 0;
+  for (size_t i = 0; i < absent.size(); ++i) {
+    if (there[i]) {
+      ++fetchable;
+    } else {
+      problems.push_back(absent[i].first);
+    }
+  }
+  if (fetchable == 0) return {};
+  return {fetchable, Counted(fetchable, "checkpoint") + (fetchable == 1 ? " is" : " are") + " not fetched into this clone; " +
+         where + " has " + (fetchable == 1 ? "it" : "them") + " (`git zipnn fetch --all` gets " +
+         (fetchable == 1 ? "it" : "them") + "; `git zipnn fsck --remote " + where + "` checks " + where + ")"};
+}
+
 Status RunFsck(const FsckArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
@@ -83,6 +118,9 @@ Status RunFsck(const FsckArgs& a) {
   }
   const size_t pointers = found.pointers.size() + found.damaged.size();
   size_t thinned = 0, dropped = 0;
+  // Versions whose objects this store lacks: a clone that fetched only
+  // what it checked out. Not a problem when the remote holds them.
+  std::vector<std::pair<Problem, ContentId>> absent;
   {
     Progress progress("git-zipnn fsck", checkpoints.size());
     size_t done = 0;
@@ -107,6 +145,10 @@ Status RunFsck(const FsckArgs& a) {
         }
       }
       Status s = store::CheckStored(repo, checked, !a.fast);
+      if (s.code() == StatusCode::kNotFound && checked.id == found.first.id) {
+        absent.emplace_back(Problem{found.second, id, s.message()}, checked.id);
+        continue;
+      }
       if (!s.ok()) {
         problems.push_back(Problem{found.second, id,
                                    (checked.id != found.first.id ? "its approximate version (retention): " : "") +
@@ -114,6 +156,7 @@ Status RunFsck(const FsckArgs& a) {
       }
     }
   }
+  const Unfetched unfetched = NotFetched(absent, problems);
   std::string retained;
   if (thinned + dropped > 0) {
     retained = " (retention: " + std::to_string(thinned) + " thinned, checked as their approximate versions; " +
@@ -128,6 +171,7 @@ Status RunFsck(const FsckArgs& a) {
                                   {"checkpoints", checkpoints.size()},
                                   {"thinned", thinned},
                                   {"dropped", dropped},
+                                  {"not_fetched", unfetched.count},
                                   {"problems", nlohmann::ordered_json::array()}};
     for (const Problem& p : problems) {
       doc["problems"].push_back({{"path", p.place.path},
@@ -144,10 +188,14 @@ Status RunFsck(const FsckArgs& a) {
     std::printf("%zu pointer%s to %zu checkpoint%s in %s: %s%s\n", pointers, pointers == 1 ? "" : "s",
                 checkpoints.size(), checkpoints.size() == 1 ? "" : "s", scope.c_str(),
                 problems.empty()
-                    ? (a.fast ? "every object present, headers intact"
-                              : retained.empty() ? "every one restores exactly" : "every exact one restores exactly")
+                    ? (a.fast ? (unfetched.count > 0 ? "every object fetched present, headers intact"
+                                                     : "every object present, headers intact")
+                       : unfetched.count > 0 ? "every one fetched restores exactly"
+                       : retained.empty()    ? "every one restores exactly"
+                                             : "every exact one restores exactly")
                     : (std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s")).c_str(),
                 retained.c_str());
+    if (unfetched.count > 0) std::printf("%s\n", unfetched.line.c_str());
   }
   if (!problems.empty()) {
     // The advice for objects; each other problem's line says its own fix.

@@ -337,6 +337,13 @@ TEST_CASE("fetch gets what revisions need; pull restores what GIT_ZIPNN_SKIP_SMU
   Run fetch = repo.Sh("cd ../lazy && git zipnn fetch origin HEAD~3");  // step 80: a delta on 40
   REQUIRE(fetch.code == 0);
   CHECK(fetch.err.find("fetched 2 objects") != std::string::npos);
+  // fsck counts what is on the remote and not fetched here apart from
+  // problems: a clone that fetched what it needs is sound.
+  Run fsck = repo.Sh("cd ../lazy && git zipnn fsck --all");
+  CHECK_MESSAGE(fsck.code == 0, fsck.err);
+  CHECK(fsck.out.find(": every one fetched restores exactly\n") != std::string::npos);
+  CHECK(fsck.out.find(" are not fetched into this clone; origin has them (`git zipnn fetch --all` gets them; "
+                      "`git zipnn fsck --remote origin` checks origin)\n") != std::string::npos);
   Run pull = repo.Sh("cd ../lazy && git zipnn pull");
   REQUIRE(pull.code == 0);
   CHECK(pull.out.find("model.safetensors: restored " + IdAt(repo, "HEAD:model.safetensors")) != std::string::npos);
@@ -474,6 +481,11 @@ TEST_CASE("an object missing from the remote is named, by checkout and by fetch"
   Run fetch = repo.Sh("cd ../broken && git zipnn fetch");
   CHECK(fetch.code == 1);
   CHECK(fetch.err.find("object " + id + " is not on the remote store") != std::string::npos);
+  // Missing here and there: fsck calls it a problem.
+  Run fsck = repo.Sh("cd ../broken && git zipnn fsck");
+  CHECK(fsck.code == 1);
+  CHECK(fsck.out.find("checkpoint " + id + ": ") != std::string::npos);
+  CHECK(fsck.out.find("not fetched") == std::string::npos);
 }
 
 TEST_CASE("the hook runs the pre-push hook that was there, and stops a push whose objects are missing") {
