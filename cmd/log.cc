@@ -150,9 +150,11 @@ Status RunLog(const LogArgs& a) {
                             {"raw_bytes", pointer.size},
                             {"stored_bytes", stored}});
       } else {
-        std::printf("  %.10s %.10s  %-5s depth %-3d %10s -> %10s %8s  %s%s\n", commit.c_str(), c.author_date.c_str(),
-                    kind.c_str(), info.ok() ? info->depth : -1, HumanBytes(pointer.size).c_str(),
-                    HumanBytes(stored).c_str(), Percent(stored, pointer.size).c_str(), c.subject.c_str(),
+        // Not in this store (not fetched, or lost): no depth or size to show.
+        std::printf("  %.10s %.10s  %-5s depth %-3s %10s -> %10s %8s  %s%s\n", commit.c_str(), c.author_date.c_str(),
+                    kind.c_str(), info.ok() ? std::to_string(info->depth).c_str() : "-",
+                    HumanBytes(pointer.size).c_str(), info.ok() ? HumanBytes(stored).c_str() : "-",
+                    info.ok() ? Percent(stored, pointer.size).c_str() : "-", c.subject.c_str(),
                     reason.empty() ? "" : ("  [" + reason + "]").c_str());
       }
     }
@@ -186,7 +188,8 @@ Status RunLog(const LogArgs& a) {
                 Counted(longest, "delta").c_str());
   }
   if (unreadable > 0) {
-    std::printf("%s not in the store or not readable: `git zipnn fsck` says which and why\n",
+    std::printf("%s not in this store or not readable (a clone fetches what it checks out: `git zipnn fetch --all` "
+                "gets the rest); `git zipnn fsck --all` says which and whether the remote has them\n",
                 Counted(unreadable, "version").c_str());
   }
   return OkStatus();
