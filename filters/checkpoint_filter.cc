@@ -140,6 +140,14 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
                  checked.demotion_error.c_str());
   }
   store::Pointer& pointer = checked.pointer;
+  if (checked.stored && pointer.format == "raw") {
+    // Said once, as it is stored: a text file or a pickle under a tracked
+    // pattern costs its size and no more, but is no checkpoint.
+    std::fprintf(stderr,
+                 "git-zipnn: note: %s is not a checkpoint git-zipnn can read (no safetensors or torch.save layout); "
+                 "stored as plain bytes, compressed whole\n",
+                 path.c_str());
+  }
   pointer.version = PointerVersionFor(path, pointer);
   if (checked.stored && progress.enabled()) {
     auto info = store::Describe(repo_, id);

@@ -346,6 +346,22 @@ TEST_CASE("install in a clone made before it says to pull; uninstall inside a re
   CHECK(repo.Sh("git zipnn uninstall --local").out.find("note:") == std::string::npos);
 }
 
+TEST_CASE("a file under a tracked pattern that is no checkpoint is said once and stored for its size") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.pt' && head -c 3000 /dev/urandom > notes.pt").code ==
+          0);
+  const Run add = repo.Sh("git add notes.pt");
+  REQUIRE(add.code == 0);
+  CHECK(add.err ==
+        "git-zipnn: note: notes.pt is not a checkpoint git-zipnn can read (no safetensors or torch.save layout); "
+        "stored as plain bytes, compressed whole\n");
+  CHECK(repo.Sh("touch notes.pt && git add notes.pt").err.empty());  // stored already: nothing new to say
+  const Run log = repo.Sh("git commit -qm notes && git zipnn log --json notes.pt");
+  REQUIRE(log.code == 0);
+  const nlohmann::json version = nlohmann::json::parse(log.out).at(0);
+  CHECK(version["stored_bytes"].get<uint64_t>() <= 3000 + 256);
+}
+
 // The versions `git zipnn log --json` lists, by content id.
 std::map<std::string, nlohmann::json> Versions(Repo& repo) {
   const Run log = repo.Sh("git zipnn log --json");
