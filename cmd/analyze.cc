@@ -158,9 +158,19 @@ Status RunAnalyze(const AnalyzeArgs& a) {
     for (size_t i = 0; i < pending.size(); ++i) {
       const Pending& p = pending[i];
       progress.Update(p.label, i);
-      ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint checkpoint,
-                             WithLayout(repo ? access::Versions(*repo, access::Copies::kAll).OpenAt(p.rev, p.path)
-                                             : CheckpointInFile(p.path)));
+      Result<formats::Checkpoint> opened =
+          repo ? access::Versions(*repo, access::Copies::kAll).OpenAt(p.rev, p.path) : CheckpointInFile(p.path);
+      if (opened.status().code() == StatusCode::kRemoved) {
+        // Retention thinned or dropped it: the trajectory goes on without it.
+        const std::string why = opened.status().message();
+        // Its own words from "version ...", without the hint of a reader's flag.
+        const size_t version = why.find("version "), start = version == std::string::npos ? 0 : version;
+        const size_t hint = why.find(" (--approximate");
+        std::fprintf(stderr, "git-zipnn analyze: %s left out: %s\n", p.label.c_str(),
+                     why.substr(start, hint == std::string::npos ? std::string::npos : hint - start).c_str());
+        continue;
+      }
+      ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint checkpoint, WithLayout(std::move(opened)));
       ZIPNN_RETURN_IF_ERROR(analyzer.Add(
           std::make_shared<analyze::Input>(analyze::Input{p.label, p.source, p.subject, std::move(checkpoint)})));
     }

@@ -68,30 +68,52 @@ struct Unfetched {
   size_t count = 0;
   std::string line;
 };
-Unfetched NotFetched(const std::vector<std::pair<Problem, ContentId>>& absent, std::vector<Problem>& problems) {
+Unfetched NotFetched(const store::Store& repo, const std::vector<std::pair<Problem, ContentId>>& absent,
+                     std::vector<Problem>& problems) {
   if (absent.empty()) return {};
   std::vector<ContentId> ids;
   for (const auto& [problem, id] : absent) ids.push_back(id);
   std::vector<bool> there(ids.size(), false);
   std::string where;
+  std::unique_ptr<remote::RemoteStore> store;
   if (auto name = remote::DefaultRemote(); name.ok()) {
-    if (auto store = remote::OpenRemoteStore(*name); store.ok()) {
-      if (auto held = (*store)->Has(ids); held.ok() && held->size() == ids.size()) {
+    if (auto opened = remote::OpenRemoteStore(*name); opened.ok()) {
+      if (auto held = (*opened)->Has(ids); held.ok() && held->size() == ids.size()) {
         there = *held;
         where = *name;
+        store = std::move(*opened);
       }
     }
   }
-  size_t fetchable = 0;
+  size_t fetchable = 0, retained = 0;
   for (size_t i = 0; i < absent.size(); ++i) {
     if (there[i]) {
       ++fetchable;
-    } else {
-      problems.push_back(absent[i].first);
+      continue;
     }
+    // Retention thinned or dropped it there: its record, checked, is kept
+    // here as a fetch keeps it, and it is no problem.
+    if (store) {
+      auto text = store->GetRecord(ids[i]);
+      if (text.ok() && *text) {
+        auto record = store::ParseRecord(**text, ids[i]);
+        if (record.ok() && store::WriteRecord(repo.objects, *record).ok()) {
+          ++retained;
+          continue;
+        }
+      }
+    }
+    problems.push_back(absent[i].first);
   }
-  if (fetchable == 0) return {};
-  return {fetchable, Counted(fetchable, "checkpoint") + (fetchable == 1 ? " is" : " are") + " not fetched into this clone; " +
+  if (fetchable + retained == 0) return {};
+  std::string line;
+  if (retained > 0) {
+    line = Counted(retained, "checkpoint") + (retained == 1 ? " was" : " were") +
+           " thinned or dropped by retention on " + where + " (" + (retained == 1 ? "its record is" : "their records are") +
+           " kept here now; fsck again counts them)";
+  }
+  if (fetchable == 0) return {0, line};
+  return {fetchable, (line.empty() ? "" : line + "\n") + Counted(fetchable, "checkpoint") + (fetchable == 1 ? " is" : " are") + " not fetched into this clone; " +
          where + " has " + (fetchable == 1 ? "it" : "them") + " (`git zipnn fetch --all` gets " +
          (fetchable == 1 ? "it" : "them") + "; `git zipnn fsck --remote " + where + "` checks " + where + ")"};
 }
@@ -156,7 +178,7 @@ Status RunFsck(const FsckArgs& a) {
       }
     }
   }
-  const Unfetched unfetched = NotFetched(absent, problems);
+  const Unfetched unfetched = NotFetched(repo, absent, problems);
   std::string retained;
   if (thinned + dropped > 0) {
     retained = " (retention: " + std::to_string(thinned) + " thinned, checked as their approximate versions; " +
@@ -195,7 +217,7 @@ Status RunFsck(const FsckArgs& a) {
                                              : "every exact one restores exactly")
                     : (std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s")).c_str(),
                 retained.c_str());
-    if (unfetched.count > 0) std::printf("%s\n", unfetched.line.c_str());
+    if (!unfetched.line.empty()) std::printf("%s\n", unfetched.line.c_str());
   }
   if (!problems.empty()) {
     // The advice for objects; each other problem's line says its own fix.

@@ -57,8 +57,10 @@ Result<std::set<ContentId>> Named(const std::vector<std::string>& specs, const s
   std::set<ContentId> named;
   for (const std::string& spec : specs) {
     if (spec.find(':') == std::string::npos) {
-      return InvalidArgument(source + " names '" + spec + "' to keep: name a version as <rev>:<path>, such as HEAD:" +
-                             spec + "; nothing was changed");
+      // A path given alone, or a revision given alone.
+      const bool path_like = spec.find_first_of("/.") != std::string::npos;
+      return InvalidArgument(source + " names '" + spec + "' to keep: name a version as <rev>:<path>, such as " +
+                             (path_like ? "HEAD:" + spec : spec + ":<path>") + "; nothing was changed");
     }
     Result<store::Pointer> pointer = git::PointerAt(spec);
     if (!pointer.ok()) {

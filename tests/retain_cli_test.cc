@@ -158,6 +158,12 @@ TEST_CASE("retain keeps the newest and the tagged exactly, thins the rest, and r
   CHECK(repo.Sh("git zipnn fsck --all").out.find("0 thinned, checked as their approximate versions; 8 dropped") !=
         std::string::npos);
   CHECK(repo.Sh("git zipnn log model.safetensors").out.find("  drop  depth -  ") != std::string::npos);
+  // analyze goes on without what retention took, and says which.
+  const Run analyzed = repo.Sh("git zipnn analyze model.safetensors --thin none");
+  CHECK_MESSAGE(analyzed.code == 0, analyzed.err);
+  CHECK_MESSAGE(analyzed.err.find(" left out: version ") != std::string::npos, analyzed.err);
+  CHECK(analyzed.err.find("--approximate") == std::string::npos);
+  CHECK(analyzed.out.find("Policy what-if: what the store would hold for these 4 checkpoints") != std::string::npos);
   for (int s : {50, 100, 110, 120}) CHECK_MESSAGE(RestoresExactly(repo, s), s);
 }
 
@@ -174,6 +180,9 @@ TEST_CASE("retain changes nothing while .zipnn.yaml has a mistake, or names a ve
   CHECK(named.code == 1);
   CHECK(named.err.find("--keep names 'v5O:model.safetensors' to keep, which is no tracked checkpoint here") !=
         std::string::npos);
+  const Run rev_only = repo.Sh("git zipnn retain -n --keep HEAD~1");
+  CHECK(rev_only.code == 1);
+  CHECK(rev_only.err.find("name a version as <rev>:<path>, such as HEAD~1:<path>") != std::string::npos);
   // --keep takes one version; a path after it is what to retain.
   const Run before_path = repo.Sh("git zipnn retain -n --keep v50:model.safetensors model.safetensors");
   CHECK_MESSAGE(before_path.code == 0, before_path.err);

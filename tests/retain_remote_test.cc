@@ -180,6 +180,14 @@ void CheckRetainOnRemote(Kind kind, const std::string& rest) {
     CHECK(approx.code == 1);
     CHECK(approx.err.find("was dropped by retention on") != std::string::npos);
   }
+  // Before fetching: what retention took there is no problem, and fsck
+  // keeps its records.
+  const Run unfetched = repo.Sh(in + "git zipnn fsck --all");
+  CHECK_MESSAGE(unfetched.code == 0, (unfetched.out + unfetched.err));
+  // (The checkout of step 30 above fetched its record already.)
+  CHECK_MESSAGE(unfetched.out.find("8 checkpoints were thinned or dropped by retention on origin (their records are "
+                                   "kept here now; fsck again counts them)") != std::string::npos,
+                unfetched.out);
   const Run fsck = repo.Sh(in + "git zipnn fetch --all && git zipnn fsck --all");
   CHECK_MESSAGE(fsck.code == 0, (fsck.out + fsck.err));
   CHECK(fsck.out.find(rest == "thin" ? "9 thinned" : "9 dropped") != std::string::npos);
@@ -223,6 +231,12 @@ TEST_CASE("a folder remote: versions thinned there and dropped later leave no ap
   const Run again = repo.Sh("git zipnn retain --remote origin --yes");
   CHECK_MESSAGE(again.code == 0, again.err);
   CHECK(again.out.find("0 exact objects removed") != std::string::npos);
+  // A remote name mistyped is said as one, not read as a path.
+  const Run typo = repo.Sh("git zipnn retain --remote orign");
+  CHECK(typo.code == 1);
+  CHECK(typo.err == "error: there is no remote named 'orign' (did you mean origin?)\n");
+  CHECK(repo.Sh("git zipnn retain --remote nosuch").err ==
+        "error: there is no remote named 'nosuch' (the remotes are origin)\n");
 }
 
 // A retain on the remote killed at the moments its steps begin (the

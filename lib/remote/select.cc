@@ -4,6 +4,8 @@
 #include <optional>
 #include <vector>
 
+#include "lib/base/closest.h"
+#include "lib/base/file.h"
 #include "lib/base/process.h"
 #include "lib/base/strings.h"
 #include "lib/git/discover.h"
@@ -271,6 +273,16 @@ Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const std::string& remote) 
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> zipnn_url, git::ConfigGet("remote." + remote + ".zipnnurl"));
   if (zipnn_url) return StoreAt(*zipnn_url, /*repository=*/false, remote);
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> url, git::ConfigGet("remote." + remote + ".url"));
+  // A word that is no remote's name and cannot be a path or a URL (no
+  // '/', ':' or '.'): a name mistyped, said as one.
+  if (!url && remote.find_first_of("/:.") == std::string::npos && !FileExists(remote)) {
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> names, git::Remotes());
+    const std::vector<std::string> closest = ClosestWords(remote, names);
+    return NotFound("there is no remote named '" + remote + "'" +
+                    (!closest.empty() ? " (did you mean " + Alternatives(closest) + "?)"
+                     : names.empty()  ? " (this repository has no remote: `git remote add <name> <url>`)"
+                                      : " (the remotes are " + Alternatives(names) + ")"));
+  }
   return StoreAt(url ? *url : remote, /*repository=*/true, remote);  // a URL given in place of a name
 }
 
