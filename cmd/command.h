@@ -47,6 +47,7 @@ Action SetupGc(CLI::App& sub);
 Action SetupInstall(CLI::App& sub);
 Action SetupLog(CLI::App& sub);
 Action SetupLsFiles(CLI::App& sub);
+Action SetupMigrate(CLI::App& sub);
 Action SetupRetain(CLI::App& sub);
 Action SetupPrePush(CLI::App& sub);
 Action SetupPull(CLI::App& sub);

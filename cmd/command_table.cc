@@ -21,6 +21,8 @@ const std::vector<CommandSpec>& Commands() {
       {"repack", "Rewrite stored checkpoints by the current policy (base interval, chain length)", &SetupRepack},
       {"restore", "Write a version of a tracked checkpoint straight to a file, verified", &SetupRestore},
       {"cat", "Write a stored version, or some of its tensors, to stdout or a file (raw, npy, safetensors)", &SetupCat},
+      {"migrate", "Rewrite history: checkpoints in plain git or Git LFS into git-zipnn (import), or back (export)",
+       &SetupMigrate},
       {"push", "Send the objects the pointers of refs need to a remote's object store", &SetupPush},
       {"fetch", "Get the objects the files of revisions need from a remote's object store", &SetupFetch},
       {"pull", "Fetch, then write the checkpoints where the work tree holds pointers", &SetupPull},

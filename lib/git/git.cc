@@ -294,4 +294,25 @@ void RestageUnchanged(const std::vector<std::string>& paths, const std::string& 
   (void)RunGit(args, top);
 }
 
+Result<std::vector<std::string>> LocalChanges() {
+  ZIPNN_ASSIGN_OR_RETURN(std::string out, GitOutput({"status", "--porcelain", "--untracked-files=no"}));
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < out.size();) {
+    size_t end = out.find('\n', at);
+    if (end == std::string::npos) end = out.size();
+    if (end > at) lines.push_back(out.substr(at, end - at));
+    at = end + 1;
+  }
+  return lines;
+}
+
+Result<std::optional<std::string>> HeadBranch() {
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"symbolic-ref", "-q", "HEAD"}));
+  if (run.exit_code != 0) return std::optional<std::string>();
+  while (!run.out.empty() && run.out.back() == '\n') run.out.pop_back();
+  return std::optional<std::string>(run.out);
+}
+
+Status ResetHard() { return GitOutput({"reset", "--hard", "-q"}).status(); }
+
 }  // namespace zipnn::git

@@ -153,4 +153,14 @@ Result<std::vector<std::string>> FilesNamed(const std::string& given);
 // only costs `git status` a clean pass, so none is reported.
 void RestageUnchanged(const std::vector<std::string>& paths, const std::string& top = "");
 
+// What a history rewrite (`git zipnn migrate`) checks first and does last:
+// the changes to tracked files that neither the index nor HEAD holds
+// (`git status --porcelain`, untracked files left out), one line each;
+// the ref HEAD names ("refs/heads/main"; nullopt when detached); and the
+// work tree and index made HEAD's again (`git reset --hard`), through
+// the user's filters.
+Result<std::vector<std::string>> LocalChanges();
+Result<std::optional<std::string>> HeadBranch();
+Status ResetHard();
+
 }  // namespace zipnn::git

@@ -43,6 +43,15 @@ Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& c
   return RunGitIn("", args, cwd, input);
 }
 
+Result<std::unique_ptr<Process>> StartGit(const std::vector<std::string>& args, const std::string& cwd) {
+  std::vector<std::string> argv = {"git"};
+  if (!cwd.empty()) argv.insert(argv.end(), {"-C", cwd});
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto started = Process::Start(argv);
+  if (!started.ok()) return Status(StatusCode::kGit, started.status().message());
+  return started;
+}
+
 Result<std::string> GitOutput(const std::vector<std::string>& args, const std::string& cwd) {
   ZIPNN_ASSIGN_OR_RETURN(std::string out, Succeeded(args, cwd));
   while (!out.empty() && out.back() == '\n') out.pop_back();

@@ -5,6 +5,7 @@
 // like every other child).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ using GitRun = Captured;
 // Runs `git <args>` in `cwd` (empty: the current folder), with `input`
 // on its standard input (empty: none).
 Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& cwd = "", const std::string& input = "");
+
+// Starts `git <args>` in `cwd` (empty: the current folder) to read from
+// as it writes (a blob too large to hold in memory).
+Result<std::unique_ptr<Process>> StartGit(const std::vector<std::string>& args, const std::string& cwd = "");
 
 // `git <args>`, its stdout without the trailing newline; a non-zero exit
 // is a Git error quoting git's message.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "lib/base/file.h"
@@ -52,14 +53,6 @@ Status WriteLines(const std::string& path, const std::vector<std::string>& lines
   return out.Commit();
 }
 
-Status CheckPattern(const std::string& pattern) {
-  if (pattern.empty() || pattern.find_first_of(" \t\r\n\"") != std::string::npos || pattern[0] == '#' ||
-      pattern[0] == '!') {
-    return InvalidArgument("pattern '" + pattern + "' cannot be tracked (no spaces, quotes, leading # or !)");
-  }
-  return OkStatus();
-}
-
 }  // namespace
 
 Status InstallFilter(const std::string& scope) {
@@ -77,26 +70,99 @@ bool FilterInstalled() {
   return process.ok() && *process;
 }
 
+Status CheckPattern(const std::string& pattern) {
+  if (pattern.empty() || pattern.find_first_of(" \t\r\n\"") != std::string::npos || pattern[0] == '#' ||
+      pattern[0] == '!') {
+    return InvalidArgument("pattern '" + pattern + "' cannot be tracked (no spaces, quotes, leading # or !)");
+  }
+  return OkStatus();
+}
+
+namespace {
+
+// The pattern of an attributes line and the filter it names ("" when none).
+std::pair<std::string, std::string> PatternAndFilter(const std::string& line) {
+  std::istringstream words(line);
+  std::string pattern, word, filter;
+  if (!(words >> pattern) || pattern[0] == '#') return {};
+  while (words >> word) {
+    if (word.rfind("filter=", 0) == 0) filter = word.substr(7);
+  }
+  return {pattern, filter};
+}
+
+const char* DriverName(Driver d) { return d == Driver::kZipnn ? kDriver : "lfs"; }
+
+// `text` cut after each newline (a last line without one kept).
+std::vector<std::string> LinesWithEnds(const std::string& text) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    end = end == std::string::npos ? text.size() : end + 1;
+    lines.push_back(text.substr(at, end - at));
+    at = end;
+  }
+  return lines;
+}
+
+}  // namespace
+
 std::string TrackLine(const std::string& pattern) { return pattern + " filter=zipnn diff=zipnn -text"; }
 
 std::optional<std::string> TrackedPattern(const std::string& line) {
-  std::istringstream words(line);
-  std::string pattern, word;
-  if (!(words >> pattern) || pattern[0] == '#') return std::nullopt;
-  while (words >> word) {
-    if (word == "filter=zipnn") return pattern;
-  }
-  return std::nullopt;
+  auto [pattern, filter] = PatternAndFilter(line);
+  if (filter != kDriver) return std::nullopt;
+  return pattern;
 }
 
-Result<std::vector<std::string>> TrackedPatterns() {
-  ZIPNN_ASSIGN_OR_RETURN(std::string path, AttributesFile());
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadLines(path));
+namespace {
+
+std::string LineFor(const std::string& pattern, Driver d) {
+  return d == Driver::kZipnn ? TrackLine(pattern) : pattern + " filter=lfs diff=lfs merge=lfs -text";
+}
+
+}  // namespace
+
+std::vector<std::string> PatternsOf(const std::string& text, Driver driver) {
   std::vector<std::string> patterns;
-  for (const std::string& line : lines) {
-    if (auto p = TrackedPattern(line)) patterns.push_back(*p);
+  for (const std::string& line : LinesWithEnds(text)) {
+    auto [pattern, filter] = PatternAndFilter(line);
+    if (filter == DriverName(driver)) patterns.push_back(pattern);
   }
   return patterns;
+}
+
+std::string Retracked(const std::string& text, const std::vector<std::string>& patterns, Driver to) {
+  const Driver from = to == Driver::kZipnn ? Driver::kLfs : Driver::kZipnn;
+  std::string out;
+  std::set<std::string> given;  // patterns a line gives to `to`
+  for (const std::string& line : LinesWithEnds(text)) {
+    auto [pattern, filter] = PatternAndFilter(line);
+    const bool asked = std::find(patterns.begin(), patterns.end(), pattern) != patterns.end();
+    if (asked && filter == DriverName(from)) {
+      const size_t body = line.find_last_not_of("\r\n") + 1;
+      out += LineFor(pattern, to) + line.substr(body);  // its line end as it was
+      given.insert(pattern);
+      continue;
+    }
+    if (asked && filter == DriverName(to)) given.insert(pattern);
+    out += line;
+  }
+  for (const std::string& pattern : patterns) {
+    if (given.count(pattern)) continue;
+    if (!out.empty() && out.back() != '\n') out += '\n';
+    out += LineFor(pattern, to) + "\n";
+    given.insert(pattern);
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> TrackedPatterns(Driver driver) {
+  ZIPNN_ASSIGN_OR_RETURN(std::string path, AttributesFile());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadLines(path));
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return PatternsOf(text, driver);
 }
 
 Result<std::string> PatternFromHere(const std::string& pattern) {

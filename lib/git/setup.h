@@ -28,8 +28,23 @@ bool FilterInstalled();
 std::string TrackLine(const std::string& pattern);
 std::optional<std::string> TrackedPattern(const std::string& line);
 
-// The patterns the work tree's top .gitattributes tracks, in its order.
-Result<std::vector<std::string>> TrackedPatterns();
+// Which filter a .gitattributes line gives its pattern to: git-zipnn's
+// (TrackLine) or Git LFS's ("<pattern> filter=lfs diff=lfs merge=lfs -text").
+enum class Driver { kZipnn, kLfs };
+// The patterns the lines of `text` (a .gitattributes) give to `driver`.
+std::vector<std::string> PatternsOf(const std::string& text, Driver driver);
+// `text` with each of `patterns` given to `to`: a line that gives one to
+// the other filter becomes `to`'s line, and a pattern that no line gives
+// to `to` gets its line at the end. Every other line stays byte for byte.
+std::string Retracked(const std::string& text, const std::vector<std::string>& patterns, Driver to);
+
+// A pattern that cannot be written as an attributes line (spaces, quotes,
+// a leading # or !) is InvalidArgument naming it.
+Status CheckPattern(const std::string& pattern);
+
+// The patterns the work tree's top .gitattributes gives to `driver`, in
+// its order.
+Result<std::vector<std::string>> TrackedPatterns(Driver driver = Driver::kZipnn);
 
 // `pattern` as given in the current folder, as the top .gitattributes
 // must say it: prefixed with the folder's path from the top ('*.ckpt' in

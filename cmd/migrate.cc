@@ -1,0 +1,294 @@
+// git zipnn migrate import / export: history written again with
+// checkpoints stored by git-zipnn (from plain git blobs or Git LFS
+// pointers), or back to Git LFS. git's fast-export and fast-import do the
+// rewriting (lib/git/rewrite.h); this file says what each chosen file
+// becomes. Every version is read verified (a blob against its git id, an
+// LFS object against its SHA-256, a git-zipnn version against its content
+// id) before anything is written in its place, and refs move only once the
+// whole new history is written.
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "filters/checkpoint_filter.h"
+#include "lib/access/versions.h"
+#include "lib/base/closest.h"
+#include "lib/base/strings.h"
+#include "lib/git/discover.h"
+#include "lib/git/git.h"
+#include "lib/git/rewrite.h"
+#include "lib/git/setup.h"
+#include "lib/remote/lfs_files.h"
+#include "lib/store/pointer.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+// Missing LFS objects named in the error; more are counted.
+constexpr size_t kMissingNamed = 5;
+
+struct MigrateArgs {
+  std::vector<std::string> include, exclude, refs;
+  bool everything = false;
+  bool dry_run = false;
+};
+
+// LFS's spelling: a pattern list may hold several, comma-separated.
+std::vector<std::string> SplitPatterns(const std::vector<std::string>& given) {
+  std::vector<std::string> patterns;
+  for (const std::string& g : given) {
+    for (size_t at = 0; at <= g.size();) {
+      size_t end = g.find(',', at);
+      if (end == std::string::npos) end = g.size();
+      if (end > at) patterns.push_back(g.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  return patterns;
+}
+
+// The local Git LFS folder: lfs.storage (from the git folder when
+// relative), else <git folder>/lfs, as git-lfs places it.
+Result<lfs::LfsFolder> LfsFolderOf(const git::Repository& repo) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> storage, git::ConfigGet("lfs.storage"));
+  std::string dir = repo.common_dir();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (!storage || storage->empty()) return lfs::LfsFolder(dir + "/lfs");
+  return lfs::LfsFolder((*storage)[0] == '/' ? *storage : dir + "/" + *storage);
+}
+
+// What both directions check before reading history: a clean work tree,
+// patterns that can be written, and the revisions to rewrite.
+struct Plan {
+  std::vector<std::string> include, exclude, revs;
+};
+Result<Plan> PlanFor(const MigrateArgs& a, git::Driver to) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> changes, git::LocalChanges());
+  if (!changes.empty() && !a.dry_run) {
+    std::string listed;
+    for (size_t i = 0; i < changes.size() && i < 5; ++i) listed += "\n    " + changes[i];
+    return InvalidArgument("the work tree has changes git has not committed; commit or stash them first, since "
+                           "migrate rewrites the commits they are on:" +
+                           listed + (changes.size() > 5 ? "\n    ..." : ""));
+  }
+  Plan plan;
+  plan.include = SplitPatterns(a.include);
+  plan.exclude = SplitPatterns(a.exclude);
+  if (plan.include.empty()) {
+    // The patterns .gitattributes gives to the filter being left.
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> zipnn, git::TrackedPatterns(git::Driver::kZipnn));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> lfs, git::TrackedPatterns(git::Driver::kLfs));
+    plan.include = to == git::Driver::kZipnn ? lfs : zipnn;
+    if (to == git::Driver::kZipnn) plan.include.insert(plan.include.end(), zipnn.begin(), zipnn.end());
+    if (plan.include.empty()) {
+      return InvalidArgument(std::string("say which files to migrate: --include '*.safetensors' (or a list, "
+                                         "'*.pt,*.bin'); .gitattributes gives no pattern to ") +
+                             (to == git::Driver::kZipnn ? "git-zipnn or Git LFS" : "git-zipnn"));
+    }
+  }
+  for (const std::string& p : plan.include) ZIPNN_RETURN_IF_ERROR(git::CheckPattern(p));
+  for (const std::string& p : plan.exclude) ZIPNN_RETURN_IF_ERROR(git::CheckPattern(p));
+  if (a.everything) {
+    if (!a.refs.empty()) return InvalidArgument("--everything rewrites every branch and tag; give no revisions with it");
+    plan.revs = {"--branches", "--tags"};
+  } else if (!a.refs.empty()) {
+    plan.revs = a.refs;
+  } else {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> branch, git::HeadBranch());
+    if (!branch) {
+      return InvalidArgument("HEAD is detached: name the branches to rewrite (git zipnn migrate import main), or "
+                             "--everything");
+    }
+    plan.revs = {*branch};
+  }
+  return plan;
+}
+
+// "5 distinct checkpoints (8 versions at 2 paths)".
+std::string Counts(const git::HistoryRewrite& rewrite, size_t distinct) {
+  size_t versions = 0;
+  for (const auto& [path, blobs] : rewrite.by_path()) versions += blobs.size();
+  return Counted(distinct, "distinct checkpoint") + " (" + Counted(versions, "version") + " at " +
+         Counted(rewrite.by_path().size(), "path") + ")";
+}
+
+// What a dry run prints: each chosen path with its versions and bytes.
+Status PrintChosen(const git::Repository& repo, const git::HistoryRewrite& rewrite, const char* to) {
+  for (const auto& [path, blobs] : rewrite.by_path()) {
+    uint64_t bytes = 0;
+    for (const git::Oid& blob : blobs) {
+      ZIPNN_ASSIGN_OR_RETURN(uint64_t size, repo.BlobSize(blob));
+      bytes += size;
+    }
+    std::printf("%s: %s, %s in git\n", path.c_str(), Counted(blobs.size(), "version").c_str(),
+                HumanBytes(bytes).c_str());
+  }
+  std::printf("would store %s in %s and write %s again\n", Counts(rewrite, rewrite.files().size()).c_str(), to,
+              Counted(rewrite.commits(), "commit").c_str());
+  return OkStatus();
+}
+
+// After the rewrite: the map, what moved, and what is left to do.
+void Report(const git::HistoryRewrite& rewrite, const git::Rewritten& done, size_t stored, const char* to) {
+  for (const auto& [old_id, new_id] : done.commits) std::printf("%s %s\n", old_id.c_str(), new_id.c_str());
+  std::string refs;
+  for (const std::string& r : done.refs) refs += (refs.empty() ? "" : ", ") + r;
+  std::fprintf(stderr,
+               "git-zipnn: stored %s in %s and wrote %s again (old and new ids above, one commit a line); refs "
+               "moved: %s\n"
+               "git-zipnn: the old commits stay in git's reflog until it expires; `git reflog expire --expire=now "
+               "--all && git gc --prune=now` drops them now. The history is new: push it with --force, and "
+               "teammates clone again\n",
+               Counts(rewrite, stored).c_str(), to, Counted(done.commits.size(), "commit").c_str(), refs.c_str());
+}
+
+// A rewrite that moved the branch checked out leaves the old files in the
+// index: the work tree is checked out again, through the filters.
+Status CheckOutAgain(const git::Rewritten& done, const std::optional<std::string>& head) {
+  if (!head) return OkStatus();
+  for (const std::string& r : done.refs) {
+    if (r == *head) return git::ResetHard();
+  }
+  return OkStatus();
+}
+
+Status RunImport(const MigrateArgs& a) {
+  ZIPNN_ASSIGN_OR_RETURN(Plan plan, PlanFor(a, git::Driver::kZipnn));
+  if (!git::FilterInstalled() && !a.dry_run) {
+    return InvalidArgument("the git-zipnn filter is not installed here: run `git zipnn install` first, so that the "
+                           "checkpoints are checked out again after the rewrite");
+  }
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ZIPNN_ASSIGN_OR_RETURN(git::HistoryRewrite rewrite,
+                         git::HistoryRewrite::Read(git_repo, plan.revs, plan.include, plan.exclude));
+  if (a.dry_run) return PrintChosen(git_repo, rewrite, "git-zipnn");
+  if (rewrite.files().empty()) {
+    std::printf("nothing to migrate: no file of %s matches %s\n", Counted(rewrite.commits(), "commit").c_str(),
+                Alternatives(plan.include, "'").c_str());
+    return OkStatus();
+  }
+  // Each LFS pointer's object must be here: all are looked for before
+  // anything is stored.
+  ZIPNN_ASSIGN_OR_RETURN(lfs::LfsFolder lfs_folder, LfsFolderOf(git_repo));
+  std::map<git::Oid, lfs::LfsPointer> lfs_pointers;
+  std::vector<std::string> missing;
+  for (const git::RewriteFile& f : rewrite.files()) {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> small, git_repo.SmallBlob(f.blob, 1024));
+    if (!small) continue;
+    std::optional<lfs::LfsPointer> pointer = lfs::ParseLfsPointer(*small);
+    if (!pointer) continue;
+    lfs_pointers[f.blob] = *pointer;
+    if (!lfs_folder.Has(*pointer)) missing.push_back(f.path + " (" + pointer->sha256.substr(0, 12) + ")");
+  }
+  if (!missing.empty()) {
+    std::string named;
+    for (size_t i = 0; i < missing.size() && i < kMissingNamed; ++i) named += "\n    " + missing[i];
+    if (missing.size() > kMissingNamed) named += "\n    and " + std::to_string(missing.size() - kMissingNamed) + " more";
+    return NotFound(Counted(missing.size(), "Git LFS object") + " of this history " +
+                    (missing.size() == 1 ? "is" : "are") + " not in " + lfs_folder.dir() +
+                    "; nothing was changed. Fetch them first: `git lfs fetch --all` (or the refs you migrate)" +
+                    named);
+  }
+
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, git::OpenSeries(repo));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> branch, git::HeadBranch());
+  size_t converted = 0;
+  git::Rewritten done;
+  {
+    filters::CheckpointFilter filter(std::move(repo), std::move(series));
+    auto replace = [&](const git::RewriteFile& f) -> Result<std::optional<std::string>> {
+      std::unique_ptr<ByteReader> content;
+      auto lfs_pointer = lfs_pointers.find(f.blob);
+      if (lfs_pointer != lfs_pointers.end()) {
+        ZIPNN_ASSIGN_OR_RETURN(content, lfs_folder.Open(lfs_pointer->second));
+      } else {
+        ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> small,
+                               git_repo.SmallBlob(f.blob, store::kMaxPointerBytes));
+        if (small && store::LooksLikePointer(*small)) return std::optional<std::string>();  // stored already
+        ZIPNN_ASSIGN_OR_RETURN(content, git::OpenBlob(git_repo, f.blob));
+      }
+      MemorySink pointer;
+      ZIPNN_RETURN_IF_ERROR(Annotate(filter.Clean(f.path, *content, pointer), f.path));
+      ++converted;
+      const Buffer& text = pointer.buffer();
+      return std::optional<std::string>(std::string(text.data(), text.data() + text.size()));
+    };
+    auto edit = [&](const std::optional<std::string>& text) {
+      return git::Retracked(text.value_or(""), plan.include, git::Driver::kZipnn);
+    };
+    ZIPNN_ASSIGN_OR_RETURN(done, rewrite.Write(replace, edit));
+    (void)filter.Finish();
+  }
+  Report(rewrite, done, converted, "git-zipnn");
+  return CheckOutAgain(done, branch);
+}
+
+Status RunExport(const MigrateArgs& a) {
+  ZIPNN_ASSIGN_OR_RETURN(Plan plan, PlanFor(a, git::Driver::kLfs));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> lfs_filter, git::ConfigGet("filter.lfs.process"));
+  if (!lfs_filter && !a.dry_run) {
+    return InvalidArgument("Git LFS is not installed here: run `git lfs install` first, so that the checkpoints "
+                           "are checked out again after the rewrite");
+  }
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ZIPNN_ASSIGN_OR_RETURN(git::HistoryRewrite rewrite,
+                         git::HistoryRewrite::Read(git_repo, plan.revs, plan.include, plan.exclude));
+  if (a.dry_run) return PrintChosen(git_repo, rewrite, "Git LFS");
+  if (rewrite.files().empty()) {
+    std::printf("nothing to migrate: no file of %s matches %s\n", Counted(rewrite.commits(), "commit").c_str(),
+                Alternatives(plan.include, "'").c_str());
+    return OkStatus();
+  }
+  ZIPNN_ASSIGN_OR_RETURN(lfs::LfsFolder lfs_folder, LfsFolderOf(git_repo));
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> branch, git::HeadBranch());
+  const access::Versions versions(repo, access::Options{/*fetch=*/true, access::Copies::kBases});
+  size_t converted = 0;
+  auto replace = [&](const git::RewriteFile& f) -> Result<std::optional<std::string>> {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> small, git_repo.SmallBlob(f.blob, store::kMaxPointerBytes));
+    if (!small || !store::LooksLikePointer(*small)) return std::optional<std::string>();  // not ours: kept
+    ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, store::ParsePointer(*small));
+    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<lfs::LfsFolder::Writer> object, lfs_folder.Create());
+    ZIPNN_RETURN_IF_ERROR(versions.Write(pointer, f.path, *object));
+    ZIPNN_ASSIGN_OR_RETURN(lfs::LfsPointer written, object->Commit());
+    ++converted;
+    return std::optional<std::string>(lfs::FormatLfsPointer(written));
+  };
+  auto edit = [&](const std::optional<std::string>& text) {
+    return git::Retracked(text.value_or(""), plan.include, git::Driver::kLfs);
+  };
+  ZIPNN_ASSIGN_OR_RETURN(git::Rewritten done, rewrite.Write(replace, edit));
+  Report(rewrite, done, converted, "Git LFS");
+  return CheckOutAgain(done, branch);
+}
+
+void AddMigrateOptions(CLI::App& sub, MigrateArgs& a) {
+  sub.add_option("-I,--include", a.include,
+                 "Files to migrate: a .gitattributes pattern, or several comma-separated (default: the patterns "
+                 ".gitattributes gives to the other side)")
+      ->allow_extra_args(false);
+  sub.add_option("-X,--exclude", a.exclude, "Files to leave as they are, among those --include names")
+      ->allow_extra_args(false);
+  sub.add_flag("--everything", a.everything, "Rewrite every local branch and tag (default: the current branch)");
+  sub.add_flag("-n,--dry-run", a.dry_run, "List the files and versions that would be migrated; change nothing");
+  sub.add_option("revisions", a.refs, "Branches to rewrite, or ranges (main, v1..main, ^origin/main)");
+}
+
+}  // namespace
+
+Action SetupMigrate(CLI::App& sub) {
+  auto a = std::make_shared<MigrateArgs>();
+  CLI::App* import = sub.add_subcommand(
+      "import", "Rewrite history so that checkpoints in plain git blobs or Git LFS are stored by git-zipnn");
+  CLI::App* export_ = sub.add_subcommand("export", "Rewrite history so that checkpoints git-zipnn stores are in Git LFS");
+  AddMigrateOptions(*import, *a);
+  AddMigrateOptions(*export_, *a);
+  sub.require_subcommand(1);
+  return [a, import]() -> Status { return import->parsed() ? RunImport(*a) : RunExport(*a); };
+}
+
+}  // namespace zipnn::cmd

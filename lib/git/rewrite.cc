@@ -1,0 +1,414 @@
+#include "lib/git/rewrite.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string_view>
+#include <utility>
+
+#include "lib/base/file.h"
+#include "lib/base/strings.h"
+#include "lib/git/git.h"
+#include "lib/git/run.h"
+
+namespace zipnn::git {
+
+namespace {
+
+constexpr char kIncludeAttribute[] = "zipnn-migrate-include";
+constexpr char kExcludeAttribute[] = "zipnn-migrate-exclude";
+constexpr char kAttributesPath[] = ".gitattributes";
+// Git reads no attributes file larger than this; neither do we.
+constexpr size_t kMaxAttributesBytes = 100 << 20;
+
+// fast-export's stream, read a line or a data block at a time.
+class Stream {
+ public:
+  explicit Stream(const std::string& text) : text_(text) {}
+  bool Done() const { return at_ >= text_.size(); }
+  // The next line, without its newline.
+  std::string_view Line() {
+    size_t end = text_.find('\n', at_);
+    if (end == std::string::npos) end = text_.size();
+    std::string_view line(text_.data() + at_, end - at_);
+    at_ = end + 1;
+    return line;
+  }
+  // The `n` bytes after a "data <n>" line.
+  Result<std::string_view> Bytes(size_t n) {
+    if (n > text_.size() - std::min(at_, text_.size())) return Status(StatusCode::kGit, "git fast-export's stream ends inside a data block");
+    std::string_view bytes(text_.data() + at_, n);
+    at_ += n;
+    return bytes;
+  }
+
+ private:
+  const std::string& text_;
+  size_t at_ = 0;
+};
+
+// A path as fast-export writes it: C-quoted ("a\tb", "\303\251") when it
+// holds anything but plain printable characters.
+std::string Unquoted(std::string_view path) {
+  if (path.size() < 2 || path.front() != '"' || path.back() != '"') return std::string(path);
+  std::string out;
+  for (size_t i = 1; i + 1 < path.size(); ++i) {
+    char c = path[i];
+    if (c != '\\' || i + 2 >= path.size()) {
+      out += c;
+      continue;
+    }
+    c = path[++i];
+    switch (c) {
+      case 'a': out += '\a'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'v': out += '\v'; break;
+      default:
+        if (c >= '0' && c <= '3' && i + 2 < path.size()) {
+          out += static_cast<char>(((c - '0') << 6) | ((path[i + 1] - '0') << 3) | (path[i + 2] - '0'));
+          i += 2;
+        } else {
+          out += c;  // \\ and \"
+        }
+    }
+  }
+  return out;
+}
+
+// A file line of a commit: "M <mode> <blob> <path>".
+struct FileLine {
+  std::string_view mode, blob, raw_path;
+  std::string path;
+  bool regular() const { return mode == "100644" || mode == "100755"; }
+};
+std::optional<FileLine> ParseFileLine(std::string_view line) {
+  if (!StartsWith(line, "M ")) return std::nullopt;
+  const size_t mode_end = line.find(' ', 2);
+  if (mode_end == std::string_view::npos) return std::nullopt;
+  const size_t blob_end = line.find(' ', mode_end + 1);
+  if (blob_end == std::string_view::npos) return std::nullopt;
+  FileLine f;
+  f.mode = line.substr(2, mode_end - 2);
+  f.blob = line.substr(mode_end + 1, blob_end - mode_end - 1);
+  f.raw_path = line.substr(blob_end + 1);
+  f.path = Unquoted(f.raw_path);
+  return f;
+}
+
+bool IsFileCommand(std::string_view line) {
+  return line == "deleteall" || StartsWith(line, "M ") || StartsWith(line, "D ") || StartsWith(line, "C ") ||
+         StartsWith(line, "R ") || StartsWith(line, "N ");
+}
+
+// The size a "data <n>" line gives.
+Result<size_t> DataSize(std::string_view line) {
+  size_t n = 0;
+  const std::string_view digits = line.substr(5);
+  if (digits.empty() || digits.size() > 15) return Status(StatusCode::kGit, "git fast-export wrote a bad data line");
+  for (char c : digits) {
+    if (c < '0' || c > '9') return Status(StatusCode::kGit, "git fast-export wrote a bad data line");
+    n = n * 10 + static_cast<size_t>(c - '0');
+  }
+  return n;
+}
+
+void AppendData(std::string& out, std::string_view bytes) {
+  out += "data " + std::to_string(bytes.size()) + "\n";
+  out.append(bytes.data(), bytes.size());
+  out += '\n';
+}
+
+// The paths of `paths` that git's attribute matching puts under a pattern
+// of `include` and none of `exclude`: the patterns go in a scratch
+// attributes file given to `git check-attr` as core.attributesFile.
+Result<std::set<std::string>> Matching(const Repository& repo, const std::set<std::string>& paths,
+                                       const std::vector<std::string>& include,
+                                       const std::vector<std::string>& exclude) {
+  std::set<std::string> chosen;
+  if (paths.empty() || include.empty()) return chosen;
+  const std::string dir = repo.common_dir() + "/zipnn";
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(dir));
+  ZIPNN_ASSIGN_OR_RETURN(TempFile attributes, TempFile::Create(dir, "migrate-attributes"));
+  std::string lines;
+  for (const std::string& p : include) lines += p + " " + kIncludeAttribute + "\n";
+  for (const std::string& p : exclude) lines += p + " " + kExcludeAttribute + "\n";
+  {
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::InTemp(attributes));
+    ZIPNN_RETURN_IF_ERROR(file.Append(lines.data(), lines.size()));
+    ZIPNN_RETURN_IF_ERROR(file.CommitUnsynced());
+  }
+  std::string input;
+  for (const std::string& p : paths) input += p + '\0';
+  const std::string cwd = repo.work_dir().empty() ? repo.common_dir() : repo.work_dir();
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"-c", "core.attributesFile=" + attributes.path(), "check-attr", "-z",
+                                             "--stdin", kIncludeAttribute, kExcludeAttribute},
+                                            cwd, input));
+  if (run.exit_code != 0) return Status(StatusCode::kGit, "git check-attr failed: " + run.err);
+  std::set<std::string> included, excluded;
+  // Triples: path NUL attribute NUL value NUL.
+  std::vector<std::string> words;
+  for (size_t at = 0, end; (end = run.out.find('\0', at)) != std::string::npos; at = end + 1) {
+    words.push_back(run.out.substr(at, end - at));
+  }
+  for (size_t i = 0; i + 2 < words.size(); i += 3) {
+    if (words[i + 2] != "set") continue;
+    (words[i + 1] == kIncludeAttribute ? included : excluded).insert(words[i]);
+  }
+  for (const std::string& p : included) {
+    if (!excluded.count(p) && p != kAttributesPath) chosen.insert(p);
+  }
+  return chosen;
+}
+
+class BlobReader : public ByteReader {
+ public:
+  BlobReader(std::unique_ptr<Process> git, Oid blob, uint64_t size)
+      : git_(std::move(git)), blob_(blob), size_(size), hash_(EVP_MD_CTX_new()) {
+    EVP_DigestInit_ex(hash_, EVP_sha1(), nullptr);
+    const std::string header = "blob " + std::to_string(size) + '\0';
+    EVP_DigestUpdate(hash_, header.data(), header.size());
+  }
+  ~BlobReader() override { EVP_MD_CTX_free(hash_); }
+
+  Result<size_t> Read(void* out, size_t n) override {
+    if (done_) return size_t{0};
+    ZIPNN_ASSIGN_OR_RETURN(size_t got, git_->Read(out, n));
+    read_ += got;
+    if (got > 0 && read_ <= size_) {
+      EVP_DigestUpdate(hash_, out, got);
+      return got;
+    }
+    done_ = true;
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    EVP_DigestFinal_ex(hash_, digest, &length);
+    Oid read;
+    for (size_t i = 0; i < read.bytes.size() && i < length; ++i) read.bytes[i] = digest[i];
+    if (read_ != size_ || read != blob_) {
+      return Status(StatusCode::kGit, "git cat-file gave " + std::to_string(read_) + " bytes for blob " +
+                                          blob_.Hex() + " of " + std::to_string(size_) +
+                                          " that do not hash to its id (git stopped early, or the object is damaged)");
+    }
+    return size_t{0};
+  }
+
+ private:
+  std::unique_ptr<Process> git_;
+  Oid blob_;
+  uint64_t size_, read_ = 0;
+  EVP_MD_CTX* hash_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+std::optional<Oid> ParseOid(const std::string& hex) {
+  Oid oid;
+  if (hex.size() != oid.bytes.size() * 2) return std::nullopt;
+  for (size_t i = 0; i < hex.size(); ++i) {
+    const char c = hex[i];
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0) return std::nullopt;
+    oid.bytes[i / 2] = static_cast<uint8_t>(oid.bytes[i / 2] | (i % 2 ? v : v << 4));
+  }
+  return oid;
+}
+
+Result<std::unique_ptr<ByteReader>> OpenBlob(const Repository& repo, const Oid& blob) {
+  ZIPNN_ASSIGN_OR_RETURN(uint64_t size, repo.BlobSize(blob));
+  const std::string cwd = repo.work_dir().empty() ? repo.common_dir() : repo.work_dir();
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<Process> git, StartGit({"cat-file", "blob", blob.Hex()}, cwd));
+  return std::unique_ptr<ByteReader>(new BlobReader(std::move(git), blob, size));
+}
+
+Result<HistoryRewrite> HistoryRewrite::Read(Repository& repo, const std::vector<std::string>& revs,
+                                            const std::vector<std::string>& include,
+                                            const std::vector<std::string>& exclude) {
+  std::vector<std::string> args = {"fast-export",
+                                   "--no-data",
+                                   "--full-tree",
+                                   "--show-original-ids",
+                                   "--reference-excluded-parents",
+                                   "--signed-tags=strip",
+                                   "--tag-of-filtered-object=rewrite",
+                                   "--reencode=no"};
+  std::vector<std::string> named;
+  for (const std::string& rev : revs) {
+    if (rev == "--branches" || rev == "--tags") {
+      args.push_back(rev);
+      continue;
+    }
+    ZIPNN_RETURN_IF_ERROR(CheckRevision(rev));
+    named.push_back(rev);
+  }
+  args.push_back("--end-of-options");
+  args.insert(args.end(), named.begin(), named.end());
+  const std::string cwd = repo.work_dir().empty() ? repo.common_dir() : repo.work_dir();
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args, cwd));
+  if (run.exit_code != 0) {
+    while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
+    return Status(StatusCode::kGit, "git fast-export failed: " + run.err);
+  }
+  HistoryRewrite rewrite(repo, std::move(run.out));
+
+  // Every regular file's path, and each (path, blob) once, in the order
+  // history first holds it.
+  std::set<std::string> paths;
+  std::vector<std::pair<std::string, Oid>> versions;
+  std::set<std::pair<std::string, Oid>> seen;
+  Stream stream(rewrite.stream_);
+  while (!stream.Done()) {
+    const std::string_view line = stream.Line();
+    if (StartsWith(line, "data ")) {
+      ZIPNN_ASSIGN_OR_RETURN(size_t n, DataSize(line));
+      ZIPNN_RETURN_IF_ERROR(stream.Bytes(n).status());
+    } else if (StartsWith(line, "commit ")) {
+      ++rewrite.commits_;
+    } else if (std::optional<FileLine> f = ParseFileLine(line); f && f->regular()) {
+      const std::optional<Oid> blob = ParseOid(std::string(f->blob));
+      if (!blob) return Status(StatusCode::kGit, "git fast-export named a blob as " + std::string(f->blob));
+      paths.insert(f->path);
+      if (seen.emplace(f->path, *blob).second) versions.emplace_back(f->path, *blob);
+    }
+  }
+  ZIPNN_ASSIGN_OR_RETURN(rewrite.chosen_, Matching(repo, paths, include, exclude));
+  // Each blob at a chosen path, named by the first chosen path it is at.
+  std::set<Oid> listed;
+  for (const auto& [path, blob] : versions) {
+    if (!rewrite.chosen_.count(path)) continue;
+    rewrite.by_path_[path].push_back(blob);
+    if (listed.insert(blob).second) rewrite.files_.push_back(RewriteFile{path, blob});
+  }
+  return rewrite;
+}
+
+Result<Rewritten> HistoryRewrite::Write(const ReplaceBlob& replace, const EditAttributes& edit) {
+  std::map<Oid, std::optional<std::string>> replaced;
+  for (const RewriteFile& file : files_) {
+    ZIPNN_ASSIGN_OR_RETURN(replaced[file.blob], replace(file));
+  }
+  std::map<std::optional<std::string>, std::string> edited;  // attributes text -> new text
+  auto edit_once = [&](const std::optional<std::string>& text) -> const std::string& {
+    auto found = edited.find(text);
+    if (found == edited.end()) found = edited.emplace(text, edit(text)).first;
+    return found->second;
+  };
+
+  std::string out;
+  out.reserve(stream_.size() + stream_.size() / 4);
+  Rewritten result;
+  std::set<std::string> refs;
+  std::map<std::string, std::string> old_of_mark;  // ":N" -> old commit
+  std::vector<std::string> marks_in_order;
+  // The commit being copied: its file lines wait until its last, so that
+  // a .gitattributes can be added to a commit that has none.
+  bool in_commit = false, after_message = false, has_attributes = false;
+  std::string mark;
+  std::string files;
+  auto end_commit = [&]() {
+    out += files;  // "deleteall" first: a file added goes after it
+    files.clear();
+    if (!has_attributes) {
+      const std::string& text = edit_once(std::nullopt);
+      if (!text.empty()) {
+        out += std::string("M 100644 inline ") + kAttributesPath + "\n";
+        AppendData(out, text);
+      }
+    }
+    in_commit = after_message = has_attributes = false;
+  };
+  Stream stream(stream_);
+  while (!stream.Done()) {
+    const std::string_view line = stream.Line();
+    if (in_commit && after_message && !IsFileCommand(line) && !StartsWith(line, "from ") &&
+        !StartsWith(line, "merge ")) {
+      end_commit();
+    }
+    if (StartsWith(line, "data ")) {
+      ZIPNN_ASSIGN_OR_RETURN(size_t n, DataSize(line));
+      ZIPNN_ASSIGN_OR_RETURN(std::string_view bytes, stream.Bytes(n));
+      out.append(line.data(), line.size()).append("\n").append(bytes.data(), bytes.size());
+      if (in_commit) after_message = true;
+      continue;
+    }
+    if (StartsWith(line, "commit ")) {
+      in_commit = true;
+      mark.clear();
+      refs.insert(std::string(line.substr(7)));
+    } else if (StartsWith(line, "reset ")) {
+      refs.insert(std::string(line.substr(6)));
+    } else if (StartsWith(line, "tag ")) {
+      refs.insert("refs/tags/" + std::string(line.substr(4)));
+    } else if (in_commit && StartsWith(line, "mark ")) {
+      mark = std::string(line.substr(5));
+      marks_in_order.push_back(mark);
+    } else if (in_commit && !after_message && StartsWith(line, "original-oid ")) {
+      old_of_mark[mark] = std::string(line.substr(13));
+    }
+    if (in_commit && after_message && IsFileCommand(line)) {
+      std::optional<FileLine> f = ParseFileLine(line);
+      if (f && f->regular() && f->path == kAttributesPath) {
+        has_attributes = true;
+        const std::optional<Oid> blob = ParseOid(std::string(f->blob));
+        if (!blob) return Status(StatusCode::kGit, "git fast-export named a blob as " + std::string(f->blob));
+        ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> text, repo_->SmallBlob(*blob, kMaxAttributesBytes));
+        if (!text) return InvalidArgument(".gitattributes of blob " + blob->Hex() + " is larger than git reads");
+        const std::string& now = edit_once(text);
+        if (now != *text) {
+          files += "M " + std::string(f->mode) + " inline " + std::string(f->raw_path) + "\n";
+          AppendData(files, now);
+          continue;
+        }
+      } else if (f && f->regular() && chosen_.count(f->path)) {
+        const std::optional<Oid> blob = ParseOid(std::string(f->blob));
+        auto it = blob ? replaced.find(*blob) : replaced.end();
+        if (it != replaced.end() && it->second) {
+          files += "M " + std::string(f->mode) + " inline " + std::string(f->raw_path) + "\n";
+          AppendData(files, *it->second);
+          continue;
+        }
+      }
+      files.append(line.data(), line.size()).append("\n");
+      continue;
+    }
+    out.append(line.data(), line.size()).append("\n");
+  }
+  if (in_commit) end_commit();
+
+  const std::string dir = repo_->common_dir() + "/zipnn";
+  ZIPNN_ASSIGN_OR_RETURN(TempFile marks, TempFile::Create(dir, "migrate-marks"));
+  const std::string cwd = repo_->work_dir().empty() ? repo_->common_dir() : repo_->work_dir();
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run,
+                         RunGit({"fast-import", "--quiet", "--force", "--export-marks=" + marks.path()}, cwd, out));
+  if (run.exit_code != 0) {
+    while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
+    return Status(StatusCode::kGit, "git fast-import failed (no ref was moved): " + run.err);
+  }
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(marks.path()));
+  std::map<std::string, std::string> new_of_mark;
+  std::string text(bytes.begin(), bytes.end());
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string entry = text.substr(at, end - at);
+    at = end + 1;
+    const size_t space = entry.find(' ');
+    if (space != std::string::npos) new_of_mark[entry.substr(0, space)] = entry.substr(space + 1);
+  }
+  for (const std::string& m : marks_in_order) {
+    auto old_id = old_of_mark.find(m);
+    auto new_id = new_of_mark.find(m);
+    if (old_id != old_of_mark.end() && new_id != new_of_mark.end()) {
+      result.commits.emplace_back(old_id->second, new_id->second);
+    }
+  }
+  result.refs.assign(refs.begin(), refs.end());
+  return result;
+}
+
+}  // namespace zipnn::git

@@ -1,0 +1,274 @@
+// git zipnn migrate with the real git and Debian's git-lfs: histories of
+// plain blobs and of Git LFS pointers brought in, every version restoring
+// bit-exact and every other byte of every commit kept; a history taken
+// back to Git LFS; and the refusals that leave a repository as it was.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/git_repo.h"
+
+namespace zipnn::testing {
+namespace {
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Old commit -> new commit, from migrate's standard output.
+std::map<std::string, std::string> CommitMap(const std::string& out) {
+  std::map<std::string, std::string> map;
+  for (const std::string& line : Lines(out)) {
+    REQUIRE_MESSAGE(line.size() == 81, line);
+    map[line.substr(0, 40)] = line.substr(41);
+  }
+  return map;
+}
+
+// Every ref with the commit it names (tags peeled), one per line.
+std::string Refs(Repo& repo) {
+  return repo.Sh("git for-each-ref --format='%(refname) %(objectname) %(*objectname)'").out;
+}
+
+// A commit as git holds it, without the ids that a rewrite changes: its
+// author, committer, dates and message, byte for byte.
+std::string Described(Repo& repo, const std::string& commit) {
+  return repo.Sh("git cat-file commit " + commit + " | sed -n '/^author /,$p'").out;
+}
+
+// The files of `commit` whose paths do not match `pattern`, with modes and
+// blobs, and without .gitattributes.
+std::string OtherFiles(Repo& repo, const std::string& commit, const std::string& pattern) {
+  return repo.Sh("git ls-tree -r -z " + commit + " | tr '\\0' '\\n' | grep -v -e '" + pattern +
+                 "' -e '^100644 blob [0-9a-f]*.\\.gitattributes$' || true")
+      .out;
+}
+
+const char* const kSteps[] = {"000040", "000080", "000120", "000160", "000200"};
+
+// A history of plain blobs: three steps of model.safetensors and of a
+// file whose name git quotes, on main with a README that changes too; a
+// branch of two more steps from the second commit; a lightweight and an
+// annotated tag.
+void PlainHistory(Repo& repo) {
+  auto step = [&](int i) { return repo.Data(std::string("cnn-bf16/step-") + kSteps[i] + ".safetensors"); };
+  REQUIRE(repo.Sh("git symbolic-ref HEAD refs/heads/main").code == 0);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(repo.Sh("mkdir -p runs && cp '" + step(i) + "' model.safetensors && cp '" + step(i) +
+                    "' 'runs/caf\xc3\xa9 \"1\".safetensors' && echo 'notes " + std::to_string(i) +
+                    "' > README && git add -A && git commit -qm 'step " + kSteps[i] + "\n\nbody line'")
+                .code == 0);
+  }
+  REQUIRE(repo.Sh("git tag v1 HEAD~1 && git tag -a v2 -m 'release two' HEAD && git checkout -q -b exp HEAD~1").code ==
+          0);
+  for (int i = 3; i < 5; ++i) {
+    REQUIRE(repo.Sh("cp '" + step(i) + "' model.safetensors && git commit -qam 'exp " + kSteps[i] + "'").code == 0);
+  }
+  REQUIRE(repo.Sh("git checkout -q main").code == 0);
+}
+
+// Each new commit holds exactly what its old one held: the same message,
+// author and dates, the same other files, and each checkpoint restoring
+// (through git's own smudge) to the old blob's bytes.
+// `old_bytes` is the shell command that prints the old version's bytes
+// from "<commit>:<path>" (git's smudge, or Git LFS's).
+void CheckSameContent(Repo& repo, const std::map<std::string, std::string>& map, const std::string& pattern,
+                      const std::string& old_bytes = "git cat-file --filters") {
+  for (const auto& [old_id, new_id] : map) {
+    CHECK(Described(repo, old_id) == Described(repo, new_id));
+    CHECK(OtherFiles(repo, old_id, pattern) == OtherFiles(repo, new_id, pattern));
+    Run paths = repo.Sh("git ls-tree -r --name-only -z " + old_id + " | tr '\\0' '\\n' | grep -e '" + pattern + "'");
+    for (const std::string& path : Lines(paths.out)) {
+      Run same = repo.Sh("cmp <(git cat-file --filters '" + new_id + ":" + path + "') <(" + old_bytes + " '" +
+                         old_id + ":" + path + "')");
+      CHECK_MESSAGE(same.code == 0, std::string(new_id + ":" + path + " " + same.out + same.err));
+    }
+  }
+}
+
+TEST_CASE("migrate import stores every branch and tag's checkpoints, restoring each bit-exact, other bytes kept") {
+  Repo repo;
+  PlainHistory(repo);
+  const std::string before = Refs(repo);
+  REQUIRE(repo.Sh("git zipnn install --local").code == 0);
+
+  Run dry = repo.Sh("git zipnn migrate import --include '*.safetensors' --everything --dry-run");
+  REQUIRE(dry.code == 0);
+  CHECK(dry.out.find("model.safetensors: 5 versions") != std::string::npos);
+  CHECK(dry.out.find("runs/caf\xc3\xa9 \"1\".safetensors: 3 versions") != std::string::npos);
+  CHECK(dry.out.find("would store 5 distinct checkpoints (8 versions at 2 paths) in git-zipnn and write 5 commits "
+                     "again") != std::string::npos);
+  CHECK(Refs(repo) == before);
+
+  Run run = repo.Sh("git zipnn migrate import --include '*.safetensors' --everything");
+  REQUIRE_MESSAGE(run.code == 0, run.err);
+  const std::map<std::string, std::string> map = CommitMap(run.out);
+  CHECK(map.size() == 5);
+  CHECK(run.err.find("stored 5 distinct checkpoints (8 versions at 2 paths) in git-zipnn and wrote 5 commits "
+                     "again") != std::string::npos);
+  CHECK(run.err.find("refs moved: refs/heads/exp, refs/heads/main, refs/tags/v1, refs/tags/v2") != std::string::npos);
+  CheckSameContent(repo, map, ".safetensors$");
+
+  // Every checkpoint in the new history is a pointer, every parent the
+  // new one of the old, every ref moved to the new commit of its old one.
+  for (const auto& [old_id, new_id] : map) {
+    Run blobs = repo.Sh("git ls-tree -r " + new_id + " | grep .safetensors | awk '{print $3}' | "
+                        "while read b; do git cat-file -p $b | head -c 18; echo; done");
+    for (const std::string& head : Lines(blobs.out)) CHECK(head == "git-zipnn pointer ");
+    std::string parents;
+    for (const std::string& p : Lines(repo.Sh("git rev-list --parents -1 " + old_id + " | cut -d' ' -f2- | tr ' ' '\\n'").out)) {
+      if (!p.empty()) parents += map.at(p) + "\n";
+    }
+    CHECK(repo.Sh("git rev-list --parents -1 " + new_id + " | cut -d' ' -f2- | tr ' ' '\\n' | grep . || true").out ==
+          parents);
+    CHECK(repo.Sh("git cat-file -p " + new_id + ":.gitattributes").out ==
+          "*.safetensors filter=zipnn diff=zipnn -text\n");
+  }
+  for (const std::string& line : Lines(before)) {
+    std::istringstream fields(line);
+    std::string ref, old_commit, peeled;
+    fields >> ref >> old_commit >> peeled;
+    if (!peeled.empty()) old_commit = peeled;  // an annotated tag: its commit
+    CHECK_MESSAGE(repo.Sh("git rev-parse " + ref + "^{commit}").out == map.at(old_commit) + "\n", ref);
+  }
+  CHECK(repo.Sh("git cat-file -p v2 | tail -1").out == "release two\n");
+
+  // The work tree is the new HEAD's, with the real bytes; the versions of
+  // the series chain as deltas, and the store restores them all.
+  CHECK(repo.Sh("git status --porcelain").out == "");
+  CHECK(repo.Sh("cmp model.safetensors '" + repo.Data("cnn-bf16/step-000120.safetensors") + "'").code == 0);
+  CHECK(repo.Sh("git zipnn log model.safetensors | grep -c delta").out != "0\n");
+  CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+
+  // Migrating again finds the pointers and changes no commit.
+  Run again = repo.Sh("git zipnn migrate import --include '*.safetensors' --everything");
+  REQUIRE(again.code == 0);
+  for (const auto& [old_id, new_id] : CommitMap(again.out)) CHECK(old_id == new_id);
+}
+
+TEST_CASE("migrate import of a range keeps the commits before it, and --exclude leaves files as they are") {
+  Repo repo;
+  PlainHistory(repo);
+  const std::string first = repo.Sh("git rev-parse main~2").out.substr(0, 40);
+  REQUIRE(repo.Sh("git zipnn install --local").code == 0);
+  Run run = repo.Sh("git zipnn migrate import -I '*.safetensors' -X 'runs/*' main~2..main");
+  REQUIRE_MESSAGE(run.code == 0, run.err);
+  const std::map<std::string, std::string> map = CommitMap(run.out);
+  CHECK(map.size() == 2);
+  CHECK(map.count(first) == 0);
+  CHECK(repo.Sh("git rev-parse main~2").out == first + "\n");
+  CheckSameContent(repo, map, ".safetensors$");
+  // The excluded file is the same blob as before; the other is a pointer.
+  for (const auto& [old_id, new_id] : map) {
+    CHECK(repo.Sh("git rev-parse '" + old_id + ":runs/caf\xc3\xa9 \"1\".safetensors'").out ==
+          repo.Sh("git rev-parse '" + new_id + ":runs/caf\xc3\xa9 \"1\".safetensors'").out);
+    CHECK(repo.Sh("git cat-file -p " + new_id + ":model.safetensors | head -c 18").out == "git-zipnn pointer ");
+  }
+  // The branch not named is where it was.
+  CHECK(repo.Sh("git log --format=%s -1 exp").out == "exp 000200\n");
+  CHECK(repo.Sh("git cat-file -p exp:model.safetensors | head -c 18").out != "git-zipnn pointer ");
+}
+
+// A history on Git LFS: three steps of a checkpoint, plus a text file.
+void LfsHistory(Repo& repo) {
+  REQUIRE_MESSAGE(repo.Sh("command -v git-lfs").code == 0, "git-lfs is not installed: run bash .ci/deps");
+  REQUIRE(repo.Sh("git lfs install >/dev/null && git lfs track '*.safetensors' >/dev/null").code == 0);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(repo.Sh("cp '" + repo.Data(std::string("cnn-bf16/step-") + kSteps[i] + ".safetensors") +
+                    "' model.safetensors && echo " + std::to_string(i) + " > log.txt && git add -A && " +
+                    "git commit -qm 'step " + kSteps[i] + "'")
+                .code == 0);
+  }
+}
+
+TEST_CASE("migrate import takes a Git LFS history, and export gives back the very same commits") {
+  Repo repo;
+  LfsHistory(repo);
+  const std::string lfs_head = repo.Sh("git rev-parse HEAD").out;
+  const std::string lfs_log = repo.Sh("git log --format=%H").out;
+  REQUIRE(repo.Sh("git zipnn install --local").code == 0);
+
+  // No --include: .gitattributes names the files on Git LFS.
+  Run run = repo.Sh("git zipnn migrate import");
+  REQUIRE_MESSAGE(run.code == 0, run.err);
+  const std::map<std::string, std::string> map = CommitMap(run.out);
+  CHECK(map.size() == 3);
+  REQUIRE(repo.Sh("printf '#!/bin/sh\\ngit cat-file blob \"$1\" | git lfs smudge\\n' > ../lfs-bytes && "
+                  "chmod +x ../lfs-bytes").code == 0);
+  CheckSameContent(repo, map, "model.safetensors$", "../lfs-bytes");
+  CHECK(repo.Sh("cat .gitattributes").out == "*.safetensors filter=zipnn diff=zipnn -text\n");
+  CHECK(repo.Sh("git lfs ls-files --all").out == "");
+  CHECK(repo.Sh("git status --porcelain").out == "");
+  CHECK(repo.Sh("cmp model.safetensors '" + repo.Data("cnn-bf16/step-000120.safetensors") + "'").code == 0);
+
+  // Back to Git LFS: the pointers are the same text, .gitattributes the
+  // same line, so every commit is the one Git LFS had.
+  Run back = repo.Sh("git zipnn migrate export");
+  REQUIRE_MESSAGE(back.code == 0, back.err);
+  for (const auto& [zipnn_id, lfs_id] : CommitMap(back.out)) {
+    CHECK(lfs_log.find(lfs_id) != std::string::npos);
+    CHECK(map.count(lfs_id) == 1);
+  }
+  CHECK(repo.Sh("git rev-parse HEAD").out == lfs_head);
+  CHECK(repo.Sh("git lfs fsck").code == 0);
+  CHECK(repo.Sh("git status --porcelain").out == "");
+  CHECK(repo.Sh("cmp model.safetensors '" + repo.Data("cnn-bf16/step-000120.safetensors") + "'").code == 0);
+}
+
+TEST_CASE("migrate refuses a dirty tree, a missing or damaged Git LFS object, and a detached HEAD, changing nothing") {
+  Repo repo;
+  LfsHistory(repo);
+  REQUIRE(repo.Sh("git zipnn install --local").code == 0);
+  const std::string refs = Refs(repo);
+
+  REQUIRE(repo.Sh("echo changed > log.txt").code == 0);
+  Run dirty = repo.Sh("git zipnn migrate import");
+  CHECK(dirty.code == 1);
+  CHECK(dirty.err ==
+        "error: the work tree has changes git has not committed; commit or stash them first, since migrate rewrites "
+        "the commits they are on:\n     M log.txt\n");
+  REQUIRE(repo.Sh("git checkout -q log.txt").code == 0);
+
+  // One object damaged in place (same size): refused as it is read.
+  const std::string oid = repo.Sh("git cat-file -p HEAD~1:model.safetensors | sed -n 's/^oid sha256://p'").out.substr(0, 64);
+  const std::string object = ".git/lfs/objects/" + oid.substr(0, 2) + "/" + oid.substr(2, 2) + "/" + oid;
+  REQUIRE(repo.Sh("cp " + object + " ../saved && chmod u+w " + object +
+                  " && printf 'X' | dd of=" + object + " bs=1 seek=5000 conv=notrunc 2>/dev/null")
+              .code == 0);
+  Run damaged = repo.Sh("git zipnn migrate import");
+  CHECK(damaged.code == 1);
+  CHECK(damaged.err.find("does not hold what its pointer names") != std::string::npos);
+  CHECK(Refs(repo) == refs);
+
+  // One object missing: named before anything is stored.
+  REQUIRE(repo.Sh("rm " + object).code == 0);
+  Run missing = repo.Sh("git zipnn migrate import");
+  CHECK(missing.code == 1);
+  CHECK(missing.err.find("1 Git LFS object of this history is not in ") != std::string::npos);
+  CHECK(missing.err.find("Fetch them first: `git lfs fetch --all`") != std::string::npos);
+  CHECK(missing.err.find("model.safetensors (" + oid.substr(0, 12) + ")") != std::string::npos);
+  CHECK(Refs(repo) == refs);
+  REQUIRE(repo.Sh("cp ../saved " + object).code == 0);
+
+  REQUIRE(repo.Sh("git checkout -q --detach").code == 0);
+  Run detached = repo.Sh("git zipnn migrate import");
+  CHECK(detached.code == 1);
+  CHECK(detached.err.find("HEAD is detached") != std::string::npos);
+  CHECK(Refs(repo) == refs);
+
+  // Without patterns, in a repository that tracks nothing.
+  Repo plain;
+  REQUIRE(plain.Sh("echo x > a.bin && git add a.bin && git commit -qm a && git zipnn install --local").code == 0);
+  Run none = plain.Sh("git zipnn migrate import");
+  CHECK(none.code == 1);
+  CHECK(none.err.find("say which files to migrate: --include") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace zipnn::testing
