@@ -1219,3 +1219,50 @@ TEST_CASE("a chain that loops is refused at once, by show, restore and fsck") {
 
 }  // namespace
 }  // namespace zipnn
+
+namespace zipnn {
+namespace {
+
+// The what-if row of analyze for the policy .zipnn.yaml sets, against
+// what `git zipnn log` says the store holds after adding the same twelve
+// checkpoints one commit at a time: bases, stored bytes, longest chain.
+TEST_CASE("analyze's what-if for the policy in force is what the store holds, version for version") {
+  for (const char* yaml : {"base_interval: 3\n", "base_interval: 5\ndelta_against: base\n", "base_interval: 10\n",
+                           "base_interval: 3\nnewest: delta\n", "base_interval: 5\nnewest: delta\nmax_chain: 2\n",
+                           "base_interval: 4\nnewest: delta\ndelta_against: base\n"}) {
+    const std::string policy = yaml;
+    CAPTURE(policy);
+    Repo repo;
+    REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && printf '" + std::string(yaml) +
+                    "' > .zipnn.yaml && git add -A && git commit -qm setup")
+                .code == 0);
+    for (int i = 0; i < 12; ++i) {
+      REQUIRE(repo.Sh("cp '" + repo.Data("cnn12-bf16/" + Step12(i)) +
+                      "' model.safetensors && git add model.safetensors && git commit -qm 'step " + std::to_string(i) +
+                      "'")
+                  .code == 0);
+    }
+    Run log = repo.Sh("git zipnn log --json model.safetensors");
+    REQUIRE(log.code == 0);
+    uint64_t bases = 0, stored = 0, chain = 0;
+    for (const auto& v : nlohmann::json::parse(log.out)) {
+      bases += v["kind"] == "base";
+      stored += v["stored_bytes"].get<uint64_t>();
+      chain = std::max(chain, v["depth"].get<uint64_t>());
+    }
+    REQUIRE(repo.Sh("git zipnn analyze --json ../a.json model.safetensors").code == 0);
+    const nlohmann::json analysis = nlohmann::json::parse(repo.Sh("cat ../a.json").out);
+    int current = 0;
+    for (const auto& row : analysis["policies"]) {
+      if (!row["current"].get<bool>()) continue;
+      ++current;
+      CHECK(row["bases"].get<uint64_t>() == bases);
+      CHECK(row["stored_bytes"].get<uint64_t>() == stored);
+      CHECK(row["worst_chain"].get<uint64_t>() == chain);
+    }
+    CHECK(current == 1);
+  }
+}
+
+}  // namespace
+}  // namespace zipnn

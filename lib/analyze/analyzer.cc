@@ -54,8 +54,10 @@ struct Scenario {
       if (at == 0 || at - last_base > stretch.forward) return std::nullopt;
       return stretch.against_base ? last_base : at - 1;
     }
+    // Due k versions after the last base, as the store counts (a base a
+    // chain limit forced restarts the count).
     const uint32_t k = outcome.base_interval;
-    if (at == 0 || (k != 0 && at % k == 0)) return std::nullopt;
+    if (at == 0 || (k != 0 && at - last_base >= k)) return std::nullopt;
     const int depth = outcome.against == DeltaAgainst::kBase ? 0 : previous_depth;
     if (static_cast<uint64_t>(depth) + 1 > outcome.max_chain) return std::nullopt;
     return outcome.against == DeltaAgainst::kBase ? last_base : at - 1;
