@@ -797,8 +797,9 @@ TEST_CASE("analyze walks the history of one path, within a revision range") {
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   REQUIRE(lines.size() == 6);  // a header and five versions, oldest first
   for (int i = 0; i < 5; ++i) {
-    const std::string commit = repo.Sh("git rev-parse HEAD~" + std::to_string(4 - i)).out.substr(0, 10);
-    CHECK(lines[i + 1].find(std::to_string(i) + "," + commit + ",") == 0);
+    // Labelled by short commit and subject.
+    const std::string commit = repo.Sh("git rev-parse HEAD~" + std::to_string(4 - i)).out.substr(0, 7);
+    CHECK(lines[i + 1].find(std::to_string(i) + "," + commit + " step " + kSteps[i] + ",") == 0);
   }
   CHECK(Slurp(repo.File("out.exponents.csv")).find("\n2,") != std::string::npos);  // --at picked index 2
   CHECK(all.out.find("Policy what-if") != std::string::npos);
@@ -1262,6 +1263,36 @@ TEST_CASE("analyze's what-if for the policy in force is what the store holds, ve
     }
     CHECK(current == 1);
   }
+}
+
+
+// A Trainer run with save_total_limit 2 keeps two folders at its tip;
+// analyze reads every folder its history holds, by step, and a path
+// saved over and over is labelled by commit and subject.
+TEST_CASE("analyze reads every save a run's history holds, and labels an overwritten path by commit and subject") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track 'out/**/*.safetensors' model.safetensors && "
+                  "git add -A && git commit -qm setup")
+              .code == 0);
+  for (int i = 1; i <= 6; ++i) {
+    const std::string folder = "out/checkpoint-" + std::to_string(i * 100);
+    REQUIRE(repo.Sh("mkdir -p " + folder + " && cp '" + repo.Data("cnn12-bf16/" + Step12(i - 1)) + "' " + folder +
+                    "/model.safetensors && cp " + folder + "/model.safetensors model.safetensors && " +
+                    "ls -d out/checkpoint-* | sort -t- -k2 -n | head -n -2 | xargs -r rm -r && git add -A && " +
+                    "git commit -qm 'step " + std::to_string(i * 100) + "'")
+                .code == 0);
+  }
+  REQUIRE(repo.Sh("ls out").out == "checkpoint-500\ncheckpoint-600\n");
+  Run all = repo.Sh("git zipnn analyze out/checkpoint-600/model.safetensors | sed -n '3,8p' | awk '{print $1}'");
+  REQUIRE(all.code == 0);
+  CHECK(all.out ==
+        "checkpoint-100\ncheckpoint-200\ncheckpoint-300\ncheckpoint-400\ncheckpoint-500\ncheckpoint-600\n");
+  Run range = repo.Sh("git zipnn analyze --rev HEAD~2..HEAD out/checkpoint-600/model.safetensors | sed -n '3,9p'");
+  CHECK(range.out.find("checkpoint-300") == std::string::npos);
+  CHECK(range.out.find("checkpoint-400") != std::string::npos);
+  const std::string head = repo.Sh("git rev-parse --short=7 HEAD").out.substr(0, 7);
+  Run overwritten = repo.Sh("git zipnn analyze model.safetensors | sed -n 8p");
+  CHECK(overwritten.out.rfind("  " + head + " step 600 ", 0) == 0);
 }
 
 }  // namespace

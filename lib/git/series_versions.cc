@@ -1,6 +1,7 @@
 #include "lib/git/series_versions.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "lib/git/git.h"
@@ -171,6 +172,9 @@ Result<std::map<std::string, std::vector<store::Version>>> SeriesVersions::All()
   return all;
 }
 
+// The characters of a commit's subject a label shows.
+constexpr size_t kSubjectInLabel = 24;
+
 Result<std::vector<VersionToRead>> VersionsToAnalyze(const series::Rules& rules, const std::string& path,
                                                      const std::string& range) {
   ZIPNN_ASSIGN_OR_RETURN(const std::string top, TopLevel());
@@ -184,20 +188,43 @@ Result<std::vector<VersionToRead>> VersionsToAnalyze(const series::Rules& rules,
   // Checked and resolved before git reads any of it ("--output=F..HEAD"
   // would have git log write F).
   if (Status checked = CheckRange(rev, top); !checked.ok()) return InvalidArgument("--rev " + checked.message());
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<SeriesFile> found, SeriesFilesAt(rules, tip, path, top));
-  std::vector<VersionToRead> versions;
-  if (found.size() > 1) {
-    std::vector<std::string> paths;
-    for (const SeriesFile& f : found) paths.push_back(f.path);
-    const std::vector<std::string> labels = series::Labels(rules, paths);
-    for (size_t i = 0; i < found.size(); ++i) {
-      versions.push_back(VersionToRead{labels[i], tip + ":" + found[i].path, "", tip, found[i].path});
+  if (!rules.Place(path).step.empty()) {
+    // Every file of its series the range's history holds, each read from
+    // the newest commit that holds it: a run that keeps only its last few
+    // saves (save_total_limit) deleted the others from the tip, not from
+    // history. Only the commits that touch the path's top folder are read.
+    const std::string folder = path.substr(0, path.find('/'));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<CommitTouching> commits, CommitsTouching(rev, folder, top));
+    std::map<std::string, std::pair<SeriesFile, std::string>> newest;  // path -> the file, its commit
+    for (auto c = commits.rbegin(); c != commits.rend(); ++c) {
+      ZIPNN_ASSIGN_OR_RETURN(std::vector<SeriesFile> held, SeriesFilesAt(rules, c->commit, path, top));
+      for (const SeriesFile& f : held) newest.emplace(f.path, std::make_pair(f, c->commit));
     }
-    return versions;
+    if (newest.size() > 1) {
+      std::vector<std::pair<SeriesFile, std::string>> found;
+      for (auto& [p, held] : newest) found.push_back(std::move(held));
+      std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+        return series::StepLess(a.first.step, b.first.step);
+      });
+      std::vector<std::string> paths;
+      for (const auto& [f, commit] : found) paths.push_back(f.path);
+      const std::vector<std::string> labels = series::Labels(rules, paths);
+      std::vector<VersionToRead> versions;
+      for (size_t i = 0; i < found.size(); ++i) {
+        const auto& [f, commit] = found[i];
+        versions.push_back(VersionToRead{labels[i], commit + ":" + f.path, "", commit, f.path});
+      }
+      return versions;
+    }
   }
+  std::vector<VersionToRead> versions;
   ZIPNN_ASSIGN_OR_RETURN(std::vector<CommitTouching> history, CommitsTouching(rev, path, top));
+  // One path saved over and over: each version by its commit, short, and
+  // the start of the commit's subject ("3f2a1bc step 300").
   for (const CommitTouching& c : history) {
-    versions.push_back(VersionToRead{c.commit.substr(0, 10), c.commit + ":" + path, c.subject, c.commit, path});
+    std::string label = c.commit.substr(0, 7);
+    if (!c.subject.empty()) label += " " + (c.subject.size() > kSubjectInLabel ? c.subject.substr(0, kSubjectInLabel - 3) + "..." : c.subject);
+    versions.push_back(VersionToRead{label, c.commit + ":" + path, c.subject, c.commit, path});
   }
   return versions;
 }

@@ -40,10 +40,11 @@ struct VersionToRead {
   std::string rev, path;
 };
 // The versions of the tracked `path` (from the top of the work tree) to
-// analyse over `range` (empty: HEAD), oldest first: the other files of
-// its step-numbered series at the range's last revision if it has any,
-// else the commits of the range that changed it. The range is checked
-// (CheckRange) before git reads it.
+// analyse over `range` (empty: HEAD), oldest first: the files of its
+// step-numbered series that the range's history holds (each from the
+// newest commit holding it, labelled by its step) when there are several,
+// else the commits of the range that changed it (labelled by short commit
+// and subject). The range is checked (CheckRange) before git reads it.
 Result<std::vector<VersionToRead>> VersionsToAnalyze(const series::Rules& rules, const std::string& path,
                                                      const std::string& range);
 
