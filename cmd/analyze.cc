@@ -154,7 +154,7 @@ Status RunAnalyze(const AnalyzeArgs& a) {
 
   analyze::Analyzer analyzer(options);
   {
-    Progress progress("git-zipnn analyze", pending.size());
+    Progress progress("git-zipnn analyze", pending.size(), Progress::Unit::kItems);
     for (size_t i = 0; i < pending.size(); ++i) {
       const Pending& p = pending[i];
       progress.Update(p.label, i);

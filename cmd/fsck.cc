@@ -144,7 +144,7 @@ Status RunFsck(const FsckArgs& a) {
   // what it checked out. Not a problem when the remote holds them.
   std::vector<std::pair<Problem, ContentId>> absent;
   {
-    Progress progress("git-zipnn fsck", checkpoints.size());
+    Progress progress("git-zipnn fsck", checkpoints.size(), Progress::Unit::kItems);
     size_t done = 0;
     for (const auto& [id, found] : checkpoints) {
       progress.Update(a.fast ? "reading headers" : "decoding", done++);

@@ -1,5 +1,7 @@
 #include "filters/checkpoint_filter.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -78,7 +80,11 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   // random access, and git streams the content only once.
   ZIPNN_ASSIGN_OR_RETURN(TempFile spool, TempFile::Create(repo_.temp_dir, "clean"));
   Hasher hasher;
-  Progress progress("git-zipnn: " + path, 0);
+  // Git streams what the work tree holds at `path` (the filter runs at
+  // the top of the work tree): its size is what reading will come to.
+  struct stat file;
+  const bool sized = ::stat(path.c_str(), &file) == 0 && S_ISREG(file.st_mode);
+  Progress progress("git-zipnn: " + path, sized ? static_cast<uint64_t>(file.st_size) : 0);
   {
     ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::InTemp(spool));
     ProgressSink spooled(file, progress, "reading");
@@ -94,6 +100,7 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
     ZIPNN_RETURN_IF_ERROR(file.CommitUnsynced());
   }
   const ContentId id = hasher.Finish();
+  progress.SetTotal(0);
   progress.Update("storing", 0);
   if (!lock_) {
     ZIPNN_ASSIGN_OR_RETURN(lock_, repo_.objects.Lock(store::StoreLock::Mode::kShared, [] {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <vector>
 
 namespace zipnn {
 
@@ -30,9 +31,41 @@ std::string Percent(uint64_t part, uint64_t whole) {
   return buf;
 }
 
-Progress::Progress(std::string label, uint64_t total)
+std::string ProgressText(const std::string& state, uint64_t done, uint64_t total, Progress::Unit unit,
+                         double seconds) {
+  using Unit = Progress::Unit;
+  std::string text = state;
+  const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
+  std::vector<std::string> notes;  // in the parentheses
+  if (total > 0 && done <= total) {
+    const int share = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
+    if (unit == Unit::kBytes) {
+      text += " " + std::to_string(share) + "%";
+      notes.push_back(HumanBytes(done) + " of " + HumanBytes(total));
+    } else {
+      text += " " + std::to_string(done) + " of " + std::to_string(total);
+      notes.push_back(std::to_string(share) + "%");
+    }
+  } else if (done > 0) {
+    text += " " + (unit == Unit::kBytes ? HumanBytes(done) : std::to_string(done));
+  }
+  if (unit == Unit::kBytes && done > 0) notes.push_back(HumanBytes(static_cast<uint64_t>(rate)) + "/s");
+  if (total > 0 && done > 0 && done < total && rate > 0) {
+    const auto left = static_cast<uint64_t>(static_cast<double>(total - done) / rate + 0.5);
+    char clock[32];
+    std::snprintf(clock, sizeof clock, "%llu:%02llu left", static_cast<unsigned long long>(left / 60),
+                  static_cast<unsigned long long>(left % 60));
+    notes.push_back(clock);
+  }
+  for (size_t i = 0; i < notes.size(); ++i) text += (i == 0 ? " (" : ", ") + notes[i];
+  if (!notes.empty()) text += ")";
+  return text;
+}
+
+Progress::Progress(std::string label, uint64_t total, Unit unit)
     : label_(std::move(label)),
       total_(total),
+      unit_(unit),
       enabled_(::isatty(2) == 1),
       start_(std::chrono::steady_clock::now()),
       last_(start_) {}
@@ -48,16 +81,9 @@ void Progress::Update(const std::string& state, uint64_t done) {
   if (now - start_ < std::chrono::milliseconds(500)) return;
   if (drawn_ && now - last_ < std::chrono::milliseconds(100)) return;
   last_ = now;
-  std::string text = label_ + ": " + state;
-  if (total_ > 0) {
-    char share[16];
-    std::snprintf(share, sizeof share, " %3d%%", static_cast<int>(100.0 * static_cast<double>(done) / total_));
-    text += share + std::string(" (") + HumanBytes(done) + " of " + HumanBytes(total_) + ")";
-  } else if (done > 0) {
-    text += " " + HumanBytes(done);
-  }
-  Draw(text);
+  Draw(label_ + ": " + ProgressText(state, done, total_, unit_, std::chrono::duration<double>(now - start_).count()));
 }
+
 
 void Progress::Finish(const std::string& summary) {
   if (!enabled_) return;

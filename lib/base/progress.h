@@ -24,15 +24,20 @@ std::string Percent(uint64_t part, uint64_t whole);
 
 class Progress {
  public:
+  // What `done` and `total` count.
+  enum class Unit { kBytes, kItems };
   // `label` begins every line ("git-zipnn: model.safetensors"); `total`
-  // is the number of bytes the operation will handle (0: unknown).
-  Progress(std::string label, uint64_t total);
+  // is how much the operation will handle (0: unknown).
+  Progress(std::string label, uint64_t total, Unit unit = Unit::kBytes);
   ~Progress();  // clears an unfinished line
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
   bool enabled() const { return enabled_; }
-  // Shows `state` ("storing") with the share done so far.
+  // Once it is known.
+  void SetTotal(uint64_t total) { total_ = total; }
+  // Shows `state` ("storing") with what is done so far: of the total
+  // when there is one, the rate (bytes) and the time left (a total).
   void Update(const std::string& state, uint64_t done);
   // Replaces the line with a final one and a newline.
   void Finish(const std::string& summary);
@@ -43,10 +48,17 @@ class Progress {
   void Draw(const std::string& text);
   std::string label_;
   uint64_t total_;
+  Unit unit_;
   bool enabled_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_, last_;
 };
+
+// The line Progress draws after its label: `state`, then `done` (of
+// `total` when known, as a share), the rate in bytes per second and the
+// time left at that rate, `seconds` after the operation began.
+std::string ProgressText(const std::string& state, uint64_t done, uint64_t total, Progress::Unit unit,
+                         double seconds);
 
 // Passes bytes on to `inner` and reports their count to `progress`. Takes
 // positional writes when `inner` does; those may come from many threads,

@@ -159,12 +159,13 @@ Status WithRetries(int attempts, const std::function<Status()>& once) {
 Status MoveAll(const std::vector<ContentId>& ids, const TransferOptions& options, TransferReport& report,
                const std::function<Result<uint64_t>(const ContentId&)>& move) {
   ThreadPool pool(std::max(1, options.parallel));
+  const size_t total = report.moved + ids.size();
   return RunOrdered<uint64_t>(
       pool, ids.size(), [&](size_t i) { return move(ids[i]); },
       [&](size_t, uint64_t bytes) -> Status {
         ++report.moved;
         report.bytes += bytes;
-        if (options.progress) options.progress(report.moved, report.bytes);
+        if (options.progress) options.progress(report.moved, total, report.bytes);
         return OkStatus();
       });
 }

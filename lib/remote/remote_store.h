@@ -230,8 +230,10 @@ Status DecodeReceived(const store::Store& repo, const ByteSource& object, const 
 struct TransferOptions {
   int parallel = 4;  // objects in flight at once
   int attempts = 3;  // tries per object before giving up
-  // Called after each object with the objects and bytes moved so far.
-  std::function<void(size_t objects, uint64_t bytes)> progress;
+  // Called after each object with the objects moved so far, of those
+  // known to be moved (a fetch learns of a delta's base when the delta
+  // is in), and the bytes moved.
+  std::function<void(size_t objects, size_t total, uint64_t bytes)> progress;
   // Fetch: the size of the checkpoint each id names, where the caller
   // knows it (from its pointer). It bounds the object's size
   // (ObjectSizeLimit) and must match the object's header.

@@ -25,8 +25,8 @@ namespace {
 
 TransferOptions OptionsShowing(Progress& progress, const std::string& state) {
   TransferOptions options;
-  options.progress = [&progress, state](size_t objects, uint64_t bytes) {
-    progress.Update(state + " " + Counted(objects, "object") + ", " + HumanBytes(bytes), 0);
+  options.progress = [&progress, state](size_t objects, size_t total, uint64_t bytes) {
+    progress.Update(state + " " + std::to_string(objects) + " of " + Counted(total, "object") + ",", bytes);
   };
   return options;
 }
@@ -160,7 +160,7 @@ Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& rem
   const store::Store scratch{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", repo.policy};
   std::set<ContentId> seen;
   {
-    Progress progress("git-zipnn fsck: remote " + remote, found.pointers.size());
+    Progress progress("git-zipnn fsck: remote " + remote, found.pointers.size(), Progress::Unit::kItems);
     for (const auto& [pointer, place] : found.pointers) {
       if (!seen.insert(pointer.id).second) continue;
       progress.Update("decoding", check.checkpoints++);
