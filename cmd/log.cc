@@ -64,8 +64,25 @@ Result<std::vector<std::string>> PathsToList(const store::Store& repo, const std
     }
   }
   ZIPNN_ASSIGN_OR_RETURN(const series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
-  return series::InSeriesOrder(rules, paths);
+  // Newest first, as git log lists: the files of each series from the
+  // last step back, as each path's versions are.
+  std::vector<std::string> ordered = series::InSeriesOrder(rules, paths);
+  for (auto from = ordered.begin(); from != ordered.end();) {
+    const std::string name = rules.Place(*from).name;
+    auto to = std::find_if(from, ordered.end(), [&](const std::string& p) { return rules.Place(p).name != name; });
+    std::reverse(from, to);
+    from = to;
+  }
+  return ordered;
 }
+
+// Where a checkpoint's bytes were first committed: a later version with
+// the same bytes (an unchanged rng_state.pth or training_args.bin in every
+// checkpoint folder) is stored once, as that one.
+struct FirstHeld {
+  std::string path;
+  const git::CommitInfo* commit = nullptr;
+};
 
 Status RunLog(const LogArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
@@ -98,13 +115,26 @@ Status RunLog(const LogArgs& a) {
     return git::ParentNote(*series, info.choice, info.base);
   };
 
+  // Every listed version, read first: each content's first commit is
+  // known before any row is printed (rows go newest first).
+  std::vector<std::pair<std::string, std::vector<git::PathVersion>>> listed;
+  std::map<ContentId, FirstHeld> first;
+  for (const std::string& path : paths) {
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<git::PathVersion> path_versions, history.Versions(path));
+    for (const git::PathVersion& v : path_versions) {
+      FirstHeld& f = first[v.pointer.id];
+      // Listed newest first: of equal times (one second), the last seen.
+      if (f.commit == nullptr || v.commit->time <= f.commit->time) f = FirstHeld{path, v.commit};
+    }
+    listed.emplace_back(path, std::move(path_versions));
+  }
+
   nlohmann::ordered_json versions = nlohmann::ordered_json::array();
   // Over every path: each object counted once.
   std::set<ContentId> all_objects;
   uint64_t all_raw = 0, all_stored = 0;
   size_t all_versions = 0, unreadable = 0;
-  for (const std::string& path : paths) {
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<git::PathVersion> path_versions, history.Versions(path));
+  for (const auto& [path, path_versions] : listed) {
     uint64_t raw_total = 0, stored_total = 0;
     std::set<std::string> counted;
     if (!a.json) std::printf("%s\n", path.c_str());
@@ -119,19 +149,23 @@ Status RunLog(const LogArgs& a) {
       const Result<store::StoredInfo>& info = held.info;
       const std::optional<store::Retained>& retained = held.retained;
       const std::string& kind = held.kind;
-      const uint64_t stored = info.ok() ? info->object_size : 0;
-      if (counted.insert(pointer.id.Hex()).second) {
-        raw_total += pointer.size;
-        stored_total += stored;
-      }
+      // A later version whose bytes were committed before: stored once,
+      // counted and described where they first were.
+      const FirstHeld& home = first.at(pointer.id);
+      const bool same = home.path != path || home.commit != v.commit;
+      const uint64_t stored = info.ok() && !same ? info->object_size : 0;
+      if (counted.insert(pointer.id.Hex()).second) raw_total += pointer.size;
+      stored_total += stored;  // at the row where the bytes were first
       ++all_versions;
       unreadable += info.ok() || retained ? 0 : 1;
       if (all_objects.insert(pointer.id).second) {
         all_raw += pointer.size;
-        all_stored += stored;
+        all_stored += info.ok() ? info->object_size : 0;
       }
       const std::string commit = c.id.Hex();
-      const std::string reason = retained         ? retained->Describe()
+      const std::string same_as = home.path + " at " + home.commit->id.Hex().substr(0, 10);
+      const std::string reason = same             ? "stored once: the bytes of " + same_as
+                                 : retained       ? retained->Describe()
                                  : kind == "base"  ? why_base(path, pointer.id)
                                  : kind == "delta" ? parent_of(*info)
                                                    : "";
@@ -143,18 +177,24 @@ Status RunLog(const LogArgs& a) {
                             {"id", pointer.id.Hex()},
                             {"kind", kind},
                             {"base", info.ok() && info->delta ? nlohmann::ordered_json(info->base.Hex()) : nullptr},
-                            {"base_reason", reason.empty() || kind != "base" ? nullptr : nlohmann::ordered_json(reason)},
-                            {"retention", retained ? nlohmann::ordered_json(reason) : nullptr},
-                            {"parent", reason.empty() || kind != "delta" ? nullptr : nlohmann::ordered_json(reason)},
+                            {"same_as", same ? nlohmann::ordered_json({{"path", home.path},
+                                                                        {"commit", home.commit->id.Hex()}})
+                                             : nullptr},
+                            {"base_reason", same || reason.empty() || kind != "base" ? nullptr
+                                                                                     : nlohmann::ordered_json(reason)},
+                            {"retention", retained && !same ? nlohmann::ordered_json(reason) : nullptr},
+                            {"parent", same || reason.empty() || kind != "delta" ? nullptr
+                                                                                 : nlohmann::ordered_json(reason)},
                             {"depth", info.ok() ? info->depth : -1},
                             {"raw_bytes", pointer.size},
                             {"stored_bytes", stored}});
       } else {
         // Not in this store (not fetched, or lost): no depth or size to show.
+        const bool shown = info.ok() && !same;
         std::printf("  %.10s %.10s  %-5s depth %-3s %10s -> %10s %8s  %s%s\n", commit.c_str(), c.author_date.c_str(),
-                    kind.c_str(), info.ok() ? std::to_string(info->depth).c_str() : "-",
-                    HumanBytes(pointer.size).c_str(), info.ok() ? HumanBytes(stored).c_str() : "-",
-                    info.ok() ? Percent(stored, pointer.size).c_str() : "-", c.subject.c_str(),
+                    same ? "same" : kind.c_str(), shown ? std::to_string(info->depth).c_str() : "-",
+                    HumanBytes(pointer.size).c_str(), shown ? HumanBytes(stored).c_str() : same ? "0 B" : "-",
+                    shown ? Percent(stored, pointer.size).c_str() : "-", c.subject.c_str(),
                     reason.empty() ? "" : ("  [" + reason + "]").c_str());
       }
     }

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -144,7 +145,7 @@ TEST_CASE("log shows each version's kind, chain depth and sizes, as a table and 
         "error: 'nothing.safetensors' names no file that git holds here, nor a folder of them\n");
 }
 
-TEST_CASE("log lists a folder's checkpoints by step and ends with a total over all of them") {
+TEST_CASE("log lists a folder's checkpoints by step, newest first, and ends with a total over all of them") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track 'out/**/*.safetensors' && git add .gitattributes && "
                   "git commit -qm setup && echo notes > notes.txt && git add notes.txt")
@@ -156,7 +157,8 @@ TEST_CASE("log lists a folder's checkpoints by step and ends with a total over a
                     "/model.safetensors && git add -A && git commit -qm s" + std::to_string(i))
                 .code == 0);
   }
-  // checkpoint-500 last, by its number; the folder's checkpoints only.
+  // Newest first, as git log lists: checkpoint-500 first, by its number;
+  // the folder's checkpoints only.
   const Run log = repo.Sh("git zipnn log out");
   REQUIRE(log.code == 0);
   std::vector<std::string> order;
@@ -164,9 +166,9 @@ TEST_CASE("log lists a folder's checkpoints by step and ends with a total over a
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("out/", 0) == 0) order.push_back(line);
   }
-  CHECK(order == std::vector<std::string>{"out/checkpoint-20/model.safetensors", "out/checkpoint-40/model.safetensors",
-                                          "out/checkpoint-60/model.safetensors", "out/checkpoint-80/model.safetensors",
-                                          "out/checkpoint-500/model.safetensors"});
+  CHECK(order == std::vector<std::string>{"out/checkpoint-500/model.safetensors", "out/checkpoint-80/model.safetensors",
+                                          "out/checkpoint-60/model.safetensors", "out/checkpoint-40/model.safetensors",
+                                          "out/checkpoint-20/model.safetensors"});
   // The total: five versions, a chain of three deltas on the first base,
   // and the newest whole (a chain of its own).
   const std::string last = log.out.substr(log.out.rfind("all: "));
@@ -184,6 +186,43 @@ TEST_CASE("log lists a folder's checkpoints by step and ends with a total over a
   REQUIRE(series.code == 0);
   CHECK(series.out.find("out/checkpoint-40/model.safetensors\n") != std::string::npos);
   CHECK(series.out.find("all: 5 checkpoints, 5 versions: ") != std::string::npos);
+}
+
+
+TEST_CASE("log shows a file saved unchanged in every checkpoint folder as stored once, where it was first") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track 'out/**/*.pt' 'out/**/*.safetensors' && "
+                  "git add .gitattributes && git commit -qm setup && head -c 5000 /dev/urandom > ../rng")
+              .code == 0);
+  for (int i = 0; i < 3; ++i) {
+    const std::string folder = "out/checkpoint-" + std::to_string(100 * (i + 1));
+    REQUIRE(repo.Sh("mkdir -p " + folder + " && cp ../rng " + folder + "/rng_state.pt && cp '" +
+                    repo.Data(std::string("cnn-bf16/step-") + kSteps[i] + ".safetensors") + "' " + folder +
+                    "/model.safetensors && git add -A && git commit -qm 'save " + std::to_string(i) + "'")
+                .code == 0);
+  }
+  const Run log = repo.Sh("git zipnn log out");
+  REQUIRE(log.code == 0);
+  const std::string first = repo.Sh("git rev-parse HEAD~2").out.substr(0, 10);
+  for (const char* later : {"out/checkpoint-300/rng_state.pt\n", "out/checkpoint-200/rng_state.pt\n"}) {
+    const size_t at = log.out.find(later);
+    REQUIRE(at != std::string::npos);
+    const std::string row = log.out.substr(at + std::strlen(later), log.out.find('\n', at + std::strlen(later)) -
+                                                                         at - std::strlen(later));
+    CHECK(row.find("  same  depth -  ") != std::string::npos);
+    CHECK(row.find("->        0 B") != std::string::npos);
+    CHECK(row.find("[stored once: the bytes of out/checkpoint-100/rng_state.pt at " + first + "]") !=
+          std::string::npos);
+  }
+  const size_t home = log.out.find("out/checkpoint-100/rng_state.pt\n");
+  REQUIRE(home != std::string::npos);
+  CHECK(log.out.find("  base  depth 0", home) != std::string::npos);
+  // The total counts its bytes once; JSON says where the same bytes were.
+  Run json = repo.Sh("git zipnn log --json out | python3 -c 'import json,sys; "
+                     "print(sum(1 for v in json.load(sys.stdin) if v[\"same_as\"]))'");
+  CHECK(json.out == "2\n");
+  CHECK(log.out.find("all: 6 checkpoints, 6 versions") != std::string::npos);
+  CHECK(log.out.find("in 4 objects") != std::string::npos);
 }
 
 TEST_CASE("untrack removes tracked patterns and names one that is not tracked") {
