@@ -155,21 +155,40 @@ Status CheckOutAgain(const git::Rewritten& done, const std::optional<std::string
   return OkStatus();
 }
 
-Status RunImport(const MigrateArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(Plan plan, PlanFor(a, git::Driver::kZipnn));
-  if (!git::FilterInstalled() && !a.dry_run) {
-    return InvalidArgument("the git-zipnn filter is not installed here: run `git zipnn install` first, so that the "
-                           "checkpoints are checked out again after the rewrite");
+// What both directions do before anything is written: the plan, a check
+// that the filter the files go to is installed (the branch checked out is
+// checked out again through it), and the history read. nullopt when that
+// is all: a dry run, or no file chosen.
+Result<std::optional<git::HistoryRewrite>> ReadHistory(const MigrateArgs& a, git::Driver to, git::Repository& repo,
+                                                       Plan& plan) {
+  ZIPNN_ASSIGN_OR_RETURN(plan, PlanFor(a, to));
+  const bool zipnn = to == git::Driver::kZipnn;
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> lfs_filter, git::ConfigGet("filter.lfs.process"));
+  if (!a.dry_run && (zipnn ? !git::FilterInstalled() : !lfs_filter)) {
+    return InvalidArgument(std::string(zipnn ? "the git-zipnn filter is not installed here: run `git zipnn install`"
+                                             : "Git LFS is not installed here: run `git lfs install`") +
+                           " first, so that the checkpoints are checked out again after the rewrite");
   }
-  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   ZIPNN_ASSIGN_OR_RETURN(git::HistoryRewrite rewrite,
-                         git::HistoryRewrite::Read(git_repo, plan.revs, plan.include, plan.exclude));
-  if (a.dry_run) return PrintChosen(git_repo, rewrite, "git-zipnn");
+                         git::HistoryRewrite::Read(repo, plan.revs, plan.include, plan.exclude));
+  if (a.dry_run) {
+    ZIPNN_RETURN_IF_ERROR(PrintChosen(repo, rewrite, zipnn ? "git-zipnn" : "Git LFS"));
+    return std::optional<git::HistoryRewrite>();
+  }
   if (rewrite.files().empty()) {
     std::printf("nothing to migrate: no file of %s matches %s\n", Counted(rewrite.commits(), "commit").c_str(),
                 Alternatives(plan.include, "'").c_str());
-    return OkStatus();
+    return std::optional<git::HistoryRewrite>();
   }
+  return std::optional<git::HistoryRewrite>(std::move(rewrite));
+}
+
+Status RunImport(const MigrateArgs& a) {
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  Plan plan;
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<git::HistoryRewrite> read, ReadHistory(a, git::Driver::kZipnn, git_repo, plan));
+  if (!read) return OkStatus();
+  git::HistoryRewrite& rewrite = *read;
   // Each LFS pointer's object must be here: all are looked for before
   // anything is stored.
   ZIPNN_ASSIGN_OR_RETURN(lfs::LfsFolder lfs_folder, LfsFolderOf(git_repo));
@@ -228,21 +247,11 @@ Status RunImport(const MigrateArgs& a) {
 }
 
 Status RunExport(const MigrateArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(Plan plan, PlanFor(a, git::Driver::kLfs));
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> lfs_filter, git::ConfigGet("filter.lfs.process"));
-  if (!lfs_filter && !a.dry_run) {
-    return InvalidArgument("Git LFS is not installed here: run `git lfs install` first, so that the checkpoints "
-                           "are checked out again after the rewrite");
-  }
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  ZIPNN_ASSIGN_OR_RETURN(git::HistoryRewrite rewrite,
-                         git::HistoryRewrite::Read(git_repo, plan.revs, plan.include, plan.exclude));
-  if (a.dry_run) return PrintChosen(git_repo, rewrite, "Git LFS");
-  if (rewrite.files().empty()) {
-    std::printf("nothing to migrate: no file of %s matches %s\n", Counted(rewrite.commits(), "commit").c_str(),
-                Alternatives(plan.include, "'").c_str());
-    return OkStatus();
-  }
+  Plan plan;
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<git::HistoryRewrite> read, ReadHistory(a, git::Driver::kLfs, git_repo, plan));
+  if (!read) return OkStatus();
+  git::HistoryRewrite& rewrite = *read;
   ZIPNN_ASSIGN_OR_RETURN(lfs::LfsFolder lfs_folder, LfsFolderOf(git_repo));
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> branch, git::HeadBranch());

@@ -1,7 +1,6 @@
 #include "lib/remote/http.h"
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
 #include <strings.h>
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include <utility>
 
 #include "lib/base/buffer.h"
+#include "lib/remote/lfs_files.h"
 
 namespace zipnn::http {
 
@@ -287,24 +287,14 @@ Result<Reply> Client::Send(const Request& request) {
 }
 
 Result<std::string> Sha256(const ByteSource& source, uint64_t from, uint64_t n) {
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) return IoError("cannot start SHA-256");
+  lfs::Sha256Hasher hash;
   Buffer block(1 << 20);
   for (uint64_t at = 0; at < n; at += block.size()) {
     const size_t k = static_cast<size_t>(std::min<uint64_t>(block.size(), n - at));
     ZIPNN_RETURN_IF_ERROR(source.ReadAt(from + at, block.data(), k));
-    EVP_DigestUpdate(ctx.get(), block.data(), k);
+    hash.Update(block.data(), k);
   }
-  unsigned char digest[32];
-  unsigned int size = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &size);
-  static const char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < size; ++i) {
-    hex += kDigits[digest[i] >> 4];
-    hex += kDigits[digest[i] & 15];
-  }
-  return hex;
+  return hash.HexDigest();
 }
 
 std::string Redacted(const std::string& url) {
