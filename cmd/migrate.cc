@@ -176,8 +176,21 @@ Result<std::optional<git::HistoryRewrite>> ReadHistory(const MigrateArgs& a, git
     return std::optional<git::HistoryRewrite>();
   }
   if (rewrite.files().empty()) {
-    std::printf("nothing to migrate: no file of %s matches %s\n", Counted(rewrite.commits(), "commit").c_str(),
-                Alternatives(plan.include, "'").c_str());
+    // A typo ('*.safetensor') gets the patterns .gitattributes has.
+    std::string hint;
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> known, git::TrackedPatterns(git::Driver::kZipnn));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> lfs, git::TrackedPatterns(git::Driver::kLfs));
+    known.insert(known.end(), lfs.begin(), lfs.end());
+    for (size_t i = 0, n = known.size(); i < n; ++i) {  // and their file names ('*.pt' of 'runs/*.pt')
+      const size_t slash = known[i].rfind('/');
+      if (slash != std::string::npos) known.push_back(known[i].substr(slash + 1));
+    }
+    for (const std::string& p : plan.include) {
+      const std::vector<std::string> close = ClosestWords(p, known);
+      if (!close.empty()) hint = " (did you mean " + Alternatives(close, "'") + "?)";
+    }
+    std::printf("nothing to migrate: no file of %s matches %s%s\n", Counted(rewrite.commits(), "commit").c_str(),
+                Alternatives(plan.include, "'").c_str(), hint.c_str());
     return std::optional<git::HistoryRewrite>();
   }
   return std::optional<git::HistoryRewrite>(std::move(rewrite));

@@ -256,6 +256,12 @@ TEST_CASE("migrate refuses a dirty tree, a missing or damaged Git LFS object, an
   CHECK(Refs(repo) == refs);
   REQUIRE(repo.Sh("cp ../saved " + object).code == 0);
 
+  // A pattern that matches nothing: said, with the pattern meant.
+  Run typo = repo.Sh("git zipnn migrate import -I '*.safetensor'");
+  CHECK(typo.code == 0);
+  CHECK(typo.out == "nothing to migrate: no file of 3 commits matches '*.safetensor' (did you mean '*.safetensors'?)\n");
+  CHECK(Refs(repo) == refs);
+
   REQUIRE(repo.Sh("git checkout -q --detach").code == 0);
   Run detached = repo.Sh("git zipnn migrate import");
   CHECK(detached.code == 1);
