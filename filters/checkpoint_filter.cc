@@ -102,6 +102,16 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   const ContentId id = hasher.Finish();
   progress.SetTotal(0);
   progress.Update("storing", 0);
+  // The encoder's progress shows on the line while this checkpoint is
+  // stored, and nowhere once it is (whatever way CheckIn returns).
+  repo_.encoding = [&progress](uint64_t done, uint64_t total) {
+    progress.SetTotal(total);
+    progress.Update("storing", done);
+  };
+  struct Unhook {
+    store::Store& repo;
+    ~Unhook() { repo.encoding = nullptr; }
+  } unhook{repo_};
   if (!lock_) {
     ZIPNN_ASSIGN_OR_RETURN(lock_, repo_.objects.Lock(store::StoreLock::Mode::kShared, [] {
       std::fprintf(stderr, "git-zipnn: waiting for a gc of the store to finish\n");

@@ -31,11 +31,9 @@ std::string Percent(uint64_t part, uint64_t whole) {
   return buf;
 }
 
-std::string ProgressText(const std::string& state, uint64_t done, uint64_t total, Progress::Unit unit,
-                         double seconds) {
+std::string ProgressText(const std::string& state, uint64_t done, uint64_t total, Progress::Unit unit, double rate) {
   using Unit = Progress::Unit;
   std::string text = state;
-  const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
   std::vector<std::string> notes;  // in the parentheses
   if (total > 0 && done <= total) {
     const int share = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
@@ -49,7 +47,7 @@ std::string ProgressText(const std::string& state, uint64_t done, uint64_t total
   } else if (done > 0) {
     text += " " + (unit == Unit::kBytes ? HumanBytes(done) : std::to_string(done));
   }
-  if (unit == Unit::kBytes && done > 0) notes.push_back(HumanBytes(static_cast<uint64_t>(rate)) + "/s");
+  if (unit == Unit::kBytes && done > 0 && rate > 0) notes.push_back(HumanBytes(static_cast<uint64_t>(rate)) + "/s");
   if (total > 0 && done > 0 && done < total && rate > 0) {
     const auto left = static_cast<uint64_t>(static_cast<double>(total - done) / rate + 0.5);
     char clock[32];
@@ -68,22 +66,38 @@ Progress::Progress(std::string label, uint64_t total, Unit unit)
       unit_(unit),
       enabled_(::isatty(2) == 1),
       start_(std::chrono::steady_clock::now()),
-      last_(start_) {}
+      last_(start_),
+      phase_start_(start_) {}
 
 Progress::~Progress() {
   if (drawn_) Draw("");
 }
 
+void Progress::SetTotal(uint64_t total) {
+  if (total == total_) return;
+  total_ = total;
+  phase_start_ = std::chrono::steady_clock::now();
+  phase_done_ = 0;
+}
+
 void Progress::Update(const std::string& state, uint64_t done) {
   if (!enabled_) return;
-  // Quick operations show nothing; then at most ten lines a second.
   const auto now = std::chrono::steady_clock::now();
+  // A count that went back (a second pass) starts a new rate.
+  if (done < last_done_) {
+    phase_start_ = now;
+    phase_done_ = done;
+  }
+  last_done_ = done;
+  // Quick operations show nothing; then at most ten lines a second.
   if (now - start_ < std::chrono::milliseconds(500)) return;
   if (drawn_ && now - last_ < std::chrono::milliseconds(100)) return;
   last_ = now;
-  Draw(label_ + ": " + ProgressText(state, done, total_, unit_, std::chrono::duration<double>(now - start_).count()));
+  // The rate over the current phase, once it has run long enough to say.
+  const double seconds = std::chrono::duration<double>(now - phase_start_).count();
+  const double rate = seconds >= 0.2 ? static_cast<double>(done - phase_done_) / seconds : 0;
+  Draw(label_ + ": " + ProgressText(state, done, total_, unit_, rate));
 }
-
 
 void Progress::Finish(const std::string& summary) {
   if (!enabled_) return;

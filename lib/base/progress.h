@@ -34,8 +34,9 @@ class Progress {
   Progress& operator=(const Progress&) = delete;
 
   bool enabled() const { return enabled_; }
-  // Once it is known.
-  void SetTotal(uint64_t total) { total_ = total; }
+  // Once it is known; another total begins a new phase, whose rate is
+  // measured apart (reading, then storing).
+  void SetTotal(uint64_t total);
   // Shows `state` ("storing") with what is done so far: of the total
   // when there is one, the rate (bytes) and the time left (a total).
   void Update(const std::string& state, uint64_t done);
@@ -52,13 +53,15 @@ class Progress {
   bool enabled_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_, last_;
+  // The current phase: since when, from what count; the last count.
+  std::chrono::steady_clock::time_point phase_start_;
+  uint64_t phase_done_ = 0, last_done_ = 0;
 };
 
 // The line Progress draws after its label: `state`, then `done` (of
-// `total` when known, as a share), the rate in bytes per second and the
-// time left at that rate, `seconds` after the operation began.
-std::string ProgressText(const std::string& state, uint64_t done, uint64_t total, Progress::Unit unit,
-                         double seconds);
+// `total` when known, as a share), and at `rate` (per second; 0: not
+// known yet) the rate of bytes and the time left.
+std::string ProgressText(const std::string& state, uint64_t done, uint64_t total, Progress::Unit unit, double rate);
 
 // Passes bytes on to `inner` and reports their count to `progress`. Takes
 // positional writes when `inner` does; those may come from many threads,

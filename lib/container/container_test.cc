@@ -99,6 +99,26 @@ TEST_CASE("objects round-trip, and their bytes are the same for any thread count
   CHECK(one.size() < c.bytes.size());
 }
 
+TEST_CASE("encoding reports the raw bytes done as each stripe is written, up to the whole, and writes the same bytes") {
+  Checkpoint c = MakeCheckpoint(1);
+  const std::vector<uint8_t> plain = Encode(c.bytes, c.layout, 2, nullptr, 4096);
+  MemorySource src(c.bytes.data(), c.bytes.size(), "input");
+  EncodeOptions o;
+  o.threads = 2;
+  o.chunk_size = 4096;
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  o.progress = [&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
+  MemorySink sink;
+  REQUIRE(EncodeObject(src, c.layout, nullptr, o, sink).ok());
+  CHECK(sink.ToVector() == plain);
+  REQUIRE(calls.size() > 2);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    CHECK(calls[i].second == c.bytes.size());
+    if (i > 0) CHECK(calls[i].first > calls[i - 1].first);
+  }
+  CHECK(calls.back().first == c.bytes.size());
+}
+
 TEST_CASE("threads are lowered so that large chunks stay within the working memory") {
   // Small chunks: what is asked for, far beyond any machine's cores.
   CHECK(WorkingThreads(2, 256 << 10) == 2);

@@ -273,9 +273,12 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
     if (options.verify) ZIPNN_RETURN_IF_ERROR(VerifyStripe(input, header, region, stripe, *e, *decoders.Borrow()));
     return e;
   };
+  uint64_t encoded = 0;  // raw bytes
   auto consume = [&](size_t, Encoded& e) -> Status {
     hasher.Update(e->raw.data(), e->raw.size());
     ZIPNN_RETURN_IF_ERROR(out.Append(e->records.data(), e->records.size()));
+    encoded += e->raw.size();
+    if (options.progress) options.progress(encoded, input.size());
     for (ChunkRef& ref : e->refs) {
       ref.record_offset = written;
       written += ref.record_size;

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -58,6 +59,10 @@ struct EncodeOptions {
   // CheckWritten then proves the object as written without decoding it
   // again, for an object that is to take a stored one's place.
   bool verify = false;
+  // Called as each stripe is written, in order, with the raw bytes encoded
+  // so far and in all (never twice at once, though not always from the
+  // same thread).
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 // The checkpoint a delta is taken against.

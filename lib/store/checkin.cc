@@ -34,6 +34,7 @@ Status EncodeTo(const Store& store, const formats::CheckpointView& input, const 
   options.zstd_level = store.policy.zstd_level;
   options.transform = store.policy.delta_transform;
   options.verify = verify;
+  options.progress = store.encoding;
   ZIPNN_ASSIGN_OR_RETURN(*encoded,
                          container::EncodeObject(*input.source, regions, delta ? &*delta : nullptr, options, out));
   if (encoded->content_id != input.id) return Corruption(input.source->name() + " changed while it was stored");

@@ -6,6 +6,7 @@
 // A plain value: copyable, thread-compatible.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "lib/config/policy.h"
@@ -20,6 +21,10 @@ struct Store {
   std::string work_dir;   // the work tree's top, where earlier versions may still be; empty: none
   config::Policy policy;
   std::string rebased_dir = "";  // versions re-stored as deltas, for pushes (rebased.h); empty: none noted
+  // Where encoding an object reports its progress (container::
+  // EncodeOptions::progress): the clean filter's line on a terminal while
+  // it stores one checkpoint. Unset: nowhere.
+  std::function<void(uint64_t done, uint64_t total)> encoding;
 };
 
 }  // namespace zipnn::store
