@@ -40,6 +40,7 @@ Action SetupCat(CLI::App& sub);
 Action SetupClean(CLI::App& sub);
 Action SetupCompress(CLI::App& sub);
 Action SetupDu(CLI::App& sub);
+Action SetupEnv(CLI::App& sub);
 Action SetupFetch(CLI::App& sub);
 Action SetupFilterProcess(CLI::App& sub);
 Action SetupFsck(CLI::App& sub);

@@ -15,6 +15,8 @@ const std::vector<CommandSpec>& Commands() {
       {"show", "One stored checkpoint: its chain of bases and its layout", &SetupShow},
       {"fsck", "Check that every checkpoint HEAD (or --all history) points at restores exactly", &SetupFsck},
       {"gc", "Remove stored objects nothing needs (keeps every base of a live delta)", &SetupGc},
+      {"env", "What git-zipnn works with here: versions, store, filter, hook, remotes, the policy in force",
+       &SetupEnv},
       {"du", "Bytes in the object store, in what git-zipnn keeps beside it, and in the work tree", &SetupDu},
       {"retain", "Keep the versions .zipnn.yaml's retention rules name exactly; thin or drop the rest",
        &SetupRetain},

@@ -1334,5 +1334,34 @@ TEST_CASE("analyze reads every save a run's history holds, and labels an overwri
   CHECK(overwritten.out.rfind("  " + head + " step 600 ", 0) == 0);
 }
 
+
+TEST_CASE("env says the versions, filter, store, policy with its mistakes and remotes, and works outside a repository") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git remote add origin ../hub.git && "
+                  "printf 'base_interval: 4\\nmax_chian: 2\\n' > .zipnn.yaml")
+              .code == 0);
+  const Run env = repo.Sh("git zipnn env");
+  REQUIRE(env.code == 0);
+  const std::string top = repo.root() + "/repo";
+  CHECK(env.out.find("filter          installed (local: filter.zipnn.process = git-zipnn filter-process)\n") !=
+        std::string::npos);
+  CHECK(env.out.find("repository      " + top + " (git folder " + top + "/.git)\n") != std::string::npos);
+  CHECK(env.out.find("pre-push hook   " + top + "/.git/hooks/pre-push (runs git-zipnn)\n") != std::string::npos);
+  CHECK(env.out.find("tracked         *.safetensors (.gitattributes)\n") != std::string::npos);
+  CHECK(env.out.find("object store    " + top + "/.git/zipnn/objects (the default)\n") != std::string::npos);
+  CHECK(env.out.find("policy          base every 4, ") != std::string::npos);
+  CHECK(env.out.find("(.zipnn.yaml)\n                warning: ") != std::string::npos);
+  CHECK(env.out.find("'max_chian' is not a policy key (did you mean 'max_chain'?)") != std::string::npos);
+  CHECK(env.out.find("remotes         origin (the default): the object store of the repository at ") !=
+        std::string::npos);
+  CHECK(env.out.rfind("git-zipnn ", 0) == 0);
+  // Outside a repository: what it can say.
+  const Run outside = repo.Sh("cd .. && git zipnn env");
+  CHECK(outside.code == 0);
+  CHECK(outside.out.find("filter          not installed: `git zipnn install` (or --local) sets it\n") !=
+        std::string::npos);
+  CHECK(outside.out.find("repository      none here (") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace zipnn

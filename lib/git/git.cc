@@ -315,4 +315,13 @@ Result<std::optional<std::string>> HeadBranch() {
 
 Status ResetHard() { return GitOutput({"reset", "--hard", "-q"}).status(); }
 
+Result<std::optional<std::string>> ConfigGetAt(const std::string& scope, const std::string& key) {
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"config", scope, "--get", key}));
+  if (run.exit_code != 0) return std::optional<std::string>();
+  while (!run.out.empty() && run.out.back() == '\n') run.out.pop_back();
+  return std::optional<std::string>(run.out);
+}
+
+Result<std::string> GitVersion() { return GitOutput({"--version"}); }
+
 }  // namespace zipnn::git

@@ -57,6 +57,11 @@ class ConfigSnapshot {
 
 // `git config --get <key>`; nullopt when unset.
 Result<std::optional<std::string>> ConfigGet(const std::string& key, const std::string& cwd = "");
+// `git config <scope> --get <key>` (scope --local, --global or --system):
+// the value set at that level alone; nullopt when it sets none.
+Result<std::optional<std::string>> ConfigGetAt(const std::string& scope, const std::string& key);
+// "git version 2.39.5", as `git --version` says it.
+Result<std::string> GitVersion();
 // `git config --type=int --get <key>` (git reads "5m" as 5242880);
 // nullopt when unset, InvalidArgument naming the key when not a number.
 Result<std::optional<int64_t>> ConfigGetInt(const std::string& key);

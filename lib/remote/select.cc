@@ -259,6 +259,31 @@ Result<std::string> RemoteOrDefault(const std::string& named) {
   return DefaultRemote();
 }
 
+Result<std::string> DescribeStore(const std::string& remote) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> zipnn_url, git::ConfigGet("remote." + remote + ".zipnnurl"));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> url, git::ConfigGet("remote." + remote + ".url"));
+  const bool repository = !zipnn_url;
+  const std::string where = zipnn_url ? *zipnn_url : url ? *url : remote;
+  const std::string set = zipnn_url ? " (remote." + remote + ".zipnnurl)" : "";
+  if (StartsWith(where, "s3://")) return "the S3 bucket " + where + set;
+  if (StartsWith(where, "https://") || StartsWith(where, "http://")) return "the Git LFS storage of " + where + set;
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<SshTarget> ssh, ParseSshUrl(where));
+  if (ssh && repository) {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> lfs_url, git::ConfigGet("remote." + remote + ".lfsurl"));
+    if (!lfs_url) {
+      ZIPNN_ASSIGN_OR_RETURN(lfs_url, git::ConfigGet("lfs.url"));
+    }
+    if (lfs_url) return "the Git LFS storage at " + *lfs_url;
+    ZIPNN_ASSIGN_OR_RETURN(bool lfs, ServesLfs(*ssh, remote));
+    if (lfs) return "the Git LFS storage of " + where + " (over ssh)";
+  }
+  if (ssh) return "a store served over ssh by git zipnn serve-store at " + where + set;
+  if (where.find("://") != std::string::npos && !StartsWith(where, "file://")) {
+    return "none: git-zipnn has no object store for " + where;
+  }
+  return (repository ? "the object store of the repository at " : "the folder ") + where + set;
+}
+
 Result<int> ConcurrentTransfers() {
   for (const char* key : {"zipnn.concurrentTransfers", "lfs.concurrenttransfers"}) {
     ZIPNN_ASSIGN_OR_RETURN(std::optional<int64_t> n, git::ConfigGetInt(key));

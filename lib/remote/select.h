@@ -23,6 +23,10 @@ Result<std::string> DefaultRemote();
 // `named`, or DefaultRemote() when it is empty.
 Result<std::string> RemoteOrDefault(const std::string& named);
 
+// What OpenRemoteStore would open for `remote`, in words ("the object
+// store of the repository at /srv/hub.git"), without reaching it.
+Result<std::string> DescribeStore(const std::string& remote);
+
 // How many objects a push or fetch moves at once: zipnn.concurrentTransfers,
 // else lfs.concurrenttransfers (as Git LFS users set it), else 4;
 // InvalidArgument outside 1..64.

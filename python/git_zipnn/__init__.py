@@ -209,8 +209,8 @@ def versions(path, series=False):
     dicts with path, commit, date, subject, id, kind ('base' or 'delta'),
     base, base_reason, depth, raw_bytes and stored_bytes. With
     series=True, those of every checkpoint of its series (the
-    checkpoint-N folders of a run, deleted ones included), path by path
-    in step order."""
+    checkpoint-N folders of a run, deleted ones included), path by path,
+    the last step first."""
     folder, rel = _place(path)
     return json.loads(_zipnn(["log", "--json"] + (["--series"] if series else []) + ["--", rel], folder))
 

@@ -168,8 +168,9 @@ class TrainerFoldersTest(Repository):
         # The whole series, a folder the trainer deleted included.
         self.sh("git rm -rq out/checkpoint-80 && git commit -qm 'save_total_limit'")
         run = git_zipnn.versions(self.path("out", "checkpoint-200", "model.safetensors"), series=True)
-        self.assertEqual([v["path"] for v in run], [f"out/checkpoint-{s}/model.safetensors" for s in (40, 80, 120, 160, 200)])
-        self.assertEqual([v["commit"] for v in run], self.commits)
+        # Newest first, as for one path.
+        self.assertEqual([v["path"] for v in run], [f"out/checkpoint-{s}/model.safetensors" for s in (200, 160, 120, 80, 40)])
+        self.assertEqual([v["commit"] for v in run], self.commits[::-1])
 
     def test_load_tensor_reads_any_version_exactly(self):
         want = safetensors_of(os.path.join(DATA, "cnn-bf16", "step-000120.safetensors"))

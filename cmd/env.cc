@@ -1,0 +1,113 @@
+// git zipnn env: what git-zipnn works with here, as `git lfs env` says it
+// for Git LFS: versions, the repository and its store, whether the filter
+// and hook are installed, the tracked patterns, the remotes and which one
+// is the default, the policy in force (with any mistake in .zipnn.yaml)
+// and the raw cache. Reads only: it never reaches a remote. Outside a
+// repository it says what it can.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "lib/base/file.h"
+#include "lib/base/strings.h"
+#include "lib/base/version.h"
+#include "lib/config/policy.h"
+#include "lib/container/format.h"
+#include "lib/git/discover.h"
+#include "lib/git/git.h"
+#include "lib/git/setup.h"
+#include "lib/remote/select.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+// A value, or `fallback` when it could not be read.
+template <typename T>
+T Or(Result<T> read, T fallback) {
+  return read.ok() ? std::move(*read) : std::move(fallback);
+}
+
+// A config value, or nothing when unset or unreadable.
+std::optional<std::string> Config(const std::string& key) { return Or(git::ConfigGet(key), std::optional<std::string>()); }
+
+void Line(const char* what, const std::string& value) { std::printf("%-15s %s\n", what, value.c_str()); }
+
+// "base every 7, deltas against the previous version, the newest whole,
+// chains of at most 3, a delta kept when it saves 10%".
+std::string PolicyText(const config::Policy& p) {
+  std::string text = "base every " + std::to_string(p.base_interval) + ", deltas against the " +
+                     (p.delta_against == config::DeltaAgainst::kBase ? "last base" : "previous version") + ", the newest " +
+                     (p.newest == config::Newest::kWhole ? "whole" : "a delta") + ", chains of at most " +
+                     std::to_string(p.max_chain) + ", a delta kept when it saves " +
+                     std::to_string(static_cast<int>(p.min_gain * 100 + 0.5)) + "%";
+  text += "; chunks of " + HumanBytes(p.chunk_size) + ", zstd level " + std::to_string(p.zstd_level) + ", " +
+          (p.threads > 0 ? std::to_string(p.threads) + " threads" : "every core");
+  return text;
+}
+
+// Where `key` is set, for the filter's line: "--local", "--global", ...
+std::string ScopeOf(const std::string& key) {
+  for (const char* scope : {"--local", "--global", "--system"}) {
+    if (Or(git::ConfigGetAt(scope, key), std::optional<std::string>())) return std::string(scope).substr(2);
+  }
+  return "";
+}
+
+Status RunEnv() {
+  std::printf("git-zipnn %s (object format %u)\n", kVersion, static_cast<unsigned>(container::kFormatVersion));
+  Line("git", Or(git::GitVersion(), std::string("not found on PATH")));
+  const bool lfs = Config("filter.lfs.process").has_value();
+  Line("Git LFS", lfs ? "its filter is installed (filter.lfs.process)" : "its filter is not installed");
+  const std::string scope = ScopeOf("filter.zipnn.process");
+  Line("filter", scope.empty() ? "not installed: `git zipnn install` (or --local) sets it"
+                               : "installed (" + scope + ": filter.zipnn.process = " +
+                                     Config("filter.zipnn.process").value_or("") + ")");
+  Result<git::Folders> folders = git::RepositoryFolders();
+  if (!folders.ok()) {
+    Line("repository", "none here (" + folders.status().message() + ")");
+    return OkStatus();
+  }
+  Line("repository", (folders->top ? *folders->top : std::string("bare")) + " (git folder " + folders->git_dir + ")");
+  const std::string hook = folders->hooks + "/pre-push";
+  std::ifstream hook_file(hook);
+  std::string hook_text((std::istreambuf_iterator<char>(hook_file)), std::istreambuf_iterator<char>());
+  Line("pre-push hook", !FileExists(hook)                                     ? "none (install writes one)"
+                        : hook_text.find("git-zipnn") != std::string::npos ? hook + " (runs git-zipnn)"
+                                                                            : hook + " (not git-zipnn's)");
+  Result<std::vector<std::string>> tracked = git::TrackedPatterns();
+  if (tracked.ok()) {
+    std::string list;
+    for (const std::string& p : *tracked) list += (list.empty() ? "" : " ") + p;
+    Line("tracked", list.empty() ? "nothing yet (`git zipnn track '*.safetensors'`)" : list + " (.gitattributes)");
+  }
+  ZIPNN_ASSIGN_OR_RETURN(git::OpenedRepository opened, git::OpenStoreRepository());
+  const store::Store& repo = opened.repo;
+  const auto storepath = Config("zipnn.storepath");
+  Line("object store", repo.objects.root() + (storepath ? " (zipnn.storepath)" : " (the default)"));
+  Line("raw cache", repo.cache_dir + ", budget " + HumanBytes(repo.policy.raw_cache));
+  Line("scratch", repo.temp_dir);
+  const bool has_yaml = folders->top && FileExists(*folders->top + "/.zipnn.yaml");
+  Line("policy", PolicyText(repo.policy) + (has_yaml ? " (.zipnn.yaml)" : " (the defaults: no .zipnn.yaml)"));
+  for (const std::string& warning : opened.warnings) Line("", "warning: " + warning);
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> remotes, git::Remotes());
+  const std::string chosen = Or(remote::DefaultRemote(), std::string());
+  if (remotes.empty()) Line("remotes", "none (`git remote add origin <url>`)");
+  for (size_t i = 0; i < remotes.size(); ++i) {
+    Result<std::string> store = remote::DescribeStore(remotes[i]);
+    Line(i == 0 ? "remotes" : "",
+         remotes[i] + (remotes[i] == chosen ? " (the default)" : "") + ": " +
+             (store.ok() ? *store : "cannot tell (" + store.status().message() + ")"));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Action SetupEnv(CLI::App&) {
+  return [] { return RunEnv(); };
+}
+
+}  // namespace zipnn::cmd
