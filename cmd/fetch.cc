@@ -5,9 +5,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
@@ -15,6 +18,7 @@
 #include "lib/base/file.h"
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
+#include "lib/git/rewrite.h"
 #include "lib/remote/select.h"
 #include "lib/remote/transfer.h"
 #include "lib/store/raw_cache.h"
@@ -71,19 +75,79 @@ struct FetchArgs {
   std::string remote;
   std::vector<std::string> refs;
   bool all = false;
+  bool recent = false;
   bool quiet = false;
+  std::vector<std::string> include, exclude;  // path patterns, several to a word with commas
 };
+
+// Git LFS's spelling: a pattern list may hold several, comma-separated.
+std::vector<std::string> Patterns(const std::vector<std::string>& given) {
+  std::vector<std::string> patterns;
+  for (const std::string& g : given) {
+    for (size_t at = 0; at <= g.size();) {
+      size_t end = std::min(g.find(',', at), g.size());
+      if (end > at) patterns.push_back(g.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  return patterns;
+}
+
+// The paths --include and --exclude keep (all of them without either).
+Result<std::set<std::string>> Chosen(const git::Repository& git_repo, const std::set<std::string>& paths,
+                                     const FetchArgs& a) {
+  std::vector<std::string> include = Patterns(a.include);
+  if (include.empty()) include = {"*"};
+  return git::MatchingPaths(git_repo, paths, include, Patterns(a.exclude));
+}
+
+// The days a config key gives (Git LFS's lfs.<key> when zipnn.<key> is
+// unset), else `fallback`.
+Result<int64_t> Days(const std::string& key, int64_t fallback) {
+  for (const std::string& k : {"zipnn." + key, "lfs." + key}) {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<int64_t> days, git::ConfigGetInt(k));
+    if (!days) continue;
+    if (*days < 0) return InvalidArgument(k + " must not be negative");
+    return *days;
+  }
+  return fallback;
+}
 
 Status Fetch(const store::Store& repo, const FetchArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(a.remote));
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   FoundPointers found;
+  if (a.all && a.recent) return InvalidArgument("--all and --recent choose differently; give one");
   if (a.all) {
     ZIPNN_ASSIGN_OR_RETURN(found, git::FindPointersIn(git_repo, {"--all"}));
+  } else if (a.recent) {
+    // As Git LFS's fetch --recent: HEAD, and the branches (local and
+    // remote-tracking) committed to in the last fetchrecentrefsdays; with
+    // fetchrecentcommitsdays, the versions of their commits of that many
+    // days before now too.
+    const int64_t now = static_cast<int64_t>(std::time(nullptr));
+    ZIPNN_ASSIGN_OR_RETURN(const int64_t ref_days, Days("fetchrecentrefsdays", 7));
+    ZIPNN_ASSIGN_OR_RETURN(const int64_t commit_days, Days("fetchrecentcommitsdays", 0));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> revs, git::RefsCommittedSince(now - ref_days * 86400));
+    revs.push_back("HEAD");
+    ZIPNN_ASSIGN_OR_RETURN(found, git::FindPointersInTrees(git_repo, revs));
+    if (commit_days > 0) {
+      revs.push_back("--since=" + std::to_string(now - commit_days * 86400));
+      ZIPNN_ASSIGN_OR_RETURN(FoundPointers history, git::FindPointersIn(git_repo, revs));
+      found.pointers.insert(found.pointers.end(), history.pointers.begin(), history.pointers.end());
+    }
   } else {
     for (const std::string& ref : a.refs) ZIPNN_RETURN_IF_ERROR(git::CheckRevision(ref));
     const std::vector<std::string> revs = a.refs.empty() ? std::vector<std::string>{"HEAD"} : a.refs;
     ZIPNN_ASSIGN_OR_RETURN(found, git::FindPointersInTrees(git_repo, revs));
+  }
+  if (!a.include.empty() || !a.exclude.empty()) {
+    std::set<std::string> paths;
+    for (const auto& [pointer, place] : found.pointers) paths.insert(place.path);
+    ZIPNN_ASSIGN_OR_RETURN(const std::set<std::string> chosen, Chosen(git_repo, paths, a));
+    found.pointers.erase(std::remove_if(found.pointers.begin(), found.pointers.end(),
+                                        [&](const auto& p) { return chosen.count(p.second.path) == 0; }),
+                         found.pointers.end());
   }
   WarnDamaged(found);
   ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::FetchPointers(repo, remote, found));
@@ -103,6 +167,12 @@ Status RunPull(const FetchArgs& a) {
   // What the index names for each path: a restored file that is that
   // version has its index record brought up to date.
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  if (!a.include.empty() || !a.exclude.empty()) {  // the files chosen, as for the fetch
+    ZIPNN_ASSIGN_OR_RETURN(const std::set<std::string> chosen,
+                           Chosen(git_repo, std::set<std::string>(paths.begin(), paths.end()), a));
+    paths.erase(std::remove_if(paths.begin(), paths.end(), [&](const std::string& p) { return !chosen.count(p); }),
+                paths.end());
+  }
   using Staged = std::map<std::string, ContentId>;
   ZIPNN_ASSIGN_OR_RETURN(const Staged staged, git::StagedPointers(git_repo));
   std::vector<std::string> restored;  // those whose index entry names them
@@ -159,6 +229,12 @@ void AddFetchOptions(CLI::App& sub, FetchArgs& a) {
                  "Git remote whose object store has the objects (default: the upstream, or origin)");
   sub.add_option("refs", a.refs, "Get what the files of these revisions need (default: HEAD)");
   sub.add_flag("--all", a.all, "What every version in every ref's history needs");
+  sub.add_flag("--recent", a.recent,
+               "What HEAD and the branches committed to in the last zipnn.fetchrecentrefsdays (7) days need");
+  sub.add_option("-I,--include", a.include, "Only checkpoints whose paths match these patterns (comma-separated)")
+      ->allow_extra_args(false);
+  sub.add_option("-X,--exclude", a.exclude, "Not the checkpoints whose paths match these patterns")
+      ->allow_extra_args(false);
   sub.add_flag("-q,--quiet", a.quiet, "Print nothing on success");
 }
 

@@ -1363,5 +1363,64 @@ TEST_CASE("env says the versions, filter, store, policy with its mistakes and re
   CHECK(outside.out.find("repository      none here (") != std::string::npos);
 }
 
+
+// A hub with two checkpoints on main (three versions each) and two more
+// branches, one last committed to 30 days ago; a clone of it, which has
+// fetched the newest version of each file on main only.
+void HubAndClone(Repo& repo) {
+  REQUIRE(repo.Sh("git symbolic-ref HEAD refs/heads/main && git zipnn install && "
+                  "git zipnn track '*.safetensors' && git add -A && git commit -qm setup")
+              .code == 0);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(repo.Sh("cp '" + repo.Data(std::string("cnn-bf16/step-") + kSteps[i] + ".safetensors") +
+                    "' a.safetensors && cp '" + repo.Data(std::string("cnn-fp32/step-") + kSteps[i] + ".safetensors") +
+                    "' b.safetensors && git add -A && git commit -qm 'save " + std::to_string(i) + "'")
+                .code == 0);
+  }
+  REQUIRE(repo.Sh("git checkout -q -b old && cp '" + repo.Data("cnn-bf16/step-000160.safetensors") +
+                  "' a.safetensors && GIT_COMMITTER_DATE=\"$(date -d '30 days ago' +%s) +0000\" git commit -qam old && "
+                  "git checkout -q -b new main && cp '" + repo.Data("cnn-bf16/step-000200.safetensors") +
+                  "' a.safetensors && git commit -qam new && git checkout -q main && "
+                  "git init -q --bare ../hub.git && git remote add origin ../hub.git && "
+                  "git push -q origin main old new && cd .. && git clone -q -b main hub.git clone")
+              .code == 0);
+}
+
+TEST_CASE("fetch chooses what it gets as Git LFS does: --include and --exclude paths, --recent branches") {
+  Repo repo;
+  HubAndClone(repo);
+  auto missing = [&](Repo& r, const std::string& rev_or_path, bool log) {
+    const std::string cmd = log ? "git zipnn log --json " + rev_or_path + " | grep -o 'depth.:-1' | wc -l"
+                                : "git zipnn ls-files " + rev_or_path + " | grep -c ' missing ' || true";
+    return r.Sh("cd ../clone && " + cmd).out;
+  };
+  // The clone has what main's files need; --include takes a's versions
+  // on the other branches too, and none of b's history.
+  REQUIRE(missing(repo, "origin/old", false) != "0\n");
+  REQUIRE(missing(repo, "b.safetensors", true) == "2\n");
+  REQUIRE(repo.Sh("cd ../clone && git zipnn fetch --all -I 'a.*'").code == 0);
+  CHECK(missing(repo, "origin/old", false) == "0\n");
+  CHECK(missing(repo, "origin/new", false) == "0\n");
+  CHECK(missing(repo, "b.safetensors", true) == "2\n");
+  // --exclude, with a list as Git LFS writes it.
+  REQUIRE(repo.Sh("cd ../clone && git zipnn fetch --all -X 'a.*,c.*'").code == 0);
+  CHECK(missing(repo, "b.safetensors", true) == "0\n");
+
+  // --recent: HEAD and the branches committed to in the last 7 days, not
+  // the one of 30 days ago; zipnn.fetchrecentrefsdays widens it.
+  Repo other;
+  HubAndClone(other);
+  REQUIRE(missing(other, "origin/new", false) != "0\n");
+  const std::string old_missing = missing(other, "origin/old", false);
+  REQUIRE(old_missing != "0\n");
+  REQUIRE(other.Sh("cd ../clone && git zipnn fetch --recent").code == 0);
+  CHECK(missing(other, "origin/new", false) == "0\n");
+  CHECK(missing(other, "origin/old", false) == old_missing);
+  REQUIRE(other.Sh("cd ../clone && git -c zipnn.fetchrecentrefsdays=40 zipnn fetch --recent").code == 0);
+  CHECK(missing(other, "origin/old", false) == "0\n");
+  CHECK(other.Sh("cd ../clone && git zipnn fetch --all --recent").err ==
+        "error: --all and --recent choose differently; give one\n");
+}
+
 }  // namespace
 }  // namespace zipnn

@@ -306,6 +306,19 @@ Result<std::vector<std::string>> LocalChanges() {
   return lines;
 }
 
+Result<std::vector<std::string>> RefsCommittedSince(int64_t since) {
+  ZIPNN_ASSIGN_OR_RETURN(std::string out, GitOutput({"for-each-ref", "--format=%(committerdate:unix) %(refname)",
+                                                     "refs/heads", "refs/remotes"}));
+  std::vector<std::string> refs;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t space = line.find(' ');
+    if (space == std::string::npos || (line.size() >= 5 && line.compare(line.size() - 5, 5, "/HEAD") == 0)) continue;
+    if (std::strtoll(line.c_str(), nullptr, 10) >= since) refs.push_back(line.substr(space + 1));
+  }
+  return refs;
+}
+
 Result<std::optional<std::string>> HeadBranch() {
   ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"symbolic-ref", "-q", "HEAD"}));
   if (run.exit_code != 0) return std::optional<std::string>();

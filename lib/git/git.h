@@ -165,6 +165,10 @@ void RestageUnchanged(const std::vector<std::string>& paths, const std::string& 
 // work tree and index made HEAD's again (`git reset --hard`), through
 // the user's filters.
 Result<std::vector<std::string>> LocalChanges();
+// The branches and remote-tracking branches whose tip was committed at or
+// after `since` (seconds since the epoch), as Git LFS's fetch --recent
+// takes them.
+Result<std::vector<std::string>> RefsCommittedSince(int64_t since);
 Result<std::optional<std::string>> HeadBranch();
 Status ResetHard();
 

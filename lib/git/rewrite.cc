@@ -123,12 +123,13 @@ void AppendData(std::string& out, std::string_view bytes) {
   out += '\n';
 }
 
-// The paths of `paths` that git's attribute matching puts under a pattern
-// of `include` and none of `exclude`: the patterns go in a scratch
-// attributes file given to `git check-attr` as core.attributesFile.
-Result<std::set<std::string>> Matching(const Repository& repo, const std::set<std::string>& paths,
-                                       const std::vector<std::string>& include,
-                                       const std::vector<std::string>& exclude) {
+}  // namespace
+
+// The patterns go in a scratch attributes file given to `git check-attr`
+// as core.attributesFile.
+Result<std::set<std::string>> MatchingPaths(const Repository& repo, const std::set<std::string>& paths,
+                                            const std::vector<std::string>& include,
+                                            const std::vector<std::string>& exclude) {
   std::set<std::string> chosen;
   if (paths.empty() || include.empty()) return chosen;
   const std::string dir = repo.common_dir() + "/zipnn";
@@ -160,10 +161,12 @@ Result<std::set<std::string>> Matching(const Repository& repo, const std::set<st
     (words[i + 1] == kIncludeAttribute ? included : excluded).insert(words[i]);
   }
   for (const std::string& p : included) {
-    if (!excluded.count(p) && p != kAttributesPath) chosen.insert(p);
+    if (!excluded.count(p)) chosen.insert(p);
   }
   return chosen;
 }
+
+namespace {
 
 class BlobReader : public ByteReader {
  public:
@@ -276,7 +279,8 @@ Result<HistoryRewrite> HistoryRewrite::Read(Repository& repo, const std::vector<
       if (seen.emplace(f->path, *blob).second) versions.emplace_back(f->path, *blob);
     }
   }
-  ZIPNN_ASSIGN_OR_RETURN(rewrite.chosen_, Matching(repo, paths, include, exclude));
+  ZIPNN_ASSIGN_OR_RETURN(rewrite.chosen_, MatchingPaths(repo, paths, include, exclude));
+  rewrite.chosen_.erase(kAttributesPath);
   // Each blob at a chosen path, named by the first chosen path it is at.
   std::set<Oid> listed;
   for (const auto& [path, blob] : versions) {

@@ -86,6 +86,13 @@ class HistoryRewrite {
 // object, is an error, never short or wrong content.
 Result<std::unique_ptr<ByteReader>> OpenBlob(const Repository& repo, const Oid& blob);
 
+// The paths of `paths` that match a pattern of `include` and none of
+// `exclude`, as git matches .gitattributes patterns (git check-attr).
+// None when `include` is empty.
+Result<std::set<std::string>> MatchingPaths(const Repository& repo, const std::set<std::string>& paths,
+                                            const std::vector<std::string>& include,
+                                            const std::vector<std::string>& exclude);
+
 // `hex` (40 hex digits) as an Oid; nullopt when it is not one.
 std::optional<Oid> ParseOid(const std::string& hex);
 
