@@ -132,9 +132,15 @@ Status Fetch(const store::Store& repo, const FetchArgs& a) {
     revs.push_back("HEAD");
     ZIPNN_ASSIGN_OR_RETURN(found, git::FindPointersInTrees(git_repo, revs));
     if (commit_days > 0) {
-      revs.push_back("--since=" + std::to_string(now - commit_days * 86400));
-      ZIPNN_ASSIGN_OR_RETURN(FoundPointers history, git::FindPointersIn(git_repo, revs));
-      found.pointers.insert(found.pointers.end(), history.pointers.begin(), history.pointers.end());
+      ZIPNN_ASSIGN_OR_RETURN(std::vector<git::CommitInfo> commits, git_repo.Commits(revs));
+      std::vector<std::string> recent;
+      for (const git::CommitInfo& c : commits) {
+        if (c.time >= now - commit_days * 86400) recent.push_back(c.id.Hex());
+      }
+      if (!recent.empty()) {
+        ZIPNN_ASSIGN_OR_RETURN(FoundPointers history, git::FindPointersInTrees(git_repo, recent));
+        found.pointers.insert(found.pointers.end(), history.pointers.begin(), history.pointers.end());
+      }
     }
   } else {
     for (const std::string& ref : a.refs) ZIPNN_RETURN_IF_ERROR(git::CheckRevision(ref));

@@ -1418,6 +1418,11 @@ TEST_CASE("fetch chooses what it gets as Git LFS does: --include and --exclude p
   CHECK(missing(other, "origin/old", false) == old_missing);
   REQUIRE(other.Sh("cd ../clone && git -c zipnn.fetchrecentrefsdays=40 zipnn fetch --recent").code == 0);
   CHECK(missing(other, "origin/old", false) == "0\n");
+  // With zipnn.fetchrecentcommitsdays, the versions of the recent commits
+  // of those branches too: b's history, committed today.
+  REQUIRE(missing(other, "b.safetensors", true) == "2\n");
+  REQUIRE(other.Sh("cd ../clone && git -c zipnn.fetchrecentcommitsdays=1 zipnn fetch --recent").code == 0);
+  CHECK(missing(other, "b.safetensors", true) == "0\n");
   CHECK(other.Sh("cd ../clone && git zipnn fetch --all --recent").err ==
         "error: --all and --recent choose differently; give one\n");
 }
