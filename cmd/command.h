@@ -58,6 +58,7 @@ Action SetupRestore(CLI::App& sub);
 Action SetupServeStore(CLI::App& sub);
 Action SetupShow(CLI::App& sub);
 Action SetupSmudge(CLI::App& sub);
+Action SetupStatus(CLI::App& sub);
 Action SetupTextconv(CLI::App& sub);
 Action SetupTrack(CLI::App& sub);
 Action SetupUninstall(CLI::App& sub);

@@ -1427,5 +1427,44 @@ TEST_CASE("fetch chooses what it gets as Git LFS does: --include and --exclude p
         "error: --all and --recent choose differently; give one\n");
 }
 
+
+TEST_CASE("status lists checkpoints not pushed, staged, changed, not added, and not in this store") {
+  Repo repo;
+  HubAndClone(repo);
+  auto status = [&](Repo& r) { return r.Sh("cd ../clone && git zipnn status"); };
+  Run clean = status(repo);
+  REQUIRE(clean.code == 0);
+  CHECK(clean.out ==
+        "On branch main\nEvery checkpoint of HEAD is stored here and on a remote branch; nothing is staged or "
+        "changed.\n");
+  const std::string step160 = repo.Data("cnn-bf16/step-000160.safetensors");
+  REQUIRE(repo.Sh("cd ../clone && git config user.email t@example.com && git config user.name T && cp '" + step160 +
+                  "' a.safetensors && git commit -qam more && cp '" +
+                  repo.Data("cnn-bf16/step-000200.safetensors") + "' a.safetensors && git add a.safetensors && cp '" +
+                  step160 + "' b.safetensors && cp '" + step160 + "' c.safetensors")
+              .code == 0);
+  Run changed = status(repo);
+  REQUIRE(changed.code == 0);
+  const std::string a160 = repo.Sh("cd ../clone && git show HEAD:a.safetensors | grep -o '[0-9a-f]\\{32\\}'").out.substr(0, 12);
+  const std::string a200 = repo.Sh("cd ../clone && git show :a.safetensors | grep -o '[0-9a-f]\\{32\\}'").out.substr(0, 12);
+  CHECK_MESSAGE(changed.out.find("Checkpoints in commits on no remote branch (git push sends their objects):\n"
+                                 "        a.safetensors  " + a160 + "  ") != std::string::npos, changed.out);
+  CHECK(changed.out.find("Checkpoints staged for commit:\n        a.safetensors  modified  " + a200 + "  ") !=
+        std::string::npos);
+  CHECK(changed.out.find("Checkpoints changed and not staged (git add stores them):\n        b.safetensors  "
+                         "modified\n") != std::string::npos);
+  CHECK(changed.out.find("Checkpoints not added yet (they match a tracked pattern):\n        c.safetensors\n") !=
+        std::string::npos);
+  // A version HEAD names that this store lacks.
+  REQUIRE(repo.Sh("cd ../clone && git add -A && git commit -qm all && git checkout -q HEAD~2 2>/dev/null && "
+                  "git checkout -q main && rm -r .git/zipnn/objects a.safetensors").code == 0);
+  Run lacking = status(repo);
+  const std::string a_id = repo.Sh("cd ../clone && git show HEAD:a.safetensors | grep -o '[0-9a-f]\\{32\\}'").out;
+  CHECK_MESSAGE(lacking.out.find("Checkpoints of HEAD or the index not in this store (git zipnn fetch gets them):\n"
+                                 "        a.safetensors  " + a_id.substr(0, 12) + "\n") != std::string::npos,
+                lacking.out);
+  CHECK(lacking.out.find("        a.safetensors  deleted\n") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace zipnn

@@ -1,5 +1,6 @@
 #include "lib/git/git.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <optional>
@@ -317,6 +318,30 @@ Result<std::vector<std::string>> RefsCommittedSince(int64_t since) {
     if (std::strtoll(line.c_str(), nullptr, 10) >= since) refs.push_back(line.substr(space + 1));
   }
   return refs;
+}
+
+Result<WorkTreeChanges> TrackedChanges() {
+  ZIPNN_ASSIGN_OR_RETURN(std::string out, GitOutput({"status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
+                                                     ":(top,attr:filter=zipnn)"}));
+  WorkTreeChanges changes;
+  for (size_t at = 0; at < out.size();) {
+    size_t end = out.find('\0', at);
+    if (end == std::string::npos) end = out.size();
+    const std::string entry = out.substr(at, end - at);
+    at = end + 1;
+    if (entry.size() < 4) continue;
+    const char x = entry[0], y = entry[1];
+    const std::string path = entry.substr(3);
+    if (x == 'R' || x == 'C') at = std::min(out.size(), out.find('\0', at) + 1);  // the source path follows
+    if (x == '?' && y == '?') {
+      changes.untracked.push_back(path);
+    } else if (y == 'M' || y == 'T') {
+      changes.changed.emplace_back(path, "modified");
+    } else if (y == 'D') {
+      changes.changed.emplace_back(path, "deleted");
+    }
+  }
+  return changes;
 }
 
 Result<std::optional<std::string>> HeadBranch() {

@@ -170,6 +170,15 @@ Result<std::vector<std::string>> LocalChanges();
 // takes them.
 Result<std::vector<std::string>> RefsCommittedSince(int64_t since);
 Result<std::optional<std::string>> HeadBranch();
+// The tracked checkpoints (filter=zipnn) git status sees changed in the
+// work tree against the index ("modified", "deleted"), and the files under
+// a tracked pattern git does not track yet. git's own status runs, so the
+// filter cleans files whose times changed, as git status does.
+struct WorkTreeChanges {
+  std::vector<std::pair<std::string, std::string>> changed;
+  std::vector<std::string> untracked;
+};
+Result<WorkTreeChanges> TrackedChanges();
 Status ResetHard();
 
 }  // namespace zipnn::git

@@ -1,0 +1,109 @@
+// git zipnn status: the tracked checkpoints as `git lfs status` shows
+// Git LFS files: what commits not on any remote hold (a push sends
+// their objects), what is staged, what changed and is not staged, what
+// is under a tracked pattern and not added, and which versions of HEAD
+// and the index this store lacks. Everything is read here: no remote is
+// asked.
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "lib/base/strings.h"
+#include "lib/git/git.h"
+#include "lib/git/pointers.h"
+#include "lib/git/repository.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+// "delta, 32.2 KiB", "base, 75.4 KiB", or "not in this store".
+std::string HowHeld(const store::Store& repo, const ContentId& id) {
+  const HeldVersion held = DescribeHeld(repo, id);
+  if (!held.info.ok()) return held.kind == "missing" ? "not in this store" : held.kind;
+  return held.kind + ", " + HumanBytes(held.info->object_size);
+}
+
+void Section(const char* title, const std::vector<std::string>& lines) {
+  if (lines.empty()) return;
+  std::printf("%s\n", title);
+  for (const std::string& line : lines) std::printf("        %s\n", line.c_str());
+}
+
+Status RunStatus() {
+  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> branch, git::HeadBranch());
+  std::printf("%s\n", branch ? ("On branch " + branch->substr(branch->rfind('/') + 1)).c_str() : "HEAD detached");
+
+  // HEAD's checkpoints by path.
+  std::map<std::string, ContentId> at_head;
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> head, git_repo.ResolveCommit("HEAD"));
+  if (head) {
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, git_repo.TreeFiles(*head));
+    for (const git::FileEntry& f : files) {
+      auto pointer = git::PointerInBlob(git_repo, f.blob);
+      if (pointer.ok() && *pointer) at_head.emplace(f.path, (*pointer)->id);
+    }
+  }
+  ZIPNN_ASSIGN_OR_RETURN(const auto staged, git::StagedPointers(git_repo));
+
+  // Versions in commits that no remote-tracking branch has.
+  std::vector<std::string> unpushed;
+  if (head) {
+    ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, {"HEAD", "--not", "--remotes"}));
+    std::set<ContentId> listed;
+    for (const auto& [pointer, place] : found.pointers) {
+      if (!listed.insert(pointer.id).second) continue;
+      unpushed.push_back(place.path + "  " + pointer.id.Hex().substr(0, 12) + "  " + HowHeld(repo, pointer.id));
+    }
+  }
+  // Staged: the index against HEAD.
+  std::vector<std::string> to_commit;
+  for (const auto& [path, id] : staged) {
+    auto was = at_head.find(path);
+    if (was != at_head.end() && was->second == id) continue;
+    to_commit.push_back(path + "  " + (was == at_head.end() ? "new" : "modified") + "  " + id.Hex().substr(0, 12) +
+                        "  " + HowHeld(repo, id));
+  }
+  for (const auto& [path, id] : at_head) {
+    if (!staged.count(path)) to_commit.push_back(path + "  deleted");
+  }
+  // The work tree against the index, as git status sees it.
+  ZIPNN_ASSIGN_OR_RETURN(const git::WorkTreeChanges changes, git::TrackedChanges());
+  std::vector<std::string> not_staged, not_added;
+  for (const auto& [path, what] : changes.changed) not_staged.push_back(path + "  " + what);
+  for (const std::string& path : changes.untracked) not_added.push_back(path);
+  // What HEAD and the index name that this store lacks.
+  std::vector<std::string> missing;
+  std::set<ContentId> seen;
+  using ByPath = std::map<std::string, ContentId>;
+  for (const ByPath* named : std::initializer_list<const ByPath*>{&at_head, &staged}) {
+    for (const auto& [path, id] : *named) {
+      if (!seen.insert(id).second) continue;
+      const HeldVersion held = DescribeHeld(repo, id);
+      if (held.kind == "missing") missing.push_back(path + "  " + id.Hex().substr(0, 12));
+    }
+  }
+
+  Section("Checkpoints in commits on no remote branch (git push sends their objects):", unpushed);
+  Section("Checkpoints staged for commit:", to_commit);
+  Section("Checkpoints changed and not staged (git add stores them):", not_staged);
+  Section("Checkpoints not added yet (they match a tracked pattern):", not_added);
+  Section("Checkpoints of HEAD or the index not in this store (git zipnn fetch gets them):", missing);
+  if (unpushed.empty() && to_commit.empty() && not_staged.empty() && not_added.empty() && missing.empty()) {
+    std::printf("Every checkpoint of HEAD is stored here and on a remote branch; nothing is staged or changed.\n");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Action SetupStatus(CLI::App&) {
+  return [] { return RunStatus(); };
+}
+
+}  // namespace zipnn::cmd
