@@ -25,12 +25,15 @@ constexpr size_t kForeignNamed = 5;
 
 struct GcArgs {
   bool dry_run = false;
+  bool now = false;
   double keep_recent_days = 14;
   std::vector<std::string> forget;
 };
 
 Status RunGc(const GcArgs& a) {
   if (a.keep_recent_days < 0) return InvalidArgument("--keep-recent must not be negative");
+  GcArgs args = a;
+  if (args.now) args.keep_recent_days = 0;  // and leftovers of any age
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(store::StoreLock lock, repo.objects.Lock(store::StoreLock::Mode::kExclusive, [] {
     std::fprintf(stderr, "git-zipnn gc: waiting for running adds to finish\n");
@@ -38,7 +41,8 @@ Status RunGc(const GcArgs& a) {
   store::SweepOptions options;
   options.dry_run = a.dry_run;
   options.started = static_cast<int64_t>(std::time(nullptr));
-  options.keep_since = options.started - static_cast<int64_t>(a.keep_recent_days * 86400);
+  options.keep_since = options.started - static_cast<int64_t>(args.keep_recent_days * 86400);
+  options.now = args.now;
   if (!a.dry_run) ZIPNN_RETURN_IF_ERROR(store::PutBackSetAside(repo));
 
   store::Needed needed;
@@ -96,7 +100,8 @@ Status RunGc(const GcArgs& a) {
   std::printf("%s %zu object%s (%s) and %zu leftover file%s; kept %" PRIu64
               " (needed by %zu pointer%s, or used in the last %g days)\n",
               a.dry_run ? "would remove" : "removed", removed, removed == 1 ? "" : "s", HumanBytes(swept.freed).c_str(),
-              leftovers, leftovers == 1 ? "" : "s", swept.kept, pointers, pointers == 1 ? "" : "s", a.keep_recent_days);
+              leftovers, leftovers == 1 ? "" : "s", swept.kept, pointers, pointers == 1 ? "" : "s",
+              args.keep_recent_days);
   const std::vector<store::RawCache::Entry> copies = store::RawCache(repo.cache_dir, repo.policy.raw_cache).List();
   if (swept.cache_freed > 0 || !copies.empty()) {
     uint64_t held = 0;
@@ -113,6 +118,9 @@ Status RunGc(const GcArgs& a) {
 Action SetupGc(CLI::App& sub) {
   auto a = std::make_shared<GcArgs>();
   sub.add_flag("-n,--dry-run", a->dry_run, "Only list what would be removed");
+  sub.add_flag("--now", a->now,
+               "Keep nothing for being recent (--keep-recent 0), and remove the leftovers of a process that died "
+               "(a Ctrl-C'd git add) whatever their age, once no running process holds them");
   sub.add_option("--keep-recent", a->keep_recent_days,
                  "Keep every object used in the last DAYS days, with its bases (default 14)")
       ->default_str("14");

@@ -76,6 +76,13 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
     const std::string text = store::FormatPointer(*p);
     return out.Append(text.data(), text.size());
   }
+  // The store's lock, shared, before the first scratch file: a gc (even
+  // --now) waits until git has recorded what this process stores.
+  if (!lock_) {
+    ZIPNN_ASSIGN_OR_RETURN(lock_, repo_.objects.Lock(store::StoreLock::Mode::kShared, [] {
+      std::fprintf(stderr, "git-zipnn: waiting for a gc of the store to finish\n");
+    }));
+  }
   // Spool to a file beside the store while hashing: the encoder needs
   // random access, and git streams the content only once.
   ZIPNN_ASSIGN_OR_RETURN(TempFile spool, TempFile::Create(repo_.temp_dir, "clean"));
@@ -112,11 +119,6 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
     store::Store& repo;
     ~Unhook() { repo.encoding = nullptr; }
   } unhook{repo_};
-  if (!lock_) {
-    ZIPNN_ASSIGN_OR_RETURN(lock_, repo_.objects.Lock(store::StoreLock::Mode::kShared, [] {
-      std::fprintf(stderr, "git-zipnn: waiting for a gc of the store to finish\n");
-    }));
-  }
   const series::Placed placed = series_ ? series_->rules().Place(path) : series::Rules().Place(path);
   store::NewVersion version{spool.path(), id, path, placed.name, placed.step};
   version.parents = [&] { return ParentCandidates(path, placed.name, spool.path(), id); };

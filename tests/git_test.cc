@@ -1466,5 +1466,39 @@ TEST_CASE("status lists checkpoints not pushed, staged, changed, not added, and 
   CHECK(lacking.out.find("        a.safetensors  deleted\n") != std::string::npos);
 }
 
+
+// Ctrl-C during `git add` of a large checkpoint: git and the filter get
+// SIGINT together and leave their scratch files. gc keeps them for an
+// hour (their process may still be running); gc --now removes them at
+// once, since no live process holds them, and touches nothing needed.
+TEST_CASE("gc --now removes what a git add stopped by Ctrl-C left, and nothing a running process holds") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add -A && git commit -qm setup && "
+                  "cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' kept.safetensors && git add kept.safetensors && "
+                  "git commit -qm kept && /usr/bin/python3 -c \"import numpy as np, json, struct; "
+                  "a = (np.random.default_rng(1).standard_normal(60_000_000) * 0.02).astype(np.float32); "
+                  "h = json.dumps({'w': {'dtype': 'F32', 'shape': [a.size], 'data_offsets': [0, a.nbytes]}}).encode(); "
+                  "open('big.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + a.tobytes())\"")
+              .code == 0);
+  // SIGINT to git's process group once the filter has begun its scratch files.
+  Run stopped = repo.Sh(
+      "setsid git add big.safetensors 2>../add.err & pid=$!; "
+      "for i in $(seq 2000); do [ -n \"$(ls .git/zipnn/tmp 2>/dev/null | grep clean-)\" ] && break; sleep 0.005; done; "
+      "kill -INT -- -$pid; wait $pid; cat ../add.err >&2; ls .git/zipnn/tmp | grep -c clean-");
+  REQUIRE_MESSAGE(stopped.out != "0\n", std::string(stopped.out + stopped.err));
+  // Young: a plain gc leaves them.
+  Run gc = repo.Sh("git zipnn gc");
+  REQUIRE(gc.code == 0);
+  CHECK(gc.out.find("and 0 leftover files") != std::string::npos);
+  CHECK(repo.Sh("ls .git/zipnn/tmp | grep -c clean-").out != "0\n");
+  // --now: gone; what a commit needs stays.
+  Run now = repo.Sh("git zipnn gc --now");
+  REQUIRE(now.code == 0);
+  CHECK(now.out.find("and 0 leftover files") == std::string::npos);
+  CHECK(repo.Sh("find .git/zipnn -type f -name '*clean-*' -o -type f -name '*.tmp-*' | wc -l").out == "0\n");
+  CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+  REQUIRE(repo.Sh("git add big.safetensors && git commit -qm big && git zipnn fsck").code == 0);
+}
+
 }  // namespace
 }  // namespace zipnn

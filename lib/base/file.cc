@@ -192,7 +192,10 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, bool overwrite) {
   for (int attempt = 0; attempt < 16; ++attempt) {
     std::string tmp = TemporaryName(path, rd);
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) return AtomicFile(fd, path, tmp, overwrite, /*stream=*/false);
+    if (fd >= 0) {
+      (void)::flock(fd, LOCK_SH);  // in use while written (InUse)
+      return AtomicFile(fd, path, tmp, overwrite, /*stream=*/false);
+    }
     if (errno != EEXIST) return IoError(path + ": cannot create: " + Errno());
   }
   return IoError(path + ": cannot create a temporary file beside it");
@@ -589,8 +592,8 @@ Result<TempFile> TempFile::Create(const std::string& dir, const std::string& pre
     std::string path = dir + "/" + prefix + name;
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
-      ::close(fd);
-      return TempFile(std::move(path));
+      (void)::flock(fd, LOCK_SH);  // a file system without locks leaves it to gc's age rule
+      return TempFile(std::move(path), fd);
     }
     if (errno != EEXIST) return IoError(dir + ": cannot create a temporary file: " + Errno());
   }
@@ -599,15 +602,27 @@ Result<TempFile> TempFile::Create(const std::string& dir, const std::string& pre
 
 TempFile::~TempFile() {
   if (!path_.empty()) ::unlink(path_.c_str());
+  if (fd_ >= 0) ::close(fd_);
 }
 
 TempFile& TempFile::operator=(TempFile&& o) noexcept {
   if (this != &o) {
     if (!path_.empty()) ::unlink(path_.c_str());
+    if (fd_ >= 0) ::close(fd_);
     path_ = std::move(o.path_);
+    fd_ = o.fd_;
     o.path_.clear();
+    o.fd_ = -1;
   }
   return *this;
+}
+
+bool InUse(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return held;
 }
 
 bool FileExists(const std::string& path) {

@@ -163,19 +163,30 @@ class FdChannel : public Channel {
 // (8 hex digits), empty, with the mode a new file gets (0644 less the
 // umask: an object linked into a shared store from it is readable as any
 // other); removed when the TempFile goes away. AtomicFile::InTemp writes
-// it.
+// it. While it lives its process holds a shared lock on it (flock), so
+// that a gc can tell a scratch file in use from one a killed process left
+// (InUse).
 class TempFile {
  public:
   static Result<TempFile> Create(const std::string& dir, const std::string& prefix);
-  TempFile(TempFile&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
+  TempFile(TempFile&& o) noexcept : path_(std::move(o.path_)), fd_(o.fd_) {
+    o.path_.clear();
+    o.fd_ = -1;
+  }
   TempFile& operator=(TempFile&& o) noexcept;  // removes the file it held
   ~TempFile();
   const std::string& path() const { return path_; }
 
  private:
-  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  TempFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   std::string path_;
+  int fd_ = -1;  // holds the lock
 };
+
+// Whether a live process holds a lock on the file at `path` (a TempFile,
+// or an AtomicFile's temporary, being written): false for a file whose
+// writer is gone, or that no lock was ever taken on.
+bool InUse(const std::string& path);
 
 // A hard link to an existing file under a fresh temporary name beside
 // `path` (named as AtomicFile names its temporary files), removed unless

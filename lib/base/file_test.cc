@@ -649,5 +649,24 @@ TEST_CASE("a file opened as holding an id gives its bytes at any offset, and ref
   CHECK_FALSE(held->ReadAt(3 * block, got.data(), 10).ok());
 }
 
+TEST_CASE("a scratch file is in use while its TempFile lives, and not once it is gone or for a file never locked") {
+  const char* t = std::getenv("TEST_TMPDIR");
+  const std::string dir = std::string(t != nullptr ? t : "/tmp") + "/inuse";
+  std::string path;
+  {
+    auto temp = TempFile::Create(dir, "scratch");
+    REQUIRE(temp.ok());
+    path = temp->path();
+    CHECK(InUse(path));
+    TempFile moved = std::move(*temp);  // the lock moves with it
+    CHECK(InUse(path));
+  }
+  CHECK(!FileExists(path));
+  const std::string plain = dir + "/plain";
+  REQUIRE(std::system(("touch '" + plain + "'").c_str()) == 0);
+  CHECK(!InUse(plain));
+  CHECK(!InUse(dir + "/none"));
+}
+
 }  // namespace
 }  // namespace zipnn

@@ -1,5 +1,7 @@
 #include "lib/store/gc.h"
 
+#include <cstdint>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,7 +117,7 @@ Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& opti
   // clone's own folder (among them the raw copies and series lists that
   // earlier versions kept per clone, in tmp/latest and series/).
   std::vector<std::string> leftovers;
-  const int64_t old = options.started - kScratchSeconds;
+  const int64_t old = options.now ? INT64_MAX : options.started - kScratchSeconds;
   const std::string root = store.objects.root() + "/";
   for (const auto& e : listed) {
     if (e.kind == ObjectStore::Kind::kTemporary && e.mtime < old) leftovers.push_back(e.path);
@@ -128,6 +130,7 @@ Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& opti
   const std::string legacy_series = store.temp_dir.substr(0, store.temp_dir.rfind('/')) + "/series";
   for (const std::string& f : OldScratch(legacy_series, options.started)) leftovers.push_back(f);
   for (const std::string& f : leftovers) {
+    if (InUse(f)) continue;  // a live process writes or reads it
     if (!options.dry_run && ::unlink(f.c_str()) != 0) continue;
     swept.leftovers.push_back(f);
   }

@@ -49,6 +49,9 @@ struct SweepOptions {
   bool dry_run = false;    // remove nothing, list what would go
   int64_t started = 0;     // when the gc began (seconds since the epoch)
   int64_t keep_since = 0;  // objects used since then are kept, with their chains
+  // Scratch files and unfinished objects of any age are leftovers (not
+  // only those older than an hour), once no live process holds them.
+  bool now = false;
 };
 struct Swept {
   // Removed (or, in a dry run, to be removed): objects, raw copies and
@@ -67,7 +70,8 @@ struct Swept {
 // Adds the objects used since options.keep_since (and their chains) to
 // `needed`, then removes every other object, the raw copies no needed id
 // names (and any beyond the cache's budget), and scratch files and
-// unfinished objects older than an hour. Only names git-zipnn gives what
+// unfinished objects older than an hour (of any age with `now`) that no
+// live process holds (InUse). Only names git-zipnn gives what
 // it writes are removed (ObjectStore::Kind); anything else in the store's
 // folder is listed in Swept::foreign and left.
 Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& options);
