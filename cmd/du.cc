@@ -79,7 +79,7 @@ Status RunDu() {
   }
   std::printf("kept beside it\n");
   Row("raw cache", cache, "  (budget " + HumanBytes(repo.policy.raw_cache) + ", raw_cache in .zipnn.yaml)");
-  Row("scratch files", scratch, scratch.files > 0 ? "  (gc removes those older than an hour)" : "");
+  Row("scratch files", scratch, scratch.files > 0 ? "  (gc removes those older than an hour; gc --now at once)" : "");
   if (legacy.files > 0) Row("old series lists", legacy, "  (no longer used; gc removes them)");
   std::printf("  %-22s %10s (%s of the store)\n", "in all", HumanBytes(beside).c_str(),
               Percent(beside, objects.bytes).c_str());

@@ -6,9 +6,11 @@
 // LFS object against its SHA-256, a git-zipnn version against its content
 // id) before anything is written in its place, and refs move only once the
 // whole new history is written.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
@@ -43,7 +45,11 @@ std::vector<std::string> SplitPatterns(const std::vector<std::string>& given) {
     for (size_t at = 0; at <= g.size();) {
       size_t end = g.find(',', at);
       if (end == std::string::npos) end = g.size();
-      if (end > at) patterns.push_back(g.substr(at, end - at));
+      // "*.pt, *.bin": the spaces around a comma are no part of a pattern.
+      size_t from = at, to = end;
+      while (from < to && g[from] == ' ') ++from;
+      while (to > from && g[to - 1] == ' ') --to;
+      if (to > from) patterns.push_back(g.substr(from, to - from));
       at = end + 1;
     }
   }
@@ -116,33 +122,84 @@ std::string Counts(const git::HistoryRewrite& rewrite, size_t distinct) {
 }
 
 // What a dry run prints: each chosen path with its versions and bytes.
-Status PrintChosen(const git::Repository& repo, const git::HistoryRewrite& rewrite, const char* to) {
+Status PrintChosen(const git::Repository& repo, const git::HistoryRewrite& rewrite, const std::vector<std::string>& revs,
+                   const char* to) {
   for (const auto& [path, blobs] : rewrite.by_path()) {
     uint64_t bytes = 0;
     for (const git::Oid& blob : blobs) {
-      ZIPNN_ASSIGN_OR_RETURN(uint64_t size, repo.BlobSize(blob));
-      bytes += size;
+      // The checkpoint's size: a pointer's (Git LFS or git-zipnn) says it.
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> small, repo.SmallBlob(blob, 1024));
+      std::optional<lfs::LfsPointer> lfs_pointer = small ? lfs::ParseLfsPointer(*small) : std::nullopt;
+      Result<store::Pointer> ours = small ? store::ParsePointer(*small) : Result<store::Pointer>(NotFound(""));
+      if (lfs_pointer) {
+        bytes += lfs_pointer->size;
+      } else if (ours.ok()) {
+        bytes += ours->size;
+      } else {
+        ZIPNN_ASSIGN_OR_RETURN(uint64_t size, repo.BlobSize(blob));
+        bytes += size;
+      }
     }
-    std::printf("%s: %s, %s in git\n", path.c_str(), Counted(blobs.size(), "version").c_str(),
-                HumanBytes(bytes).c_str());
+    std::printf("%s: %s, %s\n", path.c_str(), Counted(blobs.size(), "version").c_str(), HumanBytes(bytes).c_str());
   }
-  std::printf("would store %s in %s and write %s again\n", Counts(rewrite, rewrite.files().size()).c_str(), to,
-              Counted(rewrite.commits(), "commit").c_str());
+  std::string refs;
+  for (const std::string& r : revs) refs += (refs.empty() ? "" : " ") + r;
+  if (refs == "--branches --tags") refs = "every branch and tag";
+  std::printf("would store %s in %s and write %s of %s again\n", Counts(rewrite, rewrite.files().size()).c_str(), to,
+              Counted(rewrite.commits(), "commit").c_str(), refs.c_str());
   return OkStatus();
 }
 
+// "a, b, c".
+std::string Listed(const std::vector<std::string>& words) {
+  std::string list;
+  for (const std::string& w : words) list += (list.empty() ? "" : ", ") + w;
+  return list;
+}
+
 // After the rewrite: the map, what moved, and what is left to do.
-void Report(const git::HistoryRewrite& rewrite, const git::Rewritten& done, size_t stored, const char* to) {
+void Report(const git::HistoryRewrite& rewrite, const git::Rewritten& done, size_t stored, const char* to,
+            bool from_lfs) {
   for (const auto& [old_id, new_id] : done.commits) std::printf("%s %s\n", old_id.c_str(), new_id.c_str());
-  std::string refs;
-  for (const std::string& r : done.refs) refs += (refs.empty() ? "" : ", ") + r;
+  const bool same = std::all_of(done.commits.begin(), done.commits.end(),
+                                [](const auto& c) { return c.first == c.second; });
+  if (same) {
+    std::fprintf(stderr, "git-zipnn: nothing changed: every commit is as it was (every file chosen is in %s already)\n",
+                 to);
+    return;
+  }
+  const std::string refs = Listed(done.refs);
   std::fprintf(stderr,
                "git-zipnn: stored %s in %s and wrote %s again (old and new ids above, one commit a line); refs "
                "moved: %s\n"
                "git-zipnn: the old commits stay in git's reflog until it expires; `git reflog expire --expire=now "
-               "--all && git gc --prune=now` drops them now. The history is new: push it with --force, and "
+               "--all && git gc --prune=now` drops them now%s. The history is new: push it with --force, and "
                "teammates clone again\n",
-               Counts(rewrite, stored).c_str(), to, Counted(done.commits.size(), "commit").c_str(), refs.c_str());
+               Counts(rewrite, stored).c_str(), to, Counted(done.commits.size(), "commit").c_str(), refs.c_str(),
+               from_lfs ? " (and `git lfs prune` the Git LFS copies, once no remote-tracking branch names them)" : "");
+  // Branches that only a remote-tracking ref names were not rewritten: a
+  // push --force --all would leave them as they were on the remote.
+  std::set<std::string> local;
+  Result<std::vector<std::string>> all_refs = git::RefsCommittedSince(0);
+  const std::vector<std::string> refs_here = all_refs.ok() ? *all_refs : std::vector<std::string>();
+  for (const std::string& r : refs_here) {
+    if (r.rfind("refs/heads/", 0) == 0) local.insert(r.substr(11));
+  }
+  std::vector<std::string> remote_only;
+  for (const std::string& r : refs_here) {
+    if (r.rfind("refs/remotes/", 0) != 0) continue;
+    const std::string name = r.substr(r.find('/', 13) + 1);
+    if (!local.count(name) && std::find(remote_only.begin(), remote_only.end(), name) == remote_only.end()) {
+      remote_only.push_back(name);
+    }
+  }
+  if (!remote_only.empty()) {
+    std::fprintf(stderr,
+                 "git-zipnn: not rewritten: %s, which only a remote-tracking branch names (check %s out and migrate "
+                 "again to include %s)\n",
+                 Listed(remote_only).c_str(), remote_only.size() == 1 ? "it" : "them",
+                 remote_only.size() == 1 ? "it" : "them");
+  }
 }
 
 // A rewrite that moved the branch checked out leaves the old files in the
@@ -153,6 +210,33 @@ Status CheckOutAgain(const git::Rewritten& done, const std::optional<std::string
     if (r == *head) return git::ResetHard();
   }
   return OkStatus();
+}
+
+// The Git LFS pointers among the chosen files, by blob. Each one's
+// object must be here: all are looked for before anything is stored (and
+// by a dry run, so that it promises only what a run does).
+Result<std::map<git::Oid, lfs::LfsPointer>> LfsPointersOf(const git::Repository& repo,
+                                                         const git::HistoryRewrite& rewrite,
+                                                         const lfs::LfsFolder& folder) {
+  std::map<git::Oid, lfs::LfsPointer> pointers;
+  std::vector<std::string> missing;
+  for (const git::RewriteFile& f : rewrite.files()) {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> small, repo.SmallBlob(f.blob, 1024));
+    if (!small) continue;
+    std::optional<lfs::LfsPointer> pointer = lfs::ParseLfsPointer(*small);
+    if (!pointer) continue;
+    pointers[f.blob] = *pointer;
+    if (!folder.Has(*pointer)) missing.push_back(f.path + " (" + pointer->sha256.substr(0, 12) + ")");
+  }
+  if (!missing.empty()) {
+    std::string named;
+    for (size_t i = 0; i < missing.size() && i < kMissingNamed; ++i) named += "\n    " + missing[i];
+    if (missing.size() > kMissingNamed) named += "\n    and " + std::to_string(missing.size() - kMissingNamed) + " more";
+    return NotFound(Counted(missing.size(), "Git LFS object") + " of this history " +
+                    (missing.size() == 1 ? "is" : "are") + " not in " + folder.dir() +
+                    "; nothing was changed. Fetch them first: `git lfs fetch --all` (or the refs you migrate)" + named);
+  }
+  return pointers;
 }
 
 // What both directions do before anything is written: the plan, a check
@@ -171,10 +255,6 @@ Result<std::optional<git::HistoryRewrite>> ReadHistory(const MigrateArgs& a, git
   }
   ZIPNN_ASSIGN_OR_RETURN(git::HistoryRewrite rewrite,
                          git::HistoryRewrite::Read(repo, plan.revs, plan.include, plan.exclude));
-  if (a.dry_run) {
-    ZIPNN_RETURN_IF_ERROR(PrintChosen(repo, rewrite, zipnn ? "git-zipnn" : "Git LFS"));
-    return std::optional<git::HistoryRewrite>();
-  }
   if (rewrite.files().empty()) {
     // A typo ('*.safetensor') gets the patterns .gitattributes has.
     std::string hint;
@@ -189,8 +269,15 @@ Result<std::optional<git::HistoryRewrite>> ReadHistory(const MigrateArgs& a, git
       const std::vector<std::string> close = ClosestWords(p, known);
       if (!close.empty()) hint = " (did you mean " + Alternatives(close, "'") + "?)";
     }
-    std::printf("nothing to migrate: no file of %s matches %s%s\n", Counted(rewrite.commits(), "commit").c_str(),
-                Alternatives(plan.include, "'").c_str(), hint.c_str());
+    return NotFound("nothing to migrate: no file of " + Counted(rewrite.commits(), "commit") + " matches " +
+                    Alternatives(plan.include, "'") + hint);
+  }
+  if (zipnn) {
+    ZIPNN_ASSIGN_OR_RETURN(lfs::LfsFolder folder, LfsFolderOf(repo));
+    ZIPNN_RETURN_IF_ERROR(LfsPointersOf(repo, rewrite, folder).status());
+  }
+  if (a.dry_run) {
+    ZIPNN_RETURN_IF_ERROR(PrintChosen(repo, rewrite, plan.revs, zipnn ? "git-zipnn" : "Git LFS"));
     return std::optional<git::HistoryRewrite>();
   }
   return std::optional<git::HistoryRewrite>(std::move(rewrite));
@@ -202,28 +289,8 @@ Status RunImport(const MigrateArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<git::HistoryRewrite> read, ReadHistory(a, git::Driver::kZipnn, git_repo, plan));
   if (!read) return OkStatus();
   git::HistoryRewrite& rewrite = *read;
-  // Each LFS pointer's object must be here: all are looked for before
-  // anything is stored.
   ZIPNN_ASSIGN_OR_RETURN(lfs::LfsFolder lfs_folder, LfsFolderOf(git_repo));
-  std::map<git::Oid, lfs::LfsPointer> lfs_pointers;
-  std::vector<std::string> missing;
-  for (const git::RewriteFile& f : rewrite.files()) {
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> small, git_repo.SmallBlob(f.blob, 1024));
-    if (!small) continue;
-    std::optional<lfs::LfsPointer> pointer = lfs::ParseLfsPointer(*small);
-    if (!pointer) continue;
-    lfs_pointers[f.blob] = *pointer;
-    if (!lfs_folder.Has(*pointer)) missing.push_back(f.path + " (" + pointer->sha256.substr(0, 12) + ")");
-  }
-  if (!missing.empty()) {
-    std::string named;
-    for (size_t i = 0; i < missing.size() && i < kMissingNamed; ++i) named += "\n    " + missing[i];
-    if (missing.size() > kMissingNamed) named += "\n    and " + std::to_string(missing.size() - kMissingNamed) + " more";
-    return NotFound(Counted(missing.size(), "Git LFS object") + " of this history " +
-                    (missing.size() == 1 ? "is" : "are") + " not in " + lfs_folder.dir() +
-                    "; nothing was changed. Fetch them first: `git lfs fetch --all` (or the refs you migrate)" +
-                    named);
-  }
+  ZIPNN_ASSIGN_OR_RETURN(const auto lfs_pointers, LfsPointersOf(git_repo, rewrite, lfs_folder));
 
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, git::OpenSeries(repo));
@@ -255,7 +322,7 @@ Status RunImport(const MigrateArgs& a) {
     ZIPNN_ASSIGN_OR_RETURN(done, rewrite.Write(replace, edit));
     (void)filter.Finish();
   }
-  Report(rewrite, done, converted, "git-zipnn");
+  Report(rewrite, done, converted, "git-zipnn", !lfs_pointers.empty());
   return CheckOutAgain(done, branch);
 }
 
@@ -284,7 +351,7 @@ Status RunExport(const MigrateArgs& a) {
     return git::Retracked(text.value_or(""), plan.include, git::Driver::kLfs);
   };
   ZIPNN_ASSIGN_OR_RETURN(git::Rewritten done, rewrite.Write(replace, edit));
-  Report(rewrite, done, converted, "Git LFS");
+  Report(rewrite, done, converted, "Git LFS", false);
   return CheckOutAgain(done, branch);
 }
 

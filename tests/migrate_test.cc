@@ -100,10 +100,11 @@ TEST_CASE("migrate import stores every branch and tag's checkpoints, restoring e
 
   Run dry = repo.Sh("git zipnn migrate import --include '*.safetensors' --everything --dry-run");
   REQUIRE(dry.code == 0);
-  CHECK(dry.out.find("model.safetensors: 5 versions") != std::string::npos);
-  CHECK(dry.out.find("runs/caf\xc3\xa9 \"1\".safetensors: 3 versions") != std::string::npos);
+  // Each path with its versions and their size as checkpoints.
+  CHECK(dry.out.find("model.safetensors: 5 versions, 575.0 KiB\n") != std::string::npos);
+  CHECK(dry.out.find("runs/caf\xc3\xa9 \"1\".safetensors: 3 versions, 345.0 KiB\n") != std::string::npos);
   CHECK(dry.out.find("would store 5 distinct checkpoints (8 versions at 2 paths) in git-zipnn and write 5 commits "
-                     "again") != std::string::npos);
+                     "of every branch and tag again") != std::string::npos);
   CHECK(Refs(repo) == before);
 
   Run run = repo.Sh("git zipnn migrate import --include '*.safetensors' --everything");
@@ -146,10 +147,13 @@ TEST_CASE("migrate import stores every branch and tag's checkpoints, restoring e
   CHECK(repo.Sh("git zipnn log model.safetensors | grep -c delta").out != "0\n");
   CHECK(repo.Sh("git zipnn fsck --all").code == 0);
 
-  // Migrating again finds the pointers and changes no commit.
-  Run again = repo.Sh("git zipnn migrate import --include '*.safetensors' --everything");
+  // Migrating again finds the pointers and changes no commit, and says so;
+  // spaces around a comma are no part of a pattern.
+  Run again = repo.Sh("git zipnn migrate import --include '*.safetensors, *.safetensors' --everything");
   REQUIRE(again.code == 0);
   for (const auto& [old_id, new_id] : CommitMap(again.out)) CHECK(old_id == new_id);
+  CHECK(again.err == "git-zipnn: nothing changed: every commit is as it was (every file chosen is in git-zipnn "
+                     "already)\n");
 }
 
 TEST_CASE("migrate import of a range keeps the commits before it, and --exclude leaves files as they are") {
@@ -246,8 +250,11 @@ TEST_CASE("migrate refuses a dirty tree, a missing or damaged Git LFS object, an
   CHECK(damaged.err.find("does not hold what its pointer names") != std::string::npos);
   CHECK(Refs(repo) == refs);
 
-  // One object missing: named before anything is stored.
+  // One object missing: named before anything is stored, by a dry run too.
   REQUIRE(repo.Sh("rm " + object).code == 0);
+  Run dry_missing = repo.Sh("git zipnn migrate import --dry-run");
+  CHECK(dry_missing.code == 1);
+  CHECK(dry_missing.err.find("1 Git LFS object of this history is not in ") != std::string::npos);
   Run missing = repo.Sh("git zipnn migrate import");
   CHECK(missing.code == 1);
   CHECK(missing.err.find("1 Git LFS object of this history is not in ") != std::string::npos);
@@ -257,9 +264,12 @@ TEST_CASE("migrate refuses a dirty tree, a missing or damaged Git LFS object, an
   REQUIRE(repo.Sh("cp ../saved " + object).code == 0);
 
   // A pattern that matches nothing: said, with the pattern meant.
-  Run typo = repo.Sh("git zipnn migrate import -I '*.safetensor'");
-  CHECK(typo.code == 0);
-  CHECK(typo.out == "nothing to migrate: no file of 3 commits matches '*.safetensor' (did you mean '*.safetensors'?)\n");
+  for (const char* dry : {"", " --dry-run"}) {
+    Run typo = repo.Sh(std::string("git zipnn migrate import -I '*.safetensor'") + dry);
+    CHECK(typo.code == 1);
+    CHECK(typo.err ==
+          "error: nothing to migrate: no file of 3 commits matches '*.safetensor' (did you mean '*.safetensors'?)\n");
+  }
   CHECK(Refs(repo) == refs);
 
   REQUIRE(repo.Sh("git checkout -q --detach").code == 0);
