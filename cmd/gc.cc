@@ -102,6 +102,12 @@ Status RunGc(const GcArgs& a) {
               a.dry_run ? "would remove" : "removed", removed, removed == 1 ? "" : "s", HumanBytes(swept.freed).c_str(),
               leftovers, leftovers == 1 ? "" : "s", swept.kept, pointers, pointers == 1 ? "" : "s",
               args.keep_recent_days);
+  if (swept.young_files > 0) {
+    std::printf("%s of leftovers no running process holds (%s of a git add or fetch that was stopped) %s until they "
+                "are an hour old; `git zipnn gc --now` removes them\n",
+                HumanBytes(swept.young_bytes).c_str(), Counted(swept.young_files, "file").c_str(),
+                a.dry_run ? "would be kept" : "kept");
+  }
   const std::vector<store::RawCache::Entry> copies = store::RawCache(repo.cache_dir, repo.policy.raw_cache).List();
   if (swept.cache_freed > 0 || !copies.empty()) {
     uint64_t held = 0;

@@ -1467,37 +1467,44 @@ TEST_CASE("status lists checkpoints not pushed, staged, changed, not added, and 
 }
 
 
-// Ctrl-C during `git add` of a large checkpoint: git and the filter get
-// SIGINT together and leave their scratch files. gc keeps them for an
-// hour (their process may still be running); gc --now removes them at
-// once, since no live process holds them, and touches nothing needed.
+// What a git add stopped by Ctrl-C leaves: its spooled input in the
+// scratch folder and an unfinished object in the store, young and held by
+// no process. gc keeps them for an hour (a process may still be writing
+// them) and says so; gc --now removes them at once, but never a file a
+// live process holds (its lock, as every scratch file's writer holds one).
 TEST_CASE("gc --now removes what a git add stopped by Ctrl-C left, and nothing a running process holds") {
   Repo repo;
-  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add -A && git commit -qm setup && "
-                  "cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' kept.safetensors && git add kept.safetensors && "
-                  "git commit -qm kept && /usr/bin/python3 -c \"import numpy as np, json, struct; "
-                  "a = (np.random.default_rng(1).standard_normal(60_000_000) * 0.02).astype(np.float32); "
-                  "h = json.dumps({'w': {'dtype': 'F32', 'shape': [a.size], 'data_offsets': [0, a.nbytes]}}).encode(); "
-                  "open('big.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + a.tobytes())\"")
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && cp '" +
+                  repo.Data("cnn-bf16/step-000040.safetensors") +
+                  "' kept.safetensors && git add -A && git commit -qm kept && mkdir -p .git/zipnn/tmp && "
+                  "head -c 300000 /dev/urandom > .git/zipnn/tmp/clean-0badf00d && "
+                  "head -c 100000 /dev/urandom > .git/zipnn/objects/ab/cd/abcd0000000000000000000000000000.tmp-1234abcd "
+                  "2>/dev/null || { mkdir -p .git/zipnn/objects/ab/cd && head -c 100000 /dev/urandom > "
+                  ".git/zipnn/objects/ab/cd/abcd0000000000000000000000000000.tmp-1234abcd; }")
               .code == 0);
-  // SIGINT to git's process group once the filter has begun its scratch files.
-  Run stopped = repo.Sh(
-      "setsid git add big.safetensors 2>../add.err & pid=$!; "
-      "for i in $(seq 2000); do [ -n \"$(ls .git/zipnn/tmp 2>/dev/null | grep clean-)\" ] && break; sleep 0.005; done; "
-      "kill -INT -- -$pid; wait $pid; cat ../add.err >&2; ls .git/zipnn/tmp | grep -c clean-");
-  REQUIRE_MESSAGE(stopped.out != "0\n", std::string(stopped.out + stopped.err));
-  // Young: a plain gc leaves them.
+  // A live process's scratch file: locked as long as it runs.
+  REQUIRE(repo.Sh("head -c 1000 /dev/urandom > .git/zipnn/tmp/clean-11ve0000 && "
+                  "{ flock -s -o .git/zipnn/tmp/clean-11ve0000 sleep 30 >/dev/null 2>&1 & echo $! > ../holder; } && "
+                  "for i in $(seq 100); do flock -n -x .git/zipnn/tmp/clean-11ve0000 true || exit 0; sleep 0.05; done; "
+                  "exit 1")
+              .code == 0);
   Run gc = repo.Sh("git zipnn gc");
   REQUIRE(gc.code == 0);
   CHECK(gc.out.find("and 0 leftover files") != std::string::npos);
-  CHECK(repo.Sh("ls .git/zipnn/tmp | grep -c clean-").out != "0\n");
-  // --now: gone; what a commit needs stays.
+  CHECK_MESSAGE(gc.out.find("390.6 KiB of leftovers no running process holds (2 files of a git add or fetch that was "
+                            "stopped) kept until they are an hour old; `git zipnn gc --now` removes them\n") !=
+                    std::string::npos,
+                gc.out);
   Run now = repo.Sh("git zipnn gc --now");
   REQUIRE(now.code == 0);
-  CHECK(now.out.find("and 0 leftover files") == std::string::npos);
-  CHECK(repo.Sh("find .git/zipnn -type f -name '*clean-*' -o -type f -name '*.tmp-*' | wc -l").out == "0\n");
+  CHECK_MESSAGE(now.out.find("and 2 leftover files") != std::string::npos, now.out);
+  CHECK(repo.Sh("ls .git/zipnn/tmp").out == "clean-11ve0000\n");
+  CHECK(repo.Sh("find .git/zipnn/objects -name '*.tmp-*' | wc -l").out == "0\n");
   CHECK(repo.Sh("git zipnn fsck --all").code == 0);
-  REQUIRE(repo.Sh("git add big.safetensors && git commit -qm big && git zipnn fsck").code == 0);
+  // Its process gone, the last one goes too.
+  REQUIRE(repo.Sh("kill $(cat ../holder); sleep 0.2; git zipnn gc --now").out.find("and 1 leftover file") !=
+          std::string::npos);
+  CHECK(repo.Sh("ls .git/zipnn/tmp").out == "");
 }
 
 }  // namespace

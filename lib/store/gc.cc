@@ -134,6 +134,23 @@ Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& opti
     if (!options.dry_run && ::unlink(f.c_str()) != 0) continue;
     swept.leftovers.push_back(f);
   }
+  // Younger ones no live process holds: kept, and counted for the hint
+  // that --now takes them.
+  if (!options.now) {
+    std::vector<std::string> young;
+    for (const auto& e : listed) {
+      if (e.kind == ObjectStore::Kind::kTemporary && e.mtime >= old) young.push_back(e.path);
+    }
+    for (const std::string& f : OldScratch(store.temp_dir, INT64_MAX)) {
+      if (ModifiedAt(f) >= old) young.push_back(f);
+    }
+    for (const std::string& f : young) {
+      struct stat st;
+      if (InUse(f) || ::stat(f.c_str(), &st) != 0) continue;
+      ++swept.young_files;
+      swept.young_bytes += static_cast<uint64_t>(st.st_size);
+    }
+  }
   return swept;
 }
 

@@ -65,6 +65,10 @@ struct Swept {
   uint64_t freed = 0;        // bytes of the objects
   uint64_t kept = 0;         // objects kept
   uint64_t cache_freed = 0;  // bytes of the raw copies
+  // Leftovers younger than an hour that no live process holds (a git add
+  // stopped with Ctrl-C): kept, unless options.now.
+  size_t young_files = 0;
+  uint64_t young_bytes = 0;
 };
 
 // Adds the objects used since options.keep_since (and their chains) to
