@@ -80,25 +80,12 @@ struct FetchArgs {
   std::vector<std::string> include, exclude;  // path patterns, several to a word with commas
 };
 
-// Git LFS's spelling: a pattern list may hold several, comma-separated.
-std::vector<std::string> Patterns(const std::vector<std::string>& given) {
-  std::vector<std::string> patterns;
-  for (const std::string& g : given) {
-    for (size_t at = 0; at <= g.size();) {
-      size_t end = std::min(g.find(',', at), g.size());
-      if (end > at) patterns.push_back(g.substr(at, end - at));
-      at = end + 1;
-    }
-  }
-  return patterns;
-}
-
 // The paths --include and --exclude keep (all of them without either).
 Result<std::set<std::string>> Chosen(const git::Repository& git_repo, const std::set<std::string>& paths,
                                      const FetchArgs& a) {
-  std::vector<std::string> include = Patterns(a.include);
+  std::vector<std::string> include = PatternList(a.include);
   if (include.empty()) include = {"*"};
-  return git::MatchingPaths(git_repo, paths, include, Patterns(a.exclude));
+  return git::MatchingPaths(git_repo, paths, include, PatternList(a.exclude));
 }
 
 // The days a config key gives (Git LFS's lfs.<key> when zipnn.<key> is

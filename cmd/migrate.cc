@@ -38,24 +38,6 @@ struct MigrateArgs {
   bool dry_run = false;
 };
 
-// LFS's spelling: a pattern list may hold several, comma-separated.
-std::vector<std::string> SplitPatterns(const std::vector<std::string>& given) {
-  std::vector<std::string> patterns;
-  for (const std::string& g : given) {
-    for (size_t at = 0; at <= g.size();) {
-      size_t end = g.find(',', at);
-      if (end == std::string::npos) end = g.size();
-      // "*.pt, *.bin": the spaces around a comma are no part of a pattern.
-      size_t from = at, to = end;
-      while (from < to && g[from] == ' ') ++from;
-      while (to > from && g[to - 1] == ' ') --to;
-      if (to > from) patterns.push_back(g.substr(from, to - from));
-      at = end + 1;
-    }
-  }
-  return patterns;
-}
-
 // The local Git LFS folder: lfs.storage (from the git folder when
 // relative), else <git folder>/lfs, as git-lfs places it.
 Result<lfs::LfsFolder> LfsFolderOf(const git::Repository& repo) {
@@ -81,8 +63,8 @@ Result<Plan> PlanFor(const MigrateArgs& a, git::Driver to) {
                            listed + (changes.size() > 5 ? "\n    ..." : ""));
   }
   Plan plan;
-  plan.include = SplitPatterns(a.include);
-  plan.exclude = SplitPatterns(a.exclude);
+  plan.include = PatternList(a.include);
+  plan.exclude = PatternList(a.exclude);
   if (plan.include.empty()) {
     // The patterns .gitattributes gives to the filter being left.
     ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> zipnn, git::TrackedPatterns(git::Driver::kZipnn));

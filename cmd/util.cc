@@ -54,6 +54,23 @@ Result<formats::Checkpoint> WithLayout(Result<formats::Checkpoint> checkpoint) {
   return checkpoint;
 }
 
+std::vector<std::string> PatternList(const std::vector<std::string>& given) {
+  std::vector<std::string> patterns;
+  for (const std::string& g : given) {
+    for (size_t at = 0; at <= g.size();) {
+      size_t end = g.find(',', at);
+      if (end == std::string::npos) end = g.size();
+      // "*.pt, *.bin": the spaces around a comma are no part of a pattern.
+      size_t from = at, to = end;
+      while (from < to && g[from] == ' ') ++from;
+      while (to > from && g[to - 1] == ' ') --to;
+      if (to > from) patterns.push_back(g.substr(from, to - from));
+      at = end + 1;
+    }
+  }
+  return patterns;
+}
+
 void WarnDamaged(const FoundPointers& found) {
   for (const auto& [place, why] : found.damaged) {
     std::fprintf(stderr, "warning: %s:%s: %s\n", place.rev.c_str(), place.path.c_str(), why.c_str());

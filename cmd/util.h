@@ -94,6 +94,11 @@ Result<formats::Checkpoint> WithLayout(Result<formats::Checkpoint> checkpoint);
 // skipped).
 void WarnDamaged(const FoundPointers& found);
 
+// Path patterns as Git LFS takes them (--include, --exclude): several to
+// a word, comma-separated ("*.pt, *.bin"), the spaces around a comma no
+// part of a pattern.
+std::vector<std::string> PatternList(const std::vector<std::string>& given);
+
 // The line push and fetch end with, on stderr, unless `quiet`.
 void PrintTransfer(bool push, const remote::Transferred& done, bool quiet);
 
