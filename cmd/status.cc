@@ -37,7 +37,9 @@ Status RunStatus() {
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> branch, git::HeadBranch());
-  std::printf("%s\n", branch ? ("On branch " + branch->substr(branch->rfind('/') + 1)).c_str() : "HEAD detached");
+  // "refs/heads/feature/x" is the branch feature/x.
+  const std::string name = branch && branch->rfind("refs/heads/", 0) == 0 ? branch->substr(11) : branch.value_or("");
+  std::printf("%s\n", branch ? ("On branch " + name).c_str() : "HEAD detached");
 
   // HEAD's checkpoints by path.
   std::map<std::string, ContentId> at_head;

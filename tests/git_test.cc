@@ -1464,6 +1464,9 @@ TEST_CASE("status lists checkpoints not pushed, staged, changed, not added, and 
                                  "        a.safetensors  " + a_id.substr(0, 12) + "\n") != std::string::npos,
                 lacking.out);
   CHECK(lacking.out.find("        a.safetensors  deleted\n") != std::string::npos);
+  // A branch name with a slash is said whole.
+  CHECK(repo.Sh("cd ../clone && git checkout -q -b feature/x && git zipnn status").out.rfind("On branch feature/x\n", 0) ==
+        0);
 }
 
 
