@@ -43,12 +43,14 @@ void Row(const char* what, const Tally& t, const std::string& note) {
 
 Status RunDu() {
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-  Tally objects, unfinished, records;
+  Tally objects, unfinished, records, notes;
   size_t foreign = 0;  // not git-zipnn's: not counted
   ZIPNN_ASSIGN_OR_RETURN(std::vector<store::ObjectStore::Entry> listed, repo.objects.List());
   for (const auto& e : listed) {
     if (e.kind == store::ObjectStore::Kind::kForeign) {
       ++foreign;
+    } else if (e.kind == store::ObjectStore::Kind::kNote) {
+      notes.Add(e.size);
     } else if (e.kind == store::ObjectStore::Kind::kRecord) {
       records.Add(e.size);
     } else {
@@ -72,6 +74,7 @@ Status RunDu() {
   std::printf("object store %s\n", repo.objects.root().c_str());
   Row("objects", objects, "");
   if (records.files > 0) Row("retention records", records, "  (versions thinned or dropped: git zipnn retain)");
+  if (notes.files > 0) Row("base notes", notes, "  (why each standalone object is one: git zipnn log)");
   if (unfinished.files > 0) Row("unfinished objects", unfinished, "  (a process died mid-write; gc removes them)");
   if (foreign > 0) {
     std::printf("  and %s that git-zipnn did not write (not counted; gc leaves them)\n",

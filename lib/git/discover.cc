@@ -10,6 +10,7 @@
 #include "lib/git/git.h"
 #include "lib/git/run.h"
 #include "lib/git/repository.h"
+#include "lib/store/base_note.h"
 #include "lib/store/parents.h"
 #include "lib/series/series.h"
 
@@ -145,6 +146,9 @@ Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Store& repo) {
 }
 
 std::string WhyBase(const store::Store& repo, SeriesVersions& series, const std::string& path, const ContentId& id) {
+  // What the store noted when it made the object (or received it with
+  // its note); else worked out from its place in the series now.
+  if (std::optional<store::BaseNote> note = store::ReadBaseNote(repo.objects, id)) return store::DescribeNote(*note);
   auto versions = series.Of(series.rules().Place(path).name, /*deep=*/true);
   if (!versions.ok()) return "";
   for (size_t i = 0; i < versions->size(); ++i) {

@@ -55,8 +55,9 @@ Result<std::string> StoreOfRepository(const std::string& path);
 // them, by the rules of `repo`'s policy.
 Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Store& repo);
 
-// Why the stored version `id` is a base, found among the versions of the
-// series of `path` (HEAD's history and the index): "first of its series",
+// Why the stored version `id` is a base: its base note (store/base_note.h),
+// or else its place among the versions of the series of `path` (HEAD's
+// history and the index) under today's policy: "first of its series",
 // "due every 10", ...; empty when it is not a base or not in that series.
 std::string WhyBase(const store::Store& repo, SeriesVersions& series, const std::string& path, const ContentId& id);
 

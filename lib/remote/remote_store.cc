@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,8 +22,9 @@
 #include "lib/base/thread_pool.h"
 #include "lib/container/format.h"
 #include "lib/container/object.h"
-#include "lib/store/object_store.h"
+#include "lib/store/base_note.h"
 #include "lib/store/chain.h"
+#include "lib/store/object_store.h"
 #include "lib/store/rebased.h"
 #include "lib/store/restore.h"
 #include "lib/store/retention.h"
@@ -125,6 +127,14 @@ class Folder : public RemoteStore {
   }
 
   Result<std::optional<std::string>> GetRecord(const ContentId& id) override { return RecordText(store_, id); }
+
+  Status PutBaseNote(const ContentId& id, const std::string& text) override {
+    return store::KeepBaseNote(store_, id, text);
+  }
+
+  Result<std::optional<std::string>> GetBaseNote(const ContentId& id) override {
+    return store::BaseNoteTextOf(store_, id);
+  }
 
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
     // Only a plain file: a FIFO put in an object's place would block the
@@ -469,6 +479,7 @@ Result<uint64_t> DemoteObject(const ObjectStore& store, const ContentId& id,
   if (!walked.ok() || loops || depth + 1 > static_cast<size_t>(store::kMaxChainDepth)) return uint64_t{0};
   ZIPNN_RETURN_IF_ERROR(check(out.temp_path()));
   ZIPNN_RETURN_IF_ERROR(out.Commit());
+  store::RemoveBaseNote(store, id);  // it explained the standalone object
   return now->object_size;
 }
 
@@ -554,6 +565,19 @@ Status DecodeReceived(const Store& repo, const ByteSource& object, const Content
   return container::DecodeObject(object, info, base, options, out);
 }
 
+namespace {
+
+// Sends the base note of `id`'s object, when the local store has one, to
+// a remote that keeps notes; a failure costs only the note.
+void SendBaseNote(const Store& repo, RemoteStore& remote, const ContentId& id, std::atomic<bool>& unsupported) {
+  if (unsupported) return;
+  const std::optional<std::string> text = store::BaseNoteTextOf(repo.objects, id);
+  if (!text) return;
+  if (remote.PutBaseNote(id, *text).code() == StatusCode::kUnsupported) unsupported = true;
+}
+
+}  // namespace
+
 Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options) {
   // A version the remote holds needs nothing from here: a store holds an
@@ -615,6 +639,7 @@ Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const
       levels[height[all[i]]].push_back(all[i]);
     }
   }
+  std::atomic<bool> no_notes{false};
   for (const auto& [level, send] : levels) {
     ZIPNN_RETURN_IF_ERROR(MoveAll(send, options, report, [&](const ContentId& id) -> Result<uint64_t> {
       ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
@@ -622,18 +647,23 @@ Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const
       if (!sent.ok()) {
         return Annotate(sent, "cannot send object " + id.Hex() + " to " + remote.where());
       }
+      SendBaseNote(repo, remote, id, no_notes);
       return object.size();
     }));
   }
   // Versions re-stored here as deltas because of what was sent (the
   // version before a new newest). Only while the local object is a delta:
-  // a note may be stale.
+  // a note may be stale. One that stayed whole has a new base note.
   all.insert(all.end(), there.begin(), there.end());
   for (const ContentId& cause : all) {
     for (const ContentId& id : store::RebasedOn(repo, cause)) {
       if (!report.demote_error.empty()) break;
       auto link = store::ReadLink(repo, id);
-      if (!link.ok() || !link->delta) continue;
+      if (!link.ok()) continue;
+      if (!link->delta) {
+        SendBaseNote(repo, remote, id, no_notes);
+        continue;
+      }
       ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
       Result<uint64_t> replaced = remote.Demote(id, object);
       if (!replaced.ok()) {
@@ -655,7 +685,9 @@ Result<TransferReport> FetchObjects(const Store& repo, RemoteStore& remote, cons
   std::set<ContentId> seen;
   std::map<ContentId, uint64_t> raw_sizes = options.raw_sizes;  // and those the deltas' headers give their bases
   std::map<ContentId, Received> received;
-  std::mutex received_mu;
+  std::map<ContentId, std::string> notes;  // of received bases
+  std::atomic<bool> no_notes{false};
+  std::mutex received_mu;  // guards both
   std::vector<ContentId> wanted = ids;
   // One round per chain level: the objects asked for, then their bases
   // (known once their headers are here), and so on down to the bases.
@@ -703,7 +735,15 @@ Result<TransferReport> FetchObjects(const Store& repo, RemoteStore& remote, cons
         return NotFound("object " + id.Hex() + of + " is not on the remote store " + remote.where());
       }
       if (!st.ok()) return Annotate(st, "cannot fetch object " + id.Hex() + " from " + remote.where());
+      // A base's note, asked for beside it (kept once the object is).
+      std::optional<std::string> note;
+      if (!got->base && !no_notes) {
+        Result<std::optional<std::string>> asked = remote.GetBaseNote(id);
+        if (asked.ok()) note = std::move(*asked);
+        if (asked.status().code() == StatusCode::kUnsupported) no_notes = true;
+      }
       std::lock_guard<std::mutex> lock(received_mu);
+      if (note) notes.emplace(id, std::move(*note));
       received.emplace(id, std::move(*got));
       return bytes;
     }));
@@ -719,6 +759,7 @@ Result<TransferReport> FetchObjects(const Store& repo, RemoteStore& remote, cons
   ZIPNN_RETURN_IF_ERROR(AcceptReceived(repo, received, remote.where(), options.find_copy,
                                        ids.size() == 1 ? ids[0] : ContentId{},
                                        ids.size() == 1 ? options.deliver : nullptr, &report.delivered));
+  for (const auto& [id, text] : notes) (void)store::KeepBaseNote(repo.objects, id, text);
   return report;
 }
 

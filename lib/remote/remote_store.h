@@ -137,6 +137,21 @@ class RemoteStore {
     return std::optional<std::string>();
   }
 
+  // The base note of `id`'s object (store/base_note.h: why it is
+  // standalone), kept beside it. Only a courtesy to `git zipnn log`: a
+  // remote that cannot keep notes (a Git LFS server, a store server of an
+  // older git-zipnn) says Unsupported, and GetBaseNote's nullopt is
+  // "none". The receiver keeps a note only when it explains the object it
+  // holds (store::KeepBaseNote).
+  virtual Status PutBaseNote(const ContentId& id, const std::string& text) {
+    (void)text;
+    return Unsupported(where() + " cannot keep the base note of " + id.Hex());
+  }
+  virtual Result<std::optional<std::string>> GetBaseNote(const ContentId& id) {
+    (void)id;
+    return std::optional<std::string>();
+  }
+
   // Removes the temporary files that killed uploads left more than
   // kOldTemporary ago; how many. Only a folder has any to remove here: a
   // store server removes them as it receives objects, and S3 keeps no

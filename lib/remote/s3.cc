@@ -17,6 +17,7 @@
 #include "lib/base/thread_pool.h"
 #include "lib/container/format.h"
 #include "lib/remote/http.h"
+#include "lib/store/base_note.h"
 #include "lib/store/retention.h"
 
 namespace zipnn::s3 {
@@ -241,29 +242,47 @@ class Bucket : public remote::RemoteStore {
   }
 
   Status PutRecord(const ContentId& id, const std::string& text) override {
-    const MemorySource body(reinterpret_cast<const uint8_t*>(text.data()), text.size(), "record of " + id.Hex());
+    return PutBeside(id, store::kRecordSuffix, text, "record upload refused");
+  }
+
+  Result<std::optional<std::string>> GetRecord(const ContentId& id) override {
+    return GetBeside(id, store::kRecordSuffix, uint64_t{128} << 20,  // as store::ReadRecord takes
+                     "cannot read the retention record of " + id.Hex());
+  }
+
+  Status PutBaseNote(const ContentId& id, const std::string& text) override {
+    return PutBeside(id, store::kBaseNoteSuffix, text, "base note upload refused");
+  }
+
+  Result<std::optional<std::string>> GetBaseNote(const ContentId& id) override {
+    return GetBeside(id, store::kBaseNoteSuffix, store::kMaxBaseNoteBytes, "cannot read the base note of " + id.Hex());
+  }
+
+ private:
+  // A small text kept under the key of `id`'s object plus `suffix`.
+  Status PutBeside(const ContentId& id, const char* suffix, const std::string& text, const std::string& refused) {
+    const MemorySource body(reinterpret_cast<const uint8_t*>(text.data()), text.size(), id.Hex() + suffix);
     ZIPNN_ASSIGN_OR_RETURN(std::string hash, Sha256(text));
     http::Request t;
     t.upload = &body;
     t.size = text.size();
-    ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("PUT", Url(Key(id) + store::kRecordSuffix), hash, t));
-    if (r.status != 200) return Failure("record upload refused", r);
+    ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("PUT", Url(Key(id) + suffix), hash, t));
+    if (r.status != 200) return Failure(refused, r);
     return OkStatus();
   }
-
-  Result<std::optional<std::string>> GetRecord(const ContentId& id) override {
+  Result<std::optional<std::string>> GetBeside(const ContentId& id, const char* suffix, uint64_t limit,
+                                               const std::string& failed) {
     MemorySink bytes;
     http::Request t;
     t.download = &bytes;
-    t.limit = uint64_t{128} << 20;  // as store::ReadRecord takes
-    ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("GET", Url(Key(id) + store::kRecordSuffix), kEmptySha256, t));
+    t.limit = limit;
+    ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("GET", Url(Key(id) + suffix), kEmptySha256, t));
     if (r.status == 404) return std::optional<std::string>();
-    if (r.status != 200) return Failure("cannot read the retention record of " + id.Hex(), r);
+    if (r.status != 200) return Failure(failed, r);
     const std::vector<uint8_t> v = bytes.ToVector();
     return std::optional<std::string>(std::string(v.begin(), v.end()));
   }
 
- private:
   std::string Key(const ContentId& id) const {
     const std::string hex = id.Hex();
     const std::string name = hex.substr(0, 2) + "/" + hex.substr(2, 2) + "/" + hex;

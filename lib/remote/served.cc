@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "lib/base/buffer.h"
 #include "lib/base/file.h"
 #include "lib/base/strings.h"
+#include "lib/store/base_note.h"
 #include "lib/store/chain.h"
 
 namespace zipnn::remote {
@@ -288,16 +290,17 @@ Status ServeStat(const ObjectStore& store, Wire& wire, const ContentId& id) {
   return wire.Send("ok " + std::to_string((*held)->size) + " " + ((*held)->base ? (*held)->base->Hex() : "-") + "\n");
 }
 
-Status ServeRecordPut(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t size) {
+// A small text the client sends (a retention record, a base note), kept
+// by `keep`, which checks it first.
+Status ServeTextPut(Wire& wire, uint64_t size, const std::function<Status(const std::string&)>& keep) {
   MemorySink text;
   ZIPNN_RETURN_IF_ERROR(wire.ReadPayload(size, &text, /*drain=*/true));
   const std::vector<uint8_t> bytes = text.ToVector();
-  const Status st = ReceiveRecord(store, id, std::string(bytes.begin(), bytes.end()));
+  const Status st = keep(std::string(bytes.begin(), bytes.end()));
   return wire.Send(st.ok() ? "ok\n" : "error " + st.message() + "\n");
 }
 
-Status ServeRecordGet(const ObjectStore& store, Wire& wire, const ContentId& id) {
-  Result<std::optional<std::string>> text = RecordText(store, id);
+Status ServeTextGet(Wire& wire, const Result<std::optional<std::string>>& text) {
   if (!text.ok()) return wire.Send("error " + text.status().message() + "\n");
   if (!*text) return wire.Send("missing\n");
   return wire.Send("ok " + std::to_string((*text)->size()) + "\n" + **text);
@@ -339,7 +342,15 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
     } else if (w[0] == "put-record" && w.size() == 3 && id) {
       const std::optional<uint64_t> size = Number(w[2], kMaxRecordSize);
       if (!size) return BadRequest(wire, *line);
-      ZIPNN_RETURN_IF_ERROR(ServeRecordPut(store, wire, *id, *size));
+      ZIPNN_RETURN_IF_ERROR(
+          ServeTextPut(wire, *size, [&](const std::string& text) { return ReceiveRecord(store, *id, text); }));
+    } else if (w[0] == "put-note" && w.size() == 3 && id) {
+      const std::optional<uint64_t> size = Number(w[2], store::kMaxBaseNoteBytes);
+      if (!size) return BadRequest(wire, *line);
+      ZIPNN_RETURN_IF_ERROR(
+          ServeTextPut(wire, *size, [&](const std::string& text) { return store::KeepBaseNote(store, *id, text); }));
+    } else if (w[0] == "get-note" && w.size() == 2 && id) {
+      ZIPNN_RETURN_IF_ERROR(ServeTextGet(wire, store::BaseNoteTextOf(store, *id)));
     } else if (w[0] == "list" && w.size() == 1) {
       Result<std::vector<ContentId>> ids = ListObjects(store);
       if (!ids.ok()) {
@@ -350,7 +361,7 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
         ZIPNN_RETURN_IF_ERROR(wire.Send(answer));
       }
     } else if (w[0] == "get-record" && w.size() == 2 && id) {
-      ZIPNN_RETURN_IF_ERROR(ServeRecordGet(store, wire, *id));
+      ZIPNN_RETURN_IF_ERROR(ServeTextGet(wire, RecordText(store, *id)));
     } else {
       return BadRequest(wire, *line);
     }
@@ -484,21 +495,23 @@ class Served : public RemoteStore {
   }
 
   Result<std::optional<std::string>> GetRecord(const ContentId& id) override {
-    std::optional<std::string> text;
-    ZIPNN_RETURN_IF_ERROR(Retaining(WithSession([&](Wire& wire) -> Status {
-      ZIPNN_RETURN_IF_ERROR(wire.Send("get-record " + id.Hex() + "\n"));
-      ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
-      if (answer == "missing") return OkStatus();
-      if (answer.rfind("error ", 0) == 0) return IoError("the server could not read it: " + answer.substr(6));
-      const std::vector<std::string> w = Words(answer);
-      const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? Number(w[1], kMaxRecordSize) : std::nullopt;
-      if (!size) return Unexpected(wire, answer);
-      MemorySink got;
-      ZIPNN_RETURN_IF_ERROR(wire.ReadPayload(*size, &got, /*drain=*/false));
-      const std::vector<uint8_t> bytes = got.ToVector();
-      text = std::string(bytes.begin(), bytes.end());
-      return OkStatus();
-    })));
+    Result<std::optional<std::string>> text = GetText("get-record " + id.Hex() + "\n", kMaxRecordSize);
+    ZIPNN_RETURN_IF_ERROR(Retaining(text.status()));
+    return text;
+  }
+
+  // Notes are asked for until the server shows it does not know them (a
+  // git-zipnn before 0.8 ends the session at such a request).
+  Status PutBaseNote(const ContentId& id, const std::string& text) override {
+    if (no_notes_) return Unsupported(where_ + " keeps no base notes");
+    const MemorySource note(reinterpret_cast<const uint8_t*>(text.data()), text.size(), "base note of " + id.Hex());
+    return Noting(Request("put-note " + id.Hex() + " " + std::to_string(text.size()) + "\n", &note));
+  }
+
+  Result<std::optional<std::string>> GetBaseNote(const ContentId& id) override {
+    if (no_notes_) return std::optional<std::string>();
+    Result<std::optional<std::string>> text = GetText("get-note " + id.Hex() + "\n", store::kMaxBaseNoteBytes);
+    ZIPNN_RETURN_IF_ERROR(Noting(text.status()));
     return text;
   }
 
@@ -607,6 +620,37 @@ class Served : public RemoteStore {
     });
   }
 
+  // A request whose answer is a small text or "missing".
+  Result<std::optional<std::string>> GetText(const std::string& line, uint64_t max) {
+    std::optional<std::string> text;
+    ZIPNN_RETURN_IF_ERROR(WithSession([&](Wire& wire) -> Status {
+      ZIPNN_RETURN_IF_ERROR(wire.Send(line));
+      ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+      if (answer == "missing") return OkStatus();
+      if (answer.rfind("error ", 0) == 0) return IoError("the server could not read it: " + answer.substr(6));
+      const std::vector<std::string> w = Words(answer);
+      const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? Number(w[1], max) : std::nullopt;
+      if (!size) return Unexpected(wire, answer);
+      MemorySink got;
+      ZIPNN_RETURN_IF_ERROR(wire.ReadPayload(*size, &got, /*drain=*/false));
+      const std::vector<uint8_t> bytes = got.ToVector();
+      text = std::string(bytes.begin(), bytes.end());
+      return OkStatus();
+    }));
+    return text;
+  }
+
+  // A note request that failed other than by the server's answer: it
+  // does not know notes, and is not asked again.
+  Status Noting(const Status& st) {
+    if (st.ok() || st.message().find("refused it") != std::string::npos ||
+        st.message().find("could not read it") != std::string::npos) {
+      return st;
+    }
+    no_notes_ = true;
+    return Unsupported(where_ + " keeps no base notes (" + st.message() + ")");
+  }
+
   // A server of git-zipnn before retention ends the session at a request
   // it does not know: say what to do.
   Status Retaining(const Status& st) const {
@@ -629,6 +673,7 @@ class Served : public RemoteStore {
   const LowSpeed low_speed_;
   std::mutex first_mu_;  // held while the first session opens
   std::atomic<bool> opened_once_{false};
+  std::atomic<bool> no_notes_{false};
   std::mutex mu_;  // guards idle_, unreachable_ and stalled_
   std::vector<std::unique_ptr<Session>> idle_;
   Status unreachable_;

@@ -9,6 +9,7 @@
 #include "lib/formats/detect.h"
 #include "lib/formats/file_layout.h"
 #include "lib/container/object.h"
+#include "lib/store/base_note.h"
 #include "lib/store/chain.h"
 #include "lib/store/copies.h"
 #include "lib/store/raw_cache.h"
@@ -115,7 +116,19 @@ Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& seri
     position = static_cast<size_t>(at - all.begin());
     placed = PlaceDemoted(store, all, position, newer.id, /*complete=*/true, nullptr, elsewhere);
   }
-  if (!placed->base) return MaybeDemoted();
+  // It stays whole: when that is for another reason than its note gives
+  // (the newest no longer), the note says why now, and goes to a remote
+  // with the push of `newer` (rebased.h).
+  auto stays_whole = [&](BaseReason why) {
+    const std::optional<BaseNote> was = ReadBaseNote(store.objects, id);
+    const BaseNote now = NoteOf(why, store.policy, link->object_size);
+    if (!was || was->reason != now.reason || was->figure != now.figure) {
+      WriteBaseNote(store.objects, id, why, store.policy);
+      NoteRebased(store, newer.id, id);
+    }
+    return MaybeDemoted();
+  };
+  if (!placed->base) return stays_whole(placed->reason);
   // Within a series no base's chain comes back to a version re-stored on
   // it; across series it may (a twin of this version, itself the base of
   // an earlier version of this series): then it stays whole, never a loop.
@@ -139,11 +152,12 @@ Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& seri
   }
   ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidateAs(store, input, &base, /*verify=*/true));
   const double whole = static_cast<double>(link->object_size);
-  if (static_cast<double>(c.size) > whole * (1 - store.policy.min_gain)) return MaybeDemoted();
+  if (static_cast<double>(c.size) > whole * (1 - store.policy.min_gain)) return stays_whole(BaseReason::kNoGain);
   ZIPNN_RETURN_IF_ERROR(newer_stored.get());
   if (of_newer) ZIPNN_RETURN_IF_ERROR(TouchChain(store, newer.id));
   ZIPNN_RETURN_IF_ERROR(VerifyCandidate(store, c, input, &base));
   ZIPNN_RETURN_IF_ERROR(store.objects.Replace(id, c.file.path()));
+  RemoveBaseNote(store.objects, id);
   NoteRebased(store, newer.id, id);
   return MaybeDemoted(CheckedIn::Demoted{id, *placed->base, link->object_size, c.size});
 }
@@ -326,7 +340,9 @@ Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointV
   return standalone;
 }
 
-Result<CheckedIn> CheckIn(const Store& store, const NewVersion& version, const EarlierVersions& earlier) {
+namespace {
+
+Result<CheckedIn> StoreVersion(const Store& store, const NewVersion& version, const EarlierVersions& earlier) {
   ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint input, formats::Checkpoint::Open(version.file));
   ZIPNN_RETURN_IF_ERROR(input.ReadLayout());
   if (version.fingerprints) {
@@ -433,6 +449,15 @@ Result<CheckedIn> CheckIn(const Store& store, const NewVersion& version, const E
   if (version.step.empty() || gone_from_work_tree) {
     RawCache(store.cache_dir, store.policy.raw_cache).Keep(version.series, version.id, version.file);
   }
+  return result;
+}
+
+}  // namespace
+
+Result<CheckedIn> CheckIn(const Store& store, const NewVersion& version, const EarlierVersions& earlier) {
+  ZIPNN_ASSIGN_OR_RETURN(CheckedIn result, StoreVersion(store, version, earlier));
+  // Why it is standalone, noted while that is known (base_note.h).
+  if (result.stored) WriteBaseNote(store.objects, result.pointer.id, result.reason, store.policy);
   return result;
 }
 

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "lib/store/base_note.h"
 #include "lib/store/raw_cache.h"
 #include "lib/store/parents.h"
 #include "lib/store/rebased.h"
@@ -97,6 +98,14 @@ Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& opti
     }
     swept.objects.emplace_back(*e.id, e.size);
     swept.freed += e.size;
+  }
+  // Base notes whose object is gone (this gc's, or a remote's Remove).
+  if (!options.dry_run) {
+    for (const auto& e : listed) {
+      if (e.kind != ObjectStore::Kind::kNote) continue;
+      const std::string object = e.path.substr(0, e.path.size() - (sizeof kBaseNoteSuffix - 1));
+      if (::access(object.c_str(), F_OK) != 0 && errno == ENOENT) ::unlink(e.path.c_str());
+    }
   }
   // Raw copies that no pointer names any more, and any beyond the budget.
   const RawCache cache(store.cache_dir, store.policy.raw_cache);

@@ -199,6 +199,8 @@ Result<std::vector<ObjectStore::Entry>> ObjectStore::List() const {
         e.kind = Kind::kSetAside;
       } else if (name.size() > 9 && EndsWith(name, ".retained") && placed(name.substr(0, name.size() - 9))) {
         e.kind = Kind::kRecord;
+      } else if (name.size() > 5 && EndsWith(name, ".base") && placed(name.substr(0, name.size() - 5))) {
+        e.kind = Kind::kNote;
       }
     }
     entries.push_back(std::move(e));

@@ -86,6 +86,7 @@ class ObjectStore {
     kTemporary,  // <id>.tmp-<8 hex> beside it: being written, or left by a writer that died
     kSetAside,   // <id>.gc beside it: set aside by a gc (gc.h)
     kRecord,     // <id>.retained beside it: what retention made of it (retention.h)
+    kNote,       // <id>.base beside it: why it is standalone (base_note.h)
     kForeign,    // anything else: not git-zipnn's (a team's README, a folder of reports)
   };
   struct Entry {

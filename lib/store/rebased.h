@@ -6,7 +6,10 @@
 // (lib/remote/remote_store.h), so a remote's history stays as small as the
 // local one. Only a note for pushes: any entry may go (the remote then
 // keeps the whole object, which costs bytes, never data), and an entry is
-// acted on only while the local object is still a delta.
+// acted on only while the local object is still a delta. A version the
+// newer one left whole for a new reason (the newest no longer, now the
+// base that ends its stretch) is filed the same way, so that the push
+// sends its new base note (base_note.h).
 //
 // Files are <rebased_dir>/<id filed under>, one id a line.
 // Thread-compatible; processes may append at once (each line is one

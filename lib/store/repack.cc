@@ -9,6 +9,7 @@
 #include "lib/container/format.h"
 #include "lib/container/object.h"
 #include "lib/formats/detect.h"
+#include "lib/store/base_note.h"
 #include "lib/store/checkin.h"
 #include "lib/store/rebased.h"
 #include "lib/store/restore.h"
@@ -122,11 +123,20 @@ std::map<ContentId, uint32_t> HangingDepths(const Store& store, const std::vecto
 }
 
 // Rewrites the version at `position` (`done.before` filled in) as a delta
-// of `base`, or whole, where its form differs from that.
+// of `base`, or whole (for `whole`, when there is no `base`), where its
+// form differs from that. A version left whole gets its base note.
 Status RewriteAs(const Store& store, const std::vector<Version>& series, size_t position,
-                 std::optional<ContentId> base_id, double base_ratio, RawCache& raws, RepackState& state,
-                 RepackedVersion& done) {
+                 std::optional<ContentId> base_id, BaseReason whole, double base_ratio, RawCache& raws,
+                 RepackState& state, RepackedVersion& done) {
   const ContentId& id = series[position].id;
+  auto noted = [&](bool delta) {
+    if (delta) {
+      RemoveBaseNote(store.objects, id);
+    } else {
+      WriteBaseNote(store.objects, id, base_id ? BaseReason::kNoGain : whole, store.policy);
+    }
+    return OkStatus();
+  };
   // A delta of a parent in another series (parents.h) keeps its parent:
   // its series' placement made it a base only for want of one. It is
   // rewritten only into the policy's format, against the same parent.
@@ -139,7 +149,7 @@ Status RewriteAs(const Store& store, const std::vector<Version>& series, size_t 
   }
   // The new base's chain must outlive this delta (see CheckIn).
   if (base_id && !TouchChain(store, *base_id, &state.checked).ok()) base_id.reset();
-  if (SameForm(done.before, base_id) && FormatAsPolicy(done.before, store.policy)) return OkStatus();
+  if (SameForm(done.before, base_id) && FormatAsPolicy(done.before, store.policy)) return noted(done.before.delta);
   ZIPNN_ASSIGN_OR_RETURN(formats::CheckpointView input, raws.Get(id));
   std::optional<formats::CheckpointView> base;
   if (base_id) {
@@ -149,13 +159,13 @@ Status RewriteAs(const Store& store, const std::vector<Version>& series, size_t 
                          EncodeCandidate(store, input, base ? &*base : nullptr, base_ratio, /*verify=*/true, choice));
   // A delta that does not pay becomes a base, which it may be already
   // (in the policy's format).
-  if (!c.delta && !done.before.delta && FormatAsPolicy(done.before, store.policy)) return OkStatus();
+  if (!c.delta && !done.before.delta && FormatAsPolicy(done.before, store.policy)) return noted(false);
   ZIPNN_RETURN_IF_ERROR(VerifyCandidate(store, c, input, base ? &*base : nullptr));
   ZIPNN_RETURN_IF_ERROR(store.objects.Replace(id, c.file.path()));
   if (base_id && c.delta) NoteRebased(store, *base_id, id);
   state.checked.erase(id);
   done.rewritten = true;
-  return OkStatus();
+  return noted(c.delta);
 }
 
 // Rewrites one version where its form differs from the policy's
@@ -165,16 +175,18 @@ Status RepackForward(const Store& store, const std::vector<Version>& series, siz
   auto hanging = state.hanging.find(series[position].id);
   const uint32_t room = config::kMaxChainLimit - (hanging != state.hanging.end() ? hanging->second : 0);
   const Placement placed = *PlaceVersion(store, series, position, /*complete=*/true, &state.passed, room);
-  return RewriteAs(store, series, position, placed.base, placed.base_ratio, raws, state, done);
+  return RewriteAs(store, series, position, placed.base, placed.reason, placed.base_ratio, raws, state, done);
 }
 
 // Rewrites one version (newest: whole) as a delta of the version at
 // `target` (done already), or whole. A target whose chain, as it is
 // stored now, runs through this version (a rewrite of it that failed) or
 // would put the deltas hanging on this one out of a restore's reach,
-// leaves it whole instead.
+// leaves it whole instead (at max_chain); with no target it is whole for
+// `whole`.
 Status RepackAgainst(const Store& store, const std::vector<Version>& series, size_t position,
-                     std::optional<size_t> target, RawCache& raws, RepackState& state, RepackedVersion& done) {
+                     std::optional<size_t> target, BaseReason whole, RawCache& raws, RepackState& state,
+                     RepackedVersion& done) {
   const ContentId& id = series[position].id;
   std::optional<ContentId> base;
   double base_ratio = 0;
@@ -190,7 +202,8 @@ Status RepackAgainst(const Store& store, const std::vector<Version>& series, siz
       base_ratio = chain->base_ratio;
     }
   }
-  return RewriteAs(store, series, position, base, base_ratio, raws, state, done);
+  if (target && !base) whole = BaseReason::kChain;
+  return RewriteAs(store, series, position, base, whole, base_ratio, raws, state, done);
 }
 
 }  // namespace
@@ -266,15 +279,17 @@ Status RepackSeries(const Store& store, const std::vector<Version>& series,
   // stretch is done.
   if (present.empty()) return OkStatus();
   const config::Stretch stretch = config::StretchOf(store.policy);
-  auto against = [&](size_t i, std::optional<size_t> target) {
-    return repack(i, [&](RepackedVersion& d) { return RepackAgainst(store, present, i, target, raws, state, d); });
+  auto against = [&](size_t i, std::optional<size_t> target, BaseReason whole = BaseReason::kNoGain) {
+    return repack(
+        i, [&](RepackedVersion& d) { return RepackAgainst(store, present, i, target, whole, raws, state, d); });
   };
-  ZIPNN_ASSIGN_OR_RETURN(RepackedVersion first, against(0, std::nullopt));
+  ZIPNN_ASSIGN_OR_RETURN(RepackedVersion first, against(0, std::nullopt, BaseReason::kFirst));
   each(first);
   for (size_t start = 0; start + 1 < present.size();) {
     const size_t end = std::min(present.size() - 1, start + stretch.forward + stretch.reverse + 1);
     std::vector<RepackedVersion> done(end - start);  // start + 1 .. end
-    ZIPNN_ASSIGN_OR_RETURN(done.back(), against(end, std::nullopt));
+    const BaseReason end_why = end + 1 == present.size() ? BaseReason::kNewest : BaseReason::kDue;
+    ZIPNN_ASSIGN_OR_RETURN(done.back(), against(end, std::nullopt, end_why));
     const size_t forward_end = std::min(start + stretch.forward, end - 1);
     for (size_t i = start + 1; i <= forward_end; ++i) {
       raws.KeepOnly(present[i - 1].id, present[start].id);
