@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -138,6 +139,59 @@ TEST_CASE("git push sends the objects first; a clone checks out and restores eve
   CHECK(repo.Sh("cmp ../clone/model.safetensors '" + repo.Data(Step("000200")) + "'").code == 0);
   CHECK(ObjectsIn(repo, "../clone/.git/zipnn/objects") == 1);
   CheckClone(repo, "clone", 0);
+}
+
+// The trajectory repacked under base_interval 2 (40 first, 120 due, 200
+// the newest) and pushed through `origin`; a clone of `hub` (with `-c`
+// options before it) fetches step 120 alone, and its log says why each base
+// is one as the author's store decided, though the clone's policy has
+// changed since and it holds none of the versions around 120. Without the
+// notes that came with the objects, it could only guess.
+void CheckBaseNotesTravel(Repo& repo, const std::string& hub) {
+  REQUIRE(repo.Sh("printf 'base_interval: 2\\n' > .zipnn.yaml && git commit -qam 'bases every 2' && "
+                  "git zipnn repack model.safetensors >/dev/null && git push -q origin HEAD:main")
+              .code == 0);
+  const std::string author = repo.Sh("git zipnn log model.safetensors").out;
+  CAPTURE(author);
+  CHECK(author.find("step 000120  [due every 2]") != std::string::npos);
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main " + hub + " notes-clone").code == 0);
+  const std::string in = "cd ../notes-clone && ";
+  REQUIRE(repo.Sh(in + "git zipnn fetch origin $(git rev-parse ':/step 000120')").code == 0);
+  REQUIRE(repo.Sh(in + "printf 'base_interval: 10\\n' > .zipnn.yaml").code == 0);
+  auto row_of = [&](const std::string& subject) {
+    return repo.Sh(in + "git zipnn log model.safetensors | grep '" + subject + "'").out;
+  };
+  CHECK(row_of("step 000120").find("base  depth 0") != std::string::npos);
+  CHECK(row_of("step 000120").find("[due every 2]") != std::string::npos);
+  CHECK(row_of("step 000200").find("[newest of its series when stored]") != std::string::npos);
+  // The notes of the two bases fetched, and not of the first, which was not.
+  auto noted = [&](const std::string& subject) {
+    const std::string commit = repo.Sh("git rev-parse ':/" + subject + "'").out.substr(0, 40);
+    const std::string id = IdAt(repo, commit + ":model.safetensors");
+    REQUIRE(id.size() == 32);
+    return repo.Sh(in + "test -f .git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id + ".base")
+               .code == 0;
+  };
+  CHECK(noted("step 000120"));
+  CHECK(noted("step 000200"));
+  CHECK(!noted("step 000040"));
+  REQUIRE(repo.Sh(in + "find .git/zipnn/objects -name '*.base' -delete").code == 0);
+  CHECK(row_of("step 000120").find("[due every 2]") == std::string::npos);
+}
+
+TEST_CASE("base notes go with the objects to a folder remote and come back to a clone's fetch") {
+  Repo repo;
+  CommitWithHub(repo);
+  CheckBaseNotesTravel(repo, "hub.git");
+}
+
+TEST_CASE("over ssh: base notes go with the objects to a served store and come back to a clone's fetch") {
+  Repo repo;
+  testing::Sshd sshd(repo);
+  CommitWithHub(repo);
+  const std::string url = "ssh://127.0.0.1:" + sshd.port() + repo.root() + "/hub.git";
+  REQUIRE(repo.Sh("git remote set-url origin " + url).code == 0);
+  CheckBaseNotesTravel(repo, url);
 }
 
 // `over_ssh`: the hub reached by an ssh:// URL, its store served by
@@ -665,6 +719,13 @@ TEST_CASE("S3: git push sends the objects first, a big one in parts; a clone res
   CHECK(repo.Sh("cmp ../clone/noise.bin noise.bin").code == 0);
   CHECK(repo.Sh("cmp ../clone/model.safetensors '" + repo.Data(Step("000200")) + "'").code == 0);
   CheckClone(repo, "clone", 1);
+}
+
+TEST_CASE("S3: base notes go with the objects to a bucket and come back to a clone's fetch") {
+  Repo repo;
+  testing::S3rver s3(repo);
+  const std::string config = CommitWithBucket(repo, s3);
+  CheckBaseNotesTravel(repo, config + " hub.git");
 }
 
 TEST_CASE("S3: a push cut short is retried, a missing object is named, and so are bad or absent credentials") {

@@ -4,11 +4,14 @@
 
 #include <doctest/doctest.h>
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "lib/base/content_id.h"
 #include "lib/base/io.h"
 #include "lib/remote/remote_store.h"
+#include "lib/store/base_note.h"
 #include "lib/store/restore.h"
 
 namespace zipnn::remote::testing {
@@ -16,9 +19,12 @@ namespace zipnn::remote::testing {
 // With `ids` from StoreChain(here, 3) and nothing on `remote`: pushing
 // ids[2] sends it, the delta below and the base; pushing ids[3] then sends
 // only it; fetching ids[3] into `there` brings all four, one chain level a
-// round, and the top restores.
+// round, and the top restores. The base's note (store/base_note.h) goes
+// with it both ways, when the remote keeps notes.
 inline void CheckPushAndFetch(const store::Store& here, const store::Store& there, RemoteStore& remote,
-                              const std::vector<ContentId>& ids) {
+                              const std::vector<ContentId>& ids, bool keeps_notes = true) {
+  store::WriteBaseNote(here.objects, ids[0], store::BaseReason::kDue, here.policy);
+  REQUIRE(store::ReadBaseNote(here.objects, ids[0]));
   auto pushed = PushObjects(here, remote, {ids[2]}, {});
   REQUIRE(pushed.ok());
   CHECK(pushed->needed == 3);
@@ -33,6 +39,10 @@ inline void CheckPushAndFetch(const store::Store& here, const store::Store& ther
   CountingSink restored;
   CHECK(store::Restore(there, ids[3], restored).ok());
   CHECK(restored.bytes() == 64);
+  const std::optional<store::BaseNote> note = store::ReadBaseNote(there.objects, ids[0]);
+  CHECK(note.has_value() == keeps_notes);
+  if (note) CHECK(store::DescribeNote(*note) == "due every " + std::to_string(here.policy.base_interval));
+  CHECK(!store::ReadBaseNote(there.objects, ids[1]));  // a delta has none
 }
 
 }  // namespace zipnn::remote::testing

@@ -501,7 +501,7 @@ class Served : public RemoteStore {
   }
 
   // Notes are asked for until the server shows it does not know them (a
-  // git-zipnn before 0.8 ends the session at such a request).
+  // git-zipnn from before base notes ends the session at such a request).
   Status PutBaseNote(const ContentId& id, const std::string& text) override {
     if (no_notes_) return Unsupported(where_ + " keeps no base notes");
     const MemorySource note(reinterpret_cast<const uint8_t*>(text.data()), text.size(), "base note of " + id.Hex());

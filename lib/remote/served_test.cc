@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,6 +21,7 @@
 #include "lib/base/file.h"
 #include "lib/remote/remote_store.h"
 #include "lib/remote/remote_test_util.h"
+#include "lib/store/base_note.h"
 #include "lib/store/rebased.h"
 #include "lib/store/restore.h"
 #include "lib/store/test_objects.h"
@@ -408,6 +410,53 @@ TEST_CASE("a push whose re-storing fails (a server too old for it) still succeed
   CHECK(pushed->demoted == 0);
   CHECK(pushed->demote_error == "object " + ids[1].Hex() + ": the store server closed the connection");
   CHECK(remote.asked == 1);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+// The server end of an older git-zipnn, which knows no base notes: the
+// session ends at a note request, as such a server ends it at any
+// request it does not know.
+class WithoutNotes : public Channel {
+ public:
+  WithoutNotes(Channel& to, std::atomic<int>& asked) : to_(to), asked_(asked) {}
+  Result<size_t> Read(void* out, size_t n) override {
+    ZIPNN_ASSIGN_OR_RETURN(size_t got, to_.Read(out, n));
+    const std::string text(static_cast<const char*>(out), got);
+    if (text.find("put-note ") != std::string::npos || text.find("get-note ") != std::string::npos) {
+      ++asked_;
+      return size_t{0};
+    }
+    return got;
+  }
+  Status Write(const void* data, size_t n) override { return to_.Write(data, n); }
+  void SetTimeout(double seconds) override { to_.SetTimeout(seconds); }
+  void SetLowSpeed(const LowSpeed& limit) override { to_.SetLowSpeed(limit); }
+
+ private:
+  Channel& to_;
+  std::atomic<int>& asked_;
+};
+
+TEST_CASE("base notes go with their objects; a server that does not know them is asked once, and the move goes on") {
+  const std::string root = TempDir();
+  const Store here = RepoIn(root, "here"), there = RepoIn(root, "there");
+  const std::vector<ContentId> ids = StoreChain(here, 3);
+  const ObjectStore served(root + "/served");
+  std::atomic<int> asked{0};
+  Servers servers([&](SocketEnd& c) {
+    WithoutNotes old(c, asked);
+    return ServeStore(served, old);
+  });
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", servers.Connector(), "");
+    testing::CheckPushAndFetch(here, there, *remote, ids, /*keeps_notes=*/false);
+    CHECK(asked == 1);  // by the push; then neither the push nor the fetch asks again
+    auto again = remote->GetBaseNote(ids[0]);
+    REQUIRE(again.ok());
+    CHECK(!*again);
+    CHECK(asked == 1);
+  }
+  CHECK(!std::ifstream(store::BaseNotePath(served, ids[0])).good());
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
