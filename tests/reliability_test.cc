@@ -71,7 +71,10 @@ std::string Leftovers(Repo& repo) {
       .Sh("cd .git/zipnn && find . -type f | grep -Ev '^\\./objects/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}$' | "
           "grep -Ev '^\\./cache/raw/[0-9a-f]{32}\\.[0-9a-f]{32}$' | grep -Ev '^\\./objects/repositories/[0-9a-f]{32}$' "
           "| grep -Ev '^\\./cache/(fingerprints|children|twins)$' "
-          "| sort")
+          "| grep -Ev '^\\./objects/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}\\.base$' "
+          "| sort; "
+          // A base note stays only beside its object.
+          "for n in objects/*/*/*.base; do test -e \"$n\" && ! test -e \"${n%.base}\" && echo \"./$n\"; done")
       .out;
 }
 

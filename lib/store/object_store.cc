@@ -189,17 +189,22 @@ Result<std::vector<ObjectStore::Entry>> ObjectStore::List() const {
         if (id && PathOf(*id) == folder_path + id_name) return id;
         return std::nullopt;
       };
+      // `file` is `suffix` after the name of an object placed here.
+      auto beside = [&](const std::string& file, const std::string& suffix) {
+        return file.size() > suffix.size() && EndsWith(file, suffix) &&
+               placed(file.substr(0, file.size() - suffix.size())).has_value();
+      };
+      const std::optional<std::string> target = TemporaryTarget(name);
       if (std::optional<ContentId> id = placed(name)) {
         e.kind = Kind::kObject;
         e.id = id;
-      } else if (std::optional<std::string> target = TemporaryTarget(name); target && placed(*target)) {
-        e.kind = Kind::kTemporary;
-      } else if (name.size() > 3 && EndsWith(name, kSetAsideSuffix) &&
-                 placed(name.substr(0, name.size() - (sizeof kSetAsideSuffix - 1)))) {
+      } else if (target && (placed(*target) || beside(*target, ".retained") || beside(*target, ".base"))) {
+        e.kind = Kind::kTemporary;  // of an object, a record or a note
+      } else if (beside(name, kSetAsideSuffix)) {
         e.kind = Kind::kSetAside;
-      } else if (name.size() > 9 && EndsWith(name, ".retained") && placed(name.substr(0, name.size() - 9))) {
+      } else if (beside(name, ".retained")) {
         e.kind = Kind::kRecord;
-      } else if (name.size() > 5 && EndsWith(name, ".base") && placed(name.substr(0, name.size() - 5))) {
+      } else if (beside(name, ".base")) {
         e.kind = Kind::kNote;
       }
     }

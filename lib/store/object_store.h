@@ -83,7 +83,7 @@ class ObjectStore {
   // there; nothing else is ever taken for one of them.
   enum class Kind {
     kObject,     // <2 hex>/<2 hex>/<id>
-    kTemporary,  // <id>.tmp-<8 hex> beside it: being written, or left by a writer that died
+    kTemporary,  // <id>.tmp-<8 hex> beside it (or of its record or note): being written, or left by a writer that died
     kSetAside,   // <id>.gc beside it: set aside by a gc (gc.h)
     kRecord,     // <id>.retained beside it: what retention made of it (retention.h)
     kNote,       // <id>.base beside it: why it is standalone (base_note.h)

@@ -4,6 +4,8 @@
 
 #include <dirent.h>
 
+#include <cstdlib>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,6 +53,38 @@ TEST_CASE("objects live under <2 hex>/<2 hex>/<id>, appear whole or not at all")
                    })
               .ok());
   CHECK(!called);
+}
+
+TEST_CASE("List names what git-zipnn writes beside an object, its records', notes' and its own temporaries too") {
+  const ObjectStore store(TempDir() + "/objects");
+  const ContentId id = HashBytes("checkpoint", 10);
+  REQUIRE(store.Put(id, [](AtomicFile& f) { return f.Append("object bytes", 12); }).ok());
+  const std::string at = store.PathOf(id);
+  const std::string other = store.PathOf(HashBytes("other", 5));
+  for (const std::string& file :
+       {at + ".base", at + ".retained", at + ".tmp-0123abcd", at + ".base.tmp-0123abcd", at + ".retained.tmp-0123abcd",
+        at + ".gc", at + ".notes", at + ".base.tmp-xyz", other.substr(0, other.rfind('/')) + "/" + id.Hex() + ".base"}) {
+    REQUIRE(std::system(("mkdir -p \"$(dirname '" + file + "')\" && touch '" + file + "'").c_str()) == 0);
+  }
+  auto listed = store.List();
+  REQUIRE(listed.ok());
+  std::map<std::string, ObjectStore::Kind> kinds;
+  for (const auto& e : *listed) kinds[e.path.substr(store.root().size())] = e.kind;
+  const std::string rel = at.substr(store.root().size());
+  using Kind = ObjectStore::Kind;
+  CHECK(kinds[rel] == Kind::kObject);
+  CHECK(kinds[rel + ".base"] == Kind::kNote);
+  CHECK(kinds[rel + ".retained"] == Kind::kRecord);
+  CHECK(kinds[rel + ".tmp-0123abcd"] == Kind::kTemporary);
+  CHECK(kinds[rel + ".base.tmp-0123abcd"] == Kind::kTemporary);
+  CHECK(kinds[rel + ".retained.tmp-0123abcd"] == Kind::kTemporary);
+  CHECK(kinds[rel + ".gc"] == Kind::kSetAside);
+  CHECK(kinds[rel + ".notes"] == Kind::kForeign);
+  CHECK(kinds[rel + ".base.tmp-xyz"] == Kind::kForeign);
+  // A note in another object's folder is not one of ours.
+  const std::string misfiled = other.substr(store.root().size(), other.rfind('/') - store.root().size()) + "/" +
+                               id.Hex() + ".base";
+  CHECK(kinds[misfiled] == Kind::kForeign);
 }
 
 TEST_CASE("writers of the same object at once all succeed with one intact copy") {
