@@ -527,6 +527,7 @@ Status RemoveObject(const ObjectStore& store, const ContentId& id) {
   ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kExclusive, [] {}));
   const std::string path = store.PathOf(id);
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return IoError(path + ": cannot remove: " + std::strerror(errno));
+  store::RemoveBaseNote(store, id);
   return OkStatus();
 }
 

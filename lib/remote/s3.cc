@@ -238,6 +238,9 @@ class Bucket : public remote::RemoteStore {
   Status Remove(const ContentId& id) override {
     ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("DELETE", Url(Key(id)), kEmptySha256));
     if (r.status != 204 && r.status != 200 && r.status != 404) return Failure("cannot remove object " + id.Hex(), r);
+    // Its base note goes with it, if it had one (one left behind explains
+    // nothing, and is ignored).
+    (void)Send("DELETE", Url(Key(id) + store::kBaseNoteSuffix), kEmptySha256);
     return OkStatus();
   }
 
