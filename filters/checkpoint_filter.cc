@@ -13,6 +13,7 @@
 #include "lib/formats/checkpoint.h"
 #include "lib/git/pointers.h"
 #include "lib/series/series.h"
+#include "lib/store/gc.h"
 
 namespace zipnn::filters {
 
@@ -86,6 +87,16 @@ Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, Byt
   // Spool to a file beside the store while hashing: the encoder needs
   // random access, and git streams the content only once.
   ZIPNN_ASSIGN_OR_RETURN(TempFile spool, TempFile::Create(repo_.temp_dir, "clean"));
+  // What a stopped add left there (its spooled input, up to the size of
+  // the checkpoint) goes before this one writes as much again.
+  if (!swept_scratch_) {
+    swept_scratch_ = true;
+    const store::Freed freed = store::RemoveStoppedScratch(repo_, spool.path());
+    if (freed.files > 0) {
+      std::fprintf(stderr, "git-zipnn: removed %s of scratch files that a stopped command left in %s\n",
+                   HumanBytes(freed.bytes).c_str(), repo_.temp_dir.c_str());
+    }
+  }
   Hasher hasher;
   // Git streams what the work tree holds at `path` (the filter runs at
   // the top of the work tree): its size is what reading will come to.

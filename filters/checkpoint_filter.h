@@ -128,6 +128,7 @@ class CheckpointFilter : public FilterHandler {
   access::Versions versions_;  // reads repo_
   std::optional<store::StoreLock> lock_;
   bool warned_ = false;  // that git's series could not be read
+  bool swept_scratch_ = false;  // what stopped commands left in the scratch folder is gone
   size_t pointers_left_ = 0;
   std::optional<git::TextconvCache> listings_;
   std::string named_parent_;

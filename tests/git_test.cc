@@ -1510,5 +1510,39 @@ TEST_CASE("gc --now removes what a git add stopped by Ctrl-C left, and nothing a
   CHECK(repo.Sh("ls .git/zipnn/tmp").out == "");
 }
 
+// The next git add after a Ctrl-C frees what the stopped one spooled,
+// without gc: a scratch file no live process holds, once it is more than
+// a few seconds old (a younger one may be a live process's, not locked
+// yet). A held one stays, as does a young one.
+TEST_CASE("the next git add removes the scratch files a stopped one left, and nothing a running process holds") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && mkdir -p .git/zipnn/tmp && "
+                  "head -c 300000 /dev/urandom > .git/zipnn/tmp/clean-0badf00d && "
+                  "mkdir -p .git/zipnn/tmp/candidates && "
+                  "head -c 200000 /dev/urandom > .git/zipnn/tmp/candidates/object-0badf00d && "
+                  "touch -d '1 minute ago' .git/zipnn/tmp/clean-0badf00d .git/zipnn/tmp/candidates/object-0badf00d && "
+                  "head -c 1000 /dev/urandom > .git/zipnn/tmp/clean-0000y0un9 && "
+                  "head -c 1000 /dev/urandom > .git/zipnn/tmp/clean-11ve0000 && "
+                  "touch -d '1 minute ago' .git/zipnn/tmp/clean-11ve0000")
+              .code == 0);
+  REQUIRE(repo.Sh("{ flock -s -o .git/zipnn/tmp/clean-11ve0000 sleep 30 >/dev/null 2>&1 & echo $! > ../holder; } && "
+                  "for i in $(seq 100); do flock -n -x .git/zipnn/tmp/clean-11ve0000 true || exit 0; sleep 0.05; done; "
+                  "exit 1")
+              .code == 0);
+  const Run add =
+      repo.Sh("cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' m.safetensors && git add m.safetensors");
+  REQUIRE(add.code == 0);
+  CHECK_MESSAGE(add.err.find("git-zipnn: removed 488.3 KiB of scratch files that a stopped command left in ") !=
+                    std::string::npos,
+                add.err);
+  CHECK(repo.Sh("find .git/zipnn/tmp -type f | sort").out ==
+        ".git/zipnn/tmp/clean-0000y0un9\n.git/zipnn/tmp/clean-11ve0000\n");
+  // Said once, and only when something went.
+  const Run again = repo.Sh("cp '" + repo.Data("cnn-bf16/step-000080.safetensors") + "' m.safetensors && git add m.safetensors");
+  CHECK(again.err.find("removed") == std::string::npos);
+  REQUIRE(repo.Sh("kill $(cat ../holder)").code == 0);
+  CHECK(repo.Sh("git commit -qm m && git zipnn fsck --all").code == 0);
+}
+
 }  // namespace
 }  // namespace zipnn

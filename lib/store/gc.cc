@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <ctime>
 #include <filesystem>
 
 #include "lib/store/base_note.h"
@@ -161,6 +162,19 @@ Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& opti
     }
   }
   return swept;
+}
+
+Freed RemoveStoppedScratch(const Store& store, const std::string& probe) {
+  Freed freed;
+  if (!InUse(probe)) return freed;
+  const int64_t before = static_cast<int64_t>(std::time(nullptr)) - kStoppedSeconds;
+  for (const std::string& f : OldScratch(store.temp_dir, before)) {
+    struct stat st;
+    if (f == probe || InUse(f) || ::stat(f.c_str(), &st) != 0 || ::unlink(f.c_str()) != 0) continue;
+    ++freed.files;
+    freed.bytes += static_cast<uint64_t>(st.st_size);
+  }
+  return freed;
 }
 
 }  // namespace zipnn::store

@@ -80,4 +80,20 @@ struct Swept {
 // folder is listed in Swept::foreign and left.
 Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& options);
 
+// What a stopped command left in the scratch folder (store.temp_dir): the
+// files there last changed more than kStoppedSeconds ago that no live
+// process holds are removed, so that the next git add after a Ctrl-C
+// frees its disk. Only where locks work: `probe`, a scratch file this
+// process holds, must show as held (on a file system without locks a
+// live process's file would look left). Returns the files and bytes
+// removed.
+struct Freed {
+  size_t files = 0;
+  uint64_t bytes = 0;
+};
+Freed RemoveStoppedScratch(const Store& store, const std::string& probe);
+// Younger files may be ones a live process has created and not yet
+// locked.
+inline constexpr int64_t kStoppedSeconds = 10;
+
 }  // namespace zipnn::store
