@@ -1,8 +1,10 @@
 // Prefix and suffix tests on strings (std::string has them only from
-// C++20), and counts with their nouns. Pure functions; thread-safe.
+// C++20), counts with their nouns, and decimal numbers read strictly.
+// Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,6 +24,20 @@ inline std::string Counted(uint64_t n, std::string_view noun, std::string_view p
   std::string out = std::to_string(n) + " ";
   if (n == 1) return out.append(noun);
   return plural.empty() ? out.append(noun).append("s") : out.append(plural);
+}
+
+// `digits` as a number, when it is nothing but ASCII digits (no sign,
+// no spaces) and at most `max`; else nullopt, also on overflow.
+inline std::optional<uint64_t> DecimalAtMost(std::string_view digits, uint64_t max) {
+  if (digits.empty()) return std::nullopt;
+  uint64_t n = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (n > (max - digit) / 10) return std::nullopt;
+    n = n * 10 + digit;
+  }
+  return n;
 }
 
 }  // namespace zipnn

@@ -178,16 +178,6 @@ std::vector<std::string> Words(const std::string& line) {
   return words;
 }
 
-std::optional<uint64_t> Number(const std::string& digits, uint64_t max) {
-  if (digits.empty() || digits.size() > 16) return std::nullopt;
-  uint64_t n = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + static_cast<uint64_t>(c - '0');
-  }
-  if (n > max) return std::nullopt;
-  return n;
-}
 
 // A request line that does not parse ends the session: the stream may be
 // out of step.
@@ -317,21 +307,21 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
     const std::vector<std::string> w = Words(*line);
     const std::optional<ContentId> id = w.size() >= 2 ? ContentId::FromHex(w[1]) : std::nullopt;
     if (w[0] == "has" && w.size() == 2) {
-      const std::optional<uint64_t> n = Number(w[1], kMaxHasBatch);
+      const std::optional<uint64_t> n = DecimalAtMost(w[1], kMaxHasBatch);
       if (!n) return BadRequest(wire, *line);
       ZIPNN_RETURN_IF_ERROR(ServeHas(store, wire, *n));
     } else if (w[0] == "get" && w.size() == 2 && id) {
       ZIPNN_RETURN_IF_ERROR(ServeGet(store, wire, *id));
     } else if (w[0] == "put" && w.size() == 3 && id) {
-      const std::optional<uint64_t> size = Number(w[2], kMaxObjectSize);
+      const std::optional<uint64_t> size = DecimalAtMost(w[2], kMaxObjectSize);
       if (!size) return BadRequest(wire, *line);
       ZIPNN_RETURN_IF_ERROR(ServePut(store, wire, *id, *size));
     } else if (w[0] == "demote" && w.size() == 3 && id) {
-      const std::optional<uint64_t> size = Number(w[2], kMaxObjectSize);
+      const std::optional<uint64_t> size = DecimalAtMost(w[2], kMaxObjectSize);
       if (!size) return BadRequest(wire, *line);
       ZIPNN_RETURN_IF_ERROR(ServeDemote(store, wire, *id, *size));
     } else if (w[0] == "replace" && w.size() == 3 && id) {
-      const std::optional<uint64_t> size = Number(w[2], kMaxObjectSize);
+      const std::optional<uint64_t> size = DecimalAtMost(w[2], kMaxObjectSize);
       if (!size) return BadRequest(wire, *line);
       ZIPNN_RETURN_IF_ERROR(ServeReplace(store, wire, *id, *size));
     } else if (w[0] == "stat" && w.size() == 2 && id) {
@@ -340,12 +330,12 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
       const Status st = RemoveObject(store, *id);
       ZIPNN_RETURN_IF_ERROR(wire.Send(st.ok() ? "ok\n" : "error " + st.message() + "\n"));
     } else if (w[0] == "put-record" && w.size() == 3 && id) {
-      const std::optional<uint64_t> size = Number(w[2], kMaxRecordSize);
+      const std::optional<uint64_t> size = DecimalAtMost(w[2], kMaxRecordSize);
       if (!size) return BadRequest(wire, *line);
       ZIPNN_RETURN_IF_ERROR(
           ServeTextPut(wire, *size, [&](const std::string& text) { return ReceiveRecord(store, *id, text); }));
     } else if (w[0] == "put-note" && w.size() == 3 && id) {
-      const std::optional<uint64_t> size = Number(w[2], store::kMaxBaseNoteBytes);
+      const std::optional<uint64_t> size = DecimalAtMost(w[2], store::kMaxBaseNoteBytes);
       if (!size) return BadRequest(wire, *line);
       ZIPNN_RETURN_IF_ERROR(
           ServeTextPut(wire, *size, [&](const std::string& text) { return store::KeepBaseNote(store, *id, text); }));
@@ -436,7 +426,7 @@ class Served : public RemoteStore {
       ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
       if (answer.rfind("error ", 0) == 0) return IoError("the server refused it: " + answer.substr(6));
       const std::vector<std::string> w = Words(answer);
-      const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? Number(w[1], kMaxObjectSize) : std::nullopt;
+      const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? DecimalAtMost(w[1], kMaxObjectSize) : std::nullopt;
       if (!size) return Unexpected(wire, answer);
       replaced = *size;
       return OkStatus();
@@ -454,7 +444,7 @@ class Served : public RemoteStore {
       if (answer == "missing") return OkStatus();
       if (answer.rfind("error ", 0) == 0) return IoError("the server could not read it: " + answer.substr(6));
       const std::vector<std::string> w = Words(answer);
-      const std::optional<uint64_t> size = w.size() == 3 && w[0] == "ok" ? Number(w[1], kMaxObjectSize) : std::nullopt;
+      const std::optional<uint64_t> size = w.size() == 3 && w[0] == "ok" ? DecimalAtMost(w[1], kMaxObjectSize) : std::nullopt;
       const std::optional<ContentId> base = w.size() == 3 ? ContentId::FromHex(w[2]) : std::nullopt;
       if (!size || (!base && w[2] != "-")) return Unexpected(wire, answer);
       held = Held{*size, base};
@@ -476,7 +466,7 @@ class Served : public RemoteStore {
       ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
       if (answer.rfind("error ", 0) == 0) return IoError("the server could not read it: " + answer.substr(6));
       const std::vector<std::string> w = Words(answer);
-      const std::optional<uint64_t> n = w.size() == 2 && w[0] == "ok" ? Number(w[1], kMaxObjectSize) : std::nullopt;
+      const std::optional<uint64_t> n = w.size() == 2 && w[0] == "ok" ? DecimalAtMost(w[1], kMaxObjectSize) : std::nullopt;
       if (!n) return Unexpected(wire, answer);
       for (uint64_t i = 0; i < *n; ++i) {
         ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
@@ -522,7 +512,7 @@ class Served : public RemoteStore {
       if (answer == "missing") return NotFound("object " + id.Hex() + " is not there");
       if (answer.rfind("error ", 0) == 0) return IoError("the server could not send it: " + answer.substr(6));
       const std::vector<std::string> w = Words(answer);
-      const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? Number(w[1], kMaxObjectSize) : std::nullopt;
+      const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? DecimalAtMost(w[1], kMaxObjectSize) : std::nullopt;
       if (!size) return Unexpected(wire, answer);
       if (*size > limit) {     // not read: the session cannot go on
         (void)wire.Break("");  // its error is the one below
@@ -629,7 +619,7 @@ class Served : public RemoteStore {
       if (answer == "missing") return OkStatus();
       if (answer.rfind("error ", 0) == 0) return IoError("the server could not read it: " + answer.substr(6));
       const std::vector<std::string> w = Words(answer);
-      const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? Number(w[1], max) : std::nullopt;
+      const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? DecimalAtMost(w[1], max) : std::nullopt;
       if (!size) return Unexpected(wire, answer);
       MemorySink got;
       ZIPNN_RETURN_IF_ERROR(wire.ReadPayload(*size, &got, /*drain=*/false));

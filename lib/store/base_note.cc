@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lib/base/file.h"
+#include "lib/base/strings.h"
 #include "lib/container/format.h"
 #include "lib/container/object.h"
 
@@ -37,17 +38,6 @@ const ReasonWord* WordOf(BaseReason reason) {
   return nullptr;
 }
 
-std::optional<uint64_t> Decimal(const std::string& s, uint64_t max) {
-  if (s.empty() || s.size() > 20) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    const uint64_t digit = static_cast<uint64_t>(c - '0');
-    if (v > (max - digit) / 10) return std::nullopt;
-    v = v * 10 + digit;
-  }
-  return v;
-}
 
 // The size of `id`'s object when it is standalone; nullopt when the store
 // holds none, or a delta, or one whose header does not read.
@@ -120,7 +110,7 @@ Result<BaseNote> ParseBaseNote(const std::string& text, const ContentId& id) {
   if (lines[1].size() != 2 || lines[1][0] != "version" || lines[1][1] != id.Hex()) return bad("of another version");
   BaseNote note;
   const std::optional<uint64_t> size = lines[2].size() == 2 && lines[2][0] == "object"
-                                           ? Decimal(lines[2][1], kMaxNotedSize)
+                                           ? DecimalAtMost(lines[2][1], kMaxNotedSize)
                                            : std::nullopt;
   if (!size) return bad("no object size");
   note.object_size = *size;
@@ -132,7 +122,7 @@ Result<BaseNote> ParseBaseNote(const std::string& text, const ContentId& id) {
   if (word == nullptr || reason.size() != (word->figure ? 3u : 2u)) return bad("no reason it knows");
   note.reason = word->reason;
   if (word->figure) {
-    const std::optional<uint64_t> figure = Decimal(reason[2], 1000000);
+    const std::optional<uint64_t> figure = DecimalAtMost(reason[2], 1000000);
     if (!figure) return bad("a figure that is no number");
     note.figure = static_cast<uint32_t>(*figure);
   }
