@@ -323,9 +323,12 @@ TEST_CASE("a path overwritten in place keeps raw copies, within the budget") {
     Copy(Bf16(s), f.repo.work_dir + "/model.safetensors");
     f.Add(Bf16(s), "model.safetensors", "model.safetensors", "");
   }
+  // One copy, the newest's: step 80's went when step 120 came, though
+  // step 120 re-stored it as a delta of step 40 (its bytes came from the
+  // copy then; step 40's from the store).
   RawCache cache(f.repo.cache_dir, f.repo.policy.raw_cache);
-  REQUIRE(cache.List().size() == 2);
-  CHECK(cache.List()[1].id == IdOf(Bf16(120)));
+  REQUIRE(cache.List().size() == 1);
+  CHECK(cache.List()[0].id == IdOf(Bf16(120)));
   CHECK(f.Info(IdOf(Bf16(120))).depth == 2);
   // With no budget nothing is kept, and the next version still chains.
   Fixture g;
@@ -336,37 +339,43 @@ TEST_CASE("a path overwritten in place keeps raw copies, within the budget") {
   CHECK(g.Info(IdOf(Bf16(80))).delta);
 }
 
-TEST_CASE("the raw cache keeps two copies per series, drops the oldest over budget, and checks hashes") {
+TEST_CASE("the raw cache keeps one copy per series, drops the oldest over budget, and checks hashes") {
   const std::string root = TempDir();
   const uint64_t size = ReadFile::Open(Bf16(40))->size();
-  RawCache cache(root + "/cache", 3 * size + 10);
+  RawCache cache(root + "/cache", 2 * size + 10);
   // Kept copies are hard links to the spooled input: files of their own.
   auto spooled = [&](int step) {
     const std::string file = root + "/spool-" + std::to_string(step);
     Copy(Bf16(step), file);
     return file;
   };
+  auto ids = [&] {
+    std::vector<ContentId> left;
+    for (const auto& e : cache.List()) left.push_back(e.id);
+    return left;
+  };
   cache.Keep("a", IdOf(Bf16(40)), spooled(40));
-  cache.Keep("a", IdOf(Bf16(80)), spooled(80));
-  CHECK(cache.List().size() == 2);
-  cache.Keep("a", IdOf(Bf16(120)), spooled(120));  // a's oldest goes
-  CHECK(cache.List().size() == 2);
+  cache.Keep("a", IdOf(Bf16(80)), spooled(80));  // a's older copy goes
+  CHECK(ids() == std::vector<ContentId>{IdOf(Bf16(80))});
   CHECK(!cache.Find(IdOf(Bf16(40))));
   REQUIRE(cache.Find(IdOf(Bf16(80))));
-  REQUIRE(cache.Find(IdOf(Bf16(120))));
-  cache.Keep("b", IdOf(Bf16(160)), spooled(160));
+  // Other series keep theirs.
+  cache.Keep("b", IdOf(Bf16(120)), spooled(120));
+  CHECK(ids() == (std::vector<ContentId>{IdOf(Bf16(80)), IdOf(Bf16(120))}));
   REQUIRE(std::system(("touch -d '1 hour ago' " + root + "/cache/*" + IdOf(Bf16(80)).Hex()).c_str()) == 0);
-  cache.Keep("c", IdOf(Bf16(200)), spooled(200));  // over budget: a's older copy, the oldest, goes
-  std::vector<ContentId> left;
-  for (const auto& e : cache.List()) left.push_back(e.id);
-  CHECK(left.size() == 3);
+  cache.Keep("c", IdOf(Bf16(160)), spooled(160));  // over budget: a's copy, the oldest, goes
+  CHECK(ids() == (std::vector<ContentId>{IdOf(Bf16(120)), IdOf(Bf16(160))}));
   CHECK(!cache.Find(IdOf(Bf16(80))));
+  // A copy larger than the budget is not kept, and costs no other copy.
+  RawCache small(root + "/cache", size - 1);
+  small.Keep("d", IdOf(Bf16(200)), spooled(200));
+  CHECK(ids() == (std::vector<ContentId>{IdOf(Bf16(120)), IdOf(Bf16(160))}));
   // A copy whose bytes changed is never used, and goes.
   // (List sorts by age, and the write makes this copy the newest.)
   const RawCache::Entry changed = cache.List()[0];
   REQUIRE(std::system(("printf x | dd of=" + changed.path + " bs=1 seek=100 conv=notrunc status=none").c_str()) == 0);
   CHECK(!cache.Find(changed.id));
-  CHECK(cache.List().size() == 2);
+  CHECK(cache.List().size() == 1);
   // gc's prune: what no pointer needs goes.
   CHECK(cache.Prune([](const ContentId&) { return false; }) > 0);
   CHECK(cache.List().empty());

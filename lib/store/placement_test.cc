@@ -117,9 +117,25 @@ TEST_CASE("a path overwritten in place reads its history to place the version be
   }
   CHECK(f.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
   CHECK(!f.Info(IdOf(Bf16(120))).delta);
-  // The copies of the two newest are kept for the next add: the one
-  // before the newest is a delta of its own predecessor then.
-  CHECK(RawCache(f.repo.cache_dir, f.repo.policy.raw_cache).Find(IdOf(Bf16(80))));
+  // Only the newest's copy is kept for the next add.
+  const RawCache cache(f.repo.cache_dir, f.repo.policy.raw_cache);
+  CHECK(cache.Find(IdOf(Bf16(120))));
+  CHECK(!cache.Find(IdOf(Bf16(80))));
+  // So the next one re-stores step 120 as a delta of step 80 decoded
+  // from the store (a delta of step 40): the work tree holds neither.
+  Copy(Bf16(160), f.repo.work_dir + "/model.safetensors");
+  const std::string spool = f.root + "/spool-160";
+  Copy(Bf16(160), spool);
+  auto checked = CheckIn(f.repo, NewVersion{spool, IdOf(Bf16(160)), "model.safetensors", "model", ""},
+                         [&](bool) -> Result<std::vector<Version>> { return all; });
+  REQUIRE_MESSAGE(checked.ok(), checked.status().message());
+  REQUIRE(checked->demoted);
+  CHECK(checked->demoted->id == IdOf(Bf16(120)));
+  CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(80)));
+  CHECK(f.Info(IdOf(Bf16(120))).depth == 2);
+  CHECK(!f.Info(IdOf(Bf16(160))).delta);
+  CHECK(cache.Find(IdOf(Bf16(160))));
+  CHECK(!cache.Find(IdOf(Bf16(120))));
 }
 
 TEST_CASE("a version before the newest that cannot be re-stored stays whole, and the add goes on") {

@@ -56,8 +56,8 @@ void RawCache::Keep(const std::string& series, const ContentId& id, const std::s
     ::unlink(staged.c_str());
     return;
   }
-  // The series' copies other than this one, oldest first: the newest of
-  // them stays.
+  // The series' copies other than this one, oldest first: all but the
+  // kCopiesPerSeries - 1 newest of them go.
   std::vector<std::string> older;
   for (const Entry& e : List()) {
     const std::string name = std::filesystem::path(e.path).filename().string();

@@ -1,12 +1,16 @@
 // The raw cache: full copies of recent versions, kept so that the next
 // version of a series can be made a delta without decoding its base's
 // chain, when the base's bytes will not be in the work tree any more (one
-// path overwritten in place, or a trainer that deletes old saves). Two
-// copies per series at most, the newest and the one before it (which a
-// newer version re-stores as a delta of its own predecessor: placement.h),
-// and all of them within a byte budget (.zipnn.yaml raw_cache); the oldest
-// go first. Only a cache: any entry may go at any time, and a copy is used
-// only after its hash matched.
+// path overwritten in place, or a trainer that deletes old saves). One
+// copy per series, the newest's, and all of them within a byte budget
+// (.zipnn.yaml raw_cache); the oldest go first. One, not two: a second
+// copy, of the version before the newest (which a newer version may
+// re-store as a delta of its own predecessor: placement.h), spared that
+// re-store a decode of the predecessor's chain from the store, and held a
+// whole checkpoint for it, which left .git larger than Git LFS's
+// uncompressed objects (issue 36; docs/policy.md, "Bytes of the base").
+// Only a cache: any entry may go at any time, and a copy is used only
+// after its hash matched.
 //
 // Files are <dir>/<series hash>.<content id>, hard links to the spooled
 // input (on another file system nothing is kept). Thread-compatible; processes may share a folder
@@ -24,7 +28,7 @@
 
 namespace zipnn::store {
 
-inline constexpr size_t kCopiesPerSeries = 2;
+inline constexpr size_t kCopiesPerSeries = 1;
 
 class RawCache {
  public:
