@@ -8,7 +8,7 @@
 // re-store as a delta of its own predecessor: placement.h), spared that
 // re-store a decode of the predecessor's chain from the store, and held a
 // whole checkpoint for it, which left .git larger than Git LFS's
-// uncompressed objects (issue 36; docs/policy.md, "Bytes of the base").
+// uncompressed objects (docs/policy.md, "Bytes of the base").
 // Only a cache: any entry may go at any time, and a copy is used only
 // after its hash matched.
 //
