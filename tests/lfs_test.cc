@@ -374,6 +374,11 @@ TEST_CASE(
   CHECK(log.err.find("git-zipnn") == std::string::npos);
   CHECK(log.out == repo.Sh("git log -p --format=%s -- model.safetensors").out);
   CHECK(Count(server.Requests(), "GET /team.git/info/lfs/objects/") == 1);
+  // The base notes went in the map: the clone says why each base is one
+  // as the author's store decided.
+  const std::string author = repo.Sh("git zipnn log model.safetensors").out;
+  CHECK(author.find("step 000200  [newest of its series when stored]") != std::string::npos);
+  CHECK(author.find("step 000040  [first of its series]") != std::string::npos);
   for (int back = 0; back < 5; ++back) {
     const std::string step = kSteps[4 - back];
     const Run restored = repo.Sh("cd ../clone && git zipnn restore --rev HEAD~" + std::to_string(back) +
@@ -385,6 +390,8 @@ TEST_CASE(
       repo.Sh("grep -o 'GET /team.git/info/lfs/objects/[0-9a-f]* 200' '" + repo.root() + "/lfs/log' | sort | uniq -d");
   CHECK(twice.out.empty());
   CHECK(Count(server.Requests(), "GET /team.git/info/lfs/objects/") == 5);
+  CHECK(repo.Sh("cd ../clone && git zipnn log model.safetensors").out == author);
+  CHECK(repo.Sh("cd ../clone && find .git/zipnn/objects -name '*.base' | wc -l").out == "2\n");
 
   // fsck --remote downloads every version's objects and decodes them; a
   // byte the server changed is found and named.

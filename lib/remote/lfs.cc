@@ -25,6 +25,7 @@
 #include "lib/formats/checkpoint.h"
 #include "lib/remote/http.h"
 #include "lib/remote/ssh.h"
+#include "lib/store/base_note.h"
 #include "lib/store/chain.h"
 
 namespace zipnn::lfs {
@@ -298,6 +299,34 @@ class Server : public remote::RemoteStore {
     if (entry.delta) entry.base = info.header.base_id;
     ZIPNN_ASSIGN_OR_RETURN(entry.frame, FrameDigest(object, info));
     return map_->Add(entry);
+  }
+
+  // The server keeps nothing but objects: a base note goes in git's map,
+  // beside the whole form it explains (the one of the note's size).
+  Status PutBaseNote(const ContentId& id, const std::string& text) override {
+    ZIPNN_ASSIGN_OR_RETURN(const store::BaseNote note, store::ParseBaseNote(text, id));
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
+    for (ObjectMap::Entry e : forms) {
+      if (e.delta || e.oid.size != note.object_size) continue;
+      e.why = store::ReasonWords(note);
+      return map_->Add(e);
+    }
+    return NotFound("git's map of " + where_ + " names no whole object of " + id.Hex() + " for its base note");
+  }
+
+  Result<std::optional<std::string>> GetBaseNote(const ContentId& id) override {
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
+    for (const ObjectMap::Entry& e : forms) {
+      if (e.delta || e.why.empty()) continue;
+      std::istringstream in(e.why);
+      std::vector<std::string> words;
+      for (std::string w; in >> w;) words.push_back(w);
+      std::optional<store::BaseNote> note = store::ParseReasonWords(words);
+      if (!note) continue;
+      note->object_size = e.oid.size;
+      return std::optional<std::string>(store::BaseNoteText(id, *note));
+    }
+    return std::optional<std::string>();
   }
 
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
@@ -646,6 +675,7 @@ std::vector<std::string> MapLines(const ObjectMap::Entry& entry) {
   form += entry.delta ? " delta " + entry.base.Hex() : " whole";
   std::vector<std::string> lines = {form};
   if (!entry.frame.empty()) lines.push_back("frame " + entry.oid.sha256 + " " + entry.frame);
+  if (!entry.delta && !entry.why.empty()) lines.push_back("base " + entry.oid.sha256 + " " + entry.why);
   return lines;
 }
 
@@ -677,12 +707,25 @@ std::optional<ObjectMap::Entry> ParseFormLine(const ContentId& id, const std::st
 
 std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vector<std::string>& lines) {
   std::vector<ObjectMap::Entry> forms;
-  std::map<std::string, std::string> frames;  // by oid
+  std::map<std::string, std::string> frames, notes;  // by oid
   for (const std::string& line : lines) {
     std::istringstream in(line);
     std::string word, oid, frame, more;
     if (in >> word && word == "frame") {
       if (in >> oid >> frame && !(in >> more) && IsOid(oid) && IsOid(frame)) frames[oid] = frame;
+    } else if (word == "base") {
+      std::vector<std::string> words;
+      for (std::string w; in >> w;) words.push_back(w);
+      if (words.empty() || !IsOid(words[0])) continue;
+      oid = words[0];
+      words.erase(words.begin());
+      const std::optional<store::BaseNote> note = store::ParseReasonWords(words);
+      if (!note) continue;
+      std::string& kept = notes[oid];
+      const bool newest = note->reason == store::BaseReason::kNewest;
+      if (kept.empty() || (!newest && (kept.rfind("newest", 0) == 0 || store::ReasonWords(*note) < kept))) {
+        kept = store::ReasonWords(*note);
+      }
     } else if (std::optional<ObjectMap::Entry> e = ParseFormLine(id, line)) {
       forms.push_back(std::move(*e));
     }
@@ -690,6 +733,8 @@ std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vect
   for (ObjectMap::Entry& e : forms) {
     const auto it = frames.find(e.oid.sha256);
     if (it != frames.end()) e.frame = it->second;
+    const auto note = notes.find(e.oid.sha256);
+    if (note != notes.end() && !e.delta) e.why = note->second;
   }
   return forms;
 }

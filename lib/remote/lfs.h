@@ -52,6 +52,9 @@ class ObjectMap {
     // object pushed before frames were recorded). Parts of the object are
     // read where it lies only when it is known (OpenRanges).
     std::string frame;
+    // For a whole form: why it is standalone, as its base note says
+    // (store::ReasonWords: "due 10"); empty when the map has no note.
+    std::string why;
   };
   virtual ~ObjectMap() = default;
   // Every stored form of `id` the map knows of (several when clones
@@ -111,12 +114,15 @@ struct Options {
 // The lines of the map for `entry`: "<sha256> <size> whole" or
 // "<sha256> <size> delta <base id>", and, when its frame is known,
 // "frame <sha256> <frame sha256>" (a line of its own, so that a reader
-// that does not know it skips it and still finds the form).
+// that does not know it skips it and still finds the form); for a whole
+// form with a base note, "base <sha256> <reason words>".
 std::vector<std::string> MapLines(const ObjectMap::Entry& entry);
 // The stored forms of version `id` that `lines` (all the map holds for
-// it) name, each with its frame where a line gives one; a line that is
-// neither is skipped (a newer git-zipnn's), and so is a frame of an oid
-// no form names.
+// it) name, each with its frame and base note where a line gives one; a
+// line that is none of these is skipped (a newer git-zipnn's), and so is
+// a frame or note of an oid no form names. Of two notes of one form (the
+// newest when it was pushed, then why it stayed whole once it was not),
+// the one that is not "newest" is taken.
 std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vector<std::string>& lines);
 
 // The SHA-256 (hex) of an object's frame: everything but its chunk

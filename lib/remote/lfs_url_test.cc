@@ -63,6 +63,32 @@ TEST_CASE("map lines name stored forms and their frames and read back; lines of 
   }
 }
 
+TEST_CASE("a whole form's base note is a map line of its own; a later reason wins over newest, whatever the order") {
+  const ContentId id = HashBytes("version", 7), base = HashBytes("base", 4);
+  const std::string sha(64, 'a'), other(64, 'b');
+  ObjectMap::Entry whole{id, {sha, 123}, false, {}, "", "newest"};
+  CHECK(MapLines(whole) == std::vector<std::string>{sha + " 123 whole", "base " + sha + " newest"});
+  ObjectMap::Entry delta{id, {other, 45}, true, base, "", "due 3"};
+  CHECK(MapLines(delta) == std::vector<std::string>{other + " 45 delta " + base.Hex()});  // a delta has none
+  // Both notes in the map (a union of two pushes): the reason it stayed
+  // whole is kept, in either order.
+  for (bool later_first : {false, true}) {
+    std::vector<std::string> lines = {sha + " 123 whole", "base " + sha + " newest"};
+    lines.insert(later_first ? lines.begin() : lines.end(), "base " + sha + " due 3");
+    const std::vector<ObjectMap::Entry> back = ParseMapLines(id, lines);
+    REQUIRE(back.size() == 1);
+    CHECK(back[0].why == "due 3");
+  }
+  // Notes that do not parse, or name no form, are skipped.
+  for (const std::string& bad : {"base " + sha, "base " + sha + " due", "base " + sha + " sideways",
+                                 "base " + sha.substr(1) + " first", "base " + other + " first"}) {
+    CAPTURE(bad);
+    const std::vector<ObjectMap::Entry> parsed = ParseMapLines(id, {sha + " 123 whole", bad});
+    REQUIRE(parsed.size() == 1);
+    CHECK(parsed[0].why.empty());
+  }
+}
+
 TEST_CASE("a URL is printed without its user and password") {
   CHECK(http::Redacted("https://alice:s3cret@host:8443/a/b?c=d@e") == "https://host:8443/a/b?c=d@e");
   CHECK(http::Redacted("https://token@host/x") == "https://host/x");

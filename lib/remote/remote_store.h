@@ -138,10 +138,10 @@ class RemoteStore {
   }
 
   // The base note of `id`'s object (store/base_note.h: why it is
-  // standalone), kept beside it. Only a courtesy to `git zipnn log`: a
-  // remote that cannot keep notes (a Git LFS server, a store server of an
-  // older git-zipnn) says Unsupported, and GetBaseNote's nullopt is
-  // "none". The receiver keeps a note only when it explains the object it
+  // standalone), kept beside it (by a Git LFS server's store, in git's
+  // object map). Only a courtesy to `git zipnn log`: a remote that cannot
+  // keep notes (a store server of an older git-zipnn) says Unsupported,
+  // and GetBaseNote's nullopt is "none". The receiver keeps a note only when it explains the object it
   // holds (store::KeepBaseNote).
   virtual Status PutBaseNote(const ContentId& id, const std::string& text) {
     (void)text;

@@ -81,15 +81,34 @@ std::string DescribeNote(const BaseNote& note) {
   }
 }
 
-std::string BaseNoteText(const ContentId& id, const BaseNote& note) {
+std::string ReasonWords(const BaseNote& note) {
   const ReasonWord* word = WordOf(note.reason);
+  if (word == nullptr) return "first";
+  return word->figure ? std::string(word->word) + " " + std::to_string(note.figure) : word->word;
+}
+
+std::optional<BaseNote> ParseReasonWords(const std::vector<std::string>& words) {
+  const ReasonWord* word = nullptr;
+  for (const ReasonWord& w : kReasonWords) {
+    if (!words.empty() && words[0] == w.word) word = &w;
+  }
+  if (word == nullptr || words.size() != (word->figure ? 2u : 1u)) return std::nullopt;
+  BaseNote note;
+  note.reason = word->reason;
+  if (word->figure) {
+    const std::optional<uint64_t> figure = DecimalAtMost(words[1], 1000000);
+    if (!figure) return std::nullopt;
+    note.figure = static_cast<uint32_t>(*figure);
+  }
+  return note;
+}
+
+std::string BaseNoteText(const ContentId& id, const BaseNote& note) {
   std::ostringstream out;
   out << kMagic << "\n";
   out << "version " << id.Hex() << "\n";
   out << "object " << note.object_size << "\n";
-  out << "reason " << (word != nullptr ? word->word : "first");
-  if (word != nullptr && word->figure) out << " " << note.figure;
-  out << "\n";
+  out << "reason " << ReasonWords(note) << "\n";
   return out.str();
 }
 
@@ -108,25 +127,16 @@ Result<BaseNote> ParseBaseNote(const std::string& text, const ContentId& id) {
   if (text.empty() || text.back() != '\n' || lines.size() != 4) return bad("not four lines");
   if (lines[0] != std::vector<std::string>{"git-zipnn", "base", "1"}) return bad("not a base note");
   if (lines[1].size() != 2 || lines[1][0] != "version" || lines[1][1] != id.Hex()) return bad("of another version");
-  BaseNote note;
   const std::optional<uint64_t> size = lines[2].size() == 2 && lines[2][0] == "object"
                                            ? DecimalAtMost(lines[2][1], kMaxNotedSize)
                                            : std::nullopt;
   if (!size) return bad("no object size");
-  note.object_size = *size;
   const std::vector<std::string>& reason = lines[3];
-  const ReasonWord* word = nullptr;
-  for (const ReasonWord& w : kReasonWords) {
-    if (reason.size() >= 2 && reason[0] == "reason" && reason[1] == w.word) word = &w;
-  }
-  if (word == nullptr || reason.size() != (word->figure ? 3u : 2u)) return bad("no reason it knows");
-  note.reason = word->reason;
-  if (word->figure) {
-    const std::optional<uint64_t> figure = DecimalAtMost(reason[2], 1000000);
-    if (!figure) return bad("a figure that is no number");
-    note.figure = static_cast<uint32_t>(*figure);
-  }
-  return note;
+  std::optional<BaseNote> note;
+  if (!reason.empty() && reason[0] == "reason") note = ParseReasonWords({reason.begin() + 1, reason.end()});
+  if (!note) return bad("no reason it knows");
+  note->object_size = *size;
+  return *note;
 }
 
 std::string BaseNotePath(const ObjectStore& objects, const ContentId& id) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/base/content_id.h"
 #include "lib/base/status.h"
@@ -46,6 +47,11 @@ std::string DescribeNote(const BaseNote& note);
 std::string BaseNoteText(const ContentId& id, const BaseNote& note);
 Result<BaseNote> ParseBaseNote(const std::string& text, const ContentId& id);
 inline constexpr size_t kMaxBaseNoteBytes = 512;
+// The reason as the note writes it, "due 10", "first", and back (what a
+// Git LFS server's object map keeps of a note: lib/remote/lfs.h); the
+// object size is not in them.
+std::string ReasonWords(const BaseNote& note);
+std::optional<BaseNote> ParseReasonWords(const std::vector<std::string>& words);
 inline constexpr char kBaseNoteSuffix[] = ".base";
 std::string BaseNotePath(const ObjectStore& objects, const ContentId& id);
 
