@@ -37,6 +37,14 @@ void CommitWithHub(Repo& repo) {
               .code == 0);
 }
 
+// CommitWithHub, with origin the hub reached over ssh at `sshd`; its URL.
+std::string CommitWithSshHub(Repo& repo, const testing::Sshd& sshd) {
+  CommitWithHub(repo);
+  const std::string url = "ssh://127.0.0.1:" + sshd.port() + repo.root() + "/hub.git";
+  REQUIRE(repo.Sh("git remote set-url origin " + url).code == 0);
+  return url;
+}
+
 int ObjectsIn(Repo& repo, const std::string& store) {
   return std::stoi(
       repo.Sh("find '" + store +
@@ -188,9 +196,7 @@ TEST_CASE("base notes go with the objects to a folder remote and come back to a 
 TEST_CASE("over ssh: base notes go with the objects to a served store and come back to a clone's fetch") {
   Repo repo;
   testing::Sshd sshd(repo);
-  CommitWithHub(repo);
-  const std::string url = "ssh://127.0.0.1:" + sshd.port() + repo.root() + "/hub.git";
-  REQUIRE(repo.Sh("git remote set-url origin " + url).code == 0);
+  const std::string url = CommitWithSshHub(repo, sshd);
   CheckBaseNotesTravel(repo, url);
 }
 
@@ -598,9 +604,7 @@ TEST_CASE("remote.<name>.zipnnurl names a shared folder; zipnn.hardlinks false c
 TEST_CASE("over ssh: git push sends the objects first; a clone checks out and restores every version bit-exact") {
   Repo repo;
   testing::Sshd sshd(repo);
-  CommitWithHub(repo);
-  const std::string url = "ssh://127.0.0.1:" + sshd.port() + repo.root() + "/hub.git";
-  REQUIRE(repo.Sh("git remote set-url origin " + url).code == 0);
+  const std::string url = CommitWithSshHub(repo, sshd);
   Run push = repo.Sh("git push -q origin HEAD:main");
   REQUIRE(push.code == 0);
   CHECK(push.err.find("git-zipnn: pushed 5 objects") != std::string::npos);
