@@ -1092,7 +1092,7 @@ TEST_CASE("gc removes what nothing needs and keeps every base of a live delta") 
   // delta, and stays while gc keeps its object.
   CHECK(repo.Sh("git zipnn gc").out ==
         "removed 0 objects (0 B) and 0 leftover files; kept 3 (needed by 1 pointer, or used in the last 14 days)\n"
-        "raw cache: 2 copies kept (237.8 KiB of a 1.0 GiB budget)\n");
+        "raw cache: 2 copies kept (237.8 KiB of a 512.0 MiB budget)\n");
   const Run dry = repo.Sh("git zipnn gc --keep-recent 0 --dry-run");
   REQUIRE(dry.code == 0);
   CHECK(dry.out.find("would remove ") == 0);
@@ -1102,7 +1102,7 @@ TEST_CASE("gc removes what nothing needs and keeps every base of a live delta") 
   REQUIRE(gc.code == 0);
   CHECK(gc.out.find("removed 1 object (") == 0);
   // The unstaged checkpoint's raw copy went with its object.
-  CHECK(gc.out.find("raw cache: freed 228.1 KiB; 1 copy kept (9.7 KiB of a 1.0 GiB budget)\n") != std::string::npos);
+  CHECK(gc.out.find("raw cache: freed 228.1 KiB; 1 copy kept (9.7 KiB of a 512.0 MiB budget)\n") != std::string::npos);
   CHECK(repo.Sh(objects).out == "2\n");
   CHECK(repo.Sh("git zipnn fsck --all").code == 0);
   REQUIRE(repo.Sh("rm m.safetensors && git checkout -- m.safetensors").code == 0);

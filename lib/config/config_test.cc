@@ -80,7 +80,7 @@ TEST_CASE("series patterns and the raw cache budget are read") {
   REQUIRE(p.ok());
   CHECK(p->series == std::vector<std::string>{"runs/*/save{step}/weights.bin", "**/snap-{step}.pt"});
   CHECK(p->raw_cache == 500ull << 20);
-  CHECK(ParsePolicy("", "x")->raw_cache == 1ull << 30);
+  CHECK(ParsePolicy("", "x")->raw_cache == 512ull << 20);
   CHECK(ParsePolicy("raw_cache: 0", "x")->raw_cache == 0);
   CHECK(ParsePolicy("raw_cache: 2G", "x")->raw_cache == 2ull << 30);
   CHECK(ParsePolicy("raw_cache: 4096", "x")->raw_cache == 4096);

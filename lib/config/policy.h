@@ -58,8 +58,10 @@ struct Policy {
   };
   std::vector<ParentRule> parents;
   // Bytes of raw checkpoint copies kept to make the next delta without
-  // decoding a chain; 0 keeps none.
-  uint64_t raw_cache = 1ull << 30;
+  // decoding a chain; 0 keeps none. A copy costs a whole checkpoint of
+  // disk, which for checkpoints beyond 512 MiB outweighs the decode it
+  // spares (docs/policy.md, "Bytes of the base").
+  uint64_t raw_cache = 512ull << 20;
   // Retention (docs/retention.md): which versions of a series keep their
   // exact bytes, and what becomes of the rest, when `git zipnn retain`
   // runs. A series takes the first rule whose glob matches the path of
