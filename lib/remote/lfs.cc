@@ -308,7 +308,7 @@ class Server : public remote::RemoteStore {
     ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
     for (ObjectMap::Entry e : forms) {
       if (e.delta || e.oid.size != note.object_size) continue;
-      e.why = store::ReasonWords(note);
+      e.note = note;
       return map_->Add(e);
     }
     return NotFound("git's map of " + where_ + " names no whole object of " + id.Hex() + " for its base note");
@@ -317,14 +317,10 @@ class Server : public remote::RemoteStore {
   Result<std::optional<std::string>> GetBaseNote(const ContentId& id) override {
     ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
     for (const ObjectMap::Entry& e : forms) {
-      if (e.delta || e.why.empty()) continue;
-      std::istringstream in(e.why);
-      std::vector<std::string> words;
-      for (std::string w; in >> w;) words.push_back(w);
-      std::optional<store::BaseNote> note = store::ParseReasonWords(words);
-      if (!note) continue;
-      note->object_size = e.oid.size;
-      return std::optional<std::string>(store::BaseNoteText(id, *note));
+      if (e.delta || !e.note) continue;
+      store::BaseNote note = *e.note;
+      note.object_size = e.oid.size;
+      return std::optional<std::string>(store::BaseNoteText(id, note));
     }
     return std::optional<std::string>();
   }
@@ -675,7 +671,7 @@ std::vector<std::string> MapLines(const ObjectMap::Entry& entry) {
   form += entry.delta ? " delta " + entry.base.Hex() : " whole";
   std::vector<std::string> lines = {form};
   if (!entry.frame.empty()) lines.push_back("frame " + entry.oid.sha256 + " " + entry.frame);
-  if (!entry.delta && !entry.why.empty()) lines.push_back("base " + entry.oid.sha256 + " " + entry.why);
+  if (!entry.delta && entry.note) lines.push_back("base " + entry.oid.sha256 + " " + store::ReasonWords(*entry.note));
   return lines;
 }
 
@@ -707,7 +703,8 @@ std::optional<ObjectMap::Entry> ParseFormLine(const ContentId& id, const std::st
 
 std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vector<std::string>& lines) {
   std::vector<ObjectMap::Entry> forms;
-  std::map<std::string, std::string> frames, notes;  // by oid
+  std::map<std::string, std::string> frames;  // by oid
+  std::map<std::string, store::BaseNote> notes;
   for (const std::string& line : lines) {
     std::istringstream in(line);
     std::string word, oid, frame, more;
@@ -721,10 +718,13 @@ std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vect
       words.erase(words.begin());
       const std::optional<store::BaseNote> note = store::ParseReasonWords(words);
       if (!note) continue;
-      std::string& kept = notes[oid];
-      const bool newest = note->reason == store::BaseReason::kNewest;
-      if (kept.empty() || (!newest && (kept.rfind("newest", 0) == 0 || store::ReasonWords(*note) < kept))) {
-        kept = store::ReasonWords(*note);
+      // Of two, the one that is not "newest"; of two others, the first
+      // in the order of their words (the same in every clone).
+      const auto kept = notes.find(oid);
+      const auto newest = [](const store::BaseNote& n) { return n.reason == store::BaseReason::kNewest; };
+      if (kept == notes.end() ||
+          (!newest(*note) && (newest(kept->second) || store::ReasonWords(*note) < store::ReasonWords(kept->second)))) {
+        notes.insert_or_assign(oid, *note);
       }
     } else if (std::optional<ObjectMap::Entry> e = ParseFormLine(id, line)) {
       forms.push_back(std::move(*e));
@@ -734,7 +734,7 @@ std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vect
     const auto it = frames.find(e.oid.sha256);
     if (it != frames.end()) e.frame = it->second;
     const auto note = notes.find(e.oid.sha256);
-    if (note != notes.end() && !e.delta) e.why = note->second;
+    if (note != notes.end() && !e.delta) e.note = note->second;
   }
   return forms;
 }

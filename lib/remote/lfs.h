@@ -30,6 +30,7 @@
 #include "lib/base/status.h"
 #include "lib/container/format.h"
 #include "lib/remote/remote_store.h"
+#include "lib/store/base_note.h"
 
 namespace zipnn::lfs {
 
@@ -53,8 +54,9 @@ class ObjectMap {
     // read where it lies only when it is known (OpenRanges).
     std::string frame;
     // For a whole form: why it is standalone, as its base note says
-    // (store::ReasonWords: "due 10"); empty when the map has no note.
-    std::string why;
+    // (its object_size unused: the form's oid says it); none when the map
+    // has no note.
+    std::optional<store::BaseNote> note;
   };
   virtual ~ObjectMap() = default;
   // Every stored form of `id` the map knows of (several when clones

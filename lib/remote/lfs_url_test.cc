@@ -66,9 +66,9 @@ TEST_CASE("map lines name stored forms and their frames and read back; lines of 
 TEST_CASE("a whole form's base note is a map line of its own; a later reason wins over newest, whatever the order") {
   const ContentId id = HashBytes("version", 7), base = HashBytes("base", 4);
   const std::string sha(64, 'a'), other(64, 'b');
-  ObjectMap::Entry whole{id, {sha, 123}, false, {}, "", "newest"};
+  ObjectMap::Entry whole{id, {sha, 123}, false, {}, "", store::BaseNote{store::BaseReason::kNewest, 0, 0}};
   CHECK(MapLines(whole) == std::vector<std::string>{sha + " 123 whole", "base " + sha + " newest"});
-  ObjectMap::Entry delta{id, {other, 45}, true, base, "", "due 3"};
+  ObjectMap::Entry delta{id, {other, 45}, true, base, "", store::BaseNote{store::BaseReason::kDue, 3, 0}};
   CHECK(MapLines(delta) == std::vector<std::string>{other + " 45 delta " + base.Hex()});  // a delta has none
   // Both notes in the map (a union of two pushes): the reason it stayed
   // whole is kept, in either order.
@@ -77,7 +77,8 @@ TEST_CASE("a whole form's base note is a map line of its own; a later reason win
     lines.insert(later_first ? lines.begin() : lines.end(), "base " + sha + " due 3");
     const std::vector<ObjectMap::Entry> back = ParseMapLines(id, lines);
     REQUIRE(back.size() == 1);
-    CHECK(back[0].why == "due 3");
+    REQUIRE(back[0].note);
+    CHECK(store::ReasonWords(*back[0].note) == "due 3");
   }
   // Notes that do not parse, or name no form, are skipped.
   for (const std::string& bad : {"base " + sha, "base " + sha + " due", "base " + sha + " sideways",
@@ -85,7 +86,7 @@ TEST_CASE("a whole form's base note is a map line of its own; a later reason win
     CAPTURE(bad);
     const std::vector<ObjectMap::Entry> parsed = ParseMapLines(id, {sha + " 123 whole", bad});
     REQUIRE(parsed.size() == 1);
-    CHECK(parsed[0].why.empty());
+    CHECK(!parsed[0].note);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "lib/base/file.h"
@@ -38,7 +39,6 @@ const ReasonWord* WordOf(BaseReason reason) {
   return nullptr;
 }
 
-
 // The size of `id`'s object when it is standalone; nullopt when the store
 // holds none, or a delta, or one whose header does not read.
 std::optional<uint64_t> StandaloneSize(const ObjectStore& objects, const ContentId& id) {
@@ -59,26 +59,12 @@ Status WriteNoteText(const ObjectStore& objects, const ContentId& id, const std:
 }  // namespace
 
 BaseNote NoteOf(BaseReason reason, const config::Policy& policy, uint64_t object_size) {
-  BaseNote note{reason, 0, object_size};
-  if (reason == BaseReason::kDue) note.figure = policy.base_interval;
-  if (reason == BaseReason::kChain) note.figure = policy.max_chain;
-  if (reason == BaseReason::kNoGain) note.figure = static_cast<uint32_t>(policy.min_gain * 100 + 0.5);
-  return note;
+  return BaseNote{reason, ReasonFigure(reason, policy), object_size};
 }
 
 std::string DescribeNote(const BaseNote& note) {
-  switch (note.reason) {
-    case BaseReason::kDue:
-      return "due every " + std::to_string(note.figure);
-    case BaseReason::kChain:
-      return "chain at max_chain " + std::to_string(note.figure);
-    case BaseReason::kNoGain:
-      return "delta did not pay, min_gain " + std::to_string(note.figure) + "%";
-    case BaseReason::kNewest:
-      return "newest of its series when stored";
-    default:
-      return BaseReasonText(note.reason, config::Policy{});
-  }
+  const std::string text = BaseReasonText(note.reason, note.figure);
+  return note.reason == BaseReason::kNewest ? text + " when stored" : text;
 }
 
 std::string ReasonWords(const BaseNote& note) {
@@ -162,7 +148,11 @@ Status KeepBaseNote(const ObjectStore& objects, const ContentId& id, const std::
   return WriteNoteText(objects, id, text);
 }
 
-std::optional<std::string> BaseNoteTextOf(const ObjectStore& objects, const ContentId& id) {
+namespace {
+
+// The note of `id`'s object as its text and what it says, when it
+// explains the object there now (ReadBaseNote).
+std::optional<std::pair<std::string, BaseNote>> ReadNote(const ObjectStore& objects, const ContentId& id) {
   const std::string path = BaseNotePath(objects, id);
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
@@ -174,15 +164,21 @@ std::optional<std::string> BaseNoteTextOf(const ObjectStore& objects, const Cont
   std::string text(bytes->begin(), bytes->end());
   Result<BaseNote> note = ParseBaseNote(text, id);
   if (!note.ok() || StandaloneSize(objects, id) != note->object_size) return std::nullopt;
-  return text;
+  return std::make_pair(std::move(text), *note);
+}
+
+}  // namespace
+
+std::optional<std::string> BaseNoteTextOf(const ObjectStore& objects, const ContentId& id) {
+  auto read = ReadNote(objects, id);
+  if (!read) return std::nullopt;
+  return std::move(read->first);
 }
 
 std::optional<BaseNote> ReadBaseNote(const ObjectStore& objects, const ContentId& id) {
-  const std::optional<std::string> text = BaseNoteTextOf(objects, id);
-  if (!text) return std::nullopt;
-  Result<BaseNote> note = ParseBaseNote(*text, id);
-  if (!note.ok()) return std::nullopt;
-  return *note;
+  auto read = ReadNote(objects, id);
+  if (!read) return std::nullopt;
+  return read->second;
 }
 
 }  // namespace zipnn::store

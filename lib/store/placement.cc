@@ -19,7 +19,22 @@ void SortSeries(std::vector<Version>& versions) {
   versions = std::move(once);
 }
 
-std::string BaseReasonText(BaseReason reason, const config::Policy& policy) {
+uint32_t ReasonFigure(BaseReason reason, const config::Policy& policy) {
+  switch (reason) {
+    case BaseReason::kDue:
+      return policy.base_interval;
+    case BaseReason::kChain:
+      return policy.max_chain;
+    case BaseReason::kNoGain:
+    case BaseReason::kNoGainOrPolicy:
+      return static_cast<uint32_t>(policy.min_gain * 100 + 0.5);
+    default:
+      return 0;
+  }
+}
+
+std::string BaseReasonText(BaseReason reason, uint32_t figure) {
+  const std::string n = std::to_string(figure);
   switch (reason) {
     case BaseReason::kNotBase:
       return "a delta";
@@ -28,18 +43,17 @@ std::string BaseReasonText(BaseReason reason, const config::Policy& policy) {
     case BaseReason::kNotStored:
       return "no earlier version of its series in the store";
     case BaseReason::kDue:
-      return "due every " + std::to_string(policy.base_interval);
+      return "due every " + n;
     case BaseReason::kChain:
-      return "chain at max_chain " + std::to_string(policy.max_chain);
+      return "chain at max_chain " + n;
     case BaseReason::kNoGain:
-      return "delta did not pay, min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) + "%";
+      return "delta did not pay, min_gain " + n + "%";
     case BaseReason::kDamagedBase:
       return "the version before it is damaged in the store";
     case BaseReason::kNewest:
       return "newest of its series";
     case BaseReason::kNoGainOrPolicy:
-      return "delta did not pay (min_gain " + std::to_string(static_cast<int>(policy.min_gain * 100 + 0.5)) +
-             "%), or stored under another policy";
+      return "delta did not pay (min_gain " + n + "%), or stored under another policy";
   }
   return "";
 }

@@ -62,8 +62,15 @@ enum class BaseReason {
   kDamagedBase,     // the version it would be a delta of is damaged in the store
   kNewest,          // the newest of its series (newest: whole)
 };
-// "first of its series", "due every 10", ...
-std::string BaseReasonText(BaseReason reason, const config::Policy& policy);
+// The policy's figure `reason` names: base_interval (kDue), max_chain
+// (kChain), min_gain in percent (kNoGain, kNoGainOrPolicy); else 0.
+uint32_t ReasonFigure(BaseReason reason, const config::Policy& policy);
+// "first of its series", "due every 10", ..., with `figure` as
+// ReasonFigure gives it (from the policy now, or as a base note kept it).
+std::string BaseReasonText(BaseReason reason, uint32_t figure);
+inline std::string BaseReasonText(BaseReason reason, const config::Policy& policy) {
+  return BaseReasonText(reason, ReasonFigure(reason, policy));
+}
 
 // What the version at `position` of `series` (in series order) is stored
 // against, by the policy and by how the versions before it are stored
