@@ -23,46 +23,20 @@
 #include "lib/store/chain.h"
 #include "lib/store/restore.h"
 #include "tests/git_repo.h"
+#include "tests/store_check.h"
 #include "tests/test_util.h"
 
 namespace zipnn {
 namespace {
 
+using testing::BrokenIn;
+using testing::BrokenObjects;
 using testing::IdAt;
 using testing::kSteps;
 using testing::Repo;
 using testing::Run;
 using testing::Slurp;
 using testing::Step12;
-
-// Every file in the store `objects` named as an object decodes to exactly
-// its content id; returns what does not (empty when all is well).
-// BrokenObjects: the same for the store of `repo`. After a kill, fsck
-// --fast beside it then checks what is left to check: that every pointer's
-// chain is whole and of the pointer's size (a full fsck would decode every
-// object a second time).
-std::vector<std::string> BrokenIn(const std::string& objects, const std::string& scratch) {
-  const store::Store r{store::ObjectStore(objects), scratch + "/tmp", scratch + "/cache/raw", "", config::Policy{}};
-  std::vector<std::string> broken;
-  auto listed = r.objects.List();
-  REQUIRE(listed.ok());
-  for (const auto& e : *listed) {
-    if (!e.id) continue;
-    uint64_t raw_size = 0;
-    Status s = store::VisitChain(r, *e.id, [&](const store::ChainLink& link) {
-      if (link.depth == 0) raw_size = link.raw_size;
-    });
-    CountingSink restored;
-    if (s.ok()) s = store::Restore(r, *e.id, restored);
-    if (s.ok() && restored.bytes() != raw_size) s = Corruption("short");
-    if (!s.ok()) broken.push_back(e.id->Hex() + ": " + s.message());
-  }
-  return broken;
-}
-std::vector<std::string> BrokenObjects(const Repo& repo) {
-  const std::string git = repo.root() + "/repo/.git/zipnn";
-  return BrokenIn(git + "/objects", git);
-}
 
 // Files under .git/zipnn other than objects and the raw cache's copies:
 // what a dead process left behind.

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <random>
 
+#include "lib/base/fs_ops.h"
+
 namespace zipnn {
 
 namespace {
@@ -266,7 +268,7 @@ Result<AtomicFile> AtomicFile::CreateInWorkTree(const std::string& path, const s
         if (errno == EEXIST) continue;
         break;
       }
-      const bool named = ::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::link(fresh.c_str(), tmp.c_str()) == 0;
+      const bool named = ::flock(fd, LOCK_EX | LOCK_NB) == 0 && FsLink(fresh.c_str(), tmp.c_str()) == 0;
       const int why = errno;
       ::unlink(fresh.c_str());
       if (named) return AtomicFile(fd, path, std::move(tmp), /*overwrite=*/true, /*stream=*/false, Temp::kScratch);
@@ -310,7 +312,7 @@ Result<std::optional<TempLink>> TempLink::Create(const std::string& file, const 
   std::random_device rd;
   for (int attempt = 0; attempt < 16; ++attempt) {
     std::string tmp = TemporaryName(path, rd);
-    if (::link(file.c_str(), tmp.c_str()) == 0) return std::optional<TempLink>(TempLink(path, std::move(tmp)));
+    if (FsLink(file.c_str(), tmp.c_str()) == 0) return std::optional<TempLink>(TempLink(path, std::move(tmp)));
     switch (errno) {
       case EEXIST:
         continue;
@@ -331,9 +333,10 @@ TempLink::~TempLink() {
 }
 
 Status TempLink::Commit() {
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0) return IoError(path_ + ": cannot rename into place: " + Errno());
+  if (FsRename(tmp_.c_str(), path_.c_str()) != 0) return IoError(path_ + ": cannot rename into place: " + Errno());
   tmp_.clear();
-  return OkStatus();
+  // The name, like the bytes, must survive a power loss.
+  return SyncFolder(FolderOf(path_));
 }
 
 AtomicFile::AtomicFile(AtomicFile&& o) noexcept
@@ -356,7 +359,7 @@ AtomicFile::~AtomicFile() {
 Status AtomicFile::WriteAt(uint64_t offset, const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
   while (n > 0) {
-    ssize_t put = ::pwrite(fd_, p, n, static_cast<off_t>(offset));
+    ssize_t put = FsPwrite(fd_, p, n, static_cast<off_t>(offset));
     if (put < 0) {
       if (errno == EINTR) continue;
       return IoError(path_ + ": write failed: " + Errno());
@@ -481,7 +484,7 @@ Status AtomicFile::CommitUnsynced() { return Finish(/*sync=*/false); }
 
 Status AtomicFile::Finish(bool sync) {
   if (fd_ < 0) return InvalidArgument(path_ + ": already committed");
-  if (sync && !stream_ && ::fsync(fd_) != 0) return IoError(path_ + ": fsync failed: " + Errno());
+  if (sync && !stream_ && FsSync(fd_) != 0) return IoError(path_ + ": fsync failed: " + Errno());
   if (temp_ == Temp::kInPlace) {
     const int fd = fd_;
     fd_ = -1;
@@ -494,8 +497,8 @@ Status AtomicFile::Finish(bool sync) {
     const std::string fd_path = "/proc/self/fd/" + std::to_string(fd_);
     for (int attempt = 0; attempt < 16 && tmp_.empty(); ++attempt) {
       std::string tmp = TemporaryName(path_, rd);
-      if (::linkat(AT_FDCWD, fd_path.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) == 0 ||
-          (errno != EEXIST && ::linkat(fd_, "", AT_FDCWD, tmp.c_str(), AT_EMPTY_PATH) == 0)) {
+      if (FsLinkAt(AT_FDCWD, fd_path.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) == 0 ||
+          (errno != EEXIST && FsLinkAt(fd_, "", AT_FDCWD, tmp.c_str(), AT_EMPTY_PATH) == 0)) {
         tmp_ = std::move(tmp);
       } else if (errno != EEXIST) {
         return IoError(path_ + ": cannot name its temporary file beside it: " + Errno());
@@ -506,7 +509,7 @@ Status AtomicFile::Finish(bool sync) {
   if (temp_ == Temp::kScratch) {
     // Renamed while still open, so still locked (see
     // RemoveAbandonedTemps).
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    if (FsRename(tmp_.c_str(), path_.c_str()) != 0) {
       if (errno == EXDEV) return MoveAcross();  // one file system, mounted twice
       return IoError(path_ + ": cannot rename into place: " + Errno());
     }
@@ -521,11 +524,11 @@ Status AtomicFile::Finish(bool sync) {
   if (temp_ == Temp::kScratch) return sync ? SyncFolder(FolderOf(path_)) : OkStatus();
   if (!overwrite_) {
     // link() fails if the name exists, closing the race with another writer.
-    if (::link(tmp_.c_str(), path_.c_str()) != 0) {
+    if (FsLink(tmp_.c_str(), path_.c_str()) != 0) {
       return IoError(path_ + ": cannot create: " + Errno());
     }
     ::unlink(tmp_.c_str());
-  } else if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+  } else if (FsRename(tmp_.c_str(), path_.c_str()) != 0) {
     return IoError(path_ + ": cannot rename into place: " + Errno());
   }
   tmp_.clear();
@@ -575,7 +578,7 @@ Status MakeDirectories(const std::string& path, bool durable) {
 Status SyncFolder(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return IoError(dir + ": cannot open the folder to sync it: " + Errno());
-  const int synced = ::fsync(fd);
+  const int synced = FsSyncFolder(fd, dir);
   const std::string err = synced != 0 ? Errno() : "";
   ::close(fd);
   // Some file systems cannot sync a folder (EINVAL): nothing more to do there.

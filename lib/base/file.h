@@ -201,7 +201,8 @@ class TempLink {
   TempLink& operator=(TempLink&&) = delete;
   ~TempLink();
   const std::string& temp_path() const { return tmp_; }
-  // Renames the link over `path` (an existing file there is replaced).
+  // Renames the link over `path` (an existing file there is replaced),
+  // then fsyncs the folder, so that the name survives a power loss.
   Status Commit();
 
  private:

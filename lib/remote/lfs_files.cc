@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "lib/base/fs_ops.h"
 #include "lib/base/strings.h"
 
 namespace zipnn::lfs {
@@ -149,7 +150,7 @@ Result<LfsPointer> LfsFolder::Writer::Commit() {
   const std::string path = folder_.ObjectPath(pointer.sha256);
   const std::string dir = path.substr(0, path.rfind('/'));
   ZIPNN_RETURN_IF_ERROR(MakeDirectories(dir));
-  if (std::rename(temp_.path().c_str(), path.c_str()) != 0) {
+  if (FsRename(temp_.path().c_str(), path.c_str()) != 0) {
     return IoError("cannot put the Git LFS object " + path + " in place");
   }
   ZIPNN_RETURN_IF_ERROR(SyncFolder(dir));

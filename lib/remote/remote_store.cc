@@ -407,9 +407,14 @@ namespace {
 
 // Makes the folder the object at `path` goes into, and removes the
 // temporary files killed writers left there.
+// An object found in place already (put there by another push, or by an
+// attempt of this one whose fsync of the folder failed) counts as sent
+// only once its name is durable too: its folder is fsynced again.
+Status SyncFolderOf(const std::string& path) { return SyncFolder(path.substr(0, path.rfind('/'))); }
+
 Status PrepareFolder(const std::string& path) {
   const std::string folder = path.substr(0, path.rfind('/'));
-  ZIPNN_RETURN_IF_ERROR(MakeDirectories(folder));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(folder, /*durable=*/true));
   if (DIR* d = ::opendir(folder.c_str())) {
     while (const dirent* e = ::readdir(d)) {
       const std::string file = folder + "/" + e->d_name;
@@ -427,8 +432,11 @@ Result<bool> ReceiveLinked(const ObjectStore& store, const ContentId& id, const 
                            const std::function<Status(const std::string& temp)>& check) {
   struct stat st;
   if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & S_IROTH) == 0) return false;
-  if (HoldsIntact(store, id)) return true;
   const std::string path = store.PathOf(id);
+  if (HoldsIntact(store, id)) {
+    ZIPNN_RETURN_IF_ERROR(SyncFolderOf(path));
+    return true;
+  }
   ZIPNN_RETURN_IF_ERROR(PrepareFolder(path));
   ZIPNN_ASSIGN_OR_RETURN(std::optional<TempLink> link, TempLink::Create(file, path));
   if (!link) return false;
@@ -441,8 +449,8 @@ Result<bool> ReceiveLinked(const ObjectStore& store, const ContentId& id, const 
 
 Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
                      const std::function<Status(const std::string& temp)>& check) {
-  if (HoldsIntact(store, id)) return OkStatus();
   const std::string path = store.PathOf(id);
+  if (HoldsIntact(store, id)) return SyncFolderOf(path);
   ZIPNN_RETURN_IF_ERROR(PrepareFolder(path));
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
   ZIPNN_RETURN_IF_ERROR(write(out));

@@ -10,6 +10,8 @@
 #include <ctime>
 #include <filesystem>
 
+#include "lib/base/file.h"
+#include "lib/base/fs_ops.h"
 #include "lib/store/base_note.h"
 #include "lib/store/raw_cache.h"
 #include "lib/store/parents.h"
@@ -30,9 +32,11 @@ int64_t ModifiedAt(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_mtime) : -1;
 }
 
-// Puts the object set aside at `aside` back in its place.
+// Puts the object set aside at `aside` back in its place, durably before
+// the name it was set aside under goes.
 void PutBack(const std::string& aside, const std::string& object) {
-  if (::link(aside.c_str(), object.c_str()) == 0 || errno == EEXIST) ::unlink(aside.c_str());
+  if (FsLink(aside.c_str(), object.c_str()) != 0 && errno != EEXIST) return;
+  if (SyncFolder(object.substr(0, object.rfind('/'))).ok()) ::unlink(aside.c_str());
 }
 
 // Files under `dir` older than `before`.
@@ -89,7 +93,7 @@ Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& opti
     }
     if (!options.dry_run) {
       const std::string aside = e.path + kSetAsideSuffix;
-      if (::rename(e.path.c_str(), aside.c_str()) != 0) continue;  // gone already
+      if (FsRename(e.path.c_str(), aside.c_str()) != 0) continue;  // gone already
       if (ModifiedAt(aside) >= options.started) {                  // an add marked it meanwhile: it stays
         PutBack(aside, e.path);
         ++swept.kept;

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "lib/base/buffer.h"
+#include "lib/base/fs_ops.h"
 #include "lib/base/strings.h"
 
 namespace zipnn::store {
@@ -226,7 +227,7 @@ Status ObjectStore::Adopt(const ContentId& id, const std::string& file) const {
   const std::string path = PathOf(id);
   const std::string folder = path.substr(0, path.rfind('/'));
   ZIPNN_RETURN_IF_ERROR(MakeDirectories(folder, /*durable=*/true));
-  if (::link(file.c_str(), path.c_str()) == 0) return SyncFolder(folder);
+  if (FsLink(file.c_str(), path.c_str()) == 0) return SyncFolder(folder);
   if (errno == EEXIST) return OkStatus();
   if (errno != EXDEV) return IoError(path + ": cannot link " + file + ": " + std::strerror(errno));
   return Put(id, [&](AtomicFile& out) { return CopyInto(file, out); });  // another file system
@@ -236,7 +237,7 @@ Status ObjectStore::Replace(const ContentId& id, const std::string& file) const 
   const std::string path = PathOf(id);
   const std::string folder = path.substr(0, path.rfind('/'));
   ZIPNN_RETURN_IF_ERROR(MakeDirectories(folder, /*durable=*/true));
-  if (::rename(file.c_str(), path.c_str()) == 0) return SyncFolder(folder);
+  if (FsRename(file.c_str(), path.c_str()) == 0) return SyncFolder(folder);
   if (errno != EXDEV) return IoError(path + ": cannot replace it with " + file + ": " + std::strerror(errno));
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));  // another file system
   ZIPNN_RETURN_IF_ERROR(CopyInto(file, out));

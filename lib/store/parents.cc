@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "lib/base/file.h"
+#include "lib/base/fs_ops.h"
 #include "lib/base/thread_pool.h"
 #include "lib/codec/dtype.h"
 #include "lib/container/estimate.h"
@@ -72,7 +73,7 @@ namespace {
 void AppendLine(const std::string& file, const std::string& line) {
   const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (fd < 0) return;
-  (void)!::write(fd, line.data(), line.size());
+  (void)!FsWrite(fd, line.data(), line.size());
   ::close(fd);
 }
 

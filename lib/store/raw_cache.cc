@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "lib/base/fs_ops.h"
+
 namespace zipnn::store {
 
 namespace {
@@ -51,8 +53,8 @@ void RawCache::Keep(const std::string& series, const ContentId& id, const std::s
   const std::string staged = path + ".new";
   ::unlink(staged.c_str());
   // A hard link: no bytes written (the spooled input is beside it).
-  if (::link(file.c_str(), staged.c_str()) != 0) return;
-  if (::rename(staged.c_str(), path.c_str()) != 0) {
+  if (FsLink(file.c_str(), staged.c_str()) != 0) return;
+  if (FsRename(staged.c_str(), path.c_str()) != 0) {
     ::unlink(staged.c_str());
     return;
   }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "lib/base/file.h"
+#include "lib/base/fs_ops.h"
 
 namespace zipnn::store {
 
@@ -18,7 +19,7 @@ void NoteRebased(const Store& store, const ContentId& cause, const ContentId& id
   const int fd =
       ::open((store.rebased_dir + "/" + cause.Hex()).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return;
-  (void)!::write(fd, line.data(), line.size());
+  (void)!FsWrite(fd, line.data(), line.size());
   ::close(fd);
 }
 
