@@ -286,5 +286,201 @@ TEST_CASE("migrate refuses a dirty tree, a missing or damaged Git LFS object, an
   CHECK(none.err.find("say which files to migrate: --include") != std::string::npos);
 }
 
+TEST_CASE("migrate leaves out, or refuses, a branch checked out in another worktree, whose next commit would undo it") {
+  Repo repo;
+  PlainHistory(repo);
+  REQUIRE(repo.Sh("git zipnn install --local && git worktree add -q ../wt-exp exp").code == 0);
+  const std::string wt = repo.Sh("cd ../wt-exp && pwd -P").out.substr(0, repo.Sh("cd ../wt-exp && pwd -P").out.size() - 1);
+  const std::string exp_before = repo.Sh("git rev-parse exp").out;
+  const std::string refs = Refs(repo);
+  const std::string why = "refs/heads/exp: it is checked out in the worktree " + wt +
+                          ", whose index would keep the old files and commit them back over the new history";
+
+  // Named: refused before anything is stored, saying where and what to do.
+  Run named = repo.Sh("git zipnn migrate import -I '*.safetensors' main exp");
+  CHECK(named.code == 1);
+  CHECK(named.err == "error: will not rewrite " + why + ". Switch that worktree to another branch first (git -C " + wt +
+                         " switch --detach), or migrate refs/heads/exp from there; nothing was changed\n");
+  CHECK(Refs(repo) == refs);
+
+  // --everything: left out, said; the rest is rewritten.
+  Run all = repo.Sh("git zipnn migrate import -I '*.safetensors' --everything");
+  REQUIRE_MESSAGE(all.code == 0, all.err);
+  CHECK(all.err.find("git-zipnn: left out " + why + "; migrate it from there (cd " + wt +
+                     " && git zipnn migrate ...), or switch that worktree to another branch and run this again\n") !=
+        std::string::npos);
+  CHECK(all.err.find("refs moved: refs/heads/main, refs/tags/v1, refs/tags/v2\n") != std::string::npos);
+  CHECK(repo.Sh("git rev-parse exp").out == exp_before);
+  // The other worktree is as it was: nothing staged, and its next commit
+  // holds what it held.
+  CHECK(repo.Sh("cd ../wt-exp && git status --porcelain").out == "");
+  REQUIRE(repo.Sh("cd ../wt-exp && echo more > notes.txt && git add notes.txt && git commit -qm more").code == 0);
+  CHECK(repo.Sh("git rev-parse exp:model.safetensors").out == repo.Sh("git rev-parse exp~1:model.safetensors").out);
+
+  // Migrated from its own worktree, the branch joins the new history: the
+  // commits it shares with main come out as main's new ones, id for id.
+  Run there = repo.Sh("cd ../wt-exp && git zipnn migrate import -I '*.safetensors'");
+  REQUIRE_MESSAGE(there.code == 0, there.err);
+  CHECK(repo.Sh("git merge-base main exp").out == repo.Sh("git rev-parse main~1").out);
+  CHECK(repo.Sh("cd ../wt-exp && git status --porcelain").out == "");
+  CHECK(repo.Sh("cd ../wt-exp && git cat-file -p HEAD:model.safetensors | head -c 18").out == "git-zipnn pointer ");
+  CHECK(repo.Sh("cmp ../wt-exp/model.safetensors '" + repo.Data("cnn-bf16/step-000200.safetensors") + "'").code == 0);
+  CHECK(repo.Sh("git status --porcelain").out == "");
+}
+
+TEST_CASE("migrate copies the git notes of every notes ref to the new commits, once") {
+  Repo repo;
+  PlainHistory(repo);
+  REQUIRE(repo.Sh("git zipnn install --local && git notes add -m 'loss 0.31' main~1 && "
+                  "git notes add -m 'loss 0.12' exp && git notes --ref=review add -m 'ok by A' main")
+              .code == 0);
+  const std::string old_main = repo.Sh("git rev-parse main").out;
+  Run run = repo.Sh("git zipnn migrate import -I '*.safetensors' --everything");
+  REQUIRE_MESSAGE(run.code == 0, run.err);
+  CHECK(run.err.find("git-zipnn: copied 3 git notes of refs/notes/commits, refs/notes/review to the new commits (the "
+                     "old commits keep theirs)\n") != std::string::npos);
+  CHECK(repo.Sh("git rev-parse main").out != old_main);
+  CHECK(repo.Sh("git notes show main~1").out == "loss 0.31\n");
+  CHECK(repo.Sh("git notes show exp").out == "loss 0.12\n");
+  CHECK(repo.Sh("git notes --ref=review show main").out == "ok by A\n");
+  CHECK(repo.Sh("git log -1 --format=%N main~1").out == "loss 0.31\n\n");
+  CHECK(repo.Sh("git notes --ref=review show " + old_main).out == "ok by A\n");
+  // Nothing to copy a second time: no new notes commit.
+  const std::string notes = repo.Sh("git rev-parse refs/notes/commits refs/notes/review").out;
+  Run again = repo.Sh("git zipnn migrate import -I '*.safetensors' --everything");
+  REQUIRE(again.code == 0);
+  CHECK(again.err.find("copied") == std::string::npos);
+  CHECK(repo.Sh("git rev-parse refs/notes/commits refs/notes/review").out == notes);
+}
+
+// A `git` first on PATH for git-zipnn alone (git puts its own folder first
+// for the commands it starts, so `git-zipnn` is run by its name): it logs
+// each call to $KILL_COUNT.log, and at the call $KILL_AT kills the whole
+// run (its process group, which setsid started) before git runs. With
+// KILL_CUT=<n>, that call (fast-import) instead reads the stream cut
+// before its n-th commit, and git-zipnn alone is killed, as if it died
+// while writing to a fast-import that goes on.
+void InstallKiller(Repo& repo) {
+  std::string git = repo.Sh("command -v git").out;
+  git.pop_back();
+  REQUIRE(repo.Sh("mkdir -p ../killer && cat > ../killer/git <<'EOF'\n"
+                  "#!/bin/bash\n"
+                  "n=$(( $(cat \"$KILL_COUNT\" 2>/dev/null || echo 0) + 1 )); echo $n > \"$KILL_COUNT\"\n"
+                  "echo \"$n $*\" >> \"$KILL_COUNT.log\"\n"
+                  "if [ \"$n\" = \"$KILL_AT\" ]; then\n"
+                  "  if [ -n \"$KILL_CUT\" ]; then\n"
+                  "    LC_ALL=C awk -v n=\"$KILL_CUT\" '/^commit /{c++; if (c==n) exit} {print}' > \"$KILL_COUNT.part\"\n"
+                  "    " + git + " \"$@\" < \"$KILL_COUNT.part\"\n"
+                  "    kill -9 $PPID; exit 1\n"
+                  "  fi\n"
+                  "  kill -9 -- -$(ps -o pgid= $$ | tr -d ' ')\n"
+                  "fi\n"
+                  "exec " + git + " \"$@\"\n"
+                  "EOF\n"
+                  "chmod +x ../killer/git").code == 0);
+}
+
+// The state a migrate leaves: every branch and tag with its object, each
+// note with what it annotates (a notes commit's own id holds the time it
+// was made), the work tree's status and HEAD.
+std::string State(Repo& repo, const std::string& dir) {
+  return repo.Sh("cd " + dir + " && git for-each-ref --format='%(refname) %(objectname)' refs/heads refs/tags && "
+                 "git notes list && git status --porcelain && git rev-parse HEAD && git symbolic-ref HEAD")
+      .out;
+}
+
+// Runs `command` (a git-zipnn migrate) in copies of repo/ killed at each
+// of its git calls in turn, then runs it again, and checks each ends as
+// `dir_done` (the same command run once) does: the same refs, commits and
+// notes, a clean work tree of the right bytes, git's and git-zipnn's fsck
+// passing. The number of kill points.
+int KillAtEveryStep(Repo& repo, const std::string& command, const std::string& dir_done,
+                    const std::string& checkpoint) {
+  const std::string want = State(repo, dir_done);
+  int points = 0;
+  for (int at = 1; at < 200; ++at) {
+    REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
+    Run killed = repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + std::to_string(at) +
+                         " PATH=$PWD/../killer:$PATH setsid -w " + command);
+    if (std::stoi(repo.Sh("cat ../count").out) < at) {  // ended before that call: every point was tried
+      CHECK_MESSAGE(killed.code == 0, killed.err);
+      break;
+    }
+    ++points;
+    Run again = repo.Sh("cd ../k && " + command);
+    CHECK_MESSAGE(again.code == 0, "killed at git call " << at << ": " << again.err);
+    CHECK_MESSAGE(State(repo, "../k") == want, "killed at git call " << at);
+    CHECK_MESSAGE(repo.Sh("cd ../k && git fsck --no-dangling 2>&1 && git zipnn fsck --all 2>&1").code == 0,
+                  "killed at git call " << at);
+    CHECK_MESSAGE(repo.Sh("cmp ../k/model.safetensors '" + checkpoint + "'").code == 0, "killed at git call " << at);
+  }
+  return points;
+}
+
+TEST_CASE("migrate import killed at any point, then run again, ends as one run does") {
+  Repo repo;
+  PlainHistory(repo);
+  REQUIRE(repo.Sh("git zipnn install --local && git notes add -m 'loss 0.31' main~1").code == 0);
+  InstallKiller(repo);
+  const std::string command = "git-zipnn migrate import -I '*.safetensors' --everything";
+  REQUIRE(repo.Sh("rm -rf ../once && cp -a . ../once && cd ../once && " + command).code == 0);
+  const std::string checkpoint = repo.Data("cnn-bf16/step-000120.safetensors");
+
+  const int points = KillAtEveryStep(repo, command, "../once", checkpoint);
+  CHECK(points >= 10);
+  MESSAGE("migrate import killed at " << points << " points");
+
+  // git-zipnn killed while fast-import reads its stream, fast-import left
+  // running: the stream ends early, before each of its commits.
+  const std::string want = State(repo, "../once");
+  REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
+  REQUIRE(repo.Sh("cd ../k && KILL_COUNT=$PWD/../count PATH=$PWD/../killer:$PATH " + command).code == 0);
+  const std::string fast_import = repo.Sh("grep ' fast-import ' ../count.log | cut -d' ' -f1").out;
+  const std::string update_ref = repo.Sh("grep ' update-ref ' ../count.log | cut -d' ' -f1").out;
+  REQUIRE(!fast_import.empty());
+  REQUIRE(!update_ref.empty());
+  for (int cut = 1; cut <= 6; ++cut) {
+    REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
+    Run killed = repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + fast_import.substr(0, fast_import.size() - 1) +
+                         " KILL_CUT=" + std::to_string(cut) + " PATH=$PWD/../killer:$PATH " + command);
+    CHECK(killed.code != 0);
+    Run again = repo.Sh("cd ../k && " + command);
+    CHECK_MESSAGE(again.code == 0, "cut before commit " << cut << ": " << again.err);
+    CHECK_MESSAGE(State(repo, "../k") == want, "cut before commit " << cut);
+    CHECK(repo.Sh("cmp ../k/model.safetensors '" + checkpoint + "'").code == 0);
+  }
+
+  // Some refs moved and others not (git's ref files are renamed one at a
+  // time): run again, the rest follow to the same commits.
+  // Stopped before its ref transaction, which then moved some refs only.
+  for (const char* moved : {"refs/heads/exp refs/tags/v1", "refs/heads/main", "refs/heads/main refs/tags/v2"}) {
+    REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
+    CHECK(repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + update_ref.substr(0, update_ref.size() - 1) +
+                  " PATH=$PWD/../killer:$PATH setsid -w " + command).code != 0);
+    REQUIRE(repo.Sh(std::string("cd ../k && for r in ") + moved + "; do git update-ref $r $(GIT_OBJECT_DIRECTORY=$PWD/"
+                    ".git/objects git --git-dir=.git/zipnn/migrate-refs rev-parse $r) || exit 1; done").code == 0);
+    Run again = repo.Sh("cd ../k && " + command);
+    CHECK_MESSAGE(again.code == 0, again.err);
+    CHECK_MESSAGE(State(repo, "../k") == want, moved);
+    CHECK(repo.Sh("cd ../k && git zipnn fsck --all").code == 0);
+  }
+}
+
+TEST_CASE("migrate export killed at any point, then run again, ends as one run does") {
+  Repo repo;
+  LfsHistory(repo);
+  const std::string lfs_refs = repo.Sh("git for-each-ref --format='%(refname) %(objectname)' refs/heads").out;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn migrate import >/dev/null").code == 0);
+  InstallKiller(repo);
+  const std::string command = "git-zipnn migrate export";
+  Run once = repo.Sh("rm -rf ../once && cp -a . ../once && cd ../once && " + command);
+  REQUIRE_MESSAGE(once.code == 0, once.err);
+  CHECK(repo.Sh("cd ../once && git for-each-ref --format='%(refname) %(objectname)' refs/heads").out == lfs_refs);
+  const int points = KillAtEveryStep(repo, command, "../once", repo.Data("cnn-bf16/step-000120.safetensors"));
+  CHECK(points >= 5);
+  MESSAGE("migrate export killed at " << points << " points");
+  CHECK(repo.Sh("cd ../k && git lfs fsck").code == 0);
+}
+
 }  // namespace
 }  // namespace zipnn::testing
