@@ -213,8 +213,7 @@ void SayLeftOut(const Plan& plan) {
 // A run stopped after moving the branch checked out here, before its
 // files were checked out again, is finished first; then the work tree
 // must hold no change git has not committed.
-Status FinishStoppedRunAndCheckClean() {
-  ZIPNN_ASSIGN_OR_RETURN(git::Repository repo, git::Repository::Discover());
+Status FinishStoppedRunAndCheckClean(const git::Repository& repo) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> finished, git::FinishCheckout(repo));
   if (finished) {
     std::fprintf(stderr,
@@ -268,7 +267,7 @@ Result<std::optional<git::HistoryRewrite>> ReadHistory(const MigrateArgs& a, git
   // The patterns come from .gitattributes as it is before a stopped run
   // is finished: the old commit's, as they were for that run.
   ZIPNN_ASSIGN_OR_RETURN(plan, PlanFor(repo, a, to));
-  if (!a.dry_run) ZIPNN_RETURN_IF_ERROR(FinishStoppedRunAndCheckClean());
+  if (!a.dry_run) ZIPNN_RETURN_IF_ERROR(FinishStoppedRunAndCheckClean(repo));
   SayLeftOut(plan);
   const bool zipnn = to == git::Driver::kZipnn;
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> lfs_filter, git::ConfigGet("filter.lfs.process"));

@@ -359,7 +359,8 @@ TEST_CASE("migrate copies the git notes of every notes ref to the new commits, o
 // run (its process group, which setsid started) before git runs. With
 // KILL_CUT=<n>, that call (fast-import) instead reads the stream cut
 // before its n-th commit, and git-zipnn alone is killed, as if it died
-// while writing to a fast-import that goes on.
+// while writing to a fast-import that goes on. With CALL_HOOK=<shell>,
+// that call runs the shell line first and nothing is killed.
 void InstallKiller(Repo& repo) {
   std::string git = repo.Sh("command -v git").out;
   git.pop_back();
@@ -368,6 +369,7 @@ void InstallKiller(Repo& repo) {
                   "n=$(( $(cat \"$KILL_COUNT\" 2>/dev/null || echo 0) + 1 )); echo $n > \"$KILL_COUNT\"\n"
                   "echo \"$n $*\" >> \"$KILL_COUNT.log\"\n"
                   "if [ \"$n\" = \"$KILL_AT\" ]; then\n"
+                  "  if [ -n \"$CALL_HOOK\" ]; then eval \"$CALL_HOOK\"; exec " + git + " \"$@\"; fi\n"
                   "  if [ -n \"$KILL_CUT\" ]; then\n"
                   "    LC_ALL=C awk -v n=\"$KILL_CUT\" '/^commit /{c++; if (c==n) exit} {print}' > \"$KILL_COUNT.part\"\n"
                   "    " + git + " \"$@\" < \"$KILL_COUNT.part\"\n"
@@ -417,53 +419,101 @@ int KillAtEveryStep(Repo& repo, const std::string& command, const std::string& d
   return points;
 }
 
-TEST_CASE("migrate import killed at any point, then run again, ends as one run does") {
-  Repo repo;
+// A history of plain blobs with a note, git-zipnn installed, the killer
+// ready, and ../once: a copy migrated by `command` in one run.
+void KillFixture(Repo& repo, const std::string& command) {
   PlainHistory(repo);
   REQUIRE(repo.Sh("git zipnn install --local && git notes add -m 'loss 0.31' main~1").code == 0);
   InstallKiller(repo);
-  const std::string command = "git-zipnn migrate import -I '*.safetensors' --everything";
   REQUIRE(repo.Sh("rm -rf ../once && cp -a . ../once && cd ../once && " + command).code == 0);
-  const std::string checkpoint = repo.Data("cnn-bf16/step-000120.safetensors");
+}
 
-  const int points = KillAtEveryStep(repo, command, "../once", checkpoint);
+// The number of the git call of migrate whose arguments hold `word`
+// (" fast-import "), in a run of `command` on a copy; "" when none does.
+std::string CallOf(Repo& repo, const std::string& command, const std::string& word) {
+  REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
+  REQUIRE(repo.Sh("cd ../k && KILL_COUNT=$PWD/../count PATH=$PWD/../killer:$PATH " + command).code == 0);
+  std::string at = repo.Sh("grep '" + word + "' ../count.log | cut -d' ' -f1").out;
+  if (!at.empty()) at.pop_back();
+  return at;
+}
+
+const char kImportAll[] = "git-zipnn migrate import -I '*.safetensors' --everything";
+
+TEST_CASE("migrate import killed at any point, then run again, ends as one run does") {
+  Repo repo;
+  KillFixture(repo, kImportAll);
+  const std::string checkpoint = repo.Data("cnn-bf16/step-000120.safetensors");
+  const int points = KillAtEveryStep(repo, kImportAll, "../once", checkpoint);
   CHECK(points >= 10);
   MESSAGE("migrate import killed at " << points << " points");
 
-  // git-zipnn killed while fast-import reads its stream, fast-import left
-  // running: the stream ends early, before each of its commits.
+  // Stopped before its ref transaction, which then moved some refs only
+  // (git renames ref files one at a time): run again, the others follow
+  // to the same commits.
   const std::string want = State(repo, "../once");
-  REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
-  REQUIRE(repo.Sh("cd ../k && KILL_COUNT=$PWD/../count PATH=$PWD/../killer:$PATH " + command).code == 0);
-  const std::string fast_import = repo.Sh("grep ' fast-import ' ../count.log | cut -d' ' -f1").out;
-  const std::string update_ref = repo.Sh("grep ' update-ref ' ../count.log | cut -d' ' -f1").out;
-  REQUIRE(!fast_import.empty());
+  const std::string update_ref = CallOf(repo, kImportAll, " update-ref ");
   REQUIRE(!update_ref.empty());
-  for (int cut = 1; cut <= 6; ++cut) {
-    REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
-    Run killed = repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + fast_import.substr(0, fast_import.size() - 1) +
-                         " KILL_CUT=" + std::to_string(cut) + " PATH=$PWD/../killer:$PATH " + command);
-    CHECK(killed.code != 0);
-    Run again = repo.Sh("cd ../k && " + command);
-    CHECK_MESSAGE(again.code == 0, "cut before commit " << cut << ": " << again.err);
-    CHECK_MESSAGE(State(repo, "../k") == want, "cut before commit " << cut);
-    CHECK(repo.Sh("cmp ../k/model.safetensors '" + checkpoint + "'").code == 0);
-  }
-
-  // Some refs moved and others not (git's ref files are renamed one at a
-  // time): run again, the rest follow to the same commits.
-  // Stopped before its ref transaction, which then moved some refs only.
   for (const char* moved : {"refs/heads/exp refs/tags/v1", "refs/heads/main", "refs/heads/main refs/tags/v2"}) {
     REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
-    CHECK(repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + update_ref.substr(0, update_ref.size() - 1) +
-                  " PATH=$PWD/../killer:$PATH setsid -w " + command).code != 0);
+    CHECK(repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + update_ref + " PATH=$PWD/../killer:$PATH "
+                  "setsid -w " + kImportAll).code != 0);
     REQUIRE(repo.Sh(std::string("cd ../k && for r in ") + moved + "; do git update-ref $r $(GIT_OBJECT_DIRECTORY=$PWD/"
                     ".git/objects git --git-dir=.git/zipnn/migrate-refs rev-parse $r) || exit 1; done").code == 0);
-    Run again = repo.Sh("cd ../k && " + command);
+    Run again = repo.Sh(std::string("cd ../k && ") + kImportAll);
     CHECK_MESSAGE(again.code == 0, again.err);
     CHECK_MESSAGE(State(repo, "../k") == want, moved);
     CHECK(repo.Sh("cd ../k && git zipnn fsck --all").code == 0);
   }
+}
+
+TEST_CASE("migrate killed while fast-import reads its stream moves no ref, and run again ends as one run does") {
+  Repo repo;
+  KillFixture(repo, kImportAll);
+  const std::string want = State(repo, "../once");
+  const std::string refs = Refs(repo);
+  const std::string fast_import = CallOf(repo, kImportAll, " fast-import ");
+  REQUIRE(!fast_import.empty());
+  // git-zipnn killed, fast-import left running: its stream ends early,
+  // before each of its five commits and its tags.
+  for (int cut = 1; cut <= 6; ++cut) {
+    REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
+    Run killed = repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + fast_import + " KILL_CUT=" +
+                         std::to_string(cut) + " PATH=$PWD/../killer:$PATH " + kImportAll);
+    CHECK(killed.code != 0);
+    CHECK_MESSAGE(repo.Sh("cd ../k && git for-each-ref --format='%(refname) %(objectname) %(*objectname)'").out ==
+                      refs, "cut before commit " << cut);
+    Run again = repo.Sh(std::string("cd ../k && ") + kImportAll);
+    CHECK_MESSAGE(again.code == 0, "cut before commit " << cut << ": " << again.err);
+    CHECK_MESSAGE(State(repo, "../k") == want, "cut before commit " << cut);
+    CHECK(repo.Sh("cmp ../k/model.safetensors '" + repo.Data("cnn-bf16/step-000120.safetensors") + "'").code == 0);
+  }
+}
+
+TEST_CASE("a commit made while migrate runs is never lost: no ref moves unless it still names what was read") {
+  Repo repo;
+  KillFixture(repo, kImportAll);
+  const std::string fast_import = CallOf(repo, kImportAll, " fast-import ");
+  REQUIRE(!fast_import.empty());
+  REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
+  const std::string refs = repo.Sh("cd ../k && git for-each-ref --format='%(refname) %(objectname)' refs/heads/main "
+                                   "refs/tags").out;
+  // A teammate's commit on exp (in another worktree, or a fetch into it)
+  // lands while fast-import writes.
+  Run run = repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + fast_import +
+                    " CALL_HOOK='git update-ref refs/heads/exp $(git commit-tree -p exp -m late exp^{tree})' "
+                    "PATH=$PWD/../killer:$PATH " + kImportAll);
+  CHECK(run.code == 1);
+  CHECK(run.err.find("error: git update-ref failed (no ref was moved; run migrate again): ") != std::string::npos);
+  CHECK(repo.Sh("cd ../k && git log -1 --format=%s exp").out == "late\n");
+  CHECK(repo.Sh("cd ../k && git for-each-ref --format='%(refname) %(objectname)' refs/heads/main refs/tags").out ==
+        refs);
+  CHECK(repo.Sh("cd ../k && git status --porcelain").out == "");
+  // Run again, the late commit is rewritten with the rest.
+  Run again = repo.Sh(std::string("cd ../k && ") + kImportAll);
+  REQUIRE_MESSAGE(again.code == 0, again.err);
+  CHECK(repo.Sh("cd ../k && git log -1 --format=%s exp").out == "late\n");
+  CHECK(repo.Sh("cd ../k && git cat-file -p exp:model.safetensors | head -c 18").out == "git-zipnn pointer ");
 }
 
 TEST_CASE("migrate export killed at any point, then run again, ends as one run does") {
