@@ -49,9 +49,9 @@ Result<lfs::LfsFolder> LfsFolderOf(const git::Repository& repo) {
 }
 
 // What both directions check before reading history: patterns that can
-// be written, and the revisions to rewrite. A branch
-// checked out in another worktree is never moved under it: --everything
-// leaves it out (left_out), a revision that names it is refused.
+// be written, and the revisions to rewrite. A branch checked out in
+// another worktree is never moved under it: --everything leaves it out
+// (left_out), a revision that names it is refused.
 struct Plan {
   std::vector<std::string> include, exclude, revs;
   std::vector<git::CheckedOut> elsewhere, left_out;
