@@ -375,7 +375,7 @@ void InstallKiller(Repo& repo) {
                   "    " + git + " \"$@\" < \"$KILL_COUNT.part\"\n"
                   "    kill -9 $PPID; exit 1\n"
                   "  fi\n"
-                  "  kill -9 -- -$(ps -o pgid= $$ | tr -d ' ')\n"
+                  "  kill -9 0\n"
                   "fi\n"
                   "exec " + git + " \"$@\"\n"
                   "EOF\n"
@@ -465,6 +465,44 @@ TEST_CASE("migrate import killed at any point, then run again, ends as one run d
     CHECK_MESSAGE(State(repo, "../k") == want, moved);
     CHECK(repo.Sh("cd ../k && git zipnn fsck --all").code == 0);
   }
+}
+
+TEST_CASE("migrate stopped while it checks the branch out again finishes that first when run again") {
+  Repo repo;
+  LfsHistory(repo);
+  REQUIRE(repo.Sh("git zipnn install --local").code == 0);
+  InstallKiller(repo);
+  const std::string command = "git-zipnn migrate import";
+  REQUIRE(repo.Sh("rm -rf ../once && cp -a . ../once && cd ../once && " + command).code == 0);
+  const std::string want = State(repo, "../once");
+  const std::string reset = CallOf(repo, command, " reset --hard");
+  REQUIRE(!reset.empty());
+  // Killed before the checkout, then .gitattributes written as the new
+  // commit has it (as a checkout stopped half-way leaves it).
+  REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
+  CHECK(repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + reset + " PATH=$PWD/../killer:$PATH setsid -w " +
+                command).code != 0);
+  REQUIRE(repo.Sh("cd ../k && git show HEAD:.gitattributes > .gitattributes").code == 0);
+  CHECK(repo.Sh("cd ../k && git status --porcelain").out.find("MM .gitattributes\n") != std::string::npos);
+  Run again = repo.Sh("cd ../k && " + command);
+  CHECK_MESSAGE(again.code == 0, again.err);
+  CHECK(again.err.find("git-zipnn: checked out the files of refs/heads/master, which a migrate that was stopped had "
+                       "moved; going on\n") == 0);
+  CHECK(State(repo, "../k") == want);
+  CHECK(repo.Sh("cmp ../k/model.safetensors '" + repo.Data("cnn-bf16/step-000120.safetensors") + "'").code == 0);
+
+  // A file changed by hand meanwhile: nothing is touched, and the way
+  // out is said.
+  REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
+  CHECK(repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + reset + " PATH=$PWD/../killer:$PATH setsid -w " +
+                command).code != 0);
+  REQUIRE(repo.Sh("cd ../k && echo mine >> log.txt").code == 0);
+  Run refused = repo.Sh("cd ../k && " + command);
+  CHECK(refused.code == 1);
+  CHECK(refused.err.find("and was stopped before it checked out its files again; this worktree's index and files have "
+                         "changed since") != std::string::npos);
+  CHECK(refused.err.find("then `git reset --hard` checks out the new files") != std::string::npos);
+  CHECK(repo.Sh("cd ../k && tail -1 log.txt").out == "mine\n");
 }
 
 TEST_CASE("migrate killed while fast-import reads its stream moves no ref, and run again ends as one run does") {

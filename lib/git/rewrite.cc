@@ -636,9 +636,17 @@ Result<std::optional<std::string>> FinishCheckout(const Repository& repo) {
     return std::optional<std::string>();
   }
   ZIPNN_ASSIGN_OR_RETURN(bool index_old, same_as({"diff-index", "--cached", "--quiet", old_id, "--"}));
-  (void)RunGit({"update-index", "-q", "--refresh"}, cwd);
-  ZIPNN_ASSIGN_OR_RETURN(bool files_old, same_as({"diff-files", "--quiet"}));
-  if (!index_old || !files_old) {
+  (void)RunGit({"update-index", "-q", "--refresh"}, cwd);  // times changed, bytes not: no change
+  // The files that are not the old commit's must be the new one's: a
+  // checkout stopped half-way (Ctrl-C in a long smudge) left them so.
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> changed, GitPaths({"diff-files", "--name-only", "-z"}, cwd));
+  bool files_old_or_new = true;
+  if (!changed.empty()) {
+    std::vector<std::string> args = {"diff", "--quiet", new_id, "--"};
+    for (const std::string& path : changed) args.push_back(":(literal)" + path);
+    ZIPNN_ASSIGN_OR_RETURN(files_old_or_new, same_as(args));
+  }
+  if (!index_old || !files_old_or_new) {
     return Status(StatusCode::kGit,
                   std::string("git zipnn migrate moved ") + ref + " from " + old_id + " to " + new_id +
                       " and was stopped before it checked out its files again; this worktree's index and files "

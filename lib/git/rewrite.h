@@ -125,9 +125,10 @@ Result<std::vector<CheckedOut>> BranchesCheckedOutElsewhere(const Repository& re
 // Checks out again the files of the branch a rewrite moved in this
 // worktree (`git reset --hard`, through the filters), when Write, or a
 // run of it that was stopped, left that to do: the branch, or nullopt
-// when nothing was left. When the index or the work tree changed since
-// (not the old commit's files any more), it touches nothing and says what
-// to do; when the branch has moved elsewhere since, there is nothing to do.
+// when nothing was left. Each file must be the old commit's or the new
+// one's (a checkout stopped half-way); when the index or a file changed
+// otherwise since, it touches nothing and says what to do. When the
+// branch has moved elsewhere since, there is nothing to do.
 Result<std::optional<std::string>> FinishCheckout(const Repository& repo);
 
 // Streams the bytes of blob `blob` (`git cat-file`), checking as it ends
