@@ -326,6 +326,14 @@ TEST_CASE("migrate leaves out, or refuses, a branch checked out in another workt
   CHECK(repo.Sh("cd ../wt-exp && git cat-file -p HEAD:model.safetensors | head -c 18").out == "git-zipnn pointer ");
   CHECK(repo.Sh("cmp ../wt-exp/model.safetensors '" + repo.Data("cnn-bf16/step-000200.safetensors") + "'").code == 0);
   CHECK(repo.Sh("git status --porcelain").out == "");
+
+  // export keeps the same rule.
+  const std::string refs_now = Refs(repo);
+  REQUIRE(repo.Sh("git lfs install --skip-repo >/dev/null").code == 0);
+  Run back = repo.Sh("git zipnn migrate export -I '*.safetensors' exp");
+  CHECK(back.code == 1);
+  CHECK(back.err.find("error: will not rewrite " + why) == 0);
+  CHECK(Refs(repo) == refs_now);
 }
 
 TEST_CASE("migrate copies the git notes of every notes ref to the new commits, once") {
