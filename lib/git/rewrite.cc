@@ -513,10 +513,14 @@ Result<Rewritten> HistoryRewrite::Write(const ReplaceBlob& replace, const EditAt
   std::string updates;
   std::optional<std::pair<std::string, std::string>> checkout;  // old and new commit of `checked_out`
   for (const auto& [ref, new_id] : RefTips(listed.out)) {
-    auto old_id = tips_.find(ref);
-    if (!std::binary_search(refs_.begin(), refs_.end(), ref) || old_id == tips_.end()) {
+    if (!std::binary_search(refs_.begin(), refs_.end(), ref)) {
       return Status(StatusCode::kGit, "git fast-import wrote " + ref + ", which the history read does not name (no "
                                       "ref was moved)");
+    }
+    auto old_id = tips_.find(ref);
+    if (old_id == tips_.end()) {
+      return Status(StatusCode::kGit, ref + " was made while migrate read the history (no ref was moved; run "
+                                            "migrate again)");
     }
     if (old_id->second == new_id) continue;
     updates += "update " + ref + " " + new_id + " " + old_id->second + "\n";
