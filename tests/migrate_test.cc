@@ -367,7 +367,8 @@ TEST_CASE("migrate copies the git notes of every notes ref to the new commits, o
 // run (its process group, which setsid started) before git runs. With
 // KILL_CUT=<n>, that call (fast-import) instead reads the stream cut
 // before its n-th commit, and git-zipnn alone is killed, as if it died
-// while writing to a fast-import that goes on. With CALL_HOOK=<shell>,
+// while writing to a fast-import that goes on; KILL_LINES=<n> does the
+// same with the first n lines of the call's input. With CALL_HOOK=<shell>,
 // that call runs the shell line first and nothing is killed.
 void InstallKiller(Repo& repo) {
   std::string git = repo.Sh("command -v git").out;
@@ -378,6 +379,11 @@ void InstallKiller(Repo& repo) {
                   "echo \"$n $*\" >> \"$KILL_COUNT.log\"\n"
                   "if [ \"$n\" = \"$KILL_AT\" ]; then\n"
                   "  if [ -n \"$CALL_HOOK\" ]; then eval \"$CALL_HOOK\"; exec " + git + " \"$@\"; fi\n"
+                  "  if [ -n \"$KILL_LINES\" ]; then\n"
+                  "    head -n \"$KILL_LINES\" > \"$KILL_COUNT.part\"\n"
+                  "    " + git + " \"$@\" < \"$KILL_COUNT.part\"\n"
+                  "    kill -9 $PPID; exit 1\n"
+                  "  fi\n"
                   "  if [ -n \"$KILL_CUT\" ]; then\n"
                   "    LC_ALL=C awk -v n=\"$KILL_CUT\" '/^commit /{c++; if (c==n) exit} {print}' > \"$KILL_COUNT.part\"\n"
                   "    " + git + " \"$@\" < \"$KILL_COUNT.part\"\n"
@@ -457,12 +463,28 @@ TEST_CASE("migrate import killed at any point, then run again, ends as one run d
   CHECK(points >= 10);
   MESSAGE("migrate import killed at " << points << " points");
 
-  // Stopped before its ref transaction, which then moved some refs only
-  // (git renames ref files one at a time): run again, the others follow
-  // to the same commits.
   const std::string want = State(repo, "../once");
   const std::string update_ref = CallOf(repo, kImportAll, " update-ref ");
   REQUIRE(!update_ref.empty());
+  // git-zipnn killed while it gives git update-ref the refs to move: no
+  // ref moves (the input ends before its commit).
+  for (int lines = 1; lines <= 5; ++lines) {
+    REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
+    CHECK(repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + update_ref + " KILL_LINES=" +
+                  std::to_string(lines) + " PATH=$PWD/../killer:$PATH " + kImportAll).code != 0);
+    CHECK_MESSAGE(repo.Sh("cd ../k && git for-each-ref --format='%(refname) %(objectname) %(*objectname)' "
+                          "refs/heads refs/tags").out ==
+                      repo.Sh("git for-each-ref --format='%(refname) %(objectname) %(*objectname)' "
+                              "refs/heads refs/tags").out,
+                  lines << " lines");
+    Run again = repo.Sh(std::string("cd ../k && ") + kImportAll);
+    CHECK_MESSAGE(again.code == 0, again.err);
+    CHECK_MESSAGE(State(repo, "../k") == want, lines << " lines");
+  }
+
+  // Stopped before its ref transaction, which then moved some refs only
+  // (git renames ref files one at a time): run again, the others follow
+  // to the same commits.
   for (const char* moved : {"refs/heads/exp refs/tags/v1", "refs/heads/main", "refs/heads/main refs/tags/v2"}) {
     REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
     CHECK(repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + update_ref + " PATH=$PWD/../killer:$PATH "

@@ -510,7 +510,9 @@ Result<Rewritten> HistoryRewrite::Write(const ReplaceBlob& replace, const EditAt
   if (listed.exit_code != 0) {
     return Status(StatusCode::kGit, "git for-each-ref failed (no ref was moved): " + Trimmed(listed.err));
   }
-  std::string updates;
+  // Between start and commit: input cut short (its writer killed) ends
+  // without commit, and git then moves nothing.
+  std::string updates = "start\n";
   std::optional<std::pair<std::string, std::string>> checkout;  // old and new commit of `checked_out`
   for (const auto& [ref, new_id] : RefTips(listed.out)) {
     if (!std::binary_search(refs_.begin(), refs_.end(), ref)) {
@@ -563,7 +565,8 @@ Result<Rewritten> HistoryRewrite::Write(const ReplaceBlob& replace, const EditAt
     }
   }
 
-  if (!updates.empty()) {
+  if (!result.refs.empty()) {
+    updates += "prepare\ncommit\n";
     std::string note_path;
     if (checkout) {
       ZIPNN_ASSIGN_OR_RETURN(std::string git_dir, WorktreeGitDir(cwd));
