@@ -165,7 +165,7 @@ void Report(const git::HistoryRewrite& rewrite, const git::Rewritten& done, size
                Counts(rewrite, stored).c_str(), to, Counted(done.commits.size(), "commit").c_str(), refs.c_str(),
                from_lfs ? " (and `git lfs prune` the Git LFS copies, once no remote-tracking branch names them)" : "");
   if (done.notes > 0) {
-    std::fprintf(stderr, "git-zipnn: copied %s of %s to the new commits (the old commits keep theirs)\n",
+    std::fprintf(stderr, "git-zipnn: copied %s of %s to the new commits and tags (the old ones keep theirs)\n",
                  Counted(done.notes, "git note").c_str(), Listed(done.notes_refs).c_str());
   }
   // Branches that only a remote-tracking ref names were not rewritten: a

@@ -336,21 +336,23 @@ TEST_CASE("migrate leaves out, or refuses, a branch checked out in another workt
   CHECK(Refs(repo) == refs_now);
 }
 
-TEST_CASE("migrate copies the git notes of every notes ref to the new commits, once") {
+TEST_CASE("migrate copies the git notes of every notes ref to the new commits and tags, once") {
   Repo repo;
   PlainHistory(repo);
   REQUIRE(repo.Sh("git zipnn install --local && git notes add -m 'loss 0.31' main~1 && "
-                  "git notes add -m 'loss 0.12' exp && git notes --ref=review add -m 'ok by A' main")
+                  "git notes add -m 'loss 0.12' exp && git notes --ref=review add -m 'ok by A' main && "
+                  "git notes add -m 'shipped' v2")
               .code == 0);
   const std::string old_main = repo.Sh("git rev-parse main").out;
   Run run = repo.Sh("git zipnn migrate import -I '*.safetensors' --everything");
   REQUIRE_MESSAGE(run.code == 0, run.err);
-  CHECK(run.err.find("git-zipnn: copied 3 git notes of refs/notes/commits, refs/notes/review to the new commits (the "
-                     "old commits keep theirs)\n") != std::string::npos);
+  CHECK(run.err.find("git-zipnn: copied 4 git notes of refs/notes/commits, refs/notes/review to the new commits and "
+                     "tags (the old ones keep theirs)\n") != std::string::npos);
   CHECK(repo.Sh("git rev-parse main").out != old_main);
   CHECK(repo.Sh("git notes show main~1").out == "loss 0.31\n");
   CHECK(repo.Sh("git notes show exp").out == "loss 0.12\n");
   CHECK(repo.Sh("git notes --ref=review show main").out == "ok by A\n");
+  CHECK(repo.Sh("git notes show v2").out == "shipped\n");  // the annotated tag, written again
   CHECK(repo.Sh("git log -1 --format=%N main~1").out == "loss 0.31\n\n");
   CHECK(repo.Sh("git notes --ref=review show " + old_main).out == "ok by A\n");
   // Nothing to copy a second time: no new notes commit.

@@ -514,7 +514,8 @@ Result<Rewritten> HistoryRewrite::Write(const ReplaceBlob& replace, const EditAt
   // without commit, and git then moves nothing.
   std::string updates = "start\n";
   std::optional<std::pair<std::string, std::string>> checkout;  // old and new commit of `checked_out`
-  for (const auto& [ref, new_id] : RefTips(listed.out)) {
+  const std::map<std::string, std::string> new_tips = RefTips(listed.out);
+  for (const auto& [ref, new_id] : new_tips) {
     if (!std::binary_search(refs_.begin(), refs_.end(), ref)) {
       return Status(StatusCode::kGit, "git fast-import wrote " + ref + ", which the history read does not name (no "
                                       "ref was moved)");
@@ -531,6 +532,14 @@ Result<Rewritten> HistoryRewrite::Write(const ReplaceBlob& replace, const EditAt
   }
 
   // Notes move before refs: a run stopped after this finds them copied.
+  // They follow each commit, and each annotated tag, written again.
+  std::vector<std::pair<std::string, std::string>> renamed = result.commits;
+  std::set<std::string> commits_old;
+  for (const auto& pair : result.commits) commits_old.insert(pair.first);
+  for (const std::string& ref : result.refs) {
+    const std::string& old_id = tips_.at(ref);
+    if (StartsWith(ref, "refs/tags/") && !commits_old.count(old_id)) renamed.emplace_back(old_id, new_tips.at(ref));
+  }
   ZIPNN_ASSIGN_OR_RETURN(std::string notes_refs,
                          GitOutput({"for-each-ref", "--format=%(refname)", "refs/notes/"}, cwd));
   for (const std::string& notes_ref : LinesOf(notes_refs)) {
@@ -544,7 +553,7 @@ Result<Rewritten> HistoryRewrite::Write(const ReplaceBlob& replace, const EditAt
     }
     std::string pairs;
     size_t carried = 0;
-    for (const auto& [old_id, new_id] : result.commits) {
+    for (const auto& [old_id, new_id] : renamed) {
       auto note = note_of.find(old_id);
       if (old_id == new_id || note == note_of.end()) continue;
       ++carried;

@@ -58,7 +58,8 @@ using EditAttributes = std::function<std::string(const std::optional<std::string
 
 // The commits written again: each old commit's new id (hex), in the order
 // fast-export listed them; the refs moved; and the git notes copied from
-// old commits to their new ones, with the notes refs that hold them.
+// old commits and annotated tags to their new ones, with the notes refs
+// that hold them.
 struct Rewritten {
   std::vector<std::pair<std::string, std::string>> commits;
   std::vector<std::string> refs;
