@@ -484,6 +484,32 @@ TEST_CASE("migrate import killed at any point, then run again, ends as one run d
     CHECK_MESSAGE(State(repo, "../k") == want, lines << " lines");
   }
 
+  // Killed twice: before the ref transaction (the refs written aside, the
+  // note of the checkout made), or before the checkout (the refs moved),
+  // and the next run killed too, at each third of its calls; a third run
+  // ends as one run does.
+  const std::string reset = CallOf(repo, kImportAll, " reset --hard");
+  REQUIRE(!reset.empty());
+  int twice = 0;
+  for (const std::string& first : {update_ref, reset}) {
+    for (int second = 1; second < 200; second += 3) {
+      REQUIRE(repo.Sh("rm -rf ../k && cp -a . ../k && rm -f ../count*").code == 0);
+      CHECK(repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + first + " PATH=$PWD/../killer:$PATH setsid -w " +
+                    kImportAll).code != 0);
+      REQUIRE(repo.Sh("rm -f ../count*").code == 0);
+      repo.Sh("cd ../k && KILL_COUNT=$PWD/../count KILL_AT=" + std::to_string(second) +
+              " PATH=$PWD/../killer:$PATH setsid -w " + kImportAll);
+      if (std::stoi(repo.Sh("cat ../count").out) < second) break;
+      ++twice;
+      Run third = repo.Sh(std::string("cd ../k && ") + kImportAll);
+      CHECK_MESSAGE(third.code == 0, "killed at " << first << ", then " << second << ": " << third.err);
+      CHECK_MESSAGE(State(repo, "../k") == want, "killed at " << first << ", then " << second);
+      CHECK(repo.Sh("cmp ../k/model.safetensors '" + repo.Data("cnn-bf16/step-000120.safetensors") + "'").code == 0);
+    }
+  }
+  CHECK(twice >= 10);
+  MESSAGE("migrate import killed twice in " << twice << " ways");
+
   // Stopped before its ref transaction, which then moved some refs only
   // (git renames ref files one at a time): run again, the others follow
   // to the same commits.
