@@ -48,21 +48,17 @@ Result<lfs::LfsFolder> LfsFolderOf(const git::Repository& repo) {
   return lfs::LfsFolder((*storage)[0] == '/' ? *storage : dir + "/" + *storage);
 }
 
-// What both directions check before reading history: a clean work tree,
-// patterns that can be written, and the revisions to rewrite.
+// What both directions check before reading history: patterns that can
+// be written, and the revisions to rewrite. A branch checked out in
+// another worktree is never moved under it: --everything leaves it out
+// (left_out), a revision that names it is refused.
 struct Plan {
   std::vector<std::string> include, exclude, revs;
+  std::vector<git::CheckedOut> elsewhere, left_out;
 };
-Result<Plan> PlanFor(const MigrateArgs& a, git::Driver to) {
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> changes, git::LocalChanges());
-  if (!changes.empty() && !a.dry_run) {
-    std::string listed;
-    for (size_t i = 0; i < changes.size() && i < 5; ++i) listed += "\n    " + changes[i];
-    return InvalidArgument("the work tree has changes git has not committed; commit or stash them first, since "
-                           "migrate rewrites the commits they are on:" +
-                           listed + (changes.size() > 5 ? "\n    ..." : ""));
-  }
+Result<Plan> PlanFor(const git::Repository& repo, const MigrateArgs& a, git::Driver to) {
   Plan plan;
+  ZIPNN_ASSIGN_OR_RETURN(plan.elsewhere, git::BranchesCheckedOutElsewhere(repo));
   plan.include = PatternList(a.include);
   plan.exclude = PatternList(a.exclude);
   if (plan.include.empty()) {
@@ -81,7 +77,14 @@ Result<Plan> PlanFor(const MigrateArgs& a, git::Driver to) {
   for (const std::string& p : plan.exclude) ZIPNN_RETURN_IF_ERROR(git::CheckPattern(p));
   if (a.everything) {
     if (!a.refs.empty()) return InvalidArgument("--everything rewrites every branch and tag; give no revisions with it");
-    plan.revs = {"--branches", "--tags"};
+    // fast-export reads `--exclude=<name>` as leaving that branch out of
+    // the --branches after it (branch names hold no glob characters).
+    for (const git::CheckedOut& c : plan.elsewhere) {
+      if (c.ref.rfind("refs/heads/", 0) != 0) continue;
+      plan.revs.push_back("--exclude=" + c.ref.substr(11));
+      plan.left_out.push_back(c);
+    }
+    plan.revs.insert(plan.revs.end(), {"--branches", "--tags"});
   } else if (!a.refs.empty()) {
     plan.revs = a.refs;
   } else {
@@ -125,7 +128,9 @@ Status PrintChosen(const git::Repository& repo, const git::HistoryRewrite& rewri
     std::printf("%s: %s, %s\n", path.c_str(), Counted(blobs.size(), "version").c_str(), HumanBytes(bytes).c_str());
   }
   std::string refs;
-  for (const std::string& r : revs) refs += (refs.empty() ? "" : " ") + r;
+  for (const std::string& r : revs) {
+    if (r.rfind("--exclude=", 0) != 0) refs += (refs.empty() ? "" : " ") + r;
+  }
   if (refs == "--branches --tags") refs = "every branch and tag";
   std::printf("would store %s in %s and write %s of %s again\n", Counts(rewrite, rewrite.files().size()).c_str(), to,
               Counted(rewrite.commits(), "commit").c_str(), refs.c_str());
@@ -159,6 +164,10 @@ void Report(const git::HistoryRewrite& rewrite, const git::Rewritten& done, size
                "teammates clone again\n",
                Counts(rewrite, stored).c_str(), to, Counted(done.commits.size(), "commit").c_str(), refs.c_str(),
                from_lfs ? " (and `git lfs prune` the Git LFS copies, once no remote-tracking branch names them)" : "");
+  if (done.notes > 0) {
+    std::fprintf(stderr, "git-zipnn: copied %s of %s to the new commits and tags (the old ones keep theirs)\n",
+                 Counted(done.notes, "git note").c_str(), Listed(done.notes_refs).c_str());
+  }
   // Branches that only a remote-tracking ref names were not rewritten: a
   // push --force --all would leave them as they were on the remote.
   std::set<std::string> local;
@@ -184,12 +193,40 @@ void Report(const git::HistoryRewrite& rewrite, const git::Rewritten& done, size
   }
 }
 
-// A rewrite that moved the branch checked out leaves the old files in the
-// index: the work tree is checked out again, through the filters.
-Status CheckOutAgain(const git::Rewritten& done, const std::optional<std::string>& head) {
-  if (!head) return OkStatus();
-  for (const std::string& r : done.refs) {
-    if (r == *head) return git::ResetHard();
+// Why a branch checked out in another worktree is not moved, and what to
+// do about it.
+std::string ElsewhereWhy(const git::CheckedOut& c) {
+  return c.ref + ": it is checked out in the worktree " + c.worktree +
+         ", whose index would keep the old files and commit them back over the new history";
+}
+
+// Left out by --everything: said before anything is written.
+void SayLeftOut(const Plan& plan) {
+  for (const git::CheckedOut& c : plan.left_out) {
+    std::fprintf(stderr,
+                 "git-zipnn: left out %s; migrate it from there (cd %s && git zipnn migrate ...), or switch that "
+                 "worktree to another branch and run this again\n",
+                 ElsewhereWhy(c).c_str(), c.worktree.c_str());
+  }
+}
+
+// A run stopped after moving the branch checked out here, before its
+// files were checked out again, is finished first; then the work tree
+// must hold no change git has not committed.
+Status FinishStoppedRunAndCheckClean(const git::Repository& repo) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> finished, git::FinishCheckout(repo));
+  if (finished) {
+    std::fprintf(stderr,
+                 "git-zipnn: checked out the files of %s, which a migrate that was stopped had moved; going on\n",
+                 finished->c_str());
+  }
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> changes, git::LocalChanges());
+  if (!changes.empty()) {
+    std::string listed;
+    for (size_t i = 0; i < changes.size() && i < 5; ++i) listed += "\n    " + changes[i];
+    return InvalidArgument("the work tree has changes git has not committed; commit or stash them first, since "
+                           "migrate rewrites the commits they are on:" +
+                           listed + (changes.size() > 5 ? "\n    ..." : ""));
   }
   return OkStatus();
 }
@@ -224,10 +261,14 @@ Result<std::map<git::Oid, lfs::LfsPointer>> LfsPointersOf(const git::Repository&
 // What both directions do before anything is written: the plan, a check
 // that the filter the files go to is installed (the branch checked out is
 // checked out again through it), and the history read. nullopt when that
-// is all: a dry run, or no file chosen.
+// is all: a dry run.
 Result<std::optional<git::HistoryRewrite>> ReadHistory(const MigrateArgs& a, git::Driver to, git::Repository& repo,
                                                        Plan& plan) {
-  ZIPNN_ASSIGN_OR_RETURN(plan, PlanFor(a, to));
+  // The patterns come from .gitattributes as it is before a stopped run
+  // is finished: the old commit's, as they were for that run.
+  ZIPNN_ASSIGN_OR_RETURN(plan, PlanFor(repo, a, to));
+  if (!a.dry_run) ZIPNN_RETURN_IF_ERROR(FinishStoppedRunAndCheckClean(repo));
+  SayLeftOut(plan);
   const bool zipnn = to == git::Driver::kZipnn;
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> lfs_filter, git::ConfigGet("filter.lfs.process"));
   if (!a.dry_run && (zipnn ? !git::FilterInstalled() : !lfs_filter)) {
@@ -237,6 +278,13 @@ Result<std::optional<git::HistoryRewrite>> ReadHistory(const MigrateArgs& a, git
   }
   ZIPNN_ASSIGN_OR_RETURN(git::HistoryRewrite rewrite,
                          git::HistoryRewrite::Read(repo, plan.revs, plan.include, plan.exclude));
+  for (const git::CheckedOut& c : plan.elsewhere) {
+    if (std::binary_search(rewrite.refs().begin(), rewrite.refs().end(), c.ref)) {
+      return InvalidArgument("will not rewrite " + ElsewhereWhy(c) + ". Switch that worktree to another branch " +
+                             "first (git -C " + c.worktree + " switch --detach), or migrate " + c.ref +
+                             " from there; nothing was changed");
+    }
+  }
   if (rewrite.files().empty()) {
     // A typo ('*.safetensor') gets the patterns .gitattributes has.
     std::string hint;
@@ -301,11 +349,11 @@ Status RunImport(const MigrateArgs& a) {
     auto edit = [&](const std::optional<std::string>& text) {
       return git::Retracked(text.value_or(""), plan.include, git::Driver::kZipnn);
     };
-    ZIPNN_ASSIGN_OR_RETURN(done, rewrite.Write(replace, edit));
+    ZIPNN_ASSIGN_OR_RETURN(done, rewrite.Write(replace, edit, branch));
     (void)filter.Finish();
   }
   Report(rewrite, done, converted, "git-zipnn", !lfs_pointers.empty());
-  return CheckOutAgain(done, branch);
+  return git::FinishCheckout(git_repo).status();
 }
 
 Status RunExport(const MigrateArgs& a) {
@@ -332,9 +380,9 @@ Status RunExport(const MigrateArgs& a) {
   auto edit = [&](const std::optional<std::string>& text) {
     return git::Retracked(text.value_or(""), plan.include, git::Driver::kLfs);
   };
-  ZIPNN_ASSIGN_OR_RETURN(git::Rewritten done, rewrite.Write(replace, edit));
+  ZIPNN_ASSIGN_OR_RETURN(git::Rewritten done, rewrite.Write(replace, edit, branch));
   Report(rewrite, done, converted, "Git LFS", false);
-  return CheckOutAgain(done, branch);
+  return git::FinishCheckout(git_repo).status();
 }
 
 void AddMigrateOptions(CLI::App& sub, MigrateArgs& a) {

@@ -1,8 +1,12 @@
 #include "lib/git/rewrite.h"
 
+#include <ftw.h>
 #include <openssl/evp.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <string_view>
 #include <utility>
@@ -121,6 +125,65 @@ void AppendData(std::string& out, std::string_view bytes) {
   out += "data " + std::to_string(bytes.size()) + "\n";
   out.append(bytes.data(), bytes.size());
   out += '\n';
+}
+
+// The folder fast-import keeps its refs in (its objects go to the
+// repository's): the refs of a run stopped half-way never reach the
+// repository. Emptied before each run and after it.
+constexpr char kScratchFolder[] = "/zipnn/migrate-refs";
+// In a worktree's own git folder while the branch checked out there has
+// moved and its files are still the old commit's: "<ref> <old> <new>".
+constexpr char kCheckoutNote[] = "/zipnn-migrate-checkout";
+
+int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path) == 0 ? 0 : -1; }
+
+// Removes `dir` and all it holds (links are removed, not followed); a
+// folder that is not there is no error.
+Status RemoveTree(const std::string& dir) {
+  if (!FileExists(dir)) return OkStatus();
+  if (nftw(dir.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
+    return IoError("cannot remove " + dir + ": remove it by hand");
+  }
+  return OkStatus();
+}
+
+// Lines of `text`, without their newlines; empty lines left out.
+std::vector<std::string> LinesOf(const std::string& text) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (end > at) lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return lines;
+}
+
+// "<id> <ref>" lines of `git for-each-ref` as ref -> id.
+std::map<std::string, std::string> RefTips(const std::string& out) {
+  std::map<std::string, std::string> tips;
+  for (const std::string& line : LinesOf(out)) {
+    const size_t space = line.find(' ');
+    if (space != std::string::npos) tips[line.substr(space + 1)] = line.substr(0, space);
+  }
+  return tips;
+}
+
+std::string Trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+// `path` with symbolic links resolved, or as it is when it cannot be.
+std::string RealPath(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
+}
+
+// The worktree's own git folder (absolute): <common>/worktrees/<name> for
+// a linked one.
+Result<std::string> WorktreeGitDir(const std::string& cwd) {
+  return GitOutput({"rev-parse", "--absolute-git-dir"}, cwd);
 }
 
 }  // namespace
@@ -242,7 +305,8 @@ Result<HistoryRewrite> HistoryRewrite::Read(Repository& repo, const std::vector<
                                    "--reencode=no"};
   std::vector<std::string> named;
   for (const std::string& rev : revs) {
-    if (rev == "--branches" || rev == "--tags") {
+    // --exclude=<branch> leaves a branch out of the --branches after it.
+    if (rev == "--branches" || rev == "--tags" || (StartsWith(rev, "--exclude=") && rev.size() > 10 && rev[10] != '-')) {
       args.push_back(rev);
       continue;
     }
@@ -252,12 +316,16 @@ Result<HistoryRewrite> HistoryRewrite::Read(Repository& repo, const std::vector<
   args.push_back("--end-of-options");
   args.insert(args.end(), named.begin(), named.end());
   const std::string cwd = repo.work_dir().empty() ? repo.common_dir() : repo.work_dir();
+  // Each ref as it is before git reads the history: Write moves a ref only
+  // while it still names this (a commit made meanwhile is never lost).
+  ZIPNN_ASSIGN_OR_RETURN(std::string tips, GitOutput({"for-each-ref", "--format=%(objectname) %(refname)"}, cwd));
   ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args, cwd));
   if (run.exit_code != 0) {
     while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
     return Status(StatusCode::kGit, "git fast-export failed: " + run.err);
   }
-  HistoryRewrite rewrite(repo, std::move(run.out));
+  HistoryRewrite rewrite(repo, std::move(run.out), RefTips(tips + "\n"));
+  std::set<std::string> refs;
 
   // Every regular file's path, and each (path, blob) once, in the order
   // history first holds it.
@@ -270,8 +338,11 @@ Result<HistoryRewrite> HistoryRewrite::Read(Repository& repo, const std::vector<
     if (StartsWith(line, "data ")) {
       ZIPNN_ASSIGN_OR_RETURN(size_t n, DataSize(line));
       ZIPNN_RETURN_IF_ERROR(stream.Bytes(n).status());
-    } else if (StartsWith(line, "commit ")) {
-      ++rewrite.commits_;
+    } else if (StartsWith(line, "commit ") || StartsWith(line, "reset ")) {
+      if (StartsWith(line, "commit ")) ++rewrite.commits_;
+      refs.insert(std::string(line.substr(line.find(' ') + 1)));
+    } else if (StartsWith(line, "tag ")) {
+      refs.insert("refs/tags/" + std::string(line.substr(4)));
     } else if (std::optional<FileLine> f = ParseFileLine(line); f && f->regular()) {
       const std::optional<Oid> blob = ParseOid(std::string(f->blob));
       if (!blob) return Status(StatusCode::kGit, "git fast-export named a blob as " + std::string(f->blob));
@@ -279,6 +350,14 @@ Result<HistoryRewrite> HistoryRewrite::Read(Repository& repo, const std::vector<
       if (seen.emplace(f->path, *blob).second) versions.emplace_back(f->path, *blob);
     }
   }
+  for (const std::string& ref : refs) {
+    // A detached HEAD named as a revision: no branch to move.
+    if (!StartsWith(ref, "refs/")) {
+      return InvalidArgument("cannot rewrite " + ref + ": it names no branch or tag (a detached HEAD); name branches "
+                             "or tags instead");
+    }
+  }
+  rewrite.refs_.assign(refs.begin(), refs.end());
   ZIPNN_ASSIGN_OR_RETURN(rewrite.chosen_, MatchingPaths(repo, paths, include, exclude));
   rewrite.chosen_.erase(kAttributesPath);
   // Each blob at a chosen path, named by the first chosen path it is at.
@@ -291,7 +370,8 @@ Result<HistoryRewrite> HistoryRewrite::Read(Repository& repo, const std::vector<
   return rewrite;
 }
 
-Result<Rewritten> HistoryRewrite::Write(const ReplaceBlob& replace, const EditAttributes& edit) {
+Result<Rewritten> HistoryRewrite::Write(const ReplaceBlob& replace, const EditAttributes& edit,
+                                        const std::optional<std::string>& checked_out) {
   std::map<Oid, std::optional<std::string>> replaced;
   for (const RewriteFile& file : files_) {
     ZIPNN_ASSIGN_OR_RETURN(replaced[file.blob], replace(file));
@@ -303,10 +383,12 @@ Result<Rewritten> HistoryRewrite::Write(const ReplaceBlob& replace, const EditAt
     return found->second;
   };
 
-  std::string out;
+  // With `done` at its end and the feature asked for at its start, a
+  // stream cut short (its writer killed) is an error to fast-import, not
+  // a shorter history.
+  std::string out = "feature done\n";
   out.reserve(stream_.size() + stream_.size() / 4);
   Rewritten result;
-  std::set<std::string> refs;
   std::map<std::string, std::string> old_of_mark;  // ":N" -> old commit
   std::vector<std::string> marks_in_order;
   // The commit being copied: its file lines wait until its last, so that
@@ -343,11 +425,6 @@ Result<Rewritten> HistoryRewrite::Write(const ReplaceBlob& replace, const EditAt
     if (StartsWith(line, "commit ")) {
       in_commit = true;
       mark.clear();
-      refs.insert(std::string(line.substr(7)));
-    } else if (StartsWith(line, "reset ")) {
-      refs.insert(std::string(line.substr(6)));
-    } else if (StartsWith(line, "tag ")) {
-      refs.insert("refs/tags/" + std::string(line.substr(4)));
     } else if (in_commit && StartsWith(line, "mark ")) {
       mark = std::string(line.substr(5));
       marks_in_order.push_back(mark);
@@ -383,24 +460,37 @@ Result<Rewritten> HistoryRewrite::Write(const ReplaceBlob& replace, const EditAt
     out.append(line.data(), line.size()).append("\n");
   }
   if (in_commit) end_commit();
+  out += "done\n";
 
-  const std::string dir = repo_->common_dir() + "/zipnn";
-  ZIPNN_ASSIGN_OR_RETURN(TempFile marks, TempFile::Create(dir, "migrate-marks"));
   const std::string cwd = repo_->work_dir().empty() ? repo_->common_dir() : repo_->work_dir();
-  ZIPNN_ASSIGN_OR_RETURN(GitRun run,
-                         RunGit({"fast-import", "--quiet", "--force", "--export-marks=" + marks.path()}, cwd, out));
-  if (run.exit_code != 0) {
-    while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
-    return Status(StatusCode::kGit, "git fast-import failed (no ref was moved): " + run.err);
+  // fast-import's objects go where the repository keeps its own (as git
+  // finds them: GIT_OBJECT_DIRECTORY when set), its refs to the scratch
+  // folder.
+  ZIPNN_ASSIGN_OR_RETURN(std::string objects, GitOutput({"rev-parse", "--git-path", "objects"}, cwd));
+  if (objects.empty() || objects[0] != '/') objects = cwd + "/" + objects;
+  const std::string objects_env = "GIT_OBJECT_DIRECTORY=" + objects;
+  const std::string scratch = repo_->common_dir() + kScratchFolder;
+  ZIPNN_RETURN_IF_ERROR(RemoveTree(scratch));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(scratch + "/refs"));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(scratch + "/objects"));
+  const std::pair<const char*, const char*> scratch_files[] = {
+      {"/HEAD", "ref: refs/heads/none\n"}, {"/config", "[core]\n\trepositoryformatversion = 0\n\tbare = true\n"}};
+  for (const auto& [name, text] : scratch_files) {
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(scratch + name, /*overwrite=*/true));
+    ZIPNN_RETURN_IF_ERROR(file.Append(text, std::char_traits<char>::length(text)));
+    ZIPNN_RETURN_IF_ERROR(file.CommitUnsynced());
   }
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(marks.path()));
+  const std::string marks = scratch + "/marks";
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGitWith(objects_env,
+                                                {"--git-dir=" + scratch, "fast-import", "--quiet", "--force",
+                                                 "--export-marks=" + marks},
+                                                cwd, out));
+  if (run.exit_code != 0) {
+    return Status(StatusCode::kGit, "git fast-import failed (no ref was moved): " + Trimmed(run.err));
+  }
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(marks));
   std::map<std::string, std::string> new_of_mark;
-  std::string text(bytes.begin(), bytes.end());
-  for (size_t at = 0; at < text.size();) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string entry = text.substr(at, end - at);
-    at = end + 1;
+  for (const std::string& entry : LinesOf(std::string(bytes.begin(), bytes.end()))) {
     const size_t space = entry.find(' ');
     if (space != std::string::npos) new_of_mark[entry.substr(0, space)] = entry.substr(space + 1);
   }
@@ -411,8 +501,178 @@ Result<Rewritten> HistoryRewrite::Write(const ReplaceBlob& replace, const EditAt
       result.commits.emplace_back(old_id->second, new_id->second);
     }
   }
-  result.refs.assign(refs.begin(), refs.end());
+
+  // Where each ref is to go: as fast-import left it in the scratch folder.
+  ZIPNN_ASSIGN_OR_RETURN(GitRun listed, RunGitWith(objects_env,
+                                                   {"--git-dir=" + scratch, "for-each-ref",
+                                                    "--format=%(objectname) %(refname)"},
+                                                   cwd));
+  if (listed.exit_code != 0) {
+    return Status(StatusCode::kGit, "git for-each-ref failed (no ref was moved): " + Trimmed(listed.err));
+  }
+  // Between start and commit: input cut short (its writer killed) ends
+  // without commit, and git then moves nothing.
+  std::string updates = "start\n";
+  std::optional<std::pair<std::string, std::string>> checkout;  // old and new commit of `checked_out`
+  const std::map<std::string, std::string> new_tips = RefTips(listed.out);
+  for (const auto& [ref, new_id] : new_tips) {
+    if (!std::binary_search(refs_.begin(), refs_.end(), ref)) {
+      return Status(StatusCode::kGit, "git fast-import wrote " + ref + ", which the history read does not name (no "
+                                      "ref was moved)");
+    }
+    auto old_id = tips_.find(ref);
+    if (old_id == tips_.end()) {
+      return Status(StatusCode::kGit, ref + " was made while migrate read the history (no ref was moved; run "
+                                            "migrate again)");
+    }
+    if (old_id->second == new_id) continue;
+    updates += "update " + ref + " " + new_id + " " + old_id->second + "\n";
+    result.refs.push_back(ref);
+    if (checked_out && ref == *checked_out) checkout.emplace(old_id->second, new_id);
+  }
+
+  // Notes move before refs: a run stopped after this finds them copied.
+  // They follow each commit, and each annotated tag, written again.
+  std::vector<std::pair<std::string, std::string>> renamed = result.commits;
+  std::set<std::string> commits_old;
+  for (const auto& pair : result.commits) commits_old.insert(pair.first);
+  for (const std::string& ref : result.refs) {
+    const std::string& old_id = tips_.at(ref);
+    if (StartsWith(ref, "refs/tags/") && !commits_old.count(old_id)) renamed.emplace_back(old_id, new_tips.at(ref));
+  }
+  ZIPNN_ASSIGN_OR_RETURN(std::string notes_refs,
+                         GitOutput({"for-each-ref", "--format=%(refname)", "refs/notes/"}, cwd));
+  for (const std::string& notes_ref : LinesOf(notes_refs)) {
+    // git's cache of textconv output notes blobs, never commits.
+    if (StartsWith(notes_ref, "refs/notes/textconv/")) continue;
+    ZIPNN_ASSIGN_OR_RETURN(std::string listed_notes, GitOutput({"notes", "--ref=" + notes_ref, "list"}, cwd));
+    std::map<std::string, std::string> note_of;  // annotated object -> note blob
+    for (const std::string& line : LinesOf(listed_notes)) {
+      const size_t space = line.find(' ');
+      if (space != std::string::npos) note_of[line.substr(space + 1)] = line.substr(0, space);
+    }
+    std::string pairs;
+    size_t carried = 0;
+    for (const auto& [old_id, new_id] : renamed) {
+      auto note = note_of.find(old_id);
+      if (old_id == new_id || note == note_of.end()) continue;
+      ++carried;
+      auto there = note_of.find(new_id);
+      if (there == note_of.end() || there->second != note->second) pairs += old_id + " " + new_id + "\n";
+    }
+    if (!pairs.empty()) {
+      ZIPNN_ASSIGN_OR_RETURN(GitRun copied, RunGit({"notes", "--ref=" + notes_ref, "copy", "--force", "--stdin"},
+                                                   cwd, pairs));
+      if (copied.exit_code != 0) {
+        return Status(StatusCode::kGit, "git notes copy failed for " + notes_ref + " (no ref was moved): " +
+                                            Trimmed(copied.err));
+      }
+    }
+    if (carried > 0) {
+      result.notes += carried;
+      result.notes_refs.push_back(notes_ref);
+    }
+  }
+
+  if (!result.refs.empty()) {
+    updates += "prepare\ncommit\n";
+    std::string note_path;
+    if (checkout) {
+      ZIPNN_ASSIGN_OR_RETURN(std::string git_dir, WorktreeGitDir(cwd));
+      note_path = git_dir + kCheckoutNote;
+      const std::string text = *checked_out + " " + checkout->first + " " + checkout->second + "\n";
+      ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(note_path, /*overwrite=*/true));
+      ZIPNN_RETURN_IF_ERROR(file.Append(text.data(), text.size()));
+      ZIPNN_RETURN_IF_ERROR(file.Commit());
+    }
+    // One transaction: every ref moves, or none does.
+    ZIPNN_ASSIGN_OR_RETURN(GitRun moved, RunGit({"update-ref", "-m", "git zipnn migrate", "--stdin"}, cwd, updates));
+    if (moved.exit_code != 0) {
+      if (!note_path.empty()) ::unlink(note_path.c_str());
+      return Status(StatusCode::kGit, "git update-ref failed (no ref was moved; run migrate again): " +
+                                          Trimmed(moved.err));
+    }
+  }
+  (void)RemoveTree(scratch);
   return result;
+}
+
+Result<std::vector<CheckedOut>> BranchesCheckedOutElsewhere(const Repository& repo) {
+  const std::string cwd = repo.work_dir().empty() ? repo.common_dir() : repo.work_dir();
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"worktree", "list", "--porcelain", "-z"}, cwd));
+  if (run.exit_code != 0) return Status(StatusCode::kGit, "git worktree list failed: " + Trimmed(run.err));
+  const std::string here = repo.work_dir().empty() ? "" : RealPath(repo.work_dir());
+  std::vector<CheckedOut> found;
+  // Records of NUL-ended lines ("worktree <path>", "branch <ref>", ...),
+  // each record ended by an empty line.
+  std::string path, branch;
+  for (size_t at = 0, end; (end = run.out.find('\0', at)) != std::string::npos; at = end + 1) {
+    const std::string field = run.out.substr(at, end - at);
+    if (StartsWith(field, "worktree ")) {
+      path = field.substr(9);
+    } else if (StartsWith(field, "branch ")) {
+      branch = field.substr(7);
+    } else if (field.empty()) {
+      if (!branch.empty() && RealPath(path) != here) found.push_back(CheckedOut{branch, path});
+      path.clear();
+      branch.clear();
+    }
+  }
+  return found;
+}
+
+Result<std::optional<std::string>> FinishCheckout(const Repository& repo) {
+  if (repo.work_dir().empty()) return std::optional<std::string>();
+  const std::string cwd = repo.work_dir();
+  ZIPNN_ASSIGN_OR_RETURN(std::string git_dir, WorktreeGitDir(cwd));
+  const std::string note_path = git_dir + kCheckoutNote;
+  if (!FileExists(note_path)) return std::optional<std::string>();
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(note_path));
+  const std::string text(bytes.begin(), bytes.end());
+  char ref[1024], old_id[65], new_id[65];
+  if (text.size() >= sizeof ref || std::sscanf(text.c_str(), "%1023s %64s %64s", ref, old_id, new_id) != 3) {
+    ::unlink(note_path.c_str());  // not ours to read: nothing is known to be left
+    return std::optional<std::string>();
+  }
+  ZIPNN_ASSIGN_OR_RETURN(GitRun head, RunGit({"symbolic-ref", "-q", "HEAD"}, cwd));
+  ZIPNN_ASSIGN_OR_RETURN(GitRun commit, RunGit({"rev-parse", "-q", "--verify", "HEAD^{commit}"}, cwd));
+  if (Trimmed(head.out) != ref || Trimmed(commit.out) != new_id) {
+    // The branch never moved, or has moved on since: nothing is left.
+    ::unlink(note_path.c_str());
+    return std::optional<std::string>();
+  }
+  auto same_as = [&](const std::vector<std::string>& args) -> Result<bool> {
+    ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args, cwd));
+    if (run.exit_code > 1) return Status(StatusCode::kGit, "git " + args[0] + " failed: " + Trimmed(run.err));
+    return run.exit_code == 0;
+  };
+  ZIPNN_ASSIGN_OR_RETURN(bool index_new, same_as({"diff-index", "--cached", "--quiet", new_id, "--"}));
+  if (index_new) {  // checked out already (git reset --hard by hand)
+    ::unlink(note_path.c_str());
+    return std::optional<std::string>();
+  }
+  ZIPNN_ASSIGN_OR_RETURN(bool index_old, same_as({"diff-index", "--cached", "--quiet", old_id, "--"}));
+  (void)RunGit({"update-index", "-q", "--refresh"}, cwd);  // times changed, bytes not: no change
+  // The files that are not the old commit's must be the new one's: a
+  // checkout stopped half-way (Ctrl-C in a long smudge) left them so.
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> changed, GitPaths({"diff-files", "--name-only", "-z"}, cwd));
+  bool files_old_or_new = true;
+  if (!changed.empty()) {
+    std::vector<std::string> args = {"diff", "--quiet", new_id, "--"};
+    for (const std::string& path : changed) args.push_back(":(literal)" + path);
+    ZIPNN_ASSIGN_OR_RETURN(files_old_or_new, same_as(args));
+  }
+  if (!index_old || !files_old_or_new) {
+    return Status(StatusCode::kGit,
+                  std::string("git zipnn migrate moved ") + ref + " from " + old_id + " to " + new_id +
+                      " and was stopped before it checked out its files again; this worktree's index and files "
+                      "have changed since (they are not " + old_id + "'s any more). Keep what you need of them, "
+                      "then `git reset --hard` checks out the new files (and " + note_path + " can go)");
+  }
+  ZIPNN_ASSIGN_OR_RETURN(std::string done, GitOutput({"reset", "--hard", "-q"}, cwd));
+  (void)done;
+  ::unlink(note_path.c_str());
+  return std::optional<std::string>(ref);
 }
 
 }  // namespace zipnn::git

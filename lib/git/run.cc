@@ -43,6 +43,11 @@ Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& c
   return RunGitIn("", args, cwd, input);
 }
 
+Result<GitRun> RunGitWith(const std::string& env, const std::vector<std::string>& args, const std::string& cwd,
+                          const std::string& input) {
+  return RunGitIn(env, args, cwd, input);
+}
+
 Result<std::unique_ptr<Process>> StartGit(const std::vector<std::string>& args, const std::string& cwd) {
   std::vector<std::string> argv = {"git"};
   if (!cwd.empty()) argv.insert(argv.end(), {"-C", cwd});

@@ -20,6 +20,11 @@ using GitRun = Captured;
 // on its standard input (empty: none).
 Result<GitRun> RunGit(const std::vector<std::string>& args, const std::string& cwd = "", const std::string& input = "");
 
+// RunGit with one more variable in git's environment (`env`, NAME=value):
+// what git has no option for (GIT_OBJECT_DIRECTORY, for one).
+Result<GitRun> RunGitWith(const std::string& env, const std::vector<std::string>& args, const std::string& cwd,
+                          const std::string& input = "");
+
 // Starts `git <args>` in `cwd` (empty: the current folder) to read from
 // as it writes (a blob too large to hold in memory).
 Result<std::unique_ptr<Process>> StartGit(const std::vector<std::string>& args, const std::string& cwd = "");
