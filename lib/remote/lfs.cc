@@ -523,6 +523,18 @@ class Server : public remote::RemoteStore {
           a.verify_href = actions["verify"].value("href", "");
           a.verify_headers = HeadersOf(actions["verify"]);
         }
+        // A link is followed only over http(s): one to a file, another
+        // protocol or a local service is refused before anything is
+        // sent to it or read from it.
+        for (const auto& [action, href] : {std::pair<const char*, const std::string&>{"transfer", a.href},
+                                           {"verify", a.verify_href}}) {
+          if (!href.empty() && !http::IsHttpUrl(href)) {
+            return InvalidArgument(where_ + " gave a " + (action == std::string("verify") ? "verify" : operation) +
+                                   " link for LFS object " + o["oid"].get<std::string>() +
+                                   " that is not http or https (" + http::Redacted(href) +
+                                   "): refused, nothing was sent to it or read from it");
+          }
+        }
         by_oid[o["oid"].get<std::string>()] = std::move(a);
       }
       for (size_t i = from; i < from + n; ++i) {
@@ -637,6 +649,11 @@ class Server : public remote::RemoteStore {
     json body = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
     if (body.is_object() && body.contains("message") && body["message"].is_string()) {
       text += " (" + body["message"].get<std::string>() + ")";
+    }
+    if (r.status / 100 == 3) {
+      const auto to = r.headers.find("location");
+      text += " (a redirect" + (to == r.headers.end() ? std::string() : " to " + http::Redacted(to->second)) +
+              "; git-zipnn follows no redirect of a Git LFS server: point remote.<name>.lfsurl where it moved)";
     }
     if (r.status == 401 || r.status == 403) return InvalidArgument(text);
     if (r.status >= 500 || r.status == 408 || r.status == 429) return IoError(text);
