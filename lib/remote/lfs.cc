@@ -20,6 +20,7 @@
 
 #include "lib/base/buffer.h"
 #include "lib/base/file.h"
+#include "lib/base/redact.h"
 #include "lib/container/format.h"
 #include "lib/container/object.h"
 #include "lib/formats/checkpoint.h"
@@ -529,8 +530,8 @@ class Server : public remote::RemoteStore {
         for (const auto& [action, href] : {std::pair<const char*, const std::string&>{"transfer", a.href},
                                            {"verify", a.verify_href}}) {
           if (!href.empty() && !http::IsHttpUrl(href)) {
-            return InvalidArgument(where_ + " gave a " + (action == std::string("verify") ? "verify" : operation) +
-                                   " link for LFS object " + o["oid"].get<std::string>() +
+            const std::string kind = action == std::string("verify") ? "a verify" : operation == "upload" ? "an upload" : "a download";
+            return InvalidArgument(where_ + " gave " + kind + " link for LFS object " + o["oid"].get<std::string>() +
                                    " that is not http or https (" + http::Redacted(href) +
                                    "): refused, nothing was sent to it or read from it");
           }
@@ -792,7 +793,7 @@ Result<std::string> EndpointOf(const std::string& git_url) {
     if (query != std::string::npos) base.resize(query);
   } else {
     ZIPNN_ASSIGN_OR_RETURN(std::optional<remote::SshTarget> ssh, remote::ParseSshUrl(git_url));
-    if (!ssh) return InvalidArgument(git_url + ": not an http(s) or ssh URL, so it has no Git LFS endpoint");
+    if (!ssh) return InvalidArgument(RedactUrl(git_url) + ": not an http(s) or ssh URL, so it has no Git LFS endpoint");
     std::string path = ssh->path;
     while (!path.empty() && (path.front() == '/' || path.front() == '~')) path.erase(0, 1);
     const std::string host = ssh->host.substr(ssh->host.find('@') + 1);  // without a user@
