@@ -883,6 +883,30 @@ TEST_CASE("an ssh remote whose host serves Git LFS: git-lfs-authenticate says wh
               " clone && cmp clone/model.safetensors '" + repo.Data("cnn-bf16/step-000080.safetensors") + "'");
   CHECK_MESSAGE(cloned.code == 0, cloned.err);
   CHECK(repo.Sh("cat '" + log + "'").out.find(" download\n") != std::string::npos);
+
+  // The grant's header (a token) and a presigned link are in no message
+  // when a download is cut short.
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -c remote.origin.zipnnkind=lfs " + url + " bare").code ==
+          0);
+  server.SetMode("signed");
+  const Run cut = repo.Sh("cd ../bare && git zipnn fetch");
+  CHECK(cut.code == 1);
+  CHECK_MESSAGE(cut.err.find("X-Amz-Signature=REDACTED") != std::string::npos, cut.err);
+  CHECK(cut.err.find(token) == std::string::npos);
+  CHECK(cut.err.find("SECRETSIG") == std::string::npos);
+  // A git-lfs-authenticate that never answers is ended by the timeout.
+  server.SetMode("honest");
+  {
+    std::ofstream script(bin + "/git-lfs-authenticate");
+    script << "#!/bin/sh\nsleep 30\n";
+  }
+  const Run hung = repo.Sh("cd ../bare && start=$(date +%s) && GIT_ZIPNN_TIMEOUT=2 timeout 60 git zipnn fetch; "
+                           "code=$?; echo \"took $(( $(date +%s) - start ))\" >&2; exit $code");
+  CHECK(hung.code == 1);
+  CHECK_MESSAGE(hung.err.find("git-lfs-authenticate over ssh for zipnn-test:") != std::string::npos, hung.err);
+  const size_t took = hung.err.find("took ");
+  REQUIRE(took != std::string::npos);
+  CHECK(std::stoi(hung.err.substr(took + 5)) <= 15);
 }
 
 }  // namespace

@@ -204,7 +204,12 @@ Result<std::unique_ptr<RemoteStore>> LfsOverSsh(const std::string& url, const Ss
   auto authenticate = [t, path, url, timeout](const std::string& operation) -> Result<lfs::Grant> {
     ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> argv,
                            SshCommand(t, "git-lfs-authenticate " + ShellQuote(path) + " " + operation));
-    ZIPNN_ASSIGN_OR_RETURN(Captured run, RunCapture(argv, "", timeout));
+    Result<Captured> ran = RunCapture(argv, "", timeout);
+    if (!ran.ok()) {  // one that does not answer within the timeout is stopped
+      return Annotate(ran.status(), "git-lfs-authenticate over ssh for " + RedactUrl(url) + " (the timeout: " +
+                                        kTimeoutSetting + ")");
+    }
+    Captured run = std::move(*ran);
     if (run.exit_code != 0) {
       while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
       return IoError("git-lfs-authenticate over ssh for " + RedactUrl(url) +
