@@ -748,7 +748,7 @@ TEST_CASE("a Git LFS server that drips, floods or redirects is left within the t
       {"drip", "too slow: "},
       {"dripobject", "too slow: "},
       {"flood", "the server's answer is longer than the 4 MiB an answer may be"},
-      {"redirect", ": HTTP 302 (a redirect to file:///dev/zero; git-zipnn follows no redirect of a Git LFS server"}};
+      {"redirect", ": HTTP 302 (a redirect to file:///dev/zero; git-zipnn follows no redirect from a Git LFS server"}};
   for (const auto& [mode, said] : says) {
     CAPTURE(mode);
     server.SetMode(mode);

@@ -52,7 +52,8 @@ std::string RedactUrl(const std::string& url) {
   out += url.substr(authority_end, (path_end == std::string::npos ? url.size() : path_end) - authority_end);
   if (query != std::string::npos && query < fragment) {
     out += '?';
-    const std::string params = url.substr(query + 1, (fragment == std::string::npos ? url.size() : fragment) - query - 1);
+    const size_t params_end = fragment == std::string::npos ? url.size() : fragment;
+    const std::string params = url.substr(query + 1, params_end - query - 1);
     size_t from = 0;
     while (from <= params.size()) {
       size_t amp = params.find('&', from);

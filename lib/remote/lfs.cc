@@ -527,14 +527,12 @@ class Server : public remote::RemoteStore {
         // A link is followed only over http(s): one to a file, another
         // protocol or a local service is refused before anything is
         // sent to it or read from it.
-        for (const auto& [action, href] : {std::pair<const char*, const std::string&>{"transfer", a.href},
-                                           {"verify", a.verify_href}}) {
-          if (!href.empty() && !http::IsHttpUrl(href)) {
-            const std::string kind = action == std::string("verify") ? "a verify" : operation == "upload" ? "an upload" : "a download";
-            return InvalidArgument(where_ + " gave " + kind + " link for LFS object " + o["oid"].get<std::string>() +
-                                   " that is not http or https (" + http::Redacted(href) +
-                                   "): refused, nothing was sent to it or read from it");
-          }
+        const std::string transfer = operation == "upload" ? "an upload" : "a download";
+        for (const auto& [href, kind] : {std::pair(a.href, transfer), std::pair(a.verify_href, std::string("a verify"))}) {
+          if (href.empty() || http::IsHttpUrl(href)) continue;
+          return InvalidArgument(where_ + " gave " + kind + " link for LFS object " + o["oid"].get<std::string>() +
+                                 " that is not http or https (" + http::Redacted(href) +
+                                 "): refused, nothing was sent to it or read from it");
         }
         by_oid[o["oid"].get<std::string>()] = std::move(a);
       }
@@ -654,7 +652,7 @@ class Server : public remote::RemoteStore {
     if (r.status / 100 == 3) {
       const auto to = r.headers.find("location");
       text += " (a redirect" + (to == r.headers.end() ? std::string() : " to " + http::Redacted(to->second)) +
-              "; git-zipnn follows no redirect of a Git LFS server: point remote.<name>.lfsurl where it moved)";
+              "; git-zipnn follows no redirect from a Git LFS server or its links)";
     }
     if (r.status == 401 || r.status == 403) return InvalidArgument(text);
     if (r.status >= 500 || r.status == 408 || r.status == 429) return IoError(text);
