@@ -114,8 +114,10 @@ TEST_CASE("a request goes over http or https only: a file or another protocol is
     CHECK_FALSE(http::IsHttpUrl(other));
   }
   // A PUT to a file:// link writes nothing there (curl would write it).
-  char dir[] = "/tmp/lfs_url_test.XXXXXX";
-  REQUIRE(::mkdtemp(dir) != nullptr);
+  const char* tmp = std::getenv("TEST_TMPDIR");  // bazel's, removed after the test
+  std::string made = std::string(tmp != nullptr ? tmp : "/tmp") + "/lfs_url_test.XXXXXX";
+  REQUIRE(::mkdtemp(made.data()) != nullptr);
+  const std::string dir = made;
   const std::string victim = std::string(dir) + "/victim";
   { std::ofstream(victim) << "precious\n"; }
   const std::string bytes = "the object's bytes";
@@ -142,7 +144,7 @@ TEST_CASE("a request goes over http or https only: a file or another protocol is
   CHECK(client.Send(get).status().code() == StatusCode::kInvalidArgument);
   CHECK(sink.ToVector().empty());
   std::remove(victim.c_str());
-  ::rmdir(dir);
+  ::rmdir(dir.c_str());
 }
 
 }  // namespace
