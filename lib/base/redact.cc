@@ -89,8 +89,12 @@ std::string RedactSecrets(const std::string& text) {
       // "Authorization: Basic x", "authorization=x", "\"Authorization\": \"Bearer x\"": the name and
       // what joins it to its value stay; the value, to the end of its line or string, goes.
       size_t v = i + std::strlen("authorization");
-      while (v < text.size() && (text[v] == '"' || text[v] == ':' || text[v] == '=' || text[v] == ' ')) ++v;
-      if (v > i + std::strlen("authorization")) {
+      bool joined = false;  // by ':' or '=': a header or field, not the word in a sentence
+      while (v < text.size() && (text[v] == '"' || text[v] == ':' || text[v] == '=' || text[v] == ' ')) {
+        joined = joined || text[v] == ':' || text[v] == '=';
+        ++v;
+      }
+      if (joined) {
         size_t end = v;
         while (end < text.size() && text[end] != '\n' && text[end] != '"' && text[end] != ',' && text[end] != '}') {
           ++end;

@@ -33,6 +33,8 @@ TEST_CASE("every URL and Authorization value in a message is redacted; the rest 
   CHECK(RedactSecrets("{\"header\": {\"Authorization\": \"Bearer t0k\"}}") ==
         "{\"header\": {\"Authorization\": \"REDACTED\"}}");
   CHECK(RedactSecrets("no secrets at all: object 12ab, 3 of 4") == "no secrets at all: object 12ab, 3 of 4");
+  CHECK(RedactSecrets("the authorization server said no") == "the authorization server said no");
+  CHECK(RedactSecrets("authorization=abc&x") == "authorization=REDACTED");
   CHECK(RedactSecrets("://odd") == "://odd");
 }
 
