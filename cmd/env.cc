@@ -36,9 +36,7 @@ std::optional<std::string> Config(const std::string& key) { return Or(git::Confi
 
 // Every line goes through RedactSecrets: a remote's URL or endpoint may
 // carry a token, and env is what people paste into bug reports.
-void Line(const char* what, const std::string& value) {
-  std::printf("%-15s %s\n", what, RedactSecrets(value).c_str());
-}
+void Line(const char* what, const std::string& value) { std::printf("%-15s %s\n", what, RedactSecrets(value).c_str()); }
 
 // "base every 7, deltas against the previous version, the newest whole,
 // chains of at most 3, a delta kept when it saves 10%".

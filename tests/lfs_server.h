@@ -45,7 +45,9 @@ class LfsServer {
     return root() + "/" + name + "/lfs-objects/" + oid.substr(0, 2) + "/" + oid.substr(2, 2) + "/" + oid;
   }
   // Answers every request from now on in `mode` (see the script).
-  void SetMode(const std::string& mode) { REQUIRE(repo_.Sh("printf '%s' '" + mode + "' > '" + dir_ + "/mode'").code == 0); }
+  void SetMode(const std::string& mode) {
+    REQUIRE(repo_.Sh("printf '%s' '" + mode + "' > '" + dir_ + "/mode'").code == 0);
+  }
   // Where the "filelinks" mode sends uploads.
   std::string Victim() const { return dir_ + "/victim"; }
   // Every request answered so far, "METHOD PATH STATUS" a line.

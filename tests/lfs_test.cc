@@ -715,8 +715,9 @@ TEST_CASE("a Git LFS server's links are followed over http(s) only: a file link 
   CHECK(repo.Sh("cat '" + server.Victim() + "'").out == "precious\n");
   const std::string api = server.Url("team.git") + "/info/lfs";
   CHECK_MESSAGE(pushed.err.find("cannot send object ") != std::string::npos, pushed.err);
-  CHECK_MESSAGE(pushed.err.find(" to " + api + ": " + api + " gave an upload link for LFS object ") != std::string::npos,
-                pushed.err);
+  CHECK_MESSAGE(
+      pushed.err.find(" to " + api + ": " + api + " gave an upload link for LFS object ") != std::string::npos,
+      pushed.err);
   CHECK(pushed.err.find("that is not http or https (file://" + server.Victim() +
                         "): refused, nothing was sent to it or read from it") != std::string::npos);
   // A download link of file:///dev/zero: refused at once, not read for ever.
@@ -761,7 +762,8 @@ TEST_CASE("a Git LFS server that drips, floods or redirects is left within the t
     const size_t took = fetched.err.find("took ");
     REQUIRE(took != std::string::npos);
     CHECK(std::stoi(fetched.err.substr(took + 5)) <= 20);
-    CHECK(repo.Sh("find ../clone/.git/zipnn/objects -type f -path '*/?\?/?\?/*' ! -name '*.base' | grep -q .").code != 0);
+    CHECK(repo.Sh("find ../clone/.git/zipnn/objects -type f -path '*/?\?/?\?/*' ! -name '*.base' | grep -q .").code !=
+          0);
   }
   // A batch request answered 503, then served: the fetch tries again and
   // restores bit-exact.
@@ -792,9 +794,9 @@ TEST_CASE("no message or env line carries a password, token or presigned query, 
               .code == 0);
   const Run env = repo.Sh("cd ../clone && git zipnn env");
   REQUIRE(env.code == 0);
-  for (const std::string secret : {std::string(LfsServer::kPassword), std::string("T0KENSECRET"),
-                                   std::string("PWSECRET"), std::string("QUERYSECRET"), std::string("SSHSECRET"),
-                                   std::string("LFSURLSECRET")}) {
+  for (const std::string secret :
+       {std::string(LfsServer::kPassword), std::string("T0KENSECRET"), std::string("PWSECRET"),
+        std::string("QUERYSECRET"), std::string("SSHSECRET"), std::string("LFSURLSECRET")}) {
     CAPTURE(secret);
     CHECK_MESSAGE(env.out.find(secret) == std::string::npos, env.out);
   }
@@ -819,9 +821,9 @@ TEST_CASE("no message or env line carries a password, token or presigned query, 
                 cut.err);
   // Refused credentials from git's helper: named by the URL only.
   server.SetMode("honest");
-  const Run refused = repo.Sh("cd ../clone && git remote set-url origin " + server.Url("team.git") +
-                              " && printf '%s\\n' '" + server.CredentialLine("HELPERSECRET") +
-                              "' > ../creds && GIT_TERMINAL_PROMPT=0 git zipnn fetch origin");
+  const Run refused =
+      repo.Sh("cd ../clone && git remote set-url origin " + server.Url("team.git") + " && printf '%s\\n' '" +
+              server.CredentialLine("HELPERSECRET") + "' > ../creds && GIT_TERMINAL_PROMPT=0 git zipnn fetch origin");
   CHECK(refused.code == 1);
   CHECK_MESSAGE(refused.err.find("refused the credentials git's credential helper gave") != std::string::npos,
                 refused.err);
@@ -886,8 +888,9 @@ TEST_CASE("an ssh remote whose host serves Git LFS: git-lfs-authenticate says wh
 
   // The grant's header (a token) and a presigned link are in no message
   // when a download is cut short.
-  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -c remote.origin.zipnnkind=lfs " + url + " bare").code ==
-          0);
+  REQUIRE(
+      repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -c remote.origin.zipnnkind=lfs " + url + " bare").code ==
+      0);
   server.SetMode("signed");
   const Run cut = repo.Sh("cd ../bare && git zipnn fetch");
   CHECK(cut.code == 1);
@@ -900,8 +903,9 @@ TEST_CASE("an ssh remote whose host serves Git LFS: git-lfs-authenticate says wh
     std::ofstream script(bin + "/git-lfs-authenticate");
     script << "#!/bin/sh\nsleep 30\n";
   }
-  const Run hung = repo.Sh("cd ../bare && start=$(date +%s) && GIT_ZIPNN_TIMEOUT=2 timeout 60 git zipnn fetch; "
-                           "code=$?; echo \"took $(( $(date +%s) - start ))\" >&2; exit $code");
+  const Run hung = repo.Sh(
+      "cd ../bare && start=$(date +%s) && GIT_ZIPNN_TIMEOUT=2 timeout 60 git zipnn fetch; "
+      "code=$?; echo \"took $(( $(date +%s) - start ))\" >&2; exit $code");
   CHECK(hung.code == 1);
   CHECK_MESSAGE(hung.err.find("git-lfs-authenticate over ssh for zipnn-test:") != std::string::npos, hung.err);
   const size_t took = hung.err.find("took ");

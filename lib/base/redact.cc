@@ -45,7 +45,7 @@ std::string RedactUrl(const std::string& url) {
   const size_t at = url.rfind('@', authority_end == 0 ? 0 : authority_end - 1);
   std::string out = url.substr(0, host);
   out += (at != std::string::npos && at >= host && at < authority_end) ? url.substr(at + 1, authority_end - at - 1)
-                                                                      : url.substr(host, authority_end - host);
+                                                                       : url.substr(host, authority_end - host);
   const size_t query = url.find('?', authority_end);
   const size_t fragment = url.find('#', authority_end);
   const size_t path_end = std::min(query, fragment);

@@ -528,7 +528,8 @@ class Server : public remote::RemoteStore {
         // protocol or a local service is refused before anything is
         // sent to it or read from it.
         const std::string transfer = operation == "upload" ? "an upload" : "a download";
-        for (const auto& [href, kind] : {std::pair(a.href, transfer), std::pair(a.verify_href, std::string("a verify"))}) {
+        for (const auto& [href, kind] :
+             {std::pair(a.href, transfer), std::pair(a.verify_href, std::string("a verify"))}) {
           if (href.empty() || http::IsHttpUrl(href)) continue;
           return InvalidArgument(where_ + " gave " + kind + " link for LFS object " + o["oid"].get<std::string>() +
                                  " that is not http or https (" + http::Redacted(href) +

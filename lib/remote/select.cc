@@ -161,8 +161,8 @@ Result<std::unique_ptr<RemoteStore>> LfsStore(const std::string& url, bool repos
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
   if (!http::IsHttpUrl(endpoint)) {
     return InvalidArgument("the Git LFS endpoint of remote " + remote + " is " + RedactUrl(endpoint) +
-                           ", not an http or https URL: set remote." + remote + ".lfsurl (or lfs.url) to the https "
-                           "URL of its LFS API");
+                           ", not an http or https URL: set remote." + remote +
+                           ".lfsurl (or lfs.url) to the https URL of its LFS API");
   }
   ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
   ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed());
@@ -206,8 +206,8 @@ Result<std::unique_ptr<RemoteStore>> LfsOverSsh(const std::string& url, const Ss
                            SshCommand(t, "git-lfs-authenticate " + ShellQuote(path) + " " + operation));
     Result<Captured> ran = RunCapture(argv, "", timeout);
     if (!ran.ok()) {  // one that does not answer within the timeout is stopped
-      return Annotate(ran.status(), "git-lfs-authenticate over ssh for " + RedactUrl(url) + " (the timeout: " +
-                                        kTimeoutSetting + ")");
+      return Annotate(ran.status(), "git-lfs-authenticate over ssh for " + RedactUrl(url) +
+                                        " (the timeout: " + kTimeoutSetting + ")");
     }
     Captured run = std::move(*ran);
     if (run.exit_code != 0) {
