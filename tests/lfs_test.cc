@@ -734,6 +734,14 @@ TEST_CASE("a Git LFS server's links are followed over http(s) only: a file link 
   server.SetMode("honest");
   const Run pulled = repo.Sh("cd ../clone && git zipnn pull -q && cmp model.safetensors ../repo/model.safetensors");
   CHECK_MESSAGE(pulled.code == 0, pulled.err);
+  // An endpoint set to another scheme is refused, naming the remote.
+  const Run endpoint = repo.Sh("git -c remote.origin.lfsurl=file://" + server.Victim() + " zipnn push origin");
+  CHECK(endpoint.code == 1);
+  CHECK_MESSAGE(endpoint.err.find("the Git LFS endpoint of remote origin is file://" + server.Victim() +
+                                  ", not an http or https URL: set remote.origin.lfsurl (or lfs.url) to the https "
+                                  "URL of its LFS API") != std::string::npos,
+                endpoint.err);
+  CHECK(repo.Sh("cat '" + server.Victim() + "'").out == "precious\n");
 }
 
 TEST_CASE("a Git LFS server that drips, floods or redirects is left within the timeout and low-speed limit") {
