@@ -11,6 +11,7 @@
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/base/file.h"
+#include "lib/base/redact.h"
 #include "lib/base/strings.h"
 #include "lib/base/version.h"
 #include "lib/config/policy.h"
@@ -33,7 +34,9 @@ T Or(Result<T> read, T fallback) {
 // A config value, or nothing when unset or unreadable.
 std::optional<std::string> Config(const std::string& key) { return Or(git::ConfigGet(key), std::optional<std::string>()); }
 
-void Line(const char* what, const std::string& value) { std::printf("%-15s %s\n", what, value.c_str()); }
+// Every line goes through RedactSecrets: a remote's URL or endpoint may
+// carry a token, and env is what people paste into bug reports.
+void Line(const char* what, const std::string& value) { std::printf("%-15s %s\n", what, RedactSecrets(value).c_str()); }
 
 // "base every 7, deltas against the previous version, the newest whole,
 // chains of at most 3, a delta kept when it saves 10%".

@@ -16,6 +16,7 @@
 #include "cmd/util.h"
 #include "lib/access/versions.h"
 #include "lib/base/file.h"
+#include "lib/base/redact.h"
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
 #include "lib/git/rewrite.h"
@@ -154,7 +155,7 @@ Status Fetch(const store::Store& repo, const FetchArgs& a) {
 Status RunPull(const FetchArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   Status fetched = Fetch(repo, a);
-  if (!fetched.ok()) std::fprintf(stderr, "git-zipnn pull: %s\n", fetched.message().c_str());
+  if (!fetched.ok()) std::fprintf(stderr, "git-zipnn pull: %s\n", RedactSecrets(fetched.message()).c_str());
   ZIPNN_ASSIGN_OR_RETURN(std::string top, git::TopLevel());
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> paths, git::TrackedPaths());
   // What the index names for each path: a restored file that is that
@@ -192,12 +193,12 @@ Status RunPull(const FetchArgs& a) {
     Result<std::optional<ContentId>> written = access::RestorePointerFile(versions, path, file);
     if (written.status().code() == StatusCode::kRemoved) {
       // Retention took it: it stays a pointer, as a checkout leaves it.
-      std::fprintf(stderr, "git-zipnn: %s; left as its pointer\n", written.status().message().c_str());
+      std::fprintf(stderr, "git-zipnn: %s; left as its pointer\n", RedactSecrets(written.status().message()).c_str());
       continue;
     }
     if (!written.ok()) {
       ++failed;
-      const std::string& why = written.status().message();
+      const std::string why = RedactSecrets(written.status().message());
       const bool named = why.find(path) != std::string::npos;
       std::fprintf(stderr, "error: %s%s (left as it was)\n", named ? "" : (path + ": ").c_str(), why.c_str());
       continue;

@@ -9,6 +9,7 @@
 
 #include "cmd/command.h"
 #include "lib/base/closest.h"
+#include "lib/base/redact.h"
 
 namespace zipnn::cmd {
 
@@ -123,7 +124,7 @@ int Main(int argc, char** argv) {
     if (!sub->parsed()) continue;
     Status status = action();
     if (!status.ok()) {
-      std::fprintf(stderr, "error: %s\n", status.message().c_str());
+      std::fprintf(stderr, "error: %s\n", RedactSecrets(status.message()).c_str());
       return 1;
     }
     return 0;

@@ -9,6 +9,7 @@
 #include "lib/base/content_id.h"
 #include "lib/base/file.h"
 #include "lib/base/progress.h"
+#include "lib/base/redact.h"
 #include "lib/base/thread_pool.h"
 #include "lib/formats/checkpoint.h"
 #include "lib/git/pointers.h"
@@ -405,13 +406,13 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
   // A version retention thinned or dropped is never checked out as
   // approximate bytes, nor does it fail the checkout: its pointer stays.
   if (st.code() == StatusCode::kRemoved && restored.done() == 0) {
-    std::fprintf(stderr, "git-zipnn: warning: %s; left as its pointer\n", st.message().c_str());
+    std::fprintf(stderr, "git-zipnn: warning: %s; left as its pointer\n", RedactSecrets(st.message()).c_str());
     return out.Append(head.data(), head.size());
   }
   // Nothing written yet: the pointer can stand in for the checkpoint.
   if (!st.ok() && smudge_.keep_pointer_on_error && restored.done() == 0) {
     std::fprintf(stderr, "git-zipnn: warning: %s; %s is left as its pointer (`git zipnn pull` restores it)\n",
-                 st.message().c_str(), path.c_str());
+                 RedactSecrets(st.message()).c_str(), path.c_str());
     return out.Append(head.data(), head.size());
   }
   if (st.code() == StatusCode::kNotFound && restored.done() == 0) {

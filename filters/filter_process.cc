@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "lib/base/file.h"
+#include "lib/base/redact.h"
 
 namespace zipnn::filters {
 
@@ -213,7 +214,7 @@ void Report(ByteSink* errors, const std::string& path, const Status& s) {
   // A message that names the file first already (access::Versions
   // names what it could not fetch) is not prefixed with it again.
   const bool named = s.message().rfind(path + ": ", 0) == 0;
-  const std::string line = "git-zipnn: " + (named ? "" : path + ": ") + s.message() + "\n";
+  const std::string line = "git-zipnn: " + (named ? "" : path + ": ") + RedactSecrets(s.message()) + "\n";
   (void)errors->Append(line.data(), line.size());
 }
 

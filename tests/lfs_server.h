@@ -44,6 +44,12 @@ class LfsServer {
   std::string ObjectPath(const std::string& name, const std::string& oid) const {
     return root() + "/" + name + "/lfs-objects/" + oid.substr(0, 2) + "/" + oid.substr(2, 2) + "/" + oid;
   }
+  // Answers every request from now on in `mode` (see the script).
+  void SetMode(const std::string& mode) {
+    REQUIRE(repo_.Sh("printf '%s' '" + mode + "' > '" + dir_ + "/mode'").code == 0);
+  }
+  // Where the "filelinks" mode sends uploads.
+  std::string Victim() const { return dir_ + "/victim"; }
   // Every request answered so far, "METHOD PATH STATUS" a line.
   std::string Requests() { return repo_.Sh("grep -E '^[A-Z]+ /' '" + dir_ + "/log'").out; }
   // The bytes of objects its downloads sent so far.

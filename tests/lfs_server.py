@@ -34,6 +34,20 @@ client does with a host that cannot be trusted:
   noranges    a download asked for a byte range gets the whole object
   lateranges  so does every one from the fifth on (a node behind a
               balancer that ignores Range)
+  filelinks   the links it hands out are not http: an upload goes to
+              file://ROOT/../victim, a download comes from file:///dev/zero
+  drip        a batch answer comes a byte every half second, without end
+              (its JSON, then spaces), without a Content-Length
+  dripobject  so does a download of an object
+  flood       a batch answer is spaces as fast as they go, without end
+  redirect    a download is answered 302 to file:///dev/zero
+  signed      each download link carries a presigned query
+              (?X-Amz-Signature=SECRETSIG...) and is cut at half (short)
+  flaky       every other batch request gets 503 (a busy node), the
+              next one an answer
+
+The mode may change while the server runs: a file ROOT/../mode, when it
+exists, holds the mode each request is answered in.
 
 Usage: lfs_server.py ROOT USER:PASSWORD [MODE]
 Prints "lfs server listening on 127.0.0.1:PORT" once it takes
@@ -58,9 +72,20 @@ MODE = sys.argv[3] if len(sys.argv) > 3 else "honest"
 LFS_TYPE = "application/vnd.git-lfs+json"
 OID = re.compile(r"^[0-9a-f]{64}$")
 # /<repo>.git/info/lfs/<rest>, the repository named as a path under ROOT.
-LFS_PATH = re.compile(r"^/(?P<repo>[A-Za-z0-9._/-]+?\.git)/info/lfs/(?P<rest>[^?]*)$")
+LFS_PATH = re.compile(r"^/(?P<repo>[A-Za-z0-9._/-]+?\.git)/info/lfs/(?P<rest>[^?]*)(?:\?.*)?$")
 log_lock = threading.Lock()
 ranges_asked = 0  # range requests so far (lateranges)
+batches_asked = 0  # batch requests so far (flaky)
+SIGNED_QUERY = "?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=SECRETCRED&X-Amz-Signature=SECRETSIG"
+
+
+def mode():
+    """The mode of this request: ROOT/../mode when it exists, else MODE."""
+    try:
+        with open(os.path.join(ROOT, "..", "mode")) as f:
+            return f.read().strip() or MODE
+    except OSError:
+        return MODE
 
 
 def object_path(repo, oid):
@@ -108,6 +133,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def answer_json(self, status, value):
         self.answer(status, json.dumps(value).encode(), LFS_TYPE)
 
+    def answer_without_end(self, status, first, pause):
+        """`first`, then spaces, a byte each `pause` seconds (a chunk each),
+        until the client hangs up."""
+        self.send_response(status)
+        self.send_header("Content-Type", LFS_TYPE)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.log_answer("without-end")
+        data = first
+        while True:
+            for i in range(0, len(data), 1 if pause else len(data)):
+                piece = data[i:i + 1] if pause else data
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+                if pause:
+                    time.sleep(pause)
+            data = b" " if pause else b" " * 65536
+
     def authorized(self):
         if self.headers.get("Authorization") == CREDENTIALS:
             return True
@@ -131,8 +174,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer_json(422, {"message": "not a batch request"})
         if operation not in ("upload", "download"):
             return self.answer_json(422, {"message": "unknown operation " + str(operation)})
-        if MODE == "error500":
+        m = mode()
+        if m == "error500":
             return self.answer_json(500, {"message": "the server is having a bad day"})
+        if m == "flaky":
+            with log_lock:
+                global batches_asked
+                batches_asked += 1
+                busy = batches_asked % 2 == 1
+            if busy:
+                return self.answer_json(503, {"message": "busy, try again"})
         transfers = request.get("transfers") or ["basic"]
         if "basic" not in transfers:
             return self.answer_json(422, {"message": "only the basic transfer adapter is served"})
@@ -146,6 +197,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 answers.append(entry)
                 continue
             href = "%s/%s/info/lfs/objects/%s" % (self.base_url(), repo, oid)
+            verify = "%s/%s/info/lfs/verify" % (self.base_url(), repo)
+            if m == "filelinks":
+                href = "file:///dev/zero" if operation == "download" else \
+                    "file://" + os.path.abspath(os.path.join(ROOT, "..", "victim"))
+                verify = "file://" + os.path.abspath(os.path.join(ROOT, "..", "victim"))
+            if m == "signed":
+                href += SIGNED_QUERY
             path = object_path(repo, oid)
             held = os.path.isfile(path)
             if operation == "download":
@@ -160,10 +218,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 entry["authenticated"] = True
                 entry["actions"] = {
                     "upload": {"href": href, "header": auth, "expires_in": 3600},
-                    "verify": {"href": "%s/%s/info/lfs/verify" % (self.base_url(), repo), "header": auth},
+                    "verify": {"href": verify, "header": auth},
                 }
             answers.append(entry)
-        self.answer_json(200, {"transfer": "basic", "objects": answers, "hash_algo": "sha256"})
+        reply = {"transfer": "basic", "objects": answers, "hash_algo": "sha256"}
+        if m in ("drip", "flood"):
+            return self.answer_without_end(200, json.dumps(reply).encode(), 0.5 if m == "drip" else 0)
+        self.answer_json(200, reply)
 
     def upload(self, repo, oid):
         data = self.body()
@@ -189,20 +250,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(200)
 
     def download(self, repo, oid):
+        m = mode()
         path = object_path(repo, oid)
         if not os.path.isfile(path):
             return self.answer_json(404, {"message": "object does not exist"})
         size = os.path.getsize(path)
         start, end, status = 0, size, 200
         wanted = re.match(r"^bytes=(\d+)-(\d*)$", self.headers.get("Range", ""))
-        headers = [("Accept-Ranges", "none" if MODE == "noranges" else "bytes")]
-        if wanted and MODE == "lateranges":
+        headers = [("Accept-Ranges", "none" if m == "noranges" else "bytes")]
+        if wanted and m == "lateranges":
             with log_lock:
                 global ranges_asked
                 ranges_asked += 1
                 ignored = ranges_asked >= 5
         else:
-            ignored = MODE == "noranges"
+            ignored = m == "noranges"
         if wanted and not ignored:
             start = int(wanted.group(1))
             end = min(size, int(wanted.group(2)) + 1) if wanted.group(2) else size
@@ -213,9 +275,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with open(path, "rb") as f:  # only the part asked for
             f.seek(start)
             part = f.read(end - start)
-        if MODE == "forge":
+        if m == "redirect":
+            return self.answer(302, b"moved\n", headers=[("Location", "file:///dev/zero")])
+        if m == "dripobject":
+            return self.answer_without_end(status, part, 0.5)
+        if m == "forge":
             part = bytes((b ^ 0x5A) for b in part)
-        if MODE == "stall":
+        if m == "stall":
             self.send_response(status)
             self.send_header("Content-Length", str(len(part)))
             self.end_headers()
@@ -223,14 +289,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.log_answer("stall")
             time.sleep(3600)
             return
-        if MODE == "short" or (MODE == "cut" and start == 0):
+        if m in ("short", "signed") or (m == "cut" and start == 0):
             self.send_response(status)
             self.send_header("Content-Length", str(len(part)))
             self.end_headers()
             self.wfile.write(part[: len(part) // 2])
             self.wfile.flush()
             self.close_connection = True
-            self.log_answer(MODE)
+            self.log_answer(m)
             return
         self.answer(status, part, "application/octet-stream", headers)
         if self.command != "HEAD":

@@ -684,6 +684,169 @@ TEST_CASE("a repository with Git LFS files and checkpoints on one server: both g
   CHECK(ServerObjects(repo, server, "team.git") == 4);
 }
 
+// A clone of `server`'s team.git with one checkpoint pushed to it and
+// none of its objects (fetch brings them): for the tests of what a
+// client does with what the server answers next.
+void PushedAndCloned(Repo& repo, LfsServer& server) {
+  server.AddRepository("team.git");
+  UseBoth(repo, server);
+  REQUIRE(repo.Sh("git zipnn track '*.safetensors' >/dev/null && cp '" + repo.Data("cnn-bf16/step-000040.safetensors") +
+                  "' model.safetensors && git add -A && git commit -qm one && git remote add origin " +
+                  server.Url("team.git") + " && git push -q origin HEAD:main")
+              .code == 0);
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q " + server.Url("team.git") + " clone").code == 0);
+}
+
+TEST_CASE("a Git LFS server's links are followed over http(s) only: a file link is refused, nothing written or read") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  UseBoth(repo, server);
+  REQUIRE(repo.Sh("printf 'precious\\n' > '" + server.Victim() + "'").code == 0);
+  REQUIRE(repo.Sh("git zipnn track '*.safetensors' >/dev/null && cp '" + repo.Data("cnn-bf16/step-000040.safetensors") +
+                  "' model.safetensors && git add -A && git commit -qm one && git remote add origin " +
+                  server.Url("team.git"))
+              .code == 0);
+  // An upload link of file://<victim>: the object is not written over
+  // it; the push fails, naming the remote, the object and the link.
+  server.SetMode("filelinks");
+  const Run pushed = repo.Sh("timeout 60 git zipnn push origin");
+  CHECK(pushed.code == 1);
+  CHECK(repo.Sh("cat '" + server.Victim() + "'").out == "precious\n");
+  const std::string api = server.Url("team.git") + "/info/lfs";
+  CHECK_MESSAGE(pushed.err.find("cannot send object ") != std::string::npos, pushed.err);
+  CHECK_MESSAGE(
+      pushed.err.find(" to " + api + ": " + api + " gave an upload link for LFS object ") != std::string::npos,
+      pushed.err);
+  CHECK(pushed.err.find("that is not http or https (file://" + server.Victim() +
+                        "): refused, nothing was sent to it or read from it") != std::string::npos);
+  // A download link of file:///dev/zero: refused at once, not read for ever.
+  server.SetMode("honest");
+  REQUIRE(repo.Sh("git push -q origin HEAD:main").code == 0);
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q " + server.Url("team.git") + " clone").code == 0);
+  server.SetMode("filelinks");
+  const Run fetched = repo.Sh("cd ../clone && GIT_ZIPNN_TIMEOUT=3 timeout 60 git zipnn fetch");
+  CHECK(fetched.code == 1);
+  CHECK_MESSAGE(fetched.err.find("gave a download link for LFS object ") != std::string::npos, fetched.err);
+  CHECK(fetched.err.find("(file:///dev/zero): refused") != std::string::npos);
+  CHECK(repo.Sh("find ../clone/.git/zipnn/objects -type f -path '*/?\?/?\?/*' ! -name '*.base' | grep -q .").code != 0);
+  // The server honest again, the same clone restores bit-exact.
+  server.SetMode("honest");
+  const Run pulled = repo.Sh("cd ../clone && git zipnn pull -q && cmp model.safetensors ../repo/model.safetensors");
+  CHECK_MESSAGE(pulled.code == 0, pulled.err);
+  // An endpoint set to another scheme is refused, naming the remote.
+  const Run endpoint = repo.Sh("git -c remote.origin.lfsurl=file://" + server.Victim() + " zipnn push origin");
+  CHECK(endpoint.code == 1);
+  CHECK_MESSAGE(endpoint.err.find("the Git LFS endpoint of remote origin is file://" + server.Victim() +
+                                  ", not an http or https URL: set remote.origin.lfsurl (or lfs.url) to the https "
+                                  "URL of its LFS API") != std::string::npos,
+                endpoint.err);
+  CHECK(repo.Sh("cat '" + server.Victim() + "'").out == "precious\n");
+}
+
+TEST_CASE("a Git LFS server that drips, floods or redirects is left within the timeout and low-speed limit") {
+  Repo repo;
+  LfsServer server(repo);
+  PushedAndCloned(repo, server);
+  const std::string limits = "GIT_ZIPNN_TIMEOUT=3 GIT_ZIPNN_LOW_SPEED_LIMIT=100 GIT_ZIPNN_LOW_SPEED_TIME=3 ";
+  // drip: the batch answer a byte each half second, for ever (above
+  // curl's own floor of a byte a second); dripobject: the object so;
+  // flood: the batch answer without end, fast; redirect: a download sent
+  // on to file:///dev/zero.
+  const std::map<std::string, std::string> says = {
+      {"drip", "too slow: "},
+      {"dripobject", "too slow: "},
+      {"flood", "the server's answer is longer than the 4 MiB an answer may be"},
+      {"redirect", ": HTTP 302 (a redirect to file:///dev/zero; git-zipnn follows no redirect from a Git LFS server"}};
+  for (const auto& [mode, said] : says) {
+    CAPTURE(mode);
+    server.SetMode(mode);
+    const Run fetched =
+        repo.Sh("cd ../clone && start=$(date +%s) && " + limits +
+                "timeout 60 git zipnn fetch; code=$?; echo \"took $(( $(date +%s) - start ))\" >&2; exit $code");
+    CHECK(fetched.code == 1);  // not 124: timeout(1) did not have to end it
+    CHECK_MESSAGE(fetched.err.find(said) != std::string::npos, fetched.err);
+    CHECK(fetched.err.find("cannot fetch object ") != std::string::npos);
+    const size_t took = fetched.err.find("took ");
+    REQUIRE(took != std::string::npos);
+    CHECK(std::stoi(fetched.err.substr(took + 5)) <= 20);
+    CHECK(repo.Sh("find ../clone/.git/zipnn/objects -type f -path '*/?\?/?\?/*' ! -name '*.base' | grep -q .").code !=
+          0);
+  }
+  // A batch request answered 503, then served: the fetch tries again and
+  // restores bit-exact.
+  server.SetMode("flaky");
+  const Run flaky = repo.Sh("cd ../clone && " + limits +
+                            "timeout 60 git zipnn pull -q && cmp model.safetensors ../repo/model.safetensors");
+  CHECK_MESSAGE(flaky.code == 0, flaky.err);
+  CHECK(Count(server.Requests(), "/info/lfs/objects/batch 503\n") >= 1);
+}
+
+TEST_CASE("no message or env line carries a password, token or presigned query, whatever the remote and source") {
+  Repo repo;
+  LfsServer server(repo);
+  PushedAndCloned(repo, server);
+  const std::string port = server.Url("").substr(std::string("http://127.0.0.1:").size(), 5);
+  // Each remote kind with a secret where people put one: the URL's user
+  // and password (or a token alone), a query, an lfsurl.
+  REQUIRE(repo.Sh("cd ../clone && git remote set-url origin http://alice:" + std::string(LfsServer::kPassword) +
+                  "@127.0.0.1:" + port + "/team.git" +
+                  " && git remote add hub https://ghp_T0KENSECRET@hub.example/team.git"
+                  " && git remote add api /srv/none"
+                  " && git config remote.api.zipnnurl 'https://bob:PWSECRET@lfs.example/api?token=QUERYSECRET'"
+                  " && git remote add box ssh://carol:SSHSECRET@box.invalid/srv/hub.git"
+                  " && git remote add other git@other.invalid:team.git"
+                  " && git config remote.other.lfsurl https://x:LFSURLSECRET@lfs.example/team.git/info/lfs"
+                  " && git remote add bucket /srv/none && git config remote.bucket.zipnnurl s3://bucket/runs"
+                  " && git remote add shared file:///srv/shared")
+              .code == 0);
+  const Run env = repo.Sh("cd ../clone && git zipnn env");
+  REQUIRE(env.code == 0);
+  for (const std::string secret :
+       {std::string(LfsServer::kPassword), std::string("T0KENSECRET"), std::string("PWSECRET"),
+        std::string("QUERYSECRET"), std::string("SSHSECRET"), std::string("LFSURLSECRET")}) {
+    CAPTURE(secret);
+    CHECK_MESSAGE(env.out.find(secret) == std::string::npos, env.out);
+  }
+  CHECK(env.out.find("origin (the default): the Git LFS storage of http://127.0.0.1:" + port + "/team.git\n") !=
+        std::string::npos);
+  CHECK(env.out.find("hub: the Git LFS storage of https://hub.example/team.git\n") != std::string::npos);
+  CHECK(env.out.find("api: the Git LFS storage of https://lfs.example/api?token=REDACTED (remote.api.zipnnurl)\n") !=
+        std::string::npos);
+  CHECK(env.out.find("box: a store served over ssh by git zipnn serve-store at ssh://box.invalid/srv/hub.git\n") !=
+        std::string::npos);
+  CHECK(env.out.find("other: the Git LFS storage at https://lfs.example/team.git/info/lfs\n") != std::string::npos);
+  CHECK(env.out.find("bucket: the S3 bucket s3://bucket/runs (remote.bucket.zipnnurl)\n") != std::string::npos);
+  CHECK(env.out.find("shared: the object store of the repository at file:///srv/shared\n") != std::string::npos);
+
+  // A download link that is presigned, cut short: curl's error names the
+  // link without its query's values, nor the password in origin's URL.
+  server.SetMode("signed");
+  const Run cut = repo.Sh("cd ../clone && git zipnn fetch origin");
+  CHECK(cut.code == 1);
+  CHECK_MESSAGE(cut.err.find("?X-Amz-Algorithm=REDACTED&X-Amz-Credential=REDACTED&X-Amz-Signature=REDACTED: ") !=
+                    std::string::npos,
+                cut.err);
+  // Refused credentials from git's helper: named by the URL only.
+  server.SetMode("honest");
+  const Run refused =
+      repo.Sh("cd ../clone && git remote set-url origin " + server.Url("team.git") + " && printf '%s\\n' '" +
+              server.CredentialLine("HELPERSECRET") + "' > ../creds && GIT_TERMINAL_PROMPT=0 git zipnn fetch origin");
+  CHECK(refused.code == 1);
+  CHECK_MESSAGE(refused.err.find("refused the credentials git's credential helper gave") != std::string::npos,
+                refused.err);
+  // An ssh remote that cannot be reached: named without its password.
+  const Run box = repo.Sh("cd ../clone && GIT_SSH_COMMAND=false git zipnn fetch box");
+  CHECK(box.code == 1);
+  CHECK_MESSAGE(box.err.find("ssh://box.invalid/srv/hub.git") != std::string::npos, box.err);
+  const std::string said = cut.err + refused.err + box.err;
+  for (const std::string secret : {std::string(LfsServer::kPassword), std::string("SECRETSIG"),
+                                   std::string("SECRETCRED"), std::string("HELPERSECRET"), std::string("SSHSECRET")}) {
+    CAPTURE(secret);
+    CHECK_MESSAGE(said.find(secret) == std::string::npos, said);
+  }
+}
+
 TEST_CASE("an ssh remote whose host serves Git LFS: git-lfs-authenticate says where the API is and what admits us") {
   Repo repo;
   LfsServer server(repo);
@@ -730,6 +893,32 @@ TEST_CASE("an ssh remote whose host serves Git LFS: git-lfs-authenticate says wh
               " clone && cmp clone/model.safetensors '" + repo.Data("cnn-bf16/step-000080.safetensors") + "'");
   CHECK_MESSAGE(cloned.code == 0, cloned.err);
   CHECK(repo.Sh("cat '" + log + "'").out.find(" download\n") != std::string::npos);
+
+  // The grant's header (a token) and a presigned link are in no message
+  // when a download is cut short.
+  REQUIRE(
+      repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -c remote.origin.zipnnkind=lfs " + url + " bare").code ==
+      0);
+  server.SetMode("signed");
+  const Run cut = repo.Sh("cd ../bare && git zipnn fetch");
+  CHECK(cut.code == 1);
+  CHECK_MESSAGE(cut.err.find("X-Amz-Signature=REDACTED") != std::string::npos, cut.err);
+  CHECK(cut.err.find(token) == std::string::npos);
+  CHECK(cut.err.find("SECRETSIG") == std::string::npos);
+  // A git-lfs-authenticate that never answers is ended by the timeout.
+  server.SetMode("honest");
+  {
+    std::ofstream script(bin + "/git-lfs-authenticate");
+    script << "#!/bin/sh\nsleep 30\n";
+  }
+  const Run hung = repo.Sh(
+      "cd ../bare && start=$(date +%s) && GIT_ZIPNN_TIMEOUT=2 timeout 60 git zipnn fetch; "
+      "code=$?; echo \"took $(( $(date +%s) - start ))\" >&2; exit $code");
+  CHECK(hung.code == 1);
+  CHECK_MESSAGE(hung.err.find("git-lfs-authenticate over ssh for zipnn-test:") != std::string::npos, hung.err);
+  const size_t took = hung.err.find("took ");
+  REQUIRE(took != std::string::npos);
+  CHECK(std::stoi(hung.err.substr(took + 5)) <= 15);
 }
 
 }  // namespace

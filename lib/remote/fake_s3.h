@@ -120,8 +120,9 @@ struct Response {
   std::vector<std::string> headers;  // "Name: value"
   bool chunked = false;              // the body without a Content-Length
   bool silent = false;               // never answer; wait for the client to give up
-  // The body a byte every `trickle_ms` (50 bytes a second at 20), for 4 s
-  // at most, then the connection closes; 0: at once.
+  // The body a byte every `trickle_ms` (50 bytes a second at 20; a
+  // chunk of one byte each when `chunked`), for 4 s at most, then the
+  // connection closes; 0: at once.
   int trickle_ms = 0;
 };
 
@@ -237,7 +238,7 @@ class FakeS3 {
       out += "Transfer-Encoding: chunked\r\n\r\n";
       char size[32];
       std::snprintf(size, sizeof size, "%zx\r\n", a.body.size());
-      out += size + a.body + "\r\n0\r\n\r\n";
+      if (a.trickle_ms == 0) out += size + a.body + "\r\n0\r\n\r\n";
     } else {
       out += "Content-Length: " + std::to_string(a.body.size()) + "\r\n\r\n";
       if (r.method != "HEAD" && a.trickle_ms == 0) out += a.body;
@@ -246,7 +247,9 @@ class FakeS3 {
     const auto start = std::chrono::steady_clock::now();
     for (size_t i = 0; i < a.body.size() && !stop_; ++i) {
       if (std::chrono::steady_clock::now() - start > std::chrono::seconds(4)) return;
-      if (!Send(fd, a.body.substr(i, 1))) return;  // the client gave up
+      // A chunk of one byte each, when the body has no length.
+      const std::string piece = a.chunked ? "1\r\n" + a.body.substr(i, 1) + "\r\n" : a.body.substr(i, 1);
+      if (!Send(fd, piece)) return;  // the client gave up
       std::this_thread::sleep_for(std::chrono::milliseconds(a.trickle_ms));
     }
   }

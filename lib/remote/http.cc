@@ -9,13 +9,20 @@
 #include <utility>
 
 #include "lib/base/buffer.h"
+#include "lib/base/redact.h"
+#include "lib/base/strings.h"
 #include "lib/remote/lfs_files.h"
 
 namespace zipnn::http {
 
 namespace {
 
-constexpr size_t kMaxBody = 64 << 10;
+constexpr size_t kMaxBody = size_t{4} << 20;
+
+// The only schemes a request may use, its first and any other (curl's
+// names): a link a server hands out is not to reach a file, another
+// protocol or a service on this machine that speaks one.
+constexpr char kSchemes[] = "http,https";
 
 std::string Trim(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t\r\n");
@@ -53,10 +60,11 @@ bool WholeForPart(const Transfer& t) {
 const char kNoRanges[] = "the server does not serve parts of objects (HTTP range requests)";
 
 // curl's progress callback (about once a second, and as bytes move).
-// Measured are a body going up, and one of known length coming down (an
-// object): not the time between (the server thinking), nor an answer of
-// unknown length (S3 keeps a long CompleteMultipartUpload alive with a
-// space now and then). Returning non-zero aborts the request.
+// Measured are a body going up, and one coming down once its first byte
+// came, of known length or not (a server that drips an answer a byte a
+// second is as stopped as one that sends nothing): not the time between
+// (the server thinking), nor an answer that may be kept alive with filler
+// (Request::keepalive). Returning non-zero aborts the request.
 int Progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
   auto* t = static_cast<Transfer*>(user);
   const uint64_t up = static_cast<uint64_t>(ulnow) - std::min<uint64_t>(t->up_seen, ulnow);
@@ -67,7 +75,7 @@ int Progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultota
   if (ultotal > 0 && (up > 0 || ulnow < ultotal)) {
     st = t->meter.Moved(up);
     if (ulnow >= ultotal) t->meter.Pause();  // all sent: the answer is the server's to think about
-  } else if (dltotal > 0 && (down > 0 || (dlnow > 0 && dlnow < dltotal))) {
+  } else if (!t->request->keepalive && dlnow > 0 && (down > 0 || dltotal == 0 || dlnow < dltotal)) {
     st = t->meter.Moved(down);
   } else {
     t->meter.Pause();
@@ -127,7 +135,14 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
     t->failed = r.download->Append(data + skip, m);
     return t->failed.ok() ? n : 0;
   }
-  if (t->reply.body.size() < kMaxBody) t->reply.body.append(data, std::min(n, kMaxBody - t->reply.body.size()));
+  // An answer past its bound ends the request: a server that sends
+  // without end is not read for ever.
+  if (n > kMaxBody - t->reply.body.size()) {
+    t->failed = Corruption("the server's answer is longer than the " + std::to_string(kMaxBody >> 20) +
+                           " MiB an answer may be");
+    return 0;
+  }
+  t->reply.body.append(data, n);
   return n;
 }
 
@@ -199,6 +214,10 @@ Result<Reply> Client::Send(const Request& request) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stalled_.ok()) return stalled_;  // a server that stopped answering is not asked again
   }
+  if (!IsHttpUrl(request.url)) {
+    return InvalidArgument("refused to send " + request.method + " to " + RedactUrl(request.url) +
+                           ": a remote is spoken to over http or https only");
+  }
   CURL* h = static_cast<CURL*>(Take());
   if (h == nullptr) return IoError("cannot start curl");
   Transfer t;
@@ -214,6 +233,11 @@ Result<Reply> Client::Send(const Request& request) {
   curl_easy_reset(h);
   curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, kSchemes);
+  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, kSchemes);
+  // A redirect is an answer of its own (3xx), not followed: where it
+  // points was not vouched for by whoever gave the link.
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
   // A server that sends nothing for the timeout, connecting or later,
   // ends the request.
@@ -266,7 +290,7 @@ Result<Reply> Client::Send(const Request& request) {
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
   if (code != CURLE_OK) {
     curl_easy_cleanup(h);  // its connection may be in any state
-    const std::string what = method + " " + Redacted(request.url);
+    const std::string what = method + " " + RedactUrl(request.url);
     if (t.too_slow) {  // as good as stopped: not asked again
       Status failed = IoError(what + ": the server is " + t.failed.message());
       std::lock_guard<std::mutex> lock(mu_);
@@ -274,7 +298,7 @@ Result<Reply> Client::Send(const Request& request) {
       return failed;
     }
     if (!t.failed.ok()) return t.failed;
-    Status failed = IoError(what + ": " + (error[0] != '\0' ? error : curl_easy_strerror(code)));
+    Status failed = IoError(what + ": " + RedactSecrets(error[0] != '\0' ? error : curl_easy_strerror(code)));
     if (code == CURLE_OPERATION_TIMEDOUT) {
       failed = IoError(failed.message() + " (the timeout: GIT_ZIPNN_TIMEOUT, or git config zipnn.timeout)");
       std::lock_guard<std::mutex> lock(mu_);
@@ -297,14 +321,12 @@ Result<std::string> Sha256(const ByteSource& source, uint64_t from, uint64_t n) 
   return hash.HexDigest();
 }
 
-std::string Redacted(const std::string& url) {
-  const size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  const size_t host = scheme + 3;
-  const size_t end = std::min(url.find('/', host), url.size());
-  const size_t at = url.rfind('@', end);
-  if (at == std::string::npos || at < host) return url;
-  return url.substr(0, host) + url.substr(at + 1);
+bool IsHttpUrl(const std::string& url) {
+  std::string scheme = url.substr(0, url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return scheme == "http://" || scheme == "https://";
 }
+
+std::string Redacted(const std::string& url) { return RedactUrl(url); }
 
 }  // namespace zipnn::http

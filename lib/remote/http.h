@@ -47,11 +47,15 @@ struct Request {
   std::string user;
   std::string password;
   std::string aws_sigv4;
+  // The server may keep a slow answer alive with filler while it works
+  // (S3's CompleteMultipartUpload sends a space now and then): the answer
+  // is not held to the low-speed limit, only to the timeout.
+  bool keepalive = false;
 };
 
 struct Reply {
   long status = 0;
-  std::string body;  // unless it went to Request::download; at most 64 KiB
+  std::string body;  // unless it went to Request::download; at most 4 MiB
   // Each header of the final reply, by its name in lower case.
   std::map<std::string, std::string> headers;
   // The bytes Request::download took (after Request::resume_from).
@@ -69,7 +73,9 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // Sends `request` and waits for the whole reply. A failure to reach the
+  // Sends `request` and waits for the whole reply. Only an http or https
+  // URL is asked (InvalidArgument before anything is sent for another),
+  // and a redirect is not followed (it is the reply). A failure to reach the
   // server, a timeout or a trickle is an IoError (after a timeout or a
   // trickle, every later request of this client fails at once: a server
   // that stopped answering is not asked again); a body past its limit, or
@@ -91,7 +97,11 @@ class Client {
 // bodies with it; a Git LFS server names objects by it).
 Result<std::string> Sha256(const ByteSource& source, uint64_t from, uint64_t n);
 
-// The part of `url` that is safe to print: without user and password.
+// Whether `url` is http:// or https:// (any case): the only links a
+// remote's requests follow.
+bool IsHttpUrl(const std::string& url);
+
+// The part of `url` that is safe to print: RedactUrl's (lib/base/redact.h).
 std::string Redacted(const std::string& url);
 
 }  // namespace zipnn::http

@@ -20,6 +20,7 @@
 
 #include "lib/base/buffer.h"
 #include "lib/base/file.h"
+#include "lib/base/redact.h"
 #include "lib/container/format.h"
 #include "lib/container/object.h"
 #include "lib/formats/checkpoint.h"
@@ -523,6 +524,17 @@ class Server : public remote::RemoteStore {
           a.verify_href = actions["verify"].value("href", "");
           a.verify_headers = HeadersOf(actions["verify"]);
         }
+        // A link is followed only over http(s): one to a file, another
+        // protocol or a local service is refused before anything is
+        // sent to it or read from it.
+        const std::string transfer = operation == "upload" ? "an upload" : "a download";
+        for (const auto& [href, kind] :
+             {std::pair(a.href, transfer), std::pair(a.verify_href, std::string("a verify"))}) {
+          if (href.empty() || http::IsHttpUrl(href)) continue;
+          return InvalidArgument(where_ + " gave " + kind + " link for LFS object " + o["oid"].get<std::string>() +
+                                 " that is not http or https (" + http::Redacted(href) +
+                                 "): refused, nothing was sent to it or read from it");
+        }
         by_oid[o["oid"].get<std::string>()] = std::move(a);
       }
       for (size_t i = from; i < from + n; ++i) {
@@ -637,6 +649,11 @@ class Server : public remote::RemoteStore {
     json body = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
     if (body.is_object() && body.contains("message") && body["message"].is_string()) {
       text += " (" + body["message"].get<std::string>() + ")";
+    }
+    if (r.status / 100 == 3) {
+      const auto to = r.headers.find("location");
+      text += " (a redirect" + (to == r.headers.end() ? std::string() : " to " + http::Redacted(to->second)) +
+              "; git-zipnn follows no redirect from a Git LFS server or its links)";
     }
     if (r.status == 401 || r.status == 403) return InvalidArgument(text);
     if (r.status >= 500 || r.status == 408 || r.status == 429) return IoError(text);
@@ -775,7 +792,7 @@ Result<std::string> EndpointOf(const std::string& git_url) {
     if (query != std::string::npos) base.resize(query);
   } else {
     ZIPNN_ASSIGN_OR_RETURN(std::optional<remote::SshTarget> ssh, remote::ParseSshUrl(git_url));
-    if (!ssh) return InvalidArgument(git_url + ": not an http(s) or ssh URL, so it has no Git LFS endpoint");
+    if (!ssh) return InvalidArgument(RedactUrl(git_url) + ": not an http(s) or ssh URL, so it has no Git LFS endpoint");
     std::string path = ssh->path;
     while (!path.empty() && (path.front() == '/' || path.front() == '~')) path.erase(0, 1);
     const std::string host = ssh->host.substr(ssh->host.find('@') + 1);  // without a user@

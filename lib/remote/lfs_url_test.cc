@@ -2,8 +2,16 @@
 // names, the lines of the object map, and URLs made safe to print.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 
+#include "lib/base/io.h"
+#include "lib/base/rate.h"
 #include "lib/remote/http.h"
 #include "lib/remote/lfs.h"
 
@@ -90,11 +98,53 @@ TEST_CASE("a whole form's base note is a map line of its own; a later reason win
   }
 }
 
-TEST_CASE("a URL is printed without its user and password") {
-  CHECK(http::Redacted("https://alice:s3cret@host:8443/a/b?c=d@e") == "https://host:8443/a/b?c=d@e");
+TEST_CASE("a URL is printed without its user and password, nor its query's values") {
+  CHECK(http::Redacted("https://alice:s3cret@host:8443/a/b?c=d@e") == "https://host:8443/a/b?c=REDACTED");
   CHECK(http::Redacted("https://token@host/x") == "https://host/x");
   CHECK(http::Redacted("https://host/x@y") == "https://host/x@y");
   CHECK(http::Redacted("not a url") == "not a url");
+}
+
+TEST_CASE("a request goes over http or https only: a file or another protocol is refused before anything is sent") {
+  CHECK(http::IsHttpUrl("http://host/x"));
+  CHECK(http::IsHttpUrl("HTTPS://host/x"));
+  for (const char* other : {"file:///etc/passwd", "ftp://host/x", "gopher://host/x", "dict://host:11211/stats",
+                            "scp://host/x", "smtp://host", "/local/path", "", "httpx://host"}) {
+    CAPTURE(other);
+    CHECK_FALSE(http::IsHttpUrl(other));
+  }
+  // A PUT to a file:// link writes nothing there (curl would write it).
+  const char* tmp = std::getenv("TEST_TMPDIR");  // bazel's, removed after the test
+  std::string made = std::string(tmp != nullptr ? tmp : "/tmp") + "/lfs_url_test.XXXXXX";
+  REQUIRE(::mkdtemp(made.data()) != nullptr);
+  const std::string dir = made;
+  const std::string victim = std::string(dir) + "/victim";
+  { std::ofstream(victim) << "precious\n"; }
+  const std::string bytes = "the object's bytes";
+  const MemorySource body(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "object");
+  http::Client client(3, LowSpeed{});
+  http::Request put;
+  put.method = "PUT";
+  put.url = "file://" + victim + "?X-Amz-Signature=s3cr3t";
+  put.upload = &body;
+  put.size = bytes.size();
+  Result<http::Reply> sent = client.Send(put);
+  REQUIRE_FALSE(sent.ok());
+  CHECK(sent.status().code() == StatusCode::kInvalidArgument);
+  CHECK(sent.status().message() == "refused to send PUT to file://" + victim +
+                                       "?X-Amz-Signature=REDACTED: a remote is spoken to over http or https only");
+  std::ifstream in(victim);
+  std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(kept == "precious\n");
+  // Nor is one read from.
+  http::Request get;
+  get.url = "file://" + victim;
+  MemorySink sink;
+  get.download = &sink;
+  CHECK(client.Send(get).status().code() == StatusCode::kInvalidArgument);
+  CHECK(sink.ToVector().empty());
+  std::remove(victim.c_str());
+  ::rmdir(dir.c_str());
 }
 
 }  // namespace

@@ -334,6 +334,7 @@ class Bucket : public remote::RemoteStore {
       http::Request t;
       t.upload = &body;
       t.size = xml.size();
+      t.keepalive = true;  // S3 keeps a long completion alive with spaces
       ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("POST", Url(key, id_query), hash, t));
       // S3 may say 200 and put the error in the body.
       if (r.status != 200 || r.body.find("<Error>") != std::string::npos)

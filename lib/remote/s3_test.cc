@@ -10,7 +10,11 @@
 
 #include <stdlib.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -685,6 +689,70 @@ TEST_CASE("the low-speed limit lets an object that moves at speed through, and a
   MemorySink sink;
   REQUIRE(remote->Get(IdOf(object), object.size(), sink).ok());
   CHECK(sink.buffer().size() == object.size());
+}
+
+TEST_CASE("an object or answer of unknown length that trickles is held to the low-speed limit too") {
+  const std::string object(100000, 'z');
+  FakeS3 fake([&](const Request&) {
+    Response a;
+    a.body = object;
+    a.chunked = true;   // no Content-Length: curl knows no total
+    a.trickle_ms = 20;  // 50 bytes a second
+    return a;
+  });
+  Options o = OptionsFor(fake);
+  o.low_speed = {1000, 1};
+  auto remote = Remote("s3://bucket/team/models", o);
+  MemorySink sink;
+  const Status got = remote->Get(IdOf("x"), object.size(), sink);
+  CHECK(got.code() == StatusCode::kIoError);
+  CHECK_MESSAGE(got.message().find(": the server is too slow: ") != std::string::npos, got.message());
+}
+
+TEST_CASE("an endpoint that is not http or https is refused before a request; S3's keys are in no message") {
+  // A file:// endpoint would have the "object" read from this machine's files.
+  const char* tmp = std::getenv("TEST_TMPDIR");  // bazel's, removed after the test
+  std::string made = std::string(tmp != nullptr ? tmp : "/tmp") + "/s3_test.XXXXXX";
+  REQUIRE(::mkdtemp(made.data()) != nullptr);
+  const std::string dir = made;
+  const ContentId id = IdOf("x");
+  const std::string key = std::string(dir) + KeyPath("/bucket", id);
+  REQUIRE(MakeDirectories(key.substr(0, key.rfind('/'))).ok());
+  { std::ofstream(key) << "local bytes"; }
+  Options o;
+  o.location = {"bucket", ""};
+  o.endpoint = std::string("file://") + dir;
+  o.region = "us-east-1";
+  o.credentials = {kKeyId, kSecret, "SESSIONSECRET"};
+  MemorySink sink;
+  const Status got = Remote("s3://bucket", o)->Get(id, 100, sink);
+  CHECK(got.code() == StatusCode::kInvalidArgument);
+  CHECK(got.message() == "refused to send GET to file://" + key + ": a remote is spoken to over http or https only");
+  CHECK(sink.buffer().size() == 0);
+  // Nor is an object written there.
+  const std::string put = std::string(dir) + KeyPath("/bucket", IdOf("pushed"));
+  REQUIRE(MakeDirectories(put.substr(0, put.rfind('/'))).ok());
+  CHECK(PutText(*Remote("s3://bucket", o), "pushed").code() == StatusCode::kInvalidArgument);
+  CHECK(::access(put.c_str(), F_OK) != 0);
+  // Refused by the server, or timed out: the secret key and session
+  // token are signed and sent as headers, never printed.
+  for (const bool silent : {false, true}) {
+    FakeS3 fake([&](const Request&) {
+      Response a;
+      a.status = 403;
+      a.body = "<Error><Code>SignatureDoesNotMatch</Code><Message>Check your key</Message></Error>";
+      a.silent = silent;
+      return a;
+    });
+    Options f = OptionsFor(fake);
+    f.credentials.session_token = "SESSIONSECRET";
+    f.timeout = 1;
+    MemorySink nothing;
+    const Status refused = Remote("s3://bucket/team/models", f)->Get(id, 100, nothing);
+    CHECK(!refused.ok());
+    CHECK(refused.message().find(kSecret) == std::string::npos);
+    CHECK(refused.message().find("SESSIONSECRET") == std::string::npos);
+  }
 }
 
 TEST_CASE("an endpoint nobody listens on is an I/O error naming the request") {

@@ -7,9 +7,11 @@
 #include "lib/base/closest.h"
 #include "lib/base/file.h"
 #include "lib/base/process.h"
+#include "lib/base/redact.h"
 #include "lib/base/strings.h"
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
+#include "lib/remote/http.h"
 #include "lib/remote/lfs.h"
 #include "lib/remote/lfs_git.h"
 #include "lib/remote/s3.h"
@@ -107,7 +109,7 @@ Result<std::unique_ptr<RemoteStore>> SshStore(const std::string& url, const SshT
   ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
   ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed());
   return ServedRemote(
-      url, std::move(connect),
+      RedactUrl(url), std::move(connect),
       "if ssh connected, is git-zipnn on the PATH there? remote." + remote + ".zipnnserve names the program to run",
       timeout, low_speed);
 }
@@ -157,6 +159,11 @@ Result<std::unique_ptr<RemoteStore>> LfsStore(const std::string& url, bool repos
     }
   }
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
+  if (!http::IsHttpUrl(endpoint)) {
+    return InvalidArgument("the Git LFS endpoint of remote " + remote + " is " + RedactUrl(endpoint) +
+                           ", not an http or https URL: set remote." + remote +
+                           ".lfsurl (or lfs.url) to the https URL of its LFS API");
+  }
   ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
   ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed());
   return OpenGitLfsStore(remote, endpoint, timeout, low_speed);
@@ -197,10 +204,15 @@ Result<std::unique_ptr<RemoteStore>> LfsOverSsh(const std::string& url, const Ss
   auto authenticate = [t, path, url, timeout](const std::string& operation) -> Result<lfs::Grant> {
     ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> argv,
                            SshCommand(t, "git-lfs-authenticate " + ShellQuote(path) + " " + operation));
-    ZIPNN_ASSIGN_OR_RETURN(Captured run, RunCapture(argv, "", timeout));
+    Result<Captured> ran = RunCapture(argv, "", timeout);
+    if (!ran.ok()) {  // one that does not answer within the timeout is stopped
+      return Annotate(ran.status(), "git-lfs-authenticate over ssh for " + RedactUrl(url) +
+                                        " (the timeout: " + kTimeoutSetting + ")");
+    }
+    Captured run = std::move(*ran);
     if (run.exit_code != 0) {
       while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
-      return IoError("git-lfs-authenticate over ssh for " + url +
+      return IoError("git-lfs-authenticate over ssh for " + RedactUrl(url) +
                      " failed: " + (run.err.empty() ? "exit " + std::to_string(run.exit_code) : run.err));
     }
     return lfs::ParseGrant(run.out);
@@ -227,7 +239,7 @@ Result<std::unique_ptr<RemoteStore>> StoreAt(const std::string& url, bool reposi
   if (StartsWith(url, "file://")) {
     path = url.substr(7);
   } else if (url.find("://") != std::string::npos) {
-    return Unsupported(url + ": git-zipnn has no object store for this kind of URL; " + fix);
+    return Unsupported(RedactUrl(url) + ": git-zipnn has no object store for this kind of URL; " + fix);
   }
   if (path.empty()) return InvalidArgument("remote " + remote + " has an empty URL");
   if (path[0] != '/') {  // git reads a relative URL from the top of the work tree
