@@ -232,7 +232,13 @@ Status RunRetain(const RetainArgs& a) {
   // teammate's tag or branch pushed since this clone last fetched.
   git::RemoteTips remote_tips;
   if (remote_store) {
-    ZIPNN_ASSIGN_OR_RETURN(remote_tips, git::ReadRemoteTips(git_repo, remote_name));
+    Result<git::RemoteTips> read = git::ReadRemoteTips(git_repo, remote_name);
+    if (!read.ok()) {
+      return Status(read.status().code(), read.status().message() +
+                                              "; retain --remote reads them so that what a teammate's branch or tag "
+                                              "holds stays there: nothing was changed");
+    }
+    remote_tips = std::move(*read);
     if (!remote_tips.missing.empty()) return Unfetched(remote_name, remote_tips.missing);
   }
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, git::OpenSeries(repo));

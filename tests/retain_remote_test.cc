@@ -338,7 +338,8 @@ TEST_CASE("a folder remote: a teammate's tag pushed since the last fetch keeps i
 
   // A branch whose commit this clone lacks: what it holds is unknown here,
   // so nothing changes until it is fetched.
-  REQUIRE(repo.Sh("cd ../mate && c=$(git commit-tree -p refs/steps/s120 -m exp 'refs/steps/s120^{tree}') && "
+  REQUIRE(repo.Sh("cd ../mate && git config user.email m@example.com && git config user.name M && "
+                  "c=$(git commit-tree -p refs/steps/s120 -m exp 'refs/steps/s120^{tree}') && "
                   "git push -q origin $c:refs/heads/exp")
               .code == 0);
   const std::string exp = repo.Sh("git ls-remote origin refs/heads/exp | cut -c1-12").out;

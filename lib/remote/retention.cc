@@ -198,14 +198,13 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
   say("listing " + remote.where() + " again");
   ZIPNN_ASSIGN_OR_RETURN(std::vector<ContentId> now, remote.List());
   std::map<ContentId, std::optional<ContentId>> base_of;
-  for (const ContentId& id : now) {
-    auto before = held.find(id);
-    if (before != held.end()) {
-      base_of.emplace(id, before->second.base);
-      continue;
-    }
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<RemoteStore::Held> h, remote.Stat(id));
-    if (h) base_of.emplace(id, h->base);
+  for (size_t k = 0; k < now.size(); ++k) {
+    // Each header again: re-sent objects rest elsewhere now, and a push
+    // may have stored one as a delta meanwhile.
+    say("reading the headers of " + remote.where() + " again (" + std::to_string(k + 1) + " of " +
+        std::to_string(now.size()) + ")");
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<RemoteStore::Held> h, remote.Stat(now[k]));
+    if (h) base_of.emplace(now[k], h->base);
   }
   for (const auto& [id, base] : base_of) {
     if (going.count(id) != 0) continue;
