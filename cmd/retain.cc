@@ -146,6 +146,21 @@ Status Unfetched(const std::string& remote, const std::vector<git::RemoteRef>& m
                             "` and retain again; nothing was changed");
 }
 
+// The refusal when the git remote's refs changed between the plan and the
+// removal: nothing is removed there; the next retain plans with them.
+Status RefsMoved(const std::string& remote, const git::RemoteTips& before, const git::RemoteTips& now) {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const git::ExtraTip& tip : before.tips) seen.emplace(tip.tag, tip.commit.Hex());
+  std::vector<git::RemoteRef> moved = now.missing;
+  for (const git::ExtraTip& tip : now.tips) {
+    if (seen.count({tip.tag, tip.commit.Hex()}) == 0) moved.push_back(git::RemoteRef{tip.tag, tip.commit.Hex()});
+  }
+  if (moved.empty()) return OkStatus();
+  return InvalidArgument("the refs of remote " + remote + " changed while retain ran (a push to it): nothing was "
+                         "removed there (this store is retained, the records are sent); run `git fetch --tags " +
+                         remote + "` and `git zipnn retain --remote " + remote + " --yes` again");
+}
+
 // "<path> <id> (rule '<glob>')" for each version the plans drop that
 // HEAD's tree holds.
 Result<std::vector<std::string>> DroppedAtHead(
@@ -413,7 +428,13 @@ Status RunRetain(const RetainArgs& a) {
                                                     if (!shown) shown.emplace("git-zipnn retain", 0);
                                                     shown->Update(what, 0);
                                                   },
-                                                  a.pushes_stopped));
+                                                  a.pushes_stopped, [&]() -> Status {
+                                                    // The git remote's refs once more: one pushed since the
+                                                    // plan read them may hold what would go.
+                                                    ZIPNN_ASSIGN_OR_RETURN(git::RemoteTips now,
+                                                                           git::ReadRemoteTips(git_repo, remote_name));
+                                                    return RefsMoved(remote_name, remote_tips, now);
+                                                  }));
     shown.reset();
     PrintRemote(remote_name, *remote_store, there, /*dry_run=*/false);
   }

@@ -16,6 +16,7 @@
 #include "lib/container/format.h"
 #include "lib/remote/remote_store.h"
 #include "lib/remote/remote_test_util.h"
+#include "lib/remote/retention.h"
 #include "lib/store/retention.h"
 #include "lib/store/placement.h"
 #include "lib/store/restore.h"
@@ -433,6 +434,31 @@ TEST_CASE("a folder refuses a delta whose base it does not hold, so a push after
   // With its base there first, as a push sends them, it is taken.
   REQUIRE(PushObjects(here, *remote, {ids[1]}, {}).ok());
   CHECK(ObjectStore(root + "/remote").Has(ids[1]));
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a retain on a folder removes nothing when the last look before removing fails") {
+  const std::string root = TempDir();
+  const Store here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const ContentId old = store::testing::StoreVersion(here, 0);
+  const ContentId kept = store::testing::StoreVersion(here, 1);
+  std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote", /*links=*/false);
+  REQUIRE(PushObjects(here, *remote, {old, kept}, {}).ok());
+  store::Retained dropped;
+  dropped.id = old;
+  dropped.size = 64;
+  dropped.dropped = true;
+  dropped.date = 1795000000;
+  REQUIRE(store::WriteRecord(here.objects, dropped).ok());
+  REQUIRE(std::remove(here.objects.PathOf(old).c_str()) == 0);
+  auto stopped = RetainOnRemote(here, *remote, {old, kept}, /*dry_run=*/false, {}, nullptr, /*pushes_stopped=*/false,
+                                [] { return InvalidArgument("the refs of remote origin changed while retain ran"); });
+  CHECK(stopped.status().message() == "the refs of remote origin changed while retain ran");
+  CHECK(ObjectStore(root + "/remote").Has(old));
+  auto done = RetainOnRemote(here, *remote, {old, kept}, /*dry_run=*/false, {}, nullptr);
+  REQUIRE(done.ok());
+  CHECK(done->removed == 1);
+  CHECK_FALSE(ObjectStore(root + "/remote").Has(old));
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

@@ -51,7 +51,7 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
                                        const std::vector<ContentId>& every_version, bool dry_run,
                                        const std::vector<ContentId>& planned,
                                        const std::function<void(const std::string&)>& progress,
-                                       bool pushes_stopped) {
+                                       bool pushes_stopped, const std::function<Status()>& before_removal) {
   if (!remote.CanRetain()) {
     return Unsupported(remote.where() +
                        " cannot remove objects (a Git LFS server's API has no delete): nothing was removed there");
@@ -175,6 +175,7 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
                         " after it was re-sent: nothing was removed");
     }
   }
+  if (before_removal) ZIPNN_RETURN_IF_ERROR(before_removal());
   // What rests on an object that would go keeps it: an object pushed
   // since the listing above, or kept by another retain meanwhile.
   auto keep = [&](const ContentId& id, const ContentId& above) {

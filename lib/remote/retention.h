@@ -23,6 +23,9 @@
 // rests on an object then keeps it. A remote without such a lock (S3)
 // is changed only when the caller says no one pushes to it meanwhile
 // (`pushes_stopped`), and is looked at once more just before removing.
+// `before_removal`, when given, runs once the records are sent and before
+// anything is removed (the caller reads the git remote's refs again): an
+// error there ends the retain with nothing removed.
 //
 // Thread-compatible.
 #pragma once
@@ -66,7 +69,8 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
                                        const std::vector<ContentId>& every_version, bool dry_run,
                                        const std::vector<ContentId>& planned,
                                        const std::function<void(const std::string&)>& progress,
-                                       bool pushes_stopped = false);
+                                       bool pushes_stopped = false,
+                                       const std::function<Status()>& before_removal = nullptr);
 
 // The refusal for a remote that cannot remove under a lock (S3) when
 // the caller has not said that no one pushes to it meanwhile.
