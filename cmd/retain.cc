@@ -11,6 +11,8 @@
 #include <optional>
 #include <set>
 
+#include <unistd.h>
+
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/base/strings.h"
@@ -37,6 +39,7 @@ struct RetainArgs {
   bool verbose = false;
   std::optional<std::string> remote;  // --remote [NAME]: "" for the default remote
   bool yes = false;
+  bool pushes_stopped = false;  // --pushes-stopped: no one pushes to a remote without a lock (S3) meanwhile
   int threads = 0;
 };
 
@@ -128,6 +131,79 @@ void PrintRemote(const std::string& name, const remote::RemoteStore& store, cons
   }
 }
 
+// The refusal when the git remote holds refs whose objects this clone
+// lacks: what they hold is unknown here, so nothing may go.
+Status Unfetched(const std::string& remote, const std::vector<git::RemoteRef>& missing) {
+  std::string names;
+  for (size_t i = 0; i < missing.size() && i < 5; ++i) {
+    names += (i == 0 ? "" : ", ") + missing[i].name + " (" + missing[i].object.substr(0, 12) + ")";
+  }
+  if (missing.size() > 5) names += " and " + std::to_string(missing.size() - 5) + " more";
+  return InvalidArgument("remote " + remote + " has " + (missing.size() == 1 ? "a ref" : "refs") +
+                            " this clone has not fetched: " + names + "; the versions " +
+                            (missing.size() == 1 ? "it holds" : "they hold") +
+                            " must stay there, and retain cannot see them: run `git fetch --tags " + remote +
+                            "` and retain again; nothing was changed");
+}
+
+// The refusal when the git remote's refs changed between the plan and the
+// removal: nothing is removed there; the next retain plans with them.
+Status RefsMoved(const std::string& remote, const git::RemoteTips& before, const git::RemoteTips& now) {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const git::ExtraTip& tip : before.tips) seen.emplace(tip.tag, tip.commit.Hex());
+  std::vector<git::RemoteRef> moved = now.missing;
+  for (const git::ExtraTip& tip : now.tips) {
+    if (seen.count({tip.tag, tip.commit.Hex()}) == 0) moved.push_back(git::RemoteRef{tip.tag, tip.commit.Hex()});
+  }
+  if (moved.empty()) return OkStatus();
+  return InvalidArgument("the refs of remote " + remote + " changed while retain ran (a push to it): nothing was "
+                         "removed there (this store is retained, the records are sent); run `git fetch --tags " +
+                         remote + "` and `git zipnn retain --remote " + remote + " --yes` again");
+}
+
+// "<path> <id> (rule '<glob>')" for each version the plans drop that
+// HEAD's tree holds.
+Result<std::vector<std::string>> DroppedAtHead(
+    const git::Repository& git_repo, const std::vector<std::pair<std::string, std::vector<store::PlannedVersion>>>& plans,
+    const std::map<std::string, const config::Policy::RetentionRule*>& rules) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> head, git_repo.ResolveCommit("HEAD"));
+  std::vector<std::string> dropped;
+  if (!head) return dropped;
+  ZIPNN_ASSIGN_OR_RETURN(FoundPointers checked_out, git::FindPointersInTrees(git_repo, {"HEAD"}));
+  std::map<ContentId, std::string> at_head;
+  for (const auto& [pointer, place] : checked_out.pointers) at_head.emplace(pointer.id, place.path);
+  for (const auto& [name, plan] : plans) {
+    for (const store::PlannedVersion& p : plan) {
+      auto it = at_head.find(p.version.id);
+      // Dropped now: its exact bytes, or the approximate ones left of it.
+      if (p.fate != store::Fate::kDrop || it == at_head.end() || (p.record && p.record->dropped)) continue;
+      dropped.push_back(it->second + " " + p.version.id.Hex().substr(0, 12) + " (rule '" +
+                        rules.at(name)->checkpoints + "')");
+    }
+  }
+  return dropped;
+}
+
+// Asks on a terminal whether to drop what HEAD checks out; refuses, and
+// says what to do, anywhere else or on any answer but yes.
+Status ConfirmDropAtHead(const std::string& list, size_t n) {
+  const std::string what = n == 1 ? "the version HEAD checks out" : std::to_string(n) + " versions HEAD checks out";
+  const std::string todo = "run `git zipnn retain --yes` to drop " + std::string(n == 1 ? "it" : "them") +
+                           " anyway, or keep " + (n == 1 ? "it" : "them") +
+                           " with `--keep HEAD:<path>` (or keep_newest in the rule); nothing was changed";
+  if (::isatty(STDIN_FILENO) == 1 && ::isatty(STDERR_FILENO) == 1) {
+    std::fprintf(stderr, "git-zipnn retain: the rules drop %s, for good:\n%sdrop %s? [y/N] ", what.c_str(),
+                 list.c_str(), n == 1 ? "it" : "them");
+    std::fflush(stderr);
+    char answer[16] = {};
+    if (std::fgets(answer, sizeof answer, stdin) != nullptr && (answer[0] == 'y' || answer[0] == 'Y')) {
+      return OkStatus();
+    }
+    return InvalidArgument("not confirmed: " + todo);
+  }
+  return InvalidArgument("the rules drop " + what + ":\n" + list + todo);
+}
+
 Status RunRetain(const RetainArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
   if (a.threads > 0) repo.policy.threads = a.threads;
@@ -155,6 +231,9 @@ Status RunRetain(const RetainArgs& a) {
                          ") cannot remove objects: a Git LFS server's API has no delete, so retention cannot "
                          "apply there; nothing was changed (`git zipnn retain` without --remote applies it here)");
     }
+    if (!dry && !remote_store->LocksRemoval() && !a.pushes_stopped) {
+      return remote::NoLockRefusal(*remote_store, remote_name);
+    }
   }
   // Exclusive, as gc: no add may build on a version while it goes.
   std::optional<store::StoreLock> lock;
@@ -164,6 +243,19 @@ Status RunRetain(const RetainArgs& a) {
     }));
   }
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  // What the git remote holds keeps its versions there (and here) too: a
+  // teammate's tag or branch pushed since this clone last fetched.
+  git::RemoteTips remote_tips;
+  if (remote_store) {
+    Result<git::RemoteTips> read = git::ReadRemoteTips(git_repo, remote_name);
+    if (!read.ok()) {
+      return Status(read.status().code(), read.status().message() +
+                                              "; retain --remote reads them so that what a teammate's branch or tag "
+                                              "holds stays there: nothing was changed");
+    }
+    remote_tips = std::move(*read);
+    if (!remote_tips.missing.empty()) return Unfetched(remote_name, remote_tips.missing);
+  }
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, git::OpenSeries(repo));
   ZIPNN_ASSIGN_OR_RETURN(auto all, series->All());
   std::set<std::string> chosen;
@@ -172,7 +264,7 @@ Status RunRetain(const RetainArgs& a) {
     if (!full.ok()) return NotFound(p + " is not a checkpoint git holds here (`git zipnn ls-files` lists them)");
     chosen.insert(series->rules().Place(*full).name);
   }
-  ZIPNN_ASSIGN_OR_RETURN(git::CommittedVersions committed, git::FindCommittedVersions(git_repo));
+  ZIPNN_ASSIGN_OR_RETURN(git::CommittedVersions committed, git::FindCommittedVersions(git_repo, remote_tips.tips));
   ZIPNN_ASSIGN_OR_RETURN(std::set<ContentId> named_here, Named(a.keep, "--keep"));
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
 
@@ -212,6 +304,9 @@ Status RunRetain(const RetainArgs& a) {
     return InvalidArgument("no series matches a retention rule of .zipnn.yaml (" + std::to_string(unruled) +
                            " series checked; `git zipnn ls-files` lists the tracked checkpoints)");
   }
+  // A content another series holds stays while that series keeps it.
+  store::KeepWhatOthersHold(plans, committed.paths,
+                            [&](const std::string& path) { return series->rules().Place(path).name; });
 
   // What this repository's history names: nothing of it goes unless
   // retained here.
@@ -219,6 +314,24 @@ Status RunRetain(const RetainArgs& a) {
   store::RetainOptions options;
   options.now = now;
   for (const auto& [pointer, place] : found.pointers) options.every_version.push_back(pointer.id);
+  if (!remote_tips.tips.empty()) {
+    std::vector<std::string> tips;
+    for (const git::ExtraTip& tip : remote_tips.tips) tips.push_back(tip.commit.Hex());
+    ZIPNN_ASSIGN_OR_RETURN(FoundPointers there, git::FindPointersIn(git_repo, tips));
+    for (const auto& [pointer, place] : there.pointers) options.every_version.push_back(pointer.id);
+  }
+
+  // The version HEAD checks out is dropped only when the user says so.
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> at_head, DroppedAtHead(git_repo, plans, rules));
+  if (!at_head.empty()) {
+    std::string list;
+    for (const std::string& line : at_head) list += "  " + line + "\n";
+    if (dry) {
+      std::printf("note: this plan drops what HEAD checks out:\n%s", list.c_str());
+    } else if (!a.yes) {
+      ZIPNN_RETURN_IF_ERROR(ConfirmDropAtHead(list, at_head.size()));
+    }
+  }
 
   if (dry) {
     std::vector<ContentId> planned;
@@ -240,6 +353,11 @@ Status RunRetain(const RetainArgs& a) {
                              remote::RetainOnRemote(repo, *remote_store, options.every_version, /*dry_run=*/true,
                                                     planned, nullptr));
       PrintRemote(remote_name, *remote_store, there, /*dry_run=*/true);
+      if (!remote_store->LocksRemoval()) {
+        std::printf("%s has no lock that pushes respect: applying it needs --pushes-stopped, once no one pushes "
+                    "to it until retain ends\n",
+                    remote_name.c_str());
+      }
       std::printf("dry run: nothing was changed here or on %s (run `git zipnn retain --remote %s --yes` to apply "
                   "it to both)\n",
                   remote_name.c_str(), remote_name.c_str());
@@ -309,6 +427,13 @@ Status RunRetain(const RetainArgs& a) {
                                                   [&](const std::string& what) {
                                                     if (!shown) shown.emplace("git-zipnn retain", 0);
                                                     shown->Update(what, 0);
+                                                  },
+                                                  a.pushes_stopped, [&]() -> Status {
+                                                    // The git remote's refs once more: one pushed since the
+                                                    // plan read them may hold what would go.
+                                                    ZIPNN_ASSIGN_OR_RETURN(git::RemoteTips now,
+                                                                           git::ReadRemoteTips(git_repo, remote_name));
+                                                    return RefsMoved(remote_name, remote_tips, now);
                                                   }));
     shown.reset();
     PrintRemote(remote_name, *remote_store, there, /*dry_run=*/false);
@@ -328,7 +453,12 @@ Action SetupRetain(CLI::App& sub) {
   auto remote = std::make_shared<RemoteOption>(
       sub,
       "Apply the rules on this git remote's store too (default: the upstream, or origin); a plan only, unless --yes");
-  sub.add_flag("-y,--yes", a->yes, "With --remote: apply it (here first, then on the remote)");
+  sub.add_flag("-y,--yes", a->yes,
+               "With --remote: apply it (here first, then on the remote); and drop the version HEAD checks out "
+               "without asking when a rule drops it");
+  sub.add_flag("--pushes-stopped", a->pushes_stopped,
+               "With --remote on a store without a lock (S3): no one pushes to it until retain ends, so it may "
+               "remove objects there");
   AddThreadsOption(sub, a->threads);
   return [a, remote] {
     a->remote = remote->value();

@@ -222,5 +222,103 @@ TEST_CASE("a retain killed at any point loses nothing kept, and the next one fin
   for (int s : {50, 100, 110, 120}) CHECK_MESSAGE(RestoresExactly(repo, s), s);
 }
 
+// Issue 53: the best step copied to a path no rule covers is the same
+// content as the step file a rule drops; it stays for the copy's sake.
+TEST_CASE("a version another series holds too stays, though a rule drops it from its own series") {
+  Repo repo;
+  {
+    std::ofstream yaml(repo.File(".zipnn.yaml"));
+    yaml << "retention:\n  - checkpoints: 'ckpt/**'\n    keep_newest: 1\n    rest: drop\n";
+  }
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && mkdir ckpt release && "
+                  "git add .gitattributes .zipnn.yaml && git commit -qm setup")
+              .code == 0);
+  for (int s : {10, 20, 30}) {
+    char name[64];
+    std::snprintf(name, sizeof name, "ckpt/step-%06d.safetensors", s);
+    REQUIRE(repo.Sh("cp '" + repo.Data(Step(s)) + "' " + name + " && git add " + name + " && git commit -qm " +
+                    std::to_string(s))
+                .code == 0);
+  }
+  REQUIRE(repo.Sh("cp ckpt/step-000020.safetensors release/model.safetensors && git add release && "
+                  "git commit -qm 'release the best step'")
+              .code == 0);
+  const Run plan = repo.Sh("git zipnn retain --dry-run");
+  REQUIRE_MESSAGE(plan.code == 0, plan.err);
+  CHECK_MESSAGE(plan.out.find("3 versions: keep 2 exactly, thin 0, drop 1") != std::string::npos, plan.out);
+  CHECK(plan.out.find("(also release/model.safetensors, which no rule covers)") != std::string::npos);
+
+  const Run done = repo.Sh("git zipnn retain --yes");
+  REQUIRE_MESSAGE(done.code == 0, (done.out + done.err));
+  CHECK(done.out.find("; 1 exact object removed") != std::string::npos);
+  const Run release = repo.Sh("git zipnn restore release/model.safetensors -o ../release.out");
+  CHECK_MESSAGE(release.code == 0, release.err);
+  CHECK(Slurp(repo.root() + "/release.out") == Slurp(repo.Data(Step(20))));
+  const Run step10 = repo.Sh("git zipnn restore ckpt/step-000010.safetensors -o ../s10.out");
+  CHECK(step10.code == 1);
+  CHECK(step10.err.find("was dropped by retention on") != std::string::npos);
+  const Run fsck = repo.Sh("git zipnn fsck --all");
+  CHECK_MESSAGE(fsck.code == 0, (fsck.out + fsck.err));
+}
+
+TEST_CASE("a rule that would drop the version HEAD checks out says so, and drops it only when told") {
+  Repo repo;
+  CommitSaves(repo, "retention:\n  - checkpoints: '*.safetensors'\n    rest: drop\n");
+  const std::string head = repo.Sh("git show HEAD:model.safetensors | sed -n 's/.*xxh3-128:\\(.\\{12\\}\\).*/\\1/p'").out;
+  REQUIRE(head.size() == 13);
+  const Run refused = repo.Sh("git zipnn retain </dev/null");
+  CHECK(refused.code == 1);
+  CHECK_MESSAGE(refused.err == "error: the rules drop the version HEAD checks out:\n  model.safetensors " +
+                                   head.substr(0, 12) +
+                                   " (rule '*.safetensors')\nrun `git zipnn retain --yes` to drop it anyway, or keep it "
+                                   "with `--keep HEAD:<path>` (or keep_newest in the rule); nothing was changed\n",
+                refused.err);
+  for (int s = 10; s <= 120; s += 10) CHECK_MESSAGE(RestoresExactly(repo, s), s);
+  const Run plan = repo.Sh("git zipnn retain --dry-run");
+  CHECK(plan.code == 0);
+  CHECK(plan.out.find("note: this plan drops what HEAD checks out:\n  model.safetensors " + head.substr(0, 12)) !=
+        std::string::npos);
+  // Kept by name, HEAD's version stays and the rest go.
+  const Run kept = repo.Sh("git zipnn retain --keep HEAD:model.safetensors </dev/null");
+  REQUIRE_MESSAGE(kept.code == 0, (kept.out + kept.err));
+  CHECK(kept.out.find("; 10 exact objects removed") != std::string::npos);  // v50 is tagged
+  CHECK(RestoresExactly(repo, 120));
+  // Told to, it goes too.
+  const Run told = repo.Sh("git zipnn retain --yes </dev/null");
+  REQUIRE_MESSAGE(told.code == 0, (told.out + told.err));
+  CHECK(told.out.find("; 1 exact object removed") != std::string::npos);
+  CHECK(!RestoresExactly(repo, 120));
+}
+
+// Two repositories sharing one store, each with its own rule, retain at
+// once: each keeps exactly what it or the other still needs.
+TEST_CASE("two retains at once on one shared store: each keeps what either still needs") {
+  Repo repo;
+  REQUIRE(repo.Sh("git config zipnn.storepath \"$PWD/../shared\"").code == 0);
+  CommitSaves(repo, "retention:\n  - checkpoints: '*.safetensors'\n    keep_newest: 3\n    keep_tagged: false\n"
+                    "    rest: drop\n");
+  REQUIRE(repo.Sh("cd .. && git clone -q --no-checkout repo other && cd other && "
+                  "git config zipnn.storepath \"$PWD/../shared\" && git config user.email o@example.com && "
+                  "git config user.name O && git fetch -q origin 'refs/steps/*:refs/steps/*' && git checkout -q master "
+                  "2>/dev/null || git checkout -q main")
+              .code == 0);
+  REQUIRE(repo.Sh("cd ../other && git zipnn install --local && sed -i 's/keep_newest: 3/keep_newest: 6/' .zipnn.yaml && "
+                  "git commit -qam 'keep six'")
+              .code == 0);
+  const Run both = repo.Sh(
+      "{ git zipnn retain --yes >../a.log 2>&1 & a=$!; (cd ../other && git zipnn retain --yes >../b.log 2>&1) & b=$!; "
+      "wait $a; ra=$?; wait $b; rb=$?; echo $ra $rb; }");
+  CHECK_MESSAGE(both.out == "0 0\n", (both.err + Slurp(repo.root() + "/a.log") + Slurp(repo.root() + "/b.log")));
+  for (int s : {100, 110, 120}) CHECK_MESSAGE(RestoresExactly(repo, s), s);
+  for (int s : {70, 80, 90, 100, 110, 120}) {
+    CAPTURE(s);
+    const Run r = repo.Sh("cd ../other && git zipnn restore model.safetensors --rev " + At(s) + " -o ../o.out -f");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(Slurp(repo.root() + "/o.out") == Slurp(repo.Data(Step(s))));
+  }
+  CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+  CHECK(repo.Sh("cd ../other && git zipnn fsck --all").code == 0);
+}
+
 }  // namespace
 }  // namespace zipnn::testing

@@ -139,7 +139,23 @@ void CheckRetainOnRemote(Kind kind, const std::string& rest) {
   CHECK(BytesIn(repo, objects) == before);
   CHECK(repo.Sh("git zipnn fsck --all").out.find("retention") == std::string::npos);
 
-  const Run done = repo.Sh("git zipnn retain --remote origin --yes");
+  if (kind == Kind::kS3) {
+    // S3 has no lock a push respects: removing needs the word that no
+    // one pushes meanwhile.
+    CHECK(plan.out.find("origin has no lock that pushes respect: applying it needs --pushes-stopped") !=
+          std::string::npos);
+    const Run refused = repo.Sh("git zipnn retain --remote origin --yes");
+    CHECK(refused.code == 1);
+    CHECK_MESSAGE(refused.err == "error: remote origin (s3://zipnn/team) has no lock that pushes respect: a "
+                                 "teammate's push while retain removes objects there could lose a version that rests "
+                                 "on one of them. Make sure no one pushes to it until retain ends, then run `git zipnn "
+                                 "retain --remote origin --yes --pushes-stopped`; nothing was changed\n",
+                  refused.err);
+    CHECK(BytesIn(repo, objects) == before);
+    CHECK(repo.Sh("git zipnn fsck --all").out.find("retention") == std::string::npos);
+  }
+  const Run done =
+      repo.Sh(std::string("git zipnn retain --remote origin --yes") + (kind == Kind::kS3 ? " --pushes-stopped" : ""));
   REQUIRE_MESSAGE(done.code == 0, (done.out + done.err));
   CHECK(done.out.find("9 exact objects removed (") != std::string::npos);
   CHECK(done.out.find("9 retention records") != std::string::npos);
@@ -295,6 +311,48 @@ TEST_CASE("over ssh: retain removes on the served store, and a clone restores th
 
 TEST_CASE("S3: retain removes from the bucket, and a clone restores the kept exactly") {
   CheckRetainOnRemote(Kind::kS3, "thin");
+}
+
+// Issue 53: the plan reads the git remote's refs, not only this clone's.
+TEST_CASE("a folder remote: a teammate's tag pushed since the last fetch keeps its version there") {
+  Repo repo;
+  CommitAndPush(repo, "drop");
+  const std::string hub = repo.root() + "/hub.git/zipnn/objects";
+  const std::string step20 = IdAt(repo, 20);
+  // A teammate tags step 20's commit, and pushes the tag only.
+  REQUIRE(repo.Sh("cd .. && git clone -q --no-checkout hub.git mate && cd mate && "
+                  "git fetch -q origin 'refs/steps/*:refs/steps/*' && git tag v1.0 refs/steps/s20 && "
+                  "git push -q origin v1.0")
+              .code == 0);
+  const Run plan = repo.Sh("git zipnn retain --remote origin");
+  REQUIRE_MESSAGE(plan.code == 0, plan.err);
+  CHECK_MESSAGE(plan.out.find("(tagged v1.0 on origin)") != std::string::npos, plan.out);
+  const Run done = repo.Sh("git zipnn retain --remote origin --yes");
+  REQUIRE_MESSAGE(done.code == 0, (done.out + done.err));
+  CHECK(done.out.find("8 exact objects removed (") != std::string::npos);
+  const std::vector<std::string> left = ObjectsIn(repo, hub);
+  CHECK(std::find(left.begin(), left.end(), step20) != left.end());
+  const Run tagged = repo.Sh("cd ../mate && git zipnn restore model.safetensors --rev v1.0 -o ../v20");
+  CHECK_MESSAGE(tagged.code == 0, tagged.err);
+  CHECK(repo.Sh("cmp ../v20 '" + repo.Data(Step(20)) + "'").code == 0);
+
+  // A branch whose commit this clone lacks: what it holds is unknown here,
+  // so nothing changes until it is fetched.
+  REQUIRE(repo.Sh("cd ../mate && git config user.email m@example.com && git config user.name M && "
+                  "c=$(git commit-tree -p refs/steps/s120 -m exp 'refs/steps/s120^{tree}') && "
+                  "git push -q origin $c:refs/heads/exp")
+              .code == 0);
+  const std::string exp = repo.Sh("git ls-remote origin refs/heads/exp | cut -c1-12").out;
+  const Run refused = repo.Sh("git zipnn retain --remote origin --yes");
+  CHECK(refused.code == 1);
+  CHECK_MESSAGE(refused.err == "error: remote origin has a ref this clone has not fetched: refs/heads/exp (" +
+                                   exp.substr(0, 12) +
+                                   "); the versions it holds must stay there, and retain cannot see them: run `git "
+                                   "fetch --tags origin` and retain again; nothing was changed\n",
+                refused.err);
+  REQUIRE(repo.Sh("git fetch -q --tags origin").code == 0);
+  const Run again = repo.Sh("git zipnn retain --remote origin --yes");
+  CHECK_MESSAGE(again.code == 0, (again.out + again.err));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -156,6 +157,33 @@ Result<std::vector<std::string>> Remotes() {
     if (!line.empty()) names.push_back(line);
   }
   return names;
+}
+
+Result<std::vector<RemoteRef>> RemoteRefs(const std::string& remote) {
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"ls-remote", "--", remote}));
+  if (run.exit_code != 0) {
+    while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
+    return Status(StatusCode::kGit, "cannot list the refs of remote '" + remote + "': " + run.err);
+  }
+  std::vector<RemoteRef> refs;
+  std::map<std::string, size_t> at;  // name -> index in refs
+  std::istringstream in(run.out);
+  for (std::string line; std::getline(in, line);) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    std::string name = line.substr(tab + 1);
+    const std::string object = line.substr(0, tab);
+    if (name == "HEAD") continue;
+    const bool peeled = name.size() > 3 && name.compare(name.size() - 3, 3, "^{}") == 0;
+    if (peeled) name.resize(name.size() - 3);
+    auto [it, fresh] = at.emplace(name, refs.size());
+    if (fresh) {
+      refs.push_back(RemoteRef{name, object});
+    } else if (peeled) {
+      refs[it->second].object = object;  // what the annotated tag leads to
+    }
+  }
+  return refs;
 }
 
 Result<Credential> CredentialFill(const std::string& url) {

@@ -85,6 +85,16 @@ Status ConfigUnset(const std::string& scope, const std::string& key);
 // itself).
 Result<std::vector<std::string>> Remotes();
 
+// The refs the git remote `remote` holds now, as `git ls-remote` lists
+// them (branches, tags, any other ref; not HEAD), each with the object it
+// leads to, an annotated tag peeled (hex ids). A Git error quoting git
+// when the remote cannot be read.
+struct RemoteRef {
+  std::string name;    // "refs/tags/v1.0"
+  std::string object;  // hex
+};
+Result<std::vector<RemoteRef>> RemoteRefs(const std::string& remote);
+
 // What git's credential helpers give for `url` (`git credential fill`:
 // a helper's answer, else what the user types when git may ask, as
 // GIT_TERMINAL_PROMPT and GIT_ASKPASS allow); an error saying why when

@@ -1,10 +1,12 @@
 #include "lib/git/pointers.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
 
 #include "lib/git/git.h"
+#include "lib/git/run.h"
 
 namespace zipnn::git {
 
@@ -133,7 +135,7 @@ Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vec
   return PointersAmong(repo, blobs);
 }
 
-Result<CommittedVersions> FindCommittedVersions(const Repository& repo) {
+Result<CommittedVersions> FindCommittedVersions(const Repository& repo, const std::vector<ExtraTip>& extra) {
   CommittedVersions found;
   std::map<Oid, std::optional<ContentId>> read;  // each blob parsed once
   auto pointer_of = [&](const Oid& blob) -> std::optional<ContentId> {
@@ -145,17 +147,41 @@ Result<CommittedVersions> FindCommittedVersions(const Repository& repo) {
     return it->second;
   };
   ZIPNN_ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo.AllCommits());
+  if (!extra.empty()) {
+    std::set<Oid> seen;
+    for (const CommitInfo& c : commits) seen.insert(c.id);
+    std::vector<std::string> revs;
+    for (const ExtraTip& tip : extra) revs.push_back(tip.commit.Hex());
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<CommitInfo> more, repo.Commits(revs));
+    for (CommitInfo& c : more) {
+      if (seen.insert(c.id).second) commits.push_back(std::move(c));
+    }
+    // Newest first again, so that oldest first below is the order of time.
+    std::stable_sort(commits.begin(), commits.end(),
+                     [](const CommitInfo& a, const CommitInfo& b) { return a.time > b.time; });
+  }
   // VisitHistoryFiles reports a file at the first commit given that holds
   // it; given oldest first, that is the commit that brought it in.
   std::vector<CommitInfo> oldest_first(commits.rbegin(), commits.rend());
   ZIPNN_RETURN_IF_ERROR(repo.VisitHistoryFiles(oldest_first, [&](size_t at, const FileEntry& e) {
     const std::optional<ContentId> id = pointer_of(e.blob);
     if (!id) return;
+    found.paths[*id].insert(e.path);
     const int64_t time = oldest_first[at].time;
     auto [it, fresh] = found.first_committed.emplace(*id, time);
     if (!fresh && time < it->second) it->second = time;
   }));
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> staged, repo.AllIndexFiles());
+  for (const FileEntry& f : staged) {
+    if (std::optional<ContentId> id = pointer_of(f.blob)) found.paths[*id].insert(f.path);
+  }
+  ZIPNN_RETURN_IF_ERROR(repo.VisitTaggedFiles([&](const std::string&, const FileEntry& f) {
+    if (std::optional<ContentId> id = pointer_of(f.blob)) found.paths[*id].insert(f.path);
+  }));
   ZIPNN_ASSIGN_OR_RETURN(auto tags, repo.TagCommits());
+  for (const ExtraTip& tip : extra) {
+    if (!tip.tag.empty()) tags.emplace_back(tip.tag, tip.commit);
+  }
   for (const auto& [tag, commit] : tags) {
     ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> files, repo.TreeFiles(commit));
     std::set<ContentId> held;
@@ -163,6 +189,27 @@ Result<CommittedVersions> FindCommittedVersions(const Repository& repo) {
       if (std::optional<ContentId> id = pointer_of(f.blob)) held.insert(*id);
     }
     found.tags.emplace_back(tag, std::move(held));
+  }
+  return found;
+}
+
+Result<RemoteTips> ReadRemoteTips(const Repository& repo, const std::string& remote) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<RemoteRef> refs, RemoteRefs(remote));
+  RemoteTips found;
+  for (const RemoteRef& ref : refs) {
+    Result<std::optional<Oid>> commit = repo.ResolveCommit(ref.object);
+    if (commit.ok() && *commit) {
+      const bool tag = ref.name.rfind("refs/tags/", 0) == 0;
+      found.tips.push_back(ExtraTip{tag ? ref.name.substr(10) + " on " + remote : "", **commit});
+      continue;
+    }
+    if (!commit.ok()) {
+      // Here, but no commit (a tag of a tree or blob): read as the local
+      // ref of that name reads it, if that leads to the same object.
+      Result<std::string> local = GitOutput({"rev-parse", "--verify", "-q", ref.name + "^{}"});
+      if (local.ok() && *local == ref.object) continue;
+    }
+    found.missing.push_back(ref);
   }
   return found;
 }

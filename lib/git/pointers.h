@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/git/git.h"
 #include "lib/git/repository.h"
 #include "lib/store/pointer.h"
 
@@ -56,13 +57,36 @@ Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vec
 
 // For retention (lib/store/retain.h): when each version a pointer in a
 // commit names was first committed (the earliest committer time of the
-// commits, of every ref's history, that hold it), and the versions each
-// tag's commit holds.
+// commits, of every ref's history, that hold it), the versions each
+// tag's commit holds, and every path where git holds each version.
 struct CommittedVersions {
   std::map<ContentId, int64_t> first_committed;
   std::vector<std::pair<std::string, std::set<ContentId>>> tags;
+  // Each path, in any commit AllCommits walks, in the index of any work
+  // tree, or in a tagged tree (a tagged blob: the tag's name): one
+  // content may be a version of several series.
+  std::map<ContentId, std::set<std::string>> paths;
 };
-Result<CommittedVersions> FindCommittedVersions(const Repository& repo);
+// Tips read as if refs of this repository led to them: another
+// repository's refs (a remote's, which this clone has the commits of but
+// not the refs). A tip with a tag name counts as a tag.
+struct ExtraTip {
+  std::string tag;  // empty: not a tag
+  Oid commit;
+};
+Result<CommittedVersions> FindCommittedVersions(const Repository& repo, const std::vector<ExtraTip>& extra = {});
+
+// The refs the git remote `remote` holds now (RemoteRefs), as tips to
+// read: each whose commit this clone has (a tag's named "<tag> on
+// <remote>"). `missing`: the refs whose object this clone lacks (a
+// teammate's push since the last fetch), and those that lead to a tree or
+// blob no local ref of the same name leads to: what they hold is unknown
+// here.
+struct RemoteTips {
+  std::vector<ExtraTip> tips;
+  std::vector<RemoteRef> missing;
+};
+Result<RemoteTips> ReadRemoteTips(const Repository& repo, const std::string& remote);
 
 // The checkpoint each path of the index names, for those whose entry is
 // a valid pointer.

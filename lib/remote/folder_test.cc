@@ -16,6 +16,7 @@
 #include "lib/container/format.h"
 #include "lib/remote/remote_store.h"
 #include "lib/remote/remote_test_util.h"
+#include "lib/remote/retention.h"
 #include "lib/store/retention.h"
 #include "lib/store/placement.h"
 #include "lib/store/restore.h"
@@ -398,6 +399,66 @@ TEST_CASE("retention on a folder: stat, replace, remove and records, refusing wh
   CHECK_FALSE(remote->Stat(ids[2])->has_value());
   CHECK(remote->Remove(ids[2]).ok());
   CHECK(remote->List()->size() == 2);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("retain on a folder keeps a version that a push made the base of a fine-tune after retain listed it") {
+  const std::string root = TempDir();
+  auto in = [&](const std::string& name) {
+    return Store{ObjectStore(root + "/" + name), root + "/" + name + "-tmp", root + "/" + name + "-cache", "",
+                 config::Policy{}};
+  };
+  std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote", /*links=*/false);
+  std::unique_ptr<RemoteStore> teammate = FolderRemote(root + "/remote", /*links=*/false);
+  testing::CheckRetainKeepsWhatAPushRestsOn(in("here"), in("mate"), in("fresh"), *remote, *teammate);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a folder refuses a delta whose base it does not hold, so a push after a retain leaves nothing broken") {
+  const std::string root = TempDir();
+  const Store here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(here, 1);  // a base and a delta on it
+  std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote", /*links=*/false);
+  auto delta = here.objects.Open(ids[1]);
+  REQUIRE(delta.ok());
+  const Status refused = remote->Put(ids[1], *delta);
+  CHECK(refused.code() == StatusCode::kNotFound);
+  CHECK(refused.message() == "object " + ids[1].Hex() + " is a delta of " + ids[0].Hex() + ", which " + root +
+                                 "/remote does not hold (a retain removed it meanwhile?): push again, and the base "
+                                 "goes with it");
+  CHECK_FALSE(ObjectStore(root + "/remote").Has(ids[1]));
+  // The same through a hard link (a store on the same file system).
+  std::unique_ptr<RemoteStore> linking = FolderRemote(root + "/remote", /*links=*/true);
+  CHECK(linking->PutFile(ids[1], *delta).code() == StatusCode::kNotFound);
+  CHECK_FALSE(ObjectStore(root + "/remote").Has(ids[1]));
+  // With its base there first, as a push sends them, it is taken.
+  REQUIRE(PushObjects(here, *remote, {ids[1]}, {}).ok());
+  CHECK(ObjectStore(root + "/remote").Has(ids[1]));
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a retain on a folder removes nothing when the last look before removing fails") {
+  const std::string root = TempDir();
+  const Store here{ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const ContentId old = store::testing::StoreVersion(here, 0);
+  const ContentId kept = store::testing::StoreVersion(here, 1);
+  std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote", /*links=*/false);
+  REQUIRE(PushObjects(here, *remote, {old, kept}, {}).ok());
+  store::Retained dropped;
+  dropped.id = old;
+  dropped.size = 64;
+  dropped.dropped = true;
+  dropped.date = 1795000000;
+  REQUIRE(store::WriteRecord(here.objects, dropped).ok());
+  REQUIRE(std::remove(here.objects.PathOf(old).c_str()) == 0);
+  auto stopped = RetainOnRemote(here, *remote, {old, kept}, /*dry_run=*/false, {}, nullptr, /*pushes_stopped=*/false,
+                                [] { return InvalidArgument("the refs of remote origin changed while retain ran"); });
+  CHECK(stopped.status().message() == "the refs of remote origin changed while retain ran");
+  CHECK(ObjectStore(root + "/remote").Has(old));
+  auto done = RetainOnRemote(here, *remote, {old, kept}, /*dry_run=*/false, {}, nullptr);
+  REQUIRE(done.ok());
+  CHECK(done->removed == 1);
+  CHECK_FALSE(ObjectStore(root + "/remote").Has(old));
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

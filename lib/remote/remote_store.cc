@@ -120,6 +120,10 @@ class Folder : public RemoteStore {
 
   Status Remove(const ContentId& id) override { return RemoveObject(store_, id); }
 
+  bool LocksRemoval() const override { return true; }
+
+  Result<Pruned> RemoveUnneeded(const std::set<ContentId>& ids) override { return PruneObjects(store_, ids); }
+
   Result<std::vector<ContentId>> List() override { return ListObjects(store_); }
 
   Status PutRecord(const ContentId& id, const std::string& text) override {
@@ -428,6 +432,21 @@ Status PrepareFolder(const std::string& path) {
   return OkStatus();
 }
 
+// Gives the received object at `temp` its name through `commit`, under
+// the store's lock (shared: arrivals go on side by side, a retain's
+// removal waits), once the store is seen to hold the base of a delta.
+Status CommitOnBase(const ObjectStore& store, const ContentId& id, const std::string& temp,
+                    const std::function<Status()>& commit) {
+  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kShared, [] {}));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(temp));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  if (info.header.kind == container::ObjectKind::kDelta && !store.Has(info.header.base_id)) {
+    return NotFound("object " + id.Hex() + " is a delta of " + info.header.base_id.Hex() + ", which " + store.root() +
+                    " does not hold (a retain removed it meanwhile?): push again, and the base goes with it");
+  }
+  return commit();
+}
+
 Result<bool> ReceiveLinked(const ObjectStore& store, const ContentId& id, const std::string& file,
                            const std::function<Status(const std::string& temp)>& check) {
   struct stat st;
@@ -441,7 +460,7 @@ Result<bool> ReceiveLinked(const ObjectStore& store, const ContentId& id, const 
   ZIPNN_ASSIGN_OR_RETURN(std::optional<TempLink> link, TempLink::Create(file, path));
   if (!link) return false;
   ZIPNN_RETURN_IF_ERROR(check(link->temp_path()));
-  ZIPNN_RETURN_IF_ERROR(link->Commit());
+  ZIPNN_RETURN_IF_ERROR(CommitOnBase(store, id, link->temp_path(), [&] { return link->Commit(); }));
   return true;
 }
 
@@ -455,7 +474,7 @@ Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::f
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
   ZIPNN_RETURN_IF_ERROR(write(out));
   ZIPNN_RETURN_IF_ERROR(check(out.temp_path()));
-  return out.Commit();
+  return CommitOnBase(store, id, out.temp_path(), [&] { return out.Commit(); });
 }
 
 Result<uint64_t> DemoteObject(const ObjectStore& store, const ContentId& id,
@@ -537,6 +556,48 @@ Status RemoveObject(const ObjectStore& store, const ContentId& id) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return IoError(path + ": cannot remove: " + std::strerror(errno));
   store::RemoveBaseNote(store, id);
   return OkStatus();
+}
+
+Result<RemoteStore::Pruned> PruneObjects(const ObjectStore& store, const std::set<ContentId>& ids) {
+  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kExclusive, [] {}));
+  const Store there{store, "", "", "", config::Policy{}};
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ContentId> held, ListObjects(store));
+  // What each object rests on, from its header.
+  std::map<ContentId, std::optional<ContentId>> base_of;
+  for (const ContentId& id : held) {
+    Result<ChainLink> link = store::ReadLink(there, id);
+    if (!link.ok()) {
+      if (ids.count(id) != 0) {  // going anyway: what it rests on is no matter
+        base_of.emplace(id, std::nullopt);
+        continue;
+      }
+      return Annotate(link.status(), "nothing was removed from " + store.root() + ": object " + id.Hex() +
+                                         " there could rest on what would go");
+    }
+    base_of.emplace(id, link->delta ? std::optional<ContentId>(link->base) : std::nullopt);
+  }
+  std::map<ContentId, ContentId> kept;  // kept -> an object outside `ids` that rests on it
+  for (const auto& [id, base] : base_of) {
+    if (ids.count(id) != 0) continue;
+    std::optional<ContentId> below = base;
+    for (int depth = 0; below && depth < store::kMaxChainDepth; ++depth) {
+      if (ids.count(*below) != 0) kept.emplace(*below, id);
+      auto next = base_of.find(*below);
+      below = next == base_of.end() ? std::nullopt : next->second;
+    }
+  }
+  RemoteStore::Pruned pruned;
+  for (const ContentId& id : ids) {
+    if (auto k = kept.find(id); k != kept.end()) {
+      pruned.kept.emplace_back(id, k->second);
+      continue;
+    }
+    const std::string path = store.PathOf(id);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return IoError(path + ": cannot remove: " + std::strerror(errno));
+    store::RemoveBaseNote(store, id);
+    pruned.removed.push_back(id);
+  }
+  return pruned;
 }
 
 Result<std::vector<ContentId>> ListObjects(const ObjectStore& store) {

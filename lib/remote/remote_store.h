@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -124,8 +125,28 @@ class RemoteStore {
     return Unsupported(where() + " cannot replace object " + id.Hex());
   }
   // Removes `id`'s object (nothing when it holds none). Only retention
-  // calls it, once no chain of what stays runs through it.
+  // calls it, once no chain of what stays runs through it, and only on a
+  // remote without a lock (LocksRemoval).
   virtual Status Remove(const ContentId& id) { return Unsupported(where() + " cannot remove object " + id.Hex()); }
+  // Whether the remote removes under a lock that every object's arrival
+  // respects (RemoveUnneeded): a folder and a store server do; S3 has no
+  // such lock.
+  virtual bool LocksRemoval() const { return false; }
+  // Removes each of `ids` that no object the remote keeps rests on (a
+  // delta whose chain runs through it), and says why each other one
+  // stays: the look and the removal at once, under the remote's lock,
+  // which every arriving object takes too (ReceiveObject), so that what
+  // was pushed since the caller looked (a teammate's fine-tune stored as
+  // a delta of one of them) keeps its base, and what arrives after needs
+  // its base there.
+  struct Pruned {
+    std::vector<ContentId> removed;
+    std::vector<std::pair<ContentId, ContentId>> kept;  // (kept, an object that rests on it)
+  };
+  virtual Result<Pruned> RemoveUnneeded(const std::set<ContentId>& ids) {
+    (void)ids;
+    return Unsupported(where() + " cannot remove objects under a lock");
+  }
   // The record of a thinned or dropped version (its text, RecordText),
   // stored beside where its object was; GetRecord's nullopt: none.
   virtual Status PutRecord(const ContentId& id, const std::string& text) {
@@ -190,6 +211,11 @@ Status CheckObjectFile(const std::string& path, const ContentId& id);
 // the object's place, must pass `check`, and then take the name, in place
 // of a damaged copy if there is one. Temporary files that killed writers
 // left in that folder more than kOldTemporary ago are removed first.
+// The name is taken under the store's lock (shared), and only while the
+// store holds the base of a delta: a retain's removal (PruneObjects)
+// either sees the new object and keeps its base, or has removed the base
+// and the object is refused, naming it (the sender pushes again, base
+// and all).
 Status ReceiveObject(const store::ObjectStore& store, const ContentId& id,
                      const std::function<Status(AtomicFile&)>& write,
                      const std::function<Status(const std::string& temp)>& check);
@@ -224,6 +250,12 @@ Status ReceiveRecord(const store::ObjectStore& store, const ContentId& id, const
 // (GetRecord).
 Result<std::optional<RemoteStore::Held>> StatObject(const store::ObjectStore& store, const ContentId& id);
 Status RemoveObject(const store::ObjectStore& store, const ContentId& id);
+// RemoteStore::RemoveUnneeded for a store of this machine: under the
+// store's lock (exclusive), every object's header is read, and each of
+// `ids` that the chain of an object outside `ids` runs through stays.
+// An object whose header cannot be read could rest on any of them:
+// nothing is removed, and the error names it.
+Result<RemoteStore::Pruned> PruneObjects(const store::ObjectStore& store, const std::set<ContentId>& ids);
 Result<std::vector<ContentId>> ListObjects(const store::ObjectStore& store);
 Result<std::optional<std::string>> RecordText(const store::ObjectStore& store, const ContentId& id);
 // Whether `store` holds `id`'s object and it passes CheckObject.

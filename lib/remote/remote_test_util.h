@@ -11,8 +11,11 @@
 #include "lib/base/content_id.h"
 #include "lib/base/io.h"
 #include "lib/remote/remote_store.h"
+#include "lib/remote/retention.h"
 #include "lib/store/base_note.h"
 #include "lib/store/restore.h"
+#include "lib/store/retention.h"
+#include "lib/store/test_objects.h"
 
 namespace zipnn::remote::testing {
 
@@ -43,6 +46,46 @@ inline void CheckPushAndFetch(const store::Store& here, const store::Store& ther
   CHECK(note.has_value() == keeps_notes);
   if (note) CHECK(store::DescribeNote(*note) == "due every " + std::to_string(here.policy.base_interval));
   CHECK(!store::ReadBaseNote(there.objects, ids[1]));  // a delta has none
+}
+
+// A retain on `remote` that lists it, and then, before it removes
+// anything (as it sends its records), a teammate's push through `mate`
+// (the same store, another client) of a fine-tune stored as a delta of
+// the version that goes: the version stays there, and the fine-tune
+// fetched from the remote into `fresh` restores. `here`, `mate` and
+// `fresh` are empty stores.
+inline void CheckRetainKeepsWhatAPushRestsOn(const store::Store& here, const store::Store& mate,
+                                             const store::Store& fresh, RemoteStore& remote, RemoteStore& teammate) {
+  const ContentId step10 = store::testing::StoreVersion(here, 0);
+  const ContentId step20 = store::testing::StoreVersion(here, 1);
+  REQUIRE(PushObjects(here, remote, {step10, step20}, {}).ok());
+  // This clone's retain dropped step 10: its record, and no object.
+  store::Retained dropped;
+  dropped.id = step10;
+  dropped.size = 64;
+  dropped.dropped = true;
+  dropped.date = 1795000000;
+  REQUIRE(store::WriteRecord(here.objects, dropped).ok());
+  REQUIRE(std::remove(here.objects.PathOf(step10).c_str()) == 0);
+  // The teammate holds step 10 and a fine-tune of it, stored as a delta.
+  REQUIRE(store::testing::StoreVersion(mate, 0) == step10);
+  const std::vector<uint8_t> parent = store::testing::ChainVersion(0);
+  const ContentId tuned = store::testing::StoreVersion(mate, 2, &parent, step10);
+  bool pushed = false;
+  auto retained = RetainOnRemote(here, remote, {step10, step20}, /*dry_run=*/false, {}, [&](const std::string& what) {
+    if (pushed || what.find("retention records") == std::string::npos) return;
+    pushed = true;
+    auto sent = PushObjects(mate, teammate, {tuned}, {});
+    REQUIRE(sent.ok());
+    CHECK(sent->moved == 1);  // step 10 is there: only the delta goes
+  });
+  REQUIRE(pushed);
+  REQUIRE_MESSAGE(retained.ok(), retained.status().message());
+  auto fetched = FetchObjects(fresh, remote, {tuned}, {});
+  REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+  CountingSink restored;
+  CHECK(store::Restore(fresh, tuned, restored).ok());
+  CHECK(restored.bytes() == 64);
 }
 
 }  // namespace zipnn::remote::testing

@@ -50,11 +50,13 @@ Result<std::set<ContentId>> Unthinned(RemoteStore& remote, const std::map<Conten
 Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& remote,
                                        const std::vector<ContentId>& every_version, bool dry_run,
                                        const std::vector<ContentId>& planned,
-                                       const std::function<void(const std::string&)>& progress) {
+                                       const std::function<void(const std::string&)>& progress,
+                                       bool pushes_stopped, const std::function<Status()>& before_removal) {
   if (!remote.CanRetain()) {
     return Unsupported(remote.where() +
                        " cannot remove objects (a Git LFS server's API has no delete): nothing was removed there");
   }
+  if (!dry_run && !remote.LocksRemoval() && !pushes_stopped) return NoLockRefusal(remote, remote.where());
   auto say = [&](const std::string& what) {
     if (progress) progress(what);
   };
@@ -173,12 +175,61 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
                         " after it was re-sent: nothing was removed");
     }
   }
+  if (before_removal) ZIPNN_RETURN_IF_ERROR(before_removal());
+  // What rests on an object that would go keeps it: an object pushed
+  // since the listing above, or kept by another retain meanwhile.
+  auto keep = [&](const ContentId& id, const ContentId& above) {
+    const uint64_t size = held.at(id).size;
+    report.removed_bytes -= size;
+    report.bytes_after += size;
+    --(unthinned.count(id) != 0 ? report.unthinned : report.removed);
+    report.kept.emplace_back(id, "object " + above.Hex().substr(0, 12) + " there rests on it (pushed since retain "
+                                 "listed the remote, or a version this clone does not know)");
+  };
+  if (remote.LocksRemoval()) {
+    say("removing " + std::to_string(going.size()) + " objects from " + remote.where());
+    ZIPNN_ASSIGN_OR_RETURN(RemoteStore::Pruned pruned, remote.RemoveUnneeded(going));
+    for (const auto& [id, above] : pruned.kept) {
+      if (going.count(id) != 0) keep(id, above);
+    }
+    return report;
+  }
+  // No lock (S3), and no one pushes, the caller says: one more look, as
+  // close to the removal as can be.
+  say("listing " + remote.where() + " again");
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ContentId> now, remote.List());
+  std::map<ContentId, std::optional<ContentId>> base_of;
+  for (size_t k = 0; k < now.size(); ++k) {
+    // Each header again: re-sent objects rest elsewhere now, and a push
+    // may have stored one as a delta meanwhile.
+    say("reading the headers of " + remote.where() + " again (" + std::to_string(k + 1) + " of " +
+        std::to_string(now.size()) + ")");
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<RemoteStore::Held> h, remote.Stat(now[k]));
+    if (h) base_of.emplace(now[k], h->base);
+  }
+  for (const auto& [id, base] : base_of) {
+    if (going.count(id) != 0) continue;
+    std::optional<ContentId> below = base;
+    for (int depth = 0; below && depth < store::kMaxChainDepth; ++depth) {
+      if (going.erase(*below) != 0) keep(*below, id);
+      auto next = base_of.find(*below);
+      below = next == base_of.end() ? std::nullopt : next->second;
+    }
+  }
   size_t i = 0;
   for (const ContentId& id : going) {
     say("removing from " + remote.where() + " (" + std::to_string(++i) + " of " + std::to_string(going.size()) + ")");
     ZIPNN_RETURN_IF_ERROR(remote.Remove(id));
   }
   return report;
+}
+
+Status NoLockRefusal(const RemoteStore& remote, const std::string& name) {
+  return InvalidArgument("remote " + name + " (" + remote.where() +
+                         ") has no lock that pushes respect: a teammate's push while retain removes objects there "
+                         "could lose a version that rests on one of them. Make sure no one pushes to it until retain "
+                         "ends, then run `git zipnn retain --remote " + name +
+                         " --yes --pushes-stopped`; nothing was changed");
 }
 
 Result<bool> FetchRecord(const store::Store& repo, const ContentId& id) {

@@ -16,6 +16,17 @@
 // deltas of what goes replaced, records sent, and only then objects
 // removed. Running it again finishes the work.
 //
+// The plan is made from a listing, and the remote may change after it: a
+// teammate pushes a fine-tune as a delta of a version that goes, another
+// retain runs. So the removal looks again, under the remote's lock, which
+// every object's arrival takes too (RemoteStore::RemoveUnneeded): what
+// rests on an object then keeps it. A remote without such a lock (S3)
+// is changed only when the caller says no one pushes to it meanwhile
+// (`pushes_stopped`), and is looked at once more just before removing.
+// `before_removal`, when given, runs once the records are sent and before
+// anything is removed (the caller reads the git remote's refs again): an
+// error there ends the retain with nothing removed.
+//
 // Thread-compatible.
 #pragma once
 
@@ -57,7 +68,13 @@ struct RemoteRetention {
 Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& remote,
                                        const std::vector<ContentId>& every_version, bool dry_run,
                                        const std::vector<ContentId>& planned,
-                                       const std::function<void(const std::string&)>& progress);
+                                       const std::function<void(const std::string&)>& progress,
+                                       bool pushes_stopped = false,
+                                       const std::function<Status()>& before_removal = nullptr);
+
+// The refusal for a remote that cannot remove under a lock (S3) when
+// the caller has not said that no one pushes to it meanwhile.
+Status NoLockRefusal(const RemoteStore& remote, const std::string& name);
 
 // When the default remote holds the retention record of `id` (a version
 // retention thinned or dropped there): the record, checked, kept in the

@@ -8,6 +8,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -273,6 +274,24 @@ Status ServeReplace(const ObjectStore& store, Wire& wire, const ContentId& id, u
       [](const bool&) { return std::string(); });
 }
 
+// Retention (RemoteStore::RemoveUnneeded): the ids, then at once under
+// the store's lock, each removed unless what stays rests on it; the
+// answer names each kept one and an object that rests on it.
+Status ServePrune(const ObjectStore& store, Wire& wire, uint64_t n) {
+  std::set<ContentId> ids;
+  for (uint64_t i = 0; i < n; ++i) {
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
+    std::optional<ContentId> id = line ? ContentId::FromHex(*line) : std::nullopt;
+    if (!id) return wire.Break("a prune request with a line that is not an object id");
+    ids.insert(*id);
+  }
+  Result<RemoteStore::Pruned> pruned = PruneObjects(store, ids);
+  if (!pruned.ok()) return wire.Send("error " + pruned.status().message() + "\n");
+  std::string answer = "ok " + std::to_string(pruned->kept.size()) + "\n";
+  for (const auto& [kept, above] : pruned->kept) answer += kept.Hex() + " " + above.Hex() + "\n";
+  return wire.Send(answer);
+}
+
 Status ServeStat(const ObjectStore& store, Wire& wire, const ContentId& id) {
   Result<std::optional<RemoteStore::Held>> held = StatObject(store, id);
   if (!held.ok()) return wire.Send("error " + held.status().message() + "\n");
@@ -341,6 +360,10 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
           ServeTextPut(wire, *size, [&](const std::string& text) { return store::KeepBaseNote(store, *id, text); }));
     } else if (w[0] == "get-note" && w.size() == 2 && id) {
       ZIPNN_RETURN_IF_ERROR(ServeTextGet(wire, store::BaseNoteTextOf(store, *id)));
+    } else if (w[0] == "prune" && w.size() == 2) {
+      const std::optional<uint64_t> n = DecimalAtMost(w[1], kMaxHasBatch);
+      if (!n) return BadRequest(wire, *line);
+      ZIPNN_RETURN_IF_ERROR(ServePrune(store, wire, *n));
     } else if (w[0] == "list" && w.size() == 1) {
       Result<std::vector<ContentId>> ids = ListObjects(store);
       if (!ids.ok()) {
@@ -458,6 +481,44 @@ class Served : public RemoteStore {
   }
 
   Status Remove(const ContentId& id) override { return Retaining(Request("remove " + id.Hex() + "\n", nullptr)); }
+
+  bool LocksRemoval() const override { return true; }
+
+  // The ids in batches; each batch is one look and removal under the
+  // server's lock (a kept one is kept whichever batch names what rests
+  // on it: the server sees every object it holds).
+  Result<Pruned> RemoveUnneeded(const std::set<ContentId>& ids) override {
+    Pruned pruned;
+    const std::vector<ContentId> all(ids.begin(), ids.end());
+    ZIPNN_RETURN_IF_ERROR(Pruning(WithSession([&](Wire& wire) -> Status {
+      for (size_t from = 0; from < all.size(); from += kMaxHasBatch) {
+        const size_t n = std::min<size_t>(kMaxHasBatch, all.size() - from);
+        std::string request = "prune " + std::to_string(n) + "\n";
+        for (size_t i = from; i < from + n; ++i) request += all[i].Hex() + "\n";
+        ZIPNN_RETURN_IF_ERROR(wire.Send(request));
+        ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+        if (answer.rfind("error ", 0) == 0) return IoError("the server refused it: " + answer.substr(6));
+        const std::vector<std::string> w = Words(answer);
+        const std::optional<uint64_t> k = w.size() == 2 && w[0] == "ok" ? DecimalAtMost(w[1], n) : std::nullopt;
+        if (!k) return Unexpected(wire, answer);
+        std::set<ContentId> kept;
+        for (uint64_t i = 0; i < *k; ++i) {
+          ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
+          const std::vector<std::string> pair = line ? Words(*line) : std::vector<std::string>();
+          std::optional<ContentId> id = pair.size() == 2 ? ContentId::FromHex(pair[0]) : std::nullopt;
+          std::optional<ContentId> above = pair.size() == 2 ? ContentId::FromHex(pair[1]) : std::nullopt;
+          if (!id || !above) return wire.Break("the store server kept something that is not an object id");
+          kept.insert(*id);
+          pruned.kept.emplace_back(*id, *above);
+        }
+        for (size_t i = from; i < from + n; ++i) {
+          if (kept.count(all[i]) == 0) pruned.removed.push_back(all[i]);
+        }
+      }
+      return OkStatus();
+    })));
+    return pruned;
+  }
 
   Result<std::vector<ContentId>> List() override {
     std::vector<ContentId> ids;
@@ -650,6 +711,17 @@ class Served : public RemoteStore {
     }
     return Status(st.code(), st.message() + " (a store server of a git-zipnn without retention does not know its "
                                             "requests: upgrade git-zipnn on " + where_ + ")");
+  }
+
+  // A server of git-zipnn before removal under its lock ends the session
+  // at the request: nothing was removed; say what to do.
+  Status Pruning(const Status& st) const {
+    if (st.ok() || st.code() != StatusCode::kIoError || st.message().find("refused it") != std::string::npos) {
+      return st;
+    }
+    return Status(st.code(), st.message() + " (a store server of a git-zipnn that cannot remove under its lock "
+                                            "does not know the request, and nothing was removed: upgrade git-zipnn on " +
+                                            where_ + ")");
   }
 
   static Status Unexpected(Wire& wire, const std::string& answer) {

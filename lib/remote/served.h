@@ -7,6 +7,8 @@
 //   get <id>\n                   ->  ok <size>\n<size bytes> | missing\n | error <message>\n
 //   put <id> <size>\n<size bytes> ->  ok\n | error <message>\n
 //   demote <id> <size>\n<size bytes> ->  ok <bytes replaced; 0: none>\n | error <message>\n
+//   prune <n>\n<id>\n x n          ->  ok <k>\n<kept id> <id resting on it>\n x k | error <message>\n
+//   (and retention's list, stat, replace, remove, put-record, get-record)
 //
 // One request at a time, each answered before the next; the client ends
 // a session by closing its end. A server receives an object under a

@@ -687,5 +687,18 @@ TEST_CASE("the low-speed limit does not count the time a server thinks before it
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
+TEST_CASE("retain on a served store keeps a version that a push made the base of a fine-tune after retain listed it") {
+  const std::string root = TempDir();
+  const ObjectStore served(root + "/served");
+  Servers servers([&](SocketEnd& c) { return ServeStore(served, c); });
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", servers.Connector(), "");
+    std::unique_ptr<RemoteStore> teammate = ServedRemote("test://served", servers.Connector(), "");
+    testing::CheckRetainKeepsWhatAPushRestsOn(RepoIn(root, "here"), RepoIn(root, "mate"), RepoIn(root, "fresh"),
+                                              *remote, *teammate);
+  }
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
 }  // namespace
 }  // namespace zipnn::remote

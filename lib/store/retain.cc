@@ -156,6 +156,37 @@ std::vector<PlannedVersion> PlanSeries(const Store& store, const std::vector<Ver
   return plan;
 }
 
+void KeepWhatOthersHold(Plans& plans, const std::map<ContentId, std::set<std::string>>& paths,
+                        const std::function<std::string(const std::string&)>& series_of) {
+  // Which series take which versions (thin or drop them).
+  std::map<std::string, std::set<ContentId>> taken;
+  for (const auto& [name, plan] : plans) {
+    for (const PlannedVersion& p : plan) {
+      if (p.fate != Fate::kKeep) taken[name].insert(p.version.id);
+    }
+  }
+  std::set<std::string> planned;
+  for (const auto& [name, plan] : plans) planned.insert(name);
+  for (auto& [name, plan] : plans) {
+    for (PlannedVersion& p : plan) {
+      // A version whose exact bytes an earlier retain took has nothing to keep.
+      if (p.fate == Fate::kKeep || !p.exact) continue;
+      auto where = paths.find(p.version.id);
+      if (where == paths.end()) continue;
+      for (const std::string& path : where->second) {
+        const std::string other = series_of(path);
+        if (other == name) continue;
+        auto t = taken.find(other);
+        if (t != taken.end() && t->second.count(p.version.id) != 0) continue;
+        p.fate = Fate::kKeep;
+        p.why = "also " + path + ", which " +
+                (planned.count(other) != 0 ? std::string("its rule keeps") : std::string("no rule covers"));
+        break;
+      }
+    }
+  }
+}
+
 Result<RetainTotals> ApplyRetention(const Store& store,
                                     const std::vector<std::pair<std::string, std::vector<PlannedVersion>>>& plans,
                                     const RetainOptions& options) {
@@ -167,6 +198,14 @@ Result<RetainTotals> ApplyRetention(const Store& store,
   std::vector<std::pair<std::string, std::vector<RetainedVersion>>> results;
   std::set<ContentId> going;      // exact objects to remove
   std::set<ContentId> unthinned;  // approximate objects of versions dropped now
+  // A content one series keeps and another takes stays (KeepWhatOthersHold
+  // says so in the plan; this holds whatever the plan says).
+  std::set<ContentId> kept_somewhere;
+  for (const auto& [name, plan] : plans) {
+    for (const PlannedVersion& p : plan) {
+      if (p.fate == Fate::kKeep) kept_somewhere.insert(p.version.id);
+    }
+  }
   for (const auto& [name, plan] : plans) {
     std::vector<RetainedVersion> done;
     std::vector<Version> approx, kept;
@@ -202,7 +241,9 @@ Result<RetainTotals> ApplyRetention(const Store& store,
           r.record = dropped;
         }
       }
-      if (r.error.ok() && r.planned.fate != Fate::kKeep && p.exact) going.insert(p.version.id);
+      if (r.error.ok() && r.planned.fate != Fate::kKeep && p.exact && kept_somewhere.count(p.version.id) == 0) {
+        going.insert(p.version.id);
+      }
       if (r.planned.fate == Fate::kThin && r.error.ok() && r.record && !r.record->dropped) {
         approx.push_back(Version{r.record->approximate, p.version.step, p.version.path});
       }

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -64,6 +65,17 @@ struct PlannedVersion {
 std::vector<PlannedVersion> PlanSeries(const Store& store, const std::vector<Version>& series,
                                        const config::Policy::RetentionRule& rule,
                                        const std::function<VersionFacts(const ContentId&)>& facts, int64_t now);
+
+// One content may be a version of several series (the best step copied
+// to release/model.safetensors): its bytes stay while any of them keeps
+// it. Each version a plan would thin or drop that git also holds at a
+// path of another series whose plan does not take it too, or of a series
+// no plan covers, is kept instead, and says where. `paths`: every path
+// where git holds each version (git::CommittedVersions::paths);
+// `series_of`: the series a path belongs to.
+using Plans = std::vector<std::pair<std::string, std::vector<PlannedVersion>>>;
+void KeepWhatOthersHold(Plans& plans, const std::map<ContentId, std::set<std::string>>& paths,
+                        const std::function<std::string(const std::string&)>& series_of);
 
 // What retain did to one version.
 struct RetainedVersion {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -270,6 +271,55 @@ TEST_CASE("a kept version stored as a delta of one that is dropped is re-stored 
             if (link.delta) CHECK(f.repo.objects.Has(link.base));
           }).ok());
   }
+}
+
+// Issue 53: the same content as a version of two series, one plan
+// keeping it and another dropping it: it stays, whatever the order.
+TEST_CASE("a content one series keeps and another drops stays, and restores exactly") {
+  Saved f;
+  const std::vector<ContentId> ids = f.Ids();
+  // release/model.safetensors holds step 60's content, kept by its rule.
+  const std::vector<Version> release = {Version{ids[5], "", "release/model.safetensors"}};
+  auto facts = [](const ContentId&) { return VersionFacts{1, {}, false}; };
+  auto plan = PlanSeries(f.repo, f.held, KeepNewest(1, true), facts, 2000000000);
+  auto kept = PlanSeries(f.repo, release, KeepNewest(1, true), facts, 2000000000);
+  REQUIRE(plan[5].fate == Fate::kDrop);
+  REQUIRE(kept[0].fate == Fate::kKeep);
+  RetainOptions options;
+  options.now = 2000000000;
+  options.every_version = ids;
+  auto totals = ApplyRetention(f.repo, {{"run/step-#.safetensors", plan}, {"release/model.safetensors", kept}}, options);
+  REQUIRE_MESSAGE(totals.ok(), totals.status().message());
+  CHECK(totals->removed == 10);
+  CountingSink out;
+  CHECK(Restore(f.repo, ids[5], out).ok());
+}
+
+TEST_CASE("a version another series holds is kept in the plan, and says where") {
+  Saved f;
+  const std::vector<ContentId> ids = f.Ids();
+  auto facts = [](const ContentId&) { return VersionFacts{1, {}, false}; };
+  Plans plans = {{"run/step-#.safetensors", PlanSeries(f.repo, f.held, KeepNewest(1, true), facts, 2000000000)}};
+  std::map<ContentId, std::set<std::string>> paths;
+  for (const Version& v : f.held) paths[v.id].insert(v.path);
+  paths[ids[4]].insert("release/model.safetensors");  // no rule covers it
+  paths[ids[7]].insert("run/step-80.safetensors");     // its own series only
+  auto series_of = [](const std::string& path) {
+    return path.rfind("run/", 0) == 0 ? std::string("run/step-#.safetensors") : path;
+  };
+  KeepWhatOthersHold(plans, paths, series_of);
+  const std::vector<PlannedVersion>& plan = plans[0].second;
+  CHECK(plan[4].fate == Fate::kKeep);
+  CHECK(plan[4].why == "also release/model.safetensors, which no rule covers");
+  CHECK(plan[7].fate == Fate::kDrop);
+  CHECK(plan[3].fate == Fate::kDrop);
+  // Another series whose plan drops the same content too: it goes.
+  plans.emplace_back("release/model.safetensors",
+                     std::vector<PlannedVersion>{plan[3]});  // a copy of step 40's plan: dropped
+  plans[0].second[3].fate = Fate::kDrop;
+  paths[ids[3]].insert("release/model.safetensors");
+  KeepWhatOthersHold(plans, paths, series_of);
+  CHECK(plans[0].second[3].fate == Fate::kDrop);
 }
 
 }  // namespace
