@@ -102,7 +102,13 @@ Status RunGc(const GcArgs& a) {
               a.dry_run ? "would remove" : "removed", removed, removed == 1 ? "" : "s", HumanBytes(swept.freed).c_str(),
               leftovers, leftovers == 1 ? "" : "s", swept.kept, pointers, pointers == 1 ? "" : "s",
               args.keep_recent_days);
-  if (swept.young_files > 0) {
+  if (swept.locks_hold_nothing) {
+    std::printf("note: file locks hold nothing on the file system of %s, so the files of a running git add or fetch "
+                "cannot be told from those of a stopped one: --now removed only leftovers over an hour old, and kept "
+                "%s younger (%s)\n",
+                repo.temp_dir.c_str(), Counted(swept.young_files, "file").c_str(),
+                HumanBytes(swept.young_bytes).c_str());
+  } else if (swept.young_files > 0) {
     std::printf("%s of leftovers no running process holds (%s of a git add or fetch that was stopped) %s until they "
                 "are an hour old; `git zipnn gc --now` removes them\n",
                 HumanBytes(swept.young_bytes).c_str(), Counted(swept.young_files, "file").c_str(),

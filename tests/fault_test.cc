@@ -42,8 +42,9 @@ class Bench {
   // Keeps the present state (repo/, hub.git/ and lazy/) as the one each
   // run starts from.
   void Snapshot() {
-    REQUIRE(repo_.Sh("cd .. && rm -rf snap && mkdir snap && for d in repo hub.git lazy; do "
-                     "[ -e $d ] && cp -a $d snap/; done; true")
+    REQUIRE(repo_
+                .Sh("cd .. && rm -rf snap && mkdir snap && for d in repo hub.git lazy; do "
+                    "[ -e $d ] && cp -a $d snap/; done; true")
                 .code == 0);
   }
 
@@ -79,7 +80,8 @@ class Bench {
       }
       if (op == "dirsync" && failed.empty()) unsynced.erase({pid, name});
     }
-    for (const auto& [where, name] : unsynced) CHECK_MESSAGE(false, name << " was named without an fsync of its folder");
+    for (const auto& [where, name] : unsynced)
+      CHECK_MESSAGE(false, name << " was named without an fsync of its folder");
   }
 
   // Runs `command` from the snapshot once for each point at which it makes
@@ -212,7 +214,8 @@ TEST_CASE("push to a folder remote: each fault leaves both stores sound, and the
     REQUIRE(repo.Sh("git zipnn push -q origin --all && git push -q origin HEAD:main").code == 0);
     const Run clone = repo.Sh(
         "cd .. && rm -rf pushed && git clone -q -b main hub.git pushed && cd pushed && "
-        "git zipnn install --local >/dev/null && git zipnn pull -q && git zipnn fetch -q --all && git zipnn fsck --all");
+        "git zipnn install --local >/dev/null && git zipnn pull -q && git zipnn fetch -q --all && git zipnn fsck "
+        "--all");
     REQUIRE_MESSAGE(clone.code == 0, (clone.out + clone.err));
     CHECK(Slurp(repo.root() + "/pushed/model.safetensors") == Bytes(repo, 4));
   }));
@@ -230,8 +233,9 @@ TEST_CASE("fetch: each fault leaves the store sound, and the fetch then complete
     CheckSound(repo, {"lazy/.git/zipnn"});
     if (r.code == 0) {
       // A fetch that said it got everything did.
-      const Run all = repo.Sh("cd ../lazy && mv ../hub.git ../hub.away && git zipnn fsck --all; s=$?; "
-                              "mv ../hub.away ../hub.git; exit $s");
+      const Run all = repo.Sh(
+          "cd ../lazy && mv ../hub.git ../hub.away && git zipnn fsck --all; s=$?; "
+          "mv ../hub.away ../hub.git; exit $s");
       CHECK_MESSAGE(all.code == 0, (all.out + all.err));
     }
     const Run pulled = repo.Sh(
@@ -273,8 +277,8 @@ TEST_CASE("repack: each fault leaves every version restorable, and the repack th
     REQUIRE(repo.Sh("git zipnn repack --base-interval 2").code == 0);
     CheckSound(repo, {});
     for (int back = 0; back < 5; ++back) {
-      CHECK(repo.Sh("git zipnn restore model.safetensors --rev HEAD~" + std::to_string(back) + " -o ../out -f")
-                .code == 0);
+      CHECK(repo.Sh("git zipnn restore model.safetensors --rev HEAD~" + std::to_string(back) + " -o ../out -f").code ==
+            0);
       CHECK(Slurp(repo.root() + "/out") == Bytes(repo, 4 - back));
     }
   }));
@@ -303,6 +307,46 @@ TEST_CASE("retain: each fault loses nothing kept, and the next retain finishes")
     CHECK(again.out.find("3 thinned") != std::string::npos);
     kept();
   }));
+}
+
+// On a file system whose locks hold nothing (flock succeeds and locks
+// nothing: GIT_ZIPNN_TEST_FAULT=flock:1+), a live command's scratch files
+// look like a dead one's. Those who clean up after dead processes then go
+// by age alone: gc --now takes only leftovers over an hour old and says
+// why, the next git add leaves a stopped add's spool to gc, and pull
+// leaves another pull's unfinished work-tree file.
+TEST_CASE("where locks hold nothing, gc --now, add and pull remove no file a running command may hold") {
+  Bench bench;
+  Repo& repo = bench.repo();
+  REQUIRE(repo.Sh("mkdir -p .git/zipnn/tmp && cd .git/zipnn/tmp && head -c 1000 /dev/urandom > clean-0badf00d && "
+                  "touch -d '1 minute ago' clean-0badf00d && head -c 2000 /dev/urandom > clean-0ld00000 && "
+                  "touch -d '2 hours ago' clean-0ld00000 && head -c 3000 /dev/urandom > checkout-m.tmp-1234abcd && "
+                  "touch -d '1 minute ago' checkout-m.tmp-1234abcd")
+              .code == 0);
+  const std::string unlocked = "export GIT_ZIPNN_TEST_FAULT=flock:1+ && ";
+  const Run add = repo.Sh(unlocked + "cp '" + repo.Data("cnn12-bf16/step-000120.safetensors") +
+                          "' model.safetensors && git add model.safetensors && git commit -qm sixth");
+  REQUIRE_MESSAGE(add.code == 0, add.err);
+  CHECK(add.err.find("scratch files that a stopped command left") == std::string::npos);
+  const Run pull = repo.Sh(unlocked + "git zipnn pull -q");
+  REQUIRE_MESSAGE(pull.code == 0, pull.err);
+  CHECK(repo.Sh("find .git/zipnn/tmp -maxdepth 1 -type f -printf '%f\\n' | sort").out ==
+        "checkout-m.tmp-1234abcd\nclean-0badf00d\nclean-0ld00000\n");
+
+  const Run gc = repo.Sh(unlocked + "git zipnn gc --now");
+  REQUIRE_MESSAGE(gc.code == 0, gc.err);
+  CHECK_MESSAGE(gc.out.find("note: file locks hold nothing on the file system of ") != std::string::npos, gc.out);
+  CHECK_MESSAGE(gc.out.find("--now removed only leftovers over an hour old, and kept 2 files younger (3.9 KiB)") !=
+                    std::string::npos,
+                gc.out);
+  CHECK(repo.Sh("find .git/zipnn/tmp -maxdepth 1 -type f -printf '%f\\n' | sort").out ==
+        "checkout-m.tmp-1234abcd\nclean-0badf00d\n");
+  CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+
+  // Where locks work, the same gc --now takes them at once.
+  const Run locked = repo.Sh("git zipnn gc --now");
+  CHECK(locked.out.find("note: file locks") == std::string::npos);
+  CHECK(repo.Sh("find .git/zipnn/tmp -maxdepth 1 -type f -printf '%f\\n' | sort").out == "");
 }
 
 }  // namespace

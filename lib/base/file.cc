@@ -195,7 +195,7 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, bool overwrite) {
     std::string tmp = TemporaryName(path, rd);
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
-      (void)::flock(fd, LOCK_SH);  // in use while written (InUse)
+      (void)FsLock(fd, LOCK_SH);  // in use while written (InUse)
       return AtomicFile(fd, path, tmp, overwrite, /*stream=*/false);
     }
     if (errno != EEXIST) return IoError(path + ": cannot create: " + Errno());
@@ -268,7 +268,7 @@ Result<AtomicFile> AtomicFile::CreateInWorkTree(const std::string& path, const s
         if (errno == EEXIST) continue;
         break;
       }
-      const bool named = ::flock(fd, LOCK_EX | LOCK_NB) == 0 && FsLink(fresh.c_str(), tmp.c_str()) == 0;
+      const bool named = FsLock(fd, LOCK_EX | LOCK_NB) == 0 && FsLink(fresh.c_str(), tmp.c_str()) == 0;
       const int why = errno;
       ::unlink(fresh.c_str());
       if (named) return AtomicFile(fd, path, std::move(tmp), /*overwrite=*/true, /*stream=*/false, Temp::kScratch);
@@ -286,6 +286,7 @@ Result<AtomicFile> AtomicFile::CreateInWorkTree(const std::string& path, const s
 }
 
 size_t RemoveAbandonedTemps(const std::string& scratch_dir) {
+  if (!FileExists(scratch_dir) || !LocksWork(scratch_dir)) return 0;
   DIR* dir = ::opendir(scratch_dir.c_str());
   if (dir == nullptr) return 0;
   size_t removed = 0;
@@ -298,7 +299,7 @@ size_t RemoveAbandonedTemps(const std::string& scratch_dir) {
     // Unlocked, its writer is gone (a file takes this name only once
     // locked). The name must still be the file locked: a writer may have
     // renamed it away meanwhile.
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
+    if (FsLock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
         named.st_ino == held.st_ino && named.st_dev == held.st_dev && ::unlink(path.c_str()) == 0) {
       ++removed;
     }
@@ -595,7 +596,7 @@ Result<TempFile> TempFile::Create(const std::string& dir, const std::string& pre
     std::string path = dir + "/" + prefix + name;
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
-      (void)::flock(fd, LOCK_SH);  // a file system without locks leaves it to gc's age rule
+      (void)FsLock(fd, LOCK_SH);  // a file system without locks leaves it to gc's age rule
       return TempFile(std::move(path), fd);
     }
     if (errno != EEXIST) return IoError(dir + ": cannot create a temporary file: " + Errno());
@@ -623,9 +624,14 @@ TempFile& TempFile::operator=(TempFile&& o) noexcept {
 bool InUse(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  const bool held = FsLock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   ::close(fd);
   return held;
+}
+
+bool LocksWork(const std::string& dir) {
+  auto probe = TempFile::Create(dir, "lock-probe");  // holds its file locked
+  return probe.ok() && InUse(probe->path());
 }
 
 bool FileExists(const std::string& path) {

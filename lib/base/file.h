@@ -120,7 +120,8 @@ class AtomicFile : public ByteSink {
 // Removes the temporary files AtomicFile::CreateInWorkTree left in
 // `scratch_dir` for a process that died before Commit: those no process
 // holds locked (each takes its name only once locked), and those a process
-// died with in the moment before its lock. The number removed.
+// died with in the moment before its lock. Nothing where locks do not
+// work (LocksWork). The number removed.
 size_t RemoveAbandonedTemps(const std::string& scratch_dir);
 
 // Reads a file descriptor (standard input) front to back; does not own it.
@@ -187,6 +188,12 @@ class TempFile {
 // or an AtomicFile's temporary, being written): false for a file whose
 // writer is gone, or that no lock was ever taken on.
 bool InUse(const std::string& path);
+
+// Whether locks in `dir` hold (a lock taken there is seen by InUse): on a
+// file system whose flock succeeds and locks nothing, a live process's
+// file cannot be told from a dead one's, and those who clean up after dead
+// processes must fall back on age alone.
+bool LocksWork(const std::string& dir);
 
 // A hard link to an existing file under a fresh temporary name beside
 // `path` (named as AtomicFile names its temporary files), removed unless

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -14,10 +15,11 @@ namespace zipnn {
 
 namespace {
 
-constexpr const char* kNames[kFsOpCount] = {"write", "fsync", "dirsync", "rename", "link"};
+constexpr const char* kNames[kFsOpCount] = {"write", "fsync", "dirsync", "rename", "link", "flock"};
 // What each operation fails with when a fault is injected: a full disk
-// for writes, an I/O error for the rest.
-constexpr int kErrors[kFsOpCount] = {ENOSPC, EIO, EIO, EIO, EIO};
+// for writes, an I/O error for the rest; a lock "fails" by succeeding
+// without locking (see FsLock).
+constexpr int kErrors[kFsOpCount] = {ENOSPC, EIO, EIO, EIO, EIO, 0};
 
 // The fault asked for in the environment, and the count of each operation
 // so far in this process.
@@ -46,18 +48,18 @@ class FaultPlan {
     at_ = n;
   }
 
-  // 0 when the operation may go ahead; otherwise the errno it fails with.
-  // `path`: the name the operation makes or syncs, for the log.
-  int Next(FsOp op, const char* path) {
+  // Whether a fault is due for this operation. `path`: the name the
+  // operation makes or syncs, for the log.
+  bool Next(FsOp op, const char* path) {
     const int i = static_cast<int>(op);
     const unsigned long long n = counts_[i].fetch_add(1, std::memory_order_relaxed) + 1;
     const bool fails = i == op_ && (n == at_ || (n > at_ && onwards_));
     if (log_fd_ >= 0) {
       const std::string line = std::to_string(::getpid()) + " " + kNames[i] + " " + std::to_string(n) + " " +
-                                (path != nullptr ? path : "-") + (fails ? " failed" : "") + "\n";
+                               (path != nullptr ? path : "-") + (fails ? " failed" : "") + "\n";
       (void)!::write(log_fd_, line.data(), line.size());
     }
-    return fails ? kErrors[i] : 0;
+    return fails;
   }
 
  private:
@@ -77,8 +79,8 @@ FaultPlan& Plan() {
 // would, with -1 and errno.
 template <typename Call>
 auto Guarded(FsOp op, const char* path, Call call) -> decltype(call()) {
-  if (const int e = Plan().Next(op, path)) {
-    errno = e;
+  if (Plan().Next(op, path)) {
+    errno = kErrors[static_cast<int>(op)];
     return -1;
   }
   return call();
@@ -121,6 +123,11 @@ int FsLink(const char* from, const char* to) {
 
 int FsLinkAt(int from_dir, const char* from, int to_dir, const char* to, int flags) {
   return Guarded(FsOp::kLink, to, [&] { return ::linkat(from_dir, from, to_dir, to, flags); });
+}
+
+int FsLock(int fd, int how) {
+  if (Plan().Next(FsOp::kLock, nullptr)) return 0;  // holds nothing
+  return ::flock(fd, how);
 }
 
 }  // namespace zipnn

@@ -131,7 +131,11 @@ Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& opti
   // clone's own folder (among them the raw copies and series lists that
   // earlier versions kept per clone, in tmp/latest and series/).
   std::vector<std::string> leftovers;
-  const int64_t old = options.now ? INT64_MAX : options.started - kScratchSeconds;
+  // --now takes leftovers of any age that no live process holds; where
+  // locks hold nothing that cannot be told, and age decides as without it.
+  const bool any_age = options.now && LocksWork(store.temp_dir);
+  swept.locks_hold_nothing = options.now && !any_age;
+  const int64_t old = any_age ? INT64_MAX : options.started - kScratchSeconds;
   const std::string root = store.objects.root() + "/";
   for (const auto& e : listed) {
     if (e.kind == ObjectStore::Kind::kTemporary && e.mtime < old) leftovers.push_back(e.path);
@@ -150,7 +154,7 @@ Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& opti
   }
   // Younger ones no live process holds: kept, and counted for the hint
   // that --now takes them.
-  if (!options.now) {
+  if (!any_age) {
     std::vector<std::string> young;
     for (const auto& e : listed) {
       if (e.kind == ObjectStore::Kind::kTemporary && e.mtime >= old) young.push_back(e.path);

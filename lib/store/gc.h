@@ -69,6 +69,9 @@ struct Swept {
   // stopped with Ctrl-C): kept, unless options.now.
   size_t young_files = 0;
   uint64_t young_bytes = 0;
+  // With options.now on a file system whose locks hold nothing
+  // (LocksWork): leftovers were taken only once an hour old.
+  bool locks_hold_nothing = false;
 };
 
 // Adds the objects used since options.keep_since (and their chains) to

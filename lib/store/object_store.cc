@@ -73,11 +73,11 @@ Result<StoreLock> ObjectStore::Lock(StoreLock::Mode mode, const std::function<vo
   if (fd < 0) return IoError(root_ + ": cannot open the store to lock it: " + std::strerror(errno));
   StoreLock lock(fd);
   const int how = mode == StoreLock::Mode::kShared ? LOCK_SH : LOCK_EX;
-  if (::flock(fd, how | LOCK_NB) == 0) return lock;
+  if (FsLock(fd, how | LOCK_NB) == 0) return lock;
   if (errno == EWOULDBLOCK) {
     waiting();
     int r;
-    while ((r = ::flock(fd, how)) != 0 && errno == EINTR) {
+    while ((r = FsLock(fd, how)) != 0 && errno == EINTR) {
     }
     if (r == 0) return lock;
   }
