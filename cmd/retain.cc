@@ -112,10 +112,10 @@ void PrintRemote(const std::string& name, const remote::RemoteStore& store, cons
                  bool dry_run) {
   if (dry_run) {
     std::printf("remote %s (%s): %zu objects, %s; would remove %s (%s), send %zu retention record%s "
-                "and the approximate versions of what is thinned, and re-send %zu object%s that rest on what goes\n",
+                "and the approximate versions of what is thinned, and re-send %zu object%s that %s on what goes\n",
                 name.c_str(), store.where().c_str(), r.objects, HumanBytes(r.bytes_before).c_str(),
                 RemovedObjects(r.removed, r.unthinned).c_str(), HumanBytes(r.removed_bytes).c_str(), r.records, r.records == 1 ? "" : "s",
-                r.replaced, r.replaced == 1 ? "" : "s");
+                r.replaced, r.replaced == 1 ? "" : "s", r.replaced == 1 ? "rests" : "rest");
   } else {
     std::printf("remote %s (%s): %s -> %s%s; %s removed (%s), %zu approximate object%s sent (%s), "
                 "%zu retention record%s, %zu object%s re-sent\n",
@@ -161,8 +161,10 @@ Status RefsMoved(const std::string& remote, const git::RemoteTips& before, const
                          remote + "` and `git zipnn retain --remote " + remote + " --yes` again");
 }
 
-// "<path> <id> (rule '<glob>')" for each version the plans drop that
-// HEAD's tree holds.
+// "<path> <id> (rule '<glob>')" for each series whose newest version in
+// HEAD's tree the plans drop: what a checkout of HEAD gives for it. Older
+// versions HEAD still holds (step files a trainer left) are what a rule
+// that keeps the newest is for, and are not asked about.
 Result<std::vector<std::string>> DroppedAtHead(
     const git::Repository& git_repo, const std::vector<std::pair<std::string, std::vector<store::PlannedVersion>>>& plans,
     const std::map<std::string, const config::Policy::RetentionRule*>& rules) {
@@ -173,12 +175,16 @@ Result<std::vector<std::string>> DroppedAtHead(
   std::map<ContentId, std::string> at_head;
   for (const auto& [pointer, place] : checked_out.pointers) at_head.emplace(pointer.id, place.path);
   for (const auto& [name, plan] : plans) {
-    for (const store::PlannedVersion& p : plan) {
-      auto it = at_head.find(p.version.id);
+    // Plans are in series order: the newest HEAD holds is the last found.
+    for (auto p = plan.rbegin(); p != plan.rend(); ++p) {
+      auto it = at_head.find(p->version.id);
+      if (it == at_head.end()) continue;
       // Dropped now: its exact bytes, or the approximate ones left of it.
-      if (p.fate != store::Fate::kDrop || it == at_head.end() || (p.record && p.record->dropped)) continue;
-      dropped.push_back(it->second + " " + p.version.id.Hex().substr(0, 12) + " (rule '" +
-                        rules.at(name)->checkpoints + "')");
+      if (p->fate == store::Fate::kDrop && !(p->record && p->record->dropped)) {
+        dropped.push_back(it->second + " " + p->version.id.Hex().substr(0, 12) + " (rule '" +
+                          rules.at(name)->checkpoints + "')");
+      }
+      break;
     }
   }
   return dropped;
@@ -417,8 +423,8 @@ Status RunRetain(const RetainArgs& a) {
   }
   std::printf("\n");
   if (failed > 0) {
-    return Corruption(std::to_string(failed) + " version" + (failed == 1 ? " was" : "s were") +
-                      " left as they were (see above)" + (remote_store ? "; " + remote_name + " was not changed" : ""));
+    return Corruption(std::to_string(failed) + " version" + (failed == 1 ? " was left as it was" : "s were left as they were") +
+                      " (see above)" + (remote_store ? "; " + remote_name + " was not changed" : ""));
   }
   if (remote_store) {
     std::optional<Progress> shown;

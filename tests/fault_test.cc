@@ -250,15 +250,7 @@ TEST_CASE("fetch: each fault leaves the store sound, and the fetch then complete
 TEST_CASE("gc: each fault loses nothing needed, and the next gc finishes") {
   Bench bench;
   Repo& repo = bench.repo();
-  // Versions staged and unstaged again, aged past the grace period:
-  // each gc removes them unless a fault stops it.
-  std::string litter;
-  for (const char* s : kSteps) {
-    litter += "cp '" + repo.Data(std::string("cnn-fp32/step-") + s + ".safetensors") +
-              "' x.safetensors && git add x.safetensors && git rm -q --cached x.safetensors && ";
-  }
-  litter += "rm x.safetensors && find .git/zipnn/objects -type f -exec touch -d '1 minute ago' {} +";
-  REQUIRE(repo.Sh(litter).code == 0);
+  REQUIRE(repo.Sh(GcLitter(repo)).code == 0);
   bench.Snapshot();
   Report("gc", bench.FailEach("git zipnn gc --keep-recent 0", [&](const Run&) {
     CheckSound(repo, {});

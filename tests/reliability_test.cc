@@ -365,16 +365,7 @@ TEST_CASE("checkout, gc, push and fetch killed at many points lose nothing; each
   }
 
   SUBCASE("gc") {
-    // Versions staged and unstaged again: once older than the grace
-    // period nothing needs them, so each gc removes them unless cut short.
-    std::string litter;
-    for (const char* s : kSteps) {
-      litter += "cp '" + repo.Data(std::string("cnn-fp32/step-") + s + ".safetensors") +
-                "' x.safetensors && git add x.safetensors && git rm -q --cached x.safetensors && ";
-    }
-    // Aged past the grace period (a gc keeps what was used in the second
-    // it started) without waiting for it.
-    litter += "rm x.safetensors && find .git/zipnn/objects -type f -exec touch -d '1 minute ago' {} +";
+    const std::string litter = testing::GcLitter(repo);
     REQUIRE(repo.Sh(litter).code == 0);
     REQUIRE(repo.Sh("git zipnn gc --keep-recent 0").out.find("removed 5 objects") == 0);
     REQUIRE(repo.Sh(litter).code == 0);

@@ -248,7 +248,10 @@ TEST_CASE("a version another series holds too stays, though a rule drops it from
   CHECK_MESSAGE(plan.out.find("3 versions: keep 2 exactly, thin 0, drop 1") != std::string::npos, plan.out);
   CHECK(plan.out.find("(also release/model.safetensors, which no rule covers)") != std::string::npos);
 
-  const Run done = repo.Sh("git zipnn retain --yes");
+  // Step 10 is still in HEAD's tree, but the newest of its series is
+  // kept: nothing to ask about, as a trainer's old step files are what
+  // such a rule is for.
+  const Run done = repo.Sh("git zipnn retain </dev/null");
   REQUIRE_MESSAGE(done.code == 0, (done.out + done.err));
   CHECK(done.out.find("; 1 exact object removed") != std::string::npos);
   const Run release = repo.Sh("git zipnn restore release/model.safetensors -o ../release.out");

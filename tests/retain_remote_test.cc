@@ -350,6 +350,11 @@ TEST_CASE("a folder remote: a teammate's tag pushed since the last fetch keeps i
                                    "); the versions it holds must stay there, and retain cannot see them: run `git "
                                    "fetch --tags origin` and retain again; nothing was changed\n",
                 refused.err);
+  // git-zipnn's own refs there (a teammate's tensor listings), which
+  // `git fetch` does not bring, hold no checkout: they stop nothing.
+  REQUIRE(repo.Sh("cd ../mate && c=$(git commit-tree -m listings 'refs/steps/s120^{tree}') && "
+                  "git push -q origin $c:refs/zipnn/mate-listings")
+              .code == 0);
   REQUIRE(repo.Sh("git fetch -q --tags origin").code == 0);
   const Run again = repo.Sh("git zipnn retain --remote origin --yes");
   CHECK_MESSAGE(again.code == 0, (again.out + again.err));

@@ -37,6 +37,19 @@ inline std::vector<std::string> BrokenIn(const std::string& objects, const std::
   return broken;
 }
 
+// Shell lines that stage the five cnn-fp32 fixture steps as x.safetensors
+// one after another and unstage them, then age every object past gc's
+// grace period (a gc keeps what was used in the second it started): each
+// gc then removes those five, unless cut short.
+inline std::string GcLitter(const Repo& repo) {
+  std::string litter;
+  for (const char* s : kSteps) {
+    litter += "cp '" + repo.Data(std::string("cnn-fp32/step-") + s + ".safetensors") +
+              "' x.safetensors && git add x.safetensors && git rm -q --cached x.safetensors && ";
+  }
+  return litter + "rm x.safetensors && find .git/zipnn/objects -type f -exec touch -d '1 minute ago' {} +";
+}
+
 // The same for the store of `repo`.
 inline std::vector<std::string> BrokenObjects(const Repo& repo) {
   const std::string git = repo.root() + "/repo/.git/zipnn";

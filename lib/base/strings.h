@@ -1,5 +1,6 @@
 // Prefix and suffix tests on strings (std::string has them only from
-// C++20), counts with their nouns, and decimal numbers read strictly.
+// C++20), counts with their nouns, decimal numbers read strictly, and the
+// lines of a text.
 // Pure functions; thread-safe.
 #pragma once
 
@@ -7,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zipnn {
 
@@ -38,6 +40,19 @@ inline std::optional<uint64_t> DecimalAtMost(std::string_view digits, uint64_t m
     n = n * 10 + digit;
   }
   return n;
+}
+
+// The lines of `text` (a command's output), without their newlines;
+// empty lines left out.
+inline std::vector<std::string> LinesOf(const std::string& text) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (end > at) lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return lines;
 }
 
 }  // namespace zipnn

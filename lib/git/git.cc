@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "lib/base/strings.h"
 #include "lib/git/run.h"
 
 namespace zipnn::git {
@@ -325,14 +326,7 @@ void RestageUnchanged(const std::vector<std::string>& paths, const std::string& 
 
 Result<std::vector<std::string>> LocalChanges() {
   ZIPNN_ASSIGN_OR_RETURN(std::string out, GitOutput({"status", "--porcelain", "--untracked-files=no"}));
-  std::vector<std::string> lines;
-  for (size_t at = 0; at < out.size();) {
-    size_t end = out.find('\n', at);
-    if (end == std::string::npos) end = out.size();
-    if (end > at) lines.push_back(out.substr(at, end - at));
-    at = end + 1;
-  }
-  return lines;
+  return LinesOf(out);
 }
 
 Result<std::vector<std::string>> RefsCommittedSince(int64_t since) {

@@ -197,6 +197,9 @@ Result<RemoteTips> ReadRemoteTips(const Repository& repo, const std::string& rem
   ZIPNN_ASSIGN_OR_RETURN(std::vector<RemoteRef> refs, RemoteRefs(remote));
   RemoteTips found;
   for (const RemoteRef& ref : refs) {
+    // git-zipnn's own data (tensor listings, Git LFS's object map) holds
+    // no checkout, and `git fetch` does not bring it.
+    if (ref.name.rfind("refs/zipnn/", 0) == 0) continue;
     Result<std::optional<Oid>> commit = repo.ResolveCommit(ref.object);
     if (commit.ok() && *commit) {
       const bool tag = ref.name.rfind("refs/tags/", 0) == 0;

@@ -147,18 +147,6 @@ Status RemoveTree(const std::string& dir) {
   return OkStatus();
 }
 
-// Lines of `text`, without their newlines; empty lines left out.
-std::vector<std::string> LinesOf(const std::string& text) {
-  std::vector<std::string> lines;
-  for (size_t at = 0; at < text.size();) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    if (end > at) lines.push_back(text.substr(at, end - at));
-    at = end + 1;
-  }
-  return lines;
-}
-
 // "<id> <ref>" lines of `git for-each-ref` as ref -> id.
 std::map<std::string, std::string> RefTips(const std::string& out) {
   std::map<std::string, std::string> tips;
