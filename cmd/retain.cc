@@ -161,6 +161,18 @@ Status RefsMoved(const std::string& remote, const git::RemoteTips& before, const
                          remote + "` and `git zipnn retain --remote " + remote + " --yes` again");
 }
 
+// The versions the rules keep now although an earlier retain took their
+// exact bytes here: the remote keeps what it holds of them.
+std::set<ContentId> RuleKeeps(const std::vector<std::pair<std::string, std::vector<store::PlannedVersion>>>& plans) {
+  std::set<ContentId> keeps;
+  for (const auto& [name, plan] : plans) {
+    for (const store::PlannedVersion& p : plan) {
+      if (p.rule_keeps) keeps.insert(p.version.id);
+    }
+  }
+  return keeps;
+}
+
 // "<path> <id> (rule '<glob>')" for each series whose newest version in
 // HEAD's tree the plans drop: what a checkout of HEAD gives for it. Older
 // versions HEAD still holds (step files a trainer left) are what a rule
@@ -357,7 +369,7 @@ Status RunRetain(const RetainArgs& a) {
     if (remote_store) {
       ZIPNN_ASSIGN_OR_RETURN(remote::RemoteRetention there,
                              remote::RetainOnRemote(repo, *remote_store, options.every_version, /*dry_run=*/true,
-                                                    planned, nullptr));
+                                                    planned, nullptr, false, nullptr, RuleKeeps(plans)));
       PrintRemote(remote_name, *remote_store, there, /*dry_run=*/true);
       if (!remote_store->LocksRemoval()) {
         std::printf("%s has no lock that pushes respect: applying it needs --pushes-stopped, once no one pushes "
@@ -440,7 +452,8 @@ Status RunRetain(const RetainArgs& a) {
                                                     ZIPNN_ASSIGN_OR_RETURN(git::RemoteTips now,
                                                                            git::ReadRemoteTips(git_repo, remote_name));
                                                     return RefsMoved(remote_name, remote_tips, now);
-                                                  }));
+                                                  },
+                                                  RuleKeeps(plans)));
     shown.reset();
     PrintRemote(remote_name, *remote_store, there, /*dry_run=*/false);
   }

@@ -360,5 +360,31 @@ TEST_CASE("a folder remote: a teammate's tag pushed since the last fetch keeps i
   CHECK_MESSAGE(again.code == 0, (again.out + again.err));
 }
 
+// Dropped here first, then tagged by a teammate: the rule keeps it now,
+// and the remote, which still holds its exact bytes, keeps them.
+TEST_CASE("a folder remote: a version dropped here before a teammate tagged it stays there exactly") {
+  Repo repo;
+  CommitAndPush(repo, "drop");
+  const std::string hub = repo.root() + "/hub.git/zipnn/objects";
+  const std::string step20 = IdAt(repo, 20);
+  REQUIRE(repo.Sh("git zipnn retain </dev/null").code == 0);  // here only
+  REQUIRE(repo.Sh("cd .. && git clone -q --no-checkout hub.git mate && cd mate && "
+                  "git fetch -q origin 'refs/steps/*:refs/steps/*' && git tag v1.0 refs/steps/s20 && "
+                  "git push -q origin v1.0")
+              .code == 0);
+  REQUIRE(repo.Sh("git fetch -q --tags origin").code == 0);
+  const Run done = repo.Sh("git zipnn retain --remote origin --yes");
+  REQUIRE_MESSAGE(done.code == 0, (done.out + done.err));
+  CHECK_MESSAGE(done.out.find("kept " + step20.substr(0, 12) +
+                              " stays on origin: the rules keep it now, though an earlier retain took it here") !=
+                    std::string::npos,
+                done.out);
+  const std::vector<std::string> left = ObjectsIn(repo, hub);
+  CHECK(std::find(left.begin(), left.end(), step20) != left.end());
+  const Run tagged = repo.Sh("cd ../mate && git zipnn restore model.safetensors --rev v1.0 -o ../v20");
+  CHECK_MESSAGE(tagged.code == 0, tagged.err);
+  CHECK(repo.Sh("cmp ../v20 '" + repo.Data(Step(20)) + "'").code == 0);
+}
+
 }  // namespace
 }  // namespace zipnn

@@ -51,7 +51,8 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
                                        const std::vector<ContentId>& every_version, bool dry_run,
                                        const std::vector<ContentId>& planned,
                                        const std::function<void(const std::string&)>& progress,
-                                       bool pushes_stopped, const std::function<Status()>& before_removal) {
+                                       bool pushes_stopped, const std::function<Status()>& before_removal,
+                                       const std::set<ContentId>& stays) {
   if (!remote.CanRetain()) {
     return Unsupported(remote.where() +
                        " cannot remove objects (a Git LFS server's API has no delete): nothing was removed there");
@@ -67,6 +68,11 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
     if (repo.objects.Has(id)) continue;
     ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Retained> record, store::ReadRecord(repo.objects, id));
     if (record) taken.emplace(id, std::move(*record));
+  }
+  for (const ContentId& id : stays) {
+    if (taken.erase(id) != 0) {
+      report.kept.emplace_back(id, "the rules keep it now, though an earlier retain took it here");
+    }
   }
   if (dry_run) {
     for (const ContentId& id : planned) {

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,14 +64,17 @@ struct RemoteRetention {
 // (all of this repository's history), as the local store's records say.
 // With `dry_run`, changes nothing and says what it would do, counting
 // `planned` (versions a local retain would take, not yet taken) as taken;
-// what their approximate versions will add is not counted. Unsupported
-// for a remote that cannot remove objects (RemoteStore::CanRetain).
+// what their approximate versions will add is not counted. Versions in
+// `stays` (the rules keep them now, PlannedVersion::rule_keeps) keep their
+// exact objects there, whatever the local records say. Unsupported for a
+// remote that cannot remove objects (RemoteStore::CanRetain).
 Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& remote,
                                        const std::vector<ContentId>& every_version, bool dry_run,
                                        const std::vector<ContentId>& planned,
                                        const std::function<void(const std::string&)>& progress,
                                        bool pushes_stopped = false,
-                                       const std::function<Status()>& before_removal = nullptr);
+                                       const std::function<Status()>& before_removal = nullptr,
+                                       const std::set<ContentId>& stays = {});
 
 // The refusal for a remote that cannot remove under a lock (S3) when
 // the caller has not said that no one pushes to it meanwhile.

@@ -146,7 +146,8 @@ std::vector<PlannedVersion> PlanSeries(const Store& store, const std::vector<Ver
       } else {
         p.fate = Fate::kThin;
       }
-      if (!p.why.empty()) p.why = "kept by the rule, but " + p.record->Describe();
+      p.rule_keeps = !p.why.empty();
+      if (p.rule_keeps) p.why = "kept by the rule, but " + p.record->Describe();
     } else if (!p.exact) {
       p.fate = Fate::kKeep;
       p.why = "not in this store" + damaged;

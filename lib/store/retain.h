@@ -56,6 +56,10 @@ struct PlannedVersion {
   std::optional<Retained> record;  // thinned or dropped by an earlier retain
   bool exact = true;               // the store holds its exact object
   codec::Precision precision;      // what thinning rounds to
+  // The rule keeps it now (a tag since, a rule changed), though an
+  // earlier retain took its exact bytes here: where they are still held
+  // (a remote), they stay.
+  bool rule_keeps = false;
 };
 
 // The fate of each version of `series` (in series order) under `rule`,
