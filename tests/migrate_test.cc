@@ -225,6 +225,34 @@ TEST_CASE("migrate import takes a Git LFS history, and export gives back the ver
   CHECK(repo.Sh("cmp model.safetensors '" + repo.Data("cnn-bf16/step-000120.safetensors") + "'").code == 0);
 }
 
+// The common start: `track` first, its .gitattributes committed, then
+// migrate. git now sees the plainly committed checkpoint as changed (the
+// filter applies to it), though its bytes are the index's: that is no
+// work to lose, and migrate goes on; a real change still stops it.
+TEST_CASE("migrate import after track was committed takes files changed only by the filter, not a real change") {
+  Repo repo;
+  PlainHistory(repo);
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' >/dev/null && "
+                  "git add .gitattributes && git commit -qm track")
+              .code == 0);
+  REQUIRE(repo.Sh("git status --porcelain --untracked-files=no").out.find(" M model.safetensors") !=
+          std::string::npos);
+  const std::string before = Slurp(repo.File("model.safetensors"));
+  REQUIRE(repo.Sh("echo changed > README").code == 0);
+  const Run dirty = repo.Sh("git zipnn migrate import");
+  CHECK(dirty.code == 1);
+  CHECK(dirty.err ==
+        "error: the work tree has changes git has not committed; commit or stash them first, since migrate rewrites "
+        "the commits they are on:\n     M README\n");
+  REQUIRE(repo.Sh("git checkout -q README").code == 0);
+  const Run done = repo.Sh("git zipnn migrate import");
+  REQUIRE_MESSAGE(done.code == 0, done.err);
+  CHECK(PointerFormat(repo.Sh("git show HEAD:model.safetensors").out) != "");
+  CHECK(Slurp(repo.File("model.safetensors")) == before);
+  CHECK(repo.Sh("git status --porcelain --untracked-files=no").out.empty());
+  CHECK(repo.Sh("git zipnn fsck").code == 0);
+}
+
 TEST_CASE("migrate refuses a dirty tree, a missing or damaged Git LFS object, and a detached HEAD, changing nothing") {
   Repo repo;
   LfsHistory(repo);

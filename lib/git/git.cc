@@ -325,8 +325,28 @@ void RestageUnchanged(const std::vector<std::string>& paths, const std::string& 
 }
 
 Result<std::vector<std::string>> LocalChanges() {
-  ZIPNN_ASSIGN_OR_RETURN(std::string out, GitOutput({"status", "--porcelain", "--untracked-files=no"}));
-  return LinesOf(out);
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> entries,
+                         GitPaths({"status", "--porcelain", "-z", "--untracked-files=no"}));
+  ZIPNN_ASSIGN_OR_RETURN(std::string top, TopLevel());
+  std::vector<std::string> changes;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string& entry = entries[i];
+    if (entry.size() < 4) continue;
+    std::string line = entry;
+    if (entry[0] == 'R' || entry[0] == 'C') {
+      if (i + 1 < entries.size()) line += " <- " + entries[++i];  // where it came from
+    } else if (entry[0] == ' ' && entry[1] == 'M') {
+      // The same bytes as the index holds, seen as changed only because a
+      // filter applies to the path now (a file committed plainly before
+      // its pattern was tracked): no work to lose.
+      const std::string path = entry.substr(3);
+      Result<std::string> raw = GitOutput({"hash-object", "--no-filters", "--", top + "/" + path});
+      Result<std::string> staged = GitOutput({"rev-parse", "--verify", "-q", ":0:" + path});
+      if (raw.ok() && staged.ok() && !raw->empty() && *raw == *staged) continue;
+    }
+    changes.push_back(line);
+  }
+  return changes;
 }
 
 Result<std::vector<std::string>> RefsCommittedSince(int64_t since) {

@@ -170,7 +170,9 @@ void RestageUnchanged(const std::vector<std::string>& paths, const std::string& 
 
 // What a history rewrite (`git zipnn migrate`) checks first and does last:
 // the changes to tracked files that neither the index nor HEAD holds
-// (`git status --porcelain`, untracked files left out), one line each;
+// (`git status --porcelain`, untracked files left out), one line each,
+// leaving out files whose bytes are the index's and that git sees as
+// changed only because a filter now applies to them;
 // the ref HEAD names ("refs/heads/main"; nullopt when detached); and the
 // work tree and index made HEAD's again (`git reset --hard`), through
 // the user's filters.
