@@ -393,8 +393,6 @@ Result<std::optional<std::string>> HeadBranch() {
   return std::optional<std::string>(run.out);
 }
 
-Status ResetHard() { return GitOutput({"reset", "--hard", "-q"}).status(); }
-
 Result<std::optional<std::string>> ConfigGetAt(const std::string& scope, const std::string& key) {
   ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"config", scope, "--get", key}));
   if (run.exit_code != 0) return std::optional<std::string>();

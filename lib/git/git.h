@@ -173,9 +173,7 @@ void RestageUnchanged(const std::vector<std::string>& paths, const std::string& 
 // (`git status --porcelain`, untracked files left out), one line each,
 // leaving out files whose bytes are the index's and that git sees as
 // changed only because a filter now applies to them;
-// the ref HEAD names ("refs/heads/main"; nullopt when detached); and the
-// work tree and index made HEAD's again (`git reset --hard`), through
-// the user's filters.
+// and the ref HEAD names ("refs/heads/main"; nullopt when detached).
 Result<std::vector<std::string>> LocalChanges();
 // The branches and remote-tracking branches whose tip was committed at or
 // after `since` (seconds since the epoch), as Git LFS's fetch --recent
@@ -191,6 +189,5 @@ struct WorkTreeChanges {
   std::vector<std::string> untracked;
 };
 Result<WorkTreeChanges> TrackedChanges();
-Status ResetHard();
 
 }  // namespace zipnn::git

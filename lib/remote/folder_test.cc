@@ -444,13 +444,7 @@ TEST_CASE("a retain on a folder removes nothing when the last look before removi
   const ContentId kept = store::testing::StoreVersion(here, 1);
   std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote", /*links=*/false);
   REQUIRE(PushObjects(here, *remote, {old, kept}, {}).ok());
-  store::Retained dropped;
-  dropped.id = old;
-  dropped.size = 64;
-  dropped.dropped = true;
-  dropped.date = 1795000000;
-  REQUIRE(store::WriteRecord(here.objects, dropped).ok());
-  REQUIRE(std::remove(here.objects.PathOf(old).c_str()) == 0);
+  testing::DropHere(here, old);
   auto stopped = RetainOnRemote(here, *remote, {old, kept}, /*dry_run=*/false, {}, nullptr, /*pushes_stopped=*/false,
                                 [] { return InvalidArgument("the refs of remote origin changed while retain ran"); });
   CHECK(stopped.status().message() == "the refs of remote origin changed while retain ran");

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,18 @@ inline void CheckPushAndFetch(const store::Store& here, const store::Store& ther
   CHECK(!store::ReadBaseNote(there.objects, ids[1]));  // a delta has none
 }
 
+// What a retain here leaves of a version it dropped: its record, and no
+// object.
+inline void DropHere(const store::Store& here, const ContentId& id) {
+  store::Retained dropped;
+  dropped.id = id;
+  dropped.size = 64;
+  dropped.dropped = true;
+  dropped.date = 1795000000;
+  REQUIRE(store::WriteRecord(here.objects, dropped).ok());
+  REQUIRE(std::remove(here.objects.PathOf(id).c_str()) == 0);
+}
+
 // A retain on `remote` that lists it, and then, before it removes
 // anything (as it sends its records), a teammate's push through `mate`
 // (the same store, another client) of a fine-tune stored as a delta of
@@ -59,14 +72,7 @@ inline void CheckRetainKeepsWhatAPushRestsOn(const store::Store& here, const sto
   const ContentId step10 = store::testing::StoreVersion(here, 0);
   const ContentId step20 = store::testing::StoreVersion(here, 1);
   REQUIRE(PushObjects(here, remote, {step10, step20}, {}).ok());
-  // This clone's retain dropped step 10: its record, and no object.
-  store::Retained dropped;
-  dropped.id = step10;
-  dropped.size = 64;
-  dropped.dropped = true;
-  dropped.date = 1795000000;
-  REQUIRE(store::WriteRecord(here.objects, dropped).ok());
-  REQUIRE(std::remove(here.objects.PathOf(step10).c_str()) == 0);
+  DropHere(here, step10);  // this clone's retain dropped step 10
   // The teammate holds step 10 and a fine-tune of it, stored as a delta.
   REQUIRE(store::testing::StoreVersion(mate, 0) == step10);
   const std::vector<uint8_t> parent = store::testing::ChainVersion(0);
