@@ -29,18 +29,21 @@ std::optional<TextconvCache> OpenCache() {
 }
 
 // Whether `listing` is one textconv would print for the pointer blob
-// `blob`: the blob is here, is a pointer, and the listing's first line
-// names its checkpoint and size.
+// `blob`: the blob is here and ListingFitsPointer.
 bool Fits(const std::string& blob, const std::string& listing) {
   auto text = ReadBlob(blob, store::kMaxPointerBytes);
-  if (!text.ok() || !*text || !store::LooksLikePointer(**text)) return false;
-  auto pointer = store::ParsePointer(**text);
+  return text.ok() && *text && ListingFitsPointer(**text, listing);
+}
+
+}  // namespace
+
+bool ListingFitsPointer(const std::string& pointer_text, const std::string& listing) {
+  if (!store::LooksLikePointer(pointer_text)) return false;
+  auto pointer = store::ParsePointer(pointer_text);
   if (!pointer.ok()) return false;
   const std::string head = "checkpoint " + pointer->id.Hex() + ": " + std::to_string(pointer->size) + " bytes";
   return listing.rfind(head, 0) == 0 && listing.size() > head.size() && listing[head.size()] == ',';
 }
-
-}  // namespace
 
 const UnionRef kListings = {"refs/zipnn/listings", "listings", "tensor listings", MergeListing};
 

@@ -20,6 +20,11 @@ namespace zipnn::git {
 
 extern const UnionRef kListings;
 
+// Whether `listing` is one textconv would print for a blob whose bytes are
+// `pointer_text`: the text is a pointer and the listing's first line
+// names its checkpoint and size. A fetched listing is taken only so.
+bool ListingFitsPointer(const std::string& pointer_text, const std::string& listing);
+
 // Puts the listings the cache holds for the pointer blobs `blobs` (hex
 // ids) on the local ref, on top of `remote`'s copy as last seen. Nothing
 // is done without a cache (diff.zipnn.cachetextconv unset), for a remote

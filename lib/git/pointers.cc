@@ -16,7 +16,7 @@ namespace {
 using Blobs = std::map<Oid, Place>;
 
 // Every file of `rev`'s tree.
-Status AddTree(const Repository& repo, const std::string& rev, Blobs& blobs) {
+Status AddTree(const Port& repo, const std::string& rev, Blobs& blobs) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> commit, repo.ResolveCommit(rev));
   if (!commit) return NotFound("unknown revision '" + rev + "' (not a branch, tag or commit in this repository)");
   ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> files, repo.TreeFiles(*commit));
@@ -28,7 +28,7 @@ Status AddTree(const Repository& repo, const std::string& rev, Blobs& blobs) {
 // has it, except what `boundary` (commits whose history is excluded) has
 // at the same path: as git log's diff of each commit against each parent
 // would show them.
-Status AddHistory(const Repository& repo, const std::vector<CommitInfo>& commits, const std::vector<Oid>& boundary,
+Status AddHistory(const Port& repo, const std::vector<CommitInfo>& commits, const std::vector<Oid>& boundary,
                   Blobs& blobs) {
   std::vector<CommitInfo> walked;
   walked.reserve(boundary.size() + commits.size());
@@ -44,7 +44,7 @@ Status AddHistory(const Repository& repo, const std::vector<CommitInfo>& commits
 }
 
 // Staged files not seen in a tree, in the index of every work tree.
-Status AddIndex(const Repository& repo, Blobs& blobs) {
+Status AddIndex(const Port& repo, Blobs& blobs) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> files, repo.AllIndexFiles());
   for (const FileEntry& f : files) blobs.emplace(f.blob, Place{"index", f.path});
   return OkStatus();
@@ -52,14 +52,14 @@ Status AddIndex(const Repository& repo, Blobs& blobs) {
 
 // What refs lead to that is no commit: the files of tagged trees, and
 // tagged blobs.
-Status AddTagged(const Repository& repo, Blobs& blobs) {
+Status AddTagged(const Port& repo, Blobs& blobs) {
   return repo.VisitTaggedFiles([&](const std::string& ref, const FileEntry& f) {
     blobs.emplace(f.blob, Place{ref, f.path});
   });
 }
 
 // The parents of `commits` that are outside them and present.
-Result<std::vector<Oid>> Boundary(const Repository& repo, const std::vector<CommitInfo>& commits) {
+Result<std::vector<Oid>> Boundary(const Port& repo, const std::vector<CommitInfo>& commits) {
   std::set<Oid> inside;
   for (const CommitInfo& c : commits) inside.insert(c.id);
   std::vector<Oid> boundary;
@@ -74,7 +74,7 @@ Result<std::vector<Oid>> Boundary(const Repository& repo, const std::vector<Comm
 }
 
 // The pointers among `blobs`: only small blobs are read, once each.
-Result<FoundPointers> PointersAmong(const Repository& repo, const Blobs& blobs) {
+Result<FoundPointers> PointersAmong(const Port& repo, const Blobs& blobs) {
   std::vector<Oid> ids;
   ids.reserve(blobs.size());
   for (const auto& [blob, place] : blobs) ids.push_back(blob);
@@ -99,14 +99,14 @@ Result<FoundPointers> PointersAmong(const Repository& repo, const Blobs& blobs) 
 
 }  // namespace
 
-Result<std::optional<store::Pointer>> PointerInBlob(const Repository& repo, const Oid& blob) {
+Result<std::optional<store::Pointer>> PointerInBlob(const Port& repo, const Oid& blob) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> text, repo.SmallBlob(blob, store::kMaxPointerBytes));
   if (!text || !store::LooksLikePointer(*text)) return std::optional<store::Pointer>();
   ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, store::ParsePointer(*text));
   return std::optional<store::Pointer>(pointer);
 }
 
-Result<FoundPointers> FindPointers(const Repository& repo, bool all) {
+Result<FoundPointers> FindPointers(const Port& repo, bool all) {
   Blobs blobs;
   if (all) {
     ZIPNN_ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo.AllCommits());
@@ -121,7 +121,7 @@ Result<FoundPointers> FindPointers(const Repository& repo, bool all) {
   return PointersAmong(repo, blobs);
 }
 
-Result<FoundPointers> FindPointersIn(const Repository& repo, const std::vector<std::string>& revs) {
+Result<FoundPointers> FindPointersIn(const Port& repo, const std::vector<std::string>& revs) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo.Commits(revs));
   ZIPNN_ASSIGN_OR_RETURN(std::vector<Oid> boundary, Boundary(repo, commits));
   Blobs blobs;
@@ -129,13 +129,13 @@ Result<FoundPointers> FindPointersIn(const Repository& repo, const std::vector<s
   return PointersAmong(repo, blobs);
 }
 
-Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vector<std::string>& revs) {
+Result<FoundPointers> FindPointersInTrees(const Port& repo, const std::vector<std::string>& revs) {
   Blobs blobs;
   for (const std::string& rev : revs) ZIPNN_RETURN_IF_ERROR(AddTree(repo, rev, blobs));
   return PointersAmong(repo, blobs);
 }
 
-Result<CommittedVersions> FindCommittedVersions(const Repository& repo, const std::vector<ExtraTip>& extra) {
+Result<CommittedVersions> FindCommittedVersions(const Port& repo, const std::vector<ExtraTip>& extra) {
   CommittedVersions found;
   std::map<Oid, std::optional<ContentId>> read;  // each blob parsed once
   auto pointer_of = [&](const Oid& blob) -> std::optional<ContentId> {
@@ -193,7 +193,7 @@ Result<CommittedVersions> FindCommittedVersions(const Repository& repo, const st
   return found;
 }
 
-Result<RemoteTips> ReadRemoteTips(const Repository& repo, const std::string& remote) {
+Result<RemoteTips> ReadRemoteTips(const Port& repo, const std::string& remote) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<RemoteRef> refs, RemoteRefs(remote));
   RemoteTips found;
   for (const RemoteRef& ref : refs) {
@@ -217,7 +217,7 @@ Result<RemoteTips> ReadRemoteTips(const Repository& repo, const std::string& rem
   return found;
 }
 
-Result<std::map<std::string, ContentId>> StagedPointers(const Repository& repo) {
+Result<std::map<std::string, ContentId>> StagedPointers(const Port& repo) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> entries, repo.IndexFiles());
   std::vector<Oid> ids;
   for (const FileEntry& e : entries) ids.push_back(e.blob);
@@ -230,7 +230,7 @@ Result<std::map<std::string, ContentId>> StagedPointers(const Repository& repo) 
   return staged;
 }
 
-Result<std::vector<std::string>> HeldWhole(const Repository& repo) {
+Result<std::vector<std::string>> HeldWhole(const Port& repo) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, TrackedPaths(repo.work_dir()));
   std::vector<std::string> whole;
   if (tracked.empty()) return whole;
@@ -246,7 +246,7 @@ Result<std::vector<std::string>> HeldWhole(const Repository& repo) {
   return whole;
 }
 
-Result<PathHistory> PathHistory::Of(const Repository& repo) {
+Result<PathHistory> PathHistory::Of(const Port& repo) {
   PathHistory history(repo);
   ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> head, repo.ResolveCommit("HEAD"));
   if (head) {

@@ -1,9 +1,11 @@
 // Finding git-zipnn pointers in what git holds: HEAD's tree, the index,
 // the trees of given revisions, or every blob of a history. Pointers are
 // small blobs, so only blobs of at most store::kMaxPointerBytes are read,
-// and each distinct blob is read once. All in-process (repository.h).
+// and each distinct blob is read once. All in-process.
 //
-// Functions are thread-compatible: one Repository per thread.
+// Each reads git through the port (port.h), so it runs as well on a
+// FakeGit as on a Repository. Functions are thread-compatible: one port
+// per thread.
 #pragma once
 
 #include <map>
@@ -15,7 +17,8 @@
 
 #include "lib/base/status.h"
 #include "lib/git/git.h"
-#include "lib/git/repository.h"
+#include "lib/git/port.h"
+#include "lib/git/repository.h"  // callers pass a Repository, the port's adapter
 #include "lib/store/pointer.h"
 
 namespace zipnn::git {
@@ -36,24 +39,24 @@ struct FoundPointers {
 // too big to be one). A Git error when the blob cannot be read; when it
 // claims to be a pointer and is not one this build reads, ParsePointer's
 // error (InvalidArgument, or Unsupported for a newer version).
-Result<std::optional<store::Pointer>> PointerInBlob(const Repository& repo, const Oid& blob);
+Result<std::optional<store::Pointer>> PointerInBlob(const Port& repo, const Oid& blob);
 
 // The pointers in HEAD's tree (none for an unborn HEAD), or with `all` in
 // every commit Repository::AllCommits walks, in the index of every work
 // tree (a version staged only in a linked work tree is needed too), and
 // in every tree or blob a ref tags (Repository::VisitTaggedFiles): every
 // pointer git would keep. A partial clone fetches the blobs it lacks.
-Result<FoundPointers> FindPointers(const Repository& repo, bool all);
+Result<FoundPointers> FindPointers(const Port& repo, bool all);
 
 // The pointers in every commit `revs` reach (as Repository::Commits reads
 // them: "HEAD", "main", "<oid>", "^<oid>", "--not", "--remotes=origin"),
 // except those a parent outside them holds at the same path: what those
 // commits brought in, as git log's diff against each parent shows it.
-Result<FoundPointers> FindPointersIn(const Repository& repo, const std::vector<std::string>& revs);
+Result<FoundPointers> FindPointersIn(const Port& repo, const std::vector<std::string>& revs);
 
 // The pointers in the trees of `revs` (their files as they are there, not
 // their history).
-Result<FoundPointers> FindPointersInTrees(const Repository& repo, const std::vector<std::string>& revs);
+Result<FoundPointers> FindPointersInTrees(const Port& repo, const std::vector<std::string>& revs);
 
 // For retention (lib/store/retain.h): when each version a pointer in a
 // commit names was first committed (the earliest committer time of the
@@ -74,7 +77,7 @@ struct ExtraTip {
   std::string tag;  // empty: not a tag
   Oid commit;
 };
-Result<CommittedVersions> FindCommittedVersions(const Repository& repo, const std::vector<ExtraTip>& extra = {});
+Result<CommittedVersions> FindCommittedVersions(const Port& repo, const std::vector<ExtraTip>& extra = {});
 
 // The refs the git remote `remote` holds now (RemoteRefs), as tips to
 // read: each whose commit this clone has (a tag's named "<tag> on
@@ -86,16 +89,16 @@ struct RemoteTips {
   std::vector<ExtraTip> tips;
   std::vector<RemoteRef> missing;
 };
-Result<RemoteTips> ReadRemoteTips(const Repository& repo, const std::string& remote);
+Result<RemoteTips> ReadRemoteTips(const Port& repo, const std::string& remote);
 
 // The checkpoint each path of the index names, for those whose entry is
 // a valid pointer.
-Result<std::map<std::string, ContentId>> StagedPointers(const Repository& repo);
+Result<std::map<std::string, ContentId>> StagedPointers(const Port& repo);
 
 // Tracked paths (TrackedPaths) whose index entry is the file itself, not
 // a pointer: added before the filter was installed (`track` first,
 // `install` later). A damaged pointer is not among them.
-Result<std::vector<std::string>> HeldWhole(const Repository& repo);
+Result<std::vector<std::string>> HeldWhole(const Port& repo);
 
 // The versions of tracked paths along HEAD's history, as `git log --
 // <path>` lists them: each commit (newest first) where the path's blob
@@ -111,12 +114,12 @@ struct PathVersion {
 class PathHistory {
  public:
   // `repo` must outlive the history.
-  static Result<PathHistory> Of(const Repository& repo);
+  static Result<PathHistory> Of(const Port& repo);
   Result<std::vector<PathVersion>> Versions(const std::string& path);
 
  private:
-  explicit PathHistory(const Repository& repo) : repo_(&repo) {}
-  const Repository* repo_;
+  explicit PathHistory(const Port& repo) : repo_(&repo) {}
+  const Port* repo_;
   std::vector<CommitInfo> commits_;
   std::map<Oid, size_t> position_;
   std::map<Oid, std::optional<store::Pointer>> pointers_;

@@ -11,13 +11,13 @@ namespace zipnn::git {
 
 Status SeriesVersions::ReadShallow() {
   if (shallow_read_) return OkStatus();
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> head, repo_.ResolveCommit("HEAD"));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> head, git_->ResolveCommit("HEAD"));
   std::vector<FileEntry> files;
   if (head) {
-    ZIPNN_ASSIGN_OR_RETURN(files, repo_.TreeFiles(*head));
+    ZIPNN_ASSIGN_OR_RETURN(files, git_->TreeFiles(*head));
   }
-  if (!repo_.work_dir().empty()) {
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> staged, repo_.IndexFiles());
+  if (!git_->work_dir().empty()) {
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> staged, git_->IndexFiles());
     files.insert(files.end(), staged.begin(), staged.end());
   }
   for (FileEntry& f : files) {
@@ -29,14 +29,14 @@ Status SeriesVersions::ReadShallow() {
 
 Status SeriesVersions::ReadHistory() {
   if (history_read_) return OkStatus();
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> head, repo_.ResolveCommit("HEAD"));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<Oid> head, git_->ResolveCommit("HEAD"));
   if (head) {
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, repo_.Commits({"HEAD"}));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<CommitInfo> commits, git_->Commits({"HEAD"}));
     // Newest first, each file at the newest commit that has it; reversed
     // below so that the oldest comes first.
     std::vector<std::pair<size_t, FileEntry>> seen;
     ZIPNN_RETURN_IF_ERROR(
-        repo_.VisitHistoryFiles(commits, [&](size_t commit, const FileEntry& f) { seen.emplace_back(commit, f); }));
+        git_->VisitHistoryFiles(commits, [&](size_t commit, const FileEntry& f) { seen.emplace_back(commit, f); }));
     std::stable_sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     for (auto& [commit, f] : seen) history_[rules_.Place(f.path).name].push_back(Held{std::move(f.path), f.blob});
   }
@@ -47,7 +47,7 @@ Status SeriesVersions::ReadHistory() {
 Result<std::optional<ContentId>> SeriesVersions::PointerIn(const Oid& blob) {
   auto known = pointers_.find(blob);
   if (known != pointers_.end()) return known->second;
-  Result<std::optional<store::Pointer>> read = PointerInBlob(repo_, blob);
+  Result<std::optional<store::Pointer>> read = PointerInBlob(*git_, blob);
   if (!read.ok() && read.status().code() == StatusCode::kGit) return read.status();
   // A damaged pointer is no version to build on.
   std::optional<ContentId> id;
@@ -79,7 +79,7 @@ Result<std::vector<store::Version>> SeriesVersions::Of(const std::string& name, 
     for (const Held& h : it->second) {
       if (pointers_.count(h.blob) == 0) unread.push_back(h.blob);
     }
-    ZIPNN_RETURN_IF_ERROR(repo_.FetchMissing(unread));  // a partial clone's, all at once
+    ZIPNN_RETURN_IF_ERROR(git_->FetchMissing(unread));  // a partial clone's, all at once
     for (const Held& h : it->second) {
       ZIPNN_ASSIGN_OR_RETURN(std::optional<ContentId> id, PointerIn(h.blob));
       if (id) versions.push_back(store::Version{*id, rules_.Place(h.path).step, h.path});

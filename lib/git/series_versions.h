@@ -6,17 +6,19 @@
 // clone, linked worktree and teammate's repository therefore sees the
 // same series; nothing about series is kept per clone.
 //
-// The index and HEAD are read once, when first needed, and the history
-// once, when first asked for: one instance serves one git command.
-// Not thread-safe.
+// git is read through the port (port.h). The index and HEAD are read
+// once, when first needed, and the history once, when first asked for:
+// one instance serves one git command. Not thread-safe.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/git/port.h"
 #include "lib/git/repository.h"
 #include "lib/series/series.h"
 #include "lib/store/checkin.h"
@@ -50,10 +52,13 @@ Result<std::vector<VersionToRead>> VersionsToAnalyze(const series::Rules& rules,
 
 class SeriesVersions {
  public:
-  SeriesVersions(Repository repo, series::Rules rules) : repo_(std::move(repo)), rules_(std::move(rules)) {}
+  // Reads git through `git` (port.h): a Repository, or a FakeGit in tests.
+  SeriesVersions(std::unique_ptr<Port> git, series::Rules rules) : git_(std::move(git)), rules_(std::move(rules)) {}
+  SeriesVersions(Repository repo, series::Rules rules)
+      : SeriesVersions(std::make_unique<Repository>(std::move(repo)), std::move(rules)) {}
 
   const series::Rules& rules() const { return rules_; }
-  const Repository& repository() const { return repo_; }
+  const Port& repository() const { return *git_; }
 
   // The versions of the series `name` git holds, in series order (by
   // step; among equal steps, history before HEAD, HEAD before the index,
@@ -92,7 +97,7 @@ class SeriesVersions {
   // The pointer a blob holds, read once; nullopt when it holds none.
   Result<std::optional<ContentId>> PointerIn(const Oid& blob);
 
-  Repository repo_;
+  std::unique_ptr<Port> git_;
   series::Rules rules_;
   bool shallow_read_ = false, history_read_ = false;
   std::map<std::string, std::vector<Held>> shallow_;  // by series name: HEAD's tree, then the index
