@@ -21,7 +21,6 @@
 #include "lib/base/strings.h"
 #include "lib/formats/detect.h"
 #include "lib/formats/tensor_file.h"
-#include "lib/git/checkpoint_at.h"
 
 namespace zipnn::cmd {
 
@@ -110,10 +109,11 @@ Status WithOutput(const CatArgs& a, const std::function<Status(ByteSink&)>& writ
 
 Status RunCat(const CatArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(const OutputFormat format, FormatOf(a));
-  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-  if (a.threads > 0) repo.policy.threads = a.threads;
-  if (a.approximate) ZIPNN_RETURN_IF_ERROR(RefuseTrackedOutput(a.output));
-  ZIPNN_ASSIGN_OR_RETURN(const store::Pointer pointer, git::PointerAt(GitSpec(a.spec)));
+  ops::Context context(ops::Context::Options{a.threads});
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
+  store::Store& repo = *opened;
+  if (a.approximate) ZIPNN_RETURN_IF_ERROR(ops::RefuseTrackedOutput(a.output));
+  ZIPNN_ASSIGN_OR_RETURN(const store::Pointer pointer, ops::PointerAt(ops::GitSpec(a.spec)));
 
   access::Options options;
   options.approximate = a.approximate;

@@ -56,7 +56,8 @@ TEST_CASE("usage errors exit 2 before any command runs") {
 }
 
 TEST_CASE("a checkpoint file is read as it is, without a repository") {
-  auto checkpoint = WithLayout(CheckpointInFile("tests/data/cnn12-bf16/step-000010.safetensors"));
+  ops::Context context;
+  auto checkpoint = ops::WithLayout(ops::CheckpointInFile(context, "tests/data/cnn12-bf16/step-000010.safetensors"));
   REQUIRE(checkpoint.ok());
   CHECK(checkpoint->layout().format == formats::Format::kSafetensors);
   CHECK(!checkpoint->layout().tensors.empty());
@@ -72,7 +73,8 @@ TEST_CASE("a file that starts like a pointer and is not one is refused, not read
     REQUIRE(out->Append(text.data(), text.size()).ok());
     REQUIRE(out->Commit().ok());
   }
-  auto checkpoint = CheckpointInFile(path);
+  ops::Context context;
+  auto checkpoint = ops::CheckpointInFile(context, path);
   REQUIRE(!checkpoint.ok());
   CHECK(checkpoint.status().code() == StatusCode::kInvalidArgument);
 }

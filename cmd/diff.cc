@@ -17,8 +17,6 @@
 #include "lib/analyze/scan.h"
 #include "lib/formats/detect.h"
 #include "lib/access/versions.h"
-#include "lib/git/discover.h"
-#include "lib/git/textconv_cache.h"
 
 namespace zipnn::cmd {
 
@@ -36,12 +34,12 @@ using Opened = formats::Checkpoint;
 // "<rev>:<path>" unless a file of that name exists.
 bool IsRevisionSpec(const std::string& arg) { return arg.find(':') != std::string::npos && !FileExists(arg); }
 
-Result<Opened> Resolve(const std::string& arg) {
-  if (!IsRevisionSpec(arg)) return WithLayout(CheckpointInFile(arg));
-  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
+Result<Opened> Resolve(ops::Context& context, const std::string& arg) {
+  if (!IsRevisionSpec(arg)) return ops::WithLayout(ops::CheckpointInFile(context, arg));
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
   const size_t colon = arg.find(':');
-  return WithLayout(
-      access::Versions(repo, access::Copies::kAll).OpenAt(arg.substr(0, colon), "./" + arg.substr(colon + 1)));
+  return ops::WithLayout(
+      access::Versions(*repo, access::Copies::kAll).OpenAt(arg.substr(0, colon), "./" + arg.substr(colon + 1)));
 }
 
 std::string Describe(const Opened& o) {
@@ -57,33 +55,9 @@ Status PrintChanges(const Opened& before, const Opened& after, const DiffArgs& a
   return OkStatus();
 }
 
-// For a new file at `path` (from the top of the work tree) that continues
-// a series (step 60 beside step 40): the version before it in its series,
-// and where git holds that; nothing for the first of a series, or a
-// version that cannot be read (the diff then shows a new file, as git does).
-struct Previous {
-  Opened checkpoint;
-  store::Version version;
-};
-std::optional<Previous> PreviousVersion(const std::string& path) {
-  auto repo = OpenRepository();
-  if (!repo.ok()) return std::nullopt;
-  auto series = git::OpenSeries(*repo);
-  if (!series.ok()) return std::nullopt;
-  auto previous = git::PreviousInSeries(**series, path);
-  if (!previous.ok() || !*previous) return std::nullopt;
-  const store::Version& v = **previous;
-  auto link = store::ReadLink(*repo, v.id);
-  if (!link.ok()) return std::nullopt;
-  const access::Versions versions(*repo, access::Copies::kAll);
-  auto checkpoint = WithLayout(versions.Open(store::Pointer{v.id, link->raw_size, ""}, v.path));
-  if (!checkpoint.ok()) return std::nullopt;
-  return Previous{std::move(*checkpoint), v};
-}
-
 // git's external diff interface: path old-file old-hex old-mode new-file
 // new-hex new-mode; a side that does not exist is /dev/null.
-Status RunDriver(const DiffArgs& a) {
+Status RunDriver(ops::Context& context, const DiffArgs& a) {
   // `git diff | head` closes the pipe early: the rest of the output is not
   // wanted, which is no failure of the diff (git would otherwise say the
   // external diff died).
@@ -99,7 +73,7 @@ Status RunDriver(const DiffArgs& a) {
   for (int s = 0; s < 2; ++s) {
     const std::string& file = a.args[1 + 3 * s];
     if (file == "/dev/null") continue;
-    Result<Opened> o = WithLayout(CheckpointInFile(file));
+    Result<Opened> o = ops::WithLayout(ops::CheckpointInFile(context, file));
     if (!o.ok()) {
       // Shown in the diff rather than stopping git at this file.
       std::printf("%s side cannot be read: %s\n", s == 0 ? "old" : "new", o.status().message().c_str());
@@ -108,7 +82,7 @@ Status RunDriver(const DiffArgs& a) {
     sides[s].emplace(std::move(*o));
   }
   if (!sides[0] && sides[1]) {
-    if (std::optional<Previous> previous = PreviousVersion(path)) {
+    if (std::optional<ops::PreviousVersion> previous = ops::PreviousInSeries(context, path)) {
       std::printf("new file, compared with the version before it in its series: %s\n", previous->version.path.c_str());
       std::printf("--- a/%s (%s)\n+++ b/%s (%s)\n", previous->version.path.c_str(),
                   Describe(previous->checkpoint).c_str(), path.c_str(), Describe(*sides[1]).c_str());
@@ -122,18 +96,19 @@ Status RunDriver(const DiffArgs& a) {
 }
 
 Status RunDiff(const DiffArgs& a) {
-  if (a.driver) return RunDriver(a);
+  ops::Context context;
+  if (a.driver) return RunDriver(context, a);
   std::optional<Opened> sides[2];
   if (a.args.size() == 3) {
-    ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
+    ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
     for (int s = 0; s < 2; ++s) {
       ZIPNN_ASSIGN_OR_RETURN(
-          Opened o, WithLayout(access::Versions(repo, access::Copies::kAll).OpenAt(a.args[s], "./" + a.args[2])));
+          Opened o, ops::WithLayout(access::Versions(*repo, access::Copies::kAll).OpenAt(a.args[s], "./" + a.args[2])));
       sides[s].emplace(std::move(o));
     }
   } else if (a.args.size() == 2) {
     for (int s = 0; s < 2; ++s) {
-      ZIPNN_ASSIGN_OR_RETURN(Opened o, Resolve(a.args[s]));
+      ZIPNN_ASSIGN_OR_RETURN(Opened o, Resolve(context, a.args[s]));
       sides[s].emplace(std::move(o));
     }
   } else {
@@ -148,12 +123,13 @@ Status RunDiff(const DiffArgs& a) {
 // One line per tensor, stable for unchanged tensors, so that a text diff
 // of two listings shows exactly the tensors that changed.
 Status RunTextconv(const std::string& file, int threads) {
-  auto checkpoint = CheckpointInFile(file);
+  ops::Context context;
+  auto checkpoint = ops::CheckpointInFile(context, file);
   if (!checkpoint.ok()) {
-    std::fputs(git::ListingFailure(checkpoint.status().message()).c_str(), stdout);
+    std::fputs(ops::ListingFailure(checkpoint.status().message()).c_str(), stdout);
     return OkStatus();
   }
-  ZIPNN_ASSIGN_OR_RETURN(Opened o, WithLayout(std::move(*checkpoint)));
+  ZIPNN_ASSIGN_OR_RETURN(Opened o, ops::WithLayout(std::move(*checkpoint)));
   // The version a pointer names was checked against its id as it was
   // read; only a file given as it is must be hashed.
   ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));

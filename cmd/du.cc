@@ -10,7 +10,6 @@
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/base/strings.h"
-#include "lib/git/git.h"
 #include "lib/store/raw_cache.h"
 
 namespace zipnn::cmd {
@@ -42,7 +41,9 @@ void Row(const char* what, const Tally& t, const std::string& note) {
 }
 
 Status RunDu() {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
+  ops::Context context;
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
+  store::Store& repo = *opened;
   Tally objects, unfinished, records, notes;
   size_t foreign = 0;  // not git-zipnn's: not counted
   ZIPNN_ASSIGN_OR_RETURN(std::vector<store::ObjectStore::Entry> listed, repo.objects.List());
@@ -63,7 +64,7 @@ Status RunDu() {
   const std::string zipnn_dir = repo.temp_dir.substr(0, repo.temp_dir.rfind('/'));
   const Tally legacy = FilesUnder(zipnn_dir + "/series");
   Tally work_tree;
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, git::TrackedPaths());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, ops::TrackedPaths());
   for (const std::string& path : tracked) {
     struct stat st;
     if (::stat((repo.work_dir + "/" + path).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {

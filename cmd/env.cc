@@ -16,9 +16,9 @@
 #include "lib/base/version.h"
 #include "lib/config/policy.h"
 #include "lib/container/format.h"
-#include "lib/git/discover.h"
-#include "lib/git/git.h"
-#include "lib/git/setup.h"
+#include "lib/ops/context.h"
+#include "lib/ops/setup.h"
+#include "lib/ops/workspace.h"
 #include "lib/remote/select.h"
 
 namespace zipnn::cmd {
@@ -32,7 +32,7 @@ T Or(Result<T> read, T fallback) {
 }
 
 // A config value, or nothing when unset or unreadable.
-std::optional<std::string> Config(const std::string& key) { return Or(git::ConfigGet(key), std::optional<std::string>()); }
+std::optional<std::string> Config(const std::string& key) { return Or(ops::ConfigGet(key), std::optional<std::string>()); }
 
 // Every line goes through RedactSecrets: a remote's URL or endpoint may
 // carry a token, and env is what people paste into bug reports.
@@ -54,21 +54,21 @@ std::string PolicyText(const config::Policy& p) {
 // Where `key` is set, for the filter's line: "--local", "--global", ...
 std::string ScopeOf(const std::string& key) {
   for (const char* scope : {"--local", "--global", "--system"}) {
-    if (Or(git::ConfigGetAt(scope, key), std::optional<std::string>())) return std::string(scope).substr(2);
+    if (Or(ops::ConfigGetAt(scope, key), std::optional<std::string>())) return std::string(scope).substr(2);
   }
   return "";
 }
 
 Status RunEnv() {
   std::printf("git-zipnn %s (object format %u)\n", kVersion, static_cast<unsigned>(container::kFormatVersion));
-  Line("git", Or(git::GitVersion(), std::string("not found on PATH")));
+  Line("git", Or(ops::GitVersion(), std::string("not found on PATH")));
   const bool lfs = Config("filter.lfs.process").has_value();
   Line("Git LFS", lfs ? "its filter is installed (filter.lfs.process)" : "its filter is not installed");
   const std::string scope = ScopeOf("filter.zipnn.process");
   Line("filter", scope.empty() ? "not installed: `git zipnn install` (or --local) sets it"
                                : "installed (" + scope + ": filter.zipnn.process = " +
                                      Config("filter.zipnn.process").value_or("") + ")");
-  Result<git::Folders> folders = git::RepositoryFolders();
+  Result<ops::Folders> folders = ops::RepositoryFolders();
   if (!folders.ok()) {
     Line("repository", "none here (" + folders.status().message() + ")");
     return OkStatus();
@@ -80,22 +80,24 @@ Status RunEnv() {
   Line("pre-push hook", !FileExists(hook)                                     ? "none (install writes one)"
                         : hook_text.find("git-zipnn") != std::string::npos ? hook + " (runs git-zipnn)"
                                                                             : hook + " (not git-zipnn's)");
-  Result<std::vector<std::string>> tracked = git::TrackedPatterns();
+  Result<std::vector<std::string>> tracked = ops::TrackedPatterns();
   if (tracked.ok()) {
     std::string list;
     for (const std::string& p : *tracked) list += (list.empty() ? "" : " ") + p;
     Line("tracked", list.empty() ? "nothing yet (`git zipnn track '*.safetensors'`)" : list + " (.gitattributes)");
   }
-  ZIPNN_ASSIGN_OR_RETURN(git::OpenedRepository opened, git::OpenStoreRepository());
-  const store::Store& repo = opened.repo;
+  // The store's warnings are lines of env's own, not said on stderr.
+  ops::Context context(ops::Context::Options{0, /*print_warnings=*/false});
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
+  const store::Store& repo = *opened;
   const auto storepath = Config("zipnn.storepath");
   Line("object store", repo.objects.root() + (storepath ? " (zipnn.storepath)" : " (the default)"));
   Line("raw cache", repo.cache_dir + ", budget " + HumanBytes(repo.policy.raw_cache));
   Line("scratch", repo.temp_dir);
   const bool has_yaml = folders->top && FileExists(*folders->top + "/.zipnn.yaml");
   Line("policy", PolicyText(repo.policy) + (has_yaml ? " (.zipnn.yaml)" : " (the defaults: no .zipnn.yaml)"));
-  for (const std::string& warning : opened.warnings) Line("", "warning: " + warning);
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> remotes, git::Remotes());
+  for (const std::string& warning : context.warnings()) Line("", "warning: " + warning);
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> remotes, ops::Remotes());
   const std::string chosen = Or(remote::DefaultRemote(), std::string());
   if (remotes.empty()) Line("remotes", "none (`git remote add origin <url>`)");
   for (size_t i = 0; i < remotes.size(); ++i) {

@@ -16,13 +16,7 @@
 #include "filters/checkpoint_filter.h"
 #include "filters/pkt_line.h"
 #include "lib/base/file.h"
-#include "lib/git/discover.h"
-#include "lib/git/git.h"
-#include "lib/git/hook.h"
-#include "lib/git/listings.h"
-#include "lib/git/setup.h"
-#include "lib/git/textconv_cache.h"
-#include "lib/remote/select.h"
+#include "lib/ops/filter_start.h"
 
 namespace zipnn::cmd {
 
@@ -44,39 +38,28 @@ bool EnvFlag(const char* name) {
   return value != nullptr && *value != '\0' && std::string(value) != "0";
 }
 
-filters::SmudgeOptions SmudgeFor(const git::ConfigSnapshot& config) {
+filters::SmudgeOptions SmudgeFor(const ops::FilterStart& start) {
   filters::SmudgeOptions options;
   options.leave_pointers = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE");
-  options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || config.Flag("zipnn.skipsmudgeerrors");
+  options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || start.skip_smudge_errors;
   options.fetch_missing = true;
   return options;
 }
 
-// The series git holds; none (every version stored standalone) when the
-// repository cannot be read in-process, which must not stop git.
-std::unique_ptr<git::SeriesVersions> SeriesOrNone(const store::Store& repo) {
-  auto series = git::OpenSeries(repo);
-  if (series.ok()) return std::move(*series);
-  std::fprintf(stderr, "git-zipnn: cannot read this repository's series (%s); checkpoints are stored standalone\n",
-               series.status().message().c_str());
-  return nullptr;
-}
-
-// What a filter starts from: the repository's folders and git-zipnn's
-// config, one git run each (a `git add` waits for them before its first
-// byte); the pre-push hook written when the repository has none
-// (lib/git/hook.h); the store.
-struct Start {
-  store::Store repo;
-  git::ConfigSnapshot config;
-};
-Result<Start> StartFilter() {
-  ZIPNN_ASSIGN_OR_RETURN(git::Folders folders, git::RepositoryFolders());
-  ZIPNN_ASSIGN_OR_RETURN(git::ConfigSnapshot config, git::ConfigSnapshot::Read(git::kStartKeys));
-  const std::string said = git::EnsureHook(folders.hooks);
-  if (!said.empty()) std::fprintf(stderr, "git-zipnn: %s\n", said.c_str());
-  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository(folders, config));
-  return Start{std::move(repo), std::move(config)};
+// What a filter starts from (lib/ops/filter_start.h), with what it has to
+// say on stderr.
+Result<ops::FilterStart> StartFilter() {
+  ops::Context context;
+  ZIPNN_ASSIGN_OR_RETURN(ops::FilterStart start, ops::StartFilter(context, [](const std::string& said) {
+                           std::fprintf(stderr, "git-zipnn: %s\n", said.c_str());
+                         }));
+  // Without the series every version is stored standalone; that must not
+  // stop git.
+  if (!start.series_error.ok()) {
+    std::fprintf(stderr, "git-zipnn: cannot read this repository's series (%s); checkpoints are stored standalone\n",
+                 start.series_error.message().c_str());
+  }
+  return start;
 }
 
 // Clean lists what it stores for git's textconv cache when git keeps one
@@ -88,10 +71,8 @@ void NameParent(filters::CheckpointFilter& filter) {
   if (parent != nullptr && *parent != '\0') filter.NameParent(parent);
 }
 
-void KeepListings(filters::CheckpointFilter& filter, const git::ConfigSnapshot& config) {
-  if (std::optional<git::TextconvCache> cache = git::TextconvCache::Open(git::kDriver, config)) {
-    filter.KeepListings(std::move(*cache));
-  }
+void KeepListings(filters::CheckpointFilter& filter, const ops::FilterStart& start) {
+  if (auto cache = ops::ListingsCache(start)) filter.KeepListings(std::move(*cache));
 }
 
 // The listings go to git's cache as the process ends; failing to write
@@ -106,7 +87,7 @@ Status Finished(filters::CheckpointFilter& filter, Status served) {
                  written.message().c_str());
   }
   if (filter.pointers_left() > 0) {
-    if (auto remote = remote::DefaultRemote(); remote.ok()) (void)git::TakeListings(*remote);
+    ops::TakeListingsFromDefaultRemote();
   }
   return served;
 }
@@ -125,14 +106,13 @@ Action SingleFile(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
   sub.add_option("path", *path, "The file's path in the work tree (git's %f)")->required();
   return [path]() -> Status {
-    ZIPNN_ASSIGN_OR_RETURN(Start start, StartFilter());
-    filters::SmudgeOptions smudge = SmudgeFor(start.config);
-    std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(start.repo);
-    filters::CheckpointFilter filter(std::move(start.repo), std::move(series), std::move(smudge));
+    ZIPNN_ASSIGN_OR_RETURN(ops::FilterStart start, StartFilter());
+    filters::SmudgeOptions smudge = SmudgeFor(start);
+    filters::CheckpointFilter filter(std::move(start.store), std::move(start.series), std::move(smudge));
     FdReader in(0);
     StdoutSink out;
     if (!kClean) return Annotate(filter.Smudge(*path, in, out), *path);
-    KeepListings(filter, start.config);
+    KeepListings(filter, start);
     NameParent(filter);
     return Finished(filter, Annotate(filter.Clean(*path, in, out), *path));
   };
@@ -145,14 +125,13 @@ Action SetupSmudge(CLI::App& sub) { return SingleFile<false>(sub); }
 
 Action SetupFilterProcess(CLI::App&) {
   return []() -> Status {
-    ZIPNN_ASSIGN_OR_RETURN(Start start, StartFilter());
-    filters::SmudgeOptions smudge = SmudgeFor(start.config);
-    std::unique_ptr<git::SeriesVersions> series = SeriesOrNone(start.repo);
+    ZIPNN_ASSIGN_OR_RETURN(ops::FilterStart start, StartFilter());
+    filters::SmudgeOptions smudge = SmudgeFor(start);
     // Content read ahead of an answer (a large plain file passing through
     // smudge) waits beside the other scratch files, not in memory.
-    const filters::ReadAhead read_ahead{start.repo.temp_dir};
-    filters::CheckpointFilter filter(std::move(start.repo), std::move(series), std::move(smudge));
-    KeepListings(filter, start.config);
+    const filters::ReadAhead read_ahead{start.store.temp_dir};
+    filters::CheckpointFilter filter(std::move(start.store), std::move(start.series), std::move(smudge));
+    KeepListings(filter, start);
     NameParent(filter);
     WidenPipes();
     FdReader in(0);

@@ -1,25 +1,16 @@
 // git zipnn fsck: every checkpoint the repository points at can be
-// restored. Finds the git-zipnn pointers in HEAD's tree (with --all: in
-// every commit reachable from a ref, a reflog or a stash, and in the
-// index), and checks each distinct checkpoint once: every object of its
-// chain present and filed under the right id, and (unless --fast) decoded
-// to exactly its content.
+// restored (lib/ops/fsck.h); this file parses and prints.
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "cmd/command.h"
-#include "lib/git/git.h"
 #include "cmd/util.h"
 #include "lib/base/strings.h"
-#include "lib/git/pointers.h"
-#include "lib/remote/select.h"
-#include "lib/remote/transfer.h"
-#include "lib/store/retention.h"
+#include "lib/ops/fsck.h"
 
 namespace zipnn::cmd {
 
@@ -33,12 +24,12 @@ struct FsckArgs {
   std::optional<std::string> remote;  // --remote [NAME]: "" for the default remote
 };
 
-// fsck --remote: the remote's store, not this one (lib/remote/transfer.h CheckRemote).
-Status RunFsckRemote(const FsckArgs& a, const store::Store& repo, const FoundPointers& found) {
-  ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(*a.remote));
-  ZIPNN_ASSIGN_OR_RETURN(remote::RemoteCheck check, remote::CheckRemote(repo, remote, found));
+// fsck --remote: the remote's store, not this one.
+Status RunFsckRemote(ops::Context& context, const FsckArgs& a) {
+  ZIPNN_ASSIGN_OR_RETURN(const ops::RemoteFsckResult check, ops::FsckRemote(context, a.all, *a.remote));
+  const std::string& remote = check.remote;
   for (const auto& [place, what] : check.problems) {
-    std::printf("%s at %.10s: %s\n", place->path.c_str(), place->rev.c_str(), what.c_str());
+    std::printf("%s at %.10s: %s\n", place.path.c_str(), place.rev.c_str(), what.c_str());
   }
   // Only a folder keeps what killed uploads left: the count is news only
   // when there was something to remove.
@@ -55,130 +46,13 @@ Status RunFsckRemote(const FsckArgs& a, const store::Store& repo, const FoundPoi
                     "them again)");
 }
 
-struct Problem {
-  Place place;
-  std::string id;  // empty for a damaged pointer
-  std::string what;
-};
-
-// Which of `absent` the default remote holds, by asking it once: those
-// are counted and said on one line, the others become problems. Without
-// a remote, or when it cannot answer, every one is a problem.
-struct Unfetched {
-  size_t count = 0;
-  std::string line;
-};
-Unfetched NotFetched(const store::Store& repo, const std::vector<std::pair<Problem, ContentId>>& absent,
-                     std::vector<Problem>& problems) {
-  if (absent.empty()) return {};
-  std::vector<ContentId> ids;
-  for (const auto& [problem, id] : absent) ids.push_back(id);
-  std::vector<bool> there(ids.size(), false);
-  std::string where;
-  std::unique_ptr<remote::RemoteStore> store;
-  if (auto name = remote::DefaultRemote(); name.ok()) {
-    if (auto opened = remote::OpenRemoteStore(*name); opened.ok()) {
-      if (auto held = (*opened)->Has(ids); held.ok() && held->size() == ids.size()) {
-        there = *held;
-        where = *name;
-        store = std::move(*opened);
-      }
-    }
-  }
-  size_t fetchable = 0, retained = 0;
-  for (size_t i = 0; i < absent.size(); ++i) {
-    if (there[i]) {
-      ++fetchable;
-      continue;
-    }
-    // Retention thinned or dropped it there: its record, checked, is kept
-    // here as a fetch keeps it, and it is no problem.
-    if (store) {
-      auto text = store->GetRecord(ids[i]);
-      if (text.ok() && *text) {
-        auto record = store::ParseRecord(**text, ids[i]);
-        if (record.ok() && store::WriteRecord(repo.objects, *record).ok()) {
-          ++retained;
-          continue;
-        }
-      }
-    }
-    problems.push_back(absent[i].first);
-  }
-  if (fetchable + retained == 0) return {};
-  std::string line;
-  if (retained > 0) {
-    line = Counted(retained, "checkpoint") + (retained == 1 ? " was" : " were") +
-           " thinned or dropped by retention on " + where + " (" + (retained == 1 ? "its record is" : "their records are") +
-           " kept here now; fsck again counts them)";
-  }
-  if (fetchable == 0) return {0, line};
-  return {fetchable, (line.empty() ? "" : line + "\n") + Counted(fetchable, "checkpoint") + (fetchable == 1 ? " is" : " are") + " not fetched into this clone; " +
-         where + " has " + (fetchable == 1 ? "it" : "them") + " (`git zipnn fetch --all` gets " +
-         (fetchable == 1 ? "it" : "them") + "; `git zipnn fsck --remote " + where + "` checks " + where + ")"};
-}
-
 Status RunFsck(const FsckArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-  if (a.threads > 0) repo.policy.threads = a.threads;
-  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointers(git_repo, a.all));
-  if (a.remote) return RunFsckRemote(a, repo, found);
-  // Each distinct checkpoint once, with the first place that points at it.
-  std::map<std::string, std::pair<store::Pointer, Place>> checkpoints;
-  std::vector<Problem> problems;
-  for (const auto& [place, message] : found.damaged) problems.push_back(Problem{place, "", message});
-  for (const auto& [pointer, place] : found.pointers) {
-    checkpoints.emplace(pointer.id.Hex(), std::make_pair(pointer, place));
-  }
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> whole, git::HeldWhole(git_repo));
-  for (const std::string& path : whole) {
-    problems.push_back(Problem{Place{"index", path}, "",
-                               "tracked, but git holds the file itself, not a git-zipnn pointer (it was added before "
-                               "`git zipnn install`): git add --renormalize -- " +
-                                   path + ", then commit"});
-  }
-  const size_t pointers = found.pointers.size() + found.damaged.size();
-  size_t thinned = 0, dropped = 0;
-  // Versions whose objects this store lacks: a clone that fetched only
-  // what it checked out. Not a problem when the remote holds them.
-  std::vector<std::pair<Problem, ContentId>> absent;
-  {
-    Progress progress("git-zipnn fsck", checkpoints.size(), Progress::Unit::kItems);
-    size_t done = 0;
-    for (const auto& [id, found] : checkpoints) {
-      progress.Update(a.fast ? "reading headers" : "decoding", done++);
-      // A version retention thinned is checked as its approximate
-      // version; one it dropped has nothing left to check.
-      store::Pointer checked = found.first;
-      if (!repo.objects.Has(checked.id)) {
-        auto record = store::ReadRecord(repo.objects, checked.id);
-        if (!record.ok()) {
-          problems.push_back(Problem{found.second, id, record.status().message()});
-          continue;
-        }
-        if (*record && (*record)->dropped) {
-          ++dropped;
-          continue;
-        }
-        if (*record) {
-          ++thinned;
-          checked.id = (*record)->approximate;
-        }
-      }
-      Status s = store::CheckStored(repo, checked, !a.fast);
-      if (s.code() == StatusCode::kNotFound && checked.id == found.first.id) {
-        absent.emplace_back(Problem{found.second, id, s.message()}, checked.id);
-        continue;
-      }
-      if (!s.ok()) {
-        problems.push_back(Problem{found.second, id,
-                                   (checked.id != found.first.id ? "its approximate version (retention): " : "") +
-                                       s.message()});
-      }
-    }
-  }
-  const Unfetched unfetched = NotFetched(repo, absent, problems);
+  ops::Context context(ops::Context::Options{a.threads});
+  if (a.remote) return RunFsckRemote(context, a);
+  ZIPNN_ASSIGN_OR_RETURN(const ops::FsckResult result, ops::Fsck(context, ops::FsckRequest{a.all, a.fast}));
+  const std::vector<ops::FsckProblem>& problems = result.problems;
+  const size_t pointers = result.pointers, checkpoints = result.checkpoints;
+  const size_t thinned = result.thinned, dropped = result.dropped;
   std::string retained;
   if (thinned + dropped > 0) {
     retained = " (retention: " + std::to_string(thinned) + " thinned, checked as their approximate versions; " +
@@ -190,12 +64,12 @@ Status RunFsck(const FsckArgs& a) {
     nlohmann::ordered_json doc = {{"scope", a.all ? "all" : "HEAD"},
                                   {"mode", a.fast ? "fast" : "full"},
                                   {"pointers", pointers},
-                                  {"checkpoints", checkpoints.size()},
+                                  {"checkpoints", checkpoints},
                                   {"thinned", thinned},
                                   {"dropped", dropped},
-                                  {"not_fetched", unfetched.count},
+                                  {"not_fetched", result.not_fetched},
                                   {"problems", nlohmann::ordered_json::array()}};
-    for (const Problem& p : problems) {
+    for (const ops::FsckProblem& p : problems) {
       doc["problems"].push_back({{"path", p.place.path},
                                  {"rev", p.place.rev},
                                  {"id", p.id.empty() ? nullptr : nlohmann::ordered_json(p.id)},
@@ -203,25 +77,25 @@ Status RunFsck(const FsckArgs& a) {
     }
     std::printf("%s\n", doc.dump(1).c_str());
   } else {
-    for (const Problem& p : problems) {
+    for (const ops::FsckProblem& p : problems) {
       std::printf("%s at %.10s: %s%s\n", p.place.path.c_str(), p.place.rev.c_str(),
                   p.id.empty() ? "" : ("checkpoint " + p.id + ": ").c_str(), p.what.c_str());
     }
     std::printf("%zu pointer%s to %zu checkpoint%s in %s: %s%s\n", pointers, pointers == 1 ? "" : "s",
-                checkpoints.size(), checkpoints.size() == 1 ? "" : "s", scope.c_str(),
+                checkpoints, checkpoints == 1 ? "" : "s", scope.c_str(),
                 problems.empty()
-                    ? (a.fast ? (unfetched.count > 0 ? "every object fetched present, headers intact"
+                    ? (a.fast ? (result.not_fetched > 0 ? "every object fetched present, headers intact"
                                                      : "every object present, headers intact")
-                       : unfetched.count > 0 ? "every one fetched restores exactly"
+                       : result.not_fetched > 0 ? "every one fetched restores exactly"
                        : retained.empty()    ? "every one restores exactly"
                                              : "every exact one restores exactly")
                     : (std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s")).c_str(),
                 retained.c_str());
-    if (!unfetched.line.empty()) std::printf("%s\n", unfetched.line.c_str());
+    if (!result.not_fetched_line.empty()) std::printf("%s\n", result.not_fetched_line.c_str());
   }
   if (!problems.empty()) {
     // The advice for objects; each other problem's line says its own fix.
-    const bool objects = std::any_of(problems.begin(), problems.end(), [](const Problem& p) { return !p.id.empty(); });
+    const bool objects = std::any_of(problems.begin(), problems.end(), [](const ops::FsckProblem& p) { return !p.id.empty(); });
     return Corruption(
         std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s") + " found" +
         (objects ? " (fetch missing objects from a clone that has them, or restore the store)" : " (see above)"));

@@ -10,9 +10,7 @@
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/base/strings.h"
-#include "lib/git/pointers.h"
-#include "lib/git/repository.h"
-#include "lib/git/shared_store.h"
+#include "lib/ops/maintain.h"
 #include "lib/store/gc.h"
 #include "lib/store/raw_cache.h"
 
@@ -34,7 +32,9 @@ Status RunGc(const GcArgs& a) {
   if (a.keep_recent_days < 0) return InvalidArgument("--keep-recent must not be negative");
   GcArgs args = a;
   if (args.now) args.keep_recent_days = 0;  // and leftovers of any age
-  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
+  ops::Context context;
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
+  store::Store& repo = *opened;
   ZIPNN_ASSIGN_OR_RETURN(store::Removing removing, repo.BeginRemoving("git-zipnn gc"));
   store::SweepOptions options;
   options.dry_run = a.dry_run;
@@ -43,18 +43,10 @@ Status RunGc(const GcArgs& a) {
   options.now = args.now;
   if (!a.dry_run) ZIPNN_RETURN_IF_ERROR(store::PutBackSetAside(repo, removing));
 
-  store::Needed needed;
-  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  Result<FoundPointers> read = git::FindPointers(git_repo, /*all=*/true);
-  if (!read.ok()) {
-    // What git holds that could not be read may need any object.
-    return Status(read.status().code(),
-                  read.status().message() + "\nnothing was removed: what this repository needs is unknown");
-  }
-  const FoundPointers& found = *read;
-  for (const auto& [pointer, place] : found.pointers) store::NeedChain(repo, pointer.id, needed);
-  ZIPNN_ASSIGN_OR_RETURN(git::OthersNeed others,
-                         git::NeedOthers(repo, git_repo.common_dir(), a.forget, a.dry_run, needed));
+  ZIPNN_ASSIGN_OR_RETURN(ops::GcNeeds needs, ops::NeededObjects(context, a.forget, a.dry_run));
+  const FoundPointers& found = needs.found;
+  store::Needed& needed = needs.needed;
+  const auto& others = needs.others;
   for (const std::string& user : others.sharing) {
     std::printf("the store is shared: keeping what %s needs too\n", user.c_str());
   }

@@ -113,7 +113,7 @@ Status PrintObjectReport(const std::string& path) {
 // The tensors of the checkpoint an object holds, by name, read by parts:
 // through the store's chain for a content id, or from a base object file
 // alone (a delta file needs its base, which only the store knows).
-Status PrintObjectTensors(const std::string& path, const std::optional<store::Store>& repo,
+Status PrintObjectTensors(const std::string& path, const store::Store* repo,
                           const std::optional<ContentId>& id) {
   std::printf("\n");
   if (repo && id) {
@@ -147,11 +147,12 @@ Action SetupInspect(CLI::App& sub) {
   sub.add_flag("-t,--tensors", *tensors, "Also list the tensors of the checkpoint it holds, read by parts");
   return [path, tensors]() -> Status {
     // A content id names the object of that version in the store.
-    std::optional<store::Store> repo;
+    ops::Context context;
+    const store::Store* repo = nullptr;
     std::optional<ContentId> id;
     std::string file = *path;
     if (!FileExists(*path) && (id = ContentId::FromHex(*path))) {
-      ZIPNN_ASSIGN_OR_RETURN(repo, OpenRepository());
+      ZIPNN_ASSIGN_OR_RETURN(repo, context.Store());
       file = repo->objects.PathOf(*id);
     }
     ZIPNN_RETURN_IF_ERROR(PrintObjectReport(file));

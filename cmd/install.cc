@@ -6,9 +6,8 @@
 #include <vector>
 
 #include "cmd/command.h"
-#include "lib/git/hook.h"
-#include "lib/git/git.h"
-#include "lib/git/setup.h"
+#include "lib/ops/setup.h"
+#include "lib/ops/workspace.h"
 #include "lib/base/strings.h"
 #include "lib/store/pointer.h"
 
@@ -28,8 +27,8 @@ struct Level {
 // Inside a work tree: how many tracked files in it are pointers still (a
 // clone made before install, or with smudge skipped); 0 elsewhere.
 size_t PointersInWorkTree() {
-  auto top = git::TopLevel();
-  auto paths = git::TrackedPaths();
+  auto top = ops::TopLevel();
+  auto paths = ops::TrackedPaths();
   if (!top.ok() || !paths.ok()) return 0;
   size_t pointers = 0;
   for (const std::string& path : *paths) {
@@ -54,9 +53,9 @@ Action SetupInstall(CLI::App& sub) {
   sub.add_flag("--system", level->system, "For every user of this machine");
   return [level]() -> Status {
     ZIPNN_ASSIGN_OR_RETURN(std::string flag, level->Flag());
-    ZIPNN_RETURN_IF_ERROR(git::InstallFilter(flag));
+    ZIPNN_RETURN_IF_ERROR(ops::InstallFilter(flag));
     std::printf("git-zipnn filter installed (%s)\n", flag.c_str() + 2);
-    ZIPNN_RETURN_IF_ERROR(Say(git::InstallHook()));  // inside a repository
+    ZIPNN_RETURN_IF_ERROR(Say(ops::InstallHook()));  // inside a repository
     if (const size_t pointers = PointersInWorkTree(); pointers > 0) {
       std::printf("%s in this work tree %s (checked out before the filter was installed): run `git zipnn pull` to "
                   "write the checkpoints\n",
@@ -73,16 +72,16 @@ Action SetupUninstall(CLI::App& sub) {
   sub.add_flag("--system", level->system, "From the machine's configuration");
   return [level]() -> Status {
     ZIPNN_ASSIGN_OR_RETURN(std::string flag, level->Flag());
-    ZIPNN_RETURN_IF_ERROR(git::UninstallFilter(flag));
+    ZIPNN_RETURN_IF_ERROR(ops::UninstallFilter(flag));
     std::printf("git-zipnn filter uninstalled (%s)\n", flag.c_str() + 2);
     // As Git LFS's uninstall: your configuration unless told otherwise,
     // which reaches every repository of yours; said where it surprises.
-    if (flag == "--global" && git::TopLevel().ok()) {
+    if (flag == "--global" && ops::TopLevel().ok()) {
       std::printf("note: that was your global configuration: no repository of yours runs the filter now (unless "
                   "installed there with --local), so `git add` stores tracked checkpoints whole in git and a checkout "
                   "writes pointers; `git zipnn install` puts it back\n");
     }
-    return Say(git::UninstallHook());
+    return Say(ops::UninstallHook());
   };
 }
 

@@ -3,16 +3,12 @@
 // before every `git push`.
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
-#include "lib/git/git.h"
-#include "lib/git/pointers.h"
 #include "lib/remote/select.h"
 #include "lib/remote/transfer.h"
 
@@ -28,52 +24,27 @@ struct PushArgs {
 };
 
 Status RunPush(const PushArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
+  ops::Context context;
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
   ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(a.remote));
-  // A ref given as "--all" is a name, not the option it spells.
-  for (const std::string& ref : a.refs) ZIPNN_RETURN_IF_ERROR(git::CheckRevision(ref));
-  std::vector<std::string> revs = a.refs;
-  if (a.all) revs = {"--all"};
-  if (revs.empty()) revs = {"HEAD"};
-  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, revs));
+  ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, ops::PointersToPush(context, a.refs, a.all));
   WarnDamaged(found);
-  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::PushPointers(repo, remote, found));
+  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::PushPointers(*repo, remote, found));
   PrintTransfer(/*push=*/true, done, a.quiet);
   return OkStatus();
 }
 
-bool IsRemoteName(const std::string& name) {
-  auto remotes = git::Remotes();
-  return remotes.ok() && std::find(remotes->begin(), remotes->end(), name) != remotes->end();
-}
-
-// git feeds the hook "<local ref> SP <local oid> SP <remote ref> SP
-// <remote oid>" per ref it is about to push; the commits to look at are
-// the local ones the remote does not have yet.
+// git feeds the hook a line per ref it is about to push
+// (ops::PointersBeforePush).
 Status RunPrePush(const std::string& remote) {
-  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  std::vector<std::string> revs;
-  for (std::string line; std::getline(std::cin, line);) {
-    std::istringstream fields(line);
-    std::string local_ref, local_oid, remote_ref, remote_oid;
-    if (!(fields >> local_ref >> local_oid >> remote_ref >> remote_oid)) continue;
-    if (local_oid.find_first_not_of('0') == std::string::npos) continue;  // a deletion
-    revs.push_back(local_oid);
-    if (remote_oid.find_first_not_of('0') == std::string::npos) continue;  // a new ref
-    auto have = git_repo.ResolveCommit(remote_oid);                        // what we know of the remote's side
-    if (have.ok() && *have) revs.push_back("^" + remote_oid);
-  }
-  if (revs.empty()) return OkStatus();
-  if (IsRemoteName(remote)) {
-    revs.push_back("--not");
-    revs.push_back("--remotes=" + remote);
-  }
-  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-  ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, revs));
+  ops::Context context;
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(std::cin, line);) lines.push_back(line);
+  ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, ops::PointersBeforePush(context, remote, lines));
   if (found.pointers.empty()) return OkStatus();
   WarnDamaged(found);
-  Result<remote::Transferred> pushed = remote::PushPointers(repo, remote, found);
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+  Result<remote::Transferred> pushed = remote::PushPointers(*repo, remote, found);
   if (!pushed.ok()) {
     return Status(pushed.status().code(), pushed.status().message() +
                                               "\n(git push stopped so that no pointer reaches " + remote +

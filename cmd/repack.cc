@@ -9,8 +9,7 @@
 
 #include "cmd/command.h"
 #include "cmd/util.h"
-#include "lib/git/discover.h"
-#include "lib/git/git.h"
+#include "lib/ops/maintain.h"
 #include "lib/store/repack.h"
 
 namespace zipnn::cmd {
@@ -66,7 +65,9 @@ Result<size_t> RepackOne(const store::Store& repo, const std::string& name,
 }
 
 Status RunRepack(const RepackArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
+  ops::Context context;
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
+  store::Store& repo = *opened;
   const config::Policy configured = repo.policy;
   if (a.base_interval > 0) {
     // max_chain follows the interval unless .zipnn.yaml sets another.
@@ -83,19 +84,7 @@ Status RunRepack(const RepackArgs& a) {
   // The series to repack, by name, each with its whole history as git
   // holds it (HEAD's history and the index), so a fresh clone or a
   // fetched store repacks like the repository that stored it.
-  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, git::OpenSeries(repo));
-  ZIPNN_ASSIGN_OR_RETURN(auto all, series->All());
-  std::map<std::string, std::vector<store::Version>> chosen;
-  if (a.paths.empty()) {
-    chosen = std::move(all);
-  } else {
-    for (const std::string& p : a.paths) {
-      auto full = git::TrackedPath(p);
-      if (!full.ok()) return NotFound(p + " is not a checkpoint git holds here (`git zipnn ls-files` lists them)");
-      const std::string name = series->rules().Place(*full).name;
-      chosen[name] = all[name];
-    }
-  }
+  ZIPNN_ASSIGN_OR_RETURN(const auto chosen, ops::SeriesToRepack(context, a.paths));
   const bool against_base = repo.policy.delta_against == config::DeltaAgainst::kBase;
   const char* deltas = repo.policy.newest == config::Newest::kWhole
                            ? (against_base ? "the newest whole, deltas of the base"

@@ -11,8 +11,6 @@
 #include "cmd/util.h"
 #include "lib/access/versions.h"
 #include "lib/base/file.h"
-#include "lib/git/checkpoint_at.h"
-#include "lib/git/git.h"
 #include "lib/remote/transfer.h"
 
 namespace zipnn::cmd {
@@ -30,7 +28,7 @@ struct RestoreArgs {
 
 // The pointer the index holds for `path`, if any.
 std::optional<store::Pointer> Staged(const std::string& path) {
-  auto staged = git::PointerAt(":./" + path);
+  auto staged = ops::PointerAt(":./" + path);
   return staged.ok() ? std::optional<store::Pointer>(*staged) : std::nullopt;
 }
 
@@ -56,10 +54,11 @@ Status CheckOverwrite(const RestoreArgs& a, const store::Pointer& restoring,
 }
 
 Status RunRestore(const RestoreArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-  if (a.threads > 0) repo.policy.threads = a.threads;
+  ops::Context context(ops::Context::Options{a.threads});
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
+  store::Store& repo = *opened;
   // "./path" makes git resolve the path from the current folder.
-  ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, git::PointerAt(a.rev + ":./" + a.path));
+  ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, ops::PointerAt(a.rev + ":./" + a.path));
   access::Options options;
   options.approximate = a.approximate;
   const access::Versions versions(repo, options);
@@ -69,7 +68,7 @@ Status RunRestore(const RestoreArgs& a) {
       return InvalidArgument("--approximate writes a version's approximate bytes, which are not the committed file: "
                              "name another file with -o (such as -o " + a.path + ".approx)");
     }
-    ZIPNN_RETURN_IF_ERROR(RefuseTrackedOutput(a.output));
+    ZIPNN_RETURN_IF_ERROR(ops::RefuseTrackedOutput(a.output));
   }
   const std::optional<store::Pointer> staged = a.output.empty() ? Staged(a.path) : std::nullopt;
   ZIPNN_RETURN_IF_ERROR(CheckOverwrite(a, pointer, staged));
@@ -95,7 +94,7 @@ Status RunRestore(const RestoreArgs& a) {
   // The index never takes other content; when the restored bytes are
   // what it names, its record of the file is brought up to date so that
   // git status need not read the file again.
-  if (staged && staged->id == pointer.id) git::RestageUnchanged({a.path});
+  if (staged && staged->id == pointer.id) ops::RestageUnchanged({a.path});
   auto retained = versions.Retention(pointer.id);
   const bool approximate = a.approximate && retained.ok() && *retained && !(*retained)->dropped;
   std::printf("%s: restored %s%s (%llu bytes) from %s\n", target.c_str(), approximate ? "the approximate version of " : "",

@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "cmd/command.h"
-#include "lib/git/discover.h"
 #include "lib/base/file.h"
+#include "lib/ops/workspace.h"
 #include "lib/remote/served.h"
 
 namespace zipnn::cmd {
@@ -41,7 +41,7 @@ Result<std::string> StoreRoot(const std::string& path, bool repository) {
   if (!repository) return where;
   // git's own ssh transport also tries <path>.git.
   if (!FileExists(where) && FileExists(where + ".git")) where += ".git";
-  return git::StoreOfRepository(where);
+  return ops::StoreOfRepository(where);
 }
 
 }  // namespace

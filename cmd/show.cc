@@ -8,9 +8,6 @@
 #include "lib/base/strings.h"
 #include "lib/container/format.h"
 #include "lib/formats/detect.h"
-#include "lib/git/checkpoint_at.h"
-#include "lib/git/discover.h"
-#include "lib/git/git.h"
 #include "lib/remote/transfer.h"
 #include "lib/store/parents.h"
 
@@ -49,26 +46,27 @@ Status PrintTensors(const store::Store& repo, const store::Pointer& pointer, con
 }
 
 Status RunShow(const ShowArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
+  ops::Context context;
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
+  const store::Store& repo = *opened;
   // A content id, or <rev>:<path> as git spells it, or a path (HEAD's).
   std::optional<ContentId> id = ContentId::FromHex(a.what);
   std::optional<store::Pointer> named;
   std::string why;  // for a base given as <rev>:<path>
   if (!id) {
-    const std::string what = GitSpec(a.what);
-    ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, git::PointerAt(what));
+    const std::string what = ops::GitSpec(a.what);
+    ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, ops::PointerAt(what));
     std::printf("%s: %s, %llu bytes\n", a.what.c_str(), pointer.format.c_str(),
                 static_cast<unsigned long long>(pointer.size));
     id = pointer.id;
     named = pointer;
-    auto series = git::OpenSeries(repo);
-    if (series.ok()) {
+    if (context.Series().ok()) {
       std::string path = what.substr(what.find(':') + 1);
       if (path.rfind("./", 0) == 0) {
-        auto full = git::TrackedPath(path);
+        auto full = ops::TrackedPath(path);
         if (full.ok()) path = *full;
       }
-      why = git::WhyBase(repo, **series, path, *id);
+      why = ops::WhyBase(context, path, *id);
     }
   }
   // The chain down to its base: what a checkout of this version decodes,
@@ -81,14 +79,11 @@ Status RunShow(const ShowArgs& a) {
     }
   }
   std::printf("chain\n");
-  std::unique_ptr<git::SeriesVersions> paths;  // where parents in other series are
   ZIPNN_RETURN_IF_ERROR(store::VisitChain(repo, *id, [&](const store::ChainLink& link) {
     std::string note = link.depth == 0 && !why.empty() ? "  (" + why + ")" : "";
     if (link.delta && link.choice != container::BaseChoice::kSeries) {
-      if (!paths) {
-        if (auto opened = git::OpenSeries(repo); opened.ok()) paths = std::move(*opened);
-      }
-      note = "  (" + (paths ? git::ParentNote(*paths, link.choice, link.base) : store::BaseChoiceText(link.choice)) + ")";
+      // Where parents in other series are.
+      note = "  (" + ops::ParentNote(context, link.choice, link.base) + ")";
     }
     std::printf("  %*s%s %-5s %10s -> %10s %8s%s\n", 2 * link.depth, "", link.id.Hex().c_str(),
                 link.delta ? "delta" : "base", HumanBytes(link.raw_size).c_str(), HumanBytes(link.object_size).c_str(),

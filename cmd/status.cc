@@ -12,9 +12,7 @@
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/base/strings.h"
-#include "lib/git/git.h"
-#include "lib/git/pointers.h"
-#include "lib/git/repository.h"
+#include "lib/ops/status.h"
 
 namespace zipnn::cmd {
 
@@ -22,7 +20,7 @@ namespace {
 
 // "delta, 32.2 KiB", "base, 75.4 KiB", or "not in this store".
 std::string HowHeld(const store::Store& repo, const ContentId& id) {
-  const HeldVersion held = DescribeHeld(repo, id);
+  const ops::HeldVersion held = ops::DescribeHeld(repo, id);
   if (!held.info.ok()) return held.kind == "missing" ? "not in this store" : held.kind;
   return held.kind + ", " + HumanBytes(held.info->object_size);
 }
@@ -34,34 +32,21 @@ void Section(const char* title, const std::vector<std::string>& lines) {
 }
 
 Status RunStatus() {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> branch, git::HeadBranch());
+  ops::Context context;
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
+  const store::Store& repo = *opened;
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> branch, ops::HeadBranch(context));
   // "refs/heads/feature/x" is the branch feature/x.
   const std::string name = branch && branch->rfind("refs/heads/", 0) == 0 ? branch->substr(11) : branch.value_or("");
   std::printf("%s\n", branch ? ("On branch " + name).c_str() : "HEAD detached");
 
-  // HEAD's checkpoints by path.
-  std::map<std::string, ContentId> at_head;
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> head, git_repo.ResolveCommit("HEAD"));
-  if (head) {
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, git_repo.TreeFiles(*head));
-    for (const git::FileEntry& f : files) {
-      auto pointer = git::PointerInBlob(git_repo, f.blob);
-      if (pointer.ok() && *pointer) at_head.emplace(f.path, (*pointer)->id);
-    }
-  }
-  ZIPNN_ASSIGN_OR_RETURN(const auto staged, git::StagedPointers(git_repo));
-
+  ZIPNN_ASSIGN_OR_RETURN(const ops::CheckpointStatus status, ops::ReadStatus(context));
+  const std::map<std::string, ContentId>& at_head = status.at_head;
+  const std::map<std::string, ContentId>& staged = status.staged;
   // Versions in commits that no remote-tracking branch has.
   std::vector<std::string> unpushed;
-  if (head) {
-    ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, {"HEAD", "--not", "--remotes"}));
-    std::set<ContentId> listed;
-    for (const auto& [pointer, place] : found.pointers) {
-      if (!listed.insert(pointer.id).second) continue;
-      unpushed.push_back(place.path + "  " + pointer.id.Hex().substr(0, 12) + "  " + HowHeld(repo, pointer.id));
-    }
+  for (const auto& [pointer, place] : status.unpushed) {
+    unpushed.push_back(place.path + "  " + pointer.id.Hex().substr(0, 12) + "  " + HowHeld(repo, pointer.id));
   }
   // Staged: the index against HEAD.
   std::vector<std::string> to_commit;
@@ -75,7 +60,7 @@ Status RunStatus() {
     if (!staged.count(path)) to_commit.push_back(path + "  deleted");
   }
   // The work tree against the index, as git status sees it.
-  ZIPNN_ASSIGN_OR_RETURN(const git::WorkTreeChanges changes, git::TrackedChanges());
+  ZIPNN_ASSIGN_OR_RETURN(const ops::WorkTreeChanges changes, ops::ChangedInWorkTree());
   std::vector<std::string> not_staged, not_added;
   for (const auto& [path, what] : changes.changed) not_staged.push_back(path + "  " + what);
   for (const std::string& path : changes.untracked) not_added.push_back(path);
@@ -86,7 +71,7 @@ Status RunStatus() {
   for (const ByPath* named : std::initializer_list<const ByPath*>{&at_head, &staged}) {
     for (const auto& [path, id] : *named) {
       if (!seen.insert(id).second) continue;
-      const HeldVersion held = DescribeHeld(repo, id);
+      const ops::HeldVersion held = ops::DescribeHeld(repo, id);
       if (held.kind == "missing") missing.push_back(path + "  " + id.Hex().substr(0, 12));
     }
   }

@@ -6,17 +6,17 @@
 
 #include "cmd/command.h"
 #include "lib/base/closest.h"
-#include "lib/git/setup.h"
+#include "lib/ops/setup.h"
 
 namespace zipnn::cmd {
 
 namespace {
 
-// The patterns as the top .gitattributes says them (git::PatternFromHere).
+// The patterns as the top .gitattributes says them (ops::PatternFromHere).
 Result<std::vector<std::string>> FromHere(const std::vector<std::string>& patterns) {
   std::vector<std::string> written;
   for (const std::string& p : patterns) {
-    ZIPNN_ASSIGN_OR_RETURN(std::string w, git::PatternFromHere(p));
+    ZIPNN_ASSIGN_OR_RETURN(std::string w, ops::PatternFromHere(p));
     written.push_back(std::move(w));
   }
   return written;
@@ -29,20 +29,20 @@ Action SetupTrack(CLI::App& sub) {
   sub.add_option("patterns", *patterns, "File patterns, as in .gitattributes (e.g. '*.safetensors')");
   return [patterns]() -> Status {
     if (patterns->empty()) {
-      ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, git::TrackedPatterns());
+      ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, ops::TrackedPatterns());
       std::printf("Tracked patterns:\n");
       for (const std::string& p : tracked) std::printf("    %s (.gitattributes)\n", p.c_str());
       return OkStatus();
     }
     ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> written, FromHere(*patterns));
-    ZIPNN_ASSIGN_OR_RETURN(git::TrackResult result, git::Track(written));
+    ZIPNN_ASSIGN_OR_RETURN(ops::TrackResult result, ops::Track(written));
     for (const std::string& p : written) {
       const bool added = std::find(result.added.begin(), result.added.end(), p) != result.added.end();
       std::printf(added ? "Tracking \"%s\"\n" : "\"%s\" already tracked\n", p.c_str());
     }
     // Tracking without the filter makes git store the files whole: said
     // at once, with the way out.
-    if (!git::FilterInstalled()) {
+    if (!ops::FilterInstalled()) {
       std::fprintf(stderr,
                    "warning: the git-zipnn filter is not installed, so `git add` would store these files whole in "
                    "git; run `git zipnn install` first (files added already: `git add --renormalize .` after it)\n");
@@ -55,9 +55,9 @@ Action SetupUntrack(CLI::App& sub) {
   auto patterns = std::make_shared<std::vector<std::string>>();
   sub.add_option("patterns", *patterns, "Patterns to stop tracking")->required();
   return [patterns]() -> Status {
-    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> tracked, git::TrackedPatterns());
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> tracked, ops::TrackedPatterns());
     ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> asked, FromHere(*patterns));
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> removed, git::Untrack(asked));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> removed, ops::Untrack(asked));
     for (const std::string& p : removed) std::printf("Untracking \"%s\"\n", p.c_str());
     // A pattern that is no line of .gitattributes (a typo, or a file name
     // where a pattern was tracked) is said, with the patterns there are.

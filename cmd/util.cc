@@ -1,16 +1,11 @@
 #include "cmd/util.h"
 
-#include <limits.h>
-#include <stdlib.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <utility>
 
 #include "lib/base/file.h"
 #include "lib/base/strings.h"
-#include "lib/access/versions.h"
-#include "lib/git/discover.h"
 
 namespace zipnn::cmd {
 
@@ -21,54 +16,10 @@ void AddThreadsOption(CLI::App& sub, int& threads) {
       ->check(CLI::Range(0, 4096));
 }
 
-namespace {
-
-store::Store Warned(git::OpenedRepository opened) {
-  for (const std::string& warning : opened.warnings) {
-    std::fprintf(stderr, "git-zipnn: warning: %s\n", warning.c_str());
-  }
-  return std::move(opened.repo);
-}
-
-}  // namespace
-
 Result<store::Store> OpenRepository() {
-  ZIPNN_ASSIGN_OR_RETURN(git::OpenedRepository opened, git::OpenStoreRepository());
-  return Warned(std::move(opened));
-}
-
-Result<store::Store> OpenRepository(const git::Folders& folders, const git::ConfigSnapshot& config) {
-  ZIPNN_ASSIGN_OR_RETURN(git::OpenedRepository opened, git::OpenStoreRepository(folders, config));
-  return Warned(std::move(opened));
-}
-
-Result<formats::Checkpoint> CheckpointInFile(const std::string& file) {
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
-  if (!pointer) return formats::Checkpoint::Open(file);
-  ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-  return access::Versions(repo, access::Copies::kAll).Open(*pointer, file);
-}
-
-Result<formats::Checkpoint> WithLayout(Result<formats::Checkpoint> checkpoint) {
-  if (checkpoint.ok()) ZIPNN_RETURN_IF_ERROR(checkpoint->ReadLayout());
-  return checkpoint;
-}
-
-std::vector<std::string> PatternList(const std::vector<std::string>& given) {
-  std::vector<std::string> patterns;
-  for (const std::string& g : given) {
-    for (size_t at = 0; at <= g.size();) {
-      size_t end = g.find(',', at);
-      if (end == std::string::npos) end = g.size();
-      // "*.pt, *.bin": the spaces around a comma are no part of a pattern.
-      size_t from = at, to = end;
-      while (from < to && g[from] == ' ') ++from;
-      while (to > from && g[to - 1] == ' ') --to;
-      if (to > from) patterns.push_back(g.substr(from, to - from));
-      at = end + 1;
-    }
-  }
-  return patterns;
+  ops::Context context;
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
+  return std::move(*opened);
 }
 
 void WarnDamaged(const FoundPointers& found) {
@@ -137,48 +88,14 @@ void PrintTensorTable(const std::vector<formats::Tensor>& tensors) {
   std::printf("\n");
 }
 
-std::string GitSpec(const std::string& spec) { return spec.find(':') == std::string::npos ? "HEAD:./" + spec : spec; }
-
 const std::vector<formats::Tensor>& TensorsOf(const formats::FileLayout& layout) {
   return layout.views.empty() ? layout.tensors : layout.views;
 }
 
 Status SayIfApproximate(const access::Versions& versions, const store::Pointer& pointer, const std::string& name) {
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Retained> retained, versions.Retention(pointer.id));
-  if (!retained || retained->dropped) return OkStatus();  // reading it says what became of it
-  std::fprintf(stderr, "git-zipnn: %s: approximate bytes: version %s was %s\n", name.c_str(),
-               pointer.id.Hex().substr(0, 12).c_str(), retained->Describe().c_str());
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> note, ops::ApproximateNote(versions, pointer));
+  if (note) std::fprintf(stderr, "git-zipnn: %s: approximate bytes: %s\n", name.c_str(), note->c_str());
   return OkStatus();
-}
-
-HeldVersion DescribeHeld(const store::Store& repo, const ContentId& id) {
-  HeldVersion held{store::Describe(repo, id), "", std::nullopt};
-  if (!held.info.ok() && held.info.status().code() == StatusCode::kNotFound) {
-    auto record = store::ReadRecord(repo.objects, id);
-    if (record.ok() && *record) {
-      held.retained = **record;
-      if (!held.retained->dropped) held.info = store::Describe(repo, held.retained->approximate);
-    }
-  }
-  held.kind = held.retained                                              ? (held.retained->dropped ? "drop" : "thin")
-              : held.info.ok()                                           ? (held.info->delta ? "delta" : "base")
-              : held.info.status().code() == StatusCode::kNotFound ? "missing"
-                                                                         : "unreadable";
-  return held;
-}
-
-Status RefuseTrackedOutput(const std::string& output) {
-  if (output.empty() || output == "-") return OkStatus();
-  // Spelled as git would not: "../repo/x", through a link to the folder.
-  const size_t slash = output.rfind('/');
-  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : output.substr(0, slash);
-  char resolved[PATH_MAX];
-  const std::string canonical = ::realpath(folder.c_str(), resolved) != nullptr
-                                    ? std::string(resolved) + "/" + output.substr(slash + 1)
-                                    : output;
-  if (!git::TrackedPath(canonical).ok() && !git::TrackedPath(output).ok()) return OkStatus();
-  return InvalidArgument(output + " is a file git tracks here: approximate bytes never take a committed file's place "
-                                  "(a commit would store them as a new version); name a file git does not track");
 }
 
 }  // namespace zipnn::cmd

@@ -1,7 +1,7 @@
-// What the commands share: opening the repository (and saying what is
-// wrong with its .zipnn.yaml), reading checkpoints for analyze and diff,
-// output for push and fetch, a sink for standard output, and the common
-// --threads option. The logic lives in lib/; this is glue and printing.
+// What the commands share: output for push and fetch, a sink for standard
+// output, tables of tensors, and the common --threads and --remote
+// options. What a command opens comes from its ops::Context, and the
+// logic lives in lib/ops and below; this is glue and printing.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,8 +16,10 @@
 #include "lib/base/progress.h"  // HumanBytes, Percent
 #include "lib/base/status.h"
 #include "lib/formats/checkpoint.h"
-#include "lib/git/git.h"
-#include "lib/git/pointers.h"
+#include "lib/ops/context.h"
+#include "lib/ops/fetch.h"
+#include "lib/ops/held.h"
+#include "lib/ops/workspace.h"
 #include "lib/remote/transfer.h"
 #include "lib/store/chain.h"
 #include "lib/store/restore.h"
@@ -26,9 +28,11 @@
 
 namespace zipnn::cmd {
 
-// Where pointers are found (lib/git/pointers.h), as the commands name them.
+// Where pointers are found (lib/git/pointers.h, through lib/ops), as the
+// commands name them.
 using git::FoundPointers;
 using git::Place;
+using ops::PatternList;
 
 inline constexpr char kObjectSuffix[] = ".zipnn";
 
@@ -40,8 +44,9 @@ class StdoutSink : public ByteSink {
 
 void AddThreadsOption(CLI::App& sub, int& threads);
 
-// git::OpenStoreRepository, with a warning on stderr for each mistake in
-// .zipnn.yaml (its key keeps the default).
+// The store of an ops::Context of its own (a warning on stderr for each
+// mistake in .zipnn.yaml), for the commands not built on a Context yet
+// (retain, migrate).
 Result<store::Store> OpenRepository();
 // A `--remote [NAME]` option (fsck, retain): after parsing, `value()`
 // is nullopt when it was not given, "" for the default remote, else the
@@ -59,45 +64,14 @@ class RemoteOption {
   CLI::Option* option_;
 };
 
-// How the store holds version `id`, for log and ls-files: its object's
-// StoredInfo (for a version retention thinned, its approximate
-// version's; for one it dropped, NotFound) and a word for it: "base",
-// "delta", "thin", "drop", "missing" (its object, or a base of its chain,
-// is not here) or "unreadable" (damaged, or of a newer format).
-struct HeldVersion {
-  Result<store::StoredInfo> info;
-  std::string kind;
-  std::optional<store::Retained> retained;
-};
-HeldVersion DescribeHeld(const store::Store& repo, const ContentId& id);
-
-// For a reader given --approximate: InvalidArgument when `output` is a
-// file git tracks here (however it is spelled), which approximate bytes
-// must never replace.
-Status RefuseTrackedOutput(const std::string& output);
 // For a reader given --approximate: when `pointer`'s version is one
 // retention thinned (and no exact copy is here), says on stderr that the
-// bytes are approximate and how far off.
+// bytes are approximate and how far off (ops::ApproximateNote).
 Status SayIfApproximate(const access::Versions& versions, const store::Pointer& pointer, const std::string& name);
-Result<store::Store> OpenRepository(const git::Folders& folders, const git::ConfigSnapshot& config);
-
-// The checkpoint in `file`: the file itself, or the version it names when
-// it holds a git-zipnn pointer (as the files git hands to diff drivers
-// may), read from the repository around the current folder
-// (access::Versions, fetching what is missing).
-Result<formats::Checkpoint> CheckpointInFile(const std::string& file);
-
-// `checkpoint` with its layout read.
-Result<formats::Checkpoint> WithLayout(Result<formats::Checkpoint> checkpoint);
 
 // Warns on stderr about each damaged pointer `found` holds (they are
 // skipped).
 void WarnDamaged(const FoundPointers& found);
-
-// Path patterns as Git LFS takes them (--include, --exclude): several to
-// a word, comma-separated ("*.pt, *.bin"), the spaces around a comma no
-// part of a pattern.
-std::vector<std::string> PatternList(const std::vector<std::string>& given);
 
 // The line push and fetch end with, on stderr, unless `quiet`.
 void PrintTransfer(bool push, const remote::Transferred& done, bool quiet);
@@ -105,11 +79,6 @@ void PrintTransfer(bool push, const remote::Transferred& done, bool quiet);
 // inspect's report on one object file: header, layout, coders (also the
 // second half of `show`).
 Status PrintObjectReport(const std::string& path);
-
-// "<rev>:<path>" as git spells it (the path from the top of the work
-// tree, or from the current folder with "./"); a bare path is HEAD's
-// version of that file, from the current folder (cat, show).
-std::string GitSpec(const std::string& spec);
 
 // What a user calls a file's tensors: for torch.save files each tensor
 // the pickle builds (its storages hold them), else the layout's tensors.

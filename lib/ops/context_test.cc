@@ -1,0 +1,64 @@
+// ops::Context against scratch folders: a git repository the git binary
+// makes, and a folder that is none.
+#include "lib/ops/context.h"
+
+#include <doctest/doctest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace zipnn::ops {
+namespace {
+
+// A scratch folder the test runs in while it lives.
+class InFolder {
+ public:
+  explicit InFolder(bool repository) {
+    const char* t = std::getenv("TEST_TMPDIR");
+    root_ = std::string(t != nullptr ? t : "/tmp") + "/ops-XXXXXX";
+    REQUIRE(mkdtemp(root_.data()) != nullptr);
+    char cwd[4096];
+    REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+    back_ = cwd;
+    REQUIRE(chdir(root_.c_str()) == 0);
+    if (repository) REQUIRE(std::system("GIT_CONFIG_NOSYSTEM=1 git init -q . >/dev/null 2>&1") == 0);
+  }
+  ~InFolder() { (void)chdir(back_.c_str()); }
+  const std::string& root() const { return root_; }
+
+ private:
+  std::string root_, back_;
+};
+
+TEST_CASE("the store opens once, and .zipnn.yaml's mistakes are said once") {
+  InFolder here(/*repository=*/true);
+  std::ofstream(here.root() + "/.zipnn.yaml") << "base_interval: banana\n";
+  Context context(Context::Options{3, /*print_warnings=*/false});
+  Result<store::Store*> first = context.Store();
+  REQUIRE(first.ok());
+  const size_t warnings = context.warnings().size();
+  CHECK(warnings >= 1);
+  Result<store::Store*> second = context.Store();
+  REQUIRE(second.ok());
+  CHECK(*first == *second);
+  CHECK(context.warnings().size() == warnings);
+  CHECK((*first)->policy.threads == 3);  // the command's --threads
+}
+
+TEST_CASE("outside a repository every ask fails, and fails again the same way") {
+  InFolder here(/*repository=*/false);
+  Context context;
+  Result<store::Store*> first = context.Store();
+  REQUIRE(!first.ok());
+  Result<store::Store*> second = context.Store();
+  REQUIRE(!second.ok());
+  CHECK(first.status().message() == second.status().message());
+  CHECK(!context.Git().ok());
+  CHECK(!context.Series().ok());
+}
+
+}  // namespace
+}  // namespace zipnn::ops

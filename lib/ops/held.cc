@@ -1,0 +1,94 @@
+#include "lib/ops/held.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include "lib/git/discover.h"
+#include "lib/git/git.h"
+#include "lib/git/textconv_cache.h"
+#include "lib/store/parents.h"
+#include "lib/store/restore.h"
+
+namespace zipnn::ops {
+
+HeldVersion DescribeHeld(const store::Store& where, const ContentId& id) {
+  HeldVersion held{store::Describe(where, id), "", std::nullopt};
+  if (!held.info.ok() && held.info.status().code() == StatusCode::kNotFound) {
+    auto record = store::ReadRecord(where.objects, id);
+    if (record.ok() && *record) {
+      held.retained = **record;
+      if (!held.retained->dropped) held.info = store::Describe(where, held.retained->approximate);
+    }
+  }
+  held.kind = held.retained                                        ? (held.retained->dropped ? "drop" : "thin")
+              : held.info.ok()                                     ? (held.info->delta ? "delta" : "base")
+              : held.info.status().code() == StatusCode::kNotFound ? "missing"
+                                                                   : "unreadable";
+  return held;
+}
+
+std::string WhyBase(Context& context, const std::string& path, const ContentId& id) {
+  auto opened = context.Store();
+  if (!opened.ok()) return "";
+  auto series = context.Series();
+  if (!series.ok()) return "";
+  return git::WhyBase(**opened, **series, path, id);
+}
+
+std::string ParentNote(Context& context, container::BaseChoice choice, const ContentId& base) {
+  auto series = context.Series();
+  if (!series.ok()) return store::BaseChoiceText(choice);
+  return git::ParentNote(**series, choice, base);
+}
+
+Result<formats::Checkpoint> CheckpointInFile(Context& context, const std::string& file) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Pointer> pointer, store::PointerInFile(file));
+  if (!pointer) return formats::Checkpoint::Open(file);
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
+  return access::Versions(*opened, access::Copies::kAll).Open(*pointer, file);
+}
+
+std::optional<PreviousVersion> PreviousInSeries(Context& context, const std::string& path) {
+  auto opened = context.Store();
+  if (!opened.ok()) return std::nullopt;
+  auto series = context.Series();
+  if (!series.ok()) return std::nullopt;
+  auto previous = git::PreviousInSeries(**series, path);
+  if (!previous.ok() || !*previous) return std::nullopt;
+  const store::Version& v = **previous;
+  auto link = store::ReadLink(**opened, v.id);
+  if (!link.ok()) return std::nullopt;
+  const access::Versions versions(**opened, access::Copies::kAll);
+  auto checkpoint = WithLayout(versions.Open(store::Pointer{v.id, link->raw_size, ""}, v.path));
+  if (!checkpoint.ok()) return std::nullopt;
+  return PreviousVersion{std::move(*checkpoint), v};
+}
+
+std::string ListingFailure(const std::string& why) { return git::ListingFailure(why); }
+
+Result<formats::Checkpoint> WithLayout(Result<formats::Checkpoint> checkpoint) {
+  if (checkpoint.ok()) ZIPNN_RETURN_IF_ERROR(checkpoint->ReadLayout());
+  return checkpoint;
+}
+
+Status RefuseTrackedOutput(const std::string& output) {
+  if (output.empty() || output == "-") return OkStatus();
+  // Spelled as git would not: "../repo/x", through a link to the folder.
+  const size_t slash = output.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : output.substr(0, slash);
+  char resolved[PATH_MAX];
+  const std::string canonical = ::realpath(folder.c_str(), resolved) != nullptr
+                                    ? std::string(resolved) + "/" + output.substr(slash + 1)
+                                    : output;
+  if (!git::TrackedPath(canonical).ok() && !git::TrackedPath(output).ok()) return OkStatus();
+  return InvalidArgument(output + " is a file git tracks here: approximate bytes never take a committed file's place "
+                                  "(a commit would store them as a new version); name a file git does not track");
+}
+
+Result<std::optional<std::string>> ApproximateNote(const access::Versions& versions, const store::Pointer& pointer) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Retained> retained, versions.Retention(pointer.id));
+  if (!retained || retained->dropped) return std::optional<std::string>();  // reading it says what became of it
+  return std::optional<std::string>("version " + pointer.id.Hex().substr(0, 12) + " was " + retained->Describe());
+}
+
+}  // namespace zipnn::ops

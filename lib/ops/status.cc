@@ -1,0 +1,71 @@
+#include "lib/ops/status.h"
+
+#include <algorithm>
+#include <set>
+
+#include "lib/git/git.h"
+#include "lib/git/repository.h"
+#include "lib/series/series.h"
+
+namespace zipnn::ops {
+
+Result<std::optional<std::string>> HeadBranch(Context& context) {
+  ZIPNN_RETURN_IF_ERROR(context.Git().status());
+  return git::HeadBranch();
+}
+
+Result<CheckpointStatus> ReadStatus(Context& context) {
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
+  CheckpointStatus status;
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> head, git_repo->ResolveCommit("HEAD"));
+  status.has_head = head.has_value();
+  if (head) {
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, git_repo->TreeFiles(*head));
+    for (const git::FileEntry& f : files) {
+      auto pointer = git::PointerInBlob(*git_repo, f.blob);
+      if (pointer.ok() && *pointer) status.at_head.emplace(f.path, (*pointer)->id);
+    }
+  }
+  ZIPNN_ASSIGN_OR_RETURN(status.staged, git::StagedPointers(*git_repo));
+  if (head) {
+    ZIPNN_ASSIGN_OR_RETURN(git::FoundPointers found, git::FindPointersIn(*git_repo, {"HEAD", "--not", "--remotes"}));
+    std::set<ContentId> listed;
+    for (auto& [pointer, place] : found.pointers) {
+      if (!listed.insert(pointer.id).second) continue;
+      status.unpushed.emplace_back(pointer, place);
+    }
+  }
+  return status;
+}
+
+Result<WorkTreeChanges> ChangedInWorkTree() {
+  ZIPNN_ASSIGN_OR_RETURN(git::WorkTreeChanges changes, git::TrackedChanges());
+  return WorkTreeChanges{std::move(changes.changed), std::move(changes.untracked)};
+}
+
+Result<std::vector<std::pair<std::string, store::Pointer>>> CheckpointsAt(Context& context, const std::string& rev) {
+  ZIPNN_RETURN_IF_ERROR(git::CheckRevision(rev));
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> commit, git_repo->ResolveCommit(rev));
+  if (!commit) return NotFound("unknown revision '" + rev + "' (not a branch, tag or commit in this repository)");
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, git_repo->TreeFiles(*commit));
+  // By series and step: checkpoint-20 before checkpoint-100.
+  series::Rules rules;
+  if (auto with = series::Rules::WithPatterns(repo->policy.series); with.ok()) rules = *with;
+  std::stable_sort(files.begin(), files.end(), [&](const git::FileEntry& x, const git::FileEntry& y) {
+    const series::Placed a = rules.Place(x.path), b = rules.Place(y.path);
+    return a.name != b.name ? a.name < b.name : series::StepLess(a.step, b.step);
+  });
+  std::vector<std::pair<std::string, store::Pointer>> checkpoints;
+  for (const git::FileEntry& file : files) {
+    // Pointers are small blobs: only those are read.
+    Result<std::optional<store::Pointer>> pointer = git::PointerInBlob(*git_repo, file.blob);
+    if (!pointer.ok() && pointer.status().code() == StatusCode::kGit) return pointer.status();
+    if (!pointer.ok() || !*pointer) continue;
+    checkpoints.emplace_back(file.path, **pointer);
+  }
+  return checkpoints;
+}
+
+}  // namespace zipnn::ops

@@ -1,0 +1,46 @@
+// What status and ls-files read of the repository: the checkpoints of a
+// revision's tree, and of HEAD, the index and the work tree against one
+// another. Only this clone is read: no remote is asked.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/base/content_id.h"
+#include "lib/base/status.h"
+#include "lib/git/pointers.h"
+#include "lib/ops/context.h"
+#include "lib/store/pointer.h"
+
+namespace zipnn::ops {
+
+// The branch HEAD is on ("refs/heads/x"), nullopt when detached.
+Result<std::optional<std::string>> HeadBranch(Context& context);
+
+struct CheckpointStatus {
+  bool has_head = false;                       // false in a repository with no commit yet
+  std::map<std::string, ContentId> at_head;    // HEAD's checkpoints by path
+  std::map<std::string, ContentId> staged;     // the index's
+  // Versions in commits that no remote-tracking branch has, each once.
+  std::vector<std::pair<store::Pointer, git::Place>> unpushed;
+};
+Result<CheckpointStatus> ReadStatus(Context& context);
+
+// The work tree against the index, as git status sees it: git's own
+// status runs, so the filter cleans (and stores) files whose times
+// changed; asked after what the store holds of HEAD and the index.
+struct WorkTreeChanges {
+  std::vector<std::pair<std::string, std::string>> changed;  // path, "modified" or "deleted"
+  std::vector<std::string> untracked;                        // under a tracked pattern, not added
+};
+Result<WorkTreeChanges> ChangedInWorkTree();
+
+// The checkpoints git-zipnn stores at `rev`, in the order of their
+// series and steps (checkpoint-20 before checkpoint-100): path and
+// pointer.
+Result<std::vector<std::pair<std::string, store::Pointer>>> CheckpointsAt(Context& context, const std::string& rev);
+
+}  // namespace zipnn::ops
