@@ -229,7 +229,7 @@ TEST_CASE("retention keeps the newest exactly, thins the rest into a smaller sto
   SweepOptions sweep;
   sweep.started = 2000000000;
   sweep.keep_since = 2000000000;
-  auto swept = Sweep(f.repo, needed, sweep);
+  auto swept = Sweep(f.repo, *testing::Removal(f.repo), needed, sweep);
   REQUIRE(swept.ok());
   CHECK(swept->objects.empty());
   // Then dropping what was thinned removes the approximate versions too.
