@@ -69,13 +69,8 @@ Status RunRepack(const RepackArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
   store::Store& repo = *opened;
   const config::Policy configured = repo.policy;
-  if (a.base_interval > 0) {
-    // max_chain follows the interval unless .zipnn.yaml sets another.
-    const bool chain_by_default =
-        configured.max_chain == config::DefaultMaxChain(configured.base_interval, configured.newest);
-    repo.policy.base_interval = a.base_interval;
-    if (chain_by_default) repo.policy.max_chain = config::DefaultMaxChain(a.base_interval, repo.policy.newest);
-  }
+  // max_chain follows the interval unless .zipnn.yaml sets another.
+  if (a.base_interval > 0) repo.policy = config::WithBaseInterval(repo.policy, a.base_interval);
   if (a.max_chain >= 0) repo.policy.max_chain = static_cast<uint32_t>(a.max_chain);
   if (a.threads > 0) repo.policy.threads = a.threads;
   // Shared, as adds: a gc waits until the repack is done.

@@ -146,8 +146,9 @@ struct ExponentHistogram {
 // Exponent bits and bias of a float dtype; nullopt for the others.
 std::optional<std::pair<int, int>> ExponentField(codec::DType t);
 
-// What one storage policy would have stored for the trajectory, following
-// the rules of the clean filter (docs/policy.md): every base_interval-th
+// What one storage policy would have stored for the trajectory, each
+// version placed by the store's own plan, as the clean filter places it
+// (lib/store/placement.h, docs/policy.md): every base_interval-th
 // version a base, deltas against the previous version or the last base,
 // chains cut at max_chain, and a delta that saves less than min_gain of the
 // last base's size stored as a base instead.
@@ -165,6 +166,13 @@ struct PolicyOutcome {
   // object and every base of its chain.
   uint64_t latest_bytes = 0;
 };
+// The max_chain of the what-if's policy of interval `k` (0: no periodic
+// base): the one .zipnn.yaml would give it (config::DefaultMaxChain), and
+// no limit of the what-if's own without a periodic base (the store's
+// still holds: lib/store/placement.h).
+inline uint32_t WhatIfMaxChain(uint32_t k, config::Newest newest) {
+  return k == 0 ? kNoChainLimit : config::DefaultMaxChain(k, newest);
+}
 
 // What retention's thinning (docs/retention.md) would store for the
 // trajectory at one precision: every checkpoint's float tensors rounded

@@ -519,7 +519,7 @@ std::string PolicySection(const Analysis& a) {
     std::string label = "k=" + k + "\n" + AgainstName(p.against) + "\nnewest " + NewestName(p.newest);
     // A chain limit other than the interval's default (docs/policy.md) is
     // part of the policy's name.
-    if (p.max_chain != (p.base_interval == 0 ? kNoChainLimit : config::DefaultMaxChain(p.base_interval, p.newest)))
+    if (p.max_chain != WhatIfMaxChain(p.base_interval, p.newest))
       label += "\nchain<=" + chain;
     if (p.current) label += "\n(current)";
     bars.push_back({label, static_cast<double>(p.stored_bytes) / std::pow(1024.0, unit),

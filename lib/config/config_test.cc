@@ -57,6 +57,19 @@ TEST_CASE("every key is read, and max_chain follows base_interval unless set") {
   CHECK(Error("newest: latest\n") == ".zipnn.yaml: 'newest' must be 'whole' or 'delta', not 'latest'");
 }
 
+TEST_CASE("a new base_interval takes max_chain along, unless .zipnn.yaml set it apart") {
+  Policy p;  // 7, the newest whole: chains of 3
+  const Policy wider = WithBaseInterval(p, 10);
+  CHECK(wider.base_interval == 10);
+  CHECK(wider.max_chain == 5);
+  p.newest = Newest::kDelta;
+  p.max_chain = DefaultMaxChain(7, Newest::kDelta);
+  CHECK(WithBaseInterval(p, 3).max_chain == 2);
+  p.max_chain = 4;  // set apart
+  CHECK(WithBaseInterval(p, 10).max_chain == 4);
+  CHECK(WithBaseInterval(p, 10).base_interval == 10);
+}
+
 TEST_CASE("max_chain never exceeds the chain a restore follows") {
   // A long interval leaves chains at the limit; a longer max_chain is
   // refused (or, leniently, keeps its default) instead of storing

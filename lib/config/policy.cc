@@ -318,6 +318,13 @@ Stretch StretchOf(const Policy& policy) {
   return s;
 }
 
+Policy WithBaseInterval(Policy policy, uint32_t k) {
+  const bool chain_by_default = policy.max_chain == DefaultMaxChain(policy.base_interval, policy.newest);
+  policy.base_interval = k;
+  if (chain_by_default) policy.max_chain = DefaultMaxChain(k, policy.newest);
+  return policy;
+}
+
 int EffectiveThreads(const Policy& policy, int cores) {
   cores = std::max(cores, 1);
   return policy.threads > 0 ? std::min(policy.threads, cores) : cores;

@@ -106,6 +106,11 @@ inline uint32_t DefaultMaxChain(uint32_t base_interval, Newest newest) {
   return chain < kMaxChainLimit ? chain : kMaxChainLimit;
 }
 
+// `policy` with base_interval `k` (repack --base-interval): max_chain
+// follows the interval as DefaultMaxChain says, unless it differs from
+// what the old interval gives it by default (.zipnn.yaml set another).
+Policy WithBaseInterval(Policy policy, uint32_t k);
+
 // How the stretch between two bases splits with the newest whole
 // (lib/store/placement.h): the versions after the older base that are
 // deltas of the version before them, then those that are deltas of the

@@ -1,6 +1,7 @@
 #include "lib/store/placement.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "lib/series/series.h"
@@ -64,16 +65,15 @@ size_t PositionOf(const std::vector<Version>& series, const std::string& step) {
          series.begin();
 }
 
-std::optional<Placement> PlaceVersion(const Store& store, const std::vector<Version>& series, size_t position,
-                                      bool complete, const ChainMemo* memo, uint32_t max_chain) {
+std::optional<Placement> PlanVersion(const config::Policy& policy, const SeriesShape& shape, size_t position,
+                                     bool complete, uint32_t max_chain) {
   Placement placed;
   // The nearest earlier version whose chain the store holds whole.
   std::optional<StoredInfo> chain;
   size_t previous = position;
   for (size_t i = position; i-- > 0;) {
-    auto described = Describe(store, series[i].id, memo);
-    if (described.ok()) {
-      chain = *described;
+    chain = shape.Held(i);
+    if (chain) {
       previous = i;
       break;
     }
@@ -90,7 +90,7 @@ std::optional<Placement> PlaceVersion(const Store& store, const std::vector<Vers
   const ContentId& last_base = chain->last_base;
   size_t since = 0;
   for (size_t j = previous + 1; j-- > 0;) {
-    if (series[j].id == last_base) {
+    if (shape.id(j) == last_base) {
       since = position - j;
       break;
     }
@@ -100,51 +100,35 @@ std::optional<Placement> PlaceVersion(const Store& store, const std::vector<Vers
     // The base is not in the series: count its chain.
     since = static_cast<size_t>(chain->depth) + 1 + (position - previous - 1);
   }
-  if (since >= store.policy.base_interval) {
+  if (since >= policy.base_interval) {
     placed.reason = BaseReason::kDue;
     return placed;
   }
-  const bool against_base = store.policy.delta_against == config::DeltaAgainst::kBase;
+  const bool against_base = policy.delta_against == config::DeltaAgainst::kBase;
   // Of the version the delta is made against.
   const size_t depth = against_base ? 0 : static_cast<size_t>(chain->depth);
   // A policy built in code may ask for more than restore follows.
-  if (depth + 1 > std::min({store.policy.max_chain, max_chain, config::kMaxChainLimit})) {
+  if (depth + 1 > std::min({policy.max_chain, max_chain, config::kMaxChainLimit})) {
     placed.reason = BaseReason::kChain;
     return placed;
   }
-  placed.base = against_base ? last_base : series[previous].id;
+  placed.base = against_base ? last_base : shape.id(previous);
   return placed;
 }
 
-namespace {
-
-// How far up the chain of `from` `to` is (1: `from` is a delta of `to`),
-// or 0 when the chain does not pass it.
-uint32_t DistanceUp(const Store& store, const ContentId& from, const ContentId& to) {
-  uint32_t found = 0;
-  (void)VisitChain(store, from, [&](const ChainLink& link) {
-    if (found == 0 && link.id == to) found = static_cast<uint32_t>(link.depth);
-  });
-  return found;
-}
-
-}  // namespace
-
-std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Version>& series, size_t position,
-                                      const ContentId& newer, bool complete, const ChainMemo* memo,
-                                      uint32_t elsewhere) {
-  const config::Policy& policy = store.policy;
+std::optional<Placement> PlanDemoted(const config::Policy& policy, const SeriesShape& shape, size_t position,
+                                     const ContentId& newer, bool complete, uint32_t elsewhere) {
   Placement placed;
   // The base that begins this version's stretch: the nearest earlier
   // version stored whole, or a delta of a version of another series (its
   // parent, parents.h), which begins a stretch as a base does. A version
   // missing here still counts as a place.
   std::set<ContentId> in_series;
-  for (const Version& v : series) in_series.insert(v.id);
+  for (size_t i = 0; i < shape.size(); ++i) in_series.insert(shape.id(i));
   std::optional<size_t> start;
   for (size_t j = position; j-- > 0 && position - j <= policy.base_interval;) {
-    auto described = Describe(store, series[j].id, memo);
-    if (described.ok() && (!described->delta || in_series.count(described->base) == 0)) {
+    const std::optional<StoredInfo> described = shape.Held(j);
+    if (described && (!described->delta || in_series.count(described->base) == 0)) {
       start = j;
       break;
     }
@@ -164,9 +148,7 @@ std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Vers
   // Every version whose chain runs through this one (in a stretch's
   // second half, those before it) gets as much longer as its new chain.
   uint32_t hanging = elsewhere;
-  for (size_t j = *start + 1; j < position; ++j) {
-    hanging = std::max(hanging, DistanceUp(store, series[j].id, series[position].id));
-  }
+  for (size_t j = *start + 1; j < position; ++j) hanging = std::max(hanging, shape.DistanceUp(j, position));
   const config::Stretch stretch = config::StretchOf(policy);
   if (since <= stretch.forward) {
     // A delta of the version before it (the nearest one this store
@@ -174,8 +156,7 @@ std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Vers
     size_t below = *start;
     std::optional<StoredInfo> chain;
     for (size_t j = position; !stretch.against_base && j-- > *start;) {
-      if (auto described = Describe(store, series[j].id, memo); described.ok()) {
-        chain = *described;
+      if ((chain = shape.Held(j))) {
         below = j;
         break;
       }
@@ -185,13 +166,15 @@ std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Vers
       placed.reason = BaseReason::kChain;
       return placed;
     }
-    placed.base = series[below].id;
+    placed.base = shape.id(below);
     return placed;
   }
   // A delta of `newer`: stored whole, unless it is a delta of a parent
   // in another series, whose chain then counts.
   uint32_t below = 0;
-  if (auto described = Describe(store, newer, memo); described.ok()) below = static_cast<uint32_t>(described->depth);
+  if (const std::optional<StoredInfo> described = shape.HeldOther(newer)) {
+    below = static_cast<uint32_t>(described->depth);
+  }
   if (hanging + 1 + below > std::min(stretch.reverse, config::kMaxChainLimit)) {
     // Its stretch is full: it is the base that ends it.
     const bool by_chain = stretch.reverse < policy.base_interval - 1 - stretch.forward;
@@ -202,14 +185,182 @@ std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Vers
   return placed;
 }
 
-BaseReason WhyBase(const Store& store, const std::vector<Version>& series, size_t position) {
-  if (store.policy.newest == config::Newest::kWhole) {
-    if (position + 1 == series.size()) return position == 0 ? BaseReason::kFirst : BaseReason::kNewest;
-    const Placement placed = *PlaceDemoted(store, series, position, series[position + 1].id, /*complete=*/true);
+StretchPlan PlanStretch(const config::Policy& policy, size_t start, size_t size) {
+  const config::Stretch stretch = config::StretchOf(policy);
+  StretchPlan plan;
+  plan.start = start;
+  plan.end = std::min(size - 1, start + stretch.forward + stretch.reverse + 1);
+  plan.forward_end = std::min(start + stretch.forward, plan.end - 1);
+  plan.end_reason = plan.end + 1 == size ? BaseReason::kNewest : BaseReason::kDue;
+  plan.against_base = stretch.against_base;
+  return plan;
+}
+
+BaseReason PlanWhyBase(const config::Policy& policy, const SeriesShape& shape, size_t position) {
+  if (policy.newest == config::Newest::kWhole) {
+    if (position + 1 == shape.size()) return position == 0 ? BaseReason::kFirst : BaseReason::kNewest;
+    const Placement placed = *PlanDemoted(policy, shape, position, shape.id(position + 1), /*complete=*/true);
     return placed.base ? BaseReason::kNoGainOrPolicy : placed.reason;
   }
-  const Placement placed = *PlaceVersion(store, series, position, /*complete=*/true);
+  const Placement placed = *PlanVersion(policy, shape, position, /*complete=*/true);
   return placed.base ? BaseReason::kNoGainOrPolicy : placed.reason;
+}
+
+size_t ListedShape::Append() {
+  Listed added;
+  added.id = IdAt(versions_.size());
+  versions_.push_back(added);
+  Changed();
+  return versions_.size() - 1;
+}
+
+void ListedShape::HoldWhole(size_t position, double ratio) {
+  versions_[position].held = true;
+  versions_[position].base.reset();
+  versions_[position].ratio = ratio;
+  Changed();
+}
+
+void ListedShape::HoldAsDelta(size_t position, size_t base) {
+  versions_[position].held = true;
+  versions_[position].base = base;
+  Changed();
+}
+
+void ListedShape::Forget(size_t position) {
+  versions_[position].held = false;
+  Changed();
+}
+
+void ListedShape::Changed() {
+  held_.clear();
+  up_.clear();
+  up_to_ = SIZE_MAX;
+}
+
+ContentId ListedShape::IdAt(size_t position) {
+  ContentId id;
+  const uint64_t n = static_cast<uint64_t>(position) + 1;  // never the zero id
+  for (int b = 0; b < 8; ++b) id.bytes[15 - b] = static_cast<uint8_t>(n >> (8 * b));
+  return id;
+}
+
+std::optional<size_t> ListedShape::PositionOf(const ContentId& id) const {
+  uint64_t n = 0;
+  for (int b = 0; b < 16; ++b) {
+    if (b < 8 && id.bytes[b] != 0) return std::nullopt;
+    if (b >= 8) n = (n << 8) | id.bytes[b];
+  }
+  if (n == 0 || n > versions_.size()) return std::nullopt;
+  return static_cast<size_t>(n - 1);
+}
+
+std::optional<StoredInfo> ListedShape::Held(size_t position) const {
+  // As Describe: the chain walked down to its base, every link held, no
+  // loop, no deeper than a restore follows. The versions walked are
+  // known on the way back up.
+  std::vector<size_t> path;
+  std::set<size_t> passed;
+  std::optional<StoredInfo> below;
+  for (size_t at = position;;) {
+    if (auto known = held_.find(at); known != held_.end()) {
+      below = known->second;
+      break;
+    }
+    // Too deep for a restore: the versions lower down may not be.
+    if (path.size() > static_cast<size_t>(kMaxChainDepth)) return std::nullopt;
+    if (at >= versions_.size() || !versions_[at].held || !passed.insert(at).second) break;
+    path.push_back(at);
+    const Listed& link = versions_[at];
+    if (!link.base) {
+      below = StoredInfo{};
+      below->last_base = link.id;
+      below->base_ratio = link.ratio;
+      below->depth = -1;  // the base itself, counted below
+      break;
+    }
+    at = *link.base;
+  }
+  for (size_t i = path.size(); i-- > 0;) {
+    std::optional<StoredInfo> info;
+    if (below && below->depth + 1 <= kMaxChainDepth) {
+      const Listed& link = versions_[path[i]];
+      info = StoredInfo{};
+      info->delta = link.base.has_value();
+      if (info->delta) info->base = IdAt(*link.base);
+      info->depth = below->depth + 1;
+      info->last_base = below->last_base;
+      info->base_ratio = below->base_ratio;
+    }
+    held_[path[i]] = info;
+    below = info;
+  }
+  auto known = held_.find(position);
+  return known != held_.end() ? known->second : std::nullopt;
+}
+
+std::optional<StoredInfo> ListedShape::HeldOther(const ContentId& id) const {
+  const std::optional<size_t> at = PositionOf(id);
+  if (!at) return std::nullopt;
+  return Held(*at);
+}
+
+uint32_t ListedShape::DistanceUp(size_t from, size_t to) const {
+  if (up_to_ != to) {
+    up_.clear();
+    up_to_ = to;
+  }
+  // The walk down from `from`, until `to`, the end of the chain, or a
+  // version whose distance is known.
+  std::vector<size_t> path;
+  std::set<size_t> passed;
+  uint32_t found = 0;
+  for (size_t at = from;;) {
+    if (auto known = up_.find(at); known != up_.end()) {
+      found = known->second == 0 ? 0 : known->second + static_cast<uint32_t>(path.size());
+      break;
+    }
+    if (path.size() > config::kMaxChainLimit) return 0;  // as for Held
+    if (at >= versions_.size() || !versions_[at].held || !passed.insert(at).second) break;
+    if (at == to) {
+      found = static_cast<uint32_t>(path.size());
+      break;
+    }
+    path.push_back(at);
+    if (!versions_[at].base) break;
+    at = *versions_[at].base;
+  }
+  for (size_t i = 0; i < path.size(); ++i) up_[path[i]] = found == 0 ? 0 : found - static_cast<uint32_t>(i);
+  return found;
+}
+
+std::optional<StoredInfo> StoredShape::HeldOther(const ContentId& id) const {
+  auto described = Describe(store_, id, memo_);
+  if (!described.ok()) return std::nullopt;
+  return *described;
+}
+
+uint32_t StoredShape::DistanceUp(size_t from, size_t to) const {
+  uint32_t found = 0;
+  (void)VisitChain(store_, series_[from].id, [&](const ChainLink& link) {
+    if (found == 0 && link.id == series_[to].id) found = static_cast<uint32_t>(link.depth);
+  });
+  return found;
+}
+
+std::optional<Placement> PlaceVersion(const Store& store, const std::vector<Version>& series, size_t position,
+                                      bool complete, const ChainMemo* memo, uint32_t max_chain) {
+  return PlanVersion(store.policy, StoredShape(store, series, memo), position, complete, max_chain);
+}
+
+std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Version>& series, size_t position,
+                                      const ContentId& newer, bool complete, const ChainMemo* memo,
+                                      uint32_t elsewhere) {
+  return PlanDemoted(store.policy, StoredShape(store, series, memo), position, newer, complete, elsewhere);
+}
+
+BaseReason WhyBase(const Store& store, const std::vector<Version>& series, size_t position) {
+  return PlanWhyBase(store.policy, StoredShape(store, series), position);
 }
 
 }  // namespace zipnn::store

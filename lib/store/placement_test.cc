@@ -1,10 +1,13 @@
-// Tests of placing a new version of a series (PlaceVersion, PlaceDemoted,
-// through CheckIn as the filter calls it): the newest stored whole and
+// Tests of placing a new version of a series: the pure plan over shapes
+// held in memory (PlanVersion, PlanDemoted, PlanStretch), and the plan
+// over the store (PlaceVersion, PlaceDemoted, through CheckIn as the
+// filter calls it): the newest stored whole and
 // the one before it re-stored as a delta, which version a delta is made
 // against, and why a version stays a base (first, due, max_chain, the
 // store lacking the others). Real checkpoints from tests/data.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -261,6 +264,193 @@ TEST_CASE("the last base out of the shallow view makes the lookup read history")
   REQUIRE(checked.ok());
   CHECK(f.asked == std::vector<bool>{false, true});
   CHECK(checked->reason == BaseReason::kDue);  // two versions since the base in step 40
+}
+
+// ---------------------------------------------------------------------------
+// The plan alone (PlanVersion, PlanDemoted, PlanStretch), over shapes
+// held in memory.
+
+// A shape of `n` versions each held as `bases` says: -1 whole, else a
+// delta of the version at that position.
+ListedShape ShapeOf(const std::vector<int>& bases) {
+  ListedShape shape;
+  for (size_t i = 0; i < bases.size(); ++i) shape.Append();
+  for (size_t i = 0; i < bases.size(); ++i) {
+    if (bases[i] < 0) {
+      shape.HoldWhole(i);
+    } else {
+      shape.HoldAsDelta(i, static_cast<size_t>(bases[i]));
+    }
+  }
+  return shape;
+}
+
+// Where a placement puts a version of `shape`: the position of its base,
+// -1 for none.
+int At(const ListedShape& shape, const Placement& placed, size_t newer = SIZE_MAX) {
+  if (!placed.base) return -1;
+  if (*placed.base == ListedShape::IdAt(newer)) return static_cast<int>(newer);
+  return static_cast<int>(*shape.PositionOf(*placed.base));
+}
+
+// The layout `n` versions take, added one by one under `policy` as `git
+// add` adds them, every delta paying: each version's base (-1: whole).
+std::vector<int> Play(const config::Policy& policy, size_t n) {
+  ListedShape shape;
+  std::vector<int> layout;
+  for (size_t at = 0; at < n; ++at) {
+    if (policy.newest == config::Newest::kWhole) {
+      if (at > 0) {
+        const Placement placed = *PlanDemoted(policy, shape, at - 1, ListedShape::IdAt(at), /*complete=*/true);
+        layout[at - 1] = At(shape, placed, at);
+        if (placed.base) shape.HoldAsDelta(at - 1, static_cast<size_t>(layout[at - 1]));
+      }
+      shape.Append();
+      shape.HoldWhole(at);
+      layout.push_back(-1);
+    } else {
+      shape.Append();
+      const Placement placed = *PlanVersion(policy, shape, at, /*complete=*/true);
+      layout.push_back(At(shape, placed));
+      if (placed.base) {
+        shape.HoldAsDelta(at, static_cast<size_t>(layout.back()));
+      } else {
+        shape.HoldWhole(at);
+      }
+    }
+  }
+  return layout;
+}
+
+// The layout repack gives `n` versions (newest: whole), stretch by
+// stretch.
+std::vector<int> Stretches(const config::Policy& policy, size_t n) {
+  std::vector<int> layout(n, -1);
+  for (size_t start = 0; start + 1 < n;) {
+    const StretchPlan plan = PlanStretch(policy, start, n);
+    for (size_t i = start + 1; i < plan.end; ++i) layout[i] = static_cast<int>(plan.Target(i));
+    start = plan.end;
+  }
+  return layout;
+}
+
+config::Policy PolicyOf(uint32_t k, config::Newest newest, config::DeltaAgainst against, int max_chain = -1) {
+  config::Policy p;
+  p.base_interval = k;
+  p.newest = newest;
+  p.delta_against = against;
+  p.max_chain = max_chain < 0 ? config::DefaultMaxChain(k, newest) : static_cast<uint32_t>(max_chain);
+  return p;
+}
+
+TEST_CASE("the plan places a new version by the shape of its series alone") {
+  config::Policy p = PolicyOf(3, config::Newest::kDelta, config::DeltaAgainst::kPrevious);
+  // B d d | the third after the base is due.
+  ListedShape shape = ShapeOf({-1, 0, 1, -1});
+  shape.Forget(3);  // the one to place
+  CHECK(PlanVersion(p, shape, 0, true)->reason == BaseReason::kFirst);
+  CHECK(At(shape, *PlanVersion(p, shape, 1, true)) == 0);
+  CHECK(At(shape, *PlanVersion(p, shape, 2, true)) == 1);
+  CHECK(PlanVersion(p, shape, 3, true)->reason == BaseReason::kDue);
+  // A version the store lacks is passed over, and still counts as a place.
+  shape.Forget(1);
+  CHECK(At(shape, *PlanVersion(p, shape, 2, true)) == 0);
+  // Nothing earlier held: a base, or (history not read) ask again.
+  ListedShape none = ShapeOf({-1, -1});
+  none.Forget(0);
+  CHECK(PlanVersion(p, none, 1, true)->reason == BaseReason::kNotStored);
+  CHECK(!PlanVersion(p, none, 1, false));
+  // max_chain, the limit a caller lowers, and delta_against base.
+  p.max_chain = 1;
+  shape = ShapeOf({-1, 0, 1});
+  CHECK(PlanVersion(p, shape, 2, true)->reason == BaseReason::kChain);
+  p.max_chain = 5;
+  CHECK(PlanVersion(p, shape, 2, true, /*max_chain=*/1)->reason == BaseReason::kChain);
+  p.delta_against = config::DeltaAgainst::kBase;
+  CHECK(At(shape, *PlanVersion(p, shape, 2, true)) == 0);
+}
+
+TEST_CASE("no plan makes a chain longer than a restore follows, whatever the policy") {
+  config::Policy p = PolicyOf(1000000, config::Newest::kDelta, config::DeltaAgainst::kPrevious, 1000000);
+  p.base_interval = UINT32_MAX;  // as analyze's what-if asks for no periodic base
+  p.max_chain = UINT32_MAX;
+  const std::vector<int> delta = Play(p, kMaxChainDepth + 3);
+  CHECK(delta[kMaxChainDepth] == kMaxChainDepth - 1);
+  CHECK(delta[kMaxChainDepth + 1] == -1);  // a base: chain at max_chain
+  CHECK(delta[kMaxChainDepth + 2] == kMaxChainDepth + 1);
+  p.newest = config::Newest::kWhole;
+  const std::vector<int> whole = Play(p, kMaxChainDepth + 3);
+  CHECK(whole[kMaxChainDepth] == kMaxChainDepth - 1);
+  CHECK(whole[kMaxChainDepth + 1] == -1);
+}
+
+TEST_CASE("the plan re-stores the newest's predecessor down its stretch, then up to the newer base") {
+  const config::Policy p = PolicyOf(5, config::Newest::kWhole, config::DeltaAgainst::kPrevious, 2);
+  //                                          B  f  f  r  r  B  f  f  r  r  B  newest
+  CHECK(Play(p, 12) == std::vector<int>{-1, 0, 1, 4, 5, -1, 5, 6, 9, 10, -1, -1});
+  // Why each base is one, as `git zipnn log` says.
+  ListedShape shape = ShapeOf(Play(p, 12));
+  CHECK(PlanWhyBase(p, shape, 0) == BaseReason::kFirst);
+  CHECK(PlanWhyBase(p, shape, 5) == BaseReason::kDue);
+  CHECK(PlanWhyBase(p, shape, 11) == BaseReason::kNewest);
+  CHECK(PlanWhyBase(p, shape, 3) == BaseReason::kNoGainOrPolicy);
+  // max_chain below half the interval ends a stretch early.
+  const config::Policy short_chain = PolicyOf(7, config::Newest::kWhole, config::DeltaAgainst::kPrevious, 1);
+  CHECK(Play(short_chain, 6) == std::vector<int>{-1, 0, 3, -1, 3, -1});
+  CHECK(PlanWhyBase(short_chain, ShapeOf(Play(short_chain, 6)), 3) == BaseReason::kChain);
+  // Incomplete history that does not reach the stretch's base: ask again.
+  ListedShape partial = ShapeOf({0, -1});
+  partial.Forget(0);
+  CHECK(!PlanDemoted(short_chain, partial, 1, ListedShape::IdAt(2), /*complete=*/false));
+}
+
+TEST_CASE("repack's stretches are the layout adds make one by one") {
+  using config::DeltaAgainst;
+  for (uint32_t k : {1u, 2u, 3u, 4u, 5u, 7u, 10u}) {
+    for (DeltaAgainst against : {DeltaAgainst::kPrevious, DeltaAgainst::kBase}) {
+      for (int chain : {-1, 0, 1, 2, 3, 100}) {
+        const config::Policy p = PolicyOf(k, config::Newest::kWhole, against, chain);
+        for (size_t n : {1u, 2u, 3u, 6u, 9u, 17u}) {
+          CAPTURE(k);
+          CAPTURE(static_cast<int>(against));
+          CAPTURE(chain);
+          CAPTURE(n);
+          CHECK(Stretches(p, n) == Play(p, n));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("git add places every version where the plan alone puts it") {
+  using config::DeltaAgainst;
+  using config::Newest;
+  const std::vector<config::Policy> policies = {
+      PolicyOf(7, Newest::kWhole, DeltaAgainst::kPrevious),    PolicyOf(5, Newest::kWhole, DeltaAgainst::kPrevious, 2),
+      PolicyOf(4, Newest::kWhole, DeltaAgainst::kBase),        PolicyOf(6, Newest::kWhole, DeltaAgainst::kPrevious, 1),
+      PolicyOf(3, Newest::kDelta, DeltaAgainst::kPrevious),    PolicyOf(4, Newest::kDelta, DeltaAgainst::kBase),
+      PolicyOf(10, Newest::kDelta, DeltaAgainst::kPrevious, 1)};
+  for (const config::Policy& p : policies) {
+    Fixture f;
+    f.repo.policy = p;
+    f.repo.policy.min_gain = 0;  // every delta of these small versions pays
+    const size_t n = 11;
+    for (size_t i = 0; i < n; ++i) f.AddBytes(Small(i), std::to_string(i));
+    std::vector<int> stored;
+    for (const Version& v : f.held) {
+      const StoredInfo info = f.Info(v.id);
+      int base = -1;
+      for (size_t j = 0; info.delta && j < f.held.size(); ++j) {
+        if (f.held[j].id == info.base) base = static_cast<int>(j);
+      }
+      stored.push_back(base);
+    }
+    CAPTURE(p.base_interval);
+    CAPTURE(static_cast<int>(p.newest));
+    CAPTURE(static_cast<int>(p.delta_against));
+    CAPTURE(p.max_chain);
+    CHECK(stored == Play(p, n));
+  }
 }
 
 }  // namespace

@@ -270,7 +270,7 @@ Status RepackSeries(const Store& store, const std::vector<Version>& series,
     return OkStatus();
   }
 
-  // Newest: whole. Stretch by stretch from the oldest (placement.h): the
+  // Newest: whole. Stretch by stretch from the oldest (PlanStretch): the
   // base that ends it made whole first, then its first half in series
   // order, each a delta of the one before it, then its second half from
   // the newest down, each a delta of the one after it. Every delta is
@@ -278,7 +278,6 @@ Status RepackSeries(const Store& store, const std::vector<Version>& series,
   // comes back to it. Versions are reported in series order once their
   // stretch is done.
   if (present.empty()) return OkStatus();
-  const config::Stretch stretch = config::StretchOf(store.policy);
   auto against = [&](size_t i, std::optional<size_t> target, BaseReason whole = BaseReason::kNoGain) {
     return repack(
         i, [&](RepackedVersion& d) { return RepackAgainst(store, present, i, target, whole, raws, state, d); });
@@ -286,22 +285,20 @@ Status RepackSeries(const Store& store, const std::vector<Version>& series,
   ZIPNN_ASSIGN_OR_RETURN(RepackedVersion first, against(0, std::nullopt, BaseReason::kFirst));
   each(first);
   for (size_t start = 0; start + 1 < present.size();) {
-    const size_t end = std::min(present.size() - 1, start + stretch.forward + stretch.reverse + 1);
-    std::vector<RepackedVersion> done(end - start);  // start + 1 .. end
-    const BaseReason end_why = end + 1 == present.size() ? BaseReason::kNewest : BaseReason::kDue;
-    ZIPNN_ASSIGN_OR_RETURN(done.back(), against(end, std::nullopt, end_why));
-    const size_t forward_end = std::min(start + stretch.forward, end - 1);
-    for (size_t i = start + 1; i <= forward_end; ++i) {
+    const StretchPlan plan = PlanStretch(store.policy, start, present.size());
+    std::vector<RepackedVersion> done(plan.end - start);  // start + 1 .. end
+    ZIPNN_ASSIGN_OR_RETURN(done.back(), against(plan.end, std::nullopt, plan.end_reason));
+    for (size_t i = start + 1; i <= plan.forward_end; ++i) {
       raws.KeepOnly(present[i - 1].id, present[start].id);
-      ZIPNN_ASSIGN_OR_RETURN(done[i - start - 1], against(i, stretch.against_base ? start : i - 1));
+      ZIPNN_ASSIGN_OR_RETURN(done[i - start - 1], against(i, plan.Target(i)));
     }
-    for (size_t i = end - 1; i > forward_end; --i) {
+    for (size_t i = plan.end - 1; i > plan.forward_end; --i) {
       raws.KeepOnly(present[i + 1].id, std::nullopt);
-      ZIPNN_ASSIGN_OR_RETURN(done[i - start - 1], against(i, i + 1));
+      ZIPNN_ASSIGN_OR_RETURN(done[i - start - 1], against(i, plan.Target(i)));
     }
     for (const RepackedVersion& d : done) each(d);
-    raws.KeepOnly(present[end].id, std::nullopt);
-    start = end;
+    raws.KeepOnly(present[plan.end].id, std::nullopt);
+    start = plan.end;
   }
   return OkStatus();
 }
