@@ -102,7 +102,8 @@ Result<int64_t> Days(const std::string& key, int64_t fallback) {
 }
 
 Status Fetch(const store::Store& repo, const FetchArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(a.remote));
+  ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings settings, remote::RemoteSettings::Read());
+  ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(settings, a.remote));
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   FoundPointers found;
   if (a.all && a.recent) return InvalidArgument("--all and --recent choose differently; give one");
@@ -144,7 +145,7 @@ Status Fetch(const store::Store& repo, const FetchArgs& a) {
                          found.pointers.end());
   }
   WarnDamaged(found);
-  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::FetchPointers(repo, remote, found));
+  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::FetchPointers(repo, settings, remote, found));
   PrintTransfer(/*push=*/false, done, a.quiet);
   return OkStatus();
 }

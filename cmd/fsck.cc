@@ -35,8 +35,9 @@ struct FsckArgs {
 
 // fsck --remote: the remote's store, not this one (lib/remote/transfer.h CheckRemote).
 Status RunFsckRemote(const FsckArgs& a, const store::Store& repo, const FoundPointers& found) {
-  ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(*a.remote));
-  ZIPNN_ASSIGN_OR_RETURN(remote::RemoteCheck check, remote::CheckRemote(repo, remote, found));
+  ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings settings, remote::RemoteSettings::Read());
+  ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(settings, *a.remote));
+  ZIPNN_ASSIGN_OR_RETURN(remote::RemoteCheck check, remote::CheckRemote(repo, settings, remote, found));
   for (const auto& [place, what] : check.problems) {
     std::printf("%s at %.10s: %s\n", place->path.c_str(), place->rev.c_str(), what.c_str());
   }
@@ -94,7 +95,7 @@ Unfetched NotFetched(const store::Store& repo, const std::vector<std::pair<Probl
     // Retention thinned or dropped it there: its record, checked, is kept
     // here as a fetch keeps it, and it is no problem.
     if (store) {
-      auto text = store->GetRecord(ids[i]);
+      auto text = remote::GetSide(*store, remote::SideKind::kRecord, ids[i]);
       if (text.ok() && *text) {
         auto record = store::ParseRecord(**text, ids[i]);
         if (record.ok() && store::WriteRecord(repo.objects, *record).ok()) {

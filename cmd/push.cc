@@ -29,7 +29,8 @@ struct PushArgs {
 
 Status RunPush(const PushArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-  ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(a.remote));
+  ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings settings, remote::RemoteSettings::Read());
+  ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(settings, a.remote));
   // A ref given as "--all" is a name, not the option it spells.
   for (const std::string& ref : a.refs) ZIPNN_RETURN_IF_ERROR(git::CheckRevision(ref));
   std::vector<std::string> revs = a.refs;
@@ -38,7 +39,7 @@ Status RunPush(const PushArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
   ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, git::FindPointersIn(git_repo, revs));
   WarnDamaged(found);
-  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::PushPointers(repo, remote, found));
+  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::PushPointers(repo, settings, remote, found));
   PrintTransfer(/*push=*/true, done, a.quiet);
   return OkStatus();
 }
