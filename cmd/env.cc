@@ -98,10 +98,12 @@ Status RunEnv() {
   Line("policy", PolicyText(repo.policy) + (has_yaml ? " (.zipnn.yaml)" : " (the defaults: no .zipnn.yaml)"));
   for (const std::string& warning : context.warnings()) Line("", "warning: " + warning);
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> remotes, ops::Remotes());
-  const std::string chosen = Or(remote::DefaultRemote(), std::string());
+  const Result<remote::RemoteSettings> settings = remote::RemoteSettings::Read();
+  const std::string chosen = settings.ok() ? Or(remote::DefaultRemote(*settings), std::string()) : "";
   if (remotes.empty()) Line("remotes", "none (`git remote add origin <url>`)");
   for (size_t i = 0; i < remotes.size(); ++i) {
-    Result<std::string> store = remote::DescribeStore(remotes[i]);
+    const Result<std::string> store =
+        settings.ok() ? remote::DescribeStore(*settings, remotes[i]) : Result<std::string>(settings.status());
     Line(i == 0 ? "remotes" : "",
          remotes[i] + (remotes[i] == chosen ? " (the default)" : "") + ": " +
              (store.ok() ? *store : "cannot tell (" + store.status().message() + ")"));

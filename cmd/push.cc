@@ -26,10 +26,11 @@ struct PushArgs {
 Status RunPush(const PushArgs& a) {
   ops::Context context;
   ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
-  ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(a.remote));
+  ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
+  ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(*settings, a.remote));
   ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, ops::PointersToPush(context, a.refs, a.all));
   WarnDamaged(found);
-  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::PushPointers(*repo, remote, found));
+  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::PushPointers(*repo, *settings, remote, found));
   PrintTransfer(/*push=*/true, done, a.quiet);
   return OkStatus();
 }
@@ -44,7 +45,9 @@ Status RunPrePush(const std::string& remote) {
   if (found.pointers.empty()) return OkStatus();
   WarnDamaged(found);
   ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
-  Result<remote::Transferred> pushed = remote::PushPointers(*repo, remote, found);
+  const Result<const remote::RemoteSettings*> settings = context.RemoteSettings();
+  Result<remote::Transferred> pushed =
+      settings.ok() ? remote::PushPointers(*repo, **settings, remote, found) : settings.status();
   if (!pushed.ok()) {
     return Status(pushed.status().code(), pushed.status().message() +
                                               "\n(git push stopped so that no pointer reaches " + remote +

@@ -244,12 +244,12 @@ Status RunRetain(const RetainArgs& a) {
   if (a.remote) {
     ZIPNN_ASSIGN_OR_RETURN(remote_name, remote::RemoteOrDefault(*a.remote));
     ZIPNN_ASSIGN_OR_RETURN(remote_store, remote::OpenRemoteStore(remote_name));
-    if (!remote_store->CanRetain()) {
+    if (remote_store->capabilities().retention == nullptr) {
       return Unsupported("remote " + remote_name + " (" + remote_store->where() +
                          ") cannot remove objects: a Git LFS server's API has no delete, so retention cannot "
                          "apply there; nothing was changed (`git zipnn retain` without --remote applies it here)");
     }
-    if (!dry && !remote_store->LocksRemoval() && !a.pushes_stopped) {
+    if (!dry && remote_store->capabilities().locked_removal == nullptr && !a.pushes_stopped) {
       return remote::NoLockRefusal(*remote_store, remote_name);
     }
   }
@@ -371,7 +371,7 @@ Status RunRetain(const RetainArgs& a) {
                              remote::RetainOnRemote(repo, *remote_store, options.every_version, /*dry_run=*/true,
                                                     planned, nullptr, false, nullptr, RuleKeeps(plans)));
       PrintRemote(remote_name, *remote_store, there, /*dry_run=*/true);
-      if (!remote_store->LocksRemoval()) {
+      if (remote_store->capabilities().locked_removal == nullptr) {
         std::printf("%s has no lock that pushes respect: applying it needs --pushes-stopped, once no one pushes "
                     "to it until retain ends\n",
                     remote_name.c_str());

@@ -196,7 +196,7 @@ TEST_CASE("objects go up to the LFS server under the SHA-256 of their bytes and 
   std::unique_ptr<remote::RemoteStore> lfs = lfs::Remote("the LFS server", OptionsFor(server, helper), shared);
 
   // Its API has no delete: retention says so rather than skip it.
-  CHECK_FALSE(lfs->CanRetain());
+  CHECK(lfs->capabilities().retention == nullptr);
   auto retain = remote::RetainOnRemote(here, *lfs, ids, /*dry_run=*/true, {}, nullptr);
   CHECK(retain.status().code() == StatusCode::kUnsupported);
   CHECK(retain.status().message() ==
@@ -240,7 +240,8 @@ TEST_CASE("objects go up to the LFS server under the SHA-256 of their bytes and 
   // Opened where it lies, an object reads as the file pushed, its header
   // and index vouched for by the frame the push recorded.
   const std::string object = here.objects.PathOf(ids[1]);
-  auto ranged = lfs->OpenRanges(ids[1], remote::kUnknownObjectLimit);
+  REQUIRE(lfs->capabilities().ranged_reads != nullptr);
+  auto ranged = lfs->capabilities().ranged_reads->OpenRanges(ids[1], remote::kUnknownObjectLimit);
   REQUIRE_MESSAGE(ranged.ok(), ranged.status().message());
   CHECK(ranged->info.content_id == ids[1]);
   CHECK(ranged->info.header.base_id == ids[0]);
@@ -254,16 +255,16 @@ TEST_CASE("objects go up to the LFS server under the SHA-256 of their bytes and 
   // fetched whole and proven), naming what is wrong.
   entry.frame = std::string(64, '0');
   REQUIRE(map.Add(entry).ok());
-  ranged = lfs->OpenRanges(ids[1], remote::kUnknownObjectLimit);
+  ranged = lfs->capabilities().ranged_reads->OpenRanges(ids[1], remote::kUnknownObjectLimit);
   CHECK(ranged.status().code() == StatusCode::kUnsupported);
   CHECK(ranged.status().message().find("not those of the object that was pushed") != std::string::npos);
   // None recorded: parts cannot be vouched for, so the object is fetched
   // whole instead (Unsupported).
   entry.frame.clear();
   REQUIRE(map.Add(entry).ok());
-  CHECK(lfs->OpenRanges(ids[1], remote::kUnknownObjectLimit).status().code() == StatusCode::kUnsupported);
+  CHECK(lfs->capabilities().ranged_reads->OpenRanges(ids[1], remote::kUnknownObjectLimit).status().code() == StatusCode::kUnsupported);
   // Nor more than its checkpoint can take.
-  CHECK(lfs->OpenRanges(ids[0], 100).status().code() == StatusCode::kCorruption);
+  CHECK(lfs->capabilities().ranged_reads->OpenRanges(ids[0], 100).status().code() == StatusCode::kCorruption);
 }
 
 TEST_CASE("the LFS store refuses a server that lies, fails or stalls, and credentials it refused, naming no secret") {

@@ -218,6 +218,15 @@ Result<std::optional<std::string>> UpstreamRemote() {
   return upstream;
 }
 
+Result<std::optional<std::string>> UpstreamRemote(const ConfigSnapshot& config) {
+  auto branch = GitOutput({"symbolic-ref", "-q", "--short", "HEAD"});
+  if (!branch.ok()) return std::optional<std::string>();  // detached
+  std::optional<std::string> upstream = config.Get("branch." + *branch + ".remote");
+  while (upstream && !upstream->empty() && upstream->back() == '\n') upstream->pop_back();  // as ConfigGet
+  if (upstream && *upstream == ".") return std::optional<std::string>();
+  return upstream;
+}
+
 Result<std::string> HooksFolder() {
   auto dir = GitOutput({"rev-parse", "--path-format=absolute", "--git-path", "hooks"});
   if (!dir.ok()) return OutsideRepository(dir.status());

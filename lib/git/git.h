@@ -108,6 +108,9 @@ Result<Credential> CredentialFill(const std::string& url);
 // approve` or `reject`), so they keep it or forget it.
 void CredentialReport(const std::string& url, const Credential& credential, bool worked);
 Result<std::optional<std::string>> UpstreamRemote();
+// The same, reading branch.<name>.remote from `config` (a snapshot that
+// holds the branch keys) rather than asking git config.
+Result<std::optional<std::string>> UpstreamRemote(const ConfigSnapshot& config);
 
 // The hooks folder of the repository around the current folder
 // (core.hooksPath respected), absolute; NotFound outside a repository.

@@ -22,10 +22,12 @@ std::string MergeListing(const std::string& ours, const std::string& theirs) {
 // one.
 constexpr size_t kMaxListing = size_t{16} << 20;
 
-std::optional<TextconvCache> OpenCache() {
-  auto config = ConfigSnapshot::Read(kStartKeys);
-  if (!config.ok()) return std::nullopt;
-  return TextconvCache::Open(kDriver, *config);
+// `config`, when given, holds kStartKeys already (read by the caller).
+std::optional<TextconvCache> OpenCache(const ConfigSnapshot* config) {
+  if (config != nullptr) return TextconvCache::Open(kDriver, *config);
+  auto read = ConfigSnapshot::Read(kStartKeys);
+  if (!read.ok()) return std::nullopt;
+  return TextconvCache::Open(kDriver, *read);
 }
 
 // Whether `listing` is one textconv would print for the pointer blob
@@ -47,9 +49,9 @@ bool ListingFitsPointer(const std::string& pointer_text, const std::string& list
 
 const UnionRef kListings = {"refs/zipnn/listings", "listings", "tensor listings", MergeListing};
 
-Status KeepListings(const std::string& remote, const std::vector<std::string>& blobs) {
+Status KeepListings(const std::string& remote, const std::vector<std::string>& blobs, const ConfigSnapshot* config) {
   if (!CanTrack(remote)) return OkStatus();
-  std::optional<TextconvCache> cache = OpenCache();
+  std::optional<TextconvCache> cache = OpenCache(config);
   if (!cache) return OkStatus();
   RefFiles files;
   for (const std::string& blob : blobs) {
@@ -68,9 +70,9 @@ Status PushListings(const std::string& remote) {
   return PushUnionRefs({&kListings}, remote);
 }
 
-Result<size_t> TakeListings(const std::string& remote) {
+Result<size_t> TakeListings(const std::string& remote, const ConfigSnapshot* config) {
   if (!CanTrack(remote)) return size_t{0};
-  std::optional<TextconvCache> cache = OpenCache();
+  std::optional<TextconvCache> cache = OpenCache(config);
   if (!cache) return size_t{0};
   if (!FetchedHere(kListings, remote)) ZIPNN_RETURN_IF_ERROR(FetchUnionRefs({&kListings}, remote));
   ZIPNN_ASSIGN_OR_RETURN(const auto theirs, ListRemoteCopy(kListings, remote));

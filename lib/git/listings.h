@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/git/git.h"
 #include "lib/git/union_ref.h"
 
 namespace zipnn::git {
@@ -29,7 +30,10 @@ bool ListingFitsPointer(const std::string& pointer_text, const std::string& list
 // ids) on the local ref, on top of `remote`'s copy as last seen. Nothing
 // is done without a cache (diff.zipnn.cachetextconv unset), for a remote
 // that is not a configured one, or when the cache holds none of them.
-Status KeepListings(const std::string& remote, const std::vector<std::string>& blobs);
+// `config`, when given, is a snapshot holding kStartKeys (discover.h),
+// read already; else they are read here.
+Status KeepListings(const std::string& remote, const std::vector<std::string>& blobs,
+                    const ConfigSnapshot* config = nullptr);
 // Sends the local ref to `remote` unless it is there already (the object
 // map of a Git LFS server sends it with the map, object_map.h).
 Status PushListings(const std::string& remote);
@@ -38,6 +42,6 @@ Status PushListings(const std::string& remote);
 // lacks (or holds only a failure for) whose pointer blob git has here and
 // names the checkpoint the listing is of; others are left out. How many
 // were written.
-Result<size_t> TakeListings(const std::string& remote);
+Result<size_t> TakeListings(const std::string& remote, const ConfigSnapshot* config = nullptr);
 
 }  // namespace zipnn::git

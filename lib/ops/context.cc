@@ -87,10 +87,23 @@ Result<std::unique_ptr<git::SeriesVersions>> Context::TakeSeries() {
   return std::move(series_);
 }
 
+Result<const remote::RemoteSettings*> Context::RemoteSettings() {
+  if (settings_) return settings_.get();
+  if (!settings_error_.ok()) return settings_error_;
+  Result<remote::RemoteSettings> read = remote::RemoteSettings::Read();
+  if (!read.ok()) {
+    settings_error_ = read.status();
+    return settings_error_;
+  }
+  settings_ = std::make_unique<remote::RemoteSettings>(std::move(*read));
+  return settings_.get();
+}
+
 Result<remote::RemoteStore*> Context::Remote(const std::string& name) {
   auto known = remotes_.find(name);
   if (known != remotes_.end()) return known->second.get();
-  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<remote::RemoteStore> opened, remote::OpenRemoteStore(name));
+  ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, RemoteSettings());
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<remote::RemoteStore> opened, remote::OpenRemoteStore(*settings, name));
   return remotes_.emplace(name, std::move(opened)).first->second.get();
 }
 

@@ -27,6 +27,7 @@ struct OpenedRepository;
 }  // namespace zipnn::git
 
 namespace zipnn::remote {
+class RemoteSettings;
 class RemoteStore;
 }  // namespace zipnn::remote
 
@@ -61,6 +62,8 @@ class Context {
   // Hands the series over to one that keeps them (the filter); the
   // Context opens them again if asked after.
   Result<std::unique_ptr<git::SeriesVersions>> TakeSeries();
+  // Every remote's settings, read with one `git config` call, once.
+  Result<const remote::RemoteSettings*> RemoteSettings();
   // The object store of the git remote `name` (lib/remote/select.h).
   Result<remote::RemoteStore*> Remote(const std::string& name);
   // What opening the store had to say of .zipnn.yaml's mistakes.
@@ -79,6 +82,8 @@ class Context {
   Status git_error_;
   std::unique_ptr<git::SeriesVersions> series_;
   std::optional<Status> series_error_;
+  std::unique_ptr<remote::RemoteSettings> settings_;
+  Status settings_error_;
   std::map<std::string, std::unique_ptr<remote::RemoteStore>> remotes_;
 };
 

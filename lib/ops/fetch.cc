@@ -107,7 +107,8 @@ std::vector<std::string> PatternList(const std::vector<std::string>& given) {
 
 Result<FetchPlan> PlanFetch(Context& context, const FetchRequest& a) {
   FetchPlan plan;
-  ZIPNN_ASSIGN_OR_RETURN(plan.remote, remote::RemoteOrDefault(a.remote));
+  ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
+  ZIPNN_ASSIGN_OR_RETURN(plan.remote, remote::RemoteOrDefault(*settings, a.remote));
   ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
   git::FoundPointers& found = plan.found;
   if (a.all && a.recent) return InvalidArgument("--all and --recent choose differently; give one");
@@ -153,7 +154,8 @@ Result<FetchPlan> PlanFetch(Context& context, const FetchRequest& a) {
 
 Result<remote::Transferred> Fetch(Context& context, const FetchPlan& plan) {
   ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
-  return remote::FetchPointers(*repo, plan.remote, plan.found);
+  ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
+  return remote::FetchPointers(*repo, *settings, plan.remote, plan.found);
 }
 
 Result<PullResult> RestorePointerFiles(Context& context, const FetchRequest& a, const OnRestored& on_file) {

@@ -50,7 +50,7 @@ Unfetched NotFetched(Context& context, const store::Store& repo,
     // Retention thinned or dropped it there: its record, checked, is kept
     // here as a fetch keeps it, and it is no problem.
     if (store != nullptr) {
-      auto text = store->GetRecord(ids[i]);
+      auto text = remote::GetSide(*store, remote::SideKind::kRecord, ids[i]);
       if (text.ok() && *text) {
         auto record = store::ParseRecord(**text, ids[i]);
         if (record.ok() && store::WriteRecord(repo.objects, *record).ok()) {
@@ -81,8 +81,9 @@ Result<RemoteFsckResult> FsckRemote(Context& context, bool all, const std::strin
   ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
   ZIPNN_ASSIGN_OR_RETURN(const git::FoundPointers found, git::FindPointers(*git_repo, all));
   RemoteFsckResult result;
-  ZIPNN_ASSIGN_OR_RETURN(result.remote, remote::RemoteOrDefault(named));
-  ZIPNN_ASSIGN_OR_RETURN(remote::RemoteCheck check, remote::CheckRemote(*repo, result.remote, found));
+  ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
+  ZIPNN_ASSIGN_OR_RETURN(result.remote, remote::RemoteOrDefault(*settings, named));
+  ZIPNN_ASSIGN_OR_RETURN(remote::RemoteCheck check, remote::CheckRemote(*repo, *settings, result.remote, found));
   result.where = check.where;
   result.checkpoints = check.checkpoints;
   result.objects = check.objects;

@@ -328,7 +328,8 @@ TEST_CASE("a demote reads the header to see what is there: a whole copy damaged 
 
   auto delta = here.objects.Open(ids[1]);
   REQUIRE(delta.ok());
-  auto replaced = remote->Demote(ids[1], *delta);
+  REQUIRE(remote->capabilities().demotion != nullptr);
+  auto replaced = remote->capabilities().demotion->Demote(ids[1], *delta);
   REQUIRE(replaced.ok());
   CHECK(*replaced > 0);
   CHECK(CheckObjectFile(remote_store.PathOf(ids[1]), ids[1]).ok());
@@ -340,7 +341,7 @@ TEST_CASE("a demote reads the header to see what is there: a whole copy damaged 
   // it whole. Damaged since, it is not counted as held, and the next push
   // sends it again.
   DamageRecord(remote_store.PathOf(ids[1]), ids[1]);
-  replaced = remote->Demote(ids[1], *delta);
+  replaced = remote->capabilities().demotion->Demote(ids[1], *delta);
   REQUIRE(replaced.ok());
   CHECK(*replaced == 0);
   auto has = remote->Has({ids[1]});
@@ -359,46 +360,49 @@ TEST_CASE("retention on a folder: stat, replace, remove and records, refusing wh
   const std::vector<ContentId> ids = StoreChain(here, 2);  // a base and 2 deltas
   std::unique_ptr<RemoteStore> remote = FolderRemote(root + "/remote", /*links=*/false);
   REQUIRE(PushObjects(here, *remote, {ids[2]}, {}).ok());
-  REQUIRE(remote->CanRetain());
+  REQUIRE(remote->capabilities().retention != nullptr);
+  Retention& retention = *remote->capabilities().retention;
 
-  auto listed = remote->List();
+  auto listed = retention.List();
   REQUIRE(listed.ok());
   CHECK(listed->size() == 3);
-  auto top = remote->Stat(ids[2]);
+  auto top = retention.Stat(ids[2]);
   REQUIRE(top.ok());
   REQUIRE(top->has_value());
   CHECK((*top)->base == ids[1]);
   CHECK((*top)->size > 0);
-  CHECK_FALSE(remote->Stat(HashBytes("nowhere", 7))->has_value());
+  CHECK_FALSE(retention.Stat(HashBytes("nowhere", 7))->has_value());
 
   // A delta of a version the remote lacks, or of itself through its
   // base, is refused; the object there stays as it was.
   auto base = here.objects.Open(ids[0]);
   REQUIRE(base.ok());
-  const Status wrong = remote->Replace(ids[1], *base);  // ids[0]'s object, sent as ids[1]'s
+  const Status wrong = retention.Replace(ids[1], *base);  // ids[0]'s object, sent as ids[1]'s
   CHECK(wrong.code() == StatusCode::kInvalidArgument);
   CHECK(wrong.message() == "what was sent is not an object of " + ids[1].Hex());
-  CHECK((*remote->Stat(ids[1]))->base == ids[0]);
+  CHECK((*retention.Stat(ids[1]))->base == ids[0]);
 
   // Records: only one that parses as the record of its id is kept.
   store::Retained dropped;
   dropped.id = ids[0];
   dropped.dropped = true;
   dropped.date = 1795000000;
-  CHECK(remote->PutRecord(ids[0], "git-zipnn retained 1\nnot a record\n").code() == StatusCode::kCorruption);
-  CHECK(remote->PutRecord(ids[1], store::RecordText(dropped)).code() == StatusCode::kCorruption);  // another's
-  REQUIRE(remote->PutRecord(ids[0], store::RecordText(dropped)).ok());
-  auto text = remote->GetRecord(ids[0]);
+  CHECK(PutSide(*remote, SideKind::kRecord, ids[0], "git-zipnn retained 1\nnot a record\n").code() ==
+        StatusCode::kCorruption);
+  CHECK(PutSide(*remote, SideKind::kRecord, ids[1], store::RecordText(dropped)).code() ==
+        StatusCode::kCorruption);  // another's
+  REQUIRE(PutSide(*remote, SideKind::kRecord, ids[0], store::RecordText(dropped)).ok());
+  auto text = GetSide(*remote, SideKind::kRecord, ids[0]);
   REQUIRE(text.ok());
   REQUIRE(text->has_value());
   CHECK(**text == store::RecordText(dropped));
-  CHECK_FALSE(remote->GetRecord(ids[1])->has_value());
+  CHECK_FALSE(GetSide(*remote, SideKind::kRecord, ids[1])->has_value());
 
   // Removing: the object goes, a second time is no error, the record stays.
-  REQUIRE(remote->Remove(ids[2]).ok());
-  CHECK_FALSE(remote->Stat(ids[2])->has_value());
-  CHECK(remote->Remove(ids[2]).ok());
-  CHECK(remote->List()->size() == 2);
+  REQUIRE(retention.Remove(ids[2]).ok());
+  CHECK_FALSE(retention.Stat(ids[2])->has_value());
+  CHECK(retention.Remove(ids[2]).ok());
+  CHECK(retention.List()->size() == 2);
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

@@ -244,7 +244,7 @@ std::string Origin(const std::string& url) {
   return url.substr(0, std::min(url.find('/', scheme + 3), url.size()));
 }
 
-class Server : public remote::RemoteStore {
+class Server : public remote::RemoteStore, public remote::SideFiles, public remote::RangedReads {
  public:
   Server(std::string where, Options o, std::shared_ptr<ObjectMap> map)
       : where_(std::move(where)), o_(std::move(o)), map_(std::move(map)), http_(o_.timeout, o_.low_speed) {}
@@ -302,9 +302,20 @@ class Server : public remote::RemoteStore {
     return map_->Add(entry);
   }
 
+  remote::Capabilities capabilities() override {
+    remote::Capabilities c;
+    c.side_files = this;
+    c.ranged_reads = this;
+    return c;
+  }
+
   // The server keeps nothing but objects: a base note goes in git's map,
-  // beside the whole form it explains (the one of the note's size).
-  Status PutBaseNote(const ContentId& id, const std::string& text) override {
+  // beside the whole form it explains (the one of the note's size). No
+  // other kind of side file is kept.
+  Status PutSide(remote::SideKind kind, const ContentId& id, const std::string& text) override {
+    if (kind != remote::SideKind::kBaseNote) {
+      return Unsupported(where_ + " cannot keep the " + remote::Side(kind).what + " of " + id.Hex());
+    }
     ZIPNN_ASSIGN_OR_RETURN(const store::BaseNote note, store::ParseBaseNote(text, id));
     ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
     for (ObjectMap::Entry e : forms) {
@@ -315,7 +326,8 @@ class Server : public remote::RemoteStore {
     return NotFound("git's map of " + where_ + " names no whole object of " + id.Hex() + " for its base note");
   }
 
-  Result<std::optional<std::string>> GetBaseNote(const ContentId& id) override {
+  Result<std::optional<std::string>> GetSide(remote::SideKind kind, const ContentId& id) override {
+    if (kind != remote::SideKind::kBaseNote) return std::optional<std::string>();
     ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
     for (const ObjectMap::Entry& e : forms) {
       if (e.delta || !e.note) continue;

@@ -23,7 +23,7 @@ uint64_t LocalBytes(const store::Store& repo, const ContentId& id) {
 // remote's own records (a version it had thinned), that no version
 // thinned still reads.
 Result<std::set<ContentId>> Unthinned(RemoteStore& remote, const std::map<ContentId, store::Retained>& taken,
-                                      const std::map<ContentId, RemoteStore::Held>& held,
+                                      const std::map<ContentId, Held>& held,
                                       const std::vector<ContentId>& every_version) {
   std::set<ContentId> read(every_version.begin(), every_version.end());
   for (const auto& [id, record] : taken) {
@@ -32,7 +32,7 @@ Result<std::set<ContentId>> Unthinned(RemoteStore& remote, const std::map<Conten
   std::set<ContentId> unthinned;
   for (const auto& [id, record] : taken) {
     if (!record.dropped) continue;
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> text, remote.GetRecord(id));
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> text, GetSide(remote, SideKind::kRecord, id));
     if (!text) continue;
     // A damaged record there is replaced by this one; what it named is
     // not trusted for removing anything.
@@ -53,11 +53,13 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
                                        const std::function<void(const std::string&)>& progress,
                                        bool pushes_stopped, const std::function<Status()>& before_removal,
                                        const std::set<ContentId>& stays) {
-  if (!remote.CanRetain()) {
+  const Capabilities can = remote.capabilities();
+  if (can.retention == nullptr) {
     return Unsupported(remote.where() +
                        " cannot remove objects (a Git LFS server's API has no delete): nothing was removed there");
   }
-  if (!dry_run && !remote.LocksRemoval() && !pushes_stopped) return NoLockRefusal(remote, remote.where());
+  Retention& there = *can.retention;
+  if (!dry_run && can.locked_removal == nullptr && !pushes_stopped) return NoLockRefusal(remote, remote.where());
   auto say = [&](const std::string& what) {
     if (progress) progress(what);
   };
@@ -84,12 +86,12 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
   }
   // Everything the remote holds, and what each object is a delta of.
   say("listing " + remote.where());
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<ContentId> listed, remote.List());
-  std::map<ContentId, RemoteStore::Held> held;
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ContentId> listed, there.List());
+  std::map<ContentId, Held> held;
   for (size_t i = 0; i < listed.size(); ++i) {
     say("reading the headers of " + remote.where() + " (" + std::to_string(i + 1) + " of " +
         std::to_string(listed.size()) + ")");
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<RemoteStore::Held> h, remote.Stat(listed[i]));
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<Held> h, there.Stat(listed[i]));
     if (!h) continue;  // gone meanwhile
     held.emplace(listed[i], *h);
     report.bytes_before += h->size;
@@ -166,16 +168,18 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
     }
     ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
     const uint64_t before = held.at(id).size;
-    ZIPNN_RETURN_IF_ERROR(remote.Replace(id, object));
+    ZIPNN_RETURN_IF_ERROR(there.Replace(id, object));
     report.bytes_after = report.bytes_after - before + object.size();
   }
   // 3. The records, so that a clone reading one of those versions learns
   // what became of it.
   say("sending " + std::to_string(taken.size()) + " retention records to " + remote.where());
-  for (const auto& [id, record] : taken) ZIPNN_RETURN_IF_ERROR(remote.PutRecord(id, store::RecordText(record)));
+  for (const auto& [id, record] : taken) {
+    ZIPNN_RETURN_IF_ERROR(PutSide(remote, SideKind::kRecord, id, store::RecordText(record)));
+  }
   // 4. Only now, the exact objects; each checked once more first.
   for (const ContentId& id : to_replace) {
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<RemoteStore::Held> h, remote.Stat(id));
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<Held> h, there.Stat(id));
     if (h && h->base && going.count(*h->base) != 0) {
       return Corruption("object " + id.Hex() + " on " + remote.where() + " is still a delta of " + h->base->Hex() +
                         " after it was re-sent: nothing was removed");
@@ -192,9 +196,9 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
     report.kept.emplace_back(id, "object " + above.Hex().substr(0, 12) + " there rests on it (pushed since retain "
                                  "listed the remote, or a version this clone does not know)");
   };
-  if (remote.LocksRemoval()) {
+  if (can.locked_removal != nullptr) {
     say("removing " + std::to_string(going.size()) + " objects from " + remote.where());
-    ZIPNN_ASSIGN_OR_RETURN(RemoteStore::Pruned pruned, remote.RemoveUnneeded(going));
+    ZIPNN_ASSIGN_OR_RETURN(Pruned pruned, can.locked_removal->RemoveUnneeded(going));
     for (const auto& [id, above] : pruned.kept) {
       if (going.count(id) != 0) keep(id, above);
     }
@@ -203,14 +207,14 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
   // No lock (S3), and no one pushes, the caller says: one more look, as
   // close to the removal as can be.
   say("listing " + remote.where() + " again");
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<ContentId> now, remote.List());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ContentId> now, there.List());
   std::map<ContentId, std::optional<ContentId>> base_of;
   for (size_t k = 0; k < now.size(); ++k) {
     // Each header again: re-sent objects rest elsewhere now, and a push
     // may have stored one as a delta meanwhile.
     say("reading the headers of " + remote.where() + " again (" + std::to_string(k + 1) + " of " +
         std::to_string(now.size()) + ")");
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<RemoteStore::Held> h, remote.Stat(now[k]));
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<Held> h, there.Stat(now[k]));
     if (h) base_of.emplace(now[k], h->base);
   }
   for (const auto& [id, base] : base_of) {
@@ -225,7 +229,7 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
   size_t i = 0;
   for (const ContentId& id : going) {
     say("removing from " + remote.where() + " (" + std::to_string(++i) + " of " + std::to_string(going.size()) + ")");
-    ZIPNN_RETURN_IF_ERROR(remote.Remove(id));
+    ZIPNN_RETURN_IF_ERROR(there.Remove(id));
   }
   return report;
 }
@@ -239,11 +243,13 @@ Status NoLockRefusal(const RemoteStore& remote, const std::string& name) {
 }
 
 Result<bool> FetchRecord(const store::Store& repo, const ContentId& id) {
-  auto name = DefaultRemote();
+  const Result<RemoteSettings> settings = RemoteSettings::Read();
+  if (!settings.ok()) return false;  // as no remote
+  auto name = DefaultRemote(*settings);
   if (!name.ok()) return false;
-  auto remote = OpenRemoteStore(*name);
+  auto remote = OpenRemoteStore(*settings, *name);
   if (!remote.ok()) return false;
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> text, (*remote)->GetRecord(id));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> text, GetSide(**remote, SideKind::kRecord, id));
   if (!text) return false;
   ZIPNN_ASSIGN_OR_RETURN(store::Retained record, store::ParseRecord(*text, id));
   ZIPNN_RETURN_IF_ERROR(store::WriteRecord(repo.objects, record));

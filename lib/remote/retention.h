@@ -19,7 +19,7 @@
 // The plan is made from a listing, and the remote may change after it: a
 // teammate pushes a fine-tune as a delta of a version that goes, another
 // retain runs. So the removal looks again, under the remote's lock, which
-// every object's arrival takes too (RemoteStore::RemoveUnneeded): what
+// every object's arrival takes too (LockedRemoval::RemoveUnneeded): what
 // rests on an object then keeps it. A remote without such a lock (S3)
 // is changed only when the caller says no one pushes to it meanwhile
 // (`pushes_stopped`), and is looked at once more just before removing.
@@ -39,6 +39,7 @@
 #include "lib/base/content_id.h"
 #include "lib/base/status.h"
 #include "lib/remote/remote_store.h"
+#include "lib/remote/sync.h"
 #include "lib/store/store.h"
 
 namespace zipnn::remote {
@@ -67,7 +68,7 @@ struct RemoteRetention {
 // what their approximate versions will add is not counted. Versions in
 // `stays` (the rules keep them now, PlannedVersion::rule_keeps) keep their
 // exact objects there, whatever the local records say. Unsupported for a
-// remote that cannot remove objects (RemoteStore::CanRetain).
+// remote without the Retention capability (remote_store.h).
 Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& remote,
                                        const std::vector<ContentId>& every_version, bool dry_run,
                                        const std::vector<ContentId>& planned,

@@ -116,7 +116,7 @@ std::string Etag(const http::Reply& r) {
   return etag == r.headers.end() ? "" : etag->second;
 }
 
-class Bucket : public remote::RemoteStore {
+class Bucket : public remote::RemoteStore, public remote::SideFiles, public remote::Retention {
  public:
   Bucket(std::string where, Options o) : where_(std::move(where)), o_(std::move(o)), http_(o_.timeout, o_.low_speed) {
     sigv4_ = "aws:amz:" + o_.region + ":s3";
@@ -170,12 +170,17 @@ class Bucket : public remote::RemoteStore {
     return OkStatus();
   }
 
-  bool CanRetain() const override { return true; }
+  remote::Capabilities capabilities() override {
+    remote::Capabilities c;
+    c.side_files = this;
+    c.retention = this;
+    return c;
+  }
 
   // The size from a HEAD, the base from the header's bytes (a ranged GET).
-  Result<std::optional<Held>> Stat(const ContentId& id) override {
+  Result<std::optional<remote::Held>> Stat(const ContentId& id) override {
     ZIPNN_ASSIGN_OR_RETURN(http::Reply head, Send("HEAD", Url(Key(id)), kEmptySha256));
-    if (head.status == 404) return std::optional<Held>();
+    if (head.status == 404) return std::optional<remote::Held>();
     if (head.status != 200) return Failure("cannot look for object " + id.Hex(), head);
     MemorySink bytes;
     http::Request t;
@@ -185,11 +190,11 @@ class Bucket : public remote::RemoteStore {
     if (r.status != 200 && r.status != 206) return Failure("cannot read the header of object " + id.Hex(), r);
     if (bytes.buffer().size() < container::kHeaderBytes) return Corruption("object " + id.Hex() + " is truncated");
     const container::HeaderFields h = container::DecodeHeader(bytes.buffer().data());
-    Held held;
+    remote::Held held;
     const auto length = head.headers.find("content-length");
     held.size = length == head.headers.end() ? 0 : std::strtoull(length->second.c_str(), nullptr, 10);
     if (h.kind == static_cast<uint8_t>(container::ObjectKind::kDelta)) held.base = h.base_id;
-    return std::optional<Held>(held);
+    return std::optional<remote::Held>(held);
   }
 
   // S3 replaces an object whole on a PUT; what it is sent, the local
@@ -244,21 +249,15 @@ class Bucket : public remote::RemoteStore {
     return OkStatus();
   }
 
-  Status PutRecord(const ContentId& id, const std::string& text) override {
-    return PutBeside(id, store::kRecordSuffix, text, "record upload refused");
+  // Beside the object, under its key plus the kind's suffix.
+  Status PutSide(remote::SideKind kind, const ContentId& id, const std::string& text) override {
+    const remote::SideKindInfo& side = remote::Side(kind);
+    return PutBeside(id, side.suffix, text, std::string(side.short_what) + " upload refused");
   }
 
-  Result<std::optional<std::string>> GetRecord(const ContentId& id) override {
-    return GetBeside(id, store::kRecordSuffix, uint64_t{128} << 20,  // as store::ReadRecord takes
-                     "cannot read the retention record of " + id.Hex());
-  }
-
-  Status PutBaseNote(const ContentId& id, const std::string& text) override {
-    return PutBeside(id, store::kBaseNoteSuffix, text, "base note upload refused");
-  }
-
-  Result<std::optional<std::string>> GetBaseNote(const ContentId& id) override {
-    return GetBeside(id, store::kBaseNoteSuffix, store::kMaxBaseNoteBytes, "cannot read the base note of " + id.Hex());
+  Result<std::optional<std::string>> GetSide(remote::SideKind kind, const ContentId& id) override {
+    const remote::SideKindInfo& side = remote::Side(kind);
+    return GetBeside(id, side.suffix, side.max_bytes, "cannot read the " + std::string(side.what) + " of " + id.Hex());
   }
 
  private:

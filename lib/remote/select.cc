@@ -1,5 +1,7 @@
 #include "lib/remote/select.h"
 
+#include <cerrno>
+#include <cinttypes>
 #include <cstdlib>
 #include <optional>
 #include <vector>
@@ -31,10 +33,10 @@ std::optional<std::string> Env(const char* name) {
 
 // Seconds a remote may go without a byte moving: $GIT_ZIPNN_TIMEOUT, else
 // zipnn.timeout, else kDefaultTimeout (docs/remotes.md, "Timeouts").
-Result<double> RemoteTimeout() {
+Result<double> RemoteTimeout(const RemoteSettings& settings) {
   std::optional<std::string> text = Env("GIT_ZIPNN_TIMEOUT");
   if (!text) {
-    ZIPNN_ASSIGN_OR_RETURN(text, git::ConfigGet("zipnn.timeout"));
+    text = settings.Get("zipnn.timeout");
   }
   if (!text) return kDefaultTimeout;
   char* end = nullptr;
@@ -51,7 +53,7 @@ Result<double> RemoteTimeout() {
 // which git reads with its k/m/g suffixes) over
 // $GIT_ZIPNN_LOW_SPEED_TIME seconds (else zipnn.lowSpeedTime), each
 // kDefaultLowSpeed's when unset; 0 in either turns the check off.
-Result<LowSpeed> RemoteLowSpeed() {
+Result<LowSpeed> RemoteLowSpeed(const RemoteSettings& settings) {
   LowSpeed limit = kDefaultLowSpeed;
   if (std::optional<std::string> text = Env("GIT_ZIPNN_LOW_SPEED_LIMIT")) {
     char* end = nullptr;
@@ -61,14 +63,14 @@ Result<LowSpeed> RemoteLowSpeed() {
     }
     limit.bytes_per_second = n;
   } else {
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<int64_t> n, git::ConfigGetInt("zipnn.lowSpeedLimit"));
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<int64_t> n, settings.GetInt("zipnn.lowSpeedLimit"));
     if (n && *n < 0) return InvalidArgument("zipnn.lowSpeedLimit must not be negative (0 turns the check off)");
     if (n) limit.bytes_per_second = static_cast<uint64_t>(*n);
   }
   std::optional<std::string> time = Env("GIT_ZIPNN_LOW_SPEED_TIME");
   const char* time_setting = "GIT_ZIPNN_LOW_SPEED_TIME";
   if (!time) {
-    ZIPNN_ASSIGN_OR_RETURN(time, git::ConfigGet("zipnn.lowSpeedTime"));
+    time = settings.Get("zipnn.lowSpeedTime");
     time_setting = "zipnn.lowSpeedTime";
   }
   if (time) {
@@ -86,88 +88,69 @@ Result<LowSpeed> RemoteLowSpeed() {
 // How to run ssh, as git does it: $GIT_SSH_COMMAND or core.sshCommand (a
 // command line of the user's, run by sh, our arguments after it), else
 // $GIT_SSH (a program), else ssh.
-Result<std::vector<std::string>> SshCommand(const SshTarget& t, const std::string& remote_command) {
+Result<std::vector<std::string>> SshCommand(const RemoteSettings& settings, const SshTarget& t,
+                                            const std::string& remote_command) {
   std::optional<std::string> line = Env("GIT_SSH_COMMAND");
   if (!line) {
-    ZIPNN_ASSIGN_OR_RETURN(line, git::ConfigGet("core.sshCommand"));
+    line = settings.Get("core.sshCommand");
   }
   return SshArgv(t, remote_command, line, Env("GIT_SSH").value_or(""));
 }
 
-// A store served over ssh by `git zipnn serve-store` on the host: the
-// store of the repository at the path (`repository`), or the folder.
-Result<std::unique_ptr<RemoteStore>> SshStore(const std::string& url, const SshTarget& t, bool repository,
-                                              const std::string& remote) {
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> serve, git::ConfigGet("remote." + remote + ".zipnnserve"));
-  const std::string remote_command =
-      serve.value_or("git-zipnn") + " serve-store " + (repository ? "--repository " : "") + "-- " + ShellQuote(t.path);
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> argv, SshCommand(t, remote_command));
-  StoreConnector connect = [argv]() -> Result<std::unique_ptr<Channel>> {
-    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<Process> ssh, Process::Start(argv));
-    return std::unique_ptr<Channel>(std::move(ssh));
-  };
-  ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
-  ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed());
-  return ServedRemote(
-      RedactUrl(url), std::move(connect),
-      "if ssh connected, is git-zipnn on the PATH there? remote." + remote + ".zipnnserve names the program to run",
-      timeout, low_speed);
+// The object stores a git remote may mean, each a row of kRemoteKinds:
+// whether it is the one a remote's URL and settings name (`match`), what
+// `git zipnn env` says of it (`describe`, without reaching it), and the
+// store (`open`). `t.url` is remote.<name>.zipnnurl when set (then
+// `t.repository` is false), else the remote's URL.
+
+// One git remote as the kinds see it.
+struct RemoteTarget {
+  const RemoteSettings& settings;
+  std::string remote;  // the git remote's name, or the URL or path given in its place
+  std::string url;     // remote.<name>.zipnnurl when set, else the remote's URL
+  bool repository;     // the URL is a git remote's: a path there means that repository's store
+  std::string set;     // what a description adds when the URL is remote.<name>.zipnnurl
+};
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
+
+bool IsHttp(const std::string& url) { return StartsWith(url, "https://") || StartsWith(url, "http://"); }
+
+// --- S3: an s3:// URL.
+
+bool MatchS3(const RemoteTarget& t) { return StartsWith(t.url, "s3://"); }
+
+std::string DescribeS3(const RemoteTarget& t) { return "the S3 bucket " + t.url + t.set; }
 
 // An S3 bucket: remote.<name>.zipnnendpoint (else $AWS_ENDPOINT_URL_S3 or
 // $AWS_ENDPOINT_URL) for a server other than AWS, remote.<name>.zipnnregion
 // (else the AWS settings), remote.<name>.zipnnpartsize for the size of
 // upload parts, and credentials from the AWS sources.
-Result<std::unique_ptr<RemoteStore>> S3Store(const std::string& url, const std::string& remote) {
+Result<std::unique_ptr<RemoteStore>> OpenS3(const RemoteTarget& t) {
   s3::Options o;
-  ZIPNN_ASSIGN_OR_RETURN(o.location, s3::ParseUrl(url));
-  const std::string key = "remote." + remote + ".zipnn";
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> endpoint, git::ConfigGet(key + "endpoint"));
+  ZIPNN_ASSIGN_OR_RETURN(o.location, s3::ParseUrl(t.url));
+  const std::string key = "remote." + t.remote + ".zipnn";
+  std::optional<std::string> endpoint = t.settings.Get(key + "endpoint");
   if (!endpoint) endpoint = Env("AWS_ENDPOINT_URL_S3");
   if (!endpoint) endpoint = Env("AWS_ENDPOINT_URL");
   o.endpoint = endpoint.value_or("");
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> region, git::ConfigGet(key + "region"));
+  const std::optional<std::string> region = t.settings.Get(key + "region");
   o.region = region ? *region : s3::FindRegion();
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<int64_t> part_size, git::ConfigGetInt(key + "partsize"));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<int64_t> part_size, t.settings.GetInt(key + "partsize"));
   if (part_size) {
     if (*part_size < (5 << 20)) return InvalidArgument(key + "partsize must be at least 5m (S3's smallest part)");
     o.part_size = static_cast<uint64_t>(*part_size);
   }
-  ZIPNN_ASSIGN_OR_RETURN(o.timeout, RemoteTimeout());
-  ZIPNN_ASSIGN_OR_RETURN(o.low_speed, RemoteLowSpeed());
+  ZIPNN_ASSIGN_OR_RETURN(o.timeout, RemoteTimeout(t.settings));
+  ZIPNN_ASSIGN_OR_RETURN(o.low_speed, RemoteLowSpeed(t.settings));
   ZIPNN_ASSIGN_OR_RETURN(o.credentials, s3::FindCredentials());
-  return s3::Remote(url, std::move(o));
+  return s3::Remote(t.url, std::move(o));
 }
 
-// The store a URL names. `repository`: the URL is a git remote's, so a
-// path means a repository whose store is used; else it is the store itself.
-// The Git LFS server of a repository hosted at `url` (an http(s) URL):
-// the endpoint Git LFS itself would use (remote.<name>.lfsurl, else
-// lfs.url, else the one derived from the URL), or `url` itself when it is
-// remote.<name>.zipnnurl (not `repository`), which names the LFS API.
-Result<std::unique_ptr<RemoteStore>> LfsStore(const std::string& url, bool repository, const std::string& remote) {
-  std::string endpoint = url;
-  if (repository) {
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> set, git::ConfigGet("remote." + remote + ".lfsurl"));
-    if (!set) {
-      ZIPNN_ASSIGN_OR_RETURN(set, git::ConfigGet("lfs.url"));
-    }
-    if (set) {
-      endpoint = *set;
-    } else {
-      ZIPNN_ASSIGN_OR_RETURN(endpoint, lfs::EndpointOf(url));
-    }
-  }
-  while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
-  if (!http::IsHttpUrl(endpoint)) {
-    return InvalidArgument("the Git LFS endpoint of remote " + remote + " is " + RedactUrl(endpoint) +
-                           ", not an http or https URL: set remote." + remote +
-                           ".lfsurl (or lfs.url) to the https URL of its LFS API");
-  }
-  ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
-  ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed());
-  return OpenGitLfsStore(remote, endpoint, timeout, low_speed);
-}
+// --- Git LFS: the storage of the host that serves the repository.
 
 // Hosting sites that serve Git LFS beside their repositories: an ssh
 // remote there means its LFS storage (no git-zipnn runs on such a host).
@@ -177,33 +160,101 @@ constexpr const char* kLfsHosts[] = {"github.com",    "gitlab.com",   "huggingfa
 // Whether an ssh remote's objects go to its host's Git LFS storage:
 // remote.<name>.zipnnkind ("lfs" or "store") when set, else whether the
 // host is one of kLfsHosts.
-Result<bool> ServesLfs(const SshTarget& t, const std::string& remote) {
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> kind, git::ConfigGet("remote." + remote + ".zipnnkind"));
-  if (kind) {
+Result<bool> ServesLfs(const RemoteSettings& settings, const SshTarget& t, const std::string& remote) {
+  if (const std::optional<std::string> kind = settings.Get("remote." + remote + ".zipnnkind")) {
     if (*kind == "lfs") return true;
     if (*kind == "store") return false;
     return InvalidArgument("remote." + remote + ".zipnnkind is \"" + *kind + "\"; it may be lfs or store");
   }
-  std::string host = t.host.substr(t.host.find('@') + 1);
-  for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string host = Lower(t.host.substr(t.host.find('@') + 1));
   for (const char* known : kLfsHosts) {
     if (host == known) return true;
   }
   return false;
 }
 
+// How a remote reaches its Git LFS storage, if it does: the LFS API of
+// an http(s) URL; for a git remote reached over ssh, the endpoint set in
+// remote.<name>.lfsurl (else lfs.url), else the host's, asked over ssh.
+struct LfsRoute {
+  enum class Way { kHttp, kSetEndpoint, kOverSsh } way;
+  std::string endpoint;  // kSetEndpoint's
+  SshTarget ssh;         // kOverSsh's
+};
+
+// The endpoint Git LFS itself would use for a git remote: remote.<name>.lfsurl,
+// else lfs.url; nullopt when neither is set.
+std::optional<std::string> SetLfsEndpoint(const RemoteTarget& t) {
+  std::optional<std::string> set = t.settings.Get("remote." + t.remote + ".lfsurl");
+  if (!set) set = t.settings.Get("lfs.url");
+  return set;
+}
+
+Result<std::optional<LfsRoute>> LfsRouteOf(const RemoteTarget& t) {
+  if (IsHttp(t.url)) return std::optional<LfsRoute>(LfsRoute{LfsRoute::Way::kHttp, "", {}});
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<SshTarget> ssh, ParseSshUrl(t.url));
+  if (!ssh || !t.repository) return std::optional<LfsRoute>();
+  if (std::optional<std::string> set = SetLfsEndpoint(t)) {
+    return std::optional<LfsRoute>(LfsRoute{LfsRoute::Way::kSetEndpoint, *set, *ssh});
+  }
+  ZIPNN_ASSIGN_OR_RETURN(bool lfs, ServesLfs(t.settings, *ssh, t.remote));
+  if (!lfs) return std::optional<LfsRoute>();
+  return std::optional<LfsRoute>(LfsRoute{LfsRoute::Way::kOverSsh, "", *ssh});
+}
+
+Result<bool> MatchLfs(const RemoteTarget& t) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<LfsRoute> route, LfsRouteOf(t));
+  return route.has_value();
+}
+
+Result<std::string> DescribeLfs(const RemoteTarget& t) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<LfsRoute> route, LfsRouteOf(t));
+  if (route && route->way == LfsRoute::Way::kSetEndpoint) return "the Git LFS storage at " + route->endpoint;
+  if (route && route->way == LfsRoute::Way::kOverSsh) return "the Git LFS storage of " + t.url + " (over ssh)";
+  return "the Git LFS storage of " + t.url + t.set;
+}
+
+// The Git LFS server of a repository hosted at `t.url` (an http(s) URL):
+// the endpoint Git LFS itself would use (remote.<name>.lfsurl, else
+// lfs.url, else the one derived from the URL), or `t.url` itself when it
+// is remote.<name>.zipnnurl (not `t.repository`), which names the LFS API.
+Result<std::unique_ptr<RemoteStore>> LfsStore(const RemoteTarget& t) {
+  std::string endpoint = t.url;
+  if (t.repository) {
+    if (std::optional<std::string> set = SetLfsEndpoint(t)) {
+      endpoint = *set;
+    } else {
+      ZIPNN_ASSIGN_OR_RETURN(endpoint, lfs::EndpointOf(t.url));
+    }
+  }
+  while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
+  if (!http::IsHttpUrl(endpoint)) {
+    return InvalidArgument("the Git LFS endpoint of remote " + t.remote + " is " + RedactUrl(endpoint) +
+                           ", not an http or https URL: set remote." + t.remote +
+                           ".lfsurl (or lfs.url) to the https URL of its LFS API");
+  }
+  ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout(t.settings));
+  ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed(t.settings));
+  return OpenGitLfsStore(t.remote, endpoint, timeout, low_speed);
+}
+
 // The Git LFS storage of a repository reached over ssh: its API's place
 // and headers for each operation are what `git-lfs-authenticate <path>
 // <operation>` answers on the host, as Git LFS asks for them.
-Result<std::unique_ptr<RemoteStore>> LfsOverSsh(const std::string& url, const SshTarget& t, const std::string& remote) {
+Result<std::unique_ptr<RemoteStore>> LfsOverSsh(const RemoteTarget& target, const SshTarget& t) {
+  const std::string& url = target.url;
   ZIPNN_ASSIGN_OR_RETURN(const std::string endpoint, lfs::EndpointOf(url));
-  ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout());
-  ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed());
+  ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout(target.settings));
+  ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed(target.settings));
   std::string path = t.path;
   while (!path.empty() && path.front() == '/') path.erase(0, 1);
-  auto authenticate = [t, path, url, timeout](const std::string& operation) -> Result<lfs::Grant> {
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> argv,
-                           SshCommand(t, "git-lfs-authenticate " + ShellQuote(path) + " " + operation));
+  // The ssh command line is read now: the settings do not outlive the
+  // opening.
+  const std::optional<std::string> ssh_line =
+      Env("GIT_SSH_COMMAND") ? Env("GIT_SSH_COMMAND") : target.settings.Get("core.sshCommand");
+  auto authenticate = [t, path, url, timeout, ssh_line](const std::string& operation) -> Result<lfs::Grant> {
+    const std::vector<std::string> argv =
+        SshArgv(t, "git-lfs-authenticate " + ShellQuote(path) + " " + operation, ssh_line, Env("GIT_SSH").value_or(""));
     Result<Captured> ran = RunCapture(argv, "", timeout);
     if (!ran.ok()) {  // one that does not answer within the timeout is stopped
       return Annotate(ran.status(), "git-lfs-authenticate over ssh for " + RedactUrl(url) +
@@ -217,45 +268,179 @@ Result<std::unique_ptr<RemoteStore>> LfsOverSsh(const std::string& url, const Ss
     }
     return lfs::ParseGrant(run.out);
   };
-  return OpenGitLfsStore(remote, endpoint, timeout, low_speed, std::move(authenticate));
+  return OpenGitLfsStore(target.remote, endpoint, timeout, low_speed, std::move(authenticate));
 }
 
-Result<std::unique_ptr<RemoteStore>> StoreAt(const std::string& url, bool repository, const std::string& remote) {
-  const std::string fix = "set remote." + remote + ".zipnnurl to a shared folder (docs/remotes.md)";
-  if (StartsWith(url, "s3://")) return S3Store(url, remote);
-  if (StartsWith(url, "https://") || StartsWith(url, "http://")) return LfsStore(url, repository, remote);
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<SshTarget> ssh, ParseSshUrl(url));
-  if (ssh && repository) {
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> lfs_url, git::ConfigGet("remote." + remote + ".lfsurl"));
-    if (!lfs_url) {
-      ZIPNN_ASSIGN_OR_RETURN(lfs_url, git::ConfigGet("lfs.url"));
-    }
-    if (lfs_url) return LfsStore(url, repository, remote);  // the endpoint set, over https
-    ZIPNN_ASSIGN_OR_RETURN(bool lfs, ServesLfs(*ssh, remote));
-    if (lfs) return LfsOverSsh(url, *ssh, remote);
-  }
-  if (ssh) return SshStore(url, *ssh, repository, remote);
-  std::string path = url;
-  if (StartsWith(url, "file://")) {
-    path = url.substr(7);
-  } else if (url.find("://") != std::string::npos) {
-    return Unsupported(RedactUrl(url) + ": git-zipnn has no object store for this kind of URL; " + fix);
-  }
-  if (path.empty()) return InvalidArgument("remote " + remote + " has an empty URL");
+Result<std::unique_ptr<RemoteStore>> OpenLfs(const RemoteTarget& t) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<LfsRoute> route, LfsRouteOf(t));
+  if (route && route->way == LfsRoute::Way::kOverSsh) return LfsOverSsh(t, route->ssh);
+  return LfsStore(t);  // over https: the URL's, or the endpoint set
+}
+
+// --- A store served over ssh by `git zipnn serve-store` on the host.
+
+Result<bool> MatchServed(const RemoteTarget& t) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<SshTarget> ssh, ParseSshUrl(t.url));
+  return ssh.has_value();
+}
+
+std::string DescribeServed(const RemoteTarget& t) {
+  return "a store served over ssh by git zipnn serve-store at " + t.url + t.set;
+}
+
+// The store of the repository at the path (`t.repository`), or the
+// folder; remote.<name>.zipnnserve names the program to run there.
+Result<std::unique_ptr<RemoteStore>> OpenServed(const RemoteTarget& target) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<SshTarget> ssh, ParseSshUrl(target.url));
+  const SshTarget& t = *ssh;  // MatchServed said so
+  const std::optional<std::string> serve = target.settings.Get("remote." + target.remote + ".zipnnserve");
+  const std::string remote_command = serve.value_or("git-zipnn") + " serve-store " +
+                                     (target.repository ? "--repository " : "") + "-- " + ShellQuote(t.path);
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> argv, SshCommand(target.settings, t, remote_command));
+  StoreConnector connect = [argv]() -> Result<std::unique_ptr<Channel>> {
+    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<Process> ssh, Process::Start(argv));
+    return std::unique_ptr<Channel>(std::move(ssh));
+  };
+  ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout(target.settings));
+  ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed(target.settings));
+  return ServedRemote(RedactUrl(target.url), std::move(connect),
+                      "if ssh connected, is git-zipnn on the PATH there? remote." + target.remote +
+                          ".zipnnserve names the program to run",
+                      timeout, low_speed);
+}
+
+// --- A folder: a path or a file:// URL; for a git remote, the store of
+// the repository there.
+
+bool MatchFolder(const RemoteTarget& t) {
+  return StartsWith(t.url, "file://") || t.url.find("://") == std::string::npos;
+}
+
+std::string DescribeFolder(const RemoteTarget& t) {
+  return (t.repository ? "the object store of the repository at " : "the folder ") + t.url + t.set;
+}
+
+Result<std::unique_ptr<RemoteStore>> OpenFolder(const RemoteTarget& t) {
+  std::string path = StartsWith(t.url, "file://") ? t.url.substr(7) : t.url;
+  if (path.empty()) return InvalidArgument("remote " + t.remote + " has an empty URL");
   if (path[0] != '/') {  // git reads a relative URL from the top of the work tree
     auto top = git::TopLevel();
     if (top.ok()) path = *top + "/" + path;
   }
-  const bool links = git::ConfigFlag("zipnn.hardlinks", /*unset=*/true);
-  if (!repository) return FolderRemote(path, links);
+  const bool links = t.settings.Flag("zipnn.hardlinks", /*unset=*/true);
+  if (!t.repository) return FolderRemote(path, links);
   ZIPNN_ASSIGN_OR_RETURN(std::string root, git::StoreOfRepository(path));
   return FolderRemote(root, links);
 }
 
+// Adapters for rows whose match or describe cannot fail.
+template <bool (*f)(const RemoteTarget&)>
+Result<bool> Always(const RemoteTarget& t) {
+  return f(t);
+}
+template <std::string (*f)(const RemoteTarget&)>
+Result<std::string> Said(const RemoteTarget& t) {
+  return f(t);
+}
+
+// The kinds, in the order they are tried: the first whose match says
+// yes is the remote's.
+struct RemoteKind {
+  const char* name;  // for docs/architecture.md, "Adding a remote kind"
+  Result<bool> (*match)(const RemoteTarget& t);
+  Result<std::string> (*describe)(const RemoteTarget& t);
+  Result<std::unique_ptr<RemoteStore>> (*open)(const RemoteTarget& t);
+};
+constexpr RemoteKind kRemoteKinds[] = {
+    {"S3", Always<MatchS3>, Said<DescribeS3>, OpenS3},
+    {"Git LFS", MatchLfs, DescribeLfs, OpenLfs},
+    {"store served over ssh", MatchServed, Said<DescribeServed>, OpenServed},
+    {"folder", Always<MatchFolder>, Said<DescribeFolder>, OpenFolder},
+};
+
+// The row of the kind `t` means; null when none is (a URL of a scheme no
+// kind takes).
+Result<const RemoteKind*> KindOf(const RemoteTarget& t) {
+  for (const RemoteKind& kind : kRemoteKinds) {
+    ZIPNN_ASSIGN_OR_RETURN(bool match, kind.match(t));
+    if (match) return &kind;
+  }
+  return static_cast<const RemoteKind*>(nullptr);
+}
+
+// The store a URL names. `repository`: the URL is a git remote's, so a
+// path means a repository whose store is used; else it is the store itself.
+Result<std::unique_ptr<RemoteStore>> StoreAt(const RemoteTarget& t) {
+  ZIPNN_ASSIGN_OR_RETURN(const RemoteKind* kind, KindOf(t));
+  if (kind == nullptr) {
+    return Unsupported(RedactUrl(t.url) + ": git-zipnn has no object store for this kind of URL; set remote." +
+                       t.remote + ".zipnnurl to a shared folder (docs/remotes.md)");
+  }
+  return kind->open(t);
+}
+
+// The keys remotes read (RemoteSettings), as `git config --get-regexp`
+// takes them: every remote's and branch's, git-zipnn's own and Git LFS's
+// (with diff.zipnn, so that the tensor listings read them here too:
+// lib/git/listings.h), and the ssh command line.
+constexpr char kRemoteKeys[] = "^(remote|branch|zipnn|lfs|diff\\.zipnn)\\.|^core\\.sshcommand$";
+
+bool IsTrue(const std::string& v) {
+  const std::string lower = Lower(v);
+  return lower == "true" || lower == "yes" || lower == "on" || lower == "1";
+}
+
+// An integer as git's --type=int reads one (a decimal, octal or hex
+// number, then k, m or g for 2^10, 2^20, 2^30), or nullopt when git
+// would not take it.
+std::optional<int64_t> GitInt(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const intmax_t value = std::strtoimax(text.c_str(), &end, 0);
+  if (errno == ERANGE || end == text.c_str()) return std::nullopt;
+  const std::string unit = Lower(end);
+  const intmax_t factor = unit.empty() ? 1 : unit == "k" ? intmax_t{1} << 10 : unit == "m" ? intmax_t{1} << 20
+                                         : unit == "g"   ? intmax_t{1} << 30 : 0;
+  if (factor == 0) return std::nullopt;
+  const intmax_t max = INT64_MAX;
+  if ((value < 0 && -max / factor > value) || (value > 0 && max / factor < value)) return std::nullopt;
+  return static_cast<int64_t>(value * factor);
+}
+
 }  // namespace
 
-Result<std::string> DefaultRemote() {
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> upstream, git::UpstreamRemote());
+Result<RemoteSettings> RemoteSettings::Read() {
+  RemoteSettings settings;
+  ZIPNN_ASSIGN_OR_RETURN(settings.config_, git::ConfigSnapshot::Read(kRemoteKeys));
+  return settings;
+}
+
+std::optional<std::string> RemoteSettings::Get(const std::string& key) const {
+  // git's names: the section and the name in lower case, a subsection
+  // (a remote's or a branch's name) as it is.
+  const size_t first = key.find('.'), last = key.rfind('.');
+  if (first == std::string::npos) return std::nullopt;
+  const std::string name = Lower(key.substr(0, first)) + key.substr(first, last - first) + Lower(key.substr(last));
+  std::optional<std::string> value = config_.Get(name);
+  while (value && !value->empty() && value->back() == '\n') value->pop_back();  // as git::ConfigGet
+  return value;
+}
+
+Result<std::optional<int64_t>> RemoteSettings::GetInt(const std::string& key) const {
+  const std::optional<std::string> text = Get(key);
+  if (!text) return std::optional<int64_t>();
+  if (std::optional<int64_t> n = GitInt(*text)) return n;
+  return git::ConfigGetInt(key);  // git's own word on what it does not take, as it says it
+}
+
+bool RemoteSettings::Flag(const std::string& key, bool unset) const {
+  const std::optional<std::string> value = Get(key);
+  return value ? IsTrue(*value) : unset;
+}
+
+Result<std::string> DefaultRemote(const RemoteSettings& settings) {
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> upstream, git::UpstreamRemote(settings.config()));
   if (upstream) return *upstream;
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> remotes, git::Remotes());
   for (const std::string& r : remotes) {
@@ -266,39 +451,25 @@ Result<std::string> DefaultRemote() {
                                   : "this repository has several git remotes and none is origin; name one");
 }
 
-Result<std::string> RemoteOrDefault(const std::string& named) {
+Result<std::string> RemoteOrDefault(const RemoteSettings& settings, const std::string& named) {
   if (!named.empty()) return named;
-  return DefaultRemote();
+  return DefaultRemote(settings);
 }
 
-Result<std::string> DescribeStore(const std::string& remote) {
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> zipnn_url, git::ConfigGet("remote." + remote + ".zipnnurl"));
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> url, git::ConfigGet("remote." + remote + ".url"));
-  const bool repository = !zipnn_url;
+Result<std::string> DescribeStore(const RemoteSettings& settings, const std::string& remote) {
+  const std::optional<std::string> zipnn_url = settings.Get("remote." + remote + ".zipnnurl");
+  const std::optional<std::string> url = settings.Get("remote." + remote + ".url");
   const std::string where = zipnn_url ? *zipnn_url : url ? *url : remote;
-  const std::string set = zipnn_url ? " (remote." + remote + ".zipnnurl)" : "";
-  if (StartsWith(where, "s3://")) return "the S3 bucket " + where + set;
-  if (StartsWith(where, "https://") || StartsWith(where, "http://")) return "the Git LFS storage of " + where + set;
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<SshTarget> ssh, ParseSshUrl(where));
-  if (ssh && repository) {
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> lfs_url, git::ConfigGet("remote." + remote + ".lfsurl"));
-    if (!lfs_url) {
-      ZIPNN_ASSIGN_OR_RETURN(lfs_url, git::ConfigGet("lfs.url"));
-    }
-    if (lfs_url) return "the Git LFS storage at " + *lfs_url;
-    ZIPNN_ASSIGN_OR_RETURN(bool lfs, ServesLfs(*ssh, remote));
-    if (lfs) return "the Git LFS storage of " + where + " (over ssh)";
-  }
-  if (ssh) return "a store served over ssh by git zipnn serve-store at " + where + set;
-  if (where.find("://") != std::string::npos && !StartsWith(where, "file://")) {
-    return "none: git-zipnn has no object store for " + where;
-  }
-  return (repository ? "the object store of the repository at " : "the folder ") + where + set;
+  const RemoteTarget t{settings, remote, where, /*repository=*/!zipnn_url,
+                       zipnn_url ? " (remote." + remote + ".zipnnurl)" : ""};
+  ZIPNN_ASSIGN_OR_RETURN(const RemoteKind* kind, KindOf(t));
+  if (kind == nullptr) return "none: git-zipnn has no object store for " + where;
+  return kind->describe(t);
 }
 
-Result<int> ConcurrentTransfers() {
+Result<int> ConcurrentTransfers(const RemoteSettings& settings) {
   for (const char* key : {"zipnn.concurrentTransfers", "lfs.concurrenttransfers"}) {
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<int64_t> n, git::ConfigGetInt(key));
+    ZIPNN_ASSIGN_OR_RETURN(std::optional<int64_t> n, settings.GetInt(key));
     if (!n) continue;
     if (*n < 1 || *n > 64) return InvalidArgument(std::string(key) + " must be between 1 and 64");
     return static_cast<int>(*n);
@@ -306,10 +477,11 @@ Result<int> ConcurrentTransfers() {
   return 4;
 }
 
-Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const std::string& remote) {
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> zipnn_url, git::ConfigGet("remote." + remote + ".zipnnurl"));
-  if (zipnn_url) return StoreAt(*zipnn_url, /*repository=*/false, remote);
-  ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> url, git::ConfigGet("remote." + remote + ".url"));
+Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const RemoteSettings& settings, const std::string& remote) {
+  if (std::optional<std::string> zipnn_url = settings.Get("remote." + remote + ".zipnnurl")) {
+    return StoreAt(RemoteTarget{settings, remote, *zipnn_url, /*repository=*/false, ""});
+  }
+  const std::optional<std::string> url = settings.Get("remote." + remote + ".url");
   // A word that is no remote's name and cannot be a path or a URL (no
   // '/', ':' or '.'): a name mistyped, said as one.
   if (!url && remote.find_first_of("/:.") == std::string::npos && !FileExists(remote)) {
@@ -320,7 +492,33 @@ Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const std::string& remote) 
                      : names.empty()  ? " (this repository has no remote: `git remote add <name> <url>`)"
                                       : " (the remotes are " + Alternatives(names) + ")"));
   }
-  return StoreAt(url ? *url : remote, /*repository=*/true, remote);  // a URL given in place of a name
+  // A URL given in place of a name is taken as a git remote's.
+  return StoreAt(RemoteTarget{settings, remote, url ? *url : remote, /*repository=*/true, ""});
+}
+
+Result<std::string> DefaultRemote() {
+  ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());
+  return DefaultRemote(settings);
+}
+
+Result<std::string> RemoteOrDefault(const std::string& named) {
+  if (!named.empty()) return named;
+  return DefaultRemote();
+}
+
+Result<std::string> DescribeStore(const std::string& remote) {
+  ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());
+  return DescribeStore(settings, remote);
+}
+
+Result<int> ConcurrentTransfers() {
+  ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());
+  return ConcurrentTransfers(settings);
+}
+
+Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const std::string& remote) {
+  ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());
+  return OpenRemoteStore(settings, remote);
 }
 
 }  // namespace zipnn::remote

@@ -1,19 +1,58 @@
 // Which object store a git remote means (docs/remotes.md): the remote to
 // use when none is named, and the store behind it, opened as one
-// RemoteStore whatever its kind: a folder (a path or file:// URL,
-// or the store of the repository there), a store served over ssh by
-// `git zipnn serve-store`, or an S3 bucket. Settings are read from git
-// config and the environment as docs/remotes.md lists them.
+// RemoteStore whatever its kind. The kinds are the rows of kRemoteKinds
+// (select.cc), tried in order, each saying whether a remote's URL and
+// settings mean it, what it is in words, and how to open it: an S3
+// bucket (s3.h), the Git LFS storage of the host that serves the
+// repository (lfs_git.h), a store served over ssh by `git zipnn
+// serve-store` (served.h), and a folder (a path or file:// URL, or the
+// store of the repository there).
+//
+// Settings are read from git config and the environment as
+// docs/remotes.md lists them: the git config ones at once, with one `git
+// config` run (RemoteSettings), which a command reads once and passes to
+// each call; each form without RemoteSettings reads them itself.
 // Thread-compatible.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "lib/base/status.h"
+#include "lib/git/git.h"
 #include "lib/remote/remote_store.h"
 
 namespace zipnn::remote {
+
+// The git config settings remotes read: every remote's and branch's,
+// git-zipnn's own (zipnn.*, diff.zipnn.*), Git LFS's (lfs.*) and
+// core.sshCommand, read by one `git config` run. A value.
+class RemoteSettings {
+ public:
+  static Result<RemoteSettings> Read();
+  // As git::ConfigGet: the last value given, nullopt when unset. `key` as
+  // git spells it, its section and name in any case ("zipnn.lowSpeedLimit").
+  std::optional<std::string> Get(const std::string& key) const;
+  // As git::ConfigGetInt (git's k, m and g suffixes); a value git would
+  // not take is InvalidArgument, as git words it.
+  Result<std::optional<int64_t>> GetInt(const std::string& key) const;
+  // As git::ConfigFlag.
+  bool Flag(const std::string& key, bool unset) const;
+  // What was read, for lib/git's readers of the same keys.
+  const git::ConfigSnapshot& config() const { return config_; }
+
+ private:
+  git::ConfigSnapshot config_;
+};
+
+// Each call below with `settings` reads git config from them.
+Result<std::string> DefaultRemote(const RemoteSettings& settings);
+Result<std::string> RemoteOrDefault(const RemoteSettings& settings, const std::string& named);
+Result<std::string> DescribeStore(const RemoteSettings& settings, const std::string& remote);
+Result<int> ConcurrentTransfers(const RemoteSettings& settings);
+Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const RemoteSettings& settings, const std::string& remote);
 
 // The remote to use when none is named: the current branch's upstream
 // remote, else "origin", else the only remote. NotFound when there is none

@@ -17,6 +17,8 @@
 #include "lib/base/strings.h"
 #include "lib/store/base_note.h"
 #include "lib/store/chain.h"
+#include "lib/store/receive.h"
+#include "lib/remote/sync.h"
 
 namespace zipnn::remote {
 
@@ -243,7 +245,7 @@ Status ServePut(const ObjectStore& store, Wire& wire, const ContentId& id, uint6
       wire, size,
       [&](const std::function<Status(AtomicFile&)>& write) -> Result<bool> {
         ZIPNN_RETURN_IF_ERROR(
-            ReceiveObject(store, id, write, [&](const std::string& temp) { return CheckDecodes(store, temp, id); }));
+            store::ReceiveObject(store, id, write, [&](const std::string& temp) { return CheckDecodes(store, temp, id); }));
         return true;
       },
       [](const bool&) { return std::string(); });
@@ -256,7 +258,7 @@ Status ServeDemote(const ObjectStore& store, Wire& wire, const ContentId& id, ui
   return Answered<uint64_t>(
       wire, size,
       [&](const std::function<Status(AtomicFile&)>& write) {
-        return DemoteObject(store, id, write, [&](const std::string& temp) { return CheckDecodes(store, temp, id); });
+        return store::DemoteObject(store, id, write, [&](const std::string& temp) { return CheckDecodes(store, temp, id); });
       },
       [](const uint64_t& replaced) { return " " + std::to_string(replaced); });
 }
@@ -268,7 +270,7 @@ Status ServeReplace(const ObjectStore& store, Wire& wire, const ContentId& id, u
       wire, size,
       [&](const std::function<Status(AtomicFile&)>& write) -> Result<bool> {
         ZIPNN_RETURN_IF_ERROR(
-            ReplaceObject(store, id, write, [&](const std::string& temp) { return CheckDecodes(store, temp, id); }));
+            store::ReplaceObject(store, id, write, [&](const std::string& temp) { return CheckDecodes(store, temp, id); }));
         return true;
       },
       [](const bool&) { return std::string(); });
@@ -285,7 +287,7 @@ Status ServePrune(const ObjectStore& store, Wire& wire, uint64_t n) {
     if (!id) return wire.Break("a prune request with a line that is not an object id");
     ids.insert(*id);
   }
-  Result<RemoteStore::Pruned> pruned = PruneObjects(store, ids);
+  Result<Pruned> pruned = store::PruneObjects(store, ids);
   if (!pruned.ok()) return wire.Send("error " + pruned.status().message() + "\n");
   std::string answer = "ok " + std::to_string(pruned->kept.size()) + "\n";
   for (const auto& [kept, above] : pruned->kept) answer += kept.Hex() + " " + above.Hex() + "\n";
@@ -293,7 +295,7 @@ Status ServePrune(const ObjectStore& store, Wire& wire, uint64_t n) {
 }
 
 Status ServeStat(const ObjectStore& store, Wire& wire, const ContentId& id) {
-  Result<std::optional<RemoteStore::Held>> held = StatObject(store, id);
+  Result<std::optional<Held>> held = store::StatObject(store, id);
   if (!held.ok()) return wire.Send("error " + held.status().message() + "\n");
   if (!*held) return wire.Send("missing\n");
   return wire.Send("ok " + std::to_string((*held)->size) + " " + ((*held)->base ? (*held)->base->Hex() : "-") + "\n");
@@ -315,6 +317,90 @@ Status ServeTextGet(Wire& wire, const Result<std::optional<std::string>>& text) 
   return wire.Send("ok " + std::to_string((*text)->size()) + "\n" + **text);
 }
 
+// What a request line names after its verb, parsed as its verb's Shape
+// says.
+struct Args {
+  ContentId id;
+  uint64_t n = 0;  // a count of ids (has, prune) or a payload's size
+  const SideKindInfo* side = nullptr;
+};
+
+// The words a request takes after its verb.
+enum class Shape {
+  kNone,        // list
+  kCount,       // has <n>
+  kId,          // get <id>
+  kIdSize,      // put <id> <size>
+  kSideId,      // get-side <kind> <id>
+  kSideIdSize,  // put-side <kind> <id> <size>
+};
+
+Status ServeHasVerb(const ObjectStore& store, Wire& wire, const Args& a) { return ServeHas(store, wire, a.n); }
+Status ServeGetVerb(const ObjectStore& store, Wire& wire, const Args& a) { return ServeGet(store, wire, a.id); }
+Status ServePutVerb(const ObjectStore& store, Wire& wire, const Args& a) { return ServePut(store, wire, a.id, a.n); }
+Status ServeDemoteVerb(const ObjectStore& store, Wire& wire, const Args& a) {
+  return ServeDemote(store, wire, a.id, a.n);
+}
+Status ServeReplaceVerb(const ObjectStore& store, Wire& wire, const Args& a) {
+  return ServeReplace(store, wire, a.id, a.n);
+}
+Status ServeStatVerb(const ObjectStore& store, Wire& wire, const Args& a) { return ServeStat(store, wire, a.id); }
+Status ServeRemove(const ObjectStore& store, Wire& wire, const Args& a) {
+  const Status st = store::RemoveObject(store, a.id);
+  return wire.Send(st.ok() ? "ok\n" : "error " + st.message() + "\n");
+}
+Status ServePruneVerb(const ObjectStore& store, Wire& wire, const Args& a) { return ServePrune(store, wire, a.n); }
+Status ServeList(const ObjectStore& store, Wire& wire, const Args&) {
+  Result<std::vector<ContentId>> ids = store::ListObjects(store);
+  if (!ids.ok()) return wire.Send("error " + ids.status().message() + "\n");
+  std::string answer = "ok " + std::to_string(ids->size()) + "\n";
+  for (const ContentId& i : *ids) answer += i.Hex() + "\n";
+  return wire.Send(answer);
+}
+// A side file of any kind (SideKind), kept by its kind's own check.
+Status ServeSidePut(const ObjectStore& store, Wire& wire, const Args& a) {
+  return ServeTextPut(wire, a.n, [&](const std::string& text) { return a.side->keep(store, a.id, text); });
+}
+Status ServeSideGet(const ObjectStore& store, Wire& wire, const Args& a) {
+  return ServeTextGet(wire, a.side->read(store, a.id));
+}
+
+// The requests a server answers. put-note, get-note, put-record and
+// get-record are put-side and get-side of one kind each, from before
+// those two: a client sends them still, so that the servers of those
+// releases understand it (SideKindInfo::put_verb), and a server answers
+// both.
+struct Verb {
+  const char* name;
+  Shape shape;
+  Status (*serve)(const ObjectStore& store, Wire& wire, const Args& a);
+  std::optional<SideKind> side;  // the kind an old side-file request names
+};
+const Verb kVerbs[] = {
+    {"has", Shape::kCount, ServeHasVerb, std::nullopt},
+    {"get", Shape::kId, ServeGetVerb, std::nullopt},
+    {"put", Shape::kIdSize, ServePutVerb, std::nullopt},
+    {"demote", Shape::kIdSize, ServeDemoteVerb, std::nullopt},
+    {"replace", Shape::kIdSize, ServeReplaceVerb, std::nullopt},
+    {"stat", Shape::kId, ServeStatVerb, std::nullopt},
+    {"remove", Shape::kId, ServeRemove, std::nullopt},
+    {"prune", Shape::kCount, ServePruneVerb, std::nullopt},
+    {"list", Shape::kNone, ServeList, std::nullopt},
+    {"put-side", Shape::kSideIdSize, ServeSidePut, std::nullopt},
+    {"get-side", Shape::kSideId, ServeSideGet, std::nullopt},
+    {"put-record", Shape::kIdSize, ServeSidePut, SideKind::kRecord},
+    {"get-record", Shape::kId, ServeSideGet, SideKind::kRecord},
+    {"put-note", Shape::kIdSize, ServeSidePut, SideKind::kBaseNote},
+    {"get-note", Shape::kId, ServeSideGet, SideKind::kBaseNote},
+};
+
+// A side-file request of a kind this server does not keep (a newer
+// client's): its payload is read through, and the answer is an error.
+Status RefuseSide(Wire& wire, const std::string& kind, std::optional<uint64_t> payload) {
+  if (payload) ZIPNN_RETURN_IF_ERROR(wire.ReadPayload(*payload, nullptr, /*drain=*/true));
+  return wire.Send("error this store server keeps no side file of kind " + kind.substr(0, 80) + "\n");
+}
+
 }  // namespace
 
 Status ServeStore(const ObjectStore& store, Channel& client) {
@@ -324,60 +410,46 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
     ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
     if (!line) return OkStatus();
     const std::vector<std::string> w = Words(*line);
-    const std::optional<ContentId> id = w.size() >= 2 ? ContentId::FromHex(w[1]) : std::nullopt;
-    if (w[0] == "has" && w.size() == 2) {
-      const std::optional<uint64_t> n = DecimalAtMost(w[1], kMaxHasBatch);
-      if (!n) return BadRequest(wire, *line);
-      ZIPNN_RETURN_IF_ERROR(ServeHas(store, wire, *n));
-    } else if (w[0] == "get" && w.size() == 2 && id) {
-      ZIPNN_RETURN_IF_ERROR(ServeGet(store, wire, *id));
-    } else if (w[0] == "put" && w.size() == 3 && id) {
-      const std::optional<uint64_t> size = DecimalAtMost(w[2], kMaxObjectSize);
-      if (!size) return BadRequest(wire, *line);
-      ZIPNN_RETURN_IF_ERROR(ServePut(store, wire, *id, *size));
-    } else if (w[0] == "demote" && w.size() == 3 && id) {
-      const std::optional<uint64_t> size = DecimalAtMost(w[2], kMaxObjectSize);
-      if (!size) return BadRequest(wire, *line);
-      ZIPNN_RETURN_IF_ERROR(ServeDemote(store, wire, *id, *size));
-    } else if (w[0] == "replace" && w.size() == 3 && id) {
-      const std::optional<uint64_t> size = DecimalAtMost(w[2], kMaxObjectSize);
-      if (!size) return BadRequest(wire, *line);
-      ZIPNN_RETURN_IF_ERROR(ServeReplace(store, wire, *id, *size));
-    } else if (w[0] == "stat" && w.size() == 2 && id) {
-      ZIPNN_RETURN_IF_ERROR(ServeStat(store, wire, *id));
-    } else if (w[0] == "remove" && w.size() == 2 && id) {
-      const Status st = RemoveObject(store, *id);
-      ZIPNN_RETURN_IF_ERROR(wire.Send(st.ok() ? "ok\n" : "error " + st.message() + "\n"));
-    } else if (w[0] == "put-record" && w.size() == 3 && id) {
-      const std::optional<uint64_t> size = DecimalAtMost(w[2], kMaxRecordSize);
-      if (!size) return BadRequest(wire, *line);
-      ZIPNN_RETURN_IF_ERROR(
-          ServeTextPut(wire, *size, [&](const std::string& text) { return ReceiveRecord(store, *id, text); }));
-    } else if (w[0] == "put-note" && w.size() == 3 && id) {
-      const std::optional<uint64_t> size = DecimalAtMost(w[2], store::kMaxBaseNoteBytes);
-      if (!size) return BadRequest(wire, *line);
-      ZIPNN_RETURN_IF_ERROR(
-          ServeTextPut(wire, *size, [&](const std::string& text) { return store::KeepBaseNote(store, *id, text); }));
-    } else if (w[0] == "get-note" && w.size() == 2 && id) {
-      ZIPNN_RETURN_IF_ERROR(ServeTextGet(wire, store::BaseNoteTextOf(store, *id)));
-    } else if (w[0] == "prune" && w.size() == 2) {
-      const std::optional<uint64_t> n = DecimalAtMost(w[1], kMaxHasBatch);
-      if (!n) return BadRequest(wire, *line);
-      ZIPNN_RETURN_IF_ERROR(ServePrune(store, wire, *n));
-    } else if (w[0] == "list" && w.size() == 1) {
-      Result<std::vector<ContentId>> ids = ListObjects(store);
-      if (!ids.ok()) {
-        ZIPNN_RETURN_IF_ERROR(wire.Send("error " + ids.status().message() + "\n"));
-      } else {
-        std::string answer = "ok " + std::to_string(ids->size()) + "\n";
-        for (const ContentId& i : *ids) answer += i.Hex() + "\n";
-        ZIPNN_RETURN_IF_ERROR(wire.Send(answer));
-      }
-    } else if (w[0] == "get-record" && w.size() == 2 && id) {
-      ZIPNN_RETURN_IF_ERROR(ServeTextGet(wire, RecordText(store, *id)));
-    } else {
-      return BadRequest(wire, *line);
+    const Verb* verb = nullptr;
+    for (const Verb& v : kVerbs) {
+      if (w[0] == v.name) verb = &v;
     }
+    if (verb == nullptr) return BadRequest(wire, *line);
+    Args a;
+    if (verb->side) a.side = &Side(*verb->side);
+    // The words after the verb: a side file's kind first, then an id,
+    // then a count or a size.
+    size_t at = 1;
+    std::string side_name;
+    if (verb->shape == Shape::kSideId || verb->shape == Shape::kSideIdSize) {
+      if (w.size() < 2) return BadRequest(wire, *line);
+      side_name = w[at++];
+      a.side = SideNamed(side_name);
+    }
+    const bool takes_id = verb->shape != Shape::kNone && verb->shape != Shape::kCount;
+    const bool takes_number =
+        verb->shape == Shape::kCount || verb->shape == Shape::kIdSize || verb->shape == Shape::kSideIdSize;
+    if (w.size() != at + (takes_id ? 1 : 0) + (takes_number ? 1 : 0)) return BadRequest(wire, *line);
+    if (takes_id) {
+      const std::optional<ContentId> id = ContentId::FromHex(w[at++]);
+      if (!id) return BadRequest(wire, *line);
+      a.id = *id;
+    }
+    if (takes_number) {
+      const uint64_t max = verb->shape == Shape::kCount ? kMaxHasBatch
+                           : a.side != nullptr         ? a.side->max_bytes
+                           : verb->shape == Shape::kSideIdSize ? kMaxRecordSize  // an unknown kind's, read through
+                                                               : kMaxObjectSize;
+      const std::optional<uint64_t> n = DecimalAtMost(w[at], max);
+      if (!n) return BadRequest(wire, *line);
+      a.n = *n;
+    }
+    if (!side_name.empty() && a.side == nullptr) {
+      ZIPNN_RETURN_IF_ERROR(
+          RefuseSide(wire, side_name, takes_number ? std::optional<uint64_t>(a.n) : std::nullopt));
+      continue;
+    }
+    ZIPNN_RETURN_IF_ERROR(verb->serve(store, wire, a));
   }
 }
 
@@ -398,7 +470,11 @@ struct Session {
       : channel(std::move(c)), wire(*channel, timeout, low_speed) {}
 };
 
-class Served : public RemoteStore {
+class Served : public RemoteStore,
+               public SideFiles,
+               public Retention,
+               public LockedRemoval,
+               public Demotion {
  public:
   Served(std::string where, StoreConnector connect, std::string no_answer, double timeout, LowSpeed low_speed)
       : where_(std::move(where)),
@@ -408,6 +484,15 @@ class Served : public RemoteStore {
         low_speed_(low_speed) {}
 
   const std::string& where() const override { return where_; }
+
+  Capabilities capabilities() override {
+    Capabilities c;
+    c.side_files = this;
+    c.retention = this;
+    c.locked_removal = this;
+    c.demotion = this;
+    return c;
+  }
 
   Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) override {
     std::vector<bool> has;
@@ -457,8 +542,6 @@ class Served : public RemoteStore {
     return replaced;
   }
 
-  bool CanRetain() const override { return true; }
-
   Result<std::optional<Held>> Stat(const ContentId& id) override {
     std::optional<Held> held;
     ZIPNN_RETURN_IF_ERROR(Retaining(WithSession([&](Wire& wire) -> Status {
@@ -481,8 +564,6 @@ class Served : public RemoteStore {
   }
 
   Status Remove(const ContentId& id) override { return Retaining(Request("remove " + id.Hex() + "\n", nullptr)); }
-
-  bool LocksRemoval() const override { return true; }
 
   // The ids in batches; each batch is one look and removal under the
   // server's lock (a kept one is kept whichever batch names what rests
@@ -540,29 +621,26 @@ class Served : public RemoteStore {
     return ids;
   }
 
-  Status PutRecord(const ContentId& id, const std::string& text) override {
-    const MemorySource record(reinterpret_cast<const uint8_t*>(text.data()), text.size(), "record of " + id.Hex());
-    return Retaining(Request("put-record " + id.Hex() + " " + std::to_string(text.size()) + "\n", &record));
+  // Each kind by the request of its own that servers of the releases
+  // before put-side know (SideKindInfo::put_verb); a kind without one by
+  // put-side. Base notes are asked for until the server shows it does not
+  // know them (a git-zipnn from before base notes ends the session at
+  // such a request); a server from before retention is told to upgrade.
+  Status PutSide(SideKind kind, const ContentId& id, const std::string& text) override {
+    const SideKindInfo& side = Side(kind);
+    if (kind == SideKind::kBaseNote && no_notes_) return Unsupported(where_ + " keeps no base notes");
+    const MemorySource payload(reinterpret_cast<const uint8_t*>(text.data()), text.size(),
+                               std::string(side.short_what) + " of " + id.Hex());
+    const std::string verb = side.put_verb != nullptr ? side.put_verb : std::string("put-side ") + side.name;
+    return Compatible(kind, Request(verb + " " + id.Hex() + " " + std::to_string(text.size()) + "\n", &payload));
   }
 
-  Result<std::optional<std::string>> GetRecord(const ContentId& id) override {
-    Result<std::optional<std::string>> text = GetText("get-record " + id.Hex() + "\n", kMaxRecordSize);
-    ZIPNN_RETURN_IF_ERROR(Retaining(text.status()));
-    return text;
-  }
-
-  // Notes are asked for until the server shows it does not know them (a
-  // git-zipnn from before base notes ends the session at such a request).
-  Status PutBaseNote(const ContentId& id, const std::string& text) override {
-    if (no_notes_) return Unsupported(where_ + " keeps no base notes");
-    const MemorySource note(reinterpret_cast<const uint8_t*>(text.data()), text.size(), "base note of " + id.Hex());
-    return Noting(Request("put-note " + id.Hex() + " " + std::to_string(text.size()) + "\n", &note));
-  }
-
-  Result<std::optional<std::string>> GetBaseNote(const ContentId& id) override {
-    if (no_notes_) return std::optional<std::string>();
-    Result<std::optional<std::string>> text = GetText("get-note " + id.Hex() + "\n", store::kMaxBaseNoteBytes);
-    ZIPNN_RETURN_IF_ERROR(Noting(text.status()));
+  Result<std::optional<std::string>> GetSide(SideKind kind, const ContentId& id) override {
+    const SideKindInfo& side = Side(kind);
+    if (kind == SideKind::kBaseNote && no_notes_) return std::optional<std::string>();
+    const std::string verb = side.get_verb != nullptr ? side.get_verb : std::string("get-side ") + side.name;
+    Result<std::optional<std::string>> text = GetText(verb + " " + id.Hex() + "\n", side.max_bytes);
+    ZIPNN_RETURN_IF_ERROR(Compatible(kind, text.status()));
     return text;
   }
 
@@ -689,6 +767,12 @@ class Served : public RemoteStore {
       return OkStatus();
     }));
     return text;
+  }
+
+  // What a side-file request's failure means from a server of an older
+  // release that does not know it.
+  Status Compatible(SideKind kind, const Status& st) {
+    return kind == SideKind::kBaseNote ? Noting(st) : Retaining(st);
   }
 
   // A note request that failed other than by the server's answer: it

@@ -8,7 +8,12 @@
 //   put <id> <size>\n<size bytes> ->  ok\n | error <message>\n
 //   demote <id> <size>\n<size bytes> ->  ok <bytes replaced; 0: none>\n | error <message>\n
 //   prune <n>\n<id>\n x n          ->  ok <k>\n<kept id> <id resting on it>\n x k | error <message>\n
-//   (and retention's list, stat, replace, remove, put-record, get-record)
+//   put-side <kind> <id> <size>\n<size bytes> -> ok\n | error <message>\n
+//   get-side <kind> <id>\n           ->  ok <size>\n<size bytes> | missing\n | error <message>\n
+//   (and retention's list, stat, replace, remove; put-note, get-note,
+//   put-record and get-record, the side-file requests from before
+//   put-side, which a client still sends and a server answers)
+// The server's requests are one table (kVerbs in served.cc).
 //
 // One request at a time, each answered before the next; the client ends
 // a session by closing its end. A server receives an object under a

@@ -325,13 +325,18 @@ TEST_CASE("a forged object never takes its name: fetch and a served put decode i
 
 // A RemoteStore that passes every call to `to`, except Demote, which fails
 // as a store server too old to know the request would make it fail.
-class NoDemote : public RemoteStore {
+class NoDemote : public RemoteStore, public Demotion {
  public:
   explicit NoDemote(RemoteStore& to) : to_(to) {}
   const std::string& where() const override { return to_.where(); }
   Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) override { return to_.Has(ids); }
   Status Put(const ContentId& id, const ByteSource& object) override { return to_.Put(id, object); }
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override { return to_.Get(id, limit, out); }
+  Capabilities capabilities() override {
+    Capabilities c;
+    c.demotion = this;
+    return c;
+  }
   Result<uint64_t> Demote(const ContentId&, const ReadFile&) override {
     ++asked;
     return IoError("the store server closed the connection");
@@ -358,17 +363,17 @@ TEST_CASE("a served demote puts a delta in place of a whole object only once it 
     };
     const uint64_t whole = served.objects.Open(ids[1])->size();
     // The real delta of 1 (on 0): it replaces the whole object.
-    auto replaced = remote->Demote(ids[1], open(ids[1]));
+    auto replaced = remote->capabilities().demotion->Demote(ids[1], open(ids[1]));
     REQUIRE(replaced.ok());
     CHECK(*replaced == whole);
     CHECK(ObjectBytes(served, ids[1]) == ObjectBytes(here, ids[1]));
     // Asked again, 1 is a delta there already: nothing changes.
-    replaced = remote->Demote(ids[1], open(ids[1]));
+    replaced = remote->capabilities().demotion->Demote(ids[1], open(ids[1]));
     REQUIRE(replaced.ok());
     CHECK(*replaced == 0);
     // A whole object is not a delta: refused, and the session goes on.
     const std::string before = ObjectBytes(served, ids[0]);
-    auto refused = remote->Demote(ids[0], open(ids[0]));
+    auto refused = remote->capabilities().demotion->Demote(ids[0], open(ids[0]));
     CHECK(refused.status().message().find("the server refused it: what was sent is not a delta of ") == 0);
     CHECK(ObjectBytes(served, ids[0]) == before);
     // A delta whose trailer claims 2 but that decodes to 1: only the
@@ -379,13 +384,13 @@ TEST_CASE("a served demote puts a delta in place of a whole object only once it 
     auto forged_file = ReadFile::Open(root + "/forged");
     REQUIRE(forged_file.ok());
     const std::string whole2 = ObjectBytes(served, ids[2]);
-    refused = remote->Demote(ids[2], *forged_file);
+    refused = remote->capabilities().demotion->Demote(ids[2], *forged_file);
     CHECK(refused.status().message().find("the server refused it: ") == 0);
     CHECK(ObjectBytes(served, ids[2]) == whole2);
     CHECK(FilesIn(served.objects.PathOf(ids[2]).substr(0, served.objects.PathOf(ids[2]).rfind('/'))) == 1);
     // The real delta of 2 (on 1, itself a delta there now) replaces it, and
     // the chain of two decodes.
-    replaced = remote->Demote(ids[2], open(ids[2]));
+    replaced = remote->capabilities().demotion->Demote(ids[2], open(ids[2]));
     REQUIRE(replaced.ok());
     CHECK(*replaced > 0);
     CountingSink restored;
@@ -451,7 +456,7 @@ TEST_CASE("base notes go with their objects; a server that does not know them is
     std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", servers.Connector(), "");
     testing::CheckPushAndFetch(here, there, *remote, ids, /*keeps_notes=*/false);
     CHECK(asked == 1);  // by the push; then neither the push nor the fetch asks again
-    auto again = remote->GetBaseNote(ids[0]);
+    auto again = GetSide(*remote, SideKind::kBaseNote, ids[0]);
     REQUIRE(again.ok());
     CHECK(!*again);
     CHECK(asked == 1);
@@ -697,6 +702,49 @@ TEST_CASE("retain on a served store keeps a version that a push made the base of
     testing::CheckRetainKeepsWhatAPushRestsOn(RepoIn(root, "here"), RepoIn(root, "mate"), RepoIn(root, "fresh"),
                                               *remote, *teammate);
   }
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+// Runs one session of ServeStore against a client that says `request`
+// and then closes; what the server answered.
+std::string AnswersTo(const ObjectStore& store, const std::string& request) {
+  int fds[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+  std::thread server([&] {
+    SocketEnd end(fds[1]);
+    (void)ServeStore(store, end);
+  });
+  std::string answer;
+  {
+    SocketEnd client(fds[0]);
+    REQUIRE(Say(client, request).ok());
+    client.CloseWrite();
+    answer = Drain(client);
+  }
+  server.join();
+  return answer;
+}
+
+TEST_CASE("a server keeps side files by put-side and get-side as by the older requests, and refuses a kind it lacks") {
+  const std::string root = TempDir();
+  const ObjectStore served(root + "/served");
+  const ContentId id = HashBytes("a version", 9);
+  store::Retained dropped;
+  dropped.id = id;
+  dropped.dropped = true;
+  dropped.date = 1795000000;
+  const std::string text = store::RecordText(dropped);
+  const std::string size = std::to_string(text.size());
+  const std::string greeting = std::string(kStoreProtocolGreeting) + "\n";
+  CHECK(AnswersTo(served, "put-side record " + id.Hex() + " " + size + "\n" + text + "get-record " + id.Hex() +
+                              "\n") == greeting + "ok\nok " + size + "\n" + text);
+  CHECK(AnswersTo(served, "get-side record " + id.Hex() + "\n") == greeting + "ok " + size + "\n" + text);
+  CHECK(AnswersTo(served, "get-side note " + id.Hex() + "\n") == greeting + "missing\n");
+  // A kind it does not keep: its bytes are read through and the session
+  // goes on.
+  CHECK(AnswersTo(served, "put-side parts " + id.Hex() + " 3\nabcget-side parts " + id.Hex() + "\nlist\n") ==
+        greeting + "error this store server keeps no side file of kind parts\n" +
+            "error this store server keeps no side file of kind parts\nok 0\n");
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

@@ -46,7 +46,7 @@ void TakeRemoteRecords(const store::Store& repo, RemoteStore& remote, std::vecto
   if (!there.ok()) return;
   for (size_t i = 0; i < missing.size(); ++i) {
     if ((*there)[i]) continue;
-    Result<std::optional<std::string>> text = remote.GetRecord(missing[i]);
+    Result<std::optional<std::string>> text = GetSide(remote, SideKind::kRecord, missing[i]);
     if (!text.ok() || !*text) continue;
     Result<store::Retained> record = store::ParseRecord(**text, missing[i]);
     if (!record.ok() || !store::WriteRecord(repo.objects, *record).ok()) continue;
@@ -56,14 +56,14 @@ void TakeRemoteRecords(const store::Store& repo, RemoteStore& remote, std::vecto
 }
 
 // Pushes (or fetches) the objects of `found`.
-Result<Transferred> Transfer(bool push, const store::Store& repo, const std::string& remote,
-                             const git::FoundPointers& found) {
-  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(remote));
+Result<Transferred> Transfer(bool push, const store::Store& repo, const RemoteSettings& settings,
+                             const std::string& remote, const git::FoundPointers& found) {
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(settings, remote));
   Transferred done;
   done.where = other->where();
   Progress progress(std::string("git-zipnn: ") + (push ? "push to " : "fetch from ") + remote, 0);
   TransferOptions options = OptionsShowing(progress, push ? "sent" : "received");
-  ZIPNN_ASSIGN_OR_RETURN(options.parallel, ConcurrentTransfers());
+  ZIPNN_ASSIGN_OR_RETURN(options.parallel, ConcurrentTransfers(settings));
   std::vector<ContentId> ids;
   std::map<ContentId, store::Retained> retained;  // versions retention took, here or there
   for (const auto& [pointer, place] : found.pointers) {
@@ -103,8 +103,10 @@ Result<Transferred> Transfer(bool push, const store::Store& repo, const std::str
   }
   ZIPNN_ASSIGN_OR_RETURN(done.report, std::move(moved));
   if (push && !retained.empty()) {
-    if (other->CanRetain()) {
-      for (const auto& [id, record] : retained) ZIPNN_RETURN_IF_ERROR(other->PutRecord(id, store::RecordText(record)));
+    if (other->capabilities().retention != nullptr) {
+      for (const auto& [id, record] : retained) {
+        ZIPNN_RETURN_IF_ERROR(PutSide(*other, SideKind::kRecord, id, store::RecordText(record)));
+      }
     } else {
       std::fprintf(stderr,
                    "git-zipnn: warning: %zu version%s of what was pushed %s thinned or dropped by retention here, and "
@@ -118,11 +120,11 @@ Result<Transferred> Transfer(bool push, const store::Store& repo, const std::str
     // server's map, else one of their own.
     std::vector<std::string> blobs;
     for (const auto& [pointer, place] : found.pointers) blobs.push_back(place.blob);
-    done.listings = git::KeepListings(remote, blobs);
+    done.listings = git::KeepListings(remote, blobs, &settings.config());
     ZIPNN_RETURN_IF_ERROR(other->Publish());
     if (done.listings.ok()) done.listings = git::PushListings(remote);
   } else {
-    done.listings = git::TakeListings(remote).status();
+    done.listings = git::TakeListings(remote, &settings.config()).status();
   }
   return done;
 }
@@ -130,7 +132,13 @@ Result<Transferred> Transfer(bool push, const store::Store& repo, const std::str
 }  // namespace
 
 Result<Transferred> PushPointers(const store::Store& repo, const std::string& remote, const git::FoundPointers& found) {
-  Result<Transferred> pushed = Transfer(/*push=*/true, repo, remote, found);
+  ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());
+  return PushPointers(repo, settings, remote, found);
+}
+
+Result<Transferred> PushPointers(const store::Store& repo, const RemoteSettings& settings, const std::string& remote,
+                                 const git::FoundPointers& found) {
+  Result<Transferred> pushed = Transfer(/*push=*/true, repo, settings, remote, found);
   if (pushed.ok() || pushed.status().code() != StatusCode::kNotFound) return pushed;
   // A chain not whole here: name the pointer it belongs to (PushObjects
   // walks every chain before it sends anything, so nothing was sent). One
@@ -147,11 +155,23 @@ Result<Transferred> PushPointers(const store::Store& repo, const std::string& re
 
 Result<Transferred> FetchPointers(const store::Store& repo, const std::string& remote,
                                   const git::FoundPointers& found) {
-  return Transfer(/*push=*/false, repo, remote, found);
+  ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());
+  return FetchPointers(repo, settings, remote, found);
+}
+
+Result<Transferred> FetchPointers(const store::Store& repo, const RemoteSettings& settings, const std::string& remote,
+                                  const git::FoundPointers& found) {
+  return Transfer(/*push=*/false, repo, settings, remote, found);
 }
 
 Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& remote, const git::FoundPointers& found) {
-  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(remote));
+  ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());
+  return CheckRemote(repo, settings, remote, found);
+}
+
+Result<RemoteCheck> CheckRemote(const store::Store& repo, const RemoteSettings& settings, const std::string& remote,
+                                const git::FoundPointers& found) {
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(settings, remote));
   RemoteCheck check;
   check.where = other->where();
   ZIPNN_RETURN_IF_ERROR(MakeDirectories(repo.temp_dir));
@@ -176,19 +196,24 @@ Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& rem
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
-  ZIPNN_ASSIGN_OR_RETURN(check.temporaries, other->RemoveOldTemporaries());
+  if (OldTemporaries* old = other->capabilities().old_temporaries) {
+    ZIPNN_ASSIGN_OR_RETURN(check.temporaries, old->RemoveOldTemporaries());
+  }
   return check;
 }
 
 Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::optional<uint64_t> raw_size,
                         const store::FindCopy& find_copy, ByteSink* deliver) {
-  auto remote = DefaultRemote();
+  const Result<RemoteSettings> read = RemoteSettings::Read();
+  if (!read.ok()) return false;  // as no remote: the restore names what is missing
+  const RemoteSettings& settings = *read;
+  auto remote = DefaultRemote(settings);
   if (!remote.ok()) return false;  // nowhere to fetch from: the restore names what is missing
-  auto from = OpenRemoteStore(*remote);
+  auto from = OpenRemoteStore(settings, *remote);
   if (!from.ok()) return Annotate(from.status(), "remote " + *remote + " cannot be read");
   Progress progress("git-zipnn: fetch from " + *remote, 0);
   TransferOptions options = OptionsShowing(progress, "received");
-  ZIPNN_ASSIGN_OR_RETURN(options.parallel, ConcurrentTransfers());
+  ZIPNN_ASSIGN_OR_RETURN(options.parallel, ConcurrentTransfers(settings));
   if (raw_size) options.raw_sizes[id] = *raw_size;
   options.find_copy = find_copy;
   options.deliver = deliver;
@@ -197,7 +222,7 @@ Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::opti
   // brings the listings that `git log -p` will want; a failure costs only
   // that speed.
   static std::once_flag listings;
-  std::call_once(listings, [&] { (void)git::TakeListings(*remote); });
+  std::call_once(listings, [&] { (void)git::TakeListings(*remote, &settings.config()); });
   return report.delivered;
 }
 
@@ -228,9 +253,10 @@ class RemoteVersion : public ByteSource {
 
 Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& repo, const ContentId& id,
                                                       uint64_t raw_size) {
-  Result<std::string> remote = DefaultRemote();
+  const Result<RemoteSettings> settings = RemoteSettings::Read();
+  Result<std::string> remote = settings.ok() ? DefaultRemote(*settings) : Result<std::string>(settings.status());
   if (!remote.ok()) return Unsupported("no remote to read parts of object " + id.Hex() + " from");
-  auto from = OpenRemoteStore(*remote);
+  auto from = OpenRemoteStore(*settings, *remote);
   if (!from.ok()) return Annotate(from.status(), "remote " + *remote + " cannot be read");
   auto version = std::make_unique<RemoteVersion>();
   version->remote = std::move(*from);
@@ -255,7 +281,9 @@ Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& repo, 
       level.object = std::make_unique<ReadFile>(std::move(here->file));
       level.info = std::move(here->info);
     } else if (here.status().code() == StatusCode::kNotFound) {
-      ZIPNN_ASSIGN_OR_RETURN(RangedObject there, version->remote->OpenRanges(at, ObjectSizeLimit(size)));
+      RangedReads* ranged = version->remote->capabilities().ranged_reads;
+      if (ranged == nullptr) return Unsupported(version->remote->where() + " cannot serve parts of object " + at.Hex());
+      ZIPNN_ASSIGN_OR_RETURN(RangedObject there, ranged->OpenRanges(at, ObjectSizeLimit(size)));
       level.object = std::move(there.bytes);
       level.info = std::move(there.info);
     } else {

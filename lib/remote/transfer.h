@@ -19,6 +19,8 @@
 #include "lib/store/restore.h"
 #include "lib/store/pointer.h"
 #include "lib/remote/remote_store.h"
+#include "lib/remote/select.h"
+#include "lib/remote/sync.h"
 
 namespace zipnn::remote {
 
@@ -33,13 +35,18 @@ struct Transferred {
 };
 
 // Sends the objects of every pointer in `found` (and every base of their
-// chains) to `remote`. A pointer whose chain is not whole locally fails
+// chains) to `remote`. Each call here without RemoteSettings reads them
+// (select.h) once, for all it does. A pointer whose chain is not whole locally fails
 // before anything is sent, naming the object and where the pointer is.
 Result<Transferred> PushPointers(const store::Store& repo, const std::string& remote, const git::FoundPointers& found);
+Result<Transferred> PushPointers(const store::Store& repo, const RemoteSettings& settings, const std::string& remote,
+                                 const git::FoundPointers& found);
 
 // Brings the objects of every pointer in `found` (and their bases) from
 // `remote`.
 Result<Transferred> FetchPointers(const store::Store& repo, const std::string& remote, const git::FoundPointers& found);
+Result<Transferred> FetchPointers(const store::Store& repo, const RemoteSettings& settings, const std::string& remote,
+                                  const git::FoundPointers& found);
 
 // What `git zipnn fsck --remote` found on a remote's store.
 struct RemoteCheck {
@@ -56,6 +63,8 @@ struct RemoteCheck {
 // away; the local store is not touched. Old temporary files of killed
 // pushes are removed.
 Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& remote, const git::FoundPointers& found);
+Result<RemoteCheck> CheckRemote(const store::Store& repo, const RemoteSettings& settings, const std::string& remote,
+                                const git::FoundPointers& found);
 
 // Fetches from the default remote what `id` needs and the local store
 // lacks; nothing to do without a remote (a restore then names what is
@@ -68,7 +77,7 @@ Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::opti
 // Random access to version `id` (`raw_size` bytes, its pointer's size)
 // without fetching what the local store lacks of its chain: each object
 // missing here is read by parts where it lies on the default remote
-// (RemoteStore::OpenRanges), down to the first version the local store
+// (RangedReads::OpenRanges), down to the first version the local store
 // holds whole, and each chunk read of the version is checked against its
 // raw checksum, as store::OpenVersion's are. Nothing fetched is stored.
 // Unsupported when that cannot be: no default remote, one that does not

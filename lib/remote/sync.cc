@@ -1,0 +1,453 @@
+#include "lib/remote/sync.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "lib/base/file.h"
+#include "lib/base/thread_pool.h"
+#include "lib/container/format.h"
+#include "lib/container/object.h"
+#include "lib/store/base_note.h"
+#include "lib/store/chain.h"
+#include "lib/store/object_store.h"
+#include "lib/store/rebased.h"
+
+namespace zipnn::remote {
+
+using store::ChainLink;
+using store::Store;
+
+namespace {
+
+// `st` with every mention of `path` replaced by `name`.
+Status Renamed(const Status& st, const std::string& path, const std::string& name) {
+  if (st.ok()) return st;
+  std::string message = st.message();
+  for (size_t at; (at = message.find(path)) != std::string::npos;) message.replace(at, path.size(), name);
+  return Status(st.code(), message);
+}
+
+// Tries `once` up to `attempts` times. Only what may pass is tried again:
+// a read or write that failed, or bytes damaged on the way.
+Status WithRetries(int attempts, const std::function<Status()>& once) {
+  Status st;
+  for (int i = 0; i < std::max(1, attempts); ++i) {
+    st = once();
+    if (st.code() != StatusCode::kIoError && st.code() != StatusCode::kCorruption) return st;
+  }
+  return st;
+}
+
+// Runs `move` over `ids`, options.parallel at a time, adding what each
+// moved to `report` and telling options.progress.
+Status MoveAll(const std::vector<ContentId>& ids, const TransferOptions& options, TransferReport& report,
+               const std::function<Result<uint64_t>(const ContentId&)>& move) {
+  ThreadPool pool(std::max(1, options.parallel));
+  const size_t total = report.moved + ids.size();
+  return RunOrdered<uint64_t>(
+      pool, ids.size(), [&](size_t i) { return move(ids[i]); },
+      [&](size_t, uint64_t bytes) -> Status {
+        ++report.moved;
+        report.bytes += bytes;
+        if (options.progress) options.progress(report.moved, total, report.bytes);
+        return OkStatus();
+      });
+}
+
+// The sink a download writes through: it refuses the byte past `limit`
+// and, once the header is in, a checkpoint of another size than the one
+// expected (when known), so a lying server is stopped early instead of
+// when the object is whole.
+class GuardedSink : public ByteSink {
+ public:
+  GuardedSink(ByteSink& out, const ContentId& id, uint64_t limit, std::optional<uint64_t> raw_size)
+      : out_(out), id_(id), limit_(limit), raw_size_(raw_size) {}
+
+  Status Append(const void* data, size_t n) override {
+    if (n > limit_ - size_) return ObjectTooBig(id_, size_ + n, limit_);
+    if (raw_size_ && size_ < container::kHeaderBytes) {
+      const size_t k = std::min<size_t>(n, container::kHeaderBytes - size_);
+      head_.append(static_cast<const char*>(data), k);
+      if (head_.size() == container::kHeaderBytes) ZIPNN_RETURN_IF_ERROR(CheckRawSize());
+    }
+    ZIPNN_RETURN_IF_ERROR(out_.Append(data, n));
+    size_ += n;
+    return OkStatus();
+  }
+
+ private:
+  // The header's raw size, read as the format reads it (no other field is
+  // trusted or checked here; the whole object is, once it is in).
+  Status CheckRawSize() const {
+    const uint64_t raw = container::DecodeHeader(reinterpret_cast<const uint8_t*>(head_.data())).raw_size;
+    if (raw == *raw_size_) return OkStatus();
+    return Corruption("object " + id_.Hex() + " says it holds " + std::to_string(raw) + " bytes, not the " +
+                      std::to_string(*raw_size_) + " expected");
+  }
+
+  ByteSink& out_;
+  const ContentId id_;
+  const uint64_t limit_;
+  const std::optional<uint64_t> raw_size_;
+  uint64_t size_ = 0;
+  std::string head_;
+};
+
+// `st` with the scratch file `path` a received object waits in named as
+// what it is: what the remote sent.
+Status AsSent(const Status& st, const std::string& path) { return Renamed(st, path, "what it sent"); }
+
+// An object received and checked for its structure, waiting in temp_dir
+// to be decoded.
+struct Received {
+  TempFile file;
+  std::optional<ContentId> base;  // for a delta
+  uint64_t base_size = 0;
+};
+
+// Receives the object for `id` into a fresh file in temp_dir, fsynced so
+// that it can take its name later, and checks its structure. Any failure
+// removes the file before it returns.
+Result<Received> Receive(const Store& repo, RemoteStore& remote, const ContentId& id, std::optional<uint64_t> raw_size,
+                         uint64_t* bytes) {
+  ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "fetch"));
+  {
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::InTemp(file));
+    const uint64_t limit = raw_size ? ObjectSizeLimit(*raw_size) : kUnknownObjectLimit;
+    GuardedSink guarded(out, id, limit, raw_size);
+    ZIPNN_RETURN_IF_ERROR(remote.Get(id, limit, guarded));
+    *bytes = out.size();
+    ZIPNN_RETURN_IF_ERROR(out.Commit());
+  }
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(file.path()));
+  ZIPNN_RETURN_IF_ERROR(AsSent(CheckObject(object, id), file.path()));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  Received r{std::move(file), std::nullopt, 0};
+  if (info.header.kind == container::ObjectKind::kDelta) {
+    r.base = info.header.base_id;
+    r.base_size = info.header.base_size;
+  }
+  return r;
+}
+
+// The checkpoint `id`'s chain decodes to, read through one ObjectReader a
+// link, each reading the one below (as Restore does), for a delta whose
+// base is in the store but not decoded yet.
+class StoredChain {
+ public:
+  static Result<std::unique_ptr<StoredChain>> Open(const Store& repo, const ContentId& id,
+                                                   const store::FindCopy& find_copy) {
+    std::vector<ContentId> ids;  // VisitChain checks each link's id, loops and depth
+    ZIPNN_RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) { ids.push_back(link.id); }));
+    auto chain = std::unique_ptr<StoredChain>(new StoredChain);
+    // The first version from the top that has a copy stands for the rest.
+    size_t decoded = ids.size();
+    for (size_t i = 0; find_copy && i < ids.size(); ++i) {
+      if (std::optional<ReadFile> copy = find_copy(ids[i])) {
+        chain->files_.push_back(std::make_unique<ReadFile>(std::move(*copy)));
+        decoded = i;
+        break;
+      }
+    }
+    const ByteSource* below = chain->files_.empty() ? nullptr : chain->files_.back().get();
+    chain->top_ = below;
+    for (size_t i = decoded; i-- > 0;) {
+      ZIPNN_ASSIGN_OR_RETURN(ReadFile file, repo.objects.Open(ids[i]));
+      chain->files_.push_back(std::make_unique<ReadFile>(std::move(file)));
+      ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(*chain->files_.back()));
+      ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
+                             container::ObjectReader::Open(*chain->files_.back(), std::move(info), below));
+      below = reader.get();
+      chain->readers_.push_back(std::move(reader));
+      chain->top_ = below;
+    }
+    return chain;
+  }
+  const ByteSource& top() const { return *top_; }
+
+ private:
+  StoredChain() = default;
+  const ByteSource* top_ = nullptr;
+  std::vector<std::unique_ptr<ReadFile>> files_;  // the copy or the base first
+  std::vector<std::unique_ptr<container::ObjectReader>> readers_;
+};
+
+// Decodes the received objects from their bases up, each against the
+// decoded bytes of the one below, and gives each its name once it holds
+// its id's content. A base of a received delta that was not received
+// itself is in the store (the fetch checked it) and is read through its
+// chain. A delta with received deltas on it is decoded into a scratch
+// file that they read, kept until the last of them is decoded, so a chain
+// of n received objects costs n decodes and at most two scratch files.
+// `deliver` (when not null) takes the decoded bytes of the object
+// `deliver_id`, if it is received, and *delivered says whether it did.
+Status AcceptReceived(const Store& repo, std::map<ContentId, Received>& received, const std::string& from,
+                      const store::FindCopy& find_copy, const ContentId& deliver_id, ByteSink* deliver,
+                      bool* delivered) {
+  std::map<ContentId, std::vector<ContentId>> above;                             // base -> received deltas on it
+  std::vector<std::pair<ContentId, std::shared_ptr<formats::Checkpoint>>> todo;  // (object, its base decoded)
+  for (const auto& [id, r] : received) {
+    if (r.base && received.count(*r.base) != 0) {
+      above[*r.base].push_back(id);
+    } else {
+      todo.emplace_back(id, nullptr);
+    }
+  }
+  container::DecodeOptions options;
+  options.threads = repo.policy.threads;
+  while (!todo.empty()) {
+    const ContentId id = todo.back().first;
+    std::shared_ptr<formats::Checkpoint> base_bytes = std::move(todo.back().second);
+    todo.pop_back();
+    const Received& r = received.at(id);
+    ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(r.file.path()));
+    auto decode = [&](ByteSink& out) -> Status {
+      Status st = AsSent(DecodeReceived(repo, object, id, base_bytes ? &base_bytes->file() : nullptr, out, find_copy),
+                         r.file.path());
+      if (st.ok()) return st;
+      return Annotate(st, "object " + id.Hex() + " from " + from + " was refused");
+    };
+    std::shared_ptr<formats::Checkpoint> decoded;
+    const auto up = above.find(id);
+    if (up == above.end()) {
+      CountingSink nowhere;
+      const bool into = deliver != nullptr && id == deliver_id;
+      ZIPNN_RETURN_IF_ERROR(decode(into ? *deliver : nowhere));
+      *delivered = *delivered || into;
+    } else {
+      ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint bytes, formats::Checkpoint::Spool(repo.temp_dir, decode));
+      decoded = std::make_shared<formats::Checkpoint>(std::move(bytes));
+    }
+    base_bytes.reset();  // the last delta on it is decoded: its scratch goes
+    ZIPNN_RETURN_IF_ERROR(repo.objects.Replace(id, r.file.path()));
+    if (up != above.end()) {
+      for (const ContentId& delta : up->second) todo.emplace_back(delta, decoded);
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status DecodeReceived(const Store& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
+                      ByteSink& out, const store::FindCopy& find_copy) {
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  // The id the trailer carries is only a claim until the decode agrees.
+  if (info.content_id != id) return Corruption("it holds " + info.content_id.Hex() + ", not " + id.Hex());
+  std::unique_ptr<StoredChain> chain;
+  if (info.header.kind == container::ObjectKind::kDelta && base == nullptr) {
+    ZIPNN_ASSIGN_OR_RETURN(chain, StoredChain::Open(repo, info.header.base_id, find_copy));
+    base = &chain->top();
+  }
+  container::DecodeOptions options;
+  options.threads = repo.policy.threads;
+  return container::DecodeObject(object, info, base, options, out);
+}
+
+namespace {
+
+// Sends the base note of `id`'s object, when the local store has one, to
+// a remote that keeps notes; a failure costs only the note.
+void SendBaseNote(const Store& repo, RemoteStore& remote, const ContentId& id, std::atomic<bool>& unsupported) {
+  if (unsupported) return;
+  const std::optional<std::string> text = store::BaseNoteTextOf(repo.objects, id);
+  if (!text) return;
+  if (PutSide(remote, SideKind::kBaseNote, id, *text).code() == StatusCode::kUnsupported) unsupported = true;
+}
+
+}  // namespace
+
+Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
+                                   const TransferOptions& options) {
+  // A version the remote holds needs nothing from here: a store holds an
+  // object only with its chain, each object proven on arrival from its
+  // base up. So a clone that has only some objects (one fetched the
+  // newest alone, or fetched nothing) can push what it made, down to the
+  // first base the remote holds.
+  Result<std::vector<bool>> held = remote.Has(ids);
+  if (!held.ok()) return Annotate(held.status(), "cannot ask " + remote.where() + " what it holds");
+  std::vector<ContentId> there;
+  // Every object of every other chain, each once, by its height above
+  // its base.
+  std::map<ContentId, int> height;  // links above the base (0: a base)
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const ContentId& id = ids[k];
+    if ((*held)[k]) {
+      there.push_back(id);
+      continue;
+    }
+    std::vector<ContentId> chain;
+    std::optional<ContentId> below;  // the base of the last link walked
+    Status walked = VisitChain(repo, id, [&](const ChainLink& link) {
+      chain.push_back(link.id);
+      below = link.delta ? std::optional<ContentId>(link.base) : std::nullopt;
+    });
+    // A chain may stand on an object this store never fetched and the
+    // remote holds: what is above it is sent, one level up from it.
+    int on = 0;
+    if (!walked.ok()) {
+      if (walked.code() != StatusCode::kNotFound || chain.empty() || !below) return walked;
+      Result<std::vector<bool>> base_held = remote.Has({*below});
+      if (!base_held.ok() || !base_held->front()) return walked;
+      on = 1;
+    }
+    for (size_t i = 0; i < chain.size(); ++i) height[chain[i]] = on + static_cast<int>(chain.size() - 1 - i);
+  }
+  std::vector<ContentId> all;
+  for (const auto& [id, h] : height) all.push_back(id);
+  // Each once, and not again when another's chain holds it.
+  std::sort(there.begin(), there.end());
+  there.erase(std::unique(there.begin(), there.end()), there.end());
+  there.erase(std::remove_if(there.begin(), there.end(), [&](const ContentId& id) { return height.count(id) > 0; }),
+              there.end());
+
+  TransferReport report;
+  report.needed = all.size() + there.size();
+  report.present = there.size();
+  Result<std::vector<bool>> has = remote.Has(all);
+  if (!has.ok()) {
+    return Annotate(has.status(), "cannot ask " + remote.where() + " what it holds");
+  }
+  // One level at a time: a receiver that decodes each object finds its
+  // base there, and a push cut short leaves whole chains behind.
+  std::map<int, std::vector<ContentId>> levels;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if ((*has)[i]) {
+      ++report.present;
+    } else {
+      levels[height[all[i]]].push_back(all[i]);
+    }
+  }
+  std::atomic<bool> no_notes{false};
+  for (const auto& [level, send] : levels) {
+    ZIPNN_RETURN_IF_ERROR(MoveAll(send, options, report, [&](const ContentId& id) -> Result<uint64_t> {
+      ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
+      Status sent = WithRetries(options.attempts, [&] { return remote.PutFile(id, object); });
+      if (!sent.ok()) {
+        return Annotate(sent, "cannot send object " + id.Hex() + " to " + remote.where());
+      }
+      SendBaseNote(repo, remote, id, no_notes);
+      return object.size();
+    }));
+  }
+  // Versions re-stored here as deltas because of what was sent (the
+  // version before a new newest). Only while the local object is a delta:
+  // a note may be stale. One that stayed whole has a new base note.
+  all.insert(all.end(), there.begin(), there.end());
+  Demotion* const demotion = remote.capabilities().demotion;
+  for (const ContentId& cause : all) {
+    for (const ContentId& id : store::RebasedOn(repo, cause)) {
+      if (!report.demote_error.empty()) break;
+      auto link = store::ReadLink(repo, id);
+      if (!link.ok()) continue;
+      if (!link->delta) {
+        SendBaseNote(repo, remote, id, no_notes);
+        continue;
+      }
+      ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
+      // A remote that cannot demote keeps the whole object: 0 replaced.
+      Result<uint64_t> replaced = demotion != nullptr ? demotion->Demote(id, object) : Result<uint64_t>(uint64_t{0});
+      if (!replaced.ok()) {
+        report.demote_error = "object " + id.Hex() + ": " + replaced.status().message();
+        break;
+      }
+      if (*replaced > 0) {
+        ++report.demoted;
+        report.demoted_saved += *replaced > object.size() ? *replaced - object.size() : 0;
+      }
+    }
+  }
+  return report;
+}
+
+Result<TransferReport> FetchObjects(const Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
+                                    const TransferOptions& options) {
+  TransferReport report;
+  std::set<ContentId> seen;
+  std::map<ContentId, uint64_t> raw_sizes = options.raw_sizes;  // and those the deltas' headers give their bases
+  std::map<ContentId, Received> received;
+  std::map<ContentId, std::string> notes;  // of received bases
+  std::atomic<bool> no_notes{false};
+  std::mutex received_mu;  // guards both
+  std::vector<ContentId> wanted = ids;
+  // One round per chain level: the objects asked for, then their bases
+  // (known once their headers are here), and so on down to the bases.
+  std::map<ContentId, ContentId> top_of;  // a base -> the object asked for whose chain needs it
+  auto below = [&](const ContentId& id, const ContentId& base) {
+    const auto top = top_of.find(id);
+    top_of.emplace(base, top == top_of.end() ? id : top->second);
+  };
+  while (!wanted.empty()) {
+    std::vector<ContentId> get, next;
+    for (const ContentId& id : wanted) {
+      if (!seen.insert(id).second) continue;
+      ++report.needed;
+      // Present counts only when whole: a damaged copy is fetched again.
+      if (HoldsIntact(repo.objects, id)) {
+        ++report.present;
+        ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
+        ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+        if (info.header.kind == container::ObjectKind::kDelta) {
+          next.push_back(info.header.base_id);
+          below(id, info.header.base_id);
+        }
+      } else {
+        get.push_back(id);
+      }
+    }
+    if (seen.size() > ids.size() + static_cast<size_t>(store::kMaxChainDepth) * std::max<size_t>(1, ids.size())) {
+      return Corruption("the chains of the objects asked for do not end (a loop?)");
+    }
+    ZIPNN_RETURN_IF_ERROR(MoveAll(get, options, report, [&](const ContentId& id) -> Result<uint64_t> {
+      const auto known = raw_sizes.find(id);
+      const std::optional<uint64_t> raw_size =
+          known == raw_sizes.end() ? std::nullopt : std::optional<uint64_t>(known->second);
+      uint64_t bytes = 0;
+      std::optional<Received> got;
+      Status st = WithRetries(options.attempts, [&]() -> Status {
+        Result<Received> r = Receive(repo, remote, id, raw_size, &bytes);
+        if (!r.ok()) return r.status();
+        got = std::move(*r);
+        return OkStatus();
+      });
+      if (st.code() == StatusCode::kNotFound) {
+        const auto top = top_of.find(id);
+        const std::string of = top == top_of.end() ? "" : " (a base of " + top->second.Hex() + ")";
+        return NotFound("object " + id.Hex() + of + " is not on the remote store " + remote.where());
+      }
+      if (!st.ok()) return Annotate(st, "cannot fetch object " + id.Hex() + " from " + remote.where());
+      // A base's note, asked for beside it (kept once the object is).
+      std::optional<std::string> note;
+      if (!got->base && !no_notes) {
+        Result<std::optional<std::string>> asked = GetSide(remote, SideKind::kBaseNote, id);
+        if (asked.ok()) note = std::move(*asked);
+        if (asked.status().code() == StatusCode::kUnsupported) no_notes = true;
+      }
+      std::lock_guard<std::mutex> lock(received_mu);
+      if (note) notes.emplace(id, std::move(*note));
+      received.emplace(id, std::move(*got));
+      return bytes;
+    }));
+    for (const ContentId& id : get) {
+      const Received& r = received.at(id);
+      if (!r.base) continue;
+      next.push_back(*r.base);
+      below(id, *r.base);
+      raw_sizes.emplace(*r.base, r.base_size);
+    }
+    wanted = std::move(next);
+  }
+  ZIPNN_RETURN_IF_ERROR(AcceptReceived(repo, received, remote.where(), options.find_copy,
+                                       ids.size() == 1 ? ids[0] : ContentId{},
+                                       ids.size() == 1 ? options.deliver : nullptr, &report.delivered));
+  for (const auto& [id, text] : notes) (void)store::KeepBaseNote(repo.objects, id, text);
+  return report;
+}
+
+}  // namespace zipnn::remote

@@ -1,0 +1,262 @@
+#include "lib/store/receive.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ctime>
+
+#include <cstring>
+#include <map>
+
+#include "lib/container/format.h"
+#include "lib/container/object.h"
+#include "lib/store/base_note.h"
+#include "lib/store/chain.h"
+
+namespace zipnn::store {
+
+Status CheckObject(const ByteSource& object, const ContentId& id) {
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  if (info.content_id != id) {
+    return Corruption(object.name() + ": holds " + info.content_id.Hex() + ", not " + id.Hex());
+  }
+  return container::CheckRecords(object, info);
+}
+
+Status CheckObjectFile(const std::string& path, const ContentId& id) {
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile file, ReadFile::Open(path));
+  return CheckObject(file, id);
+}
+
+bool HoldsIntact(const ObjectStore& store, const ContentId& id) {
+  return store.Has(id) && CheckObjectFile(store.PathOf(id), id).ok();
+}
+
+namespace {
+
+// A writer's temporary file of an object (only the name a writer gives
+// it: a file of someone else's that merely looks alike is never removed).
+bool IsTemporary(const std::string& path) { return ObjectStore::IsTemporaryName(path.substr(path.rfind('/') + 1)); }
+
+bool IsOld(const struct stat& st) { return st.st_mtime + kOldTemporary < ::time(nullptr); }
+
+}  // namespace
+
+Result<size_t> RemoveOldTemporaries(const ObjectStore& store) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> entries, store.List());
+  size_t removed = 0;
+  for (const ObjectStore::Entry& e : entries) {
+    struct stat st;
+    if (e.kind != ObjectStore::Kind::kTemporary || ::stat(e.path.c_str(), &st) != 0 || !IsOld(st)) continue;
+    if (::unlink(e.path.c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
+namespace {
+
+// Makes the folder the object at `path` goes into, and removes the
+// temporary files killed writers left there.
+// An object found in place already (put there by another push, or by an
+// attempt of this one whose fsync of the folder failed) counts as sent
+// only once its name is durable too: its folder is fsynced again.
+Status SyncFolderOf(const std::string& path) { return SyncFolder(path.substr(0, path.rfind('/'))); }
+
+Status PrepareFolder(const std::string& path) {
+  const std::string folder = path.substr(0, path.rfind('/'));
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(folder, /*durable=*/true));
+  if (DIR* d = ::opendir(folder.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string file = folder + "/" + e->d_name;
+      struct stat st;
+      if (IsTemporary(file) && ::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && IsOld(st)) {
+        ::unlink(file.c_str());
+      }
+    }
+    ::closedir(d);
+  }
+  return OkStatus();
+}
+
+// Gives the received object at `temp` its name through `commit`, under
+// the store's lock (shared: arrivals go on side by side, a retain's
+// removal waits), once the store is seen to hold the base of a delta.
+Status CommitOnBase(const ObjectStore& store, const ContentId& id, const std::string& temp,
+                    const std::function<Status()>& commit) {
+  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kShared, [] {}));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(temp));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
+  if (info.header.kind == container::ObjectKind::kDelta && !store.Has(info.header.base_id)) {
+    return NotFound("object " + id.Hex() + " is a delta of " + info.header.base_id.Hex() + ", which " + store.root() +
+                    " does not hold (a retain removed it meanwhile?): push again, and the base goes with it");
+  }
+  return commit();
+}
+
+}  // namespace
+
+Result<bool> ReceiveLinked(const ObjectStore& store, const ContentId& id, const std::string& file,
+                           const std::function<Status(const std::string& temp)>& check) {
+  struct stat st;
+  if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & S_IROTH) == 0) return false;
+  const std::string path = store.PathOf(id);
+  if (HoldsIntact(store, id)) {
+    ZIPNN_RETURN_IF_ERROR(SyncFolderOf(path));
+    return true;
+  }
+  ZIPNN_RETURN_IF_ERROR(PrepareFolder(path));
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<TempLink> link, TempLink::Create(file, path));
+  if (!link) return false;
+  ZIPNN_RETURN_IF_ERROR(check(link->temp_path()));
+  ZIPNN_RETURN_IF_ERROR(CommitOnBase(store, id, link->temp_path(), [&] { return link->Commit(); }));
+  return true;
+}
+
+Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
+                     const std::function<Status(const std::string& temp)>& check) {
+  const std::string path = store.PathOf(id);
+  if (HoldsIntact(store, id)) return SyncFolderOf(path);
+  ZIPNN_RETURN_IF_ERROR(PrepareFolder(path));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(write(out));
+  ZIPNN_RETURN_IF_ERROR(check(out.temp_path()));
+  return CommitOnBase(store, id, out.temp_path(), [&] { return out.Commit(); });
+}
+
+Result<uint64_t> DemoteObject(const ObjectStore& store, const ContentId& id,
+                              const std::function<Status(AtomicFile&)>& write,
+                              const std::function<Status(const std::string& temp)>& check) {
+  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kExclusive, [] {}));
+  const Store there{store, "", "", "", config::Policy{}};
+  // Only the header is read to see what is there: a delta stays (most
+  // often the push just sent it, checked whole). A standalone object is
+  // replaced, damaged or not, by a delta that passes every check below.
+  if (!store.Has(id)) return uint64_t{0};
+  auto now = ReadLink(there, id);
+  if (!now.ok() || now->delta) return uint64_t{0};
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(store.PathOf(id), /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(write(out));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile sent, ReadFile::Open(out.temp_path()));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(sent));
+  if (info.content_id != id || info.header.kind != container::ObjectKind::kDelta) {
+    return InvalidArgument("what was sent is not a delta of " + id.Hex());
+  }
+  const ContentId base = info.header.base_id;
+  if (!HoldsIntact(store, base)) return uint64_t{0};
+  bool loops = false;
+  size_t depth = 0;
+  const Status walked = VisitChain(there, base, [&](const ChainLink& link) {
+    loops = loops || link.id == id;
+    depth = static_cast<size_t>(link.depth) + 1;
+  });
+  if (!walked.ok() || loops || depth + 1 > static_cast<size_t>(kMaxChainDepth)) return uint64_t{0};
+  ZIPNN_RETURN_IF_ERROR(check(out.temp_path()));
+  ZIPNN_RETURN_IF_ERROR(out.Commit());
+  RemoveBaseNote(store, id);  // it explained the standalone object
+  return now->object_size;
+}
+
+Status ReplaceObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
+                     const std::function<Status(const std::string& temp)>& check) {
+  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kExclusive, [] {}));
+  const Store there{store, "", "", "", config::Policy{}};
+  ZIPNN_RETURN_IF_ERROR(PrepareFolder(store.PathOf(id)));
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(store.PathOf(id), /*overwrite=*/true));
+  ZIPNN_RETURN_IF_ERROR(write(out));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile sent, ReadFile::Open(out.temp_path()));
+  ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(sent));
+  if (info.content_id != id) return InvalidArgument("what was sent is not an object of " + id.Hex());
+  if (info.header.kind == container::ObjectKind::kDelta) {
+    const ContentId base = info.header.base_id;
+    if (!HoldsIntact(store, base)) {
+      return InvalidArgument("the base " + base.Hex() + " of the object sent for " + id.Hex() + " is not here intact");
+    }
+    bool loops = false;
+    size_t depth = 0;
+    const Status walked = VisitChain(there, base, [&](const ChainLink& link) {
+      loops = loops || link.id == id;
+      depth = static_cast<size_t>(link.depth) + 1;
+    });
+    if (!walked.ok() || loops || depth + 1 > static_cast<size_t>(kMaxChainDepth)) {
+      return InvalidArgument("the chain under the object sent for " + id.Hex() + " is broken or comes back to it");
+    }
+  }
+  ZIPNN_RETURN_IF_ERROR(check(out.temp_path()));
+  return out.Commit();
+}
+
+Result<std::optional<HeldObject>> StatObject(const ObjectStore& store, const ContentId& id) {
+  if (!store.Has(id)) return std::optional<HeldObject>();
+  const Store there{store, "", "", "", config::Policy{}};
+  ZIPNN_ASSIGN_OR_RETURN(ChainLink link, ReadLink(there, id));
+  HeldObject held;
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile file, store.Open(id));
+  held.size = file.size();
+  if (link.delta) held.base = link.base;
+  return std::optional<HeldObject>(held);
+}
+
+Status RemoveObject(const ObjectStore& store, const ContentId& id) {
+  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kExclusive, [] {}));
+  const std::string path = store.PathOf(id);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return IoError(path + ": cannot remove: " + std::strerror(errno));
+  RemoveBaseNote(store, id);
+  return OkStatus();
+}
+
+Result<Pruned> PruneObjects(const ObjectStore& store, const std::set<ContentId>& ids) {
+  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kExclusive, [] {}));
+  const Store there{store, "", "", "", config::Policy{}};
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ContentId> held, ListObjects(store));
+  // What each object rests on, from its header.
+  std::map<ContentId, std::optional<ContentId>> base_of;
+  for (const ContentId& id : held) {
+    Result<ChainLink> link = ReadLink(there, id);
+    if (!link.ok()) {
+      if (ids.count(id) != 0) {  // going anyway: what it rests on is no matter
+        base_of.emplace(id, std::nullopt);
+        continue;
+      }
+      return Annotate(link.status(), "nothing was removed from " + store.root() + ": object " + id.Hex() +
+                                         " there could rest on what would go");
+    }
+    base_of.emplace(id, link->delta ? std::optional<ContentId>(link->base) : std::nullopt);
+  }
+  std::map<ContentId, ContentId> kept;  // kept -> an object outside `ids` that rests on it
+  for (const auto& [id, base] : base_of) {
+    if (ids.count(id) != 0) continue;
+    std::optional<ContentId> below = base;
+    for (int depth = 0; below && depth < kMaxChainDepth; ++depth) {
+      if (ids.count(*below) != 0) kept.emplace(*below, id);
+      auto next = base_of.find(*below);
+      below = next == base_of.end() ? std::nullopt : next->second;
+    }
+  }
+  Pruned pruned;
+  for (const ContentId& id : ids) {
+    if (auto k = kept.find(id); k != kept.end()) {
+      pruned.kept.emplace_back(id, k->second);
+      continue;
+    }
+    const std::string path = store.PathOf(id);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return IoError(path + ": cannot remove: " + std::strerror(errno));
+    RemoveBaseNote(store, id);
+    pruned.removed.push_back(id);
+  }
+  return pruned;
+}
+
+Result<std::vector<ContentId>> ListObjects(const ObjectStore& store) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> listed, store.List());
+  std::vector<ContentId> ids;
+  for (const auto& e : listed) {
+    if (e.kind == ObjectStore::Kind::kObject && e.id) ids.push_back(*e.id);
+  }
+  return ids;
+}
+
+
+}  // namespace zipnn::store

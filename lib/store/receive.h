@@ -1,0 +1,113 @@
+// How a store of this machine takes objects that come from elsewhere: a
+// push into a folder (lib/remote's folder store) or to a store server
+// (lib/remote/served.h, serve-store). Each object waits under a temporary
+// name beside its place until it passes the caller's check, then takes
+// its name atomically; so a broken or killed transfer leaves nothing
+// under an object's name.
+//
+// The store's lock is taken here and nowhere above lib/store: an arrival
+// takes it shared (arrivals go on side by side), a demotion, replacement,
+// removal or prune takes it exclusive, so that a removal that looks at
+// what rests on an object and the arrival of an object that rests on it
+// never interleave.
+//
+// Thread-safe and safe across processes (the lock and the file system
+// arbitrate).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/base/content_id.h"
+#include "lib/base/file.h"
+#include "lib/base/io.h"
+#include "lib/base/status.h"
+#include "lib/store/object_store.h"
+
+namespace zipnn::store {
+
+// Checks an object file as a receiver does before it gives the file its
+// name: the header, index and every chunk record against their checksums,
+// and the content id the object carries against `id`.
+Status CheckObject(const ByteSource& object, const ContentId& id);
+// CheckObject of the file at `path` (a received object's temporary file).
+Status CheckObjectFile(const std::string& path, const ContentId& id);
+// Whether `store` holds `id`'s object and it passes CheckObject.
+bool HoldsIntact(const ObjectStore& store, const ContentId& id);
+
+inline constexpr int64_t kOldTemporary = 24 * 3600;  // seconds
+// Removes the temporary files (".tmp-" in the name) of `store` whose last
+// change is more than kOldTemporary ago; how many it removed.
+Result<size_t> RemoveOldTemporaries(const ObjectStore& store);
+
+// How a receiver stores an object it is sent: unless `store` holds `id`
+// intact already, the bytes `write` produces go to a temporary file beside
+// the object's place, must pass `check`, and then take the name, in place
+// of a damaged copy if there is one. Temporary files that killed writers
+// left in that folder more than kOldTemporary ago are removed first.
+// The name is taken under the store's lock (shared), and only while the
+// store holds the base of a delta: a retain's removal (PruneObjects)
+// either sees the new object and keeps its base, or has removed the base
+// and the object is refused, naming it (the sender pushes again, base
+// and all).
+Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
+                     const std::function<Status(const std::string& temp)>& check);
+// The object `file` (a file of this machine) is taken as the object for
+// `id` of `store` by a hard link, when it can be: false when it cannot
+// (the caller copies it). The link waits under a temporary name until it
+// passes `check`, and takes the name as ReceiveObject's does.
+Result<bool> ReceiveLinked(const ObjectStore& store, const ContentId& id, const std::string& file,
+                           const std::function<Status(const std::string& temp)>& check);
+// How a receiver re-stores a standalone object as a delta: under the
+// store's lock (exclusive: two demotions at once could each make the
+// other's base a delta of itself, and a gc must not run meanwhile), if
+// `store` holds a standalone object for `id` (as its header says: a copy
+// damaged further on is replaced too, and a delta is left unread), the
+// bytes `write` produces go to a temporary file beside it; they must be a
+// delta for `id` whose base the store holds intact and whose base's chain
+// does not come back to `id`, and must pass `check`; then they take the
+// name. Returns the size of the object replaced, or 0 with nothing
+// changed (then `write` may not have been called).
+Result<uint64_t> DemoteObject(const ObjectStore& store, const ContentId& id,
+                              const std::function<Status(AtomicFile&)>& write,
+                              const std::function<Status(const std::string& temp)>& check);
+// How a receiver replaces an object (retention): under the store's lock
+// (exclusive, as DemoteObject), the bytes `write` produces go to a
+// temporary file beside `id`'s place; they must be an object for `id`, a
+// base or a delta whose base the store holds intact and whose base's
+// chain does not come back to `id`, and pass `check`; then they take the
+// name, whatever was there.
+Status ReplaceObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
+                     const std::function<Status(const std::string& temp)>& check);
+
+// How the store holds `id`'s object, from its header alone.
+struct HeldObject {
+  uint64_t size = 0;
+  std::optional<ContentId> base;  // for a delta
+};
+// nullopt when the store holds no object for `id`.
+Result<std::optional<HeldObject>> StatObject(const ObjectStore& store, const ContentId& id);
+// Every object the store holds, by id.
+Result<std::vector<ContentId>> ListObjects(const ObjectStore& store);
+// Removes `id`'s object and its base note under the store's lock
+// (exclusive); nothing when it holds none.
+Status RemoveObject(const ObjectStore& store, const ContentId& id);
+
+// What PruneObjects removed, and what it kept and why.
+struct Pruned {
+  std::vector<ContentId> removed;
+  std::vector<std::pair<ContentId, ContentId>> kept;  // (kept, an object that rests on it)
+};
+// Removes each of `ids` that no object the store keeps rests on: under the
+// store's lock (exclusive), every object's header is read, and each of
+// `ids` that the chain of an object outside `ids` runs through stays.
+// An object whose header cannot be read could rest on any of them:
+// nothing is removed, and the error names it.
+Result<Pruned> PruneObjects(const ObjectStore& store, const std::set<ContentId>& ids);
+
+}  // namespace zipnn::store
