@@ -188,9 +188,14 @@ void KeepWhatOthersHold(Plans& plans, const std::map<ContentId, std::set<std::st
   }
 }
 
-Result<RetainTotals> ApplyRetention(const Store& store,
-                                    const std::vector<std::pair<std::string, std::vector<PlannedVersion>>>& plans,
-                                    const RetainOptions& options) {
+Result<Retainer> Retainer::Begin(const Store& store, const std::function<void()>& waiting) {
+  // Exclusive, as gc: no add may build on a version while it goes.
+  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.objects.Lock(StoreLock::Mode::kExclusive, waiting));
+  return Retainer(store, std::move(lock));
+}
+
+Result<RetainTotals> Retainer::Apply(const Plans& plans, const RetainOptions& options) const {
+  const Store& store = *store_;
   RetainTotals totals;
   totals.store_before = StoreBytes(store);
   auto progress = [&](const std::string& what) {
