@@ -35,15 +35,13 @@ Status RunGc(const GcArgs& a) {
   GcArgs args = a;
   if (args.now) args.keep_recent_days = 0;  // and leftovers of any age
   ZIPNN_ASSIGN_OR_RETURN(store::Store repo, OpenRepository());
-  ZIPNN_ASSIGN_OR_RETURN(store::StoreLock lock, repo.objects.Lock(store::StoreLock::Mode::kExclusive, [] {
-    std::fprintf(stderr, "git-zipnn gc: waiting for running adds to finish\n");
-  }));
+  ZIPNN_ASSIGN_OR_RETURN(store::Removing removing, repo.BeginRemoving("git-zipnn gc"));
   store::SweepOptions options;
   options.dry_run = a.dry_run;
   options.started = static_cast<int64_t>(std::time(nullptr));
   options.keep_since = options.started - static_cast<int64_t>(args.keep_recent_days * 86400);
   options.now = args.now;
-  if (!a.dry_run) ZIPNN_RETURN_IF_ERROR(store::PutBackSetAside(repo));
+  if (!a.dry_run) ZIPNN_RETURN_IF_ERROR(store::PutBackSetAside(repo, removing));
 
   store::Needed needed;
   ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
@@ -64,7 +62,7 @@ Status RunGc(const GcArgs& a) {
     std::fprintf(stderr, "git-zipnn gc: %s %s; what only it needed %s\n", a.dry_run ? "would forget" : "forgot",
                  user.c_str(), a.dry_run ? "would go" : "goes now");
   }
-  ZIPNN_ASSIGN_OR_RETURN(store::Swept swept, store::Sweep(repo, needed, options));
+  ZIPNN_ASSIGN_OR_RETURN(store::Swept swept, store::Sweep(repo, removing, needed, options));
   for (const auto& [id, why] : needed.unreadable) {
     std::fprintf(stderr, "warning: object %s cannot be read, kept: %s (`git zipnn fsck --all` names what it holds)\n",
                  id.c_str(), why.c_str());

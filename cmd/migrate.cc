@@ -1,17 +1,15 @@
 // git zipnn migrate import / export: history written again with
 // checkpoints stored by git-zipnn (from plain git blobs or Git LFS
 // pointers), or back to Git LFS. The work is lib/ops/migrate.h's; this
-// file parses, stores through the clean filter on import, and prints the
-// dry run's list, the map of old commits to new ones, and what is left
-// to do.
+// file parses, and prints the dry run's list, the map of old commits to
+// new ones, and what is left to do.
 #include <cstdio>
+#include <functional>
 #include <memory>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
-#include "filters/checkpoint_filter.h"
 #include "lib/base/strings.h"
-#include "lib/git/discover.h"
 #include "lib/ops/migrate.h"
 
 namespace zipnn::cmd {
@@ -107,14 +105,7 @@ Status Run(const MigrateArgs& a, git::Driver to,
 Status RunImport(const MigrateArgs& a) {
   return Run(a, git::Driver::kZipnn, [](git::Repository& git_repo, ops::Migration& m) -> Result<ops::Migrated> {
     ZIPNN_ASSIGN_OR_RETURN(store::Store store, OpenRepository());
-    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, git::OpenSeries(store));
-    filters::CheckpointFilter filter(std::move(store), std::move(series));
-    ZIPNN_ASSIGN_OR_RETURN(ops::Migrated done,
-                           ops::Import(git_repo, m, [&](const std::string& path, ByteReader& content, ByteSink& out) {
-                             return filter.Clean(path, content, out);
-                           }));
-    (void)filter.Finish();
-    return done;
+    return ops::Import(git_repo, m, store);
   });
 }
 

@@ -78,9 +78,7 @@ Status RunRepack(const RepackArgs& a) {
   if (a.max_chain >= 0) repo.policy.max_chain = static_cast<uint32_t>(a.max_chain);
   if (a.threads > 0) repo.policy.threads = a.threads;
   // Shared, as adds: a gc waits until the repack is done.
-  ZIPNN_ASSIGN_OR_RETURN(store::StoreLock lock, repo.objects.Lock(store::StoreLock::Mode::kShared, [] {
-    std::fprintf(stderr, "git-zipnn repack: waiting for a gc of the store to finish\n");
-  }));
+  ZIPNN_ASSIGN_OR_RETURN(store::Adding adding, repo.BeginAdding("git-zipnn repack"));
 
   // The series to repack, by name, each with its whole history as git
   // holds it (HEAD's history and the index), so a fresh clone or a

@@ -81,7 +81,6 @@ void PrintRemote(const ops::RetainResult::Remote& there, bool dry_run) {
 class Printer : public ops::RetainReport {
  public:
   explicit Printer(bool verbose) : verbose_(verbose) {}
-  void Waiting() override { std::fprintf(stderr, "git-zipnn retain: waiting for running adds to finish\n"); }
   void DropsAtHead(const std::vector<std::string>& lines) override {
     std::printf("note: this plan drops what HEAD checks out:\n%s", ops::ListedAtHead(lines).c_str());
   }

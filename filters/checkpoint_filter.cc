@@ -1,20 +1,11 @@
 #include "filters/checkpoint_filter.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cstdio>
 
-#include "lib/analyze/scan.h"
-#include "lib/base/content_id.h"
-#include "lib/base/file.h"
 #include "lib/base/progress.h"
 #include "lib/base/redact.h"
-#include "lib/base/thread_pool.h"
-#include "lib/formats/checkpoint.h"
-#include "lib/git/pointers.h"
 #include "lib/series/series.h"
-#include "lib/store/gc.h"
 
 namespace zipnn::filters {
 
@@ -23,14 +14,6 @@ namespace {
 // The first kMaxPointerBytes + 1 bytes (or all): enough to tell a pointer
 // from content.
 Result<std::string> ReadHead(ByteReader& in) { return ReadUpTo(in, store::kMaxPointerBytes + 1); }
-
-// Whether `text` holds the lines git writes around a merge conflict.
-bool HasConflictMarkers(const std::string& text) {
-  for (const char* marker : {"<<<<<<< ", "=======\n", ">>>>>>> "}) {
-    if (text.rfind(marker, 0) == 0 || text.find(std::string("\n") + marker) != std::string::npos) return true;
-  }
-  return false;
-}
 
 Status Copy(ByteReader& in, ByteSink& out) {
   char buf[1 << 16];
@@ -44,274 +27,10 @@ Status Copy(ByteReader& in, ByteSink& out) {
 }  // namespace
 
 Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, ByteSink& out) {
-  ZIPNN_ASSIGN_OR_RETURN(std::string head, ReadHead(content));
-  // A one-line pointer in conflict starts with git's marker, not with the
-  // pointer: refused, never stored as a checkpoint of its own.
-  if (head.rfind("<<<<<<< ", 0) == 0) {
-    ZIPNN_ASSIGN_OR_RETURN(std::string more, ReadUpTo(content, 1024 - head.size()));
-    head += more;
-    if (head.find(std::string("\n") + store::kPointerPrefix) != std::string::npos && HasConflictMarkers(head)) {
-      return InvalidArgument(path +
-                             " holds a damaged git-zipnn pointer (merge conflict markers); after a merge "
-                             "conflict, pick a side: git checkout --ours (or --theirs) -- " +
-                             path);
-    }
-  }
-  if (head.size() <= store::kMaxPointerBytes && store::LooksLikePointer(head)) {
-    // Cleaning a pointer gives the same pointer (after checking it). A
-    // merge conflict in a pointer is refused rather than committed; any
-    // other damaged pointer (one a commit already holds) is kept as the
-    // text it is, so that status, stash and checkout go on working for
-    // everyone, and fsck names it.
-    auto p = store::ParsePointer(head);
-    if (!p.ok()) {
-      if (HasConflictMarkers(head)) {
-        return InvalidArgument(path + " holds a damaged git-zipnn pointer (" + p.status().message() +
-                               "); after a merge conflict, pick a side: git checkout --ours (or --theirs) -- " + path);
-      }
-      std::fprintf(stderr,
-                   "git-zipnn: warning: %s holds a damaged git-zipnn pointer (%s); kept as text (check out a "
-                   "commit where it is whole, or git rm it)\n",
-                   path.c_str(), p.status().message().c_str());
-      return out.Append(head.data(), head.size());
-    }
-    const std::string text = store::FormatPointer(*p);
-    return out.Append(text.data(), text.size());
-  }
-  // The store's lock, shared, before the first scratch file: a gc (even
-  // --now) waits until git has recorded what this process stores.
-  if (!lock_) {
-    ZIPNN_ASSIGN_OR_RETURN(lock_, repo_.objects.Lock(store::StoreLock::Mode::kShared, [] {
-      std::fprintf(stderr, "git-zipnn: waiting for a gc of the store to finish\n");
-    }));
-  }
-  // Spool to a file beside the store while hashing: the encoder needs
-  // random access, and git streams the content only once.
-  ZIPNN_ASSIGN_OR_RETURN(TempFile spool, TempFile::Create(repo_.temp_dir, "clean"));
-  // What a stopped add left there (its spooled input, up to the size of
-  // the checkpoint) goes before this one writes as much again.
-  if (!swept_scratch_) {
-    swept_scratch_ = true;
-    const store::Freed freed = store::RemoveStoppedScratch(repo_, spool.path());
-    if (freed.files > 0) {
-      std::fprintf(stderr, "git-zipnn: removed %s of scratch files that a stopped command left in %s\n",
-                   HumanBytes(freed.bytes).c_str(), repo_.temp_dir.c_str());
-    }
-  }
-  Hasher hasher;
-  // Git streams what the work tree holds at `path` (the filter runs at
-  // the top of the work tree): its size is what reading will come to.
-  struct stat file;
-  const bool sized = ::stat(path.c_str(), &file) == 0 && S_ISREG(file.st_mode);
-  Progress progress("git-zipnn: " + path, sized ? static_cast<uint64_t>(file.st_size) : 0);
-  {
-    ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::InTemp(spool));
-    ProgressSink spooled(file, progress, "reading");
-    hasher.Update(head.data(), head.size());
-    ZIPNN_RETURN_IF_ERROR(spooled.Append(head.data(), head.size()));
-    char buf[1 << 16];
-    for (;;) {
-      ZIPNN_ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
-      if (n == 0) break;
-      hasher.Update(buf, n);
-      ZIPNN_RETURN_IF_ERROR(spooled.Append(buf, n));
-    }
-    ZIPNN_RETURN_IF_ERROR(file.CommitUnsynced());
-  }
-  const ContentId id = hasher.Finish();
-  progress.SetTotal(0);
-  progress.Update("storing", 0);
-  // The encoder's progress shows on the line while this checkpoint is
-  // stored, and nowhere once it is (whatever way CheckIn returns).
-  repo_.encoding = [&progress](uint64_t done, uint64_t total) {
-    progress.SetTotal(total);
-    progress.Update("storing", done);
-  };
-  struct Unhook {
-    store::Store& repo;
-    ~Unhook() { repo.encoding = nullptr; }
-  } unhook{repo_};
-  const series::Placed placed = series_ ? series_->rules().Place(path) : series::Rules().Place(path);
-  store::NewVersion version{spool.path(), id, path, placed.name, placed.step};
-  version.parents = [&] { return ParentCandidates(path, placed.name, spool.path(), id); };
-  version.fingerprints = &fingerprints_;
-  ZIPNN_ASSIGN_OR_RETURN(store::CheckedIn checked,
-                         store::CheckIn(repo_, version, [&](bool deep) -> Result<std::vector<store::Version>> {
-                           if (!series_) return std::vector<store::Version>();
-                           auto versions = series_->Of(placed.name, deep);
-                           if (versions.ok()) return versions;
-                           // Storing a base is always safe: a repository git-zipnn
-                           // cannot read costs deltas, never the add.
-                           if (!warned_) {
-                             std::fprintf(stderr,
-                                          "git-zipnn: cannot read the earlier versions of %s from git (%s); "
-                                          "storing it standalone\n",
-                                          path.c_str(), versions.status().message().c_str());
-                             warned_ = true;
-                           }
-                           return std::vector<store::Version>();
-                         }));
-  if (series_) series_->Add(path, id);
-  if (!checked.damaged.empty()) {
-    std::fprintf(stderr,
-                 "git-zipnn: warning: %s: the store holds a damaged object (%s); this version is stored "
-                 "anew without it. A disk may be failing: `git zipnn fsck --all` names what else it affects\n",
-                 path.c_str(), checked.damaged.c_str());
-  }
-  if (!checked.named_parent_unused.empty()) {
-    std::fprintf(stderr, "git-zipnn: warning: %s: the parent named for it was not taken: %s; %s\n", path.c_str(),
-                 checked.named_parent_unused.c_str(),
-                 checked.parent ? ("stored as a delta of " + checked.parent->path + " instead").c_str()
-                                : "stored as its series places it");
-  }
-  if (!checked.demotion_error.empty()) {
-    // The new version is stored; the one before it stays whole (it costs
-    // bytes, never data).
-    std::fprintf(stderr, "git-zipnn: warning: %s: the version before this one stays stored whole: %s\n", path.c_str(),
-                 checked.demotion_error.c_str());
-  }
-  store::Pointer& pointer = checked.pointer;
-  if (checked.stored && pointer.format == "raw") {
-    // Said once, as it is stored: a text file or a pickle under a tracked
-    // pattern costs its size and no more, but is no checkpoint.
-    std::fprintf(stderr,
-                 "git-zipnn: note: %s is not a checkpoint git-zipnn can read (no safetensors or torch.save layout); "
-                 "stored as plain bytes, compressed whole\n",
-                 path.c_str());
-  }
-  pointer.version = PointerVersionFor(path, pointer);
-  if (checked.stored && progress.enabled()) {
-    auto info = store::Describe(repo_, id);
-    if (info.ok()) {
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%.1f s", progress.Seconds());
-      std::string how = info->delta ? "a delta (chain depth " + std::to_string(info->depth) + ")"
-                                    : "a base (" + store::BaseReasonText(checked.reason, repo_.policy) + ")";
-      if (checked.parent) {
-        how = "a delta of " + checked.parent->path + " (" + store::ParentWhyText(checked.parent->why) +
-              "; chain depth " + std::to_string(info->depth) + ")";
-      }
-      std::string demoted;
-      if (checked.demoted) {
-        demoted = "; the version before it is now a delta, " + HumanBytes(checked.demoted->before) + " -> " +
-                  HumanBytes(checked.demoted->after);
-      }
-      progress.Finish("stored as " + how + ", " + HumanBytes(pointer.size) + " -> " + HumanBytes(info->object_size) +
-                      " (" + Percent(info->object_size, pointer.size) + ") in " + seconds + demoted);
-    }
-  }
-  const std::string text = store::FormatPointer(pointer);
-  if (listings_) {
-    const std::optional<std::string> note = listings_->Note(text);
-    if (!note || git::IsListingFailure(*note)) {
-      KeepListing(spool.path(), id, text);
-    } else if (checked.stored) {
-      KeepTwinKey(text, *note, id);  // stored anew (gc took it) under a listing git kept
-    }
-  }
-  listing_.reset();
-  return out.Append(text.data(), text.size());
+  return cleaner_.Clean(path, content, out);
 }
 
-const std::string* CheckpointFilter::ListingOf(const std::string& file, const ContentId& id) {
-  if (listing_ && listing_->first == id) return &listing_->second;
-  // Read as `git zipnn textconv` reads the file git smudges, so that the
-  // listing is the one it would print.
-  auto checkpoint = formats::Checkpoint::Open(file);
-  if (!checkpoint.ok() || !checkpoint->ReadLayout().ok()) return nullptr;
-  ThreadPool pool(ThreadPool::DefaultThreads());
-  auto listing = analyze::TextconvListing(id, checkpoint->file(), checkpoint->layout(), pool);
-  if (!listing.ok()) return nullptr;
-  listing_.emplace(id, std::move(*listing));
-  return &listing_->second;
-}
-
-std::vector<store::ParentCandidate> CheckpointFilter::ListedTwins(const std::string& file, const ContentId& id) {
-  std::vector<store::ParentCandidate> twins;
-  // Only with git's listings, which the twin index is built from: the new
-  // version's listing is made for them anyway (KeepListing takes it).
-  if (!listings_ || !series_) return twins;
-  const std::string* listing = ListingOf(file, id);
-  if (listing == nullptr) return twins;
-  const std::optional<ContentId> key = analyze::TwinKey(*listing);
-  if (!key) return twins;
-  // The listings the index has not read yet: all of them in a fresh
-  // clone, then those fetched or added since.
-  listings_->ReadNotes([&](const std::string& blob) { return !twins_.Knows(blob); },
-                       [&](const std::string& blob, const std::string& text) {
-                         if (const auto listed = analyze::ListedCheckpoint(text)) {
-                           twins_.Keep(analyze::TwinKey(text), *listed, blob);
-                         }
-                       });
-  for (const ContentId& twin : twins_.Find(*key)) {
-    if (twin == id) continue;
-    auto where = series_->PathOf(twin);
-    if (!where.ok() || !*where) continue;  // not in HEAD's history: gc may take it
-    store::ParentCandidate c{twin, **where, /*by_rule=*/false};
-    c.listed_twin = true;
-    twins.push_back(std::move(c));
-  }
-  return twins;
-}
-
-std::vector<store::ParentCandidate> CheckpointFilter::ParentCandidates(const std::string& path,
-                                                                       const std::string& name,
-                                                                       const std::string& file, const ContentId& id) {
-  std::vector<store::ParentCandidate> candidates;
-  if (!series_) return candidates;
-  std::string named = named_parent_;
-  for (const config::Policy::ParentRule& rule : repo_.policy.parents) {
-    if (!named.empty()) break;
-    if (series::GlobMatches(rule.checkpoints, path)) named = rule.parent;
-  }
-  if (!named.empty()) {
-    // A file, or a folder whose file of the same name is meant.
-    const std::string base_name = path.substr(path.rfind('/') + 1);
-    bool found = false;
-    for (const std::string& at : {named, named + "/" + base_name}) {
-      auto held = series_->At(at);
-      if (held.ok() && *held && (*held)->path != path) {
-        candidates.push_back(store::ParentCandidate{(*held)->id, (*held)->path, /*by_rule=*/true});
-        found = true;
-        break;
-      }
-    }
-    if (!found && unknown_parents_.insert(named).second) {
-      std::fprintf(stderr,
-                   "git-zipnn: warning: the parent named for %s, '%s', is no checkpoint git holds (nor a folder "
-                   "holding %s; paths are from the top of the work tree); the parent is looked for by its tensors "
-                   "instead\n",
-                   path.c_str(), named.c_str(), base_name.c_str());
-    }
-  }
-  // A twin anywhere in history comes before the recent versions: nothing
-  // is closer. A twin among the recent ones is weighed on its work-tree
-  // file as they are (the search stops at the first twin).
-  auto recent = series_->Recent(name);
-  std::vector<store::ParentCandidate> twins = ListedTwins(file, id);
-  for (store::ParentCandidate& twin : twins) {
-    const bool is_recent = recent.ok() && std::any_of(recent->begin(), recent->end(),
-                                                      [&](const store::Version& v) { return v.id == twin.id; });
-    if (!is_recent) candidates.push_back(std::move(twin));
-  }
-  if (recent.ok()) {
-    for (const store::Version& v : *recent) candidates.push_back(store::ParentCandidate{v.id, v.path, false});
-  }
-  return candidates;
-}
-
-void CheckpointFilter::KeepListing(const std::string& file, const ContentId& id, const std::string& pointer_text) {
-  const std::string* listing = ListingOf(file, id);
-  if (listing == nullptr) return;
-  KeepTwinKey(pointer_text, *listing, id);
-  listings_->Add(pointer_text, *listing);
-}
-
-void CheckpointFilter::KeepTwinKey(const std::string& pointer_text, const std::string& listing, const ContentId& id) {
-  if (auto blob = git::PointerBlob(pointer_text); blob.ok()) twins_.Keep(analyze::TwinKey(listing), id, *blob);
-}
-
-Status CheckpointFilter::Finish() { return listings_ ? listings_->Write() : OkStatus(); }
+Status CheckpointFilter::Finish() { return cleaner_.Finish(); }
 
 std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id, const std::string& series) {
   // The work-tree file of a version: one this process restored (git has
@@ -337,21 +56,6 @@ std::optional<ReadFile> CheckpointFilter::FindCopy(const ContentId& id, const st
     }
   }
   return std::nullopt;
-}
-
-int CheckpointFilter::PointerVersionFor(const std::string& path, const store::Pointer& pointer) {
-  if (!series_) return store::kPointerVersion;
-  if (!staged_) {
-    staged_.emplace();
-    auto files = series_->repository().IndexFiles();
-    if (files.ok()) {
-      for (const git::FileEntry& f : *files) staged_->emplace(f.path, f.blob);
-    }
-  }
-  const auto it = staged_->find(path);
-  if (it == staged_->end()) return store::kPointerVersion;
-  auto held = git::PointerInBlob(series_->repository(), it->second);
-  return held.ok() && *held && **held == pointer ? (*held)->version : store::kPointerVersion;
 }
 
 bool CheckpointFilter::DelayedKey::operator<(const DelayedKey& o) const {

@@ -5,9 +5,8 @@
 // passes clean unchanged, and content that is not a pointer passes smudge
 // unchanged, so a repository is never stuck half-converted.
 //
-// Clean holds the store's lock shared from its first object to the end of
-// the process, so that a gc waits until git has recorded the pointers of
-// what was stored (git writes its index before it stops the filter).
+// Clean's body is ops::Cleaner (lib/ops/clean.h), which also holds the
+// store's lock while git records what it stored.
 //
 // One instance serves one process (single- or multi-file); not
 // thread-safe.
@@ -24,6 +23,7 @@
 #include "lib/access/versions.h"
 #include "lib/git/series_versions.h"
 #include "lib/git/textconv_cache.h"
+#include "lib/ops/clean.h"
 #include "lib/series/series.h"
 #include "lib/store/parents.h"
 #include "lib/store/restore.h"
@@ -54,17 +54,18 @@ class CheckpointFilter : public FilterHandler {
       : repo_(std::move(repo)),
         series_(std::move(series)),
         smudge_(std::move(smudge)),
-        versions_(repo_, access::Options{smudge_.fetch_missing, access::Copies::kBases}) {}
+        versions_(repo_, access::Options{smudge_.fetch_missing, access::Copies::kBases}),
+        cleaner_(repo_, series_.get()) {}
 
   // Clean then also lists each checkpoint it stores for git's textconv
   // cache (lib/git/textconv_cache.h), unless the cache holds a listing of
   // its pointer already; Finish writes what was listed.
-  void KeepListings(git::TextconvCache cache) { listings_ = std::move(cache); }
+  void KeepListings(git::TextconvCache cache) { cleaner_.KeepListings(std::move(cache)); }
   // The parent every checkpoint this process stores is to be a delta of
   // (store::ParentCandidate): a file or folder, from the top of the work
   // tree, named by the caller (GIT_ZIPNN_PARENT); it comes before the
   // rules of .zipnn.yaml `parents`.
-  void NameParent(std::string path) { named_parent_ = std::move(path); }
+  void NameParent(std::string path) { cleaner_.NameParent(std::move(path)); }
   // Ends the process's work: writes the listings kept (a cache: failing to
   // write them loses git no data, so the caller only warns).
   Status Finish();
@@ -86,35 +87,11 @@ class CheckpointFilter : public FilterHandler {
   // A work-tree file holding version `id` (of `series`), verified, for a
   // restore to start from; access::Versions adds the kept raw copies.
   std::optional<ReadFile> FindCopy(const ContentId& id, const std::string& series);
-  // The version to spell `pointer` in for `path`: the one of the pointer
-  // the index holds there when it names the same checkpoint (a file
-  // cleaned again must give git the same blob), else the current one.
-  int PointerVersionFor(const std::string& path, const store::Pointer& pointer);
-  // The versions a new checkpoint at `path` (of series `name`) may be a
-  // delta of: the one named for it (NameParent, then .zipnn.yaml), then
-  // the recent versions of other series.
-  // `file` holds the new checkpoint, of content id `id`.
-  std::vector<store::ParentCandidate> ParentCandidates(const std::string& path, const std::string& name,
-                                                       const std::string& file, const ContentId& id);
-  // The earlier versions whose tensors hash as those of `file` (id `id`)
-  // do, by the listings git holds (store::TwinIndex).
-  std::vector<store::ParentCandidate> ListedTwins(const std::string& file, const ContentId& id);
-  // The textconv listing of `file` (id `id`), made once for the version
-  // being stored; null when it cannot be read as a checkpoint.
-  const std::string* ListingOf(const std::string& file, const ContentId& id);
-  // Lists the checkpoint `file` (of id `id`, stored under `pointer_text`)
-  // for the textconv cache; a file that cannot be listed is left to git.
-  void KeepListing(const std::string& file, const ContentId& id, const std::string& pointer_text);
-  // Puts the twin key of `listing` (of version `id`, under `pointer_text`)
-  // in the twin index.
-  void KeepTwinKey(const std::string& pointer_text, const std::string& listing, const ContentId& id);
 
   store::Store repo_;
   std::unique_ptr<git::SeriesVersions> series_;
   // What this process has checked out: version -> its path in the work tree.
   std::map<ContentId, std::string> checked_out_;
-  // The index's blobs by path, read once, when first needed.
-  std::optional<std::map<std::string, git::Oid>> staged_;
   // Delayed smudges, in the order they are handed back, and the pointer
   // text each was delayed with (git asks again with no content).
   struct DelayedKey {
@@ -126,16 +103,8 @@ class CheckpointFilter : public FilterHandler {
   std::map<std::string, std::string> delayed_pointers_;
   SmudgeOptions smudge_;
   access::Versions versions_;  // reads repo_
-  std::optional<store::StoreLock> lock_;
-  bool warned_ = false;  // that git's series could not be read
-  bool swept_scratch_ = false;  // what stopped commands left in the scratch folder is gone
   size_t pointers_left_ = 0;
-  std::optional<git::TextconvCache> listings_;
-  std::string named_parent_;
-  store::Fingerprints fingerprints_{store::ParentCachesDir(repo_)};
-  store::TwinIndex twins_{store::ParentCachesDir(repo_)};
-  std::optional<std::pair<ContentId, std::string>> listing_;  // ListingOf's, for the version being stored
-  std::set<std::string> unknown_parents_;  // named parents warned about
+  ops::Cleaner cleaner_;  // borrows series_
 };
 
 }  // namespace zipnn::filters

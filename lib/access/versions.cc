@@ -60,8 +60,8 @@ bool Versions::FetchRecord(const ContentId& id) const {
 }
 
 Result<std::optional<store::Retained>> Versions::Retention(const ContentId& id) const {
-  if (store_.objects.Has(id)) return std::optional<store::Retained>();
-  return store::ReadRecord(store_.objects, id);
+  ZIPNN_ASSIGN_OR_RETURN(store::Resolved held, store_.Resolve(id));
+  return std::move(held.retained);
 }
 
 namespace {

@@ -4,11 +4,15 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <utility>
 
 #include "lib/access/versions.h"
 #include "lib/base/closest.h"
+#include "lib/base/io.h"
 #include "lib/base/strings.h"
+#include "lib/git/discover.h"
 #include "lib/git/git.h"
+#include "lib/ops/clean.h"
 #include "lib/remote/lfs_files.h"
 #include "lib/store/pointer.h"
 
@@ -265,10 +269,14 @@ Result<Chosen> ListChosen(const git::Repository& repo, const Migration& m) {
   return chosen;
 }
 
-Result<Migrated> Import(git::Repository& git_repo, Migration& m, const Clean& clean) {
+Result<Migrated> Import(git::Repository& git_repo, Migration& m, const store::Store& store) {
   ZIPNN_ASSIGN_OR_RETURN(lfs::LfsFolder lfs_folder, LfsFolderOf(git_repo));
   ZIPNN_ASSIGN_OR_RETURN(const auto lfs_pointers, LfsPointersOf(git_repo, m.rewrite, lfs_folder));
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<git::SeriesVersions> series, git::OpenSeries(store));
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> branch, git::HeadBranch());
+  // Stored as git add stores them; the cleaner holds the store's lock
+  // shared until it goes, once the new history names what it stored.
+  std::optional<Cleaner> cleaner(std::in_place, store, series.get());
   size_t converted = 0;
   auto replace = [&](const git::RewriteFile& f) -> Result<std::optional<std::string>> {
     std::unique_ptr<ByteReader> content;
@@ -281,7 +289,7 @@ Result<Migrated> Import(git::Repository& git_repo, Migration& m, const Clean& cl
       ZIPNN_ASSIGN_OR_RETURN(content, git::OpenBlob(git_repo, f.blob));
     }
     MemorySink pointer;
-    ZIPNN_RETURN_IF_ERROR(Annotate(clean(f.path, *content, pointer), f.path));
+    ZIPNN_RETURN_IF_ERROR(Annotate(cleaner->Clean(f.path, *content, pointer), f.path));
     ++converted;
     const Buffer& text = pointer.buffer();
     return std::optional<std::string>(std::string(text.data(), text.data() + text.size()));
@@ -290,6 +298,8 @@ Result<Migrated> Import(git::Repository& git_repo, Migration& m, const Clean& cl
     return git::Retracked(text.value_or(""), m.include, git::Driver::kZipnn);
   };
   ZIPNN_ASSIGN_OR_RETURN(git::Rewritten done, m.rewrite.Write(replace, edit, branch));
+  (void)cleaner->Finish();
+  cleaner.reset();
   return Done(m.rewrite, std::move(done), converted, !lfs_pointers.empty());
 }
 

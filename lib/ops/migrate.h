@@ -25,7 +25,6 @@
 #include <string>
 #include <vector>
 
-#include "lib/base/io.h"
 #include "lib/base/status.h"
 #include "lib/git/repository.h"
 #include "lib/git/rewrite.h"
@@ -77,9 +76,6 @@ struct Chosen {
 };
 Result<Chosen> ListChosen(const git::Repository& git_repo, const Migration& migration);
 
-// Stores one checkpoint (`content`, at `path`) and writes its pointer.
-using Clean = std::function<Status(const std::string& path, ByteReader& content, ByteSink& pointer)>;
-
 struct Migrated {
   git::Rewritten done;    // the commits, old and new; the refs moved; the notes copied
   size_t stored = 0;      // checkpoints written to the other side
@@ -92,10 +88,10 @@ struct Migrated {
   bool Unchanged() const;  // every commit is as it was
 };
 
-// Writes the history again with each chosen checkpoint stored through
-// `clean` (a plain blob, or a Git LFS object read verified); a pointer of
-// ours stays as it is.
-Result<Migrated> Import(git::Repository& git_repo, Migration& migration, const Clean& clean);
+// Writes the history again with each chosen checkpoint (a plain blob, or
+// a Git LFS object read verified) stored in `store` as git's clean filter
+// stores it (Cleaner, clean.h); a pointer of ours stays as it is.
+Result<Migrated> Import(git::Repository& git_repo, Migration& migration, const store::Store& store);
 // Writes the history again with each chosen git-zipnn version restored
 // from `store` (fetching what is missing) into Git LFS's folder.
 Result<Migrated> Export(git::Repository& git_repo, Migration& migration, const store::Store& store);

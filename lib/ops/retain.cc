@@ -217,10 +217,12 @@ Result<RetainResult> Retain(const store::Store& given, const git::Repository& gi
       return remote::NoLockRefusal(*there.store, there.name);
     }
   }
-  // Held from before the plan is read to the end, the remote's turn too.
-  std::optional<store::Retainer> retainer;
+  // The store's lock alone, as gc: no add may build on a version while
+  // it goes. Held from before the plan is read to the end, the remote's
+  // turn too.
+  std::optional<store::Removing> removing;
   if (!dry) {
-    ZIPNN_ASSIGN_OR_RETURN(retainer, store::Retainer::Begin(store, [&] { report.Waiting(); }));
+    ZIPNN_ASSIGN_OR_RETURN(removing, store.BeginRemoving("git-zipnn retain"));
   }
   // What the git remote holds keeps its versions there (and here) too: a
   // teammate's tag or branch pushed since this clone last fetched.
@@ -316,7 +318,7 @@ Result<RetainResult> Retain(const store::Store& given, const git::Repository& gi
     for (const auto& r : done) failed += !r.error.ok();
     report.Retained(name, *plan.rules.at(name), done);
   };
-  ZIPNN_ASSIGN_OR_RETURN(store::RetainTotals totals, retainer->Apply(plan.plans, options));
+  ZIPNN_ASSIGN_OR_RETURN(store::RetainTotals totals, store::ApplyRetention(store, *removing, plan.plans, options));
   report.StoreDone(totals);
   if (failed > 0) {
     return Corruption(std::to_string(failed) + " version" +

@@ -4,7 +4,8 @@
 // (the versions of each series, tags, what HEAD checks out, the git
 // remote's refs), plans each series (lib/store/retain.h), asks through
 // its report before dropping what HEAD checks out, and carries the plan
-// out under the store's lock (store::Retainer), here and then there.
+// out holding the store's lock alone (Store::BeginRemoving), here and
+// then there.
 // cmd/retain.cc parses the command line, asks the question on a
 // terminal, and prints what the report and the result hold.
 //
@@ -64,8 +65,6 @@ Result<OpenedRemote> OpenConfiguredRemote(const std::string& name);
 class RetainReport {
  public:
   virtual ~RetainReport() = default;
-  // Running adds hold the store's lock: retain waits for them.
-  virtual void Waiting() {}
   // A dry run: the plan drops what HEAD checks out (DropsAtHead's lines).
   virtual void DropsAtHead(const std::vector<std::string>& lines) { (void)lines; }
   // A run without `yes`: whether to drop what HEAD checks out; an error

@@ -133,7 +133,7 @@ TEST_CASE("gc removes the notes of the objects it removes, and keeps the others"
   SweepOptions options;
   options.started = std::time(nullptr) + 10;
   options.keep_since = options.started;
-  auto swept = Sweep(f.repo, needed, options);
+  auto swept = Sweep(f.repo, *testing::Removal(f.repo), needed, options);
   REQUIRE(swept.ok());
   CHECK(!f.repo.objects.Has(f.held[0].id));
   CHECK(!NoteFileThere(f, 0));

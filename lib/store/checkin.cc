@@ -454,7 +454,11 @@ Result<CheckedIn> StoreVersion(const Store& store, const NewVersion& version, co
 
 }  // namespace
 
-Result<CheckedIn> CheckIn(const Store& store, const NewVersion& version, const EarlierVersions& earlier) {
+Result<CheckedIn> CheckIn(const Store& given, const NewVersion& version, const EarlierVersions& earlier) {
+  // The encoder reports to this version's progress, and to nothing once
+  // it is stored: on a copy of the store, which is what encoding reads.
+  Store store = given;
+  store.encoding = version.progress;
   ZIPNN_ASSIGN_OR_RETURN(CheckedIn result, StoreVersion(store, version, earlier));
   // Why it is standalone, noted while that is known (base_note.h).
   if (result.stored) WriteBaseNote(store.objects, result.pointer.id, result.reason, store.policy);

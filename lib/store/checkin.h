@@ -47,6 +47,9 @@ struct NewVersion {
   // learned of this version and of the candidates; needed with `parents`.
   std::function<std::vector<ParentCandidate>()> parents;
   Fingerprints* fingerprints = nullptr;
+  // Where encoding it reports its progress (bytes done of total): the
+  // clean filter's line on a terminal. Unset: nowhere.
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 struct CheckedIn {

@@ -76,11 +76,11 @@ TEST_CASE("a demotion is noted under the version that caused it, for pushes; gc 
   NeedChain(f.repo, IdOf(Bf16(120)), needed);
   SweepOptions options;
   options.started = options.keep_since = std::time(nullptr) + 60;
-  REQUIRE(Sweep(f.repo, needed, options).ok());
+  REQUIRE(Sweep(f.repo, *testing::Removal(f.repo), needed, options).ok());
   CHECK(RebasedOn(f.repo, IdOf(Bf16(120))).size() == 1);
   CHECK(!FileExists(f.repo.rebased_dir + "/not-an-id"));
   Needed nothing;
-  REQUIRE(Sweep(f.repo, nothing, options).ok());
+  REQUIRE(Sweep(f.repo, *testing::Removal(f.repo), nothing, options).ok());
   CHECK(RebasedOn(f.repo, IdOf(Bf16(120))).empty());
   CHECK(std::filesystem::is_empty(f.repo.rebased_dir));
 }

@@ -70,7 +70,7 @@ void NeedChain(const Store& store, const ContentId& id, Needed& needed) {
   }
 }
 
-Status PutBackSetAside(const Store& store) {
+Status PutBackSetAside(const Store& store, const Removing&) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> listed, store.objects.List());
   for (const auto& e : listed) {
     if (e.kind != ObjectStore::Kind::kSetAside) continue;
@@ -79,7 +79,7 @@ Status PutBackSetAside(const Store& store) {
   return OkStatus();
 }
 
-Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& options) {
+Result<Swept> Sweep(const Store& store, const Removing&, Needed& needed, const SweepOptions& options) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectStore::Entry> listed, store.objects.List());
   for (const auto& e : listed) {
     if (e.id && e.mtime >= options.keep_since) NeedChain(store, *e.id, needed);

@@ -43,7 +43,7 @@ void NeedChain(const Store& store, const ContentId& id, Needed& needed);
 
 // Puts back every object an interrupted gc left aside (only files named
 // <id>.gc in that object's folder).
-Status PutBackSetAside(const Store& store);
+Status PutBackSetAside(const Store& store, const Removing& removing);
 
 struct SweepOptions {
   bool dry_run = false;    // remove nothing, list what would go
@@ -81,7 +81,7 @@ struct Swept {
 // live process holds (InUse). Only names git-zipnn gives what
 // it writes are removed (ObjectStore::Kind); anything else in the store's
 // folder is listed in Swept::foreign and left.
-Result<Swept> Sweep(const Store& store, Needed& needed, const SweepOptions& options);
+Result<Swept> Sweep(const Store& store, const Removing& removing, Needed& needed, const SweepOptions& options);
 
 // What a stopped command left in the scratch folder (store.temp_dir): the
 // files there last changed more than kStoppedSeconds ago that no live

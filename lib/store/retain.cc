@@ -188,14 +188,9 @@ void KeepWhatOthersHold(Plans& plans, const std::map<ContentId, std::set<std::st
   }
 }
 
-Result<Retainer> Retainer::Begin(const Store& store, const std::function<void()>& waiting) {
-  // Exclusive, as gc: no add may build on a version while it goes.
-  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.objects.Lock(StoreLock::Mode::kExclusive, waiting));
-  return Retainer(store, std::move(lock));
-}
-
-Result<RetainTotals> Retainer::Apply(const Plans& plans, const RetainOptions& options) const {
-  const Store& store = *store_;
+Result<RetainTotals> ApplyRetention(const Store& store, const Removing& removing, const Plans& plans,
+                                    const RetainOptions& options) {
+  (void)removing;  // the proof that no add builds on what goes
   RetainTotals totals;
   totals.store_before = StoreBytes(store);
   auto progress = [&](const std::string& what) {

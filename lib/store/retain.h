@@ -15,9 +15,8 @@
 //   4. only then do the exact objects of thinned and dropped versions go.
 // Each step replaces objects atomically, after proving them, so a kill
 // at any point leaves every kept version readable; running retain again
-// finishes the work. A Retainer holds the store's lock exclusive while
-// it lives: begun before the plan is read, so that no add (which holds it
-// shared) builds on a version while it goes and no gc runs beside it.
+// finishes the work. The caller holds the store's lock alone
+// (Store::BeginRemoving) from before it reads what the plan is made of.
 //
 // Thread-compatible.
 #pragma once
@@ -113,24 +112,11 @@ struct RetainTotals {
   size_t restored_whole = 0;                   // other objects stored whole so as not to need one
 };
 
-// A retain under way on one store: it takes the store's lock exclusive
-// when it begins and keeps it until it goes. Begin one before reading
-// what the plan is made of (git's versions, the records), and keep it
-// while what the plan needs elsewhere (a remote) is done. A dry run
-// changes nothing and needs none. Movable; the store outlives it.
-class Retainer {
- public:
-  // Takes the lock; `waiting` is called once when running adds hold it
-  // and retain must wait for them.
-  static Result<Retainer> Begin(const Store& store, const std::function<void()>& waiting);
-
-  // Carries out `plans` (one per series: its name and versions).
-  Result<RetainTotals> Apply(const Plans& plans, const RetainOptions& options) const;
-
- private:
-  Retainer(const Store& store, StoreLock lock) : store_(&store), lock_(std::move(lock)) {}
-  const Store* store_;
-  StoreLock lock_;
-};
+// Carries out `plans` (one per series: its name and versions), holding
+// the store's lock alone (`removing`): taken before the plan was read, so
+// that no add builds on a version while it goes, and held until the
+// retain ends.
+Result<RetainTotals> ApplyRetention(const Store& store, const Removing& removing, const Plans& plans,
+                                    const RetainOptions& options);
 
 }  // namespace zipnn::store

@@ -3,9 +3,6 @@
 // kept versions restore exactly, thinned ones as their approximate
 // version, and nothing a kept version needs goes.
 #include <doctest/doctest.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -165,8 +162,8 @@ struct Saved : Fixture {
     RetainOptions options;
     options.now = 2000000000;
     options.every_version = Ids();
-    ZIPNN_ASSIGN_OR_RETURN(Retainer retainer, Retainer::Begin(repo, [] {}));
-    return retainer.Apply({{"run/step-#.safetensors", plan}}, options);
+    ZIPNN_ASSIGN_OR_RETURN(Removing removing, testing::Removal(repo));
+    return ApplyRetention(repo, removing, {{"run/step-#.safetensors", plan}}, options);
   }
 };
 
@@ -233,7 +230,7 @@ TEST_CASE("retention keeps the newest exactly, thins the rest into a smaller sto
   SweepOptions sweep;
   sweep.started = 2000000000;
   sweep.keep_since = 2000000000;
-  auto swept = Sweep(f.repo, needed, sweep);
+  auto swept = Sweep(f.repo, *testing::Removal(f.repo), needed, sweep);
   REQUIRE(swept.ok());
   CHECK(swept->objects.empty());
   // Then dropping what was thinned removes the approximate versions too.
@@ -292,9 +289,8 @@ TEST_CASE("a content one series keeps and another drops stays, and restores exac
   RetainOptions options;
   options.now = 2000000000;
   options.every_version = ids;
-  auto retainer = Retainer::Begin(f.repo, [] {});
-  REQUIRE(retainer.ok());
-  auto totals = retainer->Apply({{"run/step-#.safetensors", plan}, {"release/model.safetensors", kept}}, options);
+  auto totals = ApplyRetention(f.repo, *testing::Removal(f.repo),
+                               {{"run/step-#.safetensors", plan}, {"release/model.safetensors", kept}}, options);
   REQUIRE_MESSAGE(totals.ok(), totals.status().message());
   CHECK(totals->removed == 10);
   CountingSink out;
@@ -326,35 +322,6 @@ TEST_CASE("a version another series holds is kept in the plan, and says where") 
   paths[ids[3]].insert("release/model.safetensors");
   KeepWhatOthersHold(plans, paths, series_of);
   CHECK(plans[0].second[3].fate == Fate::kDrop);
-}
-
-// Whether another process could take the store's lock shared now (an
-// add), without waiting.
-bool AddCouldLock(const Store& repo) {
-  const int fd = ::open(repo.objects.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  REQUIRE(fd >= 0);
-  const bool locked = ::flock(fd, LOCK_SH | LOCK_NB) == 0;
-  ::close(fd);
-  return locked;
-}
-
-TEST_CASE("a retainer holds the store's lock exclusive from its beginning until it goes") {
-  Saved f;
-  REQUIRE(AddCouldLock(f.repo));
-  {
-    bool waited = false;
-    auto retainer = Retainer::Begin(f.repo, [&] { waited = true; });
-    REQUIRE(retainer.ok());
-    CHECK_FALSE(waited);
-    CHECK_FALSE(AddCouldLock(f.repo));
-    // Applying a plan keeps it held.
-    RetainOptions options;
-    options.now = 2000000000;
-    options.every_version = f.Ids();
-    REQUIRE(retainer->Apply({}, options).ok());
-    CHECK_FALSE(AddCouldLock(f.repo));
-  }
-  CHECK(AddCouldLock(f.repo));
 }
 
 }  // namespace

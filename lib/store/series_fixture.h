@@ -14,6 +14,7 @@
 
 #include "lib/base/io.h"
 #include "lib/store/chain.h"
+#include "lib/store/gc.h"
 #include "lib/store/checkin.h"
 #include "lib/store/restore.h"
 #include "lib/store/test_objects.h"
@@ -28,6 +29,8 @@ inline std::string Bf16(int step) {
 }
 
 inline ContentId IdOf(const std::string& file) { return IdOfFile(file); }
+// The store's lock taken alone, as gc takes it (read it with `*`).
+inline Result<Removing> Removal(const Store& store) { return store.BeginRemoving("test"); }
 
 inline void Copy(const std::string& from, const std::string& to) {
   REQUIRE(std::system(("mkdir -p \"$(dirname '" + to + "')\" && cp '" + from + "' '" + to + "'").c_str()) == 0);

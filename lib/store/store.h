@@ -3,7 +3,9 @@
 // be, the policy in force). Every part of lib/store takes one. It is the
 // store's view of a repository; git's own is git::Repository (lib/git).
 //
-// A plain value: copyable, thread-compatible.
+// A value (copyable, thread-compatible) that keeps one rule of its own:
+// the store's lock is taken only through it (BeginAdding, BeginRemoving),
+// and what must hold the lock takes the proof that it is held.
 #pragma once
 
 #include <functional>
@@ -11,8 +13,50 @@
 
 #include "lib/config/policy.h"
 #include "lib/store/object_store.h"
+#include "lib/store/retention.h"
 
 namespace zipnn::store {
+
+// Proof, for as long as it lives, that this process holds the store's
+// lock shared: it may write objects and record them in git (git add,
+// repack), beside any number of others doing the same, and no gc or
+// retain removes anything meanwhile. Only a Store hands one out.
+class Adding {
+ public:
+  Adding(Adding&&) = default;
+  Adding& operator=(Adding&&) = default;
+
+ private:
+  friend struct Store;
+  explicit Adding(StoreLock lock) : lock_(std::move(lock)) {}
+  StoreLock lock_;
+};
+
+// Proof that this process holds the store's lock alone: it may remove
+// objects (gc, retain), since no add is building on them. Only a Store
+// hands one out.
+class Removing {
+ public:
+  Removing(Removing&&) = default;
+  Removing& operator=(Removing&&) = default;
+
+ private:
+  friend struct Store;
+  explicit Removing(StoreLock lock) : lock_(std::move(lock)) {}
+  StoreLock lock_;
+};
+
+// How the store holds a version (Store::Resolve).
+struct Resolved {
+  enum class Kind {
+    kExact,        // its own object is here (whole or not: restoring says)
+    kApproximate,  // retention thinned it: `retained` names the approximate version
+    kDropped,      // retention dropped it: `retained` says when
+    kAbsent,       // neither its object nor a record of it is here
+  };
+  Kind kind = Kind::kAbsent;
+  std::optional<Retained> retained;  // kApproximate and kDropped
+};
 
 struct Store {
   ObjectStore objects;
@@ -22,9 +66,21 @@ struct Store {
   config::Policy policy;
   std::string rebased_dir = "";  // versions re-stored as deltas, for pushes (rebased.h); empty: none noted
   // Where encoding an object reports its progress (container::
-  // EncodeOptions::progress): the clean filter's line on a terminal while
-  // it stores one checkpoint. Unset: nowhere.
+  // EncodeOptions::progress). Set only by CheckIn, on its own copy, from
+  // NewVersion::progress; unset: nowhere.
   std::function<void(uint64_t done, uint64_t total)> encoding;
+
+  // Takes the lock shared (creating the store's folder if needed). When a
+  // gc or retain holds it, says "<command>: waiting for a gc of the store
+  // to finish" on stderr and waits.
+  Result<Adding> BeginAdding(const std::string& command) const;
+  // Takes the lock alone. When adds hold it, says "<command>: waiting for
+  // running adds to finish" on stderr and waits.
+  Result<Removing> BeginRemoving(const std::string& command) const;
+
+  // How version `id` is held here: its object, else what retention made
+  // of it (its record; Corruption for a damaged one), else absent.
+  Result<Resolved> Resolve(const ContentId& id) const;
 };
 
 }  // namespace zipnn::store

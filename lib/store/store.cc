@@ -1,0 +1,29 @@
+#include "lib/store/store.h"
+
+#include <cstdio>
+
+namespace zipnn::store {
+
+Result<Adding> Store::BeginAdding(const std::string& command) const {
+  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, objects.Lock(StoreLock::Mode::kShared, [&command] {
+    std::fprintf(stderr, "%s: waiting for a gc of the store to finish\n", command.c_str());
+  }));
+  return Adding(std::move(lock));
+}
+
+Result<Removing> Store::BeginRemoving(const std::string& command) const {
+  ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, objects.Lock(StoreLock::Mode::kExclusive, [&command] {
+    std::fprintf(stderr, "%s: waiting for running adds to finish\n", command.c_str());
+  }));
+  return Removing(std::move(lock));
+}
+
+Result<Resolved> Store::Resolve(const ContentId& id) const {
+  if (objects.Has(id)) return Resolved{Resolved::Kind::kExact, std::nullopt};
+  ZIPNN_ASSIGN_OR_RETURN(std::optional<Retained> record, ReadRecord(objects, id));
+  if (!record) return Resolved{};
+  const Resolved::Kind kind = record->dropped ? Resolved::Kind::kDropped : Resolved::Kind::kApproximate;
+  return Resolved{kind, std::move(record)};
+}
+
+}  // namespace zipnn::store
