@@ -188,9 +188,9 @@ void KeepWhatOthersHold(Plans& plans, const std::map<ContentId, std::set<std::st
   }
 }
 
-Result<RetainTotals> ApplyRetention(const Store& store,
-                                    const std::vector<std::pair<std::string, std::vector<PlannedVersion>>>& plans,
+Result<RetainTotals> ApplyRetention(const Store& store, const Removing& removing, const Plans& plans,
                                     const RetainOptions& options) {
+  (void)removing;  // the proof that no add builds on what goes
   RetainTotals totals;
   totals.store_before = StoreBytes(store);
   auto progress = [&](const std::string& what) {

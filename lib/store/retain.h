@@ -15,7 +15,8 @@
 //   4. only then do the exact objects of thinned and dropped versions go.
 // Each step replaces objects atomically, after proving them, so a kill
 // at any point leaves every kept version readable; running retain again
-// finishes the work. The caller holds the store's lock exclusive.
+// finishes the work. The caller holds the store's lock alone
+// (Store::BeginRemoving) from before it reads what the plan is made of.
 //
 // Thread-compatible.
 #pragma once
@@ -111,9 +112,11 @@ struct RetainTotals {
   size_t restored_whole = 0;                   // other objects stored whole so as not to need one
 };
 
-// Carries out `plans` (one per series: its name and versions).
-Result<RetainTotals> ApplyRetention(const Store& store,
-                                    const std::vector<std::pair<std::string, std::vector<PlannedVersion>>>& plans,
+// Carries out `plans` (one per series: its name and versions), holding
+// the store's lock alone (`removing`): taken before the plan was read, so
+// that no add builds on a version while it goes, and held until the
+// retain ends.
+Result<RetainTotals> ApplyRetention(const Store& store, const Removing& removing, const Plans& plans,
                                     const RetainOptions& options);
 
 }  // namespace zipnn::store

@@ -162,7 +162,8 @@ struct Saved : Fixture {
     RetainOptions options;
     options.now = 2000000000;
     options.every_version = Ids();
-    return ApplyRetention(repo, {{"run/step-#.safetensors", plan}}, options);
+    ZIPNN_ASSIGN_OR_RETURN(Removing removing, testing::Removal(repo));
+    return ApplyRetention(repo, removing, {{"run/step-#.safetensors", plan}}, options);
   }
 };
 
@@ -288,7 +289,8 @@ TEST_CASE("a content one series keeps and another drops stays, and restores exac
   RetainOptions options;
   options.now = 2000000000;
   options.every_version = ids;
-  auto totals = ApplyRetention(f.repo, {{"run/step-#.safetensors", plan}, {"release/model.safetensors", kept}}, options);
+  auto totals = ApplyRetention(f.repo, *testing::Removal(f.repo),
+                               {{"run/step-#.safetensors", plan}, {"release/model.safetensors", kept}}, options);
   REQUIRE_MESSAGE(totals.ok(), totals.status().message());
   CHECK(totals->removed == 10);
   CountingSink out;
