@@ -111,13 +111,13 @@ Status RunCat(const CatArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(const OutputFormat format, FormatOf(a));
   ops::Context context(ops::Context::Options{a.threads});
   ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
-  store::Store& repo = *opened;
+  store::Store& store = *opened;
   if (a.approximate) ZIPNN_RETURN_IF_ERROR(ops::RefuseTrackedOutput(a.output));
   ZIPNN_ASSIGN_OR_RETURN(const store::Pointer pointer, ops::PointerAt(ops::GitSpec(a.spec)));
 
   access::Options options;
   options.approximate = a.approximate;
-  const access::Versions versions(repo, options);
+  const access::Versions versions(store, options);
   // Said once the bytes are read: a clone learns of a retention on the
   // remote as it reads.
   auto say = [&](Status st) {
@@ -139,8 +139,7 @@ Status RunCat(const CatArgs& a) {
     std::fprintf(stderr, "warning: %s: %s\n", a.spec.c_str(), warning.c_str());
   Result<std::vector<formats::Tensor>> selected = formats::SelectTensors(TensorsOf(layout), a.tensors, a.spec);
   if (!selected.ok()) {
-    return Status(selected.status().code(),
-                  selected.status().message() + "; `git zipnn cat --list " + a.spec + "` lists them");
+    return WithHint(selected.status(), "; `git zipnn cat --list " + a.spec + "` lists them");
   }
   const std::vector<formats::Tensor>& tensors = *selected;
   if (a.list) {

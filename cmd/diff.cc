@@ -36,10 +36,10 @@ bool IsRevisionSpec(const std::string& arg) { return arg.find(':') != std::strin
 
 Result<Opened> Resolve(ops::Context& context, const std::string& arg) {
   if (!IsRevisionSpec(arg)) return ops::WithLayout(ops::CheckpointInFile(context, arg));
-  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
   const size_t colon = arg.find(':');
   return ops::WithLayout(
-      access::Versions(*repo, access::Copies::kAll).OpenAt(arg.substr(0, colon), "./" + arg.substr(colon + 1)));
+      access::Versions(*store, access::Copies::kAll).OpenAt(arg.substr(0, colon), "./" + arg.substr(colon + 1)));
 }
 
 std::string Describe(const Opened& o) {
@@ -100,10 +100,10 @@ Status RunDiff(const DiffArgs& a) {
   if (a.driver) return RunDriver(context, a);
   std::optional<Opened> sides[2];
   if (a.args.size() == 3) {
-    ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+    ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
     for (int s = 0; s < 2; ++s) {
       ZIPNN_ASSIGN_OR_RETURN(
-          Opened o, ops::WithLayout(access::Versions(*repo, access::Copies::kAll).OpenAt(a.args[s], "./" + a.args[2])));
+          Opened o, ops::WithLayout(access::Versions(*store, access::Copies::kAll).OpenAt(a.args[s], "./" + a.args[2])));
       sides[s].emplace(std::move(o));
     }
   } else if (a.args.size() == 2) {

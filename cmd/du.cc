@@ -43,10 +43,10 @@ void Row(const char* what, const Tally& t, const std::string& note) {
 Status RunDu() {
   ops::Context context;
   ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
-  store::Store& repo = *opened;
+  store::Store& store = *opened;
   Tally objects, unfinished, records, notes;
   size_t foreign = 0;  // not git-zipnn's: not counted
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<store::ObjectStore::Entry> listed, repo.objects.List());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<store::ObjectStore::Entry> listed, store.objects.List());
   for (const auto& e : listed) {
     if (e.kind == store::ObjectStore::Kind::kForeign) {
       ++foreign;
@@ -59,20 +59,20 @@ Status RunDu() {
     }
   }
   Tally cache;
-  for (const auto& e : store::RawCache(repo.cache_dir, repo.policy.raw_cache).List()) cache.Add(e.size);
-  const Tally scratch = FilesUnder(repo.temp_dir);
-  const std::string zipnn_dir = repo.temp_dir.substr(0, repo.temp_dir.rfind('/'));
+  for (const auto& e : store::RawCache(store.cache_dir, store.policy.raw_cache).List()) cache.Add(e.size);
+  const Tally scratch = FilesUnder(store.temp_dir);
+  const std::string zipnn_dir = store.temp_dir.substr(0, store.temp_dir.rfind('/'));
   const Tally legacy = FilesUnder(zipnn_dir + "/series");
   Tally work_tree;
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, ops::TrackedPaths());
   for (const std::string& path : tracked) {
     struct stat st;
-    if (::stat((repo.work_dir + "/" + path).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (::stat((store.work_dir + "/" + path).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
       work_tree.Add(static_cast<uint64_t>(st.st_size));
     }
   }
   const uint64_t beside = cache.bytes + scratch.bytes + unfinished.bytes + legacy.bytes;
-  std::printf("object store %s\n", repo.objects.root().c_str());
+  std::printf("object store %s\n", store.objects.root().c_str());
   Row("objects", objects, "");
   if (records.files > 0) Row("retention records", records, "  (versions thinned or dropped: git zipnn retain)");
   if (notes.files > 0) Row("base notes", notes, "  (why each standalone object is one: git zipnn log)");
@@ -82,7 +82,7 @@ Status RunDu() {
                 Counted(foreign, "file or folder", "files or folders").c_str());
   }
   std::printf("kept beside it\n");
-  Row("raw cache", cache, "  (budget " + HumanBytes(repo.policy.raw_cache) + ", raw_cache in .zipnn.yaml)");
+  Row("raw cache", cache, "  (budget " + HumanBytes(store.policy.raw_cache) + ", raw_cache in .zipnn.yaml)");
   Row("scratch files", scratch, scratch.files > 0 ? "  (gc removes those older than an hour; gc --now at once)" : "");
   if (legacy.files > 0) Row("old series lists", legacy, "  (no longer used; gc removes them)");
   std::printf("  %-22s %10s (%s of the store)\n", "in all", HumanBytes(beside).c_str(),

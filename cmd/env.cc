@@ -89,24 +89,24 @@ Status RunEnv() {
   // The store's warnings are lines of env's own, not said on stderr.
   ops::Context context(ops::Context::Options{0, /*print_warnings=*/false});
   ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
-  const store::Store& repo = *opened;
+  const store::Store& store = *opened;
   const auto storepath = Config("zipnn.storepath");
-  Line("object store", repo.objects.root() + (storepath ? " (zipnn.storepath)" : " (the default)"));
-  Line("raw cache", repo.cache_dir + ", budget " + HumanBytes(repo.policy.raw_cache));
-  Line("scratch", repo.temp_dir);
+  Line("object store", store.objects.root() + (storepath ? " (zipnn.storepath)" : " (the default)"));
+  Line("raw cache", store.cache_dir + ", budget " + HumanBytes(store.policy.raw_cache));
+  Line("scratch", store.temp_dir);
   const bool has_yaml = folders->top && FileExists(*folders->top + "/.zipnn.yaml");
-  Line("policy", PolicyText(repo.policy) + (has_yaml ? " (.zipnn.yaml)" : " (the defaults: no .zipnn.yaml)"));
+  Line("policy", PolicyText(store.policy) + (has_yaml ? " (.zipnn.yaml)" : " (the defaults: no .zipnn.yaml)"));
   for (const std::string& warning : context.warnings()) Line("", "warning: " + warning);
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> remotes, ops::Remotes());
   const Result<remote::RemoteSettings> settings = remote::RemoteSettings::Read();
   const std::string chosen = settings.ok() ? Or(remote::DefaultRemote(*settings), std::string()) : "";
   if (remotes.empty()) Line("remotes", "none (`git remote add origin <url>`)");
   for (size_t i = 0; i < remotes.size(); ++i) {
-    const Result<std::string> store =
+    const Result<std::string> described =
         settings.ok() ? remote::DescribeStore(*settings, remotes[i]) : Result<std::string>(settings.status());
     Line(i == 0 ? "remotes" : "",
          remotes[i] + (remotes[i] == chosen ? " (the default)" : "") + ": " +
-             (store.ok() ? *store : "cannot tell (" + store.status().message() + ")"));
+             (described.ok() ? *described : "cannot tell (" + described.status().message() + ")"));
   }
   return OkStatus();
 }

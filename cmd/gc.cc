@@ -34,14 +34,14 @@ Status RunGc(const GcArgs& a) {
   if (args.now) args.keep_recent_days = 0;  // and leftovers of any age
   ops::Context context;
   ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
-  store::Store& repo = *opened;
-  ZIPNN_ASSIGN_OR_RETURN(store::Removing removing, repo.BeginRemoving("git-zipnn gc"));
+  store::Store& store = *opened;
+  ZIPNN_ASSIGN_OR_RETURN(store::Removing removing, store.BeginRemoving("git-zipnn gc"));
   store::SweepOptions options;
   options.dry_run = a.dry_run;
   options.started = static_cast<int64_t>(std::time(nullptr));
   options.keep_since = options.started - static_cast<int64_t>(args.keep_recent_days * 86400);
   options.now = args.now;
-  if (!a.dry_run) ZIPNN_RETURN_IF_ERROR(store::PutBackSetAside(repo, removing));
+  if (!a.dry_run) ZIPNN_RETURN_IF_ERROR(store::PutBackSetAside(store, removing));
 
   ZIPNN_ASSIGN_OR_RETURN(ops::GcNeeds needs, ops::NeededObjects(context, a.forget, a.dry_run));
   const FoundPointers& found = needs.found;
@@ -54,7 +54,7 @@ Status RunGc(const GcArgs& a) {
     std::fprintf(stderr, "git-zipnn gc: %s %s; what only it needed %s\n", a.dry_run ? "would forget" : "forgot",
                  user.c_str(), a.dry_run ? "would go" : "goes now");
   }
-  ZIPNN_ASSIGN_OR_RETURN(store::Swept swept, store::Sweep(repo, removing, needed, options));
+  ZIPNN_ASSIGN_OR_RETURN(store::Swept swept, store::Sweep(store, removing, needed, options));
   for (const auto& [id, why] : needed.unreadable) {
     std::fprintf(stderr, "warning: object %s cannot be read, kept: %s (`git zipnn fsck --all` names what it holds)\n",
                  id.c_str(), why.c_str());
@@ -68,7 +68,7 @@ Status RunGc(const GcArgs& a) {
     std::fprintf(stderr,
                  "warning: the store folder %s also holds %s that git-zipnn did not write (%s); gc left %s as %s. "
                  "Keep the store in a folder of its own: move %s out, or set zipnn.storepath to an empty folder\n",
-                 repo.objects.root().c_str(),
+                 store.objects.root().c_str(),
                  Counted(swept.foreign.size(), "file or folder", "files or folders").c_str(), names.c_str(),
                  swept.foreign.size() == 1 ? "it" : "them", swept.foreign.size() == 1 ? "it is" : "they are",
                  swept.foreign.size() == 1 ? "it" : "them");
@@ -96,7 +96,7 @@ Status RunGc(const GcArgs& a) {
     std::printf("note: file locks hold nothing on the file system of %s, so the files of a running git add or fetch "
                 "cannot be told from those of a stopped one: --now removed only leftovers over an hour old, and kept "
                 "%s younger (%s)\n",
-                repo.temp_dir.c_str(), Counted(swept.young_files, "file").c_str(),
+                store.temp_dir.c_str(), Counted(swept.young_files, "file").c_str(),
                 HumanBytes(swept.young_bytes).c_str());
   } else if (swept.young_files > 0) {
     std::printf("%s of leftovers no running process holds (%s of a git add or fetch that was stopped) %s until they "
@@ -104,13 +104,13 @@ Status RunGc(const GcArgs& a) {
                 HumanBytes(swept.young_bytes).c_str(), Counted(swept.young_files, "file").c_str(),
                 a.dry_run ? "would be kept" : "kept");
   }
-  const std::vector<store::RawCache::Entry> copies = store::RawCache(repo.cache_dir, repo.policy.raw_cache).List();
+  const std::vector<store::RawCache::Entry> copies = store::RawCache(store.cache_dir, store.policy.raw_cache).List();
   if (swept.cache_freed > 0 || !copies.empty()) {
     uint64_t held = 0;
     for (const auto& e : copies) held += e.size;
     std::printf("raw cache: %s%zu cop%s kept (%s of a %s budget)\n",
                 swept.cache_freed > 0 ? ("freed " + HumanBytes(swept.cache_freed) + "; ").c_str() : "", copies.size(),
-                copies.size() == 1 ? "y" : "ies", HumanBytes(held).c_str(), HumanBytes(repo.policy.raw_cache).c_str());
+                copies.size() == 1 ? "y" : "ies", HumanBytes(held).c_str(), HumanBytes(store.policy.raw_cache).c_str());
   }
   return OkStatus();
 }

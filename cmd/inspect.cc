@@ -113,11 +113,11 @@ Status PrintObjectReport(const std::string& path) {
 // The tensors of the checkpoint an object holds, by name, read by parts:
 // through the store's chain for a content id, or from a base object file
 // alone (a delta file needs its base, which only the store knows).
-Status PrintObjectTensors(const std::string& path, const store::Store* repo,
+Status PrintObjectTensors(const std::string& path, const store::Store* store,
                           const std::optional<ContentId>& id) {
   std::printf("\n");
-  if (repo && id) {
-    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<store::VersionReader> version, store::OpenVersion(*repo, *id));
+  if (store && id) {
+    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<store::VersionReader> version, store::OpenVersion(*store, *id));
     ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(*version, formats::kAutoFormat));
     PrintTensorTable(TensorsOf(layout));
     return OkStatus();
@@ -148,15 +148,15 @@ Action SetupInspect(CLI::App& sub) {
   return [path, tensors]() -> Status {
     // A content id names the object of that version in the store.
     ops::Context context;
-    const store::Store* repo = nullptr;
+    const store::Store* store = nullptr;
     std::optional<ContentId> id;
     std::string file = *path;
     if (!FileExists(*path) && (id = ContentId::FromHex(*path))) {
-      ZIPNN_ASSIGN_OR_RETURN(repo, context.Store());
-      file = repo->objects.PathOf(*id);
+      ZIPNN_ASSIGN_OR_RETURN(store, context.Store());
+      file = store->objects.PathOf(*id);
     }
     ZIPNN_RETURN_IF_ERROR(PrintObjectReport(file));
-    return *tensors ? PrintObjectTensors(file, repo, id) : OkStatus();
+    return *tensors ? PrintObjectTensors(file, store, id) : OkStatus();
   };
 }
 

@@ -16,12 +16,12 @@ namespace {
 Status RunLsFiles(const std::string& rev) {
   ops::Context context;
   ZIPNN_ASSIGN_OR_RETURN(const auto checkpoints, ops::CheckpointsAt(context, rev));
-  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
   uint64_t raw_total = 0, stored_total = 0;
   int count = 0;
   size_t absent = 0, retained = 0;
   for (const auto& [path, p] : checkpoints) {
-    const ops::HeldVersion held = ops::DescribeHeld(*repo, p.id);
+    const ops::HeldVersion held = ops::DescribeHeld(*store, p.id);
     const Result<store::StoredInfo>& info = held.info;
     const std::string& kind = held.kind;
     absent += info.ok() || held.retained ? 0 : 1;

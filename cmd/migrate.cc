@@ -84,10 +84,12 @@ void Report(const ops::Migrated& m, const char* to) {
 // Both directions: read and check, list for a dry run, else rewrite
 // through `write` and check the branch here out again.
 Status Run(const MigrateArgs& a, git::Driver to,
-           const std::function<Result<ops::Migrated>(git::Repository&, ops::Migration&)>& write) {
+           const std::function<Result<ops::Migrated>(ops::Context&, ops::Migration&)>& write) {
   const ops::MigrateRequest request{PatternList(a.include), PatternList(a.exclude), a.refs, a.everything, a.dry_run};
   const char* name = to == git::Driver::kZipnn ? "git-zipnn" : "Git LFS";
-  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ops::Context context;
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository * found, context.Git());
+  git::Repository& git_repo = *found;
   ZIPNN_ASSIGN_OR_RETURN(ops::Migration migration,
                          ops::ReadMigration(git_repo, request, to, [](const std::string& sentence) {
                            std::fprintf(stderr, "git-zipnn: %s\n", sentence.c_str());
@@ -97,22 +99,24 @@ Status Run(const MigrateArgs& a, git::Driver to,
     PrintChosen(chosen, migration.rewrite.commits(), name);
     return OkStatus();
   }
-  ZIPNN_ASSIGN_OR_RETURN(ops::Migrated done, write(git_repo, migration));
+  ZIPNN_ASSIGN_OR_RETURN(ops::Migrated done, write(context, migration));
   Report(done, name);
   return ops::CheckOutAgain(git_repo);
 }
 
 Status RunImport(const MigrateArgs& a) {
-  return Run(a, git::Driver::kZipnn, [](git::Repository& git_repo, ops::Migration& m) -> Result<ops::Migrated> {
-    ZIPNN_ASSIGN_OR_RETURN(store::Store store, OpenRepository());
-    return ops::Import(git_repo, m, store);
+  return Run(a, git::Driver::kZipnn, [](ops::Context& context, ops::Migration& m) -> Result<ops::Migrated> {
+    ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
+    ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
+    return ops::Import(*git_repo, m, *store);
   });
 }
 
 Status RunExport(const MigrateArgs& a) {
-  return Run(a, git::Driver::kLfs, [](git::Repository& git_repo, ops::Migration& m) -> Result<ops::Migrated> {
-    ZIPNN_ASSIGN_OR_RETURN(store::Store store, OpenRepository());
-    return ops::Export(git_repo, m, store);
+  return Run(a, git::Driver::kLfs, [](ops::Context& context, ops::Migration& m) -> Result<ops::Migrated> {
+    ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
+    ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
+    return ops::Export(*git_repo, m, *store);
   });
 }
 

@@ -25,12 +25,12 @@ struct PushArgs {
 
 Status RunPush(const PushArgs& a) {
   ops::Context context;
-  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
   ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
   ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(*settings, a.remote));
   ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, ops::PointersToPush(context, a.refs, a.all));
   WarnDamaged(found);
-  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::PushPointers(*repo, *settings, remote, found));
+  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::PushPointers(*store, *settings, remote, found));
   PrintTransfer(/*push=*/true, done, a.quiet);
   return OkStatus();
 }
@@ -44,13 +44,12 @@ Status RunPrePush(const std::string& remote) {
   ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, ops::PointersBeforePush(context, remote, lines));
   if (found.pointers.empty()) return OkStatus();
   WarnDamaged(found);
-  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
   const Result<const remote::RemoteSettings*> settings = context.RemoteSettings();
   Result<remote::Transferred> pushed =
-      settings.ok() ? remote::PushPointers(*repo, **settings, remote, found) : settings.status();
+      settings.ok() ? remote::PushPointers(*store, **settings, remote, found) : settings.status();
   if (!pushed.ok()) {
-    return Status(pushed.status().code(), pushed.status().message() +
-                                              "\n(git push stopped so that no pointer reaches " + remote +
+    return WithHint(pushed.status(), "\n(git push stopped so that no pointer reaches " + remote +
                                               " without its checkpoint; see docs/remotes.md)");
   }
   PrintTransfer(/*push=*/true, *pushed, /*quiet=*/false);

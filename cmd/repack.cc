@@ -28,14 +28,14 @@ std::string Form(const store::StoredInfo& info) {
 }
 
 // Repacks one series; returns how many versions it left as they were.
-Result<size_t> RepackOne(const store::Store& repo, const std::string& name,
+Result<size_t> RepackOne(const store::Store& store, const std::string& name,
                          const std::vector<store::Version>& versions) {
   size_t rewritten = 0, failed = 0, missing = 0, bases = 0;
   int chain_before = 0, chain_after = 0;
   uint64_t before = 0, after = 0;
   std::printf("%s: %zu version%s\n", name.c_str(), versions.size(), versions.size() == 1 ? "" : "s");
   std::fflush(stdout);
-  ZIPNN_RETURN_IF_ERROR(store::RepackSeries(repo, versions, [&](const store::RepackedVersion& v) {
+  ZIPNN_RETURN_IF_ERROR(store::RepackSeries(store, versions, [&](const store::RepackedVersion& v) {
     const std::string label = v.version.path + " " + v.version.id.Hex().substr(0, 12);
     if (v.missing) {
       ++missing;
@@ -67,29 +67,29 @@ Result<size_t> RepackOne(const store::Store& repo, const std::string& name,
 Status RunRepack(const RepackArgs& a) {
   ops::Context context;
   ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
-  store::Store& repo = *opened;
-  const config::Policy configured = repo.policy;
+  store::Store& store = *opened;
+  const config::Policy configured = store.policy;
   // max_chain follows the interval unless .zipnn.yaml sets another.
-  if (a.base_interval > 0) repo.policy = config::WithBaseInterval(repo.policy, a.base_interval);
-  if (a.max_chain >= 0) repo.policy.max_chain = static_cast<uint32_t>(a.max_chain);
-  if (a.threads > 0) repo.policy.threads = a.threads;
+  if (a.base_interval > 0) store.policy = config::WithBaseInterval(store.policy, a.base_interval);
+  if (a.max_chain >= 0) store.policy.max_chain = static_cast<uint32_t>(a.max_chain);
+  if (a.threads > 0) store.policy.threads = a.threads;
   // Shared, as adds: a gc waits until the repack is done.
-  ZIPNN_ASSIGN_OR_RETURN(store::Adding adding, repo.BeginAdding("git-zipnn repack"));
+  ZIPNN_ASSIGN_OR_RETURN(store::Adding adding, store.BeginAdding("git-zipnn repack"));
 
   // The series to repack, by name, each with its whole history as git
   // holds it (HEAD's history and the index), so a fresh clone or a
   // fetched store repacks like the repository that stored it.
   ZIPNN_ASSIGN_OR_RETURN(const auto chosen, ops::SeriesToRepack(context, a.paths));
-  const bool against_base = repo.policy.delta_against == config::DeltaAgainst::kBase;
-  const char* deltas = repo.policy.newest == config::Newest::kWhole
+  const bool against_base = store.policy.delta_against == config::DeltaAgainst::kBase;
+  const char* deltas = store.policy.newest == config::Newest::kWhole
                            ? (against_base ? "the newest whole, deltas of the base"
                                            : "the newest whole, deltas of the next version toward a base")
                            : (against_base ? "delta against the base" : "delta against the previous version");
   std::printf("repacking %zu series: base every %u, %s, chains of at most %u\n", chosen.size(),
-              repo.policy.base_interval, deltas, repo.policy.max_chain);
+              store.policy.base_interval, deltas, store.policy.max_chain);
   size_t failed = 0;
   for (const auto& [name, versions] : chosen) {
-    ZIPNN_ASSIGN_OR_RETURN(size_t left, RepackOne(repo, name, versions));
+    ZIPNN_ASSIGN_OR_RETURN(size_t left, RepackOne(store, name, versions));
     failed += left;
   }
   if (a.base_interval > 0 && a.base_interval != configured.base_interval) {

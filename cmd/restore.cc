@@ -56,12 +56,12 @@ Status CheckOverwrite(const RestoreArgs& a, const store::Pointer& restoring,
 Status RunRestore(const RestoreArgs& a) {
   ops::Context context(ops::Context::Options{a.threads});
   ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
-  store::Store& repo = *opened;
+  store::Store& store = *opened;
   // "./path" makes git resolve the path from the current folder.
   ZIPNN_ASSIGN_OR_RETURN(store::Pointer pointer, ops::PointerAt(a.rev + ":./" + a.path));
   access::Options options;
   options.approximate = a.approximate;
-  const access::Versions versions(repo, options);
+  const access::Versions versions(store, options);
   if (a.approximate) {
     // Approximate bytes never take the place of the committed file.
     if (a.output.empty()) {
@@ -79,7 +79,7 @@ Status RunRestore(const RestoreArgs& a) {
     ZIPNN_RETURN_IF_ERROR(MakeDirectories(a.path.substr(0, a.path.rfind('/'))));
   }
   // A work-tree file is written out of git's sight until it is whole.
-  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, a.output.empty() ? AtomicFile::CreateInWorkTree(target, repo.temp_dir)
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, a.output.empty() ? AtomicFile::CreateInWorkTree(target, store.temp_dir)
                                                           : AtomicFile::Create(target, /*overwrite=*/true));
   Status restored;
   {

@@ -12,7 +12,6 @@
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/base/strings.h"
-#include "lib/git/repository.h"
 #include "lib/ops/retain.h"
 
 namespace zipnn::cmd {
@@ -157,10 +156,12 @@ struct RetainArgs : ops::RetainRequest {
 };
 
 Status RunRetain(const RetainArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store store, OpenRepository());
-  ZIPNN_ASSIGN_OR_RETURN(git::Repository git_repo, git::Repository::Discover());
+  ops::Context context;
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
   Printer printer(a.verbose);
-  ZIPNN_ASSIGN_OR_RETURN(ops::RetainResult done, ops::Retain(store, git_repo, ops::OpenConfiguredRemote, a, printer));
+  ZIPNN_ASSIGN_OR_RETURN(ops::RetainResult done,
+                         ops::Retain(*store, *git_repo, ops::OpenConfiguredRemote, a, printer));
   printer.EndProgress();
   if (done.remote) PrintRemote(*done.remote, done.dry_run);
   for (const std::string& line : done.closing) std::printf("%s\n", line.c_str());

@@ -22,18 +22,18 @@ struct ShowArgs {
 
 // The tensors of the version, read by parts (its header, decoded down the
 // chain): their count, or with --tensors their table.
-Status PrintTensors(const store::Store& repo, const store::Pointer& pointer, const std::string& what, bool all) {
+Status PrintTensors(const store::Store& store, const store::Pointer& pointer, const std::string& what, bool all) {
   if (!all) {
     // Only what needs no whole restore: an object before format 5 is
     // read whole to list its tensors, which --tensors asks for.
-    auto top = store::ReadLink(repo, pointer.id);
+    auto top = store::ReadLink(store, pointer.id);
     if (top.ok() && top->format < container::kRawChecksumVersion) {
       std::printf("tensors: `git zipnn show --tensors` lists them (object format %u: it restores the version)\n",
                   static_cast<unsigned>(top->format));
       return OkStatus();
     }
   }
-  ZIPNN_ASSIGN_OR_RETURN(const access::Parts version, access::Versions(repo).OpenParts(pointer, what));
+  ZIPNN_ASSIGN_OR_RETURN(const access::Parts version, access::Versions(store).OpenParts(pointer, what));
   ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout layout, formats::ReadLayout(version.source(), formats::kAutoFormat));
   const std::vector<formats::Tensor>& tensors = TensorsOf(layout);
   if (all) {
@@ -48,7 +48,7 @@ Status PrintTensors(const store::Store& repo, const store::Pointer& pointer, con
 Status RunShow(const ShowArgs& a) {
   ops::Context context;
   ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
-  const store::Store& repo = *opened;
+  const store::Store& store = *opened;
   // A content id, or <rev>:<path> as git spells it, or a path (HEAD's).
   std::optional<ContentId> id = ContentId::FromHex(a.what);
   std::optional<store::Pointer> named;
@@ -72,14 +72,14 @@ Status RunShow(const ShowArgs& a) {
   // The chain down to its base: what a checkout of this version decodes,
   // and the object's report below, both of the stored objects; fetched
   // first where the local store lacks them (a clone has the newest).
-  if (store::VisitChain(repo, *id, [](const store::ChainLink&) {}).code() == StatusCode::kNotFound) {
+  if (store::VisitChain(store, *id, [](const store::ChainLink&) {}).code() == StatusCode::kNotFound) {
     const std::optional<uint64_t> size = named ? std::optional<uint64_t>(named->size) : std::nullopt;
-    if (Result<bool> fetched = remote::FetchChain(repo, *id, size); !fetched.ok()) {
+    if (Result<bool> fetched = remote::FetchChain(store, *id, size); !fetched.ok()) {
       return Annotate(fetched.status(), a.what);
     }
   }
   std::printf("chain\n");
-  ZIPNN_RETURN_IF_ERROR(store::VisitChain(repo, *id, [&](const store::ChainLink& link) {
+  ZIPNN_RETURN_IF_ERROR(store::VisitChain(store, *id, [&](const store::ChainLink& link) {
     std::string note = link.depth == 0 && !why.empty() ? "  (" + why + ")" : "";
     if (link.delta && link.choice != container::BaseChoice::kSeries) {
       // Where parents in other series are.
@@ -91,12 +91,12 @@ Status RunShow(const ShowArgs& a) {
   }));
   if (!named) {
     // A content id: its raw size from the object, its format from its bytes.
-    ZIPNN_ASSIGN_OR_RETURN(store::ChainLink top, store::ReadLink(repo, *id));
+    ZIPNN_ASSIGN_OR_RETURN(store::ChainLink top, store::ReadLink(store, *id));
     named = store::Pointer{*id, top.raw_size, ""};
   }
-  ZIPNN_RETURN_IF_ERROR(PrintTensors(repo, *named, a.what, a.tensors));
+  ZIPNN_RETURN_IF_ERROR(PrintTensors(store, *named, a.what, a.tensors));
   std::printf("\n");
-  return PrintObjectReport(repo.objects.PathOf(*id));
+  return PrintObjectReport(store.objects.PathOf(*id));
 }
 
 }  // namespace

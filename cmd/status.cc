@@ -19,8 +19,8 @@ namespace zipnn::cmd {
 namespace {
 
 // "delta, 32.2 KiB", "base, 75.4 KiB", or "not in this store".
-std::string HowHeld(const store::Store& repo, const ContentId& id) {
-  const ops::HeldVersion held = ops::DescribeHeld(repo, id);
+std::string HowHeld(const store::Store& store, const ContentId& id) {
+  const ops::HeldVersion held = ops::DescribeHeld(store, id);
   if (!held.info.ok()) return held.kind == "missing" ? "not in this store" : held.kind;
   return held.kind + ", " + HumanBytes(held.info->object_size);
 }
@@ -34,7 +34,7 @@ void Section(const char* title, const std::vector<std::string>& lines) {
 Status RunStatus() {
   ops::Context context;
   ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
-  const store::Store& repo = *opened;
+  const store::Store& store = *opened;
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> branch, ops::HeadBranch(context));
   // "refs/heads/feature/x" is the branch feature/x.
   const std::string name = branch && branch->rfind("refs/heads/", 0) == 0 ? branch->substr(11) : branch.value_or("");
@@ -46,7 +46,7 @@ Status RunStatus() {
   // Versions in commits that no remote-tracking branch has.
   std::vector<std::string> unpushed;
   for (const auto& [pointer, place] : status.unpushed) {
-    unpushed.push_back(place.path + "  " + pointer.id.Hex().substr(0, 12) + "  " + HowHeld(repo, pointer.id));
+    unpushed.push_back(place.path + "  " + pointer.id.Hex().substr(0, 12) + "  " + HowHeld(store, pointer.id));
   }
   // Staged: the index against HEAD.
   std::vector<std::string> to_commit;
@@ -54,7 +54,7 @@ Status RunStatus() {
     auto was = at_head.find(path);
     if (was != at_head.end() && was->second == id) continue;
     to_commit.push_back(path + "  " + (was == at_head.end() ? "new" : "modified") + "  " + id.Hex().substr(0, 12) +
-                        "  " + HowHeld(repo, id));
+                        "  " + HowHeld(store, id));
   }
   for (const auto& [path, id] : at_head) {
     if (!staged.count(path)) to_commit.push_back(path + "  deleted");
@@ -71,7 +71,7 @@ Status RunStatus() {
   for (const ByPath* named : std::initializer_list<const ByPath*>{&at_head, &staged}) {
     for (const auto& [path, id] : *named) {
       if (!seen.insert(id).second) continue;
-      const ops::HeldVersion held = ops::DescribeHeld(repo, id);
+      const ops::HeldVersion held = ops::DescribeHeld(store, id);
       if (held.kind == "missing") missing.push_back(path + "  " + id.Hex().substr(0, 12));
     }
   }

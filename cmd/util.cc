@@ -16,12 +16,6 @@ void AddThreadsOption(CLI::App& sub, int& threads) {
       ->check(CLI::Range(0, 4096));
 }
 
-Result<store::Store> OpenRepository() {
-  ops::Context context;
-  ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
-  return std::move(*opened);
-}
-
 void WarnDamaged(const FoundPointers& found) {
   for (const auto& [place, why] : found.damaged) {
     std::fprintf(stderr, "warning: %s:%s: %s\n", place.rev.c_str(), place.path.c_str(), why.c_str());

@@ -44,10 +44,6 @@ class StdoutSink : public ByteSink {
 
 void AddThreadsOption(CLI::App& sub, int& threads);
 
-// The store of an ops::Context of its own (a warning on stderr for each
-// mistake in .zipnn.yaml), for the commands not built on a Context yet
-// (retain, migrate).
-Result<store::Store> OpenRepository();
 // A `--remote [NAME]` option (fsck, retain): after parsing, `value()`
 // is nullopt when it was not given, "" for the default remote, else the
 // name.

@@ -120,8 +120,8 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
     return out.Append(head.data(), head.size());
   }
   if (st.code() == StatusCode::kNotFound && restored.done() == 0) {
-    return Status(st.code(), st.message() +
-                                 "; to check out the other files all the same, set zipnn.skipSmudgeErrors "
+    return WithHint(st,
+                    "; to check out the other files all the same, set zipnn.skipSmudgeErrors "
                                  "(git -c zipnn.skipSmudgeErrors=true checkout, or clone), then "
                                  "`git zipnn pull` once the object is there");
   }

@@ -50,8 +50,8 @@ class CheckpointFilter : public FilterHandler {
  public:
   // `series` finds the earlier versions of what clean stores; without it
   // (no repository around) every version is placed on its own.
-  CheckpointFilter(store::Store repo, std::unique_ptr<git::SeriesVersions> series, SmudgeOptions smudge = {})
-      : repo_(std::move(repo)),
+  CheckpointFilter(store::Store store, std::unique_ptr<git::SeriesVersions> series, SmudgeOptions smudge = {})
+      : repo_(std::move(store)),
         series_(std::move(series)),
         smudge_(std::move(smudge)),
         versions_(repo_, access::Options{smudge_.fetch_missing, access::Copies::kBases}),

@@ -40,16 +40,16 @@ config::Policy Forward() {
 
 struct Fixture {
   std::string root = store::testing::TempDir();
-  store::Store repo{store::ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", root + "/work", Forward()};
+  store::Store store{store::ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", root + "/work", Forward()};
   std::vector<store::Version> held;
   std::vector<store::Pointer> pointers;
 
   Fixture() {
-    REQUIRE(std::system(("mkdir -p " + repo.work_dir + "/run").c_str()) == 0);
+    REQUIRE(std::system(("mkdir -p " + store.work_dir + "/run").c_str()) == 0);
     for (int s : {40, 80, 120}) {
       const std::string step = std::to_string(s);
       const store::NewVersion v{Step(s), IdOf(Step(s)), "run/" + step, "run/#", step};
-      auto checked = store::CheckIn(repo, v, [&](bool) -> Result<std::vector<store::Version>> { return held; });
+      auto checked = store::CheckIn(store, v, [&](bool) -> Result<std::vector<store::Version>> { return held; });
       REQUIRE_MESSAGE(checked.ok(), checked.status().message());
       held.push_back(store::Version{v.id, step, v.path});
       pointers.push_back(checked->pointer);
@@ -64,7 +64,7 @@ struct Fixture {
     MemoryReader content(store::FormatPointer(pointers[i]));
     MemorySink out;
     ZIPNN_RETURN_IF_ERROR(filter.Smudge(path, content, out));
-    std::FILE* f = std::fopen((repo.work_dir + "/" + path).c_str(), "wb");
+    std::FILE* f = std::fopen((store.work_dir + "/" + path).c_str(), "wb");
     REQUIRE(f != nullptr);
     REQUIRE(std::fwrite(out.buffer().data(), 1, out.buffer().size(), f) == out.buffer().size());
     std::fclose(f);
@@ -75,18 +75,18 @@ struct Fixture {
 
 TEST_CASE("smudge starts a restore from a version it checked out a moment before, if it still holds its bytes") {
   Fixture f;
-  auto info = store::Describe(f.repo, f.held[2].id);
+  auto info = store::Describe(f.store, f.held[2].id);
   REQUIRE(info.ok());
   REQUIRE(info->depth == 2);
-  CheckpointFilter filter(f.repo, nullptr);
+  CheckpointFilter filter(f.store, nullptr);
   REQUIRE(f.CheckOut(filter, 1).ok());  // step 80: its chain decoded, base included
   // The base is gone from the store: step 120 is restored from the file of
   // step 80 just written, not from the chain below it.
-  REQUIRE(std::remove(f.repo.objects.PathOf(f.held[0].id).c_str()) == 0);
+  REQUIRE(std::remove(f.store.objects.PathOf(f.held[0].id).c_str()) == 0);
   REQUIRE(f.CheckOut(filter, 2).ok());
   // Once that file has changed it is not used: the restore needs the
   // chain again, and says what is missing rather than write other bytes.
-  REQUIRE(std::system(("cp " + Step(200) + " " + f.repo.work_dir + "/run/80").c_str()) == 0);
+  REQUIRE(std::system(("cp " + Step(200) + " " + f.store.work_dir + "/run/80").c_str()) == 0);
   const Status st = f.CheckOut(filter, 2);
   CHECK(st.code() == StatusCode::kNotFound);
   CHECK(st.message().find(f.held[0].id.Hex()) != std::string::npos);
@@ -95,7 +95,7 @@ TEST_CASE("smudge starts a restore from a version it checked out a moment before
 TEST_CASE("delayed smudges of steps equal in value but spelled apart are each handed back, by path") {
   using namespace testing;
   Fixture f;
-  CheckpointFilter filter(f.repo, nullptr);
+  CheckpointFilter filter(f.store, nullptr);
   // One series (run/step_#.safetensors): step 20 first, then the two
   // spellings of step 100, by path.
   const std::string p20 = "run/step_20.safetensors", p0100 = "run/step_0100.safetensors",

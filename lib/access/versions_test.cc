@@ -39,7 +39,7 @@ struct Stored : Fixture {
     ZIPNN_RETURN_IF_ERROR(versions.Write(pointers[i], "run/" + std::to_string(i), out, also));
     return out.hasher.Finish();
   }
-  void Remove(size_t i) { REQUIRE(std::remove(repo.objects.PathOf(pointers[i].id).c_str()) == 0); }
+  void Remove(size_t i) { REQUIRE(std::remove(store.objects.PathOf(pointers[i].id).c_str()) == 0); }
 };
 
 // A copy finder that knows one file for one version.
@@ -52,7 +52,7 @@ TEST_CASE("restore, cat and pull decode the objects; smudge takes copies of base
   const Options no_fetch{false, Copies::kNone};
   // With every object there, each reader writes the version exactly.
   for (Copies copies : {Copies::kNone, Copies::kBases, Copies::kAll}) {
-    const Versions versions(f.repo, Options{false, copies});
+    const Versions versions(f.store, Options{false, copies});
     const Result<ContentId> written = f.Written(versions, 2);
     REQUIRE(written.ok());
     CHECK(*written == f.pointers[2].id);
@@ -61,17 +61,17 @@ TEST_CASE("restore, cat and pull decode the objects; smudge takes copies of base
   // readers that prove the objects.
   f.Remove(0);
   const store::FindCopy base_copy = CopyOf(f.pointers[0].id, Bf16(40));
-  CHECK(f.Written(Versions(f.repo, no_fetch), 2, base_copy).status().code() == StatusCode::kNotFound);
-  CHECK(*f.Written(Versions(f.repo, Options{false, Copies::kBases}), 2, base_copy) == f.pointers[2].id);
-  CHECK(*f.Written(Versions(f.repo, Options{false, Copies::kAll}), 2, base_copy) == f.pointers[2].id);
+  CHECK(f.Written(Versions(f.store, no_fetch), 2, base_copy).status().code() == StatusCode::kNotFound);
+  CHECK(*f.Written(Versions(f.store, Options{false, Copies::kBases}), 2, base_copy) == f.pointers[2].id);
+  CHECK(*f.Written(Versions(f.store, Options{false, Copies::kAll}), 2, base_copy) == f.pointers[2].id);
   // The version's own object is gone: only a reader that takes any copy
   // reads it from one.
   f.Remove(2);
   const store::FindCopy own_copy = CopyOf(f.pointers[2].id, Bf16(120));
-  CHECK(f.Written(Versions(f.repo, Options{false, Copies::kBases}), 2, own_copy).status().code() ==
+  CHECK(f.Written(Versions(f.store, Options{false, Copies::kBases}), 2, own_copy).status().code() ==
         StatusCode::kNotFound);
-  CHECK(*f.Written(Versions(f.repo, Options{false, Copies::kAll}), 2, own_copy) == f.pointers[2].id);
-  const Result<formats::Checkpoint> opened = Versions(f.repo, Options{false, Copies::kAll}).Open(f.pointers[2], "x");
+  CHECK(*f.Written(Versions(f.store, Options{false, Copies::kAll}), 2, own_copy) == f.pointers[2].id);
+  const Result<formats::Checkpoint> opened = Versions(f.store, Options{false, Copies::kAll}).Open(f.pointers[2], "x");
   CHECK(opened.status().code() == StatusCode::kNotFound);  // Open has no `also`: nothing holds step 120
 }
 
@@ -81,7 +81,7 @@ TEST_CASE("a copy is used only while its bytes are the version's, and only at th
   const std::string file = f.root + "/copy";
   store::testing::Copy(Bf16(40), file);
   const store::FindCopy copy = CopyOf(f.pointers[0].id, file);
-  const Versions versions(f.repo, Options{false, Copies::kAll});
+  const Versions versions(f.store, Options{false, Copies::kAll});
   REQUIRE(f.Written(versions, 1, copy).ok());
   // Changed since: not a copy any more, and the restore says what is
   // missing rather than write other bytes.

@@ -55,7 +55,7 @@ PolicyOutcome PlayWhatIf(const config::Policy& policy, size_t n, std::vector<int
 // Where `git add` puts `n` small versions under `policy`.
 std::vector<int> GitAdd(const config::Policy& policy, size_t n) {
   Fixture f;
-  f.repo.policy = policy;
+  f.store.policy = policy;
   for (size_t i = 0; i < n; ++i) f.AddBytes(Small(i), std::to_string(i));
   std::vector<int> layout;
   for (const store::Version& v : f.held) {
@@ -104,8 +104,8 @@ TEST_CASE("the what-if, like git add, makes no chain longer than a restore follo
   }
   // git add, its series holding a chain of kMaxChainDepth deltas.
   Fixture f;
-  f.repo.policy = PolicyOf(1000000, Newest::kDelta, DeltaAgainst::kPrevious, 1000000);
-  const std::vector<ContentId> ids = store::testing::StoreChain(f.repo, store::kMaxChainDepth);
+  f.store.policy = PolicyOf(1000000, Newest::kDelta, DeltaAgainst::kPrevious, 1000000);
+  const std::vector<ContentId> ids = store::testing::StoreChain(f.store, store::kMaxChainDepth);
   for (size_t i = 0; i < ids.size(); ++i) f.held.push_back(store::Version{ids[i], std::to_string(i), ""});
   CHECK(f.AddBytes(Small(ids.size()), std::to_string(ids.size())).reason == store::BaseReason::kChain);
 }

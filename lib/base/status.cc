@@ -35,6 +35,20 @@ Status Annotate(const Status& status, const std::string& context) {
   return Status(status.code(), context + ": " + status.message());
 }
 
+Status WithHint(const Status& status, const std::string& hint) {
+  if (status.ok()) return status;
+  return Status(status.code(), status.message() + hint);
+}
+
+Status Replaced(const Status& status, const std::string& text, const std::string& with) {
+  if (status.ok() || text.empty()) return status;
+  std::string message = status.message();
+  for (size_t at = 0; (at = message.find(text, at)) != std::string::npos; at += with.size()) {
+    message.replace(at, text.size(), with);
+  }
+  return Status(status.code(), message);
+}
+
 namespace internal {
 void DieWithoutValue(const Status& status) {
   std::fprintf(stderr, "git-zipnn: internal error: the value of a failed result was read (%s)\n",

@@ -52,6 +52,15 @@ inline Status Removed(std::string m) { return {StatusCode::kRemoved, std::move(m
 // context already, stays as it is.
 Status Annotate(const Status& status, const std::string& context);
 
+// `status` with `hint` put after its message, its code kept: for the layer
+// that knows what to do next ("; `git zipnn pull` restores it"). `hint`
+// carries its own separator. An OK status stays as it is.
+Status WithHint(const Status& status, const std::string& hint);
+
+// `status` with every `text` in its message replaced by `with`, its code
+// kept: a temporary path named as what the reader knows it by.
+Status Replaced(const Status& status, const std::string& text, const std::string& with);
+
 namespace internal {
 // Ends the process: a Result's value was read when it holds none, a bug
 // that would otherwise read uninitialised memory.

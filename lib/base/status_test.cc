@@ -24,6 +24,23 @@ TEST_CASE("Annotate puts context before the message and keeps the code; OK stays
   CHECK(Annotate(OkStatus(), "model.safetensors").message().empty());
 }
 
+TEST_CASE("WithHint puts what to do after the message and keeps the code; OK stays OK") {
+  const Status s = WithHint(IoError("HTTP 404"), " (see docs/remotes.md)");
+  CHECK(s.code() == StatusCode::kIoError);
+  CHECK(s.message() == "HTTP 404 (see docs/remotes.md)");
+  CHECK(WithHint(OkStatus(), "; hint").ok());
+  CHECK(WithHint(OkStatus(), "; hint").message().empty());
+}
+
+TEST_CASE("Replaced names a path as the reader knows it, every time, and keeps the code") {
+  const Status s = Replaced(Corruption("/tmp/x.part: bad; /tmp/x.part again"), "/tmp/x.part", "what it sent");
+  CHECK(s.code() == StatusCode::kCorruption);
+  CHECK(s.message() == "what it sent: bad; what it sent again");
+  // A replacement that holds the text it replaces ends (it is not searched again).
+  CHECK(Replaced(NotFound("a b"), "a", "aa").message() == "aa b");
+  CHECK(Replaced(OkStatus(), "a", "b").ok());
+}
+
 TEST_CASE("Result holds a value or the status that says why not") {
   Result<int> seven = 7;
   REQUIRE(seven.ok());

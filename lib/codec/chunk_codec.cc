@@ -214,7 +214,7 @@ Status ChunkDecoder::Decode(const ChunkRecord& chunk, uint8_t* out) {
     }
     Status s = groups_.Decode(e.coder, payload, e.stored, grouped_.data() + GroupOffset(dtype, n, i), e.raw);
     if (!s.ok()) {
-      return Corruption("group " + std::to_string(i) + " (" + std::string(CoderName(e.coder)) + "): " + s.message());
+      return Annotate(s, "group " + std::to_string(i) + " (" + std::string(CoderName(e.coder)) + ")");
     }
     payload += e.stored;
   }
@@ -277,7 +277,7 @@ Status ChunkDecoder::Patch(const ChunkRecord& chunk, const ChunkGroups& g, uint8
       Status s = sparse_.DecodeNonZero(payload, e.stored, e.raw);
       if (!s.ok()) {
         clear();
-        return Corruption("group " + std::to_string(i) + " (sparse): " + s.message());
+        return Annotate(s, "group " + std::to_string(i) + " (sparse)");
       }
       const uint32_t* at = sparse_.positions();
       const uint8_t* value = sparse_.values();

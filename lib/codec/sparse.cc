@@ -151,7 +151,7 @@ ZIPNN_HOT Status SparseDecoder::Walk(const uint8_t* in, size_t size, size_t n, P
   values_.Resize(values);
   Status st = code_decoder_.DecodeSinglePair(codes_in, codes_size, codes_.data(), value_decoder_, values_in,
                                              values_size, values_.data(), values);
-  if (!st.ok()) return Corruption("sparse codes and values: " + st.message());
+  if (!st.ok()) return Annotate(st, "sparse codes and values");
 
   const uint64_t extra_bits = 8 * static_cast<uint64_t>(extra_size);
   uint64_t bit = 0;  // read position in the extra bits

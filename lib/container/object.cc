@@ -131,7 +131,7 @@ Status DecodeChunk(const ObjectDecoding& from, const ChunkAt& chunk, codec::Chun
     record.prefix_size = chunk.base_size;
   }
   Status st = decoder.Decode(record, out);
-  if (!st.ok()) return Corruption(name() + ": " + st.message());
+  if (!st.ok()) return Annotate(st, name());
   if (from.raw_check == RawCheck::kCheck && has_raw_checksum && Checksum64(out, c.span.length) != raw_checksum) {
     return Corruption(name() + ": restored bytes do not match their checksum" +
                       (region.delta || prefixed ? " (is the base the right checkpoint?)" : ""));
@@ -193,7 +193,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   ZIPNN_RETURN_IF_ERROR(CheckChunkSize(options.chunk_size));
   const uint64_t base_size = base != nullptr ? base->source->size() : 0;
   Status valid = layout.Validate(input.size(), base_size);
-  if (!valid.ok()) return InvalidArgument(input.name() + ": layout does not fit: " + valid.message());
+  if (!valid.ok()) return Annotate(valid, input.name() + ": layout does not fit");
   for (const Region& r : layout.regions) {
     if ((r.delta || r.prefix_length > 0) && base == nullptr) {
       return InvalidArgument(input.name() + ": delta region without a base");
@@ -624,7 +624,7 @@ Result<std::vector<RegionStats>> ScanObject(const ByteSource& object, const Obje
     if (c.record_size <= skip) return Corruption(ChunkName(object, i, c.span) + ": record too short");
     auto groups = codec::ParseChunkRecord(dtype, record.data() + skip, c.record_size - skip, c.span.length,
                                           NewestCoder(h.version));
-    if (!groups.ok()) return Corruption(ChunkName(object, i, c.span) + ": " + groups.status().message());
+    if (!groups.ok()) return Annotate(groups.status(), ChunkName(object, i, c.span));
     RegionStats& r = stats[c.span.region];
     r.record_bytes += c.record_size;
     ++r.chunks_by_transform[static_cast<size_t>(c.transform)];

@@ -94,33 +94,24 @@ Result<std::optional<std::string>> ConfiguredStore(const std::string& git_dir, c
 
 std::string ScratchDirOf(const std::string& git_dir) { return ZipnnDir(git_dir) + "/tmp"; }
 
-Result<OpenedRepository> OpenStoreRepository(const Folders& folders, const ConfigSnapshot& config) {
+Result<store::OpenedStore> OpenStore(const Folders& folders, const ConfigSnapshot& config) {
   const std::string& git_dir = folders.git_dir;
   std::vector<std::string> warnings;
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> configured,
                          StorePath(git_dir, config.Get("zipnn.storepath"), {}, &warnings));
   const std::string zipnn_dir = ZipnnDir(git_dir);
-  OpenedRepository opened{
-      store::Store{store::ObjectStore(configured ? *configured : zipnn_dir + "/objects"), ScratchDirOf(git_dir),
-                   zipnn_dir + "/cache/raw", "", config::Policy{}, zipnn_dir + "/cache/rebased"},
-      std::move(warnings)};
-  // A store this repository cannot write to is one it does not add to
-  // either, so a failed registration costs nothing.
-  (void)opened.repo.objects.RegisterUser(git_dir);
-  if (const std::optional<std::string>& top = folders.top) {
-    opened.repo.work_dir = *top;
-    config::LoadedPolicy loaded = config::LoadPolicyLenient(*top + "/.zipnn.yaml");
-    opened.repo.policy = std::move(loaded.policy);
-    opened.repo.policy.threads = config::EffectiveThreads(opened.repo.policy, ThreadPool::DefaultThreads());
-    for (const std::string& w : loaded.warnings) opened.warnings.push_back(w + " (ignored; the defaults hold)");
-  }
+  store::OpenedStore opened =
+      store::Store::Open({configured ? *configured : zipnn_dir + "/objects", zipnn_dir, git_dir, folders.top});
+  // What the store path said first, then .zipnn.yaml.
+  warnings.insert(warnings.end(), opened.warnings.begin(), opened.warnings.end());
+  opened.warnings = std::move(warnings);
   return opened;
 }
 
-Result<OpenedRepository> OpenStoreRepository() {
+Result<store::OpenedStore> OpenStore() {
   ZIPNN_ASSIGN_OR_RETURN(Folders folders, RepositoryFolders());
   ZIPNN_ASSIGN_OR_RETURN(ConfigSnapshot config, ConfigSnapshot::Read(kStartKeys));
-  return OpenStoreRepository(folders, config);
+  return OpenStore(folders, config);
 }
 
 Result<std::string> StoreOfRepository(const std::string& path) {
@@ -139,25 +130,23 @@ Result<std::string> StoreOfRepository(const std::string& path) {
   return configured ? *configured : ZipnnDir(git_dir) + "/objects";
 }
 
-Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Store& repo) {
+Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Store& store) {
   ZIPNN_ASSIGN_OR_RETURN(Repository git_repo, Repository::Discover());
-  ZIPNN_ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
+  ZIPNN_ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(store.policy.series));
   return std::make_unique<SeriesVersions>(std::move(git_repo), std::move(rules));
 }
 
-std::string WhyBase(const store::Store& repo, SeriesVersions& series, const std::string& path, const ContentId& id) {
+std::string WhyBase(const store::Store& store, SeriesVersions& series, const std::string& path, const ContentId& id) {
   // What the store noted when it made the object (or received it with
   // its note); else worked out from its place in the series now.
-  if (std::optional<store::BaseNote> note = store::ReadBaseNote(repo.objects, id)) return store::DescribeNote(*note);
+  if (std::optional<store::BaseNote> note = store::ReadBaseNote(store.objects, id)) return store::DescribeNote(*note);
   auto versions = series.Of(series.rules().Place(path).name, /*deep=*/true);
   if (!versions.ok()) return "";
-  for (size_t i = 0; i < versions->size(); ++i) {
-    if ((*versions)[i].id != id) continue;
-    auto info = store::Describe(repo, id);
-    if (!info.ok() || info->delta) return "";
-    return store::BaseReasonText(store::WhyBase(repo, *versions, i), repo.policy);
-  }
-  return "";
+  const std::optional<store::SeriesAt> at = store::SeriesAt::Find(*versions, id);
+  if (!at) return "";
+  auto info = store::Describe(store, id);
+  if (!info.ok() || info->delta) return "";
+  return store::BaseReasonText(store::WhyBase(store, *at), store.policy);
 }
 
 std::string ParentNote(SeriesVersions& series, container::BaseChoice choice, const ContentId& base) {

@@ -17,28 +17,22 @@
 
 namespace zipnn::git {
 
-// The repository around the current folder: its object store (git config
-// zipnn.storepath, or <git dir>/zipnn/objects, shared by linked
-// worktrees), temp and raw cache folders, work tree, and the policy of
-// its .zipnn.yaml. zipnn.storepath is read as git reads a path: "~/"
-// expanded, and a relative path from the top of the main work tree (the
-// folder holding .git), or from the git folder of a bare repository,
-// whatever the current folder. A mistake in .zipnn.yaml costs its key the
-// default and comes back in `warnings`, each saying what it costs; it
-// never stops git (status, checkout, add).
-// The repository is registered as a user of its store, so that a gc from
-// another repository sharing it keeps what this one needs.
-struct OpenedRepository {
-  store::Store repo;
-  std::vector<std::string> warnings;
-};
-Result<OpenedRepository> OpenStoreRepository();
+// The store of the repository around the current folder (Store::Open):
+// its place as git says, its object store at git config zipnn.storepath
+// or <git dir>/zipnn/objects (shared by linked worktrees), the work tree
+// whose .zipnn.yaml holds the policy. zipnn.storepath is read as git
+// reads a path: "~/" expanded, and a relative path from the top of the
+// main work tree (the folder holding .git), or from the git folder of a
+// bare repository, whatever the current folder. Warnings about the path
+// come first, then .zipnn.yaml's (Store::Open); none stops git (status,
+// checkout, add).
+Result<store::OpenedStore> OpenStore();
 // The scratch folder (Store::temp_dir) of the repository whose git folder
 // is `git_dir`.
 std::string ScratchDirOf(const std::string& git_dir);
 // The same from folders and config already read (the filter reads them
 // once for all it needs to start); `config` holds at least kStartKeys.
-Result<OpenedRepository> OpenStoreRepository(const Folders& folders, const ConfigSnapshot& config);
+Result<store::OpenedStore> OpenStore(const Folders& folders, const ConfigSnapshot& config);
 // The config keys git-zipnn reads as it starts (the sections zipnn and
 // diff.zipnn), as ConfigSnapshot::Read takes them.
 inline constexpr char kStartKeys[] = "^(zipnn|diff\\.zipnn)\\.";
@@ -52,14 +46,14 @@ inline constexpr char kStartKeys[] = "^(zipnn|diff\\.zipnn)\\.";
 Result<std::string> StoreOfRepository(const std::string& path);
 
 // The series of the repository around the current folder, as git holds
-// them, by the rules of `repo`'s policy.
-Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Store& repo);
+// them, by the rules of `store`'s policy.
+Result<std::unique_ptr<SeriesVersions>> OpenSeries(const store::Store& store);
 
 // Why the stored version `id` is a base: its base note (store/base_note.h),
 // or else its place among the versions of the series of `path` (HEAD's
 // history and the index) under today's policy: "first of its series",
 // "due every 10", ...; empty when it is not a base or not in that series.
-std::string WhyBase(const store::Store& repo, SeriesVersions& series, const std::string& path, const ContentId& id);
+std::string WhyBase(const store::Store& store, SeriesVersions& series, const std::string& path, const ContentId& id);
 
 // For a delta whose base was taken as a parent from another series (its
 // header's choice, store/parents.h): "a delta of <path> (<why>)", the

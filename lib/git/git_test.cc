@@ -499,11 +499,11 @@ TEST_CASE("a committed policy gets at most the machine's cores as threads") {
   // (a value the file may hold) on a small machine only costs memory.
   Sandbox box;
   box.Write(".zipnn.yaml", "threads: 4096\n");
-  auto opened = AskIn(box, box.repo(), [] { return OpenStoreRepository(); });
+  auto opened = AskIn(box, box.repo(), [] { return OpenStore(); });
   REQUIRE_MESSAGE(opened.ok(), opened.status().ToString());
   CHECK(opened->warnings.empty());
-  CHECK(opened->repo.policy.threads >= 1);
-  CHECK(opened->repo.policy.threads <= ThreadPool::DefaultThreads());
+  CHECK(opened->store.policy.threads >= 1);
+  CHECK(opened->store.policy.threads <= ThreadPool::DefaultThreads());
 }
 
 TEST_CASE("the folders a filter starts from come from one git run, with or without a work tree") {

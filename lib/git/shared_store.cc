@@ -26,9 +26,9 @@ bool Names(const std::string& given, const std::string& user) {
 
 }  // namespace
 
-Result<OthersNeed> NeedOthers(const store::Store& repo, const std::string& own_git_dir,
+Result<OthersNeed> NeedOthers(const store::Store& store, const std::string& own_git_dir,
                               const std::vector<std::string>& forget, bool dry_run, store::Needed& needed) {
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> users, repo.objects.Users());
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> users, store.objects.Users());
   auto forgotten = [&](const std::string& user) {
     return std::any_of(forget.begin(), forget.end(), [&](const std::string& f) { return Names(f, user); });
   };
@@ -36,7 +36,7 @@ Result<OthersNeed> NeedOthers(const store::Store& repo, const std::string& own_g
     if (std::none_of(users.begin(), users.end(), [&](const std::string& u) { return Names(f, u); })) {
       std::string list;
       for (const std::string& u : users) list += "\n  " + u;
-      return InvalidArgument("--forget " + f + ": not a repository of the store " + repo.objects.root() +
+      return InvalidArgument("--forget " + f + ": not a repository of the store " + store.objects.root() +
                              "; its repositories are:" + list);
     }
   }
@@ -49,9 +49,9 @@ Result<OthersNeed> NeedOthers(const store::Store& repo, const std::string& own_g
     const bool absolute = !user.empty() && user[0] == '/';
     Result<Repository> other = absolute ? Repository::Discover(user) : InvalidArgument("not an absolute path");
     if (other.ok()) {
-      auto store = StoreOfRepository(user);
-      if (store.ok() && !SameFolder(*store, repo.objects.root())) {
-        if (!dry_run) ZIPNN_RETURN_IF_ERROR(repo.objects.ForgetUser(user));  // it moved to another store
+      auto its_store = StoreOfRepository(user);
+      if (its_store.ok() && !SameFolder(*its_store, store.objects.root())) {
+        if (!dry_run) ZIPNN_RETURN_IF_ERROR(store.objects.ForgetUser(user));  // it moved to another store
         continue;
       }
       if (forgotten(user)) {
@@ -61,7 +61,7 @@ Result<OthersNeed> NeedOthers(const store::Store& repo, const std::string& own_g
       }
       auto found = FindPointers(*other, /*all=*/true);
       if (found.ok()) {
-        for (const auto& [pointer, place] : found->pointers) store::NeedChain(repo, pointer.id, needed);
+        for (const auto& [pointer, place] : found->pointers) store::NeedChain(store, pointer.id, needed);
         others.pointers += found->pointers.size();
         others.sharing.push_back(user);
         continue;
@@ -69,7 +69,7 @@ Result<OthersNeed> NeedOthers(const store::Store& repo, const std::string& own_g
       other = found.status();
     }
     if (forgotten(user)) {
-      if (!dry_run) ZIPNN_RETURN_IF_ERROR(repo.objects.ForgetUser(user));
+      if (!dry_run) ZIPNN_RETURN_IF_ERROR(store.objects.ForgetUser(user));
       others.forgot.push_back(user);
       continue;
     }
@@ -79,7 +79,7 @@ Result<OthersNeed> NeedOthers(const store::Store& repo, const std::string& own_g
   if (!unknown.empty()) {
     std::string list;
     for (const std::string& u : unknown) list += "\n  " + u;
-    return Unsupported("the store " + repo.objects.root() + " is shared with repositories that cannot be read:" + list +
+    return Unsupported("the store " + store.objects.root() + " is shared with repositories that cannot be read:" + list +
                        "\nnothing was removed: what they need is unknown. If one is gone for good, "
                        "name it: git zipnn gc --forget <its git folder>");
   }

@@ -26,7 +26,7 @@ struct OthersNeed {
 // unknown) unless `forget` names it (a path as the user typed it);
 // `forget` never drops one that can still be read and still uses the
 // store. With `dry_run` nothing is dropped.
-Result<OthersNeed> NeedOthers(const store::Store& repo, const std::string& own_git_dir,
+Result<OthersNeed> NeedOthers(const store::Store& store, const std::string& own_git_dir,
                               const std::vector<std::string>& forget, bool dry_run, store::Needed& needed);
 
 }  // namespace zipnn::git

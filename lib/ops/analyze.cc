@@ -29,7 +29,7 @@ Result<std::optional<std::vector<codec::Precision>>> ThinningPrecisions(const st
       break;
     }
     Result<codec::Precision> p = codec::ParsePrecision(text);
-    if (!p.ok()) return InvalidArgument("--thin: " + p.status().message());
+    if (!p.ok()) return Annotate(p.status(), "--thin");
     precisions.push_back(*p);
   }
   return std::optional<std::vector<codec::Precision>>(precisions);
@@ -84,10 +84,10 @@ Result<std::vector<Pending>> FilesInOrder(const series::Rules& rules, const std:
 }
 
 // The versions of a tracked path to analyse, oldest first (lib/git).
-Result<std::vector<Pending>> VersionsInGit(const store::Store& repo, const std::string& given,
+Result<std::vector<Pending>> VersionsInGit(const store::Store& store, const std::string& given,
                                            const std::string& range) {
   ZIPNN_ASSIGN_OR_RETURN(const std::string path, git::TrackedPath(given));
-  ZIPNN_ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
+  ZIPNN_ASSIGN_OR_RETURN(series::Rules rules, series::Rules::WithPatterns(store.policy.series));
   return git::VersionsToAnalyze(rules, path, range);
 }
 
@@ -110,7 +110,7 @@ Result<AnalyzeResult> Analyze(Context& context, const AnalyzeRequest& a, const O
   ZIPNN_ASSIGN_OR_RETURN(options.thinning, ThinningPrecisions(a.thin));
 
   const bool on_disk = OnDisk(a);
-  store::Store* repo = nullptr;  // the versions are read from it (a tracked checkpoint)
+  store::Store* store = nullptr;  // the versions are read from it (a tracked checkpoint)
   std::vector<Pending> pending;
   if (on_disk) {
     if (!a.rev.empty()) return InvalidArgument("--rev needs one tracked checkpoint, not files on disk");
@@ -123,9 +123,9 @@ Result<AnalyzeResult> Analyze(Context& context, const AnalyzeRequest& a, const O
     }
     ZIPNN_ASSIGN_OR_RETURN(pending, FilesInOrder(rules, a.paths, a.as_given));
   } else {
-    ZIPNN_ASSIGN_OR_RETURN(repo, context.Store());
-    options.policy = repo->policy;
-    ZIPNN_ASSIGN_OR_RETURN(pending, VersionsInGit(*repo, a.paths[0], a.rev));
+    ZIPNN_ASSIGN_OR_RETURN(store, context.Store());
+    options.policy = store->policy;
+    ZIPNN_ASSIGN_OR_RETURN(pending, VersionsInGit(*store, a.paths[0], a.rev));
     if (pending.empty()) return NotFound(a.paths[0] + " has no versions in " + (a.rev.empty() ? "HEAD" : a.rev));
   }
   if (a.threads > 0) options.policy.threads = a.threads;
@@ -137,8 +137,8 @@ Result<AnalyzeResult> Analyze(Context& context, const AnalyzeRequest& a, const O
     for (size_t i = 0; i < pending.size(); ++i) {
       const Pending& p = pending[i];
       progress.Update(p.label, i);
-      Result<formats::Checkpoint> opened = repo != nullptr
-                                               ? access::Versions(*repo, access::Copies::kAll).OpenAt(p.rev, p.path)
+      Result<formats::Checkpoint> opened = store != nullptr
+                                               ? access::Versions(*store, access::Copies::kAll).OpenAt(p.rev, p.path)
                                                : CheckpointInFile(context, p.path);
       if (opened.status().code() == StatusCode::kRemoved) {
         // Retention thinned or dropped it: the trajectory goes on without it.

@@ -26,7 +26,7 @@ Result<store::Store*> Context::Opened() {
 Result<store::Store*> Context::Store() {
   if (store_tried_) return Opened();
   store_tried_ = true;
-  Result<git::OpenedRepository> opened = git::OpenStoreRepository();
+  Result<store::OpenedStore> opened = git::OpenStore();
   if (!opened.ok()) {
     store_error_ = opened.status();
     return store_error_;
@@ -37,7 +37,7 @@ Result<store::Store*> Context::Store() {
 Result<store::Store*> Context::StoreFrom(const git::Folders& folders, const git::ConfigSnapshot& config) {
   if (store_tried_) return Opened();
   store_tried_ = true;
-  Result<git::OpenedRepository> opened = git::OpenStoreRepository(folders, config);
+  Result<store::OpenedStore> opened = git::OpenStore(folders, config);
   if (!opened.ok()) {
     store_error_ = opened.status();
     return store_error_;
@@ -47,12 +47,12 @@ Result<store::Store*> Context::StoreFrom(const git::Folders& folders, const git:
 
 // Each mistake in .zipnn.yaml costs its key the default; said as the
 // store opens.
-store::Store* Context::Keep(git::OpenedRepository opened) {
+store::Store* Context::Keep(store::OpenedStore opened) {
   warnings_ = std::move(opened.warnings);
   if (options_.print_warnings) {
     for (const std::string& warning : warnings_) std::fprintf(stderr, "git-zipnn: warning: %s\n", warning.c_str());
   }
-  store_.emplace(std::move(opened.repo));
+  store_.emplace(std::move(opened.store));
   if (options_.threads > 0) store_->policy.threads = options_.threads;
   return &*store_;
 }
@@ -72,8 +72,8 @@ Result<git::Repository*> Context::Git() {
 Result<git::SeriesVersions*> Context::Series() {
   if (series_) return series_.get();
   if (series_error_) return *series_error_;
-  ZIPNN_ASSIGN_OR_RETURN(store::Store* repo, Store());
-  Result<std::unique_ptr<git::SeriesVersions>> opened = git::OpenSeries(*repo);
+  ZIPNN_ASSIGN_OR_RETURN(store::Store* store, Store());
+  Result<std::unique_ptr<git::SeriesVersions>> opened = git::OpenSeries(*store);
   if (!opened.ok()) {
     series_error_ = opened.status();
     return *series_error_;

@@ -23,7 +23,6 @@ class ConfigSnapshot;
 class Repository;
 class SeriesVersions;
 struct Folders;
-struct OpenedRepository;
 }  // namespace zipnn::git
 
 namespace zipnn::remote {
@@ -71,7 +70,7 @@ class Context {
 
  private:
   Result<store::Store*> Opened();
-  store::Store* Keep(git::OpenedRepository opened);
+  store::Store* Keep(store::OpenedStore opened);
 
   Options options_;
   bool store_tried_ = false;

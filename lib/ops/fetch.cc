@@ -153,13 +153,13 @@ Result<FetchPlan> PlanFetch(Context& context, const FetchRequest& a) {
 }
 
 Result<remote::Transferred> Fetch(Context& context, const FetchPlan& plan) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
   ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
-  return remote::FetchPointers(*repo, *settings, plan.remote, plan.found);
+  return remote::FetchPointers(*store, *settings, plan.remote, plan.found);
 }
 
 Result<PullResult> RestorePointerFiles(Context& context, const FetchRequest& a, const OnRestored& on_file) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
   ZIPNN_ASSIGN_OR_RETURN(std::string top, git::TopLevel());
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> paths, git::TrackedPaths());
   // What the index names for each path: a restored file that is that
@@ -185,8 +185,8 @@ Result<PullResult> RestorePointerFiles(Context& context, const FetchRequest& a, 
     auto pointer = store::PointerInFile(file);
     if (pointer.ok() && !*pointer && ReadFile::OpenHolding(file, in_index->second)) restored.push_back(path);
   }
-  RemoveAbandonedTemps(repo->temp_dir);
-  const access::Versions versions(*repo);
+  RemoveAbandonedTemps(store->temp_dir);
+  const access::Versions versions(*store);
   PullResult result;
   for (const std::string& path : paths) {
     const std::string file = top + "/" + path;

@@ -30,7 +30,12 @@ std::optional<git::TextconvCache> ListingsCache(const FilterStart& start) {
 }
 
 void TakeListingsFromDefaultRemote() {
-  if (auto remote = remote::DefaultRemote(); remote.ok()) (void)git::TakeListings(*remote);
+  // One read of git's config for both the choice of remote and the refs.
+  const Result<remote::RemoteSettings> settings = remote::RemoteSettings::Read();
+  if (!settings.ok()) return;
+  if (auto remote = remote::DefaultRemote(*settings); remote.ok()) {
+    (void)git::TakeListings(*remote, &settings->config());
+  }
 }
 
 }  // namespace zipnn::ops

@@ -24,7 +24,7 @@ struct Unfetched {
   size_t count = 0;
   std::string line;
 };
-Unfetched NotFetched(Context& context, const store::Store& repo,
+Unfetched NotFetched(Context& context, const store::Store& local,
                      const std::vector<std::pair<FsckProblem, ContentId>>& absent, std::vector<FsckProblem>& problems) {
   if (absent.empty()) return {};
   std::vector<ContentId> ids;
@@ -32,7 +32,9 @@ Unfetched NotFetched(Context& context, const store::Store& repo,
   std::vector<bool> there(ids.size(), false);
   std::string where;
   remote::RemoteStore* store = nullptr;
-  if (auto name = remote::DefaultRemote(); name.ok()) {
+  const Result<const remote::RemoteSettings*> settings = context.RemoteSettings();
+  if (auto name = settings.ok() ? remote::DefaultRemote(**settings) : Result<std::string>(settings.status());
+      name.ok()) {
     if (auto opened = context.Remote(*name); opened.ok()) {
       if (auto held = (*opened)->Has(ids); held.ok() && held->size() == ids.size()) {
         there = *held;
@@ -53,7 +55,7 @@ Unfetched NotFetched(Context& context, const store::Store& repo,
       auto text = remote::GetSide(*store, remote::SideKind::kRecord, ids[i]);
       if (text.ok() && *text) {
         auto record = store::ParseRecord(**text, ids[i]);
-        if (record.ok() && store::WriteRecord(repo.objects, *record).ok()) {
+        if (record.ok() && store::WriteRecord(local.objects, *record).ok()) {
           ++retained;
           continue;
         }
@@ -77,13 +79,13 @@ Unfetched NotFetched(Context& context, const store::Store& repo,
 }  // namespace
 
 Result<RemoteFsckResult> FsckRemote(Context& context, bool all, const std::string& named) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * local, context.Store());
   ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
   ZIPNN_ASSIGN_OR_RETURN(const git::FoundPointers found, git::FindPointers(*git_repo, all));
   RemoteFsckResult result;
   ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
   ZIPNN_ASSIGN_OR_RETURN(result.remote, remote::RemoteOrDefault(*settings, named));
-  ZIPNN_ASSIGN_OR_RETURN(remote::RemoteCheck check, remote::CheckRemote(*repo, *settings, result.remote, found));
+  ZIPNN_ASSIGN_OR_RETURN(remote::RemoteCheck check, remote::CheckRemote(*local, *settings, result.remote, found));
   result.where = check.where;
   result.checkpoints = check.checkpoints;
   result.objects = check.objects;
@@ -93,7 +95,7 @@ Result<RemoteFsckResult> FsckRemote(Context& context, bool all, const std::strin
 }
 
 Result<FsckResult> Fsck(Context& context, const FsckRequest& request) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * local, context.Store());
   ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
   ZIPNN_ASSIGN_OR_RETURN(git::FoundPointers found, git::FindPointers(*git_repo, request.all));
   FsckResult result;
@@ -124,22 +126,20 @@ Result<FsckResult> Fsck(Context& context, const FsckRequest& request) {
       // A version retention thinned is checked as its approximate
       // version; one it dropped has nothing left to check.
       store::Pointer checked = found.first;
-      if (!repo->objects.Has(checked.id)) {
-        auto record = store::ReadRecord(repo->objects, checked.id);
-        if (!record.ok()) {
-          problems.push_back(FsckProblem{found.second, id, record.status().message()});
-          continue;
-        }
-        if (*record && (*record)->dropped) {
-          ++result.dropped;
-          continue;
-        }
-        if (*record) {
-          ++result.thinned;
-          checked.id = (*record)->approximate;
-        }
+      Result<store::Resolved> held = local->Resolve(checked.id);
+      if (!held.ok()) {
+        problems.push_back(FsckProblem{found.second, id, held.status().message()});
+        continue;
       }
-      Status s = store::CheckStored(*repo, checked, !request.fast);
+      if (held->kind == store::Resolved::Kind::kDropped) {
+        ++result.dropped;
+        continue;
+      }
+      if (held->kind == store::Resolved::Kind::kApproximate) {
+        ++result.thinned;
+        checked.id = held->retained->approximate;
+      }
+      Status s = store::CheckStored(*local, checked, !request.fast);
       if (s.code() == StatusCode::kNotFound && checked.id == found.first.id) {
         absent.emplace_back(FsckProblem{found.second, id, s.message()}, checked.id);
         continue;
@@ -151,7 +151,7 @@ Result<FsckResult> Fsck(Context& context, const FsckRequest& request) {
       }
     }
   }
-  const Unfetched unfetched = NotFetched(context, *repo, absent, problems);
+  const Unfetched unfetched = NotFetched(context, *local, absent, problems);
   result.not_fetched = unfetched.count;
   result.not_fetched_line = unfetched.line;
   return result;

@@ -6,6 +6,7 @@
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
 #include "lib/git/textconv_cache.h"
+#include "lib/store/store.h"
 #include "lib/store/parents.h"
 #include "lib/store/restore.h"
 
@@ -14,9 +15,9 @@ namespace zipnn::ops {
 HeldVersion DescribeHeld(const store::Store& where, const ContentId& id) {
   HeldVersion held{store::Describe(where, id), "", std::nullopt};
   if (!held.info.ok() && held.info.status().code() == StatusCode::kNotFound) {
-    auto record = store::ReadRecord(where.objects, id);
-    if (record.ok() && *record) {
-      held.retained = **record;
+    Result<store::Resolved> resolved = where.Resolve(id);
+    if (resolved.ok() && resolved->retained) {
+      held.retained = resolved->retained;
       if (!held.retained->dropped) held.info = store::Describe(where, held.retained->approximate);
     }
   }

@@ -22,7 +22,7 @@ namespace {
 // With `whole_series`, every path the series of each given checkpoint has
 // had in HEAD's history or the index (checkpoint-N folders a trainer has
 // deleted since included).
-Result<std::vector<std::string>> PathsToList(Context& context, const store::Store& repo,
+Result<std::vector<std::string>> PathsToList(Context& context, const store::Store& store,
                                              const std::vector<std::string>& given, bool whole_series) {
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, git::TrackedPaths());
   std::vector<std::string> paths;
@@ -49,7 +49,7 @@ Result<std::vector<std::string>> PathsToList(Context& context, const store::Stor
       }
     }
   }
-  ZIPNN_ASSIGN_OR_RETURN(const series::Rules rules, series::Rules::WithPatterns(repo.policy.series));
+  ZIPNN_ASSIGN_OR_RETURN(const series::Rules rules, series::Rules::WithPatterns(store.policy.series));
   // Newest first, as git log lists: the files of each series from the
   // last step back, as each path's versions are.
   std::vector<std::string> ordered = series::InSeriesOrder(rules, paths);
@@ -73,10 +73,10 @@ struct FirstHeld {
 }  // namespace
 
 Result<LogResult> Log(Context& context, const LogRequest& request) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
   ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
   ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> paths,
-                         PathsToList(context, *repo, request.paths, request.whole_series));
+                         PathsToList(context, *store, request.paths, request.whole_series));
   ZIPNN_ASSIGN_OR_RETURN(git::PathHistory history, git::PathHistory::Of(*git_repo));
   // Each object is described once.
   std::map<ContentId, HeldVersion> described;
@@ -119,7 +119,7 @@ Result<LogResult> Log(Context& context, const LogRequest& request) {
       const store::Pointer& pointer = v.pointer;
       auto described_at = described.find(pointer.id);
       if (described_at == described.end()) {
-        described_at = described.emplace(pointer.id, DescribeHeld(*repo, pointer.id)).first;
+        described_at = described.emplace(pointer.id, DescribeHeld(*store, pointer.id)).first;
       }
       LogRow row{c.id.Hex(), c.author_date, c.subject, pointer, described_at->second};
       const Result<store::StoredInfo>& info = row.held.info;

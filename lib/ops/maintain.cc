@@ -7,18 +7,17 @@
 namespace zipnn::ops {
 
 Result<GcNeeds> NeededObjects(Context& context, const std::vector<std::string>& forget, bool dry_run) {
-  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
   ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
   GcNeeds needs;
   Result<git::FoundPointers> read = git::FindPointers(*git_repo, /*all=*/true);
   if (!read.ok()) {
     // What git holds that could not be read may need any object.
-    return Status(read.status().code(),
-                  read.status().message() + "\nnothing was removed: what this repository needs is unknown");
+    return WithHint(read.status(), "\nnothing was removed: what this repository needs is unknown");
   }
   needs.found = std::move(*read);
-  for (const auto& [pointer, place] : needs.found.pointers) store::NeedChain(*repo, pointer.id, needs.needed);
-  ZIPNN_ASSIGN_OR_RETURN(needs.others, git::NeedOthers(*repo, git_repo->common_dir(), forget, dry_run, needs.needed));
+  for (const auto& [pointer, place] : needs.found.pointers) store::NeedChain(*store, pointer.id, needs.needed);
+  ZIPNN_ASSIGN_OR_RETURN(needs.others, git::NeedOthers(*store, git_repo->common_dir(), forget, dry_run, needs.needed));
   return needs;
 }
 

@@ -194,8 +194,7 @@ Result<RetainResult> Retain(const store::Store& given, const git::Repository& gi
   ZIPNN_ASSIGN_OR_RETURN(std::string top, git::TopLevel());
   Result<config::Policy> strict = config::LoadPolicy(top + "/.zipnn.yaml");
   if (!strict.ok()) {
-    return Status(strict.status().code(),
-                  strict.status().message() + "; retain changes nothing until .zipnn.yaml is right");
+    return WithHint(strict.status(), "; retain changes nothing until .zipnn.yaml is right");
   }
   if (store.policy.retention.empty()) {
     return InvalidArgument(
@@ -230,8 +229,8 @@ Result<RetainResult> Retain(const store::Store& given, const git::Repository& gi
   if (there.store) {
     Result<git::RemoteTips> read = git::ReadRemoteTips(git_repo, there.name);
     if (!read.ok()) {
-      return Status(read.status().code(), read.status().message() +
-                                              "; retain --remote reads them so that what a teammate's branch or tag "
+      return WithHint(read.status(),
+                      "; retain --remote reads them so that what a teammate's branch or tag "
                                               "holds stays there: nothing was changed");
     }
     remote_tips = std::move(*read);

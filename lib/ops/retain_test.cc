@@ -31,7 +31,7 @@ RetentionRule Rule(const std::string& glob, uint32_t keep_newest) {
 // A scratch store holding `n` versions of the series "run/step-#", and
 // one for "release/model.safetensors" that holds the last's content.
 struct Scratch {
-  store::Store repo;
+  store::Store store;
   std::vector<Version> steps;
   std::map<std::string, std::vector<Version>> all;
   git::CommittedVersions committed;
@@ -40,11 +40,11 @@ struct Scratch {
     const std::string dir = store::testing::TempDir();
     return store::Store{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", {}, "", {}};
   }
-  explicit Scratch(int n) : repo(Empty()) {
-    repo.policy.retention = {Rule("run/**", 1)};
+  explicit Scratch(int n) : store(Empty()) {
+    store.policy.retention = {Rule("run/**", 1)};
     for (int i = 0; i < n; ++i) {
       const std::string step = std::to_string(10 * (i + 1));
-      steps.push_back(Version{store::testing::StoreVersion(repo, i), step, "run/step-" + step});
+      steps.push_back(Version{store::testing::StoreVersion(store, i), step, "run/step-" + step});
       committed.first_committed[steps.back().id] = 1000 + i;
       committed.paths[steps.back().id].insert(steps.back().path);
     }
@@ -53,7 +53,7 @@ struct Scratch {
 
   Result<RetentionPlan> Plan(const std::set<std::string>& chosen = {}, const std::set<ContentId>& named_here = {},
                              const NamedBy& named_by = NoneNamed) {
-    return PlanRetention(repo, all, chosen, committed, named_here, named_by, SeriesOf, 2000000000);
+    return PlanRetention(store, all, chosen, committed, named_here, named_by, SeriesOf, 2000000000);
   }
   static Result<std::set<ContentId>> NoneNamed(const std::vector<std::string>&, const std::string&) {
     return std::set<ContentId>();
@@ -90,7 +90,7 @@ TEST_CASE("a tag keeps only the newest version of the series its commit holds") 
 
 TEST_CASE("a version named on the command line or in the rule's keep list is kept") {
   Scratch s(4);
-  s.repo.policy.retention[0].keep = {"v1:run/step-20"};
+  s.store.policy.retention[0].keep = {"v1:run/step-20"};
   std::vector<std::string> asked;
   auto named_by = [&](const std::vector<std::string>& specs, const std::string& source) -> Result<std::set<ContentId>> {
     for (const std::string& spec : specs) asked.push_back(source + " " + spec);
@@ -107,7 +107,7 @@ TEST_CASE("a version named on the command line or in the rule's keep list is kep
 
 TEST_CASE("a keep list that names no version stops the plan with its error") {
   Scratch s(2);
-  s.repo.policy.retention[0].keep = {"v9:run/step-10"};
+  s.store.policy.retention[0].keep = {"v9:run/step-10"};
   auto plan =
       s.Plan({}, {}, [](const std::vector<std::string>&, const std::string& source) -> Result<std::set<ContentId>> {
         return InvalidArgument(source + " names a typo");

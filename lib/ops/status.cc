@@ -45,14 +45,14 @@ Result<WorkTreeChanges> ChangedInWorkTree() {
 
 Result<std::vector<std::pair<std::string, store::Pointer>>> CheckpointsAt(Context& context, const std::string& rev) {
   ZIPNN_RETURN_IF_ERROR(git::CheckRevision(rev));
-  ZIPNN_ASSIGN_OR_RETURN(store::Store * repo, context.Store());
+  ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
   ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
   ZIPNN_ASSIGN_OR_RETURN(std::optional<git::Oid> commit, git_repo->ResolveCommit(rev));
   if (!commit) return NotFound("unknown revision '" + rev + "' (not a branch, tag or commit in this repository)");
   ZIPNN_ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, git_repo->TreeFiles(*commit));
   // By series and step: checkpoint-20 before checkpoint-100.
   series::Rules rules;
-  if (auto with = series::Rules::WithPatterns(repo->policy.series); with.ok()) rules = *with;
+  if (auto with = series::Rules::WithPatterns(store->policy.series); with.ok()) rules = *with;
   std::stable_sort(files.begin(), files.end(), [&](const git::FileEntry& x, const git::FileEntry& y) {
     const series::Placed a = rules.Place(x.path), b = rules.Place(y.path);
     return a.name != b.name ? a.name < b.name : series::StepLess(a.step, b.step);

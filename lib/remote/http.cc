@@ -300,7 +300,7 @@ Result<Reply> Client::Send(const Request& request) {
     if (!t.failed.ok()) return t.failed;
     Status failed = IoError(what + ": " + RedactSecrets(error[0] != '\0' ? error : curl_easy_strerror(code)));
     if (code == CURLE_OPERATION_TIMEDOUT) {
-      failed = IoError(failed.message() + " (the timeout: GIT_ZIPNN_TIMEOUT, or git config zipnn.timeout)");
+      failed = WithHint(failed, " (the timeout: GIT_ZIPNN_TIMEOUT, or git config zipnn.timeout)");
       std::lock_guard<std::mutex> lock(mu_);
       stalled_ = failed;
     }

@@ -603,8 +603,7 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
     if (!o_.credentials.fill) return r;
     Result<Credential> filled = o_.credentials.fill(o_.endpoint);
     if (!filled.ok()) {
-      return Status(filled.status().code(),
-                    where_ + " asks for credentials and none were found: " + filled.status().message());
+      return Annotate(filled.status(), where_ + " asks for credentials and none were found");
     }
     Sign(post, *filled);
     ZIPNN_ASSIGN_OR_RETURN(r, http_.Send(post));

@@ -33,13 +33,6 @@ Status CopySource(const ByteSource& from, ByteSink& out) {
   return OkStatus();
 }
 
-// `st` with every mention of `path` replaced by `name`.
-Status Renamed(const Status& st, const std::string& path, const std::string& name) {
-  if (st.ok()) return st;
-  std::string message = st.message();
-  for (size_t at; (at = message.find(path)) != std::string::npos;) message.replace(at, path.size(), name);
-  return Status(st.code(), message);
-}
 
 // The retention record of `id` as a store of this machine keeps it: the
 // text must parse as `id`'s record before it is written, atomically.
@@ -62,7 +55,7 @@ constexpr SideKindInfo kSideKinds[] = {
     {SideKind::kBaseNote, "note", "base note", "base note", store::kBaseNoteSuffix, store::kMaxBaseNoteBytes,
      "put-note", "get-note", store::KeepBaseNote, BaseNoteOf},
     {SideKind::kRecord, "record", "retention record", "record", store::kRecordSuffix,
-     uint64_t{128} << 20,  // as store::ReadRecord takes
+     store::kMaxRecordBytes,
      "put-record", "get-record", KeepRecord, RecordTextOf},
 };
 
@@ -93,7 +86,7 @@ class Folder : public RemoteStore,
   Status PutFile(const ContentId& id, const ReadFile& object) override {
     if (links_) {
       // What a failed check says names the object that was linked.
-      auto check = [&](const std::string& temp) { return Renamed(CheckObjectFile(temp, id), temp, object.name()); };
+      auto check = [&](const std::string& temp) { return Replaced(CheckObjectFile(temp, id), temp, object.name()); };
       ZIPNN_ASSIGN_OR_RETURN(bool linked, store::ReceiveLinked(store_, id, object.name(), check));
       if (linked) return OkStatus();
     }

@@ -7,6 +7,7 @@
 #include "lib/base/file.h"
 #include "lib/remote/select.h"
 #include "lib/remote/transfer.h"
+#include "lib/store/store.h"
 #include "lib/store/chain.h"
 #include "lib/store/retention.h"
 
@@ -14,8 +15,8 @@ namespace zipnn::remote {
 
 namespace {
 
-uint64_t LocalBytes(const store::Store& repo, const ContentId& id) {
-  auto file = repo.objects.Open(id);
+uint64_t LocalBytes(const store::Store& local, const ContentId& id) {
+  auto file = local.objects.Open(id);
   return file.ok() ? file->size() : 0;
 }
 
@@ -47,7 +48,7 @@ Result<std::set<ContentId>> Unthinned(RemoteStore& remote, const std::map<Conten
 
 }  // namespace
 
-Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& remote,
+Result<RemoteRetention> RetainOnRemote(const store::Store& local, RemoteStore& remote,
                                        const std::vector<ContentId>& every_version, bool dry_run,
                                        const std::vector<ContentId>& planned,
                                        const std::function<void(const std::string&)>& progress,
@@ -67,9 +68,8 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
   // What retention took here, by the local store's records.
   std::map<ContentId, store::Retained> taken;
   for (const ContentId& id : std::set<ContentId>(every_version.begin(), every_version.end())) {
-    if (repo.objects.Has(id)) continue;
-    ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Retained> record, store::ReadRecord(repo.objects, id));
-    if (record) taken.emplace(id, std::move(*record));
+    ZIPNN_ASSIGN_OR_RETURN(store::Resolved held, local.Resolve(id));
+    if (held.retained) taken.emplace(id, std::move(*held.retained));
   }
   for (const ContentId& id : stays) {
     if (taken.erase(id) != 0) {
@@ -104,11 +104,11 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
   for (const auto& [id, record] : taken) {
     if (record.dropped) continue;
     approximate.push_back(record.approximate);
-    ZIPNN_RETURN_IF_ERROR(store::VisitChain(repo, record.approximate, [&](const store::ChainLink& link) {
+    ZIPNN_RETURN_IF_ERROR(store::VisitChain(local, record.approximate, [&](const store::ChainLink& link) {
       if (held.count(link.id) == 0) to_send.insert(link.id);
     }));
   }
-  for (const ContentId& id : to_send) report.sent_bytes += LocalBytes(repo, id);
+  for (const ContentId& id : to_send) report.sent_bytes += LocalBytes(local, id);
   report.sent = to_send.size();
   report.records = taken.size();
 
@@ -126,7 +126,7 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
   std::vector<ContentId> to_replace;
   for (const auto& [id, h] : held) {
     if (going.count(id) != 0 || !h.base || going.count(*h.base) == 0) continue;
-    if (repo.objects.Has(id)) {
+    if (local.objects.Has(id)) {
       to_replace.push_back(id);
       continue;
     }
@@ -151,22 +151,22 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& re
   // 1. The approximate versions, proved by the receiver as any push.
   if (!approximate.empty()) {
     say("sending " + std::to_string(report.sent) + " approximate objects to " + remote.where());
-    ZIPNN_ASSIGN_OR_RETURN(TransferReport sent, PushObjects(repo, remote, approximate, TransferOptions{}));
+    ZIPNN_ASSIGN_OR_RETURN(TransferReport sent, PushObjects(local, remote, approximate, TransferOptions{}));
     (void)sent;
   }
   // 2. What stays and rests on what goes: as this store holds it (whose
   // chains the local retain cut loose from what goes), its bases first.
   for (const ContentId& id : to_replace) {
     say("re-sending " + id.Hex().substr(0, 12) + " to " + remote.where());
-    ZIPNN_ASSIGN_OR_RETURN(store::ChainLink link, store::ReadLink(repo, id));
+    ZIPNN_ASSIGN_OR_RETURN(store::ChainLink link, store::ReadLink(local, id));
     if (link.delta) {
       if (going.count(link.base) != 0) {
         return Corruption("object " + id.Hex() + " is a delta of " + link.base.Hex() +
                           " here too, which retention took: run `git zipnn retain` (without --remote) first");
       }
-      ZIPNN_RETURN_IF_ERROR(PushObjects(repo, remote, {link.base}, TransferOptions{}).status());
+      ZIPNN_RETURN_IF_ERROR(PushObjects(local, remote, {link.base}, TransferOptions{}).status());
     }
-    ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
+    ZIPNN_ASSIGN_OR_RETURN(ReadFile object, local.objects.Open(id));
     const uint64_t before = held.at(id).size;
     ZIPNN_RETURN_IF_ERROR(there.Replace(id, object));
     report.bytes_after = report.bytes_after - before + object.size();
@@ -242,7 +242,7 @@ Status NoLockRefusal(const RemoteStore& remote, const std::string& name) {
                          " --yes --pushes-stopped`; nothing was changed");
 }
 
-Result<bool> FetchRecord(const store::Store& repo, const ContentId& id) {
+Result<bool> FetchRecord(const store::Store& local, const ContentId& id) {
   const Result<RemoteSettings> settings = RemoteSettings::Read();
   if (!settings.ok()) return false;  // as no remote
   auto name = DefaultRemote(*settings);
@@ -252,7 +252,7 @@ Result<bool> FetchRecord(const store::Store& repo, const ContentId& id) {
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> text, GetSide(**remote, SideKind::kRecord, id));
   if (!text) return false;
   ZIPNN_ASSIGN_OR_RETURN(store::Retained record, store::ParseRecord(*text, id));
-  ZIPNN_RETURN_IF_ERROR(store::WriteRecord(repo.objects, record));
+  ZIPNN_RETURN_IF_ERROR(store::WriteRecord(local.objects, record));
   return true;
 }
 

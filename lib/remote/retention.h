@@ -69,7 +69,7 @@ struct RemoteRetention {
 // `stays` (the rules keep them now, PlannedVersion::rule_keeps) keep their
 // exact objects there, whatever the local records say. Unsupported for a
 // remote without the Retention capability (remote_store.h).
-Result<RemoteRetention> RetainOnRemote(const store::Store& repo, RemoteStore& remote,
+Result<RemoteRetention> RetainOnRemote(const store::Store& local, RemoteStore& remote,
                                        const std::vector<ContentId>& every_version, bool dry_run,
                                        const std::vector<ContentId>& planned,
                                        const std::function<void(const std::string&)>& progress,
@@ -84,6 +84,6 @@ Status NoLockRefusal(const RemoteStore& remote, const std::string& name);
 // When the default remote holds the retention record of `id` (a version
 // retention thinned or dropped there): the record, checked, kept in the
 // local store. False when there is none or no remote to ask.
-Result<bool> FetchRecord(const store::Store& repo, const ContentId& id);
+Result<bool> FetchRecord(const store::Store& local, const ContentId& id);
 
 }  // namespace zipnn::remote

@@ -33,7 +33,6 @@ constexpr size_t kMaxLine = 64 << 10;
 constexpr size_t kBlock = 1 << 20;
 constexpr uint64_t kMaxHasBatch = 4096;  // ids per has request
 constexpr uint64_t kMaxObjectSize = uint64_t{1} << 50;
-constexpr uint64_t kMaxRecordSize = uint64_t{128} << 20;  // as store::ReadRecord takes
 
 // One side of a session: lines and counted payloads over a Channel. Once
 // the stream fails or goes out of step the Wire is broken and the session
@@ -218,9 +217,9 @@ Status ServeGet(const ObjectStore& store, Wire& wire, const ContentId& id) {
 Status CheckDecodes(const ObjectStore& store, const std::string& temp, const ContentId& id) {
   ZIPNN_RETURN_IF_ERROR(CheckObjectFile(temp, id));
   ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(temp));
-  const Store repo{store, "", "", "", config::Policy{}};
+  const Store local{store, "", "", "", config::Policy{}};
   CountingSink decoded;
-  return DecodeReceived(repo, object, id, nullptr, decoded);
+  return DecodeReceived(local, object, id, nullptr, decoded);
 }
 
 // Receives an object of `size` bytes through `receive` (which hands the
@@ -438,7 +437,7 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
     if (takes_number) {
       const uint64_t max = verb->shape == Shape::kCount ? kMaxHasBatch
                            : a.side != nullptr         ? a.side->max_bytes
-                           : verb->shape == Shape::kSideIdSize ? kMaxRecordSize  // an unknown kind's, read through
+                           : verb->shape == Shape::kSideIdSize ? store::kMaxRecordBytes  // an unknown kind's, read through
                                                                : kMaxObjectSize;
       const std::optional<uint64_t> n = DecimalAtMost(w[at], max);
       if (!n) return BadRequest(wire, *line);
@@ -793,7 +792,7 @@ class Served : public RemoteStore,
         st.message().find("could not read it") != std::string::npos) {
       return st;
     }
-    return Status(st.code(), st.message() + " (a store server of a git-zipnn without retention does not know its "
+    return WithHint(st, " (a store server of a git-zipnn without retention does not know its "
                                             "requests: upgrade git-zipnn on " + where_ + ")");
   }
 
@@ -803,7 +802,7 @@ class Served : public RemoteStore,
     if (st.ok() || st.code() != StatusCode::kIoError || st.message().find("refused it") != std::string::npos) {
       return st;
     }
-    return Status(st.code(), st.message() + " (a store server of a git-zipnn that cannot remove under its lock "
+    return WithHint(st, " (a store server of a git-zipnn that cannot remove under its lock "
                                             "does not know the request, and nothing was removed: upgrade git-zipnn on " +
                                             where_ + ")");
   }

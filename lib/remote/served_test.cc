@@ -193,7 +193,7 @@ TEST_CASE("a server ends a session that breaks the protocol, leaving no partial 
 }
 
 // A remote whose every connection meets a server that says `script`.
-Status FetchFrom(const std::string& script, const Store& repo, const ContentId& id, int* connections) {
+Status FetchFrom(const std::string& script, const Store& local, const ContentId& id, int* connections) {
   Servers servers([&](SocketEnd& c) {
     Status said = Say(c, script);
     c.CloseWrite();
@@ -203,7 +203,7 @@ Status FetchFrom(const std::string& script, const Store& repo, const ContentId& 
   Status st;
   {
     std::unique_ptr<RemoteStore> remote = ServedRemote("test://liar", servers.Connector(), "is it installed?");
-    st = FetchObjects(repo, *remote, {id}, {}).status();
+    st = FetchObjects(local, *remote, {id}, {}).status();
   }
   if (connections != nullptr) *connections = servers.connections;
   return st;
@@ -248,8 +248,8 @@ TEST_CASE("a client refuses a server that is not one, speaks another version, or
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
-std::string ObjectBytes(const Store& repo, const ContentId& id) {
-  auto bytes = ReadWholeFile(repo.objects.PathOf(id));
+std::string ObjectBytes(const Store& local, const ContentId& id) {
+  auto bytes = ReadWholeFile(local.objects.PathOf(id));
   REQUIRE(bytes.ok());
   return std::string(bytes->begin(), bytes->end());
 }
@@ -264,10 +264,10 @@ void WriteFile(const std::string& path, const std::string& bytes) {
 
 // No file of a refused object anywhere: not under its name, not in the
 // fetch's temporary folder.
-void CheckNothingLeft(const std::string& root, const Store& repo, const ContentId& id) {
-  CHECK(!repo.objects.Has(id));
-  CHECK(FilesIn(repo.objects.PathOf(id).substr(0, repo.objects.PathOf(id).rfind('/'))) == 0);
-  CHECK(FilesIn(repo.temp_dir) == 0);
+void CheckNothingLeft(const std::string& root, const Store& local, const ContentId& id) {
+  CHECK(!local.objects.Has(id));
+  CHECK(FilesIn(local.objects.PathOf(id).substr(0, local.objects.PathOf(id).rfind('/'))) == 0);
+  CHECK(FilesIn(local.temp_dir) == 0);
   (void)root;
 }
 

@@ -25,13 +25,6 @@ using store::Store;
 
 namespace {
 
-// `st` with every mention of `path` replaced by `name`.
-Status Renamed(const Status& st, const std::string& path, const std::string& name) {
-  if (st.ok()) return st;
-  std::string message = st.message();
-  for (size_t at; (at = message.find(path)) != std::string::npos;) message.replace(at, path.size(), name);
-  return Status(st.code(), message);
-}
 
 // Tries `once` up to `attempts` times. Only what may pass is tried again:
 // a read or write that failed, or bytes damaged on the way.
@@ -101,7 +94,7 @@ class GuardedSink : public ByteSink {
 
 // `st` with the scratch file `path` a received object waits in named as
 // what it is: what the remote sent.
-Status AsSent(const Status& st, const std::string& path) { return Renamed(st, path, "what it sent"); }
+Status AsSent(const Status& st, const std::string& path) { return Replaced(st, path, "what it sent"); }
 
 // An object received and checked for its structure, waiting in temp_dir
 // to be decoded.
@@ -114,9 +107,9 @@ struct Received {
 // Receives the object for `id` into a fresh file in temp_dir, fsynced so
 // that it can take its name later, and checks its structure. Any failure
 // removes the file before it returns.
-Result<Received> Receive(const Store& repo, RemoteStore& remote, const ContentId& id, std::optional<uint64_t> raw_size,
+Result<Received> Receive(const Store& local, RemoteStore& remote, const ContentId& id, std::optional<uint64_t> raw_size,
                          uint64_t* bytes) {
-  ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(repo.temp_dir, "fetch"));
+  ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(local.temp_dir, "fetch"));
   {
     ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::InTemp(file));
     const uint64_t limit = raw_size ? ObjectSizeLimit(*raw_size) : kUnknownObjectLimit;
@@ -141,10 +134,10 @@ Result<Received> Receive(const Store& repo, RemoteStore& remote, const ContentId
 // base is in the store but not decoded yet.
 class StoredChain {
  public:
-  static Result<std::unique_ptr<StoredChain>> Open(const Store& repo, const ContentId& id,
+  static Result<std::unique_ptr<StoredChain>> Open(const Store& local, const ContentId& id,
                                                    const store::FindCopy& find_copy) {
     std::vector<ContentId> ids;  // VisitChain checks each link's id, loops and depth
-    ZIPNN_RETURN_IF_ERROR(VisitChain(repo, id, [&](const ChainLink& link) { ids.push_back(link.id); }));
+    ZIPNN_RETURN_IF_ERROR(VisitChain(local, id, [&](const ChainLink& link) { ids.push_back(link.id); }));
     auto chain = std::unique_ptr<StoredChain>(new StoredChain);
     // The first version from the top that has a copy stands for the rest.
     size_t decoded = ids.size();
@@ -158,7 +151,7 @@ class StoredChain {
     const ByteSource* below = chain->files_.empty() ? nullptr : chain->files_.back().get();
     chain->top_ = below;
     for (size_t i = decoded; i-- > 0;) {
-      ZIPNN_ASSIGN_OR_RETURN(ReadFile file, repo.objects.Open(ids[i]));
+      ZIPNN_ASSIGN_OR_RETURN(ReadFile file, local.objects.Open(ids[i]));
       chain->files_.push_back(std::make_unique<ReadFile>(std::move(file)));
       ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(*chain->files_.back()));
       ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
@@ -187,7 +180,7 @@ class StoredChain {
 // of n received objects costs n decodes and at most two scratch files.
 // `deliver` (when not null) takes the decoded bytes of the object
 // `deliver_id`, if it is received, and *delivered says whether it did.
-Status AcceptReceived(const Store& repo, std::map<ContentId, Received>& received, const std::string& from,
+Status AcceptReceived(const Store& local, std::map<ContentId, Received>& received, const std::string& from,
                       const store::FindCopy& find_copy, const ContentId& deliver_id, ByteSink* deliver,
                       bool* delivered) {
   std::map<ContentId, std::vector<ContentId>> above;                             // base -> received deltas on it
@@ -200,7 +193,7 @@ Status AcceptReceived(const Store& repo, std::map<ContentId, Received>& received
     }
   }
   container::DecodeOptions options;
-  options.threads = repo.policy.threads;
+  options.threads = local.policy.threads;
   while (!todo.empty()) {
     const ContentId id = todo.back().first;
     std::shared_ptr<formats::Checkpoint> base_bytes = std::move(todo.back().second);
@@ -208,7 +201,7 @@ Status AcceptReceived(const Store& repo, std::map<ContentId, Received>& received
     const Received& r = received.at(id);
     ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(r.file.path()));
     auto decode = [&](ByteSink& out) -> Status {
-      Status st = AsSent(DecodeReceived(repo, object, id, base_bytes ? &base_bytes->file() : nullptr, out, find_copy),
+      Status st = AsSent(DecodeReceived(local, object, id, base_bytes ? &base_bytes->file() : nullptr, out, find_copy),
                          r.file.path());
       if (st.ok()) return st;
       return Annotate(st, "object " + id.Hex() + " from " + from + " was refused");
@@ -221,11 +214,11 @@ Status AcceptReceived(const Store& repo, std::map<ContentId, Received>& received
       ZIPNN_RETURN_IF_ERROR(decode(into ? *deliver : nowhere));
       *delivered = *delivered || into;
     } else {
-      ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint bytes, formats::Checkpoint::Spool(repo.temp_dir, decode));
+      ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint bytes, formats::Checkpoint::Spool(local.temp_dir, decode));
       decoded = std::make_shared<formats::Checkpoint>(std::move(bytes));
     }
     base_bytes.reset();  // the last delta on it is decoded: its scratch goes
-    ZIPNN_RETURN_IF_ERROR(repo.objects.Replace(id, r.file.path()));
+    ZIPNN_RETURN_IF_ERROR(local.objects.Replace(id, r.file.path()));
     if (up != above.end()) {
       for (const ContentId& delta : up->second) todo.emplace_back(delta, decoded);
     }
@@ -235,18 +228,18 @@ Status AcceptReceived(const Store& repo, std::map<ContentId, Received>& received
 
 }  // namespace
 
-Status DecodeReceived(const Store& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
+Status DecodeReceived(const Store& local, const ByteSource& object, const ContentId& id, const ByteSource* base,
                       ByteSink& out, const store::FindCopy& find_copy) {
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   // The id the trailer carries is only a claim until the decode agrees.
   if (info.content_id != id) return Corruption("it holds " + info.content_id.Hex() + ", not " + id.Hex());
   std::unique_ptr<StoredChain> chain;
   if (info.header.kind == container::ObjectKind::kDelta && base == nullptr) {
-    ZIPNN_ASSIGN_OR_RETURN(chain, StoredChain::Open(repo, info.header.base_id, find_copy));
+    ZIPNN_ASSIGN_OR_RETURN(chain, StoredChain::Open(local, info.header.base_id, find_copy));
     base = &chain->top();
   }
   container::DecodeOptions options;
-  options.threads = repo.policy.threads;
+  options.threads = local.policy.threads;
   return container::DecodeObject(object, info, base, options, out);
 }
 
@@ -254,16 +247,16 @@ namespace {
 
 // Sends the base note of `id`'s object, when the local store has one, to
 // a remote that keeps notes; a failure costs only the note.
-void SendBaseNote(const Store& repo, RemoteStore& remote, const ContentId& id, std::atomic<bool>& unsupported) {
+void SendBaseNote(const Store& local, RemoteStore& remote, const ContentId& id, std::atomic<bool>& unsupported) {
   if (unsupported) return;
-  const std::optional<std::string> text = store::BaseNoteTextOf(repo.objects, id);
+  const std::optional<std::string> text = store::BaseNoteTextOf(local.objects, id);
   if (!text) return;
   if (PutSide(remote, SideKind::kBaseNote, id, *text).code() == StatusCode::kUnsupported) unsupported = true;
 }
 
 }  // namespace
 
-Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
+Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options) {
   // A version the remote holds needs nothing from here: a store holds an
   // object only with its chain, each object proven on arrival from its
@@ -284,7 +277,7 @@ Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const
     }
     std::vector<ContentId> chain;
     std::optional<ContentId> below;  // the base of the last link walked
-    Status walked = VisitChain(repo, id, [&](const ChainLink& link) {
+    Status walked = VisitChain(local, id, [&](const ChainLink& link) {
       chain.push_back(link.id);
       below = link.delta ? std::optional<ContentId>(link.base) : std::nullopt;
     });
@@ -327,12 +320,12 @@ Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const
   std::atomic<bool> no_notes{false};
   for (const auto& [level, send] : levels) {
     ZIPNN_RETURN_IF_ERROR(MoveAll(send, options, report, [&](const ContentId& id) -> Result<uint64_t> {
-      ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
+      ZIPNN_ASSIGN_OR_RETURN(ReadFile object, local.objects.Open(id));
       Status sent = WithRetries(options.attempts, [&] { return remote.PutFile(id, object); });
       if (!sent.ok()) {
         return Annotate(sent, "cannot send object " + id.Hex() + " to " + remote.where());
       }
-      SendBaseNote(repo, remote, id, no_notes);
+      SendBaseNote(local, remote, id, no_notes);
       return object.size();
     }));
   }
@@ -342,15 +335,15 @@ Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const
   all.insert(all.end(), there.begin(), there.end());
   Demotion* const demotion = remote.capabilities().demotion;
   for (const ContentId& cause : all) {
-    for (const ContentId& id : store::RebasedOn(repo, cause)) {
+    for (const ContentId& id : store::RebasedOn(local, cause)) {
       if (!report.demote_error.empty()) break;
-      auto link = store::ReadLink(repo, id);
+      auto link = store::ReadLink(local, id);
       if (!link.ok()) continue;
       if (!link->delta) {
-        SendBaseNote(repo, remote, id, no_notes);
+        SendBaseNote(local, remote, id, no_notes);
         continue;
       }
-      ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
+      ZIPNN_ASSIGN_OR_RETURN(ReadFile object, local.objects.Open(id));
       // A remote that cannot demote keeps the whole object: 0 replaced.
       Result<uint64_t> replaced = demotion != nullptr ? demotion->Demote(id, object) : Result<uint64_t>(uint64_t{0});
       if (!replaced.ok()) {
@@ -366,7 +359,7 @@ Result<TransferReport> PushObjects(const Store& repo, RemoteStore& remote, const
   return report;
 }
 
-Result<TransferReport> FetchObjects(const Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
+Result<TransferReport> FetchObjects(const Store& local, RemoteStore& remote, const std::vector<ContentId>& ids,
                                     const TransferOptions& options) {
   TransferReport report;
   std::set<ContentId> seen;
@@ -389,9 +382,9 @@ Result<TransferReport> FetchObjects(const Store& repo, RemoteStore& remote, cons
       if (!seen.insert(id).second) continue;
       ++report.needed;
       // Present counts only when whole: a damaged copy is fetched again.
-      if (HoldsIntact(repo.objects, id)) {
+      if (HoldsIntact(local.objects, id)) {
         ++report.present;
-        ZIPNN_ASSIGN_OR_RETURN(ReadFile object, repo.objects.Open(id));
+        ZIPNN_ASSIGN_OR_RETURN(ReadFile object, local.objects.Open(id));
         ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
         if (info.header.kind == container::ObjectKind::kDelta) {
           next.push_back(info.header.base_id);
@@ -411,7 +404,7 @@ Result<TransferReport> FetchObjects(const Store& repo, RemoteStore& remote, cons
       uint64_t bytes = 0;
       std::optional<Received> got;
       Status st = WithRetries(options.attempts, [&]() -> Status {
-        Result<Received> r = Receive(repo, remote, id, raw_size, &bytes);
+        Result<Received> r = Receive(local, remote, id, raw_size, &bytes);
         if (!r.ok()) return r.status();
         got = std::move(*r);
         return OkStatus();
@@ -443,10 +436,10 @@ Result<TransferReport> FetchObjects(const Store& repo, RemoteStore& remote, cons
     }
     wanted = std::move(next);
   }
-  ZIPNN_RETURN_IF_ERROR(AcceptReceived(repo, received, remote.where(), options.find_copy,
+  ZIPNN_RETURN_IF_ERROR(AcceptReceived(local, received, remote.where(), options.find_copy,
                                        ids.size() == 1 ? ids[0] : ContentId{},
                                        ids.size() == 1 ? options.deliver : nullptr, &report.delivered));
-  for (const auto& [id, text] : notes) (void)store::KeepBaseNote(repo.objects, id, text);
+  for (const auto& [id, text] : notes) (void)store::KeepBaseNote(local.objects, id, text);
   return report;
 }
 

@@ -41,10 +41,10 @@ namespace zipnn::remote {
 // `object` (not in the store yet, meant for `id`) into `out` and checks
 // the result against `id`, every chunk checksum on the way. A delta reads
 // its base from `base` (that checkpoint's bytes, already verified) or,
-// when `base` is null, by decoding the base's chain from `repo`'s store,
+// when `base` is null, by decoding the base's chain from `local`,
 // down to the first version `find_copy` has a copy of.
 // Corruption when it holds other content than `id` names.
-Status DecodeReceived(const store::Store& repo, const ByteSource& object, const ContentId& id, const ByteSource* base,
+Status DecodeReceived(const store::Store& local, const ByteSource& object, const ContentId& id, const ByteSource* base,
                       ByteSink& out, const store::FindCopy& find_copy = nullptr);
 
 struct TransferOptions {
@@ -95,7 +95,7 @@ struct TransferReport {
 // on the remote where it is whole there (Demotion::Demote, where the remote
 // has it); the first
 // failure to do so ends that step, in TransferReport::demote_error.
-Result<TransferReport> PushObjects(const store::Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
+Result<TransferReport> PushObjects(const store::Store& local, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options);
 
 // Brings every object `ids` need that the local store lacks (or holds
@@ -105,7 +105,7 @@ Result<TransferReport> PushObjects(const store::Store& repo, RemoteStore& remote
 // object the remote does not hold is NotFound, naming it and the remote;
 // one that does not decode to its id is Corruption, and neither it nor
 // anything above it is kept.
-Result<TransferReport> FetchObjects(const store::Store& repo, RemoteStore& remote, const std::vector<ContentId>& ids,
+Result<TransferReport> FetchObjects(const store::Store& local, RemoteStore& remote, const std::vector<ContentId>& ids,
                                     const TransferOptions& options);
 
 }  // namespace zipnn::remote

@@ -16,6 +16,7 @@
 #include "lib/container/object.h"
 #include "lib/git/listings.h"
 #include "lib/remote/select.h"
+#include "lib/store/store.h"
 #include "lib/store/chain.h"
 #include "lib/store/retention.h"
 
@@ -35,11 +36,11 @@ TransferOptions OptionsShowing(Progress& progress, const std::string& state) {
 // taken out of `ids` into `retained`, its record kept here. A remote that
 // cannot say (a record it cannot send, one that does not parse) leaves
 // the version where it was: its fetch fails as it would have.
-void TakeRemoteRecords(const store::Store& repo, RemoteStore& remote, std::vector<ContentId>& ids,
+void TakeRemoteRecords(const store::Store& local, RemoteStore& remote, std::vector<ContentId>& ids,
                        std::map<ContentId, store::Retained>& retained) {
   std::vector<ContentId> missing;
   for (const ContentId& id : ids) {
-    if (!repo.objects.Has(id)) missing.push_back(id);
+    if (!local.objects.Has(id)) missing.push_back(id);
   }
   if (missing.empty()) return;
   Result<std::vector<bool>> there = remote.Has(missing);
@@ -49,14 +50,14 @@ void TakeRemoteRecords(const store::Store& repo, RemoteStore& remote, std::vecto
     Result<std::optional<std::string>> text = GetSide(remote, SideKind::kRecord, missing[i]);
     if (!text.ok() || !*text) continue;
     Result<store::Retained> record = store::ParseRecord(**text, missing[i]);
-    if (!record.ok() || !store::WriteRecord(repo.objects, *record).ok()) continue;
+    if (!record.ok() || !store::WriteRecord(local.objects, *record).ok()) continue;
     retained.emplace(missing[i], *record);
     ids.erase(std::find(ids.begin(), ids.end(), missing[i]));
   }
 }
 
 // Pushes (or fetches) the objects of `found`.
-Result<Transferred> Transfer(bool push, const store::Store& repo, const RemoteSettings& settings,
+Result<Transferred> Transfer(bool push, const store::Store& local, const RemoteSettings& settings,
                              const std::string& remote, const git::FoundPointers& found) {
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(settings, remote));
   Transferred done;
@@ -67,12 +68,10 @@ Result<Transferred> Transfer(bool push, const store::Store& repo, const RemoteSe
   std::vector<ContentId> ids;
   std::map<ContentId, store::Retained> retained;  // versions retention took, here or there
   for (const auto& [pointer, place] : found.pointers) {
-    if (!repo.objects.Has(pointer.id)) {
-      ZIPNN_ASSIGN_OR_RETURN(std::optional<store::Retained> record, store::ReadRecord(repo.objects, pointer.id));
-      if (record) {
-        retained.emplace(pointer.id, *record);
-        continue;
-      }
+    ZIPNN_ASSIGN_OR_RETURN(store::Resolved held, local.Resolve(pointer.id));
+    if (held.retained) {
+      retained.emplace(pointer.id, std::move(*held.retained));
+      continue;
     }
     ids.push_back(pointer.id);
     options.raw_sizes[pointer.id] = pointer.size;
@@ -88,17 +87,17 @@ Result<Transferred> Transfer(bool push, const store::Store& repo, const RemoteSe
   };
   add_approximate(retained);
   Result<TransferReport> moved =
-      push ? PushObjects(repo, *other, ids, options) : FetchObjects(repo, *other, ids, options);
+      push ? PushObjects(local, *other, ids, options) : FetchObjects(local, *other, ids, options);
   // An object the remote lacks may be one retention took there: its
   // record says so. Asked only then, so a fetch that fails otherwise fails
   // as it did.
   if (!push && moved.status().code() == StatusCode::kNotFound) {
     std::map<ContentId, store::Retained> there;
-    TakeRemoteRecords(repo, *other, ids, there);
+    TakeRemoteRecords(local, *other, ids, there);
     if (!there.empty()) {
       add_approximate(there);
       retained.insert(there.begin(), there.end());
-      moved = FetchObjects(repo, *other, ids, options);
+      moved = FetchObjects(local, *other, ids, options);
     }
   }
   ZIPNN_ASSIGN_OR_RETURN(done.report, std::move(moved));
@@ -131,21 +130,21 @@ Result<Transferred> Transfer(bool push, const store::Store& repo, const RemoteSe
 
 }  // namespace
 
-Result<Transferred> PushPointers(const store::Store& repo, const std::string& remote, const git::FoundPointers& found) {
+Result<Transferred> PushPointers(const store::Store& local, const std::string& remote, const git::FoundPointers& found) {
   ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());
-  return PushPointers(repo, settings, remote, found);
+  return PushPointers(local, settings, remote, found);
 }
 
-Result<Transferred> PushPointers(const store::Store& repo, const RemoteSettings& settings, const std::string& remote,
+Result<Transferred> PushPointers(const store::Store& local, const RemoteSettings& settings, const std::string& remote,
                                  const git::FoundPointers& found) {
-  Result<Transferred> pushed = Transfer(/*push=*/true, repo, settings, remote, found);
+  Result<Transferred> pushed = Transfer(/*push=*/true, local, settings, remote, found);
   if (pushed.ok() || pushed.status().code() != StatusCode::kNotFound) return pushed;
   // A chain not whole here: name the pointer it belongs to (PushObjects
   // walks every chain before it sends anything, so nothing was sent). One
   // the remote holds was not walked: the pointer named is one whose walk
   // fails as the push did.
   for (const auto& [pointer, place] : found.pointers) {
-    Status whole = store::VisitChain(repo, pointer.id, [](const store::ChainLink&) {});
+    Status whole = store::VisitChain(local, pointer.id, [](const store::ChainLink&) {});
     if (!whole.ok() && whole.message() == pushed.status().message()) {
       return Annotate(whole, "cannot push " + place.path + " (in " + place.rev + ")");
     }
@@ -153,31 +152,31 @@ Result<Transferred> PushPointers(const store::Store& repo, const RemoteSettings&
   return pushed;
 }
 
-Result<Transferred> FetchPointers(const store::Store& repo, const std::string& remote,
+Result<Transferred> FetchPointers(const store::Store& local, const std::string& remote,
                                   const git::FoundPointers& found) {
   ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());
-  return FetchPointers(repo, settings, remote, found);
+  return FetchPointers(local, settings, remote, found);
 }
 
-Result<Transferred> FetchPointers(const store::Store& repo, const RemoteSettings& settings, const std::string& remote,
+Result<Transferred> FetchPointers(const store::Store& local, const RemoteSettings& settings, const std::string& remote,
                                   const git::FoundPointers& found) {
-  return Transfer(/*push=*/false, repo, settings, remote, found);
+  return Transfer(/*push=*/false, local, settings, remote, found);
 }
 
-Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& remote, const git::FoundPointers& found) {
+Result<RemoteCheck> CheckRemote(const store::Store& local, const std::string& remote, const git::FoundPointers& found) {
   ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());
-  return CheckRemote(repo, settings, remote, found);
+  return CheckRemote(local, settings, remote, found);
 }
 
-Result<RemoteCheck> CheckRemote(const store::Store& repo, const RemoteSettings& settings, const std::string& remote,
+Result<RemoteCheck> CheckRemote(const store::Store& local, const RemoteSettings& settings, const std::string& remote,
                                 const git::FoundPointers& found) {
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(settings, remote));
   RemoteCheck check;
   check.where = other->where();
-  ZIPNN_RETURN_IF_ERROR(MakeDirectories(repo.temp_dir));
-  std::string dir = repo.temp_dir + "/fsck-remote-XXXXXX";
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(local.temp_dir));
+  std::string dir = local.temp_dir + "/fsck-remote-XXXXXX";
   if (::mkdtemp(dir.data()) == nullptr) return IoError(dir + ": cannot create a scratch folder");
-  const store::Store scratch{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", repo.policy};
+  const store::Store scratch{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", local.policy};
   std::set<ContentId> seen;
   {
     Progress progress("git-zipnn fsck: remote " + remote, found.pointers.size(), Progress::Unit::kItems);
@@ -202,7 +201,7 @@ Result<RemoteCheck> CheckRemote(const store::Store& repo, const RemoteSettings& 
   return check;
 }
 
-Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::optional<uint64_t> raw_size,
+Result<bool> FetchChain(const store::Store& local, const ContentId& id, std::optional<uint64_t> raw_size,
                         const store::FindCopy& find_copy, ByteSink* deliver) {
   const Result<RemoteSettings> read = RemoteSettings::Read();
   if (!read.ok()) return false;  // as no remote: the restore names what is missing
@@ -217,7 +216,7 @@ Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::opti
   if (raw_size) options.raw_sizes[id] = *raw_size;
   options.find_copy = find_copy;
   options.deliver = deliver;
-  ZIPNN_ASSIGN_OR_RETURN(TransferReport report, FetchObjects(repo, **from, {id}, options));
+  ZIPNN_ASSIGN_OR_RETURN(TransferReport report, FetchObjects(local, **from, {id}, options));
   // The first fetch of a process (a clone's checkout, a pull's) also
   // brings the listings that `git log -p` will want; a failure costs only
   // that speed.
@@ -251,7 +250,7 @@ class RemoteVersion : public ByteSource {
 
 }  // namespace
 
-Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& repo, const ContentId& id,
+Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& local, const ContentId& id,
                                                       uint64_t raw_size) {
   const Result<RemoteSettings> settings = RemoteSettings::Read();
   Result<std::string> remote = settings.ok() ? DefaultRemote(*settings) : Result<std::string>(settings.status());
@@ -266,7 +265,7 @@ Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& repo, 
   for (;;) {
     // Below the top, a version the local store holds whole ends the walk.
     if (!version->levels.empty()) {
-      Result<std::unique_ptr<store::VersionReader>> whole = store::OpenVersion(repo, at);
+      Result<std::unique_ptr<store::VersionReader>> whole = store::OpenVersion(local, at);
       if (whole.ok()) {
         version->below = std::move(*whole);
         break;
@@ -276,7 +275,7 @@ Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& repo, 
     }
     RemoteVersion::Level level;
     // OpenLink checks for a loop and the depth before it looks.
-    Result<store::Link> here = store::OpenLink(repo, id, at, passed);
+    Result<store::Link> here = store::OpenLink(local, id, at, passed);
     if (here.ok()) {
       level.object = std::make_unique<ReadFile>(std::move(here->file));
       level.info = std::move(here->info);

@@ -38,14 +38,14 @@ struct Transferred {
 // chains) to `remote`. Each call here without RemoteSettings reads them
 // (select.h) once, for all it does. A pointer whose chain is not whole locally fails
 // before anything is sent, naming the object and where the pointer is.
-Result<Transferred> PushPointers(const store::Store& repo, const std::string& remote, const git::FoundPointers& found);
-Result<Transferred> PushPointers(const store::Store& repo, const RemoteSettings& settings, const std::string& remote,
+Result<Transferred> PushPointers(const store::Store& local, const std::string& remote, const git::FoundPointers& found);
+Result<Transferred> PushPointers(const store::Store& local, const RemoteSettings& settings, const std::string& remote,
                                  const git::FoundPointers& found);
 
 // Brings the objects of every pointer in `found` (and their bases) from
 // `remote`.
-Result<Transferred> FetchPointers(const store::Store& repo, const std::string& remote, const git::FoundPointers& found);
-Result<Transferred> FetchPointers(const store::Store& repo, const RemoteSettings& settings, const std::string& remote,
+Result<Transferred> FetchPointers(const store::Store& local, const std::string& remote, const git::FoundPointers& found);
+Result<Transferred> FetchPointers(const store::Store& local, const RemoteSettings& settings, const std::string& remote,
                                   const git::FoundPointers& found);
 
 // What `git zipnn fsck --remote` found on a remote's store.
@@ -62,8 +62,8 @@ struct RemoteCheck {
 // temp_dir (as a fetch would, refusing what a fetch refuses) and thrown
 // away; the local store is not touched. Old temporary files of killed
 // pushes are removed.
-Result<RemoteCheck> CheckRemote(const store::Store& repo, const std::string& remote, const git::FoundPointers& found);
-Result<RemoteCheck> CheckRemote(const store::Store& repo, const RemoteSettings& settings, const std::string& remote,
+Result<RemoteCheck> CheckRemote(const store::Store& local, const std::string& remote, const git::FoundPointers& found);
+Result<RemoteCheck> CheckRemote(const store::Store& local, const RemoteSettings& settings, const std::string& remote,
                                 const git::FoundPointers& found);
 
 // Fetches from the default remote what `id` needs and the local store
@@ -71,7 +71,7 @@ Result<RemoteCheck> CheckRemote(const store::Store& repo, const RemoteSettings& 
 // missing). `raw_size`, the pointer's size when known, bounds the object;
 // `find_copy` and `deliver` as in TransferOptions. Whether the checkpoint
 // was delivered.
-Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::optional<uint64_t> raw_size = std::nullopt,
+Result<bool> FetchChain(const store::Store& local, const ContentId& id, std::optional<uint64_t> raw_size = std::nullopt,
                         const store::FindCopy& find_copy = nullptr, ByteSink* deliver = nullptr);
 
 // Random access to version `id` (`raw_size` bytes, its pointer's size)
@@ -83,6 +83,6 @@ Result<bool> FetchChain(const store::Store& repo, const ContentId& id, std::opti
 // Unsupported when that cannot be: no default remote, one that does not
 // serve parts or cannot vouch for an object, a top object older than
 // format 5 (the caller then fetches whole objects: FetchChain).
-Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& repo, const ContentId& id, uint64_t raw_size);
+Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& local, const ContentId& id, uint64_t raw_size);
 
 }  // namespace zipnn::remote

@@ -22,7 +22,7 @@ using testing::Fixture;
 using testing::Small;
 
 std::optional<BaseReason> NotedReason(Fixture& f, size_t i) {
-  const std::optional<BaseNote> note = ReadBaseNote(f.repo.objects, f.held[i].id);
+  const std::optional<BaseNote> note = ReadBaseNote(f.store.objects, f.held[i].id);
   if (!note) return std::nullopt;
   return note->reason;
 }
@@ -30,13 +30,13 @@ std::optional<BaseReason> NotedReason(Fixture& f, size_t i) {
 ContentId IdOfBytes(const std::vector<uint8_t>& bytes) { return HashBytes(bytes.data(), bytes.size()); }
 
 bool NoteFileThere(Fixture& f, size_t i) {
-  return std::ifstream(BaseNotePath(f.repo.objects, f.held[i].id)).good();
+  return std::ifstream(BaseNotePath(f.store.objects, f.held[i].id)).good();
 }
 
 TEST_CASE("each standalone version is noted with why, as the store decided it; a demoted one loses its note") {
   Fixture f;
-  f.repo.policy.min_gain = 0;
-  f.repo.policy.base_interval = 3;
+  f.store.policy.min_gain = 0;
+  f.store.policy.base_interval = 3;
   for (size_t i = 0; i < 4; ++i) f.AddBytes(Small(i), std::to_string(i));
   // B f r newest: the first stays whole (it begins the stretch), the
   // second and third were re-stored as deltas, the newest is whole.
@@ -45,27 +45,27 @@ TEST_CASE("each standalone version is noted with why, as the store decided it; a
   CHECK(!NoteFileThere(f, 1));  // removed with the demotion, not left behind
   CHECK(!NotedReason(f, 2));
   CHECK(NotedReason(f, 3) == BaseReason::kNewest);
-  CHECK(DescribeNote(*ReadBaseNote(f.repo.objects, f.held[3].id)) == "newest of its series when stored");
+  CHECK(DescribeNote(*ReadBaseNote(f.store.objects, f.held[3].id)) == "newest of its series when stored");
   // The next add leaves it whole as the base that ends its stretch: the
   // note says so now.
   f.AddBytes(Small(4), "4");
-  const std::optional<BaseNote> due = ReadBaseNote(f.repo.objects, f.held[3].id);
+  const std::optional<BaseNote> due = ReadBaseNote(f.store.objects, f.held[3].id);
   REQUIRE(due);
   CHECK(due->reason == BaseReason::kDue);
   CHECK(DescribeNote(*due) == "due every 3");
   // A later policy does not rewrite what was decided.
-  f.repo.policy.base_interval = 10;
-  CHECK(DescribeNote(*ReadBaseNote(f.repo.objects, f.held[3].id)) == "due every 3");
-  CHECK(WhyBase(f.repo, f.held, 3) == BaseReason::kNoGainOrPolicy);  // what guessing again would say
+  f.store.policy.base_interval = 10;
+  CHECK(DescribeNote(*ReadBaseNote(f.store.objects, f.held[3].id)) == "due every 3");
+  CHECK(WhyBase(f.store, SeriesAt(f.held, 3)) == BaseReason::kNoGainOrPolicy);  // what guessing again would say
 }
 
 TEST_CASE("a delta that does not pay is noted with the min_gain it missed") {
   Fixture f;
   f.StoreForward();
-  f.repo.policy.min_gain = 0.95;  // no delta saves 95%
+  f.store.policy.min_gain = 0.95;  // no delta saves 95%
   f.AddBytes(Small(0), "0");
   f.AddBytes(Small(1), "1");
-  const std::optional<BaseNote> note = ReadBaseNote(f.repo.objects, f.held[1].id);
+  const std::optional<BaseNote> note = ReadBaseNote(f.store.objects, f.held[1].id);
   REQUIRE(note);
   CHECK(note->reason == BaseReason::kNoGain);
   CHECK(DescribeNote(*note) == "delta did not pay, min_gain 95%");
@@ -75,7 +75,7 @@ TEST_CASE("a note is read only while it explains the object beside it") {
   Fixture f;
   f.AddBytes(Small(0), "0");
   const ContentId id = f.held[0].id;
-  const std::optional<std::string> text = BaseNoteTextOf(f.repo.objects, id);
+  const std::optional<std::string> text = BaseNoteTextOf(f.store.objects, id);
   REQUIRE(text);
   const Result<BaseNote> parsed = ParseBaseNote(*text, id);
   REQUIRE(parsed.ok());
@@ -83,18 +83,18 @@ TEST_CASE("a note is read only while it explains the object beside it") {
   // Another object size: a note of another encoding of the version.
   BaseNote other = *parsed;
   other.object_size += 1;
-  CHECK(KeepBaseNote(f.repo.objects, id, BaseNoteText(id, other)).message() ==
+  CHECK(KeepBaseNote(f.store.objects, id, BaseNoteText(id, other)).message() ==
         "base note of " + id.Hex() + ": it explains no standalone object held here");
-  std::ofstream(BaseNotePath(f.repo.objects, id), std::ios::trunc) << BaseNoteText(id, other);
-  CHECK(!ReadBaseNote(f.repo.objects, id));
+  std::ofstream(BaseNotePath(f.store.objects, id), std::ios::trunc) << BaseNoteText(id, other);
+  CHECK(!ReadBaseNote(f.store.objects, id));
   // The note of another version, copied beside this one.
   const ContentId stranger = IdOfBytes(Small(9));
   CHECK(!ParseBaseNote(BaseNoteText(stranger, *parsed), id).ok());
-  std::ofstream(BaseNotePath(f.repo.objects, id), std::ios::trunc) << BaseNoteText(stranger, *parsed);
-  CHECK(!ReadBaseNote(f.repo.objects, id));
+  std::ofstream(BaseNotePath(f.store.objects, id), std::ios::trunc) << BaseNoteText(stranger, *parsed);
+  CHECK(!ReadBaseNote(f.store.objects, id));
   // The right note is taken again.
-  CHECK(KeepBaseNote(f.repo.objects, id, *text).ok());
-  CHECK(ReadBaseNote(f.repo.objects, id)->reason == BaseReason::kFirst);
+  CHECK(KeepBaseNote(f.store.objects, id, *text).ok());
+  CHECK(ReadBaseNote(f.store.objects, id)->reason == BaseReason::kFirst);
 }
 
 TEST_CASE("a note holds a few known lines and nothing else") {
@@ -124,18 +124,18 @@ TEST_CASE("a note holds a few known lines and nothing else") {
 
 TEST_CASE("gc removes the notes of the objects it removes, and keeps the others") {
   Fixture f;
-  f.repo.policy.base_interval = 3;
+  f.store.policy.base_interval = 3;
   for (size_t i = 0; i < 2; ++i) f.AddBytes(Small(i), std::to_string(i));
   REQUIRE(NoteFileThere(f, 0));
   REQUIRE(NoteFileThere(f, 1));
   Needed needed;
-  NeedChain(f.repo, f.held[1].id, needed);  // only the newest is still named
+  NeedChain(f.store, f.held[1].id, needed);  // only the newest is still named
   SweepOptions options;
   options.started = std::time(nullptr) + 10;
   options.keep_since = options.started;
-  auto swept = Sweep(f.repo, *testing::Removal(f.repo), needed, options);
+  auto swept = Sweep(f.store, *testing::Removal(f.store), needed, options);
   REQUIRE(swept.ok());
-  CHECK(!f.repo.objects.Has(f.held[0].id));
+  CHECK(!f.store.objects.Has(f.held[0].id));
   CHECK(!NoteFileThere(f, 0));
   CHECK(NoteFileThere(f, 1));
 }

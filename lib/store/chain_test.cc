@@ -20,10 +20,10 @@ using testing::TempDir;
 
 TEST_CASE("a walk shows each link from the version down to its base, and stops at a missing one") {
   const std::string root = TempDir();
-  const Store repo{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
-  const std::vector<ContentId> ids = StoreChain(repo, 3);  // ids[i] a delta on ids[i - 1]
+  const Store store{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(store, 3);  // ids[i] a delta on ids[i - 1]
   std::vector<ChainLink> seen;
-  REQUIRE(VisitChain(repo, ids[3], [&](const ChainLink& link) { seen.push_back(link); }).ok());
+  REQUIRE(VisitChain(store, ids[3], [&](const ChainLink& link) { seen.push_back(link); }).ok());
   REQUIRE(seen.size() == 4);
   for (int depth = 0; depth < 4; ++depth) {
     CAPTURE(depth);
@@ -33,32 +33,32 @@ TEST_CASE("a walk shows each link from the version down to its base, and stops a
     CHECK(seen[depth].delta == (depth < 3));
     if (depth < 3) CHECK(seen[depth].base == ids[2 - depth]);
   }
-  auto link = ReadLink(repo, ids[2]);
+  auto link = ReadLink(store, ids[2]);
   REQUIRE(link.ok());
   CHECK(link->base == ids[1]);
-  auto info = Describe(repo, ids[3]);
+  auto info = Describe(store, ids[3]);
   REQUIRE(info.ok());
   CHECK(info->depth == 3);
   CHECK(info->base == ids[2]);
   CHECK(info->last_base == ids[0]);
   // What a memo knows of a base ends the walk there, with the same answer.
   ChainMemo memo;
-  memo[ids[1]] = *Describe(repo, ids[1]);
-  auto memoized = Describe(repo, ids[3], &memo);
+  memo[ids[1]] = *Describe(store, ids[1]);
+  auto memoized = Describe(store, ids[3], &memo);
   REQUIRE(memoized.ok());
   CHECK(memoized->depth == 3);
   CHECK(memoized->last_base == ids[0]);
-  CHECK(TouchChain(repo, ids[3]).ok());
+  CHECK(TouchChain(store, ids[3]).ok());
   // A missing base: the walk ends with NotFound naming it, after the
   // links above it; the chain is not whole to build on.
-  REQUIRE(std::remove(repo.objects.PathOf(ids[1]).c_str()) == 0);
+  REQUIRE(std::remove(store.objects.PathOf(ids[1]).c_str()) == 0);
   seen.clear();
-  const Status walked = VisitChain(repo, ids[3], [&](const ChainLink& l) { seen.push_back(l); });
+  const Status walked = VisitChain(store, ids[3], [&](const ChainLink& l) { seen.push_back(l); });
   CHECK(walked.code() == StatusCode::kNotFound);
   CHECK(walked.message().find(ids[1].Hex()) != std::string::npos);
   CHECK(seen.size() == 2);
-  CHECK(TouchChain(repo, ids[3]).code() == StatusCode::kNotFound);
-  CHECK(TouchChain(repo, ids[0]).ok());
+  CHECK(TouchChain(store, ids[3]).code() == StatusCode::kNotFound);
+  CHECK(TouchChain(store, ids[0]).ok());
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
@@ -66,18 +66,18 @@ TEST_CASE("a chain over the hard limit is refused before anything is decoded") {
   char dir[] = "/tmp/chain-XXXXXX";
   REQUIRE(mkdtemp(dir) != nullptr);
   const std::string root = dir;
-  const Store repo{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
-  const std::vector<ContentId> ids = StoreChain(repo, kMaxChainDepth + 1);
+  const Store store{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(store, kMaxChainDepth + 1);
   // At the limit a version restores; one more delta and it is refused.
   CountingSink at_limit;
-  CHECK(Restore(repo, ids[kMaxChainDepth], at_limit).ok());
+  CHECK(Restore(store, ids[kMaxChainDepth], at_limit).ok());
   CHECK(at_limit.bytes() == 64);
   CountingSink over;
-  const Status s = Restore(repo, ids.back(), over);
+  const Status s = Restore(store, ids.back(), over);
   CHECK(s.code() == StatusCode::kCorruption);
   CHECK(s.message() == "chain of object " + ids.back().Hex() + " is longer than 1000");
   CHECK(over.bytes() == 0);
-  CHECK(VisitChain(repo, ids.back(), [](const ChainLink&) {}).message() == s.message());
+  CHECK(VisitChain(store, ids.back(), [](const ChainLink&) {}).message() == s.message());
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

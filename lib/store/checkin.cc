@@ -88,34 +88,33 @@ Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& serie
   return bytes;
 }
 
-// Re-stores `older` (the version at `position` of `series`, stored whole
-// as the newest until `newer` came) as the delta PlaceDemoted gives, when
+// Re-stores the version `at` (stored whole as the newest until `newer`
+// came) as the delta PlaceDemoted gives, when
 // that saves min_gain against its whole object; else it stays whole.
 // Nothing here may fail the add of `newer`: the caller reports an error
 // and goes on, and every step leaves `older` whole or as a verified delta.
 // It runs while `newer` is being stored, and replaces nothing before
 // `newer_stored` says it is (a delta of it must not be there first).
 using MaybeDemoted = std::optional<CheckedIn::Demoted>;
-Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& series, size_t position,
-                            const formats::CheckpointView& newer, const std::string& storing, bool complete,
-                            const EarlierVersions& deeper, const std::shared_future<Status>& newer_stored) {
-  const ContentId& id = series[position].id;
+Result<MaybeDemoted> Demote(const Store& store, SeriesAt at, const formats::CheckpointView& newer,
+                            const std::string& storing, bool complete, const EarlierVersions& deeper,
+                            const std::shared_future<Status>& newer_stored) {
+  const ContentId id = at.version().id;
   auto link = ReadLink(store, id);
   if (!link.ok() || link->delta) return MaybeDemoted();  // not here, or not whole: nothing to do
   std::vector<Version> all;
-  const std::vector<Version>* versions = &series;
   // Versions of other series stored as deltas of it (a twin, a
   // fine-tune's first save) get as much deeper as it does.
   const uint32_t elsewhere = HangingElsewhere(store, id);
-  std::optional<Placement> placed = PlaceDemoted(store, series, position, newer.id, complete, nullptr, elsewhere);
+  std::optional<Placement> placed = PlaceDemoted(store, at, newer.id, complete, nullptr, elsewhere);
   if (!placed) {
     ZIPNN_ASSIGN_OR_RETURN(all, deeper(true));
-    const auto at = std::find_if(all.begin(), all.end(), [&](const Version& v) { return v.id == id; });
-    if (at == all.end()) return MaybeDemoted();
-    versions = &all;
-    position = static_cast<size_t>(at - all.begin());
-    placed = PlaceDemoted(store, all, position, newer.id, /*complete=*/true, nullptr, elsewhere);
+    const std::optional<SeriesAt> found = SeriesAt::Find(all, id);
+    if (!found) return MaybeDemoted();
+    at = *found;
+    placed = PlaceDemoted(store, at, newer.id, /*complete=*/true, nullptr, elsewhere);
   }
+  const std::vector<Version>& versions = at.series();
   // It stays whole: when that is for another reason than its note gives
   // (the newest no longer), the note says why now, and goes to a remote
   // with the push of `newer` (rebased.h).
@@ -140,13 +139,13 @@ Result<MaybeDemoted> Demote(const Store& store, const std::vector<Version>& seri
   const bool of_newer = *placed->base == newer.id;
   ZIPNN_RETURN_IF_ERROR(TouchChain(store, id));
   if (!of_newer) ZIPNN_RETURN_IF_ERROR(TouchChain(store, *placed->base));
-  ZIPNN_ASSIGN_OR_RETURN(BaseBytes bytes, ReadBase(store, *versions, id, storing, /*decode=*/false));
+  ZIPNN_ASSIGN_OR_RETURN(BaseBytes bytes, ReadBase(store, versions, id, storing, /*decode=*/false));
   ZIPNN_RETURN_IF_ERROR(bytes.bytes->ReadLayout());
   const formats::CheckpointView input = bytes.bytes->View(id);
   std::optional<BaseBytes> base_bytes;
   formats::CheckpointView base = newer;
   if (*placed->base != newer.id) {
-    ZIPNN_ASSIGN_OR_RETURN(base_bytes, ReadBase(store, *versions, *placed->base, storing, /*decode=*/false));
+    ZIPNN_ASSIGN_OR_RETURN(base_bytes, ReadBase(store, versions, *placed->base, storing, /*decode=*/false));
     ZIPNN_RETURN_IF_ERROR(base_bytes->bytes->ReadLayout());
     base = base_bytes->bytes->View(*placed->base);
   }
@@ -206,7 +205,8 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
     std::promise<Status> stored;
     const std::shared_future<Status> newest_stored = stored.get_future().share();
     auto demotion = std::async(std::launch::async, [&] {
-      return Demote(store, series, series.size() - 1, raw, version.path, /*complete=*/false, earlier, newest_stored);
+      return Demote(store, SeriesAt(series, series.size() - 1), raw, version.path, /*complete=*/false, earlier,
+                    newest_stored);
     });
     const Status newest = store_newest();
     stored.set_value(newest);
@@ -227,10 +227,10 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
 // was. A parent that cannot be read costs this version its delta, never
 // the add.
 Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, formats::Checkpoint& input,
-                             const std::vector<Version>& series, size_t position, bool present,
-                             const EarlierVersions& earlier, CheckedIn& result) {
-  const bool newest_whole = store.policy.newest == config::Newest::kWhole && position == series.size();
-  const bool first = std::none_of(series.begin(), series.begin() + static_cast<std::ptrdiff_t>(position),
+                             SeriesAt at, bool present, const EarlierVersions& earlier, CheckedIn& result) {
+  const std::vector<Version>& series = at.series();
+  const bool newest_whole = store.policy.newest == config::Newest::kWhole && at.at_end();
+  const bool first = std::none_of(series.begin(), series.begin() + static_cast<std::ptrdiff_t>(at.position()),
                                   [&](const Version& v) { return store.objects.Has(v.id); });
   if (!first && !newest_whole) return false;
   std::vector<ParentCandidate> candidates = version.parents();
@@ -292,7 +292,7 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
     // after any newest (its chain now counts this one's: placement.h).
     std::promise<Status> stored;
     stored.set_value(OkStatus());
-    NoteDemotion(Demote(store, series, series.size() - 1, raw, version.path, /*complete=*/false, earlier,
+    NoteDemotion(Demote(store, SeriesAt(series, series.size() - 1), raw, version.path, /*complete=*/false, earlier,
                         stored.get_future().share()),
                  result);
   }
@@ -374,17 +374,17 @@ Result<CheckedIn> StoreVersion(const Store& store, const NewVersion& version, co
     return versions;
   };
   ZIPNN_ASSIGN_OR_RETURN(std::vector<Version> series, others(false));
-  const size_t position = PositionOf(series, version.step);
-  const bool newest_whole = store.policy.newest == config::Newest::kWhole && position == series.size();
+  const SeriesAt at = SeriesAt::ForStep(series, version.step);
+  const bool newest_whole = store.policy.newest == config::Newest::kWhole && at.at_end();
   if (version.parents) {
-    ZIPNN_ASSIGN_OR_RETURN(bool taken, CheckInOfParent(store, version, input, series, position, present, others, result));
+    ZIPNN_ASSIGN_OR_RETURN(bool taken, CheckInOfParent(store, version, input, at, present, others, result));
     if (taken) return result;
   }
   if (newest_whole) return CheckInNewest(store, version, input, series, present, others, std::move(result));
-  std::optional<Placement> placed = PlaceVersion(store, series, position, false);
+  std::optional<Placement> placed = PlaceVersion(store, at, false);
   if (!placed) {
     ZIPNN_ASSIGN_OR_RETURN(series, others(true));
-    placed = PlaceVersion(store, series, PositionOf(series, version.step), true);
+    placed = PlaceVersion(store, SeriesAt::ForStep(series, version.step), true);
   }
   // The base's chain must outlive this delta: marked as used before it is
   // read (a gc that took part of it meanwhile makes this version a base).

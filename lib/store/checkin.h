@@ -45,11 +45,11 @@ struct NewVersion {
   // of its series, any parent that pays; when it is the newest (newest:
   // whole), a twin. Unset or empty: none. `fingerprints` keeps what is
   // learned of this version and of the candidates; needed with `parents`.
-  std::function<std::vector<ParentCandidate>()> parents;
+  std::function<std::vector<ParentCandidate>()> parents = nullptr;
   Fingerprints* fingerprints = nullptr;
   // Where encoding it reports its progress (bytes done of total): the
   // clean filter's line on a terminal. Unset: nowhere.
-  std::function<void(uint64_t done, uint64_t total)> progress;
+  std::function<void(uint64_t done, uint64_t total)> progress = nullptr;
 };
 
 struct CheckedIn {

@@ -64,25 +64,25 @@ TEST_CASE("the first version is a base; each next one a delta against the neares
 
 TEST_CASE("a demotion is noted under the version that caused it, for pushes; gc drops notes of what it removes") {
   Fixture f;
-  f.repo.rebased_dir = f.root + "/rebased";
+  f.store.rebased_dir = f.root + "/rebased";
   f.AddStep(40);
   f.AddStep(80);
   CHECK(f.AddStep(120).demoted);
-  CHECK(RebasedOn(f.repo, IdOf(Bf16(120))) == std::vector<ContentId>{IdOf(Bf16(80))});
-  CHECK(RebasedOn(f.repo, IdOf(Bf16(80))).empty());
-  std::ofstream(f.repo.rebased_dir + "/not-an-id") << "x\n";
+  CHECK(RebasedOn(f.store, IdOf(Bf16(120))) == std::vector<ContentId>{IdOf(Bf16(80))});
+  CHECK(RebasedOn(f.store, IdOf(Bf16(80))).empty());
+  std::ofstream(f.store.rebased_dir + "/not-an-id") << "x\n";
   // A gc that keeps 120 keeps its note; one that removes it drops it.
   Needed needed;
-  NeedChain(f.repo, IdOf(Bf16(120)), needed);
+  NeedChain(f.store, IdOf(Bf16(120)), needed);
   SweepOptions options;
   options.started = options.keep_since = std::time(nullptr) + 60;
-  REQUIRE(Sweep(f.repo, *testing::Removal(f.repo), needed, options).ok());
-  CHECK(RebasedOn(f.repo, IdOf(Bf16(120))).size() == 1);
-  CHECK(!FileExists(f.repo.rebased_dir + "/not-an-id"));
+  REQUIRE(Sweep(f.store, *testing::Removal(f.store), needed, options).ok());
+  CHECK(RebasedOn(f.store, IdOf(Bf16(120))).size() == 1);
+  CHECK(!FileExists(f.store.rebased_dir + "/not-an-id"));
   Needed nothing;
-  REQUIRE(Sweep(f.repo, *testing::Removal(f.repo), nothing, options).ok());
-  CHECK(RebasedOn(f.repo, IdOf(Bf16(120))).empty());
-  CHECK(std::filesystem::is_empty(f.repo.rebased_dir));
+  REQUIRE(Sweep(f.store, *testing::Removal(f.store), nothing, options).ok());
+  CHECK(RebasedOn(f.store, IdOf(Bf16(120))).empty());
+  CHECK(std::filesystem::is_empty(f.store.rebased_dir));
 }
 
 TEST_CASE("a version already stored is not stored again") {
@@ -94,8 +94,8 @@ TEST_CASE("a version already stored is not stored again") {
 }
 
 // Flips one byte in the middle of `id`'s object, as a failing disk would.
-void Damage(const Store& repo, const ContentId& id) {
-  const std::string path = repo.objects.PathOf(id);
+void Damage(const Store& store, const ContentId& id) {
+  const std::string path = store.objects.PathOf(id);
   std::fstream object(path, std::ios::in | std::ios::out | std::ios::binary);
   object.seekg(0, std::ios::end);
   const std::streamoff middle = object.tellg() / 2;
@@ -112,9 +112,9 @@ TEST_CASE("a damaged object is stored anew, and nothing is built on a damaged ch
   f.StoreForward();
   f.AddStep(40);
   f.AddStep(80);
-  Damage(f.repo, IdOf(Bf16(40)));
+  Damage(f.store, IdOf(Bf16(40)));
   CountingSink broken;
-  CHECK(!Restore(f.repo, IdOf(Bf16(80)), broken).ok());
+  CHECK(!Restore(f.store, IdOf(Bf16(80)), broken).ok());
   // The next version would be a delta on 80, whose base is damaged.
   const CheckedIn next = f.AddStep(120);
   CHECK(next.stored);
@@ -126,12 +126,12 @@ TEST_CASE("a damaged object is stored anew, and nothing is built on a damaged ch
   CHECK(again.stored);
   CHECK(again.damaged.find("checksum mismatch") != std::string::npos);
   CountingSink restored;
-  CHECK(Restore(f.repo, IdOf(Bf16(80)), restored).ok());
+  CHECK(Restore(f.store, IdOf(Bf16(80)), restored).ok());
 }
 
 // The format version and the chunk transforms of the stored object `id`.
 std::pair<uint16_t, std::vector<codec::Transform>> StoredTransforms(const Fixture& f, const ContentId& id) {
-  auto file = f.repo.objects.Open(id);
+  auto file = f.store.objects.Open(id);
   REQUIRE(file.ok());
   auto info = container::ReadObjectInfo(*file);
   REQUIRE(info.ok());
@@ -152,7 +152,7 @@ TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only 
         4);  // the weights; the header XORed
   Fixture g;
   g.StoreForward();
-  g.repo.policy.delta_transform = codec::Transform::kXor;
+  g.store.policy.delta_transform = codec::Transform::kXor;
   g.AddStep(40);
   g.AddStep(80);
   const auto [old_version, old_transforms] = StoredTransforms(g, IdOf(Bf16(80)));
@@ -164,24 +164,24 @@ TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only 
   // Set to xor later, a repack rewrites the format 5 and 6 objects as format 2
   // (their placement unchanged), so that older readers can restore them.
   f.AddStep(120);
-  f.repo.policy.delta_transform = codec::Transform::kXor;
+  f.store.policy.delta_transform = codec::Transform::kXor;
   std::vector<Version> series = f.held;
   SortSeries(series);
   int rewritten = 0;
-  REQUIRE(RepackSeries(f.repo, series, [&](const RepackedVersion& v) { rewritten += v.rewritten ? 1 : 0; }).ok());
+  REQUIRE(RepackSeries(f.store, series, [&](const RepackedVersion& v) { rewritten += v.rewritten ? 1 : 0; }).ok());
   CHECK(rewritten == 3);
   for (int step : {40, 80, 120}) CHECK(StoredTransforms(f, IdOf(Bf16(step))).first == 2);
   CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(80)));
   for (int step : {80, 120}) {
     MemorySink restored;
-    REQUIRE(Restore(f.repo, IdOf(Bf16(step)), restored).ok());
+    REQUIRE(Restore(f.store, IdOf(Bf16(step)), restored).ok());
     auto want = ReadWholeFile(Bf16(step));
     REQUIRE(want.ok());
     CHECK(restored.ToVector() == *want);
   }
   // Repacked again under xor, nothing is left to rewrite.
   rewritten = 0;
-  REQUIRE(RepackSeries(f.repo, series, [&](const RepackedVersion& v) { rewritten += v.rewritten ? 1 : 0; }).ok());
+  REQUIRE(RepackSeries(f.store, series, [&](const RepackedVersion& v) { rewritten += v.rewritten ? 1 : 0; }).ok());
   CHECK(rewritten == 0);
 
   // Under difference, the format 6 delta is rewritten as format 5, which
@@ -191,11 +191,11 @@ TEST_CASE("delta_transform: deltas take each chunk the cheaper way, or XOR only 
   h.AddStep(40);
   h.AddStep(80);
   REQUIRE(StoredTransforms(h, IdOf(Bf16(80))).first == container::kStandaloneChunkVersion);
-  h.repo.policy.delta_transform = codec::Transform::kDifference;
+  h.store.policy.delta_transform = codec::Transform::kDifference;
   std::vector<Version> pair = h.held;
   SortSeries(pair);
   rewritten = 0;
-  REQUIRE(RepackSeries(h.repo, pair, [&](const RepackedVersion& v) { rewritten += v.rewritten ? 1 : 0; }).ok());
+  REQUIRE(RepackSeries(h.store, pair, [&](const RepackedVersion& v) { rewritten += v.rewritten ? 1 : 0; }).ok());
   CHECK(rewritten == 1);
   CHECK(StoredTransforms(h, IdOf(Bf16(80))).first == container::kRawChecksumVersion);
   CHECK(h.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
@@ -207,7 +207,7 @@ TEST_CASE("min_gain is weighed against the version coded standalone") {
   Fixture f;
   f.StoreForward();
   f.AddStep(40);
-  Copy(Data("cnn-fp32/step-000080.safetensors"), f.repo.work_dir + "/run/step-80.safetensors");
+  Copy(Data("cnn-fp32/step-000080.safetensors"), f.store.work_dir + "/run/step-80.safetensors");
   const CheckedIn other =
       f.Add(Data("cnn-fp32/step-000080.safetensors"), "run/step-80.safetensors", "run/step-#.safetensors", "80");
   CHECK(other.reason == BaseReason::kNoGain);
@@ -215,22 +215,22 @@ TEST_CASE("min_gain is weighed against the version coded standalone") {
   // A min_gain no delta can meet makes every version a base.
   Fixture g;
   g.StoreForward();
-  g.repo.policy.min_gain = 0.99;
+  g.store.policy.min_gain = 0.99;
   g.AddStep(40);
   CHECK(g.AddStep(80).reason == BaseReason::kNoGain);
-  CHECK(BaseReasonText(BaseReason::kNoGain, g.repo.policy) == "delta did not pay, min_gain 99%");
+  CHECK(BaseReasonText(BaseReason::kNoGain, g.store.policy) == "delta did not pay, min_gain 99%");
   // Worked out again later from the series: the first is first; the
   // second's place makes it a delta now, so it did not pay or was stored
   // under another policy.
   std::vector<Version> series = g.held;
   SortSeries(series);
-  CHECK(WhyBase(g.repo, series, 0) == BaseReason::kFirst);
-  g.repo.policy.min_gain = 0.1;
-  CHECK(WhyBase(g.repo, series, 1) == BaseReason::kNoGainOrPolicy);
-  CHECK(BaseReasonText(BaseReason::kNoGainOrPolicy, g.repo.policy) ==
+  CHECK(WhyBase(g.store, SeriesAt(series, 0)) == BaseReason::kFirst);
+  g.store.policy.min_gain = 0.1;
+  CHECK(WhyBase(g.store, SeriesAt(series, 1)) == BaseReason::kNoGainOrPolicy);
+  CHECK(BaseReasonText(BaseReason::kNoGainOrPolicy, g.store.policy) ==
         "delta did not pay (min_gain 10%), or stored under another policy");
-  g.repo.policy.base_interval = 1;
-  CHECK(WhyBase(g.repo, series, 1) == BaseReason::kDue);
+  g.store.policy.base_interval = 1;
+  CHECK(WhyBase(g.store, SeriesAt(series, 1)) == BaseReason::kDue);
 }
 
 TEST_CASE("a base's bytes come from the work tree when it still holds them, else from a raw copy or its chain") {
@@ -239,16 +239,16 @@ TEST_CASE("a base's bytes come from the work tree when it still holds them, else
   f.AddStep(40);
   // The work tree's copy of step 40 is gone and nothing was kept (it had a
   // step): the chain is decoded, and the delta is the same.
-  REQUIRE(std::system(("rm " + f.repo.work_dir + "/run/step-40.safetensors").c_str()) == 0);
+  REQUIRE(std::system(("rm " + f.store.work_dir + "/run/step-40.safetensors").c_str()) == 0);
   f.AddStep(80);
   CHECK(f.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
   // Its base came from the store, not the work tree: this series deletes
   // old saves, so step 80 is kept raw for the next one.
-  RawCache cache(f.repo.cache_dir, f.repo.policy.raw_cache);
+  RawCache cache(f.store.cache_dir, f.store.policy.raw_cache);
   REQUIRE(cache.List().size() == 1);
   CHECK(cache.List()[0].id == IdOf(Bf16(80)));
   // A work-tree file that changed since is not used: its hash differs.
-  Copy(Bf16(200), f.repo.work_dir + "/run/step-80.safetensors");
+  Copy(Bf16(200), f.store.work_dir + "/run/step-80.safetensors");
   f.AddStep(120);
   CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(80)));
 }
@@ -257,22 +257,22 @@ TEST_CASE("a verified copy is the first work-tree file that holds the version, e
   Fixture f;
   const ContentId id = IdOf(Bf16(40));
   const uint64_t size = std::filesystem::file_size(Bf16(40));
-  Copy(Bf16(80), f.repo.work_dir + "/other.safetensors");
-  Copy(Bf16(40), f.repo.work_dir + "/held.safetensors");
+  Copy(Bf16(80), f.store.work_dir + "/other.safetensors");
+  Copy(Bf16(40), f.store.work_dir + "/held.safetensors");
   const std::vector<std::string> paths = {"", "other.safetensors", "missing.safetensors", "held.safetensors"};
-  std::optional<VerifiedCopy> copy = FindVerifiedCopy(f.repo, id, paths, size);
+  std::optional<VerifiedCopy> copy = FindVerifiedCopy(f.store, id, paths, size);
   REQUIRE(copy);
   CHECK(copy->in_work_tree);
   CHECK(copy->file.size() == size);
   // A size the bytes do not have (a pointer that lies) finds nothing.
-  CHECK(!FindVerifiedCopy(f.repo, id, paths, size + 1));
+  CHECK(!FindVerifiedCopy(f.store, id, paths, size + 1));
   // Without a work-tree file that holds it: the raw cache's copy.
-  RawCache(f.repo.cache_dir, f.repo.policy.raw_cache).Keep("run/#", id, f.repo.work_dir + "/held.safetensors");
-  REQUIRE(std::system(("rm " + f.repo.work_dir + "/held.safetensors").c_str()) == 0);
-  copy = FindVerifiedCopy(f.repo, id, paths);
+  RawCache(f.store.cache_dir, f.store.policy.raw_cache).Keep("run/#", id, f.store.work_dir + "/held.safetensors");
+  REQUIRE(std::system(("rm " + f.store.work_dir + "/held.safetensors").c_str()) == 0);
+  copy = FindVerifiedCopy(f.store, id, paths);
   REQUIRE(copy);
   CHECK(!copy->in_work_tree);
-  CHECK(!FindVerifiedCopy(f.repo, IdOf(Bf16(120)), paths));
+  CHECK(!FindVerifiedCopy(f.store, IdOf(Bf16(120)), paths));
 }
 
 TEST_CASE("a delta is never built on a work-tree file that changes while it is read") {
@@ -285,7 +285,7 @@ TEST_CASE("a delta is never built on a work-tree file that changes while it is r
     CAPTURE(attempt);
     Fixture f;
     f.AddStep(40);
-    const std::string base = f.repo.work_dir + "/run/step-40.safetensors";
+    const std::string base = f.store.work_dir + "/run/step-40.safetensors";
     const int fd = ::open(base.c_str(), O_RDWR);
     REQUIRE(fd >= 0);
     struct stat st;
@@ -320,22 +320,22 @@ TEST_CASE("a path overwritten in place keeps raw copies, within the budget") {
   Fixture f;
   f.StoreForward();
   for (int s : {40, 80, 120}) {
-    Copy(Bf16(s), f.repo.work_dir + "/model.safetensors");
+    Copy(Bf16(s), f.store.work_dir + "/model.safetensors");
     f.Add(Bf16(s), "model.safetensors", "model.safetensors", "");
   }
   // One copy, the newest's: step 80's went when step 120 came, though
   // step 120 re-stored it as a delta of step 40 (its bytes came from the
   // copy then; step 40's from the store).
-  RawCache cache(f.repo.cache_dir, f.repo.policy.raw_cache);
+  RawCache cache(f.store.cache_dir, f.store.policy.raw_cache);
   REQUIRE(cache.List().size() == 1);
   CHECK(cache.List()[0].id == IdOf(Bf16(120)));
   CHECK(f.Info(IdOf(Bf16(120))).depth == 2);
   // With no budget nothing is kept, and the next version still chains.
   Fixture g;
   g.StoreForward();
-  g.repo.policy.raw_cache = 0;
+  g.store.policy.raw_cache = 0;
   for (int s : {40, 80}) g.Add(Bf16(s), "model.safetensors", "model.safetensors", "");
-  CHECK(RawCache(g.repo.cache_dir, 0).List().empty());
+  CHECK(RawCache(g.store.cache_dir, 0).List().empty());
   CHECK(g.Info(IdOf(Bf16(80))).delta);
 }
 

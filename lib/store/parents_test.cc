@@ -34,11 +34,11 @@ using testing::IdOf;
 // filter's Recent), or with `named` alone.
 struct Repo : testing::Fixture {
   std::map<std::string, std::vector<Version>> series;  // by name
-  Fingerprints fingerprints{ParentCachesDir(repo)};
+  Fingerprints fingerprints{ParentCachesDir(store)};
 
   CheckedIn Put(const std::string& file, const std::string& path, const std::string& name,
                 const std::string& step = "", std::optional<ParentCandidate> named = std::nullopt) {
-    Copy(file, repo.work_dir + "/" + path);
+    Copy(file, store.work_dir + "/" + path);
     const std::string spool = root + "/spool-" + std::to_string(++spooled_);
     Copy(file, spool);
     NewVersion v{spool, IdOf(spool), path, name, step};
@@ -53,17 +53,17 @@ struct Repo : testing::Fixture {
       }
       return candidates;
     };
-    auto checked = CheckIn(repo, v, [&](bool) -> Result<std::vector<Version>> { return series[name]; });
+    auto checked = CheckIn(store, v, [&](bool) -> Result<std::vector<Version>> { return series[name]; });
     REQUIRE_MESSAGE(checked.ok(), checked.status().message());
     series[name].push_back(Version{v.id, step, path});
     CountingSink restored;
-    REQUIRE(Restore(repo, v.id, restored).ok());
+    REQUIRE(Restore(store, v.id, restored).ok());
     CHECK(restored.bytes() == checked->pointer.size);
     return *checked;
   }
   double Share(const ContentId& id) {
     const StoredInfo info = Info(id);
-    auto link = ReadLink(repo, id);
+    auto link = ReadLink(store, id);
     REQUIRE(link.ok());
     return static_cast<double>(info.object_size) / static_cast<double>(link->raw_size);
   }
@@ -154,17 +154,17 @@ TEST_CASE("the first version of a series is a delta of a close version of anothe
   CHECK(BaseChoiceText(r.Info(IdOf(Bf16(80))).choice) == "the same tensor names, dtypes and shapes");
   // A repack of its series keeps the parent (the series alone would make
   // it a base), under a policy that rewrites every base too.
-  r.repo.policy.base_interval = 1;
+  r.store.policy.base_interval = 1;
   std::vector<Version> tuned_series = r.series["ft/checkpoint-#/model.safetensors"];
-  REQUIRE(RepackSeries(r.repo, tuned_series, [](const RepackedVersion&) {}).ok());
+  REQUIRE(RepackSeries(r.store, tuned_series, [](const RepackedVersion&) {}).ok());
   CHECK(r.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
   CountingSink restored;
-  CHECK(Restore(r.repo, IdOf(Bf16(80)), restored).ok());
+  CHECK(Restore(r.store, IdOf(Bf16(80)), restored).ok());
 }
 
 TEST_CASE("a named parent is taken when its delta pays; a parent at max_chain is passed over") {
   Repo r;
-  r.repo.policy.max_chain = 1;
+  r.store.policy.max_chain = 1;
   r.Put(Bf16(40), "a/model.safetensors", "a/model.safetensors");
   const CheckedIn named = r.Put(Bf16(80), "b/model.safetensors", "b/model.safetensors", "",
                                 ParentCandidate{IdOf(Bf16(40)), "a/model.safetensors", true});
@@ -200,33 +200,33 @@ TEST_CASE("a version with a child in another series counts it when it is re-stor
   r.Put(last, "ckpts/last.ckpt", "ckpts/last.ckpt");
   const CheckedIn twin = r.Put(Data("pt-gpt/step-000020.pt"), "ckpts/epoch=0.ckpt", "ckpts/epoch=#.ckpt", "0");
   REQUIRE(twin.parent.has_value());
-  CHECK(HangingElsewhere(r.repo, IdOf(last)) == 1);
-  CHECK(HangingElsewhere(r.repo, IdOf(Data("pt-gpt/step-000020.pt"))) == 0);
+  CHECK(HangingElsewhere(r.store, IdOf(last)) == 1);
+  CHECK(HangingElsewhere(r.store, IdOf(Data("pt-gpt/step-000020.pt"))) == 0);
   // When a newer last.ckpt comes, a re-store of this one as a delta of
   // the older one would put its twin at depth 2: with max_chain 1 it
   // stays whole; without the twin it would be re-stored.
-  r.repo.policy.max_chain = 1;
+  r.store.policy.max_chain = 1;
   REQUIRE_FALSE(r.Info(IdOf(Data("pt-gpt/step-000040.pt"))).delta);
   const std::vector<Version>& lasts = r.series["ckpts/last.ckpt"];
   REQUIRE(lasts.size() == 2);
   const ContentId newer = IdOf(Bf16(40));  // stands for the next save
-  const auto kept = PlaceDemoted(r.repo, lasts, 1, newer, true, nullptr, HangingElsewhere(r.repo, IdOf(last)));
+  const auto kept = PlaceDemoted(r.store, SeriesAt(lasts, 1), newer, true, nullptr, HangingElsewhere(r.store, IdOf(last)));
   REQUIRE(kept.has_value());
   CHECK_FALSE(kept->base.has_value());
   CHECK(kept->reason == BaseReason::kChain);
-  const auto free = PlaceDemoted(r.repo, lasts, 1, newer, true, nullptr, 0);
+  const auto free = PlaceDemoted(r.store, SeriesAt(lasts, 1), newer, true, nullptr, 0);
   REQUIRE(free.has_value());
   CHECK(free->base == IdOf(Data("pt-gpt/step-000040.pt")));
   // A lost cache forgets the child: nothing breaks, the count is 0.
-  std::remove((ParentCachesDir(r.repo) + "/children").c_str());
-  CHECK(HangingElsewhere(r.repo, IdOf(last)) == 0);
+  std::remove((ParentCachesDir(r.store) + "/children").c_str());
+  CHECK(HangingElsewhere(r.store, IdOf(last)) == 0);
   // As in a clone that did not store the twin: the next last.ckpt finds it
   // among the recent versions of other series before its own series'
   // newest is re-stored, and it counts again.
-  r.repo.policy.max_chain = 10;
+  r.store.policy.max_chain = 10;
   r.Put(Data("pt-cnn/step-000040.pt"), "ckpts/last.ckpt", "ckpts/last.ckpt");
-  CHECK(HangingElsewhere(r.repo, IdOf(last)) >= 1);
-  std::ifstream children(ParentCachesDir(r.repo) + "/children");
+  CHECK(HangingElsewhere(r.store, IdOf(last)) >= 1);
+  std::ifstream children(ParentCachesDir(r.store) + "/children");
   int lines = 0;
   for (std::string line; std::getline(children, line);) ++lines;
   CHECK(lines == 1);  // noted once
@@ -246,15 +246,15 @@ TEST_CASE("the fingerprint cache keeps what it is given, and passes over damaged
   CHECK_FALSE(again.Find(b).has_value());
   // gc keeps the lines of the versions still needed, in both caches.
   testing::Fixture f;
-  Fingerprints kept(ParentCachesDir(f.repo));
+  Fingerprints kept(ParentCachesDir(f.store));
   kept.Keep(a, b);
   kept.Keep(b, a);
-  NoteChild(f.repo, a, b);
-  PruneParentCaches(f.repo, [&](const ContentId& id) { return id == a; });
-  Fingerprints pruned(ParentCachesDir(f.repo));
+  NoteChild(f.store, a, b);
+  PruneParentCaches(f.store, [&](const ContentId& id) { return id == a; });
+  Fingerprints pruned(ParentCachesDir(f.store));
   CHECK(pruned.Find(a) == b);
   CHECK_FALSE(pruned.Find(b).has_value());
-  std::ifstream children(ParentCachesDir(f.repo) + "/children");
+  std::ifstream children(ParentCachesDir(f.store) + "/children");
   std::string line;
   CHECK_FALSE(std::getline(children, line));  // a's child b is gone
 }
@@ -285,18 +285,18 @@ TEST_CASE("the twin index finds versions by key, knows the listings it read, and
   // gc: a version gone loses its key, and its listing is not read again.
   testing::Fixture f;
   {
-    TwinIndex kept(ParentCachesDir(f.repo));
+    TwinIndex kept(ParentCachesDir(f.store));
     kept.Keep(key, a, blob_a);
     kept.Keep(key, b, blob_b);
   }
-  PruneParentCaches(f.repo, [&](const ContentId& id) { return id == a; });
-  TwinIndex pruned(ParentCachesDir(f.repo));
+  PruneParentCaches(f.store, [&](const ContentId& id) { return id == a; });
+  TwinIndex pruned(ParentCachesDir(f.store));
   CHECK(pruned.Find(key) == std::vector<ContentId>{a});
   CHECK(pruned.Knows(blob_b));
   // b stored anew: its listing's key is taken again, and kept.
   pruned.Keep(key, b, blob_b);
   CHECK(pruned.Find(key) == (std::vector<ContentId>{a, b}));
-  CHECK(TwinIndex(ParentCachesDir(f.repo)).Find(key) == (std::vector<ContentId>{a, b}));
+  CHECK(TwinIndex(ParentCachesDir(f.store)).Find(key) == (std::vector<ContentId>{a, b}));
 }
 
 TEST_CASE("a cache that is no regular file, or grew past any cache's size, is dropped, never read") {

@@ -65,6 +65,12 @@ size_t PositionOf(const std::vector<Version>& series, const std::string& step) {
          series.begin();
 }
 
+std::optional<SeriesAt> SeriesAt::Find(const std::vector<Version>& series, const ContentId& id) {
+  const auto found = std::find_if(series.begin(), series.end(), [&](const Version& v) { return v.id == id; });
+  if (found == series.end()) return std::nullopt;
+  return SeriesAt(series, static_cast<size_t>(found - series.begin()));
+}
+
 std::optional<Placement> PlanVersion(const config::Policy& policy, const SeriesShape& shape, size_t position,
                                      bool complete, uint32_t max_chain) {
   Placement placed;
@@ -348,19 +354,18 @@ uint32_t StoredShape::DistanceUp(size_t from, size_t to) const {
   return found;
 }
 
-std::optional<Placement> PlaceVersion(const Store& store, const std::vector<Version>& series, size_t position,
-                                      bool complete, const ChainMemo* memo, uint32_t max_chain) {
-  return PlanVersion(store.policy, StoredShape(store, series, memo), position, complete, max_chain);
+std::optional<Placement> PlaceVersion(const Store& store, SeriesAt at, bool complete, const ChainMemo* memo,
+                                      uint32_t max_chain) {
+  return PlanVersion(store.policy, StoredShape(store, at.series(), memo), at.position(), complete, max_chain);
 }
 
-std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Version>& series, size_t position,
-                                      const ContentId& newer, bool complete, const ChainMemo* memo,
-                                      uint32_t elsewhere) {
-  return PlanDemoted(store.policy, StoredShape(store, series, memo), position, newer, complete, elsewhere);
+std::optional<Placement> PlaceDemoted(const Store& store, SeriesAt at, const ContentId& newer, bool complete,
+                                      const ChainMemo* memo, uint32_t elsewhere) {
+  return PlanDemoted(store.policy, StoredShape(store, at.series(), memo), at.position(), newer, complete, elsewhere);
 }
 
-BaseReason WhyBase(const Store& store, const std::vector<Version>& series, size_t position) {
-  return PlanWhyBase(store.policy, StoredShape(store, series), position);
+BaseReason WhyBase(const Store& store, SeriesAt at) {
+  return PlanWhyBase(store.policy, StoredShape(store, at.series()), at.position());
 }
 
 }  // namespace zipnn::store

@@ -59,6 +59,35 @@ void SortSeries(std::vector<Version>& versions);
 // files the order of their numbers.
 size_t PositionOf(const std::vector<Version>& series, const std::string& step);
 
+// A place in a series (its versions in series order): the version at
+// `position()`, or, at the end, the place after the last version where a
+// new one goes. What the store's writers and the adapters below take for
+// "this version of that series"; a cheap value that refers to `series`,
+// which must outlive it.
+class SeriesAt {
+ public:
+  SeriesAt(const std::vector<Version>& series, size_t position) : series_(&series), position_(position) {}
+  // Where a new version with `step` goes (PositionOf).
+  static SeriesAt ForStep(const std::vector<Version>& series, const std::string& step) {
+    return SeriesAt(series, PositionOf(series, step));
+  }
+  // The place of `id` in `series`; nullopt when it is not there.
+  static std::optional<SeriesAt> Find(const std::vector<Version>& series, const ContentId& id);
+
+  const std::vector<Version>& series() const { return *series_; }
+  size_t position() const { return position_; }
+  // The place after the last version (a new newest one's).
+  bool at_end() const { return position_ == series_->size(); }
+  // The version here (not at_end).
+  const Version& version() const { return (*series_)[position_]; }
+  // Another version of the same series (at `position` < size).
+  const Version& operator[](size_t position) const { return (*series_)[position]; }
+
+ private:
+  const std::vector<Version>* series_;
+  size_t position_;
+};
+
 // Why a version was stored standalone.
 enum class BaseReason {
   kNotBase,         // stored as a delta
@@ -227,18 +256,16 @@ class StoredShape : public SeriesShape {
   const ChainMemo* memo_;
 };
 
-// PlanVersion by store.policy over `series` as the store holds it.
+// PlanVersion by store.policy over the series of `at` as the store holds it.
 // `memo` (Describe) speeds up the walks down earlier versions' chains.
-std::optional<Placement> PlaceVersion(const Store& store, const std::vector<Version>& series, size_t position,
-                                      bool complete, const ChainMemo* memo = nullptr,
+std::optional<Placement> PlaceVersion(const Store& store, SeriesAt at, bool complete, const ChainMemo* memo = nullptr,
                                       uint32_t max_chain = config::kMaxChainLimit);
 
-// PlanDemoted by store.policy over `series` as the store holds it.
-std::optional<Placement> PlaceDemoted(const Store& store, const std::vector<Version>& series, size_t position,
-                                      const ContentId& newer, bool complete, const ChainMemo* memo = nullptr,
+// PlanDemoted by store.policy over the series of `at` as the store holds it.
+std::optional<Placement> PlaceDemoted(const Store& store, SeriesAt at, const ContentId& newer, bool complete, const ChainMemo* memo = nullptr,
                                       uint32_t elsewhere = 0);
 
-// PlanWhyBase by store.policy over `series` as the store holds it.
-BaseReason WhyBase(const Store& store, const std::vector<Version>& series, size_t position);
+// PlanWhyBase by store.policy over the series of `at` as the store holds it.
+BaseReason WhyBase(const Store& store, SeriesAt at);
 
 }  // namespace zipnn::store

@@ -29,8 +29,31 @@ using testing::TempDir;
 void RestoresAll(Fixture& f) {
   for (const Version& v : f.held) {
     CountingSink restored;
-    CHECK(Restore(f.repo, v.id, restored).ok());
+    CHECK(Restore(f.store, v.id, restored).ok());
   }
+}
+
+TEST_CASE("a place in a series: a new step goes after every step not greater, and a version is found by id") {
+  auto id = [](uint8_t b) {
+    ContentId c;
+    c.bytes[0] = b;
+    return c;
+  };
+  const std::vector<Version> series = {{id(1), "10", "run/step-10"}, {id(2), "20", "run/step-20"},
+                                       {id(3), "20", "run/last"}, {id(4), "30", "run/step-30"}};
+  const SeriesAt new20 = SeriesAt::ForStep(series, "20");
+  CHECK(new20.position() == 3);
+  CHECK(!new20.at_end());
+  CHECK(new20.version().path == "run/step-30");
+  const SeriesAt newest = SeriesAt::ForStep(series, "40");
+  CHECK(newest.at_end());
+  CHECK(newest[0].path == "run/step-10");
+  const std::optional<SeriesAt> found = SeriesAt::Find(series, id(3));
+  REQUIRE(found);
+  CHECK(found->position() == 2);
+  CHECK(&found->series() == &series);
+  CHECK(found->version().path == "run/last");
+  CHECK(!SeriesAt::Find(series, id(9)));
 }
 
 TEST_CASE("the newest version is stored whole, and the one before it becomes a delta when the next arrives") {
@@ -52,42 +75,42 @@ TEST_CASE("the newest version is stored whole, and the one before it becomes a d
   CHECK(f.Info(IdOf(Bf16(160))).base == IdOf(Bf16(120)));
   CHECK(f.Depths() == std::vector<int>{0, 1, 2, 3, 0});
   RestoresAll(f);
-  CHECK(WhyBase(f.repo, f.held, 4) == BaseReason::kNewest);
-  CHECK(WhyBase(f.repo, f.held, 0) == BaseReason::kFirst);
-  CHECK(BaseReasonText(BaseReason::kNewest, f.repo.policy) == "newest of its series");
+  CHECK(WhyBase(f.store, SeriesAt(f.held, 4)) == BaseReason::kNewest);
+  CHECK(WhyBase(f.store, SeriesAt(f.held, 0)) == BaseReason::kFirst);
+  CHECK(BaseReasonText(BaseReason::kNewest, f.store.policy) == "newest of its series");
 }
 
 TEST_CASE("between two bases, the first half chains down to the older, the second half up to the newer") {
   Fixture f;
-  f.repo.policy.min_gain = 0;
-  f.repo.policy.base_interval = 5;
-  f.repo.policy.max_chain = 2;
+  f.store.policy.min_gain = 0;
+  f.store.policy.base_interval = 5;
+  f.store.policy.max_chain = 2;
   for (size_t i = 0; i < 12; ++i) f.AddBytes(Small(i), std::to_string(i));
   //                     B  f  f  r  r  B  f  f  r  r  B  newest
   CHECK(f.Depths() == std::vector<int>{0, 1, 2, 2, 1, 0, 1, 2, 2, 1, 0, 0});
   CHECK(f.Info(f.held[3].id).base == f.held[4].id);
   CHECK(f.Info(f.held[4].id).base == f.held[5].id);
   CHECK(f.Info(f.held[6].id).base == f.held[5].id);
-  CHECK(WhyBase(f.repo, f.held, 5) == BaseReason::kDue);
-  CHECK(WhyBase(f.repo, f.held, 11) == BaseReason::kNewest);
+  CHECK(WhyBase(f.store, SeriesAt(f.held, 5)) == BaseReason::kDue);
+  CHECK(WhyBase(f.store, SeriesAt(f.held, 11)) == BaseReason::kNewest);
   RestoresAll(f);
 }
 
 TEST_CASE("max_chain below half the interval ends a stretch early") {
   Fixture f;
-  f.repo.policy.min_gain = 0;
-  f.repo.policy.max_chain = 1;
+  f.store.policy.min_gain = 0;
+  f.store.policy.max_chain = 1;
   for (size_t i = 0; i < 6; ++i) f.AddBytes(Small(i), std::to_string(i));
   // B f r B f newest: the second half holds one version, so the third is
   // a base.
   CHECK(f.Depths() == std::vector<int>{0, 1, 1, 0, 1, 0});
-  CHECK(WhyBase(f.repo, f.held, 3) == BaseReason::kChain);
+  CHECK(WhyBase(f.store, SeriesAt(f.held, 3)) == BaseReason::kChain);
   RestoresAll(f);
 }
 
 TEST_CASE("with delta_against base and the newest whole, every older version is a delta of its base") {
   Fixture f;
-  f.repo.policy.delta_against = config::DeltaAgainst::kBase;
+  f.store.policy.delta_against = config::DeltaAgainst::kBase;
   for (int s : {40, 80, 120, 160}) f.AddStep(s);
   CHECK(f.Depths() == std::vector<int>{0, 1, 1, 0});
   CHECK(f.Info(IdOf(Bf16(120))).base == IdOf(Bf16(40)));
@@ -100,12 +123,12 @@ TEST_CASE("a path overwritten in place reads its history to place the version be
   Fixture f;
   std::vector<Version> all;
   for (int s : {40, 80, 120}) {
-    Copy(Bf16(s), f.repo.work_dir + "/model.safetensors");
+    Copy(Bf16(s), f.store.work_dir + "/model.safetensors");
     // A spooled file of its own, as the filter's: the raw cache links it.
     const std::string spool = f.root + "/spool-" + std::to_string(s);
     Copy(Bf16(s), spool);
     std::vector<bool> asked;
-    auto checked = CheckIn(f.repo, NewVersion{spool, IdOf(Bf16(s)), "model.safetensors", "model", ""},
+    auto checked = CheckIn(f.store, NewVersion{spool, IdOf(Bf16(s)), "model.safetensors", "model", ""},
                            [&](bool deep) -> Result<std::vector<Version>> {
                              asked.push_back(deep);
                              if (deep || all.empty()) return all;
@@ -121,15 +144,15 @@ TEST_CASE("a path overwritten in place reads its history to place the version be
   CHECK(f.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
   CHECK(!f.Info(IdOf(Bf16(120))).delta);
   // Only the newest's copy is kept for the next add.
-  const RawCache cache(f.repo.cache_dir, f.repo.policy.raw_cache);
+  const RawCache cache(f.store.cache_dir, f.store.policy.raw_cache);
   CHECK(cache.Find(IdOf(Bf16(120))));
   CHECK(!cache.Find(IdOf(Bf16(80))));
   // So the next one re-stores step 120 as a delta of step 80 decoded
   // from the store (a delta of step 40): the work tree holds neither.
-  Copy(Bf16(160), f.repo.work_dir + "/model.safetensors");
+  Copy(Bf16(160), f.store.work_dir + "/model.safetensors");
   const std::string spool = f.root + "/spool-160";
   Copy(Bf16(160), spool);
-  auto checked = CheckIn(f.repo, NewVersion{spool, IdOf(Bf16(160)), "model.safetensors", "model", ""},
+  auto checked = CheckIn(f.store, NewVersion{spool, IdOf(Bf16(160)), "model.safetensors", "model", ""},
                          [&](bool) -> Result<std::vector<Version>> { return all; });
   REQUIRE_MESSAGE(checked.ok(), checked.status().message());
   REQUIRE(checked->demoted);
@@ -147,12 +170,12 @@ TEST_CASE("a version before the newest that cannot be re-stored stays whole, and
   f.AddStep(80);
   // Step 80's object is damaged: it is not built on, and the new version
   // is stored all the same.
-  const std::string object = f.repo.objects.PathOf(IdOf(Bf16(80)));
+  const std::string object = f.store.objects.PathOf(IdOf(Bf16(80)));
   REQUIRE(std::system(("printf x | dd of=" + object + " bs=1 seek=200 conv=notrunc status=none").c_str()) == 0);
-  Copy(Bf16(120), f.repo.work_dir + "/run/step-120.safetensors");
+  Copy(Bf16(120), f.store.work_dir + "/run/step-120.safetensors");
   Copy(Bf16(120), f.root + "/spool");
   auto checked = CheckIn(
-      f.repo,
+      f.store,
       NewVersion{f.root + "/spool", IdOf(Bf16(120)), "run/step-120.safetensors", "run/step-#.safetensors", "120"},
       [&](bool) -> Result<std::vector<Version>> { return f.held; });
   REQUIRE(checked.ok());
@@ -166,8 +189,8 @@ TEST_CASE("a version git already holds is placed among the others, not after its
   // store, or one gc emptied): stored again, it takes the place it had.
   Fixture f;
   f.StoreForward();
-  f.repo.policy.base_interval = 3;
-  f.repo.policy.max_chain = 5;
+  f.store.policy.base_interval = 3;
+  f.store.policy.max_chain = 5;
   f.AddStep(40);
   f.AddStep(80);
   f.held.push_back(Version{IdOf(Bf16(120)), "120", "run/step-120.safetensors"});
@@ -188,31 +211,31 @@ TEST_CASE("versions the store does not hold are passed over") {
   g.StoreForward();
   g.held.push_back(Version{IdOf(Bf16(40)), "40", "run/step-40.safetensors"});
   CHECK(g.AddStep(80).reason == BaseReason::kNotStored);
-  CHECK(BaseReasonText(BaseReason::kNotStored, g.repo.policy) == "no earlier version of its series in the store");
+  CHECK(BaseReasonText(BaseReason::kNotStored, g.store.policy) == "no earlier version of its series in the store");
 }
 
 TEST_CASE("every base_interval-th version since the last base is a base") {
   Fixture f;
   f.StoreForward();
-  f.repo.policy.base_interval = 2;
-  f.repo.policy.max_chain = 5;
+  f.store.policy.base_interval = 2;
+  f.store.policy.max_chain = 5;
   CHECK(f.AddStep(40).reason == BaseReason::kFirst);
   CHECK(f.AddStep(80).reason == BaseReason::kNotBase);
   CHECK(f.AddStep(120).reason == BaseReason::kDue);
   CHECK(f.AddStep(160).reason == BaseReason::kNotBase);
   CHECK(f.Info(IdOf(Bf16(160))).base == IdOf(Bf16(120)));
-  CHECK(BaseReasonText(BaseReason::kDue, f.repo.policy) == "due every 2");
+  CHECK(BaseReasonText(BaseReason::kDue, f.store.policy) == "due every 2");
 }
 
 TEST_CASE("a delta that would exceed max_chain makes a base") {
   Fixture f;
   f.StoreForward();
-  f.repo.policy.max_chain = 1;
+  f.store.policy.max_chain = 1;
   f.AddStep(40);
   f.AddStep(80);
   CHECK(f.AddStep(120).reason == BaseReason::kChain);
   CHECK(!f.Info(IdOf(Bf16(120))).delta);
-  CHECK(BaseReasonText(BaseReason::kChain, f.repo.policy) == "chain at max_chain 1");
+  CHECK(BaseReasonText(BaseReason::kChain, f.store.policy) == "chain at max_chain 1");
 }
 
 TEST_CASE("no policy makes a chain longer than a restore follows") {
@@ -220,10 +243,10 @@ TEST_CASE("no policy makes a chain longer than a restore follows") {
   // version is at the deepest a restore decodes: the next is a base.
   Fixture f;
   f.StoreForward();
-  f.repo.policy.min_gain = 0;
-  f.repo.policy.base_interval = 1000000;
-  f.repo.policy.max_chain = 1000000;
-  const std::vector<ContentId> ids = testing::StoreChain(f.repo, kMaxChainDepth);
+  f.store.policy.min_gain = 0;
+  f.store.policy.base_interval = 1000000;
+  f.store.policy.max_chain = 1000000;
+  const std::vector<ContentId> ids = testing::StoreChain(f.store, kMaxChainDepth);
   for (size_t i = 0; i < ids.size(); ++i) f.held.push_back(Version{ids[i], std::to_string(i), ""});
   CHECK(f.AddBytes(Small(ids.size()), std::to_string(ids.size())).reason == BaseReason::kChain);
   CHECK(!f.Info(HashBytes(Small(ids.size()).data(), 64)).delta);
@@ -232,7 +255,7 @@ TEST_CASE("no policy makes a chain longer than a restore follows") {
 TEST_CASE("with delta_against base every delta is made against the last base") {
   Fixture f;
   f.StoreForward();
-  f.repo.policy.delta_against = config::DeltaAgainst::kBase;
+  f.store.policy.delta_against = config::DeltaAgainst::kBase;
   f.AddStep(40);
   f.AddStep(80);
   f.AddStep(120);
@@ -250,13 +273,13 @@ TEST_CASE("the last base out of the shallow view makes the lookup read history")
   const std::vector<Version> all = f.held;
   f.held = {all[1]};
   f.asked.clear();
-  f.repo.policy.base_interval = 2;
-  f.repo.policy.max_chain = 5;
+  f.store.policy.base_interval = 2;
+  f.store.policy.max_chain = 5;
   const std::string path = "run/step-120.safetensors";
-  Copy(Bf16(120), f.repo.work_dir + "/" + path);
+  Copy(Bf16(120), f.store.work_dir + "/" + path);
   const std::string spool = f.root + "/spool";
   Copy(Bf16(120), spool);
-  auto checked = CheckIn(f.repo, NewVersion{spool, IdOf(Bf16(120)), path, "run/step-#.safetensors", "120"},
+  auto checked = CheckIn(f.store, NewVersion{spool, IdOf(Bf16(120)), path, "run/step-#.safetensors", "120"},
                          [&](bool deep) -> Result<std::vector<Version>> {
                            f.asked.push_back(deep);
                            return deep ? all : f.held;
@@ -432,8 +455,8 @@ TEST_CASE("git add places every version where the plan alone puts it") {
       PolicyOf(10, Newest::kDelta, DeltaAgainst::kPrevious, 1)};
   for (const config::Policy& p : policies) {
     Fixture f;
-    f.repo.policy = p;
-    f.repo.policy.min_gain = 0;  // every delta of these small versions pays
+    f.store.policy = p;
+    f.store.policy.min_gain = 0;  // every delta of these small versions pays
     const size_t n = 11;
     for (size_t i = 0; i < n; ++i) f.AddBytes(Small(i), std::to_string(i));
     std::vector<int> stored;

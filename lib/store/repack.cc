@@ -122,13 +122,11 @@ std::map<ContentId, uint32_t> HangingDepths(const Store& store, const std::vecto
   return hanging;
 }
 
-// Rewrites the version at `position` (`done.before` filled in) as a delta
-// of `base`, or whole (for `whole`, when there is no `base`), where its
-// form differs from that. A version left whole gets its base note.
-Status RewriteAs(const Store& store, const std::vector<Version>& series, size_t position,
-                 std::optional<ContentId> base_id, BaseReason whole, double base_ratio, RawCache& raws,
-                 RepackState& state, RepackedVersion& done) {
-  const ContentId& id = series[position].id;
+// Rewrites the version `id` (`done.before` filled in) as a delta of
+// `base`, or whole (for `whole`, when there is no `base`), where its form
+// differs from that. A version left whole gets its base note.
+Status RewriteAs(const Store& store, const ContentId& id, std::optional<ContentId> base_id, BaseReason whole,
+                 double base_ratio, RawCache& raws, RepackState& state, RepackedVersion& done) {
   auto noted = [&](bool delta) {
     if (delta) {
       RemoveBaseNote(store.objects, id);
@@ -170,40 +168,40 @@ Status RewriteAs(const Store& store, const std::vector<Version>& series, size_t 
 
 // Rewrites one version where its form differs from the policy's
 // (newest: delta): against a version before it, as PlaceVersion says.
-Status RepackForward(const Store& store, const std::vector<Version>& series, size_t position, RawCache& raws,
-                     RepackState& state, RepackedVersion& done) {
-  auto hanging = state.hanging.find(series[position].id);
+Status RepackForward(const Store& store, SeriesAt at, RawCache& raws, RepackState& state, RepackedVersion& done) {
+  const ContentId& id = at.version().id;
+  auto hanging = state.hanging.find(id);
   const uint32_t room = config::kMaxChainLimit - (hanging != state.hanging.end() ? hanging->second : 0);
-  const Placement placed = *PlaceVersion(store, series, position, /*complete=*/true, &state.passed, room);
-  return RewriteAs(store, series, position, placed.base, placed.reason, placed.base_ratio, raws, state, done);
+  const Placement placed = *PlaceVersion(store, at, /*complete=*/true, &state.passed, room);
+  return RewriteAs(store, id, placed.base, placed.reason, placed.base_ratio, raws, state, done);
 }
 
-// Rewrites one version (newest: whole) as a delta of the version at
-// `target` (done already), or whole. A target whose chain, as it is
+// Rewrites the version `at` (newest: whole) as a delta of the version at
+// `target` of its series (done already), or whole. A target whose chain, as it is
 // stored now, runs through this version (a rewrite of it that failed) or
 // would put the deltas hanging on this one out of a restore's reach,
 // leaves it whole instead (at max_chain); with no target it is whole for
 // `whole`.
-Status RepackAgainst(const Store& store, const std::vector<Version>& series, size_t position,
-                     std::optional<size_t> target, BaseReason whole, RawCache& raws, RepackState& state,
-                     RepackedVersion& done) {
-  const ContentId& id = series[position].id;
+Status RepackAgainst(const Store& store, SeriesAt at, std::optional<size_t> target, BaseReason whole,
+                     RawCache& raws, RepackState& state, RepackedVersion& done) {
+  const ContentId& id = at.version().id;
   std::optional<ContentId> base;
   double base_ratio = 0;
   if (target) {
     bool loops = false;
-    (void)VisitChain(store, series[*target].id, [&](const ChainLink& link) { loops = loops || link.id == id; });
-    auto chain = Describe(store, series[*target].id, &state.passed);
+    const ContentId& target_id = at[*target].id;
+    (void)VisitChain(store, target_id, [&](const ChainLink& link) { loops = loops || link.id == id; });
+    auto chain = Describe(store, target_id, &state.passed);
     auto hanging = state.hanging.find(id);
     const uint32_t above = hanging != state.hanging.end() ? hanging->second : 0;
     const uint32_t depth = chain.ok() ? static_cast<uint32_t>(chain->depth) + 1 : 0;
     if (!loops && chain.ok() && depth <= store.policy.max_chain && above + depth <= config::kMaxChainLimit) {
-      base = series[*target].id;
+      base = target_id;
       base_ratio = chain->base_ratio;
     }
   }
   if (target && !base) whole = BaseReason::kChain;
-  return RewriteAs(store, series, position, base, whole, base_ratio, raws, state, done);
+  return RewriteAs(store, id, base, whole, base_ratio, raws, state, done);
 }
 
 }  // namespace
@@ -261,7 +259,7 @@ Status RepackSeries(const Store& store, const std::vector<Version>& series,
     std::optional<ContentId> last_base;
     for (size_t i = 0; i < present.size(); ++i) {
       ZIPNN_ASSIGN_OR_RETURN(RepackedVersion done, repack(i, [&](RepackedVersion& d) {
-                               return RepackForward(store, present, i, raws, state, d);
+                               return RepackForward(store, SeriesAt(present, i), raws, state, d);
                              }));
       if (done.error.ok() && !done.after.delta) last_base = done.version.id;
       raws.KeepOnly(done.version.id, last_base);
@@ -280,7 +278,7 @@ Status RepackSeries(const Store& store, const std::vector<Version>& series,
   if (present.empty()) return OkStatus();
   auto against = [&](size_t i, std::optional<size_t> target, BaseReason whole = BaseReason::kNoGain) {
     return repack(
-        i, [&](RepackedVersion& d) { return RepackAgainst(store, present, i, target, whole, raws, state, d); });
+        i, [&](RepackedVersion& d) { return RepackAgainst(store, SeriesAt(present, i), target, whole, raws, state, d); });
   };
   ZIPNN_ASSIGN_OR_RETURN(RepackedVersion first, against(0, std::nullopt, BaseReason::kFirst));
   each(first);

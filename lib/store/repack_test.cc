@@ -42,19 +42,19 @@ TEST_CASE("a repack brings forward chains to the newest whole, and a second repa
   // before, a base every 5.
   Fixture f;
   f.StoreForward();
-  f.repo.policy.min_gain = 0;
-  f.repo.policy.base_interval = 5;
-  f.repo.policy.max_chain = 4;
+  f.store.policy.min_gain = 0;
+  f.store.policy.base_interval = 5;
+  f.store.policy.max_chain = 4;
   for (size_t i = 0; i < 12; ++i) f.AddBytes(Small(i), std::to_string(i));
   CHECK(f.Depths() == std::vector<int>{0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1});
-  f.repo.policy.newest = config::Newest::kWhole;
-  f.repo.policy.max_chain = 2;
+  f.store.policy.newest = config::Newest::kWhole;
+  f.store.policy.max_chain = 2;
   std::vector<std::string> order;
   size_t rewritten = 0;
   auto repack = [&] {
     order.clear();
     rewritten = 0;
-    REQUIRE(RepackSeries(f.repo, f.held, [&](const RepackedVersion& v) {
+    REQUIRE(RepackSeries(f.store, f.held, [&](const RepackedVersion& v) {
               CHECK_MESSAGE(v.error.ok(), v.error.message());
               order.push_back(v.version.step);
               rewritten += v.rewritten;
@@ -69,14 +69,14 @@ TEST_CASE("a repack brings forward chains to the newest whole, and a second repa
   CHECK(rewritten == 5);  // 3, 4, 8, 9 and 11
   for (const Version& v : f.held) {
     CountingSink restored;
-    CHECK(Restore(f.repo, v.id, restored).ok());
+    CHECK(Restore(f.store, v.id, restored).ok());
     CHECK(restored.bytes() == 64);
   }
   repack();
   CHECK(rewritten == 0);
   // Stored now as an add would have stored them.
   Fixture g;
-  g.repo.policy = f.repo.policy;
+  g.store.policy = f.store.policy;
   for (size_t i = 0; i < 12; ++i) g.AddBytes(Small(i), std::to_string(i));
   CHECK(g.Depths() == f.Depths());
 }
@@ -86,30 +86,30 @@ TEST_CASE("a repack to chains of 1000 leaves no version out of a restore's reach
   // the limit: the version after the 1001st hangs on it, so that one
   // stays a base rather than put the next, not yet repacked, at 1001.
   Fixture f;
-  f.repo.policy.base_interval = 10;
+  f.store.policy.base_interval = 10;
   f.StoreForward();
-  f.repo.policy.min_gain = 0;
+  f.store.policy.min_gain = 0;
   for (size_t i = 0; i < 1002; ++i) f.AddBytes(Small(i), std::to_string(i));
   CHECK(f.Info(f.held[1000].id).depth == 0);
   CHECK(f.Info(f.held[999].id).depth == 9);
-  f.repo.policy.base_interval = 1000000;
-  f.repo.policy.max_chain = 1000;
+  f.store.policy.base_interval = 1000000;
+  f.store.policy.max_chain = 1000;
   std::vector<Version> series = f.held;
   SortSeries(series);
   ChainMemo passed;  // so that looking at every version costs a header read
   int worst = 0;
   size_t at = 0, rewritten = 0;
-  REQUIRE(RepackSeries(f.repo, series, [&](const RepackedVersion& v) {
+  REQUIRE(RepackSeries(f.store, series, [&](const RepackedVersion& v) {
             CHECK_MESSAGE(v.error.ok(), v.error.message());
             rewritten += v.rewritten ? 1 : 0;
             // Read down to the versions already passed, not the whole
             // chain (up to 1000 objects) again for each version.
-            auto info = Describe(f.repo, v.version.id, &passed);
+            auto info = Describe(f.store, v.version.id, &passed);
             REQUIRE_MESSAGE(info.ok(), info.status().message());
             passed[v.version.id] = *info;
             // The next versions, not yet repacked, are within reach.
             for (size_t next = at; next < std::min(series.size(), at + 11); ++next) {
-              auto info = Describe(f.repo, series[next].id, &passed);
+              auto info = Describe(f.store, series[next].id, &passed);
               REQUIRE_MESSAGE(info.ok(), info.status().message());
               worst = std::max(worst, info->depth);
             }
@@ -127,7 +127,7 @@ TEST_CASE("a repack to chains of 1000 leaves no version out of a restore's reach
   for (size_t i : {0, 1, 2, 14, 15, 16, 17, 30, 31, 500, 997, 998, 999, 1000, 1001}) {
     CAPTURE(i);
     CountingSink restored;
-    CHECK(Restore(f.repo, f.held[i].id, restored).ok());
+    CHECK(Restore(f.store, f.held[i].id, restored).ok());
     CHECK(restored.bytes() == 64);
   }
 }

@@ -32,8 +32,8 @@ using testing::TempDir;
 
 TEST_CASE("a chain of 1000 is restored and read by parts holding a bounded number of objects open") {
   const std::string root = TempDir();
-  const Store repo{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
-  const std::vector<ContentId> ids = StoreChain(repo, kMaxChainDepth);
+  const Store store{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(store, kMaxChainDepth);
   // Each level decoded at once holds its object open, its chunk map and
   // decoded chunks: with 64 file descriptors, a restore that stacked all
   // 1001 levels at once could not even open them.
@@ -43,8 +43,8 @@ TEST_CASE("a chain of 1000 is restored and read by parts holding a bounded numbe
   low.rlim_cur = 64;
   REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
   MemorySink restored;
-  const Status s = Restore(repo, ids.back(), restored);
-  auto version = OpenVersion(repo, ids.back());
+  const Status s = Restore(store, ids.back(), restored);
+  auto version = OpenVersion(store, ids.back());
   uint8_t head[4] = {};
   const Status read = version.ok() ? (*version)->ReadAt(0, head, sizeof head) : version.status();
   REQUIRE(::setrlimit(RLIMIT_NOFILE, &was) == 0);
@@ -59,9 +59,9 @@ TEST_CASE("a chain of 1000 is restored and read by parts holding a bounded numbe
 
 TEST_CASE("a version is read by parts through its chain, each part checked") {
   const std::string root = TempDir();
-  const Store repo{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
-  const std::vector<ContentId> ids = StoreChain(repo, 4);
-  auto version = OpenVersion(repo, ids[4]);
+  const Store store{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(store, 4);
+  auto version = OpenVersion(store, ids[4]);
   REQUIRE(version.ok());
   CHECK((*version)->size() == 64);
   uint8_t head[8] = {};
@@ -85,7 +85,7 @@ TEST_CASE("a version is read by parts through its chain, each part checked") {
   REQUIRE(bytes.ok());
   auto forged = testing::ForgeObject(std::string(bytes->begin(), bytes->end()), ids[2]);
   REQUIRE(forged.ok());
-  const std::string path = repo.objects.PathOf(ids[2]);
+  const std::string path = store.objects.PathOf(ids[2]);
   REQUIRE(std::system(("chmod u+w " + path).c_str()) == 0);
   {
     auto out = AtomicFile::Create(path, true);
@@ -93,21 +93,21 @@ TEST_CASE("a version is read by parts through its chain, each part checked") {
     REQUIRE(out->Append(forged->data(), forged->size()).ok());
     REQUIRE(out->Commit().ok());
   }
-  auto damaged = OpenVersion(repo, ids[4]);
+  auto damaged = OpenVersion(store, ids[4]);
   REQUIRE(damaged.ok());
   const Status st = (*damaged)->ReadAt(0, head, sizeof head);
   CHECK(st.code() == StatusCode::kCorruption);
   CHECK(st.message().find("restored bytes do not match their checksum") != std::string::npos);
 
   // A missing base is NotFound, before anything is read.
-  REQUIRE(std::remove(repo.objects.PathOf(ids[3]).c_str()) == 0);
-  CHECK(OpenVersion(repo, ids[4]).status().code() == StatusCode::kNotFound);
+  REQUIRE(std::remove(store.objects.PathOf(ids[3]).c_str()) == 0);
+  CHECK(OpenVersion(store, ids[4]).status().code() == StatusCode::kNotFound);
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
 TEST_CASE("a chunk a delta leaves unchanged is its base's decoded chunk, shared up the chain, and still checked") {
   const std::string root = TempDir();
-  const Store repo{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const Store store{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
   // Four versions of three chunks; each changes only the last chunk of
   // the one before it.
   constexpr size_t kChunk = container::kDefaultChunkSize, kSize = 3 * kChunk;
@@ -127,7 +127,7 @@ TEST_CASE("a chunk a delta leaves unchanged is its base's decoded chunk, shared 
     const container::DeltaBase delta{&base, v > 0 ? ids[v - 1] : ContentId{}};
     container::Layout layout = container::Layout::Single(codec::DType::kBF16, kSize);
     layout.regions[0].delta = v > 0;
-    REQUIRE(repo.objects
+    REQUIRE(store.objects
                 .Put(ids[v],
                      [&](AtomicFile& out) -> Status {
                        auto r = container::EncodeObject(input, layout, v > 0 ? &delta : nullptr, {}, out);
@@ -137,13 +137,13 @@ TEST_CASE("a chunk a delta leaves unchanged is its base's decoded chunk, shared 
   }
   REQUIRE(std::set<ContentId>(ids.begin(), ids.end()).size() == 4);
   MemorySink restored;
-  REQUIRE(Restore(repo, ids[3], restored).ok());
+  REQUIRE(Restore(store, ids[3], restored).ok());
   CHECK(std::vector<uint8_t>(restored.buffer().data(), restored.buffer().data() + restored.buffer().size()) ==
         versions[3]);
   // Two levels by hand: the delta's first chunk is the base's, the same
   // buffer; its last chunk, which changed, is its own.
   auto open = [&](size_t v, const ByteSource* base, std::vector<ReadFile>& files) {
-    auto file = ReadFile::Open(repo.objects.PathOf(ids[v]));
+    auto file = ReadFile::Open(store.objects.PathOf(ids[v]));
     REQUIRE(file.ok());
     files.push_back(std::move(*file));  // `files` has room reserved: no element moves
     auto info = container::ReadObjectInfo(files.back());
@@ -184,7 +184,7 @@ TEST_CASE("a chunk a delta leaves unchanged is its base's decoded chunk, shared 
   // Read by parts, the top checks even a shared chunk against its raw
   // checksum: a base forged under its id (another checkpoint's object)
   // shows at once.
-  auto version = OpenVersion(repo, ids[3]);
+  auto version = OpenVersion(store, ids[3]);
   REQUIRE(version.ok());
   std::vector<uint8_t> part(kChunk);
   REQUIRE((*version)->ReadAt(0, part.data(), kChunk).ok());
@@ -204,30 +204,30 @@ TEST_CASE("a chunk a delta leaves unchanged is its base's decoded chunk, shared 
   auto forged = testing::ForgeObject(std::string(bytes->begin(), bytes->end()), ids[0]);
   REQUIRE(forged.ok());
   {
-    auto out = AtomicFile::Create(repo.objects.PathOf(ids[0]), true);
+    auto out = AtomicFile::Create(store.objects.PathOf(ids[0]), true);
     REQUIRE(out.ok());
     REQUIRE(out->Append(forged->data(), forged->size()).ok());
     REQUIRE(out->Commit().ok());
   }
-  auto damaged = OpenVersion(repo, ids[3]);
+  auto damaged = OpenVersion(store, ids[3]);
   REQUIRE(damaged.ok());
   const Status st = (*damaged)->ReadAt(0, part.data(), kChunk);
   CHECK(st.code() == StatusCode::kCorruption);
   CHECK(st.message().find("restored bytes do not match their checksum") != std::string::npos);
   MemorySink whole;
-  CHECK(Restore(repo, ids[3], whole).code() == StatusCode::kCorruption);
+  CHECK(Restore(store, ids[3], whole).code() == StatusCode::kCorruption);
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
 TEST_CASE("a version stored before format 5 is not read by parts") {
   const std::string root = TempDir();
-  const Store repo{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const Store store{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
   std::vector<uint8_t> data(64, 7);
   const ContentId id = HashBytes(data.data(), data.size());
   MemorySource input(data.data(), data.size(), "version");
   container::EncodeOptions options;
   options.transform = codec::Transform::kXor;  // format 2
-  REQUIRE(repo.objects
+  REQUIRE(store.objects
               .Put(id,
                    [&](AtomicFile& out) -> Status {
                      auto r = container::EncodeObject(input, container::Layout::Single(codec::DType::kBytes, 64),
@@ -235,10 +235,10 @@ TEST_CASE("a version stored before format 5 is not read by parts") {
                      return r.ok() ? OkStatus() : r.status();
                    })
               .ok());
-  const Status s = OpenVersion(repo, id).status();
+  const Status s = OpenVersion(store, id).status();
   CHECK(s.code() == StatusCode::kUnsupported);
   CHECK(s.message() ==
-        repo.objects.PathOf(id) +
+        store.objects.PathOf(id) +
             ": object format 2 has no raw checksums; a part of it is checked only by restoring it whole");
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
@@ -253,9 +253,9 @@ TEST_CASE("a restore starts from the first version down its chain it has a copy 
   REQUIRE(f.Info(id120).base == id80);
   REQUIRE(f.Info(id80).base == id40);
   // The base at the bottom of the chain is gone: restoring 120 needs it...
-  REQUIRE(std::remove(f.repo.objects.PathOf(id40).c_str()) == 0);
+  REQUIRE(std::remove(f.store.objects.PathOf(id40).c_str()) == 0);
   CountingSink counted;
-  CHECK(Restore(f.repo, id120, counted).code() == StatusCode::kNotFound);
+  CHECK(Restore(f.store, id120, counted).code() == StatusCode::kNotFound);
   // ...unless the restore has a copy of 80 to start from. It asks for the
   // bases from the top down and stops at the first it has.
   std::vector<ContentId> asked;
@@ -269,13 +269,13 @@ TEST_CASE("a restore starts from the first version down its chain it has a copy 
     };
   };
   MemorySink out;
-  REQUIRE(Restore(f.repo, id120, out, copies(Bf16(80))).ok());
+  REQUIRE(Restore(f.store, id120, out, copies(Bf16(80))).ok());
   CHECK(HashBytes(out.buffer().data(), out.buffer().size()) == id120);
   CHECK(asked == std::vector<ContentId>{id80});
   // A "copy" that holds other bytes ends in an error, never in other bytes
   // taken for step 120.
   MemorySink wrong;
-  const Status refused = Restore(f.repo, id120, wrong, copies(Bf16(200)));
+  const Status refused = Restore(f.store, id120, wrong, copies(Bf16(200)));
   CHECK(refused.code() == StatusCode::kCorruption);
 }
 

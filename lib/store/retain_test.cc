@@ -158,12 +158,12 @@ struct Saved : Fixture {
     return ids;
   }
   Result<RetainTotals> Apply(const config::Policy::RetentionRule& rule) {
-    auto plan = PlanSeries(repo, held, rule, [](const ContentId&) { return VersionFacts{1, {}, false}; }, 2000000000);
+    auto plan = PlanSeries(store, held, rule, [](const ContentId&) { return VersionFacts{1, {}, false}; }, 2000000000);
     RetainOptions options;
     options.now = 2000000000;
     options.every_version = Ids();
-    ZIPNN_ASSIGN_OR_RETURN(Removing removing, testing::Removal(repo));
-    return ApplyRetention(repo, removing, {{"run/step-#.safetensors", plan}}, options);
+    ZIPNN_ASSIGN_OR_RETURN(Removing removing, testing::Removal(store));
+    return ApplyRetention(store, removing, {{"run/step-#.safetensors", plan}}, options);
   }
 };
 
@@ -190,7 +190,7 @@ TEST_CASE("a plan keeps the newest, the named, the tagged, every Mth and the rec
     if (id == ids[2]) v.committed = 0;  // staged, not committed
     return v;
   };
-  auto plan = PlanSeries(f.repo, f.held, rule, facts, 2000);
+  auto plan = PlanSeries(f.store, f.held, rule, facts, 2000);
   REQUIRE(plan.size() == 12);
   std::vector<std::string> why;
   for (const auto& p : plan) why.push_back(p.fate == Fate::kKeep ? p.why : FateName(p.fate));
@@ -209,15 +209,15 @@ TEST_CASE("retention keeps the newest exactly, thins the rest into a smaller sto
   for (size_t i = 0; i < ids.size(); ++i) {
     CountingSink out;
     if (i >= 9) {
-      CHECK(Restore(f.repo, ids[i], out).ok());  // exact, checked against its id
+      CHECK(Restore(f.store, ids[i], out).ok());  // exact, checked against its id
       continue;
     }
-    CHECK_FALSE(f.repo.objects.Has(ids[i]));
-    auto record = ReadRecord(f.repo.objects, ids[i]);
+    CHECK_FALSE(f.store.objects.Has(ids[i]));
+    auto record = ReadRecord(f.store.objects, ids[i]);
     REQUIRE(record.ok());
     REQUIRE(record->has_value());
     CHECK((*record)->MaxRel() <= std::ldexp(1.0, -5));
-    CHECK(Restore(f.repo, (*record)->approximate, out).ok());  // the approximate bytes, checked against theirs
+    CHECK(Restore(f.store, (*record)->approximate, out).ok());  // the approximate bytes, checked against theirs
   }
   // Run again: nothing left to do.
   auto again = f.Apply(KeepNewest(3, false));
@@ -226,11 +226,11 @@ TEST_CASE("retention keeps the newest exactly, thins the rest into a smaller sto
   CHECK(again->store_after == again->store_before);
   // gc keeps the approximate versions the records name.
   Needed needed;
-  for (const ContentId& id : ids) NeedChain(f.repo, id, needed);
+  for (const ContentId& id : ids) NeedChain(f.store, id, needed);
   SweepOptions sweep;
   sweep.started = 2000000000;
   sweep.keep_since = 2000000000;
-  auto swept = Sweep(f.repo, *testing::Removal(f.repo), needed, sweep);
+  auto swept = Sweep(f.store, *testing::Removal(f.store), needed, sweep);
   REQUIRE(swept.ok());
   CHECK(swept->objects.empty());
   // Then dropping what was thinned removes the approximate versions too.
@@ -238,14 +238,14 @@ TEST_CASE("retention keeps the newest exactly, thins the rest into a smaller sto
   REQUIRE(dropped.ok());
   CHECK(dropped->store_after < dropped->store_before);
   for (size_t i = 0; i < 9; ++i) {
-    auto record = ReadRecord(f.repo.objects, ids[i]);
+    auto record = ReadRecord(f.store.objects, ids[i]);
     REQUIRE(record.ok());
     REQUIRE(record->has_value());
     CHECK((*record)->dropped);
   }
   for (size_t i = 9; i < ids.size(); ++i) {
     CountingSink out;
-    CHECK(Restore(f.repo, ids[i], out).ok());
+    CHECK(Restore(f.store, ids[i], out).ok());
   }
 }
 
@@ -263,13 +263,13 @@ TEST_CASE("a kept version stored as a delta of one that is dropped is re-stored 
   REQUIRE_MESSAGE(totals.ok(), totals.status().message());
   for (size_t i = 0; i < ids.size(); ++i) {
     const bool kept = i % 4 == 0 || i == ids.size() - 1;
-    CHECK(f.repo.objects.Has(ids[i]) == kept);
+    CHECK(f.store.objects.Has(ids[i]) == kept);
     if (!kept) continue;
     CountingSink out;
-    CHECK(Restore(f.repo, ids[i], out).ok());
+    CHECK(Restore(f.store, ids[i], out).ok());
     // Its whole chain is among the kept versions.
-    CHECK(VisitChain(f.repo, ids[i], [&](const ChainLink& link) {
-            if (link.delta) CHECK(f.repo.objects.Has(link.base));
+    CHECK(VisitChain(f.store, ids[i], [&](const ChainLink& link) {
+            if (link.delta) CHECK(f.store.objects.Has(link.base));
           }).ok());
   }
 }
@@ -282,26 +282,26 @@ TEST_CASE("a content one series keeps and another drops stays, and restores exac
   // release/model.safetensors holds step 60's content, kept by its rule.
   const std::vector<Version> release = {Version{ids[5], "", "release/model.safetensors"}};
   auto facts = [](const ContentId&) { return VersionFacts{1, {}, false}; };
-  auto plan = PlanSeries(f.repo, f.held, KeepNewest(1, true), facts, 2000000000);
-  auto kept = PlanSeries(f.repo, release, KeepNewest(1, true), facts, 2000000000);
+  auto plan = PlanSeries(f.store, f.held, KeepNewest(1, true), facts, 2000000000);
+  auto kept = PlanSeries(f.store, release, KeepNewest(1, true), facts, 2000000000);
   REQUIRE(plan[5].fate == Fate::kDrop);
   REQUIRE(kept[0].fate == Fate::kKeep);
   RetainOptions options;
   options.now = 2000000000;
   options.every_version = ids;
-  auto totals = ApplyRetention(f.repo, *testing::Removal(f.repo),
+  auto totals = ApplyRetention(f.store, *testing::Removal(f.store),
                                {{"run/step-#.safetensors", plan}, {"release/model.safetensors", kept}}, options);
   REQUIRE_MESSAGE(totals.ok(), totals.status().message());
   CHECK(totals->removed == 10);
   CountingSink out;
-  CHECK(Restore(f.repo, ids[5], out).ok());
+  CHECK(Restore(f.store, ids[5], out).ok());
 }
 
 TEST_CASE("a version another series holds is kept in the plan, and says where") {
   Saved f;
   const std::vector<ContentId> ids = f.Ids();
   auto facts = [](const ContentId&) { return VersionFacts{1, {}, false}; };
-  Plans plans = {{"run/step-#.safetensors", PlanSeries(f.repo, f.held, KeepNewest(1, true), facts, 2000000000)}};
+  Plans plans = {{"run/step-#.safetensors", PlanSeries(f.store, f.held, KeepNewest(1, true), facts, 2000000000)}};
   std::map<ContentId, std::set<std::string>> paths;
   for (const Version& v : f.held) paths[v.id].insert(v.path);
   paths[ids[4]].insert("release/model.safetensors");  // no rule covers it

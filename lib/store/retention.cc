@@ -21,7 +21,6 @@ namespace {
 constexpr char kMagic[] = "git-zipnn retained 1";
 // A record lists one line per tensor; a checkpoint of a million tensors
 // makes one of about 80 MiB. Anything larger is not one of ours.
-constexpr uint64_t kMaxRecordBytes = 128ull << 20;
 
 std::string Hex64(uint64_t v) {
   char buf[17];

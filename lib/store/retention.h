@@ -61,6 +61,8 @@ Result<Retained> ParseRecord(const std::string& text, const ContentId& id);
 // Where the record of `id` lives: beside the place of its object.
 std::string RecordPath(const ObjectStore& objects, const ContentId& id);
 inline constexpr char kRecordSuffix[] = ".retained";
+// The largest record read (a record names one version: far less).
+inline constexpr uint64_t kMaxRecordBytes = uint64_t{128} << 20;
 // The record of `id`, if there is one; Corruption for a damaged one.
 Result<std::optional<Retained>> ReadRecord(const ObjectStore& objects, const ContentId& id);
 Status WriteRecord(const ObjectStore& objects, const Retained& r);

@@ -40,15 +40,15 @@ inline void Copy(const std::string& from, const std::string& to) {
 // holds: every version checked in is added to it, as the filter does.
 struct Fixture {
   std::string root = TempDir();
-  Store repo{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", root + "/work", config::Policy{}};
+  Store store{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", root + "/work", config::Policy{}};
   std::vector<Version> held;
   std::vector<bool> asked;  // the `deep` of each lookup
 
   // `newest: delta`: every version a delta of the one before it, as
   // git-zipnn 0.6 stored them (the tests of forward chains).
   void StoreForward() {
-    repo.policy.newest = config::Newest::kDelta;
-    repo.policy.max_chain = config::DefaultMaxChain(repo.policy.base_interval, config::Newest::kDelta);
+    store.policy.newest = config::Newest::kDelta;
+    store.policy.max_chain = config::DefaultMaxChain(store.policy.base_interval, config::Newest::kDelta);
   }
 
   // Stores `file` as `path` (series name and step given).
@@ -70,7 +70,7 @@ struct Fixture {
   CheckedIn AddSpooled(const std::string& path, const std::string& series, const std::string& step) {
     const std::string spool = root + "/spool";
     const NewVersion v{spool, IdOf(spool), path, series, step};
-    auto checked = CheckIn(repo, v, [&](bool deep) -> Result<std::vector<Version>> {
+    auto checked = CheckIn(store, v, [&](bool deep) -> Result<std::vector<Version>> {
       asked.push_back(deep);
       std::vector<Version> sorted = held;
       SortSeries(sorted);
@@ -79,14 +79,14 @@ struct Fixture {
     REQUIRE_MESSAGE(checked.ok(), checked.status().message());
     held.push_back(Version{v.id, step, path});
     CountingSink restored;
-    REQUIRE(Restore(repo, v.id, restored).ok());
+    REQUIRE(Restore(store, v.id, restored).ok());
     CHECK(restored.bytes() == checked->pointer.size);
     return *checked;
   }
   // Adds tests/data/cnn-bf16 step `s` as run/step-<s>.safetensors.
   CheckedIn AddStep(int s) {
     const std::string path = "run/step-" + std::to_string(s) + ".safetensors";
-    Copy(Bf16(s), repo.work_dir + "/" + path);
+    Copy(Bf16(s), store.work_dir + "/" + path);
     return Add(Bf16(s), path, "run/step-#.safetensors", std::to_string(s));
   }
   // The chain depth of every version held, in the order they were added.
@@ -96,7 +96,7 @@ struct Fixture {
     return depths;
   }
   StoredInfo Info(const ContentId& id) {
-    auto info = Describe(repo, id);
+    auto info = Describe(store, id);
     REQUIRE(info.ok());
     return *info;
   }

@@ -1,8 +1,27 @@
 #include "lib/store/store.h"
 
 #include <cstdio>
+#include <utility>
+
+#include "lib/base/thread_pool.h"
 
 namespace zipnn::store {
+
+OpenedStore Store::Open(const StorePlace& place) {
+  OpenedStore opened{Store{ObjectStore(place.objects), place.zipnn_dir + "/tmp", place.zipnn_dir + "/cache/raw", "",
+                           config::Policy{}, place.zipnn_dir + "/cache/rebased"},
+                     {}};
+  Store& store = opened.store;
+  (void)store.objects.RegisterUser(place.user);
+  if (place.work_dir) {
+    store.work_dir = *place.work_dir;
+    config::LoadedPolicy loaded = config::LoadPolicyLenient(*place.work_dir + "/.zipnn.yaml");
+    store.policy = std::move(loaded.policy);
+    store.policy.threads = config::EffectiveThreads(store.policy, ThreadPool::DefaultThreads());
+    for (const std::string& w : loaded.warnings) opened.warnings.push_back(w + " (ignored; the defaults hold)");
+  }
+  return opened;
+}
 
 Result<Adding> Store::BeginAdding(const std::string& command) const {
   ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, objects.Lock(StoreLock::Mode::kShared, [&command] {

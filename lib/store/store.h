@@ -9,7 +9,9 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/config/policy.h"
 #include "lib/store/object_store.h"
@@ -58,7 +60,27 @@ struct Resolved {
   std::optional<Retained> retained;  // kApproximate and kDropped
 };
 
+// Where a repository keeps its store and what works beside it, as git
+// says (lib/git/discover.h finds it): all Store::Open needs.
+struct StorePlace {
+  std::string objects;    // the object store's folder (zipnn.storepath, or <git dir>/zipnn/objects)
+  std::string zipnn_dir;  // <git dir>/zipnn: scratch, raw copies, rebased versions
+  std::string user;       // the git folder registered as a user of a shared store
+  std::optional<std::string> work_dir;  // the work tree's top; none: a bare repository
+};
+
+struct OpenedStore;
+
 struct Store {
+  // The store at `place`, with the policy of the work tree's .zipnn.yaml
+  // (the defaults without one, or in a bare repository). A mistake in
+  // .zipnn.yaml costs its key the default and comes back in `warnings`,
+  // each saying what it costs: it never stops git. `place.user` is
+  // registered as a user of the store, so that a gc from another
+  // repository sharing it keeps what this one needs; a store it cannot
+  // write to is one it does not add to either, so that may fail quietly.
+  static OpenedStore Open(const StorePlace& place);
+
   ObjectStore objects;
   std::string temp_dir;   // spooled checkpoints and restored bases
   std::string cache_dir;  // raw copies kept for the next delta (raw_cache.h)
@@ -68,7 +90,7 @@ struct Store {
   // Where encoding an object reports its progress (container::
   // EncodeOptions::progress). Set only by CheckIn, on its own copy, from
   // NewVersion::progress; unset: nowhere.
-  std::function<void(uint64_t done, uint64_t total)> encoding;
+  std::function<void(uint64_t done, uint64_t total)> encoding = nullptr;
 
   // Takes the lock shared (creating the store's folder if needed). When a
   // gc or retain holds it, says "<command>: waiting for a gc of the store
@@ -81,6 +103,11 @@ struct Store {
   // How version `id` is held here: its object, else what retention made
   // of it (its record; Corruption for a damaged one), else absent.
   Result<Resolved> Resolve(const ContentId& id) const;
+};
+
+struct OpenedStore {
+  Store store;
+  std::vector<std::string> warnings;  // .zipnn.yaml's mistakes
 };
 
 }  // namespace zipnn::store

@@ -51,9 +51,9 @@ inline std::vector<uint8_t> ChainVersion(int i) {
   return data;
 }
 
-// Stores version i (of ChainVersion) in `repo`, as a delta of `base` (the
+// Stores version i (of ChainVersion) in `store`, as a delta of `base` (the
 // bytes of the version of id `base_id`) when one is given, else whole.
-inline ContentId StoreVersion(const Store& repo, int i, const std::vector<uint8_t>* base = nullptr,
+inline ContentId StoreVersion(const Store& store, int i, const std::vector<uint8_t>* base = nullptr,
                               const ContentId& base_id = {}) {
   const std::vector<uint8_t> data = ChainVersion(i);
   const ContentId id = HashBytes(data.data(), data.size());
@@ -62,7 +62,7 @@ inline ContentId StoreVersion(const Store& repo, int i, const std::vector<uint8_
   const container::DeltaBase delta{&base_bytes, base_id};
   container::Layout layout = container::Layout::Single(codec::DType::kBytes, data.size());
   if (base != nullptr) layout.regions[0].delta = true;
-  REQUIRE(repo.objects
+  REQUIRE(store.objects
               .Put(id,
                    [&](AtomicFile& out) -> Status {
                      auto r = container::EncodeObject(input, layout, base != nullptr ? &delta : nullptr, {}, out);
@@ -73,11 +73,11 @@ inline ContentId StoreVersion(const Store& repo, int i, const std::vector<uint8_
 }
 
 // Versions 0..deltas; version i > 0 stored as a delta on i - 1.
-inline std::vector<ContentId> StoreChain(const Store& repo, int deltas) {
+inline std::vector<ContentId> StoreChain(const Store& store, int deltas) {
   std::vector<ContentId> ids;
   for (int i = 0; i <= deltas; ++i) {
     const std::vector<uint8_t> previous = i > 0 ? ChainVersion(i - 1) : std::vector<uint8_t>();
-    ids.push_back(StoreVersion(repo, i, i > 0 ? &previous : nullptr, i > 0 ? ids.back() : ContentId{}));
+    ids.push_back(StoreVersion(store, i, i > 0 ? &previous : nullptr, i > 0 ? ids.back() : ContentId{}));
   }
   return ids;
 }
