@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <memory>
 #include <optional>
 
 #include "lib/base/thread_pool.h"
@@ -56,16 +57,37 @@ Result<Candidate> EncodeCandidateAs(const Store& store, const formats::Checkpoin
 
 // The raw bytes of `base` (a version of `series`): the work-tree file git
 // holds it at when that still hashes to it, a kept raw copy, or its chain
-// decoded (always, with `decode`). The file at `storing`, the path of the
+// (always, with `decode`). The file at `storing`, the path of the
 // version being stored, holds that version and is not hashed in vain (a
 // path overwritten in place). A copy is read through
 // ReadFile::OpenHolding, so a copy rewritten while a delta is built on it
 // fails the encoding rather than feeding it other bytes; `copy` and
 // `from_work_tree` say where the bytes came from.
+//
+// A chain is read in place (VersionReader: each chunk decoded as it is
+// read and checked against its raw checksum), not restored to a scratch
+// file first: on a 1 GiB shard, writing the restored bytes and reading
+// them back cost more CPU than decoding its chunks again for each pass
+// (the encode, its verification). Objects older than format 5 have no
+// raw checksums and are restored to scratch as before.
 struct BaseBytes {
-  std::optional<formats::Checkpoint> bytes;
+  std::optional<formats::Checkpoint> bytes;  // a copy, or restored to scratch
+  std::unique_ptr<VersionReader> reader;     // else: read through the store
+  std::optional<formats::FileLayout> layout;  // the reader's
   bool copy = false;
   bool from_work_tree = false;
+
+  Status ReadLayout() {
+    if (bytes) return bytes->ReadLayout();
+    if (layout) return OkStatus();
+    ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout read, formats::ReadLayout(*reader, formats::kAutoFormat));
+    layout.emplace(std::move(read));
+    return OkStatus();
+  }
+  // After ReadLayout.
+  formats::CheckpointView View(const ContentId& id) const {
+    return bytes ? bytes->View(id) : formats::CheckpointView{reader.get(), &*layout, id};
+  }
 };
 Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& series, const ContentId& base,
                            const std::string& storing, bool decode) {
@@ -83,6 +105,12 @@ Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& serie
       return bytes;
     }
   }
+  Result<std::unique_ptr<VersionReader>> reader = OpenVersion(store, base);
+  if (reader.ok()) {
+    bytes.reader = std::move(*reader);
+    return bytes;
+  }
+  if (reader.status().code() != StatusCode::kUnsupported) return reader.status();
   ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint decoded, RestoreToScratch(store, base));
   bytes.bytes.emplace(std::move(decoded));
   return bytes;
@@ -140,14 +168,14 @@ Result<MaybeDemoted> Demote(const Store& store, SeriesAt at, const formats::Chec
   ZIPNN_RETURN_IF_ERROR(TouchChain(store, id));
   if (!of_newer) ZIPNN_RETURN_IF_ERROR(TouchChain(store, *placed->base));
   ZIPNN_ASSIGN_OR_RETURN(BaseBytes bytes, ReadBase(store, versions, id, storing, /*decode=*/false));
-  ZIPNN_RETURN_IF_ERROR(bytes.bytes->ReadLayout());
-  const formats::CheckpointView input = bytes.bytes->View(id);
+  ZIPNN_RETURN_IF_ERROR(bytes.ReadLayout());
+  const formats::CheckpointView input = bytes.View(id);
   std::optional<BaseBytes> base_bytes;
   formats::CheckpointView base = newer;
   if (*placed->base != newer.id) {
     ZIPNN_ASSIGN_OR_RETURN(base_bytes, ReadBase(store, versions, *placed->base, storing, /*decode=*/false));
-    ZIPNN_RETURN_IF_ERROR(base_bytes->bytes->ReadLayout());
-    base = base_bytes->bytes->View(*placed->base);
+    ZIPNN_RETURN_IF_ERROR(base_bytes->ReadLayout());
+    base = base_bytes->View(*placed->base);
   }
   ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidateAs(store, input, &base, /*verify=*/true));
   const double whole = static_cast<double>(link->object_size);
@@ -410,8 +438,8 @@ Result<CheckedIn> StoreVersion(const Store& store, const NewVersion& version, co
     }
     std::optional<formats::CheckpointView> base;
     if (placed->base) {
-      ZIPNN_RETURN_IF_ERROR(bytes->bytes->ReadLayout());
-      base = bytes->bytes->View(*placed->base);
+      ZIPNN_RETURN_IF_ERROR(bytes->ReadLayout());
+      base = bytes->View(*placed->base);
     }
     ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidate(store, raw, base ? &*base : nullptr, placed->base_ratio));
     if (base && !c.delta) placed->reason = BaseReason::kNoGain;
