@@ -80,7 +80,8 @@ one_run() {          # one_run TOOL: a new repository, every save added and comm
         "$(printf 'model/model-%05d-of-%05d.safetensors' "$k" "$shards")"
     done
     sync
-    out=$( { /usr/bin/time -f '%e %U %S' git add model >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+    /usr/bin/time -o "$work/time" -f '%e %U %S' git add model >/dev/null 2>&1
+    out=$(tail -1 "$work/time")
     wall["$s $tool"]+="$(echo "$out" | awk '{ print $1 }') "
     cpu["$s $tool"]+="$(echo "$out" | awk '{ print $2 + $3 }') "
     git commit -qm "save $s"
