@@ -48,6 +48,11 @@ class LfsServer {
   void SetMode(const std::string& mode) {
     REQUIRE(repo_.Sh("printf '%s' '" + mode + "' > '" + dir_ + "/mode'").code == 0);
   }
+  // Sets what a host may set (see the script): "max_size" or
+  // "multipart_chunk", to `bytes`.
+  void Set(const std::string& setting, uint64_t bytes) {
+    REQUIRE(repo_.Sh("printf '%s' " + std::to_string(bytes) + " > '" + dir_ + "/" + setting + "'").code == 0);
+  }
   // Where the "filelinks" mode sends uploads.
   std::string Victim() const { return dir_ + "/victim"; }
   // Every request answered so far, "METHOD PATH STATUS" a line.

@@ -7,6 +7,8 @@ its git repositories (Debian packages none). One HTTP port serves both:
                                       checked against the oid), GET one
                                       (whole, or a byte range)
   <repo>.git/info/lfs/verify          the verify call after an upload
+  <repo>.git/info/lfs/chunk/<oid>/<n> PUT a chunk of an upload in chunks
+  <repo>.git/info/lfs/complete/<oid>  POST the list of its chunks
   anything else                       git's smart HTTP, by running
                                       `git http-backend` (clone, fetch,
                                       push of the repositories in ROOT)
@@ -49,6 +51,24 @@ client does with a host that cannot be trusted:
 The mode may change while the server runs: a file ROOT/../mode, when it
 exists, holds the mode each request is answered in.
 
+Two more files set what a host may set, read at each request:
+
+  ROOT/../max_size         the most bytes one object may have, as GitHub
+                           has one: a batch upload of a larger object gets
+                           the object's error 422 "Size must be less than
+                           or equal to N", and a PUT of one 413.
+  ROOT/../multipart_chunk  C: an upload of more than C bytes, by a client
+                           that offers the "multipart" adapter, goes in
+                           chunks of C, as the Hugging Face Hub has it: the
+                           upload action's header holds "chunk_size" and a
+                           link for each chunk under its number ("00001"),
+                           each link carries a token of its own in place of
+                           credentials and answers with an ETag, and the
+                           action's href takes {"oid", "parts": [{
+                           "partNumber", "etag"}]} once all are up, which
+                           makes the chunks the object (its SHA-256
+                           checked).
+
 Usage: lfs_server.py ROOT USER:PASSWORD [MODE]
 Prints "lfs server listening on 127.0.0.1:PORT" once it takes
 connections, then "METHOD PATH STATUS" for each request it answered, and
@@ -86,6 +106,22 @@ def mode():
             return f.read().strip() or MODE
     except OSError:
         return MODE
+
+
+def setting(name):
+    """The number in ROOT/../<name>, or None."""
+    try:
+        with open(os.path.join(ROOT, "..", name)) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+chunk_tokens = {}  # (repo, oid) -> the token of its upload in chunks
+
+
+def chunk_dir(repo, oid):
+    return os.path.join(ROOT, repo, "lfs-chunks", oid)
 
 
 def object_path(repo, oid):
@@ -188,6 +224,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if "basic" not in transfers:
             return self.answer_json(422, {"message": "only the basic transfer adapter is served"})
         auth = {"Authorization": self.headers["Authorization"]}
+        max_size, chunk = setting("max_size"), setting("multipart_chunk")
+        chunked = False
         answers = []
         for o in objects:
             oid, size = o.get("oid"), o.get("size")
@@ -214,6 +252,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 else:
                     entry["authenticated"] = True
                     entry["actions"] = {"download": {"href": href, "header": auth, "expires_in": 3600}}
+            elif max_size is not None and size > max_size:
+                entry["error"] = {"code": 422, "message": "Size must be less than or equal to %d" % max_size}
+            elif not held and chunk and "multipart" in transfers and size > chunk:
+                token = os.urandom(8).hex()
+                with log_lock:
+                    chunk_tokens[(repo, oid)] = token
+                header = {"chunk_size": str(chunk)}
+                for n in range(1, (size + chunk - 1) // chunk + 1):
+                    header["%05d" % n] = "%s/%s/info/lfs/chunk/%s/%d?token=%s" % (
+                        self.base_url(), repo, oid, n, token)
+                entry["authenticated"] = True
+                entry["actions"] = {
+                    "upload": {"href": "%s/%s/info/lfs/complete/%s" % (self.base_url(), repo, oid),
+                               "header": header, "expires_in": 3600},
+                    "verify": {"href": verify, "header": auth},
+                }
+                chunked = True
             elif not held:  # an upload of what the server holds needs no action
                 entry["authenticated"] = True
                 entry["actions"] = {
@@ -221,22 +276,64 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     "verify": {"href": verify, "header": auth},
                 }
             answers.append(entry)
-        reply = {"transfer": "basic", "objects": answers, "hash_algo": "sha256"}
+        reply = {"transfer": "multipart" if chunked else "basic", "objects": answers, "hash_algo": "sha256"}
         if m in ("drip", "flood"):
             return self.answer_without_end(200, json.dumps(reply).encode(), 0.5 if m == "drip" else 0)
         self.answer_json(200, reply)
 
     def upload(self, repo, oid):
         data = self.body()
+        max_size = setting("max_size")
+        if max_size is not None and len(data) > max_size:
+            return self.answer_json(413, {"message": "object too large"})
         if hashlib.sha256(data).hexdigest() != oid:
             return self.answer_json(422, {"message": "the bytes sent do not hash to " + oid})
+        self.keep(repo, oid, data)
+        self.answer(200)
+
+    def keep(self, repo, oid, data):
         path = object_path(repo, oid)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         temp = "%s.tmp-%d-%d" % (path, os.getpid(), threading.get_ident())
         with open(temp, "wb") as f:
             f.write(data)
         os.rename(temp, path)
-        self.answer(200)
+
+    def chunk(self, repo, oid, number, token):
+        """A chunk of an upload in chunks, admitted by its link's token."""
+        data = self.body()
+        with log_lock:
+            known = chunk_tokens.get((repo, oid))
+        if known is None or token != known:
+            return self.answer_json(403, {"message": "not a link this server gave"})
+        os.makedirs(chunk_dir(repo, oid), exist_ok=True)
+        with open(os.path.join(chunk_dir(repo, oid), str(number)), "wb") as f:
+            f.write(data)
+        self.answer(200, headers=[("ETag", '"%s"' % hashlib.md5(data).hexdigest())])
+
+    def complete(self, repo, oid):
+        try:
+            parts = json.loads(self.body())["parts"]
+            numbers = [p["partNumber"] for p in parts]
+            etags = [p["etag"] for p in parts]
+        except (ValueError, KeyError, TypeError):
+            return self.answer_json(422, {"message": "not a completion request"})
+        if numbers != list(range(1, len(parts) + 1)):
+            return self.answer_json(422, {"message": "the parts are not numbered 1 to N"})
+        data = b""
+        for n, etag in zip(numbers, etags):
+            try:
+                with open(os.path.join(chunk_dir(repo, oid), str(n)), "rb") as f:
+                    chunk = f.read()
+            except OSError:
+                return self.answer_json(422, {"message": "part %d was not uploaded" % n})
+            if etag != '"%s"' % hashlib.md5(chunk).hexdigest():
+                return self.answer_json(422, {"message": "part %d has another ETag" % n})
+            data += chunk
+        if hashlib.sha256(data).hexdigest() != oid:
+            return self.answer_json(422, {"message": "the parts do not hash to " + oid})
+        self.keep(repo, oid, data)
+        self.answer_json(200, {"oid": oid})
 
     def verify(self, repo):
         try:
@@ -311,6 +408,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.batch(repo)
         if rest == "verify" and self.command == "POST":
             return self.verify(repo)
+        if self.command == "POST" and re.match(r"^complete/[0-9a-f]{64}$", rest):
+            return self.complete(repo, rest.split("/")[1])
         named = re.match(r"^objects/([0-9a-f]{64})$", rest)
         if named and self.command == "PUT":
             return self.upload(repo, named.group(1))
@@ -354,9 +453,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(status, out, content_type, headers)
 
     def route(self):
+        lfs = LFS_PATH.match(self.path)
+        chunk = lfs and re.match(r"^chunk/([0-9a-f]{64})/(\d+)$", lfs.group("rest"))
+        if chunk and self.command == "PUT":  # its link's token admits it, as a presigned URL
+            token = re.search(r"[?&]token=([0-9a-f]+)", self.path)
+            return self.chunk(lfs.group("repo"), chunk.group(1), int(chunk.group(2)), token and token.group(1))
         if not self.authorized():
             return
-        lfs = LFS_PATH.match(self.path)
         if lfs:
             return self.lfs(lfs.group("repo"), lfs.group("rest"))
         return self.git()

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -13,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -25,6 +27,7 @@
 #include "lib/container/object.h"
 #include "lib/formats/checkpoint.h"
 #include "lib/remote/http.h"
+#include "lib/remote/lfs_files.h"
 #include "lib/remote/ssh.h"
 #include "lib/store/base_note.h"
 #include "lib/store/chain.h"
@@ -211,9 +214,64 @@ struct Answer {
   std::vector<std::string> headers;  // the action's headers
   std::string verify_href;           // upload: where to confirm it
   std::vector<std::string> verify_headers;
+  // An upload in chunks (the Hugging Face Hub's "multipart" adapter): the
+  // bytes of each chunk, and the link each goes to in turn; `href` then
+  // takes the list of what each link answered, completing the object.
+  uint64_t chunk_size = 0;
+  std::vector<std::string> chunk_hrefs;
   int error = 0;  // the object's error code (404: not there)
   std::string message;
 };
+
+// The LFS objects that hold a stored form: its parts, or itself.
+std::vector<Oid> PiecesOf(const ObjectMap::Entry& e) { return e.parts.empty() ? std::vector<Oid>{e.oid} : e.parts; }
+
+// A stored form about to go up: its SHA-256 and size, and its parts'
+// when it goes up in parts.
+struct Pieces {
+  Oid whole;
+  std::vector<Oid> parts;
+  std::vector<Oid> all() const { return parts.empty() ? std::vector<Oid>{whole} : parts; }
+};
+
+// One read of `object`: its SHA-256 and, when it is larger than `limit`
+// (0: none), that of each `limit` bytes of it in turn.
+Result<Pieces> HashPieces(const ByteSource& object, uint64_t limit) {
+  const uint64_t size = object.size();
+  const uint64_t part = limit != 0 && size > limit ? limit : 0;
+  if (part != 0 && (size + part - 1) / part > kMaxParts) {
+    return InvalidArgument(object.name() + " is " + std::to_string(size) + " bytes: in parts of at most " +
+                           std::to_string(part) + " it would take more than " + std::to_string(kMaxParts));
+  }
+  Pieces pieces;
+  Sha256Hasher whole;
+  std::optional<Sha256Hasher> piece;
+  Buffer buffer(size_t{1} << 20);
+  uint64_t start = 0;  // of the part being hashed
+  for (uint64_t at = 0; at < size;) {
+    uint64_t n = std::min<uint64_t>(buffer.size(), size - at);
+    if (part != 0) n = std::min(n, start + part - at);
+    ZIPNN_RETURN_IF_ERROR(object.ReadAt(at, buffer.data(), static_cast<size_t>(n)));
+    whole.Update(buffer.data(), static_cast<size_t>(n));
+    at += n;
+    if (part == 0) continue;
+    if (!piece) piece.emplace();
+    piece->Update(buffer.data(), static_cast<size_t>(n));
+    if (at == start + part || at == size) {
+      pieces.parts.push_back(Oid{piece->HexDigest(), at - start});
+      piece.reset();
+      start = at;
+    }
+  }
+  pieces.whole = Oid{whole.HexDigest(), size};
+  return pieces;
+}
+
+// "object <id>", or "part <i> of <n> of object <id>".
+std::string PieceName(const ContentId& id, size_t k, size_t n) {
+  const std::string object = "object " + id.Hex();
+  return n <= 1 ? object : "part " + std::to_string(k + 1) + " of " + std::to_string(n) + " of " + object;
+}
 
 std::vector<std::string> HeadersOf(const json& action) {
   std::vector<std::string> headers;
@@ -221,18 +279,22 @@ std::vector<std::string> HeadersOf(const json& action) {
   if (h == action.end() || !h->is_object()) return headers;
   for (const auto& [name, value] : h->items()) {
     if (value.is_string()) headers.push_back(name + ": " + value.get<std::string>());
+    if (value.is_number_unsigned()) headers.push_back(name + ": " + std::to_string(value.get<uint64_t>()));
   }
   return headers;
 }
 
+// Whether the first `name.size()` characters of `text` are `name`, in
+// any case (header names).
+bool StartsAsName(const std::string& text, const std::string& name) {
+  return text.size() >= name.size() && std::equal(name.begin(), name.end(), text.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+         });
+}
+
 bool HasHeader(const std::vector<std::string>& headers, const std::string& name) {
   for (const std::string& h : headers) {
-    if (h.size() > name.size() && h[name.size()] == ':' &&
-        std::equal(name.begin(), name.end(), h.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-        })) {
-      return true;
-    }
+    if (h.size() > name.size() && h[name.size()] == ':' && StartsAsName(h, name)) return true;
   }
   return false;
 }
@@ -254,17 +316,17 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
   Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) override {
     std::vector<bool> has(ids.size(), false);
     std::vector<size_t> of;  // the index in ids of each form asked for
-    std::vector<Oid> oids;
+    std::vector<ObjectMap::Entry> forms;
     for (size_t i = 0; i < ids.size(); ++i) {
-      ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectMap::Entry> forms, map_->Find(ids[i]));
-      for (const ObjectMap::Entry& e : forms) {
+      ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectMap::Entry> found, map_->Find(ids[i]));
+      for (ObjectMap::Entry& e : found) {
         of.push_back(i);
-        oids.push_back(e.oid);
+        forms.push_back(std::move(e));
       }
     }
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> answers, Batch("download", oids));
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::vector<Answer>> answers, Answers("download", forms));
     for (size_t k = 0; k < of.size(); ++k) {
-      if (!answers[k].href.empty()) has[of[k]] = true;
+      if (Served(answers[k])) has[of[k]] = true;
     }
     return has;
   }
@@ -272,30 +334,21 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
   Status Put(const ContentId& id, const ByteSource& object) override {
     ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
     if (info.content_id != id) return InvalidArgument(object.name() + " is not the object of " + id.Hex());
-    ZIPNN_ASSIGN_OR_RETURN(std::string sha, http::Sha256(object, 0, object.size()));
-    const Oid oid{sha, object.size()};
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> answers, Batch("upload", {oid}));
-    const Answer& a = answers.front();
-    if (a.error != 0) return Refused("upload of object " + id.Hex(), a);
-    if (!a.href.empty()) {  // else the server holds it already
-      http::Request put;
-      put.method = "PUT";
-      put.url = a.href;
-      put.headers = ActionHeaders(a.href, a.headers);
-      put.headers.push_back("Content-Type: application/octet-stream");
-      put.upload = &object;
-      put.size = object.size();
-      ZIPNN_ASSIGN_OR_RETURN(http::Reply r, http_.Send(Authorized(put, a.headers)));
-      if (r.status / 100 != 2) return Failed("upload of object " + id.Hex(), r);
-      if (!a.verify_href.empty()) {
-        const std::string body = json{{"oid", oid.sha256}, {"size", oid.size}}.dump();
-        ZIPNN_ASSIGN_OR_RETURN(http::Reply v, Api(a.verify_href, body, ActionHeaders(a.verify_href, a.verify_headers)));
-        if (v.status / 100 != 2) return Failed("the server's check of object " + id.Hex(), v);
-      }
+    ZIPNN_ASSIGN_OR_RETURN(Pieces pieces, HashPieces(object, Limit()));
+    uint64_t learnt = 0;
+    Status sent = Upload(id, object, pieces, &learnt);
+    if (!sent.ok() && learnt != 0) {
+      // The server said its limit: kept to from now on, and the object
+      // goes up again in parts of it.
+      ZIPNN_RETURN_IF_ERROR(Learn(learnt, pieces, sent));
+      ZIPNN_ASSIGN_OR_RETURN(pieces, HashPieces(object, Limit()));
+      sent = Upload(id, object, pieces, nullptr);
     }
+    ZIPNN_RETURN_IF_ERROR(sent);
     ObjectMap::Entry entry;
     entry.id = id;
-    entry.oid = oid;
+    entry.oid = pieces.whole;
+    entry.parts = pieces.parts;
     entry.delta = info.header.kind == container::ObjectKind::kDelta;
     if (entry.delta) entry.base = info.header.base_id;
     ZIPNN_ASSIGN_OR_RETURN(entry.frame, FrameDigest(object, info));
@@ -341,28 +394,31 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
     ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
     if (forms.empty()) return NotFound("object " + id.Hex() + " is not on " + where_ + " (git's map of it names none)");
-    std::vector<Oid> oids;
-    for (const ObjectMap::Entry& e : forms) oids.push_back(e.oid);
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> answers, Batch("download", oids));
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::vector<Answer>> answers, Answers("download", forms));
     // Of the forms the server holds: a whole one (nothing more to fetch),
     // else the smallest.
     std::optional<size_t> pick;
     for (size_t k = 0; k < forms.size(); ++k) {
-      if (!answers[k].href.empty() && (!pick || Preferred(forms[k], forms[*pick]))) pick = k;
+      if (Served(answers[k]) && (!pick || Preferred(forms[k], forms[*pick]))) pick = k;
     }
     if (!pick) {
-      for (const Answer& a : answers) {
-        if (a.error != 0 && a.error != 404) return Refused("download of object " + id.Hex(), a);
+      for (const std::vector<Answer>& form : answers) {
+        for (const Answer& a : form) {
+          if (a.error != 0 && a.error != 404) return Refused("download of object " + id.Hex(), a);
+        }
       }
       return NotFound("object " + id.Hex() + " is not there");
     }
     const ObjectMap::Entry& e = forms[*pick];
-    const Answer& a = answers[*pick];
     ZIPNN_RETURN_IF_ERROR(CheckLimit(e, limit));
-    Partial partial(o_.partial_dir, e.oid.sha256, e.oid.size);
-    const Status got = Download(id, e, a, partial, out);
-    if (partial.ok()) partial.Done(got);
-    return got;
+    const std::vector<Oid> pieces = PiecesOf(e);
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      Partial partial(o_.partial_dir, pieces[k].sha256, pieces[k].size);
+      const Status got = Download(PieceName(id, k, pieces.size()), pieces[k], answers[*pick][k], partial, out);
+      if (partial.ok()) partial.Done(got);
+      ZIPNN_RETURN_IF_ERROR(got);
+    }
+    return OkStatus();
   }
 
   Result<remote::RangedObject> OpenRanges(const ContentId& id, uint64_t limit) override {
@@ -373,35 +429,35 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
     }
     const ObjectMap::Entry& e = *framed;
     ZIPNN_RETURN_IF_ERROR(CheckLimit(e, limit));
-    ZIPNN_ASSIGN_OR_RETURN(const Answer a, RangedAnswer(e));
-    if (a.error != 0 && a.error != 404) return Refused("download of object " + id.Hex(), a);
-    if (a.href.empty()) return NotFound("object " + id.Hex() + " is not there");
-    auto fetch = [this, id, a](uint64_t from, uint64_t n, ByteSink& out) -> Status {
-      http::Request get;
-      get.url = a.href;
-      get.headers = ActionHeaders(a.href, a.headers);
-      get.resume_from = from;
-      get.range_size = n;
-      get.limit = from + n;
-      get.download = &out;
-      Result<http::Reply> sent = http_.Send(Authorized(get, a.headers));
-      if (!sent.ok()) return Annotate(sent.status(), "object " + id.Hex() + " on " + where_);
-      const http::Reply& r = *sent;
-      if (r.status == 404) return NotFound("object " + id.Hex() + " is not there");
-      if (r.status != 206) return Failed("download of a part of object " + id.Hex(), r);
-      if (r.received != n) {
-        return Corruption("object " + id.Hex() + ": the server sent " + std::to_string(r.received) + " of the " +
-                          std::to_string(n) + " bytes asked for at " + std::to_string(from));
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<Answer> answers, RangedAnswers(e));
+    for (const Answer& a : answers) {
+      if (a.error != 0 && a.error != 404) return Refused("download of object " + id.Hex(), a);
+    }
+    if (!Served(answers)) return NotFound("object " + id.Hex() + " is not there");
+    const std::vector<Oid> pieces = PiecesOf(e);
+    // A range may run over the end of a part into the next: one request
+    // for what each part holds of it.
+    auto fetch = [this, id, pieces, answers](uint64_t from, uint64_t n, ByteSink& out) -> Status {
+      uint64_t start = 0;  // of part k
+      for (size_t k = 0; k < pieces.size() && from + n > start; start += pieces[k++].size) {
+        const uint64_t end = start + pieces[k].size;
+        if (from >= end) continue;
+        const uint64_t lo = std::max(from, start), hi = std::min(from + n, end);
+        ZIPNN_RETURN_IF_ERROR(FetchRange(PieceName(id, k, pieces.size()), answers[k], lo - start, hi - lo, out));
       }
       return OkStatus();
     };
     // Whole, it is checked against its oid, the SHA-256 of what was pushed.
-    auto whole = [this, id, e, a]() -> Result<formats::Checkpoint> {
+    auto whole = [this, id, e, pieces, answers]() -> Result<formats::Checkpoint> {
       const std::string dir = o_.partial_dir.empty() ? std::filesystem::temp_directory_path().string() : o_.partial_dir;
       ZIPNN_RETURN_IF_ERROR(MakeDirectories(dir));
       ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint spooled, formats::Checkpoint::Spool(dir, [&](ByteSink& out) {
-                               Partial none("", e.oid.sha256, e.oid.size);
-                               return Download(id, e, a, none, out);
+                               for (size_t k = 0; k < pieces.size(); ++k) {
+                                 Partial none("", pieces[k].sha256, pieces[k].size);
+                                 ZIPNN_RETURN_IF_ERROR(
+                                     Download(PieceName(id, k, pieces.size()), pieces[k], answers[k], none, out));
+                               }
+                               return OkStatus();
                              }));
       ZIPNN_ASSIGN_OR_RETURN(const std::string sha, http::Sha256(spooled.file(), 0, spooled.file().size()));
       if (sha != e.oid.sha256) {
@@ -438,26 +494,176 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
     return pick;
   }
 
-  // The server's download answer for `e`: asked once for the whole chain
-  // below it as the map gives it (the forms FramedForm picks, so that the
-  // levels below need no request of their own), and kept.
-  Result<Answer> RangedAnswer(const ObjectMap::Entry& e) {
+  // The server's download answers for the LFS objects of `e`: asked once
+  // for the whole chain below it as the map gives it (the forms
+  // FramedForm picks, so that the levels below need no request of their
+  // own), and kept.
+  Result<std::vector<Answer>> RangedAnswers(const ObjectMap::Entry& e) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       const auto known = ranged_answers_.find(e.oid.sha256);
       if (known != ranged_answers_.end()) return known->second;
     }
-    std::vector<Oid> chain = {e.oid};
+    std::vector<ObjectMap::Entry> chain = {e};
     for (std::optional<ObjectMap::Entry> at = e;
          at->delta && chain.size() < static_cast<size_t>(store::kMaxChainDepth);) {
       ZIPNN_ASSIGN_OR_RETURN(at, FramedForm(at->base));
       if (!at) break;
-      chain.push_back(at->oid);
+      chain.push_back(*at);
     }
-    ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> answers, Batch("download", chain));
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::vector<Answer>> answers, Answers("download", chain));
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = 0; i < chain.size(); ++i) ranged_answers_.emplace(chain[i].sha256, answers[i]);
+    for (size_t i = 0; i < chain.size(); ++i) ranged_answers_.emplace(chain[i].oid.sha256, answers[i]);
     return answers.front();
+  }
+
+  // The batch API's answers for the LFS objects of each of `forms`.
+  Result<std::vector<std::vector<Answer>>> Answers(const std::string& operation,
+                                                   const std::vector<ObjectMap::Entry>& forms) {
+    std::vector<Oid> oids;
+    for (const ObjectMap::Entry& e : forms) {
+      for (const Oid& oid : PiecesOf(e)) oids.push_back(oid);
+    }
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<Answer> flat, Batch(operation, oids));
+    std::vector<std::vector<Answer>> answers;
+    size_t at = 0;
+    for (const ObjectMap::Entry& e : forms) {
+      const size_t n = PiecesOf(e).size();
+      answers.emplace_back(std::make_move_iterator(flat.begin() + at), std::make_move_iterator(flat.begin() + at + n));
+      at += n;
+    }
+    return answers;
+  }
+
+  // Whether the server serves every LFS object of a form.
+  static bool Served(const std::vector<Answer>& answers) {
+    return !answers.empty() &&
+           std::all_of(answers.begin(), answers.end(), [](const Answer& a) { return !a.href.empty(); });
+  }
+
+  // The limit uploads keep to now (0: none).
+  uint64_t Limit() const { return limit_.load(); }
+
+  // Takes the `limit` a server stated in refusing an upload of `pieces`
+  // (the refusal `refused`): kept to from now on, and told to
+  // Options::learnt_limit once. A limit the refused pieces kept to already,
+  // or one too small to send in parts, is the refusal itself.
+  Status Learn(uint64_t limit, const Pieces& pieces, const Status& refused) {
+    uint64_t largest = 0;
+    for (const Oid& oid : pieces.all()) largest = std::max(largest, oid.size);
+    if (limit >= largest) return refused;
+    if (limit < kMinObjectLimit) {
+      return Annotate(refused, "the server takes objects of at most " + std::to_string(limit) +
+                                   " bytes, too small to send in parts");
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Limit() != 0 && Limit() <= limit) return OkStatus();
+    limit_ = limit;
+    if (o_.learnt_limit) o_.learnt_limit(limit);
+    return OkStatus();
+  }
+
+  // Sends `pieces` (an object whole, or its parts) as LFS objects, each
+  // that the server lacks. Nothing is sent when the server refuses one;
+  // a refusal for its size that states the server's limit sets *learnt
+  // (when not null) to it.
+  Status Upload(const ContentId& id, const ByteSource& object, const Pieces& pieces, uint64_t* learnt) {
+    const std::vector<Oid> oids = pieces.all();
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<Answer> answers, Batch("upload", oids));
+    for (size_t k = 0; k < oids.size(); ++k) {
+      const Answer& a = answers[k];
+      if (a.error == 0) continue;
+      const std::optional<uint64_t> limit = SizeLimitIn(a.message);
+      if (learnt != nullptr && a.error == 422 && limit) *learnt = *limit;
+      return Refused("upload of " + PieceName(id, k, oids.size()), a);
+    }
+    uint64_t from = 0;
+    for (size_t k = 0; k < oids.size(); from += oids[k++].size) {
+      if (answers[k].href.empty()) continue;  // the server holds it already
+      ZIPNN_RETURN_IF_ERROR(UploadOne(PieceName(id, k, oids.size()), object, from, oids[k], answers[k]));
+    }
+    return OkStatus();
+  }
+
+  // Sends bytes [from, from + oid.size) of `object` as the LFS object
+  // `oid`, named `what` in messages, as answer `a` says: in one request or
+  // in chunks, then the server's check when it asks for one.
+  Status UploadOne(const std::string& what, const ByteSource& object, uint64_t from, const Oid& oid, const Answer& a) {
+    if (a.chunk_size != 0) {
+      ZIPNN_RETURN_IF_ERROR(UploadChunks(what, object, from, oid, a));
+    } else {
+      http::Request put;
+      put.method = "PUT";
+      put.url = a.href;
+      put.headers = ActionHeaders(a.href, a.headers);
+      put.headers.push_back("Content-Type: application/octet-stream");
+      put.upload = &object;
+      put.from = from;
+      put.size = oid.size;
+      ZIPNN_ASSIGN_OR_RETURN(http::Reply r, http_.Send(Authorized(put, a.headers)));
+      if (r.status / 100 != 2) return Failed("upload of " + what, r);
+    }
+    if (a.verify_href.empty()) return OkStatus();
+    const std::string body = json{{"oid", oid.sha256}, {"size", oid.size}}.dump();
+    ZIPNN_ASSIGN_OR_RETURN(http::Reply v, Api(a.verify_href, body, ActionHeaders(a.verify_href, a.verify_headers)));
+    if (v.status / 100 != 2) return Failed("the server's check of " + what, v);
+    return OkStatus();
+  }
+
+  // The "multipart" adapter: each chunk to its own link, then the list of
+  // what each link answered (its ETag) to the action's href, which makes
+  // the chunks the LFS object.
+  Status UploadChunks(const std::string& what, const ByteSource& object, uint64_t from, const Oid& oid,
+                      const Answer& a) {
+    const uint64_t chunks = (oid.size + a.chunk_size - 1) / a.chunk_size;
+    if (a.chunk_hrefs.size() != chunks) {
+      return Corruption(where_ + " gave " + std::to_string(a.chunk_hrefs.size()) + " links for the " +
+                        std::to_string(chunks) + " chunks of " + std::to_string(a.chunk_size) + " bytes of " + what);
+    }
+    json parts = json::array();
+    for (uint64_t i = 0; i < chunks; ++i) {
+      http::Request put;
+      put.method = "PUT";
+      put.url = a.chunk_hrefs[i];
+      put.headers = ActionHeaders(put.url, {});
+      put.upload = &object;
+      put.from = from + i * a.chunk_size;
+      put.size = std::min(a.chunk_size, oid.size - i * a.chunk_size);
+      const std::string chunk = "chunk " + std::to_string(i + 1) + " of " + std::to_string(chunks) + " of " + what;
+      ZIPNN_ASSIGN_OR_RETURN(http::Reply r, http_.Send(Authorized(put, {})));
+      if (r.status / 100 != 2) return Failed("upload of " + chunk, r);
+      const auto etag = r.headers.find("etag");
+      if (etag == r.headers.end() || etag->second.empty()) {
+        return Corruption(where_ + " answered the upload of " + chunk + " without an ETag");
+      }
+      parts.push_back({{"partNumber", i + 1}, {"etag", etag->second}});
+    }
+    const std::string body = json{{"oid", oid.sha256}, {"parts", parts}}.dump();
+    ZIPNN_ASSIGN_OR_RETURN(http::Reply done, Api(a.href, body, ActionHeaders(a.href, a.headers)));
+    if (done.status / 100 != 2) return Failed("completing the upload in chunks of " + what, done);
+    return OkStatus();
+  }
+
+  // Bytes [from, from + n) of the LFS object `a` answers for, named
+  // `what` in messages, into `out`.
+  Status FetchRange(const std::string& what, const Answer& a, uint64_t from, uint64_t n, ByteSink& out) {
+    http::Request get;
+    get.url = a.href;
+    get.headers = ActionHeaders(a.href, a.headers);
+    get.resume_from = from;
+    get.range_size = n;
+    get.limit = from + n;
+    get.download = &out;
+    Result<http::Reply> sent = http_.Send(Authorized(get, a.headers));
+    if (!sent.ok()) return Annotate(sent.status(), what + " on " + where_);
+    const http::Reply& r = *sent;
+    if (r.status == 404) return NotFound(what + " is not there");
+    if (r.status != 206) return Failed("download of a part of " + what, r);
+    if (r.received != n) {
+      return Corruption(what + ": the server sent " + std::to_string(r.received) + " of the " + std::to_string(n) +
+                        " bytes asked for at " + std::to_string(from));
+    }
+    return OkStatus();
   }
 
   Status CheckLimit(const ObjectMap::Entry& e, uint64_t limit) const {
@@ -466,13 +672,13 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
                       std::to_string(limit) + " its checkpoint can take");
   }
 
-  // Downloads the form `e` of `id` into `out`, resuming after what
-  // `partial` holds of it.
-  Status Download(const ContentId& id, const ObjectMap::Entry& e, const Answer& a, Partial& partial, ByteSink& out) {
+  // Downloads the LFS object `oid` (named `what` in messages) into `out`,
+  // resuming after what `partial` holds of it.
+  Status Download(const std::string& what, const Oid& oid, const Answer& a, Partial& partial, ByteSink& out) {
     http::Request get;
     get.url = a.href;
     get.headers = ActionHeaders(a.href, a.headers);
-    get.limit = e.oid.size;
+    get.limit = oid.size;
     KeepingSink keeping(out, partial);
     get.download = &out;
     if (partial.ok()) {
@@ -481,12 +687,39 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
       get.download = &keeping;
     }
     ZIPNN_ASSIGN_OR_RETURN(http::Reply r, http_.Send(Authorized(get, a.headers)));
-    if (r.status == 404) return NotFound("object " + id.Hex() + " is not there");
-    if (r.status != 200 && r.status != 206) return Failed("download of object " + id.Hex(), r);
-    if (get.resume_from + r.received != e.oid.size) {
-      return Corruption("object " + id.Hex() + ": the server sent " + std::to_string(get.resume_from + r.received) +
-                        " of its " + std::to_string(e.oid.size) + " bytes");
+    if (r.status == 404) return NotFound(what + " is not there");
+    if (r.status != 200 && r.status != 206) return Failed("download of " + what, r);
+    if (get.resume_from + r.received != oid.size) {
+      return Corruption(what + ": the server sent " + std::to_string(get.resume_from + r.received) + " of its " +
+                        std::to_string(oid.size) + " bytes");
     }
+    return OkStatus();
+  }
+
+  // An upload action in chunks (the "multipart" adapter) carries, among
+  // its headers, "chunk_size" and a link for each chunk under its number
+  // ("00001"...): taken out of the headers into `a`'s chunk fields.
+  Status TakeChunks(Answer& a) const {
+    std::map<uint64_t, std::string> numbered;
+    std::vector<std::string> headers;
+    for (const std::string& h : a.headers) {
+      const size_t colon = h.find(':');
+      const std::string name = h.substr(0, colon), value = h.substr(std::min(h.size(), colon + 2));
+      if (!name.empty() && name.size() <= 5 && name.find_first_not_of("0123456789") == std::string::npos) {
+        numbered[std::stoull(name)] = value;
+      } else if (name.size() == 10 && StartsAsName(name, "chunk_size")) {
+        if (value.empty() || value.size() > 19 || value.find_first_not_of("0123456789") != std::string::npos ||
+            std::stoull(value) == 0) {
+          return Corruption(where_ + " gave an upload in chunks of \"" + value + "\" bytes");
+        }
+        a.chunk_size = std::stoull(value);
+      } else {
+        headers.push_back(h);
+      }
+    }
+    if (a.chunk_size == 0) return OkStatus();
+    a.headers = std::move(headers);
+    for (auto& [number, href] : numbered) a.chunk_hrefs.push_back(std::move(href));
     return OkStatus();
   }
 
@@ -498,8 +731,11 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
       const size_t n = std::min(kBatchSize, oids.size() - from);
       json objects = json::array();
       for (size_t i = from; i < from + n; ++i) objects.push_back({{"oid", oids[i].sha256}, {"size", oids[i].size}});
+      // An upload offers the Hugging Face Hub's adapter too: the Hub takes
+      // objects over 5 GB only so.
+      const json transfers = operation == "upload" ? json::array({"basic", "multipart"}) : json::array({"basic"});
       const json request = {{"operation", operation},
-                            {"transfers", json::array({"basic"})},
+                            {"transfers", transfers},
                             {"objects", objects},
                             {"hash_algo", "sha256"}};
       ZIPNN_ASSIGN_OR_RETURN(Grant grant, GrantFor(operation));
@@ -511,9 +747,10 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
       if (!reply.is_object() || !reply.contains("objects") || !reply["objects"].is_array()) {
         return Corruption(where_ + " answered a batch request with something else than the LFS API's answer");
       }
-      if (reply.contains("transfer") && reply["transfer"] != "basic") {
+      if (reply.contains("transfer") && reply["transfer"] != "basic" &&
+          !(operation == "upload" && reply["transfer"] == "multipart")) {
         return Unsupported(where_ + " chose the transfer adapter " + reply["transfer"].dump() +
-                           "; git-zipnn speaks only \"basic\"");
+                           "; git-zipnn speaks \"basic\", and \"multipart\" for uploads");
       }
       // By oid: a server may answer in another order.
       std::map<std::string, Answer> by_oid;
@@ -532,6 +769,7 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
             a.headers = HeadersOf(actions[name]);
           }
         }
+        ZIPNN_RETURN_IF_ERROR(TakeChunks(a));
         if (actions.contains("verify") && actions["verify"].is_object()) {
           a.verify_href = actions["verify"].value("href", "");
           a.verify_headers = HeadersOf(actions["verify"]);
@@ -540,8 +778,9 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
         // protocol or a local service is refused before anything is
         // sent to it or read from it.
         const std::string transfer = operation == "upload" ? "an upload" : "a download";
-        for (const auto& [href, kind] :
-             {std::pair(a.href, transfer), std::pair(a.verify_href, std::string("a verify"))}) {
+        std::vector<std::pair<std::string, std::string>> links = {{a.href, transfer}, {a.verify_href, "a verify"}};
+        for (const std::string& href : a.chunk_hrefs) links.emplace_back(href, "a chunk's");
+        for (const auto& [href, kind] : links) {
           if (href.empty() || http::IsHttpUrl(href)) continue;
           return InvalidArgument(where_ + " gave " + kind + " link for LFS object " + o["oid"].get<std::string>() +
                                  " that is not http or https (" + http::Redacted(href) +
@@ -681,9 +920,10 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
   const Options o_;
   const std::shared_ptr<ObjectMap> map_;
   http::Client http_;
-  std::mutex mu_;  // guards credential_ and ranged_answers_
+  std::mutex mu_;  // guards credential_, ranged_answers_ and the learning of limit_
   std::optional<Credential> credential_;
-  std::map<std::string, Answer> ranged_answers_;  // by oid
+  std::map<std::string, std::vector<Answer>> ranged_answers_;  // by the form's oid
+  std::atomic<uint64_t> limit_{o_.max_object_size};
   struct Held {
     Grant grant;
     std::optional<std::chrono::steady_clock::time_point> until;
@@ -697,7 +937,12 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
 std::vector<std::string> MapLines(const ObjectMap::Entry& entry) {
   std::string form = entry.oid.sha256 + " " + std::to_string(entry.oid.size);
   form += entry.delta ? " delta " + entry.base.Hex() : " whole";
+  if (!entry.parts.empty()) form += " parts " + std::to_string(entry.parts.size());
   std::vector<std::string> lines = {form};
+  for (size_t i = 0; i < entry.parts.size(); ++i) {
+    lines.push_back("part " + entry.oid.sha256 + " " + std::to_string(i) + " " + entry.parts[i].sha256 + " " +
+                    std::to_string(entry.parts[i].size));
+  }
   if (!entry.frame.empty()) lines.push_back("frame " + entry.oid.sha256 + " " + entry.frame);
   if (!entry.delta && entry.note) lines.push_back("base " + entry.oid.sha256 + " " + store::ReasonWords(*entry.note));
   return lines;
@@ -705,15 +950,23 @@ std::vector<std::string> MapLines(const ObjectMap::Entry& entry) {
 
 namespace {
 
-std::optional<ObjectMap::Entry> ParseFormLine(const ContentId& id, const std::string& line) {
-  std::istringstream in(line);
-  ObjectMap::Entry e;
-  std::string size, kind, base, more;
-  if (!(in >> e.oid.sha256 >> size >> kind) || !IsOid(e.oid.sha256)) return std::nullopt;
-  if (size.empty() || size.size() > 19 || size.find_first_not_of("0123456789") != std::string::npos) {
+// A decimal count of at most 19 digits; nullopt for anything else.
+std::optional<uint64_t> Count(const std::string& text) {
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) {
     return std::nullopt;
   }
-  e.oid.size = std::stoull(size);
+  return std::stoull(text);
+}
+
+// A form line, and the number of parts it says it is in (0: none).
+std::optional<std::pair<ObjectMap::Entry, uint64_t>> ParseFormLine(const ContentId& id, const std::string& line) {
+  std::istringstream in(line);
+  ObjectMap::Entry e;
+  std::string size, kind, base, more, count;
+  if (!(in >> e.oid.sha256 >> size >> kind) || !IsOid(e.oid.sha256)) return std::nullopt;
+  const std::optional<uint64_t> bytes = Count(size);
+  if (!bytes) return std::nullopt;
+  e.oid.size = *bytes;
   e.id = id;
   if (kind == "delta") {
     std::optional<ContentId> b;
@@ -723,21 +976,35 @@ std::optional<ObjectMap::Entry> ParseFormLine(const ContentId& id, const std::st
   } else if (kind != "whole") {
     return std::nullopt;
   }
-  if (in >> more) return std::nullopt;
-  return e;
+  uint64_t parts = 0;
+  if (in >> more) {
+    std::optional<uint64_t> n;
+    if (more != "parts" || !(in >> count) || !(n = Count(count)) || *n == 0 || *n > kMaxParts) return std::nullopt;
+    parts = *n;
+    if (in >> more) return std::nullopt;
+  }
+  return std::pair(e, parts);
 }
 
 }  // namespace
 
 std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vector<std::string>& lines) {
-  std::vector<ObjectMap::Entry> forms;
-  std::map<std::string, std::string> frames;  // by oid
+  std::vector<std::pair<ObjectMap::Entry, uint64_t>> forms;  // with the parts each says it is in
+  std::map<std::string, std::string> frames;                 // by oid
   std::map<std::string, store::BaseNote> notes;
+  std::map<std::string, std::map<uint64_t, std::set<std::pair<std::string, uint64_t>>>> parts;  // by form, by index
   for (const std::string& line : lines) {
     std::istringstream in(line);
     std::string word, oid, frame, more;
     if (in >> word && word == "frame") {
       if (in >> oid >> frame && !(in >> more) && IsOid(oid) && IsOid(frame)) frames[oid] = frame;
+    } else if (word == "part") {
+      std::string index, part, size;
+      std::optional<uint64_t> i, n;
+      if (in >> oid >> index >> part >> size && !(in >> more) && IsOid(oid) && IsOid(part) && (i = Count(index)) &&
+          (n = Count(size)) && *n > 0) {
+        parts[oid][*i].emplace(part, *n);
+      }
     } else if (word == "base") {
       std::vector<std::string> words;
       for (std::string w; in >> w;) words.push_back(w);
@@ -754,17 +1021,44 @@ std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vect
           (!newest(*note) && (newest(kept->second) || store::ReasonWords(*note) < store::ReasonWords(kept->second)))) {
         notes.insert_or_assign(oid, *note);
       }
-    } else if (std::optional<ObjectMap::Entry> e = ParseFormLine(id, line)) {
-      forms.push_back(std::move(*e));
+    } else if (auto form = ParseFormLine(id, line)) {
+      forms.push_back(std::move(*form));
     }
   }
-  for (ObjectMap::Entry& e : forms) {
+  std::vector<ObjectMap::Entry> entries;
+  for (auto& [e, count] : forms) {
+    // A form in parts is one only with each of its parts named once, and
+    // their sizes adding up to its own.
+    if (count != 0) {
+      const auto& named = parts[e.oid.sha256];
+      uint64_t total = 0;
+      for (uint64_t i = 0; i < count; ++i) {
+        const auto at = named.find(i);
+        if (at == named.end() || at->second.size() != 1) break;
+        e.parts.push_back(Oid{at->second.begin()->first, at->second.begin()->second});
+        total += e.parts.back().size;
+      }
+      if (e.parts.size() != count || named.size() != count || total != e.oid.size) continue;
+    }
     const auto it = frames.find(e.oid.sha256);
     if (it != frames.end()) e.frame = it->second;
     const auto note = notes.find(e.oid.sha256);
     if (note != notes.end() && !e.delta) e.note = note->second;
+    entries.push_back(std::move(e));
   }
-  return forms;
+  return entries;
+}
+
+std::optional<uint64_t> SizeLimitIn(const std::string& message) {
+  for (const auto& [words, less] : {std::pair("less than or equal to ", uint64_t{0}), std::pair("less than ", uint64_t{1})}) {
+    const size_t at = message.find(words);
+    if (at == std::string::npos) continue;
+    const size_t from = at + std::strlen(words);
+    const std::optional<uint64_t> n = Count(message.substr(from, message.find_first_not_of("0123456789", from) - from));
+    if (!n || *n < less) return std::nullopt;
+    return *n - less;
+  }
+  return std::nullopt;
 }
 
 Result<std::string> FrameDigest(const ByteSource& object, const container::ObjectInfo& info) {

@@ -12,6 +12,14 @@
 // holds stays: a version sent whole is not re-stored there as a delta
 // (Demote keeps the whole one).
 //
+// A server may refuse objects over a size (GitHub's 2 GiB): an object
+// larger than the limit goes up as several LFS objects, its parts, each
+// at most the limit, and the map names them in order (docs/remotes.md,
+// "Objects in parts"). The limit is set per remote, known for the big
+// hosts, and learnt from the server's own refusal. A server that offers
+// the Hugging Face Hub's "multipart" adapter takes one LFS object in
+// chunks, each to a link of its own.
+//
 // Nothing from the server is trusted: an object fetched from it takes its
 // name only once decoded to its id (remote_store.h), whatever the oid
 // said; its size must be the one the map gives, and no more than its
@@ -45,7 +53,9 @@ class ObjectMap {
  public:
   struct Entry {
     ContentId id;  // the version (the checkpoint's content id)
-    Oid oid;       // the LFS object holding its stored form
+    // The stored form: its SHA-256 and size, which name it; the LFS
+    // object that holds it unless it went up in parts.
+    Oid oid;
     bool delta = false;
     ContentId base;  // a delta's base
     // The SHA-256 of the object's frame (FrameDigest), recorded by the
@@ -57,6 +67,10 @@ class ObjectMap {
     // (its object_size unused: the form's oid says it); none when the map
     // has no note.
     std::optional<store::BaseNote> note;
+    // The LFS objects holding the form in parts, in order, when it went
+    // up so (larger than the server takes in one); empty when `oid` is
+    // one LFS object.
+    std::vector<Oid> parts;
   };
   virtual ~ObjectMap() = default;
   // Every stored form of `id` the map knows of (several when clones
@@ -104,6 +118,13 @@ struct Options {
   // object may go up or come down.
   double timeout = 60;
   LowSpeed low_speed = kDefaultLowSpeed;
+  // The most bytes the server takes in one LFS object (0: no limit
+  // known): a larger object goes up in parts of at most this size.
+  uint64_t max_object_size = 0;
+  // Called when the server refused an upload for its size and said its
+  // limit (a 422 "Size must be less than or equal to N"): the store keeps
+  // to that limit from then on, and the caller may remember it.
+  std::function<void(uint64_t limit)> learnt_limit;
   // After a push (RemoteStore::Publish): what makes the objects findable
   // by others (the map sent to the git remote). None: nothing to do.
   std::function<Status()> publish;
@@ -114,7 +135,11 @@ struct Options {
 };
 
 // The lines of the map for `entry`: "<sha256> <size> whole" or
-// "<sha256> <size> delta <base id>", and, when its frame is known,
+// "<sha256> <size> delta <base id>", with " parts <n>" after it for a
+// form in parts and a line "part <sha256> <i> <part sha256> <part size>"
+// for each part (i from 0; a reader that does not know parts skips such
+// a form rather than look for an LFS object that is not there); when its
+// frame is known,
 // "frame <sha256> <frame sha256>" (a line of its own, so that a reader
 // that does not know it skips it and still finds the form); for a whole
 // form with a base note, "base <sha256> <reason words>".
@@ -126,6 +151,15 @@ std::vector<std::string> MapLines(const ObjectMap::Entry& entry);
 // newest when it was pushed, then why it stayed whole once it was not),
 // the one that is not "newest" is taken.
 std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vector<std::string>& lines);
+
+// The limit a server's refusal of an upload states ("Size must be less
+// than or equal to 2147483648", or "less than N": N - 1); nullopt when
+// the message states none.
+std::optional<uint64_t> SizeLimitIn(const std::string& message);
+// The least limit taken (from a setting or a refusal): parts of 64 KiB.
+inline constexpr uint64_t kMinObjectLimit = uint64_t{64} << 10;
+// The most parts one object may go up in.
+inline constexpr uint64_t kMaxParts = 10000;
 
 // The SHA-256 (hex) of an object's frame: everything but its chunk
 // records, that is its header and region table, then its chunk index and

@@ -1,5 +1,6 @@
 #include "lib/remote/lfs_git.h"
 
+#include <cstdio>
 #include <mutex>
 #include <utility>
 
@@ -59,9 +60,18 @@ class GitObjectMap : public lfs::ObjectMap {
 
 Result<std::unique_ptr<RemoteStore>> OpenGitLfsStore(
     const std::string& remote, const std::string& endpoint, double timeout, LowSpeed low_speed,
-    std::function<Result<lfs::Grant>(const std::string& operation)> authenticate) {
+    uint64_t max_object_size, std::function<Result<lfs::Grant>(const std::string& operation)> authenticate) {
   lfs::Options o;
   o.endpoint = endpoint;
+  o.max_object_size = max_object_size;
+  o.learnt_limit = [remote, where = http::Redacted(endpoint)](uint64_t limit) {
+    const std::string key = "remote." + remote + ".zipnnMaxObjectSize";
+    const Result<std::optional<std::string>> named = git::ConfigGet("remote." + remote + ".url");
+    const bool kept = named.ok() && named->has_value() && git::ConfigSet("--local", key, std::to_string(limit)).ok();
+    std::fprintf(stderr, "git-zipnn: %s takes objects of at most %llu bytes: larger ones go up in parts%s\n",
+                 where.c_str(), static_cast<unsigned long long>(limit),
+                 kept ? (" (kept in git config " + key + ")").c_str() : "");
+  };
   o.authenticate = std::move(authenticate);
   o.timeout = timeout;
   o.low_speed = low_speed;

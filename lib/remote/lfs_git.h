@@ -16,11 +16,14 @@
 
 namespace zipnn::remote {
 
-// The store at the LFS API `endpoint` for git remote `remote`; with
+// The store at the LFS API `endpoint` for git remote `remote`, sending
+// objects over `max_object_size` bytes (0: no limit known) in parts; with
 // `authenticate` (a repository reached over ssh), the API's place and
-// headers for each operation come from it instead.
+// headers for each operation come from it instead. A limit the server
+// states in refusing an upload is kept in remote.<name>.zipnnMaxObjectSize
+// (for a remote with a name), and said on stderr.
 Result<std::unique_ptr<RemoteStore>> OpenGitLfsStore(
     const std::string& remote, const std::string& endpoint, double timeout, LowSpeed low_speed,
-    std::function<Result<lfs::Grant>(const std::string& operation)> authenticate = nullptr);
+    uint64_t max_object_size, std::function<Result<lfs::Grant>(const std::string& operation)> authenticate = nullptr);
 
 }  // namespace zipnn::remote

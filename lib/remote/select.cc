@@ -214,6 +214,37 @@ Result<std::string> DescribeLfs(const RemoteTarget& t) {
   return "the Git LFS storage of " + t.url + t.set;
 }
 
+// The most bytes hosts that serve Git LFS take in one object: GitHub's
+// 2 GiB (on every plan; its larger plans take more, which a setting
+// says), the Hugging Face Hub's 50 GB (objects over 5 GB go up in
+// chunks there, by its "multipart" adapter).
+constexpr std::pair<const char*, uint64_t> kLfsObjectLimits[] = {
+    {"github.com", uint64_t{2} << 30}, {"lfs.github.com", uint64_t{2} << 30},
+    {"huggingface.co", uint64_t{50'000'000'000}}, {"hf.co", uint64_t{50'000'000'000}}};
+
+// The most bytes remote `t.remote`'s LFS server at `endpoint` takes in
+// one object (0: no limit known): remote.<name>.zipnnMaxObjectSize, else
+// zipnn.maxObjectSize, else what its host is known to take.
+Result<uint64_t> LfsObjectLimit(const RemoteTarget& t, const std::string& endpoint) {
+  for (const std::string key : {"remote." + t.remote + ".zipnnMaxObjectSize", std::string("zipnn.maxObjectSize")}) {
+    ZIPNN_ASSIGN_OR_RETURN(const std::optional<int64_t> n, t.settings.GetInt(key));
+    if (!n) continue;
+    if (*n < static_cast<int64_t>(lfs::kMinObjectLimit)) {
+      return InvalidArgument(key + " is " + std::to_string(*n) + ": it must be at least " +
+                             std::to_string(lfs::kMinObjectLimit) + " (64k)");
+    }
+    return static_cast<uint64_t>(*n);
+  }
+  const size_t scheme = endpoint.find("://");
+  const size_t start = scheme == std::string::npos ? 0 : scheme + 3;
+  std::string host = Lower(endpoint.substr(start, endpoint.find_first_of("/:", start) - start));
+  host = host.substr(host.find('@') + 1);
+  for (const auto& [known, limit] : kLfsObjectLimits) {
+    if (host == known) return limit;
+  }
+  return uint64_t{0};
+}
+
 // The Git LFS server of a repository hosted at `t.url` (an http(s) URL):
 // the endpoint Git LFS itself would use (remote.<name>.lfsurl, else
 // lfs.url, else the one derived from the URL), or `t.url` itself when it
@@ -235,7 +266,8 @@ Result<std::unique_ptr<RemoteStore>> LfsStore(const RemoteTarget& t) {
   }
   ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout(t.settings));
   ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed(t.settings));
-  return OpenGitLfsStore(t.remote, endpoint, timeout, low_speed);
+  ZIPNN_ASSIGN_OR_RETURN(uint64_t max_object_size, LfsObjectLimit(t, endpoint));
+  return OpenGitLfsStore(t.remote, endpoint, timeout, low_speed, max_object_size);
 }
 
 // The Git LFS storage of a repository reached over ssh: its API's place
@@ -246,6 +278,7 @@ Result<std::unique_ptr<RemoteStore>> LfsOverSsh(const RemoteTarget& target, cons
   ZIPNN_ASSIGN_OR_RETURN(const std::string endpoint, lfs::EndpointOf(url));
   ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout(target.settings));
   ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed(target.settings));
+  ZIPNN_ASSIGN_OR_RETURN(uint64_t max_object_size, LfsObjectLimit(target, endpoint));
   std::string path = t.path;
   while (!path.empty() && path.front() == '/') path.erase(0, 1);
   // The ssh command line is read now: the settings do not outlive the
@@ -268,7 +301,7 @@ Result<std::unique_ptr<RemoteStore>> LfsOverSsh(const RemoteTarget& target, cons
     }
     return lfs::ParseGrant(run.out);
   };
-  return OpenGitLfsStore(target.remote, endpoint, timeout, low_speed, std::move(authenticate));
+  return OpenGitLfsStore(target.remote, endpoint, timeout, low_speed, max_object_size, std::move(authenticate));
 }
 
 Result<std::unique_ptr<RemoteStore>> OpenLfs(const RemoteTarget& t) {

@@ -51,11 +51,10 @@ inline std::vector<uint8_t> ChainVersion(int i) {
   return data;
 }
 
-// Stores version i (of ChainVersion) in `store`, as a delta of `base` (the
-// bytes of the version of id `base_id`) when one is given, else whole.
-inline ContentId StoreVersion(const Store& store, int i, const std::vector<uint8_t>* base = nullptr,
-                              const ContentId& base_id = {}) {
-  const std::vector<uint8_t> data = ChainVersion(i);
+// Stores `data` in `store`, as a delta of `base` (the bytes of the version
+// of id `base_id`) when one is given, else whole; its id.
+inline ContentId StoreData(const Store& store, const std::vector<uint8_t>& data,
+                           const std::vector<uint8_t>* base = nullptr, const ContentId& base_id = {}) {
   const ContentId id = HashBytes(data.data(), data.size());
   MemorySource input(data.data(), data.size(), "version");
   MemorySource base_bytes(base != nullptr ? base->data() : nullptr, base != nullptr ? base->size() : 0, "base");
@@ -70,6 +69,12 @@ inline ContentId StoreVersion(const Store& store, int i, const std::vector<uint8
                    })
               .ok());
   return id;
+}
+
+// Stores version i (of ChainVersion) as StoreData does.
+inline ContentId StoreVersion(const Store& store, int i, const std::vector<uint8_t>* base = nullptr,
+                              const ContentId& base_id = {}) {
+  return StoreData(store, ChainVersion(i), base, base_id);
 }
 
 // Versions 0..deltas; version i > 0 stored as a delta on i - 1.
