@@ -179,6 +179,59 @@ TEST_CASE("an object over the server's limit goes up in parts of at most it, res
   CHECK(*lfs->Has({base}) == std::vector<bool>{true});
 }
 
+TEST_CASE("parts move several at once; a fetch cut short keeps what came and fetches only the rest, part by part") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  const std::string root = repo.root();
+  const store::Store here{store::ObjectStore(root + "/here"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  // Parts of 1.5 MiB, each large enough to be kept as it comes in.
+  const ContentId id = StoreData(here, Noise(4200000, 4));
+  const std::string object = here.objects.PathOf(id);
+  const uint64_t size = Slurp(object).size();
+  Helper helper;
+  lfs::Options options = OptionsFor(server, helper);
+  options.part_size = 1572864;
+  options.connections = 4;
+  options.partial_dir = root + "/partial";
+  auto map = std::make_shared<MemoryMap>();
+  std::unique_ptr<remote::RemoteStore> lfs = lfs::Remote("the LFS server", options, map);
+  auto pushed = remote::PushObjects(here, *lfs, {id}, {});
+  REQUIRE_MESSAGE(pushed.ok(), pushed.status().message());
+  const std::vector<lfs::Oid> parts = map->Find(id)->front().parts;
+  REQUIRE(parts.size() == 3);
+  CHECK(parts.back().size >= (uint64_t{1} << 20));
+
+  // Every download from the first byte is cut at half: the fetch fails,
+  // and half of each part stays.
+  server.SetMode("cut");
+  const store::Store there{store::ObjectStore(root + "/there"), root + "/tmp2", root + "/cache2", "", config::Policy{}};
+  remote::TransferOptions once;
+  once.attempts = 1;
+  CHECK(remote::FetchObjects(there, *lfs, {id}, once).status().code() == StatusCode::kIoError);
+  CHECK(repo.Sh("ls '" + root + "/partial' | wc -l").out == "3\n");
+  // The next fetch asks each part for its other half only (a range the
+  // server serves), and the object comes whole; nothing is left behind.
+  const uint64_t sent = server.BytesSent();
+  auto fetched = remote::FetchObjects(there, *lfs, {id}, once);
+  REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+  CHECK(Slurp(there.objects.PathOf(id)) == Slurp(object));
+  CHECK(server.BytesSent() - sent <= size / 2 + 3);
+  CHECK(repo.Sh("ls '" + root + "/partial' | wc -l").out == "0\n");
+
+  // A part that is in already is not asked for again.
+  server.SetMode("honest");
+  REQUIRE(repo.Sh("cp '" + server.ObjectPath("team.git", parts[1].sha256) + "' '" + root + "/partial/" +
+                  parts[1].sha256 + "'")
+              .code == 0);
+  const store::Store third{store::ObjectStore(root + "/third"), root + "/tmp3", root + "/cache3", "", config::Policy{}};
+  const size_t gets = Count(server.Requests(), "GET /team.git/info/lfs/objects/" + parts[1].sha256);
+  fetched = remote::FetchObjects(third, *lfs, {id}, {});
+  REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+  CHECK(Count(server.Requests(), "GET /team.git/info/lfs/objects/" + parts[1].sha256) == gets);
+  CHECK(Slurp(third.objects.PathOf(id)) == Slurp(object));
+}
+
 TEST_CASE("a limit the server states in refusing an upload is learnt and kept to; chunks go where the server says") {
   Repo repo;
   LfsServer server(repo);
@@ -283,6 +336,7 @@ TEST_CASE("through git, a push to a host with a limit learns it and sends parts;
   LfsServer server(repo);
   server.AddRepository("team.git");
   UseBoth(repo, server);
+  REQUIRE(repo.Sh("git config --global zipnn.concurrentTransfers 4").code == 0);
   server.Set("max_size", 400000);
   REQUIRE(repo.Sh("git zipnn track model.safetensors >/dev/null && printf 'base_interval: 5\\n' > .zipnn.yaml && "
                   "git add .gitattributes .zipnn.yaml && git commit -qm track && git remote add origin " +

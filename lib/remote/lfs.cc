@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -22,6 +23,7 @@
 
 #include "lib/base/buffer.h"
 #include "lib/base/file.h"
+#include "lib/base/thread_pool.h"
 #include "lib/base/redact.h"
 #include "lib/container/format.h"
 #include "lib/container/object.h"
@@ -63,7 +65,9 @@ class Partial {
       return;
     }
     have_ = static_cast<uint64_t>(st.st_size);
-    if (have_ >= size && ::ftruncate(fd_, 0) == 0) have_ = 0;  // not a part of it
+    // All of it is kept when it is a part of an object whose other parts
+    // were not all in (GetPieces); more is not a part of it.
+    if (have_ > size && ::ftruncate(fd_, 0) == 0) have_ = 0;
   }
   ~Partial() { Close(); }
   Partial(const Partial&) = delete;
@@ -71,20 +75,24 @@ class Partial {
 
   bool ok() const { return fd_ >= 0; }
   uint64_t have() const { return have_; }
+  const std::string& path() const { return path_; }
   // Hands the bytes kept to `out`.
   Status CopyTo(ByteSink& out) const {
     if (have_ == 0) return OkStatus();
     ZIPNN_ASSIGN_OR_RETURN(ReadFile kept, ReadFile::Open(path_));
-    Buffer buffer(static_cast<size_t>(std::min<uint64_t>(have_, uint64_t{1} << 20)));
-    for (uint64_t at = 0; at < have_;) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), have_ - at));
-      ZIPNN_RETURN_IF_ERROR(kept.ReadAt(at, buffer.data(), n));
-      ZIPNN_RETURN_IF_ERROR(out.Append(buffer.data(), n));
-      at += n;
-    }
+    return CopyRange(kept, 0, have_, out);
+  }
+  Status Keep(const void* data, size_t n) {
+    ZIPNN_RETURN_IF_ERROR(WriteAll(fd_, data, n, path_));
+    kept_ += n;
     return OkStatus();
   }
-  Status Keep(const void* data, size_t n) { return WriteAll(fd_, data, n, path_); }
+  // Everything it holds now, what it had and what it kept since, to `out`.
+  Status CopyAllTo(ByteSink& out) {
+    have_ += kept_;
+    kept_ = 0;
+    return CopyTo(out);
+  }
   // Once the download ended: kept for the next one only when it was cut
   // short (the network, a timeout), not when the server was refused.
   void Done(const Status& st) {
@@ -99,7 +107,30 @@ class Partial {
   }
   std::string path_;
   int fd_ = -1;
-  uint64_t have_ = 0;
+  uint64_t have_ = 0;  // when it was opened
+  uint64_t kept_ = 0;  // since
+};
+
+// At most so many at once: a slot is taken for each transfer of bytes.
+class Slots {
+ public:
+  explicit Slots(int n) : free_(std::max(1, n)) {}
+  // Waits for a slot; given back when the result goes.
+  std::shared_ptr<void> Take() {
+    std::unique_lock<std::mutex> lock(mu_);
+    freed_.wait(lock, [this] { return free_ > 0; });
+    --free_;
+    return std::shared_ptr<void>(nullptr, [this](void*) {
+      std::lock_guard<std::mutex> back(mu_);
+      ++free_;
+      freed_.notify_one();
+    });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable freed_;
+  int free_;
 };
 
 // Passes a download on to `out`, keeping a copy in `partial`.
@@ -334,14 +365,14 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
   Status Put(const ContentId& id, const ByteSource& object) override {
     ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
     if (info.content_id != id) return InvalidArgument(object.name() + " is not the object of " + id.Hex());
-    ZIPNN_ASSIGN_OR_RETURN(Pieces pieces, HashPieces(object, Limit()));
+    ZIPNN_ASSIGN_OR_RETURN(Pieces pieces, HashPieces(object, PieceSize()));
     uint64_t learnt = 0;
     Status sent = Upload(id, object, pieces, &learnt);
     if (!sent.ok() && learnt != 0) {
       // The server said its limit: kept to from now on, and the object
       // goes up again in parts of it.
       ZIPNN_RETURN_IF_ERROR(Learn(learnt, pieces, sent));
-      ZIPNN_ASSIGN_OR_RETURN(pieces, HashPieces(object, Limit()));
+      ZIPNN_ASSIGN_OR_RETURN(pieces, HashPieces(object, PieceSize()));
       sent = Upload(id, object, pieces, nullptr);
     }
     ZIPNN_RETURN_IF_ERROR(sent);
@@ -411,14 +442,11 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
     }
     const ObjectMap::Entry& e = forms[*pick];
     ZIPNN_RETURN_IF_ERROR(CheckLimit(e, limit));
-    const std::vector<Oid> pieces = PiecesOf(e);
-    for (size_t k = 0; k < pieces.size(); ++k) {
-      Partial partial(o_.partial_dir, pieces[k].sha256, pieces[k].size);
-      const Status got = Download(PieceName(id, k, pieces.size()), pieces[k], answers[*pick][k], partial, out);
-      if (partial.ok()) partial.Done(got);
-      ZIPNN_RETURN_IF_ERROR(got);
-    }
-    return OkStatus();
+    if (!e.parts.empty()) return GetPieces(id, e.parts, answers[*pick], out);
+    Partial partial(o_.partial_dir, e.oid.sha256, e.oid.size);
+    const Status got = Download("object " + id.Hex(), e.oid, answers[*pick].front(), partial, out);
+    if (partial.ok()) partial.Done(got);
+    return got;
   }
 
   Result<remote::RangedObject> OpenRanges(const ContentId& id, uint64_t limit) override {
@@ -449,7 +477,7 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
     };
     // Whole, it is checked against its oid, the SHA-256 of what was pushed.
     auto whole = [this, id, e, pieces, answers]() -> Result<formats::Checkpoint> {
-      const std::string dir = o_.partial_dir.empty() ? std::filesystem::temp_directory_path().string() : o_.partial_dir;
+      const std::string dir = ScratchDir();
       ZIPNN_RETURN_IF_ERROR(MakeDirectories(dir));
       ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint spooled, formats::Checkpoint::Spool(dir, [&](ByteSink& out) {
                                for (size_t k = 0; k < pieces.size(); ++k) {
@@ -543,6 +571,87 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
 
   // The limit uploads keep to now (0: none).
   uint64_t Limit() const { return limit_.load(); }
+  // The size of the parts objects go up in (0: whole).
+  uint64_t PieceSize() const {
+    const uint64_t limit = Limit();
+    if (limit == 0 || o_.part_size == 0) return std::max(limit, o_.part_size);
+    return std::min(limit, o_.part_size);
+  }
+
+  // Runs task(0..n-1), as many at once as there are connections; the
+  // first error.
+  Status AtOnce(size_t n, const std::function<Status(size_t)>& task) {
+    ThreadPool pool(static_cast<int>(std::min<size_t>(n, static_cast<size_t>(std::max(1, o_.connections)))));
+    return RunOrdered<bool>(
+        pool, n,
+        [&](size_t k) -> Result<bool> {
+          ZIPNN_RETURN_IF_ERROR(task(k));
+          return true;
+        },
+        [](size_t, bool) { return OkStatus(); });
+  }
+
+  // A part downloaded whole, waiting for those before it to be handed on:
+  // in its partial file, or in a scratch file when another process holds
+  // that.
+  struct Landed {
+    std::unique_ptr<Partial> partial;
+    std::optional<formats::Checkpoint> spooled;
+  };
+
+  // Where downloads are kept as they come in: Options::partial_dir, else
+  // the system's scratch folder.
+  std::string ScratchDir() const {
+    return o_.partial_dir.empty() ? std::filesystem::temp_directory_path().string() : o_.partial_dir;
+  }
+
+  // Downloads the parts `pieces` of object `id`, as many at once as there
+  // are connections, each whole into its partial file (a scratch file
+  // without Options::partial_dir, or for a part under 1 MiB), and hands them to
+  // `out` in order. The files stay until the object is whole: a fetch cut
+  // short (the network, a kill) leaves every part that was in, and the
+  // next fetches only the rest (and the rest of the part that was cut).
+  Status GetPieces(const ContentId& id, const std::vector<Oid>& pieces, const std::vector<Answer>& answers,
+                   ByteSink& out) {
+    const std::string dir = ScratchDir();
+    ZIPNN_RETURN_IF_ERROR(MakeDirectories(dir));
+    std::mutex mu;
+    std::vector<std::string> kept;  // guarded by mu
+    ThreadPool pool(static_cast<int>(std::min<size_t>(pieces.size(), static_cast<size_t>(std::max(1, o_.connections)))));
+    const Status got = RunOrdered<std::shared_ptr<Landed>>(
+        pool, pieces.size(),
+        [&](size_t k) -> Result<std::shared_ptr<Landed>> {
+          const std::string what = PieceName(id, k, pieces.size());
+          auto landed = std::make_shared<Landed>();
+          landed->partial = std::make_unique<Partial>(o_.partial_dir, pieces[k].sha256, pieces[k].size);
+          if (landed->partial->ok()) {
+            CountingSink nowhere;
+            const Status in = Download(what, pieces[k], answers[k], *landed->partial, nowhere);
+            if (!in.ok()) landed->partial->Done(in);
+            ZIPNN_RETURN_IF_ERROR(in);
+            std::lock_guard<std::mutex> lock(mu);
+            kept.push_back(landed->partial->path());
+            return landed;
+          }
+          landed->partial.reset();
+          ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint spooled, formats::Checkpoint::Spool(dir, [&](ByteSink& sink) {
+                                   Partial none("", pieces[k].sha256, pieces[k].size);
+                                   return Download(what, pieces[k], answers[k], none, sink);
+                                 }));
+          landed->spooled.emplace(std::move(spooled));
+          return landed;
+        },
+        [&](size_t, const std::shared_ptr<Landed>& landed) -> Status {
+          if (landed->partial) return landed->partial->CopyAllTo(out);
+          return CopyRange(landed->spooled->file(), 0, landed->spooled->file().size(), out);
+        });
+    // Kept for the next try only when the network cut it short: not once
+    // the object is whole, nor when its bytes were refused.
+    if (got.ok() || got.code() != StatusCode::kIoError) {
+      for (const std::string& path : kept) ::unlink(path.c_str());
+    }
+    return got;
+  }
 
   // Takes the `limit` a server stated in refusing an upload of `pieces`
   // (the refusal `refused`): kept to from now on, and told to
@@ -577,18 +686,23 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
       if (learnt != nullptr && a.error == 422 && limit) *learnt = *limit;
       return Refused("upload of " + PieceName(id, k, oids.size()), a);
     }
-    uint64_t from = 0;
-    for (size_t k = 0; k < oids.size(); from += oids[k++].size) {
-      if (answers[k].href.empty()) continue;  // the server holds it already
-      ZIPNN_RETURN_IF_ERROR(UploadOne(PieceName(id, k, oids.size()), object, from, oids[k], answers[k]));
+    std::vector<size_t> send;  // what the server lacks
+    std::vector<uint64_t> from;   // where each piece starts
+    for (size_t k = 0, at = 0; k < oids.size(); at += oids[k++].size) {
+      from.push_back(at);
+      if (!answers[k].href.empty()) send.push_back(k);
     }
-    return OkStatus();
+    return AtOnce(send.size(), [&](size_t i) {
+      const size_t k = send[i];
+      return UploadOne(PieceName(id, k, oids.size()), object, from[k], oids[k], answers[k]);
+    });
   }
 
   // Sends bytes [from, from + oid.size) of `object` as the LFS object
   // `oid`, named `what` in messages, as answer `a` says: in one request or
   // in chunks, then the server's check when it asks for one.
   Status UploadOne(const std::string& what, const ByteSource& object, uint64_t from, const Oid& oid, const Answer& a) {
+    const std::shared_ptr<void> slot = slots_.Take();
     if (a.chunk_size != 0) {
       ZIPNN_RETURN_IF_ERROR(UploadChunks(what, object, from, oid, a));
     } else {
@@ -675,6 +789,8 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
   // Downloads the LFS object `oid` (named `what` in messages) into `out`,
   // resuming after what `partial` holds of it.
   Status Download(const std::string& what, const Oid& oid, const Answer& a, Partial& partial, ByteSink& out) {
+    if (partial.ok() && partial.have() == oid.size) return partial.CopyTo(out);  // in already
+    const std::shared_ptr<void> slot = slots_.Take();
     http::Request get;
     get.url = a.href;
     get.headers = ActionHeaders(a.href, a.headers);
@@ -924,6 +1040,7 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
   std::optional<Credential> credential_;
   std::map<std::string, std::vector<Answer>> ranged_answers_;  // by the form's oid
   std::atomic<uint64_t> limit_{o_.max_object_size};
+  Slots slots_{o_.connections};
   struct Held {
     Grant grant;
     std::optional<std::chrono::steady_clock::time_point> until;

@@ -121,6 +121,13 @@ struct Options {
   // The most bytes the server takes in one LFS object (0: no limit
   // known): a larger object goes up in parts of at most this size.
   uint64_t max_object_size = 0;
+  // Objects larger than this go up in parts of it too (0: only over
+  // max_object_size), so that the parts of one object move at once and
+  // a push or fetch cut short moves again only the parts it had not.
+  uint64_t part_size = 0;
+  // How many uploads and downloads of LFS objects may run at once, the
+  // parts of one object included.
+  int connections = 1;
   // Called when the server refused an upload for its size and said its
   // limit (a 422 "Size must be less than or equal to N"): the store keeps
   // to that limit from then on, and the caller may remember it.

@@ -59,11 +59,15 @@ class GitObjectMap : public lfs::ObjectMap {
 }  // namespace
 
 Result<std::unique_ptr<RemoteStore>> OpenGitLfsStore(
-    const std::string& remote, const std::string& endpoint, double timeout, LowSpeed low_speed,
-    uint64_t max_object_size, std::function<Result<lfs::Grant>(const std::string& operation)> authenticate) {
+    const std::string& remote, const std::string& endpoint, const LfsTransfers& transfers,
+    std::function<Result<lfs::Grant>(const std::string& operation)> authenticate) {
   lfs::Options o;
   o.endpoint = endpoint;
-  o.max_object_size = max_object_size;
+  o.timeout = transfers.timeout;
+  o.low_speed = transfers.low_speed;
+  o.max_object_size = transfers.max_object_size;
+  o.part_size = transfers.part_size;
+  o.connections = transfers.connections;
   o.learnt_limit = [remote, where = http::Redacted(endpoint)](uint64_t limit) {
     const std::string key = "remote." + remote + ".zipnnMaxObjectSize";
     const Result<std::optional<std::string>> named = git::ConfigGet("remote." + remote + ".url");
@@ -73,8 +77,6 @@ Result<std::unique_ptr<RemoteStore>> OpenGitLfsStore(
                  kept ? (" (kept in git config " + key + ")").c_str() : "");
   };
   o.authenticate = std::move(authenticate);
-  o.timeout = timeout;
-  o.low_speed = low_speed;
   // As git sends it to the same URL (http.<url>.extraHeader first).
   ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> extra, git::ConfigGetForUrl("http.extraheader", endpoint));
   if (extra && !extra->empty()) o.headers.push_back(*extra);

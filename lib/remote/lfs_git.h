@@ -16,14 +16,23 @@
 
 namespace zipnn::remote {
 
-// The store at the LFS API `endpoint` for git remote `remote`, sending
-// objects over `max_object_size` bytes (0: no limit known) in parts; with
-// `authenticate` (a repository reached over ssh), the API's place and
-// headers for each operation come from it instead. A limit the server
-// states in refusing an upload is kept in remote.<name>.zipnnMaxObjectSize
-// (for a remote with a name), and said on stderr.
+// How objects move to and from a Git LFS store (lfs::Options has each).
+struct LfsTransfers {
+  double timeout = 60;
+  LowSpeed low_speed = kDefaultLowSpeed;
+  uint64_t max_object_size = 0;
+  uint64_t part_size = 0;
+  int connections = 1;
+};
+
+// The store at the LFS API `endpoint` for git remote `remote`, moving
+// objects as `transfers` says; with `authenticate` (a repository reached
+// over ssh), the API's place and headers for each operation come from it
+// instead. A limit the server states in refusing an upload is kept in
+// remote.<name>.zipnnMaxObjectSize (for a remote with a name), and said
+// on stderr.
 Result<std::unique_ptr<RemoteStore>> OpenGitLfsStore(
-    const std::string& remote, const std::string& endpoint, double timeout, LowSpeed low_speed,
-    uint64_t max_object_size, std::function<Result<lfs::Grant>(const std::string& operation)> authenticate = nullptr);
+    const std::string& remote, const std::string& endpoint, const LfsTransfers& transfers,
+    std::function<Result<lfs::Grant>(const std::string& operation)> authenticate = nullptr);
 
 }  // namespace zipnn::remote

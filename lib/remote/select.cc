@@ -225,6 +225,29 @@ constexpr std::pair<const char*, uint64_t> kLfsObjectLimits[] = {
 // The most bytes remote `t.remote`'s LFS server at `endpoint` takes in
 // one object (0: no limit known): remote.<name>.zipnnMaxObjectSize, else
 // zipnn.maxObjectSize, else what its host is known to take.
+Result<uint64_t> LfsObjectLimit(const RemoteTarget& t, const std::string& endpoint);
+
+// The size of the parts objects go up to a Git LFS server in:
+// remote.<name>.zipnnpartsize, else 64 MiB.
+constexpr uint64_t kLfsPartSize = uint64_t{64} << 20;
+
+// How objects move to and from remote `t.remote`'s LFS server at
+// `endpoint`, as its settings say.
+Result<LfsTransfers> LfsTransfersOf(const RemoteTarget& t, const std::string& endpoint) {
+  LfsTransfers transfers;
+  ZIPNN_ASSIGN_OR_RETURN(transfers.timeout, RemoteTimeout(t.settings));
+  ZIPNN_ASSIGN_OR_RETURN(transfers.low_speed, RemoteLowSpeed(t.settings));
+  ZIPNN_ASSIGN_OR_RETURN(transfers.max_object_size, LfsObjectLimit(t, endpoint));
+  ZIPNN_ASSIGN_OR_RETURN(transfers.connections, ConcurrentTransfers(t.settings));
+  const std::string key = "remote." + t.remote + ".zipnnpartsize";
+  ZIPNN_ASSIGN_OR_RETURN(const std::optional<int64_t> part_size, t.settings.GetInt(key));
+  if (part_size && *part_size < static_cast<int64_t>(lfs::kMinObjectLimit)) {
+    return InvalidArgument(key + " is " + std::to_string(*part_size) + ": it must be at least 64k");
+  }
+  transfers.part_size = part_size ? static_cast<uint64_t>(*part_size) : kLfsPartSize;
+  return transfers;
+}
+
 Result<uint64_t> LfsObjectLimit(const RemoteTarget& t, const std::string& endpoint) {
   for (const std::string key : {"remote." + t.remote + ".zipnnMaxObjectSize", std::string("zipnn.maxObjectSize")}) {
     ZIPNN_ASSIGN_OR_RETURN(const std::optional<int64_t> n, t.settings.GetInt(key));
@@ -264,10 +287,8 @@ Result<std::unique_ptr<RemoteStore>> LfsStore(const RemoteTarget& t) {
                            ", not an http or https URL: set remote." + t.remote +
                            ".lfsurl (or lfs.url) to the https URL of its LFS API");
   }
-  ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout(t.settings));
-  ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed(t.settings));
-  ZIPNN_ASSIGN_OR_RETURN(uint64_t max_object_size, LfsObjectLimit(t, endpoint));
-  return OpenGitLfsStore(t.remote, endpoint, timeout, low_speed, max_object_size);
+  ZIPNN_ASSIGN_OR_RETURN(const LfsTransfers transfers, LfsTransfersOf(t, endpoint));
+  return OpenGitLfsStore(t.remote, endpoint, transfers);
 }
 
 // The Git LFS storage of a repository reached over ssh: its API's place
@@ -276,9 +297,8 @@ Result<std::unique_ptr<RemoteStore>> LfsStore(const RemoteTarget& t) {
 Result<std::unique_ptr<RemoteStore>> LfsOverSsh(const RemoteTarget& target, const SshTarget& t) {
   const std::string& url = target.url;
   ZIPNN_ASSIGN_OR_RETURN(const std::string endpoint, lfs::EndpointOf(url));
-  ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout(target.settings));
-  ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed(target.settings));
-  ZIPNN_ASSIGN_OR_RETURN(uint64_t max_object_size, LfsObjectLimit(target, endpoint));
+  ZIPNN_ASSIGN_OR_RETURN(const LfsTransfers transfers, LfsTransfersOf(target, endpoint));
+  const double timeout = transfers.timeout;
   std::string path = t.path;
   while (!path.empty() && path.front() == '/') path.erase(0, 1);
   // The ssh command line is read now: the settings do not outlive the
@@ -301,7 +321,7 @@ Result<std::unique_ptr<RemoteStore>> LfsOverSsh(const RemoteTarget& target, cons
     }
     return lfs::ParseGrant(run.out);
   };
-  return OpenGitLfsStore(target.remote, endpoint, timeout, low_speed, max_object_size, std::move(authenticate));
+  return OpenGitLfsStore(target.remote, endpoint, transfers, std::move(authenticate));
 }
 
 Result<std::unique_ptr<RemoteStore>> OpenLfs(const RemoteTarget& t) {
