@@ -106,6 +106,16 @@ TEST_CASE("help lists every command, version names both versions") {
   CHECK(v.out == "git-zipnn 0.7.0\nobject format 6\n");
 }
 
+TEST_CASE("the binary names no libgit2, libcurl or libcrypto: each is loaded when a command first calls it") {
+  const std::string needed = Tmp() + "/needed";
+  REQUIRE(std::system(("readelf -d cmd/git-zipnn | grep NEEDED > " + needed).c_str()) == 0);
+  const std::string libraries = Slurp(needed);
+  CHECK(libraries.find("libzstd") != std::string::npos);
+  for (const char* lazy : {"libgit2", "libcurl", "libcrypto"}) {
+    CHECK_MESSAGE(libraries.find(lazy) == std::string::npos, libraries);
+  }
+}
+
 TEST_CASE("a first word that is no command is refused with the closest commands") {
   Run typo = Zipnn("lgo");
   CHECK(typo.code == 1);

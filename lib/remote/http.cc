@@ -9,11 +9,27 @@
 #include <utility>
 
 #include "lib/base/buffer.h"
+#include "lib/base/lazy_library.h"
 #include "lib/base/redact.h"
 #include "lib/base/strings.h"
 #include "lib/remote/lfs_files.h"
 
 namespace zipnn::http {
+
+// libcurl is loaded when the first request needs it
+// (lib/base/lazy_library.h): every command that speaks no HTTP starts
+// without its TLS, Kerberos and LDAP libraries.
+inline constexpr char kLibcurl[] = "libcurl.so.4";
+ZIPNN_LAZY(kLibcurl, curl_global_init)
+ZIPNN_LAZY(kLibcurl, curl_easy_init)
+ZIPNN_LAZY(kLibcurl, curl_easy_reset)
+ZIPNN_LAZY(kLibcurl, curl_easy_cleanup)
+ZIPNN_LAZY(kLibcurl, curl_easy_setopt)
+ZIPNN_LAZY(kLibcurl, curl_easy_getinfo)
+ZIPNN_LAZY(kLibcurl, curl_easy_perform)
+ZIPNN_LAZY(kLibcurl, curl_easy_strerror)
+ZIPNN_LAZY(kLibcurl, curl_slist_append)
+ZIPNN_LAZY(kLibcurl, curl_slist_free_all)
 
 namespace {
 
