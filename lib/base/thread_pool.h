@@ -6,6 +6,7 @@
 // Submit is thread-safe. The destructor waits for queued tasks to finish.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -128,6 +129,20 @@ Status RunOrdered(ThreadPool& pool, size_t count, Produce produce, Consume consu
   submit_more();
   state->finished.wait(lock, [&] { return state->running == 0; });
   return state->status;
+}
+
+// Runs task(0..count-1), up to `threads` at once on threads of their own
+// (transfers that mostly wait: the parts of an object on their
+// connections); the first error, once every task started has ended.
+inline Status RunAll(int threads, size_t count, const std::function<Status(size_t)>& task) {
+  ThreadPool pool(static_cast<int>(std::min<size_t>(count, static_cast<size_t>(std::max(1, threads)))));
+  return RunOrdered<bool>(
+      pool, count,
+      [&](size_t i) -> Result<bool> {
+        ZIPNN_RETURN_IF_ERROR(task(i));
+        return true;
+      },
+      [](size_t, bool) { return OkStatus(); });
 }
 
 }  // namespace zipnn

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cinttypes>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -93,9 +95,32 @@ std::optional<std::string> ConfigSnapshot::Get(const std::string& key) const {
 
 namespace {
 
-bool IsTrue(std::string v) {
+std::string Lowered(std::string v) {
   for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v;
+}
+
+bool IsTrue(const std::string& text) {
+  const std::string v = Lowered(text);
   return v == "true" || v == "yes" || v == "on" || v == "1";
+}
+
+// An integer as git's --type=int reads one (a decimal, octal or hex
+// number, then k, m or g for 2^10, 2^20, 2^30), or nullopt when git
+// would not take it.
+std::optional<int64_t> GitInt(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const intmax_t value = std::strtoimax(text.c_str(), &end, 0);
+  if (errno == ERANGE || end == text.c_str()) return std::nullopt;
+  const std::string unit = Lowered(end);
+  const intmax_t factor = unit.empty() ? 1 : unit == "k" ? intmax_t{1} << 10 : unit == "m" ? intmax_t{1} << 20
+                                         : unit == "g"   ? intmax_t{1} << 30 : 0;
+  if (factor == 0) return std::nullopt;
+  const intmax_t max = INT64_MAX;
+  if ((value < 0 && -max / factor > value) || (value > 0 && max / factor < value)) return std::nullopt;
+  return static_cast<int64_t>(value * factor);
 }
 
 }  // namespace
@@ -104,6 +129,13 @@ bool ConfigSnapshot::Flag(const std::string& key, bool unset) const {
   const auto it = values_.find(key);
   if (it == values_.end()) return unset;
   return !it->second || IsTrue(*it->second);
+}
+
+Result<std::optional<int64_t>> ConfigSnapshot::GetInt(const std::string& key) const {
+  const std::optional<std::string> text = Get(key);
+  if (!text) return std::optional<int64_t>();
+  if (std::optional<int64_t> n = GitInt(*text)) return n;
+  return ConfigGetInt(key);  // git's own word on what it does not take, as it says it
 }
 
 Result<std::optional<std::string>> ConfigGet(const std::string& key, const std::string& cwd) {

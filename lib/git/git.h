@@ -49,6 +49,9 @@ class ConfigSnapshot {
   // As ConfigFlag; a key given with no value ("[zipnn] skipSmudgeErrors"
   // alone) is true, as git reads it.
   bool Flag(const std::string& key, bool unset = false) const;
+  // As ConfigGetInt (git's k, m and g suffixes); a value git would not
+  // take is InvalidArgument, as git words it.
+  Result<std::optional<int64_t>> GetInt(const std::string& key) const;
 
  private:
   // Each key's last value; nullopt for a key given with no value.

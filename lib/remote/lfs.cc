@@ -578,19 +578,6 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
     return std::min(limit, o_.part_size);
   }
 
-  // Runs task(0..n-1), as many at once as there are connections; the
-  // first error.
-  Status AtOnce(size_t n, const std::function<Status(size_t)>& task) {
-    ThreadPool pool(static_cast<int>(std::min<size_t>(n, static_cast<size_t>(std::max(1, o_.connections)))));
-    return RunOrdered<bool>(
-        pool, n,
-        [&](size_t k) -> Result<bool> {
-          ZIPNN_RETURN_IF_ERROR(task(k));
-          return true;
-        },
-        [](size_t, bool) { return OkStatus(); });
-  }
-
   // A part downloaded whole, waiting for those before it to be handed on:
   // in its partial file, or in a scratch file when another process holds
   // that.
@@ -692,7 +679,7 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
       from.push_back(at);
       if (!answers[k].href.empty()) send.push_back(k);
     }
-    return AtOnce(send.size(), [&](size_t i) {
+    return RunAll(o_.connections, send.size(), [&](size_t i) {
       const size_t k = send[i];
       return UploadOne(PieceName(id, k, oids.size()), object, from[k], oids[k], answers[k]);
     });

@@ -314,18 +314,23 @@ class Bucket : public remote::RemoteStore, public remote::SideFiles, public remo
     if (started.status != 200 || upload.empty()) return Failure("cannot start an upload in parts", started);
     const std::string id_query = "uploadId=" + UriEncode(upload);
     Status done = [&]() -> Status {
-      std::string parts;
-      int number = 1;
-      for (uint64_t from = 0; from < object.size(); from += part, ++number) {
+      const size_t count = static_cast<size_t>((object.size() + part - 1) / part);
+      std::vector<std::string> etags(count);
+      ZIPNN_RETURN_IF_ERROR(RunAll(o_.connections, count, [&](size_t i) -> Status {
         http::Request t;
         t.upload = &object;
-        t.from = from;
-        t.size = std::min(part, object.size() - from);
+        t.from = i * part;
+        t.size = std::min(part, object.size() - t.from);
+        const std::string number = std::to_string(i + 1);
         ZIPNN_ASSIGN_OR_RETURN(std::string hash, http::Sha256(object, t.from, t.size));
-        ZIPNN_ASSIGN_OR_RETURN(http::Reply r,
-                               Send("PUT", Url(key, "partNumber=" + std::to_string(number) + "&" + id_query), hash, t));
-        if (r.status != 200 || Etag(r).empty()) return Failure("part " + std::to_string(number) + " refused", r);
-        parts += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" + Etag(r) + "</ETag></Part>";
+        ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("PUT", Url(key, "partNumber=" + number + "&" + id_query), hash, t));
+        if (r.status != 200 || Etag(r).empty()) return Failure("part " + number + " refused", r);
+        etags[i] = Etag(r);
+        return OkStatus();
+      }));
+      std::string parts;
+      for (size_t i = 0; i < count; ++i) {
+        parts += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + etags[i] + "</ETag></Part>";
       }
       const std::string xml = "<CompleteMultipartUpload>" + parts + "</CompleteMultipartUpload>";
       ZIPNN_ASSIGN_OR_RETURN(std::string hash, Sha256(xml));

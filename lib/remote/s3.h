@@ -53,8 +53,9 @@ struct Options {
   std::string region;
   Credentials credentials;
   // Objects larger than this go up in parts of this size (S3 takes at most
-  // 5 GiB in one request).
+  // 5 GiB in one request), `connections` parts at once.
   uint64_t part_size = uint64_t{1} << 30;
+  int connections = 1;
   // Seconds a request may go without a byte moving (whole seconds, at
   // least 1: curl's unit).
   double timeout = 60;

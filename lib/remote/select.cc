@@ -146,6 +146,7 @@ Result<std::unique_ptr<RemoteStore>> OpenS3(const RemoteTarget& t) {
   }
   ZIPNN_ASSIGN_OR_RETURN(o.timeout, RemoteTimeout(t.settings));
   ZIPNN_ASSIGN_OR_RETURN(o.low_speed, RemoteLowSpeed(t.settings));
+  ZIPNN_ASSIGN_OR_RETURN(o.connections, ConcurrentTransfers(t.settings));
   ZIPNN_ASSIGN_OR_RETURN(o.credentials, s3::FindCredentials());
   return s3::Remote(t.url, std::move(o));
 }
@@ -249,7 +250,7 @@ Result<LfsTransfers> LfsTransfersOf(const RemoteTarget& t, const std::string& en
 }
 
 Result<uint64_t> LfsObjectLimit(const RemoteTarget& t, const std::string& endpoint) {
-  for (const std::string key : {"remote." + t.remote + ".zipnnMaxObjectSize", std::string("zipnn.maxObjectSize")}) {
+  for (const std::string& key : {"remote." + t.remote + ".zipnnMaxObjectSize", std::string("zipnn.maxObjectSize")}) {
     ZIPNN_ASSIGN_OR_RETURN(const std::optional<int64_t> n, t.settings.GetInt(key));
     if (!n) continue;
     if (*n < static_cast<int64_t>(lfs::kMinObjectLimit)) {
@@ -443,24 +444,6 @@ bool IsTrue(const std::string& v) {
   return lower == "true" || lower == "yes" || lower == "on" || lower == "1";
 }
 
-// An integer as git's --type=int reads one (a decimal, octal or hex
-// number, then k, m or g for 2^10, 2^20, 2^30), or nullopt when git
-// would not take it.
-std::optional<int64_t> GitInt(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  const intmax_t value = std::strtoimax(text.c_str(), &end, 0);
-  if (errno == ERANGE || end == text.c_str()) return std::nullopt;
-  const std::string unit = Lower(end);
-  const intmax_t factor = unit.empty() ? 1 : unit == "k" ? intmax_t{1} << 10 : unit == "m" ? intmax_t{1} << 20
-                                         : unit == "g"   ? intmax_t{1} << 30 : 0;
-  if (factor == 0) return std::nullopt;
-  const intmax_t max = INT64_MAX;
-  if ((value < 0 && -max / factor > value) || (value > 0 && max / factor < value)) return std::nullopt;
-  return static_cast<int64_t>(value * factor);
-}
-
 }  // namespace
 
 Result<RemoteSettings> RemoteSettings::Read() {
@@ -481,10 +464,10 @@ std::optional<std::string> RemoteSettings::Get(const std::string& key) const {
 }
 
 Result<std::optional<int64_t>> RemoteSettings::GetInt(const std::string& key) const {
-  const std::optional<std::string> text = Get(key);
-  if (!text) return std::optional<int64_t>();
-  if (std::optional<int64_t> n = GitInt(*text)) return n;
-  return git::ConfigGetInt(key);  // git's own word on what it does not take, as it says it
+  // The name as git keeps it (Get's), then the snapshot's reading.
+  const size_t first = key.find('.'), last = key.rfind('.');
+  if (first == std::string::npos) return std::optional<int64_t>();
+  return config_.GetInt(Lower(key.substr(0, first)) + key.substr(first, last - first) + Lower(key.substr(last)));
 }
 
 bool RemoteSettings::Flag(const std::string& key, bool unset) const {
