@@ -57,6 +57,10 @@ Two more files set what a host may set, read at each request:
                            has one: a batch upload of a larger object gets
                            the object's error 422 "Size must be less than
                            or equal to N", and a PUT of one 413.
+  ROOT/../rate             the most bytes a second an upload or download
+                           of an object's bytes goes at, on each
+                           connection, as a real link holds it (the
+                           benchmarks' 25 or 100 MB/s)
   ROOT/../multipart_chunk  C: an upload of more than C bytes, by a client
                            that offers the "multipart" adapter, goes in
                            chunks of C, as the Hugging Face Hub has it: the
@@ -71,8 +75,10 @@ Two more files set what a host may set, read at each request:
 
 Usage: lfs_server.py ROOT USER:PASSWORD [MODE]
 Prints "lfs server listening on 127.0.0.1:PORT" once it takes
-connections, then "METHOD PATH STATUS" for each request it answered, and
-"sent N" after each download that sent N bytes of an object.
+connections, then "METHOD PATH STATUS" for each request it answered,
+"sent N" after each download that sent N bytes of an object, and
+"received N" after each upload of an object's bytes (N those that came,
+all or not).
 """
 import base64
 import hashlib
@@ -139,6 +145,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
             print(self.command, self.path, status, flush=True)
 
     # ---- plumbing -------------------------------------------------------
+
+    def pace(self, started, moved):
+        """Waits until `moved` bytes since `started` keep to the rate."""
+        rate = setting("rate")
+        if rate:
+            ahead = started + moved / rate - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
+
+    def object_body(self):
+        """An object's bytes, read at the rate a connection is held to;
+        logged as "received N", N the bytes that came (all of them or not)."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = self.body()
+        else:
+            length, parts, got, started = int(self.headers.get("Content-Length") or 0), [], 0, time.monotonic()
+            try:
+                while got < length:
+                    parts.append(self.rfile.read(min(length - got, 1 << 18)))
+                    if not parts[-1]:
+                        break
+                    got += len(parts[-1])
+                    self.pace(started, got)
+            finally:
+                with log_lock:
+                    print("received", got, flush=True)
+            return b"".join(parts)
+        with log_lock:
+            print("received", len(data), flush=True)
+        return data
 
     def body(self):
         """The request body, de-chunked when git sends it in chunks."""
@@ -282,7 +318,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer_json(200, reply)
 
     def upload(self, repo, oid):
-        data = self.body()
+        data = self.object_body()
         max_size = setting("max_size")
         if max_size is not None and len(data) > max_size:
             return self.answer_json(413, {"message": "object too large"})
@@ -301,7 +337,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def chunk(self, repo, oid, number, token):
         """A chunk of an upload in chunks, admitted by its link's token."""
-        data = self.body()
+        data = self.object_body()
         with log_lock:
             known = chunk_tokens.get((repo, oid))
         if known is None or token != known:
@@ -395,7 +431,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             self.log_answer(m)
             return
-        self.answer(status, part, "application/octet-stream", headers)
+        if setting("rate") and self.command != "HEAD":
+            self.send_response(status)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(part)))
+            for name, value in headers:
+                self.send_header(name, value)
+            self.end_headers()
+            started = time.monotonic()
+            for at in range(0, len(part), 1 << 18):
+                self.wfile.write(part[at:at + (1 << 18)])
+                self.pace(started, min(len(part), at + (1 << 18)))
+            self.log_answer(status)
+        else:
+            self.answer(status, part, "application/octet-stream", headers)
         if self.command != "HEAD":
             with log_lock:
                 print("sent", len(part), flush=True)

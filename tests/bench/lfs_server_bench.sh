@@ -25,15 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/bench/saves.sh "$@"
-server_log=$work/server.log
-mkdir -p "$work/srv"
-python3 tests/lfs_server.py "$work/srv" bench:bench-pw >"$server_log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 100); do grep -q listening "$server_log" && break; sleep 0.1; done
-port=$(grep -o '127.0.0.1:[0-9]*' "$server_log" | cut -d: -f2)
-printf 'http://bench:bench-pw@127.0.0.1:%s\n' "$port" >"$work/creds"
-git config --global credential.helper "store --file=$work/creds"
+start_lfs_server
 
 # A repository for `tool` with the saves committed, its remote a new
 # repository on the server; with `each`, pushed after every commit.
@@ -54,7 +46,6 @@ commit_saves() {
   done
 }
 server_bytes() { bytes_in "$work/srv/$1.git/lfs-objects"; }
-sent() { awk '$1 == "sent" { n += $2 } END { printf "%d", n }' "$server_log"; }
 clone_store() { if [ "$1" = zipnn ]; then echo .git/zipnn/objects; else echo .git/lfs/objects; fi; }
 
 for ((r = 0; r < runs; r++)); do

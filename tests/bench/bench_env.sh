@@ -1,0 +1,52 @@
+# What every benchmark beside Git LFS needs (sourced, from the top of the
+# tree): a built git-zipnn first on PATH (GIT_ZIPNN_BIN_DIR, else built
+# here); a HOME of its own in $work (removed at exit) with git-zipnn and
+# Git LFS installed; and the helpers below to time rows and take medians.
+command -v git-lfs >/dev/null || bash .ci/deps git-lfs
+# GIT_ZIPNN_BIN_DIR: a folder holding a git-zipnn built already.
+bin=${GIT_ZIPNN_BIN_DIR:-}
+if [ -z "$bin" ]; then
+  bazel build -c opt //cmd:git-zipnn >/dev/null 2>&1 || bazel build -c opt //cmd:git-zipnn
+  bin=$PWD/bazel-bin/cmd
+fi
+work=$(mktemp -d /tmp/zipnn-lfs-bench-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+export HOME=$work/home GIT_CONFIG_NOSYSTEM=1 PATH=$bin:$PATH
+mkdir "$HOME"
+git config --global user.email bench@example.com
+git config --global user.name bench
+git config --global init.defaultBranch main
+git zipnn install >/dev/null
+git lfs install --skip-repo >/dev/null
+
+now() { date +%s.%N; }
+# The median of the numbers on standard input.
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+declare -A took  # "<row> <tool>" -> one figure per run, space-separated
+timed() {        # timed ROW TOOL COMMAND...: runs the command, adds its time to the row
+  local row=$1 tool=$2 s
+  shift 2
+  sync # the writes of the row before are not this row's
+  s=$(now)
+  "$@"
+  took["$row $tool"]+="$(awk "BEGIN { print $(now) - $s }") "
+}
+record() { took["$1 $2"]+="$3 "; } # record ROW TOOL FIGURE
+bytes_in() { find "$@" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
+
+# Starts tests/lfs_server.py on a folder of $work (its ROOT $work/srv, its
+# log $server_log), with git's credential helper answering for it; sets
+# $port and $server, and stops it at exit.
+start_lfs_server() {
+  server_log=$work/server.log
+  mkdir -p "$work/srv"
+  python3 tests/lfs_server.py "$work/srv" bench:bench-pw >"$server_log" 2>&1 &
+  server=$!
+  trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+  for _ in $(seq 100); do grep -q listening "$server_log" && break; sleep 0.1; done
+  port=$(grep -o '127.0.0.1:[0-9]*' "$server_log" | cut -d: -f2)
+  printf 'http://bench:bench-pw@127.0.0.1:%s\n' "$port" >"$work/creds"
+  git config --global credential.helper "store --file=$work/creds"
+}
+# The bytes of objects the server's downloads sent so far.
+sent() { awk '$1 == "sent" { n += $2 } END { printf "%d", n }' "$server_log"; }
