@@ -74,12 +74,23 @@ Status RunEnv() {
     return OkStatus();
   }
   Line("repository", (folders->top ? *folders->top : std::string("bare")) + " (git folder " + folders->git_dir + ")");
-  const std::string hook = folders->hooks + "/pre-push";
-  std::ifstream hook_file(hook);
-  std::string hook_text((std::istreambuf_iterator<char>(hook_file)), std::istreambuf_iterator<char>());
-  Line("pre-push hook", !FileExists(hook)                                     ? "none (install writes one)"
-                        : hook_text.find("git-zipnn") != std::string::npos ? hook + " (runs git-zipnn)"
-                                                                            : hook + " (not git-zipnn's)");
+  // Whether `name` runs git-zipnn, in words.
+  auto hook_state = [&](const std::string& name) {
+    const std::string hook = folders->hooks + "/" + name;
+    std::ifstream hook_file(hook);
+    std::string hook_text((std::istreambuf_iterator<char>(hook_file)), std::istreambuf_iterator<char>());
+    return !FileExists(hook)                                     ? "none (install writes one)"
+           : hook_text.find("git-zipnn") != std::string::npos ? hook + " (runs git-zipnn)"
+                                                                : hook + " (not git-zipnn's)";
+  };
+  Line("pre-push hook", hook_state("pre-push"));
+  const std::string after_checkout = hook_state("post-checkout"), after_merge = hook_state("post-merge");
+  const bool ours = after_checkout.find("(runs git-zipnn)") != std::string::npos &&
+                    after_merge.find("(runs git-zipnn)") != std::string::npos;
+  Line("large files", ours ? "checkpoints over zipnn.checkoutOutsideAbove are written after git's checkout "
+                             "(post-checkout and post-merge run git-zipnn)"
+                           : "through git's filter, whatever their size (post-checkout: " + after_checkout +
+                                 "; post-merge: " + after_merge + ")");
   Result<std::vector<std::string>> tracked = ops::TrackedPatterns();
   if (tracked.ok()) {
     std::string list;

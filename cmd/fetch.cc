@@ -89,4 +89,30 @@ Action SetupPull(CLI::App& sub) {
   return [a] { return RunPull(*a); };
 }
 
+// The post-checkout and post-merge hooks: the checkpoints smudge left as
+// pointers for being larger than git's filter takes, written now. git's
+// own arguments to the hook say nothing this needs.
+Action SetupWriteLeftOutside(CLI::App& sub) {
+  sub.allow_extras();
+  return []() -> Status {
+    ops::Context context;
+    auto said = [](const std::string& path, const Result<std::optional<ContentId>>& written) {
+      if (written.status().code() == StatusCode::kRemoved) {
+        std::fprintf(stderr, "git-zipnn: %s; left as its pointer\n", RedactSecrets(written.status().message()).c_str());
+      } else if (!written.ok()) {
+        std::fprintf(stderr, "error: %s: %s (left as its pointer: `git zipnn pull` writes it once that is mended)\n",
+                     path.c_str(), RedactSecrets(written.status().message()).c_str());
+      } else if (*written) {
+        std::fprintf(stderr, "git-zipnn: wrote %s\n", path.c_str());
+      }
+    };
+    ZIPNN_ASSIGN_OR_RETURN(const ops::PullResult written, ops::WriteLeftOutside(context, said));
+    if (written.failed > 0) {
+      return NotFound(std::to_string(written.failed) + " checkpoint" + (written.failed == 1 ? "" : "s") +
+                      " could not be written (see above)");
+    }
+    return OkStatus();
+  };
+}
+
 }  // namespace zipnn::cmd

@@ -16,6 +16,7 @@
 #include "filters/checkpoint_filter.h"
 #include "filters/pkt_line.h"
 #include "lib/base/file.h"
+#include "lib/ops/fetch.h"
 #include "lib/ops/filter_start.h"
 
 namespace zipnn::cmd {
@@ -43,6 +44,8 @@ filters::SmudgeOptions SmudgeFor(const ops::FilterStart& start) {
   options.leave_pointers = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE");
   options.keep_pointer_on_error = EnvFlag("GIT_ZIPNN_SKIP_SMUDGE_ERRORS") || start.skip_smudge_errors;
   options.fetch_missing = true;
+  options.outside_above = start.checkout_outside_above;
+  options.outside_list = [] { return ops::LeftOutsideList(); };
   return options;
 }
 

@@ -1,5 +1,8 @@
 #include "filters/checkpoint_filter.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -81,6 +84,17 @@ std::optional<std::string> CheckpointFilter::NextDelayed() {
   return path;
 }
 
+Status CheckpointFilter::NoteOutside(const std::string& path) {
+  if (!smudge_.outside_list) return Unsupported("no list of what is written after git's checkout");
+  ZIPNN_ASSIGN_OR_RETURN(const std::string list, smudge_.outside_list());
+  const int fd = ::open(list.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError(list + ": cannot open it to add " + path);
+  const std::string entry = path + '\0';
+  const Status written = WriteAll(fd, entry.data(), entry.size(), list);
+  ::close(fd);
+  return written;
+}
+
 Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, ByteSink& out) {
   ZIPNN_ASSIGN_OR_RETURN(std::string head, ReadHead(content));
   // A delayed file, asked for again: git sends no content this time.
@@ -99,6 +113,22 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
   if (smudge_.leave_pointers) {
     ++pointers_left_;
     return out.Append(head.data(), head.size());
+  }
+  if (smudge_.outside_above != 0 && pointer.size > smudge_.outside_above) {
+    const Status noted = NoteOutside(path);
+    if (noted.ok()) {
+      if (left_outside_++ == 0) {
+        std::fprintf(stderr,
+                     "git-zipnn: checkpoints over %s are written after git's checkout (zipnn.checkoutOutsideAbove); "
+                     "one left a pointer by a command that runs no hook (git reset, restore, stash) is written by "
+                     "`git zipnn pull`\n",
+                     HumanBytes(smudge_.outside_above).c_str());
+      }
+      return out.Append(head.data(), head.size());
+    }
+    // Not noted, it goes through git as any other.
+    std::fprintf(stderr, "git-zipnn: warning: %s; %s goes through git's filter\n", noted.message().c_str(),
+                 path.c_str());
   }
   Progress progress("git-zipnn: " + path, pointer.size);
   progress.Update("restoring", 0);

@@ -44,6 +44,12 @@ struct SmudgeOptions {
   // warning, instead of failing git's whole checkout (zipnn.skipSmudgeErrors,
   // GIT_ZIPNN_SKIP_SMUDGE_ERRORS=1); `git zipnn pull` restores it later.
   bool keep_pointer_on_error = false;
+  // Checkpoints of more bytes are checked out as their pointers and named
+  // in `outside_list`, for git-zipnn's post-checkout and post-merge hooks
+  // to write once git is done: git holds each file a filter hands it
+  // whole in memory (ops::FilterStart::checkout_outside_above; 0: none).
+  uint64_t outside_above = 0;
+  std::function<Result<std::string>()> outside_list;  // its path, asked once
 };
 
 class CheckpointFilter : public FilterHandler {
@@ -71,6 +77,8 @@ class CheckpointFilter : public FilterHandler {
   Status Finish();
   // How many pointers smudge checked out as they are (leave_pointers).
   size_t pointers_left() const { return pointers_left_; }
+  // How many checkpoints it left for the hooks to write (outside_above).
+  size_t left_outside() const { return left_outside_; }
 
   Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override;
   Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override;
@@ -84,6 +92,8 @@ class CheckpointFilter : public FilterHandler {
   std::optional<std::string> NextDelayed() override;
 
  private:
+  // Adds `path` to the list of what the hooks write after git's checkout.
+  Status NoteOutside(const std::string& path);
   // A work-tree file holding version `id` (of `series`), verified, for a
   // restore to start from; access::Versions adds the kept raw copies.
   std::optional<ReadFile> FindCopy(const ContentId& id, const std::string& series);
@@ -104,6 +114,7 @@ class CheckpointFilter : public FilterHandler {
   SmudgeOptions smudge_;
   access::Versions versions_;  // reads repo_
   size_t pointers_left_ = 0;
+  size_t left_outside_ = 0;
   ops::Cleaner cleaner_;  // borrows series_
 };
 

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,61 +15,143 @@ namespace zipnn::git {
 
 namespace {
 
-// The pre-push hook: git-zipnn sends the objects first, then the hook that
-// was there before install (kept beside it) runs with the same input.
-constexpr char kHookMarker[] = "# git-zipnn pre-push hook";
-constexpr char kChained[] = "pre-push.before-zipnn";
-constexpr char kHook[] = R"hook(#!/bin/sh
-# git-zipnn pre-push hook (written by git-zipnn: docs/commands/install.md).
-# Sends the checkpoint objects that the pushed commits need to the
-# remote's object store before git sends the pointers, then runs the hook
-# that was here before (pre-push.before-zipnn), if there was one.
-command -v git-zipnn >/dev/null 2>&1 || {
-  echo >&2 "git-zipnn is not on PATH; it is needed to push checkpoints (docs/remotes.md)"
-  exit 2
-}
-input=$(mktemp) || exit 1
-trap 'rm -f "$input"' EXIT
-cat >"$input"
-git-zipnn pre-push "$@" <"$input" || exit $?
-chained="$(dirname "$0")/pre-push.before-zipnn"
-if [ -x "$chained" ]; then
-  "$chained" "$@" <"$input" || exit $?
-elif command -v git-lfs >/dev/null 2>&1 && [ -n "$(git config filter.lfs.process)" ]; then
-  # What Git LFS's own hook runs, had it got here first: its files go too.
-  git lfs pre-push "$@" <"$input" || exit $?
-fi
-)hook";
+// One hook: its name, what it is for (in messages), and the lines of its
+// script that do the work. Every hook runs `git-zipnn <name> "$@"` (its
+// standard input kept for the one that was there before, kept beside it
+// as <name>.before-zipnn and run after ours), else Git LFS's own hook
+// when Git LFS tracks files here and got no hook in first.
+struct Hook {
+  const char* name;
+  const char* why;     // "so that git push sends checkpoints"
+  const char* doing;   // the script's comment on what git-zipnn does
+  bool reads_input;    // git feeds it lines on standard input (pre-push)
+  bool fails_the_run;  // its failure stops git (pre-push): else only said
+};
+constexpr Hook kHooks[] = {
+    {"pre-push", "so that git push sends checkpoints",
+     "Sends the checkpoint objects that the pushed commits need to the\n"
+     "# remote's object store before git sends the pointers",
+     true, true},
+    {"post-checkout", "so that checkpoints too large for git's filter are written after checkouts and merges",
+     "Writes the checkpoints too large to pass through git's filter\n"
+     "# (zipnn.checkoutOutsideAbove), which the checkout left as pointers",
+     false, false},
+    {"post-merge", "so that checkpoints too large for git's filter are written after checkouts and merges",
+     "Writes the checkpoints too large to pass through git's filter\n"
+     "# (zipnn.checkoutOutsideAbove), which the merge left as pointers",
+     false, false},
+};
 
-// Whether the hook at `path` is the one Git LFS writes: besides comments
-// and its check that git-lfs is on PATH, only `git lfs pre-push "$@"`.
-bool IsGitLfsHook(const std::string& path) {
+std::string Marker(const Hook& h) { return std::string("# git-zipnn ") + h.name + " hook"; }
+std::string Chained(const Hook& h) { return std::string(h.name) + ".before-zipnn"; }
+
+std::string Script(const Hook& h) {
+  const std::string name = h.name;
+  const std::string in = h.reads_input ? " <\"$input\"" : "";
+  std::string s = "#!/bin/sh\n" + Marker(h) + " (written by git-zipnn: docs/commands/install.md).\n# " + h.doing +
+                  ",\n# then runs the hook that was here before (" + Chained(h) + "), if there was one.\n";
+  s += "command -v git-zipnn >/dev/null 2>&1 || {\n"
+       "  echo >&2 \"git-zipnn is not on PATH; it is needed for checkpoints (docs/commands/install.md)\"\n"
+       "  exit 2\n"
+       "}\n";
+  if (h.reads_input) s += "input=$(mktemp) || exit 1\ntrap 'rm -f \"$input\"' EXIT\ncat >\"$input\"\n";
+  s += "git-zipnn " + name + " \"$@\"" + in + " || exit $?\n";
+  s += "chained=\"$(dirname \"$0\")/" + Chained(h) + "\"\n";
+  s += "if [ -x \"$chained\" ]; then\n  \"$chained\" \"$@\"" + in + " || exit $?\n";
+  s += "elif command -v git-lfs >/dev/null 2>&1 && [ -n \"$(git config filter.lfs.process)\" ]; then\n"
+       "  # What Git LFS's own hook runs, had it got here first: its files go too.\n"
+       "  git lfs " + name + " \"$@\"" + in + " || exit $?\nfi\n";
+  return s;
+}
+
+// Whether the hook at `path` is the one Git LFS writes for `h`: besides
+// comments and its check that git-lfs is on PATH, only
+// `git lfs <name> "$@"`.
+bool IsGitLfsHook(const Hook& h, const std::string& path) {
   auto text = ReadWholeFile(path);
   if (!text.ok()) return false;
   std::istringstream in(std::string(text->begin(), text->end()));
   bool runs_lfs = false;
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#' || line.rfind("command -v git-lfs ", 0) == 0) continue;
-    if (line != "git lfs pre-push \"$@\"") return false;
+    if (line != "git lfs " + std::string(h.name) + " \"$@\"") return false;
     runs_lfs = true;
   }
   return runs_lfs;
 }
 
-bool IsOurHook(const std::string& path) {
+bool IsOurHook(const Hook& h, const std::string& path) {
   auto text = ReadWholeFile(path);
   if (!text.ok()) return false;
-  return std::string(text->begin(), text->end()).find(kHookMarker) != std::string::npos;
+  return std::string(text->begin(), text->end()).find(Marker(h)) != std::string::npos;
 }
 
-// Writes our hook at `hook`, executable; without `overwrite`, a hook
+// Writes our hook at `path`, executable; without `overwrite`, a hook
 // that appeared meanwhile is an error and stays.
-Status WriteHook(const std::string& hook, bool overwrite) {
-  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(hook, overwrite));
-  ZIPNN_RETURN_IF_ERROR(out.Append(kHook, sizeof kHook - 1));
+Status WriteHook(const Hook& h, const std::string& path, bool overwrite) {
+  const std::string script = Script(h);
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path, overwrite));
+  ZIPNN_RETURN_IF_ERROR(out.Append(script.data(), script.size()));
   ZIPNN_RETURN_IF_ERROR(out.Commit());
-  if (::chmod(hook.c_str(), 0755) != 0) return IoError(hook + ": cannot make it executable");
+  if (::chmod(path.c_str(), 0755) != 0) return IoError(path + ": cannot make it executable");
   return OkStatus();
+}
+
+// What the filter did to one hook.
+struct Ensured {
+  bool ours = true;      // ours is there now
+  bool written = false;  // by this call
+  std::string said;      // anything else to say (Git LFS's chained, a warning)
+};
+
+// The filter's part for one hook: writes ours when there is none.
+Ensured EnsureHook(const Hook& h, const std::string& dir) {
+  const std::string hook = dir + "/" + h.name, chained = dir + "/" + Chained(h);
+  Ensured e;
+  if (IsOurHook(h, hook)) return e;
+  // Git LFS's hook, in a repository that tracks files with both: it is
+  // chained, as install does, so that both run.
+  if (IsGitLfsHook(h, hook) && !FileExists(chained)) {
+    if (::rename(hook.c_str(), chained.c_str()) == 0) {
+      Status written = WriteHook(h, hook, /*overwrite=*/false);
+      if (written.ok()) {
+        e.said = "installed the " + std::string(h.name) + " hook in " + dir + ", which runs Git LFS's after it (kept as " +
+                 Chained(h) + "), " + h.why + " and Git LFS's files are handled";
+        return e;
+      }
+      if (IsOurHook(h, hook)) return e;  // another process did the same meanwhile
+      (void)::rename(chained.c_str(), hook.c_str());
+    }
+  }
+  e.ours = false;
+  if (FileExists(hook)) {
+    // Without ours after a checkout the filter passes large checkpoints
+    // through git, as before: nothing lost, nothing to say.
+    if (h.fails_the_run) {
+      e.said = "warning: " + hook + " is another program's " + h.name +
+               " hook, so `git push` will not send checkpoint objects; run `git zipnn install --local` to run both";
+    }
+    return e;
+  }
+  Status written = MakeDirectories(dir);
+  if (written.ok()) written = WriteHook(h, hook, /*overwrite=*/false);
+  e.ours = e.written = written.ok();
+  if (written.ok() || IsOurHook(h, hook)) {  // or another process wrote it meanwhile
+    e.ours = true;
+    return e;
+  }
+  if (h.fails_the_run) {
+    e.said = "warning: cannot install the " + std::string(h.name) + " hook (" + written.message() +
+             "); `git push` will not send checkpoint objects until `git zipnn install --local` does";
+  }
+  return e;
+}
+
+// "a", "a and b", "a, b and c".
+std::string Listed(const std::vector<std::string>& words) {
+  std::string text;
+  for (size_t i = 0; i < words.size(); ++i) text += (i == 0 ? "" : i + 1 == words.size() ? " and " : ", ") + words[i];
+  return text;
 }
 
 }  // namespace
@@ -78,17 +161,20 @@ Result<std::vector<std::string>> InstallHook() {
   Result<std::string> dir = HooksFolder();
   if (!dir.ok()) return said;
   ZIPNN_RETURN_IF_ERROR(MakeDirectories(*dir));
-  const std::string hook = *dir + "/pre-push", chained = *dir + "/" + kChained;
-  if (FileExists(hook) && !IsOurHook(hook)) {
-    if (FileExists(chained)) {
-      return InvalidArgument(hook + " is not git-zipnn's and " + chained +
-                             " exists too; merge them by hand, then run install again");
+  for (const Hook& h : kHooks) {
+    const std::string hook = *dir + "/" + h.name, chained = *dir + "/" + Chained(h);
+    if (FileExists(hook) && !IsOurHook(h, hook)) {
+      if (FileExists(chained)) {
+        return InvalidArgument(hook + " is not git-zipnn's and " + chained +
+                               " exists too; merge them by hand, then run install again");
+      }
+      if (::rename(hook.c_str(), chained.c_str()) != 0) return IoError(hook + ": cannot move it aside");
+      said.push_back("kept the " + std::string(h.name) + " hook that was there as " + chained +
+                     "; it runs after git-zipnn's");
     }
-    if (::rename(hook.c_str(), chained.c_str()) != 0) return IoError(hook + ": cannot move it aside");
-    said.push_back("kept the pre-push hook that was there as " + chained + "; it runs after git-zipnn's");
+    ZIPNN_RETURN_IF_ERROR(WriteHook(h, hook, /*overwrite=*/true));
   }
-  ZIPNN_RETURN_IF_ERROR(WriteHook(hook, /*overwrite=*/true));
-  said.push_back("pre-push hook installed in " + *dir);
+  said.push_back("pre-push, post-checkout and post-merge hooks installed in " + *dir);
   return said;
 }
 
@@ -96,43 +182,45 @@ Result<std::vector<std::string>> UninstallHook() {
   std::vector<std::string> said;
   Result<std::string> dir = HooksFolder();
   if (!dir.ok()) return said;
-  const std::string hook = *dir + "/pre-push", chained = *dir + "/" + kChained;
-  if (!IsOurHook(hook)) return said;
-  if (::unlink(hook.c_str()) != 0) return IoError(hook + ": cannot remove it");
-  if (FileExists(chained) && ::rename(chained.c_str(), hook.c_str()) != 0) {
-    return IoError(chained + ": cannot put it back as " + hook);
+  std::vector<std::string> removed;
+  for (const Hook& h : kHooks) {
+    const std::string hook = *dir + "/" + h.name, chained = *dir + "/" + Chained(h);
+    if (!IsOurHook(h, hook)) continue;
+    if (::unlink(hook.c_str()) != 0) return IoError(hook + ": cannot remove it");
+    if (FileExists(chained) && ::rename(chained.c_str(), hook.c_str()) != 0) {
+      return IoError(chained + ": cannot put it back as " + hook);
+    }
+    removed.push_back(h.name);
   }
-  said.push_back("pre-push hook removed from " + *dir);
+  if (!removed.empty()) {
+    said.push_back(Listed(removed) + (removed.size() == 1 ? " hook" : " hooks") + " removed from " + *dir);
+  }
   return said;
 }
 
-std::string EnsureHook(const std::string& dir) {
-  const std::string hook = dir + "/pre-push", chained = dir + "/" + kChained;
-  if (IsOurHook(hook)) return "";
-  // Git LFS's hook, in a repository that tracks files with both: it is
-  // chained, as install does, so that git push sends both kinds.
-  if (IsGitLfsHook(hook) && !FileExists(chained)) {
-    if (::rename(hook.c_str(), chained.c_str()) == 0) {
-      Status written = WriteHook(hook, /*overwrite=*/false);
-      if (written.ok()) {
-        return "installed the pre-push hook in " + dir + ", which runs Git LFS's after it (kept as " + kChained +
-               "), so that git push sends checkpoints and Git LFS's files";
-      }
-      if (IsOurHook(hook)) return "";  // another process did the same meanwhile
-      (void)::rename(chained.c_str(), hook.c_str());
+EnsuredHooks EnsureHooks(const std::string& dir) {
+  EnsuredHooks ensured;
+  ensured.writes_after_checkout = true;
+  std::vector<std::string> written, why;
+  for (const Hook& h : kHooks) {
+    const Ensured e = EnsureHook(h, dir);
+    if (e.written) {
+      written.push_back(h.name);
+      if (std::find(why.begin(), why.end(), h.why) == why.end()) why.push_back(h.why);
     }
+    if (!e.said.empty()) ensured.said.push_back(e.said);
+    if (!h.fails_the_run && !e.ours) ensured.writes_after_checkout = false;
   }
-  if (FileExists(hook)) {
-    return "warning: " + hook +
-           " is another program's pre-push hook, so `git push` will not send checkpoint "
-           "objects; run `git zipnn install --local` to run both";
+  if (!written.empty()) {
+    // One line for what a clone writes: "so that git push sends
+    // checkpoints and checkpoints too large for ... after a checkout".
+    std::string reasons = why[0];
+    for (size_t i = 1; i < why.size(); ++i) reasons += " and " + why[i].substr(std::string("so that ").size());
+    ensured.said.insert(ensured.said.begin(), "installed the " + Listed(written) +
+                                                  (written.size() == 1 ? " hook in " : " hooks in ") + dir + ", " +
+                                                  reasons);
   }
-  Status written = MakeDirectories(dir);
-  if (written.ok()) written = WriteHook(hook, /*overwrite=*/false);
-  if (written.ok()) return "installed the pre-push hook in " + dir + ", so that git push sends checkpoints";
-  if (IsOurHook(hook)) return "";  // another process wrote it meanwhile
-  return "warning: cannot install the pre-push hook (" + written.message() +
-         "); `git push` will not send checkpoint objects until `git zipnn install --local` does";
+  return ensured;
 }
 
 }  // namespace zipnn::git

@@ -1,9 +1,13 @@
-// The pre-push hook that sends checkpoint objects to a remote's store
-// before git sends the pointers that name them. `install` writes it (and
-// keeps a hook that was there, run after ours); the filter writes it too
-// when a repository has no pre-push hook at all (a clone, or one where
-// install ran only with --global), so that a plain `git push` never sends
-// pointers without their objects, as git-lfs does from its smudge.
+// The git hooks git-zipnn runs from (docs/commands/install.md):
+// pre-push, which sends checkpoint objects to a remote's store before git
+// sends the pointers that name them; post-checkout and post-merge, which
+// write the checkpoints too large to pass through git's filter
+// (zipnn.checkoutOutsideAbove: git holds every file a filter hands it
+// whole in memory) once git's checkout, clone, switch, pull or merge has
+// left their pointers. `install` writes them (and keeps a hook that was
+// there, run after ours); the filter writes them too when a repository
+// has none of its own (a clone, or one where install ran only with
+// --global), as git-lfs does from its smudge.
 #pragma once
 
 #include <string>
@@ -13,18 +17,27 @@
 
 namespace zipnn::git {
 
-// Writes the hook, moving a pre-push hook that is not ours aside to be
-// run after it. Nothing outside a repository. Returns what it did, a
-// line each, for the user.
+// Writes the hooks, moving each one that is not ours aside to be run
+// after it. Nothing outside a repository. Returns what it did, a line
+// each, for the user.
 Result<std::vector<std::string>> InstallHook();
-// Removes our hook and puts back the one it kept; what it did.
+// Removes our hooks and puts back the ones they kept; what it did.
 Result<std::vector<std::string>> UninstallHook();
-// For the filter: writes the hook into `hooks_folder` (HooksFolder, or
-// RepositoryFolders' hooks) when there is none; when another
-// program's hook is there, leaves it (`install` chains the two). Never
-// fails, since git's own work comes first: returns a line for the user
-// when it wrote the hook or could not, or when pushes will not send
-// checkpoints; empty when the hook was there.
-std::string EnsureHook(const std::string& hooks_folder);
+
+// What the filter found or did to the hooks of `hooks_folder` (HooksFolder,
+// or RepositoryFolders' hooks).
+struct EnsuredHooks {
+  // Lines for the user: a hook written, or one it could not (another
+  // program's is there: `install` chains the two); none when ours were
+  // there.
+  std::vector<std::string> said;
+  // Whether git runs ours after a checkout and a merge (both post-checkout
+  // and post-merge are git-zipnn's), so that the filter may leave large
+  // checkpoints for them to write.
+  bool writes_after_checkout = false;
+};
+// Writes each hook that is missing. Never fails, since git's own work
+// comes first.
+EnsuredHooks EnsureHooks(const std::string& hooks_folder);
 
 }  // namespace zipnn::git

@@ -158,19 +158,17 @@ Result<remote::Transferred> Fetch(Context& context, const FetchPlan& plan) {
   return remote::FetchPointers(*store, *settings, plan.remote, plan.found);
 }
 
-Result<PullResult> RestorePointerFiles(Context& context, const FetchRequest& a, const OnRestored& on_file) {
+namespace {
+
+// Writes the checkpoint of each of `paths` (from the top of the work tree)
+// that holds a pointer, and brings the index record of each that is
+// what the index names up to date.
+Result<PullResult> RestoreFiles(Context& context, const std::vector<std::string>& paths, const OnRestored& on_file) {
   ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
   ZIPNN_ASSIGN_OR_RETURN(std::string top, git::TopLevel());
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> paths, git::TrackedPaths());
   // What the index names for each path: a restored file that is that
   // version has its index record brought up to date.
   ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
-  if (!a.include.empty() || !a.exclude.empty()) {  // the files chosen, as for the fetch
-    ZIPNN_ASSIGN_OR_RETURN(const std::set<std::string> chosen,
-                           Chosen(*git_repo, std::set<std::string>(paths.begin(), paths.end()), a));
-    paths.erase(std::remove_if(paths.begin(), paths.end(), [&](const std::string& p) { return !chosen.count(p); }),
-                paths.end());
-  }
   using Staged = std::map<std::string, ContentId>;
   ZIPNN_ASSIGN_OR_RETURN(const Staged staged, git::StagedPointers(*git_repo));
   std::vector<std::string> restored;  // those whose index entry names them
@@ -209,6 +207,43 @@ Result<PullResult> RestorePointerFiles(Context& context, const FetchRequest& a, 
   git::RestageUnchanged(restored, top);
   list.Remove();
   return result;
+}
+
+}  // namespace
+
+Result<PullResult> RestorePointerFiles(Context& context, const FetchRequest& a, const OnRestored& on_file) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> paths, git::TrackedPaths());
+  if (!a.include.empty() || !a.exclude.empty()) {  // the files chosen, as for the fetch
+    ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
+    ZIPNN_ASSIGN_OR_RETURN(const std::set<std::string> chosen,
+                           Chosen(*git_repo, std::set<std::string>(paths.begin(), paths.end()), a));
+    paths.erase(std::remove_if(paths.begin(), paths.end(), [&](const std::string& p) { return !chosen.count(p); }),
+                paths.end());
+  }
+  return RestoreFiles(context, paths, on_file);
+}
+
+Result<std::string> LeftOutsideList() { return git::WorkTreeGitPath("zipnn/checkout-outside"); }
+
+Result<PullResult> WriteLeftOutside(Context& context, const OnRestored& on_file) {
+  ZIPNN_ASSIGN_OR_RETURN(const std::string list, LeftOutsideList());
+  Result<std::vector<uint8_t>> text = ReadWholeFile(list);
+  if (!text.ok()) return PullResult{};  // none left (what cannot be read stays pointers, for pull)
+  // Taken before the work: a checkout meanwhile notes its own anew.
+  ::unlink(list.c_str());
+  std::vector<std::string> paths;
+  std::set<std::string> seen;
+  std::string path;
+  for (const uint8_t c : *text) {
+    if (c != 0) {
+      path += static_cast<char>(c);
+    } else if (!path.empty()) {
+      if (seen.insert(path).second) paths.push_back(path);
+      path.clear();
+    }
+  }
+  if (paths.empty()) return PullResult{};
+  return RestoreFiles(context, paths, on_file);
 }
 
 Result<git::FoundPointers> PointersToPush(Context& context, const std::vector<std::string>& refs, bool all) {

@@ -54,6 +54,17 @@ struct PullResult {
 };
 Result<PullResult> RestorePointerFiles(Context& context, const FetchRequest& request, const OnRestored& on_file);
 
+// Where smudge names the checkpoints it left as pointers for being larger
+// than git's filter takes (filters::SmudgeOptions::outside_list):
+// zipnn/checkout-outside in the work tree's git folder, each path ended
+// by a NUL.
+Result<std::string> LeftOutsideList();
+// The post-checkout and post-merge hooks' work: each checkpoint the list
+// names written where the work tree holds its pointer, as pull writes
+// them (what the store lacks fetched; the index brought up to date); the
+// list goes. Nothing, at the cost of one git run, when there is none.
+Result<PullResult> WriteLeftOutside(Context& context, const OnRestored& on_file);
+
 // push's pointers: those the commits of `refs` (default HEAD; `all`:
 // every ref's) need.
 Result<git::FoundPointers> PointersToPush(Context& context, const std::vector<std::string>& refs, bool all);

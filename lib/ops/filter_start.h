@@ -28,7 +28,16 @@ struct FilterStart {
   Status series_error;
   bool skip_smudge_errors = false;  // zipnn.skipsmudgeerrors
   std::unique_ptr<git::ConfigSnapshot> config;
+  // Checkpoints of more bytes are left as pointers by smudge, for the
+  // post-checkout and post-merge hooks to write (0: none is; so when
+  // those hooks are another program's).
+  uint64_t checkout_outside_above = 0;
 };
+
+// The setting, and its default: git holds each file a filter hands it
+// whole in memory, so larger checkpoints are written outside git.
+inline constexpr char kCheckoutOutsideKey[] = "zipnn.checkoutoutsideabove";
+inline constexpr uint64_t kCheckoutOutsideAbove = uint64_t{1} << 30;
 // `said` hears what writing the hook has to say. The store is handed over
 // from `context`, which is spent for it.
 Result<FilterStart> StartFilter(Context& context, const std::function<void(const std::string&)>& said);
