@@ -87,8 +87,10 @@ Status RunEnv() {
   const std::string after_checkout = hook_state("post-checkout"), after_merge = hook_state("post-merge");
   const bool ours = after_checkout.find("(runs git-zipnn)") != std::string::npos &&
                     after_merge.find("(runs git-zipnn)") != std::string::npos;
-  Line("large files", ours ? "checkpoints over zipnn.checkoutOutsideAbove are written after git's checkout "
-                             "(post-checkout and post-merge run git-zipnn)"
+  const std::optional<std::string> set = Config("zipnn.checkoutoutsideabove");
+  const std::string limit = set ? *set + " (zipnn.checkoutOutsideAbove)" : "1g (zipnn.checkoutOutsideAbove's default)";
+  Line("large files", ours ? "checkpoints over " + limit +
+                                 " are written after git's checkout (post-checkout and post-merge run git-zipnn)"
                            : "through git's filter, whatever their size (post-checkout: " + after_checkout +
                                  "; post-merge: " + after_merge + ")");
   Result<std::vector<std::string>> tracked = ops::TrackedPatterns();

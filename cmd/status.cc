@@ -81,7 +81,10 @@ Status RunStatus() {
   Section("Checkpoints changed and not staged (git add stores them):", not_staged);
   Section("Checkpoints not added yet (they match a tracked pattern):", not_added);
   Section("Checkpoints of HEAD or the index not in this store (git zipnn fetch gets them):", missing);
-  if (unpushed.empty() && to_commit.empty() && not_staged.empty() && not_added.empty() && missing.empty()) {
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> pointers, ops::PointersInWorkTree(staged));
+  Section("Checkpoints the work tree holds as their pointers (git zipnn pull writes them):", pointers);
+  if (unpushed.empty() && to_commit.empty() && not_staged.empty() && not_added.empty() && missing.empty() &&
+      pointers.empty()) {
     std::printf("Every checkpoint of HEAD is stored here and on a remote branch; nothing is staged or changed.\n");
   }
   return OkStatus();

@@ -119,9 +119,8 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
     if (noted.ok()) {
       if (left_outside_++ == 0) {
         std::fprintf(stderr,
-                     "git-zipnn: checkpoints over %s are written after git's checkout (zipnn.checkoutOutsideAbove); "
-                     "one left a pointer by a command that runs no hook (git reset, restore, stash) is written by "
-                     "`git zipnn pull`\n",
+                     "git-zipnn: checkpoints over %s go to the work tree after git's checkout "
+                     "(zipnn.checkoutOutsideAbove); if one stays a pointer, `git zipnn pull` writes it\n",
                      HumanBytes(smudge_.outside_above).c_str());
       }
       return out.Append(head.data(), head.size());

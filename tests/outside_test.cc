@@ -41,7 +41,8 @@ TEST_CASE("a checkpoint over checkoutOutsideAbove is written after git's clone, 
   // starts, and git runs post-checkout once its checkout is done.
   const Run cloned = repo.Sh("cd .. && git -c zipnn.checkoutOutsideAbove=50k clone -q -b main hub.git clone");
   REQUIRE_MESSAGE(cloned.code == 0, cloned.err);
-  CHECK(cloned.err.find("checkpoints over 50.0 KiB are written after git's checkout (zipnn.checkoutOutsideAbove)") !=
+  CHECK(cloned.err.find("git-zipnn: checkpoints over 50.0 KiB go to the work tree after git's checkout "
+                         "(zipnn.checkoutOutsideAbove); if one stays a pointer, `git zipnn pull` writes it\n") !=
         std::string::npos);
   CHECK(cloned.err.find("git-zipnn: wrote model.safetensors\n") != std::string::npos);
   CheckWritten(repo, "clone", "000200");
@@ -72,7 +73,11 @@ TEST_CASE("a checkpoint over checkoutOutsideAbove is written after git's clone, 
   REQUIRE(reset.code == 0);
   CHECK(reset.err.find("`git zipnn pull`") != std::string::npos);
   CHECK(repo.Sh("head -c 18 ../clone/model.safetensors").out == "git-zipnn pointer ");
+  CHECK(repo.Sh("cd ../clone && git zipnn status").out.find(
+            "Checkpoints the work tree holds as their pointers (git zipnn pull writes them):\n"
+            "        model.safetensors\n") != std::string::npos);
   REQUIRE(repo.Sh("cd ../clone && git zipnn pull -q").code == 0);
+  CHECK(repo.Sh("cd ../clone && git zipnn status").out.find("as their pointers") == std::string::npos);
   CheckWritten(repo, "clone", "000200");
 
   // Below the size (the default is 1 GiB), smudge writes through git as

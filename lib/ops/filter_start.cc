@@ -21,7 +21,10 @@ Result<FilterStart> StartFilter(Context& context, const std::function<void(const
   uint64_t outside_above = 0;
   if (hooks.writes_after_checkout) {
     const Result<std::optional<int64_t>> set = config.GetInt(std::string(kCheckoutOutsideKey));
-    if (!set.ok()) said("warning: " + set.status().message() + " (zipnn.checkoutOutsideAbove: the default holds)");
+    if (!set.ok()) {
+      said("warning: zipnn.checkoutOutsideAbove is \"" + config.Get(std::string(kCheckoutOutsideKey)).value_or("") +
+           "\", not a size (a number, with k, m or g after it: 512m, 2g); the default, 1g, holds");
+    }
     outside_above = set.ok() && *set ? static_cast<uint64_t>(std::max<int64_t>(0, **set)) : kCheckoutOutsideAbove;
   }
   ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.StoreFrom(folders, config));

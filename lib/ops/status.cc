@@ -38,6 +38,16 @@ Result<CheckpointStatus> ReadStatus(Context& context) {
   return status;
 }
 
+Result<std::vector<std::string>> PointersInWorkTree(const std::map<std::string, ContentId>& staged) {
+  ZIPNN_ASSIGN_OR_RETURN(const std::string top, git::TopLevel());
+  std::vector<std::string> pointers;
+  for (const auto& [path, id] : staged) {
+    const Result<std::optional<store::Pointer>> held = store::PointerInFile(top + "/" + path);
+    if (held.ok() && *held) pointers.push_back(path);
+  }
+  return pointers;
+}
+
 Result<WorkTreeChanges> ChangedInWorkTree() {
   ZIPNN_ASSIGN_OR_RETURN(git::WorkTreeChanges changes, git::TrackedChanges());
   return WorkTreeChanges{std::move(changes.changed), std::move(changes.untracked)};

@@ -38,6 +38,12 @@ struct WorkTreeChanges {
 };
 Result<WorkTreeChanges> ChangedInWorkTree();
 
+// Which of `staged` (paths from the top of the work tree) the work tree
+// holds as their pointers, not their checkpoints: left so by a checkout
+// that wrote none (GIT_ZIPNN_SKIP_SMUDGE, an object out of reach, a
+// large one after a command that runs no hook).
+Result<std::vector<std::string>> PointersInWorkTree(const std::map<std::string, ContentId>& staged);
+
 // The checkpoints git-zipnn stores at `rev`, in the order of their
 // series and steps (checkpoint-20 before checkpoint-100): path and
 // pointer.

@@ -3,7 +3,8 @@
 # compress and decompress (a base and a delta), `git add` of a 10-version
 # series through the clean filter, `git zipnn restore` of a base and of
 # the version at the end of the longest chain the default policy makes
-# (9 deltas), `git checkout` through the smudge filter, and analyze.
+# (9 deltas), `git checkout` through the smudge filter and written after
+# git's checkout (zipnn.checkoutOutsideAbove), and analyze.
 #
 #   bash tests/bench/memory_bench.sh TRAJECTORY_DIR [COPIES]
 #
@@ -15,8 +16,9 @@
 #
 # RSS is what GNU time reports for the git-zipnn process alone (for the
 # filters, the long-running filter process git starts), in MiB. git's own
-# memory is printed apart: git reads a whole file into memory to run a
-# clean filter on it, and collects a smudge filter's whole output.
+# memory is printed apart (GNU time's peak of git and what it waited for,
+# its hooks included): git collects a smudge filter's whole output, which
+# is why larger checkpoints are written after its checkout instead.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:?usage: memory_bench.sh TRAJECTORY_DIR [COPIES]}
@@ -99,7 +101,17 @@ row "restore, a base" "$size" "$s" "$r"
 timed s r git zipnn restore "$deepest" -f -o "$work/out"
 cmp "$work/out" "$work/deepest.safetensors" && rm "$work/out"
 row "restore, chain of $depth deltas" "$size" "$s" "$r"
+# Through git's filter (as all were before zipnn.checkoutOutsideAbove),
+# then as a checkpoint of more than 1 GiB goes by default: its pointer
+# through git, the checkpoint written by the post-checkout hook.
+: >"$work/filter"
+timed s r git -c zipnn.checkoutOutsideAbove=0 checkout -- "$deepest"
+cmp "$deepest" "$work/deepest.safetensors"
+row "git checkout, chain of $depth (through git's filter)" "$size" "$s" "$(mib "$work/filter")" "git itself: $r MiB"
+rm "$deepest"
 : >"$work/filter"
 timed s r git checkout -- "$deepest"
 cmp "$deepest" "$work/deepest.safetensors"
-row "git checkout, chain of $depth (smudge filter)" "$size" "$s" "$(mib "$work/filter")" "git itself: $r MiB"
+git diff-files --quiet
+row "git checkout, chain of $depth (written after git's checkout)" "$size" "$s" "$(mib "$work/filter")" \
+  "git and its hook: $r MiB"
