@@ -326,7 +326,10 @@ Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::strin
   if (!CanTrack(remote)) return InvalidArgument("\"" + remote + "\" is not the name of a remote");
   // Patterns, which match nothing rather than fail on a ref the remote
   // lacks.
-  std::vector<std::string> args = {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote};
+  // No maintenance after it: git would run `maintenance run --auto` (a
+  // tenth of a second) in the middle of a push or a checkout.
+  std::vector<std::string> args = {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-maintenance",
+                                   remote};
   for (const UnionRef* u : refs) args.push_back("+" + std::string(u->ref) + "*:" + RemoteRef(*u, remote) + "*");
   ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args));
   if (run.exit_code == 0) {

@@ -44,6 +44,11 @@ constexpr char kMediaType[] = "application/vnd.git-lfs+json";
 // Objects named in one batch request (servers take at least 100).
 constexpr size_t kBatchSize = 100;
 
+// The least an object is cut into to move on several connections at
+// once: each request costs a batch entry, a PUT and a verify, and a part
+// of at least 1 MiB is kept as it comes in (Partial).
+constexpr uint64_t kSpreadPart = uint64_t{4} << 20;
+
 // Downloads of objects this large or larger are kept as they come in
 // (Options::partial_dir), so that one cut short resumes where it stopped.
 constexpr uint64_t kResumableBytes = uint64_t{1} << 20;
@@ -365,14 +370,14 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
   Status Put(const ContentId& id, const ByteSource& object) override {
     ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
     if (info.content_id != id) return InvalidArgument(object.name() + " is not the object of " + id.Hex());
-    ZIPNN_ASSIGN_OR_RETURN(Pieces pieces, HashPieces(object, PieceSize()));
+    ZIPNN_ASSIGN_OR_RETURN(Pieces pieces, HashPieces(object, PieceSize(object.size())));
     uint64_t learnt = 0;
     Status sent = Upload(id, object, pieces, &learnt);
     if (!sent.ok() && learnt != 0) {
       // The server said its limit: kept to from now on, and the object
       // goes up again in parts of it.
       ZIPNN_RETURN_IF_ERROR(Learn(learnt, pieces, sent));
-      ZIPNN_ASSIGN_OR_RETURN(pieces, HashPieces(object, PieceSize()));
+      ZIPNN_ASSIGN_OR_RETURN(pieces, HashPieces(object, PieceSize(object.size())));
       sent = Upload(id, object, pieces, nullptr);
     }
     ZIPNN_RETURN_IF_ERROR(sent);
@@ -571,11 +576,19 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
 
   // The limit uploads keep to now (0: none).
   uint64_t Limit() const { return limit_.load(); }
-  // The size of the parts objects go up in (0: whole).
-  uint64_t PieceSize() const {
+  // The size of the parts an object of `size` bytes goes up in (0:
+  // whole): at most the server's limit and Options::part_size, and small
+  // enough that the object moves on every connection at once, but never
+  // under kSpreadPart.
+  uint64_t PieceSize(uint64_t size) const {
+    uint64_t piece = o_.part_size;
+    if (o_.connections > 1 && size > kSpreadPart) {
+      const uint64_t spread = std::max(kSpreadPart, (size + o_.connections - 1) / o_.connections);
+      piece = piece == 0 ? spread : std::min(piece, spread);
+    }
     const uint64_t limit = Limit();
-    if (limit == 0 || o_.part_size == 0) return std::max(limit, o_.part_size);
-    return std::min(limit, o_.part_size);
+    if (limit == 0 || piece == 0) return std::max(limit, piece);
+    return std::min(limit, piece);
   }
 
   // A part downloaded whole, waiting for those before it to be handed on:

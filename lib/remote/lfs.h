@@ -124,6 +124,8 @@ struct Options {
   // Objects larger than this go up in parts of it too (0: only over
   // max_object_size), so that the parts of one object move at once and
   // a push or fetch cut short moves again only the parts it had not.
+  // With several connections, an object of more than 4 MiB goes up in
+  // as many parts as there are connections, each of at least 4 MiB.
   uint64_t part_size = 0;
   // How many uploads and downloads of LFS objects may run at once, the
   // parts of one object included.

@@ -231,6 +231,9 @@ Result<uint64_t> LfsObjectLimit(const RemoteTarget& t, const std::string& endpoi
 // The size of the parts objects go up to a Git LFS server in:
 // remote.<name>.zipnnpartsize, else 64 MiB.
 constexpr uint64_t kLfsPartSize = uint64_t{64} << 20;
+// Transfers at once to a Git LFS server when no setting says: Git LFS's
+// own default for lfs.concurrenttransfers.
+constexpr int kLfsConcurrentTransfers = 8;
 
 // How objects move to and from remote `t.remote`'s LFS server at
 // `endpoint`, as its settings say.
@@ -240,6 +243,10 @@ Result<LfsTransfers> LfsTransfersOf(const RemoteTarget& t, const std::string& en
   ZIPNN_ASSIGN_OR_RETURN(transfers.low_speed, RemoteLowSpeed(t.settings));
   ZIPNN_ASSIGN_OR_RETURN(transfers.max_object_size, LfsObjectLimit(t, endpoint));
   ZIPNN_ASSIGN_OR_RETURN(transfers.connections, ConcurrentTransfers(t.settings));
+  // Unset, as many as Git LFS itself runs against such a server.
+  if (!t.settings.Get("zipnn.concurrentTransfers") && !t.settings.Get("lfs.concurrenttransfers")) {
+    transfers.connections = kLfsConcurrentTransfers;
+  }
   const std::string key = "remote." + t.remote + ".zipnnpartsize";
   ZIPNN_ASSIGN_OR_RETURN(const std::optional<int64_t> part_size, t.settings.GetInt(key));
   if (part_size && *part_size < static_cast<int64_t>(lfs::kMinObjectLimit)) {
