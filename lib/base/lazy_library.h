@@ -26,17 +26,13 @@ namespace zipnn {
 // never null (the program ends first, saying what is missing).
 void* LibrarySymbol(const char* soname, const char* name);
 
+// The address of a function of type F, looked up when first asked for.
 template <typename F>
-class LazyFunction;
-
-template <typename R, typename... A>
-class LazyFunction<R(A...)> {
+class LazyAddress {
  public:
-  constexpr LazyFunction(const char* soname, const char* name) : soname_(soname), name_(name) {}
-  R operator()(A... a) const { return Get()(std::forward<A>(a)...); }
+  constexpr LazyAddress(const char* soname, const char* name) : soname_(soname), name_(name) {}
 
- private:
-  using F = R(A...);
+ protected:
   F* Get() const {
     F* f = fn_.load(std::memory_order_acquire);
     if (f == nullptr) {
@@ -45,34 +41,32 @@ class LazyFunction<R(A...)> {
     }
     return f;
   }
+
+ private:
   const char* soname_;
   const char* name_;
   mutable std::atomic<F*> fn_{nullptr};
 };
 
+template <typename F>
+class LazyFunction;
+
+template <typename R, typename... A>
+class LazyFunction<R(A...)> : public LazyAddress<R(A...)> {
+ public:
+  using LazyAddress<R(A...)>::LazyAddress;
+  R operator()(A... a) const { return this->Get()(std::forward<A>(a)...); }
+};
+
 // A C function with variable arguments (curl_easy_setopt).
 template <typename R, typename... A>
-class LazyFunction<R(A..., ...)> {
+class LazyFunction<R(A..., ...)> : public LazyAddress<R(A..., ...)> {
  public:
-  constexpr LazyFunction(const char* soname, const char* name) : soname_(soname), name_(name) {}
+  using LazyAddress<R(A..., ...)>::LazyAddress;
   template <typename... V>
   R operator()(A... a, V... v) const {
-    return Get()(a..., v...);
+    return this->Get()(a..., v...);
   }
-
- private:
-  using F = R(A..., ...);
-  F* Get() const {
-    F* f = fn_.load(std::memory_order_acquire);
-    if (f == nullptr) {
-      f = reinterpret_cast<F*>(LibrarySymbol(soname_, name_));
-      fn_.store(f, std::memory_order_release);
-    }
-    return f;
-  }
-  const char* soname_;
-  const char* name_;
-  mutable std::atomic<F*> fn_{nullptr};
 };
 
 // The same for functions their header declares noexcept (glibc's).

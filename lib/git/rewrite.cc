@@ -12,21 +12,12 @@
 #include <utility>
 
 #include "lib/base/file.h"
-#include "lib/base/lazy_library.h"
+#include "lib/base/libcrypto.h"
 #include "lib/base/strings.h"
 #include "lib/git/git.h"
 #include "lib/git/run.h"
 
 namespace zipnn::git {
-
-// libcrypto is loaded when first called (lib/base/lazy_library.h).
-inline constexpr char kLibcrypto[] = "libcrypto.so." ZIPNN_STRING(OPENSSL_SHLIB_VERSION);
-ZIPNN_LAZY(kLibcrypto, EVP_MD_CTX_new)
-ZIPNN_LAZY(kLibcrypto, EVP_MD_CTX_free)
-ZIPNN_LAZY(kLibcrypto, EVP_DigestInit_ex)
-ZIPNN_LAZY(kLibcrypto, EVP_DigestUpdate)
-ZIPNN_LAZY(kLibcrypto, EVP_DigestFinal_ex)
-ZIPNN_LAZY(kLibcrypto, EVP_sha1)
 
 namespace {
 

@@ -6,19 +6,10 @@
 #include <cstdio>
 
 #include "lib/base/fs_ops.h"
-#include "lib/base/lazy_library.h"
+#include "lib/base/libcrypto.h"
 #include "lib/base/strings.h"
 
 namespace zipnn::lfs {
-
-// libcrypto is loaded when first called (lib/base/lazy_library.h).
-inline constexpr char kLibcrypto[] = "libcrypto.so." ZIPNN_STRING(OPENSSL_SHLIB_VERSION);
-ZIPNN_LAZY(kLibcrypto, EVP_MD_CTX_new)
-ZIPNN_LAZY(kLibcrypto, EVP_MD_CTX_free)
-ZIPNN_LAZY(kLibcrypto, EVP_DigestInit_ex)
-ZIPNN_LAZY(kLibcrypto, EVP_DigestUpdate)
-ZIPNN_LAZY(kLibcrypto, EVP_DigestFinal_ex)
-ZIPNN_LAZY(kLibcrypto, EVP_sha256)
 
 namespace {
 
