@@ -49,4 +49,4 @@ start_lfs_server() {
   git config --global credential.helper "store --file=$work/creds"
 }
 # The bytes of objects the server's downloads sent so far.
-sent() { awk '$1 == "sent" { n += $2 } END { printf "%d", n }' "$server_log"; }
+sent() { awk '$1 == "sent" { n += $2 } END { printf "%.0f", n }' "$server_log"; }

@@ -67,7 +67,7 @@ files=("$dir"/step-*."$ext")
 raw=0
 for f in "${files[@]}"; do raw=$((raw + $(stat -c %s "$f"))); done
 file=model.$ext
-received() { awk '$1 == "received" { n += $2 } END { printf "%d", n }' "$server_log"; }
+received() { awk '$1 == "received" { n += $2 } END { printf "%.0f", n }' "$server_log"; }
 
 # A repository for `tool` with the saves committed, its remote a new
 # repository `name` on the server.
