@@ -94,6 +94,13 @@ TEST_CASE("a checkpoint over checkoutOutsideAbove is written after git's clone, 
   off = repo.Sh("cd ../plain && GIT_ZIPNN_SKIP_SMUDGE=1 git -c zipnn.checkoutOutsideAbove=50k checkout -q main");
   CHECK(off.err.find("wrote") == std::string::npos);
   CHECK(repo.Sh("head -c 18 ../plain/model.safetensors").out == "git-zipnn pointer ");
+
+  // git-zipnn uninstalled and gone from PATH, the hooks the filter wrote
+  // stand aside: a checkout goes on as plain git's, saying nothing.
+  REQUIRE(repo.Sh("cd / && git zipnn uninstall --global >/dev/null").code == 0);
+  const Run bare_git = repo.Sh("cd ../clone && PATH=/usr/bin:/bin git checkout -q -b elsewhere");
+  CHECK_MESSAGE(bare_git.code == 0, bare_git.err);
+  CHECK_MESSAGE(bare_git.err.empty(), bare_git.err);
 }
 
 TEST_CASE("with another program's post-checkout hook, large checkpoints go through git; install chains both") {

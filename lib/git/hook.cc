@@ -50,10 +50,16 @@ std::string Script(const Hook& h) {
   const std::string in = h.reads_input ? " <\"$input\"" : "";
   std::string s = "#!/bin/sh\n" + Marker(h) + " (written by git-zipnn: docs/commands/install.md).\n# " + h.doing +
                   ",\n# then runs the hook that was here before (" + Chained(h) + "), if there was one.\n";
-  s += "command -v git-zipnn >/dev/null 2>&1 || {\n"
-       "  echo >&2 \"git-zipnn is not on PATH; it is needed for checkpoints (docs/commands/install.md)\"\n"
-       "  exit 2\n"
-       "}\n";
+  if (h.fails_the_run) {
+    s += "command -v git-zipnn >/dev/null 2>&1 || {\n"
+         "  echo >&2 \"git-zipnn is not on PATH; it is needed to push checkpoints (docs/remotes.md)\"\n"
+         "  exit 2\n"
+         "}\n";
+  } else {
+    // Without git-zipnn no filter ran to leave anything for it: git's
+    // command ends as it would without the hook.
+    s += "command -v git-zipnn >/dev/null 2>&1 || exit 0\n";
+  }
   if (h.reads_input) s += "input=$(mktemp) || exit 1\ntrap 'rm -f \"$input\"' EXIT\ncat >\"$input\"\n";
   s += "git-zipnn " + name + " \"$@\"" + in + " || exit $?\n";
   s += "chained=\"$(dirname \"$0\")/" + Chained(h) + "\"\n";
