@@ -74,25 +74,28 @@ Status RunEnv() {
     return OkStatus();
   }
   Line("repository", (folders->top ? *folders->top : std::string("bare")) + " (git folder " + folders->git_dir + ")");
-  // Whether `name` runs git-zipnn, in words.
-  auto hook_state = [&](const std::string& name) {
+  // The hook `name`: whether it runs git-zipnn, and that in words.
+  struct HookState {
+    bool ours;
+    std::string words;
+  };
+  auto hook_state = [&](const std::string& name) -> HookState {
     const std::string hook = folders->hooks + "/" + name;
+    if (!FileExists(hook)) return {false, "none (install writes one)"};
     std::ifstream hook_file(hook);
     std::string hook_text((std::istreambuf_iterator<char>(hook_file)), std::istreambuf_iterator<char>());
-    return !FileExists(hook)                                     ? "none (install writes one)"
-           : hook_text.find("git-zipnn") != std::string::npos ? hook + " (runs git-zipnn)"
-                                                                : hook + " (not git-zipnn's)";
+    const bool ours = hook_text.find("git-zipnn") != std::string::npos;
+    return {ours, hook + (ours ? " (runs git-zipnn)" : " (not git-zipnn's)")};
   };
-  Line("pre-push hook", hook_state("pre-push"));
-  const std::string after_checkout = hook_state("post-checkout"), after_merge = hook_state("post-merge");
-  const bool ours = after_checkout.find("(runs git-zipnn)") != std::string::npos &&
-                    after_merge.find("(runs git-zipnn)") != std::string::npos;
+  Line("pre-push hook", hook_state("pre-push").words);
+  const HookState after_checkout = hook_state("post-checkout"), after_merge = hook_state("post-merge");
   const std::optional<std::string> set = Config("zipnn.checkoutoutsideabove");
   const std::string limit = set ? *set + " (zipnn.checkoutOutsideAbove)" : "1g (zipnn.checkoutOutsideAbove's default)";
-  Line("large files", ours ? "checkpoints over " + limit +
-                                 " are written after git's checkout (post-checkout and post-merge run git-zipnn)"
-                           : "through git's filter, whatever their size (post-checkout: " + after_checkout +
-                                 "; post-merge: " + after_merge + ")");
+  Line("large files", after_checkout.ours && after_merge.ours
+                          ? "checkpoints over " + limit +
+                                " are written after git's checkout (post-checkout and post-merge run git-zipnn)"
+                          : "through git's filter, whatever their size (post-checkout: " + after_checkout.words +
+                                "; post-merge: " + after_merge.words + ")");
   Result<std::vector<std::string>> tracked = ops::TrackedPatterns();
   if (tracked.ok()) {
     std::string list;

@@ -459,22 +459,31 @@ Result<RemoteSettings> RemoteSettings::Read() {
   return settings;
 }
 
-std::optional<std::string> RemoteSettings::Get(const std::string& key) const {
-  // git's names: the section and the name in lower case, a subsection
-  // (a remote's or a branch's name) as it is.
+namespace {
+
+// `key` as git names it: the section and the name in lower case, a
+// subsection (a remote's or a branch's name) as it is; nullopt for a key
+// with no section.
+std::optional<std::string> GitName(const std::string& key) {
   const size_t first = key.find('.'), last = key.rfind('.');
   if (first == std::string::npos) return std::nullopt;
-  const std::string name = Lower(key.substr(0, first)) + key.substr(first, last - first) + Lower(key.substr(last));
-  std::optional<std::string> value = config_.Get(name);
+  return Lower(key.substr(0, first)) + key.substr(first, last - first) + Lower(key.substr(last));
+}
+
+}  // namespace
+
+std::optional<std::string> RemoteSettings::Get(const std::string& key) const {
+  const std::optional<std::string> name = GitName(key);
+  if (!name) return std::nullopt;
+  std::optional<std::string> value = config_.Get(*name);
   while (value && !value->empty() && value->back() == '\n') value->pop_back();  // as git::ConfigGet
   return value;
 }
 
 Result<std::optional<int64_t>> RemoteSettings::GetInt(const std::string& key) const {
-  // The name as git keeps it (Get's), then the snapshot's reading.
-  const size_t first = key.find('.'), last = key.rfind('.');
-  if (first == std::string::npos) return std::optional<int64_t>();
-  return config_.GetInt(Lower(key.substr(0, first)) + key.substr(first, last - first) + Lower(key.substr(last)));
+  const std::optional<std::string> name = GitName(key);
+  if (!name) return std::optional<int64_t>();
+  return config_.GetInt(*name);
 }
 
 bool RemoteSettings::Flag(const std::string& key, bool unset) const {

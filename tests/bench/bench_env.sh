@@ -50,3 +50,24 @@ start_lfs_server() {
 }
 # The bytes of objects the server's downloads sent so far.
 sent() { awk '$1 == "sent" { n += $2 } END { printf "%.0f", n }' "$server_log"; }
+
+# A repository $work/<name> for `tool` (zipnn or lfs) with each of
+# $files committed in turn as $file (default model.safetensors), its
+# remote a new repository <name>.git on the server; with `each`, pushed
+# after every commit. Leaves the shell in it.
+commit_saves() {
+  local tool=$1 name=$2 each=${3:-} f target=${file:-model.safetensors}
+  rm -rf "$work/$name" "$work/srv/$name.git"
+  git init -q --bare -b main "$work/srv/$name.git"
+  git init -q "$work/$name"
+  cd "$work/$name"
+  git remote add origin "http://127.0.0.1:$port/$name.git"
+  if [ "$tool" = zipnn ]; then git zipnn track "*.${target##*.}" >/dev/null; else git lfs track "*.${target##*.}" >/dev/null; fi
+  git add .gitattributes && git commit -qm setup
+  for f in "${files[@]}"; do
+    cp "$f" "$target"
+    git add "$target"
+    git commit -qm "$(basename "$f")"
+    if [ -n "$each" ]; then git push -q origin main 2>/dev/null; fi
+  done
+}

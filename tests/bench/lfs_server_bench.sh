@@ -26,25 +26,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/bench/saves.sh "$@"
 start_lfs_server
+file=model.safetensors
 
-# A repository for `tool` with the saves committed, its remote a new
-# repository on the server; with `each`, pushed after every commit.
-commit_saves() {
-  local tool=$1 name=$2 each=${3:-} f
-  rm -rf "$work/$name" "$work/srv/$name.git"
-  git init -q --bare -b main "$work/srv/$name.git"
-  git init -q "$work/$name"
-  cd "$work/$name"
-  git remote add origin "http://127.0.0.1:$port/$name.git"
-  if [ "$tool" = zipnn ]; then git zipnn track '*.safetensors' >/dev/null; else git lfs track '*.safetensors' >/dev/null; fi
-  git add .gitattributes && git commit -qm setup
-  for f in "${files[@]}"; do
-    cp "$f" model.safetensors
-    git add model.safetensors
-    git commit -qm "$(basename "$f")"
-    if [ -n "$each" ]; then git push -q origin main 2>/dev/null; fi
-  done
-}
 server_bytes() { bytes_in "$work/srv/$1.git/lfs-objects"; }
 clone_store() { if [ "$1" = zipnn ]; then echo .git/zipnn/objects; else echo .git/lfs/objects; fi; }
 

@@ -69,23 +69,6 @@ for f in "${files[@]}"; do raw=$((raw + $(stat -c %s "$f"))); done
 file=model.$ext
 received() { awk '$1 == "received" { n += $2 } END { printf "%.0f", n }' "$server_log"; }
 
-# A repository for `tool` with the saves committed, its remote a new
-# repository `name` on the server.
-commit_saves() {
-  local tool=$1 name=$2 f
-  rm -rf "$work/$name" "$work/srv/$name.git"
-  git init -q --bare -b main "$work/srv/$name.git"
-  git init -q "$work/$name"
-  cd "$work/$name"
-  git remote add origin "http://127.0.0.1:$port/$name.git"
-  if [ "$tool" = zipnn ]; then git zipnn track "*.$ext" >/dev/null; else git lfs track "*.$ext" >/dev/null; fi
-  git add .gitattributes && git commit -qm setup
-  for f in "${files[@]}"; do
-    cp "$f" "$file"
-    git add "$file"
-    git commit -qm "$(basename "$f")"
-  done
-}
 server_bytes() { bytes_in "$work/srv/$1.git/lfs-objects"; }
 clone_store() { if [ "$1" = zipnn ]; then echo .git/zipnn/objects; else echo .git/lfs/objects; fi; }
 
