@@ -38,6 +38,7 @@ std::optional<std::string> UnknownCommand(const std::string& word);
 Action SetupAnalyze(CLI::App& sub);
 Action SetupCat(CLI::App& sub);
 Action SetupClean(CLI::App& sub);
+Action SetupCommit(CLI::App& sub);
 Action SetupCompress(CLI::App& sub);
 Action SetupDu(CLI::App& sub);
 Action SetupEnv(CLI::App& sub);

@@ -8,6 +8,7 @@ const std::vector<CommandSpec>& Commands() {
       {"uninstall", "Remove the git configuration install wrote", &SetupUninstall},
       {"track", "Track checkpoint files matching patterns (or list tracked patterns)", &SetupTrack},
       {"untrack", "Stop tracking patterns", &SetupUntrack},
+      {"commit", "Commit what a training job just saved, storing each rank's files on that rank", &SetupCommit},
       {"status", "Tracked checkpoints not pushed, staged, changed, not added, or not in this store", &SetupStatus},
       {"log", "How each version of tracked checkpoints is stored (kind, chain, sizes)", &SetupLog},
       {"analyze", "How the weights moved over a trajectory, and what each coder and policy stores", &SetupAnalyze},

@@ -12,6 +12,7 @@
 #include "lib/base/thread_pool.h"
 #include "lib/formats/checkpoint.h"
 #include "lib/git/pointers.h"
+#include "lib/ops/added.h"
 #include "lib/series/series.h"
 #include "lib/store/chain.h"
 #include "lib/store/checkin.h"
@@ -80,6 +81,10 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
   // --now) waits until git has recorded what this process stores.
   if (!lock_) {
     ZIPNN_ASSIGN_OR_RETURN(lock_, store_.BeginAdding("git-zipnn"));
+  }
+  // Stored already, on a rank of a distributed save: only checked.
+  if (std::optional<store::Pointer> noted = NotedPointer(store_.added_dir, path)) {
+    return CleanNoted(path, head, content, std::move(*noted), out);
   }
   // Spool to a file beside the store while hashing: the encoder needs
   // random access, and git streams the content only once.
@@ -201,6 +206,32 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
       KeepTwinKey(text, *note, id);  // stored anew (gc took it) under a listing git kept
     }
   }
+  listing_.reset();
+  return out.Append(text.data(), text.size());
+}
+
+Status Cleaner::CleanNoted(const std::string& path, const std::string& head, ByteReader& content,
+                           store::Pointer pointer, ByteSink& out) {
+  Hasher hasher;
+  hasher.Update(head.data(), head.size());
+  uint64_t size = head.size();
+  char buf[1 << 16];
+  for (;;) {
+    ZIPNN_ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
+    if (n == 0) break;
+    hasher.Update(buf, n);
+    size += n;
+  }
+  if (size != pointer.size || hasher.Finish() != pointer.id || !store_.objects.Has(pointer.id)) {
+    // Its bytes were read once, and not kept: the next add stores them.
+    ForgetAdded(store_.added_dir, path);
+    return InvalidArgument(path + " is not what `git zipnn commit` stored for it a moment ago (it changed since, "
+                                     "keeping its size and times, or its object is gone): git add it again");
+  }
+  if (series_) series_->Add(path, pointer.id);
+  pointer.version = PointerVersionFor(path, pointer);
+  const std::string text = store::FormatPointer(pointer);
+  if (listings_ && !listings_->Note(text)) KeepListing(path, pointer.id, text);
   listing_.reset();
   return out.Append(text.data(), text.size());
 }

@@ -54,6 +54,11 @@ class Cleaner {
   Status Clean(const std::string& path, ByteReader& content, ByteSink& out);
 
  private:
+  // Clean of a checkpoint stored ahead of git (added.h) under `pointer`:
+  // the rest of `content` (after `head`) is hashed, and the pointer is
+  // answered only when the bytes are the ones it names.
+  Status CleanNoted(const std::string& path, const std::string& head, ByteReader& content, store::Pointer pointer,
+                    ByteSink& out);
   // The version to spell `pointer` in for `path`: the one of the pointer
   // the index holds there when it names the same checkpoint (a file
   // cleaned again must give git the same blob), else the current one.

@@ -58,7 +58,7 @@ void TakeRemoteRecords(const store::Store& local, RemoteStore& remote, std::vect
 
 // Pushes (or fetches) the objects of `found`.
 Result<Transferred> Transfer(bool push, const store::Store& local, const RemoteSettings& settings,
-                             const std::string& remote, const git::FoundPointers& found) {
+                             const std::string& remote, const git::FoundPointers& found, bool publish = true) {
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(settings, remote));
   Transferred done;
   done.where = other->where();
@@ -114,7 +114,7 @@ Result<Transferred> Transfer(bool push, const store::Store& local, const RemoteS
                    done.where.c_str(), retained.size() == 1 ? "it" : "them");
     }
   }
-  if (push) {
+  if (push && publish) {
     // The listings go after the objects: in the same push as a Git LFS
     // server's map, else one of their own.
     std::vector<std::string> blobs;
@@ -122,7 +122,7 @@ Result<Transferred> Transfer(bool push, const store::Store& local, const RemoteS
     done.listings = git::KeepListings(remote, blobs, &settings.config());
     ZIPNN_RETURN_IF_ERROR(other->Publish());
     if (done.listings.ok()) done.listings = git::PushListings(remote);
-  } else {
+  } else if (!push) {
     done.listings = git::TakeListings(remote, &settings.config()).status();
   }
   return done;
@@ -136,8 +136,8 @@ Result<Transferred> PushPointers(const store::Store& local, const std::string& r
 }
 
 Result<Transferred> PushPointers(const store::Store& local, const RemoteSettings& settings, const std::string& remote,
-                                 const git::FoundPointers& found) {
-  Result<Transferred> pushed = Transfer(/*push=*/true, local, settings, remote, found);
+                                 const git::FoundPointers& found, bool publish) {
+  Result<Transferred> pushed = Transfer(/*push=*/true, local, settings, remote, found, publish);
   if (pushed.ok() || pushed.status().code() != StatusCode::kNotFound) return pushed;
   // A chain not whole here: name the pointer it belongs to (PushObjects
   // walks every chain before it sends anything, so nothing was sent). One

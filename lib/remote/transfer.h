@@ -39,8 +39,12 @@ struct Transferred {
 // (select.h) once, for all it does. A pointer whose chain is not whole locally fails
 // before anything is sent, naming the object and where the pointer is.
 Result<Transferred> PushPointers(const store::Store& local, const std::string& remote, const git::FoundPointers& found);
+// With `publish` false, only the objects go: what makes them findable
+// (the object map of a Git LFS server, the listings) waits for a later
+// push, as one rank of a distributed save leaves it to the rank that
+// pushes the commit (lib/ops/commit.h).
 Result<Transferred> PushPointers(const store::Store& local, const RemoteSettings& settings, const std::string& remote,
-                                 const git::FoundPointers& found);
+                                 const git::FoundPointers& found, bool publish = true);
 
 // Brings the objects of every pointer in `found` (and their bases) from
 // `remote`.

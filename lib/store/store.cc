@@ -12,6 +12,7 @@ OpenedStore Store::Open(const StorePlace& place) {
                            config::Policy{}, place.zipnn_dir + "/cache/rebased"},
                      {}};
   Store& store = opened.store;
+  store.added_dir = place.zipnn_dir + "/added";
   (void)store.objects.RegisterUser(place.user);
   if (place.work_dir) {
     store.work_dir = *place.work_dir;

@@ -87,6 +87,9 @@ struct Store {
   std::string work_dir;   // the work tree's top, where earlier versions may still be; empty: none
   config::Policy policy;
   std::string rebased_dir = "";  // versions re-stored as deltas, for pushes (rebased.h); empty: none noted
+  // Checkpoints stored ahead of `git add` by `git zipnn commit` on each
+  // rank (lib/ops/added.h); empty: none are noted.
+  std::string added_dir = "";
   // Where encoding an object reports its progress (container::
   // EncodeOptions::progress). Set only by CheckIn, on its own copy, from
   // NewVersion::progress; unset: nowhere.

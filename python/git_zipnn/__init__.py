@@ -293,7 +293,21 @@ def analyze(*paths, rev=None, against="previous", base_interval=None, tensors=No
     return {key: pandas.DataFrame(rows).convert_dtypes() for key, rows in tables.items()}
 
 
-def commit_checkpoint(path, step=None, message=None, parent=None):
+def _job_ranks():
+    """(rank, world size) of the torch.distributed job this process is a
+    rank of, after a barrier (so that every rank has saved its files before
+    any lists them); None outside such a job. Without an initialized
+    process group, torchrun's RANK and WORLD_SIZE are left to git-zipnn."""
+    import sys
+
+    dist = getattr(sys.modules.get("torch"), "distributed", None)
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    dist.barrier()
+    return dist.get_rank(), dist.get_world_size()
+
+
+def commit_checkpoint(path, step=None, message=None, parent=None, push=False, rank_files=None):
     """Commits what a training loop just saved at `path` (a file or a
     folder such as checkpoint-500/), and nothing else staged. Checkpoints
     removed beside it (a Trainer's save_total_limit deleting
@@ -304,49 +318,31 @@ def commit_checkpoint(path, step=None, message=None, parent=None):
     `parent` names what a fine-tune started from: a checkpoint file, or a
     folder whose file of the same name is meant, in the same repository.
     A checkpoint that is the first of its series is then stored as a
-    delta of it when that pays (docs/policy.md, "Parents")."""
+    delta of it when that pays (docs/policy.md, "Parents").
+
+    push=True also pushes the commit to the upstream remote (else origin).
+
+    In a distributed job (torch.distributed initialized, or torchrun's
+    RANK and WORLD_SIZE set) call it on every rank with the same `path`:
+    each rank stores its own files (`rank_files`, the paths it wrote, else
+    its share of the folder's files) at the same time as the others, and
+    with push=True sends their objects to the remote's store; rank 0
+    commits once all have stored, and every rank returns that commit's id
+    (`git zipnn commit`, docs/commands/commit.md)."""
     top, rel = _place(path)
-    env = None
+    args = ["commit"]
+    if step is not None:
+        args.append(f"--step={int(step)}")
+    if message is not None:
+        args.append(f"--message={message}")
     if parent is not None:
-        try:
-            parent_top, parent_rel = _place(parent)
-        except GitZipnnError:  # in no repository at all
-            parent_top, parent_rel = None, ""
-        if parent_top != top or parent_rel.startswith(".."):
-            raise GitZipnnError(f"the parent {parent} is not in the repository of {path} ({top})")
-        env = {"GIT_ZIPNN_PARENT": parent_rel}
-    full = os.path.join(top, rel)
-    if os.path.isdir(full):
-        files = [os.path.relpath(os.path.join(d, f), top) for d, _, names in os.walk(full) for f in names]
-    elif os.path.exists(full):
-        files = [rel]
-    else:
-        files = [f for f in _git(["ls-files", "-z", "--", rel], top).split("\0") if f]
-        if not files:
-            raise GitZipnnError(f"nothing at {path}: no such file or folder, and git holds none there")
-    if files:
-        lines = _git(["check-attr", "filter", "--"] + files, top).splitlines()
-        if not any(line.endswith(": filter: zipnn") for line in lines):
-            raise GitZipnnError(f"{path} is not tracked by git-zipnn, so git would store it whole: run "
-                                f"`git zipnn track '<pattern>'` for it first (git zipnn track --help)")
-    # Tracked checkpoints gone from beside the save: files of sibling
-    # folders for a folder (checkpoint-400/ beside checkpoint-500/), files
-    # of the same folder for a file.
-    saved_folder = os.path.isdir(full)
-    around = os.path.dirname(rel.rstrip("/"))
-    deleted = [f for f in _git(["ls-files", "-z", "--deleted", "--", around or "."], top).split("\0") if f]
-    if saved_folder:
-        prefix = around + "/" if around else ""
-        gone = [f for f in deleted if f.startswith(prefix) and "/" in f[len(prefix):]]
-    else:
-        gone = [f for f in deleted if os.path.dirname(f) == around]
-    if gone:
-        attrs = _git(["check-attr", "filter", "--"] + gone, top).splitlines()
-        gone = [line.split(": filter: ")[0] for line in attrs if line.endswith(": filter: zipnn")]
-    _git(["add", "-A", "--", rel] + gone, top, env=env)
-    if not _git(["diff", "--cached", "--name-only", "--", rel] + gone, top).strip():
-        return None
-    if message is None:
-        message = f"checkpoint at step {step}" if step is not None else f"checkpoint {rel}"
-    _git(["commit", "-q", f"--message={message}", "--", rel] + gone, top)
-    return _git(["rev-parse", "HEAD"], top).strip()
+        args.append(f"--parent={os.path.abspath(parent)}")
+    if push:
+        args.append("--push")
+    ranks = _job_ranks()
+    if ranks is not None:
+        args += [f"--rank={ranks[0]}", f"--world-size={ranks[1]}"]
+    for f in rank_files or []:
+        args.append(f"--rank-file={os.path.abspath(f)}")
+    out = _zipnn(args + ["--", rel], top).decode().strip()
+    return out or None

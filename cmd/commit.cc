@@ -1,0 +1,94 @@
+// git zipnn commit: commit what a training job just saved, from every
+// rank of a distributed job at once (lib/ops/commit.h).
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "cmd/command.h"
+#include "cmd/util.h"
+#include "lib/base/progress.h"
+#include "lib/ops/commit.h"
+
+namespace zipnn::cmd {
+
+namespace {
+
+// A whole number from the environment variable `name`, when it is set.
+Result<std::optional<int>> FromEnvironment(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return std::optional<int>();
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 0 || value > 1 << 20) {
+    return InvalidArgument(std::string(name) + " is \"" + text + "\", not a rank or a count of ranks");
+  }
+  return std::optional<int>(static_cast<int>(value));
+}
+
+// What names this job among others in the same repository: torchrun's
+// run id and its master's address, as every rank sees them alike.
+std::string JobFromEnvironment() {
+  std::string job;
+  for (const char* name : {"TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT"}) {
+    const char* value = std::getenv(name);
+    job += std::string(name) + "=" + (value ? value : "") + ";";
+  }
+  return job;
+}
+
+Status RunCommit(ops::CommitRequest request, std::optional<int64_t> step, std::optional<int> rank,
+                 std::optional<int> world) {
+  request.step = step;
+  if (!rank) {
+    ZIPNN_ASSIGN_OR_RETURN(rank, FromEnvironment("RANK"));
+  }
+  if (!world) {
+    ZIPNN_ASSIGN_OR_RETURN(world, FromEnvironment("WORLD_SIZE"));
+  }
+  request.rank = rank.value_or(0);
+  request.world_size = world.value_or(1);
+  if (request.job.empty()) request.job = JobFromEnvironment();
+  ops::Context context;
+  ZIPNN_ASSIGN_OR_RETURN(ops::Committed done, ops::CommitSave(context, request));
+  if (request.world_size > 1) {
+    std::fprintf(stderr, "git-zipnn commit: rank %d stored %zu file%s (%s)\n", request.rank, done.stored.size(),
+                 done.stored.size() == 1 ? "" : "s", HumanBytes(done.stored_bytes).c_str());
+  }
+  if (done.commit.empty()) {
+    std::fprintf(stderr, "git-zipnn commit: nothing changed; no commit made\n");
+  } else {
+    std::printf("%s\n", done.commit.c_str());
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Action SetupCommit(CLI::App& sub) {
+  auto request = std::make_shared<ops::CommitRequest>();
+  auto step = std::make_shared<std::optional<int64_t>>();
+  auto rank = std::make_shared<std::optional<int>>();
+  auto world = std::make_shared<std::optional<int>>();
+  sub.add_option("paths", request->paths, "Files or folders the job just saved (checkpoint-500/, model.safetensors)")
+      ->required();
+  sub.add_option("-m,--message", request->message,
+                 "The commit message (default: \"checkpoint at step <step>\", else \"checkpoint <paths>\")");
+  sub.add_option("--step", *step, "The training step of this save, for the default message");
+  sub.add_option("--parent", request->parent,
+                 "What a fine-tune started from (a checkpoint, or a folder holding one of the same name): the "
+                 "first save of a series is stored as a delta of it when that pays");
+  sub.add_flag("--push", request->push, "Then push the commit to the upstream remote (else origin); on a job, "
+                                        "each rank sends its own objects first");
+  sub.add_option("--rank", *rank, "This process's rank in the job (default: $RANK)");
+  sub.add_option("--world-size", *world, "How many ranks the job has (default: $WORLD_SIZE; 1: no job)");
+  sub.add_option("--rank-file", request->rank_files,
+                 "A file this rank wrote and stores itself (repeatable; default: its share of the paths' files)");
+  sub.add_option("--job", request->job,
+                 "What tells this job from others committing in the same repository (default: torchrun's "
+                 "$TORCHELASTIC_RUN_ID, $MASTER_ADDR and $MASTER_PORT)");
+  sub.add_option("--timeout", request->timeout_seconds, "Seconds a rank waits for the others (default: 3600)")
+      ->check(CLI::PositiveNumber);
+  return [request, step, rank, world] { return RunCommit(*request, *step, *rank, *world); };
+}
+
+}  // namespace zipnn::cmd

@@ -1,0 +1,105 @@
+#include "lib/git/commit.h"
+
+#include "lib/git/run.h"
+
+namespace zipnn::git {
+
+namespace {
+
+// `paths` for git's --pathspec-from-file with --pathspec-file-nul.
+std::string NulSeparated(const std::vector<std::string>& paths) {
+  std::string text;
+  for (const std::string& p : paths) text += p + '\0';
+  return text;
+}
+
+// `git --literal-pathspecs <args>` in `top`, given `paths` on its input,
+// in `env` (NAME=value, or empty); its output, or a Git error quoting git.
+Result<std::string> RunOnPaths(const std::vector<std::string>& args, const std::vector<std::string>& paths,
+                               const std::string& top, const std::string& env = "") {
+  std::vector<std::string> argv = {"--literal-pathspecs"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGitWith(env, argv, top, NulSeparated(paths)));
+  if (run.exit_code != 0) {
+    std::string said = run.err.empty() ? run.out : run.err;
+    while (!said.empty() && said.back() == '\n') said.pop_back();
+    return Status(StatusCode::kGit, "git " + args.front() + " failed: " + said);
+  }
+  return std::move(run.out);
+}
+
+std::vector<std::string> SplitNul(const std::string& text) {
+  std::vector<std::string> parts;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\0', at);
+    if (end == std::string::npos) end = text.size();
+    parts.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> TrackedByZipnn(const std::vector<std::string>& files, const std::string& top) {
+  if (files.empty()) return std::vector<std::string>();
+  // Output: path, attribute, value, each ended by a NUL.
+  ZIPNN_ASSIGN_OR_RETURN(std::string out, RunOnPaths({"check-attr", "-z", "--stdin", "filter"}, files, top));
+  const std::vector<std::string> fields = SplitNul(out);
+  std::vector<std::string> tracked;
+  for (size_t i = 0; i + 2 < fields.size(); i += 3) {
+    if (fields[i + 2] == "zipnn") tracked.push_back(fields[i]);
+  }
+  return tracked;
+}
+
+Result<std::vector<std::string>> DeletedUnder(const std::string& folder, const std::string& top) {
+  ZIPNN_ASSIGN_OR_RETURN(std::string out, RunOnPaths({"ls-files", "-z", "--deleted", "--full-name", "--",
+                                                      folder.empty() ? "." : folder},
+                                                     {}, top));
+  return SplitNul(out);
+}
+
+Status AddPaths(const std::vector<std::string>& paths, const std::string& parent, const std::string& top) {
+  return RunOnPaths({"add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"}, paths, top,
+                    parent.empty() ? "" : "GIT_ZIPNN_PARENT=" + parent)
+      .status();
+}
+
+Result<bool> StagedIn(const std::vector<std::string>& paths, const std::string& top) {
+  // Every staged change, then those at or under `paths` (diff takes no
+  // pathspec file, and a removed folder may hold many files).
+  ZIPNN_ASSIGN_OR_RETURN(std::string out, RunOnPaths({"diff", "--cached", "--name-only", "--no-renames", "-z"}, {}, top));
+  for (const std::string& changed : SplitNul(out)) {
+    for (const std::string& p : paths) {
+      if (p == "." || changed == p || (changed.size() > p.size() && changed.compare(0, p.size(), p) == 0 &&
+                                       changed[p.size()] == '/')) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+Result<std::string> CommitPaths(const std::string& message, const std::vector<std::string>& paths,
+                                const std::string& top) {
+  ZIPNN_RETURN_IF_ERROR(
+      RunOnPaths({"commit", "-q", "--message=" + message, "--pathspec-from-file=-", "--pathspec-file-nul"}, paths,
+                 top)
+          .status());
+  return HeadId(top);
+}
+
+Result<std::string> HeadId(const std::string& top) {
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"rev-parse", "--verify", "--quiet", "HEAD^{commit}"}, top));
+  if (run.exit_code != 0) return std::string();
+  std::string id = run.out;
+  while (!id.empty() && id.back() == '\n') id.pop_back();
+  return id;
+}
+
+Status PushHead(const std::string& remote, const std::string& top) {
+  return RunOnPaths({"push", "--quiet", "--", remote, "HEAD"}, {}, top).status();
+}
+
+}  // namespace zipnn::git

@@ -1,0 +1,376 @@
+#include "lib/ops/commit.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include "lib/base/content_id.h"
+#include "lib/base/file.h"
+#include "lib/git/commit.h"
+#include "lib/git/git.h"
+#include "lib/git/pointers.h"
+#include "lib/git/textconv_cache.h"
+#include "lib/ops/added.h"
+#include "lib/ops/clean.h"
+#include "lib/ops/filter_start.h"
+#include "lib/remote/select.h"
+#include "lib/remote/transfer.h"
+
+namespace zipnn::ops {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// `given` (from the current folder) from the top of the work tree `top`;
+// "." for the top itself. The folders above the last part are resolved
+// as the kernel does (getcwd names the current folder so too), the last
+// part is kept as named.
+Result<std::string> FromTop(const std::string& given, const std::string& top) {
+  std::error_code ec;
+  const fs::path full = fs::absolute(given, ec).lexically_normal();
+  if (ec) return InvalidArgument(given + ": " + ec.message());
+  fs::path above = fs::weakly_canonical(full.parent_path(), ec);
+  if (ec) above = full.parent_path();
+  const fs::path path = full.has_filename() ? above / full.filename() : above;
+  const fs::path rel = path.lexically_relative(fs::path(top));
+  const std::string text = rel.generic_string();
+  if (text.empty() || text == ".." || text.rfind("../", 0) == 0) {
+    return InvalidArgument(given + " is outside the work tree of this repository (" + top + ")");
+  }
+  return text == "." ? std::string(".") : text;
+}
+
+// The regular files under `folder` (from the top, the current folder),
+// its .git folders left out, sorted.
+std::vector<std::string> FilesUnder(const std::string& folder) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename() == ".git") {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file(ec) && !it->is_symlink(ec)) files.push_back(it->path().lexically_normal().generic_string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The files of a save at `path` (from the top): a folder's, the file's,
+// or (gone from the work tree) those the index holds there.
+Result<std::vector<std::string>> FilesOfSave(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return FilesUnder(path);
+  if (fs::exists(fs::symlink_status(path, ec))) return std::vector<std::string>{path};
+  return git::FilesNamed(path);
+}
+
+// Tracked checkpoints gone from beside a save at `path` (from the top):
+// for a folder, files of its sibling folders (a Trainer's
+// save_total_limit removing checkpoint-400/ as it writes
+// checkpoint-500/); for a file, files of its own folder.
+Result<std::vector<std::string>> GoneBeside(const std::string& path, const std::string& top) {
+  const bool folder = fs::is_directory(path);
+  const size_t slash = path.rfind('/');
+  const std::string around = slash == std::string::npos || path == "." ? "" : path.substr(0, slash);
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> deleted, git::DeletedUnder(around, top));
+  const std::string prefix = around.empty() ? "" : around + "/";
+  std::vector<std::string> gone;
+  for (const std::string& f : deleted) {
+    if (f.compare(0, prefix.size(), prefix) != 0) continue;
+    const bool deeper = f.find('/', prefix.size()) != std::string::npos;
+    if (folder ? deeper : !deeper) gone.push_back(f);
+  }
+  return git::TrackedByZipnn(gone, top);
+}
+
+std::string MessageFor(const CommitRequest& request, const std::vector<std::string>& paths) {
+  if (!request.message.empty()) return request.message;
+  if (request.step) return "checkpoint at step " + std::to_string(*request.step);
+  std::string named;
+  for (const std::string& p : paths) named += (named.empty() ? "" : " ") + p;
+  return "checkpoint " + named;
+}
+
+// Of `files` (all the save's tracked files, sorted), those rank `rank` of
+// `world` stores: the largest first, each to the rank holding the fewest
+// bytes so far (the lowest of equals), so that every rank, listing the
+// same files, deals them out alike.
+std::vector<std::string> ShareOf(const std::vector<std::string>& files, int rank, int world) {
+  std::vector<std::pair<uint64_t, std::string>> sized;
+  for (const std::string& f : files) {
+    std::error_code ec;
+    const uintmax_t size = fs::file_size(f, ec);
+    sized.emplace_back(ec ? 0 : static_cast<uint64_t>(size), f);
+  }
+  std::stable_sort(sized.begin(), sized.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<uint64_t> load(static_cast<size_t>(world), 0);
+  std::vector<std::string> mine;
+  for (const auto& [size, f] : sized) {
+    const size_t to = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[to] += size;
+    if (static_cast<int>(to) == rank) mine.push_back(f);
+  }
+  std::sort(mine.begin(), mine.end());
+  return mine;
+}
+
+// Where the ranks of one save meet: a folder named by what every rank of
+// the round knows alike (the job, HEAD, the request), holding
+//   stored.<rank>  "ok", or "error: <why>", once that rank has stored;
+//   outcome        rank 0's "commit <id>", "none" or "error: <why>";
+//   done.<rank>    once that rank has read the outcome;
+// rank 0 removes it once every rank is done, so the next round (the same
+// paths at the next save) starts empty. A rank that finds its own
+// done.<rank> at the start waits for that removal first.
+class Round {
+ public:
+  Round(std::string dir, int rank, int world, int timeout_seconds)
+      : dir_(std::move(dir)), rank_(rank), world_(world), timeout_(timeout_seconds) {}
+
+  Status Begin() {
+    if (rank_ != 0) {
+      ZIPNN_RETURN_IF_ERROR(WaitFor([&] { return !FileExists(Marker("done", rank_)); },
+                                    [] { return std::string("the last save to end"); }));
+    }
+    return MakeDirectories(dir_);
+  }
+
+  // Writes `text` to the round's file `path`, whole or not at all.
+  static Status Say(const std::string& path, const std::string& text) {
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path, /*overwrite=*/true));
+    ZIPNN_RETURN_IF_ERROR(file.Append(text.data(), text.size()));
+    return file.Commit();
+  }
+  Status SayStored(const Status& stored) {
+    return Say(Marker("stored", rank_), stored.ok() ? "ok" : "error: " + stored.message());
+  }
+
+  Status SayOutcome(const std::string& text) { return Say(dir_ + "/outcome", text); }
+
+  // Rank 0: until every rank has stored; the first rank's error, if any.
+  Status AwaitStored() {
+    ZIPNN_RETURN_IF_ERROR(WaitFor([&] { return Missing("stored", 0).empty(); },
+                                  [&] { return "ranks " + Missing("stored", 0) + " to store their files"; }));
+    for (int r = 0; r < world_; ++r) {
+      const std::string said = Read(Marker("stored", r));
+      if (said != "ok") return IoError("rank " + std::to_string(r) + " could not store its files: " + said);
+    }
+    return OkStatus();
+  }
+
+  // Ranks other than 0: what rank 0 did, once it has.
+  Result<std::string> AwaitOutcome() {
+    ZIPNN_RETURN_IF_ERROR(WaitFor([&] { return FileExists(dir_ + "/outcome"); },
+                                  [] { return std::string("rank 0 to commit"); }));
+    const std::string outcome = Read(dir_ + "/outcome");
+    (void)Say(Marker("done", rank_), "");
+    return outcome;
+  }
+
+  // Rank 0: once the others have read the outcome, the folder goes.
+  void End() {
+    (void)WaitFor([&] { return Missing("done", 1).empty(); },
+                  [&] { return "ranks " + Missing("done", 1) + " to read the outcome"; });
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+ private:
+  // The file rank `rank` leaves for `kind`.
+  std::string Marker(const std::string& kind, int rank) const { return dir_ + "/" + kind + "." + std::to_string(rank); }
+
+  // The ranks from `from` on that have not left `kind`, as "3,5".
+  std::string Missing(const std::string& kind, int from) const {
+    std::string missing;
+    for (int r = from; r < world_; ++r) {
+      if (!FileExists(Marker(kind, r))) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+    }
+    return missing;
+  }
+
+  static std::string Read(const std::string& path) {
+    Result<std::vector<uint8_t>> bytes = ReadWholeFile(path);
+    return bytes.ok() ? std::string(bytes->begin(), bytes->end()) : "";
+  }
+
+  // Polls `ready` until it holds (quickly at first), saying once on
+  // stderr what it waits for after ten seconds; IoError at the timeout.
+  Status WaitFor(const std::function<bool()>& ready, const std::function<std::string()>& what) {
+    const auto start = std::chrono::steady_clock::now();
+    bool said = false;
+    for (int sleep_ms = 5;; sleep_ms = std::min(sleep_ms * 2, 500)) {
+      if (ready()) return OkStatus();
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (waited > std::chrono::seconds(timeout_)) {
+        return IoError("rank " + std::to_string(rank_) + " waited " + std::to_string(timeout_) + " s for " + what() +
+                       " (" + dir_ + "); a rank that died leaves the others waiting so long (--timeout)");
+      }
+      if (!said && waited > std::chrono::seconds(10)) {
+        std::fprintf(stderr, "git-zipnn commit: rank %d waiting for %s\n", rank_, what().c_str());
+        said = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+    }
+  }
+
+  const std::string dir_;
+  const int rank_, world_, timeout_;
+};
+
+// Stores `files` as clean would (one after the other, each with every
+// core) and notes each for the `git add` that records them (added.h);
+// with `remote`, also sends their objects there. Adds to `done`.
+Status StoreFiles(Context& context, const std::vector<std::string>& files, const std::string& parent,
+                  const std::string& remote, Committed& done) {
+  if (files.empty()) return OkStatus();
+  ZIPNN_ASSIGN_OR_RETURN(FilterStart start, StartFilter(context, [](const std::string& said) {
+                           std::fprintf(stderr, "git-zipnn: %s\n", said.c_str());
+                         }));
+  const std::string added_dir = start.store.added_dir;
+  const store::Store store = start.store;
+  Cleaner cleaner(std::move(start.store), start.series.get());
+  if (auto cache = ListingsCache(start)) cleaner.KeepListings(std::move(*cache));
+  if (!parent.empty()) cleaner.NameParent(parent);
+  git::FoundPointers found;
+  for (const std::string& file : files) {
+    const std::optional<std::string> before = FileStamp(file);
+    if (!before) return IoError(file + ": not a regular file");
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return IoError(file + ": cannot be read");
+    FdReader in(fd);
+    MemorySink out;
+    const Status cleaned = cleaner.Clean(file, in, out);
+    ::close(fd);
+    ZIPNN_RETURN_IF_ERROR(Annotate(cleaned, file));
+    const std::string text(reinterpret_cast<const char*>(out.buffer().data()), out.buffer().size());
+    ZIPNN_RETURN_IF_ERROR(NoteAdded(added_dir, file, *before, text));
+    Result<store::Pointer> pointer = store::ParsePointer(text);
+    if (!pointer.ok()) continue;  // plain text kept as it is: nothing stored
+    done.stored.push_back(file);
+    done.stored_bytes += pointer->size;
+    ZIPNN_ASSIGN_OR_RETURN(std::string blob, git::PointerBlob(text));
+    found.pointers.emplace_back(*pointer, git::Place{"the index", file, blob});
+  }
+  const Status listed = cleaner.Finish();
+  if (!listed.ok()) {
+    std::fprintf(stderr, "git-zipnn: warning: the tensor listings for git log -p were not kept: %s\n",
+                 listed.message().c_str());
+  }
+  if (remote.empty() || found.pointers.empty()) return OkStatus();
+  ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
+  return remote::PushPointers(store, *settings, remote, found, /*publish=*/false).status();
+}
+
+// git's part, for the one process that does it: stage the save and
+// what went away beside it, commit those paths alone, push.
+Result<std::string> CommitStaged(const std::vector<std::string>& saved, const std::string& message,
+                                 const std::string& parent, const std::string& remote, const std::string& top) {
+  std::vector<std::string> paths = saved;
+  for (const std::string& path : saved) {
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> gone, GoneBeside(path, top));
+    paths.insert(paths.end(), gone.begin(), gone.end());
+  }
+  ZIPNN_RETURN_IF_ERROR(git::AddPaths(paths, parent, top));
+  ZIPNN_ASSIGN_OR_RETURN(bool changed, git::StagedIn(paths, top));
+  if (!changed) return std::string();
+  ZIPNN_ASSIGN_OR_RETURN(std::string commit, git::CommitPaths(message, paths, top));
+  if (!remote.empty()) ZIPNN_RETURN_IF_ERROR(git::PushHead(remote, top));
+  return commit;
+}
+
+}  // namespace
+
+Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
+  if (request.paths.empty()) return InvalidArgument("name the files or folders to commit");
+  if (request.world_size < 1 || request.rank < 0 || request.rank >= request.world_size) {
+    return InvalidArgument("rank " + std::to_string(request.rank) + " is not one of the " +
+                           std::to_string(request.world_size) + " ranks of the job (RANK, WORLD_SIZE)");
+  }
+  ZIPNN_ASSIGN_OR_RETURN(git::Folders folders, git::RepositoryFolders());
+  if (!folders.top) return InvalidArgument("git zipnn commit needs a work tree");
+  const std::string top = *folders.top;
+  std::vector<std::string> paths, files;
+  for (const std::string& given : request.paths) {
+    ZIPNN_ASSIGN_OR_RETURN(std::string path, FromTop(given, top));
+    paths.push_back(path);
+  }
+  std::string parent;
+  if (!request.parent.empty()) {
+    Result<std::string> from_top = FromTop(request.parent, top);
+    if (!from_top.ok()) {
+      return InvalidArgument("the parent " + request.parent + " is not in the repository of " + request.paths[0] +
+                             " (" + top + ")");
+    }
+    parent = *from_top;
+  }
+  std::vector<std::string> mine;
+  for (const std::string& given : request.rank_files) {
+    ZIPNN_ASSIGN_OR_RETURN(std::string path, FromTop(given, top));
+    mine.push_back(path);
+  }
+  // From here on paths are from the top, where git's filter runs too.
+  if (::chdir(top.c_str()) != 0) return IoError(top + ": cannot go there");
+  for (size_t i = 0; i < paths.size(); ++i) {
+    Result<std::vector<std::string>> of = FilesOfSave(paths[i]);
+    if (!of.ok() && of.status().code() == StatusCode::kNotFound) {
+      return NotFound("nothing at " + request.paths[i] + ": no such file or folder, and git holds none there");
+    }
+    ZIPNN_RETURN_IF_ERROR(of.status());
+    files.insert(files.end(), of->begin(), of->end());
+  }
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, git::TrackedByZipnn(files, top));
+  if (!files.empty() && tracked.empty()) {
+    std::string named;
+    for (const std::string& given : request.paths) named += (named.empty() ? "" : ", ") + given;
+    return InvalidArgument(named + (request.paths.size() == 1 ? " is" : " are") +
+                           " not tracked by git-zipnn, so git would store it whole: run `git zipnn track "
+                           "'<pattern>'` for it first (git zipnn track --help)");
+  }
+  std::string remote;
+  if (request.push) {
+    ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
+    ZIPNN_ASSIGN_OR_RETURN(remote, remote::DefaultRemote(*settings));
+  }
+  const std::string message = MessageFor(request, request.paths);
+  Committed done;
+  if (request.world_size == 1) {
+    ZIPNN_ASSIGN_OR_RETURN(done.commit, CommitStaged(paths, message, parent, remote, top));
+    return done;
+  }
+  // A round of a distributed save: named alike on every rank.
+  ZIPNN_ASSIGN_OR_RETURN(std::string head, git::HeadId(top));
+  std::string key = request.job + "\n" + head + "\n" + message + "\n" + std::to_string(request.world_size);
+  for (const std::string& p : paths) key += "\n" + p;
+  Round round(folders.git_dir + "/zipnn/commit/" + HashBytes(key.data(), key.size()).Hex(), request.rank,
+              request.world_size, request.timeout_seconds);
+  ZIPNN_RETURN_IF_ERROR(round.Begin());
+  if (mine.empty()) mine = ShareOf(tracked, request.rank, request.world_size);
+  const Status stored = StoreFiles(context, mine, parent, remote, done);
+  ZIPNN_RETURN_IF_ERROR(round.SayStored(stored));
+  if (request.rank != 0) {
+    ZIPNN_ASSIGN_OR_RETURN(std::string outcome, round.AwaitOutcome());
+    ZIPNN_RETURN_IF_ERROR(stored);
+    if (outcome.rfind("commit ", 0) == 0) done.commit = outcome.substr(7);
+    if (outcome.rfind("error: ", 0) == 0) return Status(StatusCode::kIoError, "rank 0 did not commit: " + outcome.substr(7));
+    return done;
+  }
+  const Status all_stored = round.AwaitStored();
+  Result<std::string> commit =
+      all_stored.ok() ? CommitStaged(paths, message, parent, remote, top) : Result<std::string>(all_stored);
+  ZIPNN_RETURN_IF_ERROR(round.SayOutcome( !commit.ok()    ? "error: " + commit.status().message()
+                                             : commit->empty() ? "none"
+                                                               : "commit " + *commit));
+  round.End();
+  ZIPNN_ASSIGN_OR_RETURN(done.commit, std::move(commit));
+  return done;
+}
+
+}  // namespace zipnn::ops
