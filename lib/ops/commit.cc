@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <thread>
 
 #include "lib/base/content_id.h"
@@ -75,20 +76,34 @@ Result<std::vector<std::string>> FilesOfSave(const std::string& path) {
 // Tracked checkpoints gone from beside a save at `path` (from the top):
 // for a folder, files of its sibling folders (a Trainer's
 // save_total_limit removing checkpoint-400/ as it writes
-// checkpoint-500/); for a file, files of its own folder.
+// checkpoint-500/), with every other file of a sibling folder gone whole
+// that held one (its trainer_state.json); for a file, files of its own
+// folder.
 Result<std::vector<std::string>> GoneBeside(const std::string& path, const std::string& top) {
   const bool folder = fs::is_directory(path);
   const size_t slash = path.rfind('/');
   const std::string around = slash == std::string::npos || path == "." ? "" : path.substr(0, slash);
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> deleted, git::DeletedUnder(around, top));
   const std::string prefix = around.empty() ? "" : around + "/";
-  std::vector<std::string> gone;
+  std::vector<std::string> beside;
   for (const std::string& f : deleted) {
     if (f.compare(0, prefix.size(), prefix) != 0) continue;
     const bool deeper = f.find('/', prefix.size()) != std::string::npos;
-    if (folder ? deeper : !deeper) gone.push_back(f);
+    if (folder ? deeper : !deeper) beside.push_back(f);
   }
-  return git::TrackedByZipnn(gone, top);
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> gone, git::TrackedByZipnn(beside, top));
+  if (!folder) return gone;
+  // The sibling folder a file is in.
+  auto sibling = [&](const std::string& f) { return f.substr(0, f.find('/', prefix.size())); };
+  std::set<std::string> whole;
+  for (const std::string& f : gone) {
+    std::error_code ec;
+    if (!fs::exists(sibling(f), ec)) whole.insert(sibling(f));
+  }
+  for (const std::string& f : beside) {
+    if (whole.count(sibling(f)) && std::find(gone.begin(), gone.end(), f) == gone.end()) gone.push_back(f);
+  }
+  return gone;
 }
 
 std::string MessageFor(const CommitRequest& request, const std::vector<std::string>& paths) {
@@ -242,7 +257,7 @@ Status StoreFiles(Context& context, const std::vector<std::string>& files, const
   git::FoundPointers found;
   for (const std::string& file : files) {
     const std::optional<std::string> before = FileStamp(file);
-    if (!before) return IoError(file + ": not a regular file");
+    if (!before) return NotFound(file + " is no file this rank can store (missing, or not a regular file)");
     const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return IoError(file + ": cannot be read");
     FdReader in(fd);

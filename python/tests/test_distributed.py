@@ -1,0 +1,272 @@
+"""A real torch.distributed job (the gloo backend on CPU, one process per
+rank) trains a small model with DistributedDataParallel and saves a
+sharded checkpoint every few steps: each rank its own weight shard and
+its optimizer state, as DeepSpeed and FSDP lay them out. Every rank
+calls git_zipnn.commit_checkpoint; the test then checks what git holds
+and that a fresh clone gives back every save, bit for bit."""
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import unittest
+
+WORKER = r'''
+import hashlib, json, os, struct, sys
+import torch
+import torch.distributed as dist
+import git_zipnn
+
+out, saves, manifest = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 256), torch.nn.GELU(),
+                            torch.nn.Linear(256, 16))
+ddp = torch.nn.parallel.DistributedDataParallel(model)
+opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
+data = torch.Generator().manual_seed(1 + rank)
+
+def write_safetensors(path, tensors):
+    header, blobs, at = {}, [], 0
+    for name, t in tensors.items():
+        raw = t.detach().to(torch.bfloat16).contiguous().view(torch.int16).numpy().tobytes()
+        header[name] = {"dtype": "BF16", "shape": list(t.shape), "data_offsets": [at, at + len(raw)]}
+        blobs.append(raw)
+        at += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+hashes, commits = {}, []
+for save in range(1, saves + 1):
+    for _ in range(20):
+        x = torch.randn(32, 64, generator=data)
+        loss = (ddp(x) - x[:, :16]).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    folder = os.path.join(out, f"checkpoint-{save * 20}")
+    os.makedirs(folder, exist_ok=True)
+    names = sorted(model.state_dict())
+    mine = {n: model.state_dict()[n] for i, n in enumerate(names) if i % world == rank}
+    files = [os.path.join(folder, f"model-{rank + 1:05d}-of-{world:05d}.safetensors"),
+             os.path.join(folder, f"zero_pp_rank_{rank}_mp_rank_00_optim_states.pt")]
+    write_safetensors(files[0], mine)
+    torch.save({"optimizer": opt.state_dict(), "rank": rank}, files[1])
+    if rank == 0:
+        with open(os.path.join(folder, "trainer_state.json"), "w") as f:
+            json.dump({"global_step": save * 20}, f)
+        # save_total_limit=2: the oldest save goes as the new one is made
+        old = os.path.join(out, f"checkpoint-{(save - 2) * 20}")
+        if save > 2:
+            for name in os.listdir(old):
+                os.remove(os.path.join(old, name))
+            os.rmdir(old)
+    for path in files:
+        with open(path, "rb") as f:
+            hashes[f"{save}:{os.path.relpath(path, out)}"] = hashlib.sha256(f.read()).hexdigest()
+    # Each rank names the files it wrote.
+    commits.append(git_zipnn.commit_checkpoint(folder, step=save * 20, push=True, rank_files=files))
+with open(f"{manifest}.{rank}", "w") as f:
+    json.dump({"hashes": hashes, "commits": commits}, f)
+dist.destroy_process_group()
+'''
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class Job(unittest.TestCase):
+    """A repository with a remote (a bare repository, its store a folder)
+    for a job's ranks to commit in."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="git-zipnn-dist-")
+        self.addCleanup(shutil.rmtree, self.root)
+        binary = os.environ["GIT_ZIPNN"]
+        self.env = dict(os.environ, HOME=os.path.join(self.root, "home"), GIT_CONFIG_NOSYSTEM="1",
+                        PATH=os.path.dirname(binary) + os.pathsep + os.environ["PATH"])
+        os.mkdir(self.env["HOME"])
+        self.sh("git config --global user.email t@example.com && git config --global user.name T && "
+                "git config --global init.defaultBranch main && git zipnn install >/dev/null && "
+                "git init -q --bare origin.git && mkdir objects && git init -q repo && cd repo && "
+                "git remote add origin ../origin.git && git config remote.origin.zipnnurl ../objects && "
+                "git zipnn track '*.safetensors' '*.pt' >/dev/null && git add .gitattributes && "
+                "git commit -qm 'track checkpoints' && git push -q -u origin main")
+
+    def sh(self, line, cwd=None):
+        done = subprocess.run(["bash", "-c", line], cwd=cwd or self.root, env=self.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        return done.stdout.decode()
+
+
+class DistributedSaveTest(Job):
+    WORLD = 3
+    SAVES = 4
+
+    def run_job(self):
+        port = free_port()
+        manifest = os.path.join(self.root, "manifest")
+        ranks = []
+        for rank in range(self.WORLD):
+            env = dict(self.env, RANK=str(rank), WORLD_SIZE=str(self.WORLD), LOCAL_RANK=str(rank),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+            ranks.append(subprocess.Popen([sys.executable, "-c", WORKER, os.path.join(self.root, "repo", "out"),
+                                           str(self.SAVES), manifest], env=env, stderr=subprocess.PIPE))
+        said = [p.communicate(timeout=540)[1].decode() for p in ranks]
+        for rank, p in enumerate(ranks):
+            self.assertEqual(p.returncode, 0, f"rank {rank}: {said[rank]}")
+        results = []
+        for rank in range(self.WORLD):
+            with open(f"{manifest}.{rank}") as f:
+                results.append(json.load(f))
+        return results
+
+    def test_every_rank_stores_its_shards_and_one_commits(self):
+        results = self.run_job()
+        repo = os.path.join(self.root, "repo")
+        # Every rank got the same commit for each save, and there is one
+        # commit per save on top of the first.
+        commits = results[0]["commits"]
+        self.assertEqual(len(set(commits)), self.SAVES)
+        for r in results:
+            self.assertEqual(r["commits"], commits)
+        log = self.sh("git log --format=%H", cwd=repo).split()
+        self.assertEqual(log[:self.SAVES], commits[::-1])
+        self.assertEqual(len(log), self.SAVES + 1)
+        self.assertEqual(self.sh("git status --porcelain", cwd=repo), "")
+        # Each save's commit holds every rank's two files (and rank 0's
+        # trainer_state.json), and drops the save two before it whole.
+        for save, commit in enumerate(commits, start=1):
+            changed = self.sh(f"git show --no-renames --name-status --format= {commit}", cwd=repo).split("\n")
+            added = sorted(line.split("\t")[1] for line in changed if line.startswith("A\t"))
+            self.assertEqual(len(added), 2 * self.WORLD + 1, changed)
+            self.assertTrue(all(a.startswith(f"out/checkpoint-{save * 20}/") for a in added), added)
+            removed = [line for line in changed if line.startswith("D\t")]
+            self.assertEqual(len(removed), 2 * self.WORLD + 1 if save > 2 else 0, changed)
+        # The ranks stored their files before git add: every checkpoint
+        # file has its note, and git's add only checked them.
+        notes = os.listdir(os.path.join(repo, ".git", "zipnn", "added"))
+        self.assertEqual(len(notes), 2 * self.WORLD * self.SAVES)
+        self.assertEqual(os.listdir(os.path.join(repo, ".git", "zipnn", "commit")), [])
+        # A fresh clone gives back every save, bit for bit.
+        self.sh("git clone -q -c remote.origin.zipnnurl=../objects origin.git clone")
+        clone = os.path.join(self.root, "clone")
+        self.sh("git zipnn fsck --all >/dev/null", cwd=clone)
+        hashes = {}
+        for r in results:
+            hashes.update(r["hashes"])
+        self.assertEqual(len(hashes), 2 * self.WORLD * self.SAVES)
+        for save, commit in enumerate(commits, start=1):
+            self.sh(f"git checkout -q {commit}", cwd=clone)
+            for key, digest in hashes.items():
+                at, rel = key.split(":", 1)
+                if int(at) == save:
+                    self.assertEqual(sha256(os.path.join(clone, "out", rel)), digest, key)
+
+
+class CommandLineRanksTest(Job):
+    """`git zipnn commit` from a launcher that is not Python: one process
+    per rank, RANK and WORLD_SIZE in each one's environment."""
+
+    def ranks(self, args, world=3, extra=None):
+        """Runs `git zipnn commit <args>` as every rank at once in the
+        repository; each rank's (exit code, stdout, stderr)."""
+        procs = []
+        for rank in range(world):
+            env = dict(self.env, RANK=str(rank), WORLD_SIZE=str(world), MASTER_PORT="1")
+            procs.append(subprocess.Popen(["git", "zipnn", "commit"] + args + (extra(rank) if extra else []),
+                                          cwd=os.path.join(self.root, "repo"), env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE))
+        said = []
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            said.append((p.returncode, out.decode(), err.decode()))
+        return said
+
+    def save(self, folder, tag):
+        data = os.path.join(os.getcwd(), "tests", "data", "cnn-bf16")
+        os.makedirs(os.path.join(self.root, "repo", folder), exist_ok=True)
+        for i, name in enumerate(sorted(os.listdir(data))[:3]):
+            with open(os.path.join(data, name), "rb") as src:
+                blob = bytearray(src.read())
+            blob[-1] ^= tag  # a last byte of its own for each save
+            with open(os.path.join(self.root, "repo", folder, f"shard-{i}.safetensors"), "wb") as f:
+                f.write(blob)
+
+    def test_a_rank_that_cannot_store_stops_the_commit_on_every_rank(self):
+        self.save("out/s1", 1)
+        said = self.ranks(["out/s1"], extra=lambda r: ["--rank-file=out/s1/missing.safetensors"] if r == 1 else [])
+        for rank, (code, out, err) in enumerate(said):
+            self.assertNotEqual(code, 0)
+            self.assertEqual(out, "")
+            self.assertIn("out/s1/missing.safetensors is no file this rank can store" if rank == 1 else
+                          "rank 1 could not store its files", err)
+        self.assertEqual(self.sh("git rev-list --count HEAD", cwd=os.path.join(self.root, "repo")), "1\n")
+        # The next try, with every rank able, commits.
+        said = self.ranks(["out/s1"])
+        self.assertEqual({out for _, out, _ in said}, {self.sh("git rev-parse HEAD", cwd=os.path.join(self.root,
+                                                                                               "repo"))})
+
+    def test_a_note_is_checked_against_the_bytes_git_sends(self):
+        repo = os.path.join(self.root, "repo")
+        self.save("out/s1", 1)
+        said = self.ranks(["--step=1", "out/s1"])
+        self.assertTrue(all(code == 0 for code, _, _ in said), said)
+        staged = self.sh("git ls-files -s out/s1", cwd=repo)
+        # Swap the pointers of two notes: each still names its file with
+        # the file's own stat, but the other file's bytes.
+        folder = os.path.join(repo, ".git", "zipnn", "added")
+        notes = sorted(os.listdir(folder))
+        texts = []
+        for n in notes[:2]:
+            with open(os.path.join(folder, n)) as f:
+                texts.append(f.read().split("\n", 2))
+        for n, (path, stamp, _), (_, _, pointer) in zip(notes[:2], texts, texts[::-1]):
+            with open(os.path.join(folder, n), "w") as f:
+                f.write(f"{path}\n{stamp}\n{pointer}")
+        # Each file is refused once; its note is then forgotten, and the
+        # next add stores the file's own bytes.
+        for path, _, _ in texts:
+            failed = subprocess.run(["git", "add", "--renormalize", "--", path], cwd=repo, env=self.env,
+                                    stderr=subprocess.PIPE)
+            self.assertNotEqual(failed.returncode, 0)
+            self.assertIn("is not what `git zipnn commit` stored for it", failed.stderr.decode())
+        self.sh(f"git add --renormalize -- {texts[0][0]} {texts[1][0]}", cwd=repo)
+        self.assertEqual(self.sh("git ls-files -s out/s1", cwd=repo), staged)
+        self.assertEqual(self.sh("git status --porcelain", cwd=repo), "")
+
+    def test_every_rank_of_a_round_returns_and_the_next_round_starts_clean(self):
+        repo = os.path.join(self.root, "repo")
+        heads = []
+        for tag in (1, 2, 3):
+            self.save("out/model", tag)  # one path, overwritten each save
+            said = self.ranks(["out/model"])
+            self.assertTrue(all(code == 0 for code, _, _ in said), said)
+            self.assertEqual(len({out for _, out, _ in said}), 1)
+            heads.append(said[0][1].strip())
+            self.assertIn("stored 1 file", said[0][2])
+        self.assertEqual(self.sh("git log --format=%H -3", cwd=repo).split(), heads[::-1])
+        # Nothing changed: no commit, on every rank.
+        said = self.ranks(["out/model"])
+        self.assertTrue(all(code == 0 and out == "" and "nothing changed" in err for code, out, err in said), said)
+        self.assertEqual(os.listdir(os.path.join(repo, ".git", "zipnn", "commit")), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
