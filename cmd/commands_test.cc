@@ -34,7 +34,7 @@ TEST_CASE("every command has one name, a summary, and a --help that parses") {
 
 TEST_CASE("a mistyped command is named with the commands it was probably meant to be") {
   CHECK(UnknownCommand("lgo") == "git-zipnn: 'lgo' is not a git-zipnn command. Did you mean log?");
-  CHECK(UnknownCommand("commit") == "git-zipnn: 'commit' is not a git-zipnn command. See 'git zipnn --help'.");
+  CHECK(UnknownCommand("worktree") == "git-zipnn: 'worktree' is not a git-zipnn command. See 'git zipnn --help'.");
   CHECK(!UnknownCommand("log"));
   CHECK(Run({"lgo"}) == 1);
   // Git LFS's word for gc.

@@ -45,14 +45,21 @@ Status RunCommit(ops::CommitRequest request, std::optional<int64_t> step, std::o
   if (!world) {
     ZIPNN_ASSIGN_OR_RETURN(world, FromEnvironment("WORLD_SIZE"));
   }
+  // A WORLD_SIZE left in a shell, with no launcher's RANK beside it,
+  // would make this process wait for ranks that never come.
+  if (world && *world > 1 && !rank) {
+    return InvalidArgument("WORLD_SIZE is " + std::to_string(*world) +
+                           " but this process has no rank (RANK is unset and no --rank was given); outside a "
+                           "distributed job, unset WORLD_SIZE or pass --world-size 1");
+  }
   request.rank = rank.value_or(0);
   request.world_size = world.value_or(1);
   if (request.job.empty()) request.job = JobFromEnvironment();
   ops::Context context;
   ZIPNN_ASSIGN_OR_RETURN(ops::Committed done, ops::CommitSave(context, request));
   if (request.world_size > 1) {
-    std::fprintf(stderr, "git-zipnn commit: rank %d stored %zu file%s (%s)\n", request.rank, done.stored.size(),
-                 done.stored.size() == 1 ? "" : "s", HumanBytes(done.stored_bytes).c_str());
+    std::fprintf(stderr, "git-zipnn commit: rank %d has its %zu file%s (%s) in the store\n", request.rank,
+                 done.stored.size(), done.stored.size() == 1 ? "" : "s", HumanBytes(done.stored_bytes).c_str());
   }
   if (done.commit.empty()) {
     std::fprintf(stderr, "git-zipnn commit: nothing changed; no commit made\n");

@@ -124,9 +124,9 @@ TEST_CASE("a first word that is no command is refused with the closest commands"
   CHECK(Zipnn("instal --local").err == "git-zipnn: 'instal' is not a git-zipnn command. Did you mean install?\n");
   CHECK(Zipnn("pu").err == "git-zipnn: 'pu' is not a git-zipnn command. Did you mean du?\n");
   CHECK(Zipnn("sho HEAD:x").err == "git-zipnn: 'sho' is not a git-zipnn command. Did you mean show?\n");
-  Run far = Zipnn("commit -m x");
+  Run far = Zipnn("worktree add x");
   CHECK(far.code == 1);
-  CHECK(far.err == "git-zipnn: 'commit' is not a git-zipnn command. See 'git zipnn --help'.\n");
+  CHECK(far.err == "git-zipnn: 'worktree' is not a git-zipnn command. See 'git zipnn --help'.\n");
   // Commands and options still parse as before.
   CHECK(Zipnn("log --help").code == 0);
   CHECK(Zipnn("--nosuchoption").err.find("is not a git-zipnn command") == std::string::npos);

@@ -646,4 +646,18 @@ Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
   return data;
 }
 
+std::optional<std::string> ReadSmallFile(const std::string& path, size_t limit) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> text;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) <= limit) {
+    std::string bytes(static_cast<size_t>(st.st_size), '\0');
+    const ssize_t n = ::pread(fd, bytes.data(), bytes.size(), 0);
+    if (n == static_cast<ssize_t>(bytes.size())) text = std::move(bytes);
+  }
+  ::close(fd);
+  return text;
+}
+
 }  // namespace zipnn

@@ -243,4 +243,9 @@ Status SyncFolder(const std::string& dir);
 // Reads a whole (small) file; for tests, golden files and tools.
 Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path);
 
+// The bytes of the regular file at `path` when it holds at most `limit`;
+// nullopt for anything else (missing, larger, a link, a pipe or device,
+// which are never waited on), for notes a process leaves for another.
+std::optional<std::string> ReadSmallFile(const std::string& path, size_t limit);
+
 }  // namespace zipnn

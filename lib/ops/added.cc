@@ -44,9 +44,9 @@ Status NoteAdded(const std::string& dir, const std::string& path, const std::str
 
 std::optional<store::Pointer> NotedPointer(const std::string& dir, const std::string& path) {
   if (dir.empty()) return std::nullopt;
-  Result<std::vector<uint8_t>> bytes = ReadWholeFile(NoteFile(dir, path));
-  if (!bytes.ok() || bytes->size() > 4096) return std::nullopt;
-  const std::string text(bytes->begin(), bytes->end());
+  const std::optional<std::string> read = ReadSmallFile(NoteFile(dir, path), 4096);
+  if (!read) return std::nullopt;
+  const std::string& text = *read;
   const size_t first = text.find('\n');
   const size_t second = first == std::string::npos ? first : text.find('\n', first + 1);
   if (second == std::string::npos || text.compare(0, first, path) != 0) return std::nullopt;

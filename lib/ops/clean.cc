@@ -11,6 +11,7 @@
 #include "lib/base/progress.h"
 #include "lib/base/thread_pool.h"
 #include "lib/formats/checkpoint.h"
+#include "lib/formats/detect.h"
 #include "lib/git/pointers.h"
 #include "lib/ops/added.h"
 #include "lib/series/series.h"
@@ -222,7 +223,15 @@ Status Cleaner::CleanNoted(const std::string& path, const std::string& head, Byt
     hasher.Update(buf, n);
     size += n;
   }
-  if (size != pointer.size || hasher.Finish() != pointer.id || !store_.objects.Has(pointer.id)) {
+  // The format is read again from the file's layout, as storing it does:
+  // a note names the bytes, nothing else is taken from it.
+  auto FormatOfFile = [&]() -> std::string {
+    auto checkpoint = formats::Checkpoint::Open(path);
+    if (!checkpoint.ok() || !checkpoint->ReadLayout().ok()) return "";
+    return formats::FormatName(checkpoint->layout().format);
+  };
+  if (size != pointer.size || hasher.Finish() != pointer.id || !store_.objects.Has(pointer.id) ||
+      FormatOfFile() != pointer.format) {
     // Its bytes were read once, and not kept: the next add stores them.
     ForgetAdded(store_.added_dir, path);
     return InvalidArgument(path + " is not what `git zipnn commit` stored for it a moment ago (it changed since, "

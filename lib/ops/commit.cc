@@ -1,6 +1,7 @@
 #include "lib/ops/commit.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "lib/base/content_id.h"
 #include "lib/base/file.h"
+#include "lib/base/fs_ops.h"
 #include "lib/git/commit.h"
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
@@ -138,13 +140,18 @@ std::vector<std::string> ShareOf(const std::vector<std::string>& files, int rank
 }
 
 // Where the ranks of one save meet: a folder named by what every rank of
-// the round knows alike (the job, HEAD, the request), holding
+// the round knows alike (the job, HEAD, the request). Rank 0 opens a
+// round by emptying it and writing `begun`, a number of its own; every
+// other file of the round starts with that number, so that what a round
+// killed on the way left there counts for nothing:
 //   stored.<rank>  "ok", or "error: <why>", once that rank has stored;
 //   outcome        rank 0's "commit <id>", "none" or "error: <why>";
-//   done.<rank>    once that rank has read the outcome;
-// rank 0 removes it once every rank is done, so the next round (the same
-// paths at the next save) starts empty. A rank that finds its own
-// done.<rank> at the start waits for that removal first.
+//   done.<rank>    once that rank has read the outcome.
+// A rank that stored before rank 0 opened the round (or saw it opened
+// again) writes its stored.<rank> again under the number in force. Rank 0
+// removes the folder once every rank is done, and a rank that finds its
+// own done.<rank> at the start waits for that, so the next round (the
+// same paths at the next save) starts empty.
 class Round {
  public:
   Round(std::string dir, int rank, int world, int timeout_seconds)
@@ -152,84 +159,157 @@ class Round {
 
   Status Begin() {
     if (rank_ != 0) {
-      ZIPNN_RETURN_IF_ERROR(WaitFor([&] { return !FileExists(Marker("done", rank_)); },
-                                    [] { return std::string("the last save to end"); }));
+      return WaitFor([&] { return !FileExists(Marker("done", rank_)); },
+                     [] { return std::string("the last save of these paths to end"); });
     }
-    return MakeDirectories(dir_);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    SweepOldRounds();
+    ZIPNN_RETURN_IF_ERROR(MakeDirectories(dir_));
+    uint64_t number = 0;
+    const int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::read(fd, &number, sizeof number) != static_cast<ssize_t>(sizeof number)) {
+      number = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ ::getpid();
+    }
+    if (fd >= 0) ::close(fd);
+    number_ = std::to_string(number);
+    return Say(dir_ + "/begun", number_);
+  }
+
+  // Rank 0: says it stored (or why not), then waits until every rank has
+  // said so in this round; the first rank's error, if any.
+  Status AwaitStored(const Status& stored) {
+    ZIPNN_RETURN_IF_ERROR(Say(Marker("stored", 0), Stamped(StoredText(stored))));
+    ZIPNN_RETURN_IF_ERROR(WaitFor([&] { return Missing("stored", 0).empty(); },
+                                  [&] { return Ranks(Missing("stored", 0)) + " to store their files"; }));
+    for (int r = 0; r < world_; ++r) {
+      std::string said = Said(Marker("stored", r)).value_or("");
+      if (said.rfind("error: ", 0) == 0) said = said.substr(7);
+      if (said != "ok") return IoError("rank " + std::to_string(r) + " could not store its files: " + said);
+    }
+    return OkStatus();
+  }
+
+  Status SayOutcome(const std::string& text) { return Say(dir_ + "/outcome", Stamped(text)); }
+
+  // Ranks other than 0: says it stored (or why not) in the round rank 0
+  // opened, then waits for what rank 0 did in it.
+  Result<std::string> AwaitOutcome(const Status& stored) {
+    std::string outcome;
+    Status written;
+    ZIPNN_RETURN_IF_ERROR(WaitFor(
+        [&] {
+          number_ = ReadFile(dir_ + "/begun");
+          if (number_.empty()) return false;
+          if (!Said(Marker("stored", rank_))) written = Say(Marker("stored", rank_), Stamped(StoredText(stored)));
+          const std::optional<std::string> said = Said(dir_ + "/outcome");
+          if (said) outcome = *said;
+          return said.has_value() || !written.ok();
+        },
+        [&] {
+          const std::string missing = Missing("stored", 0);
+          return missing.empty() || number_.empty() ? std::string("rank 0 to commit")
+                                                    : Ranks(missing) + " to store their files";
+        }));
+    ZIPNN_RETURN_IF_ERROR(written);
+    (void)Say(Marker("done", rank_), Stamped(""));
+    return outcome;
+  }
+
+  // Rank 0: once the others have read the outcome, the folder goes
+  // (unless another rank 0 opened it again meanwhile, after this one
+  // waited in vain).
+  // A rank still there reads it within a poll (half a second); one that
+  // gave up never will, so the wait is short, and what is left is
+  // removed when the next round of these paths opens.
+  void End() {
+    const Status all_done = WaitFor([&] { return Missing("done", 1).empty(); },
+                                    [&] { return Ranks(Missing("done", 1)) + " to read the outcome"; },
+                                    std::min(timeout_, 30));
+    std::error_code ec;
+    if (all_done.ok() && ReadFile(dir_ + "/begun") == number_) fs::remove_all(dir_, ec);
+  }
+
+ private:
+  // Rounds of other saves that nothing has touched for a day (and longer
+  // than a rank waits): their jobs died.
+  void SweepOldRounds() const {
+    const auto stale = fs::file_time_type::clock::now() - std::chrono::seconds(std::max(timeout_, 86400));
+    std::error_code ec;
+    for (fs::directory_iterator it(fs::path(dir_).parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code old;
+      if (it->is_directory(old) && fs::last_write_time(it->path(), old) < stale && !old) {
+        fs::remove_all(it->path(), old);
+      }
+    }
+  }
+
+  static std::string StoredText(const Status& stored) { return stored.ok() ? "ok" : "error: " + stored.message(); }
+
+  // The file rank `rank` leaves for `kind`.
+  std::string Marker(const std::string& kind, int rank) const { return dir_ + "/" + kind + "." + std::to_string(rank); }
+
+  // `text` under the round's number.
+  std::string Stamped(const std::string& text) const { return number_ + "\n" + text; }
+
+  // What the file at `path` says in this round; nullopt when it is
+  // missing or of another round.
+  std::optional<std::string> Said(const std::string& path) const {
+    const std::string text = ReadFile(path);
+    const size_t newline = text.find('\n');
+    if (number_.empty() || newline == std::string::npos || text.compare(0, newline, number_) != 0) {
+      return std::nullopt;
+    }
+    return text.substr(newline + 1);
+  }
+
+  // "rank 3", "ranks 3,5", or the first ten of more and how many.
+  static std::string Ranks(const std::string& list) {
+    const size_t commas = static_cast<size_t>(std::count(list.begin(), list.end(), ','));
+    if (commas == 0) return "rank " + list;
+    if (commas < 10) return "ranks " + list;
+    size_t cut = 0;
+    for (int i = 0; i < 10; ++i) cut = list.find(',', cut + 1);
+    return "ranks " + list.substr(0, cut) + " and " + std::to_string(commas + 1 - 10) + " more";
+  }
+
+  // The ranks from `from` on that have said nothing of `kind` in this
+  // round, as "3,5".
+  std::string Missing(const std::string& kind, int from) const {
+    std::string missing;
+    for (int r = from; r < world_; ++r) {
+      if (!Said(Marker(kind, r))) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+    }
+    return missing;
   }
 
   // Writes `text` to the round's file `path`, whole or not at all.
   static Status Say(const std::string& path, const std::string& text) {
     ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path, /*overwrite=*/true));
     ZIPNN_RETURN_IF_ERROR(file.Append(text.data(), text.size()));
-    return file.Commit();
-  }
-  Status SayStored(const Status& stored) {
-    return Say(Marker("stored", rank_), stored.ok() ? "ok" : "error: " + stored.message());
+    return file.CommitUnsynced();
   }
 
-  Status SayOutcome(const std::string& text) { return Say(dir_ + "/outcome", text); }
-
-  // Rank 0: until every rank has stored; the first rank's error, if any.
-  Status AwaitStored() {
-    ZIPNN_RETURN_IF_ERROR(WaitFor([&] { return Missing("stored", 0).empty(); },
-                                  [&] { return "ranks " + Missing("stored", 0) + " to store their files"; }));
-    for (int r = 0; r < world_; ++r) {
-      const std::string said = Read(Marker("stored", r));
-      if (said != "ok") return IoError("rank " + std::to_string(r) + " could not store its files: " + said);
-    }
-    return OkStatus();
-  }
-
-  // Ranks other than 0: what rank 0 did, once it has.
-  Result<std::string> AwaitOutcome() {
-    ZIPNN_RETURN_IF_ERROR(WaitFor([&] { return FileExists(dir_ + "/outcome"); },
-                                  [] { return std::string("rank 0 to commit"); }));
-    const std::string outcome = Read(dir_ + "/outcome");
-    (void)Say(Marker("done", rank_), "");
-    return outcome;
-  }
-
-  // Rank 0: once the others have read the outcome, the folder goes.
-  void End() {
-    (void)WaitFor([&] { return Missing("done", 1).empty(); },
-                  [&] { return "ranks " + Missing("done", 1) + " to read the outcome"; });
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
- private:
-  // The file rank `rank` leaves for `kind`.
-  std::string Marker(const std::string& kind, int rank) const { return dir_ + "/" + kind + "." + std::to_string(rank); }
-
-  // The ranks from `from` on that have not left `kind`, as "3,5".
-  std::string Missing(const std::string& kind, int from) const {
-    std::string missing;
-    for (int r = from; r < world_; ++r) {
-      if (!FileExists(Marker(kind, r))) missing += (missing.empty() ? "" : ",") + std::to_string(r);
-    }
-    return missing;
-  }
-
-  static std::string Read(const std::string& path) {
-    Result<std::vector<uint8_t>> bytes = ReadWholeFile(path);
-    return bytes.ok() ? std::string(bytes->begin(), bytes->end()) : "";
-  }
+  static std::string ReadFile(const std::string& path) { return ReadSmallFile(path, 1 << 16).value_or(""); }
 
   // Polls `ready` until it holds (quickly at first), saying once on
   // stderr what it waits for after ten seconds; IoError at the timeout.
-  Status WaitFor(const std::function<bool()>& ready, const std::function<std::string()>& what) {
+  // `seconds`: how long at most (0: the round's timeout).
+  Status WaitFor(const std::function<bool()>& ready, const std::function<std::string()>& what, int seconds = 0) {
+    const int limit = seconds > 0 ? seconds : timeout_;
     const auto start = std::chrono::steady_clock::now();
     bool said = false;
     for (int sleep_ms = 5;; sleep_ms = std::min(sleep_ms * 2, 500)) {
       if (ready()) return OkStatus();
       const auto waited = std::chrono::steady_clock::now() - start;
-      if (waited > std::chrono::seconds(timeout_)) {
-        return IoError("rank " + std::to_string(rank_) + " waited " + std::to_string(timeout_) + " s for " + what() +
-                       " (" + dir_ + "); a rank that died leaves the others waiting so long (--timeout)");
+      if (waited > std::chrono::seconds(limit)) {
+        return IoError("rank " + std::to_string(rank_) + " waited " + std::to_string(limit) + " s for " + what() +
+                       " (" + dir_ + "): a rank that died, or runs with other paths, --step or message, or " +
+                       "another WORLD_SIZE, leaves the others waiting so long (--timeout)");
       }
       if (!said && waited > std::chrono::seconds(10)) {
-        std::fprintf(stderr, "git-zipnn commit: rank %d waiting for %s\n", rank_, what().c_str());
+        std::fprintf(stderr, "git-zipnn commit: rank %d of %d waiting for %s (for up to %d s: --timeout)\n", rank_,
+                     world_, what().c_str(), limit);
         said = true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
@@ -238,6 +318,7 @@ class Round {
 
   const std::string dir_;
   const int rank_, world_, timeout_;
+  std::string number_;  // the round's, as rank 0 wrote it in `begun`
 };
 
 // Stores `files` as clean would (one after the other, each with every
@@ -285,9 +366,24 @@ Status StoreFiles(Context& context, const std::vector<std::string>& files, const
 }
 
 // git's part, for the one process that does it: stage the save and
-// what went away beside it, commit those paths alone, push.
+// what went away beside it, commit those paths alone, push. Commits of
+// other jobs in the repository wait for it (git's index takes one at a
+// time, and a second would fail on its lock).
 Result<std::string> CommitStaged(const std::vector<std::string>& saved, const std::string& message,
-                                 const std::string& parent, const std::string& remote, const std::string& top) {
+                                 const std::string& parent, const std::string& remote, const std::string& top,
+                                 const std::string& rounds_dir) {
+  ZIPNN_RETURN_IF_ERROR(MakeDirectories(rounds_dir));
+  const std::string lock_path = rounds_dir + "/git.lock";
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0) return IoError(lock_path + ": cannot open");
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }
+  } unlock{lock};
+  int locked;
+  while ((locked = FsLock(lock, LOCK_EX)) != 0 && errno == EINTR) {
+  }
+  if (locked != 0) return IoError(lock_path + ": cannot lock");
   std::vector<std::string> paths = saved;
   for (const std::string& path : saved) {
     ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> gone, GoneBeside(path, top));
@@ -301,6 +397,52 @@ Result<std::string> CommitStaged(const std::vector<std::string>& saved, const st
   return commit;
 }
 
+// What a save comes to before anything is stored: its files, the parent
+// and the remote.
+struct Prepared {
+  std::vector<std::string> tracked;  // the save's files under a zipnn pattern, sorted
+  std::vector<std::string> mine;     // the files this rank stores (a rank of a job)
+  std::string parent;                // from the top
+  std::string remote;                // to push to; empty: no push
+};
+
+// `paths` are from the top (the current folder), `parent` and
+// `rank_files` as FromTop gave them.
+Result<Prepared> Prepare(Context& context, const CommitRequest& request, const std::vector<std::string>& paths,
+                         const Result<std::string>& parent, const Result<std::vector<std::string>>& rank_files,
+                         const std::string& top) {
+  Prepared p;
+  if (!parent.ok()) {
+    return InvalidArgument("the parent " + request.parent + " is not in the repository of " + request.paths[0] +
+                           " (" + top + ")");
+  }
+  p.parent = *parent;
+  ZIPNN_RETURN_IF_ERROR(rank_files.status());
+  std::vector<std::string> files;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    Result<std::vector<std::string>> of = FilesOfSave(paths[i]);
+    if (!of.ok() && of.status().code() == StatusCode::kNotFound) {
+      return NotFound("nothing at " + request.paths[i] + ": no such file or folder, and git holds none there");
+    }
+    ZIPNN_RETURN_IF_ERROR(of.status());
+    files.insert(files.end(), of->begin(), of->end());
+  }
+  ZIPNN_ASSIGN_OR_RETURN(p.tracked, git::TrackedByZipnn(files, top));
+  if (!files.empty() && p.tracked.empty()) {
+    std::string named;
+    for (const std::string& given : request.paths) named += (named.empty() ? "" : ", ") + given;
+    return InvalidArgument(named + (request.paths.size() == 1 ? " is" : " are") +
+                           " not tracked by git-zipnn, so git would store it whole: run `git zipnn track "
+                           "'<pattern>'` for it first (git zipnn track --help)");
+  }
+  if (request.push) {
+    ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
+    ZIPNN_ASSIGN_OR_RETURN(p.remote, remote::DefaultRemote(*settings));
+  }
+  p.mine = !rank_files->empty() ? *rank_files : ShareOf(p.tracked, request.rank, request.world_size);
+  return p;
+}
+
 }  // namespace
 
 Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
@@ -312,77 +454,58 @@ Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
   ZIPNN_ASSIGN_OR_RETURN(git::Folders folders, git::RepositoryFolders());
   if (!folders.top) return InvalidArgument("git zipnn commit needs a work tree");
   const std::string top = *folders.top;
-  std::vector<std::string> paths, files;
+  const std::string rounds_dir = folders.git_dir + "/zipnn/commit";
+  std::vector<std::string> paths;
   for (const std::string& given : request.paths) {
     ZIPNN_ASSIGN_OR_RETURN(std::string path, FromTop(given, top));
     paths.push_back(path);
   }
-  std::string parent;
-  if (!request.parent.empty()) {
-    Result<std::string> from_top = FromTop(request.parent, top);
-    if (!from_top.ok()) {
-      return InvalidArgument("the parent " + request.parent + " is not in the repository of " + request.paths[0] +
-                             " (" + top + ")");
-    }
-    parent = *from_top;
-  }
-  std::vector<std::string> mine;
+  Result<std::string> parent = request.parent.empty() ? std::string() : FromTop(request.parent, top);
+  Result<std::vector<std::string>> rank_files = std::vector<std::string>();
   for (const std::string& given : request.rank_files) {
-    ZIPNN_ASSIGN_OR_RETURN(std::string path, FromTop(given, top));
-    mine.push_back(path);
+    Result<std::string> path = FromTop(given, top);
+    if (!path.ok()) {
+      rank_files = path.status();
+      break;
+    }
+    rank_files->push_back(*path);
   }
   // From here on paths are from the top, where git's filter runs too.
   if (::chdir(top.c_str()) != 0) return IoError(top + ": cannot go there");
-  for (size_t i = 0; i < paths.size(); ++i) {
-    Result<std::vector<std::string>> of = FilesOfSave(paths[i]);
-    if (!of.ok() && of.status().code() == StatusCode::kNotFound) {
-      return NotFound("nothing at " + request.paths[i] + ": no such file or folder, and git holds none there");
-    }
-    ZIPNN_RETURN_IF_ERROR(of.status());
-    files.insert(files.end(), of->begin(), of->end());
-  }
-  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> tracked, git::TrackedByZipnn(files, top));
-  if (!files.empty() && tracked.empty()) {
-    std::string named;
-    for (const std::string& given : request.paths) named += (named.empty() ? "" : ", ") + given;
-    return InvalidArgument(named + (request.paths.size() == 1 ? " is" : " are") +
-                           " not tracked by git-zipnn, so git would store it whole: run `git zipnn track "
-                           "'<pattern>'` for it first (git zipnn track --help)");
-  }
-  std::string remote;
-  if (request.push) {
-    ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
-    ZIPNN_ASSIGN_OR_RETURN(remote, remote::DefaultRemote(*settings));
-  }
   const std::string message = MessageFor(request, request.paths);
+  Result<Prepared> prepared = Prepare(context, request, paths, parent, rank_files, top);
   Committed done;
   if (request.world_size == 1) {
-    ZIPNN_ASSIGN_OR_RETURN(done.commit, CommitStaged(paths, message, parent, remote, top));
+    ZIPNN_RETURN_IF_ERROR(prepared.status());
+    ZIPNN_ASSIGN_OR_RETURN(done.commit,
+                           CommitStaged(paths, message, prepared->parent, prepared->remote, top, rounds_dir));
     return done;
   }
-  // A round of a distributed save: named alike on every rank.
+  // A round of a distributed save, named alike on every rank. What a rank
+  // could not do goes through the round, so that every rank hears of it.
   ZIPNN_ASSIGN_OR_RETURN(std::string head, git::HeadId(top));
   std::string key = request.job + "\n" + head + "\n" + message + "\n" + std::to_string(request.world_size);
   for (const std::string& p : paths) key += "\n" + p;
-  Round round(folders.git_dir + "/zipnn/commit/" + HashBytes(key.data(), key.size()).Hex(), request.rank,
-              request.world_size, request.timeout_seconds);
+  Round round(rounds_dir + "/" + HashBytes(key.data(), key.size()).Hex(), request.rank, request.world_size,
+              request.timeout_seconds);
   ZIPNN_RETURN_IF_ERROR(round.Begin());
-  if (mine.empty()) mine = ShareOf(tracked, request.rank, request.world_size);
-  const Status stored = StoreFiles(context, mine, parent, remote, done);
-  ZIPNN_RETURN_IF_ERROR(round.SayStored(stored));
+  const Status stored = prepared.ok()
+                            ? StoreFiles(context, prepared->mine, prepared->parent, prepared->remote, done)
+                            : prepared.status();
   if (request.rank != 0) {
-    ZIPNN_ASSIGN_OR_RETURN(std::string outcome, round.AwaitOutcome());
+    ZIPNN_ASSIGN_OR_RETURN(std::string outcome, round.AwaitOutcome(stored));
     ZIPNN_RETURN_IF_ERROR(stored);
     if (outcome.rfind("commit ", 0) == 0) done.commit = outcome.substr(7);
-    if (outcome.rfind("error: ", 0) == 0) return Status(StatusCode::kIoError, "rank 0 did not commit: " + outcome.substr(7));
+    if (outcome.rfind("error: ", 0) == 0) return IoError("rank 0 did not commit: " + outcome.substr(7));
     return done;
   }
-  const Status all_stored = round.AwaitStored();
+  const Status all_stored = round.AwaitStored(stored);
   Result<std::string> commit =
-      all_stored.ok() ? CommitStaged(paths, message, parent, remote, top) : Result<std::string>(all_stored);
-  ZIPNN_RETURN_IF_ERROR(round.SayOutcome( !commit.ok()    ? "error: " + commit.status().message()
-                                             : commit->empty() ? "none"
-                                                               : "commit " + *commit));
+      all_stored.ok() ? CommitStaged(paths, message, prepared->parent, prepared->remote, top, rounds_dir)
+                      : Result<std::string>(all_stored);
+  ZIPNN_RETURN_IF_ERROR(round.SayOutcome(!commit.ok()      ? "error: " + commit.status().message()
+                                         : commit->empty() ? "none"
+                                                           : "commit " + *commit));
   round.End();
   ZIPNN_ASSIGN_OR_RETURN(done.commit, std::move(commit));
   return done;

@@ -9,10 +9,12 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 WORKER = r'''
@@ -163,7 +165,7 @@ class DistributedSaveTest(Job):
         # file has its note, and git's add only checked them.
         notes = os.listdir(os.path.join(repo, ".git", "zipnn", "added"))
         self.assertEqual(len(notes), 2 * self.WORLD * self.SAVES)
-        self.assertEqual(os.listdir(os.path.join(repo, ".git", "zipnn", "commit")), [])
+        self.assertEqual(os.listdir(os.path.join(repo, ".git", "zipnn", "commit")), ["git.lock"])
         # A fresh clone gives back every save, bit for bit.
         self.sh("git clone -q -c remote.origin.zipnnurl=../objects origin.git clone")
         clone = os.path.join(self.root, "clone")
@@ -184,11 +186,12 @@ class CommandLineRanksTest(Job):
     """`git zipnn commit` from a launcher that is not Python: one process
     per rank, RANK and WORLD_SIZE in each one's environment."""
 
-    def ranks(self, args, world=3, extra=None):
-        """Runs `git zipnn commit <args>` as every rank at once in the
-        repository; each rank's (exit code, stdout, stderr)."""
+    def ranks(self, args, world=3, extra=None, only=None):
+        """Runs `git zipnn commit <args>` as every rank at once (or the
+        ranks `only` names) in the repository; each one's (exit code,
+        stdout, stderr)."""
         procs = []
-        for rank in range(world):
+        for rank in (only if only is not None else range(world)):
             env = dict(self.env, RANK=str(rank), WORLD_SIZE=str(world), MASTER_PORT="1")
             procs.append(subprocess.Popen(["git", "zipnn", "commit"] + args + (extra(rank) if extra else []),
                                           cwd=os.path.join(self.root, "repo"), env=env, stdout=subprocess.PIPE,
@@ -223,6 +226,58 @@ class CommandLineRanksTest(Job):
         self.assertEqual({out for _, out, _ in said}, {self.sh("git rev-parse HEAD", cwd=os.path.join(self.root,
                                                                                                "repo"))})
 
+    def test_a_rank_that_fails_before_storing_stops_every_rank_at_once(self):
+        self.save("out/s1", 1)
+        started = time.monotonic()
+        said = self.ranks(["--timeout=120", "out/s1"], extra=lambda r: ["--rank-file=/etc/passwd"] if r == 1 else [])
+        self.assertLess(time.monotonic() - started, 60)
+        for rank, (code, out, err) in enumerate(said):
+            self.assertNotEqual(code, 0)
+            self.assertIn("/etc/passwd is outside the work tree" if rank == 1 else
+                          "rank 1 could not store its files: /etc/passwd is outside the work tree", err)
+
+    def test_a_world_size_without_a_rank_is_refused_at_once(self):
+        self.save("out/s1", 1)
+        done = subprocess.run(["git", "zipnn", "commit", "out/s1"], cwd=os.path.join(self.root, "repo"),
+                              env=dict(self.env, WORLD_SIZE="3"), stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("WORLD_SIZE is 3 but this process has no rank", done.stderr.decode())
+
+    def test_what_a_killed_round_left_counts_for_nothing(self):
+        repo = os.path.join(self.root, "repo")
+        self.save("out/s1", 1)
+        # Two of three ranks come, store, and are killed while they wait:
+        # their files stay.
+        commit_dir = os.path.join(repo, ".git", "zipnn", "commit")
+        procs = [subprocess.Popen(["git", "zipnn", "commit", "out/s1"], cwd=repo, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL,
+                                  env=dict(self.env, RANK=str(rank), WORLD_SIZE="3", MASTER_PORT="1"),
+                                  start_new_session=True) for rank in (0, 1)]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            rounds = [r for r in os.listdir(commit_dir) if r != "git.lock"] if os.path.isdir(commit_dir) else []
+            if rounds and all(os.path.exists(os.path.join(commit_dir, rounds[0], f"stored.{r}")) for r in (0, 1)):
+                break
+            time.sleep(0.05)
+        for p in procs:  # git and git-zipnn, as a launcher ends a job
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        self.assertEqual(len(rounds), 1)
+        folder = os.path.join(commit_dir, rounds[0])
+        with open(os.path.join(folder, "begun")) as f:
+            number = f.read()
+        # As if its rank 0 had also said it committed, and rank 1 read it.
+        for name, text in (("outcome", "commit " + "d" * 40), ("done.1", ""), ("stored.2", "ok")):
+            with open(os.path.join(folder, name), "w") as f:
+                f.write(f"{number}\n{text}")
+        self.save("out/s1", 2)
+        said = self.ranks(["out/s1"])
+        self.assertTrue(all(code == 0 for code, _, _ in said), said)
+        head = self.sh("git rev-parse HEAD", cwd=repo)
+        self.assertEqual({out for _, out, _ in said}, {head})
+        self.sh("git zipnn fsck >/dev/null && test -z \"$(git status --porcelain)\"", cwd=repo)
+        self.assertEqual(os.listdir(os.path.join(repo, ".git", "zipnn", "commit")), ["git.lock"])
+
     def test_a_note_is_checked_against_the_bytes_git_sends(self):
         repo = os.path.join(self.root, "repo")
         self.save("out/s1", 1)
@@ -250,6 +305,13 @@ class CommandLineRanksTest(Job):
         self.sh(f"git add --renormalize -- {texts[0][0]} {texts[1][0]}", cwd=repo)
         self.assertEqual(self.sh("git ls-files -s out/s1", cwd=repo), staged)
         self.assertEqual(self.sh("git status --porcelain", cwd=repo), "")
+        # A note that is a pipe is no note: nothing waits on it.
+        for n in os.listdir(folder):
+            os.remove(os.path.join(folder, n))
+            os.mkfifo(os.path.join(folder, n))
+        done = subprocess.run(["git", "add", "--renormalize", "--", "out/s1"], cwd=repo, env=self.env, timeout=60)
+        self.assertEqual(done.returncode, 0)
+        self.assertEqual(self.sh("git ls-files -s out/s1", cwd=repo), staged)
 
     def test_every_rank_of_a_round_returns_and_the_next_round_starts_clean(self):
         repo = os.path.join(self.root, "repo")
@@ -260,12 +322,12 @@ class CommandLineRanksTest(Job):
             self.assertTrue(all(code == 0 for code, _, _ in said), said)
             self.assertEqual(len({out for _, out, _ in said}), 1)
             heads.append(said[0][1].strip())
-            self.assertIn("stored 1 file", said[0][2])
+            self.assertIn("has its 1 file (", said[0][2])
         self.assertEqual(self.sh("git log --format=%H -3", cwd=repo).split(), heads[::-1])
         # Nothing changed: no commit, on every rank.
         said = self.ranks(["out/model"])
         self.assertTrue(all(code == 0 and out == "" and "nothing changed" in err for code, out, err in said), said)
-        self.assertEqual(os.listdir(os.path.join(repo, ".git", "zipnn", "commit")), [])
+        self.assertEqual(os.listdir(os.path.join(repo, ".git", "zipnn", "commit")), ["git.lock"])
 
 
 if __name__ == "__main__":
