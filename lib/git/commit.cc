@@ -69,7 +69,8 @@ Status AddPaths(const std::vector<std::string>& paths, const std::string& parent
 Result<bool> StagedIn(const std::vector<std::string>& paths, const std::string& top) {
   // Every staged change, then those at or under `paths` (diff takes no
   // pathspec file, and a removed folder may hold many files).
-  ZIPNN_ASSIGN_OR_RETURN(std::string out, RunOnPaths({"diff", "--cached", "--name-only", "--no-renames", "-z"}, {}, top));
+  ZIPNN_ASSIGN_OR_RETURN(std::string out,
+                         RunOnPaths({"diff", "--cached", "--name-only", "--no-renames", "-z"}, {}, top));
   for (const std::string& changed : SplitNul(out)) {
     for (const std::string& p : paths) {
       if (p == "." || changed == p || (changed.size() > p.size() && changed.compare(0, p.size(), p) == 0 &&

@@ -4,8 +4,13 @@
 #pragma once
 
 #include <git2.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <functional>
+#include <algorithm>
+#include <thread>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -170,6 +175,24 @@ inline git_oid ToGit(const Oid& o) {
   git_oid id;
   std::memcpy(id.id, o.bytes.data(), o.bytes.size());
   return id;
+}
+
+
+// Whether writing a ref failed only because another writer got there
+// first: it moved (GIT_EMODIFIED, GIT_EEXISTS) or holds its lock now
+// (GIT_ELOCKED, as the ranks of one job writing at once do). Such a
+// write is tried again from what the ref holds then, after
+// PauseBeforeRetry.
+inline bool LostRefRace(int error) {
+  return error == GIT_EMODIFIED || error == GIT_EEXISTS || error == GIT_ELOCKED;
+}
+// A few milliseconds, more with each attempt (to a tenth of a second),
+// and apart from process to process, so that writers that met once
+// rarely meet again.
+inline void PauseBeforeRetry(int attempt) {
+  const int apart = static_cast<int>((std::hash<std::thread::id>()(std::this_thread::get_id()) + ::getpid()) % 11);
+  const int ms = (2 << std::min(attempt, 6)) + apart;
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 }  // namespace zipnn::git

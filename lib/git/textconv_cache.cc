@@ -15,7 +15,7 @@ namespace {
 using SignaturePtr = std::unique_ptr<git_signature, Freer<git_signature_free>>;
 
 // How often Write starts again when the ref moved under it.
-constexpr int kAttempts = 3;
+constexpr int kAttempts = 12;
 
 // A note's place in a notes tree: the note of object <40 hex> is a blob
 // at a path whose parts, '/' removed, spell the id ("ab/cdef...", or flat
@@ -222,8 +222,9 @@ Status TextconvCache::Write() {
     }
     // Someone (git, after a listing it made) moved the ref: start again
     // from what it holds now.
-    if (e != GIT_EMODIFIED && e != GIT_EEXISTS) return GitError("cannot update " + ref_);
+    if (!LostRefRace(e)) return GitError("cannot update " + ref_);
     git_error_clear();
+    PauseBeforeRetry(attempt);
   }
   pending_.clear();
   held_.reset();

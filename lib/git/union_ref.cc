@@ -185,7 +185,7 @@ Result<bool> CommitFiles(git_repository* repo, const UnionRef& u, const RefFiles
     git_reference_free(ref);
     return true;
   }
-  if (e != GIT_EMODIFIED && e != GIT_EEXISTS) return GitError("cannot update " + std::string(u.ref));
+  if (!LostRefRace(e)) return GitError("cannot update " + std::string(u.ref));
   git_error_clear();
   return false;
 }
@@ -274,9 +274,11 @@ Result<std::optional<std::string>> ReadBlob(const std::string& hex, size_t limit
 
 Status AddToUnionRef(const UnionRef& u, const RefFiles& files) {
   ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround("."));
-  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+  // Every rank of a job may add at once: more tries than a push needs.
+  for (int attempt = 0; attempt < 8 * kAttempts; ++attempt) {
     ZIPNN_ASSIGN_OR_RETURN(bool written, CommitFiles(repo.get(), u, files));
     if (written) return OkStatus();
+    PauseBeforeRetry(attempt);
   }
   return Status(StatusCode::kGit, std::string(u.ref) + " kept moving while git-zipnn wrote to it");
 }

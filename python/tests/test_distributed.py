@@ -182,7 +182,7 @@ class DistributedSaveTest(Job):
                     self.assertEqual(sha256(os.path.join(clone, "out", rel)), digest, key)
 
 
-class CommandLineRanksTest(Job):
+class Ranks:
     """`git zipnn commit` from a launcher that is not Python: one process
     per rank, RANK and WORLD_SIZE in each one's environment."""
 
@@ -211,6 +211,10 @@ class CommandLineRanksTest(Job):
             blob[-1] ^= tag  # a last byte of its own for each save
             with open(os.path.join(self.root, "repo", folder, f"shard-{i}.safetensors"), "wb") as f:
                 f.write(blob)
+
+
+class CommandLineRanksTest(Ranks, Job):
+    """The ranks of a job, a folder the remote's store."""
 
     def test_a_rank_that_cannot_store_stops_the_commit_on_every_rank(self):
         self.save("out/s1", 1)
@@ -328,6 +332,61 @@ class CommandLineRanksTest(Job):
         said = self.ranks(["out/model"])
         self.assertTrue(all(code == 0 and out == "" and "nothing changed" in err for code, out, err in said), said)
         self.assertEqual(os.listdir(os.path.join(repo, ".git", "zipnn", "commit")), ["git.lock"])
+
+
+class GitLfsHostTest(Ranks, Job):
+    """The ranks of a job push to a Git LFS host (tests/lfs_server.py, first
+    shown to answer Debian's git-lfs as a host does): each sends its own
+    objects, rank 0 the commit and the object map."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="git-zipnn-dist-lfs-")
+        self.addCleanup(shutil.rmtree, self.root)
+        binary = os.environ["GIT_ZIPNN"]
+        self.env = dict(os.environ, HOME=os.path.join(self.root, "home"), GIT_CONFIG_NOSYSTEM="1",
+                        PATH=os.path.dirname(binary) + os.pathsep + os.environ["PATH"])
+        os.makedirs(os.path.join(self.root, "srv"))
+        os.mkdir(self.env["HOME"])
+        log = open(os.path.join(self.root, "server.log"), "w")
+        self.addCleanup(log.close)
+        server = subprocess.Popen([sys.executable, os.path.join(os.getcwd(), "tests", "lfs_server.py"),
+                                   os.path.join(self.root, "srv"), "u:pw"], stdout=log, stderr=subprocess.STDOUT)
+        self.addCleanup(server.wait)
+        self.addCleanup(server.kill)
+        def said():
+            with open(log.name) as f:
+                return f.read()
+        deadline = time.monotonic() + 30
+        while "listening" not in said() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        port = said().split("127.0.0.1:")[1].split()[0].strip("/")
+        self.url = f"http://127.0.0.1:{port}"
+        self.sh(f"git config --global user.email t@example.com && git config --global user.name T && "
+                f"git config --global init.defaultBranch main && "
+                f"printf 'http://u:pw@127.0.0.1:{port}\\n' > creds && "
+                f"git config --global credential.helper 'store --file={self.root}/creds' && "
+                f"git lfs install >/dev/null && git zipnn install >/dev/null && "
+                f"git init -q --bare -b main srv/lfs.git && git init -q --bare -b main srv/team.git && "
+                # Debian's git-lfs first: the server takes and gives back an object as a host does.
+                f"git init -q lfs && cd lfs && git lfs track '*.bin' >/dev/null && head -c 100000 /dev/urandom > a.bin && "
+                f"git add . && git commit -qm lfs && git push -q {self.url}/lfs.git main && cd .. && "
+                f"git clone -q {self.url}/lfs.git lfs-clone && cmp lfs/a.bin lfs-clone/a.bin && "
+                f"git init -q repo && cd repo && git remote add origin {self.url}/team.git && "
+                f"git zipnn track '*.safetensors' >/dev/null && git add .gitattributes && git commit -qm track && "
+                f"git push -q -u origin main")
+
+    def test_every_rank_sends_its_objects_and_rank_0_the_commit(self):
+        repo = os.path.join(self.root, "repo")
+        for save in (1, 2):
+            self.save(f"out/s{save}", save)
+            said = self.ranks(["--push", f"--step={save}", f"out/s{save}"])
+            self.assertTrue(all(code == 0 for code, _, _ in said), said)
+            self.assertEqual(len({out for _, out, _ in said}), 1)
+        self.assertEqual(self.sh("git rev-parse HEAD origin/main", cwd=repo).split()[0],
+                         self.sh("git ls-remote origin refs/heads/main", cwd=repo).split()[0])
+        self.assertIn("refs/zipnn/objects", self.sh("git ls-remote origin", cwd=repo))
+        self.sh(f"git clone -q {self.url}/team.git clone && cd clone && git zipnn fsck --all >/dev/null && "
+                f"for f in out/s1/* out/s2/*; do cmp $f ../repo/$f; done")
 
 
 if __name__ == "__main__":
