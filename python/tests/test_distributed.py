@@ -96,7 +96,9 @@ class Job(unittest.TestCase):
     """A repository with a remote (a bare repository, its store a folder)
     for a job's ranks to commit in."""
 
-    def setUp(self):
+    def make_home(self):
+        """A scratch folder (self.root) with a HOME of its own in it, where
+        git and this build's git-zipnn run."""
         self.root = tempfile.mkdtemp(prefix="git-zipnn-dist-")
         self.addCleanup(shutil.rmtree, self.root)
         binary = os.environ["GIT_ZIPNN"]
@@ -104,8 +106,11 @@ class Job(unittest.TestCase):
                         PATH=os.path.dirname(binary) + os.pathsep + os.environ["PATH"])
         os.mkdir(self.env["HOME"])
         self.sh("git config --global user.email t@example.com && git config --global user.name T && "
-                "git config --global init.defaultBranch main && git zipnn install >/dev/null && "
-                "git init -q --bare origin.git && mkdir objects && git init -q repo && cd repo && "
+                "git config --global init.defaultBranch main && git zipnn install >/dev/null")
+
+    def setUp(self):
+        self.make_home()
+        self.sh("git init -q --bare origin.git && mkdir objects && git init -q repo && cd repo && "
                 "git remote add origin ../origin.git && git config remote.origin.zipnnurl ../objects && "
                 "git zipnn track '*.safetensors' '*.pt' >/dev/null && git add .gitattributes && "
                 "git commit -qm 'track checkpoints' && git push -q -u origin main")
@@ -340,13 +345,8 @@ class GitLfsHostTest(Ranks, Job):
     objects, rank 0 the commit and the object map."""
 
     def setUp(self):
-        self.root = tempfile.mkdtemp(prefix="git-zipnn-dist-lfs-")
-        self.addCleanup(shutil.rmtree, self.root)
-        binary = os.environ["GIT_ZIPNN"]
-        self.env = dict(os.environ, HOME=os.path.join(self.root, "home"), GIT_CONFIG_NOSYSTEM="1",
-                        PATH=os.path.dirname(binary) + os.pathsep + os.environ["PATH"])
+        self.make_home()
         os.makedirs(os.path.join(self.root, "srv"))
-        os.mkdir(self.env["HOME"])
         log = open(os.path.join(self.root, "server.log"), "w")
         self.addCleanup(log.close)
         server = subprocess.Popen([sys.executable, os.path.join(os.getcwd(), "tests", "lfs_server.py"),
@@ -361,11 +361,9 @@ class GitLfsHostTest(Ranks, Job):
             time.sleep(0.05)
         port = said().split("127.0.0.1:")[1].split()[0].strip("/")
         self.url = f"http://127.0.0.1:{port}"
-        self.sh(f"git config --global user.email t@example.com && git config --global user.name T && "
-                f"git config --global init.defaultBranch main && "
-                f"printf 'http://u:pw@127.0.0.1:{port}\\n' > creds && "
+        self.sh(f"printf 'http://u:pw@127.0.0.1:{port}\\n' > creds && "
                 f"git config --global credential.helper 'store --file={self.root}/creds' && "
-                f"git lfs install >/dev/null && git zipnn install >/dev/null && "
+                f"git lfs install >/dev/null && "
                 f"git init -q --bare -b main srv/lfs.git && git init -q --bare -b main srv/team.git && "
                 # Debian's git-lfs first: the server takes and gives back an object as a host does.
                 f"git init -q lfs && cd lfs && git lfs track '*.bin' >/dev/null && head -c 100000 /dev/urandom > a.bin && "
