@@ -47,7 +47,7 @@ Result<std::string> FromTop(const std::string& given, const std::string& top) {
   if (text.empty() || text == ".." || text.rfind("../", 0) == 0) {
     return InvalidArgument(given + " is outside the work tree of this repository (" + top + ")");
   }
-  return text == "." ? std::string(".") : text;
+  return text;
 }
 
 // The regular files under `folder` (from the top, the current folder),

@@ -40,14 +40,18 @@ struct CommitRequest {
 };
 
 struct Committed {
-  std::string commit;            // the new commit's id; empty when nothing changed
+  std::string commit;               // the new commit's id; empty when nothing changed
   std::vector<std::string> stored;  // the files this rank stored itself (a rank of a job)
   uint64_t stored_bytes = 0;
 };
 
-// The request's paths, from the top of the work tree: each file or folder
-// as given, or (for one gone from the work tree) what the index holds
-// there. InvalidArgument for a path outside the work tree.
+// Commits the save `request` names (each path a file or folder as it is
+// in the work tree, or for one gone from it, what the index holds there);
+// on a rank of a job, once every rank has stored its files. Runs at the
+// top of the work tree from then on (it changes the current folder, as
+// git's filter runs there). InvalidArgument for a path outside the work
+// tree or one git-zipnn does not track, NotFound for a path that names
+// nothing; on a job, every rank fails alike when one could not store.
 Result<Committed> CommitSave(Context& context, const CommitRequest& request);
 
 }  // namespace zipnn::ops
