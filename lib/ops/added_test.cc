@@ -2,6 +2,8 @@
 // folder: a note is taken only for the file and stat it was made for.
 #include "lib/ops/added.h"
 
+#include "lib/base/content_id.h"
+
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,7 +39,8 @@ void Write(const std::string& path, const std::string& text) {
   out << text;
 }
 
-const char kPointer[] = "git-zipnn pointer 2 000102030405060708090a0b0c0d0e0f 5 safetensors\n";
+// The pointer the notes name: of "bytes", as clean would write it.
+const std::string kPointer = store::FormatPointer(store::Pointer{HashBytes("bytes", 5), 5, "safetensors"});
 
 TEST_CASE("a note is taken for its file while the file's stat is the one noted") {
   InScratch scratch;
