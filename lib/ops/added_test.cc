@@ -2,8 +2,6 @@
 // folder: a note is taken only for the file and stat it was made for.
 #include "lib/ops/added.h"
 
-#include "lib/base/content_id.h"
-
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "lib/base/content_id.h"
 
 namespace zipnn::ops {
 namespace {
