@@ -12,27 +12,10 @@
 #include <string>
 
 #include "lib/base/content_id.h"
+#include "lib/ops/in_folder.h"
 
 namespace zipnn::ops {
 namespace {
-
-// A scratch folder the test runs in while it lives.
-class InScratch {
- public:
-  InScratch() {
-    const char* t = std::getenv("TEST_TMPDIR");
-    root_ = std::string(t != nullptr ? t : "/tmp") + "/added-XXXXXX";
-    REQUIRE(mkdtemp(root_.data()) != nullptr);
-    char cwd[4096];
-    REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
-    back_ = cwd;
-    REQUIRE(chdir(root_.c_str()) == 0);
-  }
-  ~InScratch() { (void)chdir(back_.c_str()); }
-
- private:
-  std::string root_, back_;
-};
 
 void Write(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -43,7 +26,7 @@ void Write(const std::string& path, const std::string& text) {
 const std::string kPointer = store::FormatPointer(store::Pointer{HashBytes("bytes", 5), 5, "safetensors"});
 
 TEST_CASE("a note is taken for its file while the file's stat is the one noted") {
-  InScratch scratch;
+  InFolder scratch(/*repository=*/false);
   Write("model.safetensors", "bytes");
   const std::optional<std::string> stamp = FileStamp("model.safetensors");
   REQUIRE(stamp);
@@ -66,7 +49,7 @@ TEST_CASE("a note is taken for its file while the file's stat is the one noted")
 }
 
 TEST_CASE("a file that changed while it was stored is not noted") {
-  InScratch scratch;
+  InFolder scratch(/*repository=*/false);
   Write("model.safetensors", "bytes");
   const std::string before = *FileStamp("model.safetensors");
   Write("model.safetensors", "more bytes");
@@ -78,7 +61,7 @@ TEST_CASE("a file that changed while it was stored is not noted") {
 }
 
 TEST_CASE("a damaged or hostile note is no note, and nothing waits on it") {
-  InScratch scratch;
+  InFolder scratch(/*repository=*/false);
   Write("model.safetensors", "bytes");
   REQUIRE(NoteAdded("notes", "model.safetensors", *FileStamp("model.safetensors"), kPointer).ok());
   // The one file in notes/ is the note; each case replaces it.

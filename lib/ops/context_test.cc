@@ -10,28 +10,10 @@
 #include <fstream>
 #include <string>
 
+#include "lib/ops/in_folder.h"
+
 namespace zipnn::ops {
 namespace {
-
-// A scratch folder the test runs in while it lives.
-class InFolder {
- public:
-  explicit InFolder(bool repository) {
-    const char* t = std::getenv("TEST_TMPDIR");
-    root_ = std::string(t != nullptr ? t : "/tmp") + "/ops-XXXXXX";
-    REQUIRE(mkdtemp(root_.data()) != nullptr);
-    char cwd[4096];
-    REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
-    back_ = cwd;
-    REQUIRE(chdir(root_.c_str()) == 0);
-    if (repository) REQUIRE(std::system("GIT_CONFIG_NOSYSTEM=1 git init -q . >/dev/null 2>&1") == 0);
-  }
-  ~InFolder() { (void)chdir(back_.c_str()); }
-  const std::string& root() const { return root_; }
-
- private:
-  std::string root_, back_;
-};
 
 TEST_CASE("the store opens once, and .zipnn.yaml's mistakes are said once") {
   InFolder here(/*repository=*/true);
