@@ -49,20 +49,34 @@ class FaultPlan {
   }
 
   // Whether a fault is due for this operation. `path`: the name the
-  // operation makes or syncs, for the log.
-  bool Next(FsOp op, const char* path) {
+  // operation makes or syncs, for the log; or else `fd`, the file it
+  // writes or syncs, whose name the log then reads from /proc.
+  bool Next(FsOp op, const char* path, int fd = -1) {
     const int i = static_cast<int>(op);
     const unsigned long long n = counts_[i].fetch_add(1, std::memory_order_relaxed) + 1;
     const bool fails = i == op_ && (n == at_ || (n > at_ && onwards_));
     if (log_fd_ >= 0) {
-      const std::string line = std::to_string(::getpid()) + " " + kNames[i] + " " + std::to_string(n) + " " +
-                               (path != nullptr ? path : "-") + (fails ? " failed" : "") + "\n";
+      const std::string name = path != nullptr ? path : fd >= 0 ? NameOf(fd) : "-";
+      const std::string line = std::to_string(::getpid()) + " " + kNames[i] + " " + std::to_string(n) + " " + name +
+                               (fails ? " failed" : "") + "\n";
       (void)!::write(log_fd_, line.data(), line.size());
     }
     return fails;
   }
 
  private:
+  // The name of the file open as `fd` (a name with no spaces for the log).
+  static std::string NameOf(int fd) {
+    char name[4096];
+    const ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), name, sizeof name - 1);
+    if (n <= 0) return "fd:" + std::to_string(fd);
+    std::string text(name, static_cast<size_t>(n));
+    for (char& c : text) {
+      if (c == ' ' || c == '\n') c = '_';
+    }
+    return text;
+  }
+
   std::atomic<unsigned long long> counts_[kFsOpCount] = {};
   int op_ = -1;  // none
   unsigned long long at_ = 0;
@@ -78,8 +92,8 @@ FaultPlan& Plan() {
 // Runs the system call `call`, unless a fault is due: then fails as it
 // would, with -1 and errno.
 template <typename Call>
-auto Guarded(FsOp op, const char* path, Call call) -> decltype(call()) {
-  if (Plan().Next(op, path)) {
+auto Guarded(FsOp op, const char* path, Call call, int fd = -1) -> decltype(call()) {
+  if (Plan().Next(op, path, fd)) {
     errno = kErrors[static_cast<int>(op)];
     return -1;
   }
@@ -98,15 +112,15 @@ std::optional<FsOp> FsOpNamed(const std::string& name) {
 }
 
 ssize_t FsWrite(int fd, const void* data, size_t n) {
-  return Guarded(FsOp::kWrite, nullptr, [&] { return ::write(fd, data, n); });
+  return Guarded(FsOp::kWrite, nullptr, [&] { return ::write(fd, data, n); }, fd);
 }
 
 ssize_t FsPwrite(int fd, const void* data, size_t n, off_t offset) {
-  return Guarded(FsOp::kWrite, nullptr, [&] { return ::pwrite(fd, data, n, offset); });
+  return Guarded(FsOp::kWrite, nullptr, [&] { return ::pwrite(fd, data, n, offset); }, fd);
 }
 
 int FsSync(int fd) {
-  return Guarded(FsOp::kSync, nullptr, [&] { return ::fsync(fd); });
+  return Guarded(FsOp::kSync, nullptr, [&] { return ::fsync(fd); }, fd);
 }
 
 int FsSyncFolder(int fd, const std::string& folder) {

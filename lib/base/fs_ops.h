@@ -15,9 +15,9 @@
 // where <op> is write (ENOSPC), fsync (EIO), dirsync (EIO), rename (EIO),
 // link (EIO) or flock (succeeds, locking nothing); and GIT_ZIPNN_TEST_FAULT_LOG=<file> appends a line
 // "<pid> <op> <n> <name>" to <file> for each operation (the name a rename
-// or link makes, the folder synced, "-" for writes and file fsyncs; and
-// " failed" after one made to fail), so that a test can count the points
-// it has to try and check their order. Both are for tests: with neither set, each
+// or link makes, the folder synced, the file written or fsynced as /proc
+// names it, spaces made "_"; and " failed" after one made to fail), so
+// that a test can count the points it has to try and check their order. Both are for tests: with neither set, each
 // call costs one relaxed atomic increment beside its system call.
 //
 // Thread-safe.
