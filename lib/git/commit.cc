@@ -28,6 +28,8 @@ Result<std::string> RunOnPaths(const std::vector<std::string>& args, const std::
   return std::move(run.out);
 }
 
+// NUL-ended fields, empty ones kept (GitPaths drops them; check-attr's
+// value may be empty).
 std::vector<std::string> SplitNul(const std::string& text) {
   std::vector<std::string> parts;
   for (size_t at = 0; at < text.size();) {
@@ -54,10 +56,8 @@ Result<std::vector<std::string>> TrackedByZipnn(const std::vector<std::string>& 
 }
 
 Result<std::vector<std::string>> DeletedUnder(const std::string& folder, const std::string& top) {
-  ZIPNN_ASSIGN_OR_RETURN(std::string out, RunOnPaths({"ls-files", "-z", "--deleted", "--full-name", "--",
-                                                      folder.empty() ? "." : folder},
-                                                     {}, top));
-  return SplitNul(out);
+  return GitPaths(
+      {"--literal-pathspecs", "ls-files", "-z", "--deleted", "--full-name", "--", folder.empty() ? "." : folder}, top);
 }
 
 Status AddPaths(const std::vector<std::string>& paths, const std::string& parent, const std::string& top) {
@@ -69,9 +69,9 @@ Status AddPaths(const std::vector<std::string>& paths, const std::string& parent
 Result<bool> StagedIn(const std::vector<std::string>& paths, const std::string& top) {
   // Every staged change, then those at or under `paths` (diff takes no
   // pathspec file, and a removed folder may hold many files).
-  ZIPNN_ASSIGN_OR_RETURN(std::string out,
-                         RunOnPaths({"diff", "--cached", "--name-only", "--no-renames", "-z"}, {}, top));
-  for (const std::string& changed : SplitNul(out)) {
+  ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> staged,
+                         GitPaths({"diff", "--cached", "--name-only", "--no-renames", "-z"}, top));
+  for (const std::string& changed : staged) {
     for (const std::string& p : paths) {
       if (p == "." || changed == p || (changed.size() > p.size() && changed.compare(0, p.size(), p) == 0 &&
                                        changed[p.size()] == '/')) {
