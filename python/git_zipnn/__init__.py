@@ -293,18 +293,46 @@ def analyze(*paths, rev=None, against="previous", base_interval=None, tensors=No
     return {key: pandas.DataFrame(rows).convert_dtypes() for key, rows in tables.items()}
 
 
-def _job_ranks():
+def _job_ranks(asked):
     """(rank, world size) of the torch.distributed job this process is a
-    rank of, after a barrier (so that every rank has saved its files before
-    any lists them); None outside such a job. Without an initialized
-    process group, torchrun's RANK and WORLD_SIZE are left to git-zipnn."""
+    rank of, once every rank has come here (so that every rank has saved
+    its files before any lists them); None outside such a job. Without an
+    initialized process group, torchrun's RANK and WORLD_SIZE are left to
+    git-zipnn.
+
+    `asked` is what this rank was asked to commit; every rank must ask for
+    the same. If they differ (a rank naming its own shard instead of the
+    save's folder), every rank raises ValueError at once, where each would
+    otherwise wait for the others for git-zipnn's --timeout."""
     import sys
 
     dist = getattr(sys.modules.get("torch"), "distributed", None)
     if dist is None or not dist.is_available() or not dist.is_initialized():
         return None
-    dist.barrier()
-    return dist.get_rank(), dist.get_world_size()
+    rank, world = dist.get_rank(), dist.get_world_size()
+    every = [None] * world
+    dist.all_gather_object(every, asked)  # waits for every rank, as a barrier
+    if any(a != every[0] for a in every):
+        differ = [i for i in range(len(asked)) if len({a[i] for a in every}) > 1]
+        ranks_of = {}
+        for r, a in enumerate(every):
+            ranks_of.setdefault(a, []).append(r)
+
+        def shown(key, value):
+            if key in ("path", "parent") and value is not None:
+                value = os.path.relpath(value)
+            return f"{key} {value!r}"
+
+        groups = list(ranks_of.items())
+        told = "; ".join(
+            f"rank{'s' if len(rs) > 1 else ''} {','.join(map(str, rs[:8]))}{'...' if len(rs) > 8 else ''}: "
+            + ", ".join(shown(*a[i]) for i in differ)
+            for a, rs in groups[:4]) + (f"; and {len(groups) - 4} more" if len(groups) > 4 else "")
+        raise ValueError(
+            f"git_zipnn.commit_checkpoint: the {world} ranks of this job asked for different commits ({told}). "
+            "Call it on every rank with the same path (the save's folder), step, message, parent and push, and "
+            "name the files each rank wrote with rank_files=.")
+    return rank, world
 
 
 def commit_checkpoint(path, step=None, message=None, parent=None, push=False, rank_files=None):
@@ -339,7 +367,10 @@ def commit_checkpoint(path, step=None, message=None, parent=None, push=False, ra
         args.append(f"--parent={os.path.abspath(parent)}")
     if push:
         args.append("--push")
-    ranks = _job_ranks()
+    asked = (("path", os.path.abspath(path)), ("step", None if step is None else int(step)),
+             ("message", message), ("parent", None if parent is None else os.path.abspath(parent)),
+             ("push", bool(push)))
+    ranks = _job_ranks(asked)
     if ranks is not None:
         args += [f"--rank={ranks[0]}", f"--world-size={ranks[1]}"]
     for f in rank_files or []:

@@ -187,6 +187,61 @@ class DistributedSaveTest(Job):
                     self.assertEqual(sha256(os.path.join(clone, "out", rel)), digest, key)
 
 
+MISMATCHED = r'''
+import os, shutil, sys
+import torch.distributed as dist
+import git_zipnn
+
+out, data = sys.argv[1], sys.argv[2]
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+folder = os.path.join(out, "checkpoint-20")
+os.makedirs(folder, exist_ok=True)
+mine = os.path.join(folder, f"model-{rank + 1:05d}-of-{world:05d}.safetensors")
+shutil.copyfile(os.path.join(data, sorted(os.listdir(data))[rank]), mine)
+try:
+    # The mistake: each rank names its own shard, not the save's folder.
+    git_zipnn.commit_checkpoint(mine, step=20)
+except ValueError as e:
+    print(e)
+    sys.exit(3)
+'''
+
+
+class MismatchedRanksTest(Job):
+    """Ranks of a torch.distributed job that ask for different commits
+    hear so at once, not after git-zipnn's timeout."""
+
+    def test_ranks_naming_their_own_files_are_told_at_once(self):
+        port = free_port()
+        data = os.path.join(os.getcwd(), "tests", "data", "cnn-bf16")
+        out = os.path.join(self.root, "repo", "out")
+        started = time.monotonic()
+        ranks = []
+        for rank in range(2):
+            env = dict(self.env, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                       MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+            ranks.append(subprocess.Popen([sys.executable, "-c", MISMATCHED, out, data], env=env,
+                                          cwd=os.path.join(self.root, "repo"), stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE))
+        said = [p.communicate(timeout=120) for p in ranks]
+        self.assertLess(time.monotonic() - started, 90)
+        for rank, p in enumerate(ranks):
+            self.assertEqual(p.returncode, 3, said[rank][1].decode())
+            self.assertEqual(
+                said[rank][0].decode().strip(),
+                "git_zipnn.commit_checkpoint: the 2 ranks of this job asked for different commits (rank 0: path "
+                "'out/checkpoint-20/model-00001-of-00002.safetensors'; rank 1: path "
+                "'out/checkpoint-20/model-00002-of-00002.safetensors'). Call it on every rank with the same path "
+                "(the save's folder), step, message, parent and push, and name the files each rank wrote with "
+                "rank_files=.")
+        # Nothing was stored or committed.
+        repo = os.path.join(self.root, "repo")
+        self.assertEqual(self.sh("git rev-list --count HEAD", cwd=repo), "1\n")
+        added = os.path.join(repo, ".git", "zipnn", "added")
+        self.assertEqual(os.listdir(added) if os.path.isdir(added) else [], [])
+
+
 class Ranks:
     """`git zipnn commit` from a launcher that is not Python: one process
     per rank, RANK and WORLD_SIZE in each one's environment."""
