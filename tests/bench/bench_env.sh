@@ -16,7 +16,9 @@ mkdir "$HOME"
 git config --global user.email bench@example.com
 git config --global user.name bench
 git config --global init.defaultBranch main
-git zipnn install >/dev/null
+# From $work, outside any repository: inside one, install also writes
+# that repository's hooks (the project's own, run from the top of the tree).
+(cd "$work" && git zipnn install >/dev/null)
 git lfs install --skip-repo >/dev/null
 
 now() { date +%s.%N; }

@@ -61,7 +61,7 @@ export HOME=$work/home GIT_CONFIG_NOSYSTEM=1 PATH=$bin:$PATH
 mkdir "$HOME"
 git config --global user.email bench@example.com
 git config --global user.name bench
-git zipnn install >/dev/null
+(cd "$work" && git zipnn install >/dev/null)  # outside any repository, so no hooks are written
 git lfs install --skip-repo >/dev/null
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
