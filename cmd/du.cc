@@ -61,6 +61,7 @@ Status RunDu() {
   Tally cache;
   for (const auto& e : store::RawCache(store.cache_dir, store.policy.raw_cache).List()) cache.Add(e.size);
   const Tally scratch = FilesUnder(store.temp_dir);
+  const Tally prepared = FilesUnder(store.cache_dir.substr(0, store.cache_dir.rfind('/')) + "/prepared");
   const std::string zipnn_dir = store.temp_dir.substr(0, store.temp_dir.rfind('/'));
   const Tally legacy = FilesUnder(zipnn_dir + "/series");
   Tally work_tree;
@@ -71,7 +72,7 @@ Status RunDu() {
       work_tree.Add(static_cast<uint64_t>(st.st_size));
     }
   }
-  const uint64_t beside = cache.bytes + scratch.bytes + unfinished.bytes + legacy.bytes;
+  const uint64_t beside = cache.bytes + prepared.bytes + scratch.bytes + unfinished.bytes + legacy.bytes;
   std::printf("object store %s\n", store.objects.root().c_str());
   Row("objects", objects, "");
   if (records.files > 0) Row("retention records", records, "  (versions thinned or dropped: git zipnn retain)");
@@ -83,6 +84,7 @@ Status RunDu() {
   }
   std::printf("kept beside it\n");
   Row("raw cache", cache, "  (budget " + HumanBytes(store.policy.raw_cache) + ", raw_cache in .zipnn.yaml)");
+  if (prepared.files > 0) Row("prepared deltas", prepared, "  (made for the next add to take; gc removes stale ones)");
   Row("scratch files", scratch, scratch.files > 0 ? "  (gc removes those older than an hour; gc --now at once)" : "");
   if (legacy.files > 0) Row("old series lists", legacy, "  (no longer used; gc removes them)");
   std::printf("  %-22s %10s (%s of the store)\n", "in all", HumanBytes(beside).c_str(),

@@ -112,6 +112,10 @@ Status RunGc(const GcArgs& a) {
                 swept.cache_freed > 0 ? ("freed " + HumanBytes(swept.cache_freed) + "; ").c_str() : "", copies.size(),
                 copies.size() == 1 ? "y" : "ies", HumanBytes(held).c_str(), HumanBytes(store.policy.raw_cache).c_str());
   }
+  if (swept.prepared_freed > 0) {
+    std::printf("prepared deltas: freed %s (of versions gone or re-stored since)\n",
+                HumanBytes(swept.prepared_freed).c_str());
+  }
   return OkStatus();
 }
 

@@ -1,10 +1,14 @@
 #include "lib/store/checkin.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <optional>
 
+#include <unistd.h>
+
+#include "lib/base/fs_ops.h"
 #include "lib/base/thread_pool.h"
 #include "lib/container/estimate.h"
 #include "lib/formats/detect.h"
@@ -13,6 +17,7 @@
 #include "lib/store/base_note.h"
 #include "lib/store/chain.h"
 #include "lib/store/copies.h"
+#include "lib/store/parents.h"
 #include "lib/store/raw_cache.h"
 #include "lib/store/rebased.h"
 #include "lib/store/restore.h"
@@ -89,8 +94,11 @@ struct BaseBytes {
     return bytes ? bytes->View(id) : formats::CheckpointView{reader.get(), &*layout, id};
   }
 };
+// `opened`, when given, is read instead of a chain the store holds now
+// (a reader of the object `base` had when it was opened).
 Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& series, const ContentId& base,
-                           const std::string& storing, bool decode) {
+                           const std::string& storing, bool decode,
+                           std::unique_ptr<VersionReader> opened = nullptr) {
   BaseBytes bytes;
   if (!decode) {
     // The base's files in the work tree, then the raw cache.
@@ -105,6 +113,10 @@ Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& serie
       return bytes;
     }
   }
+  if (opened) {
+    bytes.reader = std::move(opened);
+    return bytes;
+  }
   Result<std::unique_ptr<VersionReader>> reader = OpenVersion(store, base);
   if (reader.ok()) {
     bytes.reader = std::move(*reader);
@@ -114,6 +126,37 @@ Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& serie
   ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint decoded, RestoreToScratch(store, base));
   bytes.bytes.emplace(std::move(decoded));
   return bytes;
+}
+
+// Prepared deltas. In the first half of a stretch, the newest version is
+// re-stored, when the next one comes, as a delta of the version before it
+// (placement.h). When its bytes are not kept for that add (larger than
+// raw_cache), that add would decode it and its predecessor's chain from
+// the store. So its add makes that delta at once, while its bytes are at
+// hand and its predecessor is still whole, proven as a re-stored delta is
+// (each chunk decoded as it is encoded), and keeps it in
+// <cache>/prepared/<its id> until the next add takes it. Only a cache:
+// the next add takes it only when its header names that version and the
+// base placement gives, and every record matches its checksum; otherwise
+// it encodes as before. gc removes those whose version is no longer
+// stored whole.
+std::string PreparedPath(const Store& store, const ContentId& id) {
+  const std::string caches = ParentCachesDir(store);
+  return caches.empty() ? std::string() : caches + "/prepared/" + id.Hex();
+}
+
+// The size of the prepared delta of `id` against `base`, when it is there
+// and whole.
+std::optional<uint64_t> CheckPrepared(const std::string& path, const ContentId& id, const ContentId& base) {
+  if (path.empty()) return std::nullopt;
+  Result<ReadFile> file = ReadFile::Open(path);
+  if (!file.ok()) return std::nullopt;
+  Result<container::ObjectInfo> info = container::ReadObjectInfo(*file);
+  if (!info.ok() || info->content_id != id || info->header.kind != container::ObjectKind::kDelta ||
+      info->header.base_id != base || !container::CheckRecords(*file, *info).ok()) {
+    return std::nullopt;
+  }
+  return file->size();
 }
 
 // Re-stores the version `at` (stored whole as the newest until `newer`
@@ -128,6 +171,14 @@ Result<MaybeDemoted> Demote(const Store& store, SeriesAt at, const formats::Chec
                             const std::string& storing, bool complete, const EarlierVersions& deeper,
                             const std::shared_future<Status>& newer_stored) {
   const ContentId id = at.version().id;
+  // Its prepared delta is taken below or not at all.
+  const std::string prepared = PreparedPath(store, id);
+  struct Unlink {
+    const std::string& path;
+    ~Unlink() {
+      if (!path.empty()) ::unlink(path.c_str());
+    }
+  } unlink_prepared{prepared};
   auto link = ReadLink(store, id);
   if (!link.ok() || link->delta) return MaybeDemoted();  // not here, or not whole: nothing to do
   std::vector<Version> all;
@@ -167,6 +218,17 @@ Result<MaybeDemoted> Demote(const Store& store, SeriesAt at, const formats::Chec
   const bool of_newer = *placed->base == newer.id;
   ZIPNN_RETURN_IF_ERROR(TouchChain(store, id));
   if (!of_newer) ZIPNN_RETURN_IF_ERROR(TouchChain(store, *placed->base));
+  const double whole = static_cast<double>(link->object_size);
+  if (!of_newer) {
+    if (std::optional<uint64_t> size = CheckPrepared(prepared, id, *placed->base)) {
+      if (static_cast<double>(*size) > whole * (1 - store.policy.min_gain)) return stays_whole(BaseReason::kNoGain);
+      ZIPNN_RETURN_IF_ERROR(newer_stored.get());
+      ZIPNN_RETURN_IF_ERROR(store.objects.Replace(id, prepared));
+      RemoveBaseNote(store.objects, id);
+      NoteRebased(store, newer.id, id);
+      return MaybeDemoted(CheckedIn::Demoted{id, *placed->base, link->object_size, *size});
+    }
+  }
   ZIPNN_ASSIGN_OR_RETURN(BaseBytes bytes, ReadBase(store, versions, id, storing, /*decode=*/false));
   ZIPNN_RETURN_IF_ERROR(bytes.ReadLayout());
   const formats::CheckpointView input = bytes.View(id);
@@ -178,7 +240,6 @@ Result<MaybeDemoted> Demote(const Store& store, SeriesAt at, const formats::Chec
     base = base_bytes->View(*placed->base);
   }
   ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidateAs(store, input, &base, /*verify=*/true));
-  const double whole = static_cast<double>(link->object_size);
   if (static_cast<double>(c.size) > whole * (1 - store.policy.min_gain)) return stays_whole(BaseReason::kNoGain);
   ZIPNN_RETURN_IF_ERROR(newer_stored.get());
   if (of_newer) ZIPNN_RETURN_IF_ERROR(TouchChain(store, newer.id));
@@ -208,6 +269,34 @@ void KeepForNext(const Store& store, const NewVersion& version) {
   }
 }
 
+// Makes the delta that `version` (just stored whole as the newest of
+// `series`, which it follows) is to be re-stored as when the next version
+// comes, and keeps it as prepared (PreparedPath), when that is a delta of
+// an earlier version. `before` reads the version it follows as it was
+// stored before this add re-stored it (whole, so one decode). Best
+// effort: nothing here fails the add, and what is not made here the next
+// add makes, as before.
+void Prepare(const Store& store, const NewVersion& version, const formats::CheckpointView& raw,
+             const std::vector<Version>& series, std::unique_ptr<VersionReader> before) {
+  const std::string path = PreparedPath(store, version.id);
+  if (path.empty()) return;
+  std::vector<Version> with = series;
+  with.push_back(Version{version.id, version.step, version.path});
+  const ContentId none{};  // no newer version yet (no content has the zero id)
+  const std::optional<Placement> placed =
+      PlaceDemoted(store, SeriesAt(with, with.size() - 1), none, /*complete=*/false);
+  if (!placed || !placed->base || *placed->base == none) return;  // a base, or a delta of the next
+  if (!TouchChain(store, *placed->base).ok()) return;
+  if (*placed->base != series.back().id) before.reset();
+  Result<BaseBytes> bytes = ReadBase(store, with, *placed->base, version.path, /*decode=*/false, std::move(before));
+  if (!bytes.ok() || !bytes->ReadLayout().ok()) return;
+  const formats::CheckpointView base = bytes->View(*placed->base);
+  Result<Candidate> c = EncodeCandidateAs(store, raw, &base, /*verify=*/true);
+  const std::string dir = path.substr(0, path.find_last_of('/'));
+  if (!c.ok() || !MakeDirectories(dir).ok()) return;
+  (void)FsRename(c->file.path().c_str(), path.c_str());
+}
+
 // The rest of CheckIn for the newest version of its series (newest:
 // whole): stored whole, then the version it follows re-stored as a delta.
 Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, formats::Checkpoint& input,
@@ -227,11 +316,21 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
   if (series.empty()) {
     ZIPNN_RETURN_IF_ERROR(store_newest());
   } else {
-    // The version before it is re-stored while this one is: the two
-    // encodes share the cores, and each fills the other's waits (the
-    // fsyncs, the serial reads of the raw copies).
+    // The version before it is re-stored while this one is: the encodes
+    // share the cores, and each fills the others' waits (the fsyncs, the
+    // serial reads of the raw copies).
     std::promise<Status> stored;
     const std::shared_future<Status> newest_stored = stored.get_future().share();
+    // A checkpoint larger than raw_cache is not kept for the next add,
+    // which would decode it: its own delta is prepared now too, against
+    // the version before, opened while that is still whole.
+    std::future<void> preparing;
+    if (raw.source->size() > store.policy.raw_cache) {
+      Result<std::unique_ptr<VersionReader>> before = OpenVersion(store, series.back().id);
+      preparing = std::async(std::launch::async, [&, before = before.ok() ? std::move(*before) : nullptr]() mutable {
+        Prepare(store, version, raw, series, std::move(before));
+      });
+    }
     auto demotion = std::async(std::launch::async, [&] {
       return Demote(store, SeriesAt(series, series.size() - 1), raw, version.path, /*complete=*/false, earlier,
                     newest_stored);
@@ -239,6 +338,7 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
     const Status newest = store_newest();
     stored.set_value(newest);
     Result<MaybeDemoted> demoted = demotion.get();
+    if (preparing.valid()) preparing.get();
     ZIPNN_RETURN_IF_ERROR(newest);
     NoteDemotion(std::move(demoted), result);
   }
@@ -481,6 +581,25 @@ Result<CheckedIn> StoreVersion(const Store& store, const NewVersion& version, co
 }
 
 }  // namespace
+
+uint64_t PrunePrepared(const Store& store, const std::function<bool(const ContentId&)>& needed) {
+  const std::string caches = ParentCachesDir(store);
+  if (caches.empty()) return 0;
+  uint64_t freed = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(caches + "/prepared", ec)) {
+    const std::optional<ContentId> id = ContentId::FromHex(e.path().filename().string());
+    bool keep = false;
+    if (id && needed(*id)) {
+      const Result<ChainLink> link = ReadLink(store, *id);
+      keep = link.ok() && !link->delta;
+    }
+    if (keep) continue;
+    const uint64_t size = e.file_size(ec);
+    if (::unlink(e.path().c_str()) == 0 && !ec) freed += size;
+  }
+  return freed;
+}
 
 Result<CheckedIn> CheckIn(const Store& given, const NewVersion& version, const EarlierVersions& earlier) {
   // The encoder reports to this version's progress, and to nothing once

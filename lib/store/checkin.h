@@ -123,4 +123,10 @@ Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointV
 Status VerifyCandidate(const Store& store, const Candidate& c, const formats::CheckpointView& input,
                        const formats::CheckpointView* base);
 
+// Removes the prepared deltas (a newest version's delta, made in its own
+// add for the next add to take: checkin.cc) whose version `needed` says no
+// pointer names, or whose version the store no longer holds whole.
+// Returns the bytes freed.
+uint64_t PrunePrepared(const Store& store, const std::function<bool(const ContentId&)>& needed);
+
 }  // namespace zipnn::store

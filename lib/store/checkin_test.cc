@@ -339,6 +339,100 @@ TEST_CASE("a path overwritten in place keeps raw copies, within the budget") {
   CHECK(g.Info(IdOf(Bf16(80))).delta);
 }
 
+// The delta the newest version of a path overwritten in place is prepared
+// as, in its own add, when the raw cache does not keep it (checkin.cc).
+std::string Prepared(const Fixture& f, int step) { return f.root + "/prepared/" + IdOf(Bf16(step)).Hex(); }
+
+// Restores `step` and checks it is exactly that checkpoint.
+void RestoresExactly(const Fixture& f, int step) {
+  CountingSink restored;
+  REQUIRE(Restore(f.store, IdOf(Bf16(step)), restored).ok());  // checks the content id
+  CHECK(restored.bytes() == std::filesystem::file_size(Bf16(step)));
+}
+
+TEST_CASE("a version the raw cache does not keep has its delta prepared in its own add, which the next add takes") {
+  // Kept raw: nothing is prepared (the next add has its bytes).
+  Fixture kept;
+  for (int s : {40, 80, 120}) kept.Add(Bf16(s), "model.safetensors", "model.safetensors", "");
+  CHECK(!FileExists(Prepared(kept, 80)));
+  CHECK(!FileExists(Prepared(kept, 120)));
+
+  Fixture f;
+  f.store.policy.raw_cache = 0;
+  f.Add(Bf16(40), "model.safetensors", "model.safetensors", "");
+  CHECK(!FileExists(Prepared(f, 40)));  // the first of its series stays a base
+  // Step 80 in chunks of another size than the next add's, so that what
+  // that add takes shows.
+  f.store.policy.chunk_size = 64u << 10;
+  f.Add(Bf16(80), "model.safetensors", "model.safetensors", "");
+  f.store.policy.chunk_size = kept.store.policy.chunk_size;
+  // Step 80 is stored whole, and its delta of step 40 is ready.
+  CHECK(!f.Info(IdOf(Bf16(80))).delta);
+  REQUIRE(FileExists(Prepared(f, 80)));
+  const std::vector<uint8_t> prepared = *ReadWholeFile(Prepared(f, 80));
+  const CheckedIn third = f.Add(Bf16(120), "model.safetensors", "model.safetensors", "");
+  // The next add took it, as it was (in the chunks of its own add), and
+  // it is gone from the prepared deltas; step 120's is ready in its place.
+  REQUIRE(third.demoted);
+  CHECK(third.demoted->base == IdOf(Bf16(40)));
+  CHECK(third.demoted->after == prepared.size());
+  CHECK(f.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
+  CHECK(*ReadWholeFile(f.store.objects.PathOf(IdOf(Bf16(80)))) == prepared);
+  CHECK(prepared != *ReadWholeFile(kept.store.objects.PathOf(IdOf(Bf16(80)))));
+  CHECK(!FileExists(Prepared(f, 80)));
+  CHECK(FileExists(Prepared(f, 120)));
+  for (int s : {40, 80, 120}) RestoresExactly(f, s);
+
+  // A damaged prepared delta is not taken: the next add encodes anew.
+  Fixture d;
+  d.store.policy.raw_cache = 0;
+  for (int s : {40, 80}) d.Add(Bf16(s), "model.safetensors", "model.safetensors", "");
+  {
+    std::fstream file(Prepared(d, 80), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(static_cast<std::streamoff>(std::filesystem::file_size(Prepared(d, 80)) / 2));
+    file.put('\x5a');
+  }
+  const CheckedIn anew = d.Add(Bf16(120), "model.safetensors", "model.safetensors", "");
+  REQUIRE(anew.demoted);
+  CHECK(*ReadWholeFile(d.store.objects.PathOf(IdOf(Bf16(80)))) ==
+        *ReadWholeFile(kept.store.objects.PathOf(IdOf(Bf16(80)))));
+  CHECK(!FileExists(Prepared(d, 80)));
+  for (int s : {40, 80, 120}) RestoresExactly(d, s);
+
+  // Nor is one of the right version against another base than placement
+  // gives: step 80's delta of step 120, from a series that had them the
+  // other way round.
+  Fixture other;
+  other.store.policy.raw_cache = 0;
+  for (int s : {120, 80}) other.Add(Bf16(s), "model.safetensors", "model.safetensors", "");
+  Fixture o;
+  o.store.policy.raw_cache = 0;
+  for (int s : {40, 80}) o.Add(Bf16(s), "model.safetensors", "model.safetensors", "");
+  REQUIRE(std::system(("cp " + Prepared(other, 80) + " " + Prepared(o, 80)).c_str()) == 0);
+  o.Add(Bf16(120), "model.safetensors", "model.safetensors", "");
+  CHECK(o.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
+  CHECK(*ReadWholeFile(o.store.objects.PathOf(IdOf(Bf16(80)))) ==
+        *ReadWholeFile(kept.store.objects.PathOf(IdOf(Bf16(80)))));
+  for (int s : {40, 80, 120}) RestoresExactly(o, s);
+
+  // gc removes those of versions gone or re-stored since, and keeps the
+  // newest's.
+  std::filesystem::copy_file(Prepared(f, 120), Prepared(f, 80));
+  Needed needed;
+  NeedChain(f.store, IdOf(Bf16(120)), needed);
+  NeedChain(f.store, IdOf(Bf16(80)), needed);
+  SweepOptions options;
+  options.started = options.keep_since = std::time(nullptr) + 60;
+  const Result<Swept> swept = Sweep(f.store, *testing::Removal(f.store), needed, options);
+  REQUIRE(swept.ok());
+  CHECK(!FileExists(Prepared(f, 80)));  // step 80 is a delta now
+  CHECK(FileExists(Prepared(f, 120)));
+  CHECK(swept->prepared_freed > 0);
+  Needed nothing;
+  REQUIRE(Sweep(f.store, *testing::Removal(f.store), nothing, options).ok());
+  CHECK(!FileExists(Prepared(f, 120)));
+}
+
 TEST_CASE("the raw cache keeps one copy per series, drops the oldest over budget, and checks hashes") {
   const std::string root = TempDir();
   const uint64_t size = ReadFile::Open(Bf16(40))->size();

@@ -13,6 +13,7 @@
 #include "lib/base/file.h"
 #include "lib/base/fs_ops.h"
 #include "lib/store/base_note.h"
+#include "lib/store/checkin.h"
 #include "lib/store/raw_cache.h"
 #include "lib/store/parents.h"
 #include "lib/store/rebased.h"
@@ -120,6 +121,8 @@ Result<Swept> Sweep(const Store& store, const Removing&, Needed& needed, const S
     }
   } else {
     swept.cache_freed = cache.Prune([&](const ContentId& id) { return needed.ids.count(id.Hex()) != 0; });
+    // Deltas prepared for versions that are gone or re-stored already.
+    swept.prepared_freed = PrunePrepared(store, [&](const ContentId& id) { return needed.ids.count(id.Hex()) != 0; });
     // Notes for pushes filed under versions that are gone (rebased.h).
     PruneRebased(store, [&](const ContentId& id) { return needed.ids.count(id.Hex()) != 0; });
     // Fingerprints and children of versions that are gone (parents.h).

@@ -64,7 +64,8 @@ struct Swept {
   std::vector<std::string> foreign;
   uint64_t freed = 0;        // bytes of the objects
   uint64_t kept = 0;         // objects kept
-  uint64_t cache_freed = 0;  // bytes of the raw copies
+  uint64_t cache_freed = 0;     // bytes of the raw copies
+  uint64_t prepared_freed = 0;  // bytes of deltas prepared for the next add (checkin.h)
   // Leftovers younger than an hour that no live process holds (a git add
   // stopped with Ctrl-C): kept, unless options.now.
   size_t young_files = 0;
