@@ -166,11 +166,23 @@ std::optional<uint64_t> CheckPrepared(const std::string& path, const ContentId& 
 // and goes on, and every step leaves `older` whole or as a verified delta.
 // It runs while `newer` is being stored, and replaces nothing before
 // `newer_stored` says it is (a delta of it must not be there first).
+// `planned`, when given, gets the placement as soon as it is made (a
+// Placement without a base when the version stays whole), before the
+// encode.
 using MaybeDemoted = std::optional<CheckedIn::Demoted>;
 Result<MaybeDemoted> Demote(const Store& store, SeriesAt at, const formats::CheckpointView& newer,
                             const std::string& storing, bool complete, const EarlierVersions& deeper,
-                            const std::shared_future<Status>& newer_stored) {
+                            const std::shared_future<Status>& newer_stored, std::promise<Placement>* planned = nullptr) {
   const ContentId id = at.version().id;
+  struct Tell {
+    std::promise<Placement>* planned;
+    bool told = false;
+    void operator()(const Placement& placed) {
+      if (planned != nullptr && !told) planned->set_value(placed);
+      told = true;
+    }
+    ~Tell() { (*this)(Placement()); }
+  } tell{planned};
   // Its prepared delta is taken below or not at all.
   const std::string prepared = PreparedPath(store, id);
   struct Unlink {
@@ -213,12 +225,14 @@ Result<MaybeDemoted> Demote(const Store& store, SeriesAt at, const formats::Chec
   bool loops = false;
   (void)VisitChain(store, *placed->base, [&](const ChainLink& link) { loops = loops || link.id == id; });
   if (loops) return MaybeDemoted();
-  // Both chains must outlive the delta (see CheckIn); `newer`'s, once it
-  // is there.
+  tell(*placed);  // otherwise it stays whole, as Tell says on return
+  // The base's chain must outlive the delta (see CheckIn), `newer`'s once
+  // it is there, and the version's own object while it is read.
   const bool of_newer = *placed->base == newer.id;
-  ZIPNN_RETURN_IF_ERROR(TouchChain(store, id));
   if (!of_newer) ZIPNN_RETURN_IF_ERROR(TouchChain(store, *placed->base));
   const double whole = static_cast<double>(link->object_size);
+  // A delta prepared in its own add (PreparedPath) needs nothing of its
+  // whole object; one encoded here reads it.
   if (!of_newer) {
     if (std::optional<uint64_t> size = CheckPrepared(prepared, id, *placed->base)) {
       if (static_cast<double>(*size) > whole * (1 - store.policy.min_gain)) return stays_whole(BaseReason::kNoGain);
@@ -229,6 +243,7 @@ Result<MaybeDemoted> Demote(const Store& store, SeriesAt at, const formats::Chec
       return MaybeDemoted(CheckedIn::Demoted{id, *placed->base, link->object_size, *size});
     }
   }
+  ZIPNN_RETURN_IF_ERROR(TouchChain(store, id));
   ZIPNN_ASSIGN_OR_RETURN(BaseBytes bytes, ReadBase(store, versions, id, storing, /*decode=*/false));
   ZIPNN_RETURN_IF_ERROR(bytes.ReadLayout());
   const formats::CheckpointView input = bytes.View(id);
@@ -273,19 +288,19 @@ void KeepForNext(const Store& store, const NewVersion& version) {
 // `series`, which it follows) is to be re-stored as when the next version
 // comes, and keeps it as prepared (PreparedPath), when that is a delta of
 // an earlier version. `before` reads the version it follows as it was
-// stored before this add re-stored it (whole, so one decode). Best
-// effort: nothing here fails the add, and what is not made here the next
-// add makes, as before.
+// stored before this add re-stored it (whole, so one decode); `planned`
+// says how this add re-stores that version (Demote). Best effort: nothing
+// here fails the add, and what is not made here the next add makes, as
+// before.
 void Prepare(const Store& store, const NewVersion& version, const formats::CheckpointView& raw,
-             const std::vector<Version>& series, std::unique_ptr<VersionReader> before) {
+             const std::vector<Version>& series, std::unique_ptr<VersionReader> before,
+             std::future<Placement> planned) {
   const std::string path = PreparedPath(store, version.id);
   if (path.empty()) return;
   std::vector<Version> with = series;
   with.push_back(Version{version.id, version.step, version.path});
-  const ContentId none{};  // no newer version yet (no content has the zero id)
-  const std::optional<Placement> placed =
-      PlaceDemoted(store, SeriesAt(with, with.size() - 1), none, /*complete=*/false);
-  if (!placed || !placed->base || *placed->base == none) return;  // a base, or a delta of the next
+  const std::optional<Placement> placed = PlaceDemotedNext(store, SeriesAt(with, with.size() - 1), planned.get());
+  if (!placed || !placed->base || placed->base->IsZero()) return;  // a base, or a delta of the next
   if (!TouchChain(store, *placed->base).ok()) return;
   if (*placed->base != series.back().id) before.reset();
   Result<BaseBytes> bytes = ReadBase(store, with, *placed->base, version.path, /*decode=*/false, std::move(before));
@@ -324,16 +339,18 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
     // A checkpoint larger than raw_cache is not kept for the next add,
     // which would decode it: its own delta is prepared now too, against
     // the version before, opened while that is still whole.
+    std::promise<Placement> planned;
     std::future<void> preparing;
     if (raw.source->size() > store.policy.raw_cache) {
       Result<std::unique_ptr<VersionReader>> before = OpenVersion(store, series.back().id);
-      preparing = std::async(std::launch::async, [&, before = before.ok() ? std::move(*before) : nullptr]() mutable {
-        Prepare(store, version, raw, series, std::move(before));
+      preparing = std::async(std::launch::async, [&, before = before.ok() ? std::move(*before) : nullptr,
+                                                  plan = planned.get_future()]() mutable {
+        Prepare(store, version, raw, series, std::move(before), std::move(plan));
       });
     }
     auto demotion = std::async(std::launch::async, [&] {
       return Demote(store, SeriesAt(series, series.size() - 1), raw, version.path, /*complete=*/false, earlier,
-                    newest_stored);
+                    newest_stored, &planned);
     });
     const Status newest = store_newest();
     stored.set_value(newest);

@@ -383,6 +383,22 @@ TEST_CASE("a version the raw cache does not keep has its delta prepared in its o
   CHECK(FileExists(Prepared(f, 120)));
   for (int s : {40, 80, 120}) RestoresExactly(f, s);
 
+  // Over a stretch, only its first half is prepared: in its second half
+  // a version becomes a delta of the one after it, which no add before
+  // that one has (the stretch of 7: a base, 3 forward, 3 reverse).
+  Fixture h;
+  h.store.policy.raw_cache = 0;
+  REQUIRE(h.store.policy.base_interval == 7);
+  for (int s : {40, 80, 120, 160}) h.Add(Bf16(s), "model.safetensors", "model.safetensors", "");
+  CHECK(h.Info(IdOf(Bf16(120))).base == IdOf(Bf16(80)));
+  CHECK(FileExists(Prepared(h, 160)));  // the last of the first half
+  const CheckedIn fifth = h.Add(Bf16(200), "model.safetensors", "model.safetensors", "");
+  REQUIRE(fifth.demoted);
+  CHECK(fifth.demoted->base == IdOf(Bf16(120)));
+  CHECK(!FileExists(Prepared(h, 160)));
+  CHECK(!FileExists(Prepared(h, 200)));  // to be a delta of the next
+  for (int s : {40, 80, 120, 160, 200}) RestoresExactly(h, s);
+
   // A damaged prepared delta is not taken: the next add encodes anew.
   Fixture d;
   d.store.policy.raw_cache = 0;

@@ -364,6 +364,52 @@ std::optional<Placement> PlaceDemoted(const Store& store, SeriesAt at, const Con
   return PlanDemoted(store.policy, StoredShape(store, at.series(), memo), at.position(), newer, complete, elsewhere);
 }
 
+namespace {
+
+// The series as the store will hold it once the version at `position`
+// is re-stored as a delta of `base`.
+class AfterDemotion : public SeriesShape {
+ public:
+  AfterDemotion(const StoredShape& held, size_t position, const ContentId& base)
+      : held_(held), position_(position), base_(base) {}
+  size_t size() const override { return held_.size(); }
+  const ContentId& id(size_t position) const override { return held_.id(position); }
+  std::optional<StoredInfo> Held(size_t position) const override {
+    if (position != position_) return held_.Held(position);
+    std::optional<StoredInfo> info = held_.HeldOther(base_);
+    if (!info) return std::nullopt;
+    info->delta = true;
+    info->base = base_;
+    ++info->depth;
+    return info;
+  }
+  std::optional<StoredInfo> HeldOther(const ContentId& id) const override { return held_.HeldOther(id); }
+  // The new chain runs down, away from the versions after it.
+  uint32_t DistanceUp(size_t from, size_t to) const override { return held_.DistanceUp(from, to); }
+
+ private:
+  const StoredShape& held_;
+  size_t position_;
+  ContentId base_;
+};
+
+}  // namespace
+
+std::optional<Placement> PlaceDemotedNext(const Store& store, SeriesAt at, const Placement& before) {
+  const ContentId none{};  // no content has the zero id
+  const StoredShape held(store, at.series());
+  if (!before.base || at.position() == 0) return PlanDemoted(store.policy, held, at.position(), none, false);
+  if (*before.base == at.version().id) {
+    // The version before it becomes a delta of it: a stretch's second
+    // half, where it will be a delta of the next or the base that ends
+    // it, never a delta of an earlier version.
+    Placement of_next;
+    of_next.base = none;
+    return of_next;
+  }
+  return PlanDemoted(store.policy, AfterDemotion(held, at.position() - 1, *before.base), at.position(), none, false);
+}
+
 BaseReason WhyBase(const Store& store, SeriesAt at) {
   return PlanWhyBase(store.policy, StoredShape(store, at.series()), at.position());
 }

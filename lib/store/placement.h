@@ -265,6 +265,15 @@ std::optional<Placement> PlaceVersion(const Store& store, SeriesAt at, bool comp
 std::optional<Placement> PlaceDemoted(const Store& store, SeriesAt at, const ContentId& newer, bool complete, const ChainMemo* memo = nullptr,
                                       uint32_t elsewhere = 0);
 
+// PlaceDemoted for the newest version `at` (stored whole, the last of its
+// series, nothing newer yet) as a later add will run it: with the version
+// before it held as `before` places it (Demote's placement of it, made
+// while the add of `at` re-stores it). `before` without a base: as the
+// store holds that version now. Its base is the zero id where the later
+// add will make it a delta of the version that follows it (or, in a
+// stretch's second half, may make it the base that ends the stretch).
+std::optional<Placement> PlaceDemotedNext(const Store& store, SeriesAt at, const Placement& before);
+
 // PlanWhyBase by store.policy over the series of `at` as the store holds it.
 BaseReason WhyBase(const Store& store, SeriesAt at);
 
