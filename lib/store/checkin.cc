@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/base/fs_ops.h"
@@ -146,9 +147,13 @@ std::string PreparedPath(const Store& store, const ContentId& id) {
 }
 
 // The size of the prepared delta of `id` against `base`, when it is there
-// and whole.
+// and whole. Only a plain file of one link is taken: the store must hold
+// the bytes itself, not a name for a file elsewhere that may go.
 std::optional<uint64_t> CheckPrepared(const std::string& path, const ContentId& id, const ContentId& base) {
-  if (path.empty()) return std::nullopt;
+  struct stat st {};
+  if (path.empty() || ::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    return std::nullopt;
+  }
   Result<ReadFile> file = ReadFile::Open(path);
   if (!file.ok()) return std::nullopt;
   Result<container::ObjectInfo> info = container::ReadObjectInfo(*file);
@@ -605,6 +610,12 @@ uint64_t PrunePrepared(const Store& store, const std::function<bool(const Conten
   uint64_t freed = 0;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(caches + "/prepared", ec)) {
+    // Only plain files are prepared here; anything else goes, uncounted
+    // (a link's target is not removed).
+    if (!e.is_regular_file(ec) || e.is_symlink(ec)) {
+      std::filesystem::remove_all(e.path(), ec);
+      continue;
+    }
     const std::optional<ContentId> id = ContentId::FromHex(e.path().filename().string());
     bool keep = false;
     if (id && needed(*id)) {

@@ -415,6 +415,20 @@ TEST_CASE("a version the raw cache does not keep has its delta prepared in its o
   CHECK(!FileExists(Prepared(d, 80)));
   for (int s : {40, 80, 120}) RestoresExactly(d, s);
 
+  // Nor is one the folder only names (a symbolic link): the store would
+  // hold a name for a file elsewhere, which may go.
+  Fixture l;
+  l.store.policy.raw_cache = 0;
+  for (int s : {40, 80}) l.Add(Bf16(s), "model.safetensors", "model.safetensors", "");
+  const std::string elsewhere = l.root + "/elsewhere";
+  std::filesystem::rename(Prepared(l, 80), elsewhere);
+  std::filesystem::create_symlink(elsewhere, Prepared(l, 80));
+  l.Add(Bf16(120), "model.safetensors", "model.safetensors", "");
+  CHECK(!std::filesystem::is_symlink(l.store.objects.PathOf(IdOf(Bf16(80)))));
+  CHECK(l.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
+  std::filesystem::remove(elsewhere);
+  for (int s : {40, 80, 120}) RestoresExactly(l, s);
+
   // Nor is one of the right version against another base than placement
   // gives: step 80's delta of step 120, from a series that had them the
   // other way round.
@@ -444,6 +458,16 @@ TEST_CASE("a version the raw cache does not keep has its delta prepared in its o
   CHECK(!FileExists(Prepared(f, 80)));  // step 80 is a delta now
   CHECK(FileExists(Prepared(f, 120)));
   CHECK(swept->prepared_freed > 0);
+  // What is not a plain file goes too, even under the name of a version
+  // stored whole, and only the link, not what it names.
+  const std::string target = f.root + "/target";
+  std::filesystem::rename(Prepared(f, 120), target);
+  std::filesystem::create_symlink(target, Prepared(f, 120));
+  std::filesystem::create_directory(f.root + "/prepared/stray");
+  REQUIRE(Sweep(f.store, *testing::Removal(f.store), needed, options).ok());
+  CHECK(!std::filesystem::exists(f.root + "/prepared/stray"));
+  CHECK(!std::filesystem::is_symlink(Prepared(f, 120)));
+  CHECK(FileExists(target));
   Needed nothing;
   REQUIRE(Sweep(f.store, *testing::Removal(f.store), nothing, options).ok());
   CHECK(!FileExists(Prepared(f, 120)));
