@@ -242,7 +242,13 @@ Result<MaybeDemoted> Demote(const Store& store, SeriesAt at, const formats::Chec
     if (std::optional<uint64_t> size = CheckPrepared(prepared, id, *placed->base)) {
       if (static_cast<double>(*size) > whole * (1 - store.policy.min_gain)) return stays_whole(BaseReason::kNoGain);
       ZIPNN_RETURN_IF_ERROR(newer_stored.get());
-      ZIPNN_RETURN_IF_ERROR(store.objects.Replace(id, prepared));
+      if (Status replaced = store.objects.Replace(id, prepared); !replaced.ok()) {
+        // An add of the same series in another work tree may have taken
+        // it first: then there is nothing left to do here.
+        const auto now = ReadLink(store, id);
+        if (now.ok() && now->delta) return MaybeDemoted();
+        return replaced;
+      }
       RemoveBaseNote(store.objects, id);
       NoteRebased(store, newer.id, id);
       return MaybeDemoted(CheckedIn::Demoted{id, *placed->base, link->object_size, *size});
