@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -144,6 +145,23 @@ Result<BaseBytes> ReadBase(const Store& store, const std::vector<Version>& serie
 std::string PreparedPath(const Store& store, const ContentId& id) {
   const std::string caches = ParentCachesDir(store);
   return caches.empty() ? std::string() : caches + "/prepared/" + id.Hex();
+}
+
+// A re-store owed. The add of the newest version of a series stores it,
+// then re-stores the version before it; an add stopped between the two
+// would leave that version whole for good, since adding the newest again
+// finds it stored. So the add notes <cache>/demoting/<newest id> first and
+// removes it once the version before is re-stored or stays whole; an add
+// that finds its version stored and this note there does the rest.
+std::string DemotingPath(const Store& store, const ContentId& newest) {
+  const std::string caches = ParentCachesDir(store);
+  return caches.empty() ? std::string() : caches + "/demoting/" + newest.Hex();
+}
+
+void NoteDemoting(const std::string& path) {
+  if (path.empty() || !MakeDirectories(path.substr(0, path.find_last_of('/'))).ok()) return;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) ::close(fd);
 }
 
 // The size of the prepared delta of `id` against `base`, when it is there
@@ -325,11 +343,14 @@ void Prepare(const Store& store, const NewVersion& version, const formats::Check
 
 // The rest of CheckIn for the newest version of its series (newest:
 // whole): stored whole, then the version it follows re-stored as a delta.
+// `owed`: the version is stored whole already, by an add stopped before
+// it re-stored the version before (DemotingPath).
 Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, formats::Checkpoint& input,
-                                const std::vector<Version>& series, bool present, const EarlierVersions& earlier,
-                                CheckedIn result) {
+                                const std::vector<Version>& series, bool present, bool owed,
+                                const EarlierVersions& earlier, CheckedIn result) {
   const formats::CheckpointView raw = input.View(version.id);
   auto store_newest = [&]() -> Status {
+    if (owed) return OkStatus();
     if (present) {
       // Damaged in the store: written anew in its place.
       ZIPNN_ASSIGN_OR_RETURN(Candidate c, EncodeCandidateAs(store, raw, nullptr, /*verify=*/false));
@@ -342,6 +363,8 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
   if (series.empty()) {
     ZIPNN_RETURN_IF_ERROR(store_newest());
   } else {
+    const std::string demoting = DemotingPath(store, version.id);
+    NoteDemoting(demoting);
     // The version before it is re-stored while this one is: the encodes
     // share the cores, and each fills the others' waits (the fsyncs, the
     // serial reads of the raw copies).
@@ -367,6 +390,7 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
     stored.set_value(newest);
     Result<MaybeDemoted> demoted = demotion.get();
     if (preparing.valid()) preparing.get();
+    if (!demoting.empty()) ::unlink(demoting.c_str());
     ZIPNN_RETURN_IF_ERROR(newest);
     NoteDemotion(std::move(demoted), result);
   }
@@ -512,9 +536,12 @@ Result<CheckedIn> StoreVersion(const Store& store, const NewVersion& version, co
   // keeps it. If gc took the object meanwhile, it is stored again below;
   // if it lost a base, it is stored again in its place.
   const bool present = store.objects.Has(version.id);
+  bool owed = false;  // stored whole, the version before it not yet re-stored
   if (present) {
     const Status whole = TouchChain(store, version.id);
-    if (whole.ok()) return result;
+    const std::string demoting = DemotingPath(store, version.id);
+    owed = whole.ok() && !demoting.empty() && ::access(demoting.c_str(), F_OK) == 0;
+    if (whole.ok() && !owed) return result;
     if (whole.code() == StatusCode::kCorruption) result.damaged = whole.message();
   }
   result.stored = true;
@@ -536,7 +563,16 @@ Result<CheckedIn> StoreVersion(const Store& store, const NewVersion& version, co
     ZIPNN_ASSIGN_OR_RETURN(bool taken, CheckInOfParent(store, version, input, at, present, others, result));
     if (taken) return result;
   }
-  if (newest_whole) return CheckInNewest(store, version, input, series, present, others, std::move(result));
+  if (owed) {
+    const Result<ChainLink> link = ReadLink(store, version.id);
+    if (!newest_whole || series.empty() || !link.ok() || link->delta) {
+      // No longer the newest, or re-stored since: nothing is owed now.
+      ::unlink(DemotingPath(store, version.id).c_str());
+      result.stored = false;
+      return result;
+    }
+  }
+  if (newest_whole) return CheckInNewest(store, version, input, series, present, owed, others, std::move(result));
   std::optional<Placement> placed = PlaceVersion(store, at, false);
   if (!placed) {
     ZIPNN_ASSIGN_OR_RETURN(series, others(true));

@@ -15,6 +15,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -314,6 +315,40 @@ TEST_CASE("a delta is never built on a work-tree file that changes while it is r
     Copy(Bf16(80), f.root + "/work/run/step-80.safetensors");
     f.Add(Bf16(80), "run/step-80.safetensors", "run/step-#.safetensors", "80");
   }
+}
+
+TEST_CASE("an add stopped after it stored the newest, before it re-stored the one before, is finished by the next") {
+  // The state such an add leaves: step 120 stored whole, its note that
+  // step 80 is owed its re-store, and step 80 still whole.
+  Fixture whole;
+  whole.Add(Bf16(120), "model.safetensors", "model.safetensors", "");
+  auto stopped = [&](bool noted) {
+    auto f = std::make_unique<Fixture>();
+    for (int s : {40, 80}) f->Add(Bf16(s), "model.safetensors", "model.safetensors", "");
+    Copy(whole.store.objects.PathOf(IdOf(Bf16(120))), f->root + "/object");
+    REQUIRE(f->store.objects.Adopt(IdOf(Bf16(120)), f->root + "/object").ok());
+    if (noted) Copy(Bf16(40), f->root + "/demoting/" + IdOf(Bf16(120)).Hex());  // any bytes: it is a name
+    return f;
+  };
+  const std::unique_ptr<Fixture> f = stopped(true);
+  REQUIRE(!f->Info(IdOf(Bf16(80))).delta);
+  const CheckedIn again = f->Add(Bf16(120), "model.safetensors", "model.safetensors", "");
+  REQUIRE(again.demoted);
+  CHECK(f->Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
+  CHECK(!f->Info(IdOf(Bf16(120))).delta);
+  CHECK(!FileExists(f->root + "/demoting/" + IdOf(Bf16(120)).Hex()));
+  for (int s : {40, 80, 120}) {
+    CountingSink restored;
+    REQUIRE(Restore(f->store, IdOf(Bf16(s)), restored).ok());
+  }
+  // Added again, nothing is owed: it is stored, and nothing changes.
+  const CheckedIn third = f->Add(Bf16(120), "model.safetensors", "model.safetensors", "");
+  CHECK(!third.stored);
+  CHECK(!third.demoted);
+  // Without the note, an add of a version stored already changes nothing.
+  const std::unique_ptr<Fixture> g = stopped(false);
+  CHECK(!g->Add(Bf16(120), "model.safetensors", "model.safetensors", "").demoted);
+  CHECK(!g->Info(IdOf(Bf16(80))).delta);
 }
 
 TEST_CASE("a path overwritten in place keeps raw copies, within the budget") {
