@@ -160,7 +160,7 @@ std::string DemotingPath(const Store& store, const ContentId& newest) {
 
 void NoteDemoting(const std::string& path) {
   if (path.empty() || !MakeDirectories(path.substr(0, path.find_last_of('/'))).ok()) return;
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (fd >= 0) ::close(fd);
 }
 
