@@ -49,6 +49,15 @@ Result<ReadFile> ReadFile::Open(const std::string& path) {
   return ReadFile(fd, static_cast<uint64_t>(st.st_size), path);
 }
 
+std::string ReadFile::Identity() const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return "";
+  char word[64];
+  std::snprintf(word, sizeof word, "%llx-%llx-%lx", static_cast<unsigned long long>(st.st_ino),
+                static_cast<unsigned long long>(st.st_mtim.tv_sec), static_cast<unsigned long>(st.st_mtim.tv_nsec));
+  return word;
+}
+
 std::optional<ReadFile> ReadFile::OpenHolding(const std::string& path, const ContentId& id) {
   auto file = Open(path);
   if (!file.ok()) return std::nullopt;

@@ -42,6 +42,11 @@ class ReadFile : public ByteSource {
   const std::string& name() const override { return path_; }
   // Reads exactly `n` bytes at `offset`; a short file is an I/O error.
   Status ReadAt(uint64_t offset, void* out, size_t n) const override;
+  // Which file this is, as a short word of hex digits and '-' (its inode
+  // and last change, to the nanosecond): another file, or this one
+  // written since, gives another word. Empty when it cannot be told.
+  // For a transfer that resumes: bytes kept of it are of the same file.
+  std::string Identity() const;
 
  private:
   ReadFile(int fd, uint64_t size, std::string path) : fd_(fd), size_(size), path_(std::move(path)) {}

@@ -30,6 +30,7 @@
 #include "lib/formats/checkpoint.h"
 #include "lib/remote/http.h"
 #include "lib/remote/lfs_files.h"
+#include "lib/remote/partial.h"
 #include "lib/remote/ssh.h"
 #include "lib/store/base_note.h"
 #include "lib/store/chain.h"
@@ -39,6 +40,8 @@ namespace zipnn::lfs {
 namespace {
 
 using json = nlohmann::json;
+using remote::KeepingSink;
+using remote::Partial;
 
 constexpr char kMediaType[] = "application/vnd.git-lfs+json";
 // Objects named in one batch request (servers take at least 100).
@@ -48,73 +51,6 @@ constexpr size_t kBatchSize = 100;
 // once: each request costs a batch entry, a PUT and a verify, and a part
 // of at least 1 MiB is kept as it comes in (Partial).
 constexpr uint64_t kSpreadPart = uint64_t{4} << 20;
-
-// Downloads of objects this large or larger are kept as they come in
-// (Options::partial_dir), so that one cut short resumes where it stopped.
-constexpr uint64_t kResumableBytes = uint64_t{1} << 20;
-
-// What a download keeps of an object as it comes in: <dir>/<oid>, locked
-// (flock) while one process writes it, so another downloads without it.
-class Partial {
- public:
-  // The partial download of `oid` of `size` bytes; none (ok() false) when
-  // `dir` is empty, the object small, or another process holds it.
-  Partial(const std::string& dir, const std::string& oid, uint64_t size) {
-    if (dir.empty() || size < kResumableBytes || !MakeDirectories(dir).ok()) return;
-    path_ = dir + "/" + oid;
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd_ < 0) return;
-    struct stat st;
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd_, &st) != 0) {
-      Close();
-      return;
-    }
-    have_ = static_cast<uint64_t>(st.st_size);
-    // All of it is kept when it is a part of an object whose other parts
-    // were not all in (GetPieces); more is not a part of it.
-    if (have_ > size && ::ftruncate(fd_, 0) == 0) have_ = 0;
-  }
-  ~Partial() { Close(); }
-  Partial(const Partial&) = delete;
-  Partial& operator=(const Partial&) = delete;
-
-  bool ok() const { return fd_ >= 0; }
-  uint64_t have() const { return have_; }
-  const std::string& path() const { return path_; }
-  // Hands the bytes kept to `out`.
-  Status CopyTo(ByteSink& out) const {
-    if (have_ == 0) return OkStatus();
-    ZIPNN_ASSIGN_OR_RETURN(ReadFile kept, ReadFile::Open(path_));
-    return CopyRange(kept, 0, have_, out);
-  }
-  Status Keep(const void* data, size_t n) {
-    ZIPNN_RETURN_IF_ERROR(WriteAll(fd_, data, n, path_));
-    kept_ += n;
-    return OkStatus();
-  }
-  // Everything it holds now, what it had and what it kept since, to `out`.
-  Status CopyAllTo(ByteSink& out) {
-    have_ += kept_;
-    kept_ = 0;
-    return CopyTo(out);
-  }
-  // Once the download ended: kept for the next one only when it was cut
-  // short (the network, a timeout), not when the server was refused.
-  void Done(const Status& st) {
-    if (st.ok() || st.code() != StatusCode::kIoError) ::unlink(path_.c_str());
-    Close();
-  }
-
- private:
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  std::string path_;
-  int fd_ = -1;
-  uint64_t have_ = 0;  // when it was opened
-  uint64_t kept_ = 0;  // since
-};
 
 // At most so many at once: a slot is taken for each transfer of bytes.
 class Slots {
@@ -136,20 +72,6 @@ class Slots {
   std::mutex mu_;
   std::condition_variable freed_;
   int free_;
-};
-
-// Passes a download on to `out`, keeping a copy in `partial`.
-class KeepingSink : public ByteSink {
- public:
-  KeepingSink(ByteSink& out, Partial& partial) : out_(out), partial_(partial) {}
-  Status Append(const void* data, size_t n) override {
-    ZIPNN_RETURN_IF_ERROR(partial_.Keep(data, n));
-    return out_.Append(data, n);
-  }
-
- private:
-  ByteSink& out_;
-  Partial& partial_;
 };
 
 // An object on the server read where it lies. A read the windows kept do

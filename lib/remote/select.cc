@@ -364,10 +364,13 @@ Result<std::unique_ptr<RemoteStore>> OpenServed(const RemoteTarget& target) {
   };
   ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout(target.settings));
   ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed(target.settings));
+  // Downloads are kept as they come in, in the repository's scratch folder.
+  Result<git::Folders> folders = git::RepositoryFolders();
+  std::string partial_dir = folders.ok() ? git::ScratchDirOf(folders->git_dir) + "/store-partial" : "";
   return ServedRemote(RedactUrl(target.url), std::move(connect),
                       "if ssh connected, is git-zipnn on the PATH there? remote." + target.remote +
                           ".zipnnserve names the program to run",
-                      timeout, low_speed);
+                      timeout, low_speed, std::move(partial_dir));
 }
 
 // --- A folder: a path or a file:// URL; for a git remote, the store of

@@ -1,5 +1,7 @@
 #include "lib/remote/served.h"
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -18,6 +20,7 @@
 #include "lib/store/base_note.h"
 #include "lib/store/chain.h"
 #include "lib/store/receive.h"
+#include "lib/remote/partial.h"
 #include "lib/remote/sync.h"
 
 namespace zipnn::remote {
@@ -112,9 +115,10 @@ class Wire {
     return Guard(channel_.Write(text.data(), text.size()), start);
   }
 
-  Status SendObject(const ByteSource& object) {
+  // The object's bytes from `from` on.
+  Status SendObject(const ByteSource& object, uint64_t from = 0) {
     if (block_.size() == 0) block_ = Buffer(kBlock);
-    for (uint64_t at = 0; at < object.size(); at += block_.size()) {
+    for (uint64_t at = from; at < object.size(); at += block_.size()) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(block_.size(), object.size() - at));
       Status read = object.ReadAt(at, block_.data(), n);
       if (!read.ok()) {  // the other side waits for bytes that will not come
@@ -203,12 +207,34 @@ Status ServeHas(const ObjectStore& store, Wire& wire, uint64_t n) {
   return wire.Send(answer + "\n");
 }
 
+// Whether `tag` may name a copy of an object in the store protocol (a
+// client's file it is sending, a server's file it serves): hex digits and
+// '-', as ReadFile::Identity gives, which a client also puts in the name
+// of the file it keeps a download in.
+bool ValidTag(const std::string& tag) {
+  return !tag.empty() && tag.size() <= 64 && tag.find_first_not_of("0123456789abcdef-") == std::string::npos;
+}
+
 Status ServeGet(const ObjectStore& store, Wire& wire, const ContentId& id) {
   Result<ReadFile> object = store.Open(id);
   if (object.status().code() == StatusCode::kNotFound) return wire.Send("missing\n");
   if (!object.ok()) return wire.Send("error " + object.status().message() + "\n");
   ZIPNN_RETURN_IF_ERROR(wire.Send("ok " + std::to_string(object->size()) + "\n"));
   return wire.SendObject(*object);
+}
+
+// A get that resumes: the client kept `from` bytes of the copy `tag`
+// names. The answer names the copy served and where its bytes start: at
+// `from` when that is the copy the client kept from, else at 0.
+Status ServeGetFrom(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t from, const std::string& tag) {
+  Result<ReadFile> object = store.Open(id);
+  if (object.status().code() == StatusCode::kNotFound) return wire.Send("missing\n");
+  if (!object.ok()) return wire.Send("error " + object.status().message() + "\n");
+  std::string copy = object->Identity();
+  if (!ValidTag(copy)) copy = "-";
+  if (copy == "-" || copy != tag || from > object->size()) from = 0;
+  ZIPNN_RETURN_IF_ERROR(wire.Send("ok " + std::to_string(object->size()) + " " + copy + " " + std::to_string(from) + "\n"));
+  return wire.SendObject(*object, from);
 }
 
 // An object takes its name only once it decodes to its id (against its
@@ -248,6 +274,21 @@ Status ServePut(const ObjectStore& store, Wire& wire, const ContentId& id, uint6
         return true;
       },
       [](const bool&) { return std::string(); });
+}
+
+// A put that resumes (store::ResumedArrival): the answer says how many
+// bytes of the copy `tag` names the server kept from the client's tries
+// before, and the client sends the rest. A session cut short keeps what
+// came for the next try.
+Status ServePutFrom(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t size, const std::string& tag) {
+  Result<std::unique_ptr<store::ResumedArrival>> arrival = store::ResumedArrival::Open(store, id, size, tag);
+  if (!arrival.ok()) return wire.Send("error " + arrival.status().message() + "\n");
+  store::ResumedArrival& in = **arrival;
+  ZIPNN_RETURN_IF_ERROR(wire.Send("ok " + std::to_string(in.have()) + "\n"));
+  Status got = wire.ReadPayload(size - in.have(), &in, /*drain=*/true);
+  if (wire.broken()) return got;
+  if (got.ok()) got = in.Finish([&](const std::string& temp) { return CheckDecodes(store, temp, id); });
+  return wire.Send(got.ok() ? "ok\n" : "error " + got.message() + "\n");
 }
 
 // A delta in place of the standalone object for `id` (RemoteStore::Demote),
@@ -320,8 +361,9 @@ Status ServeTextGet(Wire& wire, const Result<std::optional<std::string>>& text) 
 // says.
 struct Args {
   ContentId id;
-  uint64_t n = 0;  // a count of ids (has, prune) or a payload's size
+  uint64_t n = 0;  // a count of ids (has, prune), a payload's size, or where a get resumes
   const SideKindInfo* side = nullptr;
+  std::string tag;  // which copy of the object (put-from, get-from)
 };
 
 // The words a request takes after its verb.
@@ -332,10 +374,17 @@ enum class Shape {
   kIdSize,      // put <id> <size>
   kSideId,      // get-side <kind> <id>
   kSideIdSize,  // put-side <kind> <id> <size>
+  kIdSizeTag,   // put-from <id> <size> <tag>, get-from <id> <from> <tag>
 };
 
 Status ServeHasVerb(const ObjectStore& store, Wire& wire, const Args& a) { return ServeHas(store, wire, a.n); }
 Status ServeGetVerb(const ObjectStore& store, Wire& wire, const Args& a) { return ServeGet(store, wire, a.id); }
+Status ServeGetFromVerb(const ObjectStore& store, Wire& wire, const Args& a) {
+  return ServeGetFrom(store, wire, a.id, a.n, a.tag);
+}
+Status ServePutFromVerb(const ObjectStore& store, Wire& wire, const Args& a) {
+  return ServePutFrom(store, wire, a.id, a.n, a.tag);
+}
 Status ServePutVerb(const ObjectStore& store, Wire& wire, const Args& a) { return ServePut(store, wire, a.id, a.n); }
 Status ServeDemoteVerb(const ObjectStore& store, Wire& wire, const Args& a) {
   return ServeDemote(store, wire, a.id, a.n);
@@ -379,6 +428,8 @@ const Verb kVerbs[] = {
     {"has", Shape::kCount, ServeHasVerb, std::nullopt},
     {"get", Shape::kId, ServeGetVerb, std::nullopt},
     {"put", Shape::kIdSize, ServePutVerb, std::nullopt},
+    {"get-from", Shape::kIdSizeTag, ServeGetFromVerb, std::nullopt},
+    {"put-from", Shape::kIdSizeTag, ServePutFromVerb, std::nullopt},
     {"demote", Shape::kIdSize, ServeDemoteVerb, std::nullopt},
     {"replace", Shape::kIdSize, ServeReplaceVerb, std::nullopt},
     {"stat", Shape::kId, ServeStatVerb, std::nullopt},
@@ -426,9 +477,12 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
       a.side = SideNamed(side_name);
     }
     const bool takes_id = verb->shape != Shape::kNone && verb->shape != Shape::kCount;
-    const bool takes_number =
-        verb->shape == Shape::kCount || verb->shape == Shape::kIdSize || verb->shape == Shape::kSideIdSize;
-    if (w.size() != at + (takes_id ? 1 : 0) + (takes_number ? 1 : 0)) return BadRequest(wire, *line);
+    const bool takes_number = verb->shape == Shape::kCount || verb->shape == Shape::kIdSize ||
+                              verb->shape == Shape::kSideIdSize || verb->shape == Shape::kIdSizeTag;
+    const bool takes_tag = verb->shape == Shape::kIdSizeTag;
+    if (w.size() != at + (takes_id ? 1 : 0) + (takes_number ? 1 : 0) + (takes_tag ? 1 : 0)) {
+      return BadRequest(wire, *line);
+    }
     if (takes_id) {
       const std::optional<ContentId> id = ContentId::FromHex(w[at++]);
       if (!id) return BadRequest(wire, *line);
@@ -442,6 +496,10 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
       const std::optional<uint64_t> n = DecimalAtMost(w[at], max);
       if (!n) return BadRequest(wire, *line);
       a.n = *n;
+    }
+    if (takes_tag) {
+      a.tag = w[at + 1];
+      if (a.tag != "-" && !ValidTag(a.tag)) return BadRequest(wire, *line);
     }
     if (!side_name.empty() && a.side == nullptr) {
       ZIPNN_RETURN_IF_ERROR(
@@ -475,12 +533,14 @@ class Served : public RemoteStore,
                public LockedRemoval,
                public Demotion {
  public:
-  Served(std::string where, StoreConnector connect, std::string no_answer, double timeout, LowSpeed low_speed)
+  Served(std::string where, StoreConnector connect, std::string no_answer, double timeout, LowSpeed low_speed,
+         std::string partial_dir)
       : where_(std::move(where)),
         connect_(std::move(connect)),
         no_answer_(std::move(no_answer)),
         timeout_(timeout),
-        low_speed_(low_speed) {}
+        low_speed_(low_speed),
+        partial_dir_(std::move(partial_dir)) {}
 
   const std::string& where() const override { return where_; }
 
@@ -523,6 +583,39 @@ class Served : public RemoteStore,
       if (answer.rfind("error ", 0) == 0) return IoError("the server refused it: " + answer.substr(6));
       return Unexpected(wire, answer);
     });
+  }
+
+  // A file of this machine large enough to be worth it goes by put-from:
+  // what the server kept of an earlier try that was cut short (of this
+  // same file: its Identity) is not sent again. A server of a release
+  // before put-from ends the session at the request; it is sent whole,
+  // by put, from then on.
+  Status PutFile(const ContentId& id, const ReadFile& object) override {
+    const std::string tag = object.Identity();
+    if (object.size() < kResumableBytes || !ValidTag(tag) || no_resume_) return Put(id, object);
+    bool unknown = false;
+    const Status st = WithSession([&](Wire& wire) -> Status {
+      ZIPNN_RETURN_IF_ERROR(
+          wire.Send("put-from " + id.Hex() + " " + std::to_string(object.size()) + " " + tag + "\n"));
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
+      if (!line) {
+        unknown = true;
+        return wire.Break("the store server closed the connection");
+      }
+      const std::string& answer = *line;
+      if (answer.rfind("error ", 0) == 0) return IoError("the server refused it: " + answer.substr(6));
+      const std::vector<std::string> w = Words(answer);
+      const std::optional<uint64_t> have = w.size() == 2 && w[0] == "ok" ? DecimalAtMost(w[1], object.size()) : std::nullopt;
+      if (!have) return Unexpected(wire, answer);
+      ZIPNN_RETURN_IF_ERROR(wire.SendObject(object, *have));
+      ZIPNN_ASSIGN_OR_RETURN(std::string done, Answer(wire));
+      if (done == "ok") return OkStatus();
+      if (done.rfind("error ", 0) == 0) return IoError("the server refused it: " + done.substr(6));
+      return Unexpected(wire, done);
+    });
+    if (!unknown) return st;
+    no_resume_ = true;
+    return Put(id, object);
   }
 
   Result<uint64_t> Demote(const ContentId& id, const ReadFile& delta) override {
@@ -643,25 +736,103 @@ class Served : public RemoteStore,
     return text;
   }
 
+  // With a folder to keep downloads in, by get-from: an object of 1 MiB
+  // or more is kept there as it comes in (<id>-<the word naming the
+  // server's copy>), and a download cut short resumes from what was kept
+  // of that same copy; a server of a release before get-from is asked by
+  // get from then on.
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
-    return WithSession([&](Wire& wire) -> Status {
-      ZIPNN_RETURN_IF_ERROR(wire.Send("get " + id.Hex() + "\n"));
-      ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
-      if (answer == "missing") return NotFound("object " + id.Hex() + " is not there");
-      if (answer.rfind("error ", 0) == 0) return IoError("the server could not send it: " + answer.substr(6));
-      const std::vector<std::string> w = Words(answer);
-      const std::optional<uint64_t> size = w.size() == 2 && w[0] == "ok" ? DecimalAtMost(w[1], kMaxObjectSize) : std::nullopt;
-      if (!size) return Unexpected(wire, answer);
-      if (*size > limit) {     // not read: the session cannot go on
-        (void)wire.Break("");  // its error is the one below
-        return Corruption("the store server offered " + w[1] + " bytes for object " + id.Hex() + ", more than the " +
-                          std::to_string(limit) + " its checkpoint can take");
+    if (partial_dir_.empty() || no_resume_) return GetWhole(id, limit, out);
+    std::unique_ptr<Partial> kept;
+    std::string tag = "-";
+    if (const std::optional<std::string> name = KeptDownload(id)) {
+      kept = std::make_unique<Partial>(partial_dir_, *name, UINT64_MAX);
+      if (kept->ok() && kept->have() > 0) {
+        tag = name->substr(id.Hex().size() + 1);
+      } else {  // another process is downloading it, or nothing was kept
+        if (kept->ok()) kept->Done(OkStatus());
+        kept.reset();
       }
-      return wire.ReadPayload(*size, &out, /*drain=*/false);
+    }
+    bool unknown = false;
+    std::unique_ptr<Partial> keeping;
+    const Status st = WithSession([&](Wire& wire) -> Status {
+      ZIPNN_RETURN_IF_ERROR(
+          wire.Send("get-from " + id.Hex() + " " + std::to_string(kept ? kept->have() : 0) + " " + tag + "\n"));
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
+      if (!line) {
+        unknown = true;
+        return wire.Break("the store server closed the connection");
+      }
+      const std::string& answer = *line;
+      const std::vector<std::string> w = Words(answer);
+      ZIPNN_ASSIGN_OR_RETURN(const uint64_t size, OfferedSize(wire, id, answer, w.size() == 4, limit));
+      const std::string& copy = w[2];
+      const std::optional<uint64_t> from = DecimalAtMost(w[3], size);
+      const bool resumes = kept && copy == tag && from == kept->have();
+      if ((copy != "-" && !ValidTag(copy)) || !from || (*from != 0 && !resumes)) return Unexpected(wire, answer);
+      if (resumes) {
+        keeping = std::move(kept);
+        ZIPNN_RETURN_IF_ERROR(keeping->CopyTo(out));
+      } else {
+        if (kept) kept->Done(OkStatus());  // of another copy: not kept
+        if (copy != "-") keeping = std::make_unique<Partial>(partial_dir_, id.Hex() + "-" + copy, size);
+        if (keeping && !keeping->ok()) keeping.reset();
+        if (keeping && keeping->have() > 0) ZIPNN_RETURN_IF_ERROR(keeping->Restart());
+      }
+      if (!keeping) return wire.ReadPayload(size - *from, &out, /*drain=*/false);
+      KeepingSink keep(out, *keeping);
+      return wire.ReadPayload(size - *from, &keep, /*drain=*/false);
     });
+    if (keeping) keeping->Done(st);
+    if (!unknown) return st;
+    no_resume_ = true;
+    return GetWhole(id, limit, out);
   }
 
  private:
+  Status GetWhole(const ContentId& id, uint64_t limit, ByteSink& out) {
+    return WithSession([&](Wire& wire) -> Status {
+      ZIPNN_RETURN_IF_ERROR(wire.Send("get " + id.Hex() + "\n"));
+      ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+      ZIPNN_ASSIGN_OR_RETURN(const uint64_t size, OfferedSize(wire, id, answer, Words(answer).size() == 2, limit));
+      return wire.ReadPayload(size, &out, /*drain=*/false);
+    });
+  }
+
+  // The size of the object a get's `answer` offers ("ok <size> ..." of
+  // `fits` words); a missing object, a refusal, an answer that does not
+  // parse and an object larger than `limit` are errors.
+  static Result<uint64_t> OfferedSize(Wire& wire, const ContentId& id, const std::string& answer, bool fits,
+                                      uint64_t limit) {
+    if (answer == "missing") return NotFound("object " + id.Hex() + " is not there");
+    if (answer.rfind("error ", 0) == 0) return IoError("the server could not send it: " + answer.substr(6));
+    const std::vector<std::string> w = Words(answer);
+    const std::optional<uint64_t> size = fits && w[0] == "ok" ? DecimalAtMost(w[1], kMaxObjectSize) : std::nullopt;
+    if (!size) return Unexpected(wire, answer);
+    if (*size > limit) {     // not read: the session cannot go on
+      (void)wire.Break("");  // its error is the one below
+      return Corruption("the store server offered " + w[1] + " bytes for object " + id.Hex() + ", more than the " +
+                        std::to_string(limit) + " its checkpoint can take");
+    }
+    return *size;
+  }
+
+  // The name of a download of `id` kept in partial_dir_ (by an earlier
+  // try cut short), if there is one.
+  std::optional<std::string> KeptDownload(const ContentId& id) const {
+    const std::string prefix = id.Hex() + "-";
+    std::optional<std::string> found;
+    if (DIR* d = ::opendir(partial_dir_.c_str())) {
+      while (const dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if (!found && StartsWith(name, prefix) && ValidTag(name.substr(prefix.size()))) found = name;
+      }
+      ::closedir(d);
+    }
+    return found;
+  }
+
   // Runs `request` on an idle session (or a new one), which goes back to
   // the idle ones unless the request broke it.
   Status WithSession(const std::function<Status(Wire&)>& request) {
@@ -816,6 +987,8 @@ class Served : public RemoteStore,
   const std::string no_answer_;
   const double timeout_;
   const LowSpeed low_speed_;
+  const std::string partial_dir_;  // where downloads are kept as they come in; empty: nowhere
+  std::atomic<bool> no_resume_{false};  // the server knows neither put-from nor get-from
   std::mutex first_mu_;  // held while the first session opens
   std::atomic<bool> opened_once_{false};
   std::atomic<bool> no_notes_{false};
@@ -828,8 +1001,9 @@ class Served : public RemoteStore,
 }  // namespace
 
 std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector connect, std::string no_answer,
-                                          double timeout, LowSpeed low_speed) {
-  return std::make_unique<Served>(std::move(where), std::move(connect), std::move(no_answer), timeout, low_speed);
+                                          double timeout, LowSpeed low_speed, std::string partial_dir) {
+  return std::make_unique<Served>(std::move(where), std::move(connect), std::move(no_answer), timeout, low_speed,
+                                  std::move(partial_dir));
 }
 
 }  // namespace zipnn::remote

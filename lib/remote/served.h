@@ -6,6 +6,10 @@
 //   has <n>\n<id>\n x n          ->  ok <n digits, 1 = held, 0 = not>\n
 //   get <id>\n                   ->  ok <size>\n<size bytes> | missing\n | error <message>\n
 //   put <id> <size>\n<size bytes> ->  ok\n | error <message>\n
+//   get-from <id> <from> <copy>\n  ->  ok <size> <copy served> <start>\n<size - start bytes> | missing\n | error ...
+//   put-from <id> <size> <copy>\n  ->  ok <have>\n, then <size - have bytes> -> ok\n | error <message>\n
+//     (transfers that resume where one cut short stopped; <copy> names
+//     the file the bytes are of, ReadFile::Identity, or is "-")
 //   demote <id> <size>\n<size bytes> ->  ok <bytes replaced; 0: none>\n | error <message>\n
 //   prune <n>\n<id>\n x n          ->  ok <k>\n<kept id> <id resting on it>\n x k | error <message>\n
 //   put-side <kind> <id> <size>\n<size bytes> -> ok\n | error <message>\n
@@ -65,8 +69,11 @@ inline constexpr double kDefaultTimeout = 60;
 // messages; `no_answer` is added to the error when a new connection closes
 // before the server greets (what the user should check); `timeout` bounds
 // each read and write, in seconds (0: none); `low_speed` is the slowest
-// the server may send or take an object or a line.
+// the server may send or take an object or a line; `partial_dir` is
+// where downloads are kept as they come in, so that one cut short resumes
+// (partial.h; empty: nowhere).
 std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector connect, std::string no_answer,
-                                          double timeout = kDefaultTimeout, LowSpeed low_speed = kDefaultLowSpeed);
+                                          double timeout = kDefaultTimeout, LowSpeed low_speed = kDefaultLowSpeed,
+                                          std::string partial_dir = "");
 
 }  // namespace zipnn::remote

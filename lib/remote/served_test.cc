@@ -18,10 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include <algorithm>
+
 #include "lib/base/file.h"
 #include "lib/remote/remote_store.h"
 #include "lib/remote/remote_test_util.h"
 #include "lib/store/base_note.h"
+#include "lib/store/receive.h"
 #include "lib/store/rebased.h"
 #include "lib/store/restore.h"
 #include "lib/store/test_objects.h"
@@ -418,18 +421,21 @@ TEST_CASE("a push whose re-storing fails (a server too old for it) still succeed
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
-// The server end of an older git-zipnn, which knows no base notes: the
-// session ends at a note request, as such a server ends it at any
-// request it does not know.
-class WithoutNotes : public Channel {
+// The server end of an older git-zipnn, which knows none of `verbs`
+// (base notes' put-note and get-note, say): the session ends at such a
+// request, as such a server ends it at any request it does not know.
+class WithoutVerbs : public Channel {
  public:
-  WithoutNotes(Channel& to, std::atomic<int>& asked) : to_(to), asked_(asked) {}
+  WithoutVerbs(Channel& to, std::atomic<int>& asked, std::vector<std::string> verbs)
+      : to_(to), asked_(asked), verbs_(std::move(verbs)) {}
   Result<size_t> Read(void* out, size_t n) override {
     ZIPNN_ASSIGN_OR_RETURN(size_t got, to_.Read(out, n));
     const std::string text(static_cast<const char*>(out), got);
-    if (text.find("put-note ") != std::string::npos || text.find("get-note ") != std::string::npos) {
-      ++asked_;
-      return size_t{0};
+    for (const std::string& verb : verbs_) {
+      if (text.find(verb + " ") != std::string::npos) {
+        ++asked_;
+        return size_t{0};
+      }
     }
     return got;
   }
@@ -440,6 +446,7 @@ class WithoutNotes : public Channel {
  private:
   Channel& to_;
   std::atomic<int>& asked_;
+  const std::vector<std::string> verbs_;
 };
 
 TEST_CASE("base notes go with their objects; a server that does not know them is asked once, and the move goes on") {
@@ -449,7 +456,7 @@ TEST_CASE("base notes go with their objects; a server that does not know them is
   const ObjectStore served(root + "/served");
   std::atomic<int> asked{0};
   Servers servers([&](SocketEnd& c) {
-    WithoutNotes old(c, asked);
+    WithoutVerbs old(c, asked, {"put-note", "get-note"});
     return ServeStore(served, old);
   });
   {
@@ -745,6 +752,278 @@ TEST_CASE("a server keeps side files by put-side and get-side as by the older re
   CHECK(AnswersTo(served, "put-side parts " + id.Hex() + " 3\nabcget-side parts " + id.Hex() + "\nlist\n") ==
         greeting + "error this store server keeps no side file of kind parts\n" +
             "error this store server keeps no side file of kind parts\nok 0\n");
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+// A link that drops: each connection carries at most `send` bytes from
+// the client and `receive` bytes to it, then fails as a network that went
+// away does (the server sees its end close). Counts what went each way.
+// A connection counts from its start: a test that changes the budgets
+// takes a new remote, so that no open connection has used them already.
+struct Link {
+  std::atomic<uint64_t> send{UINT64_MAX}, receive{UINT64_MAX};
+  std::atomic<uint64_t> sent{0}, received{0};
+};
+class Dropping : public Channel {
+ public:
+  Dropping(std::unique_ptr<Channel> inner, Link& link) : inner_(std::move(inner)), link_(link) {}
+  Result<size_t> Read(void* out, size_t n) override {
+    if (!inner_ || received_ >= link_.receive) return Drop();
+    ZIPNN_ASSIGN_OR_RETURN(size_t got, inner_->Read(out, std::min<uint64_t>(n, link_.receive - received_)));
+    received_ += got;
+    link_.received += got;
+    return got;
+  }
+  Status Write(const void* data, size_t n) override {
+    if (!inner_) return Drop().status();
+    const size_t k = sent_ >= link_.send ? 0 : static_cast<size_t>(std::min<uint64_t>(n, link_.send - sent_));
+    ZIPNN_RETURN_IF_ERROR(inner_->Write(data, k));
+    sent_ += k;
+    link_.sent += k;
+    if (k < n) return Drop().status();
+    return OkStatus();
+  }
+  void SetTimeout(double seconds) override {
+    if (inner_) inner_->SetTimeout(seconds);
+  }
+  void SetLowSpeed(const LowSpeed& limit) override {
+    if (inner_) inner_->SetLowSpeed(limit);
+  }
+
+ private:
+  Result<size_t> Drop() {
+    inner_.reset();
+    return IoError("the link dropped");
+  }
+  std::unique_ptr<Channel> inner_;
+  Link& link_;
+  uint64_t sent_ = 0, received_ = 0;
+};
+StoreConnector Through(StoreConnector connect, Link& link) {
+  return [connect, &link]() -> Result<std::unique_ptr<Channel>> {
+    ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<Channel> c, connect());
+    return std::unique_ptr<Channel>(new Dropping(std::move(c), link));
+  };
+}
+
+// A version of `n` bytes that no coder shrinks: its object is about as big.
+ContentId StoreNoise(const Store& store, size_t n, uint32_t seed) {
+  std::vector<uint8_t> data(n);
+  for (uint8_t& b : data) {
+    seed = seed * 1664525u + 1013904223u;
+    b = static_cast<uint8_t>(seed >> 24);
+  }
+  return store::testing::StoreData(store, data);
+}
+
+constexpr uint64_t kMiB = 1 << 20;
+
+TEST_CASE("a push whose link drops every 1.25 MiB lands a 3 MiB object by resuming, sending it about once") {
+  const std::string root = TempDir();
+  const Store here = RepoIn(root, "here");
+  const ContentId id = StoreNoise(here, 3 * kMiB, 1);
+  auto object = here.objects.Open(id);
+  REQUIRE(object.ok());
+  const uint64_t size = object->size();
+  const ObjectStore served(root + "/served");
+  Servers servers([&](SocketEnd& c) { return ServeStore(served, c); });
+  Link link;
+  link.send = kMiB + kMiB / 4;
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "");
+    auto pushed = PushObjects(here, *remote, {id}, {});  // three tries: each goes on where the last stopped
+    REQUIRE_MESSAGE(pushed.ok(), pushed.status().message());
+    CHECK(pushed->moved == 1);
+  }
+  CHECK(store::HoldsIntact(served, id));
+  CHECK(link.sent > size);
+  CHECK(link.sent < size + 4096);  // requests and lines, not the object again
+  CHECK(servers.connections == 3);
+  const std::string folder = root + "/served/" + id.Hex().substr(0, 2) + "/" + id.Hex().substr(2, 2);
+  CHECK(FilesIn(folder) == 1);  // the object; what was kept took its name
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a put cut short keeps what came for the same file only: another copy, or a forged rest, is sent whole") {
+  const std::string root = TempDir();
+  const Store here = RepoIn(root, "here");
+  const ContentId id = StoreNoise(here, 2 * kMiB, 2);
+  const ObjectStore served(root + "/served");
+  Servers servers([&](SocketEnd& c) { return ServeStore(served, c); });
+  const std::string folder = root + "/served/" + id.Hex().substr(0, 2) + "/" + id.Hex().substr(2, 2);
+  Link link;
+  auto through = [&](uint64_t send) {
+    link.send = send;
+    link.sent = 0;
+    return ServedRemote("test://served", Through(servers.Connector(), link), "");
+  };
+  auto object = here.objects.Open(id);
+  REQUIRE(object.ok());
+  std::unique_ptr<RemoteStore> remote = through(kMiB);
+  CHECK(remote->PutFile(id, *object).code() == StatusCode::kIoError);
+  CHECK(!served.Has(id));
+  CHECK(FilesIn(folder) == 1);  // what came, kept under a temporary name
+
+  // The same bytes in another file (a copy, re-stored): sent whole.
+  REQUIRE(std::system(("cp " + here.objects.PathOf(id) + " " + root + "/copy").c_str()) == 0);
+  auto copy = ReadFile::Open(root + "/copy");
+  REQUIRE(copy.ok());
+  REQUIRE(copy->Identity() != object->Identity());
+  remote = through(UINT64_MAX);
+  REQUIRE(remote->PutFile(id, *copy).ok());
+  CHECK(link.sent > copy->size());
+  CHECK(store::HoldsIntact(served, id));
+
+  // A server's kept bytes that are not the object's (here: damaged where
+  // they lie): the whole fails its check, nothing takes the name, and
+  // the next try sends it all again.
+  REQUIRE(std::system(("rm -rf " + root + "/served").c_str()) == 0);
+  remote = through(kMiB);
+  CHECK(remote->PutFile(id, *object).code() == StatusCode::kIoError);
+  REQUIRE(FilesIn(folder) == 1);
+  REQUIRE(std::system(("f=$(ls " + folder + "/*.tmp-*) && printf 'XXXX' | dd of=\"$f\" bs=1 seek=100000 "
+                       "conv=notrunc status=none").c_str()) == 0);
+  remote = through(UINT64_MAX);
+  const Status refused = remote->PutFile(id, *object);
+  CHECK(refused.code() == StatusCode::kIoError);
+  CHECK(refused.message().find("the server refused it: ") == 0);
+  CHECK(link.sent < object->size());  // only the rest was sent
+  CHECK(!served.Has(id));
+  CHECK(FilesIn(folder) == 0);  // and what was kept is gone
+  link.sent = 0;
+  REQUIRE(remote->PutFile(id, *object).ok());
+  CHECK(link.sent > object->size());
+  CHECK(store::HoldsIntact(served, id));
+  remote.reset();
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a fetch whose link drops every 1.25 MiB gets a 3 MiB object by resuming, receiving it about once") {
+  const std::string root = TempDir();
+  const Store served = RepoIn(root, "served"), there = RepoIn(root, "there");
+  const ContentId id = StoreNoise(served, 3 * kMiB, 3);
+  auto object = served.objects.Open(id);
+  REQUIRE(object.ok());
+  const uint64_t size = object->size();
+  Servers servers([&](SocketEnd& c) { return ServeStore(served.objects, c); });
+  Link link;
+  link.receive = kMiB + kMiB / 4;
+  const std::string kept = root + "/partial";
+  {
+    std::unique_ptr<RemoteStore> remote =
+        ServedRemote("test://served", Through(servers.Connector(), link), "", kDefaultTimeout, kDefaultLowSpeed, kept);
+    auto fetched = FetchObjects(there, *remote, {id}, {});
+    REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+    CHECK(fetched->moved == 1);
+  }
+  CHECK(store::HoldsIntact(there.objects, id));
+  CHECK(link.received > size);
+  CHECK(link.received < size + 4096);
+  CHECK(FilesIn(kept) == 0);  // nothing kept once it is in
+
+  // Without a place to keep it, each try starts again, and three do not do.
+  REQUIRE(std::system(("rm -rf " + root + "/there").c_str()) == 0);
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "");
+    CHECK(FetchObjects(there, *remote, {id}, {}).status().code() == StatusCode::kIoError);
+  }
+  CHECK(!there.objects.Has(id));
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a fetch keeps what came of one copy only: when the server's copy changed, it starts again") {
+  const std::string root = TempDir();
+  const Store served = RepoIn(root, "served");
+  const ContentId id = StoreNoise(served, 2 * kMiB, 4);
+  auto object = ReadWholeFile(served.objects.PathOf(id));
+  REQUIRE(object.ok());
+  Servers servers([&](SocketEnd& c) { return ServeStore(served.objects, c); });
+  Link link;
+  const std::string kept = root + "/partial";
+  auto through = [&](uint64_t receive) {
+    link.receive = receive;
+    link.received = 0;
+    return ServedRemote("test://served", Through(servers.Connector(), link), "", kDefaultTimeout, kDefaultLowSpeed,
+                        kept);
+  };
+  std::unique_ptr<RemoteStore> remote = through(kMiB);
+  MemorySink first;
+  CHECK(remote->Get(id, UINT64_MAX, first).code() == StatusCode::kIoError);
+  CHECK(FilesIn(kept) == 1);
+
+  // The server's file replaced by a copy (as a demotion or a repack
+  // replaces it): what was kept is not of it.
+  const std::string path = served.objects.PathOf(id);
+  REQUIRE(std::system(("cp " + path + " " + path + ".new && mv " + path + ".new " + path).c_str()) == 0);
+  remote = through(UINT64_MAX);
+  MemorySink whole;
+  REQUIRE(remote->Get(id, UINT64_MAX, whole).ok());
+  CHECK(whole.ToVector() == *object);
+  CHECK(link.received > object->size());
+  CHECK(FilesIn(kept) == 0);
+
+  // The same copy: only the rest comes, and the bytes kept come first.
+  remote = through(kMiB);
+  MemorySink cut;
+  CHECK(remote->Get(id, UINT64_MAX, cut).code() == StatusCode::kIoError);
+  remote = through(UINT64_MAX);
+  MemorySink rest;
+  REQUIRE(remote->Get(id, UINT64_MAX, rest).ok());
+  CHECK(rest.ToVector() == *object);
+  CHECK(link.received < object->size() - kMiB / 2);
+  CHECK(FilesIn(kept) == 0);
+  remote.reset();
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("resuming transfers: a server of an older release is asked once, then sent and asked whole") {
+  const std::string root = TempDir();
+  const Store here = RepoIn(root, "here"), there = RepoIn(root, "there");
+  const ContentId id = StoreNoise(here, 2 * kMiB, 5);
+  const ObjectStore served(root + "/served");
+  std::atomic<int> asked{0};
+  Servers servers([&](SocketEnd& c) {
+    WithoutVerbs old(c, asked, {"put-from", "get-from"});
+    return ServeStore(served, old);
+  });
+  {
+    std::unique_ptr<RemoteStore> remote =
+        ServedRemote("test://served", servers.Connector(), "", kDefaultTimeout, kDefaultLowSpeed, root + "/partial");
+    auto pushed = PushObjects(here, *remote, {id}, {});
+    REQUIRE_MESSAGE(pushed.ok(), pushed.status().message());
+    auto fetched = FetchObjects(there, *remote, {id}, {});
+    REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+  }
+  CHECK(asked == 1);
+  CHECK(store::HoldsIntact(there.objects, id));
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a server answers get-from and put-from as the protocol says, and refuses a copy word it cannot take") {
+  const std::string root = TempDir();
+  const Store served = RepoIn(root, "served");
+  const ContentId id = StoreNoise(served, 100, 6);
+  auto file = served.objects.Open(id);
+  REQUIRE(file.ok());
+  auto bytes = ReadWholeFile(served.objects.PathOf(id));
+  REQUIRE(bytes.ok());
+  const std::string object(bytes->begin(), bytes->end());
+  const std::string copy = file->Identity();
+  const std::string size = std::to_string(object.size());
+  const std::string greeting = std::string(kStoreProtocolGreeting) + "\n";
+  CHECK(AnswersTo(served.objects, "get-from " + id.Hex() + " 10 " + copy + "\n") ==
+        greeting + "ok " + size + " " + copy + " 10\n" + object.substr(10));
+  CHECK(AnswersTo(served.objects, "get-from " + id.Hex() + " 10 -\n") ==
+        greeting + "ok " + size + " " + copy + " 0\n" + object);
+  CHECK(AnswersTo(served.objects, "get-from " + id.Hex() + " 99999 " + copy + "\n") ==
+        greeting + "ok " + size + " " + copy + " 0\n" + object);
+  const std::string other = HashBytes("o", 1).Hex();
+  CHECK(AnswersTo(served.objects, "get-from " + other + " 0 -\n") == greeting + "missing\n");
+  CHECK(ServeTo(served.objects, "get-from " + id.Hex() + " 0 ../x\n").message().find("not a store request") == 0);
+  CHECK(ServeTo(served.objects, "put-from " + id.Hex() + " 10 A\n").message().find("not a store request") == 0);
+  // A put-from of what the store holds: the bytes are read, and it stays.
+  CHECK(AnswersTo(served.objects, "put-from " + id.Hex() + " " + size + " 1-2-3\n" + object) ==
+        greeting + "ok 0\nok\n");
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

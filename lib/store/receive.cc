@@ -4,13 +4,17 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <ctime>
 
+#include <cstdio>
 #include <cstring>
 #include <map>
 
+#include "lib/base/fs_ops.h"
 #include "lib/container/format.h"
 #include "lib/container/object.h"
 #include "lib/store/base_note.h"
@@ -97,6 +101,77 @@ Status CommitOnBase(const ObjectStore& store, const ContentId& id, const std::st
 }
 
 }  // namespace
+
+namespace {
+
+// The 8 hex digits of a kept arrival's temporary name: FNV-1a of its size
+// and its sender's tag.
+std::string KeptDigits(uint64_t size, const std::string& tag) {
+  uint32_t h = 2166136261u;
+  for (const char c : std::to_string(size) + " " + tag) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
+  char digits[16];
+  std::snprintf(digits, sizeof digits, "%08x", h);
+  return digits;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ResumedArrival>> ResumedArrival::Open(const ObjectStore& store, const ContentId& id,
+                                                             uint64_t size, const std::string& tag) {
+  std::unique_ptr<ResumedArrival> a(new ResumedArrival(store, id));
+  const std::string path = store.PathOf(id);
+  ZIPNN_RETURN_IF_ERROR(PrepareFolder(path));
+  const std::string kept = path + ".tmp-" + KeptDigits(size, tag);
+  a->fd_ = ::open(kept.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+  struct stat st;
+  if (a->fd_ >= 0 && FsLock(a->fd_, LOCK_EX | LOCK_NB) == 0 && ::fstat(a->fd_, &st) == 0 && S_ISREG(st.st_mode)) {
+    a->kept_ = kept;
+    a->have_ = static_cast<uint64_t>(st.st_size);
+    if (a->have_ > size) {  // not of this object
+      if (::ftruncate(a->fd_, 0) != 0) return IoError(kept + ": cannot empty it: " + std::strerror(errno));
+      a->have_ = 0;
+    }
+    return a;
+  }
+  if (a->fd_ >= 0) ::close(a->fd_);
+  a->fd_ = -1;
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile fresh, AtomicFile::Create(path, /*overwrite=*/true));
+  a->fresh_.emplace(std::move(fresh));
+  return a;
+}
+
+ResumedArrival::~ResumedArrival() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status ResumedArrival::Append(const void* data, size_t n) {
+  if (fresh_) return fresh_->Append(data, n);
+  return WriteAll(fd_, data, n, kept_);
+}
+
+Status ResumedArrival::Finish(const std::function<Status(const std::string& temp)>& check) {
+  const std::string path = store_.PathOf(id_);
+  if (HoldsIntact(store_, id_)) {
+    if (!kept_.empty()) ::unlink(kept_.c_str());
+    return SyncFolderOf(path);
+  }
+  if (fresh_) {
+    ZIPNN_RETURN_IF_ERROR(check(fresh_->temp_path()));
+    return CommitOnBase(store_, id_, fresh_->temp_path(), [&] { return fresh_->Commit(); });
+  }
+  if (FsSync(fd_) != 0) return IoError(kept_ + ": fsync failed: " + std::strerror(errno));
+  const Status checked = check(kept_);
+  if (!checked.ok()) {
+    ::unlink(kept_.c_str());
+    return checked;
+  }
+  return CommitOnBase(store_, id_, kept_, [&]() -> Status {
+    if (FsRename(kept_.c_str(), path.c_str()) != 0) {
+      return IoError(path + ": cannot give the object its name: " + std::strerror(errno));
+    }
+    return SyncFolderOf(path);
+  });
+}
 
 Result<bool> ReceiveLinked(const ObjectStore& store, const ContentId& id, const std::string& file,
                            const std::function<Status(const std::string& temp)>& check) {

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -57,6 +58,41 @@ Result<size_t> RemoveOldTemporaries(const ObjectStore& store);
 // and all).
 Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
                      const std::function<Status(const std::string& temp)>& check);
+// An arrival that resumes (the store protocol's put-from, served.h): the
+// bytes of an object for `id` of `size` bytes, as the sender's copy that
+// `tag` names has them, are kept as they come in under a temporary name
+// of their own beside the object's place (a writer's temporary name,
+// whose 8 digits are those of `size` and `tag`), locked while one session
+// writes them. A session cut short leaves them there, and the sender's
+// next try sends only the rest; left alone, they go as any killed
+// writer's temporary files do (kOldTemporary). What is kept is not
+// trusted: the whole object must pass the check, as any arrival's. Where
+// another session is writing the same one, this one keeps nothing of its
+// own (have() is 0, and its bytes go to a temporary file as
+// ReceiveObject's do).
+class ResumedArrival : public ByteSink {
+ public:
+  static Result<std::unique_ptr<ResumedArrival>> Open(const ObjectStore& store, const ContentId& id, uint64_t size,
+                                                      const std::string& tag);
+  ~ResumedArrival() override;
+  // The bytes kept from the tries before: the sender sends the rest.
+  uint64_t have() const { return have_; }
+  Status Append(const void* data, size_t n) override;
+  // Once every byte is in: unless the store holds `id` intact already,
+  // `check`, then the name, as ReceiveObject. Bytes that fail the check
+  // are removed, so that the next try sends them all again.
+  Status Finish(const std::function<Status(const std::string& temp)>& check);
+
+ private:
+  ResumedArrival(const ObjectStore& store, const ContentId& id) : store_(store), id_(id) {}
+  const ObjectStore& store_;
+  const ContentId id_;
+  std::string kept_;  // the kept file's path; empty when the bytes go to `fresh_`
+  int fd_ = -1;
+  uint64_t have_ = 0;
+  std::optional<AtomicFile> fresh_;
+};
+
 // The object `file` (a file of this machine) is taken as the object for
 // `id` of `store` by a hard link, when it can be: false when it cannot
 // (the caller copies it). The link waits under a temporary name until it

@@ -1,0 +1,65 @@
+#include "lib/remote/partial.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "lib/base/file.h"
+
+namespace zipnn::remote {
+
+Partial::Partial(const std::string& dir, const std::string& name, uint64_t size) {
+  if (dir.empty() || size < kResumableBytes || !MakeDirectories(dir).ok()) return;
+  path_ = dir + "/" + name;
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0) return;
+  struct stat st;
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    Close();
+    return;
+  }
+  have_ = static_cast<uint64_t>(st.st_size);
+  if (have_ > size) (void)Restart();
+}
+
+Partial::~Partial() { Close(); }
+
+Status Partial::CopyTo(ByteSink& out) const {
+  if (have_ == 0) return OkStatus();
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile kept, ReadFile::Open(path_));
+  return CopyRange(kept, 0, have_, out);
+}
+
+Status Partial::Restart() {
+  if (::ftruncate(fd_, 0) != 0) return IoError(path_ + ": cannot empty it: " + std::strerror(errno));
+  have_ = kept_ = 0;
+  return OkStatus();
+}
+
+Status Partial::Keep(const void* data, size_t n) {
+  ZIPNN_RETURN_IF_ERROR(WriteAll(fd_, data, n, path_));
+  kept_ += n;
+  return OkStatus();
+}
+
+Status Partial::CopyAllTo(ByteSink& out) {
+  have_ += kept_;
+  kept_ = 0;
+  return CopyTo(out);
+}
+
+void Partial::Done(const Status& st) {
+  if (fd_ >= 0 && (st.ok() || st.code() != StatusCode::kIoError)) ::unlink(path_.c_str());
+  Close();
+}
+
+void Partial::Close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace zipnn::remote

@@ -1,0 +1,70 @@
+// What a download keeps of an object as it comes in, so that one cut
+// short (the network, a timeout, a kill) resumes where it stopped: a file
+// <dir>/<name> per object, locked (flock) while one process writes it, so
+// that another downloads the same object without it. A Git LFS server's
+// objects are kept under their oid (lfs.h), a store server's under the id
+// and the word that names the server's file (served.h). What is kept is
+// never trusted: it becomes part of an object that is proven as any
+// download is, and a download that does not prove starts again.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "lib/base/io.h"
+#include "lib/base/status.h"
+
+namespace zipnn::remote {
+
+// Objects this large or larger are kept as they come in; a smaller one
+// costs less to download again than to keep.
+inline constexpr uint64_t kResumableBytes = uint64_t{1} << 20;
+
+class Partial {
+ public:
+  // The kept download `name` in `dir` of an object of `size` bytes; none
+  // (ok() false) when `dir` is empty, the object small, or another process
+  // holds it. More than `size` bytes kept are not of it, and are dropped.
+  Partial(const std::string& dir, const std::string& name, uint64_t size);
+  ~Partial();
+  Partial(const Partial&) = delete;
+  Partial& operator=(const Partial&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  uint64_t have() const { return have_; }
+  const std::string& path() const { return path_; }
+  // Hands the bytes kept to `out`.
+  Status CopyTo(ByteSink& out) const;
+  // Drops what was kept: the download starts from its first byte.
+  Status Restart();
+  Status Keep(const void* data, size_t n);
+  // Everything it holds now, what it had and what it kept since, to `out`.
+  Status CopyAllTo(ByteSink& out);
+  // Once the download ended: kept for the next one only when it was cut
+  // short (an I/O error: the network, a timeout), not when it came whole
+  // or was refused.
+  void Done(const Status& st);
+
+ private:
+  void Close();
+  std::string path_;
+  int fd_ = -1;
+  uint64_t have_ = 0;  // when it was opened
+  uint64_t kept_ = 0;  // since
+};
+
+// Passes a download on to `out`, keeping a copy in `partial`.
+class KeepingSink : public ByteSink {
+ public:
+  KeepingSink(ByteSink& out, Partial& partial) : out_(out), partial_(partial) {}
+  Status Append(const void* data, size_t n) override {
+    ZIPNN_RETURN_IF_ERROR(partial_.Keep(data, n));
+    return out_.Append(data, n);
+  }
+
+ private:
+  ByteSink& out_;
+  Partial& partial_;
+};
+
+}  // namespace zipnn::remote
