@@ -672,6 +672,73 @@ TEST_CASE("over ssh: a push cut short is retried, a missing object is named, and
         std::string::npos);
 }
 
+TEST_CASE("over ssh: a push and a fetch whose connections drop resume, moving each object about once") {
+  Repo repo;
+  testing::Sshd sshd(repo);
+  const std::string url = CommitWithSshHub(repo, sshd);
+  // The trajectory pushed and fetched into two clones first, so that only
+  // the object below moves through the link.
+  REQUIRE(repo.Sh("git push -q origin HEAD:main && cd .. && for c in lazy later; do "
+                  "GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main " + url + " $c && git -C $c zipnn fetch -q || exit 1; "
+                  "done")
+              .code == 0);
+  // A 6 MB file no coder shrinks: its object is about as big.
+  REQUIRE(repo.Sh("head -c 6000000 /dev/urandom > noise.bin && git zipnn track '*.bin' >/dev/null && "
+                  "git add .gitattributes noise.bin && git commit -qm noise")
+              .code == 0);
+  const std::string id = IdAt(repo, "HEAD:noise.bin");
+  const long long object = std::stoll(
+      repo.Sh("stat -c %s .git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id).out);
+  // ssh through a link that counts the bytes each way and, with CUT set,
+  // drops a connection once CUT bytes went one way.
+  const std::string through = "OUT_COUNT=" + repo.root() + "/sent IN_COUNT=" + repo.root() +
+                              "/received GIT_SSH_COMMAND=\"/usr/bin/python3 '" + repo.Runfile("tests/dropping_link.py") +
+                              "' ssh -F '" + sshd.config() + "'\" ";
+  auto counted = [&](const std::string& way) {
+    const std::string lines = repo.Sh("cat ../" + way).out;
+    CAPTURE(lines);
+    REQUIRE(repo.Sh("rm -f ../" + way).code == 0);
+    return std::stoll(repo.Sh("printf '%s' '" + lines + "' | awk '{ n += $1 } END { print n + 0 }'").out);
+  };
+
+  // Each connection drops after 2.5 MB: the object needs three of them,
+  // the push's three tries, each going on where the last stopped.
+  Run push = repo.Sh("CUT=2500000 " + through + "git zipnn push origin");
+  CHECK_MESSAGE(push.code == 0, push.err);
+  CHECK(ObjectsIn(repo, "../hub.git/zipnn/objects") == 6);
+  CHECK(repo.Sh("find ../hub.git/zipnn -name '*.tmp-*'").out.empty());
+  const long long sent = counted("sent");
+  CHECK(sent > object);
+  CHECK(sent < object + object / 20);  // requests, lines and git's own, not the object again
+
+  // The same for a fetch.
+  REQUIRE(repo.Sh("git push -q origin HEAD:main && cd ../lazy && GIT_ZIPNN_SKIP_SMUDGE=1 git pull -q && "
+                  "cd ../later && GIT_ZIPNN_SKIP_SMUDGE=1 git pull -q && rm -f ../sent ../received")
+              .code == 0);
+  Run fetch = repo.Sh("cd ../lazy && CUT=2500000 " + through + "git zipnn fetch");
+  CHECK_MESSAGE(fetch.code == 0, fetch.err);
+  const long long received = counted("received");
+  CHECK(received > object);
+  CHECK(received < object + object / 20);
+  CHECK(repo.Sh("ls ../lazy/.git/zipnn/tmp/store-partial").out.empty());  // nothing kept once in
+  Run pull = repo.Sh("cd ../lazy && git zipnn pull -q && cmp noise.bin ../repo/noise.bin && git zipnn fsck");
+  CHECK_MESSAGE(pull.code == 0, pull.err);
+
+  // Dropped sooner, a fetch gives up, keeping what came; the next one
+  // fetches only the rest.
+  Run cut = repo.Sh("cd ../later && CUT=1000000 " + through + "git zipnn fetch");
+  CHECK(cut.code != 0);
+  CHECK(cut.err.find("cannot fetch object " + id) != std::string::npos);
+  CHECK(!repo.Sh("ls ../later/.git/zipnn/tmp/store-partial").out.empty());
+  REQUIRE(repo.Sh("rm -f ../received").code == 0);
+  Run rest = repo.Sh("cd ../later && " + through + "git zipnn fetch && git zipnn pull -q && "
+                     "cmp noise.bin ../repo/noise.bin");
+  CHECK_MESSAGE(rest.code == 0, rest.err);
+  const long long more = counted("received");
+  CHECK(more > 0);
+  CHECK(more < object - 2000000);
+}
+
 // In an S3 bucket, against the test's own s3rver: objects under
 // <prefix>/<2 hex>/<2 hex>/<id>, credentials from ~/.aws/credentials or
 // the environment.

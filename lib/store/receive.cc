@@ -114,6 +114,20 @@ std::string KeptDigits(uint64_t size, const std::string& tag) {
   return digits;
 }
 
+// Locks a kept arrival's file, waiting a little for a session that holds
+// it: most often the sender's own try before, whose connection dropped a
+// moment ago and whose server is still writing the last bytes that came.
+// False when it stays held (another sender's session, sending the same
+// object now).
+bool LockSoon(int fd) {
+  for (int i = 0; i < 100; ++i) {
+    if (FsLock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+    if (errno != EWOULDBLOCK) return false;
+    ::usleep(50 * 1000);
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ResumedArrival>> ResumedArrival::Open(const ObjectStore& store, const ContentId& id,
@@ -124,7 +138,7 @@ Result<std::unique_ptr<ResumedArrival>> ResumedArrival::Open(const ObjectStore& 
   const std::string kept = path + ".tmp-" + KeptDigits(size, tag);
   a->fd_ = ::open(kept.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
   struct stat st;
-  if (a->fd_ >= 0 && FsLock(a->fd_, LOCK_EX | LOCK_NB) == 0 && ::fstat(a->fd_, &st) == 0 && S_ISREG(st.st_mode)) {
+  if (a->fd_ >= 0 && LockSoon(a->fd_) && ::fstat(a->fd_, &st) == 0 && S_ISREG(st.st_mode)) {
     a->kept_ = kept;
     a->have_ = static_cast<uint64_t>(st.st_size);
     if (a->have_ > size) {  // not of this object

@@ -66,10 +66,12 @@ Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::f
 // writes them. A session cut short leaves them there, and the sender's
 // next try sends only the rest; left alone, they go as any killed
 // writer's temporary files do (kOldTemporary). What is kept is not
-// trusted: the whole object must pass the check, as any arrival's. Where
-// another session is writing the same one, this one keeps nothing of its
-// own (have() is 0, and its bytes go to a temporary file as
-// ReceiveObject's do).
+// trusted: the whole object must pass the check, as any arrival's. A
+// session that holds them is waited for up to 5 s (the sender's try
+// before, whose server is still taking what came); where another session
+// writes the same object for longer, this one keeps nothing of its own
+// (have() is 0, and its bytes go to a temporary file as ReceiveObject's
+// do).
 class ResumedArrival : public ByteSink {
  public:
   static Result<std::unique_ptr<ResumedArrival>> Open(const ObjectStore& store, const ContentId& id, uint64_t size,
