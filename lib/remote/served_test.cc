@@ -1027,5 +1027,38 @@ TEST_CASE("a server answers get-from and put-from as the protocol says, and refu
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
+TEST_CASE("a client refuses a get-from answer that starts where it kept nothing or names no file it may keep") {
+  const std::string root = TempDir();
+  const Store empty = RepoIn(root, "empty");
+  const ContentId id = HashBytes("x", 1);
+  const std::string kept = root + "/partial/kept";
+  struct Case {
+    const char* what;
+    std::string answer;
+    const char* said;
+  };
+  for (const Case& c : {Case{"a start where nothing was kept", "ok 2000000 abc 5\n", "ok 2000000 abc 5"},
+                        Case{"a copy word that is a path", "ok 2000000 ../../x 0\n", "ok 2000000 ../../x 0"},
+                        Case{"a copy word with a slash", "ok 2000000 a/b 0\n", "ok 2000000 a/b 0"},
+                        Case{"too few words", "ok 2000000 abc\n", "ok 2000000 abc"}}) {
+    CAPTURE(std::string(c.what));
+    Hostile liar(c.answer, /*endless=*/true);
+    Servers servers([&](SocketEnd& s) { return liar(s); });
+    Status st;
+    {
+      std::unique_ptr<RemoteStore> remote =
+          ServedRemote("test://liar", servers.Connector(), "", 2, kDefaultLowSpeed, kept);
+      MemorySink out;
+      st = remote->Get(id, UINT64_MAX, out);
+      CHECK(out.ToVector().empty());
+    }
+    CHECK(st.code() == StatusCode::kIoError);
+    CHECK(st.message() == std::string("the store server answered \"") + c.said + "\"");
+    CHECK(FilesIn(kept) == 0);
+    CHECK(FilesIn(root) == 0);  // nothing named by the server, nor kept
+  }
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
 }  // namespace
 }  // namespace zipnn::remote
