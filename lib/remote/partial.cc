@@ -18,7 +18,9 @@ Partial::Partial(const std::string& dir, const std::string& name, uint64_t size)
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) return;
   struct stat st;
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+  // Only a plain file of one link, so that nothing is written into a file
+  // elsewhere through a link planted here.
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
     Close();
     return;
   }

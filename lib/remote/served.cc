@@ -594,7 +594,7 @@ class Served : public RemoteStore,
     const std::string tag = object.Identity();
     if (object.size() < kResumableBytes || !ValidTag(tag) || no_resume_) return Put(id, object);
     bool unknown = false;
-    const Status st = WithSession([&](Wire& wire) -> Status {
+    const Status st = Resuming(unknown, [&](Wire& wire) -> Status {
       ZIPNN_RETURN_IF_ERROR(
           wire.Send("put-from " + id.Hex() + " " + std::to_string(object.size()) + " " + tag + "\n"));
       ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
@@ -614,7 +614,6 @@ class Served : public RemoteStore,
       return Unexpected(wire, done);
     });
     if (!unknown) return st;
-    no_resume_ = true;
     return Put(id, object);
   }
 
@@ -756,7 +755,7 @@ class Served : public RemoteStore,
     }
     bool unknown = false;
     std::unique_ptr<Partial> keeping;
-    const Status st = WithSession([&](Wire& wire) -> Status {
+    const Status st = Resuming(unknown, [&](Wire& wire) -> Status {
       ZIPNN_RETURN_IF_ERROR(
           wire.Send("get-from " + id.Hex() + " " + std::to_string(kept ? kept->have() : 0) + " " + tag + "\n"));
       ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
@@ -786,11 +785,28 @@ class Served : public RemoteStore,
     });
     if (keeping) keeping->Done(st);
     if (!unknown) return st;
-    no_resume_ = true;
     return GetWhole(id, limit, out);
   }
 
  private:
+  // Runs a request that resumes (put-from, get-from), which sets `unknown`
+  // when the server closed the connection instead of answering: what a
+  // server of a release before them does. One such close may be a
+  // connection that dropped just then, so the request is tried once more
+  // on a new connection; a second close means the server does not know
+  // it, and `unknown` stays set for the caller to send the older request,
+  // as every later one in this command is sent.
+  Status Resuming(bool& unknown, const std::function<Status(Wire&)>& request) {
+    Status st;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      unknown = false;
+      st = WithSession(request);
+      if (!unknown) return st;
+    }
+    no_resume_ = true;
+    return st;
+  }
+
   Status GetWhole(const ContentId& id, uint64_t limit, ByteSink& out) {
     return WithSession([&](Wire& wire) -> Status {
       ZIPNN_RETURN_IF_ERROR(wire.Send("get " + id.Hex() + "\n"));

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -976,7 +977,7 @@ TEST_CASE("a fetch keeps what came of one copy only: when the server's copy chan
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
-TEST_CASE("resuming transfers: a server of an older release is asked once, then sent and asked whole") {
+TEST_CASE("resuming transfers: a server of an older release is asked twice, then sent and asked whole") {
   const std::string root = TempDir();
   const Store here = RepoIn(root, "here"), there = RepoIn(root, "there");
   const ContentId id = StoreNoise(here, 2 * kMiB, 5);
@@ -994,7 +995,7 @@ TEST_CASE("resuming transfers: a server of an older release is asked once, then 
     auto fetched = FetchObjects(there, *remote, {id}, {});
     REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
   }
-  CHECK(asked == 1);
+  CHECK(asked == 2);  // on two connections (one may have dropped just then), then never again
   CHECK(store::HoldsIntact(there.objects, id));
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
@@ -1057,6 +1058,72 @@ TEST_CASE("a client refuses a get-from answer that starts where it kept nothing 
     CHECK(FilesIn(kept) == 0);
     CHECK(FilesIn(root) == 0);  // nothing named by the server, nor kept
   }
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a connection that closes once after get-from or put-from is a dropped link, not an older server") {
+  const std::string root = TempDir();
+  const Store here = RepoIn(root, "here"), there = RepoIn(root, "there");
+  const ContentId id = StoreNoise(here, 2 * kMiB, 7);
+  const ObjectStore served(root + "/served");
+  std::atomic<int> sessions{0}, asked{0};
+  Servers servers([&](SocketEnd& c) {
+    if (sessions++ == 0) {  // the first session ends at its first resuming request
+      WithoutVerbs dropped(c, asked, {"put-from", "get-from"});
+      return ServeStore(served, dropped);
+    }
+    return ServeStore(served, c);
+  });
+  Link link;
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "",
+                                                       kDefaultTimeout, kDefaultLowSpeed, root + "/partial");
+    REQUIRE(PushObjects(here, *remote, {id}, {}).ok());
+  }
+  CHECK(asked == 1);
+  // Still resuming: a fetch cut short keeps what came.
+  link.receive = kMiB;
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "",
+                                                       kDefaultTimeout, kDefaultLowSpeed, root + "/partial");
+    MemorySink cut;
+    CHECK(remote->Get(id, UINT64_MAX, cut).code() == StatusCode::kIoError);
+  }
+  CHECK(FilesIn(root + "/partial") == 1);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a server writes nothing through a link planted where it keeps an interrupted put") {
+  const std::string root = TempDir();
+  const Store here = RepoIn(root, "here");
+  const ContentId id = StoreNoise(here, 2 * kMiB, 8);
+  auto object = here.objects.Open(id);
+  REQUIRE(object.ok());
+  const ObjectStore served(root + "/served");
+  Servers servers([&](SocketEnd& c) { return ServeStore(served, c); });
+  Link link;
+  link.send = kMiB;
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "");
+    CHECK(remote->PutFile(id, *object).code() == StatusCode::kIoError);
+  }
+  const std::string folder = root + "/served/" + id.Hex().substr(0, 2) + "/" + id.Hex().substr(2, 2);
+  // Someone who may write in the store's folder puts a hard link to a file
+  // of theirs where the kept bytes were.
+  REQUIRE(std::system(("f=$(ls " + folder + "/*.tmp-*) && rm \"$f\" && printf victim > " + root +
+                       "/victim && ln " + root + "/victim \"$f\"").c_str()) == 0);
+  link.send = UINT64_MAX;
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "");
+    REQUIRE(remote->PutFile(id, *object).ok());
+  }
+  CHECK(store::HoldsIntact(served, id));
+  auto victim = ReadWholeFile(root + "/victim");
+  REQUIRE(victim.ok());
+  CHECK(std::string(victim->begin(), victim->end()) == "victim");
+  struct stat st;
+  REQUIRE(::stat(served.PathOf(id).c_str(), &st) == 0);
+  CHECK(st.st_nlink == 1);
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

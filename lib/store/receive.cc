@@ -138,7 +138,9 @@ Result<std::unique_ptr<ResumedArrival>> ResumedArrival::Open(const ObjectStore& 
   const std::string kept = path + ".tmp-" + KeptDigits(size, tag);
   a->fd_ = ::open(kept.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
   struct stat st;
-  if (a->fd_ >= 0 && LockSoon(a->fd_) && ::fstat(a->fd_, &st) == 0 && S_ISREG(st.st_mode)) {
+  // Only a plain file of one link: bytes written into a link planted there
+  // would land in a file outside the store, which would then be the object.
+  if (a->fd_ >= 0 && LockSoon(a->fd_) && ::fstat(a->fd_, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1) {
     a->kept_ = kept;
     a->have_ = static_cast<uint64_t>(st.st_size);
     if (a->have_ > size) {  // not of this object
