@@ -9,11 +9,12 @@
 #include <cstring>
 
 #include "lib/base/file.h"
+#include "lib/base/fs_ops.h"
 
 namespace zipnn::remote {
 
-Partial::Partial(const std::string& dir, const std::string& name, uint64_t size) {
-  if (dir.empty() || size < kResumableBytes || !MakeDirectories(dir).ok()) return;
+Partial::Partial(const std::string& dir, const std::string& name, uint64_t size, bool any_size) {
+  if (dir.empty() || (size < kResumableBytes && !any_size) || !MakeDirectories(dir).ok()) return;
   path_ = dir + "/" + name;
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) return;
@@ -45,6 +46,11 @@ Status Partial::Restart() {
 Status Partial::Keep(const void* data, size_t n) {
   ZIPNN_RETURN_IF_ERROR(WriteAll(fd_, data, n, path_));
   kept_ += n;
+  return OkStatus();
+}
+
+Status Partial::Sync() {
+  if (FsSync(fd_) != 0) return IoError(path_ + ": fsync failed: " + std::strerror(errno));
   return OkStatus();
 }
 

@@ -23,9 +23,10 @@ inline constexpr uint64_t kResumableBytes = uint64_t{1} << 20;
 class Partial {
  public:
   // The kept download `name` in `dir` of an object of `size` bytes; none
-  // (ok() false) when `dir` is empty, the object small, or another process
-  // holds it. More than `size` bytes kept are not of it, and are dropped.
-  Partial(const std::string& dir, const std::string& name, uint64_t size);
+  // (ok() false) when `dir` is empty, the object small (unless `any_size`),
+  // or another process holds it. More than `size` bytes kept are not of
+  // it, and are dropped.
+  Partial(const std::string& dir, const std::string& name, uint64_t size, bool any_size = false);
   ~Partial();
   Partial(const Partial&) = delete;
   Partial& operator=(const Partial&) = delete;
@@ -38,6 +39,8 @@ class Partial {
   // Drops what was kept: the download starts from its first byte.
   Status Restart();
   Status Keep(const void* data, size_t n);
+  // fsyncs what is kept, before the file takes an object's name.
+  Status Sync();
   // Everything it holds now, what it had and what it kept since, to `out`.
   Status CopyAllTo(ByteSink& out);
   // Once the download ended: kept for the next one only when it was cut

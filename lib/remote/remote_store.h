@@ -161,6 +161,24 @@ class RangedReads {
   virtual Result<RangedObject> OpenRanges(const ContentId& id, uint64_t limit) = 0;
 };
 
+class Partial;
+
+// Downloads kept where they land: the file a download writes (resuming
+// what an earlier try kept of the same copy) is the one the object takes
+// its name from, so that a fetch stopped at any point, even after an
+// object came whole and before it took its name, gets again only what is
+// missing, and no object is written twice on the way.
+class KeptGets {
+ public:
+  virtual ~KeptGets() = default;
+  // Downloads `id`'s object into a kept file of its own, locked while the
+  // result lives, every byte also given to `check` (whose first error ends
+  // it, as Get's sink's does); it holds the whole object when this
+  // returns. As RemoteStore::Get otherwise; Unsupported when no file can
+  // be kept now (the caller uses Get).
+  virtual Result<std::unique_ptr<Partial>> GetKept(const ContentId& id, uint64_t limit, ByteSink& check) = 0;
+};
+
 // Temporary files left by killed uploads. Only a folder has any to remove
 // from here: a store server removes them as it receives objects, and S3
 // keeps no partial object.
@@ -179,6 +197,7 @@ struct Capabilities {
   Demotion* demotion = nullptr;
   RangedReads* ranged_reads = nullptr;
   OldTemporaries* old_temporaries = nullptr;
+  KeptGets* kept_gets = nullptr;
 };
 
 // One remote store: what every kind does. Thread-safe: transfers call it

@@ -531,7 +531,8 @@ class Served : public RemoteStore,
                public SideFiles,
                public Retention,
                public LockedRemoval,
-               public Demotion {
+               public Demotion,
+               public KeptGets {
  public:
   Served(std::string where, StoreConnector connect, std::string no_answer, double timeout, LowSpeed low_speed,
          std::string partial_dir)
@@ -550,6 +551,7 @@ class Served : public RemoteStore,
     c.retention = this;
     c.locked_removal = this;
     c.demotion = this;
+    if (!partial_dir_.empty()) c.kept_gets = this;
     return c;
   }
 
@@ -742,6 +744,51 @@ class Served : public RemoteStore,
   // get from then on.
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
     if (partial_dir_.empty() || no_resume_) return GetWhole(id, limit, out);
+    bool unknown = false;
+    Result<std::unique_ptr<Partial>> got = GetFrom(id, limit, out, /*keep_all=*/false, unknown);
+    if (unknown) return GetWhole(id, limit, out);
+    if (!got.ok()) return got.status();
+    if (*got) (*got)->Done(OkStatus());  // in: not kept
+    return OkStatus();
+  }
+
+  // The same, every object kept, and the kept file handed on whole.
+  Result<std::unique_ptr<Partial>> GetKept(const ContentId& id, uint64_t limit, ByteSink& check) override {
+    if (partial_dir_.empty() || no_resume_) return Unsupported("no folder to keep downloads in");
+    bool unknown = false;
+    Result<std::unique_ptr<Partial>> got = GetFrom(id, limit, check, /*keep_all=*/true, unknown);
+    if (unknown) return Unsupported("the server does not resume");
+    if (got.ok() && !*got) return Unsupported("another process is downloading " + id.Hex());
+    return got;
+  }
+
+ private:
+  // Runs a request that resumes (put-from, get-from), which sets `unknown`
+  // when the server closed the connection instead of answering: what a
+  // server of a release before them does. One such close may be a
+  // connection that dropped just then, so the request is tried once more
+  // on a new connection; a second close means the server does not know
+  // it, and `unknown` stays set for the caller to send the older request,
+  // as every later one in this command is sent.
+  Status Resuming(bool& unknown, const std::function<Status(Wire&)>& request) {
+    Status st;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      unknown = false;
+      st = WithSession(request);
+      if (!unknown) return st;
+    }
+    no_resume_ = true;
+    return st;
+  }
+
+  // A download by get-from into `out`, kept as it comes (objects of 1 MiB
+  // or more, or all with `keep_all`) and resuming what an earlier try kept
+  // of the same copy. Returns the kept file, whole, unless nothing could be
+  // kept (another process holds it, or the server names no copy); on a
+  // failure, what came is kept for the next try when it was cut short. Sets
+  // `unknown` for a server that does not know get-from.
+  Result<std::unique_ptr<Partial>> GetFrom(const ContentId& id, uint64_t limit, ByteSink& out, bool keep_all,
+                                           bool& unknown) {
     std::unique_ptr<Partial> kept;
     std::string tag = "-";
     if (const std::optional<std::string> name = KeptDownload(id)) {
@@ -753,7 +800,6 @@ class Served : public RemoteStore,
         kept.reset();
       }
     }
-    bool unknown = false;
     std::unique_ptr<Partial> keeping;
     const Status st = Resuming(unknown, [&](Wire& wire) -> Status {
       ZIPNN_RETURN_IF_ERROR(
@@ -775,36 +821,19 @@ class Served : public RemoteStore,
         ZIPNN_RETURN_IF_ERROR(keeping->CopyTo(out));
       } else {
         if (kept) kept->Done(OkStatus());  // of another copy: not kept
-        if (copy != "-") keeping = std::make_unique<Partial>(partial_dir_, id.Hex() + "-" + copy, size);
-        if (keeping && !keeping->ok()) keeping.reset();
+        keeping = std::make_unique<Partial>(partial_dir_, id.Hex() + "-" + copy, size, keep_all);
+        if (!keeping->ok()) keeping.reset();
         if (keeping && keeping->have() > 0) ZIPNN_RETURN_IF_ERROR(keeping->Restart());
       }
       if (!keeping) return wire.ReadPayload(size - *from, &out, /*drain=*/false);
       KeepingSink keep(out, *keeping);
       return wire.ReadPayload(size - *from, &keep, /*drain=*/false);
     });
-    if (keeping) keeping->Done(st);
-    if (!unknown) return st;
-    return GetWhole(id, limit, out);
-  }
-
- private:
-  // Runs a request that resumes (put-from, get-from), which sets `unknown`
-  // when the server closed the connection instead of answering: what a
-  // server of a release before them does. One such close may be a
-  // connection that dropped just then, so the request is tried once more
-  // on a new connection; a second close means the server does not know
-  // it, and `unknown` stays set for the caller to send the older request,
-  // as every later one in this command is sent.
-  Status Resuming(bool& unknown, const std::function<Status(Wire&)>& request) {
-    Status st;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      unknown = false;
-      st = WithSession(request);
-      if (!unknown) return st;
+    if (!st.ok()) {
+      if (keeping) keeping->Done(st);
+      return st;
     }
-    no_resume_ = true;
-    return st;
+    return keeping;
   }
 
   Status GetWhole(const ContentId& id, uint64_t limit, ByteSink& out) {

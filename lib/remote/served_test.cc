@@ -1127,5 +1127,51 @@ TEST_CASE("a server writes nothing through a link planted where it keeps an inte
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
+TEST_CASE("a fetch stopped after an object came whole, before it took its name, does not get it again") {
+  const std::string root = TempDir();
+  const Store here = RepoIn(root, "here"), there = RepoIn(root, "there");
+  const ContentId big = StoreNoise(here, 2 * kMiB, 9);
+  const ContentId small = StoreNoise(here, 1000, 10);
+  const ObjectStore served(root + "/served");
+  Servers servers([&](SocketEnd& c) { return ServeStore(served, c); });
+  Link link;
+  const std::string kept = root + "/partial";
+  auto remote = [&] {
+    return ServedRemote("test://served", Through(servers.Connector(), link), "", kDefaultTimeout, kDefaultLowSpeed,
+                        kept);
+  };
+  REQUIRE(PushObjects(here, *remote(), {big}, {}).ok());
+  TransferOptions one_at_a_time;
+  one_at_a_time.parallel = 1;
+  // The second is not on the remote: the fetch ends before either takes
+  // its name, the first whole in the file it came into.
+  CHECK(FetchObjects(there, *remote(), {big, small}, one_at_a_time).status().code() == StatusCode::kNotFound);
+  CHECK(!there.objects.Has(big));
+  CHECK(FilesIn(kept) == 1);
+  REQUIRE(PushObjects(here, *remote(), {small}, {}).ok());
+  link.received = 0;
+  auto fetched = FetchObjects(there, *remote(), {big, small}, one_at_a_time);
+  REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+  CHECK(store::HoldsIntact(there.objects, big));
+  CHECK(store::HoldsIntact(there.objects, small));
+  CHECK(link.received < 10000);  // the small one and the lines: the big one was here
+  CHECK(FilesIn(kept) == 0);      // each kept file took its object's name
+
+  // A kept file damaged where it lies fails its check, is dropped, and
+  // the object is fetched again.
+  REQUIRE(std::system(("rm -rf " + root + "/there").c_str()) == 0);
+  CHECK(FetchObjects(there, *remote(), {small, HashBytes("none", 4)}, one_at_a_time).status().code() ==
+        StatusCode::kNotFound);
+  REQUIRE(FilesIn(kept) == 1);
+  REQUIRE(std::system(("printf 'XX' | dd of=$(ls -d " + kept + "/*) bs=1 seek=500 conv=notrunc status=none").c_str()) ==
+          0);
+  link.received = 0;
+  REQUIRE(FetchObjects(there, *remote(), {small}, one_at_a_time).ok());
+  CHECK(store::HoldsIntact(there.objects, small));
+  CHECK(link.received > 1000);  // fetched again
+  CHECK(FilesIn(kept) == 0);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
 }  // namespace
 }  // namespace zipnn::remote

@@ -13,6 +13,7 @@
 #include "lib/base/thread_pool.h"
 #include "lib/container/format.h"
 #include "lib/container/object.h"
+#include "lib/remote/partial.h"
 #include "lib/store/base_note.h"
 #include "lib/store/chain.h"
 #include "lib/store/object_store.h"
@@ -96,32 +97,55 @@ class GuardedSink : public ByteSink {
 // what it is: what the remote sent.
 Status AsSent(const Status& st, const std::string& path) { return Replaced(st, path, "what it sent"); }
 
-// An object received and checked for its structure, waiting in temp_dir
-// to be decoded.
+// An object received and checked for its structure, waiting to be
+// decoded: in a scratch file of temp_dir, or in the file a remote kept it
+// in as it came (KeptGets), which stays for the next fetch if this one
+// stops before the object takes its name.
 struct Received {
-  TempFile file;
+  std::optional<TempFile> file;
+  std::unique_ptr<Partial> kept;
   std::optional<ContentId> base;  // for a delta
   uint64_t base_size = 0;
+  const std::string& path() const { return file ? file->path() : kept->path(); }
 };
 
-// Receives the object for `id` into a fresh file in temp_dir, fsynced so
-// that it can take its name later, and checks its structure. Any failure
-// removes the file before it returns.
+// Receives the object for `id`, fsynced so that it can take its name
+// later, and checks its structure: into the file the remote keeps it in,
+// when it keeps downloads, else into a fresh file in temp_dir. Any
+// failure removes the scratch file before it returns (a kept file whose
+// download was cut short stays, for the next try).
 Result<Received> Receive(const Store& local, RemoteStore& remote, const ContentId& id, std::optional<uint64_t> raw_size,
                          uint64_t* bytes) {
-  ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(local.temp_dir, "fetch"));
-  {
+  const uint64_t limit = raw_size ? ObjectSizeLimit(*raw_size) : kUnknownObjectLimit;
+  Received r;
+  if (KeptGets* kept_gets = remote.capabilities().kept_gets) {
+    CountingSink counted;
+    GuardedSink guarded(counted, id, limit, raw_size);
+    Result<std::unique_ptr<Partial>> kept = kept_gets->GetKept(id, limit, guarded);
+    if (kept.ok()) {
+      r.kept = std::move(*kept);
+      *bytes = counted.bytes();
+      ZIPNN_RETURN_IF_ERROR(r.kept->Sync());
+    } else if (kept.status().code() != StatusCode::kUnsupported) {
+      return kept.status();
+    }
+  }
+  if (!r.kept) {
+    ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(local.temp_dir, "fetch"));
     ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::InTemp(file));
-    const uint64_t limit = raw_size ? ObjectSizeLimit(*raw_size) : kUnknownObjectLimit;
     GuardedSink guarded(out, id, limit, raw_size);
     ZIPNN_RETURN_IF_ERROR(remote.Get(id, limit, guarded));
     *bytes = out.size();
     ZIPNN_RETURN_IF_ERROR(out.Commit());
+    r.file.emplace(std::move(file));
   }
-  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(file.path()));
-  ZIPNN_RETURN_IF_ERROR(AsSent(CheckObject(object, id), file.path()));
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(r.path()));
+  const Status checked = AsSent(CheckObject(object, id), r.path());
+  if (!checked.ok()) {
+    if (r.kept) r.kept->Done(checked);  // what did not prove is not kept
+    return checked;
+  }
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
-  Received r{std::move(file), std::nullopt, 0};
   if (info.header.kind == container::ObjectKind::kDelta) {
     r.base = info.header.base_id;
     r.base_size = info.header.base_size;
@@ -198,12 +222,13 @@ Status AcceptReceived(const Store& local, std::map<ContentId, Received>& receive
     const ContentId id = todo.back().first;
     std::shared_ptr<formats::Checkpoint> base_bytes = std::move(todo.back().second);
     todo.pop_back();
-    const Received& r = received.at(id);
-    ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(r.file.path()));
+    Received& r = received.at(id);
+    ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(r.path()));
     auto decode = [&](ByteSink& out) -> Status {
       Status st = AsSent(DecodeReceived(local, object, id, base_bytes ? &base_bytes->file() : nullptr, out, find_copy),
-                         r.file.path());
+                         r.path());
       if (st.ok()) return st;
+      if (r.kept && st.code() == StatusCode::kCorruption) r.kept->Done(st);  // a kept file that lied is not kept
       return Annotate(st, "object " + id.Hex() + " from " + from + " was refused");
     };
     std::shared_ptr<formats::Checkpoint> decoded;
@@ -218,7 +243,7 @@ Status AcceptReceived(const Store& local, std::map<ContentId, Received>& receive
       decoded = std::make_shared<formats::Checkpoint>(std::move(bytes));
     }
     base_bytes.reset();  // the last delta on it is decoded: its scratch goes
-    ZIPNN_RETURN_IF_ERROR(local.objects.Replace(id, r.file.path()));
+    ZIPNN_RETURN_IF_ERROR(local.objects.Replace(id, r.path()));
     if (up != above.end()) {
       for (const ContentId& delta : up->second) todo.emplace_back(delta, decoded);
     }
