@@ -461,7 +461,7 @@ TEST_CASE("cat by parts from a server without ranges fetches whole objects; from
   }
 }
 
-TEST_CASE("a download cut short resumes where it stopped, in the same fetch or the next; kept bytes are proven too") {
+TEST_CASE("a download cut short resumes where it stopped, in the same fetch or the next; kept bytes are proven too; a whole one is not fetched again") {
   Repo repo;
   LfsServer server(repo, "cut");  // every download from byte 0 ends at half
   server.AddRepository("team.git");
@@ -510,6 +510,20 @@ TEST_CASE("a download cut short resumes where it stopped, in the same fetch or t
   CHECK(Count(server.Requests(), get + " 206\n") == 3);
   CHECK(repo.Sh("test -e ../third/.git/zipnn/tmp/lfs-partial/" + oid).code != 0);
   CHECK(repo.Sh("cd ../third && git zipnn pull -q && cmp big.bin ../repo/big.bin").code == 0);
+
+  // An object whole where it came in (a fetch stopped after it came, before
+  // it took its name; served_test shows the stop keeps it): the next fetch
+  // downloads nothing, and the object takes its name from that file.
+  const std::string whole = "cp '" + server.ObjectPath("team.git", oid) + "' ";
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q " + server.Url("team.git") + " fourth && mkdir -p " +
+                  "fourth/.git/zipnn/tmp/lfs-partial && " + whole + "fourth/.git/zipnn/tmp/lfs-partial/" + oid)
+              .code == 0);
+  const size_t gets = Count(server.Requests(), get);
+  const Run fourth = repo.Sh("cd ../fourth && git zipnn fetch");
+  CHECK_MESSAGE(fourth.code == 0, fourth.err);
+  CHECK(Count(server.Requests(), get) == gets);
+  CHECK(repo.Sh("ls ../fourth/.git/zipnn/tmp/lfs-partial").out.empty());
+  CHECK(repo.Sh("cd ../fourth && git zipnn pull -q && cmp big.bin ../repo/big.bin && git zipnn fsck").code == 0);
 }
 
 TEST_CASE("two clones that push the map one after the other, or at once, lose no version of it") {

@@ -264,7 +264,10 @@ std::string Origin(const std::string& url) {
   return url.substr(0, std::min(url.find('/', scheme + 3), url.size()));
 }
 
-class Server : public remote::RemoteStore, public remote::SideFiles, public remote::RangedReads {
+class Server : public remote::RemoteStore,
+               public remote::SideFiles,
+               public remote::RangedReads,
+               public remote::KeptGets {
  public:
   Server(std::string where, Options o, std::shared_ptr<ObjectMap> map)
       : where_(std::move(where)), o_(std::move(o)), map_(std::move(map)), http_(o_.timeout, o_.low_speed) {}
@@ -317,6 +320,7 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
     remote::Capabilities c;
     c.side_files = this;
     c.ranged_reads = this;
+    if (!o_.partial_dir.empty()) c.kept_gets = this;
     return c;
   }
 
@@ -350,30 +354,30 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
   }
 
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
-    ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
-    if (forms.empty()) return NotFound("object " + id.Hex() + " is not on " + where_ + " (git's map of it names none)");
-    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::vector<Answer>> answers, Answers("download", forms));
-    // Of the forms the server holds: a whole one (nothing more to fetch),
-    // else the smallest.
-    std::optional<size_t> pick;
-    for (size_t k = 0; k < forms.size(); ++k) {
-      if (Served(answers[k]) && (!pick || Preferred(forms[k], forms[*pick]))) pick = k;
-    }
-    if (!pick) {
-      for (const std::vector<Answer>& form : answers) {
-        for (const Answer& a : form) {
-          if (a.error != 0 && a.error != 404) return Refused("download of object " + id.Hex(), a);
-        }
-      }
-      return NotFound("object " + id.Hex() + " is not there");
-    }
-    const ObjectMap::Entry& e = forms[*pick];
-    ZIPNN_RETURN_IF_ERROR(CheckLimit(e, limit));
-    if (!e.parts.empty()) return GetPieces(id, e.parts, answers[*pick], out);
+    ZIPNN_ASSIGN_OR_RETURN(const Picked picked, Pick(id, limit));
+    const ObjectMap::Entry& e = picked.form;
+    if (!e.parts.empty()) return GetPieces(id, e.parts, picked.answers, out);
     Partial partial(o_.partial_dir, e.oid.sha256, e.oid.size);
-    const Status got = Download("object " + id.Hex(), e.oid, answers[*pick].front(), partial, out);
+    const Status got = Download("object " + id.Hex(), e.oid, picked.answers.front(), partial, out);
     if (partial.ok()) partial.Done(got);
     return got;
+  }
+
+  // An object stored whole on the server lands in its kept file
+  // (<partial_dir>/<oid>), whatever its size, which the caller names the
+  // object from; an object in parts goes by Get.
+  Result<std::unique_ptr<remote::Partial>> GetKept(const ContentId& id, uint64_t limit, ByteSink& check) override {
+    ZIPNN_ASSIGN_OR_RETURN(const Picked picked, Pick(id, limit));
+    const ObjectMap::Entry& e = picked.form;
+    if (!e.parts.empty()) return Unsupported("object " + id.Hex() + " is in parts");
+    auto partial = std::make_unique<Partial>(o_.partial_dir, e.oid.sha256, e.oid.size, /*any_size=*/true);
+    if (!partial->ok()) return Unsupported("another process is downloading object " + id.Hex());
+    const Status got = Download("object " + id.Hex(), e.oid, picked.answers.front(), *partial, check);
+    if (!got.ok()) {
+      partial->Done(got);
+      return got;
+    }
+    return partial;
   }
 
   Result<remote::RangedObject> OpenRanges(const ContentId& id, uint64_t limit) override {
@@ -438,6 +442,36 @@ class Server : public remote::RemoteStore, public remote::SideFiles, public remo
   Status Publish() override { return o_.publish ? o_.publish() : OkStatus(); }
 
  private:
+  // The form of an object to download, and the server's answers for it.
+  struct Picked {
+    ObjectMap::Entry form;
+    std::vector<Answer> answers;
+  };
+  // Of the forms the server holds for `id`: a whole one (nothing more to
+  // fetch), else the smallest; one larger than `limit` is refused.
+  Result<Picked> Pick(const ContentId& id, uint64_t limit) {
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
+    if (forms.empty()) return NotFound("object " + id.Hex() + " is not on " + where_ + " (git's map of it names none)");
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::vector<Answer>> answers, Answers("download", forms));
+    // Of the forms the server holds: a whole one (nothing more to fetch),
+    // else the smallest.
+    std::optional<size_t> pick;
+    for (size_t k = 0; k < forms.size(); ++k) {
+      if (Served(answers[k]) && (!pick || Preferred(forms[k], forms[*pick]))) pick = k;
+    }
+    if (!pick) {
+      for (const std::vector<Answer>& form : answers) {
+        for (const Answer& a : form) {
+          if (a.error != 0 && a.error != 404) return Refused("download of object " + id.Hex(), a);
+        }
+      }
+      return NotFound("object " + id.Hex() + " is not there");
+    }
+    ZIPNN_RETURN_IF_ERROR(CheckLimit(forms[*pick], limit));
+    return Picked{forms[*pick], answers[*pick]};
+  }
+
+
   // The form of `id` that OpenRanges reads: of those whose frame the map
   // records, a whole one (nothing below it to read), else the smallest.
   Result<std::optional<ObjectMap::Entry>> FramedForm(const ContentId& id) {
