@@ -990,6 +990,39 @@ TEST_CASE("fsck --remote finds forged and misfiled objects in a folder or served
   }
 }
 
+TEST_CASE("S3: a fetch cut short keeps what came, and the next asks for the rest only") {
+  Repo repo;
+  testing::S3rver s3(repo);
+  CommitWithBucket(repo, s3);
+  REQUIRE(repo.Sh("git push -q origin HEAD:main").code == 0);
+  const std::string id = IdAt(repo, "HEAD:noise.bin");
+  const long long object = std::stoll(
+      repo.Sh("stat -c %s .git/zipnn/objects/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id).out);
+  // Every download of it cut at half, three times: the fetch's three tries
+  // each get half of what was left, and it gives up with 7/8 kept.
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy && cd lazy && "
+                  "git config remote.origin.zipnnurl s3://zipnn/team/models && "
+                  "git config remote.origin.zipnnendpoint " + s3.Proxy(id, 3, "cut"))
+              .code == 0);
+  Run cut = repo.Sh("cd ../lazy && git zipnn fetch");
+  CHECK(cut.code != 0);
+  CHECK(cut.err.find("cannot fetch object " + id) != std::string::npos);
+  // (the objects that came whole wait there too, to take their names
+  // from their files in the next fetch)
+  const std::string kept = "../lazy/.git/zipnn/tmp/s3-partial/" + id + "-*";
+  REQUIRE(repo.Sh("ls " + kept).code == 0);
+  const long long have = std::stoll(repo.Sh("stat -c %s " + kept).out);
+  CHECK(have >= object * 7 / 8 - 2);
+
+  // The proxy passes the next one through: it asks for the rest only.
+  Run rest = repo.Sh("cd ../lazy && git zipnn fetch && git zipnn pull -q && cmp noise.bin ../repo/noise.bin && "
+                     "git zipnn fsck");
+  CHECK_MESSAGE(rest.code == 0, rest.err);
+  const std::string log = s3.ProxyRequests();
+  CHECK(log.find(id + " bytes=" + std::to_string(have) + "-\n") != std::string::npos);
+  CHECK(repo.Sh("ls ../lazy/.git/zipnn/tmp/s3-partial/").out.empty());
+}
+
 TEST_CASE("S3 that lies or stalls: every fetch ends within its timeout, nothing kept") {
   Repo repo;
   testing::S3rver s3(repo);

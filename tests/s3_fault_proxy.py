@@ -13,10 +13,13 @@ behind it, except requests whose path holds KEY, the first TIMES times
   stall        a download gets no answer
   short        a download is said to be the object's size and ends at
                half of it
+  cut          a download is the server's answer, headers and all, cut
+               at half its body (a network that dropped)
 
 Usage: s3_fault_proxy.py UPSTREAM_PORT KEY TIMES [MODE [FILE]]
 Prints "proxy listening on 127.0.0.1:PORT" once it takes connections,
-then "METHOD PATH" for each request.
+then "METHOD PATH" for each request ("METHOD PATH RANGE" for one that
+asks for a range).
 """
 import http.client
 import http.server
@@ -32,8 +35,19 @@ FILE = sys.argv[5] if len(sys.argv) > 5 else None
 lock = threading.Lock()
 
 
-def lie(handler, upstream_body):
-    """Answers a download as MODE says."""
+def lie(handler, upstream_body, upstream=None):
+    """Answers a download as MODE says (`upstream`: the server's answer)."""
+    if MODE == "cut":
+        handler.send_response(upstream.status)
+        for name, value in upstream.getheaders():
+            if name.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
+                handler.send_header(name, value)
+        handler.send_header("Content-Length", str(len(upstream_body)))
+        handler.end_headers()
+        handler.wfile.write(upstream_body[: len(upstream_body) // 2])
+        handler.wfile.flush()
+        handler.close_connection = True
+        return
     if MODE == "stall":
         time.sleep(3600)
     handler.send_response(200)
@@ -73,7 +87,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def relay(self):
         global failures_left
-        print(self.command, self.path, flush=True)
+        asked = self.headers.get("Range")
+        print(self.command, self.path, *([asked] if asked else []), flush=True)
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         with lock:
@@ -84,9 +99,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if fail and MODE != "throttle":
             upstream = http.client.HTTPConnection("127.0.0.1", UPSTREAM)
             upstream.request(self.command, self.path, body=body, headers=dict(self.headers))
-            data = upstream.getresponse().read()
+            answer = upstream.getresponse()
+            data = answer.read()
             upstream.close()
-            lie(self, data)
+            lie(self, data, answer)
             return
         if fail:
             reply = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"

@@ -124,6 +124,9 @@ struct Response {
   // chunk of one byte each when `chunked`), for 4 s at most, then the
   // connection closes; 0: at once.
   int trickle_ms = 0;
+  // The body announced whole, but the connection closes after this many
+  // of its bytes: a network that dropped.
+  size_t cut_after = SIZE_MAX;
 };
 
 class FakeS3 {
@@ -241,7 +244,7 @@ class FakeS3 {
       if (a.trickle_ms == 0) out += size + a.body + "\r\n0\r\n\r\n";
     } else {
       out += "Content-Length: " + std::to_string(a.body.size()) + "\r\n\r\n";
-      if (r.method != "HEAD" && a.trickle_ms == 0) out += a.body;
+      if (r.method != "HEAD" && a.trickle_ms == 0) out += a.body.substr(0, a.cut_after);
     }
     if (!Send(fd, out) || a.trickle_ms == 0 || r.method == "HEAD") return;
     const auto start = std::chrono::steady_clock::now();

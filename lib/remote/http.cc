@@ -59,6 +59,7 @@ struct Transfer {
   uint64_t up_seen = 0, down_seen = 0;
   bool too_slow = false;
   uint64_t dropped = 0;  // of a whole body sent to a request that resumed
+  bool began = false;    // Request::before_body was called
 };
 
 bool BodyToSink(const Transfer& t) {
@@ -122,6 +123,15 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
     if (WholeForPart(*t)) {
       t->failed = Unsupported(kNoRanges);
       return 0;
+    }
+    if (!t->began) {
+      t->began = true;
+      if (r.before_body) {
+        long status = 0;
+        curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
+        t->failed = r.before_body(status, t->reply.headers);
+        if (!t->failed.ok()) return 0;
+      }
     }
     if ((r.resume_from > 0 || r.range_size > 0) && t->reply.received == 0) {
       long status = 0;

@@ -5,6 +5,7 @@
 // for the next request. The only user of curl and of libcrypto.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,11 @@ struct Request {
   // it lies (lfs.h, OpenRanges). A server that answers with the whole
   // object (200) is refused as Unsupported before its body comes.
   uint64_t range_size = 0;
+  // Called once, with the reply's status and headers, before the first
+  // byte of a body goes to `download`: a download kept as it comes learns
+  // there which copy of the object it is (S3's ETag). An error ends the
+  // transfer with it.
+  std::function<Status(long status, const std::map<std::string, std::string>& headers)> before_body;
   // HTTP basic credentials, or, with aws_sigv4 ("aws:amz:<region>:s3"),
   // the key pair that signs the request.
   std::string user;

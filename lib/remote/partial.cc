@@ -1,5 +1,6 @@
 #include "lib/remote/partial.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -63,6 +64,20 @@ Status Partial::CopyAllTo(ByteSink& out) {
 void Partial::Done(const Status& st) {
   if (fd_ >= 0 && (st.ok() || st.code() != StatusCode::kIoError)) ::unlink(path_.c_str());
   Close();
+}
+
+std::optional<std::string> FindKept(const std::string& dir, const ContentId& id,
+                                    const std::function<bool(const std::string&)>& valid) {
+  const std::string prefix = id.Hex() + "-";
+  std::optional<std::string> found;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (!found && name.compare(0, prefix.size(), prefix) == 0 && valid(name.substr(prefix.size()))) found = name;
+    }
+    ::closedir(d);
+  }
+  return found;
 }
 
 void Partial::Close() {

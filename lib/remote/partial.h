@@ -9,8 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
+#include "lib/base/content_id.h"
 #include "lib/base/io.h"
 #include "lib/base/status.h"
 
@@ -55,6 +58,12 @@ class Partial {
   uint64_t have_ = 0;  // when it was opened
   uint64_t kept_ = 0;  // since
 };
+
+// The name of a download of `id` an earlier try kept in `dir`,
+// "<id>-<copy>" with a `copy` that `valid` takes (the word that names
+// which copy of the object it is); nullopt when there is none.
+std::optional<std::string> FindKept(const std::string& dir, const ContentId& id,
+                                    const std::function<bool(const std::string&)>& valid);
 
 // Passes a download on to `out`, keeping a copy in `partial`.
 class KeepingSink : public ByteSink {

@@ -32,6 +32,7 @@
 #include "lib/base/io.h"
 #include "lib/base/status.h"
 #include "lib/container/format.h"
+#include "lib/remote/partial.h"
 #include "lib/store/object_store.h"
 #include "lib/store/receive.h"
 
@@ -160,8 +161,6 @@ class RangedReads {
   // RemoteStore::Get.
   virtual Result<RangedObject> OpenRanges(const ContentId& id, uint64_t limit) = 0;
 };
-
-class Partial;
 
 // Downloads kept where they land: the file a download writes (resuming
 // what an earlier try kept of the same copy) is the one the object takes

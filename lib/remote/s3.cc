@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "lib/base/thread_pool.h"
 #include "lib/container/format.h"
 #include "lib/remote/http.h"
+#include "lib/remote/partial.h"
 #include "lib/store/base_note.h"
 #include "lib/store/retention.h"
 
@@ -116,7 +119,60 @@ std::string Etag(const http::Reply& r) {
   return etag == r.headers.end() ? "" : etag->second;
 }
 
-class Bucket : public remote::RemoteStore, public remote::SideFiles, public remote::Retention {
+// The word a kept download's name gives the copy it is of: the ETag's hex
+// digits and '-' (quotes dropped), then '-' and the object's size; empty
+// when the ETag is not such (the download is then not kept).
+std::string CopyWord(const std::string& etag, uint64_t size) {
+  std::string word;
+  for (const char c : etag) {
+    if (c == '"') continue;
+    if (!std::isxdigit(static_cast<unsigned char>(c)) && c != '-') return "";
+    word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  if (word.empty() || word.size() > 80) return "";
+  return word + "-" + std::to_string(size);
+}
+
+// The size of the whole object a GET's reply carries: the total of its
+// Content-Range (206), else its Content-Length (200); 0 when not told.
+uint64_t WholeSize(long status, const std::map<std::string, std::string>& headers) {
+  const auto range = headers.find("content-range");
+  if (status == 206 && range != headers.end()) {
+    const size_t slash = range->second.rfind('/');
+    return slash == std::string::npos ? 0 : std::strtoull(range->second.c_str() + slash + 1, nullptr, 10);
+  }
+  const auto length = headers.find("content-length");
+  return status == 200 && length != headers.end() ? std::strtoull(length->second.c_str(), nullptr, 10) : 0;
+}
+
+bool ValidCopyWord(const std::string& word) {
+  const size_t dash = word.rfind('-');
+  return dash != std::string::npos && dash > 0 && dash + 1 < word.size() &&
+         word.find_first_not_of("0123456789abcdef-") == std::string::npos &&
+         word.find_first_not_of("0123456789", dash + 1) == std::string::npos;
+}
+
+// A sink that keeps what passes through it once it is told where
+// (KeptGets: the copy is known from the reply's headers), and gives every
+// byte to `out`.
+class KeepOnceKnown : public ByteSink {
+ public:
+  explicit KeepOnceKnown(ByteSink& out) : out_(out) {}
+  void KeepIn(remote::Partial* partial) { partial_ = partial; }
+  Status Append(const void* data, size_t n) override {
+    if (partial_ != nullptr) ZIPNN_RETURN_IF_ERROR(partial_->Keep(data, n));
+    return out_.Append(data, n);
+  }
+
+ private:
+  ByteSink& out_;
+  remote::Partial* partial_ = nullptr;
+};
+
+class Bucket : public remote::RemoteStore,
+               public remote::SideFiles,
+               public remote::Retention,
+               public remote::KeptGets {
  public:
   Bucket(std::string where, Options o) : where_(std::move(where)), o_(std::move(o)), http_(o_.timeout, o_.low_speed) {
     sigv4_ = "aws:amz:" + o_.region + ":s3";
@@ -170,10 +226,72 @@ class Bucket : public remote::RemoteStore, public remote::SideFiles, public remo
     return OkStatus();
   }
 
+  // The object lands in a file of its own in partial_dir,
+  // <id>-<ETag>-<size>, which it takes its name from once proven; a try
+  // that finds one kept asks for the bytes after it, of that same copy
+  // (the reply's ETag and size must match; else what was kept is dropped
+  // and the next try starts again), and one kept whole costs no request.
+  Result<std::unique_ptr<remote::Partial>> GetKept(const ContentId& id, uint64_t limit, ByteSink& check) override {
+    std::unique_ptr<remote::Partial> kept;
+    std::string word;
+    uint64_t size = 0;
+    if (const std::optional<std::string> name = remote::FindKept(o_.partial_dir, id, ValidCopyWord)) {
+      word = name->substr(id.Hex().size() + 1);
+      size = std::strtoull(word.c_str() + word.rfind('-') + 1, nullptr, 10);
+      kept = std::make_unique<remote::Partial>(o_.partial_dir, *name, size, /*any_size=*/true);
+      if (!kept->ok() || kept->have() == 0 || size > limit) {
+        if (kept->ok()) kept->Done(OkStatus());
+        kept.reset();
+      }
+    }
+    if (kept) ZIPNN_RETURN_IF_ERROR(kept->CopyTo(check));
+    if (kept && kept->have() == size) return kept;  // whole already
+    KeepOnceKnown sink(check);
+    std::unique_ptr<remote::Partial> keeping;
+    bool changed = false;
+    http::Request t;
+    t.download = &sink;
+    t.limit = limit;
+    t.resume_from = kept ? kept->have() : 0;
+    t.before_body = [&](long status, const std::map<std::string, std::string>& headers) -> Status {
+      const auto etag = headers.find("etag");
+      const uint64_t whole = WholeSize(status, headers);
+      const std::string got = etag == headers.end() || whole == 0 ? "" : CopyWord(etag->second, whole);
+      if (kept) {
+        if (got != word) {
+          changed = true;
+          return IoError("object " + id.Hex() + " changed on " + where_ + " since part of it was kept");
+        }
+        keeping = std::move(kept);
+      } else if (!got.empty()) {
+        keeping = std::make_unique<remote::Partial>(o_.partial_dir, id.Hex() + "-" + got, whole, /*any_size=*/true);
+        if (!keeping->ok()) keeping.reset();
+        if (keeping && keeping->have() > 0) ZIPNN_RETURN_IF_ERROR(keeping->Restart());
+      }
+      sink.KeepIn(keeping.get());
+      return OkStatus();
+    };
+    Result<http::Reply> r = Send("GET", Url(Key(id)), kEmptySha256, t);
+    Status st = r.status();
+    if (st.ok() && r->status == 404 && XmlField(r->body, "Code") != "NoSuchBucket") {
+      st = NotFound("object " + id.Hex() + " is not there");
+    } else if (st.ok() && r->status != 200 && r->status != 206) {
+      st = Failure("download refused", *r);
+    }
+    if (changed && kept) kept->Done(OkStatus());  // of another copy: not kept
+    if (!st.ok()) {
+      if (keeping) keeping->Done(st);
+      return st;
+    }
+    if (!keeping) return Unsupported("S3 named no copy of object " + id.Hex() + " to keep");
+    return keeping;
+  }
+
   remote::Capabilities capabilities() override {
     remote::Capabilities c;
     c.side_files = this;
     c.retention = this;
+    if (!o_.partial_dir.empty()) c.kept_gets = this;
     return c;
   }
 

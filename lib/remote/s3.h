@@ -62,6 +62,9 @@ struct Options {
   // The slowest an object's bytes may go up or come down (the time the
   // server takes before it answers is the timeout's).
   LowSpeed low_speed = kDefaultLowSpeed;
+  // Where downloads are kept as they come in, so that one cut short
+  // resumes (remote/partial.h; empty: nowhere).
+  std::string partial_dir;
 };
 
 // `where` names the store in messages (the s3:// URL).

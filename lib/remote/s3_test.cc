@@ -29,6 +29,7 @@
 #include "lib/base/file.h"
 #include "lib/base/io.h"
 #include "lib/remote/fake_s3.h"
+#include "lib/store/test_objects.h"
 
 namespace zipnn::s3 {
 namespace {
@@ -452,6 +453,80 @@ TEST_CASE("a download lands in the sink; a missing object is NotFound, a missing
   CHECK(no_bucket.code() == StatusCode::kInvalidArgument);
   CHECK(no_bucket.message() == "download refused: HTTP 404 NoSuchBucket (The specified bucket does not exist)");
   CHECK(nothing.ToVector().empty());
+}
+
+TEST_CASE("a download cut short keeps what came; the next asks for the rest of the same copy, or starts again") {
+  std::string object(100000, '\0');
+  for (size_t i = 0; i < object.size(); ++i) object[i] = static_cast<char>((i * 7919) >> 3);
+  std::string etag = "\"0a1b2c\"";
+  std::atomic<bool> cut{true};
+  FakeS3 fake([&](const Request& r) {
+    Response a;
+    a.headers.push_back("ETag: " + etag);
+    const std::string range = r.Get("range");
+    const size_t from = range.empty() ? 0 : std::stoul(range.substr(6));
+    if (from > 0) {
+      a.status = 206;
+      a.headers.push_back("Content-Range: bytes " + std::to_string(from) + "-" + std::to_string(object.size() - 1) +
+                          "/" + std::to_string(object.size()));
+    }
+    a.body = object.substr(from);
+    if (cut) a.cut_after = 40000;
+    return a;
+  });
+  const std::string root = store::testing::TempDir();
+  const std::string kept = root + "/kept";
+  Options o = OptionsFor(fake);
+  o.partial_dir = kept;
+  std::unique_ptr<remote::RemoteStore> bucket = Remote("s3://bucket/team/models", o);
+  remote::KeptGets* kept_gets = bucket->capabilities().kept_gets;
+  REQUIRE(kept_gets != nullptr);
+  const ContentId id = IdOf(object);
+  const std::string name = kept + "/" + id.Hex() + "-0a1b2c-100000";
+
+  MemorySink first;
+  CHECK(kept_gets->GetKept(id, UINT64_MAX, first).status().code() == StatusCode::kIoError);
+  auto held = ReadWholeFile(name);
+  REQUIRE(held.ok());
+  CHECK(held->size() == 40000);
+
+  // The rest of the same copy: a range from where it stopped.
+  cut = false;
+  MemorySink rest;
+  auto whole = kept_gets->GetKept(id, UINT64_MAX, rest);
+  REQUIRE_MESSAGE(whole.ok(), whole.status().message());
+  CHECK(fake.requests().back().Get("range") == "bytes=40000-");
+  CHECK(rest.ToVector() == std::vector<uint8_t>(object.begin(), object.end()));
+  auto landed = ReadWholeFile((*whole)->path());
+  REQUIRE(landed.ok());
+  CHECK(*landed == std::vector<uint8_t>(object.begin(), object.end()));
+  whole->reset();  // as a fetch stopped before the object took its name from it
+
+  // Kept whole: no request at all.
+  const size_t asked = fake.requests().size();
+  MemorySink again;
+  REQUIRE(kept_gets->GetKept(id, UINT64_MAX, again).ok());
+  CHECK(fake.requests().size() == asked);
+  CHECK(again.ToVector() == std::vector<uint8_t>(object.begin(), object.end()));
+  REQUIRE(std::system(("rm -rf " + kept).c_str()) == 0);
+
+  // Another copy on the server since (its ETag): what was kept is dropped,
+  // and the next try gets the object from its first byte.
+  cut = true;
+  MemorySink cut_short;
+  CHECK(kept_gets->GetKept(id, UINT64_MAX, cut_short).status().code() == StatusCode::kIoError);
+  etag = "\"ffee99\"";
+  cut = false;
+  MemorySink changed;
+  const Status st = kept_gets->GetKept(id, UINT64_MAX, changed).status();
+  CHECK(st.code() == StatusCode::kIoError);
+  CHECK(st.message().find("changed on s3://bucket/team/models since part of it was kept") != std::string::npos);
+  CHECK(store::testing::FilesIn(kept) == 0);
+  MemorySink fresh;
+  REQUIRE(kept_gets->GetKept(id, UINT64_MAX, fresh).ok());
+  CHECK(fake.requests().back().Get("range").empty());
+  CHECK(fresh.ToVector() == std::vector<uint8_t>(object.begin(), object.end()));
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
 TEST_CASE("a refusal says S3's code and message; server errors and throttling may pass on a retry, others not") {

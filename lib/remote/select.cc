@@ -119,6 +119,13 @@ std::string Lower(std::string s) {
 
 bool IsHttp(const std::string& url) { return StartsWith(url, "https://") || StartsWith(url, "http://"); }
 
+// Where a remote keeps its downloads as they come in: `name` in the
+// repository's scratch folder (empty outside a repository: nowhere).
+std::string KeptDownloads(const std::string& name) {
+  Result<git::Folders> folders = git::RepositoryFolders();
+  return folders.ok() ? git::ScratchDirOf(folders->git_dir) + "/" + name : "";
+}
+
 // --- S3: an s3:// URL.
 
 bool MatchS3(const RemoteTarget& t) { return StartsWith(t.url, "s3://"); }
@@ -148,6 +155,7 @@ Result<std::unique_ptr<RemoteStore>> OpenS3(const RemoteTarget& t) {
   ZIPNN_ASSIGN_OR_RETURN(o.low_speed, RemoteLowSpeed(t.settings));
   ZIPNN_ASSIGN_OR_RETURN(o.connections, ConcurrentTransfers(t.settings));
   ZIPNN_ASSIGN_OR_RETURN(o.credentials, s3::FindCredentials());
+  o.partial_dir = KeptDownloads("s3-partial");
   return s3::Remote(t.url, std::move(o));
 }
 
@@ -364,9 +372,7 @@ Result<std::unique_ptr<RemoteStore>> OpenServed(const RemoteTarget& target) {
   };
   ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout(target.settings));
   ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed(target.settings));
-  // Downloads are kept as they come in, in the repository's scratch folder.
-  Result<git::Folders> folders = git::RepositoryFolders();
-  std::string partial_dir = folders.ok() ? git::ScratchDirOf(folders->git_dir) + "/store-partial" : "";
+  std::string partial_dir = KeptDownloads("store-partial");
   return ServedRemote(RedactUrl(target.url), std::move(connect),
                       "if ssh connected, is git-zipnn on the PATH there? remote." + target.remote +
                           ".zipnnserve names the program to run",

@@ -1,7 +1,5 @@
 #include "lib/remote/served.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -791,7 +789,7 @@ class Served : public RemoteStore,
                                            bool& unknown) {
     std::unique_ptr<Partial> kept;
     std::string tag = "-";
-    if (const std::optional<std::string> name = KeptDownload(id)) {
+    if (const std::optional<std::string> name = FindKept(partial_dir_, id, ValidTag)) {
       kept = std::make_unique<Partial>(partial_dir_, *name, UINT64_MAX);
       if (kept->ok() && kept->have() > 0) {
         tag = name->substr(id.Hex().size() + 1);
@@ -861,21 +859,6 @@ class Served : public RemoteStore,
                         std::to_string(limit) + " its checkpoint can take");
     }
     return *size;
-  }
-
-  // The name of a download of `id` kept in partial_dir_ (by an earlier
-  // try cut short), if there is one.
-  std::optional<std::string> KeptDownload(const ContentId& id) const {
-    const std::string prefix = id.Hex() + "-";
-    std::optional<std::string> found;
-    if (DIR* d = ::opendir(partial_dir_.c_str())) {
-      while (const dirent* e = ::readdir(d)) {
-        const std::string name = e->d_name;
-        if (!found && StartsWith(name, prefix) && ValidTag(name.substr(prefix.size()))) found = name;
-      }
-      ::closedir(d);
-    }
-    return found;
   }
 
   // Runs `request` on an idle session (or a new one), which goes back to
