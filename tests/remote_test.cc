@@ -990,6 +990,33 @@ TEST_CASE("fsck --remote finds forged and misfiled objects in a folder or served
   }
 }
 
+TEST_CASE("S3: an upload in parts cut short goes on where it stopped: no part is sent twice") {
+  Repo repo;
+  testing::S3rver s3(repo);
+  const std::string config = CommitWithBucket(repo, s3);
+  // The 12 MB object goes up in three parts of 5 MiB; the first part
+  // request is throttled (503), the others land and are noted, and the
+  // push's retry sends that one part and completes the same upload.
+  const std::string id = IdAt(repo, "HEAD:noise.bin");
+  REQUIRE(repo.Sh("git config remote.origin.zipnnendpoint " + s3.Proxy(id, 1)).code == 0);
+  Run push = repo.Sh("git zipnn push origin");
+  CHECK_MESSAGE(push.code == 0, push.err);
+  const std::string log = s3.ProxyRequests();
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("PUT /zipnn/team/models/" + id.substr(0, 2) + "/" + id.substr(2, 2) + "/" + id + "?partNumber=") ==
+        4);                                   // three parts, one of them twice
+  CHECK(count(id + "?uploads") == 1);         // one upload
+  CHECK(repo.Sh("ls .git/zipnn/s3-uploads").out.empty());
+  REQUIRE(repo.Sh("git config remote.origin.zipnnendpoint " + s3.endpoint() + " && git push -q origin HEAD:main && "
+                  "cd .. && git clone -q " + config + " -b main hub.git clone && cd clone && "
+                  "cmp noise.bin ../repo/noise.bin && git zipnn fsck")
+              .code == 0);
+}
+
 TEST_CASE("S3: a fetch cut short keeps what came, and the next asks for the rest only") {
   Repo repo;
   testing::S3rver s3(repo);

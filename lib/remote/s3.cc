@@ -1,6 +1,9 @@
 #include "lib/remote/s3.h"
 
+#include <fcntl.h>
 #include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,11 +13,14 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "lib/base/buffer.h"
+#include "lib/base/file.h"
 #include "lib/base/io.h"
 #include "lib/base/thread_pool.h"
 #include "lib/container/format.h"
@@ -152,6 +158,80 @@ bool ValidCopyWord(const std::string& word) {
          word.find_first_not_of("0123456789", dash + 1) == std::string::npos;
 }
 
+// What an upload in parts did, noted as it goes, so that one cut short
+// (the network, a timeout, a kill) is finished by the next push of the
+// same file: <dir>/<id>-<the file's Identity> holds a line "upload
+// <UploadId> <part size>", then "<part number> <ETag>" for each part S3
+// took. Locked (flock) while a push uses it: ok() is false when another
+// holds it, or it cannot be made.
+class UploadRecord {
+ public:
+  UploadRecord(const std::string& dir, const std::string& name) : path_(dir + "/" + name) {
+    if (!MakeDirectories(dir).ok()) return;
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+    struct stat st;
+    if (fd_ >= 0 && (::flock(fd_, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) ||
+                     st.st_nlink != 1)) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~UploadRecord() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  UploadRecord(const UploadRecord&) = delete;
+  UploadRecord& operator=(const UploadRecord&) = delete;
+  bool ok() const { return fd_ >= 0; }
+
+  // The upload it notes, if one of parts of `part` bytes: its id, and the
+  // ETag of each part S3 took, by number.
+  std::optional<std::pair<std::string, std::map<size_t, std::string>>> Read(uint64_t part) const {
+    const std::optional<std::string> text = ReadSmallFile(path_, 4 << 20);
+    if (!text) return std::nullopt;
+    std::istringstream lines(*text);
+    std::string line, word, upload;
+    uint64_t size = 0;
+    if (!std::getline(lines, line)) return std::nullopt;
+    std::istringstream head(line);
+    if (!(head >> word >> upload >> size) || word != "upload" || size != part) return std::nullopt;
+    std::map<size_t, std::string> took;
+    while (std::getline(lines, line)) {
+      std::istringstream fields(line);
+      size_t number = 0;
+      std::string etag;
+      if ((fields >> number >> etag) && number >= 1 && number <= kMaxParts) took[number] = etag;
+    }
+    return std::make_pair(upload, took);
+  }
+  // Notes nothing (an upload S3 no longer has).
+  Status Forget() {
+    if (::ftruncate(fd_, 0) != 0) return IoError(path_ + ": cannot empty it");
+    return OkStatus();
+  }
+  // A new upload of parts of `part` bytes, in place of what it noted.
+  Status Start(const std::string& upload, uint64_t part) {
+    ZIPNN_RETURN_IF_ERROR(Forget());
+    return Note("upload " + upload + " " + std::to_string(part) + "\n");
+  }
+  Status Took(size_t number, const std::string& etag) { return Note(std::to_string(number) + " " + etag + "\n"); }
+  // The upload is done, or gone.
+  void Remove() { ::unlink(path_.c_str()); }
+
+ private:
+  Status Note(const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu_);  // parts finish on several threads
+    return WriteAll(fd_, line.data(), line.size(), path_);
+  }
+  const std::string path_;
+  int fd_ = -1;
+  std::mutex mu_;
+};
+
+// Whether `word` may stand in a record's line: no space, no line break.
+bool OneWord(const std::string& word) {
+  return !word.empty() && word.size() <= 1024 && word.find_first_of(" \t\r\n") == std::string::npos;
+}
+
 // A sink that keeps what passes through it once it is told where
 // (KeptGets: the copy is known from the reply's headers), and gives every
 // byte to `out`.
@@ -204,7 +284,7 @@ class Bucket : public remote::RemoteStore,
 
   Status Put(const ContentId& id, const ByteSource& object) override {
     const std::string key = Key(id);
-    if (object.size() > o_.part_size) return PutInParts(key, object);
+    if (object.size() > o_.part_size) return PutInParts(key, object, nullptr);
     ZIPNN_ASSIGN_OR_RETURN(std::string hash, http::Sha256(object, 0, object.size()));
     http::Request t;
     t.upload = &object;
@@ -212,6 +292,16 @@ class Bucket : public remote::RemoteStore,
     ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("PUT", Url(key), hash, t));
     if (r.status != 200) return Failure("upload refused", r);
     return OkStatus();
+  }
+
+  // A file of this machine in parts notes what its upload did
+  // (UploadRecord): an upload cut short is not aborted, and the next push
+  // of the same file sends only the parts S3 did not take.
+  Status PutFile(const ContentId& id, const ReadFile& object) override {
+    const std::string copy = object.Identity();
+    if (object.size() <= o_.part_size || o_.uploads_dir.empty() || copy.empty()) return Put(id, object);
+    UploadRecord record(o_.uploads_dir, id.Hex() + "-" + copy);
+    return PutInParts(Key(id), object, record.ok() ? &record : nullptr);
   }
 
   Status Get(const ContentId& id, uint64_t limit, ByteSink& out) override {
@@ -425,16 +515,35 @@ class Bucket : public remote::RemoteStore,
   // Up in parts: start an upload, send each part with its own hash, then
   // name the parts to complete it; an upload that fails is aborted so the
   // server drops its parts.
-  Status PutInParts(const std::string& key, const ByteSource& object) {
+  // With a `record`, the upload it notes goes on (the parts S3 took are
+  // not sent again), and one that fails on the way (an I/O error: the
+  // network, a timeout) is left for the next push to finish; without,
+  // or when S3 refused, it is aborted, so that the bucket keeps no stray
+  // parts.
+  Status PutInParts(const std::string& key, const ByteSource& object, UploadRecord* record) {
     const uint64_t part = std::max(o_.part_size, (object.size() + kMaxParts - 1) / kMaxParts);
-    ZIPNN_ASSIGN_OR_RETURN(http::Reply started, Send("POST", Url(key, "uploads="), kEmptySha256));
-    const std::string upload = XmlField(started.body, "UploadId");
-    if (started.status != 200 || upload.empty()) return Failure("cannot start an upload in parts", started);
+    const size_t count = static_cast<size_t>((object.size() + part - 1) / part);
+    std::string upload;
+    std::vector<std::string> etags(count);
+    if (record != nullptr) {
+      if (auto noted = record->Read(part); noted && OneWord(noted->first)) {
+        upload = noted->first;
+        for (const auto& [number, etag] : noted->second) {
+          if (number <= count && OneWord(etag)) etags[number - 1] = etag;
+        }
+      }
+    }
+    const bool resumed = !upload.empty();
+    if (!resumed) {
+      ZIPNN_ASSIGN_OR_RETURN(http::Reply started, Send("POST", Url(key, "uploads="), kEmptySha256));
+      upload = XmlField(started.body, "UploadId");
+      if (started.status != 200 || upload.empty()) return Failure("cannot start an upload in parts", started);
+      if (record != nullptr && (!OneWord(upload) || !record->Start(upload, part).ok())) record = nullptr;
+    }
     const std::string id_query = "uploadId=" + UriEncode(upload);
     Status done = [&]() -> Status {
-      const size_t count = static_cast<size_t>((object.size() + part - 1) / part);
-      std::vector<std::string> etags(count);
       ZIPNN_RETURN_IF_ERROR(RunAll(o_.connections, count, [&](size_t i) -> Status {
+        if (!etags[i].empty()) return OkStatus();  // S3 took it before
         http::Request t;
         t.upload = &object;
         t.from = i * part;
@@ -444,6 +553,7 @@ class Bucket : public remote::RemoteStore,
         ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("PUT", Url(key, "partNumber=" + number + "&" + id_query), hash, t));
         if (r.status != 200 || Etag(r).empty()) return Failure("part " + number + " refused", r);
         etags[i] = Etag(r);
+        if (record != nullptr && OneWord(etags[i])) (void)record->Took(i + 1, etags[i]);
         return OkStatus();
       }));
       std::string parts;
@@ -463,9 +573,18 @@ class Bucket : public remote::RemoteStore,
         return Failure("cannot complete the upload", r);
       return OkStatus();
     }();
-    if (!done.ok()) {
-      (void)Send("DELETE", Url(key, id_query), kEmptySha256);
+    if (done.ok()) {
+      if (record != nullptr) record->Remove();
+      return done;
     }
+    if (record != nullptr && done.code() == StatusCode::kIoError) return done;  // the next push goes on from here
+    // An upload noted from before that S3 no longer has (aborted, or
+    // expired by the bucket's rules): once more, from the start.
+    if (resumed && done.message().find("NoSuchUpload") != std::string::npos && record->Forget().ok()) {
+      return PutInParts(key, object, record);
+    }
+    (void)Send("DELETE", Url(key, id_query), kEmptySha256);
+    if (record != nullptr) record->Remove();
     return done;
   }
 

@@ -65,6 +65,10 @@ struct Options {
   // Where downloads are kept as they come in, so that one cut short
   // resumes (remote/partial.h; empty: nowhere).
   std::string partial_dir;
+  // Where an upload in parts notes its S3 upload and the parts S3 took,
+  // so that one cut short is finished by the next push of the same file
+  // (empty: nowhere; such an upload that fails is aborted).
+  std::string uploads_dir;
 };
 
 // `where` names the store in messages (the s3:// URL).

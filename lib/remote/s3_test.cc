@@ -699,6 +699,99 @@ TEST_CASE("an upload in parts that fails is aborted so the server drops its part
   }
 }
 
+TEST_CASE("an upload in parts of a file cut short is left for the next push, which sends only the parts S3 lacks") {
+  std::atomic<int> refuse{2};
+  std::atomic<bool> forgot{false};  // S3 aborted the upload meanwhile
+  FakeS3 fake([&](const Request& r) {
+    if (forgot && r.method == "PUT" && r.query.find("up%2F1%2Ba") != std::string::npos) {
+      Response gone;
+      gone.status = 404;
+      gone.body = "<Error><Code>NoSuchUpload</Code><Message>The upload does not exist</Message></Error>";
+      return gone;
+    }
+    if (forgot && r.method == "POST" && r.query == "uploads=") {
+      Response started;
+      started.body = "<InitiateMultipartUploadResult><UploadId>up2</UploadId></InitiateMultipartUploadResult>";
+      return started;
+    }
+    return MultipartAnswer(r, refuse, Response{});
+  });
+  const std::string root = store::testing::TempDir();
+  const std::string uploads = root + "/uploads";
+  Options o = OptionsFor(fake);
+  o.part_size = 4;
+  o.uploads_dir = uploads;
+  std::unique_ptr<remote::RemoteStore> bucket = Remote("s3://bucket/team/models", o);
+  const std::string object = "0123456789";
+  REQUIRE(std::system(("printf '" + object + "' > " + root + "/object").c_str()) == 0);
+  auto file = ReadFile::Open(root + "/object");
+  REQUIRE(file.ok());
+  const ContentId id = IdOf(object);
+
+  // Part 2 fails as a network would (500): nothing is aborted.
+  const Status cut = bucket->PutFile(id, *file);
+  CHECK(cut.code() == StatusCode::kIoError);
+  for (const Request& r : fake.requests()) CHECK(r.method != "DELETE");
+  CHECK(store::testing::FilesIn(uploads) == 1);
+
+  // The next push of the same file sends part 2 and completes with all.
+  const size_t before = fake.requests().size();
+  refuse = 0;
+  REQUIRE(bucket->PutFile(id, *file).ok());
+  std::vector<Request> sent = fake.requests();
+  sent.erase(sent.begin(), sent.begin() + before);
+  REQUIRE(sent.size() == 3);  // parts 2 and 3 (one at a time, the first failure ended the try), then the end
+  CHECK(sent[0].method == "PUT");
+  CHECK(sent[0].query == "partNumber=2&uploadId=up%2F1%2Ba");
+  CHECK(sent[0].body == "4567");
+  CHECK(sent[1].query == "partNumber=3&uploadId=up%2F1%2Ba");
+  CHECK(sent[2].query == "uploadId=up%2F1%2Ba");
+  CHECK(sent[2].body ==
+        "<CompleteMultipartUpload>"
+        "<Part><PartNumber>1</PartNumber><ETag>\"etag-1\"</ETag></Part>"
+        "<Part><PartNumber>2</PartNumber><ETag>\"etag-2\"</ETag></Part>"
+        "<Part><PartNumber>3</PartNumber><ETag>\"etag-3\"</ETag></Part>"
+        "</CompleteMultipartUpload>");
+  CHECK(store::testing::FilesIn(uploads) == 0);  // done: nothing noted
+
+  // Cut short again, then S3 drops the upload (a lifecycle rule): the
+  // next push starts a new one and sends every part.
+  refuse = 3;
+  CHECK(bucket->PutFile(id, *file).code() == StatusCode::kIoError);
+  CHECK(store::testing::FilesIn(uploads) == 1);
+  refuse = 0;
+  forgot = true;
+  const size_t again = fake.requests().size();
+  const Status fresh = bucket->PutFile(id, *file);
+  CHECK_MESSAGE(fresh.ok(), fresh.message());
+  sent = fake.requests();
+  sent.erase(sent.begin(), sent.begin() + again);
+  int parts = 0, starts = 0;
+  for (const Request& r : sent) {
+    parts += r.method == "PUT" && r.query.find("partNumber=") == 0;
+    starts += r.method == "POST" && r.query == "uploads=";
+  }
+  CHECK(starts == 1);
+  CHECK(parts >= 3);
+
+  // The same bytes in another file (the object re-stored): a new upload.
+  REQUIRE(std::system(("cp " + root + "/object " + root + "/copy").c_str()) == 0);
+  auto copy = ReadFile::Open(root + "/copy");
+  REQUIRE(copy.ok());
+  forgot = false;
+  refuse = 2;
+  CHECK(bucket->PutFile(id, *file).code() == StatusCode::kIoError);
+  refuse = 0;
+  const size_t other = fake.requests().size();
+  REQUIRE(bucket->PutFile(id, *copy).ok());
+  CHECK(fake.requests()[other].query == "uploads=");
+  // Put from memory (no file to tell the copy by) aborts a failed upload.
+  refuse = 2;
+  CHECK(PutText(*bucket, object).code() == StatusCode::kIoError);
+  CHECK(fake.requests().back().method == "DELETE");
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
 TEST_CASE("a server that stops answering fails the request after the timeout and is not asked again") {
   FakeS3 fake([](const Request&) {
     Response a;

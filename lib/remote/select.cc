@@ -119,11 +119,16 @@ std::string Lower(std::string s) {
 
 bool IsHttp(const std::string& url) { return StartsWith(url, "https://") || StartsWith(url, "http://"); }
 
-// Where a remote keeps its downloads as they come in: `name` in the
-// repository's scratch folder (empty outside a repository: nowhere).
-std::string KeptDownloads(const std::string& name) {
+// Where a remote keeps what a transfer cut short leaves for the next:
+// `name` in the repository's scratch folder (downloads as they come in,
+// which gc removes after an hour), or with `lasting` beside it, where gc
+// does not reach (S3's records of uploads in parts); empty outside a
+// repository: nowhere.
+std::string KeptDownloads(const std::string& name, bool lasting = false) {
   Result<git::Folders> folders = git::RepositoryFolders();
-  return folders.ok() ? git::ScratchDirOf(folders->git_dir) + "/" + name : "";
+  if (!folders.ok()) return "";
+  const std::string scratch = git::ScratchDirOf(folders->git_dir);
+  return (lasting ? scratch.substr(0, scratch.rfind('/')) : scratch) + "/" + name;
 }
 
 // --- S3: an s3:// URL.
@@ -156,6 +161,7 @@ Result<std::unique_ptr<RemoteStore>> OpenS3(const RemoteTarget& t) {
   ZIPNN_ASSIGN_OR_RETURN(o.connections, ConcurrentTransfers(t.settings));
   ZIPNN_ASSIGN_OR_RETURN(o.credentials, s3::FindCredentials());
   o.partial_dir = KeptDownloads("s3-partial");
+  o.uploads_dir = KeptDownloads("s3-uploads", /*lasting=*/true);
   return s3::Remote(t.url, std::move(o));
 }
 
