@@ -329,7 +329,8 @@ class Bucket : public remote::RemoteStore,
       word = name->substr(id.Hex().size() + 1);
       size = std::strtoull(word.c_str() + word.rfind('-') + 1, nullptr, 10);
       kept = std::make_unique<remote::Partial>(o_.partial_dir, *name, size, /*any_size=*/true);
-      if (!kept->ok() || kept->have() == 0 || size > limit) {
+      if (!kept->ok()) return Unsupported("another process is downloading object " + id.Hex());
+      if (kept->have() == 0 || size > limit) {
         if (kept->ok()) kept->Done(OkStatus());
         kept.reset();
       }
@@ -355,7 +356,7 @@ class Bucket : public remote::RemoteStore,
         keeping = std::move(kept);
       } else if (!got.empty()) {
         keeping = std::make_unique<remote::Partial>(o_.partial_dir, id.Hex() + "-" + got, whole, /*any_size=*/true);
-        if (!keeping->ok()) keeping.reset();
+        if (!keeping->ok()) return Unsupported("another process is downloading object " + id.Hex());
         if (keeping && keeping->have() > 0) ZIPNN_RETURN_IF_ERROR(keeping->Restart());
       }
       sink.KeepIn(keeping.get());

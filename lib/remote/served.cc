@@ -791,6 +791,7 @@ class Served : public RemoteStore,
     std::string tag = "-";
     if (const std::optional<std::string> name = FindKept(partial_dir_, id, ValidTag)) {
       kept = std::make_unique<Partial>(partial_dir_, *name, UINT64_MAX);
+      if (!kept->ok() && keep_all) return Unsupported("another process is downloading object " + id.Hex());
       if (kept->ok() && kept->have() > 0) {
         tag = name->substr(id.Hex().size() + 1);
       } else {  // another process is downloading it, or nothing was kept
@@ -821,6 +822,10 @@ class Served : public RemoteStore,
         if (kept) kept->Done(OkStatus());  // of another copy: not kept
         keeping = std::make_unique<Partial>(partial_dir_, id.Hex() + "-" + copy, size, keep_all);
         if (!keeping->ok()) keeping.reset();
+        if (!keeping && keep_all) {  // another process holds that file: not read twice here
+          (void)wire.Break("");
+          return Unsupported("another process is downloading object " + id.Hex());
+        }
         if (keeping && keeping->have() > 0) ZIPNN_RETURN_IF_ERROR(keeping->Restart());
       }
       if (!keeping) return wire.ReadPayload(size - *from, &out, /*drain=*/false);
