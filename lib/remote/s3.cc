@@ -369,7 +369,9 @@ class Bucket : public remote::RemoteStore,
     } else if (st.ok() && r->status != 200 && r->status != 206) {
       st = Failure("download refused", *r);
     }
-    if (changed && kept) kept->Done(OkStatus());  // of another copy: not kept
+    // Not resumed: of another copy (dropped), or refused (a range S3 cannot
+    // serve: dropped too, so that the next try starts again).
+    if (kept) kept->Done(changed ? OkStatus() : st);
     if (!st.ok()) {
       if (keeping) keeping->Done(st);
       return st;
