@@ -53,8 +53,8 @@ std::string ReadFile::Identity() const {
   struct stat st;
   if (::fstat(fd_, &st) != 0) return "";
   char word[64];
-  std::snprintf(word, sizeof word, "%llx-%llx-%lx", static_cast<unsigned long long>(st.st_ino),
-                static_cast<unsigned long long>(st.st_mtim.tv_sec), static_cast<unsigned long>(st.st_mtim.tv_nsec));
+  std::snprintf(word, sizeof word, "%llx-%llx", static_cast<unsigned long long>(st.st_ino),
+                static_cast<unsigned long long>(st.st_size));
   return word;
 }
 

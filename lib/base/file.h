@@ -43,9 +43,11 @@ class ReadFile : public ByteSource {
   // Reads exactly `n` bytes at `offset`; a short file is an I/O error.
   Status ReadAt(uint64_t offset, void* out, size_t n) const override;
   // Which file this is, as a short word of hex digits and '-' (its inode
-  // and last change, to the nanosecond): another file, or this one
-  // written since, gives another word. Empty when it cannot be told.
-  // For a transfer that resumes: bytes kept of it are of the same file.
+  // and size): another file gives another word (an object file is never
+  // rewritten in place, only replaced; its times change whenever the
+  // store uses it, so they are not part of it). Empty when it cannot be
+  // told. For a transfer that resumes: bytes kept of it are of the same
+  // file, which whoever takes them still proves.
   std::string Identity() const;
 
  private:

@@ -17,15 +17,25 @@ namespace zipnn::remote {
 Partial::Partial(const std::string& dir, const std::string& name, uint64_t size, bool any_size) {
   if (dir.empty() || (size < kResumableBytes && !any_size) || !MakeDirectories(dir).ok()) return;
   path_ = dir + "/" + name;
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd_ < 0) return;
   struct stat st;
   // Only a plain file of one link, so that nothing is written into a file
-  // elsewhere through a link planted here.
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+  // elsewhere through a link planted here. Anything else at the name (a
+  // link, a folder, a pipe) is no download: its name is removed (never
+  // what it points to) and a file made in its place, once.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd_ < 0) {
+      if (errno != ELOOP && errno != EISDIR) return;
+    } else if (::flock(fd_, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd_, &st) != 0) {
+      Close();  // another process downloads into it
+      return;
+    } else if (S_ISREG(st.st_mode) && st.st_nlink == 1) {
+      break;
+    }
     Close();
-    return;
+    if (::unlink(path_.c_str()) != 0 && ::rmdir(path_.c_str()) != 0) return;
   }
+  if (fd_ < 0) return;
   have_ = static_cast<uint64_t>(st.st_size);
   if (have_ > size) (void)Restart();
 }

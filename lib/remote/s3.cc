@@ -160,13 +160,29 @@ bool ValidCopyWord(const std::string& word) {
 
 // What an upload in parts did, noted as it goes, so that one cut short
 // (the network, a timeout, a kill) is finished by the next push of the
-// same file: <dir>/<id>-<the file's Identity> holds a line "upload
-// <UploadId> <part size>", then "<part number> <ETag>" for each part S3
-// took. Locked (flock) while a push uses it: ok() is false when another
-// holds it, or it cannot be made.
+// object to the same place: <dir>/<id>-<16 hex digits of the object's
+// URL> holds a line "upload <UploadId> <part size> <URL>", then "<part
+// number> <ETag> <SHA-256>" for each part S3 took, the SHA-256 being that
+// of the bytes sent (which S3 checked them against). A part is taken as
+// sent only when the bytes to send hash the same now, whatever file they
+// come from. Locked (flock) while a push uses it: ok() is false when
+// another holds it, or it cannot be made.
 class UploadRecord {
  public:
-  UploadRecord(const std::string& dir, const std::string& name) : path_(dir + "/" + name) {
+  struct Part {
+    std::string etag, sha256;
+  };
+  struct Noted {
+    std::string upload;
+    std::map<size_t, Part> parts;  // by number
+  };
+
+  UploadRecord(const std::string& dir, const ContentId& id, std::string url) : url_(std::move(url)) {
+    uint64_t h = 14695981039346656037ull;  // FNV-1a 64 of the URL
+    for (const char c : url_) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+    char digits[20];
+    std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(h));
+    path_ = dir + "/" + id.Hex() + "-" + digits;
     if (!MakeDirectories(dir).ok()) return;
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
     struct stat st;
@@ -183,27 +199,28 @@ class UploadRecord {
   UploadRecord& operator=(const UploadRecord&) = delete;
   bool ok() const { return fd_ >= 0; }
 
-  // The upload it notes, if one of parts of `part` bytes: its id, and the
-  // ETag of each part S3 took, by number.
-  std::optional<std::pair<std::string, std::map<size_t, std::string>>> Read(uint64_t part) const {
+  // The upload it notes, if one of parts of `part` bytes to this URL.
+  std::optional<Noted> Read(uint64_t part) const {
     const std::optional<std::string> text = ReadSmallFile(path_, 4 << 20);
     if (!text) return std::nullopt;
     std::istringstream lines(*text);
-    std::string line, word, upload;
+    std::string line, word, url;
+    Noted noted;
     uint64_t size = 0;
     if (!std::getline(lines, line)) return std::nullopt;
     std::istringstream head(line);
-    if (!(head >> word >> upload >> size) || word != "upload" || size != part) return std::nullopt;
-    std::map<size_t, std::string> took;
+    if (!(head >> word >> noted.upload >> size >> url) || word != "upload" || size != part || url != url_) {
+      return std::nullopt;
+    }
     while (std::getline(lines, line)) {
       std::istringstream fields(line);
       size_t number = 0;
-      std::string etag;
-      if ((fields >> number >> etag) && number >= 1 && number <= kMaxParts) took[number] = etag;
+      Part p;
+      if ((fields >> number >> p.etag >> p.sha256) && number >= 1 && number <= kMaxParts) noted.parts[number] = p;
     }
-    return std::make_pair(upload, took);
+    return noted;
   }
-  // Notes nothing (an upload S3 no longer has).
+  // Notes nothing (an upload S3 no longer has, or one not to go on with).
   Status Forget() {
     if (::ftruncate(fd_, 0) != 0) return IoError(path_ + ": cannot empty it");
     return OkStatus();
@@ -211,9 +228,11 @@ class UploadRecord {
   // A new upload of parts of `part` bytes, in place of what it noted.
   Status Start(const std::string& upload, uint64_t part) {
     ZIPNN_RETURN_IF_ERROR(Forget());
-    return Note("upload " + upload + " " + std::to_string(part) + "\n");
+    return Note("upload " + upload + " " + std::to_string(part) + " " + url_ + "\n");
   }
-  Status Took(size_t number, const std::string& etag) { return Note(std::to_string(number) + " " + etag + "\n"); }
+  Status Took(size_t number, const std::string& etag, const std::string& sha256) {
+    return Note(std::to_string(number) + " " + etag + " " + sha256 + "\n");
+  }
   // The upload is done, or gone.
   void Remove() { ::unlink(path_.c_str()); }
 
@@ -222,7 +241,8 @@ class UploadRecord {
     std::lock_guard<std::mutex> lock(mu_);  // parts finish on several threads
     return WriteAll(fd_, line.data(), line.size(), path_);
   }
-  const std::string path_;
+  const std::string url_;
+  std::string path_;
   int fd_ = -1;
   std::mutex mu_;
 };
@@ -294,13 +314,12 @@ class Bucket : public remote::RemoteStore,
     return OkStatus();
   }
 
-  // A file of this machine in parts notes what its upload did
-  // (UploadRecord): an upload cut short is not aborted, and the next push
-  // of the same file sends only the parts S3 did not take.
+  // An object in parts notes what its upload did (UploadRecord): an
+  // upload cut short is not aborted, and the next push of the object to
+  // the same place sends only the parts S3 did not take.
   Status PutFile(const ContentId& id, const ReadFile& object) override {
-    const std::string copy = object.Identity();
-    if (object.size() <= o_.part_size || o_.uploads_dir.empty() || copy.empty()) return Put(id, object);
-    UploadRecord record(o_.uploads_dir, id.Hex() + "-" + copy);
+    if (object.size() <= o_.part_size || o_.uploads_dir.empty()) return Put(id, object);
+    UploadRecord record(o_.uploads_dir, id, Url(Key(id)));
     return PutInParts(Key(id), object, record.ok() ? &record : nullptr);
   }
 
@@ -528,12 +547,11 @@ class Bucket : public remote::RemoteStore,
     const size_t count = static_cast<size_t>((object.size() + part - 1) / part);
     std::string upload;
     std::vector<std::string> etags(count);
+    std::map<size_t, UploadRecord::Part> noted_parts;  // checked as they come up below
     if (record != nullptr) {
-      if (auto noted = record->Read(part); noted && OneWord(noted->first)) {
-        upload = noted->first;
-        for (const auto& [number, etag] : noted->second) {
-          if (number <= count && OneWord(etag)) etags[number - 1] = etag;
-        }
+      if (std::optional<UploadRecord::Noted> noted = record->Read(part); noted && OneWord(noted->upload)) {
+        upload = noted->upload;
+        noted_parts = std::move(noted->parts);
       }
     }
     const bool resumed = !upload.empty();
@@ -544,25 +562,32 @@ class Bucket : public remote::RemoteStore,
       if (record != nullptr && (!OneWord(upload) || !record->Start(upload, part).ok())) record = nullptr;
     }
     const std::string id_query = "uploadId=" + UriEncode(upload);
+    bool completing = false;  // every part is in: the completion is asked for
     Status done = [&]() -> Status {
       ZIPNN_RETURN_IF_ERROR(RunAll(o_.connections, count, [&](size_t i) -> Status {
-        if (!etags[i].empty()) return OkStatus();  // S3 took it before
         http::Request t;
         t.upload = &object;
         t.from = i * part;
         t.size = std::min(part, object.size() - t.from);
         const std::string number = std::to_string(i + 1);
         ZIPNN_ASSIGN_OR_RETURN(std::string hash, http::Sha256(object, t.from, t.size));
+        // S3 took these very bytes before: not sent again.
+        const auto noted = noted_parts.find(i + 1);
+        if (noted != noted_parts.end() && noted->second.sha256 == hash && OneWord(noted->second.etag)) {
+          etags[i] = noted->second.etag;
+          return OkStatus();
+        }
         ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("PUT", Url(key, "partNumber=" + number + "&" + id_query), hash, t));
         if (r.status != 200 || Etag(r).empty()) return Failure("part " + number + " refused", r);
         etags[i] = Etag(r);
-        if (record != nullptr && OneWord(etags[i])) (void)record->Took(i + 1, etags[i]);
+        if (record != nullptr && OneWord(etags[i])) (void)record->Took(i + 1, etags[i], hash);
         return OkStatus();
       }));
       std::string parts;
       for (size_t i = 0; i < count; ++i) {
         parts += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + etags[i] + "</ETag></Part>";
       }
+      completing = true;
       const std::string xml = "<CompleteMultipartUpload>" + parts + "</CompleteMultipartUpload>";
       ZIPNN_ASSIGN_OR_RETURN(std::string hash, Sha256(xml));
       MemorySource body(reinterpret_cast<const uint8_t*>(xml.data()), xml.size(), "request");
@@ -580,12 +605,16 @@ class Bucket : public remote::RemoteStore,
       if (record != nullptr) record->Remove();
       return done;
     }
-    if (record != nullptr && done.code() == StatusCode::kIoError) return done;  // the next push goes on from here
     // An upload noted from before that S3 no longer has (aborted, or
     // expired by the bucket's rules): once more, from the start.
     if (resumed && done.message().find("NoSuchUpload") != std::string::npos && record->Forget().ok()) {
       return PutInParts(key, object, record);
     }
+    // A failure on the way is left for the next push to go on from; but
+    // not an upload taken up again that S3 then would not complete (its
+    // parts all sent): the next push starts afresh, so that no upload S3
+    // keeps refusing blocks the object for good.
+    if (record != nullptr && done.code() == StatusCode::kIoError && !(resumed && completing)) return done;
     (void)Send("DELETE", Url(key, id_query), kEmptySha256);
     if (record != nullptr) record->Remove();
     return done;

@@ -1173,5 +1173,33 @@ TEST_CASE("a fetch stopped after an object came whole, before it took its name, 
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
+TEST_CASE("a link planted where a fetch keeps its download is replaced by a file; what it points to is untouched") {
+  const std::string root = TempDir();
+  const Store served = RepoIn(root, "served");
+  const ContentId id = StoreNoise(served, 2 * kMiB, 11);
+  auto file = ReadFile::Open(served.objects.PathOf(id));
+  REQUIRE(file.ok());
+  const std::string kept = root + "/partial";
+  REQUIRE(std::system(("mkdir -p " + kept + " && printf victim > " + root + "/victim && ln -s " + root + "/victim " +
+                       kept + "/" + id.Hex() + "-" + file->Identity()).c_str()) == 0);
+  Servers servers([&](SocketEnd& c) { return ServeStore(served.objects, c); });
+  Link link;
+  link.receive = kMiB;
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "",
+                                                       kDefaultTimeout, kDefaultLowSpeed, kept);
+    MemorySink cut;
+    CHECK(remote->Get(id, UINT64_MAX, cut).code() == StatusCode::kIoError);
+  }
+  auto victim = ReadWholeFile(root + "/victim");
+  REQUIRE(victim.ok());
+  CHECK(std::string(victim->begin(), victim->end()) == "victim");
+  struct stat st;
+  REQUIRE(::lstat((kept + "/" + id.Hex() + "-" + file->Identity()).c_str(), &st) == 0);
+  CHECK(S_ISREG(st.st_mode));  // what came is kept in a file of its own
+  CHECK(st.st_size > 0);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
 }  // namespace
 }  // namespace zipnn::remote
