@@ -35,15 +35,20 @@ FILE = sys.argv[5] if len(sys.argv) > 5 else None
 lock = threading.Lock()
 
 
+def pass_head(handler, answer, length):
+    """Sends the server's status and headers on, with the body's length."""
+    handler.send_response(answer.status)
+    for name, value in answer.getheaders():
+        if name.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
+            handler.send_header(name, value)
+    handler.send_header("Content-Length", str(length))
+    handler.end_headers()
+
+
 def lie(handler, upstream_body, upstream=None):
     """Answers a download as MODE says (`upstream`: the server's answer)."""
     if MODE == "cut":
-        handler.send_response(upstream.status)
-        for name, value in upstream.getheaders():
-            if name.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
-                handler.send_header(name, value)
-        handler.send_header("Content-Length", str(len(upstream_body)))
-        handler.end_headers()
+        pass_head(handler, upstream, len(upstream_body))
         handler.wfile.write(upstream_body[: len(upstream_body) // 2])
         handler.wfile.flush()
         handler.close_connection = True
@@ -115,12 +120,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         upstream.request(self.command, self.path, body=body, headers=dict(self.headers))
         answer = upstream.getresponse()
         data = answer.read()
-        self.send_response(answer.status)
-        for name, value in answer.getheaders():
-            if name.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
-                self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
+        pass_head(self, answer, len(data))
         if self.command != "HEAD":
             self.wfile.write(data)
         upstream.close()
