@@ -1,9 +1,6 @@
 #include "lib/remote/s3.h"
 
-#include <fcntl.h>
 #include <pwd.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -177,31 +174,16 @@ class UploadRecord {
     std::map<size_t, Part> parts;  // by number
   };
 
-  UploadRecord(const std::string& dir, const ContentId& id, std::string url) : url_(std::move(url)) {
-    uint64_t h = 14695981039346656037ull;  // FNV-1a 64 of the URL
-    for (const char c : url_) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-    char digits[20];
-    std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(h));
-    path_ = dir + "/" + id.Hex() + "-" + digits;
-    if (!MakeDirectories(dir).ok()) return;
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
-    struct stat st;
-    if (fd_ >= 0 && (::flock(fd_, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) ||
-                     st.st_nlink != 1)) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~UploadRecord() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  UploadRecord(const UploadRecord&) = delete;
-  UploadRecord& operator=(const UploadRecord&) = delete;
-  bool ok() const { return fd_ >= 0; }
+  // Kept as a download is (remote::Partial: locked, a plain file of one
+  // link), named by the object and the hash of its URL.
+  UploadRecord(const std::string& dir, const ContentId& id, std::string url)
+      : url_(std::move(url)),
+        file_(dir, id.Hex() + "-" + HashBytes(url_.data(), url_.size()).Hex().substr(0, 16), UINT64_MAX) {}
+  bool ok() const { return file_.ok(); }
 
   // The upload it notes, if one of parts of `part` bytes to this URL.
   std::optional<Noted> Read(uint64_t part) const {
-    const std::optional<std::string> text = ReadSmallFile(path_, 4 << 20);
+    const std::optional<std::string> text = ReadSmallFile(file_.path(), 4 << 20);
     if (!text) return std::nullopt;
     std::istringstream lines(*text);
     std::string line, word, url;
@@ -221,10 +203,7 @@ class UploadRecord {
     return noted;
   }
   // Notes nothing (an upload S3 no longer has, or one not to go on with).
-  Status Forget() {
-    if (::ftruncate(fd_, 0) != 0) return IoError(path_ + ": cannot empty it");
-    return OkStatus();
-  }
+  Status Forget() { return file_.Restart(); }
   // A new upload of parts of `part` bytes, in place of what it noted.
   Status Start(const std::string& upload, uint64_t part) {
     ZIPNN_RETURN_IF_ERROR(Forget());
@@ -234,16 +213,15 @@ class UploadRecord {
     return Note(std::to_string(number) + " " + etag + " " + sha256 + "\n");
   }
   // The upload is done, or gone.
-  void Remove() { ::unlink(path_.c_str()); }
+  void Remove() { file_.Done(OkStatus()); }
 
  private:
   Status Note(const std::string& line) {
     std::lock_guard<std::mutex> lock(mu_);  // parts finish on several threads
-    return WriteAll(fd_, line.data(), line.size(), path_);
+    return file_.Keep(line.data(), line.size());
   }
   const std::string url_;
-  std::string path_;
-  int fd_ = -1;
+  remote::Partial file_;
   std::mutex mu_;
 };
 

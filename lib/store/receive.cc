@@ -104,14 +104,11 @@ Status CommitOnBase(const ObjectStore& store, const ContentId& id, const std::st
 
 namespace {
 
-// The 8 hex digits of a kept arrival's temporary name: FNV-1a of its size
-// and its sender's tag.
+// The 8 hex digits of a kept arrival's temporary name: of the hash of its
+// size and its sender's tag.
 std::string KeptDigits(uint64_t size, const std::string& tag) {
-  uint32_t h = 2166136261u;
-  for (const char c : std::to_string(size) + " " + tag) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
-  char digits[16];
-  std::snprintf(digits, sizeof digits, "%08x", h);
-  return digits;
+  const std::string named = std::to_string(size) + " " + tag;
+  return HashBytes(named.data(), named.size()).Hex().substr(0, 8);
 }
 
 // Locks a kept arrival's file, waiting a little for a session that holds
