@@ -581,6 +581,70 @@ TEST_CASE("two clones that push the map one after the other, or at once, lose no
   }
 }
 
+TEST_CASE("a push sends what the map here does not name without fetching the map first; Git LFS's hook runs only where it holds files") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  UseBoth(repo, server);
+  REQUIRE(repo.Sh("git zipnn track '*.safetensors' >/dev/null && git add .gitattributes && git commit -qm setup && "
+                  "git remote add origin " +
+                  server.Url("team.git") + " && git push -q origin HEAD:main")
+              .code == 0);
+  // Clones with no hook of Git LFS's own (its filter is configured, as
+  // after `git lfs install`, but it tracks nothing here).
+  for (const char* c : {"a", "other"}) {
+    REQUIRE(repo.Sh(std::string("cd .. && git clone -q ") + server.Url("team.git") + " " + c).code == 0);
+  }
+  const size_t locks = Count(server.Requests(), "/locks");
+  auto save = [&](const std::string& clone, const std::string& step) {
+    const Run saved = repo.Sh("cd ../" + clone + " && cp '" + repo.Data("cnn-bf16/step-" + step + ".safetensors") +
+                              "' model.safetensors && git add model.safetensors && git commit -qm " + step);
+    REQUIRE_MESSAGE(saved.code == 0, saved.err);
+  };
+  const std::string fetches = "POST /team.git/git-upload-pack";
+  save("a", "000040");
+  REQUIRE(repo.Sh("cd ../a && git push -q origin main").code == 0);
+  save("a", "000080");
+  const size_t before = Count(server.Requests(), fetches);
+  const Run pushed = repo.Sh("cd ../a && git push -q origin main");
+  REQUIRE_MESSAGE(pushed.code == 0, pushed.err);
+  CHECK(Count(server.Requests(), fetches) == before);  // the map as this clone last pushed it was enough
+  CHECK(ServerObjects(repo, server, "team.git") == 2);
+
+  // A clone that never fetched the map (it cloned before those saves and
+  // checked out none of them) pulls the commits alone, then pushes what
+  // every commit needs: the store here lacks those versions, so the
+  // remote itself is asked, and nothing is sent again.
+  const Run pulled = repo.Sh("cd ../other && GIT_ZIPNN_SKIP_SMUDGE=1 git pull -q origin main && "
+                             "git zipnn push -q origin --all");
+  REQUIRE_MESSAGE(pulled.code == 0, pulled.err);
+  CHECK(ServerObjects(repo, server, "team.git") == 2);
+  CHECK(Count(server.Requests(), "PUT /team.git/info/lfs/objects/") == 2);
+
+  // A save made there while the map there is stale goes up, and the map
+  // the server keeps holds every version of both clones.
+  REQUIRE(repo.Sh("cd ../other && git checkout -q main").code == 0);
+  save("other", "000120");
+  const Run other_push = repo.Sh("cd ../other && git push -q origin main");
+  REQUIRE_MESSAGE(other_push.code == 0, other_push.err);
+  CHECK(repo.Sh("git --git-dir='" + server.root() + "/team.git' ls-tree -r --name-only refs/zipnn/objects | wc -l")
+            .out == "3\n");
+
+  // Git LFS's hook was not run (it would have asked the server about
+  // locks); once Git LFS holds a file here, its files go with the push.
+  CHECK(Count(server.Requests(), "/locks") == locks);
+  const Run lfs_file = repo.Sh(
+      "cd ../other && git lfs track '*.bin' >/dev/null && head -c 100000 /dev/urandom > data.bin && "
+      "git add .gitattributes data.bin && git commit -qm data && git push -q origin main");
+  REQUIRE_MESSAGE(lfs_file.code == 0, lfs_file.err);
+  CHECK(ServerObjects(repo, server, "team.git") == 4);
+  CHECK(Count(server.Requests(), "/locks") > locks);
+  const Run fresh = repo.Sh("cd .. && git clone -q " + server.Url("team.git") +
+                            " fresh && cmp fresh/data.bin other/data.bin && cmp fresh/model.safetensors '" +
+                            repo.Data("cnn-bf16/step-000120.safetensors") + "'");
+  CHECK_MESSAGE(fresh.code == 0, fresh.err);
+}
+
 TEST_CASE("a repository with Git LFS files and checkpoints on one server: both go up with one push and come back") {
   Repo repo;
   LfsServer server(repo);

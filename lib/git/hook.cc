@@ -64,8 +64,13 @@ std::string Script(const Hook& h) {
   s += "git-zipnn " + name + " \"$@\"" + in + " || exit $?\n";
   s += "chained=\"$(dirname \"$0\")/" + Chained(h) + "\"\n";
   s += "if [ -x \"$chained\" ]; then\n  \"$chained\" \"$@\"" + in + " || exit $?\n";
-  s += "elif command -v git-lfs >/dev/null 2>&1 && [ -n \"$(git config filter.lfs.process)\" ]; then\n"
-       "  # What Git LFS's own hook runs, had it got here first: its files go too.\n"
+  // Only where Git LFS keeps files (it stores each in lfs/objects as it
+  // cleans or smudges it, or in lfs.storage): elsewhere it has nothing to
+  // do, and its hook would still ask the server about locks on every push.
+  s += "elif command -v git-lfs >/dev/null 2>&1 && [ -n \"$(git config filter.lfs.process)\" ] &&\n"
+       "  { [ -n \"$(git config lfs.storage)\" ] || [ -d \"$(git rev-parse --git-common-dir)/lfs/objects\" ]; }; then\n"
+       "  # What Git LFS's own hook runs, had it got here first: its files go\n"
+       "  # too. A clone where Git LFS never stored a file has none to send.\n"
        "  git lfs " + name + " \"$@\"" + in + " || exit $?\nfi\n";
   return s;
 }

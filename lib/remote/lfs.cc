@@ -274,22 +274,9 @@ class Server : public remote::RemoteStore,
 
   const std::string& where() const override { return where_; }
 
-  Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) override {
-    std::vector<bool> has(ids.size(), false);
-    std::vector<size_t> of;  // the index in ids of each form asked for
-    std::vector<ObjectMap::Entry> forms;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectMap::Entry> found, map_->Find(ids[i]));
-      for (ObjectMap::Entry& e : found) {
-        of.push_back(i);
-        forms.push_back(std::move(e));
-      }
-    }
-    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::vector<Answer>> answers, Answers("download", forms));
-    for (size_t k = 0; k < of.size(); ++k) {
-      if (Served(answers[k])) has[of[k]] = true;
-    }
-    return has;
+  Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) override { return HeldOf(ids, /*refresh=*/true); }
+  Result<std::vector<bool>> HeldAsKnown(const std::vector<ContentId>& ids) override {
+    return HeldOf(ids, /*refresh=*/false);
   }
 
   Status Put(const ContentId& id, const ByteSource& object) override {
@@ -442,6 +429,25 @@ class Server : public remote::RemoteStore,
   Status Publish() override { return o_.publish ? o_.publish() : OkStatus(); }
 
  private:
+  // Has, from the map as Find (refresh) or Known gives it.
+  Result<std::vector<bool>> HeldOf(const std::vector<ContentId>& ids, bool refresh) {
+    std::vector<bool> has(ids.size(), false);
+    std::vector<size_t> of;  // the index in ids of each form asked for
+    std::vector<ObjectMap::Entry> forms;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectMap::Entry> found, refresh ? map_->Find(ids[i]) : map_->Known(ids[i]));
+      for (ObjectMap::Entry& e : found) {
+        of.push_back(i);
+        forms.push_back(std::move(e));
+      }
+    }
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::vector<Answer>> answers, Answers("download", forms));
+    for (size_t k = 0; k < of.size(); ++k) {
+      if (Served(answers[k])) has[of[k]] = true;
+    }
+    return has;
+  }
+
   // The form of an object to download, and the server's answers for it.
   struct Picked {
     ObjectMap::Entry form;

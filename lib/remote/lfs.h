@@ -76,6 +76,10 @@ class ObjectMap {
   // Every stored form of `id` the map knows of (several when clones
   // pushed it in different forms); empty when it knows none.
   virtual Result<std::vector<Entry>> Find(const ContentId& id) = 0;
+  // The same from what this clone knows already, without asking the
+  // remote for its copy of the map (a push's question, where not knowing
+  // costs only an offer the server answers by the object's bytes).
+  virtual Result<std::vector<Entry>> Known(const ContentId& id) { return Find(id); }
   // Records that the server holds `entry.oid` for `entry.id`.
   virtual Status Add(const Entry& entry) = 0;
 };

@@ -20,20 +20,8 @@ class GitObjectMap : public lfs::ObjectMap {
  public:
   explicit GitObjectMap(std::string remote) : remote_(std::move(remote)) {}
 
-  Result<std::vector<Entry>> Find(const ContentId& id) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!lines_) {
-      ZIPNN_ASSIGN_OR_RETURN(lines_, git::ReadObjectMap());
-    }
-    std::vector<Entry> forms = FormsOf(id);
-    if (forms.empty() && !fetched_) {
-      fetched_ = true;
-      ZIPNN_RETURN_IF_ERROR(git::FetchObjectMap(remote_));
-      ZIPNN_ASSIGN_OR_RETURN(lines_, git::ReadObjectMap());
-      forms = FormsOf(id);
-    }
-    return forms;
-  }
+  Result<std::vector<Entry>> Find(const ContentId& id) override { return Look(id, /*fetch=*/true); }
+  Result<std::vector<Entry>> Known(const ContentId& id) override { return Look(id, /*fetch=*/false); }
 
   Status Add(const Entry& entry) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -44,6 +32,21 @@ class GitObjectMap : public lfs::ObjectMap {
   }
 
  private:
+  Result<std::vector<Entry>> Look(const ContentId& id, bool fetch) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!lines_) {
+      ZIPNN_ASSIGN_OR_RETURN(lines_, git::ReadObjectMap());
+    }
+    std::vector<Entry> forms = FormsOf(id);
+    if (forms.empty() && fetch && !fetched_) {
+      fetched_ = true;
+      ZIPNN_RETURN_IF_ERROR(git::FetchObjectMap(remote_));
+      ZIPNN_ASSIGN_OR_RETURN(lines_, git::ReadObjectMap());
+      forms = FormsOf(id);
+    }
+    return forms;
+  }
+
   std::vector<Entry> FormsOf(const ContentId& id) const {
     const auto it = lines_->find(id.Hex());
     if (it == lines_->end()) return {};

@@ -208,6 +208,13 @@ class RemoteStore {
   virtual const std::string& where() const = 0;
   // For each id, whether the remote holds its object.
   virtual Result<std::vector<bool>> Has(const std::vector<ContentId>& ids) = 0;
+  // Has, as a push asks it: whether the object need not be sent. A kind
+  // that learns what the remote holds from a record kept here (a Git LFS
+  // server's map in git) answers from the record as it is, without a
+  // round trip to refresh it; an object it does not know of is then sent,
+  // and the server, which knows objects by their bytes, takes none it
+  // holds already.
+  virtual Result<std::vector<bool>> HeldAsKnown(const std::vector<ContentId>& ids) { return Has(ids); }
   // Uploads the object file `object` as the object for `id`.
   virtual Status Put(const ContentId& id, const ByteSource& object) = 0;
   // The same for an object that is a file of this machine (a local

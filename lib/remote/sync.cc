@@ -283,12 +283,12 @@ void SendBaseNote(const Store& local, RemoteStore& remote, const ContentId& id, 
 
 Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options) {
-  // A version the remote holds needs nothing from here: a store holds an
-  // object only with its chain, each object proven on arrival from its
-  // base up. So a clone that has only some objects (one fetched the
-  // newest alone, or fetched nothing) can push what it made, down to the
-  // first base the remote holds.
-  Result<std::vector<bool>> held = remote.Has(ids);
+  // A version the remote holds (as far as is known here: HeldAsKnown)
+  // needs nothing from here: a store holds an object only with its chain,
+  // each object proven on arrival from its base up. So a clone that has
+  // only some objects (one fetched the newest alone, or fetched nothing)
+  // can push what it made, down to the first base the remote holds.
+  Result<std::vector<bool>> held = remote.HeldAsKnown(ids);
   if (!held.ok()) return Annotate(held.status(), "cannot ask " + remote.where() + " what it holds");
   std::vector<ContentId> there;
   // Every object of every other chain, each once, by its height above
@@ -310,7 +310,16 @@ Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, cons
     // remote holds: what is above it is sent, one level up from it.
     int on = 0;
     if (!walked.ok()) {
-      if (walked.code() != StatusCode::kNotFound || chain.empty() || !below) return walked;
+      if (walked.code() != StatusCode::kNotFound) return walked;
+      // Asked of the remote itself, not of what is known of it here: a
+      // version this store lacks may be there already.
+      if (chain.empty()) {
+        Result<std::vector<bool>> held_there = remote.Has({id});
+        if (!held_there.ok() || !held_there->front()) return walked;
+        there.push_back(id);
+        continue;
+      }
+      if (!below) return walked;
       Result<std::vector<bool>> base_held = remote.Has({*below});
       if (!base_held.ok() || !base_held->front()) return walked;
       on = 1;
@@ -328,7 +337,7 @@ Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, cons
   TransferReport report;
   report.needed = all.size() + there.size();
   report.present = there.size();
-  Result<std::vector<bool>> has = remote.Has(all);
+  Result<std::vector<bool>> has = remote.HeldAsKnown(all);
   if (!has.ok()) {
     return Annotate(has.status(), "cannot ask " + remote.where() + " what it holds");
   }
