@@ -526,18 +526,24 @@ TEST_CASE("a download cut short resumes where it stopped, in the same fetch or t
   CHECK(repo.Sh("cd ../fourth && git zipnn pull -q && cmp big.bin ../repo/big.bin && git zipnn fsck").code == 0);
 }
 
-TEST_CASE("two clones that push the map one after the other, or at once, lose no version of it") {
-  Repo repo;
-  LfsServer server(repo);
+// team.git on `server`, which `repo` tracks *.safetensors in and pushed
+// to, and a clone of it beside `repo` for each of `clones`.
+void StartTeam(Repo& repo, LfsServer& server, const std::vector<std::string>& clones) {
   server.AddRepository("team.git");
   UseBoth(repo, server);
   REQUIRE(repo.Sh("git zipnn track '*.safetensors' >/dev/null && git add .gitattributes && git commit -qm setup && "
                   "git remote add origin " +
                   server.Url("team.git") + " && git push -q origin HEAD:main")
               .code == 0);
-  for (const char* c : {"a", "b", "c", "d"}) {
-    REQUIRE(repo.Sh(std::string("cd .. && git clone -q ") + server.Url("team.git") + " " + c).code == 0);
+  for (const std::string& c : clones) {
+    REQUIRE(repo.Sh("cd .. && git clone -q " + server.Url("team.git") + " " + c).code == 0);
   }
+}
+
+TEST_CASE("two clones that push the map one after the other, or at once, lose no version of it") {
+  Repo repo;
+  LfsServer server(repo);
+  StartTeam(repo, server, {"a", "b", "c", "d"});
   auto save = [&](const std::string& clone, const std::string& step) {
     REQUIRE(repo.Sh("cd ../" + clone + " && git checkout -q -b " + clone + " && cp '" +
                     repo.Data("cnn-bf16/step-" + step + ".safetensors") + "' " + clone +
@@ -584,17 +590,9 @@ TEST_CASE("two clones that push the map one after the other, or at once, lose no
 TEST_CASE("a push sends what the map here does not name without fetching the map first; Git LFS's hook runs only where it holds files") {
   Repo repo;
   LfsServer server(repo);
-  server.AddRepository("team.git");
-  UseBoth(repo, server);
-  REQUIRE(repo.Sh("git zipnn track '*.safetensors' >/dev/null && git add .gitattributes && git commit -qm setup && "
-                  "git remote add origin " +
-                  server.Url("team.git") + " && git push -q origin HEAD:main")
-              .code == 0);
   // Clones with no hook of Git LFS's own (its filter is configured, as
-  // after `git lfs install`, but it tracks nothing here).
-  for (const char* c : {"a", "other"}) {
-    REQUIRE(repo.Sh(std::string("cd .. && git clone -q ") + server.Url("team.git") + " " + c).code == 0);
-  }
+  // after `git lfs install`, but it tracks nothing there).
+  StartTeam(repo, server, {"a", "other"});
   const size_t locks = Count(server.Requests(), "/locks");
   auto save = [&](const std::string& clone, const std::string& step) {
     const Run saved = repo.Sh("cd ../" + clone + " && cp '" + repo.Data("cnn-bf16/step-" + step + ".safetensors") +
