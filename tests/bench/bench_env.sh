@@ -73,3 +73,26 @@ commit_saves() {
     if [ -n "$each" ]; then git push -q origin main 2>/dev/null; fi
   done
 }
+
+# The folder of six saves of a bf16 GPT (make_trajectory.py, 38 MB each),
+# each tiled to about MB megabytes by tile_checkpoint.py (0: as they are),
+# made once under /tmp/zipnn-transfer-bench and kept for the next run.
+tiled_saves() {
+  local mb=$1 top=/tmp/zipnn-transfer-bench size tiles f
+  local src=$top/gpt-bf16
+  [ -f "$src/step-000060.safetensors" ] || /usr/bin/python3 "${MAKE_TRAJECTORY:-../shared/data/make_trajectory.py}" \
+    --family gpt --width 512 --layers 6 --dtype bf16 --steps 60 --every 10 --out "$src" >/dev/null
+  if [ "$mb" = 0 ]; then
+    echo "$src"
+    return
+  fi
+  size=$(stat -c %s "$src/step-000060.safetensors")
+  tiles=$(((mb * 1000000 + size / 2) / size))
+  if [ ! -f "$top/tiled-$tiles/step-000060.safetensors" ]; then
+    mkdir -p "$top/tiled-$tiles"
+    for f in "$src"/step-*.safetensors; do
+      python3 tests/bench/tile_checkpoint.py "$f" "$tiles" "$top/tiled-$tiles/$(basename "$f")" >/dev/null
+    done
+  fi
+  echo "$top/tiled-$tiles"
+}

@@ -12,7 +12,8 @@
 # stored as a delta of the other). Every row is the median of RUNS runs,
 # the tools taken in turn; `sync` before each add, so that no add pays for
 # the writeback of the one before. CPU is user + system of `git add` and
-# the filter it starts.
+# the filter it starts. Scratch is the most the add's temporary files
+# (.git/zipnn/tmp) held at once, polled.
 #
 #   bash tests/bench/shard_adds_bench.sh [--shards N] [--gib G] [--saves S] [RUNS]
 #
@@ -65,9 +66,12 @@ git config --global user.name bench
 git lfs install --skip-repo >/dev/null
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-declare -A wall cpu  # "<save> <tool>" -> one figure per run
-one_run() {          # one_run TOOL: a new repository, every save added and committed
-  local tool=$1 repo=$work/$1 s k out
+declare -A wall cpu scratch  # "<save> <tool>" -> one figure per run
+# What the add's scratch holds now: git-zipnn's tmp folder (the input it
+# spools, objects on their way into the store) and Git LFS's.
+scratch_bytes() { du -sb .git/zipnn/tmp .git/lfs/tmp 2>/dev/null | awk '{ n += $1 } END { printf "%.0f", n }'; }
+one_run() {                  # one_run TOOL: a new repository, every save added and committed
+  local tool=$1 repo=$work/$1 s k out pid peak now
   rm -rf "$repo"
   git init -q "$repo"
   cd "$repo"
@@ -80,7 +84,15 @@ one_run() {          # one_run TOOL: a new repository, every save added and comm
         "$(printf 'model/model-%05d-of-%05d.safetensors' "$k" "$shards")"
     done
     sync
-    /usr/bin/time -o "$work/time" -f '%e %U %S' git add model >/dev/null 2>&1
+    /usr/bin/time -o "$work/time" -f '%e %U %S' git add model >/dev/null 2>&1 &
+    pid=$! peak=0
+    while kill -0 $pid 2>/dev/null; do
+      now=$(scratch_bytes)
+      [ "$now" -gt "$peak" ] && peak=$now
+      sleep 0.1
+    done
+    wait $pid
+    scratch["$s $tool"]+="$peak "
     out=$(tail -1 "$work/time")
     wall["$s $tool"]+="$(echo "$out" | awk '{ print $1 }') "
     cpu["$s $tool"]+="$(echo "$out" | awk '{ print $2 + $3 }') "
@@ -94,12 +106,15 @@ for ((r = 1; r <= runs; r++)); do
   one_run lfs
 done
 printf '%d shard(s) of %d GiB, %d saves, median of %d runs\n' "$shards" "$gib" "$saves" "$runs"
-printf '%-6s %10s %10s %8s   %10s %10s %8s\n' save "zipnn s" "lfs s" ratio "zipnn cpu" "lfs cpu" ratio
+printf '%-6s %10s %10s %8s   %10s %10s %8s   %14s\n' save "zipnn s" "lfs s" ratio "zipnn cpu" "lfs cpu" ratio \
+  "zipnn scratch"
 for ((s = 1; s <= saves; s++)); do
   zw=$(tr ' ' '\n' <<<"${wall["$s zipnn"]}" | grep . | median)
   lw=$(tr ' ' '\n' <<<"${wall["$s lfs"]}" | grep . | median)
   zc=$(tr ' ' '\n' <<<"${cpu["$s zipnn"]}" | grep . | median)
   lc=$(tr ' ' '\n' <<<"${cpu["$s lfs"]}" | grep . | median)
-  awk -v s="$s" -v zw="$zw" -v lw="$lw" -v zc="$zc" -v lc="$lc" \
-    'BEGIN { printf "%-6s %10.2f %10.2f %7.2fx   %10.2f %10.2f %7.2fx\n", s, zw, lw, zw / lw, zc, lc, zc / lc }'
+  zs=$(tr ' ' '\n' <<<"${scratch["$s zipnn"]}" | grep . | sort -g | tail -1)
+  awk -v s="$s" -v zw="$zw" -v lw="$lw" -v zc="$zc" -v lc="$lc" -v zs="$zs" \
+    'BEGIN { printf "%-6s %10.2f %10.2f %7.2fx   %10.2f %10.2f %7.2fx   %10.0f MiB\n", s, zw, lw, zw / lw, zc, lc, zc / lc, zs / 2^20 }'
 done
+echo "(scratch: the most git-zipnn's tmp folder held during the add, polled every 0.1 s, over all runs)"

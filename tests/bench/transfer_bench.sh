@@ -8,6 +8,8 @@
 #   server bytes  what the server keeps for the repository's files
 #   clone         git clone with checkout of the newest save
 #   clone bytes   what the clone downloaded (the objects in its store)
+#   clone peak    the most memory git or any process it waited for held
+#                 (GNU time's maximum resident set), in MiB
 #   old checkout  in that clone, git checkout of the first save's commit
 #   cut push      a push killed once half the bytes of a clean push had
 #                 arrived, then the push again: the time of both
@@ -38,21 +40,7 @@ runs=${1:-3}
 maker=${MAKE_TRAJECTORY:-../shared/data/make_trajectory.py}
 top=/tmp/zipnn-transfer-bench
 case $kind in
-  bf16)
-    src=$top/gpt-bf16 ext=safetensors
-    [ -f "$src/step-000060.safetensors" ] || /usr/bin/python3 "$maker" --family gpt --width 512 --layers 6 \
-      --dtype bf16 --steps 60 --every 10 --out "$src" >/dev/null
-    dir=$src
-    if [ "$mb" != 0 ]; then
-      size=$(stat -c %s "$src/step-000060.safetensors")
-      tiles=$(((mb * 1000000 + size / 2) / size))
-      dir=$top/tiled-$tiles
-      if [ ! -f "$dir/step-000060.safetensors" ]; then
-        mkdir -p "$dir"
-        for f in "$src"/step-*.safetensors; do python3 tests/bench/tile_checkpoint.py "$f" $tiles "$dir/$(basename "$f")"; done
-      fi
-    fi
-    ;;
+  bf16) ext=safetensors ;;
   fp32-adam)
     dir=$top/gpt-fp32-adam ext=pt
     [ -f "$dir/step-000060.pt" ] || /usr/bin/python3 "$maker" --family gpt --width 256 --layers 4 --dtype fp32 \
@@ -61,6 +49,7 @@ case $kind in
   *) echo "--kind is bf16 or fp32-adam" >&2; exit 2 ;;
 esac
 . tests/bench/bench_env.sh
+[ $kind = bf16 ] && dir=$(tiled_saves "$mb")
 start_lfs_server
 echo "$((rate * 1000000))" >"$work/rate"
 files=("$dir"/step-*."$ext")
@@ -93,7 +82,8 @@ for ((r = 0; r < runs; r++)); do
     clean=$(($(received) - before))
     record "server bytes" $tool "$(server_bytes $tool)"
     rm -rf "$work/$tool-clone"
-    timed clone $tool git clone -q "http://127.0.0.1:$port/$tool.git" "$work/$tool-clone"
+    timed clone $tool /usr/bin/time -o "$work/peak" -f %M git clone -q "http://127.0.0.1:$port/$tool.git" "$work/$tool-clone"
+    record "clone peak MiB" $tool "$(awk '{ printf "%.0f", $1 / 1024 }' "$work/peak")"
     cmp "$work/$tool-clone/$file" "${files[-1]}"
     record "clone bytes" $tool "$(bytes_in "$work/$tool-clone/$(clone_store $tool)")"
     cd "$work/$tool-clone"
@@ -118,7 +108,7 @@ done
 echo "${#files[@]} saves of $(basename "$dir") ($raw bytes of $file), $rate MB/s a connection, $(nproc) cores;" \
   "medians of $runs runs; seconds, bytes or ratios"
 printf '%-14s %14s %14s %9s\n' row git-zipnn git-lfs zipnn/lfs
-for row in push "server bytes" clone "clone bytes" "old checkout" "cut push" "cut bytes"; do
+for row in push "server bytes" clone "clone bytes" "clone peak MiB" "old checkout" "cut push" "cut bytes"; do
   z=$(echo ${took["$row zipnn"]} | tr ' ' '\n' | median)
   l=$(echo ${took["$row lfs"]} | tr ' ' '\n' | median)
   printf '%-14s %14s %14s %9.2f\n' "$row" "$z" "$l" "$(awk "BEGIN { print $z / $l }")"
