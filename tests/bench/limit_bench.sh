@@ -36,7 +36,7 @@ for tool in zipnn lfs; do
   if git push -q origin main >"$work/said" 2>&1; then
     said=ok
   else
-    said="fails: $(grep -m1 -io 'size must be less than or equal to [0-9]*' "$work/said" || head -1 "$work/said")"
+    said="fails: $({ grep -m1 -io 'size must be less than or equal to [0-9]*' "$work/said" || cat "$work/said"; } | head -1)"
   fi
   took=$(awk "BEGIN { printf \"%.2f\", $(now) - $s }")
   largest=$( (find "$work/srv/$tool.git/lfs-objects" -type f -printf '%s\n' 2>/dev/null || true) | sort -n | tail -1)
