@@ -69,7 +69,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 declare -A wall cpu scratch  # "<save> <tool>" -> one figure per run
 # What the add's scratch holds now: git-zipnn's tmp folder (the input it
 # spools, objects on their way into the store) and Git LFS's.
-scratch_bytes() { du -sb .git/zipnn/tmp .git/lfs/tmp 2>/dev/null | awk '{ n += $1 } END { printf "%.0f", n }'; }
+scratch_bytes() { { du -sb .git/zipnn/tmp .git/lfs/tmp 2>/dev/null || true; } | awk '{ n += $1 } END { printf "%.0f", n }'; }
 one_run() {                  # one_run TOOL: a new repository, every save added and committed
   local tool=$1 repo=$work/$1 s k out pid peak now
   rm -rf "$repo"
