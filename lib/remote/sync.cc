@@ -294,6 +294,9 @@ Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, cons
   // Every object of every other chain, each once, by its height above
   // its base.
   std::map<ContentId, int> height;  // links above the base (0: a base)
+  // Versions this store has no object of, with why: asked of the remote
+  // itself, not of what is known of it here, all in one question.
+  std::vector<std::pair<ContentId, Status>> absent;
   for (size_t k = 0; k < ids.size(); ++k) {
     const ContentId& id = ids[k];
     if ((*held)[k]) {
@@ -311,12 +314,8 @@ Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, cons
     int on = 0;
     if (!walked.ok()) {
       if (walked.code() != StatusCode::kNotFound) return walked;
-      // Asked of the remote itself, not of what is known of it here: a
-      // version this store lacks may be there already.
       if (chain.empty()) {
-        Result<std::vector<bool>> held_there = remote.Has({id});
-        if (!held_there.ok() || !held_there->front()) return walked;
-        there.push_back(id);
+        absent.emplace_back(id, walked);
         continue;
       }
       if (!below) return walked;
@@ -325,6 +324,15 @@ Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, cons
       on = 1;
     }
     for (size_t i = 0; i < chain.size(); ++i) height[chain[i]] = on + static_cast<int>(chain.size() - 1 - i);
+  }
+  if (!absent.empty()) {
+    std::vector<ContentId> asked;
+    for (const auto& [id, why] : absent) asked.push_back(id);
+    Result<std::vector<bool>> held_there = remote.Has(asked);
+    for (size_t i = 0; i < absent.size(); ++i) {
+      if (!held_there.ok() || !(*held_there)[i]) return absent[i].second;
+    }
+    there.insert(there.end(), asked.begin(), asked.end());
   }
   std::vector<ContentId> all;
   for (const auto& [id, h] : height) all.push_back(id);
