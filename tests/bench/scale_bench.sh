@@ -23,7 +23,7 @@
 # Defaults: the issue's sizes (4 shards of 1 GiB, 3 saves; 1000 MB saves
 # for transfers), 3 runs where a script takes runs: several hours and
 # about 40 GB of disk under /tmp. `--shards 1 --gib 1 --mb 100 --runs 1`
-# gives every row in about half an hour. Each script's whole output is
+# gives every row at smaller sizes. Each script's whole output is
 # kept in a folder named at the end; its table is printed as it comes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -50,7 +50,7 @@ row() {
   local title=$1 log=$logs/$2 first=$3
   shift 3
   echo "## $title"
-  echo "(bash $*)"
+  echo "($*)"
   if ! "$@" >"$log" 2>&1; then
     echo "FAILED: the last lines of $log:"
     tail -5 "$log"
