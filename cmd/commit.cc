@@ -1,11 +1,15 @@
 // git zipnn commit: commit what a training job just saved, from every
 // rank of a distributed job at once (lib/ops/commit.h).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
+#include "lib/base/file.h"
 #include "lib/base/progress.h"
 #include "lib/ops/commit.h"
 
@@ -36,13 +40,31 @@ std::string JobFromEnvironment() {
   return job;
 }
 
+// The pointer list at `name` (a file, or - for standard input).
+Result<std::string> ReadPointerList(const std::string& name) {
+  constexpr size_t kLimit = size_t{256} << 20;  // 2.5 million files of a long path each
+  const int fd = name == "-" ? 0 : ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError("--pointers " + name + ": cannot be read");
+  FdReader in(fd);
+  Result<std::string> text = ReadUpTo(in, kLimit + 1);
+  if (fd != 0) ::close(fd);
+  if (!text.ok()) return Annotate(text.status(), "--pointers " + name);
+  if (text->size() > kLimit) return InvalidArgument("--pointers " + name + " is larger than any pointer list");
+  return text;
+}
+
 Status RunCommit(ops::CommitRequest request, std::optional<int64_t> step, std::optional<int> rank,
                  std::optional<int> world) {
   request.step = step;
-  if (!rank) {
+  for (std::string& list : request.stored_elsewhere) {
+    ZIPNN_ASSIGN_OR_RETURN(list, ReadPointerList(list));
+  }
+  // Ranks that store for a commit made elsewhere deal out the files of
+  // this clone alone: torchrun's RANK counts every node's.
+  if (!rank && !request.store_only && !request.follow_only) {
     ZIPNN_ASSIGN_OR_RETURN(rank, FromEnvironment("RANK"));
   }
-  if (!world) {
+  if (!world && !request.store_only && !request.follow_only) {
     ZIPNN_ASSIGN_OR_RETURN(world, FromEnvironment("WORLD_SIZE"));
   }
   // A WORLD_SIZE left in a shell, with no launcher's RANK beside it,
@@ -57,6 +79,17 @@ Status RunCommit(ops::CommitRequest request, std::optional<int64_t> step, std::o
   if (request.job.empty()) request.job = JobFromEnvironment();
   ops::Context context;
   ZIPNN_ASSIGN_OR_RETURN(ops::Committed done, ops::CommitSave(context, request));
+  if (request.store_only) {
+    ZIPNN_ASSIGN_OR_RETURN(const std::string list, ops::PointerListText(done.pointers));
+    std::fputs(list.c_str(), stdout);
+    std::fprintf(stderr, "git-zipnn commit: %zu file%s (%s) stored here and on the remote\n", done.stored.size(),
+                 done.stored.size() == 1 ? "" : "s", HumanBytes(done.stored_bytes).c_str());
+    return OkStatus();
+  }
+  if (request.follow_only) {
+    std::printf("%s\n", done.commit.c_str());
+    return OkStatus();
+  }
   if (request.world_size > 1) {
     std::fprintf(stderr, "git-zipnn commit: rank %d has its %zu file%s (%s) in the store\n", request.rank,
                  done.stored.size(), done.stored.size() == 1 ? "" : "s", HumanBytes(done.stored_bytes).c_str());
@@ -93,6 +126,15 @@ Action SetupCommit(CLI::App& sub) {
   sub.add_option("--job", request->job,
                  "What tells this job from others committing in the same repository (default: torchrun's "
                  "$TORCHELASTIC_RUN_ID, $MASTER_ADDR and $MASTER_PORT)");
+  sub.add_flag("--store-only", request->store_only,
+               "On a node whose clone no other node sees: store this rank's files and send their objects to the "
+               "remote (needs --push), print \"<pointer><TAB><path>\" for each, commit nothing");
+  sub.add_flag("--follow", request->follow_only,
+               "On a node whose clone no other node sees, once another node committed: move this clone to the "
+               "remote's branch, keep every file, write those it lacks as pointers; store and commit nothing");
+  sub.add_option("--pointers", request->stored_elsewhere,
+                 "A file of the lines --store-only printed on other nodes (repeatable; - for stdin): commit those "
+                 "files too, each as its pointer, once the remote holds it");
   sub.add_option("--timeout", request->timeout_seconds, "Seconds a rank waits for the others (default: 3600)")
       ->check(CLI::PositiveNumber);
   return [request, step, rank, world] { return RunCommit(*request, *step, *rank, *world); };

@@ -1,5 +1,9 @@
 #include "lib/git/commit.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+
 #include "lib/git/run.h"
 
 namespace zipnn::git {
@@ -97,6 +101,61 @@ Result<std::string> HeadId(const std::string& top) {
   std::string id = run.out;
   while (!id.empty() && id.back() == '\n') id.pop_back();
   return id;
+}
+
+Result<std::string> FollowRemoteBranch(const std::string& remote, const std::string& top) {
+  ZIPNN_ASSIGN_OR_RETURN(GitRun branch, RunGit({"symbolic-ref", "-q", "--short", "HEAD"}, top));
+  if (branch.exit_code != 0) return std::string();  // a detached HEAD follows nothing
+  while (!branch.out.empty() && branch.out.back() == '\n') branch.out.pop_back();
+  ZIPNN_RETURN_IF_ERROR(RunOnPaths({"fetch", "-q", "--", remote}, {}, top).status());
+  std::string target;
+  for (const std::string& ref : {std::string("@{upstream}"), "refs/remotes/" + remote + "/" + branch.out}) {
+    ZIPNN_ASSIGN_OR_RETURN(GitRun found, RunGit({"rev-parse", "-q", "--verify", ref + "^{commit}"}, top));
+    if (found.exit_code == 0) {
+      target = found.out.substr(0, found.out.find('\n'));
+      break;
+    }
+  }
+  ZIPNN_ASSIGN_OR_RETURN(const std::string head, HeadId(top));
+  if (target.empty() || target == head) return std::string();
+  if (!head.empty()) {
+    ZIPNN_ASSIGN_OR_RETURN(GitRun behind, RunGit({"merge-base", "--is-ancestor", head, target}, top));
+    if (behind.exit_code != 0) return std::string();  // at or ahead of it, or diverged: not ours to move
+  }
+  // The index first: a two-tree read keeps what is staged where the new
+  // commits do not touch it, and refuses (changing nothing) where they do.
+  std::vector<std::string> read = {"read-tree", "-m"};
+  if (!head.empty()) read.push_back(head);
+  read.push_back(target);
+  Result<std::string> moved = RunOnPaths(read, {}, top);
+  if (!moved.ok()) {
+    return InvalidArgument("this clone's index has changes where " + remote + "/" + branch.out +
+                              " moved on; commit or reset them: " + moved.status().message());
+  }
+  std::vector<std::string> update = {"update-ref", "-m", "git zipnn commit: follow " + remote, "HEAD", target};
+  if (!head.empty()) update.push_back(head);
+  ZIPNN_RETURN_IF_ERROR(RunOnPaths(update, {}, top).status());
+  // What the new commits brought that this work tree lacks.
+  std::vector<std::string> brought;
+  if (head.empty()) {
+    ZIPNN_ASSIGN_OR_RETURN(brought, GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", target}, top));
+  } else {
+    ZIPNN_ASSIGN_OR_RETURN(brought, GitPaths({"diff-tree", "-r", "-z", "--name-only", "--no-renames",
+                                              "--diff-filter=AM", head, target},
+                                             top));
+  }
+  std::vector<std::string> missing;
+  for (const std::string& path : brought) {
+    struct stat st;
+    if (::lstat((top + "/" + path).c_str(), &st) != 0 && errno == ENOENT) missing.push_back(path);
+  }
+  if (!missing.empty()) {
+    ZIPNN_ASSIGN_OR_RETURN(GitRun wrote, RunGitWith("GIT_ZIPNN_SKIP_SMUDGE=1",
+                                                    {"checkout-index", "-u", "-f", "-z", "--stdin"}, top,
+                                                    NulSeparated(missing)));
+    if (wrote.exit_code != 0) return Status(StatusCode::kGit, "git checkout-index failed: " + wrote.err);
+  }
+  return target;
 }
 
 Status PushHead(const std::string& remote, const std::string& top) {

@@ -34,6 +34,18 @@ Result<std::string> CommitPaths(const std::string& message, const std::vector<st
 // HEAD's commit id; empty on a branch with no commit yet.
 Result<std::string> HeadId(const std::string& top);
 
+// For the clone of a node of a job that commits elsewhere (lib/ops/commit.h):
+// fetches `remote` and moves HEAD's branch to what the remote holds of
+// it (its upstream, else <remote>/<branch>) when HEAD is an ancestor of
+// that. The index follows; the work tree keeps every file it has, and
+// each file the new commits added or changed that it lacks is written,
+// a checkpoint as its pointer (as GIT_ZIPNN_SKIP_SMUDGE leaves it), so
+// that `git status` is clean. The commit now at HEAD; empty when there
+// was nothing to follow (no branch, no such remote branch, HEAD at or
+// ahead of it, or diverged from it). InvalidArgument when the index has
+// changes the move would lose.
+Result<std::string> FollowRemoteBranch(const std::string& remote, const std::string& top);
+
 // `git push <remote> HEAD`, hooks included (so git-zipnn's pre-push
 // sends what the remote's store lacks).
 Status PushHead(const std::string& remote, const std::string& top);

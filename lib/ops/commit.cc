@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -22,6 +24,7 @@
 #include "lib/ops/added.h"
 #include "lib/ops/clean.h"
 #include "lib/ops/filter_start.h"
+#include "lib/remote/remote_store.h"
 #include "lib/remote/select.h"
 #include "lib/remote/transfer.h"
 
@@ -321,11 +324,41 @@ class Round {
   std::string number_;  // the round's, as rank 0 wrote it in `begun`
 };
 
+// git's turn in this repository, held while it lives: one process of any
+// job commits (or moves the clone) at a time, as git's index takes one at
+// a time and a second would fail on its lock.
+class GitTurn {
+ public:
+  static Result<std::unique_ptr<GitTurn>> Take(const std::string& rounds_dir) {
+    ZIPNN_RETURN_IF_ERROR(MakeDirectories(rounds_dir));
+    const std::string path = rounds_dir + "/git.lock";
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return IoError(path + ": cannot open");
+    std::unique_ptr<GitTurn> turn(new GitTurn(fd));
+    int locked;
+    while ((locked = FsLock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    if (locked != 0) return IoError(path + ": cannot lock");
+    return turn;
+  }
+  ~GitTurn() { ::close(fd_); }
+  GitTurn(const GitTurn&) = delete;
+  GitTurn& operator=(const GitTurn&) = delete;
+
+ private:
+  explicit GitTurn(int fd) : fd_(fd) {}
+  const int fd_;
+};
+
 // Stores `files` as clean would (one after the other, each with every
 // core) and notes each for the `git add` that records them (added.h);
-// with `remote`, also sends their objects there. Adds to `done`.
+// with `remote`, also sends their objects there. With `publish_turns`
+// (where GitTurn is taken) their objects are then made findable there
+// (the map of a Git LFS host, the listings), one rank of this clone at a
+// time, since each updates the clone's refs; else the push of the commit
+// makes them so. Adds to `done`.
 Status StoreFiles(Context& context, const std::vector<std::string>& files, const std::string& parent,
-                  const std::string& remote, Committed& done) {
+                  const std::string& remote, const std::string& publish_turns, Committed& done) {
   if (files.empty()) return OkStatus();
   ZIPNN_ASSIGN_OR_RETURN(FilterStart start, StartFilter(context, [](const std::string& said) {
                            std::fprintf(stderr, "git-zipnn: %s\n", said.c_str());
@@ -352,6 +385,7 @@ Status StoreFiles(Context& context, const std::vector<std::string>& files, const
     if (!pointer.ok()) continue;  // plain text kept as it is: nothing stored
     done.stored.push_back(file);
     done.stored_bytes += pointer->size;
+    done.pointers.push_back({file, text.substr(0, text.find('\n'))});
     ZIPNN_ASSIGN_OR_RETURN(std::string blob, git::PointerBlob(text));
     found.pointers.emplace_back(*pointer, git::Place{"the index", file, blob});
   }
@@ -362,7 +396,122 @@ Status StoreFiles(Context& context, const std::vector<std::string>& files, const
   }
   if (remote.empty() || found.pointers.empty()) return OkStatus();
   ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
-  return remote::PushPointers(store, *settings, remote, found, /*publish=*/false).status();
+  ZIPNN_RETURN_IF_ERROR(remote::PushPointers(store, *settings, remote, found, /*publish=*/false).status());
+  if (publish_turns.empty()) return OkStatus();
+  ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<GitTurn> turn, GitTurn::Take(publish_turns));
+  // The objects are there: this sends none again, only what finds them.
+  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred sent, remote::PushPointers(store, *settings, remote, found));
+  if (!sent.listings.ok()) {
+    std::fprintf(stderr, "git-zipnn: warning: the tensor listings did not reach %s: %s\n", remote.c_str(),
+                 sent.listings.message().c_str());
+  }
+  return OkStatus();
+}
+
+// Whether `path` (from the top, as a pointer list names it) is a file of
+// the save at `saves`, and nowhere git-zipnn must not write: no absolute
+// path, no "." or ".." or empty part, nothing in a .git folder.
+bool InSave(const std::string& path, const std::vector<std::string>& saves) {
+  if (path.empty() || path[0] == '/') return false;
+  for (size_t at = 0; at <= path.size();) {
+    size_t end = path.find('/', at);
+    if (end == std::string::npos) end = path.size();
+    const std::string part = path.substr(at, end - at);
+    if (part.empty() || part == "." || part == ".." || part == ".git") return false;
+    at = end + 1;
+  }
+  return std::any_of(saves.begin(), saves.end(), [&](const std::string& save) {
+    return save == "." || path == save || (path.size() > save.size() && path.compare(0, save.size(), save) == 0 &&
+                                           path[save.size()] == '/');
+  });
+}
+
+// The files of pointer lists (PointerListText), in order.
+Result<std::vector<StoredFile>> ParsePointerLists(const std::vector<std::string>& lists) {
+  std::vector<StoredFile> files;
+  for (const std::string& list : lists) {
+    for (size_t at = 0; at < list.size();) {
+      size_t end = list.find('\n', at);
+      if (end == std::string::npos) end = list.size();
+      const std::string line = list.substr(at, end - at);
+      at = end + 1;
+      const size_t tab = line.find('\t');
+      if (tab == std::string::npos || tab + 1 == line.size()) {
+        return InvalidArgument("\"" + line.substr(0, 200) +
+                               "\" is no line of a pointer list (\"<pointer><TAB><path>\", as `git zipnn commit "
+                               "--store-only` prints)");
+      }
+      files.push_back({line.substr(tab + 1), line.substr(0, tab)});
+    }
+  }
+  return files;
+}
+
+// Writes each file another node stored into the work tree as its pointer,
+// for the `git add` that commits it, once `remote`'s store is shown to
+// hold every one: each must be a tracked file of the save at `saves`,
+// named once, and no file of this work tree (unless it is that pointer
+// already: a commit tried again).
+Status PlaceStoredElsewhere(Context& context, const std::vector<StoredFile>& elsewhere,
+                            const std::vector<std::string>& saves, const std::string& remote, const std::string& top) {
+  if (elsewhere.empty()) return OkStatus();
+  if (remote.empty()) {
+    return InvalidArgument("files stored on other nodes reach this clone only through the remote's store, and "
+                           "this commit has no remote: commit them with --push");
+  }
+  std::map<std::string, std::string> named;
+  std::vector<ContentId> ids;
+  std::vector<std::string> paths;
+  for (const StoredFile& f : elsewhere) {
+    Result<store::Pointer> pointer = store::ParsePointer(f.pointer + "\n");
+    if (!pointer.ok()) {
+      return InvalidArgument("a pointer list names " + f.path + " as \"" + f.pointer.substr(0, 200) +
+                             "\", which is no pointer");
+    }
+    if (!InSave(f.path, saves)) {
+      return InvalidArgument("a pointer list names " + f.path + ", which is no file of the save committed here");
+    }
+    const auto [it, fresh] = named.emplace(f.path, f.pointer);
+    if (!fresh && it->second != f.pointer) {
+      return InvalidArgument(f.path + " was stored on two nodes as two versions (" + it->second + "; " + f.pointer +
+                             "): give each file of a save to one rank");
+    }
+    if (!fresh) continue;
+    ids.push_back(pointer->id);
+    paths.push_back(f.path);
+  }
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> tracked, git::TrackedByZipnn(paths, top));
+  const std::set<std::string> is_tracked(tracked.begin(), tracked.end());
+  for (const std::string& path : paths) {
+    if (!is_tracked.count(path)) {
+      return InvalidArgument(path + " was stored on another node, but git-zipnn does not track it here: track the "
+                             "same patterns in every clone (.gitattributes, committed)");
+    }
+  }
+  ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
+  ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<remote::RemoteStore> store,
+                         remote::OpenRemoteStore(*settings, remote));
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<bool> held, store->Has(ids));
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (i < held.size() && held[i]) continue;
+    return NotFound(paths[i] + " was stored on another node as " + ids[i].Hex() + ", but " + store->where() +
+                    " does not hold its object: that node's push has not finished; commit again once it has");
+  }
+  for (const std::string& path : paths) {
+    const std::string text = named[path] + "\n";
+    struct stat st;
+    if (::lstat(path.c_str(), &st) == 0) {
+      if (ReadSmallFile(path, text.size()) == text) continue;
+      return InvalidArgument(path + " is a file of this work tree, and another node stored it too: give each file "
+                             "of a save to one rank");
+    }
+    const std::string folder = fs::path(path).parent_path().string();
+    if (!folder.empty()) ZIPNN_RETURN_IF_ERROR(MakeDirectories(folder));
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path, /*overwrite=*/false));
+    ZIPNN_RETURN_IF_ERROR(file.Append(text.data(), text.size()));
+    ZIPNN_RETURN_IF_ERROR(file.CommitUnsynced());
+  }
+  return OkStatus();
 }
 
 // git's part, for the one process that does it: stage the save and
@@ -372,18 +521,7 @@ Status StoreFiles(Context& context, const std::vector<std::string>& files, const
 Result<std::string> CommitStaged(const std::vector<std::string>& saved, const std::string& message,
                                  const std::string& parent, const std::string& remote, const std::string& top,
                                  const std::string& rounds_dir) {
-  ZIPNN_RETURN_IF_ERROR(MakeDirectories(rounds_dir));
-  const std::string lock_path = rounds_dir + "/git.lock";
-  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock < 0) return IoError(lock_path + ": cannot open");
-  struct Unlock {
-    int fd;
-    ~Unlock() { ::close(fd); }
-  } unlock{lock};
-  int locked;
-  while ((locked = FsLock(lock, LOCK_EX)) != 0 && errno == EINTR) {
-  }
-  if (locked != 0) return IoError(lock_path + ": cannot lock");
+  ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<GitTurn> turn, GitTurn::Take(rounds_dir));
   std::vector<std::string> paths = saved;
   for (const std::string& path : saved) {
     ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> gone, GoneBeside(path, top));
@@ -472,14 +610,44 @@ Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
   }
   // From here on paths are from the top, where git's filter runs too.
   if (::chdir(top.c_str()) != 0) return IoError(top + ": cannot go there");
+  Committed done;
+  if (request.follow_only) {
+    ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
+    ZIPNN_ASSIGN_OR_RETURN(const std::string remote, remote::DefaultRemote(*settings));
+    ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<GitTurn> turn, GitTurn::Take(rounds_dir));
+    ZIPNN_RETURN_IF_ERROR(git::FollowRemoteBranch(remote, top).status());
+    ZIPNN_ASSIGN_OR_RETURN(done.commit, git::HeadId(top));
+    return done;
+  }
   const std::string message = MessageFor(request, request.paths);
   Result<Prepared> prepared = Prepare(context, request, paths, parent, rank_files, top);
-  Committed done;
+  if (request.store_only) {
+    ZIPNN_RETURN_IF_ERROR(prepared.status());
+    if (prepared->remote.empty()) {
+      return InvalidArgument("--store-only sends this rank's objects to the remote's store for the rank that "
+                             "commits: add --push");
+    }
+    {
+      // After the save before this one, so that each file is stored as
+      // what follows its last version.
+      ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<GitTurn> turn, GitTurn::Take(rounds_dir));
+      ZIPNN_RETURN_IF_ERROR(git::FollowRemoteBranch(prepared->remote, top).status());
+    }
+    ZIPNN_RETURN_IF_ERROR(
+        StoreFiles(context, prepared->mine, prepared->parent, prepared->remote, rounds_dir, done));
+    return done;
+  }
   if (request.world_size == 1) {
     ZIPNN_RETURN_IF_ERROR(prepared.status());
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<StoredFile> elsewhere, ParsePointerLists(request.stored_elsewhere));
+    ZIPNN_RETURN_IF_ERROR(PlaceStoredElsewhere(context, elsewhere, paths, prepared->remote, top));
     ZIPNN_ASSIGN_OR_RETURN(done.commit,
                            CommitStaged(paths, message, prepared->parent, prepared->remote, top, rounds_dir));
     return done;
+  }
+  if (!request.stored_elsewhere.empty()) {
+    return InvalidArgument("files stored on other nodes are committed by one process, not a round of ranks: "
+                           "run it without --rank and --world-size");
   }
   // A round of a distributed save, named alike on every rank. What a rank
   // could not do goes through the round, so that every rank hears of it.
@@ -490,7 +658,7 @@ Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
               request.timeout_seconds);
   ZIPNN_RETURN_IF_ERROR(round.Begin());
   const Status stored = prepared.ok()
-                            ? StoreFiles(context, prepared->mine, prepared->parent, prepared->remote, done)
+                            ? StoreFiles(context, prepared->mine, prepared->parent, prepared->remote, "", done)
                             : prepared.status();
   if (request.rank != 0) {
     ZIPNN_ASSIGN_OR_RETURN(std::string outcome, round.AwaitOutcome(stored));
@@ -509,6 +677,17 @@ Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
   round.End();
   ZIPNN_ASSIGN_OR_RETURN(done.commit, std::move(commit));
   return done;
+}
+
+Result<std::string> PointerListText(const std::vector<StoredFile>& files) {
+  std::string text;
+  for (const StoredFile& f : files) {
+    if (f.path.find_first_of("\t\n") != std::string::npos) {
+      return InvalidArgument("\"" + f.path + "\" has a tab or a newline in its name, which no pointer list can carry");
+    }
+    text += f.pointer + "\t" + f.path + "\n";
+  }
+  return text;
 }
 
 }  // namespace zipnn::ops

@@ -293,25 +293,40 @@ def analyze(*paths, rev=None, against="previous", base_interval=None, tensors=No
     return {key: pandas.DataFrame(rows).convert_dtypes() for key, rows in tables.items()}
 
 
-def _job_ranks(asked):
-    """(rank, world size) of the torch.distributed job this process is a
-    rank of, once every rank has come here (so that every rank has saved
-    its files before any lists them); None outside such a job. Without an
-    initialized process group, torchrun's RANK and WORLD_SIZE are left to
-    git-zipnn.
+def _job_ranks(asked, top):
+    """(rank, world size, clones) of the torch.distributed job this process
+    is a rank of, once every rank has come here (so that every rank has
+    saved its files before any lists them); None outside such a job.
+    Without an initialized process group, torchrun's RANK and WORLD_SIZE
+    are left to git-zipnn. `clones` holds, for each rank, the ranks whose
+    repository is the same as its own (one machine, or a shared file
+    system): each rank leaves a file of its own in its repository's
+    .git/zipnn/commit/ and looks for the others'.
 
     `asked` is what this rank was asked to commit; every rank must ask for
     the same. If they differ (a rank naming its own shard instead of the
     save's folder), every rank raises ValueError at once, where each would
     otherwise wait for the others for git-zipnn's --timeout."""
     import sys
+    import uuid
 
     dist = getattr(sys.modules.get("torch"), "distributed", None)
     if dist is None or not dist.is_available() or not dist.is_initialized():
         return None
     rank, world = dist.get_rank(), dist.get_world_size()
-    every = [None] * world
-    dist.all_gather_object(every, asked)  # waits for every rank, as a barrier
+    meeting = os.path.join(top, _git(["rev-parse", "--git-common-dir"], top).strip(), "zipnn", "commit")
+    os.makedirs(meeting, exist_ok=True)
+    mark = os.path.join(meeting, f"probe-{uuid.uuid4().hex}")
+    open(mark, "w").close()
+    try:
+        every = [None] * world
+        dist.all_gather_object(every, (asked, os.path.basename(mark)))  # waits for every rank, as a barrier
+        sees = [r for r, (_, name) in enumerate(every) if os.path.exists(os.path.join(meeting, name))]
+        clones = [None] * world
+        dist.all_gather_object(clones, sees)  # once every rank has looked
+    finally:
+        os.remove(mark)
+    every = [a for a, _ in every]
     if any(a != every[0] for a in every):
         differ = [i for i in range(len(asked)) if len({a[i] for a in every}) > 1]
         ranks_of = {}
@@ -319,8 +334,6 @@ def _job_ranks(asked):
             ranks_of.setdefault(a, []).append(r)
 
         def shown(key, value):
-            if key in ("path", "parent") and value is not None:
-                value = os.path.relpath(value)
             return f"{key} {value!r}"
 
         groups = list(ranks_of.items())
@@ -332,7 +345,55 @@ def _job_ranks(asked):
             f"git_zipnn.commit_checkpoint: the {world} ranks of this job asked for different commits ({told}). "
             "Call it on every rank with the same path (the save's folder), step, message, parent and push, and "
             "name the files each rank wrote with rank_files=.")
-    return rank, world
+    return rank, world, clones
+
+
+def _commit_across_clones(dist, rank, clones, args, rank_files, top, rel):
+    """commit_checkpoint on a rank of a job whose nodes each have a clone
+    of their own: each rank stores its files in its clone and sends their
+    objects to the remote's store (`git zipnn commit --store-only`), rank
+    0 commits them all (`--pointers`), and every rank returns its commit."""
+    world = len(clones)
+    mine = clones[rank]
+    store = ["commit", "--store-only", "--push", f"--rank={mine.index(rank)}", f"--world-size={len(mine)}"]
+    store += [a for a in args[1:] if a.startswith("--parent=")]
+    store += [f"--rank-file={os.path.abspath(f)}" for f in rank_files or []]
+    try:
+        stored = (True, _zipnn(store + ["--", rel], top).decode())
+    except GitZipnnError as e:
+        stored = (False, str(e))
+    every = [None] * world
+    dist.all_gather_object(every, stored)
+    failed = [(r, said) for r, (ok, said) in enumerate(every) if not ok]
+    outcome = None
+    if failed:
+        outcome = (False, f"rank {failed[0][0]} could not store its files: {failed[0][1]}")
+    elif rank == 0:
+        # Files rank 0's clone holds are committed from there.
+        here = {line.split("\t", 1)[1] for r in clones[0] for line in every[r][1].splitlines()}
+        lines = "".join(line + "\n" for r in range(world) if r not in clones[0]
+                        for line in every[r][1].splitlines() if line.split("\t", 1)[1] not in here)
+        try:
+            commit = _run([_binary()] + args + ["--rank=0", "--world-size=1", "--pointers=-", "--", rel], top,
+                          stdin=lines.encode()).decode().strip()
+            outcome = (True, commit or None)
+        except GitZipnnError as e:
+            outcome = (False, f"rank 0 did not commit: {e}")
+    said = [outcome]
+    dist.broadcast_object_list(said, src=0)
+    ok, what = said[0]
+    if not ok:
+        raise GitZipnnError(what)
+    if rank not in clones[0] and rank == mine[0]:
+        # This clone moves to the commit too, its files kept.
+        try:
+            _zipnn(["commit", "--follow", "--", rel], top)
+        except GitZipnnError as e:
+            import sys
+
+            print(f"git_zipnn.commit_checkpoint: warning: {top} stays at the commit before {what}: {e}",
+                  file=sys.stderr)
+    return what
 
 
 def commit_checkpoint(path, step=None, message=None, parent=None, push=False, rank_files=None):
@@ -356,7 +417,10 @@ def commit_checkpoint(path, step=None, message=None, parent=None, push=False, ra
     its share of the folder's files) at the same time as the others, and
     with push=True sends their objects to the remote's store; rank 0
     commits once all have stored, and every rank returns that commit's id
-    (`git zipnn commit`, docs/commands/commit.md)."""
+    (`git zipnn commit`, docs/commands/commit.md). Nodes that share no
+    file system each save into a clone of their own: then (push=True)
+    every rank's objects meet in the remote's store, rank 0 commits all
+    files, and each other clone moves to that commit (docs/python.md)."""
     top, rel = _place(path)
     args = ["commit"]
     if step is not None:
@@ -367,10 +431,20 @@ def commit_checkpoint(path, step=None, message=None, parent=None, push=False, ra
         args.append(f"--parent={os.path.abspath(parent)}")
     if push:
         args.append("--push")
-    asked = (("path", os.path.abspath(path)), ("step", None if step is None else int(step)),
-             ("message", message), ("parent", None if parent is None else os.path.abspath(parent)),
+    # From the top of the work tree: each node's clone may be elsewhere.
+    asked = (("path", rel), ("step", None if step is None else int(step)), ("message", message),
+             ("parent", None if parent is None else os.path.relpath(os.path.abspath(parent), top)),
              ("push", bool(push)))
-    ranks = _job_ranks(asked)
+    ranks = _job_ranks(asked, top)
+    if ranks is not None and any(len(c) < ranks[1] for c in ranks[2]):
+        if not push:
+            raise ValueError(
+                f"git_zipnn.commit_checkpoint: the {ranks[1]} ranks of this job see {len(set(map(tuple, ranks[2])))} "
+                "repositories (nodes that share no file system), so their files can meet only in the remote's "
+                "store: call it with push=True")
+        import torch.distributed as dist
+
+        return _commit_across_clones(dist, ranks[0], ranks[2], args, rank_files, top, rel)
     if ranks is not None:
         args += [f"--rank={ranks[0]}", f"--world-size={ranks[1]}"]
     for f in rank_files or []:

@@ -64,7 +64,9 @@ for save in range(1, saves + 1):
     if rank == 0:
         with open(os.path.join(folder, "trainer_state.json"), "w") as f:
             json.dump({"global_step": save * 20}, f)
-        # save_total_limit=2: the oldest save goes as the new one is made
+    if int(os.environ["LOCAL_RANK"]) == 0:
+        # save_total_limit=2: the oldest save goes as the new one is made,
+        # on each node
         old = os.path.join(out, f"checkpoint-{(save - 2) * 20}")
         if save > 2:
             for name in os.listdir(old):
@@ -122,18 +124,22 @@ class Job(unittest.TestCase):
         return done.stdout.decode()
 
 
-class DistributedSaveTest(Job):
+class Launch:
+    """A job of WORLD ranks, one process each, that trains and saves
+    SAVES times (WORKER)."""
     WORLD = 3
     SAVES = 4
 
-    def run_job(self):
+    def run_job(self, repo_of=lambda rank: "repo", local_rank=lambda rank: rank):
+        """Runs the job, each rank saving into the clone repo_of(rank);
+        each rank's manifest (its files' hashes and its commits)."""
         port = free_port()
         manifest = os.path.join(self.root, "manifest")
         ranks = []
         for rank in range(self.WORLD):
-            env = dict(self.env, RANK=str(rank), WORLD_SIZE=str(self.WORLD), LOCAL_RANK=str(rank),
+            env = dict(self.env, RANK=str(rank), WORLD_SIZE=str(self.WORLD), LOCAL_RANK=str(local_rank(rank)),
                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-            ranks.append(subprocess.Popen([sys.executable, "-c", WORKER, os.path.join(self.root, "repo", "out"),
+            ranks.append(subprocess.Popen([sys.executable, "-c", WORKER, os.path.join(self.root, repo_of(rank), "out"),
                                            str(self.SAVES), manifest], env=env, stderr=subprocess.PIPE))
         said = [p.communicate(timeout=540)[1].decode() for p in ranks]
         for rank, p in enumerate(ranks):
@@ -144,11 +150,11 @@ class DistributedSaveTest(Job):
                 results.append(json.load(f))
         return results
 
-    def test_every_rank_stores_its_shards_and_one_commits(self):
-        results = self.run_job()
-        repo = os.path.join(self.root, "repo")
-        # Every rank got the same commit for each save, and there is one
-        # commit per save on top of the first.
+    def check_saves(self, results, repo):
+        """Every rank got the same commit for each save, one commit per
+        save on top of the first; each holds every rank's two files (and
+        rank 0's trainer_state.json) and drops the save two before it
+        whole. The commits in order."""
         commits = results[0]["commits"]
         self.assertEqual(len(set(commits)), self.SAVES)
         for r in results:
@@ -157,8 +163,6 @@ class DistributedSaveTest(Job):
         self.assertEqual(log[:self.SAVES], commits[::-1])
         self.assertEqual(len(log), self.SAVES + 1)
         self.assertEqual(self.sh("git status --porcelain", cwd=repo), "")
-        # Each save's commit holds every rank's two files (and rank 0's
-        # trainer_state.json), and drops the save two before it whole.
         for save, commit in enumerate(commits, start=1):
             changed = self.sh(f"git show --no-renames --name-status --format= {commit}", cwd=repo).split("\n")
             added = sorted(line.split("\t")[1] for line in changed if line.startswith("A\t"))
@@ -166,14 +170,10 @@ class DistributedSaveTest(Job):
             self.assertTrue(all(a.startswith(f"out/checkpoint-{save * 20}/") for a in added), added)
             removed = [line for line in changed if line.startswith("D\t")]
             self.assertEqual(len(removed), 2 * self.WORLD + 1 if save > 2 else 0, changed)
-        # The ranks stored their files before git add: every checkpoint
-        # file has its note, and git's add only checked them.
-        notes = os.listdir(os.path.join(repo, ".git", "zipnn", "added"))
-        self.assertEqual(len(notes), 2 * self.WORLD * self.SAVES)
-        self.assertEqual(os.listdir(os.path.join(repo, ".git", "zipnn", "commit")), ["git.lock"])
-        # A fresh clone gives back every save, bit for bit.
-        self.sh("git clone -q -c remote.origin.zipnnurl=../objects origin.git clone")
-        clone = os.path.join(self.root, "clone")
+        return commits
+
+    def check_clone(self, results, commits, clone):
+        """The fresh clone `clone` gives back every save, bit for bit."""
         self.sh("git zipnn fsck --all >/dev/null", cwd=clone)
         hashes = {}
         for r in results:
@@ -185,6 +185,21 @@ class DistributedSaveTest(Job):
                 at, rel = key.split(":", 1)
                 if int(at) == save:
                     self.assertEqual(sha256(os.path.join(clone, "out", rel)), digest, key)
+
+
+class DistributedSaveTest(Launch, Job):
+    def test_every_rank_stores_its_shards_and_one_commits(self):
+        results = self.run_job()
+        repo = os.path.join(self.root, "repo")
+        commits = self.check_saves(results, repo)
+        # The ranks stored their files before git add: every checkpoint
+        # file has its note, and git's add only checked them.
+        notes = os.listdir(os.path.join(repo, ".git", "zipnn", "added"))
+        self.assertEqual(len(notes), 2 * self.WORLD * self.SAVES)
+        self.assertEqual(os.listdir(os.path.join(repo, ".git", "zipnn", "commit")), ["git.lock"])
+        # A fresh clone gives back every save, bit for bit.
+        self.sh("git clone -q -c remote.origin.zipnnurl=../objects origin.git clone")
+        self.check_clone(results, commits, os.path.join(self.root, "clone"))
 
 
 MISMATCHED = r'''
@@ -394,10 +409,9 @@ class CommandLineRanksTest(Ranks, Job):
         self.assertEqual(os.listdir(os.path.join(repo, ".git", "zipnn", "commit")), ["git.lock"])
 
 
-class GitLfsHostTest(Ranks, Job):
-    """The ranks of a job push to a Git LFS host (tests/lfs_server.py, first
-    shown to answer Debian's git-lfs as a host does): each sends its own
-    objects, rank 0 the commit and the object map."""
+class LfsHostJob(Job):
+    """A repository whose remote is a Git LFS host (tests/lfs_server.py,
+    first shown to answer Debian's git-lfs as a host does)."""
 
     def setUp(self):
         self.make_home()
@@ -425,8 +439,13 @@ class GitLfsHostTest(Ranks, Job):
                 f"git add . && git commit -qm lfs && git push -q {self.url}/lfs.git main && cd .. && "
                 f"git clone -q {self.url}/lfs.git lfs-clone && cmp lfs/a.bin lfs-clone/a.bin && "
                 f"git init -q repo && cd repo && git remote add origin {self.url}/team.git && "
-                f"git zipnn track '*.safetensors' >/dev/null && git add .gitattributes && git commit -qm track && "
-                f"git push -q -u origin main")
+                f"git zipnn track '*.safetensors' '*.pt' >/dev/null && git add .gitattributes && "
+                f"git commit -qm track && git push -q -u origin main")
+
+
+class GitLfsHostTest(Ranks, LfsHostJob):
+    """The ranks of a job push to a Git LFS host: each sends its own
+    objects, rank 0 the commit and the object map."""
 
     def test_every_rank_sends_its_objects_and_rank_0_the_commit(self):
         repo = os.path.join(self.root, "repo")
@@ -440,6 +459,109 @@ class GitLfsHostTest(Ranks, Job):
         self.assertIn("refs/zipnn/objects", self.sh("git ls-remote origin", cwd=repo))
         self.sh(f"git clone -q {self.url}/team.git clone && cd clone && git zipnn fsck --all >/dev/null && "
                 f"for f in out/s1/* out/s2/*; do cmp $f ../repo/$f; done")
+
+
+
+class ClonePerNodeTest(Launch, LfsHostJob):
+    """A job on two nodes that share no file system: ranks 0 and 1 save
+    into one clone, rank 2 into a clone of its own, and every object
+    meets in the Git LFS host's store."""
+    SAVES = 3
+
+    def test_each_node_stores_its_files_in_its_clone_and_rank_0_commits_them_all(self):
+        self.sh(f"git clone -q {self.url}/team.git node2")
+        results = self.run_job(repo_of=lambda r: "node2" if r == 2 else "repo",
+                               local_rank=lambda r: 0 if r == 2 else r)
+        repo, node2 = os.path.join(self.root, "repo"), os.path.join(self.root, "node2")
+        commits = self.check_saves(results, repo)
+        self.assertEqual(self.sh("git ls-remote origin refs/heads/main", cwd=repo).split()[0], commits[-1])
+        # The other node's clone is at the last commit too, its own files
+        # as saved, the other checkpoints as pointers (rank 0's
+        # trainer_state.json as it is), with nothing to commit.
+        self.assertEqual(self.sh("git rev-parse HEAD", cwd=node2).strip(), commits[-1])
+        self.assertEqual(self.sh("git status --porcelain", cwd=node2), "")
+        last = os.path.join("out", f"checkpoint-{self.SAVES * 20}")
+        hashes = results[2]["hashes"]
+        for name in os.listdir(os.path.join(node2, last)):
+            if name == "trainer_state.json":
+                continue
+            key = f"{self.SAVES}:{os.path.relpath(os.path.join(last, name), 'out')}"
+            with open(os.path.join(node2, last, name), "rb") as f:
+                head = f.read(20)
+            self.assertEqual(key in hashes, head != b"git-zipnn pointer 2 ", name)
+        # Rank 2's clone placed each save after the one before it (a
+        # clone left where it was would see no earlier version).
+        shard = os.path.join(last, f"model-00003-of-00003.safetensors")
+        kinds = {v["subject"]: v["kind"] for v in json.loads(self.sh(f"git zipnn log --series --json -- {shard}",
+                                                                     cwd=node2))}
+        self.assertEqual(kinds["checkpoint at step 40"], "delta", kinds)
+        # Rank 0's clone holds rank 2's files as pointers until a pull.
+        self.assertIn("git zipnn pull writes them", self.sh("git zipnn status", cwd=repo))
+        self.sh("git zipnn pull >/dev/null 2>&1", cwd=repo)
+        self.assertEqual(sha256(os.path.join(repo, shard)), hashes[f"{self.SAVES}:{os.path.relpath(shard, 'out')}"])
+        self.sh(f"git clone -q {self.url}/team.git clone")
+        self.check_clone(results, commits, os.path.join(self.root, "clone"))
+
+
+class PointerListTest(Job):
+    """`git zipnn commit --store-only` on one node's clone and
+    `--pointers` where the commit is made: a list is trusted for nothing."""
+
+    def test_a_pointer_list_names_only_files_of_the_save_that_the_remote_holds(self):
+        repo = os.path.join(self.root, "repo")
+        self.sh("git clone -q -c remote.origin.zipnnurl=../objects origin.git node")
+        node = os.path.join(self.root, "node")
+        data = os.path.join(os.getcwd(), "tests", "data", "cnn-bf16")
+        first, second = sorted(os.listdir(data))[:2]
+        for clone, name in ((repo, first), (node, second)):
+            os.makedirs(os.path.join(clone, "out", "s1"))
+            shutil.copyfile(os.path.join(data, name), os.path.join(clone, "out", "s1", name))
+        refused = subprocess.run(["git", "zipnn", "commit", "--store-only", "out/s1"], cwd=node, env=self.env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(refused.returncode, 1)
+        self.assertIn("--store-only sends this rank's objects to the remote's store", refused.stderr.decode())
+        listed = self.sh("git zipnn commit --store-only --push out/s1", cwd=node)
+        pointer, path = listed.rstrip("\n").split("\t")
+        self.assertEqual(path, f"out/s1/{second}")
+        self.assertTrue(pointer.startswith("git-zipnn pointer 2 "))
+        forged = pointer[:-len(" safetensors") - 32] + "0" * 32 + " safetensors"
+
+        def commit(text):
+            return subprocess.run(["git", "zipnn", "commit", "--push", "--pointers=-", "out/s1"], cwd=repo,
+                                  env=self.env, input=text.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+        for text, said in ((f"{pointer}\tout/s2/{second}\n", "which is no file of the save committed here"),
+                           (f"{pointer}\t.git/config\n", "which is no file of the save committed here"),
+                           (f"{pointer}\tout/s1/../../.git/x.safetensors\n", "which is no file of the save"),
+                           (f"{pointer}\tout/s1/{first}\n", "is a file of this work tree, and another node"),
+                           (f"{pointer}\tout/s1/a.txt\n", "git-zipnn does not track it here"),
+                           (f"not a pointer\tout/s1/{second}\n", "which is no pointer"),
+                           (f"{pointer}\n", "is no line of a pointer list"),
+                           (f"{forged}\tout/s1/{second}\n", "does not hold its object")):
+            done = commit(text)
+            self.assertEqual(done.returncode, 1, text)
+            self.assertIn(said, done.stderr.decode(), text)
+            self.assertEqual(self.sh("git rev-list --count HEAD", cwd=repo), "1\n")
+            self.assertFalse(os.path.exists(os.path.join(repo, "out", "s1", second)), text)
+        # The list as printed: both files go in one commit, and a fresh
+        # clone gives both back.
+        done = commit(listed)
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        head = done.stdout.decode().strip()
+        self.assertEqual(self.sh("git ls-tree --name-only HEAD out/s1/", cwd=repo).split(),
+                         [f"out/s1/{first}", f"out/s1/{second}"])
+        # The node's next store moves its clone to that commit first; its
+        # file of s1 stays, the other is written as its pointer.
+        third = sorted(os.listdir(data))[2]
+        os.makedirs(os.path.join(node, "out", "s2"))
+        shutil.copyfile(os.path.join(data, third), os.path.join(node, "out", "s2", third))
+        self.sh("git zipnn commit --store-only --push out/s2", cwd=node)
+        self.assertEqual(self.sh("git rev-parse HEAD", cwd=node).strip(), head)
+        self.assertEqual(self.sh("git status --porcelain", cwd=node), "?? out/s2/\n")
+        self.assertEqual(self.sh(f"head -c 20 out/s1/{first}", cwd=node), "git-zipnn pointer 2 ")
+        self.sh("git clone -q -c remote.origin.zipnnurl=../objects origin.git clone")
+        for clone, name in ((repo, first), (node, second)):
+            self.sh(f"cmp out/s1/{name} {clone}/out/s1/{name}", cwd=os.path.join(self.root, "clone"))
 
 
 if __name__ == "__main__":
