@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <set>
 
 #include "lib/git/run.h"
 
@@ -43,6 +44,17 @@ std::vector<std::string> SplitNul(const std::string& text) {
     at = end + 1;
   }
   return parts;
+}
+
+// Whether a folder on the way to `path` (from the top `top`) is a
+// symbolic link: git tracks the link, never what it leads to, so nothing
+// is written through it.
+bool ThroughLink(const std::string& path, const std::string& top) {
+  for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    struct stat st;
+    if (::lstat((top + "/" + path.substr(0, slash)).c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -103,9 +115,13 @@ Result<std::string> HeadId(const std::string& top) {
   return id;
 }
 
-Result<std::string> FollowRemoteBranch(const std::string& remote, const std::string& top) {
+Result<Followed> FollowRemoteBranch(const std::string& remote, const std::string& top) {
+  Followed followed;
   ZIPNN_ASSIGN_OR_RETURN(GitRun branch, RunGit({"symbolic-ref", "-q", "--short", "HEAD"}, top));
-  if (branch.exit_code != 0) return std::string();  // a detached HEAD follows nothing
+  if (branch.exit_code != 0) {
+    followed.stayed = "HEAD is detached: check out the branch the job commits to";
+    return followed;
+  }
   while (!branch.out.empty() && branch.out.back() == '\n') branch.out.pop_back();
   ZIPNN_RETURN_IF_ERROR(RunOnPaths({"fetch", "-q", "--", remote}, {}, top).status());
   std::string target;
@@ -117,45 +133,95 @@ Result<std::string> FollowRemoteBranch(const std::string& remote, const std::str
     }
   }
   ZIPNN_ASSIGN_OR_RETURN(const std::string head, HeadId(top));
-  if (target.empty() || target == head) return std::string();
+  if (target.empty()) {
+    followed.stayed = remote + " has no branch " + branch.out + " to follow";
+    return followed;
+  }
+  if (target == head) return followed;
   if (!head.empty()) {
     ZIPNN_ASSIGN_OR_RETURN(GitRun behind, RunGit({"merge-base", "--is-ancestor", head, target}, top));
-    if (behind.exit_code != 0) return std::string();  // at or ahead of it, or diverged: not ours to move
+    if (behind.exit_code != 0) {
+      followed.stayed = branch.out + " has commits that " + remote + "'s lacks: merge or reset it by hand";
+      return followed;
+    }
   }
-  // The index first: a two-tree read keeps what is staged where the new
-  // commits do not touch it, and refuses (changing nothing) where they do.
-  std::vector<std::string> read = {"read-tree", "-m"};
-  if (!head.empty()) read.push_back(head);
-  read.push_back(target);
-  Result<std::string> moved = RunOnPaths(read, {}, top);
-  if (!moved.ok()) {
-    return InvalidArgument("this clone's index has changes where " + remote + "/" + branch.out +
-                              " moved on; commit or reset them: " + moved.status().message());
+  // Files the work tree changed since HEAD: never written over.
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> changed_here,
+                         GitPaths({"diff-files", "-z", "--name-only", "--no-renames"}, top));
+  const std::set<std::string> local(changed_here.begin(), changed_here.end());
+  // The index follows where the new commits changed it, and nowhere
+  // else; what is staged there would be lost, so that is refused. The
+  // work tree is the node's own: a file it saved that the commits hold is
+  // as they hold it, whatever its stat says (git status compares bytes).
+  if (head.empty()) {
+    Result<std::string> read = RunOnPaths({"read-tree", "-m", target}, {}, top);
+    if (!read.ok()) return InvalidArgument("this clone's index has changes; commit or reset them: " +
+                                           read.status().message());
+  } else {
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> moved,
+                           GitPaths({"diff-tree", "-r", "-z", "--name-only", "--no-renames", head, target}, top));
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> staged,
+                           GitPaths({"diff-index", "--cached", "-z", "--name-only", "--no-renames", head}, top));
+    const std::set<std::string> is_moved(moved.begin(), moved.end());
+    for (const std::string& path : staged) {
+      if (is_moved.count(path)) {
+        return InvalidArgument("this clone has " + path + " staged, and " + remote + "/" + branch.out +
+                               " changed it too; commit or reset it");
+      }
+    }
+    if (!moved.empty()) {
+      ZIPNN_RETURN_IF_ERROR(
+          RunOnPaths({"reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul", target}, moved, top).status());
+    }
   }
   std::vector<std::string> update = {"update-ref", "-m", "git zipnn commit: follow " + remote, "HEAD", target};
   if (!head.empty()) update.push_back(head);
   ZIPNN_RETURN_IF_ERROR(RunOnPaths(update, {}, top).status());
-  // What the new commits brought that this work tree lacks.
-  std::vector<std::string> brought;
+  followed.commit = target;
+  // What the new commits brought or changed, written where the work tree
+  // lacks the file or holds it as HEAD had it.
+  std::vector<std::string> added, changed;
   if (head.empty()) {
-    ZIPNN_ASSIGN_OR_RETURN(brought, GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", target}, top));
+    ZIPNN_ASSIGN_OR_RETURN(added, GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", target}, top));
   } else {
-    ZIPNN_ASSIGN_OR_RETURN(brought, GitPaths({"diff-tree", "-r", "-z", "--name-only", "--no-renames",
-                                              "--diff-filter=AM", head, target},
+    ZIPNN_ASSIGN_OR_RETURN(added, GitPaths({"diff-tree", "-r", "-z", "--name-only", "--no-renames",
+                                            "--diff-filter=A", head, target},
+                                           top));
+    ZIPNN_ASSIGN_OR_RETURN(changed, GitPaths({"diff-tree", "-r", "-z", "--name-only", "--no-renames",
+                                              "--diff-filter=M", head, target},
                                              top));
   }
-  std::vector<std::string> missing;
-  for (const std::string& path : brought) {
-    struct stat st;
-    if (::lstat((top + "/" + path).c_str(), &st) != 0 && errno == ENOENT) missing.push_back(path);
+  // A file the commits added is written only where the work tree has
+  // none (a file there is this node's own save); one they changed also
+  // where it is still as HEAD had it.
+  std::vector<std::string> write;
+  for (const std::vector<std::string>* paths : {&added, &changed}) {
+    for (const std::string& path : *paths) {
+      if (ThroughLink(path, top)) continue;
+      struct stat st;
+      if (::lstat((top + "/" + path).c_str(), &st) != 0) {
+        if (errno == ENOENT) write.push_back(path);
+      } else if (paths == &changed && S_ISREG(st.st_mode) && !local.count(path)) {
+        write.push_back(path);
+      }
+    }
   }
-  if (!missing.empty()) {
+  if (!write.empty()) {
     ZIPNN_ASSIGN_OR_RETURN(GitRun wrote, RunGitWith("GIT_ZIPNN_SKIP_SMUDGE=1",
                                                     {"checkout-index", "-u", "-f", "-z", "--stdin"}, top,
-                                                    NulSeparated(missing)));
+                                                    NulSeparated(write)));
     if (wrote.exit_code != 0) return Status(StatusCode::kGit, "git checkout-index failed: " + wrote.err);
   }
-  return target;
+  return followed;
+}
+
+Result<std::vector<std::string>> IgnoredOf(const std::vector<std::string>& paths, const std::string& top) {
+  if (paths.empty()) return std::vector<std::string>();
+  // Exit 1: none of them is ignored.
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"check-ignore", "-z", "--stdin"}, top,
+                                            NulSeparated(paths)));
+  if (run.exit_code > 1) return Status(StatusCode::kGit, "git check-ignore failed: " + run.err);
+  return SplitNul(run.out.empty() ? run.out : run.out.substr(0, run.out.size() - 1));
 }
 
 Status PushHead(const std::string& remote, const std::string& top) {

@@ -37,14 +37,21 @@ Result<std::string> HeadId(const std::string& top);
 // For the clone of a node of a job that commits elsewhere (lib/ops/commit.h):
 // fetches `remote` and moves HEAD's branch to what the remote holds of
 // it (its upstream, else <remote>/<branch>) when HEAD is an ancestor of
-// that. The index follows; the work tree keeps every file it has, and
-// each file the new commits added or changed that it lacks is written,
-// a checkpoint as its pointer (as GIT_ZIPNN_SKIP_SMUDGE leaves it), so
-// that `git status` is clean. The commit now at HEAD; empty when there
-// was nothing to follow (no branch, no such remote branch, HEAD at or
-// ahead of it, or diverged from it). InvalidArgument when the index has
-// changes the move would lose.
-Result<std::string> FollowRemoteBranch(const std::string& remote, const std::string& top);
+// that. The index follows. Of the files the new commits added or
+// changed, those the work tree lacks, and those it holds as HEAD had
+// them, are written (a checkpoint as its pointer, as
+// GIT_ZIPNN_SKIP_SMUDGE leaves it); files changed here stay as they are,
+// and nothing is written through a folder that is a symbolic link.
+// InvalidArgument when the index has changes the move would lose.
+struct Followed {
+  std::string commit;  // what HEAD moved to; empty when it stayed
+  std::string stayed;  // why it stayed, when there was somewhere to go or something amiss
+};
+Result<Followed> FollowRemoteBranch(const std::string& remote, const std::string& top);
+
+// Those of `paths` (from the top, none of them tracked) that git's
+// ignore rules leave out of `git add`.
+Result<std::vector<std::string>> IgnoredOf(const std::vector<std::string>& paths, const std::string& top);
 
 // `git push <remote> HEAD`, hooks included (so git-zipnn's pre-push
 // sends what the remote's store lacks).

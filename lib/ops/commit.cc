@@ -408,6 +408,13 @@ Status StoreFiles(Context& context, const std::vector<std::string>& files, const
   return OkStatus();
 }
 
+// Whether the file at `path` is a pointer: on a node's clone, another
+// node's file as --follow wrote it.
+bool IsPointerFile(const std::string& path) {
+  const std::optional<std::string> text = ReadSmallFile(path, store::kMaxPointerBytes);
+  return text && store::ParsePointer(*text).ok();
+}
+
 // Whether `path` (from the top, as a pointer list names it) is a file of
 // the save at `saves`, and nowhere git-zipnn must not write: no absolute
 // path, no "." or ".." or empty part, nothing in a .git folder.
@@ -433,8 +440,10 @@ Result<std::vector<StoredFile>> ParsePointerLists(const std::vector<std::string>
     for (size_t at = 0; at < list.size();) {
       size_t end = list.find('\n', at);
       if (end == std::string::npos) end = list.size();
-      const std::string line = list.substr(at, end - at);
+      std::string line = list.substr(at, end - at);
       at = end + 1;
+      if (!line.empty() && line.back() == '\r') line.pop_back();  // a list that went through Windows
+      if (line.empty()) continue;
       const size_t tab = line.find('\t');
       if (tab == std::string::npos || tab + 1 == line.size()) {
         return InvalidArgument("\"" + line.substr(0, 200) +
@@ -497,17 +506,40 @@ Status PlaceStoredElsewhere(Context& context, const std::vector<StoredFile>& els
     return NotFound(paths[i] + " was stored on another node as " + ids[i].Hex() + ", but " + store->where() +
                     " does not hold its object: that node's push has not finished; commit again once it has");
   }
+  // Every file checked before any is written: a list is taken whole or
+  // not at all.
+  std::vector<std::string> to_write;
   for (const std::string& path : paths) {
-    const std::string text = named[path] + "\n";
     struct stat st;
-    if (::lstat(path.c_str(), &st) == 0) {
-      if (ReadSmallFile(path, text.size()) == text) continue;
+    for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+      const std::string folder = path.substr(0, slash);
+      if (::lstat(folder.c_str(), &st) != 0) break;
+      if (S_ISLNK(st.st_mode)) {
+        return InvalidArgument(path + " was stored on another node, but " + folder +
+                               " is a symbolic link here, and git commits a link, never the files it leads to");
+      }
+      if (!S_ISDIR(st.st_mode)) return InvalidArgument(path + " was stored on another node, but " + folder +
+                                                       " is a file here");
+    }
+    // A pointer there is the version this clone last committed of a file
+    // another node saves over (one path overwritten each save).
+    if (::lstat(path.c_str(), &st) != 0 || (S_ISREG(st.st_mode) && IsPointerFile(path))) {
+      if (ReadSmallFile(path, named[path].size() + 1) != named[path] + "\n") to_write.push_back(path);
+    } else {
       return InvalidArgument(path + " is a file of this work tree, and another node stored it too: give each file "
                              "of a save to one rank");
     }
+  }
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> ignored, git::IgnoredOf(to_write, top));
+  if (!ignored.empty()) {
+    return InvalidArgument(ignored[0] + " was stored on another node, but git ignores it here (.gitignore, "
+                           ".git/info/exclude), so no commit would hold it");
+  }
+  for (const std::string& path : to_write) {
+    const std::string text = named[path] + "\n";
     const std::string folder = fs::path(path).parent_path().string();
     if (!folder.empty()) ZIPNN_RETURN_IF_ERROR(MakeDirectories(folder));
-    ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path, /*overwrite=*/false));
+    ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path, /*overwrite=*/true));
     ZIPNN_RETURN_IF_ERROR(file.Append(text.data(), text.size()));
     ZIPNN_RETURN_IF_ERROR(file.CommitUnsynced());
   }
@@ -529,8 +561,11 @@ Result<std::string> CommitStaged(const std::vector<std::string>& saved, const st
   }
   ZIPNN_RETURN_IF_ERROR(git::AddPaths(paths, parent, top));
   ZIPNN_ASSIGN_OR_RETURN(bool changed, git::StagedIn(paths, top));
-  if (!changed) return std::string();
-  ZIPNN_ASSIGN_OR_RETURN(std::string commit, git::CommitPaths(message, paths, top));
+  std::string commit;
+  if (changed) {
+    ZIPNN_ASSIGN_OR_RETURN(commit, git::CommitPaths(message, paths, top));
+  }
+  // Even with nothing new: a commit whose push failed goes now.
   if (!remote.empty()) ZIPNN_RETURN_IF_ERROR(git::PushHead(remote, top));
   return commit;
 }
@@ -544,6 +579,38 @@ struct Prepared {
   std::string remote;                // to push to; empty: no push
 };
 
+// For a rank that stores for a commit made elsewhere: leaves out of
+// `tracked` the files that are pointers here (other nodes' files, which
+// are theirs to store), refuses a rank file that is one of those or that
+// git-zipnn does not track (only pointers go to the rank that commits),
+// and with `warn`, says which files of the save only this clone holds
+// and no commit will.
+Status KeepOwnFiles(const std::vector<std::string>& files, std::vector<std::string>& tracked,
+                    const std::vector<std::string>& rank_files, bool warn) {
+  tracked.erase(std::remove_if(tracked.begin(), tracked.end(), IsPointerFile), tracked.end());
+  const std::set<std::string> checkpoints(tracked.begin(), tracked.end());
+  for (const std::string& file : rank_files) {
+    if (!checkpoints.count(file) && FileExists(file)) {
+      return InvalidArgument(file + (IsPointerFile(file) ? " is a pointer here (another node's file)"
+                                                         : " is not tracked by git-zipnn") +
+                             ": a rank on a node of its own stores checkpoints git-zipnn tracks, and only their "
+                             "pointers reach the rank that commits");
+    }
+  }
+  if (!warn) return OkStatus();
+  std::vector<std::string> left;
+  for (const std::string& file : files) {
+    if (!checkpoints.count(file) && !IsPointerFile(file)) left.push_back(file);
+  }
+  if (left.empty()) return OkStatus();
+  std::fprintf(stderr,
+               "git-zipnn commit: warning: %s%s %s not tracked by git-zipnn, so only this node holds %s: the rank "
+               "that commits takes the checkpoints of other nodes, not their other files\n",
+               left[0].c_str(), left.size() > 1 ? (" and " + std::to_string(left.size() - 1) + " more").c_str() : "",
+               left.size() > 1 ? "are" : "is", left.size() > 1 ? "them" : "it");
+  return OkStatus();
+}
+
 // `paths` are from the top (the current folder), `parent` and
 // `rank_files` as FromTop gave them.
 Result<Prepared> Prepare(Context& context, const CommitRequest& request, const std::vector<std::string>& paths,
@@ -556,17 +623,23 @@ Result<Prepared> Prepare(Context& context, const CommitRequest& request, const s
   }
   p.parent = *parent;
   ZIPNN_RETURN_IF_ERROR(rank_files.status());
+  // Files stored on other nodes may be all the save holds.
+  const bool elsewhere = !request.stored_elsewhere.empty();
   std::vector<std::string> files;
   for (size_t i = 0; i < paths.size(); ++i) {
     Result<std::vector<std::string>> of = FilesOfSave(paths[i]);
     if (!of.ok() && of.status().code() == StatusCode::kNotFound) {
+      if (elsewhere) continue;
       return NotFound("nothing at " + request.paths[i] + ": no such file or folder, and git holds none there");
     }
     ZIPNN_RETURN_IF_ERROR(of.status());
     files.insert(files.end(), of->begin(), of->end());
   }
   ZIPNN_ASSIGN_OR_RETURN(p.tracked, git::TrackedByZipnn(files, top));
-  if (!files.empty() && p.tracked.empty()) {
+  if (request.store_only) {
+    ZIPNN_RETURN_IF_ERROR(KeepOwnFiles(files, p.tracked, *rank_files, request.rank == 0));
+  }
+  if (!files.empty() && p.tracked.empty() && !elsewhere) {
     std::string named;
     for (const std::string& given : request.paths) named += (named.empty() ? "" : ", ") + given;
     return InvalidArgument(named + (request.paths.size() == 1 ? " is" : " are") +
@@ -585,6 +658,9 @@ Result<Prepared> Prepare(Context& context, const CommitRequest& request, const s
 
 Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
   if (request.paths.empty()) return InvalidArgument("name the files or folders to commit");
+  if (request.store_only + request.follow_only + !request.stored_elsewhere.empty() > 1) {
+    return InvalidArgument("--store-only, --follow and --pointers are steps of three different ranks: give one");
+  }
   if (request.world_size < 1 || request.rank < 0 || request.rank >= request.world_size) {
     return InvalidArgument("rank " + std::to_string(request.rank) + " is not one of the " +
                            std::to_string(request.world_size) + " ranks of the job (RANK, WORLD_SIZE)");
@@ -615,7 +691,8 @@ Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
     ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
     ZIPNN_ASSIGN_OR_RETURN(const std::string remote, remote::DefaultRemote(*settings));
     ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<GitTurn> turn, GitTurn::Take(rounds_dir));
-    ZIPNN_RETURN_IF_ERROR(git::FollowRemoteBranch(remote, top).status());
+    ZIPNN_ASSIGN_OR_RETURN(const git::Followed followed, git::FollowRemoteBranch(remote, top));
+    if (!followed.stayed.empty()) return InvalidArgument("this clone stays where it is: " + followed.stayed);
     ZIPNN_ASSIGN_OR_RETURN(done.commit, git::HeadId(top));
     return done;
   }
@@ -631,7 +708,11 @@ Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
       // After the save before this one, so that each file is stored as
       // what follows its last version.
       ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<GitTurn> turn, GitTurn::Take(rounds_dir));
-      ZIPNN_RETURN_IF_ERROR(git::FollowRemoteBranch(prepared->remote, top).status());
+      ZIPNN_ASSIGN_OR_RETURN(const git::Followed followed, git::FollowRemoteBranch(prepared->remote, top));
+      if (!followed.stayed.empty()) {
+        std::fprintf(stderr, "git-zipnn commit: warning: this clone stays where it is (%s): its files are placed "
+                             "among the versions it has\n", followed.stayed.c_str());
+      }
     }
     ZIPNN_RETURN_IF_ERROR(
         StoreFiles(context, prepared->mine, prepared->parent, prepared->remote, rounds_dir, done));

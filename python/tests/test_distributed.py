@@ -564,5 +564,92 @@ class PointerListTest(Job):
             self.sh(f"cmp out/s1/{name} {clone}/out/s1/{name}", cwd=os.path.join(self.root, "clone"))
 
 
+class NodeClonesTest(Job):
+    """The steps of a save over clones that share no file system, from the
+    command line, where a researcher's layouts make them hard."""
+
+    def setUp(self):
+        super().setUp()
+        self.repo, self.node = os.path.join(self.root, "repo"), os.path.join(self.root, "node")
+        self.sh("git clone -q -c remote.origin.zipnnurl=../objects origin.git node")
+        data = os.path.join(os.getcwd(), "tests", "data", "cnn-bf16")
+        self.data = [os.path.join(data, name) for name in sorted(os.listdir(data))]
+
+    def put(self, clone, path, i):
+        os.makedirs(os.path.dirname(os.path.join(clone, path)), exist_ok=True)
+        shutil.copyfile(self.data[i], os.path.join(clone, path))
+
+    def commit(self, text, *args):
+        return subprocess.run(["git", "zipnn", "commit", "--push", "--pointers=-", *args], cwd=self.repo,
+                              env=self.env, input=text.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def test_a_list_is_checked_whole_before_any_file_is_written(self):
+        self.put(self.node, "out/s1/m.safetensors", 0)
+        pointer = self.sh("git zipnn commit --store-only --push out/s1", cwd=self.node).split("\t")[0]
+        outside = os.path.join(self.root, "outside")
+        os.makedirs(outside)
+        os.makedirs(os.path.join(self.repo, "out", "s1"))
+        os.symlink(outside, os.path.join(self.repo, "out", "s1", "link"))
+        with open(os.path.join(self.repo, "out", "s1", "afile"), "w") as f:
+            f.write("a file, not a folder\n")
+        with open(os.path.join(self.repo, ".git", "info", "exclude"), "a") as f:
+            f.write("out/s1/ign/\n")
+        for lines, said in (([f"out/s1/link/x.safetensors"], "out/s1/link is a symbolic link here"),
+                            ([f"out/s1/ign/x.safetensors"], "git ignores it here"),
+                            ([f"out/s1/a/m.safetensors", f"out/s1/afile/m.safetensors"], "out/s1/afile is a file here")):
+            done = self.commit("".join(f"{pointer}\t{line}\n" for line in lines), "out/s1")
+            self.assertEqual(done.returncode, 1, lines)
+            self.assertIn(said, done.stderr.decode(), lines)
+            self.assertEqual(os.listdir(outside), [])
+            self.assertFalse(os.path.exists(os.path.join(self.repo, "out", "s1", "a")))
+            self.assertFalse(os.path.exists(os.path.join(self.repo, "out", "s1", "ign")))
+        # A list that went through Windows, a blank line at its end, and a
+        # save that this clone holds nothing of.
+        done = self.commit(f"{pointer}\tout/s2/m.safetensors\r\n\r\n", "out/s2")
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        self.assertEqual(self.sh("git ls-tree -r --name-only HEAD out", cwd=self.repo), "out/s2/m.safetensors\n")
+
+    def test_one_folder_saved_again_on_both_nodes_and_a_push_that_failed(self):
+        # Save 1: each node writes its file of one folder.
+        self.put(self.repo, "out/a.safetensors", 0)
+        self.put(self.node, "out/b.safetensors", 1)
+        listed = self.sh("git zipnn commit --store-only --push out", cwd=self.node)
+        done = self.commit(listed, "out")
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        self.sh("git zipnn commit --follow out", cwd=self.node)
+        # Save 2 over the same paths: the node's clone holds rank 0's file
+        # as a pointer now, which is not the node's to store.
+        self.put(self.repo, "out/a.safetensors", 2)
+        self.put(self.node, "out/b.safetensors", 3)
+        listed = self.sh("git zipnn commit --store-only --push out", cwd=self.node)
+        self.assertEqual([line.split("\t")[1] for line in listed.splitlines()], ["out/b.safetensors"])
+        done = self.commit(listed, "out")
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        # A file the commits changed that the node's clone holds as it was
+        # is brought up to date; one it changed itself is kept.
+        self.sh("echo notes > README.md && git add README.md && git commit -qm notes && git push -q", cwd=self.repo)
+        self.sh("echo mine > local.txt", cwd=self.node)
+        self.sh("git zipnn commit --follow out", cwd=self.node)
+        self.assertEqual(self.sh("cat README.md", cwd=self.node), "notes\n")
+        self.assertEqual(self.sh("git status --porcelain", cwd=self.node), "?? local.txt\n")
+        self.sh(f"cmp out/b.safetensors {self.data[3]}", cwd=self.node)
+        # Save 3, whose push the remote refuses: the next try pushes it.
+        hook = os.path.join(self.root, "origin.git", "hooks", "pre-receive")
+        with open(hook, "w") as f:
+            f.write("#!/bin/sh\necho refused >&2\nexit 1\n")
+        os.chmod(hook, 0o755)
+        self.put(self.node, "out/b.safetensors", 4)
+        listed = self.sh("git zipnn commit --store-only --push out", cwd=self.node)
+        self.assertEqual(self.commit(listed, "out").returncode, 1)
+        os.remove(hook)
+        done = self.commit(listed, "out")
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        self.assertEqual(self.sh("git rev-parse HEAD", cwd=self.repo),
+                         self.sh("git rev-parse main", cwd=os.path.join(self.root, "origin.git")))
+        self.sh("git clone -q -c remote.origin.zipnnurl=../objects origin.git clone")
+        self.sh(f"cmp out/a.safetensors {self.data[2]} && cmp out/b.safetensors {self.data[4]}",
+                cwd=os.path.join(self.root, "clone"))
+
+
 if __name__ == "__main__":
     unittest.main()
