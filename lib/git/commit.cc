@@ -1,8 +1,10 @@
 #include "lib/git/commit.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <set>
 
 #include "lib/git/run.h"
@@ -145,7 +147,9 @@ Result<Followed> FollowRemoteBranch(const std::string& remote, const std::string
       return followed;
     }
   }
-  // Files the work tree changed since HEAD: never written over.
+  // Files the work tree changed since HEAD (by their bytes: a file only
+  // touched is not changed): never written over or removed.
+  ZIPNN_RETURN_IF_ERROR(RunGit({"update-index", "-q", "--refresh"}, top).status());
   ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> changed_here,
                          GitPaths({"diff-files", "-z", "--name-only", "--no-renames"}, top));
   const std::set<std::string> local(changed_here.begin(), changed_here.end());
@@ -154,9 +158,11 @@ Result<Followed> FollowRemoteBranch(const std::string& remote, const std::string
   // work tree is the node's own: a file it saved that the commits hold is
   // as they hold it, whatever its stat says (git status compares bytes).
   if (head.empty()) {
-    Result<std::string> read = RunOnPaths({"read-tree", "-m", target}, {}, top);
-    if (!read.ok()) return InvalidArgument("this clone's index has changes; commit or reset them: " +
-                                           read.status().message());
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> staged, GitPaths({"ls-files", "-z"}, top));
+    if (!staged.empty()) {
+      return InvalidArgument("this clone has " + staged[0] + " staged and no commit yet; commit or reset it first");
+    }
+    ZIPNN_RETURN_IF_ERROR(RunOnPaths({"read-tree", target}, {}, top).status());
   } else {
     ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> moved,
                            GitPaths({"diff-tree", "-r", "-z", "--name-only", "--no-renames", head, target}, top));
@@ -178,31 +184,39 @@ Result<Followed> FollowRemoteBranch(const std::string& remote, const std::string
   if (!head.empty()) update.push_back(head);
   ZIPNN_RETURN_IF_ERROR(RunOnPaths(update, {}, top).status());
   followed.commit = target;
-  // What the new commits brought or changed, written where the work tree
-  // lacks the file or holds it as HEAD had it.
-  std::vector<std::string> added, changed;
+  // What the new commits did to files, done to the work tree as a fast
+  // forward would: a file they added is written where the work tree has
+  // none (a file there is this node's own save); one they changed or
+  // removed, where the work tree holds it as HEAD had it.
+  std::vector<std::string> added, changed, removed;
   if (head.empty()) {
     ZIPNN_ASSIGN_OR_RETURN(added, GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", target}, top));
   } else {
-    ZIPNN_ASSIGN_OR_RETURN(added, GitPaths({"diff-tree", "-r", "-z", "--name-only", "--no-renames",
-                                            "--diff-filter=A", head, target},
-                                           top));
-    ZIPNN_ASSIGN_OR_RETURN(changed, GitPaths({"diff-tree", "-r", "-z", "--name-only", "--no-renames",
-                                              "--diff-filter=M", head, target},
-                                             top));
+    for (auto [filter, paths] : {std::pair{"A", &added}, std::pair{"M", &changed}, std::pair{"D", &removed}}) {
+      ZIPNN_ASSIGN_OR_RETURN(*paths, GitPaths({"diff-tree", "-r", "-z", "--name-only", "--no-renames",
+                                               std::string("--diff-filter=") + filter, head, target},
+                                              top));
+    }
   }
-  // A file the commits added is written only where the work tree has
-  // none (a file there is this node's own save); one they changed also
-  // where it is still as HEAD had it.
   std::vector<std::string> write;
-  for (const std::vector<std::string>* paths : {&added, &changed}) {
-    for (const std::string& path : *paths) {
-      if (ThroughLink(path, top)) continue;
-      struct stat st;
-      if (::lstat((top + "/" + path).c_str(), &st) != 0) {
-        if (errno == ENOENT) write.push_back(path);
-      } else if (paths == &changed && S_ISREG(st.st_mode) && !local.count(path)) {
-        write.push_back(path);
+  for (const std::string& path : added) {
+    struct stat st;
+    if (!ThroughLink(path, top) && ::lstat((top + "/" + path).c_str(), &st) != 0 && errno == ENOENT) {
+      write.push_back(path);
+    }
+  }
+  for (const std::string& path : changed) {
+    if (!ThroughLink(path, top) && !local.count(path)) write.push_back(path);
+  }
+  for (const std::string& path : removed) {
+    struct stat st;
+    const std::string full = top + "/" + path;
+    if (!ThroughLink(path, top) && !local.count(path) && ::lstat(full.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+      if (::unlink(full.c_str()) != 0) return IoError(full + ": cannot remove (" + std::strerror(errno) + ")");
+      // Folders it leaves empty go too, as git's own checkout removes them.
+      for (std::string folder = path; folder.rfind('/') != std::string::npos;) {
+        folder.resize(folder.rfind('/'));
+        if (::rmdir((top + "/" + folder).c_str()) != 0) break;
       }
     }
   }

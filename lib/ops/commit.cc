@@ -590,12 +590,12 @@ Status KeepOwnFiles(const std::vector<std::string>& files, std::vector<std::stri
   tracked.erase(std::remove_if(tracked.begin(), tracked.end(), IsPointerFile), tracked.end());
   const std::set<std::string> checkpoints(tracked.begin(), tracked.end());
   for (const std::string& file : rank_files) {
-    if (!checkpoints.count(file) && FileExists(file)) {
-      return InvalidArgument(file + (IsPointerFile(file) ? " is a pointer here (another node's file)"
-                                                         : " is not tracked by git-zipnn") +
-                             ": a rank on a node of its own stores checkpoints git-zipnn tracks, and only their "
-                             "pointers reach the rank that commits");
-    }
+    if (checkpoints.count(file)) continue;
+    if (!FileExists(file)) return NotFound(file + " is no file this rank can store (missing)");
+    return InvalidArgument(file + (IsPointerFile(file) ? " is a pointer here (another node's file)"
+                                                       : " is no checkpoint of the save that git-zipnn tracks") +
+                           ": a rank on a node of its own stores the save's checkpoints, and only their pointers "
+                           "reach the rank that commits");
   }
   if (!warn) return OkStatus();
   std::vector<std::string> left;
@@ -623,8 +623,9 @@ Result<Prepared> Prepare(Context& context, const CommitRequest& request, const s
   }
   p.parent = *parent;
   ZIPNN_RETURN_IF_ERROR(rank_files.status());
-  // Files stored on other nodes may be all the save holds.
-  const bool elsewhere = !request.stored_elsewhere.empty();
+  // Files stored on other nodes may be all the save holds (on the rank
+  // that commits), or none of it be here (on a node's).
+  const bool elsewhere = !request.stored_elsewhere.empty() || request.store_only;
   std::vector<std::string> files;
   for (size_t i = 0; i < paths.size(); ++i) {
     Result<std::vector<std::string>> of = FilesOfSave(paths[i]);
@@ -697,25 +698,27 @@ Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
     return done;
   }
   const std::string message = MessageFor(request, request.paths);
-  Result<Prepared> prepared = Prepare(context, request, paths, parent, rank_files, top);
   if (request.store_only) {
-    ZIPNN_RETURN_IF_ERROR(prepared.status());
-    if (prepared->remote.empty()) {
+    // After the save before this one (which may make files of this clone
+    // other nodes' pointers), so that each file is stored as what follows
+    // its last version.
+    if (!request.push) {
       return InvalidArgument("--store-only sends this rank's objects to the remote's store for the rank that "
                              "commits: add --push");
     }
-    {
-      // After the save before this one, so that each file is stored as
-      // what follows its last version.
-      ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<GitTurn> turn, GitTurn::Take(rounds_dir));
-      ZIPNN_ASSIGN_OR_RETURN(const git::Followed followed, git::FollowRemoteBranch(prepared->remote, top));
-      if (!followed.stayed.empty()) {
-        std::fprintf(stderr, "git-zipnn commit: warning: this clone stays where it is (%s): its files are placed "
-                             "among the versions it has\n", followed.stayed.c_str());
-      }
+    ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
+    ZIPNN_ASSIGN_OR_RETURN(const std::string remote, remote::DefaultRemote(*settings));
+    ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<GitTurn> turn, GitTurn::Take(rounds_dir));
+    ZIPNN_ASSIGN_OR_RETURN(const git::Followed followed, git::FollowRemoteBranch(remote, top));
+    if (!followed.stayed.empty()) {
+      std::fprintf(stderr, "git-zipnn commit: warning: this clone stays where it is (%s): its files are placed "
+                           "among the versions it has\n", followed.stayed.c_str());
     }
-    ZIPNN_RETURN_IF_ERROR(
-        StoreFiles(context, prepared->mine, prepared->parent, prepared->remote, rounds_dir, done));
+  }
+  Result<Prepared> prepared = Prepare(context, request, paths, parent, rank_files, top);
+  if (request.store_only) {
+    ZIPNN_RETURN_IF_ERROR(prepared.status());
+    ZIPNN_RETURN_IF_ERROR(StoreFiles(context, prepared->mine, prepared->parent, prepared->remote, rounds_dir, done));
     return done;
   }
   if (request.world_size == 1) {

@@ -609,6 +609,20 @@ class NodeClonesTest(Job):
         self.assertEqual(done.returncode, 0, done.stderr.decode())
         self.assertEqual(self.sh("git ls-tree -r --name-only HEAD out", cwd=self.repo), "out/s2/m.safetensors\n")
 
+    def test_a_clone_with_no_commit_yet_follows_only_with_nothing_staged(self):
+        fresh = os.path.join(self.root, "fresh")
+        self.sh("git init -q fresh && cd fresh && git remote add origin ../origin.git && "
+                "git config remote.origin.zipnnurl ../objects && echo mine > mine.txt && git add mine.txt")
+        done = subprocess.run(["git", "zipnn", "commit", "--follow", "out"], cwd=fresh, env=self.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("this clone has mine.txt staged and no commit yet", done.stderr.decode())
+        self.assertEqual(self.sh("git status --porcelain", cwd=fresh), "A  mine.txt\n")
+        self.sh("git rm -q --cached mine.txt", cwd=fresh)
+        head = self.sh("git zipnn commit --follow out", cwd=fresh)
+        self.assertEqual(head, self.sh("git rev-parse HEAD", cwd=self.repo))
+        self.assertEqual(self.sh("git status --porcelain", cwd=fresh), "?? mine.txt\n")
+
     def test_one_folder_saved_again_on_both_nodes_and_a_push_that_failed(self):
         # Save 1: each node writes its file of one folder.
         self.put(self.repo, "out/a.safetensors", 0)
@@ -625,13 +639,22 @@ class NodeClonesTest(Job):
         self.assertEqual([line.split("\t")[1] for line in listed.splitlines()], ["out/b.safetensors"])
         done = self.commit(listed, "out")
         self.assertEqual(done.returncode, 0, done.stderr.decode())
-        # A file the commits changed that the node's clone holds as it was
-        # is brought up to date; one it changed itself is kept.
-        self.sh("echo notes > README.md && git add README.md && git commit -qm notes && git push -q", cwd=self.repo)
-        self.sh("echo mine > local.txt", cwd=self.node)
-        self.sh("git zipnn commit --follow out", cwd=self.node)
-        self.assertEqual(self.sh("cat README.md", cwd=self.node), "notes\n")
-        self.assertEqual(self.sh("git status --porcelain", cwd=self.node), "?? local.txt\n")
+        # Files the commits added, changed or removed are so in the node's
+        # clone where it holds them as they were (a file only touched
+        # counts as it was); files it changed itself are kept.
+        for line, expected in (("echo notes > README.md && echo v1 > NOTICE", "notes\n"),
+                               ("echo notes2 > README.md && echo v2 > NOTICE", "notes2\n"),
+                               ("git rm -q README.md NOTICE", None)):
+            self.sh(f"{line} && git add -A && git commit -qm notes && git push -q", cwd=self.repo)
+            self.sh("[ ! -f README.md ] || touch README.md; echo mine > local.txt; "
+                    "[ ! -f NOTICE ] || echo changed here > NOTICE", cwd=self.node)
+            self.sh("git zipnn commit --follow out", cwd=self.node)
+            self.assertEqual(os.path.exists(os.path.join(self.node, "README.md")), expected is not None)
+            if expected:
+                self.assertEqual(self.sh("cat README.md", cwd=self.node), expected)
+            self.assertEqual(self.sh("cat NOTICE", cwd=self.node), "changed here\n" if expected != "notes\n" else
+                             "v1\n")
+        self.assertEqual(self.sh("git status --porcelain", cwd=self.node), "?? NOTICE\n?? local.txt\n")
         self.sh(f"cmp out/b.safetensors {self.data[3]}", cwd=self.node)
         # Save 3, whose push the remote refuses: the next try pushes it.
         hook = os.path.join(self.root, "origin.git", "hooks", "pre-receive")
