@@ -604,8 +604,8 @@ Status KeepOwnFiles(const std::vector<std::string>& files, std::vector<std::stri
   }
   if (left.empty()) return OkStatus();
   std::fprintf(stderr,
-               "git-zipnn commit: warning: %s%s %s not tracked by git-zipnn, so only this node holds %s: the rank "
-               "that commits takes the checkpoints of other nodes, not their other files\n",
+               "git-zipnn commit: warning: %s%s %s not tracked by git-zipnn, and the rank that commits takes only "
+               "checkpoints from other nodes: unless this clone is that rank's, no commit will hold %s\n",
                left[0].c_str(), left.size() > 1 ? (" and " + std::to_string(left.size() - 1) + " more").c_str() : "",
                left.size() > 1 ? "are" : "is", left.size() > 1 ? "them" : "it");
   return OkStatus();

@@ -56,12 +56,19 @@ def _binary():
     return found
 
 
-def _run(argv, cwd, stdin=None, env=None):
+def _run(argv, cwd, stdin=None, env=None, warnings=False):
     """Runs argv in cwd (with `env` added to the environment); its
     standard output as bytes, or GitZipnnError with what it wrote to
-    standard error."""
+    standard error. With `warnings`, the warnings it wrote go on to this
+    process's standard error."""
     done = subprocess.run(argv, cwd=cwd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           env=dict(os.environ, **env) if env else None)
+    if warnings:
+        import sys
+
+        for line in done.stderr.decode(errors="replace").splitlines():
+            if "warning: " in line:
+                print(line, file=sys.stderr)
     if done.returncode != 0:
         said = done.stderr.decode(errors="replace").strip()
         for prefix in ("error: ", "git-zipnn: ", "fatal: "):
@@ -359,7 +366,9 @@ def _commit_across_clones(dist, rank, clones, args, rank_files, top, rel):
     store += [a for a in args[1:] if a.startswith("--parent=")]
     store += [f"--rank-file={os.path.abspath(f)}" for f in rank_files or []]
     try:
-        stored = (True, _zipnn(store + ["--", rel], top).decode())
+        # Files only rank 0's clone holds are committed from there: no
+        # warning about them.
+        stored = (True, _run([_binary()] + store + ["--", rel], top, warnings=rank not in clones[0]).decode())
     except GitZipnnError as e:
         stored = (False, str(e))
     every = [None] * world
