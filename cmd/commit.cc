@@ -119,8 +119,12 @@ Action SetupCommit(CLI::App& sub) {
                  "first save of a series is stored as a delta of it when that pays");
   sub.add_flag("--push", request->push, "Then push the commit to the upstream remote (else origin); on a job, "
                                         "each rank sends its own objects first");
-  sub.add_option("--rank", *rank, "This process's rank in the job (default: $RANK)");
-  sub.add_option("--world-size", *world, "How many ranks the job has (default: $WORLD_SIZE; 1: no job)");
+  sub.add_option("--rank", *rank,
+                 "This process's rank in the job (default: $RANK; with --store-only, among the ranks of this "
+                 "clone, default 0)");
+  sub.add_option("--world-size", *world,
+                 "How many ranks the job has (default: $WORLD_SIZE; 1: no job; with --store-only, the "
+                 "ranks of this clone, default 1)");
   sub.add_option("--rank-file", request->rank_files,
                  "A file this rank wrote and stores itself (repeatable; default: its share of the paths' files)");
   sub.add_option("--job", request->job,
@@ -131,7 +135,8 @@ Action SetupCommit(CLI::App& sub) {
                "remote (needs --push), print \"<pointer><TAB><path>\" for each, commit nothing");
   sub.add_flag("--follow", request->follow_only,
                "On a node whose clone no other node sees, once another node committed: move this clone to the "
-               "remote's branch, keep every file, write those it lacks as pointers; store and commit nothing");
+               "remote's branch as a fast forward would, this node's files kept and the others' written as "
+               "pointers; store and commit nothing");
   sub.add_option("--pointers", request->stored_elsewhere,
                  "A file of the lines --store-only printed on other nodes (repeatable; - for stdin): commit those "
                  "files too, each as its pointer, once the remote holds it");

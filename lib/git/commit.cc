@@ -221,9 +221,9 @@ Result<Followed> FollowRemoteBranch(const std::string& remote, const std::string
     }
   }
   if (!write.empty()) {
-    ZIPNN_ASSIGN_OR_RETURN(GitRun wrote, RunGitWith("GIT_ZIPNN_SKIP_SMUDGE=1",
-                                                    {"checkout-index", "-u", "-f", "-z", "--stdin"}, top,
-                                                    NulSeparated(write)));
+    ZIPNN_ASSIGN_OR_RETURN(GitRun wrote,
+                           RunGitWith("GIT_ZIPNN_SKIP_SMUDGE=1", {"checkout-index", "-u", "-f", "-z", "--stdin"}, top,
+                                      NulSeparated(write)));
     if (wrote.exit_code != 0) return Status(StatusCode::kGit, "git checkout-index failed: " + wrote.err);
   }
   return followed;
@@ -232,8 +232,7 @@ Result<Followed> FollowRemoteBranch(const std::string& remote, const std::string
 Result<std::vector<std::string>> IgnoredOf(const std::vector<std::string>& paths, const std::string& top) {
   if (paths.empty()) return std::vector<std::string>();
   // Exit 1: none of them is ignored.
-  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"check-ignore", "-z", "--stdin"}, top,
-                                            NulSeparated(paths)));
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit({"check-ignore", "-z", "--stdin"}, top, NulSeparated(paths)));
   if (run.exit_code > 1) return Status(StatusCode::kGit, "git check-ignore failed: " + run.err);
   return SplitNul(run.out.empty() ? run.out : run.out.substr(0, run.out.size() - 1));
 }

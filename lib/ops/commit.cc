@@ -428,8 +428,8 @@ bool InSave(const std::string& path, const std::vector<std::string>& saves) {
     at = end + 1;
   }
   return std::any_of(saves.begin(), saves.end(), [&](const std::string& save) {
-    return save == "." || path == save || (path.size() > save.size() && path.compare(0, save.size(), save) == 0 &&
-                                           path[save.size()] == '/');
+    return save == "." || path == save ||
+           (path.size() > save.size() && path.compare(0, save.size(), save) == 0 && path[save.size()] == '/');
   });
 }
 
@@ -465,8 +465,9 @@ Status PlaceStoredElsewhere(Context& context, const std::vector<StoredFile>& els
                             const std::vector<std::string>& saves, const std::string& remote, const std::string& top) {
   if (elsewhere.empty()) return OkStatus();
   if (remote.empty()) {
-    return InvalidArgument("files stored on other nodes reach this clone only through the remote's store, and "
-                           "this commit has no remote: commit them with --push");
+    return InvalidArgument(
+        "files stored on other nodes reach this clone only through the remote's store, and "
+        "this commit has no remote: commit them with --push");
   }
   std::map<std::string, std::string> named;
   std::vector<ContentId> ids;
@@ -493,13 +494,13 @@ Status PlaceStoredElsewhere(Context& context, const std::vector<StoredFile>& els
   const std::set<std::string> is_tracked(tracked.begin(), tracked.end());
   for (const std::string& path : paths) {
     if (!is_tracked.count(path)) {
-      return InvalidArgument(path + " was stored on another node, but git-zipnn does not track it here: track the "
+      return InvalidArgument(path +
+                             " was stored on another node, but git-zipnn does not track it here: track the "
                              "same patterns in every clone (.gitattributes, committed)");
     }
   }
   ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
-  ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<remote::RemoteStore> store,
-                         remote::OpenRemoteStore(*settings, remote));
+  ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<remote::RemoteStore> store, remote::OpenRemoteStore(*settings, remote));
   ZIPNN_ASSIGN_OR_RETURN(const std::vector<bool> held, store->Has(ids));
   for (size_t i = 0; i < paths.size(); ++i) {
     if (i < held.size() && held[i]) continue;
@@ -518,21 +519,23 @@ Status PlaceStoredElsewhere(Context& context, const std::vector<StoredFile>& els
         return InvalidArgument(path + " was stored on another node, but " + folder +
                                " is a symbolic link here, and git commits a link, never the files it leads to");
       }
-      if (!S_ISDIR(st.st_mode)) return InvalidArgument(path + " was stored on another node, but " + folder +
-                                                       " is a file here");
+      if (!S_ISDIR(st.st_mode))
+        return InvalidArgument(path + " was stored on another node, but " + folder + " is a file here");
     }
     // A pointer there is the version this clone last committed of a file
     // another node saves over (one path overwritten each save).
     if (::lstat(path.c_str(), &st) != 0 || (S_ISREG(st.st_mode) && IsPointerFile(path))) {
       if (ReadSmallFile(path, named[path].size() + 1) != named[path] + "\n") to_write.push_back(path);
     } else {
-      return InvalidArgument(path + " is a file of this work tree, and another node stored it too: give each file "
+      return InvalidArgument(path +
+                             " is a file of this work tree, and another node stored it too: give each file "
                              "of a save to one rank");
     }
   }
   ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> ignored, git::IgnoredOf(to_write, top));
   if (!ignored.empty()) {
-    return InvalidArgument(ignored[0] + " was stored on another node, but git ignores it here (.gitignore, "
+    return InvalidArgument(ignored[0] +
+                           " was stored on another node, but git ignores it here (.gitignore, "
                            ".git/info/exclude), so no commit would hold it");
   }
   for (const std::string& path : to_write) {
@@ -592,8 +595,9 @@ Status KeepOwnFiles(const std::vector<std::string>& files, std::vector<std::stri
   for (const std::string& file : rank_files) {
     if (checkpoints.count(file)) continue;
     if (!FileExists(file)) return NotFound(file + " is no file this rank can store (missing)");
-    return InvalidArgument(file + (IsPointerFile(file) ? " is a pointer here (another node's file)"
-                                                       : " is no checkpoint of the save that git-zipnn tracks") +
+    return InvalidArgument(file +
+                           (IsPointerFile(file) ? " is a pointer here (another node's file)"
+                                                : " is no checkpoint of the save that git-zipnn tracks") +
                            ": a rank on a node of its own stores the save's checkpoints, and only their pointers "
                            "reach the rank that commits");
   }
@@ -703,16 +707,19 @@ Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
     // other nodes' pointers), so that each file is stored as what follows
     // its last version.
     if (!request.push) {
-      return InvalidArgument("--store-only sends this rank's objects to the remote's store for the rank that "
-                             "commits: add --push");
+      return InvalidArgument(
+          "--store-only sends this rank's objects to the remote's store for the rank that "
+          "commits: add --push");
     }
     ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
     ZIPNN_ASSIGN_OR_RETURN(const std::string remote, remote::DefaultRemote(*settings));
     ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<GitTurn> turn, GitTurn::Take(rounds_dir));
     ZIPNN_ASSIGN_OR_RETURN(const git::Followed followed, git::FollowRemoteBranch(remote, top));
     if (!followed.stayed.empty()) {
-      std::fprintf(stderr, "git-zipnn commit: warning: this clone stays where it is (%s): its files are placed "
-                           "among the versions it has\n", followed.stayed.c_str());
+      std::fprintf(stderr,
+                   "git-zipnn commit: warning: this clone stays where it is (%s): its files are placed "
+                   "among the versions it has\n",
+                   followed.stayed.c_str());
     }
   }
   Result<Prepared> prepared = Prepare(context, request, paths, parent, rank_files, top);
@@ -730,8 +737,9 @@ Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
     return done;
   }
   if (!request.stored_elsewhere.empty()) {
-    return InvalidArgument("files stored on other nodes are committed by one process, not a round of ranks: "
-                           "run it without --rank and --world-size");
+    return InvalidArgument(
+        "files stored on other nodes are committed by one process, not a round of ranks: "
+        "run it without --rank and --world-size");
   }
   // A round of a distributed save, named alike on every rank. What a rank
   // could not do goes through the round, so that every rank hears of it.
