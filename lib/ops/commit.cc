@@ -519,8 +519,9 @@ Status PlaceStoredElsewhere(Context& context, const std::vector<StoredFile>& els
         return InvalidArgument(path + " was stored on another node, but " + folder +
                                " is a symbolic link here, and git commits a link, never the files it leads to");
       }
-      if (!S_ISDIR(st.st_mode))
+      if (!S_ISDIR(st.st_mode)) {
         return InvalidArgument(path + " was stored on another node, but " + folder + " is a file here");
+      }
     }
     // A pointer there is the version this clone last committed of a file
     // another node saves over (one path overwritten each save).
@@ -615,6 +616,15 @@ Status KeepOwnFiles(const std::vector<std::string>& files, std::vector<std::stri
   return OkStatus();
 }
 
+// Moves this clone to the default remote's branch (git::FollowRemoteBranch),
+// in git's turn.
+Result<git::Followed> FollowInTurn(Context& context, const std::string& rounds_dir, const std::string& top) {
+  ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
+  ZIPNN_ASSIGN_OR_RETURN(const std::string remote, remote::DefaultRemote(*settings));
+  ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<GitTurn> turn, GitTurn::Take(rounds_dir));
+  return git::FollowRemoteBranch(remote, top);
+}
+
 // `paths` are from the top (the current folder), `parent` and
 // `rank_files` as FromTop gave them.
 Result<Prepared> Prepare(Context& context, const CommitRequest& request, const std::vector<std::string>& paths,
@@ -693,10 +703,7 @@ Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
   if (::chdir(top.c_str()) != 0) return IoError(top + ": cannot go there");
   Committed done;
   if (request.follow_only) {
-    ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
-    ZIPNN_ASSIGN_OR_RETURN(const std::string remote, remote::DefaultRemote(*settings));
-    ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<GitTurn> turn, GitTurn::Take(rounds_dir));
-    ZIPNN_ASSIGN_OR_RETURN(const git::Followed followed, git::FollowRemoteBranch(remote, top));
+    ZIPNN_ASSIGN_OR_RETURN(const git::Followed followed, FollowInTurn(context, rounds_dir, top));
     if (!followed.stayed.empty()) return InvalidArgument("this clone stays where it is: " + followed.stayed);
     ZIPNN_ASSIGN_OR_RETURN(done.commit, git::HeadId(top));
     return done;
@@ -711,10 +718,7 @@ Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
           "--store-only sends this rank's objects to the remote's store for the rank that "
           "commits: add --push");
     }
-    ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
-    ZIPNN_ASSIGN_OR_RETURN(const std::string remote, remote::DefaultRemote(*settings));
-    ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<GitTurn> turn, GitTurn::Take(rounds_dir));
-    ZIPNN_ASSIGN_OR_RETURN(const git::Followed followed, git::FollowRemoteBranch(remote, top));
+    ZIPNN_ASSIGN_OR_RETURN(const git::Followed followed, FollowInTurn(context, rounds_dir, top));
     if (!followed.stayed.empty()) {
       std::fprintf(stderr,
                    "git-zipnn commit: warning: this clone stays where it is (%s): its files are placed "
