@@ -126,7 +126,8 @@ Action SetupCommit(CLI::App& sub) {
                  "How many ranks the job has (default: $WORLD_SIZE; 1: no job; with --store-only, the "
                  "ranks of this clone, default 1)");
   sub.add_option("--rank-file", request->rank_files,
-                 "A file this rank wrote and stores itself (repeatable; default: its share of the paths' files)");
+                 "A file this rank wrote and stores itself (repeatable; default: its share of the paths' files)")
+      ->allow_extra_args(false);
   sub.add_option("--job", request->job,
                  "What tells this job from others committing in the same repository (default: torchrun's "
                  "$TORCHELASTIC_RUN_ID, $MASTER_ADDR and $MASTER_PORT)");
@@ -139,7 +140,8 @@ Action SetupCommit(CLI::App& sub) {
                "pointers; store and commit nothing");
   sub.add_option("--pointers", request->stored_elsewhere,
                  "A file of the lines --store-only printed on other nodes (repeatable; - for stdin): commit those "
-                 "files too, each as its pointer, once the remote holds it");
+                 "files too, each as its pointer, once the remote holds it")
+      ->allow_extra_args(false);
   sub.add_option("--timeout", request->timeout_seconds, "Seconds a rank waits for the others (default: 3600)")
       ->check(CLI::PositiveNumber);
   return [request, step, rank, world] { return RunCommit(*request, *step, *rank, *world); };

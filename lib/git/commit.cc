@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -57,6 +59,84 @@ bool ThroughLink(const std::string& path, const std::string& top) {
     if (::lstat((top + "/" + path.substr(0, slash)).c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return true;
   }
   return false;
+}
+
+// Adds to `paths` the index entries git is told not to look at in the
+// work tree: assume-unchanged (also to `assumed`), and skip-worktree (a
+// sparse checkout).
+Status AddUnlooked(const std::string& top, std::set<std::string>& paths, std::vector<std::string>* assumed) {
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> tagged, GitPaths({"ls-files", "-v", "-z"}, top));
+  for (const std::string& entry : tagged) {
+    // "<tag> <path>": lower case for assume-unchanged, S for skip-worktree.
+    if (entry.size() < 3) continue;
+    const bool lower = std::islower(static_cast<unsigned char>(entry[0]));
+    if (lower || entry[0] == 'S') paths.insert(entry.substr(2));
+    if (lower && assumed) assumed->push_back(entry.substr(2));
+  }
+  return OkStatus();
+}
+
+// What commits between two did to files: `added`, `changed` (M, and T:
+// a file that became a link or the other way round), `removed`, and
+// every path they touched.
+struct Changes {
+  std::vector<std::string> added, changed, removed;
+  std::set<std::string> moved;
+};
+Result<Changes> ChangesBetween(const std::string& head, const std::string& target, const std::string& top) {
+  Changes c;
+  if (head.empty()) {
+    ZIPNN_ASSIGN_OR_RETURN(c.added, GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", target}, top));
+  } else {
+    for (auto [filter, paths] : {std::pair{"A", &c.added}, std::pair{"MT", &c.changed}, std::pair{"D", &c.removed}}) {
+      ZIPNN_ASSIGN_OR_RETURN(*paths, GitPaths({"diff-tree", "-r", "-z", "--name-only", "--no-renames",
+                                               std::string("--diff-filter=") + filter, head, target},
+                                              top));
+    }
+  }
+  for (const std::vector<std::string>* paths : {&c.added, &c.changed, &c.removed}) {
+    c.moved.insert(paths->begin(), paths->end());
+  }
+  return c;
+}
+
+// Does `changes` to the work tree as a fast forward would, leaving `local`
+// paths alone and writing nothing through a linked folder: a file the
+// commits added is written where the work tree has none (a file there is
+// this node's own save); one they changed or removed, where the work tree
+// holds it as it was. Checkpoints are written as their pointers.
+Status FastForwardFiles(const Changes& changes, const std::set<std::string>& local, const std::string& top) {
+  // Removals first: a file that became a folder (or a folder a file) is
+  // then missing, and written.
+  for (const std::string& path : changes.removed) {
+    struct stat st;
+    const std::string full = top + "/" + path;
+    if (!ThroughLink(path, top) && !local.count(path) && ::lstat(full.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+      if (::unlink(full.c_str()) != 0) return IoError(full + ": cannot remove (" + std::strerror(errno) + ")");
+      // Folders it leaves empty go too, as git's own checkout removes them.
+      for (std::string folder = path; folder.rfind('/') != std::string::npos;) {
+        folder.resize(folder.rfind('/'));
+        if (::rmdir((top + "/" + folder).c_str()) != 0) break;
+      }
+    }
+  }
+  std::vector<std::string> write;
+  for (const std::string& path : changes.added) {
+    struct stat st;
+    if (!ThroughLink(path, top) && !local.count(path) && ::lstat((top + "/" + path).c_str(), &st) != 0 &&
+        errno == ENOENT) {
+      write.push_back(path);
+    }
+  }
+  for (const std::string& path : changes.changed) {
+    if (!ThroughLink(path, top) && !local.count(path)) write.push_back(path);
+  }
+  if (write.empty()) return OkStatus();
+  ZIPNN_ASSIGN_OR_RETURN(
+      GitRun wrote,
+      RunGitWith("GIT_ZIPNN_SKIP_SMUDGE=1", {"checkout-index", "-u", "-f", "-z", "--stdin"}, top, NulSeparated(write)));
+  if (wrote.exit_code != 0) return Status(StatusCode::kGit, "git checkout-index failed: " + wrote.err);
+  return OkStatus();
 }
 
 }  // namespace
@@ -147,12 +227,17 @@ Result<Followed> FollowRemoteBranch(const std::string& remote, const std::string
       return followed;
     }
   }
+  ZIPNN_ASSIGN_OR_RETURN(const Changes changes, ChangesBetween(head, target, top));
   // Files the work tree changed since HEAD (by their bytes: a file only
-  // touched is not changed): never written over or removed.
+  // touched is not changed), and those git is told not to look at
+  // (assume-unchanged, skip-worktree of a sparse checkout): never written
+  // over or removed.
   ZIPNN_RETURN_IF_ERROR(RunGit({"update-index", "-q", "--refresh"}, top).status());
   ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> changed_here,
                          GitPaths({"diff-files", "-z", "--name-only", "--no-renames"}, top));
-  const std::set<std::string> local(changed_here.begin(), changed_here.end());
+  std::set<std::string> local(changed_here.begin(), changed_here.end());
+  std::vector<std::string> assumed;
+  ZIPNN_RETURN_IF_ERROR(AddUnlooked(top, local, &assumed));
   // The index follows where the new commits changed it, and nowhere
   // else; what is staged there would be lost, so that is refused. The
   // work tree is the node's own: a file it saved that the commits hold is
@@ -164,68 +249,36 @@ Result<Followed> FollowRemoteBranch(const std::string& remote, const std::string
     }
     ZIPNN_RETURN_IF_ERROR(RunOnPaths({"read-tree", target}, {}, top).status());
   } else {
-    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> moved,
-                           GitPaths({"diff-tree", "-r", "-z", "--name-only", "--no-renames", head, target}, top));
     ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> staged,
                            GitPaths({"diff-index", "--cached", "-z", "--name-only", "--no-renames", head}, top));
-    const std::set<std::string> is_moved(moved.begin(), moved.end());
     for (const std::string& path : staged) {
-      if (is_moved.count(path)) {
+      if (changes.moved.count(path)) {
         return InvalidArgument("this clone has " + path + " staged, and " + remote + "/" + branch.out +
                                " changed it too; commit or reset it");
       }
     }
+    const std::vector<std::string> moved(changes.moved.begin(), changes.moved.end());
     if (!moved.empty()) {
       ZIPNN_RETURN_IF_ERROR(
           RunOnPaths({"reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul", target}, moved, top).status());
     }
   }
+  // A sparse checkout marks what the commits brought outside its cone;
+  // what this clone marked assume-unchanged stays so (the reset cleared
+  // it) where the commits kept the file.
+  ZIPNN_RETURN_IF_ERROR(AddUnlooked(top, local, nullptr));
+  const std::set<std::string> gone(changes.removed.begin(), changes.removed.end());
+  assumed.erase(std::remove_if(assumed.begin(), assumed.end(), [&](const std::string& p) { return gone.count(p); }),
+                assumed.end());
+  if (!assumed.empty()) {
+    ZIPNN_RETURN_IF_ERROR(
+        RunOnPaths({"update-index", "-q", "--assume-unchanged", "-z", "--stdin"}, assumed, top).status());
+  }
   std::vector<std::string> update = {"update-ref", "-m", "git zipnn commit: follow " + remote, "HEAD", target};
   if (!head.empty()) update.push_back(head);
   ZIPNN_RETURN_IF_ERROR(RunOnPaths(update, {}, top).status());
   followed.commit = target;
-  // What the new commits did to files, done to the work tree as a fast
-  // forward would: a file they added is written where the work tree has
-  // none (a file there is this node's own save); one they changed or
-  // removed, where the work tree holds it as HEAD had it.
-  std::vector<std::string> added, changed, removed;
-  if (head.empty()) {
-    ZIPNN_ASSIGN_OR_RETURN(added, GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", target}, top));
-  } else {
-    for (auto [filter, paths] : {std::pair{"A", &added}, std::pair{"M", &changed}, std::pair{"D", &removed}}) {
-      ZIPNN_ASSIGN_OR_RETURN(*paths, GitPaths({"diff-tree", "-r", "-z", "--name-only", "--no-renames",
-                                               std::string("--diff-filter=") + filter, head, target},
-                                              top));
-    }
-  }
-  std::vector<std::string> write;
-  for (const std::string& path : added) {
-    struct stat st;
-    if (!ThroughLink(path, top) && ::lstat((top + "/" + path).c_str(), &st) != 0 && errno == ENOENT) {
-      write.push_back(path);
-    }
-  }
-  for (const std::string& path : changed) {
-    if (!ThroughLink(path, top) && !local.count(path)) write.push_back(path);
-  }
-  for (const std::string& path : removed) {
-    struct stat st;
-    const std::string full = top + "/" + path;
-    if (!ThroughLink(path, top) && !local.count(path) && ::lstat(full.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
-      if (::unlink(full.c_str()) != 0) return IoError(full + ": cannot remove (" + std::strerror(errno) + ")");
-      // Folders it leaves empty go too, as git's own checkout removes them.
-      for (std::string folder = path; folder.rfind('/') != std::string::npos;) {
-        folder.resize(folder.rfind('/'));
-        if (::rmdir((top + "/" + folder).c_str()) != 0) break;
-      }
-    }
-  }
-  if (!write.empty()) {
-    ZIPNN_ASSIGN_OR_RETURN(GitRun wrote,
-                           RunGitWith("GIT_ZIPNN_SKIP_SMUDGE=1", {"checkout-index", "-u", "-f", "-z", "--stdin"}, top,
-                                      NulSeparated(write)));
-    if (wrote.exit_code != 0) return Status(StatusCode::kGit, "git checkout-index failed: " + wrote.err);
-  }
+  ZIPNN_RETURN_IF_ERROR(FastForwardFiles(changes, local, top));
   return followed;
 }
 

@@ -595,7 +595,6 @@ Status KeepOwnFiles(const std::vector<std::string>& files, std::vector<std::stri
   const std::set<std::string> checkpoints(tracked.begin(), tracked.end());
   for (const std::string& file : rank_files) {
     if (checkpoints.count(file)) continue;
-    if (!FileExists(file)) return NotFound(file + " is no file this rank can store (missing)");
     return InvalidArgument(file +
                            (IsPointerFile(file) ? " is a pointer here (another node's file)"
                                                 : " is no checkpoint of the save that git-zipnn tracks") +
@@ -637,6 +636,9 @@ Result<Prepared> Prepare(Context& context, const CommitRequest& request, const s
   }
   p.parent = *parent;
   ZIPNN_RETURN_IF_ERROR(rank_files.status());
+  for (const std::string& file : *rank_files) {
+    if (!FileExists(file)) return NotFound(file + " is no file this rank can store (missing)");
+  }
   // Files stored on other nodes may be all the save holds (on the rank
   // that commits), or none of it be here (on a node's).
   const bool elsewhere = !request.stored_elsewhere.empty() || request.store_only;

@@ -623,6 +623,28 @@ class NodeClonesTest(Job):
         self.assertEqual(head, self.sh("git rev-parse HEAD", cwd=self.repo))
         self.assertEqual(self.sh("git status --porcelain", cwd=fresh), "?? mine.txt\n")
 
+    def test_follow_leaves_alone_what_git_is_told_not_to_look_at_and_takes_type_changes(self):
+        self.sh("mkdir d && echo w > d/w.txt && echo x > d/x.txt && echo a > a && mkdir g && echo h > g/h.txt && "
+                "git add -A && git commit -qm files && git push -q", cwd=self.repo)
+        self.sh("git zipnn commit --follow out", cwd=self.node)
+        # Edits git is told not to see, and a sparse checkout without d/.
+        self.sh("git update-index --assume-unchanged d/w.txt && echo mine > d/w.txt && "
+                "git sparse-checkout set --no-cone '/*' '!/g/'", cwd=self.node)
+        self.sh("echo w2 > d/w.txt && rm a g/h.txt && mkdir a && echo b > a/b && echo g > g2 && "
+                "mkdir -p g && echo new > g/new.txt && git add -A && git commit -qm types && git push -q",
+                cwd=self.repo)
+        # Options after the path are options, not more lists.
+        self.put(self.node, "out/m.safetensors", 0)
+        listed = self.sh("git zipnn commit --store-only --push out", cwd=self.node)
+        with open(os.path.join(self.root, "list"), "w") as f:
+            f.write(listed)
+        self.sh("git zipnn commit --push --pointers ../list out -m 'a save from the node'", cwd=self.repo)
+        self.assertEqual(self.sh("git log -1 --format=%s", cwd=self.repo), "a save from the node\n")
+        self.sh("git zipnn commit --follow out", cwd=self.node)
+        self.assertEqual(self.sh("cat d/w.txt a/b", cwd=self.node), "mine\nb\n")
+        self.assertFalse(os.path.exists(os.path.join(self.node, "g")))
+        self.assertEqual(self.sh("git status --porcelain", cwd=self.node), "")
+
     def test_one_folder_saved_again_on_both_nodes_and_a_push_that_failed(self):
         # Save 1: each node writes its file of one folder.
         self.put(self.repo, "out/a.safetensors", 0)
