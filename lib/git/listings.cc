@@ -70,11 +70,11 @@ Status PushListings(const std::string& remote) {
   return PushUnionRefs({&kListings}, remote);
 }
 
-Result<size_t> TakeListings(const std::string& remote, const ConfigSnapshot* config) {
+Result<size_t> TakeListings(const std::string& remote, const ConfigSnapshot* config, bool prompt) {
   if (!CanTrack(remote)) return size_t{0};
   std::optional<TextconvCache> cache = OpenCache(config);
   if (!cache) return size_t{0};
-  if (!FetchedHere(kListings, remote)) ZIPNN_RETURN_IF_ERROR(FetchUnionRefs({&kListings}, remote));
+  if (!FetchedHere(kListings, remote)) ZIPNN_RETURN_IF_ERROR(FetchUnionRefs({&kListings}, remote, prompt));
   ZIPNN_ASSIGN_OR_RETURN(const auto theirs, ListRemoteCopy(kListings, remote));
   size_t taken = 0;
   for (const auto& [blob, listing_blob] : theirs) {

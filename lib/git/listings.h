@@ -41,7 +41,7 @@ Status PushListings(const std::string& remote);
 // Fetches `remote`'s listings and writes into the local cache each one it
 // lacks (or holds only a failure for) whose pointer blob git has here and
 // names the checkpoint the listing is of; others are left out. How many
-// were written.
-Result<size_t> TakeListings(const std::string& remote, const ConfigSnapshot* config = nullptr);
+// were written. `prompt` as for FetchUnionRefs.
+Result<size_t> TakeListings(const std::string& remote, const ConfigSnapshot* config = nullptr, bool prompt = true);
 
 }  // namespace zipnn::git

@@ -324,7 +324,7 @@ bool FetchedHere(const UnionRef& u, const std::string& remote) {
   return Fetched().count(std::string(u.ref) + " " + remote) > 0;
 }
 
-Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::string& remote) {
+Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::string& remote, bool prompt) {
   if (!CanTrack(remote)) return InvalidArgument("\"" + remote + "\" is not the name of a remote");
   // Patterns, which match nothing rather than fail on a ref the remote
   // lacks.
@@ -333,7 +333,12 @@ Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::strin
   std::vector<std::string> args = {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-maintenance",
                                    remote};
   for (const UnionRef* u : refs) args.push_back("+" + std::string(u->ref) + "*:" + RemoteRef(*u, remote) + "*");
-  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args));
+  // One at a time: two fetches of one ref at once fail on its lock (a
+  // checkout fetches the listings while it fetches the object map).
+  static std::mutex one_fetch;
+  std::unique_lock<std::mutex> turn(one_fetch);
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, prompt ? RunGit(args) : RunGitWith("GIT_TERMINAL_PROMPT=0", args, ""));
+  turn.unlock();
   if (run.exit_code == 0) {
     std::lock_guard<std::mutex> lock(fetched_mu);
     for (const UnionRef* u : refs) Fetched().insert(std::string(u->ref) + " " + remote);

@@ -52,7 +52,9 @@ Status AddToUnionRef(const UnionRef& u, const RefFiles& files);
 // Brings each remote's copy of `refs` to refs/zipnn/remotes/<remote>/...
 // in one `git fetch` (git's transport and credentials). A ref the remote
 // lacks is no error.
-Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::string& remote);
+// With `prompt` false git never asks for credentials on the terminal
+// (work in the background, which would ask beside the foreground's).
+Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::string& remote, bool prompt = true);
 // Whether this process fetched `remote`'s copy of `u` already.
 bool FetchedHere(const UnionRef& u, const std::string& remote);
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <set>
 
 #include "lib/base/file.h"
@@ -216,12 +217,24 @@ Result<bool> FetchChain(const store::Store& local, const ContentId& id, std::opt
   if (raw_size) options.raw_sizes[id] = *raw_size;
   options.find_copy = find_copy;
   options.deliver = deliver;
-  ZIPNN_ASSIGN_OR_RETURN(TransferReport report, FetchObjects(local, **from, {id}, options));
   // The first fetch of a process (a clone's checkout, a pull's) also
-  // brings the listings that `git log -p` will want; a failure costs only
+  // brings the listings that `git log -p` will want, while the object
+  // comes (never asking for credentials beside it); a failure costs only
   // that speed.
   static std::once_flag listings;
-  std::call_once(listings, [&] { (void)git::TakeListings(*remote, &settings.config()); });
+  std::thread lister;
+  std::call_once(listings, [&] {
+    lister = std::thread([&remote_name = *remote, &config = settings.config()] {
+      (void)git::TakeListings(remote_name, &config, /*prompt=*/false);
+    });
+  });
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{lister};
+  ZIPNN_ASSIGN_OR_RETURN(TransferReport report, FetchObjects(local, **from, {id}, options));
   return report.delivered;
 }
 
