@@ -95,7 +95,9 @@ Status RunCommit(ops::CommitRequest request, std::optional<int64_t> step, std::o
                  done.stored.size(), done.stored.size() == 1 ? "" : "s", HumanBytes(done.stored_bytes).c_str());
   }
   if (done.commit.empty()) {
-    std::fprintf(stderr, "git-zipnn commit: nothing changed; no commit made\n");
+    // A try again after a failed push pushes what the first one committed.
+    std::fprintf(stderr, "git-zipnn commit: nothing changed; no commit made%s\n",
+                 done.pushed_to.empty() ? "" : ("; HEAD is on " + done.pushed_to).c_str());
   } else {
     std::printf("%s\n", done.commit.c_str());
   }

@@ -740,6 +740,7 @@ Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
     ZIPNN_RETURN_IF_ERROR(PlaceStoredElsewhere(context, elsewhere, paths, prepared->remote, top));
     ZIPNN_ASSIGN_OR_RETURN(done.commit,
                            CommitStaged(paths, message, prepared->parent, prepared->remote, top, rounds_dir));
+    done.pushed_to = prepared->remote;
     return done;
   }
   if (!request.stored_elsewhere.empty()) {
@@ -774,6 +775,7 @@ Result<Committed> CommitSave(Context& context, const CommitRequest& request) {
                                                            : "commit " + *commit));
   round.End();
   ZIPNN_ASSIGN_OR_RETURN(done.commit, std::move(commit));
+  done.pushed_to = prepared->remote;
   return done;
 }
 

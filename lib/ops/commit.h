@@ -66,6 +66,7 @@ struct Committed {
   std::vector<std::string> stored;  // the files this rank stored itself (a rank of a job)
   uint64_t stored_bytes = 0;
   std::vector<StoredFile> pointers;  // with store_only: what this rank stored, and as what
+  std::string pushed_to;             // the remote HEAD was pushed to, by this process
 };
 
 // A pointer list: a line "<pointer>\t<path>" per file. InvalidArgument

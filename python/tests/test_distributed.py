@@ -689,6 +689,7 @@ class NodeClonesTest(Job):
         os.remove(hook)
         done = self.commit(listed, "out")
         self.assertEqual(done.returncode, 0, done.stderr.decode())
+        self.assertIn("nothing changed; no commit made; HEAD is on origin", done.stderr.decode())
         self.assertEqual(self.sh("git rev-parse HEAD", cwd=self.repo),
                          self.sh("git rev-parse main", cwd=os.path.join(self.root, "origin.git")))
         self.sh("git clone -q -c remote.origin.zipnnurl=../objects origin.git clone")
