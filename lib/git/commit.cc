@@ -88,10 +88,12 @@ Result<Changes> ChangesBetween(const std::string& head, const std::string& targe
   if (head.empty()) {
     ZIPNN_ASSIGN_OR_RETURN(c.added, GitPaths({"ls-tree", "-r", "-z", "--name-only", "--full-tree", target}, top));
   } else {
-    for (auto [filter, paths] : {std::pair{"A", &c.added}, std::pair{"MT", &c.changed}, std::pair{"D", &c.removed}}) {
-      ZIPNN_ASSIGN_OR_RETURN(*paths, GitPaths({"diff-tree", "-r", "-z", "--name-only", "--no-renames",
-                                               std::string("--diff-filter=") + filter, head, target},
-                                              top));
+    // "<status>\0<path>\0" for each.
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> fields,
+                           GitPaths({"diff-tree", "-r", "-z", "--name-status", "--no-renames", head, target}, top));
+    for (size_t i = 0; i + 1 < fields.size(); i += 2) {
+      const char status = fields[i][0];
+      (status == 'A' ? c.added : status == 'D' ? c.removed : c.changed).push_back(fields[i + 1]);
     }
   }
   for (const std::vector<std::string>* paths : {&c.added, &c.changed, &c.removed}) {
@@ -170,14 +172,16 @@ Result<bool> StagedIn(const std::vector<std::string>& paths, const std::string& 
   ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> staged,
                          GitPaths({"diff", "--cached", "--name-only", "--no-renames", "-z"}, top));
   for (const std::string& changed : staged) {
-    for (const std::string& p : paths) {
-      if (p == "." || changed == p || (changed.size() > p.size() && changed.compare(0, p.size(), p) == 0 &&
-                                       changed[p.size()] == '/')) {
-        return true;
-      }
-    }
+    if (AtOrUnderAny(changed, paths)) return true;
   }
   return false;
+}
+
+bool AtOrUnderAny(const std::string& path, const std::vector<std::string>& paths) {
+  return std::any_of(paths.begin(), paths.end(), [&](const std::string& p) {
+    return p == "." || path == p ||
+           (path.size() > p.size() && path.compare(0, p.size(), p) == 0 && path[p.size()] == '/');
+  });
 }
 
 Result<std::string> CommitPaths(const std::string& message, const std::vector<std::string>& paths,

@@ -23,6 +23,10 @@ Result<std::vector<std::string>> DeletedUnder(const std::string& folder, const s
 // what it stores is a fine-tune of it (GIT_ZIPNN_PARENT).
 Status AddPaths(const std::vector<std::string>& paths, const std::string& parent, const std::string& top);
 
+// Whether `path` is one of `paths` (from the top; "." the whole tree) or
+// under one of them.
+bool AtOrUnderAny(const std::string& path, const std::vector<std::string>& paths);
+
 // Whether the index differs from HEAD anywhere in `paths`.
 Result<bool> StagedIn(const std::vector<std::string>& paths, const std::string& top);
 

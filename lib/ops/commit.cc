@@ -399,8 +399,7 @@ Status StoreFiles(Context& context, const std::vector<std::string>& files, const
   ZIPNN_RETURN_IF_ERROR(remote::PushPointers(store, *settings, remote, found, /*publish=*/false).status());
   if (publish_turns.empty()) return OkStatus();
   ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<GitTurn> turn, GitTurn::Take(publish_turns));
-  // The objects are there: this sends none again, only what finds them.
-  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred sent, remote::PushPointers(store, *settings, remote, found));
+  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred sent, remote::PublishPointers(*settings, remote, found));
   if (!sent.listings.ok()) {
     std::fprintf(stderr, "git-zipnn: warning: the tensor listings did not reach %s: %s\n", remote.c_str(),
                  sent.listings.message().c_str());
@@ -427,10 +426,7 @@ bool InSave(const std::string& path, const std::vector<std::string>& saves) {
     if (part.empty() || part == "." || part == ".." || part == ".git") return false;
     at = end + 1;
   }
-  return std::any_of(saves.begin(), saves.end(), [&](const std::string& save) {
-    return save == "." || path == save ||
-           (path.size() > save.size() && path.compare(0, save.size(), save) == 0 && path[save.size()] == '/');
-  });
+  return git::AtOrUnderAny(path, saves);
 }
 
 // The files of pointer lists (PointerListText), in order.

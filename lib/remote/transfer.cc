@@ -57,6 +57,20 @@ void TakeRemoteRecords(const store::Store& local, RemoteStore& remote, std::vect
   }
 }
 
+// Makes the objects of `found`, on `other` already, findable there (its
+// Publish), the listings after them: in the same push as a Git LFS
+// server's map, else one of their own. How the listings fared goes to
+// `listings`; the error is Publish's.
+Status PublishFound(RemoteStore& other, const RemoteSettings& settings, const std::string& remote,
+                    const git::FoundPointers& found, Status& listings) {
+  std::vector<std::string> blobs;
+  for (const auto& [pointer, place] : found.pointers) blobs.push_back(place.blob);
+  listings = git::KeepListings(remote, blobs, &settings.config());
+  ZIPNN_RETURN_IF_ERROR(other.Publish());
+  if (listings.ok()) listings = git::PushListings(remote);
+  return OkStatus();
+}
+
 // Pushes (or fetches) the objects of `found`.
 Result<Transferred> Transfer(bool push, const store::Store& local, const RemoteSettings& settings,
                              const std::string& remote, const git::FoundPointers& found, bool publish = true) {
@@ -116,13 +130,7 @@ Result<Transferred> Transfer(bool push, const store::Store& local, const RemoteS
     }
   }
   if (push && publish) {
-    // The listings go after the objects: in the same push as a Git LFS
-    // server's map, else one of their own.
-    std::vector<std::string> blobs;
-    for (const auto& [pointer, place] : found.pointers) blobs.push_back(place.blob);
-    done.listings = git::KeepListings(remote, blobs, &settings.config());
-    ZIPNN_RETURN_IF_ERROR(other->Publish());
-    if (done.listings.ok()) done.listings = git::PushListings(remote);
+    ZIPNN_RETURN_IF_ERROR(PublishFound(*other, settings, remote, found, done.listings));
   } else if (!push) {
     done.listings = git::TakeListings(remote, &settings.config()).status();
   }
@@ -130,6 +138,15 @@ Result<Transferred> Transfer(bool push, const store::Store& local, const RemoteS
 }
 
 }  // namespace
+
+Result<Transferred> PublishPointers(const RemoteSettings& settings, const std::string& remote,
+                                    const git::FoundPointers& found) {
+  ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(settings, remote));
+  Transferred done;
+  done.where = other->where();
+  ZIPNN_RETURN_IF_ERROR(PublishFound(*other, settings, remote, found, done.listings));
+  return done;
+}
 
 Result<Transferred> PushPointers(const store::Store& local, const std::string& remote, const git::FoundPointers& found) {
   ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());

@@ -45,6 +45,11 @@ Result<Transferred> PushPointers(const store::Store& local, const std::string& r
 // pushes the commit (lib/ops/commit.h).
 Result<Transferred> PushPointers(const store::Store& local, const RemoteSettings& settings, const std::string& remote,
                                  const git::FoundPointers& found, bool publish = true);
+// The rest of a push whose objects went with `publish` false: makes them
+// findable on `remote`, asking nothing of its objects again (only
+// Transferred::where and listings are set).
+Result<Transferred> PublishPointers(const RemoteSettings& settings, const std::string& remote,
+                                    const git::FoundPointers& found);
 
 // Brings the objects of every pointer in `found` (and their bases) from
 // `remote`.
