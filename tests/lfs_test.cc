@@ -637,10 +637,15 @@ TEST_CASE("a push sends what the map here does not name without fetching the map
   REQUIRE_MESSAGE(lfs_file.code == 0, lfs_file.err);
   CHECK(ServerObjects(repo, server, "team.git") == 4);
   CHECK(Count(server.Requests(), "/locks") > locks);
-  const Run fresh = repo.Sh("cd .. && git clone -q " + server.Url("team.git") +
+  const Run fresh = repo.Sh("cd .. && GIT_TRACE=\"$PWD/fresh.trace\" git clone -q " + server.Url("team.git") +
                             " fresh && cmp fresh/data.bin other/data.bin && cmp fresh/model.safetensors '" +
                             repo.Data("cnn-bf16/step-000120.safetensors") + "'");
   CHECK_MESSAGE(fresh.code == 0, fresh.err);
+  // The checkout took the map and the listings in one git fetch: the
+  // listings' fetch beside the object brings the map the object is found
+  // through, and the lookup waiting for it does not fetch again.
+  const Run ref_fetches = repo.Sh("grep -c 'built-in: git fetch .*refs/zipnn/' ../fresh.trace");
+  CHECK(ref_fetches.out == "1\n");
 }
 
 TEST_CASE("a repository with Git LFS files and checkpoints on one server: both go up with one push and come back") {

@@ -50,7 +50,9 @@ Status AddToObjectMap(const MapLines& lines) {
 
 // With the listings: a clone that needs the map will want them too, and
 // one fetch costs less than two (listings.h takes them from there).
-Status FetchObjectMap(const std::string& remote) { return FetchUnionRefs({&kObjectMap, &kListings}, remote); }
+Status FetchObjectMap(const std::string& remote, bool prompt) {
+  return FetchUnionRefs({&kObjectMap, &kListings}, remote, prompt);
+}
 
 Status PushObjectMap(const std::string& remote) { return PushUnionRefs({&kObjectMap, &kListings}, remote); }
 

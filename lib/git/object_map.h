@@ -36,7 +36,8 @@ Status AddToObjectMap(const MapLines& lines);
 // Brings the map `remote` holds to refs/zipnn/remotes/<remote>/objects
 // (`git fetch`, so git's transport and credentials), and the tensor
 // listings with it (listings.h). A remote that holds none is no error.
-Status FetchObjectMap(const std::string& remote);
+// `prompt` as for FetchUnionRefs.
+Status FetchObjectMap(const std::string& remote, bool prompt = true);
 
 // Sends the local map to `remote` (`git push`, hooks not run), and the
 // listings (listings.h) in the same push, each merged first with what the

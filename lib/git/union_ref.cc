@@ -3,7 +3,7 @@
 #include <ctime>
 #include <mutex>
 #include <optional>
-#include <set>
+#include <cstdint>
 
 #include "lib/git/libgit2.h"
 #include "lib/git/run.h"
@@ -312,12 +312,18 @@ Status MergeUnionRef(const UnionRef& u, const std::string& remote) {
   return Status(StatusCode::kGit, std::string(u.ref) + " kept moving while git-zipnn merged into it");
 }
 
-// What this process fetched: "<ref> <remote>".
+// What this process fetched: "<ref> <remote>", with the number (below)
+// of the last fetch that brought it.
 std::mutex fetched_mu;
-std::set<std::string>& Fetched() {
-  static std::set<std::string>* fetched = new std::set<std::string>;
+std::map<std::string, uint64_t>& Fetched() {
+  static std::map<std::string, uint64_t>* fetched = new std::map<std::string, uint64_t>;
   return *fetched;
 }
+// Fetches take turns, one at a time: two fetches of one ref at once fail
+// on its lock (a checkout fetches the listings while it fetches the
+// object map). They are numbered from 1 as they end.
+std::mutex one_fetch;
+uint64_t fetches_done = 0;  // guarded by fetched_mu
 
 bool FetchedHere(const UnionRef& u, const std::string& remote) {
   std::lock_guard<std::mutex> lock(fetched_mu);
@@ -326,22 +332,38 @@ bool FetchedHere(const UnionRef& u, const std::string& remote) {
 
 Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::string& remote, bool prompt) {
   if (!CanTrack(remote)) return InvalidArgument("\"" + remote + "\" is not the name of a remote");
+  uint64_t asked_at = 0;
+  {
+    std::lock_guard<std::mutex> lock(fetched_mu);
+    asked_at = fetches_done;
+  }
+  std::unique_lock<std::mutex> turn(one_fetch);
+  // A ref that a fetch ending after this call began brought meanwhile
+  // (the map a clone's first fetch takes beside its object, with the
+  // listings) is not fetched again: it is what this call would have got
+  // had it asked a moment sooner. A push that merged from it and finds
+  // the remote moved on since is refused by its lease and merges again.
+  std::vector<const UnionRef*> wanted;
+  {
+    std::lock_guard<std::mutex> lock(fetched_mu);
+    for (const UnionRef* u : refs) {
+      const auto it = Fetched().find(std::string(u->ref) + " " + remote);
+      if (it == Fetched().end() || it->second <= asked_at) wanted.push_back(u);
+    }
+  }
+  if (wanted.empty()) return OkStatus();
   // Patterns, which match nothing rather than fail on a ref the remote
   // lacks.
   // No maintenance after it: git would run `maintenance run --auto` (a
   // tenth of a second) in the middle of a push or a checkout.
   std::vector<std::string> args = {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-maintenance",
                                    remote};
-  for (const UnionRef* u : refs) args.push_back("+" + std::string(u->ref) + "*:" + RemoteRef(*u, remote) + "*");
-  // One at a time: two fetches of one ref at once fail on its lock (a
-  // checkout fetches the listings while it fetches the object map).
-  static std::mutex one_fetch;
-  std::unique_lock<std::mutex> turn(one_fetch);
+  for (const UnionRef* u : wanted) args.push_back("+" + std::string(u->ref) + "*:" + RemoteRef(*u, remote) + "*");
   ZIPNN_ASSIGN_OR_RETURN(GitRun run, prompt ? RunGit(args) : RunGitWith("GIT_TERMINAL_PROMPT=0", args, ""));
-  turn.unlock();
   if (run.exit_code == 0) {
     std::lock_guard<std::mutex> lock(fetched_mu);
-    for (const UnionRef* u : refs) Fetched().insert(std::string(u->ref) + " " + remote);
+    ++fetches_done;
+    for (const UnionRef* u : wanted) Fetched()[std::string(u->ref) + " " + remote] = fetches_done;
     return OkStatus();
   }
   return Status(StatusCode::kGit, "cannot fetch git-zipnn's refs from " + remote + ": " + Trimmed(run.err));

@@ -16,6 +16,7 @@
 #include "lib/base/strings.h"
 #include "lib/container/object.h"
 #include "lib/git/listings.h"
+#include "lib/git/object_map.h"
 #include "lib/remote/select.h"
 #include "lib/store/store.h"
 #include "lib/store/chain.h"
@@ -237,11 +238,14 @@ Result<bool> FetchChain(const store::Store& local, const ContentId& id, std::opt
   // The first fetch of a process (a clone's checkout, a pull's) also
   // brings the listings that `git log -p` will want, while the object
   // comes (never asking for credentials beside it); a failure costs only
-  // that speed.
+  // that speed. The object map comes in the same git fetch: a Git LFS
+  // host's object is found through it, and a second fetch for it would
+  // wait for this one to end (FetchUnionRefs takes what this one brought).
   static std::once_flag listings;
   std::thread lister;
   std::call_once(listings, [&] {
     lister = std::thread([&remote_name = *remote, &config = settings.config()] {
+      (void)git::FetchObjectMap(remote_name, /*prompt=*/false);
       (void)git::TakeListings(remote_name, &config, /*prompt=*/false);
     });
   });
