@@ -61,6 +61,9 @@ Two more files set what a host may set, read at each request:
                            of an object's bytes goes at, on each
                            connection, as a real link holds it (the
                            benchmarks' 25 or 100 MB/s)
+  ROOT/../refuse           oids, one a line: an upload (PUT) of one is
+                           answered 500, as a server with a full disk
+                           answers, its bytes read first
   ROOT/../multipart_chunk  C: an upload of more than C bytes, by a client
                            that offers the "multipart" adapter, goes in
                            chunks of C, as the Hugging Face Hub has it: the
@@ -121,6 +124,15 @@ def setting(name):
             return int(f.read().strip())
     except (OSError, ValueError):
         return None
+
+
+def refused_oids():
+    """The oids in ROOT/../refuse, one a line: uploads of them fail."""
+    try:
+        with open(os.path.join(ROOT, "..", "refuse")) as f:
+            return set(f.read().split())
+    except OSError:
+        return set()
 
 
 chunk_tokens = {}  # (repo, oid) -> the token of its upload in chunks
@@ -461,6 +473,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.complete(repo, rest.split("/")[1])
         named = re.match(r"^objects/([0-9a-f]{64})$", rest)
         if named and self.command == "PUT":
+            if named.group(1) in refused_oids():
+                self.object_body()
+                return self.answer_json(500, {"message": "the disk is full"})
             return self.upload(repo, named.group(1))
         if named and self.command in ("GET", "HEAD"):
             return self.download(repo, named.group(1))

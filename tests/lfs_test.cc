@@ -648,6 +648,53 @@ TEST_CASE("a push sends what the map here does not name without fetching the map
   CHECK(ref_fetches.out == "1\n");
 }
 
+TEST_CASE(
+    "a push the host cuts short records no object above one that did not go up; the next sends only what is missing") {
+  Repo repo;
+  LfsServer server(repo);
+  StartTeam(repo, server, {});
+  const std::vector<std::string> steps = {"000040", "000080", "000120"};
+  for (const std::string& step : steps) {
+    const Run saved = repo.Sh("cp '" + repo.Data("cnn-bf16/step-" + step + ".safetensors") +
+                              "' model.safetensors && git add model.safetensors && git commit -qm " + step);
+    REQUIRE_MESSAGE(saved.code == 0, saved.err);
+  }
+  // The first save is a base, the second a delta of it, the third whole.
+  auto id_of = [&](const std::string& rev) {
+    return repo.Sh("git show " + rev + ":model.safetensors | grep -o '[0-9a-f]\\{32\\}' | head -1").out.substr(0, 32);
+  };
+  const std::string first = id_of("HEAD~2"), second = id_of("HEAD~1");
+  const std::string object = ".git/zipnn/objects/" + first.substr(0, 2) + "/" + first.substr(2, 2) + "/" + first;
+  REQUIRE(repo.Sh("sha256sum " + object + " | cut -c1-64 > '" + server.root() + "/../refuse'").code == 0);
+
+  // Every level goes up at once: the delta's bytes reach the server while
+  // its base is refused, but nothing is recorded above the base, so no
+  // push or teammate takes the delta for a version the host can serve.
+  const Run cut = repo.Sh("git push -q origin HEAD:main");
+  CHECK_MESSAGE(cut.code != 0, cut.err);
+  CHECK_MESSAGE(cut.err.find("the disk is full") != std::string::npos, cut.err);
+  CHECK(ServerObjects(repo, server, "team.git") == 2);
+  const std::string recorded = repo.Sh("git ls-tree -r --name-only refs/zipnn/objects").out;
+  CHECK(recorded.find(first) == std::string::npos);
+  CHECK(recorded.find(second) == std::string::npos);
+
+  // The host takes it again: the next push sends the base alone (the
+  // server holds the rest), records all three, and a clone restores each.
+  REQUIRE(repo.Sh("rm '" + server.root() + "/../refuse'").code == 0);
+  const size_t puts = Count(server.Requests(), "PUT /team.git/info/lfs/objects/");
+  const Run pushed = repo.Sh("git push -q origin HEAD:main");
+  REQUIRE_MESSAGE(pushed.code == 0, pushed.err);
+  CHECK(Count(server.Requests(), "PUT /team.git/info/lfs/objects/") == puts + 1);
+  CHECK(ServerObjects(repo, server, "team.git") == 3);
+  REQUIRE(repo.Sh("cd .. && git clone -q " + server.Url("team.git") + " fresh").code == 0);
+  for (size_t back = 0; back < steps.size(); ++back) {
+    const Run restored = repo.Sh(
+        "cd ../fresh && git checkout -q HEAD~" + std::to_string(back) + " && cmp model.safetensors '" +
+        repo.Data("cnn-bf16/step-" + steps[steps.size() - 1 - back] + ".safetensors") + "' && git checkout -q -");
+    CHECK_MESSAGE(restored.code == 0, restored.err);
+  }
+}
+
 TEST_CASE("a repository with Git LFS files and checkpoints on one server: both go up with one push and come back") {
   Repo repo;
   LfsServer server(repo);

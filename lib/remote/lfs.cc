@@ -267,7 +267,8 @@ std::string Origin(const std::string& url) {
 class Server : public remote::RemoteStore,
                public remote::SideFiles,
                public remote::RangedReads,
-               public remote::KeptGets {
+               public remote::KeptGets,
+               public remote::UnrecordedPuts {
  public:
   Server(std::string where, Options o, std::shared_ptr<ObjectMap> map)
       : where_(std::move(where)), o_(std::move(o)), map_(std::move(map)), http_(o_.timeout, o_.low_speed) {}
@@ -280,6 +281,11 @@ class Server : public remote::RemoteStore,
   }
 
   Status Put(const ContentId& id, const ByteSource& object) override {
+    ZIPNN_ASSIGN_OR_RETURN(std::function<Status()> record, PutUnrecorded(id, object));
+    return record();
+  }
+
+  Result<std::function<Status()>> PutUnrecorded(const ContentId& id, const ByteSource& object) override {
     ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
     if (info.content_id != id) return InvalidArgument(object.name() + " is not the object of " + id.Hex());
     ZIPNN_ASSIGN_OR_RETURN(Pieces pieces, HashPieces(object, PieceSize(object.size())));
@@ -300,7 +306,7 @@ class Server : public remote::RemoteStore,
     entry.delta = info.header.kind == container::ObjectKind::kDelta;
     if (entry.delta) entry.base = info.header.base_id;
     ZIPNN_ASSIGN_OR_RETURN(entry.frame, FrameDigest(object, info));
-    return map_->Add(entry);
+    return std::function<Status()>([map = map_, entry] { return map->Add(entry); });
   }
 
   remote::Capabilities capabilities() override {
@@ -308,6 +314,7 @@ class Server : public remote::RemoteStore,
     c.side_files = this;
     c.ranged_reads = this;
     if (!o_.partial_dir.empty()) c.kept_gets = this;
+    c.unrecorded_puts = this;
     return c;
   }
 
@@ -918,22 +925,43 @@ class Server : public remote::RemoteStore,
     if (r.status != 401 || (HasHeader(post.headers, "Authorization") && !tried)) return r;
     if (tried) Report(*tried, false);
     if (!o_.credentials.fill) return r;
-    Result<Credential> filled = o_.credentials.fill(o_.endpoint);
-    if (!filled.ok()) {
-      return Annotate(filled.status(), where_ + " asks for credentials and none were found");
+    // One fill at a time: transfers that met the 401 together (a push
+    // starts several at once) ask the helper once, and the others take
+    // what it gave once it was taken.
+    std::lock_guard<std::mutex> one_fill(fill_mu_);
+    if (!refused_.empty()) return InvalidArgument(refused_);
+    const std::optional<Credential> known = Known();
+    const bool taken_meanwhile = known && !(tried && known->user == tried->user && known->password == tried->password);
+    Credential use;
+    if (taken_meanwhile) {
+      use = *known;
+    } else {
+      Result<Credential> filled = o_.credentials.fill(o_.endpoint);
+      if (!filled.ok()) {
+        return Annotate(filled.status(), where_ + " asks for credentials and none were found");
+      }
+      use = *std::move(filled);
     }
-    Sign(post, *filled);
+    Sign(post, use);
     ZIPNN_ASSIGN_OR_RETURN(r, http_.Send(post));
     if (r.status == 401 || r.status == 403) {
-      Report(*filled, false);
-      return InvalidArgument(where_ + " refused the credentials git's credential helper gave for " +
-                             http::Redacted(o_.endpoint) + " (HTTP " + std::to_string(r.status) + ")");
+      if (taken_meanwhile) {
+        return InvalidArgument(where_ + " refused the credentials git's credential helper gave for " +
+                               http::Redacted(o_.endpoint) + " (HTTP " + std::to_string(r.status) + ")");
+      }
+      Report(use, false);
+      // Not asked for again in this process: the helper gave what it has.
+      refused_ = where_ + " refused the credentials git's credential helper gave for " + http::Redacted(o_.endpoint) +
+                 " (HTTP " + std::to_string(r.status) + ")";
+      return InvalidArgument(refused_);
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      credential_ = *filled;
+    if (!taken_meanwhile) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        credential_ = use;
+      }
+      Report(use, true);
     }
-    Report(*filled, true);
     return r;
   }
 
@@ -998,7 +1026,9 @@ class Server : public remote::RemoteStore,
   const Options o_;
   const std::shared_ptr<ObjectMap> map_;
   http::Client http_;
-  std::mutex mu_;  // guards credential_, ranged_answers_ and the learning of limit_
+  std::mutex fill_mu_;   // held while credentials are asked of git's helper and tried
+  std::string refused_;  // guarded by fill_mu_: why the helper's credentials were refused
+  std::mutex mu_;        // guards credential_, ranged_answers_ and the learning of limit_
   std::optional<Credential> credential_;
   std::map<std::string, std::vector<Answer>> ranged_answers_;  // by the form's oid
   std::atomic<uint64_t> limit_{o_.max_object_size};

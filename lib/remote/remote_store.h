@@ -188,6 +188,23 @@ class OldTemporaries {
   virtual Result<size_t> RemoveOldTemporaries() = 0;
 };
 
+// Uploads that a remote records apart from sending them: a kind whose
+// server neither decodes what it receives nor shows it to readers until
+// it is recorded here (a Git LFS host, whose objects are known through
+// git's map of it, lfs.h). A push may then send every level of its chains
+// at once and record them lowest level first once they are there, so
+// that what is recorded here always stands on a recorded chain, as it
+// does when each level goes up after the one below it.
+class UnrecordedPuts {
+ public:
+  virtual ~UnrecordedPuts() = default;
+  // RemoteStore::Put without the record: the object goes up, and the step
+  // returned records it (what Put does next). An object sent but never
+  // recorded is sent again by the next push, which the server then takes
+  // without its bytes if it holds them.
+  virtual Result<std::function<Status()>> PutUnrecorded(const ContentId& id, const ByteSource& object) = 0;
+};
+
 // The capabilities a remote has: each null where it has not.
 struct Capabilities {
   SideFiles* side_files = nullptr;
@@ -197,6 +214,7 @@ struct Capabilities {
   RangedReads* ranged_reads = nullptr;
   OldTemporaries* old_temporaries = nullptr;
   KeptGets* kept_gets = nullptr;
+  UnrecordedPuts* unrecorded_puts = nullptr;
 };
 
 // One remote store: what every kind does. Thread-safe: transfers call it

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -279,6 +280,42 @@ void SendBaseNote(const Store& local, RemoteStore& remote, const ContentId& id, 
   if (PutSide(remote, SideKind::kBaseNote, id, *text).code() == StatusCode::kUnsupported) unsupported = true;
 }
 
+// The levels of a push to a remote that records its uploads apart
+// (UnrecordedPuts): every object goes up at once, lowest level first, so
+// that no level waits for the slowest object of the one below; then each
+// level is recorded, with its base notes, once the whole level below it
+// is, and none above a level that did not all go up.
+Status SendAllLevels(const Store& local, RemoteStore& remote, UnrecordedPuts& unrecorded,
+                     const std::map<int, std::vector<ContentId>>& levels, const TransferOptions& options,
+                     TransferReport& report, std::atomic<bool>& no_notes) {
+  std::vector<ContentId> all;
+  for (const auto& [level, send] : levels) all.insert(all.end(), send.begin(), send.end());
+  std::mutex records_mu;
+  std::map<ContentId, std::function<Status()>> records;  // of the objects that went up
+  const Status sent = MoveAll(all, options, report, [&](const ContentId& id) -> Result<uint64_t> {
+    ZIPNN_ASSIGN_OR_RETURN(ReadFile object, local.objects.Open(id));
+    std::function<Status()> record;
+    const Status put = WithRetries(options.attempts, [&]() -> Status {
+      ZIPNN_ASSIGN_OR_RETURN(record, unrecorded.PutUnrecorded(id, object));
+      return OkStatus();
+    });
+    if (!put.ok()) return Annotate(put, "cannot send object " + id.Hex() + " to " + remote.where());
+    std::lock_guard<std::mutex> lock(records_mu);
+    records[id] = std::move(record);
+    return object.size();
+  });
+  // Every worker has ended (MoveAll's pool is gone): `records` is settled.
+  for (const auto& [level, send] : levels) {
+    if (!std::all_of(send.begin(), send.end(), [&](const ContentId& id) { return records.count(id) > 0; })) break;
+    for (const ContentId& id : send) {
+      const Status recorded = records[id]();
+      if (!recorded.ok()) return Annotate(recorded, "object " + id.Hex() + " went up to " + remote.where());
+      SendBaseNote(local, remote, id, no_notes);
+    }
+  }
+  return sent;
+}
+
 }  // namespace
 
 Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, const std::vector<ContentId>& ids,
@@ -350,7 +387,9 @@ Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, cons
     return Annotate(has.status(), "cannot ask " + remote.where() + " what it holds");
   }
   // One level at a time: a receiver that decodes each object finds its
-  // base there, and a push cut short leaves whole chains behind.
+  // base there, and a push cut short leaves whole chains behind. A remote
+  // that records its uploads apart takes every level at once, and the
+  // records keep to the levels (SendAllLevels).
   std::map<int, std::vector<ContentId>> levels;
   for (size_t i = 0; i < all.size(); ++i) {
     if ((*has)[i]) {
@@ -360,16 +399,20 @@ Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, cons
     }
   }
   std::atomic<bool> no_notes{false};
-  for (const auto& [level, send] : levels) {
-    ZIPNN_RETURN_IF_ERROR(MoveAll(send, options, report, [&](const ContentId& id) -> Result<uint64_t> {
-      ZIPNN_ASSIGN_OR_RETURN(ReadFile object, local.objects.Open(id));
-      Status sent = WithRetries(options.attempts, [&] { return remote.PutFile(id, object); });
-      if (!sent.ok()) {
-        return Annotate(sent, "cannot send object " + id.Hex() + " to " + remote.where());
-      }
-      SendBaseNote(local, remote, id, no_notes);
-      return object.size();
-    }));
+  if (UnrecordedPuts* const unrecorded = remote.capabilities().unrecorded_puts) {
+    ZIPNN_RETURN_IF_ERROR(SendAllLevels(local, remote, *unrecorded, levels, options, report, no_notes));
+  } else {
+    for (const auto& [level, send] : levels) {
+      ZIPNN_RETURN_IF_ERROR(MoveAll(send, options, report, [&](const ContentId& id) -> Result<uint64_t> {
+        ZIPNN_ASSIGN_OR_RETURN(ReadFile object, local.objects.Open(id));
+        Status sent = WithRetries(options.attempts, [&] { return remote.PutFile(id, object); });
+        if (!sent.ok()) {
+          return Annotate(sent, "cannot send object " + id.Hex() + " to " + remote.where());
+        }
+        SendBaseNote(local, remote, id, no_notes);
+        return object.size();
+      }));
+    }
   }
   // Versions re-stored here as deltas because of what was sent (the
   // version before a new newest). Only while the local object is a delta:
