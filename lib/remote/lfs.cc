@@ -923,22 +923,29 @@ class Server : public remote::RemoteStore,
     ZIPNN_ASSIGN_OR_RETURN(http::Reply r, http_.Send(post));
     // A 401 to an Authorization the endpoint's own headers carry is final.
     if (r.status != 401 || (HasHeader(post.headers, "Authorization") && !tried)) return r;
-    if (tried) Report(*tried, false);
-    if (!o_.credentials.fill) return r;
+    if (!o_.credentials.fill) {
+      if (tried) Report(*tried, false);
+      return r;
+    }
     // One fill at a time: transfers that met the 401 together (a push
     // starts several at once) ask the helper once, and the others take
     // what it gave once it was taken.
     std::lock_guard<std::mutex> one_fill(fill_mu_);
-    if (!refused_.empty()) return InvalidArgument(refused_);
+    if (!refused_.ok()) return refused_;
     const std::optional<Credential> known = Known();
     const bool taken_meanwhile = known && !(tried && known->user == tried->user && known->password == tried->password);
+    // The credentials this request tried are told refused only while no
+    // other transfer replaced them: a helper may forget by host and user,
+    // and would forget the new ones too.
+    if (tried && !taken_meanwhile) Report(*tried, false);
     Credential use;
     if (taken_meanwhile) {
       use = *known;
     } else {
       Result<Credential> filled = o_.credentials.fill(o_.endpoint);
       if (!filled.ok()) {
-        return Annotate(filled.status(), where_ + " asks for credentials and none were found");
+        refused_ = Annotate(filled.status(), where_ + " asks for credentials and none were found");
+        return refused_;
       }
       use = *std::move(filled);
     }
@@ -950,10 +957,10 @@ class Server : public remote::RemoteStore,
                                http::Redacted(o_.endpoint) + " (HTTP " + std::to_string(r.status) + ")");
       }
       Report(use, false);
-      // Not asked for again in this process: the helper gave what it has.
-      refused_ = where_ + " refused the credentials git's credential helper gave for " + http::Redacted(o_.endpoint) +
-                 " (HTTP " + std::to_string(r.status) + ")";
-      return InvalidArgument(refused_);
+      // Not asked for again by this store: the helper gave what it has.
+      refused_ = InvalidArgument(where_ + " refused the credentials git's credential helper gave for " +
+                                 http::Redacted(o_.endpoint) + " (HTTP " + std::to_string(r.status) + ")");
+      return refused_;
     }
     if (!taken_meanwhile) {
       {
@@ -1027,7 +1034,7 @@ class Server : public remote::RemoteStore,
   const std::shared_ptr<ObjectMap> map_;
   http::Client http_;
   std::mutex fill_mu_;   // held while credentials are asked of git's helper and tried
-  std::string refused_;  // guarded by fill_mu_: why the helper's credentials were refused
+  Status refused_;       // guarded by fill_mu_: why the helper's credentials were refused, or none were had
   std::mutex mu_;        // guards credential_, ranged_answers_ and the learning of limit_
   std::optional<Credential> credential_;
   std::map<std::string, std::vector<Answer>> ranged_answers_;  // by the form's oid

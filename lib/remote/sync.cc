@@ -309,7 +309,10 @@ Status SendAllLevels(const Store& local, RemoteStore& remote, UnrecordedPuts& un
     if (!std::all_of(send.begin(), send.end(), [&](const ContentId& id) { return records.count(id) > 0; })) break;
     for (const ContentId& id : send) {
       const Status recorded = records[id]();
-      if (!recorded.ok()) return Annotate(recorded, "object " + id.Hex() + " went up to " + remote.where());
+      // What stopped the uploads says more than what it left unrecorded.
+      if (!recorded.ok()) {
+        return sent.ok() ? Annotate(recorded, "object " + id.Hex() + " went up to " + remote.where()) : sent;
+      }
       SendBaseNote(local, remote, id, no_notes);
     }
   }
