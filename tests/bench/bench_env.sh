@@ -86,7 +86,7 @@ tiled_saves() {
     echo "$src"
     return
   fi
-  size=$(stat -c %s "$src/step-000060.safetensors")
+  size=$(stat -L -c %s "$src/step-000060.safetensors")
   tiles=$(((mb * 1000000 + size / 2) / size))
   if [ ! -f "$top/tiled-$tiles/step-000060.safetensors" ]; then
     mkdir -p "$top/tiled-$tiles"

@@ -29,7 +29,7 @@ steps=$((saves * 10))
 last=$(printf '%s/step-%06d.safetensors' "$src" "$steps")
 [ -f "$last" ] || /usr/bin/python3 "$maker" --family gpt --width 256 --layers 4 --dtype bf16 --seed 1 \
   --steps "$steps" --every 10 --out "$src" >/dev/null
-size=$(stat -c %s "$last")
+size=$(stat -L -c %s "$last")
 tiles=$(((gib * 1073741824 + size / 2) / size))
 bin=${GIT_ZIPNN_BIN_DIR:-}
 if [ -z "$bin" ]; then

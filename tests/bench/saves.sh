@@ -14,7 +14,7 @@ top=/tmp/zipnn-lfs-bench
 src=$top/gpt-bf16
 [ -f "$src/step-000100.safetensors" ] || /usr/bin/python3 "$maker" --family gpt --width 512 --layers 8 --dtype bf16 \
   --steps 100 --every 10 --out "$src"
-size=$(stat -c %s "$src/step-000100.safetensors")
+size=$(stat -L -c %s "$src/step-000100.safetensors")
 tiles=$(((target + size / 2) / size))
 dir=$top/tiled-$tiles
 if [ ! -f "$dir/step-000100.safetensors" ]; then

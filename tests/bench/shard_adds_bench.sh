@@ -41,7 +41,7 @@ for ((k = 1; k <= shards; k++)); do
   last=$(printf '%s/step-%06d.safetensors' "$src" "$steps")
   [ -f "$last" ] || /usr/bin/python3 "$maker" --family gpt --width 256 --layers 4 --dtype bf16 --seed "$k" \
     --steps "$steps" --every 10 --out "$src" >/dev/null
-  size=$(stat -c %s "$last")
+  size=$(stat -L -c %s "$last")
   tiles=$(((gib * 1073741824 + size / 2) / size))
   tiled_dir[$k]=$src/tiled-$tiles
   for ((s = 1; s <= saves; s++)); do
