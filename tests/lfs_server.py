@@ -533,6 +533,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    # Python's default backlog of 5 drops the SYN of a client that opens
+    # more connections at once (eight transfers and a batch request), which
+    # then waits a second to try again; a host's backlog is far larger.
+    request_queue_size = 128
 
     def handle_error(self, request, client_address):
         # A client that hangs up on a kept-alive connection is no fault.
