@@ -1,9 +1,9 @@
 #include "lib/git/union_ref.h"
 
+#include <cstdint>
 #include <ctime>
 #include <mutex>
 #include <optional>
-#include <cstdint>
 
 #include "lib/git/libgit2.h"
 #include "lib/git/run.h"

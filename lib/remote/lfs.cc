@@ -952,15 +952,13 @@ class Server : public remote::RemoteStore,
     Sign(post, use);
     ZIPNN_ASSIGN_OR_RETURN(r, http_.Send(post));
     if (r.status == 401 || r.status == 403) {
-      if (taken_meanwhile) {
-        return InvalidArgument(where_ + " refused the credentials git's credential helper gave for " +
-                               http::Redacted(o_.endpoint) + " (HTTP " + std::to_string(r.status) + ")");
+      const Status refused = InvalidArgument(where_ + " refused the credentials git's credential helper gave for " +
+                                             http::Redacted(o_.endpoint) + " (HTTP " + std::to_string(r.status) + ")");
+      if (!taken_meanwhile) {
+        Report(use, false);
+        refused_ = refused;  // not asked for again by this store: the helper gave what it has
       }
-      Report(use, false);
-      // Not asked for again by this store: the helper gave what it has.
-      refused_ = InvalidArgument(where_ + " refused the credentials git's credential helper gave for " +
-                                 http::Redacted(o_.endpoint) + " (HTTP " + std::to_string(r.status) + ")");
-      return refused_;
+      return refused;
     }
     if (!taken_meanwhile) {
       {
