@@ -511,6 +511,68 @@ TEST_CASE("one path overwritten twelve times; k=5 against the series' base") {
   }
 }
 
+TEST_CASE("a checkpoint larger than raw_cache is read where git read it; other streams are stored as git sent them") {
+  Repo repo;
+  // raw_cache 0: every file is larger than what the raw cache keeps, so
+  // none is copied to scratch when the work tree holds what git streams.
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && "
+                  "printf 'raw_cache: 0\\n' > .zipnn.yaml && git add . && git commit -qm setup")
+              .code == 0);
+  for (const char* step : kSteps) {
+    CAPTURE(step);
+    REQUIRE(repo.Sh("cp '" + repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
+                    "' model.safetensors && git add model.safetensors && git commit -qm " + step)
+                .code == 0);
+  }
+  for (int back = 4; back >= 0; --back) {
+    CAPTURE(back);
+    REQUIRE(
+        repo.Sh("git zipnn restore model.safetensors --rev HEAD~" + std::to_string(back) + " -f -o restored").code ==
+        0);
+    CHECK(Slurp(repo.File("restored")) ==
+          Slurp(repo.Data(std::string("cnn-bf16/step-") + kSteps[4 - back] + ".safetensors")));
+  }
+  CHECK(repo.Sh("ls .git/zipnn/tmp | grep clean-").out.empty());
+
+  // Streams the work tree does not hold, each cleaned for a path whose
+  // work-tree file is `big`: parting from it within its first read, after
+  // two reads of the same bytes, ending early, running on past it, and
+  // another checkpoint altogether. Each is stored as streamed.
+  std::string big(3u << 20, '\0');
+  uint32_t x = 12345;
+  for (char& c : big) c = static_cast<char>((x = x * 1664525u + 1013904223u) >> 24);
+  std::string late = big;
+  late.replace((5u << 20) / 2, 2, "XY");
+  std::string early = big;
+  early[100] ^= 1;
+  const std::map<std::string, std::string> streams = {
+      {"early", early},
+      {"late", late},
+      {"short", big.substr(0, (3u << 20) / 2)},
+      {"longer", big + "and more"},
+      {"other", Slurp(repo.Data("cnn-bf16/step-000080.safetensors"))},
+  };
+  { std::ofstream(repo.File("big.safetensors"), std::ios::binary) << big; }
+  for (const auto& [name, bytes] : streams) {
+    CAPTURE(name);
+    { std::ofstream(repo.File("../" + name), std::ios::binary) << bytes; }
+    const Run blob = repo.Sh("git hash-object -w --stdin --path=big.safetensors < ../" + name);
+    REQUIRE(blob.code == 0);
+    CHECK(repo.Sh("git cat-file -p " + blob.out.substr(0, 40)).out.find(HashBytes(bytes.data(), bytes.size()).Hex()) !=
+          std::string::npos);
+    REQUIRE(repo.Sh("git update-index --add --cacheinfo 100644," + blob.out.substr(0, 40) + "," + name +
+                    ".safetensors && git commit -qm " + name + " && git zipnn restore " + name +
+                    ".safetensors -f -o restored")
+                .code == 0);
+    CHECK(Slurp(repo.File("restored")) == bytes);
+  }
+  // The work-tree file itself, added: read in place.
+  REQUIRE(repo.Sh("git add big.safetensors && git commit -qm big && rm big.safetensors && "
+                  "git checkout -- big.safetensors")
+              .code == 0);
+  CHECK(Slurp(repo.File("big.safetensors")) == big);
+}
+
 TEST_CASE("a step added out of order takes its place by number") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors' && git add . && "

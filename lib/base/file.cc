@@ -79,6 +79,23 @@ std::optional<ReadFile> ReadFile::OpenHolding(const std::string& path, const Con
   return std::move(*file);
 }
 
+Status ReadFile::Pin(std::vector<uint64_t> pins) {
+  if (pins.size() != (size_ + kPinBlock - 1) / kPinBlock) {
+    return InvalidArgument(path_ + ": " + std::to_string(pins.size()) + " pins for " + std::to_string(size_) +
+                           " bytes");
+  }
+  pins_ = std::move(pins);
+  return OkStatus();
+}
+
+Result<ReadFile> ReadFile::Dup() const {
+  const int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return IoError(path_ + ": cannot open again: " + Errno());
+  ReadFile copy(fd, size_, path_);
+  copy.pins_ = pins_;
+  return copy;
+}
+
 ReadFile::ReadFile(ReadFile&& o) noexcept
     : fd_(o.fd_), size_(o.size_), path_(std::move(o.path_)), pins_(std::move(o.pins_)) {
   o.fd_ = -1;

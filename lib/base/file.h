@@ -34,6 +34,13 @@ class ReadFile : public ByteSource {
   // reads is thus the content `id` names, or an error.
   static std::optional<ReadFile> OpenHolding(const std::string& path, const ContentId& id);
   static constexpr size_t kPinBlock = 64 << 10;
+  // Holds this file, as OpenHolding does, to bytes its caller has seen
+  // another way (the stream git sent for it): `pins` are the Checksum64 of
+  // each kPinBlock of them, the last block maybe shorter, covering size().
+  Status Pin(std::vector<uint64_t> pins);
+  // Another handle to the same open file (the same bytes, even once the
+  // path names another file), held to the same pins.
+  Result<ReadFile> Dup() const;
   ReadFile(ReadFile&& o) noexcept;
   ReadFile& operator=(ReadFile&& o) noexcept;
   ~ReadFile() override;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -647,6 +648,47 @@ TEST_CASE("a file opened as holding an id gives its bytes at any offset, and ref
   // Cut short: an error too, never a short read.
   REQUIRE(::truncate(path.c_str(), static_cast<off_t>(block)) == 0);
   CHECK_FALSE(held->ReadAt(3 * block, got.data(), 10).ok());
+}
+
+TEST_CASE("a file pinned to bytes seen elsewhere reads them, through a second handle too, even once replaced") {
+  const std::string dir = FreshFolder();
+  const std::string path = dir + "/model";
+  const size_t block = ReadFile::kPinBlock;
+  std::string bytes(block * 5 / 2, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 40503u) >> 7);
+  Write(path, bytes);
+  auto file = ReadFile::Open(path);
+  REQUIRE(file.ok());
+  // The pins of the bytes as a stream brought them: one per block, the
+  // last one shorter.
+  std::vector<uint64_t> pins;
+  for (size_t b = 0; b < bytes.size(); b += block)
+    pins.push_back(Checksum64(bytes.data() + b, std::min(block, bytes.size() - b)));
+  std::vector<uint64_t> short_of_one(pins.begin(), pins.end() - 1);
+  const Status wrong = file->Pin(short_of_one);
+  CHECK(wrong.code() == StatusCode::kInvalidArgument);
+  CHECK(wrong.message() == path + ": 2 pins for " + std::to_string(bytes.size()) + " bytes");
+  REQUIRE(file->Pin(pins).ok());
+  auto again = file->Dup();
+  REQUIRE(again.ok());
+  // Replaced under its name (an atomic save): both handles still read the
+  // bytes they were pinned to.
+  Write(dir + "/next", std::string(bytes.size(), 'n'));
+  REQUIRE(::rename((dir + "/next").c_str(), path.c_str()) == 0);
+  for (const ReadFile* f : {&*file, &*again}) {
+    std::string got(bytes.size(), '\0');
+    REQUIRE(f->ReadAt(0, got.data(), got.size()).ok());
+    CHECK(got == bytes);
+  }
+  // Pinned to bytes it does not hold (the file now at the path): the
+  // second handle refuses them, as the first would.
+  file = ReadFile::Open(path);
+  REQUIRE(file.ok());
+  REQUIRE(file->Pin(pins).ok());
+  auto second = file->Dup();
+  REQUIRE(second.ok());
+  std::string got(10, '\0');
+  CHECK(second->ReadAt(block + 3, got.data(), got.size()).code() == StatusCode::kCorruption);
 }
 
 TEST_CASE("a scratch file is in use while its TempFile lives, and not once it is gone or for a file never locked") {

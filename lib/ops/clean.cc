@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "lib/analyze/scan.h"
+#include "lib/base/buffer.h"
 #include "lib/base/content_id.h"
 #include "lib/base/file.h"
 #include "lib/base/progress.h"
@@ -32,6 +34,93 @@ bool HasConflictMarkers(const std::string& text) {
   for (const char* marker : {"<<<<<<< ", "=======\n", ">>>>>>> "}) {
     if (text.rfind(marker, 0) == 0 || text.find(std::string("\n") + marker) != std::string::npos) return true;
   }
+  return false;
+}
+
+// Copies what the rest of `content` holds to `out`, hashing it.
+Status CopyRest(ByteReader& content, ByteSink& out, Hasher& hasher) {
+  char buf[1 << 16];
+  for (;;) {
+    ZIPNN_ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
+    if (n == 0) return OkStatus();
+    hasher.Update(buf, n);
+    ZIPNN_RETURN_IF_ERROR(out.Append(buf, n));
+  }
+}
+
+// Fills `buffer` from `content` as far as it goes; returns the bytes read
+// (fewer than its size only at the end of the stream).
+Result<size_t> Fill(ByteReader& content, Buffer& buffer, size_t from) {
+  size_t filled = from;
+  while (filled < buffer.size()) {
+    ZIPNN_ASSIGN_OR_RETURN(size_t n, content.Read(buffer.data() + filled, buffer.size() - filled));
+    if (n == 0) break;
+    filled += n;
+  }
+  return filled;
+}
+
+// Takes in git's stream of the checkpoint at `path` (`head`, then the
+// rest of `content`), hashing it. With `work_file` (the file at `path`,
+// opened), compares the stream with it as it goes, and when the two hold
+// the same bytes pins the file to them (ReadFile::Pin) and returns true:
+// the store reads it in place of a copy. Otherwise (no file, or one that
+// is not what git streamed: changed since git read it, or a stream of
+// other bytes as `git hash-object --stdin --path` sends) writes the
+// stream to `spool` and returns false; the part already compared is
+// copied from the file, checked against the stream's pins.
+Result<bool> TakeIn(const std::string& path, const std::string& head, ByteReader& content, ReadFile* work_file,
+                    const TempFile& spool, Hasher& hasher, Progress& progress) {
+  constexpr size_t kBlock = ReadFile::kPinBlock;
+  constexpr size_t kRead = 16 * kBlock;
+  static_assert(store::kMaxPointerBytes + 1 < kRead, "the head fits the first read");
+  uint64_t same = 0;  // bytes of the stream the file holds too, whole reads
+  Buffer parted;      // the stream's read where the file parts from it
+  std::vector<uint64_t> pins;
+  if (work_file != nullptr) {
+    Buffer stream(kRead), disk(kRead);
+    std::memcpy(stream.data(), head.data(), head.size());
+    for (size_t from = head.size();; from = 0) {
+      ZIPNN_ASSIGN_OR_RETURN(const size_t n, Fill(content, stream, from));
+      if (n == 0) break;
+      hasher.Update(stream.data(), n);
+      for (size_t b = 0; b < n; b += kBlock) pins.push_back(Checksum64(stream.data() + b, std::min(kBlock, n - b)));
+      const bool fits = same + n <= work_file->size() && work_file->ReadAt(same, disk.data(), n).ok();
+      if (!fits || std::memcmp(disk.data(), stream.data(), n) != 0) {
+        parted.Append(stream.data(), n);
+        break;
+      }
+      same += n;
+      progress.Update("reading", same);
+      if (n < kRead) break;
+    }
+    if (parted.size() == 0 && same == work_file->size()) {
+      ZIPNN_RETURN_IF_ERROR(work_file->Pin(std::move(pins)));
+      return true;
+    }
+  }
+  ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::InTemp(spool));
+  ProgressSink spooled(file, progress, "reading");
+  if (work_file == nullptr) {
+    hasher.Update(head.data(), head.size());
+    ZIPNN_RETURN_IF_ERROR(spooled.Append(head.data(), head.size()));
+  }
+  // What the file held the same as the stream is copied from it, each
+  // block checked against the stream's.
+  Buffer part(kRead);
+  for (uint64_t at = 0; at < same; at += kRead) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kRead, same - at));
+    ZIPNN_RETURN_IF_ERROR(work_file->ReadAt(at, part.data(), n));
+    for (size_t b = 0; b < n; b += kBlock) {
+      if (Checksum64(part.data() + b, std::min(kBlock, n - b)) != pins[static_cast<size_t>((at + b) / kBlock)]) {
+        return Corruption(path + " changed while git read it; add it again once it is written");
+      }
+    }
+    ZIPNN_RETURN_IF_ERROR(spooled.Append(part.data(), n));
+  }
+  ZIPNN_RETURN_IF_ERROR(spooled.Append(parted.data(), parted.size()));
+  ZIPNN_RETURN_IF_ERROR(CopyRest(content, spooled, hasher));
+  ZIPNN_RETURN_IF_ERROR(file.CommitUnsynced());
   return false;
 }
 
@@ -100,32 +189,30 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
                    HumanBytes(freed.bytes).c_str(), store_.temp_dir.c_str());
     }
   }
-  Hasher hasher;
   // Git streams what the work tree holds at `path` (the filter runs at
   // the top of the work tree): its size is what reading will come to.
   struct stat file;
   const bool sized = ::stat(path.c_str(), &file) == 0 && S_ISREG(file.st_mode);
   Progress progress("git-zipnn: " + path, sized ? static_cast<uint64_t>(file.st_size) : 0);
-  {
-    ZIPNN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::InTemp(spool));
-    ProgressSink spooled(file, progress, "reading");
-    hasher.Update(head.data(), head.size());
-    ZIPNN_RETURN_IF_ERROR(spooled.Append(head.data(), head.size()));
-    char buf[1 << 16];
-    for (;;) {
-      ZIPNN_ASSIGN_OR_RETURN(size_t n, content.Read(buf, sizeof buf));
-      if (n == 0) break;
-      hasher.Update(buf, n);
-      ZIPNN_RETURN_IF_ERROR(spooled.Append(buf, n));
-    }
-    ZIPNN_RETURN_IF_ERROR(file.CommitUnsynced());
+  // A checkpoint larger than the raw cache keeps is not copied to
+  // scratch when the work tree holds what git streams: its copy would
+  // serve this add alone, and writing it cost more than any coder
+  // (up to 2.9 CPU-s a GiB, in the kernel's page-cache copies).
+  std::optional<ReadFile> work_file;
+  if (sized && static_cast<uint64_t>(file.st_size) > store_.policy.raw_cache) {
+    auto opened = ReadFile::Open(path);
+    if (opened.ok()) work_file.emplace(std::move(*opened));
   }
+  Hasher hasher;
+  ZIPNN_ASSIGN_OR_RETURN(const bool held,
+                         TakeIn(path, head, content, work_file ? &*work_file : nullptr, spool, hasher, progress));
   const ContentId id = hasher.Finish();
   progress.SetTotal(0);
   progress.Update("storing", 0);
   const series::Placed placed = series_ ? series_->rules().Place(path) : series::Rules().Place(path);
   store::NewVersion version{spool.path(), id, path, placed.name, placed.step};
-  version.parents = [&] { return ParentCandidates(path, placed.name, spool.path(), id); };
+  if (held) version.held = &*work_file;
+  version.parents = [&] { return ParentCandidates(path, placed.name, version); };
   version.fingerprints = &fingerprints_;
   // The encoder's progress shows on the line while this checkpoint is
   // stored.
@@ -202,7 +289,7 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
   if (listings_) {
     const std::optional<std::string> note = listings_->Note(text);
     if (!note || git::IsListingFailure(*note)) {
-      KeepListing(spool.path(), id, text);
+      KeepListing(version, text);
     } else if (checked.stored) {
       KeepTwinKey(text, *note, id);  // stored anew (gc took it) under a listing git kept
     }
@@ -240,16 +327,17 @@ Status Cleaner::CleanNoted(const std::string& path, const std::string& head, Byt
   if (series_) series_->Add(path, pointer.id);
   pointer.version = PointerVersionFor(path, pointer);
   const std::string text = store::FormatPointer(pointer);
-  if (listings_ && !listings_->Note(text)) KeepListing(path, pointer.id, text);
+  if (listings_ && !listings_->Note(text)) KeepListing(store::NewVersion{path, pointer.id, path, "", ""}, text);
   listing_.reset();
   return out.Append(text.data(), text.size());
 }
 
-const std::string* Cleaner::ListingOf(const std::string& file, const ContentId& id) {
+const std::string* Cleaner::ListingOf(const store::NewVersion& version) {
+  const ContentId& id = version.id;
   if (listing_ && listing_->first == id) return &listing_->second;
   // Read as `git zipnn textconv` reads the file git smudges, so that the
   // listing is the one it would print.
-  auto checkpoint = formats::Checkpoint::Open(file);
+  auto checkpoint = store::OpenNewVersion(version);
   if (!checkpoint.ok() || !checkpoint->ReadLayout().ok()) return nullptr;
   ThreadPool pool(ThreadPool::DefaultThreads());
   auto listing = analyze::TextconvListing(id, checkpoint->file(), checkpoint->layout(), pool);
@@ -258,12 +346,13 @@ const std::string* Cleaner::ListingOf(const std::string& file, const ContentId& 
   return &listing_->second;
 }
 
-std::vector<store::ParentCandidate> Cleaner::ListedTwins(const std::string& file, const ContentId& id) {
+std::vector<store::ParentCandidate> Cleaner::ListedTwins(const store::NewVersion& version) {
+  const ContentId& id = version.id;
   std::vector<store::ParentCandidate> twins;
   // Only with git's listings, which the twin index is built from: the new
   // version's listing is made for them anyway (KeepListing takes it).
   if (!listings_ || !series_) return twins;
-  const std::string* listing = ListingOf(file, id);
+  const std::string* listing = ListingOf(version);
   if (listing == nullptr) return twins;
   const std::optional<ContentId> key = analyze::TwinKey(*listing);
   if (!key) return twins;
@@ -286,9 +375,8 @@ std::vector<store::ParentCandidate> Cleaner::ListedTwins(const std::string& file
   return twins;
 }
 
-std::vector<store::ParentCandidate> Cleaner::ParentCandidates(const std::string& path,
-                                                                       const std::string& name,
-                                                                       const std::string& file, const ContentId& id) {
+std::vector<store::ParentCandidate> Cleaner::ParentCandidates(const std::string& path, const std::string& name,
+                                                              const store::NewVersion& version) {
   std::vector<store::ParentCandidate> candidates;
   if (!series_) return candidates;
   std::string named = named_parent_;
@@ -320,7 +408,7 @@ std::vector<store::ParentCandidate> Cleaner::ParentCandidates(const std::string&
   // is closer. A twin among the recent ones is weighed on its work-tree
   // file as they are (the search stops at the first twin).
   auto recent = series_->Recent(name);
-  std::vector<store::ParentCandidate> twins = ListedTwins(file, id);
+  std::vector<store::ParentCandidate> twins = ListedTwins(version);
   for (store::ParentCandidate& twin : twins) {
     const bool is_recent = recent.ok() && std::any_of(recent->begin(), recent->end(),
                                                       [&](const store::Version& v) { return v.id == twin.id; });
@@ -332,10 +420,10 @@ std::vector<store::ParentCandidate> Cleaner::ParentCandidates(const std::string&
   return candidates;
 }
 
-void Cleaner::KeepListing(const std::string& file, const ContentId& id, const std::string& pointer_text) {
-  const std::string* listing = ListingOf(file, id);
+void Cleaner::KeepListing(const store::NewVersion& version, const std::string& pointer_text) {
+  const std::string* listing = ListingOf(version);
   if (listing == nullptr) return;
-  KeepTwinKey(pointer_text, *listing, id);
+  KeepTwinKey(pointer_text, *listing, version.id);
   listings_->Add(pointer_text, *listing);
 }
 

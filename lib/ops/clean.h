@@ -1,5 +1,7 @@
 // The body of git's clean filter: a checkpoint in, its pointer out. The
-// checkpoint is spooled beside the store while it is hashed, placed in
+// checkpoint is spooled beside the store while it is hashed (or, larger
+// than the raw cache keeps, only compared with the work-tree file git
+// read it from, which the store then reads in place), placed in
 // its series among the versions git holds (lib/git), stored by the
 // policy (store::CheckIn), and listed for git's textconv cache; content
 // that is already a pointer comes back as the same pointer. The filter
@@ -23,6 +25,7 @@
 #include "lib/base/status.h"
 #include "lib/git/series_versions.h"
 #include "lib/git/textconv_cache.h"
+#include "lib/store/checkin.h"
 #include "lib/store/parents.h"
 #include "lib/store/pointer.h"
 #include "lib/store/store.h"
@@ -65,19 +68,18 @@ class Cleaner {
   int PointerVersionFor(const std::string& path, const store::Pointer& pointer);
   // The versions a new checkpoint at `path` (of series `name`) may be a
   // delta of: the one named for it (NameParent, then .zipnn.yaml), then
-  // the recent versions of other series. `file` holds the new
-  // checkpoint, of content id `id`.
+  // the recent versions of other series. `version` is the new checkpoint.
   std::vector<store::ParentCandidate> ParentCandidates(const std::string& path, const std::string& name,
-                                                       const std::string& file, const ContentId& id);
-  // The earlier versions whose tensors hash as those of `file` (id `id`)
-  // do, by the listings git holds (store::TwinIndex).
-  std::vector<store::ParentCandidate> ListedTwins(const std::string& file, const ContentId& id);
-  // The textconv listing of `file` (id `id`), made once for the version
-  // being stored; null when it cannot be read as a checkpoint.
-  const std::string* ListingOf(const std::string& file, const ContentId& id);
-  // Lists the checkpoint `file` (of id `id`, stored under `pointer_text`)
-  // for the textconv cache; a file that cannot be listed is left to git.
-  void KeepListing(const std::string& file, const ContentId& id, const std::string& pointer_text);
+                                                       const store::NewVersion& version);
+  // The earlier versions whose tensors hash as those of `version` do, by
+  // the listings git holds (store::TwinIndex).
+  std::vector<store::ParentCandidate> ListedTwins(const store::NewVersion& version);
+  // The textconv listing of `version`, made once for the version being
+  // stored; null when it cannot be read as a checkpoint.
+  const std::string* ListingOf(const store::NewVersion& version);
+  // Lists the checkpoint `version` (stored under `pointer_text`) for the
+  // textconv cache; a file that cannot be listed is left to git.
+  void KeepListing(const store::NewVersion& version, const std::string& pointer_text);
   // Puts the twin key of `listing` (of version `id`, under `pointer_text`)
   // in the twin index.
   void KeepTwinKey(const std::string& pointer_text, const std::string& listing, const ContentId& id);

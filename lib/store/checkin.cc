@@ -308,7 +308,7 @@ void NoteDemotion(Result<MaybeDemoted> demoted, CheckedIn& result) {
 // this one as a delta and needs its bytes, which the path will not hold
 // then.
 void KeepForNext(const Store& store, const NewVersion& version) {
-  if (version.step.empty()) {
+  if (version.step.empty() && version.held == nullptr) {
     RawCache(store.cache_dir, store.policy.raw_cache).Keep(version.series, version.id, version.file);
   }
 }
@@ -523,7 +523,7 @@ Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointV
 namespace {
 
 Result<CheckedIn> StoreVersion(const Store& store, const NewVersion& version, const EarlierVersions& earlier) {
-  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint input, formats::Checkpoint::Open(version.file));
+  ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint input, OpenNewVersion(version));
   ZIPNN_RETURN_IF_ERROR(input.ReadLayout());
   if (version.fingerprints) {
     if (const auto fingerprint = formats::TensorFingerprint(input.layout())) {
@@ -638,13 +638,19 @@ Result<CheckedIn> StoreVersion(const Store& store, const NewVersion& version, co
   // earlier files were gone from the work tree (a trainer deleting old
   // saves): keep a raw copy for it.
   const bool gone_from_work_tree = bytes && !bytes->from_work_tree;
-  if (version.step.empty() || gone_from_work_tree) {
+  if ((version.step.empty() || gone_from_work_tree) && version.held == nullptr) {
     RawCache(store.cache_dir, store.policy.raw_cache).Keep(version.series, version.id, version.file);
   }
   return result;
 }
 
 }  // namespace
+
+Result<formats::Checkpoint> OpenNewVersion(const NewVersion& version) {
+  if (version.held == nullptr) return formats::Checkpoint::Open(version.file);
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile file, version.held->Dup());
+  return formats::Checkpoint(std::move(file));
+}
 
 uint64_t PrunePrepared(const Store& store, const std::function<bool(const ContentId&)>& needed) {
   const std::string caches = ParentCachesDir(store);

@@ -50,7 +50,15 @@ struct NewVersion {
   // Where encoding it reports its progress (bytes done of total): the
   // clean filter's line on a terminal. Unset: nowhere.
   std::function<void(uint64_t done, uint64_t total)> progress = nullptr;
+  // `file` opened already and held to the bytes of `id` (ReadFile::Pin):
+  // a work-tree file the caller found to hold what git streamed. Read in
+  // place of opening `file`, and never linked into the raw cache, which
+  // keeps only files of the store's own. Borrowed; null: open `file`.
+  const ReadFile* held = nullptr;
 };
+
+// The new version's bytes: `held`, else the file at `file`.
+Result<formats::Checkpoint> OpenNewVersion(const NewVersion& version);
 
 struct CheckedIn {
   Pointer pointer;

@@ -508,6 +508,59 @@ TEST_CASE("a version the raw cache does not keep has its delta prepared in its o
   CHECK(!FileExists(Prepared(f, 120)));
 }
 
+// `path` opened and pinned to the bytes it holds now, as the clean filter
+// pins a work-tree file to the stream git sent for it.
+ReadFile PinnedNow(const std::string& path) {
+  auto bytes = ReadWholeFile(path);
+  REQUIRE(bytes.ok());
+  std::vector<uint64_t> pins;
+  for (size_t b = 0; b < bytes->size(); b += ReadFile::kPinBlock) {
+    pins.push_back(Checksum64(bytes->data() + b, std::min(ReadFile::kPinBlock, bytes->size() - b)));
+  }
+  auto file = ReadFile::Open(path);
+  REQUIRE(file.ok());
+  REQUIRE(file->Pin(std::move(pins)).ok());
+  return std::move(*file);
+}
+
+TEST_CASE("a held new version is read where it is, never linked into the raw cache; one changed meanwhile is refused") {
+  Fixture f;
+  f.store.policy.raw_cache = 1u << 30;  // room for it: only `held` keeps it out
+  auto earlier = [&](bool) -> Result<std::vector<Version>> { return f.held; };
+  const std::string work = f.store.work_dir + "/model.safetensors";
+  for (int s : {40, 80, 120}) {
+    CAPTURE(s);
+    Copy(Bf16(s), work);
+    const ReadFile held = PinnedNow(work);
+    // `file` names nothing: the bytes can come from `held` alone.
+    NewVersion v{f.root + "/no-such-spool", IdOf(Bf16(s)), "model.safetensors", "model.safetensors", ""};
+    v.held = &held;
+    auto checked = CheckIn(f.store, v, earlier);
+    REQUIRE_MESSAGE(checked.ok(), checked.status().message());
+    f.held.push_back(Version{v.id, "", "model.safetensors"});
+    CHECK(checked->pointer.size == std::filesystem::file_size(Bf16(s)));
+  }
+  CHECK(RawCache(f.store.cache_dir, f.store.policy.raw_cache).List().empty());
+  CHECK(f.Info(IdOf(Bf16(80))).delta);
+  for (int s : {40, 80, 120}) RestoresExactly(f, s);
+
+  // Rewritten in place after git streamed it (a trainer saving over it):
+  // the add fails, naming the file, and stores nothing under its id.
+  Copy(Bf16(160), work);
+  const ReadFile held = PinnedNow(work);
+  const int fd = ::open(work.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(::pwrite(fd, "rewritten", 9, static_cast<off_t>(std::filesystem::file_size(work) / 2)) == 9);
+  ::close(fd);
+  NewVersion v{f.root + "/no-such-spool", IdOf(Bf16(160)), "model.safetensors", "model.safetensors", ""};
+  v.held = &held;
+  auto refused = CheckIn(f.store, v, earlier);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find(work + ": changed while it was read") != std::string::npos);
+  CHECK_FALSE(f.store.objects.Has(IdOf(Bf16(160))));
+  for (int s : {40, 80, 120}) RestoresExactly(f, s);
+}
+
 TEST_CASE("the raw cache keeps one copy per series, drops the oldest over budget, and checks hashes") {
   const std::string root = TempDir();
   const uint64_t size = ReadFile::Open(Bf16(40))->size();
