@@ -60,6 +60,16 @@ Result<size_t> Fill(ByteReader& content, Buffer& buffer, size_t from) {
   return filled;
 }
 
+// Whether `file`, pinned, still holds the bytes it is pinned to.
+bool Unchanged(const ReadFile& file) {
+  Buffer part(16 * ReadFile::kPinBlock);
+  for (uint64_t at = 0; at < file.size(); at += part.size()) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(part.size(), file.size() - at));
+    if (!file.ReadAt(at, part.data(), n).ok()) return false;
+  }
+  return true;
+}
+
 // Takes in git's stream of the checkpoint at `path` (`head`, then the
 // rest of `content`), hashing it. With `work_file` (the file at `path`,
 // opened), compares the stream with it as it goes, and when the two hold
@@ -220,22 +230,27 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
     progress.SetTotal(total);
     progress.Update("storing", done);
   };
-  ZIPNN_ASSIGN_OR_RETURN(store::CheckedIn checked,
-                         store::CheckIn(store_, version, [&](bool deep) -> Result<std::vector<store::Version>> {
-                           if (!series_) return std::vector<store::Version>();
-                           auto versions = series_->Of(placed.name, deep);
-                           if (versions.ok()) return versions;
-                           // Storing a base is always safe: a repository git-zipnn
-                           // cannot read costs deltas, never the add.
-                           if (!warned_) {
-                             std::fprintf(stderr,
-                                          "git-zipnn: cannot read the earlier versions of %s from git (%s); "
-                                          "storing it standalone\n",
-                                          path.c_str(), versions.status().message().c_str());
-                             warned_ = true;
-                           }
-                           return std::vector<store::Version>();
-                         }));
+  Result<store::CheckedIn> checked_in =
+      store::CheckIn(store_, version, [&](bool deep) -> Result<std::vector<store::Version>> {
+        if (!series_) return std::vector<store::Version>();
+        auto versions = series_->Of(placed.name, deep);
+        if (versions.ok()) return versions;
+        // Storing a base is always safe: a repository git-zipnn
+        // cannot read costs deltas, never the add.
+        if (!warned_) {
+          std::fprintf(stderr,
+                       "git-zipnn: cannot read the earlier versions of %s from git (%s); "
+                       "storing it standalone\n",
+                       path.c_str(), versions.status().message().c_str());
+          warned_ = true;
+        }
+        return std::vector<store::Version>();
+      });
+  if (!checked_in.ok() && held && !Unchanged(*work_file)) {
+    return Corruption(path + " was rewritten while git add stored it (" + checked_in.status().message() +
+                      "); git add it again once it is written");
+  }
+  ZIPNN_ASSIGN_OR_RETURN(store::CheckedIn checked, std::move(checked_in));
   if (series_) series_->Add(path, id);
   if (!checked.damaged.empty()) {
     std::fprintf(stderr,
