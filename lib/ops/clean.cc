@@ -70,8 +70,8 @@ bool Unchanged(const ReadFile& file) {
   return true;
 }
 
-// Takes in git's stream of the checkpoint at `path` (`head`, then the
-// rest of `content`), hashing it. With `work_file` (the file at `path`,
+// Takes in git's stream of a checkpoint (`head`, then the rest of
+// `content`), hashing it. With `work_file` (the work-tree file git read,
 // opened), compares the stream with it as it goes, and when the two hold
 // the same bytes pins the file to them (ReadFile::Pin) and returns true:
 // the store reads it in place of a copy. Otherwise (no file, or one that
@@ -79,8 +79,8 @@ bool Unchanged(const ReadFile& file) {
 // other bytes as `git hash-object --stdin --path` sends) writes the
 // stream to `spool` and returns false; the part already compared is
 // copied from the file, checked against the stream's pins.
-Result<bool> TakeIn(const std::string& path, const std::string& head, ByteReader& content, ReadFile* work_file,
-                    const TempFile& spool, Hasher& hasher, Progress& progress) {
+Result<bool> TakeIn(const std::string& head, ByteReader& content, ReadFile* work_file, const TempFile& spool,
+                    Hasher& hasher, Progress& progress) {
   constexpr size_t kBlock = ReadFile::kPinBlock;
   constexpr size_t kRead = 16 * kBlock;
   static_assert(store::kMaxPointerBytes + 1 < kRead, "the head fits the first read");
@@ -123,7 +123,7 @@ Result<bool> TakeIn(const std::string& path, const std::string& head, ByteReader
     ZIPNN_RETURN_IF_ERROR(work_file->ReadAt(at, part.data(), n));
     for (size_t b = 0; b < n; b += kBlock) {
       if (Checksum64(part.data() + b, std::min(kBlock, n - b)) != pins[static_cast<size_t>((at + b) / kBlock)]) {
-        return Corruption(path + " changed while git read it; add it again once it is written");
+        return Corruption("the file changed while git read it; git add it again once it is written");
       }
     }
     ZIPNN_RETURN_IF_ERROR(spooled.Append(part.data(), n));
@@ -215,7 +215,7 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
   }
   Hasher hasher;
   ZIPNN_ASSIGN_OR_RETURN(const bool held,
-                         TakeIn(path, head, content, work_file ? &*work_file : nullptr, spool, hasher, progress));
+                         TakeIn(head, content, work_file ? &*work_file : nullptr, spool, hasher, progress));
   const ContentId id = hasher.Finish();
   progress.SetTotal(0);
   progress.Update("storing", 0);
@@ -247,8 +247,7 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
         return std::vector<store::Version>();
       });
   if (!checked_in.ok() && held && !Unchanged(*work_file)) {
-    return Corruption(path + " was rewritten while git add stored it (" + checked_in.status().message() +
-                      "); git add it again once it is written");
+    return Corruption("the file was rewritten while git add stored it; git add it again once it is written");
   }
   ZIPNN_ASSIGN_OR_RETURN(store::CheckedIn checked, std::move(checked_in));
   if (series_) series_->Add(path, id);
