@@ -75,7 +75,7 @@ std::optional<ReadFile> ReadFile::OpenHolding(const std::string& path, const Con
     for (size_t b = 0; b < n; b += kPinBlock) pins.push_back(Checksum64(buffer.data() + b, std::min(kPinBlock, n - b)));
   }
   if (hasher.Finish() != id) return std::nullopt;
-  file->pins_ = std::move(pins);
+  file->pins_ = std::make_shared<const std::vector<uint64_t>>(std::move(pins));
   return std::move(*file);
 }
 
@@ -84,7 +84,7 @@ Status ReadFile::Pin(std::vector<uint64_t> pins) {
     return InvalidArgument(path_ + ": " + std::to_string(pins.size()) + " pins for " + std::to_string(size_) +
                            " bytes");
   }
-  pins_ = std::move(pins);
+  pins_ = std::make_shared<const std::vector<uint64_t>>(std::move(pins));
   return OkStatus();
 }
 
@@ -118,7 +118,7 @@ ReadFile::~ReadFile() {
 }
 
 Status ReadFile::ReadAt(uint64_t offset, void* out, size_t n) const {
-  return pins_.empty() ? ReadRaw(offset, out, n) : ReadPinned(offset, out, n);
+  return pins_ == nullptr ? ReadRaw(offset, out, n) : ReadPinned(offset, out, n);
 }
 
 // Reads the whole blocks the range covers, checks each against its
@@ -131,7 +131,7 @@ Status ReadFile::ReadPinned(uint64_t offset, void* out, size_t n) const {
   const uint64_t end = offset + n;
   std::vector<uint8_t> scratch;
   auto check = [&](uint64_t block, const uint8_t* bytes, size_t len) -> Status {
-    if (Checksum64(bytes, len) == pins_[static_cast<size_t>(block)]) return OkStatus();
+    if (Checksum64(bytes, len) == (*pins_)[static_cast<size_t>(block)]) return OkStatus();
     return Corruption(path_ + ": changed while it was read (bytes " + std::to_string(block * kPinBlock) + " to " +
                       std::to_string(block * kPinBlock + len) + " are not those that hashed to its content id)");
   };

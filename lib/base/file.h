@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,7 +40,7 @@ class ReadFile : public ByteSource {
   // each kPinBlock of them, the last block maybe shorter, covering size().
   Status Pin(std::vector<uint64_t> pins);
   // Another handle to the same open file (the same bytes, even once the
-  // path names another file), held to the same pins.
+  // path names another file), held to the same pins (shared, not copied).
   Result<ReadFile> Dup() const;
   ReadFile(ReadFile&& o) noexcept;
   ReadFile& operator=(ReadFile&& o) noexcept;
@@ -64,9 +65,10 @@ class ReadFile : public ByteSource {
   int fd_ = -1;
   uint64_t size_ = 0;
   std::string path_;
-  // With OpenHolding: the checksum of each kPinBlock of the bytes that
-  // hashed to the id (the last block may be shorter).
-  std::vector<uint64_t> pins_;
+  // With OpenHolding or Pin: the checksum of each kPinBlock of the bytes
+  // it holds to (the last block may be shorter), shared with its Dups:
+  // 1/8192 of the file's size. Null: not held.
+  std::shared_ptr<const std::vector<uint64_t>> pins_;
 };
 
 class TempFile;
