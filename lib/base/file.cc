@@ -49,6 +49,20 @@ Result<ReadFile> ReadFile::Open(const std::string& path) {
   return ReadFile(fd, static_cast<uint64_t>(st.st_size), path);
 }
 
+Result<ReadFile> ReadFile::OpenRegular(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFound(path + ": no such file");
+    return IoError(path + ": cannot open: " + Errno());
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ::fcntl(fd, F_SETFL, 0) != 0) {
+    ::close(fd);
+    return InvalidArgument(path + ": is not a regular file");
+  }
+  return ReadFile(fd, static_cast<uint64_t>(st.st_size), path);
+}
+
 std::string ReadFile::Identity() const {
   struct stat st;
   if (::fstat(fd_, &st) != 0) return "";

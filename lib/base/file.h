@@ -26,6 +26,10 @@ namespace zipnn {
 class ReadFile : public ByteSource {
  public:
   static Result<ReadFile> Open(const std::string& path);
+  // The regular file at `path`; anything else (a FIFO, a device, a
+  // folder) is refused without waiting: opening a FIFO would block until
+  // a writer came.
+  static Result<ReadFile> OpenRegular(const std::string& path);
   // The file at `path` when its bytes hash to `id` now, read through once
   // to see it; nullopt when they do not, or it cannot be read. A file
   // someone else may rewrite in place (a work-tree file, a kept copy) can

@@ -691,6 +691,22 @@ TEST_CASE("a file pinned to bytes seen elsewhere reads them, through a second ha
   CHECK(second->ReadAt(block + 3, got.data(), got.size()).code() == StatusCode::kCorruption);
 }
 
+TEST_CASE("a regular file opens as one; a FIFO or a folder is refused at once, never waited on") {
+  const std::string dir = FreshFolder();
+  Write(dir + "/model", "bytes");
+  auto file = ReadFile::OpenRegular(dir + "/model");
+  REQUIRE(file.ok());
+  std::string got(5, '\0');
+  REQUIRE(file->ReadAt(0, got.data(), got.size()).ok());
+  CHECK(got == "bytes");
+  // No writer ever opens the FIFO: a blocking open would wait for ever.
+  REQUIRE(::mkfifo((dir + "/fifo").c_str(), 0600) == 0);
+  const auto fifo = ReadFile::OpenRegular(dir + "/fifo");
+  CHECK(fifo.status().message() == dir + "/fifo: is not a regular file");
+  CHECK(ReadFile::OpenRegular(dir).status().code() == StatusCode::kInvalidArgument);
+  CHECK(ReadFile::OpenRegular(dir + "/absent").status().code() == StatusCode::kNotFound);
+}
+
 TEST_CASE("a scratch file is in use while its TempFile lives, and not once it is gone or for a file never locked") {
   const char* t = std::getenv("TEST_TMPDIR");
   const std::string dir = std::string(t != nullptr ? t : "/tmp") + "/inuse";

@@ -123,7 +123,9 @@ Result<bool> TakeIn(const std::string& head, ByteReader& content, ReadFile* work
     ZIPNN_RETURN_IF_ERROR(work_file->ReadAt(at, part.data(), n));
     for (size_t b = 0; b < n; b += kBlock) {
       if (Checksum64(part.data() + b, std::min(kBlock, n - b)) != pins[static_cast<size_t>((at + b) / kBlock)]) {
-        return Corruption("the file changed while git read it; git add it again once it is written");
+        return Corruption(
+            "the work-tree file changed while it was compared with what git sent; run the command "
+            "again once it is written");
       }
     }
     ZIPNN_RETURN_IF_ERROR(spooled.Append(part.data(), n));
@@ -194,7 +196,7 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
   if (!swept_scratch_) {
     swept_scratch_ = true;
     const store::Freed freed = store::RemoveStoppedScratch(store_, spool.path());
-    if (freed.files > 0) {
+    if (freed.bytes > 0) {
       std::fprintf(stderr, "git-zipnn: removed %s of scratch files that a stopped command left in %s\n",
                    HumanBytes(freed.bytes).c_str(), store_.temp_dir.c_str());
     }
@@ -210,7 +212,7 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
   // (up to 2.9 CPU-s a GiB, in the kernel's page-cache copies).
   std::optional<ReadFile> work_file;
   if (sized && static_cast<uint64_t>(file.st_size) > store_.policy.raw_cache) {
-    auto opened = ReadFile::Open(path);
+    auto opened = ReadFile::OpenRegular(path);
     if (opened.ok()) work_file.emplace(std::move(*opened));
   }
   Hasher hasher;
@@ -230,24 +232,28 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
     progress.SetTotal(total);
     progress.Update("storing", done);
   };
-  Result<store::CheckedIn> checked_in =
-      store::CheckIn(store_, version, [&](bool deep) -> Result<std::vector<store::Version>> {
-        if (!series_) return std::vector<store::Version>();
-        auto versions = series_->Of(placed.name, deep);
-        if (versions.ok()) return versions;
-        // Storing a base is always safe: a repository git-zipnn
-        // cannot read costs deltas, never the add.
-        if (!warned_) {
-          std::fprintf(stderr,
-                       "git-zipnn: cannot read the earlier versions of %s from git (%s); "
-                       "storing it standalone\n",
-                       path.c_str(), versions.status().message().c_str());
-          warned_ = true;
-        }
-        return std::vector<store::Version>();
-      });
+  auto earlier = [&](bool deep) -> Result<std::vector<store::Version>> {
+    if (!series_) return std::vector<store::Version>();
+    auto versions = series_->Of(placed.name, deep);
+    if (versions.ok()) return versions;
+    // Storing a base is always safe: a repository git-zipnn
+    // cannot read costs deltas, never the add.
+    if (!warned_) {
+      std::fprintf(stderr,
+                   "git-zipnn: cannot read the earlier versions of %s from git (%s); "
+                   "storing it standalone\n",
+                   path.c_str(), versions.status().message().c_str());
+      warned_ = true;
+    }
+    return std::vector<store::Version>();
+  };
+  Result<store::CheckedIn> checked_in = store::CheckIn(store_, version, earlier);
   if (!checked_in.ok() && held && !Unchanged(*work_file)) {
-    return Corruption("the file was rewritten while git add stored it; git add it again once it is written");
+    // Rewritten in place while it was stored: the bytes git sent are
+    // gone, and the file's new ones may not be what git sent them for.
+    return Corruption(
+        "the file was rewritten while it was stored; run the git command again once it is written (a file "
+        "written in place while git reads it: set raw_cache above its size, so that it is copied first)");
   }
   ZIPNN_ASSIGN_OR_RETURN(store::CheckedIn checked, std::move(checked_in));
   if (series_) series_->Add(path, id);

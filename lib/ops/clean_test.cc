@@ -1,8 +1,8 @@
 // The clean filter's body (Cleaner::Clean) in a scratch folder: a
 // checkpoint larger than raw_cache is read where git read it, with no
 // scratch copy, a stream the work tree does not hold is stored as
-// streamed, and a file rewritten while it is stored fails the add with a
-// message that says what to do.
+// streamed, and a file rewritten while it is stored fails the command
+// with a message that says what to do.
 #include "lib/ops/clean.h"
 
 #include <doctest/doctest.h>
@@ -75,7 +75,9 @@ std::string Bytes(size_t n, uint32_t seed) {
   return bytes;
 }
 
-TEST_CASE("clean reads a checkpoint larger than raw_cache where git read it; a file rewritten meanwhile is refused") {
+TEST_CASE(
+    "clean reads a checkpoint larger than raw_cache where git read it; a file rewritten meanwhile is stored as it is "
+    "then") {
   const std::string step40 = Slurp("tests/data/cnn-bf16/step-000040.safetensors");
   REQUIRE(!step40.empty());
   InFolder scratch(/*repository=*/false);
@@ -117,9 +119,9 @@ TEST_CASE("clean reads a checkpoint larger than raw_cache where git read it; a f
   clean(streamed, other);
   CHECK(scratch_at_end >= (2u << 20));
 
-  // Rewritten in place once git has streamed it (a trainer saving the
-  // next step over it): the add fails, says why and what to do, and
-  // stores nothing under the streamed bytes' id.
+  // Rewritten in place once git has streamed it (a tool saving the next
+  // step over it without truncating it): the command fails, says why and
+  // what to do, and stores nothing under the streamed bytes' id.
   const std::string next = Bytes(3u << 20, 3);
   Write("model.safetensors", next);
   Stream rewritten(next, [&] {
@@ -131,7 +133,9 @@ TEST_CASE("clean reads a checkpoint larger than raw_cache where git read it; a f
   StringSink pointer;
   const Status refused = cleaner.Clean("model.safetensors", rewritten, pointer);
   REQUIRE_FALSE(refused.ok());
-  CHECK(refused.message() == "the file was rewritten while git add stored it; git add it again once it is written");
+  CHECK(refused.message() ==
+        "the file was rewritten while it was stored; run the git command again once it is written (a file written "
+        "in place while git reads it: set raw_cache above its size, so that it is copied first)");
   CHECK(pointer.text.empty());
   CHECK_FALSE(store.objects.Has(HashBytes(next.data(), next.size())));
 }
