@@ -145,4 +145,26 @@ inline Status RunAll(int threads, size_t count, const std::function<Status(size_
       [](size_t, bool) { return OkStatus(); });
 }
 
+// At most so many at once (transfers on connections): Take waits for a
+// slot, which goes back when the handle it returns goes.
+class Slots {
+ public:
+  explicit Slots(int n) : free_(std::max(1, n)) {}
+  std::shared_ptr<void> Take() {
+    std::unique_lock<std::mutex> lock(mu_);
+    freed_.wait(lock, [this] { return free_ > 0; });
+    --free_;
+    return std::shared_ptr<void>(nullptr, [this](void*) {
+      std::lock_guard<std::mutex> back(mu_);
+      ++free_;
+      freed_.notify_one();
+    });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable freed_;
+  int free_;
+};
+
 }  // namespace zipnn

@@ -52,28 +52,6 @@ constexpr size_t kBatchSize = 100;
 // of at least 1 MiB is kept as it comes in (Partial).
 constexpr uint64_t kSpreadPart = uint64_t{4} << 20;
 
-// At most so many at once: a slot is taken for each transfer of bytes.
-class Slots {
- public:
-  explicit Slots(int n) : free_(std::max(1, n)) {}
-  // Waits for a slot; given back when the result goes.
-  std::shared_ptr<void> Take() {
-    std::unique_lock<std::mutex> lock(mu_);
-    freed_.wait(lock, [this] { return free_ > 0; });
-    --free_;
-    return std::shared_ptr<void>(nullptr, [this](void*) {
-      std::lock_guard<std::mutex> back(mu_);
-      ++free_;
-      freed_.notify_one();
-    });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable freed_;
-  int free_;
-};
-
 // An object on the server read where it lies. A read the windows kept do
 // not hold asks for a window from where it starts: kMinWindow (the
 // header and region table), doubled up to kMaxWindow while reads go on

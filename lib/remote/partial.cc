@@ -6,35 +6,50 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 
 #include "lib/base/file.h"
 #include "lib/base/fs_ops.h"
 
 namespace zipnn::remote {
 
+namespace {
+
+// Opens the kept file at `path` (made when missing) with `flags` beside
+// O_RDWR | O_CREAT, locked (flock) for this process, as a plain file of one
+// link, so that nothing is written into a file elsewhere through a link
+// planted here: anything else at the name (a link, a folder, a pipe) is
+// no download, and its name is removed (never what it points to) and a
+// file made in its place, once. -1 when another process holds it or it
+// cannot be made; `st` describes it.
+int OpenKept(const std::string& path, int flags, struct stat& st) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | flags, 0644);
+    if (fd < 0) {
+      if (errno != ELOOP && errno != EISDIR) return -1;
+    } else if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd, &st) != 0) {
+      ::close(fd);  // another process downloads into it
+      return -1;
+    } else if (S_ISREG(st.st_mode) && st.st_nlink == 1) {
+      return fd;
+    } else {
+      ::close(fd);
+    }
+    if (::unlink(path.c_str()) != 0 && ::rmdir(path.c_str()) != 0) return -1;
+  }
+  return -1;
+}
+
+}  // namespace
+
 Partial::Partial(const std::string& dir, const std::string& name, uint64_t size, bool any_size) {
   if (dir.empty() || (size < kResumableBytes && !any_size) || !MakeDirectories(dir).ok()) return;
   path_ = dir + "/" + name;
   struct stat st;
-  // Only a plain file of one link, so that nothing is written into a file
-  // elsewhere through a link planted here. Anything else at the name (a
-  // link, a folder, a pipe) is no download: its name is removed (never
-  // what it points to) and a file made in its place, once.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
-    if (fd_ < 0) {
-      if (errno != ELOOP && errno != EISDIR) return;
-    } else if (::flock(fd_, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd_, &st) != 0) {
-      Close();  // another process downloads into it
-      return;
-    } else if (S_ISREG(st.st_mode) && st.st_nlink == 1) {
-      break;
-    }
-    Close();
-    if (::unlink(path_.c_str()) != 0 && ::rmdir(path_.c_str()) != 0) return;
-  }
+  fd_ = OpenKept(path_, O_APPEND, st);
   if (fd_ < 0) return;
   have_ = static_cast<uint64_t>(st.st_size);
   if (have_ > size) (void)Restart();
@@ -93,6 +108,117 @@ std::optional<std::string> FindKept(const std::string& dir, const ContentId& id,
 void Partial::Close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+}
+
+SpreadPartial::SpreadPartial(const std::string& dir, const std::string& name, uint64_t size)
+    : dir_(dir), name_(name), path_(dir + "/" + name + ".spread"), record_(path_ + "-done") {
+  if (dir.empty() || !MakeDirectories(dir).ok()) return;
+  struct stat st, rst;
+  fd_ = OpenKept(path_, 0, st);
+  if (fd_ < 0) return;
+  record_fd_ = OpenKept(record_, O_APPEND, rst);
+  const uint64_t had = static_cast<uint64_t>(st.st_size);
+  size_ = size == 0 ? had : size;
+  if (record_fd_ < 0 || size_ == 0) {
+    Close();
+    return;
+  }
+  if (had == size_ && rst.st_size > 0) {  // what the earlier try noted
+    Result<std::vector<uint8_t>> text = ReadWholeFile(record_);
+    std::istringstream lines(text.ok() ? std::string(text->begin(), text->end()) : "");
+    uint64_t from = 0, to = 0;
+    while (lines >> from >> to) {
+      if (from < to && to <= size_) done_.emplace_back(from, to);
+    }
+    return;
+  }
+  // Of another size, or nothing noted: nothing kept is of use.
+  if (::ftruncate(record_fd_, 0) != 0 || ::ftruncate(fd_, 0) != 0 ||
+      ::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
+    Close();
+  }
+}
+
+SpreadPartial::~SpreadPartial() { Close(); }
+
+std::vector<std::pair<uint64_t, uint64_t>> SpreadPartial::Missing() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<uint64_t, uint64_t>> done = done_;
+  std::sort(done.begin(), done.end());
+  std::vector<std::pair<uint64_t, uint64_t>> missing;
+  uint64_t at = 0;
+  for (const auto& [from, to] : done) {
+    if (from > at) missing.emplace_back(at, from);
+    at = std::max(at, to);
+  }
+  if (at < size_) missing.emplace_back(at, size_);
+  return missing;
+}
+
+Status SpreadPartial::WriteAt(uint64_t at, const void* data, size_t n) {
+  if (at > size_ || n > size_ - at) return Corruption(path_ + ": bytes past the object's end");
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    const ssize_t put = FsPwrite(fd_, p, n, static_cast<off_t>(at));
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) return IoError(path_ + ": write failed: " + std::strerror(errno));
+    p += put;
+    n -= static_cast<size_t>(put);
+    at += static_cast<uint64_t>(put);
+  }
+  return OkStatus();
+}
+
+Status SpreadPartial::Noted(uint64_t from, uint64_t to) {
+  const std::string line = std::to_string(from) + " " + std::to_string(to) + "\n";
+  std::lock_guard<std::mutex> lock(mu_);
+  ZIPNN_RETURN_IF_ERROR(WriteAll(record_fd_, line.data(), line.size(), record_));
+  done_.emplace_back(from, to);
+  return OkStatus();
+}
+
+Status SpreadPartial::Finish() {
+  if (!Missing().empty()) return Corruption(path_ + ": not every range of the object is in");
+  const std::string whole = dir_ + "/" + name_;
+  if (::rename(path_.c_str(), whole.c_str()) != 0) {
+    return IoError(path_ + ": cannot name it " + whole + ": " + std::strerror(errno));
+  }
+  ::unlink(record_.c_str());
+  Close();
+  return OkStatus();
+}
+
+void SpreadPartial::Drop() {
+  if (fd_ >= 0) {
+    ::unlink(path_.c_str());
+    ::unlink(record_.c_str());
+  }
+  Close();
+}
+
+void SpreadPartial::Close() {
+  if (fd_ >= 0) ::close(fd_);
+  if (record_fd_ >= 0) ::close(record_fd_);
+  fd_ = record_fd_ = -1;
+}
+
+std::optional<std::string> FindSpread(const std::string& dir, const ContentId& id,
+                                      const std::function<bool(const std::string&)>& valid) {
+  const std::string prefix = id.Hex() + "-", suffix = ".spread";
+  std::optional<std::string> found;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (found || name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+        continue;
+      }
+      const std::string stem = name.substr(0, name.size() - suffix.size());
+      if (valid(stem.substr(prefix.size()))) found = stem;
+    }
+    ::closedir(d);
+  }
+  return found;
 }
 
 }  // namespace zipnn::remote

@@ -11,7 +11,10 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "lib/base/content_id.h"
 #include "lib/base/io.h"
@@ -77,6 +80,74 @@ class KeepingSink : public ByteSink {
  private:
   ByteSink& out_;
   Partial& partial_;
+};
+
+// A download of one object in ranges on several connections at once (a
+// store server's get-range): <dir>/<name>.spread, sized to the object from
+// the start, each range written where it lies, and <dir>/<name>.spread-done,
+// a line "<from> <to>" for each range once all of it is in. A try cut
+// short leaves both, and the next asks only for what the record does not
+// name; `name` is a Partial's (<id>-<copy>), so only bytes of the same
+// copy are ever put together. Locked (flock) while one process writes it.
+// Once every range is in, the file takes the name <name>, where a Partial
+// finds it whole. What is kept is never trusted, as for a Partial.
+class SpreadPartial {
+ public:
+  // The spread download `name` in `dir` of an object of `size` bytes, with
+  // the ranges an earlier try of that size noted (0: of the size the
+  // earlier try gave it); none (ok() false) when another process holds
+  // it, or it cannot be made.
+  SpreadPartial(const std::string& dir, const std::string& name, uint64_t size);
+  ~SpreadPartial();
+  SpreadPartial(const SpreadPartial&) = delete;
+  SpreadPartial& operator=(const SpreadPartial&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  uint64_t size() const { return size_; }
+  // The ranges [from, to) no try noted yet, in order.
+  std::vector<std::pair<uint64_t, uint64_t>> Missing();
+  // Bytes of the object at `at`; from several threads at once, for
+  // ranges apart.
+  Status WriteAt(uint64_t at, const void* data, size_t n);
+  // Notes [from, to) as in (from several threads at once).
+  Status Noted(uint64_t from, uint64_t to);
+  // Once nothing is missing: the file takes the name <name>, and the
+  // record goes.
+  Status Finish();
+  // Removes the file and its record: what they hold is of no use.
+  void Drop();
+
+ private:
+  void Close();
+  std::string dir_, name_, path_, record_;
+  int fd_ = -1, record_fd_ = -1;
+  uint64_t size_ = 0;
+  std::mutex mu_;  // guards done_ and the record's writes
+  std::vector<std::pair<uint64_t, uint64_t>> done_;
+};
+
+// The name (without ".spread") of a spread download of `id` an earlier
+// try left in `dir`, "<id>-<copy>" with a `copy` that `valid` takes;
+// nullopt when there is none.
+std::optional<std::string> FindSpread(const std::string& dir, const ContentId& id,
+                                      const std::function<bool(const std::string&)>& valid);
+
+// Writes what it is given into a SpreadPartial, from `at` on.
+class SpreadSink : public ByteSink {
+ public:
+  SpreadSink(SpreadPartial& spread, uint64_t at) : spread_(spread), at_(at) {}
+  Status Append(const void* data, size_t n) override {
+    ZIPNN_RETURN_IF_ERROR(spread_.WriteAt(at_, data, n));
+    at_ += n;
+    return OkStatus();
+  }
+  // Where the next byte goes: every byte before it, from where it began,
+  // is written.
+  uint64_t at() const { return at_; }
+
+ private:
+  SpreadPartial& spread_;
+  uint64_t at_;
 };
 
 }  // namespace zipnn::remote

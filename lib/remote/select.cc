@@ -378,11 +378,12 @@ Result<std::unique_ptr<RemoteStore>> OpenServed(const RemoteTarget& target) {
   };
   ZIPNN_ASSIGN_OR_RETURN(double timeout, RemoteTimeout(target.settings));
   ZIPNN_ASSIGN_OR_RETURN(LowSpeed low_speed, RemoteLowSpeed(target.settings));
+  ZIPNN_ASSIGN_OR_RETURN(const int connections, ConcurrentTransfers(target.settings));
   std::string partial_dir = KeptDownloads("store-partial");
   return ServedRemote(RedactUrl(target.url), std::move(connect),
                       "if ssh connected, is git-zipnn on the PATH there? remote." + target.remote +
                           ".zipnnserve names the program to run",
-                      timeout, low_speed, std::move(partial_dir));
+                      timeout, low_speed, std::move(partial_dir), connections);
 }
 
 // --- A folder: a path or a file:// URL; for a git remote, the store of

@@ -15,6 +15,7 @@
 #include "lib/base/buffer.h"
 #include "lib/base/file.h"
 #include "lib/base/strings.h"
+#include "lib/base/thread_pool.h"
 #include "lib/store/base_note.h"
 #include "lib/store/chain.h"
 #include "lib/store/receive.h"
@@ -34,6 +35,11 @@ constexpr size_t kMaxLine = 64 << 10;
 constexpr size_t kBlock = 1 << 20;
 constexpr uint64_t kMaxHasBatch = 4096;  // ids per has request
 constexpr uint64_t kMaxObjectSize = uint64_t{1} << 50;
+// An object larger than this moves in ranges on several connections at
+// once (get-range), and the first request of such a fetch asks for this
+// much; a range holds at most kMaxRange bytes.
+constexpr uint64_t kSpreadPart = uint64_t{4} << 20;
+constexpr uint64_t kMaxRange = uint64_t{64} << 20;
 
 // One side of a session: lines and counted payloads over a Channel. Once
 // the stream fails or goes out of step the Wire is broken and the session
@@ -113,11 +119,12 @@ class Wire {
     return Guard(channel_.Write(text.data(), text.size()), start);
   }
 
-  // The object's bytes from `from` on.
-  Status SendObject(const ByteSource& object, uint64_t from = 0) {
+  // The object's bytes from `from` on, up to `to`.
+  Status SendObject(const ByteSource& object, uint64_t from = 0, uint64_t to = UINT64_MAX) {
     if (block_.size() == 0) block_ = Buffer(kBlock);
-    for (uint64_t at = from; at < object.size(); at += block_.size()) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(block_.size(), object.size() - at));
+    const uint64_t end = std::min(to, object.size());
+    for (uint64_t at = from; at < end; at += block_.size()) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(block_.size(), end - at));
       Status read = object.ReadAt(at, block_.data(), n);
       if (!read.ok()) {  // the other side waits for bytes that will not come
         broken_ = true;
@@ -233,6 +240,26 @@ Status ServeGetFrom(const ObjectStore& store, Wire& wire, const ContentId& id, u
   if (copy == "-" || copy != tag || from > object->size()) from = 0;
   ZIPNN_RETURN_IF_ERROR(wire.Send("ok " + std::to_string(object->size()) + " " + copy + " " + std::to_string(from) + "\n"));
   return wire.SendObject(*object, from);
+}
+
+// A range of an object, for a client that fetches one object in ranges
+// on several connections at once: bytes [from, to) (within the object)
+// of the copy `tag` names, or of the copy served when `tag` is "-". The
+// answer names the size, the copy served and where the bytes start, and
+// how many follow: none when `tag` names another copy.
+Status ServeGetRange(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t from, uint64_t to,
+                     const std::string& tag) {
+  Result<ReadFile> object = store.Open(id);
+  if (object.status().code() == StatusCode::kNotFound) return wire.Send("missing\n");
+  if (!object.ok()) return wire.Send("error " + object.status().message() + "\n");
+  std::string copy = object->Identity();
+  if (!ValidTag(copy)) copy = "-";
+  const uint64_t size = object->size();
+  from = std::min(from, size);
+  const uint64_t n = tag == "-" || tag == copy ? std::min(to, size) - from : 0;
+  ZIPNN_RETURN_IF_ERROR(wire.Send("ok " + std::to_string(size) + " " + copy + " " + std::to_string(from) + " " +
+                                  std::to_string(n) + "\n"));
+  return wire.SendObject(*object, from, from + n);
 }
 
 // An object takes its name only once it decodes to its id (against its
@@ -361,7 +388,8 @@ struct Args {
   ContentId id;
   uint64_t n = 0;  // a count of ids (has, prune), a payload's size, or where a get resumes
   const SideKindInfo* side = nullptr;
-  std::string tag;  // which copy of the object (put-from, get-from)
+  std::string tag;  // which copy of the object (put-from, get-from, get-range)
+  uint64_t to = 0;  // where a range ends (get-range; `n` is where it starts)
 };
 
 // The words a request takes after its verb.
@@ -373,12 +401,16 @@ enum class Shape {
   kSideId,      // get-side <kind> <id>
   kSideIdSize,  // put-side <kind> <id> <size>
   kIdSizeTag,   // put-from <id> <size> <tag>, get-from <id> <from> <tag>
+  kIdRangeTag,  // get-range <id> <from> <to> <tag>
 };
 
 Status ServeHasVerb(const ObjectStore& store, Wire& wire, const Args& a) { return ServeHas(store, wire, a.n); }
 Status ServeGetVerb(const ObjectStore& store, Wire& wire, const Args& a) { return ServeGet(store, wire, a.id); }
 Status ServeGetFromVerb(const ObjectStore& store, Wire& wire, const Args& a) {
   return ServeGetFrom(store, wire, a.id, a.n, a.tag);
+}
+Status ServeGetRangeVerb(const ObjectStore& store, Wire& wire, const Args& a) {
+  return ServeGetRange(store, wire, a.id, a.n, a.to, a.tag);
 }
 Status ServePutFromVerb(const ObjectStore& store, Wire& wire, const Args& a) {
   return ServePutFrom(store, wire, a.id, a.n, a.tag);
@@ -428,6 +460,7 @@ const Verb kVerbs[] = {
     {"put", Shape::kIdSize, ServePutVerb, std::nullopt},
     {"get-from", Shape::kIdSizeTag, ServeGetFromVerb, std::nullopt},
     {"put-from", Shape::kIdSizeTag, ServePutFromVerb, std::nullopt},
+    {"get-range", Shape::kIdRangeTag, ServeGetRangeVerb, std::nullopt},
     {"demote", Shape::kIdSize, ServeDemoteVerb, std::nullopt},
     {"replace", Shape::kIdSize, ServeReplaceVerb, std::nullopt},
     {"stat", Shape::kId, ServeStatVerb, std::nullopt},
@@ -475,10 +508,11 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
       a.side = SideNamed(side_name);
     }
     const bool takes_id = verb->shape != Shape::kNone && verb->shape != Shape::kCount;
+    const bool takes_range = verb->shape == Shape::kIdRangeTag;
     const bool takes_number = verb->shape == Shape::kCount || verb->shape == Shape::kIdSize ||
-                              verb->shape == Shape::kSideIdSize || verb->shape == Shape::kIdSizeTag;
-    const bool takes_tag = verb->shape == Shape::kIdSizeTag;
-    if (w.size() != at + (takes_id ? 1 : 0) + (takes_number ? 1 : 0) + (takes_tag ? 1 : 0)) {
+                              verb->shape == Shape::kSideIdSize || verb->shape == Shape::kIdSizeTag || takes_range;
+    const bool takes_tag = verb->shape == Shape::kIdSizeTag || takes_range;
+    if (w.size() != at + (takes_id ? 1 : 0) + (takes_number ? 1 : 0) + (takes_range ? 1 : 0) + (takes_tag ? 1 : 0)) {
       return BadRequest(wire, *line);
     }
     if (takes_id) {
@@ -494,6 +528,11 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
       const std::optional<uint64_t> n = DecimalAtMost(w[at], max);
       if (!n) return BadRequest(wire, *line);
       a.n = *n;
+    }
+    if (takes_range) {  // the end of a range, past its start
+      const std::optional<uint64_t> to = DecimalAtMost(w[++at], kMaxObjectSize);
+      if (!to || *to < a.n) return BadRequest(wire, *line);
+      a.to = *to;
     }
     if (takes_tag) {
       a.tag = w[at + 1];
@@ -533,13 +572,15 @@ class Served : public RemoteStore,
                public KeptGets {
  public:
   Served(std::string where, StoreConnector connect, std::string no_answer, double timeout, LowSpeed low_speed,
-         std::string partial_dir)
+         std::string partial_dir, int connections)
       : where_(std::move(where)),
         connect_(std::move(connect)),
         no_answer_(std::move(no_answer)),
         timeout_(timeout),
         low_speed_(low_speed),
-        partial_dir_(std::move(partial_dir)) {}
+        partial_dir_(std::move(partial_dir)),
+        connections_(std::max(1, connections)),
+        slots_(connections_) {}
 
   const std::string& where() const override { return where_; }
 
@@ -750,10 +791,17 @@ class Served : public RemoteStore,
     return OkStatus();
   }
 
-  // The same, every object kept, and the kept file handed on whole.
+  // The same, every object kept, and the kept file handed on whole. With
+  // several connections, an object moves in ranges on all of them at once
+  // (GetSpread), unless an earlier try kept the start of it by get-from,
+  // which resumes as it was.
   Result<std::unique_ptr<Partial>> GetKept(const ContentId& id, uint64_t limit, ByteSink& check) override {
     if (partial_dir_.empty() || no_resume_) return Unsupported("no folder to keep downloads in");
     bool unknown = false;
+    if (connections_ > 1 && !no_ranges_ && !FindKept(partial_dir_, id, ValidTag)) {
+      Result<std::unique_ptr<Partial>> got = GetSpread(id, limit, check, unknown);
+      if (!unknown) return got;
+    }
     Result<std::unique_ptr<Partial>> got = GetFrom(id, limit, check, /*keep_all=*/true, unknown);
     if (unknown) return Unsupported("the server does not resume");
     if (got.ok() && !*got) return Unsupported("another process is downloading " + id.Hex());
@@ -769,14 +817,148 @@ class Served : public RemoteStore,
   // it, and `unknown` stays set for the caller to send the older request,
   // as every later one in this command is sent.
   Status Resuming(bool& unknown, const std::function<Status(Wire&)>& request) {
+    return Newer(no_resume_, unknown, request);
+  }
+  // The same for any request a server of an older release does not know:
+  // `not_known` is set when it closes twice.
+  Status Newer(std::atomic<bool>& not_known, bool& unknown, const std::function<Status(Wire&)>& request) {
     Status st;
     for (int attempt = 0; attempt < 2; ++attempt) {
       unknown = false;
       st = WithSession(request);
       if (!unknown) return st;
     }
-    no_resume_ = true;
+    not_known = true;
     return st;
+  }
+
+  // How large the ranges of an object of `size` bytes are: small enough
+  // that it moves on every connection at once, at least kSpreadPart, at
+  // most kMaxRange (a range cut short is asked for again whole).
+  uint64_t RangeSize(uint64_t size) const {
+    const uint64_t n = static_cast<uint64_t>(connections_);
+    return std::clamp((size + n - 1) / n, kSpreadPart, kMaxRange);
+  }
+
+  // Reads `n` bytes of an object from `wire` into `spread` at `from`, and
+  // notes what came: all of it, or what came before the link dropped, so
+  // that a connection that never carries a whole range still moves the
+  // download on. (A kill notes nothing of the range it cuts.)
+  static Status Land(Wire& wire, SpreadPartial& spread, uint64_t from, uint64_t n) {
+    SpreadSink at(spread, from);
+    const Status in = wire.ReadPayload(n, &at, /*drain=*/false);
+    const Status noted = at.at() > from ? spread.Noted(from, at.at()) : OkStatus();
+    return in.ok() ? noted : in;
+  }
+
+  // A download in ranges (get-range), as many at once as there are
+  // connections, into a SpreadPartial that a try cut short leaves for the
+  // next. The first request asks for the first kSpreadPart bytes (none,
+  // to learn the copy served, when an earlier try kept some) and learns
+  // the object's size and the server's copy; an object no larger comes
+  // whole, into a Partial. Returns the kept file, whole, as GetFrom does.
+  // Sets `unknown` for a server that does not know get-range.
+  Result<std::unique_ptr<Partial>> GetSpread(const ContentId& id, uint64_t limit, ByteSink& check, bool& unknown) {
+    const std::string stem = id.Hex() + "-";
+    std::unique_ptr<SpreadPartial> spread;
+    std::string copy = "-";
+    if (const std::optional<std::string> name = FindSpread(partial_dir_, id, ValidTag)) {
+      spread = std::make_unique<SpreadPartial>(partial_dir_, *name, 0);
+      if (!spread->ok()) return Unsupported("another process is downloading object " + id.Hex());
+      copy = name->substr(stem.size());
+      if (copy == "-") spread->Drop();  // of a copy the server could not name: of no use
+      if (copy == "-") spread.reset();
+    }
+    const uint64_t first = spread ? 0 : kSpreadPart;
+    uint64_t size = 0;
+    std::unique_ptr<Partial> whole;  // an object of at most `first` bytes
+    const Status asked = Newer(no_ranges_, unknown, [&](Wire& wire) -> Status {
+      ZIPNN_RETURN_IF_ERROR(wire.Send("get-range " + id.Hex() + " 0 " + std::to_string(first) + " " + copy + "\n"));
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
+      if (!line) {
+        unknown = true;
+        return wire.Break("the store server closed the connection");
+      }
+      const std::vector<std::string> w = Words(*line);
+      ZIPNN_ASSIGN_OR_RETURN(size, OfferedSize(wire, id, *line, w.size() == 5, limit));
+      const std::string& served = w[2];
+      const bool same = copy == "-" || served == copy;
+      const std::optional<uint64_t> n = DecimalAtMost(w[4], size);
+      if ((served != "-" && !ValidTag(served)) || w[3] != "0" || !n || *n != (same ? std::min(first, size) : 0)) {
+        return Unexpected(wire, *line);
+      }
+      if (spread && (!same || spread->size() != size)) {  // another copy since: nothing kept is of it
+        spread->Drop();
+        spread.reset();
+      }
+      copy = served;
+      if (spread) return OkStatus();
+      if (size <= first) {
+        whole = std::make_unique<Partial>(partial_dir_, stem + copy, size, /*any_size=*/true);
+        if (!whole->ok() || (whole->have() > 0 && !whole->Restart().ok())) {
+          whole.reset();
+          (void)wire.Break("");
+          return Unsupported("another process is downloading object " + id.Hex());
+        }
+        KeepingSink keep(check, *whole);
+        return wire.ReadPayload(*n, &keep, /*drain=*/false);
+      }
+      spread = std::make_unique<SpreadPartial>(partial_dir_, stem + copy, size);
+      if (!spread->ok()) {
+        spread.reset();
+        (void)wire.Break("");
+        return Unsupported("another process is downloading object " + id.Hex());
+      }
+      return Land(wire, *spread, 0, *n);
+    });
+    if (!asked.ok()) {
+      if (whole) whole->Done(asked);
+      if (spread && (asked.code() != StatusCode::kIoError || copy == "-")) spread->Drop();
+      return asked;
+    }
+    if (whole) return whole;
+
+    // The rest, each range on a connection of its own.
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    const uint64_t step = RangeSize(size);
+    for (const auto& [from, to] : spread->Missing()) {
+      for (uint64_t at = from; at < to; at += step) ranges.emplace_back(at, std::min(to, at + step));
+    }
+    std::atomic<bool> changed{false};
+    const Status got = RunAll(connections_, ranges.size(), [&](size_t k) -> Status {
+      const uint64_t from = ranges[k].first, to = ranges[k].second;
+      return WithSession([&](Wire& wire) -> Status {
+        ZIPNN_RETURN_IF_ERROR(wire.Send("get-range " + id.Hex() + " " + std::to_string(from) + " " +
+                                        std::to_string(to) + " " + copy + "\n"));
+        ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+        const std::vector<std::string> w = Words(answer);
+        ZIPNN_ASSIGN_OR_RETURN(const uint64_t now, OfferedSize(wire, id, answer, w.size() == 5, limit));
+        if (now == size && w[2] != copy && w[4] == "0") {
+          changed = true;
+          return IoError("the store server's copy of object " + id.Hex() + " changed while it was fetched");
+        }
+        if (now != size || w[2] != copy || w[3] != std::to_string(from) || w[4] != std::to_string(to - from)) {
+          return Unexpected(wire, answer);
+        }
+        return Land(wire, *spread, from, to - from);
+      });
+    });
+    // Kept for the next try only when the network cut it short.
+    if (!got.ok()) {
+      if (changed || got.code() != StatusCode::kIoError || copy == "-") spread->Drop();
+      return got;
+    }
+    ZIPNN_RETURN_IF_ERROR(spread->Finish());
+    whole = std::make_unique<Partial>(partial_dir_, stem + copy, size, /*any_size=*/true);
+    if (!whole->ok() || whole->have() != size) {
+      return IoError("the download of object " + id.Hex() + " in ranges was taken by another process");
+    }
+    const Status checked = whole->CopyTo(check);
+    if (!checked.ok()) {
+      whole->Done(checked);
+      return checked;
+    }
+    return whole;
   }
 
   // A download by get-from into `out`, kept as it comes (objects of 1 MiB
@@ -869,6 +1051,10 @@ class Served : public RemoteStore,
   // Runs `request` on an idle session (or a new one), which goes back to
   // the idle ones unless the request broke it.
   Status WithSession(const std::function<Status(Wire&)>& request) {
+    // With objects in ranges, every session in use holds a slot, so that
+    // no more run at once than the connections set, the ranges of one
+    // object included.
+    const std::shared_ptr<void> slot = connections_ > 1 ? slots_.Take() : nullptr;
     std::unique_ptr<Session> session;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -1021,7 +1207,10 @@ class Served : public RemoteStore,
   const double timeout_;
   const LowSpeed low_speed_;
   const std::string partial_dir_;  // where downloads are kept as they come in; empty: nowhere
+  const int connections_;  // at once, at most
+  Slots slots_;
   std::atomic<bool> no_resume_{false};  // the server knows neither put-from nor get-from
+  std::atomic<bool> no_ranges_{false};  // the server does not know get-range
   std::mutex first_mu_;  // held while the first session opens
   std::atomic<bool> opened_once_{false};
   std::atomic<bool> no_notes_{false};
@@ -1034,9 +1223,10 @@ class Served : public RemoteStore,
 }  // namespace
 
 std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector connect, std::string no_answer,
-                                          double timeout, LowSpeed low_speed, std::string partial_dir) {
+                                          double timeout, LowSpeed low_speed, std::string partial_dir,
+                                          int connections) {
   return std::make_unique<Served>(std::move(where), std::move(connect), std::move(no_answer), timeout, low_speed,
-                                  std::move(partial_dir));
+                                  std::move(partial_dir), connections);
 }
 
 }  // namespace zipnn::remote

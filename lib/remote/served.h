@@ -10,6 +10,10 @@
 //   put-from <id> <size> <copy>\n  ->  ok <have>\n, then <size - have bytes> -> ok\n | error <message>\n
 //     (transfers that resume where one cut short stopped; <copy> names
 //     the file the bytes are of, ReadFile::Identity, or is "-")
+//   get-range <id> <from> <to> <copy>\n -> ok <size> <copy served> <from> <n>\n<n bytes> | missing\n | error ...
+//     (bytes [from, to) of the copy named, or of any with "-", clipped to
+//     the object; none when another copy is served: one object fetched in
+//     ranges on several connections at once)
 //   demote <id> <size>\n<size bytes> ->  ok <bytes replaced; 0: none>\n | error <message>\n
 //   prune <n>\n<id>\n x n          ->  ok <k>\n<kept id> <id resting on it>\n x k | error <message>\n
 //   put-side <kind> <id> <size>\n<size bytes> -> ok\n | error <message>\n
@@ -33,6 +37,9 @@
 // ServeStore runs one session on one thread. A ServedRemote is
 // thread-safe: each call takes a session of its own, opening another
 // connection when every open one is busy, so transfers run in parallel.
+// With `connections` above 1, a fetch moves an object of more than 4 MiB
+// in ranges on that many connections at once (get-range), and no more
+// sessions than that are in use at once.
 #pragma once
 
 #include <functional>
@@ -71,9 +78,10 @@ inline constexpr double kDefaultTimeout = 60;
 // each read and write, in seconds (0: none); `low_speed` is the slowest
 // the server may send or take an object or a line; `partial_dir` is
 // where downloads are kept as they come in, so that one cut short resumes
-// (partial.h; empty: nowhere).
+// (partial.h; empty: nowhere); `connections` bounds the sessions in use
+// at once, and is how many ranges of one object move at once.
 std::unique_ptr<RemoteStore> ServedRemote(std::string where, StoreConnector connect, std::string no_answer,
                                           double timeout = kDefaultTimeout, LowSpeed low_speed = kDefaultLowSpeed,
-                                          std::string partial_dir = "");
+                                          std::string partial_dir = "", int connections = 1);
 
 }  // namespace zipnn::remote

@@ -10,11 +10,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1198,6 +1200,224 @@ TEST_CASE("a link planted where a fetch keeps its download is replaced by a file
   REQUIRE(::lstat((kept + "/" + id.Hex() + "-" + file->Identity()).c_str(), &st) == 0);
   CHECK(S_ISREG(st.st_mode));  // what came is kept in a file of its own
   CHECK(st.st_size > 0);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+// The server end of a store that holds each request for a range past the
+// first until `expected` of them are in (or 10 s pass): ranges that
+// arrive at once, on connections of their own, all get through; ranges
+// asked one after another would each wait the whole 10 s.
+class RangeGate : public Channel {
+ public:
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable all_in;
+    int expected = 0;
+    int arrived = 0;
+    int requests = 0;        // every get-range, the first included
+    bool timed_out = false;  // one waited 10 s for the others
+  };
+  RangeGate(Channel& to, Shared& shared) : to_(to), shared_(shared) {}
+  Result<size_t> Read(void* out, size_t n) override {
+    ZIPNN_ASSIGN_OR_RETURN(size_t got, to_.Read(out, n));
+    const std::string text(static_cast<const char*>(out), got);
+    const size_t at = text.find("get-range ");
+    if (at != std::string::npos) {
+      std::istringstream words(text.substr(at));
+      std::string verb, id, from;
+      words >> verb >> id >> from;
+      std::unique_lock<std::mutex> lock(shared_.mu);
+      ++shared_.requests;
+      if (from != "0") {  // not the first range: waits for the others
+        ++shared_.arrived;
+        shared_.all_in.notify_all();
+        if (!shared_.all_in.wait_for(lock, std::chrono::seconds(10),
+                                     [&] { return shared_.arrived >= shared_.expected; })) {
+          shared_.timed_out = true;
+        }
+      }
+    }
+    return got;
+  }
+  Status Write(const void* data, size_t n) override { return to_.Write(data, n); }
+  void SetTimeout(double seconds) override { to_.SetTimeout(seconds); }
+  void SetLowSpeed(const LowSpeed& limit) override { to_.SetLowSpeed(limit); }
+
+ private:
+  Channel& to_;
+  Shared& shared_;
+};
+
+TEST_CASE("a fetch on four connections moves one 20 MiB object in ranges on all of them at once, each byte once") {
+  const std::string root = TempDir();
+  const Store served = RepoIn(root, "served"), there = RepoIn(root, "there");
+  const ContentId id = StoreNoise(served, 20 * kMiB, 21);
+  auto object = served.objects.Open(id);
+  REQUIRE(object.ok());
+  const uint64_t size = object->size();
+  RangeGate::Shared gate;
+  gate.expected = 4;  // after the first 4 MiB, four ranges of at most 5 MiB
+  Servers servers([&](SocketEnd& c) {
+    RangeGate gated(c, gate);
+    return ServeStore(served.objects, gated);
+  });
+  Link link;
+  const std::string kept = root + "/partial";
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "",
+                                                       kDefaultTimeout, kDefaultLowSpeed, kept, /*connections=*/4);
+    auto fetched = FetchObjects(there, *remote, {id}, {});
+    REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+  }
+  CHECK(store::HoldsIntact(there.objects, id));
+  CHECK(gate.requests == 5);
+  CHECK(!gate.timed_out);  // the four ranges were in flight together
+  CHECK(servers.connections == 4);
+  CHECK(link.received > size);
+  CHECK(link.received < size + 4096);
+  CHECK(FilesIn(kept) == 0);  // nothing kept once it is in
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a fetch in ranges cut short on every connection keeps every byte that came; the next gets only the rest") {
+  const std::string root = TempDir();
+  const Store served = RepoIn(root, "served"), there = RepoIn(root, "there");
+  const ContentId id = StoreNoise(served, 20 * kMiB, 22);
+  auto bytes = ReadWholeFile(served.objects.PathOf(id));
+  REQUIRE(bytes.ok());
+  const uint64_t size = bytes->size();
+  Servers servers([&](SocketEnd& c) { return ServeStore(served.objects, c); });
+  Link link;
+  const std::string kept = root + "/partial";
+  auto through = [&](uint64_t receive) {
+    link.receive = receive;
+    link.received = 0;
+    return ServedRemote("test://served", Through(servers.Connector(), link), "", kDefaultTimeout, kDefaultLowSpeed,
+                        kept, /*connections=*/4);
+  };
+  // Each connection drops after 4.5 MiB: the first 4 MiB come, every
+  // range of 5 MiB is cut, and the last range of 1 MiB may come.
+  uint64_t first_try = 0;
+  {
+    std::unique_ptr<RemoteStore> remote = through(4 * kMiB + kMiB / 2);
+    MemorySink cut;
+    CHECK(remote->capabilities().kept_gets->GetKept(id, UINT64_MAX, cut).status().code() == StatusCode::kIoError);
+    first_try = link.received;
+  }
+  CHECK(first_try >= 4 * kMiB);
+  CHECK(FilesIn(kept) == 2);  // the spread file and its record
+  {
+    std::unique_ptr<RemoteStore> remote = through(UINT64_MAX);
+    MemorySink check;
+    auto whole = remote->capabilities().kept_gets->GetKept(id, UINT64_MAX, check);
+    REQUIRE_MESSAGE(whole.ok(), whole.status().message());
+    CHECK(check.ToVector() == *bytes);  // every byte handed on, in order
+    auto in = ReadWholeFile((*whole)->path());
+    REQUIRE(in.ok());
+    CHECK(*in == *bytes);
+    (*whole)->Done(OkStatus());
+  }
+  CHECK(link.received < size - 4 * kMiB);     // the first 4 MiB were not asked for again
+  CHECK(first_try + link.received > size);      // no byte came twice: the cut ranges went on where they stopped
+  CHECK(first_try + link.received < size + 4096);
+  CHECK(FilesIn(kept) == 0);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a fetch in ranges drops what it kept of another copy, and a server without get-range is asked twice") {
+  const std::string root = TempDir();
+  const Store served = RepoIn(root, "served"), there = RepoIn(root, "there");
+  const ContentId id = StoreNoise(served, 12 * kMiB, 23);
+  auto bytes = ReadWholeFile(served.objects.PathOf(id));
+  REQUIRE(bytes.ok());
+  Servers servers([&](SocketEnd& c) { return ServeStore(served.objects, c); });
+  Link link;
+  const std::string kept = root + "/partial";
+  {
+    link.receive = 4 * kMiB + kMiB / 2;
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "",
+                                                       kDefaultTimeout, kDefaultLowSpeed, kept, 4);
+    MemorySink cut;
+    CHECK(remote->capabilities().kept_gets->GetKept(id, UINT64_MAX, cut).status().code() == StatusCode::kIoError);
+  }
+  REQUIRE(FilesIn(kept) == 2);
+  // The server's file replaced by a copy (as a demotion or a repack
+  // replaces it): what was kept is not of it, and goes.
+  const std::string path = served.objects.PathOf(id);
+  REQUIRE(std::system(("cp " + path + " " + path + ".new && mv " + path + ".new " + path).c_str()) == 0);
+  {
+    link.receive = UINT64_MAX;
+    link.received = 0;
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "",
+                                                       kDefaultTimeout, kDefaultLowSpeed, kept, 4);
+    auto fetched = FetchObjects(there, *remote, {id}, {});
+    REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+  }
+  CHECK(store::HoldsIntact(there.objects, id));
+  CHECK(link.received > bytes->size());
+  CHECK(FilesIn(kept) == 0);
+
+  // A server of an older release ends the session at get-range: asked on
+  // two connections, then by get-from.
+  const Store again = RepoIn(root, "again");
+  std::atomic<int> asked{0};
+  Servers old_servers([&](SocketEnd& c) {
+    WithoutVerbs old(c, asked, {"get-range"});
+    return ServeStore(served.objects, old);
+  });
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://old", old_servers.Connector(), "", kDefaultTimeout,
+                                                       kDefaultLowSpeed, kept, 4);
+    auto fetched = FetchObjects(again, *remote, {id}, {});
+    REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+  }
+  CHECK(asked == 2);
+  CHECK(store::HoldsIntact(again.objects, id));
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a server answers get-range as the protocol says; a client refuses an answer that does not fit") {
+  const std::string root = TempDir();
+  const Store served = RepoIn(root, "served");
+  const ContentId id = StoreNoise(served, 100, 24);
+  auto file = served.objects.Open(id);
+  REQUIRE(file.ok());
+  auto bytes = ReadWholeFile(served.objects.PathOf(id));
+  REQUIRE(bytes.ok());
+  const std::string object(bytes->begin(), bytes->end());
+  const std::string copy = file->Identity();
+  const std::string size = std::to_string(object.size());
+  const std::string greeting = std::string(kStoreProtocolGreeting) + "\n";
+  CHECK(AnswersTo(served.objects, "get-range " + id.Hex() + " 10 30 " + copy + "\n") ==
+        greeting + "ok " + size + " " + copy + " 10 20\n" + object.substr(10, 20));
+  CHECK(AnswersTo(served.objects, "get-range " + id.Hex() + " 0 4194304 -\n") ==
+        greeting + "ok " + size + " " + copy + " 0 " + size + "\n" + object);
+  CHECK(AnswersTo(served.objects, "get-range " + id.Hex() + " 0 10 1-2-3\n") ==
+        greeting + "ok " + size + " " + copy + " 0 0\n");  // another copy: no bytes
+  CHECK(AnswersTo(served.objects, "get-range " + id.Hex() + " 99999 100000 -\n") ==
+        greeting + "ok " + size + " " + copy + " " + size + " 0\n");
+  CHECK(AnswersTo(served.objects, "get-range " + HashBytes("o", 1).Hex() + " 0 1 -\n") == greeting + "missing\n");
+  CHECK(ServeTo(served.objects, "get-range " + id.Hex() + " 10 5 -\n").message().find("not a store request") == 0);
+  CHECK(ServeTo(served.objects, "get-range " + id.Hex() + " 0 5\n").message().find("not a store request") == 0);
+
+  const std::string kept = root + "/partial/kept";
+  for (const std::string& answer : {std::string("ok 2000000 ../../x 0 2000000\n"), std::string("ok 2000000 abc 5 0\n"),
+                                    std::string("ok 2000000 abc 0 7\n"), std::string("ok 2000000 abc 0\n")}) {
+    CAPTURE(answer);
+    Hostile liar(answer, /*endless=*/true);
+    Servers servers([&](SocketEnd& s) { return liar(s); });
+    Status st;
+    {
+      std::unique_ptr<RemoteStore> remote =
+          ServedRemote("test://liar", servers.Connector(), "", 2, kDefaultLowSpeed, kept, 4);
+      MemorySink out;
+      st = remote->capabilities().kept_gets->GetKept(HashBytes("x", 1), UINT64_MAX, out).status();
+      CHECK(out.ToVector().empty());
+    }
+    CHECK(st.code() == StatusCode::kIoError);
+    CHECK(st.message() == "the store server answered \"" + answer.substr(0, answer.size() - 1) + "\"");
+    CHECK(FilesIn(kept) == 0);  // nothing named by the server, nor kept
+  }
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
