@@ -8,15 +8,19 @@ $OUT_COUNT (from the caller) and $IN_COUNT (to the caller). With CUT set,
 a connection drops once CUT bytes went one way, as a link that fails: the
 caller sees its connection end there; every byte relayed before reaches
 the far end (the far end sees its input end after them), so that a test
-knows exactly what arrived.
+knows exactly what arrived. With RATE set (bytes a second), each way of
+each connection moves at most that fast, as a real link holds each
+connection to a rate (benchmarks); the count files are then optional.
 """
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 
 limit = int(os.environ.get("CUT", "0")) or None
+rate = float(os.environ.get("RATE", "0")) or None
 far = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
 counts = {"OUT_COUNT": 0, "IN_COUNT": 0}
 lock = threading.Lock()
@@ -32,6 +36,8 @@ def record():
             return
         recorded.append(True)
         for name, n in counts.items():
+            if name not in os.environ:
+                continue
             with open(os.environ[name], "a") as f:
                 f.write("%d bytes\n" % n)
 
@@ -55,7 +61,12 @@ def close(fd):
 def relay(src, dst, name):
     """Copies src to dst until src ends, dst fails, or the limit is reached."""
     n = 0
+    began = time.monotonic()
     while not dropped.is_set():
+        if rate is not None:  # ahead of the rate: wait until it catches up
+            ahead = n / rate - (time.monotonic() - began)
+            if ahead > 0:
+                time.sleep(ahead)
         chunk = os.read(src, 65536)
         if not chunk:
             break

@@ -398,12 +398,16 @@ AtomicFile::~AtomicFile() {
 }
 
 Status AtomicFile::WriteAt(uint64_t offset, const void* data, size_t n) {
+  return WriteAllAt(fd_, data, n, offset, path_);
+}
+
+Status WriteAllAt(int fd, const void* data, size_t n, uint64_t offset, const std::string& name) {
   const auto* p = static_cast<const uint8_t*>(data);
   while (n > 0) {
-    ssize_t put = FsPwrite(fd_, p, n, static_cast<off_t>(offset));
+    ssize_t put = FsPwrite(fd, p, n, static_cast<off_t>(offset));
     if (put < 0) {
       if (errno == EINTR) continue;
-      return IoError(path_ + ": write failed: " + Errno());
+      return IoError(name + ": write failed: " + Errno());
     }
     p += put;
     n -= static_cast<size_t>(put);

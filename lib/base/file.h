@@ -250,6 +250,9 @@ bool FileExists(const std::string& path);
 // Writes all `n` bytes to `fd` (a pipe or a device takes them in parts);
 // errors name `name`.
 Status WriteAll(int fd, const void* data, size_t n, const std::string& name);
+// Writes all `n` bytes at `offset` (pwrite, retried), `name` in errors;
+// from several threads at once for ranges apart.
+Status WriteAllAt(int fd, const void* data, size_t n, uint64_t offset, const std::string& name);
 
 // mkdir -p. With `durable`, each folder it creates is made to survive a
 // power loss (its parent fsynced, SyncFolder).

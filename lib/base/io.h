@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/base/buffer.h"
@@ -110,6 +112,26 @@ class ByteSink {
   virtual Status WriteAt(uint64_t /*offset*/, const void* /*data*/, size_t /*n*/) {
     return Unsupported("sink takes no positional writes");
   }
+};
+
+// Hands what it is given to `write` with the place it goes, from `at` on:
+// a stream of bytes that lands in a range of a file written in ranges.
+class PlacedSink : public ByteSink {
+ public:
+  using Write = std::function<Status(uint64_t at, const void* data, size_t n)>;
+  PlacedSink(Write write, uint64_t at) : write_(std::move(write)), at_(at) {}
+  Status Append(const void* data, size_t n) override {
+    ZIPNN_RETURN_IF_ERROR(write_(at_, data, n));
+    at_ += n;
+    return OkStatus();
+  }
+  // Where the next byte goes: every byte before it, from where it began,
+  // is written.
+  uint64_t at() const { return at_; }
+
+ private:
+  Write write_;
+  uint64_t at_;
 };
 
 // Counts what it is given and keeps none of it (sizes without output).

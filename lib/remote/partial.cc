@@ -110,6 +110,27 @@ void Partial::Close() {
   fd_ = -1;
 }
 
+std::vector<Range> Uncovered(std::vector<Range> done, uint64_t size) {
+  std::sort(done.begin(), done.end());
+  std::vector<Range> missing;
+  uint64_t at = 0;
+  for (const auto& [from, to] : done) {
+    if (from > at) missing.emplace_back(at, std::min(from, size));
+    at = std::max(at, to);
+    if (at >= size) break;
+  }
+  if (at < size) missing.emplace_back(at, size);
+  return missing;
+}
+
+std::vector<Range> CutRanges(const std::vector<Range>& ranges, uint64_t step) {
+  std::vector<Range> cut;
+  for (const auto& [from, to] : ranges) {
+    for (uint64_t at = from; at < to; at += step) cut.emplace_back(at, std::min(to, at + step));
+  }
+  return cut;
+}
+
 SpreadPartial::SpreadPartial(const std::string& dir, const std::string& name, uint64_t size)
     : dir_(dir), name_(name), path_(dir + "/" + name + ".spread"), record_(path_ + "-done") {
   if (dir.empty() || !MakeDirectories(dir).ok()) return;
@@ -141,32 +162,14 @@ SpreadPartial::SpreadPartial(const std::string& dir, const std::string& name, ui
 
 SpreadPartial::~SpreadPartial() { Close(); }
 
-std::vector<std::pair<uint64_t, uint64_t>> SpreadPartial::Missing() {
+std::vector<Range> SpreadPartial::Missing() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::pair<uint64_t, uint64_t>> done = done_;
-  std::sort(done.begin(), done.end());
-  std::vector<std::pair<uint64_t, uint64_t>> missing;
-  uint64_t at = 0;
-  for (const auto& [from, to] : done) {
-    if (from > at) missing.emplace_back(at, from);
-    at = std::max(at, to);
-  }
-  if (at < size_) missing.emplace_back(at, size_);
-  return missing;
+  return Uncovered(done_, size_);
 }
 
 Status SpreadPartial::WriteAt(uint64_t at, const void* data, size_t n) {
   if (at > size_ || n > size_ - at) return Corruption(path_ + ": bytes past the object's end");
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (n > 0) {
-    const ssize_t put = FsPwrite(fd_, p, n, static_cast<off_t>(at));
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) return IoError(path_ + ": write failed: " + std::strerror(errno));
-    p += put;
-    n -= static_cast<size_t>(put);
-    at += static_cast<uint64_t>(put);
-  }
-  return OkStatus();
+  return WriteAllAt(fd_, data, n, at, path_);
 }
 
 Status SpreadPartial::Noted(uint64_t from, uint64_t to) {

@@ -82,6 +82,13 @@ class KeepingSink : public ByteSink {
   Partial& partial_;
 };
 
+// Byte ranges [first, second) of an object.
+using Range = std::pair<uint64_t, uint64_t>;
+// What of [0, size) none of `done` covers, in order.
+std::vector<Range> Uncovered(std::vector<Range> done, uint64_t size);
+// `ranges` cut into ranges of at most `step` bytes.
+std::vector<Range> CutRanges(const std::vector<Range>& ranges, uint64_t step);
+
 // A download of one object in ranges on several connections at once (a
 // store server's get-range): <dir>/<name>.spread, sized to the object from
 // the start, each range written where it lies, and <dir>/<name>.spread-done,
@@ -105,7 +112,7 @@ class SpreadPartial {
   bool ok() const { return fd_ >= 0; }
   uint64_t size() const { return size_; }
   // The ranges [from, to) no try noted yet, in order.
-  std::vector<std::pair<uint64_t, uint64_t>> Missing();
+  std::vector<Range> Missing();
   // Bytes of the object at `at`; from several threads at once, for
   // ranges apart.
   Status WriteAt(uint64_t at, const void* data, size_t n);
@@ -123,7 +130,7 @@ class SpreadPartial {
   int fd_ = -1, record_fd_ = -1;
   uint64_t size_ = 0;
   std::mutex mu_;  // guards done_ and the record's writes
-  std::vector<std::pair<uint64_t, uint64_t>> done_;
+  std::vector<Range> done_;
 };
 
 // The name (without ".spread") of a spread download of `id` an earlier
@@ -132,22 +139,5 @@ class SpreadPartial {
 std::optional<std::string> FindSpread(const std::string& dir, const ContentId& id,
                                       const std::function<bool(const std::string&)>& valid);
 
-// Writes what it is given into a SpreadPartial, from `at` on.
-class SpreadSink : public ByteSink {
- public:
-  SpreadSink(SpreadPartial& spread, uint64_t at) : spread_(spread), at_(at) {}
-  Status Append(const void* data, size_t n) override {
-    ZIPNN_RETURN_IF_ERROR(spread_.WriteAt(at_, data, n));
-    at_ += n;
-    return OkStatus();
-  }
-  // Where the next byte goes: every byte before it, from where it began,
-  // is written.
-  uint64_t at() const { return at_; }
-
- private:
-  SpreadPartial& spread_;
-  uint64_t at_;
-};
 
 }  // namespace zipnn::remote

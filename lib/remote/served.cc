@@ -40,6 +40,9 @@ constexpr uint64_t kMaxObjectSize = uint64_t{1} << 50;
 // much; a range holds at most kMaxRange bytes.
 constexpr uint64_t kSpreadPart = uint64_t{4} << 20;
 constexpr uint64_t kMaxRange = uint64_t{64} << 20;
+// The most ranges a server's put-ranges answer may name (merged, they are
+// the gaps a cut try left: one per connection it had, or a few more).
+constexpr uint64_t kMaxHeldRanges = 1 << 16;
 
 // One side of a session: lines and counted payloads over a Channel. Once
 // the stream fails or goes out of step the Wire is broken and the session
@@ -316,6 +319,47 @@ Status ServePutFrom(const ObjectStore& store, Wire& wire, const ContentId& id, u
   return wire.Send(got.ok() ? "ok\n" : "error " + got.message() + "\n");
 }
 
+// An arrival in ranges (store::RangedArrival), for a client that sends one
+// object in ranges on several connections at once: put-ranges makes its
+// files (or keeps them, of this size and copy) and answers the ranges
+// held, merged; put-range writes one range where it lies and notes it
+// (what came of it, when the session is cut short); put-end proves the
+// object and gives it its name.
+Status ServePutRanges(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t size,
+                      const std::string& tag) {
+  Result<std::unique_ptr<store::RangedArrival>> arrival = store::RangedArrival::Open(store, id, size, tag, true);
+  if (!arrival.ok()) return wire.Send("error " + arrival.status().message() + "\n");
+  const std::vector<Range> held = Uncovered(Uncovered((*arrival)->Noted(), size), size);
+  std::string answer = "ok " + std::to_string(held.size()) + "\n";
+  for (const auto& [from, to] : held) answer += std::to_string(from) + " " + std::to_string(to) + "\n";
+  return wire.Send(answer);
+}
+
+Status ServePutRange(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t from, uint64_t to,
+                     const std::string& tag, uint64_t size) {
+  Result<std::unique_ptr<store::RangedArrival>> arrival = store::RangedArrival::Open(store, id, size, tag, false);
+  if (!arrival.ok() || to > size) {
+    ZIPNN_RETURN_IF_ERROR(wire.ReadPayload(to - from, nullptr, /*drain=*/true));
+    return wire.Send("error " + (arrival.ok() ? "the range ends past the object" : arrival.status().message()) + "\n");
+  }
+  store::RangedArrival& in = **arrival;
+  PlacedSink at([&](uint64_t where, const void* data, size_t n) { return in.WriteAt(where, data, n); }, from);
+  Status got = wire.ReadPayload(to - from, &at, /*drain=*/true);
+  if (at.at() > from) {  // what came, also of a session cut short
+    const Status noted = in.Note(from, at.at());
+    if (got.ok()) got = noted;
+  }
+  if (wire.broken()) return got;
+  return wire.Send(got.ok() ? "ok\n" : "error " + got.message() + "\n");
+}
+
+Status ServePutEnd(const ObjectStore& store, Wire& wire, const ContentId& id, uint64_t size, const std::string& tag) {
+  Result<std::unique_ptr<store::RangedArrival>> arrival = store::RangedArrival::Open(store, id, size, tag, false);
+  Status st = arrival.status();
+  if (st.ok()) st = (*arrival)->Finish([&](const std::string& temp) { return CheckDecodes(store, temp, id); });
+  return wire.Send(st.ok() ? "ok\n" : "error " + st.message() + "\n");
+}
+
 // A delta in place of the standalone object for `id` (RemoteStore::Demote),
 // proven like a put: it must decode to `id` against the base this store
 // holds.
@@ -389,7 +433,8 @@ struct Args {
   uint64_t n = 0;  // a count of ids (has, prune), a payload's size, or where a get resumes
   const SideKindInfo* side = nullptr;
   std::string tag;  // which copy of the object (put-from, get-from, get-range)
-  uint64_t to = 0;  // where a range ends (get-range; `n` is where it starts)
+  uint64_t to = 0;  // where a range ends (get-range, put-range; `n` is where it starts)
+  uint64_t size = 0;  // the object's (put-range)
 };
 
 // The words a request takes after its verb.
@@ -402,6 +447,7 @@ enum class Shape {
   kSideIdSize,  // put-side <kind> <id> <size>
   kIdSizeTag,   // put-from <id> <size> <tag>, get-from <id> <from> <tag>
   kIdRangeTag,  // get-range <id> <from> <to> <tag>
+  kIdRangeTagSize,  // put-range <id> <from> <to> <tag> <size>
 };
 
 Status ServeHasVerb(const ObjectStore& store, Wire& wire, const Args& a) { return ServeHas(store, wire, a.n); }
@@ -411,6 +457,15 @@ Status ServeGetFromVerb(const ObjectStore& store, Wire& wire, const Args& a) {
 }
 Status ServeGetRangeVerb(const ObjectStore& store, Wire& wire, const Args& a) {
   return ServeGetRange(store, wire, a.id, a.n, a.to, a.tag);
+}
+Status ServePutRangesVerb(const ObjectStore& store, Wire& wire, const Args& a) {
+  return ServePutRanges(store, wire, a.id, a.n, a.tag);
+}
+Status ServePutRangeVerb(const ObjectStore& store, Wire& wire, const Args& a) {
+  return ServePutRange(store, wire, a.id, a.n, a.to, a.tag, a.size);
+}
+Status ServePutEndVerb(const ObjectStore& store, Wire& wire, const Args& a) {
+  return ServePutEnd(store, wire, a.id, a.n, a.tag);
 }
 Status ServePutFromVerb(const ObjectStore& store, Wire& wire, const Args& a) {
   return ServePutFrom(store, wire, a.id, a.n, a.tag);
@@ -461,6 +516,9 @@ const Verb kVerbs[] = {
     {"get-from", Shape::kIdSizeTag, ServeGetFromVerb, std::nullopt},
     {"put-from", Shape::kIdSizeTag, ServePutFromVerb, std::nullopt},
     {"get-range", Shape::kIdRangeTag, ServeGetRangeVerb, std::nullopt},
+    {"put-ranges", Shape::kIdSizeTag, ServePutRangesVerb, std::nullopt},
+    {"put-range", Shape::kIdRangeTagSize, ServePutRangeVerb, std::nullopt},
+    {"put-end", Shape::kIdSizeTag, ServePutEndVerb, std::nullopt},
     {"demote", Shape::kIdSize, ServeDemoteVerb, std::nullopt},
     {"replace", Shape::kIdSize, ServeReplaceVerb, std::nullopt},
     {"stat", Shape::kId, ServeStatVerb, std::nullopt},
@@ -508,11 +566,13 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
       a.side = SideNamed(side_name);
     }
     const bool takes_id = verb->shape != Shape::kNone && verb->shape != Shape::kCount;
-    const bool takes_range = verb->shape == Shape::kIdRangeTag;
+    const bool takes_size = verb->shape == Shape::kIdRangeTagSize;
+    const bool takes_range = verb->shape == Shape::kIdRangeTag || takes_size;
     const bool takes_number = verb->shape == Shape::kCount || verb->shape == Shape::kIdSize ||
                               verb->shape == Shape::kSideIdSize || verb->shape == Shape::kIdSizeTag || takes_range;
     const bool takes_tag = verb->shape == Shape::kIdSizeTag || takes_range;
-    if (w.size() != at + (takes_id ? 1 : 0) + (takes_number ? 1 : 0) + (takes_range ? 1 : 0) + (takes_tag ? 1 : 0)) {
+    if (w.size() != at + (takes_id ? 1 : 0) + (takes_number ? 1 : 0) + (takes_range ? 1 : 0) + (takes_tag ? 1 : 0) +
+                        (takes_size ? 1 : 0)) {
       return BadRequest(wire, *line);
     }
     if (takes_id) {
@@ -537,6 +597,11 @@ Status ServeStore(const ObjectStore& store, Channel& client) {
     if (takes_tag) {
       a.tag = w[at + 1];
       if (a.tag != "-" && !ValidTag(a.tag)) return BadRequest(wire, *line);
+    }
+    if (takes_size) {  // the object's, which the range lies in
+      const std::optional<uint64_t> size = DecimalAtMost(w[at + 2], kMaxObjectSize);
+      if (!size) return BadRequest(wire, *line);
+      a.size = *size;
     }
     if (!side_name.empty() && a.side == nullptr) {
       ZIPNN_RETURN_IF_ERROR(
@@ -619,10 +684,7 @@ class Served : public RemoteStore,
     return WithSession([&](Wire& wire) -> Status {
       ZIPNN_RETURN_IF_ERROR(wire.Send("put " + id.Hex() + " " + std::to_string(object.size()) + "\n"));
       ZIPNN_RETURN_IF_ERROR(wire.SendObject(object));
-      ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
-      if (answer == "ok") return OkStatus();
-      if (answer.rfind("error ", 0) == 0) return IoError("the server refused it: " + answer.substr(6));
-      return Unexpected(wire, answer);
+      return Accepted(wire);
     });
   }
 
@@ -635,6 +697,10 @@ class Served : public RemoteStore,
     const std::string tag = object.Identity();
     if (object.size() < kResumableBytes || !ValidTag(tag) || no_resume_) return Put(id, object);
     bool unknown = false;
+    if (connections_ > 1 && object.size() > kSpreadPart && !no_put_ranges_) {
+      const Status st = PutSpread(id, object, tag, unknown);
+      if (!unknown) return st;
+    }
     const Status st = Resuming(unknown, [&](Wire& wire) -> Status {
       ZIPNN_RETURN_IF_ERROR(
           wire.Send("put-from " + id.Hex() + " " + std::to_string(object.size()) + " " + tag + "\n"));
@@ -649,10 +715,7 @@ class Served : public RemoteStore,
       const std::optional<uint64_t> have = w.size() == 2 && w[0] == "ok" ? DecimalAtMost(w[1], object.size()) : std::nullopt;
       if (!have) return Unexpected(wire, answer);
       ZIPNN_RETURN_IF_ERROR(wire.SendObject(object, *have));
-      ZIPNN_ASSIGN_OR_RETURN(std::string done, Answer(wire));
-      if (done == "ok") return OkStatus();
-      if (done.rfind("error ", 0) == 0) return IoError("the server refused it: " + done.substr(6));
-      return Unexpected(wire, done);
+      return Accepted(wire);
     });
     if (!unknown) return st;
     return Put(id, object);
@@ -840,12 +903,66 @@ class Served : public RemoteStore,
     return std::clamp((size + n - 1) / n, kSpreadPart, kMaxRange);
   }
 
+  // An upload in ranges, as many at once as there are connections: the
+  // server says which ranges of this file (`tag`) it holds from tries
+  // before (put-ranges), each other range goes on a connection of its own
+  // (put-range), and the server proves the object and names it (put-end).
+  // Sets `unknown` for a server that does not know put-ranges.
+  Status PutSpread(const ContentId& id, const ReadFile& object, const std::string& tag, bool& unknown) {
+    const uint64_t size = object.size();
+    const std::string words = id.Hex() + " " + std::to_string(size) + " " + tag;
+    std::vector<Range> held;
+    ZIPNN_RETURN_IF_ERROR(Newer(no_put_ranges_, unknown, [&](Wire& wire) -> Status {
+      ZIPNN_RETURN_IF_ERROR(wire.Send("put-ranges " + words + "\n"));
+      ZIPNN_ASSIGN_OR_RETURN(std::optional<std::string> line, wire.ReadLine());
+      if (!line) {
+        unknown = true;
+        return wire.Break("the store server closed the connection");
+      }
+      if (line->rfind("error ", 0) == 0) return IoError("the server refused it: " + line->substr(6));
+      const std::vector<std::string> w = Words(*line);
+      const std::optional<uint64_t> k = w.size() == 2 && w[0] == "ok" ? DecimalAtMost(w[1], kMaxHeldRanges) : std::nullopt;
+      if (!k) return Unexpected(wire, *line);
+      for (uint64_t i = 0; i < *k; ++i) {
+        ZIPNN_ASSIGN_OR_RETURN(std::string range, Answer(wire));
+        const std::vector<std::string> r = Words(range);
+        const std::optional<uint64_t> from = r.size() == 2 ? DecimalAtMost(r[0], size) : std::nullopt;
+        const std::optional<uint64_t> to = r.size() == 2 ? DecimalAtMost(r[1], size) : std::nullopt;
+        if (!from || !to || *from >= *to) return Unexpected(wire, range);
+        held.emplace_back(*from, *to);
+      }
+      return OkStatus();
+    }));
+    const std::vector<Range> ranges = CutRanges(Uncovered(held, size), RangeSize(size));
+    ZIPNN_RETURN_IF_ERROR(RunAll(connections_, ranges.size(), [&](size_t k) -> Status {
+      const uint64_t from = ranges[k].first, to = ranges[k].second;
+      return WithSession([&](Wire& wire) -> Status {
+        ZIPNN_RETURN_IF_ERROR(wire.Send("put-range " + id.Hex() + " " + std::to_string(from) + " " +
+                                        std::to_string(to) + " " + tag + " " + std::to_string(size) + "\n"));
+        ZIPNN_RETURN_IF_ERROR(wire.SendObject(object, from, to));
+        return Accepted(wire);
+      });
+    }));
+    return WithSession([&](Wire& wire) -> Status {
+      ZIPNN_RETURN_IF_ERROR(wire.Send("put-end " + words + "\n"));
+      return Accepted(wire);
+    });
+  }
+
+  // The answer to a put: "ok", or the server's refusal.
+  static Status Accepted(Wire& wire) {
+    ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+    if (answer == "ok") return OkStatus();
+    if (answer.rfind("error ", 0) == 0) return IoError("the server refused it: " + answer.substr(6));
+    return Unexpected(wire, answer);
+  }
+
   // Reads `n` bytes of an object from `wire` into `spread` at `from`, and
   // notes what came: all of it, or what came before the link dropped, so
   // that a connection that never carries a whole range still moves the
   // download on. (A kill notes nothing of the range it cuts.)
   static Status Land(Wire& wire, SpreadPartial& spread, uint64_t from, uint64_t n) {
-    SpreadSink at(spread, from);
+    PlacedSink at([&](uint64_t to, const void* data, size_t k) { return spread.WriteAt(to, data, k); }, from);
     const Status in = wire.ReadPayload(n, &at, /*drain=*/false);
     const Status noted = at.at() > from ? spread.Noted(from, at.at()) : OkStatus();
     return in.ok() ? noted : in;
@@ -919,11 +1036,7 @@ class Served : public RemoteStore,
     if (whole) return whole;
 
     // The rest, each range on a connection of its own.
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;
-    const uint64_t step = RangeSize(size);
-    for (const auto& [from, to] : spread->Missing()) {
-      for (uint64_t at = from; at < to; at += step) ranges.emplace_back(at, std::min(to, at + step));
-    }
+    const std::vector<Range> ranges = CutRanges(spread->Missing(), RangeSize(size));
     std::atomic<bool> changed{false};
     const Status got = RunAll(connections_, ranges.size(), [&](size_t k) -> Status {
       const uint64_t from = ranges[k].first, to = ranges[k].second;
@@ -1211,6 +1324,7 @@ class Served : public RemoteStore,
   Slots slots_;
   std::atomic<bool> no_resume_{false};  // the server knows neither put-from nor get-from
   std::atomic<bool> no_ranges_{false};  // the server does not know get-range
+  std::atomic<bool> no_put_ranges_{false};  // the server does not know put-ranges
   std::mutex first_mu_;  // held while the first session opens
   std::atomic<bool> opened_once_{false};
   std::atomic<bool> no_notes_{false};

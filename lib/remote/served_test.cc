@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -1203,32 +1204,35 @@ TEST_CASE("a link planted where a fetch keeps its download is replaced by a file
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
-// The server end of a store that holds each request for a range past the
-// first until `expected` of them are in (or 10 s pass): ranges that
-// arrive at once, on connections of their own, all get through; ranges
-// asked one after another would each wait the whole 10 s.
+// The server end of a store that holds each request `verb` for a range
+// (past the first, unless `first`) until `expected` of them are in (or
+// 10 s pass): ranges that arrive at once, on connections of their own,
+// all get through; ranges sent one after another would each wait the
+// whole 10 s.
 class RangeGate : public Channel {
  public:
   struct Shared {
+    std::string verb = "get-range";
+    bool first = false;  // the range from 0 waits too
     std::mutex mu;
     std::condition_variable all_in;
     int expected = 0;
     int arrived = 0;
-    int requests = 0;        // every get-range, the first included
+    int requests = 0;        // every request `verb`, the first included
     bool timed_out = false;  // one waited 10 s for the others
   };
   RangeGate(Channel& to, Shared& shared) : to_(to), shared_(shared) {}
   Result<size_t> Read(void* out, size_t n) override {
     ZIPNN_ASSIGN_OR_RETURN(size_t got, to_.Read(out, n));
     const std::string text(static_cast<const char*>(out), got);
-    const size_t at = text.find("get-range ");
+    const size_t at = text.find(shared_.verb + " ");
     if (at != std::string::npos) {
       std::istringstream words(text.substr(at));
       std::string verb, id, from;
       words >> verb >> id >> from;
       std::unique_lock<std::mutex> lock(shared_.mu);
       ++shared_.requests;
-      if (from != "0") {  // not the first range: waits for the others
+      if (from != "0" || shared_.first) {  // waits for the others
         ++shared_.arrived;
         shared_.all_in.notify_all();
         if (!shared_.all_in.wait_for(lock, std::chrono::seconds(10),
@@ -1418,6 +1422,141 @@ TEST_CASE("a server answers get-range as the protocol says; a client refuses an 
     CHECK(st.message() == "the store server answered \"" + answer.substr(0, answer.size() - 1) + "\"");
     CHECK(FilesIn(kept) == 0);  // nothing named by the server, nor kept
   }
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+// The files under `dir`, in every folder.
+size_t FilesUnder(const std::string& dir) {
+  size_t n = 0;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    n += it->is_regular_file() ? 1 : 0;
+  }
+  return n;
+}
+
+TEST_CASE("a push on four connections sends one 20 MiB object in ranges on all of them at once, each byte once") {
+  const std::string root = TempDir();
+  const Store here = RepoIn(root, "here");
+  const ContentId id = StoreNoise(here, 20 * kMiB, 31);
+  auto object = here.objects.Open(id);
+  REQUIRE(object.ok());
+  const uint64_t size = object->size();
+  const ObjectStore served(root + "/served");
+  RangeGate::Shared gate;
+  gate.verb = "put-range";
+  gate.first = true;
+  gate.expected = 4;  // four ranges of 5 MiB
+  Servers servers([&](SocketEnd& c) {
+    RangeGate gated(c, gate);
+    return ServeStore(served, gated);
+  });
+  Link link;
+  {
+    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "",
+                                                       kDefaultTimeout, kDefaultLowSpeed, root + "/partial", 4);
+    auto pushed = PushObjects(here, *remote, {id}, {});
+    REQUIRE_MESSAGE(pushed.ok(), pushed.status().message());
+  }
+  CHECK(store::HoldsIntact(served, id));
+  CHECK(gate.requests == 4);
+  CHECK(!gate.timed_out);  // the four ranges were in flight together
+  CHECK(link.sent > size);
+  CHECK(link.sent < size + 4096);
+  CHECK(FilesUnder(root + "/served") == 1);  // the object, no temporary file beside it
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a push in ranges cut short on every connection keeps every byte that came; the next sends only the rest") {
+  const std::string root = TempDir();
+  const Store here = RepoIn(root, "here");
+  const ContentId id = StoreNoise(here, 20 * kMiB, 32);
+  auto object = ReadFile::Open(here.objects.PathOf(id));
+  REQUIRE(object.ok());
+  const uint64_t size = object->size();
+  const ObjectStore served(root + "/served");
+  Servers servers([&](SocketEnd& c) { return ServeStore(served, c); });
+  Link link;
+  auto through = [&](uint64_t send) {
+    link.send = send;
+    link.sent = 0;
+    return ServedRemote("test://served", Through(servers.Connector(), link), "", kDefaultTimeout, kDefaultLowSpeed,
+                        root + "/partial", 4);
+  };
+  uint64_t first_try = 0;
+  {
+    std::unique_ptr<RemoteStore> remote = through(4 * kMiB + kMiB / 2);  // every range of 5 MiB is cut
+    CHECK(remote->PutFile(id, *object).code() == StatusCode::kIoError);
+    first_try = link.sent;
+  }
+  CHECK(first_try > 4 * kMiB);
+  CHECK(!served.Has(id));
+  CHECK(FilesUnder(root + "/served") == 2);  // the bytes that came, and the record of them
+  {
+    std::unique_ptr<RemoteStore> remote = through(UINT64_MAX);
+    REQUIRE(remote->PutFile(id, *object).ok());
+  }
+  CHECK(store::HoldsIntact(served, id));
+  CHECK(link.sent < size - 8 * kMiB);       // only what did not come before
+  CHECK(first_try + link.sent > size);      // no byte went twice
+  CHECK(first_try + link.sent < size + 8192);
+  CHECK(FilesUnder(root + "/served") == 1);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a push in ranges: a server without put-ranges is asked twice; bytes that do not decode never take the name") {
+  const std::string root = TempDir();
+  const Store here = RepoIn(root, "here");
+  const ContentId id = StoreNoise(here, 12 * kMiB, 33);
+  const ObjectStore served(root + "/served");
+  std::atomic<int> asked{0};
+  Servers old_servers([&](SocketEnd& c) {
+    WithoutVerbs old(c, asked, {"put-ranges"});
+    return ServeStore(served, old);
+  });
+  {
+    std::unique_ptr<RemoteStore> remote =
+        ServedRemote("test://old", old_servers.Connector(), "", kDefaultTimeout, kDefaultLowSpeed, root + "/p", 4);
+    auto pushed = PushObjects(here, *remote, {id}, {});
+    REQUIRE_MESSAGE(pushed.ok(), pushed.status().message());
+  }
+  CHECK(asked == 2);
+  CHECK(store::HoldsIntact(served, id));
+
+  // The protocol by hand: every range, then the end; a byte changed on
+  // the way, and the object is refused and nothing kept.
+  auto bytes = ReadWholeFile(here.objects.PathOf(id));
+  REQUIRE(bytes.ok());
+  const std::string object(bytes->begin(), bytes->end());
+  const std::string size = std::to_string(object.size()), half = std::to_string(object.size() / 2);
+  const std::string words = id.Hex() + " " + size + " 1-2-3";
+  const std::string greeting = std::string(kStoreProtocolGreeting) + "\n";
+  for (const bool damaged : {true, false}) {
+    CAPTURE(damaged);
+    const ObjectStore fresh(root + (damaged ? "/damaged" : "/fresh"));
+    std::string second = object.substr(object.size() / 2);
+    if (damaged) second[1000] ^= 1;
+    const std::string answers =
+        AnswersTo(fresh, "put-ranges " + words + "\n" + "put-range " + id.Hex() + " " + half + " " + size + " 1-2-3 " +
+                             size + "\n" + second + "put-range " + id.Hex() + " 0 " + half + " 1-2-3 " + size + "\n" +
+                             object.substr(0, object.size() / 2) + "put-ranges " + words + "\n" + "put-end " + words + "\n");
+    const std::string held = "ok 1\n0 " + size + "\n";
+    if (damaged) {
+      CHECK(answers.rfind(greeting + "ok 0\nok\nok\n" + held + "error ", 0) == 0);
+      CHECK(!fresh.Has(id));
+      CHECK(FilesUnder(fresh.root()) == 0);  // both temporary files gone
+    } else {
+      CHECK(answers == greeting + "ok 0\nok\nok\n" + held + "ok\n");
+      CHECK(store::HoldsIntact(fresh, id));
+      CHECK(FilesUnder(fresh.root()) == 1);
+    }
+  }
+  // A range past the object's end, or an end before every range is in.
+  const ObjectStore other(root + "/other");
+  CHECK(AnswersTo(other, "put-ranges " + words + "\nput-range " + id.Hex() + " 0 10 1-2-3 5\n0123456789put-end " +
+                             words + "\n")
+            .rfind(greeting + "ok 0\nerror ", 0) == 0);
+  CHECK(!other.Has(id));
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

@@ -8,11 +8,13 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <sstream>
 
 #include "lib/base/fs_ops.h"
 #include "lib/container/format.h"
@@ -116,9 +118,9 @@ std::string KeptDigits(uint64_t size, const std::string& tag) {
 // moment ago and whose server is still writing the last bytes that came.
 // False when it stays held (another sender's session, sending the same
 // object now).
-bool LockSoon(int fd) {
+bool LockSoon(int fd, int mode = LOCK_EX) {
   for (int i = 0; i < 100; ++i) {
-    if (FsLock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+    if (FsLock(fd, mode | LOCK_NB) == 0) return true;
     if (errno != EWOULDBLOCK) return false;
     ::usleep(50 * 1000);
   }
@@ -182,6 +184,110 @@ Status ResumedArrival::Finish(const std::function<Status(const std::string& temp
     if (FsRename(kept_.c_str(), path.c_str()) != 0) {
       return IoError(path + ": cannot give the object its name: " + std::strerror(errno));
     }
+    return SyncFolderOf(path);
+  });
+}
+
+namespace {
+
+// Opens the temporary file `path` of an arrival in ranges: only a plain
+// file of one link (bytes written into a link planted there would land
+// in a file outside the store); made when `make`.
+int OpenArrivalFile(const std::string& path, int flags, bool make, struct stat& st) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | flags | (make ? O_CREAT : 0), 0644);
+  if (fd < 0) return -1;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1) return fd;
+  ::close(fd);
+  return -1;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RangedArrival>> RangedArrival::Open(const ObjectStore& store, const ContentId& id,
+                                                           uint64_t size, const std::string& tag, bool start) {
+  std::unique_ptr<RangedArrival> a(new RangedArrival(store, id, size));
+  const std::string path = store.PathOf(id);
+  if (start) ZIPNN_RETURN_IF_ERROR(PrepareFolder(path));
+  a->data_ = path + ".tmp-" + KeptDigits(size, tag + " in ranges");
+  a->record_ = path + ".tmp-" + KeptDigits(size, tag + " ranges noted");
+  struct stat st, rst;
+  a->fd_ = OpenArrivalFile(a->data_, 0, start, st);
+  a->record_fd_ = a->fd_ < 0 ? -1 : OpenArrivalFile(a->record_, O_APPEND, start, rst);
+  if (a->record_fd_ < 0) {
+    return start ? IoError(path + ": cannot keep an arrival in ranges beside it")
+                 : InvalidArgument("no arrival in ranges of object " + id.Hex() + " of that size and copy: put-ranges first");
+  }
+  // Each session that writes a range holds the file shared; the one that
+  // asks what is held waits a little for the sessions of the sender's try
+  // before (cut short a moment ago) to note what came.
+  (void)LockSoon(a->fd_, start ? LOCK_EX : LOCK_SH);
+  if (static_cast<uint64_t>(st.st_size) == size) return a;
+  if (!start) return InvalidArgument("the arrival in ranges of object " + id.Hex() + " is of another size");
+  // Of another size, or new: nothing kept is of use.
+  if (::ftruncate(a->record_fd_, 0) != 0 || ::ftruncate(a->fd_, 0) != 0 ||
+      ::ftruncate(a->fd_, static_cast<off_t>(size)) != 0) {
+    return IoError(a->data_ + ": cannot size it: " + std::strerror(errno));
+  }
+  return a;
+}
+
+RangedArrival::~RangedArrival() {
+  if (fd_ >= 0) ::close(fd_);
+  if (record_fd_ >= 0) ::close(record_fd_);
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> RangedArrival::Noted() const {
+  std::vector<std::pair<uint64_t, uint64_t>> noted;
+  Result<std::vector<uint8_t>> text = ReadWholeFile(record_);
+  if (!text.ok()) return noted;
+  std::istringstream lines(std::string(text->begin(), text->end()));
+  uint64_t from = 0, to = 0;
+  while (lines >> from >> to) {
+    if (from < to && to <= size_) noted.emplace_back(from, to);
+  }
+  return noted;
+}
+
+Status RangedArrival::WriteAt(uint64_t at, const void* data, size_t n) {
+  if (at > size_ || n > size_ - at) return InvalidArgument("bytes past the end of object " + id_.Hex());
+  return WriteAllAt(fd_, data, n, at, data_);
+}
+
+Status RangedArrival::Note(uint64_t from, uint64_t to) {
+  const std::string line = std::to_string(from) + " " + std::to_string(to) + "\n";
+  return WriteAll(record_fd_, line.data(), line.size(), record_);
+}
+
+Status RangedArrival::Finish(const std::function<Status(const std::string& temp)>& check) {
+  const std::string path = store_.PathOf(id_);
+  if (HoldsIntact(store_, id_)) {
+    ::unlink(data_.c_str());
+    ::unlink(record_.c_str());
+    return SyncFolderOf(path);
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> noted = Noted();
+  std::sort(noted.begin(), noted.end());
+  uint64_t at = 0;
+  for (const auto& [from, to] : noted) {
+    if (from > at) break;
+    at = std::max(at, to);
+  }
+  if (at < size_) {
+    return InvalidArgument("object " + id_.Hex() + " is not all in: bytes from " + std::to_string(at) +
+                           " on were never sent");
+  }
+  if (FsSync(fd_) != 0) return IoError(data_ + ": fsync failed: " + std::strerror(errno));
+  const Status checked = check(data_);
+  if (!checked.ok()) {
+    ::unlink(data_.c_str());
+    ::unlink(record_.c_str());
+    return checked;
+  }
+  return CommitOnBase(store_, id_, data_, [&]() -> Status {
+    if (FsRename(data_.c_str(), path.c_str()) != 0) {
+      return IoError(path + ": cannot give the object its name: " + std::strerror(errno));
+    }
+    ::unlink(record_.c_str());
     return SyncFolderOf(path);
   });
 }

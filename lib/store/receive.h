@@ -95,6 +95,48 @@ class ResumedArrival : public ByteSink {
   std::optional<AtomicFile> fresh_;
 };
 
+// An arrival in ranges (the store protocol's put-ranges, put-range and
+// put-end, served.h): the bytes of an object for `id` of `size` bytes, as
+// the sender's copy that `tag` names has them, come in ranges on several
+// sessions at once, each written where it lies into a temporary file
+// beside the object's place, sized to the object, and noted (what came
+// of it, when its session was cut short) in a second temporary file
+// beside it. A try cut short leaves both, and the sender's next try sends
+// only what is not noted; left alone, they go as any killed writer's
+// temporary files do (kOldTemporary). What is kept is not trusted: the
+// whole object must pass the check, as any arrival's. The sessions of
+// one sender write ranges apart; two senders of the same copy of the same
+// object write the same bytes.
+class RangedArrival {
+ public:
+  // Opens the arrival; with `start`, makes its files (keeping what they
+  // hold when they are of this size), else they must be there already.
+  static Result<std::unique_ptr<RangedArrival>> Open(const ObjectStore& store, const ContentId& id, uint64_t size,
+                                                     const std::string& tag, bool start);
+  ~RangedArrival();
+  RangedArrival(const RangedArrival&) = delete;
+  RangedArrival& operator=(const RangedArrival&) = delete;
+  // The ranges [from, to) noted so far, within the object.
+  std::vector<std::pair<uint64_t, uint64_t>> Noted() const;
+  // Bytes of the object at `at`.
+  Status WriteAt(uint64_t at, const void* data, size_t n);
+  // Notes [from, to) as in.
+  Status Note(uint64_t from, uint64_t to);
+  // Once every range is noted: unless the store holds `id` intact
+  // already, `check`, then the name, as ReceiveObject. Bytes that fail the
+  // check are removed, so that the next try sends them all again.
+  Status Finish(const std::function<Status(const std::string& temp)>& check);
+
+ private:
+  RangedArrival(const ObjectStore& store, const ContentId& id, uint64_t size)
+      : store_(store), id_(id), size_(size) {}
+  const ObjectStore& store_;
+  const ContentId id_;
+  const uint64_t size_;
+  std::string data_, record_;  // the two temporary files
+  int fd_ = -1, record_fd_ = -1;
+};
+
 // The object `file` (a file of this machine) is taken as the object for
 // `id` of `store` by a hard link, when it can be: false when it cannot
 // (the caller copies it). The link waits under a temporary name until it

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Fetching from a store served over ssh when the link holds each
+# connection to a rate, as most do: one object per connection
+# (zipnn.concurrentTransfers 1, how every object moved before get-range)
+# beside the default four connections, which move one large object in
+# ranges on all of them at once. An OpenSSH server of the bench's own on
+# 127.0.0.1 (Debian's openssh-server), every connection through
+# tests/dropping_link.py with RATE set. Three saves of a bf16 GPT, tiled
+# to about MB megabytes each, committed to one path and pushed (at full
+# speed); then, medians of RUNS runs taken in turn:
+#
+#   clone         git clone with checkout of the newest save (its base)
+#   old checkout  in that clone, git checkout of the first save's commit
+#                 (the chain under it)
+#
+# and every clone restores each save bit-exact.
+#
+#   bash tests/bench/ssh_fetch_bench.sh [--rate MB/s] [--mb MB] [RUNS]
+#
+# Defaults: 25 MB/s per connection, 1000 MB (1 GB shards), 3 runs.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+rate=25 mb=1000
+while [ $# -gt 0 ]; do
+  case $1 in
+    --rate) rate=$2; shift 2 ;;
+    --mb) mb=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+runs=${1:-3}
+. tests/bench/bench_env.sh
+dir=$(tiled_saves "$mb")
+files=("$dir"/step-000010.safetensors "$dir"/step-000020.safetensors "$dir"/step-000030.safetensors)
+
+# The ssh server: its own host key, one client key, sessions with this
+# HOME and PATH (the git-zipnn under test first).
+ssh_dir=$work/ssh
+mkdir -p "$ssh_dir"
+ssh-keygen -q -t ed25519 -N '' -f "$ssh_dir/host_key"
+ssh-keygen -q -t ed25519 -N '' -f "$ssh_dir/client_key"
+cp "$ssh_dir/client_key.pub" "$ssh_dir/authorized_keys"
+ssh_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$ssh_dir/sshd_config" <<END
+Port $ssh_port
+ListenAddress 127.0.0.1
+HostKey $ssh_dir/host_key
+AuthorizedKeysFile $ssh_dir/authorized_keys
+PidFile $ssh_dir/sshd.pid
+StrictModes no
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+SetEnv HOME=$HOME GIT_CONFIG_NOSYSTEM=1 PATH=$PATH
+END
+cat >"$ssh_dir/ssh_config" <<END
+Host *
+  IdentityFile $ssh_dir/client_key
+  IdentitiesOnly yes
+  StrictHostKeyChecking no
+  UserKnownHostsFile /dev/null
+  BatchMode yes
+  LogLevel ERROR
+END
+{ [ "$(id -u)" != 0 ] || mkdir -p /run/sshd; }
+/usr/sbin/sshd -f "$ssh_dir/sshd_config" -E "$ssh_dir/sshd.log"
+trap 'kill $(cat "$ssh_dir/sshd.pid") 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do ssh -F "$ssh_dir/ssh_config" -p "$ssh_port" 127.0.0.1 true && break; sleep 0.1; done
+plain_ssh="ssh -F '$ssh_dir/ssh_config'"
+slow_ssh="RATE=$((rate * 1000000)) /usr/bin/python3 '$PWD/tests/dropping_link.py' ssh -F '$ssh_dir/ssh_config'"
+url="ssh://127.0.0.1:$ssh_port$work/hub.git"
+
+git init -q --bare -b main "$work/hub.git"
+git init -q "$work/repo"
+cd "$work/repo"
+git config core.sshCommand "$plain_ssh"
+git remote add origin "$url"
+git zipnn track '*.safetensors' >/dev/null
+git add .gitattributes && git commit -qm setup
+for f in "${files[@]}"; do
+  cp "$f" model.safetensors
+  git add model.safetensors
+  git commit -qm "$(basename "$f")"
+done
+git push -q origin main
+first=$(git rev-list --reverse HEAD | sed -n 2p)
+stored=$(bytes_in "$work/hub.git/zipnn/objects")
+
+one_run() { # one_run NAME CONNECTIONS
+  local name=$1 n=$2 clone=$work/clone-$1
+  rm -rf "$clone"
+  timed clone "$name" git -c core.sshCommand="$slow_ssh" -c zipnn.concurrentTransfers="$n" clone -q "$url" "$clone"
+  cd "$clone"
+  git config core.sshCommand "$slow_ssh"
+  git config zipnn.concurrentTransfers "$n"
+  timed "old checkout" "$name" git checkout -q "$first"
+  local i=0 f
+  for f in "${files[@]}"; do
+    i=$((i + 1))
+    git zipnn restore --rev "$(git rev-list --reverse main | sed -n "$((i + 1))p")" -o "$work/out" model.safetensors
+    cmp "$work/out" "$f"
+  done
+  rm -f "$work/out"
+  cd "$work"
+  rm -rf "$clone"
+}
+for ((r = 1; r <= runs; r++)); do
+  one_run one 1
+  one_run four 4
+done
+
+printf '\nssh fetch, connections held to %s MB/s each: 3 saves of %s MB (%s MB stored), medians of %s\n' \
+  "$rate" "$mb" "$((stored / 1000000))" "$runs"
+printf '%-14s %12s %12s %8s\n' "" "1 connection" "4 at once" "ratio"
+for row in clone "old checkout"; do
+  a=$(echo ${took["$row one"]} | tr ' ' '\n' | median)
+  b=$(echo ${took["$row four"]} | tr ' ' '\n' | median)
+  printf '%-14s %11.2fs %11.2fs %7.2fx\n' "$row" "$a" "$b" "$(awk "BEGIN { print $b / $a }")"
+done
