@@ -14,6 +14,10 @@
 //     (bytes [from, to) of the copy named, or of any with "-", clipped to
 //     the object; none when another copy is served: one object fetched in
 //     ranges on several connections at once)
+//   put-ranges <id> <size> <copy>\n -> ok <k>\n<from> <to>\n x k | error ...   (ranges held of that file)
+//   put-range <id> <from> <to> <copy> <size>\n<to - from bytes> -> ok\n | error <message>\n
+//   put-end <id> <size> <copy>\n   -> ok\n | error <message>\n   (proven and named, or all of it dropped)
+//     (one object sent in ranges on several connections at once)
 //   demote <id> <size>\n<size bytes> ->  ok <bytes replaced; 0: none>\n | error <message>\n
 //   prune <n>\n<id>\n x n          ->  ok <k>\n<kept id> <id resting on it>\n x k | error <message>\n
 //   put-side <kind> <id> <size>\n<size bytes> -> ok\n | error <message>\n
@@ -37,8 +41,8 @@
 // ServeStore runs one session on one thread. A ServedRemote is
 // thread-safe: each call takes a session of its own, opening another
 // connection when every open one is busy, so transfers run in parallel.
-// With `connections` above 1, a fetch moves an object of more than 4 MiB
-// in ranges on that many connections at once (get-range), and no more
+// With `connections` above 1, a push or a fetch moves an object of more
+// than 4 MiB in ranges on that many connections at once, and no more
 // sessions than that are in use at once.
 #pragma once
 
