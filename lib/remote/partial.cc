@@ -154,8 +154,7 @@ SpreadPartial::SpreadPartial(const std::string& dir, const std::string& name, ui
     return;
   }
   // Of another size, or nothing noted: nothing kept is of use.
-  if (::ftruncate(record_fd_, 0) != 0 || ::ftruncate(fd_, 0) != 0 ||
-      ::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
+  if (::ftruncate(record_fd_, 0) != 0 || ::ftruncate(fd_, 0) != 0 || ::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
     Close();
   }
 }

@@ -139,5 +139,4 @@ class SpreadPartial {
 std::optional<std::string> FindSpread(const std::string& dir, const ContentId& id,
                                       const std::function<bool(const std::string&)>& valid);
 
-
 }  // namespace zipnn::remote

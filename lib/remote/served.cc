@@ -432,21 +432,21 @@ struct Args {
   ContentId id;
   uint64_t n = 0;  // a count of ids (has, prune), a payload's size, or where a get resumes
   const SideKindInfo* side = nullptr;
-  std::string tag;  // which copy of the object (put-from, get-from, get-range)
-  uint64_t to = 0;  // where a range ends (get-range, put-range; `n` is where it starts)
+  std::string tag;    // which copy of the object (put-from, get-from, get-range)
+  uint64_t to = 0;    // where a range ends (get-range, put-range; `n` is where it starts)
   uint64_t size = 0;  // the object's (put-range)
 };
 
 // The words a request takes after its verb.
 enum class Shape {
-  kNone,        // list
-  kCount,       // has <n>
-  kId,          // get <id>
-  kIdSize,      // put <id> <size>
-  kSideId,      // get-side <kind> <id>
-  kSideIdSize,  // put-side <kind> <id> <size>
-  kIdSizeTag,   // put-from <id> <size> <tag>, get-from <id> <from> <tag>
-  kIdRangeTag,  // get-range <id> <from> <to> <tag>
+  kNone,            // list
+  kCount,           // has <n>
+  kId,              // get <id>
+  kIdSize,          // put <id> <size>
+  kSideId,          // get-side <kind> <id>
+  kSideIdSize,      // put-side <kind> <id> <size>
+  kIdSizeTag,       // put-from <id> <size> <tag>, get-from <id> <from> <tag>
+  kIdRangeTag,      // get-range <id> <from> <to> <tag>
   kIdRangeTagSize,  // put-range <id> <from> <to> <tag> <size>
 };
 
@@ -921,7 +921,8 @@ class Served : public RemoteStore,
       }
       if (line->rfind("error ", 0) == 0) return IoError("the server refused it: " + line->substr(6));
       const std::vector<std::string> w = Words(*line);
-      const std::optional<uint64_t> k = w.size() == 2 && w[0] == "ok" ? DecimalAtMost(w[1], kMaxHeldRanges) : std::nullopt;
+      const std::optional<uint64_t> k =
+          w.size() == 2 && w[0] == "ok" ? DecimalAtMost(w[1], kMaxHeldRanges) : std::nullopt;
       if (!k) return Unexpected(wire, *line);
       for (uint64_t i = 0; i < *k; ++i) {
         ZIPNN_ASSIGN_OR_RETURN(std::string range, Answer(wire));
@@ -1320,7 +1321,7 @@ class Served : public RemoteStore,
   const double timeout_;
   const LowSpeed low_speed_;
   const std::string partial_dir_;  // where downloads are kept as they come in; empty: nowhere
-  const int connections_;  // at once, at most
+  const int connections_;          // at once, at most
   Slots slots_;
   std::atomic<bool> no_resume_{false};  // the server knows neither put-from nor get-from
   std::atomic<bool> no_ranges_{false};  // the server does not know get-range

@@ -1003,18 +1003,32 @@ TEST_CASE("resuming transfers: a server of an older release is asked twice, then
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
-TEST_CASE("a server answers get-from and put-from as the protocol says, and refuses a copy word it cannot take") {
-  const std::string root = TempDir();
-  const Store served = RepoIn(root, "served");
-  const ContentId id = StoreNoise(served, 100, 6);
-  auto file = served.objects.Open(id);
-  REQUIRE(file.ok());
-  auto bytes = ReadWholeFile(served.objects.PathOf(id));
-  REQUIRE(bytes.ok());
-  const std::string object(bytes->begin(), bytes->end());
-  const std::string copy = file->Identity();
-  const std::string size = std::to_string(object.size());
+// A store holding one object of noise, and what a server says of it in
+// the store protocol: its bytes, the word naming its file, its size.
+struct OneServed {
+  explicit OneServed(uint32_t seed) : root(TempDir()), served(RepoIn(root, "served")) {
+    id = StoreNoise(served, 100, seed);
+    auto file = served.objects.Open(id);
+    REQUIRE(file.ok());
+    copy = file->Identity();
+    auto bytes = ReadWholeFile(served.objects.PathOf(id));
+    REQUIRE(bytes.ok());
+    object.assign(bytes->begin(), bytes->end());
+    size = std::to_string(object.size());
+  }
+  ~OneServed() { (void)std::system(("rm -rf " + root).c_str()); }
+  const std::string root;
+  const Store served;
+  ContentId id;
+  std::string object, copy, size;
   const std::string greeting = std::string(kStoreProtocolGreeting) + "\n";
+};
+
+TEST_CASE("a server answers get-from and put-from as the protocol says, and refuses a copy word it cannot take") {
+  OneServed one(6);
+  const Store& served = one.served;
+  const ContentId& id = one.id;
+  const std::string &object = one.object, &copy = one.copy, &size = one.size, &greeting = one.greeting;
   CHECK(AnswersTo(served.objects, "get-from " + id.Hex() + " 10 " + copy + "\n") ==
         greeting + "ok " + size + " " + copy + " 10\n" + object.substr(10));
   CHECK(AnswersTo(served.objects, "get-from " + id.Hex() + " 10 -\n") ==
@@ -1028,7 +1042,6 @@ TEST_CASE("a server answers get-from and put-from as the protocol says, and refu
   // A put-from of what the store holds: the bytes are read, and it stays.
   CHECK(AnswersTo(served.objects, "put-from " + id.Hex() + " " + size + " 1-2-3\n" + object) ==
         greeting + "ok 0\nok\n");
-  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
 TEST_CASE("a client refuses a get-from answer that starts where it kept nothing or names no file it may keep") {
@@ -1321,8 +1334,8 @@ TEST_CASE("a fetch in ranges cut short on every connection keeps every byte that
     CHECK(*in == *bytes);
     (*whole)->Done(OkStatus());
   }
-  CHECK(link.received < size - 4 * kMiB);     // the first 4 MiB were not asked for again
-  CHECK(first_try + link.received > size);      // no byte came twice: the cut ranges went on where they stopped
+  CHECK(link.received < size - 4 * kMiB);   // the first 4 MiB were not asked for again
+  CHECK(first_try + link.received > size);  // no byte came twice: the cut ranges went on where they stopped
   CHECK(first_try + link.received < size + 4096);
   CHECK(FilesIn(kept) == 0);
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
@@ -1370,8 +1383,8 @@ TEST_CASE("a fetch in ranges drops what it kept of another copy, and a server wi
     return ServeStore(served.objects, old);
   });
   {
-    std::unique_ptr<RemoteStore> remote = ServedRemote("test://old", old_servers.Connector(), "", kDefaultTimeout,
-                                                       kDefaultLowSpeed, kept, 4);
+    std::unique_ptr<RemoteStore> remote =
+        ServedRemote("test://old", old_servers.Connector(), "", kDefaultTimeout, kDefaultLowSpeed, kept, 4);
     auto fetched = FetchObjects(again, *remote, {id}, {});
     REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
   }
@@ -1381,17 +1394,11 @@ TEST_CASE("a fetch in ranges drops what it kept of another copy, and a server wi
 }
 
 TEST_CASE("a server answers get-range as the protocol says; a client refuses an answer that does not fit") {
-  const std::string root = TempDir();
-  const Store served = RepoIn(root, "served");
-  const ContentId id = StoreNoise(served, 100, 24);
-  auto file = served.objects.Open(id);
-  REQUIRE(file.ok());
-  auto bytes = ReadWholeFile(served.objects.PathOf(id));
-  REQUIRE(bytes.ok());
-  const std::string object(bytes->begin(), bytes->end());
-  const std::string copy = file->Identity();
-  const std::string size = std::to_string(object.size());
-  const std::string greeting = std::string(kStoreProtocolGreeting) + "\n";
+  OneServed one(24);
+  const Store& served = one.served;
+  const ContentId& id = one.id;
+  const std::string &object = one.object, &copy = one.copy, &size = one.size, &greeting = one.greeting;
+  const std::string& root = one.root;
   CHECK(AnswersTo(served.objects, "get-range " + id.Hex() + " 10 30 " + copy + "\n") ==
         greeting + "ok " + size + " " + copy + " 10 20\n" + object.substr(10, 20));
   CHECK(AnswersTo(served.objects, "get-range " + id.Hex() + " 0 4194304 -\n") ==
@@ -1422,7 +1429,6 @@ TEST_CASE("a server answers get-range as the protocol says; a client refuses an 
     CHECK(st.message() == "the store server answered \"" + answer.substr(0, answer.size() - 1) + "\"");
     CHECK(FilesIn(kept) == 0);  // nothing named by the server, nor kept
   }
-  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
 // The files under `dir`, in every folder.
@@ -1497,14 +1503,15 @@ TEST_CASE("a push in ranges cut short on every connection keeps every byte that 
     REQUIRE(remote->PutFile(id, *object).ok());
   }
   CHECK(store::HoldsIntact(served, id));
-  CHECK(link.sent < size - 8 * kMiB);       // only what did not come before
-  CHECK(first_try + link.sent > size);      // no byte went twice
+  CHECK(link.sent < size - 8 * kMiB);   // only what did not come before
+  CHECK(first_try + link.sent > size);  // no byte went twice
   CHECK(first_try + link.sent < size + 8192);
   CHECK(FilesUnder(root + "/served") == 1);
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
-TEST_CASE("a push in ranges: a server without put-ranges is asked twice; bytes that do not decode never take the name") {
+TEST_CASE(
+    "a push in ranges: a server without put-ranges is asked twice; bytes that do not decode never take the name") {
   const std::string root = TempDir();
   const Store here = RepoIn(root, "here");
   const ContentId id = StoreNoise(here, 12 * kMiB, 33);
@@ -1536,10 +1543,10 @@ TEST_CASE("a push in ranges: a server without put-ranges is asked twice; bytes t
     const ObjectStore fresh(root + (damaged ? "/damaged" : "/fresh"));
     std::string second = object.substr(object.size() / 2);
     if (damaged) second[1000] ^= 1;
-    const std::string answers =
-        AnswersTo(fresh, "put-ranges " + words + "\n" + "put-range " + id.Hex() + " " + half + " " + size + " 1-2-3 " +
-                             size + "\n" + second + "put-range " + id.Hex() + " 0 " + half + " 1-2-3 " + size + "\n" +
-                             object.substr(0, object.size() / 2) + "put-ranges " + words + "\n" + "put-end " + words + "\n");
+    const std::string answers = AnswersTo(
+        fresh, "put-ranges " + words + "\n" + "put-range " + id.Hex() + " " + half + " " + size + " 1-2-3 " + size +
+                   "\n" + second + "put-range " + id.Hex() + " 0 " + half + " 1-2-3 " + size + "\n" +
+                   object.substr(0, object.size() / 2) + "put-ranges " + words + "\n" + "put-end " + words + "\n");
     const std::string held = "ok 1\n0 " + size + "\n";
     if (damaged) {
       CHECK(answers.rfind(greeting + "ok 0\nok\nok\n" + held + "error ", 0) == 0);

@@ -203,8 +203,8 @@ int OpenArrivalFile(const std::string& path, int flags, bool make, struct stat& 
 
 }  // namespace
 
-Result<std::unique_ptr<RangedArrival>> RangedArrival::Open(const ObjectStore& store, const ContentId& id,
-                                                           uint64_t size, const std::string& tag, bool start) {
+Result<std::unique_ptr<RangedArrival>> RangedArrival::Open(const ObjectStore& store, const ContentId& id, uint64_t size,
+                                                           const std::string& tag, bool start) {
   std::unique_ptr<RangedArrival> a(new RangedArrival(store, id, size));
   const std::string path = store.PathOf(id);
   if (start) ZIPNN_RETURN_IF_ERROR(PrepareFolder(path));
@@ -215,7 +215,8 @@ Result<std::unique_ptr<RangedArrival>> RangedArrival::Open(const ObjectStore& st
   a->record_fd_ = a->fd_ < 0 ? -1 : OpenArrivalFile(a->record_, O_APPEND, start, rst);
   if (a->record_fd_ < 0) {
     return start ? IoError(path + ": cannot keep an arrival in ranges beside it")
-                 : InvalidArgument("no arrival in ranges of object " + id.Hex() + " of that size and copy: put-ranges first");
+                 : InvalidArgument("no arrival in ranges of object " + id.Hex() +
+                                   " of that size and copy: put-ranges first");
   }
   // Each session that writes a range holds the file shared; the one that
   // asks what is held waits a little for the sessions of the sender's try

@@ -128,8 +128,7 @@ class RangedArrival {
   Status Finish(const std::function<Status(const std::string& temp)>& check);
 
  private:
-  RangedArrival(const ObjectStore& store, const ContentId& id, uint64_t size)
-      : store_(store), id_(id), size_(size) {}
+  RangedArrival(const ObjectStore& store, const ContentId& id, uint64_t size) : store_(store), id_(id), size_(size) {}
   const ObjectStore& store_;
   const ContentId id_;
   const uint64_t size_;
