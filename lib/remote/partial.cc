@@ -13,6 +13,7 @@
 
 #include "lib/base/file.h"
 #include "lib/base/fs_ops.h"
+#include "lib/base/thread_pool.h"
 
 namespace zipnn::remote {
 
@@ -177,6 +178,40 @@ Status SpreadPartial::Noted(uint64_t from, uint64_t to) {
   ZIPNN_RETURN_IF_ERROR(WriteAll(record_fd_, line.data(), line.size(), record_));
   done_.emplace_back(from, to);
   return OkStatus();
+}
+
+Status SpreadPartial::Take(uint64_t from, const std::function<Status(ByteSink& into)>& read) {
+  PlacedSink into([this](uint64_t at, const void* data, size_t n) { return WriteAt(at, data, n); }, from);
+  const Status in = read(into);
+  const Status noted = into.at() > from ? Noted(from, into.at()) : OkStatus();
+  return in.ok() ? noted : in;
+}
+
+Result<std::unique_ptr<Partial>> FetchSpread(SpreadPartial& spread, const std::string& dir, const std::string& name,
+                                             const ContentId& id, int connections, uint64_t step, bool resumable,
+                                             const RangeFetch& fetch, ByteSink& check) {
+  const std::vector<Range> ranges = CutRanges(spread.Missing(), step);
+  std::atomic<bool> changed{false};
+  const Status got = RunAll(connections, ranges.size(), [&](size_t k) -> Status {
+    const uint64_t from = ranges[k].first, to = ranges[k].second;
+    return spread.Take(from, [&](ByteSink& into) { return fetch(from, to, into, changed); });
+  });
+  // Kept for the next try only when the network cut it short.
+  if (!got.ok()) {
+    if (changed || got.code() != StatusCode::kIoError || !resumable) spread.Drop();
+    return got;
+  }
+  ZIPNN_RETURN_IF_ERROR(spread.Finish());
+  auto whole = std::make_unique<Partial>(dir, name, spread.size(), /*any_size=*/true);
+  if (!whole->ok() || whole->have() != spread.size()) {
+    return IoError("the download of object " + id.Hex() + " in ranges was taken by another process");
+  }
+  const Status checked = whole->CopyTo(check);
+  if (!checked.ok()) {
+    whole->Done(checked);
+    return checked;
+  }
+  return whole;
 }
 
 Status SpreadPartial::Finish() {

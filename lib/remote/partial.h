@@ -8,6 +8,7 @@
 // download is, and a download that does not prove starts again.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -118,6 +119,12 @@ class SpreadPartial {
   Status WriteAt(uint64_t at, const void* data, size_t n);
   // Notes [from, to) as in (from several threads at once).
   Status Noted(uint64_t from, uint64_t to);
+  // Runs `read`, which writes bytes of the object from `from` on into the
+  // sink it is given, and notes what came: all of it, or what came before
+  // the link dropped, so that a connection that never carries a whole
+  // range still moves the download on. (A kill notes nothing of the range
+  // it cuts.) `read`'s error, else the note's.
+  Status Take(uint64_t from, const std::function<Status(ByteSink& into)>& read);
   // Once nothing is missing: the file takes the name <name>, and the
   // record goes.
   Status Finish();
@@ -132,6 +139,20 @@ class SpreadPartial {
   std::mutex mu_;  // guards done_ and the record's writes
   std::vector<Range> done_;
 };
+
+// Gets what `spread` (the download <dir>/<name>.spread of object `id`)
+// lacks, in ranges of at most `step` bytes, `connections` at once:
+// `fetch(from, to, into, changed)` writes bytes [from, to) of the copy
+// `name` names into `into`, or sets `changed` when the remote holds
+// another copy now. What came of every range is noted, also of one cut
+// short; a changed copy, or a failure other than the network's (or any,
+// without `resumable`), drops everything kept; else it stays for the next
+// try. Once all is in, the file is the kept download <dir>/<name>, whole,
+// every byte handed to `check` first.
+using RangeFetch = std::function<Status(uint64_t from, uint64_t to, ByteSink& into, std::atomic<bool>& changed)>;
+Result<std::unique_ptr<Partial>> FetchSpread(SpreadPartial& spread, const std::string& dir, const std::string& name,
+                                             const ContentId& id, int connections, uint64_t step, bool resumable,
+                                             const RangeFetch& fetch, ByteSink& check);
 
 // The name (without ".spread") of a spread download of `id` an earlier
 // try left in `dir`, "<id>-<copy>" with a `copy` that `valid` takes;

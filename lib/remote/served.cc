@@ -958,17 +958,6 @@ class Served : public RemoteStore,
     return Unexpected(wire, answer);
   }
 
-  // Reads `n` bytes of an object from `wire` into `spread` at `from`, and
-  // notes what came: all of it, or what came before the link dropped, so
-  // that a connection that never carries a whole range still moves the
-  // download on. (A kill notes nothing of the range it cuts.)
-  static Status Land(Wire& wire, SpreadPartial& spread, uint64_t from, uint64_t n) {
-    PlacedSink at([&](uint64_t to, const void* data, size_t k) { return spread.WriteAt(to, data, k); }, from);
-    const Status in = wire.ReadPayload(n, &at, /*drain=*/false);
-    const Status noted = at.at() > from ? spread.Noted(from, at.at()) : OkStatus();
-    return in.ok() ? noted : in;
-  }
-
   // A download in ranges (get-range), as many at once as there are
   // connections, into a SpreadPartial that a try cut short leaves for the
   // next. The first request asks for the first kSpreadPart bytes (none,
@@ -1027,7 +1016,7 @@ class Served : public RemoteStore,
         (void)wire.Break("");
         return Unsupported("another process is downloading object " + id.Hex());
       }
-      return Land(wire, *spread, 0, *n);
+      return spread->Take(0, [&](ByteSink& into) { return wire.ReadPayload(*n, &into, /*drain=*/false); });
     });
     if (!asked.ok()) {
       if (whole) whole->Done(asked);
@@ -1037,42 +1026,28 @@ class Served : public RemoteStore,
     if (whole) return whole;
 
     // The rest, each range on a connection of its own.
-    const std::vector<Range> ranges = CutRanges(spread->Missing(), RangeSize(size));
-    std::atomic<bool> changed{false};
-    const Status got = RunAll(connections_, ranges.size(), [&](size_t k) -> Status {
-      const uint64_t from = ranges[k].first, to = ranges[k].second;
-      return WithSession([&](Wire& wire) -> Status {
-        ZIPNN_RETURN_IF_ERROR(wire.Send("get-range " + id.Hex() + " " + std::to_string(from) + " " +
-                                        std::to_string(to) + " " + copy + "\n"));
-        ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
-        const std::vector<std::string> w = Words(answer);
-        ZIPNN_ASSIGN_OR_RETURN(const uint64_t now, OfferedSize(wire, id, answer, w.size() == 5, limit));
-        if (now == size && w[2] != copy && w[4] == "0") {
-          changed = true;
-          return IoError("the store server's copy of object " + id.Hex() + " changed while it was fetched");
-        }
-        if (now != size || w[2] != copy || w[3] != std::to_string(from) || w[4] != std::to_string(to - from)) {
-          return Unexpected(wire, answer);
-        }
-        return Land(wire, *spread, from, to - from);
-      });
-    });
-    // Kept for the next try only when the network cut it short.
-    if (!got.ok()) {
-      if (changed || got.code() != StatusCode::kIoError || copy == "-") spread->Drop();
-      return got;
-    }
-    ZIPNN_RETURN_IF_ERROR(spread->Finish());
-    whole = std::make_unique<Partial>(partial_dir_, stem + copy, size, /*any_size=*/true);
-    if (!whole->ok() || whole->have() != size) {
-      return IoError("the download of object " + id.Hex() + " in ranges was taken by another process");
-    }
-    const Status checked = whole->CopyTo(check);
-    if (!checked.ok()) {
-      whole->Done(checked);
-      return checked;
-    }
-    return whole;
+    return FetchSpread(*spread, partial_dir_, stem + copy, id, connections_, RangeSize(size), copy != "-",
+                       [&](uint64_t from, uint64_t to, ByteSink& into, std::atomic<bool>& changed) {
+                         return WithSession([&](Wire& wire) -> Status {
+                           ZIPNN_RETURN_IF_ERROR(wire.Send("get-range " + id.Hex() + " " + std::to_string(from) +
+                                                           " " + std::to_string(to) + " " + copy + "\n"));
+                           ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+                           const std::vector<std::string> w = Words(answer);
+                           ZIPNN_ASSIGN_OR_RETURN(const uint64_t now,
+                                                  OfferedSize(wire, id, answer, w.size() == 5, limit));
+                           if (now == size && w[2] != copy && w[4] == "0") {
+                             changed = true;
+                             return IoError("the store server's copy of object " + id.Hex() +
+                                            " changed while it was fetched");
+                           }
+                           if (now != size || w[2] != copy || w[3] != std::to_string(from) ||
+                               w[4] != std::to_string(to - from)) {
+                             return Unexpected(wire, answer);
+                           }
+                           return wire.ReadPayload(to - from, &into, /*drain=*/false);
+                         });
+                       },
+                       check);
   }
 
   // A download by get-from into `out`, kept as it comes (objects of 1 MiB

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Fetching from a store served over ssh when the link holds each
-# connection to a rate, as most do: one object per connection
-# (zipnn.concurrentTransfers 1, how every object moved before get-range)
+# Pushing to and fetching from a store served over ssh when the link
+# holds each connection to a rate, as most do: one object per connection
+# (zipnn.concurrentTransfers 1, how every object moved before ranges)
 # beside the default four connections, which move one large object in
 # ranges on all of them at once. An OpenSSH server of the bench's own on
 # 127.0.0.1 (Debian's openssh-server), every connection through
 # tests/dropping_link.py with RATE set. Three saves of a bf16 GPT, tiled
-# to about MB megabytes each, committed to one path and pushed (at full
-# speed); then, medians of RUNS runs taken in turn:
+# to about MB megabytes each, committed to one path; then, medians of
+# RUNS runs taken in turn:
 #
+#   push          git push of the three commits to a new repository
 #   clone         git clone with checkout of the newest save (its base)
 #   old checkout  in that clone, git checkout of the first save's commit
 #                 (the chain under it)
@@ -71,10 +72,8 @@ plain_ssh="ssh -F '$ssh_dir/ssh_config'"
 slow_ssh="RATE=$((rate * 1000000)) /usr/bin/python3 '$PWD/tests/dropping_link.py' ssh -F '$ssh_dir/ssh_config'"
 url="ssh://127.0.0.1:$ssh_port$work/hub.git"
 
-git init -q --bare -b main "$work/hub.git"
 git init -q "$work/repo"
 cd "$work/repo"
-git config core.sshCommand "$plain_ssh"
 git remote add origin "$url"
 git zipnn track '*.safetensors' >/dev/null
 git add .gitattributes && git commit -qm setup
@@ -83,13 +82,15 @@ for f in "${files[@]}"; do
   git add model.safetensors
   git commit -qm "$(basename "$f")"
 done
-git push -q origin main
 first=$(git rev-list --reverse HEAD | sed -n 2p)
-stored=$(bytes_in "$work/hub.git/zipnn/objects")
 
 one_run() { # one_run NAME CONNECTIONS
   local name=$1 n=$2 clone=$work/clone-$1
-  rm -rf "$clone"
+  rm -rf "$clone" "$work/hub.git"
+  git init -q --bare -b main "$work/hub.git"
+  cd "$work/repo"
+  timed push "$name" git -c core.sshCommand="$slow_ssh" -c zipnn.concurrentTransfers="$n" push -q origin main
+  stored=$(bytes_in "$work/hub.git/zipnn/objects")
   timed clone "$name" git -c core.sshCommand="$slow_ssh" -c zipnn.concurrentTransfers="$n" clone -q "$url" "$clone"
   cd "$clone"
   git config core.sshCommand "$slow_ssh"
@@ -110,10 +111,10 @@ for ((r = 1; r <= runs; r++)); do
   one_run four 4
 done
 
-printf '\nssh fetch, connections held to %s MB/s each: 3 saves of %s MB (%s MB stored), medians of %s\n' \
+printf '\nssh, connections held to %s MB/s each: 3 saves of %s MB (%s MB stored), medians of %s\n' \
   "$rate" "$mb" "$((stored / 1000000))" "$runs"
 printf '%-14s %12s %12s %8s\n' "" "1 connection" "4 at once" "ratio"
-for row in clone "old checkout"; do
+for row in push clone "old checkout"; do
   a=$(echo ${took["$row one"]} | tr ' ' '\n' | median)
   b=$(echo ${took["$row four"]} | tr ' ' '\n' | median)
   printf '%-14s %11.2fs %11.2fs %7.2fx\n' "$row" "$a" "$b" "$(awk "BEGIN { print $b / $a }")"
