@@ -8,6 +8,7 @@
 // download is, and a download that does not prove starts again.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -82,6 +83,19 @@ class KeepingSink : public ByteSink {
   ByteSink& out_;
   Partial& partial_;
 };
+
+// An object larger than this moves in ranges on several connections at
+// once, and the first request of such a fetch asks for this much; a range
+// holds at most kMaxRange bytes (one cut short by a kill is fetched again
+// whole).
+inline constexpr uint64_t kSpreadPart = uint64_t{4} << 20;
+inline constexpr uint64_t kMaxRange = uint64_t{64} << 20;
+// How large the ranges of an object of `size` bytes are: small enough
+// that it moves on all `connections` at once, within those bounds.
+inline uint64_t SpreadRangeSize(uint64_t size, int connections) {
+  const uint64_t n = static_cast<uint64_t>(std::max(1, connections));
+  return std::clamp((size + n - 1) / n, kSpreadPart, kMaxRange);
+}
 
 // Byte ranges [first, second) of an object.
 using Range = std::pair<uint64_t, uint64_t>;

@@ -247,6 +247,20 @@ class KeepOnceKnown : public ByteSink {
   remote::Partial* partial_ = nullptr;
 };
 
+// A sink that hands what it is given to the one it is told, once it is
+// told (a download whose keeping is known from the reply's headers).
+class ForwardSink : public ByteSink {
+ public:
+  void To(ByteSink* out) { out_ = out; }
+  Status Append(const void* data, size_t n) override {
+    if (out_ == nullptr) return Corruption("bytes came before the reply's headers were read");
+    return out_->Append(data, n);
+  }
+
+ private:
+  ByteSink* out_ = nullptr;
+};
+
 class Bucket : public remote::RemoteStore,
                public remote::SideFiles,
                public remote::Retention,
@@ -318,7 +332,13 @@ class Bucket : public remote::RemoteStore,
   // that finds one kept asks for the bytes after it, of that same copy
   // (the reply's ETag and size must match; else what was kept is dropped
   // and the next try starts again), and one kept whole costs no request.
+  // With several connections, an object moves in ranges on all of them at
+  // once (GetSpread), unless an earlier try kept the start of it whole.
   Result<std::unique_ptr<remote::Partial>> GetKept(const ContentId& id, uint64_t limit, ByteSink& check) override {
+    if (o_.connections > 1 && !remote::FindKept(o_.partial_dir, id, ValidCopyWord)) {
+      std::optional<Result<std::unique_ptr<remote::Partial>>> spread = GetSpread(id, limit, check);
+      if (spread) return std::move(*spread);
+    }
     std::unique_ptr<remote::Partial> kept;
     std::string word;
     uint64_t size = 0;
@@ -375,6 +395,101 @@ class Bucket : public remote::RemoteStore,
     }
     if (!keeping) return Unsupported("S3 named no copy of object " + id.Hex() + " to keep");
     return keeping;
+  }
+
+  // A download in ranges (remote::FetchSpread), o_.connections at once,
+  // into <partial_dir>/<id>-<ETag>-<size>.spread. The first request asks
+  // for the first 4 MiB and learns the object's size and copy (its ETag)
+  // from the reply; an object no larger comes whole into a Partial. Every
+  // later range's reply must name the same copy; another one drops what
+  // was kept. nullopt when the server answers a ranged request with the
+  // whole object (the caller downloads it whole).
+  std::optional<Result<std::unique_ptr<remote::Partial>>> GetSpread(const ContentId& id, uint64_t limit,
+                                                                   ByteSink& check) {
+    using Got = Result<std::unique_ptr<remote::Partial>>;
+    const std::string url = Url(Key(id)), stem = id.Hex() + "-";
+    std::unique_ptr<remote::SpreadPartial> spread;
+    std::string word;
+    if (const std::optional<std::string> name = remote::FindSpread(o_.partial_dir, id, ValidCopyWord)) {
+      spread = std::make_unique<remote::SpreadPartial>(o_.partial_dir, *name, 0);
+      if (!spread->ok()) return Got(Unsupported("another process is downloading object " + id.Hex()));
+      word = name->substr(stem.size());
+    }
+    // The copy a reply names: its ETag and the object's size.
+    auto copy_of = [](long status, const std::map<std::string, std::string>& headers) {
+      const auto etag = headers.find("etag");
+      const uint64_t whole = WholeSize(status, headers);
+      return etag == headers.end() || whole == 0 ? std::string() : CopyWord(etag->second, whole);
+    };
+    if (!spread) {
+      std::unique_ptr<remote::Partial> whole;
+      std::unique_ptr<remote::KeepingSink> keeping;
+      std::unique_ptr<PlacedSink> placed;
+      ForwardSink first;
+      http::Request t;
+      t.download = &first;
+      t.limit = limit;
+      t.range_size = remote::kSpreadPart;
+      t.before_body = [&](long status, const std::map<std::string, std::string>& headers) -> Status {
+        word = copy_of(status, headers);
+        if (status != 206 || word.empty()) return Unsupported("S3 sent no range, or named no copy, of " + id.Hex());
+        const uint64_t size = WholeSize(status, headers);
+        if (size <= remote::kSpreadPart) {
+          whole = std::make_unique<remote::Partial>(o_.partial_dir, stem + word, size, /*any_size=*/true);
+          if (!whole->ok()) return Unsupported("another process is downloading object " + id.Hex());
+          if (whole->have() > 0) ZIPNN_RETURN_IF_ERROR(whole->Restart());
+          keeping = std::make_unique<remote::KeepingSink>(check, *whole);
+          first.To(keeping.get());
+          return OkStatus();
+        }
+        spread = std::make_unique<remote::SpreadPartial>(o_.partial_dir, stem + word, size);
+        if (!spread->ok()) return Unsupported("another process is downloading object " + id.Hex());
+        placed = std::make_unique<PlacedSink>(
+            [&](uint64_t at, const void* data, size_t n) { return spread->WriteAt(at, data, n); }, 0);
+        first.To(placed.get());
+        return OkStatus();
+      };
+      Result<http::Reply> r = Send("GET", url, kEmptySha256, t);
+      Status st = r.status();
+      if (st.ok() && r->status == 404 && XmlField(r->body, "Code") != "NoSuchBucket") {
+        st = NotFound("object " + id.Hex() + " is not there");
+      } else if (st.ok() && r->status != 206) {
+        st = Failure("download refused", *r);
+      }
+      if (placed && placed->at() > 0) {
+        const Status noted = spread->Noted(0, placed->at());
+        if (st.ok()) st = noted;
+      }
+      if (!st.ok()) {
+        if (whole) whole->Done(st);
+        if (spread && st.code() != StatusCode::kIoError) spread->Drop();
+        // A server that answers a range with the whole object: downloaded whole.
+        if (st.code() == StatusCode::kUnsupported && !whole && !spread) return std::nullopt;
+        return Got(st);
+      }
+      if (whole) return Got(std::move(whole));
+    }
+    return FetchSpread(*spread, o_.partial_dir, stem + word, id, o_.connections,
+                       remote::SpreadRangeSize(spread->size(), o_.connections), /*resumable=*/true,
+                       [&](uint64_t from, uint64_t to, ByteSink& into, std::atomic<bool>& changed) -> Status {
+                         http::Request t;
+                         t.download = &into;
+                         t.limit = limit;
+                         t.resume_from = from;
+                         t.range_size = to - from;
+                         t.before_body = [&](long status, const std::map<std::string, std::string>& headers) {
+                           if (copy_of(status, headers) == word) return OkStatus();
+                           changed = true;
+                           return IoError("object " + id.Hex() + " changed on " + where_ + " while it was fetched");
+                         };
+                         ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("GET", url, kEmptySha256, t));
+                         if (r.status == 404 && XmlField(r.body, "Code") != "NoSuchBucket") {
+                           return NotFound("object " + id.Hex() + " is not there");
+                         }
+                         if (r.status != 206) return Failure("download refused", r);
+                         return OkStatus();
+                       },
+                       check);
   }
 
   remote::Capabilities capabilities() override {

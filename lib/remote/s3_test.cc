@@ -19,6 +19,9 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -542,6 +545,114 @@ TEST_CASE("a download cut short keeps what came; the next asks for the rest of t
   MemorySink after;
   REQUIRE(kept_gets->GetKept(id, UINT64_MAX, after).ok());
   CHECK(after.ToVector() == std::vector<uint8_t>(object.begin(), object.end()));
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("on four connections a download moves in ranges; one cut short keeps what came; another copy starts again") {
+  std::string object(20 << 20, '\0');
+  uint32_t seed = 7;
+  for (char& c : object) {
+    seed = seed * 1664525u + 1013904223u;
+    c = static_cast<char>(seed >> 24);
+  }
+  std::mutex mu;
+  std::string etag = "\"0a1b2c\"";  // guarded by mu
+  std::atomic<size_t> cut{SIZE_MAX};
+  std::atomic<bool> whole_only{false};
+  FakeS3 fake([&](const Request& r) {
+    Response a;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      a.headers.push_back("ETag: " + etag);
+    }
+    const std::string range = r.Get("range");  // bytes=<from>-<last>
+    if (range.empty() || whole_only) {
+      a.body = object;
+      return a;
+    }
+    const size_t dash = range.find('-');
+    const size_t from = std::stoul(range.substr(6, dash - 6));
+    const size_t last = std::min(dash + 1 < range.size() ? std::stoul(range.substr(dash + 1)) : SIZE_MAX,
+                                 object.size() - 1);
+    a.status = 206;
+    a.headers.push_back("Content-Range: bytes " + std::to_string(from) + "-" + std::to_string(last) + "/" +
+                        std::to_string(object.size()));
+    a.body = object.substr(from, last + 1 - from);
+    a.cut_after = cut;
+    return a;
+  });
+  const std::string root = store::testing::TempDir();
+  const std::string kept = root + "/kept";
+  Options o = OptionsFor(fake);
+  o.partial_dir = kept;
+  o.connections = 4;
+  std::unique_ptr<remote::RemoteStore> bucket = Remote("s3://bucket/team/models", o);
+  remote::KeptGets* kept_gets = bucket->capabilities().kept_gets;
+  REQUIRE(kept_gets != nullptr);
+  const ContentId id = IdOf(object);
+  const std::vector<uint8_t> bytes(object.begin(), object.end());
+  auto ranges_asked = [&](size_t since) {
+    std::vector<std::string> asked;
+    const std::vector<Request> all = fake.requests();
+    for (size_t i = since; i < all.size(); ++i) asked.push_back(all[i].Get("range"));
+    return asked;
+  };
+
+  // The first 4 MiB, then the other 16 in four ranges of at most 5 MiB.
+  MemorySink all;
+  auto whole = kept_gets->GetKept(id, UINT64_MAX, all);
+  REQUIRE_MESSAGE(whole.ok(), whole.status().message());
+  CHECK(all.ToVector() == bytes);
+  const std::vector<std::string> asked = ranges_asked(0);
+  REQUIRE(asked.size() == 5);
+  CHECK(asked[0] == "bytes=0-4194303");
+  CHECK(std::count(asked.begin(), asked.end(), "bytes=19922944-20971519") == 1);
+  (*whole)->Done(OkStatus());
+  CHECK(store::testing::FilesIn(kept) == 0);
+
+  // Cut after 1 MiB of each reply: what came of every range is kept, and
+  // the next try asks for the rest of each.
+  cut = 1 << 20;
+  MemorySink first;
+  CHECK(kept_gets->GetKept(id, UINT64_MAX, first).status().code() == StatusCode::kIoError);
+  CHECK(store::testing::FilesIn(kept) == 2);  // the spread file and its record
+  cut = SIZE_MAX;
+  size_t since = fake.requests().size();
+  MemorySink rest;
+  whole = kept_gets->GetKept(id, UINT64_MAX, rest);
+  REQUIRE_MESSAGE(whole.ok(), whole.status().message());
+  CHECK(rest.ToVector() == bytes);
+  for (const std::string& range : ranges_asked(since)) CHECK(range.rfind("bytes=0-", 0) != 0);  // the start was kept
+  (*whole)->Done(OkStatus());
+
+  // Another copy on the server since (its ETag): what was kept is dropped.
+  cut = 1 << 20;
+  MemorySink again;
+  CHECK(kept_gets->GetKept(id, UINT64_MAX, again).status().code() == StatusCode::kIoError);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    etag = "\"ffee99\"";
+  }
+  cut = SIZE_MAX;
+  MemorySink changed;
+  const Status st = kept_gets->GetKept(id, UINT64_MAX, changed).status();
+  CHECK(st.code() == StatusCode::kIoError);
+  CHECK(st.message().find("changed on s3://bucket/team/models while it was fetched") != std::string::npos);
+  CHECK(store::testing::FilesIn(kept) == 0);
+  MemorySink fresh;
+  whole = kept_gets->GetKept(id, UINT64_MAX, fresh);
+  REQUIRE_MESSAGE(whole.ok(), whole.status().message());
+  CHECK(fresh.ToVector() == bytes);
+  (*whole)->Done(OkStatus());
+
+  // A server that answers a range with the whole object: fetched whole.
+  whole_only = true;
+  since = fake.requests().size();
+  MemorySink plain;
+  whole = kept_gets->GetKept(id, UINT64_MAX, plain);
+  REQUIRE_MESSAGE(whole.ok(), whole.status().message());
+  CHECK(plain.ToVector() == bytes);
+  CHECK(ranges_asked(since).back().empty());
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

@@ -35,11 +35,6 @@ constexpr size_t kMaxLine = 64 << 10;
 constexpr size_t kBlock = 1 << 20;
 constexpr uint64_t kMaxHasBatch = 4096;  // ids per has request
 constexpr uint64_t kMaxObjectSize = uint64_t{1} << 50;
-// An object larger than this moves in ranges on several connections at
-// once (get-range), and the first request of such a fetch asks for this
-// much; a range holds at most kMaxRange bytes.
-constexpr uint64_t kSpreadPart = uint64_t{4} << 20;
-constexpr uint64_t kMaxRange = uint64_t{64} << 20;
 // The most ranges a server's put-ranges answer may name (merged, they are
 // the gaps a cut try left: one per connection it had, or a few more).
 constexpr uint64_t kMaxHeldRanges = 1 << 16;
@@ -895,13 +890,7 @@ class Served : public RemoteStore,
     return st;
   }
 
-  // How large the ranges of an object of `size` bytes are: small enough
-  // that it moves on every connection at once, at least kSpreadPart, at
-  // most kMaxRange (a range cut short is asked for again whole).
-  uint64_t RangeSize(uint64_t size) const {
-    const uint64_t n = static_cast<uint64_t>(connections_);
-    return std::clamp((size + n - 1) / n, kSpreadPart, kMaxRange);
-  }
+  uint64_t RangeSize(uint64_t size) const { return SpreadRangeSize(size, connections_); }
 
   // An upload in ranges, as many at once as there are connections: the
   // server says which ranges of this file (`tag`) it holds from tries
