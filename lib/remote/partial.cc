@@ -142,6 +142,10 @@ SpreadPartial::SpreadPartial(const std::string& dir, const std::string& name, ui
   const uint64_t had = static_cast<uint64_t>(st.st_size);
   size_ = size == 0 ? had : size;
   if (record_fd_ < 0 || size_ == 0) {
+    if (record_fd_ >= 0) {  // an empty file found (or one just made): holds nothing, and goes
+      ::unlink(path_.c_str());
+      ::unlink(record_.c_str());
+    }
     Close();
     return;
   }

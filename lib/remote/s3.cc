@@ -412,8 +412,11 @@ class Bucket : public remote::RemoteStore,
     std::string word;
     if (const std::optional<std::string> name = remote::FindSpread(o_.partial_dir, id, ValidCopyWord)) {
       spread = std::make_unique<remote::SpreadPartial>(o_.partial_dir, *name, 0);
-      if (!spread->ok()) return Got(Unsupported("another process is downloading object " + id.Hex()));
       word = name->substr(stem.size());
+      if (!spread->ok() && remote::FindSpread(o_.partial_dir, id, ValidCopyWord)) {
+        return Got(Unsupported("another process is downloading object " + id.Hex()));
+      }
+      if (!spread->ok()) spread.reset();  // empty: it went
     }
     // The copy a reply names: its ETag and the object's size.
     auto copy_of = [](long status, const std::map<std::string, std::string>& headers) {

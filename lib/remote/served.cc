@@ -960,10 +960,15 @@ class Served : public RemoteStore,
     std::string copy = "-";
     if (const std::optional<std::string> name = FindSpread(partial_dir_, id, ValidTag)) {
       spread = std::make_unique<SpreadPartial>(partial_dir_, *name, 0);
-      if (!spread->ok()) return Unsupported("another process is downloading object " + id.Hex());
       copy = name->substr(stem.size());
-      if (copy == "-") spread->Drop();  // of a copy the server could not name: of no use
-      if (copy == "-") spread.reset();
+      if (!spread->ok() && FindSpread(partial_dir_, id, ValidTag)) {
+        return Unsupported("another process is downloading object " + id.Hex());
+      }
+      if (!spread->ok() || copy == "-") {  // empty, or of a copy the server could not name: of no use
+        spread->Drop();
+        spread.reset();
+        copy = "-";
+      }
     }
     const uint64_t first = spread ? 0 : kSpreadPart;
     uint64_t size = 0;

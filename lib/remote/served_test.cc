@@ -1393,6 +1393,35 @@ TEST_CASE("a fetch in ranges drops what it kept of another copy, and a server wi
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
+TEST_CASE("a fetch in ranges takes no empty or planted file it finds for its object; what a link points to is untouched") {
+  const std::string root = TempDir();
+  const Store served = RepoIn(root, "served"), there = RepoIn(root, "there");
+  const ContentId id = StoreNoise(served, 12 * kMiB, 25);
+  auto file = served.objects.Open(id);
+  REQUIRE(file.ok());
+  const std::string kept = root + "/partial", stem = kept + "/" + id.Hex() + "-" + file->Identity();
+  REQUIRE(std::system(("mkdir -p " + kept + " && echo outside > " + root + "/outside && ln -s " + root + "/outside " +
+                       stem + ".spread && ln -s " + root + "/outside " + stem + ".spread-done")
+                          .c_str()) == 0);
+  Servers servers([&](SocketEnd& c) { return ServeStore(served.objects, c); });
+  for (int round = 0; round < 2; ++round) {  // a planted link, then an empty file
+    CAPTURE(round);
+    {
+      std::unique_ptr<RemoteStore> remote =
+          ServedRemote("test://served", servers.Connector(), "", kDefaultTimeout, kDefaultLowSpeed, kept, 4);
+      auto fetched = FetchObjects(there, *remote, {id}, {});
+      REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+    }
+    CHECK(store::HoldsIntact(there.objects, id));
+    CHECK(FilesIn(kept) == 0);
+    auto outside = ReadWholeFile(root + "/outside");
+    REQUIRE(outside.ok());
+    CHECK(std::string(outside->begin(), outside->end()) == "outside\n");
+    REQUIRE(std::system(("rm -rf " + root + "/there && touch " + stem + ".spread").c_str()) == 0);
+  }
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
 TEST_CASE("a server answers get-range as the protocol says; a client refuses an answer that does not fit") {
   OneServed one(24);
   const Store& served = one.served;
