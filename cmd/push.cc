@@ -73,7 +73,9 @@ Action SetupPrePush(CLI::App& sub) {
   auto url = std::make_shared<std::string>();
   sub.add_option("remote", *remote, "The remote git pushes to (git's first hook argument)")->required();
   sub.add_option("url", *url, "Its URL (git's second hook argument)");
-  return [remote] { return RunPrePush(*remote); };
+  // `url` is written when the command line is parsed, after this returns:
+  // the action holds it, or the parse would write into freed memory.
+  return [remote, url] { return RunPrePush(*remote); };
 }
 
 }  // namespace zipnn::cmd
