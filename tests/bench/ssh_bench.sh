@@ -94,7 +94,7 @@ one_run() { # one_run NAME CONNECTIONS
   git for-each-ref --format='%(refname)' refs/remotes/origin | xargs -r -n1 git update-ref -d
   timed push "$name" git -c core.sshCommand="$slow_ssh" -c zipnn.concurrentTransfers="$n" push -q origin main
   stored=$(bytes_in "$work/hub.git/zipnn/objects")
-  timed clone "$name" git -c core.sshCommand="$slow_ssh" -c zipnn.concurrentTransfers="$n" clone -q "$url" "$clone" 2>/dev/null
+  timed clone "$name" git -c core.sshCommand="$slow_ssh" -c zipnn.concurrentTransfers="$n" clone -q "$url" "$clone"
   cd "$clone"
   git config core.sshCommand "$slow_ssh"
   git config zipnn.concurrentTransfers "$n"
