@@ -1029,10 +1029,12 @@ TEST_CASE("S3: a fetch cut short keeps what came, and the next asks for the rest
   // each get half of what was left, and it gives up with 7/8 kept.
   // On one connection, so that the object comes whole, resuming by byte
   // (in ranges on several: s3_test).
-  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy && cd lazy && "
-                  "git config remote.origin.zipnnurl s3://zipnn/team/models && git config zipnn.concurrentTransfers 1 && "
-                  "git config remote.origin.zipnnendpoint " + s3.Proxy(id, 3, "cut"))
-              .code == 0);
+  REQUIRE(
+      repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git lazy && cd lazy && "
+              "git config remote.origin.zipnnurl s3://zipnn/team/models && git config zipnn.concurrentTransfers 1 && "
+              "git config remote.origin.zipnnendpoint " +
+              s3.Proxy(id, 3, "cut"))
+          .code == 0);
   Run cut = repo.Sh("cd ../lazy && git zipnn fetch");
   CHECK(cut.code != 0);
   CHECK(cut.err.find("cannot fetch object " + id) != std::string::npos);

@@ -405,7 +405,7 @@ class Bucket : public remote::RemoteStore,
   // was kept. nullopt when the server answers a ranged request with the
   // whole object (the caller downloads it whole).
   std::optional<Result<std::unique_ptr<remote::Partial>>> GetSpread(const ContentId& id, uint64_t limit,
-                                                                   ByteSink& check) {
+                                                                    ByteSink& check) {
     using Got = Result<std::unique_ptr<remote::Partial>>;
     const std::string url = Url(Key(id)), stem = id.Hex() + "-";
     std::unique_ptr<remote::SpreadPartial> spread;
@@ -472,27 +472,28 @@ class Bucket : public remote::RemoteStore,
       }
       if (whole) return Got(std::move(whole));
     }
-    return FetchSpread(*spread, o_.partial_dir, stem + word, id, o_.connections,
-                       remote::SpreadRangeSize(spread->size(), o_.connections), /*resumable=*/true,
-                       [&](uint64_t from, uint64_t to, ByteSink& into, std::atomic<bool>& changed) -> Status {
-                         http::Request t;
-                         t.download = &into;
-                         t.limit = limit;
-                         t.resume_from = from;
-                         t.range_size = to - from;
-                         t.before_body = [&](long status, const std::map<std::string, std::string>& headers) {
-                           if (copy_of(status, headers) == word) return OkStatus();
-                           changed = true;
-                           return IoError("object " + id.Hex() + " changed on " + where_ + " while it was fetched");
-                         };
-                         ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("GET", url, kEmptySha256, t));
-                         if (r.status == 404 && XmlField(r.body, "Code") != "NoSuchBucket") {
-                           return NotFound("object " + id.Hex() + " is not there");
-                         }
-                         if (r.status != 206) return Failure("download refused", r);
-                         return OkStatus();
-                       },
-                       check);
+    return FetchSpread(
+        *spread, o_.partial_dir, stem + word, id, o_.connections,
+        remote::SpreadRangeSize(spread->size(), o_.connections), /*resumable=*/true,
+        [&](uint64_t from, uint64_t to, ByteSink& into, std::atomic<bool>& changed) -> Status {
+          http::Request t;
+          t.download = &into;
+          t.limit = limit;
+          t.resume_from = from;
+          t.range_size = to - from;
+          t.before_body = [&](long status, const std::map<std::string, std::string>& headers) {
+            if (copy_of(status, headers) == word) return OkStatus();
+            changed = true;
+            return IoError("object " + id.Hex() + " changed on " + where_ + " while it was fetched");
+          };
+          ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("GET", url, kEmptySha256, t));
+          if (r.status == 404 && XmlField(r.body, "Code") != "NoSuchBucket") {
+            return NotFound("object " + id.Hex() + " is not there");
+          }
+          if (r.status != 206) return Failure("download refused", r);
+          return OkStatus();
+        },
+        check);
   }
 
   remote::Capabilities capabilities() override {

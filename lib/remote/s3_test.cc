@@ -572,8 +572,8 @@ TEST_CASE("on four connections a download moves in ranges; one cut short keeps w
     }
     const size_t dash = range.find('-');
     const size_t from = std::stoul(range.substr(6, dash - 6));
-    const size_t last = std::min(dash + 1 < range.size() ? std::stoul(range.substr(dash + 1)) : SIZE_MAX,
-                                 object.size() - 1);
+    const size_t last =
+        std::min(dash + 1 < range.size() ? std::stoul(range.substr(dash + 1)) : SIZE_MAX, object.size() - 1);
     a.status = 206;
     a.headers.push_back("Content-Range: bytes " + std::to_string(from) + "-" + std::to_string(last) + "/" +
                         std::to_string(object.size()));

@@ -71,7 +71,8 @@ class Wire {
         begin_ += n + 1;
         return std::optional<std::string>(std::move(line));
       }
-      if (end_ - begin_ == buffer_.size()) return Break("a line longer than 64 KiB");
+      if (end_ - begin_ == buffer_.size())
+        return Break("a line longer than 64 KiB (out of step with the store protocol: bytes where a line belongs)");
       if (begin_ > 0) {
         std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
         end_ -= begin_;
@@ -1020,28 +1021,26 @@ class Served : public RemoteStore,
     if (whole) return whole;
 
     // The rest, each range on a connection of its own.
-    return FetchSpread(*spread, partial_dir_, stem + copy, id, connections_, RangeSize(size), copy != "-",
-                       [&](uint64_t from, uint64_t to, ByteSink& into, std::atomic<bool>& changed) {
-                         return WithSession([&](Wire& wire) -> Status {
-                           ZIPNN_RETURN_IF_ERROR(wire.Send("get-range " + id.Hex() + " " + std::to_string(from) +
-                                                           " " + std::to_string(to) + " " + copy + "\n"));
-                           ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
-                           const std::vector<std::string> w = Words(answer);
-                           ZIPNN_ASSIGN_OR_RETURN(const uint64_t now,
-                                                  OfferedSize(wire, id, answer, w.size() == 5, limit));
-                           if (now == size && w[2] != copy && w[4] == "0") {
-                             changed = true;
-                             return IoError("the store server's copy of object " + id.Hex() +
-                                            " changed while it was fetched");
-                           }
-                           if (now != size || w[2] != copy || w[3] != std::to_string(from) ||
-                               w[4] != std::to_string(to - from)) {
-                             return Unexpected(wire, answer);
-                           }
-                           return wire.ReadPayload(to - from, &into, /*drain=*/false);
-                         });
-                       },
-                       check);
+    return FetchSpread(
+        *spread, partial_dir_, stem + copy, id, connections_, RangeSize(size), copy != "-",
+        [&](uint64_t from, uint64_t to, ByteSink& into, std::atomic<bool>& changed) {
+          return WithSession([&](Wire& wire) -> Status {
+            ZIPNN_RETURN_IF_ERROR(wire.Send("get-range " + id.Hex() + " " + std::to_string(from) + " " +
+                                            std::to_string(to) + " " + copy + "\n"));
+            ZIPNN_ASSIGN_OR_RETURN(std::string answer, Answer(wire));
+            const std::vector<std::string> w = Words(answer);
+            ZIPNN_ASSIGN_OR_RETURN(const uint64_t now, OfferedSize(wire, id, answer, w.size() == 5, limit));
+            if (now == size && w[2] != copy && w[4] == "0") {
+              changed = true;
+              return IoError("the store server's copy of object " + id.Hex() + " changed while it was fetched");
+            }
+            if (now != size || w[2] != copy || w[3] != std::to_string(from) || w[4] != std::to_string(to - from)) {
+              return Unexpected(wire, answer);
+            }
+            return wire.ReadPayload(to - from, &into, /*drain=*/false);
+          });
+        },
+        check);
   }
 
   // A download by get-from into `out`, kept as it comes (objects of 1 MiB
