@@ -185,9 +185,21 @@ Status SpreadPartial::Noted(uint64_t from, uint64_t to) {
 }
 
 Status SpreadPartial::Take(uint64_t from, const std::function<Status(ByteSink& into)>& read) {
-  PlacedSink into([this](uint64_t at, const void* data, size_t n) { return WriteAt(at, data, n); }, from);
+  uint64_t unnoted = from;  // what came before it is noted
+  PlacedSink into(
+      [&](uint64_t at, const void* data, size_t n) -> Status {
+        ZIPNN_RETURN_IF_ERROR(WriteAt(at, data, n));
+        // Noted as it comes, every kNoteEvery bytes: a kill, which notes
+        // nothing more, costs at most that much of each range in flight.
+        if (at + n - unnoted >= kNoteEvery) {
+          ZIPNN_RETURN_IF_ERROR(Noted(unnoted, at + n));
+          unnoted = at + n;
+        }
+        return OkStatus();
+      },
+      from);
   const Status in = read(into);
-  const Status noted = into.at() > from ? Noted(from, into.at()) : OkStatus();
+  const Status noted = into.at() > unnoted ? Noted(unnoted, into.at()) : OkStatus();
   return in.ok() ? noted : in;
 }
 

@@ -134,11 +134,13 @@ class SpreadPartial {
   // Notes [from, to) as in (from several threads at once).
   Status Noted(uint64_t from, uint64_t to);
   // Runs `read`, which writes bytes of the object from `from` on into the
-  // sink it is given, and notes what came: all of it, or what came before
-  // the link dropped, so that a connection that never carries a whole
-  // range still moves the download on. (A kill notes nothing of the range
-  // it cuts.) `read`'s error, else the note's.
+  // sink it is given, and notes what came as it comes (every kNoteEvery
+  // bytes) and at the end: all of it, or what came before the link
+  // dropped, so that a connection that never carries a whole range still
+  // moves the download on, and a kill loses at most kNoteEvery bytes of
+  // each range in flight. `read`'s error, else the note's.
   Status Take(uint64_t from, const std::function<Status(ByteSink& into)>& read);
+  static constexpr uint64_t kNoteEvery = uint64_t{8} << 20;
   // Once nothing is missing: the file takes the name <name>, and the
   // record goes.
   Status Finish();

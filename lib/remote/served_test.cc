@@ -1424,6 +1424,27 @@ TEST_CASE(
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
+TEST_CASE("a spread download notes what came every 8 MiB as it comes, so a kill loses at most that much of a range") {
+  const std::string root = TempDir();
+  SpreadPartial spread(root, "x-abc", 30 * kMiB);
+  REQUIRE(spread.ok());
+  std::string noted_meanwhile;
+  const Status st = spread.Take(kMiB, [&](ByteSink& into) -> Status {
+    const std::vector<uint8_t> block(kMiB, 7);
+    for (int i = 0; i < 20; ++i) ZIPNN_RETURN_IF_ERROR(into.Append(block.data(), block.size()));
+    auto record = ReadWholeFile(root + "/x-abc.spread-done");  // what a kill now would leave
+    REQUIRE(record.ok());
+    noted_meanwhile.assign(record->begin(), record->end());
+    return IoError("the link dropped");
+  });
+  CHECK(st.message() == "the link dropped");
+  CHECK(noted_meanwhile == "1048576 9437184\n9437184 17825792\n");
+  // The end noted the rest of what came; a try now needs the start and what never came.
+  CHECK(spread.Missing() == std::vector<Range>{{0, kMiB}, {21 * kMiB, 30 * kMiB}});
+  spread.Drop();
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
 TEST_CASE("a server answers get-range as the protocol says; a client refuses an answer that does not fit") {
   OneServed one(24);
   const Store& served = one.served;
