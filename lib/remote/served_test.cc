@@ -1266,132 +1266,121 @@ class RangeGate : public Channel {
   Shared& shared_;
 };
 
-TEST_CASE("a fetch on four connections moves one 20 MiB object in ranges on all of them at once, each byte once") {
-  const std::string root = TempDir();
-  const Store served = RepoIn(root, "served"), there = RepoIn(root, "there");
-  const ContentId id = StoreNoise(served, 20 * kMiB, 21);
-  auto object = served.objects.Open(id);
-  REQUIRE(object.ok());
-  const uint64_t size = object->size();
-  RangeGate::Shared gate;
-  gate.expected = 4;  // after the first 4 MiB, four ranges of at most 5 MiB
-  Servers servers([&](SocketEnd& c) {
-    RangeGate gated(c, gate);
-    return ServeStore(served.objects, gated);
-  });
-  Link link;
-  const std::string kept = root + "/partial";
-  {
-    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "",
-                                                       kDefaultTimeout, kDefaultLowSpeed, kept, /*connections=*/4);
-    auto fetched = FetchObjects(there, *remote, {id}, {});
-    REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+// A store served in this process holding one object of `n` bytes of
+// noise, a store to fetch it into, and remotes on four connections that
+// reach it through `link`; `serve` runs each session (default: the
+// store, plainly).
+struct ServedNoise {
+  using Serve = std::function<Status(SocketEnd&, const ObjectStore&)>;
+  ServedNoise(size_t n, uint32_t seed, Serve serve = nullptr)
+      : served(RepoIn(root.path, "served")),
+        there(RepoIn(root.path, "there")),
+        id(StoreNoise(served, n, seed)),
+        kept(root.path + "/partial"),
+        servers(
+            [this, serve](SocketEnd& c) { return serve ? serve(c, served.objects) : ServeStore(served.objects, c); }) {
+    auto read = ReadWholeFile(served.objects.PathOf(id));
+    REQUIRE(read.ok());
+    bytes = *read;
   }
-  CHECK(store::HoldsIntact(there.objects, id));
-  CHECK(gate.requests == 5);
-  CHECK(!gate.timed_out);  // the four ranges were in flight together
-  CHECK(servers.connections == 4);
-  CHECK(link.received > size);
-  CHECK(link.received < size + 4096);
-  CHECK(FilesIn(kept) == 0);  // nothing kept once it is in
-  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
-}
-
-TEST_CASE("a fetch in ranges cut short on every connection keeps every byte that came; the next gets only the rest") {
-  const std::string root = TempDir();
-  const Store served = RepoIn(root, "served"), there = RepoIn(root, "there");
-  const ContentId id = StoreNoise(served, 20 * kMiB, 22);
-  auto bytes = ReadWholeFile(served.objects.PathOf(id));
-  REQUIRE(bytes.ok());
-  const uint64_t size = bytes->size();
-  Servers servers([&](SocketEnd& c) { return ServeStore(served.objects, c); });
-  Link link;
-  const std::string kept = root + "/partial";
-  auto through = [&](uint64_t receive) {
+  // A remote whose connections each drop after `receive` bytes; the
+  // link's counts start again.
+  std::unique_ptr<RemoteStore> Remote(uint64_t receive = UINT64_MAX) {
     link.receive = receive;
     link.received = 0;
     return ServedRemote("test://served", Through(servers.Connector(), link), "", kDefaultTimeout, kDefaultLowSpeed,
                         kept, /*connections=*/4);
-  };
+  }
+  struct Root {  // removed last, once every server has ended
+    ~Root() { (void)std::system(("rm -rf " + path).c_str()); }
+    const std::string path = TempDir();
+  } root;
+  const Store served, there;
+  const ContentId id;
+  std::vector<uint8_t> bytes;
+  const std::string kept;
+  Link link;
+  Servers servers;
+};
+
+TEST_CASE("a fetch on four connections moves one 20 MiB object in ranges on all of them at once, each byte once") {
+  RangeGate::Shared gate;
+  gate.expected = 4;  // after the first 4 MiB, four ranges of at most 5 MiB
+  ServedNoise one(20 * kMiB, 21, [&](SocketEnd& c, const ObjectStore& served) {
+    RangeGate gated(c, gate);
+    return ServeStore(served, gated);
+  });
+  auto fetched = FetchObjects(one.there, *one.Remote(), {one.id}, {});
+  REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+  CHECK(store::HoldsIntact(one.there.objects, one.id));
+  CHECK(gate.requests == 5);
+  CHECK(!gate.timed_out);  // the four ranges were in flight together
+  CHECK(one.servers.connections == 4);
+  CHECK(one.link.received > one.bytes.size());
+  CHECK(one.link.received < one.bytes.size() + 4096);
+  CHECK(FilesIn(one.kept) == 0);  // nothing kept once it is in
+}
+
+TEST_CASE("a fetch in ranges cut short on every connection keeps every byte that came; the next gets only the rest") {
+  ServedNoise one(20 * kMiB, 22);
+  const uint64_t size = one.bytes.size();
   // Each connection drops after 4.5 MiB: the first 4 MiB come, every
   // range of 5 MiB is cut, and the last range of 1 MiB may come.
-  uint64_t first_try = 0;
-  {
-    std::unique_ptr<RemoteStore> remote = through(4 * kMiB + kMiB / 2);
-    MemorySink cut;
-    CHECK(remote->capabilities().kept_gets->GetKept(id, UINT64_MAX, cut).status().code() == StatusCode::kIoError);
-    first_try = link.received;
-  }
+  MemorySink cut;
+  CHECK(one.Remote(4 * kMiB + kMiB / 2)->capabilities().kept_gets->GetKept(one.id, UINT64_MAX, cut).status().code() ==
+        StatusCode::kIoError);
+  const uint64_t first_try = one.link.received;
   CHECK(first_try >= 4 * kMiB);
-  CHECK(FilesIn(kept) == 2);  // the spread file and its record
+  CHECK(FilesIn(one.kept) == 2);  // the spread file and its record
   {
-    std::unique_ptr<RemoteStore> remote = through(UINT64_MAX);
+    std::unique_ptr<RemoteStore> remote = one.Remote();
     MemorySink check;
-    auto whole = remote->capabilities().kept_gets->GetKept(id, UINT64_MAX, check);
+    auto whole = remote->capabilities().kept_gets->GetKept(one.id, UINT64_MAX, check);
     REQUIRE_MESSAGE(whole.ok(), whole.status().message());
-    CHECK(check.ToVector() == *bytes);  // every byte handed on, in order
+    CHECK(check.ToVector() == one.bytes);  // every byte handed on, in order
     auto in = ReadWholeFile((*whole)->path());
     REQUIRE(in.ok());
-    CHECK(*in == *bytes);
+    CHECK(*in == one.bytes);
     (*whole)->Done(OkStatus());
   }
-  CHECK(link.received < size - 4 * kMiB);   // the first 4 MiB were not asked for again
-  CHECK(first_try + link.received > size);  // no byte came twice: the cut ranges went on where they stopped
-  CHECK(first_try + link.received < size + 4096);
-  CHECK(FilesIn(kept) == 0);
-  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+  CHECK(one.link.received < size - 4 * kMiB);   // the first 4 MiB were not asked for again
+  CHECK(first_try + one.link.received > size);  // no byte came twice: the cut ranges went on where they stopped
+  CHECK(first_try + one.link.received < size + 4096);
+  CHECK(FilesIn(one.kept) == 0);
 }
 
 TEST_CASE("a fetch in ranges drops what it kept of another copy, and a server without get-range is asked twice") {
-  const std::string root = TempDir();
-  const Store served = RepoIn(root, "served"), there = RepoIn(root, "there");
-  const ContentId id = StoreNoise(served, 12 * kMiB, 23);
-  auto bytes = ReadWholeFile(served.objects.PathOf(id));
-  REQUIRE(bytes.ok());
-  Servers servers([&](SocketEnd& c) { return ServeStore(served.objects, c); });
-  Link link;
-  const std::string kept = root + "/partial";
-  {
-    link.receive = 4 * kMiB + kMiB / 2;
-    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "",
-                                                       kDefaultTimeout, kDefaultLowSpeed, kept, 4);
-    MemorySink cut;
-    CHECK(remote->capabilities().kept_gets->GetKept(id, UINT64_MAX, cut).status().code() == StatusCode::kIoError);
-  }
-  REQUIRE(FilesIn(kept) == 2);
+  ServedNoise one(12 * kMiB, 23);
+  MemorySink cut;
+  CHECK(one.Remote(4 * kMiB + kMiB / 2)->capabilities().kept_gets->GetKept(one.id, UINT64_MAX, cut).status().code() ==
+        StatusCode::kIoError);
+  REQUIRE(FilesIn(one.kept) == 2);
   // The server's file replaced by a copy (as a demotion or a repack
   // replaces it): what was kept is not of it, and goes.
-  const std::string path = served.objects.PathOf(id);
+  const std::string path = one.served.objects.PathOf(one.id);
   REQUIRE(std::system(("cp " + path + " " + path + ".new && mv " + path + ".new " + path).c_str()) == 0);
-  {
-    link.receive = UINT64_MAX;
-    link.received = 0;
-    std::unique_ptr<RemoteStore> remote = ServedRemote("test://served", Through(servers.Connector(), link), "",
-                                                       kDefaultTimeout, kDefaultLowSpeed, kept, 4);
-    auto fetched = FetchObjects(there, *remote, {id}, {});
-    REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
-  }
-  CHECK(store::HoldsIntact(there.objects, id));
-  CHECK(link.received > bytes->size());
-  CHECK(FilesIn(kept) == 0);
+  auto fetched = FetchObjects(one.there, *one.Remote(), {one.id}, {});
+  REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+  CHECK(store::HoldsIntact(one.there.objects, one.id));
+  CHECK(one.link.received > one.bytes.size());
+  CHECK(FilesIn(one.kept) == 0);
 
   // A server of an older release ends the session at get-range: asked on
   // two connections, then by get-from.
-  const Store again = RepoIn(root, "again");
+  const Store again = RepoIn(one.root.path, "again");
   std::atomic<int> asked{0};
   Servers old_servers([&](SocketEnd& c) {
     WithoutVerbs old(c, asked, {"get-range"});
-    return ServeStore(served.objects, old);
+    return ServeStore(one.served.objects, old);
   });
   {
     std::unique_ptr<RemoteStore> remote =
-        ServedRemote("test://old", old_servers.Connector(), "", kDefaultTimeout, kDefaultLowSpeed, kept, 4);
-    auto fetched = FetchObjects(again, *remote, {id}, {});
-    REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
+        ServedRemote("test://old", old_servers.Connector(), "", kDefaultTimeout, kDefaultLowSpeed, one.kept, 4);
+    auto again_fetched = FetchObjects(again, *remote, {one.id}, {});
+    REQUIRE_MESSAGE(again_fetched.ok(), again_fetched.status().message());
   }
   CHECK(asked == 2);
-  CHECK(store::HoldsIntact(again.objects, id));
-  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+  CHECK(store::HoldsIntact(again.objects, one.id));
 }
 
 TEST_CASE(
