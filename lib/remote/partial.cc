@@ -6,10 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <sstream>
 
 #include "lib/base/file.h"
 #include "lib/base/fs_ops.h"
@@ -111,27 +109,6 @@ void Partial::Close() {
   fd_ = -1;
 }
 
-std::vector<Range> Uncovered(std::vector<Range> done, uint64_t size) {
-  std::sort(done.begin(), done.end());
-  std::vector<Range> missing;
-  uint64_t at = 0;
-  for (const auto& [from, to] : done) {
-    if (from > at) missing.emplace_back(at, std::min(from, size));
-    at = std::max(at, to);
-    if (at >= size) break;
-  }
-  if (at < size) missing.emplace_back(at, size);
-  return missing;
-}
-
-std::vector<Range> CutRanges(const std::vector<Range>& ranges, uint64_t step) {
-  std::vector<Range> cut;
-  for (const auto& [from, to] : ranges) {
-    for (uint64_t at = from; at < to; at += step) cut.emplace_back(at, std::min(to, at + step));
-  }
-  return cut;
-}
-
 SpreadPartial::SpreadPartial(const std::string& dir, const std::string& name, uint64_t size)
     : dir_(dir), name_(name), path_(dir + "/" + name + ".spread"), record_(path_ + "-done") {
   if (dir.empty() || !MakeDirectories(dir).ok()) return;
@@ -150,12 +127,7 @@ SpreadPartial::SpreadPartial(const std::string& dir, const std::string& name, ui
     return;
   }
   if (had == size_ && rst.st_size > 0) {  // what the earlier try noted
-    Result<std::vector<uint8_t>> text = ReadWholeFile(record_);
-    std::istringstream lines(text.ok() ? std::string(text->begin(), text->end()) : "");
-    uint64_t from = 0, to = 0;
-    while (lines >> from >> to) {
-      if (from < to && to <= size_) done_.emplace_back(from, to);
-    }
+    done_ = ReadNotedRanges(record_, size_);
     return;
   }
   // Of another size, or nothing noted: nothing kept is of use.
@@ -177,9 +149,8 @@ Status SpreadPartial::WriteAt(uint64_t at, const void* data, size_t n) {
 }
 
 Status SpreadPartial::Noted(uint64_t from, uint64_t to) {
-  const std::string line = std::to_string(from) + " " + std::to_string(to) + "\n";
   std::lock_guard<std::mutex> lock(mu_);
-  ZIPNN_RETURN_IF_ERROR(WriteAll(record_fd_, line.data(), line.size(), record_));
+  ZIPNN_RETURN_IF_ERROR(NoteRange(record_fd_, from, to, record_));
   done_.emplace_back(from, to);
   return OkStatus();
 }

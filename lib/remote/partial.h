@@ -20,6 +20,7 @@
 
 #include "lib/base/content_id.h"
 #include "lib/base/io.h"
+#include "lib/base/ranges.h"
 #include "lib/base/status.h"
 
 namespace zipnn::remote {
@@ -96,13 +97,6 @@ inline uint64_t SpreadRangeSize(uint64_t size, int connections) {
   const uint64_t n = static_cast<uint64_t>(std::max(1, connections));
   return std::clamp((size + n - 1) / n, kSpreadPart, kMaxRange);
 }
-
-// Byte ranges [first, second) of an object.
-using Range = std::pair<uint64_t, uint64_t>;
-// What of [0, size) none of `done` covers, in order.
-std::vector<Range> Uncovered(std::vector<Range> done, uint64_t size);
-// `ranges` cut into ranges of at most `step` bytes.
-std::vector<Range> CutRanges(const std::vector<Range>& ranges, uint64_t step);
 
 // A download of one object in ranges on several connections at once (a
 // store server's get-range): <dir>/<name>.spread, sized to the object from

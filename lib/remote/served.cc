@@ -325,7 +325,7 @@ Status ServePutRanges(const ObjectStore& store, Wire& wire, const ContentId& id,
                       const std::string& tag) {
   Result<std::unique_ptr<store::RangedArrival>> arrival = store::RangedArrival::Open(store, id, size, tag, true);
   if (!arrival.ok()) return wire.Send("error " + arrival.status().message() + "\n");
-  const std::vector<Range> held = Uncovered(Uncovered((*arrival)->Noted(), size), size);
+  const std::vector<Range> held = Covered((*arrival)->Noted(), size);
   std::string answer = "ok " + std::to_string(held.size()) + "\n";
   for (const auto& [from, to] : held) answer += std::to_string(from) + " " + std::to_string(to) + "\n";
   return wire.Send(answer);

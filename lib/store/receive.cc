@@ -8,13 +8,11 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <ctime>
 
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <sstream>
 
 #include "lib/base/fs_ops.h"
 #include "lib/container/format.h"
@@ -237,27 +235,14 @@ RangedArrival::~RangedArrival() {
   if (record_fd_ >= 0) ::close(record_fd_);
 }
 
-std::vector<std::pair<uint64_t, uint64_t>> RangedArrival::Noted() const {
-  std::vector<std::pair<uint64_t, uint64_t>> noted;
-  Result<std::vector<uint8_t>> text = ReadWholeFile(record_);
-  if (!text.ok()) return noted;
-  std::istringstream lines(std::string(text->begin(), text->end()));
-  uint64_t from = 0, to = 0;
-  while (lines >> from >> to) {
-    if (from < to && to <= size_) noted.emplace_back(from, to);
-  }
-  return noted;
-}
+std::vector<Range> RangedArrival::Noted() const { return ReadNotedRanges(record_, size_); }
 
 Status RangedArrival::WriteAt(uint64_t at, const void* data, size_t n) {
   if (at > size_ || n > size_ - at) return InvalidArgument("bytes past the end of object " + id_.Hex());
   return WriteAllAt(fd_, data, n, at, data_);
 }
 
-Status RangedArrival::Note(uint64_t from, uint64_t to) {
-  const std::string line = std::to_string(from) + " " + std::to_string(to) + "\n";
-  return WriteAll(record_fd_, line.data(), line.size(), record_);
-}
+Status RangedArrival::Note(uint64_t from, uint64_t to) { return NoteRange(record_fd_, from, to, record_); }
 
 Status RangedArrival::Finish(const std::function<Status(const std::string& temp)>& check) {
   const std::string path = store_.PathOf(id_);
@@ -266,16 +251,10 @@ Status RangedArrival::Finish(const std::function<Status(const std::string& temp)
     ::unlink(record_.c_str());
     return SyncFolderOf(path);
   }
-  std::vector<std::pair<uint64_t, uint64_t>> noted = Noted();
-  std::sort(noted.begin(), noted.end());
-  uint64_t at = 0;
-  for (const auto& [from, to] : noted) {
-    if (from > at) break;
-    at = std::max(at, to);
-  }
-  if (at < size_) {
-    return InvalidArgument("object " + id_.Hex() + " is not all in: bytes from " + std::to_string(at) +
-                           " on were never sent");
+  const std::vector<Range> missing = Uncovered(Noted(), size_);
+  if (!missing.empty()) {
+    return InvalidArgument("object " + id_.Hex() + " is not all in: bytes from " +
+                           std::to_string(missing.front().first) + " on were never sent");
   }
   if (FsSync(fd_) != 0) return IoError(data_ + ": fsync failed: " + std::strerror(errno));
   const Status checked = check(data_);

@@ -27,6 +27,7 @@
 #include "lib/base/content_id.h"
 #include "lib/base/file.h"
 #include "lib/base/io.h"
+#include "lib/base/ranges.h"
 #include "lib/base/status.h"
 #include "lib/store/object_store.h"
 
@@ -117,7 +118,7 @@ class RangedArrival {
   RangedArrival(const RangedArrival&) = delete;
   RangedArrival& operator=(const RangedArrival&) = delete;
   // The ranges [from, to) noted so far, within the object.
-  std::vector<std::pair<uint64_t, uint64_t>> Noted() const;
+  std::vector<Range> Noted() const;
   // Bytes of the object at `at`.
   Status WriteAt(uint64_t at, const void* data, size_t n);
   // Notes [from, to) as in.
