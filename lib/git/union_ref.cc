@@ -359,6 +359,15 @@ Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::strin
   std::vector<std::string> args = {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-maintenance",
                                    remote};
   for (const UnionRef* u : wanted) args.push_back("+" + std::string(u->ref) + "*:" + RemoteRef(*u, remote) + "*");
+  // Where none of them is here yet (a clone's first fetch), nothing here
+  // can be common to them, and the round of "have" lines git would send
+  // first costs the server's answer to it for nothing.
+  ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround("."));
+  bool any_here = false;
+  for (const UnionRef* u : wanted) {
+    any_here = any_here || Tip(repo.get(), u->ref) || Tip(repo.get(), RemoteRef(*u, remote));
+  }
+  if (!any_here) args.insert(args.begin(), {"-c", "fetch.negotiationAlgorithm=noop"});
   ZIPNN_ASSIGN_OR_RETURN(GitRun run, prompt ? RunGit(args) : RunGitWith("GIT_TERMINAL_PROMPT=0", args, ""));
   if (run.exit_code == 0) {
     std::lock_guard<std::mutex> lock(fetched_mu);
