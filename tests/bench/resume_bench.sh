@@ -53,18 +53,22 @@ git remote add origin "host:$work/hub.git"
 id=$(git cat-file -p HEAD:shard.bin | sed -n 's/.*xxh3-128:\([0-9a-f]*\).*/\1/p')
 object=$(stat -c %s ".git/zipnn/objects/${id:0:2}/${id:2:2}/$id")
 sum() { awk '{ n += $1 } END { print n + 0 }' "$1" 2>/dev/null || echo 0; }
+# The most bytes a file GLOB names holds on disk: a transfer in ranges
+# writes each where it belongs in a file sized to the object up front
+# (sparse until then), so its size says nothing and its blocks say what
+# came.
+holds() { stat -c '%b %B' $1 2>/dev/null | awk '{ n = $1 * $2; if (n > m) m = n } END { print m + 0 }'; }
 # kill_when GLOB COMMAND...: runs it (git-zipnn itself, not through git,
 # which would leave it running), SIGKILLed once a file GLOB names
 # holds $percent% of the object; then its server goes too, as over a
 # link that dropped.
 kill_when() {
-  local glob=$1 at=$((object * percent / 100)) pid have
+  local glob=$1 at=$((object * percent / 100)) pid
   shift
   "$@" >/dev/null 2>&1 &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
-    have=$(stat -c %s $glob 2>/dev/null | head -1 || true)
-    [ "${have:-0}" -ge "$at" ] && break
+    [ "$(holds "$glob")" -ge "$at" ] && break
     sleep 0.005
   done
   kill -KILL "$pid" 2>/dev/null || true
@@ -78,7 +82,7 @@ row() {
     'BEGIN { printf "%-6s %14d %14d %14d %10.4f\n", w, o, k, s, (o > k) ? s / (o - k) : 0 }'
 }
 kill_when "$work/hub.git/zipnn/objects/*/*/$id.tmp-*" git-zipnn push origin
-kept=$(stat -c %s "$work"/hub.git/zipnn/objects/*/*/"$id".tmp-* 2>/dev/null || echo 0)
+kept=$(holds "$work/hub.git/zipnn/objects/*/*/$id.tmp-*")
 OUT_COUNT=$work/sent git zipnn push -q origin
 row push "$kept" "$(sum "$work/sent")"
 git push -q "$work/hub.git" HEAD:main 2>/dev/null
@@ -87,7 +91,7 @@ GIT_ZIPNN_SKIP_SMUDGE=1 GIT_SSH_COMMAND= git clone -q -b main "$work/hub.git" cl
 cd clone
 git config remote.origin.url "host:$work/hub.git"
 kill_when ".git/zipnn/tmp/store-partial/$id-*" git-zipnn fetch
-kept=$(stat -c %s .git/zipnn/tmp/store-partial/"$id"-* 2>/dev/null || echo 0)
+kept=$(holds ".git/zipnn/tmp/store-partial/$id-*")
 IN_COUNT=$work/received git zipnn fetch -q
 row fetch "$kept" "$(sum "$work/received")"
 git zipnn pull -q
