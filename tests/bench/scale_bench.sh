@@ -21,8 +21,9 @@
 #   bash tests/bench/scale_bench.sh [--shards N] [--gib G] [--mb MB] [--runs R]
 #
 # Defaults: the sizes (4 shards of 1 GiB, 3 saves; 1000 MB saves
-# for transfers), 3 runs where a script takes runs: several hours and
-# about 40 GB of disk under /tmp. `--shards 1 --gib 1 --mb 100 --runs 1`
+# for transfers), 3 runs where a script takes runs: about an hour on 2
+# cores once the saves are made (20 minutes with --runs 1), and about
+# 40 GB of disk under /tmp. `--shards 1 --gib 1 --mb 100 --runs 1`
 # gives every row at smaller sizes. Each script's whole output is
 # kept in a folder named at the end; its table is printed as it comes.
 set -euo pipefail
