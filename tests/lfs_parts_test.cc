@@ -320,6 +320,34 @@ TEST_CASE("the map names a form in parts so that a reader without parts skips it
   CHECK(lfs::ParseMapLines(id, {lines[0], lines[1], "part " + a + " 1 " + c + " 199"}).empty());
   CHECK(lfs::ParseMapLines(id, {lines[0], lines[1], lines[2], "part " + a + " 1 " + b + " 200"}).empty());
   CHECK(lfs::ParseMapLines(id, {a + " 300 whole parts 0"}).empty());
+  // The same object cut otherwise too (pushed to a second server with
+  // another limit: two parts of 150), in a map holding both: each cut is
+  // a form of its own, never parts of both mixed.
+  const std::string p(64, 'e'), q(64, 'f'), r(64, '1'), s(64, '2'), t(64, '3');
+  const std::vector<std::string> two_cuts = {a + " 300 whole parts 3",         "part " + a + " 0 " + p + " 100",
+                                             "part " + a + " 1 " + q + " 100", "part " + a + " 2 " + r + " 100",
+                                             a + " 300 whole parts 2",         "part " + a + " 0 " + s + " 150",
+                                             "part " + a + " 1 " + t + " 150", "frame " + a + " " + d};
+  const std::vector<lfs::ObjectMap::Entry> cuts = lfs::ParseMapLines(id, two_cuts);
+  REQUIRE(cuts.size() == 2);
+  REQUIRE(cuts[0].parts.size() == 3);
+  CHECK(cuts[0].parts[0].sha256 == p);
+  CHECK(cuts[0].parts[2].sha256 == r);
+  REQUIRE(cuts[1].parts.size() == 2);
+  CHECK(cuts[1].parts[0].sha256 == s);
+  CHECK(cuts[1].parts[1].sha256 == t);
+  CHECK(cuts[1].frame == d);
+  // Given again (a second clone's copy of the map), still two forms.
+  std::vector<std::string> doubled = two_cuts;
+  doubled.insert(doubled.end(), two_cuts.begin(), two_cuts.end());
+  CHECK(lfs::ParseMapLines(id, doubled).size() == 2);
+  // A part of a cut named twice with other bytes: that cut is no form,
+  // the other still is.
+  std::vector<std::string> lying = two_cuts;
+  lying.push_back("part " + a + " 1 " + c + " 100");
+  const std::vector<lfs::ObjectMap::Entry> left = lfs::ParseMapLines(id, lying);
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].parts.size() == 2);
   // Beside a form of one LFS object, that one is found alone.
   const std::vector<lfs::ObjectMap::Entry> both = lfs::ParseMapLines(id, {lines[0], b + " 300 whole"});
   REQUIRE(both.size() == 1);
@@ -387,6 +415,59 @@ TEST_CASE("through git, a push to a host with a limit learns it and sends parts;
   const Run there = repo.Sh("cd ../reader && git zipnn cat HEAD~3:model.safetensors -t " + tensor +
                             " -o ../there.safetensors && cmp ../here.safetensors ../there.safetensors");
   CHECK_MESSAGE(there.code == 0, there.err);
+}
+
+TEST_CASE(
+    "through git, one repository pushed to two servers that take objects of other sizes: both serve every version") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("a.git");
+  server.AddRepository("b.git");
+  UseBoth(repo, server);
+  // Each remote cuts objects its own way: the map this clone keeps, and
+  // pushes to both, then names two cuts of the same objects.
+  REQUIRE(repo.Sh("git zipnn track model.safetensors >/dev/null && git add .gitattributes && git commit -qm track && "
+                  "git remote add a " +
+                  server.Url("a.git") + " && git remote add b " + server.Url("b.git") +
+                  " && git config remote.a.zipnnMaxObjectSize 300000 && git config remote.b.zipnnMaxObjectSize 700000")
+              .code == 0);
+  auto save = [&](const char* step) {
+    REQUIRE(repo.Sh("python3 '" + repo.Runfile("tests/bench/tile_checkpoint.py") + "' '" +
+                    repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
+                    "' 16 model.safetensors >/dev/null && cp model.safetensors ../" + step +
+                    " && git add model.safetensors && git commit -qm " + step)
+                .code == 0);
+  };
+  for (int i = 0; i < 3; ++i) save(kSteps[i]);
+  for (const char* remote : {"a", "b"}) {
+    const Run pushed = repo.Sh(std::string("git push -q ") + remote + " HEAD:main");
+    REQUIRE_MESSAGE(pushed.code == 0, pushed.err);
+  }
+  const Run cuts =
+      repo.Sh("git grep -h ' whole parts ' refs/zipnn/objects | cut -d' ' -f1 | sort | uniq -d | grep -c .");
+  CHECK_MESSAGE(std::stoi("0" + Trimmed(cuts.out)) >= 1, cuts.out);
+  // A clone of each restores every version; then the first remote takes
+  // one more save (its map now merged with the other's), and still does.
+  auto clone_restores = [&](const std::string& which, int saves) {
+    const std::string dir = "../clone-" + which;
+    REQUIRE(
+        repo.Sh("rm -rf " + dir + " && cd .. && git clone -q " + server.Url(which + ".git") + " clone-" + which).code ==
+        0);
+    for (int back = 0; back < saves; ++back) {
+      const Run restored =
+          repo.Sh("cd " + dir + " && git zipnn restore --rev HEAD~" + std::to_string(back) +
+                  " -o ../out.st -f model.safetensors && cmp ../out.st ../" + kSteps[saves - 1 - back]);
+      CHECK_MESSAGE(restored.code == 0, (which + " HEAD~" + std::to_string(back) + ": " + restored.err));
+    }
+    const Run checked = repo.Sh("cd " + dir + " && git zipnn fsck --remote origin --all");
+    CHECK_MESSAGE(checked.code == 0, (which + ": " + checked.out + checked.err));
+  };
+  clone_restores("b", 3);
+  clone_restores("a", 3);
+  save(kSteps[3]);
+  const Run again = repo.Sh("git push -q a HEAD:main");
+  REQUIRE_MESSAGE(again.code == 0, again.err);
+  clone_restores("a", 4);
 }
 
 }  // namespace

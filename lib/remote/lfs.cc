@@ -1078,14 +1078,71 @@ std::optional<std::pair<ObjectMap::Entry, uint64_t>> ParseFormLine(const Content
   return std::pair(e, parts);
 }
 
+// What the map names for each part of one object, by index (a set: the
+// same part named again by another clone is one).
+using NamedParts = std::map<uint64_t, std::set<std::pair<std::string, uint64_t>>>;
+
+// The LFS objects a form of `total` bytes in `count` parts is in, from
+// what the map names: each index named once, their sizes adding up to the
+// form's. Where the map also names the parts of the same object cut
+// otherwise (pushed to two servers with other limits, or with another
+// part size or number of connections), an index may be named more than
+// once: then each cut into count - 1 parts of one size and a last no
+// larger, as a push cuts them, whose every part the map names once, is a
+// form of its own; the reader takes the one its server holds. Parts of
+// two cuts are never mixed: one size and one count fix a cut.
+std::vector<std::vector<Oid>> CutsOf(const NamedParts& named, uint64_t count, uint64_t total) {
+  const auto at = [&](uint64_t i, std::optional<uint64_t> size) -> std::optional<Oid> {
+    const auto it = named.find(i);
+    if (it == named.end()) return std::nullopt;
+    std::optional<Oid> found;
+    for (const auto& [sha256, bytes] : it->second) {
+      if (size && bytes != *size) continue;
+      if (found) return std::nullopt;  // two objects for one part: the map cannot say which
+      found = Oid{sha256, bytes};
+    }
+    return found;
+  };
+  std::vector<Oid> listed;
+  uint64_t sum = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const std::optional<Oid> part = at(i, std::nullopt);
+    if (!part) break;
+    listed.push_back(*part);
+    sum += part->size;
+  }
+  if (listed.size() == count && named.size() == count && sum == total) return {listed};
+  std::vector<std::vector<Oid>> cuts;
+  const auto first = named.find(0);
+  if (first == named.end() || total == 0) return cuts;
+  std::set<uint64_t> sizes;
+  for (const auto& named_part : first->second) sizes.insert(named_part.second);
+  for (const uint64_t size : sizes) {
+    // count - 1 parts of `size`, then the rest: at least a byte, at most `size`.
+    if (count - 1 > 0 && size > (total - 1) / (count - 1)) continue;
+    const uint64_t last = total - (count - 1) * size;
+    if (last == 0 || last > size) continue;
+    std::vector<Oid> cut;
+    for (uint64_t i = 0; i < count; ++i) {
+      const std::optional<Oid> part = at(i, i + 1 < count ? size : last);
+      if (!part) break;
+      cut.push_back(*part);
+    }
+    if (cut.size() == count) cuts.push_back(std::move(cut));
+  }
+  return cuts;
+}
+
 }  // namespace
 
 std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vector<std::string>& lines) {
   std::vector<std::pair<ObjectMap::Entry, uint64_t>> forms;  // with the parts each says it is in
   std::map<std::string, std::string> frames;                 // by oid
   std::map<std::string, store::BaseNote> notes;
-  std::map<std::string, std::map<uint64_t, std::set<std::pair<std::string, uint64_t>>>> parts;  // by form, by index
+  std::map<std::string, NamedParts> parts;  // by form
+  std::set<std::string> seen;               // a line given again (two clones') counts once
   for (const std::string& line : lines) {
+    if (!seen.insert(line).second) continue;
     std::istringstream in(line);
     std::string word, oid, frame, more;
     if (in >> word && word == "frame") {
@@ -1119,24 +1176,20 @@ std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vect
   }
   std::vector<ObjectMap::Entry> entries;
   for (auto& [e, count] : forms) {
-    // A form in parts is one only with each of its parts named once, and
-    // their sizes adding up to its own.
-    if (count != 0) {
-      const auto& named = parts[e.oid.sha256];
-      uint64_t total = 0;
-      for (uint64_t i = 0; i < count; ++i) {
-        const auto at = named.find(i);
-        if (at == named.end() || at->second.size() != 1) break;
-        e.parts.push_back(Oid{at->second.begin()->first, at->second.begin()->second});
-        total += e.parts.back().size;
-      }
-      if (e.parts.size() != count || named.size() != count || total != e.oid.size) continue;
-    }
     const auto it = frames.find(e.oid.sha256);
     if (it != frames.end()) e.frame = it->second;
     const auto note = notes.find(e.oid.sha256);
     if (note != notes.end() && !e.delta) e.note = note->second;
-    entries.push_back(std::move(e));
+    if (count == 0) {
+      entries.push_back(std::move(e));
+      continue;
+    }
+    // A form in parts is one only for a cut of it whose parts the map
+    // names (CutsOf).
+    for (std::vector<Oid>& cut : CutsOf(parts[e.oid.sha256], count, e.oid.size)) {
+      entries.push_back(e);
+      entries.back().parts = std::move(cut);
+    }
   }
   return entries;
 }
