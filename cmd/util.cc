@@ -36,9 +36,16 @@ void PrintTransfer(bool push, const remote::Transferred& done, bool quiet) {
                  push ? "in other clones restores each version it shows" : "here restores each version it shows");
   }
   if (quiet) return;
-  std::fprintf(stderr, "git-zipnn: %s %zu object%s (%s) %s %s; %zu of %zu were %s already\n",
+  // Of a transfer that an earlier, stopped one had begun: what moved now.
+  std::string carried;
+  if (r.carried > 0) {
+    const std::string now = HumanBytes(r.bytes > r.carried ? r.bytes - r.carried : 0);
+    carried = push ? "; the remote held " + HumanBytes(r.carried) + " of it already, " + now + " sent now"
+                   : "; " + HumanBytes(r.carried) + " of it kept here by an earlier try, " + now + " fetched now";
+  }
+  std::fprintf(stderr, "git-zipnn: %s %zu object%s (%s%s) %s %s; %zu of %zu were %s already\n",
                push ? "pushed" : "fetched", r.moved, r.moved == 1 ? "" : "s", HumanBytes(r.bytes).c_str(),
-               push ? "to" : "from", done.where.c_str(), r.present, r.needed, push ? "there" : "here");
+               carried.c_str(), push ? "to" : "from", done.where.c_str(), r.present, r.needed, push ? "there" : "here");
   if (r.demoted > 0) {
     std::fprintf(stderr, "git-zipnn: re-stored %zu older version%s there as %s, saving %s\n", r.demoted,
                  r.demoted == 1 ? "" : "s", r.demoted == 1 ? "a delta of a newer one" : "deltas of newer ones",

@@ -176,6 +176,9 @@ TEST_CASE("an object over the server's limit goes up in parts of at most it, res
   pushed = remote::PushObjects(here, *lfs, {base}, {});
   REQUIRE_MESSAGE(pushed.ok(), pushed.status().message());
   CHECK(Count(server.Requests(), "PUT /team.git/info/lfs/objects/") == puts + 1);
+  // It says so: all but that part was there.
+  CHECK(pushed->bytes == size);
+  CHECK(pushed->carried == size - entry.parts[2].size);
   CHECK(*lfs->Has({base}) == std::vector<bool>{true});
 }
 
@@ -212,11 +215,14 @@ TEST_CASE("parts move several at once; a fetch cut short keeps what came and fet
   CHECK(repo.Sh("ls '" + root + "/partial' | wc -l").out == "3\n");
   // The next fetch asks each part for its other half only (a range the
   // server serves), and the object comes whole; nothing is left behind.
+  // It reports the half it did not fetch again.
   const uint64_t sent = server.BytesSent();
   auto fetched = remote::FetchObjects(there, *lfs, {id}, once);
   REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
   CHECK(Slurp(there.objects.PathOf(id)) == Slurp(object));
   CHECK(server.BytesSent() - sent <= size / 2 + 3);
+  CHECK(fetched->bytes == size);
+  CHECK(fetched->carried + (server.BytesSent() - sent) == size);
   CHECK(repo.Sh("ls '" + root + "/partial' | wc -l").out == "0\n");
 
   // A part that is in already is not asked for again.
@@ -230,6 +236,7 @@ TEST_CASE("parts move several at once; a fetch cut short keeps what came and fet
   REQUIRE_MESSAGE(fetched.ok(), fetched.status().message());
   CHECK(Count(server.Requests(), "GET /team.git/info/lfs/objects/" + parts[1].sha256) == gets);
   CHECK(Slurp(third.objects.PathOf(id)) == Slurp(object));
+  CHECK(fetched->carried == parts[1].size);
 }
 
 TEST_CASE("a limit the server states in refusing an upload is learnt and kept to; chunks go where the server says") {

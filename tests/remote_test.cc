@@ -705,6 +705,8 @@ TEST_CASE("over ssh: a push and a fetch whose connections drop resume, moving ea
   // the push's three tries, each going on where the last stopped.
   Run push = repo.Sh("CUT=2500000 " + through + "git zipnn push origin");
   CHECK_MESSAGE(push.code == 0, push.err);
+  // What its own earlier tries sent is not told as held before.
+  CHECK_MESSAGE(push.err.find("the remote held") == std::string::npos, push.err);
   CHECK(ObjectsIn(repo, "../hub.git/zipnn/objects") == 6);
   CHECK(repo.Sh("find ../hub.git/zipnn -name '*.tmp-*'").out.empty());
   const long long sent = counted("sent");
@@ -734,6 +736,8 @@ TEST_CASE("over ssh: a push and a fetch whose connections drop resume, moving ea
   Run rest = repo.Sh("cd ../later && " + through + "git zipnn fetch && git zipnn pull -q && "
                      "cmp noise.bin ../repo/noise.bin");
   CHECK_MESSAGE(rest.code == 0, rest.err);
+  // The fetch says what the try before had kept, and what it fetched.
+  CHECK_MESSAGE(rest.err.find(" of it kept here by an earlier try, ") != std::string::npos, rest.err);
   const long long more = counted("received");
   CHECK(more > 0);
   CHECK(more < object - 2000000);
@@ -1011,6 +1015,8 @@ TEST_CASE("S3: an upload in parts cut short goes on where it stopped: no part is
         4);                                   // three parts, one of them twice
   CHECK(count(id + "?uploads") == 1);         // one upload
   CHECK(repo.Sh("ls .git/zipnn/s3-uploads").out.empty());
+  // The parts its own first try sent are not told as held before.
+  CHECK_MESSAGE(push.err.find("the remote held") == std::string::npos, push.err);
   REQUIRE(repo.Sh("git config remote.origin.zipnnendpoint " + s3.endpoint() + " && git push -q origin HEAD:main && "
                   "cd .. && git clone -q " + config + " -b main hub.git clone && cd clone && "
                   "cmp noise.bin ../repo/noise.bin && git zipnn fsck")

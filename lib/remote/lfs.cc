@@ -635,10 +635,16 @@ class Server : public remote::RemoteStore,
     }
     std::vector<size_t> send;  // what the server lacks
     std::vector<uint64_t> from;   // where each piece starts
+    uint64_t held = 0;            // what the server holds already (the parts an earlier try sent)
     for (size_t k = 0, at = 0; k < oids.size(); at += oids[k++].size) {
       from.push_back(at);
-      if (!answers[k].href.empty()) send.push_back(k);
+      if (!answers[k].href.empty()) {
+        send.push_back(k);
+      } else {
+        held += oids[k].size;
+      }
     }
+    Carry(id.Hex(), held);
     return RunAll(o_.connections, send.size(), [&](size_t i) {
       const size_t k = send[i];
       return UploadOne(PieceName(id, k, oids.size()), object, from[k], oids[k], answers[k]);
@@ -736,6 +742,7 @@ class Server : public remote::RemoteStore,
   // Downloads the LFS object `oid` (named `what` in messages) into `out`,
   // resuming after what `partial` holds of it.
   Status Download(const std::string& what, const Oid& oid, const Answer& a, Partial& partial, ByteSink& out) {
+    Carry(oid.sha256, partial.ok() ? partial.have() : 0);
     if (partial.ok() && partial.have() == oid.size) return partial.CopyTo(out);  // in already
     const std::shared_ptr<void> slot = slots_.Take();
     http::Request get;

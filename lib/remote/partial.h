@@ -120,6 +120,8 @@ class SpreadPartial {
 
   bool ok() const { return fd_ >= 0; }
   uint64_t size() const { return size_; }
+  // The bytes earlier tries had noted when it was opened.
+  uint64_t earlier() const { return earlier_; }
   // The ranges [from, to) no try noted yet, in order.
   std::vector<Range> Missing();
   // Bytes of the object at `at`; from several threads at once, for
@@ -146,6 +148,7 @@ class SpreadPartial {
   std::string dir_, name_, path_, record_;
   int fd_ = -1, record_fd_ = -1;
   uint64_t size_ = 0;
+  uint64_t earlier_ = 0;
   std::mutex mu_;  // guards done_ and the record's writes
   std::vector<Range> done_;
 };

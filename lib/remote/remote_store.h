@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -248,6 +249,35 @@ class RemoteStore {
   virtual Status Publish() { return OkStatus(); }
   // What else it can do.
   virtual Capabilities capabilities() { return {}; }
+
+  // Bytes of the objects put and got since the last CountAfresh that were
+  // there before the first try of them, and did not move: parts or ranges
+  // the server held from an earlier, stopped transfer, the start of a
+  // download one kept here. A transfer (sync.h) counts afresh as it
+  // starts, so one transfer at a time has its figure.
+  uint64_t carried() const {
+    std::lock_guard<std::mutex> lock(carried_mu_);
+    uint64_t sum = 0;
+    for (const auto& held : carried_) sum += held.second;
+    return sum;
+  }
+  void CountAfresh() {
+    std::lock_guard<std::mutex> lock(carried_mu_);
+    carried_.clear();
+  }
+
+ protected:
+  // A put or a get of `what` (an object's id, or an LFS object's SHA-256)
+  // found `bytes` of it there. Only the first look counts: what a later
+  // try of the same transfer finds there, this transfer sent.
+  void Carry(const std::string& what, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(carried_mu_);
+    carried_.emplace(what, bytes);
+  }
+
+ private:
+  mutable std::mutex carried_mu_;
+  std::map<std::string, uint64_t> carried_;
 };
 
 // A side file of `id` on `remote`: PutSide is Unsupported, and GetSide

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -353,6 +354,7 @@ class Bucket : public remote::RemoteStore,
       }
     }
     if (kept) ZIPNN_RETURN_IF_ERROR(kept->CopyTo(check));
+    Carry(id.Hex(), kept ? kept->have() : 0);
     if (kept && kept->have() == size) return kept;  // whole already
     KeepOnceKnown sink(check);
     std::unique_ptr<remote::Partial> keeping;
@@ -472,7 +474,9 @@ class Bucket : public remote::RemoteStore,
       }
       if (whole) return Got(std::move(whole));
     }
-    return FetchSpread(
+    // What an earlier try noted (of this copy, as every reply will show).
+    Carry(id.Hex(), spread->earlier());
+    Got got = FetchSpread(
         *spread, o_.partial_dir, stem + word, id, o_.connections,
         remote::SpreadRangeSize(spread->size(), o_.connections), /*resumable=*/true,
         [&](uint64_t from, uint64_t to, ByteSink& into, std::atomic<bool>& changed) -> Status {
@@ -494,6 +498,7 @@ class Bucket : public remote::RemoteStore,
           return OkStatus();
         },
         check);
+    return got;
   }
 
   remote::Capabilities capabilities() override {
@@ -660,6 +665,7 @@ class Bucket : public remote::RemoteStore,
     }
     const std::string id_query = "uploadId=" + UriEncode(upload);
     bool completing = false;  // every part is in: the completion is asked for
+    std::atomic<uint64_t> held{0};  // bytes of the parts S3 took before
     Status done = [&]() -> Status {
       ZIPNN_RETURN_IF_ERROR(RunAll(o_.connections, count, [&](size_t i) -> Status {
         http::Request t;
@@ -672,6 +678,7 @@ class Bucket : public remote::RemoteStore,
         const auto noted = noted_parts.find(i + 1);
         if (noted != noted_parts.end() && noted->second.sha256 == hash && OneWord(noted->second.etag)) {
           etags[i] = noted->second.etag;
+          held += t.size;
           return OkStatus();
         }
         ZIPNN_ASSIGN_OR_RETURN(http::Reply r, Send("PUT", Url(key, "partNumber=" + number + "&" + id_query), hash, t));
@@ -698,6 +705,9 @@ class Bucket : public remote::RemoteStore,
         return Failure("cannot complete the upload", r);
       return OkStatus();
     }();
+    // What S3 held of it before (fewer when this try stopped before it
+    // looked at every part).
+    Carry(key, held.load());
     if (done.ok()) {
       if (record != nullptr) record->Remove();
       return done;

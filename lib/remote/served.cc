@@ -710,6 +710,7 @@ class Served : public RemoteStore,
       const std::vector<std::string> w = Words(answer);
       const std::optional<uint64_t> have = w.size() == 2 && w[0] == "ok" ? DecimalAtMost(w[1], object.size()) : std::nullopt;
       if (!have) return Unexpected(wire, answer);
+      Carry(id.Hex(), *have);  // what the server kept of an earlier try
       ZIPNN_RETURN_IF_ERROR(wire.SendObject(object, *have));
       return Accepted(wire);
     });
@@ -924,6 +925,9 @@ class Served : public RemoteStore,
       }
       return OkStatus();
     }));
+    uint64_t had = 0;
+    for (const Range& r : Covered(held, size)) had += r.second - r.first;
+    Carry(id.Hex(), had);
     const std::vector<Range> ranges = CutRanges(Uncovered(held, size), RangeSize(size));
     ZIPNN_RETURN_IF_ERROR(RunAll(connections_, ranges.size(), [&](size_t k) -> Status {
       const uint64_t from = ranges[k].first, to = ranges[k].second;
@@ -1018,10 +1022,11 @@ class Served : public RemoteStore,
       if (spread && (asked.code() != StatusCode::kIoError || copy == "-")) spread->Drop();
       return asked;
     }
+    Carry(id.Hex(), spread ? spread->earlier() : 0);  // of the copy the server serves, or none
     if (whole) return whole;
 
     // The rest, each range on a connection of its own.
-    return FetchSpread(
+    Result<std::unique_ptr<Partial>> got = FetchSpread(
         *spread, partial_dir_, stem + copy, id, connections_, RangeSize(size), copy != "-",
         [&](uint64_t from, uint64_t to, ByteSink& into, std::atomic<bool>& changed) {
           return WithSession([&](Wire& wire) -> Status {
@@ -1041,6 +1046,7 @@ class Served : public RemoteStore,
           });
         },
         check);
+    return got;
   }
 
   // A download by get-from into `out`, kept as it comes (objects of 1 MiB
@@ -1079,6 +1085,7 @@ class Served : public RemoteStore,
       const std::optional<uint64_t> from = DecimalAtMost(w[3], size);
       const bool resumes = kept && copy == tag && from == kept->have();
       if ((copy != "-" && !ValidTag(copy)) || !from || (*from != 0 && !resumes)) return Unexpected(wire, answer);
+      Carry(id.Hex(), resumes ? *from : 0);  // what an earlier try kept here
       if (resumes) {
         keeping = std::move(kept);
         ZIPNN_RETURN_IF_ERROR(keeping->CopyTo(out));

@@ -382,6 +382,7 @@ Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, cons
   there.erase(std::remove_if(there.begin(), there.end(), [&](const ContentId& id) { return height.count(id) > 0; }),
               there.end());
 
+  remote.CountAfresh();
   TransferReport report;
   report.needed = all.size() + there.size();
   report.present = there.size();
@@ -444,11 +445,13 @@ Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, cons
       }
     }
   }
+  report.carried = remote.carried();
   return report;
 }
 
 Result<TransferReport> FetchObjects(const Store& local, RemoteStore& remote, const std::vector<ContentId>& ids,
                                     const TransferOptions& options) {
+  remote.CountAfresh();
   TransferReport report;
   std::set<ContentId> seen;
   std::map<ContentId, uint64_t> raw_sizes = options.raw_sizes;  // and those the deltas' headers give their bases
@@ -528,6 +531,7 @@ Result<TransferReport> FetchObjects(const Store& local, RemoteStore& remote, con
                                        ids.size() == 1 ? ids[0] : ContentId{},
                                        ids.size() == 1 ? options.deliver : nullptr, &report.delivered));
   for (const auto& [id, text] : notes) (void)store::KeepBaseNote(local.objects, id, text);
+  report.carried = remote.carried();
   return report;
 }
 

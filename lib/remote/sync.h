@@ -75,6 +75,9 @@ struct TransferReport {
   size_t moved = 0;        // objects sent or received
   size_t present = 0;      // already on the receiving side
   uint64_t bytes = 0;      // object bytes moved
+  // Of those, what did not move again: an earlier try, stopped, had moved
+  // it (RemoteStore::carried), or the server held it already.
+  uint64_t carried = 0;
   bool delivered = false;  // TransferOptions::deliver holds the checkpoint
   // Push: standalone objects on the remote re-stored as the deltas the
   // local store holds them as (Demotion::Demote), and the bytes saved.
