@@ -353,18 +353,25 @@ class Server : public remote::RemoteStore,
   }
 
   Result<remote::RangedObject> OpenRanges(const ContentId& id, uint64_t limit) override {
-    ZIPNN_ASSIGN_OR_RETURN(const std::optional<ObjectMap::Entry> framed, FramedForm(id));
-    if (!framed) {
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> framed, FramedForms(id));
+    if (framed.empty()) {
       return Unsupported("git's map of " + where_ + " records no frame of object " + id.Hex() +
                          " to check parts of it against");
     }
-    const ObjectMap::Entry& e = *framed;
-    ZIPNN_RETURN_IF_ERROR(CheckLimit(e, limit));
-    ZIPNN_ASSIGN_OR_RETURN(const std::vector<Answer> answers, RangedAnswers(e));
-    for (const Answer& a : answers) {
-      if (a.error != 0 && a.error != 404) return Refused("download of object " + id.Hex(), a);
+    // The first the server serves (two cuts of one object: the one this
+    // server holds).
+    std::optional<size_t> served;
+    std::vector<Answer> answers;
+    for (size_t k = 0; k < framed.size() && !served; ++k) {
+      ZIPNN_RETURN_IF_ERROR(CheckLimit(framed[k], limit));
+      ZIPNN_ASSIGN_OR_RETURN(answers, RangedAnswers(framed[k]));
+      for (const Answer& a : answers) {
+        if (a.error != 0 && a.error != 404) return Refused("download of object " + id.Hex(), a);
+      }
+      if (Served(answers)) served = k;
     }
-    if (!Served(answers)) return NotFound("object " + id.Hex() + " is not there");
+    if (!served) return NotFound("object " + id.Hex() + " is not there");
+    const ObjectMap::Entry& e = framed[*served];
     const std::vector<Oid> pieces = PiecesOf(e);
     // A range may run over the end of a part into the next: one request
     // for what each part holds of it.
@@ -462,16 +469,24 @@ class Server : public remote::RemoteStore,
     return Picked{forms[*pick], answers[*pick]};
   }
 
-
-  // The form of `id` that OpenRanges reads: of those whose frame the map
-  // records, a whole one (nothing below it to read), else the smallest.
+  // The forms of `id` that OpenRanges may read, those whose frame the map
+  // records, in the order it tries them: a whole one (nothing below it to
+  // read) first, then the smaller.
+  Result<std::vector<ObjectMap::Entry>> FramedForms(const ContentId& id) {
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectMap::Entry> forms, map_->Find(id));
+    forms.erase(std::remove_if(forms.begin(), forms.end(), [](const ObjectMap::Entry& e) { return e.frame.empty(); }),
+                forms.end());
+    std::stable_sort(forms.begin(), forms.end(), Preferred);
+    return forms;
+  }
   Result<std::optional<ObjectMap::Entry>> FramedForm(const ContentId& id) {
-    ZIPNN_ASSIGN_OR_RETURN(const std::vector<ObjectMap::Entry> forms, map_->Find(id));
-    std::optional<ObjectMap::Entry> pick;
-    for (const ObjectMap::Entry& e : forms) {
-      if (!e.frame.empty() && (!pick || Preferred(e, *pick))) pick = e;
-    }
-    return pick;
+    ZIPNN_ASSIGN_OR_RETURN(std::vector<ObjectMap::Entry> forms, FramedForms(id));
+    if (forms.empty()) return std::optional<ObjectMap::Entry>();
+    return std::optional<ObjectMap::Entry>(std::move(forms.front()));
+  }
+  // What names one form among the cuts of an object (Entry::parts).
+  static std::string FormKey(const ObjectMap::Entry& e) {
+    return e.parts.empty() ? e.oid.sha256 : e.oid.sha256 + " " + e.parts.front().sha256;
   }
 
   // The server's download answers for the LFS objects of `e`: asked once
@@ -481,7 +496,7 @@ class Server : public remote::RemoteStore,
   Result<std::vector<Answer>> RangedAnswers(const ObjectMap::Entry& e) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      const auto known = ranged_answers_.find(e.oid.sha256);
+      const auto known = ranged_answers_.find(FormKey(e));
       if (known != ranged_answers_.end()) return known->second;
     }
     std::vector<ObjectMap::Entry> chain = {e};
@@ -493,7 +508,7 @@ class Server : public remote::RemoteStore,
     }
     ZIPNN_ASSIGN_OR_RETURN(std::vector<std::vector<Answer>> answers, Answers("download", chain));
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = 0; i < chain.size(); ++i) ranged_answers_.emplace(chain[i].oid.sha256, answers[i]);
+    for (size_t i = 0; i < chain.size(); ++i) ranged_answers_.emplace(FormKey(chain[i]), answers[i]);
     return answers.front();
   }
 
@@ -1020,7 +1035,7 @@ class Server : public remote::RemoteStore,
   Status refused_;       // guarded by fill_mu_: why the helper's credentials were refused, or none were had
   std::mutex mu_;        // guards credential_, ranged_answers_ and the learning of limit_
   std::optional<Credential> credential_;
-  std::map<std::string, std::vector<Answer>> ranged_answers_;  // by the form's oid
+  std::map<std::string, std::vector<Answer>> ranged_answers_;  // by FormKey
   std::atomic<uint64_t> limit_{o_.max_object_size};
   Slots slots_{o_.connections};
   struct Held {
