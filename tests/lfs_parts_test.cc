@@ -44,6 +44,16 @@ std::pair<ContentId, ContentId> StoreBaseAndDelta(const store::Store& store) {
   return {base_id, StoreData(store, next, &base, base_id)};
 }
 
+// Commits save `step` of the real CNN as model.safetensors, its weights
+// 16 times over (1.9 MB), and keeps a copy in ../<step>.
+void CommitTiledSave(Repo& repo, const char* step) {
+  REQUIRE(repo.Sh("python3 '" + repo.Runfile("tests/bench/tile_checkpoint.py") + "' '" +
+                  repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
+                  "' 16 model.safetensors >/dev/null && cp model.safetensors ../" + step +
+                  " && git add model.safetensors && git commit -qm " + step)
+              .code == 0);
+}
+
 std::string Sha256Of(Repo& repo, const std::string& path) {
   return Trimmed(repo.Sh("sha256sum '" + path + "' | cut -c1-64").out);
 }
@@ -377,14 +387,7 @@ TEST_CASE("through git, a push to a host with a limit learns it and sends parts;
                   "git add .gitattributes .zipnn.yaml && git commit -qm track && git remote add origin " +
                   server.Url("team.git"))
               .code == 0);
-  // Each save is the real CNN's weights 16 times over (1.9 MB).
-  auto save = [&](const char* step) {
-    REQUIRE(repo.Sh("python3 '" + repo.Runfile("tests/bench/tile_checkpoint.py") + "' '" +
-                    repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
-                    "' 16 model.safetensors >/dev/null && cp model.safetensors ../" + step +
-                    " && git add model.safetensors && git commit -qm " + step)
-                .code == 0);
-  };
+  auto save = [&](const char* step) { CommitTiledSave(repo, step); };
   for (int i = 0; i < 4; ++i) save(kSteps[i]);
   const Run pushed = repo.Sh("git push -q origin HEAD:main");
   REQUIRE_MESSAGE(pushed.code == 0, pushed.err);
@@ -438,13 +441,7 @@ TEST_CASE(
                   server.Url("a.git") + " && git remote add b " + server.Url("b.git") +
                   " && git config remote.a.zipnnMaxObjectSize 300000 && git config remote.b.zipnnMaxObjectSize 700000")
               .code == 0);
-  auto save = [&](const char* step) {
-    REQUIRE(repo.Sh("python3 '" + repo.Runfile("tests/bench/tile_checkpoint.py") + "' '" +
-                    repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
-                    "' 16 model.safetensors >/dev/null && cp model.safetensors ../" + step +
-                    " && git add model.safetensors && git commit -qm " + step)
-                .code == 0);
-  };
+  auto save = [&](const char* step) { CommitTiledSave(repo, step); };
   for (int i = 0; i < 3; ++i) save(kSteps[i]);
   for (const char* remote : {"a", "b"}) {
     const Run pushed = repo.Sh(std::string("git push -q ") + remote + " HEAD:main");
