@@ -796,6 +796,28 @@ TEST_CASE("S3: git push sends the objects first, a big one in parts; a clone res
   CheckClone(repo, "clone", 1);
 }
 
+TEST_CASE("S3: a set object limit is the most one request carries: larger objects go up in parts of at most it") {
+  Repo repo;
+  testing::S3rver s3(repo);
+  const std::string config = CommitWithBucket(repo, s3);
+  // Without the part size the 12 MB object would go in one request; a
+  // limit of 6m (a server that takes no larger request) cuts it in two.
+  REQUIRE(repo.Sh("git config --unset remote.origin.zipnnpartsize && git config remote.origin.zipnnMaxObjectSize 6m && "
+                  "git config remote.origin.zipnnendpoint " +
+                  s3.Proxy("none", 0))
+              .code == 0);
+  const Run push = repo.Sh("git push -q origin HEAD:main");
+  REQUIRE_MESSAGE(push.code == 0, push.err);
+  const std::string noise = IdAt(repo, "HEAD:noise.bin");
+  CHECK(std::stoi(repo.Sh("grep -c 'PUT .*" + noise + "?partNumber=' '" + repo.root() + "'/s3/proxy*.log").out) == 2);
+  REQUIRE(repo.Sh("cd .. && git clone -q " + config + " -b main hub.git clone && cmp clone/noise.bin repo/noise.bin")
+              .code == 0);
+  // Under S3's smallest part, the limit is refused, naming it.
+  const Run small = repo.Sh("git -c remote.origin.zipnnMaxObjectSize=1m zipnn push origin");
+  CHECK(small.code != 0);
+  CHECK_MESSAGE(small.err.find("an S3 server takes parts of at least 5m") != std::string::npos, small.err);
+}
+
 TEST_CASE("S3: base notes go with the objects to a bucket and come back to a clone's fetch") {
   Repo repo;
   testing::S3rver s3(repo);

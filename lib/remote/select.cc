@@ -1,5 +1,6 @@
 #include "lib/remote/select.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdlib>
@@ -137,10 +138,17 @@ bool MatchS3(const RemoteTarget& t) { return StartsWith(t.url, "s3://"); }
 
 std::string DescribeS3(const RemoteTarget& t) { return "the S3 bucket " + t.url + t.set; }
 
+// The most bytes one object, or for S3 one request, may carry to remote
+// `t.remote` as set: remote.<name>.zipnnMaxObjectSize, else
+// zipnn.maxObjectSize; nullopt when neither is set.
+Result<std::optional<uint64_t>> SetObjectLimit(const RemoteTarget& t);
+
 // An S3 bucket: remote.<name>.zipnnendpoint (else $AWS_ENDPOINT_URL_S3 or
 // $AWS_ENDPOINT_URL) for a server other than AWS, remote.<name>.zipnnregion
 // (else the AWS settings), remote.<name>.zipnnpartsize for the size of
-// upload parts, and credentials from the AWS sources.
+// upload parts (at most the set object limit: a server that takes no
+// request over it gets parts of at most it), and credentials from the AWS
+// sources.
 Result<std::unique_ptr<RemoteStore>> OpenS3(const RemoteTarget& t) {
   s3::Options o;
   ZIPNN_ASSIGN_OR_RETURN(o.location, s3::ParseUrl(t.url));
@@ -155,6 +163,14 @@ Result<std::unique_ptr<RemoteStore>> OpenS3(const RemoteTarget& t) {
   if (part_size) {
     if (*part_size < (5 << 20)) return InvalidArgument(key + "partsize must be at least 5m (S3's smallest part)");
     o.part_size = static_cast<uint64_t>(*part_size);
+  }
+  ZIPNN_ASSIGN_OR_RETURN(const std::optional<uint64_t> limit, SetObjectLimit(t));
+  if (limit) {
+    if (*limit < (5 << 20)) {
+      return InvalidArgument("the object limit of remote " + t.remote + " is " + std::to_string(*limit) +
+                             " bytes: an S3 server takes parts of at least 5m, so it must be at least that");
+    }
+    o.part_size = std::min(o.part_size, *limit);
   }
   ZIPNN_ASSIGN_OR_RETURN(o.timeout, RemoteTimeout(t.settings));
   ZIPNN_ASSIGN_OR_RETURN(o.low_speed, RemoteLowSpeed(t.settings));
@@ -270,7 +286,7 @@ Result<LfsTransfers> LfsTransfersOf(const RemoteTarget& t, const std::string& en
   return transfers;
 }
 
-Result<uint64_t> LfsObjectLimit(const RemoteTarget& t, const std::string& endpoint) {
+Result<std::optional<uint64_t>> SetObjectLimit(const RemoteTarget& t) {
   for (const std::string& key : {"remote." + t.remote + ".zipnnMaxObjectSize", std::string("zipnn.maxObjectSize")}) {
     ZIPNN_ASSIGN_OR_RETURN(const std::optional<int64_t> n, t.settings.GetInt(key));
     if (!n) continue;
@@ -278,8 +294,14 @@ Result<uint64_t> LfsObjectLimit(const RemoteTarget& t, const std::string& endpoi
       return InvalidArgument(key + " is " + std::to_string(*n) + ": it must be at least " +
                              std::to_string(lfs::kMinObjectLimit) + " (64k)");
     }
-    return static_cast<uint64_t>(*n);
+    return std::optional<uint64_t>(static_cast<uint64_t>(*n));
   }
+  return std::optional<uint64_t>();
+}
+
+Result<uint64_t> LfsObjectLimit(const RemoteTarget& t, const std::string& endpoint) {
+  ZIPNN_ASSIGN_OR_RETURN(const std::optional<uint64_t> set, SetObjectLimit(t));
+  if (set) return *set;
   const size_t scheme = endpoint.find("://");
   const size_t start = scheme == std::string::npos ? 0 : scheme + 3;
   std::string host = Lower(endpoint.substr(start, endpoint.find_first_of("/:", start) - start));
