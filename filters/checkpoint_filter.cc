@@ -119,8 +119,8 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
     if (noted.ok()) {
       if (left_outside_++ == 0) {
         std::fprintf(stderr,
-                     "git-zipnn: checkpoints over %s go to the work tree after git's checkout "
-                     "(zipnn.checkoutOutsideAbove); if one stays a pointer, `git zipnn pull` writes it\n",
+                     "git-zipnn: checkpoints over %s are written once git is done, so that git never holds "
+                     "one in memory; if one stays a pointer, `git zipnn pull` writes it\n",
                      HumanBytes(smudge_.outside_above).c_str());
       }
       return out.Append(head.data(), head.size());
