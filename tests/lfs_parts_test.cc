@@ -358,13 +358,30 @@ TEST_CASE("the map names a form in parts so that a reader without parts skips it
   std::vector<std::string> doubled = two_cuts;
   doubled.insert(doubled.end(), two_cuts.begin(), two_cuts.end());
   CHECK(lfs::ParseMapLines(id, doubled).size() == 2);
-  // A part of a cut named twice with other bytes: that cut is no form,
-  // the other still is.
+  // A part of a cut named again with other bytes (a lie, or the last
+  // part of another cut of that size): the cut is a form for each choice,
+  // the true one among them, and the other cut is still one.
   std::vector<std::string> lying = two_cuts;
   lying.push_back("part " + a + " 1 " + c + " 100");
   const std::vector<lfs::ObjectMap::Entry> left = lfs::ParseMapLines(id, lying);
-  REQUIRE(left.size() == 1);
-  CHECK(left[0].parts.size() == 2);
+  REQUIRE(left.size() == 3);
+  CHECK(left[0].parts.size() == 3);
+  CHECK(left[1].parts.size() == 3);
+  CHECK(left[0].parts[1].sha256 != left[1].parts[1].sha256);
+  CHECK((left[0].parts[1].sha256 == q || left[1].parts[1].sha256 == q));
+  CHECK(left[2].parts.size() == 2);
+  // Many cuts named (a hostile map: forms of 1 to 3000 parts of one size,
+  // each valid): a bounded number of forms and parts, quickly.
+  std::vector<std::string> many;
+  for (int k = 1; k <= 3000; ++k) {
+    many.push_back(a + " " + std::to_string(k * 70000) + " whole parts " + std::to_string(k));
+    many.push_back("part " + a + " " + std::to_string(k - 1) + " " + b + " 70000");
+  }
+  const std::vector<lfs::ObjectMap::Entry> bounded = lfs::ParseMapLines(id, many);
+  size_t named = 0;
+  for (const lfs::ObjectMap::Entry& e : bounded) named += e.parts.size();
+  CHECK(bounded.size() <= 64);
+  CHECK(named <= 4 * lfs::kMaxParts);
   // Beside a form of one LFS object, that one is found alone.
   const std::vector<lfs::ObjectMap::Entry> both = lfs::ParseMapLines(id, {lines[0], b + " 300 whole"});
   REQUIRE(both.size() == 1);
@@ -439,10 +456,21 @@ TEST_CASE(
   REQUIRE(repo.Sh("git zipnn track model.safetensors >/dev/null && git add .gitattributes && git commit -qm track && "
                   "git remote add a " +
                   server.Url("a.git") + " && git remote add b " + server.Url("b.git") +
-                  " && git config remote.a.zipnnMaxObjectSize 300000 && git config remote.b.zipnnMaxObjectSize 700000")
+                  " && git config remote.a.zipnnMaxObjectSize 300000")
               .code == 0);
   auto save = [&](const char* step) { CommitTiledSave(repo, step); };
   for (int i = 0; i < 3; ++i) save(kSteps[i]);
+  // The second remote's limit cuts the newest object (T bytes, stored
+  // whole) into two equal parts and the same last part as the first's,
+  // T mod 300000 at the same place: the two cuts share an LFS object,
+  // asked for twice in one batch request.
+  const Run sized = repo.Sh(
+      "id=$(git cat-file -p HEAD:model.safetensors | sed -n 's/.*xxh3-128:\\([0-9a-f]*\\).*/\\1/p') && "
+      "stat -c %s .git/zipnn/objects/$(echo $id | cut -c1-2)/$(echo $id | cut -c3-4)/$id");
+  REQUIRE_MESSAGE(sized.code == 0, sized.err);
+  const uint64_t object = std::stoull(sized.out), rest = object % 300000;
+  REQUIRE(object > 900000);
+  REQUIRE(repo.Sh("git config remote.b.zipnnMaxObjectSize " + std::to_string((object - rest) / 2)).code == 0);
   for (const char* remote : {"a", "b"}) {
     const Run pushed = repo.Sh(std::string("git push -q ") + remote + " HEAD:main");
     REQUIRE_MESSAGE(pushed.code == 0, pushed.err);

@@ -651,12 +651,13 @@ class Server : public remote::RemoteStore,
     std::vector<size_t> send;  // what the server lacks
     std::vector<uint64_t> from;   // where each piece starts
     uint64_t held = 0;            // what the server holds already (the parts an earlier try sent)
+    std::set<std::string> sending;  // a part of the same bytes as one sent goes once
     for (size_t k = 0, at = 0; k < oids.size(); at += oids[k++].size) {
       from.push_back(at);
-      if (!answers[k].href.empty()) {
-        send.push_back(k);
-      } else {
+      if (answers[k].href.empty()) {
         held += oids[k].size;
+      } else if (sending.insert(oids[k].sha256).second) {
+        send.push_back(k);
       }
     }
     Carry(id.Hex(), held);
@@ -814,8 +815,13 @@ class Server : public remote::RemoteStore,
     std::vector<Answer> answers;
     for (size_t from = 0; from < oids.size(); from += kBatchSize) {
       const size_t n = std::min(kBatchSize, oids.size() - from);
+      // Each LFS object once, though several parts may be the same bytes
+      // (an object in parts of equal content, or two cuts sharing a part).
       json objects = json::array();
-      for (size_t i = from; i < from + n; ++i) objects.push_back({{"oid", oids[i].sha256}, {"size", oids[i].size}});
+      std::set<std::string> asked;
+      for (size_t i = from; i < from + n; ++i) {
+        if (asked.insert(oids[i].sha256).second) objects.push_back({{"oid", oids[i].sha256}, {"size", oids[i].size}});
+      }
       // An upload offers the Hugging Face Hub's adapter too: the Hub takes
       // objects over 5 GB only so.
       const json transfers = operation == "upload" ? json::array({"basic", "multipart"}) : json::array({"basic"});
@@ -878,7 +884,7 @@ class Server : public remote::RemoteStore,
         if (it == by_oid.end()) {
           return Corruption(where_ + " left object " + oids[i].sha256 + " out of its answer to a batch request");
         }
-        answers.push_back(std::move(it->second));
+        answers.push_back(it->second);  // a copy: the same object may be asked for again below
       }
     }
     return answers;
@@ -1104,39 +1110,40 @@ std::optional<std::pair<ObjectMap::Entry, uint64_t>> ParseFormLine(const Content
 // same part named again by another clone is one).
 using NamedParts = std::map<uint64_t, std::set<std::pair<std::string, uint64_t>>>;
 
+// The most cuts one form line may stand for, and the most parts all the
+// forms of one version may name together: a map that names many (a
+// hostile one) costs bounded time and memory, never a batch request per
+// combination.
+constexpr size_t kMaxCuts = 16;
+constexpr uint64_t kMaxNamedParts = 4 * kMaxParts;
+constexpr size_t kMaxFormsInParts = 4 * kMaxCuts;
+
 // The LFS objects a form of `total` bytes in `count` parts is in, from
 // what the map names: each index named once, their sizes adding up to the
 // form's. Where the map also names the parts of the same object cut
 // otherwise (pushed to two servers with other limits, or with another
 // part size or number of connections), an index may be named more than
 // once: then each cut into count - 1 parts of one size and a last no
-// larger, as a push cuts them, whose every part the map names once, is a
-// form of its own; the reader takes the one its server holds. Parts of
-// two cuts are never mixed: one size and one count fix a cut.
+// larger, as a push cuts them, is a form, once for each choice among the
+// parts of the right size the map names at an index (two cuts' parts of
+// one size at one index: the last of one, a middle one of the other). The
+// reader takes the one its server serves, and a wrong choice never
+// proves: the object's SHA-256 and its decode check what comes.
 std::vector<std::vector<Oid>> CutsOf(const NamedParts& named, uint64_t count, uint64_t total) {
-  const auto at = [&](uint64_t i, std::optional<uint64_t> size) -> std::optional<Oid> {
-    const auto it = named.find(i);
-    if (it == named.end()) return std::nullopt;
-    std::optional<Oid> found;
-    for (const auto& [sha256, bytes] : it->second) {
-      if (size && bytes != *size) continue;
-      if (found) return std::nullopt;  // two objects for one part: the map cannot say which
-      found = Oid{sha256, bytes};
-    }
-    return found;
-  };
   std::vector<Oid> listed;
   uint64_t sum = 0;
   for (uint64_t i = 0; i < count; ++i) {
-    const std::optional<Oid> part = at(i, std::nullopt);
-    if (!part) break;
-    listed.push_back(*part);
-    sum += part->size;
+    const auto it = named.find(i);
+    if (it == named.end() || it->second.size() != 1) break;
+    const Oid part{it->second.begin()->first, it->second.begin()->second};
+    if (part.size > total - sum) break;
+    listed.push_back(part);
+    sum += part.size;
   }
   if (listed.size() == count && named.size() == count && sum == total) return {listed};
   std::vector<std::vector<Oid>> cuts;
   const auto first = named.find(0);
-  if (first == named.end() || total == 0) return cuts;
+  if (first == named.end() || total == 0 || count > named.size()) return cuts;
   std::set<uint64_t> sizes;
   for (const auto& named_part : first->second) sizes.insert(named_part.second);
   for (const uint64_t size : sizes) {
@@ -1144,13 +1151,31 @@ std::vector<std::vector<Oid>> CutsOf(const NamedParts& named, uint64_t count, ui
     if (count - 1 > 0 && size > (total - 1) / (count - 1)) continue;
     const uint64_t last = total - (count - 1) * size;
     if (last == 0 || last > size) continue;
-    std::vector<Oid> cut;
+    // The parts of the right size at each index.
+    std::vector<std::vector<Oid>> choices;
     for (uint64_t i = 0; i < count; ++i) {
-      const std::optional<Oid> part = at(i, i + 1 < count ? size : last);
-      if (!part) break;
-      cut.push_back(*part);
+      const auto it = named.find(i);
+      if (it == named.end()) break;
+      const uint64_t want = i + 1 < count ? size : last;
+      std::vector<Oid> fit;
+      for (const auto& [sha256, bytes] : it->second) {
+        if (bytes == want && fit.size() < kMaxCuts) fit.push_back(Oid{sha256, bytes});
+      }
+      if (fit.empty()) break;
+      choices.push_back(std::move(fit));
     }
-    if (cut.size() == count) cuts.push_back(std::move(cut));
+    if (choices.size() != count) continue;
+    // Every choice, the first parts changing slowest, up to kMaxCuts.
+    std::vector<size_t> pick(count, 0);
+    while (cuts.size() < kMaxCuts) {
+      std::vector<Oid> cut;
+      cut.reserve(count);
+      for (uint64_t i = 0; i < count; ++i) cut.push_back(choices[i][pick[i]]);
+      cuts.push_back(std::move(cut));
+      size_t i = count;
+      while (i > 0 && ++pick[i - 1] == choices[i - 1].size()) pick[--i] = 0;
+      if (i == 0) break;
+    }
   }
   return cuts;
 }
@@ -1197,6 +1222,8 @@ std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vect
     }
   }
   std::vector<ObjectMap::Entry> entries;
+  uint64_t named_parts = 0;   // by the entries so far
+  size_t forms_in_parts = 0;  // form lines in parts looked at
   for (auto& [e, count] : forms) {
     const auto it = frames.find(e.oid.sha256);
     if (it != frames.end()) e.frame = it->second;
@@ -1207,8 +1234,12 @@ std::vector<ObjectMap::Entry> ParseMapLines(const ContentId& id, const std::vect
       continue;
     }
     // A form in parts is one only for a cut of it whose parts the map
-    // names (CutsOf).
+    // names (CutsOf), while the version's forms name at most
+    // kMaxNamedParts parts in all.
+    if (count > kMaxNamedParts - named_parts || ++forms_in_parts > kMaxFormsInParts) continue;
     for (std::vector<Oid>& cut : CutsOf(parts[e.oid.sha256], count, e.oid.size)) {
+      if (cut.size() > kMaxNamedParts - named_parts) break;
+      named_parts += cut.size();
       entries.push_back(e);
       entries.back().parts = std::move(cut);
     }
