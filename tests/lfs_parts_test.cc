@@ -507,6 +507,16 @@ TEST_CASE(
   const Run again = repo.Sh("git push -q a HEAD:main");
   REQUIRE_MESSAGE(again.code == 0, again.err);
   clone_restores("a", 4);
+
+  // The first remote given a new, empty repository's URL: what this
+  // clone last saw there is not there. `git zipnn push --all` sends every
+  // object and the map too, and a clone of it restores every version.
+  server.AddRepository("c.git");
+  const Run moved = repo.Sh("git remote set-url a " + server.Url("c.git") + " && git push -q a HEAD:main && " +
+                            "git zipnn push -q a --all");
+  REQUIRE_MESSAGE(moved.code == 0, moved.err);
+  CHECK(repo.Sh("git ls-remote " + server.Url("c.git") + " refs/zipnn/objects | grep -q .").code == 0);
+  clone_restores("c", 4);
 }
 
 }  // namespace

@@ -2,8 +2,12 @@
 
 #include <cstdint>
 #include <ctime>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "lib/git/libgit2.h"
 #include "lib/git/run.h"
@@ -378,8 +382,48 @@ Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::strin
   return Status(StatusCode::kGit, "cannot fetch git-zipnn's refs from " + remote + ": " + Trimmed(run.err));
 }
 
+namespace {
+
+// Whether the remote holds each of `refs` where this clone last saw it
+// (its remote-tracking ref); those it does not (a remote given another
+// URL since, or made again) lose their remote-tracking refs here, so that
+// the push that follows sends them as to a remote that lacks them. One
+// `git ls-remote`; asked only when nothing here differs from what this
+// clone last saw there, so a push that sends new entries pays nothing.
+Result<bool> TrackedAsThere(git_repository* repo, const std::vector<const UnionRef*>& refs, const std::string& remote) {
+  std::vector<std::string> args = {"ls-remote", "--refs", remote};
+  for (const UnionRef* u : refs) args.push_back(u->ref);
+  ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGitWith("GIT_TERMINAL_PROMPT=0", args, ""));
+  if (run.exit_code != 0) {
+    return Status(StatusCode::kGit, "cannot list git-zipnn's refs on " + remote + ": " + Trimmed(run.err));
+  }
+  std::map<std::string, std::string> there;  // ref -> commit
+  std::istringstream lines(run.out);
+  for (std::string oid, name; lines >> oid >> name;) there[name] = oid;
+  bool all = true;
+  for (const UnionRef* u : refs) {
+    const std::optional<git_oid> seen = Tip(repo, RemoteRef(*u, remote));
+    if (!seen) continue;
+    char hex[GIT_OID_HEXSZ + 1] = "";
+    git_oid_tostr(hex, sizeof hex, &*seen);
+    const auto it = there.find(u->ref);
+    if (it != there.end() && it->second == hex) continue;
+    all = false;
+    git_reference* ref = nullptr;
+    if (git_reference_lookup(&ref, repo, RemoteRef(*u, remote).c_str()) == 0) {
+      const int deleted = git_reference_delete(ref);
+      git_reference_free(ref);
+      if (deleted < 0) return GitError("cannot forget " + RemoteRef(*u, remote));
+    }
+  }
+  return all;
+}
+
+}  // namespace
+
 Status PushUnionRefs(const std::vector<const UnionRef*>& refs, const std::string& remote) {
   if (!CanTrack(remote)) return InvalidArgument("\"" + remote + "\" is not the name of a remote");
+  bool looked = false;  // whether the remote was asked what it holds
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     for (const UnionRef* u : refs) ZIPNN_RETURN_IF_ERROR(MergeUnionRef(*u, remote));
     ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround("."));
@@ -399,7 +443,15 @@ Status PushUnionRefs(const std::vector<const UnionRef*>& refs, const std::string
       args.push_back(std::string(hex) + ":" + u->ref);
       sent.emplace_back(u, *ours);
     }
-    if (sent.empty()) return OkStatus();
+    if (sent.empty()) {
+      // As this clone last saw the remote, it holds all: so it should,
+      // unless it is another remote now.
+      if (looked) return OkStatus();
+      looked = true;
+      ZIPNN_ASSIGN_OR_RETURN(const bool there, TrackedAsThere(repo.get(), refs, remote));
+      if (there) return OkStatus();
+      continue;
+    }
     ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args));
     if (run.exit_code == 0) {
       // What the remote holds now, for the next merge.
@@ -413,10 +465,14 @@ Status PushUnionRefs(const std::vector<const UnionRef*>& refs, const std::string
       }
       return OkStatus();
     }
-    // Another push landed first: merge what it brought, and try again.
+    // Another push landed first, or what this clone last saw there is
+    // not there (another URL, a remote made again): forget what
+    // disagrees, merge what the remote holds, and try again.
     if (run.err.find("rejected") == std::string::npos && run.err.find("stale info") == std::string::npos) {
       return Status(StatusCode::kGit, "cannot push git-zipnn's refs to " + remote + ": " + Trimmed(run.err));
     }
+    looked = true;
+    ZIPNN_RETURN_IF_ERROR(TrackedAsThere(repo.get(), refs, remote).status());
     ZIPNN_RETURN_IF_ERROR(FetchUnionRefs(refs, remote));
   }
   return Status(StatusCode::kGit, "cannot push git-zipnn's refs to " + remote + ": other pushes kept landing first");
