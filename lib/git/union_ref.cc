@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -384,6 +385,24 @@ Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::strin
 
 namespace {
 
+// What this process pushed, or found there as it last saw it: "<ref>
+// <remote>". With what it fetched (Fetched), what it knows the remote
+// holds without asking again.
+std::set<std::string>& Pushed() {
+  static std::set<std::string>* pushed = new std::set<std::string>;
+  return *pushed;
+}
+
+// Whether this process pushed or fetched each of `refs` from `remote`.
+bool SeenThisRun(const std::vector<const UnionRef*>& refs, const std::string& remote) {
+  std::lock_guard<std::mutex> lock(fetched_mu);
+  for (const UnionRef* u : refs) {
+    const std::string key = std::string(u->ref) + " " + remote;
+    if (Pushed().count(key) == 0 && Fetched().count(key) == 0) return false;
+  }
+  return true;
+}
+
 // Whether the remote holds each of `refs` where this clone last saw it
 // (its remote-tracking ref); those it does not (a remote given another
 // URL since, or made again) lose their remote-tracking refs here, so that
@@ -445,15 +464,22 @@ Status PushUnionRefs(const std::vector<const UnionRef*>& refs, const std::string
     }
     if (sent.empty()) {
       // As this clone last saw the remote, it holds all: so it should,
-      // unless it is another remote now.
-      if (looked) return OkStatus();
+      // unless it is another remote now (not when this process just
+      // pushed or fetched them: the listings after the map, in a push).
+      if (looked || SeenThisRun(refs, remote)) return OkStatus();
       looked = true;
       ZIPNN_ASSIGN_OR_RETURN(const bool there, TrackedAsThere(repo.get(), refs, remote));
-      if (there) return OkStatus();
-      continue;
+      if (!there) continue;
+      std::lock_guard<std::mutex> lock(fetched_mu);
+      for (const UnionRef* u : refs) Pushed().insert(std::string(u->ref) + " " + remote);
+      return OkStatus();
     }
     ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args));
     if (run.exit_code == 0) {
+      {
+        std::lock_guard<std::mutex> lock(fetched_mu);
+        for (const auto& pushed : sent) Pushed().insert(std::string(pushed.first->ref) + " " + remote);
+      }
       // What the remote holds now, for the next merge.
       for (const auto& [u, ours] : sent) {
         git_reference* ref = nullptr;
