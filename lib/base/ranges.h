@@ -24,6 +24,12 @@ std::vector<Range> Uncovered(std::vector<Range> done, uint64_t size);
 inline std::vector<Range> Covered(const std::vector<Range>& done, uint64_t size) {
   return Uncovered(Uncovered(done, size), size);
 }
+// How many bytes of [0, size) `done` covers.
+inline uint64_t CoveredBytes(const std::vector<Range>& done, uint64_t size) {
+  uint64_t n = 0;
+  for (const Range& r : Covered(done, size)) n += r.second - r.first;
+  return n;
+}
 // `ranges` cut into ranges of at most `step` bytes.
 std::vector<Range> CutRanges(const std::vector<Range>& ranges, uint64_t step);
 

@@ -128,7 +128,7 @@ SpreadPartial::SpreadPartial(const std::string& dir, const std::string& name, ui
   }
   if (had == size_ && rst.st_size > 0) {  // what the earlier try noted
     done_ = ReadNotedRanges(record_, size_);
-    for (const Range& r : Covered(done_, size_)) earlier_ += r.second - r.first;
+    earlier_ = CoveredBytes(done_, size_);
     return;
   }
   // Of another size, or nothing noted: nothing kept is of use.

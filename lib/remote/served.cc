@@ -925,9 +925,7 @@ class Served : public RemoteStore,
       }
       return OkStatus();
     }));
-    uint64_t had = 0;
-    for (const Range& r : Covered(held, size)) had += r.second - r.first;
-    Carry(id.Hex(), had);
+    Carry(id.Hex(), CoveredBytes(held, size));
     const std::vector<Range> ranges = CutRanges(Uncovered(held, size), RangeSize(size));
     ZIPNN_RETURN_IF_ERROR(RunAll(connections_, ranges.size(), [&](size_t k) -> Status {
       const uint64_t from = ranges[k].first, to = ranges[k].second;
