@@ -149,6 +149,34 @@ TEST_CASE("git push sends the objects first; a clone checks out and restores eve
   CheckClone(repo, "clone", 0);
 }
 
+TEST_CASE("after set-url to an empty remote, git push sends what the branch needs, not only what is new") {
+  Repo repo;
+  CommitWithHub(repo);
+  REQUIRE(repo.Sh("git push -q origin HEAD:main && git fetch -q origin").code == 0);
+  REQUIRE(repo.Sh("git rev-parse --verify -q refs/remotes/origin/main").code == 0);
+  // An ordinary push of a new commit over what the remote holds asks the
+  // remote nothing more than git does.
+  REQUIRE(repo.Sh("cp '" + repo.Data(Step("000040")) + "' model.safetensors && printf a >> model.safetensors && " +
+                  "git commit -qam more")
+              .code == 0);
+  Run more = repo.Sh("GIT_TRACE=1 git push -q origin HEAD:main");
+  REQUIRE(more.code == 0);
+  CHECK(more.err.find("git-zipnn: pushed 1 object") != std::string::npos);
+  CHECK(more.err.find("ls-remote") == std::string::npos);
+
+  // The remote's tracking refs still name main; the new hub holds none of
+  // it. A new branch pushed there brings all six versions.
+  REQUIRE(repo.Sh("git checkout -qb feature && printf b >> model.safetensors && git commit -qam feature && "
+                  "git init -q --bare ../hub2.git && git remote set-url origin ../hub2.git")
+              .code == 0);
+  Run moved = repo.Sh("git push -q origin feature");
+  REQUIRE(moved.code == 0);
+  CHECK(moved.err.find("git-zipnn: pushed 7 objects") != std::string::npos);
+  CHECK(ObjectsIn(repo, "../hub2.git/zipnn/objects") == 7);
+  REQUIRE(repo.Sh("cd .. && git clone -q -b feature hub2.git clone2").code == 0);
+  CheckClone(repo, "clone2", 2);
+}
+
 // The trajectory repacked under base_interval 2 (40 first, 120 due, 200
 // the newest) and pushed through `origin`; a clone of `hub` (with `-c`
 // options before it) fetches step 120 alone, and its log says why each base

@@ -280,12 +280,25 @@ Result<git::FoundPointers> PointersBeforePush(Context& context, const std::strin
     if (have.ok() && *have) revs.push_back("^" + remote_oid);
   }
   if (revs.empty()) return git::FoundPointers{};
-  if (IsRemoteName(remote)) {
-    revs.push_back("--not");
-    revs.push_back("--remotes=" + remote);
-  }
   ZIPNN_RETURN_IF_ERROR(context.Store().status());
-  return git::FindPointersIn(*git_repo, revs);
+  ZIPNN_ASSIGN_OR_RETURN(git::FoundPointers wide, git::FindPointersIn(*git_repo, revs));
+  if (wide.pointers.empty() || !IsRemoteName(remote)) return wide;
+  // What this clone last fetched from the remote is there already, as a
+  // rule; but a remote given another URL, or made again, holds none of
+  // it. So the remote-tracking refs may leave out only what the remote
+  // still holds: when they hide a pointer, the remote is asked what it
+  // holds now, and what it cannot say is sent (its store skips what it
+  // has).
+  std::vector<std::string> narrow_revs = revs;
+  narrow_revs.push_back("--not");
+  narrow_revs.push_back("--remotes=" + remote);
+  ZIPNN_ASSIGN_OR_RETURN(git::FoundPointers narrow, git::FindPointersIn(*git_repo, narrow_revs));
+  if (narrow.pointers.size() == wide.pointers.size()) return narrow;
+  Result<git::RemoteTips> there = git::ReadRemoteTips(*git_repo, remote);
+  if (!there.ok()) return wide;
+  std::vector<std::string> held_revs = revs;
+  for (const git::ExtraTip& tip : there->tips) held_revs.push_back("^" + tip.commit.Hex());
+  return git::FindPointersIn(*git_repo, held_revs);
 }
 
 }  // namespace zipnn::ops
