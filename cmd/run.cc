@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -127,7 +129,16 @@ int Main(int argc, char** argv) {
   }
   for (auto& [sub, action] : actions) {
     if (!sub->parsed()) continue;
-    Status status = action();
+    Status status;
+    // An allocation refused (or a library's throw) ends the command with
+    // its reason, not an abort.
+    try {
+      status = action();
+    } catch (const std::bad_alloc&) {
+      status = Status(StatusCode::kIoError, "out of memory: this machine refused an allocation");
+    } catch (const std::exception& e) {
+      status = Status(StatusCode::kIoError, std::string("unexpected failure: ") + e.what());
+    }
     if (!status.ok()) {
       std::fprintf(stderr, "error: %s\n", RedactSecrets(status.message()).c_str());
       return 1;

@@ -220,6 +220,24 @@ TEST_CASE("errors are one line on stderr with a non-zero exit code") {
   CHECK(dir.err == "error: " + Tmp() + ": is a directory\n");
 }
 
+TEST_CASE("an allocation refused ends the command with that reason and no output, with or without workers") {
+  // 64 MiB chunks under a 100 MB address space: the chunk's buffers cannot
+  // all be had. A worker's failure once left the run waiting for it forever.
+  const std::string in = Tmp() + "/zeros.bin", obj = Tmp() + "/zeros.zipnn";
+  REQUIRE(std::system(("head -c 67108864 /dev/zero > " + in).c_str()) == 0);
+  for (const char* threads : {"1", "2"}) {
+    CAPTURE(threads);
+    const std::string cmd = "ulimit -v 100000; cmd/git-zipnn compress " + in + " --dtype bf16 --chunk-size 67108864 -T " +
+                            threads + " -f -o " + obj + " 2>" + Tmp() + "/stderr";
+    const int status = std::system(("timeout 60 sh -c '" + cmd + "'").c_str());
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);
+    CHECK(Slurp(Tmp() + "/stderr") == "error: out of memory: this machine refused an allocation\n");
+    CHECK(!FileExists(obj));
+  }
+  ::unlink(in.c_str());
+}
+
 TEST_CASE("safetensors files are read by content, lying ones stored raw with a warning") {
   const std::string obj = Tmp() + "/auto.zipnn", back = Tmp() + "/auto.out";
   Run c = Zipnn("compress " + kStep40 + " -f -o " + obj);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <future>
 #include <memory>
@@ -65,7 +66,10 @@ class ThreadPool {
 // the calling thread only waits (it would otherwise be a third thread
 // competing for two cores). The first error stops new work; every task has
 // finished before RunOrdered returns, so produce and consume may use the
-// caller's locals.
+// caller's locals. An exception thrown by produce or consume (an
+// allocation refused) stops new work as an error does and is thrown again
+// on the calling thread once every task has ended, as the plain loop
+// would throw it.
 template <typename T, typename Produce, typename Consume>
 Status RunOrdered(ThreadPool& pool, size_t count, Produce produce, Consume consume) {
   if (pool.parallelism() == 1) {  // no workers: plain loop on this thread
@@ -85,6 +89,7 @@ Status RunOrdered(ThreadPool& pool, size_t count, Produce produce, Consume consu
     size_t running = 0;  // tasks submitted and not yet returned
     bool consuming = false;
     Status status;
+    std::exception_ptr thrown;  // the first; status is then an error too
   };
   auto state = std::make_shared<State>();
   const size_t window = 2 * static_cast<size_t>(pool.parallelism());
@@ -101,8 +106,23 @@ Status RunOrdered(ThreadPool& pool, size_t count, Produce produce, Consume consu
       pool.Submit([&run, i, keep = state] { run(i); });  // keep: the lock outlives the wait
     }
   };
+  // Notes what `f` throws as the first error (called with the lock not held).
+  auto guarded = [&](auto&& f) -> bool {
+    try {
+      f();
+      return true;
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(state->mu);
+      if (!state->thrown) state->thrown = std::current_exception();
+      if (state->status.ok()) state->status = Status(StatusCode::kIoError, "a task threw");
+      return false;
+    }
+  };
   run = [&](size_t i) {
-    auto r = std::make_unique<Result<T>>(produce(i));
+    std::unique_ptr<Result<T>> r;
+    if (!guarded([&] { r = std::make_unique<Result<T>>(produce(i)); })) {
+      r = std::make_unique<Result<T>>(Status(StatusCode::kIoError, "a task threw"));
+    }
     State& st = *state;
     std::unique_lock<std::mutex> lock(st.mu);
     st.ready[i % window] = std::move(r);
@@ -113,7 +133,12 @@ Status RunOrdered(ThreadPool& pool, size_t count, Produce produce, Consume consu
         const size_t at = st.next_consume;
         const bool ok = st.status.ok();
         lock.unlock();
-        Status done = !ok ? OkStatus() : item->ok() ? consume(at, **item) : item->status();
+        Status done = OkStatus();
+        if (ok && item->ok()) {
+          guarded([&] { done = consume(at, **item); });
+        } else if (ok) {
+          done = item->status();
+        }
         item.reset();
         lock.lock();
         if (st.status.ok()) st.status = std::move(done);
@@ -128,6 +153,7 @@ Status RunOrdered(ThreadPool& pool, size_t count, Produce produce, Consume consu
   std::unique_lock<std::mutex> lock(state->mu);
   submit_more();
   state->finished.wait(lock, [&] { return state->running == 0; });
+  if (state->thrown) std::rethrow_exception(state->thrown);
   return state->status;
 }
 

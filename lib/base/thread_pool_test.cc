@@ -1,12 +1,14 @@
 // RunOrdered: results reach consume() once each, in index order, one at a
 // time, whatever order the workers finish in; the first error stops the
-// run and nothing is left running when it returns.
+// run and nothing is left running when it returns, as does a task that
+// throws (its exception then reaches the caller).
 #include "lib/base/thread_pool.h"
 
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -75,6 +77,44 @@ TEST_CASE("RunOrdered stops at the first error and returns only when no task run
       CHECK(st.message() == (in_consume ? "write failed at 57" : "read failed at 57"));
       CHECK(consumed == 57);
       CHECK(produced <= 57 + 1 + 2 * static_cast<size_t>(threads));  // the window, not the whole run
+    }
+  }
+}
+
+TEST_CASE("a task that throws ends the run: the exception reaches the caller once no task runs, never a hang") {
+  for (int threads : {1, 2, 4}) {
+    for (bool in_consume : {false, true}) {
+      CAPTURE(threads);
+      CAPTURE(in_consume);
+      ThreadPool pool(threads);
+      std::atomic<int> running{0};
+      std::atomic<size_t> produced{0};
+      size_t consumed = 0;
+      bool caught = false;
+      try {
+        Status st = RunOrdered<size_t>(
+            pool, 1000,
+            [&](size_t i) -> Result<size_t> {
+              ++running;
+              ++produced;
+              Jitter(i);
+              --running;
+              if (!in_consume && i == 57) throw std::bad_alloc();
+              return i;
+            },
+            [&](size_t i, size_t) -> Status {
+              if (in_consume && i == 57) throw std::bad_alloc();
+              consumed = i + 1;
+              return OkStatus();
+            });
+        FAIL("returned " << st.message());
+      } catch (const std::bad_alloc&) {
+        caught = true;
+      }
+      CHECK(caught);
+      CHECK(running == 0);
+      CHECK(consumed == 57);
+      CHECK(produced <= 57 + 1 + 2 * static_cast<size_t>(threads));
     }
   }
 }
