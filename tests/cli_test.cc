@@ -227,8 +227,9 @@ TEST_CASE("an allocation refused ends the command with that reason and no output
   REQUIRE(std::system(("head -c 67108864 /dev/zero > " + in).c_str()) == 0);
   for (const char* threads : {"1", "2"}) {
     CAPTURE(threads);
-    const std::string cmd = "ulimit -v 100000; cmd/git-zipnn compress " + in + " --dtype bf16 --chunk-size 67108864 -T " +
-                            threads + " -f -o " + obj + " 2>" + Tmp() + "/stderr";
+    const std::string cmd = "ulimit -v 100000; cmd/git-zipnn compress " + in +
+                            " --dtype bf16 --chunk-size 67108864 -T " + threads + " -f -o " + obj + " 2>" + Tmp() +
+                            "/stderr";
     const int status = std::system(("timeout 60 sh -c '" + cmd + "'").c_str());
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 1);
