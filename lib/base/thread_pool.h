@@ -67,9 +67,9 @@ class ThreadPool {
 // competing for two cores). The first error stops new work; every task has
 // finished before RunOrdered returns, so produce and consume may use the
 // caller's locals. An exception thrown by produce or consume (an
-// allocation refused) stops new work as an error does and is thrown again
-// on the calling thread once every task has ended, as the plain loop
-// would throw it.
+// allocation refused) counts as an error in its place and, when it is the
+// first, is thrown again on the calling thread once every task has ended,
+// as the plain loop would throw it.
 template <typename T, typename Produce, typename Consume>
 Status RunOrdered(ThreadPool& pool, size_t count, Produce produce, Consume consume) {
   if (pool.parallelism() == 1) {  // no workers: plain loop on this thread
@@ -89,11 +89,13 @@ Status RunOrdered(ThreadPool& pool, size_t count, Produce produce, Consume consu
     size_t running = 0;  // tasks submitted and not yet returned
     bool consuming = false;
     Status status;
-    std::exception_ptr thrown;  // the first; status is then an error too
+    std::vector<std::exception_ptr> threw;  // beside ready: what produce threw for that result
+    std::exception_ptr thrown;              // when the first error in order was a throw
   };
   auto state = std::make_shared<State>();
   const size_t window = 2 * static_cast<size_t>(pool.parallelism());
   state->ready.resize(window);
+  state->threw.resize(window);
 
   // Called with the lock held. A task must not outlive RunOrdered's frame,
   // so `run` is only ever called while some task is still counted.
@@ -106,41 +108,41 @@ Status RunOrdered(ThreadPool& pool, size_t count, Produce produce, Consume consu
       pool.Submit([&run, i, keep = state] { run(i); });  // keep: the lock outlives the wait
     }
   };
-  // Notes what `f` throws as the first error (called with the lock not held).
-  auto guarded = [&](auto&& f) -> bool {
+  // What `f` throws, or null.
+  auto caught = [](auto&& f) -> std::exception_ptr {
     try {
       f();
-      return true;
+      return nullptr;
     } catch (...) {
-      std::lock_guard<std::mutex> lock(state->mu);
-      if (!state->thrown) state->thrown = std::current_exception();
-      if (state->status.ok()) state->status = Status(StatusCode::kIoError, "a task threw");
-      return false;
+      return std::current_exception();
     }
   };
   run = [&](size_t i) {
     std::unique_ptr<Result<T>> r;
-    if (!guarded([&] { r = std::make_unique<Result<T>>(produce(i)); })) {
-      r = std::make_unique<Result<T>>(Status(StatusCode::kIoError, "a task threw"));
-    }
+    const std::exception_ptr threw = caught([&] { r = std::make_unique<Result<T>>(produce(i)); });
+    if (threw) r = std::make_unique<Result<T>>(Status(StatusCode::kIoError, "a task threw"));
     State& st = *state;
     std::unique_lock<std::mutex> lock(st.mu);
     st.ready[i % window] = std::move(r);
+    st.threw[i % window] = threw;
     if (!st.consuming) {
       st.consuming = true;
       while (st.next_consume < count && st.ready[st.next_consume % window] != nullptr) {
         std::unique_ptr<Result<T>> item = std::move(st.ready[st.next_consume % window]);
+        std::exception_ptr threw_here = std::move(st.threw[st.next_consume % window]);
         const size_t at = st.next_consume;
         const bool ok = st.status.ok();
         lock.unlock();
         Status done = OkStatus();
         if (ok && item->ok()) {
-          guarded([&] { done = consume(at, **item); });
+          threw_here = caught([&] { done = consume(at, **item); });
+          if (threw_here) done = Status(StatusCode::kIoError, "a task threw");
         } else if (ok) {
           done = item->status();
         }
         item.reset();
         lock.lock();
+        if (st.status.ok() && !done.ok()) st.thrown = std::move(threw_here);
         if (st.status.ok()) st.status = std::move(done);
         ++st.next_consume;
         submit_more();

@@ -49,72 +49,45 @@ TEST_CASE("RunOrdered consumes every result once, in order, never two at once") 
   }
 }
 
-TEST_CASE("RunOrdered stops at the first error and returns only when no task runs") {
+TEST_CASE("RunOrdered stops at the first error or throw and returns (or throws) only when no task runs") {
   for (int threads : {1, 2, 4}) {
     for (bool in_consume : {false, true}) {
-      CAPTURE(threads);
-      CAPTURE(in_consume);
-      ThreadPool pool(threads);
-      std::atomic<int> running{0};
-      std::atomic<size_t> produced{0};
-      size_t consumed = 0;
-      Status st = RunOrdered<size_t>(
-          pool, 1000,
-          [&](size_t i) -> Result<size_t> {
-            ++running;
-            ++produced;
-            Jitter(i);
-            --running;
-            if (!in_consume && i == 57) return IoError("read failed at 57");
-            return i;
-          },
-          [&](size_t i, size_t) -> Status {
-            if (in_consume && i == 57) return IoError("write failed at 57");
-            consumed = i + 1;
-            return OkStatus();
-          });
-      CHECK(running == 0);
-      CHECK(st.message() == (in_consume ? "write failed at 57" : "read failed at 57"));
-      CHECK(consumed == 57);
-      CHECK(produced <= 57 + 1 + 2 * static_cast<size_t>(threads));  // the window, not the whole run
-    }
-  }
-}
-
-TEST_CASE("a task that throws ends the run: the exception reaches the caller once no task runs, never a hang") {
-  for (int threads : {1, 2, 4}) {
-    for (bool in_consume : {false, true}) {
-      CAPTURE(threads);
-      CAPTURE(in_consume);
-      ThreadPool pool(threads);
-      std::atomic<int> running{0};
-      std::atomic<size_t> produced{0};
-      size_t consumed = 0;
-      bool caught = false;
-      try {
-        Status st = RunOrdered<size_t>(
-            pool, 1000,
-            [&](size_t i) -> Result<size_t> {
-              ++running;
-              ++produced;
-              Jitter(i);
-              --running;
-              if (!in_consume && i == 57) throw std::bad_alloc();
-              return i;
-            },
-            [&](size_t i, size_t) -> Status {
-              if (in_consume && i == 57) throw std::bad_alloc();
-              consumed = i + 1;
-              return OkStatus();
-            });
-        FAIL("returned " << st.message());
-      } catch (const std::bad_alloc&) {
-        caught = true;
+      for (bool throws : {false, true}) {  // a throw once left the run waiting forever
+        CAPTURE(threads);
+        CAPTURE(in_consume);
+        CAPTURE(throws);
+        ThreadPool pool(threads);
+        std::atomic<int> running{0};
+        std::atomic<size_t> produced{0};
+        size_t consumed = 0;
+        std::string failed;
+        try {
+          Status st = RunOrdered<size_t>(
+              pool, 1000,
+              [&](size_t i) -> Result<size_t> {
+                ++running;
+                ++produced;
+                Jitter(i);
+                --running;
+                if (!in_consume && i == 57 && throws) throw std::bad_alloc();
+                if (!in_consume && i == 57) return IoError("read failed at 57");
+                return i;
+              },
+              [&](size_t i, size_t) -> Status {
+                if (in_consume && i == 57 && throws) throw std::bad_alloc();
+                if (in_consume && i == 57) return IoError("write failed at 57");
+                consumed = i + 1;
+                return OkStatus();
+              });
+          failed = st.message();
+        } catch (const std::bad_alloc&) {
+          failed = "threw";
+        }
+        CHECK(running == 0);
+        CHECK(failed == (throws ? "threw" : in_consume ? "write failed at 57" : "read failed at 57"));
+        CHECK(consumed == 57);
+        CHECK(produced <= 57 + 1 + 2 * static_cast<size_t>(threads));  // the window, not the whole run
       }
-      CHECK(caught);
-      CHECK(running == 0);
-      CHECK(consumed == 57);
-      CHECK(produced <= 57 + 1 + 2 * static_cast<size_t>(threads));
     }
   }
 }
