@@ -263,6 +263,7 @@ TEST_CASE(
   REQUIRE(repo.Sh("git remote add origin " + server.Url("team.git")).code == 0);
   const Run too_many = repo.Sh("git -c zipnn.concurrentTransfers=65 zipnn push origin");
   CHECK(too_many.err.find("zipnn.concurrentTransfers must be between 1 and 64") != std::string::npos);
+  const std::string replaced = repo.Sh("git fsck --unreachable --no-reflogs 2>/dev/null | grep -c 'unreachable commit'").out;
   const Run pushed = repo.Sh("git -c lfs.concurrenttransfers=2 push -q origin HEAD:main");
   REQUIRE_MESSAGE(pushed.code == 0, pushed.err);
   CHECK(pushed.err.find("git-zipnn: pushed 5 objects") != std::string::npos);
@@ -273,6 +274,10 @@ TEST_CASE(
   CHECK(
       repo.Sh("git --git-dir='" + server.root() + "/team.git' ls-tree -r --name-only refs/zipnn/objects | wc -l").out ==
       "5\n");
+  // The five records and their base notes went into the map in one
+  // commit, not one each (each replacing the one before).
+  CHECK(repo.Sh("git rev-list --count refs/zipnn/objects").out == "1\n");
+  CHECK(repo.Sh("git fsck --unreachable --no-reflogs 2>/dev/null | grep -c 'unreachable commit'").out == replaced);
 
   // A teammate's clone checks out the newest and restores every version
   // bit-exact; each object comes down once.

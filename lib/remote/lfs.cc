@@ -287,6 +287,13 @@ class Server : public remote::RemoteStore,
     return std::function<Status()>([map = map_, entry] { return map->Add(entry); });
   }
 
+  Status RecordTogether(const std::function<Status()>& steps) override {
+    map_->Hold();
+    const Status ran = steps();
+    const Status written = map_->Write();
+    return ran.ok() ? written : ran;
+  }
+
   remote::Capabilities capabilities() override {
     remote::Capabilities c;
     c.side_files = this;

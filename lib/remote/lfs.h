@@ -82,6 +82,10 @@ class ObjectMap {
   virtual Result<std::vector<Entry>> Known(const ContentId& id) { return Find(id); }
   // Records that the server holds `entry.oid` for `entry.id`.
   virtual Status Add(const Entry& entry) = 0;
+  // Between the two, Add keeps what it records (Find sees it) and Write
+  // writes all of it at once; Write without Hold writes nothing.
+  virtual void Hold() {}
+  virtual Status Write() { return OkStatus(); }
 };
 
 struct Credential {

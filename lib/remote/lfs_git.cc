@@ -26,25 +26,51 @@ class GitObjectMap : public lfs::ObjectMap {
   Status Add(const Entry& entry) override {
     std::lock_guard<std::mutex> lock(mu_);
     const std::vector<std::string> lines = lfs::MapLines(entry);
-    ZIPNN_RETURN_IF_ERROR(git::AddToObjectMap({{entry.id.Hex(), {lines.begin(), lines.end()}}}));
+    if (held_) {
+      held_->operator[](entry.id.Hex()).insert(lines.begin(), lines.end());
+    } else {
+      ZIPNN_RETURN_IF_ERROR(git::AddToObjectMap({{entry.id.Hex(), {lines.begin(), lines.end()}}}));
+    }
     if (lines_) (*lines_)[entry.id.Hex()].insert(lines.begin(), lines.end());
     return OkStatus();
+  }
+
+  void Hold() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!held_) held_.emplace();
+  }
+
+  // One commit for everything held (none when it holds nothing new).
+  Status Write() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!held_) return OkStatus();
+    const git::MapLines held = std::move(*held_);
+    held_.reset();
+    if (held.empty()) return OkStatus();
+    return git::AddToObjectMap(held);
   }
 
  private:
   Result<std::vector<Entry>> Look(const ContentId& id, bool fetch) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!lines_) {
-      ZIPNN_ASSIGN_OR_RETURN(lines_, git::ReadObjectMap());
-    }
+    if (!lines_) ZIPNN_RETURN_IF_ERROR(Reread());
     std::vector<Entry> forms = FormsOf(id);
     if (forms.empty() && fetch && !fetched_) {
       fetched_ = true;
       ZIPNN_RETURN_IF_ERROR(git::FetchObjectMap(remote_));
-      ZIPNN_ASSIGN_OR_RETURN(lines_, git::ReadObjectMap());
+      ZIPNN_RETURN_IF_ERROR(Reread());
       forms = FormsOf(id);
     }
     return forms;
+  }
+
+  // The map as git holds it, and what is held to be written.
+  Status Reread() {
+    ZIPNN_ASSIGN_OR_RETURN(lines_, git::ReadObjectMap());
+    if (held_) {
+      for (const auto& [key, lines] : *held_) (*lines_)[key].insert(lines.begin(), lines.end());
+    }
+    return OkStatus();
   }
 
   std::vector<Entry> FormsOf(const ContentId& id) const {
@@ -56,6 +82,7 @@ class GitObjectMap : public lfs::ObjectMap {
   const std::string remote_;
   std::mutex mu_;
   std::optional<git::MapLines> lines_;
+  std::optional<git::MapLines> held_;  // between Hold and Write
   bool fetched_ = false;
 };
 

@@ -204,6 +204,11 @@ class UnrecordedPuts {
   // recorded is sent again by the next push, which the server then takes
   // without its bytes if it holds them.
   virtual Result<std::function<Status()>> PutUnrecorded(const ContentId& id, const ByteSource& object) = 0;
+  // Runs `steps` (records PutUnrecorded returned, and side files put
+  // beside them), keeping what they record until it ends and writing it
+  // then at once, as far as it went when a step fails: a Git LFS host's
+  // map takes a push's records in one commit, not one each.
+  virtual Status RecordTogether(const std::function<Status()>& steps) { return steps(); }
 };
 
 // The capabilities a remote has: each null where it has not.

@@ -305,18 +305,18 @@ Status SendAllLevels(const Store& local, RemoteStore& remote, UnrecordedPuts& un
     return object.size();
   });
   // Every worker has ended (MoveAll's pool is gone): `records` is settled.
-  for (const auto& [level, send] : levels) {
-    if (!std::all_of(send.begin(), send.end(), [&](const ContentId& id) { return records.count(id) > 0; })) break;
-    for (const ContentId& id : send) {
-      const Status recorded = records[id]();
-      // What stopped the uploads says more than what it left unrecorded.
-      if (!recorded.ok()) {
-        return sent.ok() ? Annotate(recorded, "object " + id.Hex() + " went up to " + remote.where()) : sent;
+  const Status recorded = unrecorded.RecordTogether([&]() -> Status {
+    for (const auto& [level, send] : levels) {
+      if (!std::all_of(send.begin(), send.end(), [&](const ContentId& id) { return records.count(id) > 0; })) break;
+      for (const ContentId& id : send) {
+        ZIPNN_RETURN_IF_ERROR(Annotate(records[id](), "object " + id.Hex() + " went up to " + remote.where()));
+        SendBaseNote(local, remote, id, no_notes);
       }
-      SendBaseNote(local, remote, id, no_notes);
     }
-  }
-  return sent;
+    return OkStatus();
+  });
+  // What stopped the uploads says more than what it left unrecorded.
+  return sent.ok() ? recorded : sent;
 }
 
 }  // namespace
