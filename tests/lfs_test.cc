@@ -263,7 +263,8 @@ TEST_CASE(
   REQUIRE(repo.Sh("git remote add origin " + server.Url("team.git")).code == 0);
   const Run too_many = repo.Sh("git -c zipnn.concurrentTransfers=65 zipnn push origin");
   CHECK(too_many.err.find("zipnn.concurrentTransfers must be between 1 and 64") != std::string::npos);
-  const std::string replaced = repo.Sh("git fsck --unreachable --no-reflogs 2>/dev/null | grep -c 'unreachable commit'").out;
+  const std::string replaced =
+      repo.Sh("git fsck --unreachable --no-reflogs 2>/dev/null | grep -c 'unreachable commit'").out;
   const Run pushed = repo.Sh("git -c lfs.concurrenttransfers=2 push -q origin HEAD:main");
   REQUIRE_MESSAGE(pushed.code == 0, pushed.err);
   CHECK(pushed.err.find("git-zipnn: pushed 5 objects") != std::string::npos);

@@ -377,8 +377,8 @@ Status FetchUnionRefs(const std::vector<const UnionRef*>& refs, const std::strin
     any_here = any_here || Tip(repo.get(), u->ref) || Tip(repo.get(), RemoteRef(*u, remote));
   }
   if (!any_here) {
-    args.insert(args.begin(), {"-c", "fetch.negotiationAlgorithm=noop", "-c", "protocol.version=0", "-c",
-                               "fetch.unpackLimit=1"});
+    args.insert(args.begin(),
+                {"-c", "fetch.negotiationAlgorithm=noop", "-c", "protocol.version=0", "-c", "fetch.unpackLimit=1"});
   }
   ZIPNN_ASSIGN_OR_RETURN(GitRun run, prompt ? RunGit(args) : RunGitWith("GIT_TERMINAL_PROMPT=0", args, ""));
   if (run.exit_code == 0) {
