@@ -135,7 +135,9 @@ int Main(int argc, char** argv) {
     try {
       status = action();
     } catch (const std::bad_alloc&) {
-      status = Status(StatusCode::kIoError, "out of memory: this machine refused an allocation");
+      status = Status(StatusCode::kIoError,
+                      "out of memory: this machine refused an allocation (fewer threads need less: `-T 1` where the "
+                      "command takes it, `threads: 1` in .zipnn.yaml otherwise)");
     } catch (const std::exception& e) {
       status = Status(StatusCode::kIoError, std::string("unexpected failure: ") + e.what());
     }

@@ -233,7 +233,9 @@ TEST_CASE("an allocation refused ends the command with that reason and no output
     const int status = std::system(("timeout 60 sh -c '" + cmd + "'").c_str());
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 1);
-    CHECK(Slurp(Tmp() + "/stderr") == "error: out of memory: this machine refused an allocation\n");
+    CHECK(Slurp(Tmp() + "/stderr") ==
+          "error: out of memory: this machine refused an allocation (fewer threads need less: `-T 1` where the command "
+          "takes it, `threads: 1` in .zipnn.yaml otherwise)\n");
     CHECK(!FileExists(obj));
   }
   ::unlink(in.c_str());
