@@ -593,6 +593,32 @@ TEST_CASE("two clones that push the map one after the other, or at once, lose no
   }
 }
 
+TEST_CASE("a server that refuses git-zipnn's refs stops the push at once with its own words, and no branch lands") {
+  Repo repo;
+  LfsServer server(repo);
+  StartTeam(repo, server, {});
+  const std::string hook = server.root() + "/team.git/hooks/pre-receive";
+  REQUIRE(repo.Sh("printf '#!/bin/sh\\nwhile read old new ref; do case $ref in refs/zipnn/*) "
+                  "echo \"refs/zipnn is closed here\" >&2; exit 1;; esac; done\\n' > '" +
+                  hook + "' && chmod +x '" + hook + "'")
+              .code == 0);
+  REQUIRE(repo.Sh("cp '" + repo.Data("cnn-bf16/step-000040.safetensors") + "' model.safetensors && git add . && " +
+                  "git commit -qm save")
+              .code == 0);
+  const std::string before = repo.Sh("git ls-remote origin refs/heads/main").out;
+  const Run refused = repo.Sh("git push -q origin HEAD:main");
+  CHECK(refused.code != 0);
+  CHECK(refused.err.find("refs/zipnn is closed here") != std::string::npos);
+  CHECK(refused.err.find("[remote rejected]") != std::string::npos);
+  CHECK(refused.err.find("kept landing first") == std::string::npos);
+  CHECK(repo.Sh("git ls-remote origin refs/heads/main").out == before);
+  // Once the server takes them, the same push goes through.
+  REQUIRE(repo.Sh("rm '" + hook + "'").code == 0);
+  const Run again = repo.Sh("git push -q origin HEAD:main");
+  CHECK_MESSAGE(again.code == 0, again.err);
+  CHECK(repo.Sh("git ls-remote origin refs/zipnn/objects | grep -c objects").out == "1\n");
+}
+
 TEST_CASE("a push sends what the map here does not name without fetching the map first; Git LFS's hook runs only where it holds files") {
   Repo repo;
   LfsServer server(repo);

@@ -501,7 +501,13 @@ Status PushUnionRefs(const std::vector<const UnionRef*>& refs, const std::string
     // Another push landed first, or what this clone last saw there is
     // not there (another URL, a remote made again): forget what
     // disagrees, merge what the remote holds, and try again.
-    if (run.err.find("rejected") == std::string::npos && run.err.find("stale info") == std::string::npos) {
+    // "[remote rejected]" is the server refusing the refs (a hook, a
+    // protected namespace, permissions), which no retry changes; only
+    // "[rejected]" and "stale info" mean that the remote moved meanwhile.
+    const bool raced =
+        (run.err.find("rejected") != std::string::npos && run.err.find("[remote rejected]") == std::string::npos) ||
+        run.err.find("stale info") != std::string::npos;
+    if (!raced) {
       return Status(StatusCode::kGit, "cannot push git-zipnn's refs to " + remote + ": " + Trimmed(run.err));
     }
     looked = true;
