@@ -593,7 +593,9 @@ TEST_CASE("two clones that push the map one after the other, or at once, lose no
   }
 }
 
-TEST_CASE("a server that refuses git-zipnn's refs stops the push at once with its own words, and no branch lands") {
+TEST_CASE(
+    "a server that refuses git-zipnn's refs, or a lock left on the map, stops the push in words that say so; no branch "
+    "lands") {
   Repo repo;
   LfsServer server(repo);
   StartTeam(repo, server, {});
@@ -612,8 +614,18 @@ TEST_CASE("a server that refuses git-zipnn's refs stops the push at once with it
   CHECK(refused.err.find("[remote rejected]") != std::string::npos);
   CHECK(refused.err.find("kept landing first") == std::string::npos);
   CHECK(repo.Sh("git ls-remote origin refs/heads/main").out == before);
-  // Once the server takes them, the same push goes through.
-  REQUIRE(repo.Sh("rm '" + hook + "'").code == 0);
+  // A lock left on the local map by a killed command is named (a new
+  // version, so that the push has a record to write).
+  REQUIRE(repo.Sh("rm '" + hook + "' && : > .git/refs/zipnn/objects.lock && cp '" +
+                  repo.Data("cnn-bf16/step-000080.safetensors") + "' model.safetensors && git commit -qam more")
+              .code == 0);
+  const Run locked = repo.Sh("git push -q origin HEAD:main");
+  CHECK(locked.code != 0);
+  CHECK(locked.err.find("/.git/refs/zipnn/objects.lock is there: ") != std::string::npos);
+  CHECK(repo.Sh("git ls-remote origin refs/heads/main").out == before);
+  // Once the lock is gone and the server takes the refs, the same push
+  // goes through.
+  REQUIRE(repo.Sh("rm .git/refs/zipnn/objects.lock").code == 0);
   const Run again = repo.Sh("git push -q origin HEAD:main");
   CHECK_MESSAGE(again.code == 0, again.err);
   CHECK(repo.Sh("git ls-remote origin refs/zipnn/objects | grep -c objects").out == "1\n");

@@ -1,5 +1,7 @@
 #include "lib/git/union_ref.h"
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <ctime>
 #include <map>
@@ -277,6 +279,21 @@ Result<std::optional<std::string>> ReadBlob(const std::string& hex, size_t limit
   return std::optional<std::string>(std::move(text));
 }
 
+namespace {
+
+// When a ref could not be moved: its lock file, if one is there, which a
+// killed git or git-zipnn may have left.
+std::string LockHint(git_repository* repo, const char* ref) {
+  const std::string lock = std::string(git_repository_commondir(repo)) + ref + ".lock";
+  struct stat st;
+  if (::stat(lock.c_str(), &st) != 0) return "";
+  return " (" + lock +
+         " is there: another git command holds the ref, or one that was stopped left it; remove it "
+         "once none runs)";
+}
+
+}  // namespace
+
 Status AddToUnionRef(const UnionRef& u, const RefFiles& files) {
   ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround("."));
   // Every rank of a job may add at once: more tries than a push needs.
@@ -285,7 +302,8 @@ Status AddToUnionRef(const UnionRef& u, const RefFiles& files) {
     if (written) return OkStatus();
     PauseBeforeRetry(attempt);
   }
-  return Status(StatusCode::kGit, std::string(u.ref) + " kept moving while git-zipnn wrote to it");
+  return Status(StatusCode::kGit,
+                std::string(u.ref) + " kept moving while git-zipnn wrote to it" + LockHint(repo.get(), u.ref));
 }
 
 Status MergeUnionRef(const UnionRef& u, const std::string& remote) {
@@ -314,7 +332,8 @@ Status MergeUnionRef(const UnionRef& u, const std::string& remote) {
     }
     return OkStatus();
   }
-  return Status(StatusCode::kGit, std::string(u.ref) + " kept moving while git-zipnn merged into it");
+  return Status(StatusCode::kGit,
+                std::string(u.ref) + " kept moving while git-zipnn merged into it" + LockHint(repo.get(), u.ref));
 }
 
 // What this process fetched: "<ref> <remote>", with the number (below)
