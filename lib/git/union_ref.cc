@@ -521,11 +521,15 @@ Status PushUnionRefs(const std::vector<const UnionRef*>& refs, const std::string
     // not there (another URL, a remote made again): forget what
     // disagrees, merge what the remote holds, and try again.
     // "[remote rejected]" is the server refusing the refs (a hook, a
-    // protected namespace, permissions), which no retry changes; only
-    // "[rejected]" and "stale info" mean that the remote moved meanwhile.
+    // protected namespace, permissions), which no retry changes, unless it
+    // could not lock a ref another push moved meanwhile ("cannot lock
+    // ref", "failed to update ref"): that, "[rejected]" and "stale info"
+    // are a race.
+    const bool lost_lock = run.err.find("cannot lock ref") != std::string::npos ||
+                           run.err.find("failed to update ref") != std::string::npos;
+    const bool refused = run.err.find("[remote rejected]") != std::string::npos && !lost_lock;
     const bool raced =
-        (run.err.find("rejected") != std::string::npos && run.err.find("[remote rejected]") == std::string::npos) ||
-        run.err.find("stale info") != std::string::npos;
+        !refused && (run.err.find("rejected") != std::string::npos || run.err.find("stale info") != std::string::npos);
     if (!raced) {
       return Status(StatusCode::kGit, "cannot push git-zipnn's refs to " + remote + ": " + Trimmed(run.err));
     }
