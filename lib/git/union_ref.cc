@@ -1,7 +1,5 @@
 #include "lib/git/union_ref.h"
 
-#include <sys/stat.h>
-
 #include <cstdint>
 #include <ctime>
 #include <map>
@@ -12,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/file.h"
 #include "lib/git/libgit2.h"
 #include "lib/git/run.h"
 
@@ -285,8 +284,7 @@ namespace {
 // killed git or git-zipnn may have left.
 std::string LockHint(git_repository* repo, const char* ref) {
   const std::string lock = std::string(git_repository_commondir(repo)) + ref + ".lock";
-  struct stat st;
-  if (::stat(lock.c_str(), &st) != 0) return "";
+  if (!FileExists(lock)) return "";
   return " (" + lock +
          " is there: another git command holds the ref, or one that was stopped left it; remove it "
          "once none runs)";
