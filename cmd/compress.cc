@@ -6,6 +6,8 @@
 #include "cmd/util.h"
 #include "lib/base/strings.h"
 #include "lib/base/file.h"
+#include "lib/base/thread_pool.h"
+#include "lib/formats/checkpoint.h"
 #include "lib/container/object.h"
 #include "lib/formats/detect.h"
 
@@ -33,6 +35,9 @@ struct CompressArgs {
 struct Plan {
   container::Layout layout;
   std::string description;  // "safetensors, 25 tensors in 8 regions"
+  // kShared when tensors were taken against others of their bytes.
+  container::BaseChoice choice = container::BaseChoice::kSeries;
+  std::string shared;  // ", 1.2 MiB of tensors taken against ..." then
 };
 
 Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const ReadFile* base) {
@@ -60,7 +65,15 @@ Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const Rea
   if (base != nullptr) {
     ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout base_file, formats::ReadLayout(*base, choice));
     for (const std::string& w : base_file.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    // Tensors are matched by their bytes too, whatever their names.
+    ThreadPool pool(a.threads > 0 ? a.threads : ThreadPool::DefaultThreads());
+    ZIPNN_RETURN_IF_ERROR(formats::HashTensorContents(input, file, pool));
+    ZIPNN_RETURN_IF_ERROR(formats::HashTensorContents(*base, base_file, pool));
     plan.layout = formats::ToDeltaRegions(file, base_file);
+    if (const uint64_t shared = formats::BytesSharedByContent(file, base_file); shared > 0) {
+      plan.choice = container::BaseChoice::kShared;
+      plan.shared = ", " + HumanBytes(shared) + " of tensors taken against the base's of the same bytes";
+    }
   } else {
     plan.layout = formats::ToRegions(file);
   }
@@ -90,6 +103,7 @@ Status RunCompress(const CompressArgs& a) {
   }
   ZIPNN_ASSIGN_OR_RETURN(Plan plan, PlanRegions(a, input, base_file ? &*base_file : nullptr));
   const container::Layout& layout = plan.layout;
+  base.choice = plan.choice;
 
   const std::string out_path = a.output.empty() ? a.input + kObjectSuffix : a.output;
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(out_path, a.force));
@@ -105,7 +119,7 @@ Status RunCompress(const CompressArgs& a) {
   if (!a.quiet) {
     std::printf("%s -> %s: %s -> %s (%s), %s%s\n", a.input.c_str(), out_path.c_str(), HumanBytes(r.raw_size).c_str(),
                 HumanBytes(r.object_size).c_str(), Percent(r.object_size, r.raw_size).c_str(), plan.description.c_str(),
-                base_file ? (", delta against " + base.id.Hex()).c_str() : "");
+                base_file ? (", delta against " + base.id.Hex() + plan.shared).c_str() : "");
   }
   return OkStatus();
 }

@@ -10,6 +10,7 @@
 #include "lib/base/file.h"
 #include "lib/base/strings.h"
 #include "lib/container/object.h"
+#include "lib/store/parents.h"
 #include "lib/formats/detect.h"
 
 namespace zipnn::cmd {
@@ -63,6 +64,9 @@ Status PrintObjectReport(const std::string& path) {
   if (h.kind == container::ObjectKind::kDelta) {
     std::printf("kind         delta against %s (%llu bytes)\n", h.base_id.Hex().c_str(),
                 static_cast<unsigned long long>(h.base_size));
+    if (const std::string why = store::BaseChoiceText(h.choice); !why.empty()) {
+      std::printf("base chosen  %s\n", why.c_str());
+    }
   } else {
     std::printf("kind         base (standalone)\n");
   }

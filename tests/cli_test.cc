@@ -103,7 +103,7 @@ TEST_CASE("help lists every command, version names both versions") {
   }
   Run v = Zipnn("version");
   CHECK(v.code == 0);
-  CHECK(v.out == "git-zipnn 0.7.0\nobject format 6\n");
+  CHECK(v.out == "git-zipnn 0.8.0\nobject format 7\n");
 }
 
 TEST_CASE("the binary names no libgit2, libcurl or libcrypto: each is loaded when a command first calls it") {
@@ -338,7 +338,7 @@ TEST_CASE("a truncated or newer-version object is refused and nothing is written
   Run v = Zipnn("decompress " + obj + " -f -o " + Tmp() + "/trunc.out");
   CHECK(v.code == 1);
   CHECK(v.err ==
-        "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (6); upgrade git-zipnn\n");
+        "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (7); upgrade git-zipnn\n");
 }
 
 TEST_CASE("a corrupted chunk fails the restore and leaves no output file") {

@@ -69,6 +69,8 @@ constexpr Golden kGolden[] = {
      10, 4},
     {"v6/cnn12-bf16-step120-delta-cnn-bf16-step40.zipnn", "cnn12-bf16/step-000120.safetensors",
      "cnn-bf16/step-000040.safetensors", container::ObjectKind::kDelta, 9, 0, 0, 0, 1},
+    {"v7/shared-adapter-delta-cnn-bf16-step200.zipnn", "shared/adapter.safetensors", "cnn-bf16/step-000200.safetensors",
+     container::ObjectKind::kDelta, 27},
 };
 
 // The rans-classed groups of an object: with one model, and with classes.
@@ -143,7 +145,8 @@ TEST_CASE("golden objects of every format version decode byte for byte") {
 
 TEST_CASE("golden objects of format 5 on carry the raw checksum of every chunk") {
   for (const Golden& g : kGolden) {
-    if (std::string(g.object).rfind("v5/", 0) != 0 && std::string(g.object).rfind("v6/", 0) != 0) continue;
+    const std::string folder = std::string(g.object).substr(0, 3);
+    if (folder != "v5/" && folder != "v6/" && folder != "v7/") continue;
     CAPTURE(g.object);
     auto object = ReadFile::Open(std::string("tests/golden/") + g.object);
     REQUIRE(object.ok());
@@ -158,6 +161,18 @@ TEST_CASE("golden objects of format 5 on carry the raw checksum of every chunk")
       CHECK(LoadLE<uint64_t>(stored) == Checksum64(raw->data() + c.span.offset, c.span.length));
     }
   }
+}
+
+TEST_CASE("the golden object of format 7 says its base holds its tensors under other names") {
+  auto object = ReadFile::Open("tests/golden/v7/shared-adapter-delta-cnn-bf16-step200.zipnn");
+  REQUIRE(object.ok());
+  auto info = container::ReadObjectInfo(*object);
+  REQUIRE(info.ok());
+  CHECK(info->header.version == 7);
+  CHECK(info->header.choice == container::BaseChoice::kShared);
+  // The model's tensors, under a prefix and in reverse order, each start
+  // at its own bytes in the base: the delta is a small part of the file.
+  CHECK(object->size() * 10 < info->header.raw_size);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <array>
 #include <cinttypes>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <type_traits>
@@ -366,6 +368,44 @@ std::optional<ContentId> ListedCheckpoint(std::string_view listing) {
     return std::nullopt;
   }
   return ContentId::FromHex(listing.substr(kStart.size(), 32));
+}
+
+std::vector<store::KeyedTensor> ListedTensors(std::string_view listing) {
+  std::vector<store::KeyedTensor> tensors;
+  size_t at = listing.find('\n');
+  while (at != std::string_view::npos && at + 1 < listing.size()) {
+    const size_t end = listing.find('\n', at + 1);
+    const std::string_view line = listing.substr(at + 1, end == std::string_view::npos ? end : end - at - 1);
+    at = end;
+    // "<name> <dtype> [<dims>] hash <16 hex>[ rms ...]": read from the
+    // hash back, as a name may hold anything.
+    constexpr std::string_view kHash = "] hash ";
+    const size_t hash = line.rfind(kHash);
+    const size_t open = hash == std::string_view::npos ? hash : line.rfind(" [", hash);
+    if (open == std::string_view::npos || hash + kHash.size() + 16 > line.size()) continue;
+    const std::string_view hex = line.substr(hash + kHash.size(), 16);
+    if (hex.find_first_not_of("0123456789abcdef") != std::string_view::npos) continue;
+    const size_t space = line.rfind(' ', open - 1);
+    if (space == std::string_view::npos || space == 0) continue;
+    const std::optional<codec::DType> dtype = codec::ParseDType(line.substr(space + 1, open - space - 1));
+    if (!dtype) continue;
+    uint64_t bytes = static_cast<uint64_t>(codec::DTypeWidth(*dtype));
+    bool fits = true;
+    const std::string_view dims = line.substr(open + 2, hash - open - 2);
+    for (size_t from = 0; fits && !dims.empty() && from <= dims.size();) {
+      const size_t comma = std::min(dims.find(',', from), dims.size());
+      const std::string_view d = dims.substr(from, comma - from);
+      uint64_t n = 0;
+      fits = !d.empty() && d.size() <= 19 && d.find_first_not_of("0123456789") == std::string_view::npos;
+      for (const char c : d) n = n * 10 + static_cast<uint64_t>(c - '0');
+      fits = fits && (n == 0 || bytes <= UINT64_MAX / n);
+      bytes = fits ? bytes * n : 0;
+      from = comma + 1;
+    }
+    if (!fits) continue;
+    tensors.push_back(store::KeyedTensor{std::strtoull(std::string(hex).c_str(), nullptr, 16), bytes});
+  }
+  return tensors;
 }
 
 Result<ScanResult> ScanTensors(const ByteSource& target, const formats::FileLayout& target_layout,

@@ -16,6 +16,7 @@
 #include "lib/base/content_id.h"
 #include "lib/base/io.h"
 #include "lib/base/thread_pool.h"
+#include "lib/store/parents.h"
 
 namespace zipnn::analyze {
 
@@ -67,6 +68,11 @@ Result<std::string> TextconvListing(const ContentId& id, const ByteSource& file,
 std::optional<ContentId> TwinKey(std::string_view listing);
 // The checkpoint a listing is of (its first line), or nullopt.
 std::optional<ContentId> ListedCheckpoint(std::string_view listing);
+// The tensors a listing names, by content: each one's hash as printed
+// (formats::ContentKey) and its bytes, its dtype's width times its element
+// count; a line that does not read is left out. What the tensor index
+// keeps (store::TensorIndex).
+std::vector<store::KeyedTensor> ListedTensors(std::string_view listing);
 
 
 }  // namespace zipnn::analyze

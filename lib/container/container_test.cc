@@ -346,7 +346,7 @@ TEST_CASE("rejects a future format version with a clear message") {
   EncodeHeader(header, d.object.data());
   Status s = DecodeStatus(d.object);
   CHECK(s.code() == StatusCode::kUnsupported);
-  CHECK(s.message() == "obj: object format version 7 is newer than this git-zipnn reads (6); upgrade git-zipnn");
+  CHECK(s.message() == "obj: object format version 8 is newer than this git-zipnn reads (7); upgrade git-zipnn");
 }
 
 TEST_CASE("a flipped bit anywhere in the object is caught") {
@@ -860,7 +860,31 @@ TEST_CASE("format 6 records why a delta's base was taken; older formats and base
     REQUIRE(decoded.ok());
     CHECK(*decoded == stepped.bytes);
   }
-  CHECK(DecodeStatus(with_choice(v6, 4)).message() == "obj: unknown base choice 4");
+  CHECK(DecodeStatus(with_choice(v6, 4)).message() == "obj: base choice 4 in an object of format 6 (it is 7's)");
+  CHECK(DecodeStatus(with_choice(v6, 5, kSharedChoiceVersion)).message() == "obj: unknown base choice 5");
+  {
+    // Format 7: a base found by shared tensors, written so by the encoder.
+    MemorySource base_src(base.bytes.data(), base.bytes.size(), "base");
+    DeltaBase shared{&base_src, HashBytes(base.bytes.data(), base.bytes.size()), BaseChoice::kShared};
+    MemorySource src(stepped.bytes.data(), stepped.bytes.size(), "in");
+    MemorySink out;
+    EncodeOptions options;
+    REQUIRE(EncodeObject(src, delta, &shared, options, out).ok());
+    const std::vector<uint8_t> v7 = out.ToVector();
+    CHECK(VersionOf(v7) == kSharedChoiceVersion);
+    MemorySource obj(v7.data(), v7.size(), "obj");
+    auto info = ReadObjectInfo(obj);
+    REQUIRE(info.ok());
+    CHECK(info->header.choice == BaseChoice::kShared);
+    auto decoded = Decode(v7, 1, &base.bytes);
+    REQUIRE(decoded.ok());
+    CHECK(*decoded == stepped.bytes);
+    // Under delta_transform: difference (format 5) the choice is not written.
+    options.transform = codec::Transform::kDifference;
+    MemorySink five;
+    REQUIRE(EncodeObject(src, delta, &shared, options, five).ok());
+    CHECK(VersionOf(five.ToVector()) == kRawChecksumVersion);
+  }
   const std::vector<uint8_t> v5 = Encode(stepped.bytes, delta, 1, &base.bytes, 65536, codec::Transform::kDifference);
   CHECK(DecodeStatus(with_choice(v5, 1)).message() == "obj: reserved header bits are set");
   const std::vector<uint8_t> alone = Encode(stepped.bytes, stepped.layout, 1);

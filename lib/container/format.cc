@@ -34,9 +34,10 @@ Status CheckChunkSize(uint32_t chunk_size) {
   return OkStatus();
 }
 
-uint16_t WriteVersion(codec::TransformPolicy transform, bool delta) {
+uint16_t WriteVersion(codec::TransformPolicy transform, bool delta, BaseChoice choice) {
   if (transform == codec::Transform::kXor) return 2;
-  return delta && transform == codec::kAutoTransform ? kStandaloneChunkVersion : kRawChecksumVersion;
+  if (!delta || transform != codec::kAutoTransform) return kRawChecksumVersion;
+  return choice == BaseChoice::kShared ? kSharedChoiceVersion : kStandaloneChunkVersion;
 }
 
 // ---- The sections as stored ----
@@ -256,6 +257,9 @@ Result<ObjectHeader> CheckHeader(const ByteSource& object, const HeaderFields& f
   }
   if (fields.choice > kMaxBaseChoice) {
     return Bad(object, "unknown base choice " + std::to_string(fields.choice));
+  }
+  if (fields.choice == static_cast<uint8_t>(BaseChoice::kShared) && fields.version < kSharedChoiceVersion) {
+    return Bad(object, "base choice 4 in an object of format " + std::to_string(fields.version) + " (it is 7's)");
   }
   ObjectHeader hd;
   hd.version = fields.version;

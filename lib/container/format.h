@@ -34,7 +34,7 @@ namespace zipnn::container {
 inline constexpr std::array<uint8_t, 8> kObjectMagic = {'Z', 'I', 'P', 'N', 'N', 'O', 'B', 'J'};
 // The newest version this code reads and writes (WriteVersion says which
 // version an object is written in).
-inline constexpr uint16_t kFormatVersion = 6;
+inline constexpr uint16_t kFormatVersion = 7;
 inline constexpr size_t kHeaderBytes = 64;
 // "Region table"
 inline constexpr size_t kRegionEntryBytes = 24;
@@ -67,9 +67,10 @@ enum class ObjectKind : uint8_t { kBase = 0, kDelta = 1 };
 
 // "Header": why a delta's base was taken (format 6 on; 0 before): by its
 // series' placement, or as a parent in another series named by the user,
-// found as a twin, or found with the same tensors (lib/store/parents.h).
-enum class BaseChoice : uint8_t { kSeries = 0, kNamed = 1, kTwin = 2, kSameTensors = 3 };
-inline constexpr uint8_t kMaxBaseChoice = 3;
+// found as a twin, found with the same tensors, or (format 7 on) found
+// holding tensors of the same bytes under other names (lib/store/parents.h).
+enum class BaseChoice : uint8_t { kSeries = 0, kNamed = 1, kTwin = 2, kSameTensors = 3, kShared = 4 };
+inline constexpr uint8_t kMaxBaseChoice = 4;
 
 struct ObjectHeader {
   uint16_t version = kFormatVersion;
@@ -205,13 +206,17 @@ inline constexpr uint16_t kStandaloneChunkVersion = 6;
 // "Header": the first version whose byte 13 says why a delta's base was
 // taken (BaseChoice).
 inline constexpr uint16_t kBaseChoiceVersion = 6;
+// "Header": the first version whose base choice may be kShared.
+inline constexpr uint16_t kSharedChoiceVersion = 7;
 
-// The version a writer gives an object (a delta with `delta`) whose delta
-// chunks may be taken as `transform` allows: 6 for a delta that may hold
-// standalone chunks (auto), else 5 (raw checksums, and differences where
-// a delta region allows them), except that `xor`, the setting for teams
-// with readers older than 0.4, keeps to version 2.
-uint16_t WriteVersion(codec::TransformPolicy transform, bool delta);
+// The version a writer gives an object (a delta with `delta`, its base
+// taken as `choice`) whose delta chunks may be taken as `transform`
+// allows: 6 for a delta that may hold standalone chunks (auto), 7 for one
+// whose base was found by shared tensors, else 5 (raw checksums, and
+// differences where a delta region allows them), except that `xor`, the
+// setting for teams with readers older than 0.4, keeps to version 2.
+// Below version 6 the choice is not written.
+uint16_t WriteVersion(codec::TransformPolicy transform, bool delta, BaseChoice choice = BaseChoice::kSeries);
 
 // Whether each chunk record of an object of this header carries the
 // checksum of its raw bytes, so that a part of it can be read checked.

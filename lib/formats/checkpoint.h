@@ -18,6 +18,7 @@
 #include "lib/base/file.h"
 #include "lib/base/io.h"
 #include "lib/base/status.h"
+#include "lib/base/thread_pool.h"
 #include "lib/formats/detect.h"
 #include "lib/formats/file_layout.h"
 
@@ -58,5 +59,10 @@ class Checkpoint {
   ReadFile file_;
   std::optional<FileLayout> layout_;
 };
+
+// Gives each tensor of `layout` (of `file`) its content hash
+// (Tensor::content), a tensor per task of `pool`: what lets a delta take a
+// tensor against one of the same bytes under another name.
+Status HashTensorContents(const ByteSource& file, FileLayout& layout, ThreadPool& pool);
 
 }  // namespace zipnn::formats

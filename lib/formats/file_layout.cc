@@ -156,16 +156,57 @@ Layout ToRegions(const FileLayout& file) {
       });
 }
 
-Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base) {
-  std::map<std::string, const Tensor*> twins;
-  for (const Tensor& t : base.tensors) twins[t.name] = &t;
-  auto twin_of = [&](const Tensor* t) -> const Tensor* {
+namespace {
+
+// Which base tensor each tensor of `target` is taken against (ToDeltaRegions).
+class TensorMatch {
+ public:
+  TensorMatch(const FileLayout& target, const FileLayout& base) {
+    std::map<std::string, const Tensor*> by_name;
+    for (const Tensor& t : base.tensors) by_name[t.name] = &t;
+    std::map<std::pair<uint64_t, codec::DType>, const Tensor*> by_content;
+    for (const Tensor& t : base.tensors) {
+      if (t.content && !t.strided) by_content.emplace(std::make_pair(*t.content, t.dtype), &t);
+    }
+    for (const Tensor& t : target.tensors) {
+      const Tensor* twin = nullptr;
+      if (auto it = by_name.find(t.name); it != by_name.end()) {
+        const Tensor* b = it->second;
+        if (b->dtype == t.dtype && b->shape == t.shape && b->length == t.length) twin = b;
+      }
+      const bool twin_same = twin != nullptr && t.content && twin->content == t.content;
+      if (!twin_same && t.content && !t.strided) {
+        auto it = by_content.find(std::make_pair(*t.content, t.dtype));
+        if (it != by_content.end() && it->second->length == t.length) {
+          twin = it->second;
+          shared_ += t.length;
+        }
+      }
+      if (twin != nullptr) of_[&t] = twin;
+    }
+  }
+  const Tensor* Of(const Tensor* t) const {
     if (t == nullptr) return nullptr;
-    auto it = twins.find(t->name);
-    if (it == twins.end()) return nullptr;
-    const Tensor* b = it->second;
-    return b->dtype == t->dtype && b->shape == t->shape && b->length == t->length ? b : nullptr;
-  };
+    auto it = of_.find(t);
+    return it == of_.end() ? nullptr : it->second;
+  }
+  // Bytes taken against a base tensor of the same content, not their name twin.
+  uint64_t shared() const { return shared_; }
+
+ private:
+  std::map<const Tensor*, const Tensor*> of_;
+  uint64_t shared_ = 0;
+};
+
+}  // namespace
+
+uint64_t BytesSharedByContent(const FileLayout& target, const FileLayout& base) {
+  return TensorMatch(target, base).shared();
+}
+
+Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base) {
+  const TensorMatch match(target, base);
+  auto twin_of = [&](const Tensor* t) { return match.Of(t); };
   // The opaque prefix (a safetensors header, a zip's first local header) of each file.
   const uint64_t target_head = target.tensors.empty() ? 0 : target.tensors.front().offset;
   const uint64_t base_head = base.tensors.empty() ? 0 : base.tensors.front().offset;
@@ -212,6 +253,12 @@ Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base) {
 }  // namespace zipnn::formats
 
 namespace zipnn::formats {
+
+uint64_t ContentKey(const ContentId& id) {
+  uint64_t key = 0;
+  for (size_t i = 0; i < 8; ++i) key = key << 8 | id.bytes[i];
+  return key;
+}
 
 std::optional<ContentId> TensorFingerprint(const FileLayout& file) {
   if (file.tensors.empty()) return std::nullopt;

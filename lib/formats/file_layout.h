@@ -32,6 +32,10 @@ struct Tensor {
   // first element to the end of the last.
   bool strided = false;
   std::vector<uint64_t> strides;
+  // The first 64 bits of the content id of its bytes (what a tensor
+  // listing prints), where known (HashTensorContents): a delta then takes
+  // it against a base tensor of the same bytes under any name.
+  std::optional<uint64_t> content;
 };
 
 struct FileLayout {
@@ -69,13 +73,26 @@ std::optional<std::pair<std::string, std::string>> SortTensors(std::vector<Tenso
 container::Layout ToRegions(const FileLayout& file);
 
 // Regions for a delta against `base`: a tensor whose twin in the base (same
-// name, dtype and shape) exists is XORed with it; other tensors are coded
-// standalone. An opaque range at the start (a header) of the same length
+// name, dtype and shape) exists is XORed with it; where both files' tensors
+// carry their content hashes, a tensor is taken first against a base
+// tensor of the same bytes (the same content hash, dtype and length),
+// whatever its name or shape, so that it costs nearly nothing (a frozen
+// base model under a prefix in an adapter file, the same weights under a
+// second naming scheme); other tensors are coded standalone. An opaque range at the start (a header) of the same length
 // as the base's is XORed with it too; other opaque ranges are coded with
 // zstd against the base's corresponding range as history. Adding,
 // removing, renaming or reordering tensors only costs the tensors that
 // changed.
 container::Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base);
+
+// The bytes of `target`'s tensors that ToDeltaRegions takes against a base
+// tensor of the same content (both carry content hashes) under another
+// name, or another shape: what sharing by content adds to matching by name.
+uint64_t BytesSharedByContent(const FileLayout& target, const FileLayout& base);
+
+// The first 64 bits of a content id, as `content` holds them (the first
+// 16 of its 32 hex digits, which a tensor listing prints).
+uint64_t ContentKey(const ContentId& id);
 
 // What a checkpoint holds, without its values: a hash of the name, dtype
 // and shape of every tensor (a torch.save file's storages), in name

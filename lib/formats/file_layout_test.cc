@@ -5,11 +5,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "lib/formats/formats_test_util.h"
+#include "lib/formats/checkpoint.h"
 #include "lib/formats/file_layout.h"
 
 namespace zipnn::formats {
@@ -111,6 +113,88 @@ TEST_CASE("a delta survives added, removed, renamed and reordered tensors and co
   // Still a delta: far below a standalone object, near the unchanged one.
   CHECK(delta.size() * 2 < standalone);
   CHECK(delta.size() < unchanged + 1024);
+}
+
+// The layout of `file` with each tensor's content hash.
+FileLayout HashedLayoutOf(const std::vector<uint8_t>& file) {
+  FileLayout layout = LayoutOf(file);
+  MemorySource src(file.data(), file.size(), "file");
+  ThreadPool pool(2);
+  REQUIRE(HashTensorContents(src, layout, pool).ok());
+  return layout;
+}
+
+TEST_CASE("tensors of the same bytes under other names are taken against them once both sides carry hashes") {
+  const std::vector<uint8_t> base = Load(kData + "cnn-bf16/step-000200.safetensors");
+  const std::vector<Entry> model = EntriesOf(base);
+  // An adapter file: the frozen model under a prefix, in another order,
+  // and adapter weights of its own (from another save, so real values).
+  const std::vector<Entry> other = EntriesOf(Load(kData + "cnn-bf16/step-000040.safetensors"));
+  std::vector<Entry> adapter;
+  for (auto it = model.rbegin(); it != model.rend(); ++it) {
+    Entry e = *it;
+    e.name = "base_model.model." + e.name;
+    adapter.push_back(std::move(e));
+  }
+  Entry lora = other[0];
+  lora.name = "lora_A.weight";
+  adapter.push_back(lora);
+  const std::vector<uint8_t> file = MakeSafetensors(adapter);
+  const size_t standalone = RoundTrip(file, ToRegions(LayoutOf(file))).size();
+
+  // By name nothing matches: the file is coded as if alone.
+  const container::Layout by_name = ToDeltaRegions(LayoutOf(file), LayoutOf(base));
+  CHECK(BytesSharedByContent(LayoutOf(file), LayoutOf(base)) == 0);
+  CHECK(RoundTrip(file, by_name, &base).size() * 10 > standalone * 9);
+
+  // By content every model tensor is its own bytes in the base: what is
+  // left is the header and the adapter's own tensor.
+  const FileLayout hashed = HashedLayoutOf(file);
+  const FileLayout base_hashed = HashedLayoutOf(base);
+  const container::Layout by_content = ToDeltaRegions(hashed, base_hashed);
+  REQUIRE(by_content.Validate(file.size(), base.size()).ok());
+  uint64_t model_bytes = 0;
+  for (const Entry& e : model) model_bytes += e.data.size();
+  CHECK(BytesSharedByContent(hashed, base_hashed) == model_bytes);
+  const size_t shared = RoundTrip(file, by_content, &base).size();  // decodes it back, bit-exact
+  const size_t lora_alone = RoundTrip(lora.data, container::Layout::Single(DType::kBF16, lora.data.size())).size();
+  CHECK(shared < lora_alone + standalone / 20);
+  MESSAGE("adapter file: " << file.size() << " bytes, alone " << standalone << ", by content " << shared);
+
+  SUBCASE("a tensor whose name twin changed takes the one of its bytes") {
+    // Two tensors of the same dtype and shape trade their values.
+    std::vector<Entry> swapped = model;
+    auto named = [&](const std::string& name) -> Entry& {
+      return *std::find_if(swapped.begin(), swapped.end(), [&](const Entry& e) { return e.name == name; });
+    };
+    std::swap(named("b3.running_mean").data, named("b3.running_var").data);
+    const std::vector<uint8_t> f = MakeSafetensors(swapped);
+    const FileLayout h = HashedLayoutOf(f);
+    CHECK(BytesSharedByContent(h, base_hashed) == 2 * 64 * 2);
+    const container::Layout regions = ToDeltaRegions(h, base_hashed);
+    REQUIRE(regions.Validate(f.size(), base.size()).ok());
+    const Tensor& mean = *std::find_if(h.tensors.begin(), h.tensors.end(),
+                                       [](const Tensor& t) { return t.name == "b3.running_mean"; });
+    const Tensor& var_in_base = *std::find_if(base_hashed.tensors.begin(), base_hashed.tensors.end(),
+                                              [](const Tensor& t) { return t.name == "b3.running_var"; });
+    bool taken = false;
+    for (const container::Region& r : regions.regions) {
+      if (r.delta && r.offset <= mean.offset && mean.offset < r.offset + r.length) {
+        taken = r.base_offset + (mean.offset - r.offset) == var_in_base.offset;
+      }
+    }
+    CHECK(taken);
+    RoundTrip(f, regions, &base);
+  }
+  SUBCASE("a lying hash costs bytes, never the content") {
+    // The hashes say the adapter's tensor is a model tensor; the delta is
+    // then the XOR of two different tensors, and still decodes exactly.
+    FileLayout lying = hashed;
+    for (Tensor& t : lying.tensors) {
+      if (t.name == "lora_A.weight") t.content = base_hashed.tensors[0].content;
+    }
+    RoundTrip(file, ToDeltaRegions(lying, base_hashed), &base);  // REQUIREs the bytes back
+  }
 }
 
 FileLayout Synthetic(std::vector<Tensor> tensors, uint64_t size) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <map>
 
 #include "lib/analyze/scan.h"
 #include "lib/base/buffer.h"
@@ -142,7 +144,8 @@ Cleaner::Cleaner(store::Store store, git::SeriesVersions* series)
     : store_(std::move(store)),
       series_(series),
       fingerprints_(store::ParentCachesDir(store_)),
-      twins_(store::ParentCachesDir(store_)) {}
+      twins_(store::ParentCachesDir(store_)),
+      tensors_(store::ParentCachesDir(store_)) {}
 
 Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& out) {
   ZIPNN_ASSIGN_OR_RETURN(std::string head, ReadHead(content));
@@ -311,7 +314,7 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
     if (!note || git::IsListingFailure(*note)) {
       KeepListing(version, text);
     } else if (checked.stored) {
-      KeepTwinKey(text, *note, id);  // stored anew (gc took it) under a listing git kept
+      KeepIndexed(text, *note, id);  // stored anew (gc took it) under a listing git kept
     }
   }
   listing_.reset();
@@ -378,10 +381,11 @@ std::vector<store::ParentCandidate> Cleaner::ListedTwins(const store::NewVersion
   if (!key) return twins;
   // The listings the index has not read yet: all of them in a fresh
   // clone, then those fetched or added since.
-  listings_->ReadNotes([&](const std::string& blob) { return !twins_.Knows(blob); },
+  listings_->ReadNotes([&](const std::string& blob) { return !twins_.Knows(blob) || !tensors_.Knows(blob); },
                        [&](const std::string& blob, const std::string& text) {
                          if (const auto listed = analyze::ListedCheckpoint(text)) {
                            twins_.Keep(analyze::TwinKey(text), *listed, blob);
+                           tensors_.Keep(*listed, blob, analyze::ListedTensors(text));
                          }
                        });
   for (const ContentId& twin : twins_.Find(*key)) {
@@ -393,6 +397,54 @@ std::vector<store::ParentCandidate> Cleaner::ListedTwins(const store::NewVersion
     twins.push_back(std::move(c));
   }
   return twins;
+}
+
+std::vector<store::ParentCandidate> Cleaner::SharedHolders(const std::string& name,
+                                                            const store::NewVersion& version) {
+  constexpr size_t kMostHolders = 3;
+  std::vector<store::ParentCandidate> holders;
+  if (!listings_ || !series_) return holders;
+  const std::string* listing = ListingOf(version);
+  if (listing == nullptr) return holders;
+  const std::vector<store::KeyedTensor> tensors = analyze::ListedTensors(*listing);
+  uint64_t total = 0;
+  for (const store::KeyedTensor& t : tensors) total += t.bytes;
+  auto own = series_->Of(name, /*deep=*/false);
+  std::vector<std::pair<ContentId, uint64_t>> found = tensors_.Find(tensors, std::max<uint64_t>(1, total / 10));
+  // Of those holding about as much as the most, the shortest chain first:
+  // the same weights in a base model and in an adapter file carrying it
+  // are better taken from the base.
+  if (!found.empty()) {
+    const uint64_t most = found.front().second;
+    auto depth = [&](const ContentId& id) {
+      auto info = store::Describe(store_, id);
+      return info.ok() ? info->depth : std::numeric_limits<int>::max();
+    };
+    std::map<ContentId, int> depths;
+    for (const auto& [id, bytes] : found) {
+      if (bytes >= most - most / 50) depths[id] = depth(id);
+    }
+    std::stable_sort(found.begin(), found.end(), [&](const auto& a, const auto& b) {
+      const bool a_top = depths.count(a.first) > 0, b_top = depths.count(b.first) > 0;
+      if (a_top != b_top) return a_top;
+      return a_top && depths[a.first] < depths[b.first];
+    });
+  }
+  for (const auto& [id, bytes] : found) {
+    if (holders.size() == kMostHolders) break;
+    // Its own series places it against its own versions (and re-stores
+    // them against it): a parent there would go round in a circle.
+    if (id == version.id || !own.ok() ||
+        std::any_of(own->begin(), own->end(), [&](const store::Version& v) { return v.id == id; })) {
+      continue;
+    }
+    auto where = series_->PathOf(id);
+    if (!where.ok() || !*where) continue;  // not in HEAD's history: gc may take it
+    store::ParentCandidate c{id, **where, /*by_rule=*/false};
+    c.shared_bytes = bytes;
+    holders.push_back(std::move(c));
+  }
+  return holders;
 }
 
 std::vector<store::ParentCandidate> Cleaner::ParentCandidates(const std::string& path, const std::string& name,
@@ -434,6 +486,9 @@ std::vector<store::ParentCandidate> Cleaner::ParentCandidates(const std::string&
                                                       [&](const store::Version& v) { return v.id == twin.id; });
     if (!is_recent) candidates.push_back(std::move(twin));
   }
+  // Then the versions holding its tensors under other names, which a
+  // fingerprint of names cannot find.
+  for (store::ParentCandidate& holder : SharedHolders(name, version)) candidates.push_back(std::move(holder));
   if (recent.ok()) {
     for (const store::Version& v : *recent) candidates.push_back(store::ParentCandidate{v.id, v.path, false});
   }
@@ -443,12 +498,15 @@ std::vector<store::ParentCandidate> Cleaner::ParentCandidates(const std::string&
 void Cleaner::KeepListing(const store::NewVersion& version, const std::string& pointer_text) {
   const std::string* listing = ListingOf(version);
   if (listing == nullptr) return;
-  KeepTwinKey(pointer_text, *listing, version.id);
+  KeepIndexed(pointer_text, *listing, version.id);
   listings_->Add(pointer_text, *listing);
 }
 
-void Cleaner::KeepTwinKey(const std::string& pointer_text, const std::string& listing, const ContentId& id) {
-  if (auto blob = git::PointerBlob(pointer_text); blob.ok()) twins_.Keep(analyze::TwinKey(listing), id, *blob);
+void Cleaner::KeepIndexed(const std::string& pointer_text, const std::string& listing, const ContentId& id) {
+  auto blob = git::PointerBlob(pointer_text);
+  if (!blob.ok()) return;
+  twins_.Keep(analyze::TwinKey(listing), id, *blob);
+  tensors_.Keep(id, *blob, analyze::ListedTensors(listing));
 }
 
 Status Cleaner::Finish() { return listings_ ? listings_->Write() : OkStatus(); }

@@ -74,15 +74,20 @@ class Cleaner {
   // The earlier versions whose tensors hash as those of `version` do, by
   // the listings git holds (store::TwinIndex).
   std::vector<store::ParentCandidate> ListedTwins(const store::NewVersion& version);
+  // The earlier versions of other series than `name` holding a tenth or
+  // more of `version`'s tensor bytes under any names, by the listings git
+  // holds (store::TensorIndex, brought up to date by ListedTwins), those
+  // holding most first.
+  std::vector<store::ParentCandidate> SharedHolders(const std::string& name, const store::NewVersion& version);
   // The textconv listing of `version`, made once for the version being
   // stored; null when it cannot be read as a checkpoint.
   const std::string* ListingOf(const store::NewVersion& version);
   // Lists the checkpoint `version` (stored under `pointer_text`) for the
   // textconv cache; a file that cannot be listed is left to git.
   void KeepListing(const store::NewVersion& version, const std::string& pointer_text);
-  // Puts the twin key of `listing` (of version `id`, under `pointer_text`)
-  // in the twin index.
-  void KeepTwinKey(const std::string& pointer_text, const std::string& listing, const ContentId& id);
+  // Puts the twin key and the tensors of `listing` (of version `id`, under
+  // `pointer_text`) in the twin and tensor indexes.
+  void KeepIndexed(const std::string& pointer_text, const std::string& listing, const ContentId& id);
 
   store::Store store_;
   git::SeriesVersions* series_;
@@ -95,6 +100,7 @@ class Cleaner {
   std::string named_parent_;
   store::Fingerprints fingerprints_;
   store::TwinIndex twins_;
+  store::TensorIndex tensors_;
   std::optional<std::pair<ContentId, std::string>> listing_;  // ListingOf's, for the version being stored
   std::set<std::string> unknown_parents_;                     // named parents warned about
 };

@@ -425,6 +425,14 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
     }
   }
   if (candidates.empty() || version.fingerprints == nullptr) return false;
+  if (std::any_of(candidates.begin(), candidates.end(), [](const ParentCandidate& c) { return c.shared_bytes > 0; }) &&
+      !input.layout().tensors.empty() && !input.layout().tensors.front().content) {
+    // Found by shared tensors: its delta takes each tensor against the
+    // parent's of the same bytes, which the hashes of both tell.
+    formats::FileLayout hashed = input.layout();
+    ThreadPool pool(container::WorkingThreads(store.policy.threads, store.policy.chunk_size));
+    if (formats::HashTensorContents(input.file(), hashed, pool).ok()) input.SetLayout(std::move(hashed));
+  }
   const formats::CheckpointView raw = input.View(version.id);
   // The parent named for it first; when that one is not taken, the
   // versions found by their tensors.

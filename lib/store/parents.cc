@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "lib/base/file.h"
@@ -57,6 +60,8 @@ const char* ParentWhyText(ParentWhy why) {
       return "a twin: the same tensors, all or nearly all values equal";
     case ParentWhy::kSameTensors:
       return "the same tensor names, dtypes and shapes";
+    case ParentWhy::kShared:
+      return "the same tensor bytes, under other names";
   }
   return "";
 }
@@ -138,6 +143,45 @@ std::vector<TwinLine> ReadTwinLines(const std::string& file) {
   return lines;
 }
 
+struct TensorLine {
+  ContentId id;
+  std::string source;
+  std::string tensors;  // as written: "-", or "<key>:<bytes>,..."
+};
+
+// Every tensor index line that reads: "<version> <source> <tensors>".
+std::vector<TensorLine> ReadTensorLines(const std::string& file) {
+  std::vector<TensorLine> lines;
+  std::istringstream in(ReadCache(file));
+  for (std::string line; std::getline(in, line);) {
+    const size_t second = line.find(' ', 33);
+    if (line.size() < 35 || line[32] != ' ' || second == std::string::npos || second + 1 >= line.size()) continue;
+    const auto id = ContentId::FromHex(line.substr(0, 32));
+    std::string source = line.substr(33, second - 33);
+    if (!id || source.empty() || source.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
+    lines.push_back(TensorLine{*id, std::move(source), line.substr(second + 1)});
+  }
+  return lines;
+}
+
+// The tensors of a line's "<key>:<bytes>,..." that read.
+std::vector<KeyedTensor> ParseTensors(const std::string& text) {
+  std::vector<KeyedTensor> tensors;
+  if (text == "-") return tensors;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    const size_t colon = item.find(':');
+    if (colon != 16 || item.size() < 18 || item.size() > 37) continue;
+    char* end = nullptr;
+    const uint64_t key = std::strtoull(item.substr(0, 16).c_str(), &end, 16);
+    if (*end != '\0' || item.substr(0, 16).find_first_not_of("0123456789abcdef") != std::string::npos) continue;
+    const std::string bytes = item.substr(17);
+    if (bytes.find_first_not_of("0123456789") != std::string::npos) continue;
+    tensors.push_back(KeyedTensor{key, std::strtoull(bytes.c_str(), nullptr, 10)});
+  }
+  return tensors;
+}
+
 }  // namespace
 
 std::string ParentCachesDir(const Store& store) {
@@ -190,6 +234,14 @@ void PruneParentCaches(const Store& store, const std::function<bool(const Conten
     for (const TwinLine& line : ReadTwinLines(file)) {
       kept += (line.key && keep(line.id) ? line.key->Hex() : std::string("-")) + " " + line.id.Hex() + " " +
               line.source + "\n";
+    }
+    RewriteCache(file, kept);
+  }
+  // tensors: a version gone keeps its line without its tensors, as above.
+  if (const std::string file = dir + "/tensors"; FileExists(file)) {
+    std::string kept;
+    for (const TensorLine& line : ReadTensorLines(file)) {
+      kept += line.id.Hex() + " " + line.source + " " + (keep(line.id) ? line.tensors : std::string("-")) + "\n";
     }
     RewriteCache(file, kept);
   }
@@ -260,12 +312,79 @@ void TwinIndex::Keep(const std::optional<ContentId>& key, const ContentId& id, c
   AppendLine(file_, (key ? key->Hex() : std::string("-")) + " " + id.Hex() + " " + source + "\n");
 }
 
+void TensorIndex::Load() {
+  if (loaded_) return;
+  loaded_ = true;
+  for (const TensorLine& line : ReadTensorLines(file_)) {
+    const std::vector<KeyedTensor> tensors = ParseTensors(line.tensors);
+    sources_[line.source] |= !tensors.empty();
+    if (tensors.empty()) continue;
+    versions_.push_back(line.id);
+    for (const KeyedTensor& t : tensors) holders_.emplace(t.key, versions_.size() - 1);
+  }
+}
+
+bool TensorIndex::Knows(const std::string& source) {
+  Load();
+  return sources_.count(source) > 0;
+}
+
+void TensorIndex::Keep(const ContentId& id, const std::string& source, const std::vector<KeyedTensor>& tensors) {
+  Load();
+  std::string text;
+  for (const KeyedTensor& t : tensors) {
+    if (t.bytes < kIndexedTensorBytes) continue;
+    char item[48];
+    std::snprintf(item, sizeof item, "%s%016llx:%llu", text.empty() ? "" : ",", static_cast<unsigned long long>(t.key),
+                  static_cast<unsigned long long>(t.bytes));
+    text += item;
+  }
+  const bool any = !text.empty();
+  // A source read before is read again only to give tensors it lacked (a
+  // version gc took, stored anew).
+  const auto known = sources_.find(source);
+  if (known != sources_.end() && (known->second || !any)) return;
+  sources_[source] = any;
+  if (any) {
+    versions_.push_back(id);
+    for (const KeyedTensor& t : ParseTensors(text)) holders_.emplace(t.key, versions_.size() - 1);
+  }
+  if (dir_.empty() || !MakeDirectories(dir_).ok()) return;
+  AppendLine(file_, id.Hex() + " " + source + " " + (any ? text : std::string("-")) + "\n");
+}
+
+std::vector<std::pair<ContentId, uint64_t>> TensorIndex::Find(const std::vector<KeyedTensor>& tensors,
+                                                               uint64_t least) {
+  Load();
+  std::map<ContentId, uint64_t> held;
+  for (const KeyedTensor& t : tensors) {
+    if (t.bytes < kIndexedTensorBytes) continue;
+    std::set<ContentId> holding;  // a version once, however often it holds the content
+    const auto [from, to] = holders_.equal_range(t.key);
+    for (auto it = from; it != to; ++it) holding.insert(versions_[it->second]);
+    for (const ContentId& id : holding) held[id] += t.bytes;
+  }
+  std::vector<std::pair<ContentId, uint64_t>> found;
+  for (const auto& [id, bytes] : held) {
+    if (bytes >= least) found.emplace_back(id, bytes);
+  }
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return found;
+}
+
 Result<double> SampledRatio(const Store& store, const formats::CheckpointView& input,
-                            const formats::CheckpointView& base) {
+                            const formats::CheckpointView& base, double* matched_share) {
   const container::Layout regions = formats::ToDeltaRegions(*input.layout, *base.layout);
   uint64_t matched = 0;
   for (const container::Region& r : regions.regions) {
     if (r.delta && codec::DTypeWidth(r.dtype) > 1) matched += r.length;
+  }
+  if (matched_share != nullptr) {
+    uint64_t typed = 0;
+    for (const container::Region& r : regions.regions) {
+      if (codec::DTypeWidth(r.dtype) > 1) typed += r.length;
+    }
+    *matched_share = typed == 0 ? 0 : static_cast<double>(matched) / static_cast<double>(typed);
   }
   if (matched == 0) return 1.0;
   // Windows at even steps through the matched bytes, each aligned to its
@@ -311,8 +430,10 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
   std::optional<Weighed> best;
   for (const ParentCandidate& c : candidates) {
     if (c.id == input.id) continue;
-    // (A listed twin's key holds its names, dtypes and shapes already.)
-    if (!c.by_rule && !c.listed_twin && (!fingerprint || FingerprintOf(store, c, fingerprints) != fingerprint)) {
+    // (A listed twin's key holds its names, dtypes and shapes already; one
+    // found by shared tensors holds them under other names.)
+    const bool found_by_hash = c.listed_twin || c.shared_bytes > 0;
+    if (!c.by_rule && !found_by_hash && (!fingerprint || FingerprintOf(store, c, fingerprints) != fingerprint)) {
       continue;
     }
     // Its chain counts in this version's, as any base's does.
@@ -325,15 +446,15 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     // holds it: a twin found is worth a restore.
     std::optional<formats::Checkpoint> hint;
     bool proven = false;
-    if (!store.work_dir.empty() && !c.path.empty() && !c.listed_twin) {
+    if (!store.work_dir.empty() && !c.path.empty() && !found_by_hash) {
       if (auto file = formats::Checkpoint::Open(store.work_dir + "/" + c.path); file.ok()) hint.emplace(std::move(*file));
     }
     if (!hint) {
       proven = true;
-      const std::vector<std::string> paths = c.listed_twin ? std::vector<std::string>{c.path} : std::vector<std::string>{};
+      const std::vector<std::string> paths = found_by_hash ? std::vector<std::string>{c.path} : std::vector<std::string>{};
       if (std::optional<VerifiedCopy> kept = FindVerifiedCopy(store, c.id, paths)) {
         hint.emplace(std::move(kept->file));
-      } else if (c.by_rule || c.listed_twin) {
+      } else if (c.by_rule || found_by_hash) {
         auto bytes = RestoreToScratch(store, c.id);
         if (!bytes.ok()) continue;
         hint.emplace(std::move(*bytes));
@@ -342,7 +463,20 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
       }
     }
     if (!hint->ReadLayout().ok()) continue;
-    ZIPNN_ASSIGN_OR_RETURN(double ratio, SampledRatio(store, input, hint->View(c.id)));
+    double ratio = 1;
+    if (c.shared_bytes > 0) {
+      // Its tensors are matched by content: what it does not hold is
+      // stored alone, at the ratio 1.
+      formats::FileLayout hashed = hint->layout();
+      ThreadPool pool(container::WorkingThreads(store.policy.threads, store.policy.chunk_size));
+      if (!formats::HashTensorContents(hint->file(), hashed, pool).ok()) continue;
+      hint->SetLayout(std::move(hashed));
+      double matched = 0;
+      ZIPNN_ASSIGN_OR_RETURN(const double sampled, SampledRatio(store, input, hint->View(c.id), &matched));
+      ratio = matched * sampled + (1 - matched);
+    } else {
+      ZIPNN_ASSIGN_OR_RETURN(ratio, SampledRatio(store, input, hint->View(c.id)));
+    }
     const bool twin = ratio < kTwinRatio;
     if (twins_only && !twin) continue;
     if (!c.by_rule && ratio > kCloseRatio) continue;
@@ -365,7 +499,10 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
   }
   formats::Checkpoint& bytes = *best->proven;
   if (const auto kept = formats::TensorFingerprint(bytes.layout())) fingerprints.Keep(c.id, *kept);
-  const ParentWhy why = c.by_rule ? ParentWhy::kRule : best->ratio < kTwinRatio ? ParentWhy::kTwin : ParentWhy::kSameTensors;
+  const ParentWhy why = c.by_rule              ? ParentWhy::kRule
+                        : c.shared_bytes > 0     ? ParentWhy::kShared
+                        : best->ratio < kTwinRatio ? ParentWhy::kTwin
+                                                   : ParentWhy::kSameTensors;
   return std::optional<Parent>(Parent{c.id, c.path, why, std::move(bytes), best->ratio});
 }
 

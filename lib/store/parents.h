@@ -11,7 +11,10 @@
 // recent version of another series whose tensors have the same names,
 // dtypes and shapes (formats::TensorFingerprint) and whose sampled bytes
 // are close, or any earlier version whose tensors hash the same (a twin
-// of an older save: the best model re-saved at the end of a run).
+// of an older save: the best model re-saved at the end of a run), or any
+// earlier version holding tensors of the same bytes under any names (a
+// base model inside an adapter file, a second naming scheme of the same
+// weights), whose delta takes each tensor against its own bytes.
 // Fingerprints and tensor hashes are kept in caches (Fingerprints,
 // TwinIndex) so that finding candidates reads no checkpoint's bytes; a
 // missing fingerprint is read again from the version's file in the work
@@ -40,6 +43,7 @@ enum class ParentWhy : uint8_t {
   kRule = static_cast<uint8_t>(container::BaseChoice::kNamed),  // named by .zipnn.yaml `parents` or by the caller
   kTwin = static_cast<uint8_t>(container::BaseChoice::kTwin),   // the same tensors, with the same values
   kSameTensors = static_cast<uint8_t>(container::BaseChoice::kSameTensors),  // the same tensors, close values
+  kShared = static_cast<uint8_t>(container::BaseChoice::kShared),  // tensors of the same bytes, under any names
 };
 // How log, show and add say it: "named as its parent", "a twin: ...".
 const char* ParentWhyText(ParentWhy why);
@@ -55,6 +59,10 @@ struct ParentCandidate {
   // Found by its tensors' hashes (TwinIndex): weighed on bytes proven to
   // be it, as `path` may hold another version now.
   bool listed_twin = false;
+  // Found holding this many bytes of the new checkpoint's tensors, by
+  // their contents under any names (TensorIndex); weighed as a listed
+  // twin is, its tensors matched by content.
+  uint64_t shared_bytes = 0;
 };
 
 // The parent taken, with its bytes (verified: a work-tree file or kept
@@ -117,6 +125,40 @@ class TwinIndex {
   std::vector<std::pair<ContentId, ContentId>> keyed_;  // (key, version)
 };
 
+// Tensors by their contents: <ParentCachesDir>/tensors, a line per
+// version listed, "<version> <source> <tensors>": the source the pointer
+// blob whose listing it was read from, the tensors each of at least
+// kIndexedTensorBytes as "<content key>:<bytes>" (formats::ContentKey, 16
+// hex digits, from the listing's hash), comma-separated, or "-" (none,
+// or a version gc took). Kept and read again as the twin index is, so
+// that any tensor git holds a listing of can be found under any name.
+inline constexpr uint64_t kIndexedTensorBytes = 4096;
+struct KeyedTensor {
+  uint64_t key = 0;
+  uint64_t bytes = 0;
+};
+class TensorIndex {
+ public:
+  explicit TensorIndex(std::string cache_dir) : dir_(std::move(cache_dir)), file_(dir_ + "/tensors") {}
+  bool Knows(const std::string& source);
+  // Best effort, as TwinIndex::Keep; tensors under kIndexedTensorBytes are
+  // left out.
+  void Keep(const ContentId& id, const std::string& source, const std::vector<KeyedTensor>& tensors);
+  // The versions holding tensors of `tensors`' contents, with the bytes
+  // of `tensors` each holds (a content counted once a version), most
+  // first; those holding less than `least` bytes are left out.
+  std::vector<std::pair<ContentId, uint64_t>> Find(const std::vector<KeyedTensor>& tensors, uint64_t least);
+
+ private:
+  void Load();
+  std::string dir_;
+  std::string file_;
+  bool loaded_ = false;
+  std::map<std::string, bool> sources_;  // read, and whether with tensors
+  std::vector<ContentId> versions_;
+  std::multimap<uint64_t, size_t> holders_;  // content key -> index in versions_
+};
+
 // The versions stored as deltas of a parent in another series, noted
 // when they are stored, or when a clone that did not store them finds
 // them among the recent versions as their parent is about to be
@@ -129,26 +171,31 @@ void NoteChild(const Store& store, const ContentId& parent, const ContentId& chi
 uint32_t HangingElsewhere(const Store& store, const ContentId& id);
 
 // Drops the lines of the fingerprint and children caches that name a
-// version `keep` refuses, and the key of such a version in the twin index (git zipnn gc, under the store's exclusive
-// lock). Best effort.
+// version `keep` refuses, and the key of such a version in the twin index
+// and its tensors in the tensor index (git zipnn gc, under the store's
+// exclusive lock). Best effort.
 void PruneParentCaches(const Store& store, const std::function<bool(const ContentId&)>& keep);
 
 // How close `input` is to `base` from a sample of their matched tensors
 // (at most kSampleBytes, spread over them): the order-0 bound of the
 // sample taken as a delta over its bound taken standalone; 1 when nothing
 // matched. A twin's is near 0 (not 0: a zip's member names lie between
-// its tensors); below kTwinRatio the two are taken for twins.
+// its tensors); below kTwinRatio the two are taken for twins. With
+// `matched_share`, the share of `input`'s bytes in matched tensors.
 inline constexpr uint64_t kSampleBytes = 4u << 20;
 inline constexpr double kTwinRatio = 0.02;
 Result<double> SampledRatio(const Store& store, const formats::CheckpointView& input,
-                            const formats::CheckpointView& base);
+                            const formats::CheckpointView& base, double* matched_share = nullptr);
 
 // The parent `input` (fingerprint `fingerprint`, stored at `path`) is best
 // stored as a delta of, among `candidates` (the caller's order: the first
 // rule candidate wins; found ones are weighed by their sampled ratio), or
 // nullopt. A found candidate must have `fingerprint` and a sampled ratio
 // of at most kCloseRatio; `twins_only` takes only a twin. A listed twin
-// is weighed on its verified bytes (decoded when no copy holds them). A candidate
+// is weighed on its verified bytes (decoded when no copy holds them), and
+// so is one found by shared tensors, whose sampled ratio counts the
+// tensors it does not hold as stored alone; `input` must then carry its
+// tensors' content hashes (formats::HashTensorContents). A candidate
 // whose chain the store does not hold whole, or whose chain is already
 // max_chain long, is passed over.
 inline constexpr double kCloseRatio = 0.85;

@@ -2,16 +2,21 @@
 // as a delta of a version of another series, and where none is taken.
 // Real checkpoints from tests/data.
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "lib/base/endian.h"
+#include "lib/base/thread_pool.h"
+#include "lib/formats/checkpoint.h"
 #include "lib/formats/file_layout.h"
 #include "lib/store/chain.h"
 #include "lib/store/checkin.h"
@@ -160,6 +165,109 @@ TEST_CASE("the first version of a series is a delta of a close version of anothe
   CHECK(r.Info(IdOf(Bf16(80))).base == IdOf(Bf16(40)));
   CountingSink restored;
   CHECK(Restore(r.store, IdOf(Bf16(80)), restored).ok());
+}
+
+// The safetensors `file` with every tensor renamed by `rename`, written to
+// `out`: the same bytes under another naming scheme.
+std::string RenamedTensors(const std::string& file, const std::function<std::string(const std::string&)>& rename,
+                           const std::string& out) {
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const uint64_t n = LoadLE<uint64_t>(reinterpret_cast<const uint8_t*>(bytes.data()));
+  const nlohmann::json header = nlohmann::json::parse(bytes.substr(8, n));
+  nlohmann::json renamed = nlohmann::json::object();
+  for (const auto& [name, entry] : header.items()) renamed[name == "__metadata__" ? name : rename(name)] = entry;
+  std::string text = renamed.dump();
+  while (text.size() % 8 != 0) text += ' ';
+  uint8_t size[8];
+  StoreLE<uint64_t>(size, text.size());
+  std::ofstream(out, std::ios::binary) << std::string(reinterpret_cast<char*>(size), 8) << text << bytes.substr(8 + n);
+  return out;
+}
+
+// The keys and sizes of `file`'s tensors, as a listing gives them.
+std::vector<KeyedTensor> KeyedTensorsOf(const std::string& file) {
+  auto checkpoint = formats::Checkpoint::Open(file);
+  REQUIRE(checkpoint.ok());
+  REQUIRE(checkpoint->ReadLayout().ok());
+  formats::FileLayout layout = checkpoint->layout();
+  ThreadPool pool(2);
+  REQUIRE(formats::HashTensorContents(checkpoint->file(), layout, pool).ok());
+  std::vector<KeyedTensor> tensors;
+  for (const formats::Tensor& t : layout.tensors) tensors.push_back(KeyedTensor{*t.content, t.length});
+  return tensors;
+}
+
+TEST_CASE("the tensor index finds the versions holding tensors of the same bytes, most first, and forgets what gc took") {
+  testing::Fixture f;
+  const std::string dir = ParentCachesDir(f.store);
+  const std::vector<KeyedTensor> step40 = KeyedTensorsOf(Bf16(40)), step200 = KeyedTensorsOf(Bf16(200));
+  const ContentId a = IdOf(Bf16(40)), b = IdOf(Bf16(200)), c = IdOf(Bf16(120));
+  uint64_t indexed = 0;  // bytes of step 40's tensors the index keeps: the small ones it leaves out
+  for (const KeyedTensor& t : step40) indexed += t.bytes >= kIndexedTensorBytes ? t.bytes : 0;
+  REQUIRE(indexed > 0);
+  {
+    TensorIndex index(dir);
+    CHECK(index.Find(step40, 1).empty());
+    index.Keep(a, std::string(40, 'a'), step40);
+    index.Keep(b, std::string(40, 'b'), step200);
+    index.Keep(c, std::string(40, 'c'), {});  // a listing of no tensors
+    // Half of step 40's tensors and half of step 200's, under any names.
+    std::vector<KeyedTensor> mixed;
+    for (size_t i = 0; i < step40.size(); ++i) mixed.push_back(i % 2 == 0 ? step40[i] : step200[i]);
+    mixed.push_back(step40[14]);  // a tensor twice: held once, counted twice
+    const auto found = index.Find(mixed, 1);
+    REQUIRE(found.size() == 2);
+    uint64_t from_a = step40[14].bytes >= kIndexedTensorBytes ? step40[14].bytes : 0;
+    for (size_t i = 0; i < step40.size(); i += 2) from_a += step40[i].bytes >= kIndexedTensorBytes ? step40[i].bytes : 0;
+    CHECK(std::find(found.begin(), found.end(), std::make_pair(a, from_a)) != found.end());
+    CHECK(found.front().second >= found.back().second);
+    CHECK(index.Find(step40, indexed + 1).empty());  // none holds more than all of them
+  }
+  std::ofstream(dir + "/tensors", std::ios::app) << "not a line\n" << b.Hex() << " NOTHEX 00:1\n"
+                                                 << c.Hex() << " " << std::string(40, 'd') << " zz:12,0123:4\n";
+  TensorIndex again(dir);
+  CHECK(again.Find(step40, 1) == (std::vector<std::pair<ContentId, uint64_t>>{{a, indexed}}));
+  CHECK(again.Knows(std::string(40, 'c')));
+  CHECK_FALSE(again.Knows("NOTHEX"));
+  // gc: a version gone loses its tensors, and its listing is not read again.
+  PruneParentCaches(f.store, [&](const ContentId& id) { return id != a; });
+  TensorIndex pruned(dir);
+  CHECK(pruned.Find(step40, 1).empty());
+  CHECK(pruned.Knows(std::string(40, 'a')));
+  // Stored anew: its listing's tensors are taken again.
+  pruned.Keep(a, std::string(40, 'a'), step40);
+  CHECK(TensorIndex(dir).Find(step40, 1).size() == 1);
+}
+
+TEST_CASE("a first version holding another series' tensors under other names is a delta of it, at next to nothing") {
+  Repo r;
+  r.Put(Bf16(200), "base/model.safetensors", "base/model.safetensors");
+  r.Put(Bf16(40), "old/model.safetensors", "old/model.safetensors");
+  const std::string renamed =
+      RenamedTensors(Bf16(200), [](const std::string& name) { return "base_model.model." + name; }, r.root + "/renamed");
+  auto shared = [&](const std::string& path, const ContentId& id) {
+    ParentCandidate c{id, path, false};
+    c.shared_bytes = 1;
+    return c;
+  };
+  // Found by its tensors (the filter's TensorIndex): a delta of the version
+  // that holds them, whatever the names, and none of one that does not.
+  const CheckedIn put = r.Put(renamed, "ft/adapter.safetensors", "ft/adapter.safetensors", "",
+                              shared("base/model.safetensors", IdOf(Bf16(200))));
+  REQUIRE(put.parent.has_value());
+  CHECK(put.parent->why == ParentWhy::kShared);
+  CHECK(put.parent->path == "base/model.safetensors");
+  CHECK(r.Share(IdOf(renamed)) < 0.02);
+  CHECK(r.Info(IdOf(renamed)).choice == container::BaseChoice::kShared);
+  CHECK(r.Info(IdOf(renamed)).format == 7);
+  CHECK(BaseChoiceText(r.Info(IdOf(renamed)).choice) == "the same tensor bytes, under other names");
+  // By names alone the same file finds nothing: every name differs.
+  Repo by_name;
+  by_name.Put(Bf16(200), "base/model.safetensors", "base/model.safetensors");
+  const CheckedIn alone = by_name.Put(renamed, "ft/adapter.safetensors", "ft/adapter.safetensors");
+  CHECK_FALSE(alone.parent.has_value());
+  CHECK(by_name.Share(IdOf(renamed)) > 0.5);
 }
 
 TEST_CASE("a named parent is taken when its delta pays; a parent at max_chain is passed over") {

@@ -81,9 +81,10 @@ bool SameForm(const StoredInfo& stored, const std::optional<ContentId>& base) {
 // one: an object of a newer format is rewritten, so that after a repack
 // the readers the policy writes for can restore every version (under
 // delta_transform: xor, git-zipnn 0.2 to 0.4; under difference, 0.5 and
-// 0.6, which do not read format 6's standalone chunks).
+// 0.6, which do not read format 6's standalone chunks). The newest the
+// policy writes is for a delta found by shared tensors.
 bool FormatAsPolicy(const StoredInfo& stored, const config::Policy& policy) {
-  return stored.format <= container::WriteVersion(policy.delta_transform, stored.delta);
+  return stored.format <= container::WriteVersion(policy.delta_transform, stored.delta, container::BaseChoice::kShared);
 }
 
 // What a repack knows as it goes: the versions it has passed (in their

@@ -163,6 +163,11 @@ def objects(zipnn, tmp, paths):
         ("v6-cnn12-step120-delta-cnn-step40.zipnn", ["tests/data/cnn12-bf16/step-000120.safetensors", "--base",
                                                      "tests/data/cnn-bf16/step-000040.safetensors",
                                                      "--chunk-size", "4096"]),
+        # Format 7: a base found by shared tensors (a model under a prefix
+        # in an adapter file, each tensor against its bytes in the base).
+        ("v7-shared-adapter-delta-cnn-step200.zipnn", ["tests/data/shared/adapter.safetensors", "--base",
+                                                       "tests/data/cnn-bf16/step-000200.safetensors",
+                                                       "--chunk-size", "4096"]),
         ("cnn12-step20-delta10-sparse.zipnn", [step20, "--base", step10, "--coder", "sparse", "--dtype", "bf16",
                                                "--chunk-size", "16384"]),
         ("cnn12-step10-huffman.zipnn", [step10, "--coder", "huffman", "--dtype", "bf16", "--chunk-size", "4096"]),
