@@ -1,0 +1,128 @@
+// Tensors shared by content (docs/policy.md, "Parents"), through the real
+// git binary: a checkpoint that holds the tensors of a stored one under
+// other names is a delta of it, at next to nothing, and every version
+// stays bit-exact through push, clone, a teammate's clone and gc.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "tests/git_repo.h"
+
+namespace zipnn {
+namespace {
+
+using testing::Repo;
+using testing::Run;
+
+// The one version `git zipnn log --json <path>` lists in `dir` (a folder
+// beside the repository, or "" for it).
+nlohmann::json Logged(Repo& repo, const std::string& path, const std::string& dir = "") {
+  Run log = repo.Sh((dir.empty() ? "" : "cd ../" + dir + " && ") + "git zipnn log --json " + path);
+  REQUIRE_MESSAGE(log.code == 0, log.err);
+  CAPTURE(log.out);
+  const nlohmann::json versions = nlohmann::json::parse(log.out);
+  REQUIRE(versions.size() == 1);
+  return versions.at(0);
+}
+
+double StoredShare(const nlohmann::json& version) {
+  return static_cast<double>(version.at("stored_bytes").get<uint64_t>()) /
+         static_cast<double>(version.at("raw_bytes").get<uint64_t>());
+}
+
+constexpr const char* kShared = "(the same tensor bytes, under other names)";
+
+TEST_CASE("tensors of the same bytes under other names cost next to nothing, and stay exact through push, clone "
+          "and gc") {
+  Repo repo;
+  const std::string rename = "python3 '" + repo.Runfile("tests/rename_tensors.py") + "' ";
+  const std::string step160 = repo.Data("cnn-fp32/step-000160.safetensors");
+  const std::string step200 = repo.Data("cnn-fp32/step-000200.safetensors");
+  REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.safetensors' >/dev/null && "
+                  "git add .gitattributes && git commit -qm setup && git init -q --bare ../hub.git && "
+                  "git remote add origin ../hub.git && mkdir base ft && cp '" +
+                  step200 + "' base/model.safetensors && git add base && git commit -qm base")
+              .code == 0);
+
+  // An adapter file: the base model under a prefix, in another order, and
+  // a tensor of its own (from another save, real values).
+  REQUIRE(repo.Sh(rename + "'" + step200 + "' ft/adapter_model.safetensors base_model.model. --reverse --add '" +
+                  repo.Data("cnn-fp32/step-000040.safetensors") +
+                  ":fc2.weight:lora_A.weight' && cp ft/adapter_model.safetensors ../adapter && git add ft && "
+                  "git commit -qm adapter")
+              .code == 0);
+  const nlohmann::json adapter = Logged(repo, "ft/adapter_model.safetensors");
+  CHECK(adapter.at("parent") == std::string("a delta of base/model.safetensors ") + kShared);
+  CHECK(StoredShare(adapter) < 0.05);
+
+  // The same weights under a second naming scheme, in one commit with the
+  // first (a new save, so neither is stored yet).
+  REQUIRE(repo.Sh("mkdir -p hf/original && cp '" + step160 + "' hf/model.safetensors && " + rename + "'" + step160 +
+                  "' hf/original/consolidated.safetensors '' --upper && cp hf/original/consolidated.safetensors ../"
+                  "consolidated && git add hf && git commit -qm hf")
+              .code == 0);
+  const nlohmann::json consolidated = Logged(repo, "hf/original/consolidated.safetensors");
+  CHECK(consolidated.at("parent") == std::string("a delta of hf/model.safetensors ") + kShared);
+  CHECK(StoredShare(consolidated) < 0.02);
+
+  // An older save exported under new names, once its own path holds a
+  // newer one: found among the versions of history, by their listings.
+  REQUIRE(repo.Sh("cp '" + step160 + "' base/model.safetensors && git commit -qam newer && mkdir export && " + rename +
+                  "'" + step200 + "' export/model.safetensors model. && cp export/model.safetensors ../export && "
+                  "git add export && git commit -qm export")
+              .code == 0);
+  const nlohmann::json exported = Logged(repo, "export/model.safetensors");
+  CHECK(exported.at("parent").get<std::string>().find(kShared) != std::string::npos);
+  CHECK(StoredShare(exported) < 0.02);
+
+  // Push, then a clone restores every one bit-exact.
+  REQUIRE(repo.Sh("git push -q origin HEAD:main && cd .. && git clone -q -b main hub.git clone").code == 0);
+  CHECK(repo.Sh("cmp ../clone/ft/adapter_model.safetensors ../adapter").code == 0);
+  CHECK(repo.Sh("cmp ../clone/hf/original/consolidated.safetensors ../consolidated").code == 0);
+  CHECK(repo.Sh("cmp ../clone/export/model.safetensors ../export").code == 0);
+  CHECK(repo.Sh("cmp ../clone/hf/model.safetensors '" + step160 + "'").code == 0);
+  CHECK(repo.Sh("cd ../clone && git status --porcelain").out.empty());
+  CHECK(repo.Sh("cd ../clone && git zipnn fetch --all -q && git zipnn fsck --all").code == 0);
+  CHECK(Logged(repo, "ft/adapter_model.safetensors", "clone").at("parent") ==
+        std::string("a delta of base/model.safetensors ") + kShared);
+
+  // A teammate's clone, which stored none of them, finds the holder of a
+  // new file's tensors by the listings that came with the branch.
+  REQUIRE(repo.Sh("cd ../clone && git config user.email b@example.com && git config user.name B && mkdir mine && " +
+                  rename + "'" + step160 + "' mine/model.safetensors net. && cp mine/model.safetensors ../mine && "
+                  "git add mine && git commit -qm mine")
+              .code == 0);
+  const nlohmann::json mine = Logged(repo, "mine/model.safetensors", "clone");
+  // (Step 160 is at hf/model.safetensors and, since "newer", at base/.)
+  CHECK(mine.at("parent").get<std::string>().find(kShared) != std::string::npos);
+  CHECK(StoredShare(mine) < 0.02);
+  CHECK(repo.Sh("cd ../clone && git push -q origin HEAD:main").code == 0);
+
+  // Retention drops the old versions of base/, step 200 among them: what
+  // rested on it under other names is stored whole first, and stays exact.
+  Run retain = repo.Sh("printf 'retention:\\n  - checkpoints: \\x27base/**\\x27\\n    keep_newest: 1\\n    rest: drop\\n' "
+                       "> .zipnn.yaml && git zipnn retain --yes");
+  CAPTURE(retain.err);
+  REQUIRE(retain.code == 0);
+  CHECK(retain.out.find("drop base/model.safetensors") != std::string::npos);
+  CHECK(retain.out.find("stored whole (they were deltas of versions that went)") != std::string::npos);
+  CHECK(repo.Sh("rm -f ../v && git zipnn restore ft/adapter_model.safetensors -o ../v && cmp ../v ../adapter").code ==
+        0);
+  CHECK(repo.Sh("rm -f ../v && git zipnn restore export/model.safetensors -o ../v && cmp ../v ../export").code == 0);
+
+  // The parent leaves HEAD and gc runs: the versions resting on it keep it.
+  REQUIRE(repo.Sh("git rm -q -r base && git commit -qm 'no base' && git zipnn gc --now >/dev/null").code == 0);
+  CHECK(repo.Sh("rm -f ../v && git zipnn restore ft/adapter_model.safetensors -o ../v && cmp ../v ../adapter").code ==
+        0);
+  CHECK(repo.Sh("rm -f ../v && git zipnn restore export/model.safetensors -o ../v && cmp ../v ../export").code == 0);
+  CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git third").code == 0);
+  CHECK(repo.Sh("cmp ../third/mine/model.safetensors ../mine").code == 0);
+  CHECK(repo.Sh("cmp ../third/ft/adapter_model.safetensors ../adapter").code == 0);
+}
+
+}  // namespace
+}  // namespace zipnn
