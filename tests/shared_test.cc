@@ -57,6 +57,13 @@ TEST_CASE("tensors of the same bytes under other names cost next to nothing, and
   const nlohmann::json adapter = Logged(repo, "ft/adapter_model.safetensors");
   CHECK(adapter.at("parent") == std::string("a delta of base/model.safetensors ") + kShared);
   CHECK(StoredShare(adapter) < 0.05);
+  // show says which tensors are the base's, and under which names there.
+  Run show = repo.Sh("git zipnn show --tensors HEAD:ft/adapter_model.safetensors");
+  REQUIRE(show.code == 0);
+  CHECK(show.out.find("25 tensors (") != std::string::npos);
+  CHECK(show.out.find(") of the same bytes as its base's, under other names:\n") != std::string::npos);
+  CHECK(show.out.find("\n  base_model.model.fc1.weight = fc1.weight\n") != std::string::npos);
+  CHECK(show.out.find("lora_A.weight =") == std::string::npos);
 
   // The same weights under a second naming scheme, in one commit with the
   // first (a new save, so neither is stored yet).

@@ -200,6 +200,29 @@ class TensorMatch {
 
 }  // namespace
 
+std::vector<std::pair<size_t, size_t>> TensorsTakenUnderOtherNames(const FileLayout& target,
+                                                                   const container::Layout& regions,
+                                                                   const FileLayout& base) {
+  std::map<uint64_t, size_t> at;  // base tensors by offset
+  for (size_t i = 0; i < base.tensors.size(); ++i) at.emplace(base.tensors[i].offset, i);
+  std::vector<std::pair<size_t, size_t>> taken;
+  size_t r = 0;
+  for (size_t i = 0; i < target.tensors.size(); ++i) {
+    const Tensor& t = target.tensors[i];
+    while (r < regions.regions.size() && regions.regions[r].offset + regions.regions[r].length <= t.offset) ++r;
+    if (r == regions.regions.size()) break;
+    const Region& region = regions.regions[r];
+    if (!region.delta || t.offset < region.offset || t.offset + t.length > region.offset + region.length) continue;
+    const auto b = at.find(region.base_offset + (t.offset - region.offset));
+    if (b == at.end()) continue;
+    const Tensor& from = base.tensors[b->second];
+    if (from.length == t.length && from.dtype == t.dtype && (from.name != t.name || from.shape != t.shape)) {
+      taken.emplace_back(i, b->second);
+    }
+  }
+  return taken;
+}
+
 uint64_t BytesSharedByContent(const FileLayout& target, const FileLayout& base) {
   return TensorMatch(target, base).shared();
 }

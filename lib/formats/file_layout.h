@@ -85,6 +85,14 @@ container::Layout ToRegions(const FileLayout& file);
 // changed.
 container::Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base);
 
+// Of a stored delta's `regions` (of `target` against `base`), each tensor
+// of `target` taken against a tensor of `base` under another name (or
+// shape): (index in target.tensors, index in base.tensors), in file order.
+// A delta's regions hold offsets only: the names come from the layouts.
+std::vector<std::pair<size_t, size_t>> TensorsTakenUnderOtherNames(const FileLayout& target,
+                                                                   const container::Layout& regions,
+                                                                   const FileLayout& base);
+
 // The bytes of `target`'s tensors that ToDeltaRegions takes against a base
 // tensor of the same content (both carry content hashes) under another
 // name, or another shape: what sharing by content adds to matching by name.

@@ -160,6 +160,14 @@ TEST_CASE("tensors of the same bytes under other names are taken against them on
   const size_t lora_alone = RoundTrip(lora.data, container::Layout::Single(DType::kBF16, lora.data.size())).size();
   CHECK(shared < lora_alone + standalone / 20);
   MESSAGE("adapter file: " << file.size() << " bytes, alone " << standalone << ", by content " << shared);
+  // What the regions say, read back with the names of both files.
+  const auto taken = TensorsTakenUnderOtherNames(LayoutOf(file), by_content, LayoutOf(base));
+  CHECK(taken.size() == model.size());
+  for (const auto& [in_file, in_base] : taken) {
+    // Its own bytes (the step counters of three layers are equal: any of them).
+    CHECK(hashed.tensors[in_file].content == base_hashed.tensors[in_base].content);
+  }
+  CHECK(TensorsTakenUnderOtherNames(LayoutOf(file), by_name, LayoutOf(base)).empty());
 
   SUBCASE("a tensor whose name twin changed takes the one of its bytes") {
     // Two tensors of the same dtype and shape trade their values.
