@@ -70,9 +70,9 @@ Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const Rea
     ZIPNN_RETURN_IF_ERROR(formats::HashTensorContents(input, file, pool));
     ZIPNN_RETURN_IF_ERROR(formats::HashTensorContents(*base, base_file, pool));
     plan.layout = formats::ToDeltaRegions(file, base_file);
-    if (const uint64_t shared = formats::BytesSharedByContent(file, base_file); shared > 0) {
+    if (const formats::Shared shared = formats::SharedByContent(file, base_file); shared.tensors > 0) {
       plan.choice = container::BaseChoice::kShared;
-      plan.shared = ", " + HumanBytes(shared) + " of tensors taken against the base's of the same bytes";
+      plan.shared = ", " + HumanBytes(shared.bytes) + " of tensors taken against the base's of the same bytes";
     }
   } else {
     plan.layout = formats::ToRegions(file);

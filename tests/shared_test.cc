@@ -85,6 +85,12 @@ TEST_CASE("tensors of the same bytes under other names cost next to nothing, and
   CHECK(exported.at("parent").get<std::string>().find(kShared) != std::string::npos);
   CHECK(StoredShare(exported) < 0.02);
 
+  // A save that history holds and HEAD no longer does.
+  const std::string step120 = repo.Data("cnn-fp32/step-000120.safetensors");
+  REQUIRE(repo.Sh("mkdir old && cp '" + step120 + "' old/model.safetensors && git add old && git commit -qm old && "
+                  "git rm -q -r old && git commit -qm 'no old'")
+              .code == 0);
+
   // Push, then a clone restores every one bit-exact.
   REQUIRE(repo.Sh("git push -q origin HEAD:main && cd .. && git clone -q -b main hub.git clone").code == 0);
   CHECK(repo.Sh("cmp ../clone/ft/adapter_model.safetensors ../adapter").code == 0);
@@ -107,6 +113,22 @@ TEST_CASE("tensors of the same bytes under other names cost next to nothing, and
   CHECK(mine.at("parent").get<std::string>().find(kShared) != std::string::npos);
   CHECK(StoredShare(mine) < 0.02);
   CHECK(repo.Sh("cd ../clone && git push -q origin HEAD:main").code == 0);
+
+  // A clone that fetched only HEAD's versions lacks the object of the
+  // save HEAD no longer holds: a file holding its tensors is stored whole,
+  // and the add says what to fetch for the next one.
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git fresh").code == 0);
+  Run whole = repo.Sh("cd ../fresh && git config user.email c@example.com && git config user.name C && mkdir x && " +
+                      rename + "'" + step120 + "' x/model.safetensors x. && git add x && git commit -qm x");
+  REQUIRE(whole.code == 0);
+  CHECK(whole.err.find("x/model.safetensors holds tensors of old/model.safetensors (a version in history) under "
+                       "other names, but that version's object is not in this clone") != std::string::npos);
+  CHECK(whole.err.find("`git zipnn fetch --all -I 'old/model.safetensors'`") != std::string::npos);
+  CHECK(StoredShare(Logged(repo, "x/model.safetensors", "fresh")) > 0.5);
+  REQUIRE(repo.Sh("cd ../fresh && git zipnn fetch --all -q -I 'old/model.safetensors' && mkdir y && " + rename + "'" +
+                  step120 + "' y/model.safetensors y. && git add y && git commit -qm y")
+              .code == 0);
+  CHECK(StoredShare(Logged(repo, "y/model.safetensors", "fresh")) < 0.02);
 
   // Retention drops the old versions of base/, step 200 among them: what
   // rested on it under other names is stored whole first, and stays exact.

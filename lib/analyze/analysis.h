@@ -130,6 +130,9 @@ struct CheckpointRow {
   std::optional<size_t> reference;  // what the change statistics compare with
   ChangeStats change;               // over the selected tensors
   uint64_t changed_tensors = 0, frozen_tensors = 0, added_tensors = 0, removed_tensors = 0, reshaped_tensors = 0;
+  // Of the added and reshaped ones, those whose bytes are a tensor of the
+  // reference under another name or shape (and its dtype), and their bytes.
+  uint64_t shared_tensors = 0, shared_bytes = 0;
   Sizes standalone;
   Sizes vs_previous;
   std::optional<size_t> base;  // the periodic base vs_base is against

@@ -9,7 +9,9 @@
 #include "lib/analyze/scan.h"
 #include "lib/analyze/sizes.h"
 #include "lib/analyze/what_if.h"
+#include "lib/formats/checkpoint.h"
 #include "lib/formats/detect.h"
+#include "lib/formats/file_layout.h"
 #include "lib/formats/thin.h"
 
 namespace zipnn::analyze {
@@ -103,6 +105,23 @@ struct Analyzer::State {
   // multiple of the interval before it.
   size_t PeriodicBase(size_t at) const { return (at - 1) / options.base_interval * options.base_interval; }
 
+  // The selected tensors of `input` that the reference holds under other
+  // names: hashed, both, only when some tensor has no namesake.
+  Status CountShared(const Input& input, const Input& reference, CheckpointRow& row) {
+    formats::FileLayout target = input.checkpoint.layout(), against = reference.checkpoint.layout();
+    if (options.select) {
+      target.tensors.erase(std::remove_if(target.tensors.begin(), target.tensors.end(),
+                                          [&](const formats::Tensor& t) { return !options.select(t.name); }),
+                           target.tensors.end());
+    }
+    ZIPNN_RETURN_IF_ERROR(formats::HashTensorContents(input.checkpoint.file(), target, pool));
+    ZIPNN_RETURN_IF_ERROR(formats::HashTensorContents(reference.checkpoint.file(), against, pool));
+    const formats::Shared shared = formats::SharedByContent(target, against);
+    row.shared_tensors = shared.tensors;
+    row.shared_bytes = shared.bytes;
+    return OkStatus();
+  }
+
   bool WantsHistogram(const CheckpointRow& row) const {
     const std::string& at = options.histogram_at;
     return at.empty() || at == row.label || at == std::to_string(row.index);
@@ -188,6 +207,9 @@ struct Analyzer::State {
                                                         reference ? &reference->input->checkpoint.layout() : nullptr,
                                                         options.select, histogram, pool));
     Summarize(scan, row);
+    if (reference != nullptr && row.added_tensors + row.reshaped_tensors > 0) {
+      ZIPNN_RETURN_IF_ERROR(CountShared(*input, *reference->input, row));
+    }
     if (histogram) {
       analysis.histogram_at = at;
       analysis.histograms = std::move(scan.histograms);

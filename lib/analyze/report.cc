@@ -9,6 +9,7 @@
 
 #include "lib/base/file.h"
 #include "lib/base/progress.h"
+#include "lib/base/strings.h"
 
 namespace zipnn::analyze {
 
@@ -131,6 +132,13 @@ void ChangesSection(const Analysis& a, const std::vector<int>& slots, std::strin
     t.Add(std::move(row));
   }
   out += t.Render();
+  // Tensors matched by name are compared above; those under other names
+  // whose bytes the reference holds are said apart.
+  for (const CheckpointRow& r : a.rows) {
+    if (!r.reference || r.shared_tensors == 0) continue;
+    out += r.label + ": " + Counted(r.shared_tensors, "tensor") + " (" + HumanBytes(r.shared_bytes) + ") " +
+           (r.shared_tensors == 1 ? "is " : "are ") + a.rows[*r.reference].label + "'s bytes under other names\n";
+  }
 }
 
 void SizesSection(const Analysis& a, std::string& out) {
@@ -315,7 +323,7 @@ DataTable CheckpointsTable(const Analysis& a, const std::vector<int>& slots) {
               {}};
   for (int s : slots) t.columns.push_back("changed_" + SlotLabel(s));
   for (const char* c : {"relative_update", "non_finite", "changed_tensors", "frozen_tensors", "added_tensors",
-                        "removed_tensors", "reshaped_tensors"}) {
+                        "removed_tensors", "reshaped_tensors", "shared_tensors", "shared_bytes"}) {
     t.columns.push_back(c);
   }
   AddSizeColumns("standalone_", false, t.columns);
@@ -339,7 +347,7 @@ DataTable CheckpointsTable(const Analysis& a, const std::vector<int>& slots) {
     for (int s : slots) row.push_back(Maybe(ref, r.change.GroupChangedFraction(s)));
     row.push_back(Maybe(ref, r.change.RelativeUpdate()));
     for (uint64_t n : {r.change.non_finite, r.changed_tensors, r.frozen_tensors, r.added_tensors, r.removed_tensors,
-                       r.reshaped_tensors}) {
+                       r.reshaped_tensors, r.shared_tensors, r.shared_bytes}) {
       row.push_back(Maybe(ref, n));
     }
     AddSizes(r.standalone, false, row);

@@ -179,7 +179,8 @@ class TensorMatch {
         auto it = by_content.find(std::make_pair(*t.content, t.dtype));
         if (it != by_content.end() && it->second->length == t.length) {
           twin = it->second;
-          shared_ += t.length;
+          ++shared_.tensors;
+          shared_.bytes += t.length;
         }
       }
       if (twin != nullptr) of_[&t] = twin;
@@ -190,12 +191,12 @@ class TensorMatch {
     auto it = of_.find(t);
     return it == of_.end() ? nullptr : it->second;
   }
-  // Bytes taken against a base tensor of the same content, not their name twin.
-  uint64_t shared() const { return shared_; }
+  // Tensors taken against a base tensor of the same content, not their name twin.
+  const Shared& shared() const { return shared_; }
 
  private:
   std::map<const Tensor*, const Tensor*> of_;
-  uint64_t shared_ = 0;
+  Shared shared_;
 };
 
 }  // namespace
@@ -223,9 +224,7 @@ std::vector<std::pair<size_t, size_t>> TensorsTakenUnderOtherNames(const FileLay
   return taken;
 }
 
-uint64_t BytesSharedByContent(const FileLayout& target, const FileLayout& base) {
-  return TensorMatch(target, base).shared();
-}
+Shared SharedByContent(const FileLayout& target, const FileLayout& base) { return TensorMatch(target, base).shared(); }
 
 Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base) {
   const TensorMatch match(target, base);

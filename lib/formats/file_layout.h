@@ -93,10 +93,15 @@ std::vector<std::pair<size_t, size_t>> TensorsTakenUnderOtherNames(const FileLay
                                                                    const container::Layout& regions,
                                                                    const FileLayout& base);
 
-// The bytes of `target`'s tensors that ToDeltaRegions takes against a base
-// tensor of the same content (both carry content hashes) under another
-// name, or another shape: what sharing by content adds to matching by name.
-uint64_t BytesSharedByContent(const FileLayout& target, const FileLayout& base);
+// The tensors of `target` that ToDeltaRegions takes against a base tensor
+// of the same content (both carry content hashes) under another name, or
+// another shape, and their bytes: what sharing by content adds to
+// matching by name.
+struct Shared {
+  uint64_t tensors = 0;
+  uint64_t bytes = 0;
+};
+Shared SharedByContent(const FileLayout& target, const FileLayout& base);
 
 // The first 64 bits of a content id, as `content` holds them (the first
 // 16 of its 32 hex digits, which a tensor listing prints).

@@ -144,7 +144,7 @@ TEST_CASE("tensors of the same bytes under other names are taken against them on
 
   // By name nothing matches: the file is coded as if alone.
   const container::Layout by_name = ToDeltaRegions(LayoutOf(file), LayoutOf(base));
-  CHECK(BytesSharedByContent(LayoutOf(file), LayoutOf(base)) == 0);
+  CHECK(SharedByContent(LayoutOf(file), LayoutOf(base)).bytes == 0);
   CHECK(RoundTrip(file, by_name, &base).size() * 10 > standalone * 9);
 
   // By content every model tensor is its own bytes in the base: what is
@@ -155,7 +155,8 @@ TEST_CASE("tensors of the same bytes under other names are taken against them on
   REQUIRE(by_content.Validate(file.size(), base.size()).ok());
   uint64_t model_bytes = 0;
   for (const Entry& e : model) model_bytes += e.data.size();
-  CHECK(BytesSharedByContent(hashed, base_hashed) == model_bytes);
+  CHECK(SharedByContent(hashed, base_hashed).bytes == model_bytes);
+  CHECK(SharedByContent(hashed, base_hashed).tensors == model.size());
   const size_t shared = RoundTrip(file, by_content, &base).size();  // decodes it back, bit-exact
   const size_t lora_alone = RoundTrip(lora.data, container::Layout::Single(DType::kBF16, lora.data.size())).size();
   CHECK(shared < lora_alone + standalone / 20);
@@ -178,7 +179,7 @@ TEST_CASE("tensors of the same bytes under other names are taken against them on
     std::swap(named("b3.running_mean").data, named("b3.running_var").data);
     const std::vector<uint8_t> f = MakeSafetensors(swapped);
     const FileLayout h = HashedLayoutOf(f);
-    CHECK(BytesSharedByContent(h, base_hashed) == 2 * 64 * 2);
+    CHECK(SharedByContent(h, base_hashed).bytes == 2 * 64 * 2);
     const container::Layout regions = ToDeltaRegions(h, base_hashed);
     REQUIRE(regions.Validate(f.size(), base.size()).ok());
     const Tensor& mean = *std::find_if(h.tensors.begin(), h.tensors.end(),

@@ -438,8 +438,9 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
   // versions found by their tensors.
   std::optional<Parent> parent;
   std::optional<Candidate> c;
+  std::vector<std::string> not_here;
   for (int round = 0; round < 2 && !c; ++round) {
-    auto chosen = ChooseParent(store, raw, candidates, *version.fingerprints, /*twins_only=*/!first);
+    auto chosen = ChooseParent(store, raw, candidates, *version.fingerprints, /*twins_only=*/!first, &not_here);
     if (!chosen.ok() || !*chosen) {
       if (round == 0 && first && candidates.front().by_rule) {
         result.named_parent_unused = candidates.front().path + " (" +
@@ -469,7 +470,10 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
     if (c || !parent || parent->why != ParentWhy::kRule) break;
     candidates.erase(candidates.begin());
   }
-  if (!c) return false;
+  if (!c) {
+    if (!not_here.empty()) result.parent_not_here = not_here.front();
+    return false;
+  }
   ZIPNN_RETURN_IF_ERROR(present ? store.objects.Replace(version.id, c->file.path())
                                 : store.objects.Adopt(version.id, c->file.path()));
   result.reason = BaseReason::kNotBase;

@@ -73,6 +73,9 @@ struct CheckedIn {
   std::optional<TakenParent> parent;
   // A parent named for it that was not taken, and why ("<path> (<why>)").
   std::string named_parent_unused;
+  // Found by its tensors' hashes and not taken, its chain not being in the
+  // store (stored whole for it): the path git holds it at.
+  std::string parent_not_here;
   // What was found damaged on the way: this version's own object (stored
   // anew in its place), or the chain of the version it would have been a
   // delta of (made a base instead). Empty when nothing was.

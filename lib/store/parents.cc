@@ -318,9 +318,17 @@ void TensorIndex::Load() {
   for (const TensorLine& line : ReadTensorLines(file_)) {
     const std::vector<KeyedTensor> tensors = ParseTensors(line.tensors);
     sources_[line.source] |= !tensors.empty();
-    if (tensors.empty()) continue;
-    versions_.push_back(line.id);
-    for (const KeyedTensor& t : tensors) holders_.emplace(t.key, versions_.size() - 1);
+    if (!tensors.empty()) Hold(line.id, tensors);
+  }
+}
+
+void TensorIndex::Hold(const ContentId& id, const std::vector<KeyedTensor>& tensors) {
+  versions_.push_back(id);
+  // A content once a version, however many of its tensors hold it (the
+  // zeros of a thousand fresh adapter matrices).
+  std::set<uint64_t> keys;
+  for (const KeyedTensor& t : tensors) {
+    if (keys.insert(t.key).second) holders_.emplace(t.key, versions_.size() - 1);
   }
 }
 
@@ -345,10 +353,7 @@ void TensorIndex::Keep(const ContentId& id, const std::string& source, const std
   const auto known = sources_.find(source);
   if (known != sources_.end() && (known->second || !any)) return;
   sources_[source] = any;
-  if (any) {
-    versions_.push_back(id);
-    for (const KeyedTensor& t : ParseTensors(text)) holders_.emplace(t.key, versions_.size() - 1);
-  }
+  if (any) Hold(id, ParseTensors(text));
   if (dir_.empty() || !MakeDirectories(dir_).ok()) return;
   AppendLine(file_, id.Hex() + " " + source + " " + (any ? text : std::string("-")) + "\n");
 }
@@ -357,12 +362,15 @@ std::vector<std::pair<ContentId, uint64_t>> TensorIndex::Find(const std::vector<
                                                                uint64_t least) {
   Load();
   std::map<ContentId, uint64_t> held;
+  std::map<uint64_t, std::set<ContentId>> holding;  // by content: each version once
   for (const KeyedTensor& t : tensors) {
     if (t.bytes < kIndexedTensorBytes) continue;
-    std::set<ContentId> holding;  // a version once, however often it holds the content
-    const auto [from, to] = holders_.equal_range(t.key);
-    for (auto it = from; it != to; ++it) holding.insert(versions_[it->second]);
-    for (const ContentId& id : holding) held[id] += t.bytes;
+    auto [known, fresh] = holding.try_emplace(t.key);
+    if (fresh) {
+      const auto [from, to] = holders_.equal_range(t.key);
+      for (auto it = from; it != to; ++it) known->second.insert(versions_[it->second]);
+    }
+    for (const ContentId& id : known->second) held[id] += t.bytes;
   }
   std::vector<std::pair<ContentId, uint64_t>> found;
   for (const auto& [id, bytes] : held) {
@@ -420,7 +428,7 @@ Result<double> SampledRatio(const Store& store, const formats::CheckpointView& i
 
 Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::CheckpointView& input,
                                            const std::vector<ParentCandidate>& candidates, Fingerprints& fingerprints,
-                                           bool twins_only) {
+                                           bool twins_only, std::vector<std::string>* not_here) {
   const std::optional<ContentId> fingerprint = formats::TensorFingerprint(*input.layout);
   struct Weighed {
     const ParentCandidate* candidate = nullptr;
@@ -438,6 +446,9 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     }
     // Its chain counts in this version's, as any base's does.
     auto chain = Describe(store, c.id);
+    if (!chain.ok() && found_by_hash && not_here != nullptr && chain.status().code() == StatusCode::kNotFound) {
+      not_here->push_back(c.path);
+    }
     if (!chain.ok() || static_cast<uint32_t>(chain->depth) + 1 > store.policy.max_chain) continue;
     // Weighed on its work-tree file when there is one (a sample need not
     // be proven: the delta is made of verified bytes below), else on a

@@ -151,6 +151,7 @@ class TensorIndex {
 
  private:
   void Load();
+  void Hold(const ContentId& id, const std::vector<KeyedTensor>& tensors);
   std::string dir_;
   std::string file_;
   bool loaded_ = false;
@@ -199,8 +200,11 @@ Result<double> SampledRatio(const Store& store, const formats::CheckpointView& i
 // whose chain the store does not hold whole, or whose chain is already
 // max_chain long, is passed over.
 inline constexpr double kCloseRatio = 0.85;
+// `not_here`, when given, gets the path of each candidate found by its
+// hashes that was passed over because no copy holds it and its chain is
+// not in the store (a clone that fetched only the newest versions).
 Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::CheckpointView& input,
                                            const std::vector<ParentCandidate>& candidates, Fingerprints& fingerprints,
-                                           bool twins_only);
+                                           bool twins_only, std::vector<std::string>* not_here = nullptr);
 
 }  // namespace zipnn::store
