@@ -41,8 +41,8 @@ Status PrintSharedTensors(const store::Store& store, const ContentId& id, const 
   const auto taken = formats::TensorsTakenUnderOtherNames(layout, info.header.layout, base_layout);
   uint64_t bytes = 0;
   for (const auto& [t, b] : taken) bytes += layout.tensors[t].length;
-  std::printf("%s (%s) of the same bytes as its base's, under other names%s\n",
-              Counted(taken.size(), "tensor").c_str(), HumanBytes(bytes).c_str(), all ? ":" : "");
+  std::printf("%s (%s) of the same bytes as its base's, under other names%s\n", Counted(taken.size(), "tensor").c_str(),
+              HumanBytes(bytes).c_str(), all ? ":" : "");
   if (all) {
     for (const auto& [t, b] : taken) {
       std::printf("  %s = %s\n", layout.tensors[t].name.c_str(), base_layout.tensors[b].name.c_str());

@@ -293,8 +293,8 @@ TEST_CASE("hand-made pair: three changed elements, one only in the sign, and eve
 TEST_CASE("a file holding the reference's tensors under other names is said to share them, and counted") {
   const std::string stem = Tmp() + "/shared";
   // The adapter fixture: step 200's 25 tensors under a prefix, and one of its own.
-  Run run = Analyze("--as-given tests/data/cnn-bf16/step-000200.safetensors tests/data/shared/adapter.safetensors", "",
-                    stem);
+  Run run =
+      Analyze("--as-given tests/data/cnn-bf16/step-000200.safetensors tests/data/shared/adapter.safetensors", "", stem);
   REQUIRE_MESSAGE(run.code == 0, run.err);
   CHECK(run.out.find("\nshared: 25 tensors (113.2 KiB) are cnn-bf16's bytes under other names\n") != std::string::npos);
   const Row second = Find(ReadCsv(stem + ".csv"), "index", "1");
@@ -303,8 +303,8 @@ TEST_CASE("a file holding the reference's tensors under other names is said to s
   CHECK(second.at("shared_bytes") == "115884");  // all of step 200's tensor bytes
   CHECK(Find(ReadCsv(stem + ".csv"), "index", "0").at("shared_tensors").empty());
   // Against itself nothing is added, and nothing is said.
-  Run same = Analyze("--as-given tests/data/cnn-bf16/step-000160.safetensors tests/data/cnn-bf16/step-000200.safetensors",
-                     "", stem);
+  Run same = Analyze(
+      "--as-given tests/data/cnn-bf16/step-000160.safetensors tests/data/cnn-bf16/step-000200.safetensors", "", stem);
   REQUIRE(same.code == 0);
   CHECK(same.out.find("under other names") == std::string::npos);
   CHECK(Find(ReadCsv(stem + ".csv"), "index", "1").at("shared_tensors") == "0");

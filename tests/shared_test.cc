@@ -35,8 +35,9 @@ double StoredShare(const nlohmann::json& version) {
 
 constexpr const char* kShared = "(the same tensor bytes, under other names)";
 
-TEST_CASE("tensors of the same bytes under other names cost next to nothing, and stay exact through push, clone "
-          "and gc") {
+TEST_CASE(
+    "tensors of the same bytes under other names cost next to nothing, and stay exact through push, clone "
+    "and gc") {
   Repo repo;
   const std::string rename = "python3 '" + repo.Runfile("tests/rename_tensors.py") + "' ";
   const std::string step160 = repo.Data("cnn-fp32/step-000160.safetensors");
@@ -78,7 +79,8 @@ TEST_CASE("tensors of the same bytes under other names cost next to nothing, and
   // An older save exported under new names, once its own path holds a
   // newer one: found among the versions of history, by their listings.
   REQUIRE(repo.Sh("cp '" + step160 + "' base/model.safetensors && git commit -qam newer && mkdir export && " + rename +
-                  "'" + step200 + "' export/model.safetensors model. && cp export/model.safetensors ../export && "
+                  "'" + step200 +
+                  "' export/model.safetensors model. && cp export/model.safetensors ../export && "
                   "git add export && git commit -qm export")
               .code == 0);
   const nlohmann::json exported = Logged(repo, "export/model.safetensors");
@@ -87,7 +89,8 @@ TEST_CASE("tensors of the same bytes under other names cost next to nothing, and
 
   // A save that history holds and HEAD no longer does.
   const std::string step120 = repo.Data("cnn-fp32/step-000120.safetensors");
-  REQUIRE(repo.Sh("mkdir old && cp '" + step120 + "' old/model.safetensors && git add old && git commit -qm old && "
+  REQUIRE(repo.Sh("mkdir old && cp '" + step120 +
+                  "' old/model.safetensors && git add old && git commit -qm old && "
                   "git rm -q -r old && git commit -qm 'no old'")
               .code == 0);
 
@@ -105,7 +108,8 @@ TEST_CASE("tensors of the same bytes under other names cost next to nothing, and
   // A teammate's clone, which stored none of them, finds the holder of a
   // new file's tensors by the listings that came with the branch.
   REQUIRE(repo.Sh("cd ../clone && git config user.email b@example.com && git config user.name B && mkdir mine && " +
-                  rename + "'" + step160 + "' mine/model.safetensors net. && cp mine/model.safetensors ../mine && "
+                  rename + "'" + step160 +
+                  "' mine/model.safetensors net. && cp mine/model.safetensors ../mine && "
                   "git add mine && git commit -qm mine")
               .code == 0);
   const nlohmann::json mine = Logged(repo, "mine/model.safetensors", "clone");
@@ -132,8 +136,9 @@ TEST_CASE("tensors of the same bytes under other names cost next to nothing, and
 
   // Retention drops the old versions of base/, step 200 among them: what
   // rested on it under other names is stored whole first, and stays exact.
-  Run retain = repo.Sh("printf 'retention:\\n  - checkpoints: \\x27base/**\\x27\\n    keep_newest: 1\\n    rest: drop\\n' "
-                       "> .zipnn.yaml && git zipnn retain --yes");
+  Run retain = repo.Sh(
+      "printf 'retention:\\n  - checkpoints: \\x27base/**\\x27\\n    keep_newest: 1\\n    rest: drop\\n' "
+      "> .zipnn.yaml && git zipnn retain --yes");
   CAPTURE(retain.err);
   REQUIRE(retain.code == 0);
   CHECK(retain.out.find("drop base/model.safetensors") != std::string::npos);

@@ -74,5 +74,4 @@ std::optional<ContentId> ListedCheckpoint(std::string_view listing);
 // keeps (store::TensorIndex).
 std::vector<store::KeyedTensor> ListedTensors(std::string_view listing);
 
-
 }  // namespace zipnn::analyze

@@ -201,7 +201,8 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
   }
 
   ObjectHeader header;
-  header.version = WriteVersion(options.transform, base != nullptr, base != nullptr ? base->choice : BaseChoice::kSeries);
+  header.version =
+      WriteVersion(options.transform, base != nullptr, base != nullptr ? base->choice : BaseChoice::kSeries);
   const bool raw_checksums = HasRawChecksums(header);
   header.kind = base != nullptr ? ObjectKind::kDelta : ObjectKind::kBase;
   header.chunk_size = options.chunk_size;

@@ -182,8 +182,8 @@ TEST_CASE("tensors of the same bytes under other names are taken against them on
     CHECK(SharedByContent(h, base_hashed).bytes == 2 * 64 * 2);
     const container::Layout regions = ToDeltaRegions(h, base_hashed);
     REQUIRE(regions.Validate(f.size(), base.size()).ok());
-    const Tensor& mean = *std::find_if(h.tensors.begin(), h.tensors.end(),
-                                       [](const Tensor& t) { return t.name == "b3.running_mean"; });
+    const Tensor& mean =
+        *std::find_if(h.tensors.begin(), h.tensors.end(), [](const Tensor& t) { return t.name == "b3.running_mean"; });
     const Tensor& var_in_base = *std::find_if(base_hashed.tensors.begin(), base_hashed.tensors.end(),
                                               [](const Tensor& t) { return t.name == "b3.running_var"; });
     bool taken = false;

@@ -406,8 +406,7 @@ std::vector<store::ParentCandidate> Cleaner::ListedTwins(const store::NewVersion
   return twins;
 }
 
-std::vector<store::ParentCandidate> Cleaner::SharedHolders(const std::string& name,
-                                                            const store::NewVersion& version) {
+std::vector<store::ParentCandidate> Cleaner::SharedHolders(const std::string& name, const store::NewVersion& version) {
   constexpr size_t kMostHolders = 3;
   std::vector<store::ParentCandidate> holders;
   if (!listings_ || !series_) return holders;

@@ -358,8 +358,7 @@ void TensorIndex::Keep(const ContentId& id, const std::string& source, const std
   AppendLine(file_, id.Hex() + " " + source + " " + (any ? text : std::string("-")) + "\n");
 }
 
-std::vector<std::pair<ContentId, uint64_t>> TensorIndex::Find(const std::vector<KeyedTensor>& tensors,
-                                                               uint64_t least) {
+std::vector<std::pair<ContentId, uint64_t>> TensorIndex::Find(const std::vector<KeyedTensor>& tensors, uint64_t least) {
   Load();
   std::map<ContentId, uint64_t> held;
   std::map<uint64_t, std::set<ContentId>> holding;  // by content: each version once
@@ -462,7 +461,8 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     }
     if (!hint) {
       proven = true;
-      const std::vector<std::string> paths = found_by_hash ? std::vector<std::string>{c.path} : std::vector<std::string>{};
+      const std::vector<std::string> paths =
+          found_by_hash ? std::vector<std::string>{c.path} : std::vector<std::string>{};
       if (std::optional<VerifiedCopy> kept = FindVerifiedCopy(store, c.id, paths)) {
         hint.emplace(std::move(kept->file));
       } else if (c.by_rule || found_by_hash) {
@@ -510,8 +510,8 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
   }
   formats::Checkpoint& bytes = *best->proven;
   if (const auto kept = formats::TensorFingerprint(bytes.layout())) fingerprints.Keep(c.id, *kept);
-  const ParentWhy why = c.by_rule              ? ParentWhy::kRule
-                        : c.shared_bytes > 0     ? ParentWhy::kShared
+  const ParentWhy why = c.by_rule                  ? ParentWhy::kRule
+                        : c.shared_bytes > 0       ? ParentWhy::kShared
                         : best->ratio < kTwinRatio ? ParentWhy::kTwin
                                                    : ParentWhy::kSameTensors;
   return std::optional<Parent>(Parent{c.id, c.path, why, std::move(bytes), best->ratio});

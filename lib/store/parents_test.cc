@@ -198,7 +198,8 @@ std::vector<KeyedTensor> KeyedTensorsOf(const std::string& file) {
   return tensors;
 }
 
-TEST_CASE("the tensor index finds the versions holding tensors of the same bytes, most first, and forgets what gc took") {
+TEST_CASE(
+    "the tensor index finds the versions holding tensors of the same bytes, most first, and forgets what gc took") {
   testing::Fixture f;
   const std::string dir = ParentCachesDir(f.store);
   const std::vector<KeyedTensor> step40 = KeyedTensorsOf(Bf16(40)), step200 = KeyedTensorsOf(Bf16(200));
@@ -219,12 +220,14 @@ TEST_CASE("the tensor index finds the versions holding tensors of the same bytes
     const auto found = index.Find(mixed, 1);
     REQUIRE(found.size() == 2);
     uint64_t from_a = step40[14].bytes >= kIndexedTensorBytes ? step40[14].bytes : 0;
-    for (size_t i = 0; i < step40.size(); i += 2) from_a += step40[i].bytes >= kIndexedTensorBytes ? step40[i].bytes : 0;
+    for (size_t i = 0; i < step40.size(); i += 2)
+      from_a += step40[i].bytes >= kIndexedTensorBytes ? step40[i].bytes : 0;
     CHECK(std::find(found.begin(), found.end(), std::make_pair(a, from_a)) != found.end());
     CHECK(found.front().second >= found.back().second);
     CHECK(index.Find(step40, indexed + 1).empty());  // none holds more than all of them
   }
-  std::ofstream(dir + "/tensors", std::ios::app) << "not a line\n" << b.Hex() << " NOTHEX 00:1\n"
+  std::ofstream(dir + "/tensors", std::ios::app) << "not a line\n"
+                                                 << b.Hex() << " NOTHEX 00:1\n"
                                                  << c.Hex() << " " << std::string(40, 'd') << " zz:12,0123:4\n";
   TensorIndex again(dir);
   CHECK(again.Find(step40, 1) == (std::vector<std::pair<ContentId, uint64_t>>{{a, indexed}}));
@@ -244,8 +247,8 @@ TEST_CASE("a first version holding another series' tensors under other names is 
   Repo r;
   r.Put(Bf16(200), "base/model.safetensors", "base/model.safetensors");
   r.Put(Bf16(40), "old/model.safetensors", "old/model.safetensors");
-  const std::string renamed =
-      RenamedTensors(Bf16(200), [](const std::string& name) { return "base_model.model." + name; }, r.root + "/renamed");
+  const std::string renamed = RenamedTensors(
+      Bf16(200), [](const std::string& name) { return "base_model.model." + name; }, r.root + "/renamed");
   auto shared = [&](const std::string& path, const ContentId& id) {
     ParentCandidate c{id, path, false};
     c.shared_bytes = 1;
