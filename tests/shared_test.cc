@@ -129,6 +129,13 @@ TEST_CASE(
                        "other names, but that version's object is not in this clone") != std::string::npos);
   CHECK(whole.err.find("`git zipnn fetch --all -I 'old/model.safetensors'`") != std::string::npos);
   CHECK(StoredShare(Logged(repo, "x/model.safetensors", "fresh")) > 0.5);
+  // The versions stored on versions of other series came with the branch
+  // (refs/zipnn/children): this clone, which stored none of them, counts
+  // the adapter on its parent, whose object it has not even fetched.
+  CHECK(repo.Sh("git ls-remote ../hub.git refs/zipnn/children").out.find("refs/zipnn/children") != std::string::npos);
+  const std::string noted = repo.Sh("cat ../fresh/.git/zipnn/cache/children").out;
+  CHECK(noted.find(" " + adapter.at("id").get<std::string>() + "\n") != std::string::npos);
+  CHECK(noted.find(" " + consolidated.at("id").get<std::string>() + "\n") != std::string::npos);
   REQUIRE(repo.Sh("cd ../fresh && git zipnn fetch --all -q -I 'old/model.safetensors' && mkdir y && " + rename + "'" +
                   step120 + "' y/model.safetensors y. && git add y && git commit -qm y")
               .code == 0);

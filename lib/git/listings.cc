@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "lib/git/children.h"
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
 #include "lib/git/setup.h"
@@ -67,14 +68,16 @@ Status KeepListings(const std::string& remote, const std::vector<std::string>& b
 
 Status PushListings(const std::string& remote) {
   if (!CanTrack(remote)) return OkStatus();
-  return PushUnionRefs({&kListings}, remote);
+  return PushUnionRefs({&kListings, &kChildren}, remote);
 }
 
 Result<size_t> TakeListings(const std::string& remote, const ConfigSnapshot* config, bool prompt) {
   if (!CanTrack(remote)) return size_t{0};
   std::optional<TextconvCache> cache = OpenCache(config);
   if (!cache) return size_t{0};
-  if (!FetchedHere(kListings, remote)) ZIPNN_RETURN_IF_ERROR(FetchUnionRefs({&kListings}, remote, prompt));
+  if (!FetchedHere(kListings, remote)) {
+    ZIPNN_RETURN_IF_ERROR(FetchUnionRefs({&kListings, &kChildren}, remote, prompt));
+  }
   ZIPNN_ASSIGN_OR_RETURN(const auto theirs, ListRemoteCopy(kListings, remote));
   size_t taken = 0;
   for (const auto& [blob, listing_blob] : theirs) {

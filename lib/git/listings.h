@@ -34,11 +34,13 @@ bool ListingFitsPointer(const std::string& pointer_text, const std::string& list
 // read already; else they are read here.
 Status KeepListings(const std::string& remote, const std::vector<std::string>& blobs,
                     const ConfigSnapshot* config = nullptr);
-// Sends the local ref to `remote` unless it is there already (the object
-// map of a Git LFS server sends it with the map, object_map.h).
+// Sends the local ref, and the children of versions in other series
+// (children.h), to `remote` unless they are there already (the object
+// map of a Git LFS server sends them with the map, object_map.h).
 Status PushListings(const std::string& remote);
 
-// Fetches `remote`'s listings and writes into the local cache each one it
+// Fetches `remote`'s listings (and its children, children.h, in the same
+// fetch) and writes into the local cache each listing it
 // lacks (or holds only a failure for) whose pointer blob git has here and
 // names the checkpoint the listing is of; others are left out. How many
 // were written. `prompt` as for FetchUnionRefs.

@@ -538,4 +538,25 @@ Status PushUnionRefs(const std::vector<const UnionRef*>& refs, const std::string
   return Status(StatusCode::kGit, "cannot push git-zipnn's refs to " + remote + ": other pushes kept landing first");
 }
 
+std::set<std::string> LineSet(const std::string& text) {
+  std::set<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.insert(line);
+  }
+  return lines;
+}
+
+std::string LineSetText(const std::set<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+std::string UnionOfLines(const std::string& ours, const std::string& theirs) {
+  std::set<std::string> all = LineSet(ours);
+  for (const std::string& line : LineSet(theirs)) all.insert(line);
+  return LineSetText(all);
+}
+
 }  // namespace zipnn::git

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ struct UnionRef {
 
 // Files by key.
 using RefFiles = std::map<std::string, std::string>;
+
+// For refs whose files are sets of lines: the non-empty lines of a file,
+// a file of lines (each ending in a newline, sorted), and the merge rule
+// of such refs, every line of both once.
+std::set<std::string> LineSet(const std::string& text);
+std::string LineSetText(const std::set<std::string>& lines);
+std::string UnionOfLines(const std::string& ours, const std::string& theirs);
 
 // Every file of the local ref and, with `remotes`, of every remote's copy
 // fetched, merged. Empty when there is none yet.

@@ -16,6 +16,7 @@
 #include "lib/base/thread_pool.h"
 #include "lib/formats/checkpoint.h"
 #include "lib/formats/detect.h"
+#include "lib/git/children.h"
 #include "lib/git/pointers.h"
 #include "lib/ops/added.h"
 #include "lib/series/series.h"
@@ -227,6 +228,7 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
   const series::Placed placed = series_ ? series_->rules().Place(path) : series::Rules().Place(path);
   store::NewVersion version{spool.path(), id, path, placed.name, placed.step};
   if (held) version.held = &*work_file;
+  TakeChildrenFromGit();
   version.parents = [&] { return ParentCandidates(path, placed.name, version); };
   version.fingerprints = &fingerprints_;
   // The encoder's progress shows on the line while this checkpoint is
@@ -360,6 +362,16 @@ Status Cleaner::CleanNoted(const std::string& path, const std::string& head, Byt
   if (listings_ && !listings_->Note(text)) KeepListing(store::NewVersion{path, pointer.id, path, "", ""}, text);
   listing_.reset();
   return out.Append(text.data(), text.size());
+}
+
+void Cleaner::TakeChildrenFromGit() {
+  if (took_children_ || !series_) return;
+  took_children_ = true;
+  // What other clones stored on versions of other series (noted in git at
+  // their pushes): a re-store of one of those versions here counts them.
+  auto children = git::ChildrenInGit();
+  if (!children.ok()) return;
+  for (const auto& [parent, child] : *children) store::NoteChild(store_, parent, child);
 }
 
 const std::string* Cleaner::ListingOf(const store::NewVersion& version) {

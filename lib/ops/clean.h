@@ -79,6 +79,9 @@ class Cleaner {
   // holds (store::TensorIndex, brought up to date by ListedTwins), those
   // holding most first.
   std::vector<store::ParentCandidate> SharedHolders(const std::string& name, const store::NewVersion& version);
+  // Notes in the store's cache of children the ones git holds (git/children.h),
+  // once a process.
+  void TakeChildrenFromGit();
   // The textconv listing of `version`, made once for the version being
   // stored; null when it cannot be read as a checkpoint.
   const std::string* ListingOf(const store::NewVersion& version);
@@ -96,6 +99,7 @@ class Cleaner {
   std::optional<std::map<std::string, git::Oid>> staged_;
   bool warned_ = false;         // that git's series could not be read
   bool swept_scratch_ = false;  // what stopped commands left in the scratch folder is gone
+  bool took_children_ = false;  // git's children of versions in other series are in the store's cache
   std::optional<git::TextconvCache> listings_;
   std::string named_parent_;
   store::Fingerprints fingerprints_;

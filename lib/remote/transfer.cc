@@ -15,8 +15,10 @@
 #include "lib/base/progress.h"
 #include "lib/base/strings.h"
 #include "lib/container/object.h"
+#include "lib/git/children.h"
 #include "lib/git/listings.h"
 #include "lib/git/object_map.h"
+#include "lib/store/parents.h"
 #include "lib/remote/select.h"
 #include "lib/store/store.h"
 #include "lib/store/chain.h"
@@ -62,11 +64,14 @@ void TakeRemoteRecords(const store::Store& local, RemoteStore& remote, std::vect
 // Publish), the listings after them: in the same push as a Git LFS
 // server's map, else one of their own. How the listings fared goes to
 // `listings`; the error is Publish's.
-Status PublishFound(RemoteStore& other, const RemoteSettings& settings, const std::string& remote,
-                    const git::FoundPointers& found, Status& listings) {
+Status PublishFound(RemoteStore& other, const store::Store* local, const RemoteSettings& settings,
+                    const std::string& remote, const git::FoundPointers& found, Status& listings) {
   std::vector<std::string> blobs;
   for (const auto& [pointer, place] : found.pointers) blobs.push_back(place.blob);
   listings = git::KeepListings(remote, blobs, &settings.config());
+  // The children of versions in other series this store noted, for the
+  // clones that did not store them (they go with the listings).
+  if (listings.ok() && local != nullptr) listings = git::KeepChildren(remote, store::NotedChildren(*local));
   ZIPNN_RETURN_IF_ERROR(other.Publish());
   if (listings.ok()) listings = git::PushListings(remote);
   return OkStatus();
@@ -131,7 +136,7 @@ Result<Transferred> Transfer(bool push, const store::Store& local, const RemoteS
     }
   }
   if (push && publish) {
-    ZIPNN_RETURN_IF_ERROR(PublishFound(*other, settings, remote, found, done.listings));
+    ZIPNN_RETURN_IF_ERROR(PublishFound(*other, &local, settings, remote, found, done.listings));
   } else if (!push) {
     done.listings = git::TakeListings(remote, &settings.config()).status();
   }
@@ -145,7 +150,7 @@ Result<Transferred> PublishPointers(const RemoteSettings& settings, const std::s
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(settings, remote));
   Transferred done;
   done.where = other->where();
-  ZIPNN_RETURN_IF_ERROR(PublishFound(*other, settings, remote, found, done.listings));
+  ZIPNN_RETURN_IF_ERROR(PublishFound(*other, nullptr, settings, remote, found, done.listings));
   return done;
 }
 

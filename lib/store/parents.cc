@@ -190,13 +190,25 @@ std::string ParentCachesDir(const Store& store) {
 }
 
 void NoteChild(const Store& store, const ContentId& parent, const ContentId& child) {
+  NoteChildren(store, {{parent, child}});
+}
+
+void NoteChildren(const Store& store, const std::vector<std::pair<ContentId, ContentId>>& children) {
   const std::string dir = ParentCachesDir(store);
-  if (dir.empty() || !MakeDirectories(dir).ok()) return;
+  if (children.empty() || dir.empty() || !MakeDirectories(dir).ok()) return;
   const std::string file = dir + "/children";
-  for (const auto& [a, b] : ReadPairs(file)) {
-    if (a == parent && b == child) return;
+  const auto held = ReadPairs(file);
+  std::set<std::pair<ContentId, ContentId>> known(held.begin(), held.end());
+  std::string lines;
+  for (const auto& pair : children) {
+    if (known.insert(pair).second) lines += pair.first.Hex() + " " + pair.second.Hex() + "\n";
   }
-  AppendLine(file, parent.Hex() + " " + child.Hex() + "\n");
+  if (!lines.empty()) AppendLine(file, lines);
+}
+
+std::vector<std::pair<ContentId, ContentId>> NotedChildren(const Store& store) {
+  const std::string dir = ParentCachesDir(store);
+  return dir.empty() ? std::vector<std::pair<ContentId, ContentId>>() : ReadPairs(dir + "/children");
 }
 
 uint32_t HangingElsewhere(const Store& store, const ContentId& id) {
@@ -214,7 +226,8 @@ uint32_t HangingElsewhere(const Store& store, const ContentId& id) {
       const auto [from, to] = children.equal_range(above);
       for (auto it = from; it != to; ++it) {
         auto link = ReadLink(store, it->second);
-        if (!link.ok() || !link->delta || link->base != above) continue;
+        const bool not_here = !link.ok() && link.status().code() == StatusCode::kNotFound;
+        if (!not_here && (!link.ok() || !link->delta || link->base != above)) continue;
         reach = distance;
         next.push_back(it->second);
       }

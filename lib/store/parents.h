@@ -167,8 +167,15 @@ class TensorIndex {
 // once. A cache: a lost line lets a later re-store of the parent make the
 // child's chain longer than max_chain (a restore still follows it).
 void NoteChild(const Store& store, const ContentId& parent, const ContentId& child);
+// The same for many (parent, child), the cache read once; and every pair
+// it holds. Children noted in git by other clones (git/children.h) come
+// in here, and the store's go there with a push.
+void NoteChildren(const Store& store, const std::vector<std::pair<ContentId, ContentId>>& children);
+std::vector<std::pair<ContentId, ContentId>> NotedChildren(const Store& store);
 // How far up the noted children of `id` (and theirs) reach above it, for
-// those that are still deltas of it; 0 when none are.
+// those that are still deltas of it, or whose object is not here to say
+// (a child another clone stored: it is taken to rest on it still); 0
+// when none are.
 uint32_t HangingElsewhere(const Store& store, const ContentId& id);
 
 // Drops the lines of the fingerprint and children caches that name a

@@ -343,6 +343,24 @@ TEST_CASE("a version with a child in another series counts it when it is re-stor
   CHECK(lines == 1);  // noted once
 }
 
+TEST_CASE("a child another clone noted counts on its parent while its object is not here to say otherwise") {
+  Repo r;
+  r.Put(Bf16(40), "out/model.safetensors", "out/model.safetensors");
+  const ContentId parent = IdOf(Bf16(40));
+  const ContentId absent = HashBytes("a child stored elsewhere", 24), above = HashBytes("its own child", 13);
+  CHECK(HangingElsewhere(r.store, parent) == 0);
+  NoteChildren(r.store, {{parent, absent}, {absent, above}, {parent, absent}});
+  CHECK(NotedChildren(r.store) == (std::vector<std::pair<ContentId, ContentId>>{{parent, absent}, {absent, above}}));
+  // Neither object is here: each is taken to rest on the one below.
+  CHECK(HangingElsewhere(r.store, parent) == 2);
+  // A child that is here and whole no longer rests on it.
+  r.Put(Data("cnn-fp32/step-000040.safetensors"), "other/model.safetensors", "other/model.safetensors");
+  const ContentId whole = IdOf(Data("cnn-fp32/step-000040.safetensors"));
+  REQUIRE_FALSE(r.Info(whole).delta);
+  NoteChildren(r.store, {{IdOf(Bf16(120)), whole}});
+  CHECK(HangingElsewhere(r.store, IdOf(Bf16(120))) == 0);
+}
+
 TEST_CASE("the fingerprint cache keeps what it is given, and passes over damaged lines") {
   const std::string dir = testing::TempDir();
   const ContentId a = IdOf(Bf16(40)), b = IdOf(Bf16(80));
