@@ -85,43 +85,9 @@ torch.save(load_safetensors(f"{base}/step-000020.safetensors"), f"{top}/trainer/
 EOF
 fi
 
-work=$(mktemp -d /tmp/zipnn-parents-bench-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-export HOME=$work/home GIT_CONFIG_NOSYSTEM=1
-mkdir "$HOME"
-git config --global user.email bench@example.com
-git config --global user.name bench
-git config --global init.defaultBranch main
+. tests/bench/builds_env.sh
+tracked=('*.safetensors' '*.pt' '*.ckpt' '*.bin')
 
-plain_path=$PATH
-# A fresh repository in $work/$2, set up and tracking, with build $1 (a
-# folder) first on PATH from here on.
-repo() {
-  PATH=$1:$plain_path
-  rm -rf "$work/$2"
-  git init -q "$work/$2"
-  cd "$work/$2"
-  git zipnn install --local >/dev/null
-  git zipnn track '*.safetensors' '*.pt' '*.ckpt' '*.bin' >/dev/null
-  git add .gitattributes && git commit -qm setup
-}
-# put FILE AT: copies FILE to AT and commits it.
-put() {
-  mkdir -p "$(dirname "$2")"
-  cp "$1" "$2"
-  git add "$2"
-  git commit -qm "$2"
-}
-# The stored bytes and raw bytes of the versions git holds at paths
-# matching the regular expression $1, each object once.
-stored() {
-  git zipnn log --json | python3 -c "
-import json, re, sys
-seen = {}
-for v in json.load(sys.stdin):
-    if re.search(sys.argv[1], v['path']): seen[v['id']] = (v['raw_bytes'], v['stored_bytes'])
-print(sum(s for r, s in seen.values()), sum(r for r, s in seen.values()))" "$1"
-}
 # Of each commit, the smaller of its two files' objects, and their raw
 # bytes: what the second name of each save costs.
 second() {
@@ -141,7 +107,7 @@ row "run: files" before after ratio
 for label in before after; do
   bin=${!label}
   # fine-tune
-  repo "$bin" "ft-$label"
+  repo "$bin" "ft-$label" "${tracked[@]}"
   put "$base/step-000060.safetensors" out/model.safetensors
   put "$ft/step-000010.safetensors" ft/checkpoint-10/model.safetensors
   read -r first_stored first_raw < <(stored '^ft/checkpoint-10/')
@@ -150,7 +116,7 @@ for label in before after; do
   read -r ft_stored ft_raw < <(stored '^ft/')
   declare "ft_first_$label=$first_stored" "ft_alone_$label=$alone" "ft_all_$label=$ft_stored"
   # lightning
-  repo "$bin" "lightning-$label"
+  repo "$bin" "lightning-$label" "${tracked[@]}"
   for e in 0 1 2; do
     step=$(( (e + 1) * 20 ))
     mkdir -p ckpts
@@ -162,7 +128,7 @@ for label in before after; do
   read -r light_stored light_raw < <(stored '^ckpts/')
   declare "twin_$label=$twin_stored" "light_$label=$light_stored"
   # trainer
-  repo "$bin" "trainer-$label"
+  repo "$bin" "trainer-$label" "${tracked[@]}"
   for e in 0 1 2; do
     n=$(( (e + 1) * 20 ))
     mkdir -p "out/checkpoint-$n"
@@ -176,7 +142,7 @@ for label in before after; do
   read -r best_stored best_raw < <(stored '^out/pytorch_model\.bin$')
   declare "opt_$label=$opt_stored" "trainer_$label=$trainer_stored" "best_$label=$best_stored"
   # lora
-  repo "$bin" "lora-$label"
+  repo "$bin" "lora-$label" "${tracked[@]}"
   put "$base/step-000060.safetensors" out/model.safetensors
   printf 'parents:\n  "lora/**": out\n' > .zipnn.yaml
   git add .zipnn.yaml 2>/dev/null && git commit -qm parents  # the build before warns of the key

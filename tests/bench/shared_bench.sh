@@ -70,41 +70,7 @@ print(f"adapter weights: {adapter_params} of {adapter_params + model_params} par
 PY
 fi
 
-work=$(mktemp -d /tmp/zipnn-shared-bench-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-export HOME=$work/home GIT_CONFIG_NOSYSTEM=1
-mkdir "$HOME"
-git config --global user.email bench@example.com
-git config --global user.name bench
-git config --global init.defaultBranch main
-plain_path=$PATH
-# A fresh repository in $work/$2, set up and tracking, with build $1 (a
-# folder) first on PATH from here on.
-repo() {
-  PATH=$1:$plain_path
-  rm -rf "$work/$2"
-  git init -q "$work/$2"
-  cd "$work/$2"
-  git zipnn install --local >/dev/null
-  git zipnn track '*.safetensors' >/dev/null
-  git add .gitattributes && git commit -qm setup
-}
-put() { # put FILE AT: copies FILE to AT and commits it
-  mkdir -p "$(dirname "$2")"
-  cp "$1" "$2"
-  git add "$2"
-  git commit -qm "$2"
-}
-# The stored and raw bytes of the versions git holds at paths matching the
-# regular expression $1, each object once.
-stored() {
-  git zipnn log --json | python3 -c "
-import json, re, sys
-seen = {}
-for v in json.load(sys.stdin):
-    if re.search(sys.argv[1], v['path']): seen[v['id']] = (v['raw_bytes'], v['stored_bytes'])
-print(sum(s for r, s in seen.values()), sum(r for r, s in seen.values()))" "$1"
-}
+. tests/bench/builds_env.sh
 row() { printf '%-46s %12s %12s %9s %9s\n' "$@"; }
 share() { python3 -c "print(f'{100 * $1 / $2:.2f}%')"; }
 
