@@ -44,7 +44,7 @@ std::string Leftovers(Repo& repo) {
   return repo
       .Sh("cd .git/zipnn && find . -type f | grep -Ev '^\\./objects/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}$' | "
           "grep -Ev '^\\./cache/raw/[0-9a-f]{32}\\.[0-9a-f]{32}$' | grep -Ev '^\\./objects/repositories/[0-9a-f]{32}$' "
-          "| grep -Ev '^\\./cache/(fingerprints|children|twins)$' "
+          "| grep -Ev '^\\./cache/(fingerprints|children|twins|tensors)$' "
           "| grep -Ev '^\\./objects/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{32}\\.base$' "
           "| sort; "
           // A base note stays only beside its object.

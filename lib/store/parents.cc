@@ -445,6 +445,7 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
   struct Weighed {
     const ParentCandidate* candidate = nullptr;
     double ratio = 1;
+    bool other_names = false;  // some tensor matched by its bytes under another name
     std::optional<formats::Checkpoint> proven;  // its bytes, when weighed on verified ones
   };
   std::optional<Weighed> best;
@@ -488,12 +489,14 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     }
     if (!hint->ReadLayout().ok()) continue;
     double ratio = 1;
+    bool other_names = false;
     if (c.shared_bytes > 0) {
       // Its tensors are matched by content: what it does not hold is
       // stored alone, at the ratio 1.
       formats::FileLayout hashed = hint->layout();
       ThreadPool pool(container::WorkingThreads(store.policy.threads, store.policy.chunk_size));
       if (!formats::HashTensorContents(hint->file(), hashed, pool).ok()) continue;
+      other_names = formats::SharedByContent(*input.layout, hashed).tensors > 0;
       hint->SetLayout(std::move(hashed));
       double matched = 0;
       ZIPNN_ASSIGN_OR_RETURN(const double sampled, SampledRatio(store, input, hint->View(c.id), &matched));
@@ -506,7 +509,7 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     if (!c.by_rule && ratio > kCloseRatio) continue;
     // The user's word is weighed only by whether the delta pays.
     if (c.by_rule || !best || ratio < best->ratio) {
-      best = Weighed{&c, ratio, proven ? std::move(hint) : std::nullopt};
+      best = Weighed{&c, ratio, other_names, proven ? std::move(hint) : std::nullopt};
     }
     if (c.by_rule || twin) break;  // nothing is closer than a twin
   }
@@ -523,8 +526,10 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
   }
   formats::Checkpoint& bytes = *best->proven;
   if (const auto kept = formats::TensorFingerprint(bytes.layout())) fingerprints.Keep(c.id, *kept);
+  // Found by shared tensors and all under their own names, it is a twin
+  // or a close version as any other.
   const ParentWhy why = c.by_rule                  ? ParentWhy::kRule
-                        : c.shared_bytes > 0       ? ParentWhy::kShared
+                        : best->other_names        ? ParentWhy::kShared
                         : best->ratio < kTwinRatio ? ParentWhy::kTwin
                                                    : ParentWhy::kSameTensors;
   return std::optional<Parent>(Parent{c.id, c.path, why, std::move(bytes), best->ratio});
