@@ -7,8 +7,7 @@
 
 namespace zipnn::git {
 
-const UnionRef kChildren = {"refs/zipnn/children", "children", "children of versions in other series",
-                            UnionOfLines};
+const UnionRef kChildren = {"refs/zipnn/children", "children", "children of versions in other series", UnionOfLines};
 
 Status KeepChildren(const std::string& remote, const std::vector<ChildOf>& children) {
   if (!CanTrack(remote) || children.empty()) return OkStatus();

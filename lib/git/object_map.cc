@@ -28,9 +28,7 @@ Status FetchObjectMap(const std::string& remote, bool prompt) {
   return FetchUnionRefs({&kObjectMap, &kListings, &kChildren}, remote, prompt);
 }
 
-Status PushObjectMap(const std::string& remote) {
-  return PushUnionRefs({&kObjectMap, &kListings, &kChildren}, remote);
-}
+Status PushObjectMap(const std::string& remote) { return PushUnionRefs({&kObjectMap, &kListings, &kChildren}, remote); }
 
 Status MergeObjectMap(const std::string& remote) { return MergeUnionRef(kObjectMap, remote); }
 

@@ -448,7 +448,8 @@ std::vector<store::ParentCandidate> Cleaner::SharedHolders(const std::string& na
       return a_top && depths[a.first] < depths[b.first];
     });
   }
-  for (const auto& [id, bytes] : found) {
+  for (const auto& holder : found) {
+    const ContentId& id = holder.first;
     if (holders.size() == kMostHolders) break;
     // Its own series places it against its own versions (and re-stores
     // them against it): a parent there would go round in a circle.
@@ -459,7 +460,7 @@ std::vector<store::ParentCandidate> Cleaner::SharedHolders(const std::string& na
     auto where = series_->PathOf(id);
     if (!where.ok() || !*where) continue;  // not in HEAD's history: gc may take it
     store::ParentCandidate c{id, **where, /*by_rule=*/false};
-    c.shared_bytes = bytes;
+    c.shared_bytes = holder.second;
     holders.push_back(std::move(c));
   }
   return holders;

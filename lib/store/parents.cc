@@ -172,9 +172,9 @@ std::vector<KeyedTensor> ParseTensors(const std::string& text) {
   for (std::string item; std::getline(in, item, ',');) {
     const size_t colon = item.find(':');
     if (colon != 16 || item.size() < 18 || item.size() > 37) continue;
-    char* end = nullptr;
-    const uint64_t key = std::strtoull(item.substr(0, 16).c_str(), &end, 16);
-    if (*end != '\0' || item.substr(0, 16).find_first_not_of("0123456789abcdef") != std::string::npos) continue;
+    const std::string hex = item.substr(0, 16);
+    if (hex.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
+    const uint64_t key = std::strtoull(hex.c_str(), nullptr, 16);
     const std::string bytes = item.substr(17);
     if (bytes.find_first_not_of("0123456789") != std::string::npos) continue;
     tensors.push_back(KeyedTensor{key, std::strtoull(bytes.c_str(), nullptr, 10)});
@@ -445,7 +445,7 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
   struct Weighed {
     const ParentCandidate* candidate = nullptr;
     double ratio = 1;
-    bool other_names = false;  // some tensor matched by its bytes under another name
+    bool other_names = false;                   // some tensor matched by its bytes under another name
     std::optional<formats::Checkpoint> proven;  // its bytes, when weighed on verified ones
   };
   std::optional<Weighed> best;
