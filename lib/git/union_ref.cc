@@ -472,9 +472,11 @@ Status PushUnionRefs(const std::vector<const UnionRef*>& refs, const std::string
     ZIPNN_ASSIGN_OR_RETURN(RepoPtr repo, OpenAround("."));
     std::vector<std::string> args = {"push", "--quiet", "--no-verify", remote};
     std::vector<std::pair<const UnionRef*, git_oid>> sent;
+    std::vector<const UnionRef*> held;  // the refs this clone has (others have nothing to send or check)
     for (const UnionRef* u : refs) {
       const std::optional<git_oid> ours = Tip(repo.get(), u->ref);
       if (!ours) continue;  // nothing to send
+      held.push_back(u);
       const std::optional<git_oid> theirs = Tip(repo.get(), RemoteRef(*u, remote));
       if (theirs && git_oid_equal(&*ours, &*theirs)) continue;
       // Replaces the remote's commit only if it is still the one merged
@@ -490,12 +492,12 @@ Status PushUnionRefs(const std::vector<const UnionRef*>& refs, const std::string
       // As this clone last saw the remote, it holds all: so it should,
       // unless it is another remote now (not when this process just
       // pushed or fetched them: the listings after the map, in a push).
-      if (looked || SeenThisRun(refs, remote)) return OkStatus();
+      if (looked || held.empty() || SeenThisRun(held, remote)) return OkStatus();
       looked = true;
-      ZIPNN_ASSIGN_OR_RETURN(const bool there, TrackedAsThere(repo.get(), refs, remote));
+      ZIPNN_ASSIGN_OR_RETURN(const bool there, TrackedAsThere(repo.get(), held, remote));
       if (!there) continue;
       std::lock_guard<std::mutex> lock(fetched_mu);
-      for (const UnionRef* u : refs) Pushed().insert(std::string(u->ref) + " " + remote);
+      for (const UnionRef* u : held) Pushed().insert(std::string(u->ref) + " " + remote);
       return OkStatus();
     }
     ZIPNN_ASSIGN_OR_RETURN(GitRun run, RunGit(args));
