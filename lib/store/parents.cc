@@ -449,12 +449,22 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     std::optional<formats::Checkpoint> proven;  // its bytes, when weighed on verified ones
   };
   std::optional<Weighed> best;
+  // The bytes of `input`'s tensors the tensor index counts (TensorIndex).
+  uint64_t indexed = 0;
+  for (const formats::Tensor& t : input.layout->tensors) indexed += t.length >= kIndexedTensorBytes ? t.length : 0;
   for (const ParentCandidate& c : candidates) {
     if (c.id == input.id) continue;
     // (A listed twin's key holds its names, dtypes and shapes already; one
     // found by shared tensors holds them under other names.)
     const bool found_by_hash = c.listed_twin || c.shared_bytes > 0;
     if (!c.by_rule && !found_by_hash && (!fingerprint || FingerprintOf(store, c, fingerprints) != fingerprint)) {
+      continue;
+    }
+    // Where only a twin will do, one that holds less than all but the
+    // twin's share of the tensors' bytes is not read to be weighed (a
+    // fine-tune's frozen layers: its parent would be decoded at every add).
+    if (twins_only && c.shared_bytes > 0 && !c.listed_twin &&
+        static_cast<double>(c.shared_bytes) < (1 - kTwinRatio) * static_cast<double>(indexed)) {
       continue;
     }
     // Its chain counts in this version's, as any base's does.
