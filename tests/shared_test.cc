@@ -126,7 +126,8 @@ TEST_CASE(
                       rename + "'" + step120 + "' x/model.safetensors x. && git add x && git commit -qm x");
   REQUIRE(whole.code == 0);
   CHECK(whole.err.find("x/model.safetensors holds tensors of old/model.safetensors (a version in history) under "
-                       "other names, but that version's object is not in this clone") != std::string::npos);
+                       "other names, but that version's object is not in this clone, so this file is stored as its "
+                       "own series places it, and stays so") != std::string::npos);
   CHECK(whole.err.find("`git zipnn fetch --all -I 'old/model.safetensors'`") != std::string::npos);
   CHECK(StoredShare(Logged(repo, "x/model.safetensors", "fresh")) > 0.5);
   // The versions stored on versions of other series came with the branch

@@ -277,8 +277,9 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
   if (!checked.parent_not_here.empty()) {
     std::fprintf(stderr,
                  "git-zipnn: note: %s holds tensors of %s (a version in history) under other names, but that "
-                 "version's object is not in this clone: stored as its own series places it. A file like it added "
-                 "after `git zipnn fetch --all -I '%s'` is stored as a delta of that version, at next to nothing\n",
+                 "version's object is not in this clone, so this file is stored as its own series places it, and "
+                 "stays so. After `git zipnn fetch --all -I '%s'`, the next file holding them is stored as a delta "
+                 "of that version, at next to nothing\n",
                  path.c_str(), checked.parent_not_here.c_str(), checked.parent_not_here.c_str());
   }
   if (!checked.demotion_error.empty()) {

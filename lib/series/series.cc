@@ -317,6 +317,27 @@ std::vector<std::string> Labels(const Rules& rules, const std::vector<std::strin
   std::vector<std::vector<std::string>> parts;
   for (const std::string& p : paths) parts.push_back(Components(p));
   std::vector<std::string> labels;
+  const bool same_depth = std::all_of(parts.begin(), parts.end(), [&](const std::vector<std::string>& p) {
+    return p.size() == parts.front().size();
+  });
+  if (!same_depth) {
+    // Files at different depths (compared --as-given): each is its path
+    // from the folders all of them share, the file name included, since
+    // a folder alone would hide which file of it is meant.
+    size_t shared = 0;
+    for (;; ++shared) {
+      const bool all = std::all_of(parts.begin(), parts.end(), [&](const std::vector<std::string>& p) {
+        return shared + 1 < p.size() && p[shared] == parts.front()[shared];
+      });
+      if (!all) break;
+    }
+    for (const std::vector<std::string>& p : parts) {
+      std::string label;
+      for (size_t c = shared; c < p.size(); ++c) label += (label.empty() ? "" : "/") + p[c];
+      labels.push_back(label);
+    }
+    return labels;
+  }
   for (size_t i = 0; i < paths.size(); ++i) {
     // The first component, from the top, in which this path differs from
     // another; the file name when none does.

@@ -146,6 +146,17 @@ TEST_CASE("explicit patterns are checked") {
   CHECK(Rules::WithPatterns({}).ok());
 }
 
+TEST_CASE("files compared at different depths are labelled by their paths from the folders they share") {
+  const Rules rules;
+  CHECK(Labels(rules, {"d1/step-000010.safetensors", "adapter.safetensors"}) ==
+        std::vector<std::string>{"d1/step-000010.safetensors", "adapter.safetensors"});
+  CHECK(Labels(rules, {"/tmp/bench/gpt/step-000010.safetensors", "/tmp/adapter.safetensors"}) ==
+        std::vector<std::string>{"bench/gpt/step-000010.safetensors", "adapter.safetensors"});
+  // At one depth, as before: the folder that tells them apart.
+  CHECK(Labels(rules, {"a/checkpoint-10/model.safetensors", "a/checkpoint-20/model.safetensors"}) ==
+        std::vector<std::string>{"checkpoint-10", "checkpoint-20"});
+}
+
 TEST_CASE("steps order by number, part by part, never as strings") {
   CHECK(StepLess("20", "100"));
   CHECK(!StepLess("100", "20"));
