@@ -317,9 +317,8 @@ std::vector<std::string> Labels(const Rules& rules, const std::vector<std::strin
   std::vector<std::vector<std::string>> parts;
   for (const std::string& p : paths) parts.push_back(Components(p));
   std::vector<std::string> labels;
-  const bool same_depth = std::all_of(parts.begin(), parts.end(), [&](const std::vector<std::string>& p) {
-    return p.size() == parts.front().size();
-  });
+  const bool same_depth = std::all_of(
+      parts.begin(), parts.end(), [&](const std::vector<std::string>& p) { return p.size() == parts.front().size(); });
   if (!same_depth) {
     // Files at different depths (compared --as-given): each is its path
     // from the folders all of them share, the file name included, since
