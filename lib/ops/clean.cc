@@ -372,7 +372,7 @@ void Cleaner::TakeChildrenFromGit() {
   // their pushes): a re-store of one of those versions here counts them.
   auto children = git::ChildrenInGit();
   if (!children.ok()) return;
-  for (const auto& [parent, child] : *children) store::NoteChild(store_, parent, child);
+  store::NoteChildren(store_, *children);
 }
 
 const std::string* Cleaner::ListingOf(const store::NewVersion& version) {
