@@ -136,9 +136,10 @@ Action SetupCompress(CLI::App& sub) {
   sub.add_option("--dtype", a->dtype,
                  "auto (the default): tensors and their dtypes come from the file's format; or one of " +
                      codec::DTypeNameList() + " to store the whole file as one region of that type");
-  sub.add_option("--base", a->base,
-                 "Store as a delta against this checkpoint: tensors are matched by their bytes, else by name, dtype and "
-                 "shape");
+  sub.add_option(
+      "--base", a->base,
+      "Store as a delta against this checkpoint: tensors are matched by their bytes, else by name, dtype and "
+      "shape");
   sub.add_option("--level", a->level, "zstd level for the groups that use zstd (default 3)")->check(CLI::Range(1, 22));
   sub.add_option("--chunk-size", a->chunk_size, "Bytes of input per chunk (default 262144)")
       ->check(CLI::Range(container::kMinChunkSize, container::kMaxChunkSize));
