@@ -20,6 +20,16 @@ struct LogArgs {
   bool series = false;
 };
 
+// A delta's tensors that are its parent's bytes under other names, or null.
+nlohmann::ordered_json SharedJson(const ops::LogRow& row) {
+  if (row.same || row.shared.empty()) return nullptr;
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+  for (const ops::SharedTensor& t : row.shared) {
+    tensors.push_back({{"name", t.name}, {"parent_name", t.base_name}, {"bytes", t.bytes}});
+  }
+  return tensors;
+}
+
 nlohmann::ordered_json JsonRow(const std::string& path, const ops::LogRow& row) {
   const Result<store::StoredInfo>& info = row.held.info;
   const std::string& kind = row.held.kind;
@@ -36,6 +46,7 @@ nlohmann::ordered_json JsonRow(const std::string& path, const ops::LogRow& row) 
           {"base_reason", row.same || reason.empty() || kind != "base" ? nullptr : nlohmann::ordered_json(reason)},
           {"retention", row.held.retained && !row.same ? nlohmann::ordered_json(reason) : nullptr},
           {"parent", row.same || reason.empty() || kind != "delta" ? nullptr : nlohmann::ordered_json(reason)},
+          {"shared", SharedJson(row)},
           {"depth", info.ok() ? info->depth : -1},
           {"raw_bytes", row.pointer.size},
           {"stored_bytes", row.stored}};

@@ -11,6 +11,7 @@
 #include "lib/container/object.h"
 #include "lib/formats/detect.h"
 #include "lib/formats/file_layout.h"
+#include "lib/ops/held.h"
 #include "lib/remote/transfer.h"
 #include "lib/store/parents.h"
 
@@ -25,28 +26,16 @@ struct ShowArgs {
 
 // For a delta whose base holds its tensors under other names, which of
 // them are its base's bytes: their count and size, or with --tensors each
-// name and the base's name for it. Read from the object's regions and the
-// two versions' headers, by parts.
+// name and the base's name for it.
 Status PrintSharedTensors(const store::Store& store, const ContentId& id, const formats::FileLayout& layout,
-                          const std::string& what, bool all) {
-  ZIPNN_ASSIGN_OR_RETURN(const store::ChainLink top, store::ReadLink(store, id));
-  if (!top.delta || top.choice != container::BaseChoice::kShared) return OkStatus();
-  ZIPNN_ASSIGN_OR_RETURN(const store::ChainLink base, store::ReadLink(store, top.base));
-  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(store.objects.PathOf(id)));
-  ZIPNN_ASSIGN_OR_RETURN(const container::ObjectInfo info, container::ReadObjectInfo(object));
-  ZIPNN_ASSIGN_OR_RETURN(const access::Parts base_version,
-                         access::Versions(store).OpenParts(store::Pointer{top.base, base.raw_size, ""}, what));
-  ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout base_layout,
-                         formats::ReadLayout(base_version.source(), formats::kAutoFormat));
-  const auto taken = formats::TensorsTakenUnderOtherNames(layout, info.header.layout, base_layout);
-  uint64_t bytes = 0;
-  for (const auto& [t, b] : taken) bytes += layout.tensors[t].length;
-  std::printf("%s (%s) of the same bytes as its base's, under other names%s\n", Counted(taken.size(), "tensor").c_str(),
-              HumanBytes(bytes).c_str(), all ? ":" : "");
+                          bool all) {
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<ops::SharedTensor> shared,
+                         ops::SharedWithBase(access::Versions(store), id, &layout));
+  if (shared.empty()) return OkStatus();
+  std::printf("%s (%s) of the same bytes as its base's, under other names%s\n",
+              Counted(shared.size(), "tensor").c_str(), HumanBytes(ops::BytesOf(shared)).c_str(), all ? ":" : "");
   if (all) {
-    for (const auto& [t, b] : taken) {
-      std::printf("  %s = %s\n", layout.tensors[t].name.c_str(), base_layout.tensors[b].name.c_str());
-    }
+    for (const ops::SharedTensor& t : shared) std::printf("  %s = %s\n", t.name.c_str(), t.base_name.c_str());
   }
   return OkStatus();
 }
@@ -73,7 +62,7 @@ Status PrintTensors(const store::Store& store, const store::Pointer& pointer, co
     std::printf("%s (`git zipnn show --tensors` or `git zipnn cat --list` lists them)\n",
                 Counted(tensors.size(), "tensor").c_str());
   }
-  return PrintSharedTensors(store, pointer.id, layout, what, all);
+  return PrintSharedTensors(store, pointer.id, layout, all);
 }
 
 Status RunShow(const ShowArgs& a) {

@@ -106,20 +106,17 @@ struct Analyzer::State {
   size_t PeriodicBase(size_t at) const { return (at - 1) / options.base_interval * options.base_interval; }
 
   // The selected tensors of `input` that the reference holds under other
-  // names: hashed, both, only when some tensor has no namesake.
-  Status CountShared(const Input& input, const Input& reference, CheckpointRow& row) {
-    formats::FileLayout target = input.checkpoint.layout(), against = reference.checkpoint.layout();
+  // names (both layouts hashed by Add).
+  void CountShared(const Input& input, const Input& reference, CheckpointRow& row) const {
+    formats::FileLayout target = input.checkpoint.layout();
     if (options.select) {
       target.tensors.erase(std::remove_if(target.tensors.begin(), target.tensors.end(),
                                           [&](const formats::Tensor& t) { return !options.select(t.name); }),
                            target.tensors.end());
     }
-    ZIPNN_RETURN_IF_ERROR(formats::HashTensorContents(input.checkpoint.file(), target, pool));
-    ZIPNN_RETURN_IF_ERROR(formats::HashTensorContents(reference.checkpoint.file(), against, pool));
-    const formats::Shared shared = formats::SharedByContent(target, against);
+    const formats::Shared shared = formats::SharedByContent(target, reference.checkpoint.layout());
     row.shared_tensors = shared.tensors;
     row.shared_bytes = shared.bytes;
-    return OkStatus();
   }
 
   bool WantsHistogram(const CheckpointRow& row) const {
@@ -175,6 +172,12 @@ struct Analyzer::State {
     row.subject = input->subject;
     row.raw_bytes = input->checkpoint.file().size();
     row.format = formats::FormatName(input->checkpoint.layout().format);
+    // Each tensor's bytes hashed: a delta takes a tensor against the one
+    // of its bytes in the other checkpoint first, whatever its name, as
+    // the store does with a parent holding it (formats::ToDeltaRegions).
+    formats::FileLayout hashed = input->checkpoint.layout();
+    ZIPNN_RETURN_IF_ERROR(formats::HashTensorContents(input->checkpoint.file(), hashed, pool));
+    input->checkpoint.SetLayout(std::move(hashed));
 
     Kept current{input, ContentId{}, 0};
     ZIPNN_ASSIGN_OR_RETURN(row.standalone,
@@ -208,7 +211,7 @@ struct Analyzer::State {
                                                         options.select, histogram, pool));
     Summarize(scan, row);
     if (reference != nullptr && row.added_tensors + row.reshaped_tensors > 0) {
-      ZIPNN_RETURN_IF_ERROR(CountShared(*input, *reference->input, row));
+      CountShared(*input, *reference->input, row);
     }
     if (histogram) {
       analysis.histogram_at = at;

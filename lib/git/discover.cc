@@ -149,11 +149,12 @@ std::string WhyBase(const store::Store& store, SeriesVersions& series, const std
   return store::BaseReasonText(store::WhyBase(store, *at), store.policy);
 }
 
-std::string ParentNote(SeriesVersions& series, container::BaseChoice choice, const ContentId& base) {
+std::string ParentNote(SeriesVersions& series, container::BaseChoice choice, const ContentId& base,
+                       const std::string& detail) {
   if (choice == container::BaseChoice::kSeries) return "";
   std::string where = base.Hex();
   if (auto path = series.PathOf(base); path.ok() && *path) where = **path;
-  return "a delta of " + where + " (" + store::BaseChoiceText(choice) + ")";
+  return "a delta of " + where + " (" + store::BaseChoiceText(choice) + (detail.empty() ? "" : ": " + detail) + ")";
 }
 
 Result<std::optional<store::Version>> PreviousInSeries(SeriesVersions& series, const std::string& path) {

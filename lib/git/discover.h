@@ -58,8 +58,10 @@ std::string WhyBase(const store::Store& store, SeriesVersions& series, const std
 // For a delta whose base was taken as a parent from another series (its
 // header's choice, store/parents.h): "a delta of <path> (<why>)", the
 // path where git holds the parent (HEAD's history, the index), or its id
-// when git holds it nowhere. Empty for a delta of its own series.
-std::string ParentNote(SeriesVersions& series, container::BaseChoice choice, const ContentId& base);
+// when git holds it nowhere; `detail`, when given, follows the why after
+// a colon. Empty for a delta of its own series.
+std::string ParentNote(SeriesVersions& series, container::BaseChoice choice, const ContentId& base,
+                       const std::string& detail = "");
 
 // The version before the file at `path` (from the top of the work tree)
 // in its series: the one of the greatest step below the path's own,

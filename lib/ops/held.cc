@@ -3,6 +3,9 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "lib/container/object.h"
+#include "lib/formats/detect.h"
+#include "lib/formats/file_layout.h"
 #include "lib/git/discover.h"
 #include "lib/git/git.h"
 #include "lib/git/textconv_cache.h"
@@ -36,10 +39,43 @@ std::string WhyBase(Context& context, const std::string& path, const ContentId& 
   return git::WhyBase(**opened, **series, path, id);
 }
 
-std::string ParentNote(Context& context, container::BaseChoice choice, const ContentId& base) {
+std::string ParentNote(Context& context, container::BaseChoice choice, const ContentId& base,
+                       const std::string& detail) {
   auto series = context.Series();
-  if (!series.ok()) return store::BaseChoiceText(choice);
-  return git::ParentNote(**series, choice, base);
+  if (!series.ok()) return store::BaseChoiceText(choice) + (detail.empty() ? "" : ": " + detail);
+  return git::ParentNote(**series, choice, base, detail);
+}
+
+Result<std::vector<SharedTensor>> SharedWithBase(const access::Versions& versions, const ContentId& id,
+                                                 const formats::FileLayout* layout) {
+  const store::Store& store = versions.store();
+  ZIPNN_ASSIGN_OR_RETURN(const store::ChainLink top, store::ReadLink(store, id));
+  if (!top.delta || top.choice != container::BaseChoice::kShared) return std::vector<SharedTensor>{};
+  ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(store.objects.PathOf(id)));
+  ZIPNN_ASSIGN_OR_RETURN(const container::ObjectInfo info, container::ReadObjectInfo(object));
+  // Both layouts are read by parts: the headers, decoded down each chain.
+  auto read_layout = [&](const ContentId& of, uint64_t size) -> Result<formats::FileLayout> {
+    ZIPNN_ASSIGN_OR_RETURN(const access::Parts parts, versions.OpenParts(store::Pointer{of, size, ""}, of.Hex()));
+    return formats::ReadLayout(parts.source(), formats::kAutoFormat);
+  };
+  std::optional<formats::FileLayout> own;
+  if (layout == nullptr) {
+    ZIPNN_ASSIGN_OR_RETURN(own, read_layout(id, top.raw_size));
+    layout = &*own;
+  }
+  ZIPNN_ASSIGN_OR_RETURN(const store::ChainLink base, store::ReadLink(store, top.base));
+  ZIPNN_ASSIGN_OR_RETURN(const formats::FileLayout base_layout, read_layout(top.base, base.raw_size));
+  std::vector<SharedTensor> shared;
+  for (const auto& [t, b] : formats::TensorsTakenUnderOtherNames(*layout, info.header.layout, base_layout)) {
+    shared.push_back(SharedTensor{layout->tensors[t].name, base_layout.tensors[b].name, layout->tensors[t].length});
+  }
+  return shared;
+}
+
+uint64_t BytesOf(const std::vector<SharedTensor>& tensors) {
+  uint64_t bytes = 0;
+  for (const SharedTensor& t : tensors) bytes += t.bytes;
+  return bytes;
 }
 
 Result<formats::Checkpoint> CheckpointInFile(Context& context, const std::string& file) {

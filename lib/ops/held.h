@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/access/versions.h"
 #include "lib/base/content_id.h"
@@ -39,8 +40,24 @@ HeldVersion DescribeHeld(const store::Store& where, const ContentId& id);
 std::string WhyBase(Context& context, const std::string& path, const ContentId& id);
 // Where a delta's parent in another series is, and why it was taken
 // (lib/git/discover.h ParentNote); the choice in words when the series
-// cannot be read.
-std::string ParentNote(Context& context, container::BaseChoice choice, const ContentId& base);
+// cannot be read; `detail` as git::ParentNote takes it.
+std::string ParentNote(Context& context, container::BaseChoice choice, const ContentId& base,
+                       const std::string& detail = "");
+
+// Of a delta whose base holds some of its tensors under other names
+// (base choice kShared: a base model inside an adapter, a second naming
+// scheme), each such tensor: its name, the base's name for it and its
+// bytes, in file order; empty for any other object. Read from the
+// object's regions and both versions' headers, by parts, through
+// `versions` (which fetches what is missing, or not, as it was made to).
+// `layout` is the version's own when it was read already.
+struct SharedTensor {
+  std::string name, base_name;
+  uint64_t bytes = 0;
+};
+Result<std::vector<SharedTensor>> SharedWithBase(const access::Versions& versions, const ContentId& id,
+                                                 const formats::FileLayout* layout = nullptr);
+uint64_t BytesOf(const std::vector<SharedTensor>& tensors);
 
 // The checkpoint in `file`: the file itself, or the version it names when
 // it holds a git-zipnn pointer (as the files git hands to diff drivers

@@ -6,6 +6,8 @@
 #include <set>
 #include <utility>
 
+#include "lib/base/progress.h"
+#include "lib/base/strings.h"
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
@@ -87,10 +89,20 @@ Result<LogResult> Log(Context& context, const LogRequest& request) {
     if (known != why.end()) return known->second;
     return why.emplace(id, WhyBase(context, path, id)).first->second;
   };
-  // Where a delta's parent in another series is, and why it was taken.
-  auto parent_of = [&](const store::StoredInfo& info) -> std::string {
+  // Versions read by parts here, never fetched: log shows what is here.
+  const access::Versions local(*store, access::Options{/*fetch=*/false});
+  // Where a delta's parent in another series is, and why it was taken;
+  // for one holding its tensors under other names, how many of them.
+  auto parent_of = [&](const store::StoredInfo& info, LogRow& row) -> std::string {
     if (info.choice == container::BaseChoice::kSeries) return "";
-    return ParentNote(context, info.choice, info.base);
+    std::string detail;
+    if (info.choice == container::BaseChoice::kShared) {
+      if (auto shared = SharedWithBase(local, row.pointer.id); shared.ok() && !shared->empty()) {
+        row.shared = std::move(*shared);
+        detail = Counted(row.shared.size(), "tensor") + ", " + HumanBytes(BytesOf(row.shared));
+      }
+    }
+    return ParentNote(context, info.choice, info.base, detail);
   };
 
   // Every listed version, read first: each content's first commit is
@@ -142,7 +154,7 @@ Result<LogResult> Log(Context& context, const LogRequest& request) {
       row.reason = row.same            ? "stored once: the bytes of " + same_as
                    : retained          ? retained->Describe()
                    : kind == "base"    ? why_base(path, pointer.id)
-                   : kind == "delta"   ? parent_of(*info)
+                   : kind == "delta"   ? parent_of(*info, row)
                                        : "";
       out.rows.push_back(std::move(row));
     }

@@ -32,6 +32,9 @@ struct LogRow {
   std::string same_path, same_commit;  // where the bytes first were (commit hex)
   uint64_t stored = 0;                 // the object's size, at the row where the bytes were first
   std::string reason;                  // why a base, where a delta's parent is, what retention did, or "stored once"
+  // Of a delta whose parent holds some of its tensors under other names,
+  // those tensors (when both versions are here to read).
+  std::vector<SharedTensor> shared;
 };
 
 struct LogPath {
