@@ -1,6 +1,7 @@
 // git zipnn compress: one checkpoint file -> one object file.
 #include <cstdio>
 #include <memory>
+#include <vector>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
@@ -21,6 +22,7 @@ struct CompressArgs {
   std::string dtype = "auto";
   std::string format = "auto";
   std::string base;
+  std::vector<std::string> references;
   std::string coder = "auto";
   std::string transform = "auto";
   int threads = 0;
@@ -38,9 +40,13 @@ struct Plan {
   // kShared when tensors were taken against others of their bytes.
   container::BaseChoice choice = container::BaseChoice::kSeries;
   std::string shared;  // ", 1.2 MiB of tensors taken against ..." then
+  // Of the --reference files, those some tensor is taken against (their
+  // indexes), in the order the object names them.
+  std::vector<size_t> references;
 };
 
-Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const ReadFile* base) {
+Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const ReadFile* base,
+                         const std::vector<ReadFile>& references) {
   Plan plan;
   if (a.dtype != "auto") {
     std::optional<codec::DType> dtype = codec::ParseDType(a.dtype);
@@ -69,10 +75,24 @@ Result<Plan> PlanRegions(const CompressArgs& a, const ReadFile& input, const Rea
     ThreadPool pool(a.threads > 0 ? a.threads : ThreadPool::DefaultThreads());
     ZIPNN_RETURN_IF_ERROR(formats::HashTensorContents(input, file, pool));
     ZIPNN_RETURN_IF_ERROR(formats::HashTensorContents(*base, base_file, pool));
-    plan.layout = formats::ToDeltaRegions(file, base_file);
+    std::vector<formats::FileLayout> reference_files;
+    for (size_t k = 0; k < references.size(); ++k) {
+      ZIPNN_ASSIGN_OR_RETURN(formats::FileLayout r, formats::ReadLayout(references[k], choice));
+      ZIPNN_RETURN_IF_ERROR(formats::HashTensorContents(references[k], r, pool));
+      reference_files.push_back(std::move(r));
+    }
+    std::vector<const formats::FileLayout*> from;
+    for (const formats::FileLayout& r : reference_files) from.push_back(&r);
+    plan.layout = formats::ToDeltaRegions(file, base_file, from);
+    plan.references = plan.layout.KeepUsedReferences(references.size());
     if (const formats::Shared shared = formats::SharedByContent(file, base_file); shared.tensors > 0) {
       plan.choice = container::BaseChoice::kShared;
       plan.shared = ", " + HumanBytes(shared.bytes) + " of tensors taken against the base's of the same bytes";
+    }
+    if (const formats::Shared taken = formats::TakenFromReferences(file, base_file, from); taken.tensors > 0) {
+      plan.choice = container::BaseChoice::kShared;
+      plan.shared +=
+          ", " + HumanBytes(taken.bytes) + " of tensors taken from " + Counted(plan.references.size(), "reference");
     }
   } else {
     plan.layout = formats::ToRegions(file);
@@ -101,9 +121,21 @@ Status RunCompress(const CompressArgs& a) {
     ZIPNN_ASSIGN_OR_RETURN(base.id, HashSource(*base_file));
     base.source = &*base_file;
   }
-  ZIPNN_ASSIGN_OR_RETURN(Plan plan, PlanRegions(a, input, base_file ? &*base_file : nullptr));
+  if (!a.references.empty() && a.base.empty()) {
+    return InvalidArgument("--reference takes tensors from other checkpoints besides a base: give --base too");
+  }
+  std::vector<ReadFile> references;
+  for (const std::string& path : a.references) {
+    ZIPNN_ASSIGN_OR_RETURN(ReadFile r, ReadFile::Open(path));
+    references.push_back(std::move(r));
+  }
+  ZIPNN_ASSIGN_OR_RETURN(Plan plan, PlanRegions(a, input, base_file ? &*base_file : nullptr, references));
   const container::Layout& layout = plan.layout;
   base.choice = plan.choice;
+  for (const size_t k : plan.references) {
+    ZIPNN_ASSIGN_OR_RETURN(const ContentId id, HashSource(references[k]));
+    base.references.push_back(container::ReferenceSource{&references[k], id});
+  }
 
   const std::string out_path = a.output.empty() ? a.input + kObjectSuffix : a.output;
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(out_path, a.force));
@@ -140,6 +172,9 @@ Action SetupCompress(CLI::App& sub) {
       "--base", a->base,
       "Store as a delta against this checkpoint: tensors are matched by their bytes, else by name, dtype and "
       "shape");
+  sub.add_option("--reference", a->references,
+                 "With --base: another checkpoint whose tensors of the same bytes are taken from it (repeat for "
+                 "more; the object is then format 8, and decompress needs each one it names)");
   sub.add_option("--level", a->level, "zstd level for the groups that use zstd (default 3)")->check(CLI::Range(1, 22));
   sub.add_option("--chunk-size", a->chunk_size, "Bytes of input per chunk (default 262144)")
       ->check(CLI::Range(container::kMinChunkSize, container::kMaxChunkSize));

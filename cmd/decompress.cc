@@ -2,7 +2,9 @@
 #include <cstdio>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
+#include <vector>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
@@ -18,6 +20,7 @@ struct DecompressArgs {
   std::string input;
   std::string output;
   std::string base;
+  std::vector<std::string> references;
   int threads = 0;
   bool force = false;
 };
@@ -34,7 +37,7 @@ Result<std::string> OutputPath(const DecompressArgs& a) {
 // Decodes into the output named by `a`; `check` must pass too before the
 // output is committed.
 Status Decode(const DecompressArgs& a, const ByteSource& object, const container::ObjectInfo& info,
-              const ByteSource* base, const std::function<Status()>& check) {
+              const container::Sources& base, const std::function<Status()>& check) {
   container::DecodeOptions options;
   options.threads = a.threads;
   if (a.output == "-") {
@@ -55,8 +58,36 @@ Status RunDecompress(const DecompressArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(a.input));
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   if (info.header.kind != container::ObjectKind::kDelta) {
-    if (!a.base.empty()) return InvalidArgument(a.input + ": is a standalone object; it takes no --base");
-    return Decode(a, object, info, nullptr, [] { return OkStatus(); });
+    if (!a.base.empty() || !a.references.empty()) {
+      return InvalidArgument(a.input + ": is a standalone object; it takes no --base or --reference");
+    }
+    return Decode(a, object, info, container::Sources{}, [] { return OkStatus(); });
+  }
+  // A format 8 delta's references, each checked by its content id first
+  // and given in the order the object names them.
+  container::Sources sources;
+  std::vector<ReadFile> given;
+  for (const std::string& path : a.references) {
+    ZIPNN_ASSIGN_OR_RETURN(ReadFile r, ReadFile::Open(path));
+    given.push_back(std::move(r));
+  }
+  std::map<ContentId, size_t> by_id;  // -> index in `given`
+  for (size_t k = 0; k < given.size(); ++k) {
+    ZIPNN_ASSIGN_OR_RETURN(const ContentId id, HashSource(given[k]));
+    by_id.emplace(id, k);
+  }
+  for (const container::Reference& r : info.header.references) {
+    auto it = by_id.find(r.id);
+    if (it == by_id.end()) {
+      return InvalidArgument(a.input + ": takes tensors from " + r.id.Hex() + " (" + std::to_string(r.size) +
+                             " bytes) besides its base; give that checkpoint with --reference");
+    }
+    sources.references.push_back(&given[it->second]);
+    by_id.erase(it);
+  }
+  if (!by_id.empty()) {
+    return InvalidArgument(a.input + ": takes no tensors from " + a.references[by_id.begin()->second] +
+                           " (content id " + by_id.begin()->first.Hex() + "), given with --reference");
   }
   if (a.base.empty()) {
     return InvalidArgument(a.input + ": is a delta against " + info.header.base_id.Hex() +
@@ -74,10 +105,12 @@ Status RunDecompress(const DecompressArgs& a) {
   // The output is committed only if both succeed.
   if (a.threads == 1 || ThreadPool::DefaultThreads() == 1) {
     ZIPNN_RETURN_IF_ERROR(right_base(HashSource(base)));
-    return Decode(a, object, info, &base, [] { return OkStatus(); });
+    sources.base = &base;
+    return Decode(a, object, info, sources, [] { return OkStatus(); });
   }
   std::future<Result<ContentId>> hashing = std::async(std::launch::async, [&base] { return HashSource(base); });
-  return Decode(a, object, info, &base, [&] { return right_base(hashing.get()); });
+  sources.base = &base;
+  return Decode(a, object, info, sources, [&] { return right_base(hashing.get()); });
 }
 
 }  // namespace
@@ -87,6 +120,8 @@ Action SetupDecompress(CLI::App& sub) {
   sub.add_option("object", a->input, "Object file to decompress")->required();
   sub.add_option("-o,--output", a->output, "File to write (default: the object's name without .zipnn; - for stdout)");
   sub.add_option("--base", a->base, "For a delta: the checkpoint it was made against");
+  sub.add_option("--reference", a->references,
+                 "For a format 8 delta: each other checkpoint it takes tensors from (repeat; any order)");
   AddThreadsOption(sub, a->threads);
   sub.add_flag("-f,--force", a->force, "Overwrite the output file if it exists");
   return [a] { return RunDecompress(*a); };

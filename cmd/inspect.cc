@@ -67,6 +67,10 @@ Status PrintObjectReport(const std::string& path) {
     if (const std::string why = store::BaseChoiceText(h.choice); !why.empty()) {
       std::printf("base chosen  %s\n", why.c_str());
     }
+    for (size_t k = 0; k < h.references.size(); ++k) {
+      std::printf("reference %zu  %s (%llu bytes)\n", k + 1, h.references[k].id.Hex().c_str(),
+                  static_cast<unsigned long long>(h.references[k].size));
+    }
   } else {
     std::printf("kind         base (standalone)\n");
   }
@@ -80,7 +84,8 @@ Status PrintObjectReport(const std::string& path) {
   std::printf("%-7s %-8s %14s %14s  %s\n", "region", "dtype", "offset", "length", "delta");
   for (size_t i = 0; i < h.layout.regions.size(); ++i) {
     const container::Region& r = h.layout.regions[i];
-    std::string delta = r.delta ? TransformsOf(stats[i]) + " base@" + std::to_string(r.base_offset)
+    const std::string source = r.source == 0 ? "base" : "ref" + std::to_string(r.source);
+    std::string delta = r.delta ? TransformsOf(stats[i]) + " " + source + "@" + std::to_string(r.base_offset)
                         : r.prefix_length > 0
                             ? "zstd after base@" + std::to_string(r.base_offset) + "+" + std::to_string(r.prefix_length)
                             : "-";

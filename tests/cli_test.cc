@@ -13,6 +13,7 @@
 #include <string>
 
 #include "lib/base/file.h"
+#include "lib/container/format.h"
 #include "tests/test_util.h"
 
 namespace zipnn {
@@ -103,7 +104,7 @@ TEST_CASE("help lists every command, version names both versions") {
   }
   Run v = Zipnn("version");
   CHECK(v.code == 0);
-  CHECK(v.out == "git-zipnn 0.8.0\nobject format 7\n");
+  CHECK(v.out == "git-zipnn 0.9.0\nobject format 8\n");
 }
 
 TEST_CASE("the binary names no libgit2, libcurl or libcrypto: each is loaded when a command first calls it") {
@@ -330,15 +331,15 @@ TEST_CASE("a truncated or newer-version object is refused and nothing is written
   CHECK(t.err == "error: " + obj + ": trailer magic missing (truncated object?)\n");
   CHECK(!FileExists(Tmp() + "/trunc.out"));
 
-  bytes[8] = 9;  // format version 9
+  bytes[8] = 99;  // format version 99
   {
     std::ofstream f(obj, std::ios::binary | std::ios::trunc);
     f << bytes;
   }
   Run v = Zipnn("decompress " + obj + " -f -o " + Tmp() + "/trunc.out");
   CHECK(v.code == 1);
-  CHECK(v.err ==
-        "error: " + obj + ": object format version 9 is newer than this git-zipnn reads (7); upgrade git-zipnn\n");
+  CHECK(v.err == "error: " + obj + ": object format version 99 is newer than this git-zipnn reads (" +
+                     std::to_string(container::kFormatVersion) + "); upgrade git-zipnn\n");
 }
 
 TEST_CASE("a corrupted chunk fails the restore and leaves no output file") {

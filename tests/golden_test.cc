@@ -25,6 +25,7 @@ struct Golden {
   uint64_t one_model = 0;
   uint64_t by_class = 0;
   uint64_t standalone = 0;  // delta chunks coded on their own (format 6)
+  const char* reference = nullptr;  // the version a format 8 delta references
 };
 
 constexpr Golden kGolden[] = {
@@ -71,6 +72,9 @@ constexpr Golden kGolden[] = {
      "cnn-bf16/step-000040.safetensors", container::ObjectKind::kDelta, 9, 0, 0, 0, 1},
     {"v7/shared-adapter-delta-cnn-bf16-step200.zipnn", "shared/adapter.safetensors", "cnn-bf16/step-000200.safetensors",
      container::ObjectKind::kDelta, 27},
+    {"v8/resharded-delta-cnn-bf16-step200-ref160.zipnn", "shared/resharded.safetensors",
+     "cnn-bf16/step-000200.safetensors", container::ObjectKind::kDelta, 9, 0, 0, 0, 0,
+     "cnn-bf16/step-000160.safetensors"},
 };
 
 // The rans-classed groups of an object: with one model, and with classes.
@@ -107,9 +111,18 @@ TEST_CASE("golden objects of every format version decode byte for byte") {
       REQUIRE(b.ok());
       base.emplace(std::move(*b));
     }
+    std::optional<ReadFile> reference;
+    if (g.reference != nullptr) {
+      auto r = ReadFile::Open(std::string("tests/data/") + g.reference);
+      REQUIRE(r.ok());
+      reference.emplace(std::move(*r));
+    }
+    const container::Sources sources{base ? &*base : nullptr, reference ? std::vector<const ByteSource*>{&*reference}
+                                                                        : std::vector<const ByteSource*>{}};
     auto info = container::ReadObjectInfo(*object);
     REQUIRE(info.ok());
     CHECK(info->header.kind == g.kind);
+    CHECK(info->header.references.size() == (reference ? 1u : 0u));
     CHECK(info->chunks.size() == g.chunks);
     const auto differences = std::count_if(info->chunks.begin(), info->chunks.end(), [](const container::ChunkRef& c) {
       return c.transform == codec::Transform::kDifference;
@@ -127,13 +140,13 @@ TEST_CASE("golden objects of every format version decode byte for byte") {
       MemorySink out;
       container::DecodeOptions o;
       o.threads = threads;
-      Status s = container::DecodeObject(*object, *info, base ? &*base : nullptr, o, out);
+      Status s = container::DecodeObject(*object, *info, sources, o, out);
       REQUIRE(s.ok());
       CHECK(out.ToVector() == *raw);
     }
     // Read by parts, each chunk checked against its raw checksum (format 5
     // on; older objects have none to check).
-    auto reader = container::ObjectReader::Open(*object, *info, base ? &*base : nullptr, /*check_raw=*/true);
+    auto reader = container::ObjectReader::Open(*object, *info, sources, /*check_raw=*/true);
     REQUIRE(reader.ok());
     std::vector<uint8_t> parts(raw->size());
     const size_t half = parts.size() / 2;
@@ -146,7 +159,7 @@ TEST_CASE("golden objects of every format version decode byte for byte") {
 TEST_CASE("golden objects of format 5 on carry the raw checksum of every chunk") {
   for (const Golden& g : kGolden) {
     const std::string folder = std::string(g.object).substr(0, 3);
-    if (folder != "v5/" && folder != "v6/" && folder != "v7/") continue;
+    if (folder < "v5/") continue;
     CAPTURE(g.object);
     auto object = ReadFile::Open(std::string("tests/golden/") + g.object);
     REQUIRE(object.ok());
@@ -173,6 +186,24 @@ TEST_CASE("the golden object of format 7 says its base holds its tensors under o
   // The model's tensors, under a prefix and in reverse order, each start
   // at its own bytes in the base: the delta is a small part of the file.
   CHECK(object->size() * 10 < info->header.raw_size);
+}
+
+TEST_CASE("the golden object of format 8 takes tensors from a version it references besides its base") {
+  auto object = ReadFile::Open("tests/golden/v8/resharded-delta-cnn-bf16-step200-ref160.zipnn");
+  REQUIRE(object.ok());
+  auto info = container::ReadObjectInfo(*object);
+  REQUIRE(info.ok());
+  CHECK(info->header.version == 8);
+  auto reference = ReadWholeFile("tests/data/cnn-bf16/step-000160.safetensors");
+  REQUIRE(reference.ok());
+  REQUIRE(info->header.references.size() == 1);
+  CHECK(info->header.references[0].id == HashBytes(reference->data(), reference->size()));
+  // The two tensors of step 160 come from it, the model's from the base:
+  // every byte but the header's is an unchanged delta.
+  const auto from_reference = std::count_if(info->header.layout.regions.begin(), info->header.layout.regions.end(),
+                                            [](const container::Region& r) { return r.delta && r.source == 1; });
+  CHECK(from_reference == 2);
+  CHECK(object->size() * 100 < info->header.raw_size);
 }
 
 }  // namespace

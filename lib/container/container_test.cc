@@ -346,7 +346,9 @@ TEST_CASE("rejects a future format version with a clear message") {
   EncodeHeader(header, d.object.data());
   Status s = DecodeStatus(d.object);
   CHECK(s.code() == StatusCode::kUnsupported);
-  CHECK(s.message() == "obj: object format version 8 is newer than this git-zipnn reads (7); upgrade git-zipnn");
+  CHECK(s.message() == "obj: object format version " + std::to_string(kFormatVersion + 1) +
+                           " is newer than this git-zipnn reads (" + std::to_string(kFormatVersion) +
+                           "); upgrade git-zipnn");
 }
 
 TEST_CASE("a flipped bit anywhere in the object is caught") {
@@ -422,7 +424,7 @@ void WriteHead(const Head& head, std::vector<uint8_t>& obj) {
   for (size_t i = 0; i < head.regions.size(); ++i) EncodeRegionEntry(head.regions[i], table + kRegionEntryBytes * i);
   HeaderFields fields = head.fields;
   EncodeHeader(fields, obj.data());
-  fields.checksum = HeaderChecksum(obj.data(), table, fields.region_count);
+  fields.checksum = HeaderChecksum(obj.data(), table, TableEntries(fields));
   EncodeHeader(fields, obj.data());
 }
 
@@ -1001,6 +1003,103 @@ TEST_CASE("rejects a region too long to count its chunks without wrapping, befor
   auto info = ReadObjectInfo(src);
   REQUIRE(!info.ok());
   CHECK(info.status().message() == "obj: trailer counts 0 chunks, the layout needs 4503599627370496");
+}
+
+TEST_CASE("format 8: a delta takes regions against versions it references besides its base") {
+  // A file holding the first half of one checkpoint's weights and the
+  // second half of another's, bit for bit (tensors of two stored versions).
+  const Checkpoint base = MakeCheckpoint(31, 60000), other = MakeCheckpoint(32, 60000);
+  const Region& w = base.layout.regions[1];
+  const uint64_t half = w.length / 2;
+  Checkpoint target = base;
+  std::copy(other.bytes.begin() + w.offset + half, other.bytes.begin() + w.offset + w.length,
+            target.bytes.begin() + w.offset + half);
+  Layout layout = base.layout.AsDeltaOfSameLayout();
+  layout.regions[1].length = half;
+  layout.regions.insert(layout.regions.begin() + 2,
+                        Region{DType::kF32, w.offset + half, w.length - half, true, w.offset + half, 0, /*source=*/1});
+  MemorySource base_src(base.bytes.data(), base.bytes.size(), "base");
+  MemorySource other_src(other.bytes.data(), other.bytes.size(), "other");
+  const ContentId other_id = HashBytes(other.bytes.data(), other.bytes.size());
+  DeltaBase db{&base_src,
+               HashBytes(base.bytes.data(), base.bytes.size()),
+               BaseChoice::kShared,
+               {ReferenceSource{&other_src, other_id}}};
+  auto encode = [&](int threads) {
+    MemorySource src(target.bytes.data(), target.bytes.size(), "in");
+    EncodeOptions o;
+    o.threads = threads;
+    o.chunk_size = 65536;
+    MemorySink sink;
+    REQUIRE(EncodeObject(src, layout, &db, o, sink).ok());
+    return sink.ToVector();
+  };
+  const std::vector<uint8_t> object = encode(1);
+  CHECK(encode(2) == object);
+  CHECK(VersionOf(object) == kReferenceVersion);
+  // Every region is its source's bytes: next to nothing is stored.
+  CHECK(object.size() * 100 < target.bytes.size());
+  MemorySource obj(object.data(), object.size(), "obj");
+  auto info = ReadObjectInfo(obj);
+  REQUIRE(info.ok());
+  REQUIRE(info->header.references.size() == 1);
+  CHECK(info->header.references[0].id == other_id);
+  CHECK(info->header.references[0].size == other.bytes.size());
+  CHECK(info->header.layout.regions[2].source == 1);
+  CHECK(info->header.layout.regions[1].source == 0);
+
+  // Decoded whole, and read by parts through a reader checking raw
+  // checksums, with each source given.
+  const Sources sources{&base_src, {&other_src}};
+  for (int threads : {1, 2}) {
+    DecodeOptions o;
+    o.threads = threads;
+    MemorySink out;
+    REQUIRE(DecodeObject(obj, *info, sources, o, out).ok());
+    CHECK(out.ToVector() == target.bytes);
+  }
+  auto reader = ObjectReader::Open(obj, *info, sources, /*check_raw=*/true);
+  REQUIRE(reader.ok());
+  std::vector<uint8_t> part(w.length);
+  REQUIRE((*reader)->ReadAt(w.offset, part.data(), part.size()).ok());
+  CHECK(std::equal(part.begin(), part.end(), target.bytes.begin() + w.offset));
+
+  // Without the referenced version, or with one of another size, nothing
+  // decodes; one of the right size but other bytes fails its checks.
+  DecodeOptions o;
+  MemorySink out;
+  CHECK(DecodeObject(obj, *info, Sources{&base_src, {}}, o, out).message() ==
+        "obj: references 1 versions besides its base; given 0");
+  MemorySource short_src(other.bytes.data(), other.bytes.size() - 1, "short");
+  CHECK(DecodeObject(obj, *info, Sources{&base_src, {&short_src}}, o, out).message() ==
+        "obj: wrong version for reference 1 (" + other_id.Hex() + ", " + std::to_string(other.bytes.size()) +
+            " bytes)");
+  CHECK(DecodeObject(obj, *info, Sources{&base_src, {&base_src}}, o, out).code() == StatusCode::kCorruption);
+
+  // What a decoder must reject.
+  auto refused = [&](const std::function<void(Head&, std::vector<uint8_t>&)>& change) {
+    std::vector<uint8_t> bad = object;
+    Head head = ReadHead(bad);
+    change(head, bad);
+    WriteHead(head, bad);
+    return DecodeStatus(bad).message();
+  };
+  const size_t reference_at = kHeaderBytes + kRegionEntryBytes * info->header.layout.regions.size();
+  CHECK(refused([](Head& h, std::vector<uint8_t>&) { h.fields.version = kSharedChoiceVersion; }) ==
+        "obj: reserved header bits are set");
+  CHECK(refused([](Head& h, std::vector<uint8_t>&) { h.regions[2].prefix_length = 2; }) ==
+        "obj: region 2 is taken against reference 2 of 1");
+  CHECK(refused([](Head& h, std::vector<uint8_t>&) { h.regions[2].prefix_length = 0; }) ==
+        "obj: reference 1 is the source of no region");
+  CHECK(refused([&](Head& h, std::vector<uint8_t>& bad) {
+          EncodeReferenceEntry(Reference{h.fields.base_id, base.bytes.size()}, bad.data() + reference_at);
+        }) == "obj: reference 1 names the base");
+  CHECK(refused([&](Head&, std::vector<uint8_t>& bad) {
+          EncodeReferenceEntry(Reference{other_id, 1000}, bad.data() + reference_at);
+        }) == "obj: region 2 reads past the end of reference 1");
+  CHECK(refused([](Head& h, std::vector<uint8_t>&) { h.fields.kind = 0; }) == "obj: a base object references versions");
+  CHECK(refused([](Head& h, std::vector<uint8_t>&) { h.fields.reference_count = kMaxReferences + 1; }) ==
+        "obj: region and reference tables run past the end (truncated?)");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <optional>
+#include <set>
 
 // For XXH3_state_t's size: the checksums over two ranges keep their state
 // on the stack.
@@ -49,7 +50,7 @@ void EncodeHeader(const HeaderFields& h, uint8_t* out) {
   StoreLE<uint16_t>(out + O::kFlags, h.flags);
   out[O::kKind] = h.kind;
   out[O::kChoice] = h.choice;
-  std::memcpy(out + O::kReserved, h.reserved.data(), h.reserved.size());
+  StoreLE<uint16_t>(out + O::kReferenceCount, h.reference_count);
   StoreLE<uint32_t>(out + O::kChunkSize, h.chunk_size);
   StoreLE<uint32_t>(out + O::kRegionCount, h.region_count);
   StoreLE<uint64_t>(out + O::kRawSize, h.raw_size);
@@ -66,7 +67,7 @@ HeaderFields DecodeHeader(const uint8_t* in) {
   h.flags = LoadLE<uint16_t>(in + O::kFlags);
   h.kind = in[O::kKind];
   h.choice = in[O::kChoice];
-  std::memcpy(h.reserved.data(), in + O::kReserved, h.reserved.size());
+  h.reference_count = LoadLE<uint16_t>(in + O::kReferenceCount);
   h.chunk_size = LoadLE<uint32_t>(in + O::kChunkSize);
   h.region_count = LoadLE<uint32_t>(in + O::kRegionCount);
   h.raw_size = LoadLE<uint64_t>(in + O::kRawSize);
@@ -82,11 +83,12 @@ bool HasObjectMagic(const uint8_t* in) {
 
 // Two ranges hashed as one, without copying them together: a state on the
 // stack allocates nothing, and ReadObjectInfo runs on every object open.
-uint64_t HeaderChecksum(const uint8_t* header, const uint8_t* table, uint32_t region_count) {
+uint64_t HeaderChecksum(const uint8_t* header, const uint8_t* table, uint64_t entries) {
+  static_assert(kReferenceEntryBytes == kRegionEntryBytes, "the checksum covers both tables as entries");
   XXH3_state_t state;
   XXH3_64bits_reset(&state);
   XXH3_64bits_update(&state, header, HeaderOffset::kChecksum);
-  XXH3_64bits_update(&state, table, kRegionEntryBytes * size_t{region_count});
+  XXH3_64bits_update(&state, table, kRegionEntryBytes * static_cast<size_t>(entries));
   return XXH3_64bits_digest(&state);
 }
 
@@ -108,6 +110,18 @@ RegionEntry DecodeRegionEntry(const uint8_t* in) {
   e.length = LoadLE<uint64_t>(in + O::kLength);
   e.base_offset = LoadLE<uint64_t>(in + O::kBaseOffset);
   return e;
+}
+
+void EncodeReferenceEntry(const Reference& r, uint8_t* out) {
+  std::memcpy(out, r.id.bytes.data(), r.id.bytes.size());
+  StoreLE<uint64_t>(out + r.id.bytes.size(), r.size);
+}
+
+Reference DecodeReferenceEntry(const uint8_t* in) {
+  Reference r;
+  std::memcpy(r.id.bytes.data(), in, r.id.bytes.size());
+  r.size = LoadLE<uint64_t>(in + r.id.bytes.size());
+  return r;
 }
 
 void EncodeIndexEntry(const IndexEntry& e, uint8_t* out) {
@@ -167,22 +181,27 @@ void AppendHeader(const ObjectHeader& h, Buffer& out) {
   fields.raw_size = h.raw_size;
   fields.base_id = h.base_id;
   fields.base_size = h.base_size;
+  fields.reference_count = static_cast<uint16_t>(h.references.size());
   const size_t start = out.size();
-  out.Extend(kHeaderBytes + kRegionEntryBytes * h.layout.regions.size());
+  out.Extend(kHeaderBytes + kRegionEntryBytes * h.layout.regions.size() + kReferenceEntryBytes * h.references.size());
   uint8_t* table = out.data() + start + kHeaderBytes;
   for (const Region& r : h.layout.regions) {
     RegionEntry e;
     e.dtype = static_cast<uint8_t>(r.dtype);
     e.flags = static_cast<uint8_t>((r.delta ? kRegionFlagDelta : 0) | (r.prefix_length > 0 ? kRegionFlagPrefix : 0));
-    e.prefix_length = r.prefix_length;
+    e.prefix_length = r.delta ? r.source : r.prefix_length;
     e.length = r.length;
     e.base_offset = r.delta || r.prefix_length > 0 ? r.base_offset : 0;
     EncodeRegionEntry(e, table);
     table += kRegionEntryBytes;
   }
+  for (const Reference& r : h.references) {
+    EncodeReferenceEntry(r, table);
+    table += kReferenceEntryBytes;
+  }
   uint8_t* header = out.data() + start;
   EncodeHeader(fields, header);
-  fields.checksum = HeaderChecksum(header, header + kHeaderBytes, fields.region_count);
+  fields.checksum = HeaderChecksum(header, header + kHeaderBytes, TableEntries(fields));
   EncodeHeader(fields, header);
 }
 
@@ -234,10 +253,13 @@ Result<HeaderFields> ReadHeaderAndTable(const ByteSource& object, Buffer& table)
                        "); upgrade git-zipnn");
   }
   const uint64_t room = size - kHeaderBytes - kTrailerBytes;
-  if (fields.region_count > room / kRegionEntryBytes) return Bad(object, "region table runs past the end (truncated?)");
-  table.Resize(kRegionEntryBytes * fields.region_count);
+  if (TableEntries(fields) > room / kRegionEntryBytes) {
+    return Bad(object, fields.reference_count == 0 ? "region table runs past the end (truncated?)"
+                                                   : "region and reference tables run past the end (truncated?)");
+  }
+  table.Resize(kRegionEntryBytes * TableEntries(fields));
   if (!table.empty()) ZIPNN_RETURN_IF_ERROR(object.ReadAt(kHeaderBytes, table.data(), table.size()));
-  if (HeaderChecksum(h, table.data(), fields.region_count) != fields.checksum) {
+  if (HeaderChecksum(h, table.data(), TableEntries(fields)) != fields.checksum) {
     return Bad(object, "header checksum mismatch");
   }
   return fields;
@@ -245,11 +267,18 @@ Result<HeaderFields> ReadHeaderAndTable(const ByteSource& object, Buffer& table)
 
 // The header's own fields, once its checksum holds.
 Result<ObjectHeader> CheckHeader(const ByteSource& object, const HeaderFields& fields) {
-  if (fields.flags != 0 || !AllZero(fields.reserved.data(), fields.reserved.size())) {
+  if (fields.flags != 0 || (fields.reference_count != 0 && fields.version < kReferenceVersion)) {
     return Bad(object, "reserved header bits are set");
   }
   if (fields.kind > static_cast<uint8_t>(ObjectKind::kDelta)) {
     return Bad(object, "unknown object kind " + std::to_string(fields.kind));
+  }
+  if (fields.reference_count > kMaxReferences) {
+    return Bad(object, "the object references " + std::to_string(fields.reference_count) + " versions, over " +
+                           std::to_string(kMaxReferences));
+  }
+  if (fields.reference_count != 0 && fields.kind != static_cast<uint8_t>(ObjectKind::kDelta)) {
+    return Bad(object, "a base object references versions");
   }
   if (fields.choice != 0 && (fields.version < kBaseChoiceVersion || fields.kind != 1)) {
     return Bad(object, fields.version < kBaseChoiceVersion ? "reserved header bits are set"
@@ -282,12 +311,22 @@ Result<Region> CheckRegion(const ByteSource& object, const ObjectHeader& hd, uin
   std::optional<codec::DType> dtype = codec::DTypeFromByte(e.dtype);
   if (!dtype) return Bad(object, "region " + std::to_string(i) + " has unknown dtype " + std::to_string(e.dtype));
   const bool prefixed = (e.flags & kRegionFlagPrefix) != 0;
-  if ((e.flags & ~(kRegionFlagDelta | kRegionFlagPrefix)) != 0 || (!prefixed && e.prefix_length != 0)) {
+  const bool delta = (e.flags & kRegionFlagDelta) != 0;
+  // From format 8 a delta region's prefix length field is its source.
+  const bool source = delta && !prefixed && hd.version >= kReferenceVersion;
+  if ((e.flags & ~(kRegionFlagDelta | kRegionFlagPrefix)) != 0 || (!prefixed && !source && e.prefix_length != 0)) {
     return Bad(object, "region " + std::to_string(i) + " has reserved bits set");
   }
   Region r;
   r.dtype = *dtype;
-  r.delta = (e.flags & kRegionFlagDelta) != 0;
+  r.delta = delta;
+  if (source) {
+    if (e.prefix_length > hd.references.size()) {
+      return Bad(object, "region " + std::to_string(i) + " is taken against reference " +
+                             std::to_string(e.prefix_length) + " of " + std::to_string(hd.references.size()));
+    }
+    r.source = static_cast<uint32_t>(e.prefix_length);
+  }
   r.offset = offset;
   r.length = e.length;
   r.base_offset = e.base_offset;
@@ -303,16 +342,40 @@ Result<Region> CheckRegion(const ByteSource& object, const ObjectHeader& hd, uin
   return r;
 }
 
-// The region table, into hd.layout, checked against the header.
+// The reference table, into hd.references: each a version other than
+// the base, named once.
+Status ReadReferences(const ByteSource& object, const Buffer& table, const HeaderFields& fields, ObjectHeader& hd) {
+  const uint8_t* at = table.data() + kRegionEntryBytes * uint64_t{fields.region_count};
+  std::set<ContentId> seen;
+  for (uint16_t k = 1; k <= fields.reference_count; ++k, at += kReferenceEntryBytes) {
+    const Reference r = DecodeReferenceEntry(at);
+    if (r.id == hd.base_id || !seen.insert(r.id).second) {
+      return Bad(object, "reference " + std::to_string(k) + " names " +
+                             (r.id == hd.base_id ? std::string("the base") : "a version named before it"));
+    }
+    hd.references.push_back(r);
+  }
+  return OkStatus();
+}
+
+// The region table, into hd.layout, checked against the header: every
+// reference is the source of some region.
 Status ReadRegions(const ByteSource& object, const Buffer& table, uint32_t region_count, ObjectHeader& hd) {
   uint64_t offset = 0;
+  std::vector<bool> used(hd.references.size() + 1);
   for (uint32_t i = 0; i < region_count; ++i) {
     const RegionEntry e = DecodeRegionEntry(table.data() + kRegionEntryBytes * i);
     ZIPNN_ASSIGN_OR_RETURN(Region r, CheckRegion(object, hd, i, e, offset));
     offset += r.length;
+    used[r.source] = true;
     hd.layout.regions.push_back(r);
   }
-  Status layout_ok = hd.layout.Validate(hd.raw_size, hd.base_size);
+  for (size_t k = 1; k < used.size(); ++k) {
+    if (!used[k]) return Bad(object, "reference " + std::to_string(k) + " is the source of no region");
+  }
+  std::vector<uint64_t> sizes = {hd.base_size};
+  for (const Reference& r : hd.references) sizes.push_back(r.size);
+  Status layout_ok = hd.layout.Validate(hd.raw_size, sizes);
   if (!layout_ok.ok()) return Bad(object, layout_ok.message());
   return OkStatus();
 }
@@ -397,11 +460,12 @@ Result<ObjectInfo> ReadObjectInfo(const ByteSource& object) {
   Buffer table;
   ZIPNN_ASSIGN_OR_RETURN(const HeaderFields fields, ReadHeaderAndTable(object, table));
   ZIPNN_ASSIGN_OR_RETURN(info.header, CheckHeader(object, fields));
+  ZIPNN_RETURN_IF_ERROR(ReadReferences(object, table, fields, info.header));
   ZIPNN_RETURN_IF_ERROR(ReadRegions(object, table, fields.region_count, info.header));
   uint8_t trailer_bytes[kTrailerBytes];
   ZIPNN_ASSIGN_OR_RETURN(const TrailerFields trailer, ReadTrailer(object, info.header, trailer_bytes));
   info.content_id = trailer.content_id;
-  info.records_offset = kHeaderBytes + kRegionEntryBytes * uint64_t{fields.region_count};
+  info.records_offset = kHeaderBytes + kRegionEntryBytes * TableEntries(fields);
   ZIPNN_RETURN_IF_ERROR(ReadIndex(object, trailer, trailer_bytes, info));
   return info;
 }

@@ -3,7 +3,8 @@
 // docs/format.md is the specification; each constant quotes the section
 // that defines it.
 //
-//   header (64) | region table (24 x R) | chunk records | chunk index (16 x C) | trailer (40)
+//   header (64) | region table (24 x R) | reference table (24 x K) | chunk records | chunk index (16 x C) |
+//   trailer (40)
 //
 // Each fixed-size section has one Encode/Decode pair over a struct of its
 // fields as stored, and these pairs are the only code that knows where a
@@ -34,12 +35,15 @@ namespace zipnn::container {
 inline constexpr std::array<uint8_t, 8> kObjectMagic = {'Z', 'I', 'P', 'N', 'N', 'O', 'B', 'J'};
 // The newest version this code reads and writes (WriteVersion says which
 // version an object is written in).
-inline constexpr uint16_t kFormatVersion = 7;
+inline constexpr uint16_t kFormatVersion = 8;
 inline constexpr size_t kHeaderBytes = 64;
 // "Region table"
 inline constexpr size_t kRegionEntryBytes = 24;
 inline constexpr uint8_t kRegionFlagDelta = 1;
 inline constexpr uint8_t kRegionFlagPrefix = 2;
+// "Reference table" (format 8 on): at most this many entries.
+inline constexpr size_t kReferenceEntryBytes = 24;
+inline constexpr uint16_t kMaxReferences = 1024;
 // "Chunk index"
 inline constexpr size_t kIndexEntryBytes = 16;
 // "Trailer"
@@ -72,6 +76,13 @@ enum class ObjectKind : uint8_t { kBase = 0, kDelta = 1 };
 enum class BaseChoice : uint8_t { kSeries = 0, kNamed = 1, kTwin = 2, kSameTensors = 3, kShared = 4 };
 inline constexpr uint8_t kMaxBaseChoice = 4;
 
+// "Reference table": a version a delta's regions may be taken against
+// besides its base.
+struct Reference {
+  ContentId id;
+  uint64_t size = 0;
+};
+
 struct ObjectHeader {
   uint16_t version = kFormatVersion;
   ObjectKind kind = ObjectKind::kBase;
@@ -81,6 +92,7 @@ struct ObjectHeader {
   ContentId base_id;       // zero for a base
   uint64_t base_size = 0;  // zero for a base
   Layout layout;
+  std::vector<Reference> references;  // format 8 on; a delta region's source k is references[k - 1]
 };
 
 // Where one chunk's record sits in the object, and how a delta chunk
@@ -113,7 +125,7 @@ struct HeaderFields {
   uint16_t flags = 0;  // reserved
   uint8_t kind = 0;    // an ObjectKind, if valid
   uint8_t choice = 0;  // a BaseChoice, if valid
-  std::array<uint8_t, 2> reserved{};
+  uint16_t reference_count = 0;  // format 8 on; reserved (0) before
   uint32_t chunk_size = kDefaultChunkSize;
   uint32_t region_count = 0;
   uint64_t raw_size = 0;
@@ -127,7 +139,7 @@ struct HeaderOffset {
   static constexpr size_t kFlags = 10;
   static constexpr size_t kKind = 12;
   static constexpr size_t kChoice = 13;
-  static constexpr size_t kReserved = 14;
+  static constexpr size_t kReferenceCount = 14;
   static constexpr size_t kChunkSize = 16;
   static constexpr size_t kRegionCount = 20;
   static constexpr size_t kRawSize = 24;
@@ -139,15 +151,17 @@ void EncodeHeader(const HeaderFields& h, uint8_t* out);
 HeaderFields DecodeHeader(const uint8_t* in);
 // Whether `in` (at least the header's first 8 bytes) starts with kObjectMagic.
 bool HasObjectMagic(const uint8_t* in);
-// The header checksum of `header` (kHeaderBytes) and the region table of
-// `region_count` entries that follows it.
-uint64_t HeaderChecksum(const uint8_t* header, const uint8_t* table, uint32_t region_count);
+// The header checksum of `header` (kHeaderBytes) and the `entries` table
+// entries that follow it: the region table, then the reference table
+// (TableEntries of the header).
+uint64_t HeaderChecksum(const uint8_t* header, const uint8_t* table, uint64_t entries);
+inline uint64_t TableEntries(const HeaderFields& h) { return uint64_t{h.region_count} + h.reference_count; }
 
 // "Region table": one entry.
 struct RegionEntry {
   uint8_t dtype = 0;           // a codec::DType, if valid
   uint8_t flags = 0;           // kRegionFlagDelta, kRegionFlagPrefix
-  uint64_t prefix_length = 0;  // 48 bits
+  uint64_t prefix_length = 0;  // 48 bits; a delta region's source from format 8
   uint64_t length = 0;
   uint64_t base_offset = 0;
 };
@@ -160,6 +174,10 @@ struct RegionEntryOffset {
 };
 void EncodeRegionEntry(const RegionEntry& e, uint8_t* out);
 RegionEntry DecodeRegionEntry(const uint8_t* in);
+
+// "Reference table": one entry (content id, then size).
+void EncodeReferenceEntry(const Reference& r, uint8_t* out);
+Reference DecodeReferenceEntry(const uint8_t* in);
 
 // "Chunk index": one entry.
 struct IndexEntry {
@@ -208,6 +226,9 @@ inline constexpr uint16_t kStandaloneChunkVersion = 6;
 inline constexpr uint16_t kBaseChoiceVersion = 6;
 // "Header": the first version whose base choice may be kShared.
 inline constexpr uint16_t kSharedChoiceVersion = 7;
+// "Reference table": the first version with one (the header's reference
+// count), whose delta regions may be taken against a reference.
+inline constexpr uint16_t kReferenceVersion = 8;
 
 // The version a writer gives an object (a delta with `delta`, its base
 // taken as `choice`) whose delta chunks may be taken as `transform`
@@ -222,7 +243,8 @@ uint16_t WriteVersion(codec::TransformPolicy transform, bool delta, BaseChoice c
 // checksum of its raw bytes, so that a part of it can be read checked.
 inline bool HasRawChecksums(const ObjectHeader& h) { return h.version >= kRawChecksumVersion; }
 
-// Header and region table, with the header checksum filled in.
+// Header, region table and reference table, with the header checksum
+// filled in.
 void AppendHeader(const ObjectHeader& h, Buffer& out);
 // Chunk index and trailer.
 void AppendIndexAndTrailer(const std::vector<ChunkRef>& chunks, const ContentId& content_id, Buffer& out);

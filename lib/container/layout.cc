@@ -6,7 +6,7 @@ namespace zipnn::container {
 
 Layout Layout::Single(codec::DType dtype, uint64_t size) {
   Layout l;
-  if (size > 0) l.regions.push_back(Region{dtype, 0, size, false, 0, 0});
+  if (size > 0) l.regions.push_back(Region{dtype, 0, size, false, 0, 0, 0});
   return l;
 }
 
@@ -19,7 +19,26 @@ Layout Layout::AsDeltaOfSameLayout() const {
   return l;
 }
 
-Status Layout::Validate(uint64_t expected_size, uint64_t base_size) const {
+std::vector<size_t> Layout::KeepUsedReferences(size_t references) {
+  std::vector<bool> used(references + 1);
+  for (const Region& r : regions) {
+    if (r.delta && r.source <= references) used[r.source] = true;
+  }
+  std::vector<uint32_t> renumbered(references + 1);
+  std::vector<size_t> kept;
+  for (size_t k = 1; k <= references; ++k) {
+    if (!used[k]) continue;
+    kept.push_back(k - 1);
+    renumbered[k] = static_cast<uint32_t>(kept.size());
+  }
+  for (Region& r : regions) {
+    if (r.delta && r.source <= references) r.source = renumbered[r.source];
+  }
+  return kept;
+}
+
+Status Layout::Validate(uint64_t expected_size, const std::vector<uint64_t>& source_sizes) const {
+  const uint64_t base_size = source_sizes.empty() ? 0 : source_sizes[0];
   uint64_t next = 0;
   for (size_t i = 0; i < regions.size(); ++i) {
     const Region& r = regions[i];
@@ -28,8 +47,14 @@ Status Layout::Validate(uint64_t expected_size, uint64_t base_size) const {
     if (r.length > UINT64_MAX - r.offset) return Corruption(where + " length overflows");
     next = r.offset + r.length;
     if (r.delta && r.prefix_length > 0) return Corruption(where + " is both XORed and prefixed");
-    if (r.delta && (r.base_offset > base_size || r.length > base_size - r.base_offset)) {
-      return Corruption(where + " reads past the end of its base");
+    if (r.source != 0 && (!r.delta || r.source >= source_sizes.size())) {
+      return Corruption(where + (r.delta ? " takes its bytes from a reference the object does not have"
+                                         : " names a source but is not a delta"));
+    }
+    const uint64_t source_size = r.delta ? source_sizes[r.source] : base_size;
+    if (r.delta && (r.base_offset > source_size || r.length > source_size - r.base_offset)) {
+      return Corruption(where + (r.source == 0 ? " reads past the end of its base"
+                                               : " reads past the end of reference " + std::to_string(r.source)));
     }
     if (r.prefix_length > 0) {
       if (r.dtype != codec::DType::kBytes) return Corruption(where + " is prefixed but not opaque bytes");

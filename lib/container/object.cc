@@ -163,9 +163,11 @@ Status VerifyStripe(const ByteSource& input, const ObjectHeader& header, const R
   return OkStatus();
 }
 
-// A delta must be given its base, of the size its header records.
-Status CheckBase(const ByteSource& object, const ObjectHeader& h, const ByteSource* base) {
+// A delta must be given its base and every version it references, each
+// of the size its header records.
+Status CheckBase(const ByteSource& object, const ObjectHeader& h, const Sources& sources) {
   if (h.kind != ObjectKind::kDelta) return OkStatus();
+  const ByteSource* base = sources.base;
   if (base == nullptr) {
     return InvalidArgument(object.name() + ": is a delta against " + h.base_id.Hex() +
                            "; give that checkpoint as the base");
@@ -174,10 +176,27 @@ Status CheckBase(const ByteSource& object, const ObjectHeader& h, const ByteSour
     return InvalidArgument(object.name() + ": wrong base " + base->name() + ": it has " + std::to_string(base->size()) +
                            " bytes, the object's base " + h.base_id.Hex() + " has " + std::to_string(h.base_size));
   }
+  if (sources.references.size() != h.references.size()) {
+    return InvalidArgument(object.name() + ": references " + std::to_string(h.references.size()) +
+                           " versions besides its base; given " + std::to_string(sources.references.size()));
+  }
+  for (size_t k = 0; k < h.references.size(); ++k) {
+    const ByteSource* r = sources.references[k];
+    if (r == nullptr || r->size() != h.references[k].size) {
+      return InvalidArgument(object.name() + ": wrong version for reference " + std::to_string(k + 1) + " (" +
+                             h.references[k].id.Hex() + ", " + std::to_string(h.references[k].size) + " bytes)");
+    }
+  }
   return OkStatus();
 }
 
 }  // namespace
+
+Sources SourcesOf(const DeltaBase& base) {
+  Sources sources{base.source, {}};
+  for (const ReferenceSource& r : base.references) sources.references.push_back(r.source);
+  return sources;
+}
 
 int WorkingThreads(int threads, uint32_t chunk_size) {
   const uint64_t asked = threads > 0 ? static_cast<uint64_t>(threads) : ThreadPool::DefaultThreads();
@@ -192,7 +211,10 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
                                   const EncodeOptions& options, ByteSink& out) {
   ZIPNN_RETURN_IF_ERROR(CheckChunkSize(options.chunk_size));
   const uint64_t base_size = base != nullptr ? base->source->size() : 0;
-  Status valid = layout.Validate(input.size(), base_size);
+  const Sources sources = base != nullptr ? SourcesOf(*base) : Sources{};
+  std::vector<uint64_t> source_sizes = {base_size};
+  for (const ByteSource* r : sources.references) source_sizes.push_back(r->size());
+  Status valid = layout.Validate(input.size(), source_sizes);
   if (!valid.ok()) return Annotate(valid, input.name() + ": layout does not fit");
   for (const Region& r : layout.regions) {
     if ((r.delta || r.prefix_length > 0) && base == nullptr) {
@@ -202,7 +224,9 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
 
   ObjectHeader header;
   header.version =
-      WriteVersion(options.transform, base != nullptr, base != nullptr ? base->choice : BaseChoice::kSeries);
+      base != nullptr && !base->references.empty()
+          ? kReferenceVersion
+          : WriteVersion(options.transform, base != nullptr, base != nullptr ? base->choice : BaseChoice::kSeries);
   const bool raw_checksums = HasRawChecksums(header);
   header.kind = base != nullptr ? ObjectKind::kDelta : ObjectKind::kBase;
   header.chunk_size = options.chunk_size;
@@ -212,6 +236,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
     header.base_id = base->id;
     header.base_size = base_size;
     header.choice = base->choice;
+    for (const ReferenceSource& r : base->references) header.references.push_back(Reference{r.id, r.source->size()});
   }
   Buffer head;
   AppendHeader(header, head);
@@ -244,7 +269,7 @@ Result<EncodeResult> EncodeObject(const ByteSource& input, const Layout& layout,
     ZIPNN_RETURN_IF_ERROR(input.ReadAt(stripe.offset, e->raw.data(), stripe.length));
     const bool prefixed = region.prefix_length > 0;
     if (region.delta || prefixed)
-      ZIPNN_RETURN_IF_ERROR(ReadBase(*base->source, region, stripe.offset, stripe.length, e->base));
+      ZIPNN_RETURN_IF_ERROR(ReadBase(*sources.Of(region.source), region, stripe.offset, stripe.length, e->base));
     auto encoder = encoders.Borrow();
     encoder->Reset();  // raw-skip memory never crosses a stripe
     for (size_t i = stripe.first; i < stripe.first + stripe.count; ++i) {
@@ -338,10 +363,10 @@ Result<ObjectInfo> CheckWritten(const ByteSource& object, const EncodeResult& en
   return info;
 }
 
-Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const ByteSource* base,
+Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Sources& sources,
                     const DecodeOptions& options, ByteSink& out) {
   const ObjectHeader& h = info.header;
-  ZIPNN_RETURN_IF_ERROR(CheckBase(object, h, base));
+  ZIPNN_RETURN_IF_ERROR(CheckBase(object, h, sources));
   std::vector<ChunkRef> chunks;
   size_t first_index = 0;
   if (options.only_region) {
@@ -382,7 +407,9 @@ Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Byte
     d->records.Resize(records_size + codec::kDecoderReadPadding);
     ZIPNN_RETURN_IF_ERROR(object.ReadAt(first.record_offset, d->records.data(), records_size));
     const bool prefixed = region.prefix_length > 0;
-    if (region.delta || prefixed) ZIPNN_RETURN_IF_ERROR(ReadBase(*base, region, stripe.offset, stripe.length, d->base));
+    if (region.delta || prefixed) {
+      ZIPNN_RETURN_IF_ERROR(ReadBase(*sources.Of(region.source), region, stripe.offset, stripe.length, d->base));
+    }
     d->raw.Resize(stripe.length);
     auto decoder = decoders.Borrow();
     for (size_t i = stripe.first; i < stripe.first + stripe.count; ++i) {
@@ -421,21 +448,22 @@ struct ObjectReader::Work {
   Buffer base;
 };
 
-ObjectReader::ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base, bool check_raw,
+ObjectReader::ObjectReader(const ByteSource& object, ObjectInfo info, Sources sources, bool check_raw,
                            uint64_t cache_bytes)
     : object_(object),
       info_(std::move(info)),
-      base_(base),
+      sources_(std::move(sources)),
       check_raw_(check_raw),
       capacity_(std::max<uint64_t>(2, cache_bytes / info_.header.chunk_size)),
       spare_([this] { return std::make_unique<Work>(info_.header.version); }) {}
 
 ObjectReader::~ObjectReader() = default;
 
-Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(const ByteSource& object, ObjectInfo info,
-                                                         const ByteSource* base, bool check_raw, uint64_t cache_bytes) {
-  ZIPNN_RETURN_IF_ERROR(CheckBase(object, info.header, base));
-  return std::unique_ptr<ObjectReader>(new ObjectReader(object, std::move(info), base, check_raw, cache_bytes));
+Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(const ByteSource& object, ObjectInfo info, Sources sources,
+                                                         bool check_raw, uint64_t cache_bytes) {
+  ZIPNN_RETURN_IF_ERROR(CheckBase(object, info.header, sources));
+  return std::unique_ptr<ObjectReader>(
+      new ObjectReader(object, std::move(info), std::move(sources), check_raw, cache_bytes));
 }
 
 Status ObjectReader::ReadAt(uint64_t offset, void* out, size_t n) const {
@@ -484,6 +512,7 @@ ObjectReader::Decoded ObjectReader::Chunk(size_t index) const {
 ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
   const ChunkRef& c = info_.chunks[index];
   const Region& region = info_.header.layout.regions[c.span.region];
+  const ByteSource* against = sources_.Of(region.source);
   auto work = spare_.Borrow();
   work->record.Resize(c.record_size + codec::kDecoderReadPadding);
   ZIPNN_RETURN_IF_ERROR(object_.ReadAt(c.record_offset, work->record.data(), c.record_size));
@@ -498,17 +527,17 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
   std::shared_ptr<const uint8_t[]> shared;
   if (region.delta && region.prefix_length == 0) {
     const uint64_t at = region.base_offset + (c.span.offset - region.offset);
-    if (std::shared_ptr<uint8_t[]> taken = base_->Take(at, c.span.length)) {
+    if (std::shared_ptr<uint8_t[]> taken = against->Take(at, c.span.length)) {
       ZIPNN_RETURN_IF_ERROR(DecodeChunk(from,
                                         ChunkAt{index, c, region, work->record.data(), taken.get(), c.span.length, 0},
                                         work->decoder, taken.get()));
       return std::shared_ptr<const uint8_t[]>(std::move(taken));
     }
-    shared = base_->Shared(at, c.span.length);
+    shared = against->Shared(at, c.span.length);
   }
   work->base.Clear();
   if (!shared && (region.delta || region.prefix_length > 0)) {
-    ZIPNN_RETURN_IF_ERROR(ReadBase(*base_, region, c.span.offset, c.span.length, work->base));
+    ZIPNN_RETURN_IF_ERROR(ReadBase(*against, region, c.span.offset, c.span.length, work->base));
   }
   const uint8_t* base = shared ? shared.get() : work->base.data();
   const size_t base_size = shared ? c.span.length : work->base.size();
@@ -521,6 +550,7 @@ ObjectReader::Decoded ObjectReader::DecodeChunkAt(size_t index) const {
 ObjectReader::Decoded ObjectReader::UnchangedChunk(size_t index, const uint8_t* record) const {
   const ChunkRef& c = info_.chunks[index];
   const Region& region = info_.header.layout.regions[c.span.region];
+  const ByteSource* against = sources_.Of(region.source);
   // The group table first (a few bytes; a changed chunk, the common
   // case, is then checksummed once, by its decode), then the checksum of
   // a record that reads as unchanged. One that fails it is decoded the
@@ -533,8 +563,8 @@ ObjectReader::Decoded ObjectReader::UnchangedChunk(size_t index, const uint8_t* 
     return std::shared_ptr<const uint8_t[]>();
   }
   const uint64_t at = region.base_offset + (c.span.offset - region.offset);
-  std::shared_ptr<const uint8_t[]> same = base_->Take(at, c.span.length);
-  if (!same) same = base_->Shared(at, c.span.length);
+  std::shared_ptr<const uint8_t[]> same = against->Take(at, c.span.length);
+  if (!same) same = against->Shared(at, c.span.length);
   if (!same) return same;
   if (check_raw_ && has_raw_checksum && Checksum64(same.get(), c.span.length) != LoadLE<uint64_t>(record)) {
     return Corruption(ChunkName(object_, index, c.span) +

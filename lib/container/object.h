@@ -65,12 +65,31 @@ struct EncodeOptions {
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
-// The checkpoint a delta is taken against.
+// A version a delta's regions may be taken against besides its base
+// (format 8 on): a stored version holding some of its tensors' bytes.
+struct ReferenceSource {
+  const ByteSource* source = nullptr;
+  ContentId id;
+};
+
+// The checkpoint a delta is taken against, and the versions it references
+// (a region whose `source` is k reads references[k - 1]).
 struct DeltaBase {
   const ByteSource* source = nullptr;
   ContentId id;
   BaseChoice choice = BaseChoice::kSeries;  // recorded in format 6 on
+  std::vector<ReferenceSource> references;  // any makes the object format 8
 };
+
+// What a delta decodes against: its base, then the versions its header
+// references, in the order of its reference table.
+struct Sources {
+  const ByteSource* base = nullptr;
+  std::vector<const ByteSource*> references;
+  const ByteSource* Of(uint32_t source) const { return source == 0 ? base : references[source - 1]; }
+};
+// What a delta encoded against `base` decodes against.
+Sources SourcesOf(const DeltaBase& base);
 
 struct EncodeResult {
   ContentId content_id;
@@ -105,9 +124,14 @@ struct DecodeOptions {
 
 // Decodes `object` (described by `info`, from ReadObjectInfo) into `out`,
 // verifying every chunk checksum and, for a whole decode, the content id.
-// A delta needs `base`: the checkpoint whose id the header names.
-Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const ByteSource* base,
+// A delta needs `sources`: the checkpoint whose id the header names as its
+// base, and each version its reference table names.
+Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const Sources& sources,
                     const DecodeOptions& options, ByteSink& out);
+inline Status DecodeObject(const ByteSource& object, const ObjectInfo& info, const ByteSource* base,
+                           const DecodeOptions& options, ByteSink& out) {
+  return DecodeObject(object, info, Sources{base, {}}, options, out);
+}
 
 inline constexpr uint64_t kReaderCacheBytes = 4u << 20;
 
@@ -135,8 +159,12 @@ class ObjectReader : public ByteSource {
   // what the levels below it can skip, for a wrong byte there shows in the
   // top's chunks.
   // `cache_bytes` bounds the decoded chunks kept (never fewer than two).
-  static Result<std::unique_ptr<ObjectReader>> Open(const ByteSource& object, ObjectInfo info, const ByteSource* base,
+  static Result<std::unique_ptr<ObjectReader>> Open(const ByteSource& object, ObjectInfo info, Sources sources,
                                                     bool check_raw = false, uint64_t cache_bytes = kReaderCacheBytes);
+  static Result<std::unique_ptr<ObjectReader>> Open(const ByteSource& object, ObjectInfo info, const ByteSource* base,
+                                                    bool check_raw = false, uint64_t cache_bytes = kReaderCacheBytes) {
+    return Open(object, std::move(info), Sources{base, {}}, check_raw, cache_bytes);
+  }
   ~ObjectReader() override;
 
   uint64_t size() const override { return info_.header.raw_size; }
@@ -157,7 +185,7 @@ class ObjectReader : public ByteSource {
   };
   struct Work;  // a decoder and its buffers
 
-  ObjectReader(const ByteSource& object, ObjectInfo info, const ByteSource* base, bool check_raw, uint64_t cache_bytes);
+  ObjectReader(const ByteSource& object, ObjectInfo info, Sources sources, bool check_raw, uint64_t cache_bytes);
   Decoded Chunk(size_t index) const;
   // The index of the chunk that is exactly [offset, offset + n), if any.
   std::optional<size_t> ChunkAtRange(uint64_t offset, size_t n) const;
@@ -171,7 +199,7 @@ class ObjectReader : public ByteSource {
 
   const ByteSource& object_;
   const ObjectInfo info_;
-  const ByteSource* base_;
+  const Sources sources_;
   const bool check_raw_;
   size_t capacity_;  // decoded chunks kept
   mutable std::mutex mu_;

@@ -51,8 +51,9 @@ class RegionBuilder {
       Region& last = layout_.regions.back();
       const uint64_t last_width = static_cast<uint64_t>(codec::DTypeWidth(last.dtype));
       const uint64_t width = static_cast<uint64_t>(codec::DTypeWidth(r.dtype));
-      const bool same_kind = last.delta == r.delta && (!r.delta || last.base_offset + last.length == r.base_offset) &&
-                             last.prefix_length == 0 && r.prefix_length == 0;
+      const bool same_kind = last.delta == r.delta && last.source == r.source &&
+                             (!r.delta || last.base_offset + last.length == r.base_offset) && last.prefix_length == 0 &&
+                             r.prefix_length == 0;
       if (same_kind && last.length % last_width == 0) {
         if ((kind == Kind::kOpaque && last_opaque_) || (tiny && !last_opaque_ && r.length % last_width == 0)) {
           last.length += r.length;
@@ -161,42 +162,60 @@ namespace {
 // Which base tensor each tensor of `target` is taken against (ToDeltaRegions).
 class TensorMatch {
  public:
-  TensorMatch(const FileLayout& target, const FileLayout& base) {
+  // A tensor's match: a tensor of the base (source 0) or of reference k
+  // (source k).
+  struct Match {
+    const Tensor* tensor = nullptr;
+    uint32_t source = 0;
+  };
+  TensorMatch(const FileLayout& target, const FileLayout& base, const std::vector<const FileLayout*>& references) {
     std::map<std::string, const Tensor*> by_name;
     for (const Tensor& t : base.tensors) by_name[t.name] = &t;
-    std::map<std::pair<uint64_t, codec::DType>, const Tensor*> by_content;
-    for (const Tensor& t : base.tensors) {
-      if (t.content && !t.strided) by_content.emplace(std::make_pair(*t.content, t.dtype), &t);
+    // The base's tensors first: of equal contents, the base's is taken.
+    std::map<std::pair<uint64_t, codec::DType>, Match> by_content;
+    for (uint32_t source = 0; source <= references.size(); ++source) {
+      for (const Tensor& t : source == 0 ? base.tensors : references[source - 1]->tensors) {
+        if (t.content && !t.strided) by_content.emplace(std::make_pair(*t.content, t.dtype), Match{&t, source});
+      }
     }
     for (const Tensor& t : target.tensors) {
-      const Tensor* twin = nullptr;
+      Match twin;
       if (auto it = by_name.find(t.name); it != by_name.end()) {
         const Tensor* b = it->second;
-        if (b->dtype == t.dtype && b->shape == t.shape && b->length == t.length) twin = b;
+        if (b->dtype == t.dtype && b->shape == t.shape && b->length == t.length) twin.tensor = b;
       }
-      const bool twin_same = twin != nullptr && t.content && twin->content == t.content;
+      const bool twin_same = twin.tensor != nullptr && t.content && twin.tensor->content == t.content;
       if (!twin_same && t.content && !t.strided) {
         auto it = by_content.find(std::make_pair(*t.content, t.dtype));
-        if (it != by_content.end() && it->second->length == t.length) {
+        if (it != by_content.end() && it->second.tensor->length == t.length) {
           twin = it->second;
-          ++shared_.tensors;
-          shared_.bytes += t.length;
+          Shared& counted = twin.source == 0 ? shared_ : referenced_;
+          ++counted.tensors;
+          counted.bytes += t.length;
         }
       }
-      if (twin != nullptr) of_[&t] = twin;
+      if (twin.tensor != nullptr) of_[&t] = twin;
     }
   }
-  const Tensor* Of(const Tensor* t) const {
-    if (t == nullptr) return nullptr;
+  Match Of(const Tensor* t) const {
+    if (t == nullptr) return Match{};
     auto it = of_.find(t);
-    return it == of_.end() ? nullptr : it->second;
+    return it == of_.end() ? Match{} : it->second;
   }
-  // Tensors taken against a base tensor of the same content, not their name twin.
+  // The base's tensor `t` is taken against, if any.
+  const Tensor* InBase(const Tensor* t) const {
+    const Match m = Of(t);
+    return m.source == 0 ? m.tensor : nullptr;
+  }
+  // Tensors taken against a base tensor of the same content, not their
+  // name twin; and those taken against a reference's.
   const Shared& shared() const { return shared_; }
+  const Shared& referenced() const { return referenced_; }
 
  private:
-  std::map<const Tensor*, const Tensor*> of_;
+  std::map<const Tensor*, Match> of_;
   Shared shared_;
+  Shared referenced_;
 };
 
 }  // namespace
@@ -213,7 +232,10 @@ std::vector<std::pair<size_t, size_t>> TensorsTakenUnderOtherNames(const FileLay
     while (r < regions.regions.size() && regions.regions[r].offset + regions.regions[r].length <= t.offset) ++r;
     if (r == regions.regions.size()) break;
     const Region& region = regions.regions[r];
-    if (!region.delta || t.offset < region.offset || t.offset + t.length > region.offset + region.length) continue;
+    if (!region.delta || region.source != 0 || t.offset < region.offset ||
+        t.offset + t.length > region.offset + region.length) {
+      continue;
+    }
     const auto b = at.find(region.base_offset + (t.offset - region.offset));
     if (b == at.end()) continue;
     const Tensor& from = base.tensors[b->second];
@@ -224,18 +246,28 @@ std::vector<std::pair<size_t, size_t>> TensorsTakenUnderOtherNames(const FileLay
   return taken;
 }
 
-Shared SharedByContent(const FileLayout& target, const FileLayout& base) { return TensorMatch(target, base).shared(); }
+Shared SharedByContent(const FileLayout& target, const FileLayout& base) {
+  return TensorMatch(target, base, {}).shared();
+}
 
-Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base) {
-  const TensorMatch match(target, base);
-  auto twin_of = [&](const Tensor* t) { return match.Of(t); };
+Shared TakenFromReferences(const FileLayout& target, const FileLayout& base,
+                           const std::vector<const FileLayout*>& references) {
+  return TensorMatch(target, base, references).referenced();
+}
+
+Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base,
+                      const std::vector<const FileLayout*>& references) {
+  const TensorMatch match(target, base, references);
+  auto twin_of = [&](const Tensor* t) { return match.InBase(t); };
   // The opaque prefix (a safetensors header, a zip's first local header) of each file.
   const uint64_t target_head = target.tensors.empty() ? 0 : target.tensors.front().offset;
   const uint64_t base_head = base.tensors.empty() ? 0 : base.tensors.front().offset;
   return Build(
       target,
       [&](const Tensor& t) {
-        if (const Tensor* twin = twin_of(&t)) return Region{t.dtype, t.offset, t.length, true, twin->offset};
+        if (const TensorMatch::Match twin = match.Of(&t); twin.tensor != nullptr) {
+          return Region{t.dtype, t.offset, t.length, true, twin.tensor->offset, 0, twin.source};
+        }
         return Region{t.dtype, t.offset, t.length, false, 0};
       },
       [&](uint64_t at, uint64_t n, const Tensor* before, const Tensor* after) {

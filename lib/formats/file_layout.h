@@ -83,7 +83,13 @@ container::Layout ToRegions(const FileLayout& file);
 // zstd against the base's corresponding range as history. Adding,
 // removing, renaming or reordering tensors only costs the tensors that
 // changed.
-container::Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base);
+//
+// With `references` (other stored versions, their tensors hashed too), a
+// tensor the base does not hold by its bytes is taken against the first
+// reference that does (its region's source: 1 for references[0], ...),
+// for an object of format 8.
+container::Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base,
+                                 const std::vector<const FileLayout*>& references = {});
 
 // Of a stored delta's `regions` (of `target` against `base`), each tensor
 // of `target` taken against a tensor of `base` under another name (or
@@ -102,6 +108,10 @@ struct Shared {
   uint64_t bytes = 0;
 };
 Shared SharedByContent(const FileLayout& target, const FileLayout& base);
+// The tensors of `target` that ToDeltaRegions takes against `references`
+// (none of whose bytes the base holds), and their bytes.
+Shared TakenFromReferences(const FileLayout& target, const FileLayout& base,
+                           const std::vector<const FileLayout*>& references);
 
 // The first 64 bits of a content id, as `content` holds them (the first
 // 16 of its 32 hex digits, which a tensor listing prints).

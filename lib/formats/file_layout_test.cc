@@ -206,6 +206,60 @@ TEST_CASE("tensors of the same bytes under other names are taken against them on
   }
 }
 
+TEST_CASE("tensors the base does not hold are taken from the first reference that holds their bytes") {
+  // A model saved again in other shards: one file holding the model of
+  // step 200 and tensors of steps 40 and 120 under new names.
+  const std::vector<uint8_t> base = Load(kData + "cnn-bf16/step-000200.safetensors");
+  const std::vector<uint8_t> step40 = Load(kData + "cnn-bf16/step-000040.safetensors");
+  const std::vector<uint8_t> step120 = Load(kData + "cnn-bf16/step-000120.safetensors");
+  const std::vector<uint8_t> step160 = Load(kData + "cnn-bf16/step-000160.safetensors");
+  std::vector<Entry> entries = EntriesOf(base);
+  // The largest tensor of each (a conv and a linear weight, 32 and 64 KiB).
+  auto largest = [](const std::vector<Entry>& all) {
+    return *std::max_element(all.begin(), all.end(),
+                             [](const Entry& a, const Entry& b) { return a.data.size() < b.data.size(); });
+  };
+  Entry from40 = largest(EntriesOf(step40)), from120 = largest(EntriesOf(step120));
+  from40.name = "ema40." + from40.name;
+  from120.name = "ema120." + from120.name;
+  entries.push_back(from40);
+  entries.push_back(from120);
+  const std::vector<uint8_t> file = MakeSafetensors(entries);
+  const FileLayout hashed = HashedLayoutOf(file);
+  const FileLayout base_hashed = HashedLayoutOf(base);
+  // Step 160 holds none of them (it is left out); steps 40 and 120 do.
+  const FileLayout h160 = HashedLayoutOf(step160), h40 = HashedLayoutOf(step40), h120 = HashedLayoutOf(step120);
+  const std::vector<const FileLayout*> references = {&h160, &h40, &h120};
+  container::Layout regions = ToDeltaRegions(hashed, base_hashed, references);
+  REQUIRE(regions.Validate(file.size(), {base.size(), step160.size(), step40.size(), step120.size()}).ok());
+  const Shared taken = TakenFromReferences(hashed, base_hashed, references);
+  CHECK(taken.tensors == 2);
+  CHECK(taken.bytes == from40.data.size() + from120.data.size());
+  const std::vector<size_t> kept = regions.KeepUsedReferences(references.size());
+  CHECK(kept == std::vector<size_t>{1, 2});
+  REQUIRE(regions.Validate(file.size(), {base.size(), step40.size(), step120.size()}).ok());
+  // Each tensor's region starts at its bytes in its source.
+  auto source_of = [&](const std::string& name) {
+    const Tensor& t =
+        *std::find_if(hashed.tensors.begin(), hashed.tensors.end(), [&](const Tensor& x) { return x.name == name; });
+    for (const container::Region& r : regions.regions) {
+      if (r.offset <= t.offset && t.offset < r.offset + r.length) return r.delta ? static_cast<int>(r.source) : -1;
+    }
+    return -1;
+  };
+  CHECK(source_of(from40.name) == 1);
+  CHECK(source_of(from120.name) == 2);
+  CHECK(source_of(entries[0].name) == 0);
+  // The names the base holds under other names leave the references' out.
+  CHECK(TensorsTakenUnderOtherNames(LayoutOf(file), regions, LayoutOf(base)).empty());
+  // Bit-exact back, and next to nothing stored; with the base alone the
+  // two tensors are coded again.
+  const size_t with = RoundTrip(file, regions, &base, {&step40, &step120}).size();
+  const size_t without = RoundTrip(file, ToDeltaRegions(hashed, base_hashed), &base).size();
+  CHECK(with * 20 < without);
+  MESSAGE("resharded file: " << file.size() << " bytes, base alone " << without << ", with references " << with);
+}
+
 FileLayout Synthetic(std::vector<Tensor> tensors, uint64_t size) {
   FileLayout f;
   f.format = Format::kSafetensors;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <memory>
 #include <vector>
 
 #include "lib/base/content_id.h"
@@ -36,10 +37,16 @@ inline FileLayout LayoutOf(const std::vector<uint8_t>& bytes, FormatChoice choic
 
 // Encodes with `layout` (and `base`), decodes, and returns the object.
 inline std::vector<uint8_t> RoundTrip(const std::vector<uint8_t>& bytes, const container::Layout& layout,
-                                      const std::vector<uint8_t>* base = nullptr) {
+                                      const std::vector<uint8_t>* base = nullptr,
+                                      const std::vector<const std::vector<uint8_t>*>& references = {}) {
   MemorySource src(bytes.data(), bytes.size(), "file");
   MemorySource base_src(base ? base->data() : nullptr, base ? base->size() : 0, "base");
   container::DeltaBase db{&base_src, base ? HashBytes(base->data(), base->size()) : ContentId{}};
+  std::vector<std::unique_ptr<MemorySource>> held;  // the references, as sources
+  for (const std::vector<uint8_t>* r : references) {
+    held.push_back(std::make_unique<MemorySource>(r->data(), r->size(), "reference"));
+    db.references.push_back(container::ReferenceSource{held.back().get(), HashBytes(r->data(), r->size())});
+  }
   MemorySink object;
   container::EncodeOptions options;
   options.threads = 2;
@@ -50,7 +57,8 @@ inline std::vector<uint8_t> RoundTrip(const std::vector<uint8_t>& bytes, const c
   auto info = container::ReadObjectInfo(obj_src);
   REQUIRE(info.ok());
   MemorySink out;
-  REQUIRE(container::DecodeObject(obj_src, *info, base ? &base_src : nullptr, {}, out).ok());
+  REQUIRE(
+      container::DecodeObject(obj_src, *info, base ? container::SourcesOf(db) : container::Sources{}, {}, out).ok());
   CHECK(out.ToVector() == bytes);
   return obj;
 }

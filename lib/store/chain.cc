@@ -18,6 +18,14 @@ Result<Link> OpenLink(const Store& store, const ContentId& top, const ContentId&
   ZIPNN_ASSIGN_OR_RETURN(ReadFile file, store.objects.Open(id));
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(file));
   if (info.content_id != id) return Corruption(file.name() + ": holds " + info.content_id.Hex() + ", not " + id.Hex());
+  // The versions a format 8 delta references besides its base are not
+  // followed by the store's walks yet: such an object is refused whole,
+  // never decoded without them.
+  if (!info.header.references.empty()) {
+    return Unsupported(file.name() + ": takes tensors from " + std::to_string(info.header.references.size()) +
+                       " more stored version(s) besides its base (object format 8), which this git-zipnn reads "
+                       "but does not restore from a store; upgrade git-zipnn");
+  }
   return Link{std::move(file), std::move(info)};
 }
 

@@ -2,6 +2,7 @@
 // bases read from headers, and the limits every walk keeps.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -59,6 +60,42 @@ TEST_CASE("a walk shows each link from the version down to its base, and stops a
   CHECK(seen.size() == 2);
   CHECK(TouchChain(store, ids[3]).code() == StatusCode::kNotFound);
   CHECK(TouchChain(store, ids[0]).ok());
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("an object that references versions besides its base (format 8) is refused by every walk, never decoded") {
+  const std::string root = TempDir();
+  const Store store{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const std::vector<ContentId> ids = StoreChain(store, 1);
+  // A version whose second half is version 1's: a delta of version 0 that
+  // takes that half from version 1.
+  const std::vector<uint8_t> v0 = testing::ChainVersion(0), v1 = testing::ChainVersion(1);
+  std::vector<uint8_t> data = testing::ChainVersion(7);
+  std::copy(v1.begin() + 32, v1.end(), data.begin() + 32);
+  MemorySource input(data.data(), data.size(), "version"), base(v0.data(), v0.size(), "v0"),
+      reference(v1.data(), v1.size(), "v1");
+  container::DeltaBase delta{&base, ids[0], container::BaseChoice::kShared, {{&reference, ids[1]}}};
+  container::Layout layout;
+  layout.regions = {container::Region{codec::DType::kBytes, 0, 32, true, 0},
+                    container::Region{codec::DType::kBytes, 32, 32, true, 32, 0, /*source=*/1}};
+  const ContentId id = HashBytes(data.data(), data.size());
+  REQUIRE(store.objects
+              .Put(id,
+                   [&](AtomicFile& out) -> Status {
+                     auto r = container::EncodeObject(input, layout, &delta, {}, out);
+                     return r.ok() ? OkStatus() : r.status();
+                   })
+              .ok());
+  CountingSink out;
+  const Status restored = Restore(store, id, out);
+  CHECK(restored.code() == StatusCode::kUnsupported);
+  CHECK(restored.message().find(": takes tensors from 1 more stored version(s) besides its base (object format 8), "
+                                "which this git-zipnn reads but does not restore from a store; upgrade git-zipnn") !=
+        std::string::npos);
+  CHECK(out.bytes() == 0);
+  CHECK(VisitChain(store, id, [](const ChainLink&) {}).code() == StatusCode::kUnsupported);
+  CHECK(Describe(store, id).status().code() == StatusCode::kUnsupported);
+  CHECK(!OpenVersion(store, id).ok());
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "lib/base/content_id.h"
@@ -43,7 +44,7 @@ class ZeroSource : public ByteSource {
   std::string name_ = "zero base";
 };
 
-void Decode(const ByteSource& object, const ObjectInfo& info, const ByteSource* base) {
+void Decode(const ByteSource& object, const ObjectInfo& info, const Sources& base) {
   DecodeOptions options;
   options.threads = 1;  // one core: the fuzzer runs its own processes
   CountingSink sink;
@@ -70,10 +71,16 @@ void Exercise(const uint8_t* data, size_t size) {
   MemorySource object(data, size, "fuzz.zipnn");
   Result<ObjectInfo> info = ReadObjectInfo(object);
   if (!info.ok()) return;
-  Decode(object, *info, nullptr);
+  Decode(object, *info, Sources{});
   if (info->header.kind == ObjectKind::kDelta) {
     ZeroSource base(info->header.base_size);
-    Decode(object, *info, &base);
+    std::vector<std::unique_ptr<ZeroSource>> references;  // format 8: the versions referenced
+    Sources sources{&base, {}};
+    for (const Reference& r : info->header.references) {
+      references.push_back(std::make_unique<ZeroSource>(r.size));
+      sources.references.push_back(references.back().get());
+    }
+    Decode(object, *info, sources);
   }
   (void)ScanObject(object, *info);
 }
@@ -88,14 +95,14 @@ bool RepairChecksums(std::vector<uint8_t>& b) {
   const std::vector<uint8_t> before = b;
   uint8_t* p = b.data();
   HeaderFields header = DecodeHeader(p);
-  if (header.region_count > (size - kHeaderBytes - kTrailerBytes) / kRegionEntryBytes) return false;
-  header.checksum = HeaderChecksum(p, p + kHeaderBytes, header.region_count);
+  if (TableEntries(header) > (size - kHeaderBytes - kTrailerBytes) / kRegionEntryBytes) return false;
+  header.checksum = HeaderChecksum(p, p + kHeaderBytes, TableEntries(header));
   EncodeHeader(header, p);
 
   uint8_t* t = p + size - kTrailerBytes;
   TrailerFields trailer = DecodeTrailer(t);
   const uint64_t chunks = trailer.chunk_count;
-  const uint64_t records = kHeaderBytes + kRegionEntryBytes * uint64_t{header.region_count};
+  const uint64_t records = kHeaderBytes + kRegionEntryBytes * TableEntries(header);
   if (chunks <= (size - kTrailerBytes - records) / kIndexEntryBytes) {
     const uint64_t index = size - kTrailerBytes - kIndexEntryBytes * chunks;
     uint64_t at = records;

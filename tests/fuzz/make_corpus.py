@@ -168,6 +168,11 @@ def objects(zipnn, tmp, paths):
         ("v7-shared-adapter-delta-cnn-step200.zipnn", ["tests/data/shared/adapter.safetensors", "--base",
                                                        "tests/data/cnn-bf16/step-000200.safetensors",
                                                        "--chunk-size", "4096"]),
+        # Format 8: tensors taken from a referenced version besides the base.
+        ("v8-resharded-delta-cnn-step200-ref160.zipnn", ["tests/data/shared/resharded.safetensors", "--base",
+                                                         "tests/data/cnn-bf16/step-000200.safetensors", "--reference",
+                                                         "tests/data/cnn-bf16/step-000160.safetensors",
+                                                         "--chunk-size", "4096"]),
         ("cnn12-step20-delta10-sparse.zipnn", [step20, "--base", step10, "--coder", "sparse", "--dtype", "bf16",
                                                "--chunk-size", "16384"]),
         ("cnn12-step10-huffman.zipnn", [step10, "--coder", "huffman", "--dtype", "bf16", "--chunk-size", "4096"]),
