@@ -132,9 +132,16 @@ Status RunCompress(const CompressArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(Plan plan, PlanRegions(a, input, base_file ? &*base_file : nullptr, references));
   const container::Layout& layout = plan.layout;
   base.choice = plan.choice;
-  for (const size_t k : plan.references) {
-    ZIPNN_ASSIGN_OR_RETURN(const ContentId id, HashSource(references[k]));
-    base.references.push_back(container::ReferenceSource{&references[k], id});
+  for (size_t k = 0, used = 0; k < references.size(); ++k) {
+    if (used < plan.references.size() && plan.references[used] == k) {
+      ++used;
+      ZIPNN_ASSIGN_OR_RETURN(const ContentId id, HashSource(references[k]));
+      base.references.push_back(container::ReferenceSource{&references[k], id});
+    } else {
+      std::fprintf(stderr,
+                   "note: %s holds no tensor of %s that the base or an earlier --reference does not; left out\n",
+                   a.references[k].c_str(), a.input.c_str());
+    }
   }
 
   const std::string out_path = a.output.empty() ? a.input + kObjectSuffix : a.output;
@@ -174,7 +181,8 @@ Action SetupCompress(CLI::App& sub) {
       "shape");
   sub.add_option("--reference", a->references,
                  "With --base: another checkpoint whose tensors of the same bytes are taken from it (repeat for "
-                 "more; the object is then format 8, and decompress needs each one it names)");
+                 "more; the object is then format 8, and decompress needs each one it names)")
+      ->allow_extra_args(false);
   sub.add_option("--level", a->level, "zstd level for the groups that use zstd (default 3)")->check(CLI::Range(1, 22));
   sub.add_option("--chunk-size", a->chunk_size, "Bytes of input per chunk (default 262144)")
       ->check(CLI::Range(container::kMinChunkSize, container::kMaxChunkSize));

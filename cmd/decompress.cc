@@ -63,6 +63,12 @@ Status RunDecompress(const DecompressArgs& a) {
     }
     return Decode(a, object, info, container::Sources{}, [] { return OkStatus(); });
   }
+  if (a.base.empty()) {
+    std::string also;
+    for (const container::Reference& r : info.header.references) also += ", and " + r.id.Hex() + " with --reference";
+    return InvalidArgument(a.input + ": is a delta against " + info.header.base_id.Hex() +
+                           "; give that checkpoint with --base" + also);
+  }
   // A format 8 delta's references, each checked by its content id first
   // and given in the order the object names them.
   container::Sources sources;
@@ -79,8 +85,12 @@ Status RunDecompress(const DecompressArgs& a) {
   for (const container::Reference& r : info.header.references) {
     auto it = by_id.find(r.id);
     if (it == by_id.end()) {
+      std::string given_ids;
+      for (const auto& [id, k] : by_id) {
+        given_ids += "; " + a.references[k] + " is " + id.Hex() + (id == info.header.base_id ? " (its base)" : "");
+      }
       return InvalidArgument(a.input + ": takes tensors from " + r.id.Hex() + " (" + std::to_string(r.size) +
-                             " bytes) besides its base; give that checkpoint with --reference");
+                             " bytes) besides its base; give that checkpoint with --reference" + given_ids);
     }
     sources.references.push_back(&given[it->second]);
     by_id.erase(it);
@@ -88,10 +98,6 @@ Status RunDecompress(const DecompressArgs& a) {
   if (!by_id.empty()) {
     return InvalidArgument(a.input + ": takes no tensors from " + a.references[by_id.begin()->second] +
                            " (content id " + by_id.begin()->first.Hex() + "), given with --reference");
-  }
-  if (a.base.empty()) {
-    return InvalidArgument(a.input + ": is a delta against " + info.header.base_id.Hex() +
-                           "; give that checkpoint with --base");
   }
   ZIPNN_ASSIGN_OR_RETURN(ReadFile base, ReadFile::Open(a.base));
   auto right_base = [&](const Result<ContentId>& id) -> Status {
@@ -121,7 +127,8 @@ Action SetupDecompress(CLI::App& sub) {
   sub.add_option("-o,--output", a->output, "File to write (default: the object's name without .zipnn; - for stdout)");
   sub.add_option("--base", a->base, "For a delta: the checkpoint it was made against");
   sub.add_option("--reference", a->references,
-                 "For a format 8 delta: each other checkpoint it takes tensors from (repeat; any order)");
+                 "For a format 8 delta: each other checkpoint it takes tensors from (repeat; any order)")
+      ->allow_extra_args(false);
   AddThreadsOption(sub, a->threads);
   sub.add_flag("-f,--force", a->force, "Overwrite the output file if it exists");
   return [a] { return RunDecompress(*a); };

@@ -29,13 +29,13 @@ struct ShowArgs {
 // name and the base's name for it.
 Status PrintSharedTensors(const store::Store& store, const ContentId& id, const formats::FileLayout& layout,
                           bool all) {
-  ZIPNN_ASSIGN_OR_RETURN(const std::vector<ops::SharedTensor> shared,
-                         ops::SharedWithBase(access::Versions(store), id, &layout));
-  if (shared.empty()) return OkStatus();
+  ZIPNN_ASSIGN_OR_RETURN(const ops::SharedWith shared, ops::SharedWithBase(access::Versions(store), id, &layout));
+  if (shared.tensors.empty()) return OkStatus();
   std::printf("%s (%s) of the same bytes as its base's, under other names%s\n",
-              Counted(shared.size(), "tensor").c_str(), HumanBytes(ops::BytesOf(shared)).c_str(), all ? ":" : "");
+              Counted(shared.tensors.size(), "tensor").c_str(), HumanBytes(ops::BytesOf(shared.tensors)).c_str(),
+              all ? " (of tensors of equal bytes, any one may be named):" : "");
   if (all) {
-    for (const ops::SharedTensor& t : shared) std::printf("  %s = %s\n", t.name.c_str(), t.base_name.c_str());
+    for (const ops::SharedTensor& t : shared.tensors) std::printf("  %s = %s\n", t.name.c_str(), t.base_name.c_str());
   }
   return OkStatus();
 }

@@ -242,6 +242,47 @@ TEST_CASE("an allocation refused ends the command with that reason and no output
   ::unlink(in.c_str());
 }
 
+TEST_CASE("compress --reference takes tensors from other checkpoints; decompress needs each, checked by content") {
+  // The model of step 200 under new names, and two tensors of step 160.
+  const std::string file = kData + "shared/resharded.safetensors", step200 = kData + "cnn-bf16/step-000200.safetensors",
+                    step160 = kData + "cnn-bf16/step-000160.safetensors",
+                    step120 = kData + "cnn-bf16/step-000120.safetensors";
+  const std::string obj = Tmp() + "/resharded.zipnn", only_base = Tmp() + "/only-base.zipnn", back = Tmp() + "/back";
+  REQUIRE(Zipnn("compress " + file + " -f -q --base " + step200 + " -o " + only_base).code == 0);
+  // Options before the file: --reference takes one value each time.
+  Run c = Zipnn("compress --base " + step200 + " --reference " + step120 + " --reference " + step160 + " " + file +
+                " -f -o " + obj);
+  REQUIRE_MESSAGE(c.code == 0, c.err);
+  CHECK(c.out.find(", 73.0 KiB of tensors taken from 1 reference\n") != std::string::npos);
+  CHECK(c.err == "note: " + step120 + " holds no tensor of " + file +
+                     " that the base or an earlier --reference does not; left out\n");
+  CHECK(Slurp(obj).size() * 20 < Slurp(only_base).size());
+  Run inspect = Zipnn("inspect " + obj);
+  CHECK(inspect.out.find("format       version 8\n") != std::string::npos);
+  CHECK(inspect.out.find("reference 1  e93ff4acb27587ae80fa0da7c0d84f36 (117764 bytes)\n") != std::string::npos);
+  CHECK(inspect.out.find(" xor ref1@") != std::string::npos);
+
+  Run no_base = Zipnn("decompress " + obj + " -f -o " + back);
+  CHECK(no_base.code == 1);
+  CHECK(no_base.err.find("give that checkpoint with --base, and e93ff4acb27587ae80fa0da7c0d84f36 with --reference\n") !=
+        std::string::npos);
+  Run wrong = Zipnn("decompress " + obj + " --base " + step200 + " --reference " + step200 + " -f -o " + back);
+  CHECK(wrong.code == 1);
+  CHECK(wrong.err.find("besides its base; give that checkpoint with --reference; " + step200 + " is ") !=
+        std::string::npos);
+  CHECK(wrong.err.find(" (its base)\n") != std::string::npos);
+  Run extra = Zipnn("decompress " + obj + " --base " + step200 + " --reference " + step160 + " --reference " + step120 +
+                    " -f -o " + back);
+  CHECK(extra.code == 1);
+  CHECK(extra.err.find("takes no tensors from " + step120) != std::string::npos);
+  CHECK(!FileExists(back));
+  Run right = Zipnn("decompress --base " + step200 + " --reference " + step160 + " " + obj + " -f -o " + back);
+  REQUIRE_MESSAGE(right.code == 0, right.err);
+  CHECK(Slurp(back) == Slurp(file));
+  CHECK(Zipnn("compress " + file + " -f --reference " + step160 + " -o " + obj).err ==
+        "error: --reference takes tensors from other checkpoints besides a base: give --base too\n");
+}
+
 TEST_CASE("safetensors files are read by content, lying ones stored raw with a warning") {
   const std::string obj = Tmp() + "/auto.zipnn", back = Tmp() + "/auto.out";
   Run c = Zipnn("compress " + kStep40 + " -f -o " + obj);

@@ -36,11 +36,12 @@ double StoredShare(const nlohmann::json& version) {
 constexpr const char* kShared = "(the same tensor bytes, under other names: ";
 
 // Whether `version`'s parent, as log gives it, is `path` holding `tensors`
-// of its tensors under other names.
-bool SharedFrom(const nlohmann::json& version, const std::string& path, size_t tensors) {
+// of its `of` tensors under other names.
+bool SharedFrom(const nlohmann::json& version, const std::string& path, size_t tensors, size_t of) {
   const std::string said = version.at("parent").get<std::string>();
   CAPTURE(said);
-  const std::string want = "a delta of " + path + " " + kShared + std::to_string(tensors) + " tensors, ";
+  const std::string want =
+      "a delta of " + path + " " + kShared + std::to_string(tensors) + " of its " + std::to_string(of) + " tensors, ";
   return said.rfind(want, 0) == 0 && said.back() == ')' && version.at("shared").size() == tensors;
 }
 
@@ -65,7 +66,7 @@ TEST_CASE(
                   "git commit -qm adapter")
               .code == 0);
   const nlohmann::json adapter = Logged(repo, "ft/adapter_model.safetensors");
-  CHECK(SharedFrom(adapter, "base/model.safetensors", 25));
+  CHECK(SharedFrom(adapter, "base/model.safetensors", 25, 26));
   // log --json names each one and its name in the parent.
   CHECK(adapter.at("shared").at(0).at("name").get<std::string>().rfind("base_model.model.", 0) == 0);
   uint64_t shared_bytes = 0;
@@ -84,7 +85,8 @@ TEST_CASE(
   Run show = repo.Sh("git zipnn show --tensors HEAD:ft/adapter_model.safetensors");
   REQUIRE(show.code == 0);
   CHECK(show.out.find("25 tensors (") != std::string::npos);
-  CHECK(show.out.find(") of the same bytes as its base's, under other names:\n") != std::string::npos);
+  CHECK(show.out.find(") of the same bytes as its base's, under other names (of tensors of equal bytes, any one may "
+                      "be named):\n") != std::string::npos);
   CHECK(show.out.find("\n  base_model.model.fc1.weight = fc1.weight\n") != std::string::npos);
   CHECK(show.out.find("lora_A.weight =") == std::string::npos);
 
@@ -95,7 +97,7 @@ TEST_CASE(
                   "consolidated && git add hf && git commit -qm hf")
               .code == 0);
   const nlohmann::json consolidated = Logged(repo, "hf/original/consolidated.safetensors");
-  CHECK(SharedFrom(consolidated, "hf/model.safetensors", 25));
+  CHECK(SharedFrom(consolidated, "hf/model.safetensors", 25, 25));
   CHECK(StoredShare(consolidated) < 0.02);
 
   // An older save exported under new names, once its own path holds a
@@ -124,7 +126,7 @@ TEST_CASE(
   CHECK(repo.Sh("cmp ../clone/hf/model.safetensors '" + step160 + "'").code == 0);
   CHECK(repo.Sh("cd ../clone && git status --porcelain").out.empty());
   CHECK(repo.Sh("cd ../clone && git zipnn fetch --all -q && git zipnn fsck --all").code == 0);
-  CHECK(SharedFrom(Logged(repo, "ft/adapter_model.safetensors", "clone"), "base/model.safetensors", 25));
+  CHECK(SharedFrom(Logged(repo, "ft/adapter_model.safetensors", "clone"), "base/model.safetensors", 25, 26));
 
   // A teammate's clone, which stored none of them, finds the holder of a
   // new file's tensors by the listings that came with the branch.

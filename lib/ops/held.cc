@@ -46,11 +46,11 @@ std::string ParentNote(Context& context, container::BaseChoice choice, const Con
   return git::ParentNote(**series, choice, base, detail);
 }
 
-Result<std::vector<SharedTensor>> SharedWithBase(const access::Versions& versions, const ContentId& id,
-                                                 const formats::FileLayout* layout) {
+Result<SharedWith> SharedWithBase(const access::Versions& versions, const ContentId& id,
+                                  const formats::FileLayout* layout) {
   const store::Store& store = versions.store();
   ZIPNN_ASSIGN_OR_RETURN(const store::ChainLink top, store::ReadLink(store, id));
-  if (!top.delta || top.choice != container::BaseChoice::kShared) return std::vector<SharedTensor>{};
+  if (!top.delta || top.choice != container::BaseChoice::kShared) return SharedWith{};
   ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(store.objects.PathOf(id)));
   ZIPNN_ASSIGN_OR_RETURN(const container::ObjectInfo info, container::ReadObjectInfo(object));
   // Both layouts are read by parts: the headers, decoded down each chain.
@@ -65,9 +65,11 @@ Result<std::vector<SharedTensor>> SharedWithBase(const access::Versions& version
   }
   ZIPNN_ASSIGN_OR_RETURN(const store::ChainLink base, store::ReadLink(store, top.base));
   ZIPNN_ASSIGN_OR_RETURN(const formats::FileLayout base_layout, read_layout(top.base, base.raw_size));
-  std::vector<SharedTensor> shared;
+  SharedWith shared;
+  shared.of = layout->tensors.size();
   for (const auto& [t, b] : formats::TensorsTakenUnderOtherNames(*layout, info.header.layout, base_layout)) {
-    shared.push_back(SharedTensor{layout->tensors[t].name, base_layout.tensors[b].name, layout->tensors[t].length});
+    shared.tensors.push_back(
+        SharedTensor{layout->tensors[t].name, base_layout.tensors[b].name, layout->tensors[t].length});
   }
   return shared;
 }

@@ -55,8 +55,12 @@ struct SharedTensor {
   std::string name, base_name;
   uint64_t bytes = 0;
 };
-Result<std::vector<SharedTensor>> SharedWithBase(const access::Versions& versions, const ContentId& id,
-                                                 const formats::FileLayout* layout = nullptr);
+struct SharedWith {
+  std::vector<SharedTensor> tensors;
+  size_t of = 0;  // the version's tensors in all
+};
+Result<SharedWith> SharedWithBase(const access::Versions& versions, const ContentId& id,
+                                  const formats::FileLayout* layout = nullptr);
 uint64_t BytesOf(const std::vector<SharedTensor>& tensors);
 
 // The checkpoint in `file`: the file itself, or the version it names when

@@ -97,9 +97,10 @@ Result<LogResult> Log(Context& context, const LogRequest& request) {
     if (info.choice == container::BaseChoice::kSeries) return "";
     std::string detail;
     if (info.choice == container::BaseChoice::kShared) {
-      if (auto shared = SharedWithBase(local, row.pointer.id); shared.ok() && !shared->empty()) {
-        row.shared = std::move(*shared);
-        detail = Counted(row.shared.size(), "tensor") + ", " + HumanBytes(BytesOf(row.shared));
+      if (auto shared = SharedWithBase(local, row.pointer.id); shared.ok() && !shared->tensors.empty()) {
+        row.shared = std::move(shared->tensors);
+        detail = std::to_string(row.shared.size()) + " of its " + std::to_string(shared->of) + " tensors, " +
+                 HumanBytes(BytesOf(row.shared));
       }
     }
     return ParentNote(context, info.choice, info.base, detail);
