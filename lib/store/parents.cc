@@ -10,6 +10,8 @@
 #include <sstream>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "lib/base/file.h"
@@ -164,24 +166,6 @@ std::vector<TensorLine> ReadTensorLines(const std::string& file) {
   return lines;
 }
 
-// The tensors of a line's "<key>:<bytes>,..." that read.
-std::vector<KeyedTensor> ParseTensors(const std::string& text) {
-  std::vector<KeyedTensor> tensors;
-  if (text == "-") return tensors;
-  std::istringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    const size_t colon = item.find(':');
-    if (colon != 16 || item.size() < 18 || item.size() > 37) continue;
-    const std::string hex = item.substr(0, 16);
-    if (hex.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
-    const uint64_t key = std::strtoull(hex.c_str(), nullptr, 16);
-    const std::string bytes = item.substr(17);
-    if (bytes.find_first_not_of("0123456789") != std::string::npos) continue;
-    tensors.push_back(KeyedTensor{key, std::strtoull(bytes.c_str(), nullptr, 10)});
-  }
-  return tensors;
-}
-
 }  // namespace
 
 std::string ParentCachesDir(const Store& store) {
@@ -328,21 +312,28 @@ void TwinIndex::Keep(const std::optional<ContentId>& key, const ContentId& id, c
 void TensorIndex::Load() {
   if (loaded_) return;
   loaded_ = true;
-  for (const TensorLine& line : ReadTensorLines(file_)) {
-    const std::vector<KeyedTensor> tensors = ParseTensors(line.tensors);
-    sources_[line.source] |= !tensors.empty();
-    if (!tensors.empty()) Hold(line.id, tensors);
+  const std::string text = ReadCache(file_);
+  text_.reserve(text.size());
+  // "<version> <source> <tensors>" lines, split by hand: no copy of a
+  // line but its tensors part.
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line(text.data() + at, end - at);
+    at = end + 1;
+    const size_t second = line.size() > 34 ? line.find(' ', 33) : std::string_view::npos;
+    if (second == std::string_view::npos || line[32] != ' ' || second + 1 >= line.size()) continue;
+    const auto id = ContentId::FromHex(std::string(line.substr(0, 32)));
+    const std::string_view source = line.substr(33, second - 33);
+    if (!id || source.empty() || source.find_first_not_of("0123456789abcdef") != std::string_view::npos) continue;
+    const std::string_view tensors = line.substr(second + 1);
+    sources_[std::string(source)] |= tensors != "-";
+    if (tensors != "-") Hold(*id, tensors);
   }
 }
 
-void TensorIndex::Hold(const ContentId& id, const std::vector<KeyedTensor>& tensors) {
-  versions_.push_back(id);
-  // A content once a version, however many of its tensors hold it (the
-  // zeros of a thousand fresh adapter matrices).
-  std::set<uint64_t> keys;
-  for (const KeyedTensor& t : tensors) {
-    if (keys.insert(t.key).second) holders_.emplace(t.key, versions_.size() - 1);
-  }
+void TensorIndex::Hold(const ContentId& id, std::string_view tensors) {
+  held_.push_back(Held{id, text_.size(), text_.size() + tensors.size()});
+  text_.append(tensors);
 }
 
 bool TensorIndex::Knows(const std::string& source) {
@@ -366,24 +357,53 @@ void TensorIndex::Keep(const ContentId& id, const std::string& source, const std
   const auto known = sources_.find(source);
   if (known != sources_.end() && (known->second || !any)) return;
   sources_[source] = any;
-  if (any) Hold(id, ParseTensors(text));
+  if (any) Hold(id, text);
   if (dir_.empty() || !MakeDirectories(dir_).ok()) return;
   AppendLine(file_, id.Hex() + " " + source + " " + (any ? text : std::string("-")) + "\n");
 }
 
+namespace {
+
+// The value of 16 lowercase hex digits, or nothing.
+std::optional<uint64_t> HexKey(std::string_view hex) {
+  if (hex.size() != 16) return std::nullopt;
+  uint64_t key = 0;
+  for (const char c : hex) {
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) return std::nullopt;
+    key = key << 4 | static_cast<uint64_t>(digit);
+  }
+  return key;
+}
+
+}  // namespace
+
 std::vector<std::pair<ContentId, uint64_t>> TensorIndex::Find(const std::vector<KeyedTensor>& tensors, uint64_t least) {
   Load();
-  std::map<ContentId, uint64_t> held;
-  std::map<uint64_t, std::set<ContentId>> holding;  // by content: each version once
+  // The bytes of each content among `tensors` (every tensor of it).
+  std::unordered_map<uint64_t, uint64_t> wanted;
   for (const KeyedTensor& t : tensors) {
-    if (t.bytes < kIndexedTensorBytes) continue;
-    auto [known, fresh] = holding.try_emplace(t.key);
-    if (fresh) {
-      const auto [from, to] = holders_.equal_range(t.key);
-      for (auto it = from; it != to; ++it) known->second.insert(versions_[it->second]);
-    }
-    for (const ContentId& id : known->second) held[id] += t.bytes;
+    if (t.bytes >= kIndexedTensorBytes) wanted[t.key] += t.bytes;
   }
+  if (wanted.empty()) return {};
+  // Which version holds which of them: each content once a version,
+  // however many of its tensors (or lines) hold it.
+  std::vector<std::pair<ContentId, uint64_t>> hits;
+  const std::string_view text = text_;
+  for (const Held& h : held_) {
+    for (size_t at = h.from; at < h.to;) {
+      const size_t comma = std::min(text.find(',', at), h.to);
+      const std::string_view item = text.substr(at, comma - at);
+      at = comma + 1;
+      if (item.size() < 18 || item[16] != ':') continue;
+      const std::optional<uint64_t> key = HexKey(item.substr(0, 16));
+      if (key && wanted.count(*key) != 0) hits.emplace_back(h.id, *key);
+    }
+  }
+  std::sort(hits.begin(), hits.end());
+  hits.erase(std::unique(hits.begin(), hits.end()), hits.end());
+  std::map<ContentId, uint64_t> held;
+  for (const auto& [id, key] : hits) held[id] += wanted.at(key);
   std::vector<std::pair<ContentId, uint64_t>> found;
   for (const auto& [id, bytes] : held) {
     if (bytes >= least) found.emplace_back(id, bytes);

@@ -27,6 +27,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lib/base/content_id.h"
@@ -147,17 +148,27 @@ class TensorIndex {
   // The versions holding tensors of `tensors`' contents, with the bytes
   // of `tensors` each holds (a content counted once a version), most
   // first; those holding less than `least` bytes are left out.
+  // One pass over the index's text, whose keys are only parsed here and
+  // looked up among `tensors`' (thousands of versions of hundreds of
+  // tensors each are tens of MB: building a map of them all would cost
+  // every add that searches more than the search).
   std::vector<std::pair<ContentId, uint64_t>> Find(const std::vector<KeyedTensor>& tensors, uint64_t least);
 
  private:
   void Load();
-  void Hold(const ContentId& id, const std::vector<KeyedTensor>& tensors);
+  // Takes a line's "<tensors>" part (or "-") for `id`.
+  void Hold(const ContentId& id, std::string_view tensors);
   std::string dir_;
   std::string file_;
   bool loaded_ = false;
   std::map<std::string, bool> sources_;  // read, and whether with tensors
-  std::vector<ContentId> versions_;
-  std::multimap<uint64_t, size_t> holders_;  // content key -> index in versions_
+  // The tensors part of every line read or kept, and the version of each.
+  std::string text_;
+  struct Held {
+    ContentId id;
+    size_t from = 0, to = 0;  // in text_
+  };
+  std::vector<Held> held_;
 };
 
 // The versions stored as deltas of a parent in another series, noted
