@@ -424,7 +424,10 @@ void WriteHead(const Head& head, std::vector<uint8_t>& obj) {
   for (size_t i = 0; i < head.regions.size(); ++i) EncodeRegionEntry(head.regions[i], table + kRegionEntryBytes * i);
   HeaderFields fields = head.fields;
   EncodeHeader(fields, obj.data());
-  fields.checksum = HeaderChecksum(obj.data(), table, TableEntries(fields));
+  // (Tables claimed past the end are refused before the checksum is read.)
+  if (kHeaderBytes + kRegionEntryBytes * TableEntries(fields) <= obj.size()) {
+    fields.checksum = HeaderChecksum(obj.data(), table, TableEntries(fields));
+  }
   EncodeHeader(fields, obj.data());
 }
 
