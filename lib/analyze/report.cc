@@ -144,11 +144,11 @@ void ChangesSection(const Analysis& a, const std::vector<int>& slots, std::strin
 void SizesSection(const Analysis& a, std::string& out) {
   out +=
       "\nStored size as a share of raw: huff = Huffman only, zstd = zstd only, auto = the auto rule,\n"
-      "xor, diff = the auto rule with every delta chunk XORed, or taken as a difference,\n"
+      "xor, diff, alone = the auto rule with every delta chunk XORed, taken as a difference, or coded on its own,\n"
       "H0 = order-0 entropy bound of the byte groups\n";
   out += a.transform == codec::kAutoTransform
-             ? "(but for xor and diff, each delta chunk is taken the smaller way, as the store does)\n"
-             : std::string("(but for xor and diff, every delta chunk is taken as ") +
+             ? "(the other delta columns take each chunk the smallest of those ways, as the store does)\n"
+             : std::string("(the other delta columns take every delta chunk as ") +
                    codec::TransformPolicyName(a.transform) + ": .zipnn.yaml sets delta_transform)\n";
   const std::string k = std::to_string(a.base_interval);
   std::vector<std::string> header = {"checkpoint", "raw", "huff", "zstd", "auto", "H0", "huff", "zstd"};
