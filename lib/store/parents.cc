@@ -322,7 +322,7 @@ void TensorIndex::Load() {
     at = end + 1;
     const size_t second = line.size() > 34 ? line.find(' ', 33) : std::string_view::npos;
     if (second == std::string_view::npos || line[32] != ' ' || second + 1 >= line.size()) continue;
-    const auto id = ContentId::FromHex(std::string(line.substr(0, 32)));
+    const auto id = ContentId::FromHex(line.substr(0, 32));
     const std::string_view source = line.substr(33, second - 33);
     if (!id || source.empty() || source.find_first_not_of("0123456789abcdef") != std::string_view::npos) continue;
     const std::string_view tensors = line.substr(second + 1);
