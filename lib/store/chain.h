@@ -1,8 +1,11 @@
 // Walking the chain of a stored version: the version's object, the base
-// it is a delta of, that one's base, and so on down to a standalone base.
-// Each object is opened and checked on the way (in the store, holding the
-// content it is filed under, no loop, no deeper than kMaxChainDepth), and
-// only headers are read. Restore (restore.h) decodes what this opens;
+// it is a delta of, that one's base, and so on down to a standalone base,
+// and from each delta of object format 8 also the versions it references
+// (it takes some tensors from them) and their chains: a chain is a graph
+// with no cycle, each object of which is read once. Each object is opened
+// and checked on the way (in the store, holding the content it is filed
+// under, no loop, no way down longer than kMaxChainDepth, no more than
+// kMaxChainObjects objects), and only headers are read. Restore (restore.h) decodes what this opens;
 // placement (placement.h) and gc read what it describes.
 //
 // Thread-compatible; objects are read, never written, except that
@@ -25,6 +28,9 @@ namespace zipnn::store {
 // A restore never follows a chain longer than this (a loop or a damaged
 // store fails instead of running on), and no add or repack makes one.
 inline constexpr int kMaxChainDepth = static_cast<int>(config::kMaxChainLimit);
+// Nor one that needs more objects than this, bases and references
+// together (an add keeps far below: parents.h).
+inline constexpr size_t kMaxChainObjects = 4096;
 
 // One object of the chain of `top`, opened and checked: in the store,
 // holding the content it is filed under, and neither met before on the
@@ -40,20 +46,28 @@ Result<Link> OpenLink(const Store& store, const ContentId& top, const ContentId&
 // One object of a chain, as VisitChain shows it.
 struct ChainLink {
   ContentId id;
-  int depth = 0;  // 0 for the object asked about, then 1, 2, ... down to the base
+  // Links from the object asked about on the way the walk first met it:
+  // 0 for that one, then 1, 2, ... down to the base.
+  int depth = 0;
   bool delta = false;
-  ContentId base;  // for a delta
+  ContentId base;                     // for a delta
+  std::vector<ContentId> references;  // for a delta of format 8: the versions it takes tensors from besides its base
+  // What decoding it reads: its base, then its references (none for a base).
+  std::vector<ContentId> needs() const;
   uint64_t raw_size = 0;
   uint64_t object_size = 0;
   uint16_t format = 0;  // the object's format version
   container::BaseChoice choice = container::BaseChoice::kSeries;  // why its base, for a delta
 };
 
-// Calls `visit` for each object from `id` down to its base, reading
-// headers only. A missing object ends the walk with NotFound naming it; a
-// chain that comes back to an object it passed, or is longer than
-// kMaxChainDepth, is Corruption; so is an object that holds other content
-// than its id says.
+// Calls `visit` for each object `id` needs, each once, reading headers
+// only: `id` first, then depth first down each object's base and then its
+// references, so that a chain without references is shown from `id` down
+// to its base, and an object is shown after one that needs it. A missing
+// object ends the walk with NotFound naming it, after the objects met
+// before it; a chain that comes back to an object it passed, is longer
+// than kMaxChainDepth or needs more than kMaxChainObjects objects is
+// Corruption; so is an object that holds other content than its id says.
 Status VisitChain(const Store& store, const ContentId& id, const std::function<void(const ChainLink&)>& visit);
 
 // The first link VisitChain shows: how `id` itself is stored, from its
@@ -64,9 +78,13 @@ Result<ChainLink> ReadLink(const Store& store, const ContentId& id);
 struct StoredInfo {
   bool delta = false;
   ContentId base;
-  int depth = 0;  // deltas to decode before it
+  std::vector<ContentId> references;  // ChainLink's
+  // Deltas to decode before it on the longest way down, through bases
+  // and references alike: 0 for a base, else one more than the deepest
+  // of the versions it needs.
+  int depth = 0;
   uint64_t object_size = 0;
-  ContentId last_base;    // the base its chain ends at (itself for a base)
+  ContentId last_base;    // the base its chain of bases ends at (itself for a base)
   double base_ratio = 0;  // that base's object size over its raw size
   uint16_t format = 0;    // the object's format version
   container::BaseChoice choice = container::BaseChoice::kSeries;  // why its base, for a delta
@@ -80,7 +98,7 @@ using ChainMemo = std::map<ContentId, StoredInfo>;
 // given) or to its base.
 Result<StoredInfo> Describe(const Store& store, const ContentId& id, const ChainMemo* memo = nullptr);
 
-// Checks that `id` and every base of its chain are whole (each object's
+// Checks that `id` and every object of its chain are whole (each object's
 // headers and every chunk record checksum: container::CheckRecords) and
 // marks them as just used (ObjectStore::Touch), so that a gc running now
 // keeps the whole chain. An error when the chain is not whole or an

@@ -63,39 +63,77 @@ TEST_CASE("a walk shows each link from the version down to its base, and stops a
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
-TEST_CASE("an object that references versions besides its base (format 8) is refused by every walk, never decoded") {
+TEST_CASE("a walk follows the versions a format 8 delta references, and a restore reads them") {
   const std::string root = TempDir();
   const Store store{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
-  const std::vector<ContentId> ids = StoreChain(store, 1);
-  // A version whose second half is version 1's: a delta of version 0 that
-  // takes that half from version 1.
-  const std::vector<uint8_t> v0 = testing::ChainVersion(0), v1 = testing::ChainVersion(1);
+  const std::vector<ContentId> ids = StoreChain(store, 2);  // ids[i] a delta on ids[i - 1]
+  // A version whose second half is version 2's: a delta of version 0 that
+  // takes that half from version 2, two links up a chain of its own.
+  const std::vector<uint8_t> v0 = testing::ChainVersion(0), v2 = testing::ChainVersion(2);
   std::vector<uint8_t> data = testing::ChainVersion(7);
-  std::copy(v1.begin() + 32, v1.end(), data.begin() + 32);
-  MemorySource input(data.data(), data.size(), "version"), base(v0.data(), v0.size(), "v0"),
-      reference(v1.data(), v1.size(), "v1");
-  container::DeltaBase delta{&base, ids[0], container::BaseChoice::kShared, {{&reference, ids[1]}}};
-  container::Layout layout;
-  layout.regions = {container::Region{codec::DType::kBytes, 0, 32, true, 0},
-                    container::Region{codec::DType::kBytes, 32, 32, true, 32, 0, /*source=*/1}};
-  const ContentId id = HashBytes(data.data(), data.size());
-  REQUIRE(store.objects
-              .Put(id,
-                   [&](AtomicFile& out) -> Status {
-                     auto r = container::EncodeObject(input, layout, &delta, {}, out);
-                     return r.ok() ? OkStatus() : r.status();
-                   })
-              .ok());
+  std::copy(v2.begin() + 32, v2.end(), data.begin() + 32);
+  data[40] = 9;  // and not all of it
+  const ContentId id = testing::StoreReferencing(store, data, v0, ids[0], v2, ids[2]);
+  std::vector<ChainLink> seen;
+  REQUIRE(VisitChain(store, id, [&](const ChainLink& link) { seen.push_back(link); }).ok());
+  // Each object once: the version, its base, then the reference and its
+  // chain (ids[0] was met already).
+  REQUIRE(seen.size() == 4);
+  CHECK(seen[0].id == id);
+  CHECK(seen[0].references == std::vector<ContentId>{ids[2]});
+  CHECK(seen[0].needs() == std::vector<ContentId>{ids[0], ids[2]});
+  CHECK(seen[1].id == ids[0]);
+  CHECK(seen[2].id == ids[2]);
+  CHECK(seen[2].depth == 1);
+  CHECK(seen[3].id == ids[1]);
+  CHECK(seen[3].depth == 2);
+  // Its depth is that of the deepest version it needs, plus one.
+  auto info = Describe(store, id);
+  REQUIRE(info.ok());
+  CHECK(info->depth == 3);
+  CHECK(info->last_base == ids[0]);
+  CHECK(info->references == std::vector<ContentId>{ids[2]});
+  CHECK(TouchChain(store, id).ok());
+  MemorySink out;
+  REQUIRE(Restore(store, id, out).ok());
+  REQUIRE(out.buffer().size() == data.size());
+  CHECK(std::equal(data.begin(), data.end(), out.buffer().data()));
+  auto version = OpenVersion(store, id);
+  REQUIRE(version.ok());
+  std::vector<uint8_t> part(24);
+  REQUIRE((*version)->ReadAt(36, part.data(), part.size()).ok());
+  CHECK(std::equal(part.begin(), part.end(), data.begin() + 36));
+  // A missing reference is named, and nothing is written.
+  REQUIRE(std::remove(store.objects.PathOf(ids[1]).c_str()) == 0);
+  CountingSink none;
+  const Status missing = Restore(store, id, none);
+  CHECK(missing.code() == StatusCode::kNotFound);
+  CHECK(missing.message().find(ids[1].Hex()) != std::string::npos);
+  CHECK(none.bytes() == 0);
+  CHECK(TouchChain(store, id).code() == StatusCode::kNotFound);
+  const Status named = MissingObject(store, Pointer{id, 64, ""}, "model.safetensors");
+  CHECK(named.message().find("object " + ids[1].Hex() + " (a base of " + id.Hex() + ")") != std::string::npos);
+  REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("a version that references a version resting on it is a loop, refused before anything is decoded") {
+  const std::string root = TempDir();
+  const Store store{ObjectStore(root + "/objects"), root + "/tmp", root + "/cache", "", config::Policy{}};
+  const ContentId base = testing::StoreVersion(store, 0);
+  const std::vector<uint8_t> v0 = testing::ChainVersion(0), a = testing::ChainVersion(5), b = testing::ChainVersion(6);
+  const ContentId b_id = HashBytes(b.data(), b.size());
+  // a references b, and b is a delta of a: only a damaged store holds both.
+  const ContentId a_id = testing::StoreReferencing(store, a, v0, base, b, b_id);
+  REQUIRE(testing::StoreVersion(store, 6, &a, a_id) == b_id);
   CountingSink out;
-  const Status restored = Restore(store, id, out);
-  CHECK(restored.code() == StatusCode::kUnsupported);
-  CHECK(restored.message().find(": takes tensors from 1 more stored version(s) besides its base (object format 8), "
-                                "which this git-zipnn reads but does not restore from a store; upgrade git-zipnn") !=
-        std::string::npos);
+  const Status s = Restore(store, a_id, out);
+  CHECK(s.code() == StatusCode::kCorruption);
+  CHECK(s.message().find("loops") != std::string::npos);
   CHECK(out.bytes() == 0);
-  CHECK(VisitChain(store, id, [](const ChainLink&) {}).code() == StatusCode::kUnsupported);
-  CHECK(Describe(store, id).status().code() == StatusCode::kUnsupported);
-  CHECK(!OpenVersion(store, id).ok());
+  CHECK(VisitChain(store, a_id, [](const ChainLink&) {}).code() == StatusCode::kCorruption);
+  CHECK(Describe(store, a_id).status().code() == StatusCode::kCorruption);
+  CHECK(Describe(store, b_id).status().code() == StatusCode::kCorruption);
+  CHECK(!OpenVersion(store, b_id).ok());
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

@@ -1,12 +1,91 @@
 #include "lib/store/restore.h"
 
+#include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "lib/container/object.h"
 #include "lib/store/chain.h"
 
 namespace zipnn::store {
+
+// The versions the objects of one restore reference besides their bases
+// (object format 8), each opened once for every object that reads it:
+// from a copy when the caller has one, else read part by part through its
+// own chain (VersionReader), or restored whole into a scratch file when
+// its object has no raw checksums. Each reference is met `depth` links
+// below the version restored, which bounds the walk as OpenLink does;
+// one that comes back to a version being opened is a loop.
+class ReferencedVersions {
+ public:
+  ReferencedVersions(const Store& store, const ContentId& top, const FindCopy& find_copy)
+      : store_(store), top_(top), find_copy_(find_copy) {}
+
+  // The sources besides its base of `link`, at `depth` below the version
+  // restored, in the order of its reference table.
+  Result<std::vector<const ByteSource*>> Of(const Link& link, size_t depth);
+
+ private:
+  struct Opened {
+    std::optional<formats::Checkpoint> whole;
+    std::unique_ptr<VersionReader> reader;
+    const ByteSource* source = nullptr;  // null while it is being opened
+  };
+  Result<const ByteSource*> Open(const ContentId& id, size_t depth);
+
+  const Store& store_;
+  const ContentId top_;
+  const FindCopy find_copy_;
+  std::map<ContentId, Opened> opened_;
+};
+
+Result<const ByteSource*> ReferencedVersions::Open(const ContentId& id, size_t depth) {
+  auto [it, fresh] = opened_.try_emplace(id);
+  if (!fresh) {
+    if (it->second.source == nullptr) {
+      return Corruption("chain of object " + top_.Hex() + " loops: object " + id.Hex() +
+                        " references a version that needs it (a damaged store)");
+    }
+    return it->second.source;
+  }
+  if (opened_.size() > kMaxChainObjects) {
+    return Corruption("chain of object " + top_.Hex() + " needs more than " + std::to_string(kMaxChainObjects) +
+                      " objects");
+  }
+  if (depth > static_cast<size_t>(kMaxChainDepth)) {
+    return Corruption("chain of object " + top_.Hex() + " is longer than " + std::to_string(kMaxChainDepth));
+  }
+  Opened& opened = it->second;
+  if (find_copy_) {
+    if (std::optional<ReadFile> copy = find_copy_(id)) opened.whole.emplace(std::move(*copy));
+  }
+  if (!opened.whole) {
+    Result<std::unique_ptr<VersionReader>> reader = VersionReader::Open(store_, id, depth, this);
+    if (reader.ok()) {
+      opened.reader = std::move(*reader);
+    } else if (reader.status().code() == StatusCode::kUnsupported) {
+      // No raw checksums to read it by parts: restored whole, then read.
+      ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint whole, formats::Checkpoint::Spool(store_.temp_dir, [&](ByteSink& out) {
+                               return Restore(store_, id, out, find_copy_);
+                             }));
+      opened.whole.emplace(std::move(whole));
+    } else {
+      return reader.status();
+    }
+  }
+  opened.source = opened.whole ? static_cast<const ByteSource*>(&opened.whole->file()) : opened.reader.get();
+  return opened.source;
+}
+
+Result<std::vector<const ByteSource*>> ReferencedVersions::Of(const Link& link, size_t depth) {
+  std::vector<const ByteSource*> sources;
+  for (const container::Reference& r : link.info.header.references) {
+    ZIPNN_ASSIGN_OR_RETURN(const ByteSource* source, Open(r.id, depth + 1));
+    sources.push_back(source);
+  }
+  return sources;
+}
 
 namespace {
 
@@ -19,11 +98,13 @@ namespace {
 // (never for the chains of the default policy, at most 10 objects).
 constexpr size_t kLevelsAtOnce = 16;
 
-// Links of a chain, opened and checked, the top first; the copy (a
-// version's bytes known otherwise) stands in for the base of the last.
+// Links of a chain of bases, opened and checked, the top first, `above`
+// links below the version restored; the copy (a version's bytes known
+// otherwise) stands in for the base of the last.
 struct Chain {
   std::vector<Link> links;
   std::optional<formats::Checkpoint> copy;
+  size_t above = 0;
 };
 using CopyOf = std::function<std::optional<formats::Checkpoint>(const ContentId&)>;
 
@@ -34,6 +115,7 @@ using CopyOf = std::function<std::optional<formats::Checkpoint>(const ContentId&
 Result<Chain> OpenLinks(const Store& store, const ContentId& top, const ContentId& id, size_t above,
                         std::vector<ContentId>& passed, const CopyOf& copy_of, std::optional<ContentId>* next) {
   Chain chain;
+  chain.above = above + passed.size();
   next->reset();
   for (ContentId at = id;;) {
     ZIPNN_ASSIGN_OR_RETURN(Link link, OpenLink(store, top, at, passed, above));
@@ -49,17 +131,18 @@ Result<Chain> OpenLinks(const Store& store, const ContentId& top, const ContentI
   }
 }
 
-Status DecodeChain(const Store& store, Chain& chain, ByteSink& out);
+Status DecodeChain(const Store& store, Chain& chain, ReferencedVersions& references, ByteSink& out);
 
-// Every link of the chain of `id` to decode, opened and checked before
-// anything is decoded (so a missing, looping or too deep base fails
-// before a byte is written): the top first, the base (or the link above a
-// copy) last. Of a chain deeper than kLevelsAtOnce, the first
+// Every link of the chain of bases of `id` to decode, opened and checked
+// before anything is decoded (so a missing, looping or too deep base
+// fails before a byte is written): the top first, the base (or the link
+// above a copy) last. Of a chain deeper than kLevelsAtOnce, the first
 // kLevelsAtOnce - 1 links, standing on the version below them restored
 // into a scratch file: that one stands on the version kLevelsAtOnce - 1
 // links further down, and so on, restored from the deepest up, one at a
-// time, with nothing else held open.
-Result<Chain> OpenChain(const Store& store, const ContentId& id, const FindCopy& find_copy) {
+// time, with nothing else held open but the versions they reference.
+Result<Chain> OpenChain(const Store& store, const ContentId& id, size_t above, const FindCopy& find_copy,
+                        ReferencedVersions& references) {
   auto found = [&](const ContentId& at) -> std::optional<formats::Checkpoint> {
     if (find_copy) {
       if (std::optional<ReadFile> copy = find_copy(at)) return formats::Checkpoint(std::move(*copy));
@@ -68,7 +151,7 @@ Result<Chain> OpenChain(const Store& store, const ContentId& id, const FindCopy&
   };
   std::vector<ContentId> passed;
   std::optional<ContentId> next;
-  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenLinks(store, id, id, 0, passed, found, &next));
+  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenLinks(store, id, id, above, passed, found, &next));
   if (!next) return chain;
   chain.links.clear();  // let go of its files and chunk maps meanwhile
   // Where each part below starts, and at what depth; checked whole first.
@@ -78,8 +161,8 @@ Result<Chain> OpenChain(const Store& store, const ContentId& id, const FindCopy&
   };
   std::vector<Stage> stages;
   while (next) {
-    stages.push_back(Stage{*next, passed.size()});
-    ZIPNN_RETURN_IF_ERROR(OpenLinks(store, id, *next, 0, passed, found, &next).status());
+    stages.push_back(Stage{*next, above + passed.size()});
+    ZIPNN_RETURN_IF_ERROR(OpenLinks(store, id, *next, above, passed, found, &next).status());
   }
   std::optional<formats::Checkpoint> below;  // the part restored last
   // Opens the part from `from` down to the part below it (or to the end).
@@ -106,24 +189,33 @@ Result<Chain> OpenChain(const Store& store, const ContentId& id, const FindCopy&
         i + 1 < stages.size() ? std::optional<ContentId>(stages[i + 1].id) : std::nullopt;
     ZIPNN_ASSIGN_OR_RETURN(Chain part, open_part(stages[i].id, stages[i].depth, on));
     ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint restored, formats::Checkpoint::Spool(store.temp_dir, [&](ByteSink& out) {
-                             return DecodeChain(store, part, out);
+                             return DecodeChain(store, part, references, out);
                            }));
     below = std::move(restored);
   }
-  return open_part(id, 0, stages[0].id);
+  return open_part(id, above, stages[0].id);
+}
+
+// What link `i` of `chain` decodes against: `base`, and the versions it
+// references.
+Result<container::Sources> SourcesAt(Chain& chain, size_t i, const ByteSource* base, ReferencedVersions& references) {
+  container::Sources sources{base, {}};
+  ZIPNN_ASSIGN_OR_RETURN(sources.references, references.Of(chain.links[i], chain.above + i));
+  return sources;
 }
 
 // An ObjectReader for each link of `chain` below the top one, from the
 // base up, each keeping up to `cache_bytes` of decoded chunks; each delta
 // reads its base through the one below. The last one (or the copy, or
 // nothing) is what the top link reads its base through.
-Result<const ByteSource*> StackReaders(Chain& chain, uint64_t cache_bytes,
+Result<const ByteSource*> StackReaders(Chain& chain, uint64_t cache_bytes, ReferencedVersions& references,
                                        std::vector<std::unique_ptr<container::ObjectReader>>& readers) {
   const ByteSource* below = chain.copy ? &chain.copy->file() : nullptr;
   for (size_t i = chain.links.size(); i-- > 1;) {
+    ZIPNN_ASSIGN_OR_RETURN(container::Sources sources, SourcesAt(chain, i, below, references));
     ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
-                           container::ObjectReader::Open(chain.links[i].file, std::move(chain.links[i].info), below,
-                                                         /*check_raw=*/false, cache_bytes));
+                           container::ObjectReader::Open(chain.links[i].file, std::move(chain.links[i].info),
+                                                         std::move(sources), /*check_raw=*/false, cache_bytes));
     below = reader.get();
     readers.push_back(std::move(reader));
   }
@@ -134,23 +226,27 @@ Result<const ByteSource*> StackReaders(Chain& chain, uint64_t cache_bytes,
 // through the ObjectReader of the link below it, and decoding the top
 // object pulls each chunk up through the levels, applied onto the one
 // below. A whole decode checks the content id.
-Status DecodeChain(const Store& store, Chain& chain, ByteSink& out) {
+Status DecodeChain(const Store& store, Chain& chain, ReferencedVersions& references, ByteSink& out) {
   std::vector<std::unique_ptr<container::ObjectReader>> readers;
-  ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below, StackReaders(chain, container::kReaderCacheBytes, readers));
+  ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below,
+                         StackReaders(chain, container::kReaderCacheBytes, references, readers));
+  ZIPNN_ASSIGN_OR_RETURN(container::Sources sources, SourcesAt(chain, 0, below, references));
   container::DecodeOptions options;
   options.threads = store.policy.threads;
-  return container::DecodeObject(chain.links[0].file, chain.links[0].info, below, options, out);
+  return container::DecodeObject(chain.links[0].file, chain.links[0].info, sources, options, out);
 }
 
 }  // namespace
 
 Status Restore(const Store& store, const ContentId& id, ByteSink& out, const FindCopy& find_copy) {
-  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenChain(store, id, find_copy));
-  return DecodeChain(store, chain, out);
+  ReferencedVersions references(store, id, find_copy);
+  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenChain(store, id, 0, find_copy, references));
+  return DecodeChain(store, chain, references, out);
 }
 
 struct VersionReader::Levels {
-  Chain chain;  // its files stay put: the readers refer to them
+  std::unique_ptr<ReferencedVersions> own;  // those of a version opened on its own; the readers below read them
+  Chain chain;                      // its files stay put: the readers refer to them
   std::vector<std::unique_ptr<container::ObjectReader>> readers;
 };
 
@@ -160,8 +256,14 @@ uint64_t VersionReader::size() const { return top_->size(); }
 Status VersionReader::ReadAt(uint64_t offset, void* out, size_t n) const { return top_->ReadAt(offset, out, n); }
 const std::string& VersionReader::name() const { return top_->name(); }
 
-Result<std::unique_ptr<VersionReader>> OpenVersion(const Store& store, const ContentId& id) {
-  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenChain(store, id, nullptr));
+Result<std::unique_ptr<VersionReader>> VersionReader::Open(const Store& store, const ContentId& id, size_t above,
+                                                          ReferencedVersions* references) {
+  std::unique_ptr<ReferencedVersions> own;
+  if (references == nullptr) {
+    own = std::make_unique<ReferencedVersions>(store, id, nullptr);
+    references = own.get();
+  }
+  ZIPNN_ASSIGN_OR_RETURN(Chain chain, OpenChain(store, id, above, nullptr, *references));
   const Link& top = chain.links[0];
   if (!container::HasRawChecksums(top.info.header)) {
     return Unsupported(top.file.name() + ": object format " + std::to_string(top.info.header.version) +
@@ -170,18 +272,26 @@ Result<std::unique_ptr<VersionReader>> OpenVersion(const Store& store, const Con
   std::unique_ptr<VersionReader> version(new VersionReader());
   version->levels_ = std::make_unique<VersionReader::Levels>();
   VersionReader::Levels& levels = *version->levels_;
+  levels.own = std::move(own);
   levels.chain = std::move(chain);
   // One reader reads each level below the top, chunk by chunk at the
   // offsets the top asks for: two chunks each (one that straddles a
   // boundary of the level below needs both) keep memory small however deep
   // the chain.
-  ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below, StackReaders(levels.chain, /*cache_bytes=*/0, levels.readers));
+  ZIPNN_ASSIGN_OR_RETURN(const ByteSource* below,
+                         StackReaders(levels.chain, /*cache_bytes=*/0, *references, levels.readers));
+  ZIPNN_ASSIGN_OR_RETURN(container::Sources sources, SourcesAt(levels.chain, 0, below, *references));
   Link& link = levels.chain.links[0];
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
-                         container::ObjectReader::Open(link.file, std::move(link.info), below, /*check_raw=*/true));
+                         container::ObjectReader::Open(link.file, std::move(link.info), std::move(sources),
+                                                       /*check_raw=*/true));
   version->top_ = reader.get();
   levels.readers.push_back(std::move(reader));
   return version;
+}
+
+Result<std::unique_ptr<VersionReader>> OpenVersion(const Store& store, const ContentId& id) {
+  return VersionReader::Open(store, id, 0, nullptr);
 }
 
 Status RestoreFile(const Store& store, const Pointer& pointer, const std::string& path, ByteSink& out,
@@ -192,11 +302,21 @@ Status RestoreFile(const Store& store, const Pointer& pointer, const std::string
 }
 
 Status MissingObject(const Store& store, const Pointer& pointer, const std::string& path) {
-  // Which object of the chain is missing: the version's own, or a base.
+  // Which object of the chain is missing: the version's own, or one it
+  // needs (a base, or a version it references) that the walk did not meet.
   ContentId missing = pointer.id;
+  std::set<ContentId> met;
+  std::vector<ContentId> needed;
   (void)VisitChain(store, pointer.id, [&](const ChainLink& link) {
-    if (link.delta) missing = link.base;
+    met.insert(link.id);
+    for (const ContentId& next : link.needs()) needed.push_back(next);
   });
+  for (const ContentId& next : needed) {
+    if (met.count(next) == 0 && !store.objects.Has(next)) {
+      missing = next;
+      break;
+    }
+  }
   const std::string of = missing == pointer.id ? "" : " (a base of " + pointer.id.Hex() + ")";
   return NotFound("object " + missing.Hex() + of + " for " + path + " is not in the store " + store.objects.root() +
                   " (fetch it, or restore the store)");

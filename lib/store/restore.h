@@ -59,6 +59,7 @@ Result<formats::Checkpoint> RestoreFileToScratch(const Store& store, const Point
 // Unsupported when the top object is older than format 5 (it has no raw
 // checksums; restore it whole instead); NotFound when an object of the
 // chain is missing. Thread-safe reads, like container::ObjectReader.
+class ReferencedVersions;
 class VersionReader : public ByteSource {
  public:
   ~VersionReader() override;
@@ -67,7 +68,13 @@ class VersionReader : public ByteSource {
   const std::string& name() const override;
 
  private:
+  friend class ReferencedVersions;  // opens those a restore reads
   friend Result<std::unique_ptr<VersionReader>> OpenVersion(const Store& store, const ContentId& id);
+  // OpenVersion of `id`, `above` links below the version a restore asked
+  // for, reading the versions it references through `references` (its
+  // own when null).
+  static Result<std::unique_ptr<VersionReader>> Open(const Store& store, const ContentId& id, size_t above,
+                                                     ReferencedVersions* references);
   struct Levels;  // the chain's object files, and a reader for each
   VersionReader();
   std::unique_ptr<Levels> levels_;

@@ -71,6 +71,31 @@ inline ContentId StoreData(const Store& store, const std::vector<uint8_t>& data,
   return id;
 }
 
+// Stores 64 bytes `data` as a delta of `base` (the version `base_id`)
+// that takes its second half from the same half of `reference` (the
+// version `reference_id`, object format 8); its id.
+inline ContentId StoreReferencing(const Store& store, const std::vector<uint8_t>& data,
+                                  const std::vector<uint8_t>& base, const ContentId& base_id,
+                                  const std::vector<uint8_t>& reference, const ContentId& reference_id) {
+  REQUIRE(data.size() == 64);
+  const ContentId id = HashBytes(data.data(), data.size());
+  MemorySource input(data.data(), data.size(), "version"), base_bytes(base.data(), base.size(), "base"),
+      reference_bytes(reference.data(), reference.size(), "reference");
+  const container::DeltaBase delta{&base_bytes, base_id, container::BaseChoice::kShared,
+                                   {{&reference_bytes, reference_id}}};
+  container::Layout layout;
+  layout.regions = {container::Region{codec::DType::kBytes, 0, 32, true, 0},
+                    container::Region{codec::DType::kBytes, 32, 32, true, 32, 0, /*source=*/1}};
+  REQUIRE(store.objects
+              .Put(id,
+                   [&](AtomicFile& out) -> Status {
+                     auto r = container::EncodeObject(input, layout, &delta, {}, out);
+                     return r.ok() ? OkStatus() : r.status();
+                   })
+              .ok());
+  return id;
+}
+
 // Stores version i (of ChainVersion) as StoreData does.
 inline ContentId StoreVersion(const Store& store, int i, const std::vector<uint8_t>* base = nullptr,
                               const ContentId& base_id = {}) {
