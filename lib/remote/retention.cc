@@ -1,5 +1,6 @@
 #include "lib/remote/retention.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -124,20 +125,31 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& local, RemoteStore& r
                          Unthinned(remote, taken, held, every_version));
   going.insert(unthinned.begin(), unthinned.end());
   std::vector<ContentId> to_replace;
+  auto rests_on_going = [&](const Held& h) {
+    const std::vector<ContentId> needs = h.needs();
+    return std::any_of(needs.begin(), needs.end(), [&](const ContentId& n) { return going.count(n) != 0; });
+  };
   for (const auto& [id, h] : held) {
-    if (going.count(id) != 0 || !h.base || going.count(*h.base) == 0) continue;
+    if (going.count(id) != 0 || !rests_on_going(h)) continue;
     if (local.objects.Has(id)) {
       to_replace.push_back(id);
       continue;
     }
     // A version this clone does not hold: its chain stays as it is.
-    std::optional<ContentId> base = h.base;
-    for (size_t depth = 0; base && going.count(*base) != 0 && depth < store::kMaxChainDepth; ++depth) {
-      going.erase(*base);
-      report.kept.emplace_back(*base, "object " + id.Hex().substr(0, 12) +
-                                          " on the remote, which this clone does not hold, rests on it");
-      auto below = held.find(*base);
-      base = below == held.end() ? std::nullopt : below->second.base;
+    std::vector<ContentId> below = h.needs();
+    std::set<ContentId> passed;
+    while (!below.empty()) {
+      const ContentId at = below.back();
+      below.pop_back();
+      if (!passed.insert(at).second) continue;
+      if (going.erase(at) != 0) {
+        report.kept.emplace_back(at, "object " + id.Hex().substr(0, 12) +
+                                         " on the remote, which this clone does not hold, rests on it");
+      }
+      if (auto next = held.find(at); next != held.end()) {
+        const std::vector<ContentId> more = next->second.needs();
+        below.insert(below.end(), more.begin(), more.end());
+      }
     }
   }
   for (const ContentId& id : going) {
@@ -159,13 +171,13 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& local, RemoteStore& r
   for (const ContentId& id : to_replace) {
     say("re-sending " + id.Hex().substr(0, 12) + " to " + remote.where());
     ZIPNN_ASSIGN_OR_RETURN(store::ChainLink link, store::ReadLink(local, id));
-    if (link.delta) {
-      if (going.count(link.base) != 0) {
-        return Corruption("object " + id.Hex() + " is a delta of " + link.base.Hex() +
+    for (const ContentId& needed : link.needs()) {
+      if (going.count(needed) != 0) {
+        return Corruption("object " + id.Hex() + " is a delta of " + needed.Hex() +
                           " here too, which retention took: run `git zipnn retain` (without --remote) first");
       }
-      ZIPNN_RETURN_IF_ERROR(PushObjects(local, remote, {link.base}, TransferOptions{}).status());
     }
+    if (link.delta) ZIPNN_RETURN_IF_ERROR(PushObjects(local, remote, link.needs(), TransferOptions{}).status());
     ZIPNN_ASSIGN_OR_RETURN(ReadFile object, local.objects.Open(id));
     const uint64_t before = held.at(id).size;
     ZIPNN_RETURN_IF_ERROR(there.Replace(id, object));
@@ -180,8 +192,9 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& local, RemoteStore& r
   // 4. Only now, the exact objects; each checked once more first.
   for (const ContentId& id : to_replace) {
     ZIPNN_ASSIGN_OR_RETURN(std::optional<Held> h, there.Stat(id));
-    if (h && h->base && going.count(*h->base) != 0) {
-      return Corruption("object " + id.Hex() + " on " + remote.where() + " is still a delta of " + h->base->Hex() +
+    for (const ContentId& needed : h ? h->needs() : std::vector<ContentId>{}) {
+      if (going.count(needed) == 0) continue;
+      return Corruption("object " + id.Hex() + " on " + remote.where() + " is still a delta of " + needed.Hex() +
                         " after it was re-sent: nothing was removed");
     }
   }
@@ -208,22 +221,28 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& local, RemoteStore& r
   // close to the removal as can be.
   say("listing " + remote.where() + " again");
   ZIPNN_ASSIGN_OR_RETURN(std::vector<ContentId> now, there.List());
-  std::map<ContentId, std::optional<ContentId>> base_of;
+  std::map<ContentId, std::vector<ContentId>> needs_of;
   for (size_t k = 0; k < now.size(); ++k) {
     // Each header again: re-sent objects rest elsewhere now, and a push
     // may have stored one as a delta meanwhile.
     say("reading the headers of " + remote.where() + " again (" + std::to_string(k + 1) + " of " +
         std::to_string(now.size()) + ")");
     ZIPNN_ASSIGN_OR_RETURN(std::optional<Held> h, there.Stat(now[k]));
-    if (h) base_of.emplace(now[k], h->base);
+    if (h) needs_of.emplace(now[k], h->needs());
   }
-  for (const auto& [id, base] : base_of) {
+  // Everything what stays rests on, down every chain, stays too.
+  std::set<ContentId> passed;
+  for (const auto& [id, needs] : needs_of) {
     if (going.count(id) != 0) continue;
-    std::optional<ContentId> below = base;
-    for (int depth = 0; below && depth < store::kMaxChainDepth; ++depth) {
-      if (going.erase(*below) != 0) keep(*below, id);
-      auto next = base_of.find(*below);
-      below = next == base_of.end() ? std::nullopt : next->second;
+    std::vector<ContentId> below = needs;
+    while (!below.empty()) {
+      const ContentId at = below.back();
+      below.pop_back();
+      if (!passed.insert(at).second) continue;
+      if (going.erase(at) != 0) keep(at, id);
+      if (auto next = needs_of.find(at); next != needs_of.end()) {
+        below.insert(below.end(), next->second.begin(), next->second.end());
+      }
     }
   }
   size_t i = 0;

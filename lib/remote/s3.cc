@@ -34,6 +34,9 @@ namespace {
 constexpr char kEmptySha256[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 constexpr uint64_t kMaxParts = 10000;  // S3's limit per upload
 constexpr int kHeadsAtOnce = 8;
+// The most of an object's start Stat reads to find the versions a delta
+// references: its header and tables, which a real object keeps far below.
+constexpr uint64_t kMaxStatBytes = uint64_t{64} << 20;
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
@@ -509,7 +512,8 @@ class Bucket : public remote::RemoteStore,
     return c;
   }
 
-  // The size from a HEAD, the base from the header's bytes (a ranged GET).
+  // The size from a HEAD, the base from the header's bytes (a ranged GET),
+  // and the versions a delta references from its tables (another).
   Result<std::optional<remote::Held>> Stat(const ContentId& id) override {
     ZIPNN_ASSIGN_OR_RETURN(http::Reply head, Send("HEAD", Url(Key(id)), kEmptySha256));
     if (head.status == 404) return std::optional<remote::Held>();
@@ -526,6 +530,25 @@ class Bucket : public remote::RemoteStore,
     const auto length = head.headers.find("content-length");
     held.size = length == head.headers.end() ? 0 : std::strtoull(length->second.c_str(), nullptr, 10);
     if (h.kind == static_cast<uint8_t>(container::ObjectKind::kDelta)) held.base = h.base_id;
+    if (held.base && h.reference_count > 0) {
+      // The versions it references too: the reference table, after the
+      // region table.
+      const uint64_t start = container::kHeaderBytes + uint64_t{h.region_count} * container::kRegionEntryBytes;
+      const uint64_t end = start + uint64_t{h.reference_count} * container::kReferenceEntryBytes;
+      if (end > held.size || end > kMaxStatBytes) {
+        return Corruption("object " + id.Hex() + " on " + where() + " has a header its size cannot hold");
+      }
+      MemorySink tables;
+      http::Request whole;
+      whole.download = &tables;
+      whole.range_size = end;
+      ZIPNN_ASSIGN_OR_RETURN(http::Reply got, Send("GET", Url(Key(id)), kEmptySha256, whole));
+      if (got.status != 200 && got.status != 206) return Failure("cannot read the header of object " + id.Hex(), got);
+      if (tables.buffer().size() < end) return Corruption("object " + id.Hex() + " is truncated");
+      for (uint64_t at = start; at < end; at += container::kReferenceEntryBytes) {
+        held.references.push_back(container::DecodeReferenceEntry(tables.buffer().data() + at).id);
+      }
+    }
     return std::optional<remote::Held>(held);
   }
 

@@ -107,6 +107,14 @@ struct Received {
   std::unique_ptr<Partial> kept;
   std::optional<ContentId> base;  // for a delta
   uint64_t base_size = 0;
+  std::vector<container::Reference> references;  // the versions a delta of format 8 takes tensors from
+  // The base and references: what its decode reads.
+  std::vector<ContentId> needs() const {
+    std::vector<ContentId> all;
+    if (base) all.push_back(*base);
+    for (const container::Reference& r : references) all.push_back(r.id);
+    return all;
+  }
   const std::string& path() const { return file ? file->path() : kept->path(); }
 };
 
@@ -150,80 +158,50 @@ Result<Received> Receive(const Store& local, RemoteStore& remote, const ContentI
   if (info.header.kind == container::ObjectKind::kDelta) {
     r.base = info.header.base_id;
     r.base_size = info.header.base_size;
+    r.references = info.header.references;
   }
   return r;
 }
 
-// The checkpoint `id`'s chain decodes to, read through one ObjectReader a
-// link, each reading the one below (as Restore does), for a delta whose
-// base is in the store but not decoded yet.
-class StoredChain {
- public:
-  static Result<std::unique_ptr<StoredChain>> Open(const Store& local, const ContentId& id,
-                                                   const store::FindCopy& find_copy) {
-    std::vector<ContentId> ids;  // VisitChain checks each link's id, loops and depth
-    ZIPNN_RETURN_IF_ERROR(VisitChain(local, id, [&](const ChainLink& link) { ids.push_back(link.id); }));
-    auto chain = std::unique_ptr<StoredChain>(new StoredChain);
-    // The first version from the top that has a copy stands for the rest.
-    size_t decoded = ids.size();
-    for (size_t i = 0; find_copy && i < ids.size(); ++i) {
-      if (std::optional<ReadFile> copy = find_copy(ids[i])) {
-        chain->files_.push_back(std::make_unique<ReadFile>(std::move(*copy)));
-        decoded = i;
-        break;
-      }
-    }
-    const ByteSource* below = chain->files_.empty() ? nullptr : chain->files_.back().get();
-    chain->top_ = below;
-    for (size_t i = decoded; i-- > 0;) {
-      ZIPNN_ASSIGN_OR_RETURN(ReadFile file, local.objects.Open(ids[i]));
-      chain->files_.push_back(std::make_unique<ReadFile>(std::move(file)));
-      ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(*chain->files_.back()));
-      ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<container::ObjectReader> reader,
-                             container::ObjectReader::Open(*chain->files_.back(), std::move(info), below));
-      below = reader.get();
-      chain->readers_.push_back(std::move(reader));
-      chain->top_ = below;
-    }
-    return chain;
-  }
-  const ByteSource& top() const { return *top_; }
-
- private:
-  StoredChain() = default;
-  const ByteSource* top_ = nullptr;
-  std::vector<std::unique_ptr<ReadFile>> files_;  // the copy or the base first
-  std::vector<std::unique_ptr<container::ObjectReader>> readers_;
-};
-
-// Decodes the received objects from their bases up, each against the
-// decoded bytes of the one below, and gives each its name once it holds
-// its id's content. A base of a received delta that was not received
-// itself is in the store (the fetch checked it) and is read through its
-// chain. A delta with received deltas on it is decoded into a scratch
-// file that they read, kept until the last of them is decoded, so a chain
-// of n received objects costs n decodes and at most two scratch files.
+// Decodes the received objects from what they need up, each once all
+// the received objects it needs (its base and the versions it references)
+// have taken their names, and gives each its name once it holds its id's
+// content. What a received object needs that was not received itself is
+// in the store (the fetch checked it) and is read through its chain. A
+// delta with received deltas on it is decoded into a scratch file that
+// they read as their base, kept until the last of them is decoded; the
+// next object decoded is one that waited on the last, so a chain of n
+// received objects costs n decodes and at most two scratch files.
 // `deliver` (when not null) takes the decoded bytes of the object
 // `deliver_id`, if it is received, and *delivered says whether it did.
 Status AcceptReceived(const Store& local, std::map<ContentId, Received>& received, const std::string& from,
                       const store::FindCopy& find_copy, const ContentId& deliver_id, ByteSink* deliver,
                       bool* delivered) {
-  std::map<ContentId, std::vector<ContentId>> above;                             // base -> received deltas on it
-  std::vector<std::pair<ContentId, std::shared_ptr<formats::Checkpoint>>> todo;  // (object, its base decoded)
+  std::map<ContentId, std::vector<ContentId>> waiting_on_it;  // received -> received objects that need it
+  std::map<ContentId, size_t> waits;                          // received -> received objects it needs, not yet named
+  std::map<ContentId, size_t> deltas_on;                      // received -> received deltas on it, not yet decoded
+  std::vector<ContentId> ready;
   for (const auto& [id, r] : received) {
-    if (r.base && received.count(*r.base) != 0) {
-      above[*r.base].push_back(id);
-    } else {
-      todo.emplace_back(id, nullptr);
+    size_t n = 0;
+    for (const ContentId& needed : r.needs()) {
+      if (received.count(needed) == 0) continue;
+      waiting_on_it[needed].push_back(id);
+      ++n;
     }
+    if (r.base && received.count(*r.base) != 0) ++deltas_on[*r.base];
+    waits[id] = n;
+    if (n == 0) ready.push_back(id);
   }
-  container::DecodeOptions options;
-  options.threads = local.policy.threads;
-  while (!todo.empty()) {
-    const ContentId id = todo.back().first;
-    std::shared_ptr<formats::Checkpoint> base_bytes = std::move(todo.back().second);
-    todo.pop_back();
+  std::map<ContentId, std::shared_ptr<formats::Checkpoint>> decoded;  // of received bases, while deltas on them wait
+  size_t named = 0;
+  while (!ready.empty()) {
+    const ContentId id = ready.back();
+    ready.pop_back();
     Received& r = received.at(id);
+    std::shared_ptr<formats::Checkpoint> base_bytes;
+    if (r.base) {
+      if (auto it = decoded.find(*r.base); it != decoded.end()) base_bytes = it->second;
+    }
     ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(r.path()));
     auto decode = [&](ByteSink& out) -> Status {
       Status st = AsSent(DecodeReceived(local, object, id, base_bytes ? &base_bytes->file() : nullptr, out, find_copy),
@@ -232,22 +210,27 @@ Status AcceptReceived(const Store& local, std::map<ContentId, Received>& receive
       if (r.kept && st.code() == StatusCode::kCorruption) r.kept->Done(st);  // a kept file that lied is not kept
       return Annotate(st, "object " + id.Hex() + " from " + from + " was refused");
     };
-    std::shared_ptr<formats::Checkpoint> decoded;
-    const auto up = above.find(id);
-    if (up == above.end()) {
+    if (deltas_on.count(id) == 0) {
       CountingSink nowhere;
       const bool into = deliver != nullptr && id == deliver_id;
       ZIPNN_RETURN_IF_ERROR(decode(into ? *deliver : nowhere));
       *delivered = *delivered || into;
     } else {
       ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint bytes, formats::Checkpoint::Spool(local.temp_dir, decode));
-      decoded = std::make_shared<formats::Checkpoint>(std::move(bytes));
+      decoded[id] = std::make_shared<formats::Checkpoint>(std::move(bytes));
     }
-    base_bytes.reset();  // the last delta on it is decoded: its scratch goes
+    base_bytes.reset();
+    if (r.base && decoded.count(*r.base) != 0 && --deltas_on[*r.base] == 0) {
+      decoded.erase(*r.base);  // the last delta on it is decoded: its scratch goes
+    }
     ZIPNN_RETURN_IF_ERROR(local.objects.Replace(id, r.path()));
-    if (up != above.end()) {
-      for (const ContentId& delta : up->second) todo.emplace_back(delta, decoded);
+    ++named;
+    for (const ContentId& up : waiting_on_it[id]) {
+      if (--waits[up] == 0) ready.push_back(up);
     }
+  }
+  if (named != received.size()) {
+    return Corruption("objects from " + from + " need each other in a loop; none of them was kept");
   }
   return OkStatus();
 }
@@ -259,14 +242,16 @@ Status DecodeReceived(const Store& local, const ByteSource& object, const Conten
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
   // The id the trailer carries is only a claim until the decode agrees.
   if (info.content_id != id) return Corruption("it holds " + info.content_id.Hex() + ", not " + id.Hex());
-  std::unique_ptr<StoredChain> chain;
+  // What the store holds of what it needs, each read through its chain.
+  store::ReferencedVersions stored(local, id, find_copy);
+  container::Sources sources{base, {}};
   if (info.header.kind == container::ObjectKind::kDelta && base == nullptr) {
-    ZIPNN_ASSIGN_OR_RETURN(chain, StoredChain::Open(local, info.header.base_id, find_copy));
-    base = &chain->top();
+    ZIPNN_ASSIGN_OR_RETURN(sources.base, stored.Open(info.header.base_id, 1));
   }
+  ZIPNN_ASSIGN_OR_RETURN(sources.references, stored.Of(info, 0));
   container::DecodeOptions options;
   options.threads = local.policy.threads;
-  return container::DecodeObject(object, info, base, options, out);
+  return container::DecodeObject(object, info, sources, options, out);
 }
 
 namespace {
@@ -321,6 +306,26 @@ Status SendAllLevels(const Store& local, RemoteStore& remote, UnrecordedPuts& un
 
 }  // namespace
 
+// The height of `id` and of each object below it that `needs` (the
+// objects of its chain, each with what it needs) shows: one more than the
+// highest object it needs, 0 for a base; an object needed but not walked
+// (the remote holds it) counts as a base. Each object goes up after all
+// it needs, a level at a time.
+Status AddHeights(const ContentId& id, const std::map<ContentId, std::vector<ContentId>>& needs,
+                  std::map<ContentId, int>& height) {
+  const auto it = needs.find(id);
+  if (it == needs.end()) return OkStatus();
+  if (height.count(id) != 0) return OkStatus();
+  int h = 0;
+  for (const ContentId& next : it->second) {
+    ZIPNN_RETURN_IF_ERROR(AddHeights(next, needs, height));  // VisitChain has refused loops and deep chains
+    const auto below = height.find(next);
+    h = std::max(h, (below == height.end() ? 0 : below->second) + 1);
+  }
+  height[id] = h;
+  return OkStatus();
+}
+
 Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options) {
   // A version the remote holds (as far as is known here: HeldAsKnown)
@@ -343,27 +348,29 @@ Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, cons
       there.push_back(id);
       continue;
     }
-    std::vector<ContentId> chain;
-    std::optional<ContentId> below;  // the base of the last link walked
-    Status walked = VisitChain(local, id, [&](const ChainLink& link) {
-      chain.push_back(link.id);
-      below = link.delta ? std::optional<ContentId>(link.base) : std::nullopt;
-    });
-    // A chain may stand on an object this store never fetched and the
-    // remote holds: what is above it is sent, one level up from it.
-    int on = 0;
+    std::map<ContentId, std::vector<ContentId>> needs;  // of each object walked
+    Status walked = VisitChain(local, id, [&](const ChainLink& link) { needs[link.id] = link.needs(); });
+    // A chain may stand on objects this store never fetched and the
+    // remote holds: what is above them is sent, one level up from them.
     if (!walked.ok()) {
       if (walked.code() != StatusCode::kNotFound) return walked;
-      if (chain.empty()) {
+      if (needs.empty()) {
         absent.emplace_back(id, walked);
         continue;
       }
-      if (!below) return walked;
-      Result<std::vector<bool>> base_held = remote.Has({*below});
-      if (!base_held.ok() || !base_held->front()) return walked;
-      on = 1;
+      std::vector<ContentId> missing;
+      for (const auto& [at, below] : needs) {
+        for (const ContentId& next : below) {
+          if (needs.count(next) == 0) missing.push_back(next);
+        }
+      }
+      Result<std::vector<bool>> missing_held = remote.Has(missing);
+      if (missing.empty() || !missing_held.ok() ||
+          std::find(missing_held->begin(), missing_held->end(), false) != missing_held->end()) {
+        return walked;
+      }
     }
-    for (size_t i = 0; i < chain.size(); ++i) height[chain[i]] = on + static_cast<int>(chain.size() - 1 - i);
+    ZIPNN_RETURN_IF_ERROR(AddHeights(id, needs, height));
   }
   if (!absent.empty()) {
     std::vector<ContentId> asked;
@@ -480,12 +487,16 @@ Result<TransferReport> FetchObjects(const Store& local, RemoteStore& remote, con
         if (info.header.kind == container::ObjectKind::kDelta) {
           next.push_back(info.header.base_id);
           below(id, info.header.base_id);
+          for (const container::Reference& r : info.header.references) {
+            next.push_back(r.id);
+            below(id, r.id);
+          }
         }
       } else {
         get.push_back(id);
       }
     }
-    if (seen.size() > ids.size() + static_cast<size_t>(store::kMaxChainDepth) * std::max<size_t>(1, ids.size())) {
+    if (seen.size() > (ids.size() + 1) * (store::kMaxChainObjects + 1)) {
       return Corruption("the chains of the objects asked for do not end (a loop?)");
     }
     ZIPNN_RETURN_IF_ERROR(MoveAll(get, options, report, [&](const ContentId& id) -> Result<uint64_t> {
@@ -524,6 +535,11 @@ Result<TransferReport> FetchObjects(const Store& local, RemoteStore& remote, con
       next.push_back(*r.base);
       below(id, *r.base);
       raw_sizes.emplace(*r.base, r.base_size);
+      for (const container::Reference& ref : r.references) {
+        next.push_back(ref.id);
+        below(id, ref.id);
+        raw_sizes.emplace(ref.id, ref.size);
+      }
     }
     wanted = std::move(next);
   }

@@ -42,7 +42,8 @@ namespace zipnn::remote {
 // the result against `id`, every chunk checksum on the way. A delta reads
 // its base from `base` (that checkpoint's bytes, already verified) or,
 // when `base` is null, by decoding the base's chain from `local`,
-// down to the first version `find_copy` has a copy of.
+// down to the first version `find_copy` has a copy of; the versions it
+// references (format 8) are read from `local` the same way.
 // Corruption when it holds other content than `id` names.
 Status DecodeReceived(const store::Store& local, const ByteSource& object, const ContentId& id, const ByteSource* base,
                       ByteSink& out, const store::FindCopy& find_copy = nullptr);

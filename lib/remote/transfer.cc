@@ -327,6 +327,10 @@ Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& local,
     } else {
       return here.status();
     }
+    if (!level.info.header.references.empty()) {
+      return Unsupported("object " + at.Hex() + " takes tensors from other versions besides its base; its parts are "
+                         "read once it is fetched whole");
+    }
     if (level.info.header.raw_size != size) {
       return Corruption(level.object->name() + " holds " + std::to_string(level.info.header.raw_size) +
                         " bytes of checkpoint, not the " + std::to_string(size) + " the version above it needs");

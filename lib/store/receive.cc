@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
+#include <vector>
 
 #include "lib/base/fs_ops.h"
 #include "lib/container/format.h"
@@ -85,6 +87,34 @@ Status PrepareFolder(const std::string& path) {
   return OkStatus();
 }
 
+// What a decode of the object `info` describes reads: its base and the
+// versions it references (none for a base).
+std::vector<ContentId> NeedsOf(const container::ObjectInfo& info) {
+  std::vector<ContentId> needs;
+  if (info.header.kind != container::ObjectKind::kDelta) return needs;
+  needs.push_back(info.header.base_id);
+  for (const container::Reference& r : info.header.references) needs.push_back(r.id);
+  return needs;
+}
+
+// Whether the object `info` describes may take `id`'s place in `there`:
+// every version it needs is held intact, and none of their chains comes
+// back to `id` or runs longer than kMaxChainDepth with it on top.
+Status StandsOn(const Store& there, const ContentId& id, const container::ObjectInfo& info) {
+  for (const ContentId& needed : NeedsOf(info)) {
+    if (!HoldsIntact(there.objects, needed)) {
+      return InvalidArgument("the base " + needed.Hex() + " of the object sent for " + id.Hex() + " is not here intact");
+    }
+    auto below = Describe(there, needed);
+    bool loops = false;
+    const Status walked = VisitChain(there, needed, [&](const ChainLink& link) { loops = loops || link.id == id; });
+    if (!walked.ok() || !below.ok() || loops || below->depth + 2 > kMaxChainDepth) {
+      return InvalidArgument("the chain under the object sent for " + id.Hex() + " is broken or comes back to it");
+    }
+  }
+  return OkStatus();
+}
+
 // Gives the received object at `temp` its name through `commit`, under
 // the store's lock (shared: arrivals go on side by side, a retain's
 // removal waits), once the store is seen to hold the base of a delta.
@@ -93,8 +123,9 @@ Status CommitOnBase(const ObjectStore& store, const ContentId& id, const std::st
   ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kShared, [] {}));
   ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(temp));
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
-  if (info.header.kind == container::ObjectKind::kDelta && !store.Has(info.header.base_id)) {
-    return NotFound("object " + id.Hex() + " is a delta of " + info.header.base_id.Hex() + ", which " + store.root() +
+  for (const ContentId& needed : NeedsOf(info)) {
+    if (store.Has(needed)) continue;
+    return NotFound("object " + id.Hex() + " is a delta of " + needed.Hex() + ", which " + store.root() +
                     " does not hold (a retain removed it meanwhile?): push again, and the base goes with it");
   }
   return commit();
@@ -318,15 +349,7 @@ Result<uint64_t> DemoteObject(const ObjectStore& store, const ContentId& id,
   if (info.content_id != id || info.header.kind != container::ObjectKind::kDelta) {
     return InvalidArgument("what was sent is not a delta of " + id.Hex());
   }
-  const ContentId base = info.header.base_id;
-  if (!HoldsIntact(store, base)) return uint64_t{0};
-  bool loops = false;
-  size_t depth = 0;
-  const Status walked = VisitChain(there, base, [&](const ChainLink& link) {
-    loops = loops || link.id == id;
-    depth = static_cast<size_t>(link.depth) + 1;
-  });
-  if (!walked.ok() || loops || depth + 1 > static_cast<size_t>(kMaxChainDepth)) return uint64_t{0};
+  if (!StandsOn(there, id, info).ok()) return uint64_t{0};
   ZIPNN_RETURN_IF_ERROR(check(out.temp_path()));
   ZIPNN_RETURN_IF_ERROR(out.Commit());
   RemoveBaseNote(store, id);  // it explained the standalone object
@@ -343,21 +366,7 @@ Status ReplaceObject(const ObjectStore& store, const ContentId& id, const std::f
   ZIPNN_ASSIGN_OR_RETURN(ReadFile sent, ReadFile::Open(out.temp_path()));
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(sent));
   if (info.content_id != id) return InvalidArgument("what was sent is not an object of " + id.Hex());
-  if (info.header.kind == container::ObjectKind::kDelta) {
-    const ContentId base = info.header.base_id;
-    if (!HoldsIntact(store, base)) {
-      return InvalidArgument("the base " + base.Hex() + " of the object sent for " + id.Hex() + " is not here intact");
-    }
-    bool loops = false;
-    size_t depth = 0;
-    const Status walked = VisitChain(there, base, [&](const ChainLink& link) {
-      loops = loops || link.id == id;
-      depth = static_cast<size_t>(link.depth) + 1;
-    });
-    if (!walked.ok() || loops || depth + 1 > static_cast<size_t>(kMaxChainDepth)) {
-      return InvalidArgument("the chain under the object sent for " + id.Hex() + " is broken or comes back to it");
-    }
-  }
+  ZIPNN_RETURN_IF_ERROR(StandsOn(there, id, info));
   ZIPNN_RETURN_IF_ERROR(check(out.temp_path()));
   return out.Commit();
 }
@@ -370,6 +379,7 @@ Result<std::optional<HeldObject>> StatObject(const ObjectStore& store, const Con
   ZIPNN_ASSIGN_OR_RETURN(ReadFile file, store.Open(id));
   held.size = file.size();
   if (link.delta) held.base = link.base;
+  held.references = link.references;
   return std::optional<HeldObject>(held);
 }
 
@@ -385,28 +395,33 @@ Result<Pruned> PruneObjects(const ObjectStore& store, const std::set<ContentId>&
   ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kExclusive, [] {}));
   const Store there{store, "", "", "", config::Policy{}};
   ZIPNN_ASSIGN_OR_RETURN(std::vector<ContentId> held, ListObjects(store));
-  // What each object rests on, from its header.
-  std::map<ContentId, std::optional<ContentId>> base_of;
+  // What each object rests on (its base and references), from its header.
+  std::map<ContentId, std::vector<ContentId>> needs;
   for (const ContentId& id : held) {
     Result<ChainLink> link = ReadLink(there, id);
     if (!link.ok()) {
       if (ids.count(id) != 0) {  // going anyway: what it rests on is no matter
-        base_of.emplace(id, std::nullopt);
+        needs.emplace(id, std::vector<ContentId>{});
         continue;
       }
       return Annotate(link.status(), "nothing was removed from " + store.root() + ": object " + id.Hex() +
                                          " there could rest on what would go");
     }
-    base_of.emplace(id, link->delta ? std::optional<ContentId>(link->base) : std::nullopt);
+    needs.emplace(id, link->needs());
   }
+  // Everything the objects that stay rest on, down their chains, with the
+  // first object that stays found to need it.
   std::map<ContentId, ContentId> kept;  // kept -> an object outside `ids` that rests on it
-  for (const auto& [id, base] : base_of) {
+  std::set<ContentId> reached;
+  for (const auto& [id, below] : needs) {
     if (ids.count(id) != 0) continue;
-    std::optional<ContentId> below = base;
-    for (int depth = 0; below && depth < kMaxChainDepth; ++depth) {
-      if (ids.count(*below) != 0) kept.emplace(*below, id);
-      auto next = base_of.find(*below);
-      below = next == base_of.end() ? std::nullopt : next->second;
+    std::vector<ContentId> todo = below;
+    while (!todo.empty()) {
+      const ContentId at = todo.back();
+      todo.pop_back();
+      if (!reached.insert(at).second) continue;
+      if (ids.count(at) != 0) kept.emplace(at, id);
+      if (auto next = needs.find(at); next != needs.end()) todo.insert(todo.end(), next->second.begin(), next->second.end());
     }
   }
   Pruned pruned;

@@ -53,10 +53,10 @@ Result<size_t> RemoveOldTemporaries(const ObjectStore& store);
 // of a damaged copy if there is one. Temporary files that killed writers
 // left in that folder more than kOldTemporary ago are removed first.
 // The name is taken under the store's lock (shared), and only while the
-// store holds the base of a delta: a retain's removal (PruneObjects)
-// either sees the new object and keeps its base, or has removed the base
-// and the object is refused, naming it (the sender pushes again, base
-// and all).
+// store holds the base of a delta and the versions it references: a
+// retain's removal (PruneObjects) either sees the new object and keeps
+// them, or has removed one and the object is refused, naming it (the
+// sender pushes again, base and all).
 Status ReceiveObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
                      const std::function<Status(const std::string& temp)>& check);
 // An arrival that resumes (the store protocol's put-from, served.h): the
@@ -149,8 +149,8 @@ Result<bool> ReceiveLinked(const ObjectStore& store, const ContentId& id, const 
 // `store` holds a standalone object for `id` (as its header says: a copy
 // damaged further on is replaced too, and a delta is left unread), the
 // bytes `write` produces go to a temporary file beside it; they must be a
-// delta for `id` whose base the store holds intact and whose base's chain
-// does not come back to `id`, and must pass `check`; then they take the
+// delta for `id` whose base (and references) the store holds intact and
+// whose chains do not come back to `id`, and must pass `check`; then they take the
 // name. Returns the size of the object replaced, or 0 with nothing
 // changed (then `write` may not have been called).
 Result<uint64_t> DemoteObject(const ObjectStore& store, const ContentId& id,
@@ -159,8 +159,8 @@ Result<uint64_t> DemoteObject(const ObjectStore& store, const ContentId& id,
 // How a receiver replaces an object (retention): under the store's lock
 // (exclusive, as DemoteObject), the bytes `write` produces go to a
 // temporary file beside `id`'s place; they must be an object for `id`, a
-// base or a delta whose base the store holds intact and whose base's
-// chain does not come back to `id`, and pass `check`; then they take the
+// base or a delta whose base (and references) the store holds intact and
+// whose chains do not come back to `id`, and pass `check`; then they take the
 // name, whatever was there.
 Status ReplaceObject(const ObjectStore& store, const ContentId& id, const std::function<Status(AtomicFile&)>& write,
                      const std::function<Status(const std::string& temp)>& check);
@@ -168,7 +168,15 @@ Status ReplaceObject(const ObjectStore& store, const ContentId& id, const std::f
 // How the store holds `id`'s object, from its header alone.
 struct HeldObject {
   uint64_t size = 0;
-  std::optional<ContentId> base;  // for a delta
+  std::optional<ContentId> base;       // for a delta
+  std::vector<ContentId> references;  // for a delta of format 8: versions it takes tensors from besides its base
+  // Its base and references: what it rests on.
+  std::vector<ContentId> needs() const {
+    std::vector<ContentId> all;
+    if (base) all.push_back(*base);
+    all.insert(all.end(), references.begin(), references.end());
+    return all;
+  }
 };
 // nullopt when the store holds no object for `id`.
 Result<std::optional<HeldObject>> StatObject(const ObjectStore& store, const ContentId& id);

@@ -10,36 +10,6 @@
 
 namespace zipnn::store {
 
-// The versions the objects of one restore reference besides their bases
-// (object format 8), each opened once for every object that reads it:
-// from a copy when the caller has one, else read part by part through its
-// own chain (VersionReader), or restored whole into a scratch file when
-// its object has no raw checksums. Each reference is met `depth` links
-// below the version restored, which bounds the walk as OpenLink does;
-// one that comes back to a version being opened is a loop.
-class ReferencedVersions {
- public:
-  ReferencedVersions(const Store& store, const ContentId& top, const FindCopy& find_copy)
-      : store_(store), top_(top), find_copy_(find_copy) {}
-
-  // The sources besides its base of `link`, at `depth` below the version
-  // restored, in the order of its reference table.
-  Result<std::vector<const ByteSource*>> Of(const Link& link, size_t depth);
-
- private:
-  struct Opened {
-    std::optional<formats::Checkpoint> whole;
-    std::unique_ptr<VersionReader> reader;
-    const ByteSource* source = nullptr;  // null while it is being opened
-  };
-  Result<const ByteSource*> Open(const ContentId& id, size_t depth);
-
-  const Store& store_;
-  const ContentId top_;
-  const FindCopy find_copy_;
-  std::map<ContentId, Opened> opened_;
-};
-
 Result<const ByteSource*> ReferencedVersions::Open(const ContentId& id, size_t depth) {
   auto [it, fresh] = opened_.try_emplace(id);
   if (!fresh) {
@@ -78,9 +48,9 @@ Result<const ByteSource*> ReferencedVersions::Open(const ContentId& id, size_t d
   return opened.source;
 }
 
-Result<std::vector<const ByteSource*>> ReferencedVersions::Of(const Link& link, size_t depth) {
+Result<std::vector<const ByteSource*>> ReferencedVersions::Of(const container::ObjectInfo& info, size_t depth) {
   std::vector<const ByteSource*> sources;
-  for (const container::Reference& r : link.info.header.references) {
+  for (const container::Reference& r : info.header.references) {
     ZIPNN_ASSIGN_OR_RETURN(const ByteSource* source, Open(r.id, depth + 1));
     sources.push_back(source);
   }
@@ -200,7 +170,7 @@ Result<Chain> OpenChain(const Store& store, const ContentId& id, size_t above, c
 // references.
 Result<container::Sources> SourcesAt(Chain& chain, size_t i, const ByteSource* base, ReferencedVersions& references) {
   container::Sources sources{base, {}};
-  ZIPNN_ASSIGN_OR_RETURN(sources.references, references.Of(chain.links[i], chain.above + i));
+  ZIPNN_ASSIGN_OR_RETURN(sources.references, references.Of(chain.links[i].info, chain.above + i));
   return sources;
 }
 

@@ -8,13 +8,16 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/base/file.h"
 #include "lib/base/io.h"
 #include "lib/base/status.h"
+#include "lib/container/object.h"
 #include "lib/formats/checkpoint.h"
 #include "lib/store/pointer.h"
 #include "lib/store/store.h"
@@ -81,6 +84,42 @@ class VersionReader : public ByteSource {
   const container::ObjectReader* top_ = nullptr;
 };
 Result<std::unique_ptr<VersionReader>> OpenVersion(const Store& store, const ContentId& id);
+
+// The stored versions a decode reads besides a chain of bases: those an
+// object of format 8 references (and, for a receiver, the base of a
+// received delta), each opened once for every object that reads it. A
+// version is read from a copy when `find_copy` has one, else part by part
+// through its own chain (VersionReader), or restored whole into a scratch
+// file when its object has no raw checksums. A version opened `depth`
+// links below `top` (the version being decoded, which errors name) must
+// keep within kMaxChainDepth, as every walk does; one that needs a version
+// still being opened is a loop (Corruption). Thread-compatible; what it
+// gives stays valid, and is read thread-safely, while it lives.
+class ReferencedVersions {
+ public:
+  ReferencedVersions(const Store& store, const ContentId& top, const FindCopy& find_copy)
+      : store_(store), top_(top), find_copy_(find_copy) {}
+  ReferencedVersions(const ReferencedVersions&) = delete;
+  ReferencedVersions& operator=(const ReferencedVersions&) = delete;
+
+  // The versions the object `info` describes references, in the order of
+  // its reference table; `depth`: that object's, below `top`.
+  Result<std::vector<const ByteSource*>> Of(const container::ObjectInfo& info, size_t depth);
+  // The version `id`, `depth` links below `top`.
+  Result<const ByteSource*> Open(const ContentId& id, size_t depth);
+
+ private:
+  struct Opened {
+    std::optional<formats::Checkpoint> whole;
+    std::unique_ptr<VersionReader> reader;
+    const ByteSource* source = nullptr;  // null while it is being opened
+  };
+
+  const Store& store_;
+  const ContentId top_;
+  const FindCopy find_copy_;
+  std::map<ContentId, Opened> opened_;
+};
 
 // What fsck checks of one stored checkpoint: every object of its chain is
 // in the store, names the content it is filed under, and the first holds

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -279,12 +280,15 @@ Result<RetainTotals> ApplyRetention(const Store& store, const Removing& removing
   };
   Needed needed = needed_now();
   // Anything needed that is a delta of a version about to go (a version
-  // of another series, whose parent it was) is stored whole first.
+  // of another series, whose parent it was), or takes tensors from one,
+  // is stored whole first.
   for (const std::string& hex : std::set<std::string>(needed.ids)) {
     const ContentId id = *ContentId::FromHex(hex);
     if (going.count(id) != 0) continue;
     auto link = ReadLink(store, id);
-    if (!link.ok() || !link->delta || going.count(link->base) == 0) continue;
+    if (!link.ok()) continue;
+    const std::vector<ContentId> needs = link->needs();
+    if (std::none_of(needs.begin(), needs.end(), [&](const ContentId& n) { return going.count(n) != 0; })) continue;
     progress("storing " + hex.substr(0, 12) + " whole: it was a delta of a version that goes");
     ZIPNN_RETURN_IF_ERROR(RestoreWhole(store, id));
     ++totals.restored_whole;
