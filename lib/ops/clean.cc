@@ -420,7 +420,9 @@ std::vector<store::ParentCandidate> Cleaner::ListedTwins(const store::NewVersion
 }
 
 std::vector<store::ParentCandidate> Cleaner::SharedHolders(const std::string& name, const store::NewVersion& version) {
-  constexpr size_t kMostHolders = 3;
+  // The parent, and the versions its delta may take the tensors it lacks
+  // from (each holding a tenth of the bytes at least).
+  constexpr size_t kMostHolders = 1 + store::kMaxTakenReferences;
   std::vector<store::ParentCandidate> holders;
   if (!listings_ || !series_) return holders;
   const std::string* listing = ListingOf(version);

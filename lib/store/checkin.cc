@@ -27,16 +27,27 @@
 namespace zipnn::store {
 namespace {
 
-// Encodes `input` standalone, or as a delta against `base`, into `out`
-// (each chunk decoded as it is encoded, with `verify`); what was written
-// in `*encoded`.
+// Encodes `input` standalone, or as a delta against `base` (and the
+// `references` it takes tensors from: EncodeCandidate), into `out` (each
+// chunk decoded as it is encoded, with `verify`); what was written in
+// `*encoded`, and the ids of the references taken in `*taken`.
 Status EncodeTo(const Store& store, const formats::CheckpointView& input, const formats::CheckpointView* base,
                 AtomicFile& out, container::EncodeResult* encoded, bool verify = false,
-                container::BaseChoice choice = container::BaseChoice::kSeries) {
-  const container::Layout regions =
-      base != nullptr ? formats::ToDeltaRegions(*input.layout, *base->layout) : formats::ToRegions(*input.layout);
+                container::BaseChoice choice = container::BaseChoice::kSeries,
+                const std::vector<formats::CheckpointView>& references = {},
+                std::vector<ContentId>* taken = nullptr) {
+  std::vector<const formats::FileLayout*> from;
+  for (const formats::CheckpointView& r : references) from.push_back(r.layout);
+  container::Layout regions = base != nullptr ? formats::ToDeltaRegions(*input.layout, *base->layout, from)
+                                              : formats::ToRegions(*input.layout);
   std::optional<container::DeltaBase> delta;
-  if (base != nullptr) delta = container::DeltaBase{base->source, base->id, choice};
+  if (base != nullptr) {
+    delta = container::DeltaBase{base->source, base->id, choice};
+    for (const size_t k : regions.KeepUsedReferences(references.size())) {
+      delta->references.push_back(container::ReferenceSource{references[k].source, references[k].id});
+      if (taken != nullptr) taken->push_back(references[k].id);
+    }
+  }
   container::EncodeOptions options;
   options.chunk_size = store.policy.chunk_size;
   options.threads = store.policy.threads;
@@ -52,11 +63,12 @@ Status EncodeTo(const Store& store, const formats::CheckpointView& input, const 
 
 Result<Candidate> EncodeCandidateAs(const Store& store, const formats::CheckpointView& input,
                                     const formats::CheckpointView* base, bool verify,
-                                    container::BaseChoice choice = container::BaseChoice::kSeries) {
+                                    container::BaseChoice choice = container::BaseChoice::kSeries,
+                                    const std::vector<formats::CheckpointView>& references = {}) {
   ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(store.temp_dir + "/candidates", "object"));
-  Candidate c{std::move(file), base != nullptr, 0, {}};
+  Candidate c{std::move(file), base != nullptr, 0, {}, {}};
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::InTemp(c.file));
-  ZIPNN_RETURN_IF_ERROR(EncodeTo(store, input, base, out, &c.encoded, verify, choice));
+  ZIPNN_RETURN_IF_ERROR(EncodeTo(store, input, base, out, &c.encoded, verify, choice, references, &c.references));
   ZIPNN_RETURN_IF_ERROR(out.Commit());
   c.size = c.encoded.object_size;
   return c;
@@ -440,7 +452,9 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
   std::optional<Candidate> c;
   std::vector<std::string> not_here;
   for (int round = 0; round < 2 && !c; ++round) {
-    auto chosen = ChooseParent(store, raw, candidates, *version.fingerprints, /*twins_only=*/!first, &not_here);
+    std::vector<Parent> holders;
+    auto chosen =
+        ChooseParent(store, raw, candidates, *version.fingerprints, /*twins_only=*/!first, &not_here, &holders);
     if (!chosen.ok() || !*chosen) {
       if (round == 0 && first && candidates.front().by_rule) {
         result.named_parent_unused = candidates.front().path + " (" +
@@ -451,10 +465,17 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
     } else {
       parent = std::move(**chosen);
       const formats::CheckpointView base = parent->bytes.View(parent->id);
+      // The tensors the parent lacks may be taken from the other versions
+      // found holding them (their chains marked as used, as the parent's).
+      std::vector<formats::CheckpointView> references;
+      for (Parent& holder : holders) {
+        if (references.size() == kMaxTakenReferences) break;
+        if (TouchChain(store, holder.id).ok()) references.push_back(holder.bytes.View(holder.id));
+      }
       // A parent's copy rewritten while the delta was built on it fails
       // the encoding: the version is then stored as its series places it.
       Result<Candidate> encoded = EncodeCandidate(store, raw, &base, /*base_ratio=*/0, /*verify=*/false,
-                                                  static_cast<container::BaseChoice>(parent->why));
+                                                  static_cast<container::BaseChoice>(parent->why), references);
       if (encoded.ok() && encoded->delta) {
         c = std::move(*encoded);
       } else if (parent->why == ParentWhy::kRule) {
@@ -479,6 +500,7 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
   result.reason = BaseReason::kNotBase;
   result.parent = CheckedIn::TakenParent{parent->id, parent->path, parent->why};
   NoteChild(store, parent->id, version.id);
+  for (const ContentId& reference : c->references) NoteChild(store, reference, version.id);
   if (newest_whole && !series.empty()) {
     // The version before it in its series is re-stored as a delta, as
     // after any newest (its chain now counts this one's: placement.h).
@@ -495,7 +517,7 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
 }  // namespace
 
 Status VerifyCandidate(const Store& store, const Candidate& c, const formats::CheckpointView& input,
-                       const formats::CheckpointView* base) {
+                       const formats::CheckpointView* base, const std::vector<formats::CheckpointView>& references) {
   ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(c.file.path()));
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, c.encoded.verified ? container::CheckWritten(object, c.encoded)
                                                                         : container::ReadObjectInfo(object));
@@ -507,14 +529,21 @@ Status VerifyCandidate(const Store& store, const Candidate& c, const formats::Ch
   container::DecodeOptions options;
   options.threads = store.policy.threads;
   CountingSink discarded;  // the decoder checks the content id itself
-  return container::DecodeObject(object, info, delta ? base->source : nullptr, options, discarded);
+  container::Sources sources{delta ? base->source : nullptr, {}};
+  for (const container::Reference& r : info.header.references) {
+    const auto given = std::find_if(references.begin(), references.end(),
+                                    [&](const formats::CheckpointView& v) { return v.id == r.id; });
+    if (given == references.end()) return Corruption("the object made for " + input.id.Hex() + " is not what was encoded");
+    sources.references.push_back(given->source);
+  }
+  return container::DecodeObject(object, info, sources, options, discarded);
 }
 
 Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointView& input,
                                   const formats::CheckpointView* base, double base_ratio, bool verify,
-                                  container::BaseChoice choice) {
+                                  container::BaseChoice choice, const std::vector<formats::CheckpointView>& references) {
   if (base == nullptr) return EncodeCandidateAs(store, input, nullptr, verify);
-  ZIPNN_ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(store, input, base, verify, choice));
+  ZIPNN_ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(store, input, base, verify, choice, references));
   const double keep = 1 - store.policy.min_gain;
   // Versions of one series store alone at nearly the same share of their
   // size (within about 1% between saves); a delta far below the last

@@ -107,6 +107,9 @@ struct Candidate {
   // What the encode wrote; `encoded.verified` for one that is to replace
   // a stored object, each chunk decoded as it was encoded (VerifyCandidate).
   container::EncodeResult encoded;
+  // The versions a delta takes tensors from besides its base (object
+  // format 8), in the order of its reference table.
+  std::vector<ContentId> references;
 };
 
 // Encodes `input` as a delta against `base` when that saves min_gain
@@ -120,19 +123,24 @@ struct Candidate {
 inline constexpr double kHintMargin = 0.95;
 // With `verify`, each chunk is decoded as it is encoded (for a candidate
 // that is to replace a stored object).
-// `choice` is recorded in a delta's header: why `base` was taken.
+// `choice` is recorded in a delta's header: why `base` was taken. A
+// delta takes each tensor `base` does not hold by its bytes from the first
+// of `references` that does (each carrying its tensors' content hashes,
+// as `input` must then), and references those it takes from.
 Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointView& input,
                                   const formats::CheckpointView* base, double base_ratio = 0, bool verify = false,
-                                  container::BaseChoice choice = container::BaseChoice::kSeries);
+                                  container::BaseChoice choice = container::BaseChoice::kSeries,
+                                  const std::vector<formats::CheckpointView>& references = {});
 
 // Proves a candidate before it takes the place of a stored object: it
 // holds `input`, as the kind of object it says (a delta of `base`), and
 // decodes to exactly `input`'s content id. A candidate encoded with
 // `verify` is proven by container::CheckWritten (its chunks were decoded
 // as they were encoded, while their bytes were at hand); any other is
-// decoded whole.
+// decoded whole, reading the candidate's `references` among those given.
 Status VerifyCandidate(const Store& store, const Candidate& c, const formats::CheckpointView& input,
-                       const formats::CheckpointView* base);
+                       const formats::CheckpointView* base,
+                       const std::vector<formats::CheckpointView>& references = {});
 
 // Removes the prepared deltas (a newest version's delta, made in its own
 // add for the next add to take: checkin.cc) whose version `needed` says no

@@ -211,7 +211,11 @@ uint32_t HangingElsewhere(const Store& store, const ContentId& id) {
       for (auto it = from; it != to; ++it) {
         auto link = ReadLink(store, it->second);
         const bool not_here = !link.ok() && link.status().code() == StatusCode::kNotFound;
-        if (!not_here && (!link.ok() || !link->delta || link->base != above)) continue;
+        if (!not_here && !link.ok()) continue;
+        if (!not_here) {
+          const std::vector<ContentId> needs = link->needs();
+          if (std::find(needs.begin(), needs.end(), above) == needs.end()) continue;
+        }
         reach = distance;
         next.push_back(it->second);
       }
@@ -460,7 +464,8 @@ Result<double> SampledRatio(const Store& store, const formats::CheckpointView& i
 
 Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::CheckpointView& input,
                                            const std::vector<ParentCandidate>& candidates, Fingerprints& fingerprints,
-                                           bool twins_only, std::vector<std::string>* not_here) {
+                                           bool twins_only, std::vector<std::string>* not_here,
+                                           std::vector<Parent>* holders) {
   const std::optional<ContentId> fingerprint = formats::TensorFingerprint(*input.layout);
   struct Weighed {
     const ParentCandidate* candidate = nullptr;
@@ -469,6 +474,7 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     std::optional<formats::Checkpoint> proven;  // its bytes, when weighed on verified ones
   };
   std::optional<Weighed> best;
+  std::vector<Weighed> weighed_holders;  // found by shared tensors, on proven bytes, besides the best
   // The bytes of `input`'s tensors the tensor index counts (TensorIndex).
   uint64_t indexed = 0;
   for (const formats::Tensor& t : input.layout->tensors) indexed += t.length >= kIndexedTensorBytes ? t.length : 0;
@@ -538,8 +544,15 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     if (twins_only && !twin) continue;
     if (!c.by_rule && ratio > kCloseRatio) continue;
     // The user's word is weighed only by whether the delta pays.
+    Weighed now{&c, ratio, other_names, proven ? std::move(hint) : std::nullopt};
     if (c.by_rule || !best || ratio < best->ratio) {
-      best = Weighed{&c, ratio, other_names, proven ? std::move(hint) : std::nullopt};
+      std::optional<Weighed> was = std::move(best);
+      best = std::move(now);
+      now = was ? std::move(*was) : Weighed{};
+    }
+    // What is not the parent may still give the tensors it lacks.
+    if (holders != nullptr && now.candidate != nullptr && now.candidate->shared_bytes > 0 && now.proven) {
+      weighed_holders.push_back(std::move(now));
     }
     if (c.by_rule || twin) break;  // nothing is closer than a twin
   }
@@ -562,6 +575,13 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
                         : best->other_names        ? ParentWhy::kShared
                         : best->ratio < kTwinRatio ? ParentWhy::kTwin
                                                    : ParentWhy::kSameTensors;
+  if (holders != nullptr) {
+    for (Weighed& w : weighed_holders) {
+      if (w.candidate == best->candidate || w.candidate->id == c.id) continue;
+      holders->push_back(
+          Parent{w.candidate->id, w.candidate->path, ParentWhy::kShared, std::move(*w.proven), w.ratio});
+    }
+  }
   return std::optional<Parent>(Parent{c.id, c.path, why, std::move(bytes), best->ratio});
 }
 

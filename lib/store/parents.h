@@ -221,8 +221,19 @@ inline constexpr double kCloseRatio = 0.85;
 // `not_here`, when given, gets the path of each candidate found by its
 // hashes that was passed over because no copy holds it and its chain is
 // not in the store (a clone that fetched only the newest versions).
+// A delta takes tensors from at most this many versions besides its
+// parent: each is read whole when the delta is made (restored when no
+// copy holds it) and opened with it at every restore.
+inline constexpr size_t kMaxTakenReferences = 8;
+// `holders`, when given, gets the other candidates found by shared
+// tensors that were weighed on proven bytes (a restore, or a verified
+// copy) with their tensors' content hashes, and whose chains keep within
+// max_chain: versions the delta may take the tensors the parent lacks
+// from (references, object format 8). Their chains are not marked as
+// used: the caller does that for those it takes.
 Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::CheckpointView& input,
                                            const std::vector<ParentCandidate>& candidates, Fingerprints& fingerprints,
-                                           bool twins_only, std::vector<std::string>* not_here = nullptr);
+                                           bool twins_only, std::vector<std::string>* not_here = nullptr,
+                                           std::vector<Parent>* holders = nullptr);
 
 }  // namespace zipnn::store
