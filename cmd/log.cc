@@ -20,12 +20,16 @@ struct LogArgs {
   bool series = false;
 };
 
-// A delta's tensors that are its parent's bytes under other names, or null.
+// A delta's tensors that are its parent's bytes under other names, and
+// those it takes from the versions it references, or null.
 nlohmann::ordered_json SharedJson(const ops::LogRow& row) {
   if (row.same || row.shared.empty()) return nullptr;
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
   for (const ops::SharedTensor& t : row.shared) {
-    tensors.push_back({{"name", t.name}, {"parent_name", t.base_name}, {"bytes", t.bytes}});
+    tensors.push_back({{"name", t.name},
+                       {"parent_name", t.base_name},
+                       {"bytes", t.bytes},
+                       {"from", t.from ? nlohmann::ordered_json(t.from->Hex()) : nlohmann::ordered_json(nullptr)}});
   }
   return tensors;
 }

@@ -1,6 +1,7 @@
 // git zipnn show: one stored checkpoint, its chain of bases and its layout.
 #include <cstdio>
 #include <memory>
+#include <map>
 
 #include "cmd/command.h"
 #include "cmd/util.h"
@@ -30,12 +31,20 @@ struct ShowArgs {
 Status PrintSharedTensors(const store::Store& store, const ContentId& id, const formats::FileLayout& layout,
                           bool all) {
   ZIPNN_ASSIGN_OR_RETURN(const ops::SharedWith shared, ops::SharedWithBase(access::Versions(store), id, &layout));
-  if (shared.tensors.empty()) return OkStatus();
-  std::printf("%s (%s) of the same bytes as its base's, under other names%s\n",
-              Counted(shared.tensors.size(), "tensor").c_str(), HumanBytes(ops::BytesOf(shared.tensors)).c_str(),
-              all ? " (of tensors of equal bytes, any one may be named):" : "");
-  if (all) {
-    for (const ops::SharedTensor& t : shared.tensors) std::printf("  %s = %s\n", t.name.c_str(), t.base_name.c_str());
+  if (!shared.tensors.empty()) {
+    std::printf("%s (%s) of the same bytes as its base's, under other names%s\n",
+                Counted(shared.tensors.size(), "tensor").c_str(), HumanBytes(ops::BytesOf(shared.tensors)).c_str(),
+                all ? " (of tensors of equal bytes, any one may be named):" : "");
+    if (all) {
+      for (const ops::SharedTensor& t : shared.tensors) std::printf("  %s = %s\n", t.name.c_str(), t.base_name.c_str());
+    }
+  }
+  for (const ops::SharedWith::Referenced& r : shared.references) {
+    std::printf("%s (%s) taken from %s, a version it references%s\n", Counted(r.tensors.size(), "tensor").c_str(),
+                HumanBytes(ops::BytesOf(r.tensors)).c_str(), r.id.Hex().c_str(), all ? ":" : "");
+    if (all) {
+      for (const ops::SharedTensor& t : r.tensors) std::printf("  %s = %s\n", t.name.c_str(), t.base_name.c_str());
+    }
   }
   return OkStatus();
 }
@@ -99,11 +108,19 @@ Status RunShow(const ShowArgs& a) {
     }
   }
   std::printf("chain\n");
+  std::map<ContentId, ContentId> referenced;  // a version referenced -> the first object shown that references it
   ZIPNN_RETURN_IF_ERROR(store::VisitChain(store, *id, [&](const store::ChainLink& link) {
     std::string note = link.depth == 0 && !why.empty() ? "  (" + why + ")" : "";
     if (link.delta && link.choice != container::BaseChoice::kSeries) {
       // Where parents in other series are.
       note = "  (" + ops::ParentNote(context, link.choice, link.base) + ")";
+    }
+    if (!link.references.empty()) {
+      note += "  (takes tensors from " + Counted(link.references.size(), "more version") + ", marked ref)";
+    }
+    for (const ContentId& r : link.references) referenced.emplace(r, link.id);
+    if (auto by = referenced.find(link.id); by != referenced.end()) {
+      note += "  (ref of " + by->second.Hex().substr(0, 12) + ")";
     }
     std::printf("  %*s%s %-5s %10s -> %10s %8s%s\n", 2 * link.depth, "", link.id.Hex().c_str(),
                 link.delta ? "delta" : "base", HumanBytes(link.raw_size).c_str(), HumanBytes(link.object_size).c_str(),

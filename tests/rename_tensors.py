@@ -3,10 +3,13 @@ bytes: what a second naming scheme of one model, or an adapter file that
 carries its base model, holds.
 
   python3 rename_tensors.py <in> <out> <prefix> [--reverse] [--upper] [--add <file>:<tensor>:<name>]...
+                            [--shard <k>/<n>]
 
 Each tensor is named <prefix><name> (upper case with --upper, dots as
 underscores); --reverse writes them in reverse order; --add appends a
-tensor of another file under a new name (an adapter's own weights).
+tensor of another file under a new name (an adapter's own weights);
+--shard keeps only the k-th of n runs of about as many tensors each, in
+file order (one shard of a save cut as a sharded save is).
 """
 import json
 import struct
@@ -39,6 +42,10 @@ def main(argv):
     source, out, prefix = argv[1], argv[2], argv[3]
     rest = argv[4:]
     tensors = read(source)
+    for i, arg in enumerate(rest):
+        if arg == "--shard":
+            k, n = (int(v) for v in rest[i + 1].split("/"))
+            tensors = [t for j, t in enumerate(tensors) if j * n // len(tensors) == k - 1]
     if "--reverse" in rest:
         tensors.reverse()
     upper = "--upper" in rest

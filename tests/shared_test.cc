@@ -189,5 +189,88 @@ TEST_CASE(
   CHECK(repo.Sh("cmp ../third/ft/adapter_model.safetensors ../adapter").code == 0);
 }
 
+TEST_CASE(
+    "a consolidated copy of a sharded save takes its tensors from every shard, and stays exact through push, a "
+    "clone that fetches it alone, retention here and on the remote, and gc") {
+  Repo repo;
+  const std::string rename = "python3 '" + repo.Runfile("tests/rename_tensors.py") + "' ";
+  // A save cut into three shards, and the same weights under a second
+  // naming scheme, in one commit: twice, for two saves.
+  auto save = [&](const std::string& step, const std::string& kept) {
+    const std::string file = repo.Data("cnn-fp32/step-000" + step + ".safetensors");
+    std::string line = "mkdir -p hf/original && ";
+    for (int k = 1; k <= 3; ++k) {
+      const std::string shard = "hf/model-0000" + std::to_string(k) + "-of-00003.safetensors";
+      line += rename + "'" + file + "' " + shard + " '' --shard " + std::to_string(k) + "/3 && cp " + shard + " ../" +
+              kept + "-" + std::to_string(k) + " && ";
+    }
+    line += rename + "'" + file + "' hf/original/consolidated.safetensors '' --upper --reverse && "
+            "cp hf/original/consolidated.safetensors ../" + kept + " && git add hf && git commit -qm " + kept;
+    return repo.Sh(line);
+  };
+  REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.safetensors' >/dev/null && "
+                  "git add .gitattributes && git commit -qm setup && git init -q --bare ../hub.git && "
+                  "git remote add origin ../hub.git")
+              .code == 0);
+  REQUIRE(save("160", "first").code == 0);
+  const nlohmann::json first = Logged(repo, "hf/original/consolidated.safetensors");
+  CAPTURE(first.dump());
+  // Its parent is one shard; the other two give the rest.
+  CHECK(first.at("parent").get<std::string>().find(", from 2 other stored versions") != std::string::npos);
+  CHECK(StoredShare(first) < 0.02);
+  Run show = repo.Sh("git zipnn show HEAD:hf/original/consolidated.safetensors");
+  REQUIRE(show.code == 0);
+  CHECK(show.out.find("(takes tensors from 2 more versions, marked ref)") != std::string::npos);
+  CHECK(show.out.find("(ref of " + first.at("id").get<std::string>().substr(0, 12) + ")") != std::string::npos);
+  CHECK(show.out.find(", a version it references\n") != std::string::npos);
+
+  // The next save: the newest of its series, which only a twin may be a
+  // delta of, is one with its shards together.
+  REQUIRE(save("200", "second").code == 0);
+  const Run log = repo.Sh("git zipnn log --json hf/original/consolidated.safetensors");
+  REQUIRE(log.code == 0);
+  const nlohmann::json both = nlohmann::json::parse(log.out);
+  REQUIRE(both.size() == 2);
+  CHECK(StoredShare(both.at(0)) < 0.02);
+  CHECK(StoredShare(both.at(1)) < 0.02);
+  for (const nlohmann::json& v : both) {
+    size_t referenced = 0;
+    for (const nlohmann::json& t : v.at("shared")) referenced += t.at("from").is_null() ? 0 : 1;
+    CHECK(referenced > 0);
+  }
+  CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+
+  // Pushed, then a teammate fetches the consolidated file alone: what it
+  // references comes with it, and it restores exactly.
+  REQUIRE(repo.Sh("git push -q origin HEAD:main && cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q -b main hub.git "
+                  "mate && cd mate && git zipnn restore hf/original/consolidated.safetensors -o ../v && "
+                  "cmp ../v ../second")
+              .code == 0);
+  CHECK(repo.Sh("cd ../mate && git zipnn pull -q && cmp hf/model-00002-of-00003.safetensors ../second-2 && "
+                "git checkout -q HEAD~1 -- hf && cmp hf/original/consolidated.safetensors ../first && "
+                "cmp hf/model-00003-of-00003.safetensors ../first-3 && git status --porcelain")
+            .code == 0);
+
+  // Retention drops the first save's shards, here and on the remote: the
+  // first consolidated file, which took tensors from them, is stored whole
+  // first, and stays exact in a fresh clone.
+  Run retain = repo.Sh(
+      "printf 'retention:\\n  - checkpoints: \\x27hf/model-*\\x27\\n    keep_newest: 1\\n    rest: drop\\n' "
+      "> .zipnn.yaml && git add .zipnn.yaml && git commit -qm rule && git push -q origin HEAD:main && "
+      "git zipnn retain --remote origin --yes");
+  CAPTURE(retain.out);
+  CAPTURE(retain.err);
+  REQUIRE(retain.code == 0);
+  CHECK(retain.out.find("1 other version stored whole (they were deltas of versions that went)") != std::string::npos);
+  CHECK(repo.Sh("git zipnn gc --now >/dev/null && git zipnn fsck --all").code == 0);
+  CHECK(repo.Sh("rm -f ../v && git zipnn restore hf/original/consolidated.safetensors --rev HEAD~2 -o ../v && "
+                "cmp ../v ../first")
+            .code == 0);
+  REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git fresh && cd fresh && cmp hf/original/consolidated.safetensors "
+                  "../second && git checkout -q HEAD~2 -- hf/original && "
+                  "cmp hf/original/consolidated.safetensors ../first")
+              .code == 0);
+}
+
 }  // namespace
 }  // namespace zipnn

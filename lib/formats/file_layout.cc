@@ -223,6 +223,13 @@ class TensorMatch {
 std::vector<std::pair<size_t, size_t>> TensorsTakenUnderOtherNames(const FileLayout& target,
                                                                    const container::Layout& regions,
                                                                    const FileLayout& base) {
+  return TensorsTakenFrom(target, regions, base, 0, /*any_name=*/false);
+}
+
+std::vector<std::pair<size_t, size_t>> TensorsTakenFrom(const FileLayout& target, const container::Layout& regions,
+                                                        const FileLayout& source_layout, uint32_t source,
+                                                        bool any_name) {
+  const FileLayout& base = source_layout;
   std::map<uint64_t, size_t> at;  // base tensors by offset
   for (size_t i = 0; i < base.tensors.size(); ++i) at.emplace(base.tensors[i].offset, i);
   std::vector<std::pair<size_t, size_t>> taken;
@@ -232,14 +239,14 @@ std::vector<std::pair<size_t, size_t>> TensorsTakenUnderOtherNames(const FileLay
     while (r < regions.regions.size() && regions.regions[r].offset + regions.regions[r].length <= t.offset) ++r;
     if (r == regions.regions.size()) break;
     const Region& region = regions.regions[r];
-    if (!region.delta || region.source != 0 || t.offset < region.offset ||
+    if (!region.delta || region.source != source || t.offset < region.offset ||
         t.offset + t.length > region.offset + region.length) {
       continue;
     }
     const auto b = at.find(region.base_offset + (t.offset - region.offset));
     if (b == at.end()) continue;
     const Tensor& from = base.tensors[b->second];
-    if (from.length == t.length && from.dtype == t.dtype && (from.name != t.name || from.shape != t.shape)) {
+    if (from.length == t.length && from.dtype == t.dtype && (any_name || from.name != t.name || from.shape != t.shape)) {
       taken.emplace_back(i, b->second);
     }
   }

@@ -98,6 +98,12 @@ container::Layout ToDeltaRegions(const FileLayout& target, const FileLayout& bas
 std::vector<std::pair<size_t, size_t>> TensorsTakenUnderOtherNames(const FileLayout& target,
                                                                    const container::Layout& regions,
                                                                    const FileLayout& base);
+// The same for the tensors taken against `source` (0 the base, k the k-th
+// reference, whose layout `source_layout` is), under any name with
+// `any_name`.
+std::vector<std::pair<size_t, size_t>> TensorsTakenFrom(const FileLayout& target, const container::Layout& regions,
+                                                        const FileLayout& source_layout, uint32_t source,
+                                                        bool any_name);
 
 // The tensors of `target` that ToDeltaRegions takes against a base tensor
 // of the same content (both carry content hashes) under another name, or

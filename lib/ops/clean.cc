@@ -420,9 +420,7 @@ std::vector<store::ParentCandidate> Cleaner::ListedTwins(const store::NewVersion
 }
 
 std::vector<store::ParentCandidate> Cleaner::SharedHolders(const std::string& name, const store::NewVersion& version) {
-  // The parent, and the versions its delta may take the tensors it lacks
-  // from (each holding a tenth of the bytes at least).
-  constexpr size_t kMostHolders = 1 + store::kMaxTakenReferences;
+  constexpr size_t kMostHolders = 3;
   std::vector<store::ParentCandidate> holders;
   if (!listings_ || !series_) return holders;
   const std::string* listing = ListingOf(version);
@@ -451,9 +449,20 @@ std::vector<store::ParentCandidate> Cleaner::SharedHolders(const std::string& na
       return a_top && depths[a.first] < depths[b.first];
     });
   }
+  // Then the versions a delta may take the tensors its parent lacks from:
+  // together as many of them as can be (a consolidated copy of a save in
+  // many shards: every shard).
+  const size_t parents = std::min(found.size(), kMostHolders);
+  found.resize(parents);
+  std::map<ContentId, uint64_t> adds;
+  for (const store::TensorIndex::Covering& holder : tensors_.Cover(tensors, parents + store::kMaxTakenReferences)) {
+    adds[holder.id] = holder.adds;
+    if (std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.first == holder.id; })) {
+      found.emplace_back(holder.id, holder.held);
+    }
+  }
   for (const auto& holder : found) {
     const ContentId& id = holder.first;
-    if (holders.size() == kMostHolders) break;
     // Its own series places it against its own versions (and re-stores
     // them against it): a parent there would go round in a circle.
     if (id == version.id || !own.ok() ||
@@ -464,6 +473,7 @@ std::vector<store::ParentCandidate> Cleaner::SharedHolders(const std::string& na
     if (!where.ok() || !*where) continue;  // not in HEAD's history: gc may take it
     store::ParentCandidate c{id, **where, /*by_rule=*/false};
     c.shared_bytes = holder.second;
+    if (auto it = adds.find(id); it != adds.end()) c.adds_bytes = it->second;
     holders.push_back(std::move(c));
   }
   return holders;

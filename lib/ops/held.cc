@@ -50,7 +50,7 @@ Result<SharedWith> SharedWithBase(const access::Versions& versions, const Conten
                                   const formats::FileLayout* layout) {
   const store::Store& store = versions.store();
   ZIPNN_ASSIGN_OR_RETURN(const store::ChainLink top, store::ReadLink(store, id));
-  if (!top.delta || top.choice != container::BaseChoice::kShared) return SharedWith{};
+  if (!top.delta || (top.choice != container::BaseChoice::kShared && top.references.empty())) return SharedWith{};
   ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(store.objects.PathOf(id)));
   ZIPNN_ASSIGN_OR_RETURN(const container::ObjectInfo info, container::ReadObjectInfo(object));
   // Both layouts are read by parts: the headers, decoded down each chain.
@@ -71,7 +71,30 @@ Result<SharedWith> SharedWithBase(const access::Versions& versions, const Conten
     shared.tensors.push_back(
         SharedTensor{layout->tensors[t].name, base_layout.tensors[b].name, layout->tensors[t].length});
   }
+  for (size_t k = 0; k < info.header.references.size(); ++k) {
+    const container::Reference& r = info.header.references[k];
+    ZIPNN_ASSIGN_OR_RETURN(const formats::FileLayout from, read_layout(r.id, r.size));
+    SharedWith::Referenced taken{r.id, {}};
+    for (const auto& [t, b] : formats::TensorsTakenFrom(*layout, info.header.layout, from, static_cast<uint32_t>(k + 1),
+                                                        /*any_name=*/true)) {
+      taken.tensors.push_back(
+          SharedTensor{layout->tensors[t].name, from.tensors[b].name, layout->tensors[t].length, r.id});
+    }
+    shared.references.push_back(std::move(taken));
+  }
   return shared;
+}
+
+size_t SharedWith::ReferencedTensors() const {
+  size_t n = 0;
+  for (const Referenced& r : references) n += r.tensors.size();
+  return n;
+}
+
+uint64_t SharedWith::ReferencedBytes() const {
+  uint64_t bytes = 0;
+  for (const Referenced& r : references) bytes += BytesOf(r.tensors);
+  return bytes;
 }
 
 uint64_t BytesOf(const std::vector<SharedTensor>& tensors) {

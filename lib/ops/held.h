@@ -54,10 +54,20 @@ std::string ParentNote(Context& context, container::BaseChoice choice, const Con
 struct SharedTensor {
   std::string name, base_name;
   uint64_t bytes = 0;
+  std::optional<ContentId> from;  // the version it references that holds it; none: its base
 };
 struct SharedWith {
   std::vector<SharedTensor> tensors;
   size_t of = 0;  // the version's tensors in all
+  // The tensors taken from each version it references besides its base
+  // (object format 8), under any name, in the order of its reference table.
+  struct Referenced {
+    ContentId id;
+    std::vector<SharedTensor> tensors;
+  };
+  std::vector<Referenced> references;
+  size_t ReferencedTensors() const;
+  uint64_t ReferencedBytes() const;
 };
 Result<SharedWith> SharedWithBase(const access::Versions& versions, const ContentId& id,
                                   const formats::FileLayout* layout = nullptr);

@@ -96,11 +96,23 @@ Result<LogResult> Log(Context& context, const LogRequest& request) {
   auto parent_of = [&](const store::StoredInfo& info, LogRow& row) -> std::string {
     if (info.choice == container::BaseChoice::kSeries) return "";
     std::string detail;
-    if (info.choice == container::BaseChoice::kShared) {
-      if (auto shared = SharedWithBase(local, row.pointer.id); shared.ok() && !shared->tensors.empty()) {
+    if (info.choice == container::BaseChoice::kShared || !info.references.empty()) {
+      if (auto shared = SharedWithBase(local, row.pointer.id); shared.ok()) {
+        if (!shared->tensors.empty()) {
+          detail = std::to_string(shared->tensors.size()) + " of its " + std::to_string(shared->of) + " tensors, " +
+                   HumanBytes(BytesOf(shared->tensors));
+        }
+        if (!shared->references.empty()) {
+          // The versions it references: how much it took from them.
+          detail += (detail.empty() ? "" : "; ") + std::to_string(shared->ReferencedTensors()) +
+                    (detail.empty() ? " of its " + std::to_string(shared->of) + " tensors" : " more") + ", " +
+                    HumanBytes(shared->ReferencedBytes()) + ", from " +
+                    Counted(shared->references.size(), "other stored version");
+        }
         row.shared = std::move(shared->tensors);
-        detail = std::to_string(row.shared.size()) + " of its " + std::to_string(shared->of) + " tensors, " +
-                 HumanBytes(BytesOf(row.shared));
+        for (SharedWith::Referenced& r : shared->references) {
+          row.shared.insert(row.shared.end(), r.tensors.begin(), r.tensors.end());
+        }
       }
     }
     return ParentNote(context, info.choice, info.base, detail);

@@ -382,38 +382,91 @@ std::optional<uint64_t> HexKey(std::string_view hex) {
 
 }  // namespace
 
-std::vector<std::pair<ContentId, uint64_t>> TensorIndex::Find(const std::vector<KeyedTensor>& tensors, uint64_t least) {
+std::map<ContentId, TensorIndex::Holding> TensorIndex::Holders(const std::vector<KeyedTensor>& tensors,
+                                                               std::unordered_map<uint64_t, uint64_t>& wanted) {
   Load();
   // The bytes of each content among `tensors` (every tensor of it).
-  std::unordered_map<uint64_t, uint64_t> wanted;
   for (const KeyedTensor& t : tensors) {
     if (t.bytes >= kIndexedTensorBytes) wanted[t.key] += t.bytes;
   }
-  if (wanted.empty()) return {};
+  std::map<ContentId, Holding> holders;
+  if (wanted.empty()) return holders;
   // Which version holds which of them: each content once a version,
   // however many of its tensors (or lines) hold it.
-  std::vector<std::pair<ContentId, uint64_t>> hits;
   const std::string_view text = text_;
   for (const Held& h : held_) {
+    Holding* holding = nullptr;
     for (size_t at = h.from; at < h.to;) {
       const size_t comma = std::min(text.find(',', at), h.to);
       const std::string_view item = text.substr(at, comma - at);
       at = comma + 1;
       if (item.size() < 18 || item[16] != ':') continue;
       const std::optional<uint64_t> key = HexKey(item.substr(0, 16));
-      if (key && wanted.count(*key) != 0) hits.emplace_back(h.id, *key);
+      if (!key || wanted.count(*key) == 0) continue;
+      if (holding == nullptr) holding = &holders[h.id];
+      holding->keys.insert(*key);
+    }
+    // The bytes of the whole version, of a line that holds any.
+    if (holding == nullptr) continue;
+    for (size_t at = h.from; at < h.to;) {
+      const size_t comma = std::min(text.find(',', at), h.to);
+      const std::string_view item = text.substr(at, comma - at);
+      at = comma + 1;
+      uint64_t bytes = 0;
+      if (item.size() < 18 || item[16] != ':' || item.size() > 17 + 19) continue;
+      bool digits = true;
+      for (const char c : item.substr(17)) {
+        digits = digits && c >= '0' && c <= '9';
+        bytes = bytes * 10 + static_cast<uint64_t>(c - '0');
+      }
+      if (digits) holding->own += bytes;
     }
   }
-  std::sort(hits.begin(), hits.end());
-  hits.erase(std::unique(hits.begin(), hits.end()), hits.end());
-  std::map<ContentId, uint64_t> held;
-  for (const auto& [id, key] : hits) held[id] += wanted.at(key);
+  return holders;
+}
+
+std::vector<std::pair<ContentId, uint64_t>> TensorIndex::Find(const std::vector<KeyedTensor>& tensors, uint64_t least) {
+  std::unordered_map<uint64_t, uint64_t> wanted;
   std::vector<std::pair<ContentId, uint64_t>> found;
-  for (const auto& [id, bytes] : held) {
+  for (const auto& [id, holding] : Holders(tensors, wanted)) {
+    uint64_t bytes = 0;
+    for (const uint64_t key : holding.keys) bytes += wanted.at(key);
     if (bytes >= least) found.emplace_back(id, bytes);
   }
   std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   return found;
+}
+
+std::vector<TensorIndex::Covering> TensorIndex::Cover(const std::vector<KeyedTensor>& tensors, size_t most) {
+  std::unordered_map<uint64_t, uint64_t> wanted;
+  std::map<ContentId, Holding> holders = Holders(tensors, wanted);
+  std::vector<Covering> picked;
+  std::set<uint64_t> covered;
+  auto adds = [&](const Holding& h) {
+    uint64_t bytes = 0;
+    for (const uint64_t key : h.keys) bytes += covered.count(key) == 0 ? wanted.at(key) : 0;
+    return bytes;
+  };
+  while (picked.size() < most && !holders.empty()) {
+    // The one adding most (the first of equals, in id order: the same in
+    // every clone).
+    auto best = holders.end();
+    uint64_t best_adds = 0;
+    for (auto it = holders.begin(); it != holders.end(); ++it) {
+      const uint64_t bytes = adds(it->second);
+      if (bytes > best_adds) best = it, best_adds = bytes;
+    }
+    // Worth reading whole only for a good part of it.
+    if (best == holders.end() || best_adds < kIndexedTensorBytes || best_adds < best->second.own / 4) break;
+    uint64_t held = 0;
+    for (const uint64_t key : best->second.keys) {
+      held += wanted.at(key);
+      covered.insert(key);
+    }
+    picked.push_back(Covering{best->first, held, best_adds});
+    holders.erase(best);
+  }
+  return picked;
 }
 
 Result<double> SampledRatio(const Store& store, const formats::CheckpointView& input,
@@ -478,6 +531,15 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
   // The bytes of `input`'s tensors the tensor index counts (TensorIndex).
   uint64_t indexed = 0;
   for (const formats::Tensor& t : input.layout->tensors) indexed += t.length >= kIndexedTensorBytes ? t.length : 0;
+  // Together, the versions found holding its tensors may hold all of them
+  // (a consolidated copy of a sharded save): then, where only a twin will
+  // do, they are weighed together as one (below).
+  uint64_t held_together = 0;
+  for (const ParentCandidate& c : candidates) held_together += c.adds_bytes;
+  const auto nearly_all = [&](uint64_t bytes) {
+    return static_cast<double>(bytes) >= (1 - kTwinRatio) * static_cast<double>(indexed);
+  };
+  const bool together = holders != nullptr && twins_only && nearly_all(held_together);
   for (const ParentCandidate& c : candidates) {
     if (c.id == input.id) continue;
     // (A listed twin's key holds its names, dtypes and shapes already; one
@@ -489,10 +551,7 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     // Where only a twin will do, one that holds less than all but the
     // twin's share of the tensors' bytes is not read to be weighed (a
     // fine-tune's frozen layers: its parent would be decoded at every add).
-    if (twins_only && c.shared_bytes > 0 && !c.listed_twin &&
-        static_cast<double>(c.shared_bytes) < (1 - kTwinRatio) * static_cast<double>(indexed)) {
-      continue;
-    }
+    if (twins_only && c.shared_bytes > 0 && !c.listed_twin && !nearly_all(c.shared_bytes) && !together) continue;
     // Its chain counts in this version's, as any base's does.
     auto chain = Describe(store, c.id);
     if (!chain.ok() && found_by_hash && not_here != nullptr && chain.status().code() == StatusCode::kNotFound) {
@@ -541,8 +600,13 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
       ZIPNN_ASSIGN_OR_RETURN(ratio, SampledRatio(store, input, hint->View(c.id)));
     }
     const bool twin = ratio < kTwinRatio;
-    if (twins_only && !twin) continue;
-    if (!c.by_rule && ratio > kCloseRatio) continue;
+    if ((twins_only && !twin) || (!c.by_rule && ratio > kCloseRatio)) {
+      // Not a parent, but it may give tensors the parent lacks.
+      if (holders != nullptr && c.shared_bytes > 0 && proven) {
+        weighed_holders.push_back(Weighed{&c, ratio, other_names, std::move(hint)});
+      }
+      continue;
+    }
     // The user's word is weighed only by whether the delta pays.
     Weighed now{&c, ratio, other_names, proven ? std::move(hint) : std::nullopt};
     if (c.by_rule || !best || ratio < best->ratio) {
@@ -555,6 +619,28 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
       weighed_holders.push_back(std::move(now));
     }
     if (c.by_rule || twin) break;  // nothing is closer than a twin
+  }
+  if (!best && together && !weighed_holders.empty()) {
+    // No twin alone: the holders together are one when the tensors they
+    // hold by content are nearly all its indexed bytes. The one holding
+    // most is the parent; the delta takes the rest from the others.
+    std::set<uint64_t> held;
+    for (const Weighed& w : weighed_holders) {
+      for (const formats::Tensor& t : w.proven->layout().tensors) {
+        if (t.content) held.insert(*t.content);
+      }
+    }
+    uint64_t covered = 0;
+    for (const formats::Tensor& t : input.layout->tensors) {
+      if (t.length >= kIndexedTensorBytes && t.content && held.count(*t.content) != 0) covered += t.length;
+    }
+    if (nearly_all(covered)) {
+      auto most = std::min_element(weighed_holders.begin(), weighed_holders.end(),
+                                   [](const Weighed& a, const Weighed& b) { return a.ratio < b.ratio; });
+      best = std::move(*most);
+      best->other_names = true;
+      weighed_holders.erase(most);
+    }
   }
   if (!best) return std::optional<Parent>();
   const ParentCandidate& c = *best->candidate;

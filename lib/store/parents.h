@@ -26,6 +26,8 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +66,9 @@ struct ParentCandidate {
   // their contents under any names (TensorIndex); weighed as a listed
   // twin is, its tensors matched by content.
   uint64_t shared_bytes = 0;
+  // Of those bytes, those no candidate before it holds (TensorIndex::
+  // Cover): all the candidates' add up to what they hold together.
+  uint64_t adds_bytes = 0;
 };
 
 // The parent taken, with its bytes (verified: a work-tree file or kept
@@ -153,8 +158,26 @@ class TensorIndex {
   // tensors each are tens of MB: building a map of them all would cost
   // every add that searches more than the search).
   std::vector<std::pair<ContentId, uint64_t>> Find(const std::vector<KeyedTensor>& tensors, uint64_t least);
+  // At most `most` versions that together hold as many of `tensors`'
+  // contents as can be: each in turn the one adding the most bytes not
+  // held by those before it, while those bytes are a quarter of its own
+  // at least (it is read whole to give them); with the bytes of `tensors`
+  // each holds in all, and of those the bytes it adds.
+  struct Covering {
+    ContentId id;
+    uint64_t held = 0, adds = 0;
+  };
+  std::vector<Covering> Cover(const std::vector<KeyedTensor>& tensors, size_t most);
 
  private:
+  struct Holding {
+    std::set<uint64_t> keys;  // the contents of `tensors` it holds
+    uint64_t own = 0;         // the bytes of its indexed tensors
+  };
+  // Every version holding any of `tensors`' contents; `wanted` gets the
+  // bytes of each content among `tensors`.
+  std::map<ContentId, Holding> Holders(const std::vector<KeyedTensor>& tensors,
+                                       std::unordered_map<uint64_t, uint64_t>& wanted);
   void Load();
   // Takes a line's "<tensors>" part (or "-") for `id`.
   void Hold(const ContentId& id, std::string_view tensors);
@@ -224,7 +247,7 @@ inline constexpr double kCloseRatio = 0.85;
 // A delta takes tensors from at most this many versions besides its
 // parent: each is read whole when the delta is made (restored when no
 // copy holds it) and opened with it at every restore.
-inline constexpr size_t kMaxTakenReferences = 8;
+inline constexpr size_t kMaxTakenReferences = 32;
 // `holders`, when given, gets the other candidates found by shared
 // tensors that were weighed on proven bytes (a restore, or a verified
 // copy) with their tensors' content hashes, and whose chains keep within
