@@ -239,6 +239,13 @@ TEST_CASE(
     CHECK(referenced > 0);
   }
   CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+  // A repack keeps what it takes from its parent and references.
+  REQUIRE(repo.Sh("git zipnn repack >/dev/null").code == 0);
+  const nlohmann::json repacked =
+      nlohmann::json::parse(repo.Sh("git zipnn log --json hf/original/consolidated.safetensors").out);
+  REQUIRE(repacked.size() == 2);
+  CHECK(StoredShare(repacked.at(0)) < 0.02);
+  CHECK(StoredShare(repacked.at(1)) < 0.02);
 
   // Pushed, then a teammate fetches the consolidated file alone: what it
   // references comes with it, and it restores exactly.

@@ -1098,6 +1098,9 @@ TEST_CASE("format 8: a delta takes regions against versions it references beside
           EncodeReferenceEntry(Reference{h.fields.base_id, base.bytes.size()}, bad.data() + reference_at);
         }) == "obj: reference 1 names the base");
   CHECK(refused([&](Head&, std::vector<uint8_t>& bad) {
+          EncodeReferenceEntry(Reference{info->content_id, target.bytes.size()}, bad.data() + reference_at);
+        }) == "obj: reference 1 names the object itself");
+  CHECK(refused([&](Head&, std::vector<uint8_t>& bad) {
           EncodeReferenceEntry(Reference{other_id, 1000}, bad.data() + reference_at);
         }) == "obj: region 2 reads past the end of reference 1");
   CHECK(refused([](Head& h, std::vector<uint8_t>&) { h.fields.kind = 0; }) == "obj: a base object references versions");

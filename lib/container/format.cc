@@ -465,6 +465,11 @@ Result<ObjectInfo> ReadObjectInfo(const ByteSource& object) {
   uint8_t trailer_bytes[kTrailerBytes];
   ZIPNN_ASSIGN_OR_RETURN(const TrailerFields trailer, ReadTrailer(object, info.header, trailer_bytes));
   info.content_id = trailer.content_id;
+  for (size_t k = 0; k < info.header.references.size(); ++k) {
+    if (info.header.references[k].id == info.content_id) {
+      return Bad(object, "reference " + std::to_string(k + 1) + " names the object itself");
+    }
+  }
   info.records_offset = kHeaderBytes + kRegionEntryBytes * TableEntries(fields);
   ZIPNN_RETURN_IF_ERROR(ReadIndex(object, trailer, trailer_bytes, info));
   return info;

@@ -455,7 +455,12 @@ std::vector<store::ParentCandidate> Cleaner::SharedHolders(const std::string& na
   const size_t parents = std::min(found.size(), kMostHolders);
   found.resize(parents);
   std::map<ContentId, uint64_t> adds;
-  for (const store::TensorIndex::Covering& holder : tensors_.Cover(tensors, parents + store::kMaxTakenReferences)) {
+  std::set<ContentId> skip{version.id};  // and its own series' versions (below)
+  if (own.ok()) {
+    for (const store::Version& v : *own) skip.insert(v.id);
+  }
+  for (const store::TensorIndex::Covering& holder :
+       tensors_.Cover(tensors, parents + store::kMaxTakenReferences, skip)) {
     adds[holder.id] = holder.adds;
     if (std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.first == holder.id; })) {
       found.emplace_back(holder.id, holder.held);

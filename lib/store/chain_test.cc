@@ -113,6 +113,11 @@ TEST_CASE("a walk follows the versions a format 8 delta references, and a restor
   CHECK(TouchChain(store, id).code() == StatusCode::kNotFound);
   const Status named = MissingObject(store, Pointer{id, 64, ""}, "model.safetensors");
   CHECK(named.message().find("object " + ids[1].Hex() + " (a base of " + id.Hex() + ")") != std::string::npos);
+  // The version referenced itself: named as what it is to the version.
+  REQUIRE(std::remove(store.objects.PathOf(ids[2]).c_str()) == 0);
+  CHECK(MissingObject(store, Pointer{id, 64, ""}, "model.safetensors")
+            .message()
+            .find("object " + ids[2].Hex() + " (a version " + id.Hex() + " takes tensors from)") != std::string::npos);
   REQUIRE(std::system(("rm -rf " + root).c_str()) == 0);
 }
 

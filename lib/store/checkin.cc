@@ -469,7 +469,7 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
       // found holding them (their chains marked as used, as the parent's).
       std::vector<formats::CheckpointView> references;
       for (Parent& holder : holders) {
-        if (references.size() == kMaxTakenReferences) break;
+        if (references.size() == kMaxTakenReferences || !ReferencesAllowed(store.policy)) break;
         if (TouchChain(store, holder.id).ok()) references.push_back(holder.bytes.View(holder.id));
       }
       // A parent's copy rewritten while the delta was built on it fails

@@ -437,9 +437,13 @@ std::vector<std::pair<ContentId, uint64_t>> TensorIndex::Find(const std::vector<
   return found;
 }
 
-std::vector<TensorIndex::Covering> TensorIndex::Cover(const std::vector<KeyedTensor>& tensors, size_t most) {
+bool ReferencesAllowed(const config::Policy& policy) { return policy.delta_transform == codec::kAutoTransform; }
+
+std::vector<TensorIndex::Covering> TensorIndex::Cover(const std::vector<KeyedTensor>& tensors, size_t most,
+                                                      const std::set<ContentId>& skip) {
   std::unordered_map<uint64_t, uint64_t> wanted;
   std::map<ContentId, Holding> holders = Holders(tensors, wanted);
+  for (const ContentId& id : skip) holders.erase(id);
   std::vector<Covering> picked;
   std::set<uint64_t> covered;
   auto adds = [&](const Holding& h) {

@@ -161,13 +161,14 @@ class TensorIndex {
   // At most `most` versions that together hold as many of `tensors`'
   // contents as can be: each in turn the one adding the most bytes not
   // held by those before it, while those bytes are a quarter of its own
-  // at least (it is read whole to give them); with the bytes of `tensors`
-  // each holds in all, and of those the bytes it adds.
+  // at least (it is read whole to give them), none of `skip`; with the
+  // bytes of `tensors` each holds in all, and of those the bytes it adds.
   struct Covering {
     ContentId id;
     uint64_t held = 0, adds = 0;
   };
-  std::vector<Covering> Cover(const std::vector<KeyedTensor>& tensors, size_t most);
+  std::vector<Covering> Cover(const std::vector<KeyedTensor>& tensors, size_t most,
+                              const std::set<ContentId>& skip = {});
 
  private:
   struct Holding {
@@ -244,6 +245,10 @@ inline constexpr double kCloseRatio = 0.85;
 // `not_here`, when given, gets the path of each candidate found by its
 // hashes that was passed over because no copy holds it and its chain is
 // not in the store (a clone that fetched only the newest versions).
+// Whether a delta may reference versions besides its base (object format
+// 8) under `policy`: not where it keeps to a format for older readers
+// (delta_transform other than auto).
+bool ReferencesAllowed(const config::Policy& policy);
 // A delta takes tensors from at most this many versions besides its
 // parent: each is read whole when the delta is made (restored when no
 // copy holds it) and opened with it at every restore.

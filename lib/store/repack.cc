@@ -84,6 +84,9 @@ bool SameForm(const StoredInfo& stored, const std::optional<ContentId>& base) {
 // 0.6, which do not read format 6's standalone chunks). The newest the
 // policy writes is for a delta found by shared tensors.
 bool FormatAsPolicy(const StoredInfo& stored, const config::Policy& policy) {
+  // One that references versions besides its base is as an add writes it
+  // where the policy lets references be written.
+  if (!stored.references.empty()) return ReferencesAllowed(policy);
   return stored.format <= container::WriteVersion(policy.delta_transform, stored.delta, container::BaseChoice::kShared);
 }
 

@@ -275,19 +275,21 @@ Status MissingObject(const Store& store, const Pointer& pointer, const std::stri
   // Which object of the chain is missing: the version's own, or one it
   // needs (a base, or a version it references) that the walk did not meet.
   ContentId missing = pointer.id;
+  std::string of;  // how the version needs it
   std::set<ContentId> met;
-  std::vector<ContentId> needed;
+  std::vector<std::pair<ContentId, bool>> needed;  // (object, whether as a base)
   (void)VisitChain(store, pointer.id, [&](const ChainLink& link) {
     met.insert(link.id);
-    for (const ContentId& next : link.needs()) needed.push_back(next);
+    for (const ContentId& next : link.needs()) needed.emplace_back(next, next == link.base);
   });
-  for (const ContentId& next : needed) {
+  for (const auto& [next, as_base] : needed) {
     if (met.count(next) == 0 && !store.objects.Has(next)) {
       missing = next;
+      of = as_base ? " (a base of " + pointer.id.Hex() + ")"
+                   : " (a version " + pointer.id.Hex() + " takes tensors from)";
       break;
     }
   }
-  const std::string of = missing == pointer.id ? "" : " (a base of " + pointer.id.Hex() + ")";
   return NotFound("object " + missing.Hex() + of + " for " + path + " is not in the store " + store.objects.root() +
                   " (fetch it, or restore the store)");
 }

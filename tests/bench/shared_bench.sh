@@ -14,6 +14,11 @@
 #            commit
 #   export   three saves of out/model.safetensors, then the first re-saved
 #            under new names as export/model.safetensors
+#   sharded  a save cut into 3 shards by bytes, hf/model-0000k-of-00003,
+#            beside the same weights under a second naming scheme in one
+#            file, hf/original/consolidated.safetensors, in one commit:
+#            steps 40, then 60 (the second commit's consolidated file is
+#            the newest of its series)
 #
 # and, where nothing is shared, the time of `git add` of the six saves of
 # a GPT bf16 run (38 MB each) over one path, median of RUNS, with the
@@ -70,6 +75,30 @@ print(f"adapter weights: {adapter_params} of {adapter_params + model_params} par
 PY
 fi
 
+if [ ! -f "$shared/sharded/60/original/consolidated.safetensors" ]; then
+  /usr/bin/python3 - "$gpt" "$shared" "$maker" <<'PY'
+import os, sys
+gpt, out, maker = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(maker)))
+from make_trajectory import load_safetensors, save_safetensors
+for step in (40, 60):
+    model = load_safetensors(f"{gpt}/step-0000{step}.safetensors")
+    total = sum(t.numel() * t.element_size() for t in model.values())
+    shards, size = [{}], 0
+    for name, t in model.items():
+        if size >= total * len(shards) / 3 and len(shards) < 3:
+            shards.append({})
+        shards[-1][name] = t
+        size += t.numel() * t.element_size()
+    os.makedirs(f"{out}/sharded/{step}/original", exist_ok=True)
+    for k, shard in enumerate(shards):
+        save_safetensors(f"{out}/sharded/{step}/model-{k + 1:05d}-of-{len(shards):05d}.safetensors", shard)
+    save_safetensors(f"{out}/sharded/{step}/original/consolidated.safetensors",
+                     {name.replace("blocks.", "layers.").replace(".weight", ".w").replace(".bias", ".b"): t
+                      for name, t in reversed(list(model.items()))})
+PY
+fi
+
 . tests/bench/builds_env.sh
 row() { printf '%-46s %12s %12s %9s %9s\n' "$@"; }
 share() { python3 -c "print(f'{100 * $1 / $2:.2f}%')"; }
@@ -91,6 +120,13 @@ for label in before after; do
   git add hf && git commit -qm hf
   read -r naming naming_raw < <(stored '^hf/original/')
   declare "naming_$label=$naming"
+  repo "$bin" "sharded-$label"
+  for s in 40 60; do
+    rm -rf hf && cp -r "$shared/sharded/$s" hf && git add hf && git commit -qm "sharded $s"
+    [ "$s" = 40 ] && read -r sharded40 sharded_raw < <(stored '^hf/original/')
+  done
+  read -r sharded_both sharded_both_raw < <(stored '^hf/original/')
+  declare "sharded40_$label=$sharded40" "sharded_both_$label=$sharded_both"
   repo "$bin" "export-$label"
   for s in 20 40 60; do put "$gpt/step-0000$s.safetensors" out/model.safetensors; done
   put "$shared/export/model.safetensors" export/model.safetensors
@@ -103,6 +139,10 @@ row "adapter, 3 saves (raw $all_raw)" "$all_before" "$all_after" "$(share "$all_
   "$(share "$all_after" "$all_raw")"
 row "second naming scheme (raw $naming_raw)" "$naming_before" "$naming_after" \
   "$(share "$naming_before" "$naming_raw")" "$(share "$naming_after" "$naming_raw")"
+row "naming scheme, 3 shards (raw $sharded_raw)" "$sharded40_before" "$sharded40_after" \
+  "$(share "$sharded40_before" "$sharded_raw")" "$(share "$sharded40_after" "$sharded_raw")"
+row "and a second save (raw $sharded_both_raw)" "$sharded_both_before" "$sharded_both_after" \
+  "$(share "$sharded_both_before" "$sharded_both_raw")" "$(share "$sharded_both_after" "$sharded_both_raw")"
 row "first save exported (raw $export_raw)" "$export_before" "$export_after" \
   "$(share "$export_before" "$export_raw")" "$(share "$export_after" "$export_raw")"
 
