@@ -204,8 +204,10 @@ TEST_CASE(
       line += rename + "'" + file + "' " + shard + " '' --shard " + std::to_string(k) + "/3 && cp " + shard + " ../" +
               kept + "-" + std::to_string(k) + " && ";
     }
-    line += rename + "'" + file + "' hf/original/consolidated.safetensors '' --upper --reverse && "
-            "cp hf/original/consolidated.safetensors ../" + kept + " && git add hf && git commit -qm " + kept;
+    line += rename + "'" + file +
+            "' hf/original/consolidated.safetensors '' --upper --reverse && "
+            "cp hf/original/consolidated.safetensors ../" +
+            kept + " && git add hf && git commit -qm " + kept;
     return repo.Sh(line);
   };
   REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.safetensors' >/dev/null && "

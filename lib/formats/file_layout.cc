@@ -246,7 +246,8 @@ std::vector<std::pair<size_t, size_t>> TensorsTakenFrom(const FileLayout& target
     const auto b = at.find(region.base_offset + (t.offset - region.offset));
     if (b == at.end()) continue;
     const Tensor& from = base.tensors[b->second];
-    if (from.length == t.length && from.dtype == t.dtype && (any_name || from.name != t.name || from.shape != t.shape)) {
+    if (from.length == t.length && from.dtype == t.dtype &&
+        (any_name || from.name != t.name || from.shape != t.shape)) {
       taken.emplace_back(i, b->second);
     }
   }

@@ -143,8 +143,8 @@ Result<RemoteRetention> RetainOnRemote(const store::Store& local, RemoteStore& r
       below.pop_back();
       if (!passed.insert(at).second) continue;
       if (going.erase(at) != 0) {
-        report.kept.emplace_back(at, "object " + id.Hex().substr(0, 12) +
-                                         " on the remote, which this clone does not hold, rests on it");
+        report.kept.emplace_back(
+            at, "object " + id.Hex().substr(0, 12) + " on the remote, which this clone does not hold, rests on it");
       }
       if (auto next = held.find(at); next != held.end()) {
         const std::vector<ContentId> more = next->second.needs();

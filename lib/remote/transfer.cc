@@ -328,7 +328,8 @@ Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& local,
       return here.status();
     }
     if (!level.info.header.references.empty()) {
-      return Unsupported("object " + at.Hex() + " takes tensors from other versions besides its base; its parts are "
+      return Unsupported("object " + at.Hex() +
+                         " takes tensors from other versions besides its base; its parts are "
                          "read once it is fetched whole");
     }
     if (level.info.header.raw_size != size) {

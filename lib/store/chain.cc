@@ -86,10 +86,11 @@ class Walk {
 }  // namespace
 
 Status VisitChain(const Store& store, const ContentId& id, const std::function<void(const ChainLink&)>& visit) {
-  return Walk(store, id, [&](const Link&, const ChainLink& link) {
-           visit(link);
-           return true;
-         })
+  return Walk(store, id,
+              [&](const Link&, const ChainLink& link) {
+                visit(link);
+                return true;
+              })
       .From(id);
 }
 
@@ -129,7 +130,8 @@ Result<StoredInfo> DescribeFrom(const Store& store, const ContentId& top, const 
   info.choice = shown.choice;
   if (!shown.delta) {
     info.last_base = id;
-    if (shown.raw_size > 0) info.base_ratio = static_cast<double>(shown.object_size) / static_cast<double>(shown.raw_size);
+    if (shown.raw_size > 0)
+      info.base_ratio = static_cast<double>(shown.object_size) / static_cast<double>(shown.raw_size);
   }
   for (const ContentId& next : shown.needs()) {
     ZIPNN_ASSIGN_OR_RETURN(const StoredInfo below, DescribeFrom(store, top, next, passed, memo, found));

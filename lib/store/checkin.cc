@@ -34,12 +34,11 @@ namespace {
 Status EncodeTo(const Store& store, const formats::CheckpointView& input, const formats::CheckpointView* base,
                 AtomicFile& out, container::EncodeResult* encoded, bool verify = false,
                 container::BaseChoice choice = container::BaseChoice::kSeries,
-                const std::vector<formats::CheckpointView>& references = {},
-                std::vector<ContentId>* taken = nullptr) {
+                const std::vector<formats::CheckpointView>& references = {}, std::vector<ContentId>* taken = nullptr) {
   std::vector<const formats::FileLayout*> from;
   for (const formats::CheckpointView& r : references) from.push_back(r.layout);
-  container::Layout regions = base != nullptr ? formats::ToDeltaRegions(*input.layout, *base->layout, from)
-                                              : formats::ToRegions(*input.layout);
+  container::Layout regions =
+      base != nullptr ? formats::ToDeltaRegions(*input.layout, *base->layout, from) : formats::ToRegions(*input.layout);
   std::optional<container::DeltaBase> delta;
   if (base != nullptr) {
     delta = container::DeltaBase{base->source, base->id, choice};
@@ -533,7 +532,8 @@ Status VerifyCandidate(const Store& store, const Candidate& c, const formats::Ch
   for (const container::Reference& r : info.header.references) {
     const auto given = std::find_if(references.begin(), references.end(),
                                     [&](const formats::CheckpointView& v) { return v.id == r.id; });
-    if (given == references.end()) return Corruption("the object made for " + input.id.Hex() + " is not what was encoded");
+    if (given == references.end())
+      return Corruption("the object made for " + input.id.Hex() + " is not what was encoded");
     sources.references.push_back(given->source);
   }
   return container::DecodeObject(object, info, sources, options, discarded);
@@ -541,7 +541,8 @@ Status VerifyCandidate(const Store& store, const Candidate& c, const formats::Ch
 
 Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointView& input,
                                   const formats::CheckpointView* base, double base_ratio, bool verify,
-                                  container::BaseChoice choice, const std::vector<formats::CheckpointView>& references) {
+                                  container::BaseChoice choice,
+                                  const std::vector<formats::CheckpointView>& references) {
   if (base == nullptr) return EncodeCandidateAs(store, input, nullptr, verify);
   ZIPNN_ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(store, input, base, verify, choice, references));
   const double keep = 1 - store.policy.min_gain;

@@ -668,8 +668,7 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
   if (holders != nullptr) {
     for (Weighed& w : weighed_holders) {
       if (w.candidate == best->candidate || w.candidate->id == c.id) continue;
-      holders->push_back(
-          Parent{w.candidate->id, w.candidate->path, ParentWhy::kShared, std::move(*w.proven), w.ratio});
+      holders->push_back(Parent{w.candidate->id, w.candidate->path, ParentWhy::kShared, std::move(*w.proven), w.ratio});
     }
   }
   return std::optional<Parent>(Parent{c.id, c.path, why, std::move(bytes), best->ratio});

@@ -103,7 +103,8 @@ std::vector<ContentId> NeedsOf(const container::ObjectInfo& info) {
 Status StandsOn(const Store& there, const ContentId& id, const container::ObjectInfo& info) {
   for (const ContentId& needed : NeedsOf(info)) {
     if (!HoldsIntact(there.objects, needed)) {
-      return InvalidArgument("the base " + needed.Hex() + " of the object sent for " + id.Hex() + " is not here intact");
+      return InvalidArgument("the base " + needed.Hex() + " of the object sent for " + id.Hex() +
+                             " is not here intact");
     }
     auto below = Describe(there, needed);
     bool loops = false;
@@ -421,7 +422,8 @@ Result<Pruned> PruneObjects(const ObjectStore& store, const std::set<ContentId>&
       todo.pop_back();
       if (!reached.insert(at).second) continue;
       if (ids.count(at) != 0) kept.emplace(at, id);
-      if (auto next = needs.find(at); next != needs.end()) todo.insert(todo.end(), next->second.begin(), next->second.end());
+      if (auto next = needs.find(at); next != needs.end())
+        todo.insert(todo.end(), next->second.begin(), next->second.end());
     }
   }
   Pruned pruned;

@@ -168,7 +168,7 @@ Status ReplaceObject(const ObjectStore& store, const ContentId& id, const std::f
 // How the store holds `id`'s object, from its header alone.
 struct HeldObject {
   uint64_t size = 0;
-  std::optional<ContentId> base;       // for a delta
+  std::optional<ContentId> base;      // for a delta
   std::vector<ContentId> references;  // for a delta of format 8: versions it takes tensors from besides its base
   // Its base and references: what it rests on.
   std::vector<ContentId> needs() const {

@@ -216,7 +216,7 @@ Status Restore(const Store& store, const ContentId& id, ByteSink& out, const Fin
 
 struct VersionReader::Levels {
   std::unique_ptr<ReferencedVersions> own;  // those of a version opened on its own; the readers below read them
-  Chain chain;                      // its files stay put: the readers refer to them
+  Chain chain;                              // its files stay put: the readers refer to them
   std::vector<std::unique_ptr<container::ObjectReader>> readers;
 };
 
@@ -227,7 +227,7 @@ Status VersionReader::ReadAt(uint64_t offset, void* out, size_t n) const { retur
 const std::string& VersionReader::name() const { return top_->name(); }
 
 Result<std::unique_ptr<VersionReader>> VersionReader::Open(const Store& store, const ContentId& id, size_t above,
-                                                          ReferencedVersions* references) {
+                                                           ReferencedVersions* references) {
   std::unique_ptr<ReferencedVersions> own;
   if (references == nullptr) {
     own = std::make_unique<ReferencedVersions>(store, id, nullptr);

@@ -81,8 +81,8 @@ inline ContentId StoreReferencing(const Store& store, const std::vector<uint8_t>
   const ContentId id = HashBytes(data.data(), data.size());
   MemorySource input(data.data(), data.size(), "version"), base_bytes(base.data(), base.size(), "base"),
       reference_bytes(reference.data(), reference.size(), "reference");
-  const container::DeltaBase delta{&base_bytes, base_id, container::BaseChoice::kShared,
-                                   {{&reference_bytes, reference_id}}};
+  const container::DeltaBase delta{
+      &base_bytes, base_id, container::BaseChoice::kShared, {{&reference_bytes, reference_id}}};
   container::Layout layout;
   layout.regions = {container::Region{codec::DType::kBytes, 0, 32, true, 0},
                     container::Region{codec::DType::kBytes, 32, 32, true, 32, 0, /*source=*/1}};

@@ -24,7 +24,7 @@
 # a GPT bf16 run (38 MB each) over one path, median of RUNS, with the
 # stored bytes of both builds (they must match).
 #
-#   GIT_ZIPNN_BEFORE_BIN_DIR=<dir> GIT_ZIPNN_BIN_DIR=<dir> bash tests/bench/shared_bench.sh [RUNS]
+#   GIT_ZIPNN_BEFORE_BIN_DIR=<dir> GIT_ZIPNN_BIN_DIR=<dir> [STEPS_DIR=<dir>] bash tests/bench/shared_bench.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=${1:-3}
@@ -32,7 +32,10 @@ maker=${MAKE_TRAJECTORY:-../shared/data/make_trajectory.py}
 before=${GIT_ZIPNN_BEFORE_BIN_DIR:?a folder with the git-zipnn before the change}
 after=${GIT_ZIPNN_BIN_DIR:?a folder with the git-zipnn after the change}
 top=/tmp/zipnn-transfer-bench
-gpt=$top/gpt-fp32-adam steps=$top/gpt-bf16
+# STEPS_DIR: another trajectory's step-*.safetensors for the timing of
+# adds where nothing is shared (the fp32 run above, say: generating the
+# bf16 one takes most of an hour on 2 cores).
+gpt=$top/gpt-fp32-adam steps=${STEPS_DIR:-$top/gpt-bf16}
 [ -f "$gpt/step-000060.safetensors" ] || /usr/bin/python3 "$maker" --family gpt --width 256 --layers 4 --dtype fp32 \
   --pt --steps 60 --every 10 --out "$gpt" >/dev/null
 [ -f "$steps/step-000060.safetensors" ] || /usr/bin/python3 "$maker" --family gpt --width 512 --layers 8 \
