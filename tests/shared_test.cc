@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tests/git_repo.h"
+#include "tests/s3rver.h"
 
 namespace zipnn {
 namespace {
@@ -189,27 +190,33 @@ TEST_CASE(
   CHECK(repo.Sh("cmp ../third/ft/adapter_model.safetensors ../adapter").code == 0);
 }
 
+// Commits step `step` of the fp32 CNN cut into three shards
+// (hf/model-0000k-of-00003.safetensors, by tensor count: the third holds
+// most bytes), and the same weights under a second naming scheme in one
+// file (hf/original/consolidated.safetensors), in one commit; copies of
+// them go to ../<kept>-<k> and ../<kept>.
+Run SaveSharded(Repo& repo, const std::string& step, const std::string& kept) {
+  const std::string rename = "python3 '" + repo.Runfile("tests/rename_tensors.py") + "' ";
+  const std::string file = repo.Data("cnn-fp32/step-000" + step + ".safetensors");
+  std::string line = "mkdir -p hf/original && ";
+  for (int k = 1; k <= 3; ++k) {
+    const std::string shard = "hf/model-0000" + std::to_string(k) + "-of-00003.safetensors";
+    line += rename + "'" + file + "' " + shard + " '' --shard " + std::to_string(k) + "/3 && cp " + shard + " ../" +
+            kept + "-" + std::to_string(k) + " && ";
+  }
+  line += rename + "'" + file +
+          "' hf/original/consolidated.safetensors '' --upper --reverse && "
+          "cp hf/original/consolidated.safetensors ../" +
+          kept + " && git add hf && git commit -qm " + kept;
+  return repo.Sh(line);
+}
+
 TEST_CASE(
     "a consolidated copy of a sharded save takes its tensors from every shard, and stays exact through push, a "
     "clone that fetches it alone, retention here and on the remote, and gc") {
   Repo repo;
   const std::string rename = "python3 '" + repo.Runfile("tests/rename_tensors.py") + "' ";
-  // A save cut into three shards, and the same weights under a second
-  // naming scheme, in one commit: twice, for two saves.
-  auto save = [&](const std::string& step, const std::string& kept) {
-    const std::string file = repo.Data("cnn-fp32/step-000" + step + ".safetensors");
-    std::string line = "mkdir -p hf/original && ";
-    for (int k = 1; k <= 3; ++k) {
-      const std::string shard = "hf/model-0000" + std::to_string(k) + "-of-00003.safetensors";
-      line += rename + "'" + file + "' " + shard + " '' --shard " + std::to_string(k) + "/3 && cp " + shard + " ../" +
-              kept + "-" + std::to_string(k) + " && ";
-    }
-    line += rename + "'" + file +
-            "' hf/original/consolidated.safetensors '' --upper --reverse && "
-            "cp hf/original/consolidated.safetensors ../" +
-            kept + " && git add hf && git commit -qm " + kept;
-    return repo.Sh(line);
-  };
+  auto save = [&](const std::string& step, const std::string& kept) { return SaveSharded(repo, step, kept); };
   REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.safetensors' >/dev/null && "
                   "git add .gitattributes && git commit -qm setup && git init -q --bare ../hub.git && "
                   "git remote add origin ../hub.git")
@@ -277,6 +284,44 @@ TEST_CASE(
             .code == 0);
   REQUIRE(repo.Sh("cd .. && git clone -q -b main hub.git fresh && cd fresh && cmp hf/original/consolidated.safetensors "
                   "../second && git checkout -q HEAD~2 -- hf/original && "
+                  "cmp hf/original/consolidated.safetensors ../first")
+              .code == 0);
+}
+
+TEST_CASE("S3: retain --remote stores whole first what takes tensors from a version it drops there") {
+  Repo repo;
+  testing::S3rver s3(repo);
+  REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.safetensors' >/dev/null && "
+                  "git add .gitattributes && git commit -qm setup && git init -q --bare ../hub.git && "
+                  "git remote add origin ../hub.git && mkdir -p ../home/.aws && printf '[default]\\n"
+                  "aws_access_key_id = S3RVER\\naws_secret_access_key = S3RVER\\n' > ../home/.aws/credentials && "
+                  "git config remote.origin.zipnnurl s3://zipnn/team && git config remote.origin.zipnnendpoint " +
+                  s3.endpoint())
+              .code == 0);
+  REQUIRE(SaveSharded(repo, "160", "first").code == 0);
+  // The parent is the third shard; the first is one of its references.
+  const nlohmann::json first = Logged(repo, "hf/original/consolidated.safetensors");
+  CHECK(first.at("base").get<std::string>() == Logged(repo, "hf/model-00003-of-00003.safetensors").at("id"));
+  const std::string reference = Logged(repo, "hf/model-00001-of-00003.safetensors").at("id");
+  CHECK(first.at("shared").dump().find(reference) != std::string::npos);
+  REQUIRE(SaveSharded(repo, "200", "second").code == 0);
+  // Dropped here and there: the first shard's older version only, which
+  // the older consolidated file references (the bucket must say so, as
+  // only its base would keep it otherwise).
+  const Run retain = repo.Sh(
+      "printf 'retention:\\n  - checkpoints: \\x27hf/model-00001*\\x27\\n    keep_newest: 1\\n    rest: drop\\n' "
+      "> .zipnn.yaml && git add .zipnn.yaml && git commit -qm rule && git push -q origin HEAD:main && "
+      "git zipnn retain --remote origin --yes --pushes-stopped");
+  CAPTURE(retain.out);
+  CAPTURE(retain.err);
+  REQUIRE(retain.code == 0);
+  CHECK(retain.out.find("1 object re-sent") != std::string::npos);
+  CHECK(repo.Sh("test ! -e '" + s3.data() + "/team/" + reference.substr(0, 2) + "/" + reference.substr(2, 2) + "/" +
+                reference + "._S3rver_object'")
+            .code == 0);
+  REQUIRE(repo.Sh("cd .. && git clone -q -c remote.origin.zipnnurl=s3://zipnn/team -c remote.origin.zipnnendpoint=" +
+                  s3.endpoint() +
+                  " -b main hub.git fresh && cd fresh && git checkout -q HEAD~2 -- hf/original && "
                   "cmp hf/original/consolidated.safetensors ../first")
               .code == 0);
 }
