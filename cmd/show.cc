@@ -28,8 +28,8 @@ struct ShowArgs {
 // For a delta whose base holds its tensors under other names, which of
 // them are its base's bytes: their count and size, or with --tensors each
 // name and the base's name for it.
-Status PrintSharedTensors(const store::Store& store, const ContentId& id, const formats::FileLayout& layout,
-                          bool all) {
+Status PrintSharedTensors(ops::Context& context, const store::Store& store, const ContentId& id,
+                          const formats::FileLayout& layout, bool all) {
   ZIPNN_ASSIGN_OR_RETURN(const ops::SharedWith shared, ops::SharedWithBase(access::Versions(store), id, &layout));
   if (!shared.tensors.empty()) {
     std::printf("%s (%s) of the same bytes as its base's, under other names%s\n",
@@ -40,8 +40,10 @@ Status PrintSharedTensors(const store::Store& store, const ContentId& id, const 
     }
   }
   for (const ops::SharedWith::Referenced& r : shared.references) {
+    std::string where = ops::WhereHeld(context, r.id);
+    if (where != r.id.Hex()) where += " (" + r.id.Hex() + ")";
     std::printf("%s (%s) taken from %s, a version it references%s\n", Counted(r.tensors.size(), "tensor").c_str(),
-                HumanBytes(ops::BytesOf(r.tensors)).c_str(), r.id.Hex().c_str(), all ? ":" : "");
+                HumanBytes(ops::BytesOf(r.tensors)).c_str(), where.c_str(), all ? ":" : "");
     if (all) {
       for (const ops::SharedTensor& t : r.tensors) std::printf("  %s = %s\n", t.name.c_str(), t.base_name.c_str());
     }
@@ -51,7 +53,8 @@ Status PrintSharedTensors(const store::Store& store, const ContentId& id, const 
 
 // The tensors of the version, read by parts (its header, decoded down the
 // chain): their count, or with --tensors their table.
-Status PrintTensors(const store::Store& store, const store::Pointer& pointer, const std::string& what, bool all) {
+Status PrintTensors(ops::Context& context, const store::Store& store, const store::Pointer& pointer,
+                    const std::string& what, bool all) {
   if (!all) {
     // Only what needs no whole restore: an object before format 5 is
     // read whole to list its tensors, which --tensors asks for.
@@ -71,7 +74,7 @@ Status PrintTensors(const store::Store& store, const store::Pointer& pointer, co
     std::printf("%s (`git zipnn show --tensors` or `git zipnn cat --list` lists them)\n",
                 Counted(tensors.size(), "tensor").c_str());
   }
-  return PrintSharedTensors(store, pointer.id, layout, all);
+  return PrintSharedTensors(context, store, pointer.id, layout, all);
 }
 
 Status RunShow(const ShowArgs& a) {
@@ -131,7 +134,7 @@ Status RunShow(const ShowArgs& a) {
     ZIPNN_ASSIGN_OR_RETURN(store::ChainLink top, store::ReadLink(store, *id));
     named = store::Pointer{*id, top.raw_size, ""};
   }
-  ZIPNN_RETURN_IF_ERROR(PrintTensors(store, *named, a.what, a.tensors));
+  ZIPNN_RETURN_IF_ERROR(PrintTensors(context, store, *named, a.what, a.tensors));
   std::printf("\n");
   return PrintObjectReport(store.objects.PathOf(*id));
 }

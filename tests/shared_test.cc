@@ -225,13 +225,21 @@ TEST_CASE(
   const nlohmann::json first = Logged(repo, "hf/original/consolidated.safetensors");
   CAPTURE(first.dump());
   // Its parent is one shard; the other two give the rest.
-  CHECK(first.at("parent").get<std::string>().find(", from 2 other stored versions") != std::string::npos);
+  const std::string parent = first.at("parent").get<std::string>();
+  CHECK(parent.rfind("a delta of hf/model-00003-of-00003.safetensors (", 0) == 0);
+  const size_t from = parent.find(", from hf/model-0000");
+  REQUIRE(from != std::string::npos);
+  // Both other shards, in the order of its reference table.
+  CHECK(parent.find("hf/model-00001-of-00003.safetensors", from) != std::string::npos);
+  CHECK(parent.find("hf/model-00002-of-00003.safetensors", from) != std::string::npos);
+  CHECK(parent.find(".safetensors and hf/model-0000", from) != std::string::npos);
   CHECK(StoredShare(first) < 0.02);
   Run show = repo.Sh("git zipnn show HEAD:hf/original/consolidated.safetensors");
   REQUIRE(show.code == 0);
   CHECK(show.out.find("(takes tensors from 2 more versions, marked ref)") != std::string::npos);
   CHECK(show.out.find("(ref of " + first.at("id").get<std::string>().substr(0, 12) + ")") != std::string::npos);
-  CHECK(show.out.find(", a version it references\n") != std::string::npos);
+  CHECK(show.out.find(" taken from hf/model-00001-of-00003.safetensors (") != std::string::npos);
+  CHECK(show.out.find("), a version it references\n") != std::string::npos);
 
   // The next save: the newest of its series, which only a twin may be a
   // delta of, is one with its shards together.

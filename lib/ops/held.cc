@@ -39,6 +39,13 @@ std::string WhyBase(Context& context, const std::string& path, const ContentId& 
   return git::WhyBase(**opened, **series, path, id);
 }
 
+std::string WhereHeld(Context& context, const ContentId& id) {
+  auto series = context.Series();
+  if (!series.ok()) return id.Hex();
+  auto path = (*series)->PathOf(id);
+  return path.ok() && *path ? **path : id.Hex();
+}
+
 std::string ParentNote(Context& context, container::BaseChoice choice, const ContentId& base,
                        const std::string& detail) {
   auto series = context.Series();

@@ -38,6 +38,9 @@ HeldVersion DescribeHeld(const store::Store& where, const ContentId& id);
 // is a base (lib/git/discover.h WhyBase); "" when the series git holds
 // cannot be read.
 std::string WhyBase(Context& context, const std::string& path, const ContentId& id);
+// Where git holds the version `id` (a path of HEAD's history), or its id
+// when nowhere or when the series cannot be read.
+std::string WhereHeld(Context& context, const ContentId& id);
 // Where a delta's parent in another series is, and why it was taken
 // (lib/git/discover.h ParentNote); the choice in words when the series
 // cannot be read; `detail` as git::ParentNote takes it.

@@ -104,10 +104,16 @@ Result<LogResult> Log(Context& context, const LogRequest& request) {
         }
         if (!shared->references.empty()) {
           // The versions it references: how much it took from them.
+          std::string from;
+          for (size_t k = 0; k < shared->references.size(); ++k) {
+            from += (k == 0                               ? ""
+                     : k + 1 == shared->references.size() ? " and "
+                                                          : ", ") +
+                    WhereHeld(context, shared->references[k].id);
+          }
           detail += (detail.empty() ? "" : "; ") + std::to_string(shared->ReferencedTensors()) +
                     (detail.empty() ? " of its " + std::to_string(shared->of) + " tensors" : " more") + ", " +
-                    HumanBytes(shared->ReferencedBytes()) + ", from " +
-                    Counted(shared->references.size(), "other stored version");
+                    HumanBytes(shared->ReferencedBytes()) + ", from " + from;
         }
         row.shared = std::move(shared->tensors);
         for (SharedWith::Referenced& r : shared->references) {
