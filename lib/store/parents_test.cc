@@ -243,6 +243,54 @@ TEST_CASE(
   CHECK(TensorIndex(dir).Find(step40, 1).size() == 1);
 }
 
+TEST_CASE("the tensor index covers a file's tensors with the fewest versions, each adding a good part of its own") {
+  testing::Fixture f;
+  const std::string dir = ParentCachesDir(f.store);
+  const std::string fp32_40 = Data("cnn-fp32/step-000040.safetensors"),
+                    fp32_200 = Data("cnn-fp32/step-000200.safetensors");
+  const std::vector<KeyedTensor> step40 = KeyedTensorsOf(fp32_40), step200 = KeyedTensorsOf(fp32_200);
+  const ContentId whole = IdOf(fp32_40), first = IdOf(Bf16(120)), second = IdOf(Bf16(160)), other = IdOf(fp32_200);
+  // Step 40's indexed tensors: the smallest apart, the others in two
+  // halves, as two shards hold them.
+  std::vector<KeyedTensor> indexed, half[2];
+  for (const KeyedTensor& t : step40) {
+    if (t.bytes >= kIndexedTensorBytes) indexed.push_back(t);
+  }
+  REQUIRE(indexed.size() >= 4);
+  const auto smallest = std::min_element(indexed.begin(), indexed.end(),
+                                         [](const KeyedTensor& x, const KeyedTensor& y) { return x.bytes < y.bytes; });
+  const KeyedTensor small = *smallest;
+  indexed.erase(smallest);
+  for (size_t i = 0; i < indexed.size(); ++i) half[i < indexed.size() / 2 ? 0 : 1].push_back(indexed[i]);
+  uint64_t bytes[2] = {0, 0};
+  for (int h = 0; h < 2; ++h) {
+    for (const KeyedTensor& t : half[h]) bytes[h] += t.bytes;
+  }
+  TensorIndex index(dir);
+  index.Keep(first, std::string(40, 'a'), half[0]);
+  index.Keep(second, std::string(40, 'b'), half[1]);
+  // A version that holds the smallest among its own tensors of other
+  // bytes: far less than a quarter of it, not worth reading whole.
+  std::vector<KeyedTensor> mostly_other = step200;
+  mostly_other.push_back(small);
+  index.Keep(other, std::string(40, 'c'), mostly_other);
+  const auto covered = index.Cover(step40, 8);
+  REQUIRE(covered.size() == 2);
+  const int larger = bytes[1] > bytes[0] ? 1 : 0;
+  CHECK(covered[0].id == (larger == 0 ? first : second));
+  CHECK(covered[0].adds == bytes[larger]);
+  CHECK(covered[1].adds == bytes[1 - larger]);
+  CHECK(covered[1].held == bytes[1 - larger]);
+  CHECK(index.Cover(step40, 1).size() == 1);
+  // A version that holds them all leaves the halves nothing to add; one
+  // skipped (the new version's own series) is not taken.
+  index.Keep(whole, std::string(40, 'd'), step40);
+  const auto all = index.Cover(step40, 8);
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].id == whole);
+  CHECK(index.Cover(step40, 8, {whole}).size() == 2);
+}
+
 TEST_CASE("a first version holding another series' tensors under other names is a delta of it, at next to nothing") {
   Repo r;
   r.Put(Bf16(200), "base/model.safetensors", "base/model.safetensors");
