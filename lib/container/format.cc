@@ -35,6 +35,14 @@ Status CheckChunkSize(uint32_t chunk_size) {
   return OkStatus();
 }
 
+std::vector<ContentId> NeedsOf(const ObjectHeader& header) {
+  std::vector<ContentId> needs;
+  if (header.kind != ObjectKind::kDelta) return needs;
+  needs.push_back(header.base_id);
+  for (const Reference& r : header.references) needs.push_back(r.id);
+  return needs;
+}
+
 uint16_t WriteVersion(codec::TransformPolicy transform, bool delta, BaseChoice choice) {
   if (transform == codec::Transform::kXor) return 2;
   if (!delta || transform != codec::kAutoTransform) return kRawChecksumVersion;

@@ -94,6 +94,9 @@ struct ObjectHeader {
   Layout layout;
   std::vector<Reference> references;  // format 8 on; a delta region's source k is references[k - 1]
 };
+// The versions a decode of the object `header` describes reads: its base,
+// then the versions it references (none for a base object).
+std::vector<ContentId> NeedsOf(const ObjectHeader& header);
 
 // Where one chunk's record sits in the object, and how a delta chunk
 // was taken against its base.

@@ -108,13 +108,7 @@ struct Received {
   std::optional<ContentId> base;  // for a delta
   uint64_t base_size = 0;
   std::vector<container::Reference> references;  // the versions a delta of format 8 takes tensors from
-  // The base and references: what its decode reads.
-  std::vector<ContentId> needs() const {
-    std::vector<ContentId> all;
-    if (base) all.push_back(*base);
-    for (const container::Reference& r : references) all.push_back(r.id);
-    return all;
-  }
+  std::vector<ContentId> needs;                  // its base and references: what its decode reads
   const std::string& path() const { return file ? file->path() : kept->path(); }
 };
 
@@ -160,6 +154,7 @@ Result<Received> Receive(const Store& local, RemoteStore& remote, const ContentI
     r.base_size = info.header.base_size;
     r.references = info.header.references;
   }
+  r.needs = container::NeedsOf(info.header);
   return r;
 }
 
@@ -183,7 +178,7 @@ Status AcceptReceived(const Store& local, std::map<ContentId, Received>& receive
   std::vector<ContentId> ready;
   for (const auto& [id, r] : received) {
     size_t n = 0;
-    for (const ContentId& needed : r.needs()) {
+    for (const ContentId& needed : r.needs) {
       if (received.count(needed) == 0) continue;
       waiting_on_it[needed].push_back(id);
       ++n;
@@ -304,27 +299,26 @@ Status SendAllLevels(const Store& local, RemoteStore& remote, UnrecordedPuts& un
   return sent.ok() ? recorded : sent;
 }
 
-}  // namespace
-
 // The height of `id` and of each object below it that `needs` (the
 // objects of its chain, each with what it needs) shows: one more than the
 // highest object it needs, 0 for a base; an object needed but not walked
 // (the remote holds it) counts as a base. Each object goes up after all
 // it needs, a level at a time.
-Status AddHeights(const ContentId& id, const std::map<ContentId, std::vector<ContentId>>& needs,
-                  std::map<ContentId, int>& height) {
+// (VisitChain has refused loops and chains too deep to recurse down.)
+void AddHeights(const ContentId& id, const std::map<ContentId, std::vector<ContentId>>& needs,
+                std::map<ContentId, int>& height) {
   const auto it = needs.find(id);
-  if (it == needs.end()) return OkStatus();
-  if (height.count(id) != 0) return OkStatus();
+  if (it == needs.end() || height.count(id) != 0) return;
   int h = 0;
   for (const ContentId& next : it->second) {
-    ZIPNN_RETURN_IF_ERROR(AddHeights(next, needs, height));  // VisitChain has refused loops and deep chains
+    AddHeights(next, needs, height);
     const auto below = height.find(next);
     h = std::max(h, (below == height.end() ? 0 : below->second) + 1);
   }
   height[id] = h;
-  return OkStatus();
 }
+
+}  // namespace
 
 Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, const std::vector<ContentId>& ids,
                                    const TransferOptions& options) {
@@ -370,7 +364,7 @@ Result<TransferReport> PushObjects(const Store& local, RemoteStore& remote, cons
         return walked;
       }
     }
-    ZIPNN_RETURN_IF_ERROR(AddHeights(id, needs, height));
+    AddHeights(id, needs, height);
   }
   if (!absent.empty()) {
     std::vector<ContentId> asked;

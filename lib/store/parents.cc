@@ -16,6 +16,7 @@
 
 #include "lib/base/file.h"
 #include "lib/base/fs_ops.h"
+#include "lib/base/strings.h"
 #include "lib/base/thread_pool.h"
 #include "lib/codec/dtype.h"
 #include "lib/container/estimate.h"
@@ -391,36 +392,33 @@ std::map<ContentId, TensorIndex::Holding> TensorIndex::Holders(const std::vector
   }
   std::map<ContentId, Holding> holders;
   if (wanted.empty()) return holders;
+  // Each "<key>:<bytes>" item of a line.
+  const std::string_view text = text_;
+  auto each_item = [&](const Held& h, const auto& take) {
+    for (size_t at = h.from; at < h.to;) {
+      const size_t comma = std::min(text.find(',', at), h.to);
+      const std::string_view item = text.substr(at, comma - at);
+      at = comma + 1;
+      if (item.size() >= 18 && item[16] == ':') take(item.substr(0, 16), item.substr(17));
+    }
+  };
   // Which version holds which of them: each content once a version,
   // however many of its tensors (or lines) hold it.
-  const std::string_view text = text_;
   for (const Held& h : held_) {
+    const bool listed = holders.count(h.id) != 0;  // by a line before (another source of it)
     Holding* holding = nullptr;
-    for (size_t at = h.from; at < h.to;) {
-      const size_t comma = std::min(text.find(',', at), h.to);
-      const std::string_view item = text.substr(at, comma - at);
-      at = comma + 1;
-      if (item.size() < 18 || item[16] != ':') continue;
-      const std::optional<uint64_t> key = HexKey(item.substr(0, 16));
-      if (!key || wanted.count(*key) == 0) continue;
+    each_item(h, [&](std::string_view hex, std::string_view) {
+      const std::optional<uint64_t> key = HexKey(hex);
+      if (!key || wanted.count(*key) == 0) return;
       if (holding == nullptr) holding = &holders[h.id];
       holding->keys.insert(*key);
-    }
-    // The bytes of the whole version, of a line that holds any.
-    if (holding == nullptr) continue;
-    for (size_t at = h.from; at < h.to;) {
-      const size_t comma = std::min(text.find(',', at), h.to);
-      const std::string_view item = text.substr(at, comma - at);
-      at = comma + 1;
-      uint64_t bytes = 0;
-      if (item.size() < 18 || item[16] != ':' || item.size() > 17 + 19) continue;
-      bool digits = true;
-      for (const char c : item.substr(17)) {
-        digits = digits && c >= '0' && c <= '9';
-        bytes = bytes * 10 + static_cast<uint64_t>(c - '0');
-      }
-      if (digits) holding->own += bytes;
-    }
+    });
+    // The bytes of the whole version, of its first line that holds any
+    // (only those lines are parsed that far).
+    if (holding == nullptr || listed) continue;
+    each_item(h, [&](std::string_view, std::string_view digits) {
+      if (const auto bytes = DecimalAtMost(digits, UINT64_MAX / 2 - holding->own)) holding->own += *bytes;
+    });
   }
   return holders;
 }

@@ -87,21 +87,11 @@ Status PrepareFolder(const std::string& path) {
   return OkStatus();
 }
 
-// What a decode of the object `info` describes reads: its base and the
-// versions it references (none for a base).
-std::vector<ContentId> NeedsOf(const container::ObjectInfo& info) {
-  std::vector<ContentId> needs;
-  if (info.header.kind != container::ObjectKind::kDelta) return needs;
-  needs.push_back(info.header.base_id);
-  for (const container::Reference& r : info.header.references) needs.push_back(r.id);
-  return needs;
-}
-
 // Whether the object `info` describes may take `id`'s place in `there`:
 // every version it needs is held intact, and none of their chains comes
 // back to `id` or runs longer than kMaxChainDepth with it on top.
 Status StandsOn(const Store& there, const ContentId& id, const container::ObjectInfo& info) {
-  for (const ContentId& needed : NeedsOf(info)) {
+  for (const ContentId& needed : container::NeedsOf(info.header)) {
     if (!HoldsIntact(there.objects, needed)) {
       return InvalidArgument("the base " + needed.Hex() + " of the object sent for " + id.Hex() +
                              " is not here intact");
@@ -124,7 +114,7 @@ Status CommitOnBase(const ObjectStore& store, const ContentId& id, const std::st
   ZIPNN_ASSIGN_OR_RETURN(StoreLock lock, store.Lock(StoreLock::Mode::kShared, [] {}));
   ZIPNN_ASSIGN_OR_RETURN(ReadFile object, ReadFile::Open(temp));
   ZIPNN_ASSIGN_OR_RETURN(container::ObjectInfo info, container::ReadObjectInfo(object));
-  for (const ContentId& needed : NeedsOf(info)) {
+  for (const ContentId& needed : container::NeedsOf(info.header)) {
     if (store.Has(needed)) continue;
     return NotFound("object " + id.Hex() + " is a delta of " + needed.Hex() + ", which " + store.root() +
                     " does not hold (a retain removed it meanwhile?): push again, and the base goes with it");
