@@ -34,15 +34,15 @@ double StoredShare(const nlohmann::json& version) {
          static_cast<double>(version.at("raw_bytes").get<uint64_t>());
 }
 
-constexpr const char* kShared = "(the same tensor bytes, under other names: ";
+constexpr const char* kShared = "(tensors of the same bytes: ";
 
 // Whether `version`'s parent, as log gives it, is `path` holding `tensors`
 // of its `of` tensors under other names.
 bool SharedFrom(const nlohmann::json& version, const std::string& path, size_t tensors, size_t of) {
   const std::string said = version.at("parent").get<std::string>();
   CAPTURE(said);
-  const std::string want =
-      "a delta of " + path + " " + kShared + std::to_string(tensors) + " of its " + std::to_string(of) + " tensors, ";
+  const std::string want = "a delta of " + path + " " + kShared + std::to_string(tensors) + " of its " +
+                           std::to_string(of) + " tensors under other names, ";
   return said.rfind(want, 0) == 0 && said.back() == ')' && version.at("shared").size() == tensors;
 }
 

@@ -168,7 +168,8 @@ class TensorMatch {
     const Tensor* tensor = nullptr;
     uint32_t source = 0;
   };
-  TensorMatch(const FileLayout& target, const FileLayout& base, const std::vector<const FileLayout*>& references) {
+  TensorMatch(const FileLayout& target, const FileLayout& base, const std::vector<const FileLayout*>& references,
+              bool equal_only = false) {
     std::map<std::string, const Tensor*> by_name;
     for (const Tensor& t : base.tensors) by_name[t.name] = &t;
     // The base's tensors first: of equal contents, the base's is taken.
@@ -185,6 +186,7 @@ class TensorMatch {
         if (b->dtype == t.dtype && b->shape == t.shape && b->length == t.length) twin.tensor = b;
       }
       const bool twin_same = twin.tensor != nullptr && t.content && twin.tensor->content == t.content;
+      if (equal_only && !twin_same) twin = Match{};
       if (!twin_same && t.content && !t.strided) {
         auto it = by_content.find(std::make_pair(*t.content, t.dtype));
         if (it != by_content.end() && it->second.tensor->length == t.length) {
@@ -264,8 +266,8 @@ Shared TakenFromReferences(const FileLayout& target, const FileLayout& base,
 }
 
 Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base,
-                      const std::vector<const FileLayout*>& references) {
-  const TensorMatch match(target, base, references);
+                      const std::vector<const FileLayout*>& references, bool equal_only) {
+  const TensorMatch match(target, base, references, equal_only);
   auto twin_of = [&](const Tensor* t) { return match.InBase(t); };
   // The opaque prefix (a safetensors header, a zip's first local header) of each file.
   const uint64_t target_head = target.tensors.empty() ? 0 : target.tensors.front().offset;

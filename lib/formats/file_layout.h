@@ -88,8 +88,14 @@ container::Layout ToRegions(const FileLayout& file);
 // tensor the base does not hold by its bytes is taken against the first
 // reference that does (its region's source: 1 for references[0], ...),
 // for an object of format 8.
+//
+// With `equal_only`, a tensor is taken only against one of the same bytes
+// (both carry content hashes and they are equal): a name twin whose values
+// differ is coded standalone, as is every tensor without a hash. Such a
+// delta decodes nearly as fast as the file stored whole when its sources
+// are (the newest of a series that shares only part of its tensors).
 container::Layout ToDeltaRegions(const FileLayout& target, const FileLayout& base,
-                                 const std::vector<const FileLayout*>& references = {});
+                                 const std::vector<const FileLayout*>& references = {}, bool equal_only = false);
 
 // Of a stored delta's `regions` (of `target` against `base`), each tensor
 // of `target` taken against a tensor of `base` under another name (or

@@ -34,11 +34,12 @@ namespace {
 Status EncodeTo(const Store& store, const formats::CheckpointView& input, const formats::CheckpointView* base,
                 AtomicFile& out, container::EncodeResult* encoded, bool verify = false,
                 container::BaseChoice choice = container::BaseChoice::kSeries,
-                const std::vector<formats::CheckpointView>& references = {}, std::vector<ContentId>* taken = nullptr) {
+                const std::vector<formats::CheckpointView>& references = {}, std::vector<ContentId>* taken = nullptr,
+                bool equal_only = false) {
   std::vector<const formats::FileLayout*> from;
   for (const formats::CheckpointView& r : references) from.push_back(r.layout);
-  container::Layout regions =
-      base != nullptr ? formats::ToDeltaRegions(*input.layout, *base->layout, from) : formats::ToRegions(*input.layout);
+  container::Layout regions = base != nullptr ? formats::ToDeltaRegions(*input.layout, *base->layout, from, equal_only)
+                                              : formats::ToRegions(*input.layout);
   std::optional<container::DeltaBase> delta;
   if (base != nullptr) {
     delta = container::DeltaBase{base->source, base->id, choice};
@@ -63,11 +64,13 @@ Status EncodeTo(const Store& store, const formats::CheckpointView& input, const 
 Result<Candidate> EncodeCandidateAs(const Store& store, const formats::CheckpointView& input,
                                     const formats::CheckpointView* base, bool verify,
                                     container::BaseChoice choice = container::BaseChoice::kSeries,
-                                    const std::vector<formats::CheckpointView>& references = {}) {
+                                    const std::vector<formats::CheckpointView>& references = {},
+                                    bool equal_only = false) {
   ZIPNN_ASSIGN_OR_RETURN(TempFile file, TempFile::Create(store.temp_dir + "/candidates", "object"));
   Candidate c{std::move(file), base != nullptr, 0, {}, {}};
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::InTemp(c.file));
-  ZIPNN_RETURN_IF_ERROR(EncodeTo(store, input, base, out, &c.encoded, verify, choice, references, &c.references));
+  ZIPNN_RETURN_IF_ERROR(
+      EncodeTo(store, input, base, out, &c.encoded, verify, choice, references, &c.references, equal_only));
   ZIPNN_RETURN_IF_ERROR(out.Commit());
   c.size = c.encoded.object_size;
   return c;
@@ -194,8 +197,9 @@ std::optional<uint64_t> CheckPrepared(const std::string& path, const ContentId& 
 }
 
 // Re-stores the version `at` (stored whole as the newest until `newer`
-// came) as the delta PlaceDemoted gives, when
-// that saves min_gain against its whole object; else it stays whole.
+// came, or as a delta of the tensors of the same bytes other versions
+// hold) as the delta PlaceDemoted gives, when that saves min_gain against
+// its object; else it stays as it is.
 // Nothing here may fail the add of `newer`: the caller reports an error
 // and goes on, and every step leaves `older` whole or as a verified delta.
 // It runs while `newer` is being stored, and replaces nothing before
@@ -204,6 +208,9 @@ std::optional<uint64_t> CheckPrepared(const std::string& path, const ContentId& 
 // Placement without a base when the version stays whole), before the
 // encode.
 using MaybeDemoted = std::optional<CheckedIn::Demoted>;
+// A delta of shared tensors is re-stored in its series only when it holds
+// at least this share of its raw bytes.
+inline constexpr double kDemotedSharedShare = 0.10;
 Result<MaybeDemoted> Demote(const Store& store, SeriesAt at, const formats::CheckpointView& newer,
                             const std::string& storing, bool complete, const EarlierVersions& deeper,
                             const std::shared_future<Status>& newer_stored, std::promise<Placement>* planned = nullptr) {
@@ -226,7 +233,17 @@ Result<MaybeDemoted> Demote(const Store& store, SeriesAt at, const formats::Chec
     }
   } unlink_prepared{prepared};
   auto link = ReadLink(store, id);
-  if (!link.ok() || link->delta) return MaybeDemoted();  // not here, or not whole: nothing to do
+  // Not here, or a delta already: nothing to do. But a delta found by
+  // shared tensors that still codes much of its bytes alone (a newest that
+  // took only the tensors of the same bytes: ChooseParent) is, to its
+  // series, a whole object, and is re-stored as one is when that pays.
+  // One that costs little already (a twin, a copy of shards) is left as
+  // it is without encoding a delta to find that out.
+  if (!link.ok()) return MaybeDemoted();
+  const bool shared =
+      link->delta && link->choice == container::BaseChoice::kShared &&
+      static_cast<double>(link->object_size) >= kDemotedSharedShare * static_cast<double>(link->raw_size);
+  if (link->delta && !shared) return MaybeDemoted();
   std::vector<Version> all;
   // Versions of other series stored as deltas of it (a twin, a
   // fine-tune's first save) get as much deeper as it does.
@@ -244,6 +261,7 @@ Result<MaybeDemoted> Demote(const Store& store, SeriesAt at, const formats::Chec
   // (the newest no longer), the note says why now, and goes to a remote
   // with the push of `newer` (rebased.h).
   auto stays_whole = [&](BaseReason why) {
+    if (shared) return MaybeDemoted();  // as it was: a delta has no base note
     const std::optional<BaseNote> was = ReadBaseNote(store.objects, id);
     const BaseNote now = NoteOf(why, store.policy, link->object_size);
     if (!was || was->reason != now.reason || was->figure != now.figure) {
@@ -412,8 +430,9 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
 // CheckIn's try of a parent in another series (parents.h), where its own
 // series would store the version whole: `position` is past every stored
 // version of `series` (the first of its series: any parent that pays), or
-// it is the newest with the newest whole (a twin only: a delta that costs
-// nearly nothing to decode reads as fast as a whole object). True when
+// it is the newest with the newest whole (a twin only, or the tensors of
+// the same bytes that versions stored whole hold: a delta that costs
+// nearly nothing more to decode than a whole object). True when
 // the version was stored as a delta of one; false leaves the store as it
 // was. A parent that cannot be read costs this version its delta, never
 // the add.
@@ -473,8 +492,9 @@ Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, form
       }
       // A parent's copy rewritten while the delta was built on it fails
       // the encoding: the version is then stored as its series places it.
-      Result<Candidate> encoded = EncodeCandidate(store, raw, &base, /*base_ratio=*/0, /*verify=*/false,
-                                                  static_cast<container::BaseChoice>(parent->why), references);
+      Result<Candidate> encoded =
+          EncodeCandidate(store, raw, &base, /*base_ratio=*/0, /*verify=*/false,
+                          static_cast<container::BaseChoice>(parent->why), references, parent->equal_only);
       if (encoded.ok() && encoded->delta) {
         c = std::move(*encoded);
       } else if (parent->why == ParentWhy::kRule) {
@@ -541,10 +561,11 @@ Status VerifyCandidate(const Store& store, const Candidate& c, const formats::Ch
 
 Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointView& input,
                                   const formats::CheckpointView* base, double base_ratio, bool verify,
-                                  container::BaseChoice choice,
-                                  const std::vector<formats::CheckpointView>& references) {
+                                  container::BaseChoice choice, const std::vector<formats::CheckpointView>& references,
+                                  bool equal_only) {
   if (base == nullptr) return EncodeCandidateAs(store, input, nullptr, verify);
-  ZIPNN_ASSIGN_OR_RETURN(Candidate delta, EncodeCandidateAs(store, input, base, verify, choice, references));
+  ZIPNN_ASSIGN_OR_RETURN(Candidate delta,
+                         EncodeCandidateAs(store, input, base, verify, choice, references, equal_only));
   const double keep = 1 - store.policy.min_gain;
   // Versions of one series store alone at nearly the same share of their
   // size (within about 1% between saves); a delta far below the last

@@ -86,7 +86,7 @@ struct CheckedIn {
   struct Demoted {
     ContentId id;
     ContentId base;       // what it is a delta of now
-    uint64_t before = 0;  // its object's bytes, whole
+    uint64_t before = 0;  // its object's bytes before (whole, or a delta of shared tensors)
     uint64_t after = 0;   // and as a delta
   };
   std::optional<Demoted> demoted;
@@ -126,11 +126,13 @@ inline constexpr double kHintMargin = 0.95;
 // `choice` is recorded in a delta's header: why `base` was taken. A
 // delta takes each tensor `base` does not hold by its bytes from the first
 // of `references` that does (each carrying its tensors' content hashes,
-// as `input` must then), and references those it takes from.
+// as `input` must then), and references those it takes from. With
+// `equal_only`, it takes only tensors of the same bytes, from `base` or a
+// reference, and codes the rest standalone (formats::ToDeltaRegions).
 Result<Candidate> EncodeCandidate(const Store& store, const formats::CheckpointView& input,
                                   const formats::CheckpointView* base, double base_ratio = 0, bool verify = false,
                                   container::BaseChoice choice = container::BaseChoice::kSeries,
-                                  const std::vector<formats::CheckpointView>& references = {});
+                                  const std::vector<formats::CheckpointView>& references = {}, bool equal_only = false);
 
 // Proves a candidate before it takes the place of a stored object: it
 // holds `input`, as the kind of object it says (a delta of `base`), and

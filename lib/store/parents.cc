@@ -64,7 +64,7 @@ const char* ParentWhyText(ParentWhy why) {
     case ParentWhy::kSameTensors:
       return "the same tensor names, dtypes and shapes";
     case ParentWhy::kShared:
-      return "the same tensor bytes, under other names";
+      return "tensors of the same bytes";
   }
   return "";
 }
@@ -527,6 +527,7 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     double ratio = 1;
     bool other_names = false;                   // some tensor matched by its bytes under another name
     std::optional<formats::Checkpoint> proven;  // its bytes, when weighed on verified ones
+    bool whole = false;                         // stored whole: its bytes decode alone
   };
   std::optional<Weighed> best;
   std::vector<Weighed> weighed_holders;  // found by shared tensors, on proven bytes, besides the best
@@ -542,6 +543,14 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     return static_cast<double>(bytes) >= (1 - kTwinRatio) * static_cast<double>(indexed);
   };
   const bool together = holders != nullptr && twins_only && nearly_all(held_together);
+  // Or they hold a share of them worth a delta (coded alone, weights take
+  // two thirds to four fifths of their bytes, so twice min_gain pays it):
+  // then the tensors of the same bytes, and only those, may be taken from
+  // the holders stored whole, and the version decodes about as fast as if
+  // it were whole too (a fine-tune's frozen layers, the model's weights
+  // inside a checkpoint that holds its optimizer's state as well).
+  const bool partly = holders != nullptr && twins_only &&
+                      static_cast<double>(held_together) >= 2 * store.policy.min_gain * static_cast<double>(indexed);
   for (const ParentCandidate& c : candidates) {
     if (c.id == input.id) continue;
     // (A listed twin's key holds its names, dtypes and shapes already; one
@@ -553,13 +562,16 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     // Where only a twin will do, one that holds less than all but the
     // twin's share of the tensors' bytes is not read to be weighed (a
     // fine-tune's frozen layers: its parent would be decoded at every add).
-    if (twins_only && c.shared_bytes > 0 && !c.listed_twin && !nearly_all(c.shared_bytes) && !together) continue;
+    const bool holds_part = twins_only && c.shared_bytes > 0 && !c.listed_twin && !nearly_all(c.shared_bytes);
+    if (holds_part && !together && !partly) continue;
     // Its chain counts in this version's, as any base's does.
     auto chain = Describe(store, c.id);
     if (!chain.ok() && found_by_hash && not_here != nullptr && chain.status().code() == StatusCode::kNotFound) {
       not_here->push_back(c.path);
     }
     if (!chain.ok() || static_cast<uint32_t>(chain->depth) + 1 > store.policy.max_chain) continue;
+    // Tensors taken from a delta would decode through its chain.
+    if (holds_part && !together && chain->depth > 0) continue;
     // Weighed on its work-tree file when there is one (a sample need not
     // be proven: the delta is made of verified bytes below), else on a
     // kept copy; a found candidate is not decoded only to be weighed.
@@ -605,12 +617,12 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     if ((twins_only && !twin) || (!c.by_rule && ratio > kCloseRatio)) {
       // Not a parent, but it may give tensors the parent lacks.
       if (holders != nullptr && c.shared_bytes > 0 && proven) {
-        weighed_holders.push_back(Weighed{&c, ratio, other_names, std::move(hint)});
+        weighed_holders.push_back(Weighed{&c, ratio, other_names, std::move(hint), chain->depth == 0});
       }
       continue;
     }
     // The user's word is weighed only by whether the delta pays.
-    Weighed now{&c, ratio, other_names, proven ? std::move(hint) : std::nullopt};
+    Weighed now{&c, ratio, other_names, proven ? std::move(hint) : std::nullopt, chain->depth == 0};
     if (c.by_rule || !best || ratio < best->ratio) {
       std::optional<Weighed> was = std::move(best);
       best = std::move(now);
@@ -622,13 +634,11 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     }
     if (c.by_rule || twin) break;  // nothing is closer than a twin
   }
-  if (!best && together && !weighed_holders.empty()) {
-    // No twin alone: the holders together are one when the tensors they
-    // hold by content are nearly all its indexed bytes. The one holding
-    // most is the parent; the delta takes the rest from the others.
+  // The bytes of `input`'s indexed tensors that `from` hold by content.
+  const auto covered_by = [&](const std::vector<const Weighed*>& from) {
     std::set<uint64_t> held;
-    for (const Weighed& w : weighed_holders) {
-      for (const formats::Tensor& t : w.proven->layout().tensors) {
+    for (const Weighed* w : from) {
+      for (const formats::Tensor& t : w->proven->layout().tensors) {
         if (t.content) held.insert(*t.content);
       }
     }
@@ -636,12 +646,40 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     for (const formats::Tensor& t : input.layout->tensors) {
       if (t.length >= kIndexedTensorBytes && t.content && held.count(*t.content) != 0) covered += t.length;
     }
-    if (nearly_all(covered)) {
-      auto most = std::min_element(weighed_holders.begin(), weighed_holders.end(),
-                                   [](const Weighed& a, const Weighed& b) { return a.ratio < b.ratio; });
-      best = std::move(*most);
+    return covered;
+  };
+  std::vector<const Weighed*> all_holders;
+  for (const Weighed& w : weighed_holders) all_holders.push_back(&w);
+  bool equal_only = false;
+  if (!best && together && !weighed_holders.empty() && nearly_all(covered_by(all_holders))) {
+    // No twin alone: the holders together are one when the tensors they
+    // hold by content are nearly all its indexed bytes. The one holding
+    // most is the parent; the delta takes the rest from the others.
+    auto most = std::min_element(weighed_holders.begin(), weighed_holders.end(),
+                                 [](const Weighed& a, const Weighed& b) { return a.ratio < b.ratio; });
+    best = std::move(*most);
+    best->other_names = true;
+    weighed_holders.erase(most);
+  } else if (!best && partly) {
+    // Part of its bytes held: the holders stored whole give the tensors
+    // of the same bytes, the one holding most of them as the parent.
+    weighed_holders.erase(
+        std::remove_if(weighed_holders.begin(), weighed_holders.end(), [](const Weighed& w) { return !w.whole; }),
+        weighed_holders.end());
+    uint64_t most = 0;
+    size_t parent = weighed_holders.size();
+    for (size_t i = 0; i < weighed_holders.size(); ++i) {
+      if (const uint64_t held = covered_by({&weighed_holders[i]}); held > most) most = held, parent = i;
+    }
+    all_holders.clear();
+    for (const Weighed& w : weighed_holders) all_holders.push_back(&w);
+    const double share =
+        static_cast<double>(covered_by(all_holders)) / static_cast<double>(std::max<uint64_t>(indexed, 1));
+    if (parent < weighed_holders.size() && share >= 2 * store.policy.min_gain) {
+      best = std::move(weighed_holders[parent]);
       best->other_names = true;
-      weighed_holders.erase(most);
+      weighed_holders.erase(weighed_holders.begin() + static_cast<std::ptrdiff_t>(parent));
+      equal_only = true;
     }
   }
   if (!best) return std::optional<Parent>();
@@ -669,7 +707,7 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
       holders->push_back(Parent{w.candidate->id, w.candidate->path, ParentWhy::kShared, std::move(*w.proven), w.ratio});
     }
   }
-  return std::optional<Parent>(Parent{c.id, c.path, why, std::move(bytes), best->ratio});
+  return std::optional<Parent>(Parent{c.id, c.path, why, std::move(bytes), best->ratio, equal_only});
 }
 
 }  // namespace zipnn::store

@@ -79,6 +79,9 @@ struct Parent {
   ParentWhy why = ParentWhy::kSameTensors;
   formats::Checkpoint bytes;
   double sampled_ratio = 1;  // the sampled delta's bound over the sampled standalone bound
+  // Taken for the tensors of the same bytes only (a newest that shares
+  // part of its tensors: ChooseParent); its delta codes the rest alone.
+  bool equal_only = false;
 };
 
 // Where the caches of this file live: the folder holding the raw cache
@@ -234,7 +237,11 @@ Result<double> SampledRatio(const Store& store, const formats::CheckpointView& i
 // stored as a delta of, among `candidates` (the caller's order: the first
 // rule candidate wins; found ones are weighed by their sampled ratio), or
 // nullopt. A found candidate must have `fingerprint` and a sampled ratio
-// of at most kCloseRatio; `twins_only` takes only a twin. A listed twin
+// of at most kCloseRatio; `twins_only` takes only a twin, or else, when
+// the candidates found by shared tensors hold at least twice min_gain of
+// its indexed bytes, the one of those stored whole that holds most, for
+// the tensors of the same bytes only (Parent::equal_only; the others
+// stored whole give theirs as `holders`). A listed twin
 // is weighed on its verified bytes (decoded when no copy holds them), and
 // so is one found by shared tensors, whose sampled ratio counts the
 // tensors it does not hold as stored alone; `input` must then carry its

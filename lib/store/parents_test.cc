@@ -312,13 +312,121 @@ TEST_CASE("a first version holding another series' tensors under other names is 
   CHECK(r.Share(IdOf(renamed)) < 0.02);
   CHECK(r.Info(IdOf(renamed)).choice == container::BaseChoice::kShared);
   CHECK(r.Info(IdOf(renamed)).format == 7);
-  CHECK(BaseChoiceText(r.Info(IdOf(renamed)).choice) == "the same tensor bytes, under other names");
+  CHECK(BaseChoiceText(r.Info(IdOf(renamed)).choice) == "tensors of the same bytes");
   // By names alone the same file finds nothing: every name differs.
   Repo by_name;
   by_name.Put(Bf16(200), "base/model.safetensors", "base/model.safetensors");
   const CheckedIn alone = by_name.Put(renamed, "ft/adapter.safetensors", "ft/adapter.safetensors");
   CHECK_FALSE(alone.parent.has_value());
   CHECK(by_name.Share(IdOf(renamed)) > 0.5);
+}
+
+// `rest` (a save of the model `frozen` is a save of) with its first
+// tensors, about `share` of the tensor bytes in file order, `frozen`'s:
+// a fine-tune whose lower layers are frozen.
+std::string FrozenPart(const std::string& frozen, const std::string& rest, double share, const std::string& out) {
+  auto checkpoint = formats::Checkpoint::Open(rest);
+  REQUIRE(checkpoint.ok());
+  REQUIRE(checkpoint->ReadLayout().ok());
+  const formats::FileLayout layout = checkpoint->layout();
+  std::ifstream a(frozen, std::ios::binary), b(rest, std::ios::binary);
+  const std::string from((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>());
+  std::string bytes((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
+  REQUIRE(from.size() == bytes.size());
+  uint64_t total = 0, taken = 0;
+  for (const formats::Tensor& t : layout.tensors) total += t.length;
+  for (const formats::Tensor& t : layout.tensors) {
+    if (static_cast<double>(taken) >= share * static_cast<double>(total)) break;
+    bytes.replace(t.offset, t.length, from, t.offset, t.length);
+    taken += t.length;
+  }
+  std::ofstream(out, std::ios::binary) << bytes;
+  return out;
+}
+
+TEST_CASE("the newest that shares part of its tensors takes those of the same bytes from versions stored whole") {
+  Repo r;
+  const std::string model = Data("cnn-fp32/step-000200.safetensors");
+  r.Put(model, "base/model.safetensors", "base/model.safetensors");
+  // Its convolutions frozen (40% of its bytes), its classifier trained on.
+  const std::string first = FrozenPart(model, Data("cnn-fp32/step-000040.safetensors"), 0.3, r.root + "/ft1");
+  const std::string second = FrozenPart(model, Data("cnn-fp32/step-000080.safetensors"), 0.3, r.root + "/ft2");
+  r.Put(first, "ft/model.safetensors", "ft/model.safetensors");
+  // The tensor index's word: `holder` holds the bytes of `file`'s tensors
+  // that `model` holds.
+  uint64_t total = 0, frozen = 0;
+  {
+    auto mine = formats::Checkpoint::Open(second);
+    REQUIRE(mine.ok());
+    REQUIRE(mine->ReadLayout().ok());
+    std::ifstream a(model, std::ios::binary), b(second, std::ios::binary);
+    const std::string x((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>());
+    const std::string y((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
+    for (const formats::Tensor& t : mine->layout().tensors) {
+      total += t.length;
+      if (x.compare(t.offset, t.length, y, t.offset, t.length) == 0) frozen += t.length;
+    }
+  }
+  REQUIRE(frozen > total / 3);
+  REQUIRE(frozen < total / 2);
+  const auto found = [&](const std::string& path, const ContentId& id) {
+    ParentCandidate c{id, path, false};
+    c.shared_bytes = c.adds_bytes = frozen;
+    return c;
+  };
+  // Alone in its series' place the newest would be whole; with the base
+  // stored whole holding part of it, it takes those tensors, and only
+  // those: its other tensors, the base's under the same names, are coded
+  // alone, so it decodes without a chain of deltas below them.
+  const CheckedIn put =
+      r.Put(second, "ft/model.safetensors", "ft/model.safetensors", "", found("base/model.safetensors", IdOf(model)));
+  REQUIRE(put.parent.has_value());
+  CHECK(put.parent->why == ParentWhy::kShared);
+  CHECK(put.parent->path == "base/model.safetensors");
+  const StoredInfo taken = r.Info(IdOf(second));
+  CHECK(taken.delta);
+  CHECK(taken.depth == 1);
+  CHECK(r.Share(IdOf(second)) < 0.7 * r.Share(IdOf(model)));
+  auto object = ReadFile::Open(r.store.objects.PathOf(IdOf(second)));
+  REQUIRE(object.ok());
+  auto info = container::ReadObjectInfo(*object);
+  REQUIRE(info.ok());
+  uint64_t against_base = 0, alone = 0;
+  for (const container::Region& region : info->header.layout.regions) {
+    if (region.dtype == codec::DType::kBytes) continue;
+    (region.delta ? against_base : alone) += region.length;
+  }
+  CHECK(against_base == frozen);
+  CHECK(alone == total - frozen);
+  // When the next save comes, the one before is re-stored in its series as
+  // a whole newest is, when a delta of the version before it pays.
+  const double was = r.Share(IdOf(second));
+  const std::string third = FrozenPart(model, Data("cnn-fp32/step-000120.safetensors"), 0.3, r.root + "/ft3");
+  const CheckedIn next =
+      r.Put(third, "ft/model.safetensors", "ft/model.safetensors", "", found("base/model.safetensors", IdOf(model)));
+  REQUIRE(next.parent.has_value());
+  REQUIRE(next.demoted.has_value());
+  CHECK(next.demoted->id == IdOf(second));
+  CHECK(r.Info(IdOf(second)).choice == container::BaseChoice::kSeries);
+  CHECK(r.Share(IdOf(second)) < (1 - r.store.policy.min_gain) * was);
+  CountingSink restored;
+  REQUIRE(Restore(r.store, IdOf(second), restored).ok());  // checked against its id
+  // A version that is itself a delta gives nothing to the newest: a copy
+  // of the base under other names (a delta of it) is passed over.
+  Repo deep;
+  deep.Put(model, "base/model.safetensors", "base/model.safetensors");
+  const std::string renamed = RenamedTensors(
+      model, [](const std::string& name) { return "model." + name; }, deep.root + "/renamed");
+  ParentCandidate base{IdOf(model), "base/model.safetensors", false};
+  base.shared_bytes = base.adds_bytes = 1;
+  deep.Put(renamed, "copy/model.safetensors", "copy/model.safetensors", "", base);
+  REQUIRE(deep.Info(IdOf(renamed)).delta);
+  deep.Put(first, "ft/model.safetensors", "ft/model.safetensors");
+  deep.series.erase("base/model.safetensors");
+  const CheckedIn whole = deep.Put(second, "ft/model.safetensors", "ft/model.safetensors", "",
+                                   found("copy/model.safetensors", IdOf(renamed)));
+  CHECK_FALSE(whole.parent.has_value());
+  CHECK_FALSE(deep.Info(IdOf(second)).delta);
 }
 
 TEST_CASE("a named parent is taken when its delta pays; a parent at max_chain is passed over") {
