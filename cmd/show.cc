@@ -25,15 +25,15 @@ struct ShowArgs {
   bool tensors = false;
 };
 
-// For a delta whose base holds its tensors under other names, which of
-// them are its base's bytes: their count and size, or with --tensors each
-// name and the base's name for it.
+// For a delta whose base holds tensors of its bytes, which of them are
+// its base's bytes: their count and size, or with --tensors each name and
+// the base's name for it.
 Status PrintSharedTensors(ops::Context& context, const store::Store& store, const ContentId& id,
                           const formats::FileLayout& layout, bool all) {
   ZIPNN_ASSIGN_OR_RETURN(const ops::SharedWith shared, ops::SharedWithBase(access::Versions(store), id, &layout));
   if (!shared.tensors.empty()) {
-    std::printf("%s (%s) of the same bytes as its base's, under other names%s\n",
-                Counted(shared.tensors.size(), "tensor").c_str(), HumanBytes(ops::BytesOf(shared.tensors)).c_str(),
+    std::printf("%s (%s) of the same bytes as its base's%s%s\n", Counted(shared.tensors.size(), "tensor").c_str(),
+                HumanBytes(ops::BytesOf(shared.tensors)).c_str(), ops::UnderOtherNames(shared.tensors).c_str(),
                 all ? " (of tensors of equal bytes, any one may be named):" : "");
     if (all) {
       for (const ops::SharedTensor& t : shared.tensors) std::printf("  %s = %s\n", t.name.c_str(), t.base_name.c_str());

@@ -3,13 +3,15 @@ bytes: what a second naming scheme of one model, or an adapter file that
 carries its base model, holds.
 
   python3 rename_tensors.py <in> <out> <prefix> [--reverse] [--upper] [--add <file>:<tensor>:<name>]...
-                            [--shard <k>/<n>]
+                            [--shard <k>/<n>] [--from <file>:<tensor>]...
 
 Each tensor is named <prefix><name> (upper case with --upper, dots as
 underscores); --reverse writes them in reverse order; --add appends a
 tensor of another file under a new name (an adapter's own weights);
 --shard keeps only the k-th of n runs of about as many tensors each, in
-file order (one shard of a save cut as a sharded save is).
+file order (one shard of a save cut as a sharded save is); --from takes a
+tensor's bytes from another save of the same model, under its own name
+(a layer trained on, where the others are frozen).
 """
 import json
 import struct
@@ -46,6 +48,11 @@ def main(argv):
         if arg == "--shard":
             k, n = (int(v) for v in rest[i + 1].split("/"))
             tensors = [t for j, t in enumerate(tensors) if j * n // len(tensors) == k - 1]
+    for i, arg in enumerate(rest):
+        if arg == "--from":
+            path, tensor = rest[i + 1].split(":")
+            trained = {n: r for n, d, s, r in read(path)}
+            tensors = [(n, d, s, trained[n] if n == tensor else r) for n, d, s, r in tensors]
     if "--reverse" in rest:
         tensors.reverse()
     upper = "--upper" in rest

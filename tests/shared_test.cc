@@ -86,7 +86,7 @@ TEST_CASE(
   Run show = repo.Sh("git zipnn show --tensors HEAD:ft/adapter_model.safetensors");
   REQUIRE(show.code == 0);
   CHECK(show.out.find("25 tensors (") != std::string::npos);
-  CHECK(show.out.find(") of the same bytes as its base's, under other names (of tensors of equal bytes, any one may "
+  CHECK(show.out.find(") of the same bytes as its base's under other names (of tensors of equal bytes, any one may "
                       "be named):\n") != std::string::npos);
   CHECK(show.out.find("\n  base_model.model.fc1.weight = fc1.weight\n") != std::string::npos);
   CHECK(show.out.find("lora_A.weight =") == std::string::npos);
@@ -294,6 +294,83 @@ TEST_CASE(
                   "../second && git checkout -q HEAD~2 -- hf/original && "
                   "cmp hf/original/consolidated.safetensors ../first")
               .code == 0);
+}
+
+TEST_CASE(
+    "the newest that shares part of its tensors takes only those of the same bytes, and stays exact through push "
+    "and clone") {
+  Repo repo;
+  const std::string rename = "python3 '" + repo.Runfile("tests/rename_tensors.py") + "' ";
+  const auto step = [&](int n) {
+    return "'" + repo.Data("cnn-fp32/step-000" + std::string(n < 100 ? "0" : "") + std::to_string(n) + ".safetensors") +
+           "'";
+  };
+  REQUIRE(repo.Sh("git zipnn install >/dev/null && git zipnn track '*.safetensors' >/dev/null && "
+                  "git add .gitattributes && git commit -qm setup && git init -q --bare ../hub.git && "
+                  "git remote add origin ../hub.git && mkdir base ft out && cp " +
+                  step(200) + " base/model.safetensors")
+              .code == 0);
+  // A fine-tune of the model in base/ whose convolutions are frozen (40%
+  // of its bytes) and whose classifier trains on: three saves over one
+  // path, the first in the commit of the base. Beside it, out/ holds a
+  // model and its training state (the same weights under other names,
+  // with moments of its own), one commit a save.
+  const auto save = [&](int n, int trained, const std::string& kept) {
+    return repo.Sh(rename + step(200) + " ft/model.safetensors '' --from " + step(trained) + ":fc1.weight --from " +
+                   step(trained) + ":fc2.weight && cp ft/model.safetensors ../" + kept + " && cp " + step(n) +
+                   " out/model.safetensors && " + rename + step(n) + " out/state.safetensors model. --add " +
+                   step(trained) + ":fc1.weight:exp_avg.fc1 --add " + step(trained) +
+                   ":c3.weight:exp_avg.c3 && cp out/state.safetensors ../" + kept +
+                   "-state && git add -A && git commit -qm " + kept);
+  };
+  REQUIRE(save(160, 40, "first").code == 0);
+  REQUIRE(save(120, 80, "second").code == 0);
+  // The newest of each series, which would be whole for want of a twin, is
+  // a delta of the version stored whole that holds part of it.
+  const auto newest = [&](const std::string& path) {
+    const Run log = repo.Sh("git zipnn log --json " + path);
+    REQUIRE(log.code == 0);
+    return nlohmann::json::parse(log.out).at(0);
+  };
+  const nlohmann::json tuned = newest("ft/model.safetensors");
+  CAPTURE(tuned.dump());
+  CHECK(tuned.at("parent").get<std::string>().rfind(
+            "a delta of base/model.safetensors (tensors of the same bytes: 23 of its 25 tensors, ", 0) == 0);
+  CHECK(tuned.at("depth").get<int>() == 1);
+  CHECK(StoredShare(tuned) > 0.3);  // its classifier, coded alone
+  CHECK(StoredShare(tuned) < 0.6);  // without its convolutions
+  REQUIRE(tuned.at("shared").size() == 23);
+  for (const nlohmann::json& t : tuned.at("shared")) {
+    CHECK(t.at("name") == t.at("parent_name"));
+    CHECK(t.at("name") != "fc1.weight");  // the trained ones are its own
+    CHECK(t.at("name") != "fc2.weight");
+  }
+  const nlohmann::json state = newest("out/state.safetensors");
+  CAPTURE(state.dump());
+  // (Its weights are those of the model stored just before it, in the
+  // same add.)
+  CHECK(state.at("parent").get<std::string>().rfind(
+            "a delta of out/model.safetensors (tensors of the same bytes: 25 of its 27 tensors under other names, ",
+            0) == 0);
+  CHECK(StoredShare(state) < 0.6);
+  Run show = repo.Sh("git zipnn show HEAD:ft/model.safetensors");
+  REQUIRE(show.code == 0);
+  CHECK(show.out.find("\n23 tensors (") != std::string::npos);
+  CHECK(show.out.find(") of the same bytes as its base's\n") != std::string::npos);
+
+  // A third save: each version before is re-stored in its series when
+  // that pays, and every one restores exactly in a clone.
+  REQUIRE(save(80, 120, "third").code == 0);
+  CHECK(repo.Sh("git zipnn fsck --all").code == 0);
+  REQUIRE(repo.Sh("git push -q origin HEAD:main && cd .. && git clone -q -b main hub.git clone").code == 0);
+  for (const std::string& kept : {"third", "second", "first"}) {
+    CAPTURE(kept);
+    CHECK(repo.Sh("cd ../clone && cmp ft/model.safetensors ../" + kept + " && cmp out/state.safetensors ../" + kept +
+                  "-state")
+              .code == 0);
+    REQUIRE(repo.Sh("cd ../clone && git checkout -q HEAD~1").code == 0);
+  }
+  CHECK(repo.Sh("cd ../clone && git status --porcelain").out.empty());
 }
 
 TEST_CASE("S3: retain --remote stores whole first what takes tensors from a version it drops there") {

@@ -10,6 +10,8 @@
 #include <xxhash.h>
 
 #include "lib/base/endian.h"
+#include "lib/codec/chunk_codec.h"
+#include "lib/codec/grouping.h"
 
 namespace zipnn::container {
 
@@ -41,6 +43,17 @@ std::vector<ContentId> NeedsOf(const ObjectHeader& header) {
   needs.push_back(header.base_id);
   for (const Reference& r : header.references) needs.push_back(r.id);
   return needs;
+}
+
+bool ChunkUnchanged(const ObjectInfo& info, size_t k) {
+  if (k >= info.chunks.size()) return false;
+  const ChunkSpan& span = info.chunks[k].span;
+  if (span.region >= info.header.layout.regions.size()) return false;
+  const Region& region = info.header.layout.regions[span.region];
+  if (!region.delta) return false;
+  const uint64_t groups = static_cast<uint64_t>(codec::GroupCount(region.dtype, span.length));
+  const uint64_t empty = (HasRawChecksums(info.header) ? kRawChecksumBytes : 0) + 1 + codec::kGroupEntryBytes * groups;
+  return info.chunks[k].record_size == empty;
 }
 
 uint16_t WriteVersion(codec::TransformPolicy transform, bool delta, BaseChoice choice) {

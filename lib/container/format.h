@@ -259,4 +259,12 @@ void AppendIndexAndTrailer(const std::vector<ChunkRef>& chunks, const ContentId&
 // `object.name()`.
 Result<ObjectInfo> ReadObjectInfo(const ByteSource& object);
 
+// Whether chunk `k` of the object `info` describes (from ReadObjectInfo)
+// is a delta chunk whose every group is coded zero, so that its record
+// holds no payload: its bytes are the same as its source's (the base's,
+// or a reference's) where its region takes them. Read from the chunk
+// index alone; an object whose encoder coded an all-zero group otherwise
+// only gives false.
+bool ChunkUnchanged(const ObjectInfo& info, size_t k);
+
 }  // namespace zipnn::container

@@ -137,6 +137,14 @@ Result<std::optional<store::Version>> SeriesVersions::At(const std::string& path
 }
 
 Result<std::optional<std::string>> SeriesVersions::PathOf(const ContentId& id) {
+  // This process's versions first: the paths below are read once, and a
+  // version stored since (a model's weights, stored just before the
+  // training state that holds them in the same add) is among them too.
+  for (const auto& [name, versions] : session_) {
+    for (const store::Version& v : versions) {
+      if (v.id == id) return std::optional<std::string>(v.path);
+    }
+  }
   if (!paths_) {
     ZIPNN_ASSIGN_OR_RETURN(auto all, All());
     paths_.emplace();

@@ -1,5 +1,7 @@
 #include "lib/ops/held.h"
 
+#include <algorithm>
+
 #include <limits.h>
 #include <stdlib.h>
 
@@ -74,9 +76,22 @@ Result<SharedWith> SharedWithBase(const access::Versions& versions, const Conten
   ZIPNN_ASSIGN_OR_RETURN(const formats::FileLayout base_layout, read_layout(top.base, base.raw_size));
   SharedWith shared;
   shared.of = layout->tensors.size();
-  for (const auto& [t, b] : formats::TensorsTakenUnderOtherNames(*layout, info.header.layout, base_layout)) {
-    shared.tensors.push_back(
-        SharedTensor{layout->tensors[t].name, base_layout.tensors[b].name, layout->tensors[t].length});
+  // Under another name, a tensor was taken for its bytes (by their hash);
+  // under its own, when its delta chunks hold nothing (ChunkUnchanged).
+  const auto unchanged = [&](const formats::Tensor& t) {
+    auto chunk = std::partition_point(info.chunks.begin(), info.chunks.end(), [&](const container::ChunkRef& c) {
+      return c.span.offset + c.span.length <= t.offset;
+    });
+    for (; chunk != info.chunks.end() && chunk->span.offset < t.offset + t.length; ++chunk) {
+      if (!container::ChunkUnchanged(info, static_cast<size_t>(chunk - info.chunks.begin()))) return false;
+    }
+    return t.length > 0;
+  };
+  for (const auto& [t, b] : formats::TensorsTakenFrom(*layout, info.header.layout, base_layout, 0, /*any_name=*/true)) {
+    const formats::Tensor& mine = layout->tensors[t];
+    const formats::Tensor& its = base_layout.tensors[b];
+    if (mine.name != its.name || unchanged(mine))
+      shared.tensors.push_back(SharedTensor{mine.name, its.name, mine.length});
   }
   for (size_t k = 0; k < info.header.references.size(); ++k) {
     const container::Reference& r = info.header.references[k];
@@ -90,6 +105,14 @@ Result<SharedWith> SharedWithBase(const access::Versions& versions, const Conten
     shared.references.push_back(std::move(taken));
   }
   return shared;
+}
+
+std::string UnderOtherNames(const std::vector<SharedTensor>& tensors) {
+  const auto renamed = static_cast<size_t>(
+      std::count_if(tensors.begin(), tensors.end(), [](const SharedTensor& t) { return t.name != t.base_name; }));
+  if (renamed == 0) return "";
+  if (renamed == tensors.size()) return " under other names";
+  return ", " + std::to_string(renamed) + " under other names";
 }
 
 size_t SharedWith::ReferencedTensors() const {

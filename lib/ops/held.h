@@ -47,10 +47,13 @@ std::string WhereHeld(Context& context, const ContentId& id);
 std::string ParentNote(Context& context, container::BaseChoice choice, const ContentId& base,
                        const std::string& detail = "");
 
-// Of a delta whose base holds some of its tensors under other names
-// (base choice kShared: a base model inside an adapter, a second naming
-// scheme), each such tensor: its name, the base's name for it and its
-// bytes, in file order; empty for any other object. Read from the
+// Of a delta whose base was taken for tensors of the same bytes (base
+// choice kShared: a base model inside an adapter, a second naming scheme,
+// a fine-tune's frozen layers) or that references other versions, each
+// tensor taken as the same bytes: its name, the base's name for it (its
+// own, or another) and its bytes, in file order; empty for any other
+// object. A tensor taken under its own name counts when its delta chunks
+// hold nothing (container::ChunkUnchanged). Read from the
 // object's regions and both versions' headers, by parts, through
 // `versions` (which fetches what is missing, or not, as it was made to).
 // `layout` is the version's own when it was read already.
@@ -75,6 +78,10 @@ struct SharedWith {
 Result<SharedWith> SharedWithBase(const access::Versions& versions, const ContentId& id,
                                   const formats::FileLayout* layout = nullptr);
 uint64_t BytesOf(const std::vector<SharedTensor>& tensors);
+// How many of `tensors` have another name in their source, as a phrase
+// that follows a count of them: " under other names" (all), ", 12 under
+// other names" (some) or "" (none).
+std::string UnderOtherNames(const std::vector<SharedTensor>& tensors);
 
 // The checkpoint in `file`: the file itself, or the version it names when
 // it holds a git-zipnn pointer (as the files git hands to diff drivers

@@ -99,8 +99,8 @@ Result<LogResult> Log(Context& context, const LogRequest& request) {
     if (info.choice == container::BaseChoice::kShared || !info.references.empty()) {
       if (auto shared = SharedWithBase(local, row.pointer.id); shared.ok()) {
         if (!shared->tensors.empty()) {
-          detail = std::to_string(shared->tensors.size()) + " of its " + std::to_string(shared->of) +
-                   " tensors under other names, " + HumanBytes(BytesOf(shared->tensors));
+          detail = std::to_string(shared->tensors.size()) + " of its " + std::to_string(shared->of) + " tensors" +
+                   UnderOtherNames(shared->tensors) + ", " + HumanBytes(BytesOf(shared->tensors));
         }
         if (!shared->references.empty()) {
           // The versions it references: how much it took from them.

@@ -19,6 +19,14 @@
 #            file, hf/original/consolidated.safetensors, in one commit:
 #            steps 40, then 60 (the second commit's consolidated file is
 #            the newest of its series)
+#   frozen   the model committed as base/model.safetensors, then four
+#            saves of ft/model.safetensors whose first half of tensors (in
+#            file order) are the model's, frozen, the rest from later
+#            steps (the newest of its series holds only part of its bytes
+#            elsewhere)
+#   state    six steps of out/model.safetensors beside
+#            out/training_state.pt (torch.save of the same weights and
+#            AdamW's state), one commit a step
 #
 # and, where nothing is shared, the time of `git add` of the six saves of
 # a GPT bf16 run (38 MB each) over one path, median of RUNS, with the
@@ -102,8 +110,22 @@ for step in (40, 60):
 PY
 fi
 
+if [ ! -f "$shared/frozen/ft-4.safetensors" ]; then
+  mkdir -p "$shared/frozen"
+  python3 - "$gpt" "$shared/frozen" <<'PY'
+import sys
+sys.path.insert(0, "tests")
+from rename_tensors import read, write
+gpt, out = sys.argv[1:]
+base = read(f"{gpt}/step-000010.safetensors")
+for k, step in enumerate((20, 30, 40, 50), 1):
+    later = read(f"{gpt}/step-0000{step}.safetensors")
+    write(f"{out}/ft-{k}.safetensors", [b if i < len(base) // 2 else l for i, (b, l) in enumerate(zip(base, later))])
+PY
+fi
+
 . tests/bench/builds_env.sh
-row() { printf '%-46s %12s %12s %9s %9s\n' "$@"; }
+row() { printf '%-56s %12s %12s %9s %9s\n' "$@"; }
 share() { python3 -c "print(f'{100 * $1 / $2:.2f}%')"; }
 
 row "stored bytes (share of raw)" before after before after
@@ -130,6 +152,20 @@ for label in before after; do
   done
   read -r sharded_both sharded_both_raw < <(stored '^hf/original/')
   declare "sharded40_$label=$sharded40" "sharded_both_$label=$sharded_both"
+  repo "$bin" "frozen-$label"
+  put "$gpt/step-000010.safetensors" base/model.safetensors
+  for k in 1 2 3 4; do put "$shared/frozen/ft-$k.safetensors" ft/model.safetensors; done
+  read -r frozen frozen_raw < <(stored '^ft/')
+  declare "frozen_$label=$frozen"
+  repo "$bin" "state-$label" '*.safetensors' '*.pt'
+  mkdir out
+  for s in 10 20 30 40 50 60; do
+    cp "$gpt/step-0000$s.safetensors" out/model.safetensors
+    cp "$gpt/step-0000$s.pt" out/training_state.pt
+    git add out && git commit -qm "step $s"
+  done
+  read -r state state_raw < <(stored '^out/')
+  declare "state_$label=$state"
   repo "$bin" "export-$label"
   for s in 20 40 60; do put "$gpt/step-0000$s.safetensors" out/model.safetensors; done
   put "$shared/export/model.safetensors" export/model.safetensors
@@ -148,6 +184,10 @@ row "and a second save (raw $sharded_both_raw)" "$sharded_both_before" "$sharded
   "$(share "$sharded_both_before" "$sharded_both_raw")" "$(share "$sharded_both_after" "$sharded_both_raw")"
 row "first save exported (raw $export_raw)" "$export_before" "$export_after" \
   "$(share "$export_before" "$export_raw")" "$(share "$export_after" "$export_raw")"
+row "fine-tune, half frozen, 4 saves (raw $frozen_raw)" "$frozen_before" "$frozen_after" \
+  "$(share "$frozen_before" "$frozen_raw")" "$(share "$frozen_after" "$frozen_raw")"
+row "weights + training state, 6 steps (raw $state_raw)" "$state_before" "$state_after" \
+  "$(share "$state_before" "$state_raw")" "$(share "$state_after" "$state_raw")"
 
 # Nothing shared: each save's add over one path, both builds in turn.
 printf '\ngit add of %s saves of %s over one path (s, median of %s; stored bytes)\n' \
