@@ -162,6 +162,36 @@ TEST_CASE("a delta object needs its base and restores the target exactly") {
   CHECK(wrong.status().message().find("is the base the right checkpoint?") != std::string::npos);
 }
 
+TEST_CASE("a delta chunk whose record holds no payload is one of bytes unchanged from its base") {
+  Checkpoint base = MakeCheckpoint(2);
+  Checkpoint target = base;
+  // The weights' second half changes, by a flipped low bit now and then.
+  const Region& w = target.layout.regions[1];
+  const uint64_t changed = w.offset + w.length / 2;
+  for (uint64_t i = changed; i < w.offset + w.length; i += 4 * 31) target.bytes[i] ^= 1;
+  const std::vector<uint8_t> obj = Encode(target.bytes, target.layout.AsDeltaOfSameLayout(), 2, &base.bytes);
+  MemorySource src(obj.data(), obj.size(), "obj");
+  auto info = ReadObjectInfo(src);
+  REQUIRE(info.ok());
+  size_t unchanged = 0, other = 0;
+  for (size_t k = 0; k < info->chunks.size(); ++k) {
+    const ChunkSpan& span = info->chunks[k].span;
+    CAPTURE(k);
+    const bool same = span.offset + span.length <= changed || span.offset >= w.offset + w.length;  // the tail too
+    CHECK(ChunkUnchanged(*info, k) == same);
+    (same ? unchanged : other) += 1;
+  }
+  CHECK(unchanged >= 3);
+  CHECK(other >= 3);
+  CHECK_FALSE(ChunkUnchanged(*info, info->chunks.size()));
+  // Nothing of an object stored alone is unchanged from anything.
+  const std::vector<uint8_t> alone = Encode(base.bytes, base.layout, 2);
+  MemorySource alone_src(alone.data(), alone.size(), "alone");
+  auto alone_info = ReadObjectInfo(alone_src);
+  REQUIRE(alone_info.ok());
+  for (size_t k = 0; k < alone_info->chunks.size(); ++k) CHECK_FALSE(ChunkUnchanged(*alone_info, k));
+}
+
 // Version v of a trajectory whose header grows by 12 bytes each version,
 // so that a delta reads its base at offsets that cut across the base's
 // chunks; a few weights change each version.
