@@ -12,6 +12,7 @@
 #include "cmd/command.h"
 #include "cmd/util.h"
 #include "lib/base/strings.h"
+#include "lib/ops/setup.h"
 #include "lib/ops/status.h"
 
 namespace zipnn::cmd {
@@ -76,7 +77,20 @@ Status RunStatus() {
     }
   }
 
-  Section("Checkpoints in commits on no remote branch (git push sends their objects):", unpushed);
+  // Without the filter in force, `git add` stores tracked files whole in
+  // git: said first, with the way out.
+  if (!ops::FilterInstalled()) {
+    std::printf(
+        "The git-zipnn filter is not installed: `git add` stores tracked checkpoints whole in git. Run `git zipnn "
+        "install` (then `git add --renormalize .` for files added without it).\n");
+  }
+  Section(status.has_remote ? "Checkpoints in commits on no remote branch (git push sends their objects):"
+                            : "Checkpoints in commits on no remote branch (this repository has no remote yet: `git "
+                              "remote add origin <url>`, then `git push`):",
+          unpushed);
+  Section("Checkpoints git holds whole, not stored here (added without the filter: `git zipnn install`, then `git add "
+          "--renormalize <path>` and commit):",
+          status.whole_in_git);
   Section("Checkpoints staged for commit:", to_commit);
   Section("Checkpoints changed and not staged (git add stores them):", not_staged);
   Section("Checkpoints not added yet (they match a tracked pattern):", not_added);
@@ -84,8 +98,15 @@ Status RunStatus() {
   ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> pointers, ops::PointersInWorkTree(staged));
   Section("Checkpoints the work tree holds as their pointers (git zipnn pull writes them):", pointers);
   if (unpushed.empty() && to_commit.empty() && not_staged.empty() && not_added.empty() && missing.empty() &&
-      pointers.empty()) {
-    std::printf("Every checkpoint of HEAD is stored here and on a remote branch; nothing is staged or changed.\n");
+      pointers.empty() && status.whole_in_git.empty()) {
+    if (at_head.empty() && staged.empty()) {
+      std::printf("No checkpoint is stored at HEAD or staged (`git zipnn track` lists the tracked patterns).\n");
+    } else if (!status.has_remote) {
+      std::printf("Every checkpoint of HEAD is stored here; nothing is staged or changed. This repository has no "
+                  "remote yet.\n");
+    } else {
+      std::printf("Every checkpoint of HEAD is stored here and on a remote branch; nothing is staged or changed.\n");
+    }
   }
   return OkStatus();
 }

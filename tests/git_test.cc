@@ -1491,6 +1491,33 @@ TEST_CASE("fetch chooses what it gets as Git LFS does: --include and --exclude p
 }
 
 
+TEST_CASE("status says when the filter is not installed, lists checkpoints git holds whole, and claims no remote") {
+  Repo repo;
+  const std::string step = repo.Data("cnn-bf16/step-000160.safetensors");
+  // Tracked before the filter is installed: git stores the file whole.
+  Run track = repo.Sh("git zipnn track '*.safetensors'");
+  REQUIRE(track.code == 0);
+  CHECK(track.err.find("the git-zipnn filter is not installed") != std::string::npos);
+  REQUIRE(repo.Sh("cp '" + step + "' a.safetensors && git add -A && git commit -qm whole").code == 0);
+  Run whole = repo.Sh("git zipnn status");
+  REQUIRE(whole.code == 0);
+  CHECK(whole.out.find("The git-zipnn filter is not installed: `git add` stores tracked checkpoints whole in git. Run "
+                       "`git zipnn install`") != std::string::npos);
+  CHECK(whole.out.find("Checkpoints git holds whole, not stored here (added without the filter: `git zipnn install`, "
+                       "then `git add --renormalize <path>` and commit):\n        a.safetensors\n") != std::string::npos);
+  CHECK(whole.out.find("on a remote branch") == std::string::npos);
+  // Installed and renormalized: stored here, and no remote is claimed.
+  REQUIRE(repo.Sh("git zipnn install >/dev/null && git add --renormalize . && git commit -qm stored").code == 0);
+  Run stored = repo.Sh("git zipnn status");
+  REQUIRE(stored.code == 0);
+  CAPTURE(stored.out);
+  CHECK(stored.out.find("not installed") == std::string::npos);
+  CHECK(stored.out.find("git holds whole") == std::string::npos);
+  CHECK(stored.out.find("Checkpoints in commits on no remote branch (this repository has no remote yet: `git remote "
+                        "add origin <url>`, then `git push`):\n        a.safetensors  ") != std::string::npos);
+  CHECK(stored.out.find("Every checkpoint") == std::string::npos);
+}
+
 TEST_CASE("status lists checkpoints not pushed, staged, changed, not added, and not in this store") {
   Repo repo;
   HubAndClone(repo);

@@ -21,11 +21,19 @@ Result<CheckpointStatus> ReadStatus(Context& context) {
   status.has_head = head.has_value();
   if (head) {
     ZIPNN_ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, git_repo->TreeFiles(*head));
+    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> tracked, git::TrackedPaths());
+    const std::set<std::string> under_pattern(tracked.begin(), tracked.end());
     for (const git::FileEntry& f : files) {
       auto pointer = git::PointerInBlob(*git_repo, f.blob);
-      if (pointer.ok() && *pointer) status.at_head.emplace(f.path, (*pointer)->id);
+      if (pointer.ok() && *pointer) {
+        status.at_head.emplace(f.path, (*pointer)->id);
+      } else if (pointer.ok() && under_pattern.count(f.path) != 0) {
+        status.whole_in_git.push_back(f.path);
+      }
     }
   }
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> remotes, git::Remotes());
+  status.has_remote = !remotes.empty();
   ZIPNN_ASSIGN_OR_RETURN(status.staged, git::StagedPointers(*git_repo));
   if (head) {
     ZIPNN_ASSIGN_OR_RETURN(git::FoundPointers found, git::FindPointersIn(*git_repo, {"HEAD", "--not", "--remotes"}));

@@ -26,6 +26,11 @@ struct CheckpointStatus {
   std::map<std::string, ContentId> staged;     // the index's
   // Versions in commits that no remote-tracking branch has, each once.
   std::vector<std::pair<store::Pointer, git::Place>> unpushed;
+  // HEAD's files under a tracked pattern that git holds whole, not as a
+  // pointer: added while the filter was not in force (not installed, or
+  // before the pattern was tracked).
+  std::vector<std::string> whole_in_git;
+  bool has_remote = false;  // the repository names a remote
 };
 Result<CheckpointStatus> ReadStatus(Context& context);
 
