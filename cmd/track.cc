@@ -40,6 +40,22 @@ Action SetupTrack(CLI::App& sub) {
       const bool added = std::find(result.added.begin(), result.added.end(), p) != result.added.end();
       std::printf(added ? "Tracking \"%s\"\n" : "\"%s\" already tracked\n", p.c_str());
     }
+    // A pattern that matches no file where one close to it would (a
+    // slip of the fingers) is said, with the pattern meant.
+    if (Result<std::vector<ops::Unmatched>> mistyped = ops::MistypedPatterns(result.added); mistyped.ok()) {
+      for (const ops::Unmatched& m : *mistyped) {
+        // Said as the user gave it, in the folder it was given in.
+        const size_t at = std::find(written.begin(), written.end(), m.pattern) - written.begin();
+        const std::string& given = at < patterns->size() ? (*patterns)[at] : m.pattern;
+        const std::string folder = given.substr(0, given.rfind('/') + 1);
+        std::vector<std::string> meant;
+        for (const std::string& c : m.close) meant.push_back(folder + c);
+        std::fprintf(stderr,
+                     "warning: \"%s\" matches no file here (did you mean %s? `git zipnn untrack \"%s\"` takes it "
+                     "back)\n",
+                     given.c_str(), Alternatives(meant, "\"").c_str(), given.c_str());
+      }
+    }
     // Tracking without the filter makes git store the files whole: said
     // at once, with the way out.
     if (!ops::FilterInstalled()) {

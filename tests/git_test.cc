@@ -241,6 +241,25 @@ TEST_CASE("untrack removes tracked patterns and names one that is not tracked") 
   CHECK(repo.Sh("cat .gitattributes").out == "*.safetensors filter=zipnn diff=zipnn -text\n");
 }
 
+TEST_CASE("track names a pattern that matches no file where a close one would, and says nothing ahead of files") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local").code == 0);
+  // No file yet: a pattern tracked ahead of its checkpoints is fine.
+  const Run ahead = repo.Sh("git zipnn track '*.safetensor'");
+  CHECK(ahead.code == 0);
+  CHECK(ahead.err.empty());
+  REQUIRE(repo.Sh("git zipnn untrack '*.safetensor' && mkdir runs && cp '" +
+                  repo.Data("cnn-bf16/step-000040.safetensors") + "' runs/model.safetensors")
+              .code == 0);
+  const Run typo = repo.Sh("cd runs && git zipnn track '*.safetensor' '*.pt'");
+  CHECK(typo.code == 0);
+  CHECK(typo.out == "Tracking \"runs/*.safetensor\"\nTracking \"runs/*.pt\"\n");
+  CHECK(typo.err ==
+        "warning: \"*.safetensor\" matches no file here (did you mean \"*.safetensors\"? `git zipnn untrack "
+        "\"*.safetensor\"` takes it back)\n");
+  CHECK(repo.Sh("cd runs && git zipnn untrack '*.safetensor' && git zipnn track '*.safetensors'").err.empty());
+}
+
 TEST_CASE("a pattern tracked in a subfolder applies there, as Git LFS writes it, and git follows it") {
   Repo repo;
   REQUIRE(repo.Sh("git zipnn install --local && mkdir -p runs/a other && cd runs && git zipnn track '*.safetensors' "

@@ -15,12 +15,6 @@
 
 namespace zipnn::git {
 
-Result<std::string> TopLevel(const std::string& cwd) {
-  auto top = GitOutput({"rev-parse", "--show-toplevel"}, cwd);
-  if (!top.ok()) return NotFound("not inside a git work tree (" + top.status().message() + ")");
-  return top;
-}
-
 namespace {
 
 // What to say when a git command that needs a repository failed: the
@@ -36,6 +30,17 @@ Status OutsideRepository(const Status& failed) {
 }
 
 }  // namespace
+
+Result<std::string> TopLevel(const std::string& cwd) {
+  auto top = GitOutput({"rev-parse", "--show-toplevel"}, cwd);
+  if (!top.ok()) {
+    // Outside any repository, git's own words are no help: what to do is.
+    if (top.status().message().find("not a git repository") != std::string::npos)
+      return OutsideRepository(top.status());
+    return NotFound("not inside a git work tree (" + top.status().message() + ")");
+  }
+  return top;
+}
 
 Result<std::string> GitDir(const std::string& cwd) {
   // The common folder: linked worktrees share one store with their main

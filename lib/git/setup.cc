@@ -6,8 +6,12 @@
 #include <set>
 #include <sstream>
 
+#include "lib/base/closest.h"
 #include "lib/base/file.h"
 #include "lib/git/git.h"
+#include "lib/git/repository.h"
+#include "lib/git/rewrite.h"
+#include "lib/git/run.h"
 
 namespace zipnn::git {
 
@@ -193,6 +197,33 @@ Result<TrackResult> Track(const std::vector<std::string>& patterns) {
   }
   if (!result.added.empty()) ZIPNN_RETURN_IF_ERROR(WriteLines(path, lines));
   return result;
+}
+
+Result<std::vector<Unmatched>> MistypedPatterns(const std::vector<std::string>& patterns) {
+  std::vector<Unmatched> mistyped;
+  if (patterns.empty()) return mistyped;
+  ZIPNN_ASSIGN_OR_RETURN(const std::string top, TopLevel());
+  ZIPNN_ASSIGN_OR_RETURN(
+      const std::vector<std::string> files,
+      GitPaths({"ls-files", "-z", "--full-name", "--cached", "--others", "--exclude-standard"}, top));
+  std::set<std::string> endings;
+  for (const std::string& f : files) {
+    const size_t slash = f.rfind('/'), dot = f.rfind('.');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) endings.insert("*" + f.substr(dot));
+  }
+  if (endings.empty()) return mistyped;
+  ZIPNN_ASSIGN_OR_RETURN(Repository repo, Repository::Discover(top));
+  const std::set<std::string> all(files.begin(), files.end());
+  const std::vector<std::string> candidates(endings.begin(), endings.end());
+  for (const std::string& pattern : patterns) {
+    const std::string last = pattern.substr(pattern.rfind('/') + 1);
+    if (endings.count(last) != 0) continue;
+    std::vector<std::string> close = ClosestWords(last, candidates);
+    if (close.empty()) continue;
+    ZIPNN_ASSIGN_OR_RETURN(const std::set<std::string> matched, MatchingPaths(repo, all, {pattern}, {}));
+    if (matched.empty()) mistyped.push_back(Unmatched{pattern, std::move(close)});
+  }
+  return mistyped;
 }
 
 Result<std::vector<std::string>> Untrack(const std::vector<std::string>& patterns) {

@@ -60,6 +60,17 @@ struct TrackResult {
   std::vector<std::string> added, present;
 };
 Result<TrackResult> Track(const std::vector<std::string>& patterns);
+// Of `patterns` (tracked already: as the top .gitattributes says them),
+// each that matches no file git sees in the work tree (tracked, or
+// untracked and not ignored) while a pattern "*.<ext>" of such a file is
+// close to its last part: a slip of the fingers ('*.safetensor' where the
+// files end in .safetensors), with those close patterns ("*.<ext>"). A
+// pattern tracked ahead of its files, with nothing close, is not one.
+struct Unmatched {
+  std::string pattern;
+  std::vector<std::string> close;
+};
+Result<std::vector<Unmatched>> MistypedPatterns(const std::vector<std::string>& patterns);
 // Removes the lines that track these patterns; the patterns removed.
 Result<std::vector<std::string>> Untrack(const std::vector<std::string>& patterns);
 

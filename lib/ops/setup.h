@@ -13,12 +13,14 @@ namespace zipnn::ops {
 using git::FilterInstalled;
 using git::InstallFilter;
 using git::InstallHook;
+using git::MistypedPatterns;
 using git::PatternFromHere;
 using git::Track;
 using git::TrackedPatterns;
 using git::TrackResult;
 using git::UninstallFilter;
 using git::UninstallHook;
+using git::Unmatched;
 using git::Untrack;
 
 }  // namespace zipnn::ops
