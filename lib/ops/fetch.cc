@@ -105,11 +105,21 @@ std::vector<std::string> PatternList(const std::vector<std::string>& given) {
   return patterns;
 }
 
-Result<FetchPlan> PlanFetch(Context& context, const FetchRequest& a) {
+Result<FetchPlan> PlanFetch(Context& context, const FetchRequest& asked) {
   FetchPlan plan;
   ZIPNN_ASSIGN_OR_RETURN(const remote::RemoteSettings* settings, context.RemoteSettings());
-  ZIPNN_ASSIGN_OR_RETURN(plan.remote, remote::RemoteOrDefault(*settings, a.remote));
   ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
+  // As Git LFS's fetch takes it: a first word that names no remote but a
+  // revision (`fetch HEAD~5`) is the first revision, of the default remote.
+  FetchRequest a = asked;
+  if (!a.remote.empty() && !settings->Get("remote." + a.remote + ".url") &&
+      !settings->Get("remote." + a.remote + ".zipnnurl")) {
+    if (auto commit = git_repo->ResolveCommit(a.remote); commit.ok() && *commit) {
+      a.refs.insert(a.refs.begin(), a.remote);
+      a.remote.clear();
+    }
+  }
+  ZIPNN_ASSIGN_OR_RETURN(plan.remote, remote::RemoteOrDefault(*settings, a.remote));
   git::FoundPointers& found = plan.found;
   if (a.all && a.recent) return InvalidArgument("--all and --recent choose differently; give one");
   if (a.all) {
