@@ -499,6 +499,28 @@ TEST_CASE("a version with a child in another series counts it when it is re-stor
   CHECK(lines == 1);  // noted once
 }
 
+TEST_CASE("a repack leaves whole a version whose child in another series would pass max_chain") {
+  Repo r;
+  r.store.policy.max_chain = 1;
+  const std::string a0 = Data("cnn-fp32/step-000040.safetensors"), a1 = Data("cnn-fp32/step-000080.safetensors"),
+                    a2 = Data("cnn-fp32/step-000120.safetensors");
+  r.Put(a0, "out/model.safetensors", "out/model.safetensors");
+  r.Put(a1, "out/model.safetensors", "out/model.safetensors");
+  // The same weights under other names, beside it: a delta of it.
+  const std::string state = RenamedTensors(
+      a1, [](const std::string& name) { return "model." + name; }, r.root + "/state");
+  ParentCandidate holder{IdOf(a1), "out/model.safetensors", false};
+  holder.shared_bytes = holder.adds_bytes = 1;
+  REQUIRE(r.Put(state, "out/state.safetensors", "out/state.safetensors", "", holder).parent.has_value());
+  CHECK(r.Info(IdOf(state)).depth == 1);
+  r.Put(a2, "out/model.safetensors", "out/model.safetensors");
+  REQUIRE_FALSE(r.Info(IdOf(a1)).delta);  // its child would be at depth 2
+  // Nor does a repack of its series make it a delta.
+  REQUIRE(RepackSeries(r.store, r.series["out/model.safetensors"], [](const RepackedVersion&) {}).ok());
+  CHECK_FALSE(r.Info(IdOf(a1)).delta);
+  CHECK(r.Info(IdOf(state)).depth == 1);
+}
+
 TEST_CASE("a child another clone noted counts on its parent while its object is not here to say otherwise") {
   Repo r;
   r.Put(Bf16(40), "out/model.safetensors", "out/model.safetensors");

@@ -1,5 +1,6 @@
 #include "lib/store/repack.h"
 
+#include <algorithm>
 #include <list>
 #include <map>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "lib/container/object.h"
 #include "lib/formats/detect.h"
 #include "lib/store/base_note.h"
+#include "lib/store/parents.h"
 #include "lib/store/checkin.h"
 #include "lib/store/rebased.h"
 #include "lib/store/restore.h"
@@ -99,6 +101,13 @@ struct RepackState {
   ChainMemo passed;
   std::set<ContentId> checked;
   std::map<ContentId, uint32_t> hanging;  // version -> longest old chain of deltas above it
+  // version -> how far its children in other series reach above it
+  // (HangingElsewhere): they must stay within max_chain.
+  std::map<ContentId, uint32_t> elsewhere;
+  uint32_t Elsewhere(const ContentId& id) const {
+    auto it = elsewhere.find(id);
+    return it == elsewhere.end() ? 0 : it->second;
+  }
 };
 
 // How deep the deltas stored on each of `series` reach above it now, from
@@ -175,7 +184,9 @@ Status RewriteAs(const Store& store, const ContentId& id, std::optional<ContentI
 Status RepackForward(const Store& store, SeriesAt at, RawCache& raws, RepackState& state, RepackedVersion& done) {
   const ContentId& id = at.version().id;
   auto hanging = state.hanging.find(id);
-  const uint32_t room = config::kMaxChainLimit - (hanging != state.hanging.end() ? hanging->second : 0);
+  const uint32_t above = state.Elsewhere(id);
+  const uint32_t room = std::min(config::kMaxChainLimit - (hanging != state.hanging.end() ? hanging->second : 0),
+                                 store.policy.max_chain > above ? store.policy.max_chain - above : 0);
   const Placement placed = *PlaceVersion(store, at, /*complete=*/true, &state.passed, room);
   return RewriteAs(store, id, placed.base, placed.reason, placed.base_ratio, raws, state, done);
 }
@@ -199,7 +210,8 @@ Status RepackAgainst(const Store& store, SeriesAt at, std::optional<size_t> targ
     auto hanging = state.hanging.find(id);
     const uint32_t above = hanging != state.hanging.end() ? hanging->second : 0;
     const uint32_t depth = chain.ok() ? static_cast<uint32_t>(chain->depth) + 1 : 0;
-    if (!loops && chain.ok() && depth <= store.policy.max_chain && above + depth <= config::kMaxChainLimit) {
+    if (!loops && chain.ok() && depth + state.Elsewhere(id) <= store.policy.max_chain &&
+        above + depth <= config::kMaxChainLimit) {
       base = target_id;
       base_ratio = chain->base_ratio;
     }
@@ -227,6 +239,9 @@ Status RepackSeries(const Store& store, const std::vector<Version>& series,
   RawCache raws(store);
   RepackState state;
   state.hanging = HangingDepths(store, present);
+  for (const Version& v : present) {
+    if (const uint32_t elsewhere = HangingElsewhere(store, v.id); elsewhere > 0) state.elsewhere[v.id] = elsewhere;
+  }
   // How every version is stored before anything is rewritten: a version's
   // chain, described later, would run through earlier versions in their
   // new form.
