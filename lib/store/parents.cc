@@ -451,15 +451,16 @@ std::vector<TensorIndex::Covering> TensorIndex::Cover(const std::vector<KeyedTen
   };
   while (picked.size() < most && !holders.empty()) {
     // The one adding most (the first of equals, in id order: the same in
-    // every clone).
+    // every clone) of those worth reading whole, for a good part of them:
+    // a training state holding a model's weights beside its optimizer's
+    // moments adds as much as the model file, and is passed over for it.
     auto best = holders.end();
     uint64_t best_adds = 0;
     for (auto it = holders.begin(); it != holders.end(); ++it) {
       const uint64_t bytes = adds(it->second);
-      if (bytes > best_adds) best = it, best_adds = bytes;
+      if (bytes > best_adds && bytes >= it->second.own / 4) best = it, best_adds = bytes;
     }
-    // Worth reading whole only for a good part of it.
-    if (best == holders.end() || best_adds < kIndexedTensorBytes || best_adds < best->second.own / 4) break;
+    if (best == holders.end() || best_adds < kIndexedTensorBytes) break;
     uint64_t held = 0;
     for (const uint64_t key : best->second.keys) {
       held += wanted.at(key);

@@ -163,9 +163,10 @@ class TensorIndex {
   std::vector<std::pair<ContentId, uint64_t>> Find(const std::vector<KeyedTensor>& tensors, uint64_t least);
   // At most `most` versions that together hold as many of `tensors`'
   // contents as can be: each in turn the one adding the most bytes not
-  // held by those before it, while those bytes are a quarter of its own
-  // at least (it is read whole to give them), none of `skip`; with the
-  // bytes of `tensors` each holds in all, and of those the bytes it adds.
+  // held by those before it, of those whose bytes added are a quarter of
+  // their own at least (each is read whole to give them), none of `skip`;
+  // with the bytes of `tensors` each holds in all, and of those the bytes
+  // it adds.
   struct Covering {
     ContentId id;
     uint64_t held = 0, adds = 0;

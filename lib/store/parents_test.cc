@@ -289,6 +289,23 @@ TEST_CASE("the tensor index covers a file's tensors with the fewest versions, ea
   REQUIRE(all.size() == 1);
   CHECK(all[0].id == whole);
   CHECK(index.Cover(step40, 8, {whole}).size() == 2);
+  // A training state holding a half beside far more of its own (an
+  // optimizer's moments) adds as much as that half's shard, and is not
+  // worth reading whole: it is passed over for the shard, whichever
+  // comes first in id order.
+  for (const char* hex : {"00000000000000000000000000000001", "fffffffffffffffffffffffffffffffe"}) {
+    const ContentId state = *ContentId::FromHex(hex);
+    TensorIndex with_state(testing::TempDir());
+    with_state.Keep(first, std::string(40, 'a'), half[0]);
+    with_state.Keep(second, std::string(40, 'b'), half[1]);
+    std::vector<KeyedTensor> moments = half[larger];
+    for (const KeyedTensor& t : step200) moments.push_back(KeyedTensor{t.key, t.bytes * 8});
+    with_state.Keep(state, std::string(40, 'e'), moments);
+    const auto picked = with_state.Cover(step40, 8);
+    REQUIRE(picked.size() == 2);
+    CHECK(picked[0].id == (larger == 0 ? first : second));
+    CHECK(picked[1].id == (larger == 0 ? second : first));
+  }
 }
 
 TEST_CASE("a first version holding another series' tensors under other names is a delta of it, at next to nothing") {
