@@ -919,6 +919,14 @@ TEST_CASE("no message or env line carries a password, token or presigned query, 
   CHECK(refused.code == 1);
   CHECK_MESSAGE(refused.err.find("refused the credentials git's credential helper gave") != std::string::npos,
                 refused.err);
+  // None at all: a login to mend, never said as objects the remote lacks.
+  const Run none = repo.Sh("cd ../clone && : > ../creds && GIT_TERMINAL_PROMPT=0 git zipnn fetch origin");
+  CHECK(none.code == 1);
+  CHECK_MESSAGE(none.err.find(" asks for credentials and git's credential helper has none for http://127.0.0.1:" +
+                              port + "/team.git/info/lfs (") != std::string::npos,
+                none.err);
+  CHECK_MESSAGE(none.err.find("`git credential approve`") != std::string::npos, none.err);
+  CHECK(none.err.find("is not on the remote store") == std::string::npos);
   // An ssh remote that cannot be reached: named without its password.
   const Run box = repo.Sh("cd ../clone && GIT_SSH_COMMAND=false git zipnn fetch box");
   CHECK(box.code == 1);

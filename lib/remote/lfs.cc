@@ -957,7 +957,12 @@ class Server : public remote::RemoteStore,
     } else {
       Result<Credential> filled = o_.credentials.fill(o_.endpoint);
       if (!filled.ok()) {
-        refused_ = Annotate(filled.status(), where_ + " asks for credentials and none were found");
+        // Not a missing object: a login to mend (a NotFound here was said
+        // as "not on the remote store").
+        refused_ = InvalidArgument(where_ + " asks for credentials and git's credential helper has none for " +
+                                   http::Redacted(o_.endpoint) + " (" + filled.status().message() +
+                                   "): store them as for a git push there (`git credential approve`, or a push that "
+                                   "asks for them), then run the command again");
         return refused_;
       }
       use = *std::move(filled);
