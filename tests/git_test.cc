@@ -141,8 +141,12 @@ TEST_CASE("log shows each version's kind, chain depth and sizes, as a table and 
   CHECK(table.out.find("delta depth 2") != std::string::npos);
   CHECK(table.out.find("step 000040") != std::string::npos);
   CHECK(table.out.find("in 5 versions") != std::string::npos);
-  CHECK(repo.Sh("git zipnn log nothing.safetensors").err ==
-        "error: 'nothing.safetensors' names no file that git holds here, nor a folder of them\n");
+  CHECK(repo.Sh("git zipnn log runs/other.bin").err ==
+        "error: 'runs/other.bin' names no checkpoint that git holds here or held in HEAD's history, nor a folder "
+        "of them\n");
+  CHECK(repo.Sh("git zipnn log model.safetensor").err ==
+        "error: 'model.safetensor' names no checkpoint that git holds here or held in HEAD's history, nor a folder "
+        "of them (did you mean model.safetensors?)\n");
 }
 
 TEST_CASE("log lists a folder's checkpoints by step, newest first, and ends with a total over all of them") {
@@ -223,6 +227,30 @@ TEST_CASE("log shows a file saved unchanged in every checkpoint folder as stored
   CHECK(json.out == "2\n");
   CHECK(log.out.find("all: 6 checkpoints, 6 versions") != std::string::npos);
   CHECK(log.out.find("in 4 objects") != std::string::npos);
+}
+
+TEST_CASE("log lists a checkpoint git no longer holds from HEAD's history, alone or as a folder") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local >/dev/null && git zipnn track '*.safetensors' >/dev/null && "
+                  "mkdir -p out/checkpoint-40 && cp '" +
+                  repo.Data("cnn-bf16/step-000040.safetensors") +
+                  "' out/checkpoint-40/model.safetensors && git add -A && git commit -qm one && "
+                  "git rm -q -r out && git commit -qm gone")
+              .code == 0);
+  for (const std::string& named : {"out/checkpoint-40/model.safetensors", "out/checkpoint-40", "out"}) {
+    CAPTURE(named);
+    const Run log = repo.Sh("git zipnn log " + named);
+    CHECK(log.code == 0);
+    CHECK(log.out.rfind("out/checkpoint-40/model.safetensors\n  ", 0) == 0);
+    CHECK(log.out.find("  base  depth 0 ") != std::string::npos);
+  }
+  CHECK(repo.Sh("cd out 2>/dev/null || mkdir out && cd out && git zipnn log checkpoint-40")
+            .out.rfind("out/checkpoint-40/model.safetensors\n", 0) == 0);
+  const Run nothing = repo.Sh("git zipnn log out/checkpoint-80");
+  CHECK(nothing.code != 0);
+  CHECK(nothing.err ==
+        "error: 'out/checkpoint-80' names no checkpoint that git holds here or held in HEAD's history, nor a folder "
+        "of them\n");
 }
 
 TEST_CASE("untrack removes tracked patterns and names one that is not tracked") {

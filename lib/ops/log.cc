@@ -6,17 +6,50 @@
 #include <set>
 #include <utility>
 
+#include "lib/base/closest.h"
 #include "lib/base/progress.h"
 #include "lib/base/strings.h"
 #include "lib/git/git.h"
 #include "lib/git/pointers.h"
 #include "lib/git/repository.h"
 #include "lib/git/series_versions.h"
+#include "lib/git/setup.h"
 #include "lib/series/series.h"
 
 namespace zipnn::ops {
 
 namespace {
+
+// The files `given` (from the current folder) names: one git holds, or a
+// folder of them; else, when git holds none there any more (a checkpoint
+// deleted since, a checkpoint-N folder a trainer removed), the paths of
+// HEAD's history it names, with `in_history` set.
+Result<std::vector<std::string>> NamedNowOrBefore(Context& context, const std::string& given, bool& in_history) {
+  in_history = false;
+  Result<std::vector<std::string>> named = git::FilesNamed(given);
+  if (named.ok() || named.status().code() != StatusCode::kNotFound) return named;
+  ZIPNN_ASSIGN_OR_RETURN(git::SeriesVersions * series, context.Series());
+  ZIPNN_ASSIGN_OR_RETURN(std::string path, git::PatternFromHere(given));
+  while (path.rfind("./", 0) == 0) path.erase(0, 2);
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  ZIPNN_ASSIGN_OR_RETURN(const auto all, series->All());
+  std::set<std::string> found, every;
+  for (const auto& [name, versions] : all) {
+    for (const store::Version& v : versions) {
+      every.insert(v.path);
+      if (v.path == path || (!path.empty() && v.path.rfind(path + "/", 0) == 0)) found.insert(v.path);
+    }
+  }
+  if (found.empty()) {
+    const std::vector<std::string> close = ClosestWords(path, std::vector<std::string>(every.begin(), every.end()));
+    return NotFound("'" + given +
+                    "' names no checkpoint that git holds here or held in HEAD's history, nor a folder "
+                    "of them" +
+                    (close.empty() ? "" : " (did you mean " + Alternatives(close) + "?)"));
+  }
+  in_history = true;
+  return std::vector<std::string>(found.begin(), found.end());
+}
 
 // The tracked checkpoints to list: every one in the index, or those the
 // arguments name (a file, or the checkpoints in a folder), in the order of
@@ -33,7 +66,8 @@ Result<std::vector<std::string>> PathsToList(Context& context, const store::Stor
   } else if (whole_series) {
     ZIPNN_ASSIGN_OR_RETURN(git::SeriesVersions * series, context.Series());
     for (const std::string& p : given) {
-      ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> named, git::FilesNamed(p));
+      bool in_history = false;
+      ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> named, NamedNowOrBefore(context, p, in_history));
       for (const std::string& path : named) {
         ZIPNN_ASSIGN_OR_RETURN(std::vector<store::Version> versions,
                                series->Of(series->rules().Place(path).name, /*deep=*/true));
@@ -43,11 +77,12 @@ Result<std::vector<std::string>> PathsToList(Context& context, const store::Stor
   } else {
     const std::set<std::string> checkpoints(tracked.begin(), tracked.end());
     for (const std::string& p : given) {
-      ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> named, git::FilesNamed(p));
+      bool in_history = false;
+      ZIPNN_ASSIGN_OR_RETURN(std::vector<std::string> named, NamedNowOrBefore(context, p, in_history));
       for (std::string& path : named) {
         // A file named alone is listed whatever it is; of a folder, its
-        // checkpoints.
-        if (named.size() == 1 || checkpoints.count(path) != 0) paths.push_back(std::move(path));
+        // checkpoints (those of history are all checkpoints).
+        if (named.size() == 1 || in_history || checkpoints.count(path) != 0) paths.push_back(std::move(path));
       }
     }
   }
