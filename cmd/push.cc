@@ -16,6 +16,19 @@ namespace zipnn::cmd {
 
 namespace {
 
+// How to keep checkpoints elsewhere when `remote`'s Git LFS API is not
+// there (a host without Git LFS answers 404): said after such a failure.
+std::string NoLfsHint(const Status& failed, const std::string& remote) {
+  if (failed.message().find("/info/lfs") == std::string::npos ||
+      failed.message().find("HTTP 404") == std::string::npos) {
+    return "";
+  }
+  return "\n(" + remote +
+         " answers no Git LFS API there: if its host serves none, keep the checkpoints elsewhere with "
+         "`git config remote." +
+         remote + ".zipnnurl <folder, ssh:// or s3:// URL>`)";
+}
+
 struct PushArgs {
   std::string remote;
   std::vector<std::string> refs;
@@ -30,8 +43,9 @@ Status RunPush(const PushArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(std::string remote, remote::RemoteOrDefault(*settings, a.remote));
   ZIPNN_ASSIGN_OR_RETURN(FoundPointers found, ops::PointersToPush(context, a.refs, a.all));
   WarnDamaged(found);
-  ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, remote::PushPointers(*store, *settings, remote, found));
-  PrintTransfer(/*push=*/true, done, a.quiet);
+  Result<remote::Transferred> done = remote::PushPointers(*store, *settings, remote, found);
+  if (!done.ok()) return WithHint(done.status(), NoLfsHint(done.status(), remote));
+  PrintTransfer(/*push=*/true, *done, a.quiet);
   return OkStatus();
 }
 
@@ -49,8 +63,10 @@ Status RunPrePush(const std::string& remote) {
   Result<remote::Transferred> pushed =
       settings.ok() ? remote::PushPointers(*store, **settings, remote, found) : settings.status();
   if (!pushed.ok()) {
-    return WithHint(pushed.status(), "\n(git push stopped so that no pointer reaches " + remote +
-                                              " without its checkpoint; see docs/remotes.md)");
+    return WithHint(pushed.status(), NoLfsHint(pushed.status(), remote) +
+                                         "\n(git push stopped so that no pointer "
+                                         "reaches " +
+                                         remote + " without its checkpoint; see docs/remotes.md)");
   }
   PrintTransfer(/*push=*/true, *pushed, /*quiet=*/false);
   return OkStatus();

@@ -781,6 +781,32 @@ void PushedAndCloned(Repo& repo, LfsServer& server) {
   REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q " + server.Url("team.git") + " clone").code == 0);
 }
 
+TEST_CASE("a push where the host answers no Git LFS API stops, and says how to keep checkpoints elsewhere") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  UseBoth(repo, server);
+  // The git remote's host serves git, and answers 404 where its Git LFS
+  // API would be (as a host without Git LFS does).
+  REQUIRE(repo.Sh("git zipnn track '*.safetensors' >/dev/null && cp '" + repo.Data("cnn-bf16/step-000040.safetensors") +
+                  "' model.safetensors && git add -A && git commit -qm one && git remote add origin " +
+                  server.Url("team.git") + " && git config remote.origin.lfsurl " + server.Url("nosuch.git") +
+                  "/info/lfs")
+              .code == 0);
+  const Run push = repo.Sh("git push -q origin HEAD:main");
+  CHECK(push.code != 0);
+  CHECK_MESSAGE(push.err.find("HTTP 404") != std::string::npos, push.err);
+  CHECK_MESSAGE(push.err.find("(origin answers no Git LFS API there: if its host serves none, keep the checkpoints "
+                              "elsewhere with `git config remote.origin.zipnnurl <folder, ssh:// or s3:// URL>`)") !=
+                    std::string::npos,
+                push.err);
+  CHECK(push.err.find("git push stopped so that no pointer reaches origin") != std::string::npos);
+  CHECK(repo.Sh("git ls-remote origin refs/heads/main").out.empty());
+  // So kept, the push goes through.
+  REQUIRE(repo.Sh("mkdir ../objects && git config remote.origin.zipnnurl ../objects && git push -q origin HEAD:main")
+              .code == 0);
+}
+
 TEST_CASE("a Git LFS server's links are followed over http(s) only: a file link is refused, nothing written or read") {
   Repo repo;
   LfsServer server(repo);
