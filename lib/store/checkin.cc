@@ -430,19 +430,24 @@ Result<CheckedIn> CheckInNewest(const Store& store, const NewVersion& version, f
 // CheckIn's try of a parent in another series (parents.h), where its own
 // series would store the version whole: `position` is past every stored
 // version of `series` (the first of its series: any parent that pays), or
-// it is the newest with the newest whole (a twin only, or the tensors of
-// the same bytes that versions stored whole hold: a delta that costs
-// nearly nothing more to decode than a whole object). True when
+// it is the newest with the newest whole, or (`series_base`) its series
+// stored it whole under newest: delta (a base that is due, a delta that
+// did not pay): then a twin only, or the tensors of the same bytes that
+// versions stored whole hold (a delta that costs nearly nothing more to
+// decode than a whole object). True when
 // the version was stored as a delta of one; false leaves the store as it
 // was. A parent that cannot be read costs this version its delta, never
 // the add.
-Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, formats::Checkpoint& input,
-                             SeriesAt at, bool present, const EarlierVersions& earlier, CheckedIn& result) {
+Result<bool> CheckInOfParent(const Store& store, const NewVersion& version, formats::Checkpoint& input, SeriesAt at,
+                             bool present, const EarlierVersions& earlier, CheckedIn& result,
+                             bool series_base = false) {
   const std::vector<Version>& series = at.series();
   const bool newest_whole = store.policy.newest == config::Newest::kWhole && at.at_end();
   const bool first = std::none_of(series.begin(), series.begin() + static_cast<std::ptrdiff_t>(at.position()),
                                   [&](const Version& v) { return store.objects.Has(v.id); });
-  if (!first && !newest_whole) return false;
+  // (With `series_base`, the first was tried already, before its series
+  // placed it.)
+  if (series_base ? first : !first && !newest_whole) return false;
   std::vector<ParentCandidate> candidates = version.parents();
   if (newest_whole && !series.empty()) {
     // The version before it will be re-stored: among the candidates are
@@ -696,6 +701,15 @@ Result<CheckedIn> StoreVersion(const Store& store, const NewVersion& version, co
   }
   ZIPNN_RETURN_IF_ERROR(stored);
   result.reason = placed->reason;
+  // Stored whole by its series (a base that is due, or a delta that did
+  // not pay: AdamW's moments between saves): what versions of other series
+  // hold of it is taken as a newest's is, rather than coded again.
+  if (version.parents && result.reason != BaseReason::kNotBase) {
+    ZIPNN_ASSIGN_OR_RETURN(const bool taken,
+                           CheckInOfParent(store, version, input, SeriesAt::ForStep(series, version.step),
+                                           /*present=*/true, others, result, /*series_base=*/true));
+    if (taken) return result;
+  }
   // The next version makes its delta against this one. A path overwritten
   // in place will not hold these bytes then, nor will a series whose
   // earlier files were gone from the work tree (a trainer deleting old

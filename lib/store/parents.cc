@@ -550,6 +550,7 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
   // the holders stored whole, and the version decodes about as fast as if
   // it were whole too (a fine-tune's frozen layers, the model's weights
   // inside a checkpoint that holds its optimizer's state as well).
+  const bool whole_sources = store.policy.newest == config::Newest::kWhole;
   const bool partly = holders != nullptr && twins_only &&
                       static_cast<double>(held_together) >= 2 * store.policy.min_gain * static_cast<double>(indexed);
   for (const ParentCandidate& c : candidates) {
@@ -571,8 +572,10 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
       not_here->push_back(c.path);
     }
     if (!chain.ok() || static_cast<uint32_t>(chain->depth) + 1 > store.policy.max_chain) continue;
-    // Tensors taken from a delta would decode through its chain.
-    if (holds_part && !together && chain->depth > 0) continue;
+    // Tensors taken from a delta would decode through its chain: where the
+    // newest is kept whole to restore as a base does, only holders stored
+    // whole give them (under newest: delta every version sits on a chain).
+    if (holds_part && !together && chain->depth > 0 && whole_sources) continue;
     // Weighed on its work-tree file when there is one (a sample need not
     // be proven: the delta is made of verified bytes below), else on a
     // kept copy; a found candidate is not decoded only to be weighed.
@@ -664,9 +667,9 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
   } else if (!best && partly) {
     // Part of its bytes held: the holders stored whole give the tensors
     // of the same bytes, the one holding most of them as the parent.
-    weighed_holders.erase(
-        std::remove_if(weighed_holders.begin(), weighed_holders.end(), [](const Weighed& w) { return !w.whole; }),
-        weighed_holders.end());
+    weighed_holders.erase(std::remove_if(weighed_holders.begin(), weighed_holders.end(),
+                                         [&](const Weighed& w) { return whole_sources && !w.whole; }),
+                          weighed_holders.end());
     uint64_t most = 0;
     size_t parent = weighed_holders.size();
     for (size_t i = 0; i < weighed_holders.size(); ++i) {

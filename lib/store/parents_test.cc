@@ -516,6 +516,35 @@ TEST_CASE("a version with a child in another series counts it when it is re-stor
   CHECK(lines == 1);  // noted once
 }
 
+TEST_CASE("under newest: delta, a version its series stores whole takes the tensors other series hold") {
+  Repo r;
+  r.store.policy.newest = config::Newest::kDelta;
+  r.store.policy.base_interval = 1;  // every version a base of its series
+  r.store.policy.max_chain = 3;
+  // Beside each model, its weights under other names (a training state).
+  const auto state_of = [&](const std::string& model, const std::string& out) {
+    return RenamedTensors(
+        model, [](const std::string& name) { return "model." + name; }, out);
+  };
+  const auto held_by = [](const std::string& model) {
+    ParentCandidate c{IdOf(model), "out/model.safetensors", false};
+    c.shared_bytes = c.adds_bytes = 1 << 20;
+    return c;
+  };
+  const std::string a1 = Data("cnn-fp32/step-000080.safetensors"), a2 = Data("cnn-fp32/step-000120.safetensors");
+  const std::string s1 = state_of(a1, r.root + "/s1"), s2 = state_of(a2, r.root + "/s2");
+  r.Put(a1, "out/model.safetensors", "out/model.safetensors");
+  REQUIRE(r.Put(s1, "out/state.safetensors", "out/state.safetensors", "", held_by(a1)).parent.has_value());
+  r.Put(a2, "out/model.safetensors", "out/model.safetensors");
+  // Its series makes it a base (due every version): it is a delta of the
+  // model it holds instead, at next to nothing.
+  const CheckedIn second = r.Put(s2, "out/state.safetensors", "out/state.safetensors", "", held_by(a2));
+  REQUIRE(second.parent.has_value());
+  CHECK(second.parent->id == IdOf(a2));
+  CHECK(second.reason == BaseReason::kNotBase);
+  CHECK(r.Share(IdOf(s2)) < 0.05);
+}
+
 TEST_CASE("a repack leaves whole a version whose child in another series would pass max_chain") {
   Repo r;
   r.store.policy.max_chain = 1;
