@@ -88,9 +88,10 @@ Status RunStatus() {
                             : "Checkpoints in commits on no remote branch (this repository has no remote yet: `git "
                               "remote add origin <url>`, then `git push`):",
           unpushed);
-  Section("Checkpoints git holds whole, not stored here (added without the filter: `git zipnn install`, then `git add "
-          "--renormalize <path>` and commit):",
-          status.whole_in_git);
+  Section(
+      "Checkpoints git holds whole, not stored here (added without the filter: `git zipnn install`, then `git add "
+      "--renormalize <path>` and commit):",
+      status.whole_in_git);
   Section("Checkpoints staged for commit:", to_commit);
   Section("Checkpoints changed and not staged (git add stores them):", not_staged);
   Section("Checkpoints not added yet (they match a tracked pattern):", not_added);
@@ -102,8 +103,9 @@ Status RunStatus() {
     if (at_head.empty() && staged.empty()) {
       std::printf("No checkpoint is stored at HEAD or staged (`git zipnn track` lists the tracked patterns).\n");
     } else if (!status.has_remote) {
-      std::printf("Every checkpoint of HEAD is stored here; nothing is staged or changed. This repository has no "
-                  "remote yet.\n");
+      std::printf(
+          "Every checkpoint of HEAD is stored here; nothing is staged or changed. This repository has no "
+          "remote yet.\n");
     } else {
       std::printf("Every checkpoint of HEAD is stored here and on a remote branch; nothing is staged or changed.\n");
     }

@@ -1537,7 +1537,6 @@ TEST_CASE("fetch chooses what it gets as Git LFS does: --include and --exclude p
         "error: --all and --recent choose differently; give one\n");
 }
 
-
 TEST_CASE("status says when the filter is not installed, lists checkpoints git holds whole, and claims no remote") {
   Repo repo;
   const std::string step = repo.Data("cnn-bf16/step-000160.safetensors");
@@ -1551,7 +1550,8 @@ TEST_CASE("status says when the filter is not installed, lists checkpoints git h
   CHECK(whole.out.find("The git-zipnn filter is not installed: `git add` stores tracked checkpoints whole in git. Run "
                        "`git zipnn install`") != std::string::npos);
   CHECK(whole.out.find("Checkpoints git holds whole, not stored here (added without the filter: `git zipnn install`, "
-                       "then `git add --renormalize <path>` and commit):\n        a.safetensors\n") != std::string::npos);
+                       "then `git add --renormalize <path>` and commit):\n        a.safetensors\n") !=
+        std::string::npos);
   CHECK(whole.out.find("on a remote branch") == std::string::npos);
   // Installed and renormalized: stored here, and no remote is claimed.
   REQUIRE(repo.Sh("git zipnn install >/dev/null && git add --renormalize . && git commit -qm stored").code == 0);
