@@ -190,6 +190,15 @@ TEST_CASE(
   CHECK(repo.Sh("cmp ../third/ft/adapter_model.safetensors ../adapter").code == 0);
 }
 
+// Commits a retention rule keeping only the newest of the checkpoints
+// `glob` matches, pushes it, and applies it here and on origin.
+Run RetainOnRemote(Repo& repo, const std::string& glob, const std::string& flags) {
+  return repo.Sh("printf 'retention:\\n  - checkpoints: \\x27" + glob +
+                 "\\x27\\n    keep_newest: 1\\n    rest: drop\\n' > .zipnn.yaml && git add .zipnn.yaml && "
+                 "git commit -qm rule && git push -q origin HEAD:main && git zipnn retain --remote origin --yes" +
+                 flags);
+}
+
 // Commits step `step` of the fp32 CNN cut into three shards
 // (hf/model-0000k-of-00003.safetensors, by tensor count: the third holds
 // most bytes), and the same weights under a second naming scheme in one
@@ -278,10 +287,7 @@ TEST_CASE(
   // Retention drops the first save's shards, here and on the remote: the
   // first consolidated file, which took tensors from them, is stored whole
   // first, and stays exact in a fresh clone.
-  Run retain = repo.Sh(
-      "printf 'retention:\\n  - checkpoints: \\x27hf/model-*\\x27\\n    keep_newest: 1\\n    rest: drop\\n' "
-      "> .zipnn.yaml && git add .zipnn.yaml && git commit -qm rule && git push -q origin HEAD:main && "
-      "git zipnn retain --remote origin --yes");
+  Run retain = RetainOnRemote(repo, "hf/model-*", "");
   CAPTURE(retain.out);
   CAPTURE(retain.err);
   REQUIRE(retain.code == 0);
@@ -393,10 +399,7 @@ TEST_CASE("S3: retain --remote stores whole first what takes tensors from a vers
   // Dropped here and there: the first shard's older version only, which
   // the older consolidated file references (the bucket must say so, as
   // only its base would keep it otherwise).
-  const Run retain = repo.Sh(
-      "printf 'retention:\\n  - checkpoints: \\x27hf/model-00001*\\x27\\n    keep_newest: 1\\n    rest: drop\\n' "
-      "> .zipnn.yaml && git add .zipnn.yaml && git commit -qm rule && git push -q origin HEAD:main && "
-      "git zipnn retain --remote origin --yes --pushes-stopped");
+  const Run retain = RetainOnRemote(repo, "hf/model-00001*", " --pushes-stopped");
   CAPTURE(retain.out);
   CAPTURE(retain.err);
   REQUIRE(retain.code == 0);

@@ -652,10 +652,13 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     }
     return covered;
   };
-  std::vector<const Weighed*> all_holders;
-  for (const Weighed& w : weighed_holders) all_holders.push_back(&w);
+  const auto every_holder = [&] {
+    std::vector<const Weighed*> all;
+    for (const Weighed& w : weighed_holders) all.push_back(&w);
+    return all;
+  };
   bool equal_only = false;
-  if (!best && together && !weighed_holders.empty() && nearly_all(covered_by(all_holders))) {
+  if (!best && together && !weighed_holders.empty() && nearly_all(covered_by(every_holder()))) {
     // No twin alone: the holders together are one when the tensors they
     // hold by content are nearly all its indexed bytes. The one holding
     // most is the parent; the delta takes the rest from the others.
@@ -675,10 +678,8 @@ Result<std::optional<Parent>> ChooseParent(const Store& store, const formats::Ch
     for (size_t i = 0; i < weighed_holders.size(); ++i) {
       if (const uint64_t held = covered_by({&weighed_holders[i]}); held > most) most = held, parent = i;
     }
-    all_holders.clear();
-    for (const Weighed& w : weighed_holders) all_holders.push_back(&w);
     const double share =
-        static_cast<double>(covered_by(all_holders)) / static_cast<double>(std::max<uint64_t>(indexed, 1));
+        static_cast<double>(covered_by(every_holder())) / static_cast<double>(std::max<uint64_t>(indexed, 1));
     if (parent < weighed_holders.size() && share >= 2 * store.policy.min_gain) {
       best = std::move(weighed_holders[parent]);
       best->other_names = true;
