@@ -78,6 +78,19 @@ void KeepListings(filters::CheckpointFilter& filter, const ops::FilterStart& sta
   if (auto cache = ops::ListingsCache(start)) filter.KeepListings(std::move(*cache));
 }
 
+// What a checkout that could not reach the remote left to do, once it
+// ends (CheckpointFilter::left_unfetched).
+void SayUnfetched(const filters::CheckpointFilter& filter) {
+  const size_t left = filter.left_unfetched();
+  if (left == 0) return;
+  const bool one = left == 1;
+  std::fprintf(stderr,
+               "git-zipnn: %zu checkpoint%s left as %s pointer%s because the remote could not give %s objects "
+               "(see above); once it can, `git zipnn pull` writes %s (`git zipnn status` lists %s)\n",
+               left, one ? " is" : "s are", one ? "its" : "their", one ? "" : "s", one ? "its" : "their",
+               one ? "it" : "them", one ? "it" : "them");
+}
+
 // The listings go to git's cache as the process ends; failing to write
 // them costs a later `git log -p` time, nothing else. A checkout that left
 // pointers (GIT_ZIPNN_SKIP_SMUDGE) fetched no object, and with it no
@@ -92,6 +105,7 @@ Status Finished(filters::CheckpointFilter& filter, Status served) {
   if (filter.pointers_left() > 0) {
     ops::TakeListingsFromDefaultRemote();
   }
+  SayUnfetched(filter);
   return served;
 }
 
@@ -114,7 +128,11 @@ Action SingleFile(CLI::App& sub) {
     filters::CheckpointFilter filter(std::move(start.store), std::move(start.series), std::move(smudge));
     FdReader in(0);
     StdoutSink out;
-    if (!kClean) return Annotate(filter.Smudge(*path, in, out), *path);
+    if (!kClean) {
+      const Status smudged = filter.Smudge(*path, in, out);
+      SayUnfetched(filter);
+      return Annotate(smudged, *path);
+    }
     KeepListings(filter, start);
     NameParent(filter);
     return Finished(filter, Annotate(filter.Clean(*path, in, out), *path));

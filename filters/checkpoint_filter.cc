@@ -134,8 +134,27 @@ Status CheckpointFilter::Smudge(const std::string& path, ByteReader& content, By
   ProgressSink restored(out, progress, "restoring");
   const std::string series = series_ ? series_->rules().Place(path).name : std::string();
   const store::FindCopy in_work_tree = [this, &series](const ContentId& id) { return FindCopy(id, series); };
-  Status st = versions_.Write(pointer, path, restored, in_work_tree);
+  const access::Versions& reader = remote_down_ ? local_versions_ : versions_;
+  Status st = reader.Write(pointer, path, restored, in_work_tree);
   if (st.ok()) checked_out_[pointer.id] = path;
+  // The remote could not give its objects: the pointer stands in for it,
+  // and the other checkpoints this store lacks are not asked for again
+  // (each would wait on the same remote).
+  const bool unfetched = st.code() == StatusCode::kUnavailable || (remote_down_ && st.code() == StatusCode::kNotFound);
+  if (unfetched && restored.done() == 0) {
+    if (!remote_down_) {
+      std::fprintf(stderr,
+                   "git-zipnn: warning: %s; it is left as its pointer, and so is every other checkpoint of this "
+                   "checkout that the store here lacks (the remote is not asked again)\n",
+                   RedactSecrets(st.message()).c_str());
+    } else {
+      std::fprintf(stderr, "git-zipnn: warning: %s is left as its pointer (the store here lacks its objects)\n",
+                   path.c_str());
+    }
+    remote_down_ = true;
+    ++left_unfetched_;
+    return out.Append(head.data(), head.size());
+  }
   // A version retention thinned or dropped is never checked out as
   // approximate bytes, nor does it fail the checkout: its pointer stays.
   if (st.code() == StatusCode::kRemoved && restored.done() == 0) {

@@ -61,6 +61,7 @@ class CheckpointFilter : public FilterHandler {
         series_(std::move(series)),
         smudge_(std::move(smudge)),
         versions_(repo_, access::Options{smudge_.fetch_missing, access::Copies::kBases}),
+        local_versions_(repo_, access::Options{false, access::Copies::kBases}),
         cleaner_(repo_, series_.get()) {}
 
   // Clean then also lists each checkpoint it stores for git's textconv
@@ -79,6 +80,12 @@ class CheckpointFilter : public FilterHandler {
   size_t pointers_left() const { return pointers_left_; }
   // How many checkpoints it left for the hooks to write (outside_above).
   size_t left_outside() const { return left_outside_; }
+  // How many checkpoints it left as their pointers because the remote
+  // could not give their objects (kUnavailable): once one fetch fails so,
+  // the remote is not asked again in this process, and every checkpoint
+  // the store here cannot restore alone is left as its pointer, so that a
+  // checkout with the remote down ends with a usable work tree.
+  size_t left_unfetched() const { return left_unfetched_; }
 
   Status Clean(const std::string& path, ByteReader& content, ByteSink& out) override;
   Status Smudge(const std::string& path, ByteReader& content, ByteSink& out) override;
@@ -113,6 +120,9 @@ class CheckpointFilter : public FilterHandler {
   std::map<std::string, std::string> delayed_pointers_;
   SmudgeOptions smudge_;
   access::Versions versions_;  // reads repo_
+  access::Versions local_versions_;  // reads repo_ only, once the remote failed
+  bool remote_down_ = false;
+  size_t left_unfetched_ = 0;
   size_t pointers_left_ = 0;
   size_t left_outside_ = 0;
   ops::Cleaner cleaner_;  // borrows series_

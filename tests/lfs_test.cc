@@ -807,6 +807,57 @@ TEST_CASE("a push where the host answers no Git LFS API stops, and says how to k
               .code == 0);
 }
 
+TEST_CASE("a checkout while the Git LFS server fails leaves pointers and a clean index, and pull finishes it later") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  UseBoth(repo, server);
+  CommitTrajectory(repo);
+  REQUIRE(repo.Sh("cp '" + repo.Data("cnn-fp32/step-000040.safetensors") +
+                  "' other.safetensors && git add other.safetensors && git commit -qm other && git remote add origin " +
+                  server.Url("team.git") + " && git push -q origin HEAD:main")
+              .code == 0);
+  // git's own smart HTTP still answers; the LFS API answers 500.
+  server.SetMode("error500");
+  const Run cloned = repo.Sh("cd .. && git clone -q " + server.Url("team.git") + " down");
+  CHECK_MESSAGE(cloned.code == 0, cloned.err);
+  CHECK(cloned.err.find("fatal") == std::string::npos);
+  CHECK(cloned.err.find("model.safetensors: cannot fetch object " + IdAt(repo, "HEAD:model.safetensors")) !=
+        std::string::npos);
+  CHECK(cloned.err.find("HTTP 500") != std::string::npos);
+  CHECK(cloned.err.find("; it is left as its pointer, and so is every other checkpoint of this checkout that the "
+                        "store here lacks (the remote is not asked again)") != std::string::npos);
+  // The other was not asked for: the remote had failed already.
+  CHECK(cloned.err.find("git-zipnn: warning: other.safetensors is left as its pointer (the store here lacks its "
+                        "objects)") != std::string::npos);
+  CHECK(cloned.err.find("git-zipnn: 2 checkpoints are left as their pointers because the remote could not give "
+                        "their objects (see above); once it can, `git zipnn pull` writes them (`git zipnn status` "
+                        "lists them)") != std::string::npos);
+  // A usable work tree: every file there, the index that of HEAD, the
+  // checkpoints as their pointers, which status names.
+  CHECK(repo.Sh("cd ../down && git status --porcelain").out.empty());
+  CHECK(repo.Sh("cmp ../down/.zipnn.yaml .zipnn.yaml").code == 0);
+  for (const char* file : {"model.safetensors", "other.safetensors"}) {
+    CHECK(repo.Sh("cd ../down && git show HEAD:" + std::string(file) + " | cmp - " + file).code == 0);
+  }
+  const Run status = repo.Sh("cd ../down && git zipnn status");
+  CHECK(status.out.find("Checkpoints the work tree holds as their pointers (git zipnn pull writes them):\n"
+                        "        model.safetensors\n        other.safetensors\n") != std::string::npos);
+  // Other commits check out as well while it is down, and back.
+  const Run back = repo.Sh("cd ../down && git checkout -q HEAD~2 && git checkout -q main && git status --porcelain");
+  CHECK_MESSAGE(back.code == 0, back.err);
+  CHECK(back.out.empty());
+  CHECK(back.err.find("git-zipnn: 1 checkpoint is left as its pointer") != std::string::npos);
+
+  // Once the server answers, pull writes them, exact.
+  server.SetMode("honest");
+  const Run pulled = repo.Sh("cd ../down && git zipnn pull -q && git status --porcelain");
+  CHECK_MESSAGE(pulled.code == 0, pulled.err);
+  CHECK(pulled.out.empty());
+  CHECK(repo.Sh("cmp ../down/model.safetensors model.safetensors && cmp ../down/other.safetensors other.safetensors")
+            .code == 0);
+}
+
 TEST_CASE("a Git LFS server's links are followed over http(s) only: a file link is refused, nothing written or read") {
   Repo repo;
   LfsServer server(repo);

@@ -120,7 +120,12 @@ Status Versions::Write(const store::Pointer& pointer, const std::string& name, B
         return *retained;
       }
     }
-    return Annotate(delivered.status(), name);
+    // Not there, or not kept: the remote said so. Anything else is the
+    // remote not giving it (unreachable, refusing, failing, lying), which a
+    // checkout may wait out (filters/checkpoint_filter.h).
+    const StatusCode code = delivered.status().code();
+    if (code == StatusCode::kNotFound || code == StatusCode::kRemoved) return Annotate(delivered.status(), name);
+    return Annotate(Unavailable(delivered.status().message()), name);
   }
   return *delivered ? OkStatus() : store::RestoreFile(store_, pointer, name, out, find_copy);
 }

@@ -82,7 +82,9 @@ class Versions {
   // what messages call the version (a path, a "<rev>:<path>"). A missing
   // object fails before anything is written, naming the object, `name`
   // and the store; a failed fetch says what the remote did, after
-  // "<name>: ".
+  // "<name>: ": kNotFound when the remote lacks an object, kUnavailable
+  // when it could not give one (unreachable, refusing, failing, or what it
+  // sent failed its check).
   Status Write(const store::Pointer& pointer, const std::string& name, ByteSink& out,
                const store::FindCopy& also = nullptr) const;
 

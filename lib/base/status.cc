@@ -24,6 +24,8 @@ const char* CodeName(StatusCode code) {
       return "git";
     case StatusCode::kRemoved:
       return "removed";
+    case StatusCode::kUnavailable:
+      return "unavailable";
   }
   return "unknown";
 }

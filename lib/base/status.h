@@ -21,6 +21,7 @@ enum class StatusCode {
   kIoError,          // the operating system refused a read or write
   kGit,              // git or libgit2 failed
   kRemoved,          // removed on purpose: a version retention thinned or dropped
+  kUnavailable,      // a remote could not give what was asked (unreachable, refused, failing)
 };
 
 class [[nodiscard]] Status {
@@ -46,6 +47,7 @@ inline Status Corruption(std::string m) { return {StatusCode::kCorruption, std::
 inline Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 inline Status Removed(std::string m) { return {StatusCode::kRemoved, std::move(m)}; }
+inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 
 // `status` with `context` put before its message ("context: message"),
 // its code kept; an OK status, or one whose message starts with that
