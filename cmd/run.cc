@@ -11,6 +11,7 @@
 
 #include "cmd/command.h"
 #include "lib/base/closest.h"
+#include "lib/base/file.h"
 #include "lib/base/redact.h"
 
 namespace zipnn::cmd {
@@ -66,6 +67,9 @@ std::optional<std::string> OptionHint(const CLI::App& sub, const std::string& er
 }  // namespace
 
 int Main(int argc, char** argv) {
+  // Ctrl-C in a `git add` of a large checkpoint must not leave its copy in
+  // scratch.
+  RemoveScratchOnSignals();
   if (argc == 2 && std::strcmp(argv[1], "--list-commands") == 0) {
     // For the man page generator and shell completion: name TAB summary.
     for (const auto& spec : Commands()) std::printf("%s\t%s\n", spec.name, spec.summary);

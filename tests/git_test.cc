@@ -1681,5 +1681,38 @@ TEST_CASE("the next git add removes the scratch files a stopped one left, and no
   CHECK(repo.Sh("git commit -qm m && git zipnn fsck --all").code == 0);
 }
 
+// Ctrl-C (or SIGTERM) in the middle of a clean: the process removes the
+// scratch copy it was spooling as it dies, and dies of the signal. The
+// clean reads from a pipe kept open, so it is caught in the middle
+// whatever the machine's speed.
+TEST_CASE("a clean stopped by SIGINT or SIGTERM removes its own scratch file as it dies") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors'").code == 0);
+  const std::string data = repo.Data("cnn-fp32/step-000040.safetensors");
+  for (const char* signal : {"INT", "TERM"}) {
+    CAPTURE(signal);
+    // Job control on: a background command of a plain script would start
+    // with SIGINT ignored.
+    const Run stopped = repo.Sh(
+        "set -m; rm -f ../in && mkfifo ../in && "
+        "{ git-zipnn clean m.safetensors < ../in > ../out 2> ../err & echo $! > ../pid; } && exec 3> ../in && "
+        "head -c 300000 '" + data + "' >&3 && "
+        "for i in $(seq 400); do "
+        "  s=$(find .git/zipnn/tmp -name 'clean-*' -size +250k | wc -l); [ \"$s\" = 1 ] && break; sleep 0.05; "
+        "done && "
+        "find .git/zipnn/tmp -name 'clean-*' | wc -l && kill -" + std::string(signal) + " $(cat ../pid); "
+        "wait $(cat ../pid); echo \"exit $?\"; find .git/zipnn/tmp -name 'clean-*' | wc -l");
+    // There while it ran; gone once it was stopped, which it was by the
+    // signal (128 + its number).
+    const std::string expected = std::string("1\nexit ") + (signal[0] == 'I' ? "130" : "143") + "\n0\n";
+    CHECK_MESSAGE(stopped.out == expected, stopped.err);
+  }
+  // Nothing left for the next add to sweep.
+  const Run add = repo.Sh("cp '" + data + "' m.safetensors && git add m.safetensors");
+  REQUIRE(add.code == 0);
+  CHECK(add.err.find("scratch files that a stopped command left") == std::string::npos);
+  CHECK(repo.Sh("git commit -qm m && git zipnn fsck --all").code == 0);
+}
+
 }  // namespace
 }  // namespace zipnn

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/socket.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstring>
 #include <random>
@@ -631,6 +633,62 @@ Status SyncFolder(const std::string& dir) {
   return OkStatus();
 }
 
+namespace {
+
+// The paths of the live TempFiles, where a signal handler can read them:
+// fixed slots (no allocation), each free, being filled, or holding a
+// path; a file with no free slot (more than kSlots at once, or a longer
+// path) is only removed as before, by its owner or a later add or gc.
+constexpr int kSlots = 64;
+struct Slot {
+  std::atomic<int> state{0};  // 0 free, 1 being filled or emptied, 2 holds `path`
+  char path[PATH_MAX];
+};
+Slot scratch_slots[kSlots];
+static_assert(std::atomic<int>::is_always_lock_free, "a signal handler reads the slots");
+
+int HoldScratchPath(const std::string& path) {
+  if (path.size() >= PATH_MAX) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    int free = 0;
+    if (!scratch_slots[i].state.compare_exchange_strong(free, 1)) continue;
+    std::memcpy(scratch_slots[i].path, path.c_str(), path.size() + 1);
+    scratch_slots[i].state.store(2);
+    return i;
+  }
+  return -1;
+}
+
+void ReleaseScratchPath(int slot) {
+  if (slot >= 0) scratch_slots[slot].state.store(0);
+}
+
+extern "C" void RemoveScratchAndDie(int signal) {
+  const int saved = errno;
+  for (Slot& slot : scratch_slots) {
+    int held = 2;
+    if (slot.state.compare_exchange_strong(held, 1)) ::unlink(slot.path);
+  }
+  errno = saved;
+  // SA_RESETHAND put the default action back; the signal, blocked while
+  // this runs, is taken again when it returns.
+  ::raise(signal);
+}
+
+}  // namespace
+
+void RemoveScratchOnSignals() {
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction was;
+    if (::sigaction(signal, nullptr, &was) != 0 || was.sa_handler == SIG_IGN) continue;
+    struct sigaction now = {};
+    now.sa_handler = RemoveScratchAndDie;
+    sigemptyset(&now.sa_mask);
+    now.sa_flags = SA_RESETHAND;
+    (void)::sigaction(signal, &now, nullptr);
+  }
+}
+
 Result<TempFile> TempFile::Create(const std::string& dir, const std::string& prefix) {
   ZIPNN_RETURN_IF_ERROR(MakeDirectories(dir));
   std::random_device rd;
@@ -641,26 +699,31 @@ Result<TempFile> TempFile::Create(const std::string& dir, const std::string& pre
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       (void)FsLock(fd, LOCK_SH);  // a file system without locks leaves it to gc's age rule
-      return TempFile(std::move(path), fd);
+      const int slot = HoldScratchPath(path);
+      return TempFile(std::move(path), fd, slot);
     }
     if (errno != EEXIST) return IoError(dir + ": cannot create a temporary file: " + Errno());
   }
   return IoError(dir + ": cannot create a temporary file");
 }
 
-TempFile::~TempFile() {
+void TempFile::Remove() {
   if (!path_.empty()) ::unlink(path_.c_str());
+  ReleaseScratchPath(slot_);
   if (fd_ >= 0) ::close(fd_);
 }
 
+TempFile::~TempFile() { Remove(); }
+
 TempFile& TempFile::operator=(TempFile&& o) noexcept {
   if (this != &o) {
-    if (!path_.empty()) ::unlink(path_.c_str());
-    if (fd_ >= 0) ::close(fd_);
+    Remove();
     path_ = std::move(o.path_);
     fd_ = o.fd_;
+    slot_ = o.slot_;
     o.path_.clear();
     o.fd_ = -1;
+    o.slot_ = -1;
   }
   return *this;
 }

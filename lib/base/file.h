@@ -186,23 +186,34 @@ class FdChannel : public Channel {
 // other); removed when the TempFile goes away. AtomicFile::InTemp writes
 // it. While it lives its process holds a shared lock on it (flock), so
 // that a gc can tell a scratch file in use from one a killed process left
-// (InUse).
+// (InUse). Once RemoveScratchOnSignals has run, a process stopped by a
+// signal removes the scratch files it holds too.
 class TempFile {
  public:
   static Result<TempFile> Create(const std::string& dir, const std::string& prefix);
-  TempFile(TempFile&& o) noexcept : path_(std::move(o.path_)), fd_(o.fd_) {
+  TempFile(TempFile&& o) noexcept : path_(std::move(o.path_)), fd_(o.fd_), slot_(o.slot_) {
     o.path_.clear();
     o.fd_ = -1;
+    o.slot_ = -1;
   }
   TempFile& operator=(TempFile&& o) noexcept;  // removes the file it held
   ~TempFile();
   const std::string& path() const { return path_; }
 
  private:
-  TempFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  TempFile(std::string path, int fd, int slot) : path_(std::move(path)), fd_(fd), slot_(slot) {}
+  void Remove();
   std::string path_;
-  int fd_ = -1;  // holds the lock
+  int fd_ = -1;    // holds the lock
+  int slot_ = -1;  // where a signal finds its path, when one was free
 };
+
+// From now on, a process stopped by Ctrl-C (SIGINT), SIGTERM or SIGHUP
+// first removes every TempFile it holds, then dies of the signal as it
+// would have: a stopped `git add` leaves no copy of its checkpoint in
+// scratch. A signal the process was started ignoring stays ignored. Call
+// once, before any thread starts.
+void RemoveScratchOnSignals();
 
 // Whether a live process holds a lock on the file at `path` (a TempFile,
 // or an AtomicFile's temporary, being written): false for a file whose
