@@ -103,6 +103,7 @@ class Printer : public ops::RetainReport {
     PrintSeries(name, rule, plan);
     for (const auto& p : plan) PrintPlanned(p, "");
   }
+  void Note(const std::string& line) override { std::printf("%s\n", line.c_str()); }
   void Sharing(const std::string& user) override {
     std::printf("the store is shared: keeping what %s needs too\n", user.c_str());
   }

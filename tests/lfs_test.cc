@@ -858,6 +858,54 @@ TEST_CASE("a checkout while the Git LFS server fails leaves pointers and a clean
             .code == 0);
 }
 
+TEST_CASE("retain where the remote is a Git LFS host says at once it frees space here only; reads do not undo it") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  UseBoth(repo, server);
+  CommitTrajectory(repo);  // five saves of model.safetensors
+  REQUIRE(repo.Sh("printf 'base_interval: 5\\nretention:\\n  - checkpoints: model.safetensors\\n    keep_newest: 1\\n"
+                  "    rest: drop\\n' > .zipnn.yaml && git commit -qam rules && git remote add origin " +
+                  server.Url("team.git") + " && git push -q -u origin HEAD:main")
+              .code == 0);
+  const std::string oldest = repo.Sh("git rev-list HEAD | sed -n 6p").out.substr(0, 40);
+  auto objects = [&] { return repo.Sh("find .git/zipnn/objects -type f -path '*/??/??/*' ! -name '*.*' | wc -l").out; };
+
+  // Said before the plan, in the dry run as in the real one.
+  const Run planned = repo.Sh("git zipnn retain --dry-run");
+  REQUIRE_MESSAGE(planned.code == 0, planned.err);
+  const std::string note = "note: origin (the Git LFS storage of " + server.Url("team.git") +
+                           ") cannot remove objects (a Git LFS server's API has no delete): this retain frees space "
+                           "here only, and origin keeps the exact bytes of every version it holds. A read of a "
+                           "version retained here fetches them without keeping them (`git config zipnn.keepRefetched "
+                           "true` keeps them).\n";
+  CHECK(planned.out.rfind(note, 0) == 0);
+  const Run retained = repo.Sh("git zipnn retain --yes");
+  REQUIRE_MESSAGE(retained.code == 0, retained.err);
+  CHECK(retained.out.rfind(note, 0) == 0);
+  CHECK(objects() == "1\n");
+
+  // A read of a dropped version comes from the server, exact, and leaves
+  // the store as retain left it; so does a checkout of it.
+  const std::string first = repo.Data("cnn-bf16/step-000040.safetensors");
+  const Run read = repo.Sh("git zipnn restore --rev " + oldest + " -o ../read.st model.safetensors && cmp ../read.st '" +
+                           first + "'");
+  CHECK_MESSAGE(read.code == 0, read.err);
+  CHECK(objects() == "1\n");
+  const Run checkout =
+      repo.Sh("git checkout -q " + oldest + " && cmp model.safetensors '" + first + "' && git checkout -q main");
+  CHECK_MESSAGE(checkout.code == 0, checkout.err);
+  CHECK(objects() == "1\n");
+  CHECK(repo.Sh("find .git/zipnn/tmp -name 'refetch-*' | wc -l").out == "0\n");
+  // Asked to, a read keeps what it fetched.
+  REQUIRE(repo.Sh("git config zipnn.keepRefetched true").code == 0);
+  CHECK(repo.Sh("git zipnn retain --dry-run").out.find("fetches them and keeps them here again") != std::string::npos);
+  REQUIRE(repo.Sh("git zipnn restore --rev " + oldest + " -o ../again.st model.safetensors && cmp ../again.st '" +
+                  first + "'")
+              .code == 0);
+  CHECK(objects() == "2\n");
+}
+
 TEST_CASE("a Git LFS server's links are followed over http(s) only: a file link is refused, nothing written or read") {
   Repo repo;
   LfsServer server(repo);

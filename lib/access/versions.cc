@@ -90,11 +90,12 @@ std::optional<Status> Versions::WriteRetained(const store::Pointer& pointer, con
     approximate.id = r.approximate;
     return Write(approximate, name + " (approximate)", out);  // fetched, when it is on the remote only
   }
-  // The remote may still hold the exact version.
-  if (!ask_remote) return RemovedVersion(r, name);
-  if (Result<bool> delivered = Fetch(pointer, find_copy, &out); delivered.ok()) {
-    if (*delivered) return OkStatus();
-    if (store_.objects.Has(pointer.id)) return store::RestoreFile(store_, pointer, name, out, find_copy);
+  // The remote may still hold the exact version: read through, not kept
+  // (remote::FetchRetained).
+  if (!ask_remote || !options_.fetch) return RemovedVersion(r, name);
+  if (Result<bool> delivered = remote::FetchRetained(store_, pointer.id, pointer.size, find_copy, out);
+      delivered.ok() && *delivered) {
+    return OkStatus();
   }
   return RemovedVersion(r, name);
 }

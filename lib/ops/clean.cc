@@ -18,7 +18,9 @@
 #include "lib/formats/detect.h"
 #include "lib/git/children.h"
 #include "lib/git/pointers.h"
+#include "lib/git/checkpoint_at.h"
 #include "lib/ops/added.h"
+#include "lib/remote/select.h"
 #include "lib/series/series.h"
 #include "lib/store/chain.h"
 #include "lib/store/checkin.h"
@@ -223,6 +225,10 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
   ZIPNN_ASSIGN_OR_RETURN(const bool held,
                          TakeIn(head, content, work_file ? &*work_file : nullptr, spool, hasher, progress));
   const ContentId id = hasher.Finish();
+  if (std::optional<store::Pointer> read_through = HeldElsewhere(path, id)) {
+    const std::string text = store::FormatPointer(*read_through);
+    return out.Append(text.data(), text.size());
+  }
   progress.SetTotal(0);
   progress.Update("storing", 0);
   const series::Placed placed = series_ ? series_->rules().Place(path) : series::Rules().Place(path);
@@ -363,6 +369,22 @@ Status Cleaner::CleanNoted(const std::string& path, const std::string& head, Byt
   if (listings_ && !listings_->Note(text)) KeepListing(store::NewVersion{path, pointer.id, path, "", ""}, text);
   listing_.reset();
   return out.Append(text.data(), text.size());
+}
+
+std::optional<store::Pointer> Cleaner::HeldElsewhere(const std::string& path, const ContentId& id) {
+  Result<store::Resolved> held = store_.Resolve(id);
+  if (!held.ok() || !held->retained) return std::nullopt;
+  Result<remote::RemoteSettings> settings = remote::RemoteSettings::Read();
+  if (!settings.ok() || settings->Flag("zipnn.keepRefetched", /*unset=*/false)) return std::nullopt;
+  Result<store::Pointer> indexed = git::PointerAt(":" + path);
+  if (!indexed.ok() || indexed->id != id) return std::nullopt;
+  Result<std::string> name = remote::DefaultRemote(*settings);
+  if (!name.ok()) return std::nullopt;
+  Result<std::unique_ptr<remote::RemoteStore>> there = remote::OpenRemoteStore(*settings, *name);
+  if (!there.ok()) return std::nullopt;
+  Result<std::vector<bool>> has = (*there)->Has({id});
+  if (!has.ok() || has->empty() || !has->front()) return std::nullopt;
+  return *indexed;
 }
 
 void Cleaner::TakeChildrenFromGit() {

@@ -82,6 +82,14 @@ class Cleaner {
   // Notes in the store's cache of children the ones git holds (git/children.h),
   // once a process.
   void TakeChildrenFromGit();
+  // A version retention removed here whose exact bytes git cleans again
+  // (a checkout of an old commit writes them from the remote, and git
+  // cleans the file it wrote when its time stamp cannot tell it is
+  // unchanged): the pointer the index holds for `path`, when it names
+  // this version and the default remote holds it, so that it is not
+  // stored here again (remote::FetchRetained; zipnn.keepRefetched stores
+  // it). nullopt otherwise, and on any doubt: then it is stored.
+  std::optional<store::Pointer> HeldElsewhere(const std::string& path, const ContentId& id);
   // The textconv listing of `version`, made once for the version being
   // stored; null when it cannot be read as a checkpoint.
   const std::string* ListingOf(const store::NewVersion& version);

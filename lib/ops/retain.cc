@@ -37,6 +37,27 @@ Result<std::map<ContentId, std::string>> AtHead(const git::Repository& git_repo)
   return at_head;
 }
 
+// What a retain without --remote says first when the default remote
+// cannot remove objects (a Git LFS host): that it frees space here only,
+// and what reads of the versions it removes do. Nothing without a remote.
+std::optional<std::string> CannotRemoveThere() {
+  Result<remote::RemoteSettings> settings = remote::RemoteSettings::Read();
+  if (!settings.ok()) return std::nullopt;
+  Result<std::string> name = remote::DefaultRemote(*settings);
+  if (!name.ok()) return std::nullopt;
+  Result<bool> removes = remote::StoreRemoves(*settings, *name);
+  if (!removes.ok() || *removes) return std::nullopt;
+  Result<std::string> where = remote::DescribeStore(*settings, *name);
+  const bool keeps = settings->Flag("zipnn.keepRefetched", /*unset=*/false);
+  return "note: " + *name + " (" + (where.ok() ? *where : *name) +
+         ") cannot remove objects (a Git LFS server's API has no delete): this retain frees space here only, and " +
+         *name + " keeps the exact bytes of every version it holds. " +
+         (keeps ? "A read of a version retained here fetches them and keeps them here again "
+                  "(zipnn.keepRefetched is set; unset it to read them through)."
+                : "A read of a version retained here fetches them without keeping them "
+                  "(`git config zipnn.keepRefetched true` keeps them).");
+}
+
 }  // namespace
 
 Result<OpenedRemote> OpenConfiguredRemote(const std::string& name) {
@@ -215,6 +236,8 @@ Result<RetainResult> Retain(const store::Store& given, const git::Repository& gi
     if (!dry && there.store->capabilities().locked_removal == nullptr && !a.pushes_stopped) {
       return remote::NoLockRefusal(*there.store, there.name);
     }
+  } else if (std::optional<std::string> note = CannotRemoveThere()) {
+    report.Note(*note);
   }
   // The store's lock alone, as gc: no add may build on a version while
   // it goes. Held from before the plan is read to the end, the remote's

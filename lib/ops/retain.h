@@ -77,6 +77,9 @@ class RetainReport {
   }
   // The store is shared: what the repository at `git_dir` needs stays.
   virtual void Sharing(const std::string& git_dir) { (void)git_dir; }
+  // Before the plan: what this retain cannot do (the default remote
+  // cannot remove objects, so only this store changes).
+  virtual void Note(const std::string& line) { (void)line; }
   // Before a long step, here or on the remote ("thinning out/step-20...").
   virtual void Progress(const std::string& what) { (void)what; }
   // One series is done here.

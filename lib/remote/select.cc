@@ -446,15 +446,16 @@ Result<std::string> Said(const RemoteTarget& t) {
 // yes is the remote's.
 struct RemoteKind {
   const char* name;  // for docs/architecture.md, "Adding a remote kind"
+  bool removes;      // it can remove objects (retain --remote): a Git LFS API has no delete
   Result<bool> (*match)(const RemoteTarget& t);
   Result<std::string> (*describe)(const RemoteTarget& t);
   Result<std::unique_ptr<RemoteStore>> (*open)(const RemoteTarget& t);
 };
 constexpr RemoteKind kRemoteKinds[] = {
-    {"S3", Always<MatchS3>, Said<DescribeS3>, OpenS3},
-    {"Git LFS", MatchLfs, DescribeLfs, OpenLfs},
-    {"store served over ssh", MatchServed, Said<DescribeServed>, OpenServed},
-    {"folder", Always<MatchFolder>, Said<DescribeFolder>, OpenFolder},
+    {"S3", true, Always<MatchS3>, Said<DescribeS3>, OpenS3},
+    {"Git LFS", false, MatchLfs, DescribeLfs, OpenLfs},
+    {"store served over ssh", true, MatchServed, Said<DescribeServed>, OpenServed},
+    {"folder", true, Always<MatchFolder>, Said<DescribeFolder>, OpenFolder},
 };
 
 // The row of the kind `t` means; null when none is (a URL of a scheme no
@@ -546,15 +547,30 @@ Result<std::string> RemoteOrDefault(const RemoteSettings& settings, const std::s
   return DefaultRemote(settings);
 }
 
-Result<std::string> DescribeStore(const RemoteSettings& settings, const std::string& remote) {
+namespace {
+
+// The store a git remote means, as its settings say: remote.<name>.zipnnurl
+// when set, else the remote's URL, else the name itself (a URL or path).
+RemoteTarget TargetOf(const RemoteSettings& settings, const std::string& remote) {
   const std::optional<std::string> zipnn_url = settings.Get("remote." + remote + ".zipnnurl");
   const std::optional<std::string> url = settings.Get("remote." + remote + ".url");
   const std::string where = zipnn_url ? *zipnn_url : url ? *url : remote;
-  const RemoteTarget t{settings, remote, where, /*repository=*/!zipnn_url,
-                       zipnn_url ? " (remote." + remote + ".zipnnurl)" : ""};
+  return RemoteTarget{settings, remote, where, /*repository=*/!zipnn_url,
+                      zipnn_url ? " (remote." + remote + ".zipnnurl)" : ""};
+}
+
+}  // namespace
+
+Result<std::string> DescribeStore(const RemoteSettings& settings, const std::string& remote) {
+  const RemoteTarget t = TargetOf(settings, remote);
   ZIPNN_ASSIGN_OR_RETURN(const RemoteKind* kind, KindOf(t));
-  if (kind == nullptr) return "none: git-zipnn has no object store for " + where;
+  if (kind == nullptr) return "none: git-zipnn has no object store for " + t.url;
   return kind->describe(t);
+}
+
+Result<bool> StoreRemoves(const RemoteSettings& settings, const std::string& remote) {
+  ZIPNN_ASSIGN_OR_RETURN(const RemoteKind* kind, KindOf(TargetOf(settings, remote)));
+  return kind == nullptr || kind->removes;
 }
 
 Result<int> ConcurrentTransfers(const RemoteSettings& settings) {

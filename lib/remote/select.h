@@ -51,6 +51,11 @@ class RemoteSettings {
 Result<std::string> DefaultRemote(const RemoteSettings& settings);
 Result<std::string> RemoteOrDefault(const RemoteSettings& settings, const std::string& named);
 Result<std::string> DescribeStore(const RemoteSettings& settings, const std::string& remote);
+// Whether the store behind `remote` can remove objects, without reaching
+// it: false for a Git LFS host (its API has no delete), so that retention
+// there frees space locally only. True where no store is known (nothing to
+// warn of).
+Result<bool> StoreRemoves(const RemoteSettings& settings, const std::string& remote);
 Result<int> ConcurrentTransfers(const RemoteSettings& settings);
 Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const RemoteSettings& settings, const std::string& remote);
 

@@ -20,6 +20,7 @@
 #include "lib/git/object_map.h"
 #include "lib/store/parents.h"
 #include "lib/remote/select.h"
+#include "lib/store/restore.h"
 #include "lib/store/store.h"
 #include "lib/store/chain.h"
 #include "lib/store/retention.h"
@@ -262,6 +263,32 @@ Result<bool> FetchChain(const store::Store& local, const ContentId& id, std::opt
   } join{lister};
   ZIPNN_ASSIGN_OR_RETURN(TransferReport report, FetchObjects(local, **from, {id}, options));
   return report.delivered;
+}
+
+Result<bool> FetchRetained(const store::Store& local, const ContentId& id, uint64_t raw_size,
+                           const store::FindCopy& find_copy, ByteSink& deliver) {
+  ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());
+  const bool keep = settings.Flag("zipnn.keepRefetched", /*unset=*/false);
+  std::unique_ptr<store::Store> scratch;
+  struct Remove {
+    std::string dir;
+    ~Remove() {
+      std::error_code ignored;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ignored);
+    }
+  } remove;
+  if (!keep) {
+    ZIPNN_RETURN_IF_ERROR(MakeDirectories(local.temp_dir));
+    std::string dir = local.temp_dir + "/refetch-XXXXXX";
+    if (::mkdtemp(dir.data()) == nullptr) return IoError(dir + ": cannot create a scratch folder");
+    remove.dir = dir;
+    scratch.reset(new store::Store{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", local.policy});
+  }
+  const store::Store& into = keep ? local : *scratch;
+  ZIPNN_ASSIGN_OR_RETURN(const bool delivered, FetchChain(into, id, raw_size, find_copy, &deliver));
+  if (delivered || !into.objects.Has(id)) return delivered;
+  ZIPNN_RETURN_IF_ERROR(store::Restore(into, id, deliver, find_copy));
+  return true;
 }
 
 namespace {

@@ -83,6 +83,16 @@ Result<RemoteCheck> CheckRemote(const store::Store& local, const RemoteSettings&
 Result<bool> FetchChain(const store::Store& local, const ContentId& id, std::optional<uint64_t> raw_size = std::nullopt,
                         const store::FindCopy& find_copy = nullptr, ByteSink* deliver = nullptr);
 
+// The exact bytes of a version retention removed here (its record is
+// here), from the default remote, to `deliver`: whether they came. What is
+// fetched is kept in the local store only with git config
+// zipnn.keepRefetched; otherwise it goes into a scratch store in
+// local.temp_dir, is restored from there and removed, so that reading a
+// version does not undo the retain that removed it. False when there is
+// no remote; NotFound when the remote lacks it.
+Result<bool> FetchRetained(const store::Store& local, const ContentId& id, uint64_t raw_size,
+                           const store::FindCopy& find_copy, ByteSink& deliver);
+
 // Random access to version `id` (`raw_size` bytes, its pointer's size)
 // without fetching what the local store lacks of its chain: each object
 // missing here is read by parts where it lies on the default remote
