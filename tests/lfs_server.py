@@ -79,6 +79,7 @@ Two more files set what a host may set, read at each request:
 Usage: lfs_server.py ROOT USER:PASSWORD [MODE]
 Prints "lfs server listening on 127.0.0.1:PORT" once it takes
 connections, then "METHOD PATH STATUS" for each request it answered,
+"range OID FROM END" for each download of a byte range [FROM, END),
 "sent N" after each download that sent N bytes of an object, and
 "received N" after each upload of an object's bytes (N those that came,
 all or not).
@@ -417,6 +418,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.answer(416, headers=[("Content-Range", "bytes */%d" % size)])
             status = 206
             headers.append(("Content-Range", "bytes %d-%d/%d" % (start, end - 1, size)))
+            with log_lock:
+                print("range %s %d %d" % (oid, start, end), flush=True)
         with open(path, "rb") as f:  # only the part asked for
             f.seek(start)
             part = f.read(end - start)

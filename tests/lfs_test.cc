@@ -421,6 +421,40 @@ TEST_CASE("cat of a tensor of a version the clone lacks reads parts of its objec
   CHECK(shown.out.find("kind         ") != std::string::npos);
 }
 
+TEST_CASE("a read by parts asks the server for no byte twice: a chunk that begins with the header comes once") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  UseBoth(repo, server);
+  // fp32 saves (the CNN's weights 8 times over): the first chunk's first
+  // bytes come in the window that brings the header, the rest after it.
+  REQUIRE(repo.Sh("git zipnn track model.safetensors >/dev/null && git add .gitattributes && git commit -qm track")
+              .code == 0);
+  for (const char* step : {"000040", "000080"}) {
+    REQUIRE(repo.Sh("python3 '" + repo.Runfile("tests/bench/tile_checkpoint.py") + "' '" +
+                    repo.Data(std::string("cnn-fp32/step-") + step + ".safetensors") +
+                    "' 8 model.safetensors >/dev/null && git add model.safetensors && git commit -qm " + step)
+                .code == 0);
+  }
+  REQUIRE(repo.Sh("git remote add origin " + server.Url("team.git") + " && git push -q origin HEAD:main").code == 0);
+  // The first copy's tensors: the chunks from the first on, read one
+  // after another.
+  const std::string tensors = "-t 'copy0.*' -o ../";
+  REQUIRE(repo.Sh("git zipnn cat HEAD~1:model.safetensors " + tensors + "here.safetensors").code == 0);
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q " + server.Url("team.git") + " clone").code == 0);
+  const std::string log = "'" + repo.root() + "/lfs/log'";
+  const std::string before = Trimmed(repo.Sh("wc -l < " + log).out);
+  const Run read = repo.Sh("cd ../clone && git zipnn cat HEAD~1:model.safetensors " + tensors +
+                           "there.safetensors && cmp ../here.safetensors ../there.safetensors");
+  CHECK_MESSAGE(read.code == 0, read.err);
+  const std::string ranges = "tail -n +$((" + before + " + 1)) " + log + " | grep '^range '";
+  INFO(repo.Sh(ranges).out);
+  CHECK(repo.Sh(ranges + " | wc -l").out != "0\n");
+  const Run overlaps = repo.Sh(ranges + " | sort -k2,2 -k3,3n | awk '{ if ($2 == oid && $3 < end) print; "
+                                        "if ($2 != oid) { oid = $2; end = $4 } else if ($4 > end) end = $4 }'");
+  CHECK_MESSAGE(overlaps.out.empty(), overlaps.out);
+}
+
 TEST_CASE("cat by parts from a server without ranges fetches whole objects; from one that lies, nothing") {
   for (const std::string mode : {"noranges", "forge"}) {
     CAPTURE(mode);

@@ -52,8 +52,9 @@ constexpr size_t kBatchSize = 100;
 // of at least 1 MiB is kept as it comes in (Partial).
 constexpr uint64_t kSpreadPart = uint64_t{4} << 20;
 
-// An object on the server read where it lies. A read the windows kept do
-// not hold asks for a window from where it starts: kMinWindow (the
+// An object on the server read where it lies. The part of a read that the
+// windows kept do not hold asks for a window from where that part starts
+// (so no byte is asked for twice while its window is kept): kMinWindow (the
 // header and region table), doubled up to kMaxWindow while reads go on
 // where the last window ended (the chunk records of a tensor, front to
 // back), and never less than the read; except that a read within
@@ -84,17 +85,41 @@ class RangedSource : public ByteSource {
 
   Status ReadAt(uint64_t offset, void* out, size_t n) const override {
     if (offset > size_ || n > size_ - offset) return IoError(name_ + ": read past the end");
-    if (n == 0) return OkStatus();
     std::lock_guard<std::mutex> lock(mu_);
-    if (held_) return held_->file().ReadAt(offset, out, n);
-    for (const Window& w : windows_) {
-      if (offset >= w.from && offset + n <= w.from + w.bytes.buffer().size()) {
-        std::memcpy(out, w.bytes.buffer().data() + (offset - w.from), n);
-        return OkStatus();
+    auto* to = static_cast<uint8_t*>(out);
+    // What the kept windows hold is copied; only the rest is asked for,
+    // from where it starts (a tensor whose first bytes came with the
+    // header is not asked for again from its start).
+    while (n > 0) {
+      if (held_) return held_->file().ReadAt(offset, to, n);
+      const Window* holding = nullptr;
+      for (const Window& w : windows_) {
+        if (offset >= w.from && offset - w.from < w.bytes.buffer().size()) holding = &w;
       }
+      if (holding == nullptr) {
+        ZIPNN_RETURN_IF_ERROR(FetchWindow(offset, n));
+        continue;
+      }
+      const size_t take = static_cast<size_t>(
+          std::min<uint64_t>(n, holding->from + holding->bytes.buffer().size() - offset));
+      std::memcpy(to, holding->bytes.buffer().data() + (offset - holding->from), take);
+      to += take;
+      offset += take;
+      n -= take;
     }
-    const bool onward = !windows_.empty() && offset >= windows_.back().from &&
-                        offset <= windows_.back().from + windows_.back().bytes.buffer().size();
+    return OkStatus();
+  }
+
+ private:
+  struct Window {
+    uint64_t from = 0;
+    MemorySink bytes;
+  };
+  // Asks for a window that holds `offset` (and the `n` bytes from it, as
+  // far as the object goes); or, when the server no longer serves parts,
+  // takes the whole object (held_). Called with mu_ held.
+  Status FetchWindow(uint64_t offset, size_t n) const {
+    const bool onward = !windows_.empty() && offset == windows_.back().from + windows_.back().bytes.buffer().size();
     run_ = onward ? std::min(run_ * 2, kMaxWindow) : kMinWindow;
     Window w;
     w.from = offset;
@@ -109,20 +134,14 @@ class RangedSource : public ByteSource {
       windows_.clear();
       ZIPNN_ASSIGN_OR_RETURN(formats::Checkpoint whole, whole_());
       held_.emplace(std::move(whole));
-      return held_->file().ReadAt(offset, out, n);
+      return OkStatus();
     }
     ZIPNN_RETURN_IF_ERROR(fetched);
-    std::memcpy(out, w.bytes.buffer().data() + (offset - w.from), n);
+    if (w.bytes.buffer().size() <= offset - w.from) return IoError(name_ + ": the server sent less than was asked");
     windows_.push_back(std::move(w));
     if (windows_.size() > kWindows) windows_.pop_front();
     return OkStatus();
   }
-
- private:
-  struct Window {
-    uint64_t from = 0;
-    MemorySink bytes;
-  };
   const std::string name_;
   const uint64_t size_;
   const Fetch fetch_;
