@@ -56,11 +56,12 @@ void PrintRemote(const ops::RetainResult::Remote& there, bool dry_run) {
   const char* name = there.name.c_str();
   if (dry_run) {
     std::printf(
-        "remote %s (%s): %zu objects, %s; would remove %s (%s), send %zu retention record%s "
-        "and the approximate versions of what is thinned, and re-send %zu object%s that %s on what goes\n",
+        "remote %s (%s): %zu objects, %s; would remove %s (%s), send %zu retention record%s%s, "
+        "and re-send %zu object%s that %s on what goes\n",
         name, there.where.c_str(), r.objects, HumanBytes(r.bytes_before).c_str(),
         RemovedObjects(r.removed, r.unthinned).c_str(), HumanBytes(r.removed_bytes).c_str(), r.records,
-        r.records == 1 ? "" : "s", r.replaced, r.replaced == 1 ? "" : "s", r.replaced == 1 ? "rests" : "rest");
+        r.records == 1 ? "" : "s", there.thins ? " and the approximate versions of what is thinned" : "",
+        r.replaced, r.replaced == 1 ? "" : "s", r.replaced == 1 ? "rests" : "rest");
   } else {
     std::printf(
         "remote %s (%s): %s -> %s%s; %s removed (%s), %zu approximate object%s sent (%s), "

@@ -290,6 +290,8 @@ TEST_CASE("a rule that would drop the version HEAD checks out says so, and drops
   const Run told = repo.Sh("git zipnn retain --yes </dev/null");
   REQUIRE_MESSAGE(told.code == 0, (told.out + told.err));
   CHECK(told.out.find("; 1 exact object removed") != std::string::npos);
+  CHECK(told.out.find("note: without --remote, --yes only lets this retain drop what HEAD checks out without "
+                      "asking; no remote changes") != std::string::npos);
   CHECK(!RestoresExactly(repo, 120));
 }
 

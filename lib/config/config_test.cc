@@ -175,8 +175,11 @@ TEST_CASE("a retention rule that could remove what was not meant is refused, nam
         ".zipnn.yaml: 'retention: keep_since' must be a date such as 2026-11-01 or an age such as '30 days', not "
         "'2026-02-30'");
   CHECK(Error("retention:\n  - checkpoints: a\n    keep_newset: 3\n    rest: drop\n")
-            .find("'retention: keep_newset' is not a retention key; the keys are checkpoints, keep_newest") !=
+            .find("'retention: keep_newset' is not a retention key (did you mean 'keep_newest'?); the keys are "
+                  "checkpoints, keep_newest") !=
         std::string::npos);
+  CHECK(Error("retention:\n  - checkpoints: a\n    colour: red\n    rest: drop\n")
+            .find("'retention: colour' is not a retention key; the keys are checkpoints") != std::string::npos);
   CHECK(Error("retention:\n  - checkpoints: a\n    keep: [out/model.pt]\n    rest: drop\n")
             .find("must be a list of versions such as 'v1.0:out/model.pt', not 'out/model.pt'") != std::string::npos);
 }

@@ -92,6 +92,20 @@ std::optional<int64_t> ParseAge(const std::string& text) {
   return std::nullopt;
 }
 
+// `key` (at `where`) is none of `keys`, which are `what`: said with the
+// one meant when it is a slip of the fingers, then all of them.
+template <size_t N>
+Status UnknownKey(const std::string& source, const std::string& where, const std::string& key,
+                  const char* const (&keys)[N], const std::string& what) {
+  const std::vector<std::string> known(std::begin(keys), std::end(keys));
+  const std::vector<std::string> closest = ClosestWords(key, known);
+  std::string listed;
+  for (const std::string& k : known) listed += (listed.empty() ? "" : ", ") + k;
+  return Bad(source, where,
+             "is not a " + what + (closest.empty() ? "" : " (did you mean '" + closest.front() + "'?)") +
+                 "; the keys are " + listed);
+}
+
 // One entry of `retention`.
 Result<Policy::RetentionRule> ReadRetentionRule(const YAML::Node& v, const std::string& source) {
   const std::string key = "retention";
@@ -152,9 +166,7 @@ Result<Policy::RetentionRule> ReadRetentionRule(const YAML::Node& v, const std::
       rule.precision = *precision;
       precision_set = true;
     } else {
-      std::string keys;
-      for (const char* rk : kRuleKeys) keys += (keys.empty() ? "" : ", ") + std::string(rk);
-      return Bad(source, where, "is not a retention key; the keys are " + keys);
+      return UnknownKey(source, where, k, kRuleKeys, "retention key");
     }
   }
   if (rule.checkpoints.empty()) return Bad(source, key, "rule names no 'checkpoints' glob");
@@ -167,38 +179,6 @@ Result<Policy::RetentionRule> ReadRetentionRule(const YAML::Node& v, const std::
   return rule;
 }
 
-// Edit distance, for "did you mean".
-size_t Distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-Status UnknownKey(const std::string& source, const std::string& key) {
-  std::string closest;
-  size_t best = 3;  // at most two edits away
-  for (const char* k : kKeys) {
-    const size_t d = Distance(key, k);
-    if (d < best) {
-      best = d;
-      closest = k;
-    }
-  }
-  std::string keys;
-  for (const char* k : kKeys) keys += (keys.empty() ? "" : ", ") + std::string(k);
-  return Bad(
-      source, key,
-      "is not a policy key" + (closest.empty() ? "" : " (did you mean '" + closest + "'?)") + "; the keys are " + keys);
-}
 
 // Reads one key's value into `p` (a copy the caller keeps only when this
 // succeeds: an error may leave it half-written).
@@ -355,7 +335,7 @@ LoadedPolicy ParsePolicyLenient(const std::string& yaml, const std::string& sour
     const bool known = std::any_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key == k; });
     Policy trial = p;
     bool trial_chain = max_chain_set;
-    Status s = known ? ReadKey(trial, trial_chain, key, item.second, source) : UnknownKey(source, key);
+    Status s = known ? ReadKey(trial, trial_chain, key, item.second, source) : UnknownKey(source, key, key, kKeys, "policy key");
     if (s.ok()) {
       p = std::move(trial);
       max_chain_set = trial_chain;

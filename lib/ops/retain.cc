@@ -236,8 +236,14 @@ Result<RetainResult> Retain(const store::Store& given, const git::Repository& gi
     if (!dry && there.store->capabilities().locked_removal == nullptr && !a.pushes_stopped) {
       return remote::NoLockRefusal(*there.store, there.name);
     }
-  } else if (std::optional<std::string> note = CannotRemoveThere()) {
-    report.Note(*note);
+  } else {
+    if (std::optional<std::string> note = CannotRemoveThere()) report.Note(*note);
+    // --yes is mostly said for a remote: without one, say what it does.
+    if (a.yes) {
+      report.Note(
+          "note: without --remote, --yes only lets this retain drop what HEAD checks out without asking; no remote "
+          "changes (`git zipnn retain --remote <name> --yes` applies the rules there too)");
+    }
   }
   // The store's lock alone, as gc: no add may build on a version while
   // it goes. Held from before the plan is read to the end, the remote's
@@ -301,9 +307,11 @@ Result<RetainResult> Retain(const store::Store& given, const git::Repository& gi
 
   if (dry) {
     std::vector<ContentId> planned;
+    bool thins = false;
     for (const auto& [name, versions] : plan.plans) {
       report.Planned(name, *plan.rules.at(name), versions);
       for (const auto& p : versions) {
+        thins = thins || p.fate == store::Fate::kThin;
         // Versions the retain takes now, as well as those thinned before
         // that it drops now.
         const bool thinned = p.record && !p.record->dropped;
@@ -316,7 +324,7 @@ Result<RetainResult> Retain(const store::Store& given, const git::Repository& gi
       ZIPNN_ASSIGN_OR_RETURN(remote::RemoteRetention retention,
                              remote::RetainOnRemote(store, *there.store, options.every_version, /*dry_run=*/true,
                                                     planned, nullptr, false, nullptr, RuleKeeps(plan.plans)));
-      result.remote = RetainResult::Remote{there.name, there.store->where(), retention};
+      result.remote = RetainResult::Remote{there.name, there.store->where(), retention, thins};
       if (there.store->capabilities().locked_removal == nullptr) {
         result.closing.push_back(there.name +
                                  " has no lock that pushes respect: applying it needs --pushes-stopped, once no one "

@@ -99,6 +99,7 @@ struct RetainResult {
     std::string name;
     std::string where;  // RemoteStore::where()
     remote::RemoteRetention retention;
+    bool thins = true;  // a dry run's plan thins some version (so approximate versions are to be sent)
   };
   std::optional<Remote> remote;
   // Lines to end with, after what is said of the remote: what a dry run
