@@ -1681,6 +1681,30 @@ TEST_CASE("the next git add removes the scratch files a stopped one left, and no
   CHECK(repo.Sh("git commit -qm m && git zipnn fsck --all").code == 0);
 }
 
+// The raw copy a large add keeps costs disk beside the store: the first
+// one a repository keeps says so, and how to change it; later ones do not.
+TEST_CASE("the first large raw copy an add keeps is named with its size, the budget and how to change it, once") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local && git zipnn track '*.safetensors'").code == 0);
+  // A 72 MiB safetensors of one fp32 tensor (random values).
+  const std::string make =
+      "python3 -c 'import json, os, struct, sys; n = 72 << 20; "
+      "h = json.dumps({\"w\": {\"dtype\": \"F32\", \"shape\": [n // 4], \"data_offsets\": [0, n]}}).encode(); "
+      "h += b\" \" * (-len(h) % 8); f = open(sys.argv[1], \"wb\"); f.write(struct.pack(\"<Q\", len(h)) + h); "
+      "f.write(os.urandom(n))' ";
+  const Run first = repo.Sh(make + "big.safetensors && git add big.safetensors");
+  REQUIRE_MESSAGE(first.code == 0, first.err);
+  CHECK_MESSAGE(first.err.find("git-zipnn: note: a copy of big.safetensors (72.0 MiB) is kept in ") != std::string::npos,
+                first.err);
+  CHECK(first.err.find(".git/zipnn/cache/raw, so that its next save is stored as a delta without decoding this one; "
+                       "such copies take at most raw_cache (512.0 MiB; set it in .zipnn.yaml, 0 keeps none), and "
+                       "`git zipnn du` shows what they take") != std::string::npos);
+  CHECK(repo.Sh("git zipnn du").out.find("raw cache                72.0 MiB in      1 file ") != std::string::npos);
+  const Run second = repo.Sh(make + "other.safetensors && git add other.safetensors");
+  REQUIRE(second.code == 0);
+  CHECK(second.err.find("note: a copy of") == std::string::npos);
+}
+
 // Ctrl-C (or SIGTERM) in the middle of a clean: the process removes the
 // scratch copy it was spooling as it dies, and dies of the signal. The
 // clean reads from a pipe kept open, so it is caught in the middle

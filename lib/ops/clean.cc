@@ -1,6 +1,8 @@
 #include "lib/ops/clean.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -16,15 +18,16 @@
 #include "lib/base/thread_pool.h"
 #include "lib/formats/checkpoint.h"
 #include "lib/formats/detect.h"
+#include "lib/git/checkpoint_at.h"
 #include "lib/git/children.h"
 #include "lib/git/pointers.h"
-#include "lib/git/checkpoint_at.h"
 #include "lib/ops/added.h"
 #include "lib/remote/select.h"
 #include "lib/series/series.h"
 #include "lib/store/chain.h"
 #include "lib/store/checkin.h"
 #include "lib/store/gc.h"
+#include "lib/store/raw_cache.h"
 
 namespace zipnn::ops {
 
@@ -294,6 +297,7 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
     std::fprintf(stderr, "git-zipnn: warning: %s: the version before this one stays stored whole: %s\n", path.c_str(),
                  checked.demotion_error.c_str());
   }
+  if (checked.stored) NoteRawCopy(path, id);
   store::Pointer& pointer = checked.pointer;
   if (checked.stored && pointer.format == "raw") {
     // Said once, as it is stored: a text file or a pickle under a tracked
@@ -369,6 +373,25 @@ Status Cleaner::CleanNoted(const std::string& path, const std::string& head, Byt
   if (listings_ && !listings_->Note(text)) KeepListing(store::NewVersion{path, pointer.id, path, "", ""}, text);
   listing_.reset();
   return out.Append(text.data(), text.size());
+}
+
+void Cleaner::NoteRawCopy(const std::string& path, const ContentId& id) {
+  // Said for the first large copy a repository keeps, once.
+  constexpr uint64_t kLarge = uint64_t{64} << 20;
+  const std::string dir = store::ParentCachesDir(store_);
+  if (dir.empty() || FileExists(dir + "/raw-cache-noted")) return;
+  for (const store::RawCache::Entry& e : store::RawCache(store_.cache_dir, store_.policy.raw_cache).List()) {
+    if (e.id != id || e.size < kLarge) continue;
+    std::fprintf(stderr,
+                 "git-zipnn: note: a copy of %s (%s) is kept in %s, so that its next save is stored as a delta "
+                 "without decoding this one; such copies take at most raw_cache (%s; set it in .zipnn.yaml, 0 "
+                 "keeps none), and `git zipnn du` shows what they take\n",
+                 path.c_str(), HumanBytes(e.size).c_str(), store_.cache_dir.c_str(),
+                 HumanBytes(store_.policy.raw_cache).c_str());
+    const std::string noted = dir + "/raw-cache-noted";
+    if (const int fd = ::open(noted.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644); fd >= 0) ::close(fd);
+    return;
+  }
 }
 
 std::optional<store::Pointer> Cleaner::HeldElsewhere(const std::string& path, const ContentId& id) {
