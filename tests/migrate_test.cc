@@ -201,6 +201,7 @@ TEST_CASE("migrate import takes a Git LFS history, and export gives back the ver
   // No --include: .gitattributes names the files on Git LFS.
   Run run = repo.Sh("git zipnn migrate import");
   REQUIRE_MESSAGE(run.code == 0, run.err);
+  CHECK(run.err.find("The history is new: push it with --force, and teammates clone again") != std::string::npos);
   const std::map<std::string, std::string> map = CommitMap(run.out);
   CHECK(map.size() == 3);
   REQUIRE(repo.Sh("printf '#!/bin/sh\\ngit cat-file blob \"$1\" | git lfs smudge\\n' > ../lfs-bytes && "
@@ -212,9 +213,16 @@ TEST_CASE("migrate import takes a Git LFS history, and export gives back the ver
   CHECK(repo.Sh("cmp model.safetensors '" + repo.Data("cnn-bf16/step-000120.safetensors") + "'").code == 0);
 
   // Back to Git LFS: the pointers are the same text, .gitattributes the
-  // same line, so every commit is the one Git LFS had.
+  // same line, so every commit is the one Git LFS had, and had pushed (a
+  // remote-tracking branch names it).
+  REQUIRE(repo.Sh("git remote add origin ../nowhere && git update-ref refs/remotes/origin/main " + lfs_head).code == 0);
+  REQUIRE(repo.Sh("git branch -m main").code == 0);
   Run back = repo.Sh("git zipnn migrate export");
   REQUIRE_MESSAGE(back.code == 0, back.err);
+  // Which is what origin has: nothing to force.
+  CHECK(back.err.find("The history is again the one the remote has (the commits origin/main names): nothing needs "
+                      "--force, and teammates' clones stay as they are") != std::string::npos);
+  CHECK(back.err.find("--force, and teammates clone again") == std::string::npos);
   for (const auto& [zipnn_id, lfs_id] : CommitMap(back.out)) {
     CHECK(lfs_log.find(lfs_id) != std::string::npos);
     CHECK(map.count(lfs_id) == 1);

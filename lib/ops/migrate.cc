@@ -110,8 +110,30 @@ Result<std::map<git::Oid, lfs::LfsPointer>> LfsPointersOf(const git::Repository&
   return pointers;
 }
 
+// Migrated::as_on_remote for the branches among `refs`.
+std::vector<std::string> AsOnRemote(const git::Repository& git_repo, const std::vector<std::string>& refs) {
+  Result<std::vector<std::string>> remotes = git::Remotes();
+  std::vector<std::string> named;
+  if (!remotes.ok()) return named;
+  for (const std::string& ref : refs) {
+    if (ref.rfind("refs/heads/", 0) != 0) continue;  // tags: the remote's are not tracked here
+    Result<std::optional<git::Oid>> here = git_repo.ResolveCommit(ref);
+    if (!here.ok() || !*here) return {};
+    std::optional<std::string> same;
+    for (const std::string& remote : *remotes) {
+      const std::string tracking = remote + "/" + ref.substr(11);
+      Result<std::optional<git::Oid>> there = git_repo.ResolveCommit("refs/remotes/" + tracking);
+      if (there.ok() && *there && **there == **here) same = tracking;
+    }
+    if (!same) return {};
+    named.push_back(*same);
+  }
+  return named;
+}
+
 // What the rewrite did, with the counts and refs the command reports.
-Result<Migrated> Done(const git::HistoryRewrite& rewrite, git::Rewritten done, size_t stored, bool from_lfs) {
+Result<Migrated> Done(const git::Repository& git_repo, const git::HistoryRewrite& rewrite, git::Rewritten done,
+                      size_t stored, bool from_lfs) {
   Migrated m;
   m.done = std::move(done);
   m.stored = stored;
@@ -121,6 +143,7 @@ Result<Migrated> Done(const git::HistoryRewrite& rewrite, git::Rewritten done, s
   if (m.Unchanged()) return m;
   Result<std::vector<std::string>> all_refs = git::RefsCommittedSince(0);
   m.remote_only = RemoteOnly(all_refs.ok() ? *all_refs : std::vector<std::string>());
+  m.as_on_remote = AsOnRemote(git_repo, m.done.refs);
   return m;
 }
 
@@ -300,7 +323,7 @@ Result<Migrated> Import(git::Repository& git_repo, Migration& m, const store::St
   ZIPNN_ASSIGN_OR_RETURN(git::Rewritten done, m.rewrite.Write(replace, edit, branch));
   (void)cleaner->Finish();
   cleaner.reset();
-  return Done(m.rewrite, std::move(done), converted, !lfs_pointers.empty());
+  return Done(git_repo, m.rewrite, std::move(done), converted, !lfs_pointers.empty());
 }
 
 Result<Migrated> Export(git::Repository& git_repo, Migration& m, const store::Store& store) {
@@ -322,7 +345,7 @@ Result<Migrated> Export(git::Repository& git_repo, Migration& m, const store::St
     return git::Retracked(text.value_or(""), m.include, git::Driver::kLfs);
   };
   ZIPNN_ASSIGN_OR_RETURN(git::Rewritten done, m.rewrite.Write(replace, edit, branch));
-  return Done(m.rewrite, std::move(done), converted, false);
+  return Done(git_repo, m.rewrite, std::move(done), converted, false);
 }
 
 Status CheckOutAgain(const git::Repository& git_repo) { return git::FinishCheckout(git_repo).status(); }

@@ -85,6 +85,10 @@ struct Migrated {
   // When a commit changed: branches only a remote-tracking branch names,
   // which were not rewritten.
   std::vector<std::string> remote_only;
+  // When every branch moved now names what a remote-tracking branch of
+  // the same name names (an export that gave back the history as it was
+  // pushed): those remote-tracking branches ("origin/main"); else empty.
+  std::vector<std::string> as_on_remote;
   bool Unchanged() const;  // every commit is as it was
 };
 
