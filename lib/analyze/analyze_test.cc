@@ -635,6 +635,23 @@ TEST_CASE("data tables carry the same figures as the analysis") {
   CHECK(std::get<double>(thinning.rows[2][column(thinning, "max_rel_error")]) == an.thinning[1].max_rel);
   const std::string text = TextReport(an, TextOptions{});
   CHECK(text.find("Policy what-if") != std::string::npos);
+  // Under the table, the row that stores least at the policy's restore
+  // and clone speed, said as the lines of .zipnn.yaml that choose it.
+  const auto now = std::find_if(an.policies.begin(), an.policies.end(), [](const PolicyOutcome& p) { return p.current; });
+  REQUIRE(now != an.policies.end());
+  const PolicyOutcome* best = &*now;
+  for (const PolicyOutcome& p : an.policies) {
+    if (p.worst_chain <= now->worst_chain && p.latest_bytes <= now->latest_bytes && p.stored_bytes < best->stored_bytes)
+      best = &p;
+  }
+  if (best == &*now) {
+    CHECK(text.find("  The policy in use (*) stores least of those whose restores and clones are as fast.\n") !=
+          std::string::npos);
+  } else {
+    CHECK(text.find("  Stores least with restores and clones as fast as now: `newest: " +
+                    std::string(NewestName(best->newest)) + "`, `base_interval: " +
+                    std::to_string(best->base_interval) + "`") != std::string::npos);
+  }
   CHECK(text.find("Tensors of 30 against 20") != std::string::npos);
   CHECK(text.find("Thinning what-if") != std::string::npos);
   CHECK(text.find("relative 3 mantissa bits") != std::string::npos);

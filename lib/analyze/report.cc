@@ -249,6 +249,45 @@ uint64_t RawBytes(const Analysis& a) {
   return raw;
 }
 
+// A what-if row as the lines of .zipnn.yaml that choose it (its max_chain
+// is the one those give).
+std::string PolicyLines(const PolicyOutcome& p) {
+  return std::string("`newest: ") + NewestName(p.newest) +
+         "`, `base_interval: " + (p.base_interval == 0 ? std::string("1000000") : std::to_string(p.base_interval)) +
+         "`, `delta_against: " + AgainstName(p.against) + "`";
+}
+
+// What the policy what-if comes to: the row that stores least with
+// restores and a clone of the last checkpoint as fast as the policy in
+// use, and, when another stores less still, what that one costs.
+std::string PolicySuggestion(const std::vector<PolicyOutcome>& rows, uint64_t raw) {
+  const auto now = std::find_if(rows.begin(), rows.end(), [](const PolicyOutcome& p) { return p.current; });
+  if (now == rows.end()) return "";
+  const PolicyOutcome* as_fast = &*now;
+  const PolicyOutcome* least = &*now;
+  for (const PolicyOutcome& p : rows) {
+    if (p.stored_bytes < least->stored_bytes) least = &p;
+    if (p.worst_chain <= now->worst_chain && p.latest_bytes <= now->latest_bytes &&
+        p.stored_bytes < as_fast->stored_bytes) {
+      as_fast = &p;
+    }
+  }
+  std::string out;
+  if (as_fast == &*now) {
+    out += "  The policy in use (*) stores least of those whose restores and clones are as fast.\n";
+  } else {
+    out += "  Stores least with restores and clones as fast as now: " + PolicyLines(*as_fast) + " in .zipnn.yaml, " +
+           HumanBytes(as_fast->stored_bytes) + " (" + Percent(as_fast->stored_bytes, raw) + ") where the policy in use stores " +
+           HumanBytes(now->stored_bytes) + ".\n";
+  }
+  if (least != as_fast && least->stored_bytes < as_fast->stored_bytes) {
+    out += "  Stores least of all: " + PolicyLines(*least) + ", " + HumanBytes(least->stored_bytes) + " (" +
+           Percent(least->stored_bytes, raw) + "), with restores decoding up to " + std::to_string(least->worst_chain) +
+           " deltas and a clone of the last checkpoint fetching " + HumanBytes(least->latest_bytes) + ".\n";
+  }
+  return out;
+}
+
 void PoliciesSection(const Analysis& a, std::string& out) {
   if (a.policies.empty()) return;
   const uint64_t raw = RawBytes(a);
@@ -266,6 +305,7 @@ void PoliciesSection(const Analysis& a, std::string& out) {
            std::to_string(p.worst_chain), p.current ? "*" : ""});
   }
   out += t.Render();
+  out += PolicySuggestion(a.policies, raw);
 }
 
 // "absolute" or "relative", as the thinning table's kind column says it.
