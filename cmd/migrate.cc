@@ -56,20 +56,19 @@ void Report(const ops::Migrated& m, const char* to) {
                  to);
     return;
   }
-  std::fprintf(
-      stderr,
-      "git-zipnn: stored %s in %s and wrote %s again (old and new ids above, one commit a line); refs "
-      "moved: %s\n"
-      "git-zipnn: the old commits stay in git's reflog until it expires; `git reflog expire --expire=now "
-      "--all && git gc --prune=now` drops them now%s. %s\n",
-      Counts(m.stored, m.versions, m.paths).c_str(), to, Counted(done.commits.size(), "commit").c_str(),
-      Listed(done.refs).c_str(),
-      m.from_lfs ? " (and `git lfs prune` the Git LFS copies, once no remote-tracking branch names them)" : "",
-      m.as_on_remote.empty()
-          ? "The history is new: push it with --force, and teammates clone again"
-          : ("The history is again the one the remote has (the commits " + Listed(m.as_on_remote) +
-             " names): nothing needs --force, and teammates' clones stay as they are")
-                .c_str());
+  std::fprintf(stderr,
+               "git-zipnn: stored %s in %s and wrote %s again (old and new ids above, one commit a line); refs "
+               "moved: %s\n"
+               "git-zipnn: the old commits stay in git's reflog until it expires; `git reflog expire --expire=now "
+               "--all && git gc --prune=now` drops them now%s. %s\n",
+               Counts(m.stored, m.versions, m.paths).c_str(), to, Counted(done.commits.size(), "commit").c_str(),
+               Listed(done.refs).c_str(),
+               m.from_lfs ? " (and `git lfs prune` the Git LFS copies, once no remote-tracking branch names them)" : "",
+               m.as_on_remote.empty()
+                   ? "The history is new: push it with --force, and teammates clone again"
+                   : ("The history is again the one the remote has (the commits " + Listed(m.as_on_remote) +
+                      " names): nothing needs --force, and teammates' clones stay as they are")
+                         .c_str());
   if (done.notes > 0) {
     std::fprintf(stderr, "git-zipnn: copied %s of %s to the new commits and tags (the old ones keep theirs)\n",
                  Counted(done.notes, "git note").c_str(), Listed(done.notes_refs).c_str());

@@ -60,8 +60,8 @@ void PrintRemote(const ops::RetainResult::Remote& there, bool dry_run) {
         "and re-send %zu object%s that %s on what goes\n",
         name, there.where.c_str(), r.objects, HumanBytes(r.bytes_before).c_str(),
         RemovedObjects(r.removed, r.unthinned).c_str(), HumanBytes(r.removed_bytes).c_str(), r.records,
-        r.records == 1 ? "" : "s", there.thins ? " and the approximate versions of what is thinned" : "",
-        r.replaced, r.replaced == 1 ? "" : "s", r.replaced == 1 ? "rests" : "rest");
+        r.records == 1 ? "" : "s", there.thins ? " and the approximate versions of what is thinned" : "", r.replaced,
+        r.replaced == 1 ? "" : "s", r.replaced == 1 ? "rests" : "rest");
   } else {
     std::printf(
         "remote %s (%s): %s -> %s%s; %s removed (%s), %zu approximate object%s sent (%s), "

@@ -1694,8 +1694,9 @@ TEST_CASE("the first large raw copy an add keeps is named with its size, the bud
       "f.write(os.urandom(n))' ";
   const Run first = repo.Sh(make + "big.safetensors && git add big.safetensors");
   REQUIRE_MESSAGE(first.code == 0, first.err);
-  CHECK_MESSAGE(first.err.find("git-zipnn: note: a copy of big.safetensors (72.0 MiB) is kept in ") != std::string::npos,
-                first.err);
+  CHECK_MESSAGE(
+      first.err.find("git-zipnn: note: a copy of big.safetensors (72.0 MiB) is kept in ") != std::string::npos,
+      first.err);
   CHECK(first.err.find(".git/zipnn/cache/raw, so that its next save is stored as a delta without decoding this one; "
                        "such copies take at most raw_cache (512.0 MiB; set it in .zipnn.yaml, 0 keeps none), and "
                        "`git zipnn du` shows what they take") != std::string::npos);
@@ -1720,11 +1721,15 @@ TEST_CASE("a clean stopped by SIGINT or SIGTERM removes its own scratch file as 
     const Run stopped = repo.Sh(
         "set -m; rm -f ../in && mkfifo ../in && "
         "{ git-zipnn clean m.safetensors < ../in > ../out 2> ../err & echo $! > ../pid; } && exec 3> ../in && "
-        "head -c 300000 '" + data + "' >&3 && "
+        "head -c 300000 '" +
+        data +
+        "' >&3 && "
         "for i in $(seq 400); do "
         "  s=$(find .git/zipnn/tmp -name 'clean-*' -size +250k | wc -l); [ \"$s\" = 1 ] && break; sleep 0.05; "
         "done && "
-        "find .git/zipnn/tmp -name 'clean-*' | wc -l && kill -" + std::string(signal) + " $(cat ../pid); "
+        "find .git/zipnn/tmp -name 'clean-*' | wc -l && kill -" +
+        std::string(signal) +
+        " $(cat ../pid); "
         "wait $(cat ../pid); echo \"exit $?\"; find .git/zipnn/tmp -name 'clean-*' | wc -l");
     // There while it ran; gone once it was stopped, which it was by the
     // signal (128 + its number).

@@ -428,8 +428,9 @@ TEST_CASE("a read by parts asks the server for no byte twice: a chunk that begin
   UseBoth(repo, server);
   // fp32 saves (the CNN's weights 8 times over): the first chunk's first
   // bytes come in the window that brings the header, the rest after it.
-  REQUIRE(repo.Sh("git zipnn track model.safetensors >/dev/null && git add .gitattributes && git commit -qm track")
-              .code == 0);
+  REQUIRE(
+      repo.Sh("git zipnn track model.safetensors >/dev/null && git add .gitattributes && git commit -qm track").code ==
+      0);
   for (const char* step : {"000040", "000080"}) {
     REQUIRE(repo.Sh("python3 '" + repo.Runfile("tests/bench/tile_checkpoint.py") + "' '" +
                     repo.Data(std::string("cnn-fp32/step-") + step + ".safetensors") +
@@ -450,8 +451,9 @@ TEST_CASE("a read by parts asks the server for no byte twice: a chunk that begin
   const std::string ranges = "tail -n +$((" + before + " + 1)) " + log + " | grep '^range '";
   INFO(repo.Sh(ranges).out);
   CHECK(repo.Sh(ranges + " | wc -l").out != "0\n");
-  const Run overlaps = repo.Sh(ranges + " | sort -k2,2 -k3,3n | awk '{ if ($2 == oid && $3 < end) print; "
-                                        "if ($2 != oid) { oid = $2; end = $4 } else if ($4 > end) end = $4 }'");
+  const Run overlaps = repo.Sh(ranges +
+                               " | sort -k2,2 -k3,3n | awk '{ if ($2 == oid && $3 < end) print; "
+                               "if ($2 != oid) { oid = $2; end = $4 } else if ($4 > end) end = $4 }'");
   CHECK_MESSAGE(overlaps.out.empty(), overlaps.out);
 }
 
@@ -922,8 +924,8 @@ TEST_CASE("retain where the remote is a Git LFS host says at once it frees space
   // A read of a dropped version comes from the server, exact, and leaves
   // the store as retain left it; so does a checkout of it.
   const std::string first = repo.Data("cnn-bf16/step-000040.safetensors");
-  const Run read = repo.Sh("git zipnn restore --rev " + oldest + " -o ../read.st model.safetensors && cmp ../read.st '" +
-                           first + "'");
+  const Run read = repo.Sh("git zipnn restore --rev " + oldest +
+                           " -o ../read.st model.safetensors && cmp ../read.st '" + first + "'");
   CHECK_MESSAGE(read.code == 0, read.err);
   CHECK(objects() == "1\n");
   const Run checkout =

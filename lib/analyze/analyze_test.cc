@@ -637,7 +637,8 @@ TEST_CASE("data tables carry the same figures as the analysis") {
   CHECK(text.find("Policy what-if") != std::string::npos);
   // Under the table, the row that stores least at the policy's restore
   // and clone speed, said as the lines of .zipnn.yaml that choose it.
-  const auto now = std::find_if(an.policies.begin(), an.policies.end(), [](const PolicyOutcome& p) { return p.current; });
+  const auto now =
+      std::find_if(an.policies.begin(), an.policies.end(), [](const PolicyOutcome& p) { return p.current; });
   REQUIRE(now != an.policies.end());
   const PolicyOutcome* best = &*now;
   for (const PolicyOutcome& p : an.policies) {
@@ -649,8 +650,8 @@ TEST_CASE("data tables carry the same figures as the analysis") {
           std::string::npos);
   } else {
     CHECK(text.find("  Stores least with restores and clones as fast as now: `newest: " +
-                    std::string(NewestName(best->newest)) + "`, `base_interval: " +
-                    std::to_string(best->base_interval) + "`") != std::string::npos);
+                    std::string(NewestName(best->newest)) +
+                    "`, `base_interval: " + std::to_string(best->base_interval) + "`") != std::string::npos);
   }
   CHECK(text.find("Tensors of 30 against 20") != std::string::npos);
   CHECK(text.find("Thinning what-if") != std::string::npos);

@@ -277,8 +277,8 @@ std::string PolicySuggestion(const std::vector<PolicyOutcome>& rows, uint64_t ra
     out += "  The policy in use (*) stores least of those whose restores and clones are as fast.\n";
   } else {
     out += "  Stores least with restores and clones as fast as now: " + PolicyLines(*as_fast) + " in .zipnn.yaml, " +
-           HumanBytes(as_fast->stored_bytes) + " (" + Percent(as_fast->stored_bytes, raw) + ") where the policy in use stores " +
-           HumanBytes(now->stored_bytes) + ".\n";
+           HumanBytes(as_fast->stored_bytes) + " (" + Percent(as_fast->stored_bytes, raw) +
+           ") where the policy in use stores " + HumanBytes(now->stored_bytes) + ".\n";
   }
   if (least != as_fast && least->stored_bytes < as_fast->stored_bytes) {
     out += "  Stores least of all: " + PolicyLines(*least) + ", " + HumanBytes(least->stored_bytes) + " (" +

@@ -176,8 +176,7 @@ TEST_CASE("a retention rule that could remove what was not meant is refused, nam
         "'2026-02-30'");
   CHECK(Error("retention:\n  - checkpoints: a\n    keep_newset: 3\n    rest: drop\n")
             .find("'retention: keep_newset' is not a retention key (did you mean 'keep_newest'?); the keys are "
-                  "checkpoints, keep_newest") !=
-        std::string::npos);
+                  "checkpoints, keep_newest") != std::string::npos);
   CHECK(Error("retention:\n  - checkpoints: a\n    colour: red\n    rest: drop\n")
             .find("'retention: colour' is not a retention key; the keys are checkpoints") != std::string::npos);
   CHECK(Error("retention:\n  - checkpoints: a\n    keep: [out/model.pt]\n    rest: drop\n")

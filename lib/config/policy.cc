@@ -179,7 +179,6 @@ Result<Policy::RetentionRule> ReadRetentionRule(const YAML::Node& v, const std::
   return rule;
 }
 
-
 // Reads one key's value into `p` (a copy the caller keeps only when this
 // succeeds: an error may leave it half-written).
 Status ReadKey(Policy& p, bool& max_chain_set, const std::string& key, const YAML::Node& v, const std::string& source) {
@@ -335,7 +334,8 @@ LoadedPolicy ParsePolicyLenient(const std::string& yaml, const std::string& sour
     const bool known = std::any_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key == k; });
     Policy trial = p;
     bool trial_chain = max_chain_set;
-    Status s = known ? ReadKey(trial, trial_chain, key, item.second, source) : UnknownKey(source, key, key, kKeys, "policy key");
+    Status s = known ? ReadKey(trial, trial_chain, key, item.second, source)
+                     : UnknownKey(source, key, key, kKeys, "policy key");
     if (s.ok()) {
       p = std::move(trial);
       max_chain_set = trial_chain;

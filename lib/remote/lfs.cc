@@ -100,8 +100,8 @@ class RangedSource : public ByteSource {
         ZIPNN_RETURN_IF_ERROR(FetchWindow(offset, n));
         continue;
       }
-      const size_t take = static_cast<size_t>(
-          std::min<uint64_t>(n, holding->from + holding->bytes.buffer().size() - offset));
+      const size_t take =
+          static_cast<size_t>(std::min<uint64_t>(n, holding->from + holding->bytes.buffer().size() - offset));
       std::memcpy(to, holding->bytes.buffer().data() + (offset - holding->from), take);
       to += take;
       offset += take;

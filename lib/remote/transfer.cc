@@ -282,7 +282,8 @@ Result<bool> FetchRetained(const store::Store& local, const ContentId& id, uint6
     std::string dir = local.temp_dir + "/refetch-XXXXXX";
     if (::mkdtemp(dir.data()) == nullptr) return IoError(dir + ": cannot create a scratch folder");
     remove.dir = dir;
-    scratch.reset(new store::Store{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", local.policy});
+    scratch.reset(
+        new store::Store{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", local.policy});
   }
   const store::Store& into = keep ? local : *scratch;
   ZIPNN_ASSIGN_OR_RETURN(const bool delivered, FetchChain(into, id, raw_size, find_copy, &deliver));
