@@ -347,6 +347,20 @@ uint64_t StoreBytes(Repo& repo, const std::string& git_dir) {
                                        .out));
 }
 
+// model.safetensors tracked, then committed once for each of `steps` of
+// the fixture run `run`, its weights `copies` times over.
+void CommitTiled(Repo& repo, const std::string& run, const std::vector<std::string>& steps, int copies) {
+  REQUIRE(
+      repo.Sh("git zipnn track model.safetensors >/dev/null && git add .gitattributes && git commit -qm track").code ==
+      0);
+  for (const std::string& step : steps) {
+    REQUIRE(repo.Sh("python3 '" + repo.Runfile("tests/bench/tile_checkpoint.py") + "' '" +
+                    repo.Data(run + "/step-" + step + ".safetensors") + "' " + std::to_string(copies) +
+                    " model.safetensors >/dev/null && git add model.safetensors && git commit -qm " + step)
+                .code == 0);
+  }
+}
+
 TEST_CASE("cat of a tensor of a version the clone lacks reads parts of its objects where they lie, checked") {
   Repo repo;
   LfsServer server(repo);
@@ -354,15 +368,7 @@ TEST_CASE("cat of a tensor of a version the clone lacks reads parts of its objec
   UseBoth(repo, server);
   // Five saves of one path, each the real CNN's weights 64 times over
   // (7.5 MB), so that a tensor is a small part of every object.
-  REQUIRE(
-      repo.Sh("git zipnn track model.safetensors >/dev/null && git add .gitattributes && git commit -qm track").code ==
-      0);
-  for (const char* step : kSteps) {
-    REQUIRE(repo.Sh("python3 '" + repo.Runfile("tests/bench/tile_checkpoint.py") + "' '" +
-                    repo.Data(std::string("cnn-bf16/step-") + step + ".safetensors") +
-                    "' 64 model.safetensors >/dev/null && git add model.safetensors && git commit -qm " + step)
-                .code == 0);
-  }
+  CommitTiled(repo, "cnn-bf16", {std::begin(kSteps), std::end(kSteps)}, 64);
   REQUIRE(repo.Sh("git remote add origin " + server.Url("team.git") + " && git push -q origin HEAD:main").code == 0);
   const std::string tensor = "copy33.fc1.weight";
   const Run here = repo.Sh("git zipnn cat HEAD~3:model.safetensors -t " + tensor + " -o ../here.safetensors");
@@ -428,15 +434,7 @@ TEST_CASE("a read by parts asks the server for no byte twice: a chunk that begin
   UseBoth(repo, server);
   // fp32 saves (the CNN's weights 8 times over): the first chunk's first
   // bytes come in the window that brings the header, the rest after it.
-  REQUIRE(
-      repo.Sh("git zipnn track model.safetensors >/dev/null && git add .gitattributes && git commit -qm track").code ==
-      0);
-  for (const char* step : {"000040", "000080"}) {
-    REQUIRE(repo.Sh("python3 '" + repo.Runfile("tests/bench/tile_checkpoint.py") + "' '" +
-                    repo.Data(std::string("cnn-fp32/step-") + step + ".safetensors") +
-                    "' 8 model.safetensors >/dev/null && git add model.safetensors && git commit -qm " + step)
-                .code == 0);
-  }
+  CommitTiled(repo, "cnn-fp32", {"000040", "000080"}, 8);
   REQUIRE(repo.Sh("git remote add origin " + server.Url("team.git") + " && git push -q origin HEAD:main").code == 0);
   // The first copy's tensors: the chunks from the first on, read one
   // after another.
