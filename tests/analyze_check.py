@@ -528,7 +528,8 @@ def check_thinning(source, got_rows, checkpoint_rows, checkpoints, k, raw_total)
         same_real(w, "of_exact", r["of_exact"], r["stored_bytes"] / exact)
         bound = 2.0 ** -(r["bits"] + 1)
         same_real(w, "bound", r["bound"], bound)
-        rounded = values = 0
+        rounded = values = zeroed = 0
+        optimizer = {"values": 0, "rounded": 0, "zeroed": 0}  # tensors named optimizer...
         max_abs = max_rel = 0.0
         for cp in checkpoints:
             for t in cp["tensors"].values():
@@ -538,12 +539,22 @@ def check_thinning(source, got_rows, checkpoint_rows, checkpoints, k, raw_total)
                 changed = after != t.bits
                 rounded += int(np.count_nonzero(changed))
                 values += t.elements
+                to_zero = int(np.count_nonzero(changed & (y == 0)))
+                zeroed += to_zero
+                if t.name.startswith("optimizer"):
+                    optimizer["values"] += t.elements
+                    optimizer["rounded"] += int(np.count_nonzero(changed))
+                    optimizer["zeroed"] += to_zero
                 if np.any(changed):
                     diff = np.abs(y[changed] - x[changed])
                     max_abs = max(max_abs, float(diff.max()))
                     max_rel = max(max_rel, float((diff / np.abs(x[changed])).max()))
         same_count(w, "rounded_values", r["rounded_values"], rounded)
         same_count(w, "float_values", r["float_values"], values)
+        same_count(w, "zeroed_values", r["zeroed_values"], zeroed)
+        same_count(w, "optimizer_values", r["optimizer_values"], optimizer["values"])
+        same_count(w, "optimizer_rounded_values", r["optimizer_rounded_values"], optimizer["rounded"])
+        same_count(w, "optimizer_zeroed_values", r["optimizer_zeroed_values"], optimizer["zeroed"])
         same_real(w, "max_abs_error", r["max_abs_error"], max_abs)
         same_real(w, "max_rel_error", r["max_rel_error"], max_rel)
         limit = max_abs if r["kind"] == "absolute" else max_rel

@@ -182,6 +182,15 @@ inline uint32_t WhatIfMaxChain(uint32_t k, config::Newest newest) {
 // (lib/formats/thin.h), then stored as Analysis::exact_stored is, and the
 // error that makes, over every float value of every checkpoint (whatever
 // the tensor filter).
+// What thinning did to some of the values.
+struct ThinPart {
+  double max_abs = 0;
+  double max_rel = 0;
+  uint64_t changed = 0;
+  uint64_t zeroed = 0;
+  uint64_t values = 0;
+};
+
 struct ThinningOutcome {
   codec::Precision precision;
   uint64_t stored_bytes = 0;
@@ -189,6 +198,12 @@ struct ThinningOutcome {
   double max_rel = 0;    // largest |x' - x| / |x|
   uint64_t changed = 0;  // values rounded
   uint64_t values = 0;   // values of a float type
+  uint64_t zeroed = 0;   // values rounded to zero
+  // The same for an optimizer's state alone (its tensors' names start
+  // with "optimizer", as torch.save, Lightning and DeepSpeed name them),
+  // where thinning does most, and for the rest.
+  ThinPart optimizer;
+  ThinPart model;
 
   // The papers' precisions for the float types of a checkpoint: absolute
   // 2^-27, 2^-23 and 2^-20 and relative 10 bits for fp32 and fp64, and

@@ -158,6 +158,15 @@ struct Analyzer::State {
         outcome.max_rel = std::max(outcome.max_rel, e.max_rel);
         outcome.changed += e.changed;
         outcome.values += e.values;
+        outcome.zeroed += e.zeroed;
+        {
+          ThinPart& part = e.name.rfind("optimizer", 0) == 0 ? outcome.optimizer : outcome.model;
+          part.max_abs = std::max(part.max_abs, e.max_abs);
+          part.max_rel = std::max(part.max_rel, e.max_rel);
+          part.changed += e.changed;
+          part.zeroed += e.zeroed;
+          part.values += e.values;
+        }
       }
     }
     return OkStatus();

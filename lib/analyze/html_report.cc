@@ -549,10 +549,11 @@ std::string ThinningSection(const Analysis& a) {
     return PctCell(whole == 0 ? kNaN : static_cast<double>(part) / static_cast<double>(whole));
   };
   std::vector<std::vector<std::string>> rows = {
-      {"exact", HumanBytes(a.exact_stored), share(a.exact_stored, raw_total), "100.00%", kDash, "0", "0", ""}};
+      {"exact", HumanBytes(a.exact_stored), share(a.exact_stored, raw_total), "100.00%", kDash, kDash, "0", "0", ""}};
   for (const ThinningOutcome& o : a.thinning) {
     rows.push_back({o.precision.Text(), HumanBytes(o.stored_bytes), share(o.stored_bytes, raw_total),
-                    share(o.stored_bytes, a.exact_stored), share(o.changed, o.values), NumCell(o.max_abs),
+                    share(o.stored_bytes, a.exact_stored), share(o.changed, o.values), share(o.zeroed, o.values),
+                    NumCell(o.max_abs),
                     NumCell(o.max_rel),
                     NumCell(o.precision.Bound()) +
                         (o.precision.kind == codec::Precision::Kind::kAbsolute ? " absolute" : " of |x|")});
@@ -564,8 +565,9 @@ std::string ThinningSection(const Analysis& a) {
            std::to_string(a.base_interval) +
            " checkpoints and deltas against the previous, beside the same for the exact checkpoints; the errors are "
            "the largest over every float value.") +
-          Table({"precision", "stored", "of raw", "of exact", "rounded", "max abs error", "max rel error", "bound"},
-                {false, true, true, true, true, true, true, false}, rows));
+          Table({"precision", "stored", "of raw", "of exact", "rounded", "to zero", "max abs error", "max rel error",
+                 "bound"},
+                {false, true, true, true, true, true, true, true, false}, rows));
 }
 
 std::string TensorSection(const Analysis& a) {

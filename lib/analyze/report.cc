@@ -319,17 +319,34 @@ void ThinningSection(const Analysis& a, std::string& out) {
   out += "\nThinning what-if: these " + std::to_string(a.rows.size()) +
          " checkpoints with their float tensors rounded, as `git zipnn retain` thins them, a base every " +
          std::to_string(a.base_interval) + " and deltas against the previous (errors over every float value)\n";
-  TextTable t({"precision", "stored", "of raw", "of exact", "rounded", "max abs error", "max rel error", "bound"});
+  TextTable t({"precision", "stored", "of raw", "of exact", "rounded", "to zero", "max abs error", "max rel error",
+               "bound"});
   t.LeftAlign(0);
-  t.LeftAlign(7);
-  t.Add({"exact", HumanBytes(a.exact_stored), Percent(a.exact_stored, raw), "100.0%", "-", "0", "0", ""});
+  t.LeftAlign(8);
+  t.Add({"exact", HumanBytes(a.exact_stored), Percent(a.exact_stored, raw), "100.0%", "-", "-", "0", "0", ""});
   for (const ThinningOutcome& o : a.thinning) {
     const bool absolute = o.precision.kind == codec::Precision::Kind::kAbsolute;
     t.Add({o.precision.Text(), HumanBytes(o.stored_bytes), Percent(o.stored_bytes, raw),
-           Percent(o.stored_bytes, a.exact_stored), Pct(Fraction(o.changed, o.values)), Sci(o.max_abs),
-           Sci(o.max_rel), Sci(o.precision.Bound()) + (absolute ? " absolute" : " of |x|")});
+           Percent(o.stored_bytes, a.exact_stored), Pct(Fraction(o.changed, o.values)),
+           Pct(Fraction(o.zeroed, o.values)), Sci(o.max_abs), Sci(o.max_rel),
+           Sci(o.precision.Bound()) + (absolute ? " absolute" : " of |x|")});
   }
   out += t.Render();
+  // An optimizer's state apart, where the checkpoints hold one.
+  if (a.thinning.front().optimizer.values == 0) return;
+  out += "  of which the optimizer's state (tensors named optimizer...), the rest the model's:\n";
+  TextTable parts({"precision", "part", "values", "rounded", "to zero", "max abs error", "max rel error"});
+  parts.LeftAlign(0);
+  parts.LeftAlign(1);
+  for (const ThinningOutcome& o : a.thinning) {
+    auto add = [&](const std::string& precision, const char* name, const ThinPart& part) {
+      parts.Add({precision, name, std::to_string(part.values), Pct(Fraction(part.changed, part.values)),
+                 Pct(Fraction(part.zeroed, part.values)), Sci(part.max_abs), Sci(part.max_rel)});
+    };
+    add(o.precision.Text(), "optimizer", o.optimizer);
+    add("", "model", o.model);
+  }
+  out += parts.Render();
 }
 
 // --- data tables ---
@@ -474,16 +491,20 @@ DataTable PoliciesTable(const Analysis& a) {
 DataTable ThinningTable(const Analysis& a) {
   DataTable t{"thinning",
               {"precision", "kind", "bits", "stored_bytes", "stored_share", "of_exact", "rounded_values", "float_values",
-               "max_abs_error", "max_rel_error", "bound"},
+               "max_abs_error", "max_rel_error", "bound", "zeroed_values", "optimizer_values",
+               "optimizer_rounded_values", "optimizer_zeroed_values", "optimizer_max_abs_error",
+               "optimizer_max_rel_error"},
               {}};
   if (a.thinning.empty()) return t;
   const uint64_t raw = RawBytes(a);
   t.rows.push_back({std::string("exact"), std::string("exact"), Cell{}, a.exact_stored, Fraction(a.exact_stored, raw),
-                    1.0, uint64_t{0}, Cell{}, 0.0, 0.0, 0.0});
+                    1.0, uint64_t{0}, Cell{}, 0.0, 0.0, 0.0, uint64_t{0}, Cell{}, uint64_t{0}, uint64_t{0}, 0.0, 0.0});
   for (const ThinningOutcome& o : a.thinning) {
+    const ThinPart& opt = o.optimizer;
     t.rows.push_back({o.precision.Text(), std::string(KindName(o.precision)), int64_t{o.precision.bits},
                       o.stored_bytes, Fraction(o.stored_bytes, raw), Fraction(o.stored_bytes, a.exact_stored),
-                      o.changed, o.values, o.max_abs, o.max_rel, o.precision.Bound()});
+                      o.changed, o.values, o.max_abs, o.max_rel, o.precision.Bound(), o.zeroed, opt.values,
+                      opt.changed, opt.zeroed, opt.max_abs, opt.max_rel});
   }
   return t;
 }

@@ -126,6 +126,7 @@ template <typename F, typename Round>
 ThinError ThinEach(uint8_t* data, size_t bytes, Round round) {
   using Bits = typename F::Bits;
   ThinError err;
+  constexpr Bits kMagnitude = static_cast<Bits>(~Bits{0}) >> 1;  // all but the sign
   size_t n = bytes / sizeof(Bits);
   err.values = n;
   for (size_t i = 0; i < n; ++i) {
@@ -135,6 +136,7 @@ ThinError ThinEach(uint8_t* data, size_t bytes, Round round) {
     if (y == x) continue;
     StoreLE<Bits>(p, static_cast<Bits>(y));
     ++err.changed;
+    if ((static_cast<Bits>(y) & kMagnitude) == 0) ++err.zeroed;
     // Exact for every type here: x' and x are multiples of ulp(x) and
     // |x' - x| <= |x|, so the difference has no more bits than x.
     double before = F::ToDouble(x);
@@ -219,6 +221,7 @@ void ThinError::Merge(const ThinError& other) {
   max_abs = std::max(max_abs, other.max_abs);
   max_rel = std::max(max_rel, other.max_rel);
   changed += other.changed;
+  zeroed += other.zeroed;
   values += other.values;
 }
 

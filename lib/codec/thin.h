@@ -59,6 +59,7 @@ struct ThinError {
   double max_rel = 0;  // max |x' - x| / |x| over x != 0
   uint64_t changed = 0;
   uint64_t values = 0;
+  uint64_t zeroed = 0;  // of those changed, rounded to zero
 
   void Merge(const ThinError& other);
 };

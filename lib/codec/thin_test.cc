@@ -105,9 +105,10 @@ TEST_CASE("absolute 2^-23 makes fp32 weights the nearest multiples of 2^-23 and 
   auto out = Unpack<float>(bytes);
 
   double max_abs = 0, max_rel = 0;
-  uint64_t changed = 0;
+  uint64_t changed = 0, zeroed = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     CAPTURE(in[i]);
+    if (in[i] != 0 && out[i] == 0) ++zeroed;
     double scaled = std::ldexp(static_cast<double>(out[i]), 23);
     CHECK(scaled == std::floor(scaled));
     double diff = std::fabs(static_cast<double>(out[i]) - in[i]);
@@ -120,6 +121,7 @@ TEST_CASE("absolute 2^-23 makes fp32 weights the nearest multiples of 2^-23 and 
   }
   CHECK(err.values == in.size());
   CHECK(err.changed == changed);
+  CHECK(err.zeroed == zeroed);
   CHECK(changed > 15000);  // nearly every small weight has bits below 2^-23
   CHECK(err.max_abs == max_abs);
   CHECK(err.max_rel == max_rel);
@@ -139,6 +141,8 @@ TEST_CASE("absolute rounding sends a tie to the even multiple") {
   }
   CHECK(err.max_abs == 0x1p-25);
   CHECK(err.max_rel == 1.0);  // 2^-25 became 0
+  CHECK(err.changed == 7);
+  CHECK(err.zeroed == 2);  // 2^-25 and -2^-25
 }
 
 TEST_CASE("a tiny negative value thinned to zero keeps its sign and counts |x| as its error") {
@@ -151,6 +155,7 @@ TEST_CASE("a tiny negative value thinned to zero keeps its sign and counts |x| a
   CHECK(BitsOf<uint64_t>(out[2]) == 0x8000000000000000u);
   CHECK(err.max_abs == 0x1p-42);
   CHECK(err.changed == 3);
+  CHECK(err.zeroed == 3);  // -0 counts as zero
 }
 
 TEST_CASE("absolute rounding equals scaling, nearbyint and scaling back for every bf16 and fp16 pattern and every b") {
@@ -520,13 +525,14 @@ TEST_CASE("a precision reads as text and states its bound") {
 }
 
 TEST_CASE("merging errors keeps the larger maxima and adds the counts") {
-  ThinError a{0.5, 0.01, 3, 10};
-  ThinError b{0.25, 0.02, 4, 20};
+  ThinError a{0.5, 0.01, 3, 10, 1};
+  ThinError b{0.25, 0.02, 4, 20, 2};
   a.Merge(b);
   CHECK(a.max_abs == 0.5);
   CHECK(a.max_rel == 0.02);
   CHECK(a.changed == 7);
   CHECK(a.values == 30);
+  CHECK(a.zeroed == 3);
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ Result<std::vector<TensorError>> Thin(const CheckpointView& in, const codec::Pre
       done += n;
     }
     at = t.offset + t.length;
-    errors.push_back(TensorError{t.name, err.max_abs, err.max_rel, err.changed, err.values});
+    errors.push_back(TensorError{t.name, err.max_abs, err.max_rel, err.changed, err.values, err.zeroed});
   }
   ZIPNN_RETURN_IF_ERROR(copy(layout.size));
   return errors;

@@ -23,6 +23,7 @@ struct TensorError {
   double max_rel = 0;
   uint64_t changed = 0;  // values rounded
   uint64_t values = 0;   // values of a float type
+  uint64_t zeroed = 0;   // values rounded to zero
 };
 
 // Writes `in` to `out` with every tensor of a float type and more than
