@@ -3,5 +3,5 @@
 #pragma once
 
 namespace zipnn {
-inline constexpr char kVersion[] = "0.10.1";
+inline constexpr char kVersion[] = "0.10.2";
 }  // namespace zipnn
