@@ -297,7 +297,7 @@ Status Cleaner::Clean(const std::string& path, ByteReader& content, ByteSink& ou
     std::fprintf(stderr, "git-zipnn: warning: %s: the version before this one stays stored whole: %s\n", path.c_str(),
                  checked.demotion_error.c_str());
   }
-  if (checked.stored) NoteRawCopy(path, id);
+  if (checked.stored) NoteRawCopy(path, id, checked.pointer.size);
   store::Pointer& pointer = checked.pointer;
   if (checked.stored && pointer.format == "raw") {
     // Said once, as it is stored: a text file or a pickle under a tracked
@@ -375,13 +375,14 @@ Status Cleaner::CleanNoted(const std::string& path, const std::string& head, Byt
   return out.Append(text.data(), text.size());
 }
 
-void Cleaner::NoteRawCopy(const std::string& path, const ContentId& id) {
+void Cleaner::NoteRawCopy(const std::string& path, const ContentId& id, uint64_t size) {
   // Said for the first large copy a repository keeps, once.
   constexpr uint64_t kLarge = uint64_t{64} << 20;
+  if (size < kLarge || size > store_.policy.raw_cache) return;  // small, or never kept
   const std::string dir = store::ParentCachesDir(store_);
   if (dir.empty() || FileExists(dir + "/raw-cache-noted")) return;
   for (const store::RawCache::Entry& e : store::RawCache(store_.cache_dir, store_.policy.raw_cache).List()) {
-    if (e.id != id || e.size < kLarge) continue;
+    if (e.id != id) continue;
     std::fprintf(stderr,
                  "git-zipnn: note: a copy of %s (%s) is kept in %s, so that its next save is stored as a delta "
                  "without decoding this one; such copies take at most raw_cache (%s; set it in .zipnn.yaml, 0 "
@@ -398,7 +399,7 @@ std::optional<store::Pointer> Cleaner::HeldElsewhere(const std::string& path, co
   Result<store::Resolved> held = store_.Resolve(id);
   if (!held.ok() || !held->retained) return std::nullopt;
   Result<remote::RemoteSettings> settings = remote::RemoteSettings::Read();
-  if (!settings.ok() || settings->Flag("zipnn.keepRefetched", /*unset=*/false)) return std::nullopt;
+  if (!settings.ok() || remote::KeepsRefetched(*settings)) return std::nullopt;
   Result<store::Pointer> indexed = git::PointerAt(":" + path);
   if (!indexed.ok() || indexed->id != id) return std::nullopt;
   Result<std::string> name = remote::DefaultRemote(*settings);

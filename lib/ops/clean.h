@@ -84,7 +84,7 @@ class Cleaner {
   void TakeChildrenFromGit();
   // The first time a large checkpoint's raw copy is kept (store/raw_cache.h)
   // in this repository, says what it costs and how to change that.
-  void NoteRawCopy(const std::string& path, const ContentId& id);
+  void NoteRawCopy(const std::string& path, const ContentId& id, uint64_t size);
   // A version retention removed here whose exact bytes git cleans again
   // (a checkout of an old commit writes them from the remote, and git
   // cleans the file it wrote when its time stamp cannot tell it is

@@ -48,7 +48,7 @@ std::optional<std::string> CannotRemoveThere() {
   Result<bool> removes = remote::StoreRemoves(*settings, *name);
   if (!removes.ok() || *removes) return std::nullopt;
   Result<std::string> where = remote::DescribeStore(*settings, *name);
-  const bool keeps = settings->Flag("zipnn.keepRefetched", /*unset=*/false);
+  const bool keeps = remote::KeepsRefetched(*settings);
   return "note: " + *name + " (" + (where.ok() ? *where : *name) +
          ") cannot remove objects (a Git LFS server's API has no delete): this retain frees space here only, and " +
          *name + " keeps the exact bytes of every version it holds. " +

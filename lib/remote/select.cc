@@ -568,6 +568,8 @@ Result<std::string> DescribeStore(const RemoteSettings& settings, const std::str
   return kind->describe(t);
 }
 
+bool KeepsRefetched(const RemoteSettings& settings) { return settings.Flag("zipnn.keepRefetched", /*unset=*/false); }
+
 Result<bool> StoreRemoves(const RemoteSettings& settings, const std::string& remote) {
   ZIPNN_ASSIGN_OR_RETURN(const RemoteKind* kind, KindOf(TargetOf(settings, remote)));
   return kind == nullptr || kind->removes;

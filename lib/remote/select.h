@@ -56,6 +56,9 @@ Result<std::string> DescribeStore(const RemoteSettings& settings, const std::str
 // there frees space locally only. True where no store is known (nothing to
 // warn of).
 Result<bool> StoreRemoves(const RemoteSettings& settings, const std::string& remote);
+// git config zipnn.keepRefetched: whether a read of a version retention
+// removed here keeps what it fetches (transfer.h, FetchRetained).
+bool KeepsRefetched(const RemoteSettings& settings);
 Result<int> ConcurrentTransfers(const RemoteSettings& settings);
 Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const RemoteSettings& settings, const std::string& remote);
 

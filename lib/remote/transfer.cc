@@ -188,6 +188,32 @@ Result<Transferred> FetchPointers(const store::Store& local, const RemoteSetting
   return Transfer(/*push=*/false, local, settings, remote, found);
 }
 
+namespace {
+
+// A store of its own in a fresh folder `<prefix>-XXXXXX` of `local`'s
+// scratch folder, removed with all it holds when this goes away: where
+// objects are fetched to be read, or checked, and not kept.
+struct ScratchStore {
+  static Result<std::unique_ptr<ScratchStore>> In(const store::Store& local, const std::string& prefix) {
+    ZIPNN_RETURN_IF_ERROR(MakeDirectories(local.temp_dir));
+    std::string dir = local.temp_dir + "/" + prefix + "-XXXXXX";
+    if (::mkdtemp(dir.data()) == nullptr) return IoError(dir + ": cannot create a scratch folder");
+    return std::make_unique<ScratchStore>(dir, local.policy);
+  }
+  ScratchStore(const std::string& folder, const config::Policy& policy)
+      : dir(folder), store{store::ObjectStore(folder + "/objects"), folder + "/tmp", folder + "/cache", "", policy} {}
+  ScratchStore(const ScratchStore&) = delete;
+  ScratchStore& operator=(const ScratchStore&) = delete;
+  ~ScratchStore() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  const std::string dir;
+  const store::Store store;
+};
+
+}  // namespace
+
 Result<RemoteCheck> CheckRemote(const store::Store& local, const std::string& remote, const git::FoundPointers& found) {
   ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());
   return CheckRemote(local, settings, remote, found);
@@ -198,10 +224,8 @@ Result<RemoteCheck> CheckRemote(const store::Store& local, const RemoteSettings&
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(settings, remote));
   RemoteCheck check;
   check.where = other->where();
-  ZIPNN_RETURN_IF_ERROR(MakeDirectories(local.temp_dir));
-  std::string dir = local.temp_dir + "/fsck-remote-XXXXXX";
-  if (::mkdtemp(dir.data()) == nullptr) return IoError(dir + ": cannot create a scratch folder");
-  const store::Store scratch{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", local.policy};
+  ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<ScratchStore> checked, ScratchStore::In(local, "fsck-remote"));
+  const store::Store& scratch = checked->store;
   std::set<ContentId> seen;
   {
     Progress progress("git-zipnn fsck: remote " + remote, found.pointers.size(), Progress::Unit::kItems);
@@ -218,8 +242,6 @@ Result<RemoteCheck> CheckRemote(const store::Store& local, const RemoteSettings&
   if (listed.ok()) {
     for (const auto& entry : *listed) check.objects += entry.id ? 1 : 0;
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
   if (OldTemporaries* old = other->capabilities().old_temporaries) {
     ZIPNN_ASSIGN_OR_RETURN(check.temporaries, old->RemoveOldTemporaries());
   }
@@ -268,24 +290,12 @@ Result<bool> FetchChain(const store::Store& local, const ContentId& id, std::opt
 Result<bool> FetchRetained(const store::Store& local, const ContentId& id, uint64_t raw_size,
                            const store::FindCopy& find_copy, ByteSink& deliver) {
   ZIPNN_ASSIGN_OR_RETURN(const RemoteSettings settings, RemoteSettings::Read());
-  const bool keep = settings.Flag("zipnn.keepRefetched", /*unset=*/false);
-  std::unique_ptr<store::Store> scratch;
-  struct Remove {
-    std::string dir;
-    ~Remove() {
-      std::error_code ignored;
-      if (!dir.empty()) std::filesystem::remove_all(dir, ignored);
-    }
-  } remove;
+  const bool keep = KeepsRefetched(settings);
+  std::unique_ptr<ScratchStore> scratch;
   if (!keep) {
-    ZIPNN_RETURN_IF_ERROR(MakeDirectories(local.temp_dir));
-    std::string dir = local.temp_dir + "/refetch-XXXXXX";
-    if (::mkdtemp(dir.data()) == nullptr) return IoError(dir + ": cannot create a scratch folder");
-    remove.dir = dir;
-    scratch.reset(
-        new store::Store{store::ObjectStore(dir + "/objects"), dir + "/tmp", dir + "/cache", "", local.policy});
+    ZIPNN_ASSIGN_OR_RETURN(scratch, ScratchStore::In(local, "refetch"));
   }
-  const store::Store& into = keep ? local : *scratch;
+  const store::Store& into = keep ? local : scratch->store;
   ZIPNN_ASSIGN_OR_RETURN(const bool delivered, FetchChain(into, id, raw_size, find_copy, &deliver));
   if (delivered || !into.objects.Has(id)) return delivered;
   ZIPNN_RETURN_IF_ERROR(store::Restore(into, id, deliver, find_copy));
