@@ -455,6 +455,68 @@ TEST_CASE("a read by parts asks the server for no byte twice: a chunk that begin
   CHECK_MESSAGE(overlaps.out.empty(), overlaps.out);
 }
 
+TEST_CASE("a version that takes tensors from others besides its base is read by parts too, each version once") {
+  Repo repo;
+  LfsServer server(repo);
+  server.AddRepository("team.git");
+  UseBoth(repo, server);
+  // Five steps of the real CNN's fp32 run, each its weights 8 times over
+  // (1.9 MB), saved as five shards, and all five in one consolidated file
+  // under other names: its parent is one shard, and it takes most of the
+  // rest from others (object format 8).
+  const std::string steps[] = {"040", "080", "120", "160", "200"};
+  std::string save = "mkdir -p hf/original && ";
+  std::string consolidated = "python3 '" + repo.Runfile("tests/rename_tensors.py") + "' ../t1 " +
+                             "hf/original/consolidated.safetensors s1. --upper";
+  for (int k = 1; k <= 5; ++k) {
+    const std::string tiled = "../t" + std::to_string(k);
+    save += "python3 '" + repo.Runfile("tests/bench/tile_checkpoint.py") + "' '" +
+            repo.Data("cnn-fp32/step-000" + steps[k - 1] + ".safetensors") + "' 8 " + tiled + " >/dev/null && cp " +
+            tiled + " hf/model-0000" + std::to_string(k) + "-of-00005.safetensors && ";
+    if (k > 1) consolidated += " --append " + tiled + ":s" + std::to_string(k) + ".";
+  }
+  save += consolidated + " && git add hf && git commit -qm save";
+  const Run saved = repo.Sh(
+      "git zipnn track 'hf/**/*.safetensors' >/dev/null && git add .gitattributes && git commit -qm track && " + save);
+  REQUIRE_MESSAGE(saved.code == 0, saved.err);
+  const Run show = repo.Sh("git zipnn show HEAD:hf/original/consolidated.safetensors");
+  // S4_* among them, from a shard stored as a delta of another.
+  REQUIRE_MESSAGE(show.out.find(" more versions, marked ref)") != std::string::npos, show.out);
+  REQUIRE_MESSAGE(show.out.find("taken from hf/model-00004-of-00005.safetensors") != std::string::npos, show.out);
+  REQUIRE(repo.Sh("git remote add origin " + server.Url("team.git") + " && git push -q origin HEAD:main").code == 0);
+  // Tensors of each shard, under the consolidated file's names.
+  const std::string tensors = "-t S1_COPY0_FC1_WEIGHT -t S4_COPY7_FC2_BIAS -o ../";
+  REQUIRE(repo.Sh("git zipnn cat HEAD:hf/original/consolidated.safetensors " + tensors + "here.safetensors").code == 0);
+
+  // A clone with pointers only: every object is on the server.
+  REQUIRE(repo.Sh("cd .. && GIT_ZIPNN_SKIP_SMUDGE=1 git clone -q " + server.Url("team.git") + " clone").code == 0);
+  const uint64_t stored = StoreBytes(repo, "../clone/.git");
+  const uint64_t sent = server.BytesSent();
+  const std::string log = "'" + repo.root() + "/lfs/log'";
+  const std::string before = Trimmed(repo.Sh("wc -l < " + log).out);
+  const Run read = repo.Sh("cd ../clone && git zipnn cat HEAD:hf/original/consolidated.safetensors " + tensors +
+                           "there.safetensors && cmp ../here.safetensors ../there.safetensors");
+  CHECK_MESSAGE(read.code == 0, read.err);
+  // Parts came, not the objects (what the store here holds of them), no
+  // byte twice, and nothing was stored.
+  const uint64_t came = server.BytesSent() - sent;
+  const uint64_t objects = StoreBytes(repo, ".git");
+  MESSAGE("read by parts: " << came << " bytes of " << objects);
+  CHECK(objects > 5000000);
+  CHECK(came > 0);
+  CHECK(came * 4 < objects);
+  CHECK(StoreBytes(repo, "../clone/.git") == stored);
+  const std::string ranges = "tail -n +$((" + before + " + 1)) " + log + " | grep '^range '";
+  INFO(repo.Sh(ranges).out);
+  // The consolidated file's object and the shards' it takes the two
+  // tensors from were read.
+  CHECK(std::stoi(Trimmed(repo.Sh(ranges + " | cut -d' ' -f2 | sort -u | wc -l").out)) >= 3);
+  const Run overlaps = repo.Sh(ranges +
+                               " | sort -k2,2 -k3,3n | awk '{ if ($2 == oid && $3 < end) print; "
+                               "if ($2 != oid) { oid = $2; end = $4 } else if ($4 > end) end = $4 }'");
+  CHECK_MESSAGE(overlaps.out.empty(), overlaps.out);
+}
+
 TEST_CASE("cat by parts from a server without ranges fetches whole objects; from one that lies, nothing") {
   for (const std::string mode : {"noranges", "forge"}) {
     CAPTURE(mode);

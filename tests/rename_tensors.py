@@ -3,7 +3,7 @@ bytes: what a second naming scheme of one model, or an adapter file that
 carries its base model, holds.
 
   python3 rename_tensors.py <in> <out> <prefix> [--reverse] [--upper] [--add <file>:<tensor>:<name>]...
-                            [--shard <k>/<n>] [--from <file>:<tensor>]...
+                            [--shard <k>/<n>] [--from <file>:<tensor>]... [--append <file>:<prefix>]...
 
 Each tensor is named <prefix><name> (upper case with --upper, dots as
 underscores); --reverse writes them in reverse order; --add appends a
@@ -11,7 +11,9 @@ tensor of another file under a new name (an adapter's own weights);
 --shard keeps only the k-th of n runs of about as many tensors each, in
 file order (one shard of a save cut as a sharded save is); --from takes a
 tensor's bytes from another save of the same model, under its own name
-(a layer trained on, where the others are frozen).
+(a layer trained on, where the others are frozen); --append adds every
+tensor of another file, named <prefix><name> (one file consolidating
+several shards).
 """
 import json
 import struct
@@ -57,11 +59,15 @@ def main(argv):
         tensors.reverse()
     upper = "--upper" in rest
 
-    def rename(name):
-        name = prefix + name
+    def rename(name, before=prefix):
+        name = before + name
         return name.replace(".", "_").upper() if upper else name
 
     renamed = [(rename(n), d, s, r) for n, d, s, r in tensors]
+    for i, arg in enumerate(rest):
+        if arg == "--append":
+            path, more = rest[i + 1].split(":")
+            renamed += [(rename(n, more), d, s, r) for n, d, s, r in read(path)]
     for i, arg in enumerate(rest):
         if arg == "--add":
             path, tensor, name = rest[i + 1].split(":")

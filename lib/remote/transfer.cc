@@ -304,25 +304,122 @@ Result<bool> FetchRetained(const store::Store& local, const ContentId& id, uint6
 
 namespace {
 
-// A version read where the objects of its chain lie (OpenRemoteVersion):
-// one reader a level, the top one checking raw checksums, over an object
-// of the local store or one on the remote read by parts, standing on a
-// version the local store holds whole, if any.
+// Versions read where the objects of their chains lie (OpenRemoteVersion):
+// each one a reader over its object, from the local store or read by
+// parts on the remote, decoding against its base and the versions it
+// references (format 8), opened the same way, each once however many
+// objects read it; a version below the top that the local store holds
+// whole is read from there. Only the top version's reader checks raw
+// checksums: a wrong byte anywhere below shows in its chunks.
+class RemoteChains {
+ public:
+  RemoteChains(const store::Store& local, std::unique_ptr<RemoteStore> remote, const ContentId& top)
+      : local_(local), remote_(std::move(remote)), top_(top) {}
+
+  // Version `id` of `size` bytes, `depth` links below the top one.
+  Result<const ByteSource*> Open(const ContentId& id, uint64_t size, size_t depth) {
+    auto [it, fresh] = opened_.try_emplace(id);
+    if (!fresh) {
+      if (it->second == nullptr) {
+        return Corruption("chain of object " + top_.Hex() + " loops: object " + id.Hex() +
+                          " needs a version that needs it");
+      }
+      return it->second->source;
+    }
+    if (opened_.size() > store::kMaxChainObjects) {
+      return Corruption("chain of object " + top_.Hex() + " needs more than " +
+                        std::to_string(store::kMaxChainObjects) + " objects");
+    }
+    Result<std::unique_ptr<Version>> version = OpenVersion(id, size, depth);
+    if (!version.ok()) {
+      opened_.erase(id);
+      return version.status();
+    }
+    if ((*version)->source->size() != size) {
+      return Corruption((*version)->source->name() + " holds " + std::to_string((*version)->source->size()) +
+                        " bytes of checkpoint, not the " + std::to_string(size) + " the version above it needs");
+    }
+    it = opened_.find(id);
+    it->second = std::move(*version);
+    return it->second->source;
+  }
+
+ private:
+  struct Version {
+    std::unique_ptr<store::VersionReader> whole;  // the local store holds it whole
+    std::unique_ptr<ByteSource> object;
+    std::unique_ptr<container::ObjectReader> reader;
+    const ByteSource* source = nullptr;
+  };
+
+  Result<std::unique_ptr<Version>> OpenVersion(const ContentId& id, uint64_t size, size_t depth) {
+    auto version = std::make_unique<Version>();
+    const bool top = depth == 0;
+    if (!top) {
+      Result<std::unique_ptr<store::VersionReader>> whole = store::OpenVersion(local_, id);
+      if (whole.ok()) {
+        version->whole = std::move(*whole);
+        version->source = version->whole.get();
+        return version;
+      }
+      const StatusCode code = whole.status().code();
+      if (code != StatusCode::kNotFound && code != StatusCode::kUnsupported) return whole.status();
+    }
+    if (depth > static_cast<size_t>(store::kMaxChainDepth)) {
+      return Corruption("chain of object " + top_.Hex() + " is longer than " + std::to_string(store::kMaxChainDepth));
+    }
+    container::ObjectInfo info;
+    std::vector<ContentId> passed;  // loops are found by opened_
+    Result<store::Link> here = store::OpenLink(local_, top_, id, passed, depth);
+    if (here.ok()) {
+      version->object = std::make_unique<ReadFile>(std::move(here->file));
+      info = std::move(here->info);
+    } else if (here.status().code() == StatusCode::kNotFound) {
+      RangedReads* ranged = remote_->capabilities().ranged_reads;
+      if (ranged == nullptr) return Unsupported(remote_->where() + " cannot serve parts of object " + id.Hex());
+      ZIPNN_ASSIGN_OR_RETURN(RangedObject there, ranged->OpenRanges(id, ObjectSizeLimit(size)));
+      version->object = std::move(there.bytes);
+      info = std::move(there.info);
+    } else {
+      return here.status();
+    }
+    if (top && !container::HasRawChecksums(info.header)) {
+      return Unsupported("object " + id.Hex() + " is of format " + std::to_string(info.header.version) +
+                         ", without raw checksums to check its parts against");
+    }
+    container::Sources sources;
+    if (info.header.kind == container::ObjectKind::kDelta) {
+      ZIPNN_ASSIGN_OR_RETURN(sources.base, Open(info.header.base_id, info.header.base_size, depth + 1));
+    }
+    for (const container::Reference& r : info.header.references) {
+      ZIPNN_ASSIGN_OR_RETURN(const ByteSource* referenced, Open(r.id, r.size, depth + 1));
+      sources.references.push_back(referenced);
+    }
+    // Two chunks below the top keep memory small.
+    ZIPNN_ASSIGN_OR_RETURN(version->reader,
+                           container::ObjectReader::Open(*version->object, std::move(info), std::move(sources), top,
+                                                         top ? container::kReaderCacheBytes : 0));
+    version->source = version->reader.get();
+    return version;
+  }
+
+  const store::Store& local_;
+  const std::unique_ptr<RemoteStore> remote_;
+  const ContentId top_;
+  std::map<ContentId, std::unique_ptr<Version>> opened_;  // null while it is being opened
+};
+
+// The top version of RemoteChains, as a ByteSource that owns them.
 class RemoteVersion : public ByteSource {
  public:
-  uint64_t size() const override { return top->size(); }
-  Status ReadAt(uint64_t offset, void* out, size_t n) const override { return top->ReadAt(offset, out, n); }
-  const std::string& name() const override { return top->name(); }
+  RemoteVersion(std::unique_ptr<RemoteChains> chains, const ByteSource* top) : chains_(std::move(chains)), top_(top) {}
+  uint64_t size() const override { return top_->size(); }
+  Status ReadAt(uint64_t offset, void* out, size_t n) const override { return top_->ReadAt(offset, out, n); }
+  const std::string& name() const override { return top_->name(); }
 
-  struct Level {
-    std::unique_ptr<ByteSource> object;
-    container::ObjectInfo info;
-  };
-  std::unique_ptr<RemoteStore> remote;
-  std::vector<Level> levels;  // the top first
-  std::unique_ptr<store::VersionReader> below;
-  std::vector<std::unique_ptr<container::ObjectReader>> readers;  // the bottom first
-  const container::ObjectReader* top = nullptr;
+ private:
+  const std::unique_ptr<RemoteChains> chains_;
+  const ByteSource* const top_;
 };
 
 }  // namespace
@@ -334,71 +431,9 @@ Result<std::unique_ptr<ByteSource>> OpenRemoteVersion(const store::Store& local,
   if (!remote.ok()) return Unsupported("no remote to read parts of object " + id.Hex() + " from");
   auto from = OpenRemoteStore(*settings, *remote);
   if (!from.ok()) return Annotate(from.status(), "remote " + *remote + " cannot be read");
-  auto version = std::make_unique<RemoteVersion>();
-  version->remote = std::move(*from);
-  std::vector<ContentId> passed;
-  ContentId at = id;
-  uint64_t size = raw_size;
-  for (;;) {
-    // Below the top, a version the local store holds whole ends the walk.
-    if (!version->levels.empty()) {
-      Result<std::unique_ptr<store::VersionReader>> whole = store::OpenVersion(local, at);
-      if (whole.ok()) {
-        version->below = std::move(*whole);
-        break;
-      }
-      const StatusCode code = whole.status().code();
-      if (code != StatusCode::kNotFound && code != StatusCode::kUnsupported) return whole.status();
-    }
-    RemoteVersion::Level level;
-    // OpenLink checks for a loop and the depth before it looks.
-    Result<store::Link> here = store::OpenLink(local, id, at, passed);
-    if (here.ok()) {
-      level.object = std::make_unique<ReadFile>(std::move(here->file));
-      level.info = std::move(here->info);
-    } else if (here.status().code() == StatusCode::kNotFound) {
-      RangedReads* ranged = version->remote->capabilities().ranged_reads;
-      if (ranged == nullptr) return Unsupported(version->remote->where() + " cannot serve parts of object " + at.Hex());
-      ZIPNN_ASSIGN_OR_RETURN(RangedObject there, ranged->OpenRanges(at, ObjectSizeLimit(size)));
-      level.object = std::move(there.bytes);
-      level.info = std::move(there.info);
-    } else {
-      return here.status();
-    }
-    if (!level.info.header.references.empty()) {
-      return Unsupported("object " + at.Hex() +
-                         " takes tensors from other versions besides its base; its parts are "
-                         "read once it is fetched whole");
-    }
-    if (level.info.header.raw_size != size) {
-      return Corruption(level.object->name() + " holds " + std::to_string(level.info.header.raw_size) +
-                        " bytes of checkpoint, not the " + std::to_string(size) + " the version above it needs");
-    }
-    const bool delta = level.info.header.kind == container::ObjectKind::kDelta;
-    at = level.info.header.base_id;
-    size = level.info.header.base_size;
-    version->levels.push_back(std::move(level));
-    if (!delta) break;
-  }
-  const container::ObjectHeader& top = version->levels.front().info.header;
-  if (!container::HasRawChecksums(top)) {
-    return Unsupported("object " + id.Hex() + " is of format " + std::to_string(top.version) +
-                       ", without raw checksums to check its parts against");
-  }
-  // From the bottom up, each level reading its base through the one below;
-  // two chunks at each level below the top keep memory small.
-  const ByteSource* below = version->below.get();
-  for (size_t i = version->levels.size(); i-- > 0;) {
-    RemoteVersion::Level& level = version->levels[i];
-    ZIPNN_ASSIGN_OR_RETURN(
-        std::unique_ptr<container::ObjectReader> reader,
-        container::ObjectReader::Open(*level.object, std::move(level.info), below,
-                                      /*check_raw=*/i == 0, i == 0 ? container::kReaderCacheBytes : 0));
-    below = reader.get();
-    version->top = reader.get();
-    version->readers.push_back(std::move(reader));
-  }
-  return std::unique_ptr<ByteSource>(std::move(version));
+  auto chains = std::make_unique<RemoteChains>(local, std::move(*from), id);
+  ZIPNN_ASSIGN_OR_RETURN(const ByteSource* top, chains->Open(id, raw_size, 0));
+  return std::unique_ptr<ByteSource>(std::make_unique<RemoteVersion>(std::move(chains), top));
 }
 
 }  // namespace zipnn::remote
