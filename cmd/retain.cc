@@ -4,6 +4,7 @@
 // Here: parsing, the question before dropping what HEAD checks out, and
 // what it keeps, thins and drops, and the bytes before and after.
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -28,12 +29,13 @@ void PrintSeries(const std::string& name, const ops::RetentionRule& rule,
               thin > 0 ? (" (" + rule.precision.Text() + ")").c_str() : "", drop);
 }
 
+std::string PlannedLabel(const store::PlannedVersion& p) { return p.version.path + "  " + ops::PlannedName(p); }
+
 void PrintPlanned(const store::PlannedVersion& p, const std::string& sizes) {
   std::string note = p.why;
   if (p.fate != store::Fate::kKeep && p.record && p.why.empty()) note = "already " + p.record->Describe();
-  std::printf("  %-4s %s %s%s%s%s\n", store::FateName(p.fate), p.version.path.c_str(),
-              p.version.id.Hex().substr(0, 12).c_str(), note.empty() ? "" : " (", note.c_str(),
-              note.empty() ? "" : ")");
+  std::printf("  %-4s %s%s%s%s\n", store::FateName(p.fate), PlannedLabel(p).c_str(), note.empty() ? "" : " (",
+              note.c_str(), note.empty() ? "" : ")");
   if (!sizes.empty()) std::printf("       %s\n", sizes.c_str());
 }
 
@@ -51,7 +53,8 @@ std::string RemovedObjects(size_t exact, size_t approximate) {
   return std::to_string(exact) + " exact and " + Counted(approximate, "approximate object");
 }
 
-void PrintRemote(const ops::RetainResult::Remote& there, bool dry_run) {
+// `names`: each version of the plans, as they were printed.
+void PrintRemote(const ops::RetainResult::Remote& there, bool dry_run, const std::map<ContentId, std::string>& names) {
   const remote::RemoteRetention& r = there.retention;
   const char* name = there.name.c_str();
   if (dry_run) {
@@ -72,8 +75,9 @@ void PrintRemote(const ops::RetainResult::Remote& there, bool dry_run) {
         r.records, r.records == 1 ? "" : "s", r.replaced, r.replaced == 1 ? "" : "s");
   }
   for (const auto& [id, why] : r.kept) {
-    std::printf("  %s %s stays on %s: %s\n", dry_run ? "would keep" : "kept", id.Hex().substr(0, 12).c_str(), name,
-                why.c_str());
+    const auto named = names.find(id);
+    const std::string version = named != names.end() ? named->second : "version " + id.Hex().substr(0, 12);
+    std::printf("  %s %s stays on %s: %s\n", dry_run ? "would keep" : "kept", version.c_str(), name, why.c_str());
   }
 }
 
@@ -102,7 +106,10 @@ class Printer : public ops::RetainReport {
   void Planned(const std::string& name, const ops::RetentionRule& rule,
                const std::vector<store::PlannedVersion>& plan) override {
     PrintSeries(name, rule, plan);
-    for (const auto& p : plan) PrintPlanned(p, "");
+    for (const auto& p : plan) {
+      PrintPlanned(p, "");
+      names_.emplace(p.version.id, PlannedLabel(p));
+    }
   }
   void Note(const std::string& line) override { std::printf("%s\n", line.c_str()); }
   void Sharing(const std::string& user) override {
@@ -131,6 +138,7 @@ class Printer : public ops::RetainReport {
       }
       if (!r.error.ok()) sizes += "; error: " + r.error.message() + " (left as it was)";
       PrintPlanned(r.planned, verbose_ || !r.error.ok() ? sizes : "");
+      names_.emplace(r.planned.version.id, PlannedLabel(r.planned));
     }
     std::printf("  stored %s -> %s%s\n", HumanBytes(before).c_str(), HumanBytes(after).c_str(),
                 Ratio(after, before).c_str());
@@ -147,9 +155,11 @@ class Printer : public ops::RetainReport {
     std::printf("\n");
   }
   void EndProgress() { progress_.reset(); }  // before what is said of the remote
+  const std::map<ContentId, std::string>& names() const { return names_; }
 
  private:
   bool verbose_;
+  std::map<ContentId, std::string> names_;     // each version of the plans, as printed
   std::optional<::zipnn::Progress> progress_;  // a line on a terminal, cleared as each series ends
 };
 
@@ -165,7 +175,7 @@ Status RunRetain(const RetainArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(ops::RetainResult done,
                          ops::Retain(*store, *git_repo, ops::OpenConfiguredRemote, a, printer));
   printer.EndProgress();
-  if (done.remote) PrintRemote(*done.remote, done.dry_run);
+  if (done.remote) PrintRemote(*done.remote, done.dry_run, printer.names());
   for (const std::string& line : done.closing) std::printf("%s\n", line.c_str());
   return OkStatus();
 }

@@ -267,20 +267,23 @@ TEST_CASE("a version another series holds too stays, though a rule drops it from
 TEST_CASE("a rule that would drop the version HEAD checks out says so, and drops it only when told") {
   Repo repo;
   CommitSaves(repo, "retention:\n  - checkpoints: '*.safetensors'\n    rest: drop\n");
-  const std::string head = repo.Sh("git show HEAD:model.safetensors | sed -n 's/.*xxh3-128:\\(.\\{12\\}\\).*/\\1/p'").out;
-  REQUIRE(head.size() == 13);
+  // Named as `git zipnn log` names it: the commit that brought it in.
+  const std::string head = repo.Sh("git log -1 --format='%H %ad %s' --date=short | tr -d '\\n'").out;
+  REQUIRE(head.size() > 52);
+  const std::string named = head.substr(0, 10) + head.substr(40);
   const Run refused = repo.Sh("git zipnn retain </dev/null");
   CHECK(refused.code == 1);
-  CHECK_MESSAGE(refused.err == "error: the rules drop the version HEAD checks out:\n  model.safetensors " +
-                                   head.substr(0, 12) +
-                                   " (rule '*.safetensors')\nrun `git zipnn retain --yes` to drop it anyway, or keep it "
-                                   "with `--keep HEAD:<path>` (or keep_newest in the rule); nothing was changed\n",
-                refused.err);
+  CHECK_MESSAGE(
+      refused.err == "error: the rules drop the version HEAD checks out:\n  model.safetensors  " + named +
+                         " (rule '*.safetensors')\nrun `git zipnn retain --yes` to drop it anyway, or keep it "
+                         "with `--keep HEAD:<path>` (or keep_newest in the rule); nothing was changed\n",
+      refused.err);
   for (int s = 10; s <= 120; s += 10) CHECK_MESSAGE(RestoresExactly(repo, s), s);
   const Run plan = repo.Sh("git zipnn retain --dry-run");
   CHECK(plan.code == 0);
-  CHECK(plan.out.find("note: this plan drops what HEAD checks out:\n  model.safetensors " + head.substr(0, 12)) !=
+  CHECK(plan.out.find("note: this plan drops what HEAD checks out:\n  model.safetensors  " + named) !=
         std::string::npos);
+  CHECK(plan.out.find("\n  drop model.safetensors  " + named + "\n") != std::string::npos);
   // Kept by name, HEAD's version stays and the rest go.
   const Run kept = repo.Sh("git zipnn retain --keep HEAD:model.safetensors </dev/null");
   REQUIRE_MESSAGE(kept.code == 0, (kept.out + kept.err));

@@ -191,6 +191,11 @@ Result<Precision> ParsePrecision(std::string_view text) {
     return InvalidArgument("precision \"" + std::string(text) + "\" is not one of " + AcceptedForms());
   };
   std::vector<std::string_view> words = Words(text);
+  // As Text() prints it too: "relative 5 mantissa bits".
+  if (words.size() == 4 && words[0] == "relative" && words[2] == "mantissa" &&
+      (words[3] == "bits" || words[3] == "bit")) {
+    words.resize(2);
+  }
   if (words.size() != 2) return invalid();
   Precision p;
   int lo, hi;
@@ -206,6 +211,8 @@ Result<Precision> ParsePrecision(std::string_view text) {
     return invalid();
   }
   std::string_view number = words[1];
+  // "absolute 2^-23" as Text() prints it.
+  if (p.kind == Precision::Kind::kAbsolute && number.substr(0, 3) == "2^-") number.remove_prefix(3);
   // Digits only: from_chars would take a leading minus.
   if (number.empty() || number[0] < '0' || number[0] > '9') return invalid();
   auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), p.bits);

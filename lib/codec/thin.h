@@ -46,7 +46,8 @@ struct Precision {
 };
 
 // Parses "absolute 23" or "relative 5", the spelling of .zipnn.yaml and
-// the command line.
+// the command line, or the same as Text() prints it ("absolute 2^-23",
+// "relative 5 mantissa bits").
 Result<Precision> ParsePrecision(std::string_view text);
 
 // Whether ThinValues applies to type t: fp32, bf16, fp16, fp64.

@@ -503,9 +503,18 @@ TEST_CASE("ParsePrecision accepts absolute 1..60 and relative 0..52 and names th
   CHECK(ParsePrecision("absolute 1").ok());
   CHECK(ParsePrecision("relative 0").ok());
   CHECK(ParsePrecision("relative 52").ok());
+  // As Text() prints them (what retain's plan shows).
+  for (const Precision& shown : {Absolute(23), Absolute(1), Relative(5), Relative(1), Relative(0)}) {
+    auto read = ParsePrecision(shown.Text());
+    REQUIRE_MESSAGE(read.ok(), shown.Text());
+    CHECK(read->kind == shown.kind);
+    CHECK(read->bits == shown.bits);
+  }
 
-  for (const char* bad : {"absolute 0", "absolute 61", "relative -1", "relative 53", "fuzzy 3", "", "absolute",
-                          "absolute 2x", "absolute +5", "relative 5 6", "absolute 99999999999999999999"}) {
+  for (const char* bad :
+       {"absolute 0", "absolute 61", "relative -1", "relative 53", "fuzzy 3", "", "absolute", "absolute 2x",
+        "absolute +5", "relative 5 6", "absolute 99999999999999999999", "absolute 2^-0", "absolute 2^-61",
+        "absolute 2^23", "relative 2^-5", "relative 5 mantissa", "absolute 5 mantissa bits"}) {
     CAPTURE(bad);
     auto p = ParsePrecision(bad);
     REQUIRE_FALSE(p.ok());

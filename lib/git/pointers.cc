@@ -169,7 +169,10 @@ Result<CommittedVersions> FindCommittedVersions(const Port& repo, const std::vec
     found.paths[*id].insert(e.path);
     const int64_t time = oldest_first[at].time;
     auto [it, fresh] = found.first_committed.emplace(*id, time);
-    if (!fresh && time < it->second) it->second = time;
+    if (fresh || time < it->second) {
+      it->second = time;
+      found.first_commit[*id] = oldest_first[at];
+    }
   }));
   ZIPNN_ASSIGN_OR_RETURN(std::vector<FileEntry> staged, repo.AllIndexFiles());
   for (const FileEntry& f : staged) {

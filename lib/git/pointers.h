@@ -64,6 +64,9 @@ Result<FoundPointers> FindPointersInTrees(const Port& repo, const std::vector<st
 // tag's commit holds, and every path where git holds each version.
 struct CommittedVersions {
   std::map<ContentId, int64_t> first_committed;
+  // The commit that brought each in (the one of first_committed's time),
+  // as `git zipnn log` names a version.
+  std::map<ContentId, CommitInfo> first_commit;
   std::vector<std::pair<std::string, std::set<ContentId>>> tags;
   // Each path, in any commit AllCommits walks, in the index of any work
   // tree, or in a tagged tree (a tagged blob: the tag's name): one

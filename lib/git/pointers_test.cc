@@ -171,6 +171,10 @@ TEST_CASE("committed versions: the earliest commit holding each, what each tag h
   CHECK(found->first_committed.at(Id("a")) == first_time);
   CHECK(found->first_committed.at(Id("b")) > first_time);
   CHECK(found->first_committed.count(Id("t")) == 1);
+  // The commit that brought each in, as log names it.
+  CHECK(found->first_commit.at(Id("a")).id == c1);
+  CHECK(found->first_commit.at(Id("b")).id != c1);
+  CHECK(found->first_commit.at(Id("t")).id == theirs);
   CHECK(found->paths.at(Id("a")) == std::set<std::string>{"a.bin", "copy.bin", "staged.bin"});
   REQUIRE(found->tags.size() == 2);
   CHECK(found->tags[0].first == "v1");

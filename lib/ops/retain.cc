@@ -130,7 +130,14 @@ Result<RetentionPlan> PlanRetention(const store::Store& store,
       f.named = named.count(id) != 0;
       return f;
     };
-    out.plans.emplace_back(name, store::PlanSeries(store, versions, *rule, facts, now));
+    std::vector<store::PlannedVersion> plan = store::PlanSeries(store, versions, *rule, facts, now);
+    for (store::PlannedVersion& p : plan) {
+      if (auto it = committed.first_commit.find(p.version.id); it != committed.first_commit.end()) {
+        const git::CommitInfo& c = it->second;
+        p.commit = c.id.Hex().substr(0, 10) + " " + c.author_date.substr(0, 10) + " " + c.subject;
+      }
+    }
+    out.plans.emplace_back(name, std::move(plan));
     out.rules[name] = rule;
   }
   if (out.plans.empty()) {
@@ -142,6 +149,10 @@ Result<RetentionPlan> PlanRetention(const store::Store& store,
   return out;
 }
 
+std::string PlannedName(const store::PlannedVersion& p) {
+  return p.commit.empty() ? "version " + p.version.id.Hex().substr(0, 12) : p.commit;
+}
+
 std::vector<std::string> DropsAtHead(const RetentionPlan& plan, const std::map<ContentId, std::string>& at_head) {
   std::vector<std::string> dropped;
   for (const auto& [name, versions] : plan.plans) {
@@ -151,8 +162,7 @@ std::vector<std::string> DropsAtHead(const RetentionPlan& plan, const std::map<C
       if (it == at_head.end()) continue;
       // Dropped now: its exact bytes, or the approximate ones left of it.
       if (p->fate == store::Fate::kDrop && !(p->record && p->record->dropped)) {
-        dropped.push_back(it->second + " " + p->version.id.Hex().substr(0, 12) + " (rule '" +
-                          plan.rules.at(name)->checkpoints + "')");
+        dropped.push_back(it->second + "  " + PlannedName(*p) + " (rule '" + plan.rules.at(name)->checkpoints + "')");
       }
       break;
     }

@@ -127,6 +127,10 @@ using NamedBy =
 Result<std::set<ContentId>> NamedInGit(const std::vector<std::string>& specs, const std::string& source);
 
 // What the rules make of each series.
+// A planned version as `git zipnn log` names it: the commit that brought
+// it in ("0aa4f7fdc6 2026-12-01 step 10"), else "version <content id>".
+std::string PlannedName(const store::PlannedVersion& p);
+
 struct RetentionPlan {
   store::Plans plans;                                 // one per series a rule governs, by name
   std::map<std::string, const RetentionRule*> rules;  // the rule of each (pointing into the policy)

@@ -46,6 +46,11 @@ struct Scratch {
       const std::string step = std::to_string(10 * (i + 1));
       steps.push_back(Version{store::testing::StoreVersion(store, i), step, "run/step-" + step});
       committed.first_committed[steps.back().id] = 1000 + i;
+      git::CommitInfo commit;
+      commit.id.bytes.fill(static_cast<uint8_t>(0xa0 + i));
+      commit.author_date = "2026-12-0" + std::to_string(i + 1) + "T10:00:00+00:00";
+      commit.subject = "step " + step;
+      committed.first_commit[steps.back().id] = commit;
       committed.paths[steps.back().id].insert(steps.back().path);
     }
     all["run/step-#"] = steps;
@@ -147,7 +152,14 @@ TEST_CASE("of what HEAD checks out, only each series' newest version there is as
   std::map<ContentId, std::string> at_head = {{s.steps[0].id, "run/step-10"}, {s.steps[1].id, "run/step-20"}};
   const std::vector<std::string> asked = DropsAtHead(*plan, at_head);
   REQUIRE(asked.size() == 1);
-  CHECK(asked[0] == "run/step-20 " + s.steps[1].id.Hex().substr(0, 12) + " (rule 'run/**')");
+  // Named as log names it: the commit that brought it in.
+  CHECK(asked[0] == "run/step-20  a1a1a1a1a1 2026-12-02 step 20 (rule 'run/**')");
+  // One no commit holds (only staged) by its content id.
+  s.committed.first_commit.erase(s.steps[1].id);
+  auto staged = s.Plan();
+  REQUIRE(staged.ok());
+  CHECK(DropsAtHead(*staged, at_head).at(0) ==
+        "run/step-20  version " + s.steps[1].id.Hex().substr(0, 12) + " (rule 'run/**')");
   // Nothing is asked when HEAD holds the kept newest.
   at_head[s.steps[3].id] = "run/step-40";
   CHECK(DropsAtHead(*plan, at_head).empty());

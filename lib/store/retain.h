@@ -61,6 +61,9 @@ struct PlannedVersion {
   // earlier retain took its exact bytes here: where they are still held
   // (a remote), they stay.
   bool rule_keeps = false;
+  // The commit that brought it in, as `git zipnn log` names it
+  // ("0aa4f7fdc6 2026-12-01 step 10"); empty for one no commit holds.
+  std::string commit;
 };
 
 // The fate of each version of `series` (in series order) under `rule`,
