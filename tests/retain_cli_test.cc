@@ -80,6 +80,17 @@ TEST_CASE("retain keeps the newest and the tagged exactly, thins the rest, and r
   CHECK(done.out.find("; 8 exact objects removed") != std::string::npos);
   for (int s : {50, 100, 110, 120}) CHECK_MESSAGE(RestoresExactly(repo, s), s);
 
+  // What stays is placed as one series: the oldest version kept after
+  // the thinned ones, whose exact base went, and the newest thinned one
+  // are deltas (of approximate versions, or of the kept ones), not whole.
+  const Run depths = repo.Sh(
+      "git zipnn log --json model.safetensors | python3 -c 'import json, sys; "
+      "print(\" \".join(\"%s:%d\" % (v[\"subject\"].split()[1], v[\"depth\"]) for v in json.load(sys.stdin)))'");
+  INFO(depths.out);
+  CHECK(depths.out.find(" 100:0 ") == std::string::npos);
+  CHECK(depths.out.find(" 90:0 ") == std::string::npos);
+  CHECK(depths.out.find("120:0 ") != std::string::npos);  // the newest stays whole
+
   const Run log = repo.Sh("git zipnn log model.safetensors");
   CHECK(log.code == 0);
   CHECK(log.out.find("  thin  depth ") != std::string::npos);

@@ -210,7 +210,9 @@ Result<RetainTotals> ApplyRetention(const Store& store, const Removing& removing
   }
   for (const auto& [name, plan] : plans) {
     std::vector<RetainedVersion> done;
-    std::vector<Version> approx, kept;
+    // What stays of the series, in series order: the approximate versions
+    // of those thinned and the exact ones kept.
+    std::vector<Version> staying;
     for (const PlannedVersion& p : plan) {
       RetainedVersion r;
       r.planned = p;
@@ -247,17 +249,17 @@ Result<RetainTotals> ApplyRetention(const Store& store, const Removing& removing
         going.insert(p.version.id);
       }
       if (r.planned.fate == Fate::kThin && r.error.ok() && r.record && !r.record->dropped) {
-        approx.push_back(Version{r.record->approximate, p.version.step, p.version.path});
+        staying.push_back(Version{r.record->approximate, p.version.step, p.version.path});
       }
-      if (r.planned.fate == Fate::kKeep && p.exact) kept.push_back(p.version);
+      if (r.planned.fate == Fate::kKeep && p.exact) staying.push_back(p.version);
       done.push_back(std::move(r));
     }
-    // The approximate versions chain among themselves, and the kept ones
-    // among themselves, as the policy places a series.
-    if (!approx.empty()) progress("placing the thinned versions of " + name);
-    ZIPNN_RETURN_IF_ERROR(RepackSeries(store, approx, [](const RepackedVersion&) {}));
-    if (!going.empty()) progress("placing the kept versions of " + name);
-    ZIPNN_RETURN_IF_ERROR(RepackSeries(store, kept, [](const RepackedVersion&) {}));
+    // They are placed as the policy places one series: a delta takes any
+    // of them for its base, exact or approximate (a delta is exact on
+    // either), so the oldest kept version is not stored whole for having
+    // lost its base, nor the newest thinned one for being the newest.
+    progress("placing what stays of " + name);
+    ZIPNN_RETURN_IF_ERROR(RepackSeries(store, staying, [](const RepackedVersion&) {}));
     results.emplace_back(name, std::move(done));
   }
 
