@@ -52,6 +52,7 @@ Action SetupLsFiles(CLI::App& sub);
 Action SetupMigrate(CLI::App& sub);
 Action SetupRetain(CLI::App& sub);
 Action SetupPrePush(CLI::App& sub);
+Action SetupPreCommit(CLI::App& sub);
 Action SetupWriteLeftOutside(CLI::App& sub);
 Action SetupPull(CLI::App& sub);
 Action SetupPush(CLI::App& sub);

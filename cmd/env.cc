@@ -88,6 +88,7 @@ Status RunEnv() {
     return {ours, hook + (ours ? " (runs git-zipnn)" : " (not git-zipnn's)")};
   };
   Line("pre-push hook", hook_state("pre-push").words);
+  Line("pre-commit hook", hook_state("pre-commit").words);
   const HookState after_checkout = hook_state("post-checkout"), after_merge = hook_state("post-merge");
   const std::optional<std::string> set = Config("zipnn.checkoutoutsideabove");
   const std::string limit = set ? *set + " (zipnn.checkoutOutsideAbove)" : "1g (zipnn.checkoutOutsideAbove's default)";

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "cmd/command.h"
+#include "lib/ops/context.h"
 #include "lib/ops/setup.h"
+#include "lib/ops/status.h"
 #include "lib/ops/workspace.h"
 #include "lib/base/strings.h"
 #include "lib/store/pointer.h"
@@ -60,6 +62,16 @@ Action SetupInstall(CLI::App& sub) {
       std::printf("%s in this work tree %s (checked out before the filter was installed): run `git zipnn pull` to "
                   "write the checkpoints\n",
                   Counted(pointers, "tracked file").c_str(), pointers == 1 ? "is still a pointer" : "are still pointers");
+    }
+    // Files added before it (`track` first): git holds them whole until
+    // they are added again through the filter.
+    ops::Context context;
+    if (const auto whole = ops::HeldWholeInIndex(context); whole.ok() && !whole->empty()) {
+      std::printf(
+          "%s of tracked patterns %s whole in git (added before the filter was installed): `git add "
+          "--renormalize .` and a commit store %s as checkpoints\n",
+          Counted(whole->size(), "file").c_str(), whole->size() == 1 ? "is" : "are",
+          whole->size() == 1 ? "it" : "them");
     }
     return OkStatus();
   };

@@ -57,13 +57,24 @@ Status RunStatus() {
     to_commit.push_back(path + "  " + (was == at_head.end() ? "new" : "modified") + "  " + id.Hex().substr(0, 12) +
                         "  " + HowHeld(store, id));
   }
+  // Staged whole, not through the filter: git add alone does not store
+  // them again (their times have not changed), --renormalize does.
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<ops::StagedWhole> whole, ops::StagedWholeFiles(context));
+  std::set<std::string> whole_paths;
+  std::vector<std::string> staged_whole;
+  for (const ops::StagedWhole& f : whole) {
+    whole_paths.insert(f.path);
+    staged_whole.push_back(f.path + "  " + HumanBytes(f.size));
+  }
   for (const auto& [path, id] : at_head) {
-    if (!staged.count(path)) to_commit.push_back(path + "  deleted");
+    if (!staged.count(path) && !whole_paths.count(path)) to_commit.push_back(path + "  deleted");
   }
   // The work tree against the index, as git status sees it.
   ZIPNN_ASSIGN_OR_RETURN(const ops::WorkTreeChanges changes, ops::ChangedInWorkTree());
   std::vector<std::string> not_staged, not_added;
-  for (const auto& [path, what] : changes.changed) not_staged.push_back(path + "  " + what);
+  for (const auto& [path, what] : changes.changed) {
+    if (!whole_paths.count(path)) not_staged.push_back(path + "  " + what);
+  }
   for (const std::string& path : changes.untracked) not_added.push_back(path);
   // What HEAD and the index name that this store lacks.
   std::vector<std::string> missing;
@@ -92,6 +103,10 @@ Status RunStatus() {
       "Checkpoints git holds whole, not stored here (added without the filter: `git zipnn install`, then `git add "
       "--renormalize <path>` and commit):",
       status.whole_in_git);
+  Section(
+      "Checkpoints staged whole, not through the filter (a commit would put them into git; `git add --renormalize "
+      "-- <path>` stores them):",
+      staged_whole);
   Section("Checkpoints staged for commit:", to_commit);
   Section("Checkpoints changed and not staged (git add stores them):", not_staged);
   Section("Checkpoints not added yet (they match a tracked pattern):", not_added);
@@ -99,7 +114,7 @@ Status RunStatus() {
   ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> pointers, ops::PointersInWorkTree(staged));
   Section("Checkpoints the work tree holds as their pointers (git zipnn pull writes them):", pointers);
   if (unpushed.empty() && to_commit.empty() && not_staged.empty() && not_added.empty() && missing.empty() &&
-      pointers.empty() && status.whole_in_git.empty()) {
+      pointers.empty() && status.whole_in_git.empty() && staged_whole.empty()) {
     if (at_head.empty() && staged.empty()) {
       std::printf("No checkpoint is stored at HEAD or staged (`git zipnn track` lists the tracked patterns).\n");
     } else if (!status.has_remote) {
@@ -113,10 +128,56 @@ Status RunStatus() {
   return OkStatus();
 }
 
+// A path as the shell reads it back: quoted when it holds anything but
+// letters, digits and "/._-".
+std::string ForShell(const std::string& path) {
+  if (!path.empty() && path.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-") ==
+                           std::string::npos) {
+    return path;
+  }
+  std::string quoted = "'";
+  for (char c : path) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// The pre-commit hook: stops a commit that would put files of tracked
+// patterns whole into git's history. Its own trouble (a damaged index it
+// cannot read, no git) stops no commit: it is said, and git goes on.
+Status RunPreCommit() {
+  ops::Context context;
+  const Result<std::vector<ops::StagedWhole>> whole = ops::StagedWholeFiles(context);
+  if (!whole.ok()) {
+    std::fprintf(stderr, "git-zipnn: warning: cannot check what is staged (%s); the commit goes on\n",
+                 whole.status().message().c_str());
+    return OkStatus();
+  }
+  if (whole->empty()) return OkStatus();
+  std::string listed, paths;
+  for (const ops::StagedWhole& f : *whole) {
+    listed += "  " + f.path + " (" + HumanBytes(f.size) + ")\n";
+    paths += " " + ForShell(f.path);
+  }
+  const std::string why = ops::FilterInstalled()
+                              ? "they were staged before a tracked pattern matched them, or while the filter was not "
+                                "installed"
+                              : "the git-zipnn filter is not installed: run `git zipnn install` first";
+  return InvalidArgument(Counted(whole->size(), "file") + " of tracked patterns " +
+                         (whole->size() == 1 ? "is" : "are") +
+                         " staged whole, not through git-zipnn's filter, so this commit would put " +
+                         (whole->size() == 1 ? "it" : "them") + " into git's history:\n" + listed + "(" + why +
+                         "). To store them as checkpoints: git add --renormalize --" + paths +
+                         ", then commit again; `git commit --no-verify` commits them whole; nothing was committed");
+}
+
 }  // namespace
 
 Action SetupStatus(CLI::App&) {
   return [] { return RunStatus(); };
+}
+
+Action SetupPreCommit(CLI::App& sub) {
+  sub.allow_extras();
+  return [] { return RunPreCommit(); };
 }
 
 }  // namespace zipnn::cmd

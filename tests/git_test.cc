@@ -391,8 +391,14 @@ TEST_CASE("tracking before install warns, and fsck names what git holds whole un
         "warning: the git-zipnn filter is not installed, so `git add` would store these files whole in "
         "git; run `git zipnn install` first (files added already: `git add --renormalize .` after it)\n");
   REQUIRE(repo.Sh("cp '" + repo.Data("cnn-fp32/step-000040.safetensors") +
-                  "' m.safetensors && git add . && git commit -qm raw && git zipnn install --local")
+                  "' m.safetensors && git add . && "
+                  "git commit -qm raw")
               .code == 0);
+  // Installed after: it names what git holds whole, and the way out.
+  const Run install = repo.Sh("git zipnn install --local");
+  REQUIRE(install.code == 0);
+  CHECK(install.out.find("\n1 file of tracked patterns is whole in git (added before the filter was installed): "
+                         "`git add --renormalize .` and a commit store it as checkpoints\n") != std::string::npos);
   CHECK(repo.Sh("git zipnn track '*.safetensors'").err.empty());
   const Run fsck = repo.Sh("git zipnn fsck");
   CHECK(fsck.code != 0);
@@ -403,6 +409,50 @@ TEST_CASE("tracking before install warns, and fsck names what git holds whole un
   CHECK(fsck.err == "error: 1 problem found (see above)\n");
   REQUIRE(repo.Sh("git add --renormalize . && git commit -qm renormalized").code == 0);
   CHECK(repo.Sh("git zipnn fsck").out == "1 pointer to 1 checkpoint in HEAD: every one restores exactly\n");
+}
+
+TEST_CASE("a commit that would put a file of a tracked pattern whole into git stops, naming it and the way out") {
+  Repo repo;
+  REQUIRE(repo.Sh("git zipnn install --local >/dev/null && printf 'notes\\n' > notes.txt && git add notes.txt && "
+                  "git commit -qm notes")
+              .code == 0);
+  // Staged before the pattern was tracked: git holds it whole.
+  REQUIRE(repo.Sh("cp '" + repo.Data("cnn-fp32/step-000040.safetensors") +
+                  "' 'my model.safetensors' && git add 'my model.safetensors' && git zipnn track '*.safetensors' "
+                  ">/dev/null && git add .gitattributes")
+              .code == 0);
+  const Run stopped = repo.Sh("git commit -qm save");
+  CHECK(stopped.code != 0);
+  CHECK_MESSAGE(stopped.err ==
+                    "error: 1 file of tracked patterns is staged whole, not through git-zipnn's filter, so this "
+                    "commit would put it into git's history:\n  my model.safetensors (228.1 KiB)\n(they were staged "
+                    "before a tracked pattern matched them, or while the filter was not installed). To store them as "
+                    "checkpoints: git add --renormalize -- 'my model.safetensors', then commit again; `git commit "
+                    "--no-verify` commits them whole; nothing was committed\n",
+                stopped.err);
+  CHECK(repo.Sh("git log --oneline | wc -l").out == "1\n");
+  // status says the same, and not that git add would store it.
+  const Run status = repo.Sh("git zipnn status");
+  CHECK(status.out.find("Checkpoints staged whole, not through the filter (a commit would put them into git; `git "
+                        "add --renormalize -- <path>` stores them):\n        my model.safetensors  228.1 KiB\n") !=
+        std::string::npos);
+  CHECK(status.out.find("not staged") == std::string::npos);
+  // The way out it names: stored, then committed as a pointer.
+  REQUIRE(repo.Sh("git add --renormalize -- 'my model.safetensors'").code == 0);
+  const Run committed = repo.Sh("git commit -qm save");
+  CHECK_MESSAGE(committed.code == 0, committed.err);
+  CHECK(repo.Sh("git cat-file -p 'HEAD:my model.safetensors' | head -c 40 | grep -q zipnn").code == 0);
+
+  // --no-verify commits one whole, as asked; later commits that do not
+  // change it are not stopped for it (status and fsck name it).
+  REQUIRE(
+      repo.Sh("cp '" + repo.Data("cnn-fp32/step-000080.safetensors") +
+              "' b.safetensors && git -c filter.zipnn.process= -c filter.zipnn.clean= -c filter.zipnn.required=false "
+              "add b.safetensors && git commit -q --no-verify -m whole")
+          .code == 0);
+  CHECK(repo.Sh("git cat-file -s HEAD:b.safetensors").out == "233608\n");
+  const Run later = repo.Sh("printf 'more\\n' >> notes.txt && git commit -qam notes");
+  CHECK_MESSAGE(later.code == 0, later.err);
 }
 
 TEST_CASE("install in a clone made before it says to pull; uninstall inside a repository says it was global") {
@@ -1457,6 +1507,7 @@ TEST_CASE("env says the versions, filter, store, policy with its mistakes and re
         std::string::npos);
   CHECK(env.out.find("repository      " + top + " (git folder " + top + "/.git)\n") != std::string::npos);
   CHECK(env.out.find("pre-push hook   " + top + "/.git/hooks/pre-push (runs git-zipnn)\n") != std::string::npos);
+  CHECK(env.out.find("pre-commit hook " + top + "/.git/hooks/pre-commit (runs git-zipnn)\n") != std::string::npos);
   CHECK(env.out.find("tracked         *.safetensors (.gitattributes)\n") != std::string::npos);
   CHECK(env.out.find("object store    " + top + "/.git/zipnn/objects (the default)\n") != std::string::npos);
   CHECK(env.out.find("policy          base every 4, ") != std::string::npos);

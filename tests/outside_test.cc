@@ -128,7 +128,8 @@ TEST_CASE("with another program's post-checkout hook, large checkpoints go throu
   CHECK(repo.Sh("cat ../clone/.git/ran").out == "theirs\ntheirs\n");
   const Run removed = repo.Sh("cd ../clone && git zipnn uninstall --local");
   REQUIRE_MESSAGE(removed.code == 0, removed.err);
-  CHECK(removed.out.find("pre-push, post-checkout and post-merge hooks removed from ") != std::string::npos);
+  CHECK(removed.out.find("pre-push, post-checkout, post-merge and pre-commit hooks removed from ") !=
+        std::string::npos);
   CHECK(repo.Sh("grep -q theirs ../clone/.git/hooks/post-checkout").code == 0);
 }
 

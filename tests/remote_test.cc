@@ -287,7 +287,8 @@ TEST_CASE("a clone gets the pre-push hook from the filter, so a plain git push s
   // install ran once, globally, before the clone existed.
   const Run clone = repo.Sh("cd .. && git clone -q -b main hub.git clone");
   REQUIRE(clone.code == 0);
-  CHECK(clone.err.find("git-zipnn: installed the pre-push, post-checkout and post-merge hooks in ") != std::string::npos);
+  CHECK(clone.err.find("git-zipnn: installed the pre-push, post-checkout, post-merge and pre-commit hooks in ") !=
+        std::string::npos);
   CHECK(repo.Sh("test -x ../clone/.git/hooks/pre-push").code == 0);
   const Run push = repo.Sh("cd ../clone && git config user.email c@example.com && git config user.name C && cp '" +
                            repo.Data("cnn-fp32/step-000040.safetensors") +

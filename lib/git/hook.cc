@@ -19,27 +19,40 @@ namespace {
 // script that do the work. Every hook runs `git-zipnn <name> "$@"` (its
 // standard input kept for the one that was there before, kept beside it
 // as <name>.before-zipnn and run after ours), else Git LFS's own hook
-// when Git LFS tracks files here and got no hook in first.
+// when Git LFS tracks files here, writes one of that name, and got no
+// hook in first.
 struct Hook {
   const char* name;
   const char* why;     // "so that git push sends checkpoints"
   const char* doing;   // the script's comment on what git-zipnn does
   bool reads_input;    // git feeds it lines on standard input (pre-push)
-  bool fails_the_run;  // its failure stops git (pre-push): else only said
+  bool fails_the_run;  // its failure stops git (pre-push, pre-commit): else only said
+  // What goes undone without it, said when another program's hook is
+  // there or it cannot be written; null: nothing worth a warning.
+  const char* without;
+  bool needs_zipnn;     // without git-zipnn on PATH, git's command stops (pre-push)
+  bool after_checkout;  // writes what a checkout left as pointers
+  bool git_lfs_has;     // Git LFS writes a hook of this name
 };
 constexpr Hook kHooks[] = {
     {"pre-push", "so that git push sends checkpoints",
      "Sends the checkpoint objects that the pushed commits need to the\n"
      "# remote's object store before git sends the pointers",
-     true, true},
+     true, true, "`git push` will not send checkpoint objects", true, false, true},
     {"post-checkout", "so that checkpoints too large for git's filter are written after checkouts and merges",
      "Writes the checkpoints too large to pass through git's filter\n"
      "# (zipnn.checkoutOutsideAbove), which the checkout left as pointers",
-     false, false},
+     false, false, nullptr, false, true, true},
     {"post-merge", "so that checkpoints too large for git's filter are written after checkouts and merges",
      "Writes the checkpoints too large to pass through git's filter\n"
      "# (zipnn.checkoutOutsideAbove), which the merge left as pointers",
-     false, false},
+     false, false, nullptr, false, true, true},
+    {"pre-commit", "so that git commit stops a checkpoint staged whole",
+     "Stops a commit that would put files of tracked patterns whole into\n"
+     "# git's history (staged without the filter)",
+     // Another program's pre-commit hook is common (the pre-commit
+     // framework's): left alone without a word, as install chains it.
+     false, true, nullptr, false, false, false},
 };
 
 std::string Marker(const Hook& h) { return std::string("# git-zipnn ") + h.name + " hook"; }
@@ -50,7 +63,7 @@ std::string Script(const Hook& h) {
   const std::string in = h.reads_input ? " <\"$input\"" : "";
   std::string s = "#!/bin/sh\n" + Marker(h) + " (written by git-zipnn: docs/commands/install.md).\n# " + h.doing +
                   ",\n# then runs the hook that was here before (" + Chained(h) + "), if there was one.\n";
-  if (h.fails_the_run) {
+  if (h.needs_zipnn) {
     s += "command -v git-zipnn >/dev/null 2>&1 || {\n"
          "  echo >&2 \"git-zipnn is not on PATH; it is needed to push checkpoints (docs/remotes.md)\"\n"
          "  exit 2\n"
@@ -64,6 +77,7 @@ std::string Script(const Hook& h) {
   s += "git-zipnn " + name + " \"$@\"" + in + " || exit $?\n";
   s += "chained=\"$(dirname \"$0\")/" + Chained(h) + "\"\n";
   s += "if [ -x \"$chained\" ]; then\n  \"$chained\" \"$@\"" + in + " || exit $?\n";
+  if (!h.git_lfs_has) return s + "fi\n";
   // Only where Git LFS keeps files (it stores each in lfs/objects as it
   // cleans or smudges it, or in lfs.storage): elsewhere it has nothing to
   // do, and its hook would still ask the server about locks on every push.
@@ -138,9 +152,9 @@ Ensured EnsureHook(const Hook& h, const std::string& dir) {
   if (FileExists(hook)) {
     // Without ours after a checkout the filter passes large checkpoints
     // through git, as before: nothing lost, nothing to say.
-    if (h.fails_the_run) {
-      e.said = "warning: " + hook + " is another program's " + h.name +
-               " hook, so `git push` will not send checkpoint objects; run `git zipnn install --local` to run both";
+    if (h.without != nullptr) {
+      e.said = "warning: " + hook + " is another program's " + h.name + " hook, so " + h.without +
+               "; run `git zipnn install --local` to run both";
     }
     return e;
   }
@@ -151,9 +165,9 @@ Ensured EnsureHook(const Hook& h, const std::string& dir) {
     e.ours = true;
     return e;
   }
-  if (h.fails_the_run) {
-    e.said = "warning: cannot install the " + std::string(h.name) + " hook (" + written.message() +
-             "); `git push` will not send checkpoint objects until `git zipnn install --local` does";
+  if (h.without != nullptr) {
+    e.said = "warning: cannot install the " + std::string(h.name) + " hook (" + written.message() + "); " + h.without +
+             " until `git zipnn install --local` does";
   }
   return e;
 }
@@ -185,7 +199,9 @@ Result<std::vector<std::string>> InstallHook() {
     }
     ZIPNN_RETURN_IF_ERROR(WriteHook(h, hook, /*overwrite=*/true));
   }
-  said.push_back("pre-push, post-checkout and post-merge hooks installed in " + *dir);
+  std::vector<std::string> names;
+  for (const Hook& h : kHooks) names.push_back(h.name);
+  said.push_back(Listed(names) + " hooks installed in " + *dir);
   return said;
 }
 
@@ -220,7 +236,7 @@ EnsuredHooks EnsureHooks(const std::string& dir) {
       if (std::find(why.begin(), why.end(), h.why) == why.end()) why.push_back(h.why);
     }
     if (!e.said.empty()) ensured.said.push_back(e.said);
-    if (!h.fails_the_run && !e.ours) ensured.writes_after_checkout = false;
+    if (h.after_checkout && !e.ours) ensured.writes_after_checkout = false;
   }
   if (!written.empty()) {
     // One line for what a clone writes: "so that git push sends

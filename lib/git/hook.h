@@ -4,7 +4,9 @@
 // write the checkpoints too large to pass through git's filter
 // (zipnn.checkoutOutsideAbove: git holds every file a filter hands it
 // whole in memory) once git's checkout, clone, switch, pull or merge has
-// left their pointers. `install` writes them (and keeps a hook that was
+// left their pointers; pre-commit, which stops a commit that would put
+// files of tracked patterns whole into git's history (staged without the
+// filter). `install` writes them (and keeps a hook that was
 // there, run after ours); the filter writes them too when a repository
 // has none of its own (a clone, or one where install ran only with
 // --global), as git-lfs does from its smudge.

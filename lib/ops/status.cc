@@ -1,6 +1,7 @@
 #include "lib/ops/status.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "lib/git/git.h"
@@ -44,6 +45,32 @@ Result<CheckpointStatus> ReadStatus(Context& context) {
     }
   }
   return status;
+}
+
+Result<std::vector<std::string>> HeldWholeInIndex(Context& context) {
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
+  return git::HeldWhole(*git_repo);
+}
+
+Result<std::vector<StagedWhole>> StagedWholeFiles(Context& context) {
+  ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
+  std::vector<StagedWhole> found;
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> whole, git::HeldWhole(*git_repo));
+  if (whole.empty()) return found;
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<git::FileEntry> index, git_repo->IndexFiles());
+  std::map<std::string, git::Oid> staged;
+  for (const git::FileEntry& f : index) staged.emplace(f.path, f.blob);
+  ZIPNN_ASSIGN_OR_RETURN(const std::optional<git::Oid> head, git_repo->ResolveCommit("HEAD"));
+  for (const std::string& path : whole) {
+    const git::Oid& blob = staged.at(path);
+    if (head) {
+      ZIPNN_ASSIGN_OR_RETURN(const std::optional<git::Oid> at_head, git_repo->FileAt(*head, path));
+      if (at_head == blob) continue;
+    }
+    ZIPNN_ASSIGN_OR_RETURN(const uint64_t size, git_repo->BlobSize(blob));
+    found.push_back(StagedWhole{path, size});
+  }
+  return found;
 }
 
 Result<std::vector<std::string>> PointersInWorkTree(const std::map<std::string, ContentId>& staged) {

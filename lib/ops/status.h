@@ -34,6 +34,19 @@ struct CheckpointStatus {
 };
 Result<CheckpointStatus> ReadStatus(Context& context);
 
+// A file of a tracked pattern that the index holds whole, not as a
+// pointer, where HEAD holds other bytes or none: what the commit being
+// made would put whole into git's history (the pre-commit hook). Files
+// HEAD holds whole already are status's (whole_in_git).
+struct StagedWhole {
+  std::string path;
+  uint64_t size = 0;
+};
+Result<std::vector<StagedWhole>> StagedWholeFiles(Context& context);
+// Every file of a tracked pattern the index holds whole (git::HeldWhole),
+// committed already or not.
+Result<std::vector<std::string>> HeldWholeInIndex(Context& context);
+
 // The work tree against the index, as git status sees it: git's own
 // status runs, so the filter cleans (and stores) files whose times
 // changed; asked after what the store holds of HEAD and the index.
