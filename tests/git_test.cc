@@ -1696,6 +1696,13 @@ TEST_CASE("gc --now removes what a git add stopped by Ctrl-C left, and nothing a
   REQUIRE(repo.Sh("kill $(cat ../holder); sleep 0.2; git zipnn gc --now").out.find("and 1 leftover file") !=
           std::string::npos);
   CHECK(repo.Sh("ls .git/zipnn/tmp").out == "");
+  // The scratch store of a read killed mid-way (a version retention
+  // removed here, fetched to be read): its files, then its folders.
+  REQUIRE(repo.Sh("mkdir -p .git/zipnn/tmp/refetch-dead0000/objects/ab/cd && head -c 1000 /dev/urandom > "
+                  ".git/zipnn/tmp/refetch-dead0000/objects/ab/cd/abcd0000000000000000000000000000")
+              .code == 0);
+  CHECK(repo.Sh("git zipnn gc --now").out.find("and 1 leftover file") != std::string::npos);
+  CHECK(repo.Sh("ls -A .git/zipnn/tmp").out == "");
 }
 
 // The next git add after a Ctrl-C frees what the stopped one spooled,

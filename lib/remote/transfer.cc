@@ -23,6 +23,7 @@
 #include "lib/store/restore.h"
 #include "lib/store/store.h"
 #include "lib/store/chain.h"
+#include "lib/store/gc.h"
 #include "lib/store/retention.h"
 
 namespace zipnn::remote {
@@ -224,7 +225,8 @@ Result<RemoteCheck> CheckRemote(const store::Store& local, const RemoteSettings&
   ZIPNN_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> other, OpenRemoteStore(settings, remote));
   RemoteCheck check;
   check.where = other->where();
-  ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<ScratchStore> checked, ScratchStore::In(local, "fsck-remote"));
+  ZIPNN_ASSIGN_OR_RETURN(const std::unique_ptr<ScratchStore> checked,
+                         ScratchStore::In(local, store::kCheckRemoteScratch));
   const store::Store& scratch = checked->store;
   std::set<ContentId> seen;
   {
@@ -293,7 +295,7 @@ Result<bool> FetchRetained(const store::Store& local, const ContentId& id, uint6
   const bool keep = KeepsRefetched(settings);
   std::unique_ptr<ScratchStore> scratch;
   if (!keep) {
-    ZIPNN_ASSIGN_OR_RETURN(scratch, ScratchStore::In(local, "refetch"));
+    ZIPNN_ASSIGN_OR_RETURN(scratch, ScratchStore::In(local, store::kRefetchScratch));
   }
   const store::Store& into = keep ? local : scratch->store;
   ZIPNN_ASSIGN_OR_RETURN(const bool delivered, FetchChain(into, id, raw_size, find_copy, &deliver));

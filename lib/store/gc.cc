@@ -53,6 +53,33 @@ std::vector<std::string> OldScratch(const std::string& dir, int64_t before) {
   return old;
 }
 
+// The folders of the scratch stores under `dir` (kRefetchScratch,
+// kCheckRemoteScratch) and every folder in them, last changed before
+// `before` (seconds), the deepest first.
+std::vector<std::string> OldScratchFolders(const std::string& dir, int64_t before) {
+  std::vector<std::string> old;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator top(dir, ec), end; !ec && top != end; top.increment(ec)) {
+    const std::string name = top->path().filename().string();
+    const bool scratch_store = name.rfind(std::string(kRefetchScratch) + "-", 0) == 0 ||
+                               name.rfind(std::string(kCheckRemoteScratch) + "-", 0) == 0;
+    std::error_code is;
+    if (!scratch_store || top->is_symlink(is) || !top->is_directory(is)) continue;
+    std::vector<std::string> folders = {top->path().string()};
+    std::error_code walk;
+    for (std::filesystem::recursive_directory_iterator it(top->path(), walk), last; !walk && it != last;
+         it.increment(walk)) {
+      if (it->is_directory(is) && !it->is_symlink(is)) folders.push_back(it->path().string());
+    }
+    for (const std::string& folder : folders) {
+      const int64_t at = ModifiedAt(folder);
+      if (at >= 0 && at < before) old.push_back(folder);
+    }
+  }
+  std::sort(old.begin(), old.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  return old;
+}
+
 }  // namespace
 
 void NeedChain(const Store& store, const ContentId& id, Needed& needed) {
@@ -150,10 +177,17 @@ Result<Swept> Sweep(const Store& store, const Removing&, Needed& needed, const S
   for (const std::string& f : OldScratch(store.temp_dir, old)) leftovers.push_back(f);
   const std::string legacy_series = store.temp_dir.substr(0, store.temp_dir.rfind('/')) + "/series";
   for (const std::string& f : OldScratch(legacy_series, options.started)) leftovers.push_back(f);
+  // The folders a killed command's scratch store left (refetch-*, its
+  // objects' fan-out), old before the files in them go: rmdir takes only
+  // those left empty.
+  const std::vector<std::string> old_folders = OldScratchFolders(store.temp_dir, old);
   for (const std::string& f : leftovers) {
     if (InUse(f)) continue;  // a live process writes or reads it
     if (!options.dry_run && ::unlink(f.c_str()) != 0) continue;
     swept.leftovers.push_back(f);
+  }
+  if (!options.dry_run) {
+    for (const std::string& dir : old_folders) ::rmdir(dir.c_str());
   }
   // Younger ones no live process holds: kept, and counted for the hint
   // that --now takes them.

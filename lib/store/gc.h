@@ -96,6 +96,12 @@ struct Freed {
   uint64_t bytes = 0;
 };
 Freed RemoveStoppedScratch(const Store& store, const std::string& probe);
+
+// The folders `<prefix>-XXXXXX` of the scratch folder that hold a store
+// of their own for one command (lib/remote/transfer.cc), which gc removes
+// once a killed command left them and they are empty.
+inline constexpr char kRefetchScratch[] = "refetch";          // reads of versions retention removed here
+inline constexpr char kCheckRemoteScratch[] = "fsck-remote";  // fsck --remote's copies
 // Younger files may be ones a live process has created and not yet
 // locked.
 inline constexpr int64_t kStoppedSeconds = 10;
