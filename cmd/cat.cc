@@ -88,6 +88,16 @@ void PrintList(const formats::FileLayout& layout, const std::vector<formats::Ten
   PrintTensorTable(tensors);
 }
 
+// An -o file there already, without --force: refused before anything is
+// read (or fetched).
+Status RefuseExisting(const CatArgs& a) {
+  struct stat st;
+  if (!a.output.empty() && !a.force && ::stat(a.output.c_str(), &st) == 0) {
+    return InvalidArgument(a.output + " exists; cat does not write over it (pass --force to replace it)");
+  }
+  return OkStatus();
+}
+
 // Where the bytes go: -o's file (whole or not at all), or standard output
 // unless that is a terminal.
 Status WithOutput(const CatArgs& a, const std::function<Status(ByteSink&)>& write) {
@@ -98,10 +108,7 @@ Status WithOutput(const CatArgs& a, const std::function<Status(ByteSink&)>& writ
     StdoutSink out;
     return write(out);
   }
-  struct stat st;
-  if (!a.force && ::stat(a.output.c_str(), &st) == 0) {
-    return InvalidArgument(a.output + " exists; cat does not write over it (pass --force to replace it)");
-  }
+  ZIPNN_RETURN_IF_ERROR(RefuseExisting(a));  // again: it may have appeared since
   ZIPNN_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(a.output, /*overwrite=*/true));
   ZIPNN_RETURN_IF_ERROR(write(out));
   return out.Commit();
@@ -109,6 +116,7 @@ Status WithOutput(const CatArgs& a, const std::function<Status(ByteSink&)>& writ
 
 Status RunCat(const CatArgs& a) {
   ZIPNN_ASSIGN_OR_RETURN(const OutputFormat format, FormatOf(a));
+  if (!a.list) ZIPNN_RETURN_IF_ERROR(RefuseExisting(a));
   ops::Context context(ops::Context::Options{a.threads});
   ZIPNN_ASSIGN_OR_RETURN(store::Store * opened, context.Store());
   store::Store& store = *opened;

@@ -168,7 +168,10 @@ struct RetainArgs : ops::RetainRequest {
 };
 
 Status RunRetain(const RetainArgs& a) {
-  ops::Context context;
+  // A mistake in .zipnn.yaml stops retain with its error (ops::Retain):
+  // the warning that the defaults hold, as an add says it, would say the
+  // opposite first.
+  ops::Context context(ops::Context::Options{0, /*print_warnings=*/false});
   ZIPNN_ASSIGN_OR_RETURN(store::Store * store, context.Store());
   ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
   Printer printer(a.verbose);

@@ -72,6 +72,9 @@ Status RunStatus() {
   // The work tree against the index, as git status sees it.
   ZIPNN_ASSIGN_OR_RETURN(const ops::WorkTreeChanges changes, ops::ChangedInWorkTree());
   std::vector<std::string> not_staged, not_added;
+  // git sees a file it holds whole as changed once the filter cleans it:
+  // that is the whole sections' to say, with the way out.
+  whole_paths.insert(status.whole_in_git.begin(), status.whole_in_git.end());
   for (const auto& [path, what] : changes.changed) {
     if (!whole_paths.count(path)) not_staged.push_back(path + "  " + what);
   }
@@ -99,10 +102,17 @@ Status RunStatus() {
                             : "Checkpoints in commits on no remote branch (this repository has no remote yet: `git "
                               "remote add origin <url>`, then `git push`):",
           unpushed);
-  Section(
-      "Checkpoints git holds whole, not stored here (added without the filter: `git zipnn install`, then `git add "
-      "--renormalize <path>` and commit):",
-      status.whole_in_git);
+  // HEAD's whole files whose fix is staged (a pointer in the index) are
+  // the staged section's.
+  std::vector<std::string> held_whole;
+  for (const std::string& path : status.whole_in_git) {
+    if (!staged.count(path)) held_whole.push_back(path);
+  }
+  Section(ops::FilterInstalled() ? "Checkpoints git holds whole, not stored here (added without the filter: `git add "
+                                   "--renormalize <path>` and commit store them):"
+                                 : "Checkpoints git holds whole, not stored here (added without the filter: `git "
+                                   "zipnn install`, then `git add --renormalize <path>` and commit):",
+          held_whole);
   Section(
       "Checkpoints staged whole, not through the filter (a commit would put them into git; `git add --renormalize "
       "-- <path>` stores them):",
@@ -111,10 +121,24 @@ Status RunStatus() {
   Section("Checkpoints changed and not staged (git add stores them):", not_staged);
   Section("Checkpoints not added yet (they match a tracked pattern):", not_added);
   Section("Checkpoints of HEAD or the index not in this store (git zipnn fetch gets them):", missing);
-  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> pointers, ops::PointersInWorkTree(staged));
+  // Pointers left in the work tree: pull writes them, unless retention
+  // took their exact bytes (and the remote, if any, could not give them).
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> left, ops::PointersInWorkTree(staged));
+  std::vector<std::string> pointers, retained;
+  for (const std::string& path : left) {
+    const std::string kind = ops::DescribeHeld(store, staged.at(path)).kind;
+    (kind == "thin" || kind == "drop" ? retained : pointers)
+        .push_back(path + (kind == "thin"   ? "  thinned"
+                           : kind == "drop" ? "  dropped"
+                                            : ""));
+  }
   Section("Checkpoints the work tree holds as their pointers (git zipnn pull writes them):", pointers);
+  Section(
+      "Checkpoints the work tree holds as their pointers because retention took their exact bytes (`git zipnn "
+      "restore --approximate <path> -o <file>` writes a thinned one's approximate bytes):",
+      retained);
   if (unpushed.empty() && to_commit.empty() && not_staged.empty() && not_added.empty() && missing.empty() &&
-      pointers.empty() && status.whole_in_git.empty() && staged_whole.empty()) {
+      pointers.empty() && retained.empty() && held_whole.empty() && staged_whole.empty()) {
     if (at_head.empty() && staged.empty()) {
       std::printf("No checkpoint is stored at HEAD or staged (`git zipnn track` lists the tracked patterns).\n");
     } else if (!status.has_remote) {
@@ -126,18 +150,6 @@ Status RunStatus() {
     }
   }
   return OkStatus();
-}
-
-// A path as the shell reads it back: quoted when it holds anything but
-// letters, digits and "/._-".
-std::string ForShell(const std::string& path) {
-  if (!path.empty() && path.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-") ==
-                           std::string::npos) {
-    return path;
-  }
-  std::string quoted = "'";
-  for (char c : path) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
 }
 
 // The pre-commit hook: stops a commit that would put files of tracked

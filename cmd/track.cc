@@ -5,8 +5,12 @@
 #include <memory>
 
 #include "cmd/command.h"
+#include "cmd/util.h"
 #include "lib/base/closest.h"
+#include "lib/base/strings.h"
+#include "lib/ops/context.h"
 #include "lib/ops/setup.h"
+#include "lib/ops/status.h"
 
 namespace zipnn::cmd {
 
@@ -62,6 +66,19 @@ Action SetupTrack(CLI::App& sub) {
       std::fprintf(stderr,
                    "warning: the git-zipnn filter is not installed, so `git add` would store these files whole in "
                    "git; run `git zipnn install` first (files added already: `git add --renormalize .` after it)\n");
+    } else if (!result.added.empty()) {
+      // Files git-add'ed before the pattern matched them: git holds them
+      // whole until they are added again through the filter.
+      ops::Context context;
+      if (const auto whole = ops::HeldWholeInIndex(context); whole.ok() && !whole->empty()) {
+        std::string paths;
+        for (const std::string& path : *whole) paths += " " + ForShell(path);
+        std::fprintf(stderr,
+                     "note: %s of tracked patterns %s whole in git's index (added before a pattern matched): git "
+                     "add --renormalize --%s stores %s as checkpoints\n",
+                     Counted(whole->size(), "file").c_str(), whole->size() == 1 ? "is" : "are", paths.c_str(),
+                     whole->size() == 1 ? "it" : "them");
+      }
     }
     return OkStatus();
   };

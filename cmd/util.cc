@@ -99,4 +99,14 @@ Status SayIfApproximate(const access::Versions& versions, const store::Pointer& 
   return OkStatus();
 }
 
+std::string ForShell(const std::string& path) {
+  if (!path.empty() && path.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-") ==
+                           std::string::npos) {
+    return path;
+  }
+  std::string quoted = "'";
+  for (char c : path) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 }  // namespace zipnn::cmd

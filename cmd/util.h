@@ -44,6 +44,10 @@ class StdoutSink : public ByteSink {
 
 void AddThreadsOption(CLI::App& sub, int& threads);
 
+// A path as the shell reads it back, for a command a message suggests:
+// quoted when it holds anything but letters, digits and "/._-".
+std::string ForShell(const std::string& path);
+
 // A `--remote [NAME]` option (fsck, retain): after parsing, `value()`
 // is nullopt when it was not given, "" for the default remote, else the
 // name.

@@ -418,9 +418,14 @@ TEST_CASE("a commit that would put a file of a tracked pattern whole into git st
               .code == 0);
   // Staged before the pattern was tracked: git holds it whole.
   REQUIRE(repo.Sh("cp '" + repo.Data("cnn-fp32/step-000040.safetensors") +
-                  "' 'my model.safetensors' && git add 'my model.safetensors' && git zipnn track '*.safetensors' "
-                  ">/dev/null && git add .gitattributes")
+                  "' 'my model.safetensors' && git add 'my model.safetensors'")
               .code == 0);
+  // track says so at once.
+  const Run track = repo.Sh("git zipnn track '*.safetensors' && git add .gitattributes");
+  REQUIRE(track.code == 0);
+  CHECK(track.err ==
+        "note: 1 file of tracked patterns is whole in git's index (added before a pattern matched): git add "
+        "--renormalize -- 'my model.safetensors' stores it as checkpoints\n");
   const Run stopped = repo.Sh("git commit -qm save");
   CHECK(stopped.code != 0);
   CHECK_MESSAGE(stopped.err ==
@@ -1604,8 +1609,20 @@ TEST_CASE("status says when the filter is not installed, lists checkpoints git h
                        "then `git add --renormalize <path>` and commit):\n        a.safetensors\n") !=
         std::string::npos);
   CHECK(whole.out.find("on a remote branch") == std::string::npos);
-  // Installed and renormalized: stored here, and no remote is claimed.
-  REQUIRE(repo.Sh("git zipnn install >/dev/null && git add --renormalize . && git commit -qm stored").code == 0);
+  // Installed: the way out no longer says to install; renormalized and
+  // staged, the file is the staged section's only.
+  REQUIRE(repo.Sh("git zipnn install >/dev/null").code == 0);
+  const Run installed = repo.Sh("git zipnn status");
+  CHECK(installed.out.find("Checkpoints git holds whole, not stored here (added without the filter: `git add "
+                           "--renormalize <path>` and commit store them):\n        a.safetensors\n") !=
+        std::string::npos);
+  CHECK(installed.out.find("not staged") == std::string::npos);
+  REQUIRE(repo.Sh("git add --renormalize .").code == 0);
+  const Run renormalized = repo.Sh("git zipnn status");
+  CHECK(renormalized.out.find("git holds whole") == std::string::npos);
+  CHECK(renormalized.out.find("Checkpoints staged for commit:\n        a.safetensors  new  ") != std::string::npos);
+  // Committed: stored here, and no remote is claimed.
+  REQUIRE(repo.Sh("git commit -qm stored").code == 0);
   Run stored = repo.Sh("git zipnn status");
   REQUIRE(stored.code == 0);
   CAPTURE(stored.out);

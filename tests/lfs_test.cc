@@ -453,6 +453,12 @@ TEST_CASE("a read by parts asks the server for no byte twice: a chunk that begin
                                " | sort -k2,2 -k3,3n | awk '{ if ($2 == oid && $3 < end) print; "
                                "if ($2 != oid) { oid = $2; end = $4 } else if ($4 > end) end = $4 }'");
   CHECK_MESSAGE(overlaps.out.empty(), overlaps.out);
+  // An -o file there already is refused before the server is asked.
+  const std::string asked = Trimmed(repo.Sh("wc -l < " + log).out);
+  const Run exists = repo.Sh("cd ../clone && git zipnn cat HEAD~1:model.safetensors " + tensors + "there.safetensors");
+  CHECK(exists.code != 0);
+  CHECK(exists.err.find("there.safetensors exists; cat does not write over it") != std::string::npos);
+  CHECK(Trimmed(repo.Sh("wc -l < " + log).out) == asked);
 }
 
 TEST_CASE("a version that takes tensors from others besides its base is read by parts too, each version once") {

@@ -113,6 +113,13 @@ TEST_CASE("retain keeps the newest and the tagged exactly, thins the rest, and r
   CHECK(checkout.err.find("left as its pointer") != std::string::npos);
   CHECK(Slurp(repo.File("model.safetensors")).rfind("git-zipnn pointer", 0) == 0);
   CHECK(repo.Sh("git status --porcelain").out.empty());
+  // status says why, and what reads it (pull cannot write it).
+  const Run status = repo.Sh("git zipnn status");
+  CHECK_MESSAGE(status.out.find("Checkpoints the work tree holds as their pointers because retention took their exact "
+                                "bytes (`git zipnn restore --approximate <path> -o <file>` writes a thinned one's "
+                                "approximate bytes):\n        model.safetensors  thinned\n") != std::string::npos,
+                status.out);
+  CHECK(status.out.find("pull writes them") == std::string::npos);
 
   // Reading it needs the flag, and the approximate bytes never take the committed file's place.
   const Run refused = repo.Sh("git zipnn restore model.safetensors -o ../a.out");
@@ -185,6 +192,10 @@ TEST_CASE("retain changes nothing while .zipnn.yaml has a mistake, or names a ve
   CHECK(typo.code == 1);
   CHECK(typo.err.find("'retention: keep_newset' is not a retention key") != std::string::npos);
   CHECK(typo.err.find("retain changes nothing until .zipnn.yaml is right") != std::string::npos);
+  // Said once, as the error it is, not also as a warning that the
+  // defaults hold.
+  CHECK(typo.err.find("ignored; the defaults hold") == std::string::npos);
+  CHECK(typo.err.rfind("error: ", 0) == 0);
   REQUIRE(repo.Sh("printf 'retention:\\n  - checkpoints: \"*.safetensors\"\\n    rest: drop\\n' > .zipnn.yaml")
               .code == 0);
   const Run named = repo.Sh("git zipnn retain --keep v5O:model.safetensors");
