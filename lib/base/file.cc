@@ -23,6 +23,12 @@
 namespace zipnn {
 
 namespace {
+// The paths a signal's handler removes (RemoveScratchOnSignals), below.
+int HoldScratchPath(const std::string& path);
+void ReleaseScratchPath(int slot);
+}  // namespace
+
+namespace {
 std::string Errno() { return std::strerror(errno); }
 // The folder `path` is in ("." for a bare name).
 std::string FolderOf(const std::string& path) {
@@ -238,7 +244,9 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, bool overwrite) {
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       (void)FsLock(fd, LOCK_SH);  // in use while written (InUse)
-      return AtomicFile(fd, path, tmp, overwrite, /*stream=*/false);
+      AtomicFile file(fd, path, tmp, overwrite, /*stream=*/false);
+      file.HoldTemp();
+      return file;
     }
     if (errno != EEXIST) return IoError(path + ": cannot create: " + Errno());
   }
@@ -313,7 +321,11 @@ Result<AtomicFile> AtomicFile::CreateInWorkTree(const std::string& path, const s
       const bool named = FsLock(fd, LOCK_EX | LOCK_NB) == 0 && FsLink(fresh.c_str(), tmp.c_str()) == 0;
       const int why = errno;
       ::unlink(fresh.c_str());
-      if (named) return AtomicFile(fd, path, std::move(tmp), /*overwrite=*/true, /*stream=*/false, Temp::kScratch);
+      if (named) {
+        AtomicFile file(fd, path, std::move(tmp), /*overwrite=*/true, /*stream=*/false, Temp::kScratch);
+        file.HoldTemp();
+        return file;
+      }
       ::close(fd);
       // Taken meanwhile, or a name in use: another name. No locks or no
       // links on this file system: another way.
@@ -389,14 +401,24 @@ AtomicFile::AtomicFile(AtomicFile&& o) noexcept
       overwrite_(o.overwrite_),
       stream_(o.stream_),
       temp_(o.temp_),
-      size_(o.size_) {
+      size_(o.size_),
+      slot_(o.slot_) {
   o.fd_ = -1;
   o.tmp_.clear();
+  o.slot_ = -1;
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
   if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  // A name renamed into place already is not there to remove: the slot
+  // may hold it until now.
+  ReleaseScratchPath(slot_);
+}
+
+void AtomicFile::HoldTemp() {
+  ReleaseScratchPath(slot_);
+  slot_ = tmp_.empty() ? -1 : HoldScratchPath(tmp_);
 }
 
 Status AtomicFile::WriteAt(uint64_t offset, const void* data, size_t n) {
@@ -547,6 +569,7 @@ Status AtomicFile::Finish(bool sync) {
       if (FsLinkAt(AT_FDCWD, fd_path.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) == 0 ||
           (errno != EEXIST && FsLinkAt(fd_, "", AT_FDCWD, tmp.c_str(), AT_EMPTY_PATH) == 0)) {
         tmp_ = std::move(tmp);
+        HoldTemp();
       } else if (errno != EEXIST) {
         return IoError(path_ + ": cannot name its temporary file beside it: " + Errno());
       }

@@ -126,6 +126,8 @@ class AtomicFile : public ByteSink {
   enum class Temp { kBeside, kScratch, kUnnamed, kInPlace };
   Status Finish(bool sync);
   Status MoveAcross();
+  // Puts tmp_ where a signal's handler removes it (RemoveScratchOnSignals).
+  void HoldTemp();
   AtomicFile(int fd, std::string path, std::string tmp, bool overwrite, bool stream, Temp temp = Temp::kBeside)
       : fd_(fd), path_(std::move(path)), tmp_(std::move(tmp)), overwrite_(overwrite), stream_(stream), temp_(temp) {}
   int fd_ = -1;
@@ -135,6 +137,7 @@ class AtomicFile : public ByteSink {
   bool stream_ = false;  // a device or pipe, written in place with write()
   Temp temp_ = Temp::kBeside;
   uint64_t size_ = 0;
+  int slot_ = -1;  // of tmp_ among the paths removed on a signal; -1: none
 };
 
 // Removes the temporary files AtomicFile::CreateInWorkTree left in
@@ -209,10 +212,11 @@ class TempFile {
 };
 
 // From now on, a process stopped by Ctrl-C (SIGINT), SIGTERM or SIGHUP
-// first removes every TempFile it holds, then dies of the signal as it
-// would have: a stopped `git add` leaves no copy of its checkpoint in
-// scratch. A signal the process was started ignoring stays ignored. Call
-// once, before any thread starts.
+// first removes every TempFile it holds and the temporary file of every
+// AtomicFile not yet committed, then dies of the signal as it would have:
+// a stopped `git add` leaves no copy of its checkpoint in scratch, a
+// stopped `restore -o` no half-written file beside its output. A signal the process was started ignoring stays ignored.
+// Call once, before any thread starts.
 void RemoveScratchOnSignals();
 
 // Whether a live process holds a lock on the file at `path` (a TempFile,

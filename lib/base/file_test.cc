@@ -9,7 +9,10 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cstdlib>
@@ -125,6 +128,47 @@ TEST_CASE("an AtomicFile dropped without Commit leaves neither the file nor its 
     REQUIRE(Names(dir).size() == 1);  // the temporary
   }
   CHECK(Names(dir).empty());
+}
+
+TEST_CASE("a process stopped by SIGINT, SIGTERM or SIGHUP removes the temporaries of its AtomicFiles as it dies") {
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    CAPTURE(signal);
+    const std::string dir = FreshFolder();
+    ::mkdir((dir + "/scratch").c_str(), 0755);
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      // One committed, one beside its output and one in the scratch
+      // folder being written: then it waits to be stopped.
+      ::close(ready[0]);
+      RemoveScratchOnSignals();
+      auto done = AtomicFile::Create(dir + "/done.bin", false);
+      if (!done.ok() || !done->Append("whole", 5).ok() || !done->Commit().ok()) ::_exit(2);
+      auto beside = AtomicFile::Create(dir + "/out.bin", false);
+      auto in_tree = AtomicFile::CreateInWorkTree(dir + "/tree.bin", dir + "/scratch");
+      if (!beside.ok() || !in_tree.ok() || !beside->Append("half", 4).ok()) ::_exit(3);
+      if (::write(ready[1], "r", 1) != 1) ::_exit(4);
+      for (;;) ::pause();
+    }
+    ::close(ready[1]);
+    char got = 0;
+    REQUIRE(::read(ready[0], &got, 1) == 1);
+    ::close(ready[0]);
+    CHECK(Names(dir).size() == 3);               // done.bin, out.bin's temporary, scratch/
+    CHECK(Names(dir + "/scratch").size() == 1);  // tree.bin's temporary
+    REQUIRE(::kill(child, signal) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == signal);
+    std::vector<std::string> left = Names(dir);
+    std::sort(left.begin(), left.end());
+    CHECK(left == std::vector<std::string>{"done.bin", "scratch"});
+    CHECK(Names(dir + "/scratch").empty());
+    CHECK(Text(dir + "/done.bin") == "whole");
+  }
 }
 
 TEST_CASE("a work-tree file's temporary lies in the scratch folder, never beside it, and goes on Commit or drop") {
