@@ -999,6 +999,16 @@ TEST_CASE("retain where the remote is a Git LFS host says at once it frees space
   CHECK_MESSAGE(checkout.code == 0, checkout.err);
   CHECK(objects() == "1\n");
   CHECK(repo.Sh("find .git/zipnn/tmp -name 'refetch-*' | wc -l").out == "0\n");
+  // A server that fails then is said to fail: the bytes are not gone.
+  server.SetMode("error500");
+  const Run failing = repo.Sh("git zipnn restore --rev " + oldest + " -o ../failing.st model.safetensors");
+  CHECK(failing.code != 0);
+  CHECK_MESSAGE(failing.err.find("here, and the remote that keeps its exact bytes could not give them: ") !=
+                    std::string::npos,
+                failing.err);
+  CHECK(failing.err.find("no longer kept") == std::string::npos);
+  CHECK(repo.Sh("test -e ../failing.st").code != 0);
+  server.SetMode("honest");
   // Asked to, a read keeps what it fetched.
   REQUIRE(repo.Sh("git config zipnn.keepRefetched true").code == 0);
   CHECK(repo.Sh("git zipnn retain --dry-run").out.find("fetches them and keeps them here again") != std::string::npos);

@@ -93,9 +93,15 @@ std::optional<Status> Versions::WriteRetained(const store::Pointer& pointer, con
   // The remote may still hold the exact version: read through, not kept
   // (remote::FetchRetained).
   if (!ask_remote || !options_.fetch) return RemovedVersion(r, name);
-  if (Result<bool> delivered = remote::FetchRetained(store_, pointer.id, pointer.size, find_copy, out);
-      delivered.ok() && *delivered) {
-    return OkStatus();
+  Result<bool> delivered = remote::FetchRetained(store_, pointer.id, pointer.size, find_copy, out);
+  if (delivered.ok() && *delivered) return OkStatus();
+  // A remote that holds them but cannot give them now (unreachable,
+  // failing, sending bytes that are not the version's) is said as it is:
+  // the bytes are not gone.
+  if (!delivered.ok() && delivered.status().code() != StatusCode::kNotFound) {
+    return Unavailable(name + ": version " + r.id.Hex().substr(0, 12) + " was " + r.Describe() +
+                       " here, and the remote that keeps its exact bytes could not give them: " +
+                       delivered.status().message());
   }
   return RemovedVersion(r, name);
 }
