@@ -373,6 +373,17 @@ TEST_CASE("rejects a future format version with a clear message") {
   Damaged d = Sample();
   HeaderFields header = DecodeHeader(d.object.data());
   header.version = kFormatVersion + 1;
+  // A damaged version field: the header's checksum no longer holds.
+  std::vector<uint8_t> flipped = d.object;
+  EncodeHeader(header, flipped.data());
+  Status damaged = DecodeStatus(flipped);
+  CHECK(damaged.code() == StatusCode::kUnsupported);
+  CHECK(damaged.message() == "obj: object format version " + std::to_string(kFormatVersion + 1) +
+                                 " is newer than this git-zipnn reads (" + std::to_string(kFormatVersion) +
+                                 "); upgrade git-zipnn, or, if no newer git-zipnn wrote it, the object is damaged "
+                                 "(its header checksum does not hold)");
+  // Written so (its checksum holds): only the upgrade is said.
+  header.checksum = HeaderChecksum(flipped.data(), flipped.data() + kHeaderBytes, TableEntries(header));
   EncodeHeader(header, d.object.data());
   Status s = DecodeStatus(d.object);
   CHECK(s.code() == StatusCode::kUnsupported);

@@ -268,12 +268,24 @@ Result<HeaderFields> ReadHeaderAndTable(const ByteSource& object, Buffer& table)
   ZIPNN_RETURN_IF_ERROR(object.ReadAt(0, h, kHeaderBytes));
   const HeaderFields fields = DecodeHeader(h);
   if (fields.version == 0) return Bad(object, "object format version 0 is not valid");
+  const uint64_t room = size - kHeaderBytes - kTrailerBytes;
   if (fields.version > kFormatVersion) {
+    // A newer format, or a damaged version field: a header whose checksum
+    // holds as this format reckons it is no damage (one bit cannot keep
+    // it), so only then is the answer an upgrade for sure.
+    bool holds = false;
+    if (TableEntries(fields) <= room / kRegionEntryBytes) {
+      table.Resize(kRegionEntryBytes * TableEntries(fields));
+      holds = (table.empty() || object.ReadAt(kHeaderBytes, table.data(), table.size()).ok()) &&
+              HeaderChecksum(h, table.data(), TableEntries(fields)) == fields.checksum;
+    }
     return Unsupported(object.name() + ": object format version " + std::to_string(fields.version) +
                        " is newer than this git-zipnn reads (" + std::to_string(kFormatVersion) +
-                       "); upgrade git-zipnn");
+                       "); upgrade git-zipnn" +
+                       (holds ? ""
+                              : ", or, if no newer git-zipnn wrote it, the object is damaged (its header checksum "
+                                "does not hold)"));
   }
-  const uint64_t room = size - kHeaderBytes - kTrailerBytes;
   if (TableEntries(fields) > room / kRegionEntryBytes) {
     return Bad(object, fields.reference_count == 0 ? "region table runs past the end (truncated?)"
                                                    : "region and reference tables run past the end (truncated?)");

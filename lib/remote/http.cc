@@ -141,8 +141,11 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
         t->dropped += skip;
       } else if (t->reply.headers["content-range"].rfind("bytes " + std::to_string(r.resume_from) + "-", 0) != 0) {
         const std::string last = r.range_size > 0 ? std::to_string(r.resume_from + r.range_size - 1) : "";
-        t->failed = Corruption("the server answered a request for bytes " + std::to_string(r.resume_from) + "-" + last +
-                               " with another range");
+        const std::string& sent = t->reply.headers["content-range"];
+        t->failed = Corruption(
+            "the server answered a request for bytes " + std::to_string(r.resume_from) + "-" + last +
+            (sent.empty() ? " with HTTP " + std::to_string(status) + " and no Content-Range to say which bytes it sent"
+                          : " with " + sent));
         return 0;
       }
     }
