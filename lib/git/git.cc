@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "lib/base/strings.h"
+#include "lib/git/rewrite.h"
 #include "lib/git/run.h"
 
 namespace zipnn::git {
@@ -342,6 +343,29 @@ Result<std::vector<CommitTouching>> CommitsTouching(const std::string& range, co
 
 Result<std::vector<std::string>> TrackedPaths(const std::string& cwd) {
   return GitPaths({"ls-files", "-z", "--full-name", "--", ":(top,attr:filter=zipnn)"}, cwd);
+}
+
+Result<std::vector<StagedPath>> TrackedPathsStaged(const std::string& cwd) {
+  // ":<old mode> <new mode> <old blob> <new blob> <status>", then the path.
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> fields,
+                         GitPaths({"diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-renames", "--diff-filter=AM",
+                                   "--no-ext-diff", "--", ":(top,attr:filter=zipnn)"},
+                                  cwd));
+  std::vector<StagedPath> staged;
+  for (size_t i = 0; i + 1 < fields.size(); i += 2) {
+    const std::string& meta = fields[i];
+    std::optional<Oid> blob;
+    if (meta.size() > 1 && meta[0] == ':') {
+      std::istringstream words(meta.substr(1));
+      std::string old_mode, new_mode, old_blob, new_blob;
+      words >> old_mode >> new_mode >> old_blob >> new_blob;
+      if (new_mode.rfind("100", 0) != 0) continue;  // a link or a submodule: no file's bytes
+      blob = ParseOid(new_blob);
+    }
+    if (!blob) return Status(StatusCode::kGit, "git diff --raw printed '" + meta + "'");
+    staged.push_back(StagedPath{fields[i + 1], *blob});
+  }
+  return staged;
 }
 
 Result<std::string> TrackedPath(const std::string& given) {

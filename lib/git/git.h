@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/git/port.h"
 
 namespace zipnn::git {
 
@@ -152,6 +153,17 @@ Result<std::vector<CommitTouching>> CommitsTouching(const std::string& range, co
 // byte for byte as the files are named (whatever core.quotePath says), of
 // the repository around `cwd` (empty: the current folder).
 Result<std::vector<std::string>> TrackedPaths(const std::string& cwd = "");
+// Of those, the ones the index adds or changes against HEAD (against
+// nothing before the first commit), each with its staged blob: what the
+// commit being made brings in. The index is the one git's environment
+// names (GIT_INDEX_FILE: `git commit -a` gives its hooks a temporary
+// one). git compares only what changed, so this costs little in a large
+// tree.
+struct StagedPath {
+  std::string path;
+  Oid blob;
+};
+Result<std::vector<StagedPath>> TrackedPathsStaged(const std::string& cwd = "");
 // The path from the top of the work tree of the file in the index that
 // `given` (relative to the current folder) names; of a folder, its first
 // file. A Git error quoting git when the index holds no such file.

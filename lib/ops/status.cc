@@ -55,20 +55,13 @@ Result<std::vector<std::string>> HeldWholeInIndex(Context& context) {
 Result<std::vector<StagedWhole>> StagedWholeFiles(Context& context) {
   ZIPNN_ASSIGN_OR_RETURN(git::Repository * git_repo, context.Git());
   std::vector<StagedWhole> found;
-  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> whole, git::HeldWhole(*git_repo));
-  if (whole.empty()) return found;
-  ZIPNN_ASSIGN_OR_RETURN(const std::vector<git::FileEntry> index, git_repo->IndexFiles());
-  std::map<std::string, git::Oid> staged;
-  for (const git::FileEntry& f : index) staged.emplace(f.path, f.blob);
-  ZIPNN_ASSIGN_OR_RETURN(const std::optional<git::Oid> head, git_repo->ResolveCommit("HEAD"));
-  for (const std::string& path : whole) {
-    const git::Oid& blob = staged.at(path);
-    if (head) {
-      ZIPNN_ASSIGN_OR_RETURN(const std::optional<git::Oid> at_head, git_repo->FileAt(*head, path));
-      if (at_head == blob) continue;
-    }
-    ZIPNN_ASSIGN_OR_RETURN(const uint64_t size, git_repo->BlobSize(blob));
-    found.push_back(StagedWhole{path, size});
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<git::StagedPath> changed, git::TrackedPathsStaged(git_repo->work_dir()));
+  for (const git::StagedPath& f : changed) {
+    // A damaged pointer is fsck's to name, not a checkpoint staged whole.
+    const Result<std::optional<store::Pointer>> pointer = git::PointerInBlob(*git_repo, f.blob);
+    if (!pointer.ok() || *pointer) continue;
+    ZIPNN_ASSIGN_OR_RETURN(const uint64_t size, git_repo->BlobSize(f.blob));
+    found.push_back(StagedWhole{f.path, size});
   }
   return found;
 }
