@@ -104,7 +104,7 @@ TEST_CASE("help lists every command, version names both versions") {
   }
   Run v = Zipnn("version");
   CHECK(v.code == 0);
-  CHECK(v.out == "git-zipnn 0.10.2\nobject format 8\n");
+  CHECK(v.out == "git-zipnn 0.10.3\nobject format 8\n");
 }
 
 TEST_CASE("the binary names no libgit2, libcurl or libcrypto: each is loaded when a command first calls it") {
@@ -372,7 +372,7 @@ TEST_CASE("a truncated or newer-version object is refused and nothing is written
   CHECK(t.err == "error: " + obj + ": trailer magic missing (truncated object?)\n");
   CHECK(!FileExists(Tmp() + "/trunc.out"));
 
-  bytes[8] = 99;  // format version 99
+  bytes[8] = 99;  // format version 99, its header checksum left as it was
   {
     std::ofstream f(obj, std::ios::binary | std::ios::trunc);
     f << bytes;
@@ -380,7 +380,9 @@ TEST_CASE("a truncated or newer-version object is refused and nothing is written
   Run v = Zipnn("decompress " + obj + " -f -o " + Tmp() + "/trunc.out");
   CHECK(v.code == 1);
   CHECK(v.err == "error: " + obj + ": object format version 99 is newer than this git-zipnn reads (" +
-                     std::to_string(container::kFormatVersion) + "); upgrade git-zipnn\n");
+                     std::to_string(container::kFormatVersion) +
+                     "); upgrade git-zipnn, or, if no newer git-zipnn wrote it, the object is damaged (its header "
+                     "checksum does not hold)\n");
 }
 
 TEST_CASE("a corrupted chunk fails the restore and leaves no output file") {

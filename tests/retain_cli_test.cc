@@ -73,6 +73,8 @@ TEST_CASE("retain keeps the newest and the tagged exactly, thins the rest, and r
   CHECK(plan.out.find("12 versions: keep 4 exactly, thin 8 (relative 4 mantissa bits), drop 0") != std::string::npos);
   CHECK(plan.out.find("(tagged v50)") != std::string::npos);
   CHECK(plan.out.find("dry run: nothing was changed") != std::string::npos);
+  CHECK(plan.out.find("what thinning would store: `git zipnn analyze model.safetensors` (its thinning what-if") !=
+        std::string::npos);
   CHECK(repo.Sh("git zipnn du").out == before.out);
 
   const Run done = repo.Sh("git zipnn retain");

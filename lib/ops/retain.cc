@@ -1,5 +1,6 @@
 #include "lib/ops/retain.h"
 
+#include <algorithm>
 #include <ctime>
 #include <utility>
 
@@ -329,6 +330,24 @@ Result<RetainResult> Retain(const store::Store& given, const git::Repository& gi
           planned.push_back(p.version.id);
         }
       }
+    }
+    // What thinning stores is known only by doing it, or by analyze's
+    // what-if, which rounds the same way (a precision finer than the
+    // dtype's own spacing changes little: absolute 23 on bf16).
+    if (thins) {
+      // The newest path of the first series thinned: analyze reads its
+      // whole series (or every commit of one path) from there.
+      std::string path;
+      for (const auto& [name, versions] : plan.plans) {
+        const bool thinned = std::any_of(versions.begin(), versions.end(),
+                                         [](const store::PlannedVersion& p) { return p.fate == store::Fate::kThin; });
+        if (thinned && !versions.empty()) {
+          path = versions.back().version.path;
+          break;
+        }
+      }
+      result.closing.push_back("what thinning would store: `git zipnn analyze " + path +
+                               "` (its thinning what-if rounds as retain does, at several precisions)");
     }
     if (there.store) {
       ZIPNN_ASSIGN_OR_RETURN(remote::RemoteRetention retention,

@@ -7,10 +7,11 @@
 # DIR holds the safetensors files of one run, in name order (the
 # trajectories of make_trajectory.py, or tile_checkpoint.py's 1 GB-class
 # tiles of them). They are committed to one path of a fresh repository
-# with the default policy, so the newest is a delta at the end of a chain
-# (9 deep for 10 saves). Then, RUNS times (default 5) in turn:
-#   restore  git zipnn restore model.safetensors -o whole
-#   cat      git zipnn cat model.safetensors -t TENSOR -o part
+# with the default policy, and the version at the end of the deepest
+# chain is read (under today's defaults, 3 deltas on a base; the newest
+# is stored whole). Then, RUNS times (default 5) in turn:
+#   restore  git zipnn restore model.safetensors --rev REV -o whole
+#   cat      git zipnn cat REV:model.safetensors -t TENSOR -o part
 # TENSOR is $TENSOR, or else the tensor nearest 4 MiB among those in the
 # last quarter of the file. Both read a warm page cache. Prints medians.
 set -euo pipefail
@@ -36,15 +37,18 @@ for f in $(ls "$dir"/*.safetensors | sort -V); do
   git commit -qm "$(basename "$f")"
   saves=$((saves + 1))
 done
-# Deltas above the base in show's chain listing.
-depth=$(git zipnn show HEAD:model.safetensors | awk '/^chain/ {on = 1; next} on && / base / {on = 0} on && / delta / {n++} END {print n + 0}')
+# The commit of the deepest version, and its depth.
+read -r rev depth < <(git zipnn log --json model.safetensors | /usr/bin/python3 -c '
+import json, sys
+v = max(json.load(sys.stdin), key=lambda v: v["depth"])
+print(v["commit"], v["depth"])')
 
-tensor=${TENSOR:-$(git zipnn cat --list --json model.safetensors | /usr/bin/python3 -c '
+tensor=${TENSOR:-$(git zipnn cat --list --json "$rev:model.safetensors" | /usr/bin/python3 -c '
 import json, sys
 doc = json.load(sys.stdin)
 late = [t for t in doc["tensors"] if t["offset"] >= doc["size"] * 3 // 4] or doc["tensors"]
 print(min(late, key=lambda t: abs(t["bytes"] - (4 << 20)))["name"])')}
-bytes=$(git zipnn cat --list --json model.safetensors -t "$tensor" | /usr/bin/python3 -c '
+bytes=$(git zipnn cat --list --json "$rev:model.safetensors" -t "$tensor" | /usr/bin/python3 -c '
 import json, sys; print(json.load(sys.stdin)["tensors"][0]["bytes"])')
 
 # One timed run of a command: "seconds peak-KiB".
@@ -56,8 +60,8 @@ timed() {
 : > "$work/cat"
 for _ in $(seq "$runs"); do
   rm -f whole part
-  timed git zipnn restore model.safetensors -o whole >> "$work/restore"
-  timed git zipnn cat model.safetensors -t "$tensor" -o part >> "$work/cat"
+  timed git zipnn restore model.safetensors --rev "$rev" -o whole >> "$work/restore"
+  timed git zipnn cat "$rev:model.safetensors" -t "$tensor" -o part >> "$work/cat"
 done
 test -s part
 median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -66,7 +70,7 @@ restore_kib=$(awk '{print $2}' "$work/restore" | median)
 cat_s=$(awk '{print $1}' "$work/cat" | median)
 cat_kib=$(awk '{print $2}' "$work/cat" | median)
 size=$(stat -c %s model.safetensors)
-echo "trajectory: $dir, $saves saves of $((size >> 20)) MiB; the newest is a delta, chain depth $depth"
+echo "trajectory: $dir, $saves saves of $((size >> 20)) MiB; read: $(git log -1 --format=%s "$rev"), at depth $depth"
 echo "tensor: $tensor ($((bytes >> 10)) KiB)"
 printf '%-32s %10s %14s\n' "medians of $runs runs" seconds "peak MiB"
 printf '%-32s %10s %14.1f\n' "restore the whole file" "$restore_s" "$(awk -v k="$restore_kib" 'BEGIN {print k / 1024}')"
