@@ -3,7 +3,7 @@
 # compress and decompress (a base and a delta), `git add` of a 10-version
 # series through the clean filter, `git zipnn restore` of a base and of
 # the version at the end of the longest chain the default policy makes
-# (9 deltas), `git checkout` through the smudge filter and written after
+# (3 deltas since 0.7, 9 before), `git checkout` through the smudge filter and written after
 # git's checkout (zipnn.checkoutOutsideAbove), and analyze.
 #
 #   bash tests/bench/memory_bench.sh TRAJECTORY_DIR [COPIES]
@@ -86,15 +86,21 @@ for i in "${!files[@]}"; do
   git_rss=$((r > git_rss ? r : git_rss))
   git commit -qm "$name"
   [ "$i" -eq 0 ] && cp "$name" "$work/base.safetensors"
-  [ "$i" -eq 9 ] && cp "$name" "$work/deepest.safetensors"
   rm "$name"
 done
 filter_rss=$(sort -n "$work/filter" | tail -1 | awk '{ printf "%.0f", $1 / 1024 }')
 row "git add, 10 versions (clean filter)" "$((10 * size))" "$add_seconds" "$filter_rss" "git itself: $git_rss MiB"
-depth=$(git zipnn log --json | python3 -c 'import json, sys; print(max(v["depth"] for v in json.load(sys.stdin)))')
+# The version at the end of the longest chain (the newest is stored whole
+# under today's defaults), tiled again to compare with.
+read -r deepest depth < <(git zipnn log --json | python3 -c '
+import json, sys
+v = max(json.load(sys.stdin), key=lambda v: v["depth"])
+print(v["path"], v["depth"])')
+for i in "${!files[@]}"; do
+  if [ "run/$(basename "${files[$i]}")" = "$deepest" ]; then version "$i" "$work/deepest.safetensors"; fi
+done
 
 base=run/$(basename "${files[0]}")
-deepest=run/$(basename "${files[9]}")
 timed s r git zipnn restore "$base" -f -o "$work/out"
 cmp "$work/out" "$work/base.safetensors" && rm "$work/out"
 row "restore, a base" "$size" "$s" "$r"
