@@ -63,7 +63,7 @@ row "compress, delta" "$size" "$s" "$r"
 timed s r git-zipnn decompress -f "$work/b.zipnn" --base "$work/a.safetensors" -o "$work/b.out"
 cmp "$work/b.out" "$work/b.safetensors" && rm "$work/b.out" "$work/b.zipnn"
 row "decompress, delta" "$size" "$s" "$r"
-timed s r git-zipnn analyze "$work/a.safetensors" "$work/b.safetensors"
+timed s r git-zipnn analyze --as-given "$work/a.safetensors" "$work/b.safetensors"
 row "analyze, 2 checkpoints" "$((2 * size))" "$s" "$r"
 rm "$work/a.safetensors" "$work/b.safetensors"
 
