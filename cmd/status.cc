@@ -93,7 +93,8 @@ Status RunStatus() {
 
   // Without the filter in force, `git add` stores tracked files whole in
   // git: said first, with the way out.
-  if (!ops::FilterInstalled()) {
+  const bool installed = ops::FilterInstalled();
+  if (!installed) {
     std::printf(
         "The git-zipnn filter is not installed: `git add` stores tracked checkpoints whole in git. Run `git zipnn "
         "install` (then `git add --renormalize .` for files added without it).\n");
@@ -108,10 +109,10 @@ Status RunStatus() {
   for (const std::string& path : status.whole_in_git) {
     if (!staged.count(path)) held_whole.push_back(path);
   }
-  Section(ops::FilterInstalled() ? "Checkpoints git holds whole, not stored here (added without the filter: `git add "
-                                   "--renormalize <path>` and commit store them):"
-                                 : "Checkpoints git holds whole, not stored here (added without the filter: `git "
-                                   "zipnn install`, then `git add --renormalize <path>` and commit):",
+  Section(installed ? "Checkpoints git holds whole, not stored here (added without the filter: `git add "
+                      "--renormalize <path>` and commit store them):"
+                    : "Checkpoints git holds whole, not stored here (added without the filter: `git "
+                      "zipnn install`, then `git add --renormalize <path>` and commit):",
           held_whole);
   Section(
       "Checkpoints staged whole, not through the filter (a commit would put them into git; `git add --renormalize "

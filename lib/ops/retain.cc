@@ -319,9 +319,11 @@ Result<RetainResult> Retain(const store::Store& given, const git::Repository& gi
   if (dry) {
     std::vector<ContentId> planned;
     bool thins = false;
+    std::string thinned_path;  // the newest path of the first series thinned, for analyze
     for (const auto& [name, versions] : plan.plans) {
       report.Planned(name, *plan.rules.at(name), versions);
       for (const auto& p : versions) {
+        if (p.fate == store::Fate::kThin && !thins) thinned_path = versions.back().version.path;
         thins = thins || p.fate == store::Fate::kThin;
         // Versions the retain takes now, as well as those thinned before
         // that it drops now.
@@ -335,18 +337,7 @@ Result<RetainResult> Retain(const store::Store& given, const git::Repository& gi
     // what-if, which rounds the same way (a precision finer than the
     // dtype's own spacing changes little: absolute 23 on bf16).
     if (thins) {
-      // The newest path of the first series thinned: analyze reads its
-      // whole series (or every commit of one path) from there.
-      std::string path;
-      for (const auto& [name, versions] : plan.plans) {
-        const bool thinned = std::any_of(versions.begin(), versions.end(),
-                                         [](const store::PlannedVersion& p) { return p.fate == store::Fate::kThin; });
-        if (thinned && !versions.empty()) {
-          path = versions.back().version.path;
-          break;
-        }
-      }
-      result.closing.push_back("what thinning would store: `git zipnn analyze " + path +
+      result.closing.push_back("what thinning would store: `git zipnn analyze " + thinned_path +
                                "` (its thinning what-if rounds as retain does, at several precisions)");
     }
     if (there.store) {
