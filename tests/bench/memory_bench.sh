@@ -34,7 +34,9 @@ trap 'rm -rf "$work"' EXIT
 export HOME=$work/home GIT_CONFIG_NOSYSTEM=1 PATH=$(dirname "$bin"):$PATH
 mkdir "$HOME"
 
-mib() { awk '{ printf "%.0f", $1 / 1024 }' "$1"; }
+# The largest of the peaks a file of GNU time's %M lines holds (each
+# filter process git starts appends its own), in MiB.
+mib() { awk '$1 > m { m = $1 } END { printf "%.0f", m / 1024 }' "$1"; }
 # row NAME BYTES SECONDS RSS_MIB [NOTE]
 row() { printf '| %s | %.2f | %.1f | %s | %s |\n' "$1" "$(awk "BEGIN { print $2 / 2^30 }")" "$3" "$4" "${5:-}"; }
 # timed OUTVAR_SECONDS OUTVAR_RSS command...: runs it under GNU time.
@@ -118,6 +120,8 @@ rm "$deepest"
 : >"$work/filter"
 timed s r git checkout -- "$deepest"
 cmp "$deepest" "$work/deepest.safetensors"
-git diff-files --quiet
+# git sees the file the hook wrote as what its index names (the other
+# versions were removed from the work tree above, so only this path).
+git diff-files --quiet -- "$deepest"
 row "git checkout, chain of $depth (written after git's checkout)" "$size" "$s" "$(mib "$work/filter")" \
   "git and its hook: $r MiB"
