@@ -10,7 +10,8 @@ if [ -z "$bin" ]; then
   bin=$PWD/bazel-bin/cmd
 fi
 work=$(mktemp -d /tmp/zipnn-lfs-bench-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+stops=""  # commands that stop the servers started below, run at exit
+trap 'eval "$stops"; rm -rf "$work"' EXIT
 export HOME=$work/home GIT_CONFIG_NOSYSTEM=1 PATH=$bin:$PATH
 mkdir "$HOME"
 git config --global user.email bench@example.com
@@ -44,7 +45,7 @@ start_lfs_server() {
   mkdir -p "$work/srv"
   python3 tests/lfs_server.py "$work/srv" bench:bench-pw >"$server_log" 2>&1 &
   server=$!
-  trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+  stops+="kill $server 2>/dev/null; "
   for _ in $(seq 100); do grep -q listening "$server_log" && break; sleep 0.1; done
   port=$(grep -o '127.0.0.1:[0-9]*' "$server_log" | cut -d: -f2)
   printf 'http://bench:bench-pw@127.0.0.1:%s\n' "$port" >"$work/creds"
@@ -72,6 +73,46 @@ commit_saves() {
     git commit -qm "$(basename "$f")"
     if [ -n "$each" ]; then git push -q origin main 2>/dev/null; fi
   done
+}
+
+# Starts an OpenSSH server of the bench's own on 127.0.0.1 (Debian's
+# openssh-server): its own host key, one client key, sessions with this
+# HOME and PATH (the git-zipnn under test first). Sets $ssh_port and
+# $plain_ssh (an ssh command that logs in to it), and stops it at exit.
+start_ssh_server() {
+  ssh_dir=$work/ssh
+  mkdir -p "$ssh_dir"
+  ssh-keygen -q -t ed25519 -N '' -f "$ssh_dir/host_key"
+  ssh-keygen -q -t ed25519 -N '' -f "$ssh_dir/client_key"
+  cp "$ssh_dir/client_key.pub" "$ssh_dir/authorized_keys"
+  ssh_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  cat >"$ssh_dir/sshd_config" <<END
+Port $ssh_port
+ListenAddress 127.0.0.1
+HostKey $ssh_dir/host_key
+AuthorizedKeysFile $ssh_dir/authorized_keys
+PidFile $ssh_dir/sshd.pid
+StrictModes no
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+SetEnv HOME=$HOME GIT_CONFIG_NOSYSTEM=1 PATH=$PATH
+END
+  cat >"$ssh_dir/ssh_config" <<END
+Host *
+  IdentityFile $ssh_dir/client_key
+  IdentitiesOnly yes
+  StrictHostKeyChecking no
+  UserKnownHostsFile /dev/null
+  BatchMode yes
+  LogLevel ERROR
+END
+  { [ "$(id -u)" != 0 ] || mkdir -p /run/sshd; }
+  /usr/sbin/sshd -f "$ssh_dir/sshd_config" -E "$ssh_dir/sshd.log"
+  stops+="kill \$(cat '$ssh_dir/sshd.pid') 2>/dev/null; "
+  for _ in $(seq 100); do ssh -F "$ssh_dir/ssh_config" -p "$ssh_port" 127.0.0.1 true && break; sleep 0.1; done
+  plain_ssh="ssh -F '$ssh_dir/ssh_config'"
 }
 
 # The folder of six saves of a bf16 GPT (make_trajectory.py, 38 MB each),

@@ -34,41 +34,7 @@ runs=${1:-3}
 dir=$(tiled_saves "$mb")
 files=("$dir"/step-000010.safetensors "$dir"/step-000020.safetensors "$dir"/step-000030.safetensors)
 
-# The ssh server: its own host key, one client key, sessions with this
-# HOME and PATH (the git-zipnn under test first).
-ssh_dir=$work/ssh
-mkdir -p "$ssh_dir"
-ssh-keygen -q -t ed25519 -N '' -f "$ssh_dir/host_key"
-ssh-keygen -q -t ed25519 -N '' -f "$ssh_dir/client_key"
-cp "$ssh_dir/client_key.pub" "$ssh_dir/authorized_keys"
-ssh_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat >"$ssh_dir/sshd_config" <<END
-Port $ssh_port
-ListenAddress 127.0.0.1
-HostKey $ssh_dir/host_key
-AuthorizedKeysFile $ssh_dir/authorized_keys
-PidFile $ssh_dir/sshd.pid
-StrictModes no
-UsePAM no
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-SetEnv HOME=$HOME GIT_CONFIG_NOSYSTEM=1 PATH=$PATH
-END
-cat >"$ssh_dir/ssh_config" <<END
-Host *
-  IdentityFile $ssh_dir/client_key
-  IdentitiesOnly yes
-  StrictHostKeyChecking no
-  UserKnownHostsFile /dev/null
-  BatchMode yes
-  LogLevel ERROR
-END
-{ [ "$(id -u)" != 0 ] || mkdir -p /run/sshd; }
-/usr/sbin/sshd -f "$ssh_dir/sshd_config" -E "$ssh_dir/sshd.log"
-trap 'kill $(cat "$ssh_dir/sshd.pid") 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 100); do ssh -F "$ssh_dir/ssh_config" -p "$ssh_port" 127.0.0.1 true && break; sleep 0.1; done
-plain_ssh="ssh -F '$ssh_dir/ssh_config'"
+start_ssh_server
 slow_ssh="RATE=$((rate * 1000000)) /usr/bin/python3 '$PWD/tests/dropping_link.py' ssh -F '$ssh_dir/ssh_config'"
 url="ssh://127.0.0.1:$ssh_port$work/hub.git"
 
