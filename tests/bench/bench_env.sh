@@ -75,6 +75,25 @@ commit_saves() {
   done
 }
 
+# Each of $files added and committed in turn as model.safetensors, in the
+# repository the shell stands in: a run that overwrites one path.
+add_overwritten() {
+  local f
+  for f in "${files[@]}"; do
+    cp "$f" model.safetensors
+    git add model.safetensors
+    git commit -qm "$(basename "$f")"
+  done
+}
+# The same in a new git-zipnn repository at DIR; leaves the shell in it.
+commit_overwritten() {
+  git init -q "$1"
+  cd "$1"
+  git zipnn track '*.safetensors' >/dev/null
+  git add .gitattributes && git commit -qm setup
+  add_overwritten
+}
+
 # Starts an OpenSSH server of the bench's own on 127.0.0.1 (Debian's
 # openssh-server): its own host key, one client key, sessions with this
 # HOME and PATH (the git-zipnn under test first). Sets $ssh_port and

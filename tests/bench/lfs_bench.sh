@@ -52,14 +52,6 @@ setup() {
   if [ "$tool" = zipnn ]; then git zipnn track '*.safetensors' >/dev/null; else git lfs track '*.safetensors' >/dev/null; fi
   git add .gitattributes && git commit -qm setup
 }
-add_overwritten() {
-  local f
-  for f in "${files[@]}"; do
-    cp "$f" model.safetensors
-    git add model.safetensors
-    git commit -qm "$(basename "$f")"
-  done
-}
 add_steps() {
   local f
   mkdir -p run

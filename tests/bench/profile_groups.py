@@ -56,7 +56,7 @@ def main():
             kind = next((k for k, p in USER_KINDS if re.search(p, library + " " + symbol)), "other")
         shares[kind] += percent
     total = sum(shares.values()) or 1.0
-    cells = ["%.0f%%" % (100 * shares[k] / total) if 100 * shares[k] / total >= 0.5 else "–" for k in COLUMNS]
+    cells = ["%.0f%%" % (100 * shares[k] / total) if round(100 * shares[k] / total) >= 1 else "–" for k in COLUMNS]
     print("| " + name + " | " + " | ".join(cells) + " |")
 
 

@@ -38,16 +38,8 @@ start_ssh_server
 slow_ssh="RATE=$((rate * 1000000)) /usr/bin/python3 '$PWD/tests/dropping_link.py' ssh -F '$ssh_dir/ssh_config'"
 url="ssh://127.0.0.1:$ssh_port$work/hub.git"
 
-git init -q "$work/repo"
-cd "$work/repo"
+commit_overwritten "$work/repo"
 git remote add origin "$url"
-git zipnn track '*.safetensors' >/dev/null
-git add .gitattributes && git commit -qm setup
-for f in "${files[@]}"; do
-  cp "$f" model.safetensors
-  git add model.safetensors
-  git commit -qm "$(basename "$f")"
-done
 first=$(git rev-list --reverse HEAD | sed -n 2p)
 
 one_run() { # one_run NAME CONNECTIONS

@@ -38,15 +38,7 @@ raw=0
 for f in "${files[@]}"; do raw=$((raw + $(stat -c %s "$f"))); done
 git init -q --bare -b main "$work/hub.git"
 git init -q --bare -b main "$work/ssh.git"
-git init -q "$work/repo"
-cd "$work/repo"
-git zipnn track '*.safetensors' >/dev/null
-git add .gitattributes && git commit -qm setup
-for f in "${files[@]}"; do
-  cp "$f" model.safetensors
-  git add model.safetensors
-  git commit -qm "$(basename "$f")"
-done
+commit_overwritten "$work/repo"
 rm model.safetensors
 git push -q "$work/hub.git" main 2>/dev/null
 # remotes NAME...: in the repository the shell stands in, the three
