@@ -20,21 +20,29 @@ struct FetchArgs {
   bool quiet = false;
 };
 
-Status Fetch(ops::Context& context, const FetchArgs& a) {
-  ZIPNN_ASSIGN_OR_RETURN(const ops::FetchPlan plan, ops::PlanFetch(context, a.request));
+Status Transfer(ops::Context& context, const ops::FetchPlan& plan, const FetchArgs& a) {
   WarnDamaged(plan.found);
   ZIPNN_ASSIGN_OR_RETURN(remote::Transferred done, ops::Fetch(context, plan));
   PrintTransfer(/*push=*/false, done, a.quiet);
   return OkStatus();
 }
 
+Status Fetch(ops::Context& context, const FetchArgs& a) {
+  ZIPNN_ASSIGN_OR_RETURN(const ops::FetchPlan plan, ops::PlanFetch(context, a.request));
+  return Transfer(context, plan, a);
+}
+
 // Restores what it can: a remote that is out of reach, or an object it
 // lacks, costs only the files that need it; they stay pointers, are named,
-// and the exit code says so.
+// and the exit code says so. A remote or revision given that names
+// nothing stops it before anything is written (with none given, what
+// this clone holds is still written when there is no remote).
 Status RunPull(const FetchArgs& a) {
   ops::Context context;
   ZIPNN_RETURN_IF_ERROR(context.Store().status());
-  Status fetched = Fetch(context, a);
+  const Result<ops::FetchPlan> plan = ops::PlanFetch(context, a.request);
+  if (!plan.ok() && (!a.request.remote.empty() || !a.request.refs.empty())) return plan.status();
+  const Status fetched = plan.ok() ? Transfer(context, *plan, a) : plan.status();
   if (!fetched.ok()) std::fprintf(stderr, "git-zipnn pull: %s\n", RedactSecrets(fetched.message()).c_str());
   auto said = [&](const std::string& path, const Result<std::optional<ContentId>>& written) {
     if (written.status().code() == StatusCode::kRemoved) {

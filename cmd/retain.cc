@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include <unistd.h>
 
@@ -20,13 +21,21 @@ namespace zipnn::cmd {
 namespace {
 
 // "<series> (rule '<glob>'): 12 versions: keep 4 exactly, thin 8 (<precision>), drop 0".
+// The precision is the thinned versions' own: one another series also
+// holds is thinned as that series' rule says.
 void PrintSeries(const std::string& name, const ops::RetentionRule& rule,
                  const std::vector<store::PlannedVersion>& plan) {
   size_t keep = 0, thin = 0, drop = 0;
-  for (const auto& p : plan) (p.fate == store::Fate::kKeep ? keep : p.fate == store::Fate::kThin ? thin : drop) += 1;
+  std::set<std::string> precisions;
+  for (const auto& p : plan) {
+    (p.fate == store::Fate::kKeep ? keep : p.fate == store::Fate::kThin ? thin : drop) += 1;
+    if (p.fate == store::Fate::kThin) precisions.insert(p.precision.Text());
+  }
+  std::string precision;
+  for (const std::string& text : precisions) precision += (precision.empty() ? " (" : ", ") + text;
+  if (!precision.empty()) precision += ")";
   std::printf("%s (rule '%s'): %zu version%s: keep %zu exactly, thin %zu%s, drop %zu\n", name.c_str(),
-              rule.checkpoints.c_str(), plan.size(), plan.size() == 1 ? "" : "s", keep, thin,
-              thin > 0 ? (" (" + rule.precision.Text() + ")").c_str() : "", drop);
+              rule.checkpoints.c_str(), plan.size(), plan.size() == 1 ? "" : "s", keep, thin, precision.c_str(), drop);
 }
 
 std::string PlannedLabel(const store::PlannedVersion& p) { return p.version.path + "  " + ops::PlannedName(p); }

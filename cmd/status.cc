@@ -4,6 +4,7 @@
 // is under a tracked pattern and not added, and which versions of HEAD
 // and the index this store lacks. Everything is read here: no remote is
 // asked.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -49,6 +50,7 @@ Status RunStatus() {
   for (const auto& [pointer, place] : status.unpushed) {
     unpushed.push_back(place.path + "  " + pointer.id.Hex().substr(0, 12) + "  " + HowHeld(store, pointer.id));
   }
+  std::sort(unpushed.begin(), unpushed.end());  // by path (they come by content id)
   // Staged: the index against HEAD.
   std::vector<std::string> to_commit;
   for (const auto& [path, id] : staged) {

@@ -289,6 +289,11 @@ TEST_CASE("a clone gets the pre-push hook from the filter, so a plain git push s
   REQUIRE(clone.code == 0);
   CHECK(clone.err.find("git-zipnn: installed the pre-push, post-checkout, post-merge and pre-commit hooks in ") !=
         std::string::npos);
+  // Three reasons read as a list, not one run-on sentence.
+  CHECK_MESSAGE(clone.err.find("/.git/hooks, so that git push sends checkpoints, checkpoints too large for git's "
+                               "filter are written after checkouts and merges, and git commit stops a checkpoint "
+                               "staged whole\n") != std::string::npos,
+                clone.err);
   CHECK(repo.Sh("test -x ../clone/.git/hooks/pre-push").code == 0);
   const Run push = repo.Sh("cd ../clone && git config user.email c@example.com && git config user.name C && cp '" +
                            repo.Data("cnn-fp32/step-000040.safetensors") +
@@ -436,6 +441,18 @@ TEST_CASE("fetch gets what revisions need; pull restores what GIT_ZIPNN_SKIP_SMU
   CHECK(fsck.out.find(": every one fetched restores exactly\n") != std::string::npos);
   CHECK(fsck.out.find(" are not fetched into this clone; origin has them (`git zipnn fetch --all` gets them; "
                       "`git zipnn fsck --remote origin` checks origin)\n") != std::string::npos);
+  // A file where the remote goes, or a remote that does not exist, is a
+  // mistake: pull says so and writes nothing (it used to pull everything
+  // from origin after the error, and exit 0).
+  const Run file_named = repo.Sh("cd ../lazy && git zipnn pull model.safetensors");
+  CHECK(file_named.code != 0);
+  CHECK_MESSAGE(file_named.err.find("'model.safetensors' is a file, not a remote or a revision; to take only some "
+                                    "files, name them with -I: -I 'model.safetensors'") != std::string::npos,
+                file_named.err);
+  const Run typo = repo.Sh("cd ../lazy && git zipnn pull orign");
+  CHECK(typo.code != 0);
+  CHECK_MESSAGE(typo.err.find("there is no remote named 'orign'") != std::string::npos, typo.err);
+  CHECK(repo.Sh("head -1 ../lazy/model.safetensors").out.rfind("git-zipnn pointer 2 ", 0) == 0);
   Run pull = repo.Sh("cd ../lazy && git zipnn pull");
   REQUIRE(pull.code == 0);
   CHECK(pull.out.find("model.safetensors: restored " + IdAt(repo, "HEAD:model.safetensors")) != std::string::npos);

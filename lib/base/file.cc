@@ -769,6 +769,11 @@ bool FileExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+bool IsRegularFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
   ZIPNN_ASSIGN_OR_RETURN(ReadFile f, ReadFile::Open(path));
   std::vector<uint8_t> data(f.size());

@@ -261,6 +261,8 @@ class TempLink {
 std::optional<std::string> TemporaryTarget(const std::string& file_name);
 
 bool FileExists(const std::string& path);
+// True for a regular file (after symlinks), not a folder or anything else.
+bool IsRegularFile(const std::string& path);
 
 // Writes all `n` bytes to `fd` (a pipe or a device takes them in parts);
 // errors name `name`.

@@ -240,9 +240,13 @@ EnsuredHooks EnsureHooks(const std::string& dir) {
   }
   if (!written.empty()) {
     // One line for what a clone writes: "so that git push sends
-    // checkpoints and checkpoints too large for ... after a checkout".
+    // checkpoints, checkpoints too large for ... merges, and git commit
+    // stops ...".
     std::string reasons = why[0];
-    for (size_t i = 1; i < why.size(); ++i) reasons += " and " + why[i].substr(std::string("so that ").size());
+    for (size_t i = 1; i < why.size(); ++i) {
+      reasons += std::string(why.size() > 2 ? "," : "") + (i + 1 == why.size() ? " and " : " ") +
+                 why[i].substr(std::string("so that ").size());
+    }
     ensured.said.insert(ensured.said.begin(), "installed the " + Listed(written) +
                                                   (written.size() == 1 ? " hook in " : " hooks in ") + dir + ", " +
                                                   reasons);

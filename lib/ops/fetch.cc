@@ -117,9 +117,14 @@ Result<FetchPlan> PlanFetch(Context& context, const FetchRequest& asked) {
     if (auto commit = git_repo->ResolveCommit(a.remote); commit.ok() && *commit) {
       a.refs.insert(a.refs.begin(), a.remote);
       a.remote.clear();
+    } else if (IsRegularFile(a.remote)) {
+      // `pull model.safetensors`: a file is no remote (a folder may be).
+      return InvalidArgument("'" + a.remote + "' is a file, not a remote or a revision; to take only some files, " +
+                             "name them with -I: -I '" + a.remote + "'");
     }
   }
   ZIPNN_ASSIGN_OR_RETURN(plan.remote, remote::RemoteOrDefault(*settings, a.remote));
+  ZIPNN_RETURN_IF_ERROR(remote::CheckRemoteName(*settings, plan.remote));
   git::FoundPointers& found = plan.found;
   if (a.all && a.recent) return InvalidArgument("--all and --recent choose differently; give one");
   if (a.all) {

@@ -585,21 +585,25 @@ Result<int> ConcurrentTransfers(const RemoteSettings& settings) {
   return 4;
 }
 
+Status CheckRemoteName(const RemoteSettings& settings, const std::string& remote) {
+  if (settings.Get("remote." + remote + ".zipnnurl") || settings.Get("remote." + remote + ".url")) return OkStatus();
+  // A word that is no remote's name and cannot be a path or a URL (no
+  // '/', ':' or '.'): a name mistyped, said as one.
+  if (remote.find_first_of("/:.") != std::string::npos || FileExists(remote)) return OkStatus();
+  ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> names, git::Remotes());
+  const std::vector<std::string> closest = ClosestWords(remote, names);
+  return NotFound("there is no remote named '" + remote + "'" +
+                  (!closest.empty() ? " (did you mean " + Alternatives(closest) + "?)"
+                   : names.empty()  ? " (this repository has no remote: `git remote add <name> <url>`)"
+                                    : " (the remotes are " + Alternatives(names) + ")"));
+}
+
 Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const RemoteSettings& settings, const std::string& remote) {
   if (std::optional<std::string> zipnn_url = settings.Get("remote." + remote + ".zipnnurl")) {
     return StoreAt(RemoteTarget{settings, remote, *zipnn_url, /*repository=*/false, ""});
   }
+  ZIPNN_RETURN_IF_ERROR(CheckRemoteName(settings, remote));
   const std::optional<std::string> url = settings.Get("remote." + remote + ".url");
-  // A word that is no remote's name and cannot be a path or a URL (no
-  // '/', ':' or '.'): a name mistyped, said as one.
-  if (!url && remote.find_first_of("/:.") == std::string::npos && !FileExists(remote)) {
-    ZIPNN_ASSIGN_OR_RETURN(const std::vector<std::string> names, git::Remotes());
-    const std::vector<std::string> closest = ClosestWords(remote, names);
-    return NotFound("there is no remote named '" + remote + "'" +
-                    (!closest.empty() ? " (did you mean " + Alternatives(closest) + "?)"
-                     : names.empty()  ? " (this repository has no remote: `git remote add <name> <url>`)"
-                                      : " (the remotes are " + Alternatives(names) + ")"));
-  }
   // A URL given in place of a name is taken as a git remote's.
   return StoreAt(RemoteTarget{settings, remote, url ? *url : remote, /*repository=*/true, ""});
 }

@@ -61,6 +61,9 @@ Result<bool> StoreRemoves(const RemoteSettings& settings, const std::string& rem
 bool KeepsRefetched(const RemoteSettings& settings);
 Result<int> ConcurrentTransfers(const RemoteSettings& settings);
 Result<std::unique_ptr<RemoteStore>> OpenRemoteStore(const RemoteSettings& settings, const std::string& remote);
+// NotFound when `remote` names no remote and cannot be a path or URL (a
+// name mistyped, with the names it may have meant), without reaching it.
+Status CheckRemoteName(const RemoteSettings& settings, const std::string& remote);
 
 // The remote to use when none is named: the current branch's upstream
 // remote, else "origin", else the only remote. NotFound when there is none

@@ -187,6 +187,31 @@ void KeepWhatOthersHold(Plans& plans, const std::map<ContentId, std::set<std::st
       }
     }
   }
+  // A content that several series take goes one way, as the first series
+  // that thins it says (its approximate version serves them all): one
+  // that would drop it, or thin it at another precision, thins it so.
+  // Else its exact bytes would go twice, and the first approximate object
+  // would be left that no record names.
+  std::map<ContentId, const PlannedVersion*> thinned;
+  for (const auto& [name, plan] : plans) {
+    for (const PlannedVersion& p : plan) {
+      if (p.fate == Fate::kThin && p.exact) thinned.emplace(p.version.id, &p);
+    }
+  }
+  for (auto& [name, plan] : plans) {
+    for (PlannedVersion& p : plan) {
+      if (p.fate == Fate::kKeep || !p.exact) continue;
+      auto first = thinned.find(p.version.id);
+      if (first == thinned.end() || first->second == &p) continue;
+      const PlannedVersion& by = *first->second;
+      if (p.fate == Fate::kThin && p.precision.kind == by.precision.kind && p.precision.bits == by.precision.bits) {
+        continue;
+      }
+      p.fate = Fate::kThin;
+      p.precision = by.precision;
+      p.why = "also " + by.version.path + ", whose rule thins it to " + by.precision.Text();
+    }
+  }
 }
 
 Result<RetainTotals> ApplyRetention(const Store& store, const Removing& removing, const Plans& plans,
@@ -198,7 +223,8 @@ Result<RetainTotals> ApplyRetention(const Store& store, const Removing& removing
     if (options.progress) options.progress(what);
   };
   std::vector<std::pair<std::string, std::vector<RetainedVersion>>> results;
-  std::set<ContentId> going;      // exact objects to remove
+  std::map<ContentId, Retained> thinned_now;  // a content of several series is thinned once
+  std::set<ContentId> going;                  // exact objects to remove
   std::set<ContentId> unthinned;  // approximate objects of versions dropped now
   // A content one series keeps and another takes stays (KeepWhatOthersHold
   // says so in the plan; this holds whatever the plan says).
@@ -219,7 +245,9 @@ Result<RetainTotals> ApplyRetention(const Store& store, const Removing& removing
       r.record = p.record;
       r.before = p.exact ? ObjectBytes(store, p.version.id) : 0;
       if (p.record && !p.record->dropped) r.before += ObjectBytes(store, p.record->approximate);
-      if (p.fate == Fate::kThin && p.exact && !(p.record && !p.record->dropped)) {
+      if (auto again = thinned_now.find(p.version.id); p.fate == Fate::kThin && again != thinned_now.end()) {
+        r.record = again->second;
+      } else if (p.fate == Fate::kThin && p.exact && !(p.record && !p.record->dropped)) {
         progress("thinning " + p.version.path);
         auto made = ThinOne(store, p.version.id, p.precision, options.now);
         if (!made.ok()) {
@@ -229,6 +257,7 @@ Result<RetainTotals> ApplyRetention(const Store& store, const Removing& removing
           r.planned.why = "nothing to thin (no float tensors, or none that rounding changes)";
         } else {
           r.record = **made;
+          thinned_now.emplace(p.version.id, **made);
         }
       }
       if (r.planned.fate == Fate::kDrop && !(r.record && r.record->dropped)) {

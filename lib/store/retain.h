@@ -80,7 +80,9 @@ std::vector<PlannedVersion> PlanSeries(const Store& store, const std::vector<Ver
 // path of another series whose plan does not take it too, or of a series
 // no plan covers, is kept instead, and says where. `paths`: every path
 // where git holds each version (git::CommittedVersions::paths);
-// `series_of`: the series a path belongs to.
+// `series_of`: the series a path belongs to. A content that several
+// plans take is then taken one way: thinned, at the precision of the
+// first plan that thins it, when any does.
 using Plans = std::vector<std::pair<std::string, std::vector<PlannedVersion>>>;
 void KeepWhatOthersHold(Plans& plans, const std::map<ContentId, std::set<std::string>>& paths,
                         const std::function<std::string(const std::string&)>& series_of);

@@ -324,5 +324,56 @@ TEST_CASE("a version another series holds is kept in the plan, and says where") 
   CHECK(plans[0].second[3].fate == Fate::kDrop);
 }
 
+// A walk-through of 2026-12-06: model.safetensors (rest: thin) and
+// out/checkpoint-10/model.safetensors (rest: drop) held the same bytes.
+// The content was thinned for one and dropped for the other, its record
+// said dropped, and the approximate object was left that no record named.
+TEST_CASE("a content one series thins and another drops is thinned once, for both, and leaves no stray object") {
+  Saved f;
+  const std::vector<ContentId> ids = f.Ids();
+  auto facts = [](const ContentId&) { return VersionFacts{1, {}, false}; };
+  Plans plans = {{"run/step-#.safetensors", PlanSeries(f.store, f.held, KeepNewest(1, false), facts, 2000000000)}};
+  REQUIRE(plans[0].second[5].fate == Fate::kThin);
+  // out/model.safetensors, a series of its own, holds step 60's bytes;
+  // its rule drops them.
+  PlannedVersion other = plans[0].second[5];
+  other.version.path = "out/model.safetensors";
+  other.fate = Fate::kDrop;
+  plans.emplace_back("out/model.safetensors", std::vector<PlannedVersion>{other});
+  std::map<ContentId, std::set<std::string>> paths;
+  for (const Version& v : f.held) paths[v.id].insert(v.path);
+  paths[ids[5]].insert("out/model.safetensors");
+  KeepWhatOthersHold(plans, paths, [](const std::string& path) {
+    return path.rfind("run/", 0) == 0 ? std::string("run/step-#.safetensors") : path;
+  });
+  CHECK(plans[0].second[5].fate == Fate::kThin);
+  CHECK(plans[0].second[5].why.empty());
+  CHECK(plans[1].second[0].fate == Fate::kThin);
+  CHECK(plans[1].second[0].why == "also run/step-60.safetensors, whose rule thins it to relative 4 mantissa bits");
+
+  RetainOptions options;
+  options.now = 2000000000;
+  options.every_version = ids;
+  auto totals = ApplyRetention(f.store, *testing::Removal(f.store), plans, options);
+  REQUIRE_MESSAGE(totals.ok(), totals.status().message());
+  CHECK(totals->removed == 11);
+  auto record = ReadRecord(f.store.objects, ids[5]);
+  REQUIRE(record.ok());
+  REQUIRE(record->has_value());
+  CHECK_FALSE((*record)->dropped);
+  CountingSink out;
+  CHECK(Restore(f.store, (*record)->approximate, out).ok());
+  // Every object left is one a version or a record needs.
+  Needed needed;
+  for (const ContentId& id : ids) NeedChain(f.store, id, needed);
+  SweepOptions sweep;
+  sweep.dry_run = true;
+  sweep.started = 2000000000;
+  sweep.keep_since = 2000000000;
+  auto swept = Sweep(f.store, *testing::Removal(f.store), needed, sweep);
+  REQUIRE(swept.ok());
+  CHECK(swept->objects.empty());
+}
+
 }  // namespace
 }  // namespace zipnn::store
