@@ -11,7 +11,9 @@
 #   fetch  git zipnn fetch REMOTE --all in a clone made without its
 #          checkpoints (GIT_ZIPNN_SKIP_SMUDGE=1), its store emptied before
 #
-# Every object is checked where it lands, as always; the clone then
+# ssh1 is ssh on one connection (zipnn.concurrentTransfers 1), as objects
+# moved before they went in ranges over four. Every object is checked
+# where it lands, as always; the clone then
 # restores the newest save bit-exact from what it fetched over S3.
 #
 #   bash tests/bench/store_bench.sh DIR [RUNS]
@@ -63,6 +65,9 @@ for ((r = 1; r <= runs; r++)); do
   # another file system (a fetch copies either way).
   rm -rf "$work/hub.git/zipnn"
   timed push copied git -c zipnn.hardlinks=false zipnn push -q folder --all
+  # ssh on one connection, as objects moved before ranges (the default is 4).
+  rm -rf "$work/ssh.git/zipnn"
+  timed push ssh1 git -c zipnn.concurrentTransfers=1 zipnn push -q ssh --all
   for store in folder ssh s3; do
     case $store in
       folder) rm -rf "$work/hub.git/zipnn" ;;
@@ -74,6 +79,8 @@ for ((r = 1; r <= runs; r++)); do
   timed "ssh up" cat sh -c "tar -C .git/zipnn/objects -cf - . | $plain_ssh -p $ssh_port 127.0.0.1 'cat >/dev/null'"
   timed "ssh down" cat sh -c "$plain_ssh -p $ssh_port 127.0.0.1 'tar -C $work/repo/.git/zipnn/objects -cf - .' >/dev/null"
   cd "$work/clone"
+  rm -rf .git/zipnn/objects
+  timed fetch ssh1 git -c zipnn.concurrentTransfers=1 zipnn fetch -q ssh --all
   for store in folder ssh s3; do
     rm -rf .git/zipnn/objects
     timed fetch $store git zipnn fetch -q $store --all
@@ -91,7 +98,7 @@ echo "|---|---|---|"
 p=$(echo ${took["push copied"]} | tr ' ' '\n' | median)
 printf '| folder, copied (zipnn.hardlinks false) | %.3f s, %.0f MB/s | as below |\n' "$p" \
   "$(awk "BEGIN { print $stored / $p / 1e6 }")"
-for store in folder ssh s3; do
+for store in folder ssh ssh1 s3; do
   p=$(echo ${took["push $store"]} | tr ' ' '\n' | median)
   f=$(echo ${took["fetch $store"]} | tr ' ' '\n' | median)
   printf '| %s | %.3f s, %.0f MB/s | %.3f s, %.0f MB/s |\n' "$store" "$p" "$(awk "BEGIN { print $stored / $p / 1e6 }")" \
