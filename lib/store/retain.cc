@@ -191,25 +191,28 @@ void KeepWhatOthersHold(Plans& plans, const std::map<ContentId, std::set<std::st
   // that thins it says (its approximate version serves them all): one
   // that would drop it, or thin it at another precision, thins it so.
   // Else its exact bytes would go twice, and the first approximate object
-  // would be left that no record names.
+  // would be left that no record names; or, thinned before, a drop would
+  // remove the approximate version the other's rule keeps.
   std::map<ContentId, const PlannedVersion*> thinned;
   for (const auto& [name, plan] : plans) {
     for (const PlannedVersion& p : plan) {
-      if (p.fate == Fate::kThin && p.exact) thinned.emplace(p.version.id, &p);
+      if (p.fate == Fate::kThin) thinned.emplace(p.version.id, &p);
     }
   }
   for (auto& [name, plan] : plans) {
     for (PlannedVersion& p : plan) {
-      if (p.fate == Fate::kKeep || !p.exact) continue;
+      if (p.fate == Fate::kKeep) continue;
       auto first = thinned.find(p.version.id);
       if (first == thinned.end() || first->second == &p) continue;
       const PlannedVersion& by = *first->second;
-      if (p.fate == Fate::kThin && p.precision.kind == by.precision.kind && p.precision.bits == by.precision.bits) {
+      // What it is (or was, thinned before) rounded to.
+      const codec::Precision& at = by.record && !by.record->dropped ? by.record->precision : by.precision;
+      if (p.fate == Fate::kThin && (!p.exact || (p.precision.kind == at.kind && p.precision.bits == at.bits))) {
         continue;
       }
       p.fate = Fate::kThin;
-      p.precision = by.precision;
-      p.why = "also " + by.version.path + ", whose rule thins it to " + by.precision.Text();
+      p.precision = at;
+      p.why = "also " + by.version.path + ", whose rule thins it to " + at.Text();
     }
   }
 }

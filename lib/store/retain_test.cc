@@ -343,9 +343,10 @@ TEST_CASE("a content one series thins and another drops is thinned once, for bot
   std::map<ContentId, std::set<std::string>> paths;
   for (const Version& v : f.held) paths[v.id].insert(v.path);
   paths[ids[5]].insert("out/model.safetensors");
-  KeepWhatOthersHold(plans, paths, [](const std::string& path) {
+  auto series_of = [](const std::string& path) {
     return path.rfind("run/", 0) == 0 ? std::string("run/step-#.safetensors") : path;
-  });
+  };
+  KeepWhatOthersHold(plans, paths, series_of);
   CHECK(plans[0].second[5].fate == Fate::kThin);
   CHECK(plans[0].second[5].why.empty());
   CHECK(plans[1].second[0].fate == Fate::kThin);
@@ -373,6 +374,27 @@ TEST_CASE("a content one series thins and another drops is thinned once, for bot
   auto swept = Sweep(f.store, *testing::Removal(f.store), needed, sweep);
   REQUIRE(swept.ok());
   CHECK(swept->objects.empty());
+
+  // Run again, thinned now: the drop of the other series does not take
+  // the approximate version the first one's rule keeps.
+  Plans again = {{"run/step-#.safetensors", PlanSeries(f.store, f.held, KeepNewest(1, false), facts, 2000000000)}};
+  REQUIRE(again[0].second[5].fate == Fate::kThin);
+  REQUIRE_FALSE(again[0].second[5].exact);
+  PlannedVersion dropping = again[0].second[5];
+  dropping.version.path = "out/model.safetensors";
+  dropping.fate = Fate::kDrop;
+  again.emplace_back("out/model.safetensors", std::vector<PlannedVersion>{dropping});
+  KeepWhatOthersHold(again, paths, series_of);
+  CHECK(again[1].second[0].fate == Fate::kThin);
+  auto second = ApplyRetention(f.store, *testing::Removal(f.store), again, options);
+  REQUIRE_MESSAGE(second.ok(), second.status().message());
+  CHECK(second->unthinned == 0);
+  auto kept = ReadRecord(f.store.objects, ids[5]);
+  REQUIRE(kept.ok());
+  REQUIRE(kept->has_value());
+  CHECK_FALSE((*kept)->dropped);
+  CountingSink again_out;
+  CHECK(Restore(f.store, (*kept)->approximate, again_out).ok());
 }
 
 }  // namespace
