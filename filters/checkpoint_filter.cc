@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "lib/base/file.h"
 #include "lib/base/progress.h"
 #include "lib/base/redact.h"
 #include "lib/series/series.h"
@@ -30,7 +31,13 @@ Status Copy(ByteReader& in, ByteSink& out) {
 }  // namespace
 
 Status CheckpointFilter::Clean(const std::string& path, ByteReader& content, ByteSink& out) {
-  return cleaner_.Clean(path, content, out);
+  // Ctrl-C during `git add` stops git and this process alike; git then
+  // says only that its filter failed.
+  SetSignalNote("git-zipnn: stopped while storing " + path +
+                "; no half-written file is left (git add stores it again)\n");
+  const Status cleaned = cleaner_.Clean(path, content, out);
+  SetSignalNote("");
+  return cleaned;
 }
 
 Status CheckpointFilter::Finish() { return cleaner_.Finish(); }

@@ -1795,7 +1795,8 @@ TEST_CASE("a clean stopped by SIGINT or SIGTERM removes its own scratch file as 
     // with SIGINT ignored.
     const Run stopped = repo.Sh(
         "set -m; rm -f ../in && mkfifo ../in && "
-        "{ git-zipnn clean m.safetensors < ../in > ../out 2> ../err & echo $! > ../pid; } && exec 3> ../in && "
+        "{ git-zipnn clean m.safetensors < ../in > ../clean.out 2> ../clean.err & echo $! > ../pid; } && "
+        "exec 3> ../in && "
         "head -c 300000 '" +
         data +
         "' >&3 && "
@@ -1810,6 +1811,10 @@ TEST_CASE("a clean stopped by SIGINT or SIGTERM removes its own scratch file as 
     // signal (128 + its number).
     const std::string expected = std::string("1\nexit ") + (signal[0] == 'I' ? "130" : "143") + "\n0\n";
     CHECK_MESSAGE(stopped.out == expected, stopped.err);
+    // It says what was stopped: git would say only that its filter failed.
+    // (../out and ../err are the harness's own: each Sh writes them.)
+    CHECK(repo.Sh("cat ../clean.err").out ==
+          "git-zipnn: stopped while storing m.safetensors; no half-written file is left (git add stores it again)\n");
   }
   // Nothing left for the next add to sweep.
   const Run add = repo.Sh("cp '" + data + "' m.safetensors && git add m.safetensors");

@@ -686,12 +686,18 @@ void ReleaseScratchPath(int slot) {
   if (slot >= 0) scratch_slots[slot].state.store(0);
 }
 
+// SetSignalNote's line: its length is 0 while it is written, so a signal
+// then says nothing rather than half of it.
+char signal_note[1024];
+std::atomic<size_t> signal_note_size{0};
+
 extern "C" void RemoveScratchAndDie(int signal) {
   const int saved = errno;
   for (Slot& slot : scratch_slots) {
     int held = 2;
     if (slot.state.compare_exchange_strong(held, 1)) ::unlink(slot.path);
   }
+  if (const size_t n = signal_note_size.load(); n > 0) (void)!::write(STDERR_FILENO, signal_note, n);
   errno = saved;
   // SA_RESETHAND put the default action back; the signal, blocked while
   // this runs, is taken again when it returns.
@@ -710,6 +716,13 @@ void RemoveScratchOnSignals() {
     now.sa_flags = SA_RESETHAND;
     (void)::sigaction(signal, &now, nullptr);
   }
+}
+
+void SetSignalNote(const std::string& note) {
+  signal_note_size.store(0);
+  const size_t n = std::min(note.size(), sizeof signal_note);
+  std::memcpy(signal_note, note.data(), n);
+  signal_note_size.store(n);
 }
 
 Result<TempFile> TempFile::Create(const std::string& dir, const std::string& prefix) {

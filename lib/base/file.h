@@ -219,6 +219,11 @@ class TempFile {
 // Call once, before any thread starts.
 void RemoveScratchOnSignals();
 
+// A line (ending in a newline) that the handler RemoveScratchOnSignals
+// sets writes to standard error before the process dies of the signal,
+// saying what was stopped; "" for none. At most 1 KiB is kept.
+void SetSignalNote(const std::string& note);
+
 // Whether a live process holds a lock on the file at `path` (a TempFile,
 // or an AtomicFile's temporary, being written): false for a file whose
 // writer is gone, or that no lock was ever taken on.

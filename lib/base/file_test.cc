@@ -130,20 +130,26 @@ TEST_CASE("an AtomicFile dropped without Commit leaves neither the file nor its 
   CHECK(Names(dir).empty());
 }
 
-TEST_CASE("a process stopped by SIGINT, SIGTERM or SIGHUP removes the temporaries of its AtomicFiles as it dies") {
+TEST_CASE("a process stopped by SIGINT, SIGTERM or SIGHUP removes its AtomicFiles' temporaries, says its note, dies") {
   for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
     CAPTURE(signal);
     const std::string dir = FreshFolder();
     ::mkdir((dir + "/scratch").c_str(), 0755);
-    int ready[2];
+    int ready[2], said[2];
     REQUIRE(::pipe(ready) == 0);
+    REQUIRE(::pipe(said) == 0);
     const pid_t child = ::fork();
     REQUIRE(child >= 0);
     if (child == 0) {
       // One committed, one beside its output and one in the scratch
-      // folder being written: then it waits to be stopped.
+      // folder being written: then it waits to be stopped, with a note
+      // for the signal to print on its standard error.
       ::close(ready[0]);
+      ::close(said[0]);
+      if (::dup2(said[1], STDERR_FILENO) < 0) ::_exit(5);
       RemoveScratchOnSignals();
+      SetSignalNote("an earlier note\n");
+      SetSignalNote("stopped while storing tree.bin\n");
       auto done = AtomicFile::Create(dir + "/done.bin", false);
       if (!done.ok() || !done->Append("whole", 5).ok() || !done->Commit().ok()) ::_exit(2);
       auto beside = AtomicFile::Create(dir + "/out.bin", false);
@@ -153,6 +159,7 @@ TEST_CASE("a process stopped by SIGINT, SIGTERM or SIGHUP removes the temporarie
       for (;;) ::pause();
     }
     ::close(ready[1]);
+    ::close(said[1]);
     char got = 0;
     REQUIRE(::read(ready[0], &got, 1) == 1);
     ::close(ready[0]);
@@ -163,6 +170,11 @@ TEST_CASE("a process stopped by SIGINT, SIGTERM or SIGHUP removes the temporarie
     REQUIRE(::waitpid(child, &status, 0) == child);
     CHECK(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == signal);
+    std::string stderr_text;
+    char buf[256];
+    for (ssize_t n; (n = ::read(said[0], buf, sizeof buf)) > 0;) stderr_text.append(buf, static_cast<size_t>(n));
+    ::close(said[0]);
+    CHECK(stderr_text == "stopped while storing tree.bin\n");
     std::vector<std::string> left = Names(dir);
     std::sort(left.begin(), left.end());
     CHECK(left == std::vector<std::string>{"done.bin", "scratch"});
