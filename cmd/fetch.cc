@@ -35,13 +35,15 @@ Status Fetch(ops::Context& context, const FetchArgs& a) {
 // Restores what it can: a remote that is out of reach, or an object it
 // lacks, costs only the files that need it; they stay pointers, are named,
 // and the exit code says so. A remote or revision given that names
-// nothing stops it before anything is written (with none given, what
-// this clone holds is still written when there is no remote).
+// nothing, or a mistake in what was asked (a pattern that matches no
+// file), stops it before anything is written (with no remote given,
+// what this clone holds is still written when there is none).
 Status RunPull(const FetchArgs& a) {
   ops::Context context;
   ZIPNN_RETURN_IF_ERROR(context.Store().status());
   const Result<ops::FetchPlan> plan = ops::PlanFetch(context, a.request);
-  if (!plan.ok() && (!a.request.remote.empty() || !a.request.refs.empty())) return plan.status();
+  const bool mistake = !plan.ok() && plan.status().code() == StatusCode::kInvalidArgument;
+  if (!plan.ok() && (mistake || !a.request.remote.empty() || !a.request.refs.empty())) return plan.status();
   const Status fetched = plan.ok() ? Transfer(context, *plan, a) : plan.status();
   if (!fetched.ok()) std::fprintf(stderr, "git-zipnn pull: %s\n", RedactSecrets(fetched.message()).c_str());
   auto said = [&](const std::string& path, const Result<std::optional<ContentId>>& written) {

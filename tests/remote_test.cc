@@ -452,8 +452,23 @@ TEST_CASE("fetch gets what revisions need; pull restores what GIT_ZIPNN_SKIP_SMU
   const Run typo = repo.Sh("cd ../lazy && git zipnn pull orign");
   CHECK(typo.code != 0);
   CHECK_MESSAGE(typo.err.find("there is no remote named 'orign'") != std::string::npos, typo.err);
+  // So is a pattern that matches no file: `-I ./model.safetensors` is
+  // how a shell names it, not how .gitattributes does (it used to take
+  // nothing and exit 0).
+  const Run dotted = repo.Sh("cd ../lazy && git zipnn pull -I ./model.safetensors");
+  CHECK(dotted.code != 0);
+  CHECK_MESSAGE(dotted.err.find("-I './model.safetensors' matches none of the 1 checkpoint path here; patterns are "
+                                "read as in .gitattributes, from the top of the work tree; for the file at the top, "
+                                "-I '/model.safetensors'") != std::string::npos,
+                dotted.err);
+  const Run slip = repo.Sh("cd ../lazy && git zipnn fetch -I model.safetensor");
+  CHECK(slip.code != 0);
+  CHECK_MESSAGE(slip.err.find("(did you mean 'model.safetensors'?)") != std::string::npos, slip.err);
   CHECK(repo.Sh("head -1 ../lazy/model.safetensors").out.rfind("git-zipnn pointer 2 ", 0) == 0);
-  Run pull = repo.Sh("cd ../lazy && git zipnn pull");
+  // An --exclude that takes every file chosen is what was asked.
+  CHECK(repo.Sh("cd ../lazy && git zipnn pull -I /model.safetensors -X '*.safetensors'").code == 0);
+  CHECK(repo.Sh("head -1 ../lazy/model.safetensors").out.rfind("git-zipnn pointer 2 ", 0) == 0);
+  Run pull = repo.Sh("cd ../lazy && git zipnn pull -I /model.safetensors");
   REQUIRE(pull.code == 0);
   CHECK(pull.out.find("model.safetensors: restored " + IdAt(repo, "HEAD:model.safetensors")) != std::string::npos);
   CHECK(repo.Sh("cmp ../lazy/model.safetensors '" + repo.Data(Step("000200")) + "'").code == 0);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "lib/access/versions.h"
+#include "lib/base/closest.h"
 #include "lib/base/file.h"
 #include "lib/git/git.h"
 #include "lib/git/repository.h"
@@ -67,11 +68,35 @@ class RestageList {
 };
 
 // The paths --include and --exclude keep (all of them without either).
+// An --include that matches none of `paths` is a mistake, not a wish for
+// nothing: it is an error that says how patterns are read.
 Result<std::set<std::string>> Chosen(const git::Repository& git_repo, const std::set<std::string>& paths,
                                      const FetchRequest& a) {
   std::vector<std::string> include = PatternList(a.include);
-  if (include.empty()) include = {"*"};
-  return git::MatchingPaths(git_repo, paths, include, PatternList(a.exclude));
+  const bool all = include.empty();
+  if (all) include = {"*"};
+  ZIPNN_ASSIGN_OR_RETURN(std::set<std::string> chosen,
+                         git::MatchingPaths(git_repo, paths, include, PatternList(a.exclude)));
+  if (!chosen.empty() || all || paths.empty()) return chosen;
+  ZIPNN_ASSIGN_OR_RETURN(const std::set<std::string> included, git::MatchingPaths(git_repo, paths, include, {}));
+  if (!included.empty()) return chosen;  // --exclude took them all, as asked
+  std::set<std::string> named = paths;   // and their file names ('model.safetensors' of 'out/model.safetensors')
+  for (const std::string& p : paths) named.insert(p.substr(p.rfind('/') + 1));
+  const std::vector<std::string> names(named.begin(), named.end());
+  std::string hint = " (e.g. -I 'model.safetensors', -I 'out/**')";
+  for (const std::string& p : include) {
+    // "./model.safetensors" is how a shell names the file; .gitattributes
+    // anchors a path at the top with "/".
+    const std::vector<std::string> close = ClosestWords(p, names);
+    if (p.rfind("./", 0) == 0) {
+      hint = "; for the file at the top, -I '/" + p.substr(2) + "'";
+      break;
+    }
+    if (!close.empty()) hint = " (did you mean " + Alternatives(close, "'") + "?)";
+  }
+  return InvalidArgument("-I " + Alternatives(include, "'") + " matches none of the " + std::to_string(paths.size()) +
+                         " checkpoint path" + (paths.size() == 1 ? "" : "s") +
+                         " here; patterns are read as in .gitattributes, from the top of the work tree" + hint);
 }
 
 // The days a config key gives (Git LFS's lfs.<key> when zipnn.<key> is
