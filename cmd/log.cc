@@ -84,9 +84,12 @@ Status RunLog(const LogArgs& a) {
     std::printf("%s\n", p.path.c_str());
     for (const ops::LogRow& row : p.rows) PrintRow(row);
     if (p.versions > 1) {  // one version's row says it all
-      std::printf("  total: %s raw in %zu version%s -> %s stored (%s)\n", HumanBytes(p.raw_total).c_str(), p.versions,
-                  p.versions == 1 ? "" : "s", HumanBytes(p.stored_total).c_str(),
-                  Percent(p.stored_total, p.raw_total).c_str());
+      const std::string which =
+          p.held == p.versions
+              ? Counted(p.versions, "version")
+              : std::to_string(p.held) + " of its " + std::to_string(p.versions) + " versions (those in this store)";
+      std::printf("  total: %s raw in %s -> %s stored (%s)\n", HumanBytes(p.raw_total).c_str(), which.c_str(),
+                  HumanBytes(p.stored_total).c_str(), Percent(p.stored_total, p.raw_total).c_str());
     }
   }
   if (log.paths.size() > 1) {
@@ -97,9 +100,11 @@ Status RunLog(const LogArgs& a) {
                 Counted(log.longest, "delta").c_str());
   }
   if (log.unreadable > 0) {
-    std::printf("%s not in this store or not readable (a clone fetches what it checks out: `git zipnn fetch --all` "
-                "gets the rest); `git zipnn fsck --all` says which and whether the remote has them\n",
-                Counted(log.unreadable, "version").c_str());
+    std::printf(
+        "%s not in this store or not readable (a clone fetches what it checks out: `git zipnn fetch --all` "
+        "gets the rest; the totals above count only what is here); `git zipnn fsck --all` says which and "
+        "whether the remote has them\n",
+        Counted(log.unreadable, "version").c_str());
   }
   return OkStatus();
 }

@@ -434,6 +434,12 @@ TEST_CASE("fetch gets what revisions need; pull restores what GIT_ZIPNN_SKIP_SMU
   REQUIRE_MESSAGE(fetch.code == 0, fetch.err);
   CHECK(fetch.err.find("fetched 2 objects") != std::string::npos);
   CHECK(repo.Sh("cd ../lazy && git zipnn fetch origin HEAD~3").err.find("fetched 0 objects") != std::string::npos);
+  // log totals what is here, and says so: the three versions not fetched
+  // have no stored size to set against their raw one.
+  const Run log = repo.Sh("cd ../lazy && git zipnn log model.safetensors");
+  CHECK(log.out.find(" raw in 2 of its 5 versions (those in this store) -> ") != std::string::npos);
+  CHECK(log.out.find("3 versions not in this store or not readable (a clone fetches what it checks out: `git zipnn "
+                     "fetch --all` gets the rest; the totals above count only what is here)") != std::string::npos);
   // fsck counts what is on the remote and not fetched here apart from
   // problems: a clone that fetched what it needs is sound.
   Run fsck = repo.Sh("cd ../lazy && git zipnn fsck --all");

@@ -196,13 +196,17 @@ Result<LogResult> Log(Context& context, const LogRequest& request) {
       row.same_path = home.path;
       row.same_commit = home.commit->id.Hex();
       row.stored = info.ok() && !row.same ? info->object_size : 0;
-      if (counted.insert(pointer.id.Hex()).second) out.raw_total += pointer.size;
+      if (counted.insert(pointer.id.Hex()).second && info.ok()) {
+        out.raw_total += pointer.size;
+        ++out.held;
+      }
       out.stored_total += row.stored;  // at the row where the bytes were first
       ++result.versions;
       result.unreadable += info.ok() || retained ? 0 : 1;
-      if (all_objects.insert(pointer.id).second) {
+      if (all_objects.insert(pointer.id).second && info.ok()) {
         result.raw += pointer.size;
-        result.stored += info.ok() ? info->object_size : 0;
+        result.stored += info->object_size;
+        ++result.objects;
       }
       const std::string same_as = home.path + " at " + row.same_commit.substr(0, 10);
       row.reason = row.same            ? "stored once: the bytes of " + same_as
@@ -214,7 +218,6 @@ Result<LogResult> Log(Context& context, const LogRequest& request) {
     }
     out.versions = counted.size();
   }
-  result.objects = all_objects.size();
   // Chains: the distinct bases the listed versions rest on, and the
   // longest run of deltas above one.
   std::set<ContentId> bases;

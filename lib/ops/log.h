@@ -40,13 +40,17 @@ struct LogRow {
 struct LogPath {
   std::string path;
   std::vector<LogRow> rows;  // newest first
+  // Over the versions in this store: one not fetched (or dropped) has
+  // no stored size, and its raw size would make the ratio a false one.
   uint64_t raw_total = 0, stored_total = 0;
   size_t versions = 0;  // distinct contents
+  size_t held = 0;      // of them, those in this store
 };
 
 struct LogResult {
   std::vector<LogPath> paths;
-  // Over every path, each object counted once.
+  // Over every path, each object counted once; objects, raw and stored
+  // over those in this store.
   size_t versions = 0, objects = 0;
   uint64_t raw = 0, stored = 0;
   size_t chains = 0;  // distinct bases the listed versions rest on
