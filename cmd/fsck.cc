@@ -46,6 +46,23 @@ Status RunFsckRemote(ops::Context& context, const FsckArgs& a) {
                     "them again)");
 }
 
+// The summary's verdict. In a clone that fetched only some checkpoints,
+// it says how many were checked rather than "every one".
+std::string Verdict(const ops::FsckResult& result, bool fast, const std::string& retained) {
+  const size_t problems = result.problems.size();
+  if (problems > 0) return std::to_string(problems) + " problem" + (problems == 1 ? "" : "s");
+  if (result.not_fetched == 0) {
+    if (fast) return "every object present, headers intact";
+    return retained.empty() ? "every one restores exactly" : "every exact one restores exactly";
+  }
+  const size_t fetched = result.checkpoints - std::min(result.checkpoints, result.not_fetched);
+  if (fetched == 0) return "none is fetched into this clone to check";
+  const bool one = fetched == 1;
+  const std::string checked = "the " + std::to_string(fetched) + " fetched into this clone";
+  if (fast) return checked + (one ? ": its object present, header intact" : ": their objects present, headers intact");
+  return checked + (one ? " restores exactly" : " restore exactly");
+}
+
 Status RunFsck(const FsckArgs& a) {
   ops::Context context(ops::Context::Options{a.threads});
   if (a.remote) return RunFsckRemote(context, a);
@@ -81,15 +98,8 @@ Status RunFsck(const FsckArgs& a) {
       std::printf("%s at %.10s: %s%s\n", p.place.path.c_str(), p.place.rev.c_str(),
                   p.id.empty() ? "" : ("checkpoint " + p.id + ": ").c_str(), p.what.c_str());
     }
-    std::printf("%zu pointer%s to %zu checkpoint%s in %s: %s%s\n", pointers, pointers == 1 ? "" : "s",
-                checkpoints, checkpoints == 1 ? "" : "s", scope.c_str(),
-                problems.empty()
-                    ? (a.fast ? (result.not_fetched > 0 ? "every object fetched present, headers intact"
-                                                     : "every object present, headers intact")
-                       : result.not_fetched > 0 ? "every one fetched restores exactly"
-                       : retained.empty()    ? "every one restores exactly"
-                                             : "every exact one restores exactly")
-                    : (std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s")).c_str(),
+    std::printf("%zu pointer%s to %zu checkpoint%s in %s: %s%s\n", pointers, pointers == 1 ? "" : "s", checkpoints,
+                checkpoints == 1 ? "" : "s", scope.c_str(), Verdict(result, a.fast, retained).c_str(),
                 retained.c_str());
     if (!result.not_fetched_line.empty()) std::printf("%s\n", result.not_fetched_line.c_str());
   }

@@ -444,7 +444,13 @@ TEST_CASE("fetch gets what revisions need; pull restores what GIT_ZIPNN_SKIP_SMU
   // problems: a clone that fetched what it needs is sound.
   Run fsck = repo.Sh("cd ../lazy && git zipnn fsck --all");
   CHECK_MESSAGE(fsck.code == 0, fsck.err);
-  CHECK(fsck.out.find(": every one fetched restores exactly\n") != std::string::npos);
+  CHECK(fsck.out.find(" pointers to 5 checkpoints in every ref, reflog, stash and the index: the 2 fetched into "
+                      "this clone restore exactly\n") != std::string::npos);
+  // HEAD's own checkpoint is not fetched: nothing of HEAD was checked,
+  // and the summary says so (it said "every one fetched restores exactly").
+  CHECK(repo.Sh("cd ../lazy && git zipnn fsck")
+            .out.find("1 pointer to 1 checkpoint in HEAD: none is fetched into this clone to check\n") !=
+        std::string::npos);
   CHECK(fsck.out.find(" are not fetched into this clone; origin has them (`git zipnn fetch --all` gets them; "
                       "`git zipnn fsck --remote origin` checks origin)\n") != std::string::npos);
   // A file where the remote goes, or a remote that does not exist, is a
