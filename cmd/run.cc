@@ -6,6 +6,7 @@
 #include <exception>
 #include <new>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,31 @@ std::optional<std::string> OptionHint(const CLI::App& sub, const std::string& er
   return hint;
 }
 
+// CLI11 lists the words it did not expect last first ("not expected:
+// three two one"); they read as the command line gave them.
+std::string InCommandLineOrder(const std::string& error, const std::vector<const char*>& args) {
+  const std::string marker = "not expected: ";
+  const size_t colon = error.find(marker);
+  if (colon == std::string::npos) return error;
+  std::multiset<std::string> unexpected;
+  const std::string listed = error.substr(colon + marker.size());
+  for (size_t at = 0; at < listed.size();) {
+    const size_t space = std::min(listed.find(' ', at), listed.size());
+    unexpected.insert(listed.substr(at, space - at));
+    at = space + 1;
+  }
+  std::string ordered;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const auto found = unexpected.find(args[i]);
+    if (found == unexpected.end()) continue;
+    ordered += (ordered.empty() ? "" : " ") + *found;
+    unexpected.erase(found);
+  }
+  // A word not found as given (CLI11 split or changed it) keeps its list.
+  if (!unexpected.empty()) return error;
+  return error.substr(0, colon + marker.size()) + ordered;
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -116,7 +142,8 @@ int Main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    const std::string message = InCommandLineOrder(e.what(), args);
+    std::fprintf(stderr, "error: %s\n", message.c_str());
     CLI::App* sub = nullptr;
     for (auto& [s, action] : actions) {
       if (s->parsed()) sub = s;
@@ -124,7 +151,7 @@ int Main(int argc, char** argv) {
     if (sub != nullptr) {
       // An option the command does not have: the ones it has that are
       // closest (a typo of --all, --rev).
-      if (std::optional<std::string> hint = OptionHint(*sub, e.what())) std::fprintf(stderr, "%s\n", hint->c_str());
+      if (std::optional<std::string> hint = OptionHint(*sub, message)) std::fprintf(stderr, "%s\n", hint->c_str());
       std::fprintf(stderr, "Run 'git zipnn %s --help' for its options.\n", sub->get_name().c_str());
     } else {
       std::fprintf(stderr, "Run 'git zipnn --help' for usage.\n");

@@ -207,9 +207,14 @@ TEST_CASE("errors are one line on stderr with a non-zero exit code") {
   Run typo = Zipnn("compress " + kStep40 + " --levle 3");
   CHECK(typo.code == 2);
   CHECK(typo.err ==
-        "error: The following arguments were not expected: 3 --levle\n"
+        "error: The following arguments were not expected: --levle 3\n"
         "git zipnn compress has no option --levle; did you mean --level?\n"
         "Run 'git zipnn compress --help' for its options.\n");
+  // Words it did not expect, in the order they were given (CLI11 lists
+  // them last first).
+  Run extra = Zipnn("version one two one three");
+  CHECK(extra.code == 2);
+  CHECK(extra.err.rfind("error: The following arguments were not expected: one two one three\n", 0) == 0);
 
   // An option spelled out in full, as another tool names it.
   Run spelled = Zipnn("restore --revision HEAD model.safetensors");
