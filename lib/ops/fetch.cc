@@ -94,8 +94,10 @@ Result<std::set<std::string>> Chosen(const git::Repository& git_repo, const std:
     }
     if (!close.empty()) hint = " (did you mean " + Alternatives(close, "'") + "?)";
   }
-  return InvalidArgument("-I " + Alternatives(include, "'") + " matches none of the " + std::to_string(paths.size()) +
-                         " checkpoint path" + (paths.size() == 1 ? "" : "s") +
+  std::string given;  // as a comma-separated list
+  for (const std::string& p : include) given += (given.empty() ? "" : ",") + p;
+  return InvalidArgument("-I '" + given + "' matches none of the " + std::to_string(paths.size()) + " checkpoint path" +
+                         (paths.size() == 1 ? "" : "s") +
                          " here; patterns are read as in .gitattributes, from the top of the work tree" + hint);
 }
 
