@@ -104,7 +104,7 @@ TEST_CASE("help lists every command, version names both versions") {
   }
   Run v = Zipnn("version");
   CHECK(v.code == 0);
-  CHECK(v.out == "git-zipnn 0.10.4\nobject format 8\n");
+  CHECK(v.out == "git-zipnn 0.10.5\nobject format 8\n");
 }
 
 TEST_CASE("the binary names no libgit2, libcurl or libcrypto: each is loaded when a command first calls it") {

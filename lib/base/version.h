@@ -3,5 +3,5 @@
 #pragma once
 
 namespace zipnn {
-inline constexpr char kVersion[] = "0.10.4";
+inline constexpr char kVersion[] = "0.10.5";
 }  // namespace zipnn
