@@ -33,22 +33,32 @@ std::optional<std::string> UnknownCommand(const std::string& word) {
 
 namespace {
 
-// For CLI11's "The following argument(s) was/were not expected: ...":
-// each unexpected word that looks like an option, with the command's
+// The words of CLI11's "The following argument(s) was/were not expected:
+// ..." (none for another error).
+std::vector<std::string> UnexpectedWords(const std::string& error, size_t* listed_at = nullptr) {
+  const std::string marker = "not expected: ";
+  const size_t colon = error.find(marker);
+  if (colon == std::string::npos) return {};
+  if (listed_at != nullptr) *listed_at = colon + marker.size();
+  std::vector<std::string> words;
+  const std::string listed = error.substr(colon + marker.size());
+  for (size_t at = 0; at < listed.size();) {
+    const size_t space = std::min(listed.find(' ', at), listed.size());
+    words.push_back(listed.substr(at, space - at));
+    at = space + 1;
+  }
+  return words;
+}
+
+// For an unexpected word that looks like an option, the command's
 // options closest to it.
 std::optional<std::string> OptionHint(const CLI::App& sub, const std::string& error) {
-  const size_t colon = error.find("not expected: ");
-  if (colon == std::string::npos) return std::nullopt;
   std::vector<std::string> names;
   for (const CLI::Option* o : sub.get_options()) {
     for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
   }
   std::string hint;
-  std::string words = error.substr(colon + 14);
-  for (size_t at = 0; at < words.size();) {
-    const size_t space = std::min(words.find(' ', at), words.size());
-    const std::string word = words.substr(at, space - at);
-    at = space + 1;
+  for (const std::string& word : UnexpectedWords(error)) {
     // Long options only: a one-letter one is too short to guess from.
     if (word.rfind("--", 0) != 0) continue;
     const std::string name = word.substr(0, word.find('='));
@@ -68,16 +78,10 @@ std::optional<std::string> OptionHint(const CLI::App& sub, const std::string& er
 // CLI11 lists the words it did not expect last first ("not expected:
 // three two one"); they read as the command line gave them.
 std::string InCommandLineOrder(const std::string& error, const std::vector<const char*>& args) {
-  const std::string marker = "not expected: ";
-  const size_t colon = error.find(marker);
-  if (colon == std::string::npos) return error;
-  std::multiset<std::string> unexpected;
-  const std::string listed = error.substr(colon + marker.size());
-  for (size_t at = 0; at < listed.size();) {
-    const size_t space = std::min(listed.find(' ', at), listed.size());
-    unexpected.insert(listed.substr(at, space - at));
-    at = space + 1;
-  }
+  size_t listed_at = 0;
+  const std::vector<std::string> words = UnexpectedWords(error, &listed_at);
+  std::multiset<std::string> unexpected(words.begin(), words.end());
+  if (unexpected.empty()) return error;
   std::string ordered;
   for (size_t i = 1; i < args.size(); ++i) {
     const auto found = unexpected.find(args[i]);
@@ -87,7 +91,7 @@ std::string InCommandLineOrder(const std::string& error, const std::vector<const
   }
   // A word not found as given (CLI11 split or changed it) keeps its list.
   if (!unexpected.empty()) return error;
-  return error.substr(0, colon + marker.size()) + ordered;
+  return error.substr(0, listed_at) + ordered;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "lib/access/versions.h"
 #include "lib/base/closest.h"
 #include "lib/base/file.h"
+#include "lib/base/strings.h"
 #include "lib/git/git.h"
 #include "lib/git/repository.h"
 #include "lib/git/rewrite.h"
@@ -87,17 +88,16 @@ Result<std::set<std::string>> Chosen(const git::Repository& git_repo, const std:
   for (const std::string& p : include) {
     // "./model.safetensors" is how a shell names the file; .gitattributes
     // anchors a path at the top with "/".
-    const std::vector<std::string> close = ClosestWords(p, names);
     if (p.rfind("./", 0) == 0) {
       hint = "; for the file at the top, -I '/" + p.substr(2) + "'";
       break;
     }
+    const std::vector<std::string> close = ClosestWords(p, names);
     if (!close.empty()) hint = " (did you mean " + Alternatives(close, "'") + "?)";
   }
   std::string given;  // as a comma-separated list
   for (const std::string& p : include) given += (given.empty() ? "" : ",") + p;
-  return InvalidArgument("-I '" + given + "' matches none of the " + std::to_string(paths.size()) + " checkpoint path" +
-                         (paths.size() == 1 ? "" : "s") +
+  return InvalidArgument("-I '" + given + "' matches none of the " + Counted(paths.size(), "checkpoint path") +
                          " here; patterns are read as in .gitattributes, from the top of the work tree" + hint);
 }
 
